@@ -1,0 +1,1 @@
+"""The Python SDK: Producer, Consumer and Admin (built in the cluster issue)."""

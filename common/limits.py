@@ -1,0 +1,74 @@
+"""Every bound Samsa enforces, in one place, named noun-first with the unit last.
+
+Each limit says why it is what it is. The relations between them are asserted at import, so an
+edit that makes them incoherent (a maximal batch that no longer fits in a gRPC message) fails at
+once rather than in production. Configurable settings (Kafka's `max.message.bytes`, …) are checked
+against these hard ceilings when they are parsed.
+"""
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+# --- record batches --------------------------------------------------------------------------
+
+# The largest stored batch (header + records section, compressed size). Kafka's default
+# `message.max.bytes` is ~1 MiB and operators raise it to tens of MiB for large payloads; 64 MiB
+# covers those while keeping one batch comfortably inside one gRPC message.
+batch_bytes_max = 64 * MIB
+
+# The largest records section after decompression. A zstd frame can expand a few KiB into GiBs (a
+# "zip bomb"); the decoder refuses to allocate more than this, whatever the frame header claims.
+batch_uncompressed_bytes_max = 128 * MIB
+
+# Kafka's default for `max.message.bytes` (1 MiB + the 12-byte log overhead).
+max_message_bytes_default = 1 * MIB + 12
+
+# --- topics and partitions ---------------------------------------------------------------------
+
+# Kafka's limit: a topic name becomes part of a directory name (`<topic>-<partition>`), and 249
+# leaves room for the partition suffix inside a 255-byte file name.
+topic_name_length_max = 249
+
+# --- segments and indexes --------------------------------------------------------------------
+
+# Offset-index entries store a 32-bit position and a 32-bit offset relative to the segment's base
+# offset, so a segment can never exceed 2^31 - 1 bytes (Kafka: `segment.bytes` is an int) nor span
+# more than 2^31 - 1 offsets; the log rolls before either would overflow.
+segment_bytes_max = 2**31 - 1
+segment_relative_offset_max = 2**31 - 1
+
+# Smallest `segment.bytes` accepted (Kafka's lower bound is 14 bytes, which only makes sense in
+# its tests; one KiB still lets tests roll segments quickly).
+segment_bytes_min = 1 * KIB
+
+# Kafka's defaults.
+segment_bytes_default = 1 * GIB
+index_interval_bytes_default = 4 * KIB
+
+# An index file larger than this is treated as corrupt and rebuilt (a segment of 2 GiB indexed
+# every 4 KiB needs 4 MiB of 8-byte entries; 10 MiB is Kafka's `segment.index.bytes` default).
+index_bytes_max = 10 * MIB
+
+# --- reads ----------------------------------------------------------------------------------
+
+# The most bytes one read of one partition returns (Kafka's `max.partition.fetch.bytes` ceiling
+# in practice). One batch larger than the requested `max_bytes` is still returned whole so that a
+# consumer always makes progress (KIP-74).
+fetch_partition_bytes_max = 64 * MIB
+
+# --- the transport ----------------------------------------------------------------------------
+
+# gRPC's default receive limit is 4 MiB; Samsa raises it so a request can carry a maximal batch
+# plus its envelope. Servers and clients set both send and receive limits to this.
+grpc_message_bytes_max = 80 * MIB
+
+
+# --- relations --------------------------------------------------------------------------------
+
+assert max_message_bytes_default <= batch_bytes_max
+assert batch_bytes_max <= batch_uncompressed_bytes_max
+assert batch_bytes_max + 1 * MIB <= grpc_message_bytes_max, "a maximal batch must fit a message"
+assert fetch_partition_bytes_max <= grpc_message_bytes_max
+assert batch_bytes_max < segment_bytes_max, "one batch must fit in one segment"
+assert segment_bytes_min < max_message_bytes_default

@@ -1,0 +1,1 @@
+"""The broker: stores and serves partition replicas."""

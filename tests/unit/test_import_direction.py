@@ -1,0 +1,120 @@
+"""Goal: keep the architecture's arrows pointing one way (STYLE.md habit 1, DESIGN.md §10).
+
+Method: parse every module's imports with `ast` (nothing is imported or executed) and check three
+rules:
+1. `samsa.common` and `samsa.metadata` import nothing from `samsa.services`, `samsa.client` or
+   `samsa.cli`.
+2. Services and clients never import each other.
+3. Pure cores do no I/O: they import none of the modules in FORBIDDEN_IN_CORES. Every module under
+   common/, metadata/ and services/ is a pure core unless its file name is in IO_MODULE_NAMES — so
+   a new module is pure by default, and a reviewer sees every I/O module named here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Top-level folder -> the import prefix it is installed as (pyproject.toml's package-dir).
+PACKAGE_FOLDERS = {
+    "common": "samsa.common",
+    "metadata": "samsa.metadata",
+    "services": "samsa.services",
+    "clients/python/samsa_client": "samsa.client",
+    "clients/python/cli": "samsa.cli",
+}
+
+FORBIDDEN_IN_CORES = {
+    "asyncio",
+    "grpc",
+    "io",
+    "mmap",
+    "multiprocessing",
+    "os",
+    "pathlib",
+    "pysyncobj",
+    "random",
+    "select",
+    "shutil",
+    "signal",
+    "socket",
+    "subprocess",
+    "tempfile",
+    "threading",
+    "time",
+    "concurrent",
+}
+
+# The only modules under common/, metadata/ and services/ allowed to do I/O: drivers and adapters.
+IO_MODULE_NAMES = {
+    "segment.py",  # one segment's files
+    "checkpoint_file.py",  # atomic checkpoint writes
+    "log.py",  # composes segments, checkpoints and the pure policies
+}
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted(p for p in (REPO / folder).rglob("*.py") if "node_modules" not in p.parts)
+
+
+def _imported_names(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _violations(folder: str, forbidden_prefixes: tuple[str, ...]) -> list[str]:
+    found = []
+    for path in _modules(folder):
+        for name in _imported_names(path):
+            if name.startswith(forbidden_prefixes):
+                found.append(f"{path.relative_to(REPO)} imports {name}")
+    return found
+
+
+@pytest.mark.parametrize("folder", ["common", "metadata"])
+def test_shared_packages_import_no_service_or_client(folder: str) -> None:
+    assert _violations(folder, ("samsa.services", "samsa.client", "samsa.cli")) == []
+
+
+def test_services_do_not_import_clients() -> None:
+    assert _violations("services", ("samsa.client", "samsa.cli")) == []
+
+
+def test_sdk_does_not_import_services() -> None:
+    assert _violations("clients/python/samsa_client", ("samsa.services",)) == []
+
+
+def test_pure_cores_do_no_io() -> None:
+    found = []
+    for folder in ("common", "metadata", "services"):
+        for path in _modules(folder):
+            if path.name in IO_MODULE_NAMES:
+                continue
+            for name in _imported_names(path):
+                if name.split(".")[0] in FORBIDDEN_IN_CORES:
+                    found.append(f"{path.relative_to(REPO)} imports {name}")
+    assert found == [], "pure cores must not do I/O (or add the module to IO_MODULE_NAMES)"
+
+
+def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
+    """The rule above must be able to fail: an `import os` in a module is found."""
+    module = tmp_path / "core.py"
+    module.write_text("import os\nfrom time import monotonic\nfrom . import sibling\n")
+    assert _imported_names(module) == {"os", "time"}
+
+
+def test_every_package_folder_is_mapped() -> None:
+    """A folder that holds code but is missing from the mapping would escape the rules above."""
+    pyproject = (REPO / "pyproject.toml").read_text()
+    for folder, package in PACKAGE_FOLDERS.items():
+        assert f'"{package}" = "{folder}"' in pyproject, f"{folder} is not mapped to {package}"
