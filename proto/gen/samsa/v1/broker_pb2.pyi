@@ -1,0 +1,251 @@
+from samsa.v1 import errors_pb2 as _errors_pb2
+from samsa.v1 import records_pb2 as _records_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class OffsetSpec(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OFFSET_SPEC_UNSPECIFIED: _ClassVar[OffsetSpec]
+    OFFSET_SPEC_EARLIEST: _ClassVar[OffsetSpec]
+    OFFSET_SPEC_LATEST: _ClassVar[OffsetSpec]
+    OFFSET_SPEC_TIMESTAMP: _ClassVar[OffsetSpec]
+    OFFSET_SPEC_MAX_TIMESTAMP: _ClassVar[OffsetSpec]
+OFFSET_SPEC_UNSPECIFIED: OffsetSpec
+OFFSET_SPEC_EARLIEST: OffsetSpec
+OFFSET_SPEC_LATEST: OffsetSpec
+OFFSET_SPEC_TIMESTAMP: OffsetSpec
+OFFSET_SPEC_MAX_TIMESTAMP: OffsetSpec
+
+class LeaderIdAndEpoch(_message.Message):
+    __slots__ = ("leader_id", "leader_epoch")
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    leader_id: int
+    leader_epoch: int
+    def __init__(self, leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+
+class ProduceRequest(_message.Message):
+    __slots__ = ("transactional_id", "acks", "timeout_ms", "topics")
+    class TopicData(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[ProduceRequest.PartitionData]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ProduceRequest.PartitionData, _Mapping]]] = ...) -> None: ...
+    class PartitionData(_message.Message):
+        __slots__ = ("partition", "records", "typed_records", "compression")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        RECORDS_FIELD_NUMBER: _ClassVar[int]
+        TYPED_RECORDS_FIELD_NUMBER: _ClassVar[int]
+        COMPRESSION_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        records: bytes
+        typed_records: _containers.RepeatedCompositeFieldContainer[_records_pb2.Record]
+        compression: _records_pb2.Compression
+        def __init__(self, partition: _Optional[int] = ..., records: _Optional[bytes] = ..., typed_records: _Optional[_Iterable[_Union[_records_pb2.Record, _Mapping]]] = ..., compression: _Optional[_Union[_records_pb2.Compression, str]] = ...) -> None: ...
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    transactional_id: str
+    acks: int
+    timeout_ms: int
+    topics: _containers.RepeatedCompositeFieldContainer[ProduceRequest.TopicData]
+    def __init__(self, transactional_id: _Optional[str] = ..., acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceRequest.TopicData, _Mapping]]] = ...) -> None: ...
+
+class ProduceResponse(_message.Message):
+    __slots__ = ("throttle_time_ms", "topics")
+    class TopicResponse(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[ProduceResponse.PartitionResponse]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ProduceResponse.PartitionResponse, _Mapping]]] = ...) -> None: ...
+    class PartitionResponse(_message.Message):
+        __slots__ = ("partition", "error_code", "error_message", "base_offset", "log_append_time_ms", "log_start_offset", "current_leader")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        LOG_APPEND_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+        LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        base_offset: int
+        log_append_time_ms: int
+        log_start_offset: int
+        current_leader: LeaderIdAndEpoch
+        def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., base_offset: _Optional[int] = ..., log_append_time_ms: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., current_leader: _Optional[_Union[LeaderIdAndEpoch, _Mapping]] = ...) -> None: ...
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    throttle_time_ms: int
+    topics: _containers.RepeatedCompositeFieldContainer[ProduceResponse.TopicResponse]
+    def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
+
+class FetchRequest(_message.Message):
+    __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "decode_records", "rack_id", "topics")
+    class TopicData(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[FetchRequest.PartitionData]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchRequest.PartitionData, _Mapping]]] = ...) -> None: ...
+    class PartitionData(_message.Message):
+        __slots__ = ("partition", "fetch_offset", "current_leader_epoch", "last_fetched_epoch", "log_start_offset", "partition_max_bytes")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        LAST_FETCHED_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        fetch_offset: int
+        current_leader_epoch: int
+        last_fetched_epoch: int
+        log_start_offset: int
+        partition_max_bytes: int
+        def __init__(self, partition: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., partition_max_bytes: _Optional[int] = ...) -> None: ...
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    MIN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ISOLATION_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    DECODE_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    RACK_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: _records_pb2.IsolationLevel
+    decode_records: bool
+    rack_id: str
+    topics: _containers.RepeatedCompositeFieldContainer[FetchRequest.TopicData]
+    def __init__(self, replica_id: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[_Union[_records_pb2.IsolationLevel, str]] = ..., decode_records: _Optional[bool] = ..., rack_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[FetchRequest.TopicData, _Mapping]]] = ...) -> None: ...
+
+class FetchResponse(_message.Message):
+    __slots__ = ("throttle_time_ms", "topics")
+    class TopicResponse(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[FetchResponse.PartitionResponse]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchResponse.PartitionResponse, _Mapping]]] = ...) -> None: ...
+    class AbortedTransaction(_message.Message):
+        __slots__ = ("producer_id", "first_offset")
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        producer_id: int
+        first_offset: int
+        def __init__(self, producer_id: _Optional[int] = ..., first_offset: _Optional[int] = ...) -> None: ...
+    class EpochEndOffset(_message.Message):
+        __slots__ = ("leader_epoch", "end_offset")
+        LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        leader_epoch: int
+        end_offset: int
+        def __init__(self, leader_epoch: _Optional[int] = ..., end_offset: _Optional[int] = ...) -> None: ...
+    class PartitionResponse(_message.Message):
+        __slots__ = ("partition", "error_code", "error_message", "high_watermark", "last_stable_offset", "log_start_offset", "aborted_transactions", "records", "decoded_records", "next_fetch_offset", "diverging_epoch", "current_leader", "preferred_read_replica")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+        LAST_STABLE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        ABORTED_TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+        RECORDS_FIELD_NUMBER: _ClassVar[int]
+        DECODED_RECORDS_FIELD_NUMBER: _ClassVar[int]
+        NEXT_FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        DIVERGING_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+        PREFERRED_READ_REPLICA_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        high_watermark: int
+        last_stable_offset: int
+        log_start_offset: int
+        aborted_transactions: _containers.RepeatedCompositeFieldContainer[FetchResponse.AbortedTransaction]
+        records: bytes
+        decoded_records: _containers.RepeatedCompositeFieldContainer[_records_pb2.Record]
+        next_fetch_offset: int
+        diverging_epoch: FetchResponse.EpochEndOffset
+        current_leader: LeaderIdAndEpoch
+        preferred_read_replica: int
+        def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., aborted_transactions: _Optional[_Iterable[_Union[FetchResponse.AbortedTransaction, _Mapping]]] = ..., records: _Optional[bytes] = ..., decoded_records: _Optional[_Iterable[_Union[_records_pb2.Record, _Mapping]]] = ..., next_fetch_offset: _Optional[int] = ..., diverging_epoch: _Optional[_Union[FetchResponse.EpochEndOffset, _Mapping]] = ..., current_leader: _Optional[_Union[LeaderIdAndEpoch, _Mapping]] = ..., preferred_read_replica: _Optional[int] = ...) -> None: ...
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    throttle_time_ms: int
+    topics: _containers.RepeatedCompositeFieldContainer[FetchResponse.TopicResponse]
+    def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
+
+class ListOffsetsRequest(_message.Message):
+    __slots__ = ("replica_id", "isolation_level", "topics")
+    class TopicData(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[ListOffsetsRequest.PartitionData]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ListOffsetsRequest.PartitionData, _Mapping]]] = ...) -> None: ...
+    class PartitionData(_message.Message):
+        __slots__ = ("partition", "current_leader_epoch", "offset_spec", "timestamp_ms")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_SPEC_FIELD_NUMBER: _ClassVar[int]
+        TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        current_leader_epoch: int
+        offset_spec: OffsetSpec
+        timestamp_ms: int
+        def __init__(self, partition: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., offset_spec: _Optional[_Union[OffsetSpec, str]] = ..., timestamp_ms: _Optional[int] = ...) -> None: ...
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    ISOLATION_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    replica_id: int
+    isolation_level: _records_pb2.IsolationLevel
+    topics: _containers.RepeatedCompositeFieldContainer[ListOffsetsRequest.TopicData]
+    def __init__(self, replica_id: _Optional[int] = ..., isolation_level: _Optional[_Union[_records_pb2.IsolationLevel, str]] = ..., topics: _Optional[_Iterable[_Union[ListOffsetsRequest.TopicData, _Mapping]]] = ...) -> None: ...
+
+class ListOffsetsResponse(_message.Message):
+    __slots__ = ("throttle_time_ms", "topics")
+    class TopicResponse(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[ListOffsetsResponse.PartitionResponse]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ListOffsetsResponse.PartitionResponse, _Mapping]]] = ...) -> None: ...
+    class PartitionResponse(_message.Message):
+        __slots__ = ("partition", "error_code", "error_message", "timestamp_ms", "offset", "leader_epoch")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_FIELD_NUMBER: _ClassVar[int]
+        LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        timestamp_ms: int
+        offset: int
+        leader_epoch: int
+        def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., timestamp_ms: _Optional[int] = ..., offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    throttle_time_ms: int
+    topics: _containers.RepeatedCompositeFieldContainer[ListOffsetsResponse.TopicResponse]
+    def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ListOffsetsResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
