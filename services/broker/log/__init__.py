@@ -1,0 +1,12 @@
+"""The partition log: one partition's storage engine (DESIGN.md §3).
+
+Pure cores (no I/O): config, offset_index, time_index, segment_index, recovery, framing,
+append_info, leader_epoch, checkpoint_format, policy, compaction. I/O drivers: segment (one
+segment's files), checkpoint_file (atomic small files), log (the `Log` composing it all).
+"""
+
+from samsa.services.broker.log.append_info import AppendInfo
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import CompactionResult, Log, ReadResult, SegmentInfo
+
+__all__ = ["AppendInfo", "CompactionResult", "Log", "LogConfig", "ReadResult", "SegmentInfo"]

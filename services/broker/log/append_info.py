@@ -1,0 +1,184 @@
+"""Validate an append, then plan it: the bytes to write, the batches to index, the AppendInfo.
+
+Theory of operation (Kafka's analyzeAndValidateRecords + LogValidator, header-only). An append is
+one or more concatenated batches. Everything is checked before anything is written, so that a
+rejected append stores nothing:
+
+- leader appends (`plan_leader_append`): every batch passes header.check_batch against the topic's
+  max.message.bytes (framing, magic, attributes, CRC), carries dense offsets (last_offset_delta ==
+  record_count - 1, as every producer writes them), and the whole append fits in one segment.
+  Then offsets are assigned from the log end offset and the leader epoch (and, under
+  LogAppendTime, the append time) are stamped into the headers. Records are never decoded.
+- follower appends (`plan_follower_append`): offsets were assigned by the leader; every batch
+  passes check_batch against the hard batch limit (not the topic's max.message.bytes, so that a
+  lowered setting cannot wedge replication of what the leader accepted), the first starts at or
+  after the log end offset and each starts after the previous one ended.
+
+Copies: one bytearray copy of the append when headers must be rewritten across several batches or
+re-signed (LogAppendTime); a single batch under CreateTime is stamped through a 61-byte header
+copy written ahead of a memoryview of the rest (writev), so a 1 MiB batch is never copied.
+
+Invariants of an AppendPlan: `pieces` concatenate to the bytes to store; `batches` lists each
+stored batch with its position inside those bytes, in order, offsets strictly increasing.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode, InvalidRecordError, RecordTooLargeError
+from samsa.common.record.header import (
+    HEADER_BYTES,
+    NO_TIMESTAMP,
+    BatchHeader,
+    check_batch,
+    stamp_log_append_time,
+    stamp_offsets,
+)
+
+Piece = bytes | bytearray | memoryview
+
+
+class AppendInfo(NamedTuple):
+    """What an append stored. `last_offset` is inclusive."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time_ms: int  # -1 unless the topic stamps LogAppendTime
+    record_count: int
+    size_bytes: int
+
+
+class PlannedBatch(NamedTuple):
+    """One batch as it will be stored; `position` is relative to the start of the append."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    size_bytes: int
+    partition_leader_epoch: int
+
+
+class AppendPlan(NamedTuple):
+    pieces: list[Piece]
+    batches: list[PlannedBatch]
+    info: AppendInfo
+
+
+def validate_batches(
+    data: bytes, *, max_batch_bytes: int, segment_bytes: int
+) -> list[tuple[int, BatchHeader]]:
+    """(position, header) of every batch in `data`, each checked by check_batch."""
+    if not data:
+        raise InvalidRecordError("an append needs at least one record batch; got 0 bytes")
+    found = []
+    position = 0
+    while position < len(data):
+        header = check_batch(data, position, max_batch_bytes=max_batch_bytes)
+        found.append((position, header))
+        position += header.size_bytes
+    if len(data) > segment_bytes:  # after the per-batch checks: a lone big batch is one of them
+        raise RecordTooLargeError(
+            f"an append of {len(data)} bytes exceeds segment.bytes={segment_bytes}: send fewer "
+            f"batches per request",
+            ErrorCode.RECORD_LIST_TOO_LARGE,
+        )
+    return found
+
+
+def plan_leader_append(
+    data: bytes,
+    *,
+    log_end_offset: int,
+    leader_epoch: int,
+    max_message_bytes: int,
+    segment_bytes: int,
+    log_append_time_ms: int | None,
+) -> AppendPlan:
+    """Validate producer batches and assign them offsets from `log_end_offset`."""
+    found = validate_batches(data, max_batch_bytes=max_message_bytes, segment_bytes=segment_bytes)
+    for position, header in found:
+        if header.last_offset_delta != header.record_count - 1:
+            raise InvalidRecordError(
+                f"batch at position {position} has last_offset_delta {header.last_offset_delta} "
+                f"for {header.record_count} records: a producer's offsets are dense (0..N-1)"
+            )
+    if len(found) == 1 and log_append_time_ms is None:
+        prefix = bytearray(data[:HEADER_BYTES])
+        stamp_offsets(prefix, 0, log_end_offset, leader_epoch)
+        pieces: list[Piece] = [prefix, memoryview(data)[HEADER_BYTES:]]
+    else:
+        buffer = bytearray(data)
+        base_offset = log_end_offset
+        for position, header in found:
+            stamp_offsets(buffer, position, base_offset, leader_epoch)
+            if log_append_time_ms is not None:
+                end = position + header.size_bytes
+                stamp_log_append_time(buffer, position, end, log_append_time_ms)
+            base_offset += header.last_offset_delta + 1
+        pieces = [buffer]
+    batches = []
+    base_offset = log_end_offset
+    for position, header in found:
+        max_timestamp = header.max_timestamp if log_append_time_ms is None else log_append_time_ms
+        last_offset = base_offset + header.last_offset_delta
+        batches.append(
+            PlannedBatch(
+                position, base_offset, last_offset, max_timestamp, header.size_bytes, leader_epoch
+            )
+        )
+        base_offset = last_offset + 1
+    return AppendPlan(pieces, batches, _summarise(batches, found, log_append_time_ms))
+
+
+def plan_follower_append(data: bytes, *, log_end_offset: int, segment_bytes: int) -> AppendPlan:
+    """Validate replicated batches, whose offsets the leader assigned."""
+    found = validate_batches(
+        data, max_batch_bytes=limits.batch_bytes_max, segment_bytes=segment_bytes
+    )
+    next_offset = log_end_offset
+    batches = []
+    for position, header in found:
+        if header.base_offset < next_offset:
+            raise InvalidRecordError(
+                f"replicated batch at position {position} starts at offset {header.base_offset}, "
+                f"below {next_offset} (the log end offset or the previous batch's end)"
+            )
+        batches.append(
+            PlannedBatch(
+                position,
+                header.base_offset,
+                header.last_offset,
+                header.max_timestamp,
+                header.size_bytes,
+                header.partition_leader_epoch,
+            )
+        )
+        next_offset = header.next_offset
+    return AppendPlan([data], batches, _summarise(batches, found, None))
+
+
+def _summarise(
+    batches: list[PlannedBatch],
+    found: list[tuple[int, BatchHeader]],
+    log_append_time_ms: int | None,
+) -> AppendInfo:
+    max_timestamp, offset_of_max_timestamp = NO_TIMESTAMP, -1
+    for batch in batches:
+        if batch.max_timestamp > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
+    if offset_of_max_timestamp < 0:
+        offset_of_max_timestamp = batches[-1].last_offset
+    return AppendInfo(
+        first_offset=batches[0].base_offset,
+        last_offset=batches[-1].last_offset,
+        max_timestamp=max_timestamp,
+        offset_of_max_timestamp=offset_of_max_timestamp,
+        log_append_time_ms=-1 if log_append_time_ms is None else log_append_time_ms,
+        record_count=sum(header.record_count for _, header in found),
+        size_bytes=batches[-1].position + batches[-1].size_bytes,
+    )

@@ -1,0 +1,109 @@
+"""Log compaction, pure: keep the newest record per key, rewrite batches without the rest.
+
+Theory of operation (Kafka's LogCleaner, simplified). Compaction runs over the closed segments
+only (the cleanable range ends at the active segment's base offset) in two passes:
+
+1. `build_key_map` reads every decoded batch of that range and maps each key to the offset of
+   its newest record.
+2. `compact_batch` rewrites one batch: a keyed record survives only if it is its key's newest;
+   a newest record with a null value (a tombstone) survives until its batch's max timestamp +
+   delete.retention.ms <= now_ms, so that consumers have that long to see the delete.
+
+Choices a reviewer should know:
+- Keyless records are kept. Kafka refuses them on compacted topics at produce time; Samsa's log
+  accepts them (the broker may refuse them later) and compaction has no key to compare, so the
+  only safe choice is to keep them.
+- Control and transactional batches are kept untouched and their keys are left out of the map
+  (an aborted transaction's record must not shadow a committed one) until transaction-aware
+  cleaning arrives with the transaction index.
+- A batch whose records all survive is returned as the same bytes object (no re-encode); a batch
+  with none is dropped; otherwise it is re-encoded keeping its base offset, partition leader
+  epoch, producer id/epoch, base sequence, compression, timestamp type and each surviving
+  record's offset delta and timestamp, so offsets never change. The codec derives
+  last_offset_delta from the last surviving record, so when a batch's last record is removed its
+  last_offset_delta shrinks with it: the offsets of surviving records are what is preserved.
+
+Invariants: every offset in the output existed in the input with the same key, value, headers and
+timestamp; output batches keep the input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from samsa.common.record.codec import RecordBatch, build_batch
+from samsa.common.record.header import stamp_log_append_time
+
+
+def update_key_map(key_map: dict[bytes, int], batch: RecordBatch) -> None:
+    """Record the batch's keys at their offsets (later batches win: feed them in log order)."""
+    if not is_cleanable(batch):
+        return
+    key_map.update(zip(batch.keys, batch.offsets(), strict=True))  # type: ignore[arg-type]
+    key_map.pop(None, None)  # type: ignore[call-overload]
+
+
+def build_key_map(batches: Iterable[RecordBatch]) -> dict[bytes, int]:
+    """Map each key to the offset of its newest record."""
+    key_map: dict[bytes, int] = {}
+    for batch in batches:
+        update_key_map(key_map, batch)
+    return key_map
+
+
+def is_cleanable(batch: RecordBatch) -> bool:
+    """Control and transactional batches are not cleaned yet (see the module doc)."""
+    return not (batch.header.is_control or batch.header.is_transactional)
+
+
+def compact_batch(
+    raw: bytes,
+    batch: RecordBatch,
+    key_map: dict[bytes, int],
+    *,
+    now_ms: int,
+    delete_retention_ms: int,
+) -> bytes | None:
+    """The batch without superseded records: `raw` itself, a re-encoded batch, or None."""
+    if not is_cleanable(batch):
+        return raw
+    tombstones_expired = batch.header.max_timestamp + delete_retention_ms <= now_ms
+    offsets = batch.offsets()
+    survivors = [
+        index
+        for index, (key, value, offset) in enumerate(
+            zip(batch.keys, batch.values, offsets, strict=True)
+        )
+        if key is None
+        or (key_map.get(key) == offset and not (value is None and tombstones_expired))
+    ]
+    if len(survivors) == len(offsets):
+        return raw
+    if not survivors:
+        return None
+    return _rebuild(batch, survivors)
+
+
+def _rebuild(batch: RecordBatch, survivors: list[int]) -> bytes:
+    header = batch.header
+    headers = [batch.headers[index] for index in survivors]
+    rebuilt = build_batch(
+        [batch.values[index] for index in survivors],
+        keys=[batch.keys[index] for index in survivors],
+        # The stored timestamps, not batch.timestamps(): under LogAppendTime those all read as
+        # the append time, which is re-stamped below.
+        timestamps=[header.base_timestamp + batch.timestamp_deltas[index] for index in survivors],
+        headers=headers if any(headers) else None,
+        offset_deltas=[batch.offset_deltas[index] for index in survivors],
+        compression=header.compression,
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+    )
+    if not header.is_log_append_time:
+        return rebuilt
+    buffer = bytearray(rebuilt)
+    stamp_log_append_time(buffer, 0, len(buffer), header.max_timestamp)
+    return bytes(buffer)

@@ -1,0 +1,614 @@
+"""The partition log: one partition's storage engine (Kafka's UnifiedLog + LocalLog + LogLoader).
+
+Theory of operation. A log is a directory of segments (segment.py) sorted by base offset, the last
+one active. Appends are validated and planned by append_info.py (all-or-nothing: a rejected append
+writes nothing), roll decisions come from policy.py, and the segment writes the stamped bytes with
+one system call. Reads find the segment by bisect over the base offsets held in memory, the batch
+by the segment's sparse index, and return stored batches as one bytes object. Retention and
+DeleteRecords delete whole closed segments and move the log start offset; compaction rewrites
+closed segments (compaction.py) and swaps them in crash-safely. Time (`now_ms`) is always passed
+in; the log never reads a clock.
+
+Durability (DESIGN.md §3). Nothing is fsynced on append unless flush.messages says so (1 = fsync
+every append); `flush` fsyncs everything from the recovery point on and advances the recovery
+point to the log end offset. Checkpoints (recovery point, log start offset, leader epochs) are
+written atomically by `checkpoint`, `close`, and whenever a value moves backwards or the log start
+moves (so a crash never leaves a checkpoint claiming more than the log holds). `close` writes a
+clean-shutdown marker; `open` deletes it first thing after loading.
+
+Loading (`open`). Interrupted compactions are completed or undone first. Without the marker (an
+unclean stop) every segment from the one holding the recovery point onward is re-checked batch by
+batch (framing, CRC, increasing offsets); the first bad byte truncates its segment and every later
+segment is deleted. Segments below the recovery point, and all segments after a clean shutdown,
+load their index files after a sanity check (rebuilt from the log when they fail it) and have their
+tail re-framed; the active segment's last batch is CRC-checked. The leader-epoch cache is fed the
+epochs of re-checked batches, then trimmed to [log start offset, log end offset).
+
+Invariants: log_start_offset <= log_end_offset; recovery_point <= log_end_offset; segments are
+non-empty except possibly the active one; base offsets strictly increase and every batch of a
+segment lies below the next segment's base offset; epochs in the cache start inside the log.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from samsa.common import limits
+from samsa.common.errors import OffsetOutOfRangeError
+from samsa.common.record.header import read_header
+from samsa.services.broker.log import policy
+from samsa.services.broker.log.append_info import (
+    AppendInfo,
+    AppendPlan,
+    plan_follower_append,
+    plan_leader_append,
+)
+from samsa.services.broker.log.checkpoint_file import (
+    TEMP_SUFFIX,
+    fsync_directory,
+    read_if_exists,
+    write_atomically,
+    write_atomically_many,
+)
+from samsa.services.broker.log.checkpoint_format import (
+    CorruptCheckpointError,
+    decode_checkpoint,
+    encode_checkpoint,
+)
+from samsa.services.broker.log.compaction import compact_batch, update_key_map
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.leader_epoch import LeaderEpochCache
+from samsa.services.broker.log.segment import LOG_SUFFIX, Segment, complete_swaps, parse_base_offset
+
+CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
+CHECKPOINT_FILES = (
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    LEADER_EPOCH_CHECKPOINT_FILE,
+)
+
+
+class ReadResult(NamedTuple):
+    """Whole stored batches from the one holding the requested offset; `next_offset` is where
+    the next read should start: the requested offset again when `records` is empty, unless
+    only a compacted-away gap lies between it and the log end offset (then the log end)."""
+
+    records: bytes
+    first_offset: int
+    next_offset: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+class CompactionResult(NamedTuple):
+    segments_cleaned: int
+    segments_deleted: int
+    records_removed: int
+    bytes_before: int
+    bytes_after: int
+
+
+class SegmentInfo(NamedTuple):
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+    max_timestamp: int
+
+
+class Log:
+    """One partition's log. Build it with `Log.open`; every method runs on one thread."""
+
+    def __init__(
+        self, directory: Path, config: LogConfig, segments: list[Segment], epochs: LeaderEpochCache
+    ) -> None:
+        assert segments, "a log always has an active segment"
+        self.directory = directory
+        self.config = config
+        self._segments = segments
+        self._base_offsets = [segment.base_offset for segment in segments]
+        self._epochs = epochs
+        self._log_start_offset = segments[0].base_offset
+        self._recovery_point = 0
+        self._unflushed_records = 0
+        self._last_flush_ms = 0
+        self._directory_dirty = False
+        self._closed = False
+        # What each checkpoint file holds on disk, so that unchanged ones are not rewritten.
+        self._checkpointed: dict[str, bytes | None] = {}
+
+    # --- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, *, now_ms: int) -> Log:
+        """Create the log in `directory`, or load and recover the one that is there."""
+        directory.mkdir(parents=True, exist_ok=True)
+        complete_swaps(directory)
+        for leftover in directory.glob("*" + TEMP_SUFFIX):
+            leftover.unlink()
+        clean_shutdown = (directory / CLEAN_SHUTDOWN_FILE).exists()
+        checkpointed = {name: read_if_exists(directory / name) for name in CHECKPOINT_FILES}
+        recovery_point = _parse_offset(checkpointed[RECOVERY_POINT_CHECKPOINT_FILE])
+        log_start_offset = _parse_offset(checkpointed[LOG_START_OFFSET_CHECKPOINT_FILE])
+        try:
+            epochs = LeaderEpochCache.from_checkpoint(
+                decode_checkpoint(checkpointed[LEADER_EPOCH_CHECKPOINT_FILE] or b"0\n0\n", fields=2)
+            )
+        except CorruptCheckpointError:
+            # Rebuild the cache from every batch's leader epoch: re-check the whole log.
+            epochs, clean_shutdown, recovery_point = LeaderEpochCache(), False, 0
+        segments = _load_segments(
+            directory, config, epochs, recovery_point=recovery_point or 0, clean=clean_shutdown
+        )
+        if not segments:
+            segments = [
+                Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)
+            ]
+        log = cls(directory, config, segments, epochs)
+        log._checkpointed = checkpointed
+        log._finish_open(log_start_offset, recovery_point, clean_shutdown, now_ms)
+        return log
+
+    def _finish_open(
+        self, log_start_offset: int | None, recovery_point: int | None, clean: bool, now_ms: int
+    ) -> None:
+        log_end_offset = self.log_end_offset
+        self._log_start_offset = max(log_start_offset or 0, self._segments[0].base_offset)
+        if self._log_start_offset > log_end_offset:
+            self.truncate_fully_and_start_at(self._log_start_offset)
+        self._epochs.truncate_from_end(self.log_end_offset)
+        self._epochs.truncate_from_start(self._log_start_offset)
+        self._recovery_point = (
+            self.log_end_offset if clean else min(recovery_point or 0, self.log_end_offset)
+        )
+        self._last_flush_ms = now_ms
+        if clean:  # consumed: a crash from now on must not look like a clean shutdown
+            (self.directory / CLEAN_SHUTDOWN_FILE).unlink()
+            fsync_directory(self.directory)
+        self.checkpoint()
+
+    # --- state ---------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to assign (exclusive end of the log)."""
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below it is on disk (fsynced); recovery re-checks from here."""
+        return self._recovery_point
+
+    @property
+    def latest_epoch(self) -> int:
+        return self._epochs.latest_epoch
+
+    def leader_epoch_entries(self) -> list[tuple[int, int]]:
+        return self._epochs.entries()
+
+    def segments(self) -> list[SegmentInfo]:
+        """The segments, oldest first (for tests and tools)."""
+        return [
+            SegmentInfo(s.base_offset, s.next_offset, s.size_bytes, s.max_timestamp)
+            for s in self._segments
+        ]
+
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """KIP-101: (largest epoch <= leader_epoch, end offset of that epoch), or (-1, -1)."""
+        return self._epochs.end_offset_for_epoch(leader_epoch, self.log_end_offset)
+
+    # --- appending -----------------------------------------------------------------------------
+
+    def append_as_leader(self, batches: bytes, *, leader_epoch: int, now_ms: int) -> AppendInfo:
+        """Validate producer batches, assign offsets from the log end offset, stamp the leader
+        epoch (and LogAppendTime when the topic uses it) and store them — or store nothing and
+        raise CorruptRecordError / RecordTooLargeError / InvalidRecordError /
+        UnsupportedFormatError / UnsupportedCompressionError. With flush.messages=1 the append
+        is fsynced before this returns."""
+        self._check_open()
+        assert leader_epoch >= max(0, self._epochs.latest_epoch), "fence stale leaders first"
+        plan = plan_leader_append(
+            batches,
+            log_end_offset=self.log_end_offset,
+            leader_epoch=leader_epoch,
+            max_message_bytes=self.config.max_message_bytes,
+            segment_bytes=self.config.segment_bytes,
+            log_append_time_ms=now_ms if self.config.log_append_time else None,
+        )
+        self._append(plan, now_ms)
+        return plan.info
+
+    def append_as_follower(self, batches: bytes, *, now_ms: int) -> AppendInfo:
+        """Store batches whose offsets the leader assigned (at or after the log end offset)."""
+        self._check_open()
+        plan = plan_follower_append(
+            batches, log_end_offset=self.log_end_offset, segment_bytes=self.config.segment_bytes
+        )
+        self._append(plan, now_ms)
+        return plan.info
+
+    def _append(self, plan: AppendPlan, now_ms: int) -> None:
+        active = self._segments[-1]
+        reason = policy.roll_reason(
+            self.config,
+            segment_base_offset=active.base_offset,
+            segment_size_bytes=active.size_bytes,
+            segment_first_append_ms=active.first_append_ms,
+            append_size_bytes=plan.info.size_bytes,
+            append_last_offset=plan.info.last_offset,
+            append_batch_count=len(plan.batches),
+            index_entries_room=active.indexes.entries_room(),
+            now_ms=now_ms,
+        )
+        if reason is not None:
+            active = self._roll(plan.info.first_offset)
+        active.append(plan.pieces, plan.batches, now_ms)
+        epochs_changed = False
+        for batch in plan.batches:
+            if batch.partition_leader_epoch >= 0:
+                epochs_changed |= self._epochs.assign(
+                    batch.partition_leader_epoch, batch.base_offset
+                )
+        if epochs_changed:
+            self._write_epoch_checkpoint()
+        self._unflushed_records += plan.info.record_count
+        if self._unflushed_records >= self.config.flush_messages:
+            self.flush()
+            self._last_flush_ms = now_ms
+
+    def _roll(self, base_offset: int) -> Segment:
+        """Close the active segment and start a new one at `base_offset`."""
+        active = self._segments[-1]
+        if active.size_bytes == 0:  # nothing to keep: replace it (a follower's offset gap)
+            active.delete()
+            self._segments.pop()
+            self._base_offsets.pop()
+        else:
+            active.indexes.on_roll()
+            active.closed = True
+            active.write_indexes(fsync=False)
+        segment = Segment.create(self.directory, base_offset, self.config.index_interval_bytes)
+        self._segments.append(segment)
+        self._base_offsets.append(base_offset)
+        self._directory_dirty = True
+        return segment
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def read(
+        self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
+    ) -> ReadResult:
+        """Whole batches from the one holding `start_offset`, up to `max_bytes` (at least one
+        whole batch, KIP-74), only those whose last offset is below `max_offset` (the high
+        watermark or LSO; None = the log end offset). Raises OffsetOutOfRangeError outside
+        [log_start_offset, log_end_offset]."""
+        self._check_open()
+        self._check_in_range(start_offset)
+        upper = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        max_bytes = min(max(max_bytes, 0), limits.fetch_partition_bytes_max)
+        next_offset = start_offset
+        if start_offset < upper:
+            for segment in self._segments[self._segment_index(start_offset) :]:
+                found = segment.find_batch(start_offset)
+                if found is None:
+                    continue  # the offset is in a gap at this segment's end (compaction)
+                position, header = found
+                if header.last_offset >= upper:
+                    break
+                records, next_offset = segment.read_batches(position, header, max_bytes, upper)
+                return ReadResult(
+                    records,
+                    header.base_offset,
+                    next_offset,
+                    self._log_start_offset,
+                    self.log_end_offset,
+                )
+            else:
+                # No batch at or after start_offset: compaction emptied the log's tail, and
+                # records only ever land at the end, so the reader may skip to it.
+                next_offset = self.log_end_offset
+        return ReadResult(
+            b"", start_offset, next_offset, self._log_start_offset, self.log_end_offset
+        )
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`."""
+        self._check_open()
+        for segment in self._segments:
+            if (
+                segment.next_offset <= self._log_start_offset
+                or segment.max_timestamp < timestamp_ms
+            ):
+                continue
+            found = segment.find_by_timestamp(timestamp_ms, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    def _segment_index(self, offset: int) -> int:
+        return max(bisect_right(self._base_offsets, offset) - 1, 0)
+
+    def _check_in_range(self, offset: int) -> None:
+        if not self._log_start_offset <= offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside the log [{self._log_start_offset}, "
+                f"{self.log_end_offset}]: reset to the log start or end offset"
+            )
+
+    # --- truncation and deletion ---------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Replication: drop every batch holding an offset >= `offset`, across segments. A batch
+        that straddles `offset` is dropped whole (the log end offset becomes its base offset);
+        leaders only ever ask for batch boundaries (KIP-101 end offsets, high watermarks)."""
+        self._check_open()
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            self._segments.pop().delete()
+            self._base_offsets.pop()
+        self._segments[-1].truncate_to(offset)
+        self._directory_dirty = True
+        self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
+        self._recovery_point = min(self._recovery_point, self.log_end_offset)
+        self._epochs.truncate_from_end(self.log_end_offset)
+        self.checkpoint()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart the log empty at `offset` (a follower that fell
+        below the leader's log start offset)."""
+        self._check_open()
+        assert offset >= 0
+        for segment in self._segments:
+            segment.delete()
+        segment = Segment.create(self.directory, offset, self.config.index_interval_bytes)
+        self._segments, self._base_offsets = [segment], [offset]
+        self._log_start_offset = self._recovery_point = offset
+        self._unflushed_records = 0
+        self._epochs.clear()
+        fsync_directory(self.directory)
+        self.checkpoint()
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset` (<= log end offset), delete
+        the segments wholly below it, checkpoint it. Returns the log start offset."""
+        self._check_open()
+        if not 0 <= offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"cannot delete records below {offset}: the log ends at {self.log_end_offset}"
+            )
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            count = 0
+            while count + 1 < len(self._segments) and self._base_offsets[count + 1] <= offset:
+                count += 1
+            self._delete_oldest(count)
+        return self._log_start_offset
+
+    def apply_retention(self, *, now_ms: int) -> int:
+        """Delete closed segments past retention.ms / retention.bytes or below the log start
+        offset (never the active segment); returns how many were deleted."""
+        self._check_open()
+        closed = [
+            policy.SegmentStats(s.base_offset, next_base, s.size_bytes, s.max_timestamp)
+            for s, next_base in zip(self._segments, self._base_offsets[1:], strict=False)
+        ]
+        count = policy.retention_deletable_count(
+            closed,
+            log_size_bytes=self.size_bytes(),
+            log_start_offset=self._log_start_offset,
+            config=self.config,
+            now_ms=now_ms,
+        )
+        self._delete_oldest(count)
+        return count
+
+    def _delete_oldest(self, count: int) -> None:
+        """Delete the `count` oldest segments, then persist the (possibly moved) log start."""
+        assert 0 <= count < len(self._segments), "the active segment is never deleted"
+        for segment in self._segments[:count]:
+            segment.delete()
+        del self._segments[:count]
+        del self._base_offsets[:count]
+        self._log_start_offset = max(self._log_start_offset, self._base_offsets[0])
+        self._epochs.truncate_from_start(self._log_start_offset)
+        if count:
+            fsync_directory(self.directory)
+        self.checkpoint()
+
+    # --- compaction ----------------------------------------------------------------------------
+
+    def compact(self, *, now_ms: int) -> CompactionResult:
+        """cleanup.policy=compact: keep the newest record per key in the closed segments (the
+        active one is untouched); each rewritten segment is swapped in crash-safely."""
+        self._check_open()
+        if not self.config.compact:
+            return CompactionResult(0, 0, 0, 0, 0)
+        closed = self._segments[:-1]
+        key_map: dict[bytes, int] = {}
+        for segment in closed:
+            for _, batch in segment.iter_batches():
+                update_key_map(key_map, batch)
+        cleaned = deleted = removed = bytes_before = bytes_after = 0
+        for segment in closed:
+            bytes_before += segment.size_bytes
+            counter = [0]
+            survivors = self._survivors(segment, key_map, now_ms, counter)
+            indexes = segment.write_cleaned(survivors)
+            removed += counter[0]
+            if counter[0] == 0:
+                segment.discard_cleaned()
+            elif indexes.size_bytes == 0:
+                segment.discard_cleaned()
+                index = self._segments.index(segment)
+                del self._segments[index], self._base_offsets[index]
+                segment.delete()
+                deleted += 1
+                continue
+            else:
+                segment.swap_cleaned(indexes)
+                cleaned += 1
+            bytes_after += segment.size_bytes
+        return CompactionResult(cleaned, deleted, removed, bytes_before, bytes_after)
+
+    def _survivors(
+        self, segment: Segment, key_map: dict[bytes, int], now_ms: int, removed: list[int]
+    ) -> Iterator[bytes]:
+        for raw, batch in segment.iter_batches():
+            kept = compact_batch(
+                raw,
+                batch,
+                key_map,
+                now_ms=now_ms,
+                delete_retention_ms=self.config.delete_retention_ms,
+            )
+            kept_count = 0 if kept is None else read_header(kept).record_count
+            removed[0] += batch.header.record_count - kept_count
+            if kept is not None:
+                yield kept
+
+    # --- durability ----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every segment from the recovery point on; the recovery point becomes the log
+        end offset. Closed segments' index files are written and fsynced too."""
+        self._check_open()
+        for segment in self._segments[self._segment_index(self._recovery_point) :]:
+            segment.flush(indexes=segment.closed)
+        if self._directory_dirty:
+            fsync_directory(self.directory)
+            self._directory_dirty = False
+        self._recovery_point = self.log_end_offset
+        self._unflushed_records = 0
+
+    def maybe_flush(self, *, now_ms: int) -> bool:
+        """Flush when flush.messages records are unflushed or flush.ms has passed."""
+        self._check_open()
+        if not policy.should_flush(
+            self.config,
+            unflushed_records=self._unflushed_records,
+            last_flush_ms=self._last_flush_ms,
+            now_ms=now_ms,
+        ):
+            return False
+        self.flush()
+        self._last_flush_ms = now_ms
+        return True
+
+    def checkpoint(self) -> None:
+        """Write the recovery point, log start offset and leader-epoch checkpoints atomically
+        (those whose content changed since they were last written)."""
+        self._write_checkpoints(
+            {
+                RECOVERY_POINT_CHECKPOINT_FILE: encode_checkpoint([(self._recovery_point,)]),
+                LOG_START_OFFSET_CHECKPOINT_FILE: encode_checkpoint([(self._log_start_offset,)]),
+                LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint(self._epochs.entries()),
+            }
+        )
+
+    def _write_epoch_checkpoint(self) -> None:
+        self._write_checkpoints(
+            {LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint(self._epochs.entries())}
+        )
+
+    def _write_checkpoints(self, contents: dict[str, bytes]) -> None:
+        changed = {
+            name: data for name, data in contents.items() if self._checkpointed.get(name) != data
+        }
+        if changed:
+            write_atomically_many({self.directory / name: data for name, data in changed.items()})
+            self._checkpointed.update(changed)
+
+    def close(self) -> None:
+        """Flush, write every index file and checkpoint, then the clean-shutdown marker."""
+        if self._closed:
+            return
+        self.flush()
+        for segment in self._segments:
+            segment.write_indexes(fsync=True)
+        self.checkpoint()
+        write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        assert not self._closed, "the log is closed"
+
+
+# --- loading helpers ---------------------------------------------------------------------------
+
+
+def _load_segments(
+    directory: Path,
+    config: LogConfig,
+    epochs: LeaderEpochCache,
+    *,
+    recovery_point: int,
+    clean: bool,
+) -> list[Segment]:
+    """Open every segment; re-check the unflushed ones; drop what follows a bad byte."""
+    base_offsets = sorted(
+        base_offset
+        for path in directory.iterdir()
+        if (base_offset := parse_base_offset(path.name, LOG_SUFFIX)) is not None
+    )
+    segments: list[Segment] = []
+    for index, base_offset in enumerate(base_offsets):
+        next_base_offset = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
+        trusted = clean or (next_base_offset is not None and next_base_offset <= recovery_point)
+        segment, scan = Segment.open(
+            directory,
+            base_offset,
+            config.index_interval_bytes,
+            next_offset_end=next_base_offset,
+            trusted=trusted,
+        )
+        segments.append(segment)
+        if scan is None:
+            continue
+        for leader_epoch, start_offset in scan.epoch_starts:
+            epochs.assign(leader_epoch, start_offset)
+        if scan.error is not None and not trusted:
+            # A log is a prefix: nothing after the first bad byte of the unflushed part is kept.
+            for later in segments_after(directory, base_offsets[index + 1 :]):
+                later.unlink(missing_ok=True)
+            break
+    for segment in segments[:-1]:
+        segment.closed = True
+        segment.indexes.on_roll()
+    return segments
+
+
+def segments_after(directory: Path, base_offsets: list[int]) -> Iterator[Path]:
+    from samsa.services.broker.log.segment import INDEX_SUFFIX, TIME_INDEX_SUFFIX, segment_path
+
+    for base_offset in base_offsets:
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            yield segment_path(directory, base_offset, suffix)
+
+
+def _parse_offset(data: bytes | None) -> int | None:
+    """A one-offset checkpoint, or None when missing or corrupt (the caller picks a safe value)."""
+    try:
+        entries = decode_checkpoint(data or b"", fields=1)
+    except CorruptCheckpointError:
+        return None
+    if len(entries) != 1 or entries[0][0] < 0:
+        return None
+    return entries[0][0]

@@ -1,0 +1,125 @@
+"""Pure decisions of the partition log: when to roll, what retention deletes, when to flush.
+
+Theory of operation. The log asks these functions and does what they answer; they read only their
+arguments (sizes, offsets, timestamps, the config and `now_ms`), so each rule is tested with
+numbers. Kafka's arithmetic is kept where it is observable:
+
+- roll (Kafka's LogSegment.shouldRoll): the active segment is replaced by a new one when the
+  append would push it past `segment.bytes`, when it is older than `segment.ms` (measured from
+  its first append), when the append's offsets would not fit a 32-bit relative offset, or when
+  an index has no room left. An empty segment is never rolled for size or age.
+- retention (Kafka's deleteOldSegments): only closed segments, always a prefix (oldest first).
+  By time, a segment goes when now_ms - its max timestamp > retention.ms; by size, while the log
+  minus the segment still holds at least retention.bytes; and any segment wholly below the log
+  start offset. The first two apply only with cleanup.policy containing "delete". A segment whose
+  records carry no timestamp (max timestamp -1) never expires by time (Kafka falls back to the
+  file's mtime; a pure core has no clock to compare it with, and a file time is not a record
+  time).
+- flush: when flush.messages records are unflushed, or flush.ms passed since the last flush.
+
+Invariants: `retention_deletable_count` never counts the active segment (it is not passed in)
+and returns a prefix length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from samsa.common import limits
+from samsa.common.record.header import NO_TIMESTAMP
+from samsa.services.broker.log.config import LogConfig
+
+ROLL_SIZE = "segment.bytes"
+ROLL_TIME = "segment.ms"
+ROLL_OFFSET_OVERFLOW = "relative offset overflow"
+ROLL_INDEX_FULL = "index full"
+
+
+class SegmentStats(NamedTuple):
+    """What retention needs to know about one closed segment."""
+
+    base_offset: int
+    end_offset: int  # exclusive: the next segment's base offset
+    size_bytes: int
+    max_timestamp: int
+
+
+def roll_reason(
+    config: LogConfig,
+    *,
+    segment_base_offset: int,
+    segment_size_bytes: int,
+    segment_first_append_ms: int | None,
+    append_size_bytes: int,
+    append_last_offset: int,
+    append_batch_count: int,
+    index_entries_room: int,
+    now_ms: int,
+) -> str | None:
+    """Why the active segment must roll before this append, or None to append to it."""
+    if append_last_offset - segment_base_offset > limits.segment_relative_offset_max:
+        return ROLL_OFFSET_OVERFLOW
+    if segment_size_bytes == 0:
+        return None
+    if segment_size_bytes > config.segment_bytes - append_size_bytes:
+        return ROLL_SIZE
+    if segment_first_append_ms is not None and (
+        now_ms - segment_first_append_ms > config.segment_ms
+    ):
+        return ROLL_TIME
+    if append_batch_count > index_entries_room:
+        return ROLL_INDEX_FULL
+    return None
+
+
+def retention_deletable_count(
+    closed_segments: Sequence[SegmentStats],
+    *,
+    log_size_bytes: int,
+    log_start_offset: int,
+    config: LogConfig,
+    now_ms: int,
+) -> int:
+    """How many of the oldest closed segments retention deletes (a prefix length).
+
+    `log_size_bytes` counts every segment, the active one included (Kafka's `size`).
+    """
+    by_start = _prefix(closed_segments, lambda stats: stats.end_offset <= log_start_offset)
+    by_time = by_size = 0
+    if config.delete and config.retention_ms >= 0:
+        by_time = _prefix(
+            closed_segments,
+            lambda stats: (
+                stats.max_timestamp > NO_TIMESTAMP
+                and now_ms - stats.max_timestamp > config.retention_ms
+            ),
+        )
+    if config.delete and config.retention_bytes >= 0:
+        excess_bytes = log_size_bytes - config.retention_bytes
+        for stats in closed_segments:
+            if excess_bytes - stats.size_bytes < 0:
+                break
+            excess_bytes -= stats.size_bytes
+            by_size += 1
+    return max(by_start, by_time, by_size)
+
+
+def _prefix(segments: Sequence[SegmentStats], deletable: Callable[[SegmentStats], bool]) -> int:
+    count = 0
+    for stats in segments:
+        if not deletable(stats):
+            break
+        count += 1
+    return count
+
+
+def should_flush(
+    config: LogConfig, *, unflushed_records: int, last_flush_ms: int, now_ms: int
+) -> bool:
+    """True when flush.messages records wait unflushed or flush.ms passed since the last flush."""
+    if unflushed_records <= 0:
+        return False
+    if unflushed_records >= config.flush_messages:
+        return True
+    return now_ms - last_flush_ms >= config.flush_ms

@@ -1,0 +1,66 @@
+"""Helpers shared by the partition-log tests: batches, configs and whole-log reads.
+
+Not a test module: imported by the tests beside it (pytest puts this folder on sys.path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from samsa.common.record.codec import Record, build_batch, decode_batches
+from samsa.services.broker.log import Log, LogConfig
+
+
+def small_config(**overrides: object) -> LogConfig:
+    """Segments of 2 KiB indexed every 128 bytes: rolls and index entries after a few appends."""
+    settings: dict[str, object] = {
+        "segment_bytes": 2048,
+        "index_interval_bytes": 128,
+        "max_message_bytes": 1024,
+    }
+    settings.update(overrides)
+    return LogConfig(**settings)  # type: ignore[arg-type]
+
+
+def batch(
+    *values: bytes | None,
+    keys: Sequence[bytes | None] | None = None,
+    timestamp: int | Sequence[int] = 1_000,
+    **fields: object,
+) -> bytes:
+    """One batch of `values` (default one value), every record at `timestamp` unless a list."""
+    return build_batch(list(values) or [b"v"], keys=keys, timestamps=timestamp, **fields)  # type: ignore[arg-type]
+
+
+def read_all(log: Log, *, max_bytes: int = 4096) -> list[Record]:
+    """Every record from the log start to the log end, read in `max_bytes` fetches."""
+    records: list[Record] = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        result = log.read(offset, max_bytes)
+        assert result.records, f"no progress at offset {offset}"
+        for stored in decode_batches(result.records):
+            records.extend(stored)
+        offset = result.next_offset
+    return records
+
+
+def read_batches(log: Log, *, max_bytes: int = 4096) -> list[bytes]:
+    """Every stored batch, as the bytes the log returns."""
+    stored: list[bytes] = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        result = log.read(offset, max_bytes)
+        position = 0
+        for decoded in decode_batches(result.records):
+            size = decoded.header.size_bytes
+            stored.append(result.records[position : position + size])
+            position += size
+        offset = result.next_offset
+    return stored
+
+
+def file_bytes(directory: Path) -> dict[str, bytes]:
+    """Every file of a log directory by name (to prove that nothing changed)."""
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}

@@ -1,0 +1,139 @@
+"""Goal: segments roll on segment.bytes and segment.ms; retention (retention.ms, retention.bytes)
+and DeleteRecords delete whole closed segments only, move the log start offset, persist it, and
+make reads below it fail.
+
+Method: a real Log with small segments; time is the `now_ms` passed to each call, so "a week
+later" is a number. Segment listings show what exists; reads and a reopen show what is served.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from log_helpers import batch, read_all, small_config
+
+from samsa.common.errors import OffsetOutOfRangeError
+from samsa.services.broker.log import Log
+
+HOUR_MS = 3_600_000
+
+
+def fill(log: Log, count: int, *, timestamp: int, now_ms: int, size: int = 200) -> None:
+    for _ in range(count):
+        log.append_as_leader(batch(b"v" * size, timestamp=timestamp), leader_epoch=0, now_ms=now_ms)
+
+
+def test_roll_on_segment_bytes_keeps_every_segment_under_it(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(), now_ms=0)
+    fill(log, 30, timestamp=1, now_ms=1)
+    segments = log.segments()
+    assert len(segments) >= 3
+    assert all(s.size_bytes <= 2048 for s in segments)
+    # Each closed segment was full: one more batch would not have fitted.
+    one_batch = len(batch(b"v" * 200, timestamp=1))
+    assert all(s.size_bytes + one_batch > 2048 for s in segments[:-1])
+
+
+def test_roll_on_segment_ms_measured_from_the_first_append(tmp_path: Path) -> None:
+    config = small_config(segment_bytes=1 << 20, segment_ms=HOUR_MS)
+    log = Log.open(tmp_path, config, now_ms=0)
+    fill(log, 1, timestamp=1, now_ms=10_000)
+    fill(log, 1, timestamp=1, now_ms=10_000 + HOUR_MS)  # exactly segment.ms: not yet
+    assert len(log.segments()) == 1
+    fill(log, 1, timestamp=1, now_ms=10_001 + HOUR_MS)
+    assert [s.base_offset for s in log.segments()] == [0, 2]
+    # The new segment's clock starts at its own first append.
+    fill(log, 1, timestamp=1, now_ms=10_001 + 2 * HOUR_MS)
+    assert len(log.segments()) == 2
+    fill(log, 1, timestamp=1, now_ms=10_002 + 2 * HOUR_MS)
+    assert [s.base_offset for s in log.segments()] == [0, 2, 4]
+
+
+def test_an_idle_empty_segment_does_not_roll(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(segment_ms=10), now_ms=0)
+    fill(log, 1, timestamp=1, now_ms=10**9)
+    assert len(log.segments()) == 1
+
+
+def test_retention_ms_deletes_old_closed_segments_only(tmp_path: Path) -> None:
+    config = small_config(retention_ms=24 * HOUR_MS)
+    log = Log.open(tmp_path, config, now_ms=0)
+    fill(log, 20, timestamp=1_000, now_ms=1)  # old records
+    old_segments = len(log.segments()) - 1
+    fill(log, 20, timestamp=30 * HOUR_MS, now_ms=2)  # new records
+    now_ms = 30 * HOUR_MS + 1
+    deleted = log.apply_retention(now_ms=now_ms)
+    assert deleted >= old_segments
+    assert log.log_start_offset == log.segments()[0].base_offset > 0
+    assert all(s.max_timestamp == 30 * HOUR_MS for s in log.segments()[1:])
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(0, 100)
+    assert read_all(log)[0].offset == log.log_start_offset
+    assert log.apply_retention(now_ms=now_ms) == 0
+
+
+def test_retention_never_deletes_the_active_segment(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(retention_ms=1, retention_bytes=0), now_ms=0)
+    fill(log, 3, timestamp=1, now_ms=1)
+    assert len(log.segments()) == 1
+    assert log.apply_retention(now_ms=10**12) == 0
+    assert [r.offset for r in read_all(log)] == [0, 1, 2]
+    fill(log, 20, timestamp=1, now_ms=1)
+    closed = len(log.segments()) - 1
+    assert closed > 0
+    assert log.apply_retention(now_ms=10**12) == closed
+    assert len(log.segments()) == 1
+    assert log.log_start_offset == log.segments()[0].base_offset
+    assert read_all(log)[-1].offset == 22
+
+
+def test_retention_bytes_keeps_at_least_that_many_bytes(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(retention_bytes=5000), now_ms=0)
+    fill(log, 60, timestamp=1, now_ms=1)
+    before = log.size_bytes()
+    deleted = log.apply_retention(now_ms=2)
+    assert deleted > 0
+    assert log.size_bytes() >= 5000
+    # Deleting one more segment would have gone below retention.bytes.
+    assert log.size_bytes() - log.segments()[0].size_bytes < 5000
+    assert before - log.size_bytes() >= deleted * 1000
+
+
+def test_delete_policy_off_means_no_time_or_size_retention(tmp_path: Path) -> None:
+    config = small_config(retention_ms=1, retention_bytes=0, cleanup_policy=frozenset({"compact"}))
+    log = Log.open(tmp_path, config, now_ms=0)
+    fill(log, 30, timestamp=1, now_ms=1)
+    assert log.apply_retention(now_ms=10**12) == 0
+
+
+def test_retention_moves_log_start_durably(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(retention_ms=HOUR_MS), now_ms=0)
+    fill(log, 20, timestamp=1, now_ms=1)
+    fill(log, 20, timestamp=10 * HOUR_MS, now_ms=1)
+    log.apply_retention(now_ms=10 * HOUR_MS)
+    start = log.log_start_offset
+    assert start > 0
+    reopened = Log.open(tmp_path, small_config(retention_ms=HOUR_MS), now_ms=0)  # no close
+    assert reopened.log_start_offset == start
+
+
+def test_delete_records_moves_log_start_and_deletes_segments_below(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(), now_ms=0)
+    fill(log, 30, timestamp=1, now_ms=1)
+    second, third = log.segments()[1].base_offset, log.segments()[2].base_offset
+    assert log.delete_records(third + 1) == third + 1
+    assert log.segments()[0].base_offset == third  # the segment holding the new start stays
+    assert second not in [s.base_offset for s in log.segments()]
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(third, 100)
+    assert read_all(log)[0].offset == third + 1
+    assert log.delete_records(2) == third + 1, "the log start never moves back"
+    with pytest.raises(OffsetOutOfRangeError):
+        log.delete_records(log.log_end_offset + 1)
+    assert log.delete_records(log.log_end_offset) == log.log_end_offset
+    assert len(log.segments()) == 1
+    assert log.read(log.log_end_offset, 100).records == b""
+    log.close()
+    reopened = Log.open(tmp_path, small_config(), now_ms=0)
+    assert reopened.log_start_offset == reopened.log_end_offset == 30
