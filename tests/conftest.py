@@ -6,6 +6,7 @@ commit; locally it explores new examples each run. SAMSA_HYPOTHESIS_EXAMPLES ove
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -22,3 +23,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `slow` (long fault-injection loops) run only with SAMSA_SLOW=1; each such loop
+    has a bounded sibling that always runs."""
+    if os.environ.get("SAMSA_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow loop: set SAMSA_SLOW=1 to run it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,210 @@
+"""Storage-engine benchmark: the partition log against the raw disk, in one run.
+
+Append: the same batches (1 KiB, 64 KiB, 1 MiB) written N times through `Log.append_as_leader` and
+through a bare `os.write` loop to a file in the same directory. Runs alternate raw/log/raw/log… and
+each side reports its median, so a burst of noise from other tenants hits both. Neither side
+fsyncs (Kafka's default flush policy: leave it to the OS and rely on replication).
+
+Read: the log read back sequentially in 1 MiB fetches, next to `os.pread` of the same file.
+
+Recovery: a child process writes a log and exits with `os._exit` (no close, no clean-shutdown
+marker, recovery point 0 — a real unclean stop), then the parent times `Log.open`, which re-checks
+every batch's framing and CRC and rebuilds the indexes. The page cache is warm, as it is after a
+process crash (not after a power loss), so this measures the CPU cost of recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from samsa.common.record.codec import build_batch
+from samsa.common.record.header import HEADER_BYTES
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def make_batch(batch_bytes: int, record_bytes: int = 1000) -> bytes:
+    """One uncompressed batch of at most `batch_bytes` (header included, so that a 1 MiB batch
+    fits Kafka's default max.message.bytes), of incompressible random values."""
+    per_record_overhead = 24  # offset delta, key/value lengths, header count: int32; timestamp: int64
+    room = batch_bytes - HEADER_BYTES
+    count = max(1, room // (record_bytes + per_record_overhead))
+    value_bytes = max(1, min(record_bytes, room - per_record_overhead))
+    values = [os.urandom(value_bytes) for _ in range(count)]
+    return build_batch(values, timestamps=_now_ms())
+
+
+@dataclass
+class AppendFigures:
+    batch_bytes: int
+    appends: int
+    log_seconds: float
+    raw_seconds: float
+
+    @property
+    def total_bytes(self) -> int:
+        return self.batch_bytes * self.appends
+
+
+def _raw_write(path: Path, batch: bytes, appends: int) -> float:
+    started = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for _ in range(appends):
+            os.write(fd, batch)
+    finally:
+        os.close(fd)
+    return time.perf_counter() - started
+
+
+def _log_append(directory: Path, batch: bytes, appends: int) -> float:
+    """Seconds for the appends alone: opening is not on the write path, and closing fsyncs
+    (which the raw side does not do either)."""
+    log = Log.open(directory, LogConfig(), now_ms=_now_ms())
+    now_ms = _now_ms()
+    log.append_as_leader(batch, leader_epoch=0, now_ms=now_ms)  # the epoch checkpoint, once
+    started = time.perf_counter()
+    for _ in range(appends - 1):
+        log.append_as_leader(batch, leader_epoch=0, now_ms=now_ms)
+    seconds = time.perf_counter() - started
+    log.close()
+    return seconds * appends / max(appends - 1, 1)
+
+
+def bench_append(root: Path, batch_bytes: int, total_bytes: int, rounds: int = 3) -> AppendFigures:
+    batch = make_batch(batch_bytes)
+    appends = max(1, total_bytes // len(batch))
+    raw_times, log_times = [], []
+    for round_index in range(rounds):
+        raw_path = root / f"raw-{round_index}.bin"
+        raw_times.append(_raw_write(raw_path, batch, appends))
+        raw_path.unlink()
+        log_dir = root / f"log-{round_index}"
+        log_times.append(_log_append(log_dir, batch, appends))
+        shutil.rmtree(log_dir)
+    return AppendFigures(
+        len(batch), appends, statistics.median(log_times), statistics.median(raw_times)
+    )
+
+
+def bench_read(root: Path, total_bytes: int) -> tuple[float, float, int]:
+    """(log seconds, raw pread seconds, bytes) to read a log of 1 MiB batches end to end."""
+    batch = make_batch(MIB)
+    directory = root / "read"
+    log = Log.open(directory, LogConfig(), now_ms=_now_ms())
+    for _ in range(max(1, total_bytes // len(batch))):
+        log.append_as_leader(batch, leader_epoch=0, now_ms=_now_ms())
+    log.flush()
+    read_bytes = 0
+    started = time.perf_counter()
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        result = log.read(offset, MIB)
+        read_bytes += len(result.records)
+        offset = result.next_offset
+    log_seconds = time.perf_counter() - started
+    log.close()
+    segment = sorted(directory.glob("*.log"))[0]
+    started = time.perf_counter()
+    fd = os.open(segment, os.O_RDONLY)
+    try:
+        position = 0
+        while chunk := os.pread(fd, MIB, position):
+            position += len(chunk)
+    finally:
+        os.close(fd)
+    raw_seconds = time.perf_counter() - started
+    shutil.rmtree(directory)
+    return log_seconds, raw_seconds, read_bytes
+
+
+_UNCLEAN_WRITER = """
+import os, sys, time
+from pathlib import Path
+sys.path.insert(0, {bench_parent!r})
+from bench.storage_bench import make_batch
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
+log = Log.open(Path({directory!r}), LogConfig(), now_ms=time.time_ns() // 1_000_000)
+batch = make_batch({batch_bytes})
+for _ in range({total_bytes} // len(batch)):
+    log.append_as_leader(batch, leader_epoch=0, now_ms=time.time_ns() // 1_000_000)
+os._exit(0)  # no flush, no close: an unclean stop
+"""
+
+
+def bench_recovery(root: Path, batch_bytes: int, total_bytes: int) -> tuple[float, int]:
+    """(seconds to reopen after an unclean stop, bytes recovered)."""
+    directory = root / f"recovery-{batch_bytes}"
+    script = _UNCLEAN_WRITER.format(
+        bench_parent=str(Path(__file__).resolve().parents[1]),
+        directory=str(directory),
+        batch_bytes=batch_bytes,
+        total_bytes=total_bytes,
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=600)
+    size = sum(path.stat().st_size for path in directory.glob("*.log"))
+    started = time.perf_counter()
+    log = Log.open(directory, LogConfig(), now_ms=_now_ms())
+    seconds = time.perf_counter() - started
+    assert log.log_end_offset > 0, "recovery lost the log"
+    log.close()
+    shutil.rmtree(directory)
+    return seconds, size
+
+
+def run_storage_bench(scale: float = 1.0) -> list[str]:
+    """Run every storage figure and return printable lines."""
+    root = Path(tempfile.mkdtemp(prefix="samsa-bench-", dir=os.environ.get("SAMSA_BENCH_DIR")))
+    lines = [
+        f"storage (directory {root}, no fsync on either side, median of 3 interleaved rounds)",
+        f"{'append':<22}{'samsa MB/s':>12}{'batches/s':>12}{'raw MB/s':>12}{'ratio':>8}",
+    ]
+    try:
+        for batch_bytes, total in ((1024, 16 * MIB), (64 * 1024, 128 * MIB), (MIB, 256 * MIB)):
+            figures = bench_append(root, batch_bytes, int(total * scale))
+            log_rate = figures.total_bytes / figures.log_seconds / MIB
+            raw_rate = figures.total_bytes / figures.raw_seconds / MIB
+            lines.append(
+                f"{_size_label(batch_bytes) + ' batches':<22}{log_rate:>12,.0f}"
+                f"{figures.appends / figures.log_seconds:>12,.0f}{raw_rate:>12,.0f}"
+                f"{log_rate / raw_rate:>8.0%}"
+            )
+        log_seconds, raw_seconds, read_bytes = bench_read(root, int(256 * MIB * scale))
+        lines.append(
+            f"{'read (1 MiB fetches)':<22}{read_bytes / log_seconds / MIB:>12,.0f}{'':>12}"
+            f"{read_bytes / raw_seconds / MIB:>12,.0f}{raw_seconds / log_seconds:>8.0%}"
+        )
+        lines.append(f"{'recovery':<22}{'s/GiB':>12}{'GiB/s':>12}")
+        for batch_bytes in (64 * 1024, MIB):
+            seconds, size = bench_recovery(root, batch_bytes, int(512 * MIB * scale))
+            lines.append(
+                f"{_size_label(batch_bytes) + ' batches':<22}{seconds / (size / GIB):>12.2f}"
+                f"{size / GIB / seconds:>12.2f}"
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return lines
+
+
+def _size_label(size: int) -> str:
+    return f"{size // MIB} MiB" if size >= MIB else f"{size // 1024} KiB"
+
+
+if __name__ == "__main__":
+    print("\n".join(run_storage_bench()))

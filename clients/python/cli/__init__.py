@@ -1,0 +1,1 @@
+"""The `samsa` command line."""
