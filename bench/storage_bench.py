@@ -41,7 +41,7 @@ def _now_ms() -> int:
 def make_batch(batch_bytes: int, record_bytes: int = 1000) -> bytes:
     """One uncompressed batch of at most `batch_bytes` (header included, so that a 1 MiB batch
     fits Kafka's default max.message.bytes), of incompressible random values."""
-    per_record_overhead = 24  # offset delta, key/value lengths, header count: int32; timestamp: int64
+    per_record_overhead = 24  # int32 offset delta, key/value lengths, header count; int64 time
     room = batch_bytes - HEADER_BYTES
     count = max(1, room // (record_bytes + per_record_overhead))
     value_bytes = max(1, min(record_bytes, room - per_record_overhead))
