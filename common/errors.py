@@ -72,6 +72,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
     PRODUCER_FENCED = 90
+    DUPLICATE_BROKER_REGISTRATION = 101
 
 
 RETRIABLE: frozenset[ErrorCode] = frozenset(

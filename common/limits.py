@@ -64,6 +64,31 @@ fetch_partition_bytes_max = 64 * MIB
 grpc_message_bytes_max = 80 * MIB
 
 
+# --- the controller and the metadata log -------------------------------------------------------
+
+# The cluster secret authenticates the Raft port (pysyncobj derives a Fernet key from it with
+# PBKDF2); 32 characters of token_urlsafe carry ~190 bits, far beyond guessing.
+cluster_secret_length_min = 32
+
+# The longest a FetchMetadata long-poll waits for new records: long enough that idle followers
+# cost nothing, short enough that a follower notices a dead controller and moves on.
+metadata_long_poll_ms_max = 30_000
+
+# Committed metadata batches a controller keeps in memory for followers fetching by offset; one
+# further behind gets a snapshot instead (KRaft's snapshot-on-fetch).
+metadata_history_batches_max = 10_000
+
+# The most metadata a FetchMetadata answer carries as batches before it is cut (the follower
+# fetches again at once); a snapshot is never cut.
+metadata_fetch_bytes_max = 8 * MIB
+
+# Names, counts and configs one admin request may carry: far beyond any real use, small enough
+# that a careless or hostile caller cannot make the controller generate a huge batch.
+admin_request_items_max = 1_000
+topic_partitions_max = 10_000
+topic_configs_per_request_max = 100
+config_value_length_max = 4 * KIB
+
 # --- relations --------------------------------------------------------------------------------
 
 assert max_message_bytes_default <= batch_bytes_max

@@ -171,6 +171,8 @@ def declarations(
     def add_message(
         message: descriptor_pb2.DescriptorProto, name: str, path: tuple[int, ...]
     ) -> None:
+        if message.options.map_entry:
+            return  # synthesized for a `map<,>` field, documented by that field's comment
         found.append((name, path))
         for index, field in enumerate(message.field):
             found.append((f"{name}.{field.name}", (*path, 2, index)))

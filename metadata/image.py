@@ -1,0 +1,103 @@
+"""The metadata image: the cluster's state after replaying the metadata log up to an offset.
+
+Theory of operation (DESIGN §2). Every controller, broker and client holds a `MetadataImage` and
+advances it with the pure `samsa.metadata.replay.replay`, so all of them agree on the cluster's
+state at a given metadata offset. Images are immutable values: replay returns a new image that
+shares every unchanged topic and broker with the old one, so a reader may keep an image as long
+as it likes (a request handler answering from a consistent view while the log moves on), and
+comparing an old and a new image is how a broker learns what changed for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+# The running hash before offset 0 (see proto/samsa/v1/metadata.proto).
+INITIAL_HASH = bytes(16)
+
+# Leader id of a partition without a leader (offline).
+NO_LEADER = -1
+
+# ConfigResourceType values, repeated here so that pure code need not import protobuf enums.
+TOPIC_RESOURCE = 1
+BROKER_RESOURCE = 2
+
+ConfigKey = tuple[int, str]  # (resource type, resource name)
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """A registered broker. Its epoch is the offset of its latest RegisterBrokerRecord."""
+
+    broker_id: int
+    incarnation_id: str
+    endpoint: str
+    rack: str
+    broker_epoch: int
+    fenced: bool = True
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition's placement and leadership; `leader` is NO_LEADER when offline."""
+
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+    @property
+    def is_offline(self) -> bool:
+        return self.leader == NO_LEADER
+
+
+@dataclass(frozen=True)
+class TopicImage:
+    """A topic and its partitions, by partition number."""
+
+    name: str
+    topic_id: bytes
+    partitions: Mapping[int, PartitionState] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class MetadataImage:
+    """The state at `end_offset` (the offset the next record lands at) with the log's `hash`."""
+
+    end_offset: int
+    hash: bytes
+    timestamp_ms: int
+    brokers: Mapping[int, BrokerRegistration]
+    topics: Mapping[str, TopicImage]
+    topic_names: Mapping[bytes, str]
+    configs: Mapping[ConfigKey, Mapping[str, str]]
+
+    @staticmethod
+    def empty() -> MetadataImage:
+        return MetadataImage(
+            end_offset=0,
+            hash=INITIAL_HASH,
+            timestamp_ms=0,
+            brokers=_EMPTY,
+            topics=_EMPTY,
+            topic_names=_EMPTY,
+            configs=_EMPTY,
+        )
+
+    def topic_by_id(self, topic_id: bytes) -> TopicImage | None:
+        name = self.topic_names.get(topic_id)
+        return None if name is None else self.topics.get(name)
+
+    def topic_configs(self, topic: str) -> Mapping[str, str]:
+        """The topic's dynamic configs (Kafka names → values); empty when none are set."""
+        return self.configs.get((TOPIC_RESOURCE, topic), _EMPTY)
+
+    def live_brokers(self) -> list[BrokerRegistration]:
+        """Unfenced brokers, by id."""
+        return [b for _, b in sorted(self.brokers.items()) if not b.fenced]

@@ -1,0 +1,246 @@
+"""Replay: the metadata state machine, `image + batch -> image`, the same on every replica.
+
+Theory of operation (DESIGN §2). Controllers apply committed Raft entries with `replay`; brokers
+and clients apply what FetchMetadata sends them with the same function, so all of them compute
+the same image at the same offset. Replay is pure and total over its input:
+
+- a batch whose `base_offset` is not the image's end offset is *stale* (`StaleBatchError`): a
+  deposed leader generated it, or it follows a batch that never committed. It changes nothing;
+- a batch at the right offset whose `previous_hash` is not the image's hash means this replica's
+  log differs from the leader's (`MetadataDivergenceError`): the replica must reload a snapshot;
+- a batch whose records do not fit the image (a partition of an unknown topic, a leader outside
+  the replicas, …) is refused whole (`InvalidBatchError`, a kind of stale batch): the controller
+  validates before generating, so this only happens to a batch generated against another image.
+  Records are all-or-nothing per batch, like a Raft entry.
+
+Records naming a broker epoch that is no longer the broker's (a FenceBroker racing a
+re-registration) are applied as no-ops: they are valid history, just overtaken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from samsa.metadata.image import (
+    BROKER_RESOURCE,
+    NO_LEADER,
+    TOPIC_RESOURCE,
+    BrokerRegistration,
+    MetadataImage,
+    PartitionState,
+    TopicImage,
+)
+from samsa.metadata.records import chain_hash
+from samsa.v1 import metadata_pb2
+
+
+class MetadataReplayError(Exception):
+    """A batch could not be applied; the image is unchanged."""
+
+
+class StaleBatchError(MetadataReplayError):
+    """The batch does not start at the image's end offset; skip it."""
+
+
+class InvalidBatchError(StaleBatchError):
+    """The batch's records do not fit the image; skip it whole."""
+
+
+class MetadataDivergenceError(MetadataReplayError):
+    """The batch was generated against a log that differs from this replica's."""
+
+
+def replay(image: MetadataImage, batch: metadata_pb2.MetadataRecordBatch) -> MetadataImage:
+    """The image after `batch` (see the module docstring for the errors)."""
+    if batch.base_offset != image.end_offset:
+        raise StaleBatchError(
+            f"batch at offset {batch.base_offset}, the image ends at {image.end_offset}"
+        )
+    if batch.previous_hash != image.hash:
+        raise MetadataDivergenceError(
+            f"at offset {image.end_offset} the batch expects hash {batch.previous_hash.hex()}, "
+            f"this replica has {image.hash.hex()}"
+        )
+    if not batch.records:
+        raise InvalidBatchError(f"the batch at offset {batch.base_offset} has no records")
+    builder = ImageBuilder(image)
+    for index, record in enumerate(batch.records):
+        builder.apply(record, batch.base_offset + index, from_snapshot=False)
+    return builder.build(
+        end_offset=batch.base_offset + len(batch.records),
+        hash=chain_hash(image.hash, batch.records),
+        timestamp_ms=batch.timestamp_ms,
+    )
+
+
+class ImageBuilder:
+    """A mutable copy of an image's maps; unchanged topics and brokers are shared, not copied."""
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.brokers = dict(image.brokers)
+        self.topics = dict(image.topics)
+        self.topic_names = dict(image.topic_names)
+        self.configs = dict(image.configs)
+
+    def build(self, *, end_offset: int, hash: bytes, timestamp_ms: int) -> MetadataImage:
+        return MetadataImage(
+            end_offset=end_offset,
+            hash=hash,
+            timestamp_ms=timestamp_ms,
+            brokers=self.brokers,
+            topics=self.topics,
+            topic_names=self.topic_names,
+            configs=self.configs,
+        )
+
+    def apply(
+        self, record: metadata_pb2.MetadataRecord, offset: int, *, from_snapshot: bool
+    ) -> None:
+        kind = record.WhichOneof("record")
+        if kind is None:
+            raise InvalidBatchError(f"the record at offset {offset} is empty (unknown kind?)")
+        getattr(self, f"_{kind}")(getattr(record, kind), offset, from_snapshot)
+
+    # --- brokers ----------------------------------------------------------------------------
+
+    def _register_broker(
+        self, record: metadata_pb2.RegisterBrokerRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        if record.broker_id < 0 or not record.endpoint:
+            raise InvalidBatchError(f"broker registration at {offset} lacks an id or endpoint")
+        self.brokers[record.broker_id] = BrokerRegistration(
+            broker_id=record.broker_id,
+            incarnation_id=record.incarnation_id,
+            endpoint=record.endpoint,
+            rack=record.rack,
+            broker_epoch=record.broker_epoch if from_snapshot else offset,
+            fenced=True,
+        )
+
+    def _current(self, broker_id: int, broker_epoch: int) -> BrokerRegistration | None:
+        broker = self.brokers.get(broker_id)
+        return broker if broker is not None and broker.broker_epoch == broker_epoch else None
+
+    def _unregister_broker(
+        self, record: metadata_pb2.UnregisterBrokerRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        if self._current(record.broker_id, record.broker_epoch) is not None:
+            del self.brokers[record.broker_id]
+
+    def _fence_broker(
+        self, record: metadata_pb2.FenceBrokerRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        broker = self._current(record.broker_id, record.broker_epoch)
+        if broker is not None:
+            self.brokers[record.broker_id] = replace(broker, fenced=True)
+
+    def _unfence_broker(
+        self, record: metadata_pb2.UnfenceBrokerRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        broker = self._current(record.broker_id, record.broker_epoch)
+        if broker is not None:
+            self.brokers[record.broker_id] = replace(broker, fenced=False)
+
+    # --- topics and partitions --------------------------------------------------------------
+
+    def _topic(self, record: metadata_pb2.TopicRecord, offset: int, from_snapshot: bool) -> None:
+        if not record.name or len(record.topic_id) != 16:
+            raise InvalidBatchError(f"topic record at {offset} lacks a name or a 16-byte id")
+        if record.name in self.topics or record.topic_id in self.topic_names:
+            raise InvalidBatchError(f"topic {record.name!r} (record at {offset}) already exists")
+        self.topics[record.name] = TopicImage(record.name, record.topic_id, {})
+        self.topic_names[record.topic_id] = record.name
+
+    def _topic_of(self, topic_id: bytes, offset: int) -> TopicImage:
+        name = self.topic_names.get(topic_id)
+        if name is None:
+            raise InvalidBatchError(f"record at {offset} names unknown topic id {topic_id.hex()}")
+        return self.topics[name]
+
+    def _partition(
+        self, record: metadata_pb2.PartitionRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        topic = self._topic_of(record.topic_id, offset)
+        if record.partition < 0 or record.partition in topic.partitions:
+            raise InvalidBatchError(
+                f"partition {record.partition} of {topic.name!r} (record at {offset}) is invalid "
+                "or exists"
+            )
+        state = PartitionState(
+            partition=record.partition,
+            replicas=tuple(record.replicas),
+            isr=tuple(record.isr),
+            leader=record.leader,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+        )
+        _check_partition(state, topic.name, offset)
+        self._put_partition(topic, state)
+
+    def _partition_change(
+        self, record: metadata_pb2.PartitionChangeRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        topic = self._topic_of(record.topic_id, offset)
+        state = topic.partitions.get(record.partition)
+        if state is None:
+            raise InvalidBatchError(
+                f"change of unknown partition {topic.name}-{record.partition} at {offset}"
+            )
+        changed = state
+        if record.HasField("replicas"):
+            changed = replace(changed, replicas=tuple(record.replicas.ids))
+        if record.HasField("isr"):
+            changed = replace(changed, isr=tuple(record.isr.ids))
+        if record.HasField("leader"):
+            changed = replace(changed, leader=record.leader, leader_epoch=state.leader_epoch + 1)
+        if changed is state:
+            raise InvalidBatchError(f"partition change at {offset} changes nothing")
+        changed = replace(changed, partition_epoch=state.partition_epoch + 1)
+        _check_partition(changed, topic.name, offset)
+        self._put_partition(topic, changed)
+
+    def _put_partition(self, topic: TopicImage, state: PartitionState) -> None:
+        partitions = dict(topic.partitions)
+        partitions[state.partition] = state
+        self.topics[topic.name] = replace(topic, partitions=partitions)
+
+    def _remove_topic(
+        self, record: metadata_pb2.RemoveTopicRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        topic = self._topic_of(record.topic_id, offset)
+        del self.topics[topic.name]
+        del self.topic_names[topic.topic_id]
+        self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+
+    # --- configs ----------------------------------------------------------------------------
+
+    def _config(self, record: metadata_pb2.ConfigRecord, offset: int, from_snapshot: bool) -> None:
+        if record.resource_type == TOPIC_RESOURCE:
+            if record.resource_name not in self.topics:
+                raise InvalidBatchError(
+                    f"config record at {offset} names unknown topic {record.resource_name!r}"
+                )
+        elif record.resource_type != BROKER_RESOURCE:
+            raise InvalidBatchError(f"config record at {offset} has no resource type")
+        if not record.name:
+            raise InvalidBatchError(f"config record at {offset} has no config name")
+        key = (record.resource_type, record.resource_name)
+        values = dict(self.configs.get(key, {}))
+        if record.HasField("value"):
+            values[record.name] = record.value
+        else:
+            values.pop(record.name, None)
+        if values:
+            self.configs[key] = values
+        else:
+            self.configs.pop(key, None)
+
+
+def _check_partition(state: PartitionState, topic: str, offset: int) -> None:
+    where = f"{topic}-{state.partition} (record at {offset})"
+    if not state.replicas or len(set(state.replicas)) != len(state.replicas):
+        raise InvalidBatchError(f"{where}: replicas must be non-empty and distinct")
+    if not set(state.isr) <= set(state.replicas) or len(set(state.isr)) != len(state.isr):
+        raise InvalidBatchError(f"{where}: the ISR must be distinct replicas")
+    if state.leader != NO_LEADER and state.leader not in state.replicas:
+        raise InvalidBatchError(f"{where}: leader {state.leader} is not a replica")

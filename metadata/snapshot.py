@@ -1,0 +1,97 @@
+"""Snapshots: a whole image as the records that rebuild it, and back.
+
+A snapshot replaces a prefix of the metadata log: a replica too far behind (or diverged) loads it
+instead of the batches it missed, and a controller's Raft dump stores one. The records are in a
+canonical order (brokers by id, topics by name, partitions by number, configs by key), so two
+replicas with the same image write the same snapshot. Records in a snapshot carry the state the
+log built up: a broker's epoch (RegisterBrokerRecord.broker_epoch, since the record no longer sits
+at that offset) and a partition's leader and partition epochs.
+"""
+
+from __future__ import annotations
+
+from samsa.metadata.image import MetadataImage
+from samsa.metadata.replay import ImageBuilder, MetadataReplayError
+from samsa.v1 import metadata_pb2
+
+
+class InvalidSnapshotError(ValueError):
+    """The snapshot does not describe a consistent image."""
+
+
+def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
+    """The snapshot of `image`."""
+    records: list[metadata_pb2.MetadataRecord] = []
+    for broker_id, broker in sorted(image.brokers.items()):
+        records.append(
+            metadata_pb2.MetadataRecord(
+                register_broker=metadata_pb2.RegisterBrokerRecord(
+                    broker_id=broker_id,
+                    incarnation_id=broker.incarnation_id,
+                    endpoint=broker.endpoint,
+                    rack=broker.rack,
+                    broker_epoch=broker.broker_epoch,
+                )
+            )
+        )
+        if not broker.fenced:
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    unfence_broker=metadata_pb2.UnfenceBrokerRecord(
+                        broker_id=broker_id, broker_epoch=broker.broker_epoch
+                    )
+                )
+            )
+    for _, topic in sorted(image.topics.items()):
+        records.append(
+            metadata_pb2.MetadataRecord(
+                topic=metadata_pb2.TopicRecord(name=topic.name, topic_id=topic.topic_id)
+            )
+        )
+        for _, state in sorted(topic.partitions.items()):
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    partition=metadata_pb2.PartitionRecord(
+                        topic_id=topic.topic_id,
+                        partition=state.partition,
+                        replicas=state.replicas,
+                        isr=state.isr,
+                        leader=state.leader,
+                        leader_epoch=state.leader_epoch,
+                        partition_epoch=state.partition_epoch,
+                    )
+                )
+            )
+    for (resource_type, resource_name), values in sorted(image.configs.items()):
+        for name, value in sorted(values.items()):
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    config=metadata_pb2.ConfigRecord(
+                        resource_type=resource_type,  # type: ignore[arg-type]
+                        resource_name=resource_name,
+                        name=name,
+                        value=value,
+                    )
+                )
+            )
+    return metadata_pb2.MetadataSnapshot(
+        end_offset=image.end_offset,
+        hash=image.hash,
+        timestamp_ms=image.timestamp_ms,
+        records=records,
+    )
+
+
+def from_snapshot(snapshot: metadata_pb2.MetadataSnapshot) -> MetadataImage:
+    """The image a snapshot describes; InvalidSnapshotError when it is inconsistent."""
+    if snapshot.end_offset < 0 or len(snapshot.hash) != 16:
+        raise InvalidSnapshotError("a snapshot needs a non-negative end offset and a 16-byte hash")
+    builder = ImageBuilder(MetadataImage.empty())
+    try:
+        for record in snapshot.records:
+            builder.apply(record, snapshot.end_offset, from_snapshot=True)
+    except MetadataReplayError as error:
+        raise InvalidSnapshotError(f"inconsistent snapshot: {error}") from error
+    return builder.build(
+        end_offset=snapshot.end_offset, hash=snapshot.hash, timestamp_ms=snapshot.timestamp_ms
+    )

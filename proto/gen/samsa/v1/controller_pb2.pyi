@@ -1,0 +1,411 @@
+from samsa.v1 import errors_pb2 as _errors_pb2
+from samsa.v1 import metadata_pb2 as _metadata_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ConfigSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONFIG_SOURCE_UNSPECIFIED: _ClassVar[ConfigSource]
+    CONFIG_SOURCE_DYNAMIC: _ClassVar[ConfigSource]
+    CONFIG_SOURCE_DYNAMIC_DEFAULT: _ClassVar[ConfigSource]
+    CONFIG_SOURCE_DEFAULT: _ClassVar[ConfigSource]
+
+class AlterConfigOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ALTER_CONFIG_OP_UNSPECIFIED: _ClassVar[AlterConfigOp]
+    ALTER_CONFIG_OP_SET: _ClassVar[AlterConfigOp]
+    ALTER_CONFIG_OP_DELETE: _ClassVar[AlterConfigOp]
+    ALTER_CONFIG_OP_APPEND: _ClassVar[AlterConfigOp]
+    ALTER_CONFIG_OP_SUBTRACT: _ClassVar[AlterConfigOp]
+CONFIG_SOURCE_UNSPECIFIED: ConfigSource
+CONFIG_SOURCE_DYNAMIC: ConfigSource
+CONFIG_SOURCE_DYNAMIC_DEFAULT: ConfigSource
+CONFIG_SOURCE_DEFAULT: ConfigSource
+ALTER_CONFIG_OP_UNSPECIFIED: AlterConfigOp
+ALTER_CONFIG_OP_SET: AlterConfigOp
+ALTER_CONFIG_OP_DELETE: AlterConfigOp
+ALTER_CONFIG_OP_APPEND: AlterConfigOp
+ALTER_CONFIG_OP_SUBTRACT: AlterConfigOp
+
+class ControllerEndpoint(_message.Message):
+    __slots__ = ("node_id", "endpoint")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    endpoint: str
+    def __init__(self, node_id: _Optional[int] = ..., endpoint: _Optional[str] = ...) -> None: ...
+
+class ControllerStatus(_message.Message):
+    __slots__ = ("error_code", "error_message", "active_controller", "metadata_offset")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_CONTROLLER_FIELD_NUMBER: _ClassVar[int]
+    METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    active_controller: ControllerEndpoint
+    metadata_offset: int
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., active_controller: _Optional[_Union[ControllerEndpoint, _Mapping]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
+
+class RegisterBrokerRequest(_message.Message):
+    __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    RACK_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    incarnation_id: str
+    endpoint: str
+    rack: str
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ...) -> None: ...
+
+class RegisterBrokerResponse(_message.Message):
+    __slots__ = ("status", "broker_epoch")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    broker_epoch: int
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class BrokerHeartbeatRequest(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch", "metadata_offset", "want_shutdown")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    WANT_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    metadata_offset: int
+    want_shutdown: bool
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., want_shutdown: _Optional[bool] = ...) -> None: ...
+
+class BrokerHeartbeatResponse(_message.Message):
+    __slots__ = ("status", "is_fenced", "is_caught_up", "should_shut_down")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    IS_FENCED_FIELD_NUMBER: _ClassVar[int]
+    IS_CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_SHUT_DOWN_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    is_fenced: bool
+    is_caught_up: bool
+    should_shut_down: bool
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., is_fenced: _Optional[bool] = ..., is_caught_up: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ...) -> None: ...
+
+class FetchMetadataRequest(_message.Message):
+    __slots__ = ("end_offset", "hash", "max_wait_ms")
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    HASH_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    end_offset: int
+    hash: bytes
+    max_wait_ms: int
+    def __init__(self, end_offset: _Optional[int] = ..., hash: _Optional[bytes] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
+
+class FetchMetadataResponse(_message.Message):
+    __slots__ = ("status", "batches", "snapshot", "committed_end_offset")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    batches: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.MetadataRecordBatch]
+    snapshot: _metadata_pb2.MetadataSnapshot
+    committed_end_offset: int
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., batches: _Optional[_Iterable[_Union[_metadata_pb2.MetadataRecordBatch, _Mapping]]] = ..., snapshot: _Optional[_Union[_metadata_pb2.MetadataSnapshot, _Mapping]] = ..., committed_end_offset: _Optional[int] = ...) -> None: ...
+
+class CreateTopicsRequest(_message.Message):
+    __slots__ = ("topics", "validate_only")
+    class Topic(_message.Message):
+        __slots__ = ("name", "num_partitions", "replication_factor", "configs")
+        class ConfigsEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        NUM_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
+        CONFIGS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        num_partitions: int
+        replication_factor: int
+        configs: _containers.ScalarMap[str, str]
+        def __init__(self, name: _Optional[str] = ..., num_partitions: _Optional[int] = ..., replication_factor: _Optional[int] = ..., configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[CreateTopicsRequest.Topic]
+    validate_only: bool
+    def __init__(self, topics: _Optional[_Iterable[_Union[CreateTopicsRequest.Topic, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class CreateTopicsResponse(_message.Message):
+    __slots__ = ("status", "topics")
+    class Result(_message.Message):
+        __slots__ = ("name", "error_code", "error_message", "topic_id", "num_partitions", "replication_factor")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+        NUM_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        topic_id: bytes
+        num_partitions: int
+        replication_factor: int
+        def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[bytes] = ..., num_partitions: _Optional[int] = ..., replication_factor: _Optional[int] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    topics: _containers.RepeatedCompositeFieldContainer[CreateTopicsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[CreateTopicsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class DeleteTopicsRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeleteTopicsResponse(_message.Message):
+    __slots__ = ("status", "topics")
+    class Result(_message.Message):
+        __slots__ = ("name", "error_code", "error_message")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    topics: _containers.RepeatedCompositeFieldContainer[DeleteTopicsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[DeleteTopicsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class CreatePartitionsRequest(_message.Message):
+    __slots__ = ("topics", "validate_only")
+    class Topic(_message.Message):
+        __slots__ = ("name", "count")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        COUNT_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        count: int
+        def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[CreatePartitionsRequest.Topic]
+    validate_only: bool
+    def __init__(self, topics: _Optional[_Iterable[_Union[CreatePartitionsRequest.Topic, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class CreatePartitionsResponse(_message.Message):
+    __slots__ = ("status", "topics")
+    class Result(_message.Message):
+        __slots__ = ("name", "error_code", "error_message")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    topics: _containers.RepeatedCompositeFieldContainer[CreatePartitionsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[CreatePartitionsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class DescribeClusterRequest(_message.Message):
+    __slots__ = ("min_metadata_offset",)
+    MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    min_metadata_offset: int
+    def __init__(self, min_metadata_offset: _Optional[int] = ...) -> None: ...
+
+class DescribeClusterResponse(_message.Message):
+    __slots__ = ("status", "cluster_id", "controllers", "brokers")
+    class Controller(_message.Message):
+        __slots__ = ("node_id", "endpoint", "is_active")
+        NODE_ID_FIELD_NUMBER: _ClassVar[int]
+        ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+        IS_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+        node_id: int
+        endpoint: str
+        is_active: bool
+        def __init__(self, node_id: _Optional[int] = ..., endpoint: _Optional[str] = ..., is_active: _Optional[bool] = ...) -> None: ...
+    class Broker(_message.Message):
+        __slots__ = ("broker_id", "endpoint", "rack", "broker_epoch", "is_fenced")
+        BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+        ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+        RACK_FIELD_NUMBER: _ClassVar[int]
+        BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        IS_FENCED_FIELD_NUMBER: _ClassVar[int]
+        broker_id: int
+        endpoint: str
+        rack: str
+        broker_epoch: int
+        is_fenced: bool
+        def __init__(self, broker_id: _Optional[int] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., is_fenced: _Optional[bool] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLERS_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    cluster_id: str
+    controllers: _containers.RepeatedCompositeFieldContainer[DescribeClusterResponse.Controller]
+    brokers: _containers.RepeatedCompositeFieldContainer[DescribeClusterResponse.Broker]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., cluster_id: _Optional[str] = ..., controllers: _Optional[_Iterable[_Union[DescribeClusterResponse.Controller, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[DescribeClusterResponse.Broker, _Mapping]]] = ...) -> None: ...
+
+class DescribeTopicsRequest(_message.Message):
+    __slots__ = ("names", "min_metadata_offset")
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    min_metadata_offset: int
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., min_metadata_offset: _Optional[int] = ...) -> None: ...
+
+class DescribeTopicsResponse(_message.Message):
+    __slots__ = ("status", "topics", "broker_endpoints")
+    class Partition(_message.Message):
+        __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        LEADER_FIELD_NUMBER: _ClassVar[int]
+        LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        ISR_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        leader: int
+        leader_epoch: int
+        replicas: _containers.RepeatedScalarFieldContainer[int]
+        isr: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ...) -> None: ...
+    class Topic(_message.Message):
+        __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        topic_id: bytes
+        partitions: _containers.RepeatedCompositeFieldContainer[DescribeTopicsResponse.Partition]
+        def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[bytes] = ..., partitions: _Optional[_Iterable[_Union[DescribeTopicsResponse.Partition, _Mapping]]] = ...) -> None: ...
+    class BrokerEndpointsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: str
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    topics: _containers.RepeatedCompositeFieldContainer[DescribeTopicsResponse.Topic]
+    broker_endpoints: _containers.ScalarMap[int, str]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[DescribeTopicsResponse.Topic, _Mapping]]] = ..., broker_endpoints: _Optional[_Mapping[int, str]] = ...) -> None: ...
+
+class ConfigResource(_message.Message):
+    __slots__ = ("type", "name")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    type: _metadata_pb2.ConfigResourceType
+    name: str
+    def __init__(self, type: _Optional[_Union[_metadata_pb2.ConfigResourceType, str]] = ..., name: _Optional[str] = ...) -> None: ...
+
+class DescribeConfigsRequest(_message.Message):
+    __slots__ = ("resources", "min_metadata_offset")
+    class Resource(_message.Message):
+        __slots__ = ("resource", "names")
+        RESOURCE_FIELD_NUMBER: _ClassVar[int]
+        NAMES_FIELD_NUMBER: _ClassVar[int]
+        resource: ConfigResource
+        names: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, resource: _Optional[_Union[ConfigResource, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[DescribeConfigsRequest.Resource]
+    min_metadata_offset: int
+    def __init__(self, resources: _Optional[_Iterable[_Union[DescribeConfigsRequest.Resource, _Mapping]]] = ..., min_metadata_offset: _Optional[int] = ...) -> None: ...
+
+class DescribeConfigsResponse(_message.Message):
+    __slots__ = ("status", "results")
+    class Entry(_message.Message):
+        __slots__ = ("name", "value", "source", "read_only", "documentation")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        SOURCE_FIELD_NUMBER: _ClassVar[int]
+        READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+        DOCUMENTATION_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        value: str
+        source: ConfigSource
+        read_only: bool
+        documentation: str
+        def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[_Union[ConfigSource, str]] = ..., read_only: _Optional[bool] = ..., documentation: _Optional[str] = ...) -> None: ...
+    class Result(_message.Message):
+        __slots__ = ("resource", "error_code", "error_message", "entries")
+        RESOURCE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        ENTRIES_FIELD_NUMBER: _ClassVar[int]
+        resource: ConfigResource
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        entries: _containers.RepeatedCompositeFieldContainer[DescribeConfigsResponse.Entry]
+        def __init__(self, resource: _Optional[_Union[ConfigResource, _Mapping]] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[DescribeConfigsResponse.Entry, _Mapping]]] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    results: _containers.RepeatedCompositeFieldContainer[DescribeConfigsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[DescribeConfigsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class IncrementalAlterConfigsRequest(_message.Message):
+    __slots__ = ("resources", "validate_only")
+    class Alteration(_message.Message):
+        __slots__ = ("name", "op", "value")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        OP_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        op: AlterConfigOp
+        value: str
+        def __init__(self, name: _Optional[str] = ..., op: _Optional[_Union[AlterConfigOp, str]] = ..., value: _Optional[str] = ...) -> None: ...
+    class Resource(_message.Message):
+        __slots__ = ("resource", "alterations")
+        RESOURCE_FIELD_NUMBER: _ClassVar[int]
+        ALTERATIONS_FIELD_NUMBER: _ClassVar[int]
+        resource: ConfigResource
+        alterations: _containers.RepeatedCompositeFieldContainer[IncrementalAlterConfigsRequest.Alteration]
+        def __init__(self, resource: _Optional[_Union[ConfigResource, _Mapping]] = ..., alterations: _Optional[_Iterable[_Union[IncrementalAlterConfigsRequest.Alteration, _Mapping]]] = ...) -> None: ...
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[IncrementalAlterConfigsRequest.Resource]
+    validate_only: bool
+    def __init__(self, resources: _Optional[_Iterable[_Union[IncrementalAlterConfigsRequest.Resource, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class IncrementalAlterConfigsResponse(_message.Message):
+    __slots__ = ("status", "results")
+    class Result(_message.Message):
+        __slots__ = ("resource", "error_code", "error_message")
+        RESOURCE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        resource: ConfigResource
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, resource: _Optional[_Union[ConfigResource, _Mapping]] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    results: _containers.RepeatedCompositeFieldContainer[IncrementalAlterConfigsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[IncrementalAlterConfigsResponse.Result, _Mapping]]] = ...) -> None: ...

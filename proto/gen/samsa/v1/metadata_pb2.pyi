@@ -1,0 +1,165 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ConfigResourceType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONFIG_RESOURCE_TYPE_UNSPECIFIED: _ClassVar[ConfigResourceType]
+    CONFIG_RESOURCE_TYPE_TOPIC: _ClassVar[ConfigResourceType]
+    CONFIG_RESOURCE_TYPE_BROKER: _ClassVar[ConfigResourceType]
+CONFIG_RESOURCE_TYPE_UNSPECIFIED: ConfigResourceType
+CONFIG_RESOURCE_TYPE_TOPIC: ConfigResourceType
+CONFIG_RESOURCE_TYPE_BROKER: ConfigResourceType
+
+class MetadataRecordBatch(_message.Message):
+    __slots__ = ("base_offset", "previous_hash", "timestamp_ms", "records")
+    BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_HASH_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    base_offset: int
+    previous_hash: bytes
+    timestamp_ms: int
+    records: _containers.RepeatedCompositeFieldContainer[MetadataRecord]
+    def __init__(self, base_offset: _Optional[int] = ..., previous_hash: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
+
+class MetadataRecord(_message.Message):
+    __slots__ = ("register_broker", "unregister_broker", "fence_broker", "unfence_broker", "topic", "partition", "partition_change", "remove_topic", "config")
+    REGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
+    UNREGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
+    FENCE_BROKER_FIELD_NUMBER: _ClassVar[int]
+    UNFENCE_BROKER_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_TOPIC_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    register_broker: RegisterBrokerRecord
+    unregister_broker: UnregisterBrokerRecord
+    fence_broker: FenceBrokerRecord
+    unfence_broker: UnfenceBrokerRecord
+    topic: TopicRecord
+    partition: PartitionRecord
+    partition_change: PartitionChangeRecord
+    remove_topic: RemoveTopicRecord
+    config: ConfigRecord
+    def __init__(self, register_broker: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., fence_broker: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., topic: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., remove_topic: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ...) -> None: ...
+
+class RegisterBrokerRecord(_message.Message):
+    __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack", "broker_epoch")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    RACK_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    incarnation_id: str
+    endpoint: str
+    rack: str
+    broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class UnregisterBrokerRecord(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class FenceBrokerRecord(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class UnfenceBrokerRecord(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class TopicRecord(_message.Message):
+    __slots__ = ("name", "topic_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    topic_id: bytes
+    def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
+
+class PartitionRecord(_message.Message):
+    __slots__ = ("topic_id", "partition", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ISR_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    topic_id: bytes
+    partition: int
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    isr: _containers.RepeatedScalarFieldContainer[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ...) -> None: ...
+
+class BrokerIdList(_message.Message):
+    __slots__ = ("ids",)
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class PartitionChangeRecord(_message.Message):
+    __slots__ = ("topic_id", "partition", "leader", "isr", "replicas")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    ISR_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    topic_id: bytes
+    partition: int
+    leader: int
+    isr: BrokerIdList
+    replicas: BrokerIdList
+    def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., leader: _Optional[int] = ..., isr: _Optional[_Union[BrokerIdList, _Mapping]] = ..., replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ...) -> None: ...
+
+class RemoveTopicRecord(_message.Message):
+    __slots__ = ("topic_id",)
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    topic_id: bytes
+    def __init__(self, topic_id: _Optional[bytes] = ...) -> None: ...
+
+class ConfigRecord(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "name", "value")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: ConfigResourceType
+    resource_name: str
+    name: str
+    value: str
+    def __init__(self, resource_type: _Optional[_Union[ConfigResourceType, str]] = ..., resource_name: _Optional[str] = ..., name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class MetadataSnapshot(_message.Message):
+    __slots__ = ("end_offset", "hash", "timestamp_ms", "records")
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    HASH_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    end_offset: int
+    hash: bytes
+    timestamp_ms: int
+    records: _containers.RepeatedCompositeFieldContainer[MetadataRecord]
+    def __init__(self, end_offset: _Optional[int] = ..., hash: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
