@@ -54,6 +54,25 @@ IO_MODULE_NAMES = {
     "segment.py",  # one segment's files
     "checkpoint_file.py",  # atomic checkpoint writes
     "log.py",  # composes segments, checkpoints and the pure policies
+    # services/runtime: what every service process shares
+    "server.py",  # the gRPC server, health, reflection, tracing interceptor
+    "logs.py",  # JSON log lines on stderr
+    "shutdown.py",  # signals -> asyncio.Event
+    "telemetry.py",  # OTel exporter from OTEL_* variables
+    # services/controller
+    "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
+    "driver.py",  # asyncio side of the quorum: commits, leadership, waits
+    "secret.py",  # reads and writes the cluster secret file
+    "servicer.py",  # gRPC adapters (controller and broker)
+    "main.py",  # process composition (controller and broker)
+    "__main__.py",
+    # services/broker
+    "controller_channel.py",  # gRPC to the controllers
+    "metadata_follower.py",  # registration, heartbeats, metadata long-poll
+    "partition_host.py",  # opens, creates and deletes partition directories
+    "fetch.py",  # long-poll waits on appends
+    "broker.py",  # the broker's composition
+    "maintenance.py",  # retention and flush loop
 }
 
 

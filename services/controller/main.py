@@ -1,0 +1,174 @@
+"""The controller process: `python -m samsa.services.controller --node-id 1 --listen H:P ...`.
+
+Composition only: load the cluster secret (refusing to start without one), start the Raft quorum
+on the configured address, serve ControllerService (plus health and reflection) from the driver,
+fence brokers whose sessions expire while this controller is active, and stop cleanly on SIGTERM.
+A fatal quorum error (a diverged metadata log, an unreadable snapshot) exits non-zero: the
+operator wipes this controller's directory and it reloads from the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from samsa.services.controller import control_plane
+from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
+from samsa.services.controller.liveness import BrokerLiveness
+from samsa.services.controller.quorum import MetadataQuorum
+from samsa.services.controller.secret import ClusterSecretError, load_secret
+from samsa.services.controller.servicer import ControllerServicer
+from samsa.services.runtime import logs, shutdown, telemetry
+from samsa.services.runtime.server import GrpcServer
+from samsa.v1 import controller_pb2, controller_pb2_grpc
+
+log = logging.getLogger("samsa.controller")
+
+# Kafka's default broker.session.timeout.ms.
+SESSION_TIMEOUT_MS_DEFAULT = 9000
+
+
+@dataclass(frozen=True)
+class Peer:
+    node_id: int
+    raft_address: str
+    endpoint: str
+
+
+def parse_peers(text: str) -> list[Peer]:
+    """`id=raft-host:port@grpc-host:port,...` → peers (the other controllers of the quorum)."""
+    peers = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            node, addresses = item.split("=", 1)
+            raft_address, endpoint = addresses.split("@", 1)
+            peers.append(Peer(int(node), raft_address, endpoint))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--peers item {item!r} is not id=raft-host:port@grpc-host:port"
+            ) from None
+    return peers
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="samsa.services.controller")
+    parser.add_argument("--node-id", type=int, required=True)
+    parser.add_argument("--listen", required=True, help="host:port of the gRPC listener")
+    parser.add_argument("--raft-address", required=True, help="host:port the Raft port binds")
+    parser.add_argument("--peers", type=parse_peers, default=[], help="the other controllers")
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--secret-file", type=Path, required=True)
+    parser.add_argument("--cluster-id", default="samsa-local")
+    parser.add_argument("--broker-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT)
+    parser.add_argument("--num-partitions", type=int, default=1)
+    parser.add_argument("--default-replication-factor", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.broker_session_timeout_ms < 100:
+        parser.error("--broker-session-timeout-ms must be at least 100")
+    return args
+
+
+async def run(args: argparse.Namespace, password: str) -> int:
+    loop = asyncio.get_running_loop()
+    stop = shutdown.stop_event()
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    peers: list[Peer] = args.peers
+    endpoints = {args.node_id: args.listen} | {peer.node_id: peer.endpoint for peer in peers}
+    raft_to_node = {args.raft_address: args.node_id} | {p.raft_address: p.node_id for p in peers}
+    driver = ControllerDriver(node_id=args.node_id, raft_address_to_node=raft_to_node)
+    liveness = BrokerLiveness()
+    driver.on_becoming_active(lambda: liveness.reset_all(_now_ms()))
+    servicer = ControllerServicer(
+        driver=driver,
+        liveness=liveness,
+        controller_endpoints=endpoints,
+        defaults=control_plane.ClusterDefaults(
+            num_partitions=args.num_partitions,
+            default_replication_factor=args.default_replication_factor,
+            broker_session_timeout_ms=args.broker_session_timeout_ms,
+        ),
+        cluster_id=args.cluster_id,
+    )
+    server = GrpcServer(
+        args.listen,
+        service_names=[controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name],
+    )
+    controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.server)
+    await server.start()
+    quorum = MetadataQuorum(
+        raft_address=args.raft_address,
+        peer_raft_addresses=[peer.raft_address for peer in peers],
+        data_dir=args.data_dir,
+        password=password,
+        listener=driver,
+        loop=loop,
+    )
+    driver.attach(quorum)
+    fencing = asyncio.create_task(
+        _fence_expired_brokers(driver, liveness, args.broker_session_timeout_ms)
+    )
+    log.info("controller started", extra={"node_id": args.node_id, "listen": args.listen})
+    assert driver.fatal is not None
+    stopped = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({stopped, driver.fatal}, return_when=asyncio.FIRST_COMPLETED)
+    exit_code = 0
+    if driver.fatal in done:
+        log.critical("stopping: %s", driver.fatal.result())
+        exit_code = 3
+    fencing.cancel()
+    stopped.cancel()
+    await server.stop(grace_s=2.0)
+    await asyncio.to_thread(quorum.destroy)
+    log.info("controller stopped")
+    return exit_code
+
+
+async def _fence_expired_brokers(
+    driver: ControllerDriver, liveness: BrokerLiveness, session_timeout_ms: int
+) -> None:
+    """While active, fence brokers whose sessions expired (their leaderships move)."""
+    while True:
+        await asyncio.sleep(LIVENESS_CHECK_INTERVAL_S)
+        if not driver.active:
+            continue
+        registered = {
+            broker_id: broker.broker_epoch
+            for broker_id, broker in driver.image.brokers.items()
+            if not broker.fenced
+        }
+        expired = liveness.expired(_now_ms(), session_timeout_ms, registered)
+        live_expired = [
+            broker_id
+            for broker_id in expired
+            if (broker := driver.image.brokers.get(broker_id)) is not None and not broker.fenced
+        ]
+        if not live_expired:
+            continue
+        log.warning("broker sessions expired, fencing", extra={"brokers": live_expired})
+        try:
+            await driver.write(
+                lambda image, ids=tuple(live_expired): control_plane.fence_brokers(image, ids)
+            )
+        except Exception:
+            log.exception("fencing failed")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logs.configure(f"controller-{args.node_id}")
+    try:
+        password = load_secret(args.secret_file)
+    except ClusterSecretError as error:
+        print(f"samsa controller: {error}", file=sys.stderr)
+        return 2
+    telemetry.configure(f"samsa-controller-{args.node_id}")
+    return asyncio.run(run(args, password))

@@ -1,0 +1,241 @@
+"""The ControllerService gRPC adapter: requests in, control-plane decisions through the driver.
+
+Thin on purpose: every decision is a pure function of `control_plane` over the committed image;
+this module checks request sizes, routes writes through `ControllerDriver.write` (which answers
+NOT_CONTROLLER on a controller that is not active), fills the `ControllerStatus` every answer
+carries, and long-polls FetchMetadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import grpc
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.metadata.image import INITIAL_HASH
+from samsa.metadata.snapshot import to_snapshot
+from samsa.services.controller import control_plane
+from samsa.services.controller.driver import ControllerDriver, NotControllerError
+from samsa.services.controller.liveness import BrokerLiveness
+from samsa.v1 import controller_pb2, controller_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+Response = TypeVar("Response")
+
+# A Describe* that asks for an offset this controller has not applied waits at most this long.
+READ_YOUR_WRITES_WAIT_S = 5.0
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
+    """Serves ControllerService from one controller's driver."""
+
+    def __init__(
+        self,
+        *,
+        driver: ControllerDriver,
+        liveness: BrokerLiveness,
+        controller_endpoints: Mapping[int, str],
+        defaults: control_plane.ClusterDefaults,
+        cluster_id: str,
+    ) -> None:
+        self.driver = driver
+        self.liveness = liveness
+        self.controller_endpoints = dict(controller_endpoints)
+        self.defaults = defaults
+        self.cluster_id = cluster_id
+        self.rng = random.Random()
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _status(
+        self,
+        error_code: int = ErrorCode.NONE,
+        message: str = "",
+        active_node_id: int | None = None,
+        offset: int | None = None,
+    ) -> controller_pb2.ControllerStatus:
+        status = controller_pb2.ControllerStatus(
+            error_code=error_code,  # type: ignore[arg-type]
+            error_message=message,
+            metadata_offset=self.driver.image.end_offset if offset is None else offset,
+        )
+        active = self.driver.active_node_id if active_node_id is None else active_node_id
+        if active is not None and active in self.controller_endpoints:
+            status.active_controller.node_id = active
+            status.active_controller.endpoint = self.controller_endpoints[active]
+        return status
+
+    async def _write(
+        self, response_type: type[Response], generate: Callable[[Any], Any]
+    ) -> Response:
+        """Commit what `generate(image)` decides; the response with its status filled."""
+        try:
+            written = await self.driver.write(generate)
+        except NotControllerError as error:
+            response = response_type()
+            response.status.CopyFrom(  # type: ignore[attr-defined]
+                self._status(ErrorCode.NOT_CONTROLLER, str(error), error.active_node_id)
+            )
+            return response
+        response = written.response
+        response.status.CopyFrom(self._status(offset=written.metadata_offset))
+        return response
+
+    async def _read_at(self, min_offset: int, context: grpc.aio.ServicerContext) -> None:
+        if min_offset < 0:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "min_metadata_offset must be >= 0"
+            )
+        if not await self.driver.wait_for_offset(min_offset, READ_YOUR_WRITES_WAIT_S):
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"this controller has applied the metadata log up to offset "
+                f"{self.driver.image.end_offset}, not yet {min_offset}; retry or ask another",
+            )
+
+    @staticmethod
+    async def _check_count(context: grpc.aio.ServicerContext, what: str, count: int) -> None:
+        if count > limits.admin_request_items_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{count} {what} in one request; send at most {limits.admin_request_items_max} "
+                "per request",
+            )
+
+    # --- broker lifecycle ---------------------------------------------------------------------
+
+    async def RegisterBroker(self, request, context):
+        if request.broker_id < 0 or not request.endpoint or not request.incarnation_id:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "RegisterBroker needs broker_id >= 0, an endpoint and an incarnation_id",
+            )
+        now = now_ms()
+        response = await self._write(
+            controller_pb2.RegisterBrokerResponse,
+            lambda image: control_plane.register_broker(
+                image,
+                request,
+                liveness=self.liveness,
+                now_ms=now,
+                session_timeout_ms=self.defaults.broker_session_timeout_ms,
+            ),
+        )
+        if response.status.error_code == ErrorCode.NONE:
+            self.liveness.heartbeat(request.broker_id, response.broker_epoch, now_ms())
+        return response
+
+    async def BrokerHeartbeat(self, request, context):
+        image = self.driver.image
+        broker = image.brokers.get(request.broker_id)
+        if (
+            self.driver.active
+            and broker is not None
+            and broker.broker_epoch == request.broker_epoch
+        ):
+            self.liveness.heartbeat(request.broker_id, request.broker_epoch, now_ms())
+        return await self._write(
+            controller_pb2.BrokerHeartbeatResponse,
+            lambda image: control_plane.broker_heartbeat(image, request),
+        )
+
+    # --- metadata following --------------------------------------------------------------------
+
+    async def FetchMetadata(self, request, context):
+        if request.end_offset < 0 or request.max_wait_ms < 0:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "end_offset and max_wait_ms must be >= 0"
+            )
+        wait_s = min(request.max_wait_ms, limits.metadata_long_poll_ms_max) / 1000
+        # A follower with nothing sends no hash; the log's hash before offset 0 is all zeros.
+        known_hash = request.hash or (INITIAL_HASH if request.end_offset == 0 else b"")
+        batches = self.driver.history.batches_since(
+            request.end_offset, known_hash, limits.metadata_fetch_bytes_max
+        )
+        if batches == [] and wait_s > 0:
+            await self.driver.wait_for_change(wait_s)
+            batches = self.driver.history.batches_since(
+                request.end_offset, known_hash, limits.metadata_fetch_bytes_max
+            )
+        response = controller_pb2.FetchMetadataResponse(
+            status=self._status(), committed_end_offset=self.driver.image.end_offset
+        )
+        if batches is None:
+            response.snapshot.CopyFrom(to_snapshot(self.driver.image))
+        else:
+            response.batches.extend(batches)
+        return response
+
+    # --- administration -------------------------------------------------------------------------
+
+    async def CreateTopics(self, request, context):
+        await self._check_count(context, "topics", len(request.topics))
+        return await self._write(
+            controller_pb2.CreateTopicsResponse,
+            lambda image: control_plane.create_topics(
+                image,
+                request,
+                rng=self.rng,
+                defaults=self.defaults,
+                new_topic_id=lambda: uuid.uuid4().bytes,
+            ),
+        )
+
+    async def DeleteTopics(self, request, context):
+        await self._check_count(context, "topics", len(request.names))
+        return await self._write(
+            controller_pb2.DeleteTopicsResponse,
+            lambda image: control_plane.delete_topics(image, request),
+        )
+
+    async def CreatePartitions(self, request, context):
+        await self._check_count(context, "topics", len(request.topics))
+        return await self._write(
+            controller_pb2.CreatePartitionsResponse,
+            lambda image: control_plane.create_partitions(image, request, rng=self.rng),
+        )
+
+    async def IncrementalAlterConfigs(self, request, context):
+        await self._check_count(context, "resources", len(request.resources))
+        return await self._write(
+            controller_pb2.IncrementalAlterConfigsResponse,
+            lambda image: control_plane.incremental_alter_configs(image, request),
+        )
+
+    async def DescribeCluster(self, request, context):
+        await self._read_at(request.min_metadata_offset, context)
+        response = control_plane.describe_cluster(self.driver.image)
+        response.cluster_id = self.cluster_id
+        active = self.driver.active_node_id
+        for node_id, endpoint in sorted(self.controller_endpoints.items()):
+            response.controllers.add(
+                node_id=node_id, endpoint=endpoint, is_active=node_id == active
+            )
+        response.status.CopyFrom(self._status())
+        return response
+
+    async def DescribeTopics(self, request, context):
+        await self._check_count(context, "topics", len(request.names))
+        await self._read_at(request.min_metadata_offset, context)
+        response = control_plane.describe_topics(self.driver.image, request)
+        response.status.CopyFrom(self._status())
+        return response
+
+    async def DescribeConfigs(self, request, context):
+        await self._check_count(context, "resources", len(request.resources))
+        await self._read_at(request.min_metadata_offset, context)
+        response = control_plane.describe_configs(self.driver.image, request)
+        response.status.CopyFrom(self._status())
+        return response

@@ -1,0 +1,46 @@
+"""Structured logs: one JSON object per line on stderr, so that `samsa up` logs can be grepped
+and shipped as they are. Fields: ts (ISO 8601, UTC), level, service, logger, msg, the `extra`
+fields a call passes, and the exception text when there is one. Level from SAMSA_LOG_LEVEL."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from datetime import UTC, datetime
+
+# Attributes every LogRecord has; anything else on a record came from `extra=`.
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+class JsonFormatter(logging.Formatter):
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self.service = service
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "service": self.service,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD:
+                entry[key] = value
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure(service: str) -> None:
+    """Send every log of this process to stderr as JSON lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter(service))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(os.environ.get("SAMSA_LOG_LEVEL", "INFO").upper())
+    # pysyncobj and grpc are chatty at INFO about reconnects that are routine here.
+    logging.getLogger("pysyncobj").setLevel(logging.WARNING)
