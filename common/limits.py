@@ -89,11 +89,30 @@ topic_partitions_max = 10_000
 topic_configs_per_request_max = 100
 config_value_length_max = 4 * KIB
 
+# --- broker requests -----------------------------------------------------------------------------
+
+# Partitions one Produce, Fetch or ListOffsets request may name: a client with thousands of
+# partitions splits its requests; a careless one cannot make one request pin the event loop.
+request_partitions_max = 10_000
+
+# The longest a Fetch long-poll waits (Kafka's fetch.max.wait.ms is 500 by default; 30 s is
+# plenty for idle consumers and bounds how long a request holds server resources).
+fetch_wait_ms_max = 30_000
+
+# A Fetch's total answer (Kafka's fetch.max.bytes default is 50 MiB): it must fit one gRPC
+# message with room for the envelope.
+fetch_response_bytes_max = 64 * MIB
+
+# Typed records (the generated-code path) one produce request may carry per partition; they are
+# encoded by the broker, so this bounds the broker's per-request work.
+typed_records_per_partition_max = 100_000
+
 # --- relations --------------------------------------------------------------------------------
 
 assert max_message_bytes_default <= batch_bytes_max
 assert batch_bytes_max <= batch_uncompressed_bytes_max
 assert batch_bytes_max + 1 * MIB <= grpc_message_bytes_max, "a maximal batch must fit a message"
 assert fetch_partition_bytes_max <= grpc_message_bytes_max
+assert fetch_response_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert batch_bytes_max < segment_bytes_max, "one batch must fit in one segment"
 assert segment_bytes_min < max_message_bytes_default

@@ -1,0 +1,311 @@
+"""Start, watch and stop a local Samsa cluster as OS processes: what `samsa up` and the
+integration tests run.
+
+Theory of operation. A cluster lives in one data directory:
+
+    <data-dir>/cluster.json        node ids and the loopback ports chosen at first start
+    <data-dir>/cluster.secret      the Raft password (0600): the quorum refuses to run without it
+    <data-dir>/controller-<id>/    a controller's Raft journal and snapshots
+    <data-dir>/broker-<id>/        a broker's partition logs
+    <data-dir>/logs/<name>.log     each process's stdout and stderr (JSON lines)
+
+The first start picks free ports and writes cluster.json; later starts reuse it, so `samsa up`
+on the same directory restarts the same cluster (same ids, same addresses, same data). Each
+service is spawned as `python -m samsa.services.<service>` — the CLI never imports a service —
+and is stopped by PID: SIGTERM, then SIGKILL after a grace period. Nothing here is pure; it is
+the composition of processes, kept small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import grpc
+
+from samsa.v1 import controller_pb2, controller_pb2_grpc
+
+HOST = "127.0.0.1"
+STOP_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    node_id: int
+    grpc_port: int
+    raft_port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"{HOST}:{self.grpc_port}"
+
+    @property
+    def raft_address(self) -> str:
+        return f"{HOST}:{self.raft_port}"
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    broker_id: int
+    grpc_port: int
+    rack: str = ""
+
+    @property
+    def endpoint(self) -> str:
+        return f"{HOST}:{self.grpc_port}"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    controllers: tuple[ControllerSpec, ...]
+    brokers: tuple[BrokerSpec, ...]
+    settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """What clients are given: the controllers serve cluster metadata (DESIGN §2)."""
+        return ",".join(controller.endpoint for controller in self.controllers)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ClusterSpec:
+        data = json.loads(text)
+        return cls(
+            tuple(ControllerSpec(**c) for c in data["controllers"]),
+            tuple(BrokerSpec(**b) for b in data["brokers"]),
+            dict(data.get("settings", {})),
+        )
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel hands out now; held open together so that they differ."""
+    with contextlib.ExitStack() as stack:
+        sockets = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((HOST, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+
+
+def new_cluster_spec(
+    controllers: int, brokers: int, settings: dict[str, str] | None = None
+) -> ClusterSpec:
+    ports = iter(free_ports(2 * controllers + brokers))
+    return ClusterSpec(
+        tuple(ControllerSpec(i, next(ports), next(ports)) for i in range(1, controllers + 1)),
+        tuple(BrokerSpec(i, next(ports)) for i in range(1, brokers + 1)),
+        dict(settings or {}),
+    )
+
+
+def load_or_create(
+    data_dir: Path, controllers: int, brokers: int, settings: dict[str, str] | None = None
+) -> ClusterSpec:
+    """The cluster of `data_dir`: the one it already holds, or a new one with fresh ports."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_secret(data_dir / "cluster.secret")
+    spec_file = data_dir / "cluster.json"
+    if spec_file.exists():
+        spec = ClusterSpec.from_json(spec_file.read_text())
+        if (len(spec.controllers), len(spec.brokers)) != (controllers, brokers):
+            raise ValueError(
+                f"{data_dir} holds a cluster of {len(spec.controllers)} controllers and "
+                f"{len(spec.brokers)} brokers; start it with --controllers "
+                f"{len(spec.controllers)} --brokers {len(spec.brokers)} or use another --data-dir"
+            )
+        return spec
+    spec = new_cluster_spec(controllers, brokers, settings)
+    spec_file.write_text(spec.to_json())
+    return spec
+
+
+def ensure_secret(path: Path) -> Path:
+    """A random cluster secret, readable by its owner only, created once."""
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(32) + "\n")
+    return path
+
+
+def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: Path) -> list[str]:
+    peers = ",".join(
+        f"{peer.node_id}={peer.raft_address}@{peer.endpoint}"
+        for peer in spec.controllers
+        if peer.node_id != controller.node_id
+    )
+    command = [sys.executable, "-m", "samsa.services.controller"]
+    command += ["--node-id", str(controller.node_id), "--listen", controller.endpoint]
+    command += ["--raft-address", controller.raft_address, "--peers", peers]
+    command += ["--data-dir", str(data_dir / f"controller-{controller.node_id}")]
+    command += ["--secret-file", str(data_dir / "cluster.secret")]
+    for name in ("broker.session.timeout.ms",):
+        if name in spec.settings:
+            command += [f"--{name.replace('.', '-')}", spec.settings[name]]
+    return command
+
+
+def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> list[str]:
+    command = [sys.executable, "-m", "samsa.services.broker"]
+    command += ["--broker-id", str(broker.broker_id), "--listen", broker.endpoint]
+    command += ["--controllers", spec.bootstrap_servers]
+    command += ["--data-dir", str(data_dir / f"broker-{broker.broker_id}")]
+    if broker.rack:
+        command += ["--rack", broker.rack]
+    for name in ("broker.heartbeat.interval.ms",):
+        if name in spec.settings:
+            command += [f"--{name.replace('.', '-')}", spec.settings[name]]
+    return command
+
+
+class LocalCluster:
+    """The processes of one cluster; start/stop each by name ("controller-1", "broker-2")."""
+
+    def __init__(self, spec: ClusterSpec, data_dir: Path) -> None:
+        self.spec = spec
+        self.data_dir = data_dir
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.killed: set[str] = set()  # stopped on purpose (a test's kill): not a failure
+
+    def commands(self) -> dict[str, list[str]]:
+        commands = {
+            f"controller-{c.node_id}": controller_command(self.spec, c, self.data_dir)
+            for c in self.spec.controllers
+        }
+        commands |= {
+            f"broker-{b.broker_id}": broker_command(self.spec, b, self.data_dir)
+            for b in self.spec.brokers
+        }
+        return commands
+
+    def start_all(self) -> None:
+        for name in self.commands():
+            self.start(name)
+
+    def start(self, name: str) -> subprocess.Popen[bytes]:
+        assert name not in self.processes or self.processes[name].poll() is not None
+        log_dir = self.data_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(log_dir / f"{name}.log", "ab") as log_file:
+            process = subprocess.Popen(
+                self.commands()[name],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C in the terminal reaches `samsa up` only
+            )
+        self.processes[name] = process
+        self.killed.discard(name)
+        return process
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to one process (SIGKILL: a crash; SIGSTOP: a hang) and, for SIGKILL and
+        SIGTERM, reap it."""
+        process = self.processes[name]
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            self.killed.add(name)
+        if process.poll() is None:
+            process.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            _wait_or_kill(process, STOP_GRACE_S)
+
+    def exited(self) -> dict[str, int]:
+        """Processes that have stopped on their own (not killed on purpose), with exit codes."""
+        return {
+            name: code
+            for name, process in self.processes.items()
+            if name not in self.killed and (code := process.poll()) is not None
+        }
+
+    def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM every process (brokers first, so they shut down while the quorum is up),
+        then SIGKILL whatever is still running after the grace period."""
+        ordered = sorted(self.processes.items(), key=lambda item: item[0].startswith("controller"))
+        for _, process in ordered:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for _, process in ordered:
+            _wait_or_kill(process, max(0.0, deadline - time.monotonic()))
+
+    def log_tail(self, name: str, lines: int = 20) -> str:
+        path = self.data_dir / "logs" / f"{name}.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+class ClusterNotHealthyError(RuntimeError):
+    """The cluster did not become healthy in time; the message says what was missing."""
+
+
+def cluster_health(spec: ClusterSpec) -> tuple[bool, str]:
+    """(healthy, what is missing): healthy = a controller is active and every broker of the
+    spec is registered and unfenced, as some controller sees it."""
+    missing = "no controller answered"
+    for controller in spec.controllers:
+        with grpc.insecure_channel(controller.endpoint) as channel:
+            stub = controller_pb2_grpc.ControllerServiceStub(channel)
+            try:
+                answer = stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=2)
+            except grpc.RpcError as error:
+                missing = f"controller-{controller.node_id}: {error.code().name}"
+                continue
+        if not any(c.is_active for c in answer.controllers):
+            missing = "no active controller yet (Raft election)"
+            continue
+        unfenced = {b.broker_id for b in answer.brokers if not b.is_fenced}
+        waiting = sorted(b.broker_id for b in spec.brokers if b.broker_id not in unfenced)
+        if not waiting:
+            return True, ""
+        missing = f"brokers not yet registered and unfenced: {waiting}"
+    return False, missing
+
+
+def wait_healthy(cluster: LocalCluster, timeout_s: float = 60.0) -> None:
+    """Block until the cluster is healthy; raise if a process died or time ran out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if dead := cluster.exited():
+            name = next(iter(dead))
+            raise ClusterNotHealthyError(
+                f"{name} exited with code {dead[name]}; its log ends with:\n"
+                + cluster.log_tail(name)
+            )
+        healthy, missing = cluster_health(cluster.spec)
+        if healthy:
+            return
+        if time.monotonic() > deadline:
+            raise ClusterNotHealthyError(f"not healthy after {timeout_s:.0f} s: {missing}")
+        time.sleep(0.2)
+
+
+def _wait_or_kill(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextlib.contextmanager
+def running(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """Start every process and stop them all on the way out, whatever happens in between."""
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.stop_all()

@@ -1,0 +1,65 @@
+"""`samsa up`: run a local cluster in the foreground until Ctrl-C.
+
+Starts the controllers and brokers of `--data-dir` as local processes (see launcher.py), waits
+until a controller is active and every broker is registered and unfenced, prints the bootstrap
+address, then watches: a process that dies is reported (its log tail shown) and the rest keep
+running, as a real cluster would. Ctrl-C or SIGTERM stops every process cleanly.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from samsa.cli.launcher import ClusterNotHealthyError, LocalCluster, load_or_create, wait_healthy
+
+
+def up(data_dir: Path, controllers: int, brokers: int, timeout_s: float = 90.0) -> int:
+    data_dir = data_dir.resolve()
+    try:
+        spec = load_or_create(data_dir, controllers, brokers)
+    except ValueError as error:
+        print(f"samsa up: {error}", file=sys.stderr)
+        return 2
+    cluster = LocalCluster(spec, data_dir)
+    _stop_on_sigterm()
+    print(f"data directory  {data_dir}")
+    print(f"starting        {controllers} controllers, {brokers} brokers (logs in {data_dir}/logs)")
+    try:
+        cluster.start_all()
+        started = time.monotonic()
+        wait_healthy(cluster, timeout_s)
+        print(f"healthy         after {time.monotonic() - started:.1f} s")
+        print(f"bootstrap       {spec.bootstrap_servers}")
+        print("                Ctrl-C stops it; `samsa up` on this directory restarts it")
+        _watch(cluster)
+    except ClusterNotHealthyError as error:
+        print(f"samsa up: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nstopping        …")
+    finally:
+        cluster.stop_all()
+    print("stopped")
+    return 0
+
+
+def _watch(cluster: LocalCluster) -> None:
+    reported: set[str] = set()
+    while True:
+        time.sleep(0.5)
+        for name, code in cluster.exited().items():
+            if name not in reported:
+                reported.add(name)
+                print(f"warning         {name} exited with code {code}:", file=sys.stderr)
+                print(cluster.log_tail(name, 10), file=sys.stderr)
+
+
+def _stop_on_sigterm() -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)

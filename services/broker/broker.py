@@ -1,0 +1,91 @@
+"""The broker process's composition: metadata in, partitions hosted, BrokerService served.
+
+MetadataFollower registers, heartbeats and replays the metadata log; every new image goes
+through `metadata_diff.partition_changes` to the PartitionHost, which opens, leads, follows or
+deletes partition logs. Once this broker is unfenced (it has caught up with the log), directories
+of partitions it no longer hosts are removed. On SIGTERM it asks the controller to move its
+leaderships away (controlled shutdown), stops serving, and closes every log (checkpoints written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+from samsa.metadata.image import MetadataImage
+from samsa.services.broker.controller_channel import ControllerChannel
+from samsa.services.broker.maintenance import run_maintenance
+from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata_follower import MetadataFollower
+from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.servicer import BrokerServicer
+from samsa.services.runtime.server import GrpcServer
+from samsa.v1 import broker_pb2, broker_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 2.0
+
+
+class Broker:
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        listen: str,
+        controllers: list[str],
+        data_dir: Path,
+        rack: str,
+        heartbeat_interval_ms: int,
+    ) -> None:
+        self.broker_id = broker_id
+        self.listen = listen
+        self.host = PartitionHost(data_dir, broker_id)
+        self.channel = ControllerChannel(controllers)
+        self.follower = MetadataFollower(
+            broker_id=broker_id,
+            endpoint=listen,
+            rack=rack,
+            controllers=self.channel,
+            on_change=self._on_change,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+        )
+        self._strays_removed = False
+
+    def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
+        actions = partition_changes(old, new, self.broker_id)
+        self.host.apply(new, actions, int(time.time() * 1000))
+        me = new.brokers.get(self.broker_id)
+        caught_up = (
+            me is not None and not me.fenced and me.broker_epoch == self.follower.broker_epoch
+        )
+        if caught_up and not self._strays_removed:
+            self._strays_removed = True
+            removed = self.host.remove_strays()
+            if removed:
+                log.info("removed logs of deleted partitions", extra={"dirs": removed})
+
+    async def run(self, stop: asyncio.Event) -> None:
+        service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
+        server = GrpcServer(self.listen, [service])
+        broker_pb2_grpc.add_BrokerServiceServicer_to_server(
+            BrokerServicer(self.host), server.server
+        )
+        await server.start()
+        log.info("broker serving", extra={"broker_id": self.broker_id, "listen": self.listen})
+        follower_stop = asyncio.Event()
+        tasks = [
+            asyncio.create_task(self.follower.run(follower_stop), name="metadata"),
+            asyncio.create_task(run_maintenance(self.host, stop), name="maintenance"),
+        ]
+        await stop.wait()
+        log.info("controlled shutdown: moving leaderships away")
+        await self.follower.shutdown()
+        follower_stop.set()
+        await server.stop(STOP_GRACE_S)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.host.close_all()
+        await self.channel.close()
+        log.info("broker stopped")

@@ -1,0 +1,113 @@
+"""The broker's gRPC link to the controller quorum: which controller to ask, and retrying.
+
+Theory of operation. Any controller answers reads (FetchMetadata); only the active one takes
+writes (RegisterBroker, BrokerHeartbeat) and the others answer NOT_CONTROLLER naming it when they
+know it. So reads go to the controller that answered last, and move to the next one when it is
+unreachable; writes go to the active controller as last reported, follow a NOT_CONTROLLER
+redirect at once, and otherwise walk the list with a short backoff. Every call has a deadline;
+the retry loop is bounded by the caller's own deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import grpc
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2_grpc
+
+RETRY_BACKOFF_S = 0.1
+RETRY_BACKOFF_MAX_S = 1.0
+CALL_TIMEOUT_S = 5.0
+
+
+class ControllerUnavailableError(Exception):
+    """No controller answered the call before its deadline."""
+
+
+class ControllerChannel:
+    """Stubs to every controller, and the retry policy around them."""
+
+    def __init__(self, endpoints: Sequence[str]) -> None:
+        assert endpoints, "at least one controller endpoint is needed"
+        self.endpoints = list(endpoints)
+        options = [
+            ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
+            ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
+        ]
+        self._channels = {e: grpc.aio.insecure_channel(e, options=options) for e in endpoints}
+        self._stubs = {
+            e: controller_pb2_grpc.ControllerServiceStub(c) for e, c in self._channels.items()
+        }
+        self._read_index = 0
+        self._active: str | None = None
+
+    async def close(self) -> None:
+        await asyncio.gather(*(channel.close() for channel in self._channels.values()))
+
+    async def read(self, method: str, request: Any, timeout_s: float) -> Any:
+        """Call a read RPC on some controller, moving on when one is unreachable."""
+        deadline = time.monotonic() + timeout_s
+        backoff = RETRY_BACKOFF_S
+        while True:
+            endpoint = self.endpoints[self._read_index % len(self.endpoints)]
+            call = getattr(self._stubs[endpoint], method)
+            try:
+                return await call(request, timeout=max(0.1, deadline - time.monotonic()))
+            except grpc.aio.AioRpcError as error:
+                if error.code() not in _RETRIABLE_STATUS or time.monotonic() >= deadline:
+                    raise
+            self._read_index += 1
+            backoff = await _sleep_backoff(backoff, deadline)
+
+    async def write(self, method: str, request: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
+        """Call a write RPC on the active controller, following NOT_CONTROLLER redirects."""
+        deadline = time.monotonic() + timeout_s
+        backoff = RETRY_BACKOFF_S
+        candidates = iter(_cycle(self.endpoints))
+        endpoint = self._active or next(candidates)
+        while True:
+            call: Callable[..., Awaitable[Any]] = getattr(self._stubs[endpoint], method)
+            try:
+                response = await call(request, timeout=max(0.1, deadline - time.monotonic()))
+            except grpc.aio.AioRpcError as error:
+                if error.code() not in _RETRIABLE_STATUS:
+                    raise
+                response = None
+            if response is not None and response.status.error_code != ErrorCode.NOT_CONTROLLER:
+                self._active = endpoint
+                return response
+            redirect = response.status.active_controller.endpoint if response else ""
+            if redirect in self._stubs and redirect != endpoint:
+                endpoint = redirect  # the controller told us where to go: no backoff
+                continue
+            self._active = None
+            if time.monotonic() >= deadline:
+                raise ControllerUnavailableError(
+                    f"{method}: no active controller among {', '.join(self.endpoints)} "
+                    f"answered within {timeout_s:.1f} s"
+                )
+            endpoint = next(candidates)
+            backoff = await _sleep_backoff(backoff, deadline)
+
+
+_RETRIABLE_STATUS = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+}
+
+
+def _cycle(items: list[str]):  # type: ignore[no-untyped-def]
+    while True:
+        yield from items
+
+
+async def _sleep_backoff(backoff: float, deadline: float) -> float:
+    await asyncio.sleep(max(0.0, min(backoff, deadline - time.monotonic())))
+    return min(backoff * 2, RETRY_BACKOFF_MAX_S)

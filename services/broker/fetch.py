@@ -1,0 +1,131 @@
+"""Fetch: whole stored batches up to the high watermark, with Kafka's long-poll.
+
+A fetch answers at once when its partitions hold at least `min_bytes` between them, otherwise it
+waits up to `max_wait_ms` for appends, woken by the partitions' `data_arrived` events (never by
+polling). Limits: `partition_max_bytes` per partition and `max_bytes` in total, except that the
+first batch of the answer is returned whole even if larger (KIP-74), so a consumer always makes
+progress. Records travel as the stored bytes; `decode_records` (for clients with only generated
+code) decodes them into typed records on the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode, SamsaError
+from samsa.common.record.codec import decode_batches
+from samsa.services.broker.partition_host import LeadershipError, PartitionHost
+from samsa.v1 import broker_pb2, records_pb2
+
+PARTITION_MAX_BYTES_DEFAULT = 1024 * 1024  # Kafka's max.partition.fetch.bytes
+MAX_BYTES_DEFAULT = 50 * 1024 * 1024  # Kafka's fetch.max.bytes
+
+FetchPartition = broker_pb2.FetchResponse.PartitionResponse
+
+
+async def fetch(host: PartitionHost, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
+    """Answer `request`, waiting for data as its max_wait_ms and min_bytes ask."""
+    wait_s = min(request.max_wait_ms, limits.fetch_wait_ms_max) / 1000
+    deadline = time.monotonic() + wait_s
+    while True:
+        response, size, waits = read_once(host, request)
+        remaining = deadline - time.monotonic()
+        if size >= max(request.min_bytes, 1) or remaining <= 0 or not waits:
+            return response
+        await _first_of(waits, remaining)
+
+
+def read_once(
+    host: PartitionHost, request: broker_pb2.FetchRequest
+) -> tuple[broker_pb2.FetchResponse, int, list[asyncio.Event]]:
+    """One pass over the partitions: the answer, its record bytes, and events to wait on."""
+    response = broker_pb2.FetchResponse()
+    budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
+    total = 0
+    waits: list[asyncio.Event] = []
+    errors = False
+    for topic in request.topics:
+        topic_response = response.topics.add(name=topic.name)
+        for wanted in topic.partitions:
+            result = topic_response.partitions.add(
+                partition=wanted.partition, next_fetch_offset=wanted.fetch_offset
+            )
+            hosted = host.leader(topic.name, wanted.partition)
+            if isinstance(hosted, LeadershipError):
+                _fail(result, hosted.code, hosted.message)
+                result.current_leader.leader_id = hosted.leader_id
+                result.current_leader.leader_epoch = hosted.leader_epoch
+                errors = True
+                continue
+            high_watermark = hosted.high_watermark
+            result.high_watermark = high_watermark
+            result.last_stable_offset = high_watermark
+            result.log_start_offset = hosted.log.log_start_offset
+            if wanted.HasField("current_leader_epoch") and (
+                wanted.current_leader_epoch != hosted.leader_epoch
+            ):
+                code = (
+                    ErrorCode.FENCED_LEADER_EPOCH
+                    if wanted.current_leader_epoch < hosted.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH
+                )
+                _fail(result, code, f"leader epoch is {hosted.leader_epoch}: refresh metadata")
+                errors = True
+                continue
+            partition_budget = min(
+                wanted.partition_max_bytes or PARTITION_MAX_BYTES_DEFAULT,
+                limits.fetch_partition_bytes_max,
+                max(budget - total, 0),
+            )
+            if total and partition_budget <= 0:
+                continue  # the answer is full; the client asks again from here
+            try:
+                read = hosted.log.read(
+                    wanted.fetch_offset, max(partition_budget, 1), max_offset=high_watermark
+                )
+            except SamsaError as error:
+                _fail(result, error.code, str(error))
+                errors = True
+                continue
+            result.next_fetch_offset = read.next_offset
+            if read.records:
+                if request.decode_records:
+                    _decode_into(result, read.records, wanted.fetch_offset)
+                else:
+                    result.records = read.records
+                total += len(read.records)
+            waits.append(hosted.data_arrived)
+    return response, total, [] if errors else waits
+
+
+def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> None:
+    for batch in decode_batches(records):
+        for record in batch:
+            if record.offset < from_offset:
+                continue
+            typed = result.decoded_records.add(offset=record.offset, timestamp_ms=record.timestamp)
+            if record.key is not None:
+                typed.key = record.key
+            if record.value is not None:
+                typed.value = record.value
+            for key, value in record.headers:
+                header = records_pb2.RecordHeader(key=key)
+                if value is not None:
+                    header.value = value
+                typed.headers.append(header)
+
+
+async def _first_of(events: list[asyncio.Event], timeout_s: float) -> None:
+    tasks = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(tasks, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def _fail(result: FetchPartition, code: int, message: str) -> None:
+    result.error_code = code  # type: ignore[assignment]
+    result.error_message = message

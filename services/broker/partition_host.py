@@ -1,0 +1,208 @@
+"""The partitions one broker hosts: their logs on disk and their leadership state.
+
+Theory of operation. The broker follows the metadata log; `metadata_diff.partition_changes`
+turns each new image into actions, and `apply` carries them out here:
+
+- BecomeLeader / BecomeFollower open (or create) the partition's log in
+  `<data-dir>/<topic>-<partition>/` and record who leads at which leader epoch. Opening an
+  existing directory recovers it (Log.open). Each directory holds a `topic_id` file: a directory
+  left by a deleted topic of the same name (deleted while this broker was down) is wiped before
+  the new topic's log is created there.
+- StopReplica(delete) closes the log and removes its directory; UpdateConfig reopens nothing, it
+  just swaps the configuration the maintenance loop and appends use.
+
+Every partition keeps a `high_watermark`. With one replica (this version) it is the log end
+offset; replication will move it by follower progress. Consumers never read above it. Appends
+wake fetches waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is
+there instead of polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import NamedTuple
+
+from samsa.common.errors import ErrorCode
+from samsa.metadata.image import MetadataImage
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
+from samsa.services.broker.metadata_diff import (
+    BecomeFollower,
+    BecomeLeader,
+    PartitionAction,
+    StopReplica,
+    UpdateConfig,
+)
+
+log = logging.getLogger(__name__)
+
+TOPIC_ID_FILE = "topic_id"
+LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
+
+
+def log_config(configs: Mapping[str, str]) -> LogConfig:
+    """The log settings among a topic's configs (the controller validated them)."""
+    return LogConfig.from_properties({k: v for k, v in configs.items() if k in LOG_KEYS})
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class LeadershipError(NamedTuple):
+    """Why a request for a partition cannot be served here, with the leader to go to."""
+
+    code: ErrorCode
+    message: str
+    leader_id: int
+    leader_epoch: int
+
+
+@dataclass
+class HostedPartition:
+    """One partition's log and leadership as this broker knows them."""
+
+    topic: str
+    partition: int
+    topic_id: bytes
+    log: Log
+    config: LogConfig
+    is_leader: bool
+    leader_id: int
+    leader_epoch: int
+    data_arrived: asyncio.Event
+
+    @property
+    def high_watermark(self) -> int:
+        # One replica: everything appended is committed. Replication replaces this.
+        return self.log.log_end_offset
+
+    def notify_appended(self) -> None:
+        """Wake every fetch waiting on this partition."""
+        self.data_arrived.set()
+        self.data_arrived = asyncio.Event()
+
+
+class PartitionHost:
+    """Logs and leadership of every partition this broker holds a replica of."""
+
+    def __init__(self, data_dir: Path, broker_id: int) -> None:
+        self.data_dir = data_dir
+        self.broker_id = broker_id
+        self.partitions: dict[tuple[str, int], HostedPartition] = {}
+        self.image = MetadataImage.empty()
+        data_dir.mkdir(parents=True, exist_ok=True)
+
+    def get(self, topic: str, partition: int) -> HostedPartition | None:
+        return self.partitions.get((topic, partition))
+
+    def leader(self, topic: str, partition: int) -> HostedPartition | LeadershipError:
+        """The partition if this broker leads it, else why not (and who does)."""
+        hosted = self.partitions.get((topic, partition))
+        if hosted is not None and hosted.is_leader:
+            return hosted
+        image_topic = self.image.topics.get(topic)
+        state = None if image_topic is None else image_topic.partitions.get(partition)
+        if state is None:
+            return LeadershipError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"{topic}-{partition} does not exist (as of metadata offset "
+                f"{self.image.end_offset})",
+                -1,
+                -1,
+            )
+        return LeadershipError(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"broker {self.broker_id} does not lead {topic}-{partition}; its leader is "
+            f"{state.leader} (epoch {state.leader_epoch})",
+            state.leader,
+            state.leader_epoch,
+        )
+
+    def apply(self, image: MetadataImage, actions: Iterable[PartitionAction], now_ms: int) -> None:
+        """Carry out the actions that take this broker from the previous image to `image`."""
+        self.image = image
+        for action in actions:
+            key = (action.topic, action.partition)
+            if isinstance(action, StopReplica):
+                self._stop(key, delete=action.delete)
+            elif isinstance(action, BecomeLeader | BecomeFollower):
+                hosted = self.partitions.get(key) or self._open(action, now_ms)
+                hosted.is_leader = isinstance(action, BecomeLeader)
+                hosted.leader_id = (
+                    self.broker_id if isinstance(action, BecomeLeader) else action.leader_id
+                )
+                hosted.leader_epoch = action.leader_epoch
+                self._configure(hosted, action.configs)
+                log.info(
+                    "partition leadership",
+                    extra={
+                        "partition": f"{action.topic}-{action.partition}",
+                        "leader": hosted.leader_id,
+                        "leader_epoch": hosted.leader_epoch,
+                    },
+                )
+                hosted.notify_appended()  # waiting fetches re-check who leads
+            elif isinstance(action, UpdateConfig) and key in self.partitions:
+                self._configure(self.partitions[key], action.configs)
+
+    @staticmethod
+    def _configure(hosted: HostedPartition, configs: Mapping[str, str]) -> None:
+        hosted.config = log_config(configs)
+        hosted.log.config = hosted.config
+
+    def _open(self, action: BecomeLeader | BecomeFollower, now_ms: int) -> HostedPartition:
+        directory = self.data_dir / partition_dir_name(action.topic, action.partition)
+        id_file = directory / TOPIC_ID_FILE
+        if directory.exists() and (not id_file.exists() or id_file.read_bytes() != action.topic_id):
+            log.warning("removing the log of a deleted topic", extra={"dir": str(directory)})
+            shutil.rmtree(directory)
+        config = log_config(action.configs)
+        partition_log = Log.open(directory, config, now_ms=now_ms)
+        if not id_file.exists():
+            id_file.write_bytes(action.topic_id)
+        hosted = HostedPartition(
+            topic=action.topic,
+            partition=action.partition,
+            topic_id=action.topic_id,
+            log=partition_log,
+            config=config,
+            is_leader=False,
+            leader_id=-1,
+            leader_epoch=-1,
+            data_arrived=asyncio.Event(),
+        )
+        self.partitions[(action.topic, action.partition)] = hosted
+        return hosted
+
+    def _stop(self, key: tuple[str, int], *, delete: bool) -> None:
+        hosted = self.partitions.pop(key, None)
+        if hosted is not None:
+            hosted.log.close()
+            hosted.notify_appended()
+        if delete:
+            directory = self.data_dir / partition_dir_name(*key)
+            shutil.rmtree(directory, ignore_errors=True)
+            log.info("partition deleted", extra={"partition": f"{key[0]}-{key[1]}"})
+
+    def remove_strays(self) -> list[str]:
+        """Delete partition directories this broker no longer hosts (topics deleted while it
+        was down); call once the first full image has been applied."""
+        hosted = {partition_dir_name(*key) for key in self.partitions}
+        removed = []
+        for directory in sorted(self.data_dir.iterdir()):
+            is_partition = directory.is_dir() and (directory / TOPIC_ID_FILE).exists()
+            if is_partition and directory.name not in hosted:
+                shutil.rmtree(directory, ignore_errors=True)
+                removed.append(directory.name)
+        return removed
+
+    def close_all(self) -> None:
+        for hosted in self.partitions.values():
+            hosted.log.close()
+        self.partitions.clear()

@@ -1,0 +1,221 @@
+"""The broker service as real processes, spoken to with generated code only (the polyglot path).
+
+One controller and two brokers. What would break: typed records that do not round-trip, a bad
+request that changes stored data or gets an unclear answer, data that does not survive a
+kill -9 of its broker, a service without health or reflection.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from cluster_helpers import admin_write, local_cluster, wait_until
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from samsa.common.record.codec import build_batch
+from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, records_pb2
+
+pytestmark = pytest.mark.timeout(240)
+NONE, CORRUPT, UNKNOWN_TOPIC, NOT_LEADER, INVALID_CONFIG = 0, 2, 3, 6, 40
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    with local_cluster(tmp_path_factory.mktemp("brokers"), controllers=1, brokers=2) as running:
+        answer = admin_write(
+            running.spec,
+            "CreateTopics",
+            controller_pb2.CreateTopicsRequest(
+                topics=[
+                    controller_pb2.CreateTopicsRequest.Topic(
+                        name="events", num_partitions=2, replication_factor=1
+                    )
+                ]
+            ),
+        )
+        assert answer.topics[0].error_code == NONE, answer.topics[0].error_message
+        yield running
+
+
+def leaders(cluster, topic: str = "events") -> dict[int, int]:
+    """partition -> leader broker id, once every partition has a leader on its broker."""
+    answer = admin_write(
+        cluster.spec, "DescribeTopics", controller_pb2.DescribeTopicsRequest(names=[topic])
+    )
+    return {p.partition: p.leader for p in answer.topics[0].partitions}
+
+
+def broker_stub(cluster, broker_id: int) -> broker_pb2_grpc.BrokerServiceStub:
+    endpoint = next(b.endpoint for b in cluster.spec.brokers if b.broker_id == broker_id)
+    return broker_pb2_grpc.BrokerServiceStub(grpc.insecure_channel(endpoint))
+
+
+def produce(cluster, broker_id: int, partition: int, *, records=None, typed=None, topic="events"):
+    data = broker_pb2.ProduceRequest.PartitionData(partition=partition)
+    if records is not None:
+        data.records = records
+    for record in typed or []:
+        data.typed_records.append(record)
+    request = broker_pb2.ProduceRequest(
+        acks=1,
+        timeout_ms=5000,
+        topics=[broker_pb2.ProduceRequest.TopicData(name=topic, partitions=[data])],
+    )
+    answer = broker_stub(cluster, broker_id).Produce(request, timeout=10)
+    return answer.topics[0].partitions[0]
+
+
+def latest_offset(cluster, broker_id: int, partition: int) -> int:
+    request = broker_pb2.ListOffsetsRequest(
+        topics=[
+            broker_pb2.ListOffsetsRequest.TopicData(
+                name="events",
+                partitions=[
+                    broker_pb2.ListOffsetsRequest.PartitionData(
+                        partition=partition, offset_spec=broker_pb2.OFFSET_SPEC_LATEST
+                    )
+                ],
+            )
+        ]
+    )
+    answer = broker_stub(cluster, broker_id).ListOffsets(request, timeout=10)
+    result = answer.topics[0].partitions[0]
+    assert result.error_code == NONE, result.error_message
+    return result.offset
+
+
+def fetch_decoded(cluster, broker_id: int, partition: int, offset: int):
+    request = broker_pb2.FetchRequest(
+        max_wait_ms=100,
+        max_bytes=1 << 20,
+        decode_records=True,
+        topics=[
+            broker_pb2.FetchRequest.TopicData(
+                name="events",
+                partitions=[
+                    broker_pb2.FetchRequest.PartitionData(
+                        partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20
+                    )
+                ],
+            )
+        ],
+    )
+    return broker_stub(cluster, broker_id).Fetch(request, timeout=10).topics[0].partitions[0]
+
+
+def test_typed_records_round_trip_through_generated_code_alone(cluster) -> None:
+    leader = wait_until(
+        "partition 0 led", lambda: leaders(cluster).get(0, -1) > 0 and leaders(cluster)[0]
+    )
+    start = latest_offset(cluster, leader, 0)
+    typed = [
+        records_pb2.Record(
+            key=f"k{n}".encode(),
+            value=f"v{n}".encode(),
+            timestamp_ms=1_700_000_000_000 + n,
+            headers=[records_pb2.RecordHeader(key="trace", value=b"t%d" % n)],
+        )
+        for n in range(5)
+    ]
+    answer = produce(cluster, leader, 0, typed=typed)
+    assert answer.error_code == NONE, answer.error_message
+    assert answer.base_offset == start
+    fetched = fetch_decoded(cluster, leader, 0, start)
+    assert fetched.error_code == NONE, fetched.error_message
+    got = [
+        (r.offset, r.key, r.value, r.timestamp_ms, r.headers[0].value)
+        for r in fetched.decoded_records
+    ]
+    assert got == [
+        (start + n, f"k{n}".encode(), f"v{n}".encode(), 1_700_000_000_000 + n, b"t%d" % n)
+        for n in range(5)
+    ]
+    assert fetched.high_watermark == start + 5
+
+
+def test_bad_input_gets_a_clear_error_and_changes_nothing(cluster) -> None:
+    partition_leaders = wait_until("partitions led", lambda: leaders(cluster))
+    leader = partition_leaders[0]
+    before = latest_offset(cluster, leader, 0)
+    good = build_batch([b"x"])
+
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF
+    answer = produce(cluster, leader, 0, records=bytes(corrupt))
+    assert answer.error_code == CORRUPT and answer.error_message
+
+    answer = produce(cluster, leader, 0, records=b"this is not a record batch at all")
+    assert answer.error_code != NONE and answer.error_message
+
+    answer = produce(cluster, leader, 0, records=good, topic="no-such-topic")
+    assert answer.error_code == UNKNOWN_TOPIC
+
+    answer = produce(cluster, leader, 99, records=good)
+    assert answer.error_code == UNKNOWN_TOPIC
+
+    other = next(b.broker_id for b in cluster.spec.brokers if b.broker_id != leader)
+    answer = produce(cluster, other, 0, records=good)
+    assert answer.error_code == NOT_LEADER
+    assert answer.current_leader.leader_id == leader
+
+    with pytest.raises(grpc.RpcError) as oversize:
+        produce(cluster, leader, 0, records=b"\x00" * (100 * 1024 * 1024))
+    assert oversize.value.code() in (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.INVALID_ARGUMENT,
+    )
+
+    created = admin_write(
+        cluster.spec,
+        "CreateTopics",
+        controller_pb2.CreateTopicsRequest(
+            topics=[
+                controller_pb2.CreateTopicsRequest.Topic(
+                    name="bad-config", num_partitions=1, configs={"retention.ms": "soon"}
+                )
+            ]
+        ),
+    )
+    assert created.topics[0].error_code == INVALID_CONFIG
+    assert "retention.ms" in created.topics[0].error_message
+
+    assert latest_offset(cluster, leader, 0) == before, "a refused request changed the log"
+
+
+def test_data_survives_a_kill_9_of_its_broker(cluster) -> None:
+    leader = wait_until(
+        "partition 1 led", lambda: leaders(cluster).get(1, -1) > 0 and leaders(cluster)[1]
+    )
+    start = latest_offset(cluster, leader, 1)
+    values = [b"durable-%d" % n for n in range(100)]
+    answer = produce(cluster, leader, 1, records=build_batch(values))
+    assert answer.error_code == NONE, answer.error_message
+    cluster.kill(f"broker-{leader}")
+    cluster.start(f"broker-{leader}")
+    wait_until(
+        "the restarted broker to lead partition 1 again",
+        lambda: (
+            leaders(cluster).get(1) == leader and latest_offset(cluster, leader, 1) >= start + 100
+        ),
+        timeout_s=60,
+    )
+    fetched = fetch_decoded(cluster, leader, 1, start)
+    assert [r.value for r in fetched.decoded_records][:100] == values
+
+
+@pytest.mark.parametrize("kind", ["controller", "broker"])
+def test_every_service_serves_health_and_reflection(cluster, kind: str) -> None:
+    endpoint = (
+        cluster.spec.controllers[0] if kind == "controller" else cluster.spec.brokers[0]
+    ).endpoint
+    channel = grpc.insecure_channel(endpoint)
+    health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+    assert health.status == health_pb2.HealthCheckResponse.SERVING
+    reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+    answers = reflection.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
+    )
+    names = {s.name for answer in answers for s in answer.list_services_response.service}
+    expected = "samsa.v1.ControllerService" if kind == "controller" else "samsa.v1.BrokerService"
+    assert expected in names

@@ -1,0 +1,62 @@
+"""Goal: `samsa up` restarts the same cluster from the same data directory, keeps the cluster
+secret private, and builds the service command lines the services parse.
+
+Method: the launcher's file handling and command building, on tmp_path; no process is started.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from samsa.cli.launcher import (
+    ClusterSpec,
+    broker_command,
+    controller_command,
+    load_or_create,
+    new_cluster_spec,
+)
+
+
+def test_a_second_start_reuses_ids_ports_and_secret(tmp_path: Path) -> None:
+    first = load_or_create(tmp_path, 3, 2)
+    secret = (tmp_path / "cluster.secret").read_text()
+    second = load_or_create(tmp_path, 3, 2)
+    assert second == first
+    assert (tmp_path / "cluster.secret").read_text() == secret
+    ports = [c.grpc_port for c in first.controllers] + [c.raft_port for c in first.controllers]
+    ports += [b.grpc_port for b in first.brokers]
+    assert len(set(ports)) == len(ports) == 8
+
+
+def test_the_secret_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    load_or_create(tmp_path, 1, 1)
+    mode = stat.S_IMODE((tmp_path / "cluster.secret").stat().st_mode)
+    assert mode == 0o600
+    assert len((tmp_path / "cluster.secret").read_text().strip()) >= 32
+
+
+def test_a_different_topology_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    load_or_create(tmp_path, 3, 3)
+    with pytest.raises(ValueError, match="--controllers 3 --brokers 3"):
+        load_or_create(tmp_path, 1, 3)
+
+
+def test_the_spec_survives_json() -> None:
+    spec = new_cluster_spec(3, 3, {"broker.session.timeout.ms": "1500"})
+    assert ClusterSpec.from_json(spec.to_json()) == spec
+    assert spec.bootstrap_servers.count(",") == 2
+
+
+def test_commands_name_every_peer_and_the_controllers(tmp_path: Path) -> None:
+    spec = load_or_create(tmp_path, 3, 1)
+    first = spec.controllers[0]
+    command = controller_command(spec, first, tmp_path)
+    peers = command[command.index("--peers") + 1].split(",")
+    assert sorted(p.split("=")[0] for p in peers) == ["2", "3"]
+    assert all("@127.0.0.1:" in p for p in peers)
+    assert command[command.index("--secret-file") + 1] == str(tmp_path / "cluster.secret")
+    broker = broker_command(spec, spec.brokers[0], tmp_path)
+    assert broker[broker.index("--controllers") + 1] == spec.bootstrap_servers
