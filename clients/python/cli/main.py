@@ -1,11 +1,11 @@
-"""`samsa`: the command line. For now one command, `demo`, which shows the storage engine at work.
+"""`samsa`: the command line.
 
-    samsa demo [--data-dir DIR] [--records N]
+    samsa up [--data-dir DIR] [--controllers 3] [--brokers 3]   run a local cluster
+    samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
 The demo writes a real partition log on disk (segments, indexes, checkpoints), reads it back and
 checks every record, looks records up by timestamp, then reopens the log as a restarted broker
 would. Run it twice with the same directory and the second run continues where the first stopped.
-The cluster commands (`samsa up`, `topics`, `produce`, `consume`) arrive with the broker service.
 """
 
 from __future__ import annotations
@@ -107,7 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser = commands.add_parser("demo", help="append to and read back a real log on disk")
     demo_parser.add_argument("--data-dir", type=Path, default=Path("samsa-data"))
     demo_parser.add_argument("--records", type=int, default=20_000)
+    up_parser = commands.add_parser(
+        "up", help="run a local cluster (controllers + brokers) until Ctrl-C"
+    )
+    up_parser.add_argument("--data-dir", type=Path, default=Path("samsa-data"))
+    up_parser.add_argument("--controllers", type=int, default=3, choices=(1, 3, 5))
+    up_parser.add_argument("--brokers", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.command == "up":
+        if not 1 <= args.brokers <= 32:
+            parser.error("--brokers must be from 1 to 32")
+        from samsa.cli.up import up
+
+        return up(args.data_dir, args.controllers, args.brokers)
     if args.command == "demo":
         if args.records < 1:
             parser.error("--records must be at least 1")

@@ -1,0 +1,169 @@
+"""Produce, Fetch and ListOffsets against real logs in a temp dir, driven by metadata images."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch, decode_batches
+from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.services.broker.fetch import fetch, read_once
+from samsa.services.broker.list_offsets import list_offsets
+from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.produce import produce
+from samsa.v1 import broker_pb2 as b
+from samsa.v1 import records_pb2
+
+TOPIC_ID = b"\x07" * 16
+
+
+def image(leader: int = 1, epoch: int = 0, topic: str = "t", topic_id: bytes = TOPIC_ID):
+    partitions = {
+        p: PartitionState(p, (leader,), (leader,), leader, epoch, epoch) for p in range(2)
+    }
+    return MetadataImage(
+        end_offset=10,
+        hash=b"\x00" * 16,
+        timestamp_ms=0,
+        brokers={1: BrokerRegistration(1, "i", "h:1", "", 0, False)},
+        topics={topic: TopicImage(topic, topic_id, partitions)},
+        topic_names={topic_id: topic},
+        configs={},
+    )
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> PartitionHost:
+    partition_host = PartitionHost(tmp_path, broker_id=1)
+    new = image()
+    partition_host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
+    yield partition_host
+    partition_host.close_all()
+
+
+def produce_request(partition: int, records: bytes = b"", typed=(), topic: str = "t", acks=1):
+    data = b.ProduceRequest.PartitionData(partition=partition, records=records, typed_records=typed)
+    return b.ProduceRequest(
+        acks=acks, topics=[b.ProduceRequest.TopicData(name=topic, partitions=[data])]
+    )
+
+
+def fetch_request(partition: int, offset: int, **options) -> b.FetchRequest:
+    return b.FetchRequest(
+        topics=[
+            b.FetchRequest.TopicData(
+                name="t",
+                partitions=[b.FetchRequest.PartitionData(partition=partition, fetch_offset=offset)],
+            )
+        ],
+        **options,
+    )
+
+
+def test_produced_batches_get_dense_offsets_and_read_back_as_stored(host):
+    for expected_base in (0, 3):
+        answer, woke = produce(host, produce_request(0, build_batch([b"a", b"b", b"c"])), 5)
+        result = answer.topics[0].partitions[0]
+        assert (result.error_code, result.base_offset) == (0, expected_base)
+        assert woke == [("t", 0)]
+    response, size, _ = read_once(host, fetch_request(0, 0))
+    partition = response.topics[0].partitions[0]
+    assert partition.high_watermark == 6 and size == len(partition.records)
+    values = [v for batch in decode_batches(partition.records) for v in batch.values]
+    assert values == [b"a", b"b", b"c"] * 2
+
+
+def test_typed_records_are_encoded_by_the_broker(host):
+    typed = [records_pb2.Record(key=b"k", value=b"v", timestamp_ms=42)]
+    answer, _ = produce(host, produce_request(1, typed=typed), 5)
+    assert answer.topics[0].partitions[0].error_code == 0
+    response, _, _ = read_once(host, fetch_request(1, 0, decode_records=True))
+    record = response.topics[0].partitions[0].decoded_records[0]
+    assert (record.offset, record.key, record.value, record.timestamp_ms) == (0, b"k", b"v", 42)
+
+
+@pytest.mark.parametrize(
+    ("request_", "code"),
+    [
+        (produce_request(0, b"garbage"), ErrorCode.CORRUPT_MESSAGE),
+        (produce_request(9, build_batch([b"x"])), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        (produce_request(0, build_batch([b"x"]), topic="u"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        (produce_request(0, build_batch([b"x"]), acks=2), ErrorCode.INVALID_REQUIRED_ACKS),
+        (produce_request(0, b""), ErrorCode.INVALID_REQUEST),
+    ],
+)
+def test_refused_produces_say_why_and_store_nothing(host, request_, code):
+    answer, woke = produce(host, request_, 5)
+    result = answer.topics[0].partitions[0]
+    assert result.error_code == code and result.error_message
+    assert woke == [] and host.get("t", 0).log.log_end_offset == 0
+
+
+def test_a_partition_led_elsewhere_answers_not_leader_with_the_leader(host):
+    moved = image(leader=2, epoch=1)
+    moved = MetadataImage(**{**moved.__dict__, "brokers": {}})
+    # broker 1 is no longer a replica: the partition stops here; metadata names broker 2
+    host.apply(moved, partition_changes(host.image, moved, 1), now_ms=0)
+    answer, _ = produce(host, produce_request(0, build_batch([b"x"])), 5)
+    result = answer.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (result.current_leader.leader_id, result.current_leader.leader_epoch) == (2, 1)
+
+
+def test_fetch_out_of_range_and_stale_leader_epoch(host):
+    response, _, _ = read_once(host, fetch_request(0, 5))
+    assert response.topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    request = fetch_request(0, 0)
+    request.topics[0].partitions[0].current_leader_epoch = 7
+    response, _, _ = read_once(host, request)
+    assert response.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def test_a_waiting_fetch_answers_as_soon_as_a_produce_lands(host):
+    async def scenario() -> int:
+        # The fetch may wait 30 s; being answered within 10 s proves the append woke it.
+        waiting = asyncio.create_task(fetch(host, fetch_request(0, 0, max_wait_ms=30_000)))
+        await asyncio.sleep(0.05)
+        assert not waiting.done(), "nothing to read yet: the fetch must wait"
+        produce(host, produce_request(0, build_batch([b"late"])), 5)
+        host.get("t", 0).notify_appended()
+        response = await asyncio.wait_for(waiting, 10)
+        return len(response.topics[0].partitions[0].records)
+
+    assert asyncio.run(scenario()) > 0
+
+
+def test_list_offsets_earliest_latest_and_by_time(host):
+    produce(host, produce_request(0, build_batch([b"a", b"b"], timestamps=[100, 200])), 5)
+    request = b.ListOffsetsRequest(
+        topics=[
+            b.ListOffsetsRequest.TopicData(
+                name="t",
+                partitions=[
+                    b.ListOffsetsRequest.PartitionData(
+                        partition=0, offset_spec=spec, timestamp_ms=ts
+                    )
+                    for spec, ts in (
+                        (b.OFFSET_SPEC_EARLIEST, 0),
+                        (b.OFFSET_SPEC_LATEST, 0),
+                        (b.OFFSET_SPEC_TIMESTAMP, 150),
+                        (b.OFFSET_SPEC_TIMESTAMP, 999),
+                    )
+                ],
+            )
+        ]
+    )
+    offsets = [p.offset for p in list_offsets(host, request).topics[0].partitions]
+    assert offsets == [0, 2, 1, -1]
+
+
+def test_a_deleted_topic_log_is_removed_and_a_namesake_starts_empty(host, tmp_path):
+    produce(host, produce_request(0, build_batch([b"old"])), 5)
+    recreated = image(topic_id=b"\x08" * 16)
+    host.apply(recreated, partition_changes(host.image, recreated, 1), now_ms=0)
+    assert host.get("t", 0).log.log_end_offset == 0
+    assert (tmp_path / "t-0" / "topic_id").read_bytes() == b"\x08" * 16
