@@ -1,0 +1,126 @@
+"""The client's view of the cluster: partitions, their leaders, and where brokers are.
+
+Fetched from any controller with DescribeTopics (controllers serve reads from their replica of the
+metadata log; `bootstrap.servers` lists them). Refreshed when a request says our view is stale
+(NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, a broker that does not answer) and at least
+every `metadata.max.age.ms`. Readers on other threads see whole dicts swapped in, never a dict
+being filled.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+
+import grpc
+
+from samsa.client.channels import Channels
+from samsa.client.errors import NoBrokersAvailable
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2, controller_pb2_grpc
+
+TopicPartition = tuple[str, int]
+
+METADATA_MAX_AGE_MS = 300_000  # Kafka's metadata.max.age.ms
+CALL_TIMEOUT_S = 5.0
+
+
+class ClusterMetadata:
+    """Leaders by partition, partition counts by topic, endpoints by broker id."""
+
+    def __init__(self, bootstrap_servers: Sequence[str], channels: Channels) -> None:
+        self.bootstrap = list(bootstrap_servers)
+        self.channels = channels
+        self.leaders: dict[TopicPartition, int] = {}
+        self.leader_epochs: dict[TopicPartition, int] = {}
+        self.partition_counts: dict[str, int] = {}
+        self.endpoints: dict[int, str] = {}
+        self.metadata_offset = 0
+        self._topics: set[str] = set()
+        self._next = 0
+        self._lock = threading.Lock()
+        self._refreshed_at = 0.0
+        self._stale = False
+
+    def stub(self, endpoint: str) -> controller_pb2_grpc.ControllerServiceStub:
+        return controller_pb2_grpc.ControllerServiceStub(self.channels.get(endpoint))
+
+    def read(self, method: str, request: object, timeout_s: float = CALL_TIMEOUT_S) -> object:
+        """Call a read RPC on some controller, trying the next one when one is down."""
+        deadline = time.monotonic() + timeout_s
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            endpoint = self.bootstrap[self._next % len(self.bootstrap)]
+            try:
+                return getattr(self.stub(endpoint), method)(
+                    request, timeout=max(0.1, min(CALL_TIMEOUT_S, deadline - time.monotonic()))
+                )
+            except grpc.RpcError as error:
+                last = error
+                self._next += 1
+                time.sleep(0.05)
+        raise NoBrokersAvailable(
+            f"no controller of {', '.join(self.bootstrap)} answered {method}: {last}"
+        )
+
+    def mark_stale(self) -> None:
+        self._stale = True
+
+    def needs_refresh(self) -> bool:
+        age_ms = (time.monotonic() - self._refreshed_at) * 1000
+        return self._stale or age_ms > METADATA_MAX_AGE_MS
+
+    def refresh(self, topics: Iterable[str] = (), timeout_s: float = CALL_TIMEOUT_S) -> None:
+        """Describe the topics we use (plus `topics`) and swap the new view in."""
+        with self._lock:
+            self._topics.update(topics)
+            names = sorted(self._topics)
+        if not names:
+            return
+        answer = self.read(
+            "DescribeTopics",
+            controller_pb2.DescribeTopicsRequest(
+                names=names, min_metadata_offset=self.metadata_offset
+            ),
+            timeout_s,
+        )
+        leaders = dict(self.leaders)
+        epochs = dict(self.leader_epochs)
+        counts = dict(self.partition_counts)
+        for topic in answer.topics:  # type: ignore[attr-defined]
+            for key in [k for k in leaders if k[0] == topic.name]:
+                del leaders[key]
+            if topic.error_code != ErrorCode.NONE:
+                counts.pop(topic.name, None)
+                continue
+            counts[topic.name] = len(topic.partitions)
+            for partition in topic.partitions:
+                if partition.leader >= 0:
+                    leaders[(topic.name, partition.partition)] = partition.leader
+                epochs[(topic.name, partition.partition)] = partition.leader_epoch
+        self.endpoints = dict(answer.broker_endpoints)  # type: ignore[attr-defined]
+        self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
+        self.metadata_offset = max(self.metadata_offset, answer.status.metadata_offset)  # type: ignore[attr-defined]
+        self._refreshed_at = time.monotonic()
+        self._stale = False
+
+    def partition_count(self, topic: str, timeout_s: float) -> int:
+        """Partitions of `topic`, fetching metadata (up to `timeout_s`) when unknown."""
+        count = self.partition_counts.get(topic)
+        if count is not None:
+            return count
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.refresh([topic], max(0.1, deadline - time.monotonic()))
+            count = self.partition_counts.get(topic)
+            if count is not None:
+                return count
+            if time.monotonic() >= deadline:
+                from samsa.client.errors import KafkaError
+
+                raise KafkaError(
+                    f"topic {topic!r} is not in the cluster's metadata (create it first)",
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                )
+            time.sleep(0.1)
