@@ -39,7 +39,9 @@ class Broker:
         data_dir: Path,
         rack: str,
         heartbeat_interval_ms: int,
+        tracing: bool = False,
     ) -> None:
+        self.tracing = tracing
         self.broker_id = broker_id
         self.listen = listen
         self.host = PartitionHost(data_dir, broker_id)
@@ -69,7 +71,7 @@ class Broker:
 
     async def run(self, stop: asyncio.Event) -> None:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
-        server = GrpcServer(self.listen, [service])
+        server = GrpcServer(self.listen, [service], tracing=self.tracing)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
             BrokerServicer(self.host), server.server
         )

@@ -35,7 +35,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-async def run(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace, tracing: bool) -> int:
     stop = shutdown.stop_event()
     broker = Broker(
         broker_id=args.broker_id,
@@ -44,6 +44,7 @@ async def run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         rack=args.rack,
         heartbeat_interval_ms=args.broker_heartbeat_interval_ms,
+        tracing=tracing,
     )
     await broker.run(stop)
     return 0
@@ -52,5 +53,5 @@ async def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logs.configure(f"broker-{args.broker_id}")
-    telemetry.configure(f"samsa-broker-{args.broker_id}")
-    return asyncio.run(run(args))
+    tracing = telemetry.configure(f"samsa-broker-{args.broker_id}")
+    return asyncio.run(run(args, tracing))

@@ -73,7 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-async def run(args: argparse.Namespace, password: str) -> int:
+async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
     loop = asyncio.get_running_loop()
     stop = shutdown.stop_event()
     args.data_dir.mkdir(parents=True, exist_ok=True)
@@ -97,6 +97,7 @@ async def run(args: argparse.Namespace, password: str) -> int:
     server = GrpcServer(
         args.listen,
         service_names=[controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name],
+        tracing=tracing,
     )
     controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.server)
     await server.start()
@@ -170,5 +171,5 @@ def main(argv: list[str] | None = None) -> int:
     except ClusterSecretError as error:
         print(f"samsa controller: {error}", file=sys.stderr)
         return 2
-    telemetry.configure(f"samsa-controller-{args.node_id}")
-    return asyncio.run(run(args, password))
+    tracing = telemetry.configure(f"samsa-controller-{args.node_id}")
+    return asyncio.run(run(args, password, tracing))

@@ -6,7 +6,8 @@
   docker-compose health checks and `samsa up`;
 - server reflection, so that grpcurl and other generic tools can list and call the API;
 - the OpenTelemetry server interceptor: a span per RPC, continuing the W3C trace context a client
-  sends in metadata. With no exporter configured (the default) the spans cost little and go nowhere.
+  sends in metadata — when tracing is on (OTEL_TRACES_EXPORTER set, see telemetry.py). Off by
+  default, and then not installed at all: it costs a third of a small RPC's latency.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ class ServerStartError(RuntimeError):
 class GrpcServer:
     """A grpc.aio server bound to `listen`, serving health and reflection for `service_names`."""
 
-    def __init__(self, listen: str, service_names: Sequence[str]) -> None:
+    def __init__(self, listen: str, service_names: Sequence[str], *, tracing: bool) -> None:
         self.listen = listen
-        self.server = grpc.aio.server(
-            options=SERVER_OPTIONS, interceptors=[aio_server_interceptor()]
-        )
+        # The interceptor costs ~0.3 ms per RPC even with nowhere to send spans: installed only
+        # when telemetry.configure() set up an exporter.
+        interceptors = [aio_server_interceptor()] if tracing else []
+        self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self.service_names = list(service_names)

@@ -1,7 +1,14 @@
 """`samsa`: the command line.
 
     samsa up [--data-dir DIR] [--controllers 3] [--brokers 3]   run a local cluster
+    samsa topics create|list|describe|delete ...               manage topics
+    samsa produce TOPIC [--key-separator SEP]                  lines from stdin
+    samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
+    samsa cluster                                              controllers, brokers, partitions
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
+
+The cluster commands find the cluster through --bootstrap-server, $SAMSA_BOOTSTRAP, or the
+cluster.json that `samsa up` wrote in --data-dir (default ./samsa-data).
 
 The demo writes a real partition log on disk (segments, indexes, checkpoints), reads it back and
 checks every record, looks records up by timestamp, then reopens the log as a restarted broker
@@ -15,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from samsa.cli.commands import add_commands
+from samsa.cli.commands import run as run_command
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
 from samsa.services.broker.log.config import LogConfig
@@ -113,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     up_parser.add_argument("--data-dir", type=Path, default=Path("samsa-data"))
     up_parser.add_argument("--controllers", type=int, default=3, choices=(1, 3, 5))
     up_parser.add_argument("--brokers", type=int, default=3)
+    add_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in ("topics", "produce", "consume", "cluster"):
+        return run_command(args)
     if args.command == "up":
         if not 1 <= args.brokers <= 32:
             parser.error("--brokers must be from 1 to 32")

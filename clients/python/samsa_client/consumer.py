@@ -132,6 +132,7 @@ class Consumer:
         if offset < 0:
             raise ValueError(f"offset must be >= 0, not {offset}")
         self._drop(tp)
+        self._resets.pop(tp, None)
         self._positions[tp] = self._fetch_offsets[tp] = offset
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:

@@ -1,0 +1,301 @@
+"""The cluster commands of `samsa`: topics, produce, consume, cluster — thin over the SDK.
+
+Where to connect: `--bootstrap-server host:port,...`, else $SAMSA_BOOTSTRAP, else the cluster that
+`samsa up` runs from `--data-dir` (default ./samsa-data, read from its cluster.json), so that in
+the README's flow no address needs to be typed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.common.errors import SamsaError
+
+PROGRESS_INTERVAL_S = 1.0
+
+
+def bootstrap(args: argparse.Namespace) -> str:
+    if args.bootstrap_server:
+        return args.bootstrap_server
+    if os.environ.get("SAMSA_BOOTSTRAP"):
+        return os.environ["SAMSA_BOOTSTRAP"]
+    spec_file = Path(args.data_dir) / "cluster.json"
+    if spec_file.exists():
+        spec = json.loads(spec_file.read_text())
+        return ",".join(f"127.0.0.1:{c['grpc_port']}" for c in spec["controllers"])
+    raise SystemExit(
+        f"samsa: no cluster to talk to: pass --bootstrap-server, set SAMSA_BOOTSTRAP, or run "
+        f"`samsa up` (it writes {spec_file})"
+    )
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Left-aligned columns, as people read them in a terminal."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    )
+
+
+def add_connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", help="controller endpoints, host:port,...")
+    parser.add_argument("--data-dir", default="samsa-data", help="where `samsa up` runs")
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    topics = commands.add_parser("topics", help="create, list, describe, delete topics")
+    actions = topics.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="create a topic")
+    create.add_argument("name")
+    create.add_argument("--partitions", type=int, default=-1)
+    create.add_argument("--replication-factor", type=int, default=-1)
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    listing = actions.add_parser("list", help="list topics")
+    describe = actions.add_parser("describe", help="partitions, leaders, replicas, configs")
+    describe.add_argument("names", nargs="*")
+    delete = actions.add_parser("delete", help="delete topics and their data")
+    delete.add_argument("names", nargs="+")
+    for parser in (create, listing, describe, delete):
+        add_connection(parser)
+
+    produce = commands.add_parser("produce", help="produce lines from stdin")
+    produce.add_argument("topic")
+    produce.add_argument("--key-separator", help="split each line into key SEP value")
+    produce.add_argument("--partition", type=int)
+    produce.add_argument("--compression", choices=("none", "zstd"), default="none")
+    add_connection(produce)
+
+    consume = commands.add_parser("consume", help="print records of a topic")
+    consume.add_argument("topic")
+    start = consume.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true")
+    start.add_argument("--offset", type=int, help="start at this offset (each partition)")
+    start.add_argument("--from-time", help="start at this time: ms since epoch or ISO 8601")
+    consume.add_argument("--partition", type=int, action="append", help="only these partitions")
+    consume.add_argument("--count", type=int, help="stop after this many records")
+    consume.add_argument("--timeout", type=float, help="stop after this many idle seconds")
+    consume.add_argument("--format", choices=("value", "kv", "json"), default="value")
+    add_connection(consume)
+
+    cluster = commands.add_parser("cluster", help="controllers, brokers and partitions")
+    add_connection(cluster)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "topics":
+            return _topics(args)
+        if args.command == "produce":
+            return _produce(args)
+        if args.command == "consume":
+            return _consume(args)
+        if args.command == "cluster":
+            return _cluster(args)
+    except SamsaError as error:
+        print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
+        return 1
+    return 2
+
+
+def _topics(args: argparse.Namespace) -> int:
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        if args.action == "create":
+            configs = dict(_key_value(item) for item in args.config)
+            admin.create_topics(
+                [NewTopic(args.name, args.partitions, args.replication_factor, configs)]
+            )
+            info = admin.describe_topics([args.name])[args.name]
+            print(f"created {args.name} with {len(info.partitions)} partition(s)")
+        elif args.action == "list":
+            for name in admin.list_topics():
+                print(name)
+        elif args.action == "describe":
+            topics = admin.describe_topics(args.names or None)
+            for name, info in topics.items():
+                configs = {
+                    k: e.value
+                    for k, e in admin.describe_configs(name).items()
+                    if e.source != "default"
+                }
+                print(f"{name}  id={info.topic_id.hex()}  configs={configs or '{}'}")
+                rows = [
+                    (
+                        p.partition,
+                        p.leader if p.leader >= 0 else "offline",
+                        p.leader_epoch,
+                        ",".join(map(str, p.replicas)),
+                        ",".join(map(str, p.isr)),
+                    )
+                    for p in info.partitions
+                ]
+                print(table(("partition", "leader", "epoch", "replicas", "isr"), rows))
+        elif args.action == "delete":
+            admin.delete_topics(args.names)
+            print(f"deleted {', '.join(args.names)}")
+    return 0
+
+
+def _key_value(item: str) -> tuple[str, str]:
+    if "=" not in item:
+        raise SystemExit(f"samsa: --config {item!r} is not KEY=VALUE")
+    key, value = item.split("=", 1)
+    return key, value
+
+
+def _produce(args: argparse.Namespace) -> int:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
+    )
+    separator = args.key_separator.encode() if args.key_separator else None
+    sent = 0
+    started = last_report = time.monotonic()
+    futures = []
+    with producer:
+        for line in sys.stdin.buffer:
+            value = line.rstrip(b"\r\n")
+            key = None
+            if separator is not None and separator in value:
+                key, value = value.split(separator, 1)
+            futures.append(producer.send(args.topic, value, key=key, partition=args.partition))
+            sent += 1
+            if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
+                last_report = time.monotonic()
+                rate = sent / (last_report - started)
+                print(f"\rproduced {sent:,} records ({rate:,.0f}/s)", end="", file=sys.stderr)
+        producer.flush()
+    failed = [f.exception(timeout=0) for f in futures if f.exception(timeout=0) is not None]
+    elapsed = time.monotonic() - started
+    print(f"\rproduced {sent - len(failed):,} records in {elapsed:.1f} s", file=sys.stderr)
+    if failed:
+        print(f"samsa produce: {len(failed)} records failed: {failed[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _consume(args: argparse.Namespace) -> int:
+    reset = "earliest" if args.from_beginning else "latest"
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap(args), "auto.offset.reset": reset, "max.poll.records": 5000}
+    )
+    with consumer:
+        with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+            info = admin.describe_topics([args.topic])[args.topic]
+        partitions = args.partition or [p.partition for p in info.partitions]
+        assigned = [(args.topic, p) for p in partitions]
+        consumer.assign(assigned)
+        if args.offset is not None:
+            for tp in assigned:
+                consumer.seek(tp, args.offset)
+        elif args.from_time is not None:
+            found = consumer.offsets_for_times({tp: _parse_time(args.from_time) for tp in assigned})
+            for tp, at in found.items():
+                if at is None:
+                    consumer.seek_to_end([tp])
+                else:
+                    consumer.seek(tp, at.offset)
+        return _print_records(consumer, args)
+
+
+def _print_records(consumer: Consumer, args: argparse.Namespace) -> int:
+    printed = 0
+    idle_since = time.monotonic()
+    out = sys.stdout.buffer
+    try:
+        while args.count is None or printed < args.count:
+            records = consumer.poll(timeout=0.5)
+            if not records:
+                if args.timeout is not None and time.monotonic() - idle_since >= args.timeout:
+                    break
+                continue
+            idle_since = time.monotonic()
+            for record in records[: None if args.count is None else args.count - printed]:
+                out.write(_format(record, args.format) + b"\n")
+                printed += 1
+            out.flush()
+    except KeyboardInterrupt:
+        pass
+    print(f"consumed {printed:,} records", file=sys.stderr)
+    return 0
+
+
+def _format(record: object, style: str) -> bytes:
+    value = record.value or b""  # type: ignore[attr-defined]
+    if style == "value":
+        return value
+    key = record.key or b""  # type: ignore[attr-defined]
+    if style == "kv":
+        return key + b"\t" + value
+    return json.dumps(
+        {
+            "partition": record.partition,  # type: ignore[attr-defined]
+            "offset": record.offset,  # type: ignore[attr-defined]
+            "timestamp": record.timestamp,  # type: ignore[attr-defined]
+            "key": key.decode(errors="replace"),
+            "value": value.decode(errors="replace"),
+            "headers": {k: (v or b"").decode(errors="replace") for k, v in record.headers},  # type: ignore[attr-defined]
+        }
+    ).encode()
+
+
+def _parse_time(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    try:
+        return int(datetime.fromisoformat(text).timestamp() * 1000)
+    except ValueError:
+        raise SystemExit(
+            f"samsa: --from-time {text!r} is neither ms since epoch nor ISO 8601"
+        ) from None
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        cluster = admin.describe_cluster()
+        print(f"cluster {cluster.cluster_id}  metadata offset {cluster.metadata_offset}\n")
+        print(
+            table(
+                ("controller", "endpoint", "role"),
+                [
+                    (c.node_id, c.endpoint, "active (Raft leader)" if c.active else "follower")
+                    for c in cluster.controllers
+                ],
+            )
+        )
+        print()
+        print(
+            table(
+                ("broker", "endpoint", "rack", "epoch", "state"),
+                [
+                    (
+                        b.broker_id,
+                        b.endpoint,
+                        b.rack or "-",
+                        b.broker_epoch,
+                        "fenced" if b.fenced else "unfenced",
+                    )
+                    for b in cluster.brokers
+                ],
+            )
+        )
+        topics = admin.describe_topics()
+    rows = [
+        (name, p.partition, p.leader if p.leader >= 0 else "OFFLINE", ",".join(map(str, p.isr)))
+        for name, info in sorted(topics.items())
+        for p in info.partitions
+    ]
+    print()
+    print(table(("topic", "partition", "leader", "isr"), rows) if rows else "no topics")
+    offline = sum(1 for row in rows if row[2] == "OFFLINE")
+    if offline:
+        print(f"\n{offline} partition(s) offline")
+    return 0

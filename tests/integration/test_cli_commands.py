@@ -1,0 +1,96 @@
+"""The `samsa` cluster commands as a user types them, against a real cluster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from cluster_helpers import local_cluster
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def bootstrap(tmp_path_factory: pytest.TempPathFactory):
+    with local_cluster(tmp_path_factory.mktemp("cli"), controllers=1, brokers=2) as running:
+        yield running.spec.bootstrap_servers
+
+
+def samsa(bootstrap: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "samsa.cli.main", *args, "--bootstrap-server", bootstrap],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_create_produce_consume_describe_delete(bootstrap: str) -> None:
+    created = samsa(
+        bootstrap,
+        "topics",
+        "create",
+        "clicks",
+        "--partitions",
+        "2",
+        "--config",
+        "retention.ms=3600000",
+    )
+    assert created.returncode == 0, created.stderr
+    assert "2 partition(s)" in created.stdout
+    assert "clicks" in samsa(bootstrap, "topics", "list").stdout.split()
+
+    lines = "".join(f"user-{n % 5}:click {n}\n" for n in range(200))
+    produced = samsa(bootstrap, "produce", "clicks", "--key-separator", ":", stdin=lines)
+    assert produced.returncode == 0, produced.stderr
+    assert "produced 200 records" in produced.stderr
+
+    consumed = samsa(
+        bootstrap, "consume", "clicks", "--from-beginning", "--count", "200", "--format", "kv"
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    pairs = [line.split("\t") for line in consumed.stdout.splitlines()]
+    assert sorted(pairs) == sorted([f"user-{n % 5}", f"click {n}"] for n in range(200))
+    by_key: dict[str, list[int]] = {}
+    for key, value in pairs:
+        by_key.setdefault(key, []).append(int(value.split()[1]))
+    assert all(numbers == sorted(numbers) for numbers in by_key.values()), "order per key"
+
+    from_offset = samsa(
+        bootstrap,
+        "consume",
+        "clicks",
+        "--partition",
+        "0",
+        "--offset",
+        "5",
+        "--timeout",
+        "2",
+        "--format",
+        "json",
+    )
+    assert from_offset.returncode == 0, from_offset.stderr
+    assert '"offset": 5' in from_offset.stdout.splitlines()[0]
+
+    described = samsa(bootstrap, "topics", "describe", "clicks")
+    assert described.returncode == 0, described.stderr
+    assert "retention.ms" in described.stdout and "leader" in described.stdout
+
+    cluster = samsa(bootstrap, "cluster")
+    assert cluster.returncode == 0, cluster.stderr
+    assert "active (Raft leader)" in cluster.stdout and "unfenced" in cluster.stdout
+    assert "clicks" in cluster.stdout
+
+    deleted = samsa(bootstrap, "topics", "delete", "clicks")
+    assert deleted.returncode == 0, deleted.stderr
+    assert "clicks" not in samsa(bootstrap, "topics", "list").stdout.split()
+
+
+def test_errors_are_one_clear_line(bootstrap: str) -> None:
+    missing = samsa(bootstrap, "topics", "delete", "nope")
+    assert missing.returncode == 1
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr and "Traceback" not in missing.stderr
+    bad = samsa(bootstrap, "topics", "create", "x", "--config", "cleanup.policy=shred")
+    assert bad.returncode == 1 and "cleanup.policy" in bad.stderr
