@@ -1,7 +1,10 @@
 """`python -m bench`: every benchmark, printed side by side with its baseline from the same run.
 
-python -m bench            storage and codec
-python -m bench --quick    a tenth of the data, for a smoke run
+python -m bench                    storage and codec
+python -m bench cluster            Samsa next to NATS JetStream and Redis Streams (installs and
+                                   starts the peers itself; see bench/cluster_bench.py)
+python -m bench all                both
+python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster), for a smoke run
 """
 
 from __future__ import annotations
@@ -9,20 +12,37 @@ from __future__ import annotations
 import argparse
 import platform
 
+from bench import cluster_bench
 from bench.codec_bench import format_codec_table, run_codec_bench
 from bench.storage_bench import run_storage_bench
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a tenth of the data")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "mode",
+        nargs="?",
+        choices=("local", "cluster", "all"),
+        default="local",
+        help="local: storage and codec (the default); cluster: vs the peers; all: both",
+    )
+    cluster_bench.add_arguments(parser)  # --quick, and the cluster bench's own options
     args = parser.parse_args()
-    scale = 0.1 if args.quick else 1.0
-    print(f"Samsa benchmarks on {platform.python_implementation()} {platform.python_version()}")
-    print()
-    print("\n".join(run_storage_bench(scale)))
-    print()
-    print(format_codec_table(run_codec_bench(int(200_000 * scale))))
+    if args.mode in ("local", "all"):
+        scale = 0.1 if args.quick else 1.0
+        print(f"Samsa benchmarks on {platform.python_implementation()} {platform.python_version()}")
+        print()
+        print("\n".join(run_storage_bench(scale)))
+        print()
+        print(format_codec_table(run_codec_bench(int(200_000 * scale))))
+    if args.mode in ("cluster", "all"):
+        if args.mode == "all":
+            print()
+        cluster_bench.run(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,142 @@
+"""Samsa's side of the cluster benchmark: the Python SDK from one process, as a user runs it.
+
+Each function measures one thing against a running cluster and returns a dict the harness
+(bench/cluster_bench.py) prints beside the peers: records_per_s / mb_per_s, or p50_us / p99_us.
+Records are `size` random bytes (incompressible-ish: zstd gains little, as with real payloads
+that are already compact); keyless, so the sticky partitioner fills big batches, which is what
+the SDK does by default.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from samsa.client import Consumer, Producer
+
+# One 16 KiB batch is Kafka's default; at 100-byte records the per-request cost dominates,
+# so the benchmark uses the batch size a throughput-minded user sets.
+BATCH_SIZE = 256 * 1024
+
+
+def _percentiles(samples_s: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_s)
+    return {
+        "p50_us": ordered[len(ordered) // 2] * 1e6,
+        "p99_us": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e6,
+    }
+
+
+def _payloads(size: int, distinct: int = 1024) -> list[bytes]:
+    return [os.urandom(size) for _ in range(distinct)]
+
+
+def samsa_produce(
+    bootstrap: str, topic: str, n: int, size: int, compression: str, acks: int = 1
+) -> dict[str, float]:
+    payloads = _payloads(size)
+    mask = len(payloads) - 1
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": BATCH_SIZE,
+            "compression.type": compression,
+        }
+    )
+    try:
+        producer.send(topic, payloads[0]).result(timeout=30)  # metadata and connections warm
+        send = producer.send
+        started = time.perf_counter()
+        for i in range(n):
+            send(topic, payloads[i & mask])
+        producer.flush()
+        elapsed = time.perf_counter() - started
+    finally:
+        producer.close()
+    return {"records_per_s": n / elapsed, "mb_per_s": n * size / elapsed / 1e6}
+
+
+def samsa_consume(
+    bootstrap: str, topic: str, n: int, size: int, partitions: int
+) -> dict[str, float]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "auto.offset.reset": "earliest",
+            "max.poll.records": 100_000,
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        }
+    )
+    try:
+        consumer.assign([(topic, p) for p in range(partitions)])
+        got = 0
+        started = time.perf_counter()
+        while got < n:
+            records = consumer.poll(timeout=10)
+            if not records:
+                raise RuntimeError(f"consumed {got} of {n} records, then nothing for 10 s")
+            got += len(records)
+        elapsed = time.perf_counter() - started
+    finally:
+        consumer.close()
+    return {"records_per_s": got / elapsed, "mb_per_s": got * size / elapsed / 1e6}
+
+
+def samsa_sync_latency(bootstrap: str, topic: str, n: int, size: int) -> dict[str, float]:
+    """One record at a time, each waited for: send + flush-free ack round trip (linger 0)."""
+    payload = os.urandom(size)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+    try:
+        producer.send(topic, payload).result(timeout=30)
+        samples = []
+        for _ in range(n):
+            started = time.perf_counter()
+            producer.send(topic, payload).result(timeout=30)
+            samples.append(time.perf_counter() - started)
+    finally:
+        producer.close()
+    return _percentiles(samples)
+
+
+def samsa_end_to_end_latency(
+    bootstrap: str, topic: str, n: int, size: int, interval_s: float
+) -> dict[str, float]:
+    """Produce one record every `interval_s`; a consumer thread stamps when each arrives."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "auto.offset.reset": "latest", "fetch.max.wait.ms": 100}
+    )
+    consumer.assign([(topic, 0)])
+    consumer.position((topic, 0))
+    sent_at: dict[bytes, float] = {}
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def consume() -> None:
+        while len(latencies) < n and not done.is_set():
+            for record in consumer.poll(timeout=0.5):
+                started = sent_at.get(record.value[:8])
+                if started is not None:
+                    latencies.append(time.perf_counter() - started)
+
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    try:
+        producer.send(topic, b"\0" * size, partition=0).result(timeout=30)
+        for i in range(n):
+            value = i.to_bytes(8, "big") + os.urandom(max(0, size - 8))
+            sent_at[value[:8]] = time.perf_counter()
+            producer.send(topic, value, partition=0)
+            time.sleep(interval_s)
+        producer.flush()
+        reader.join(timeout=30)
+    finally:
+        done.set()
+        producer.close()
+        consumer.close()
+    if not latencies:
+        raise RuntimeError("no record reached the consumer")
+    return _percentiles(latencies)

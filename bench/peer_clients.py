@@ -1,0 +1,393 @@
+"""What the peers do from one Python process, measured with their own Python clients: NATS
+JetStream through `nats-py` (asyncio) and Redis Streams through `redis` with `hiredis`.
+
+Each function takes the peer's URL and the workload and returns a dict of figures, the same keys
+as Samsa's side (bench/client_bench.py): throughput as `records_per_s` and `mb_per_s` (MB/s of
+record values, 10^6 bytes), latency as `p50_us` and `p99_us`.
+
+How "partitions" map onto the peers: neither has Kafka's partitions. A partition is one ordered
+log with one writer path on the server, so `partitions=6` means six JetStream streams (one subject
+each) or six Redis stream keys, written round-robin and read all together — the nearest shape.
+
+- produce, JetStream: `publish_async` with at most `inflight` acks outstanding (the client's own
+  bounded-window API; Go's PublishAsync), then wait for every ack.
+- produce, Redis: XADD in non-transactional pipelines of `pipeline` commands.
+- consume, JetStream: one pull consumer per stream (AckNone, as a Kafka consumer does not ack
+  each record), `fetch(batch)` until every record is in; the streams' fetch loops run together.
+- consume, Redis: XREAD COUNT `count` over every key at once, from each key's last id seen.
+- sync latency: one publish-and-ack (JetStream) or one XADD (Redis) at a time.
+- end-to-end latency at low load: a consumer is already waiting (a push subscription for
+  JetStream, a blocking XREAD for Redis, both on the same event loop as the producer); the producer
+  sends one record every `interval_s` and the time from just before the send to the record's
+  arrival in the consumer's hands is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable, Sequence
+
+INFLIGHT = 256  # outstanding JetStream publish acks
+FETCH_BATCH = 1000  # records per JetStream pull request
+PIPELINE = 1000  # XADDs per Redis pipeline
+XREAD_COUNT = 10_000  # records per XREAD
+VALUE_FIELD = b"v"
+
+
+def percentile(samples: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile (fraction in (0, 1]): a value that was really measured, the
+    smallest one with at least `fraction` of the samples at or below it."""
+    if not samples:
+        raise ValueError("no samples")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], not {fraction}")
+    ordered = sorted(samples)
+    rank = math.ceil(fraction * len(ordered))
+    return ordered[rank - 1]
+
+
+def latency_summary(samples_ns: Sequence[int]) -> dict:
+    """p50 and p99 in microseconds, and how many samples they come from."""
+    return {
+        "p50_us": percentile(samples_ns, 0.50) / 1000,
+        "p99_us": percentile(samples_ns, 0.99) / 1000,
+        "samples": len(samples_ns),
+    }
+
+
+def throughput(records: int, payload_bytes: int, seconds: float) -> dict:
+    """records/s and MB/s (10^6 bytes of record values) over `seconds`."""
+    if seconds <= 0:
+        raise ValueError(f"seconds must be positive, not {seconds}")
+    return {
+        "records": records,
+        "seconds": seconds,
+        "records_per_s": records / seconds,
+        "mb_per_s": payload_bytes / seconds / 1e6,
+    }
+
+
+def make_values(size: int, distinct: int = 1024) -> list[bytes]:
+    """`distinct` different values of `size` bytes, cycled through by the writers (neither peer
+    compresses, so their content does not change the figures)."""
+    return [(f"{index:08d}".encode() * (size // 8 + 1))[:size] for index in range(distinct)]
+
+
+def _stream_name(index: int) -> str:
+    return f"BENCH{index}"
+
+
+def _subject(index: int) -> str:
+    return f"bench.{index}"
+
+
+def _redis_key(index: int) -> str:
+    return f"bench:{index}"
+
+
+# --- NATS JetStream --------------------------------------------------------------------------
+
+
+async def _nats_connect(url: str):
+    import nats
+
+    return await nats.connect(url, max_reconnect_attempts=0, pending_size=64 * 1024 * 1024)
+
+
+async def _nats_reset_streams(js, partitions: int) -> None:
+    """Delete and re-create the bench's streams: file storage, one subject each."""
+    import nats.js.errors
+    from nats.js.api import StorageType
+
+    for index in range(partitions):
+        with contextlib.suppress(nats.js.errors.NotFoundError):
+            await js.delete_stream(_stream_name(index))
+        await js.add_stream(
+            name=_stream_name(index), subjects=[_subject(index)], storage=StorageType.FILE
+        )
+
+
+async def _nats_stream_counts(js, partitions: int) -> list[int]:
+    """How many messages each of the bench's streams holds."""
+    counts = []
+    for index in range(partitions):
+        counts.append((await js.stream_info(_stream_name(index))).state.messages)
+    return counts
+
+
+async def _nats_produce(url: str, n: int, size: int, partitions: int, inflight: int) -> dict:
+    nc = await _nats_connect(url)
+    try:
+        js = nc.jetstream(publish_async_max_pending=inflight)
+        await _nats_reset_streams(js, partitions)
+        values = make_values(size)
+        subjects = [_subject(index) for index in range(partitions)]
+        failures: list[BaseException] = []
+
+        def on_done(future: asyncio.Future) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                failures.append(future.exception())
+
+        started = time.perf_counter()
+        for index in range(n):
+            future = await js.publish_async(
+                subjects[index % partitions], values[index % len(values)]
+            )
+            future.add_done_callback(on_done)
+        await js.publish_async_completed()
+        seconds = time.perf_counter() - started
+        if failures:
+            raise RuntimeError(f"{len(failures)} JetStream publishes failed: {failures[0]!r}")
+        stored = sum(await _nats_stream_counts(js, partitions))
+        if stored != n:
+            raise RuntimeError(f"JetStream holds {stored} messages, {n} were published")
+        return throughput(n, n * size, seconds)
+    finally:
+        await nc.close()
+
+
+async def _nats_consume(url: str, n: int, size: int, partitions: int, batch: int) -> dict:
+    from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+    nc = await _nats_connect(url)
+    try:
+        js = nc.jetstream()
+        expected = await _nats_stream_counts(js, partitions)
+        if sum(expected) < n:
+            raise RuntimeError(f"the streams hold {sum(expected)} messages, {n} to read")
+        subscriptions = [
+            await js.pull_subscribe(
+                _subject(index),
+                stream=_stream_name(index),
+                config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL),
+            )
+            for index in range(partitions)
+        ]
+        received = [0] * partitions
+        payload_bytes = [0] * partitions
+
+        async def drain(index: int) -> None:
+            subscription = subscriptions[index]
+            while received[index] < expected[index]:
+                want = min(batch, expected[index] - received[index])
+                for message in await subscription.fetch(want, timeout=10):
+                    received[index] += 1
+                    payload_bytes[index] += len(message.data)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(drain(index) for index in range(partitions)))
+        seconds = time.perf_counter() - started
+        return throughput(sum(received), sum(payload_bytes), seconds)
+    finally:
+        await nc.close()
+
+
+async def _nats_sync_latency(url: str, count: int, size: int) -> dict:
+    nc = await _nats_connect(url)
+    try:
+        js = nc.jetstream()
+        await _nats_reset_streams(js, 1)
+        value = make_values(size, 1)[0]
+        subject = _subject(0)
+        samples_ns = []
+        for _ in range(count):
+            started = time.perf_counter_ns()
+            await js.publish(subject, value)
+            samples_ns.append(time.perf_counter_ns() - started)
+        return latency_summary(samples_ns)
+    finally:
+        await nc.close()
+
+
+async def _nats_end_to_end(url: str, count: int, size: int, interval_s: float) -> dict:
+    from nats.js.api import DeliverPolicy
+
+    producer = await _nats_connect(url)
+    consumer = await _nats_connect(url)
+    try:
+        js = producer.jetstream()
+        await _nats_reset_streams(js, 1)
+        sent_ns: dict[int, int] = {}
+        samples_ns: list[int] = []
+        all_in = asyncio.Event()
+
+        async def on_message(message) -> None:
+            arrived = time.perf_counter_ns()
+            samples_ns.append(arrived - sent_ns[int(message.data[:12])])
+            if len(samples_ns) == count:
+                all_in.set()
+
+        subscription = await consumer.jetstream().subscribe(
+            _subject(0), cb=on_message, deliver_policy=DeliverPolicy.NEW, ordered_consumer=True
+        )
+        padding = b"x" * max(0, size - 12)
+        for index in range(count):
+            sent_ns[index] = time.perf_counter_ns()
+            await js.publish_async(_subject(0), b"%012d" % index + padding)
+            await asyncio.sleep(interval_s)
+        await asyncio.wait_for(all_in.wait(), timeout=30)
+        await subscription.unsubscribe()
+        return latency_summary(samples_ns)
+    finally:
+        await consumer.close()
+        await producer.close()
+
+
+def nats_produce(
+    url: str, n: int, size: int, partitions: int = 1, inflight: int = INFLIGHT
+) -> dict:
+    """Publish `n` records of `size` bytes to fresh streams: records/s and MB/s."""
+    return asyncio.run(_nats_produce(url, n, size, partitions, inflight))
+
+
+def nats_consume(
+    url: str, n: int, size: int, partitions: int = 1, batch: int = FETCH_BATCH
+) -> dict:
+    """Read back what `nats_produce` wrote, with pull consumers: records/s and MB/s."""
+    return asyncio.run(_nats_consume(url, n, size, partitions, batch))
+
+
+def nats_sync_latency(url: str, count: int, size: int) -> dict:
+    """One synchronous publish-and-ack at a time, `count` times: p50/p99 µs."""
+    return asyncio.run(_nats_sync_latency(url, count, size))
+
+
+def nats_end_to_end_latency(url: str, count: int, size: int, interval_s: float = 0.001) -> dict:
+    """Publish → push-consumer arrival at low load: p50/p99 µs."""
+    return asyncio.run(_nats_end_to_end(url, count, size, interval_s))
+
+
+# --- Redis Streams ---------------------------------------------------------------------------
+
+
+def _redis_client(url: str):
+    import redis
+
+    return redis.Redis.from_url(url, protocol=2)
+
+
+def redis_produce(
+    url: str, n: int, size: int, partitions: int = 1, pipeline: int = PIPELINE
+) -> dict:
+    """XADD `n` records of `size` bytes to fresh stream keys in pipelines: records/s and MB/s."""
+    client = _redis_client(url)
+    try:
+        keys = [_redis_key(index) for index in range(partitions)]
+        client.delete(*keys)
+        values = make_values(size)
+        started = time.perf_counter()
+        for first in range(0, n, pipeline):
+            pipe = client.pipeline(transaction=False)
+            for index in range(first, min(n, first + pipeline)):
+                pipe.xadd(keys[index % partitions], {VALUE_FIELD: values[index % len(values)]})
+            pipe.execute()
+        seconds = time.perf_counter() - started
+        stored = sum(client.xlen(key) for key in keys)
+        if stored != n:
+            raise RuntimeError(f"Redis holds {stored} entries, {n} were added")
+        return throughput(n, n * size, seconds)
+    finally:
+        client.close()
+
+
+def redis_consume(
+    url: str, n: int, size: int, partitions: int = 1, count: int = XREAD_COUNT
+) -> dict:
+    """Read back what `redis_produce` wrote with XREAD COUNT over every key: records/s, MB/s."""
+    client = _redis_client(url)
+    try:
+        last_ids: dict[str, bytes | str] = {_redis_key(index): "0-0" for index in range(partitions)}
+        received = payload_bytes = 0
+        started = time.perf_counter()
+        while received < n:
+            answer = client.xread(last_ids, count=count)
+            if not answer:
+                raise RuntimeError(f"XREAD ran dry after {received} of {n} records")
+            for key, entries in answer:
+                for _entry_id, fields in entries:
+                    payload_bytes += len(fields[VALUE_FIELD])
+                received += len(entries)
+                last_ids[key.decode() if isinstance(key, bytes) else key] = entries[-1][0]
+        seconds = time.perf_counter() - started
+        return throughput(received, payload_bytes, seconds)
+    finally:
+        client.close()
+
+
+def redis_sync_latency(url: str, count: int, size: int) -> dict:
+    """One XADD at a time, each waiting for its reply, `count` times: p50/p99 µs."""
+    client = _redis_client(url)
+    try:
+        key = _redis_key(0)
+        client.delete(key)
+        value = make_values(size, 1)[0]
+        samples_ns = []
+        for _ in range(count):
+            started = time.perf_counter_ns()
+            client.xadd(key, {VALUE_FIELD: value})
+            samples_ns.append(time.perf_counter_ns() - started)
+        return latency_summary(samples_ns)
+    finally:
+        client.close()
+
+
+async def _redis_end_to_end(url: str, count: int, size: int, interval_s: float) -> dict:
+    import redis.asyncio
+
+    producer = redis.asyncio.Redis.from_url(url, protocol=2)
+    consumer = redis.asyncio.Redis.from_url(url, protocol=2)
+    key = _redis_key(0)
+    try:
+        await producer.delete(key)
+        sent_ns: dict[int, int] = {}
+        samples_ns: list[int] = []
+
+        async def consume() -> None:
+            last_id: bytes | str = "0-0"
+            while len(samples_ns) < count:
+                answer = await consumer.xread({key: last_id}, count=1000, block=10_000)
+                arrived = time.perf_counter_ns()
+                if not answer:
+                    raise RuntimeError(f"no record for 10 s after {len(samples_ns)} of {count}")
+                for _key, entries in answer:
+                    for entry_id, fields in entries:
+                        samples_ns.append(arrived - sent_ns[int(fields[VALUE_FIELD][:12])])
+                        last_id = entry_id
+
+        reader = asyncio.create_task(consume())
+        await asyncio.sleep(0.05)  # the consumer's first XREAD is blocking before records go out
+        padding = b"x" * max(0, size - 12)
+        for index in range(count):
+            sent_ns[index] = time.perf_counter_ns()
+            await producer.xadd(key, {VALUE_FIELD: b"%012d" % index + padding})
+            await asyncio.sleep(interval_s)
+        await asyncio.wait_for(reader, timeout=30)
+        return latency_summary(samples_ns)
+    finally:
+        await consumer.aclose()
+        await producer.aclose()
+
+
+def redis_end_to_end_latency(url: str, count: int, size: int, interval_s: float = 0.001) -> dict:
+    """XADD → blocking XREAD arrival at low load: p50/p99 µs."""
+    return asyncio.run(_redis_end_to_end(url, count, size, interval_s))
+
+
+# The harness looks a peer's measurements up by name.
+MEASUREMENTS: dict[str, dict[str, Callable[..., dict]]] = {
+    "nats": {
+        "produce": nats_produce,
+        "consume": nats_consume,
+        "sync_latency": nats_sync_latency,
+        "end_to_end_latency": nats_end_to_end_latency,
+    },
+    "redis": {
+        "produce": redis_produce,
+        "consume": redis_consume,
+        "sync_latency": redis_sync_latency,
+        "end_to_end_latency": redis_end_to_end_latency,
+    },
+}
