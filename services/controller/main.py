@@ -20,7 +20,7 @@ from pathlib import Path
 from samsa.services.controller import control_plane
 from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
 from samsa.services.controller.liveness import BrokerLiveness
-from samsa.services.controller.quorum import MetadataQuorum
+from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.secret import ClusterSecretError, load_secret
 from samsa.services.controller.servicer import ControllerServicer
 from samsa.services.runtime import logs, shutdown, telemetry
@@ -67,7 +67,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--broker-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT)
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--default-replication-factor", type=int, default=1)
+    parser.add_argument(
+        "--metadata-snapshot-entries",
+        type=int,
+        default=RaftTimings.compaction_entries_min,
+        help="write a metadata snapshot (and trim the Raft journal) after this many entries",
+    )
     args = parser.parse_args(argv)
+    if args.metadata_snapshot_entries < 10:
+        parser.error("--metadata-snapshot-entries must be at least 10")
     if args.broker_session_timeout_ms < 100:
         parser.error("--broker-session-timeout-ms must be at least 100")
     return args
@@ -108,6 +116,7 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
         password=password,
         listener=driver,
         loop=loop,
+        timings=RaftTimings(compaction_entries_min=args.metadata_snapshot_entries),
     )
     driver.attach(quorum)
     fencing = asyncio.create_task(

@@ -184,3 +184,36 @@ def test_a_controller_refuses_to_start_without_the_cluster_secret(tmp_path: Path
     )
     assert result.returncode != 0
     assert "secret" in result.stderr and "missing.secret" in result.stderr
+
+
+def test_a_whole_cluster_restart_recovers_metadata_from_snapshots_and_journals(
+    tmp_path: Path,
+) -> None:
+    from cluster_helpers import FAST_SETTINGS
+
+    settings = dict(FAST_SETTINGS, **{"metadata.snapshot.entries": "20"})
+    with local_cluster(tmp_path, controllers=3, brokers=1, settings=settings) as cluster:
+        for n in range(30):  # one Raft entry per topic: the journal passes 20 entries
+            create_topic(cluster, f"topic-{n}", partitions=1)
+        end = describe_cluster(cluster.spec, 1).status.metadata_offset
+        cluster.stop_all()
+        snapshots = list(tmp_path.glob("controller-*/metadata.snapshot"))
+        assert snapshots, "no controller wrote a metadata snapshot"
+        cluster.start_all()
+        from samsa.cli.launcher import wait_healthy
+
+        wait_healthy(cluster, timeout_s=60)
+        for controller in cluster.spec.controllers:
+            answer = wait_until(
+                f"controller {controller.node_id} to recover",
+                lambda node=controller.node_id: (
+                    (d := describe_topic(cluster, node, "topic-29", min_offset=end))
+                    .topics[0]
+                    .error_code
+                    == 0
+                    and d
+                ),
+                timeout_s=60,
+            )
+            assert answer.status.metadata_offset >= end
+        create_topic(cluster, "after-restart")

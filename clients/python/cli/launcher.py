@@ -152,7 +152,7 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
     command += ["--raft-address", controller.raft_address, "--peers", peers]
     command += ["--data-dir", str(data_dir / f"controller-{controller.node_id}")]
     command += ["--secret-file", str(data_dir / "cluster.secret")]
-    for name in ("broker.session.timeout.ms",):
+    for name in ("broker.session.timeout.ms", "metadata.snapshot.entries"):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
     return command
