@@ -67,7 +67,6 @@ def samsa_consume(
             "bootstrap.servers": bootstrap,
             "auto.offset.reset": "earliest",
             "max.poll.records": 100_000,
-            "max.partition.fetch.bytes": 8 * 1024 * 1024,
         }
     )
     try:
