@@ -21,19 +21,26 @@ FLUSH_CHECK_INTERVAL_S = 0.5
 COMPACTION_INTERVAL_S = 15.0  # Kafka's log.cleaner.backoff.ms
 
 
-async def run_maintenance(host: PartitionHost, stop: asyncio.Event) -> None:
+async def run_maintenance(
+    host: PartitionHost,
+    stop: asyncio.Event,
+    *,
+    retention_interval_s: float = RETENTION_CHECK_INTERVAL_S,
+    compaction_interval_s: float = COMPACTION_INTERVAL_S,
+    flush_interval_s: float = FLUSH_CHECK_INTERVAL_S,
+) -> None:
     """Loop until `stop` is set."""
     last_retention = last_compaction = time.monotonic()
     while not stop.is_set():
         try:
-            await asyncio.wait_for(stop.wait(), FLUSH_CHECK_INTERVAL_S)
+            await asyncio.wait_for(stop.wait(), flush_interval_s)
             return
         except TimeoutError:
             pass
         now_ms = int(time.time() * 1000)
         for hosted in list(host.partitions.values()):
             hosted.log.maybe_flush(now_ms=now_ms)
-        if time.monotonic() - last_retention >= RETENTION_CHECK_INTERVAL_S:
+        if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
             for hosted in list(host.partitions.values()):
                 if hosted.config.delete:
@@ -43,7 +50,7 @@ async def run_maintenance(host: PartitionHost, stop: asyncio.Event) -> None:
                             "retention deleted segments",
                             extra={"partition": f"{hosted.topic}-{hosted.partition}", "n": deleted},
                         )
-        if time.monotonic() - last_compaction >= COMPACTION_INTERVAL_S:
+        if time.monotonic() - last_compaction >= compaction_interval_s:
             last_compaction = time.monotonic()
             for hosted in list(host.partitions.values()):
                 if hosted.config.compact:

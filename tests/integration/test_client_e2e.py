@@ -111,3 +111,34 @@ def test_client_errors_are_clear(cluster):
         with pytest.raises(KafkaError) as unknown:
             producer.send("no-such-topic", b"x")
         assert unknown.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_the_producer_retries_across_a_broker_restart_and_loses_nothing(cluster):
+    bootstrap = cluster.spec.bootstrap_servers
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic("retried", 1, 1)])
+        leader = admin.describe_topics(["retried"])["retried"].partitions[0].leader
+    futures = []
+    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "acks": "all"}) as producer:
+        for n in range(2000):
+            futures.append(producer.send("retried", b"before-%d" % n))
+        producer.flush()
+        cluster.kill(f"broker-{leader}")
+        for n in range(2000):  # sent while the only replica is down: retried until it is back
+            futures.append(producer.send("retried", b"during-%d" % n))
+        cluster.start(f"broker-{leader}")
+        producer.flush(timeout=60)
+    offsets = [future.result(timeout=0).offset for future in futures]
+    assert offsets == list(range(4000)), "every record acked once, in order"
+    with Consumer(
+        {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": 4000}
+    ) as consumer:
+        consumer.assign([("retried", 0)])
+        values = []
+        while len(values) < 4000:
+            records = consumer.poll(timeout=30)
+            assert records, f"nothing after {len(values)} records"
+            values += [r.value for r in records]
+    assert values == [b"before-%d" % n for n in range(2000)] + [
+        b"during-%d" % n for n in range(2000)
+    ]

@@ -167,3 +167,32 @@ def test_a_deleted_topic_log_is_removed_and_a_namesake_starts_empty(host, tmp_pa
     host.apply(recreated, partition_changes(host.image, recreated, 1), now_ms=0)
     assert host.get("t", 0).log.log_end_offset == 0
     assert (tmp_path / "t-0" / "topic_id").read_bytes() == b"\x08" * 16
+
+
+def test_the_maintenance_loop_applies_retention_to_hosted_partitions(tmp_path):
+    from dataclasses import replace
+
+    from samsa.metadata.image import TOPIC_RESOURCE
+    from samsa.services.broker.maintenance import run_maintenance
+
+    partition_host = PartitionHost(tmp_path, broker_id=1)
+    configs = {"retention.ms": "1", "segment.bytes": "1024", "max.message.bytes": "1024"}
+    new = replace(image(), configs={(TOPIC_RESOURCE, "t"): configs})
+    partition_host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
+    for _ in range(10):
+        produce(partition_host, produce_request(0, build_batch([b"x" * 600], timestamps=[1])), 5)
+    log = partition_host.get("t", 0).log
+    assert len(log.segments()) > 5 and log.log_start_offset == 0
+
+    async def one_pass() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(
+            run_maintenance(partition_host, stop, retention_interval_s=0, flush_interval_s=0.01)
+        )
+        await asyncio.sleep(0.2)
+        stop.set()
+        await task
+
+    asyncio.run(one_pass())
+    assert log.log_start_offset == 9 and len(log.segments()) == 1, "old segments deleted"
+    partition_host.close_all()
