@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from samsa.cli.launcher import free_ports
+
 HOST = "127.0.0.1"
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
@@ -121,17 +123,6 @@ def ensure_installed(binaries: dict[str, str] = DEBIAN_PACKAGES) -> list[str]:
 
 
 # --- starting and stopping -------------------------------------------------------------------
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now, held open together so that they differ."""
-    with contextlib.ExitStack() as stack:
-        sockets = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((HOST, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
 
 
 def nats_command(binary: str, port: int, store_dir: Path, monitor_port: int) -> list[str]:
