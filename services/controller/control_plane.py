@@ -188,9 +188,123 @@ def _leadership_moves(image: MetadataImage, leaving: set[int]) -> list[m.Metadat
             change.isr.ids.extend(isr)
         if state.leader in leaving:
             change.leader = next((r for r in state.replicas if r in isr and r in live), NO_LEADER)
+            if change.leader == NO_LEADER and _unclean_allowed(image, topic_id):
+                # No live ISR member: an out-of-sync replica leads and may have lost records
+                # (the operator chose availability); the ISR restarts from it alone.
+                unclean = next((r for r in state.replicas if r in live), NO_LEADER)
+                if unclean != NO_LEADER:
+                    change.leader = unclean
+                    change.ClearField("isr")
+                    change.isr.ids.append(unclean)
         if change.HasField("isr") or change.HasField("leader"):
             records.append(m.MetadataRecord(partition_change=change))
     return records
+
+
+def _unclean_allowed(image: MetadataImage, topic_id: bytes) -> bool:
+    topic = image.topic_by_id(topic_id)
+    return topic is not None and (
+        image.topic_configs(topic.name).get("unclean.leader.election.enable") == "true"
+    )
+
+
+def preferred_leader_elections(image: MetadataImage) -> ControlResult[None]:
+    """Give leadership back to preferred replicas (the first of each replica list) that are
+    live and in sync (auto.leader.rebalance.enable), so leadership spreads evenly again after
+    a broker returns."""
+    live = _live(image, set())
+    records = [
+        m.MetadataRecord(
+            partition_change=m.PartitionChangeRecord(
+                topic_id=topic_id, partition=state.partition, leader=state.replicas[0]
+            )
+        )
+        for topic_id, state in _partitions(image)
+        if state.leader not in (state.replicas[0], NO_LEADER)
+        and state.replicas[0] in live
+        and state.replicas[0] in state.isr
+    ]
+    return ControlResult(records, None)
+
+
+def alter_partition(
+    image: MetadataImage, request: c.AlterPartitionRequest
+) -> ControlResult[c.AlterPartitionResponse]:
+    """A leader's ISR proposal, checked against the broker, leader and partition epochs."""
+    response = c.AlterPartitionResponse()
+    topic = image.topics.get(request.topic)
+    state = None if topic is None else topic.partitions.get(request.partition)
+    where = f"{request.topic}-{request.partition}"
+    if topic is None or state is None:
+        return _alter_refused(
+            response, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{where} does not exist"
+        )
+    broker = image.brokers.get(request.broker_id)
+    problem: tuple[ErrorCode, str] | None = None
+    if broker is None or broker.broker_epoch != request.broker_epoch:
+        problem = (
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"broker {request.broker_id} epoch {request.broker_epoch} is not current",
+        )
+    elif state.leader != request.broker_id:
+        problem = (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"broker {request.broker_id} does not lead {where}",
+        )
+    elif state.leader_epoch != request.leader_epoch:
+        problem = (
+            ErrorCode.FENCED_LEADER_EPOCH,
+            f"leader epoch {request.leader_epoch} of {where} is not the current "
+            f"{state.leader_epoch}",
+        )
+    elif state.partition_epoch != request.partition_epoch:
+        problem = (
+            ErrorCode.INVALID_UPDATE_VERSION,
+            f"partition epoch {request.partition_epoch} of {where} is not the current "
+            f"{state.partition_epoch}",
+        )
+    if problem is not None:
+        return _alter_refused(response, state, *problem)
+    new_isr = list(request.new_isr)
+    ineligible = [
+        r
+        for r in new_isr
+        if r not in state.replicas
+        or (registered := image.brokers.get(r)) is None
+        or (registered.fenced and r not in state.isr)
+    ]
+    if request.broker_id not in new_isr or len(set(new_isr)) != len(new_isr) or ineligible:
+        return _alter_refused(
+            response,
+            state,
+            ErrorCode.INELIGIBLE_REPLICA,
+            f"proposed ISR {new_isr} of {where} must be distinct replicas, include the leader "
+            f"and add no fenced broker (ineligible: {ineligible})",
+        )
+    response.leader = state.leader
+    response.leader_epoch = state.leader_epoch
+    if tuple(new_isr) == state.isr:
+        response.partition_epoch = state.partition_epoch
+        response.isr.extend(state.isr)
+        return ControlResult([], response)
+    change = m.PartitionChangeRecord(topic_id=topic.topic_id, partition=state.partition)
+    change.isr.ids.extend(new_isr)
+    response.partition_epoch = state.partition_epoch + 1
+    response.isr.extend(new_isr)
+    return ControlResult([m.MetadataRecord(partition_change=change)], response)
+
+
+def _alter_refused(
+    response: c.AlterPartitionResponse, state: PartitionState | None, code: int, message: str
+) -> ControlResult[c.AlterPartitionResponse]:
+    response.error_code = code  # type: ignore[assignment]
+    response.error_message = message
+    if state is not None:
+        response.leader = state.leader
+        response.leader_epoch = state.leader_epoch
+        response.partition_epoch = state.partition_epoch
+        response.isr.extend(state.isr)
+    return ControlResult([], response)
 
 
 def _elections_on_return(image: MetadataImage, broker_id: int) -> list[m.MetadataRecord]:

@@ -209,7 +209,7 @@ def test_delete_and_create_partitions():
     assert "t" not in commit(image, result).topics
 
 
-def alter(image, name, *ops):
+def alter_config(image, name, *ops):
     request = c.IncrementalAlterConfigsRequest(
         resources=[
             c.IncrementalAlterConfigsRequest.Resource(
@@ -227,13 +227,13 @@ def alter(image, name, *ops):
 
 def test_incremental_alter_configs_set_append_delete_and_validate_the_whole():
     image, _ = create(cluster(), "t")
-    image, result = alter(image, "t", ("retention.ms", c.ALTER_CONFIG_OP_SET, "1000"))
+    image, result = alter_config(image, "t", ("retention.ms", c.ALTER_CONFIG_OP_SET, "1000"))
     assert result.error_code == 0 and image.topic_configs("t") == {"retention.ms": "1000"}
-    image, _ = alter(image, "t", ("cleanup.policy", c.ALTER_CONFIG_OP_APPEND, "compact"))
+    image, _ = alter_config(image, "t", ("cleanup.policy", c.ALTER_CONFIG_OP_APPEND, "compact"))
     assert image.topic_configs("t")["cleanup.policy"] == "delete,compact"
-    image, _ = alter(image, "t", ("retention.ms", c.ALTER_CONFIG_OP_DELETE, ""))
+    image, _ = alter_config(image, "t", ("retention.ms", c.ALTER_CONFIG_OP_DELETE, ""))
     assert "retention.ms" not in image.topic_configs("t")
-    unchanged, result = alter(
+    unchanged, result = alter_config(
         image,
         "t",
         ("segment.bytes", c.ALTER_CONFIG_OP_SET, "2048"),
@@ -261,3 +261,103 @@ def test_describe_topics_answers_unknown_topics_per_topic():
     assert [t.error_code for t in response.topics] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert len(response.topics[0].partitions) == 2
     assert dict(response.broker_endpoints) == {1: "h:1", 2: "h:2", 3: "h:3"}
+
+
+def alter(image, leader, isr, *, broker_epoch=None, leader_epoch=None, partition_epoch=None):
+    state = image.topics["t"].partitions[0]
+    request = c.AlterPartitionRequest(
+        broker_id=leader,
+        broker_epoch=image.brokers[leader].broker_epoch if broker_epoch is None else broker_epoch,
+        topic="t",
+        partition=0,
+        leader_epoch=state.leader_epoch if leader_epoch is None else leader_epoch,
+        partition_epoch=state.partition_epoch if partition_epoch is None else partition_epoch,
+        new_isr=isr,
+    )
+    result = cp.alter_partition(image, request)
+    return commit(image, result), result.response
+
+
+def replicated(brokers: int = 3) -> tuple[MetadataImage, int]:
+    image, _ = create(cluster(brokers), "t", partitions=1, factor=3)
+    return image, image.topics["t"].partitions[0].leader
+
+
+def test_alter_partition_shrinks_and_expands_the_isr_with_a_new_partition_epoch():
+    image, leader = replicated()
+    followers = [r for r in image.topics["t"].partitions[0].replicas if r != leader]
+    image, answer = alter(image, leader, [leader, followers[0]])
+    state = image.topics["t"].partitions[0]
+    assert answer.error_code == 0 and state.isr == (leader, followers[0])
+    assert (answer.partition_epoch, state.partition_epoch) == (1, 1)
+    assert state.leader_epoch == 0, "an ISR change is not a leader change"
+    image, answer = alter(image, leader, [leader, followers[0], followers[1]])
+    assert answer.error_code == 0 and len(image.topics["t"].partitions[0].isr) == 3
+
+
+@pytest.mark.parametrize(
+    ("who", "fields", "code"),
+    [
+        ("leader", {"broker_epoch": 999}, ErrorCode.STALE_BROKER_EPOCH),
+        ("leader", {"leader_epoch": 7}, ErrorCode.FENCED_LEADER_EPOCH),
+        ("leader", {"partition_epoch": 7}, ErrorCode.INVALID_UPDATE_VERSION),
+        ("follower", {}, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    ],
+)
+def test_stale_or_foreign_isr_proposals_are_rejected(who, fields, code):
+    image, leader = replicated()
+    follower = next(r for r in image.topics["t"].partitions[0].replicas if r != leader)
+    proposer = leader if who == "leader" else follower
+    after, answer = alter(image, proposer, [proposer], **fields)
+    assert answer.error_code == code and answer.error_message
+    assert after is image, "nothing committed"
+
+
+def test_a_fenced_broker_never_joins_an_isr():
+    image, leader = replicated()
+    follower = next(r for r in image.topics["t"].partitions[0].replicas if r != leader)
+    image = commit(image, cp.fence_brokers(image, [follower]))
+    assert follower not in image.topics["t"].partitions[0].isr
+    after, answer = alter(image, leader, [*image.topics["t"].partitions[0].isr, follower])
+    assert answer.error_code == ErrorCode.INELIGIBLE_REPLICA and after is image
+
+
+def test_unclean_election_only_when_the_topic_allows_it():
+    for allowed, expect_leader in (("false", False), ("true", True)):
+        image, leader = replicated()
+        image, _ = alter(image, leader, [leader])  # the followers fell out of sync
+        image, _ = alter_config(
+            image, "t", ("unclean.leader.election.enable", c.ALTER_CONFIG_OP_SET, allowed)
+        )
+        image = commit(image, cp.fence_brokers(image, [leader]))
+        state = image.topics["t"].partitions[0]
+        if expect_leader:
+            assert state.leader not in (leader, NO_LEADER) and state.isr == (state.leader,)
+        else:
+            assert state.leader == NO_LEADER and state.isr == (leader,)
+
+
+def test_preferred_leaders_come_back():
+    image, _ = create(cluster(3), "t", partitions=3, factor=3)
+    preferred = {p: s.replicas[0] for p, s in image.topics["t"].partitions.items()}
+    image = commit(image, cp.fence_brokers(image, [1]))
+    image, _ = register(image, 1, incarnation="back")
+    image, _ = heartbeat(image, 1)
+    # broker 1 is back but not in the ISRs it left; once it is, leadership returns to it
+    for p, state in image.topics["t"].partitions.items():
+        if 1 not in state.isr:
+            change = cp.alter_partition(
+                image,
+                c.AlterPartitionRequest(
+                    broker_id=state.leader,
+                    broker_epoch=image.brokers[state.leader].broker_epoch,
+                    topic="t",
+                    partition=p,
+                    leader_epoch=state.leader_epoch,
+                    partition_epoch=state.partition_epoch,
+                    new_isr=[*state.isr, 1],
+                ),
+            )
+            image = commit(image, change)
+    image = commit(image, cp.preferred_leader_elections(image))
+    assert {p: s.leader for p, s in image.topics["t"].partitions.items()} == preferred

@@ -85,6 +85,11 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
                 _registered_method=True)
+        self.AlterPartition = channel.unary_unary(
+                '/samsa.v1.ControllerService/AlterPartition',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -165,6 +170,15 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterPartition(self, request, context):
+        """A partition leader proposes a new ISR: without followers that stopped catching up, or with
+        ones that caught up again. True only once committed to the metadata log; a proposal from a
+        stale broker epoch, leader epoch or partition epoch is refused.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -217,6 +231,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.IncrementalAlterConfigs,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.IncrementalAlterConfigsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.IncrementalAlterConfigsResponse.SerializeToString,
+            ),
+            'AlterPartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartition,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -490,6 +509,33 @@ class ControllerService:
             '/samsa.v1.ControllerService/IncrementalAlterConfigs',
             samsa_dot_v1_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/AlterPartition',
+            samsa_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
             options,
             channel_credentials,
             insecure,
