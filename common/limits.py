@@ -103,6 +103,9 @@ fetch_wait_ms_max = 30_000
 # message with room for the envelope.
 fetch_response_bytes_max = 64 * MIB
 
+# The longest an acks=all produce waits for replication before REQUEST_TIMED_OUT.
+produce_timeout_ms_max = 300_000
+
 # Typed records (the generated-code path) one produce request may carry per partition; they are
 # encoded by the broker, so this bounds the broker's per-request work.
 typed_records_per_partition_max = 100_000

@@ -16,10 +16,12 @@ from pathlib import Path
 
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.controller_channel import ControllerChannel
+from samsa.services.broker.isr_manager import run_isr_manager
 from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata_diff import partition_changes
 from samsa.services.broker.metadata_follower import MetadataFollower
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.replica_fetcher import ReplicaFetchers
 from samsa.services.broker.servicer import BrokerServicer
 from samsa.services.runtime.server import GrpcServer
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -27,6 +29,7 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 2.0
+REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
 
 
 class Broker:
@@ -39,9 +42,11 @@ class Broker:
         data_dir: Path,
         rack: str,
         heartbeat_interval_ms: int,
+        replica_lag_time_max_ms: int = REPLICA_LAG_TIME_MAX_MS_DEFAULT,
         tracing: bool = False,
     ) -> None:
         self.tracing = tracing
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.broker_id = broker_id
         self.listen = listen
         self.host = PartitionHost(data_dir, broker_id)
@@ -55,10 +60,12 @@ class Broker:
             heartbeat_interval_ms=heartbeat_interval_ms,
         )
         self._strays_removed = False
+        self.fetchers = ReplicaFetchers(self.host, broker_id)
 
     def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
         actions = partition_changes(old, new, self.broker_id)
         self.host.apply(new, actions, int(time.time() * 1000))
+        self.fetchers.reconcile()
         me = new.brokers.get(self.broker_id)
         caught_up = (
             me is not None and not me.fenced and me.broker_epoch == self.follower.broker_epoch
@@ -81,6 +88,16 @@ class Broker:
         tasks = [
             asyncio.create_task(self.follower.run(follower_stop), name="metadata"),
             asyncio.create_task(run_maintenance(self.host, stop), name="maintenance"),
+            asyncio.create_task(
+                run_isr_manager(
+                    self.host,
+                    self.channel,
+                    lambda: self.follower.broker_epoch,
+                    stop,
+                    lag_max_ms=self.replica_lag_time_max_ms,
+                ),
+                name="isr-manager",
+            ),
         ]
         await stop.wait()
         log.info("controlled shutdown: moving leaderships away")
@@ -88,6 +105,7 @@ class Broker:
         follower_stop.set()
         await server.stop(STOP_GRACE_S)
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.fetchers.close()
         self.host.close_all()
         await self.channel.close()
         log.info("broker stopped")

@@ -16,7 +16,7 @@ import time
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import decode_batches
-from samsa.services.broker.partition_host import LeadershipError, PartitionHost
+from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
 PARTITION_MAX_BYTES_DEFAULT = 1024 * 1024  # Kafka's max.partition.fetch.bytes
@@ -42,6 +42,8 @@ def read_once(
 ) -> tuple[broker_pb2.FetchResponse, int, list[asyncio.Event]]:
     """One pass over the partitions: the answer, its record bytes, and events to wait on."""
     response = broker_pb2.FetchResponse()
+    replica_id = request.replica_id if request.HasField("replica_id") else -1
+    now_ms = int(time.time() * 1000)
     budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
     total = 0
     waits: list[asyncio.Event] = []
@@ -58,6 +60,9 @@ def read_once(
                 result.current_leader.leader_id = hosted.leader_id
                 result.current_leader.leader_epoch = hosted.leader_epoch
                 errors = True
+                continue
+            if replica_id >= 0 and not _follower_checks(hosted, replica_id, wanted, result):
+                errors = errors or result.error_code != ErrorCode.NONE
                 continue
             high_watermark = hosted.high_watermark
             result.high_watermark = high_watermark
@@ -81,14 +86,24 @@ def read_once(
             )
             if total and partition_budget <= 0:
                 continue  # the answer is full; the client asks again from here
+            # Followers read up to the log end (that is how the high watermark advances);
+            # consumers only up to the high watermark.
+            upper = None if replica_id >= 0 else high_watermark
             try:
                 read = hosted.log.read(
-                    wanted.fetch_offset, max(partition_budget, 1), max_offset=high_watermark
+                    wanted.fetch_offset, max(partition_budget, 1), max_offset=upper
                 )
             except SamsaError as error:
                 _fail(result, error.code, str(error))
                 errors = True
                 continue
+            if replica_id >= 0 and hosted.replication is not None:
+                hosted.replication.on_follower_fetch(
+                    replica_id, wanted.fetch_offset, hosted.log.log_end_offset, now_ms
+                )
+                if hosted.advance_high_watermark():
+                    result.high_watermark = hosted.high_watermark
+                    result.last_stable_offset = hosted.high_watermark
             result.next_fetch_offset = read.next_offset
             if read.records:
                 if request.decode_records:
@@ -98,6 +113,32 @@ def read_once(
                 total += len(read.records)
             waits.append(hosted.data_arrived)
     return response, total, [] if errors else waits
+
+
+def _follower_checks(
+    hosted: HostedPartition,
+    replica_id: int,
+    wanted: broker_pb2.FetchRequest.PartitionData,
+    result: FetchPartition,
+) -> bool:
+    """A follower's fetch: is it a replica, and does its log still agree with ours? On
+    divergence (KIP-320) the answer carries the epoch and end offset to truncate to."""
+    if hosted.state is None or replica_id not in hosted.state.replicas:
+        _fail(
+            result,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"broker {replica_id} is not a replica of {hosted.topic}-{hosted.partition}",
+        )
+        return False
+    if wanted.HasField("last_fetched_epoch") and wanted.last_fetched_epoch >= 0:
+        epoch, end_offset = hosted.log.end_offset_for_epoch(wanted.last_fetched_epoch)
+        if epoch != wanted.last_fetched_epoch or end_offset < wanted.fetch_offset:
+            result.diverging_epoch.leader_epoch = epoch
+            result.diverging_epoch.end_offset = end_offset
+            result.high_watermark = hosted.high_watermark
+            result.log_start_offset = hosted.log.log_start_offset
+            return False
+    return True
 
 
 def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> None:

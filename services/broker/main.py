@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from samsa.services.broker.broker import Broker
+from samsa.services.broker.broker import REPLICA_LAG_TIME_MAX_MS_DEFAULT, Broker
 from samsa.services.runtime import logs, shutdown, telemetry
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # Kafka's broker.heartbeat.interval.ms
@@ -24,7 +24,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--broker-heartbeat-interval-ms", type=int, default=HEARTBEAT_INTERVAL_MS_DEFAULT
     )
+    parser.add_argument(
+        "--replica-lag-time-max-ms", type=int, default=REPLICA_LAG_TIME_MAX_MS_DEFAULT
+    )
     args = parser.parse_args(argv)
+    if args.replica_lag_time_max_ms < 100:
+        parser.error("--replica-lag-time-max-ms must be at least 100")
     if args.broker_id < 0:
         parser.error("--broker-id must be >= 0")
     if args.broker_heartbeat_interval_ms < 10:
@@ -44,6 +49,7 @@ async def run(args: argparse.Namespace, tracing: bool) -> int:
         data_dir=args.data_dir,
         rack=args.rack,
         heartbeat_interval_ms=args.broker_heartbeat_interval_ms,
+        replica_lag_time_max_ms=args.replica_lag_time_max_ms,
         tracing=tracing,
     )
     await broker.run(stop)

@@ -23,12 +23,18 @@ import asyncio
 import logging
 import shutil
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
 from samsa.common.errors import ErrorCode
-from samsa.metadata.image import MetadataImage
+from samsa.metadata.image import MetadataImage, PartitionState
+from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
+from samsa.services.broker.log.checkpoint_format import (
+    CorruptCheckpointError,
+    decode_checkpoint,
+    encode_checkpoint,
+)
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.metadata_diff import (
@@ -38,10 +44,14 @@ from samsa.services.broker.metadata_diff import (
     StopReplica,
     UpdateConfig,
 )
+from samsa.services.broker.replication import LeaderReplication
 
 log = logging.getLogger(__name__)
 
 TOPIC_ID_FILE = "topic_id"
+# Kafka keeps one replication-offset-checkpoint per data dir; one file per partition is simpler
+# and written with the same atomic rename.
+HIGH_WATERMARK_FILE = "high-watermark.checkpoint"
 LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
 
 
@@ -65,7 +75,7 @@ class LeadershipError(NamedTuple):
 
 @dataclass
 class HostedPartition:
-    """One partition's log and leadership as this broker knows them."""
+    """One partition's log, leadership and replication state as this broker knows them."""
 
     topic: str
     partition: int
@@ -76,16 +86,52 @@ class HostedPartition:
     leader_id: int
     leader_epoch: int
     data_arrived: asyncio.Event
+    high_watermark: int = 0
+    # The partition's state in the metadata image (replicas, ISR, partition epoch).
+    state: PartitionState | None = None
+    topic_configs: Mapping[str, str] = field(default_factory=dict)
+    # Set while this broker leads the partition, with the log end offset when it started
+    # leading (a follower must hold at least that much to rejoin the ISR).
+    replication: LeaderReplication | None = None
+    epoch_start_offset: int = 0
+    # Partition epoch of an ISR change we proposed and the controller accepted, until the
+    # metadata log shows it (no second proposal from a stale partition epoch meanwhile).
+    awaited_partition_epoch: int = -1
+    # The high watermark last written to the checkpoint file.
+    checkpointed_high_watermark: int = -1
 
     @property
-    def high_watermark(self) -> int:
-        # One replica: everything appended is committed. Replication replaces this.
-        return self.log.log_end_offset
+    def min_insync_replicas(self) -> int:
+        return int(self.topic_configs.get("min.insync.replicas", "1"))
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return () if self.state is None else self.state.isr
 
     def notify_appended(self) -> None:
-        """Wake every fetch waiting on this partition."""
+        """Wake every fetch and acks=all produce waiting on this partition."""
         self.data_arrived.set()
         self.data_arrived = asyncio.Event()
+
+    def advance_high_watermark(self) -> bool:
+        """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
+        if self.replication is None or self.state is None:
+            return False
+        moved = self.replication.advance_high_watermark(
+            self.log.log_end_offset, self.state.isr, self.min_insync_replicas
+        )
+        if moved:
+            self.high_watermark = self.replication.high_watermark
+            self.notify_appended()
+        return moved
+
+    def checkpoint_high_watermark(self) -> None:
+        if self.high_watermark != self.checkpointed_high_watermark:
+            write_atomically(
+                self.log.directory / HIGH_WATERMARK_FILE,
+                encode_checkpoint([(self.high_watermark,)]),
+            )
+            self.checkpointed_high_watermark = self.high_watermark
 
 
 class PartitionHost:
@@ -138,7 +184,17 @@ class PartitionHost:
                     self.broker_id if isinstance(action, BecomeLeader) else action.leader_id
                 )
                 hosted.leader_epoch = action.leader_epoch
+                hosted.state = self._state_of(key)
                 self._configure(hosted, action.configs)
+                hosted.replication = None
+                if hosted.is_leader and hosted.state is not None:
+                    hosted.epoch_start_offset = hosted.log.log_end_offset
+                    hosted.replication = LeaderReplication(
+                        leader_id=self.broker_id,
+                        replicas=hosted.state.replicas,
+                        high_watermark=hosted.high_watermark,
+                        now_ms=now_ms,
+                    )
                 log.info(
                     "partition leadership",
                     extra={
@@ -150,9 +206,17 @@ class PartitionHost:
                 hosted.notify_appended()  # waiting fetches re-check who leads
             elif isinstance(action, UpdateConfig) and key in self.partitions:
                 self._configure(self.partitions[key], action.configs)
+        for key, hosted in self.partitions.items():  # ISR and partition epoch changes
+            hosted.state = self._state_of(key)
+            hosted.advance_high_watermark()
+
+    def _state_of(self, key: tuple[str, int]) -> PartitionState | None:
+        topic = self.image.topics.get(key[0])
+        return None if topic is None else topic.partitions.get(key[1])
 
     @staticmethod
     def _configure(hosted: HostedPartition, configs: Mapping[str, str]) -> None:
+        hosted.topic_configs = dict(configs)
         hosted.config = log_config(configs)
         hosted.log.config = hosted.config
 
@@ -176,6 +240,7 @@ class PartitionHost:
             leader_id=-1,
             leader_epoch=-1,
             data_arrived=asyncio.Event(),
+            high_watermark=_read_high_watermark(directory, partition_log.log_end_offset),
         )
         self.partitions[(action.topic, action.partition)] = hosted
         return hosted
@@ -204,5 +269,19 @@ class PartitionHost:
 
     def close_all(self) -> None:
         for hosted in self.partitions.values():
+            hosted.checkpoint_high_watermark()
             hosted.log.close()
         self.partitions.clear()
+
+
+def _read_high_watermark(directory: Path, log_end_offset: int) -> int:
+    """The checkpointed high watermark, never above the log end (0 when unknown)."""
+    data = read_if_exists(directory / HIGH_WATERMARK_FILE)
+    if data is None:
+        return 0
+    try:
+        ((value,),) = decode_checkpoint(data, fields=1)
+    except (CorruptCheckpointError, ValueError):
+        log.warning("unreadable high watermark checkpoint", extra={"dir": str(directory)})
+        return 0
+    return max(0, min(value, log_end_offset))

@@ -9,10 +9,12 @@ the other partitions of the request are unaffected.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import build_batch
 from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
-from samsa.services.broker.partition_host import LeadershipError, PartitionHost
+from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
 ACKS_ALLOWED = (-1, 0, 1)
@@ -25,23 +27,38 @@ _COMPRESSION = {
 PartitionResponse = broker_pb2.ProduceResponse.PartitionResponse
 
 
+class ReplicationWait(NamedTuple):
+    """An acks=all append that is acknowledged once the high watermark reaches `end_offset`."""
+
+    hosted: HostedPartition
+    end_offset: int
+    result: PartitionResponse
+
+
 def produce(
     host: PartitionHost, request: broker_pb2.ProduceRequest, now_ms: int
-) -> tuple[broker_pb2.ProduceResponse, list[tuple[str, int]]]:
-    """The response, and the partitions that received data (to wake their fetches)."""
+) -> tuple[broker_pb2.ProduceResponse, list[ReplicationWait]]:
+    """Append every partition's data. The response is final except for the acks=all appends
+    returned as waits: those are answered once replicated (see `await_replication`)."""
     response = broker_pb2.ProduceResponse()
     acks = request.acks if request.HasField("acks") else -1
-    appended: list[tuple[str, int]] = []
+    waits: list[ReplicationWait] = []
     for topic in request.topics:
         topic_response = response.topics.add(name=topic.name)
         for data in topic.partitions:
             result = topic_response.partitions.add(partition=data.partition, base_offset=-1)
             if acks not in ACKS_ALLOWED:
-                _fail(result, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}: use -1 (all), 0 or 1")
+                fail(result, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}: use -1 (all), 0 or 1")
                 continue
-            if _append(host, topic.name, data, result, now_ms):
-                appended.append((topic.name, data.partition))
-    return response, appended
+            hosted = _append(host, topic.name, data, result, now_ms, acks)
+            if hosted is None:
+                continue
+            hosted.notify_appended()
+            hosted.advance_high_watermark()
+            end_offset = hosted.log.log_end_offset
+            if acks == -1 and hosted.high_watermark < end_offset:
+                waits.append(ReplicationWait(hosted, end_offset, result))
+    return response, waits
 
 
 def _append(
@@ -50,26 +67,35 @@ def _append(
     data: broker_pb2.ProduceRequest.PartitionData,
     result: PartitionResponse,
     now_ms: int,
-) -> bool:
+    acks: int,
+) -> HostedPartition | None:
     hosted = host.leader(topic, data.partition)
     if isinstance(hosted, LeadershipError):
-        _fail(result, hosted.code, hosted.message)
+        fail(result, hosted.code, hosted.message)
         result.current_leader.leader_id = hosted.leader_id
         result.current_leader.leader_epoch = hosted.leader_epoch
-        return False
+        return None
     if data.records and data.typed_records:
-        _fail(result, ErrorCode.INVALID_REQUEST, "send records or typed_records, not both")
-        return False
+        fail(result, ErrorCode.INVALID_REQUEST, "send records or typed_records, not both")
+        return None
+    if acks == -1 and len(hosted.isr) < hosted.min_insync_replicas:
+        fail(
+            result,
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"the ISR {list(hosted.isr)} is smaller than min.insync.replicas="
+            f"{hosted.min_insync_replicas}: refused with acks=all (nothing was written)",
+        )
+        return None
     try:
         batch = data.records or _encode_typed(data)
         info = hosted.log.append_as_leader(batch, leader_epoch=hosted.leader_epoch, now_ms=now_ms)
     except SamsaError as error:
-        _fail(result, error.code, str(error))
-        return False
+        fail(result, error.code, str(error))
+        return None
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time_ms
     result.log_start_offset = hosted.log.log_start_offset
-    return True
+    return hosted
 
 
 def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData) -> bytes:
@@ -91,6 +117,6 @@ def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData) -> bytes:
     )
 
 
-def _fail(result: PartitionResponse, code: int, message: str) -> None:
+def fail(result: PartitionResponse, code: int, message: str) -> None:
     result.error_code = code  # type: ignore[assignment]
     result.error_message = message

@@ -11,7 +11,10 @@ from samsa.services.broker.fetch import fetch
 from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import produce
+from samsa.services.broker.produce_wait import await_replication
 from samsa.v1 import broker_pb2_grpc
+
+PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 
 
 def _partition_count(request) -> int:  # type: ignore[no-untyped-def]
@@ -45,11 +48,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
                         f"{data.partition}; send at most {limits.typed_records_per_partition_max}"
                         " per partition per request, or encoded batches",
                     )
-        response, appended = produce(self.host, request, int(time.time() * 1000))
-        for topic, partition in appended:
-            hosted = self.host.get(topic, partition)
-            if hosted is not None:
-                hosted.notify_appended()
+        response, waits = produce(self.host, request, int(time.time() * 1000))
+        if waits:
+            timeout_ms = request.timeout_ms or PRODUCE_TIMEOUT_MS_DEFAULT
+            await await_replication(waits, min(timeout_ms, limits.produce_timeout_ms_max) / 1000)
         return response
 
     async def Fetch(self, request, context):

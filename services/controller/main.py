@@ -31,6 +31,9 @@ log = logging.getLogger("samsa.controller")
 
 # Kafka's default broker.session.timeout.ms.
 SESSION_TIMEOUT_MS_DEFAULT = 9000
+# Kafka checks every 300 s (leader.imbalance.check.interval.seconds); a local cluster wants its
+# leaders back sooner after a restart.
+LEADER_IMBALANCE_CHECK_INTERVAL_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--broker-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT)
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--default-replication-factor", type=int, default=1)
+    parser.add_argument(
+        "--leader-imbalance-check-interval-ms",
+        type=int,
+        default=LEADER_IMBALANCE_CHECK_INTERVAL_MS,
+        help="how often leadership is moved back to preferred replicas (0: never)",
+    )
     parser.add_argument(
         "--metadata-snapshot-entries",
         type=int,
@@ -122,6 +131,9 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
     fencing = asyncio.create_task(
         _fence_expired_brokers(driver, liveness, args.broker_session_timeout_ms)
     )
+    rebalancing = asyncio.create_task(
+        _rebalance_leaders(driver, args.leader_imbalance_check_interval_ms)
+    )
     log.info("controller started", extra={"node_id": args.node_id, "listen": args.listen})
     assert driver.fatal is not None
     stopped = asyncio.create_task(stop.wait())
@@ -131,6 +143,7 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
         log.critical("stopping: %s", driver.fatal.result())
         exit_code = 3
     fencing.cancel()
+    rebalancing.cancel()
     stopped.cancel()
     await server.stop(grace_s=2.0)
     await asyncio.to_thread(quorum.destroy)
@@ -166,6 +179,20 @@ async def _fence_expired_brokers(
             )
         except Exception:
             log.exception("fencing failed")
+
+
+async def _rebalance_leaders(driver: ControllerDriver, interval_ms: int) -> None:
+    """While active, give leadership back to preferred replicas (auto.leader.rebalance)."""
+    if interval_ms <= 0:
+        return
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        if not driver.active:
+            continue
+        try:
+            await driver.write(control_plane.preferred_leader_elections)
+        except Exception:
+            log.exception("preferred leader election failed")
 
 
 def _now_ms() -> int:

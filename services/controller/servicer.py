@@ -90,7 +90,11 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             )
             return response
         response = written.response
-        response.status.CopyFrom(self._status(offset=written.metadata_offset))
+        # The control plane may have set a request-level error (e.g. STALE_BROKER_EPOCH): keep it.
+        status = self._status(
+            response.status.error_code, response.status.error_message, None, written.metadata_offset
+        )
+        response.status.CopyFrom(status)
         return response
 
     async def _read_at(self, min_offset: int, context: grpc.aio.ServicerContext) -> None:
@@ -212,6 +216,12 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         return await self._write(
             controller_pb2.IncrementalAlterConfigsResponse,
             lambda image: control_plane.incremental_alter_configs(image, request),
+        )
+
+    async def AlterPartition(self, request, context):
+        return await self._write(
+            controller_pb2.AlterPartitionResponse,
+            lambda image: control_plane.alter_partition(image, request),
         )
 
     async def DescribeCluster(self, request, context):

@@ -73,6 +73,9 @@ IO_MODULE_NAMES = {
     "fetch.py",  # long-poll waits on appends
     "broker.py",  # the broker's composition
     "maintenance.py",  # retention and flush loop
+    "replica_fetcher.py",  # followers fetch from leaders over gRPC
+    "isr_manager.py",  # AlterPartition proposals to the controller
+    "produce_wait.py",  # acks=all waits for the high watermark
 }
 
 

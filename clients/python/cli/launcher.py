@@ -152,7 +152,11 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
     command += ["--raft-address", controller.raft_address, "--peers", peers]
     command += ["--data-dir", str(data_dir / f"controller-{controller.node_id}")]
     command += ["--secret-file", str(data_dir / "cluster.secret")]
-    for name in ("broker.session.timeout.ms", "metadata.snapshot.entries"):
+    for name in (
+        "broker.session.timeout.ms",
+        "metadata.snapshot.entries",
+        "leader.imbalance.check.interval.ms",
+    ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
     return command
@@ -165,7 +169,7 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
     command += ["--data-dir", str(data_dir / f"broker-{broker.broker_id}")]
     if broker.rack:
         command += ["--rack", broker.rack]
-    for name in ("broker.heartbeat.interval.ms",):
+    for name in ("broker.heartbeat.interval.ms", "replica.lag.time.max.ms"):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
     return command

@@ -1,0 +1,57 @@
+"""Acknowledging acks=all produces once replicated: asyncio waits on the partitions' events."""
+
+from __future__ import annotations
+
+import asyncio
+
+from samsa.common.errors import ErrorCode
+from samsa.services.broker.produce import ReplicationWait, fail
+
+
+async def await_replication(waits: list[ReplicationWait], timeout_s: float) -> None:
+    """Answer acks=all appends once the high watermark passes them: NOT_ENOUGH_REPLICAS_AFTER_
+    APPEND if the ISR fell below min.insync.replicas meanwhile, REQUEST_TIMED_OUT after the
+    request's timeout. Waits on the partitions' events, no thread parked per request."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    pending = list(waits)
+    while pending:
+        still = []
+        for wait in pending:
+            hosted = wait.hosted
+            if hosted.high_watermark >= wait.end_offset:
+                continue
+            if not hosted.is_leader:
+                fail(
+                    wait.result,
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    "leadership moved before the write was replicated; retry at the new leader",
+                )
+            elif len(hosted.isr) < hosted.min_insync_replicas:
+                fail(
+                    wait.result,
+                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                    f"written to the leader, but the ISR {list(hosted.isr)} fell below "
+                    f"min.insync.replicas={hosted.min_insync_replicas} before it replicated",
+                )
+            else:
+                still.append(wait)
+        pending = still
+        remaining = deadline - loop.time()
+        if not pending:
+            return
+        if remaining <= 0:
+            for wait in pending:
+                fail(
+                    wait.result,
+                    ErrorCode.REQUEST_TIMED_OUT,
+                    f"not replicated to the ISR within {timeout_s * 1000:.0f} ms",
+                )
+            return
+        events = [wait.hosted.data_arrived for wait in pending]
+        tasks = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(tasks, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()

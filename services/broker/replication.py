@@ -1,0 +1,117 @@
+"""The leader's view of its followers: their progress, the high watermark, and ISR decisions.
+
+Pure (time comes in as `now_ms`); one `LeaderReplication` per partition this broker leads.
+Kafka's rules (DESIGN §4):
+
+- A follower reports its log end offset by the offset it fetches from. It is *caught up* at a
+  fetch if it asked for the leader's log end offset, or for at least what the leader's log end
+  offset was at its previous fetch (it has everything that existed then): Kafka's
+  lastCaughtUpTime.
+- High watermark = the smallest log end offset over the ISR (the leader's own included). It only
+  moves forward, and not at all while the ISR is smaller than `min.insync.replicas`.
+- A follower leaves the ISR after `replica.lag.time.max.ms` without catching up; one outside it
+  rejoins once its log end offset reaches the high watermark and the start of the current
+  leader epoch (so it holds everything this leader committed). The leader only *proposes* these
+  changes (AlterPartition); they are true once the controller commits them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass
+class FollowerProgress:
+    """What the leader knows about one follower since it became leader."""
+
+    log_end_offset: int
+    last_caught_up_ms: int
+    last_fetch_ms: int = -1
+    leader_end_at_last_fetch: int = -1
+
+
+class LeaderReplication:
+    """Follower progress and the high watermark of one partition this broker leads."""
+
+    def __init__(
+        self, *, leader_id: int, replicas: Sequence[int], high_watermark: int, now_ms: int
+    ) -> None:
+        self.leader_id = leader_id
+        self.high_watermark = high_watermark
+        # Every follower starts with a full lag window: a new leader has heard from nobody yet.
+        self.followers = {
+            replica: FollowerProgress(log_end_offset=-1, last_caught_up_ms=now_ms)
+            for replica in replicas
+            if replica != leader_id
+        }
+
+    def on_follower_fetch(
+        self, replica_id: int, fetch_offset: int, leader_end_offset: int, now_ms: int
+    ) -> None:
+        progress = self.followers.get(replica_id)
+        if progress is None:
+            progress = self.followers[replica_id] = FollowerProgress(-1, now_ms)
+        if fetch_offset >= leader_end_offset:
+            progress.last_caught_up_ms = now_ms
+        elif progress.last_fetch_ms >= 0 and fetch_offset >= progress.leader_end_at_last_fetch:
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
+        progress.log_end_offset = fetch_offset
+        progress.last_fetch_ms = now_ms
+        progress.leader_end_at_last_fetch = leader_end_offset
+
+    def advance_high_watermark(
+        self, leader_end_offset: int, isr: Sequence[int], min_insync_replicas: int
+    ) -> bool:
+        """Move the high watermark to the ISR's smallest log end offset; True if it moved."""
+        if len(isr) < min_insync_replicas:
+            return False
+        ends = [leader_end_offset]
+        for replica in isr:
+            if replica != self.leader_id:
+                progress = self.followers.get(replica)
+                ends.append(-1 if progress is None else progress.log_end_offset)
+        candidate = min(ends)
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
+            return True
+        return False
+
+    def proposed_isr(
+        self,
+        *,
+        isr: Sequence[int],
+        replicas: Sequence[int],
+        eligible: set[int],
+        epoch_start_offset: int,
+        now_ms: int,
+        lag_max_ms: int,
+    ) -> tuple[int, ...] | None:
+        """The ISR this leader should ask for, or None when the current one is right.
+        `eligible`: replicas that may join (registered, unfenced)."""
+        keep = set()
+        for replica in isr:
+            if replica == self.leader_id:
+                keep.add(replica)
+                continue
+            progress = self.followers.get(replica)
+            if progress is not None and now_ms - progress.last_caught_up_ms <= lag_max_ms:
+                keep.add(replica)
+        for replica in replicas:
+            progress = self.followers.get(replica)
+            if (
+                replica not in isr
+                and replica in eligible
+                and progress is not None
+                and progress.log_end_offset >= self.high_watermark
+                and progress.log_end_offset >= epoch_start_offset
+                and now_ms - progress.last_caught_up_ms <= lag_max_ms
+            ):
+                keep.add(replica)
+        proposed = tuple(replica for replica in replicas if replica in keep)
+        return None if set(proposed) == set(isr) else proposed
+
+
+def follower_high_watermark(leader_high_watermark: int, log_end_offset: int) -> int:
+    """A follower's high watermark: what the leader says, capped by what it holds itself."""
+    return min(leader_high_watermark, log_end_offset)

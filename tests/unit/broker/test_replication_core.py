@@ -1,0 +1,68 @@
+"""The leader's replication decisions, with numbers for time: HW, caught-up, ISR shrink/expand."""
+
+from __future__ import annotations
+
+from samsa.services.broker.replication import LeaderReplication, follower_high_watermark
+
+LAG = 1000
+
+
+def leader(hw: int = 0, now: int = 0) -> LeaderReplication:
+    return LeaderReplication(leader_id=1, replicas=[1, 2, 3], high_watermark=hw, now_ms=now)
+
+
+def test_the_high_watermark_is_the_smallest_isr_end_and_never_goes_back():
+    state = leader()
+    assert not state.advance_high_watermark(10, [1, 2, 3], 1), "followers have not fetched"
+    state.on_follower_fetch(2, 10, 10, now_ms=1)
+    state.on_follower_fetch(3, 6, 10, now_ms=1)
+    assert state.advance_high_watermark(10, [1, 2, 3], 1) and state.high_watermark == 6
+    state.on_follower_fetch(3, 4, 10, now_ms=2)  # a follower that truncated
+    assert not state.advance_high_watermark(10, [1, 2, 3], 1) and state.high_watermark == 6
+    assert state.advance_high_watermark(10, [1, 2], 1) and state.high_watermark == 10
+
+
+def test_the_high_watermark_stands_still_below_min_insync_replicas():
+    state = leader(hw=3)
+    assert not state.advance_high_watermark(10, [1], 2)
+    assert state.high_watermark == 3
+    assert state.advance_high_watermark(10, [1], 1)
+
+
+def test_a_lagging_follower_leaves_the_isr_and_rejoins_once_caught_up():
+    state = leader(hw=0, now=0)
+    common = {"replicas": [1, 2, 3], "eligible": {1, 2, 3}, "epoch_start_offset": 0}
+    state.on_follower_fetch(2, 5, 5, now_ms=100)
+    state.on_follower_fetch(3, 0, 5, now_ms=100)
+    state.advance_high_watermark(5, [1, 2, 3], 1)
+    assert state.proposed_isr(isr=[1, 2, 3], now_ms=500, lag_max_ms=LAG, **common) is None
+    state.on_follower_fetch(2, 9, 9, now_ms=1500)  # 2 keeps up, 3 stays silent
+    assert state.proposed_isr(isr=[1, 2, 3], now_ms=1500, lag_max_ms=LAG, **common) == (1, 2)
+    state.advance_high_watermark(9, [1, 2], 1)
+    state.on_follower_fetch(3, 7, 9, now_ms=1600)  # fetched, but below the HW
+    assert state.proposed_isr(isr=[1, 2], now_ms=1600, lag_max_ms=LAG, **common) is None
+    state.on_follower_fetch(3, 9, 9, now_ms=1700)
+    assert state.proposed_isr(isr=[1, 2], now_ms=1700, lag_max_ms=LAG, **common) == (1, 2, 3)
+
+
+def test_caught_up_means_holding_what_the_leader_had_at_the_previous_fetch():
+    state = leader()
+    state.on_follower_fetch(2, 0, 100, now_ms=0)  # behind: not caught up now
+    state.on_follower_fetch(2, 100, 150, now_ms=800)  # has what existed at the previous fetch
+    assert state.followers[2].last_caught_up_ms == 0
+    state.on_follower_fetch(2, 150, 200, now_ms=1600)
+    assert state.followers[2].last_caught_up_ms == 800
+
+
+def test_fenced_or_not_yet_caught_up_replicas_never_join():
+    state = leader(hw=5)
+    state.on_follower_fetch(3, 5, 5, now_ms=10)
+    common = {"isr": [1], "replicas": [1, 2, 3], "now_ms": 20, "lag_max_ms": LAG}
+    assert state.proposed_isr(eligible={1, 2}, epoch_start_offset=0, **common) is None
+    assert state.proposed_isr(eligible={1, 2, 3}, epoch_start_offset=6, **common) is None
+    assert state.proposed_isr(eligible={1, 2, 3}, epoch_start_offset=5, **common) == (1, 3)
+
+
+def test_a_follower_high_watermark_is_capped_by_its_own_log():
+    assert follower_high_watermark(10, 7) == 7
+    assert follower_high_watermark(4, 7) == 4
