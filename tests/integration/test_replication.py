@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -248,6 +250,20 @@ def test_isolated_followers_make_acks_all_refuse_and_lose_nothing(tmp_path: Path
             )
             refused = produce_raw(b"refused")
             assert refused.error_code == ErrorCode.NOT_ENOUGH_REPLICAS, refused.error_message
+            shown = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "samsa.cli.main",
+                    "cluster",
+                    "--bootstrap-server",
+                    cluster.spec.bootstrap_servers,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert "under-replicated" in shown.stdout and "1 under-replicated" in shown.stdout
         finally:
             for follower in followers:
                 cluster.kill(f"broker-{follower}", signal.SIGCONT)
@@ -278,3 +294,42 @@ def test_a_follower_with_a_damaged_log_recovers_truncates_and_rejoins(tmp_path: 
         segment.write_bytes(bytes(data[: len(data) - 100]))  # and a torn tail
         cluster.start(f"broker-{follower}")
         check_acked_everywhere(cluster, tmp_path, "healing", acked)
+
+
+def test_a_rolling_restart_under_acks_all_load_loses_nothing(tmp_path: Path) -> None:
+    """Each broker in turn stops with SIGTERM (controlled shutdown moves its leaderships away
+    first) and comes back; an acks=all producer keeps going. Every acked record survives."""
+    with local_cluster(tmp_path, controllers=1, brokers=3, settings=SETTINGS) as cluster:
+        create_replicated(cluster, "rolling")
+        wait_full_isr(cluster, "rolling")
+        acked: dict[int, bytes] = {}
+        stop = threading.Event()
+
+        def produce() -> None:
+            with Producer(
+                {"bootstrap.servers": cluster.spec.bootstrap_servers, "acks": "all", "linger.ms": 1}
+            ) as producer:
+                n = 0
+                futures = []
+                while not stop.is_set():
+                    value = b"roll-%d" % n
+                    futures.append((value, producer.send("rolling", value)))
+                    n += 1
+                    time.sleep(0.002)
+                producer.flush(timeout=120)
+                for value, future in futures:
+                    if future.exception(timeout=0) is None:
+                        acked[future.result(timeout=0).offset] = value
+
+        thread = threading.Thread(target=produce, daemon=True)
+        thread.start()
+        for broker in cluster.spec.brokers:
+            time.sleep(1)
+            cluster.kill(f"broker-{broker.broker_id}", signal.SIGTERM)
+            cluster.start(f"broker-{broker.broker_id}")
+            wait_full_isr(cluster, "rolling")
+        time.sleep(1)
+        stop.set()
+        thread.join(timeout=180)
+        assert len(acked) > 1000
+        check_acked_everywhere(cluster, tmp_path, "rolling", acked)

@@ -288,14 +288,30 @@ def _cluster(args: argparse.Namespace) -> int:
             )
         )
         topics = admin.describe_topics()
-    rows = [
-        (name, p.partition, p.leader if p.leader >= 0 else "OFFLINE", ",".join(map(str, p.isr)))
-        for name, info in sorted(topics.items())
-        for p in info.partitions
-    ]
+    rows = []
+    under_replicated = offline = 0
+    for name, info in sorted(topics.items()):
+        for p in info.partitions:
+            if p.leader < 0:
+                status = "OFFLINE"
+                offline += 1
+            elif len(p.isr) < len(p.replicas):
+                status = "under-replicated"
+                under_replicated += 1
+            else:
+                status = "ok"
+            rows.append(
+                (
+                    name,
+                    p.partition,
+                    p.leader if p.leader >= 0 else "-",
+                    ",".join(map(str, p.replicas)),
+                    ",".join(map(str, p.isr)),
+                    status,
+                )
+            )
     print()
-    print(table(("topic", "partition", "leader", "isr"), rows) if rows else "no topics")
-    offline = sum(1 for row in rows if row[2] == "OFFLINE")
-    if offline:
-        print(f"\n{offline} partition(s) offline")
+    headers = ("topic", "partition", "leader", "replicas", "isr", "status")
+    print(table(headers, rows) if rows else "no topics")
+    print(f"\n{offline} offline, {under_replicated} under-replicated partition(s)")
     return 0
