@@ -61,8 +61,10 @@ def read_once(
                 result.current_leader.leader_epoch = hosted.leader_epoch
                 errors = True
                 continue
-            if replica_id >= 0 and not _follower_checks(hosted, replica_id, wanted, result):
-                errors = errors or result.error_code != ErrorCode.NONE
+            if replica_id >= 0 and not _is_replica(hosted, replica_id, result):
+                errors = True
+                continue
+            if _diverged(hosted, wanted, result):
                 continue
             high_watermark = hosted.high_watermark
             result.high_watermark = high_watermark
@@ -115,29 +117,31 @@ def read_once(
     return response, total, [] if errors else waits
 
 
-def _follower_checks(
-    hosted: HostedPartition,
-    replica_id: int,
-    wanted: broker_pb2.FetchRequest.PartitionData,
-    result: FetchPartition,
+def _is_replica(hosted: HostedPartition, replica_id: int, result: FetchPartition) -> bool:
+    if hosted.state is not None and replica_id in hosted.state.replicas:
+        return True
+    _fail(
+        result,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        f"broker {replica_id} is not a replica of {hosted.topic}-{hosted.partition}",
+    )
+    return False
+
+
+def _diverged(
+    hosted: HostedPartition, wanted: broker_pb2.FetchRequest.PartitionData, result: FetchPartition
 ) -> bool:
-    """A follower's fetch: is it a replica, and does its log still agree with ours? On
-    divergence (KIP-320) the answer carries the epoch and end offset to truncate to."""
-    if hosted.state is None or replica_id not in hosted.state.replicas:
-        _fail(
-            result,
-            ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            f"broker {replica_id} is not a replica of {hosted.topic}-{hosted.partition}",
-        )
+    """KIP-320: does the fetcher's log (its last fetched epoch) disagree with ours? If so the
+    answer carries the epoch and end offset to truncate (a follower) or reset (a consumer) to."""
+    if not wanted.HasField("last_fetched_epoch") or wanted.last_fetched_epoch < 0:
         return False
-    if wanted.HasField("last_fetched_epoch") and wanted.last_fetched_epoch >= 0:
-        epoch, end_offset = hosted.log.end_offset_for_epoch(wanted.last_fetched_epoch)
-        if epoch != wanted.last_fetched_epoch or end_offset < wanted.fetch_offset:
-            result.diverging_epoch.leader_epoch = epoch
-            result.diverging_epoch.end_offset = end_offset
-            result.high_watermark = hosted.high_watermark
-            result.log_start_offset = hosted.log.log_start_offset
-            return False
+    epoch, end_offset = hosted.log.end_offset_for_epoch(wanted.last_fetched_epoch)
+    if epoch == wanted.last_fetched_epoch and end_offset >= wanted.fetch_offset:
+        return False
+    result.diverging_epoch.leader_epoch = epoch
+    result.diverging_epoch.end_offset = end_offset
+    result.high_watermark = hosted.high_watermark
+    result.log_start_offset = hosted.log.log_start_offset
     return True
 
 

@@ -333,3 +333,78 @@ def test_a_rolling_restart_under_acks_all_load_loses_nothing(tmp_path: Path) -> 
         thread.join(timeout=180)
         assert len(acked) > 1000
         check_acked_everywhere(cluster, tmp_path, "rolling", acked)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("round_", range(10))
+def test_leader_kill_loop(tmp_path: Path, round_: int) -> None:
+    """The two kill scenarios again, ten rounds (SAMSA_SLOW=1): failures that need an unlucky
+    moment show up here. The bounded tests above run them once in CI."""
+    test_acks_all_records_survive_repeated_leader_kills(tmp_path / "kills")
+    test_two_quick_leader_kills_leave_byte_identical_replicas(tmp_path / "kip101")
+
+
+def test_unclean_election_is_detected_by_consumers_instead_of_skipping(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With unclean.leader.election.enable an out-of-sync replica may lead and lose records a
+    consumer already read; the consumer must notice (last fetched epoch) and go back to where
+    the logs diverged, so it reads what replaced them instead of skipping it."""
+    with local_cluster(tmp_path, controllers=1, brokers=2, settings=SETTINGS) as cluster:
+        bootstrap = cluster.spec.bootstrap_servers
+        with Admin({"bootstrap.servers": bootstrap}) as admin:
+            admin.create_topics(
+                [NewTopic("unclean", 1, 2, {"unclean.leader.election.enable": "true"})]
+            )
+        state = wait_until(
+            "a full ISR",
+            lambda: (
+                (s := partition_state(cluster, "unclean")).leader >= 0 and len(s.isr) == 2 and s
+            ),
+        )
+        leader, follower = state.leader, next(r for r in state.replicas if r != state.leader)
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "auto.offset.reset": "earliest",
+                "max.poll.records": 1000,
+            }
+        )
+        consumer.assign([("unclean", 0)])
+
+        def consume_until(count: int) -> list:
+            got: list = []
+            while len(got) < count:
+                records = consumer.poll(timeout=30)
+                assert records, f"nothing after {len(got)}"
+                got += records
+            return got
+
+        with Producer({"bootstrap.servers": bootstrap, "acks": "all"}) as producer:
+            for n in range(100):
+                producer.send("unclean", b"old-%d" % n)
+        consume_until(100)
+        cluster.kill(f"broker-{follower}", signal.SIGSTOP)
+        wait_until(
+            "the ISR to shrink", lambda: tuple(partition_state(cluster, "unclean").isr) == (leader,)
+        )
+        with Producer({"bootstrap.servers": bootstrap, "acks": 1}) as producer:
+            for n in range(50):
+                producer.send("unclean", b"lost-%d" % n)
+        assert [r.offset for r in consume_until(50)][-1] == 149
+        cluster.kill(f"broker-{leader}")
+        cluster.kill(f"broker-{follower}", signal.SIGCONT)
+        wait_until(
+            "the out-of-sync replica to lead",
+            lambda: partition_state(cluster, "unclean").leader == follower,
+            timeout_s=60,
+        )
+        with Producer({"bootstrap.servers": bootstrap, "acks": 1}) as producer:
+            for n in range(10):
+                producer.send("unclean", b"new-%d" % n)
+        after = consume_until(10)
+        consumer.close()
+        assert [(r.offset, r.value) for r in after[:10]] == [
+            (100 + n, b"new-%d" % n) for n in range(10)
+        ], "the consumer skipped the records that replaced the lost ones"
+        assert "log truncation detected" in caplog.text

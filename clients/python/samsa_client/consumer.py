@@ -63,11 +63,12 @@ class OffsetAndTimestamp(NamedTuple):
 class _Buffered:
     """Decoded records of one partition waiting to be handed out by poll()."""
 
-    __slots__ = ("records", "start")
+    __slots__ = ("epoch", "records", "start")
 
-    def __init__(self, records: list[ConsumerRecord]) -> None:
+    def __init__(self, records: list[ConsumerRecord], epoch: int) -> None:
         self.records = records
         self.start = 0
+        self.epoch = epoch  # leader epoch of the last batch these records came from
 
 
 _new_tuple = tuple.__new__
@@ -84,6 +85,9 @@ class Consumer:
         self._positions: dict[TopicPartition, int] = {}
         self._fetch_offsets: dict[TopicPartition, int] = {}
         self._resets: dict[TopicPartition, int] = {}  # partition -> OFFSET_SPEC to resolve
+        # Leader epoch of the last batch handed out per partition: sent with fetches so that a
+        # leader whose log diverged from what we read (unclean election) says so (KIP-320).
+        self._epochs: dict[TopicPartition, int] = {}
         self._buffers: dict[TopicPartition, deque[_Buffered]] = {}
         self._in_flight: dict[int, dict[TopicPartition, int]] = {}  # node -> fetch offsets
         self._answers: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
@@ -162,6 +166,7 @@ class Consumer:
         """Forget the position, buffered records and in-flight fetch offset of `tp`."""
         self._positions.pop(tp, None)
         self._fetch_offsets.pop(tp, None)
+        self._epochs.pop(tp, None)
         self._buffers.pop(tp, None)
         for offsets in self._in_flight.values():
             offsets.pop(tp, None)
@@ -283,7 +288,7 @@ class Consumer:
                 max_wait_ms=self.config.fetch_max_wait_ms,
                 min_bytes=self.config.fetch_min_bytes,
                 max_bytes=self.config.fetch_max_bytes,
-                topics=_fetch_topics(offsets, self.config.max_partition_fetch_bytes),
+                topics=_fetch_topics(offsets, self.config.max_partition_fetch_bytes, self._epochs),
             )
             try:
                 stub = self._broker(node)
@@ -333,16 +338,38 @@ class Consumer:
                 if result.error_code != ErrorCode.NONE:
                     self._on_partition_error(tp, result)
                     continue
+                if result.HasField("diverging_epoch"):
+                    self._on_truncation(tp, result.diverging_epoch)
+                    continue
                 if result.records:
-                    decoded = self._decode(tp, result.records, offsets[tp])
+                    decoded, epoch = self._decode(tp, result.records, offsets[tp])
                     if decoded:
-                        self._buffers.setdefault(tp, deque()).append(_Buffered(decoded))
+                        self._buffers.setdefault(tp, deque()).append(_Buffered(decoded, epoch))
                         self._fetch_offsets[tp] = max(
                             decoded[-1].offset + 1, result.next_fetch_offset
                         )
                         continue
                 if result.next_fetch_offset > self._fetch_offsets[tp]:
                     self._fetch_offsets[tp] = result.next_fetch_offset
+
+    def _on_truncation(self, tp: TopicPartition, diverging: object) -> None:
+        """The leader's log no longer holds what we read past `end_offset` (an unclean leader
+        election truncated it): go back there rather than silently skipping what replaced it."""
+        end_offset = diverging.end_offset  # type: ignore[attr-defined]
+        if self.config.auto_offset_reset == "none":
+            raise OffsetOutOfRangeError(
+                f"log truncation detected on {tp[0]}-{tp[1]}: the leader's log ends epoch "
+                f"{diverging.leader_epoch} at {end_offset}, below what this consumer read"  # type: ignore[attr-defined]
+            )
+        log.warning(
+            "log truncation detected on %s-%d: resetting to offset %d", tp[0], tp[1], end_offset
+        )
+        position = self._positions.get(tp, end_offset)
+        self._drop(tp)
+        if end_offset < 0:
+            self._resets[tp] = self._default_reset(tp)
+        else:
+            self._positions[tp] = self._fetch_offsets[tp] = min(end_offset, position)
 
     def _on_partition_error(self, tp: TopicPartition, result: object) -> None:
         code = result.error_code  # type: ignore[attr-defined]
@@ -367,10 +394,14 @@ class Consumer:
             raise KafkaError.of(code, result.error_message)  # type: ignore[attr-defined]
 
     @staticmethod
-    def _decode(tp: TopicPartition, data: bytes, from_offset: int) -> list[ConsumerRecord]:
+    def _decode(
+        tp: TopicPartition, data: bytes, from_offset: int
+    ) -> tuple[list[ConsumerRecord], int]:
         topic, partition = tp
         records: list[ConsumerRecord] = []
+        epoch = -1
         for batch in decode_batches(data):
+            epoch = batch.header.partition_leader_epoch
             if batch.header.last_offset < from_offset:
                 continue
             columns = zip(
@@ -387,7 +418,7 @@ class Consumer:
             if batch.header.base_offset < from_offset:
                 chunk = [r for r in chunk if r.offset >= from_offset]
             records += chunk
-        return records
+        return records, epoch
 
     def _take(self, limit: int) -> list[ConsumerRecord]:
         taken: list[ConsumerRecord] = []
@@ -402,6 +433,7 @@ class Consumer:
                 if head.start >= len(head.records):
                     buffers.popleft()
                 self._positions[tp] = chunk[-1].offset + 1
+                self._epochs[tp] = head.epoch
             if len(taken) >= limit:
                 break
         return taken
@@ -418,15 +450,19 @@ class Consumer:
 
 
 def _fetch_topics(
-    offsets: Mapping[TopicPartition, int], partition_max_bytes: int
+    offsets: Mapping[TopicPartition, int],
+    partition_max_bytes: int,
+    epochs: Mapping[TopicPartition, int],
 ) -> list[broker_pb2.FetchRequest.TopicData]:
     by_topic: dict[str, list[broker_pb2.FetchRequest.PartitionData]] = {}
     for (topic, partition), offset in offsets.items():
-        by_topic.setdefault(topic, []).append(
-            broker_pb2.FetchRequest.PartitionData(
-                partition=partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes
-            )
+        wanted = broker_pb2.FetchRequest.PartitionData(
+            partition=partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes
         )
+        epoch = epochs.get((topic, partition), -1)
+        if epoch >= 0:
+            wanted.last_fetched_epoch = epoch
+        by_topic.setdefault(topic, []).append(wanted)
     return [broker_pb2.FetchRequest.TopicData(name=t, partitions=p) for t, p in by_topic.items()]
 
 
