@@ -55,6 +55,11 @@ def read_once(
                 partition=wanted.partition, next_fetch_offset=wanted.fetch_offset
             )
             hosted = host.leader(topic.name, wanted.partition)
+            if isinstance(hosted, LeadershipError) and replica_id < 0:
+                # Any replica serves consumers up to its own high watermark (KIP-392): a
+                # consumer sent here by its leader's preferred_read_replica, or one whose
+                # metadata is a little stale. Committed data only, so it is never wrong.
+                hosted = host.get(topic.name, wanted.partition) or hosted
             if isinstance(hosted, LeadershipError):
                 _fail(result, hosted.code, hosted.message)
                 result.current_leader.leader_id = hosted.leader_id
@@ -66,6 +71,12 @@ def read_once(
                 continue
             if _diverged(hosted, wanted, result):
                 continue
+            if request.rack_id and replica_id < 0 and hosted.is_leader:
+                preferred = _replica_in_rack(host, hosted, request.rack_id)
+                if preferred is not None:
+                    result.preferred_read_replica = preferred
+                    result.high_watermark = hosted.high_watermark
+                    continue
             high_watermark = hosted.high_watermark
             result.high_watermark = high_watermark
             result.last_stable_offset = high_watermark
@@ -115,6 +126,20 @@ def read_once(
                 total += len(read.records)
             waits.append(hosted.data_arrived)
     return response, total, [] if errors else waits
+
+
+def _replica_in_rack(host: PartitionHost, hosted: HostedPartition, rack: str) -> int | None:
+    """An in-sync follower in the consumer's rack, when the leader is not in it (KIP-392)."""
+    brokers = host.image.brokers
+    me = brokers.get(host.broker_id)
+    if me is None or me.rack == rack:
+        return None
+    for replica in hosted.isr:
+        broker = brokers.get(replica)
+        usable = replica != host.broker_id and broker is not None and not broker.fenced
+        if usable and broker.rack == rack:  # type: ignore[union-attr]
+            return replica
+    return None
 
 
 def _is_replica(hosted: HostedPartition, replica_id: int, result: FetchPartition) -> bool:

@@ -408,3 +408,39 @@ def test_unclean_election_is_detected_by_consumers_instead_of_skipping(
             (100 + n, b"new-%d" % n) for n in range(10)
         ], "the consumer skipped the records that replaced the lost ones"
         assert "log truncation detected" in caplog.text
+
+
+def test_consumers_read_from_an_in_sync_follower_in_their_rack(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from samsa.cli.launcher import new_cluster_spec
+
+    spec = new_cluster_spec(1, 3, SETTINGS)
+    spec = replace(
+        spec,
+        brokers=tuple(replace(b, rack=f"rack-{b.broker_id}") for b in spec.brokers),
+    )
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "cluster.json").write_text(spec.to_json())
+    with local_cluster(tmp_path, controllers=1, brokers=3, settings=SETTINGS) as cluster:
+        create_replicated(cluster, "racked")
+        state = wait_full_isr(cluster, "racked")
+        follower = next(r for r in state.replicas if r != state.leader)
+        with Producer({"bootstrap.servers": cluster.spec.bootstrap_servers, "acks": "all"}) as p:
+            for n in range(1000):
+                p.send("racked", b"r-%d" % n)
+        with Consumer(
+            {
+                "bootstrap.servers": cluster.spec.bootstrap_servers,
+                "auto.offset.reset": "earliest",
+                "client.rack": f"rack-{follower}",
+            }
+        ) as consumer:
+            consumer.assign([("racked", 0)])
+            values = []
+            while len(values) < 1000:
+                records = consumer.poll(timeout=30)
+                assert records, f"nothing after {len(values)}"
+                values += [r.value for r in records]
+            assert consumer._read_replicas.get(("racked", 0)) == follower
+        assert values == [b"r-%d" % n for n in range(1000)]

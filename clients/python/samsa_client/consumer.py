@@ -88,6 +88,8 @@ class Consumer:
         # Leader epoch of the last batch handed out per partition: sent with fetches so that a
         # leader whose log diverged from what we read (unclean election) says so (KIP-320).
         self._epochs: dict[TopicPartition, int] = {}
+        # Replicas the leaders told us to read from (client.rack, KIP-392), per partition.
+        self._read_replicas: dict[TopicPartition, int] = {}
         self._buffers: dict[TopicPartition, deque[_Buffered]] = {}
         self._in_flight: dict[int, dict[TopicPartition, int]] = {}  # node -> fetch offsets
         self._answers: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
@@ -167,6 +169,7 @@ class Consumer:
         self._positions.pop(tp, None)
         self._fetch_offsets.pop(tp, None)
         self._epochs.pop(tp, None)
+        self._read_replicas.pop(tp, None)
         self._buffers.pop(tp, None)
         for offsets in self._in_flight.values():
             offsets.pop(tp, None)
@@ -276,7 +279,7 @@ class Consumer:
         for tp in self._assigned:
             if tp in self._resets or self._buffers.get(tp):
                 continue
-            leader = self._metadata.leaders.get(tp)
+            leader = self._read_replicas.get(tp, self._metadata.leaders.get(tp))
             if leader is None:
                 self._metadata.mark_stale()
                 continue
@@ -288,6 +291,7 @@ class Consumer:
                 max_wait_ms=self.config.fetch_max_wait_ms,
                 min_bytes=self.config.fetch_min_bytes,
                 max_bytes=self.config.fetch_max_bytes,
+                rack_id=self.config.client_rack,
                 topics=_fetch_topics(offsets, self.config.max_partition_fetch_bytes, self._epochs),
             )
             try:
@@ -341,6 +345,9 @@ class Consumer:
                 if result.HasField("diverging_epoch"):
                     self._on_truncation(tp, result.diverging_epoch)
                     continue
+                if result.HasField("preferred_read_replica"):
+                    self._read_replicas[tp] = result.preferred_read_replica
+                    continue
                 if result.records:
                     decoded, epoch = self._decode(tp, result.records, offsets[tp])
                     if decoded:
@@ -373,6 +380,7 @@ class Consumer:
 
     def _on_partition_error(self, tp: TopicPartition, result: object) -> None:
         code = result.error_code  # type: ignore[attr-defined]
+        self._read_replicas.pop(tp, None)  # back to the leader, which may name another
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             spec = self._default_reset(tp)
             if spec < 0:
