@@ -98,6 +98,11 @@ def produce_while_killing_leaders(
 
     thread = threading.Thread(target=produce, daemon=True)
     thread.start()
+    violations: list[str] = []
+    watcher = threading.Thread(
+        target=watch_fenced_brokers, args=(cluster, topic, done, violations), daemon=True
+    )
+    watcher.start()
     for _ in range(kills):
         time.sleep(1.0)
         leader = wait_until(
@@ -108,7 +113,38 @@ def produce_while_killing_leaders(
         cluster.start(f"broker-{leader}")
     thread.join(timeout=300)
     assert done.is_set(), "the producer did not finish"
+    watcher.join(timeout=30)
+    assert not violations, violations[:3]
     return acked
+
+
+def watch_fenced_brokers(cluster, topic: str, done: threading.Event, out: list[str]) -> None:
+    """Sample the metadata until `done`: a fenced broker never leads, and never sits in an ISR
+    beside others (KIP-966 keeps it only as the last member of an offline partition)."""
+    controller = cluster.spec.controllers[0].endpoint
+    from cluster_helpers import controller_stub
+
+    stub = controller_stub(controller)
+    while not done.is_set():
+        try:
+            brokers = stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=5)
+            offset = brokers.status.metadata_offset
+            topics = stub.DescribeTopics(
+                controller_pb2.DescribeTopicsRequest(names=[topic], min_metadata_offset=offset),
+                timeout=5,
+            )
+        except grpc.RpcError:
+            time.sleep(0.1)
+            continue
+        if topics.status.metadata_offset != offset:
+            continue  # the two answers are of different moments
+        fenced = {b.broker_id for b in brokers.brokers if b.is_fenced}
+        state = topics.topics[0].partitions[0]
+        if state.leader in fenced:
+            out.append(f"fenced broker {state.leader} leads at offset {offset}")
+        if len(state.isr) > 1 and fenced.intersection(state.isr):
+            out.append(f"fenced {sorted(fenced)} in ISR {list(state.isr)} at offset {offset}")
+        time.sleep(0.05)
 
 
 def check_acked_everywhere(cluster, data_dir: Path, topic: str, acked: dict[int, bytes]) -> None:
