@@ -103,6 +103,10 @@ fetch_wait_ms_max = 30_000
 # message with room for the envelope.
 fetch_response_bytes_max = 64 * MIB
 
+# Requests one ProduceStream may have in progress at once (the SDK keeps a handful per broker);
+# beyond it the broker stops reading the stream until one completes (back-pressure).
+produce_stream_in_flight_max = 64
+
 # The longest an acks=all produce waits for replication before REQUEST_TIMED_OUT.
 produce_timeout_ms_max = 300_000
 

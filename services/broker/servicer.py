@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import grpc
@@ -12,7 +13,7 @@ from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import produce
 from samsa.services.broker.produce_wait import await_replication
-from samsa.v1 import broker_pb2_grpc
+from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 
@@ -38,6 +39,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self.host = host
 
     async def Produce(self, request, context):
+        return await self._produce(request, context)
+
+    async def _produce(self, request, context):
         await _check_partitions(request, context)
         for topic in request.topics:
             for data in topic.partitions:
@@ -53,6 +57,40 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             timeout_ms = request.timeout_ms or PRODUCE_TIMEOUT_MS_DEFAULT
             await await_replication(waits, min(timeout_ms, limits.produce_timeout_ms_max) / 1000)
         return response
+
+    async def ProduceStream(self, request_iterator, context):
+        """Each request is answered as soon as it completes; acks=all waits run concurrently,
+        so one slow partition does not hold up the stream."""
+        answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue()
+        pending: set[asyncio.Task[None]] = set()
+
+        async def answer(item: broker_pb2.ProduceStreamRequest) -> None:
+            response = await self._produce(item.request, context)
+            await answers.put(
+                broker_pb2.ProduceStreamResponse(
+                    correlation_id=item.correlation_id, response=response
+                )
+            )
+
+        async def read_requests() -> None:
+            async for item in request_iterator:
+                if len(pending) >= limits.produce_stream_in_flight_max:
+                    await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                task = asyncio.create_task(answer(item))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+            if pending:
+                await asyncio.wait(pending)
+            await answers.put(None)
+
+        reader = asyncio.create_task(read_requests())
+        try:
+            while (response := await answers.get()) is not None:
+                yield response
+        finally:
+            reader.cancel()
+            for task in pending:
+                task.cancel()
 
     async def Fetch(self, request, context):
         await _check_partitions(request, context)

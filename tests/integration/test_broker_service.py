@@ -225,3 +225,34 @@ def test_every_service_serves_health_and_reflection(cluster, kind: str) -> None:
     names = {s.name for answer in answers for s in answer.list_services_response.service}
     expected = "samsa.v1.ControllerService" if kind == "controller" else "samsa.v1.BrokerService"
     assert expected in names
+
+
+def test_produce_stream_answers_each_request_by_correlation_id(cluster) -> None:
+    leader = wait_until(
+        "partition 0 led", lambda: leaders(cluster).get(0, -1) > 0 and leaders(cluster)[0]
+    )
+    start = latest_offset(cluster, leader, 0)
+    requests = [
+        broker_pb2.ProduceStreamRequest(
+            correlation_id=100 + n,
+            request=broker_pb2.ProduceRequest(
+                acks=1,
+                topics=[
+                    broker_pb2.ProduceRequest.TopicData(
+                        name="events" if n != 1 else "no-such-topic",
+                        partitions=[
+                            broker_pb2.ProduceRequest.PartitionData(
+                                partition=0, records=build_batch([b"s-%d" % n])
+                            )
+                        ],
+                    )
+                ],
+            ),
+        )
+        for n in range(3)
+    ]
+    answers = list(broker_stub(cluster, leader).ProduceStream(iter(requests), timeout=30))
+    by_id = {a.correlation_id: a.response.topics[0].partitions[0] for a in answers}
+    assert set(by_id) == {100, 101, 102}
+    assert by_id[101].error_code == UNKNOWN_TOPIC
+    assert sorted([by_id[100].base_offset, by_id[102].base_offset]) == [start, start + 1]

@@ -235,6 +235,7 @@ def test_generated_modules_import_as_samsa_v1() -> None:
     }
     assert methods == {
         "Produce": ("samsa.v1.ProduceRequest", "samsa.v1.ProduceResponse"),
+        "ProduceStream": ("samsa.v1.ProduceStreamRequest", "samsa.v1.ProduceStreamResponse"),
         "Fetch": ("samsa.v1.FetchRequest", "samsa.v1.FetchResponse"),
         "ListOffsets": ("samsa.v1.ListOffsetsRequest", "samsa.v1.ListOffsetsResponse"),
     }

@@ -10,9 +10,10 @@ module is its driver (the loop its docstring describes) plus the futures:
   records/s is most of the budget). A waiting event is only made when someone waits.
 - The sender thread drains ready batches into one Produce request per broker. Several batches of
   one partition travel concatenated in one PartitionData (the broker appends them together, the
-  offsets of the second follow the first's). Requests are sent with gRPC's asynchronous
-  `future()` calls, so a slow broker does not hold up the others; a response's callback feeds the
-  outcomes back to the accumulator and settles the futures.
+  offsets of the second follow the first's). Requests go over one long-lived ProduceStream per
+  broker (produce_stream.py: half the round trip of a unary call), so a slow broker does not hold
+  up the others; an answer's callback feeds the outcomes back to the accumulator and settles the
+  futures.
 - Retriable errors (leader moved, broker unreachable, timeouts) go back to the accumulator, which
   retries with backoff within `delivery.timeout.ms`; NOT_LEADER_OR_FOLLOWER and the like also
   mark the metadata stale, so the retry goes to the new leader.
@@ -47,6 +48,7 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.partitioner import Partitioner
+from samsa.client.produce_stream import ProduceStream
 from samsa.common.errors import ErrorCode, InvalidConfigError, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -175,6 +177,8 @@ class Producer:
         self._space = threading.Condition(self._lock)  # completions free memory / end flushes
         self._outcomes: dict[int, _BatchOutcome] = {}
         self._messages: dict[int, str] = {}  # batch id -> the broker's error message
+        self._streams: dict[str, ProduceStream] = {}  # by broker endpoint
+        self._streams_lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
         # With linger.ms=0 the caller's thread drains and sends itself: one thread hand-off less
@@ -297,6 +301,8 @@ class Producer:
                     ErrorCode.REQUEST_TIMED_OUT, "the producer was closed before delivery"
                 )
             self._settle(completed)
+            for stream in self._streams.values():
+                stream.close()
             self._channels.close()
 
     def __enter__(self) -> Producer:
@@ -335,6 +341,8 @@ class Producer:
             }
         if expired:
             self._settle(expired)
+        for stream in list(self._streams.values()):
+            stream.expire(self.config.request_timeout_ms / 1000)
         if ready.unknown_leader_topics:
             try:
                 self._metadata.refresh(ready.unknown_leader_topics)
@@ -371,9 +379,15 @@ class Producer:
             self._metadata.mark_stale()
             self._fail_batches(by_partition, ErrorCode.BROKER_NOT_AVAILABLE, retriable=True)
             return
-        stub = broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint))
-        call = stub.Produce.future(request, timeout=self.config.request_timeout_ms / 1000)
-        if self.config.acks == 0:
+        acks_zero = self.config.acks == 0
+
+        def on_answer(response: broker_pb2.ProduceResponse | None, error: Any) -> None:
+            if not acks_zero:
+                self._on_response(response, error, by_partition)
+
+        while not self._stream(endpoint).send(request, on_answer):
+            self._streams.pop(endpoint, None)  # broken: the next call opens a new one
+        if acks_zero:
             with self._lock:
                 completed = [
                     done
@@ -381,15 +395,22 @@ class Producer:
                     for done in self._accumulator.on_batch_acked(batch.batch_id, NO_OFFSET)
                 ]
             self._settle(completed)
-            return
-        call.add_done_callback(lambda future: self._on_response(future, by_partition))
+
+    def _stream(self, endpoint: str) -> ProduceStream:
+        with self._streams_lock:
+            stream = self._streams.get(endpoint)
+            if stream is None or stream.broken:
+                stub = broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint))
+                stream = self._streams[endpoint] = ProduceStream(stub)
+            return stream
 
     def _on_response(
-        self, future: grpc.Future, by_partition: dict[tuple[str, int], list[ProducerBatch]]
+        self,
+        response: broker_pb2.ProduceResponse | None,
+        error: grpc.RpcError | None,
+        by_partition: dict[tuple[str, int], list[ProducerBatch]],
     ) -> None:
-        try:
-            response = future.result()
-        except grpc.RpcError as error:
+        if error is not None:
             log.warning("produce request failed: %s", error.code())
             self._metadata.mark_stale()
             code = (
@@ -404,6 +425,7 @@ class Producer:
             )
             self._fail_batches(by_partition, code, retriable=retriable, detail=error.details())
             return
+        assert response is not None
         completed: list[Completed] = []
         now = _now_ms()
         with self._lock:

@@ -249,3 +249,19 @@ class ListOffsetsResponse(_message.Message):
     throttle_time_ms: int
     topics: _containers.RepeatedCompositeFieldContainer[ListOffsetsResponse.TopicResponse]
     def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ListOffsetsResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
+
+class ProduceStreamRequest(_message.Message):
+    __slots__ = ("correlation_id", "request")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    request: ProduceRequest
+    def __init__(self, correlation_id: _Optional[int] = ..., request: _Optional[_Union[ProduceRequest, _Mapping]] = ...) -> None: ...
+
+class ProduceStreamResponse(_message.Message):
+    __slots__ = ("correlation_id", "response")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    response: ProduceResponse
+    def __init__(self, correlation_id: _Optional[int] = ..., response: _Optional[_Union[ProduceResponse, _Mapping]] = ...) -> None: ...
