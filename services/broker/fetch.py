@@ -34,7 +34,7 @@ async def fetch(host: PartitionHost, request: broker_pb2.FetchRequest) -> broker
         remaining = deadline - time.monotonic()
         if size >= max(request.min_bytes, 1) or remaining <= 0 or not waits:
             return response
-        await _first_of(waits, remaining)
+        await first_of(waits, remaining)
 
 
 def read_once(
@@ -187,7 +187,8 @@ def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> No
                 typed.headers.append(header)
 
 
-async def _first_of(events: list[asyncio.Event], timeout_s: float) -> None:
+async def first_of(events: list[asyncio.Event], timeout_s: float) -> None:
+    """Return when any of `events` is set, or after `timeout_s`."""
     tasks = [asyncio.ensure_future(event.wait()) for event in events]
     try:
         await asyncio.wait(tasks, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)

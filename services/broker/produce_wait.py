@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from samsa.common.errors import ErrorCode
+from samsa.services.broker.fetch import first_of
 from samsa.services.broker.produce import ReplicationWait, fail
 
 
@@ -48,10 +49,4 @@ async def await_replication(waits: list[ReplicationWait], timeout_s: float) -> N
                     f"not replicated to the ISR within {timeout_s * 1000:.0f} ms",
                 )
             return
-        events = [wait.hosted.data_arrived for wait in pending]
-        tasks = [asyncio.ensure_future(event.wait()) for event in events]
-        try:
-            await asyncio.wait(tasks, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in tasks:
-                task.cancel()
+        await first_of([wait.hosted.data_arrived for wait in pending], remaining)

@@ -196,3 +196,81 @@ def test_the_maintenance_loop_applies_retention_to_hosted_partitions(tmp_path):
     asyncio.run(one_pass())
     assert log.log_start_offset == 9 and len(log.segments()) == 1, "old segments deleted"
     partition_host.close_all()
+
+
+def replicated_host(tmp_path: Path, isr: tuple[int, ...]) -> PartitionHost:
+    from dataclasses import replace
+
+    from samsa.metadata.image import TOPIC_RESOURCE
+
+    partition_host = PartitionHost(tmp_path, broker_id=1)
+    base = image()
+    state = PartitionState(0, (1, 2, 3), isr, 1, 0, 0)
+    topic = replace(base.topics["t"], partitions={0: state})
+    brokers = {i: BrokerRegistration(i, "i", f"h:{i}", "", 0, False) for i in (1, 2, 3)}
+    new = replace(
+        base,
+        topics={"t": topic},
+        brokers=brokers,
+        configs={(TOPIC_RESOURCE, "t"): {"min.insync.replicas": "2"}},
+    )
+    partition_host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
+    return partition_host
+
+
+def follower_fetch(partition_host: PartitionHost, replica: int, offset: int) -> None:
+    request = fetch_request(0, offset)
+    request.replica_id = replica
+    read_once(partition_host, request)
+
+
+def test_acks_all_is_answered_once_the_isr_has_the_batch(tmp_path):
+    from samsa.services.broker.produce_wait import await_replication
+
+    partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
+    request = produce_request(0, build_batch([b"a", b"b"]), acks=-1)
+    answer, waits = produce(partition_host, request, 5)
+    assert len(waits) == 1 and partition_host.get("t", 0).high_watermark == 0
+
+    async def scenario() -> None:
+        waiting = asyncio.create_task(await_replication(waits, timeout_s=10))
+        await asyncio.sleep(0.05)
+        follower_fetch(partition_host, 2, 2)
+        await asyncio.sleep(0.05)
+        assert not waiting.done(), "one follower of two: not yet replicated to the ISR"
+        follower_fetch(partition_host, 3, 2)
+        await asyncio.wait_for(waiting, 5)
+
+    asyncio.run(scenario())
+    assert answer.topics[0].partitions[0].error_code == 0
+    assert partition_host.get("t", 0).high_watermark == 2
+    partition_host.close_all()
+
+
+def test_acks_all_is_refused_below_min_isr_and_times_out_without_followers(tmp_path):
+    from samsa.services.broker.produce_wait import await_replication
+
+    small = replicated_host(tmp_path / "small", isr=(1,))
+    answer, waits = produce(small, produce_request(0, build_batch([b"a"]), acks=-1), 5)
+    result = answer.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.NOT_ENOUGH_REPLICAS and waits == []
+    assert small.get("t", 0).log.log_end_offset == 0, "refused before anything was written"
+    small.close_all()
+
+    silent = replicated_host(tmp_path / "silent", isr=(1, 2))
+    answer, waits = produce(silent, produce_request(0, build_batch([b"a"]), acks=-1), 5)
+    asyncio.run(await_replication(waits, timeout_s=0.1))
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    silent.close_all()
+
+
+def test_a_follower_with_a_diverged_log_is_told_where_to_truncate(tmp_path):
+    partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
+    produce(partition_host, produce_request(0, build_batch([b"a", b"b", b"c"])), 5)
+    request = fetch_request(0, 7)
+    request.replica_id = 2
+    request.topics[0].partitions[0].last_fetched_epoch = 0
+    response, _, _ = read_once(partition_host, request)
+    diverging = response.topics[0].partitions[0].diverging_epoch
+    assert (diverging.leader_epoch, diverging.end_offset) == (0, 3)
+    partition_host.close_all()
