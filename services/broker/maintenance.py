@@ -1,4 +1,5 @@
-"""The broker's background work on its logs: retention, compaction and the flush policy.
+"""The broker's background work on its logs: retention, compaction, the flush policy, and the
+high-watermark checkpoints (a restarted broker starts from them, never above its log end).
 
 Runs on the event loop between requests, one partition at a time; each step is short (deleting
 whole segments, an fsync through Log.maybe_flush). Compaction rewrites closed segments and is the
@@ -19,6 +20,7 @@ log = logging.getLogger(__name__)
 RETENTION_CHECK_INTERVAL_S = 30.0  # Kafka's log.retention.check.interval.ms is 5 minutes
 FLUSH_CHECK_INTERVAL_S = 0.5
 COMPACTION_INTERVAL_S = 15.0  # Kafka's log.cleaner.backoff.ms
+HIGH_WATERMARK_CHECKPOINT_INTERVAL_S = 5.0  # Kafka's replica.high.watermark.checkpoint.interval.ms
 
 
 async def run_maintenance(
@@ -30,7 +32,7 @@ async def run_maintenance(
     flush_interval_s: float = FLUSH_CHECK_INTERVAL_S,
 ) -> None:
     """Loop until `stop` is set."""
-    last_retention = last_compaction = time.monotonic()
+    last_retention = last_compaction = last_checkpoint = time.monotonic()
     while not stop.is_set():
         try:
             await asyncio.wait_for(stop.wait(), flush_interval_s)
@@ -40,6 +42,10 @@ async def run_maintenance(
         now_ms = int(time.time() * 1000)
         for hosted in list(host.partitions.values()):
             hosted.log.maybe_flush(now_ms=now_ms)
+        if time.monotonic() - last_checkpoint >= HIGH_WATERMARK_CHECKPOINT_INTERVAL_S:
+            last_checkpoint = time.monotonic()
+            for hosted in list(host.partitions.values()):
+                hosted.checkpoint_high_watermark()
         if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
             for hosted in list(host.partitions.values()):
