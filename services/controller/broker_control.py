@@ -1,0 +1,281 @@
+"""Broker lifecycle and partition leadership: registration, heartbeats, fencing, elections, ISR.
+
+Pure decisions over the committed image (see control_plane.py). The rules (DESIGN §2, §4):
+brokers register fenced (epoch = the registration's offset) and are unfenced once a heartbeat shows
+they applied the log up to their own registration; a second live process with the same id is
+refused. Fencing a broker (session expired, controlled shutdown, re-registration) moves each
+leadership it holds to the first live ISR member in replica order, leader epoch + 1; with none, the
+partition goes offline and keeps its last ISR member (KIP-966), which leads again when it comes
+back, unless the topic allows unclean election. ISR changes come from leaders (AlterPartition),
+checked against the broker, leader and partition epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from samsa.common.errors import ErrorCode
+from samsa.metadata.image import (
+    NO_LEADER,
+    MetadataImage,
+    PartitionState,
+)
+from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.liveness import BrokerLiveness
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import metadata_pb2 as m
+
+# --- brokers ---------------------------------------------------------------------------------
+
+
+def register_broker(
+    image: MetadataImage,
+    request: c.RegisterBrokerRequest,
+    *,
+    liveness: BrokerLiveness,
+    now_ms: int,
+    session_timeout_ms: int,
+) -> ControlResult[c.RegisterBrokerResponse]:
+    existing = image.brokers.get(request.broker_id)
+    if (
+        existing is not None
+        and existing.incarnation_id != request.incarnation_id
+        and not existing.fenced
+        and liveness.is_alive(existing.broker_id, existing.broker_epoch, now_ms, session_timeout_ms)
+    ):
+        response = c.RegisterBrokerResponse(broker_epoch=-1)
+        response.status.error_code = ErrorCode.DUPLICATE_BROKER_REGISTRATION  # type: ignore[assignment]
+        response.status.error_message = (
+            f"broker id {request.broker_id} is registered by another live process "
+            f"({existing.endpoint}); give each broker its own id"
+        )
+        return ControlResult([], response)
+    records = [
+        m.MetadataRecord(
+            register_broker=m.RegisterBrokerRecord(
+                broker_id=request.broker_id,
+                incarnation_id=request.incarnation_id,
+                endpoint=request.endpoint,
+                rack=request.rack,
+            )
+        )
+    ]
+    # The new incarnation starts fenced: whatever the old one led must move or go offline.
+    records += _leadership_moves(image, {request.broker_id})
+    return ControlResult(records, c.RegisterBrokerResponse(broker_epoch=image.end_offset))
+
+
+def broker_heartbeat(
+    image: MetadataImage, request: c.BrokerHeartbeatRequest
+) -> ControlResult[c.BrokerHeartbeatResponse]:
+    broker = image.brokers.get(request.broker_id)
+    response = c.BrokerHeartbeatResponse()
+    if broker is None or broker.broker_epoch != request.broker_epoch:
+        response.status.error_code = ErrorCode.STALE_BROKER_EPOCH  # type: ignore[assignment]
+        response.status.error_message = (
+            f"broker {request.broker_id} epoch {request.broker_epoch} is not current "
+            f"({'unregistered' if broker is None else broker.broker_epoch}): register again"
+        )
+        response.is_fenced = True
+        return ControlResult([], response)
+    caught_up = request.metadata_offset > broker.broker_epoch
+    response.is_caught_up = caught_up
+    if request.want_shutdown:
+        response.is_fenced = True
+        response.should_shut_down = True
+        return ControlResult(
+            [] if broker.fenced else fence_brokers(image, [broker.broker_id]).records, response
+        )
+    if broker.fenced and caught_up:
+        records = [
+            m.MetadataRecord(
+                unfence_broker=m.UnfenceBrokerRecord(
+                    broker_id=broker.broker_id, broker_epoch=broker.broker_epoch
+                )
+            )
+        ]
+        records += _elections_on_return(image, broker.broker_id)
+        response.is_fenced = False
+        return ControlResult(records, response)
+    response.is_fenced = broker.fenced
+    return ControlResult([], response)
+
+
+def fence_brokers(image: MetadataImage, broker_ids: Iterable[int]) -> ControlResult[None]:
+    """Fence these unfenced brokers and move their leaderships (session expiry, shutdown)."""
+    fenced = {
+        broker_id
+        for broker_id in broker_ids
+        if (broker := image.brokers.get(broker_id)) is not None and not broker.fenced
+    }
+    records = [
+        m.MetadataRecord(
+            fence_broker=m.FenceBrokerRecord(
+                broker_id=broker_id, broker_epoch=image.brokers[broker_id].broker_epoch
+            )
+        )
+        for broker_id in sorted(fenced)
+    ]
+    records += _leadership_moves(image, fenced)
+    return ControlResult(records, None)
+
+
+def _live(image: MetadataImage, excluded: set[int]) -> set[int]:
+    return {
+        broker_id
+        for broker_id, broker in image.brokers.items()
+        if not broker.fenced and broker_id not in excluded
+    }
+
+
+def _partitions(image: MetadataImage) -> Iterable[tuple[bytes, PartitionState]]:
+    for _, topic in sorted(image.topics.items()):
+        for _, state in sorted(topic.partitions.items()):
+            yield topic.topic_id, state
+
+
+def _leadership_moves(image: MetadataImage, leaving: set[int]) -> list[m.MetadataRecord]:
+    """PartitionChanges taking `leaving` out of leaderships and ISRs (never emptying an ISR)."""
+    live = _live(image, leaving)
+    records = []
+    for topic_id, state in _partitions(image):
+        if state.leader not in leaving and not leaving.intersection(state.isr):
+            continue
+        isr = [replica for replica in state.isr if replica not in leaving]
+        if not isr:
+            isr = list(state.isr)  # KIP-966: keep the last members; they may come back
+        change = m.PartitionChangeRecord(topic_id=topic_id, partition=state.partition)
+        if tuple(isr) != state.isr:
+            change.isr.ids.extend(isr)
+        if state.leader in leaving:
+            change.leader = next((r for r in state.replicas if r in isr and r in live), NO_LEADER)
+            if change.leader == NO_LEADER and _unclean_allowed(image, topic_id):
+                # No live ISR member: an out-of-sync replica leads and may have lost records
+                # (the operator chose availability); the ISR restarts from it alone.
+                unclean = next((r for r in state.replicas if r in live), NO_LEADER)
+                if unclean != NO_LEADER:
+                    change.leader = unclean
+                    change.ClearField("isr")
+                    change.isr.ids.append(unclean)
+        if change.HasField("isr") or change.HasField("leader"):
+            records.append(m.MetadataRecord(partition_change=change))
+    return records
+
+
+def _unclean_allowed(image: MetadataImage, topic_id: bytes) -> bool:
+    topic = image.topic_by_id(topic_id)
+    return topic is not None and (
+        image.topic_configs(topic.name).get("unclean.leader.election.enable") == "true"
+    )
+
+
+def preferred_leader_elections(image: MetadataImage) -> ControlResult[None]:
+    """Give leadership back to preferred replicas (the first of each replica list) that are
+    live and in sync (auto.leader.rebalance.enable), so leadership spreads evenly again after
+    a broker returns."""
+    live = _live(image, set())
+    records = [
+        m.MetadataRecord(
+            partition_change=m.PartitionChangeRecord(
+                topic_id=topic_id, partition=state.partition, leader=state.replicas[0]
+            )
+        )
+        for topic_id, state in _partitions(image)
+        if state.leader not in (state.replicas[0], NO_LEADER)
+        and state.replicas[0] in live
+        and state.replicas[0] in state.isr
+    ]
+    return ControlResult(records, None)
+
+
+def alter_partition(
+    image: MetadataImage, request: c.AlterPartitionRequest
+) -> ControlResult[c.AlterPartitionResponse]:
+    """A leader's ISR proposal, checked against the broker, leader and partition epochs."""
+    response = c.AlterPartitionResponse()
+    topic = image.topics.get(request.topic)
+    state = None if topic is None else topic.partitions.get(request.partition)
+    where = f"{request.topic}-{request.partition}"
+    if topic is None or state is None:
+        return _alter_refused(
+            response, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{where} does not exist"
+        )
+    broker = image.brokers.get(request.broker_id)
+    problem: tuple[ErrorCode, str] | None = None
+    if broker is None or broker.broker_epoch != request.broker_epoch:
+        problem = (
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"broker {request.broker_id} epoch {request.broker_epoch} is not current",
+        )
+    elif state.leader != request.broker_id:
+        problem = (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"broker {request.broker_id} does not lead {where}",
+        )
+    elif state.leader_epoch != request.leader_epoch:
+        problem = (
+            ErrorCode.FENCED_LEADER_EPOCH,
+            f"leader epoch {request.leader_epoch} of {where} is not the current "
+            f"{state.leader_epoch}",
+        )
+    elif state.partition_epoch != request.partition_epoch:
+        problem = (
+            ErrorCode.INVALID_UPDATE_VERSION,
+            f"partition epoch {request.partition_epoch} of {where} is not the current "
+            f"{state.partition_epoch}",
+        )
+    if problem is not None:
+        return _alter_refused(response, state, *problem)
+    new_isr = list(request.new_isr)
+    ineligible = [
+        r
+        for r in new_isr
+        if r not in state.replicas
+        or (registered := image.brokers.get(r)) is None
+        or (registered.fenced and r not in state.isr)
+    ]
+    if request.broker_id not in new_isr or len(set(new_isr)) != len(new_isr) or ineligible:
+        return _alter_refused(
+            response,
+            state,
+            ErrorCode.INELIGIBLE_REPLICA,
+            f"proposed ISR {new_isr} of {where} must be distinct replicas, include the leader "
+            f"and add no fenced broker (ineligible: {ineligible})",
+        )
+    response.leader = state.leader
+    response.leader_epoch = state.leader_epoch
+    if tuple(new_isr) == state.isr:
+        response.partition_epoch = state.partition_epoch
+        response.isr.extend(state.isr)
+        return ControlResult([], response)
+    change = m.PartitionChangeRecord(topic_id=topic.topic_id, partition=state.partition)
+    change.isr.ids.extend(new_isr)
+    response.partition_epoch = state.partition_epoch + 1
+    response.isr.extend(new_isr)
+    return ControlResult([m.MetadataRecord(partition_change=change)], response)
+
+
+def _alter_refused(
+    response: c.AlterPartitionResponse, state: PartitionState | None, code: int, message: str
+) -> ControlResult[c.AlterPartitionResponse]:
+    response.error_code = code  # type: ignore[assignment]
+    response.error_message = message
+    if state is not None:
+        response.leader = state.leader
+        response.leader_epoch = state.leader_epoch
+        response.partition_epoch = state.partition_epoch
+        response.isr.extend(state.isr)
+    return ControlResult([], response)
+
+
+def _elections_on_return(image: MetadataImage, broker_id: int) -> list[m.MetadataRecord]:
+    """Offline partitions whose ISR holds the returning broker get it as leader."""
+    return [
+        m.MetadataRecord(
+            partition_change=m.PartitionChangeRecord(
+                topic_id=topic_id, partition=state.partition, leader=broker_id
+            )
+        )
+        for topic_id, state in _partitions(image)
+        if state.leader == NO_LEADER and broker_id in state.isr
+    ]

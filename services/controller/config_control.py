@@ -1,0 +1,121 @@
+"""Configuration decisions: IncrementalAlterConfigs (validated as a whole) and DescribeConfigs."""
+
+from __future__ import annotations
+
+from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.metadata.image import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    MetadataImage,
+)
+from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.topic_configs import TOPIC_KEYS, validate_topic_configs
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import metadata_pb2 as m
+
+LIST_CONFIGS = frozenset({"cleanup.policy"})
+
+
+# --- configs ---------------------------------------------------------------------------------
+
+
+def incremental_alter_configs(
+    image: MetadataImage, request: c.IncrementalAlterConfigsRequest
+) -> ControlResult[c.IncrementalAlterConfigsResponse]:
+    response = c.IncrementalAlterConfigsResponse()
+    records: list[m.MetadataRecord] = []
+    for resource in request.resources:
+        result = response.results.add()
+        result.resource.CopyFrom(resource.resource)
+        outcome = _alter_topic(image, resource)
+        if isinstance(outcome, tuple):
+            result.error_code, result.error_message = outcome  # type: ignore[assignment]
+        elif not request.validate_only:
+            records += outcome
+    return ControlResult(records, response)
+
+
+def _alter_topic(
+    image: MetadataImage, resource: c.IncrementalAlterConfigsRequest.Resource
+) -> list[m.MetadataRecord] | tuple[int, str]:
+    target = resource.resource
+    if target.type != TOPIC_RESOURCE:
+        return (
+            ErrorCode.INVALID_REQUEST,
+            "only topic configs are dynamic in this version; broker settings are given on the "
+            "broker's command line",
+        )
+    topic = image.topics.get(target.name)
+    if topic is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {target.name!r} does not exist"
+    current = dict(image.topic_configs(target.name))
+    updated = dict(current)
+    for alteration in resource.alterations:
+        name, value = alteration.name, alteration.value
+        if name not in TOPIC_KEYS:
+            return ErrorCode.INVALID_CONFIG, f"unknown topic config {name!r}"
+        if alteration.op == c.ALTER_CONFIG_OP_SET:
+            updated[name] = value
+        elif alteration.op == c.ALTER_CONFIG_OP_DELETE:
+            updated.pop(name, None)
+        elif alteration.op in (c.ALTER_CONFIG_OP_APPEND, c.ALTER_CONFIG_OP_SUBTRACT):
+            if name not in LIST_CONFIGS:
+                return ErrorCode.INVALID_CONFIG, f"{name} is not a list; use SET or DELETE"
+            items = updated.get(name, TOPIC_KEYS[name].default).split(",")
+            if alteration.op == c.ALTER_CONFIG_OP_APPEND:
+                items += [value] if value not in items else []
+            else:
+                items = [item for item in items if item != value]
+            updated[name] = ",".join(items)
+        else:
+            return ErrorCode.INVALID_REQUEST, f"alteration of {name} has no op (SET, DELETE, …)"
+    factor = min((len(p.replicas) for p in topic.partitions.values()), default=1)
+    try:
+        validate_topic_configs(updated, factor)
+    except InvalidConfigError as error:
+        return ErrorCode.INVALID_CONFIG, str(error)
+    records = []
+    for name in sorted(current.keys() | updated.keys()):
+        if current.get(name) == updated.get(name):
+            continue
+        record = m.ConfigRecord(
+            resource_type=TOPIC_RESOURCE,  # type: ignore[arg-type]
+            resource_name=target.name,
+            name=name,
+        )
+        if name in updated:
+            record.value = updated[name]
+        records.append(m.MetadataRecord(config=record))
+    return records
+
+
+def describe_configs(
+    image: MetadataImage, request: c.DescribeConfigsRequest
+) -> c.DescribeConfigsResponse:
+    response = c.DescribeConfigsResponse()
+    for wanted in request.resources:
+        result = response.results.add()
+        result.resource.CopyFrom(wanted.resource)
+        if wanted.resource.type == BROKER_RESOURCE:
+            result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
+            result.error_message = "broker configs are static in this version (command line)"
+            continue
+        if wanted.resource.name not in image.topics:
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
+            result.error_message = f"topic {wanted.resource.name!r} does not exist"
+            continue
+        unknown = [name for name in wanted.names if name not in TOPIC_KEYS]
+        if unknown:
+            result.error_code = ErrorCode.INVALID_CONFIG  # type: ignore[assignment]
+            result.error_message = f"unknown topic configs: {', '.join(unknown)}"
+            continue
+        dynamic = image.topic_configs(wanted.resource.name)
+        for name in list(wanted.names) or sorted(TOPIC_KEYS):
+            key = TOPIC_KEYS[name]
+            result.entries.add(
+                name=name,
+                value=dynamic.get(name, key.default),
+                source=c.CONFIG_SOURCE_DYNAMIC if name in dynamic else c.CONFIG_SOURCE_DEFAULT,
+                documentation=key.documentation,
+            )
+    return response

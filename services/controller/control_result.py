@@ -1,0 +1,31 @@
+"""What every control-plane decision returns, and the cluster defaults it decides with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from samsa.v1 import metadata_pb2 as m
+
+R = TypeVar("R")
+
+
+class RandomSource(Protocol):
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int: ...
+
+
+@dataclass(frozen=True)
+class ControlResult(Generic[R]):
+    """Records to commit as one batch (maybe none) and the answer to send once they are."""
+
+    records: list[m.MetadataRecord]
+    response: R
+
+
+@dataclass(frozen=True)
+class ClusterDefaults:
+    """Kafka's broker-side defaults for topics created without explicit values."""
+
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    broker_session_timeout_ms: int = 9000

@@ -1,0 +1,196 @@
+"""Topic decisions: create (Kafka's placement and validation), delete, add partitions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.metadata.image import (
+    TOPIC_RESOURCE,
+    MetadataImage,
+)
+from samsa.metadata.placement import PlacementError, assign_replicas
+from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
+from samsa.services.controller.topic_configs import validate_topic_configs
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import metadata_pb2 as m
+
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+# --- topics ----------------------------------------------------------------------------------
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why `name` is not a valid topic name, or None."""
+    if not name:
+        return "a topic name must not be empty"
+    if len(name) > limits.topic_name_length_max:
+        return f"a topic name has at most {limits.topic_name_length_max} characters"
+    if name in (".", ".."):
+        return 'a topic name must not be "." or ".."'
+    if not TOPIC_NAME.match(name):
+        return f"topic name {name!r} may contain only ASCII letters, digits, '.', '_' and '-'"
+    return None
+
+
+def _placement_start(rng: RandomSource, brokers: Sequence[int]) -> tuple[int, int]:
+    return rng.randrange(len(brokers)), rng.randrange(len(brokers))
+
+
+def create_topics(
+    image: MetadataImage,
+    request: c.CreateTopicsRequest,
+    *,
+    rng: RandomSource,
+    defaults: ClusterDefaults,
+    new_topic_id: Callable[[], bytes],
+) -> ControlResult[c.CreateTopicsResponse]:
+    response = c.CreateTopicsResponse()
+    records: list[m.MetadataRecord] = []
+    live = [b.broker_id for b in image.live_brokers()]
+    racks = {b.broker_id: b.rack for b in image.live_brokers()}
+    taken = set(image.topics)
+    for topic in request.topics:
+        result = response.topics.add(name=topic.name)
+        partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+        factor = (
+            defaults.default_replication_factor
+            if topic.replication_factor in (-1, 0)
+            else topic.replication_factor
+        )
+        problem = _topic_problem(topic.name, taken, partitions, factor, dict(topic.configs))
+        if problem is None and factor > len(live):
+            problem = (
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {factor} is larger than the {len(live)} unfenced brokers",
+            )
+        if problem is not None:
+            result.error_code, result.error_message = problem  # type: ignore[assignment]
+            continue
+        start, shift = _placement_start(rng, live)
+        assignment = assign_replicas(
+            partitions, factor, live, start_index=start, first_shift=shift, racks=racks
+        )
+        topic_id = new_topic_id()
+        taken.add(topic.name)
+        result.topic_id = topic_id
+        result.num_partitions = partitions
+        result.replication_factor = factor
+        if request.validate_only:
+            continue
+        records.append(m.MetadataRecord(topic=m.TopicRecord(name=topic.name, topic_id=topic_id)))
+        records += _partition_records(topic_id, assignment)
+        records += [
+            m.MetadataRecord(
+                config=m.ConfigRecord(
+                    resource_type=TOPIC_RESOURCE,  # type: ignore[arg-type]
+                    resource_name=topic.name,
+                    name=key,
+                    value=value,
+                )
+            )
+            for key, value in sorted(topic.configs.items())
+        ]
+    return ControlResult(records, response)
+
+
+def _topic_problem(
+    name: str, taken: set[str], partitions: int, factor: int, configs: dict[str, str]
+) -> tuple[int, str] | None:
+    if (problem := topic_name_problem(name)) is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
+    if name in taken:
+        return ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
+    if not 1 <= partitions <= limits.topic_partitions_max:
+        return (
+            ErrorCode.INVALID_PARTITIONS,
+            f"num_partitions={partitions}: use 1 to {limits.topic_partitions_max} (or -1 for "
+            "the cluster default)",
+        )
+    if factor < 1:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor {factor} is below 1"
+    try:
+        validate_topic_configs(configs, factor)
+    except InvalidConfigError as error:
+        return ErrorCode.INVALID_CONFIG, str(error)
+    return None
+
+
+def _partition_records(topic_id: bytes, assignment: dict[int, list[int]]) -> list[m.MetadataRecord]:
+    return [
+        m.MetadataRecord(
+            partition=m.PartitionRecord(
+                topic_id=topic_id,
+                partition=partition,
+                replicas=replicas,
+                isr=replicas,
+                leader=replicas[0],
+            )
+        )
+        for partition, replicas in sorted(assignment.items())
+    ]
+
+
+def delete_topics(
+    image: MetadataImage, request: c.DeleteTopicsRequest
+) -> ControlResult[c.DeleteTopicsResponse]:
+    response = c.DeleteTopicsResponse()
+    records = []
+    removed: set[str] = set()
+    for name in request.names:
+        result = response.topics.add(name=name)
+        topic = image.topics.get(name)
+        if topic is None or name in removed:
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
+            result.error_message = f"topic {name!r} does not exist"
+            continue
+        removed.add(name)
+        records.append(m.MetadataRecord(remove_topic=m.RemoveTopicRecord(topic_id=topic.topic_id)))
+    return ControlResult(records, response)
+
+
+def create_partitions(
+    image: MetadataImage, request: c.CreatePartitionsRequest, *, rng: RandomSource
+) -> ControlResult[c.CreatePartitionsResponse]:
+    response = c.CreatePartitionsResponse()
+    records: list[m.MetadataRecord] = []
+    live = sorted(b.broker_id for b in image.live_brokers())
+    racks = {b.broker_id: b.rack for b in image.live_brokers()}
+    for wanted in request.topics:
+        result = response.topics.add(name=wanted.name)
+        topic = image.topics.get(wanted.name)
+        if topic is None:
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
+            result.error_message = f"topic {wanted.name!r} does not exist"
+            continue
+        current = len(topic.partitions)
+        if not current < wanted.count <= limits.topic_partitions_max:
+            result.error_code = ErrorCode.INVALID_PARTITIONS  # type: ignore[assignment]
+            result.error_message = (
+                f"topic {wanted.name!r} has {current} partitions; the new count must be larger "
+                f"(partitions can only be added) and at most {limits.topic_partitions_max}"
+            )
+            continue
+        factor = len(topic.partitions[0].replicas)
+        first_leader = topic.partitions[0].replicas[0]
+        try:
+            start = live.index(first_leader) if first_leader in live else rng.randrange(len(live))
+            assignment = assign_replicas(
+                wanted.count - current,
+                factor,
+                live,
+                start_index=start,
+                first_shift=rng.randrange(len(live)),
+                first_partition=current,
+                racks=racks,
+            )
+        except (PlacementError, ValueError) as error:
+            result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR  # type: ignore[assignment]
+            result.error_message = str(error)
+            continue
+        if not request.validate_only:
+            records += _partition_records(topic.topic_id, assignment)
+    return ControlResult(records, response)
