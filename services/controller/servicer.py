@@ -229,6 +229,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         response = control_plane.describe_cluster(self.driver.image)
         response.cluster_id = self.cluster_id
         active = self.driver.active_node_id
+        if active == self.driver.node_id and not self.driver.active:
+            active = None  # elected, but earlier terms' entries are not all applied yet
         for node_id, endpoint in sorted(self.controller_endpoints.items()):
             response.controllers.add(
                 node_id=node_id, endpoint=endpoint, is_active=node_id == active

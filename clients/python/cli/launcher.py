@@ -258,7 +258,7 @@ class ClusterNotHealthyError(RuntimeError):
 
 def cluster_health(spec: ClusterSpec) -> tuple[bool, str]:
     """(healthy, what is missing): healthy = a controller is active and every broker of the
-    spec is registered and unfenced, as some controller sees it."""
+    spec is registered and unfenced, as the active controller sees it."""
     missing = "no controller answered"
     for controller in spec.controllers:
         with grpc.insecure_channel(controller.endpoint) as channel:
@@ -268,7 +268,9 @@ def cluster_health(spec: ClusterSpec) -> tuple[bool, str]:
             except grpc.RpcError as error:
                 missing = f"controller-{controller.node_id}: {error.code().name}"
                 continue
-        if not any(c.is_active for c in answer.controllers):
+        if not any(c.is_active and c.node_id == controller.node_id for c in answer.controllers):
+            # Only the active controller's view counts: a follower that just restarted may still
+            # be replaying its journal and show brokers as they were.
             missing = "no active controller yet (Raft election)"
             continue
         unfenced = {b.broker_id for b in answer.brokers if not b.is_fenced}
