@@ -216,4 +216,12 @@ def test_a_whole_cluster_restart_recovers_metadata_from_snapshots_and_journals(
                 timeout_s=60,
             )
             assert answer.status.metadata_offset >= end
-        create_topic(cluster, "after-restart")
+        # Brokers re-register (fenced until caught up) right after a restart: retry like a user.
+        wait_until("a topic created after the restart", lambda: _try_create(cluster, "after"))
+
+
+def _try_create(cluster: LocalCluster, name: str) -> bool:
+    request = controller_pb2.CreateTopicsRequest(
+        topics=[controller_pb2.CreateTopicsRequest.Topic(name=name, num_partitions=1)]
+    )
+    return admin_write(cluster.spec, "CreateTopics", request).topics[0].error_code in (0, 36)

@@ -235,15 +235,16 @@ class LocalCluster:
         }
 
     def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM every process (brokers first, so they shut down while the quorum is up),
-        then SIGKILL whatever is still running after the grace period."""
-        ordered = sorted(self.processes.items(), key=lambda item: item[0].startswith("controller"))
-        for _, process in ordered:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
+        """SIGTERM the brokers and wait for them (a controlled shutdown needs the quorum up),
+        then the controllers; SIGKILL whatever is still running after the grace period."""
         deadline = time.monotonic() + grace_s
-        for _, process in ordered:
-            _wait_or_kill(process, max(0.0, deadline - time.monotonic()))
+        for role in ("broker", "controller"):
+            group = [p for name, p in self.processes.items() if name.startswith(role)]
+            for process in group:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in group:
+                _wait_or_kill(process, max(0.5, deadline - time.monotonic()))
 
     def log_tail(self, name: str, lines: int = 20) -> str:
         path = self.data_dir / "logs" / f"{name}.log"
