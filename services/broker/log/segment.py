@@ -9,10 +9,12 @@ headers forward in small reads.
 
 Loading (`open`) takes one of two paths. *Trusted* (below the recovery point, or after a clean
 shutdown): the index files are loaded and sanity-checked (offset_index / time_index `decode`), the
-batches after the last index entry are walked to find the segment's end, and — for the active
-segment — the last batch is CRC-checked; any failure falls back to the other path. *Recover*: the
-whole file is re-read in large chunks through `SegmentScan` (framing + one crc32c per batch), the
-file is truncated at the first bad byte and the indexes are rebuilt from what remains.
+batches after the last index entry are walked to find the segment's end, the time index's last
+entry is checked against the batches after it (a prefix of whole entries is sane but stale), and —
+for the active segment — the last batch is CRC-checked; any failure falls back to the other path.
+*Recover*: the whole file is re-read in large chunks through `SegmentScan` (framing + one crc32c
+per batch), the file is truncated at the first bad byte and the indexes are rebuilt from what
+remains.
 
 Indexes are never trusted over the log: a lookup checks that the index entry it used points at a
 batch with the expected base offset, and rebuilds the index from the log when it does not.
@@ -36,7 +38,13 @@ from pathlib import Path
 from samsa.common import limits
 from samsa.common.errors import CorruptRecordError, SamsaError, StorageError
 from samsa.common.record.codec import RecordBatch, decode_batch
-from samsa.common.record.header import HEADER_BYTES, BatchHeader, check_batch, read_header
+from samsa.common.record.header import (
+    HEADER_BYTES,
+    NO_TIMESTAMP,
+    BatchHeader,
+    check_batch,
+    read_header,
+)
 from samsa.services.broker.log.append_info import Piece, PlannedBatch
 from samsa.services.broker.log.checkpoint_file import (
     fsync_directory,
@@ -175,6 +183,7 @@ class Segment:
             time_index = TimeIndex.decode(time_data or b"", relative_offset_end=relative_end)
             self.indexes.offset_index, self.indexes.time_index = offset_index, time_index
             tail = self._checked_tail(offset_index, size_bytes, next_offset_end)
+            self._check_time_index(tail, size_bytes, closed=next_offset_end is not None)
         except (CorruptIndexError, SamsaError):
             self.indexes = SegmentIndexes(self.base_offset, self.indexes.index_interval_bytes)
             return False
@@ -210,6 +219,44 @@ class Segment:
             position, header = tail[-1]
             check_batch(self.read_bytes(position, header.size_bytes))
         return tail
+
+    def _check_time_index(
+        self, tail: list[tuple[int, BatchHeader]], size_bytes: int, *, closed: bool
+    ) -> None:
+        """Prove the loaded time index complete, not merely sane.
+
+        A time index cut at an entry boundary decodes fine but understates the segment's max
+        timestamp: timestamp lookups would skip the segment and retention would delete it early.
+        Its last entry (T, R) must name the batch that first reached T (last offset base + R),
+        and no batch the appends had a chance to index after it — up to the last offset-index
+        entry's batch, or to the end once the segment is closed (the final entry on roll) — may
+        beat T. With monotonic timestamps this walks about one index interval.
+        """
+        timestamp, relative_offset = self.indexes.time_index.last_entry()
+        if closed:
+            end = size_bytes
+        elif len(self.indexes.offset_index):
+            end = tail[0][0] + tail[0][1].size_bytes
+        else:
+            end = 0
+        no_entry = timestamp <= NO_TIMESTAMP
+        start = 0 if no_entry else self.indexes.offset_index.lookup(relative_offset)[1]
+        reached = no_entry
+        for _, header in self._walk(start, end):
+            if reached:
+                if header.max_timestamp > timestamp:
+                    raise CorruptIndexError(
+                        f"the time index misses timestamp {header.max_timestamp}"
+                    )
+            elif header.last_offset >= self.base_offset + relative_offset:
+                if (header.last_offset, header.max_timestamp) != (
+                    self.base_offset + relative_offset,
+                    timestamp,
+                ):
+                    raise CorruptIndexError("the last time-index entry and its batch disagree")
+                reached = True
+        if not reached:
+            raise CorruptIndexError("the last time-index entry points past the indexed batches")
 
     def _scan(self, next_offset_end: int | None, file_size: int) -> SegmentScan:
         """Feed the whole file to a SegmentScan in large reads."""

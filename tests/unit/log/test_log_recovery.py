@@ -173,13 +173,31 @@ def test_damaged_offset_index_is_rebuilt(tmp_path: Path, damage: str, clean: boo
     assert index_files(tmp_path) == originals
 
 
-@pytest.mark.parametrize("damage", ["missing", "torn", "garbage appended"])
-def test_damaged_time_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
+TIME_INDEX_DAMAGE = {
+    **DAMAGE,
+    # Sane but stale: a prefix of whole entries decodes fine and understates the max timestamp
+    # (lookups would skip the segment, retention would delete it early).
+    "cut at an entry boundary": lambda data: data[:-12],
+    "emptied": lambda data: b"",
+    "a larger max forged": lambda data: data[:-12] + struct.pack("<qI", 10**12, 1),
+}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["missing", "torn", "garbage appended", *sorted(set(TIME_INDEX_DAMAGE) - set(DAMAGE))],
+)
+@pytest.mark.parametrize("clean", [True, False])
+def test_damaged_time_index_is_rebuilt(tmp_path: Path, damage: str, clean: bool) -> None:
     log = filled(tmp_path)
+    log.flush()
+    log.checkpoint()
     log.close()
+    if not clean:
+        (tmp_path / CLEAN_SHUTDOWN_FILE).unlink()
     originals = index_files(tmp_path)
     for path in tmp_path.glob("*.timeindex"):
-        damaged = DAMAGE[damage](path.read_bytes())
+        damaged = TIME_INDEX_DAMAGE[damage](path.read_bytes())
         if damaged is None:
             path.unlink()
         else:
