@@ -3,8 +3,12 @@
 python -m bench                    storage and codec
 python -m bench cluster            Samsa next to NATS JetStream and Redis Streams (installs and
                                    starts the peers itself; see bench/cluster_bench.py)
-python -m bench all                both
-python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster), for a smoke run
+python -m bench replication        Samsa RF=3 (3 brokers) next to a 3-server NATS JetStream
+                                   cluster with an R3 stream, and a rolling restart under load
+                                   (see bench/replication_bench.py)
+python -m bench all                all of them
+python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster and replication),
+                                   for a smoke run
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import argparse
 import platform
 
-from bench import cluster_bench
+from bench import cluster_bench, replication_bench
 from bench.codec_bench import format_codec_table, run_codec_bench
 from bench.storage_bench import run_storage_bench
 
@@ -26,11 +30,13 @@ def main() -> None:
     parser.add_argument(
         "mode",
         nargs="?",
-        choices=("local", "cluster", "all"),
+        choices=("local", "cluster", "replication", "all"),
         default="local",
-        help="local: storage and codec (the default); cluster: vs the peers; all: both",
+        help="local: storage and codec (the default); cluster: vs the peers; replication: RF=3 "
+        "vs JetStream R3; all: every one",
     )
     cluster_bench.add_arguments(parser)  # --quick, and the cluster bench's own options
+    replication_bench.add_arguments(parser)
     args = parser.parse_args()
     if args.mode in ("local", "all"):
         scale = 0.1 if args.quick else 1.0
@@ -43,6 +49,10 @@ def main() -> None:
         if args.mode == "all":
             print()
         cluster_bench.run(args)
+    if args.mode in ("replication", "all"):
+        if args.mode == "all":
+            print()
+        replication_bench.run(args)
 
 
 if __name__ == "__main__":

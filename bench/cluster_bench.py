@@ -30,9 +30,13 @@ import platform
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from samsa.cli.launcher import LocalCluster
 
 # --- the pure core: cells, best peer, ratios, tables -----------------------------------------
 
@@ -86,9 +90,11 @@ def is_figure(cell: Cell | None) -> bool:
     return isinstance(cell, int | float) and not isinstance(cell, bool)
 
 
-def best_peer(row: dict[str, Cell], higher_is_better: bool) -> tuple[str, float] | None:
+def best_peer(
+    row: dict[str, Cell], higher_is_better: bool, peer_columns: tuple[str, ...] = PEER_COLUMNS
+) -> tuple[str, float] | None:
     """The peer column with the best figure of the row, or None when no peer has one."""
-    figures = [(name, row[name]) for name in PEER_COLUMNS if is_figure(row.get(name))]
+    figures = [(name, row[name]) for name in peer_columns if is_figure(row.get(name))]
     if not figures:
         return None
     choose = max if higher_is_better else min
@@ -115,32 +121,43 @@ def format_ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
 
-def format_table(title: str, rows: list[tuple[Metric, dict[str, Cell]]]) -> str:
+def format_table(
+    title: str,
+    rows: list[tuple[Metric, dict[str, Cell]]],
+    samsa_columns: tuple[str, ...] = SAMSA_COLUMNS,
+    peer_columns: tuple[str, ...] = PEER_COLUMNS,
+) -> str:
     """One fixed-width table: a column per system, then Samsa over the best peer, per Samsa run.
 
-    The best peer's name is shown beside each ratio so that a reader knows what it is against. A
-    reason too long for its column (a failure's message) becomes "see note N", and the notes
-    follow the table, one per distinct reason."""
-    ratio_headers = [f"{name}/best" for name in SAMSA_COLUMNS]
-    header = f"{'':<{LABEL_WIDTH}}" + "".join(f"{name:>{COLUMN_WIDTH}}" for name in COLUMNS)
-    header += "".join(f"{name:>{RATIO_WIDTH}}" for name in ratio_headers)
+    The best peer's name is shown beside each ratio so that a reader knows what it is against
+    (with a single peer, the header names it instead; with none, there is no ratio). A reason
+    too long for its column (a failure's message) becomes "see note N", and the notes follow the
+    table, one per distinct reason. Long row labels widen the label column."""
+    single_peer = len(peer_columns) == 1
+    against = peer_columns[0] if single_peer else "best"
+    ratio_headers = [f"{name}/{against}" for name in samsa_columns] if peer_columns else []
+    ratio_width = max([RATIO_WIDTH, *(len(name) + 2 for name in ratio_headers)])
+    label_width = max([LABEL_WIDTH, *(len(metric.label) + 2 for metric, _ in rows)])
+    columns = samsa_columns + peer_columns
+    header = f"{'':<{label_width}}" + "".join(f"{name:>{COLUMN_WIDTH}}" for name in columns)
+    header += "".join(f"{name:>{ratio_width}}" for name in ratio_headers)
     lines = [title, header.rstrip()]
     notes: list[str] = []
     for metric, row in rows:
-        line = f"{metric.label:<{LABEL_WIDTH}}"
-        for name in COLUMNS:
+        line = f"{metric.label:<{label_width}}"
+        for name in columns:
             text = format_cell(row.get(name), metric.decimals)
             if len(text) >= COLUMN_WIDTH:
                 if text not in notes:
                     notes.append(text)
                 text = f"see note {notes.index(text) + 1}"
             line += f"{text:>{COLUMN_WIDTH}}"
-        best = best_peer(row, metric.higher_is_better)
-        for name in SAMSA_COLUMNS:
+        best = best_peer(row, metric.higher_is_better, peer_columns)
+        for name in samsa_columns if peer_columns else ():
             text = format_ratio(ratio(row.get(name), best[1] if best else None))
-            if best and text != "n/a":
+            if best and text != "n/a" and not single_peer:
                 text += f" ({best[0]})"
-            line += f"{text:>{RATIO_WIDTH}}"
+            line += f"{text:>{ratio_width}}"
         lines.append(line.rstrip())
     lines += [f"  note {number}: {text}" for number, text in enumerate(notes, 1)]
     return "\n".join(lines)
@@ -153,10 +170,12 @@ Rows = list[tuple[Metric, dict[str, Cell]]]
 class Table:
     title: str
     rows: Rows
+    samsa_columns: tuple[str, ...] = SAMSA_COLUMNS
+    peer_columns: tuple[str, ...] = PEER_COLUMNS
 
     @property
     def text(self) -> str:
-        return format_table(self.title, self.rows)
+        return format_table(self.title, self.rows, self.samsa_columns, self.peer_columns)
 
     def row(self, label: str) -> dict[str, Cell]:
         return next((row for metric, row in self.rows if metric.label == label), {})
@@ -196,16 +215,22 @@ def verdict(target: Target, row: dict[str, Cell], column: str) -> str:
     return f"{'met' if met else 'missed'} ({value:.2f}x)"
 
 
-def format_targets(title: str, rows_by_label: dict[str, dict[str, Cell]]) -> str:
+def format_targets(
+    title: str,
+    rows_by_label: dict[str, dict[str, Cell]],
+    targets: tuple[Target, ...] = TARGETS,
+    samsa_columns: tuple[str, ...] = SAMSA_COLUMNS,
+) -> str:
     """The targets, one line each, a verdict per Samsa column."""
+    width = max([TARGET_WIDTH, *(len(target.label) + 2 for target in targets)])
     lines = [
         title,
-        f"{'':<{TARGET_WIDTH}}" + "".join(f"{c:>{COLUMN_WIDTH}}" for c in SAMSA_COLUMNS),
+        f"{'':<{width}}" + "".join(f"{c:>{COLUMN_WIDTH}}" for c in samsa_columns),
     ]
-    for target in TARGETS:
+    for target in targets:
         row = rows_by_label.get(target.row_label, {})
-        verdicts = "".join(f"{verdict(target, row, c):>{COLUMN_WIDTH}}" for c in SAMSA_COLUMNS)
-        lines.append(f"{target.label:<{TARGET_WIDTH}}{verdicts}")
+        verdicts = "".join(f"{verdict(target, row, c):>{COLUMN_WIDTH}}" for c in samsa_columns)
+        lines.append(f"{target.label:<{width}}{verdicts}")
     return "\n".join(lines)
 
 
@@ -215,6 +240,17 @@ def cell_of(result: dict | str, key: str) -> Cell:
         return result
     value = result.get(key)
     return value if is_figure(value) else f"n/a (no {key})"
+
+
+def rows_of(
+    measured: Iterable[tuple[Metric, dict[str, dict | str]]], columns: tuple[str, ...] = COLUMNS
+) -> Rows:
+    """A table's rows from (metric, results by column): each column's figure under the metric's
+    key, or the reason its result carries instead."""
+    return [
+        (metric, {column: cell_of(results[column], metric.key) for column in columns})
+        for metric, results in measured
+    ]
 
 
 def failure_reason(error: BaseException, limit: int = 200) -> str:
@@ -271,16 +307,25 @@ def call_with_available(function: Callable[..., dict], available: dict[str, obje
 
 
 @contextlib.contextmanager
-def samsa_cluster(brokers: int = 1) -> Iterator[str]:
-    """A local Samsa cluster (1 controller, `brokers` brokers) for the run; yields its bootstrap
-    servers and stops every process by PID on the way out."""
+def running_samsa(
+    controllers: int = 1, brokers: int = 1, settings: dict[str, str] | None = None
+) -> Iterator[LocalCluster]:
+    """A healthy local Samsa cluster in a temporary directory for the run; every process is
+    stopped by PID on the way out (the launcher's `running`), whatever happens in between."""
     from samsa.cli.launcher import LocalCluster, load_or_create, running, wait_healthy
 
     with tempfile.TemporaryDirectory(prefix="samsa-bench-cluster-") as root:
-        spec = load_or_create(Path(root), controllers=1, brokers=brokers)
+        spec = load_or_create(Path(root), controllers, brokers, settings)
         with running(LocalCluster(spec, Path(root))) as cluster:
             wait_healthy(cluster)
-            yield spec.bootstrap_servers
+            yield cluster
+
+
+@contextlib.contextmanager
+def samsa_cluster(brokers: int = 1) -> Iterator[str]:
+    """A local Samsa cluster (1 controller, `brokers` brokers); yields its bootstrap servers."""
+    with running_samsa(1, brokers) as cluster:
+        yield cluster.spec.bootstrap_servers
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
@@ -348,7 +393,7 @@ PARTITION_COUNTS = (1, 6)
 TARGET_SCENARIO = (100, 1)  # (size, partitions) the targets are set for
 
 
-def _measure(function: Callable[[], dict]) -> dict | str:
+def measure_or_reason(function: Callable[[], dict]) -> dict | str:
     """Run one measurement; a failure becomes the cell's text, with the traceback on stderr."""
     try:
         return function()
@@ -383,12 +428,14 @@ class Systems:
                 return "n/a (not started)"
             function = self.peer_functions[column][kind]
             if kind in ("produce", "consume"):
-                return _measure(lambda: function(url, count, scenario.size, scenario.partitions))
+                return measure_or_reason(
+                    lambda: function(url, count, scenario.size, scenario.partitions)
+                )
             if kind == "end_to_end_latency":
-                return _measure(
+                return measure_or_reason(
                     lambda: function(url, count, scenario.size, plan.end_to_end_interval_s)
                 )
-            return _measure(lambda: function(url, count, scenario.size))
+            return measure_or_reason(lambda: function(url, count, scenario.size))
         if kind not in self.samsa:
             return self.samsa_reason or NOT_BUILT
         compression = "zstd" if column == "samsa+zstd" else "none"
@@ -413,7 +460,7 @@ class Systems:
                 create_topic(self.bootstrap, topic, scenario.partitions)
             return call_with_available(self.samsa[kind], available)
 
-        return _measure(measure)
+        return measure_or_reason(measure)
 
 
 def throughput_table(systems: Systems, scenario: Scenario, plan: Plan) -> Table:
@@ -427,15 +474,14 @@ def throughput_table(systems: Systems, scenario: Scenario, plan: Plan) -> Table:
             consumed[column] = reason if reason.startswith("n/a") else "n/a (produce failed)"
         else:
             consumed[column] = systems.run(column, "consume", scenario, count, plan)
-    rows = [
-        (metric, {column: cell_of(results[column], metric.key) for column in COLUMNS})
-        for metric, results in (
+    rows = rows_of(
+        [
             (PRODUCE_RATE, produced),
             (PRODUCE_MB, produced),
             (CONSUME_RATE, consumed),
             (CONSUME_MB, consumed),
-        )
-    ]
+        ]
+    )
     title = f"{scenario.title}: {count:,} records (peers: no compression)"
     return Table(title, rows)
 
@@ -520,17 +566,24 @@ def main(argv: list[str] | None = None) -> None:
     run(parser.parse_args(argv))
 
 
-def run(args: argparse.Namespace) -> None:
+def print_tables(heading: str, tables: Iterable[str], name: str) -> None:
+    """The heading, each table as soon as it is measured (a run takes minutes), then how long
+    the whole took."""
     started = time.monotonic()
     print(
-        f"Samsa vs NATS JetStream and Redis Streams on {platform.python_implementation()} "
-        f"{platform.python_version()}, one Python process per client",
+        f"{heading} on {platform.python_implementation()} {platform.python_version()}, "
+        "one Python process per client",
         flush=True,
     )
-    for table in run_cluster_bench(args.quick, install=not args.no_install, brokers=args.brokers):
+    for table in tables:
         print()
         print(table, flush=True)
-    print(f"\n(cluster benchmark took {time.monotonic() - started:.0f} s)")
+    print(f"\n({name} took {time.monotonic() - started:.0f} s)")
+
+
+def run(args: argparse.Namespace) -> None:
+    tables = run_cluster_bench(args.quick, install=not args.no_install, brokers=args.brokers)
+    print_tables("Samsa vs NATS JetStream and Redis Streams", tables, "cluster benchmark")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ each) or six Redis stream keys, written round-robin and read all together — th
   each record), `fetch(batch)` until every record is in; the streams' fetch loops run together.
 - consume, Redis: XREAD COUNT `count` over every key at once, from each key's last id seen.
 - sync latency: one publish-and-ack (JetStream) or one XADD (Redis) at a time.
+- replicas (JetStream's produce and sync latency, for the replication bench): the streams are
+  created with `num_replicas`, and the client then connects to the server leading the first
+  stream, as Samsa's producer talks to the partition leader directly.
 - end-to-end latency at low load: a consumer is already waiting (a push subscription for
   JetStream, a blocking XREAD for Redis, both on the same event loop as the producer); the producer
   sends one record every `interval_s` and the time from just before the send to the record's
@@ -35,6 +38,7 @@ FETCH_BATCH = 1000  # records per JetStream pull request
 PIPELINE = 1000  # XADDs per Redis pipeline
 XREAD_COUNT = 10_000  # records per XREAD
 VALUE_FIELD = b"v"
+STREAM_CREATE_TIMEOUT_S = 30.0  # a new JetStream cluster elects its meta leader within seconds
 
 
 def percentile(samples: Sequence[float], fraction: float) -> float:
@@ -97,17 +101,56 @@ async def _nats_connect(url: str):
     return await nats.connect(url, max_reconnect_attempts=0, pending_size=64 * 1024 * 1024)
 
 
-async def _nats_reset_streams(js, partitions: int) -> None:
-    """Delete and re-create the bench's streams: file storage, one subject each."""
+async def _nats_reset_streams(js, partitions: int, replicas: int = 1) -> None:
+    """Delete and re-create the bench's streams: file storage, one subject each, `replicas`
+    copies. A cluster that has just started may not have elected its JetStream meta leader yet:
+    the API then times out or answers 503, and the reset is retried for a bounded time."""
+    import nats.errors
     import nats.js.errors
     from nats.js.api import StorageType
 
+    deadline = time.monotonic() + STREAM_CREATE_TIMEOUT_S
     for index in range(partitions):
-        with contextlib.suppress(nats.js.errors.NotFoundError):
-            await js.delete_stream(_stream_name(index))
-        await js.add_stream(
-            name=_stream_name(index), subjects=[_subject(index)], storage=StorageType.FILE
-        )
+        while True:
+            try:
+                with contextlib.suppress(nats.js.errors.NotFoundError):
+                    await js.delete_stream(_stream_name(index))
+                await js.add_stream(
+                    name=_stream_name(index),
+                    subjects=[_subject(index)],
+                    storage=StorageType.FILE,
+                    num_replicas=replicas,
+                )
+                break
+            except (nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError):
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
+
+async def _nats_open(url: str, partitions: int, replicas: int, inflight: int = INFLIGHT):
+    """Connect, reset the streams, and return (connection, JetStream context). With replicas,
+    the connection moves to the server that leads the first stream, so that a publish is not
+    routed through another server first: JetStream's best case, as Samsa's producer also talks
+    to the partition leader directly."""
+    from bench.peers import HOST, nats_port_of
+
+    nc = await _nats_connect(url)
+    try:
+        js = nc.jetstream(publish_async_max_pending=inflight)
+        await _nats_reset_streams(js, partitions, replicas)
+        if replicas == 1:
+            return nc, js
+        leader = (await js.stream_info(_stream_name(0))).cluster.leader
+    except BaseException:
+        await nc.close()
+        raise
+    leader_url = f"nats://{HOST}:{nats_port_of(leader)}"
+    if leader_url == url:
+        return nc, js
+    await nc.close()
+    nc = await _nats_connect(leader_url)
+    return nc, nc.jetstream(publish_async_max_pending=inflight)
 
 
 async def _nats_stream_counts(js, partitions: int) -> list[int]:
@@ -118,11 +161,11 @@ async def _nats_stream_counts(js, partitions: int) -> list[int]:
     return counts
 
 
-async def _nats_produce(url: str, n: int, size: int, partitions: int, inflight: int) -> dict:
-    nc = await _nats_connect(url)
+async def _nats_produce(
+    url: str, n: int, size: int, partitions: int, inflight: int, replicas: int
+) -> dict:
+    nc, js = await _nats_open(url, partitions, replicas, inflight)
     try:
-        js = nc.jetstream(publish_async_max_pending=inflight)
-        await _nats_reset_streams(js, partitions)
         values = make_values(size)
         subjects = [_subject(index) for index in range(partitions)]
         failures: list[BaseException] = []
@@ -185,11 +228,9 @@ async def _nats_consume(url: str, n: int, size: int, partitions: int, batch: int
         await nc.close()
 
 
-async def _nats_sync_latency(url: str, count: int, size: int) -> dict:
-    nc = await _nats_connect(url)
+async def _nats_sync_latency(url: str, count: int, size: int, replicas: int) -> dict:
+    nc, js = await _nats_open(url, 1, replicas)
     try:
-        js = nc.jetstream()
-        await _nats_reset_streams(js, 1)
         value = make_values(size, 1)[0]
         subject = _subject(0)
         samples_ns = []
@@ -237,10 +278,11 @@ async def _nats_end_to_end(url: str, count: int, size: int, interval_s: float) -
 
 
 def nats_produce(
-    url: str, n: int, size: int, partitions: int = 1, inflight: int = INFLIGHT
+    url: str, n: int, size: int, partitions: int = 1, inflight: int = INFLIGHT, replicas: int = 1
 ) -> dict:
-    """Publish `n` records of `size` bytes to fresh streams: records/s and MB/s."""
-    return asyncio.run(_nats_produce(url, n, size, partitions, inflight))
+    """Publish `n` records of `size` bytes to fresh streams of `replicas` copies: records/s
+    and MB/s."""
+    return asyncio.run(_nats_produce(url, n, size, partitions, inflight, replicas))
 
 
 def nats_consume(
@@ -250,9 +292,9 @@ def nats_consume(
     return asyncio.run(_nats_consume(url, n, size, partitions, batch))
 
 
-def nats_sync_latency(url: str, count: int, size: int) -> dict:
+def nats_sync_latency(url: str, count: int, size: int, replicas: int = 1) -> dict:
     """One synchronous publish-and-ack at a time, `count` times: p50/p99 µs."""
-    return asyncio.run(_nats_sync_latency(url, count, size))
+    return asyncio.run(_nats_sync_latency(url, count, size, replicas))
 
 
 def nats_end_to_end_latency(url: str, count: int, size: int, interval_s: float = 0.001) -> dict:

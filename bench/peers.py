@@ -16,6 +16,13 @@ replication is what makes it durable, and there is no replication in these singl
   off so that a fork does not land in the middle of a measurement.)
 
 Neither peer compresses records: the Samsa columns with zstd have no peer counterpart.
+
+For the replication bench, `start_nats_cluster` runs three JetStream servers as one cluster (each
+with its own store directory, a route listener and routes to the two others, a shared cluster
+name and a unique server name, as JetStream clustering requires). A stream with `num_replicas=3`
+(R3) is a Raft group over the three: the publish ack is sent once a quorum (2 of 3) has stored
+the message (written, fsynced in the background as above). Samsa's acks=all with a full ISR
+waits for all three in-sync replicas (and min.insync.replicas=2 refuses writes below two).
 """
 
 from __future__ import annotations
@@ -125,6 +132,20 @@ def ensure_installed(binaries: dict[str, str] = DEBIAN_PACKAGES) -> list[str]:
 # --- starting and stopping -------------------------------------------------------------------
 
 
+def nats_server_name(port: int) -> str:
+    """The server name of the JetStream server whose client port is `port`: stream infos name
+    their leader by server name, and this is how a client finds the leader's URL again."""
+    return f"bench-{port}"
+
+
+def nats_port_of(server_name: str) -> int:
+    """The client port a name from `nats_server_name` stands for."""
+    prefix, _, port = server_name.rpartition("-")
+    if prefix != "bench" or not port.isdigit():
+        raise ValueError(f"not a bench server name: {server_name!r}")
+    return int(port)
+
+
 def nats_command(binary: str, port: int, store_dir: Path, monitor_port: int) -> list[str]:
     """One JetStream server with file storage under `store_dir`."""
     return [
@@ -134,8 +155,36 @@ def nats_command(binary: str, port: int, store_dir: Path, monitor_port: int) -> 
         "-m", str(monitor_port),  # /healthz: ready once JetStream is up
         "-js",
         "-sd", str(store_dir),
-        "-n", f"bench-{port}",
+        "-n", nats_server_name(port),  # unique: JetStream clustering requires server names
     ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NatsNodePorts:
+    """The loopback ports of one server of a JetStream cluster."""
+
+    client: int
+    cluster: int  # the route listener the other servers dial
+    monitor: int
+
+
+def nats_cluster_commands(
+    binary: str, nodes: list[NatsNodePorts], directory: Path, cluster_name: str = "bench-r3"
+) -> list[list[str]]:
+    """One command per server of a JetStream cluster: each stores under its own directory,
+    listens for routes and dials the others' (full mesh, as nats-server's docs set up a
+    cluster). JetStream clustering needs both a unique server name and a cluster name."""
+    commands = []
+    for index, node in enumerate(nodes):
+        routes = ",".join(f"nats://{HOST}:{other.cluster}" for other in nodes if other is not node)
+        store_dir = directory / f"node-{index + 1}" / "jetstream"
+        clustering = [
+            "--cluster_name", cluster_name,
+            "--cluster", f"nats://{HOST}:{node.cluster}",
+            "--routes", routes,
+        ]  # fmt: skip
+        commands.append([*nats_command(binary, node.client, store_dir, node.monitor), *clustering])
+    return commands
 
 
 def redis_command(binary: str, port: int, directory: Path) -> list[str]:
@@ -220,6 +269,49 @@ def start_nats(directory: Path) -> Peer:
         stop(peer)
         raise
     return peer
+
+
+def start_nats_cluster(directory: Path, size: int = 3) -> list[Peer]:
+    """`size` JetStream servers in one cluster under `directory`, each answering /healthz (which
+    in a cluster also means the JetStream meta group has a leader). On any failure every server
+    already started is stopped by PID before the error propagates."""
+    binary = find_binary("nats-server")
+    if binary is None:
+        raise PeerError("nats-server is not installed (ensure_installed() first)")
+    ports = iter(free_ports(3 * size))
+    nodes = [NatsNodePorts(next(ports), next(ports), next(ports)) for _ in range(size)]
+    commands = nats_cluster_commands(binary, nodes, directory)
+    peers: list[Peer] = []
+    try:
+        for index, (node, command) in enumerate(zip(nodes, commands, strict=True)):
+            node_dir = directory / f"node-{index + 1}"
+            node_dir.mkdir(parents=True, exist_ok=True)
+            log_path = node_dir / "nats-server.log"
+            extra = {"monitor_port": str(node.monitor), "cluster_port": str(node.cluster)}
+            process = _spawn(command, log_path)
+            peers.append(Peer(f"nats-{index + 1}", node.client, node_dir, process, log_path, extra))
+        for peer, node in zip(peers, nodes, strict=True):  # they start together, then elect
+            _wait_ready(peer, lambda node=node: _nats_ready(node.client, node.monitor))
+    except BaseException:
+        for peer in peers:
+            stop(peer)
+        raise
+    return peers
+
+
+@contextlib.contextmanager
+def running_nats_cluster(size: int = 3, install: bool = True) -> Iterator[list[Peer]]:
+    """Install nats-server (if asked) and run a `size`-server JetStream cluster in a temporary
+    directory for the duration; every server is stopped by PID on the way out."""
+    if install:
+        ensure_installed({"nats-server": DEBIAN_PACKAGES["nats-server"]})
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-nats-cluster-") as root:
+        peers = start_nats_cluster(Path(root), size)
+        try:
+            yield peers
+        finally:
+            for peer in peers:
+                stop(peer)
 
 
 def start_redis(directory: Path) -> Peer:

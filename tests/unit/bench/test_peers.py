@@ -1,10 +1,11 @@
 """Goal: the peers start as configured (JetStream with file storage, Redis writing an append-only
-file it never fsyncs), answer their clients, and are stopped by PID even when the benchmark fails
-in the middle.
+file it never fsyncs, three JetStream servers forming one cluster), answer their clients, and are
+stopped by PID even when the benchmark fails in the middle.
 
-Method: the command builders are checked as data; then, where Debian's nats-server and
-redis-server are installed (the bench installs them; CI may not have), both are really started on
-loopback, spoken to with their Python clients, and checked to be gone after the context exits.
+Method: the command builders are checked as data; a cluster start that fails half-way is driven
+with fake processes; then, where Debian's nats-server and redis-server are installed (the bench
+installs them; CI may not have), both are really started on loopback, spoken to with their Python
+clients, and checked to be gone after the context exits.
 """
 
 from __future__ import annotations
@@ -23,6 +24,88 @@ def test_nats_runs_jetstream_with_file_storage_on_loopback(tmp_path: Path) -> No
     assert command[command.index("-sd") + 1] == str(tmp_path / "js")
     assert command[command.index("-a") + 1] == "127.0.0.1"
     assert command[command.index("-p") + 1] == "4222"
+
+
+NODES = [peers.NatsNodePorts(4222, 6222, 8222), peers.NatsNodePorts(4223, 6223, 8223),
+         peers.NatsNodePorts(4224, 6224, 8224)]  # fmt: skip
+
+
+def _flags(command: list[str]) -> dict[str, str]:
+    """Each flag with the argument after it ("-js" takes none)."""
+    return {
+        flag: command[index + 1]
+        for index, flag in enumerate(command)
+        if flag.startswith("-") and flag != "-js"
+    }
+
+
+def test_nats_cluster_servers_store_apart_and_each_routes_to_the_two_others(
+    tmp_path: Path,
+) -> None:
+    commands = peers.nats_cluster_commands("/usr/sbin/nats-server", NODES, tmp_path)
+    assert len(commands) == 3
+    flags = [_flags(command) for command in commands]
+    assert all("-js" in command for command in commands)
+    assert len({f["-sd"] for f in flags}) == 3  # each its own JetStream directory
+    assert all(f["-sd"].startswith(str(tmp_path)) for f in flags)
+    assert len({f["-n"] for f in flags}) == 3  # JetStream clustering needs unique server names
+    assert {f["--cluster_name"] for f in flags} == {"bench-r3"}
+    for node, f in zip(NODES, flags, strict=True):
+        assert f["-p"] == str(node.client) and f["-m"] == str(node.monitor)
+        assert f["--cluster"] == f"nats://127.0.0.1:{node.cluster}"
+        routes = set(f["--routes"].split(","))
+        assert routes == {f"nats://127.0.0.1:{o.cluster}" for o in NODES if o is not node}
+
+
+def test_a_server_name_leads_back_to_its_client_port() -> None:
+    assert peers.nats_port_of(peers.nats_server_name(4223)) == 4223
+    for name in ("nats-4223", "bench-", "bench-x1"):
+        with pytest.raises(ValueError, match="not a bench server name"):
+            peers.nats_port_of(name)
+
+
+class FakeProcess:
+    """Enough of subprocess.Popen for peers.stop: running until signalled."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self.signals: list[int] = []
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        self.signals.append(sig)
+        self.returncode = -sig
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return self.returncode
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+
+def test_a_cluster_that_fails_to_come_up_stops_every_server_it_started(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spawned: list[FakeProcess] = []
+
+    def fake_spawn(command: list[str], log_path: Path) -> FakeProcess:
+        spawned.append(FakeProcess(1000 + len(spawned)))
+        return spawned[-1]
+
+    def fake_wait_ready(peer: peers.Peer, probe: object) -> None:
+        if peer.name == "nats-2":
+            raise peers.PeerError("nats-2 not ready")
+
+    monkeypatch.setattr(peers, "find_binary", lambda binary: f"/usr/sbin/{binary}")
+    monkeypatch.setattr(peers, "_spawn", fake_spawn)
+    monkeypatch.setattr(peers, "_wait_ready", fake_wait_ready)
+    with pytest.raises(peers.PeerError, match="nats-2 not ready"):
+        peers.start_nats_cluster(tmp_path, size=3)
+    assert len(spawned) == 3
+    assert all(process.signals == [peers.signal.SIGTERM] for process in spawned)
 
 
 def test_redis_writes_its_aof_without_fsync_and_takes_no_snapshots(tmp_path: Path) -> None:
