@@ -14,7 +14,11 @@ then run until shutdown:
   again.
 
 Controlled shutdown: `shutdown()` heartbeats with want_shutdown until the controller has fenced
-the broker (its leaderships moved away), bounded by a deadline.
+the broker (its leaderships moved away), then keeps following the log until its own image shows
+the fence — so the partitions have applied the leadership moves and answered their waiting acks=all
+produces NOT_LEADER_OR_FOLLOWER before the broker stops serving (KIP-631's controlled shutdown
+waits for the same). From then on every heartbeat carries want_shutdown, so a routine heartbeat
+can never unfence a broker on its way out. Both waits share one deadline.
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ class MetadataFollower:
         self.broker_epoch = -1
         self.fenced = True
         self._registered = asyncio.Event()
+        self._shutting_down = False
+        self._image_changed = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Register, then follow and heartbeat until `stop` is set."""
@@ -85,6 +91,7 @@ class MetadataFollower:
         """Controlled shutdown: ask to be fenced so leaderships move before the process stops."""
         if self.broker_epoch < 0:
             return
+        self._shutting_down = True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SHUTDOWN_TIMEOUT_S
         while loop.time() < deadline:
@@ -93,9 +100,22 @@ class MetadataFollower:
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
                 log.warning("controlled shutdown: no controller answered: %s", error)
                 return
-            if response.should_shut_down or response.status.error_code:
+            if response.status.error_code:
                 return
+            if response.should_shut_down:
+                break
             await asyncio.sleep(0.1)
+        while not self.fenced_in_image() and loop.time() < deadline:
+            changed = self._image_changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=deadline - loop.time())
+        if not self.fenced_in_image():
+            log.warning("controlled shutdown: the fence did not reach this broker in time")
+
+    def fenced_in_image(self) -> bool:
+        """Whether this broker's own image shows this incarnation fenced (or replaced)."""
+        me = self.image.brokers.get(self.broker_id)
+        return me is None or me.fenced or me.broker_epoch != self.broker_epoch
 
     # --- registration and heartbeats --------------------------------------------------------
 
@@ -131,7 +151,7 @@ class MetadataFollower:
             broker_id=self.broker_id,
             broker_epoch=self.broker_epoch,
             metadata_offset=self.image.end_offset,
-            want_shutdown=want_shutdown,
+            want_shutdown=want_shutdown or self._shutting_down,
         )
         timeout_s = max(1.0, self.heartbeat_interval_ms / 1000)
         return await self.controllers.write("BrokerHeartbeat", request, timeout_s)
@@ -183,6 +203,8 @@ class MetadataFollower:
             if new is not self.image:
                 old, self.image = self.image, new
                 self.on_change(old, new)
+                self._image_changed.set()
+                self._image_changed = asyncio.Event()
 
 
 def apply_fetch(
