@@ -1,7 +1,8 @@
 """Samsa's side of the cluster benchmark: the Python SDK from one process, as a user runs it.
 
-Each function measures one thing against a running cluster and returns a dict the harness
-(bench/cluster_bench.py) prints beside the peers: records_per_s / mb_per_s, or p50_us / p99_us.
+Each function measures one thing against a running cluster and returns a dict the cluster
+bench (bench/cluster_bench.py, through bench/harness.py) prints beside the peers: records_per_s /
+mb_per_s, or p50_us / p99_us.
 Records are `size` random bytes (incompressible-ish: zstd gains little, as with real payloads
 that are already compact); keyless, so the sticky partitioner fills big batches, which is what
 the SDK does by default.
@@ -13,7 +14,7 @@ import os
 import threading
 import time
 
-from bench.peer_clients import percentile
+from bench.figures import percentile
 from samsa.client import Consumer, Producer
 
 # One 16 KiB batch is Kafka's default; at 100-byte records the per-request cost dominates,

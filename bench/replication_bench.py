@@ -19,9 +19,9 @@ Scenarios, one partition (one stream), 100-byte and 1 KiB records, from one Pyth
 
 1. produce throughput — Samsa: bench/client_bench.samsa_produce (SDK defaults but batch.size, as
    the cluster bench); JetStream: publish_async with at most 256 acks outstanding
-   (bench/peer_clients.nats_produce). records/s and MB/s.
+   (bench/nats_clients.nats_produce). records/s and MB/s.
 2. latency — one synchronous produce-and-ack at a time, p50/p99 (client_bench.samsa_sync_latency,
-   peer_clients.nats_sync_latency). The JetStream client connects to the stream leader's server,
+   nats_clients.nats_sync_latency). The JetStream client connects to the stream leader's server,
    as Samsa's producer talks to the partition leader.
 3. rolling restart (Samsa only) — the longest pause between acks of a steady acks=all producer
    while each broker is restarted in turn, and a read-back that every acked record is stored
@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench import cluster_bench
-from bench.cluster_bench import (
+from bench.harness import failure_reason, measure_or_reason, print_tables
+from bench.tables import (
     P50,
     P99,
     PRODUCE_MB,
@@ -53,9 +54,7 @@ from bench.cluster_bench import (
     Rows,
     Table,
     Target,
-    failure_reason,
     format_targets,
-    measure_or_reason,
     rows_of,
 )
 
@@ -179,14 +178,14 @@ class Systems:
         self.samsa_reason = "n/a (not started)"
 
     def measure(self, column: str, kind: str, size: int, count: int) -> dict | str:
-        from bench import client_bench, peer_clients
+        from bench import client_bench, nats_clients
 
         if column == JETSTREAM:
             if not self.nats_url:
                 return self.nats_reason
             function: Callable[..., dict] = {
-                "produce": peer_clients.nats_produce,
-                "sync_latency": peer_clients.nats_sync_latency,
+                "produce": nats_clients.nats_produce,
+                "sync_latency": nats_clients.nats_sync_latency,
             }[kind]
             return measure_or_reason(
                 lambda: function(self.nats_url, count, size, replicas=REPLICAS)
@@ -216,7 +215,7 @@ def _start_nats(stack: contextlib.ExitStack, systems: Systems, install: bool) ->
 
 
 def _start_samsa(stack: contextlib.ExitStack, systems: Systems, controllers: int) -> None:
-    from bench.cluster_bench import running_samsa
+    from bench.harness import running_samsa
     from bench.rolling_restart import create_replicated_topics, wait_full_isr
     from samsa.client import Admin
 
@@ -282,7 +281,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     tables = run_replication_bench(args.quick, not args.no_install, args.controllers)
-    cluster_bench.print_tables("Samsa RF=3 vs NATS JetStream R3", tables, "replication benchmark")
+    print_tables("Samsa RF=3 vs NATS JetStream R3", tables, "replication benchmark")
 
 
 def main(argv: list[str] | None = None) -> None:

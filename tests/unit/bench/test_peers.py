@@ -180,7 +180,7 @@ installed = pytest.mark.skipif(
 def test_peers_answer_and_are_stopped_by_pid_even_after_a_failure() -> None:
     redis = pytest.importorskip("redis")  # the `bench` extra
     pytest.importorskip("nats")
-    from bench.peer_clients import nats_produce
+    from bench.nats_clients import nats_produce
 
     started: dict[str, peers.Peer] = {}
     with (

@@ -13,10 +13,10 @@ import types
 
 import pytest
 
-from bench import client_bench, peer_clients
-from bench import cluster_bench as cb
+from bench import client_bench, nats_clients
 from bench import replication_bench as rb
 from bench.rolling_restart import ReadBack, RollingRestartResult
+from bench.tables import Table
 
 PLAN = rb.Plan.for_run(quick=True)
 
@@ -29,7 +29,7 @@ def _results(acks_1: float, acks_all: float, jetstream: float, key: str) -> dict
     }
 
 
-def _size_table(jetstream_p99_us: float = 1000.0) -> cb.Table:
+def _size_table(jetstream_p99_us: float = 1000.0) -> Table:
     produced = _results(300_000.0, 100_000.0, 40_000.0, "records_per_s")
     for result in produced.values():
         result["mb_per_s"] = result["records_per_s"] * 100 / 1e6
@@ -144,7 +144,7 @@ def test_each_system_is_driven_with_its_acks_and_replicas(monkeypatch: pytest.Mo
         return {"records_per_s": 1.0}
 
     monkeypatch.setattr(client_bench, "samsa_produce", samsa_produce)
-    monkeypatch.setattr(peer_clients, "nats_produce", nats_produce)
+    monkeypatch.setattr(nats_clients, "nats_produce", nats_produce)
     systems = rb.Systems()
     assert systems.measure(rb.JETSTREAM, "produce", 100, 10) == "n/a (not started)"
     assert systems.measure("samsa acks=all", "produce", 100, 10) == "n/a (not started)"
@@ -159,12 +159,3 @@ def test_each_system_is_driven_with_its_acks_and_replicas(monkeypatch: pytest.Mo
         ("samsa", "replication-1024b-acks-all", 10, 1024, "none", "all"),
         ("nats", "nats://127.0.0.1:4222", 10, 1024, 3),
     ]
-
-
-def test_a_table_without_peers_has_no_ratio_and_widens_for_long_labels() -> None:
-    long_label = cb.Metric("x", "a label longer than the default label width", False)
-    text = cb.format_table("t", [(long_label, {"samsa": 1.0})], ("samsa",), ())
-    header, row = text.splitlines()[1:]
-    assert header.split() == ["samsa"]
-    assert row.startswith(long_label.label + "  ")
-    assert len(header) == len(row)
