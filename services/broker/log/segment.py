@@ -223,40 +223,22 @@ class Segment:
     def _check_time_index(
         self, tail: list[tuple[int, BatchHeader]], size_bytes: int, *, closed: bool
     ) -> None:
-        """Prove the loaded time index complete, not merely sane.
-
-        A time index cut at an entry boundary decodes fine but understates the segment's max
-        timestamp: timestamp lookups would skip the segment and retention would delete it early.
-        Its last entry (T, R) must name the batch that first reached T (last offset base + R),
-        and no batch the appends had a chance to index after it — up to the last offset-index
-        entry's batch, or to the end once the segment is closed (the final entry on roll) — may
-        beat T. With monotonic timestamps this walks about one index interval.
-        """
-        timestamp, relative_offset = self.indexes.time_index.last_entry()
+        """Prove the loaded time index complete, not merely sane (`TimeIndex.check_last_entry`):
+        walk from the batch of its last entry to the last batch the appends could still have
+        indexed — the last offset-index entry's batch, or the end once the segment is closed
+        (the final entry on roll). With monotonic timestamps this is about one index interval."""
         if closed:
             end = size_bytes
         elif len(self.indexes.offset_index):
             end = tail[0][0] + tail[0][1].size_bytes
         else:
             end = 0
-        no_entry = timestamp <= NO_TIMESTAMP
-        start = 0 if no_entry else self.indexes.offset_index.lookup(relative_offset)[1]
-        reached = no_entry
-        for _, header in self._walk(start, end):
-            if reached:
-                if header.max_timestamp > timestamp:
-                    raise CorruptIndexError(
-                        f"the time index misses timestamp {header.max_timestamp}"
-                    )
-            elif header.last_offset >= self.base_offset + relative_offset:
-                if (header.last_offset, header.max_timestamp) != (
-                    self.base_offset + relative_offset,
-                    timestamp,
-                ):
-                    raise CorruptIndexError("the last time-index entry and its batch disagree")
-                reached = True
-        if not reached:
-            raise CorruptIndexError("the last time-index entry points past the indexed batches")
+        timestamp, relative_offset = self.indexes.time_index.last_entry()
+        start = 0
+        if timestamp > NO_TIMESTAMP:
+            start = self.indexes.offset_index.lookup(relative_offset)[1]
+        headers = (header for _, header in self._walk(start, end))
+        self.indexes.time_index.check_last_entry(self.base_offset, headers)
 
     def _scan(self, next_offset_end: int | None, file_size: int) -> SegmentScan:
         """Feed the whole file to a SegmentScan in large reads."""

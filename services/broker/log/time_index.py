@@ -22,9 +22,10 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterable
 
 from samsa.common import limits
-from samsa.common.record.header import NO_TIMESTAMP
+from samsa.common.record.header import NO_TIMESTAMP, BatchHeader
 from samsa.services.broker.log.offset_index import CorruptIndexError, strictly_increasing
 
 ENTRY_BYTES = 12
@@ -88,6 +89,33 @@ class TimeIndex:
         if index < 0:
             return 0
         return self.relative_offsets[index] + 1
+
+    def check_last_entry(self, base_offset: int, headers: Iterable[BatchHeader]) -> None:
+        """Raise CorruptIndexError unless the last entry is complete over `headers`.
+
+        `headers` are the segment's batches from (at the latest) the one holding the last
+        entry's offset up to the last batch the appends could still have indexed. A time index
+        cut at an entry boundary decodes fine but understates the max timestamp (lookups would
+        skip the segment, retention would delete it early): the last entry (T, R) must name the
+        batch that first reached T — last offset base + R — and no later batch may beat T.
+        """
+        timestamp, relative_offset = self.last_entry()
+        reached = timestamp <= NO_TIMESTAMP
+        for header in headers:
+            if reached:
+                if header.max_timestamp > timestamp:
+                    raise CorruptIndexError(
+                        f"the time index misses timestamp {header.max_timestamp}"
+                    )
+            elif header.last_offset >= base_offset + relative_offset:
+                if (header.last_offset, header.max_timestamp) != (
+                    base_offset + relative_offset,
+                    timestamp,
+                ):
+                    raise CorruptIndexError("the last time-index entry and its batch disagree")
+                reached = True
+        if not reached:
+            raise CorruptIndexError("the last time-index entry points past the indexed batches")
 
     def truncate_to_relative_offset(self, relative_offset_end: int) -> None:
         """Drop entries whose offset is no longer in the segment (>= the new end)."""

@@ -13,6 +13,8 @@ from array import array
 
 import pytest
 
+from samsa.common.record.codec import build_batch
+from samsa.common.record.header import read_header
 from samsa.services.broker.log.offset_index import ENTRIES_MAX, CorruptIndexError, OffsetIndex
 from samsa.services.broker.log.segment_index import SegmentIndexes
 from samsa.services.broker.log.time_index import TimeIndex
@@ -93,6 +95,32 @@ def test_time_index_file_layout_and_sanity() -> None:
         TimeIndex.decode(data, relative_offset_end=9)
     with pytest.raises(CorruptIndexError, match="real timestamp"):
         TimeIndex.decode(struct.pack("<qI", -1, 0), relative_offset_end=9)
+
+
+def _headers(*batches: tuple[int, int, int]):
+    """(base offset, record count, max timestamp) -> the headers of such batches."""
+    return [
+        read_header(build_batch([b"v"] * count, timestamps=[timestamp] * count, base_offset=base))
+        for base, count, timestamp in batches
+    ]
+
+
+def test_a_time_index_is_complete_only_when_its_last_entry_is_the_max() -> None:
+    index = TimeIndex(array("q", [50]), array("I", [4]))  # base 0: offset 4 reached time 50
+    index.check_last_entry(0, _headers((3, 2, 50), (5, 1, 40), (6, 3, 50)))
+    problems = {
+        "a later batch beats it (a cut index)": _headers((3, 2, 50), (5, 1, 60)),
+        "its batch never reached that time (forged)": _headers((3, 2, 49)),
+        "its offset is not a batch's last offset": _headers((3, 3, 50)),
+        "its batch is not among the headers": _headers((0, 2, 10)),
+    }
+    for problem, headers in problems.items():
+        with pytest.raises(CorruptIndexError):
+            index.check_last_entry(0, headers)
+            pytest.fail(problem)
+    TimeIndex().check_last_entry(0, _headers((0, 2, -1)))  # no timestamps: no entry needed
+    with pytest.raises(CorruptIndexError):
+        TimeIndex().check_last_entry(0, _headers((0, 2, 7)))  # an emptied index
 
 
 def test_segment_indexes_rule() -> None:
