@@ -5,6 +5,12 @@ through a bare `os.write` loop to a file in the same directory. Runs alternate r
 each side reports its median, so a burst of noise from other tenants hits both. Neither side
 fsyncs (Kafka's default flush policy: leave it to the OS and rely on replication).
 
+Append check: the leader checks every records section before it stores it (issue 9: a batch no
+reader can decode must never be stored). The same 64 KiB batches appended to one log with that
+check and with it replaced by a no-op (the header-only path of earlier versions), alternating in
+blocks, so the cost is measured in one run: uncompressed with 1 KiB and 100 B records (keyless),
+100 B records each with a key and a header, and zstd (which the check must inflate).
+
 Read: the log read back sequentially in 1 MiB fetches, next to `os.pread` of the same file.
 
 Recovery: a child process writes a log and exits with `os._exit` (no close, no clean-shutdown
@@ -16,17 +22,21 @@ process crash (not after a power loss), so this measures the CPU cost of recover
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from samsa.common.record.codec import build_batch
-from samsa.common.record.header import HEADER_BYTES
+from samsa.common.record.header import COMPRESSION_ZSTD, HEADER_BYTES
+from samsa.services.broker.log import append_info
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 
@@ -72,6 +82,38 @@ def _raw_write(path: Path, batch: bytes, appends: int) -> float:
     return time.perf_counter() - started
 
 
+@contextmanager
+def _records_section_check(enabled: bool) -> Iterator[None]:
+    """With enabled=False, the leader's records-section check is a no-op: the header-only append
+    path as it was before the check existed (for the bench's before/after figures only)."""
+    saved = append_info.check_records
+    if not enabled:
+        append_info.check_records = lambda *_: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        append_info.check_records = saved
+
+
+def make_keyed_batch(batch_bytes: int, record_bytes: int) -> bytes:
+    """Records of `record_bytes` with a distinct key and one header each (a traced producer)."""
+    count = (batch_bytes - HEADER_BYTES) // (record_bytes + 24 + 12 + 8 + 6)
+    return build_batch(
+        [os.urandom(record_bytes) for _ in range(count)],
+        keys=[b"user-%06d" % n for n in range(count)],
+        headers=[[("trace", b"0")]] * count,
+        timestamps=_now_ms(),
+    )
+
+
+def make_zstd_batch(batch_bytes: int, record_bytes: int = 1000) -> bytes:
+    """A zstd batch whose compressed size is about `batch_bytes` (values compress ~3:1)."""
+    alphabet = b"abcdefghijklmnop"
+    count = max(1, 3 * batch_bytes // (record_bytes + 24))
+    values = [bytes(random.choices(alphabet, k=record_bytes)) for _ in range(count)]
+    return build_batch(values, timestamps=_now_ms(), compression=COMPRESSION_ZSTD)
+
+
 def _log_append(directory: Path, batch: bytes, appends: int) -> float:
     """Seconds for the appends alone: opening is not on the write path, and closing fsyncs
     (which the raw side does not do either)."""
@@ -100,6 +142,31 @@ def bench_append(root: Path, batch_bytes: int, total_bytes: int, rounds: int = 3
     return AppendFigures(
         len(batch), appends, statistics.median(log_times), statistics.median(raw_times)
     )
+
+
+def bench_append_check(
+    root: Path, batch: bytes, total_bytes: int, block_appends: int = 64
+) -> tuple[float, float]:
+    """(checked MB/s, header-only MB/s): the same appends to one log, alternating in blocks of
+    `block_appends` between the check and the no-op, median per block, so the log's growth and
+    the machine's noise hit both alike."""
+    blocks = max(2, total_bytes // (len(batch) * block_appends))
+    times: dict[bool, list[float]] = {True: [], False: []}
+    directory = root / "check"
+    log = Log.open(directory, LogConfig(), now_ms=_now_ms())
+    now_ms = _now_ms()
+    log.append_as_leader(batch, leader_epoch=0, now_ms=now_ms)
+    for _ in range(blocks):
+        for enabled in (True, False):
+            with _records_section_check(enabled):
+                started = time.perf_counter()
+                for _ in range(block_appends):
+                    log.append_as_leader(batch, leader_epoch=0, now_ms=now_ms)
+                times[enabled].append(time.perf_counter() - started)
+    log.close()
+    shutil.rmtree(directory)
+    size = len(batch) * block_appends / MIB
+    return size / statistics.median(times[True]), size / statistics.median(times[False])
 
 
 def bench_read(root: Path, total_bytes: int) -> tuple[float, float, int]:
@@ -184,6 +251,20 @@ def run_storage_bench(scale: float = 1.0) -> list[str]:
                 f"{_size_label(batch_bytes) + ' batches':<22}{log_rate:>12,.0f}"
                 f"{figures.appends / figures.log_seconds:>12,.0f}{raw_rate:>12,.0f}"
                 f"{log_rate / raw_rate:>8.0%}"
+            )
+        lines.append(
+            f"{'append check, 64 KiB':<22}{'checked':>12}{'header-only':>12}{'':>12}{'kept':>8}"
+        )
+        for label, batch in (
+            ("1 KiB records", make_batch(64 * 1024)),
+            ("100 B records", make_batch(64 * 1024, record_bytes=100)),
+            ("100 B, key + header", make_keyed_batch(64 * 1024, record_bytes=100)),
+            ("zstd, 1 KiB records", make_zstd_batch(64 * 1024)),
+        ):
+            checked, header_only = bench_append_check(root, batch, int(128 * MIB * scale))
+            lines.append(
+                f"{label:<22}{checked:>12,.0f}{header_only:>12,.0f}{'MB/s':>12}"
+                f"{checked / header_only:>8.0%}"
             )
         log_seconds, raw_seconds, read_bytes = bench_read(root, int(256 * MIB * scale))
         lines.append(

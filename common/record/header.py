@@ -187,16 +187,18 @@ def check_batch(
         raise CorruptRecordError(
             f"batch truncated at position {position}: fewer than {LOG_OVERHEAD} bytes remain"
         )
+    end = position + size
+    if end > len(buffer):
+        # Before the size limit: bytes that are not a batch at all (their "length" is whatever
+        # they hold) are corrupt, not too large.
+        raise CorruptRecordError(
+            f"batch at position {position} declares {size} bytes but only "
+            f"{len(buffer) - position} remain"
+        )
     if size > max_batch_bytes:
         raise RecordTooLargeError(
             f"batch of {size} bytes exceeds max.message.bytes={max_batch_bytes}: send smaller "
             f"batches (batch.size) or raise the topic's max.message.bytes"
-        )
-    end = position + size
-    if end > len(buffer):
-        raise CorruptRecordError(
-            f"batch at position {position} declares {size} bytes but only "
-            f"{len(buffer) - position} remain"
         )
     header = read_header(buffer, position)
     if header.magic != MAGIC:

@@ -15,7 +15,8 @@ import time
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
-from samsa.common.record.codec import decode_batches
+from samsa.common.record.codec import RecordBatch, decode_batch
+from samsa.common.record.header import read_header
 from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
@@ -171,20 +172,51 @@ def _diverged(
 
 
 def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> None:
-    for batch in decode_batches(records):
-        for record in batch:
-            if record.offset < from_offset:
-                continue
-            typed = result.decoded_records.add(offset=record.offset, timestamp_ms=record.timestamp)
-            if record.key is not None:
-                typed.key = record.key
-            if record.value is not None:
-                typed.value = record.value
-            for key, value in record.headers:
-                header = records_pb2.RecordHeader(key=key)
-                if value is not None:
-                    header.value = value
-                typed.headers.append(header)
+    """Typed records for clients with only the generated code. A stored batch that cannot be
+    decoded (written by an older version, or damaged on disk) ends the answer before it, so the
+    records ahead of it are still served; when it comes first, the partition answers
+    CORRUPT_MESSAGE naming its offset, and the client can seek past it."""
+    position = 0
+    while position < len(records):
+        try:
+            batch = decode_batch(records, position)
+        except SamsaError as error:
+            bad_offset = _base_offset_at(records, position, from_offset)
+            if position == 0:
+                _fail(
+                    result,
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"the stored batch at offset {bad_offset} cannot be decoded ({error}); "
+                    f"seek past it to read on",
+                )
+            else:
+                result.next_fetch_offset = bad_offset
+            return
+        _add_typed(result, batch, from_offset)
+        position += batch.header.size_bytes
+
+
+def _base_offset_at(records: bytes, position: int, default: int) -> int:
+    try:
+        return max(default, read_header(records, position).base_offset)
+    except SamsaError:
+        return default
+
+
+def _add_typed(result: FetchPartition, batch: RecordBatch, from_offset: int) -> None:
+    for record in batch:
+        if record.offset < from_offset:
+            continue
+        typed = result.decoded_records.add(offset=record.offset, timestamp_ms=record.timestamp)
+        if record.key is not None:
+            typed.key = record.key
+        if record.value is not None:
+            typed.value = record.value
+        for key, value in record.headers:
+            header = records_pb2.RecordHeader(key=key)
+            if value is not None:
+                header.value = value
+            typed.headers.append(header)
 
 
 async def first_of(events: list[asyncio.Event], timeout_s: float) -> None:

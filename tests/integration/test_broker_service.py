@@ -7,13 +7,22 @@ kill -9 of its broker, a service without health or reflection.
 
 from __future__ import annotations
 
+import signal
+import struct
+
 import grpc
 import pytest
 from cluster_helpers import admin_write, local_cluster, wait_until
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from samsa.client import Consumer
+from samsa.common.errors import CorruptRecordError
 from samsa.common.record.codec import build_batch
+from samsa.common.record.header import CRC_POSITION, HEADER_BYTES, compute_crc, read_header
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
+from samsa.services.broker.partition_host import partition_dir_name
 from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, records_pb2
 
 pytestmark = pytest.mark.timeout(240)
@@ -90,14 +99,14 @@ def latest_offset_or_none(cluster, broker_id: int, partition: int) -> int | None
     return result.offset if result.error_code == NONE else None
 
 
-def fetch_decoded(cluster, broker_id: int, partition: int, offset: int):
+def fetch_decoded(cluster, broker_id: int, partition: int, offset: int, topic: str = "events"):
     request = broker_pb2.FetchRequest(
         max_wait_ms=100,
         max_bytes=1 << 20,
         decode_records=True,
         topics=[
             broker_pb2.FetchRequest.TopicData(
-                name="events",
+                name=topic,
                 partitions=[
                     broker_pb2.FetchRequest.PartitionData(
                         partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20
@@ -256,3 +265,76 @@ def test_produce_stream_answers_each_request_by_correlation_id(cluster) -> None:
     assert set(by_id) == {100, 101, 102}
     assert by_id[101].error_code == UNKNOWN_TOPIC
     assert sorted([by_id[100].base_offset, by_id[102].base_offset]) == [start, start + 1]
+
+
+def poisoned_batch(values: list[bytes], **placement: int) -> bytes:
+    """Issue 9, hole 1: a valid batch whose first offset delta is 2^31-1, CRC re-signed."""
+    raw = bytearray(build_batch(values, **placement))
+    struct.pack_into("<i", raw, HEADER_BYTES, 2**31 - 1)
+    struct.pack_into("<I", raw, CRC_POSITION, compute_crc(raw, 0, len(raw)))
+    return bytes(raw)
+
+
+def test_a_batch_no_reader_can_decode_is_refused_and_a_stored_one_is_reported(cluster) -> None:
+    """The leader refuses the poisoned batch (CORRUPT_MESSAGE, nothing stored). A poisoned batch
+    already on disk (written by an older version: injected while the broker is stopped) answers
+    CORRUPT_MESSAGE for its partition, never UNKNOWN; the records around it stay readable, by
+    generated code and by the SDK consumer, which names the offsets to seek past."""
+    admin_write(
+        cluster.spec,
+        "CreateTopics",
+        controller_pb2.CreateTopicsRequest(
+            topics=[controller_pb2.CreateTopicsRequest.Topic(name="poison", num_partitions=1)]
+        ),
+    )
+    leader = wait_until(
+        "poison-0 led",
+        lambda: leaders(cluster, "poison").get(0, -1) > 0 and leaders(cluster, "poison")[0],
+    )
+    before = produce(cluster, leader, 0, records=build_batch([b"before"]), topic="poison")
+    assert before.error_code == NONE, before.error_message
+    refused = produce(cluster, leader, 0, records=poisoned_batch([b"x", b"y"]), topic="poison")
+    assert refused.error_code == CORRUPT
+    assert "offset_deltas must strictly increase" in refused.error_message
+
+    cluster.kill(f"broker-{leader}", signal.SIGTERM)
+    log_dir = cluster.data_dir / f"broker-{leader}" / partition_dir_name("poison", 0)
+    stored = Log.open(log_dir, LogConfig(), now_ms=0)
+    try:
+        epoch = read_header(stored.read(0, 1 << 20).records).partition_leader_epoch
+        placed = {"base_offset": 1, "partition_leader_epoch": epoch}
+        stored.append_as_follower(poisoned_batch([b"x", b"y"], **placed), now_ms=0)
+        placed["base_offset"] = 3
+        stored.append_as_follower(build_batch([b"after"], **placed), now_ms=0)
+    finally:
+        stored.close()
+    cluster.start(f"broker-{leader}")
+    wait_until(
+        "the restarted broker to serve poison-0 up to offset 4",
+        lambda: (
+            leaders(cluster, "poison").get(0) == leader
+            and fetch_decoded(cluster, leader, 0, 0, "poison").high_watermark == 4
+        ),
+        timeout_s=60,
+    )
+    first = fetch_decoded(cluster, leader, 0, 0, "poison")
+    assert first.error_code == NONE, first.error_message
+    assert [r.value for r in first.decoded_records] == [b"before"]
+    assert first.next_fetch_offset == 1  # stops before the poisoned batch
+    bad = fetch_decoded(cluster, leader, 0, 1, "poison")
+    assert bad.error_code == CORRUPT
+    assert "offset 1 cannot be decoded" in bad.error_message
+    assert [r.value for r in fetch_decoded(cluster, leader, 0, 3, "poison").decoded_records] == [
+        b"after"
+    ]
+
+    with Consumer(
+        {"bootstrap.servers": cluster.spec.bootstrap_servers, "auto.offset.reset": "earliest"}
+    ) as consumer:
+        consumer.assign([("poison", 0)])
+        got = wait_until("the record before the poisoned batch", lambda: consumer.poll(1))
+        assert [r.value for r in got] == [b"before"]
+        with pytest.raises(CorruptRecordError, match="seek to 3 to skip it"):
+            wait_until("the poisoned batch", lambda: consumer.poll(1))
+        consumer.seek(("poison", 0), 3)
+        assert [r.value for r in wait_until("the rest", lambda: consumer.poll(1))] == [b"after"]

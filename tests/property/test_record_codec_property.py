@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from samsa.common.errors import SamsaError
 from samsa.common.record import header
 from samsa.common.record.codec import RecordBatch, build_batch, decode_batch, decode_batches
+from samsa.common.record.section_check import _column_bytes, check_records
 
 NULLABLE_BYTES = st.none() | st.binary(max_size=40)
 HEADER = st.tuples(st.text(max_size=8), NULLABLE_BYTES)
@@ -160,3 +161,69 @@ def test_mutated_and_resigned_batches_decode_or_raise_typed(
             value = data.draw(st.sampled_from([-(2**31), -2, -1, 0, 1, 2**31 - 1, 10**6]))
             struct.pack_into("<i", raw, position, value)
     decodes_or_raises_typed(resign(raw))
+
+
+@given(record_lists(), st.data())
+def test_the_append_check_accepts_exactly_the_batches_that_decode(
+    records: dict, data: st.DataObject
+) -> None:
+    """section_check.check_records (arrays only, no record objects) against the decoder: the
+    same verdict on every mutation of a valid batch."""
+    raw = bytearray(build_batch(**records))
+    for _ in range(data.draw(st.integers(0, 3))):
+        position = data.draw(st.integers(header.HEADER_BYTES, len(raw)))
+        action = data.draw(st.sampled_from(["set", "int32", "delete", "insert"]))
+        if action == "insert":
+            raw[position:position] = data.draw(st.binary(min_size=1, max_size=8))
+        elif action == "set" and position < len(raw):
+            raw[position] = data.draw(st.integers(0, 255))
+        elif action == "int32" and position + 4 <= len(raw):
+            value = data.draw(st.sampled_from([-(2**31), -2, -1, 0, 1, 2**31 - 1, 10**6]))
+            struct.pack_into("<i", raw, position, value)
+        elif action == "delete" and header.HEADER_BYTES + 1 < len(raw) > position:
+            del raw[position : position + data.draw(st.integers(1, 8))]
+    signed = resign(raw)
+    try:
+        batch_header = header.check_batch(signed)
+    except SamsaError:
+        return  # framing: not the section's business
+    try:
+        decoded = decode_batch(signed)
+    except SamsaError:
+        decoded = None
+    try:
+        check_records(signed, 0, batch_header)
+        accepted = True
+    except SamsaError:
+        accepted = False
+    assert accepted == (decoded is not None), (
+        "the append check accepted a batch no reader can decode"
+        if accepted
+        else "the append check refused a batch that decodes"
+    )
+
+
+LENGTHS = st.one_of(
+    st.integers(-1, 300),
+    st.integers(-(2**31), 2**31 - 1),
+    st.sampled_from([-2, -1, 0, 2**15, 2**16 - 1, 2**21, 2**24 - 1, 2**24, 2**31 - 1]),
+)
+
+
+@given(
+    st.lists(LENGTHS, min_size=1, max_size=3000)
+    | st.lists(st.integers(0, 2**20), min_size=1, max_size=3000),  # the fast path's domain
+    st.sampled_from([-1, 0]),
+)
+def test_a_length_column_is_summed_exactly_without_iterating_it(
+    lengths: list[int], floor: int
+) -> None:
+    """_column_bytes' residue fast path against the obvious sum: the same total, or the same
+    refusal, for any int32 column (nulls, negatives, lengths at and past the fast bound)."""
+    raw = struct.pack(f"<{len(lengths)}i", *lengths)
+    expected = None if min(lengths) < floor else sum(max(0, n) for n in lengths)
+    try:
+        total = _column_bytes("value_lengths", raw, len(lengths), floor=floor)
+    except SamsaError:
+        total = None
+    assert total == expected

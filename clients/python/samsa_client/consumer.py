@@ -35,8 +35,14 @@ from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
-from samsa.common.errors import ErrorCode, OffsetOutOfRangeError
-from samsa.common.record.codec import decode_batches
+from samsa.common.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    OffsetOutOfRangeError,
+    SamsaError,
+)
+from samsa.common.record.codec import decode_batch
+from samsa.common.record.header import read_header
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -349,11 +355,13 @@ class Consumer:
                     self._read_replicas[tp] = result.preferred_read_replica
                     continue
                 if result.records:
-                    decoded, epoch = self._decode(tp, result.records, offsets[tp])
+                    decoded, epoch, corrupt_at = self._decode(tp, result.records, offsets[tp])
                     if decoded:
                         self._buffers.setdefault(tp, deque()).append(_Buffered(decoded, epoch))
-                        self._fetch_offsets[tp] = max(
-                            decoded[-1].offset + 1, result.next_fetch_offset
+                        self._fetch_offsets[tp] = (
+                            corrupt_at  # fetched again, it fails alone once these are polled
+                            if corrupt_at is not None
+                            else max(decoded[-1].offset + 1, result.next_fetch_offset)
                         )
                         continue
                 if result.next_fetch_offset > self._fetch_offsets[tp]:
@@ -404,11 +412,27 @@ class Consumer:
     @staticmethod
     def _decode(
         tp: TopicPartition, data: bytes, from_offset: int
-    ) -> tuple[list[ConsumerRecord], int]:
+    ) -> tuple[list[ConsumerRecord], int, int | None]:
+        """The records at or after `from_offset`, the last batch's leader epoch, and the offset of
+        a batch that cannot be decoded (None when all could). Records ahead of such a batch are
+        returned; when it comes first, CorruptRecordError says which offsets to seek past."""
         topic, partition = tp
         records: list[ConsumerRecord] = []
         epoch = -1
-        for batch in decode_batches(data):
+        position = 0
+        while position < len(data):
+            try:
+                batch = decode_batch(data, position)
+            except SamsaError as error:
+                corrupt_at = _corrupt_batch_offsets(data, position, from_offset)
+                if records:
+                    return records, epoch, corrupt_at[0]
+                raise CorruptRecordError(
+                    f"{topic}-{partition}: the stored batch at offsets {corrupt_at[0]}.."
+                    f"{corrupt_at[1]} cannot be decoded ({error}); seek to {corrupt_at[1] + 1} "
+                    "to skip it"
+                ) from None
+            position += batch.header.size_bytes
             epoch = batch.header.partition_leader_epoch
             if batch.header.last_offset < from_offset:
                 continue
@@ -426,7 +450,7 @@ class Consumer:
             if batch.header.base_offset < from_offset:
                 chunk = [r for r in chunk if r.offset >= from_offset]
             records += chunk
-        return records, epoch
+        return records, epoch, None
 
     def _take(self, limit: int) -> list[ConsumerRecord]:
         taken: list[ConsumerRecord] = []
@@ -455,6 +479,17 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _corrupt_batch_offsets(data: bytes, position: int, from_offset: int) -> tuple[int, int]:
+    """First and last offset of the undecodable batch at `position`, as far as its header
+    tells (only the fetch offset when even the header is unreadable)."""
+    try:
+        batch_header = read_header(data, position)
+    except SamsaError:
+        return from_offset, from_offset
+    first = max(from_offset, batch_header.base_offset)
+    return first, max(first, batch_header.last_offset)
 
 
 def _fetch_topics(

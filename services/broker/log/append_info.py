@@ -1,18 +1,22 @@
 """Validate an append, then plan it: the bytes to write, the batches to index, the AppendInfo.
 
-Theory of operation (Kafka's analyzeAndValidateRecords + LogValidator, header-only). An append is
-one or more concatenated batches. Everything is checked before anything is written, so that a
-rejected append stores nothing:
+Theory of operation (Kafka's analyzeAndValidateRecords + LogValidator, without decoding a
+record). An append is one or more concatenated batches. Everything is checked before anything is
+written, so that a rejected append stores nothing:
 
 - leader appends (`plan_leader_append`): every batch passes header.check_batch against the topic's
   max.message.bytes (framing, magic, attributes, CRC), carries dense offsets (last_offset_delta ==
-  record_count - 1, as every producer writes them), and the whole append fits in one segment.
+  record_count - 1, as every producer writes them), is not a control batch (only the broker
+  writes transaction markers, through `allow_control_batches`), has a records section that
+  every reader can decode (section_check.check_records: arrays, lengths, offset deltas, header
+  keys; a compressed section is inflated once for it), and the whole append fits in one segment.
   Then offsets are assigned from the log end offset and the leader epoch (and, under
   LogAppendTime, the append time) are stamped into the headers. Records are never decoded.
 - follower appends (`plan_follower_append`): offsets were assigned by the leader; every batch
   passes check_batch against the hard batch limit (not the topic's max.message.bytes, so that a
   lowered setting cannot wedge replication of what the leader accepted), the first starts at or
-  after the log end offset and each starts after the previous one ended.
+  after the log end offset and each starts after the previous one ended. The records sections are
+  not re-checked: the leader checked them, and the CRC proves they arrived as it stored them.
 
 Copies: one bytearray copy of the append when headers must be rewritten across several batches or
 re-signed (LogAppendTime); a single batch under CreateTime is stamped through a 61-byte header
@@ -29,6 +33,7 @@ from typing import NamedTuple
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, InvalidRecordError, RecordTooLargeError
 from samsa.common.record.header import (
+    CONTROL,
     HEADER_BYTES,
     NO_TIMESTAMP,
     BatchHeader,
@@ -36,6 +41,7 @@ from samsa.common.record.header import (
     stamp_log_append_time,
     stamp_offsets,
 )
+from samsa.common.record.section_check import check_records
 
 Piece = bytes | bytearray | memoryview
 
@@ -98,8 +104,10 @@ def plan_leader_append(
     max_message_bytes: int,
     segment_bytes: int,
     log_append_time_ms: int | None,
+    allow_control_batches: bool = False,
 ) -> AppendPlan:
-    """Validate producer batches and assign them offsets from `log_end_offset`."""
+    """Validate producer batches and assign them offsets from `log_end_offset`. Control batches
+    (transaction markers) are refused unless the broker itself writes them (Kafka's origin)."""
     found = validate_batches(data, max_batch_bytes=max_message_bytes, segment_bytes=segment_bytes)
     for position, header in found:
         if header.last_offset_delta != header.record_count - 1:
@@ -107,6 +115,12 @@ def plan_leader_append(
                 f"batch at position {position} has last_offset_delta {header.last_offset_delta} "
                 f"for {header.record_count} records: a producer's offsets are dense (0..N-1)"
             )
+        if header.attributes & CONTROL and not allow_control_batches:
+            raise InvalidRecordError(
+                f"batch at position {position} is a control batch: only the broker writes "
+                "transaction markers"
+            )
+        check_records(data, position, header)
     if len(found) == 1 and log_append_time_ms is None:
         prefix = bytearray(data[:HEADER_BYTES])
         stamp_offsets(prefix, 0, log_end_offset, leader_epoch)
