@@ -7,25 +7,275 @@
 - server reflection, so that grpcurl and other generic tools can list and call the API;
 - the OpenTelemetry server interceptor: a span per RPC, continuing the W3C trace context a client
   sends in metadata — when tracing is on (OTEL_TRACES_EXPORTER set, see telemetry.py). Off by
-  default, and then not installed at all: it costs a third of a small RPC's latency.
+  default, and then not installed at all: it costs a third of a small RPC's latency;
+- the RPC guard (`RpcGuard`), an interceptor every service gets, so that bad bytes and our own bugs
+  end a call with a status a client can act on, and cost a bounded number of log lines.
+
+The guard, in detail. grpc.aio answers a request its deserializer cannot parse with UNKNOWN
+("Unexpected DecodeError") and logs a traceback at ERROR for each one; inside a request stream the
+DecodeError is raised into whichever task iterates the requests, where it can die unseen. The
+guard wraps each method handler once (cached by method name, so an RPC costs a dict lookup):
+- its request deserializer returns an `_Undecodable` sentinel instead of raising DecodeError;
+- its behaviour aborts with INVALID_ARGUMENT ("the request is not a valid samsa.v1.X: <reason>")
+  when the request is the sentinel. A request stream raises `UndecodableRequestError` into
+  whichever task reads it when it meets one; the behaviour turns that into the same abort once it
+  reaches the handler's own task. (Never abort from another task: grpc allows one operation batch
+  at a time per call, so an abort racing the handler's write fails with TOO_MANY_OPERATIONS.
+  A handler that reads its requests in a task of its own must hand that task's failure back, as
+  ProduceStream does);
+- an exception our handler did not expect (a programmer error) answers INTERNAL with a short
+  message instead of grpc's UNKNOWN with the exception's text; grpc's own control-flow errors
+  (an abort, a stopped server) pass through untouched.
+Both kinds are logged (undecodable at WARNING, one line; unexpected at ERROR with the traceback),
+at most `limits.rpc_failure_log_lines_max` lines per `rpc_failure_log_window_ms` each; the rest are
+counted and summarized in one line when the window ends (rate_limited_log.py is the pure rule).
+Only `async def` and async-generator behaviours are wrapped (all of Samsa's); a synchronous one
+is served as grpc would serve it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from samsa.common import limits
+from samsa.services.runtime.rate_limited_log import LogRateLimiter
+
+_LOGGER = logging.getLogger(__name__)
 
 SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
     ("grpc.so_reuseport", 0),
 ]
+
+
+# The longest reason from a DecodeError quoted back to the client.
+_REASON_CHARS_MAX = 200
+
+
+def _monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class _Undecodable:
+    """What a guarded deserializer returns for bytes that are not the method's request type."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _guard_deserializer(deserializer: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    descriptor = getattr(getattr(deserializer, "__self__", None), "DESCRIPTOR", None)
+    type_name = getattr(descriptor, "full_name", "request message")
+
+    def deserialize(raw: bytes) -> Any:
+        try:
+            return deserializer(raw)
+        except DecodeError as error:
+            # upb says "Error parsing message with type 'X': <reason>"; keep the reason.
+            reason = str(error).rpartition("': ")[2] or "not protobuf wire format"
+            return _Undecodable(
+                f"the request is not a valid {type_name}: {reason[:_REASON_CHARS_MAX]} "
+                f"({len(raw)} bytes)"
+            )
+
+    return deserialize
+
+
+class UndecodableRequestError(Exception):
+    """Raised by a guarded request stream at an undecodable message; answered INVALID_ARGUMENT."""
+
+
+class _RateLimitedLogger:
+    """One kind of line, written at most as often as `LogRateLimiter` allows; a timer writes the
+    summary of a window that ended with lines suppressed."""
+
+    def __init__(self, level: int, kind: str, clock_ms: Callable[[], int]) -> None:
+        self.level = level
+        self.kind = kind
+        self.clock_ms = clock_ms
+        self.limiter = LogRateLimiter(
+            limits.rpc_failure_log_lines_max, limits.rpc_failure_log_window_ms
+        )
+        self.summary_armed = False
+
+    def log(self, message: str, *args: object, exc_info: BaseException | None = None) -> None:
+        now_ms = self.clock_ms()
+        admission = self.limiter.admit(now_ms)
+        if admission.suppressed_before:
+            self._summarize(admission.suppressed_before)
+        if admission.write:
+            _LOGGER.log(self.level, message, *args, exc_info=exc_info)
+        elif not self.summary_armed:
+            self._arm(now_ms)
+
+    def _arm(self, now_ms: int) -> None:
+        end_ms = self.limiter.window_end_ms()
+        assert end_ms is not None
+        self.summary_armed = True
+        # A few ms late rather than early: asyncio may run a timer up to its clock resolution soon.
+        delay_s = (max(0, end_ms - now_ms) + 10) / 1000
+        asyncio.get_running_loop().call_later(delay_s, self._flush)
+
+    def _flush(self) -> None:
+        self.summary_armed = False
+        now_ms = self.clock_ms()
+        suppressed = self.limiter.close_window(now_ms)
+        if suppressed:
+            self._summarize(suppressed)
+        elif self.limiter.suppressed:
+            self._arm(now_ms)
+
+    def _summarize(self, suppressed: int) -> None:
+        _LOGGER.log(
+            self.level,
+            "suppressed %d more log lines about %s in the last %d s",
+            suppressed,
+            self.kind,
+            limits.rpc_failure_log_window_ms // 1000,
+            extra={"suppressed": suppressed},
+        )
+
+
+Behaviour = Callable[[Any, grpc.aio.ServicerContext], Any]
+
+
+class RpcGuard(grpc.aio.ServerInterceptor):
+    """Undecodable requests answer INVALID_ARGUMENT, unexpected exceptions INTERNAL; both are
+    logged at a bounded rate (see the module docstring)."""
+
+    def __init__(self, clock_ms: Callable[[], int] = _monotonic_ms) -> None:
+        # method -> (the handler grpc found, its guarded twin). Only methods a service serves get
+        # here (an unknown method has no handler), so this holds one entry per served method.
+        self._guarded: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        self._undecodable_log = _RateLimitedLogger(
+            logging.WARNING, "undecodable requests", clock_ms
+        )
+        self._failure_log = _RateLimitedLogger(logging.ERROR, "unexpected exceptions", clock_ms)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method
+        cached = self._guarded.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        guarded = self._guard(handler, method)
+        self._guarded[method] = (handler, guarded)
+        return guarded
+
+    def _guard(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
+        if streaming_in:
+            behaviour = handler.stream_stream if streaming_out else handler.stream_unary
+        else:
+            behaviour = handler.unary_stream if streaming_out else handler.unary_unary
+        wrapped = self._wrap(behaviour, method, streaming_in)
+        if wrapped is None:
+            return handler
+        deserializer = handler.request_deserializer
+        build = {
+            (False, False): grpc.unary_unary_rpc_method_handler,
+            (False, True): grpc.unary_stream_rpc_method_handler,
+            (True, False): grpc.stream_unary_rpc_method_handler,
+            (True, True): grpc.stream_stream_rpc_method_handler,
+        }[(streaming_in, streaming_out)]
+        return build(
+            wrapped,
+            request_deserializer=deserializer and _guard_deserializer(deserializer),
+            response_serializer=handler.response_serializer,
+        )
+
+    def _wrap(self, behaviour: Behaviour, method: str, streaming_in: bool) -> Behaviour | None:
+        checked = self._check_stream if streaming_in else self._check_request
+        if inspect.isasyncgenfunction(behaviour):
+
+            async def stream_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    request = checked(request, context, method)
+                    async for response in behaviour(request, context):
+                        yield response
+                except UndecodableRequestError as refused:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(refused))
+                except grpc.aio.BaseError:
+                    raise  # an abort, a stopped server: grpc's own control flow
+                except Exception as error:
+                    await self._fail(error, context, method)
+
+            return stream_out
+        if inspect.iscoroutinefunction(behaviour):
+
+            async def unary_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    request = checked(request, context, method)
+                    return await behaviour(request, context)
+                except UndecodableRequestError as refused:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(refused))
+                except grpc.aio.BaseError:
+                    raise
+                except Exception as error:
+                    await self._fail(error, context, method)
+
+            return unary_out
+        return None
+
+    def _check_request(self, request: Any, context: grpc.aio.ServicerContext, method: str) -> Any:
+        if type(request) is _Undecodable:
+            self._refuse(request, context, method)
+        return request
+
+    def _check_stream(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str
+    ) -> AsyncIterator[Any]:
+        return self._checked_stream(requests, context, method)
+
+    async def _checked_stream(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str
+    ) -> AsyncIterator[Any]:
+        async for request in requests:
+            if type(request) is _Undecodable:
+                self._refuse(request, context, method)
+            yield request
+
+    def _refuse(
+        self, request: _Undecodable, context: grpc.aio.ServicerContext, method: str
+    ) -> None:
+        self._undecodable_log.log(
+            "refused an undecodable request to %s from %s: %s",
+            method,
+            context.peer(),
+            request.message,
+        )
+        raise UndecodableRequestError(request.message)
+
+    async def _fail(self, error: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
+        self._failure_log.log(
+            "unexpected %s in %s: %s", type(error).__name__, method, error, exc_info=error
+        )
+        if context.done():
+            return  # the status is already sent (an abort from another task): nothing to answer
+        await context.abort(
+            grpc.StatusCode.INTERNAL,
+            f"the server failed on {method} ({type(error).__name__}); it is logged there",
+        )
 
 
 class ServerStartError(RuntimeError):
@@ -37,9 +287,11 @@ class GrpcServer:
 
     def __init__(self, listen: str, service_names: Sequence[str], *, tracing: bool) -> None:
         self.listen = listen
-        # The interceptor costs ~0.3 ms per RPC even with nowhere to send spans: installed only
-        # when telemetry.configure() set up an exporter.
-        interceptors = [aio_server_interceptor()] if tracing else []
+        # The tracing interceptor costs ~0.3 ms per RPC even with nowhere to send spans: installed
+        # only when telemetry.configure() set up an exporter. The guard is innermost, so a span
+        # records the status it chose.
+        self.guard = RpcGuard()
+        interceptors = [aio_server_interceptor(), self.guard] if tracing else [self.guard]
         self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)

@@ -1,0 +1,482 @@
+"""Goal: no request, however malformed or absurd, gets UNKNOWN or INTERNAL (an unhandled bug),
+hangs past its deadline, stops a process, or changes data it should not: every call to every
+method of BrokerService and ControllerService ends, in time, with a status a client can act on.
+
+Method: ONE real cluster for the module (1 controller + 1 broker, processes stopped by PID),
+holding a topic `fz-known` with known records and a topic `fz-target` for the fuzzer's produces.
+The methods are enumerated from the service descriptors in samsa.v1.broker_pb2/controller_pb2 and
+called with identity serializers (raw bytes), each with a deadline. Hypothesis draws:
+(a) bytes: random, or a well-formed request serialized and then mutated (bit flips, truncations,
+    splices, absurd integers over fields: tests/fuzz/fuzz_inputs.py);
+(b) well-formed requests with absurd values, built from the descriptor (`messages`): extreme and
+    negative integers, unknown enum numbers, empty/huge/invalid names, and once per request a
+    repeated field of 10,001 entries.
+Every status is allowed except UNKNOWN, INTERNAL and DEADLINE_EXCEEDED (PERMISSION_DENIED is the
+normal answer to member-only calls without a proof). Long-polls are kept short: a request to
+Fetch or FetchMetadata gets `max_wait_ms = 20` appended, and a read with min_metadata_offset
+gets 0 appended (protobuf: the last value wins; bytes that do not parse stay unparseable).
+What a well-formed write may legitimately do is fenced off:
+- any write request naming `fz-known` has the name rewritten, byte for byte, to `fz-knowX`
+  (same length, so the bytes stay as valid or invalid as they were): the known topic is never
+  produced to, deleted, repartitioned or reconfigured;
+- CreateTopics/CreatePartitions counts between 65 and the hard limit are cut to 64, and topic
+  names come from a small pool, so the broker is never asked to open thousands of logs;
+- config names never include retention or cleanup settings (a broker-level retention.ms=1 would
+  legitimately delete the known records).
+At the end the known records read back byte-identical, fz-known keeps its id, partitions and
+configs, and no process has exited. Counts: CI runs a few thousand RPCs (FUZZ_EXAMPLES per test);
+SAMSA_SLOW=1 runs the @slow sibling with >= 100,000. A status histogram is printed (pytest -s).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from cluster_helpers import admin_write, local_cluster, wait_until
+from fuzz_inputs import ABSURD_INTS, mutated, random_or_mutated
+from google.protobuf import descriptor as d
+from google.protobuf import message_factory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from samsa.common import limits
+from samsa.common.record.codec import build_batch
+from samsa.v1 import broker_pb2, controller_pb2, metadata_pb2
+
+pytestmark = pytest.mark.timeout(900)
+
+KNOWN, KNOWN_REWRITTEN, TARGET = "fz-known", "fz-knowX", "fz-target"
+NAMES = [KNOWN, TARGET, "fz-a", "fz-b", "", "x" * 300, "bad/name", ".", "..", "\u00e9t\u00e9\x00"]
+WRITES = {
+    "Produce",
+    "ProduceStream",
+    "CreateTopics",
+    "DeleteTopics",
+    "CreatePartitions",
+    "IncrementalAlterConfigs",
+    "AlterPartition",
+    "RegisterBroker",
+    "BrokerHeartbeat",
+    "ReportCorruptReplica",
+}
+LONG_POLL_MS_MAX = 20
+DEADLINE_S = 10.0
+HANGS_OR_BUGS = {
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+FUZZ_EXAMPLES = int(os.environ.get("SAMSA_FUZZ_EXAMPLES", "600"))
+SLOW_EXAMPLES = 25_000  # per test, four tests: 100,000 RPCs
+STATUSES: Counter[tuple[str, str]] = Counter()
+SECONDS: Counter[str] = Counter()  # time spent per method, to keep CI's run short
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
+    ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
+]
+
+SERVICES = {
+    "broker": broker_pb2.DESCRIPTOR.services_by_name["BrokerService"],
+    "controller": controller_pb2.DESCRIPTOR.services_by_name["ControllerService"],
+}
+METHODS = {kind: list(service.methods) for kind, service in SERVICES.items()}
+
+
+# --- well-formed requests with absurd values, from the descriptors -------------------------------
+
+_INT_RANGES = {
+    d.FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    d.FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    d.FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    d.FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    d.FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+    d.FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
+    d.FieldDescriptor.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    d.FieldDescriptor.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    d.FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    d.FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
+}
+HUGE_REPEAT = 10_001
+RECORDS = [build_batch([b"fz"]), build_batch([b"a", b"b"], keys=[b"k", None], base_offset=5)]
+STRINGS = st.sampled_from(NAMES) | st.text(max_size=8)
+
+
+def _scalar(field: d.FieldDescriptor) -> st.SearchStrategy[object]:
+    if field.type in _INT_RANGES:
+        low, high = _INT_RANGES[field.type]
+        edges = sorted({low, high} | {n for n in ABSURD_INTS if low <= n <= high})
+        return st.sampled_from(edges) | st.integers(-3, 100).filter(lambda n: n >= low)
+    if field.type == d.FieldDescriptor.TYPE_BOOL:
+        return st.booleans()
+    if field.type == d.FieldDescriptor.TYPE_ENUM:
+        known = [value.number for value in field.enum_type.values]
+        return st.sampled_from(known) | st.sampled_from([-1, 99, 2**31 - 1])
+    if field.type == d.FieldDescriptor.TYPE_STRING:
+        return STRINGS
+    if field.type == d.FieldDescriptor.TYPE_BYTES:
+        return random_or_mutated(RECORDS) | st.sampled_from([b"", b"\x00" * 16])
+    if field.type in (d.FieldDescriptor.TYPE_DOUBLE, d.FieldDescriptor.TYPE_FLOAT):
+        return st.floats(allow_nan=True, width=32)
+    raise AssertionError(f"no strategy for {field.full_name}")
+
+
+@st.composite
+def messages(draw: st.DrawFn, descriptor: d.Descriptor, depth: int = 0, huge: list | None = None):
+    """A message of `descriptor` with each field set or not, to absurd values; at most one
+    repeated field per request gets HUGE_REPEAT entries (`huge` is that once-only budget)."""
+    huge = [True] if huge is None else huge
+    message = message_factory.GetMessageClass(descriptor)()
+    if not descriptor.fields:  # DescribeClusterRequest: still a draw, for hypothesis
+        return draw(st.just(message))
+    for field in descriptor.fields:
+        if not draw(st.booleans()):
+            continue
+        is_map = field.message_type is not None and field.message_type.GetOptions().map_entry
+        if field.is_repeated:
+            count = draw(st.integers(0, 3))
+            if huge[0] and depth <= 1 and not is_map and draw(st.integers(0, 30)) == 0:
+                huge[0], count = False, HUGE_REPEAT
+            if count == 0:
+                continue
+            target = getattr(message, field.name)
+            if is_map:
+                key_field, value_field = field.message_type.fields
+                for _ in range(count):
+                    key = draw(_scalar(key_field))
+                    if value_field.message_type is not None:
+                        target[key].CopyFrom(
+                            draw(messages(value_field.message_type, depth + 1, huge))
+                        )
+                    else:
+                        target[key] = draw(_scalar(value_field))
+            elif field.message_type is not None:
+                if depth >= 3:
+                    continue
+                first = draw(messages(field.message_type, depth + 1, huge))
+                if count == HUGE_REPEAT:
+                    target.extend([first] * count)
+                else:
+                    rest = range(count - 1)
+                    target.extend(
+                        [first]
+                        + [draw(messages(field.message_type, depth + 1, huge)) for _ in rest]
+                    )
+            elif count == HUGE_REPEAT:
+                target.extend([draw(_scalar(field))] * count)
+            else:
+                target.extend([draw(_scalar(field)) for _ in range(count)])
+        elif field.message_type is not None:
+            if depth < 3:
+                getattr(message, field.name).CopyFrom(
+                    draw(messages(field.message_type, depth + 1, huge))
+                )
+        else:
+            setattr(message, field.name, draw(_scalar(field)))
+    return message
+
+
+def tame(method: d.MethodDescriptor, message) -> None:  # type: ignore[no-untyped-def]
+    """Keep what a well-formed request may legitimately do small (see the module docstring)."""
+    if method.name in ("CreateTopics", "CreatePartitions"):
+        for topic in message.topics:
+            field = "num_partitions" if method.name == "CreateTopics" else "count"
+            if 64 < getattr(topic, field) <= limits.topic_partitions_max:
+                setattr(topic, field, 64)
+            if topic.name not in NAMES:
+                topic.name = "fz-a"
+    if method.name == "CreateTopics":
+        for topic in message.topics:
+            for key in [k for k in topic.configs if "retention" in k or "cleanup" in k]:
+                del topic.configs[key]
+
+
+def requests(method: d.MethodDescriptor) -> st.SearchStrategy[object]:
+    """Well-formed requests for `method` (the stream's items for a streaming method)."""
+
+    def tamed(message):  # type: ignore[no-untyped-def]
+        if method.name == "ProduceStream":
+            tame(method, message.request)
+        else:
+            tame(method, message)
+        return message
+
+    return messages(method.input_type).map(tamed)
+
+
+# --- sending -----------------------------------------------------------------------------------
+
+
+def fence(method: d.MethodDescriptor, payload: bytes) -> bytes:
+    """The request as sent: KNOWN renamed in writes, waits kept short by appending a field (a
+    varint: the last value wins; bytes that do not parse stay unparseable)."""
+    if method.name in WRITES:
+        payload = payload.replace(KNOWN.encode(), KNOWN_REWRITTEN.encode())
+    fields = method.input_type.fields_by_name
+    if "max_wait_ms" in fields:
+        payload += bytes([fields["max_wait_ms"].number << 3, LONG_POLL_MS_MAX])
+    if "min_metadata_offset" in fields:
+        # A future offset makes a read wait 5 s for it, then refuse it: correct and covered by
+        # test_a_read_beyond_the_committed_metadata_is_refused_in_time, but too slow to repeat.
+        payload += bytes([fields["min_metadata_offset"].number << 3, 0])
+    return payload
+
+
+class Caller:
+    """Raw calls to one cluster; every answer is checked and counted."""
+
+    def __init__(self, endpoints: dict[str, str]) -> None:
+        self.channels = {
+            kind: grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+            for kind, endpoint in endpoints.items()
+        }
+
+    def call(self, kind: str, method: d.MethodDescriptor, payloads: list[bytes]) -> None:
+        path = f"/{method.containing_service.full_name}/{method.name}"
+        payloads = [fence(method, p) for p in payloads]
+        channel = self.channels[kind]
+        started = time.monotonic()
+        try:
+            if method.client_streaming:
+                list(channel.stream_stream(path)(iter(payloads), timeout=DEADLINE_S))
+            else:
+                channel.unary_unary(path)(payloads[0], timeout=DEADLINE_S)
+            code, details = grpc.StatusCode.OK, ""
+        except grpc.RpcError as error:
+            code, details = error.code(), error.details()
+        STATUSES[(method.name, code.name)] += 1
+        SECONDS[method.name] += time.monotonic() - started
+        assert code not in HANGS_OR_BUGS, (
+            f"{path} answered {code.name} ({details!r}) after {time.monotonic() - started:.1f} s "
+            f"to {[p[:300].hex() for p in payloads]}"
+        )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    with local_cluster(tmp_path_factory.mktemp("fuzz"), controllers=1, brokers=1) as running:
+        created = admin_write(
+            running.spec,
+            "CreateTopics",
+            controller_pb2.CreateTopicsRequest(
+                topics=[
+                    controller_pb2.CreateTopicsRequest.Topic(
+                        name=name, num_partitions=partitions, replication_factor=1
+                    )
+                    for name, partitions in ((KNOWN, 2), (TARGET, 1))
+                ]
+            ),
+        )
+        assert all(t.error_code == 0 for t in created.topics), created
+        broker = running.spec.brokers[0].endpoint
+        caller = Caller({"broker": broker, "controller": running.spec.controllers[0].endpoint})
+        for partition in (0, 1):
+            values = [b"known-%d-%d" % (partition, n) for n in range(50)]
+            request = broker_pb2.ProduceRequest(
+                acks=-1,
+                timeout_ms=5000,
+                topics=[
+                    broker_pb2.ProduceRequest.TopicData(
+                        name=KNOWN,
+                        partitions=[
+                            broker_pb2.ProduceRequest.PartitionData(
+                                partition=partition, records=build_batch(values)
+                            )
+                        ],
+                    )
+                ],
+            )
+            wait_until(
+                f"{KNOWN}-{partition} accepts the known records",
+                lambda r=request: produced(caller, r),
+            )
+        before = snapshot_of_known(running, caller)
+        STATUSES.clear()
+        yield {"running": running, "caller": caller, "before": before}
+        print_histogram()
+        assert running.exited() == {}, running.exited()
+        every = describe_topics(running, controller_pb2.DescribeTopicsRequest())
+        print(f"  topics at the end: {sorted(t.name for t in every.topics)}")
+        assert snapshot_of_known(running, caller) == before, "the fuzzer changed fz-known"
+
+
+def describe_topics(running, request):  # type: ignore[no-untyped-def]
+    return admin_write(running.spec, "DescribeTopics", request)
+
+
+def produced(caller: Caller, request: broker_pb2.ProduceRequest) -> bool:
+    raw = caller.channels["broker"].unary_unary("/samsa.v1.BrokerService/Produce")(
+        request.SerializeToString(), timeout=10
+    )
+    answer = broker_pb2.ProduceResponse.FromString(raw).topics[0].partitions[0]
+    return answer.error_code == 0
+
+
+def snapshot_of_known(running, caller: Caller) -> tuple:  # type: ignore[no-untyped-def]
+    """fz-known's stored bytes, log end offsets, id, partitions and configs."""
+    fetch = broker_pb2.FetchRequest(
+        max_bytes=1 << 20,
+        topics=[
+            broker_pb2.FetchRequest.TopicData(
+                name=KNOWN,
+                partitions=[
+                    broker_pb2.FetchRequest.PartitionData(
+                        partition=p, fetch_offset=0, partition_max_bytes=1 << 20
+                    )
+                    for p in (0, 1)
+                ],
+            )
+        ],
+    )
+    raw = caller.channels["broker"].unary_unary("/samsa.v1.BrokerService/Fetch")(
+        fetch.SerializeToString(), timeout=10
+    )
+    fetched = broker_pb2.FetchResponse.FromString(raw).topics[0].partitions
+    stored = [(p.partition, p.error_code, p.high_watermark, p.records) for p in fetched]
+    assert all(records for *_, records in stored), stored
+    topics = admin_write(
+        running.spec, "DescribeTopics", controller_pb2.DescribeTopicsRequest(names=[KNOWN])
+    ).topics[0]
+    configs = admin_write(
+        running.spec,
+        "DescribeConfigs",
+        controller_pb2.DescribeConfigsRequest(
+            resources=[
+                controller_pb2.DescribeConfigsRequest.Resource(
+                    resource=controller_pb2.ConfigResource(
+                        type=metadata_pb2.CONFIG_RESOURCE_TYPE_TOPIC, name=KNOWN
+                    )
+                )
+            ]
+        ),
+    )
+    configs.ClearField("status")
+    return stored, topics.topic_id, len(topics.partitions), configs.SerializeToString()
+
+
+def print_histogram() -> None:
+    total = sum(STATUSES.values())
+    by_code = Counter()
+    for (_, code), count in STATUSES.items():
+        by_code[code] += count
+    print(f"\nRPC fuzz: {total} calls; statuses: {dict(by_code.most_common())}")
+    for (method, code), count in sorted(STATUSES.items()):
+        print(f"  {method:24} {code:20} {count}")
+    print("  seconds per method:", {m: round(s, 1) for m, s in SECONDS.most_common()})
+
+
+# --- the properties ------------------------------------------------------------------------------
+
+
+def raw_payloads(kind: str) -> st.SearchStrategy[tuple[d.MethodDescriptor, list[bytes]]]:
+    """(a): a method, and random bytes or a mutated well-formed request (1-3 for a stream)."""
+
+    @st.composite
+    def draw_one(draw: st.DrawFn) -> tuple[d.MethodDescriptor, list[bytes]]:
+        method = draw(st.sampled_from(METHODS[kind]))
+        valid = requests(method).map(lambda m: m.SerializeToString())
+        one = (
+            st.binary(max_size=200)
+            | valid.flatmap(mutated)
+            | valid.flatmap(lambda v: mutated(v, donors=st.binary(max_size=64)))
+        )
+        count = draw(st.integers(1, 3)) if method.client_streaming else 1
+        return method, [draw(one) for _ in range(count)]
+
+    return draw_one()
+
+
+def well_formed(kind: str) -> st.SearchStrategy[tuple[d.MethodDescriptor, list[bytes]]]:
+    """(b): a method and well-formed requests with absurd values."""
+
+    @st.composite
+    def draw_one(draw: st.DrawFn) -> tuple[d.MethodDescriptor, list[bytes]]:
+        method = draw(st.sampled_from(METHODS[kind]))
+        count = draw(st.integers(1, 3)) if method.client_streaming else 1
+        return method, [draw(requests(method)).SerializeToString() for _ in range(count)]
+
+    return draw_one()
+
+
+def fuzz_settings(examples: int) -> settings:
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+@pytest.mark.parametrize("kind", ["broker", "controller"])
+@pytest.mark.parametrize("strategy", [raw_payloads, well_formed], ids=["bytes", "well_formed"])
+def test_every_method_answers_any_request_in_time(cluster, kind, strategy) -> None:
+    @fuzz_settings(FUZZ_EXAMPLES)
+    @given(call=strategy(kind))
+    def run(call: tuple[d.MethodDescriptor, list[bytes]]) -> None:
+        cluster["caller"].call(kind, *call)
+
+    run()
+    assert cluster["running"].exited() == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["broker", "controller"])
+@pytest.mark.parametrize("strategy", [raw_payloads, well_formed], ids=["bytes", "well_formed"])
+def test_every_method_answers_any_request_in_time_slow(cluster, kind, strategy) -> None:
+    @fuzz_settings(SLOW_EXAMPLES)
+    @given(call=strategy(kind))
+    def run(call: tuple[d.MethodDescriptor, list[bytes]]) -> None:
+        cluster["caller"].call(kind, *call)
+
+    run()
+    assert cluster["running"].exited() == {}
+
+
+def test_a_read_beyond_the_committed_metadata_is_refused_in_time(cluster) -> None:
+    method = SERVICES["controller"].methods_by_name["DescribeTopics"]
+    request = controller_pb2.DescribeTopicsRequest(names=[KNOWN], min_metadata_offset=2**62)
+    channel = cluster["caller"].channels["controller"]
+    with pytest.raises(grpc.RpcError) as refused:
+        channel.unary_unary(f"/{method.containing_service.full_name}/{method.name}")(
+            request.SerializeToString(), timeout=DEADLINE_S
+        )
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()
+
+
+def test_produce_stream_ends_with_invalid_argument_on_garbage_mid_stream(cluster) -> None:
+    """Good requests, then bytes that are not a ProduceStreamRequest, the client's side left
+    open: the stream must end with INVALID_ARGUMENT well before its deadline (it used to hang)."""
+    good = broker_pb2.ProduceStreamRequest(
+        correlation_id=1,
+        request=broker_pb2.ProduceRequest(
+            acks=1,
+            topics=[
+                broker_pb2.ProduceRequest.TopicData(
+                    name=TARGET,
+                    partitions=[
+                        broker_pb2.ProduceRequest.PartitionData(
+                            partition=0, records=build_batch([b"s"])
+                        )
+                    ],
+                )
+            ],
+        ),
+    ).SerializeToString()
+
+    def items() -> Iterator[bytes]:
+        yield good
+        yield good
+        yield b"\xff\xff\xff"
+        time.sleep(DEADLINE_S)  # the client keeps its side open
+
+    channel = cluster["caller"].channels["broker"]
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as ended:
+        list(channel.stream_stream("/samsa.v1.BrokerService/ProduceStream")(items(), timeout=5))
+    assert ended.value.code() == grpc.StatusCode.INVALID_ARGUMENT, ended.value.details()
+    assert "not a valid samsa.v1.ProduceStreamRequest" in ended.value.details()
+    assert time.monotonic() - started < 2
