@@ -5,6 +5,10 @@ through `metadata_diff.partition_changes` to the PartitionHost, which opens, lea
 deletes partition logs. Once this broker is unfenced (it has caught up with the log), directories
 of partitions it no longer hosts are removed. On SIGTERM it asks the controller to move its
 leaderships away (controlled shutdown), stops serving, and closes every log (checkpoints written).
+
+The membership key (derived from the cluster secret) goes both ways: its calls to the controllers
+and its replica fetches are signed with it as this broker, and its Fetch refuses a replica_id
+whose caller cannot prove the same (services/runtime/membership.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,13 @@ from samsa.services.broker.metadata_diff import partition_changes
 from samsa.services.broker.metadata_follower import MetadataFollower
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica_fetcher import ReplicaFetchers
+from samsa.services.broker.scrubber import (
+    SCRUB_BYTES_PER_SECOND_DEFAULT,
+    SCRUB_INTERVAL_MS_DEFAULT,
+    run_scrubber,
+)
 from samsa.services.broker.servicer import BrokerServicer
+from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.server import GrpcServer
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -42,15 +52,22 @@ class Broker:
         data_dir: Path,
         rack: str,
         heartbeat_interval_ms: int,
+        member_key: bytes,
         replica_lag_time_max_ms: int = REPLICA_LAG_TIME_MAX_MS_DEFAULT,
         tracing: bool = False,
+        log_scrub_bytes_per_second: int = SCRUB_BYTES_PER_SECOND_DEFAULT,
+        log_scrub_interval_ms: int = SCRUB_INTERVAL_MS_DEFAULT,
     ) -> None:
+        self.log_scrub_bytes_per_second = log_scrub_bytes_per_second
+        self.log_scrub_interval_ms = log_scrub_interval_ms
         self.tracing = tracing
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.broker_id = broker_id
         self.listen = listen
         self.host = PartitionHost(data_dir, broker_id)
-        self.channel = ControllerChannel(controllers)
+        self.member_key = member_key
+        signer = MemberSigner(member_key, broker_id)
+        self.channel = ControllerChannel(controllers, signer)
         self.follower = MetadataFollower(
             broker_id=broker_id,
             endpoint=listen,
@@ -60,7 +77,7 @@ class Broker:
             heartbeat_interval_ms=heartbeat_interval_ms,
         )
         self._strays_removed = False
-        self.fetchers = ReplicaFetchers(self.host, broker_id)
+        self.fetchers = ReplicaFetchers(self.host, broker_id, signer)
 
     def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
         actions = partition_changes(old, new, self.broker_id)
@@ -80,7 +97,7 @@ class Broker:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         server = GrpcServer(self.listen, [service], tracing=self.tracing)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
-            BrokerServicer(self.host), server.server
+            BrokerServicer(self.host, member_key=self.member_key), server.server
         )
         await server.start()
         log.info("broker serving", extra={"broker_id": self.broker_id, "listen": self.listen})
@@ -97,6 +114,17 @@ class Broker:
                     lag_max_ms=self.replica_lag_time_max_ms,
                 ),
                 name="isr-manager",
+            ),
+            asyncio.create_task(
+                run_scrubber(
+                    self.host,
+                    self.channel,
+                    lambda: self.follower.broker_epoch,
+                    stop,
+                    bytes_per_second=self.log_scrub_bytes_per_second,
+                    interval_ms=self.log_scrub_interval_ms,
+                ),
+                name="scrubber",
             ),
         ]
         await stop.wait()

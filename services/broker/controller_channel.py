@@ -6,6 +6,11 @@ know it. So reads go to the controller that answered last, and move to the next 
 unreachable; writes go to the active controller as last reported, follow a NOT_CONTROLLER
 redirect at once, and otherwise walk the list with a short backoff. Every call has a deadline;
 the retry loop is bounded by the caller's own deadline.
+
+Every call (each retry too) carries a fresh membership proof signed as this broker
+(`MemberSigner`, services/runtime/member_auth.py): the controllers refuse registration,
+heartbeats and AlterPartition without one, and a member-only RPC added later needs nothing more
+here.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.v1 import controller_pb2_grpc
+from samsa.services.runtime.member_auth import MemberSigner
+from samsa.services.runtime.membership import method_path
+from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 RETRY_BACKOFF_S = 0.1
 RETRY_BACKOFF_MAX_S = 1.0
 CALL_TIMEOUT_S = 5.0
+
+SERVICE_NAME = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 
 
 class ControllerUnavailableError(Exception):
@@ -33,9 +42,10 @@ class ControllerUnavailableError(Exception):
 class ControllerChannel:
     """Stubs to every controller, and the retry policy around them."""
 
-    def __init__(self, endpoints: Sequence[str]) -> None:
+    def __init__(self, endpoints: Sequence[str], signer: MemberSigner) -> None:
         assert endpoints, "at least one controller endpoint is needed"
         self.endpoints = list(endpoints)
+        self.signer = signer
         options = [
             ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
             ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
@@ -50,6 +60,9 @@ class ControllerChannel:
     async def close(self) -> None:
         await asyncio.gather(*(channel.close() for channel in self._channels.values()))
 
+    def _proof(self, method: str) -> tuple[tuple[str, str], ...]:
+        return self.signer.metadata(method_path(SERVICE_NAME, method))
+
     async def read(self, method: str, request: Any, timeout_s: float) -> Any:
         """Call a read RPC on some controller, moving on when one is unreachable."""
         deadline = time.monotonic() + timeout_s
@@ -58,7 +71,11 @@ class ControllerChannel:
             endpoint = self.endpoints[self._read_index % len(self.endpoints)]
             call = getattr(self._stubs[endpoint], method)
             try:
-                return await call(request, timeout=max(0.1, deadline - time.monotonic()))
+                return await call(
+                    request,
+                    timeout=max(0.1, deadline - time.monotonic()),
+                    metadata=self._proof(method),
+                )
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _RETRIABLE_STATUS or time.monotonic() >= deadline:
                     raise
@@ -74,7 +91,11 @@ class ControllerChannel:
         while True:
             call: Callable[..., Awaitable[Any]] = getattr(self._stubs[endpoint], method)
             try:
-                response = await call(request, timeout=max(0.1, deadline - time.monotonic()))
+                response = await call(
+                    request,
+                    timeout=max(0.1, deadline - time.monotonic()),
+                    metadata=self._proof(method),
+                )
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _RETRIABLE_STATUS:
                     raise

@@ -1,13 +1,23 @@
-"""`python -m samsa.services.broker --broker-id N --listen H:P --controllers H:P,... ..."""
+"""`python -m samsa.services.broker --broker-id N --listen H:P --controllers H:P,... ...`.
+
+Composition only: load the cluster secret (refusing to start without one: the broker's calls as a
+member are signed with a key derived from it), then run the Broker until SIGTERM.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from pathlib import Path
 
 from samsa.services.broker.broker import REPLICA_LAG_TIME_MAX_MS_DEFAULT, Broker
-from samsa.services.runtime import logs, shutdown, telemetry
+from samsa.services.broker.scrubber import (
+    SCRUB_BYTES_PER_SECOND_DEFAULT,
+    SCRUB_INTERVAL_MS_DEFAULT,
+)
+from samsa.services.runtime import logs, membership, shutdown, telemetry
+from samsa.services.runtime.secret import ClusterSecretError, load_secret
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # Kafka's broker.heartbeat.interval.ms
 
@@ -20,6 +30,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--controllers", required=True, help="controller endpoints, comma-separated"
     )
     parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument(
+        "--secret-file",
+        type=Path,
+        required=True,
+        help="the cluster secret (the controllers' file): proves this broker is a member",
+    )
     parser.add_argument("--rack", default="")
     parser.add_argument(
         "--broker-heartbeat-interval-ms", type=int, default=HEARTBEAT_INTERVAL_MS_DEFAULT
@@ -27,7 +43,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--replica-lag-time-max-ms", type=int, default=REPLICA_LAG_TIME_MAX_MS_DEFAULT
     )
+    parser.add_argument(
+        "--log-scrub-bytes-per-second",
+        type=int,
+        default=SCRUB_BYTES_PER_SECOND_DEFAULT,
+        help="re-check closed segments' CRCs at most this fast (0 disables the scrubber)",
+    )
+    parser.add_argument(
+        "--log-scrub-interval-ms",
+        type=int,
+        default=SCRUB_INTERVAL_MS_DEFAULT,
+        help="the shortest time between the starts of two scrub passes",
+    )
     args = parser.parse_args(argv)
+    if args.log_scrub_bytes_per_second < 0 or args.log_scrub_interval_ms < 0:
+        parser.error("--log-scrub-bytes-per-second and --log-scrub-interval-ms must be >= 0")
     if args.replica_lag_time_max_ms < 100:
         parser.error("--replica-lag-time-max-ms must be at least 100")
     if args.broker_id < 0:
@@ -40,7 +70,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-async def run(args: argparse.Namespace, tracing: bool) -> int:
+async def run(args: argparse.Namespace, member_key: bytes, tracing: bool) -> int:
     stop = shutdown.stop_event()
     broker = Broker(
         broker_id=args.broker_id,
@@ -49,8 +79,11 @@ async def run(args: argparse.Namespace, tracing: bool) -> int:
         data_dir=args.data_dir,
         rack=args.rack,
         heartbeat_interval_ms=args.broker_heartbeat_interval_ms,
+        member_key=member_key,
         replica_lag_time_max_ms=args.replica_lag_time_max_ms,
         tracing=tracing,
+        log_scrub_bytes_per_second=args.log_scrub_bytes_per_second,
+        log_scrub_interval_ms=args.log_scrub_interval_ms,
     )
     await broker.run(stop)
     return 0
@@ -59,5 +92,10 @@ async def run(args: argparse.Namespace, tracing: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logs.configure(f"broker-{args.broker_id}")
+    try:
+        secret = load_secret(args.secret_file)
+    except ClusterSecretError as error:
+        print(f"samsa broker: {error}", file=sys.stderr)
+        return 2
     tracing = telemetry.configure(f"samsa-broker-{args.broker_id}")
-    return asyncio.run(run(args, tracing))
+    return asyncio.run(run(args, membership.derive_key(secret), tracing))

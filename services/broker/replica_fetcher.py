@@ -7,6 +7,10 @@ that epoch, the answer carries `diverging_epoch` and the follower truncates to i
 never blindly to its high watermark (KIP-101) — before fetching again. What comes back is appended
 as the leader assigned it (`append_as_follower`: offsets and epochs kept), and the follower's high
 watermark becomes min(leader's, own log end).
+
+A fetch with a replica_id moves the leader's high watermark, so each one carries a fresh
+membership proof signed as this broker (`MemberSigner`); a leader refuses it otherwise
+(PERMISSION_DENIED), and this loop logs that and backs off like any other failed fetch.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 from samsa.services.broker.replication import follower_high_watermark
+from samsa.services.runtime.member_auth import MemberSigner
+from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -29,14 +35,22 @@ FETCH_MAX_WAIT_MS = 500  # Kafka's replica.fetch.wait.max.ms
 FETCH_PARTITION_BYTES = 1024 * 1024  # Kafka's replica.fetch.max.bytes
 FETCH_RESPONSE_BYTES = 16 * 1024 * 1024  # Kafka's replica.fetch.response.max.bytes (10 MiB)
 ERROR_BACKOFF_S = 0.1  # Kafka's replica.fetch.backoff.ms is 1 s; a local cluster wants speed
+# A refused membership proof is a configuration error (another secret, a clock far off): log it
+# once a second rather than ten times.
+REFUSED_BACKOFF_S = 1.0
+FETCH_METHOD = method_path(
+    broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name, "Fetch"
+)
 
 
 class ReplicaFetchers:
     """The fetch loops of one broker, one per leader it follows partitions of."""
 
-    def __init__(self, host: PartitionHost, broker_id: int) -> None:
+    def __init__(self, host: PartitionHost, broker_id: int, signer: MemberSigner) -> None:
+        assert signer.member_id == broker_id, "replica fetches are signed as this broker"
         self.host = host
         self.broker_id = broker_id
+        self.signer = signer
         self._loops: dict[int, asyncio.Task[None]] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
 
@@ -65,7 +79,9 @@ class ReplicaFetchers:
         return [
             hosted
             for hosted in self.host.partitions.values()
-            if not hosted.is_leader and hosted.leader_id == leader_id
+            if not hosted.is_leader
+            and hosted.leader_id == leader_id
+            and hosted.corrupt_from is None  # no progress reports until truncated (scrubber)
         ]
 
     def _stub(self, leader_id: int) -> broker_pb2_grpc.BrokerServiceStub | None:
@@ -93,8 +109,16 @@ class ReplicaFetchers:
             offsets = {(h.topic, h.partition): h.log.log_end_offset for h in partitions}
             request = self._request(partitions)
             try:
-                response = await stub.Fetch(request, timeout=FETCH_MAX_WAIT_MS / 1000 + 10)
+                response = await stub.Fetch(
+                    request,
+                    timeout=FETCH_MAX_WAIT_MS / 1000 + 10,
+                    metadata=self.signer.metadata(FETCH_METHOD),
+                )
             except grpc.aio.AioRpcError as error:
+                if error.code() == grpc.StatusCode.PERMISSION_DENIED:
+                    log.error("replica fetch from %d refused: %s", leader_id, error.details())
+                    await asyncio.sleep(REFUSED_BACKOFF_S)
+                    continue
                 log.debug("replica fetch from %d failed: %s", leader_id, error.code())
                 await asyncio.sleep(ERROR_BACKOFF_S)
                 continue

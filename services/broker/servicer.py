@@ -1,8 +1,12 @@
-"""The BrokerService gRPC adapter: request limits, then the produce/fetch/list-offsets cores."""
+"""The BrokerService gRPC adapter: request limits, then the produce/fetch/list-offsets cores.
+
+A Fetch that claims a replica_id (a follower's) must carry the cluster's membership proof
+(services/runtime/membership.py): without it a stranger could move the high watermark."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import grpc
@@ -13,7 +17,13 @@ from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import produce
 from samsa.services.broker.produce_wait import await_replication
+from samsa.services.runtime import member_auth
+from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc
+
+FETCH_METHOD = method_path(
+    broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name, "Fetch"
+)
 
 PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 
@@ -32,11 +42,37 @@ async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:
         )
 
 
+class _StreamAbort(Exception):
+    """An abort one ProduceStream request asked for, carried to the stream's own task."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+class _AnswerTaskContext:
+    """What `_produce` sees inside a ProduceStream answer task: its abort raises `_StreamAbort`
+    instead of sending a status, because grpc allows one operation at a time per call and the
+    stream's own task may be writing an answer at that moment (TOO_MANY_OPERATIONS). Anything
+    else is the stream's context."""
+
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self._context = context
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._context, name)
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+        raise _StreamAbort(code, details)
+
+
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     """Serves Produce, Fetch and ListOffsets for the partitions this broker leads."""
 
-    def __init__(self, host: PartitionHost) -> None:
+    def __init__(self, host: PartitionHost, *, member_key: bytes) -> None:
         self.host = host
+        self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
 
     async def Produce(self, request, context):
         return await self._produce(request, context)
@@ -60,12 +96,29 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def ProduceStream(self, request_iterator, context):
         """Each request is answered as soon as it completes; acks=all waits run concurrently,
-        so one slow partition does not hold up the stream."""
-        answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue()
+        so one slow partition does not hold up the stream.
+
+        The requests are read, and answered, in other tasks; grpc only sees what this generator
+        raises, and only this task may send the status. So any failure there (an undecodable
+        request, an abort, a bug) is recorded, wakes this generator and is raised (or the abort
+        sent) here: the stream ends with that status, never hangs."""
+        answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue(
+            maxsize=limits.produce_stream_answers_queued_max
+        )
         pending: set[asyncio.Task[None]] = set()
+        failures: list[Exception] = []
+
+        def fail(error: Exception) -> None:
+            failures.append(error)
+            with contextlib.suppress(asyncio.QueueFull):  # full: the generator is not waiting
+                answers.put_nowait(None)
 
         async def answer(item: broker_pb2.ProduceStreamRequest) -> None:
-            response = await self._produce(item.request, context)
+            try:
+                response = await self._produce(item.request, answer_context)
+            except Exception as error:
+                fail(error)
+                return
             await answers.put(
                 broker_pb2.ProduceStreamResponse(
                     correlation_id=item.correlation_id, response=response
@@ -73,19 +126,31 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             )
 
         async def read_requests() -> None:
-            async for item in request_iterator:
-                if len(pending) >= limits.produce_stream_in_flight_max:
-                    await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                task = asyncio.create_task(answer(item))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
-            if pending:
-                await asyncio.wait(pending)
+            try:
+                async for item in request_iterator:
+                    if len(pending) >= limits.produce_stream_in_flight_max:
+                        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    task = asyncio.create_task(answer(item))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+                if pending:
+                    await asyncio.wait(pending)
+            except Exception as error:
+                fail(error)
+                return
             await answers.put(None)
 
+        answer_context = _AnswerTaskContext(context)
         reader = asyncio.create_task(read_requests())
         try:
-            while (response := await answers.get()) is not None:
+            while True:
+                response = await answers.get()
+                if failures and isinstance(failures[0], _StreamAbort):
+                    await context.abort(failures[0].code, failures[0].details)
+                if failures:
+                    raise failures[0]
+                if response is None:
+                    break
                 yield response
         finally:
             reader.cancel()
@@ -93,6 +158,16 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
                 task.cancel()
 
     async def Fetch(self, request, context):
+        # A replica_id counts the fetch towards the ISR and the high watermark and reads past it:
+        # only a member of the cluster may claim one. Consumers (unset or -1) stay open.
+        if request.HasField("replica_id") and request.replica_id >= 0:
+            await member_auth.require_member(
+                context,
+                self.member_key,
+                FETCH_METHOD,
+                request.replica_id,
+                f"Fetch with replica_id={request.replica_id}",
+            )
         await _check_partitions(request, context)
         if request.max_wait_ms < 0 or request.min_bytes < 0 or request.max_bytes < 0:
             await context.abort(

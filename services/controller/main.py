@@ -1,10 +1,11 @@
 """The controller process: `python -m samsa.services.controller --node-id 1 --listen H:P ...`.
 
 Composition only: load the cluster secret (refusing to start without one), start the Raft quorum
-on the configured address, serve ControllerService (plus health and reflection) from the driver,
-fence brokers whose sessions expire while this controller is active, and stop cleanly on SIGTERM.
-A fatal quorum error (a diverged metadata log, an unreadable snapshot) exits non-zero: the
-operator wipes this controller's directory and it reloads from the others.
+on the configured address (the secret is its password), serve ControllerService (plus health and
+reflection) from the driver, checking brokers' membership proofs with a key derived from the
+secret, fence brokers whose sessions expire while this controller is active, and stop cleanly on
+SIGTERM. A fatal quorum error (a diverged metadata log, an unreadable snapshot) exits non-zero:
+the operator wipes this controller's directory and it reloads from the others.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from samsa.services.controller import control_plane
 from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
-from samsa.services.controller.secret import ClusterSecretError, load_secret
 from samsa.services.controller.servicer import ControllerServicer
-from samsa.services.runtime import logs, shutdown, telemetry
+from samsa.services.runtime import logs, membership, shutdown, telemetry
+from samsa.services.runtime.secret import ClusterSecretError, load_secret
 from samsa.services.runtime.server import GrpcServer
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
@@ -110,6 +111,7 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
             broker_session_timeout_ms=args.broker_session_timeout_ms,
         ),
         cluster_id=args.cluster_id,
+        member_key=membership.derive_key(password),
     )
     server = GrpcServer(
         args.listen,

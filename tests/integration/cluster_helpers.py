@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,7 +12,9 @@ from typing import TypeVar
 import grpc
 
 from samsa.cli.launcher import ClusterSpec, LocalCluster, load_or_create, wait_healthy
-from samsa.v1 import controller_pb2, controller_pb2_grpc
+from samsa.services.runtime import membership
+from samsa.services.runtime.secret import load_secret
+from samsa.v1 import broker_pb2, controller_pb2, controller_pb2_grpc
 
 T = TypeVar("T")
 
@@ -95,3 +98,16 @@ def admin_write(spec: ClusterSpec, method: str, request: object) -> object:
             index += 1
             time.sleep(0.1)
     raise AssertionError(f"{method}: no active controller answered within 30 s")
+
+
+def member_metadata(
+    data_dir: Path, method: str, member_id: int, secret: str | None = None
+) -> tuple[tuple[str, str], ...]:
+    """gRPC metadata proving membership as `member_id` for one call to `method` (e.g. "Fetch"
+    or "AlterPartition"), signed with the cluster secret in `data_dir` (or `secret`)."""
+    service = "BrokerService" if method == "Fetch" else "ControllerService"
+    descriptor = broker_pb2 if method == "Fetch" else controller_pb2
+    path = membership.method_path(descriptor.DESCRIPTOR.services_by_name[service].full_name, method)
+    key = membership.derive_key(secret or load_secret(data_dir / "cluster.secret"))
+    proof = membership.sign(key, path, member_id, int(time.time() * 1000), secrets.token_hex(8))
+    return ((membership.METADATA_KEY, proof),)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cluster_helpers import FAST_SETTINGS, admin_write, local_cluster, wait_until
+from cluster_helpers import FAST_SETTINGS, admin_write, local_cluster, member_metadata, wait_until
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
 from samsa.common.errors import ErrorCode
@@ -196,7 +196,8 @@ def _ends(data_dir: Path, topic: str, cluster) -> list[int]:
             ],
         )
         try:
-            answer = stub.Fetch(request, timeout=5).topics[0].partitions[0]
+            metadata = member_metadata(data_dir, "Fetch", broker.broker_id)
+            answer = stub.Fetch(request, timeout=5, metadata=metadata).topics[0].partitions[0]
         except grpc.RpcError:
             return [-1, -2]
         if answer.error_code == 0:

@@ -59,10 +59,12 @@ IO_MODULE_NAMES = {
     "logs.py",  # JSON log lines on stderr
     "shutdown.py",  # signals -> asyncio.Event
     "telemetry.py",  # OTel exporter from OTEL_* variables
+    "secret.py",  # reads and writes the cluster secret file
+    "member_auth.py",  # membership proofs on gRPC calls: metadata, clock, nonces, aborts
     # services/controller
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
+    "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds
     "driver.py",  # asyncio side of the quorum: commits, leadership, waits
-    "secret.py",  # reads and writes the cluster secret file
     "servicer.py",  # gRPC adapters (controller and broker)
     "main.py",  # process composition (controller and broker)
     "__main__.py",
@@ -75,6 +77,7 @@ IO_MODULE_NAMES = {
     "maintenance.py",  # retention and flush loop
     "replica_fetcher.py",  # followers fetch from leaders over gRPC
     "isr_manager.py",  # AlterPartition proposals to the controller
+    "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
 }
 

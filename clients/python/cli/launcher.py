@@ -4,7 +4,9 @@ integration tests run.
 Theory of operation. A cluster lives in one data directory:
 
     <data-dir>/cluster.json        node ids and the loopback ports chosen at first start
-    <data-dir>/cluster.secret      the Raft password (0600): the quorum refuses to run without it
+    <data-dir>/cluster.secret      the cluster secret (0600), given to every controller and broker:
+                                   the Raft password, and the key of the proofs members' calls
+                                   carry; neither starts without it
     <data-dir>/controller-<id>/    a controller's Raft journal and snapshots
     <data-dir>/broker-<id>/        a broker's partition logs
     <data-dir>/logs/<name>.log     each process's stdout and stderr (JSON lines)
@@ -167,9 +169,15 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
     command += ["--broker-id", str(broker.broker_id), "--listen", broker.endpoint]
     command += ["--controllers", spec.bootstrap_servers]
     command += ["--data-dir", str(data_dir / f"broker-{broker.broker_id}")]
+    command += ["--secret-file", str(data_dir / "cluster.secret")]
     if broker.rack:
         command += ["--rack", broker.rack]
-    for name in ("broker.heartbeat.interval.ms", "replica.lag.time.max.ms"):
+    for name in (
+        "broker.heartbeat.interval.ms",
+        "replica.lag.time.max.ms",
+        "log.scrub.bytes.per.second",
+        "log.scrub.interval.ms",
+    ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
     return command

@@ -60,3 +60,4 @@ def test_commands_name_every_peer_and_the_controllers(tmp_path: Path) -> None:
     assert command[command.index("--secret-file") + 1] == str(tmp_path / "cluster.secret")
     broker = broker_command(spec, spec.brokers[0], tmp_path)
     assert broker[broker.index("--controllers") + 1] == spec.bootstrap_servers
+    assert broker[broker.index("--secret-file") + 1] == str(tmp_path / "cluster.secret")

@@ -1,16 +1,24 @@
-"""The cluster secret: the password that authenticates and encrypts the controllers' Raft port.
+"""The cluster secret: what proves that a process is one of the cluster's own members.
 
-Theory of operation. pysyncobj's transport unpickles whatever a peer sends (zlib + pickle), so
-an unauthenticated Raft port is remote code execution. With `password` set, every frame is a
-Fernet token (AES-128-CBC + HMAC-SHA256, key derived from the password with PBKDF2): a frame
-that does not verify is dropped and its connection closed *before* anything is unpickled. The
-quorum therefore never runs without a secret, and the secret itself is handled like an SSH key:
+Theory of operation. Two things rest on it:
+
+- the controllers' Raft port. pysyncobj's transport unpickles whatever a peer sends (zlib +
+  pickle), so an unauthenticated Raft port is remote code execution. With `password` set, every
+  frame is a Fernet token (AES-128-CBC + HMAC-SHA256, key derived from the password with
+  PBKDF2): a frame that does not verify is dropped and its connection closed *before* anything
+  is unpickled;
+- the calls brokers make as members (registration, heartbeats, AlterPartition, replica fetches):
+  each carries an HMAC keyed by a key derived from the secret (membership.py), so a stranger who
+  can reach a port cannot act as a broker.
+
+Controllers and brokers therefore never run without it, and it is handled like an SSH key:
 
 - `generate_secret` writes 32 random bytes, URL-safe base64, into a new file created with mode
   0600 (never overwriting one that exists: a second `samsa up` keeps the cluster's secret);
 - `load_secret` refuses a file that is missing, empty, too short, or readable by anyone but its
-  owner, with a message saying how to fix it. Every controller of a quorum must load the same
-  secret; a controller with another one simply never connects to its peers.
+  owner, with a message saying how to fix it. Every controller and broker of a cluster must load
+  the same secret; a controller with another one never connects to its peers, and a broker with
+  another one is refused (PERMISSION_DENIED) by the controllers and by the other brokers.
 """
 
 from __future__ import annotations
@@ -51,10 +59,11 @@ def load_secret(path: Path) -> str:
         mode = path.stat().st_mode
     except FileNotFoundError:
         raise ClusterSecretError(
-            f"the cluster secret file {path} does not exist: the controller refuses to open its "
-            "Raft port without one. `samsa up` creates it; or run "
+            f"the cluster secret file {path} does not exist: controllers and brokers refuse to "
+            "start without one (it authenticates the Raft port and the calls between members). "
+            "`samsa up` creates it; or run "
             f"`python -c 'import secrets; print(secrets.token_urlsafe(32))' > {path}` "
-            f"and `chmod 600 {path}`, and give every controller the same file"
+            f"and `chmod 600 {path}`, and give every controller and broker the same file"
         ) from None
     if not stat.S_ISREG(mode):
         raise ClusterSecretError(f"the cluster secret {path} is not a regular file")
