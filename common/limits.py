@@ -70,6 +70,15 @@ grpc_message_bytes_max = 80 * MIB
 # PBKDF2); 32 characters of token_urlsafe carry ~190 bits, far beyond guessing.
 cluster_secret_length_min = 32
 
+# A member's proof (an HMAC of the call and a timestamp, see services/runtime/membership.py) is
+# accepted this far from the receiver's clock, either way. Wide enough for hosts whose clocks
+# drift between NTP syncs; narrow enough that a proof captured off the wire is soon worthless.
+member_auth_clock_skew_ms_max = 60_000
+
+# The longest samsa-member-auth header accepted; a well-formed one is ~120 characters. Checked
+# before anything is parsed, so a hostile header costs nothing.
+member_auth_header_length_max = 256
+
 # The longest a FetchMetadata long-poll waits for new records: long enough that idle followers
 # cost nothing, short enough that a follower notices a dead controller and moves on.
 metadata_long_poll_ms_max = 30_000
@@ -81,6 +90,60 @@ metadata_history_batches_max = 10_000
 # The most metadata a FetchMetadata answer carries as batches before it is cut (the follower
 # fetches again at once); a snapshot is never cut.
 metadata_fetch_bytes_max = 8 * MIB
+
+# The largest metadata batch (one Raft entry) the controller submits. A topic at
+# topic_partitions_max with 3 replicas is ~370 KB of records, so this holds ~10 of them; it must
+# fit one FetchMetadata answer, and it sizes the largest Raft frame a peer may send us (below).
+metadata_batch_bytes_max = 4 * MIB
+
+# --- the Raft port (pysyncobj's transport, guarded by services/controller/raft_guard.py) --------
+
+# The entries one append_entries message gathers (it may overshoot by one entry), and one chunk
+# of a snapshot streamed to a lagging follower (pysyncobj's default). The batch is larger than
+# any one entry on purpose: pysyncobj (0.3.x) sends a lone entry of batch size or more in chunks
+# and marks the last chunk by the entry's unpickled length, too early, so followers failed to
+# unpickle it ("pickle data was truncated") until it happened to travel with another entry.
+raft_append_entries_batch_bytes = metadata_batch_bytes_max + 1
+raft_snapshot_chunk_bytes = 64 * KIB
+
+# The largest frame an authenticated peer may declare. The worst legitimate frame is an
+# append_entries of just under one batch of entries plus one maximal metadata batch (a snapshot
+# chunk or a forwarded command is smaller), pickled twice by pysyncobj (protocol 2 spells each
+# byte >= 0x80 in two), zlib'd and Fernet-encrypted (base64: 4/3): 1.87x the entries for random
+# bytes, measured (tests/unit/controller/test_raft_guard.py), so ~15 MiB for 8 MiB of entries.
+# Checked on the 4-byte length, before a byte of the frame is buffered, let alone decrypted; a
+# larger one closes the connection.
+raft_frame_bytes_max = 24 * MIB
+
+# The largest frame a connection may declare before it has proved the cluster secret: the
+# handshake is three frames (a random key each way, then the peer's address) of ~200 bytes. A
+# stranger's first frame header decides whether we read 4 KiB from it or close at once.
+raft_handshake_frame_bytes_max = 4 * KIB
+
+# Bytes pysyncobj may hold unparsed for one authenticated connection; past it the guard stops
+# reading the socket until pysyncobj has parsed what it holds (TCP back-pressure, not a close).
+# A maximal frame must fit, with room for the next frame's start.
+raft_connection_buffer_bytes_max = 32 * MIB
+
+# Incoming connections still in the handshake. A quorum has at most 5 controllers, each dialling
+# us at most once at a time (pysyncobj: only the larger address dials); 16 leaves room for
+# reconnect races. A new one beyond this closes the oldest (a stranger cannot hold the slots).
+raft_unauthenticated_connections_max = 16
+
+# Connections the kernel may queue on the Raft port before pysyncobj accepts them (it listens
+# with 5, and accepts one per poll): a stranger's burst of connects then filled the queue and
+# peers' SYNs were dropped, each costing them a 1 s retransmit (200 connects took 30 s, not 1 s).
+raft_listen_backlog_max = 128
+
+# The longest a connection may take to finish the handshake. A peer needs one round trip and two
+# ticks (~100 ms); 3 s forgives a tick thread busy writing a snapshot, and an idle stranger's
+# socket is closed instead of held for ever (pysyncobj only times out sockets that wake it).
+raft_handshake_ms_max = 3_000
+
+# WARN lines per window about Raft connections closed for breaking a bound: enough to name the
+# offenders, while a flood of thousands of connections costs a few lines and a summary count.
+raft_guard_log_lines_max = 5
+raft_guard_log_window_ms = 60_000
 
 # Names, counts and configs one admin request may carry: far beyond any real use, small enough
 # that a careless or hostile caller cannot make the controller generate a huge batch.
@@ -107,6 +170,16 @@ fetch_response_bytes_max = 64 * MIB
 # beyond it the broker stops reading the stream until one completes (back-pressure).
 produce_stream_in_flight_max = 64
 
+# Answers one ProduceStream holds before they are written: as many as it may have in progress, so
+# a client that stops reading stops the stream's reads instead of growing the broker's memory.
+produce_stream_answers_queued_max = produce_stream_in_flight_max
+
+# Log lines per window for each kind of refused or failed RPC (undecodable request, unexpected
+# handler exception): enough to diagnose, yet a flood (7,809 fuzzed requests once wrote 6.4 MB of
+# tracebacks) costs at most this many lines plus one summary count per window.
+rpc_failure_log_lines_max = 10
+rpc_failure_log_window_ms = 60_000
+
 # The longest an acks=all produce waits for replication before REQUEST_TIMED_OUT.
 produce_timeout_ms_max = 300_000
 
@@ -123,3 +196,14 @@ assert fetch_partition_bytes_max <= grpc_message_bytes_max
 assert fetch_response_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert batch_bytes_max < segment_bytes_max, "one batch must fit in one segment"
 assert segment_bytes_min < max_message_bytes_default
+assert metadata_batch_bytes_max <= metadata_fetch_bytes_max, "a batch fits one metadata fetch"
+assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
+# The largest legitimate Raft frame (see raft_frame_bytes_max): entries and envelope, at most 2x
+# once pickled, zlib'd and base64'd (1.87x measured), plus Fernet's framing.
+assert (metadata_batch_bytes_max + raft_append_entries_batch_bytes + 1 * KIB) * 2 + 1 * KIB <= (
+    raft_frame_bytes_max
+), "a maximal metadata batch must fit one Raft frame"
+assert raft_snapshot_chunk_bytes * 2 + 1 * KIB <= raft_frame_bytes_max
+assert metadata_batch_bytes_max < raft_append_entries_batch_bytes, "never chunk a lone entry"
+assert raft_handshake_frame_bytes_max < raft_frame_bytes_max
+assert raft_frame_bytes_max + 4 <= raft_connection_buffer_bytes_max, "a maximal frame must fit"

@@ -29,7 +29,14 @@ Threads. pysyncobj runs its own tick thread. Everything the asyncio side must kn
 applied, a snapshot loaded, a leadership change, a submission's outcome, a fatal error) is posted
 to the loop with `call_soon_threadsafe`, in the order it happened; the asyncio side never reads
 this object's state directly. The Raft port binds only the configured address and always requires
-the cluster secret (`password`: Fernet-authenticated and encrypted, see secret.py).
+the cluster secret (`password`: Fernet-authenticated and encrypted, see services/runtime/secret.py).
+
+Bounds. pysyncobj buffers a frame whole before it can authenticate it, so the transport is
+`GuardedTcpTransport` (raft_transport.py, policy in raft_guard.py): frame sizes, buffered bytes
+and handshakes are bounded before any decryption. Those bounds hold for our own traffic because
+a submitted payload is at most `metadata_batch_bytes_max` (larger: `MetadataBatchTooLargeError`,
+never a Raft entry that peers would refuse) and pysyncobj's entry batches and snapshot chunks are
+set from common/limits.py.
 """
 
 from __future__ import annotations
@@ -49,9 +56,11 @@ from google.protobuf.message import DecodeError
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.config import FAIL_REASON
 
+from samsa.common import limits
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.replay import MetadataDivergenceError, StaleBatchError, replay
 from samsa.metadata.snapshot import from_snapshot, to_snapshot
+from samsa.services.controller.raft_transport import GuardedTcpTransport
 from samsa.v1 import metadata_pb2
 
 log = logging.getLogger(__name__)
@@ -115,6 +124,10 @@ class QuorumListener(Protocol):
 SubmitCallback = Callable[[ApplyOutcome | None, int], None]
 
 
+class MetadataBatchTooLargeError(ValueError):
+    """A payload beyond `limits.metadata_batch_bytes_max`: split the request that made it."""
+
+
 class MetadataQuorum(SyncObj):  # type: ignore[misc]
     """One controller's Raft replica of the metadata log (see the module docstring)."""
 
@@ -157,8 +170,16 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
             dynamicMembershipChange=False,
             commandsWaitLeader=False,  # no leader: fail at once, the driver answers NOT_CONTROLLER
             useFork=False,
+            # Both size Raft frames, which the transport bounds (limits.raft_frame_bytes_max).
+            appendEntriesBatchSizeBytes=limits.raft_append_entries_batch_bytes,
+            logCompactionBatchSize=limits.raft_snapshot_chunk_bytes,
         )
-        super().__init__(raft_address, list(peer_raft_addresses), conf)
+        super().__init__(
+            raft_address,
+            list(peer_raft_addresses),
+            conf,
+            transportClass=GuardedTcpTransport,
+        )
         self.addOnTickCallback(self._observe_leadership)
 
     # --- the replicated state machine (tick thread) -------------------------------------------
@@ -188,7 +209,15 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
 
     def submit(self, payload: bytes, callback: SubmitCallback) -> None:
         """Propose `payload` (any thread); `callback(outcome, fail_reason)` runs on the loop once
-        it is applied (outcome set, FAIL_REASON.SUCCESS) or failed (outcome None)."""
+        it is applied (outcome set, FAIL_REASON.SUCCESS) or failed (outcome None).
+
+        A payload beyond `limits.metadata_batch_bytes_max` raises MetadataBatchTooLargeError at
+        once: followers would refuse its Raft frame, and the log would stall on it."""
+        if len(payload) > limits.metadata_batch_bytes_max:
+            raise MetadataBatchTooLargeError(
+                f"a metadata batch of {len(payload)} bytes; at most "
+                f"{limits.metadata_batch_bytes_max} (split the request)"
+            )
 
         def on_result(outcome: ApplyOutcome | None, fail_reason: int) -> None:
             self._post(callback, outcome, fail_reason)

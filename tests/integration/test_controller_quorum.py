@@ -26,6 +26,7 @@ from cluster_helpers import (
 )
 
 from samsa.cli.launcher import LocalCluster
+from samsa.common import limits
 from samsa.v1 import controller_pb2
 
 pytestmark = pytest.mark.timeout(240)
@@ -85,6 +86,28 @@ def test_one_active_controller_and_every_follower_serves_reads_at_an_offset(clus
     )
     assert refused.status.error_code == 41, "a follower must answer NOT_CONTROLLER"
     assert refused.status.active_controller.node_id == active
+
+
+def test_a_metadata_batch_larger_than_a_raft_chunk_reaches_every_controller(cluster) -> None:
+    """One CreateTopics of topic_partitions_max partitions is one metadata batch of several
+    hundred KiB (pysyncobj chunked such an entry and its followers failed to unpickle it, see
+    limits.raft_append_entries_batch_bytes): every controller applies it, with no Raft error."""
+    logs_before = {c.node_id: controller_log(cluster, c.node_id) for c in cluster.spec.controllers}
+    answer = create_topic(cluster, "wide", partitions=limits.topic_partitions_max)
+    offset = answer.status.metadata_offset
+    for controller in cluster.spec.controllers:
+        described = describe_topic(cluster, controller.node_id, "wide", min_offset=offset)
+        assert described.status.metadata_offset >= offset, f"controller {controller.node_id}"
+        assert len(described.topics[0].partitions) == limits.topic_partitions_max
+        written = controller_log(cluster, controller.node_id)[
+            len(logs_before[controller.node_id]) :
+        ]
+        assert "failed _onTick" not in written, written[-2000:]
+
+
+def controller_log(cluster: LocalCluster, node_id: int) -> str:
+    path = cluster.data_dir / "logs" / f"controller-{node_id}.log"
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
 def test_kill_9_the_active_controller_elects_another_with_metadata_intact(cluster) -> None:
