@@ -114,6 +114,6 @@ async def _propose(
             extra={
                 "partition": f"{key[0]}-{key[1]}",
                 "error": ErrorCode(response.error_code).name,
-                "message": response.error_message,
+                "error_message": response.error_message,
             },
         )

@@ -11,6 +11,15 @@ turns each new image into actions, and `apply` carries them out here:
 - StopReplica(delete) closes the log and removes its directory; UpdateConfig reopens nothing, it
   just swaps the configuration the maintenance loop and appends use.
 
+Corruption at rest (the scrubber, services/broker/scrubber.py). A replica whose own log holds a
+bad batch remembers where it went bad (`corrupt`, in memory: after a restart the
+scrubber finds it again), stops fetching it, and asks the controller to take it out of the ISR.
+`repair_corrupt` truncates the log to that offset only once the applied metadata shows this
+broker neither leading nor in the ISR (DESIGN §4: an ISR member with a shortened log could be
+elected and lose acknowledged records); the replica fetcher then re-fetches from there and the
+leader's ISR upkeep lets it back in once caught up. A leader forgets a follower's progress when
+the follower leaves the ISR, so only a fetch made after leaving can bring it back.
+
 Every partition keeps a `high_watermark`. With one replica (this version) it is the log end
 offset; replication will move it by follower progress. Consumers never read above it. Appends
 wake fetches waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is
@@ -37,6 +46,7 @@ from samsa.services.broker.log.checkpoint_format import (
 )
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
+from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.metadata_diff import (
     BecomeFollower,
     BecomeLeader,
@@ -99,6 +109,14 @@ class HostedPartition:
     awaited_partition_epoch: int = -1
     # The high watermark last written to the checkpoint file.
     checkpointed_high_watermark: int = -1
+    # Where this replica's own log failed its scrub, until the log is truncated there; None
+    # when nothing is known corrupt.
+    corrupt: CorruptBatch | None = None
+
+    @property
+    def corrupt_from(self) -> int | None:
+        """The offset this replica's log is known corrupt from, if any."""
+        return None if self.corrupt is None else self.corrupt.offset
 
     @property
     def min_insync_replicas(self) -> int:
@@ -207,8 +225,58 @@ class PartitionHost:
             elif isinstance(action, UpdateConfig) and key in self.partitions:
                 self._configure(self.partitions[key], action.configs)
         for key, hosted in self.partitions.items():  # ISR and partition epoch changes
+            left_isr = set(hosted.isr)
             hosted.state = self._state_of(key)
+            left_isr.difference_update(hosted.isr)
+            if hosted.replication is not None:
+                for replica in left_isr:  # it must fetch again to rejoin (see the module doc)
+                    progress = hosted.replication.followers.get(replica)
+                    if progress is not None:
+                        progress.log_end_offset = -1
             hosted.advance_high_watermark()
+        self.repair_corrupt()
+
+    def mark_corrupt(self, hosted: HostedPartition, corrupt: CorruptBatch) -> bool:
+        """Remember where this replica's log went bad; True when that is news."""
+        if hosted.corrupt is not None and hosted.corrupt.offset <= corrupt.offset:
+            return False
+        hosted.corrupt = corrupt
+        return True
+
+    def repair_corrupt(self) -> list[tuple[str, int]]:
+        """Truncate every corrupt replica the applied metadata has taken out of the ISR (and out
+        of the leadership) to where its corruption starts; the partitions truncated."""
+        repaired = []
+        for key, hosted in self.partitions.items():
+            if (
+                hosted.corrupt is None
+                or hosted.is_leader
+                or hosted.state is None
+                or self.broker_id in hosted.state.isr
+            ):
+                continue
+            corrupt, hosted.corrupt = hosted.corrupt, None
+            offset = corrupt.offset
+            log_end_offset = hosted.log.truncate_at_batch(
+                corrupt.segment_base_offset, corrupt.segment_size_bytes, corrupt.position
+            )
+            if log_end_offset is None:  # rewritten or deleted since: the next pass re-checks it
+                log.info("corrupt segment gone", extra={"partition": f"{key[0]}-{key[1]}"})
+                continue
+            hosted.high_watermark = min(hosted.high_watermark, log_end_offset)
+            hosted.checkpoint_high_watermark()
+            log.warning(
+                "corrupt replica truncated: re-fetching from the leader",
+                extra={
+                    "partition": f"{key[0]}-{key[1]}",
+                    "corrupt_from": offset,
+                    "log_end_offset": hosted.log.log_end_offset,
+                    "leader": hosted.leader_id,
+                },
+            )
+            hosted.notify_appended()
+            repaired.append(key)
+        return repaired
 
     def _state_of(self, key: tuple[str, int]) -> PartitionState | None:
         topic = self.image.topics.get(key[0])

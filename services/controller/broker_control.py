@@ -7,7 +7,9 @@ refused. Fencing a broker (session expired, controlled shutdown, re-registration
 leadership it holds to the first live ISR member in replica order, leader epoch + 1; with none, the
 partition goes offline and keeps its last ISR member (KIP-966), which leads again when it comes
 back, unless the topic allows unclean election. ISR changes come from leaders (AlterPartition),
-checked against the broker, leader and partition epochs.
+checked against the broker, leader and partition epochs. A replica that found its own log
+corrupt (ReportCorruptReplica) leaves the ISR — and hands its leadership to a live ISR member —
+before it truncates; with no other live ISR member the report is refused and it keeps its log.
 """
 
 from __future__ import annotations
@@ -258,6 +260,80 @@ def alter_partition(
 def _alter_refused(
     response: c.AlterPartitionResponse, state: PartitionState | None, code: int, message: str
 ) -> ControlResult[c.AlterPartitionResponse]:
+    response.error_code = code  # type: ignore[assignment]
+    response.error_message = message
+    if state is not None:
+        response.leader = state.leader
+        response.leader_epoch = state.leader_epoch
+        response.partition_epoch = state.partition_epoch
+        response.isr.extend(state.isr)
+    return ControlResult([], response)
+
+
+def report_corrupt_replica(
+    image: MetadataImage, request: c.ReportCorruptReplicaRequest
+) -> ControlResult[c.ReportCorruptReplicaResponse]:
+    """Take a replica whose own log is corrupt out of the ISR, and out of the leadership if it
+    leads (the first live ISR member in replica order takes over, leader epoch + 1).
+
+    Why before it truncates (DESIGN §4): an ISR member with a shortened log could be elected and
+    lose acknowledged records. Why refuse when no other live ISR member exists: the reporter's
+    log, corrupt batch and all, is then the best copy of the acknowledged records; truncating it
+    would lose them, and an empty ISR would leave nobody to elect cleanly."""
+    response = c.ReportCorruptReplicaResponse()
+    topic = image.topics.get(request.topic)
+    state = None if topic is None else topic.partitions.get(request.partition)
+    where = f"{request.topic}-{request.partition}"
+    if topic is None or state is None:
+        return _report_answer(
+            response, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{where} does not exist"
+        )
+    broker = image.brokers.get(request.broker_id)
+    if broker is None or broker.broker_epoch != request.broker_epoch:
+        return _report_answer(
+            response,
+            state,
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"broker {request.broker_id} epoch {request.broker_epoch} is not current",
+        )
+    if request.broker_id not in state.replicas:
+        return _report_answer(
+            response,
+            state,
+            ErrorCode.INELIGIBLE_REPLICA,
+            f"broker {request.broker_id} holds no replica of {where}",
+        )
+    if request.broker_id not in state.isr:
+        return _report_answer(response, state, ErrorCode.NONE, "")  # already out: truncate
+    live = _live(image, {request.broker_id})
+    isr = [replica for replica in state.isr if replica != request.broker_id]
+    successors = [replica for replica in state.replicas if replica in isr and replica in live]
+    if not successors:
+        return _report_answer(
+            response,
+            state,
+            ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            f"broker {request.broker_id} is the only live in-sync replica of {where}: its log "
+            f"(corrupt from offset {request.first_corrupt_offset}) is the best copy; keep it",
+        )
+    change = m.PartitionChangeRecord(topic_id=topic.topic_id, partition=state.partition)
+    change.isr.ids.extend(isr)
+    leader, leader_epoch = state.leader, state.leader_epoch
+    if state.leader == request.broker_id:
+        change.leader = leader = successors[0]
+        leader_epoch += 1
+    response.leader, response.leader_epoch = leader, leader_epoch
+    response.partition_epoch = state.partition_epoch + 1
+    response.isr.extend(isr)
+    return ControlResult([m.MetadataRecord(partition_change=change)], response)
+
+
+def _report_answer(
+    response: c.ReportCorruptReplicaResponse,
+    state: PartitionState | None,
+    code: int,
+    message: str,
+) -> ControlResult[c.ReportCorruptReplicaResponse]:
     response.error_code = code  # type: ignore[assignment]
     response.error_message = message
     if state is not None:

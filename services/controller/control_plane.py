@@ -28,6 +28,7 @@ from samsa.services.controller.broker_control import (
     fence_brokers,
     preferred_leader_elections,
     register_broker,
+    report_corrupt_replica,
 )
 from samsa.services.controller.config_control import describe_configs, incremental_alter_configs
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
@@ -55,6 +56,7 @@ __all__ = [
     "incremental_alter_configs",
     "preferred_leader_elections",
     "register_broker",
+    "report_corrupt_replica",
     "topic_name_problem",
 ]
 

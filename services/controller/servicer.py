@@ -4,6 +4,12 @@ Thin on purpose: every decision is a pure function of `control_plane` over the c
 this module checks request sizes, routes writes through `ControllerDriver.write` (which answers
 NOT_CONTROLLER on a controller that is not active), fills the `ControllerStatus` every answer
 carries, and long-polls FetchMetadata.
+
+Calls that act as a broker (RegisterBroker, BrokerHeartbeat — which also carries controlled
+shutdown —, AlterPartition and ReportCorruptReplica) first prove that they come from that broker
+with the cluster's membership proof (`_require_member`, see services/runtime/membership.py); a
+caller without it gets PERMISSION_DENIED before anything is read or written. Metadata reads and
+admin calls stay open (client authentication comes with TLS).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from samsa.metadata.snapshot import to_snapshot
 from samsa.services.controller import control_plane
 from samsa.services.controller.driver import ControllerDriver, NotControllerError
 from samsa.services.controller.liveness import BrokerLiveness
+from samsa.services.controller.quorum import MetadataBatchTooLargeError
+from samsa.services.runtime import member_auth, membership
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -32,6 +40,8 @@ Response = TypeVar("Response")
 
 # A Describe* that asks for an offset this controller has not applied waits at most this long.
 READ_YOUR_WRITES_WAIT_S = 5.0
+
+SERVICE_NAME = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 
 
 def now_ms() -> int:
@@ -49,7 +59,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         controller_endpoints: Mapping[int, str],
         defaults: control_plane.ClusterDefaults,
         cluster_id: str,
+        member_key: bytes,
     ) -> None:
+        self.member_key = member_key  # membership.derive_key(cluster secret)
         self.driver = driver
         self.liveness = liveness
         self.controller_endpoints = dict(controller_endpoints)
@@ -89,6 +101,16 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 self._status(ErrorCode.NOT_CONTROLLER, str(error), error.active_node_id)
             )
             return response
+        except MetadataBatchTooLargeError as error:
+            response = response_type()
+            response.status.CopyFrom(  # type: ignore[attr-defined]
+                self._status(
+                    ErrorCode.INVALID_REQUEST,
+                    f"this request would commit too much metadata at once ({error}): create "
+                    "fewer topics or partitions per request",
+                )
+            )
+            return response
         response = written.response
         # The control plane may have set a request-level error (e.g. STALE_BROKER_EPOCH): keep it.
         status = self._status(
@@ -103,11 +125,42 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT, "min_metadata_offset must be >= 0"
             )
         if not await self.driver.wait_for_offset(min_offset, READ_YOUR_WRITES_WAIT_S):
+            # Beyond what the active controller can have committed, no retry reaches it. Checked
+            # only after the wait: a leader cut off from its quorum believes it is active until
+            # pysyncobj's leader fallback (5 s, no longer than the wait), while the new leader
+            # commits offsets this one never saw. A follower cannot tell (driver's
+            # metadata_offset_bound): it answers UNAVAILABLE, and the active one decides.
+            await self._refuse_beyond_committed(min_offset, context)
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE,
                 f"this controller has applied the metadata log up to offset "
                 f"{self.driver.image.end_offset}, not yet {min_offset}; retry or ask another",
             )
+
+    async def _refuse_beyond_committed(
+        self, min_offset: int, context: grpc.aio.ServicerContext
+    ) -> None:
+        bound = self.driver.metadata_offset_bound()
+        if bound is not None and min_offset > bound:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"min_metadata_offset {min_offset} is beyond the committed metadata log, which "
+                f"ends at offset {self.driver.image.end_offset} on the active controller; send "
+                "an offset a controller returned (status.metadata_offset), or 0 for any",
+            )
+
+    async def _require_member(
+        self, context: grpc.aio.ServicerContext, method: str, broker_id: int
+    ) -> None:
+        """Abort PERMISSION_DENIED unless this call to `method` proves it comes from broker
+        `broker_id` (the id the request claims). The first line of every member-only RPC."""
+        await member_auth.require_member(
+            context,
+            self.member_key,
+            membership.method_path(SERVICE_NAME, method),
+            broker_id,
+            f"{method} as broker_id={broker_id}",
+        )
 
     @staticmethod
     async def _check_count(context: grpc.aio.ServicerContext, what: str, count: int) -> None:
@@ -121,6 +174,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
     # --- broker lifecycle ---------------------------------------------------------------------
 
     async def RegisterBroker(self, request, context):
+        await self._require_member(context, "RegisterBroker", request.broker_id)
         if request.broker_id < 0 or not request.endpoint or not request.incarnation_id:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
@@ -142,6 +196,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         return response
 
     async def BrokerHeartbeat(self, request, context):
+        await self._require_member(context, "BrokerHeartbeat", request.broker_id)
         image = self.driver.image
         broker = image.brokers.get(request.broker_id)
         if (
@@ -219,9 +274,17 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         )
 
     async def AlterPartition(self, request, context):
+        await self._require_member(context, "AlterPartition", request.broker_id)
         return await self._write(
             controller_pb2.AlterPartitionResponse,
             lambda image: control_plane.alter_partition(image, request),
+        )
+
+    async def ReportCorruptReplica(self, request, context):
+        await self._require_member(context, "ReportCorruptReplica", request.broker_id)
+        return await self._write(
+            controller_pb2.ReportCorruptReplicaResponse,
+            lambda image: control_plane.report_corrupt_replica(image, request),
         )
 
     async def DescribeCluster(self, request, context):

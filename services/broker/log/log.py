@@ -31,6 +31,7 @@ segment lies below the next segment's base offset; epochs in the cache start ins
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,8 @@ from samsa.services.broker.log.compaction import compact_batch, update_key_map
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.segment import LOG_SUFFIX, Segment, complete_swaps, parse_base_offset
+
+log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
@@ -211,12 +214,19 @@ class Log:
 
     # --- appending -----------------------------------------------------------------------------
 
-    def append_as_leader(self, batches: bytes, *, leader_epoch: int, now_ms: int) -> AppendInfo:
+    def append_as_leader(
+        self,
+        batches: bytes,
+        *,
+        leader_epoch: int,
+        now_ms: int,
+        allow_control_batches: bool = False,
+    ) -> AppendInfo:
         """Validate producer batches, assign offsets from the log end offset, stamp the leader
         epoch (and LogAppendTime when the topic uses it) and store them — or store nothing and
         raise CorruptRecordError / RecordTooLargeError / InvalidRecordError /
         UnsupportedFormatError / UnsupportedCompressionError. With flush.messages=1 the append
-        is fsynced before this returns."""
+        is fsynced before this returns. Control batches only when the broker writes them."""
         self._check_open()
         assert leader_epoch >= max(0, self._epochs.latest_epoch), "fence stale leaders first"
         plan = plan_leader_append(
@@ -226,6 +236,7 @@ class Log:
             max_message_bytes=self.config.max_message_bytes,
             segment_bytes=self.config.segment_bytes,
             log_append_time_ms=now_ms if self.config.log_append_time else None,
+            allow_control_batches=allow_control_batches,
         )
         self._append(plan, now_ms)
         return plan.info
@@ -346,6 +357,60 @@ class Log:
                 f"offset {offset} is outside the log [{self._log_start_offset}, "
                 f"{self.log_end_offset}]: reset to the log start or end offset"
             )
+
+    # --- scrubbing (scrub.py decides, services/broker/scrubber.py drives) -----------------------
+
+    def closed_segments(self) -> list[tuple[int, int, int]]:
+        """(base_offset, next segment's base offset, size_bytes) of each closed segment."""
+        return [
+            (segment.base_offset, next_base, segment.size_bytes)
+            for segment, next_base in zip(self._segments[:-1], self._base_offsets[1:], strict=True)
+        ]
+
+    def read_closed_segment(
+        self, base_offset: int, size_bytes: int, position: int, length: int
+    ) -> bytes | None:
+        """Up to `length` bytes at `position` of the closed segment at `base_offset`, read from
+        the file as it is now; None when that segment is gone or changed size (retention,
+        compaction) since the scrubber started on it."""
+        self._check_open()
+        segment = self._closed_segment(base_offset)
+        if segment is None or segment.size_bytes != size_bytes:
+            return None
+        return segment.read_bytes(position, max(0, min(length, size_bytes - position)))
+
+    def truncate_at_batch(self, base_offset: int, size_bytes: int, position: int) -> int | None:
+        """Cut the log at byte `position` of the segment at `base_offset` (the start of a bad
+        batch the scrubber found; everything before it checked sound) and drop every later
+        segment (a log is a prefix). Returns the new log end offset, or None — nothing changed —
+        when that segment is gone or changed size since (retention, compaction, truncation).
+        Only a replica outside the ISR may call this: it re-fetches everything it drops."""
+        self._check_open()
+        index = bisect_right(self._base_offsets, base_offset) - 1
+        if index < 0 or self._base_offsets[index] != base_offset:
+            return None
+        segment = self._segments[index]
+        if segment.size_bytes != size_bytes or not 0 <= position < size_bytes:
+            return None
+        while len(self._segments) > index + 1:
+            self._segments.pop().delete()
+            self._base_offsets.pop()
+        segment.truncate_to_position(position)
+        self._directory_dirty = True
+        self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
+        self._recovery_point = min(self._recovery_point, self.log_end_offset)
+        self._unflushed_records = 0
+        self._epochs.truncate_from_end(self.log_end_offset)
+        self.flush()
+        self.checkpoint()
+        return self.log_end_offset
+
+    def _closed_segment(self, base_offset: int) -> Segment | None:
+        index = bisect_right(self._base_offsets, base_offset) - 1
+        if index < 0 or index + 1 >= len(self._segments):
+            return None
+        segment = self._segments[index]
+        return segment if segment.base_offset == base_offset else None
 
     # --- truncation and deletion ---------------------------------------------------------------
 
@@ -586,6 +651,7 @@ def _load_segments(
             epochs.assign(leader_epoch, start_offset)
         if scan.error is not None and not trusted:
             # A log is a prefix: nothing after the first bad byte of the unflushed part is kept.
+            _log_dropped_segments(directory, base_offsets[index + 1 :])
             for later in segments_after(directory, base_offsets[index + 1 :]):
                 later.unlink(missing_ok=True)
             break
@@ -593,6 +659,33 @@ def _load_segments(
         segment.closed = True
         segment.indexes.on_roll()
     return segments
+
+
+def _log_dropped_segments(directory: Path, base_offsets: list[int]) -> None:
+    """Say which whole segments recovery deletes after a cut (segment.py logged the cut)."""
+    if not base_offsets:
+        return
+    from samsa.services.broker.log.segment import segment_path
+
+    dropped_bytes = sum(
+        path.stat().st_size
+        for base_offset in base_offsets
+        if (path := segment_path(directory, base_offset, LOG_SUFFIX)).exists()
+    )
+    log.warning(
+        "%s: recovery deletes the %d segments after the cut (base offsets %d..%d, %d bytes)",
+        directory,
+        len(base_offsets),
+        base_offsets[0],
+        base_offsets[-1],
+        dropped_bytes,
+        extra={
+            "log_dir": str(directory),
+            "offset": base_offsets[0],
+            "segments": len(base_offsets),
+            "discarded_bytes": dropped_bytes,
+        },
+    )
 
 
 def segments_after(directory: Path, base_offsets: list[int]) -> Iterator[Path]:

@@ -30,6 +30,7 @@ hold a prefix of the in-memory entries or are marked for rewrite.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
@@ -56,6 +57,8 @@ from samsa.services.broker.log.offset_index import CorruptIndexError, OffsetInde
 from samsa.services.broker.log.recovery import SegmentScan
 from samsa.services.broker.log.segment_index import SegmentIndexes
 from samsa.services.broker.log.time_index import TimeIndex
+
+log = logging.getLogger(__name__)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -163,6 +166,13 @@ class Segment:
         segment = cls(directory, SegmentIndexes(base_offset, index_interval_bytes), fd)
         if trusted and segment._load_indexes(next_offset_end):
             return segment, None
+        if not trusted:
+            log.info(
+                "%s: recovering a segment written since the last flush: re-checking its batches "
+                "and rebuilding its indexes",
+                segment.path(LOG_SUFFIX),
+                extra={"segment": str(segment.path(LOG_SUFFIX))},
+            )
         return segment, segment._recover(next_offset_end)
 
     def _load_indexes(self, next_offset_end: int | None) -> bool:
@@ -184,8 +194,14 @@ class Segment:
             self.indexes.offset_index, self.indexes.time_index = offset_index, time_index
             tail = self._checked_tail(offset_index, size_bytes, next_offset_end)
             self._check_time_index(tail, size_bytes, closed=next_offset_end is not None)
-        except (CorruptIndexError, SamsaError):
+        except (CorruptIndexError, SamsaError) as error:
             self.indexes = SegmentIndexes(self.base_offset, self.indexes.index_interval_bytes)
+            log.info(
+                "%s: the indexes do not match the log (%s); rebuilding them from the log",
+                self.path(LOG_SUFFIX),
+                error,
+                extra={"segment": str(self.path(LOG_SUFFIX)), "reason": str(error)},
+            )
             return False
         self.indexes.restore(tail, size_bytes)
         self._offset_entries_on_disk = len(offset_index)
@@ -256,13 +272,54 @@ class Segment:
         file_size = os.fstat(self.fd).st_size
         scan = self._scan(next_offset_end, file_size)
         if scan.valid_bytes < file_size:
+            self._log_cut(scan, file_size)
             os.ftruncate(self.fd, scan.valid_bytes)
         self.indexes = scan.indexes
         self._offset_entries_on_disk = self._time_entries_on_disk = None
         return scan
 
+    def _log_cut(self, scan: SegmentScan, file_size: int) -> None:
+        """Say what recovery discards: the bytes are gone once the file is truncated."""
+        discarded_bytes = file_size - scan.valid_bytes
+        log.warning(
+            "%s: recovery cut the log at offset %d (byte position %d of segment %d), discarding "
+            "%d bytes: %s",
+            self.directory,
+            scan.indexes.next_offset,
+            scan.valid_bytes,
+            self.base_offset,
+            discarded_bytes,
+            scan.error,
+            extra={
+                "log_dir": str(self.directory),
+                "segment_base_offset": self.base_offset,
+                "offset": scan.indexes.next_offset,
+                "position": scan.valid_bytes,
+                "discarded_bytes": discarded_bytes,
+                "reason": scan.error,
+            },
+        )
+
+    def truncate_to_position(self, position: int) -> None:
+        """Cut the file at `position`, the start of a bad batch the scrubber found after a sound
+        prefix, and make the segment active again. Only headers from the last index entry below
+        `position` are read (the bad batch's own bytes are never parsed)."""
+        assert 0 <= position <= self.size_bytes
+        os.ftruncate(self.fd, position)
+        self.indexes.truncate_to_position(position)
+        tail = list(self._walk(self.indexes.offset_index.last_entry()[1], position))
+        self.indexes.restore_after_truncation(tail, position)
+        self.closed = False
+        self.first_append_ms = None
+        self._offset_entries_on_disk = self._time_entries_on_disk = None
+
     def rebuild_indexes(self) -> None:
         """Rebuild the indexes from the log while serving; corruption found now is fatal."""
+        log.info(
+            "%s: an index entry disagrees with the log; rebuilding the indexes from the log",
+            self.path(LOG_SUFFIX),
+            extra={"segment": str(self.path(LOG_SUFFIX))},
+        )
         scan = self._scan(None, self.size_bytes)
         if scan.error is not None or scan.valid_bytes != self.size_bytes:
             raise StorageError(

@@ -139,7 +139,7 @@ def test_control_batches_are_kept_untouched(tmp_path: Path) -> None:
     marker = build_control_batch(
         1, producer_id=9, producer_epoch=0, coordinator_epoch=0, timestamp=1
     )
-    log.append_as_leader(marker, leader_epoch=0, now_ms=1)
+    log.append_as_leader(marker, leader_epoch=0, now_ms=1, allow_control_batches=True)
     fill(log, rounds=10, keys=1)
     log.compact(now_ms=2)
     assert decode_batches(log.read(0, 10_000).records)[0].header.is_control

@@ -90,6 +90,11 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
                 _registered_method=True)
+        self.ReportCorruptReplica = channel.unary_unary(
+                '/samsa.v1.ControllerService/ReportCorruptReplica',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -179,6 +184,18 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportCorruptReplica(self, request, context):
+        """A replica whose own log failed its checks at rest (the broker's scrubber found a batch with
+        a bad CRC or framing in a closed segment) asks to leave the partition's ISR, and if it
+        leads, to hand leadership to a live in-sync replica (leader epoch + 1). It truncates its
+        log only once the change is committed, so an acknowledged record is never left on a
+        shortened in-sync replica. Refused with ELIGIBLE_LEADERS_NOT_AVAILABLE when no other live
+        in-sync replica exists: the reporter keeps its log, the best copy there is.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -236,6 +253,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.AlterPartition,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionResponse.SerializeToString,
+            ),
+            'ReportCorruptReplica': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportCorruptReplica,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -536,6 +558,33 @@ class ControllerService:
             '/samsa.v1.ControllerService/AlterPartition',
             samsa_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportCorruptReplica(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/ReportCorruptReplica',
+            samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaResponse.FromString,
             options,
             channel_credentials,
             insecure,

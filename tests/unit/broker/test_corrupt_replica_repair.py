@@ -1,0 +1,126 @@
+"""Goal: a replica known to be corrupt truncates only once the applied metadata shows it out of
+the ISR and not leading (DESIGN §4: an ISR member with a shortened log could be elected and lose
+acknowledged records), and a leader never lets a follower back into the ISR on progress it
+reported before it left.
+
+Method: a PartitionHost over a real log in tmp_path, driven by hand-made metadata images (as in
+test_broker_requests); a byte of a closed segment is flipped on disk, the partition is marked
+corrupt from that batch, and images move the ISR and the leadership while the test checks the
+log end offset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from samsa.common.record.codec import build_batch
+from samsa.common.record.header import check_batch
+from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.scrub import CorruptBatch
+from samsa.services.broker.log.segment import LOG_SUFFIX, segment_path
+from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+
+TOPIC_ID = b"\x09" * 16
+ME = 1
+
+
+def image(leader: int, isr: tuple[int, ...], epoch: int, partition_epoch: int) -> MetadataImage:
+    state = PartitionState(0, (1, 2, 3), isr, leader, epoch, partition_epoch)
+    return MetadataImage(
+        end_offset=10 + partition_epoch,
+        hash=b"\x00" * 16,
+        timestamp_ms=0,
+        brokers={b: BrokerRegistration(b, "i", f"h:{b}", "", 0, False) for b in (1, 2, 3)},
+        topics={"t": TopicImage("t", TOPIC_ID, {0: state})},
+        topic_names={TOPIC_ID: "t"},
+        configs={},
+    )
+
+
+def step(host: PartitionHost, new: MetadataImage) -> HostedPartition:
+    host.apply(new, partition_changes(host.image, new, ME), now_ms=0)
+    hosted = host.get("t", 0)
+    assert hosted is not None
+    return hosted
+
+
+def corrupt_replica(tmp_path: Path, leader: int) -> tuple[PartitionHost, HostedPartition, int]:
+    """A host whose replica of t-0 holds 60 batches over several 2 KiB segments, one byte of a
+    closed segment flipped, marked corrupt from that batch's base offset."""
+    host = PartitionHost(tmp_path, ME)
+    hosted = step(host, image(leader, (1, 2, 3), 0, 0))
+    hosted.log.config = LogConfig(
+        segment_bytes=2048, index_interval_bytes=128, max_message_bytes=1024
+    )
+    for n in range(60):
+        hosted.log.append_as_leader(build_batch([b"v" * 50 + b"%d" % n]), leader_epoch=0, now_ms=0)
+    hosted.high_watermark = hosted.log.log_end_offset
+    base_offset = hosted.log.closed_segments()[1][0]
+    path = segment_path(hosted.log.directory, base_offset, LOG_SUFFIX)
+    data = path.read_bytes()
+    second = check_batch(data, 0).size_bytes
+    header = check_batch(data, second)
+    with path.open("r+b") as file:
+        file.seek(second + header.size_bytes - 2)
+        file.write(bytes([data[second + header.size_bytes - 2] ^ 1]))
+    segment_size = hosted.log.closed_segments()[1][2]
+    corrupt = CorruptBatch(header.base_offset, base_offset, segment_size, second)
+    assert host.mark_corrupt(hosted, corrupt)
+    later = CorruptBatch(header.base_offset + 5, base_offset, segment_size, second + 100)
+    assert not host.mark_corrupt(hosted, later), "the first bad offset wins"
+    return host, hosted, header.base_offset
+
+
+def test_a_corrupt_follower_truncates_only_once_out_of_the_isr(tmp_path: Path) -> None:
+    host, hosted, bad_offset = corrupt_replica(tmp_path, leader=2)
+    end = hosted.log.log_end_offset
+    assert host.repair_corrupt() == [] and hosted.log.log_end_offset == end, "still in the ISR"
+    hosted = step(host, image(2, (1, 2, 3), 0, 1))  # an unrelated change: still in the ISR
+    assert hosted.log.log_end_offset == end and hosted.corrupt_from == bad_offset
+    hosted = step(host, image(2, (2, 3), 0, 2))  # the controller committed the report
+    assert hosted.log.log_end_offset == bad_offset and hosted.corrupt_from is None
+    assert hosted.high_watermark == bad_offset
+    host.close_all()
+
+
+def test_a_corrupt_leader_truncates_only_once_it_no_longer_leads(tmp_path: Path) -> None:
+    host, hosted, bad_offset = corrupt_replica(tmp_path, leader=ME)
+    end = hosted.log.log_end_offset
+    hosted = step(host, image(ME, (1, 2, 3), 0, 1))
+    assert hosted.log.log_end_offset == end and hosted.is_leader
+    hosted = step(host, image(2, (2, 3), 1, 2))  # leadership handed over, out of the ISR
+    assert not hosted.is_leader and hosted.log.log_end_offset == bad_offset
+    host.close_all()
+
+
+def test_a_follower_that_leaves_the_isr_must_fetch_again_to_rejoin(tmp_path: Path) -> None:
+    host = PartitionHost(tmp_path, ME)
+    hosted = step(host, image(ME, (1, 2, 3), 0, 0))
+    for n in range(5):
+        hosted.log.append_as_leader(build_batch([b"%d" % n]), leader_epoch=0, now_ms=0)
+    assert hosted.replication is not None
+    hosted.replication.on_follower_fetch(2, 5, 5, now_ms=0)
+    hosted.high_watermark = hosted.replication.high_watermark = 5
+    hosted = step(host, image(ME, (1, 3), 0, 1))  # 2 reported itself corrupt
+    proposal = hosted.replication.proposed_isr(
+        isr=(1, 3),
+        replicas=(1, 2, 3),
+        eligible={1, 2, 3},
+        epoch_start_offset=0,
+        now_ms=1,
+        lag_max_ms=1000,
+    )
+    assert proposal is None, "progress from before it left does not bring it back"
+    hosted.replication.on_follower_fetch(2, 5, 5, now_ms=2)  # a fetch after leaving does
+    proposal = hosted.replication.proposed_isr(
+        isr=(1, 3),
+        replicas=(1, 2, 3),
+        eligible={1, 2, 3},
+        epoch_start_offset=0,
+        now_ms=2,
+        lag_max_ms=1000,
+    )
+    assert proposal == (1, 2, 3)
+    host.close_all()
