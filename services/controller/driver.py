@@ -95,6 +95,7 @@ class ControllerDriver:
         self._write_lock = asyncio.Lock()
         self._activation: asyncio.Task[None] | None = None
         self._leader_hooks: list[Callable[[], None]] = []
+        self._records_in_flight = 0  # records of the batch `write` is waiting on (one at a time)
 
     def attach(self, quorum: MetadataQuorum) -> None:
         self.quorum = quorum
@@ -182,7 +183,11 @@ class ControllerDriver:
             if not generated.records:
                 return Written(generated.response, self.image.end_offset)
             batch = make_batch(self.image, list(generated.records), int(time.time() * 1000))
-            outcome = await self._submit(batch.SerializeToString())
+            self._records_in_flight = len(generated.records)
+            try:
+                outcome = await self._submit(batch.SerializeToString())
+            finally:
+                self._records_in_flight = 0
             if outcome is not ApplyOutcome.APPLIED:
                 self.active = self.active and outcome is not None
                 raise self._not_controller()
@@ -206,6 +211,17 @@ class ControllerDriver:
             return None
 
     # --- reads -------------------------------------------------------------------------------
+
+    def metadata_offset_bound(self) -> int | None:
+        """The highest metadata offset any controller can have committed, or None if unknown.
+
+        Only the active controller knows: its barrier proved its image holds every entry of
+        earlier terms, and it is the only writer, with at most one batch in flight. A follower
+        cannot bound the leader from its Raft indices: a Raft entry carries a batch of any number
+        of records (or none), so no index maps to a metadata offset."""
+        if not self.active:
+            return None
+        return self.image.end_offset + self._records_in_flight
 
     async def wait_for_offset(self, offset: int, timeout_s: float) -> bool:
         """Wait until this controller has applied `offset`; False on timeout."""

@@ -1,9 +1,19 @@
-"""The `samsa` cluster commands as a user types them, against a real cluster."""
+"""The `samsa` cluster commands as a user types them, against a real cluster.
+
+Goal: every command works end to end, and every failure (bad input, an unknown topic, a cluster
+that cannot be reached) is one clear line and exit code 1 within seconds, never a traceback or a
+silent wait.
+
+Method: `python -m samsa.cli.main` in a subprocess against a 1-controller, 2-broker local cluster
+(or a loopback port nothing listens on), checking stdout, stderr, the exit code and that it ended.
+"""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from cluster_helpers import local_cluster
@@ -94,3 +104,60 @@ def test_errors_are_one_clear_line(bootstrap: str) -> None:
     assert "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr and "Traceback" not in missing.stderr
     bad = samsa(bootstrap, "topics", "create", "x", "--config", "cleanup.policy=shred")
     assert bad.returncode == 1 and "cleanup.policy" in bad.stderr
+
+
+def timed_samsa(
+    bootstrap: str, *args: str, stdin: str = ""
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`samsa` with a 30 s cap (a hang fails the test) and how long it took."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "samsa.cli.main", *args, "--bootstrap-server", bootstrap],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return result, time.monotonic() - started
+
+
+# Not a speed assertion: a bound far above the few seconds these take, far below the 60 s
+# (the producer's max.block.ms) or 10 s-per-read retries they would hang for without the check.
+HANG_S = 15
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_an_unknown_topic_is_one_line_that_says_how_to_create_it(
+    bootstrap: str, command: str
+) -> None:
+    result, elapsed = timed_samsa(bootstrap, command, "no-such-topic", stdin="hello\n")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "samsa: topic 'no-such-topic' does not exist "
+        "(create it with `samsa topics create no-such-topic`)"
+    ), result.stderr
+    assert "Traceback" not in result.stderr
+    assert elapsed < HANG_S
+
+
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then released): connections are refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("topics", "list"), ("cluster",), ("produce", "clicks"), ("consume", "clicks")],
+    ids=lambda args: " ".join(args),
+)
+def test_an_unreachable_cluster_is_one_line_for_every_command(args: tuple[str, ...]) -> None:
+    address = f"127.0.0.1:{unused_port()}"
+    result, elapsed = timed_samsa(address, *args, stdin="hello\n")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"samsa: cannot reach the cluster at {address} (connection refused); is `samsa up` "
+        "running? check --bootstrap-server or $SAMSA_BOOTSTRAP"
+    ), result.stderr
+    assert elapsed < HANG_S

@@ -16,10 +16,25 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from samsa.client import Admin, Consumer, NewTopic, Producer
-from samsa.common.errors import SamsaError
+import grpc
+
+from samsa.client import Admin, Consumer, NewTopic, NoBrokersAvailable, Producer, TopicError
+from samsa.client.admin import TopicDescription
+from samsa.client.channels import Channels
+from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.common.errors import ErrorCode, SamsaError
+from samsa.v1 import controller_pb2
 
 PROGRESS_INTERVAL_S = 1.0
+# How long a command waits for any controller to answer before saying the cluster cannot be
+# reached: a controller restarting is back within it, while a wrong address or a stopped cluster
+# is one line within seconds instead of the SDK's retries (10 s for reads, max.block.ms = 60 s
+# for a producer's metadata).
+CLUSTER_REACH_WAIT_S = 3.0
+# How long produce/consume re-ask about a topic a controller says does not exist. Controllers
+# apply the committed log within ~0.1 s of each other, so a topic another command just created is
+# visible by then even on a lagging follower; a topic that truly does not exist costs this long.
+TOPIC_VISIBLE_WAIT_S = 2.0
 
 
 def bootstrap(args: argparse.Namespace) -> str:
@@ -92,7 +107,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run one cluster command; every failure is one line on stderr and exit code 1."""
+    servers = bootstrap(args)
     try:
+        _check_reachable(servers)
         if args.command == "topics":
             return _topics(args)
         if args.command == "produce":
@@ -101,10 +119,75 @@ def run(args: argparse.Namespace) -> int:
             return _consume(args)
         if args.command == "cluster":
             return _cluster(args)
+    except NoBrokersAvailable as error:
+        if not isinstance(error.__cause__, grpc.Call):
+            print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
+        else:
+            print(_unreachable(servers, error.__cause__), file=sys.stderr)
+        return 1
     except SamsaError as error:
         print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
         return 1
+    except grpc.RpcError as error:
+        assert isinstance(error, grpc.Call)
+        if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            print(_unreachable(servers, error), file=sys.stderr)
+        else:
+            print(f"samsa {args.command}: {error.details()} ({error.code().name})", file=sys.stderr)
+        return 1
     return 2
+
+
+def _check_reachable(servers: str) -> None:
+    """Ask any controller to describe the cluster, for at most CLUSTER_REACH_WAIT_S: raises
+    NoBrokersAvailable (caused by the last gRPC error) when none answers."""
+    channels = Channels()
+    try:
+        endpoints = [e.strip() for e in servers.split(",") if e.strip()]
+        ClusterMetadata(endpoints, channels).read(
+            "DescribeCluster", controller_pb2.DescribeClusterRequest(), CLUSTER_REACH_WAIT_S
+        )
+    finally:
+        channels.close()
+
+
+def _unreachable(servers: str, error: grpc.Call) -> str:
+    """One line for a cluster that does not answer: why, in words, and what to check."""
+    details = (error.details() or "").lower()
+    if "connection refused" in details:
+        reason = "connection refused"
+    elif error.code() == grpc.StatusCode.DEADLINE_EXCEEDED or "timeout" in details:
+        reason = "no answer in time"
+    elif any(word in details for word in ("dns", "resolv", "lookup", "not known")):
+        reason = "unknown host"
+    else:
+        reason = (error.details() or error.code().name).split(";")[0]
+    return (
+        f"samsa: cannot reach the cluster at {servers} ({reason}); is `samsa up` running? "
+        "check --bootstrap-server or $SAMSA_BOOTSTRAP"
+    )
+
+
+def _require_topic(admin: Admin, topic: str) -> TopicDescription:
+    """The topic, or exit with one line saying how to create it.
+
+    Checked here rather than left to the producer, which (like Kafka's) waits max.block.ms, 60 s,
+    for an unknown topic's metadata: right for an application racing a topic's creation, a silent
+    minute for a person who mistyped a name. A short max.block.ms would also cut the producer's
+    wait for buffer space, which `samsa produce` of a large file needs."""
+    deadline = time.monotonic() + TOPIC_VISIBLE_WAIT_S
+    while True:
+        try:
+            return admin.describe_topics([topic])[topic]
+        except TopicError as error:
+            if error.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise
+            if time.monotonic() >= deadline:
+                raise SystemExit(
+                    f"samsa: topic {topic!r} does not exist "
+                    f"(create it with `samsa topics create {topic}`)"
+                ) from None
+        time.sleep(0.2)
 
 
 def _topics(args: argparse.Namespace) -> int:
@@ -153,6 +236,8 @@ def _key_value(item: str) -> tuple[str, str]:
 
 
 def _produce(args: argparse.Namespace) -> int:
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        _require_topic(admin, args.topic)
     producer = Producer(
         {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
     )
@@ -189,7 +274,7 @@ def _consume(args: argparse.Namespace) -> int:
     )
     with consumer:
         with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
-            info = admin.describe_topics([args.topic])[args.topic]
+            info = _require_topic(admin, args.topic)
         partitions = args.partition or [p.partition for p in info.partitions]
         assigned = [(args.topic, p) for p in partitions]
         consumer.assign(assigned)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 import grpc
 
 from samsa.client.channels import Channels
-from samsa.client.errors import NoBrokersAvailable
+from samsa.client.errors import KafkaError, NoBrokersAvailable
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
@@ -57,12 +57,16 @@ class ClusterMetadata:
                     request, timeout=max(0.1, min(CALL_TIMEOUT_S, deadline - time.monotonic()))
                 )
             except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:  # no controller will differ
+                    raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                 last = error
                 self._next += 1
                 time.sleep(0.05)
+        # The cause keeps the last gRPC error for callers that explain it (the CLI); the message
+        # keeps its code and details, not gRPC's debug string.
         raise NoBrokersAvailable(
-            f"no controller of {', '.join(self.bootstrap)} answered {method}: {last}"
-        )
+            f"no controller of {', '.join(self.bootstrap)} answered {method}: {_reason(last)}"
+        ) from last
 
     def mark_stale(self) -> None:
         self._stale = True
@@ -117,10 +121,15 @@ class ClusterMetadata:
             if count is not None:
                 return count
             if time.monotonic() >= deadline:
-                from samsa.client.errors import KafkaError
-
                 raise KafkaError(
                     f"topic {topic!r} is not in the cluster's metadata (create it first)",
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 )
             time.sleep(0.1)
+
+
+def _reason(error: Exception | None) -> str:
+    """`CODE: details` of a gRPC error (what the last attempt failed with)."""
+    if isinstance(error, grpc.Call):
+        return f"{error.code().name}: {error.details()}"
+    return str(error) if error is not None else "no attempt was made"

@@ -1,0 +1,66 @@
+"""Goal: a cluster that cannot be reached is one line naming the address, the reason in words and
+what to check, whatever gRPC said (refused, unknown host, no answer); never gRPC's debug string.
+
+Method: `_unreachable` on fake gRPC errors carrying the details gRPC gives for each case (copied
+from real runs); the end-to-end behaviour is in tests/integration/test_cli_commands.py.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from samsa.cli.commands import _unreachable
+
+
+class FakeRpcError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def initial_metadata(self) -> None: ...
+    def trailing_metadata(self) -> None: ...
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> None: ...
+    def cancel(self) -> bool:
+        return False
+
+    def add_callback(self, callback: object) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("code", "details", "reason"),
+    [
+        (
+            grpc.StatusCode.UNAVAILABLE,
+            "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed to "
+            "connect to remote host: Connection refused",
+            "connection refused",
+        ),
+        (
+            grpc.StatusCode.UNAVAILABLE,
+            "errors resolving nosuchhost.invalid:9: [field:hostname lookup error:address lookup "
+            "failed for nosuchhost.invalid:9: Domain name not found]",
+            "unknown host",
+        ),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", "no answer in time"),
+        (grpc.StatusCode.UNAVAILABLE, "Socket closed; more", "Socket closed"),
+    ],
+)
+def test_each_cause_is_one_line_with_the_reason_in_words(
+    code: grpc.StatusCode, details: str, reason: str
+) -> None:
+    line = _unreachable("127.0.0.1:1", FakeRpcError(code, details))
+    assert line == (
+        f"samsa: cannot reach the cluster at 127.0.0.1:1 ({reason}); is `samsa up` running? "
+        "check --bootstrap-server or $SAMSA_BOOTSTRAP"
+    )
+    assert "\n" not in line
