@@ -311,7 +311,10 @@ class Segment:
         self.indexes.restore_after_truncation(tail, position)
         self.closed = False
         self.first_append_ms = None
-        self._offset_entries_on_disk = self._time_entries_on_disk = None
+        if (self._offset_entries_on_disk or 0) > len(self.indexes.offset_index):
+            self._offset_entries_on_disk = None
+        if (self._time_entries_on_disk or 0) > len(self.indexes.time_index):
+            self._time_entries_on_disk = None
 
     def rebuild_indexes(self) -> None:
         """Rebuild the indexes from the log while serving; corruption found now is fatal."""
@@ -465,17 +468,7 @@ class Segment:
         """Drop every batch whose last offset is >= `offset` (a batch holding it goes whole) and
         make the segment active again: its indexes become what appending the rest would build."""
         found = self.find_batch(offset)
-        position = self.size_bytes if found is None else found[0]
-        os.ftruncate(self.fd, position)
-        self.indexes.truncate_to_position(position)
-        tail = list(self._walk(self.indexes.offset_index.last_entry()[1], position))
-        self.indexes.restore_after_truncation(tail, position)
-        self.closed = False
-        self.first_append_ms = None
-        if (self._offset_entries_on_disk or 0) > len(self.indexes.offset_index):
-            self._offset_entries_on_disk = None
-        if (self._time_entries_on_disk or 0) > len(self.indexes.time_index):
-            self._time_entries_on_disk = None
+        self.truncate_to_position(self.size_bytes if found is None else found[0])
         return True
 
     def write_indexes(self, *, fsync: bool) -> None:
