@@ -91,6 +91,13 @@ metadata_history_batches_max = 10_000
 # fetches again at once); a snapshot is never cut.
 metadata_fetch_bytes_max = 8 * MIB
 
+# How far beyond the active controller's committed metadata offset a read's min_metadata_offset
+# may be before it is refused at once rather than after the read-your-writes wait. A leader cut
+# off from its quorum believes it is active for up to pysyncobj's 5 s fallback while a new one
+# commits; at the ~40k records/s the quorum applies, that is 200k records, so an offset 1M ahead
+# exists nowhere (closer ones are judged after the wait, when the fallback has passed).
+metadata_offset_ahead_max = 1_000_000
+
 # The largest metadata batch (one Raft entry) the controller submits. A topic at
 # topic_partitions_max with 3 replicas is ~370 KB of records, so this holds ~10 of them; it must
 # fit one FetchMetadata answer, and it sizes the largest Raft frame a peer may send us (below).

@@ -124,6 +124,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "min_metadata_offset must be >= 0"
             )
+        bound = self.driver.metadata_offset_bound()
+        if bound is not None and min_offset > bound + limits.metadata_offset_ahead_max:
+            await self._refuse_beyond_committed(min_offset, context)  # absurd: at once
         if not await self.driver.wait_for_offset(min_offset, READ_YOUR_WRITES_WAIT_S):
             # Beyond what the active controller can have committed, no retry reaches it. Checked
             # only after the wait: a leader cut off from its quorum believes it is active until

@@ -15,6 +15,7 @@ import dataclasses
 import grpc
 import pytest
 
+from samsa.common import limits
 from samsa.metadata.image import MetadataImage
 from samsa.services.controller import servicer
 from samsa.services.controller.driver import ControllerDriver
@@ -76,8 +77,22 @@ def test_an_offset_inside_the_batch_in_flight_stays_retriable() -> None:
 def test_a_leader_deposed_during_the_wait_does_not_refuse() -> None:
     # Cut off from its quorum, it believed it was active while a new leader committed more.
     with pytest.raises(Aborted) as refused:
-        read_at(active=True, end_offset=7, min_offset=10**12, deposed=True)
+        read_at(active=True, end_offset=7, min_offset=7 + 1000, deposed=True)
     assert refused.value.code is grpc.StatusCode.UNAVAILABLE
+
+
+def test_an_offset_no_quorum_can_have_reached_is_refused_without_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Further ahead than a new leader could commit during the old one's fallback window: the
+    # answer must not wait (a client's 5 s call deadline would expire first under load).
+    async def must_not_wait(*_: object) -> bool:
+        raise AssertionError("an absurd offset waited for the read-your-writes wait")
+
+    monkeypatch.setattr(ControllerDriver, "wait_for_offset", must_not_wait)
+    with pytest.raises(Aborted) as refused:
+        read_at(active=True, end_offset=7, min_offset=8 + limits.metadata_offset_ahead_max)
+    assert refused.value.code is grpc.StatusCode.INVALID_ARGUMENT
 
 
 def test_a_follower_cannot_tell_so_it_answers_retriable_unavailable() -> None:
