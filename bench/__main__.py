@@ -6,6 +6,7 @@ python -m bench cluster            Samsa next to NATS JetStream and Redis Stream
 python -m bench replication        Samsa RF=3 (3 brokers) next to a 3-server NATS JetStream
                                    cluster with an R3 stream, and a rolling restart under load
                                    (see bench/replication_bench.py)
+python -m bench scale              idle-partition cost at 0, 1,000, 3,000 (--scale-max 10000)
 python -m bench all                all of them
 python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster and replication),
                                    for a smoke run
@@ -16,7 +17,7 @@ from __future__ import annotations
 import argparse
 import platform
 
-from bench import cluster_bench, replication_bench
+from bench import cluster_bench, replication_bench, scale_bench
 from bench.codec_bench import format_codec_table, run_codec_bench
 from bench.storage_bench import run_storage_bench
 
@@ -30,13 +31,14 @@ def main() -> None:
     parser.add_argument(
         "mode",
         nargs="?",
-        choices=("local", "cluster", "replication", "all"),
+        choices=("local", "cluster", "replication", "scale", "all"),
         default="local",
         help="local: storage and codec (the default); cluster: vs the peers; replication: RF=3 "
         "vs JetStream R3; all: every one",
     )
     cluster_bench.add_arguments(parser)  # --quick, and the cluster bench's own options
     replication_bench.add_arguments(parser)
+    scale_bench.add_arguments(parser)
     args = parser.parse_args()
     if args.mode in ("local", "all"):
         scale = 0.1 if args.quick else 1.0
@@ -53,6 +55,8 @@ def main() -> None:
         if args.mode == "all":
             print()
         replication_bench.run(args)
+    if args.mode == "scale":  # idle partitions at 0 / 1,000 / 3,000 (issue 10); not in "all"
+        scale_bench.run(args)
 
 
 if __name__ == "__main__":
