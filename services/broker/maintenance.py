@@ -1,10 +1,20 @@
 """The broker's background work on its logs: retention, compaction, the flush policy, and the
-high-watermark checkpoints (a restarted broker starts from them, never above its log end).
+high-watermark checkpoint (a restarted broker starts from it, never above its log end).
 
 Runs on the event loop between requests, one partition at a time; each step is short (deleting
 whole segments, an fsync through Log.maybe_flush). Compaction rewrites closed segments and is the
 longest step; it runs on the loop too, because a Log is not thread-safe (moving it to a thread
 needs the log to hand the cleaner a snapshot of closed segments first: a later issue).
+
+An idle partition costs nothing. The frequent work (the flush policy every 0.5 s, the
+high-watermark checkpoint every 5 s) looks only at the partitions the host reports changed
+(`PartitionHost.changed`: every append, high-watermark move, leadership change and truncation
+lands there): each pass takes that set and moves its partitions into `Pending` — the logs with
+unflushed records (kept until flushed, since flush.ms must re-check them later) and the partitions
+whose high watermark differs from the checkpoint file. The checkpoint file, one per data
+directory, is rewritten only when that second set is not empty. Retention (every 30 s) and
+compaction (every 15 s) still walk every partition, amortised over their long intervals; a log of
+one segment costs retention a length check.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 
 from samsa.services.broker.partition_host import PartitionHost
 
@@ -23,6 +34,51 @@ COMPACTION_INTERVAL_S = 15.0  # Kafka's log.cleaner.backoff.ms
 HIGH_WATERMARK_CHECKPOINT_INTERVAL_S = 5.0  # Kafka's replica.high.watermark.checkpoint.interval.ms
 
 
+@dataclass
+class Pending:
+    """Partitions the frequent work must look at, gathered from the host's changes."""
+
+    # Logs holding records the flush policy has not flushed yet.
+    unflushed: set[tuple[str, int]] = field(default_factory=set)
+    # Partitions whose high watermark differs from the checkpoint file's.
+    high_watermarks: set[tuple[str, int]] = field(default_factory=set)
+
+
+def take_changes(host: PartitionHost, pending: Pending) -> None:
+    """Take the host's changed partitions (leaving it an empty set) and sort them into
+    `pending`; a partition no longer hosted is dropped."""
+    changed, host.changed = host.changed, set()
+    for key in changed:
+        hosted = host.partitions.get(key)
+        if hosted is None:
+            continue
+        if hosted.log.has_unflushed_records:
+            pending.unflushed.add(key)
+        if hosted.high_watermark_unsaved:
+            pending.high_watermarks.add(key)
+
+
+def flush_pending(host: PartitionHost, pending: Pending, *, now_ms: int) -> None:
+    """Apply the flush policy to the logs with unflushed records; forget the flushed ones."""
+    for key in list(pending.unflushed):
+        hosted = host.partitions.get(key)
+        if hosted is not None:
+            hosted.log.maybe_flush(now_ms=now_ms)
+        if hosted is None or not hosted.log.has_unflushed_records:
+            pending.unflushed.discard(key)
+
+
+def checkpoint_pending(host: PartitionHost, pending: Pending) -> bool:
+    """Rewrite the high-watermark checkpoint once if a pending partition's high watermark still
+    differs from it; True when written."""
+    keys, pending.high_watermarks = pending.high_watermarks, set()
+    unsaved = (host.partitions.get(key) for key in keys)
+    if not any(hosted is not None and hosted.high_watermark_unsaved for hosted in unsaved):
+        return False
+    host.checkpoint_high_watermarks()
+    return True
+
+
 async def run_maintenance(
     host: PartitionHost,
     stop: asyncio.Event,
@@ -30,8 +86,10 @@ async def run_maintenance(
     retention_interval_s: float = RETENTION_CHECK_INTERVAL_S,
     compaction_interval_s: float = COMPACTION_INTERVAL_S,
     flush_interval_s: float = FLUSH_CHECK_INTERVAL_S,
+    checkpoint_interval_s: float = HIGH_WATERMARK_CHECKPOINT_INTERVAL_S,
 ) -> None:
     """Loop until `stop` is set."""
+    pending = Pending()
     last_retention = last_compaction = last_checkpoint = time.monotonic()
     while not stop.is_set():
         try:
@@ -40,12 +98,11 @@ async def run_maintenance(
         except TimeoutError:
             pass
         now_ms = int(time.time() * 1000)
-        for hosted in list(host.partitions.values()):
-            hosted.log.maybe_flush(now_ms=now_ms)
-        if time.monotonic() - last_checkpoint >= HIGH_WATERMARK_CHECKPOINT_INTERVAL_S:
+        take_changes(host, pending)
+        flush_pending(host, pending, now_ms=now_ms)
+        if time.monotonic() - last_checkpoint >= checkpoint_interval_s:
             last_checkpoint = time.monotonic()
-            for hosted in list(host.partitions.values()):
-                hosted.checkpoint_high_watermark()
+            checkpoint_pending(host, pending)
         if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
             for hosted in list(host.partitions.values()):

@@ -23,7 +23,10 @@ the follower leaves the ISR, so only a fetch made after leaving can bring it bac
 Every partition keeps a `high_watermark`. With one replica (this version) it is the log end
 offset; replication will move it by follower progress. Consumers never read above it. Appends
 wake fetches waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is
-there instead of polling.
+there instead of polling. The high watermarks of all hosted partitions live in one file per data
+directory (high_watermark_checkpoint.py, Kafka's replication-offset-checkpoint), read once at
+start and rewritten by `checkpoint_high_watermarks` — by the maintenance loop when some moved, at
+once when one moves backwards (`repair_corrupt`), and by `close_all`.
 """
 
 from __future__ import annotations
@@ -31,19 +34,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
-from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
-from samsa.services.broker.log.checkpoint_format import (
-    CorruptCheckpointError,
-    decode_checkpoint,
-    encode_checkpoint,
+from samsa.services.broker.high_watermark_checkpoint import (
+    HIGH_WATERMARK_CHECKPOINT_FILE,
+    decode_high_watermarks,
+    encode_high_watermarks,
 )
+from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
+from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
@@ -53,15 +57,13 @@ from samsa.services.broker.metadata_diff import (
     PartitionAction,
     StopReplica,
     UpdateConfig,
+    changed_topics,
 )
 from samsa.services.broker.replication import LeaderReplication
 
 log = logging.getLogger(__name__)
 
 TOPIC_ID_FILE = "topic_id"
-# Kafka keeps one replication-offset-checkpoint per data dir; one file per partition is simpler
-# and written with the same atomic rename.
-HIGH_WATERMARK_FILE = "high-watermark.checkpoint"
 LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
 
 
@@ -96,6 +98,8 @@ class HostedPartition:
     leader_id: int
     leader_epoch: int
     data_arrived: asyncio.Event
+    # Called by notify_appended: the host's record of what changed (see PartitionHost.changed).
+    on_change: Callable[[HostedPartition], None] | None = None
     high_watermark: int = 0
     # The partition's state in the metadata image (replicas, ISR, partition epoch).
     state: PartitionState | None = None
@@ -107,7 +111,7 @@ class HostedPartition:
     # Partition epoch of an ISR change we proposed and the controller accepted, until the
     # metadata log shows it (no second proposal from a stale partition epoch meanwhile).
     awaited_partition_epoch: int = -1
-    # The high watermark last written to the checkpoint file.
+    # The high watermark the data directory's checkpoint file holds for it (-1: none yet).
     checkpointed_high_watermark: int = -1
     # Where this replica's own log failed its scrub, until the log is truncated there; None
     # when nothing is known corrupt.
@@ -127,9 +131,12 @@ class HostedPartition:
         return () if self.state is None else self.state.isr
 
     def notify_appended(self) -> None:
-        """Wake every fetch and acks=all produce waiting on this partition."""
+        """Wake every fetch and acks=all produce waiting on this partition, and tell the host
+        (its periodic work and its fetch sessions look only at partitions that changed)."""
         self.data_arrived.set()
         self.data_arrived = asyncio.Event()
+        if self.on_change is not None:
+            self.on_change(self)
 
     def advance_high_watermark(self) -> bool:
         """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
@@ -143,13 +150,10 @@ class HostedPartition:
             self.notify_appended()
         return moved
 
-    def checkpoint_high_watermark(self) -> None:
-        if self.high_watermark != self.checkpointed_high_watermark:
-            write_atomically(
-                self.log.directory / HIGH_WATERMARK_FILE,
-                encode_checkpoint([(self.high_watermark,)]),
-            )
-            self.checkpointed_high_watermark = self.high_watermark
+    @property
+    def high_watermark_unsaved(self) -> bool:
+        """The high watermark moved since the checkpoint file was last written."""
+        return self.high_watermark != self.checkpointed_high_watermark
 
 
 class PartitionHost:
@@ -159,7 +163,27 @@ class PartitionHost:
         self.data_dir = data_dir
         self.broker_id = broker_id
         self.partitions: dict[tuple[str, int], HostedPartition] = {}
+        # The hosted partition numbers by topic (kept by _open and _stop): a metadata change
+        # refreshes the partitions of the topics it changed without walking all the others.
+        self.partitions_by_topic: dict[str, set[int]] = {}
+        # Partitions marked corrupt (by mark_corrupt; a key stays until repair_corrupt finds it
+        # repaired, stopped or re-opened): corruption is rare, so repair looks only at these.
+        self.corrupt_partitions: set[tuple[str, int]] = set()
         self.image = MetadataImage.empty()
+        # Partitions whose log, high watermark or leadership changed since the periodic work
+        # (flush policy, high-watermark checkpoint) last looked: an idle partition costs nothing.
+        self.changed: set[tuple[str, int]] = set()
+        # Callbacks told of every change, by partition: the fetch sessions that hold it.
+        self.watchers: dict[tuple[str, int], set[Callable[[tuple[str, int]], None]]] = {}
+        # When each follower broker last fetched from this one (ms): a follower whose log end
+        # matches an idle partition's stays caught up by fetching at all (fetch sessions name
+        # idle partitions in no request; replication.LeaderReplication.proposed_isr).
+        self.replica_fetch_ms: dict[int, int] = {}
+        # Partitions a follower outside the ISR fetched: the ISR manager's next look (it may
+        # rejoin). Filled by fetch.py, taken by isr_manager.py.
+        self.isr_candidates: set[tuple[str, int]] = set()
+        # The checkpointed high watermarks, read once; `_open` takes each partition's from here.
+        self.high_watermarks_at_start = _read_high_watermarks(data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
 
     def get(self, topic: str, partition: int) -> HostedPartition | None:
@@ -189,9 +213,12 @@ class PartitionHost:
         )
 
     def apply(self, image: MetadataImage, actions: Iterable[PartitionAction], now_ms: int) -> None:
-        """Carry out the actions that take this broker from the previous image to `image`."""
+        """Carry out the actions that take this broker from the previous image to `image`, then
+        refresh the partitions of the topics that changed (and of those the actions name)."""
+        topics = changed_topics(self.image, image)
         self.image = image
         for action in actions:
+            topics.add(action.topic)
             key = (action.topic, action.partition)
             if isinstance(action, StopReplica):
                 self._stop(key, delete=action.delete)
@@ -224,37 +251,51 @@ class PartitionHost:
                 hosted.notify_appended()  # waiting fetches re-check who leads
             elif isinstance(action, UpdateConfig) and key in self.partitions:
                 self._configure(self.partitions[key], action.configs)
-        for key, hosted in self.partitions.items():  # ISR and partition epoch changes
-            left_isr = set(hosted.isr)
-            hosted.state = self._state_of(key)
-            left_isr.difference_update(hosted.isr)
-            if hosted.replication is not None:
-                for replica in left_isr:  # it must fetch again to rejoin (see the module doc)
-                    progress = hosted.replication.followers.get(replica)
-                    if progress is not None:
-                        progress.log_end_offset = -1
-            hosted.advance_high_watermark()
+        self._refresh_states(topics)
         self.repair_corrupt()
+
+    def _refresh_states(self, topics: Iterable[str]) -> None:
+        """Take the hosted partitions of `topics` to their state in the image (ISR and partition
+        epoch changes): a replica that left the ISR must fetch again to rejoin (see the module
+        doc), and a smaller ISR may let the high watermark move. Every other topic is the same
+        object as in the previous image (replay shares unchanged topics), so its partitions have
+        nothing to refresh: a metadata batch costs the topics it changed, not every partition."""
+        for topic in sorted(topics):
+            for partition in sorted(self.partitions_by_topic.get(topic, ())):
+                key = (topic, partition)
+                hosted = self.partitions.get(key)
+                if hosted is None:  # close_all emptied the host
+                    continue
+                left_isr = set(hosted.isr)
+                hosted.state = self._state_of(key)
+                left_isr.difference_update(hosted.isr)
+                if hosted.replication is not None:
+                    for replica in left_isr:
+                        progress = hosted.replication.followers.get(replica)
+                        if progress is not None:
+                            progress.log_end_offset = -1
+                hosted.advance_high_watermark()
 
     def mark_corrupt(self, hosted: HostedPartition, corrupt: CorruptBatch) -> bool:
         """Remember where this replica's log went bad; True when that is news."""
         if hosted.corrupt is not None and hosted.corrupt.offset <= corrupt.offset:
             return False
         hosted.corrupt = corrupt
+        self.corrupt_partitions.add((hosted.topic, hosted.partition))
         return True
 
     def repair_corrupt(self) -> list[tuple[str, int]]:
         """Truncate every corrupt replica the applied metadata has taken out of the ISR (and out
         of the leadership) to where its corruption starts; the partitions truncated."""
         repaired = []
-        for key, hosted in self.partitions.items():
-            if (
-                hosted.corrupt is None
-                or hosted.is_leader
-                or hosted.state is None
-                or self.broker_id in hosted.state.isr
-            ):
+        for key in sorted(self.corrupt_partitions):
+            hosted = self.partitions.get(key)
+            if hosted is None or hosted.corrupt is None:  # stopped, re-opened or reset since
+                self.corrupt_partitions.discard(key)
                 continue
+            if hosted.is_leader or hosted.state is None or self.broker_id in hosted.state.isr:
+                continue
+            self.corrupt_partitions.discard(key)
             corrupt, hosted.corrupt = hosted.corrupt, None
             offset = corrupt.offset
             log_end_offset = hosted.log.truncate_at_batch(
@@ -264,7 +305,8 @@ class PartitionHost:
                 log.info("corrupt segment gone", extra={"partition": f"{key[0]}-{key[1]}"})
                 continue
             hosted.high_watermark = min(hosted.high_watermark, log_end_offset)
-            hosted.checkpoint_high_watermark()
+            if hosted.high_watermark_unsaved:  # moved back: a restart must not start above it
+                self.checkpoint_high_watermarks()
             log.warning(
                 "corrupt replica truncated: re-fetching from the leader",
                 extra={
@@ -298,6 +340,8 @@ class PartitionHost:
         partition_log = Log.open(directory, config, now_ms=now_ms)
         if not id_file.exists():
             id_file.write_bytes(action.topic_id)
+        # A missing entry means 0, as the file would say if it held one.
+        checkpointed = self.high_watermarks_at_start.pop((action.topic, action.partition), 0)
         hosted = HostedPartition(
             topic=action.topic,
             partition=action.partition,
@@ -308,14 +352,38 @@ class PartitionHost:
             leader_id=-1,
             leader_epoch=-1,
             data_arrived=asyncio.Event(),
-            high_watermark=_read_high_watermark(directory, partition_log.log_end_offset),
+            on_change=self._partition_changed,
+            high_watermark=min(checkpointed, partition_log.log_end_offset),
+            checkpointed_high_watermark=checkpointed,
         )
         self.partitions[(action.topic, action.partition)] = hosted
+        self.partitions_by_topic.setdefault(action.topic, set()).add(action.partition)
         return hosted
+
+    def _partition_changed(self, hosted: HostedPartition) -> None:
+        key = (hosted.topic, hosted.partition)
+        self.changed.add(key)
+        for wake in tuple(self.watchers.get(key, ())):
+            wake(key)
+
+    def watch(self, key: tuple[str, int], wake: Callable[[tuple[str, int]], None]) -> None:
+        """Call `wake(key)` whenever the partition changes, until `unwatch`."""
+        self.watchers.setdefault(key, set()).add(wake)
+
+    def unwatch(self, key: tuple[str, int], wake: Callable[[tuple[str, int]], None]) -> None:
+        wakes = self.watchers.get(key)
+        if wakes is not None:
+            wakes.discard(wake)
+            if not wakes:
+                del self.watchers[key]
 
     def _stop(self, key: tuple[str, int], *, delete: bool) -> None:
         hosted = self.partitions.pop(key, None)
         if hosted is not None:
+            numbers = self.partitions_by_topic[key[0]]
+            numbers.discard(key[1])
+            if not numbers:
+                del self.partitions_by_topic[key[0]]
             hosted.log.close()
             hosted.notify_appended()
         if delete:
@@ -335,21 +403,37 @@ class PartitionHost:
                 removed.append(directory.name)
         return removed
 
-    def close_all(self) -> None:
+    def checkpoint_high_watermarks(self) -> None:
+        """Rewrite the data directory's high-watermark checkpoint with every hosted partition's
+        high watermark: one atomic write (an fsync of the file and one of the directory), so
+        callers call it once per batch of changes, not per partition."""
+        high_watermarks = {key: hosted.high_watermark for key, hosted in self.partitions.items()}
+        write_atomically(
+            self.data_dir / HIGH_WATERMARK_CHECKPOINT_FILE, encode_high_watermarks(high_watermarks)
+        )
         for hosted in self.partitions.values():
-            hosted.checkpoint_high_watermark()
+            hosted.checkpointed_high_watermark = hosted.high_watermark
+
+    def close_all(self) -> None:
+        """Write the high-watermark checkpoint once (if any moved), then close every log."""
+        if any(hosted.high_watermark_unsaved for hosted in self.partitions.values()):
+            self.checkpoint_high_watermarks()
+        for hosted in self.partitions.values():
             hosted.log.close()
         self.partitions.clear()
 
 
-def _read_high_watermark(directory: Path, log_end_offset: int) -> int:
-    """The checkpointed high watermark, never above the log end (0 when unknown)."""
-    data = read_if_exists(directory / HIGH_WATERMARK_FILE)
+def _read_high_watermarks(data_dir: Path) -> dict[tuple[str, int], int]:
+    """The checkpointed high watermarks by partition; none when the file is missing or
+    unreadable (every partition then starts at 0, which is safe: it only moves up)."""
+    data = read_if_exists(data_dir / HIGH_WATERMARK_CHECKPOINT_FILE)
     if data is None:
-        return 0
+        return {}
     try:
-        ((value,),) = decode_checkpoint(data, fields=1)
-    except (CorruptCheckpointError, ValueError):
-        log.warning("unreadable high watermark checkpoint", extra={"dir": str(directory)})
-        return 0
-    return max(0, min(value, log_end_offset))
+        return decode_high_watermarks(data)
+    except CorruptCheckpointError as error:
+        log.warning(
+            "unreadable high watermark checkpoint: every partition starts at 0",
+            extra={"dir": str(data_dir), "reason": str(error)},
+        )
+        return {}
