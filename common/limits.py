@@ -169,6 +169,15 @@ request_partitions_max = 10_000
 # plenty for idle consumers and bounds how long a request holds server resources).
 fetch_wait_ms_max = 30_000
 
+# Fetch sessions (KIP-227) a broker keeps, and the partitions they hold between them (Kafka's
+# max.incremental.fetch.session.cache.slots is 1,000). A session partition costs about half a
+# KiB, so the cache stays near 100 MiB at worst; when it is full, fetchers get no new session and
+# keep sending full fetches, which still work. A session unused this long may be evicted for a
+# new one (Kafka's min.incremental.fetch.session.eviction.ms).
+fetch_sessions_max = 1_000
+fetch_session_partitions_total_max = 200_000
+fetch_session_idle_ms = 120_000
+
 # A Fetch's total answer (Kafka's fetch.max.bytes default is 50 MiB): it must fit one gRPC
 # message with room for the envelope.
 fetch_response_bytes_max = 64 * MIB

@@ -8,6 +8,15 @@ never blindly to its high watermark (KIP-101) — before fetching again. What co
 as the leader assigned it (`append_as_follower`: offsets and epochs kept), and the follower's high
 watermark becomes min(leader's, own log end).
 
+Each loop fetches in a fetch session (KIP-227, common/fetch_session_client.py): after the opening
+full fetch, a request names only the partitions whose position moved (those it appended to,
+truncated, or got a new leader epoch for) and the leader answers only partitions with news, so an
+idle partition costs neither side anything per fetch. `reconcile` (on each metadata change) tells
+the sessions what to follow; a partition that answers an error stays in the session and the loop
+backs off until the metadata log moves it. A partition whose ISR this broker is not in is named in
+every request: that is how the leader, which forgets a follower's progress when it leaves the ISR,
+learns that it may rejoin (and a corrupt replica, left out of its session, never is).
+
 A fetch with a replica_id moves the leader's high watermark, so each one carries a fresh
 membership proof signed as this broker (`MemberSigner`); a leader refuses it otherwise
 (PERMISSION_DENIED), and this loop logs that and backs off like any other failed fetch.
@@ -23,6 +32,12 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
+from samsa.common.fetch_session_client import (
+    FetchParts,
+    FetchPosition,
+    FetchSessionClient,
+    PartitionKey,
+)
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 from samsa.services.broker.replication import follower_high_watermark
 from samsa.services.runtime.member_auth import MemberSigner
@@ -44,7 +59,8 @@ FETCH_METHOD = method_path(
 
 
 class ReplicaFetchers:
-    """The fetch loops of one broker, one per leader it follows partitions of."""
+    """The fetch loops of one broker, one per leader it follows partitions of, each with its
+    fetch session (common/fetch_session_client.py)."""
 
     def __init__(self, host: PartitionHost, broker_id: int, signer: MemberSigner) -> None:
         assert signer.member_id == broker_id, "replica fetches are signed as this broker"
@@ -52,21 +68,43 @@ class ReplicaFetchers:
         self.broker_id = broker_id
         self.signer = signer
         self._loops: dict[int, asyncio.Task[None]] = {}
+        self._sessions: dict[int, FetchSessionClient] = {}
+        # Partitions left out of their session because their log here is corrupt.
+        self._corrupt_excluded: set[PartitionKey] = set()
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     def reconcile(self) -> None:
-        """Start a loop for every leader we now follow, stop those we no longer need."""
-        leaders = {
-            hosted.leader_id
-            for hosted in self.host.partitions.values()
-            if not hosted.is_leader and hosted.leader_id >= 0 and hosted.leader_id != self.broker_id
-        }
-        for leader_id in leaders - self._loops.keys():
+        """Follow what the host now follows: each partition fetched from its leader, loops
+        started for new leaders and stopped for those no longer followed. Called on every
+        metadata change and after a corrupt replica is found or repaired."""
+        by_leader: dict[int, dict[PartitionKey, FetchPosition]] = {}
+        outside_isr: dict[int, set[PartitionKey]] = {}
+        for key, hosted in self.host.partitions.items():
+            if hosted.is_leader or hosted.leader_id < 0 or hosted.leader_id == self.broker_id:
+                continue
+            wanted = by_leader.setdefault(hosted.leader_id, {})
+            if hosted.corrupt_from is None:
+                wanted[key] = _position(hosted)
+            else:  # no progress reports until truncated (the scrubber)
+                self._corrupt_excluded.add(key)
+            if self.broker_id not in hosted.isr:
+                outside_isr.setdefault(hosted.leader_id, set()).add(key)
+        for leader_id, session in self._sessions.items():
+            wanted = by_leader.get(leader_id, {})
+            for key in [key for key in session.wanted if key not in wanted]:
+                session.set(key, None)
+        for leader_id, wanted in by_leader.items():
+            session = self._sessions.setdefault(leader_id, FetchSessionClient())
+            for key, position in wanted.items():
+                session.set(key, position)
+            session.name_always(frozenset(outside_isr.get(leader_id, ())))
+        for leader_id in by_leader.keys() - self._loops.keys():
             self._loops[leader_id] = asyncio.get_running_loop().create_task(
                 self._run(leader_id), name=f"replica-fetcher-{leader_id}"
             )
-        for leader_id in self._loops.keys() - leaders:
+        for leader_id in self._loops.keys() - by_leader.keys():
             self._loops.pop(leader_id).cancel()
+            self._sessions.pop(leader_id, None)
 
     async def close(self) -> None:
         for task in self._loops.values():
@@ -74,15 +112,6 @@ class ReplicaFetchers:
         await asyncio.gather(*self._loops.values(), return_exceptions=True)
         self._loops.clear()
         await asyncio.gather(*(channel.close() for channel in self._channels.values()))
-
-    def _followed(self, leader_id: int) -> list[HostedPartition]:
-        return [
-            hosted
-            for hosted in self.host.partitions.values()
-            if not hosted.is_leader
-            and hosted.leader_id == leader_id
-            and hosted.corrupt_from is None  # no progress reports until truncated (scrubber)
-        ]
 
     def _stub(self, leader_id: int) -> broker_pb2_grpc.BrokerServiceStub | None:
         broker = self.host.image.brokers.get(leader_id)
@@ -101,20 +130,21 @@ class ReplicaFetchers:
 
     async def _run(self, leader_id: int) -> None:
         while True:
-            partitions = self._followed(leader_id)
+            session = self._sessions.get(leader_id)
             stub = self._stub(leader_id)
-            if not partitions or stub is None:
+            if session is None or not session.wanted or stub is None:
                 await asyncio.sleep(ERROR_BACKOFF_S)
                 continue
-            offsets = {(h.topic, h.partition): h.log.log_end_offset for h in partitions}
-            request = self._request(partitions)
+            self._follow_corruption(leader_id, session)
+            parts = session.build()
             try:
                 response = await stub.Fetch(
-                    request,
+                    _request(self.broker_id, parts),
                     timeout=FETCH_MAX_WAIT_MS / 1000 + 10,
                     metadata=self.signer.metadata(FETCH_METHOD),
                 )
             except grpc.aio.AioRpcError as error:
+                session.reset()
                 if error.code() == grpc.StatusCode.PERMISSION_DENIED:
                     log.error("replica fetch from %d refused: %s", leader_id, error.details())
                     await asyncio.sleep(REFUSED_BACKOFF_S)
@@ -122,55 +152,54 @@ class ReplicaFetchers:
                 log.debug("replica fetch from %d failed: %s", leader_id, error.code())
                 await asyncio.sleep(ERROR_BACKOFF_S)
                 continue
-            if not self._apply(leader_id, response, offsets):
+            if response.error_code != ErrorCode.NONE:
+                log.info("fetch session with %d: %s", leader_id, response.error_message or "error")
+                session.reset()
+                continue
+            session.on_answer(parts, response.session_id)
+            if not self._apply(leader_id, session, response):
                 await asyncio.sleep(ERROR_BACKOFF_S)
 
-    def _request(self, partitions: list[HostedPartition]) -> broker_pb2.FetchRequest:
-        by_topic: dict[str, list[broker_pb2.FetchRequest.PartitionData]] = {}
-        for hosted in partitions:
-            wanted = broker_pb2.FetchRequest.PartitionData(
-                partition=hosted.partition,
-                fetch_offset=hosted.log.log_end_offset,
-                current_leader_epoch=hosted.leader_epoch,
-                partition_max_bytes=FETCH_PARTITION_BYTES,
-            )
-            if hosted.log.latest_epoch >= 0:
-                wanted.last_fetched_epoch = hosted.log.latest_epoch
-            by_topic.setdefault(hosted.topic, []).append(wanted)
-        return broker_pb2.FetchRequest(
-            replica_id=self.broker_id,
-            max_wait_ms=FETCH_MAX_WAIT_MS,
-            min_bytes=1,
-            max_bytes=FETCH_RESPONSE_BYTES,
-            topics=[
-                broker_pb2.FetchRequest.TopicData(name=topic, partitions=wanted)
-                for topic, wanted in by_topic.items()
-            ],
-        )
+    def _follow_corruption(self, leader_id: int, session: FetchSessionClient) -> None:
+        """Stop fetching partitions the scrubber found corrupt here (no progress reports until
+        truncated), and fetch them again once repaired. Costs what is corrupt, which is rare."""
+        for key in self.host.corrupt_partitions:
+            hosted = self.host.get(*key)
+            if hosted is not None and hosted.corrupt_from is not None and key in session.wanted:
+                session.set(key, None)
+                self._corrupt_excluded.add(key)
+        for key in list(self._corrupt_excluded):
+            hosted = self.host.get(*key)
+            if hosted is None or hosted.is_leader:
+                self._corrupt_excluded.discard(key)
+            elif hosted.corrupt_from is None and hosted.leader_id == leader_id:
+                self._corrupt_excluded.discard(key)
+                session.set(key, _position(hosted))
 
     def _apply(
-        self,
-        leader_id: int,
-        response: broker_pb2.FetchResponse,
-        offsets: dict[tuple[str, int], int],
+        self, leader_id: int, session: FetchSessionClient, response: broker_pb2.FetchResponse
     ) -> bool:
-        """Store what the leader sent; False when every partition failed (back off)."""
+        """Store what the leader sent; False when a partition failed (back off: the metadata
+        log will say where to go, and the leader answers errors without waiting)."""
         now_ms = int(time.time() * 1000)
-        progressed = False
+        failed = False
         for topic in response.topics:
             for result in topic.partitions:
                 key = (topic.name, result.partition)
                 hosted = self.host.get(*key)
+                sent = session.sent(key)
                 if (
                     hosted is None
                     or hosted.is_leader
                     or hosted.leader_id != leader_id
-                    or hosted.log.log_end_offset != offsets.get(key)
+                    or sent is None
+                    or hosted.log.log_end_offset != sent.fetch_offset
                 ):
                     continue  # the partition moved on while the fetch was out
-                if self._apply_partition(hosted, result, now_ms):
-                    progressed = True
-        return progressed
+                if not self._apply_partition(hosted, result, now_ms):
+                    failed = True
+                session.set(key, _position(hosted))
+        return not failed
 
     def _apply_partition(
         self, hosted: HostedPartition, result: FetchPartitionResult, now_ms: int
@@ -183,6 +212,7 @@ class ReplicaFetchers:
                 log_.truncate_fully_and_start_at(result.log_start_offset)
             else:
                 log_.truncate_to(min(result.high_watermark, log_.log_end_offset))
+            hosted.notify_appended()
             return True
         if result.error_code != ErrorCode.NONE:
             return False  # leadership changed: the metadata log will say where to go
@@ -200,6 +230,7 @@ class ReplicaFetchers:
             )
             log_.truncate_to(target)
             hosted.high_watermark = min(hosted.high_watermark, log_.log_end_offset)
+            hosted.notify_appended()
             return True
         if result.records:
             try:
@@ -207,10 +238,53 @@ class ReplicaFetchers:
             except SamsaError as error:
                 log.error("follower append failed", extra={"partition": where, "error": str(error)})
                 return False
-        hosted.high_watermark = follower_high_watermark(result.high_watermark, log_.log_end_offset)
-        if result.records:
+        high_watermark = follower_high_watermark(result.high_watermark, log_.log_end_offset)
+        if result.records or high_watermark != hosted.high_watermark:
+            hosted.high_watermark = high_watermark
             hosted.notify_appended()
         return True
+
+
+def _position(hosted: HostedPartition) -> FetchPosition:
+    return FetchPosition(
+        fetch_offset=hosted.log.log_end_offset,
+        current_leader_epoch=hosted.leader_epoch,
+        last_fetched_epoch=hosted.log.latest_epoch,
+        partition_max_bytes=FETCH_PARTITION_BYTES,
+    )
+
+
+def _request(broker_id: int, parts: FetchParts) -> broker_pb2.FetchRequest:
+    by_topic: dict[str, list[broker_pb2.FetchRequest.PartitionData]] = {}
+    for (topic, partition), position in parts.partitions.items():
+        wanted = broker_pb2.FetchRequest.PartitionData(
+            partition=partition,
+            fetch_offset=position.fetch_offset,
+            current_leader_epoch=position.current_leader_epoch,
+            partition_max_bytes=position.partition_max_bytes,
+        )
+        if position.last_fetched_epoch >= 0:
+            wanted.last_fetched_epoch = position.last_fetched_epoch
+        by_topic.setdefault(topic, []).append(wanted)
+    forgotten: dict[str, list[int]] = {}
+    for topic, partition in parts.forgotten:
+        forgotten.setdefault(topic, []).append(partition)
+    return broker_pb2.FetchRequest(
+        replica_id=broker_id,
+        max_wait_ms=FETCH_MAX_WAIT_MS,
+        min_bytes=1,
+        max_bytes=FETCH_RESPONSE_BYTES,
+        topics=[
+            broker_pb2.FetchRequest.TopicData(name=topic, partitions=wanted)
+            for topic, wanted in by_topic.items()
+        ],
+        session_id=parts.session_id,
+        session_epoch=parts.session_epoch,
+        forgotten_topics=[
+            broker_pb2.FetchRequest.ForgottenTopic(name=topic, partitions=partitions)
+            for topic, partitions in forgotten.items()
+        ],
+    )
 
 
 FetchPartitionResult = broker_pb2.FetchResponse.PartitionResponse

@@ -9,6 +9,8 @@ Kafka's rules (DESIGN §4):
   lastCaughtUpTime.
 - High watermark = the smallest log end offset over the ISR (the leader's own included). It only
   moves forward, and not at all while the ISR is smaller than `min.insync.replicas`.
+- A follower that holds the whole log stays caught up while it fetches anything from this broker:
+  fetch sessions leave idle partitions out of its requests.
 - A follower leaves the ISR after `replica.lag.time.max.ms` without catching up; one outside it
   rejoins once its log end offset reaches the high watermark and the start of the current
   leader epoch (so it holds everything this leader committed). The leader only *proposes* these
@@ -17,7 +19,7 @@ Kafka's rules (DESIGN §4):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -86,16 +88,24 @@ class LeaderReplication:
         epoch_start_offset: int,
         now_ms: int,
         lag_max_ms: int,
+        leader_end_offset: int,
+        replica_fetch_ms: Mapping[int, int],
     ) -> tuple[int, ...] | None:
         """The ISR this leader should ask for, or None when the current one is right.
-        `eligible`: replicas that may join (registered, unfenced)."""
+        `eligible`: replicas that may join (registered, unfenced). `replica_fetch_ms`: when
+        each follower last fetched from this broker at all."""
         keep = set()
         for replica in isr:
             if replica == self.leader_id:
                 keep.add(replica)
                 continue
             progress = self.followers.get(replica)
-            if progress is not None and now_ms - progress.last_caught_up_ms <= lag_max_ms:
+            if (
+                progress is not None
+                and now_ms
+                - self._caught_up_ms(replica, progress, leader_end_offset, replica_fetch_ms)
+                <= lag_max_ms
+            ):
                 keep.add(replica)
         for replica in replicas:
             progress = self.followers.get(replica)
@@ -105,11 +115,27 @@ class LeaderReplication:
                 and progress is not None
                 and progress.log_end_offset >= self.high_watermark
                 and progress.log_end_offset >= epoch_start_offset
-                and now_ms - progress.last_caught_up_ms <= lag_max_ms
+                and now_ms
+                - self._caught_up_ms(replica, progress, leader_end_offset, replica_fetch_ms)
+                <= lag_max_ms
             ):
                 keep.add(replica)
         proposed = tuple(replica for replica in replicas if replica in keep)
         return None if set(proposed) == set(isr) else proposed
+
+    @staticmethod
+    def _caught_up_ms(
+        replica: int,
+        progress: FollowerProgress,
+        leader_end_offset: int,
+        replica_fetch_ms: Mapping[int, int],
+    ) -> int:
+        """When the follower last had everything. A follower holding the whole log is caught up
+        for as long as it keeps fetching at all: in a fetch session it names an idle partition
+        in no request, so that partition's own progress never moves (KIP-227)."""
+        if progress.log_end_offset >= leader_end_offset:
+            return max(progress.last_caught_up_ms, replica_fetch_ms.get(replica, -1))
+        return progress.last_caught_up_ms
 
 
 def follower_high_watermark(leader_high_watermark: int, log_end_offset: int) -> int:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import time
 
 import grpc
 
 from samsa.common import limits
-from samsa.services.broker.fetch import fetch
+from samsa.services.broker.fetch import CLOSE_EPOCH, fetch
+from samsa.services.broker.fetch_session import EPOCH_MAX, FetchSessionCache
 from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import produce
@@ -29,7 +31,10 @@ PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 
 
 def _partition_count(request) -> int:  # type: ignore[no-untyped-def]
-    return sum(len(topic.partitions) for topic in request.topics)
+    count = sum(len(topic.partitions) for topic in request.topics)
+    if isinstance(request, broker_pb2.FetchRequest):
+        count += sum(len(topic.partitions) for topic in request.forgotten_topics)
+    return count
 
 
 async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:  # type: ignore[no-untyped-def]
@@ -73,6 +78,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     def __init__(self, host: PartitionHost, *, member_key: bytes) -> None:
         self.host = host
         self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
+        self.fetch_sessions = FetchSessionCache(new_id=lambda: secrets.randbelow(EPOCH_MAX) + 1)
 
     async def Produce(self, request, context):
         return await self._produce(request, context)
@@ -174,6 +180,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "max_wait_ms, min_bytes and max_bytes must not be negative",
             )
+        if request.HasField("session_id") and (
+            request.session_id < 0 or request.session_epoch < CLOSE_EPOCH
+        ):
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "session_id must not be negative, nor session_epoch below -1",
+            )
         for topic in request.topics:
             for wanted in topic.partitions:
                 if wanted.partition_max_bytes < 0 or wanted.fetch_offset < 0:
@@ -182,7 +195,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
                         f"{topic.name}-{wanted.partition}: fetch_offset and partition_max_bytes "
                         "must not be negative",
                     )
-        return await fetch(self.host, request)
+        return await fetch(self.host, request, self.fetch_sessions)
 
     async def ListOffsets(self, request, context):
         await _check_partitions(request, context)

@@ -59,6 +59,8 @@ def test_the_high_watermark_follows_its_definition(script, min_isr) -> None:
             epoch_start_offset=0,
             now_ms=now,
             lag_max_ms=1000,
+            leader_end_offset=leader_end,
+            replica_fetch_ms={},
         )
         if proposal is not None:
             assert 1 in proposal and set(proposal) <= set(REPLICAS)

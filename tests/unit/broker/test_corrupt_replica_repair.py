@@ -111,6 +111,8 @@ def test_a_follower_that_leaves_the_isr_must_fetch_again_to_rejoin(tmp_path: Pat
         epoch_start_offset=0,
         now_ms=1,
         lag_max_ms=1000,
+        leader_end_offset=5,
+        replica_fetch_ms={2: 2},
     )
     assert proposal is None, "progress from before it left does not bring it back"
     hosted.replication.on_follower_fetch(2, 5, 5, now_ms=2)  # a fetch after leaving does
@@ -121,6 +123,8 @@ def test_a_follower_that_leaves_the_isr_must_fetch_again_to_rejoin(tmp_path: Pat
         epoch_start_offset=0,
         now_ms=2,
         lag_max_ms=1000,
+        leader_end_offset=5,
+        replica_fetch_ms={2: 2},
     )
     assert proposal == (1, 2, 3)
     host.close_all()

@@ -31,18 +31,33 @@ def test_the_high_watermark_stands_still_below_min_insync_replicas():
 
 def test_a_lagging_follower_leaves_the_isr_and_rejoins_once_caught_up():
     state = leader(hw=0, now=0)
-    common = {"replicas": [1, 2, 3], "eligible": {1, 2, 3}, "epoch_start_offset": 0}
+    common = {
+        "replicas": [1, 2, 3],
+        "eligible": {1, 2, 3},
+        "epoch_start_offset": 0,
+        "replica_fetch_ms": {},
+    }
     state.on_follower_fetch(2, 5, 5, now_ms=100)
     state.on_follower_fetch(3, 0, 5, now_ms=100)
     state.advance_high_watermark(5, [1, 2, 3], 1)
-    assert state.proposed_isr(isr=[1, 2, 3], now_ms=500, lag_max_ms=LAG, **common) is None
+    assert (
+        state.proposed_isr(isr=[1, 2, 3], now_ms=500, lag_max_ms=LAG, leader_end_offset=5, **common)
+        is None
+    )
     state.on_follower_fetch(2, 9, 9, now_ms=1500)  # 2 keeps up, 3 stays silent
-    assert state.proposed_isr(isr=[1, 2, 3], now_ms=1500, lag_max_ms=LAG, **common) == (1, 2)
+    assert state.proposed_isr(
+        isr=[1, 2, 3], now_ms=1500, lag_max_ms=LAG, leader_end_offset=9, **common
+    ) == (1, 2)
     state.advance_high_watermark(9, [1, 2], 1)
     state.on_follower_fetch(3, 7, 9, now_ms=1600)  # fetched, but below the HW
-    assert state.proposed_isr(isr=[1, 2], now_ms=1600, lag_max_ms=LAG, **common) is None
+    assert (
+        state.proposed_isr(isr=[1, 2], now_ms=1600, lag_max_ms=LAG, leader_end_offset=9, **common)
+        is None
+    )
     state.on_follower_fetch(3, 9, 9, now_ms=1700)
-    assert state.proposed_isr(isr=[1, 2], now_ms=1700, lag_max_ms=LAG, **common) == (1, 2, 3)
+    assert state.proposed_isr(
+        isr=[1, 2], now_ms=1700, lag_max_ms=LAG, leader_end_offset=9, **common
+    ) == (1, 2, 3)
 
 
 def test_caught_up_means_holding_what_the_leader_had_at_the_previous_fetch():
@@ -57,7 +72,14 @@ def test_caught_up_means_holding_what_the_leader_had_at_the_previous_fetch():
 def test_fenced_or_not_yet_caught_up_replicas_never_join():
     state = leader(hw=5)
     state.on_follower_fetch(3, 5, 5, now_ms=10)
-    common = {"isr": [1], "replicas": [1, 2, 3], "now_ms": 20, "lag_max_ms": LAG}
+    common = {
+        "isr": [1],
+        "replicas": [1, 2, 3],
+        "now_ms": 20,
+        "lag_max_ms": LAG,
+        "leader_end_offset": 5,
+        "replica_fetch_ms": {},
+    }
     assert state.proposed_isr(eligible={1, 2}, epoch_start_offset=0, **common) is None
     assert state.proposed_isr(eligible={1, 2, 3}, epoch_start_offset=6, **common) is None
     assert state.proposed_isr(eligible={1, 2, 3}, epoch_start_offset=5, **common) == (1, 3)
@@ -66,3 +88,34 @@ def test_fenced_or_not_yet_caught_up_replicas_never_join():
 def test_a_follower_high_watermark_is_capped_by_its_own_log():
     assert follower_high_watermark(10, 7) == 7
     assert follower_high_watermark(4, 7) == 4
+
+
+def test_a_follower_holding_the_whole_log_stays_caught_up_while_it_fetches_anything():
+    """Fetch sessions name an idle partition in no request, so its own progress stands still:
+    a follower that holds the whole log stays in the ISR while it fetches from this broker at
+    all, and leaves once it stops fetching or the log grows past it."""
+    state = leader(hw=0, now=0)
+    state.on_follower_fetch(2, 5, 5, now_ms=100)
+    state.on_follower_fetch(3, 5, 5, now_ms=100)
+    state.advance_high_watermark(5, [1, 2, 3], 1)
+    common = {"isr": [1, 2, 3], "replicas": [1, 2, 3], "eligible": {1, 2, 3}}
+    fetching = {2: 5000, 3: 900}  # 2 fetched (other partitions) just now; 3 went silent
+    proposal = state.proposed_isr(
+        epoch_start_offset=0,
+        now_ms=5000,
+        lag_max_ms=LAG,
+        leader_end_offset=5,
+        replica_fetch_ms=fetching,
+        **common,
+    )
+    assert proposal == (1, 2)
+    # The log grew past 2: its fetches elsewhere no longer count for this partition.
+    proposal = state.proposed_isr(
+        epoch_start_offset=0,
+        now_ms=5000,
+        lag_max_ms=LAG,
+        leader_end_offset=6,
+        replica_fetch_ms=fetching,
+        **common,
+    )
+    assert proposal == (1,)

@@ -93,7 +93,7 @@ class ProduceResponse(_message.Message):
     def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "decode_records", "rack_id", "topics")
+    __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "decode_records", "rack_id", "topics", "session_id", "session_epoch", "forgotten_topics")
     class TopicData(_message.Message):
         __slots__ = ("name", "partitions")
         NAME_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +116,13 @@ class FetchRequest(_message.Message):
         log_start_offset: int
         partition_max_bytes: int
         def __init__(self, partition: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., partition_max_bytes: _Optional[int] = ...) -> None: ...
+    class ForgottenTopic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MIN_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -124,6 +131,9 @@ class FetchRequest(_message.Message):
     DECODE_RECORDS_FIELD_NUMBER: _ClassVar[int]
     RACK_ID_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FORGOTTEN_TOPICS_FIELD_NUMBER: _ClassVar[int]
     replica_id: int
     max_wait_ms: int
     min_bytes: int
@@ -132,10 +142,13 @@ class FetchRequest(_message.Message):
     decode_records: bool
     rack_id: str
     topics: _containers.RepeatedCompositeFieldContainer[FetchRequest.TopicData]
-    def __init__(self, replica_id: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[_Union[_records_pb2.IsolationLevel, str]] = ..., decode_records: _Optional[bool] = ..., rack_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[FetchRequest.TopicData, _Mapping]]] = ...) -> None: ...
+    session_id: int
+    session_epoch: int
+    forgotten_topics: _containers.RepeatedCompositeFieldContainer[FetchRequest.ForgottenTopic]
+    def __init__(self, replica_id: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[_Union[_records_pb2.IsolationLevel, str]] = ..., decode_records: _Optional[bool] = ..., rack_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[FetchRequest.TopicData, _Mapping]]] = ..., session_id: _Optional[int] = ..., session_epoch: _Optional[int] = ..., forgotten_topics: _Optional[_Iterable[_Union[FetchRequest.ForgottenTopic, _Mapping]]] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ("throttle_time_ms", "topics", "session_id", "error_code", "error_message")
     class TopicResponse(_message.Message):
         __slots__ = ("name", "partitions")
         NAME_FIELD_NUMBER: _ClassVar[int]
@@ -188,9 +201,15 @@ class FetchResponse(_message.Message):
         def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., aborted_transactions: _Optional[_Iterable[_Union[FetchResponse.AbortedTransaction, _Mapping]]] = ..., records: _Optional[bytes] = ..., decoded_records: _Optional[_Iterable[_Union[_records_pb2.Record, _Mapping]]] = ..., next_fetch_offset: _Optional[int] = ..., diverging_epoch: _Optional[_Union[FetchResponse.EpochEndOffset, _Mapping]] = ..., current_leader: _Optional[_Union[LeaderIdAndEpoch, _Mapping]] = ..., preferred_read_replica: _Optional[int] = ...) -> None: ...
     THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     throttle_time_ms: int
     topics: _containers.RepeatedCompositeFieldContainer[FetchResponse.TopicResponse]
-    def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
+    session_id: int
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchResponse.TopicResponse, _Mapping]]] = ..., session_id: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class ListOffsetsRequest(_message.Message):
     __slots__ = ("replica_id", "isolation_level", "topics")

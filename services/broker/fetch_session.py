@@ -1,0 +1,200 @@
+"""Fetch sessions on the serving broker (KIP-227): remember what a fetcher reads, so that each
+fetch costs what changed, not what the fetcher holds.
+
+Theory of operation. A follower fetches every partition it follows from their leader, over and
+over; with thousands of idle partitions a full fetch walks, reads and answers all of them on
+every round trip. A session turns that around:
+
+- The opening fetch (session_id 0, session_epoch 0) names every partition; the broker answers
+  them all and keeps, per partition, what was asked (`wanted`: fetch offset, epochs, byte
+  limit) and what the fetcher was last told (high watermark, last stable and log start offset).
+- Each later fetch carries the session id and the epoch the session expects next, and names only
+  the partitions whose position changed (a follower that appended records) plus those to forget.
+- Between fetches the session collects `dirty` partitions: the partition host calls `wake` for
+  each change of a partition the session holds (an append, a high watermark move, a leadership
+  change). A fetch examines the partitions it names and the dirty ones, nothing else, and when
+  nothing is new parks until the next wake (`on_wake`).
+- An answer carries only partitions with news (`has_news`), and `remember` records what was
+  told. A dirty partition stays dirty until a pass examined it (one skipped because the answer
+  was full is looked at again next time).
+
+Epochs make a lost or repeated request visible (INVALID_FETCH_SESSION_EPOCH): the fetcher then
+opens a new session with a full fetch, so nothing is ever missed, only re-sent. This module is
+pure: the cache takes the time as `now_ms`, and the fetch adapter (fetch.py) does the reading
+and the watching.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.v1 import broker_pb2
+
+PartitionKey = tuple[str, int]
+WantedPartition = broker_pb2.FetchRequest.PartitionData
+PartitionResult = broker_pb2.FetchResponse.PartitionResponse
+
+EPOCH_MAX = 2**31 - 1  # epochs wrap to 1 after this (0 opens a session, -1 closes one)
+
+
+@dataclass
+class SessionPartition:
+    """One partition of a session: what the fetcher asks, and what it was last told."""
+
+    wanted: WantedPartition
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+
+    def has_news(self, result: PartitionResult) -> bool:
+        """Whether an incremental answer must carry `result`: anything the fetcher does not
+        already know from an earlier answer."""
+        return bool(
+            result.records
+            or result.decoded_records
+            or result.error_code
+            or result.HasField("diverging_epoch")
+            or result.HasField("preferred_read_replica")
+            or result.high_watermark != self.high_watermark
+            or result.last_stable_offset != self.last_stable_offset
+            or result.log_start_offset != self.log_start_offset
+        )
+
+    def remember(self, result: PartitionResult) -> None:
+        self.high_watermark = result.high_watermark
+        self.last_stable_offset = result.last_stable_offset
+        self.log_start_offset = result.log_start_offset
+
+
+@dataclass(eq=False)
+class FetchSession:
+    """One fetcher's session. `wake` is what the partition host calls on a change."""
+
+    session_id: int
+    replica_id: int
+    last_used_ms: int
+    next_epoch: int = 1
+    partitions: dict[PartitionKey, SessionPartition] = field(default_factory=dict)
+    dirty: set[PartitionKey] = field(default_factory=set)
+    # Called on every wake: set by a fetch parked on this session, to end its wait.
+    on_wake: Callable[[], None] | None = None
+    # A fetch of this session is being answered; a second one at once is refused.
+    busy: bool = False
+
+    def wake(self, key: PartitionKey) -> None:
+        self.dirty.add(key)
+        if self.on_wake is not None:
+            self.on_wake()
+
+    def update(self, key: PartitionKey, wanted: WantedPartition) -> bool:
+        """Add the partition or take its new position; True when it is new to the session."""
+        known = self.partitions.get(key)
+        if known is not None:
+            known.wanted = wanted
+            return False
+        self.partitions[key] = SessionPartition(wanted)
+        return True
+
+    def forget(self, key: PartitionKey) -> bool:
+        """Drop the partition; True when the session held it."""
+        self.dirty.discard(key)
+        return self.partitions.pop(key, None) is not None
+
+    def answered(self, now_ms: int, *, opening: bool) -> None:
+        """The answer is final: the next fetch must carry the next epoch (1 after the opening
+        fetch, whose epoch is 0)."""
+        if not opening:
+            self.next_epoch = 1 if self.next_epoch >= EPOCH_MAX else self.next_epoch + 1
+        self.last_used_ms = now_ms
+
+
+class SessionError(Exception):
+    """A fetch names a session it cannot use; the fetcher opens a new one."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class FetchSessionCache:
+    """The sessions one broker keeps, bounded in count and in partitions held."""
+
+    def __init__(
+        self,
+        *,
+        sessions_max: int = limits.fetch_sessions_max,
+        partitions_max: int = limits.fetch_session_partitions_total_max,
+        idle_ms: int = limits.fetch_session_idle_ms,
+        new_id: Callable[[], int] | None = None,
+    ) -> None:
+        """`new_id` draws session ids in [1, EPOCH_MAX] (the servicer draws them at random, so
+        that one fetcher cannot guess another's session); by default they count up from 1."""
+        assert sessions_max > 0 and partitions_max > 0 and idle_ms > 0
+        self.sessions_max = sessions_max
+        self.partitions_max = partitions_max
+        self.idle_ms = idle_ms
+        counter = itertools.count(1)
+        self._new_id = new_id or (lambda: next(counter) % EPOCH_MAX + 1)
+        self._sessions: dict[int, FetchSession] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def partitions_held(self) -> int:
+        return sum(len(session.partitions) for session in self._sessions.values())
+
+    def room_for(self, new_partitions: int) -> bool:
+        """Whether the sessions may hold `new_partitions` more between them."""
+        return self.partitions_held() + new_partitions <= self.partitions_max
+
+    def open(self, replica_id: int, now_ms: int) -> tuple[FetchSession | None, list[FetchSession]]:
+        """A new session, or None when the cache is full of sessions in use; also the sessions
+        evicted to make room (their watches must be removed)."""
+        evicted = []
+        if len(self._sessions) >= self.sessions_max:
+            oldest = min(self._sessions.values(), key=lambda session: session.last_used_ms)
+            if now_ms - oldest.last_used_ms < self.idle_ms:
+                return None, evicted
+            evicted.append(self._sessions.pop(oldest.session_id))
+        session_id = self._new_id()
+        while session_id in self._sessions:
+            session_id = self._new_id()
+        session = FetchSession(session_id=session_id, replica_id=replica_id, last_used_ms=now_ms)
+        self._sessions[session_id] = session
+        return session, evicted
+
+    def get(self, session_id: int, epoch: int, replica_id: int) -> FetchSession:
+        """The session an incremental fetch names, checked; SessionError otherwise."""
+        session = self._sessions.get(session_id)
+        if session is None or session.replica_id != replica_id:
+            raise SessionError(
+                ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                f"no fetch session {session_id} for this fetcher: open a new one "
+                "(session_id 0, session_epoch 0)",
+            )
+        if epoch != session.next_epoch or session.busy:
+            raise SessionError(
+                ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                f"fetch session {session_id} expects epoch {session.next_epoch}, got {epoch}"
+                + (" while a fetch of it is in progress" if session.busy else "")
+                + ": open a new one (session_id 0, session_epoch 0)",
+            )
+        return session
+
+    def close(self, session_id: int) -> FetchSession | None:
+        """Remove the session (its watches must be removed); None when it is unknown."""
+        return self._sessions.pop(session_id, None)
+
+    def close_if_owned(self, session_id: int, replica_id: int) -> FetchSession | None:
+        """Close the session if `replica_id` fetches in it (a fetcher starting over)."""
+        session = self._sessions.get(session_id)
+        if session is None or session.replica_id != replica_id:
+            return None
+        return self._sessions.pop(session_id)
+
+    def sessions(self) -> list[FetchSession]:
+        return list(self._sessions.values())

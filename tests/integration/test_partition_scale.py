@@ -1,0 +1,104 @@
+"""Partition scale as real processes: thousands of idle partitions are followed through fetch
+sessions, stay fully in sync while idle, and data written to one of them still reaches its
+followers and its consumers.
+
+Method: 3 brokers, a 2,000-partition RF 2 topic (bounded for CI's two cores) beside a busy
+1-partition RF 3 topic, replica.lag.time.max.ms of 2 s. After several lag windows of idleness
+every idle partition must still have its full ISR: a follower in a session names an idle
+partition in no request, so this fails if the leader's ISR upkeep does not count its fetches.
+Brokers log each fetch session they open; each (leader, follower) pair must open few (sessions
+are kept, not re-opened per fetch). Behaviour only, no timing assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from cluster_helpers import FAST_SETTINGS, admin_write, local_cluster, wait_until
+
+from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.v1 import controller_pb2
+
+pytestmark = pytest.mark.timeout(600)
+
+IDLE_PARTITIONS = 2_000
+LAG_MS = 2_000
+SETTINGS = dict(FAST_SETTINGS, **{"replica.lag.time.max.ms": str(LAG_MS)})
+
+
+def partitions(cluster, topic: str):  # type: ignore[no-untyped-def]
+    answer = admin_write(
+        cluster.spec, "DescribeTopics", controller_pb2.DescribeTopicsRequest(names=[topic])
+    )
+    return list(answer.topics[0].partitions)
+
+
+def all_in_sync(cluster, topic: str, replication: int) -> bool:  # type: ignore[no-untyped-def]
+    states = partitions(cluster, topic)
+    return bool(states) and all(s.leader >= 0 and len(s.isr) == replication for s in states)
+
+
+def sessions_opened(data_dir: Path) -> Counter[tuple[str, int]]:
+    """(leader service, follower id) -> fetch sessions the leader opened for that follower."""
+    opened: Counter[tuple[str, int]] = Counter()
+    for path in (data_dir / "logs").glob("broker-*.log"):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("msg") == "fetch session opened":
+                opened[(entry["service"], entry["replica_id"])] += 1
+    return opened
+
+
+def test_idle_partitions_stay_in_sync_through_fetch_sessions_and_data_flows(
+    tmp_path: Path,
+) -> None:
+    with local_cluster(tmp_path, controllers=1, brokers=3, settings=SETTINGS) as cluster:
+        config = {"bootstrap.servers": cluster.spec.bootstrap_servers}
+        with Admin(config) as admin:
+            admin.create_topics(
+                [
+                    NewTopic("idle", IDLE_PARTITIONS, 2),
+                    NewTopic("busy", 1, 3, {"min.insync.replicas": "2"}),
+                ]
+            )
+        wait_until("idle in sync", lambda: all_in_sync(cluster, "idle", 2), 120)
+        wait_until("busy in sync", lambda: all_in_sync(cluster, "busy", 3), 60)
+
+        time.sleep(3 * LAG_MS / 1000)  # several lag windows with nothing written
+        states = partitions(cluster, "idle")
+        shrunk = [s.partition for s in states if len(s.isr) != 2]
+        assert not shrunk, f"{len(shrunk)} idle partitions left the ISR, e.g. {shrunk[:5]}"
+
+        with Producer(dict(config, acks="all", **{"linger.ms": 0})) as producer:
+            sent = [producer.send("busy", b"busy-%d" % n, partition=0) for n in range(50)]
+            sent.append(producer.send("idle", b"one idle partition woke", partition=1234))
+            producer.flush(30)
+        for future in sent:
+            future.result(timeout=1)  # raises if acks=all was not met
+
+        with Consumer(dict(config, **{"auto.offset.reset": "earliest"})) as consumer:
+            consumer.assign([("busy", 0), ("idle", 1234)])
+            seen: dict[str, list[bytes]] = {"busy": [], "idle": []}
+
+            def consumed() -> bool:
+                for record in consumer.poll(timeout=1):
+                    seen[record.topic].append(record.value)
+                return len(seen["busy"]) == 50 and len(seen["idle"]) == 1
+
+            wait_until("the records to be consumed", consumed, 60)
+        assert seen["busy"] == [b"busy-%d" % n for n in range(50)]
+        assert seen["idle"] == [b"one idle partition woke"]
+        # acks=all on an RF 2 partition answered: the follower holds it, and both stay in sync.
+        state = partitions(cluster, "idle")[1234]
+        assert len(state.isr) == 2
+
+        opened = sessions_opened(tmp_path)
+        assert opened, "no broker opened a fetch session"
+        followers_of = Counter(leader for leader, _ in opened)
+        assert len(followers_of) == 3, f"every broker leads some partitions: {opened}"
+        churn = {pair: n for pair, n in opened.items() if n > 3}
+        assert not churn, f"sessions were re-opened instead of kept: {churn}"
