@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from samsa.v1 import broker_pb2
+
 PartitionKey = tuple[str, int]
 
 EPOCH_MAX = 2**31 - 1
@@ -125,3 +127,35 @@ class FetchSessionClient:
         self.next_epoch = 0
         self._sent.clear()
         self._pending = set(self._wanted)
+
+
+def fetch_request(parts: FetchParts, **fields: object) -> broker_pb2.FetchRequest:
+    """The FetchRequest carrying `parts`; `fields` set the rest (replica_id, max_wait_ms, ...)."""
+    by_topic: dict[str, list[broker_pb2.FetchRequest.PartitionData]] = {}
+    for (topic, partition), position in parts.partitions.items():
+        wanted = broker_pb2.FetchRequest.PartitionData(
+            partition=partition,
+            fetch_offset=position.fetch_offset,
+            partition_max_bytes=position.partition_max_bytes,
+        )
+        if position.current_leader_epoch >= 0:
+            wanted.current_leader_epoch = position.current_leader_epoch
+        if position.last_fetched_epoch >= 0:
+            wanted.last_fetched_epoch = position.last_fetched_epoch
+        by_topic.setdefault(topic, []).append(wanted)
+    forgotten: dict[str, list[int]] = {}
+    for topic, partition in parts.forgotten:
+        forgotten.setdefault(topic, []).append(partition)
+    return broker_pb2.FetchRequest(
+        topics=[
+            broker_pb2.FetchRequest.TopicData(name=topic, partitions=wanted)
+            for topic, wanted in by_topic.items()
+        ],
+        session_id=parts.session_id,
+        session_epoch=parts.session_epoch,
+        forgotten_topics=[
+            broker_pb2.FetchRequest.ForgottenTopic(name=topic, partitions=partitions)
+            for topic, partitions in forgotten.items()
+        ],
+        **fields,  # type: ignore[arg-type]
+    )

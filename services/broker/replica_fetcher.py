@@ -37,6 +37,7 @@ from samsa.common.fetch_session_client import (
     FetchPosition,
     FetchSessionClient,
     PartitionKey,
+    fetch_request,
 )
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 from samsa.services.broker.replication import follower_high_watermark
@@ -255,35 +256,12 @@ def _position(hosted: HostedPartition) -> FetchPosition:
 
 
 def _request(broker_id: int, parts: FetchParts) -> broker_pb2.FetchRequest:
-    by_topic: dict[str, list[broker_pb2.FetchRequest.PartitionData]] = {}
-    for (topic, partition), position in parts.partitions.items():
-        wanted = broker_pb2.FetchRequest.PartitionData(
-            partition=partition,
-            fetch_offset=position.fetch_offset,
-            current_leader_epoch=position.current_leader_epoch,
-            partition_max_bytes=position.partition_max_bytes,
-        )
-        if position.last_fetched_epoch >= 0:
-            wanted.last_fetched_epoch = position.last_fetched_epoch
-        by_topic.setdefault(topic, []).append(wanted)
-    forgotten: dict[str, list[int]] = {}
-    for topic, partition in parts.forgotten:
-        forgotten.setdefault(topic, []).append(partition)
-    return broker_pb2.FetchRequest(
+    return fetch_request(
+        parts,
         replica_id=broker_id,
         max_wait_ms=FETCH_MAX_WAIT_MS,
         min_bytes=1,
         max_bytes=FETCH_RESPONSE_BYTES,
-        topics=[
-            broker_pb2.FetchRequest.TopicData(name=topic, partitions=wanted)
-            for topic, wanted in by_topic.items()
-        ],
-        session_id=parts.session_id,
-        session_epoch=parts.session_epoch,
-        forgotten_topics=[
-            broker_pb2.FetchRequest.ForgottenTopic(name=topic, partitions=partitions)
-            for topic, partitions in forgotten.items()
-        ],
     )
 
 

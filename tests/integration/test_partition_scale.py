@@ -1,6 +1,6 @@
 """Partition scale as real processes: thousands of idle partitions are followed through fetch
 sessions, stay fully in sync while idle, and data written to one of them still reaches its
-followers and its consumers.
+followers and a consumer assigned all of them (which fetches in sessions too).
 
 Method: 3 brokers, a 2,000-partition RF 2 topic (bounded for CI's two cores) beside a busy
 1-partition RF 3 topic, replica.lag.time.max.ms of 2 s. After several lag windows of idleness
@@ -81,7 +81,9 @@ def test_idle_partitions_stay_in_sync_through_fetch_sessions_and_data_flows(
             future.result(timeout=1)  # raises if acks=all was not met
 
         with Consumer(dict(config, **{"auto.offset.reset": "earliest"})) as consumer:
-            consumer.assign([("busy", 0), ("idle", 1234)])
+            # Assigned every idle partition too: its fetch sessions name them once, then
+            # only what moves, and answers carry only the partitions with records.
+            consumer.assign([("busy", 0)] + [("idle", p) for p in range(IDLE_PARTITIONS)])
             seen: dict[str, list[bytes]] = {"busy": [], "idle": []}
 
             def consumed() -> bool:
@@ -98,7 +100,9 @@ def test_idle_partitions_stay_in_sync_through_fetch_sessions_and_data_flows(
 
         opened = sessions_opened(tmp_path)
         assert opened, "no broker opened a fetch session"
-        followers_of = Counter(leader for leader, _ in opened)
+        followers_of = Counter(leader for leader, replica in opened if replica >= 0)
         assert len(followers_of) == 3, f"every broker leads some partitions: {opened}"
+        consumer_sessions = {leader for leader, replica in opened if replica < 0}
+        assert len(consumer_sessions) == 3, f"the consumer fetched in sessions: {opened}"
         churn = {pair: n for pair, n in opened.items() if n > 3}
         assert not churn, f"sessions were re-opened instead of kept: {churn}"

@@ -5,7 +5,9 @@ offset `poll()` returns) and a *fetch offset* (where the next fetch starts: past
 buffered). Fetches are pipelined: every broker leading an assigned partition without buffered
 data always has one Fetch in flight, sent with gRPC's asynchronous `future()` as soon as the
 previous answer arrived — so `poll()` normally returns records that were fetched while the
-application processed the last ones. Answers land in a queue; `poll()` decodes them a batch at a
+application processed the last ones. Each broker's fetches run in a fetch session
+(fetch_sessions.py): they name only partitions whose fetch offset moved, and answers carry only
+partitions with news. Answers land in a queue; `poll()` decodes them a batch at a
 time (the codec is column-wise, no per-field Python work) and hands out at most
 `max.poll.records`.
 
@@ -20,6 +22,7 @@ Consumer groups (subscribe, committed offsets) come with the coordinator; `subsc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -35,12 +38,14 @@ from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
+from samsa.client.fetch_sessions import BrokerFetchSessions
 from samsa.common.errors import (
     CorruptRecordError,
     ErrorCode,
     OffsetOutOfRangeError,
     SamsaError,
 )
+from samsa.common.fetch_session_client import FetchParts
 from samsa.common.record.codec import decode_batch
 from samsa.common.record.header import read_header
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -97,7 +102,11 @@ class Consumer:
         # Replicas the leaders told us to read from (client.rack, KIP-392), per partition.
         self._read_replicas: dict[TopicPartition, int] = {}
         self._buffers: dict[TopicPartition, deque[_Buffered]] = {}
-        self._in_flight: dict[int, dict[TopicPartition, int]] = {}  # node -> fetch offsets
+        # node -> the fetch offsets and session parts of its fetch in flight
+        self._in_flight: dict[int, tuple[dict[TopicPartition, int], FetchParts]] = {}
+        self._fetch_sessions = BrokerFetchSessions(
+            partition_max_bytes=self.config.max_partition_fetch_bytes
+        )
         self._answers: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
@@ -177,7 +186,7 @@ class Consumer:
         self._epochs.pop(tp, None)
         self._read_replicas.pop(tp, None)
         self._buffers.pop(tp, None)
-        for offsets in self._in_flight.values():
+        for offsets, _ in self._in_flight.values():
             offsets.pop(tp, None)
 
     def offsets_for_times(
@@ -293,19 +302,21 @@ class Consumer:
                 continue
             wanted.setdefault(leader, {})[tp] = self._fetch_offsets[tp]
         for node, offsets in wanted.items():
-            request = broker_pb2.FetchRequest(
-                max_wait_ms=self.config.fetch_max_wait_ms,
-                min_bytes=self.config.fetch_min_bytes,
-                max_bytes=self.config.fetch_max_bytes,
-                rack_id=self.config.client_rack,
-                topics=_fetch_topics(offsets, self.config.max_partition_fetch_bytes, self._epochs),
-            )
             try:
                 stub = self._broker(node)
             except (KeyError, KafkaError):
                 self._metadata.mark_stale()
                 continue
-            self._in_flight[node] = offsets
+            request, parts = self._fetch_sessions.request(
+                node,
+                offsets,
+                self._epochs,
+                max_wait_ms=self.config.fetch_max_wait_ms,
+                min_bytes=self.config.fetch_min_bytes,
+                max_bytes=self.config.fetch_max_bytes,
+                rack_id=self.config.client_rack,
+            )
+            self._in_flight[node] = (offsets, parts)
             call = stub.Fetch.future(request, timeout=self.config.fetch_max_wait_ms / 1000 + 30)
             call.add_done_callback(lambda future, node=node: self._answers.put((node, future)))
 
@@ -332,13 +343,20 @@ class Consumer:
                 self._on_answer(node, future)
 
     def _on_answer(self, node: int, future: object) -> None:
-        offsets = self._in_flight.pop(node, {})
+        in_flight = self._in_flight.pop(node, None)
+        if in_flight is None:
+            return
+        offsets, parts = in_flight
         try:
             response = future.result()  # type: ignore[attr-defined]
         except grpc.RpcError as error:
             log.warning("fetch from broker %d failed: %s", node, error.code())
+            self._fetch_sessions.on_failure(node)
             self._metadata.mark_stale()
             time.sleep(0.05)
+            return
+        if not self._fetch_sessions.on_answer(node, parts, response):
+            log.info("fetch session with broker %d: %s", node, response.error_message)
             return
         for topic in response.topics:
             for result in topic.partitions:
@@ -472,6 +490,10 @@ class Consumer:
 
     def close(self) -> None:
         self._closed = True
+        for node, request in self._fetch_sessions.close_requests().items():
+            # Best effort: a broker also evicts sessions left idle.
+            with contextlib.suppress(grpc.RpcError, KeyError, KafkaError):
+                self._broker(node).Fetch(request, timeout=0.5)
         self._channels.close()
 
     def __enter__(self) -> Consumer:
@@ -490,23 +512,6 @@ def _corrupt_batch_offsets(data: bytes, position: int, from_offset: int) -> tupl
         return from_offset, from_offset
     first = max(from_offset, batch_header.base_offset)
     return first, max(first, batch_header.last_offset)
-
-
-def _fetch_topics(
-    offsets: Mapping[TopicPartition, int],
-    partition_max_bytes: int,
-    epochs: Mapping[TopicPartition, int],
-) -> list[broker_pb2.FetchRequest.TopicData]:
-    by_topic: dict[str, list[broker_pb2.FetchRequest.PartitionData]] = {}
-    for (topic, partition), offset in offsets.items():
-        wanted = broker_pb2.FetchRequest.PartitionData(
-            partition=partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes
-        )
-        epoch = epochs.get((topic, partition), -1)
-        if epoch >= 0:
-            wanted.last_fetched_epoch = epoch
-        by_topic.setdefault(topic, []).append(wanted)
-    return [broker_pb2.FetchRequest.TopicData(name=t, partitions=p) for t, p in by_topic.items()]
 
 
 def _list_offsets_request(

@@ -1,0 +1,77 @@
+"""The consumer's fetch sessions (KIP-227): one per broker it fetches from.
+
+A consumer assigned thousands of partitions would otherwise name all of them, and have the broker
+read and answer all of them, in every fetch. With a session (common/fetch_session_client.py) each
+fetch names only the partitions whose fetch offset moved (or that were added or dropped), and the
+broker answers only partitions with news; a partition left out of an answer simply has nothing new.
+A failed fetch or a session error starts the session over with a full fetch, so nothing is missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from samsa.common.errors import ErrorCode
+from samsa.common.fetch_session_client import (
+    FetchParts,
+    FetchPosition,
+    FetchSessionClient,
+    fetch_request,
+)
+from samsa.v1 import broker_pb2
+
+TopicPartition = tuple[str, int]
+
+CLOSE_EPOCH = -1
+
+
+class BrokerFetchSessions:
+    """The session with each broker, and the requests they call for."""
+
+    def __init__(self, *, partition_max_bytes: int) -> None:
+        self.partition_max_bytes = partition_max_bytes
+        self._sessions: dict[int, FetchSessionClient] = {}
+
+    def request(
+        self,
+        node: int,
+        offsets: Mapping[TopicPartition, int],
+        epochs: Mapping[TopicPartition, int],
+        **fields: object,
+    ) -> tuple[broker_pb2.FetchRequest, FetchParts]:
+        """The fetch to send `node` for exactly `offsets` (with the leader epoch of each
+        partition's last batch read, KIP-320); `fields` set max_wait_ms and the like."""
+        session = self._sessions.setdefault(node, FetchSessionClient())
+        for tp in [tp for tp in session.wanted if tp not in offsets]:
+            session.set(tp, None)
+        for tp, offset in offsets.items():
+            position = FetchPosition(offset, -1, epochs.get(tp, -1), self.partition_max_bytes)
+            session.set(tp, position)
+        parts = session.build()
+        return fetch_request(parts, **fields), parts
+
+    def on_answer(self, node: int, parts: FetchParts, response: broker_pb2.FetchResponse) -> bool:
+        """Record the broker's answer; False when it refused the session (nothing to read in
+        it: the next fetch starts a new session)."""
+        session = self._sessions.setdefault(node, FetchSessionClient())
+        if response.error_code != ErrorCode.NONE:
+            session.reset()
+            return False
+        session.on_answer(parts, response.session_id)
+        return True
+
+    def on_failure(self, node: int) -> None:
+        """The fetch failed: the broker may or may not have applied it, so start over."""
+        session = self._sessions.get(node)
+        if session is not None:
+            session.reset()
+
+    def close_requests(self) -> dict[int, broker_pb2.FetchRequest]:
+        """Fetches that close every open session (so brokers free them at once), by node."""
+        requests = {
+            node: broker_pb2.FetchRequest(session_id=session.session_id, session_epoch=CLOSE_EPOCH)
+            for node, session in self._sessions.items()
+            if session.session_id
+        }
+        self._sessions.clear()
+        return requests
