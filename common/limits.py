@@ -159,6 +159,15 @@ topic_partitions_max = 10_000
 topic_configs_per_request_max = 100
 config_value_length_max = 4 * KIB
 
+# ISR proposals one AlterPartition may carry (the broker sends larger sets in chunks of this; the
+# controller refuses a larger request with INVALID_ARGUMENT). Each accepted one becomes one
+# PartitionChangeRecord in the request's single metadata batch: ~35 bytes plus 5 per ISR member
+# (topic id, partition, the ids and their framing). Bounding a record at 1 KiB allows ISRs of ~190
+# replicas, and 2,000 such records (2 MiB) still fit one metadata batch. 3,300 ISR changes after
+# a restart then take two requests and two Raft commits rather than 3,300.
+alter_partition_items_max = 2_000
+alter_partition_record_bytes_max = 1 * KIB
+
 # --- broker requests -----------------------------------------------------------------------------
 
 # Partitions one Produce, Fetch or ListOffsets request may name: a client with thousands of
@@ -214,6 +223,9 @@ assert batch_bytes_max < segment_bytes_max, "one batch must fit in one segment"
 assert segment_bytes_min < max_message_bytes_default
 assert metadata_batch_bytes_max <= metadata_fetch_bytes_max, "a batch fits one metadata fetch"
 assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
+assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max, (
+    "one maximal AlterPartition must commit as one metadata batch"
+)
 # The largest legitimate Raft frame (see raft_frame_bytes_max): entries and envelope, at most 2x
 # once pickled, zlib'd and base64'd (1.87x measured), plus Fernet's framing.
 assert (metadata_batch_bytes_max + raft_append_entries_batch_bytes + 1 * KIB) * 2 + 1 * KIB <= (

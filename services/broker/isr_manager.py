@@ -2,13 +2,18 @@
 
 The broker asks the partitions it leads whether their ISR should change (replication.py
 decides: lagging followers out, caught-up ones in): those a follower outside the ISR just
-fetched, at once, and all of them every replica.lag.time.max.ms / 2 (see run_isr_manager). A
-change is proposed with AlterPartition, carrying the broker epoch, leader epoch and partition
-epoch it was decided from; it becomes true only when the controller commits it and the metadata
-log brings it back — the leader keeps using the committed ISR until then, which is the safe side
-for both directions (a shrink lowers the bar only once committed; an expansion raises it only
-once committed). At most PROPOSALS_IN_FLIGHT_MAX are in flight; a failed one is retried after a
-growing backoff.
+fetched, at once, and all of them every replica.lag.time.max.ms / 2 (see run_isr_manager). The
+changes one pass decides are proposed together with AlterPartition (KIP-497: many partitions per
+request, in chunks of `limits.alter_partition_items_max`, each request one metadata batch on the
+controller), each carrying the leader epoch and partition epoch it was decided from, and the
+request the broker epoch. A change becomes true only when the controller commits it and the
+metadata log brings it back — the leader keeps using the committed ISR until then, which is the
+safe side for both directions (a shrink lowers the bar only once committed; an expansion raises
+it only once committed). At most one AlterPartition is in flight (as Kafka's
+AlterPartitionManager): passes decide nothing while it is, and the first pass after it decides
+everything that queued up meanwhile, so thousands of changes after a restart cost a few requests
+rather than one Raft commit each. A partition whose proposal was refused, or whose request failed,
+is asked about again after a growing backoff.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import grpc
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
@@ -28,13 +35,55 @@ from samsa.v1 import controller_pb2
 log = logging.getLogger(__name__)
 
 CHECK_INTERVAL_S = 0.25
-# AlterPartition requests in flight at once: after a restart thousands of partitions may want
-# their ISR changed; the controller takes them a few at a time rather than all in one storm.
-PROPOSALS_IN_FLIGHT_MAX = 16
 # After a failed or refused proposal, the partition is asked about again only after this long
 # (doubling up to the maximum), so an unavailable controller is not hammered.
 RETRY_BACKOFF_S = 0.5
 RETRY_BACKOFF_MAX_S = 8.0
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One partition's ISR change, with the epochs it was decided from."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+
+    @property
+    def key(self) -> PartitionKey:
+        return (self.topic, self.partition)
+
+
+def alter_partition_requests(
+    broker_id: int,
+    broker_epoch: int,
+    proposals: Sequence[Proposal],
+    items_max: int = limits.alter_partition_items_max,
+) -> list[controller_pb2.AlterPartitionRequest]:
+    """The requests carrying `proposals`, in order, at most `items_max` each (the controller
+    refuses larger ones whole); none for none."""
+    assert items_max > 0
+    requests = []
+    for first in range(0, len(proposals), items_max):
+        request = controller_pb2.AlterPartitionRequest(
+            broker_id=broker_id, broker_epoch=broker_epoch
+        )
+        request.partitions.extend(
+            controller_pb2.AlterPartitionRequest.PartitionIsr(
+                topic=p.topic,
+                partition=p.partition,
+                leader_epoch=p.leader_epoch,
+                partition_epoch=p.partition_epoch,
+                new_isr=p.isr,
+            )
+            for p in proposals[first : first + items_max]
+        )
+        requests.append(request)
+    return requests
 
 
 async def run_isr_manager(
@@ -50,8 +99,10 @@ async def run_isr_manager(
     Which partitions are looked at: every CHECK_INTERVAL_S, those a follower outside the ISR
     fetched (`host.isr_candidates`, filled by fetch.py: a candidate to rejoin) and those due a
     retry; every lag_max_ms / 2 (Kafka's ISR expiration period), every partition this broker
-    leads, for followers that stopped catching up. An idle broker looks at nothing in between."""
-    proposals = _Proposals(channel, broker_epoch)
+    leads, for followers that stopped catching up. An idle broker looks at nothing in between.
+    While a request is in flight nothing is taken: candidates and retries wait for the pass
+    after it, which then decides them all from fresher state and sends them together."""
+    proposals = _Proposals(host, channel, broker_epoch)
     sweep_interval_s = max(CHECK_INTERVAL_S, lag_max_ms / 2000)
     last_sweep = time.monotonic()
     while not stop.is_set():
@@ -60,26 +111,43 @@ async def run_isr_manager(
             break
         except TimeoutError:
             pass
+        if proposals.busy:
+            continue
         keys = host.isr_candidates
         host.isr_candidates = set()
         keys.update(proposals.due_retries())
         if time.monotonic() - last_sweep >= sweep_interval_s:
             last_sweep = time.monotonic()
             keys.update(key for key, hosted in host.partitions.items() if hosted.is_leader)
-        now_ms = int(time.time() * 1000)
-        eligible = {b for b, reg in host.image.brokers.items() if not reg.fenced}
-        for key in keys:
-            hosted = host.partitions.get(key)
-            if hosted is None or key in proposals.in_flight:
-                continue
-            proposal = _proposal(host, hosted, eligible, now_ms, lag_max_ms)
-            if proposal is None:
-                continue
-            if len(proposals.in_flight) >= PROPOSALS_IN_FLIGHT_MAX:
-                host.isr_candidates.add(key)  # next pass
-                continue
-            proposals.start(hosted, proposal)
+        decided = _decide(host, keys, now_ms=int(time.time() * 1000), lag_max_ms=lag_max_ms)
+        if decided:
+            proposals.start(decided)
     proposals.cancel()
+
+
+def _decide(
+    host: PartitionHost, keys: set[PartitionKey], *, now_ms: int, lag_max_ms: int
+) -> list[Proposal]:
+    """The ISR changes to propose for these partitions, in a stable order."""
+    eligible = {b for b, reg in host.image.brokers.items() if not reg.fenced}
+    decided = []
+    for key in sorted(keys):
+        hosted = host.partitions.get(key)
+        if hosted is None:
+            continue
+        isr = _proposal(host, hosted, eligible, now_ms, lag_max_ms)
+        if isr is None or hosted.state is None:
+            continue
+        decided.append(
+            Proposal(
+                topic=hosted.topic,
+                partition=hosted.partition,
+                leader_epoch=hosted.leader_epoch,
+                partition_epoch=hosted.state.partition_epoch,
+                isr=isr,
+            )
+        )
+    return decided
 
 
 def _proposal(
@@ -110,32 +178,57 @@ def _proposal(
 
 
 class _Proposals:
-    """AlterPartition requests in flight, and the partitions waiting to retry one."""
+    """The one AlterPartition exchange in flight, and the partitions waiting to retry one."""
 
-    def __init__(self, channel: ControllerChannel, broker_epoch: Callable[[], int]) -> None:
+    def __init__(
+        self, host: PartitionHost, channel: ControllerChannel, broker_epoch: Callable[[], int]
+    ) -> None:
+        self.host = host
         self.channel = channel
         self.broker_epoch = broker_epoch
-        self.in_flight: dict[tuple[str, int], asyncio.Task[bool]] = {}
-        self._retry_at: dict[tuple[str, int], float] = {}
-        self._backoff_s: dict[tuple[str, int], float] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._retry_at: dict[PartitionKey, float] = {}
+        self._backoff_s: dict[PartitionKey, float] = {}
 
-    def start(self, hosted: HostedPartition, isr: tuple[int, ...]) -> None:
-        key = (hosted.topic, hosted.partition)
-        task = asyncio.create_task(_propose(hosted, isr, self.channel, self.broker_epoch()))
-        self.in_flight[key] = task
-        task.add_done_callback(lambda done: self._finished(key, done))
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
 
-    def _finished(self, key: tuple[str, int], task: asyncio.Task[bool]) -> None:
-        self.in_flight.pop(key, None)
-        if task.cancelled() or task.exception() is not None or not task.result():
-            backoff = min(self._backoff_s.get(key, RETRY_BACKOFF_S / 2) * 2, RETRY_BACKOFF_MAX_S)
-            self._backoff_s[key] = backoff
-            self._retry_at[key] = time.monotonic() + backoff
-        else:
+    def start(self, decided: list[Proposal]) -> None:
+        assert not self.busy, "at most one AlterPartition in flight"
+        requests = alter_partition_requests(self.host.broker_id, self.broker_epoch(), decided)
+        self._task = asyncio.create_task(self._send(requests))
+
+    async def _send(self, requests: list[controller_pb2.AlterPartitionRequest]) -> None:
+        """Send the chunks one after another; every partition ends accepted or backed off."""
+        for index, request in enumerate(requests):
+            try:
+                accepted, refused = await _propose(self.host, self.channel, request)
+            except asyncio.CancelledError:
+                for unsent in requests[index:]:
+                    self._retry_later(_keys(unsent))
+                raise
+            except Exception:
+                log.exception("AlterPartition exchange failed")
+                for unsent in requests[index:]:
+                    self._retry_later(_keys(unsent))
+                return
+            self._settled(accepted)
+            self._retry_later(refused)
+
+    def _settled(self, keys: list[PartitionKey]) -> None:
+        for key in keys:
             self._backoff_s.pop(key, None)
             self._retry_at.pop(key, None)
 
-    def due_retries(self) -> list[tuple[str, int]]:
+    def _retry_later(self, keys: list[PartitionKey]) -> None:
+        now = time.monotonic()
+        for key in keys:
+            backoff = min(self._backoff_s.get(key, RETRY_BACKOFF_S / 2) * 2, RETRY_BACKOFF_MAX_S)
+            self._backoff_s[key] = backoff
+            self._retry_at[key] = now + backoff
+
+    def due_retries(self) -> list[PartitionKey]:
         now = time.monotonic()
         due = [key for key, at in self._retry_at.items() if at <= now]
         for key in due:
@@ -143,44 +236,43 @@ class _Proposals:
         return due
 
     def cancel(self) -> None:
-        for task in self.in_flight.values():
-            task.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _keys(request: controller_pb2.AlterPartitionRequest) -> list[PartitionKey]:
+    return [(item.topic, item.partition) for item in request.partitions]
 
 
 async def _propose(
-    hosted: HostedPartition, isr: tuple[int, ...], channel: ControllerChannel, broker_epoch: int
-) -> bool:
-    """Ask the controller for the ISR change; True when it was accepted."""
-    key = (hosted.topic, hosted.partition)
-    state = hosted.state
-    assert state is not None
-    request = controller_pb2.AlterPartitionRequest(
-        broker_id=hosted.leader_id,
-        broker_epoch=broker_epoch,
-        topic=hosted.topic,
-        partition=hosted.partition,
-        leader_epoch=hosted.leader_epoch,
-        partition_epoch=state.partition_epoch,
-        new_isr=isr,
-    )
-    log.info(
-        "proposing ISR change",
-        extra={"partition": f"{key[0]}-{key[1]}", "from": list(state.isr), "to": list(isr)},
-    )
+    host: PartitionHost, channel: ControllerChannel, request: controller_pb2.AlterPartitionRequest
+) -> tuple[list[PartitionKey], list[PartitionKey]]:
+    """Ask the controller for these ISR changes: the partitions accepted and those refused (all
+    of them when the request itself failed). An accepted one waits for its new partition epoch
+    before it is proposed again."""
+    keys = _keys(request)
+    log.info("proposing ISR changes", extra={"partitions": len(keys)})
     try:
         response = await channel.write("AlterPartition", request)
     except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
-        log.warning("AlterPartition failed: %s", error)
-        return False
-    if response.error_code == ErrorCode.NONE:
-        hosted.awaited_partition_epoch = response.partition_epoch
-        return True
-    log.warning(
-        "AlterPartition refused",
-        extra={
-            "partition": f"{key[0]}-{key[1]}",
-            "error": ErrorCode(response.error_code).name,
-            "error_message": response.error_message,
-        },
-    )
-    return False
+        log.warning("AlterPartition of %d partitions failed: %s", len(keys), error)
+        return [], keys
+    accepted: list[PartitionKey] = []
+    refused = keys[len(response.partitions) :]  # unanswered: retry them
+    for key, result in zip(keys, response.partitions, strict=False):
+        hosted = host.partitions.get(key)
+        if result.error_code == ErrorCode.NONE and (result.topic, result.partition) == key:
+            if hosted is not None:
+                hosted.awaited_partition_epoch = result.partition_epoch
+            accepted.append(key)
+            continue
+        refused.append(key)
+        log.warning(
+            "AlterPartition refused",
+            extra={
+                "partition": f"{key[0]}-{key[1]}",
+                "error": ErrorCode(result.error_code).name,
+                "error_message": result.error_message,
+            },
+        )
+    return accepted, refused

@@ -6,10 +6,11 @@ they applied the log up to their own registration; a second live process with th
 refused. Fencing a broker (session expired, controlled shutdown, re-registration) moves each
 leadership it holds to the first live ISR member in replica order, leader epoch + 1; with none, the
 partition goes offline and keeps its last ISR member (KIP-966), which leads again when it comes
-back, unless the topic allows unclean election. ISR changes come from leaders (AlterPartition),
-checked against the broker, leader and partition epochs. A replica that found its own log
-corrupt (ReportCorruptReplica) leaves the ISR — and hands its leadership to a live ISR member —
-before it truncates; with no other live ISR member the report is refused and it keeps its log.
+back, unless the topic allows unclean election. ISR changes come from leaders (AlterPartition,
+many partitions per request, committed as one batch), checked against the broker, leader and
+partition epochs. A replica that found its own log corrupt (ReportCorruptReplica) leaves the
+ISR — and hands its leadership to a live ISR member — before it truncates; with no other live
+ISR member the report is refused and it keeps its log.
 """
 
 from __future__ import annotations
@@ -193,42 +194,105 @@ def preferred_leader_elections(image: MetadataImage) -> ControlResult[None]:
 def alter_partition(
     image: MetadataImage, request: c.AlterPartitionRequest
 ) -> ControlResult[c.AlterPartitionResponse]:
-    """A leader's ISR proposal, checked against the broker, leader and partition epochs."""
+    """A leader's ISR proposals for many partitions, each checked and answered on its own, the
+    accepted ones committed together as one metadata batch (KIP-497's batched AlterPartition).
+
+    Why batched: a broker that must change thousands of ISRs at once (after a restart, or after
+    taking over every leadership) would otherwise cost one Raft commit, and one metadata batch
+    every broker replays, per partition. Why the committed image suffices for every item: a
+    partition named twice is refused (INVALID_REQUEST, the second time), so no item depends on a
+    change an earlier item of the same request made. The broker epoch belongs to the request: a
+    stale one refuses every partition with STALE_BROKER_EPOCH. The size bound
+    (`limits.alter_partition_items_max`) is the servicer's."""
     response = c.AlterPartitionResponse()
-    topic = image.topics.get(request.topic)
-    state = None if topic is None else topic.partitions.get(request.partition)
-    where = f"{request.topic}-{request.partition}"
+    records: list[m.MetadataRecord] = []
+    stale = _stale_broker(image, request.broker_id, request.broker_epoch)
+    named: set[tuple[str, int]] = set()
+    for item in request.partitions:
+        result = response.partitions.add(topic=item.topic, partition=item.partition)
+        if (item.topic, item.partition) in named:
+            _alter_refused(
+                result,
+                None,
+                ErrorCode.INVALID_REQUEST,
+                f"{item.topic}-{item.partition} is named more than once in this request; "
+                "propose each partition once",
+            )
+            continue
+        named.add((item.topic, item.partition))
+        record = _alter_one(image, request.broker_id, stale, item, result)
+        if record is not None:
+            records.append(record)
+    return ControlResult(records, response)
+
+
+def _stale_broker(image: MetadataImage, broker_id: int, broker_epoch: int) -> str | None:
+    """Why the proposing broker's epoch is not current; None when it is."""
+    broker = image.brokers.get(broker_id)
+    if broker is not None and broker.broker_epoch == broker_epoch:
+        return None
+    return f"broker {broker_id} epoch {broker_epoch} is not current: register again"
+
+
+def _alter_one(
+    image: MetadataImage,
+    broker_id: int,
+    stale: str | None,
+    item: c.AlterPartitionRequest.PartitionIsr,
+    result: c.AlterPartitionResponse.PartitionResult,
+) -> m.MetadataRecord | None:
+    """Check one proposal and fill its result; the PartitionChangeRecord when it changes the ISR."""
+    topic = image.topics.get(item.topic)
+    state = None if topic is None else topic.partitions.get(item.partition)
+    where = f"{item.topic}-{item.partition}"
     if topic is None or state is None:
-        return _alter_refused(
-            response, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{where} does not exist"
+        _alter_refused(
+            result, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{where} does not exist"
         )
-    broker = image.brokers.get(request.broker_id)
-    problem: tuple[ErrorCode, str] | None = None
-    if broker is None or broker.broker_epoch != request.broker_epoch:
-        problem = (
-            ErrorCode.STALE_BROKER_EPOCH,
-            f"broker {request.broker_id} epoch {request.broker_epoch} is not current",
-        )
-    elif state.leader != request.broker_id:
-        problem = (
-            ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            f"broker {request.broker_id} does not lead {where}",
-        )
-    elif state.leader_epoch != request.leader_epoch:
-        problem = (
+        return None
+    problem = (
+        (ErrorCode.STALE_BROKER_EPOCH, stale)
+        if stale is not None
+        else _alter_problem(image, broker_id, item, state, where)
+    )
+    if problem is not None:
+        _alter_refused(result, state, *problem)
+        return None
+    result.leader = state.leader
+    result.leader_epoch = state.leader_epoch
+    if tuple(item.new_isr) == state.isr:
+        result.partition_epoch = state.partition_epoch
+        result.isr.extend(state.isr)
+        return None
+    change = m.PartitionChangeRecord(topic_id=topic.topic_id, partition=state.partition)
+    change.isr.ids.extend(item.new_isr)
+    result.partition_epoch = state.partition_epoch + 1
+    result.isr.extend(item.new_isr)
+    return m.MetadataRecord(partition_change=change)
+
+
+def _alter_problem(
+    image: MetadataImage,
+    broker_id: int,
+    item: c.AlterPartitionRequest.PartitionIsr,
+    state: PartitionState,
+    where: str,
+) -> tuple[ErrorCode, str] | None:
+    """Why a current broker's proposal for an existing partition is refused; None if it is not."""
+    if state.leader != broker_id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {broker_id} does not lead {where}"
+    if state.leader_epoch != item.leader_epoch:
+        return (
             ErrorCode.FENCED_LEADER_EPOCH,
-            f"leader epoch {request.leader_epoch} of {where} is not the current "
-            f"{state.leader_epoch}",
+            f"leader epoch {item.leader_epoch} of {where} is not the current {state.leader_epoch}",
         )
-    elif state.partition_epoch != request.partition_epoch:
-        problem = (
+    if state.partition_epoch != item.partition_epoch:
+        return (
             ErrorCode.INVALID_UPDATE_VERSION,
-            f"partition epoch {request.partition_epoch} of {where} is not the current "
+            f"partition epoch {item.partition_epoch} of {where} is not the current "
             f"{state.partition_epoch}",
         )
-    if problem is not None:
-        return _alter_refused(response, state, *problem)
-    new_isr = list(request.new_isr)
+    new_isr = list(item.new_isr)
     ineligible = [
         r
         for r in new_isr
@@ -236,38 +300,30 @@ def alter_partition(
         or (registered := image.brokers.get(r)) is None
         or (registered.fenced and r not in state.isr)
     ]
-    if request.broker_id not in new_isr or len(set(new_isr)) != len(new_isr) or ineligible:
-        return _alter_refused(
-            response,
-            state,
+    if broker_id not in new_isr or len(set(new_isr)) != len(new_isr) or ineligible:
+        return (
             ErrorCode.INELIGIBLE_REPLICA,
             f"proposed ISR {new_isr} of {where} must be distinct replicas, include the leader "
             f"and add no fenced broker (ineligible: {ineligible})",
         )
-    response.leader = state.leader
-    response.leader_epoch = state.leader_epoch
-    if tuple(new_isr) == state.isr:
-        response.partition_epoch = state.partition_epoch
-        response.isr.extend(state.isr)
-        return ControlResult([], response)
-    change = m.PartitionChangeRecord(topic_id=topic.topic_id, partition=state.partition)
-    change.isr.ids.extend(new_isr)
-    response.partition_epoch = state.partition_epoch + 1
-    response.isr.extend(new_isr)
-    return ControlResult([m.MetadataRecord(partition_change=change)], response)
+    return None
 
 
 def _alter_refused(
-    response: c.AlterPartitionResponse, state: PartitionState | None, code: int, message: str
-) -> ControlResult[c.AlterPartitionResponse]:
-    response.error_code = code  # type: ignore[assignment]
-    response.error_message = message
+    result: c.AlterPartitionResponse.PartitionResult,
+    state: PartitionState | None,
+    code: int,
+    message: str,
+) -> None:
+    """Answer a refused proposal with the partition's committed state (when it exists), so the
+    leader learns which epochs and ISR its next proposal must start from."""
+    result.error_code = code  # type: ignore[assignment]
+    result.error_message = message
     if state is not None:
-        response.leader = state.leader
-        response.leader_epoch = state.leader_epoch
-        response.partition_epoch = state.partition_epoch
-        response.isr.extend(state.isr)
-    return ControlResult([], response)
+        result.leader = state.leader
+        result.leader_epoch = state.leader_epoch
+        result.partition_epoch = state.partition_epoch
+        result.isr.extend(state.isr)
 
 
 def report_corrupt_replica(

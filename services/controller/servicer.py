@@ -278,6 +278,15 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     async def AlterPartition(self, request, context):
         await self._require_member(context, "AlterPartition", request.broker_id)
+        # Refused whole rather than answered per item: our brokers chunk by this same limit, so
+        # only a broken or hostile member sends more, and it learns at once, before any work.
+        if len(request.partitions) > limits.alter_partition_items_max:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{len(request.partitions)} partitions in one AlterPartition; send at most "
+                f"limits.alter_partition_items_max = {limits.alter_partition_items_max} per "
+                "request",
+            )
         return await self._write(
             controller_pb2.AlterPartitionResponse,
             lambda image: control_plane.alter_partition(image, request),

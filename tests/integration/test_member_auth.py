@@ -145,11 +145,15 @@ def test_a_stranger_cannot_act_as_a_broker(tmp_path: Path) -> None:
                 "AlterPartition": controller_pb2.AlterPartitionRequest(
                     broker_id=leader,
                     broker_epoch=epochs[leader],
-                    topic=TOPIC,
-                    partition=0,
-                    leader_epoch=state.leader_epoch,
-                    partition_epoch=0,
-                    new_isr=[leader],
+                    partitions=[
+                        controller_pb2.AlterPartitionRequest.PartitionIsr(
+                            topic=TOPIC,
+                            partition=0,
+                            leader_epoch=state.leader_epoch,
+                            partition_epoch=0,
+                            new_isr=[leader],
+                        )
+                    ],
                 ),
             }
             claimed = {"RegisterBroker": 50, "BrokerHeartbeat": leader, "AlterPartition": leader}
@@ -160,7 +164,7 @@ def test_a_stranger_cannot_act_as_a_broker(tmp_path: Path) -> None:
                 wrong = member_metadata(tmp_path, method, claimed[method], secret=WRONG_SECRET)
                 assert_refused(call, request, wrong, "another cluster secret")
             for partition_epoch in range(1, 4):  # whatever the stranger guesses
-                forged["AlterPartition"].partition_epoch = partition_epoch
+                forged["AlterPartition"].partitions[0].partition_epoch = partition_epoch
                 assert_refused(controller.AlterPartition, forged["AlterPartition"], None)
 
             fetch = broker_stub(cluster, leader).Fetch

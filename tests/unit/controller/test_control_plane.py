@@ -268,6 +268,8 @@ def alter(image, leader, isr, *, broker_epoch=None, leader_epoch=None, partition
     request = c.AlterPartitionRequest(
         broker_id=leader,
         broker_epoch=image.brokers[leader].broker_epoch if broker_epoch is None else broker_epoch,
+    )
+    request.partitions.add(
         topic="t",
         partition=0,
         leader_epoch=state.leader_epoch if leader_epoch is None else leader_epoch,
@@ -275,7 +277,8 @@ def alter(image, leader, isr, *, broker_epoch=None, leader_epoch=None, partition
         new_isr=isr,
     )
     result = cp.alter_partition(image, request)
-    return commit(image, result), result.response
+    (answer,) = result.response.partitions
+    return commit(image, result), answer
 
 
 def replicated(brokers: int = 3) -> tuple[MetadataImage, int]:
@@ -346,18 +349,17 @@ def test_preferred_leaders_come_back():
     # broker 1 is back but not in the ISRs it left; once it is, leadership returns to it
     for p, state in image.topics["t"].partitions.items():
         if 1 not in state.isr:
-            change = cp.alter_partition(
-                image,
-                c.AlterPartitionRequest(
-                    broker_id=state.leader,
-                    broker_epoch=image.brokers[state.leader].broker_epoch,
-                    topic="t",
-                    partition=p,
-                    leader_epoch=state.leader_epoch,
-                    partition_epoch=state.partition_epoch,
-                    new_isr=[*state.isr, 1],
-                ),
+            request = c.AlterPartitionRequest(
+                broker_id=state.leader, broker_epoch=image.brokers[state.leader].broker_epoch
             )
+            request.partitions.add(
+                topic="t",
+                partition=p,
+                leader_epoch=state.leader_epoch,
+                partition_epoch=state.partition_epoch,
+                new_isr=[*state.isr, 1],
+            )
+            change = cp.alter_partition(image, request)
             image = commit(image, change)
     image = commit(image, cp.preferred_leader_elections(image))
     assert {p: s.leader for p, s in image.topics["t"].partitions.items()} == preferred

@@ -411,40 +411,54 @@ class IncrementalAlterConfigsResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[IncrementalAlterConfigsResponse.Result, _Mapping]]] = ...) -> None: ...
 
 class AlterPartitionRequest(_message.Message):
-    __slots__ = ("broker_id", "broker_epoch", "topic", "partition", "leader_epoch", "partition_epoch", "new_isr")
+    __slots__ = ("broker_id", "broker_epoch", "partitions")
+    class PartitionIsr(_message.Message):
+        __slots__ = ("topic", "partition", "leader_epoch", "partition_epoch", "new_isr")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        NEW_ISR_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        leader_epoch: int
+        partition_epoch: int
+        new_isr: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ...) -> None: ...
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
-    TOPIC_FIELD_NUMBER: _ClassVar[int]
-    PARTITION_FIELD_NUMBER: _ClassVar[int]
-    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
-    PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
-    NEW_ISR_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     broker_epoch: int
-    topic: str
-    partition: int
-    leader_epoch: int
-    partition_epoch: int
-    new_isr: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ...) -> None: ...
+    partitions: _containers.RepeatedCompositeFieldContainer[AlterPartitionRequest.PartitionIsr]
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[AlterPartitionRequest.PartitionIsr, _Mapping]]] = ...) -> None: ...
 
 class AlterPartitionResponse(_message.Message):
-    __slots__ = ("status", "error_code", "error_message", "leader", "leader_epoch", "partition_epoch", "isr")
+    __slots__ = ("status", "partitions")
+    class PartitionResult(_message.Message):
+        __slots__ = ("topic", "partition", "error_code", "error_message", "leader", "leader_epoch", "partition_epoch", "isr")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        LEADER_FIELD_NUMBER: _ClassVar[int]
+        LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        ISR_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        leader: int
+        leader_epoch: int
+        partition_epoch: int
+        isr: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ...) -> None: ...
     STATUS_FIELD_NUMBER: _ClassVar[int]
-    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
-    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    LEADER_FIELD_NUMBER: _ClassVar[int]
-    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
-    PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
-    ISR_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     status: ControllerStatus
-    error_code: _errors_pb2.ErrorCode
-    error_message: str
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    isr: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ...) -> None: ...
+    partitions: _containers.RepeatedCompositeFieldContainer[AlterPartitionResponse.PartitionResult]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[AlterPartitionResponse.PartitionResult, _Mapping]]] = ...) -> None: ...
 
 class ReportCorruptReplicaRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch", "topic", "partition", "leader_epoch", "partition_epoch", "first_corrupt_offset")
