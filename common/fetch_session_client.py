@@ -63,7 +63,7 @@ class FetchSessionClient:
         # Keys whose wanted position may differ from what the broker's session holds.
         self._pending: set[PartitionKey] = set()
         # Keys named in every request even when unchanged (see `name_always`).
-        self._always: frozenset[PartitionKey] = frozenset()
+        self._always: set[PartitionKey] = set()
 
     @property
     def wanted(self) -> Mapping[PartitionKey, FetchPosition]:
@@ -82,11 +82,14 @@ class FetchSessionClient:
             self._wanted[key] = position
             self._pending.add(key)
 
-    def name_always(self, keys: frozenset[PartitionKey]) -> None:
-        """Name these partitions in every request, changed or not (replacing the previous set).
-        A follower outside a partition's ISR does this: the leader forgets the progress of a
-        follower that leaves the ISR and only a position named after that brings it back."""
-        self._always = keys
+    def name_always(self, key: PartitionKey, always: bool) -> None:
+        """Name `key` in every request, changed or not (or stop doing so). A follower outside a
+        partition's ISR does this: the leader forgets the progress of a follower that leaves
+        the ISR, and only a position named after that brings it back."""
+        if always:
+            self._always.add(key)
+        else:
+            self._always.discard(key)
 
     def build(self) -> FetchParts:
         """The next request's parts (see the module doc)."""

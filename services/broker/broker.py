@@ -22,7 +22,7 @@ from samsa.metadata.image import MetadataImage
 from samsa.services.broker.controller_channel import ControllerChannel
 from samsa.services.broker.isr_manager import run_isr_manager
 from samsa.services.broker.maintenance import run_maintenance
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata_diff import changed_topics, partition_changes
 from samsa.services.broker.metadata_follower import MetadataFollower
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica_fetcher import ReplicaFetchers
@@ -39,6 +39,7 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 2.0
+APPLY_SLICE = 100  # partition actions applied between two yields to the event loop
 REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
 
 
@@ -79,10 +80,19 @@ class Broker:
         self._strays_removed = False
         self.fetchers = ReplicaFetchers(self.host, broker_id, signer)
 
-    def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
+    async def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
         actions = partition_changes(old, new, self.broker_id)
-        self.host.apply(new, actions, int(time.time() * 1000))
-        self.fetchers.reconcile()
+        # Opening a new log costs about a millisecond: a topic of thousands of partitions is
+        # applied a slice at a time, so that heartbeats and requests run in between (a broker
+        # that stalls for its session timeout is fenced, and every leadership moves).
+        self.host.apply(new, actions[:APPLY_SLICE], int(time.time() * 1000))
+        for start in range(APPLY_SLICE, len(actions), APPLY_SLICE):
+            await asyncio.sleep(0)
+            self.host.apply(new, actions[start : start + APPLY_SLICE], int(time.time() * 1000))
+        self.fetchers.reconcile(
+            {(action.topic, action.partition) for action in actions}
+            | self.host.partitions_of(changed_topics(old, new))
+        )
         me = new.brokers.get(self.broker_id)
         caught_up = (
             me is not None and not me.fenced and me.broker_epoch == self.follower.broker_epoch

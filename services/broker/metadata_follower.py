@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import grpc
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 FETCH_MAX_WAIT_MS = 1_000
 SHUTDOWN_TIMEOUT_S = 10.0
 
-ImageListener = Callable[[MetadataImage, MetadataImage], None]
+ImageListener = Callable[[MetadataImage, MetadataImage], Awaitable[None]]
 
 
 class MetadataFollower:
@@ -201,8 +201,11 @@ class MetadataFollower:
                 continue
             resync = False
             if new is not self.image:
-                old, self.image = self.image, new
-                self.on_change(old, new)
+                # The image becomes this broker's (and its heartbeats report its offset) only
+                # once the partitions have applied it: opening thousands of logs yields to the
+                # event loop meanwhile, so heartbeats keep the broker's session alive.
+                await self.on_change(self.image, new)
+                self.image = new
                 self._image_changed.set()
                 self._image_changed = asyncio.Event()
 

@@ -360,6 +360,14 @@ class PartitionHost:
         self.partitions_by_topic.setdefault(action.topic, set()).add(action.partition)
         return hosted
 
+    def partitions_of(self, topics: Iterable[str]) -> set[tuple[str, int]]:
+        """The hosted partitions of `topics`."""
+        return {
+            (topic, partition)
+            for topic in topics
+            for partition in self.partitions_by_topic.get(topic, ())
+        }
+
     def _partition_changed(self, hosted: HostedPartition) -> None:
         key = (hosted.topic, hosted.partition)
         self.changed.add(key)

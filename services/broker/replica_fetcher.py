@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
+from collections.abc import Iterable
 
 import grpc
 
@@ -72,40 +74,61 @@ class ReplicaFetchers:
         self._sessions: dict[int, FetchSessionClient] = {}
         # Partitions left out of their session because their log here is corrupt.
         self._corrupt_excluded: set[PartitionKey] = set()
+        # The leader each followed partition is fetched from, and how many per leader.
+        self._leader_of: dict[PartitionKey, int] = {}
+        self._follow_counts: Counter[int] = Counter()
         self._channels: dict[str, grpc.aio.Channel] = {}
 
-    def reconcile(self) -> None:
-        """Follow what the host now follows: each partition fetched from its leader, loops
-        started for new leaders and stopped for those no longer followed. Called on every
-        metadata change and after a corrupt replica is found or repaired."""
-        by_leader: dict[int, dict[PartitionKey, FetchPosition]] = {}
-        outside_isr: dict[int, set[PartitionKey]] = {}
-        for key, hosted in self.host.partitions.items():
-            if hosted.is_leader or hosted.leader_id < 0 or hosted.leader_id == self.broker_id:
-                continue
-            wanted = by_leader.setdefault(hosted.leader_id, {})
-            if hosted.corrupt_from is None:
-                wanted[key] = _position(hosted)
-            else:  # no progress reports until truncated (the scrubber)
-                self._corrupt_excluded.add(key)
-            if self.broker_id not in hosted.isr:
-                outside_isr.setdefault(hosted.leader_id, set()).add(key)
-        for leader_id, session in self._sessions.items():
-            wanted = by_leader.get(leader_id, {})
-            for key in [key for key in session.wanted if key not in wanted]:
-                session.set(key, None)
-        for leader_id, wanted in by_leader.items():
-            session = self._sessions.setdefault(leader_id, FetchSessionClient())
-            for key, position in wanted.items():
-                session.set(key, position)
-            session.name_always(frozenset(outside_isr.get(leader_id, ())))
-        for leader_id in by_leader.keys() - self._loops.keys():
+    def reconcile(self, keys: Iterable[PartitionKey] | None = None) -> None:
+        """Follow what the host now follows, for `keys` (the partitions whose hosting,
+        leadership or ISR may have changed; None: all): each fetched from its leader, named in
+        every request while this broker is outside its ISR. Loops start for new leaders and stop
+        for those no longer followed. Called on every metadata change."""
+        if keys is None:
+            keys = set(self.host.partitions) | set(self._leader_of)
+        for key in keys:
+            self._follow(key)
+        leaders = {leader for leader, count in self._follow_counts.items() if count > 0}
+        for leader_id in leaders - self._loops.keys():
             self._loops[leader_id] = asyncio.get_running_loop().create_task(
                 self._run(leader_id), name=f"replica-fetcher-{leader_id}"
             )
-        for leader_id in self._loops.keys() - by_leader.keys():
+        for leader_id in self._loops.keys() - leaders:
             self._loops.pop(leader_id).cancel()
             self._sessions.pop(leader_id, None)
+            self._follow_counts.pop(leader_id, None)
+
+    def _follow(self, key: PartitionKey) -> None:
+        hosted = self.host.get(*key)
+        leader: int | None = None
+        if (
+            hosted is not None
+            and not hosted.is_leader
+            and hosted.leader_id >= 0
+            and hosted.leader_id != self.broker_id
+        ):
+            leader = hosted.leader_id
+        previous = self._leader_of.get(key)
+        if previous is not None and previous != leader:
+            self._follow_counts[previous] -= 1
+            del self._leader_of[key]
+            session = self._sessions.get(previous)
+            if session is not None:
+                session.set(key, None)
+                session.name_always(key, False)
+        if hosted is None or leader is None:
+            self._corrupt_excluded.discard(key)
+            return
+        if previous != leader:
+            self._follow_counts[leader] += 1
+            self._leader_of[key] = leader
+        session = self._sessions.setdefault(leader, FetchSessionClient())
+        if hosted.corrupt_from is None:
+            session.set(key, _position(hosted))
+        else:  # no progress reports until truncated (the scrubber)
+            session.set(key, None)
+            self._corrupt_excluded.add(key)
+        session.name_always(key, self.broker_id not in hosted.isr)
 
     async def close(self) -> None:
         for task in self._loops.values():
@@ -165,17 +188,13 @@ class ReplicaFetchers:
         """Stop fetching partitions the scrubber found corrupt here (no progress reports until
         truncated), and fetch them again once repaired. Costs what is corrupt, which is rare."""
         for key in self.host.corrupt_partitions:
+            if key in session.wanted:
+                self._follow(key)
+        for key in [key for key in self._corrupt_excluded if self._leader_of.get(key) == leader_id]:
             hosted = self.host.get(*key)
-            if hosted is not None and hosted.corrupt_from is not None and key in session.wanted:
-                session.set(key, None)
-                self._corrupt_excluded.add(key)
-        for key in list(self._corrupt_excluded):
-            hosted = self.host.get(*key)
-            if hosted is None or hosted.is_leader:
+            if hosted is None or hosted.corrupt_from is None:
                 self._corrupt_excluded.discard(key)
-            elif hosted.corrupt_from is None and hosted.leader_id == leader_id:
-                self._corrupt_excluded.discard(key)
-                session.set(key, _position(hosted))
+                self._follow(key)
 
     def _apply(
         self, leader_id: int, session: FetchSessionClient, response: broker_pb2.FetchResponse

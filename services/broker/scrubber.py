@@ -66,8 +66,9 @@ REPORT_RETRY_S = 2.0
 # How often the corrupt replicas are looked at (to report, or to truncate once out of the ISR);
 # the ISR manager's pace.
 REPAIR_CHECK_S = 0.25
-# How long the loop sleeps when there is nothing to scrub.
-IDLE_S = 1.0
+# How long the loop sleeps when there is nothing to scrub, and how often it then lists the
+# closed segments again (a walk over every hosted partition).
+IDLE_S = 10.0
 # The cursor file in the data directory, and how often it is rewritten (an fsynced rename: a
 # restart re-reads at most this much scrubbing, at the configured rate).
 CURSOR_FILE = "scrub-cursor"
@@ -101,6 +102,8 @@ class Scrubber:
         # Partitions whose report is in flight or was refused, with when to ask again.
         self._next_report_s: dict[tuple[str, int], float] = {}
         self._refusal_logged: set[tuple[str, int]] = set()
+        self._listed: list[ScrubTarget] = []  # see _targets
+        self._listed_s = float("-inf")
 
     async def run(self, stop: asyncio.Event) -> None:
         """Scrub, and report and repair corrupt replicas, until `stop` is set."""
@@ -115,7 +118,9 @@ class Scrubber:
 
     async def _scrub_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            target, wrapped = next_target(self._closed_segments(), self.cursor)
+            target, wrapped = next_target(self._targets(refresh=False), self.cursor)
+            if wrapped:  # a new pass walks the segments closed since the last one too
+                target, wrapped = next_target(self._targets(refresh=True), self.cursor)
             if target is None:
                 await _sleep(stop, IDLE_S)
                 continue
@@ -132,6 +137,17 @@ class Scrubber:
             if time.monotonic() - self._cursor_checkpointed_s >= CURSOR_CHECKPOINT_INTERVAL_S:
                 self._cursor_checkpointed_s = time.monotonic()
                 write_atomically(self.cursor_path, encode_cursor(self.cursor))
+
+    def _targets(self, *, refresh: bool) -> list[ScrubTarget]:
+        """The closed segments of this pass, listed once per pass (and, while there are none,
+        once per IDLE_S): listing walks every hosted partition, which an idle broker with
+        thousands of them must not do for every segment it scrubs. A segment deleted since
+        the listing is skipped by the scan."""
+        stale = not self._listed and time.monotonic() - self._listed_s >= IDLE_S
+        if refresh or stale:
+            self._listed = sorted(self._closed_segments())
+            self._listed_s = time.monotonic()
+        return self._listed
 
     def _closed_segments(self) -> list[ScrubTarget]:
         return [
@@ -201,9 +217,11 @@ class Scrubber:
     async def _report_corrupt(self) -> None:
         """Ask the controller to take each corrupt replica still in its ISR out of it."""
         now_s = time.monotonic()
-        for key, hosted in list(self.host.partitions.items()):
-            state = hosted.state
-            if hosted.corrupt_from is None or state is None:
+        # Only partitions known corrupt, or with a report to forget: corruption is rare.
+        for key in list(self.host.corrupt_partitions | self._next_report_s.keys()):
+            hosted = self.host.get(*key)
+            state = None if hosted is None else hosted.state
+            if hosted is None or hosted.corrupt_from is None or state is None:
                 self._next_report_s.pop(key, None)
                 self._refusal_logged.discard(key)
                 continue

@@ -154,7 +154,6 @@ def assert_report_needs_membership(cluster, state) -> None:
 
 
 def test_corrupt_leader_and_follower_segments_are_found_and_refetched(tmp_path: Path) -> None:
-    started = time.monotonic()
     with local_cluster(tmp_path, controllers=1, brokers=3, settings=SETTINGS) as cluster:
         with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
             admin.create_topics(
@@ -222,4 +221,3 @@ def test_corrupt_leader_and_follower_segments_are_found_and_refetched(tmp_path: 
         cluster.stop_all()
     logs = replica_logs(tmp_path)
     assert len(set(logs.values())) == 1, {b: len(v) for b, v in logs.items()}
-    assert time.monotonic() - started < 60

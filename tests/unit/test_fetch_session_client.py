@@ -81,10 +81,10 @@ def test_epochs_wrap_to_one() -> None:
 
 def test_partitions_named_always_are_in_every_incremental_request() -> None:
     client = opened(A, B)
-    client.name_always(frozenset({B}))
+    client.name_always(B, True)
     for _ in range(3):
         parts = client.build()
         assert parts.partitions == {B: at(0)}
         client.on_answer(parts, 77)
-    client.name_always(frozenset())
+    client.name_always(B, False)
     assert client.build().partitions == {}
