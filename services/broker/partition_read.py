@@ -1,0 +1,224 @@
+"""Reading one partition for a Fetch: leadership and replica checks, the leader epoch and
+diverging-epoch checks (KIP-320), a preferred read replica (KIP-392), the read itself within the
+answer's byte budget, a follower's progress and the high watermark it moves, and typed records for
+clients without a codec.
+
+`PartitionReader` serves one pass over a fetch's partitions (fetch.py decides which: all of a
+sessionless request, or a session's named and changed ones); each `read` fills one
+PartitionResponse and says what happened (`Outcome`), so that the pass knows whether to answer
+at once (an error), to skip (the answer is full: the client asks again from there), or to wait.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode, SamsaError
+from samsa.common.record.codec import RecordBatch, decode_batch
+from samsa.common.record.header import read_header
+from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
+from samsa.v1 import broker_pb2, records_pb2
+
+PARTITION_MAX_BYTES_DEFAULT = 1024 * 1024  # Kafka's max.partition.fetch.bytes
+MAX_BYTES_DEFAULT = 50 * 1024 * 1024  # Kafka's fetch.max.bytes
+
+FetchPartition = broker_pb2.FetchResponse.PartitionResponse
+WantedPartition = broker_pb2.FetchRequest.PartitionData
+
+
+class Outcome(enum.Enum):
+    READ = "read"  # the result holds the partition's state and any records
+    FAILED = "failed"  # the result holds an error
+    SKIPPED = "skipped"  # the answer is full: the client asks again from here
+    ANSWERED = "answered"  # a diverging epoch or a preferred replica, no records
+
+
+class PartitionReader:
+    """One pass's reads of single partitions, sharing the answer's byte budget."""
+
+    def __init__(self, host: PartitionHost, request: broker_pb2.FetchRequest, now_ms: int) -> None:
+        self.host = host
+        self.request = request
+        self.replica_id = replica_id_of(request)
+        self.now_ms = now_ms
+        self.budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
+        self.total = 0
+        self.errors = False
+        if self.replica_id >= 0:
+            host.replica_fetch_ms[self.replica_id] = self.now_ms
+
+    def read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
+        outcome = self._read(topic, wanted, result)
+        if outcome is Outcome.FAILED:
+            self.errors = True
+        return outcome
+
+    def _read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
+        host, request, replica_id = self.host, self.request, self.replica_id
+        hosted = host.leader(topic, wanted.partition)
+        if isinstance(hosted, LeadershipError) and replica_id < 0:
+            # Any replica serves consumers up to its own high watermark (KIP-392): a consumer
+            # sent here by its leader's preferred_read_replica, or one whose metadata is a
+            # little stale. Committed data only, so it is never wrong.
+            hosted = host.get(topic, wanted.partition) or hosted
+        if isinstance(hosted, LeadershipError):
+            _fail(result, hosted.code, hosted.message)
+            result.current_leader.leader_id = hosted.leader_id
+            result.current_leader.leader_epoch = hosted.leader_epoch
+            return Outcome.FAILED
+        if replica_id >= 0 and not _is_replica(hosted, replica_id, result):
+            return Outcome.FAILED
+        if _diverged(hosted, wanted, result):
+            return Outcome.ANSWERED
+        if request.rack_id and replica_id < 0 and hosted.is_leader:
+            preferred = _replica_in_rack(host, hosted, request.rack_id)
+            if preferred is not None:
+                result.preferred_read_replica = preferred
+                result.high_watermark = hosted.high_watermark
+                return Outcome.ANSWERED
+        high_watermark = hosted.high_watermark
+        result.high_watermark = high_watermark
+        result.last_stable_offset = high_watermark
+        result.log_start_offset = hosted.log.log_start_offset
+        if wanted.HasField("current_leader_epoch") and (
+            wanted.current_leader_epoch != hosted.leader_epoch
+        ):
+            code = (
+                ErrorCode.FENCED_LEADER_EPOCH
+                if wanted.current_leader_epoch < hosted.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH
+            )
+            _fail(result, code, f"leader epoch is {hosted.leader_epoch}: refresh metadata")
+            return Outcome.FAILED
+        partition_budget = min(
+            wanted.partition_max_bytes or PARTITION_MAX_BYTES_DEFAULT,
+            limits.fetch_partition_bytes_max,
+            max(self.budget - self.total, 0),
+        )
+        if self.total and partition_budget <= 0:
+            return Outcome.SKIPPED
+        # Followers read up to the log end (that is how the high watermark advances);
+        # consumers only up to the high watermark.
+        upper = None if replica_id >= 0 else high_watermark
+        try:
+            read = hosted.log.read(wanted.fetch_offset, max(partition_budget, 1), max_offset=upper)
+        except SamsaError as error:
+            _fail(result, error.code, str(error))
+            return Outcome.FAILED
+        if replica_id >= 0 and hosted.replication is not None:
+            hosted.replication.on_follower_fetch(
+                replica_id, wanted.fetch_offset, hosted.log.log_end_offset, self.now_ms
+            )
+            if replica_id not in hosted.isr:
+                host.isr_candidates.add((topic, wanted.partition))
+            if hosted.advance_high_watermark():
+                result.high_watermark = hosted.high_watermark
+                result.last_stable_offset = hosted.high_watermark
+        result.next_fetch_offset = read.next_offset
+        if read.records:
+            if request.decode_records:
+                _decode_into(result, read.records, wanted.fetch_offset)
+            else:
+                result.records = read.records
+            self.total += len(read.records)
+        return Outcome.READ
+
+
+def replica_id_of(request: broker_pb2.FetchRequest) -> int:
+    return request.replica_id if request.HasField("replica_id") else -1
+
+
+def _replica_in_rack(host: PartitionHost, hosted: HostedPartition, rack: str) -> int | None:
+    """An in-sync follower in the consumer's rack, when the leader is not in it (KIP-392)."""
+    brokers = host.image.brokers
+    me = brokers.get(host.broker_id)
+    if me is None or me.rack == rack:
+        return None
+    for replica in hosted.isr:
+        broker = brokers.get(replica)
+        usable = replica != host.broker_id and broker is not None and not broker.fenced
+        if usable and broker.rack == rack:  # type: ignore[union-attr]
+            return replica
+    return None
+
+
+def _is_replica(hosted: HostedPartition, replica_id: int, result: FetchPartition) -> bool:
+    if hosted.state is not None and replica_id in hosted.state.replicas:
+        return True
+    _fail(
+        result,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        f"broker {replica_id} is not a replica of {hosted.topic}-{hosted.partition}",
+    )
+    return False
+
+
+def _diverged(
+    hosted: HostedPartition, wanted: broker_pb2.FetchRequest.PartitionData, result: FetchPartition
+) -> bool:
+    """KIP-320: does the fetcher's log (its last fetched epoch) disagree with ours? If so the
+    answer carries the epoch and end offset to truncate (a follower) or reset (a consumer) to."""
+    if not wanted.HasField("last_fetched_epoch") or wanted.last_fetched_epoch < 0:
+        return False
+    epoch, end_offset = hosted.log.end_offset_for_epoch(wanted.last_fetched_epoch)
+    if epoch == wanted.last_fetched_epoch and end_offset >= wanted.fetch_offset:
+        return False
+    result.diverging_epoch.leader_epoch = epoch
+    result.diverging_epoch.end_offset = end_offset
+    result.high_watermark = hosted.high_watermark
+    result.log_start_offset = hosted.log.log_start_offset
+    return True
+
+
+def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> None:
+    """Typed records for clients with only the generated code. A stored batch that cannot be
+    decoded (written by an older version, or damaged on disk) ends the answer before it, so the
+    records ahead of it are still served; when it comes first, the partition answers
+    CORRUPT_MESSAGE naming its offset, and the client can seek past it."""
+    position = 0
+    while position < len(records):
+        try:
+            batch = decode_batch(records, position)
+        except SamsaError as error:
+            bad_offset = _base_offset_at(records, position, from_offset)
+            if position == 0:
+                _fail(
+                    result,
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"the stored batch at offset {bad_offset} cannot be decoded ({error}); "
+                    f"seek past it to read on",
+                )
+            else:
+                result.next_fetch_offset = bad_offset
+            return
+        _add_typed(result, batch, from_offset)
+        position += batch.header.size_bytes
+
+
+def _base_offset_at(records: bytes, position: int, default: int) -> int:
+    try:
+        return max(default, read_header(records, position).base_offset)
+    except SamsaError:
+        return default
+
+
+def _add_typed(result: FetchPartition, batch: RecordBatch, from_offset: int) -> None:
+    for record in batch:
+        if record.offset < from_offset:
+            continue
+        typed = result.decoded_records.add(offset=record.offset, timestamp_ms=record.timestamp)
+        if record.key is not None:
+            typed.key = record.key
+        if record.value is not None:
+            typed.value = record.value
+        for key, value in record.headers:
+            header = records_pb2.RecordHeader(key=key)
+            if value is not None:
+                header.value = value
+            typed.headers.append(header)
+
+
+def _fail(result: FetchPartition, code: int, message: str) -> None:
+    result.error_code = code  # type: ignore[assignment]
+    result.error_message = message
