@@ -11,8 +11,10 @@ leader churn), then measures, one table row per step: how long the CreateTopics 
 how long until every new partition had a full ISR and until the metadata log was quiet,
 synchronous produce p50/p99 (linger.ms=0, acks=all) to a separate 1-partition RF 3 topic, the
 idle CPU (% of one core, from /proc/<pid>/stat utime+stime over a few seconds) and RSS
-(/proc/<pid>/status VmRSS) of every process, and the wall time of `samsa cluster`. A broker's
-restart-to-serving time is not measured yet.
+(/proc/<pid>/status VmRSS) of every process, the wall time of `samsa cluster`, and a broker's
+restart: broker-1 is stopped cleanly (SIGTERM, waited for), started again, and timed until it is
+serving (registered and unfenced, which it is only once every partition log is open and the
+metadata applied) and until every partition has its full ISR again.
 
 The targets (issue 10) are printed beside the figures: sync p50 at the largest step ≤ 1.5× the
 empty cluster's, idle CPU ≤ 5 % of a core per process, broker RSS growth ≤ 50 KiB per partition
@@ -127,6 +129,8 @@ class StepFigures:
     cpu_percent: dict[str, float] = field(default_factory=dict)  # process name -> % of a core
     rss_kib: dict[str, int] = field(default_factory=dict)
     cluster_cmd_s: float | None = None
+    restart_s: float | None = None  # broker-1 started until it is unfenced (serving)
+    isr_back_s: float | None = None  # broker-1 started until every partition has a full ISR
     notes: list[str] = field(default_factory=list)
 
 
@@ -139,7 +143,7 @@ def format_table(steps: Sequence[StepFigures], names: Sequence[str]) -> str:
     cluster` time."""
     header = ["partitions", "create s", "full ISR s", "quiet s", "sync p50 ms", "sync p99 ms"]
     header += [f"{name} CPU%" for name in names] + [f"{name} RSS MiB" for name in names]
-    header += ["`samsa cluster` s"]
+    header += ["`samsa cluster` s", "restart s", "ISR back s"]
     rows = [header]
     for step in steps:
         row = [
@@ -154,6 +158,7 @@ def format_table(steps: Sequence[StepFigures], names: Sequence[str]) -> str:
         rss = [step.rss_kib.get(name) for name in names]
         row += [_figure(None if kib is None else kib / 1024, ".0f") for kib in rss]
         row += [_figure(step.cluster_cmd_s, ".2f")]
+        row += [_figure(step.restart_s, ".1f"), _figure(step.isr_back_s, ".1f")]
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [
@@ -202,7 +207,10 @@ def format_targets(steps: Sequence[StepFigures], names: Sequence[str]) -> str:
         f"worst {_figure(growth, '.1f')} KiB  "
         f"{verdict(None if growth is None else growth <= RSS_PER_REPLICA_TARGET_KIB)}"
     )
-    lines.append("  broker restart-to-serving time: not measured yet")
+    lines.append(
+        f"  broker restart-to-serving time: {_figure(last.restart_s, '.1f')} s "
+        f"(full ISR again after {_figure(last.isr_back_s, '.1f')} s)"
+    )
     return "\n".join(lines)
 
 
@@ -288,6 +296,51 @@ def samsa_cluster_time(bootstrap: str) -> float:
     return time.monotonic() - started
 
 
+RESTARTED = "broker-1"
+
+
+def restart_broker(cluster: object, admin: object, topics: Sequence[str]) -> tuple[float, float]:
+    """Stop RESTARTED cleanly and start it again; seconds from the start until it is unfenced
+    (serving) and until every partition of `topics` has its full ISR."""
+    import signal
+
+    process = cluster.processes[RESTARTED]  # type: ignore[attr-defined]
+    cluster.killed.add(RESTARTED)  # type: ignore[attr-defined]
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=READY_TIMEOUT_S)
+    old_epoch = _broker_epoch(admin)
+    started = time.monotonic()
+    cluster.start(RESTARTED)  # type: ignore[attr-defined]
+    deadline = started + READY_TIMEOUT_S
+    while _broker_epoch(admin) in (None, old_epoch):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{RESTARTED} not serving after {READY_TIMEOUT_S:.0f} s")
+        time.sleep(0.1)
+    serving = time.monotonic() - started
+    waiting = set(topics)
+    while waiting:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(waiting)} topics without full ISR after the restart")
+        described = admin.describe_topics(sorted(waiting))  # type: ignore[attr-defined]
+        waiting = {
+            name
+            for name, topic in described.items()
+            if any(p.leader < 0 or len(p.isr) < REPLICAS for p in topic.partitions)
+        }
+        if waiting:
+            time.sleep(0.2)
+    return serving, time.monotonic() - started
+
+
+def _broker_epoch(admin: object) -> int | None:
+    """RESTARTED's broker epoch while it is registered and unfenced, else None."""
+    broker_id = int(RESTARTED.split("-")[1])
+    for broker in admin.describe_cluster().brokers:  # type: ignore[attr-defined]
+        if broker.broker_id == broker_id and not broker.fenced:
+            return broker.broker_epoch
+    return None
+
+
 def _attempt(step: StepFigures, what: str, function: Callable[[], T]) -> T | None:
     try:
         return function()
@@ -324,6 +377,13 @@ def measure_step(
     if latency:
         step.p50_ms, step.p99_ms = latency["p50_us"] / 1000, latency["p99_us"] / 1000
     step.cluster_cmd_s = _attempt(step, "samsa cluster", lambda: samsa_cluster_time(bootstrap))
+    topics = [SYNC_TOPIC] + [
+        f"idle-{index:05d}"
+        for index in range((first_topic * TOPIC_PARTITIONS + added) // TOPIC_PARTITIONS)
+    ]
+    restart = _attempt(step, "restart", lambda: restart_broker(cluster, admin, topics))
+    if restart:
+        step.restart_s, step.isr_back_s = restart
 
 
 def run_scale_bench(steps: Sequence[int]) -> Iterator[str]:

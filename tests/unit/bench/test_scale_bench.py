@@ -49,6 +49,8 @@ def _step(partitions: int, p50_ms: float, cpu: float, broker_rss_kib: int) -> sb
         cpu_percent={"controller-1": 1.0, **dict.fromkeys(names, cpu)},
         rss_kib={"controller-1": 50_000, **dict.fromkeys(names, broker_rss_kib)},
         cluster_cmd_s=0.3,
+        restart_s=1.5,
+        isr_back_s=2.5,
     )
 
 
@@ -69,6 +71,7 @@ def test_targets_met_when_the_largest_step_costs_as_little_as_the_empty_one() ->
     text = sb.format_targets(steps, NAMES)
     assert "1.2x  met" in text and "worst 3.0 % (broker-1)  met" in text
     assert "worst 10.0 KiB  met" in text
+    assert "restart-to-serving time: 1.5 s (full ISR again after 2.5 s)" in text
     assert "MISSED" not in text
 
 
