@@ -54,6 +54,7 @@ IO_MODULE_NAMES = {
     "segment.py",  # one segment's files
     "checkpoint_file.py",  # atomic checkpoint writes
     "log.py",  # composes segments, checkpoints and the pure policies
+    "loading.py",  # lists a log directory, reads its checkpoints, recovers its segments
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
     "logs.py",  # JSON log lines on stderr

@@ -2,7 +2,8 @@
 
 Pure cores (no I/O): config, offset_index, time_index, segment_index, recovery, framing,
 append_info, leader_epoch, checkpoint_format, policy, compaction. I/O drivers: segment (one
-segment's files), checkpoint_file (atomic small files), log (the `Log` composing it all).
+segment's files), checkpoint_file (atomic small files), loading (a log read back from disk and
+recovered), log (the `Log` composing it all).
 """
 
 from samsa.services.broker.log.append_info import AppendInfo

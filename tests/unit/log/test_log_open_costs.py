@@ -17,7 +17,7 @@ from log_helpers import batch, read_all, small_config
 
 from samsa.services.broker.log import Log
 from samsa.services.broker.log import log as log_module
-from samsa.services.broker.log.log import (
+from samsa.services.broker.log.loading import (
     CHECKPOINT_FILES,
     CLEAN_SHUTDOWN_FILE,
     LEADER_EPOCH_CHECKPOINT_FILE,

@@ -20,7 +20,7 @@ from log_helpers import batch, small_config
 from samsa.services.broker.log import Log
 
 SEGMENT_LOGGER = "samsa.services.broker.log.segment"
-LOG_LOGGER = "samsa.services.broker.log.log"
+LOG_LOGGER = "samsa.services.broker.log.loading"
 
 
 def filled(directory: Path, batches: int = 40) -> Log:

@@ -1,0 +1,230 @@
+"""Loading a partition log from its directory (Kafka's LogLoader): what `Log.open` runs first.
+
+Theory of operation. `load_log` lists the directory once, reads the checkpoints (recovery point,
+log start offset, leader epochs) and opens the segments; it returns them with what it learnt
+(`LoadedLog`), and `Log.open` (log.py) builds the running log from that. Interrupted compactions
+are completed or undone first. Without the clean-shutdown marker (an unclean stop) every segment
+from the one holding the recovery point onward is re-checked batch by batch (framing, CRC,
+increasing offsets); the first bad byte truncates its segment and every later segment is deleted.
+Segments below the recovery point, and all segments after a clean shutdown, load their index files
+after a sanity check (rebuilt from the log when they fail it) and have their tail re-framed; the
+active segment's last batch is CRC-checked. The leader-epoch cache is fed the epochs of re-checked
+batches, then (by `Log.open`) trimmed to [log start offset, log end offset). A corrupt leader-epoch
+checkpoint is rebuilt by re-checking the whole log; a corrupt offset checkpoint reads as None and
+the caller picks a safe value. An empty directory gets one empty segment at the checkpointed log
+start offset (0 when there is none).
+
+This module also names the files a log directory holds besides its segments, and what an absent
+checkpoint file means: log.py writes them, this module reads them, and it must not import log.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from samsa.services.broker.log.checkpoint_file import TEMP_SUFFIX, read_if_exists
+from samsa.services.broker.log.checkpoint_format import (
+    CorruptCheckpointError,
+    decode_checkpoint,
+    encode_checkpoint,
+)
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.leader_epoch import LeaderEpochCache
+from samsa.services.broker.log.segment import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    Segment,
+    complete_swaps,
+    parse_base_offset,
+    segment_path,
+)
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
+CHECKPOINT_FILES = (
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    LEADER_EPOCH_CHECKPOINT_FILE,
+)
+# What an absent checkpoint file means, encoded as `checkpoint` would write it: a log whose values
+# are still these has nothing to write.
+DEFAULT_CHECKPOINTS = {
+    RECOVERY_POINT_CHECKPOINT_FILE: encode_checkpoint([(0,)]),
+    LOG_START_OFFSET_CHECKPOINT_FILE: encode_checkpoint([(0,)]),
+    LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint([]),
+}
+
+
+class LoadedLog(NamedTuple):
+    """A log directory as `load_log` found and recovered it, for `Log.open` to finish."""
+
+    segments: list[Segment]  # oldest first, never empty; all but the last closed
+    epochs: LeaderEpochCache  # not yet trimmed to the log's offsets
+    checkpointed: dict[str, bytes]  # what each checkpoint file holds on disk (or its default)
+    log_start_offset: int | None  # checkpointed; None when that checkpoint is corrupt
+    recovery_point: int | None  # checkpointed; None when corrupt, 0 when the epochs were
+    clean_shutdown: bool  # the segments were trusted without a re-check
+    marker_found: bool  # the clean-shutdown marker is there, still to be consumed
+    created: bool  # the directory held no segment: its one segment is new
+
+
+def load_log(directory: Path, config: LogConfig) -> LoadedLog:
+    """Create the log's first segment in `directory`, or load and recover the ones there."""
+    names = _list_directory(directory)
+    marker_found = CLEAN_SHUTDOWN_FILE in names
+    clean_shutdown = marker_found
+    checkpointed = _read_checkpoints(directory, names)
+    recovery_point = _parse_offset(checkpointed[RECOVERY_POINT_CHECKPOINT_FILE])
+    log_start_offset = _parse_offset(checkpointed[LOG_START_OFFSET_CHECKPOINT_FILE])
+    try:
+        epochs = LeaderEpochCache.from_checkpoint(
+            decode_checkpoint(checkpointed[LEADER_EPOCH_CHECKPOINT_FILE] or b"0\n0\n", fields=2)
+        )
+    except CorruptCheckpointError:
+        # Rebuild the cache from every batch's leader epoch: re-check the whole log.
+        epochs, clean_shutdown, recovery_point = LeaderEpochCache(), False, 0
+    segments = _load_segments(
+        directory,
+        names,
+        config,
+        epochs,
+        recovery_point=recovery_point or 0,
+        clean=clean_shutdown,
+    )
+    created = not segments
+    if created:
+        segments = [Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)]
+    return LoadedLog(
+        segments,
+        epochs,
+        checkpointed,
+        log_start_offset,
+        recovery_point,
+        clean_shutdown,
+        marker_found,
+        created,
+    )
+
+
+def _list_directory(directory: Path) -> set[str]:
+    """The log directory's file names once interrupted compactions are completed and leftover
+    temporary files deleted (the directory is created when missing). One listing serves the
+    whole open: a broker restarting 10,000 logs pays for each system call 10,000 times."""
+    try:
+        names = set(os.listdir(directory))
+    except FileNotFoundError:
+        directory.mkdir(parents=True)
+        return set()
+    if any(name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for name in names):
+        complete_swaps(directory)
+        names = set(os.listdir(directory))
+    for name in [name for name in names if name.endswith(TEMP_SUFFIX)]:
+        (directory / name).unlink()
+        names.discard(name)
+    return names
+
+
+def _load_segments(
+    directory: Path,
+    names: set[str],
+    config: LogConfig,
+    epochs: LeaderEpochCache,
+    *,
+    recovery_point: int,
+    clean: bool,
+) -> list[Segment]:
+    """Open every segment; re-check the unflushed ones; drop what follows a bad byte."""
+    base_offsets = sorted(
+        base_offset
+        for name in names
+        if (base_offset := parse_base_offset(name, LOG_SUFFIX)) is not None
+    )
+    segments: list[Segment] = []
+    for index, base_offset in enumerate(base_offsets):
+        next_base_offset = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
+        trusted = clean or (next_base_offset is not None and next_base_offset <= recovery_point)
+        segment, scan = Segment.open(
+            directory,
+            base_offset,
+            config.index_interval_bytes,
+            next_offset_end=next_base_offset,
+            trusted=trusted,
+        )
+        segments.append(segment)
+        if scan is None:
+            continue
+        for leader_epoch, start_offset in scan.epoch_starts:
+            epochs.assign(leader_epoch, start_offset)
+        if scan.error is not None and not trusted:
+            # A log is a prefix: nothing after the first bad byte of the unflushed part is kept.
+            _log_dropped_segments(directory, base_offsets[index + 1 :])
+            for later in segments_after(directory, base_offsets[index + 1 :]):
+                later.unlink(missing_ok=True)
+            break
+    for segment in segments[:-1]:
+        segment.closed = True
+        segment.indexes.on_roll()
+    return segments
+
+
+def _log_dropped_segments(directory: Path, base_offsets: list[int]) -> None:
+    """Say which whole segments recovery deletes after a cut (segment.py logged the cut)."""
+    if not base_offsets:
+        return
+    dropped_bytes = sum(
+        path.stat().st_size
+        for base_offset in base_offsets
+        if (path := segment_path(directory, base_offset, LOG_SUFFIX)).exists()
+    )
+    log.warning(
+        "%s: recovery deletes the %d segments after the cut (base offsets %d..%d, %d bytes)",
+        directory,
+        len(base_offsets),
+        base_offsets[0],
+        base_offsets[-1],
+        dropped_bytes,
+        extra={
+            "log_dir": str(directory),
+            "offset": base_offsets[0],
+            "segments": len(base_offsets),
+            "discarded_bytes": dropped_bytes,
+        },
+    )
+
+
+def segments_after(directory: Path, base_offsets: list[int]) -> Iterator[Path]:
+    for base_offset in base_offsets:
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            yield segment_path(directory, base_offset, suffix)
+
+
+def _read_checkpoints(directory: Path, names: set[str]) -> dict[str, bytes]:
+    """Each checkpoint file's bytes, the default's encoding when the file is absent (the two
+    mean the same, and `checkpoint` then has nothing to write while the value stays so)."""
+    checkpointed = {}
+    for name in CHECKPOINT_FILES:
+        data = read_if_exists(directory / name) if name in names else None
+        checkpointed[name] = DEFAULT_CHECKPOINTS[name] if data is None else data
+    return checkpointed
+
+
+def _parse_offset(data: bytes) -> int | None:
+    """A one-offset checkpoint, or None when corrupt (the caller picks a safe value)."""
+    try:
+        entries = decode_checkpoint(data, fields=1)
+    except CorruptCheckpointError:
+        return None
+    if len(entries) != 1 or entries[0][0] < 0:
+        return None
+    return entries[0][0]
