@@ -159,6 +159,17 @@ topic_partitions_max = 10_000
 topic_configs_per_request_max = 100
 config_value_length_max = 4 * KIB
 
+# Partitions one DescribeTopics answer carries (KIP-966's paging: a cursor and a partition limit;
+# the client asks again from the answer's next_cursor). The default is KIP-966's
+# (`max.request.partition.size.limit`): ~60 KB of answer, one quick read of the image. The maximum
+# is topic_partitions_max, so that a caller may read any one topic in one answer. An answered
+# partition is ~30 bytes plus up to 10 per replica (its id in `replicas` and in `isr`, 5 bytes
+# each at most as varints): bounding it at 2 KiB covers replication factors of ~200, far beyond
+# any real cluster's 3 to 5, and keeps a maximal answer at 20 MiB, well inside one gRPC message.
+describe_topics_partitions_default = 2_000
+describe_topics_partitions_max = topic_partitions_max
+describe_topics_partition_bytes_max = 2 * KIB
+
 # ISR proposals one AlterPartition may carry (the broker sends larger sets in chunks of this; the
 # controller refuses a larger request with INVALID_ARGUMENT). Each accepted one becomes one
 # PartitionChangeRecord in the request's single metadata batch: ~35 bytes plus 5 per ISR member
@@ -226,6 +237,11 @@ assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max, (
     "one maximal AlterPartition must commit as one metadata batch"
 )
+assert 0 < describe_topics_partitions_default <= describe_topics_partitions_max
+assert (
+    describe_topics_partitions_max * describe_topics_partition_bytes_max + 1 * MIB
+    <= grpc_message_bytes_max
+), "a maximal DescribeTopics answer must fit one gRPC message"
 # The largest legitimate Raft frame (see raft_frame_bytes_max): entries and envelope, at most 2x
 # once pickled, zlib'd and base64'd (1.87x measured), plus Fernet's framing.
 assert (metadata_batch_bytes_max + raft_append_entries_batch_bytes + 1 * KIB) * 2 + 1 * KIB <= (

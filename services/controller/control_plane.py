@@ -20,6 +20,10 @@ the one place the adapter imports them from, and answers the plain reads.
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterator
+
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
 from samsa.services.controller.broker_control import (
@@ -52,6 +56,8 @@ __all__ = [
     "describe_cluster",
     "describe_configs",
     "describe_topics",
+    "describe_topics_limit",
+    "describe_topics_problem",
     "fence_brokers",
     "incremental_alter_configs",
     "preferred_leader_elections",
@@ -80,23 +86,109 @@ def describe_cluster(image: MetadataImage) -> c.DescribeClusterResponse:
 def describe_topics(
     image: MetadataImage, request: c.DescribeTopicsRequest
 ) -> c.DescribeTopicsResponse:
+    """One page of topics: at most the request's partition limit of partitions, from its cursor.
+
+    Paged (KIP-966) so that an answer stays far below the gRPC message limit at any partition
+    count; `next_cursor` is set when the page stopped at the limit with topics or partitions
+    left, and points at the first of them. The request must have passed
+    `describe_topics_problem`.
+    """
     response = c.DescribeTopicsResponse()
-    for name in list(request.names) or sorted(image.topics):
-        result = response.topics.add(name=name)
-        topic = image.topics.get(name)
-        if topic is None:
-            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
-            result.error_message = f"topic {name!r} does not exist"
-            continue
-        result.topic_id = topic.topic_id
-        for _, state in sorted(topic.partitions.items()):
-            result.partitions.add(
-                partition=state.partition,
-                leader=state.leader,
-                leader_epoch=state.leader_epoch,
-                replicas=state.replicas,
-                isr=state.isr,
+    budget = describe_topics_limit(request.partition_limit)
+    for name, first in _topics_from_cursor(image, request):
+        if budget == 0:
+            response.next_cursor.CopyFrom(
+                c.DescribeTopicsRequest.Cursor(topic=name, partition=first)
             )
+            break
+        budget -= _describe_topic(response, image, name, first, budget)
+        if response.HasField("next_cursor"):
+            break
     for broker_id, broker in image.brokers.items():
         response.broker_endpoints[broker_id] = broker.endpoint
     return response
+
+
+def describe_topics_limit(requested: int) -> int:
+    """The partitions a page may carry: the default for 0, never more than the maximum."""
+    if requested == 0:
+        return limits.describe_topics_partitions_default
+    return min(requested, limits.describe_topics_partitions_max)
+
+
+def describe_topics_problem(request: c.DescribeTopicsRequest) -> str | None:
+    """Why the request cannot be answered (the servicer's INVALID_ARGUMENT), or None.
+
+    A cursor naming a topic outside `names` is refused rather than guessed at: only a cursor
+    from an answer to the same names can say where that answer stopped.
+    """
+    if request.partition_limit < 0:
+        return "partition_limit must be >= 0 (0 for the server's default)"
+    if not request.HasField("cursor"):
+        return None
+    if request.cursor.partition < 0:
+        return "cursor.partition must be >= 0"
+    if request.names and request.cursor.topic not in request.names:
+        return (
+            f"cursor.topic {request.cursor.topic!r} is not one of the names asked for; send "
+            "the next_cursor of an answer to the same names"
+        )
+    return None
+
+
+def _topics_from_cursor(
+    image: MetadataImage, request: c.DescribeTopicsRequest
+) -> Iterator[tuple[str, int]]:
+    """(topic, first partition) to answer, in order, from the cursor on.
+
+    Names are answered once each in the order given (a repeated name would make a cursor
+    ambiguous), every topic in name order otherwise. A cursor past partition 0 of a topic that
+    no longer exists still yields it, so that the client learns the deletion of a topic an
+    earlier page answered in part.
+    """
+    names = list(dict.fromkeys(request.names)) or sorted(image.topics)
+    if not request.HasField("cursor"):
+        yield from ((name, 0) for name in names)
+        return
+    cursor = request.cursor
+    if request.names:
+        start = names.index(cursor.topic)
+    else:
+        start = bisect.bisect_left(names, cursor.topic)
+        if cursor.partition > 0 and cursor.topic not in image.topics:
+            yield cursor.topic, cursor.partition
+    for index in range(start, len(names)):
+        yield names[index], cursor.partition if names[index] == cursor.topic else 0
+
+
+def _describe_topic(
+    response: c.DescribeTopicsResponse, image: MetadataImage, name: str, first: int, budget: int
+) -> int:
+    """Answer `name` from partition `first`, at most `budget` partitions; return how many.
+
+    When the budget runs out inside the topic, the response's next_cursor is set to the first
+    partition left out.
+    """
+    result = response.topics.add(name=name)
+    topic = image.topics.get(name)
+    if topic is None:
+        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
+        result.error_message = f"topic {name!r} does not exist"
+        return 0
+    result.topic_id = topic.topic_id
+    numbers = sorted(topic.partitions)
+    numbers = numbers[bisect.bisect_left(numbers, first) :]
+    for number in numbers[:budget]:
+        state = topic.partitions[number]
+        result.partitions.add(
+            partition=state.partition,
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            replicas=state.replicas,
+            isr=state.isr,
+        )
+    if len(numbers) > budget:
+        response.next_cursor.CopyFrom(
+            c.DescribeTopicsRequest.Cursor(topic=name, partition=numbers[budget])
+        )
+    return min(budget, len(numbers))

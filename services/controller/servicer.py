@@ -315,6 +315,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     async def DescribeTopics(self, request, context):
         await self._check_count(context, "topics", len(request.names))
+        problem = control_plane.describe_topics_problem(request)
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         await self._read_at(request.min_metadata_offset, context)
         response = control_plane.describe_topics(self.driver.image, request)
         response.status.CopyFrom(self._status())

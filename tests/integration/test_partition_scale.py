@@ -31,10 +31,16 @@ SETTINGS = dict(FAST_SETTINGS, **{"replica.lag.time.max.ms": str(LAG_MS)})
 
 
 def partitions(cluster, topic: str):  # type: ignore[no-untyped-def]
-    answer = admin_write(
-        cluster.spec, "DescribeTopics", controller_pb2.DescribeTopicsRequest(names=[topic])
-    )
-    return list(answer.topics[0].partitions)
+    """Every partition of `topic`, following next_cursor: IDLE_PARTITIONS is exactly one page at
+    the controller's default limit today, and this stays right if either changes."""
+    request = controller_pb2.DescribeTopicsRequest(names=[topic])
+    states = []
+    while True:
+        answer = admin_write(cluster.spec, "DescribeTopics", request)
+        states += answer.topics[0].partitions
+        if not answer.HasField("next_cursor"):
+            return states
+        request.cursor.CopyFrom(answer.next_cursor)
 
 
 def all_in_sync(cluster, topic: str, replication: int) -> bool:  # type: ignore[no-untyped-def]

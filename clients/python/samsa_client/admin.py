@@ -185,18 +185,23 @@ class Admin:
         )
         self._raise_first(self._write("CreatePartitions", request).topics)
 
+    def _describe(self, names: list[str]) -> list[c.DescribeTopicsResponse.Topic]:
+        """The topics named (empty: all), every page of the controller's answer merged.
+
+        Listing all topics answers only those that exist: one deleted while the pages were read
+        (its UNKNOWN_TOPIC_OR_PARTITION, see ClusterMetadata.describe_topics) is left out.
+        """
+        answer = self._metadata.describe_topics(names, self._offset, timeout_s=10)
+        if names:
+            return list(answer.topics)
+        return [topic for topic in answer.topics if topic.error_code == ErrorCode.NONE]
+
     def list_topics(self) -> list[str]:
-        answer = self._read(
-            "DescribeTopics", c.DescribeTopicsRequest(min_metadata_offset=self._offset)
-        )
-        return [topic.name for topic in answer.topics]
+        return [topic.name for topic in self._describe([])]
 
     def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicDescription]:
-        answer = self._read(
-            "DescribeTopics",
-            c.DescribeTopicsRequest(names=list(names or []), min_metadata_offset=self._offset),
-        )
-        self._raise_first(answer.topics)
+        topics = self._describe(list(names or []))
+        self._raise_first(topics)
         return {
             topic.name: TopicDescription(
                 topic.name,
@@ -208,7 +213,7 @@ class Admin:
                     for p in topic.partitions
                 ),
             )
-            for topic in answer.topics
+            for topic in topics
         }
 
     # --- cluster and configs ---------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """The client's view of the cluster: partitions, their leaders, and where brokers are.
 
 Fetched from any controller with DescribeTopics (controllers serve reads from their replica of the
-metadata log; `bootstrap.servers` lists them). Refreshed when a request says our view is stale
-(NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, a broker that does not answer) and at least
-every `metadata.max.age.ms`. Readers on other threads see whole dicts swapped in, never a dict
+metadata log; `bootstrap.servers` lists them), every page of it: a controller answers a bounded
+number of partitions at a time and says where to continue (`describe_topics`, `merge_page`).
+Refreshed when a request says our view is stale (NOT_LEADER_OR_FOLLOWER,
+UNKNOWN_TOPIC_OR_PARTITION, a broker that does not answer) and at least every
+`metadata.max.age.ms`. Readers on other threads see whole dicts swapped in, never a dict
 being filled.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import grpc
 
@@ -68,6 +71,34 @@ class ClusterMetadata:
             f"no controller of {', '.join(self.bootstrap)} answered {method}: {_reason(last)}"
         ) from last
 
+    def describe_topics(
+        self, names: Sequence[str], min_metadata_offset: int, timeout_s: float = CALL_TIMEOUT_S
+    ) -> controller_pb2.DescribeTopicsResponse:
+        """DescribeTopics for `names` (empty: every topic), every page read and merged into one.
+
+        Controllers answer a bounded page at a time (KIP-966); callers want the whole answer.
+        Each page is asked to be at least as current as the one before, so the merged answer
+        never goes back in time; its status and broker endpoints are the last page's. Each page
+        may take up to `timeout_s`.
+        """
+        request = controller_pb2.DescribeTopicsRequest(
+            names=names, min_metadata_offset=min_metadata_offset
+        )
+        merged = controller_pb2.DescribeTopicsResponse()
+        while True:
+            page = cast(
+                controller_pb2.DescribeTopicsResponse,
+                self.read("DescribeTopics", request, timeout_s),
+            )
+            asked = request.cursor if request.HasField("cursor") else None
+            cursor = merge_page(merged, page, asked)
+            if cursor is None:
+                return merged
+            request.cursor.CopyFrom(cursor)
+            request.min_metadata_offset = max(
+                request.min_metadata_offset, page.status.metadata_offset
+            )
+
     def mark_stale(self) -> None:
         self._stale = True
 
@@ -82,17 +113,11 @@ class ClusterMetadata:
             names = sorted(self._topics)
         if not names:
             return
-        answer = self.read(
-            "DescribeTopics",
-            controller_pb2.DescribeTopicsRequest(
-                names=names, min_metadata_offset=self.metadata_offset
-            ),
-            timeout_s,
-        )
+        answer = self.describe_topics(names, self.metadata_offset, timeout_s)
         leaders = dict(self.leaders)
         epochs = dict(self.leader_epochs)
         counts = dict(self.partition_counts)
-        for topic in answer.topics:  # type: ignore[attr-defined]
+        for topic in answer.topics:
             for key in [k for k in leaders if k[0] == topic.name]:
                 del leaders[key]
             if topic.error_code != ErrorCode.NONE:
@@ -103,9 +128,9 @@ class ClusterMetadata:
                 if partition.leader >= 0:
                     leaders[(topic.name, partition.partition)] = partition.leader
                 epochs[(topic.name, partition.partition)] = partition.leader_epoch
-        self.endpoints = dict(answer.broker_endpoints)  # type: ignore[attr-defined]
+        self.endpoints = dict(answer.broker_endpoints)
         self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
-        self.metadata_offset = max(self.metadata_offset, answer.status.metadata_offset)  # type: ignore[attr-defined]
+        self.metadata_offset = max(self.metadata_offset, answer.status.metadata_offset)
         self._refreshed_at = time.monotonic()
         self._stale = False
 
@@ -126,6 +151,38 @@ class ClusterMetadata:
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 )
             time.sleep(0.1)
+
+
+def merge_page(
+    merged: controller_pb2.DescribeTopicsResponse,
+    page: controller_pb2.DescribeTopicsResponse,
+    asked: controller_pb2.DescribeTopicsRequest.Cursor | None,
+) -> controller_pb2.DescribeTopicsRequest.Cursor | None:
+    """Fold one DescribeTopics page, asked from cursor `asked`, into `merged`; return the cursor
+    to ask from next, or None when the answer is complete.
+
+    A topic split across pages is continued by the next page's first topic. Pages may come from
+    different metadata offsets, so that continuation may disagree with what came before: an
+    error (the topic was deleted) replaces the partitions gathered so far, and another topic id
+    (deleted and recreated) drops them and asks for the topic again from partition 0.
+    """
+    topics = list(page.topics)
+    continuing = asked is not None and asked.partition > 0 and len(merged.topics) > 0
+    continued = merged.topics[-1] if continuing else None
+    if continued is not None and topics and topics[0].name == continued.name:
+        first, topics = topics[0], topics[1:]
+        if first.error_code == ErrorCode.NONE and first.topic_id != continued.topic_id:
+            del merged.topics[-1]
+            return controller_pb2.DescribeTopicsRequest.Cursor(topic=first.name, partition=0)
+        if first.error_code != ErrorCode.NONE:
+            continued.CopyFrom(first)
+        else:
+            continued.partitions.extend(first.partitions)
+    merged.topics.extend(topics)
+    merged.broker_endpoints.clear()
+    merged.broker_endpoints.update(page.broker_endpoints)
+    merged.status.CopyFrom(page.status)
+    return page.next_cursor if page.HasField("next_cursor") else None
 
 
 def _reason(error: Exception | None) -> str:

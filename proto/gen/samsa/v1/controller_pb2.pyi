@@ -264,15 +264,26 @@ class DescribeClusterResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., cluster_id: _Optional[str] = ..., controllers: _Optional[_Iterable[_Union[DescribeClusterResponse.Controller, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[DescribeClusterResponse.Broker, _Mapping]]] = ...) -> None: ...
 
 class DescribeTopicsRequest(_message.Message):
-    __slots__ = ("names", "min_metadata_offset")
+    __slots__ = ("names", "min_metadata_offset", "partition_limit", "cursor")
+    class Cursor(_message.Message):
+        __slots__ = ("topic", "partition")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
     NAMES_FIELD_NUMBER: _ClassVar[int]
     MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
     names: _containers.RepeatedScalarFieldContainer[str]
     min_metadata_offset: int
-    def __init__(self, names: _Optional[_Iterable[str]] = ..., min_metadata_offset: _Optional[int] = ...) -> None: ...
+    partition_limit: int
+    cursor: DescribeTopicsRequest.Cursor
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., min_metadata_offset: _Optional[int] = ..., partition_limit: _Optional[int] = ..., cursor: _Optional[_Union[DescribeTopicsRequest.Cursor, _Mapping]] = ...) -> None: ...
 
 class DescribeTopicsResponse(_message.Message):
-    __slots__ = ("status", "topics", "broker_endpoints")
+    __slots__ = ("status", "topics", "broker_endpoints", "next_cursor")
     class Partition(_message.Message):
         __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -309,10 +320,12 @@ class DescribeTopicsResponse(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     BROKER_ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_CURSOR_FIELD_NUMBER: _ClassVar[int]
     status: ControllerStatus
     topics: _containers.RepeatedCompositeFieldContainer[DescribeTopicsResponse.Topic]
     broker_endpoints: _containers.ScalarMap[int, str]
-    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[DescribeTopicsResponse.Topic, _Mapping]]] = ..., broker_endpoints: _Optional[_Mapping[int, str]] = ...) -> None: ...
+    next_cursor: DescribeTopicsRequest.Cursor
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[DescribeTopicsResponse.Topic, _Mapping]]] = ..., broker_endpoints: _Optional[_Mapping[int, str]] = ..., next_cursor: _Optional[_Union[DescribeTopicsRequest.Cursor, _Mapping]] = ...) -> None: ...
 
 class ConfigResource(_message.Message):
     __slots__ = ("type", "name")
