@@ -58,7 +58,12 @@ def describe_topic(cluster: LocalCluster, node_id: int, name: str, min_offset: i
 
     endpoint = next(c.endpoint for c in cluster.spec.controllers if c.node_id == node_id)
     return controller_stub(endpoint).DescribeTopics(
-        controller_pb2.DescribeTopicsRequest(names=[name], min_metadata_offset=min_offset),
+        controller_pb2.DescribeTopicsRequest(
+            names=[name],
+            min_metadata_offset=min_offset,
+            # One page holds any one topic at the largest limit (KIP-966 paging).
+            partition_limit=limits.describe_topics_partitions_max,
+        ),
         timeout=10,
     )
 
