@@ -39,7 +39,7 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 2.0
-APPLY_SLICE = 100  # partition actions applied between two yields to the event loop
+APPLY_SLICE = 25  # partition actions applied between two yields (about 20-60 ms of work)
 REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
 
 

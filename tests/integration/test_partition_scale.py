@@ -26,6 +26,7 @@ from samsa.v1 import controller_pb2
 pytestmark = pytest.mark.timeout(600)
 
 IDLE_PARTITIONS = 2_000
+BURST_PARTITIONS = 5_000  # one broker opening them all at once stalls past the session timeout
 LAG_MS = 2_000
 SETTINGS = dict(FAST_SETTINGS, **{"replica.lag.time.max.ms": str(LAG_MS)})
 
@@ -112,3 +113,27 @@ def test_idle_partitions_stay_in_sync_through_fetch_sessions_and_data_flows(
         assert len(consumer_sessions) == 3, f"the consumer fetched in sessions: {opened}"
         churn = {pair: n for pair, n in opened.items() if n > 3}
         assert not churn, f"sessions were re-opened instead of kept: {churn}"
+
+
+def test_creating_thousands_of_partitions_at_once_fences_no_broker(tmp_path: Path) -> None:
+    """One CreateTopics of 5,000 partitions at RF 3: every broker opens 5,000 logs at once. A
+    broker that does it in one go stalls its event loop for seconds, past the 3 s session
+    timeout, is fenced,
+    and one broker ends up leading everything; applied a slice at a time, heartbeats go on, no
+    broker is fenced, and leadership stays spread."""
+    with local_cluster(tmp_path, controllers=1, brokers=3, settings=SETTINGS) as cluster:
+        config = {"bootstrap.servers": cluster.spec.bootstrap_servers}
+        with Admin(config) as admin:
+            admin.create_topics([NewTopic("burst", BURST_PARTITIONS, 3)])
+        # acks=all to the last partition (applied last) answers once its leader and both
+        # followers have opened it, i.e. once every broker has applied the whole create.
+        with Producer(dict(config, acks="all", **{"linger.ms": 0})) as producer:
+            last = producer.send("burst", b"applied", partition=BURST_PARTITIONS - 1)
+            producer.flush(120)
+        last.result(timeout=1)
+        wait_until("burst in sync", lambda: all_in_sync(cluster, "burst", 3), 180)
+        controller_log = (tmp_path / "logs" / "controller-1.log").read_text()
+        fenced = [line for line in controller_log.splitlines() if "sessions expired" in line]
+        assert not fenced, f"brokers were fenced while opening the logs: {fenced[:2]}"
+        leaders = Counter(state.leader for state in partitions(cluster, "burst"))
+        assert len(leaders) == 3 and min(leaders.values()) >= BURST_PARTITIONS // 5, leaders
