@@ -1,13 +1,15 @@
 """The partition log: one partition's storage engine (DESIGN.md §3).
 
 Pure cores (no I/O): config, offset_index, time_index, segment_index, recovery, framing,
-append_info, leader_epoch, checkpoint_format, policy, compaction. I/O drivers: segment (one
+append_info, leader_epoch, checkpoint_format, policy, compaction, and retention and cleaner
+(which only call methods on the segments `Log` hands them). I/O drivers: segment (one
 segment's files), checkpoint_file (atomic small files), loading (a log read back from disk and
 recovered), log (the `Log` composing it all).
 """
 
 from samsa.services.broker.log.append_info import AppendInfo
+from samsa.services.broker.log.cleaner import CompactionResult
 from samsa.services.broker.log.config import LogConfig
-from samsa.services.broker.log.log import CompactionResult, Log, ReadResult, SegmentInfo
+from samsa.services.broker.log.log import Log, ReadResult, SegmentInfo
 
 __all__ = ["AppendInfo", "CompactionResult", "Log", "LogConfig", "ReadResult", "SegmentInfo"]

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from samsa.services.broker.log.checkpoint_file import TEMP_SUFFIX, read_if_exists
+from samsa.services.broker.log.checkpoint_file import TEMP_SUFFIX, fsync_directory, read_if_exists
 from samsa.services.broker.log.checkpoint_format import (
     CorruptCheckpointError,
     decode_checkpoint,
@@ -41,7 +41,6 @@ from samsa.services.broker.log.segment import (
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     Segment,
-    complete_swaps,
     parse_base_offset,
     segment_path,
 )
@@ -127,12 +126,30 @@ def _list_directory(directory: Path) -> set[str]:
         directory.mkdir(parents=True)
         return set()
     if any(name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for name in names):
-        complete_swaps(directory)
+        _complete_swaps(directory)
         names = set(os.listdir(directory))
     for name in [name for name in names if name.endswith(TEMP_SUFFIX)]:
         (directory / name).unlink()
         names.discard(name)
     return names
+
+
+def _complete_swaps(directory: Path) -> None:
+    """Finish or undo a compaction interrupted by a crash: a `.cleaned` file is before the
+    commit point and is deleted; a `.swap` file is after it and replaces its segment's .log
+    file, whose index files are stale and deleted (rebuilt by the load)."""
+    changed = False
+    for path in directory.iterdir():
+        if path.name.endswith(CLEANED_SUFFIX):
+            path.unlink()
+            changed = True
+        elif (base_offset := parse_base_offset(path.name, SWAP_SUFFIX)) is not None:
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
+            os.replace(path, segment_path(directory, base_offset, LOG_SUFFIX))
+            changed = True
+    if changed:
+        fsync_directory(directory)
 
 
 def _load_segments(

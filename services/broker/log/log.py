@@ -5,8 +5,9 @@ one active. Appends are validated and planned by append_info.py (all-or-nothing:
 writes nothing), roll decisions come from policy.py, and the segment writes the stamped bytes with
 one system call. Reads find the segment by bisect over the base offsets held in memory, the batch
 by the segment's sparse index, and return stored batches as one bytes object. Retention and
-DeleteRecords delete whole closed segments and move the log start offset; compaction rewrites
-closed segments (compaction.py) and swaps them in crash-safely. Time (`now_ms`) is always passed
+DeleteRecords delete whole closed segments and move the log start offset (retention.py decides
+and deletes, this module makes it durable); compaction rewrites closed segments and swaps them in
+crash-safely (cleaner.py, with compaction.py's per-batch rules). Time (`now_ms`) is always passed
 in; the log never reads a clock.
 
 Durability (DESIGN.md §3). Nothing is fsynced on append unless flush.messages says so (1 = fsync
@@ -30,14 +31,12 @@ segment lies below the next segment's base offset; epochs in the cache start ins
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from samsa.common import limits
 from samsa.common.errors import OffsetOutOfRangeError
-from samsa.common.record.header import read_header
-from samsa.services.broker.log import policy
+from samsa.services.broker.log import cleaner, policy, retention
 from samsa.services.broker.log.append_info import (
     AppendInfo,
     AppendPlan,
@@ -50,7 +49,7 @@ from samsa.services.broker.log.checkpoint_file import (
     write_atomically_many,
 )
 from samsa.services.broker.log.checkpoint_format import encode_checkpoint
-from samsa.services.broker.log.compaction import compact_batch, update_key_map
+from samsa.services.broker.log.cleaner import CompactionResult
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.loading import (
@@ -73,14 +72,6 @@ class ReadResult(NamedTuple):
     next_offset: int
     log_start_offset: int
     log_end_offset: int
-
-
-class CompactionResult(NamedTuple):
-    segments_cleaned: int
-    segments_deleted: int
-    records_removed: int
-    bytes_before: int
-    bytes_after: int
 
 
 class SegmentInfo(NamedTuple):
@@ -450,10 +441,7 @@ class Log:
             )
         if offset > self._log_start_offset:
             self._log_start_offset = offset
-            count = 0
-            while count + 1 < len(self._segments) and self._base_offsets[count + 1] <= offset:
-                count += 1
-            self._delete_oldest(count)
+            self._delete_oldest(retention.segments_below(self._base_offsets, offset))
         return self._log_start_offset
 
     def apply_retention(self, *, now_ms: int) -> int:
@@ -462,13 +450,9 @@ class Log:
         self._check_open()
         if len(self._segments) == 1:  # nothing but the active segment: the common idle case
             return 0
-        closed = [
-            policy.SegmentStats(s.base_offset, next_base, s.size_bytes, s.max_timestamp)
-            for s, next_base in zip(self._segments, self._base_offsets[1:], strict=False)
-        ]
-        count = policy.retention_deletable_count(
-            closed,
-            log_size_bytes=self.size_bytes(),
+        count = retention.retention_count(
+            self._segments,
+            self._base_offsets,
             log_start_offset=self._log_start_offset,
             config=self.config,
             now_ms=now_ms,
@@ -481,11 +465,9 @@ class Log:
         assert 0 <= count < len(self._segments), "the active segment is never deleted"
         if count:
             self._persist_marker_removal()
-        for segment in self._segments[:count]:
-            segment.delete()
-        del self._segments[:count]
-        del self._base_offsets[:count]
-        self._log_start_offset = max(self._log_start_offset, self._base_offsets[0])
+        self._log_start_offset = retention.delete_oldest(
+            self._segments, self._base_offsets, count, self._log_start_offset
+        )
         self._epochs.truncate_from_start(self._log_start_offset)
         if count:
             fsync_directory(self.directory)
@@ -495,54 +477,18 @@ class Log:
 
     def compact(self, *, now_ms: int) -> CompactionResult:
         """cleanup.policy=compact: keep the newest record per key in the closed segments (the
-        active one is untouched); each rewritten segment is swapped in crash-safely."""
+        active one is untouched); each rewritten segment is swapped in crash-safely (cleaner.py)."""
         self._check_open()
         if not self.config.compact:
             return CompactionResult(0, 0, 0, 0, 0)
-        closed = self._segments[:-1]
-        if closed:
+        if len(self._segments) > 1:
             self._persist_marker_removal()
-        key_map: dict[bytes, int] = {}
-        for segment in closed:
-            for _, batch in segment.iter_batches():
-                update_key_map(key_map, batch)
-        cleaned = deleted = removed = bytes_before = bytes_after = 0
-        for segment in closed:
-            bytes_before += segment.size_bytes
-            counter = [0]
-            survivors = self._survivors(segment, key_map, now_ms, counter)
-            indexes = segment.write_cleaned(survivors)
-            removed += counter[0]
-            if counter[0] == 0:
-                segment.discard_cleaned()
-            elif indexes.size_bytes == 0:
-                segment.discard_cleaned()
-                index = self._segments.index(segment)
-                del self._segments[index], self._base_offsets[index]
-                segment.delete()
-                deleted += 1
-                continue
-            else:
-                segment.swap_cleaned(indexes)
-                cleaned += 1
-            bytes_after += segment.size_bytes
-        return CompactionResult(cleaned, deleted, removed, bytes_before, bytes_after)
-
-    def _survivors(
-        self, segment: Segment, key_map: dict[bytes, int], now_ms: int, removed: list[int]
-    ) -> Iterator[bytes]:
-        for raw, batch in segment.iter_batches():
-            kept = compact_batch(
-                raw,
-                batch,
-                key_map,
-                now_ms=now_ms,
-                delete_retention_ms=self.config.delete_retention_ms,
-            )
-            kept_count = 0 if kept is None else read_header(kept).record_count
-            removed[0] += batch.header.record_count - kept_count
-            if kept is not None:
-                yield kept
+        return cleaner.clean(
+            self._segments,
+            self._base_offsets,
+            delete_retention_ms=self.config.delete_retention_ms,
+            now_ms=now_ms,
+        )
 
     # --- durability ----------------------------------------------------------------------------
 

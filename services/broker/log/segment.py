@@ -19,10 +19,10 @@ remains.
 Indexes are never trusted over the log: a lookup checks that the index entry it used points at a
 batch with the expected base offset, and rebuilds the index from the log when it does not.
 
-Compaction (`swap_in`) is crash-safe: the survivors go to `X.log.cleaned` (fsynced), which is
-renamed to `X.log.swap` — the commit point —, the old index files are deleted and the swap file
-is renamed over `X.log`. `complete_swaps` (called on open) deletes `.cleaned` leftovers and
-finishes any `.swap`.
+Compaction (`write_cleaned`, then `swap_cleaned`; cleaner.py drives it) is crash-safe: the
+survivors go to `X.log.cleaned` (fsynced), which is renamed to `X.log.swap` — the commit point —,
+the old index files are deleted and the swap file is renamed over `X.log`. Loading (loading.py)
+deletes `.cleaned` leftovers and finishes any `.swap`.
 
 Invariants: the .log file's size is `indexes.size_bytes` (whole valid batches only); index files
 hold a prefix of the in-memory entries or are marked for rewrite.
@@ -85,22 +85,6 @@ def parse_base_offset(name: str, suffix: str) -> int | None:
     if len(stem) == BASE_OFFSET_DIGITS and stem.isdigit():
         return int(stem)
     return None
-
-
-def complete_swaps(directory: Path) -> None:
-    """Finish or undo a compaction interrupted by a crash (see the module doc)."""
-    changed = False
-    for path in directory.iterdir():
-        if path.name.endswith(CLEANED_SUFFIX):
-            path.unlink()
-            changed = True
-        elif (base_offset := parse_base_offset(path.name, SWAP_SUFFIX)) is not None:
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
-            os.replace(path, segment_path(directory, base_offset, LOG_SUFFIX))
-            changed = True
-    if changed:
-        fsync_directory(directory)
 
 
 class Segment:

@@ -1,0 +1,67 @@
+"""Retention and DeleteRecords: which of a log's oldest segments go, and taking them off its front.
+
+Theory of operation (Kafka's UnifiedLog retention, over LocalLog's segments). Only whole closed
+segments are ever deleted, oldest first, and never the active one. `retention_count` asks
+policy.py how many of the closed segments are past retention.ms / retention.bytes or wholly below
+the log start offset; `segments_below` counts those wholly below a DeleteRecords offset (a segment
+is wholly below `offset` when the next segment starts at or before it). `delete_oldest` deletes
+that many segments' files and drops them from the log's lists, and returns the log start offset
+they leave (never below the new first segment's base offset).
+
+`Log` (log.py) passes its segment and base-offset lists, which this module edits in place, and
+keeps what makes a deletion durable: the clean-shutdown marker, the directory fsync and the
+checkpoints. This module only calls methods on `Segment` objects and must not import log.py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from samsa.services.broker.log import policy
+from samsa.services.broker.log.config import LogConfig
+
+if TYPE_CHECKING:
+    from samsa.services.broker.log.segment import Segment
+
+
+def retention_count(
+    segments: list[Segment],
+    base_offsets: list[int],
+    *,
+    log_start_offset: int,
+    config: LogConfig,
+    now_ms: int,
+) -> int:
+    """How many of the oldest closed segments retention deletes (the active one never)."""
+    closed = [
+        policy.SegmentStats(s.base_offset, next_base, s.size_bytes, s.max_timestamp)
+        for s, next_base in zip(segments, base_offsets[1:], strict=False)
+    ]
+    return policy.retention_deletable_count(
+        closed,
+        log_size_bytes=sum(segment.size_bytes for segment in segments),
+        log_start_offset=log_start_offset,
+        config=config,
+        now_ms=now_ms,
+    )
+
+
+def segments_below(base_offsets: list[int], offset: int) -> int:
+    """How many of the oldest segments lie wholly below `offset` (never the active one)."""
+    count = 0
+    while count + 1 < len(base_offsets) and base_offsets[count + 1] <= offset:
+        count += 1
+    return count
+
+
+def delete_oldest(
+    segments: list[Segment], base_offsets: list[int], count: int, log_start_offset: int
+) -> int:
+    """Delete the `count` oldest segments and drop them from both lists; returns the log start
+    offset after them."""
+    assert 0 <= count < len(segments), "the active segment is never deleted"
+    for segment in segments[:count]:
+        segment.delete()
+    del segments[:count]
+    del base_offsets[:count]
+    return max(log_start_offset, base_offsets[0])
