@@ -161,3 +161,33 @@ def test_an_unreachable_cluster_is_one_line_for_every_command(args: tuple[str, .
         "running? check --bootstrap-server or $SAMSA_BOOTSTRAP"
     ), result.stderr
     assert elapsed < HANG_S
+
+
+def test_produce_takes_kafka_producer_properties(bootstrap: str) -> None:
+    """`--producer-property KEY=VALUE` (repeatable) reaches the SDK producer: valid settings
+    produce, and a bad value, an unknown key or a missing `=` is one line naming it."""
+    assert samsa(bootstrap, "topics", "create", "props", "--partitions", "1").returncode == 0
+    lines = "".join(f"value {n}\n" for n in range(20))
+    ok = samsa(
+        bootstrap,
+        "produce",
+        "props",
+        "--producer-property",
+        "acks=1",
+        "--producer-property",
+        "linger.ms=5",
+        stdin=lines,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "produced 20 records" in ok.stderr
+    consumed = samsa(bootstrap, "consume", "props", "--from-beginning", "--count", "20")
+    assert consumed.stdout.splitlines() == [f"value {n}" for n in range(20)]
+
+    bad = samsa(bootstrap, "produce", "props", "--producer-property", "acks=2", stdin="x\n")
+    assert bad.returncode == 1 and "acks" in bad.stderr and len(bad.stderr.splitlines()) == 1
+    unknown = samsa(bootstrap, "produce", "props", "--producer-property", "ack=1", stdin="x\n")
+    assert unknown.returncode == 1 and "'ack'" in unknown.stderr
+    malformed = samsa(bootstrap, "produce", "props", "--producer-property", "acks", stdin="x\n")
+    assert malformed.returncode != 0 and "--producer-property 'acks' is not KEY=VALUE" in (
+        malformed.stderr
+    )

@@ -88,6 +88,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     produce.add_argument("--key-separator", help="split each line into key SEP value")
     produce.add_argument("--partition", type=int)
     produce.add_argument("--compression", choices=("none", "zstd"), default="none")
+    produce.add_argument(
+        "--producer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a producer setting by its Kafka name, e.g. acks=1 or linger.ms=5 (repeatable)",
+    )
     add_connection(produce)
 
     consume = commands.add_parser("consume", help="print records of a topic")
@@ -193,7 +200,7 @@ def _require_topic(admin: Admin, topic: str) -> TopicDescription:
 def _topics(args: argparse.Namespace) -> int:
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         if args.action == "create":
-            configs = dict(_key_value(item) for item in args.config)
+            configs = dict(_key_value(item, "--config") for item in args.config)
             admin.create_topics(
                 [NewTopic(args.name, args.partitions, args.replication_factor, configs)]
             )
@@ -228,9 +235,9 @@ def _topics(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_value(item: str) -> tuple[str, str]:
+def _key_value(item: str, flag: str) -> tuple[str, str]:
     if "=" not in item:
-        raise SystemExit(f"samsa: --config {item!r} is not KEY=VALUE")
+        raise SystemExit(f"samsa: {flag} {item!r} is not KEY=VALUE")
     key, value = item.split("=", 1)
     return key, value
 
@@ -238,9 +245,11 @@ def _key_value(item: str) -> tuple[str, str]:
 def _produce(args: argparse.Namespace) -> int:
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         _require_topic(admin, args.topic)
-    producer = Producer(
-        {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
-    )
+    settings = {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
+    # Kafka's console producer habit: any setting by name, checked by the SDK (an unknown key or
+    # a bad value is one line naming it). They win over --compression.
+    settings.update(_key_value(item, "--producer-property") for item in args.producer_property)
+    producer = Producer(settings)
     separator = args.key_separator.encode() if args.key_separator else None
     sent = 0
     started = last_report = time.monotonic()

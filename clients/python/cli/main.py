@@ -2,7 +2,7 @@
 
     samsa up [--data-dir DIR] [--controllers 3] [--brokers 3]   run a local cluster
     samsa topics create|list|describe|delete ...               manage topics
-    samsa produce TOPIC [--key-separator SEP]                  lines from stdin
+    samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
     samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
     samsa cluster                                              controllers, brokers, partitions
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
