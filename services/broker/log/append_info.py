@@ -36,6 +36,7 @@ from samsa.common.record.header import (
     CONTROL,
     HEADER_BYTES,
     NO_TIMESTAMP,
+    TRANSACTIONAL,
     BatchHeader,
     check_batch,
     stamp_log_append_time,
@@ -59,7 +60,9 @@ class AppendInfo(NamedTuple):
 
 
 class PlannedBatch(NamedTuple):
-    """One batch as it will be stored; `position` is relative to the start of the append."""
+    """One batch as it will be stored; `position` is relative to the start of the append. The
+    producer fields (-1 when the producer is not idempotent) are what the producer state checks
+    before a byte is written, and rebuilds from on followers and on recovery."""
 
     position: int
     base_offset: int
@@ -67,6 +70,10 @@ class PlannedBatch(NamedTuple):
     max_timestamp: int
     size_bytes: int
     partition_leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
 
 
 class AppendPlan(NamedTuple):
@@ -142,7 +149,13 @@ def plan_leader_append(
         last_offset = base_offset + header.last_offset_delta
         batches.append(
             PlannedBatch(
-                position, base_offset, last_offset, max_timestamp, header.size_bytes, leader_epoch
+                position,
+                base_offset,
+                last_offset,
+                max_timestamp,
+                header.size_bytes,
+                leader_epoch,
+                *_producer_fields(header),
             )
         )
         base_offset = last_offset + 1
@@ -170,10 +183,20 @@ def plan_follower_append(data: bytes, *, log_end_offset: int, segment_bytes: int
                 header.max_timestamp,
                 header.size_bytes,
                 header.partition_leader_epoch,
+                *_producer_fields(header),
             )
         )
         next_offset = header.next_offset
     return AppendPlan([data], batches, _summarise(batches, found, None))
+
+
+def _producer_fields(header: BatchHeader) -> tuple[int, int, int, bool]:
+    return (
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        bool(header.attributes & TRANSACTIONAL),
+    )
 
 
 def _summarise(

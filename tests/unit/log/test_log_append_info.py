@@ -72,3 +72,19 @@ def test_follower_plan_keeps_the_bytes_and_checks_order() -> None:
             log_end_offset=600,
             segment_bytes=100_000,
         )
+
+
+def test_planned_batches_carry_the_producer_fields_the_producer_state_checks() -> None:
+    idempotent = build_batch([b"a", b"b"], producer_id=7, producer_epoch=2, base_sequence=40)
+    transactional = build_batch(
+        [b"c"], producer_id=8, producer_epoch=0, base_sequence=0, transactional=True
+    )
+    plain = build_batch([b"d"])
+    plan = leader_plan(idempotent + transactional + plain)
+    fields = [
+        (b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional) for b in plan.batches
+    ]
+    assert fields == [(7, 2, 40, False), (8, 0, 0, True), (-1, -1, -1, False)]
+    stored = b"".join(bytes(piece) for piece in plan.pieces)
+    replicated = plan_follower_append(stored, log_end_offset=500, segment_bytes=100_000)
+    assert [b[6:] for b in replicated.batches] == [b[6:] for b in plan.batches]
