@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from samsa.services.broker.log.checkpoint_format import (
-    CHECKPOINT_BYTES_MAX,
-    CHECKPOINT_VERSION,
     CorruptCheckpointError,
+    checkpoint_lines,
+    encode_checkpoint_lines,
 )
 
 HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
@@ -31,34 +31,18 @@ HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint"
 
 def encode_high_watermarks(high_watermarks: Mapping[tuple[str, int], int]) -> bytes:
     """The file's bytes for `high_watermarks` by (topic, partition)."""
-    lines = [str(CHECKPOINT_VERSION), str(len(high_watermarks))]
+    lines = []
     for (topic, partition), high_watermark in sorted(high_watermarks.items()):
         assert topic and " " not in topic and "\n" not in topic, f"bad topic name {topic!r}"
         assert partition >= 0 and high_watermark >= 0
         lines.append(f"{topic} {partition} {high_watermark}")
-    return ("\n".join(lines) + "\n").encode("ascii")
+    return encode_checkpoint_lines(lines)
 
 
 def decode_high_watermarks(data: bytes) -> dict[tuple[str, int], int]:
     """High watermarks by (topic, partition); CorruptCheckpointError for anything malformed."""
-    if len(data) > CHECKPOINT_BYTES_MAX:
-        raise CorruptCheckpointError(f"checkpoint of {len(data)} bytes is implausibly large")
-    try:
-        lines = data.decode("ascii").split("\n")
-    except UnicodeDecodeError:
-        raise CorruptCheckpointError("checkpoint is not ASCII text") from None
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) < 2:
-        raise CorruptCheckpointError(f"checkpoint has {len(lines)} lines, needs at least 2")
-    if _natural(lines[0]) != CHECKPOINT_VERSION:
-        raise CorruptCheckpointError(f"checkpoint version {lines[0]!r} is unknown")
-    if _natural(lines[1]) != len(lines) - 2:
-        raise CorruptCheckpointError(
-            f"checkpoint declares {lines[1]} entries, has {len(lines) - 2}"
-        )
     high_watermarks = {}
-    for line in lines[2:]:
+    for line in checkpoint_lines(data):
         parts = line.split(" ")
         if len(parts) != 3 or not parts[0]:
             raise CorruptCheckpointError(f"entry {line!r} is not 'topic partition high_watermark'")

@@ -26,13 +26,31 @@ class CorruptCheckpointError(ValueError):
 
 
 def encode_checkpoint(entries: Sequence[Sequence[int]]) -> bytes:
-    lines = [str(CHECKPOINT_VERSION), str(len(entries))]
-    lines.extend(" ".join(str(int(field)) for field in entry) for entry in entries)
+    return encode_checkpoint_lines(
+        [" ".join(str(int(field)) for field in entry) for entry in entries]
+    )
+
+
+def encode_checkpoint_lines(entries: Sequence[str]) -> bytes:
+    """The version line, the count line, then one line per entry."""
+    lines = [str(CHECKPOINT_VERSION), str(len(entries)), *entries]
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
 def decode_checkpoint(data: bytes, *, fields: int) -> list[tuple[int, ...]]:
     """Entries of `fields` integers each; CorruptCheckpointError for anything malformed."""
+    entries = []
+    for line in checkpoint_lines(data):
+        parts = line.split(" ")
+        if len(parts) != fields:
+            raise CorruptCheckpointError(f"checkpoint entry {line!r} needs {fields} integers")
+        entries.append(tuple(map(_integer, parts)))
+    return entries
+
+
+def checkpoint_lines(data: bytes) -> list[str]:
+    """The entry lines of a checkpoint whose framing (size, ASCII, version, count) is right;
+    CorruptCheckpointError otherwise. Each checkpoint kind parses its own entries."""
     if len(data) > CHECKPOINT_BYTES_MAX:
         raise CorruptCheckpointError(f"checkpoint of {len(data)} bytes is implausibly large")
     try:
@@ -48,13 +66,7 @@ def decode_checkpoint(data: bytes, *, fields: int) -> list[tuple[int, ...]]:
         raise CorruptCheckpointError(f"checkpoint version {version} is unknown")
     if count != len(lines) - 2:
         raise CorruptCheckpointError(f"checkpoint declares {count} entries, has {len(lines) - 2}")
-    entries = []
-    for line in lines[2:]:
-        parts = line.split(" ")
-        if len(parts) != fields:
-            raise CorruptCheckpointError(f"checkpoint entry {line!r} needs {fields} integers")
-        entries.append(tuple(map(_integer, parts)))
-    return entries
+    return lines[2:]
 
 
 def _integer(text: str) -> int:
