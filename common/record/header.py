@@ -139,6 +139,20 @@ def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> Ba
     return BatchHeader._make(HEADER.unpack_from(buffer, position))
 
 
+def unreadable_batch_offsets(
+    buffer: bytes | bytearray | memoryview, position: int, from_offset: int
+) -> tuple[int, int]:
+    """First and last offset of a batch at `position` that cannot be decoded, as far as its
+    header tells, never below `from_offset` (only `from_offset` when even the header is
+    unreadable): where a reader reports it and what it seeks past."""
+    try:
+        header = read_header(buffer, position)
+    except CorruptRecordError:
+        return from_offset, from_offset
+    first = max(from_offset, header.base_offset)
+    return first, max(first, header.last_offset)
+
+
 def batch_size_at(buffer: bytes | bytearray | memoryview, position: int) -> int:
     """The whole size of the batch starting at `position`, read from its length field only.
 

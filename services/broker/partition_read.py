@@ -16,7 +16,7 @@ import enum
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import RecordBatch, decode_batch
-from samsa.common.record.header import read_header
+from samsa.common.record.header import unreadable_batch_offsets
 from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
@@ -181,7 +181,7 @@ def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> No
         try:
             batch = decode_batch(records, position)
         except SamsaError as error:
-            bad_offset = _base_offset_at(records, position, from_offset)
+            bad_offset, _ = unreadable_batch_offsets(records, position, from_offset)
             if position == 0:
                 _fail(
                     result,
@@ -194,13 +194,6 @@ def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> No
             return
         _add_typed(result, batch, from_offset)
         position += batch.header.size_bytes
-
-
-def _base_offset_at(records: bytes, position: int, default: int) -> int:
-    try:
-        return max(default, read_header(records, position).base_offset)
-    except SamsaError:
-        return default
 
 
 def _add_typed(result: FetchPartition, batch: RecordBatch, from_offset: int) -> None:

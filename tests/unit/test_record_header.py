@@ -133,3 +133,13 @@ def test_batch_size_at_reports_clean_end() -> None:
     assert h.batch_size_at(batch, 0) == len(batch)
     assert h.batch_size_at(batch, len(batch)) == 0
     assert h.batch_size_at(batch + b"\x00" * 5, len(batch)) == 0
+
+
+def test_unreadable_batch_offsets_come_from_the_header_and_never_go_below_the_fetch() -> None:
+    from samsa.common.record.codec import build_batch
+
+    data = b"ok" + build_batch([b"a", b"b", b"c"], base_offset=100)
+    assert h.unreadable_batch_offsets(data, 2, from_offset=90) == (100, 102)
+    assert h.unreadable_batch_offsets(data, 2, from_offset=101) == (101, 102)
+    assert h.unreadable_batch_offsets(data, 2, from_offset=200) == (200, 200)
+    assert h.unreadable_batch_offsets(data[:20], 2, from_offset=90) == (90, 90)  # no header

@@ -47,7 +47,7 @@ from samsa.common.errors import (
 )
 from samsa.common.fetch_session_client import FetchParts
 from samsa.common.record.codec import decode_batch
-from samsa.common.record.header import read_header
+from samsa.common.record.header import unreadable_batch_offsets
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -442,7 +442,7 @@ class Consumer:
             try:
                 batch = decode_batch(data, position)
             except SamsaError as error:
-                corrupt_at = _corrupt_batch_offsets(data, position, from_offset)
+                corrupt_at = unreadable_batch_offsets(data, position, from_offset)
                 if records:
                     return records, epoch, corrupt_at[0]
                 raise CorruptRecordError(
@@ -501,17 +501,6 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _corrupt_batch_offsets(data: bytes, position: int, from_offset: int) -> tuple[int, int]:
-    """First and last offset of the undecodable batch at `position`, as far as its header
-    tells (only the fetch offset when even the header is unreadable)."""
-    try:
-        batch_header = read_header(data, position)
-    except SamsaError:
-        return from_offset, from_offset
-    first = max(from_offset, batch_header.base_offset)
-    return first, max(first, batch_header.last_offset)
 
 
 def _list_offsets_request(
