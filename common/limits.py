@@ -103,6 +103,12 @@ metadata_offset_ahead_max = 1_000_000
 # fit one FetchMetadata answer, and it sizes the largest Raft frame a peer may send us (below).
 metadata_batch_bytes_max = 4 * MIB
 
+# Producer ids the controller gives a broker per AllocateProducerIds (Kafka's
+# PRODUCER_ID_BLOCK_SIZE, KIP-730): each block costs one metadata record and one Raft commit, so
+# a broker answers a thousand InitProducerId calls per controller round trip, and a broker that
+# restarts wastes at most two blocks (the one in use and the one fetched ahead) of the 2^63 ids.
+producer_id_block_size = 1000
+
 # --- the Raft port (pysyncobj's transport, guarded by services/controller/raft_guard.py) --------
 
 # The entries one append_entries message gathers (it may overshoot by one entry), and one chunk
@@ -237,6 +243,7 @@ assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max, (
     "one maximal AlterPartition must commit as one metadata batch"
 )
+assert 0 < producer_id_block_size <= 2**31 - 1, "a block's length travels as an int32"
 assert 0 < describe_topics_partitions_default <= describe_topics_partitions_max
 assert (
     describe_topics_partitions_max * describe_topics_partition_bytes_max + 1 * MIB

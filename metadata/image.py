@@ -68,7 +68,12 @@ class TopicImage:
 
 @dataclass(frozen=True)
 class MetadataImage:
-    """The state at `end_offset` (the offset the next record lands at) with the log's `hash`."""
+    """The state at `end_offset` (the offset the next record lands at) with the log's `hash`.
+
+    `next_producer_id` is the first producer id no broker has been given yet (ProducerIdsRecord):
+    every block handed out lies below it, so it only grows, and a new active controller continues
+    from it (KIP-730).
+    """
 
     end_offset: int
     hash: bytes
@@ -77,6 +82,7 @@ class MetadataImage:
     topics: Mapping[str, TopicImage]
     topic_names: Mapping[bytes, str]
     configs: Mapping[ConfigKey, Mapping[str, str]]
+    next_producer_id: int = 0
 
     @staticmethod
     def empty() -> MetadataImage:

@@ -14,7 +14,9 @@ the same image at the same offset. Replay is pure and total over its input:
   Records are all-or-nothing per batch, like a Raft entry.
 
 Records naming a broker epoch that is no longer the broker's (a FenceBroker racing a
-re-registration) are applied as no-ops: they are valid history, just overtaken.
+re-registration) are applied as no-ops: they are valid history, just overtaken. A
+ProducerIdsRecord is the exception: its block was answered once committed, so it always moves
+`next_producer_id` on, and one that would not move it forward is refused.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ class ImageBuilder:
         self.topics = dict(image.topics)
         self.topic_names = dict(image.topic_names)
         self.configs = dict(image.configs)
+        self.next_producer_id = image.next_producer_id
         # Partition maps this builder made (a copy of the old image's, or a new topic's), by
         # topic name. No image holds them until `build`, so later records of the batch change
         # them in place: a batch creating or changing P partitions of one topic costs O(P), not
@@ -99,6 +102,7 @@ class ImageBuilder:
             topics=self.topics,
             topic_names=self.topic_names,
             configs=self.configs,
+            next_producer_id=self.next_producer_id,
         )
 
     def apply(
@@ -248,6 +252,23 @@ class ImageBuilder:
             self.configs[key] = values
         else:
             self.configs.pop(key, None)
+
+    # --- producer ids -------------------------------------------------------------------------
+
+    def _producer_ids(
+        self, record: metadata_pb2.ProducerIdsRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        # Only ever forward: a record that does not move next_producer_id up would hand out ids
+        # (or none) that lie in blocks already given, so no replica may apply it (Kafka's
+        # ProducerIdControlManager.replay refuses it the same way). A snapshot names no owner.
+        if not from_snapshot and record.broker_id < 0:
+            raise InvalidBatchError(f"producer ids record at {offset} names no broker")
+        if record.next_producer_id <= self.next_producer_id:
+            raise InvalidBatchError(
+                f"producer ids record at {offset} moves next_producer_id from "
+                f"{self.next_producer_id} to {record.next_producer_id}; it only grows"
+            )
+        self.next_producer_id = record.next_producer_id
 
 
 def _check_partition(state: PartitionState, topic: str, offset: int) -> None:

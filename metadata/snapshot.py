@@ -2,10 +2,13 @@
 
 A snapshot replaces a prefix of the metadata log: a replica too far behind (or diverged) loads it
 instead of the batches it missed, and a controller's Raft dump stores one. The records are in a
-canonical order (brokers by id, topics by name, partitions by number, configs by key), so two
-replicas with the same image write the same snapshot. Records in a snapshot carry the state the
-log built up: a broker's epoch (RegisterBrokerRecord.broker_epoch, since the record no longer sits
-at that offset) and a partition's leader and partition epochs.
+canonical order (brokers by id, topics by name, partitions by number, configs by key, then one
+ProducerIdsRecord), so two replicas with the same image write the same snapshot. Records in a
+snapshot carry the state the log built up: a broker's epoch (RegisterBrokerRecord.broker_epoch,
+since the record no longer sits at that offset), a partition's leader and partition epochs, and
+the next producer id. The image keeps only that id, not which broker took the last block, so the
+snapshot's ProducerIdsRecord names broker -1, epoch -1 (as Kafka's ProducerIdsImage writes it);
+it is left out while no block was ever given (next_producer_id 0).
 """
 
 from __future__ import annotations
@@ -74,6 +77,14 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
                     )
                 )
             )
+    if image.next_producer_id > 0:
+        records.append(
+            metadata_pb2.MetadataRecord(
+                producer_ids=metadata_pb2.ProducerIdsRecord(
+                    broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id
+                )
+            )
+        )
     return metadata_pb2.MetadataSnapshot(
         end_offset=image.end_offset,
         hash=image.hash,

@@ -25,6 +25,7 @@ from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata_diff import changed_topics, partition_changes
 from samsa.services.broker.metadata_follower import MetadataFollower
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.producer_ids import ProducerIdManager
 from samsa.services.broker.replica_fetcher import ReplicaFetchers
 from samsa.services.broker.scrubber import (
     SCRUB_BYTES_PER_SECOND_DEFAULT,
@@ -79,6 +80,9 @@ class Broker:
         )
         self._strays_removed = False
         self.fetchers = ReplicaFetchers(self.host, broker_id, signer)
+        self.producer_ids = ProducerIdManager(
+            broker_id, self.channel, lambda: self.follower.broker_epoch
+        )
 
     async def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
         actions = partition_changes(old, new, self.broker_id)
@@ -107,7 +111,8 @@ class Broker:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         server = GrpcServer(self.listen, [service], tracing=self.tracing)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
-            BrokerServicer(self.host, member_key=self.member_key), server.server
+            BrokerServicer(self.host, member_key=self.member_key, producer_ids=self.producer_ids),
+            server.server,
         )
         await server.start()
         log.info("broker serving", extra={"broker_id": self.broker_id, "listen": self.listen})
@@ -144,6 +149,7 @@ class Broker:
         await server.stop(STOP_GRACE_S)
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.fetchers.close()
+        await self.producer_ids.close()
         self.host.close_all()
         await self.channel.close()
         log.info("broker stopped")

@@ -1,11 +1,11 @@
 """The broker's gRPC link to the controller quorum: which controller to ask, and retrying.
 
 Theory of operation. Any controller answers reads (FetchMetadata); only the active one takes
-writes (RegisterBroker, BrokerHeartbeat) and the others answer NOT_CONTROLLER naming it when they
-know it. So reads go to the controller that answered last, and move to the next one when it is
-unreachable; writes go to the active controller as last reported, follow a NOT_CONTROLLER
-redirect at once, and otherwise walk the list with a short backoff. Every call has a deadline;
-the retry loop is bounded by the caller's own deadline.
+writes (RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds, …) and the others
+answer NOT_CONTROLLER naming it when they know it. So reads go to the controller that answered
+last, and move to the next one when it is unreachable; writes go to the active controller as last
+reported, follow a NOT_CONTROLLER redirect at once, and otherwise walk the list with a short
+backoff. Every call has a deadline; the retry loop is bounded by the caller's own deadline.
 
 Every call (each retry too) carries a fresh membership proof signed as this broker
 (`MemberSigner`, services/runtime/member_auth.py): the controllers refuse registration,
@@ -115,6 +115,20 @@ class ControllerChannel:
                 )
             endpoint = next(candidates)
             backoff = await _sleep_backoff(backoff, deadline)
+
+    async def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int, timeout_s: float = CALL_TIMEOUT_S
+    ) -> controller_pb2.AllocateProducerIdsResponse:
+        """Take the next block of producer ids for this broker (its current epoch) from the
+        active controller. The answer's status says whether it was given (STALE_BROKER_EPOCH
+        for an epoch that is not the broker's current one)."""
+        request = controller_pb2.AllocateProducerIdsRequest(
+            broker_id=broker_id, broker_epoch=broker_epoch
+        )
+        response: controller_pb2.AllocateProducerIdsResponse = await self.write(
+            "AllocateProducerIds", request, timeout_s
+        )
+        return response
 
 
 _RETRIABLE_STATUS = {

@@ -1,4 +1,5 @@
-"""The BrokerService gRPC adapter: request limits, then the produce/fetch/list-offsets cores.
+"""The BrokerService gRPC adapter: request limits, then the produce/fetch/list-offsets cores, and
+InitProducerId from the broker's producer id blocks (producer_ids.py).
 
 A Fetch that claims a replica_id (a follower's) must carry the cluster's membership proof
 (services/runtime/membership.py): without it a stranger could move the high watermark."""
@@ -19,6 +20,7 @@ from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import produce
 from samsa.services.broker.produce_wait import await_replication
+from samsa.services.broker.producer_ids import ProducerIdManager, init_producer_id
 from samsa.services.runtime import member_auth
 from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -73,10 +75,14 @@ class _AnswerTaskContext:
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    """Serves Produce, Fetch and ListOffsets for the partitions this broker leads."""
+    """Serves Produce, Fetch and ListOffsets for the partitions this broker leads, and
+    InitProducerId."""
 
-    def __init__(self, host: PartitionHost, *, member_key: bytes) -> None:
+    def __init__(
+        self, host: PartitionHost, *, member_key: bytes, producer_ids: ProducerIdManager
+    ) -> None:
         self.host = host
+        self.producer_ids = producer_ids
         self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
         self.fetch_sessions = FetchSessionCache(new_id=lambda: secrets.randbelow(EPOCH_MAX) + 1)
 
@@ -200,3 +206,6 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def ListOffsets(self, request, context):
         await _check_partitions(request, context)
         return list_offsets(self.host, request)
+
+    async def InitProducerId(self, request, context):
+        return await init_producer_id(self.producer_ids, request, context.time_remaining())

@@ -12,10 +12,12 @@ that the controller enforces is here, where it is tested directly:
   partition goes offline and keeps its last ISR member (KIP-966), which leads again when it
   comes back;
 - topics are placed with Kafka's assignment (metadata/placement.py) over unfenced brokers and
-  validated with Kafka's rules and names.
+  validated with Kafka's rules and names;
+- producer ids go to current brokers in blocks that never overlap, across failover too.
 
-The decisions live in broker_control.py, topic_control.py and config_control.py; this module is
-the one place the adapter imports them from, and answers the plain reads.
+The decisions live in broker_control.py, topic_control.py, config_control.py and
+producer_id_control.py; this module is the one place the adapter imports them from, and answers
+the plain reads.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from samsa.services.controller.broker_control import (
 )
 from samsa.services.controller.config_control import describe_configs, incremental_alter_configs
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
+from samsa.services.controller.producer_id_control import allocate_producer_ids
 from samsa.services.controller.topic_control import (
     create_partitions,
     create_topics,
@@ -48,6 +51,7 @@ __all__ = [
     "ClusterDefaults",
     "ControlResult",
     "RandomSource",
+    "allocate_producer_ids",
     "alter_partition",
     "broker_heartbeat",
     "create_partitions",

@@ -6,10 +6,10 @@ NOT_CONTROLLER on a controller that is not active), fills the `ControllerStatus`
 carries, and long-polls FetchMetadata.
 
 Calls that act as a broker (RegisterBroker, BrokerHeartbeat — which also carries controlled
-shutdown —, AlterPartition and ReportCorruptReplica) first prove that they come from that broker
-with the cluster's membership proof (`_require_member`, see services/runtime/membership.py); a
-caller without it gets PERMISSION_DENIED before anything is read or written. Metadata reads and
-admin calls stay open (client authentication comes with TLS).
+shutdown —, AlterPartition, ReportCorruptReplica and AllocateProducerIds) first prove that they
+come from that broker with the cluster's membership proof (`_require_member`, see
+services/runtime/membership.py); a caller without it gets PERMISSION_DENIED before anything is
+read or written. Metadata reads and admin calls stay open (client authentication comes with TLS).
 """
 
 from __future__ import annotations
@@ -298,6 +298,16 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             controller_pb2.ReportCorruptReplicaResponse,
             lambda image: control_plane.report_corrupt_replica(image, request),
         )
+
+    async def AllocateProducerIds(self, request, context):
+        await self._require_member(context, "AllocateProducerIds", request.broker_id)
+        response = await self._write(
+            controller_pb2.AllocateProducerIdsResponse,
+            lambda image: control_plane.allocate_producer_ids(image, request),
+        )
+        if response.status.error_code != ErrorCode.NONE:  # NOT_CONTROLLER too: no block
+            response.producer_id_start, response.producer_id_len = -1, 0
+        return response
 
     async def DescribeCluster(self, request, context):
         await self._read_at(request.min_metadata_offset, context)

@@ -113,7 +113,8 @@ TOPIC_ID = bytes(range(16))
 
 
 def base_image() -> MetadataImage:
-    """Two brokers (one unfenced), a topic of two partitions and a config, replayed for real."""
+    """Two brokers (one unfenced), a topic of two partitions, a config and a block of producer
+    ids, replayed for real."""
     image = MetadataImage.empty()
     steps = [
         [
@@ -135,6 +136,9 @@ def base_image() -> MetadataImage:
                 config=m.ConfigRecord(
                     resource_type=TOPIC_RESOURCE, resource_name="t", name="retention.ms", value="1"
                 )
+            ),
+            m.MetadataRecord(
+                producer_ids=m.ProducerIdsRecord(broker_id=1, broker_epoch=0, next_producer_id=1000)
             ),
         ],
     ]
@@ -213,9 +217,22 @@ def records() -> st.SearchStrategy[m.MetadataRecord]:
             record.value = draw(NAMES)
         return m.MetadataRecord(config=record)
 
+    producer_ids = st.builds(
+        m.ProducerIdsRecord, broker_id=INT32, broker_epoch=INT64, next_producer_id=INT64
+    ).map(lambda r: m.MetadataRecord(producer_ids=r))
     empty = st.just(m.MetadataRecord())
     return st.one_of(
-        broker, unregister, fence, unfence, topic, partition, change(), remove, config(), empty
+        broker,
+        unregister,
+        fence,
+        unfence,
+        topic,
+        partition,
+        change(),
+        remove,
+        config(),
+        producer_ids,
+        empty,
     )
 
 

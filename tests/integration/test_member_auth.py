@@ -1,14 +1,16 @@
 """Goal: only members of the cluster can act as a broker (issue 9, hole 2). A stranger who can
 reach the ports but has not the cluster secret cannot register a broker, heartbeat or shut one
-down, rewrite an ISR, or fetch as a follower — which would move the high watermark, so acks=all
-would acknowledge records no follower has — and a proof signed with another secret is refused
-the same way; the real brokers keep working. A broker without a valid secret file does not start.
+down, rewrite an ISR, take blocks of producer ids in a broker's name, or fetch as a follower —
+which would move the high watermark, so acks=all would acknowledge records no follower has — and
+a proof signed with another secret is refused the same way; the real brokers keep working. A
+broker without a valid secret file does not start.
 
 Method: one controller and two brokers started by the launcher (which gives every process the
 cluster secret), a topic with RF=2. The follower is paused (SIGSTOP) and records are produced with
 acks=1, so the leader's log runs ahead of its high watermark: exactly the state in which a forged
 follower fetch would move it. Every forged call must answer PERMISSION_DENIED naming the
-missing proof, and the cluster's metadata (brokers, epochs, fencing, leader, leader epoch, ISR)
+missing proof, and the cluster's metadata (brokers, epochs, fencing, leader, leader epoch, ISR,
+the next producer id: two blocks taken with the secret around the forged calls must be adjacent)
 and the high watermark must be unchanged afterwards. Then the follower resumes; its own (signed)
 fetches move the high watermark, and produce/consume work.
 """
@@ -92,6 +94,17 @@ def assert_refused(call, request, metadata, *phrases: str) -> None:
         assert phrase in refused.value.details(), refused.value.details()
 
 
+def signed_block(cluster, data_dir: Path, broker_id: int, broker_epoch: int) -> range:
+    """A block of producer ids taken from the controller as `broker_id`, with the secret."""
+    answer = controller_stub(cluster.spec.controllers[0].endpoint).AllocateProducerIds(
+        controller_pb2.AllocateProducerIdsRequest(broker_id=broker_id, broker_epoch=broker_epoch),
+        timeout=10,
+        metadata=member_metadata(data_dir, "AllocateProducerIds", broker_id),
+    )
+    assert answer.status.error_code == 0, answer.status.error_message
+    return range(answer.producer_id_start, answer.producer_id_start + answer.producer_id_len)
+
+
 def test_a_stranger_cannot_act_as_a_broker(tmp_path: Path) -> None:
     with local_cluster(tmp_path, controllers=1, brokers=2, settings=SETTINGS) as cluster:
         admin_write(
@@ -128,6 +141,7 @@ def test_a_stranger_cannot_act_as_a_broker(tmp_path: Path) -> None:
             assert watermark < end, "the leader's log must run ahead of its high watermark"
             before = (brokers(cluster), partition(cluster))
             epochs = {broker_id: epoch for broker_id, (epoch, _) in before[0].items()}
+            block_before = signed_block(cluster, tmp_path, leader, epochs[leader])
 
             controller = controller_stub(cluster.spec.controllers[0].endpoint)
             forged = {
@@ -155,8 +169,16 @@ def test_a_stranger_cannot_act_as_a_broker(tmp_path: Path) -> None:
                         )
                     ],
                 ),
+                "AllocateProducerIds": controller_pb2.AllocateProducerIdsRequest(
+                    broker_id=leader, broker_epoch=epochs[leader]
+                ),
             }
-            claimed = {"RegisterBroker": 50, "BrokerHeartbeat": leader, "AlterPartition": leader}
+            claimed = {
+                "RegisterBroker": 50,
+                "BrokerHeartbeat": leader,
+                "AlterPartition": leader,
+                "AllocateProducerIds": leader,
+            }
             for method, request in forged.items():
                 call = getattr(controller, method)
                 what = f"{method} as broker_id={claimed[method]}"
@@ -184,11 +206,18 @@ def test_a_stranger_cannot_act_as_a_broker(tmp_path: Path) -> None:
             assert_refused(fetch, forged_fetch, for_alter, "for another call")
 
             assert high_watermark(cluster, leader) == watermark, "a forged fetch moved the HW"
+            block_after = signed_block(cluster, tmp_path, leader, epochs[leader])
+            assert block_after.start == block_before.stop, "a forged call took producer ids"
             assert (brokers(cluster), partition(cluster)) == before
             assert 50 not in brokers(cluster)
         finally:
             cluster.kill(f"broker-{follower}", signal.SIGCONT)
 
+        # The leader's own (signed) AllocateProducerIds still works: its producers get ids.
+        answer = broker_stub(cluster, leader).InitProducerId(
+            broker_pb2.InitProducerIdRequest(), timeout=10
+        )
+        assert answer.error_code == 0 and answer.producer_id >= 0, answer.error_message
         wait_until(
             "the follower's own fetches to move the HW",
             lambda: high_watermark(cluster, leader) == end,

@@ -238,6 +238,7 @@ def test_generated_modules_import_as_samsa_v1() -> None:
         "ProduceStream": ("samsa.v1.ProduceStreamRequest", "samsa.v1.ProduceStreamResponse"),
         "Fetch": ("samsa.v1.FetchRequest", "samsa.v1.FetchResponse"),
         "ListOffsets": ("samsa.v1.ListOffsetsRequest", "samsa.v1.ListOffsetsResponse"),
+        "InitProducerId": ("samsa.v1.InitProducerIdRequest", "samsa.v1.InitProducerIdResponse"),
     }
     for name in methods:
         assert callable(getattr(broker_pb2_grpc.BrokerServiceServicer, name))

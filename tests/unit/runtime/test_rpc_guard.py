@@ -82,7 +82,7 @@ def serve(scenario: Callable[[grpc.aio.Channel], Awaitable[None]], *, guard: boo
             server.listen = "127.0.0.1:0"
         server.server.add_generic_rpc_handlers((_handlers(),))
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
-            BrokerServicer(None, member_key=b"k" * 32),  # type: ignore[arg-type]
+            BrokerServicer(None, member_key=b"k" * 32, producer_ids=None),  # type: ignore[arg-type]
             server.server,
         )
         if guard:

@@ -56,6 +56,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.ListOffsetsResponse.FromString,
                 _registered_method=True)
+        self.InitProducerId = channel.unary_unary(
+                '/samsa.v1.BrokerService/InitProducerId',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -102,6 +107,17 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def InitProducerId(self, request, context):
+        """Gives an idempotent producer its identity: a producer id never handed out before (from the
+        block of ids this broker holds; see the controller's AllocateProducerIds) and epoch 0. The
+        producer writes both, and a sequence per partition, into every batch header; the partition
+        leaders then drop retried batches they already hold and refuse gaps (DESIGN §5). Served by
+        every broker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -124,6 +140,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.ListOffsets,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.ListOffsetsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.ListOffsetsResponse.SerializeToString,
+            ),
+            'InitProducerId': grpc.unary_unary_rpc_method_handler(
+                    servicer.InitProducerId,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -236,6 +257,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/ListOffsets',
             samsa_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.ListOffsetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InitProducerId(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.BrokerService/InitProducerId',
+            samsa_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
             options,
             channel_credentials,
             insecure,

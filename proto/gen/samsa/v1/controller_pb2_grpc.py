@@ -95,6 +95,11 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaResponse.FromString,
                 _registered_method=True)
+        self.AllocateProducerIds = channel.unary_unary(
+                '/samsa.v1.ControllerService/AllocateProducerIds',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -196,6 +201,15 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AllocateProducerIds(self, request, context):
+        """A broker takes the next block of producer ids, which it hands out to producers through
+        InitProducerId. The block is committed to the metadata log (ProducerIdsRecord) before the
+        answer, so no id is handed out twice, across controller failover too (KIP-730).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -258,6 +272,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.ReportCorruptReplica,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaResponse.SerializeToString,
+            ),
+            'AllocateProducerIds': grpc.unary_unary_rpc_method_handler(
+                    servicer.AllocateProducerIds,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -585,6 +604,33 @@ class ControllerService:
             '/samsa.v1.ControllerService/ReportCorruptReplica',
             samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.ReportCorruptReplicaResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AllocateProducerIds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/AllocateProducerIds',
+            samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
             options,
             channel_credentials,
             insecure,
