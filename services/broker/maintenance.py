@@ -14,7 +14,8 @@ unflushed records (kept until flushed, since flush.ms must re-check them later) 
 whose high watermark differs from the checkpoint file. The checkpoint file, one per data
 directory, is rewritten only when that second set is not empty. Retention (every 30 s) and
 compaction (every 15 s) still walk every partition, amortised over their long intervals; a log of
-one segment costs retention a length check.
+one segment costs retention a length check. The retention pass also forgets idempotent producers
+idle for `producer.id.expiration.ms` (their newest batch's timestamp, Kafka's rule).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ RETENTION_CHECK_INTERVAL_S = 30.0  # Kafka's log.retention.check.interval.ms is 
 FLUSH_CHECK_INTERVAL_S = 0.5
 COMPACTION_INTERVAL_S = 15.0  # Kafka's log.cleaner.backoff.ms
 HIGH_WATERMARK_CHECKPOINT_INTERVAL_S = 5.0  # Kafka's replica.high.watermark.checkpoint.interval.ms
+PRODUCER_ID_EXPIRATION_MS = 86_400_000  # Kafka's producer.id.expiration.ms (1 day)
 
 
 @dataclass
@@ -87,6 +89,7 @@ async def run_maintenance(
     compaction_interval_s: float = COMPACTION_INTERVAL_S,
     flush_interval_s: float = FLUSH_CHECK_INTERVAL_S,
     checkpoint_interval_s: float = HIGH_WATERMARK_CHECKPOINT_INTERVAL_S,
+    producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
 ) -> None:
     """Loop until `stop` is set."""
     pending = Pending()
@@ -106,6 +109,9 @@ async def run_maintenance(
         if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
             for hosted in list(host.partitions.values()):
+                hosted.log.expire_producers(
+                    now_ms=now_ms, expiration_ms=producer_id_expiration_ms
+                )
                 if hosted.config.delete:
                     deleted = hosted.log.apply_retention(now_ms=now_ms)
                     if deleted:

@@ -4,11 +4,15 @@ The SDK sends record batches already encoded (`records`): the broker validates t
 (CRC, framing, size) and stamps offsets and the leader epoch, never decoding a record. A client
 with only the generated code sends `typed_records` instead; those are encoded here, once per
 partition, into one batch. A refused partition stores nothing and says why in its error_message;
-the other partitions of the request are unaffected.
+the other partitions of the request are unaffected. Batches of an idempotent producer are checked
+against the partition's producer state by the log before a byte is written; a retried batch the
+log already holds answers its original offsets and, with acks=all, waits for them to be
+replicated like any other append.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 from samsa.common.errors import ErrorCode, SamsaError
@@ -16,6 +20,8 @@ from samsa.common.record.codec import build_batch
 from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
 from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
+
+log = logging.getLogger(__name__)
 
 ACKS_ALLOWED = (-1, 0, 1)
 _COMPRESSION = {
@@ -50,12 +56,12 @@ def produce(
             if acks not in ACKS_ALLOWED:
                 fail(result, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}: use -1 (all), 0 or 1")
                 continue
-            hosted = _append(host, topic.name, data, result, now_ms, acks)
-            if hosted is None:
+            appended = _append(host, topic.name, data, result, now_ms, acks)
+            if appended is None:
                 continue
+            hosted, end_offset = appended
             hosted.notify_appended()
             hosted.advance_high_watermark()
-            end_offset = hosted.log.log_end_offset
             if acks == -1 and hosted.high_watermark < end_offset:
                 waits.append(ReplicationWait(hosted, end_offset, result))
     return response, waits
@@ -68,7 +74,9 @@ def _append(
     result: PartitionResponse,
     now_ms: int,
     acks: int,
-) -> HostedPartition | None:
+) -> tuple[HostedPartition, int] | None:
+    """The partition and the offset the high watermark must reach for the append to count as
+    replicated (for a retried idempotent batch the log already holds: its original end)."""
     hosted = host.leader(topic, data.partition)
     if isinstance(hosted, LeadershipError):
         fail(result, hosted.code, hosted.message)
@@ -92,10 +100,15 @@ def _append(
     except SamsaError as error:
         fail(result, error.code, str(error))
         return None
+    if info.record_count == 0:
+        log.info(
+            "a retried batch is already in the log: answered with its original offsets",
+            extra={"partition": f"{topic}-{data.partition}", "base_offset": info.first_offset},
+        )
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time_ms
     result.log_start_offset = hosted.log.log_start_offset
-    return hosted
+    return hosted, info.last_offset + 1
 
 
 def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData) -> bytes:

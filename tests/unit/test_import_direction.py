@@ -55,6 +55,7 @@ IO_MODULE_NAMES = {
     "checkpoint_file.py",  # atomic checkpoint writes
     "log.py",  # composes segments, checkpoints and the pure policies
     "loading.py",  # lists a log directory, reads its checkpoints, recovers its segments
+    "producer_snapshots.py",  # producer-state snapshot files, replay from segments
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
     "logs.py",  # JSON log lines on stderr
@@ -62,6 +63,7 @@ IO_MODULE_NAMES = {
     "telemetry.py",  # OTel exporter from OTEL_* variables
     "secret.py",  # reads and writes the cluster secret file
     "member_auth.py",  # membership proofs on gRPC calls: metadata, clock, nonces, aborts
+    "faults.py",  # test-only fault injection, read from the environment
     # services/controller
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
     "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds
@@ -80,6 +82,7 @@ IO_MODULE_NAMES = {
     "isr_manager.py",  # AlterPartition proposals to the controller
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
+    "producer_ids.py",  # producer id blocks (pure ProducerIdBlocks) and AllocateProducerIds calls
 }
 
 

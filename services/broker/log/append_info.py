@@ -74,6 +74,7 @@ class PlannedBatch(NamedTuple):
     producer_epoch: int
     base_sequence: int
     is_transactional: bool
+    is_control: bool = False  # a transaction marker: a producer id and epoch, no sequence
 
 
 class AppendPlan(NamedTuple):
@@ -190,12 +191,13 @@ def plan_follower_append(data: bytes, *, log_end_offset: int, segment_bytes: int
     return AppendPlan([data], batches, _summarise(batches, found, None))
 
 
-def _producer_fields(header: BatchHeader) -> tuple[int, int, int, bool]:
+def _producer_fields(header: BatchHeader) -> tuple[int, int, int, bool, bool]:
     return (
         header.producer_id,
         header.producer_epoch,
         header.base_sequence,
         bool(header.attributes & TRANSACTIONAL),
+        bool(header.attributes & CONTROL),
     )
 
 

@@ -16,7 +16,7 @@ after making the clean-shutdown marker's removal durable. This module only calls
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from samsa.common.record.header import read_header
@@ -40,8 +40,10 @@ def clean(
     *,
     delete_retention_ms: int,
     now_ms: int,
+    keep_whole: Container[int] = (),
 ) -> CompactionResult:
-    """Keep the newest record per key in the closed segments (all but the last of `segments`)."""
+    """Keep the newest record per key in the closed segments (all but the last of `segments`);
+    the batches whose base offsets are in `keep_whole` stay as they are."""
     closed = segments[:-1]
     key_map: dict[bytes, int] = {}
     for segment in closed:
@@ -51,7 +53,7 @@ def clean(
     for segment in closed:
         bytes_before += segment.size_bytes
         counter = [0]
-        survivors = _survivors(segment, key_map, delete_retention_ms, now_ms, counter)
+        survivors = _survivors(segment, key_map, delete_retention_ms, now_ms, keep_whole, counter)
         indexes = segment.write_cleaned(survivors)
         removed += counter[0]
         if counter[0] == 0:
@@ -75,12 +77,18 @@ def _survivors(
     key_map: dict[bytes, int],
     delete_retention_ms: int,
     now_ms: int,
+    keep_whole: Container[int],
     removed: list[int],
 ) -> Iterator[bytes]:
     """The segment's batches as compaction leaves them; counts removed records in `removed[0]`."""
     for raw, batch in segment.iter_batches():
         kept = compact_batch(
-            raw, batch, key_map, now_ms=now_ms, delete_retention_ms=delete_retention_ms
+            raw,
+            batch,
+            key_map,
+            now_ms=now_ms,
+            delete_retention_ms=delete_retention_ms,
+            keep_whole=keep_whole,
         )
         kept_count = 0 if kept is None else read_header(kept).record_count
         removed[0] += batch.header.record_count - kept_count

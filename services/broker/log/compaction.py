@@ -13,6 +13,9 @@ Choices a reviewer should know:
 - Keyless records are kept. Kafka refuses them on compacted topics at produce time; Samsa's log
   accepts them (the broker may refuse them later) and compaction has no key to compare, so the
   only safe choice is to keep them.
+- The newest batch of each idempotent producer the log remembers is kept whole (`keep_whole`, by
+  base offset): should the producer state ever be rebuilt from the log alone, its last sequence
+  is still there (a re-encoded batch's last_offset_delta, hence its last sequence, can shrink).
 - Control and transactional batches are kept untouched and their keys are left out of the map
   (an aborted transaction's record must not shadow a committed one) until transaction-aware
   cleaning arrives with the transaction index.
@@ -29,7 +32,7 @@ timestamp; output batches keep the input order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from samsa.common.record.codec import RecordBatch, build_batch
 from samsa.common.record.header import stamp_log_append_time
@@ -63,9 +66,10 @@ def compact_batch(
     *,
     now_ms: int,
     delete_retention_ms: int,
+    keep_whole: Container[int] = (),
 ) -> bytes | None:
     """The batch without superseded records: `raw` itself, a re-encoded batch, or None."""
-    if not is_cleanable(batch):
+    if not is_cleanable(batch) or batch.header.base_offset in keep_whole:
         return raw
     tombstones_expired = batch.header.max_timestamp + delete_retention_ms <= now_ms
     offsets = batch.offsets()

@@ -9,10 +9,11 @@ increasing offsets); the first bad byte truncates its segment and every later se
 Segments below the recovery point, and all segments after a clean shutdown, load their index files
 after a sanity check (rebuilt from the log when they fail it) and have their tail re-framed; the
 active segment's last batch is CRC-checked. The leader-epoch cache is fed the epochs of re-checked
-batches, then (by `Log.open`) trimmed to [log start offset, log end offset). A corrupt leader-epoch
-checkpoint is rebuilt by re-checking the whole log; a corrupt offset checkpoint reads as None and
-the caller picks a safe value. An empty directory gets one empty segment at the checkpointed log
-start offset (0 when there is none).
+batches, then (by `Log.open`) trimmed to [log start offset, log end offset). The producer state
+is rebuilt last, from the newest snapshot and the batches after it (producer_snapshots.py). A
+corrupt leader-epoch checkpoint is rebuilt by re-checking the whole log; a corrupt offset
+checkpoint reads as None and the caller picks a safe value. An empty directory gets one empty
+segment at the checkpointed log start offset (0 when there is none).
 
 This module also names the files a log directory holds besides its segments, and what an absent
 checkpoint file means: log.py writes them, this module reads them, and it must not import log.py.
@@ -34,6 +35,8 @@ from samsa.services.broker.log.checkpoint_format import (
 )
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
+from samsa.services.broker.log.producer_snapshots import rebuild, snapshot_offsets
+from samsa.services.broker.log.producer_state import ProducerStateTable
 from samsa.services.broker.log.segment import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
@@ -76,6 +79,8 @@ class LoadedLog(NamedTuple):
     clean_shutdown: bool  # the segments were trusted without a re-check
     marker_found: bool  # the clean-shutdown marker is there, still to be consumed
     created: bool  # the directory held no segment: its one segment is new
+    producers: ProducerStateTable  # the producer state at the log end offset
+    snapshot_offsets: list[int]  # the producer-state snapshots kept, ascending
 
 
 def load_log(directory: Path, config: LogConfig) -> LoadedLog:
@@ -104,6 +109,8 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
     created = not segments
     if created:
         segments = [Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)]
+    snapshots = snapshot_offsets(names)
+    producers = rebuild(directory, snapshots, segments, empty_without_snapshot=clean_shutdown)
     return LoadedLog(
         segments,
         epochs,
@@ -113,6 +120,8 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
         clean_shutdown,
         marker_found,
         created,
+        producers,
+        snapshots,
     )
 
 

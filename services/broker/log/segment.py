@@ -408,6 +408,14 @@ class Segment:
         assert end >= first.size_bytes, "the first batch is whole and below the bound"
         return (chunk if end == len(chunk) else chunk[:end]), next_offset
 
+    def headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """The header of every batch whose last offset is >= `offset`, in order (producer-state
+        replay: headers only, nothing decoded)."""
+        found = self.find_batch(offset)
+        if found is not None:
+            for _, header in self._walk(found[0]):
+                yield header
+
     def find_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `start_offset` whose timestamp
         is >= `timestamp`; only the one batch that holds it is decoded."""

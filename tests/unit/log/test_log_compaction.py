@@ -106,15 +106,18 @@ def test_batch_fields_survive_a_rewrite(tmp_path: Path) -> None:
         compression=COMPRESSION_ZSTD,
         producer_id=42,
         producer_epoch=3,
-        base_sequence=7,
+        base_sequence=0,
     )
     log.append_as_leader(raw, leader_epoch=4, now_ms=1)
+    # The producer writes again, so that `raw` is not its newest batch (which stays whole).
+    later = batch(b"c", keys=[b"c"], producer_id=42, producer_epoch=3, base_sequence=3)
+    log.append_as_leader(later, leader_epoch=4, now_ms=1)
     fill(log, rounds=10, keys=1, epoch=4)
     log.compact(now_ms=2)
     first = decode_batches(log.read(0, 10_000).records)[0]
     header = first.header
     assert (header.base_offset, header.producer_id, header.producer_epoch) == (0, 42, 3)
-    assert (header.base_sequence, header.partition_leader_epoch) == (7, 4)
+    assert (header.base_sequence, header.partition_leader_epoch) == (0, 4)
     assert header.compression == COMPRESSION_ZSTD
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in first] == [
         (1, 20, b"a", b"new", (("h", b"2"),)),

@@ -1,0 +1,119 @@
+"""Producer-state snapshot files, and rebuilding the state from them and the log (the I/O half).
+
+Theory of operation. The producer state of a partition (producer_state.py, a pure table) must
+survive restarts, or a producer retrying after a broker restart would write its batch twice. It
+is rebuilt as Kafka rebuilds it: load the newest snapshot at or below the log end offset, then
+replay the headers of every batch from the snapshot's offset to the log end (`rebuild`).
+A snapshot named `<offset>.snapshot` holds the state after every batch below that offset.
+
+When snapshots are written (log.py decides):
+- at each segment roll, at the new segment's base offset, so that a restart after a crash
+  replays at most the active segment. Written without fsync: a snapshot that a crash tore or
+  lost fails its CRC or is missing, and the rebuild falls back to an older one or the log start
+  (slower, never wrong);
+- at `close`, at the log end offset and durably, so that a clean restart replays nothing. A log
+  whose state is empty at close keeps no snapshot at all, and a clean open without one starts
+  empty: 10,000 partitions that never saw an idempotent producer cost no file each.
+
+Only the newest `SNAPSHOTS_KEPT` snapshots are kept. Truncation deletes those above the new log
+end and rebuilds from what remains; retention deletes no state (KIP-360: a producer idle past
+the log's retention keeps its sequence until `producer.id.expiration.ms`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from samsa.services.broker.log.checkpoint_file import (
+    TEMP_SUFFIX,
+    read_if_exists,
+    write_all,
+    write_atomically,
+)
+from samsa.services.broker.log.producer_state import CorruptSnapshotError, ProducerStateTable
+from samsa.services.broker.log.segment import Segment, parse_base_offset, segment_path
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_SUFFIX = ".snapshot"
+# Two, so that a follower truncating into the segment before the active one still finds a
+# snapshot below its new end (truncations reach back at most a few batches).
+SNAPSHOTS_KEPT = 2
+
+
+def snapshot_offsets(names: Iterable[str]) -> list[int]:
+    """The offsets of the snapshot files among a directory's file names, ascending."""
+    found = (parse_base_offset(name, SNAPSHOT_SUFFIX) for name in names)
+    return sorted(offset for offset in found if offset is not None)
+
+
+def write_snapshot(
+    directory: Path, offset: int, state: ProducerStateTable, *, durable: bool
+) -> None:
+    """Write the state as `<offset>.snapshot`, atomically (temp file, rename); fsynced, with the
+    directory, only when `durable`."""
+    data = state.encode_snapshot()
+    path = segment_path(directory, offset, SNAPSHOT_SUFFIX)
+    if durable:
+        write_atomically(path, data)
+        return
+    temporary = path.with_name(path.name + TEMP_SUFFIX)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
+
+
+def delete_snapshots(directory: Path, offsets: Iterable[int]) -> None:
+    for offset in offsets:
+        segment_path(directory, offset, SNAPSHOT_SUFFIX).unlink(missing_ok=True)
+
+
+def rebuild(
+    directory: Path,
+    offsets: list[int],
+    segments: Sequence[Segment],
+    *,
+    empty_without_snapshot: bool,
+) -> ProducerStateTable:
+    """The producer state at the log end: the newest readable snapshot at or below it (those
+    above it, or unreadable, are deleted from `offsets` and the directory), then a replay of the
+    batches after it. With no snapshot, `empty_without_snapshot` (a clean open: close keeps a
+    snapshot whenever the state is not empty) starts empty; otherwise the whole log is replayed."""
+    log_end_offset = segments[-1].next_offset
+    above = [offset for offset in offsets if offset > log_end_offset]
+    delete_snapshots(directory, above)
+    del offsets[len(offsets) - len(above) :]
+    while offsets:
+        offset = offsets[-1]
+        data = read_if_exists(segment_path(directory, offset, SNAPSHOT_SUFFIX))
+        try:
+            state = ProducerStateTable.decode_snapshot(data or b"")
+        except CorruptSnapshotError as error:
+            log.warning(
+                "producer-state snapshot unreadable; using an older one",
+                extra={"directory": str(directory), "offset": offset, "error": str(error)},
+            )
+            delete_snapshots(directory, [offsets.pop()])
+            continue
+        replay(state, segments, offset)
+        return state
+    state = ProducerStateTable()
+    if not empty_without_snapshot:
+        replay(state, segments, segments[0].base_offset)
+    return state
+
+
+def replay(state: ProducerStateTable, segments: Sequence[Segment], from_offset: int) -> None:
+    """Apply the header of every idempotent batch at or after `from_offset` (reads headers only)."""
+    for segment in segments:
+        if segment.next_offset <= from_offset:
+            continue
+        state.apply(
+            header for header in segment.headers_from(from_offset) if header.producer_id >= 0
+        )
