@@ -21,7 +21,7 @@ from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import produce
 from samsa.services.broker.produce_wait import await_replication
 from samsa.services.broker.producer_ids import ProducerIdManager, init_producer_id
-from samsa.services.runtime import member_auth
+from samsa.services.runtime import faults, member_auth
 from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -104,6 +104,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if waits:
             timeout_ms = request.timeout_ms or PRODUCE_TIMEOUT_MS_DEFAULT
             await await_replication(waits, min(timeout_ms, limits.produce_timeout_ms_max) / 1000)
+        if faults.fire("produce.drop_answer"):  # tests only: lost after the append
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "fault injected: answer dropped")
         return response
 
     async def ProduceStream(self, request_iterator, context):

@@ -1,0 +1,56 @@
+"""Fault injection for tests, off unless the `SAMSA_FAULTS` environment variable turns it on.
+
+Theory of operation. Some failures cannot be caused from outside a process at the moment that
+matters: a Produce answer lost *after* the leader appended the records is what makes a producer
+retry a batch the log already holds, the case idempotence exists for. `SAMSA_FAULTS` names such
+points with a probability each, e.g. `SAMSA_FAULTS="produce.drop_answer=0.05"`; the code at the
+point asks `faults.fire("produce.drop_answer")` and, when it fires, behaves as the network would
+(the broker drops the stream). Every firing is logged, so a test can count them.
+
+Unknown names or probabilities outside [0, 1] refuse to start the process: a typo must not
+silently turn a fault test into one without faults. With the variable unset, `fire` is one
+dictionary lookup returning False.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+
+log = logging.getLogger(__name__)
+
+ENVIRONMENT_VARIABLE = "SAMSA_FAULTS"
+KNOWN = frozenset({"produce.drop_answer"})
+
+
+def parse(text: str) -> dict[str, float]:
+    """`name=probability,name=probability` into a dict; ValueError naming what is wrong."""
+    faults: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        if name not in KNOWN:
+            raise ValueError(
+                f"{ENVIRONMENT_VARIABLE}: unknown fault {name!r}; known: {sorted(KNOWN)}"
+            )
+        try:
+            probability = float(value)
+        except ValueError:
+            raise ValueError(f"{ENVIRONMENT_VARIABLE}: {item!r} needs name=probability") from None
+        if not 0.0 <= probability <= 1.0:
+            raise ValueError(f"{ENVIRONMENT_VARIABLE}: {name}={value} is not in [0, 1]")
+        faults[name] = probability
+    return faults
+
+
+_ACTIVE = parse(os.environ.get(ENVIRONMENT_VARIABLE, ""))
+_RANDOM = random.Random()
+
+
+def fire(name: str) -> bool:
+    """True when the fault `name` should happen now (and logs that it did)."""
+    probability = _ACTIVE.get(name)
+    if probability is None or _RANDOM.random() >= probability:
+        return False
+    log.warning("fault injected", extra={"fault": name})
+    return True
