@@ -109,9 +109,7 @@ async def run_maintenance(
         if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
             for hosted in list(host.partitions.values()):
-                hosted.log.expire_producers(
-                    now_ms=now_ms, expiration_ms=producer_id_expiration_ms
-                )
+                hosted.log.expire_producers(now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
                 if hosted.config.delete:
                     deleted = hosted.log.apply_retention(now_ms=now_ms)
                     if deleted:
