@@ -109,6 +109,12 @@ metadata_batch_bytes_max = 4 * MIB
 # restarts wastes at most two blocks (the one in use and the one fetched ahead) of the 2^63 ids.
 producer_id_block_size = 1000
 
+# The batches a partition leader remembers per idempotent producer (Kafka's
+# NUM_BATCHES_TO_RETAIN): a retry of any of them answers its original offsets. An idempotent
+# producer keeps at most this many batches of a partition in flight, so every batch it may retry
+# is among them; it costs ~36 bytes per batch per producer per partition, in memory and snapshots.
+producer_state_batches_max = 5
+
 # --- the Raft port (pysyncobj's transport, guarded by services/controller/raft_guard.py) --------
 
 # The entries one append_entries message gathers (it may overshoot by one entry), and one chunk

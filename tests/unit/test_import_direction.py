@@ -82,7 +82,7 @@ IO_MODULE_NAMES = {
     "isr_manager.py",  # AlterPartition proposals to the controller
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
-    "producer_ids.py",  # producer id blocks (pure ProducerIdBlocks) and AllocateProducerIds calls
+    "producer_ids.py",  # AllocateProducerIds calls and waits, InitProducerId
 }
 
 

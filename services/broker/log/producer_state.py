@@ -47,10 +47,11 @@ from typing import NamedTuple, Protocol
 
 import crc32c
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 
 NO_PRODUCER_ID = -1
-BATCHES_KEPT = 5  # batches remembered per producer per partition (the dedupe window)
+BATCHES_KEPT = limits.producer_state_batches_max  # the dedupe window, per producer and partition
 SEQUENCE_MAX = 2**31 - 1  # sequences wrap from SEQUENCE_MAX to 0
 PRODUCER_EPOCH_MAX = 32767
 SNAPSHOT_VERSION = 1
