@@ -47,6 +47,7 @@ from samsa.services.broker.log.segment import (
     parse_base_offset,
     segment_path,
 )
+from samsa.services.broker.log.segment_loading import open_segment
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,7 @@ def _load_segments(
     for index, base_offset in enumerate(base_offsets):
         next_base_offset = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
         trusted = clean or (next_base_offset is not None and next_base_offset <= recovery_point)
-        segment, scan = Segment.open(
+        segment, scan = open_segment(
             directory,
             base_offset,
             config.index_interval_bytes,
@@ -205,7 +206,7 @@ def _load_segments(
 
 
 def _log_dropped_segments(directory: Path, base_offsets: list[int]) -> None:
-    """Say which whole segments recovery deletes after a cut (segment.py logged the cut)."""
+    """Say which whole segments recovery deletes after a cut (segment_loading.py logged the cut)."""
     if not base_offsets:
         return
     dropped_bytes = sum(

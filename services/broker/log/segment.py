@@ -7,14 +7,9 @@ the log asks (roll, flush, close) — appended incrementally, rewritten after a 
 are `pread`s of byte ranges: locating a batch takes the sparse-index floor entry, then walks batch
 headers forward in small reads.
 
-Loading (`open`) takes one of two paths. *Trusted* (below the recovery point, or after a clean
-shutdown): the index files are loaded and sanity-checked (offset_index / time_index `decode`), the
-batches after the last index entry are walked to find the segment's end, the time index's last
-entry is checked against the batches after it (a prefix of whole entries is sane but stale), and —
-for the active segment — the last batch is CRC-checked; any failure falls back to the other path.
-*Recover*: the whole file is re-read in large chunks through `SegmentScan` (framing + one crc32c
-per batch), the file is truncated at the first bad byte and the indexes are rebuilt from what
-remains.
+Opening an existing segment from disk — the trusted path over its index files, or recovery by
+re-reading every batch — is segment_loading.py (`open_segment`), which builds a `Segment` and uses
+`walk`, `scan`, `on_index_files_loaded` and `replace_indexes`; `create` starts a new one.
 
 Indexes are never trusted over the log: a lookup checks that the index entry it used points at a
 batch with the expected base offset, and rebuilds the index from the log when it does not.
@@ -33,25 +28,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import pairwise
 from pathlib import Path
 
-from samsa.common import limits
-from samsa.common.errors import CorruptRecordError, SamsaError, StorageError
+from samsa.common.errors import CorruptRecordError, StorageError
 from samsa.common.record.codec import RecordBatch, decode_batch
-from samsa.common.record.header import (
-    HEADER_BYTES,
-    NO_TIMESTAMP,
-    BatchHeader,
-    check_batch,
-    read_header,
-)
+from samsa.common.record.header import HEADER_BYTES, BatchHeader, read_header
 from samsa.services.broker.log.append_info import Piece, PlannedBatch
-from samsa.services.broker.log.checkpoint_file import (
-    fsync_directory,
-    read_if_exists,
-    write_all,
-)
+from samsa.services.broker.log.checkpoint_file import fsync_directory, write_all
 from samsa.services.broker.log.framing import fetch_extent, read_frame
 from samsa.services.broker.log.offset_index import CorruptIndexError, OffsetIndex
 from samsa.services.broker.log.recovery import SegmentScan
@@ -72,7 +55,7 @@ RECOVERY_CHUNK_BYTES = 16 * 1024 * 1024
 # Header walks read this much per pread: an index interval (4 KiB) of small batches in one read.
 WALK_CHUNK_BYTES = 16 * 1024
 COMPACTION_CHUNK_BYTES = 8 * 1024 * 1024
-_FLAGS = os.O_RDWR | os.O_CREAT
+LOG_FILE_FLAGS = os.O_RDWR | os.O_CREAT
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -124,124 +107,33 @@ class Segment:
     def path(self, suffix: str) -> Path:
         return segment_path(self.directory, self.base_offset, suffix)
 
-    # --- opening -------------------------------------------------------------------------------
+    # --- creating, re-checking, repairing (segment_loading.py opens existing segments) --------
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
         """A new empty segment (an existing file of that name is emptied)."""
-        fd = os.open(segment_path(directory, base_offset, LOG_SUFFIX), _FLAGS | os.O_TRUNC, 0o644)
+        log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        fd = os.open(log_path, LOG_FILE_FLAGS | os.O_TRUNC, 0o644)
         segment = cls(directory, SegmentIndexes(base_offset, index_interval_bytes), fd)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             segment.path(suffix).unlink(missing_ok=True)
         return segment
 
-    @classmethod
-    def open(
-        cls,
-        directory: Path,
-        base_offset: int,
-        index_interval_bytes: int,
-        *,
-        next_offset_end: int | None,
-        trusted: bool,
-    ) -> tuple[Segment, SegmentScan | None]:
-        """Load an existing segment; the scan is returned when the file was re-checked."""
-        fd = os.open(segment_path(directory, base_offset, LOG_SUFFIX), _FLAGS, 0o644)
-        segment = cls(directory, SegmentIndexes(base_offset, index_interval_bytes), fd)
-        if trusted and segment._load_indexes(next_offset_end):
-            return segment, None
-        if not trusted:
-            log.info(
-                "%s: recovering a segment written since the last flush: re-checking its batches "
-                "and rebuilding its indexes",
-                segment.path(LOG_SUFFIX),
-                extra={"segment": str(segment.path(LOG_SUFFIX))},
-            )
-        return segment, segment._recover(next_offset_end)
-
-    def _load_indexes(self, next_offset_end: int | None) -> bool:
-        """The trusted path: True when the index files and the tail of the log agree."""
-        size_bytes = os.fstat(self.fd).st_size
-        if next_offset_end is None:
-            relative_end = limits.segment_relative_offset_max + 1
-        else:
-            relative_end = next_offset_end - self.base_offset
-        offset_data = read_if_exists(self.path(INDEX_SUFFIX))
-        time_data = read_if_exists(self.path(TIME_INDEX_SUFFIX))
-        if (offset_data is None or time_data is None) and size_bytes > 0:
-            return False
-        try:
-            offset_index = OffsetIndex.decode(
-                offset_data or b"", log_size_bytes=size_bytes, relative_offset_end=relative_end
-            )
-            time_index = TimeIndex.decode(time_data or b"", relative_offset_end=relative_end)
-            self.indexes.offset_index, self.indexes.time_index = offset_index, time_index
-            tail = self._checked_tail(offset_index, size_bytes, next_offset_end)
-            self._check_time_index(tail, size_bytes, closed=next_offset_end is not None)
-        except (CorruptIndexError, SamsaError) as error:
-            self.indexes = SegmentIndexes(self.base_offset, self.indexes.index_interval_bytes)
-            log.info(
-                "%s: the indexes do not match the log (%s); rebuilding them from the log",
-                self.path(LOG_SUFFIX),
-                error,
-                extra={"segment": str(self.path(LOG_SUFFIX)), "reason": str(error)},
-            )
-            return False
-        self.indexes.restore(tail, size_bytes)
-        self._offset_entries_on_disk = len(offset_index)
-        self._time_entries_on_disk = len(time_index)
+    def on_index_files_loaded(self, offset_entries: int, time_entries: int) -> None:
+        """The in-memory indexes came from the index files, which hold these many entries
+        durably (the loader's trusted path)."""
+        self._offset_entries_on_disk = offset_entries
+        self._time_entries_on_disk = time_entries
         self._indexes_synced = True
-        return True
 
-    def _checked_tail(
-        self, offset_index: OffsetIndex, size_bytes: int, next_offset_end: int | None
-    ) -> list[tuple[int, BatchHeader]]:
-        """Batches from the last index entry to the end, which must frame the file exactly."""
-        relative_offset, position = offset_index.last_entry()
-        tail = list(self._walk(position, size_bytes))
-        expected_base = self.base_offset + relative_offset
-        if len(offset_index) and tail[0][1].base_offset != expected_base:
-            raise CorruptIndexError(f"last index entry points at {tail[0][1].base_offset}")
-        for (_, previous), (_, header) in pairwise(tail):
-            if header.base_offset <= previous.last_offset:
-                raise CorruptRecordError("offsets do not increase in the segment's tail")
-        # The appends would have indexed a batch once index.interval.bytes had passed since the
-        # last entry: an index cut at an entry boundary (empty, say) is sane but incomplete.
-        tail_bytes_before_last = sum(header.size_bytes for _, header in tail[:-1])
-        interval = self.indexes.index_interval_bytes
-        if (len(tail) > 1 and tail_bytes_before_last >= interval) or (
-            tail and not interval and not offset_index
-        ):
-            raise CorruptIndexError("the index lacks entries the appends would have made")
-        if tail and next_offset_end is not None and tail[-1][1].last_offset >= next_offset_end:
-            raise CorruptRecordError("the segment's last batch overlaps the next segment")
-        if tail and next_offset_end is None:
-            position, header = tail[-1]
-            check_batch(self.read_bytes(position, header.size_bytes))
-        return tail
+    def replace_indexes(self, indexes: SegmentIndexes) -> None:
+        """Take `indexes`, built from the log; the index files are rewritten on the next write."""
+        self.indexes = indexes
+        self._offset_entries_on_disk = self._time_entries_on_disk = None
 
-    def _check_time_index(
-        self, tail: list[tuple[int, BatchHeader]], size_bytes: int, *, closed: bool
-    ) -> None:
-        """Prove the loaded time index complete, not merely sane (`TimeIndex.check_last_entry`):
-        walk from the batch of its last entry to the last batch the appends could still have
-        indexed — the last offset-index entry's batch, or the end once the segment is closed
-        (the final entry on roll). With monotonic timestamps this is about one index interval."""
-        if closed:
-            end = size_bytes
-        elif len(self.indexes.offset_index):
-            end = tail[0][0] + tail[0][1].size_bytes
-        else:
-            end = 0
-        timestamp, relative_offset = self.indexes.time_index.last_entry()
-        start = 0
-        if timestamp > NO_TIMESTAMP:
-            start = self.indexes.offset_index.lookup(relative_offset)[1]
-        headers = (header for _, header in self._walk(start, end))
-        self.indexes.time_index.check_last_entry(self.base_offset, headers)
-
-    def _scan(self, next_offset_end: int | None, file_size: int) -> SegmentScan:
-        """Feed the whole file to a SegmentScan in large reads."""
+    def scan(self, next_offset_end: int | None, file_size: int) -> SegmentScan:
+        """Feed the whole file to a SegmentScan in large reads (recovery on load, and
+        `rebuild_indexes` while serving)."""
         scan = SegmentScan(
             self.base_offset, self.indexes.index_interval_bytes, next_offset_end=next_offset_end
         )
@@ -251,39 +143,6 @@ class Segment:
             want = scan.feed(chunk, end_of_file=scan.valid_bytes + len(chunk) >= file_size)
         return scan
 
-    def _recover(self, next_offset_end: int | None) -> SegmentScan:
-        """Re-check every batch, truncate at the first bad byte, rebuild the indexes."""
-        file_size = os.fstat(self.fd).st_size
-        scan = self._scan(next_offset_end, file_size)
-        if scan.valid_bytes < file_size:
-            self._log_cut(scan, file_size)
-            os.ftruncate(self.fd, scan.valid_bytes)
-        self.indexes = scan.indexes
-        self._offset_entries_on_disk = self._time_entries_on_disk = None
-        return scan
-
-    def _log_cut(self, scan: SegmentScan, file_size: int) -> None:
-        """Say what recovery discards: the bytes are gone once the file is truncated."""
-        discarded_bytes = file_size - scan.valid_bytes
-        log.warning(
-            "%s: recovery cut the log at offset %d (byte position %d of segment %d), discarding "
-            "%d bytes: %s",
-            self.directory,
-            scan.indexes.next_offset,
-            scan.valid_bytes,
-            self.base_offset,
-            discarded_bytes,
-            scan.error,
-            extra={
-                "log_dir": str(self.directory),
-                "segment_base_offset": self.base_offset,
-                "offset": scan.indexes.next_offset,
-                "position": scan.valid_bytes,
-                "discarded_bytes": discarded_bytes,
-                "reason": scan.error,
-            },
-        )
-
     def truncate_to_position(self, position: int) -> None:
         """Cut the file at `position`, the start of a bad batch the scrubber found after a sound
         prefix, and make the segment active again. Only headers from the last index entry below
@@ -291,7 +150,7 @@ class Segment:
         assert 0 <= position <= self.size_bytes
         os.ftruncate(self.fd, position)
         self.indexes.truncate_to_position(position)
-        tail = list(self._walk(self.indexes.offset_index.last_entry()[1], position))
+        tail = list(self.walk(self.indexes.offset_index.last_entry()[1], position))
         self.indexes.restore_after_truncation(tail, position)
         self.closed = False
         self.first_append_ms = None
@@ -307,7 +166,7 @@ class Segment:
             self.path(LOG_SUFFIX),
             extra={"segment": str(self.path(LOG_SUFFIX))},
         )
-        scan = self._scan(None, self.size_bytes)
+        scan = self.scan(None, self.size_bytes)
         if scan.error is not None or scan.valid_bytes != self.size_bytes:
             raise StorageError(
                 f"segment {self.path(LOG_SUFFIX)} is corrupt ({scan.error}): restart the broker "
@@ -315,8 +174,7 @@ class Segment:
             )
         if self.closed:
             scan.indexes.on_roll()
-        self.indexes = scan.indexes
-        self._offset_entries_on_disk = self._time_entries_on_disk = None
+        self.replace_indexes(scan.indexes)
 
     # --- appending -----------------------------------------------------------------------------
 
@@ -356,7 +214,7 @@ class Segment:
             )
         return data
 
-    def _walk(self, position: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    def walk(self, position: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from `position` to `end` (default: the segment end)."""
         end = self.size_bytes if end is None else end
         chunk, chunk_position = b"", position
@@ -378,7 +236,7 @@ class Segment:
                 max(0, offset - self.base_offset)
             )
             try:
-                for found_position, header in self._walk(position):
+                for found_position, header in self.walk(position):
                     if (
                         found_position == position
                         and position
@@ -413,7 +271,7 @@ class Segment:
         replay: headers only, nothing decoded)."""
         found = self.find_batch(offset)
         if found is not None:
-            for _, header in self._walk(found[0]):
+            for _, header in self.walk(found[0]):
                 yield header
 
     def find_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
@@ -425,7 +283,7 @@ class Segment:
         found = self.find_batch(from_offset)
         if found is None:
             return None
-        for position, header in self._walk(found[0]):
+        for position, header in self.walk(found[0]):
             if header.max_timestamp < timestamp or header.last_offset < start_offset:
                 continue
             batch = decode_batch(self.read_bytes(position, header.size_bytes))
@@ -531,9 +389,8 @@ class Segment:
             self.path(suffix).unlink(missing_ok=True)
         os.replace(self.path(SWAP_SUFFIX), self.path(LOG_SUFFIX))
         self.close()
-        self.fd = os.open(self.path(LOG_SUFFIX), _FLAGS, 0o644)
-        self.indexes = indexes
-        self._offset_entries_on_disk = self._time_entries_on_disk = None
+        self.fd = os.open(self.path(LOG_SUFFIX), LOG_FILE_FLAGS, 0o644)
+        self.replace_indexes(indexes)
         self.write_indexes(fsync=True)
         fsync_directory(self.directory)
 

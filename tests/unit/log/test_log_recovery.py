@@ -293,7 +293,7 @@ def test_a_clean_open_does_not_rescan_the_log(
     def no_scan(*args: object, **kwargs: object) -> None:
         raise AssertionError("a clean open re-read a whole segment")
 
-    monkeypatch.setattr(segment_module.Segment, "_scan", no_scan)
+    monkeypatch.setattr(segment_module.Segment, "scan", no_scan)
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
     assert reopened.log_end_offset == 40
     abandon(reopened)
