@@ -111,7 +111,11 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
     if created:
         segments = [Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)]
     snapshots = snapshot_offsets(names)
-    producers = rebuild(directory, snapshots, segments, empty_without_snapshot=clean_shutdown)
+    producers = (
+        ProducerStateTable()
+        if created
+        else rebuild(directory, snapshots, segments, empty_without_snapshot=clean_shutdown)
+    )
     return LoadedLog(
         segments,
         epochs,
