@@ -164,7 +164,7 @@ def wait_full_isr(admin: Admin, topic: str, replicas: int, timeout_s: float = IS
 
 class _SteadyProducer:
     """The producer thread: one record about every `interval_s` until stopped, then a flush;
-    ack moments are stamped by the done-callbacks on the SDK's sender thread."""
+    ack moments are stamped by the done-callbacks on the SDK's callback thread."""
 
     def __init__(self, bootstrap: str, topic: str, interval_s: float) -> None:
         self.bootstrap, self.topic, self.interval_s = bootstrap, topic, interval_s

@@ -1,12 +1,15 @@
-"""The Python SDK: Producer, Consumer and Admin, configured with Kafka's keys."""
+"""The Python SDK: Producer and AsyncProducer, Consumer and Admin, with Kafka's keys."""
 
 from samsa.client.admin import Admin, NewTopic
+from samsa.client.async_producer import AsyncProducer
 from samsa.client.consumer import Consumer, ConsumerRecord, OffsetAndTimestamp
 from samsa.client.errors import KafkaError, NoBrokersAvailable, ProduceError, TopicError
-from samsa.client.producer import Producer, RecordMetadata
+from samsa.client.producer import Producer
+from samsa.client.record_future import RecordMetadata
 
 __all__ = [
     "Admin",
+    "AsyncProducer",
     "Consumer",
     "ConsumerRecord",
     "KafkaError",

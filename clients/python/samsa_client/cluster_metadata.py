@@ -5,8 +5,9 @@ metadata log; `bootstrap.servers` lists them), every page of it: a controller an
 number of partitions at a time and says where to continue (`describe_topics`, `merge_page`).
 Refreshed when a request says our view is stale (NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION, a broker that does not answer) and at least every
-`metadata.max.age.ms`. Readers on other threads see whole dicts swapped in, never a dict
-being filled.
+`metadata.max.age.ms`; a produce answer that names the new leader with a newer leader epoch
+updates that one partition at once instead (KIP-951, `update_leader`). Readers on other threads
+see whole dicts swapped in, never a dict being filled.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ from samsa.v1 import controller_pb2, controller_pb2_grpc
 TopicPartition = tuple[str, int]
 
 METADATA_MAX_AGE_MS = 300_000  # Kafka's metadata.max.age.ms
+
+# Errors after which the leader a request went to is probably not the leader any more.
+STALE_METADATA_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.REQUEST_TIMED_OUT,
+    }
+)
+# Errors whose answer may name the partition's new leader (KIP-951, `update_leader`).
+NEW_LEADER_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 CALL_TIMEOUT_S = 5.0
 
 
@@ -98,6 +114,24 @@ class ClusterMetadata:
             request.min_metadata_offset = max(
                 request.min_metadata_offset, page.status.metadata_offset
             )
+
+    def update_leader(
+        self, topic_partition: TopicPartition, leader_id: int, leader_epoch: int
+    ) -> bool:
+        """A broker named the partition's new leader (KIP-951: `current_leader` with
+        NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH). Taken when its epoch is newer than ours
+        and we know where that broker is; True when the leader changed, so a retry can go to
+        it at once, without waiting for a refresh. Whole dicts are swapped in, as refresh does."""
+        if leader_id < 0 or leader_id not in self.endpoints:
+            return False
+        if leader_epoch <= self.leader_epochs.get(topic_partition, -1):
+            return False
+        leaders = dict(self.leaders)
+        epochs = dict(self.leader_epochs)
+        leaders[topic_partition] = leader_id
+        epochs[topic_partition] = leader_epoch
+        self.leaders, self.leader_epochs = leaders, epochs
+        return True
 
     def mark_stale(self) -> None:
         self._stale = True

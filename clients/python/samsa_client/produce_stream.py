@@ -1,24 +1,38 @@
-"""One long-lived ProduceStream per broker: requests matched to answers by correlation id.
+"""One long-lived ProduceStream per broker, on grpc.aio: requests matched to answers by
+correlation id; and the Produce request one stream message carries (`produce_request`).
 
 A stream round trip costs about half of a unary call here (DESIGN §12), which is what a caller
-waiting on each record feels. gRPC's sync API consumes the request iterator on its own thread;
-a reader thread takes the answers and calls each request's callback. A stream that breaks (the
-broker restarted, the network failed) fails every request still waiting on it with the gRPC
-error, and the producer opens a new one for the next request; `expire` fails requests that got
-no answer within the request timeout and breaks the stream, as a unary deadline would.
+waiting on each record feels. Everything runs on the producer driver's event loop: `send()`
+queues the request without awaiting (so requests reach the wire in the order the driver sent
+them, which is what keeps one partition's batches in order), gRPC consumes the queue as the
+request iterator, and a reader task matches each answer to its request's callback. The broker
+may answer out of order (acks=all waits run concurrently); the correlation id says which
+request an answer is for.
+
+A stream that breaks (the broker restarted, the network failed) fails every request still
+waiting on it with the gRPC error, and the driver opens a new one for the next request;
+`expire()` fails requests that got no answer within the request timeout and breaks the stream,
+as a unary deadline would. At most `limits.produce_stream_in_flight_max` requests wait on one
+stream (the broker's own bound): the driver asks `has_room()` before draining for its broker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-import queue
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 
+from samsa.client.producer_batch import ProducerBatch
+from samsa.client.producer_ids import RETRIABLE_STATUSES
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
+
+# One request's batches, by (topic, partition), oldest first.
+ByPartition = dict[tuple[str, int], list[ProducerBatch]]
 
 # (response, None) on an answer; (None, error) when the stream broke or the request timed out.
 Callback = Callable[[broker_pb2.ProduceResponse | None, grpc.RpcError | None], None]
@@ -39,62 +53,78 @@ class StreamBroken(grpc.RpcError):
         return self._details
 
 
+def stream_error_outcome(error: grpc.RpcError) -> tuple[ErrorCode, bool]:
+    """The error code and retriability for every batch of a request whose stream failed."""
+    code = (
+        ErrorCode.REQUEST_TIMED_OUT
+        if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        else ErrorCode.NETWORK_EXCEPTION
+    )
+    return code, error.code() in RETRIABLE_STATUSES
+
+
 class ProduceStream:
+    """Must be created and used on one running event loop."""
+
     def __init__(self, stub: broker_pb2_grpc.BrokerServiceStub) -> None:
-        self._requests: queue.SimpleQueue[broker_pb2.ProduceStreamRequest | None] = (
-            queue.SimpleQueue()
+        # Bounded by has_room(): at most one queued item per waiting request, plus the sentinel.
+        self._requests: asyncio.Queue[broker_pb2.ProduceStreamRequest | None] = asyncio.Queue(
+            maxsize=limits.produce_stream_in_flight_max + 1
         )
         self._pending: dict[int, tuple[Callback, float]] = {}
         self._ids = itertools.count()
-        self._lock = threading.Lock()
         self.broken = False
         self._call = stub.ProduceStream(self._outgoing())
-        self._reader = threading.Thread(target=self._read, name="samsa-produce-stream", daemon=True)
-        self._reader.start()
+        self._reader = asyncio.get_running_loop().create_task(self._read())
 
-    def _outgoing(self) -> Iterator[broker_pb2.ProduceStreamRequest]:
-        while (item := self._requests.get()) is not None:
+    async def _outgoing(self) -> AsyncIterator[broker_pb2.ProduceStreamRequest]:
+        while (item := await self._requests.get()) is not None:
             yield item
+
+    def has_room(self) -> bool:
+        """False while the stream already has the most requests a broker takes at once."""
+        return not self.broken and len(self._pending) < limits.produce_stream_in_flight_max
 
     def send(self, request: broker_pb2.ProduceRequest, callback: Callback) -> bool:
         """Queue `request`; False (nothing sent) when the stream is broken: open another."""
-        with self._lock:
-            if self.broken:
-                return False
-            correlation_id = next(self._ids)
-            self._pending[correlation_id] = (callback, time.monotonic())
-        self._requests.put(
+        if self.broken:
+            return False
+        assert len(self._pending) < limits.produce_stream_in_flight_max, "send without room"
+        correlation_id = next(self._ids)
+        self._pending[correlation_id] = (callback, time.monotonic())
+        self._requests.put_nowait(
             broker_pb2.ProduceStreamRequest(correlation_id=correlation_id, request=request)
         )
         return True
 
-    def _read(self) -> None:
+    async def _read(self) -> None:
         error: grpc.RpcError
         try:
-            for answer in self._call:
-                with self._lock:
-                    entry = self._pending.pop(answer.correlation_id, None)
+            async for answer in self._call:
+                entry = self._pending.pop(answer.correlation_id, None)
                 if entry is not None:
                     entry[0](answer.response, None)
             error = StreamBroken(grpc.StatusCode.UNAVAILABLE, "the broker ended the stream")
         except grpc.RpcError as rpc_error:
             error = rpc_error
+        except asyncio.CancelledError:
+            error = StreamBroken(grpc.StatusCode.CANCELLED, "the stream was closed")
         self._break(error)
 
     def _break(self, error: grpc.RpcError) -> None:
-        with self._lock:
-            self.broken = True
-            waiting = list(self._pending.values())
-            self._pending.clear()
-        self._requests.put(None)
+        if self.broken:
+            return
+        self.broken = True
+        waiting = list(self._pending.values())
+        self._pending.clear()
+        self._requests.put_nowait(None)
         for callback, _ in waiting:
             callback(None, error)
 
     def expire(self, timeout_s: float) -> None:
         """Break the stream if a request has waited longer than `timeout_s` for its answer."""
         now = time.monotonic()
-        with self._lock:
-            oldest = min((sent for _, sent in self._pending.values()), default=now)
+        oldest = min((sent for _, sent in self._pending.values()), default=now)
         if now - oldest > timeout_s:
             self._call.cancel()
             self._break(
@@ -104,6 +134,29 @@ class ProduceStream:
                 )
             )
 
-    def close(self) -> None:
-        self._requests.put(None)
+    async def close(self) -> None:
+        """End the stream; requests still waiting fail with CANCELLED."""
         self._call.cancel()
+        self._break(StreamBroken(grpc.StatusCode.CANCELLED, "the producer was closed"))
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+
+def produce_request(
+    acks: int, timeout_ms: int, by_partition: ByPartition
+) -> broker_pb2.ProduceRequest:
+    """One request; several batches of one partition travel concatenated in one PartitionData
+    (the broker appends them together, the offsets of the second following the first's)."""
+    by_topic: dict[str, list[broker_pb2.ProduceRequest.PartitionData]] = {}
+    for (topic, partition), group in by_partition.items():
+        records = b"".join(batch.encoded for batch in group)  # type: ignore[misc]
+        by_topic.setdefault(topic, []).append(
+            broker_pb2.ProduceRequest.PartitionData(partition=partition, records=records)
+        )
+    return broker_pb2.ProduceRequest(
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topics=[
+            broker_pb2.ProduceRequest.TopicData(name=topic, partitions=partitions)
+            for topic, partitions in by_topic.items()
+        ],
+    )

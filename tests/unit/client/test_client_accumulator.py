@@ -15,17 +15,17 @@ import re
 
 import pytest
 
-from samsa.client.accumulator import (
-    BATCH_OVERHEAD_BYTES,
-    RECORD_OVERHEAD_BYTES,
-    AppendRefusal,
-    AppendResult,
-    Completed,
-    ProducerBatch,
-    RecordAccumulator,
-)
+from samsa.client.accumulator import RecordAccumulator
 from samsa.client.config import ProducerConfig
 from samsa.client.partitioner import StickyPartitioner
+from samsa.client.producer_batch import (
+    BATCH_OVERHEAD_BYTES,
+    RECORD_OVERHEAD_BYTES,
+    Completed,
+    ProducerBatch,
+)
+from samsa.client.producer_sequences import PRODUCER_EPOCH_MAX, bumped_producer_epoch
+from samsa.client.record_batcher import AppendRefusal, AppendResult
 from samsa.common.errors import ErrorCode, InvalidRecordError, RecordTooLargeError
 from samsa.common.record import codec, header
 
@@ -382,10 +382,10 @@ def test_sequences_wrap_at_int32_like_kafka() -> None:
     accumulator = make()
     append(accumulator)
     append(accumulator)
-    accumulator._partitions[("t", 0)].next_sequence = 2**31 - 1
+    accumulator._batcher.partitions[("t", 0)].next_sequence = 2**31 - 1
     (batch,) = drain_all(accumulator, 0)
     assert batch.base_sequence == 2**31 - 1
-    assert accumulator._partitions[("t", 0)].next_sequence == 1
+    assert accumulator._batcher.partitions[("t", 0)].next_sequence == 1
 
 
 def test_at_most_five_batches_of_a_partition_in_flight_with_idempotence() -> None:
@@ -394,7 +394,7 @@ def test_at_most_five_batches_of_a_partition_in_flight_with_idempotence() -> Non
         append(accumulator)
     assert len(drain_all(accumulator, 0)) == 5
     assert drain_all(accumulator, 0) == []
-    (first, *_) = accumulator._partitions[("t", 0)].in_flight
+    (first, *_) = accumulator._batcher.partitions[("t", 0)].in_flight
     accumulator.on_batch_acked(first.batch_id, 0)
     assert len(drain_all(accumulator, 0)) == 1
 
@@ -540,8 +540,43 @@ def test_new_batches_wait_behind_a_queued_retry() -> None:
     accumulator.on_batch_failed(first.batch_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, True, 0)
     append(accumulator, now_ms=1)  # a newer batch, immediately sendable (linger 0)
     assert drain_all(accumulator, 50) == []  # the head is backing off: nothing overtakes it
-    # The retry goes first; the newer batch may follow it in the same request, behind it.
-    assert [b.batch_id for b in drain_all(accumulator, 100)] == [first.batch_id, 1]
+    # The retry goes first and alone: the newer batch waits for its outcome (a broker refuses a
+    # request mixing a duplicate with new batches, and another request could overtake it).
+    assert [b.batch_id for b in drain_all(accumulator, 100)] == [first.batch_id]
+    assert drain_all(accumulator, 100) == []
+    accumulator.on_batch_acked(first.batch_id, 0)
+    assert [b.batch_id for b in drain_all(accumulator, 100)] == [1]
+
+
+def test_a_retry_shares_its_request_with_other_partitions_only() -> None:
+    accumulator = make(batch_size=0, random_source=FixedRandom(), retry_backoff_ms=0)
+    append(accumulator, partition=0)
+    (first,) = drain_all(accumulator, 0)
+    accumulator.on_batch_failed(first.batch_id, ErrorCode.NETWORK_EXCEPTION, True, 0)
+    for partition in (0, 0, 1):  # partitions 0 and 1 share a leader
+        append(accumulator, partition=partition, now_ms=1)
+    drained = drain_all(accumulator, 1)
+    assert sorted((b.partition, b.batch_id, b.attempts) for b in drained) == [
+        (0, first.batch_id, 2),
+        (1, 3, 1),
+    ]
+
+
+def test_an_idempotent_producer_bumps_its_own_epoch_until_int16_runs_out() -> None:
+    assert bumped_producer_epoch(header.NO_PRODUCER_ID, header.NO_PRODUCER_EPOCH) is None
+    assert bumped_producer_epoch(PRODUCER_ID, 0) == 1
+    assert bumped_producer_epoch(PRODUCER_ID, PRODUCER_EPOCH_MAX - 1) == PRODUCER_EPOCH_MAX
+    assert bumped_producer_epoch(PRODUCER_ID, PRODUCER_EPOCH_MAX) is None
+
+
+def test_a_retry_to_a_named_new_leader_skips_the_backoff() -> None:
+    accumulator = make(random_source=FixedRandom(), retry_backoff_ms=10_000)
+    append(accumulator)
+    (batch,) = drain_all(accumulator, 0)
+    accumulator.on_batch_failed(
+        batch.batch_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, True, 5, retry_now=True
+    )
+    assert [b.batch_id for b in drain_all(accumulator, 5)] == [batch.batch_id]
 
 
 def test_backoff_grows_exponentially_to_its_max() -> None:
@@ -551,7 +586,7 @@ def test_backoff_grows_exponentially_to_its_max() -> None:
     for _ in range(6):
         (batch,) = drain_all(accumulator, now_ms)
         accumulator.on_batch_failed(batch.batch_id, ErrorCode.REQUEST_TIMED_OUT, True, now_ms)
-        queued = accumulator._partitions[("t", 0)].queue[0]
+        queued = accumulator._batcher.partitions[("t", 0)].queue[0]
         backoffs.append(queued.retry_at_ms - now_ms)
         now_ms = queued.retry_at_ms
     assert backoffs == [100, 200, 400, 800, 1000, 1000]
@@ -566,7 +601,7 @@ def test_backoff_jitter_stays_within_twenty_percent() -> None:
     seen = set()
     for attempt in range(30):
         accumulator.on_batch_failed(batch.batch_id, ErrorCode.REQUEST_TIMED_OUT, True, 0)
-        queued = accumulator._partitions[("t", 0)].queue[0]
+        queued = accumulator._batcher.partitions[("t", 0)].queue[0]
         expected = min(1000 * 2**attempt, 100_000)
         assert 0.8 * expected <= queued.retry_at_ms <= min(1.2 * expected, 100_000)
         seen.add(queued.retry_at_ms)
@@ -580,7 +615,7 @@ def test_backoff_above_max_is_static() -> None:
     for now_ms in (0, 1000, 2000):
         (batch,) = drain_all(accumulator, now_ms)
         accumulator.on_batch_failed(batch.batch_id, ErrorCode.REQUEST_TIMED_OUT, True, now_ms)
-        assert accumulator._partitions[("t", 0)].queue[0].retry_at_ms == now_ms + 1000
+        assert accumulator._batcher.partitions[("t", 0)].queue[0].retry_at_ms == now_ms + 1000
 
 
 def test_non_retriable_failure_completes_the_batch_with_its_error() -> None:
@@ -671,8 +706,12 @@ def test_a_final_failure_with_a_sequence_requires_a_new_producer_epoch() -> None
     assert [(b.batch_id, b.base_sequence) for b in resent] == [(second.batch_id, 0)]
     assert codec.decode_batch(resent[0].encoded).header.producer_epoch == PRODUCER_EPOCH + 1
     accumulator.on_batch_acked(second.batch_id, 0)
-    resent = drain_all(accumulator, 500)  # the retried third, then the new batch behind it
-    assert [(b.batch_id, b.base_sequence) for b in resent] == [(third.batch_id, 1), (3, 2)]
+    resent = drain_all(accumulator, 500)  # the retried third, alone
+    assert [(b.batch_id, b.base_sequence) for b in resent] == [(third.batch_id, 1)]
+    assert drain_all(accumulator, 500) == []  # nothing overtakes a retry in flight
+    accumulator.on_batch_acked(third.batch_id, 2)
+    resent = drain_all(accumulator, 500)  # then the new batch behind it
+    assert [(b.batch_id, b.base_sequence) for b in resent] == [(3, 2)]
 
 
 def test_out_of_order_at_the_head_means_the_broker_lost_our_state() -> None:

@@ -5,9 +5,11 @@ partition are in append order, and — when nothing failed for good — the idem
 logs hold every record exactly once, in order.
 
 Method: a tiny in-memory cluster (`FakeBroker`: one log per partition, Kafka's idempotence checks
-on producer id, epoch and the last 5 sequences per partition — DESIGN §5) and a driver loop that
-does what the asyncio sender will do (ready -> InitProducerId when asked -> drain -> deliver in any
-order -> feed outcomes back). Two harnesses share it: a seeded simulation (VOPR style: one
+on producer id, epoch and the last 5 sequences per partition — DESIGN §5 — answering duplicates
+with their offsets or DUPLICATE_SEQUENCE_NUMBER, and InitProducerId) and a driver loop that does
+what producer_driver.py does (ready -> a local epoch bump, or InitProducerId for the first id or
+when the epoch runs out -> drain, a retry alone in its partition's data -> deliver in any order
+-> feed outcomes back). Two harnesses share it: a seeded simulation (VOPR style: one
 `random.Random(seed)` chooses every step; a failure names its seed) and a hypothesis
 RuleBasedStateMachine that shrinks a failing sequence of steps. Invariants are checked after every
 step; a final phase heals all faults and checks that everything completes.
@@ -24,8 +26,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from samsa.client.accumulator import AppendRefusal, AppendResult, Completed, RecordAccumulator
+from samsa.client.accumulator import RecordAccumulator
 from samsa.client.config import ProducerConfig
+from samsa.client.producer_batch import Completed
+from samsa.client.producer_sequences import PRODUCER_EPOCH_MAX, bumped_producer_epoch
+from samsa.client.record_batcher import AppendRefusal, AppendResult
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.common.record import codec
 
@@ -47,26 +52,39 @@ class _ProducerEntry:
 
 
 class FakeBroker:
-    """Every partition's log (values by offset) and the idempotence checks of a leader."""
+    """Every partition's log (values by offset), the idempotence checks of a leader, and
+    InitProducerId. `rng` picks, once, how this broker answers a duplicate (the original
+    offsets, or DUPLICATE_SEQUENCE_NUMBER as older Kafka brokers did) and whether the ids it
+    hands out start with an epoch about to run out (so that the producer must ask again)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rng: random.Random) -> None:
         self.logs: dict[int, list[bytes]] = {p: [] for p in range(PARTITION_COUNT)}
-        self.producers: dict[int, _ProducerEntry] = {}
+        self.producers: dict[tuple[int, int], _ProducerEntry] = {}  # by (partition, id)
+        self.duplicate_error = rng.random() < 0.5
+        self.first_epoch = PRODUCER_EPOCH_MAX - 1 if rng.random() < 0.25 else 0
+        self.producer_ids_given = 0
+
+    def init_producer_id(self) -> tuple[int, int]:
+        self.producer_ids_given += 1
+        return PRODUCER_ID + self.producer_ids_given, self.first_epoch
 
     def produce(self, partition: int, encoded: bytes) -> tuple[ErrorCode, int]:
         batch = codec.decode_batch(encoded)
         batch_header = batch.header
         log = self.logs[partition]
         if batch_header.producer_id >= 0:
-            entry = self.producers.get(partition)
+            key = (partition, batch_header.producer_id)
+            entry = self.producers.get(key)
             if entry is not None and batch_header.producer_epoch < entry.producer_epoch:
                 return ErrorCode.INVALID_PRODUCER_EPOCH, -1
             if entry is None or batch_header.producer_epoch > entry.producer_epoch:
                 if batch_header.base_sequence != 0:
                     return ErrorCode.UNKNOWN_PRODUCER_ID, -1
-                entry = self.producers[partition] = _ProducerEntry(batch_header.producer_epoch)
+                entry = self.producers[key] = _ProducerEntry(batch_header.producer_epoch)
             for base_sequence, base_offset in entry.recent:
                 if base_sequence == batch_header.base_sequence:
+                    if self.duplicate_error:
+                        return ErrorCode.DUPLICATE_SEQUENCE_NUMBER, -1
                     return ErrorCode.NONE, base_offset  # duplicate: the original offsets
             if batch_header.base_sequence != entry.next_sequence:
                 return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, -1
@@ -78,7 +96,8 @@ class FakeBroker:
 
     def forget_producers(self, partition: int) -> None:
         """The leader lost producer state (an unclean election): the next batch is unknown."""
-        self.producers.pop(partition, None)
+        for key in [key for key in self.producers if key[0] == partition]:
+            del self.producers[key]
 
 
 @dataclass
@@ -111,9 +130,8 @@ class Simulation:
         config = ProducerConfig.from_dict(settings_map)
         self.idempotent = idempotent
         self.accumulator = RecordAccumulator(config, random.Random(seed))
-        self.broker = FakeBroker()
+        self.broker = FakeBroker(random.Random(f"broker-{seed}"))
         self.now_ms = 0
-        self.producer_epoch = -1
         self.leaders = {(TOPIC, p): NODES[p % len(NODES)] for p in range(PARTITION_COUNT)}
         self.requests: list[_Request] = []
         self.next_record_id = 0
@@ -149,14 +167,22 @@ class Simulation:
         result = self.accumulator.ready(self.now_ms, self.leaders)
         assert not result.unknown_leader_topics
         if result.producer_id_required:
-            self.producer_epoch += 1  # InitProducerId: a new epoch fences the old one
-            self.unsafe_events += self.producer_epoch > 0
-            self.accumulator.set_producer_id(PRODUCER_ID, self.producer_epoch)
+            # What the driver does: bump the epoch locally (KIP-360), InitProducerId only for
+            # the first id or when the epoch runs out. Either fences the old epoch's batches.
+            producer_id, producer_epoch = self.accumulator.producer_identity
+            self.unsafe_events += producer_id >= 0
+            producer_epoch = bumped_producer_epoch(producer_id, producer_epoch)
+            if producer_epoch is None:
+                producer_id, producer_epoch = self.broker.init_producer_id()
+            self.accumulator.set_producer_id(producer_id, producer_epoch)
             result = self.accumulator.ready(self.now_ms, self.leaders)
         for node_id in sorted(result.ready_nodes):
             drained = self.accumulator.drain(node_id, 1200, self.now_ms)
             if drained:
                 assert all(self.leaders[(b.topic, b.partition)] == node_id for b in drained)
+                for retry in (b for b in drained if b.attempts > 1):  # the broker's rule
+                    mates = [b for b in drained if b.partition == retry.partition]
+                    assert mates == [retry], "a retry shares its partition's data in a request"
                 batches = [(b.batch_id, b.partition, b.encoded) for b in drained]
                 assert all(encoded is not None for _, _, encoded in batches)
                 self.requests.append(_Request(node_id, batches))  # type: ignore[arg-type]

@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 SDK = Path(__file__).resolve().parents[3] / "clients" / "python" / "samsa_client"
-CORE_MODULES = ("partitioner.py", "config.py", "accumulator.py")
+CORE_MODULES = (
+    "partitioner.py",
+    "config.py",
+    "accumulator.py",
+    "producer_batch.py",
+    "record_batcher.py",
+    "producer_sequences.py",
+    "retry_backoff.py",
+)
 FORBIDDEN = {
     "asyncio",
     "concurrent",

@@ -1,0 +1,190 @@
+"""AsyncProducer: the producer driver on the caller's own event loop (aiokafka's habit).
+
+    async with AsyncProducer({"bootstrap.servers": "..."}) as producer:
+        future = await producer.send("events", b"value")   # queued: an awaitable
+        metadata = await future                             # acknowledged: RecordMetadata
+        metadata = await producer.send_and_wait("events", b"value")
+
+Theory of operation. The same `ProducerDriver` as the sync `Producer` (producer_driver.py), but
+its task runs on the caller's loop, so there is no thread hand-off at all: `send()` appends to
+the accumulator and, when the append says so, calls the driver's `wake()`, which drains and sends
+at once (still on the loop, so still the only drainer). Callbacks
+added with `add_done_callback` run through `loop.call_soon`, after the driver's turn, never
+inside it. Only two things leave the loop: the first metadata fetch of a topic and metadata
+refreshes, which use sync gRPC in a worker thread (`asyncio.to_thread`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from samsa.client.channels import Channels
+from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.errors import ProduceError
+from samsa.client.producer import WAIT_POLL_S, producer_config, run_callback
+from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
+from samsa.client.record_future import AsyncRecordFuture, RecordMetadata
+from samsa.common.errors import ErrorCode
+
+
+class AsyncProducer:
+    """Kafka's producer for asyncio callers, with Kafka's configuration keys (see config.py)."""
+
+    def __init__(
+        self, config: Mapping[str, object], *, brokers_answer_init_producer_id: bool = False
+    ) -> None:
+        """`brokers_answer_init_producer_id`: as for `Producer`."""
+        self.config = producer_config(
+            config, brokers_answer_init_producer_id=brokers_answer_init_producer_id
+        )
+        self._channels = Channels()
+        self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
+        self._driver: ProducerDriver | None = None
+        # Set by the driver after completions: memory was freed, a flush may be done.
+        self._progress = asyncio.Event()
+        self._closed = False
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def run_callbacks(callbacks: list[Callable[[], None]]) -> None:
+            for callback in callbacks:
+                loop.call_soon(run_callback, callback)
+
+        self._driver = ProducerDriver(
+            self.config, self._metadata, run_callbacks, self._progress.set
+        )
+        await self._driver.start()
+
+    def _started(self) -> ProducerDriver:
+        if self._driver is None or self._closed:
+            raise ProduceError(
+                "the producer is not started (await start()) or is stopped",
+                ErrorCode.INVALID_REQUEST,
+            )
+        return self._driver
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> AsyncRecordFuture:
+        """Queue one record (waiting for buffer memory if need be); await the result for its
+        RecordMetadata."""
+        driver = self._started()
+        now = now_ms()
+        if timestamp is None:
+            timestamp = now
+        count = self._metadata.partition_counts.get(topic)
+        if count is None:
+            count = await asyncio.to_thread(
+                self._metadata.partition_count, topic, self.config.max_block_ms / 1000
+            )
+        if partition is not None and not 0 <= partition < count:
+            raise_no_partition(topic, partition, count)
+        outcome, index, partition, wake = driver.append(
+            topic, partition, key, value, headers, timestamp, now, count
+        )
+        if outcome is None:
+            outcome, index, partition, wake = await self._wait_for_memory(
+                topic, partition, key, value, headers, timestamp, count
+            )
+        if wake:
+            driver.wake()
+        assert outcome is not None
+        return AsyncRecordFuture(outcome, index, topic, partition, timestamp)
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> RecordMetadata:
+        return await (await self.send(topic, value, key, headers, partition, timestamp))
+
+    async def _wait_for_memory(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        timestamp: int,
+        count: int,
+    ) -> Appended:
+        """buffer.memory is full: wait (up to max.block.ms) for completions to free some, then
+        append to `partition` again."""
+        driver = self._started()
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        appended: Appended = (None, 0, partition, True)
+        while appended[0] is None:
+            driver.wake()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProduceError(
+                    f"buffer.memory ({self.config.buffer_memory} bytes) stayed full for "
+                    f"max.block.ms ({self.config.max_block_ms} ms): the cluster is slower "
+                    "than the producer",
+                    ErrorCode.REQUEST_TIMED_OUT,
+                )
+            await self._wait_for_progress(min(remaining, WAIT_POLL_S))
+            appended = driver.append(
+                topic, partition, key, value, headers, timestamp, now_ms(), count
+            )
+        return appended
+
+    async def _wait_for_progress(self, timeout_s: float) -> None:
+        self._progress.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._progress.wait()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now and wait until every record sent so far is settled."""
+        driver = self._started()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with driver.lock:
+            target = driver.accumulator.begin_flush()
+        try:
+            driver.wake()
+            while True:
+                with driver.lock:
+                    if driver.accumulator.is_flush_complete(target):
+                        return
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"flush did not complete within {timeout} s")
+                await self._wait_for_progress(
+                    WAIT_POLL_S if remaining is None else min(remaining, WAIT_POLL_S)
+                )
+        finally:
+            with driver.lock:
+                driver.accumulator.flush_done()
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Flush, then stop the driver. Records still unsettled after `timeout` fail."""
+        if self._driver is None or self._closed:
+            return
+        try:
+            await self.flush(timeout)
+        finally:
+            self._closed = True
+            await self._driver.stop()
+            self._channels.close()
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -1,0 +1,190 @@
+"""A producer batch, its states and the one table of its moves — a pure core.
+
+Theory of operation. A batch holds records of one partition as Python lists of values, keys,
+timestamps and headers: appending is a few list appends and no encoding (the SDK's per-record
+cost is what the produce benchmark measures). It is encoded once, by
+`samsa.common.record.codec.build_batch`, when first drained; a retry re-sends the same bytes (same
+producer id, epoch and sequence). Its estimated size is the exact uncompressed encoded size: the
+61-byte header plus 24 bytes of per-record arrays plus key, value and header bytes.
+
+A batch's life, one table (STYLE habit 4); `transition` asserts every move:
+
+    OPEN       taking records; the last batch of its partition's queue   -> IN_FLIGHT, DONE, QUEUED
+    QUEUED     closed, waiting in its partition's queue (maybe backing off) -> IN_FLIGHT, DONE
+    IN_FLIGHT  drained, awaiting the driver's outcome                    -> QUEUED, DONE
+    DONE       completed (acked, failed, expired or aborted); forgotten
+
+`PartitionState` holds one partition's unfinished batches (its queue, oldest first, and what is
+in flight) and its sequence bookkeeping (producer_sequences.py).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from typing import NamedTuple
+
+from samsa.common.errors import ErrorCode
+from samsa.common.record import codec, header
+
+# Estimated (= exact, uncompressed) encoded size: the batch header once, then per record its
+# fixed-width array entries plus key and value bytes, per header its two lengths plus its bytes.
+BATCH_OVERHEAD_BYTES = header.HEADER_BYTES
+RECORD_OVERHEAD_BYTES = codec.ARRAY_BYTES_PER_RECORD
+HEADER_OVERHEAD_BYTES = codec.ARRAY_BYTES_PER_HEADER
+
+NO_OFFSET = -1
+NO_TIMESTAMP = -1
+
+TopicPartition = tuple[str, int]
+
+
+class BatchState(enum.Enum):
+    OPEN = "open"
+    QUEUED = "queued"
+    IN_FLIGHT = "in flight"
+    DONE = "done"
+
+
+_TRANSITIONS: dict[BatchState, frozenset[BatchState]] = {
+    BatchState.OPEN: frozenset({BatchState.IN_FLIGHT, BatchState.DONE, BatchState.QUEUED}),
+    BatchState.QUEUED: frozenset({BatchState.IN_FLIGHT, BatchState.DONE}),
+    BatchState.IN_FLIGHT: frozenset({BatchState.QUEUED, BatchState.DONE}),
+    BatchState.DONE: frozenset(),
+}
+
+
+class Completed(NamedTuple):
+    """The outcome of every record of one batch."""
+
+    batch_id: int
+    topic: str
+    partition: int
+    record_count: int
+    base_offset: int  # NO_OFFSET on error (and with acks=0)
+    log_append_time_ms: int  # NO_TIMESTAMP unless the topic uses LogAppendTime
+    error_code: ErrorCode  # ErrorCode.NONE on success
+    error_message: str
+
+
+class ProducerBatch:
+    """One batch of one partition. The driver reads `encoded` (after drain) and the identity
+    fields; everything else belongs to the accumulator."""
+
+    __slots__ = (
+        "attempts",
+        "base_sequence",
+        "batch_id",
+        "created_ms",
+        "encoded",
+        "headers",
+        "keys",
+        "node_id",
+        "partition",
+        "retry_at_ms",
+        "size_bytes",
+        "state",
+        "timestamps",
+        "topic",
+        "values",
+    )
+
+    def __init__(self, batch_id: int, topic: str, partition: int, created_ms: int) -> None:
+        self.batch_id = batch_id
+        self.topic = topic
+        self.partition = partition
+        self.created_ms = created_ms
+        self.state = BatchState.OPEN
+        self.values: list[bytes | None] = []
+        self.keys: list[bytes | None] = []
+        self.timestamps: list[int] = []
+        # None until a record with headers arrives; then one tuple of pairs per record.
+        self.headers: list[tuple[tuple[str, bytes | None], ...]] | None = None
+        self.size_bytes = BATCH_OVERHEAD_BYTES
+        self.attempts = 0  # times drained
+        self.retry_at_ms = 0  # not sendable before this (retry backoff)
+        self.base_sequence = header.NO_SEQUENCE
+        self.encoded: bytes | None = None
+        self.node_id = -1  # the node of the last attempt
+
+    @property
+    def record_count(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return (
+            f"ProducerBatch(batch_id={self.batch_id}, {self.topic}-{self.partition}, "
+            f"records={len(self.values)}, state={self.state.value}, attempts={self.attempts}, "
+            f"base_sequence={self.base_sequence})"
+        )
+
+    def encode(
+        self, compression: int, producer_id: int, producer_epoch: int, transactional: bool
+    ) -> bytes:
+        """The batch's bytes for its current sequence; a retry re-sends them unchanged."""
+        # All-null keys are the common keyless case: one C-level count instead of a column.
+        keys = None if self.keys.count(None) == len(self.keys) else self.keys
+        encoded = codec.build_batch(
+            self.values,
+            keys=keys,
+            timestamps=self.timestamps,
+            headers=self.headers,
+            compression=compression,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=self.base_sequence,
+            transactional=transactional,
+        )
+        assert compression or len(encoded) == self.size_bytes, "size estimate drifted"
+        return encoded
+
+    def complete(
+        self, base_offset: int, log_append_time_ms: int, error_code: ErrorCode, message: str
+    ) -> Completed:
+        """DONE: free the records (the driver keeps its futures, not our columns)."""
+        transition(self, BatchState.DONE)
+        record_count = len(self.values)
+        self.values, self.keys, self.timestamps, self.headers = [], [], [], None
+        self.encoded = None
+        return Completed(
+            self.batch_id,
+            self.topic,
+            self.partition,
+            record_count,
+            base_offset,
+            log_append_time_ms,
+            error_code,
+            message,
+        )
+
+
+class PartitionState:
+    """The batches of one partition that are not done, and its sequence counter."""
+
+    __slots__ = ("in_flight", "last_acked_batch_id", "next_sequence", "open_batch", "queue")
+
+    def __init__(self) -> None:
+        # Not in flight, ascending batch id; the open batch, if any, is last.
+        self.queue: deque[ProducerBatch] = deque()
+        # In flight, ascending batch id (a retry is only sent when this is empty).
+        self.in_flight: list[ProducerBatch] = []
+        self.open_batch: ProducerBatch | None = None
+        self.next_sequence = 0
+        # The newest batch acked under the current producer epoch: the broker only accepts
+        # sequences in order, so every older batch sent in this epoch was written.
+        self.last_acked_batch_id = -1
+
+    def requeue(self, batch: ProducerBatch) -> None:
+        """Put a failed batch back at its place: the queue stays sorted by batch id."""
+        transition(batch, BatchState.QUEUED)
+        position = 0
+        for queued in self.queue:
+            if queued.batch_id > batch.batch_id:
+                break
+            position += 1
+        self.queue.insert(position, batch)
+
+
+def transition(batch: ProducerBatch, target: BatchState) -> None:
+    assert target in _TRANSITIONS[batch.state], f"{batch!r}: illegal move to {target.value}"
+    batch.state = target

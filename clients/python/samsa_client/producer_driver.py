@@ -1,0 +1,424 @@
+"""The producer driver: one asyncio task that alone owns drain -> send -> outcome for every broker.
+
+Theory of operation. The accumulator (accumulator.py, a pure core) decides everything about
+batches: where a record goes, when a batch is sendable, retries, ordering, expiry, sequences.
+This module is its driver, the loop the accumulator's docstring describes, on `grpc.aio`:
+
+- `append()` is called by a facade on the caller's thread (`Producer`) or on the loop
+  (`AsyncProducer`): partition choice and one accumulator append under `lock`, and a
+  `BatchOutcome` shared by the batch's records. It never does I/O; the facade wakes the driver
+  only when the append says there is something to send (a batch filled, a new batch needs its
+  linger timer, or linger.ms=0).
+- `_drain_and_send()` runs `ready()`, `drain()`s each ready broker into one Produce request and
+  hands it to that broker's long-lived ProduceStream (produce_stream.py) without awaiting. It is
+  synchronous and only ever runs on the loop — from the task `_run` (timers, answers) or from
+  `wake()` (a facade's append) — so the order in which the accumulator drained one partition's
+  batches is the order they reach the wire (test_client_producer_order.py shows the two-driver
+  design this replaced reordering them).
+- Answers arrive on each stream's reader task, on the same loop; their outcomes go back to the
+  accumulator under `lock` and settle the batch outcomes. User callbacks are handed to the
+  facade's callback runner (a callback thread, or `loop.call_soon`), never run here, so a slow
+  callback stalls no answer.
+- Idempotence: when `ready()` asks for a producer id, nothing is in flight; producer_ids.py
+  bumps the epoch locally (KIP-360), or calls InitProducerId for the first id, when the epoch
+  would pass int16, or after INVALID_PRODUCER_EPOCH.
+- Retriable errors (leader moved, broker unreachable, timeouts) go back to the accumulator, which
+  retries with backoff within `delivery.timeout.ms`; NOT_LEADER_OR_FOLLOWER and the like also mark
+  the metadata stale, unless the answer names a newer leader (KIP-951): then that partition's
+  leader is updated at once and the batch retried to it with no backoff. Metadata is read with
+  sync gRPC (cluster_metadata.py), so refreshes run in a worker thread (`asyncio.to_thread`)
+  while the loop keeps serving answers.
+
+`lock` guards the accumulator, the partitioner and the outcome table; it is held for pure calls
+only, never across I/O or an await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+import grpc
+
+from samsa.client.accumulator import ReadyResult, RecordAccumulator
+from samsa.client.channels import AioChannels
+from samsa.client.cluster_metadata import (
+    NEW_LEADER_ERRORS,
+    STALE_METADATA_ERRORS,
+    ClusterMetadata,
+)
+from samsa.client.config import ProducerConfig
+from samsa.client.errors import KafkaError, ProduceError
+from samsa.client.partitioner import Partitioner
+from samsa.client.produce_stream import (
+    ByPartition,
+    ProduceStream,
+    produce_request,
+    stream_error_outcome,
+)
+from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
+from samsa.client.producer_ids import ProducerIds
+from samsa.client.record_batcher import AppendRefusal
+from samsa.client.record_future import BatchOutcome, BatchOutcomes
+from samsa.common.errors import ErrorCode, is_retriable
+from samsa.v1 import broker_pb2, broker_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+# The longest the driver sleeps with nothing scheduled: bounds how late stream timeouts are seen.
+IDLE_WAIT_S = 0.5
+# After an unknown leader: how soon to look again once metadata was refreshed.
+UNKNOWN_LEADER_WAIT_S = 0.05
+
+Callbacks = list[Callable[[], None]]
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds: record timestamps default to it, so the core runs on it too."""
+    return time.time_ns() // 1_000_000
+
+
+# What `append()` did: (outcome, record index, partition, wake). `wake`: the driver has something
+# new to do. `outcome` None: buffer.memory is full; wait for completions, then append again to
+# that partition (sticky=False). A plain tuple: it is built once per record.
+Appended = tuple[BatchOutcome | None, int, int, bool]
+
+
+def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
+    raise ProduceError(
+        f"partition {partition} of {topic!r} does not exist (it has {count})",
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    )
+
+
+class ProducerDriver:
+    """Runs on one event loop; `append`, `wake_threadsafe` and `lock` are for other threads."""
+
+    def __init__(
+        self,
+        config: ProducerConfig,
+        metadata: ClusterMetadata,
+        run_callbacks: Callable[[Callbacks], None],
+        on_completions: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.metadata = metadata
+        self.lock = threading.Lock()
+        self.accumulator = RecordAccumulator(config, random.Random())
+        self._partitioner = Partitioner(random.Random(), ignore_keys=config.partitioner_ignore_keys)
+        self._run_callbacks = run_callbacks
+        self._on_completions = on_completions
+        self._outcomes = BatchOutcomes()
+        self._outcomes_by_batch_id = self._outcomes.by_batch_id  # read by append(), hot
+        self._ignore_keys = config.partitioner_ignore_keys
+        self._wake_every_record = config.linger_ms == 0
+        self._streams: dict[str, ProduceStream] = {}  # by broker endpoint
+        self._channels = AioChannels()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._wake_scheduled = False
+        self._stopping = False
+        self._draining = False  # inside _drain_and_send (asserted: never nested)
+        self._producer_ids = ProducerIds(metadata, self._stub, config.request_timeout_ms / 1000)
+        self._task: asyncio.Task[None] | None = None
+
+    # --- any thread -------------------------------------------------------------------------------
+
+    def append(
+        self,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        timestamp: int,
+        now: int,
+        count: int,
+    ) -> Appended:
+        """Append one record (`partition` None: the partitioner picks, sticky when keyless).
+        The SDK's hottest path: plain tuples, no extra calls (~2 us per record in all)."""
+        sticky = partition is None and (key is None or self._ignore_keys)
+        accumulator = self.accumulator
+        with self.lock:
+            if partition is None:
+                partition = self._partitioner.partition(topic, key, count)
+            result = accumulator.append(
+                topic, partition, key, value, headers, timestamp, now, sticky
+            )
+            if result is AppendRefusal.NEW_BATCH_NEEDED:
+                self._partitioner.on_batch_closed(topic, partition)
+                partition = self._partitioner.partition(topic, key, count)
+                result = accumulator.append(
+                    topic, partition, key, value, headers, timestamp, now, False
+                )
+            if result.__class__ is AppendRefusal:  # BUFFER_FULL
+                return None, 0, partition, True
+            batch_id, index, full, new_batch = result
+            outcome = self._outcomes_by_batch_id.get(batch_id)
+            if outcome is None:
+                outcome = self._outcomes_by_batch_id[batch_id] = BatchOutcome()
+        wake = full or new_batch or self._wake_every_record
+        return outcome, index, partition, wake
+
+    def wake_threadsafe(self) -> None:
+        """Wake the driver from another thread; one loop hand-off however many callers ask."""
+        if self._wake_scheduled or self._loop is None:
+            return
+        self._wake_scheduled = True
+        self._loop.call_soon_threadsafe(self.wake)
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """A facade appended something to send: drain and send at once (on the loop, so still
+        the only drainer), then let the task look at its timers."""
+        self._wake_scheduled = False
+        if self._wake is None or self._stopping:
+            return
+        try:
+            self._drain_and_send()
+        except Exception:
+            log.exception("producer driver error")  # the task's turn tries again
+        self._wake.set()
+
+    def _wake_task(self) -> None:
+        """An outcome came back: the task's next turn sends what it allows (never a drain from
+        here: this may run inside `_drain_and_send`, whose drained requests must go first)."""
+        assert self._wake is not None
+        self._wake.set()
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._task = self._loop.create_task(self._run(), name="samsa-producer-driver")
+
+    async def stop(self) -> None:
+        """End the loop, fail what is still unsettled, close the streams and channels."""
+        assert self._task is not None and self._wake is not None, "stop() before start()"
+        self._stopping = True
+        self._wake.set()
+        await self._task
+        for stream in list(self._streams.values()):
+            await stream.close()  # requests still waiting fail, and go back to the queue
+        self._streams.clear()
+        with self.lock:
+            completed = self.accumulator.abort_all(
+                ErrorCode.REQUEST_TIMED_OUT, "the producer was closed before delivery"
+            )
+        self._settle(completed)
+        await self._channels.close()
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                wait_s = await self._turn()
+            except Exception:
+                log.exception("producer driver error")
+                wait_s = 0.1
+            if wait_s > 0 and not self._stopping:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait_s):  # no task per turn, unlike wait_for
+                        await self._wake.wait()
+
+    async def _turn(self) -> float:
+        """One turn: drain every ready broker and send; returns how long to sleep unless woken."""
+        metadata = self.metadata
+        if metadata.needs_refresh():
+            await self._refresh(())
+        ready = self._drain_and_send()
+        if ready.producer_id_required and self.accumulator.has_unfinished():
+            renewed = await self._renew_producer_id()
+            return 0.0 if renewed else self.config.retry_backoff_ms / 1000
+        for stream in list(self._streams.values()):
+            stream.expire(self.config.request_timeout_ms / 1000)
+        if ready.unknown_leader_topics:
+            await self._refresh(ready.unknown_leader_topics)
+            return UNKNOWN_LEADER_WAIT_S
+        if ready.next_check_ms is None:
+            return IDLE_WAIT_S
+        return min(IDLE_WAIT_S, max(0.0, (ready.next_check_ms - now_ms()) / 1000))
+
+    def _drain_and_send(self) -> ReadyResult:
+        """Expire, drain every ready broker and hand each request to its stream. Synchronous,
+        and only ever run on the loop: no await from drain to send, so wire order = drain
+        order, whichever of the task and `wake()` runs it."""
+        assert not self._draining, "a drain inside a drain would reorder requests"
+        self._draining = True
+        try:
+            accumulator = self.accumulator
+            with self.lock:
+                now = now_ms()
+                expired = accumulator.expire(now)
+                ready = accumulator.ready(now, self.metadata.leaders)
+                requests = [
+                    (node, accumulator.drain(node, self.config.max_request_size, now))
+                    for node in ready.ready_nodes
+                    if self._has_room(node)
+                ]
+            self._settle(expired)
+            for node, batches in requests:
+                if batches:
+                    self._send_request(node, batches)
+        finally:
+            self._draining = False
+        return ready
+
+    async def _renew_producer_id(self) -> bool:
+        """ready() asks for a (new) producer id and epoch, with nothing in flight
+        (producer_ids.py). False when that failed: the caller waits retry.backoff.ms and asks
+        again; a non-retriable failure fails the queued batches at once."""
+        identity = await self._producer_ids.next_identity(*self.accumulator.producer_identity)
+        code = identity.error_code
+        if code is not ErrorCode.NONE:
+            log.warning("InitProducerId failed: %s %s", code.name, identity.error_message)
+            if not is_retriable(code):
+                with self.lock:
+                    completed = self.accumulator.abort_all(
+                        code, f"InitProducerId: {identity.error_message}"
+                    )
+                self._settle(completed)
+            return False
+        with self.lock:
+            self.accumulator.set_producer_id(identity.producer_id, identity.producer_epoch)
+        return True
+
+    def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
+        return broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint))
+
+    async def _refresh(self, topics: Sequence[str] | frozenset[str]) -> None:
+        try:
+            await asyncio.to_thread(self.metadata.refresh, topics)
+        except KafkaError as error:
+            log.warning("metadata refresh failed: %s", error)
+
+    def _has_room(self, node: int) -> bool:
+        endpoint = self.metadata.endpoints.get(node)
+        stream = self._streams.get(endpoint) if endpoint is not None else None
+        return stream is None or stream.broken or stream.has_room()
+
+    def _send_request(self, node: int, batches: list[ProducerBatch]) -> None:
+        by_partition: ByPartition = {}
+        for batch in batches:
+            by_partition.setdefault((batch.topic, batch.partition), []).append(batch)
+        endpoint = self.metadata.endpoints.get(node)
+        if endpoint is None:
+            self.metadata.mark_stale()
+            self._fail_batches(by_partition, ErrorCode.BROKER_NOT_AVAILABLE, retriable=True)
+            return
+        request = produce_request(self.config.acks, self.config.request_timeout_ms, by_partition)
+        acks_zero = self.config.acks == 0
+
+        def on_answer(
+            response: broker_pb2.ProduceResponse | None, error: grpc.RpcError | None
+        ) -> None:
+            if not acks_zero:
+                self._on_response(response, error, by_partition)
+
+        while not self._stream(endpoint).send(request, on_answer):
+            self._streams.pop(endpoint, None)  # broken: the next call opens a new one
+        if acks_zero:
+            with self.lock:
+                completed = [
+                    done
+                    for batch in batches
+                    for done in self.accumulator.on_batch_acked(batch.batch_id, NO_OFFSET)
+                ]
+            self._settle(completed)
+
+    def _stream(self, endpoint: str) -> ProduceStream:
+        stream = self._streams.get(endpoint)
+        if stream is None or stream.broken:
+            stream = self._streams[endpoint] = ProduceStream(self._stub(endpoint))
+        return stream
+
+    def _on_response(
+        self,
+        response: broker_pb2.ProduceResponse | None,
+        error: grpc.RpcError | None,
+        by_partition: ByPartition,
+    ) -> None:
+        if error is not None:
+            log.warning("produce request failed: %s", error.code())
+            self.metadata.mark_stale()
+            code, retriable = stream_error_outcome(error)
+            self._fail_batches(by_partition, code, retriable=retriable)
+            return
+        assert response is not None
+        completed: list[Completed] = []
+        now = now_ms()
+        with self.lock:
+            for topic in response.topics:
+                for result in topic.partitions:
+                    group = by_partition.get((topic.name, result.partition), [])
+                    completed += self._partition_outcome(topic.name, group, result, now)
+        self._settle(completed)
+        self._wake_task()
+
+    def _partition_outcome(
+        self,
+        topic: str,
+        group: list[ProducerBatch],
+        result: broker_pb2.ProduceResponse.PartitionResponse,
+        now: int,
+    ) -> list[Completed]:
+        """Under the lock: feed one partition's answer back to the accumulator."""
+        completed: list[Completed] = []
+        if result.error_code == ErrorCode.NONE:
+            base = result.base_offset
+            for batch in group:
+                count = batch.record_count  # before the ack frees the records
+                completed += self.accumulator.on_batch_acked(
+                    batch.batch_id, base, result.log_append_time_ms
+                )
+                base += count
+            return completed
+        code = ErrorCode(result.error_code)
+        # KIP-951: the answer names the new leader; go there now, no backoff, no refresh.
+        retry_now = (
+            code in NEW_LEADER_ERRORS
+            and result.HasField("current_leader")
+            and self.metadata.update_leader(
+                (topic, result.partition),
+                result.current_leader.leader_id,
+                result.current_leader.leader_epoch,
+            )
+        )
+        if code in STALE_METADATA_ERRORS and not retry_now:
+            self.metadata.mark_stale()
+        elif code is ErrorCode.INVALID_PRODUCER_EPOCH:
+            self._producer_ids.on_fenced()
+        for batch in group:
+            completed += self.accumulator.on_batch_failed(
+                batch.batch_id, code, is_retriable(code), now, retry_now=retry_now
+            )
+            self._outcomes.note_message(batch.batch_id, result.error_message)
+        return completed
+
+    def _fail_batches(self, by_partition: ByPartition, code: ErrorCode, *, retriable: bool) -> None:
+        now = now_ms()
+        with self.lock:
+            completed = [
+                done
+                for group in by_partition.values()
+                for batch in group
+                for done in self.accumulator.on_batch_failed(batch.batch_id, code, retriable, now)
+            ]
+        self._settle(completed)
+        self._wake_task()
+
+    def _settle(self, completed: list[Completed]) -> None:
+        """Settle the outcomes of completed batches; user callbacks go to the runner."""
+        if not completed:
+            return
+        callbacks = self._outcomes.settle(completed)
+        if callbacks:
+            self._run_callbacks(callbacks)
+        self._on_completions()

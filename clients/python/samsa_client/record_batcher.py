@@ -1,0 +1,294 @@
+"""Records into batches: batching, memory and linger — a pure core under the accumulator.
+
+Theory of operation. Records of one partition go to its *open* batch (producer_batch.py). When a
+record would take the batch past `batch.size` a new batch opens; a batch always takes its first
+record, up to `max.request.size`. A keyless record (sticky partitioning, KIP-480) is appended
+with `abort_on_new_batch=True`: on NEW_BATCH_NEEDED the driver tells the partitioner the batch
+closed, picks again and appends with `abort_on_new_batch=False`, so the record that did not fit
+starts the next partition's batch.
+
+Linger. An open batch that is not full becomes sendable `linger.ms` after its first record;
+a closed or full one at once (`sendable_at_ms`). The accumulator adds the other reasons (a
+flush, a retry's backoff, the ordering rules).
+
+Memory. `buffered_bytes` (estimated bytes of all unfinished batches) stays <= `buffer.memory`:
+an append that would pass it is refused with BUFFER_FULL and changes nothing; the driver waits for
+completions (up to `max.block.ms`) and tries again. While an append waits, `memory_waiting` makes
+every batch sendable (Kafka's "exhausted" rule: lingering batches would hold the memory it waits
+for). A record that could never fit (larger than buffer.memory, or than max.request.size in a
+batch) raises RecordTooLargeError at once.
+
+The batcher owns the unfinished batches' bookkeeping, which the accumulator reads and moves:
+`partitions`, `queued` (partitions with a non-empty queue) and `unfinished` (by id, oldest
+first).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from samsa.client.config import ProducerConfig
+from samsa.client.producer_batch import (
+    BATCH_OVERHEAD_BYTES,
+    HEADER_OVERHEAD_BYTES,
+    RECORD_OVERHEAD_BYTES,
+    BatchState,
+    PartitionState,
+    ProducerBatch,
+    TopicPartition,
+    transition,
+)
+from samsa.common.errors import InvalidRecordError, RecordTooLargeError
+
+# Timestamps are int64 milliseconds in the batch; Kafka rejects negative ones.
+TIMESTAMP_MS_MAX = 2**63 - 1
+
+_new_tuple = tuple.__new__
+
+
+class AppendRefusal(enum.Enum):
+    """Why an append did not happen (nothing changed; the record is still the caller's)."""
+
+    # buffered_bytes + this record > buffer.memory: wait for completions, then append again.
+    BUFFER_FULL = "buffer full"
+    # abort_on_new_batch=True and the record needs a new batch: switch the sticky partition.
+    NEW_BATCH_NEEDED = "new batch needed"
+
+
+class AppendResult(NamedTuple):
+    """Where a record went: the handle of its future is (batch_id, record_index)."""
+
+    batch_id: int
+    record_index: int
+    # True when a batch of this partition is full (or no other record fits): wake the sender.
+    batch_is_full: bool
+    # True when this record opened a new batch.
+    new_batch: bool
+
+
+class RecordBatcher:
+    def __init__(self, config: ProducerConfig) -> None:
+        self._batch_size = config.batch_size
+        self._linger_ms = config.linger_ms
+        self._max_request_size = config.max_request_size
+        self.buffer_memory = config.buffer_memory
+        self.partitions: dict[TopicPartition, PartitionState] = {}
+        # Partitions whose queue is not empty, for ready() and expire().
+        self.queued: dict[TopicPartition, PartitionState] = {}
+        # Every batch not done, by id; ids only grow, so the first key is the oldest.
+        self.unfinished: dict[int, ProducerBatch] = {}
+        self.next_batch_id = 0
+        self.buffered_bytes = 0
+        self.memory_waiting = False
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        timestamp_ms: int | None,
+        now_ms: int,
+        abort_on_new_batch: bool = False,
+    ) -> AppendResult | AppendRefusal:
+        """Add one record to its partition's open batch (or a new one). `timestamp_ms` None means
+        `now_ms` (CreateTime). Raises InvalidRecordError for a value/key/header of the wrong type
+        or a negative timestamp, RecordTooLargeError for a record that could never be sent."""
+        if value.__class__ is not bytes and value is not None:
+            value = _as_bytes("value", value)
+        if key.__class__ is not bytes and key is not None:
+            key = _as_bytes("key", key)
+        record_bytes = RECORD_OVERHEAD_BYTES
+        if value is not None:
+            record_bytes += len(value)
+        if key is not None:
+            record_bytes += len(key)
+        record_headers = None
+        if headers:
+            record_headers, header_bytes = _checked_headers(headers)
+            record_bytes += header_bytes
+        if timestamp_ms is None:
+            timestamp_ms = now_ms
+        elif not 0 <= timestamp_ms <= TIMESTAMP_MS_MAX:
+            raise InvalidRecordError(
+                f"invalid timestamp {timestamp_ms}: must be a non-negative int64 (ms), or None"
+            )
+        if self.buffered_bytes + record_bytes > self.buffer_memory:
+            return self._refuse_for_memory(record_bytes)
+        state = self.partitions.get((topic, partition))
+        batch = state.open_batch if state is not None else None
+        if batch is None or batch.size_bytes + record_bytes > self._batch_size:
+            if abort_on_new_batch:
+                self._check_record_size(record_bytes)
+                return AppendRefusal.NEW_BATCH_NEEDED
+            return self._append_to_new_batch(
+                topic, partition, key, value, record_headers, timestamp_ms, now_ms, record_bytes
+            )
+        index = len(batch.values)
+        batch.values.append(value)
+        batch.keys.append(key)
+        batch.timestamps.append(timestamp_ms)
+        if record_headers:
+            _append_headers(batch, index, record_headers)
+        elif batch.headers is not None:
+            batch.headers.append(())
+        batch.size_bytes += record_bytes
+        self.buffered_bytes += record_bytes
+        full = batch.size_bytes + RECORD_OVERHEAD_BYTES > self._batch_size
+        # tuple.__new__ builds the NamedTuple in C (its own __new__ is Python code): ~0.1 us less
+        # per record on the SDK's hottest line.
+        return _new_tuple(AppendResult, (batch.batch_id, index, full, False))
+
+    def _append_to_new_batch(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes | None], ...] | None,
+        timestamp_ms: int,
+        now_ms: int,
+        record_bytes: int,
+    ) -> AppendResult | AppendRefusal:
+        self._check_record_size(record_bytes)
+        if self.buffered_bytes + BATCH_OVERHEAD_BYTES + record_bytes > self.buffer_memory:
+            return self._refuse_for_memory(record_bytes)
+        topic_partition = (topic, partition)
+        state = self.partitions.get(topic_partition)
+        if state is None:
+            state = self.partitions[topic_partition] = PartitionState()
+        if state.open_batch is not None:
+            transition(state.open_batch, BatchState.QUEUED)  # full: closed, still queued
+        batch = ProducerBatch(self.next_batch_id, topic, partition, now_ms)
+        self.next_batch_id += 1
+        batch.values.append(value)
+        batch.keys.append(key)
+        batch.timestamps.append(timestamp_ms)
+        if headers:
+            _append_headers(batch, 0, headers)
+        batch.size_bytes += record_bytes
+        self.buffered_bytes += batch.size_bytes
+        self.memory_waiting = False
+        state.open_batch = batch
+        state.queue.append(batch)
+        self.queued[topic_partition] = state
+        self.unfinished[batch.batch_id] = batch
+        full = len(state.queue) > 1 or batch.size_bytes + RECORD_OVERHEAD_BYTES > self._batch_size
+        return AppendResult(batch.batch_id, 0, full, True)
+
+    def _check_record_size(self, record_bytes: int) -> None:
+        batch_bytes = BATCH_OVERHEAD_BYTES + record_bytes
+        if batch_bytes > self._max_request_size:
+            raise RecordTooLargeError(
+                f"The record is {batch_bytes} bytes in a batch of its own, which is larger than "
+                f"max.request.size ({self._max_request_size}): raise max.request.size (and the "
+                "topic's max.message.bytes) or send a smaller record"
+            )
+
+    def _refuse_for_memory(self, record_bytes: int) -> AppendRefusal:
+        if BATCH_OVERHEAD_BYTES + record_bytes > self.buffer_memory:
+            raise RecordTooLargeError(
+                f"The record is {BATCH_OVERHEAD_BYTES + record_bytes} bytes in a batch of its "
+                f"own, which is larger than buffer.memory ({self.buffer_memory})"
+            )
+        # Kafka's "exhausted" rule: while an append waits for memory, every batch is sendable.
+        self.memory_waiting = True
+        return AppendRefusal.BUFFER_FULL
+
+    def sendable_at_ms(self, batch: ProducerBatch) -> int:
+        """When linger lets `batch` go: at once (0) when closed or full, else linger.ms after
+        its first record."""
+        if (
+            batch.state is not BatchState.OPEN
+            or batch.size_bytes + RECORD_OVERHEAD_BYTES > self._batch_size
+        ):
+            return 0
+        return batch.created_ms + self._linger_ms
+
+    def take_head(self, topic_partition: TopicPartition, state: PartitionState) -> ProducerBatch:
+        """Remove the head of a partition's queue (it is being drained or expired)."""
+        batch = state.queue.popleft()
+        if not state.queue:
+            del self.queued[topic_partition]
+        if batch is state.open_batch:
+            state.open_batch = None
+        return batch
+
+    def requeue(self, state: PartitionState, batch: ProducerBatch) -> None:
+        state.requeue(batch)
+        self.queued[(batch.topic, batch.partition)] = state
+
+    def release(self, batch: ProducerBatch) -> None:
+        """The batch is done: forget it and free its memory (a waiting append may now fit)."""
+        del self.unfinished[batch.batch_id]
+        self.buffered_bytes -= batch.size_bytes
+        assert self.buffered_bytes >= 0
+        self.memory_waiting = False
+
+    def check_invariants(self) -> None:
+        """Assert the structure of every partition's batches and the memory count."""
+        unfinished: dict[int, ProducerBatch] = {}
+        for topic_partition, state in self.partitions.items():
+            queue_ids = [batch.batch_id for batch in state.queue]
+            in_flight_ids = [batch.batch_id for batch in state.in_flight]
+            assert queue_ids == sorted(queue_ids) and in_flight_ids == sorted(in_flight_ids)
+            assert (topic_partition in self.queued) == bool(state.queue)
+            if state.open_batch is not None:
+                assert state.open_batch is state.queue[-1]
+                assert state.open_batch.state is BatchState.OPEN
+            for batch in state.queue:
+                assert batch.state in (BatchState.OPEN, BatchState.QUEUED)
+                assert (batch.state is BatchState.OPEN) == (batch is state.open_batch)
+            for batch in state.in_flight:
+                assert batch.state is BatchState.IN_FLIGHT
+            for batch in (*state.queue, *state.in_flight):
+                assert (batch.topic, batch.partition) == topic_partition
+                unfinished[batch.batch_id] = batch
+        assert unfinished.keys() == self.unfinished.keys()
+        assert list(self.unfinished) == sorted(self.unfinished)
+        assert self.buffered_bytes == sum(batch.size_bytes for batch in unfinished.values())
+        assert self.buffered_bytes <= self.buffer_memory
+
+
+def _as_bytes(name: str, item: object) -> bytes:
+    """bytes from a bytearray or memoryview (copied: the caller may reuse its buffer)."""
+    if isinstance(item, bytearray):
+        return bytes(item)
+    if isinstance(item, memoryview):
+        return item.tobytes()
+    raise InvalidRecordError(f"a record's {name} must be bytes or None, got {type(item).__name__}")
+
+
+def _checked_headers(
+    headers: Iterable[tuple[str, bytes | None]],
+) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """Headers as a tuple of (str, bytes | None) pairs, and their encoded size in bytes."""
+    checked = []
+    size_bytes = 0
+    for pair in headers:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise InvalidRecordError(f"a header must be a (str, bytes | None) pair, got {pair!r}")
+        header_key, header_value = pair
+        if not isinstance(header_key, str):
+            raise InvalidRecordError(f"a header key must be str, got {type(header_key).__name__}")
+        try:
+            size_bytes += HEADER_OVERHEAD_BYTES + len(header_key.encode())
+        except UnicodeEncodeError as error:
+            raise InvalidRecordError(f"header key {header_key!r} is not UTF-8: {error}") from None
+        if header_value is not None:
+            if header_value.__class__ is not bytes:
+                header_value = _as_bytes(f"header {header_key!r}", header_value)
+            size_bytes += len(header_value)
+        checked.append((header_key, header_value))
+    return tuple(checked), size_bytes
+
+
+def _append_headers(
+    batch: ProducerBatch, index: int, headers: tuple[tuple[str, bytes | None], ...]
+) -> None:
+    if batch.headers is None:
+        batch.headers = [()] * index
+    batch.headers.append(headers)

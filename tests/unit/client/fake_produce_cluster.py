@@ -1,0 +1,179 @@
+"""In-memory brokers for the producer driver's tests: no port, no process, no sleep.
+
+`FakeCluster.install(monkeypatch)` replaces what the producer reaches the network with: the
+metadata (`ClusterMetadata`, so partition counts, leaders and endpoints are the test's) and the
+BrokerService stub the driver opens its ProduceStream and InitProducerId calls on (the latter
+answered by the cluster: scripted answers first, then a new producer id at epoch 0). Each fake
+broker decodes every batch it receives, appends it to its partition's log and answers with the
+offsets, like a leader would; `received` keeps what reached it, in arrival order, and
+`answer_hook` lets a test answer a partition with an error instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+
+from samsa.client import async_producer, producer, producer_driver
+from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.common.errors import ErrorCode
+from samsa.common.record import codec
+from samsa.v1 import broker_pb2
+
+TopicPartition = tuple[str, int]
+# (topic, partition, decoded batch) -> a PartitionResponse to answer instead, or None to append.
+AnswerHook = Callable[
+    [str, int, codec.RecordBatch], broker_pb2.ProduceResponse.PartitionResponse | None
+]
+
+
+@dataclass
+class FakeBroker:
+    broker_id: int
+    logs: dict[TopicPartition, list[bytes | None]] = field(default_factory=dict)
+    # Every batch that reached this broker, in arrival order.
+    received: list[tuple[str, int, codec.RecordBatch]] = field(default_factory=list)
+    answer_hook: AnswerHook | None = None
+    requests: int = 0
+
+    def produce(self, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
+        self.requests += 1
+        topics = []
+        for topic in request.topics:
+            results = [self._partition(topic.name, data) for data in topic.partitions]
+            topics.append(
+                broker_pb2.ProduceResponse.TopicResponse(name=topic.name, partitions=results)
+            )
+        return broker_pb2.ProduceResponse(topics=topics)
+
+    def _partition(
+        self, topic: str, data: broker_pb2.ProduceRequest.PartitionData
+    ) -> broker_pb2.ProduceResponse.PartitionResponse:
+        batches = codec.decode_batches(data.records)
+        for batch in batches:
+            self.received.append((topic, data.partition, batch))
+            if self.answer_hook is not None:
+                answer = self.answer_hook(topic, data.partition, batch)
+                if answer is not None:
+                    answer.partition = data.partition
+                    return answer
+        log = self.logs.setdefault((topic, data.partition), [])
+        base_offset = len(log)
+        for batch in batches:
+            log.extend(batch.values)
+        return broker_pb2.ProduceResponse.PartitionResponse(
+            partition=data.partition, error_code=ErrorCode.NONE, base_offset=base_offset
+        )
+
+
+class _FakeCall:
+    """A ProduceStream call: answers each request as it is read, in order."""
+
+    def __init__(self, broker: FakeBroker, requests: AsyncIterator) -> None:
+        self._broker = broker
+        self._answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue()
+        self._task = asyncio.get_running_loop().create_task(self._serve(requests))
+
+    async def _serve(self, requests: AsyncIterator) -> None:
+        async for item in requests:
+            response = self._broker.produce(item.request)
+            self._answers.put_nowait(
+                broker_pb2.ProduceStreamResponse(
+                    correlation_id=item.correlation_id, response=response
+                )
+            )
+        self._answers.put_nowait(None)
+
+    def __aiter__(self) -> _FakeCall:
+        return self
+
+    async def __anext__(self) -> broker_pb2.ProduceStreamResponse:
+        answer = await self._answers.get()
+        if answer is None:
+            raise StopAsyncIteration
+        return answer
+
+    def cancel(self) -> None:
+        self._task.cancel()
+        self._answers.put_nowait(None)
+
+
+class FakeMetadata:
+    """ClusterMetadata's surface, with the cluster's answers fixed by the test."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.leaders = dict(cluster.leaders)
+        self.leader_epochs: dict[TopicPartition, int] = {tp: 0 for tp in cluster.leaders}
+        self.partition_counts = cluster.partition_counts
+        self.endpoints = {broker_id: f"fake:{broker_id}" for broker_id in cluster.brokers}
+        self.stale_marks = 0
+
+    def needs_refresh(self) -> bool:
+        return False
+
+    def refresh(self, topics: object = (), timeout_s: float = 0) -> None:
+        return None
+
+    def mark_stale(self) -> None:
+        self.stale_marks += 1
+
+    update_leader = ClusterMetadata.update_leader
+
+    def partition_count(self, topic: str, timeout_s: float) -> int:
+        return self.partition_counts[topic]
+
+
+class FakeCluster:
+    def __init__(self, topic: str = "events", partitions: int = 3, brokers: int = 1) -> None:
+        self.brokers = {broker_id: FakeBroker(broker_id) for broker_id in range(1, brokers + 1)}
+        self.partition_counts = {topic: partitions}
+        self.leaders = {(topic, p): 1 + p % brokers for p in range(partitions)}
+        self.metadata: FakeMetadata | None = None
+        # InitProducerId: these answers first, in order; then a new producer id at epoch 0.
+        self.init_producer_id_answers: list[broker_pb2.InitProducerIdResponse] = []
+        self.init_producer_id_calls = 0
+
+    def init_producer_id(self) -> broker_pb2.InitProducerIdResponse:
+        self.init_producer_id_calls += 1
+        if self.init_producer_id_answers:
+            return self.init_producer_id_answers.pop(0)
+        return broker_pb2.InitProducerIdResponse(
+            producer_id=100 + self.init_producer_id_calls, producer_epoch=0
+        )
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        cluster = self
+
+        def make_metadata(*_: object) -> FakeMetadata:
+            cluster.metadata = FakeMetadata(cluster)
+            return cluster.metadata
+
+        class FakeStub:
+            def __init__(self, channel: object) -> None:
+                self._broker = cluster.broker_of(channel)
+
+            def ProduceStream(self, requests: AsyncIterator) -> _FakeCall:
+                return _FakeCall(self._broker, requests)
+
+            async def InitProducerId(
+                self, request: broker_pb2.InitProducerIdRequest, timeout: float
+            ) -> broker_pb2.InitProducerIdResponse:
+                return cluster.init_producer_id()
+
+        monkeypatch.setattr(producer, "ClusterMetadata", make_metadata)
+        monkeypatch.setattr(async_producer, "ClusterMetadata", make_metadata)
+        monkeypatch.setattr(
+            producer_driver, "broker_pb2_grpc", SimpleNamespace(BrokerServiceStub=FakeStub)
+        )
+        monkeypatch.setattr(producer_driver.AioChannels, "get", lambda _, endpoint: endpoint)
+
+    def broker_of(self, endpoint: object) -> FakeBroker:
+        assert isinstance(endpoint, str) and endpoint.startswith("fake:")
+        return self.brokers[int(endpoint.removeprefix("fake:"))]
+
+    def log(self, topic: str, partition: int) -> list[bytes | None]:
+        return [v for b in self.brokers.values() for v in b.logs.get((topic, partition), [])]

@@ -1,0 +1,118 @@
+"""Goal: the sync `Producer` and the `AsyncProducer` both run the one producer driver: records are
+acknowledged at the offsets the broker gave them, in order per partition; flush and close settle
+everything; a full buffer.memory makes send() wait for completions (blocking, or awaiting); user
+callbacks run off the driver's loop, so a slow one stalls no answer.
+
+Method: the producers against in-memory brokers (fake_produce_cluster.py: the metadata and the
+BrokerService stub are replaced, the rest of the SDK — accumulator, driver, ProduceStream — is
+the real code). Waits are on futures and events with generous timeouts, never fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from fake_produce_cluster import FakeCluster
+
+from samsa.client import AsyncProducer, Producer, RecordMetadata
+from samsa.client.record_future import RecordFuture
+
+TOPIC = "events"
+WAIT_S = 10
+BOOTSTRAP = "fake:9092"  # never dialled: the metadata is fake
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
+    fake = FakeCluster(TOPIC, partitions=3, brokers=2)
+    fake.install(monkeypatch)
+    return fake
+
+
+@pytest.mark.parametrize("linger_ms", [0, 5])
+def test_sync_producer_acks_every_record_at_its_offset(cluster: FakeCluster, linger_ms: int):
+    futures: list[tuple[bytes, RecordFuture]] = []
+    with Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": linger_ms}) as producer:
+        for n in range(2_000):
+            key = b"key-%d" % (n % 7)
+            futures.append((b"value-%d" % n, producer.send(TOPIC, b"value-%d" % n, key=key)))
+        producer.flush(timeout=WAIT_S)
+    for value, future in futures:
+        metadata = future.result(timeout=0)
+        assert cluster.log(TOPIC, metadata.partition)[metadata.offset] == value
+
+
+def test_a_slow_callback_stalls_no_answer(cluster: FakeCluster):
+    release = threading.Event()
+    called_on: list[str] = []
+
+    def slow(_: RecordFuture) -> None:
+        called_on.append(threading.current_thread().name)
+        release.wait(WAIT_S)
+
+    with Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 60_000}) as producer:
+        # Lingering (only a flush sends it): the callback is registered before the answer.
+        producer.send(TOPIC, b"first", partition=0).add_done_callback(slow)
+        producer.flush(timeout=WAIT_S)  # settled; its callback now blocks the callback thread
+        later = [producer.send(TOPIC, b"later-%d" % n, partition=1) for n in range(50)]
+        producer.flush(timeout=WAIT_S)  # answers still come back while it is blocked
+        assert all(future.done() for future in later)
+        release.set()
+    assert called_on == ["samsa-callbacks"]
+
+
+def test_a_settled_future_calls_back_at_once_on_the_callers_thread(cluster: FakeCluster):
+    with Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 0}) as producer:
+        future = producer.send(TOPIC, b"x", partition=2)
+        assert future.result(timeout=WAIT_S) == RecordMetadata(
+            TOPIC, 2, 0, future.result().timestamp
+        )
+        seen: list[str] = []
+        future.add_done_callback(lambda _: seen.append(threading.current_thread().name))
+        assert seen == [threading.current_thread().name]
+
+
+def test_async_producer_sends_awaits_and_calls_back_on_its_loop(cluster: FakeCluster):
+    async def main() -> None:
+        loop_thread = threading.current_thread().name
+        called_on: list[str] = []
+        async with AsyncProducer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 2}) as producer:
+            first = await producer.send_and_wait(TOPIC, b"first", partition=0)
+            assert (first.partition, first.offset) == (0, 0)
+            futures = [await producer.send(TOPIC, b"v-%d" % n, partition=0) for n in range(500)]
+            futures[-1].add_done_callback(
+                lambda _: called_on.append(threading.current_thread().name)
+            )
+            await producer.flush(timeout=WAIT_S)
+            offsets = [(await future).offset for future in futures]
+        assert offsets == list(range(1, 501))
+        assert called_on == [loop_thread]
+
+    asyncio.run(main())
+    assert cluster.log(TOPIC, 0) == [b"first"] + [b"v-%d" % n for n in range(500)]
+
+
+SMALL_BUFFER = {"buffer.memory": 4_000, "batch.size": 1_000, "linger.ms": 50}
+
+
+def test_a_full_buffer_makes_send_wait_for_completions(cluster: FakeCluster):
+    values = [b"%04d" % n + b"x" * 200 for n in range(300)]  # ~17x buffer.memory in all
+    with Producer({"bootstrap.servers": BOOTSTRAP, **SMALL_BUFFER}) as producer:
+        futures = [producer.send(TOPIC, value, partition=0) for value in values]
+        producer.flush(timeout=WAIT_S)
+    assert [future.result(timeout=0).offset for future in futures] == list(range(300))
+    assert cluster.log(TOPIC, 0) == values
+
+
+def test_a_full_buffer_makes_async_send_wait_for_completions(cluster: FakeCluster):
+    values = [b"%04d" % n + b"x" * 200 for n in range(300)]
+
+    async def main() -> list[int]:
+        async with AsyncProducer({"bootstrap.servers": BOOTSTRAP, **SMALL_BUFFER}) as producer:
+            futures = [await producer.send(TOPIC, value, partition=0) for value in values]
+            return [(await future).offset for future in futures]
+
+    assert asyncio.run(main()) == list(range(300))
+    assert cluster.log(TOPIC, 0) == values
