@@ -39,6 +39,7 @@ class History:
         default_factory=dict
     )  # value -> (partition, offset)
     sent: int = 0
+    failed: Counter[str] = field(default_factory=Counter)  # why sends failed -> how many
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record_sent(self) -> None:
@@ -48,6 +49,10 @@ class History:
     def record_ack(self, value: bytes, partition: int, offset: int) -> None:
         with self._lock:
             self.acked[value] = (partition, offset)
+
+    def record_failure(self, reason: str) -> None:
+        with self._lock:
+            self.failed[reason] += 1
 
 
 @dataclass

@@ -118,6 +118,7 @@ class RecordAccumulator:
         # From the last ready(): each ready node -> its partitions with queued batches.
         self._node_partitions: dict[int, list[TopicPartition]] = {}
         self._drain_starts: dict[int, int] = {}
+        self.batch_retries = 0  # batches sent again after a failed attempt (Kafka's record-retry)
 
     # --- what the driver reads --------------------------------------------------------------------
 
@@ -221,14 +222,15 @@ class RecordAccumulator:
         transition(batch, BatchState.IN_FLIGHT)
         self._sequences.assign(state, batch)
         if batch.encoded is None:  # never encoded, or re-sequenced since
-            identity = self._sequences  # NO_PRODUCER_ID and epoch without idempotence
-            batch.encoded = batch.encode(
+            batch.encoded = batch.encode(  # NO_PRODUCER_ID and epoch without idempotence
                 self._compression,
-                identity.producer_id,
-                identity.producer_epoch,
+                state.producer_id,
+                state.producer_epoch,
                 self._transactional,
             )
         batch.attempts += 1
+        if batch.attempts > 1:
+            self.batch_retries += 1
         batch.node_id = node_id
         assert not state.in_flight or state.in_flight[-1].batch_id < batch.batch_id
         state.in_flight.append(batch)
@@ -346,16 +348,16 @@ class RecordAccumulator:
         message: str,
     ) -> Completed:
         if error_code is not ErrorCode.NONE:
-            self._sequences.on_final_failure(batch)
+            state = self._batcher.partitions[(batch.topic, batch.partition)]
+            self._sequences.on_final_failure(state, batch)
         self._batcher.release(batch)
         return batch.complete(base_offset, log_append_time_ms, error_code, message)
 
     # --- producer id, flush -----------------------------------------------------------------------
 
     def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
-        """A new (producer id, epoch): every partition restarts at sequence 0 and every queued
-        batch is sequenced (and encoded) again when drained. Only with nothing in flight — the
-        sequences of in-flight batches belong to the old epoch."""
+        """A new (producer id, epoch), taken by the partitions that need it (producer_sequences.py).
+        Only with nothing in flight: the sequences of in-flight batches belong to the old epoch."""
         assert not self._in_flight, "set_producer_id with batches in flight"
         self._sequences.set_producer_id(
             producer_id, producer_epoch, list(self._batcher.partitions.values())

@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
-from samsa.client.producer import WAIT_POLL_S, producer_config, run_callback
+from samsa.client.producer import WAIT_POLL_S, run_callback
 from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata
 from samsa.common.errors import ErrorCode
@@ -33,13 +34,8 @@ from samsa.common.errors import ErrorCode
 class AsyncProducer:
     """Kafka's producer for asyncio callers, with Kafka's configuration keys (see config.py)."""
 
-    def __init__(
-        self, config: Mapping[str, object], *, brokers_answer_init_producer_id: bool = False
-    ) -> None:
-        """`brokers_answer_init_producer_id`: as for `Producer`."""
-        self.config = producer_config(
-            config, brokers_answer_init_producer_id=brokers_answer_init_producer_id
-        )
+    def __init__(self, config: Mapping[str, object]) -> None:
+        self.config = ProducerConfig.from_dict(config)
         self._channels = Channels()
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
         self._driver: ProducerDriver | None = None

@@ -31,6 +31,12 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
+# A stream that failed leaves its requests' outcomes unknown, so they are retried (with
+# idempotence the broker drops what it already has). INTERNAL too: "Internal error from Core" is
+# what grpc.aio reports for requests on a stream whose connection died mid-write (seen when a
+# leader is killed), not an answer from the broker, whose own failures it logs and names.
+STREAM_RETRIABLE_STATUSES = RETRIABLE_STATUSES | {grpc.StatusCode.INTERNAL}
+
 # One request's batches, by (topic, partition), oldest first.
 ByPartition = dict[tuple[str, int], list[ProducerBatch]]
 
@@ -60,7 +66,7 @@ def stream_error_outcome(error: grpc.RpcError) -> tuple[ErrorCode, bool]:
         if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         else ErrorCode.NETWORK_EXCEPTION
     )
-    return code, error.code() in RETRIABLE_STATUSES
+    return code, error.code() in STREAM_RETRIABLE_STATUSES
 
 
 class ProduceStream:

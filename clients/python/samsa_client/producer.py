@@ -20,9 +20,9 @@ caller over a grpc.aio stream on a loop thread nearly as fast as sync gRPC with 
 driver buys ordering and simplicity, and `AsyncProducer` (async_producer.py) runs the same driver
 on the caller's own loop, with no thread hand-off at all.
 
-Departure from Kafka (until brokers answer InitProducerId): `enable.idempotence` defaults to false
-here, and setting it to true raises a clear error unless the constructor is told
-`brokers_answer_init_producer_id=True`; the driver then gets producer ids and sequences batches.
+Idempotence is on by default, as in Kafka >= 3.0 (config.py turns it off when acks is not all
+and enable.idempotence was not set): the driver gets a producer id from InitProducerId and
+numbers each partition's batches, so a retried batch is written once and in order.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
 from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_future import RecordFuture
-from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.common.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -48,23 +48,6 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 5.0
 # Waits for memory and flushes re-check at least this often (a completion also wakes them).
 WAIT_POLL_S = 0.1
-
-
-def producer_config(
-    config: Mapping[str, object], *, brokers_answer_init_producer_id: bool = False
-) -> ProducerConfig:
-    """Kafka's keys, but idempotence stays off unless asked for, and an explicit
-    `enable.idempotence=true` is refused unless the brokers answer InitProducerId."""
-    settings = dict(config)
-    if settings.get("enable.idempotence") in (True, "true", "True"):
-        if not brokers_answer_init_producer_id:
-            raise InvalidConfigError(
-                "enable.idempotence=true needs producer ids (InitProducerId), which this "
-                "version of Samsa does not have yet: leave enable.idempotence unset or false"
-            )
-    else:
-        settings["enable.idempotence"] = False
-    return ProducerConfig.from_dict(settings)
 
 
 def run_callback(callback: Callable[[], None]) -> None:
@@ -98,14 +81,8 @@ class _CallbackThread:
 class Producer:
     """Kafka's producer, with Kafka's configuration keys (see config.py)."""
 
-    def __init__(
-        self, config: Mapping[str, object], *, brokers_answer_init_producer_id: bool = False
-    ) -> None:
-        """`brokers_answer_init_producer_id=True` allows enable.idempotence=true (until every
-        broker answers InitProducerId and idempotence becomes the default, as in Kafka)."""
-        self.config = producer_config(
-            config, brokers_answer_init_producer_id=brokers_answer_init_producer_id
-        )
+    def __init__(self, config: Mapping[str, object]) -> None:
+        self.config = ProducerConfig.from_dict(config)
         self._channels = Channels()
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
         self._callbacks = _CallbackThread()
@@ -222,6 +199,11 @@ class Producer:
                     self._loop.close()
                 self._callbacks.stop()
                 self._channels.close()
+
+    @property
+    def batch_retries(self) -> int:
+        """How many times a batch was sent again after a failed attempt (all partitions)."""
+        return self._driver.accumulator.batch_retries
 
     def __enter__(self) -> Producer:
         return self

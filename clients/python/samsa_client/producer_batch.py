@@ -159,9 +159,20 @@ class ProducerBatch:
 
 
 class PartitionState:
-    """The batches of one partition that are not done, and its sequence counter."""
+    """The batches of one partition that are not done, its sequence counter, and the producer
+    (id, epoch) its sequences belong to: a partition moves to a new epoch only when it needs
+    to (producer_sequences.py), as in Kafka, where each partition keeps its own."""
 
-    __slots__ = ("in_flight", "last_acked_batch_id", "next_sequence", "open_batch", "queue")
+    __slots__ = (
+        "in_flight",
+        "last_acked_batch_id",
+        "next_sequence",
+        "open_batch",
+        "producer_epoch",
+        "producer_id",
+        "queue",
+        "reset_required",
+    )
 
     def __init__(self) -> None:
         # Not in flight, ascending batch id; the open batch, if any, is last.
@@ -173,6 +184,11 @@ class PartitionState:
         # The newest batch acked under the current producer epoch: the broker only accepts
         # sequences in order, so every older batch sent in this epoch was written.
         self.last_acked_batch_id = -1
+        self.producer_id = header.NO_PRODUCER_ID  # set at the first sequenced drain
+        self.producer_epoch = header.NO_PRODUCER_EPOCH
+        # The broker lost our sequence here, or a sequenced batch failed for good: this
+        # partition's next batches need a new epoch, starting again at sequence 0.
+        self.reset_required = False
 
     def requeue(self, batch: ProducerBatch) -> None:
         """Put a failed batch back at its place: the queue stays sorted by batch id."""

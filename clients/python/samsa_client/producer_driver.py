@@ -346,7 +346,7 @@ class ProducerDriver:
         by_partition: ByPartition,
     ) -> None:
         if error is not None:
-            log.warning("produce request failed: %s", error.code())
+            log.warning("produce request failed: %s %s", error.code(), error.details())
             self.metadata.mark_stale()
             code, retriable = stream_error_outcome(error)
             self._fail_batches(by_partition, code, retriable=retriable)

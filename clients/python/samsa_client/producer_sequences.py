@@ -8,22 +8,29 @@ with max.in.flight.requests.per.connection=1, exactly as in Kafka.
 
 Resets. When a batch that was sent with a sequence fails for good (a non-retriable error, retries
 or delivery.timeout.ms exhausted), or the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER /
-UNKNOWN_PRODUCER_ID for the oldest unfinished batch of a partition (it lost our state), the
-sequences can no longer be trusted. `reset_required` then stops draining; once what is in flight
-has finished the driver gets a new epoch and calls `set_producer_id`, which restarts every
-partition at sequence 0 and re-sequences the queued batches. The driver bumps the epoch itself
-(KIP-360: an idempotent producer needs no broker to reset its sequences, `bumped_producer_epoch`)
-and calls InitProducerId only for the first id, when the epoch would pass PRODUCER_EPOCH_MAX, or
-after INVALID_PRODUCER_EPOCH. OUT_OF_ORDER_SEQUENCE_NUMBER for a batch behind an unfinished one
-is only that earlier batch's failure echoing, and is retried.
+UNKNOWN_PRODUCER_ID for the oldest unfinished batch of a partition (it lost our state), that
+partition's sequences can no longer be trusted. `reset_required` then stops draining; once what is
+in flight has finished the driver gets a new epoch and calls `set_producer_id`. The driver bumps
+the epoch itself (KIP-360: an idempotent producer needs no broker to reset its sequences,
+`bumped_producer_epoch`) and calls InitProducerId only for the first id, when the epoch would
+pass PRODUCER_EPOCH_MAX, or after INVALID_PRODUCER_EPOCH. OUT_OF_ORDER_SEQUENCE_NUMBER for a batch
+behind an unfinished one is only that earlier batch's failure echoing, and is retried.
+
+Per partition, as in Kafka (each partition entry keeps its own producer id and epoch): brokers
+check epochs and sequences per partition, so only the partitions that need it move to the new
+epoch and restart at sequence 0. The others keep their (id, epoch) and sequences: a batch there
+whose answer was lost (a broker killed mid-request) is retried with the sequence it was sent
+with, so the broker drops it if it was written. Moving it to the new epoch would make it a new
+batch to the broker, and a second copy.
 
 Written before. A batch that fails after a *newer* batch of its partition was acked under the
 same epoch was written (the broker takes sequences only in order) and its response was lost: it
 completes as a success without an offset (Kafka's rule for DUPLICATE_SEQUENCE_NUMBER, which also
 completes that way) as soon as that newer ack arrives, and is never re-sent — re-sending would
 trust the broker to still remember its sequence, and one that lost it (an unclean election) would
-append it twice, after records already acked behind it. As in Kafka, a batch whose earlier attempt
-had an unknown outcome and no such proof may be written twice across an epoch bump.
+append it twice, after records already acked behind it. As in Kafka, a batch of a partition that
+needs a new epoch, whose earlier attempt had an unknown outcome and no such proof, may be written
+twice.
 """
 
 from __future__ import annotations
@@ -64,6 +71,8 @@ class ProducerSequences:
     def assign(self, state: PartitionState, batch: ProducerBatch) -> None:
         """At a batch's first drain in this epoch: its base sequence (the old bytes are stale)."""
         if self.idempotent and batch.base_sequence == header.NO_SEQUENCE:
+            if state.producer_id == header.NO_PRODUCER_ID:  # the partition's first batch
+                state.producer_id, state.producer_epoch = self.producer_id, self.producer_epoch
             batch.base_sequence = state.next_sequence
             state.next_sequence = (state.next_sequence + len(batch.values)) % SEQUENCE_MODULUS
             batch.encoded = None
@@ -104,33 +113,40 @@ class ProducerSequences:
         older_in_flight = bool(state.in_flight) and state.in_flight[0].batch_id < batch.batch_id
         older_queued = bool(state.queue) and state.queue[0].batch_id < batch.batch_id
         if not older_in_flight and not older_queued:
-            self.reset_required = True
+            self.reset_required = state.reset_required = True
         return True
 
-    def on_final_failure(self, batch: ProducerBatch) -> None:
+    def on_final_failure(self, state: PartitionState, batch: ProducerBatch) -> None:
         """The batch went out with a sequence and will never be acked: later ones have a gap."""
         if self.idempotent and batch.base_sequence != header.NO_SEQUENCE:
-            self.reset_required = True
+            self.reset_required = state.reset_required = True
 
     def set_producer_id(
         self, producer_id: int, producer_epoch: int, partitions: list[PartitionState]
     ) -> None:
-        """A new (producer id, epoch): every partition restarts at sequence 0, and every queued
-        batch is sequenced (and encoded) again when drained. The caller checks that nothing is
-        in flight: the sequences of in-flight batches belong to the old epoch."""
+        """A new (producer id, epoch). Partitions that need a reset, and those with no sequenced
+        batch still unfinished, move to it: sequence 0, and every queued batch is sequenced
+        (and encoded) again when drained. A partition with a sequenced batch waiting for its
+        retry keeps its old (id, epoch) and sequences, so that retry can be recognised. The
+        caller checks that nothing is in flight."""
         assert self.idempotent, "set_producer_id without enable.idempotence"
         assert producer_id >= 0 and producer_epoch >= 0
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.reset_required = False
         for state in partitions:
+            retry_waiting = any(b.base_sequence != header.NO_SEQUENCE for b in state.queue)
+            if retry_waiting and not state.reset_required:
+                continue
             for batch in state.queue:
                 # Known-written batches were completed when a newer one was acked.
                 assert not self.known_written(state, batch)
                 batch.base_sequence = header.NO_SEQUENCE
                 batch.encoded = None
+            state.producer_id, state.producer_epoch = producer_id, producer_epoch
             state.next_sequence = 0
             state.last_acked_batch_id = -1
+            state.reset_required = False
 
 
 def bumped_producer_epoch(producer_id: int, producer_epoch: int) -> int | None:

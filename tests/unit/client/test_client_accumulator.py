@@ -727,6 +727,32 @@ def test_out_of_order_at_the_head_means_the_broker_lost_our_state() -> None:
     assert (again.batch_id, again.base_sequence, again.attempts) == (batch.batch_id, 0, 2)
 
 
+def test_only_the_partition_that_lost_its_state_moves_to_the_new_epoch() -> None:
+    """Partition 1's answer was lost (its leader was killed): its batch may be in the log. When
+    partition 0 needs a new epoch, partition 1 keeps its epoch and sequence, so its retry is
+    one the broker can recognise; moved to the new epoch it would be stored a second time."""
+    accumulator = make(random_source=FixedRandom())
+    append(accumulator, partition=0)
+    append(accumulator, partition=1)
+    lost_state, in_doubt = drain_all(accumulator, 0)
+    assert (lost_state.partition, in_doubt.partition) == (0, 1)
+    accumulator.on_batch_failed(in_doubt.batch_id, ErrorCode.NETWORK_EXCEPTION, True, 1)
+    accumulator.on_batch_failed(lost_state.batch_id, ErrorCode.UNKNOWN_PRODUCER_ID, False, 1)
+    assert accumulator.ready(1, LEADERS).producer_id_required
+    accumulator.set_producer_id(PRODUCER_ID, PRODUCER_EPOCH + 1)
+    resent = {batch.partition: batch for batch in drain_all(accumulator, 500)}
+
+    def identity(batch: ProducerBatch) -> tuple[int, int]:
+        return codec.decode_batch(batch.encoded).header.producer_epoch, batch.base_sequence
+
+    assert identity(resent[0]) == (PRODUCER_EPOCH + 1, 0)
+    assert identity(resent[1]) == (PRODUCER_EPOCH, 0)  # as first sent
+    accumulator.on_batch_acked(resent[1].batch_id, 0)
+    append(accumulator, partition=1, now_ms=500)
+    (after,) = drain_all(accumulator, 500)
+    assert identity(after) == (PRODUCER_EPOCH, 1)  # partition 1 runs on in its epoch
+
+
 def test_expiring_a_sent_batch_requires_a_new_epoch() -> None:
     accumulator = make(random_source=FixedRandom(), delivery_timeout_ms=30_000)
     append(accumulator)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import grpc
 import pytest
 from fake_produce_cluster import FakeCluster
 
 from samsa.client import AsyncProducer, Producer, RecordMetadata
+from samsa.client.produce_stream import stream_error_outcome
 from samsa.client.record_future import RecordFuture
+from samsa.common.errors import ErrorCode
 
 TOPIC = "events"
 WAIT_S = 10
@@ -116,3 +119,22 @@ def test_a_full_buffer_makes_async_send_wait_for_completions(cluster: FakeCluste
 
     assert asyncio.run(main()) == list(range(300))
     assert cluster.log(TOPIC, 0) == values
+
+
+@pytest.mark.parametrize(
+    ("status", "retriable"),
+    [
+        (grpc.StatusCode.UNAVAILABLE, True),  # the leader was killed, or not up yet
+        (grpc.StatusCode.INTERNAL, True),  # grpc.aio's "Internal error from Core" on a dead stream
+        (grpc.StatusCode.DEADLINE_EXCEEDED, True),
+        (grpc.StatusCode.PERMISSION_DENIED, False),
+        (grpc.StatusCode.INVALID_ARGUMENT, False),
+    ],
+)
+def test_a_broken_streams_requests_are_retried_when_their_outcome_is_unknown(
+    status: grpc.StatusCode, retriable: bool
+):
+    error = grpc.aio.AioRpcError(status, grpc.aio.Metadata(), grpc.aio.Metadata(), "gone")
+    code, is_retriable = stream_error_outcome(error)
+    assert is_retriable is retriable
+    assert code in (ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT)

@@ -4,7 +4,7 @@ id from InitProducerId (retried while a broker answers a retriable error); a res
 broker; InitProducerId is asked again only when the epoch would pass int16 or after
 INVALID_PRODUCER_EPOCH; a non-retriable InitProducerId answer fails the records at once.
 
-Method: the sync Producer with `brokers_answer_init_producer_id=True` and enable.idempotence=true
+Method: the sync Producer with enable.idempotence=true (the default, said explicitly)
 against the in-memory brokers (fake_produce_cluster.py), whose `answer_hook` refuses chosen
 batches once and whose InitProducerId answers are scripted; the batches that reached the broker
 are decoded to read their producer id, epoch and base sequence.
@@ -17,7 +17,7 @@ from fake_produce_cluster import FakeCluster
 
 from samsa.client import KafkaError, Producer
 from samsa.client.producer_sequences import PRODUCER_EPOCH_MAX
-from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.common.errors import ErrorCode
 from samsa.common.record import codec
 from samsa.v1 import broker_pb2
 
@@ -60,18 +60,13 @@ def refuse_once(cluster: FakeCluster, code: ErrorCode) -> None:
 
 
 def send_three(cluster: FakeCluster) -> list[int]:
-    with Producer(SETTINGS, brokers_answer_init_producer_id=True) as producer:
+    with Producer(SETTINGS) as producer:
         offsets = [
             producer.send(TOPIC, b"r%d" % n, partition=0).result(timeout=WAIT_S).offset
             for n in range(3)
         ]
     assert cluster.log(TOPIC, 0) == [b"r0", b"r1", b"r2"]
     return offsets
-
-
-def test_enable_idempotence_is_refused_until_the_brokers_answer_init_producer_id():
-    with pytest.raises(InvalidConfigError, match="InitProducerId"):
-        Producer(SETTINGS)
 
 
 def test_the_first_batch_waits_for_a_producer_id_then_sequences_run_on(cluster: FakeCluster):
@@ -109,7 +104,7 @@ def test_an_epoch_that_would_pass_int16_asks_for_a_new_producer_id(cluster: Fake
 
 def test_invalid_producer_epoch_asks_for_a_new_producer_id(cluster: FakeCluster):
     refuse_once(cluster, ErrorCode.INVALID_PRODUCER_EPOCH)
-    with Producer(SETTINGS, brokers_answer_init_producer_id=True) as producer:
+    with Producer(SETTINGS) as producer:
         with pytest.raises(KafkaError) as fenced:
             producer.send(TOPIC, b"fenced", partition=0).result(timeout=WAIT_S)
         assert fenced.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
@@ -125,7 +120,7 @@ def test_a_non_retriable_init_producer_id_answer_fails_the_records(cluster: Fake
         )
     )
     with (
-        Producer(SETTINGS, brokers_answer_init_producer_id=True) as producer,
+        Producer(SETTINGS) as producer,
         pytest.raises(KafkaError) as failed,
     ):
         producer.send(TOPIC, b"x", partition=0).result(timeout=WAIT_S)
