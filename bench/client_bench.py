@@ -5,7 +5,8 @@ bench (bench/cluster_bench.py, through bench/harness.py) prints beside the peers
 mb_per_s, or p50_us / p99_us.
 Records are `size` random bytes (incompressible-ish: zstd gains little, as with real payloads
 that are already compact); keyless, so the sticky partitioner fills big batches, which is what
-the SDK does by default.
+the SDK does by default. `idempotence` (produce and sync latency) sets enable.idempotence; left
+None, the SDK's default applies: on with acks=all, off with acks=1.
 """
 
 from __future__ import annotations
@@ -34,8 +35,20 @@ def _payloads(size: int, distinct: int = 1024) -> list[bytes]:
     return [os.urandom(size) for _ in range(distinct)]
 
 
+def _idempotence(idempotence: bool | None) -> dict[str, bool]:
+    """enable.idempotence when the caller sets it; unset, the SDK's default applies (on, unless
+    acks is not all: Kafka >= 3.0's rule, samsa_client/config.py)."""
+    return {} if idempotence is None else {"enable.idempotence": idempotence}
+
+
 def samsa_produce(
-    bootstrap: str, topic: str, n: int, size: int, compression: str, acks: int | str = 1
+    bootstrap: str,
+    topic: str,
+    n: int,
+    size: int,
+    compression: str,
+    acks: int | str = 1,
+    idempotence: bool | None = None,
 ) -> dict[str, float]:
     payloads = _payloads(size)
     mask = len(payloads) - 1
@@ -46,6 +59,7 @@ def samsa_produce(
             "linger.ms": 5,
             "batch.size": BATCH_SIZE,
             "compression.type": compression,
+            **_idempotence(idempotence),
         }
     )
     try:
@@ -87,11 +101,18 @@ def samsa_consume(
 
 
 def samsa_sync_latency(
-    bootstrap: str, topic: str, n: int, size: int, acks: int | str = 1
+    bootstrap: str,
+    topic: str,
+    n: int,
+    size: int,
+    acks: int | str = 1,
+    idempotence: bool | None = None,
 ) -> dict[str, float]:
     """One record at a time, each waited for: send + flush-free ack round trip (linger 0)."""
     payload = os.urandom(size)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, **_idempotence(idempotence)}
+    )
     try:
         producer.send(topic, payload).result(timeout=30)
         samples = []

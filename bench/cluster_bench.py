@@ -9,6 +9,13 @@ Samsa runs twice, with compression none and zstd; the peers have no compression,
 columns are compared with the same peer figures. Throughput rows: produce records/s and MB/s,
 consume records/s and MB/s (the consumer reads back what the producer wrote). Latency (1
 partition): one synchronous produce-and-ack at a time, p50/p99, and produce→consume at low load.
+Then two Samsa-only tables (bench/idempotence_bench.py), against the same cluster: "Idempotent
+produce (1 partition, 100 B, acks=all)", produce records/s with enable.idempotence true and false
+in alternating runs and their ratio (target ≥ 90 %); and "Synchronous produce latency beside a
+bare grpc.aio ping-pong", sync produce p50/p99 for Samsa acks=1 and acks=all idempotent beside a
+raw-bytes echo over one grpc.aio bidi stream driven as the sync Producer drives its stream
+(bench/ping_pong.py, its server in its own process) and JetStream's sync publish figure from the
+latency table above (target: Samsa p99 ≤ 1.2× the ping-pong's).
 
 Each ratio is Samsa over the best peer of that row: the higher rate, or the lower latency (for a
 latency, a ratio below 1 means Samsa is faster). The targets (issue 4 §6): produce ≥ 2× the best
@@ -38,6 +45,7 @@ from bench.harness import (
     print_tables,
     samsa_cluster,
 )
+from bench.idempotence_bench import run_idempotence_bench
 from bench.tables import (
     COLUMNS,
     CONSUME_MB,
@@ -96,6 +104,7 @@ class Plan:
     sync_calls: int
     end_to_end_records: int
     end_to_end_interval_s: float = 0.001
+    idempotence_rounds: int = 3  # alternating idempotent / non-idempotent produce runs
 
     @classmethod
     def for_run(cls, quick: bool) -> Plan:
@@ -104,6 +113,7 @@ class Plan:
             records={100: int(100_000 * scale), 1024: int(50_000 * scale)},
             sync_calls=int(2_000 * scale),
             end_to_end_records=int(1_000 * scale),
+            idempotence_rounds=2 if quick else 3,
         )
 
 
@@ -254,6 +264,7 @@ def run_cluster_bench(quick: bool = False, install: bool = True, brokers: int = 
             yield table.text
         title = f"targets (issue 4 §6), {Scenario(*TARGET_SCENARIO).title}"
         yield format_targets(title, targeted, TARGETS)
+        yield from run_idempotence_bench(systems, plan, targeted)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

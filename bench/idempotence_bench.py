@@ -1,0 +1,183 @@
+"""What idempotence costs the producer, and how far a synchronous produce is from the bare
+transport under it: two tables the cluster bench (bench/cluster_bench.py) prints after its own,
+measured in the same run against the same Samsa cluster.
+
+- "Idempotent produce (1 partition, 100 B, acks=all)": samsa_produce with enable.idempotence
+  true, then false, same scenario otherwise (compression none, linger 5 ms, 256 KiB batches),
+  each on its own topic; the two alternate for a few rounds and each keeps its best rate, so that
+  a burst of noise on the shared machine does not land on one side only. Target: idempotent
+  produce at least 90 % of the non-idempotent rate.
+- "Synchronous produce latency beside a bare grpc.aio ping-pong": one send, wait for the ack,
+  repeat (linger.ms=0), p50/p99, for Samsa acks=1 (idempotence off, the SDK's default there) and
+  acks=all with idempotence on, beside a bare grpc.aio bidirectional-stream echo of the same
+  100 bytes driven the way the sync Producer drives its stream (bench/ping_pong.py: server in its
+  own process, sync caller over a loop thread), and beside JetStream's sync publish figure from
+  the cluster bench's latency table of the same run. Target: Samsa p99 at most 1.2x the
+  ping-pong's p99 (and, issue 4's, no worse than JetStream's). The same ping-pong driven from an
+  asyncio caller on the loop (no thread hand-off) is printed under the table for reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from bench.harness import call_with_available, create_topic, measure_or_reason
+from bench.ping_pong import ping_pong_async_latency, ping_pong_server, ping_pong_sync_latency
+from bench.tables import (
+    NOT_BUILT,
+    P50,
+    P99,
+    PRODUCE_MB,
+    PRODUCE_RATE,
+    Cell,
+    Table,
+    Target,
+    cell_of,
+    format_cell,
+    format_targets,
+    is_figure,
+)
+
+if TYPE_CHECKING:
+    from bench.cluster_bench import Plan, Systems
+
+SIZE = 100
+IDEMPOTENT, PLAIN = "idempotent", "non-idempotent"
+SAMSA_ACKS_1, SAMSA_ALL_IDEMPOTENT, JETSTREAM, PING_PONG = (
+    "samsa acks=1",
+    "samsa all+idem",
+    "jetstream",
+    "ping-pong",
+)
+
+IDEMPOTENCE_TARGETS = (
+    Target("idempotent >= 90% of non-idempotent", PRODUCE_RATE.label, True, 0.9, PLAIN),
+)
+LATENCY_TARGETS = (
+    Target("sync p99 <= 1.2x bare ping-pong p99", P99.label, False, 1.2, PING_PONG),
+    Target("sync p99 <= JetStream's", P99.label, False, 1.0, JETSTREAM),
+)
+
+
+def _samsa(systems: Systems, kind: str, topic: str, settings: dict[str, object]) -> dict | str:
+    """One Samsa measurement on its own 1-partition topic, or the reason there is none."""
+    if kind not in systems.samsa:
+        return systems.samsa_reason or NOT_BUILT
+
+    def measure() -> dict:
+        create_topic(systems.bootstrap, topic, 1)
+        available = {
+            "bootstrap": systems.bootstrap,
+            "topic": topic,
+            "size": SIZE,
+            "partitions": 1,
+            "compression": "none",
+        }
+        return call_with_available(systems.samsa[kind], available | settings)
+
+    return measure_or_reason(measure)
+
+
+def _best(results: list[dict | str]) -> dict | str:
+    """The run with the highest rate, or the first reason when no run has a figure."""
+    measured = [result for result in results if isinstance(result, dict)]
+    if not measured:
+        return results[0]
+    return max(measured, key=lambda result: result["records_per_s"])
+
+
+def idempotence_table(systems: Systems, count: int, rounds: int) -> str:
+    runs: dict[str, list[dict | str]] = {IDEMPOTENT: [], PLAIN: []}
+    for _ in range(rounds):
+        for column, idempotence in ((IDEMPOTENT, True), (PLAIN, False)):
+            topic = f"bench-{SIZE}b-1p-acks-all-{column}"
+            settings = {"n": count, "acks": "all", "idempotence": idempotence}
+            runs[column].append(_samsa(systems, "produce", topic, settings))
+    best = {column: _best(results) for column, results in runs.items()}
+    rows = [
+        (metric, {column: cell_of(best[column], metric.key) for column in runs})
+        for metric in (PRODUCE_RATE, PRODUCE_MB)
+    ]
+    title = (
+        f"Idempotent produce (1 partition, {SIZE} B, acks=all): {count:,} records per run, "
+        f"compression none, best of {rounds} alternating runs each"
+    )
+    table = Table(title, rows, (IDEMPOTENT,), (PLAIN,))
+    every_run = "; ".join(
+        f"{column} " + " / ".join(format_cell(cell_of(run, PRODUCE_RATE.key)) for run in results)
+        for column, results in runs.items()
+    )
+    targets = format_targets(
+        "target (idempotent over non-idempotent)",
+        {PRODUCE_RATE.label: table.row(PRODUCE_RATE.label)},
+        IDEMPOTENCE_TARGETS,
+        (IDEMPOTENT,),
+    )
+    return f"{table.text}\n  every run, records/s: {every_run}\n\n{targets}"
+
+
+def sync_latency_table(systems: Systems, calls: int, jetstream: dict[str, Cell]) -> str:
+    """`jetstream`: the cluster bench's sync produce p50/p99 for JetStream, by P50/P99 key."""
+    with ping_pong_server() as target:
+        ping_pong = measure_or_reason(lambda: ping_pong_sync_latency(target, calls, SIZE))
+        ping_pong_async = measure_or_reason(lambda: ping_pong_async_latency(target, calls, SIZE))
+    results: dict[str, dict | str] = {
+        SAMSA_ACKS_1: _samsa(
+            systems, "sync_latency", f"bench-{SIZE}b-1p-sync-acks-1", {"n": calls, "acks": 1}
+        ),
+        SAMSA_ALL_IDEMPOTENT: _samsa(
+            systems,
+            "sync_latency",
+            f"bench-{SIZE}b-1p-sync-acks-all-idempotent",
+            {"n": calls, "acks": "all", "idempotence": True},
+        ),
+        PING_PONG: ping_pong,
+    }
+    rows = []
+    for metric in (P50, P99):
+        row = {column: cell_of(result, metric.key) for column, result in results.items()}
+        row[JETSTREAM] = jetstream.get(metric.key, "n/a (not measured)")
+        rows.append((metric, row))
+    title = (
+        f"Synchronous produce latency beside a bare grpc.aio ping-pong: {calls:,} x {SIZE} B, "
+        "one send then wait for the ack, linger.ms=0, 1 partition (ping-pong: raw-bytes echo "
+        "over one grpc.aio bidi stream, sync caller over a loop thread; jetstream: its sync "
+        "publish from the latency table above; ratios over the ping-pong, lower is better)"
+    )
+    samsa_columns = (SAMSA_ACKS_1, SAMSA_ALL_IDEMPOTENT, JETSTREAM)
+    table = Table(title, rows, samsa_columns, (PING_PONG,))
+    if isinstance(ping_pong_async, dict):
+        reference = ", ".join(
+            f"{metric.label} {format_cell(ping_pong_async[metric.key])}" for metric in (P50, P99)
+        )
+    else:
+        reference = ping_pong_async
+    targets = format_targets(
+        "targets (Samsa sync produce p99)",
+        {P99.label: table.row(P99.label)},
+        LATENCY_TARGETS,
+        (SAMSA_ACKS_1, SAMSA_ALL_IDEMPOTENT),
+    )
+    return (
+        f"{table.text}\n  for reference, the same ping-pong from an asyncio caller on the loop "
+        f"(no thread hand-off): {reference}\n\n{targets}"
+    )
+
+
+def jetstream_sync_figures(rows_by_label: dict[str, dict[str, Cell]]) -> dict[str, Cell]:
+    """JetStream's sync produce p50/p99 from the cluster bench's 100-byte latency table rows
+    ("sync produce p50 µs", …), by metric key; a missing figure keeps its reason."""
+    figures: dict[str, Cell] = {}
+    for metric in (P50, P99):
+        cell = rows_by_label.get(f"sync produce {metric.label}", {}).get(JETSTREAM)
+        figures[metric.key] = cell if is_figure(cell) or isinstance(cell, str) else "n/a"
+    return figures
+
+
+def run_idempotence_bench(
+    systems: Systems, plan: Plan, rows_by_label: dict[str, dict[str, Cell]]
+) -> Iterator[str]:
+    """Both tables, each yielded as soon as it is measured."""
+    yield idempotence_table(systems, plan.records[SIZE], plan.idempotence_rounds)
+    yield sync_latency_table(systems, plan.sync_calls, jetstream_sync_figures(rows_by_label))
