@@ -57,6 +57,7 @@ IO_MODULE_NAMES = {
     "log.py",  # composes segments, checkpoints and the pure policies
     "loading.py",  # lists a log directory, reads its checkpoints, recovers its segments
     "producer_snapshots.py",  # producer-state snapshot files, replay from segments
+    "producer_log_state.py",  # the producer state beside a log: its snapshots, rebuilds
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
     "logs.py",  # JSON log lines on stderr

@@ -1,10 +1,12 @@
 """The partition log: one partition's storage engine (DESIGN.md §3).
 
 Pure cores (no I/O): config, offset_index, time_index, segment_index, recovery, framing,
-append_info, leader_epoch, checkpoint_format, policy, compaction, and retention and cleaner
-(which only call methods on the segments `Log` hands them). I/O drivers: segment (one
-segment's files), checkpoint_file (atomic small files), loading (a log read back from disk and
-recovered), log (the `Log` composing it all).
+append_info, leader_epoch, checkpoint_format, policy, compaction, producer_state (idempotent
+producers' epochs and last batches), and retention and cleaner (which only call methods on the
+segments `Log` hands them). I/O drivers: segment (one segment's files), checkpoint_file (atomic
+small files), loading (a log read back from disk and recovered), producer_snapshots (producer-state
+snapshot files and the replay from segments), producer_log_state (the producer state beside a
+log, fed by it), log (the `Log` composing it all).
 """
 
 from samsa.services.broker.log.append_info import AppendInfo

@@ -22,11 +22,12 @@ durable — the first change to the log's files waits for it instead (`_persist_
 so a broker restarting 10,000 logs does not pay 10,000 directory fsyncs.
 
 Idempotent producers (DESIGN §5). The log keeps each producer's epoch and last 5 batches
-(producer_state.py, pure). A leader append is checked against it before a byte is written: a
-retry of batches the log holds answers their offsets and stores nothing, a gap or a stale epoch
-raises. Follower appends and replay feed the same table without checks. It is snapshotted at each
-roll and at close, rebuilt at open and after truncation (producer_snapshots.py); retention never
-touches it, expiry (`expire_producers`) does.
+(producer_state.py, pure) beside it in a ProducerLogState (producer_log_state.py), which this
+module feeds at each step that moves the log end. A leader append is checked against it before a
+byte is written: a retry of batches the log holds answers their offsets and stores nothing, a gap
+or a stale epoch raises. Follower appends and replay feed the same table without checks. It is
+snapshotted at each roll and at close, rebuilt at open (loading.py) and after truncation
+(producer_snapshots.py); retention never touches it, expiry (`expire_producers`) does.
 
 Loading and recovery (`open`): loading.py; `open` builds the log from what it found.
 
@@ -42,8 +43,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from samsa.common import limits
-from samsa.common.errors import OffsetOutOfRangeError, SamsaError
-from samsa.services.broker.log import cleaner, policy, producer_snapshots, retention
+from samsa.common.errors import OffsetOutOfRangeError
+from samsa.services.broker.log import cleaner, policy, retention
 from samsa.services.broker.log.append_info import (
     AppendInfo,
     AppendPlan,
@@ -66,11 +67,8 @@ from samsa.services.broker.log.loading import (
     RECOVERY_POINT_CHECKPOINT_FILE,
     load_log,
 )
-from samsa.services.broker.log.producer_state import (
-    DuplicateAppend,
-    ProducerEntry,
-    ProducerStateTable,
-)
+from samsa.services.broker.log.producer_log_state import ProducerLogState
+from samsa.services.broker.log.producer_state import ProducerEntry
 from samsa.services.broker.log.segment import Segment
 
 
@@ -115,12 +113,9 @@ class Log:
         self._closed = False
         # What each checkpoint file holds on disk, so that unchanged ones are not rewritten.
         self._checkpointed: dict[str, bytes] = {}
-        # Idempotent producers' epochs and last batches, at the log end offset; the offsets of
-        # the snapshot files kept (producer_snapshots.py), and whether the state changed since
-        # the newest one was written.
-        self._producers = ProducerStateTable()
-        self._snapshot_offsets: list[int] = []
-        self._producers_changed = False
+        # Idempotent producers' epochs and last batches, at the log end offset, with their
+        # snapshot files (producer_log_state.py).
+        self._producers = ProducerLogState.empty(directory)
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -130,8 +125,7 @@ class Log:
         loaded = load_log(directory, config)
         log = cls(directory, config, loaded.segments, loaded.epochs)
         log._checkpointed = loaded.checkpointed
-        log._producers = loaded.producers
-        log._snapshot_offsets = loaded.snapshot_offsets
+        log._producers = ProducerLogState(directory, loaded.producers, loaded.snapshot_offsets)
         # No checkpoint write fsyncs the new segment's directory entry now: the first flush does.
         log._directory_dirty = loaded.created
         if loaded.marker_found:  # consumed: a crash from now on must not look like a clean shutdown
@@ -246,11 +240,9 @@ class Log:
             log_append_time_ms=now_ms if self.config.log_append_time else None,
             allow_control_batches=allow_control_batches,
         )
-        verdict = self._producers.check_leader_append(plan.batches)
-        if verdict is not None:
-            if isinstance(verdict, DuplicateAppend):
-                return _duplicate_info(verdict)
-            raise SamsaError(verdict.message, verdict.code)
+        duplicate = self._producers.check_leader_append(plan.batches)
+        if duplicate is not None:
+            return duplicate
         self._append(plan, now_ms)
         return plan.info
 
@@ -288,9 +280,7 @@ class Log:
                 )
         if epochs_changed:
             self._write_epoch_checkpoint()
-        if any(batch.producer_id >= 0 for batch in plan.batches):
-            self._producers.apply(plan.batches)
-            self._producers_changed = True
+        self._producers.on_append(plan.batches)
         self._unflushed_records += plan.info.record_count
         if self._unflushed_records >= self.config.flush_messages:
             self.flush()
@@ -311,36 +301,12 @@ class Log:
         self._segments.append(segment)
         self._base_offsets.append(base_offset)
         self._directory_dirty = True
-        self._write_producer_snapshot(base_offset, durable=False)
+        self._producers.on_roll(base_offset)
         return segment
-
-    # --- producer state ------------------------------------------------------------------------
-
-    def _write_producer_snapshot(self, offset: int, *, durable: bool) -> None:
-        """Snapshot the producer state (as of `offset`, the log end offset before the append
-        being rolled for) and keep only the newest SNAPSHOTS_KEPT snapshots."""
-        producer_snapshots.write_snapshot(self.directory, offset, self._producers, durable=durable)
-        if offset not in self._snapshot_offsets:
-            self._snapshot_offsets.append(offset)
-        old = self._snapshot_offsets[: -producer_snapshots.SNAPSHOTS_KEPT]
-        producer_snapshots.delete_snapshots(self.directory, old)
-        del self._snapshot_offsets[: len(old)]
-        self._producers_changed = False
-
-    def _rebuild_producer_state(self) -> None:
-        """After a truncation: drop the snapshots above the new log end and rebuild the state
-        from the newest one left (or the log start) and the batches after it."""
-        self._producers = producer_snapshots.rebuild(
-            self.directory, self._snapshot_offsets, self._segments, empty_without_snapshot=False
-        )
-        self._producers_changed = True
 
     def expire_producers(self, *, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
-        expired = self._producers.expire(now_ms, expiration_ms)
-        if expired:
-            self._producers_changed = True
-        return expired
+        return self._producers.expire(now_ms=now_ms, expiration_ms=expiration_ms)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -448,7 +414,7 @@ class Log:
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._unflushed_records = 0
         self._epochs.truncate_from_end(self.log_end_offset)
-        self._rebuild_producer_state()
+        self._producers.on_truncate(self._segments)
         self.flush()
         self.checkpoint()
         return self.log_end_offset
@@ -481,7 +447,7 @@ class Log:
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
-        self._rebuild_producer_state()
+        self._producers.on_truncate(self._segments)
         self.checkpoint()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -497,10 +463,7 @@ class Log:
         self._log_start_offset = self._recovery_point = offset
         self._unflushed_records = 0
         self._epochs.clear()
-        producer_snapshots.delete_snapshots(self.directory, self._snapshot_offsets)
-        self._snapshot_offsets = []
-        self._producers = ProducerStateTable()
-        self._producers_changed = False
+        self._producers.on_truncate_fully()
         fsync_directory(self.directory)
         self.checkpoint()
 
@@ -562,7 +525,7 @@ class Log:
             self._base_offsets,
             delete_retention_ms=self.config.delete_retention_ms,
             now_ms=now_ms,
-            keep_whole={entry.batches[-1].base_offset for entry in self._producers.entries()},
+            keep_whole=self._producers.newest_batch_base_offsets(),
         )
 
     # --- durability ----------------------------------------------------------------------------
@@ -628,11 +591,7 @@ class Log:
         for segment in self._segments:
             segment.write_indexes(fsync=True)
         self.checkpoint()
-        if not len(self._producers):
-            producer_snapshots.delete_snapshots(self.directory, self._snapshot_offsets)
-            self._snapshot_offsets = []
-        elif self._producers_changed or self._snapshot_offsets[-1:] != [self.log_end_offset]:
-            self._write_producer_snapshot(self.log_end_offset, durable=True)
+        self._producers.close(self.log_end_offset)
         write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
         for segment in self._segments:
             segment.close()
@@ -640,16 +599,3 @@ class Log:
 
     def _check_open(self) -> None:
         assert not self._closed, "the log is closed"
-
-
-def _duplicate_info(duplicate: DuplicateAppend) -> AppendInfo:
-    """What a retried append that the log already holds answers: its original offsets."""
-    return AppendInfo(
-        first_offset=duplicate.base_offset,
-        last_offset=duplicate.last_offset,
-        max_timestamp=-1,
-        offset_of_max_timestamp=-1,
-        log_append_time_ms=-1,
-        record_count=0,
-        size_bytes=0,
-    )

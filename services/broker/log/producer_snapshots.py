@@ -6,7 +6,7 @@ is rebuilt as Kafka rebuilds it: load the newest snapshot at or below the log en
 replay the headers of every batch from the snapshot's offset to the log end (`rebuild`).
 A snapshot named `<offset>.snapshot` holds the state after every batch below that offset.
 
-When snapshots are written (log.py decides):
+When snapshots are written (log.py decides, producer_log_state.py writes them):
 - at each segment roll, at the new segment's base offset, so that a restart after a crash
   replays at most the active segment. Written without fsync: a snapshot that a crash tore or
   lost fails its CRC or is missing, and the rebuild falls back to an older one or the log start

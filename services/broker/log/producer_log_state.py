@@ -1,0 +1,144 @@
+"""The idempotent-producer state kept beside a partition log: the glue between `Log` and the core.
+
+Theory of operation (Kafka's ProducerStateManager, as UnifiedLog drives it; DESIGN §5). The table
+of each producer's epoch and last batches is producer_state.py's (pure); its snapshot files and
+the replay from segments are producer_snapshots.py's. `ProducerLogState` holds the table as of the
+log end offset with the offsets of the snapshot files kept, and `Log` (log.py) feeds it at each
+step that moves the log end:
+
+- a leader append is checked before a byte is written (`check_leader_append`): a retry of
+  batches the log holds answers their offsets and stores nothing, a gap or a stale epoch raises;
+- every stored append, leader's or follower's, is applied unchecked (`on_append`);
+- a roll snapshots the state at the new segment's base offset, without fsync (`on_roll`);
+- a truncation rebuilds the state from the newest snapshot left and the batches after it
+  (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`);
+- `close` snapshots it durably at the log end, or deletes every snapshot when it is empty;
+- expiry (`expire`) forgets silent producers; retention never touches the state (KIP-360).
+
+Whether the state changed since the newest snapshot was written is tracked so that `close` writes
+a snapshot only when the one at the log end would differ. This module only calls the functions of
+producer_snapshots.py and must not import log.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from samsa.common.errors import SamsaError
+from samsa.services.broker.log import producer_snapshots
+from samsa.services.broker.log.append_info import AppendInfo
+from samsa.services.broker.log.producer_state import (
+    DuplicateAppend,
+    ProducerBatchInfo,
+    ProducerEntry,
+    ProducerStateTable,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from samsa.services.broker.log.segment import Segment
+
+
+class ProducerLogState:
+    """One log's producer state at its log end offset, and the snapshot files kept for it. Every
+    method runs on the log's thread."""
+
+    def __init__(
+        self, directory: Path, producers: ProducerStateTable, snapshot_offsets: list[int]
+    ) -> None:
+        self._directory = directory
+        self._producers = producers
+        # The offsets of the snapshot files kept, ascending (producer_snapshots.py).
+        self._snapshot_offsets = snapshot_offsets
+        # Whether the state changed since the newest snapshot was written.
+        self._changed = False
+
+    @classmethod
+    def empty(cls, directory: Path) -> ProducerLogState:
+        return cls(directory, ProducerStateTable(), [])
+
+    def entries(self) -> list[ProducerEntry]:
+        """Every idempotent producer the partition remembers, by producer id."""
+        return self._producers.entries()
+
+    def newest_batch_base_offsets(self) -> set[int]:
+        """The base offset of each live producer's newest batch (compaction keeps them whole)."""
+        return {entry.batches[-1].base_offset for entry in self._producers.entries()}
+
+    def check_leader_append(self, batches: Sequence[ProducerBatchInfo]) -> AppendInfo | None:
+        """None when the leader may write `batches`; the original offsets (record_count 0) when
+        the log already holds them; raises SamsaError with the refusal's code otherwise.
+        Changes nothing."""
+        verdict = self._producers.check_leader_append(batches)
+        if verdict is None:
+            return None
+        if isinstance(verdict, DuplicateAppend):
+            return _duplicate_info(verdict)
+        raise SamsaError(verdict.message, verdict.code)
+
+    def on_append(self, batches: Sequence[ProducerBatchInfo]) -> None:
+        """Record stored batches, unchecked (leader writes, follower writes alike)."""
+        if any(batch.producer_id >= 0 for batch in batches):
+            self._producers.apply(batches)
+            self._changed = True
+
+    def on_roll(self, base_offset: int) -> None:
+        """Snapshot the state at the new segment's base offset (the log end offset before the
+        append being rolled for), without fsync: a lost snapshot only makes a rebuild slower."""
+        self._write_snapshot(base_offset, durable=False)
+
+    def on_truncate(self, segments: Sequence[Segment]) -> None:
+        """After a truncation: drop the snapshots above the new log end and rebuild the state
+        from the newest one left (or the log start) and the batches after it."""
+        self._producers = producer_snapshots.rebuild(
+            self._directory, self._snapshot_offsets, segments, empty_without_snapshot=False
+        )
+        self._changed = True
+
+    def on_truncate_fully(self) -> None:
+        """The log restarts empty: forget every producer and delete every snapshot."""
+        producer_snapshots.delete_snapshots(self._directory, self._snapshot_offsets)
+        self._snapshot_offsets = []
+        self._producers = ProducerStateTable()
+        self._changed = False
+
+    def expire(self, *, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
+        expired = self._producers.expire(now_ms, expiration_ms)
+        if expired:
+            self._changed = True
+        return expired
+
+    def close(self, log_end_offset: int) -> None:
+        """Snapshot the state durably at the log end (so a clean open replays nothing), or, when
+        it is empty, delete every snapshot (so a clean open without one starts empty)."""
+        if not len(self._producers):
+            producer_snapshots.delete_snapshots(self._directory, self._snapshot_offsets)
+            self._snapshot_offsets = []
+        elif self._changed or self._snapshot_offsets[-1:] != [log_end_offset]:
+            self._write_snapshot(log_end_offset, durable=True)
+
+    def _write_snapshot(self, offset: int, *, durable: bool) -> None:
+        """Snapshot the state as of `offset` and keep only the newest SNAPSHOTS_KEPT snapshots."""
+        producer_snapshots.write_snapshot(self._directory, offset, self._producers, durable=durable)
+        if offset not in self._snapshot_offsets:
+            self._snapshot_offsets.append(offset)
+        old = self._snapshot_offsets[: -producer_snapshots.SNAPSHOTS_KEPT]
+        producer_snapshots.delete_snapshots(self._directory, old)
+        del self._snapshot_offsets[: len(old)]
+        self._changed = False
+
+
+def _duplicate_info(duplicate: DuplicateAppend) -> AppendInfo:
+    """What a retried append that the log already holds answers: its original offsets."""
+    return AppendInfo(
+        first_offset=duplicate.base_offset,
+        last_offset=duplicate.last_offset,
+        max_timestamp=-1,
+        offset_of_max_timestamp=-1,
+        log_append_time_ms=-1,
+        record_count=0,
+        size_bytes=0,
+    )
