@@ -134,6 +134,10 @@ class RecordAccumulator:
     def has_unfinished(self) -> bool:
         return bool(self._batcher.unfinished)
 
+    def has_queued(self) -> bool:
+        """Batches wait to be sent (not in flight): an outcome may let them out."""
+        return bool(self._batcher.queued)
+
     @property
     def producer_identity(self) -> tuple[int, int]:
         """(producer id, producer epoch); NO_PRODUCER_ID and NO_PRODUCER_EPOCH before the first."""

@@ -6,7 +6,11 @@ closes them.
 
 The OTel client interceptor starts a span per call and injects the W3C `traceparent` into the call
 metadata, so a request can be followed from the application into the broker (whose server
-interceptor continues the trace). With no tracer provider configured it does nothing measurable.
+interceptor continues the trace). On the sync channels, with no tracer provider configured, it
+does nothing measurable. On the aio channels it wraps every message of a stream in one more async
+generator even then, which a producer waiting on each record feels: they are intercepted only when
+the application set a tracer provider before the producer started (`tracing_configured`), as the
+services install theirs only when an exporter is configured.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import threading
 
 import grpc
+from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, client_interceptor, grpcext
 
 from samsa.common import limits
@@ -49,17 +54,23 @@ class Channels:
             self._channels.clear()
 
 
+def tracing_configured() -> bool:
+    """True once the application set a tracer provider (the default is a proxy to nothing)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 class AioChannels:
     """grpc.aio channels by endpoint, for one event loop (no lock: only that loop touches them)."""
 
     def __init__(self) -> None:
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._interceptors = aio_client_interceptors() if tracing_configured() else None
 
     def get(self, endpoint: str) -> grpc.aio.Channel:
         channel = self._channels.get(endpoint)
         if channel is None:
             channel = self._channels[endpoint] = grpc.aio.insecure_channel(
-                endpoint, options=CHANNEL_OPTIONS, interceptors=aio_client_interceptors()
+                endpoint, options=CHANNEL_OPTIONS, interceptors=self._interceptors
             )
         return channel
 

@@ -123,6 +123,9 @@ class ProducerDriver:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
+        # When the sleeping task will look at its timers by itself (now_ms() clock); None while
+        # it runs a turn. wake() rouses it only for something due sooner than that.
+        self._turn_due_ms: int | None = None
         self._stopping = False
         self._draining = False  # inside _drain_and_send (asserted: never nested)
         self._producer_ids = ProducerIds(metadata, self._stub, config.request_timeout_ms / 1000)
@@ -177,15 +180,26 @@ class ProducerDriver:
 
     def wake(self) -> None:
         """A facade appended something to send: drain and send at once (on the loop, so still
-        the only drainer), then let the task look at its timers."""
+        the only drainer). The task takes a turn only if that left it something to do sooner
+        than its own timer: a caller waiting on each record pays for one drain, not two."""
         self._wake_scheduled = False
         if self._wake is None or self._stopping:
             return
         try:
-            self._drain_and_send()
+            ready = self._drain_and_send()
         except Exception:
             log.exception("producer driver error")  # the task's turn tries again
-        self._wake.set()
+            self._wake.set()
+            return
+        due = self._turn_due_ms
+        if (
+            due is None
+            or ready.producer_id_required
+            or ready.unknown_leader_topics
+            or (ready.next_check_ms is not None and ready.next_check_ms < due)
+            or self.metadata.needs_refresh()
+        ):
+            self._wake.set()
 
     def _wake_task(self) -> None:
         """An outcome came back: the task's next turn sends what it allows (never a drain from
@@ -224,9 +238,11 @@ class ProducerDriver:
                 log.exception("producer driver error")
                 wait_s = 0.1
             if wait_s > 0 and not self._stopping:
+                self._turn_due_ms = now_ms() + int(wait_s * 1000)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(wait_s):  # no task per turn, unlike wait_for
                         await self._wake.wait()
+                self._turn_due_ms = None
 
     async def _turn(self) -> float:
         """One turn: drain every ready broker and send; returns how long to sleep unless woken."""
@@ -354,13 +370,17 @@ class ProducerDriver:
         assert response is not None
         completed: list[Completed] = []
         now = now_ms()
+        failed = False
         with self.lock:
             for topic in response.topics:
                 for result in topic.partitions:
                     group = by_partition.get((topic.name, result.partition), [])
                     completed += self._partition_outcome(topic.name, group, result, now)
+                    failed = failed or result.error_code != ErrorCode.NONE
+            queued = self.accumulator.has_queued()
         self._settle(completed)
-        self._wake_task()
+        if failed or queued:  # a retry, or batches an in-flight slot may now let out
+            self._wake_task()
 
     def _partition_outcome(
         self,
