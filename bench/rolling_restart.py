@@ -18,8 +18,9 @@ broker's (so a leadership moving back to the restarted broker later still falls 
 The windows and the comparison of what was acked with what was read are pure functions over
 timestamps and dicts (tested in tests/unit/bench/test_rolling_restart.py); the rest is I/O.
 
-The SDK has no idempotent producer yet, so a retried batch that had in fact been appended is
-stored twice: the read-back counts such duplicates separately from losses.
+The producer is idempotent (the SDK's default with acks=all), so a retried batch the old leader
+had in fact appended is recognised and not stored twice; the read-back still counts duplicates
+separately from losses, so that a regression shows.
 """
 
 from __future__ import annotations

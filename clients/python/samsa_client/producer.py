@@ -189,7 +189,7 @@ class Producer:
             self.flush(timeout)
         finally:
             self._closed = True
-            stopped = asyncio.run_coroutine_threadsafe(self._driver.stop(), self._loop)
+            stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
             try:
                 stopped.result(STOP_TIMEOUT_S)
             finally:
@@ -199,6 +199,14 @@ class Producer:
                     self._loop.close()
                 self._callbacks.stop()
                 self._channels.close()
+
+    async def _stop_on_loop(self) -> None:
+        """Stop the driver, then finish what asyncio.run() finishes before its loop closes (the
+        streams' request generators, the metadata refreshes' worker threads), so that nothing
+        of the producer is left to run on a closed loop."""
+        await self._driver.stop()
+        await self._loop.shutdown_asyncgens()
+        await self._loop.shutdown_default_executor()
 
     @property
     def batch_retries(self) -> int:
