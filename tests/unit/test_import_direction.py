@@ -58,6 +58,7 @@ IO_MODULE_NAMES = {
     "loading.py",  # lists a log directory, reads its checkpoints, recovers its segments
     "producer_snapshots.py",  # producer-state snapshot files, replay from segments
     "producer_log_state.py",  # the producer state beside a log: its snapshots, rebuilds
+    "log_durability.py",  # a log's fsyncs, checkpoint files and clean-shutdown marker
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
     "logs.py",  # JSON log lines on stderr
@@ -81,9 +82,11 @@ IO_MODULE_NAMES = {
     "broker.py",  # the broker's composition
     "maintenance.py",  # retention and flush loop
     "replica_fetcher.py",  # followers fetch from leaders over gRPC
+    "replica_stream.py",  # ReplicaFetchStream: followers' fetches on a long-lived gRPC stream
     "isr_manager.py",  # AlterPartition proposals to the controller
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
+    "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "producer_ids.py",  # AllocateProducerIds calls and waits, InitProducerId
 }
 

@@ -6,7 +6,8 @@ producers' epochs and last batches), and retention and cleaner (which only call 
 segments `Log` hands them). I/O drivers: segment (one segment's files), checkpoint_file (atomic
 small files), loading (a log read back from disk and recovered), producer_snapshots (producer-state
 snapshot files and the replay from segments), producer_log_state (the producer state beside a
-log, fed by it), log (the `Log` composing it all).
+log, fed by it), log_durability (a log's recovery point, fsyncs, checkpoints and clean-shutdown
+marker), log (the `Log` composing it all).
 """
 
 from samsa.services.broker.log.append_info import AppendInfo

@@ -16,7 +16,8 @@ checkpoint reads as None and the caller picks a safe value. An empty directory g
 segment at the checkpointed log start offset (0 when there is none).
 
 This module also names the files a log directory holds besides its segments, and what an absent
-checkpoint file means: log.py writes them, this module reads them, and it must not import log.py.
+checkpoint file means: log_durability.py writes them, this module reads them, and it must not
+import log.py.
 """
 
 from __future__ import annotations

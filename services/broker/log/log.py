@@ -10,16 +10,13 @@ and deletes, this module makes it durable); compaction rewrites closed segments 
 crash-safely (cleaner.py, with compaction.py's per-batch rules). Time (`now_ms`) is always passed
 in; the log never reads a clock.
 
-Durability (DESIGN.md §3). Nothing is fsynced on append unless flush.messages says so (1 = fsync
-every append); `flush` fsyncs everything from the recovery point on and advances the recovery
-point to the log end offset. Checkpoints (recovery point, log start offset, leader epochs) are
-written atomically by `checkpoint`, `close`, and whenever a value moves backwards or the log start
-moves (so a crash never leaves a checkpoint claiming more than the log holds). Only a checkpoint
-whose content changed is written, and an absent file means its default (offset 0, no epochs): a
-brand-new log writes none, so creating thousands of partitions costs no fsyncs. `close` writes a
-clean-shutdown marker; `open` deletes it after loading, without waiting for the deletion to be
-durable — the first change to the log's files waits for it instead (`_persist_marker_removal`),
-so a broker restarting 10,000 logs does not pay 10,000 directory fsyncs.
+Durability (DESIGN.md §3). A LogDurability (log_durability.py) holds the recovery point, the
+unflushed-record count and what each checkpoint file holds, and does the fsyncs: nothing is
+fsynced on append unless flush.messages says so, `flush` fsyncs everything from the recovery point
+on. This module decides when: checkpoints (recovery point, log start offset, leader epochs) are
+written by `checkpoint`, `close`, and whenever a value moves backwards or the log start moves (so
+a crash never leaves a checkpoint claiming more than the log holds); the clean-shutdown marker's
+removal at `open` is made durable before the first change to the log's files.
 
 Idempotent producers (DESIGN §5). The log keeps each producer's epoch and last 5 batches
 (producer_state.py, pure) beside it in a ProducerLogState (producer_log_state.py), which this
@@ -51,22 +48,11 @@ from samsa.services.broker.log.append_info import (
     plan_follower_append,
     plan_leader_append,
 )
-from samsa.services.broker.log.checkpoint_file import (
-    fsync_directory,
-    write_atomically,
-    write_atomically_many,
-)
-from samsa.services.broker.log.checkpoint_format import encode_checkpoint
 from samsa.services.broker.log.cleaner import CompactionResult
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
-from samsa.services.broker.log.loading import (
-    CLEAN_SHUTDOWN_FILE,
-    LEADER_EPOCH_CHECKPOINT_FILE,
-    LOG_START_OFFSET_CHECKPOINT_FILE,
-    RECOVERY_POINT_CHECKPOINT_FILE,
-    load_log,
-)
+from samsa.services.broker.log.loading import load_log
+from samsa.services.broker.log.log_durability import LogDurability
 from samsa.services.broker.log.producer_log_state import ProducerLogState
 from samsa.services.broker.log.producer_state import ProducerEntry
 from samsa.services.broker.log.segment import Segment
@@ -104,15 +90,10 @@ class Log:
         self._base_offsets = [segment.base_offset for segment in segments]
         self._epochs = epochs
         self._log_start_offset = segments[0].base_offset
-        self._recovery_point = 0
-        self._unflushed_records = 0
-        self._last_flush_ms = 0
-        self._directory_dirty = False
-        # The clean-shutdown marker was unlinked at open and no directory fsync has followed yet.
-        self._marker_removal_unsynced = False
         self._closed = False
-        # What each checkpoint file holds on disk, so that unchanged ones are not rewritten.
-        self._checkpointed: dict[str, bytes] = {}
+        # The recovery point, unflushed records, checkpoint contents and the clean-shutdown
+        # marker's state (log_durability.py).
+        self._durability = LogDurability.empty(directory, config)
         # Idempotent producers' epochs and last batches, at the log end offset, with their
         # snapshot files (producer_log_state.py).
         self._producers = ProducerLogState.empty(directory)
@@ -124,13 +105,13 @@ class Log:
         """Create the log in `directory`, or load and recover the one that is there."""
         loaded = load_log(directory, config)
         log = cls(directory, config, loaded.segments, loaded.epochs)
-        log._checkpointed = loaded.checkpointed
-        log._producers = ProducerLogState(directory, loaded.producers, loaded.snapshot_offsets)
         # No checkpoint write fsyncs the new segment's directory entry now: the first flush does.
-        log._directory_dirty = loaded.created
-        if loaded.marker_found:  # consumed: a crash from now on must not look like a clean shutdown
-            (directory / CLEAN_SHUTDOWN_FILE).unlink()
-            log._marker_removal_unsynced = True
+        log._durability = LogDurability(
+            directory, config, loaded.checkpointed, directory_dirty=loaded.created
+        )
+        log._producers = ProducerLogState(directory, loaded.producers, loaded.snapshot_offsets)
+        if loaded.marker_found:
+            log._durability.consume_clean_shutdown_marker()
         log._finish_open(
             loaded.log_start_offset, loaded.recovery_point, loaded.clean_shutdown, now_ms
         )
@@ -145,22 +126,11 @@ class Log:
             self.truncate_fully_and_start_at(self._log_start_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
         self._epochs.truncate_from_start(self._log_start_offset)
-        self._recovery_point = (
-            self.log_end_offset if clean else min(recovery_point or 0, self.log_end_offset)
+        self._durability.on_open(
+            self.log_end_offset if clean else min(recovery_point or 0, self.log_end_offset),
+            now_ms=now_ms,
         )
-        self._last_flush_ms = now_ms
         self.checkpoint()
-
-    def _persist_marker_removal(self) -> None:
-        """Make the clean-shutdown marker's removal durable before the first change to the log's
-        files after a clean open. Until then the files are exactly what `close` left, so a
-        marker that an OS crash brings back still tells the truth; after a change it would lie,
-        and the next open would trust segments that are not what close left (the unflushed tail
-        would skip its re-check). One directory fsync per log, paid only by logs that are
-        written to, instead of one per log at open."""
-        if self._marker_removal_unsynced:
-            fsync_directory(self.directory)
-            self._marker_removal_unsynced = False
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -176,12 +146,12 @@ class Log:
     @property
     def recovery_point(self) -> int:
         """Every offset below it is on disk (fsynced); recovery re-checks from here."""
-        return self._recovery_point
+        return self._durability.recovery_point
 
     @property
     def has_unflushed_records(self) -> bool:
         """Records were appended since the last flush (the flush policy has work to check)."""
-        return self._unflushed_records > 0
+        return self._durability.has_unflushed_records
 
     @property
     def latest_epoch(self) -> int:
@@ -256,7 +226,7 @@ class Log:
         return plan.info
 
     def _append(self, plan: AppendPlan, now_ms: int) -> None:
-        self._persist_marker_removal()
+        self._durability.persist_marker_removal()
         active = self._segments[-1]
         reason = policy.roll_reason(
             self.config,
@@ -279,12 +249,10 @@ class Log:
                     batch.partition_leader_epoch, batch.base_offset
                 )
         if epochs_changed:
-            self._write_epoch_checkpoint()
+            self._durability.checkpoint_epochs(self._epochs.entries())
         self._producers.on_append(plan.batches)
-        self._unflushed_records += plan.info.record_count
-        if self._unflushed_records >= self.config.flush_messages:
-            self.flush()
-            self._last_flush_ms = now_ms
+        if self._durability.on_append(plan.info.record_count):
+            self._flush(now_ms=now_ms)
 
     def _roll(self, base_offset: int) -> Segment:
         """Close the active segment and start a new one at `base_offset`."""
@@ -300,7 +268,7 @@ class Log:
         segment = Segment.create(self.directory, base_offset, self.config.index_interval_bytes)
         self._segments.append(segment)
         self._base_offsets.append(base_offset)
-        self._directory_dirty = True
+        self._durability.on_roll()
         self._producers.on_roll(base_offset)
         return segment
 
@@ -404,15 +372,13 @@ class Log:
         segment = self._segments[index]
         if segment.size_bytes != size_bytes or not 0 <= position < size_bytes:
             return None
-        self._persist_marker_removal()
+        self._durability.persist_marker_removal()
         while len(self._segments) > index + 1:
             self._segments.pop().delete()
             self._base_offsets.pop()
         segment.truncate_to_position(position)
-        self._directory_dirty = True
+        self._durability.on_truncate(self.log_end_offset, forget_unflushed=True)
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
-        self._recovery_point = min(self._recovery_point, self.log_end_offset)
-        self._unflushed_records = 0
         self._epochs.truncate_from_end(self.log_end_offset)
         self._producers.on_truncate(self._segments)
         self.flush()
@@ -438,14 +404,13 @@ class Log:
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return
-        self._persist_marker_removal()
+        self._durability.persist_marker_removal()
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._segments.pop().delete()
             self._base_offsets.pop()
         self._segments[-1].truncate_to(offset)
-        self._directory_dirty = True
+        self._durability.on_truncate(self.log_end_offset, forget_unflushed=False)
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
-        self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
         self._producers.on_truncate(self._segments)
         self.checkpoint()
@@ -455,16 +420,16 @@ class Log:
         below the leader's log start offset)."""
         self._check_open()
         assert offset >= 0
-        self._persist_marker_removal()
+        self._durability.persist_marker_removal()
         for segment in self._segments:
             segment.delete()
         segment = Segment.create(self.directory, offset, self.config.index_interval_bytes)
         self._segments, self._base_offsets = [segment], [offset]
-        self._log_start_offset = self._recovery_point = offset
-        self._unflushed_records = 0
+        self._log_start_offset = offset
+        self._durability.on_truncate_fully(offset)
         self._epochs.clear()
         self._producers.on_truncate_fully()
-        fsync_directory(self.directory)
+        self._durability.sync_directory()
         self.checkpoint()
 
     def delete_records(self, offset: int) -> int:
@@ -500,13 +465,13 @@ class Log:
         """Delete the `count` oldest segments, then persist the (possibly moved) log start."""
         assert 0 <= count < len(self._segments), "the active segment is never deleted"
         if count:
-            self._persist_marker_removal()
+            self._durability.persist_marker_removal()
         self._log_start_offset = retention.delete_oldest(
             self._segments, self._base_offsets, count, self._log_start_offset
         )
         self._epochs.truncate_from_start(self._log_start_offset)
         if count:
-            fsync_directory(self.directory)
+            self._durability.sync_directory()
         self.checkpoint()
 
     # --- compaction ----------------------------------------------------------------------------
@@ -519,7 +484,7 @@ class Log:
         if not self.config.compact:
             return CompactionResult(0, 0, 0, 0, 0)
         if len(self._segments) > 1:
-            self._persist_marker_removal()
+            self._durability.persist_marker_removal()
         return cleaner.clean(
             self._segments,
             self._base_offsets,
@@ -534,51 +499,26 @@ class Log:
         """fsync every segment from the recovery point on; the recovery point becomes the log
         end offset. Closed segments' index files are written and fsynced too."""
         self._check_open()
-        for segment in self._segments[self._segment_index(self._recovery_point) :]:
-            segment.flush(indexes=segment.closed)
-        if self._directory_dirty:
-            fsync_directory(self.directory)
-            self._directory_dirty = False
-        self._recovery_point = self.log_end_offset
-        self._unflushed_records = 0
+        self._flush(now_ms=None)
 
     def maybe_flush(self, *, now_ms: int) -> bool:
         """Flush when flush.messages records are unflushed or flush.ms has passed."""
         self._check_open()
-        if not policy.should_flush(
-            self.config,
-            unflushed_records=self._unflushed_records,
-            last_flush_ms=self._last_flush_ms,
-            now_ms=now_ms,
-        ):
+        if not self._durability.flush_due(now_ms=now_ms):
             return False
-        self.flush()
-        self._last_flush_ms = now_ms
+        self._flush(now_ms=now_ms)
         return True
+
+    def _flush(self, *, now_ms: int | None) -> None:
+        """Flush the segments from the one holding the recovery point on (`now_ms` restarts
+        flush.ms's clock, None leaves it)."""
+        unflushed = self._segments[self._segment_index(self._durability.recovery_point) :]
+        self._durability.flush(unflushed, self.log_end_offset, now_ms=now_ms)
 
     def checkpoint(self) -> None:
         """Write the recovery point, log start offset and leader-epoch checkpoints atomically
         (those whose content changed since they were last written)."""
-        self._write_checkpoints(
-            {
-                RECOVERY_POINT_CHECKPOINT_FILE: encode_checkpoint([(self._recovery_point,)]),
-                LOG_START_OFFSET_CHECKPOINT_FILE: encode_checkpoint([(self._log_start_offset,)]),
-                LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint(self._epochs.entries()),
-            }
-        )
-
-    def _write_epoch_checkpoint(self) -> None:
-        self._write_checkpoints(
-            {LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint(self._epochs.entries())}
-        )
-
-    def _write_checkpoints(self, contents: dict[str, bytes]) -> None:
-        changed = {
-            name: data for name, data in contents.items() if self._checkpointed.get(name) != data
-        }
-        if changed:
-            write_atomically_many({self.directory / name: data for name, data in changed.items()})
-            self._checkpointed.update(changed)
+        self._durability.checkpoint(self._log_start_offset, self._epochs.entries())
 
     def close(self) -> None:
         """Flush, write every index file, checkpoint and the producer state, then the
@@ -592,7 +532,7 @@ class Log:
             segment.write_indexes(fsync=True)
         self.checkpoint()
         self._producers.close(self.log_end_offset)
-        write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+        self._durability.write_clean_shutdown_marker()
         for segment in self._segments:
             segment.close()
         self._closed = True

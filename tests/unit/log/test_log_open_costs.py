@@ -5,7 +5,8 @@ to the log's files makes that removal durable before it touches them, so an OS c
 bring the marker back over a log changed since the open.
 
 Method: real files in tmp_path. Directory fsyncs made by the log itself are counted by wrapping
-`fsync_directory` where log.py looks it up (the fsync still happens); the log is not mocked.
+`fsync_directory` where log_durability.py looks it up (the fsync still happens); the log is not
+mocked.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from log_helpers import batch, read_all, small_config
 
 from samsa.services.broker.log import Log
-from samsa.services.broker.log import log as log_module
+from samsa.services.broker.log import log_durability as durability_module
 from samsa.services.broker.log.loading import (
     CHECKPOINT_FILES,
     CLEAN_SHUTDOWN_FILE,
@@ -26,15 +27,15 @@ from samsa.services.broker.log.loading import (
 
 @pytest.fixture
 def directory_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The directories log.py fsyncs, in order."""
+    """The directories the log fsyncs (log_durability.py), in order."""
     synced: list[Path] = []
-    real = log_module.fsync_directory
+    real = durability_module.fsync_directory
 
     def counting(directory: Path) -> None:
         synced.append(directory)
         real(directory)
 
-    monkeypatch.setattr(log_module, "fsync_directory", counting)
+    monkeypatch.setattr(durability_module, "fsync_directory", counting)
     return synced
 
 
@@ -107,12 +108,12 @@ def test_a_clean_open_defers_the_marker_fsync_to_the_first_append(
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
     assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists(), "the marker is consumed"
     assert directory_fsyncs == [], "no directory fsync at open"
-    assert reopened._marker_removal_unsynced
+    assert reopened._durability.marker_removal_unsynced
     reopened.read(0, 4096)
     assert directory_fsyncs == [], "reads change no file"
     append(reopened, 1)
     assert directory_fsyncs == [tmp_path], "the removal is made durable by the first append"
-    assert not reopened._marker_removal_unsynced
+    assert not reopened._durability.marker_removal_unsynced
     append(reopened, 1)
     assert directory_fsyncs == [tmp_path], "once"
     reopened.close()
@@ -136,7 +137,7 @@ def test_every_other_change_after_a_clean_open_syncs_the_marker_removal_first(
     else:
         reopened.delete_records(reopened.segments()[1].base_offset)
     assert directory_fsyncs[:1] == [tmp_path], "before the change"
-    assert not reopened._marker_removal_unsynced
+    assert not reopened._durability.marker_removal_unsynced
     reopened.close()
 
 
@@ -149,7 +150,7 @@ def test_an_unclean_open_has_no_marker_to_sync(
     for segment in log._segments:
         segment.close()
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
-    assert not reopened._marker_removal_unsynced
+    assert not reopened._durability.marker_removal_unsynced
     directory_fsyncs.clear()
     append(reopened, 1)
     assert directory_fsyncs == []
