@@ -26,6 +26,7 @@ from typing import NamedTuple
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.fetch_session import (
+    CLOSE_EPOCH,
     FetchSession,
     FetchSessionCache,
     PartitionKey,
@@ -41,8 +42,6 @@ from samsa.services.broker.partition_read import (
 from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
-
-CLOSE_EPOCH = -1  # a session_epoch that closes the session named
 
 
 async def fetch(
@@ -171,20 +170,34 @@ async def _fetch_in_session(
         keys = list(session.partitions) if full else _incremental_keys(session, named)
         answer = _read_session_pass(host, request, session, keys, full=full)
         remaining = deadline - time.monotonic()
-        if answer.size >= max(request.min_bytes, 1) or remaining <= 0 or answer.errors:
+        if answer.size >= max(request.min_bytes, 1) or remaining <= 0 or answer.answer_now:
             for key, result in answer.told:
                 session.partitions[key].remember(result)
             session.dirty.difference_update(answer.examined)
             session.answered(int(time.time() * 1000), opening=full)
             answer.response.session_id = session.session_id
             return answer.response
-        woken = asyncio.Event()
-        session.on_wake = woken.set
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), remaining)
-        finally:
-            session.on_wake = None
+        await _park(session, remaining)
+
+
+async def _park(session: FetchSession, timeout_s: float) -> None:
+    """Wait for the session's next wake, at most `timeout_s`. A bare future resolved by the
+    wake, under a timeout that is a timer rather than a task (not asyncio.wait_for, which
+    wraps the wait in a task of its own under Python 3.11): the parked fetch runs in the very
+    next turn of the event loop after an append, which an acks=all write waits for."""
+    waiter = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    session.on_wake = wake
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await waiter
+    finally:
+        session.on_wake = None
 
 
 def _incremental_keys(session: FetchSession, named: list[PartitionKey]) -> list[PartitionKey]:
@@ -198,7 +211,7 @@ def _incremental_keys(session: FetchSession, named: list[PartitionKey]) -> list[
 class _SessionPass(NamedTuple):
     response: broker_pb2.FetchResponse
     size: int
-    errors: bool
+    answer_now: bool  # a partition failed or must be answered without waiting
     examined: list[PartitionKey]  # read (not skipped for a full answer): no longer dirty
     told: list[tuple[PartitionKey, FetchPartition]]  # in the answer: remembered once final
 
@@ -228,7 +241,7 @@ def _read_session_pass(
                 topic = topics[key[0]] = response.topics.add(name=key[0])
             topic.partitions.append(result)
             told.append((key, result))
-    return _SessionPass(response, reader.total, reader.errors, examined, told)
+    return _SessionPass(response, reader.total, reader.answer_now, examined, told)
 
 
 def read_once(
@@ -248,7 +261,7 @@ def read_once(
                 hosted = host.get(topic.name, wanted.partition)
                 if hosted is not None:
                     waits.append(hosted.data_arrived)
-    return response, reader.total, [] if reader.errors else waits
+    return response, reader.total, [] if reader.answer_now else waits
 
 
 async def first_of(events: list[asyncio.Event], timeout_s: float) -> None:

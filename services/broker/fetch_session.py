@@ -39,6 +39,7 @@ WantedPartition = broker_pb2.FetchRequest.PartitionData
 PartitionResult = broker_pb2.FetchResponse.PartitionResponse
 
 EPOCH_MAX = 2**31 - 1  # epochs wrap to 1 after this (0 opens a session, -1 closes one)
+CLOSE_EPOCH = -1  # a session_epoch that closes the session named
 
 
 @dataclass

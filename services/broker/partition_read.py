@@ -44,14 +44,18 @@ class PartitionReader:
         self.now_ms = now_ms
         self.budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
         self.total = 0
-        self.errors = False
+        # A partition failed or has an answer of its own (a diverging epoch, a preferred read
+        # replica): the fetch is answered at once, never parked until max_wait_ms. A follower
+        # that must truncate after a leader change would otherwise wait out the whole wait
+        # before it can catch up, and acks=all writes with it (Kafka answers these at once too).
+        self.answer_now = False
         if self.replica_id >= 0:
             host.replica_fetch_ms[self.replica_id] = self.now_ms
 
     def read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
         outcome = self._read(topic, wanted, result)
-        if outcome is Outcome.FAILED:
-            self.errors = True
+        if outcome is Outcome.FAILED or outcome is Outcome.ANSWERED:
+            self.answer_now = True
         return outcome
 
     def _read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.fetch import first_of
@@ -28,6 +29,9 @@ async def await_replication(waits: list[ReplicationWait], timeout_s: float) -> N
                     ErrorCode.NOT_LEADER_OR_FOLLOWER,
                     "leadership moved before the write was replicated; retry at the new leader",
                 )
+                if hosted.leader_id >= 0:  # KIP-951: the producer retries there at once
+                    wait.result.current_leader.leader_id = hosted.leader_id
+                    wait.result.current_leader.leader_epoch = hosted.leader_epoch
             elif len(hosted.isr) < hosted.min_insync_replicas:
                 fail(
                     wait.result,
@@ -49,4 +53,9 @@ async def await_replication(waits: list[ReplicationWait], timeout_s: float) -> N
                     f"not replicated to the ISR within {timeout_s * 1000:.0f} ms",
                 )
             return
-        await first_of([wait.hosted.data_arrived for wait in pending], remaining)
+        if len(pending) == 1:  # the usual case: one partition, waited on with no extra task
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await pending[0].hosted.data_arrived.wait()
+        else:
+            await first_of([wait.hosted.data_arrived for wait in pending], remaining)

@@ -20,6 +20,15 @@ learns that it may rejoin (and a corrupt replica, left out of its session, never
 A fetch with a replica_id moves the leader's high watermark, so each one carries a fresh
 membership proof signed as this broker (`MemberSigner`); a leader refuses it otherwise
 (PERMISSION_DENIED), and this loop logs that and backs off like any other failed fetch.
+
+Transport (`LeaderLink`). Each loop sends its fetches on one long-lived ReplicaFetchStream to its
+leader (services/broker/replica_stream.py), one at a time, the next as soon as the previous
+answer is applied: an acks=all write waits for two fetch round trips per follower (the one that
+brings the records, the one that reports them), and a message on an open stream costs about half
+a unary call. The stream proves membership when it opens; it is opened again, with a fresh proof,
+after any failure (the session starts over with a full fetch, as after a failed unary call). A
+leader that answers UNIMPLEMENTED (a broker from before the stream, during a rolling upgrade) is
+fetched from with unary Fetch calls from then on.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ from samsa.common.fetch_session_client import (
     fetch_request,
 )
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.replica_stream import STREAM_METHOD
 from samsa.services.broker.replication import follower_high_watermark
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
@@ -59,6 +69,9 @@ REFUSED_BACKOFF_S = 1.0
 FETCH_METHOD = method_path(
     broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name, "Fetch"
 )
+# An answer comes within the request's max_wait_ms; one this late means the leader or the path
+# is stuck: the fetch fails (and a stream is dropped, to be opened again).
+ANSWER_WAIT_S = FETCH_MAX_WAIT_MS / 1000 + 10
 
 
 class ReplicaFetchers:
@@ -137,7 +150,7 @@ class ReplicaFetchers:
         self._loops.clear()
         await asyncio.gather(*(channel.close() for channel in self._channels.values()))
 
-    def _stub(self, leader_id: int) -> broker_pb2_grpc.BrokerServiceStub | None:
+    def _channel(self, leader_id: int) -> grpc.aio.Channel | None:
         broker = self.host.image.brokers.get(leader_id)
         if broker is None:
             return None
@@ -150,39 +163,43 @@ class ReplicaFetchers:
             channel = self._channels[broker.endpoint] = grpc.aio.insecure_channel(
                 broker.endpoint, options=options
             )
-        return broker_pb2_grpc.BrokerServiceStub(channel)
+        return channel
 
     async def _run(self, leader_id: int) -> None:
-        while True:
-            session = self._sessions.get(leader_id)
-            stub = self._stub(leader_id)
-            if session is None or not session.wanted or stub is None:
-                await asyncio.sleep(ERROR_BACKOFF_S)
-                continue
-            self._follow_corruption(leader_id, session)
-            parts = session.build()
-            try:
-                response = await stub.Fetch(
-                    _request(self.broker_id, parts),
-                    timeout=FETCH_MAX_WAIT_MS / 1000 + 10,
-                    metadata=self.signer.metadata(FETCH_METHOD),
-                )
-            except grpc.aio.AioRpcError as error:
-                session.reset()
-                if error.code() == grpc.StatusCode.PERMISSION_DENIED:
-                    log.error("replica fetch from %d refused: %s", leader_id, error.details())
-                    await asyncio.sleep(REFUSED_BACKOFF_S)
-                    continue
-                log.debug("replica fetch from %d failed: %s", leader_id, error.code())
-                await asyncio.sleep(ERROR_BACKOFF_S)
-                continue
-            if response.error_code != ErrorCode.NONE:
-                log.info("fetch session with %d: %s", leader_id, response.error_message or "error")
-                session.reset()
-                continue
-            session.on_answer(parts, response.session_id)
-            if not self._apply(leader_id, session, response):
-                await asyncio.sleep(ERROR_BACKOFF_S)
+        link = LeaderLink(self.signer)
+        try:
+            while True:
+                await self._fetch_once(leader_id, link)
+        finally:
+            link.close()
+
+    async def _fetch_once(self, leader_id: int, link: LeaderLink) -> None:
+        """One fetch from the leader and what follows it: apply, or back off."""
+        session = self._sessions.get(leader_id)
+        channel = self._channel(leader_id)
+        if session is None or not session.wanted or channel is None:
+            await asyncio.sleep(ERROR_BACKOFF_S)
+            return
+        self._follow_corruption(leader_id, session)
+        parts = session.build()
+        try:
+            response = await link.fetch(channel, _request(self.broker_id, parts))
+        except FetchFailed as failed:
+            session.reset()
+            if failed.code == grpc.StatusCode.PERMISSION_DENIED:
+                log.error("replica fetch from %d refused: %s", leader_id, failed.details)
+                await asyncio.sleep(REFUSED_BACKOFF_S)
+                return
+            log.debug("replica fetch from %d failed: %s", leader_id, failed.code)
+            await asyncio.sleep(ERROR_BACKOFF_S)
+            return
+        if response.error_code != ErrorCode.NONE:
+            log.info("fetch session with %d: %s", leader_id, response.error_message or "error")
+            session.reset()
+            return
+        session.on_answer(parts, response.session_id)
+        if not self._apply(leader_id, session, response):
+            await asyncio.sleep(ERROR_BACKOFF_S)
 
     def _follow_corruption(self, leader_id: int, session: FetchSessionClient) -> None:
         """Stop fetching partitions the scrubber found corrupt here (no progress reports until
@@ -263,6 +280,90 @@ class ReplicaFetchers:
             hosted.high_watermark = high_watermark
             hosted.notify_appended()
         return True
+
+
+class FetchFailed(Exception):
+    """A fetch that got no answer: the status the call or stream ended with."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self.code = code
+        self.details = details
+
+
+class LeaderLink:
+    """How one fetch loop reaches its leader: a ReplicaFetchStream (services/broker/
+    replica_stream.py) carrying one fetch at a time, opened with a fresh membership proof on
+    first use and again after it breaks; or, once the leader answers UNIMPLEMENTED (a broker
+    from before the stream), a unary Fetch per request, each with its own proof, until one of
+    those fails (the leader may come back upgraded)."""
+
+    def __init__(self, signer: MemberSigner) -> None:
+        self.signer = signer
+        self.unary_only = False
+        self._call: grpc.aio.StreamStreamCall | None = None
+        self._channel: grpc.aio.Channel | None = None
+
+    async def fetch(
+        self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest
+    ) -> broker_pb2.FetchResponse:
+        """The leader's answer to `request`; FetchFailed when none came (the request may or
+        may not have been applied: the caller starts its fetch session over)."""
+        if not self.unary_only:
+            try:
+                return await self._fetch_on_stream(channel, request)
+            except FetchFailed as failed:
+                if failed.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+            # Refused before anything was read: the same request is safe to send again.
+            log.info("leader serves no ReplicaFetchStream: fetching with unary Fetch calls")
+            self.unary_only = True
+        try:
+            return await broker_pb2_grpc.BrokerServiceStub(channel).Fetch(
+                request, timeout=ANSWER_WAIT_S, metadata=self.signer.metadata(FETCH_METHOD)
+            )
+        except grpc.aio.AioRpcError as error:
+            # The leader may have restarted as a newer broker: try the stream again next time.
+            self.unary_only = False
+            raise FetchFailed(error.code(), error.details() or "") from None
+
+    async def _fetch_on_stream(
+        self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest
+    ) -> broker_pb2.FetchResponse:
+        if self._call is None or self._channel is not channel:
+            self.close()
+            self._call = broker_pb2_grpc.BrokerServiceStub(channel).ReplicaFetchStream(
+                metadata=self.signer.metadata(STREAM_METHOD)
+            )
+            self._channel = channel
+        call = self._call
+        try:
+            async with asyncio.timeout(ANSWER_WAIT_S):  # a write blocks if the leader stops reading
+                await call.write(broker_pb2.ReplicaFetchStreamRequest(request=request))
+                answer = await call.read()
+        except grpc.aio.AioRpcError as error:
+            self.close()
+            raise FetchFailed(error.code(), error.details() or "") from None
+        except TimeoutError:
+            self.close()
+            raise FetchFailed(
+                grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer within {ANSWER_WAIT_S:.0f} s"
+            ) from None
+        except asyncio.InvalidStateError:  # the leader ended the stream before this write
+            code, details = await call.code(), await call.details()
+            self.close()
+            raise FetchFailed(code, details) from None
+        if answer is grpc.aio.EOF:  # the leader ended the stream without an error
+            self.close()
+            raise FetchFailed(grpc.StatusCode.UNAVAILABLE, "the leader ended the stream")
+        return answer.response
+
+    def close(self) -> None:
+        """Drop the stream, if one is open (the leader sees it cancelled)."""
+        if self._call is not None:
+            self._call.cancel()
+        self._call = None
+        self._channel = None
 
 
 def _position(hosted: HostedPartition) -> FetchPosition:

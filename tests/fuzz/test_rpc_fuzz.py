@@ -15,6 +15,8 @@ Every status is allowed except UNKNOWN, INTERNAL and DEADLINE_EXCEEDED (PERMISSI
 normal answer to member-only calls without a proof). Long-polls are kept short: a request to
 Fetch or FetchMetadata gets `max_wait_ms = 20` appended, and a read with min_metadata_offset
 gets 0 appended (protobuf: the last value wins; bytes that do not parse stay unparseable).
+ReplicaFetchStream needs no such care: without a membership proof it ends at its first request,
+before any long-poll.
 What a well-formed write may legitimately do is fenced off:
 - any write request naming `fz-known` has the name rewritten, byte for byte, to `fz-knowX`
   (same length, so the bytes stay as valid or invalid as they were): the known topic is never

@@ -274,3 +274,54 @@ def test_a_follower_with_a_diverged_log_is_told_where_to_truncate(tmp_path):
     diverging = response.topics[0].partitions[0].diverging_epoch
     assert (diverging.leader_epoch, diverging.end_offset) == (0, 3)
     partition_host.close_all()
+
+
+@pytest.mark.parametrize("in_session", [False, True], ids=["sessionless", "in-session"])
+def test_a_diverged_follower_is_answered_at_once_not_after_max_wait(tmp_path, in_session):
+    """After a leader change the new leader's first answer to a follower is often a diverging
+    epoch: parked until max_wait_ms, it held acks=all writes for the whole wait."""
+    from samsa.services.broker.fetch_session import FetchSessionCache
+
+    partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
+    produce(partition_host, produce_request(0, build_batch([b"a", b"b", b"c"])), 5)
+    request = fetch_request(0, 7, max_wait_ms=60_000, min_bytes=1)
+    request.replica_id = 2
+    request.topics[0].partitions[0].last_fetched_epoch = 0
+    sessions = None
+    if in_session:
+        sessions = FetchSessionCache()
+        request.session_id, request.session_epoch = 0, 0
+
+    async def answer() -> b.FetchResponse:
+        return await asyncio.wait_for(fetch(partition_host, request, sessions), 10)
+
+    response = asyncio.run(answer())  # parked, it would time out here
+    diverging = response.topics[0].partitions[0].diverging_epoch
+    assert (diverging.leader_epoch, diverging.end_offset) == (0, 3)
+    partition_host.close_all()
+
+
+def test_acks_all_whose_leadership_moved_names_the_new_leader(tmp_path):
+    """KIP-951: the producer retries at the new leader at once, with no metadata refresh."""
+    from dataclasses import replace
+
+    from samsa.services.broker.produce_wait import await_replication
+
+    partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
+    answer, waits = produce(partition_host, produce_request(0, build_batch([b"a"]), acks=-1), 5)
+    old = partition_host.image
+    topic = old.topics["t"]
+    moved = replace(topic, partitions={0: PartitionState(0, (1, 2, 3), (1, 2, 3), 2, 1, 1)})
+    new = replace(old, topics={"t": moved})
+
+    async def scenario() -> None:
+        waiting = asyncio.create_task(await_replication(waits, timeout_s=10))
+        await asyncio.sleep(0.05)
+        partition_host.apply(new, partition_changes(old, new, 1), now_ms=0)
+        await asyncio.wait_for(waiting, 5)
+
+    asyncio.run(scenario())
+    result = answer.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (result.current_leader.leader_id, result.current_leader.leader_epoch) == (2, 1)
+    partition_host.close_all()

@@ -287,6 +287,18 @@ class ListOffsetsResponse(_message.Message):
     topics: _containers.RepeatedCompositeFieldContainer[ListOffsetsResponse.TopicResponse]
     def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ListOffsetsResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
 
+class ReplicaFetchStreamRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: FetchRequest
+    def __init__(self, request: _Optional[_Union[FetchRequest, _Mapping]] = ...) -> None: ...
+
+class ReplicaFetchStreamResponse(_message.Message):
+    __slots__ = ("response",)
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    response: FetchResponse
+    def __init__(self, response: _Optional[_Union[FetchResponse, _Mapping]] = ...) -> None: ...
+
 class ProduceStreamRequest(_message.Message):
     __slots__ = ("correlation_id", "request")
     CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]

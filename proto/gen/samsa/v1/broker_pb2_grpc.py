@@ -51,6 +51,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.FetchResponse.FromString,
                 _registered_method=True)
+        self.ReplicaFetchStream = channel.stream_stream(
+                '/samsa.v1.BrokerService/ReplicaFetchStream',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamResponse.FromString,
+                _registered_method=True)
         self.ListOffsets = channel.unary_unary(
                 '/samsa.v1.BrokerService/ListOffsets',
                 request_serializer=samsa_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
@@ -98,6 +103,20 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReplicaFetchStream(self, request_iterator, context):
+        """Followers only: Fetch over one long-lived stream to the leader, the same requests and
+        answers one at a time (the follower sends its next request once the previous one is
+        answered; the leader answers each as Fetch would, long-poll included). A stream round trip
+        costs about half of a unary call here (DESIGN §12), and an acks=all write waits for two of
+        them per follower. The stream proves membership once, when it opens (the
+        samsa-member-auth metadata, signed for this method as the replica_id every request
+        carries); a request without replica_id, or with another one, ends the stream. A leader
+        that does not serve it answers UNIMPLEMENTED and followers fall back to Fetch.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListOffsets(self, request, context):
         """Looks up offsets by position (earliest, latest) or by timestamp, per partition: how a
         consumer applies `auto.offset.reset`, seeks to a time (`offsets_for_times`) or measures
@@ -135,6 +154,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.Fetch,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.FetchRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
+            ),
+            'ReplicaFetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ReplicaFetchStream,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamResponse.SerializeToString,
             ),
             'ListOffsets': grpc.unary_unary_rpc_method_handler(
                     servicer.ListOffsets,
@@ -230,6 +254,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/Fetch',
             samsa_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicaFetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/samsa.v1.BrokerService/ReplicaFetchStream',
+            samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,150 @@
+"""Produce and ProduceStream, the broker side: the unary call, and one long-lived stream per
+producer with each request answered as soon as it completes (by correlation id).
+
+Theory of operation. The stream's request reader appends each request as it arrives, in the
+reader's own turn of the event loop: a request that needs no replication wait (acks 0 or 1, or
+acks=all already replicated) is answered at once, with no task created for it, which is what a
+producer waiting on each record feels. Only acks=all appends that must wait for the followers get
+a task, so one slow partition does not hold up the stream (answers may then leave out of order;
+the correlation id says which request each is for). Appends happen in arrival order either way,
+which is what keeps one partition's batches in the order the producer sent them.
+
+grpc allows one operation at a time per call and only the handler's task may send the status.
+So the reader and the wait tasks never write or abort: they queue answers, or record a failure
+(a refused request, an undecodable one, a bug) and wake the handler, which raises it (or sends
+the abort): the stream ends with that status, never hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+
+from samsa.common import limits
+from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.produce import ReplicationWait, produce
+from samsa.services.broker.produce_wait import await_replication
+from samsa.services.broker.request_checks import produce_refusal
+from samsa.services.runtime import faults
+from samsa.v1 import broker_pb2
+
+PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
+DROPPED_ANSWER = (grpc.StatusCode.UNAVAILABLE, "fault injected: answer dropped")
+
+
+def wait_timeout_s(request: broker_pb2.ProduceRequest) -> float:
+    timeout_ms = request.timeout_ms or PRODUCE_TIMEOUT_MS_DEFAULT
+    return min(timeout_ms, limits.produce_timeout_ms_max) / 1000
+
+
+async def produce_once(
+    host: PartitionHost, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext
+) -> broker_pb2.ProduceResponse:
+    """The unary Produce: refuse, append, wait for replication if acks=all asks for it."""
+    refusal = produce_refusal(request)
+    if refusal is not None:
+        await context.abort(*refusal)
+    response, waits = produce(host, request, int(time.time() * 1000))
+    if waits:
+        await await_replication(waits, wait_timeout_s(request))
+    if faults.fire("produce.drop_answer"):  # tests only: lost after the append
+        await context.abort(*DROPPED_ANSWER)
+    return response
+
+
+class _StreamFailure(Exception):
+    """Why the stream must end, recorded by the reader or a wait task for the handler."""
+
+    def __init__(self, code: grpc.StatusCode | None, details: str, cause: Exception | None):
+        super().__init__(details)
+        self.code = code  # None: raise `cause` (a bug), as grpc would for the handler's own
+        self.details = details
+        self.cause = cause
+
+
+async def serve_produce_stream(
+    host: PartitionHost,
+    request_iterator: AsyncIterator[broker_pb2.ProduceStreamRequest],
+    context: grpc.aio.ServicerContext,
+) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
+    """The handler's generator: yields answers as they complete; see the module docstring."""
+    answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue(
+        maxsize=limits.produce_stream_answers_queued_max
+    )
+    waiting: set[asyncio.Task[None]] = set()
+    failures: list[_StreamFailure] = []
+
+    def fail(failure: _StreamFailure) -> None:
+        failures.append(failure)
+        with contextlib.suppress(asyncio.QueueFull):  # full: the handler is not waiting
+            answers.put_nowait(None)
+
+    async def answer_when_replicated(
+        correlation_id: int,
+        response: broker_pb2.ProduceResponse,
+        waits: list[ReplicationWait],
+        timeout_s: float,
+    ) -> None:
+        try:
+            await await_replication(waits, timeout_s)
+        except Exception as error:
+            fail(_StreamFailure(None, str(error), error))
+            return
+        await answer(correlation_id, response)
+
+    async def answer(correlation_id: int, response: broker_pb2.ProduceResponse) -> None:
+        if faults.fire("produce.drop_answer"):  # tests only: lost after the append
+            fail(_StreamFailure(*DROPPED_ANSWER, None))
+            return
+        await answers.put(
+            broker_pb2.ProduceStreamResponse(correlation_id=correlation_id, response=response)
+        )
+
+    async def read_requests() -> None:
+        try:
+            async for item in request_iterator:
+                refusal = produce_refusal(item.request)
+                if refusal is not None:
+                    fail(_StreamFailure(*refusal, None))
+                    return
+                response, waits = produce(host, item.request, int(time.time() * 1000))
+                if not waits:
+                    await answer(item.correlation_id, response)
+                    continue
+                if len(waiting) >= limits.produce_stream_in_flight_max:
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                task = asyncio.create_task(
+                    answer_when_replicated(
+                        item.correlation_id, response, waits, wait_timeout_s(item.request)
+                    )
+                )
+                waiting.add(task)
+                task.add_done_callback(waiting.discard)
+            if waiting:
+                await asyncio.wait(waiting)
+        except Exception as error:
+            fail(_StreamFailure(None, str(error), error))
+            return
+        await answers.put(None)
+
+    reader = asyncio.create_task(read_requests())
+    try:
+        while True:
+            response = await answers.get()
+            if failures:
+                failure = failures[0]
+                if failure.code is not None:
+                    await context.abort(failure.code, failure.details)
+                assert failure.cause is not None
+                raise failure.cause
+            if response is None:
+                break
+            yield response
+    finally:
+        reader.cancel()
+        for task in waiting:
+            task.cancel()

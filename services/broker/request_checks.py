@@ -1,0 +1,84 @@
+"""What the broker refuses before it touches a partition: request limits and malformed fields.
+
+Pure: each check takes a request and returns None, or the gRPC status and a message saying what
+to change. The adapters (servicer.py, produce_stream.py, replica_stream.py) send it as an abort;
+a stream's reader hands it to the stream's own task first, since only that task may send the
+status.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from samsa.common import limits
+from samsa.services.broker.fetch_session import CLOSE_EPOCH
+from samsa.v1 import broker_pb2
+
+Refusal = tuple[grpc.StatusCode, str]
+
+
+def partition_count(
+    request: broker_pb2.ProduceRequest | broker_pb2.FetchRequest | broker_pb2.ListOffsetsRequest,
+) -> int:
+    count = sum(len(topic.partitions) for topic in request.topics)
+    if isinstance(request, broker_pb2.FetchRequest):
+        count += sum(len(topic.partitions) for topic in request.forgotten_topics)
+    return count
+
+
+def too_many_partitions(
+    request: broker_pb2.ProduceRequest | broker_pb2.FetchRequest | broker_pb2.ListOffsetsRequest,
+) -> Refusal | None:
+    count = partition_count(request)
+    if count > limits.request_partitions_max:
+        return (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"the request names {count} partitions; send at most "
+            f"{limits.request_partitions_max} per request",
+        )
+    return None
+
+
+def produce_refusal(request: broker_pb2.ProduceRequest) -> Refusal | None:
+    """Why Produce refuses `request` before anything is appended, if it does."""
+    refusal = too_many_partitions(request)
+    if refusal is not None:
+        return refusal
+    for topic in request.topics:
+        for data in topic.partitions:
+            if len(data.typed_records) > limits.typed_records_per_partition_max:
+                return (
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{len(data.typed_records)} typed records for {topic.name}-"
+                    f"{data.partition}; send at most {limits.typed_records_per_partition_max}"
+                    " per partition per request, or encoded batches",
+                )
+    return None
+
+
+def fetch_refusal(request: broker_pb2.FetchRequest) -> Refusal | None:
+    """Why Fetch (and ReplicaFetchStream) refuses `request` before reading anything, if it does."""
+    refusal = too_many_partitions(request)
+    if refusal is not None:
+        return refusal
+    if request.max_wait_ms < 0 or request.min_bytes < 0 or request.max_bytes < 0:
+        return (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "max_wait_ms, min_bytes and max_bytes must not be negative",
+        )
+    if request.HasField("session_id") and (
+        request.session_id < 0 or request.session_epoch < CLOSE_EPOCH
+    ):
+        return (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "session_id must not be negative, nor session_epoch below -1",
+        )
+    for topic in request.topics:
+        for wanted in topic.partitions:
+            if wanted.partition_max_bytes < 0 or wanted.fetch_offset < 0:
+                return (
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{topic.name}-{wanted.partition}: fetch_offset and partition_max_bytes "
+                    "must not be negative",
+                )
+    return None
