@@ -316,7 +316,8 @@ def test_acks_all_whose_leadership_moved_names_the_new_leader(tmp_path):
 
     async def scenario() -> None:
         waiting = asyncio.create_task(await_replication(waits, timeout_s=10))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # one turn: the wait runs until it parks on the partition
+        assert not waiting.done()
         partition_host.apply(new, partition_changes(old, new, 1), now_ms=0)
         await asyncio.wait_for(waiting, 5)
 
