@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from samsa.metadata.image import MetadataImage
-from samsa.services.broker.controller_channel import ControllerChannel
 from samsa.services.broker.isr_manager import run_isr_manager
 from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata_diff import changed_topics, partition_changes
@@ -33,6 +32,7 @@ from samsa.services.broker.scrubber import (
     run_scrubber,
 )
 from samsa.services.broker.servicer import BrokerServicer
+from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.server import GrpcServer
 from samsa.v1 import broker_pb2, broker_pb2_grpc

@@ -28,8 +28,8 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.v1 import controller_pb2
 
 log = logging.getLogger(__name__)

@@ -4,10 +4,9 @@ Theory of operation (DESIGN §2, KIP-631). At startup the broker registers with 
 controller under a fresh incarnation id and gets its broker epoch; it starts fenced. Two loops
 then run until shutdown:
 
-- the fetch loop long-polls FetchMetadata with the end offset and hash of its image, replays the
-  batches it gets (or loads the snapshot it gets when it is behind or diverged) with the same
-  pure `replay` the controllers use, and hands (old image, new image) to `on_change`, which turns
-  the difference into partition actions;
+- the fetch loop (services/runtime/metadata_log.py) long-polls FetchMetadata and replays what it
+  gets, handing (old image, new image) to `on_change`, which turns the difference into partition
+  actions;
 - the heartbeat loop sends the applied metadata offset every broker.heartbeat.interval.ms. The
   controller unfences the broker once that offset has caught up, and fences it when heartbeats
   stop. STALE_BROKER_EPOCH (the controller forgot or replaced this registration) means: register
@@ -24,26 +23,20 @@ can never unfence a broker on its way out. Both waits share one deadline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
 
 import grpc
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
-from samsa.metadata.replay import MetadataDivergenceError, StaleBatchError, replay
-from samsa.metadata.snapshot import from_snapshot
-from samsa.services.broker.controller_channel import ControllerChannel, ControllerUnavailableError
+from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
+from samsa.services.runtime.metadata_log import ImageListener, MetadataLogFollower, sleep_or_stop
 from samsa.v1 import controller_pb2
 
 log = logging.getLogger(__name__)
 
-FETCH_MAX_WAIT_MS = 1_000
 SHUTDOWN_TIMEOUT_S = 10.0
-
-ImageListener = Callable[[MetadataImage, MetadataImage], Awaitable[None]]
 
 
 class MetadataFollower:
@@ -64,20 +57,21 @@ class MetadataFollower:
         self.rack = rack
         self.incarnation_id = str(uuid.uuid4())
         self.controllers = controllers
-        self.on_change = on_change
         self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.image = MetadataImage.empty()
+        self.log = MetadataLogFollower(controllers, on_change)
         self.broker_epoch = -1
         self.fenced = True
-        self._registered = asyncio.Event()
         self._shutting_down = False
-        self._image_changed = asyncio.Event()
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.log.image
 
     async def run(self, stop: asyncio.Event) -> None:
         """Register, then follow and heartbeat until `stop` is set."""
         await self._register(stop)
         tasks = [
-            asyncio.create_task(self._fetch_loop(stop), name="metadata-fetch"),
+            asyncio.create_task(self.log.run(stop), name="metadata-fetch"),
             asyncio.create_task(self._heartbeat_loop(stop), name="broker-heartbeat"),
         ]
         try:
@@ -106,9 +100,7 @@ class MetadataFollower:
                 break
             await asyncio.sleep(0.1)
         while not self.fenced_in_image() and loop.time() < deadline:
-            changed = self._image_changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout=deadline - loop.time())
+            await self.log.wait_for_change(deadline - loop.time())
         if not self.fenced_in_image():
             log.warning("controlled shutdown: the fence did not reach this broker in time")
 
@@ -170,61 +162,4 @@ class MetadataFollower:
                 if self.fenced != response.is_fenced:
                     log.info("fenced" if response.is_fenced else "unfenced")
                 self.fenced = response.is_fenced
-            await _sleep_or_stop(stop, self.heartbeat_interval_ms / 1000)
-
-    # --- following the metadata log ----------------------------------------------------------
-
-    async def _fetch_loop(self, stop: asyncio.Event) -> None:
-        resync = False
-        while not stop.is_set():
-            # After a divergence the log is read again from offset 0 into a fresh image; the
-            # partitions only see the difference between the old image and the rebuilt one.
-            base = MetadataImage.empty() if resync else self.image
-            request = controller_pb2.FetchMetadataRequest(
-                end_offset=base.end_offset,
-                hash=base.hash if base.end_offset else b"",
-                max_wait_ms=0 if resync else FETCH_MAX_WAIT_MS,
-            )
-            try:
-                response = await self.controllers.read(
-                    "FetchMetadata", request, FETCH_MAX_WAIT_MS / 1000 + 5
-                )
-            except grpc.aio.AioRpcError as error:
-                log.warning("metadata fetch failed: %s", error.details())
-                await _sleep_or_stop(stop, 0.5)
-                continue
-            try:
-                new = apply_fetch(base, response)
-            except MetadataDivergenceError:
-                log.error("metadata diverged at offset %d: re-reading the log", base.end_offset)
-                resync = True
-                continue
-            resync = False
-            if new is not self.image:
-                # The image becomes this broker's (and its heartbeats report its offset) only
-                # once the partitions have applied it: opening thousands of logs yields to the
-                # event loop meanwhile, so heartbeats keep the broker's session alive.
-                await self.on_change(self.image, new)
-                self.image = new
-                self._image_changed.set()
-                self._image_changed = asyncio.Event()
-
-
-def apply_fetch(
-    image: MetadataImage, response: controller_pb2.FetchMetadataResponse
-) -> MetadataImage:
-    """The image after a FetchMetadata answer: its snapshot, or its batches replayed in order
-    (a deposed leader's stale batch is skipped, as every replica skips it)."""
-    if response.HasField("snapshot"):
-        return from_snapshot(response.snapshot)
-    for batch in response.batches:
-        try:
-            image = replay(image, batch)
-        except StaleBatchError:
-            continue
-    return image
-
-
-async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
+            await sleep_or_stop(stop, self.heartbeat_interval_ms / 1000)

@@ -21,12 +21,12 @@ from typing import Protocol
 import grpc
 
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.controller_channel import ControllerUnavailableError
 from samsa.services.broker.producer_id_blocks import (
     InvalidProducerIdBlockError,
     ProducerIdBlock,
     ProducerIdBlocks,
 )
+from samsa.services.runtime.controller_channel import ControllerUnavailableError
 from samsa.v1 import broker_pb2, controller_pb2
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,6 @@ from collections.abc import Callable
 import grpc
 
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.recovery import SegmentScan
 from samsa.services.broker.log.scrub import (
@@ -51,6 +50,7 @@ from samsa.services.broker.log.scrub import (
     read_size,
 )
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.v1 import controller_pb2
 
 log = logging.getLogger(__name__)

@@ -76,7 +76,8 @@ IO_MODULE_NAMES = {
     "__main__.py",
     # services/broker
     "controller_channel.py",  # gRPC to the controllers
-    "metadata_follower.py",  # registration, heartbeats, metadata long-poll
+    "metadata_follower.py",  # registration, heartbeats
+    "metadata_log.py",  # the metadata long-poll
     "partition_host.py",  # opens, creates and deletes partition directories
     "fetch.py",  # long-poll waits on appends
     "broker.py",  # the broker's composition

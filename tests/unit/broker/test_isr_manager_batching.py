@@ -18,8 +18,8 @@ import pytest
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker import isr_manager
-from samsa.services.broker.controller_channel import ControllerUnavailableError
 from samsa.services.broker.isr_manager import Proposal, alter_partition_requests
+from samsa.services.runtime.controller_channel import ControllerUnavailableError
 from samsa.v1 import controller_pb2 as c
 
 

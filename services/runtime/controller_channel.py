@@ -1,4 +1,6 @@
-"""The broker's gRPC link to the controller quorum: which controller to ask, and retrying.
+"""A cluster member's gRPC link to the controller quorum: which controller to ask, and retrying.
+
+Brokers and coordinators both use it (each signs as itself).
 
 Theory of operation. Any controller answers reads (FetchMetadata); only the active one takes
 writes (RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds, …) and the others
@@ -7,7 +9,7 @@ last, and move to the next one when it is unreachable; writes go to the active c
 reported, follow a NOT_CONTROLLER redirect at once, and otherwise walk the list with a short
 backoff. Every call has a deadline; the retry loop is bounded by the caller's own deadline.
 
-Every call (each retry too) carries a fresh membership proof signed as this broker
+Every call (each retry too) carries a fresh membership proof signed as this member
 (`MemberSigner`, services/runtime/member_auth.py): the controllers refuse registration,
 heartbeats and AlterPartition without one, and a member-only RPC added later needs nothing more
 here.

@@ -1,0 +1,103 @@
+"""Following the metadata log from the controllers: the image a member process serves from.
+
+Theory of operation (DESIGN §2). A broker or a coordinator long-polls FetchMetadata with the end
+offset and hash of its image, replays the batches it gets (or loads the snapshot it gets when it
+is behind or diverged) with the same pure `replay` the controllers use, and hands (old image, new
+image) to `on_change`. The new image becomes `image` only once `on_change` returns, so whatever
+the process reports (a heartbeat's metadata offset) is what it has acted on. Registration and
+heartbeats are the caller's: they differ between brokers and coordinators.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import grpc
+
+from samsa.metadata.image import MetadataImage
+from samsa.metadata.replay import MetadataDivergenceError, StaleBatchError, replay
+from samsa.metadata.snapshot import from_snapshot
+from samsa.services.runtime.controller_channel import ControllerChannel
+from samsa.v1 import controller_pb2
+
+log = logging.getLogger(__name__)
+
+FETCH_MAX_WAIT_MS = 1_000
+
+ImageListener = Callable[[MetadataImage, MetadataImage], Awaitable[None]]
+
+
+class MetadataLogFollower:
+    """The replayed metadata image of one process, kept current by `run`."""
+
+    def __init__(self, controllers: ControllerChannel, on_change: ImageListener) -> None:
+        self.controllers = controllers
+        self.on_change = on_change
+        self.image = MetadataImage.empty()
+        self._image_changed = asyncio.Event()
+
+    async def wait_for_change(self, timeout_s: float) -> None:
+        """Return when the image next changes, or after `timeout_s`."""
+        changed = self._image_changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), timeout=timeout_s)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Follow the log until `stop` is set."""
+        resync = False
+        while not stop.is_set():
+            # After a divergence the log is read again from offset 0 into a fresh image; the
+            # listener only sees the difference between the old image and the rebuilt one.
+            base = MetadataImage.empty() if resync else self.image
+            request = controller_pb2.FetchMetadataRequest(
+                end_offset=base.end_offset,
+                hash=base.hash if base.end_offset else b"",
+                max_wait_ms=0 if resync else FETCH_MAX_WAIT_MS,
+            )
+            try:
+                response = await self.controllers.read(
+                    "FetchMetadata", request, FETCH_MAX_WAIT_MS / 1000 + 5
+                )
+            except grpc.aio.AioRpcError as error:
+                log.warning("metadata fetch failed: %s", error.details())
+                await sleep_or_stop(stop, 0.5)
+                continue
+            try:
+                new = apply_fetch(base, response)
+            except MetadataDivergenceError:
+                log.error("metadata diverged at offset %d: re-reading the log", base.end_offset)
+                resync = True
+                continue
+            resync = False
+            if new is not self.image:
+                # The image becomes this process's (and its heartbeats report its offset) only
+                # once the listener has applied it: opening thousands of logs yields to the
+                # event loop meanwhile, so heartbeats keep the session alive.
+                await self.on_change(self.image, new)
+                self.image = new
+                self._image_changed.set()
+                self._image_changed = asyncio.Event()
+
+
+def apply_fetch(
+    image: MetadataImage, response: controller_pb2.FetchMetadataResponse
+) -> MetadataImage:
+    """The image after a FetchMetadata answer: its snapshot, or its batches replayed in order
+    (a deposed leader's stale batch is skipped, as every replica skips it)."""
+    if response.HasField("snapshot"):
+        return from_snapshot(response.snapshot)
+    for batch in response.batches:
+        try:
+            image = replay(image, batch)
+        except StaleBatchError:
+            continue
+    return image
+
+
+async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    """Sleep `seconds`, or less when `stop` is set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
