@@ -22,6 +22,7 @@ CORE_MODULES = (
     "record_batcher.py",
     "producer_sequences.py",
     "retry_backoff.py",
+    "group_member.py",
 )
 FORBIDDEN = {
     "asyncio",

@@ -1,0 +1,375 @@
+"""A consumer's membership in a group (KIP-848, the client's half) — a pure core, one table.
+
+Theory of operation (DESIGN §6). The coordinator computes every assignment; a member only
+heartbeats, does what the answer says, and reports what it owns. Each answer carries the member's
+epoch and its *full* assignment. When that differs from what the member owns, the member
+reconciles: first it gives up what is no longer its own (the application's `on_revoked` runs, and
+commits there if it wants), then it takes what is new (`on_assigned`), then it heartbeats at once
+with what it now owns, which lets the coordinator hand the revoked partitions to others. A
+partition is therefore never consumed by two members at once.
+
+The driver (I/O, timers, the application's callbacks) asks this core what to do and tells it what
+happened, with numbers for time:
+
+- `heartbeat_request(now_ms)`: the heartbeat to send now, or None (not due, or one in flight);
+- `on_heartbeat_answer(answer, now_ms)` / `on_heartbeat_failed(code, message, now_ms)`;
+- `pending_callback()` / `on_callback_done(now_ms)`: the one listener call to run, at most one
+  at a time, always from the application's `poll` (Kafka's rule: callbacks run in the poll
+  thread);
+- `subscribe`, `unsubscribe` (`close` leaves through it), `on_poll`.
+
+States, one table (STYLE habit 4); `_move` asserts every move:
+
+    UNSUBSCRIBED   not in a group                                 -> JOINING
+    JOINING        the join heartbeat (epoch 0) is due or in flight  -> STABLE, RECONCILING,
+                                                                      FENCED, FATAL, LEAVING
+    RECONCILING    running on_revoked, then on_assigned             -> ACKNOWLEDGING, FENCED,
+                                                                      FATAL, LEAVING, STALE
+    ACKNOWLEDGING  reporting what it now owns (heartbeat due now)    -> STABLE, RECONCILING,
+                                                                      FENCED, FATAL, LEAVING, STALE
+    STABLE         owns exactly its assignment                      -> RECONCILING, FENCED,
+                                                                      FATAL, LEAVING, STALE
+    FENCED         the coordinator dropped this member: on_lost (no commit), then rejoin
+                                                                   -> JOINING, LEAVING
+    STALE          the application missed max.poll.interval.ms: the member left; the next poll
+                   runs on_lost and rejoins                         -> JOINING, LEAVING
+    LEAVING        on_revoked for everything, then the leave heartbeat -> UNSUBSCRIBED
+    FATAL          a non-retriable error; poll raises it             (terminal)
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from samsa.common.errors import ErrorCode
+from samsa.v1 import coordinator_pb2 as cp
+
+TopicPartition = tuple[str, int]
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+# Answers after which the member finds its coordinator again and retries the heartbeat.
+COORDINATOR_MOVED = frozenset(
+    {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION}
+)
+RETRY_LATER = COORDINATOR_MOVED | {
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.REQUEST_TIMED_OUT,
+}
+# Answers that mean "this member is not (or no longer) in the group": drop everything, rejoin.
+FENCED_CODES = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
+
+
+class MemberState(enum.Enum):
+    UNSUBSCRIBED = "unsubscribed"
+    JOINING = "joining"
+    RECONCILING = "reconciling"
+    ACKNOWLEDGING = "acknowledging"
+    STABLE = "stable"
+    FENCED = "fenced"
+    STALE = "stale"
+    LEAVING = "leaving"
+    FATAL = "fatal"
+
+
+_S = MemberState
+_IN_GROUP = frozenset({_S.RECONCILING, _S.ACKNOWLEDGING, _S.STABLE})
+_TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
+    _S.UNSUBSCRIBED: frozenset({_S.JOINING}),
+    _S.JOINING: frozenset({_S.STABLE, _S.RECONCILING, _S.FENCED, _S.FATAL, _S.LEAVING}),
+    _S.RECONCILING: frozenset({_S.ACKNOWLEDGING, _S.FENCED, _S.FATAL, _S.LEAVING, _S.STALE}),
+    _S.ACKNOWLEDGING: frozenset(
+        {_S.STABLE, _S.RECONCILING, _S.FENCED, _S.FATAL, _S.LEAVING, _S.STALE}
+    ),
+    _S.STABLE: frozenset({_S.RECONCILING, _S.FENCED, _S.FATAL, _S.LEAVING, _S.STALE}),
+    _S.FENCED: frozenset({_S.JOINING, _S.LEAVING}),
+    _S.STALE: frozenset({_S.JOINING, _S.LEAVING}),
+    _S.LEAVING: frozenset({_S.UNSUBSCRIBED}),
+    _S.FATAL: frozenset(),
+}
+
+
+class CallbackKind(enum.Enum):
+    REVOKED = "revoked"  # partitions given back in order: the application may commit first
+    ASSIGNED = "assigned"  # partitions newly owned
+    LOST = "lost"  # partitions taken away without notice: do not commit them
+
+
+@dataclass(frozen=True)
+class PendingCallback:
+    kind: CallbackKind
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class MemberSettings:
+    group_id: str
+    member_id: str  # made once per consumer (a UUID), so a retried join is the same member
+    instance_id: str  # group.instance.id, or "" for a dynamic member
+    client_id: str
+    rebalance_timeout_ms: int
+    max_poll_interval_ms: int
+    server_assignor: str  # "" for the coordinator's default
+    retry_backoff_ms: int
+
+
+@dataclass(frozen=True)
+class Subscription:
+    topics: frozenset[str] = frozenset()
+    pattern: str = ""
+
+    def to_proto(self) -> cp.ConsumerGroupSubscription:
+        return cp.ConsumerGroupSubscription(
+            topic_names=sorted(self.topics), topic_regex=self.pattern
+        )
+
+
+def partitions_to_proto(partitions: frozenset[TopicPartition]) -> cp.OwnedPartitions:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return cp.OwnedPartitions(
+        topics=[
+            cp.TopicPartitions(topic=topic, partitions=sorted(numbers))
+            for topic, numbers in sorted(by_topic.items())
+        ]
+    )
+
+
+def partitions_from_proto(owned: cp.OwnedPartitions) -> frozenset[TopicPartition]:
+    return frozenset((t.topic, p) for t in owned.topics for p in t.partitions)
+
+
+class GroupMember:
+    """One consumer's membership; see the module docstring."""
+
+    def __init__(self, settings: MemberSettings) -> None:
+        self.settings = settings
+        self.state = MemberState.UNSUBSCRIBED
+        self.member_epoch = JOIN_EPOCH
+        self.subscription: Subscription | None = None
+        self.owned: frozenset[TopicPartition] = frozenset()
+        self.target: frozenset[TopicPartition] | None = None  # the last assignment received
+        self.error: tuple[ErrorCode, str] | None = None  # set in FATAL
+        self.heartbeat_interval_ms = 0
+        self.coordinator_needed = True
+        self._callback: PendingCallback | None = None
+        self._heartbeat_due_ms: int | None = None
+        self._in_flight = False
+        self._in_flight_leave = False
+        self._subscription_sent = False
+        self._last_poll_ms: int | None = None
+
+    # --- what the application does ----------------------------------------------------------
+
+    def subscribe(self, subscription: Subscription, now_ms: int) -> None:
+        """Join (or change what this member subscribes to)."""
+        self.subscription = subscription
+        self._subscription_sent = False
+        if self.state is MemberState.UNSUBSCRIBED:
+            self._move(MemberState.JOINING)
+            self.member_epoch = JOIN_EPOCH
+        self._heartbeat_due_ms = now_ms
+
+    def unsubscribe(self, now_ms: int) -> None:
+        """Leave: give everything back (on_revoked), then send the leave heartbeat."""
+        if self.state in (MemberState.UNSUBSCRIBED, MemberState.LEAVING, MemberState.FATAL):
+            return
+        self.subscription = None
+        if self.state in (MemberState.FENCED, MemberState.STALE):
+            self.owned = frozenset()  # already out of the group: nothing to give back in order
+            self._callback = None
+        self._move(MemberState.LEAVING)
+        self.target = frozenset()
+        if self._callback is None:
+            self._next_reconcile_step(now_ms)
+
+    def on_poll(self, now_ms: int) -> None:
+        """The application polled: the poll timer restarts; a STALE member rejoins."""
+        self._last_poll_ms = now_ms
+        if self.state is MemberState.STALE and self._callback is None:
+            self._lose_everything(now_ms)
+
+    def check_poll_interval(self, now_ms: int) -> None:
+        """Leave the group when the application has not polled for max.poll.interval.ms."""
+        if self._last_poll_ms is None or self.state not in _IN_GROUP:
+            return
+        if now_ms - self._last_poll_ms <= self.settings.max_poll_interval_ms:
+            return
+        self._move(MemberState.STALE)
+        self._callback = None
+        self._heartbeat_due_ms = now_ms  # the leave heartbeat
+
+    # --- heartbeats ---------------------------------------------------------------------------
+
+    def heartbeat_request(self, now_ms: int) -> cp.ConsumerGroupHeartbeatRequest | None:
+        """The heartbeat to send now (it is then in flight), or None."""
+        due = self._heartbeat_due_ms
+        if self._in_flight or due is None or now_ms < due:
+            return None
+        if self.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.FENCED):
+            return None
+        if self.state is MemberState.LEAVING and self._callback is not None:
+            return None  # on_revoked first, then the leave heartbeat
+        settings = self.settings
+        request = cp.ConsumerGroupHeartbeatRequest(
+            group_id=settings.group_id,
+            member_id=settings.member_id,
+            member_epoch=self._epoch_to_send(),
+            group_instance_id=settings.instance_id,
+            client_id=settings.client_id,
+        )
+        if request.member_epoch >= 0:
+            request.owned_partitions.CopyFrom(partitions_to_proto(self.owned))
+        if request.member_epoch == JOIN_EPOCH:
+            request.rebalance_timeout_ms = settings.rebalance_timeout_ms
+            request.server_assignor = settings.server_assignor
+        if self.subscription is not None and (
+            request.member_epoch == JOIN_EPOCH or not self._subscription_sent
+        ):
+            request.subscription.CopyFrom(self.subscription.to_proto())
+        self._in_flight = True
+        self._in_flight_leave = request.member_epoch < 0
+        self._heartbeat_due_ms = None
+        return request
+
+    def _epoch_to_send(self) -> int:
+        if self.state in (MemberState.LEAVING, MemberState.STALE):
+            return STATIC_LEAVE_EPOCH if self.settings.instance_id else LEAVE_EPOCH
+        return self.member_epoch
+
+    def on_heartbeat_answer(self, answer: cp.ConsumerGroupHeartbeatResponse, now_ms: int) -> None:
+        code = ErrorCode(answer.error_code)
+        if code is not ErrorCode.NONE:
+            self.on_heartbeat_failed(code, answer.error_message, now_ms)
+            return
+        self._in_flight = False
+        self.coordinator_needed = False
+        if self.state in (MemberState.LEAVING, MemberState.STALE):
+            # The answer to a heartbeat sent before the member decided to leave says nothing
+            # that matters now: the leave heartbeat is still due.
+            if self._in_flight_leave and self.state is MemberState.LEAVING:
+                self._finish_leaving()
+            return
+        self._subscription_sent = True
+        self.member_epoch = answer.member_epoch
+        self.heartbeat_interval_ms = answer.heartbeat_interval_ms
+        self._heartbeat_due_ms = now_ms + answer.heartbeat_interval_ms
+        self.target = partitions_from_proto(answer.assignment)
+        if self._callback is None:
+            self._next_reconcile_step(now_ms)
+
+    def on_heartbeat_failed(self, code: ErrorCode, message: str, now_ms: int) -> None:
+        """An error answer, or a transport failure (pass NETWORK_EXCEPTION)."""
+        self._in_flight = False
+        if self.state is MemberState.LEAVING and self._in_flight_leave:
+            self._finish_leaving()  # best effort: the session timeout removes us anyway
+            return
+        if self.state in (MemberState.LEAVING, MemberState.STALE):
+            return
+        if code in FENCED_CODES:
+            if self.state is MemberState.STALE:
+                return
+            self._move(MemberState.FENCED)
+            self._callback = None
+            self._lose_everything(now_ms)
+            return
+        if code in RETRY_LATER:
+            self.coordinator_needed = self.coordinator_needed or code in COORDINATOR_MOVED
+            self._heartbeat_due_ms = now_ms + self.settings.retry_backoff_ms
+            return
+        self._move(MemberState.FATAL)
+        self.error = (code, message)
+        self._callback = None
+
+    # --- reconciliation -----------------------------------------------------------------------
+
+    def pending_callback(self) -> PendingCallback | None:
+        """The listener call to run now (from the application's poll), if any."""
+        return self._callback
+
+    def on_callback_done(self, now_ms: int) -> None:
+        """The pending callback returned (or raised: the move happens either way, as in Kafka)."""
+        callback = self._callback
+        assert callback is not None, "no callback is pending"
+        self._callback = None
+        if callback.kind is CallbackKind.REVOKED:
+            self.owned = self.owned - callback.partitions
+        elif callback.kind is CallbackKind.ASSIGNED:
+            self.owned = self.owned | callback.partitions
+        else:
+            self.owned = frozenset()
+            self.member_epoch = JOIN_EPOCH
+            if self.state in (MemberState.FENCED, MemberState.STALE):
+                self._rejoin(now_ms)
+                return
+        self._next_reconcile_step(now_ms)
+
+    def _next_reconcile_step(self, now_ms: int) -> None:
+        """Move towards `target`: revoke first, then assign, then acknowledge."""
+        target = self.target
+        if target is None:
+            return
+        revoked = self.owned - target
+        if revoked:
+            if self.state is not MemberState.LEAVING:
+                self._move_if_needed(MemberState.RECONCILING)
+            self._callback = PendingCallback(CallbackKind.REVOKED, frozenset(revoked))
+            return
+        if self.state is MemberState.LEAVING:
+            self._heartbeat_due_ms = now_ms  # everything given back: send the leave heartbeat
+            return
+        added = target - self.owned
+        if added:
+            self._move_if_needed(MemberState.RECONCILING)
+            self._callback = PendingCallback(CallbackKind.ASSIGNED, frozenset(added))
+            return
+        if self.state is MemberState.RECONCILING:
+            self._move(MemberState.ACKNOWLEDGING)
+            self._heartbeat_due_ms = now_ms  # report what we own at once
+        elif self.state in (MemberState.JOINING, MemberState.ACKNOWLEDGING):
+            self._move(MemberState.STABLE)
+
+    def _lose_everything(self, now_ms: int) -> None:
+        if self.owned:
+            self._callback = PendingCallback(CallbackKind.LOST, self.owned)
+        else:
+            self.member_epoch = JOIN_EPOCH
+            self._rejoin(now_ms)
+
+    def _rejoin(self, now_ms: int) -> None:
+        self.target = None
+        self._subscription_sent = False
+        if self.subscription is None:
+            return
+        self._move(MemberState.JOINING)
+        self._heartbeat_due_ms = now_ms
+
+    def _finish_leaving(self) -> None:
+        self._move(MemberState.UNSUBSCRIBED)
+        self.member_epoch = JOIN_EPOCH
+        self.owned = frozenset()
+        self.target = None
+        self._heartbeat_due_ms = None
+
+    def _move_if_needed(self, target: MemberState) -> None:
+        if self.state is not target:
+            self._move(target)
+
+    def _move(self, target: MemberState) -> None:
+        assert target in _TRANSITIONS[self.state], f"member: illegal move {self.state} -> {target}"
+        self.state = target
+
+    def heartbeat_due_ms(self) -> int | None:
+        """When the next heartbeat is due (None: nothing to send until something happens)."""
+        return None if self._in_flight else self._heartbeat_due_ms
+
+    def owned_by_topic(self) -> Mapping[str, frozenset[int]]:
+        by_topic: dict[str, set[int]] = {}
+        for topic, partition in self.owned:
+            by_topic.setdefault(topic, set()).add(partition)
+        return {topic: frozenset(numbers) for topic, numbers in by_topic.items()}
