@@ -30,6 +30,18 @@ max_message_bytes_default = 1 * MIB + 12
 # leaves room for the partition suffix inside a 255-byte file name.
 topic_name_length_max = 249
 
+# --- consumer groups ----------------------------------------------------------------------------
+
+# The longest group id (coordinator.proto): a group id is a key of every record the coordinator
+# writes to __consumer_offsets and is hashed on every FindCoordinator; 255 characters is far
+# beyond any real name and keeps those records small.
+group_id_length_max = 255
+
+# The most bytes one CoordinatorAssignmentRecord takes in a metadata batch (5 varint fields, at
+# most ~40 bytes, plus the record's framing): all partitions of __consumer_offsets must change
+# owner in one batch when the last coordinator but one dies.
+coordinator_assignment_record_bytes_max = 64
+
 # --- segments and indexes --------------------------------------------------------------------
 
 # Offset-index entries store a 32-bit position and a 32-bit offset relative to the segment's base
@@ -250,6 +262,9 @@ assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_
     "one maximal AlterPartition must commit as one metadata batch"
 )
 assert 0 < producer_id_block_size <= 2**31 - 1, "a block's length travels as an int32"
+assert topic_partitions_max * coordinator_assignment_record_bytes_max <= metadata_batch_bytes_max, (
+    "every partition of __consumer_offsets must be reassignable in one metadata batch"
+)
 assert 0 < describe_topics_partitions_default <= describe_topics_partitions_max
 assert (
     describe_topics_partitions_max * describe_topics_partition_bytes_max + 1 * MIB

@@ -67,12 +67,42 @@ class TopicImage:
 
 
 @dataclass(frozen=True)
+class CoordinatorRegistration:
+    """A registered coordinator. Its epoch is the offset of its latest RegisterCoordinatorRecord;
+    it is live from registration until fenced (it has no replicas to catch up)."""
+
+    coordinator_id: int
+    incarnation_id: str
+    endpoint: str
+    coordinator_epoch: int
+    fenced: bool = False
+
+
+@dataclass(frozen=True)
+class CoordinatorAssignment:
+    """Which coordinator owns one partition of __consumer_offsets (NO_COORDINATOR: none).
+
+    `assignment_epoch` counts the partition's owner changes (0 at its first assignment): it is
+    the producer epoch the owner writes the partition with, under `producer_id`, which the
+    partition keeps for ever. An assignment is *valid* only while its coordinator is registered
+    with `coordinator_epoch` and unfenced; otherwise the partition has no coordinator until the
+    controller reassigns it (see metadata/coordinators.py)."""
+
+    partition: int
+    coordinator_id: int
+    coordinator_epoch: int
+    assignment_epoch: int
+    producer_id: int
+
+
+@dataclass(frozen=True)
 class MetadataImage:
     """The state at `end_offset` (the offset the next record lands at) with the log's `hash`.
 
     `next_producer_id` is the first producer id no broker has been given yet (ProducerIdsRecord):
     every block handed out lies below it, so it only grows, and a new active controller continues
-    from it (KIP-730).
+    from it (KIP-730). `coordinators` holds registered coordinators by id and
+    `coordinator_assignments` the owner of each partition of __consumer_offsets by partition.
     """
 
     end_offset: int
@@ -83,6 +113,10 @@ class MetadataImage:
     topic_names: Mapping[bytes, str]
     configs: Mapping[ConfigKey, Mapping[str, str]]
     next_producer_id: int = 0
+    coordinators: Mapping[int, CoordinatorRegistration] = field(default_factory=lambda: _EMPTY)
+    coordinator_assignments: Mapping[int, CoordinatorAssignment] = field(
+        default_factory=lambda: _EMPTY
+    )
 
     @staticmethod
     def empty() -> MetadataImage:
@@ -107,3 +141,7 @@ class MetadataImage:
     def live_brokers(self) -> list[BrokerRegistration]:
         """Unfenced brokers, by id."""
         return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
+
+    def live_coordinators(self) -> list[CoordinatorRegistration]:
+        """Unfenced coordinators, by id."""
+        return [c for _, c in sorted(self.coordinators.items()) if not c.fenced]

@@ -17,17 +17,29 @@ Records naming a broker epoch that is no longer the broker's (a FenceBroker raci
 re-registration) are applied as no-ops: they are valid history, just overtaken. A
 ProducerIdsRecord is the exception: its block was answered once committed, so it always moves
 `next_producer_id` on, and one that would not move it forward is refused.
+
+Coordinators (DESIGN §6) register live; a FenceCoordinatorRecord naming an older epoch is a
+no-op, like a broker's. A CoordinatorAssignmentRecord is stricter, because its assignment epoch
+is the producer epoch a coordinator writes __consumer_offsets with: one whose assignment epoch
+does not move forward, whose partition does not exist, or whose coordinator (other than -1) is
+not registered and unfenced under that epoch is refused, and so is one that changes a
+partition's producer id, or whose first producer id lies below `next_producer_id` (it could
+belong to a block a broker already holds). Its first assignment moves `next_producer_id` past
+the partition's producer id.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, NO_COORDINATOR
 from samsa.metadata.image import (
     BROKER_RESOURCE,
     NO_LEADER,
     TOPIC_RESOURCE,
     BrokerRegistration,
+    CoordinatorAssignment,
+    CoordinatorRegistration,
     MetadataImage,
     PartitionState,
     TopicImage,
@@ -87,6 +99,8 @@ class ImageBuilder:
         self.topic_names = dict(image.topic_names)
         self.configs = dict(image.configs)
         self.next_producer_id = image.next_producer_id
+        self.coordinators = dict(image.coordinators)
+        self.coordinator_assignments = dict(image.coordinator_assignments)
         # Partition maps this builder made (a copy of the old image's, or a new topic's), by
         # topic name. No image holds them until `build`, so later records of the batch change
         # them in place: a batch creating or changing P partitions of one topic costs O(P), not
@@ -103,6 +117,8 @@ class ImageBuilder:
             topic_names=self.topic_names,
             configs=self.configs,
             next_producer_id=self.next_producer_id,
+            coordinators=self.coordinators,
+            coordinator_assignments=self.coordinator_assignments,
         )
 
     def apply(
@@ -229,6 +245,8 @@ class ImageBuilder:
         del self.topic_names[topic.topic_id]
         self._own_partitions.pop(topic.name, None)
         self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+        if topic.name == CONSUMER_OFFSETS_TOPIC:  # the controller refuses this; stay consistent
+            self.coordinator_assignments.clear()
 
     # --- configs ----------------------------------------------------------------------------
 
@@ -269,6 +287,87 @@ class ImageBuilder:
                 f"{self.next_producer_id} to {record.next_producer_id}; it only grows"
             )
         self.next_producer_id = record.next_producer_id
+
+    # --- coordinators --------------------------------------------------------------------------
+
+    def _register_coordinator(
+        self, record: metadata_pb2.RegisterCoordinatorRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        if record.coordinator_id < 0 or not record.endpoint:
+            raise InvalidBatchError(f"coordinator registration at {offset} lacks an id or endpoint")
+        self.coordinators[record.coordinator_id] = CoordinatorRegistration(
+            coordinator_id=record.coordinator_id,
+            incarnation_id=record.incarnation_id,
+            endpoint=record.endpoint,
+            coordinator_epoch=record.coordinator_epoch if from_snapshot else offset,
+            fenced=False,
+        )
+
+    def _fence_coordinator(
+        self, record: metadata_pb2.FenceCoordinatorRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        coordinator = self.coordinators.get(record.coordinator_id)
+        if coordinator is not None and coordinator.coordinator_epoch == record.coordinator_epoch:
+            self.coordinators[record.coordinator_id] = replace(coordinator, fenced=True)
+
+    def _coordinator_assignment(
+        self, record: metadata_pb2.CoordinatorAssignmentRecord, offset: int, from_snapshot: bool
+    ) -> None:
+        topic = self.topics.get(CONSUMER_OFFSETS_TOPIC)
+        where = f"coordinator assignment of partition {record.partition} at {offset}"
+        if topic is None or record.partition not in topic.partitions:
+            raise InvalidBatchError(f"{where}: no such partition of {CONSUMER_OFFSETS_TOPIC}")
+        if record.producer_id < 0:
+            raise InvalidBatchError(f"{where}: producer id {record.producer_id} is negative")
+        previous = self.coordinator_assignments.get(record.partition)
+        if not from_snapshot:
+            _check_assignment(record, previous, self.coordinators, self.next_producer_id, where)
+        self.coordinator_assignments[record.partition] = CoordinatorAssignment(
+            partition=record.partition,
+            coordinator_id=record.coordinator_id,
+            coordinator_epoch=record.coordinator_epoch,
+            assignment_epoch=record.assignment_epoch,
+            producer_id=record.producer_id,
+        )
+        self.next_producer_id = max(self.next_producer_id, record.producer_id + 1)
+
+
+def _check_assignment(
+    record: metadata_pb2.CoordinatorAssignmentRecord,
+    previous: CoordinatorAssignment | None,
+    coordinators: dict[int, CoordinatorRegistration],
+    next_producer_id: int,
+    where: str,
+) -> None:
+    """Refuse an assignment that does not follow `previous` (see the module docstring)."""
+    first_epoch = 0 if previous is None else previous.assignment_epoch + 1
+    if record.assignment_epoch < first_epoch:
+        raise InvalidBatchError(
+            f"{where}: assignment epoch {record.assignment_epoch} does not move forward "
+            f"(at least {first_epoch})"
+        )
+    if previous is not None and record.producer_id != previous.producer_id:
+        raise InvalidBatchError(
+            f"{where}: producer id {record.producer_id} is not the partition's "
+            f"{previous.producer_id}"
+        )
+    if previous is None and record.producer_id < next_producer_id:
+        raise InvalidBatchError(
+            f"{where}: producer id {record.producer_id} lies below next_producer_id "
+            f"{next_producer_id} and may already be handed out"
+        )
+    if record.coordinator_id == NO_COORDINATOR:
+        return
+    coordinator = coordinators.get(record.coordinator_id)
+    if (
+        coordinator is None
+        or coordinator.fenced
+        or coordinator.coordinator_epoch != record.coordinator_epoch
+    ):
+        raise InvalidBatchError(
+            f"{where}: coordinator {record.coordinator_id} epoch {record.coordinator_epoch} is "
+            "not registered and live"
+        )
 
 
 def _check_partition(state: PartitionState, topic: str, offset: int) -> None:

@@ -8,7 +8,10 @@ snapshot carry the state the log built up: a broker's epoch (RegisterBrokerRecor
 since the record no longer sits at that offset), a partition's leader and partition epochs, and
 the next producer id. The image keeps only that id, not which broker took the last block, so the
 snapshot's ProducerIdsRecord names broker -1, epoch -1 (as Kafka's ProducerIdsImage writes it);
-it is left out while no block was ever given (next_producer_id 0).
+it is left out while no block was ever given (next_producer_id 0). Coordinators follow (by id:
+RegisterCoordinatorRecord with its epoch, then a FenceCoordinatorRecord when fenced), then the
+coordinator assignments by partition, epochs and producer ids as they are; they come after the
+ProducerIdsRecord, whose next_producer_id already lies above every assignment's producer id.
 """
 
 from __future__ import annotations
@@ -85,12 +88,50 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
                 )
             )
         )
+    records += _coordinator_records(image)
     return metadata_pb2.MetadataSnapshot(
         end_offset=image.end_offset,
         hash=image.hash,
         timestamp_ms=image.timestamp_ms,
         records=records,
     )
+
+
+def _coordinator_records(image: MetadataImage) -> list[metadata_pb2.MetadataRecord]:
+    records = []
+    for coordinator_id, coordinator in sorted(image.coordinators.items()):
+        records.append(
+            metadata_pb2.MetadataRecord(
+                register_coordinator=metadata_pb2.RegisterCoordinatorRecord(
+                    coordinator_id=coordinator_id,
+                    incarnation_id=coordinator.incarnation_id,
+                    endpoint=coordinator.endpoint,
+                    coordinator_epoch=coordinator.coordinator_epoch,
+                )
+            )
+        )
+        if coordinator.fenced:
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    fence_coordinator=metadata_pb2.FenceCoordinatorRecord(
+                        coordinator_id=coordinator_id,
+                        coordinator_epoch=coordinator.coordinator_epoch,
+                    )
+                )
+            )
+    for partition, assignment in sorted(image.coordinator_assignments.items()):
+        records.append(
+            metadata_pb2.MetadataRecord(
+                coordinator_assignment=metadata_pb2.CoordinatorAssignmentRecord(
+                    partition=partition,
+                    coordinator_id=assignment.coordinator_id,
+                    coordinator_epoch=assignment.coordinator_epoch,
+                    assignment_epoch=assignment.assignment_epoch,
+                    producer_id=assignment.producer_id,
+                )
+            )
+        )
+    return records
 
 
 def from_snapshot(snapshot: metadata_pb2.MetadataSnapshot) -> MetadataImage:

@@ -13,11 +13,15 @@ that the controller enforces is here, where it is tested directly:
   comes back;
 - topics are placed with Kafka's assignment (metadata/placement.py) over unfenced brokers and
   validated with Kafka's rules and names;
-- producer ids go to current brokers in blocks that never overlap, across failover too.
+- producer ids go to current brokers in blocks that never overlap, across failover too;
+- coordinators register live, are fenced when their sessions expire, and own the partitions of
+  __consumer_offsets (created once a coordinator and enough brokers are live), balanced within
+  one, each change of owner bumping the partition's assignment epoch (coordinator_control.py);
+  FindCoordinator is answered from the image (metadata/coordinators.py).
 
-The decisions live in broker_control.py, topic_control.py, config_control.py and
-producer_id_control.py; this module is the one place the adapter imports them from, and answers
-the plain reads.
+The decisions live in broker_control.py, topic_control.py, config_control.py,
+producer_id_control.py and coordinator_control.py; this module is the one place the adapter
+imports them from, and answers the plain reads.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Iterator
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.metadata.coordinators import CoordinatorLookup, find_coordinator
 from samsa.metadata.image import MetadataImage
 from samsa.services.controller.broker_control import (
     alter_partition,
@@ -38,6 +43,14 @@ from samsa.services.controller.broker_control import (
 )
 from samsa.services.controller.config_control import describe_configs, incremental_alter_configs
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
+from samsa.services.controller.coordinator_control import (
+    coordinator_heartbeat,
+    fence_coordinators,
+    offsets_topic_problem,
+    plan_coordinator_assignments,
+    plan_offsets_topic,
+    register_coordinator,
+)
 from samsa.services.controller.producer_id_control import allocate_producer_ids
 from samsa.services.controller.topic_control import (
     create_partitions,
@@ -50,10 +63,12 @@ from samsa.v1 import controller_pb2 as c
 __all__ = [
     "ClusterDefaults",
     "ControlResult",
+    "CoordinatorLookup",
     "RandomSource",
     "allocate_producer_ids",
     "alter_partition",
     "broker_heartbeat",
+    "coordinator_heartbeat",
     "create_partitions",
     "create_topics",
     "delete_topics",
@@ -63,9 +78,15 @@ __all__ = [
     "describe_topics_limit",
     "describe_topics_problem",
     "fence_brokers",
+    "fence_coordinators",
+    "find_coordinator",
     "incremental_alter_configs",
+    "offsets_topic_problem",
+    "plan_coordinator_assignments",
+    "plan_offsets_topic",
     "preferred_leader_elections",
     "register_broker",
+    "register_coordinator",
     "report_corrupt_replica",
     "topic_name_problem",
 ]

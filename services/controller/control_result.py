@@ -24,8 +24,14 @@ class ControlResult(Generic[R]):
 
 @dataclass(frozen=True)
 class ClusterDefaults:
-    """Kafka's broker-side defaults for topics created without explicit values."""
+    """Kafka's broker-side defaults for topics created without explicit values, and the
+    settings of the internal topic __consumer_offsets and of coordinator sessions (Kafka's
+    `offsets.topic.num.partitions`, `offsets.topic.replication.factor`; coordinators have their
+    own session timeout, like brokers)."""
 
     num_partitions: int = 1
     default_replication_factor: int = 1
     broker_session_timeout_ms: int = 9000
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    coordinator_session_timeout_ms: int = 9000

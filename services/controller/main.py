@@ -3,9 +3,11 @@
 Composition only: load the cluster secret (refusing to start without one), start the Raft quorum
 on the configured address (the secret is its password), serve ControllerService (plus health and
 reflection) from the driver, checking brokers' membership proofs with a key derived from the
-secret, fence brokers whose sessions expire while this controller is active, and stop cleanly on
-SIGTERM. A fatal quorum error (a diverged metadata log, an unreadable snapshot) exits non-zero:
-the operator wipes this controller's directory and it reloads from the others.
+secret, fence brokers whose sessions expire while this controller is active, run the coordinators'
+side (fence expired coordinator sessions, create __consumer_offsets, keep its partitions on live
+coordinators; FindCoordinator is served too), and stop cleanly on SIGTERM. A fatal quorum error
+(a diverged metadata log, an unreadable snapshot) exits non-zero: the operator wipes this
+controller's directory and it reloads from the others.
 """
 
 from __future__ import annotations
@@ -13,20 +15,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import random
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from samsa.common import limits
 from samsa.services.controller import control_plane
 from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
 from samsa.services.controller.liveness import BrokerLiveness
+from samsa.services.controller.lookup_servicer import (
+    LOOKUP_SERVICE_NAME,
+    CoordinatorLookupServicer,
+)
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.servicer import ControllerServicer
 from samsa.services.runtime import logs, membership, shutdown, telemetry
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 from samsa.services.runtime.server import GrpcServer
-from samsa.v1 import controller_pb2, controller_pb2_grpc
+from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
 log = logging.getLogger("samsa.controller")
 
@@ -69,6 +78,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--secret-file", type=Path, required=True)
     parser.add_argument("--cluster-id", default="samsa-local")
     parser.add_argument("--broker-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT)
+    parser.add_argument(
+        "--coordinator-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT
+    )
+    parser.add_argument(
+        "--offsets-topic-num-partitions",
+        type=int,
+        default=control_plane.ClusterDefaults.offsets_topic_num_partitions,
+        help="partitions of __consumer_offsets, fixed once it exists (groups hash over them)",
+    )
+    parser.add_argument(
+        "--offsets-topic-replication-factor",
+        type=int,
+        default=control_plane.ClusterDefaults.offsets_topic_replication_factor,
+        help="replicas per partition of __consumer_offsets; it is created once this many "
+        "brokers are live",
+    )
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--default-replication-factor", type=int, default=1)
     parser.add_argument(
@@ -88,6 +113,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--metadata-snapshot-entries must be at least 10")
     if args.broker_session_timeout_ms < 100:
         parser.error("--broker-session-timeout-ms must be at least 100")
+    if args.coordinator_session_timeout_ms < 100:
+        parser.error("--coordinator-session-timeout-ms must be at least 100")
+    if not 1 <= args.offsets_topic_num_partitions <= limits.topic_partitions_max:
+        parser.error(f"--offsets-topic-num-partitions must be 1 to {limits.topic_partitions_max}")
+    if args.offsets_topic_replication_factor < 1:
+        parser.error("--offsets-topic-replication-factor must be at least 1")
     return args
 
 
@@ -100,25 +131,38 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
     raft_to_node = {args.raft_address: args.node_id} | {p.raft_address: p.node_id for p in peers}
     driver = ControllerDriver(node_id=args.node_id, raft_address_to_node=raft_to_node)
     liveness = BrokerLiveness()
+    coordinator_liveness = BrokerLiveness()
     driver.on_becoming_active(lambda: liveness.reset_all(_now_ms()))
+    driver.on_becoming_active(lambda: coordinator_liveness.reset_all(_now_ms()))
+    defaults = control_plane.ClusterDefaults(
+        num_partitions=args.num_partitions,
+        default_replication_factor=args.default_replication_factor,
+        broker_session_timeout_ms=args.broker_session_timeout_ms,
+        offsets_topic_num_partitions=args.offsets_topic_num_partitions,
+        offsets_topic_replication_factor=args.offsets_topic_replication_factor,
+        coordinator_session_timeout_ms=args.coordinator_session_timeout_ms,
+    )
     servicer = ControllerServicer(
         driver=driver,
         liveness=liveness,
+        coordinator_liveness=coordinator_liveness,
         controller_endpoints=endpoints,
-        defaults=control_plane.ClusterDefaults(
-            num_partitions=args.num_partitions,
-            default_replication_factor=args.default_replication_factor,
-            broker_session_timeout_ms=args.broker_session_timeout_ms,
-        ),
+        defaults=defaults,
         cluster_id=args.cluster_id,
         member_key=membership.derive_key(password),
     )
     server = GrpcServer(
         args.listen,
-        service_names=[controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name],
+        service_names=[
+            controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name,
+            LOOKUP_SERVICE_NAME,
+        ],
         tracing=tracing,
     )
     controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.server)
+    coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
+        CoordinatorLookupServicer(driver=driver, defaults=defaults), server.server
+    )
     await server.start()
     quorum = MetadataQuorum(
         raft_address=args.raft_address,
@@ -136,6 +180,7 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
     rebalancing = asyncio.create_task(
         _rebalance_leaders(driver, args.leader_imbalance_check_interval_ms)
     )
+    coordinating = asyncio.create_task(_run_coordinators(driver, coordinator_liveness, defaults))
     log.info("controller started", extra={"node_id": args.node_id, "listen": args.listen})
     assert driver.fatal is not None
     stopped = asyncio.create_task(stop.wait())
@@ -146,6 +191,7 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
         exit_code = 3
     fencing.cancel()
     rebalancing.cancel()
+    coordinating.cancel()
     stopped.cancel()
     await server.stop(grace_s=2.0)
     await asyncio.to_thread(quorum.destroy)
@@ -181,6 +227,55 @@ async def _fence_expired_brokers(
             )
         except Exception:
             log.exception("fencing failed")
+
+
+async def _run_coordinators(
+    driver: ControllerDriver, liveness: BrokerLiveness, defaults: control_plane.ClusterDefaults
+) -> None:
+    """While active, every LIVENESS_CHECK_INTERVAL_S: fence coordinators whose sessions expired
+    (their partitions move in the same batch), create __consumer_offsets once it can be, and
+    give its partitions to live coordinators. Registration and fencing plan assignments in their
+    own batches already; this loop catches what they could not (the topic appearing, a write
+    that failed, a new active controller taking over)."""
+    assert LIVENESS_CHECK_INTERVAL_S <= 0.5, "coordinators should not wait long for partitions"
+    rng = random.Random()
+    while True:
+        await asyncio.sleep(LIVENESS_CHECK_INTERVAL_S)
+        if not driver.active:
+            continue
+        try:
+            await _coordinator_round(driver, liveness, defaults, rng)
+        except Exception:
+            log.exception("coordinator housekeeping failed")
+
+
+async def _coordinator_round(
+    driver: ControllerDriver,
+    liveness: BrokerLiveness,
+    defaults: control_plane.ClusterDefaults,
+    rng: random.Random,
+) -> None:
+    live = {c.coordinator_id: c.coordinator_epoch for c in driver.image.live_coordinators()}
+    expired = [
+        coordinator_id
+        for coordinator_id in liveness.expired(
+            _now_ms(), defaults.coordinator_session_timeout_ms, live
+        )
+        if coordinator_id in live
+    ]
+    if expired:
+        log.warning("coordinator sessions expired, fencing", extra={"coordinators": expired})
+        await driver.write(
+            lambda image, ids=tuple(expired): control_plane.fence_coordinators(image, ids)
+        )
+        for coordinator_id in expired:
+            liveness.forget(coordinator_id)
+    await driver.write(
+        lambda image: control_plane.plan_offsets_topic(
+            image, defaults, rng=rng, new_topic_id=lambda: uuid.uuid4().bytes
+        )
+    )
+    await driver.write(control_plane.plan_coordinator_assignments)
 
 
 async def _rebalance_leaders(driver: ControllerDriver, interval_ms: int) -> None:

@@ -10,6 +10,8 @@ shutdown —, AlterPartition, ReportCorruptReplica and AllocateProducerIds) firs
 come from that broker with the cluster's membership proof (`_require_member`, see
 services/runtime/membership.py); a caller without it gets PERMISSION_DENIED before anything is
 read or written. Metadata reads and admin calls stay open (client authentication comes with TLS).
+Coordinators prove membership the same way for RegisterCoordinator and CoordinatorHeartbeat,
+signed as their coordinator id (`_require_coordinator`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from samsa.metadata.snapshot import to_snapshot
 from samsa.services.controller import control_plane
 from samsa.services.controller.driver import ControllerDriver, NotControllerError
 from samsa.services.controller.liveness import BrokerLiveness
+from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
 from samsa.services.runtime import member_auth, membership
 from samsa.v1 import controller_pb2, controller_pb2_grpc
@@ -56,6 +59,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         *,
         driver: ControllerDriver,
         liveness: BrokerLiveness,
+        coordinator_liveness: BrokerLiveness | None = None,
         controller_endpoints: Mapping[int, str],
         defaults: control_plane.ClusterDefaults,
         cluster_id: str,
@@ -64,6 +68,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         self.member_key = member_key  # membership.derive_key(cluster secret)
         self.driver = driver
         self.liveness = liveness
+        # Coordinator sessions: the same mechanism as brokers', keyed by coordinator id.
+        self.coordinator_liveness = coordinator_liveness or BrokerLiveness()
         self.controller_endpoints = dict(controller_endpoints)
         self.defaults = defaults
         self.cluster_id = cluster_id
@@ -165,6 +171,14 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             f"{method} as broker_id={broker_id}",
         )
 
+    async def _require_coordinator(
+        self, context: grpc.aio.ServicerContext, method: str, coordinator_id: int
+    ) -> None:
+        """Abort PERMISSION_DENIED unless this call proves it comes from coordinator
+        `coordinator_id` (signed with the cluster secret, like a broker's calls)."""
+        path = membership.method_path(SERVICE_NAME, method)
+        await require_coordinator(context, self.member_key, path, coordinator_id, method)
+
     @staticmethod
     async def _check_count(context: grpc.aio.ServicerContext, what: str, count: int) -> None:
         if count > limits.admin_request_items_max:
@@ -211,6 +225,55 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         return await self._write(
             controller_pb2.BrokerHeartbeatResponse,
             lambda image: control_plane.broker_heartbeat(image, request),
+        )
+
+    # --- coordinator lifecycle ----------------------------------------------------------------
+
+    async def RegisterCoordinator(self, request, context):
+        await self._require_coordinator(context, "RegisterCoordinator", request.coordinator_id)
+        if request.coordinator_id < 0 or not request.endpoint or not request.incarnation_id:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "RegisterCoordinator needs coordinator_id >= 0, an endpoint and an incarnation_id",
+            )
+        now = now_ms()
+        response = await self._write(
+            controller_pb2.RegisterCoordinatorResponse,
+            lambda image: control_plane.register_coordinator(
+                image,
+                request,
+                liveness=self.coordinator_liveness,
+                now_ms=now,
+                session_timeout_ms=self.defaults.coordinator_session_timeout_ms,
+            ),
+        )
+        if response.status.error_code == ErrorCode.NONE:
+            epoch = response.coordinator_epoch
+            self.coordinator_liveness.heartbeat(request.coordinator_id, epoch, now_ms())
+        else:
+            response.coordinator_epoch = -1  # NOT_CONTROLLER too: no epoch
+        return response
+
+    async def CoordinatorHeartbeat(self, request, context):
+        await self._require_coordinator(context, "CoordinatorHeartbeat", request.coordinator_id)
+        if request.coordinator_epoch < 0 or request.metadata_offset < 0:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "CoordinatorHeartbeat needs coordinator_epoch >= 0 and metadata_offset >= 0",
+            )
+        coordinator = self.driver.image.coordinators.get(request.coordinator_id)
+        if (
+            self.driver.active
+            and coordinator is not None
+            and not coordinator.fenced
+            and coordinator.coordinator_epoch == request.coordinator_epoch
+        ):
+            self.coordinator_liveness.heartbeat(
+                request.coordinator_id, request.coordinator_epoch, now_ms()
+            )
+        return await self._write(
+            controller_pb2.CoordinatorHeartbeatResponse,
+            lambda image: control_plane.coordinator_heartbeat(image, request),
         )
 
     # --- metadata following --------------------------------------------------------------------

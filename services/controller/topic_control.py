@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.metadata.image import (
     TOPIC_RESOURCE,
     MetadataImage,
@@ -34,6 +35,15 @@ def topic_name_problem(name: str) -> str | None:
     if not TOPIC_NAME.match(name):
         return f"topic name {name!r} may contain only ASCII letters, digits, '.', '_' and '-'"
     return None
+
+
+def internal_topic_problem(name: str, action: str) -> str | None:
+    """Why `action` (create, delete, add partitions to) is refused on `name`, or None: internal
+    topics are the controller's alone (it creates __consumer_offsets once coordinators and
+    brokers are live), and their partition count is fixed, since groups are hashed over it."""
+    if name not in INTERNAL_TOPICS:
+        return None
+    return f"{name!r} is an internal topic: clients cannot {action} it"
 
 
 def _placement_start(rng: RandomSource, brokers: Sequence[int]) -> tuple[int, int]:
@@ -102,6 +112,8 @@ def _topic_problem(
 ) -> tuple[int, str] | None:
     if (problem := topic_name_problem(name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
+    if (problem := internal_topic_problem(name, "create")) is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
     if name in taken:
         return ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
     if not 1 <= partitions <= limits.topic_partitions_max:
@@ -147,6 +159,10 @@ def delete_topics(
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
             result.error_message = f"topic {name!r} does not exist"
             continue
+        if (problem := internal_topic_problem(name, "delete")) is not None:
+            result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION  # type: ignore[assignment]
+            result.error_message = problem
+            continue
         removed.add(name)
         records.append(m.MetadataRecord(remove_topic=m.RemoveTopicRecord(topic_id=topic.topic_id)))
     return ControlResult(records, response)
@@ -165,6 +181,10 @@ def create_partitions(
         if topic is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
             result.error_message = f"topic {wanted.name!r} does not exist"
+            continue
+        if (problem := internal_topic_problem(wanted.name, "add partitions to")) is not None:
+            result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION  # type: ignore[assignment]
+            result.error_message = problem
             continue
         current = len(topic.partitions)
         if not current < wanted.count <= limits.topic_partitions_max:

@@ -72,6 +72,7 @@ IO_MODULE_NAMES = {
     "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds
     "driver.py",  # asyncio side of the quorum: commits, leadership, waits
     "servicer.py",  # gRPC adapters (controller and broker)
+    "lookup_servicer.py",  # the controller's FindCoordinator and coordinators' proof checks
     "main.py",  # process composition (controller and broker)
     "__main__.py",
     # services/broker

@@ -154,10 +154,16 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
     command += ["--raft-address", controller.raft_address, "--peers", peers]
     command += ["--data-dir", str(data_dir / f"controller-{controller.node_id}")]
     command += ["--secret-file", str(data_dir / "cluster.secret")]
+    # Kafka's default RF for __consumer_offsets is 3; a smaller local cluster uses all its brokers.
+    replication = str(min(3, max(1, len(spec.brokers))))
+    command += ["--offsets-topic-replication-factor", replication]
     for name in (
         "broker.session.timeout.ms",
         "metadata.snapshot.entries",
         "leader.imbalance.check.interval.ms",
+        "offsets.topic.num.partitions",
+        "offsets.topic.replication.factor",
+        "coordinator.session.timeout.ms",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]

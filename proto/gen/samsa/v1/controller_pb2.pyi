@@ -526,3 +526,43 @@ class AllocateProducerIdsResponse(_message.Message):
     producer_id_start: int
     producer_id_len: int
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., producer_id_start: _Optional[int] = ..., producer_id_len: _Optional[int] = ...) -> None: ...
+
+class RegisterCoordinatorRequest(_message.Message):
+    __slots__ = ("coordinator_id", "incarnation_id", "endpoint")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: int
+    incarnation_id: str
+    endpoint: str
+    def __init__(self, coordinator_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ...) -> None: ...
+
+class RegisterCoordinatorResponse(_message.Message):
+    __slots__ = ("status", "coordinator_epoch")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    coordinator_epoch: int
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., coordinator_epoch: _Optional[int] = ...) -> None: ...
+
+class CoordinatorHeartbeatRequest(_message.Message):
+    __slots__ = ("coordinator_id", "coordinator_epoch", "metadata_offset", "want_shutdown")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    WANT_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: int
+    coordinator_epoch: int
+    metadata_offset: int
+    want_shutdown: bool
+    def __init__(self, coordinator_id: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., want_shutdown: _Optional[bool] = ...) -> None: ...
+
+class CoordinatorHeartbeatResponse(_message.Message):
+    __slots__ = ("status", "is_fenced", "should_shut_down")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    IS_FENCED_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_SHUT_DOWN_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    is_fenced: bool
+    should_shut_down: bool
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., is_fenced: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ...) -> None: ...

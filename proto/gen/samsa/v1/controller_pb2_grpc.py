@@ -100,6 +100,16 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
                 _registered_method=True)
+        self.RegisterCoordinator = channel.unary_unary(
+                '/samsa.v1.ControllerService/RegisterCoordinator',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.RegisterCoordinatorRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.RegisterCoordinatorResponse.FromString,
+                _registered_method=True)
+        self.CoordinatorHeartbeat = channel.unary_unary(
+                '/samsa.v1.ControllerService/CoordinatorHeartbeat',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -210,6 +220,25 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterCoordinator(self, request, context):
+        """A coordinator process joins the cluster (or rejoins after a restart). It is live at once: the
+        controller then gives it a share of the partitions of __consumer_offsets (see
+        CoordinatorAssignmentRecord), which it learns by following the metadata log. Carries the
+        cluster's membership proof, signed as the coordinator's id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CoordinatorHeartbeat(self, request, context):
+        """A registered coordinator's periodic sign of life (and its controlled shutdown). Without one
+        for coordinator.session.timeout.ms the coordinator is fenced and its partitions move to
+        the other live coordinators. Carries the membership proof, like RegisterCoordinator.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -277,6 +306,16 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.AllocateProducerIds,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.SerializeToString,
+            ),
+            'RegisterCoordinator': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterCoordinator,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.RegisterCoordinatorRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.RegisterCoordinatorResponse.SerializeToString,
+            ),
+            'CoordinatorHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.CoordinatorHeartbeat,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -631,6 +670,60 @@ class ControllerService:
             '/samsa.v1.ControllerService/AllocateProducerIds',
             samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterCoordinator(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/RegisterCoordinator',
+            samsa_dot_v1_dot_controller__pb2.RegisterCoordinatorRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.RegisterCoordinatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CoordinatorHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/CoordinatorHeartbeat',
+            samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,7 +29,7 @@ class MetadataRecordBatch(_message.Message):
     def __init__(self, base_offset: _Optional[int] = ..., previous_hash: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
 
 class MetadataRecord(_message.Message):
-    __slots__ = ("register_broker", "unregister_broker", "fence_broker", "unfence_broker", "topic", "partition", "partition_change", "remove_topic", "config", "producer_ids")
+    __slots__ = ("register_broker", "unregister_broker", "fence_broker", "unfence_broker", "topic", "partition", "partition_change", "remove_topic", "config", "producer_ids", "register_coordinator", "fence_coordinator", "coordinator_assignment")
     REGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     UNREGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     FENCE_BROKER_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +40,9 @@ class MetadataRecord(_message.Message):
     REMOVE_TOPIC_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_IDS_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_COORDINATOR_FIELD_NUMBER: _ClassVar[int]
+    FENCE_COORDINATOR_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
     register_broker: RegisterBrokerRecord
     unregister_broker: UnregisterBrokerRecord
     fence_broker: FenceBrokerRecord
@@ -50,7 +53,10 @@ class MetadataRecord(_message.Message):
     remove_topic: RemoveTopicRecord
     config: ConfigRecord
     producer_ids: ProducerIdsRecord
-    def __init__(self, register_broker: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., fence_broker: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., topic: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., remove_topic: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ...) -> None: ...
+    register_coordinator: RegisterCoordinatorRecord
+    fence_coordinator: FenceCoordinatorRecord
+    coordinator_assignment: CoordinatorAssignmentRecord
+    def __init__(self, register_broker: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., fence_broker: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., topic: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., remove_topic: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., register_coordinator: _Optional[_Union[RegisterCoordinatorRecord, _Mapping]] = ..., fence_coordinator: _Optional[_Union[FenceCoordinatorRecord, _Mapping]] = ..., coordinator_assignment: _Optional[_Union[CoordinatorAssignmentRecord, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack", "broker_epoch")
@@ -151,6 +157,40 @@ class ProducerIdsRecord(_message.Message):
     broker_epoch: int
     next_producer_id: int
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., next_producer_id: _Optional[int] = ...) -> None: ...
+
+class RegisterCoordinatorRecord(_message.Message):
+    __slots__ = ("coordinator_id", "incarnation_id", "endpoint", "coordinator_epoch")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: int
+    incarnation_id: str
+    endpoint: str
+    coordinator_epoch: int
+    def __init__(self, coordinator_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., coordinator_epoch: _Optional[int] = ...) -> None: ...
+
+class FenceCoordinatorRecord(_message.Message):
+    __slots__ = ("coordinator_id", "coordinator_epoch")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: int
+    coordinator_epoch: int
+    def __init__(self, coordinator_id: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ...) -> None: ...
+
+class CoordinatorAssignmentRecord(_message.Message):
+    __slots__ = ("partition", "coordinator_id", "coordinator_epoch", "assignment_epoch", "producer_id")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    coordinator_id: int
+    coordinator_epoch: int
+    assignment_epoch: int
+    producer_id: int
+    def __init__(self, partition: _Optional[int] = ..., coordinator_id: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., producer_id: _Optional[int] = ...) -> None: ...
 
 class ConfigRecord(_message.Message):
     __slots__ = ("resource_type", "resource_name", "name", "value")

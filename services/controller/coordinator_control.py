@@ -1,0 +1,281 @@
+"""Coordinator lifecycle and ownership of __consumer_offsets: registration, heartbeats, fencing,
+creating the internal topic, and giving its partitions to live coordinators (DESIGN §1, §6).
+
+Pure decisions over the committed image (see control_plane.py). The rules:
+
+- A coordinator registers live (it has no replicas to catch up); its coordinator epoch is the
+  offset of its RegisterCoordinatorRecord. A second process with the same id and another
+  incarnation is refused (DUPLICATE_BROKER_REGISTRATION) while the registered one is unfenced
+  and heartbeating; a restart (its session is stale) re-registers, and the old incarnation's
+  assignments stop being valid at once, since they name the old epoch.
+- Sessions live in leader memory (liveness.py, a BrokerLiveness of coordinator ids), never in
+  the log; an expired session, or a heartbeat asking for shutdown, fences the coordinator. A fenced
+  coordinator owns nothing and must register again.
+- `plan_offsets_topic` creates __consumer_offsets (compacted, placed like any topic) once a
+  coordinator is live and enough brokers are unfenced for its replication factor.
+- `plan_coordinator_assignments` gives every partition whose assignment is not valid (never
+  assigned, owner fenced, re-registered or gone) to the live coordinator with the fewest
+  partitions (ties: the lowest id), then moves partitions, highest-numbered first, from the most
+  to the least loaded coordinator until their counts differ by at most one. Each change of owner
+  is one CoordinatorAssignmentRecord with assignment epoch + 1 (0 the first time) and the
+  partition's producer id, taken from next_producer_id at its first assignment and kept for ever:
+  the owner writes the partition with (producer id, assignment epoch), so the broker fences any
+  write of an earlier owner. With no live coordinator, partitions whose owner died go to -1.
+
+Registration and fencing plan the assignments in the same batch (`_with_assignments`): the
+planner runs over the image the first records produce (replay is pure, so every replica computes
+that image too), and no reader ever sees a live coordinator without its share, or a dead one's
+partitions unmoved for longer than one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from samsa.common.errors import ErrorCode
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, NO_COORDINATOR, valid_assignment
+from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
+from samsa.metadata.placement import assign_replicas
+from samsa.metadata.records import make_batch
+from samsa.metadata.replay import replay
+from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
+from samsa.services.controller.liveness import BrokerLiveness
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import metadata_pb2 as m
+
+# The cleanup policy of __consumer_offsets: only the last record per key matters (Kafka's).
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+
+
+# --- registration and sessions -------------------------------------------------------------------
+
+
+def register_coordinator(
+    image: MetadataImage,
+    request: c.RegisterCoordinatorRequest,
+    *,
+    liveness: BrokerLiveness,
+    now_ms: int,
+    session_timeout_ms: int,
+) -> ControlResult[c.RegisterCoordinatorResponse]:
+    existing = image.coordinators.get(request.coordinator_id)
+    if (
+        existing is not None
+        and existing.incarnation_id != request.incarnation_id
+        and not existing.fenced
+        and liveness.is_alive(
+            existing.coordinator_id, existing.coordinator_epoch, now_ms, session_timeout_ms
+        )
+    ):
+        response = c.RegisterCoordinatorResponse(coordinator_epoch=-1)
+        response.status.error_code = ErrorCode.DUPLICATE_BROKER_REGISTRATION  # type: ignore[assignment]
+        response.status.error_message = (
+            f"coordinator id {request.coordinator_id} is registered by another live coordinator "
+            f"process ({existing.endpoint}); give each coordinator its own id"
+        )
+        return ControlResult([], response)
+    record = m.MetadataRecord(
+        register_coordinator=m.RegisterCoordinatorRecord(
+            coordinator_id=request.coordinator_id,
+            incarnation_id=request.incarnation_id,
+            endpoint=request.endpoint,
+        )
+    )
+    return ControlResult(
+        _with_assignments(image, [record]),
+        c.RegisterCoordinatorResponse(coordinator_epoch=image.end_offset),
+    )
+
+
+def coordinator_heartbeat(
+    image: MetadataImage, request: c.CoordinatorHeartbeatRequest
+) -> ControlResult[c.CoordinatorHeartbeatResponse]:
+    coordinator = image.coordinators.get(request.coordinator_id)
+    response = c.CoordinatorHeartbeatResponse()
+    if coordinator is None or coordinator.coordinator_epoch != request.coordinator_epoch:
+        response.status.error_code = ErrorCode.STALE_BROKER_EPOCH  # type: ignore[assignment]
+        response.status.error_message = (
+            f"coordinator {request.coordinator_id} epoch {request.coordinator_epoch} is not "
+            f"current ({'unregistered' if coordinator is None else coordinator.coordinator_epoch})"
+            ": register again"
+        )
+        response.is_fenced = True
+        return ControlResult([], response)
+    response.is_fenced = True
+    if request.want_shutdown:
+        response.should_shut_down = True
+        if coordinator.fenced:
+            return ControlResult([], response)
+        fenced = fence_coordinators(image, [coordinator.coordinator_id])
+        return ControlResult(fenced.records, response)
+    if coordinator.fenced:
+        response.status.error_code = ErrorCode.STALE_BROKER_EPOCH  # type: ignore[assignment]
+        response.status.error_message = (
+            f"coordinator {request.coordinator_id} epoch {request.coordinator_epoch} was fenced "
+            "(its session expired): it owns no partition; register again"
+        )
+        return ControlResult([], response)
+    response.is_fenced = False
+    return ControlResult([], response)
+
+
+def fence_coordinators(image: MetadataImage, coordinator_ids: Iterable[int]) -> ControlResult[None]:
+    """Fence these unfenced coordinators and move their partitions, in one batch."""
+    records = [
+        m.MetadataRecord(
+            fence_coordinator=m.FenceCoordinatorRecord(
+                coordinator_id=coordinator_id, coordinator_epoch=coordinator.coordinator_epoch
+            )
+        )
+        for coordinator_id in sorted(set(coordinator_ids))
+        if (coordinator := image.coordinators.get(coordinator_id)) is not None
+        and not coordinator.fenced
+    ]
+    return ControlResult(_with_assignments(image, records) if records else [], None)
+
+
+def _with_assignments(
+    image: MetadataImage, records: list[m.MetadataRecord]
+) -> list[m.MetadataRecord]:
+    """`records` followed by the assignment changes the image after them calls for."""
+    after = replay(image, make_batch(image, records, image.timestamp_ms))
+    return records + plan_coordinator_assignments(after).records
+
+
+# --- the internal topic --------------------------------------------------------------------------
+
+
+def offsets_topic_problem(image: MetadataImage, defaults: ClusterDefaults) -> str | None:
+    """Why __consumer_offsets cannot be created now (or exists already), or None."""
+    if CONSUMER_OFFSETS_TOPIC in image.topics:
+        return f"{CONSUMER_OFFSETS_TOPIC} exists"
+    if not image.live_coordinators():
+        return "no live coordinator yet"
+    live_brokers = len(image.live_brokers())
+    if live_brokers < defaults.offsets_topic_replication_factor:
+        return (
+            f"it needs {defaults.offsets_topic_replication_factor} live brokers "
+            f"(offsets.topic.replication.factor), has {live_brokers}"
+        )
+    return None
+
+
+def plan_offsets_topic(
+    image: MetadataImage,
+    defaults: ClusterDefaults,
+    *,
+    rng: RandomSource,
+    new_topic_id: Callable[[], bytes],
+) -> ControlResult[None]:
+    """The records creating __consumer_offsets, when it is missing and can be created now."""
+    if offsets_topic_problem(image, defaults) is not None:
+        return ControlResult([], None)
+    assert defaults.offsets_topic_num_partitions >= 1
+    live = [broker.broker_id for broker in image.live_brokers()]
+    racks = {broker.broker_id: broker.rack for broker in image.live_brokers()}
+    assignment = assign_replicas(
+        defaults.offsets_topic_num_partitions,
+        defaults.offsets_topic_replication_factor,
+        live,
+        start_index=rng.randrange(len(live)),
+        first_shift=rng.randrange(len(live)),
+        racks=racks,
+    )
+    topic_id = new_topic_id()
+    assert len(topic_id) == 16
+    topic = m.TopicRecord(name=CONSUMER_OFFSETS_TOPIC, topic_id=topic_id)
+    records = [m.MetadataRecord(topic=topic)]
+    records += [
+        m.MetadataRecord(
+            partition=m.PartitionRecord(
+                topic_id=topic_id,
+                partition=partition,
+                replicas=replicas,
+                isr=replicas,
+                leader=replicas[0],
+            )
+        )
+        for partition, replicas in sorted(assignment.items())
+    ]
+    records += [
+        m.MetadataRecord(
+            config=m.ConfigRecord(
+                resource_type=TOPIC_RESOURCE,  # type: ignore[arg-type]
+                resource_name=CONSUMER_OFFSETS_TOPIC,
+                name=name,
+                value=value,
+            )
+        )
+        for name, value in sorted(OFFSETS_TOPIC_CONFIGS.items())
+    ]
+    return ControlResult(records, None)
+
+
+# --- assignments ---------------------------------------------------------------------------------
+
+
+def plan_coordinator_assignments(image: MetadataImage) -> ControlResult[None]:
+    """The CoordinatorAssignmentRecords that bring every partition of __consumer_offsets to a
+    live coordinator, balanced within one (see the module docstring)."""
+    topic = image.topics.get(CONSUMER_OFFSETS_TOPIC)
+    if topic is None:
+        return ControlResult([], None)
+    live = {coordinator.coordinator_id for coordinator in image.live_coordinators()}
+    current = {number: valid_assignment(image, number) for number in sorted(topic.partitions)}
+    owners = {p: a.coordinator_id for p, a in current.items() if a is not None}
+    if live:
+        owners = _balanced(owners, [p for p, a in current.items() if a is None], live)
+    records = []
+    next_producer_id = image.next_producer_id
+    for partition, valid in current.items():
+        owner = owners.get(partition, NO_COORDINATOR)
+        if valid is not None and valid.coordinator_id == owner:
+            continue
+        previous = image.coordinator_assignments.get(partition)
+        if owner == NO_COORDINATOR and (
+            previous is None or previous.coordinator_id == NO_COORDINATOR
+        ):
+            continue  # no owner before, none now: nothing changes
+        if previous is None:
+            producer_id, assignment_epoch = next_producer_id, 0
+            next_producer_id += 1
+        else:
+            producer_id, assignment_epoch = previous.producer_id, previous.assignment_epoch + 1
+        record = m.CoordinatorAssignmentRecord(
+            partition=partition,
+            coordinator_id=owner,
+            coordinator_epoch=-1,
+            assignment_epoch=assignment_epoch,
+            producer_id=producer_id,
+        )
+        if owner != NO_COORDINATOR:
+            record.coordinator_epoch = image.coordinators[owner].coordinator_epoch
+        records.append(m.MetadataRecord(coordinator_assignment=record))
+    return ControlResult(records, None)
+
+
+def _balanced(owners: dict[int, int], unowned: list[int], live: set[int]) -> dict[int, int]:
+    """`owners` with every `unowned` partition given to a live coordinator, then balanced.
+
+    Unowned partitions go, in partition order, to the least-loaded coordinator (ties: lowest
+    id); then, while the most-loaded coordinator (ties: lowest id) holds two or more partitions
+    beyond the least-loaded, its highest-numbered partition moves there. Each move narrows the
+    gap, so the loop ends with counts within one, after the fewest moves this order allows.
+    """
+    owners = dict(owners)
+    held: dict[int, list[int]] = {coordinator_id: [] for coordinator_id in sorted(live)}
+    for partition, owner in sorted(owners.items()):
+        held[owner].append(partition)
+    for partition in unowned:
+        target = min(held, key=lambda coordinator_id: (len(held[coordinator_id]), coordinator_id))
+        held[target].append(partition)
+        owners[partition] = target
+    while True:
+        most = min(held, key=lambda coordinator_id: (-len(held[coordinator_id]), coordinator_id))
+        least = min(held, key=lambda coordinator_id: (len(held[coordinator_id]), coordinator_id))
+        if len(held[most]) - len(held[least]) < 2:
+            return owners
+        moved = max(held[most])
+        held[most].remove(moved)
+        held[least].append(moved)
+        owners[moved] = least

@@ -1,0 +1,236 @@
+"""Goal: the controller runs the coordinators' side of the cluster end to end over real gRPC:
+coordinators register and heartbeat with the cluster's membership proof (and are refused
+without it), `__consumer_offsets` appears once a coordinator and enough brokers are live, its
+partitions are split evenly between live coordinators, a coordinator that stops heartbeating is
+fenced and its partitions move to the other with assignment epoch + 1, and FindCoordinator on
+the controller answers the owner's endpoint throughout.
+
+Method: one controller and one broker (real processes, started with the existing launcher and
+stopped by PID, also on failure), the controller with `--offsets-topic-num-partitions 4
+--offsets-topic-replication-factor 1` and a 1.5 s coordinator session. Two fake coordinators
+are threads of this test that call RegisterCoordinator and CoordinatorHeartbeat signed with
+MemberSigner and the cluster secret. The test reads the assignments by replaying the
+controller's metadata log (FetchMetadata) with the real replay, and compares FindCoordinator's
+answers with `group_partition` over them.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+import pytest
+from cluster_helpers import FAST_SETTINGS, controller_stub, wait_until
+
+from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+from samsa.common.errors import ErrorCode
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, GROUP_KEY_TYPE, group_partition
+from samsa.metadata.image import MetadataImage
+from samsa.metadata.replay import replay
+from samsa.metadata.snapshot import from_snapshot
+from samsa.services.runtime import membership
+from samsa.services.runtime.member_auth import MemberSigner
+from samsa.services.runtime.secret import load_secret
+from samsa.v1 import controller_pb2, coordinator_pb2, coordinator_pb2_grpc
+
+pytestmark = pytest.mark.timeout(180)
+
+PARTITIONS = 4
+SESSION_TIMEOUT_MS = 1500
+HEARTBEAT_INTERVAL_S = 0.3
+CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
+GROUPS = [f"group-{n}" for n in range(12)]
+
+
+@contextmanager
+def running_cluster(data_dir: Path) -> Iterator[LocalCluster]:
+    settings = dict(FAST_SETTINGS) | {
+        "offsets.topic.num.partitions": str(PARTITIONS),
+        "coordinator.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    }
+    spec = load_or_create(data_dir, 1, 1, settings)
+    cluster = LocalCluster(spec, data_dir)
+    try:
+        cluster.start_all()
+        wait_healthy(cluster, timeout_s=60)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+class FakeCoordinator:
+    """A coordinator's controller side: registration, then heartbeats on a thread."""
+
+    def __init__(self, endpoint: str, key: bytes, coordinator_id: int) -> None:
+        self.stub = controller_stub(endpoint)
+        self.signer = MemberSigner(key, coordinator_id)
+        self.coordinator_id = coordinator_id
+        self.endpoint = f"127.0.0.1:{17000 + coordinator_id}"
+        self.coordinator_epoch = -1
+        self.last: controller_pb2.CoordinatorHeartbeatResponse | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._heartbeat_loop, daemon=True)
+
+    def _metadata(self, method: str) -> tuple[tuple[str, str], ...]:
+        return self.signer.metadata(membership.method_path(CONTROLLER_SERVICE, method))
+
+    def register(
+        self, incarnation: str | None = None
+    ) -> controller_pb2.RegisterCoordinatorResponse:
+        return self.stub.RegisterCoordinator(
+            controller_pb2.RegisterCoordinatorRequest(
+                coordinator_id=self.coordinator_id,
+                incarnation_id=incarnation or uuid.uuid4().hex,
+                endpoint=self.endpoint,
+            ),
+            timeout=10,
+            metadata=self._metadata("RegisterCoordinator"),
+        )
+
+    def start(self) -> None:
+        def registered() -> controller_pb2.RegisterCoordinatorResponse | None:
+            answer = self.register()
+            return None if answer.status.error_code == ErrorCode.NOT_CONTROLLER else answer
+
+        answer = wait_until(f"coordinator {self.coordinator_id} registered", registered, 60)
+        assert answer.status.error_code == ErrorCode.NONE, answer.status.error_message
+        self.coordinator_epoch = answer.coordinator_epoch
+        self._thread.start()
+
+    def heartbeat(self) -> controller_pb2.CoordinatorHeartbeatResponse:
+        return self.stub.CoordinatorHeartbeat(
+            controller_pb2.CoordinatorHeartbeatRequest(
+                coordinator_id=self.coordinator_id,
+                coordinator_epoch=self.coordinator_epoch,
+            ),
+            timeout=5,
+            metadata=self._metadata("CoordinatorHeartbeat"),
+        )
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(HEARTBEAT_INTERVAL_S):
+            try:
+                self.last = self.heartbeat()
+            except grpc.RpcError:
+                continue
+
+    def stop_heartbeating(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+
+def controller_image(endpoint: str) -> MetadataImage:
+    """The controller's image, rebuilt here from its metadata log with the real replay."""
+    stub = controller_stub(endpoint)
+    image = MetadataImage.empty()
+    while True:
+        answer = stub.FetchMetadata(
+            controller_pb2.FetchMetadataRequest(end_offset=image.end_offset, hash=image.hash),
+            timeout=5,
+        )
+        if answer.HasField("snapshot"):
+            image = from_snapshot(answer.snapshot)
+        for batch in answer.batches:
+            image = replay(image, batch)
+        if image.end_offset >= answer.committed_end_offset:
+            return image
+
+
+def find(endpoint: str, groups: list[str]) -> coordinator_pb2.FindCoordinatorResponse:
+    stub = coordinator_pb2_grpc.CoordinatorLookupServiceStub(grpc.insecure_channel(endpoint))
+    return stub.FindCoordinator(
+        coordinator_pb2.FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, keys=groups), timeout=5
+    )
+
+
+def owners(image: MetadataImage) -> dict[int, int]:
+    return {p: a.coordinator_id for p, a in image.coordinator_assignments.items()}
+
+
+def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent_one(
+    tmp_path: Path,
+) -> None:
+    with running_cluster(tmp_path) as cluster:
+        endpoint = cluster.spec.controllers[0].endpoint
+        key = membership.derive_key(load_secret(tmp_path / "cluster.secret"))
+
+        before = find(endpoint, ["g"]).coordinators[0]
+        assert before.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert "no live coordinator" in before.error_message
+
+        unsigned = controller_stub(endpoint)
+        with pytest.raises(grpc.RpcError) as refused:
+            unsigned.RegisterCoordinator(
+                controller_pb2.RegisterCoordinatorRequest(
+                    coordinator_id=1, incarnation_id="x", endpoint="h:1"
+                ),
+                timeout=5,
+            )
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "coordinators get it from --secret-file" in (refused.value.details() or "")
+
+        coordinators = {n: FakeCoordinator(endpoint, key, n) for n in (1, 2)}
+        try:
+            for coordinator in coordinators.values():
+                coordinator.start()
+            duplicate = coordinators[2].register("another-process")
+            assert duplicate.status.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+
+            split = wait_until(
+                "__consumer_offsets split 2/2 between the coordinators",
+                lambda: (
+                    (image := controller_image(endpoint))
+                    and sorted(owners(image).values()) == [1, 1, 2, 2]
+                    and image
+                ),
+                timeout_s=30,
+            )
+            topic = split.topics[CONSUMER_OFFSETS_TOPIC]
+            assert sorted(topic.partitions) == list(range(PARTITIONS))
+            assert all(a.assignment_epoch == 0 for a in split.coordinator_assignments.values())
+            check_find_coordinator(endpoint, split, coordinators)
+
+            silent = 1 if owners(split)[PARTITIONS - 1] == 1 else 2
+            other = 3 - silent
+            coordinators[silent].stop_heartbeating()
+            moved = wait_until(
+                f"coordinator {silent}'s partitions moved to {other}",
+                lambda: (
+                    (image := controller_image(endpoint))
+                    and set(owners(image).values()) == {other}
+                    and image
+                ),
+                timeout_s=30,
+            )
+            assert moved.coordinators[silent].fenced
+            for number, old in split.coordinator_assignments.items():
+                new = moved.coordinator_assignments[number]
+                assert new.producer_id == old.producer_id
+                expected = old.assignment_epoch + (1 if old.coordinator_id == silent else 0)
+                assert new.assignment_epoch == expected, f"partition {number}"
+            check_find_coordinator(endpoint, moved, coordinators)
+            late = coordinators[silent].heartbeat()
+            assert late.status.error_code == ErrorCode.STALE_BROKER_EPOCH and late.is_fenced
+            assert coordinators[other].last is not None and not coordinators[other].last.is_fenced
+        finally:
+            for coordinator in coordinators.values():
+                coordinator.stop_heartbeating()
+
+
+def check_find_coordinator(
+    endpoint: str, image: MetadataImage, coordinators: dict[int, FakeCoordinator]
+) -> None:
+    answer = find(endpoint, GROUPS)
+    assert [location.key for location in answer.coordinators] == GROUPS
+    for location in answer.coordinators:
+        partition = group_partition(location.key, PARTITIONS)
+        owner = image.coordinator_assignments[partition].coordinator_id
+        assert location.error_code == ErrorCode.NONE, location.error_message
+        assert (location.partition, location.coordinator_id) == (partition, owner)
+        assert location.endpoint == coordinators[owner].endpoint
+        assert location.metadata_offset >= image.end_offset

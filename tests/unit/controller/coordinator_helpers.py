@@ -1,0 +1,135 @@
+"""Shared steps for coordinator-control tests: decisions committed with the real replay, and the
+invariants every image must keep about the ownership of __consumer_offsets."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, NO_COORDINATOR, valid_assignment
+from samsa.metadata.image import MetadataImage
+from samsa.metadata.records import make_batch
+from samsa.metadata.replay import replay
+from samsa.services.controller import control_plane as cp
+from samsa.services.controller.liveness import BrokerLiveness
+from samsa.v1 import controller_pb2 as c
+
+DEFAULTS = cp.ClusterDefaults(
+    offsets_topic_num_partitions=10,
+    offsets_topic_replication_factor=2,
+    coordinator_session_timeout_ms=1000,
+)
+
+
+def commit(image: MetadataImage, result: cp.ControlResult) -> MetadataImage:
+    if not result.records:
+        return image
+    return replay(image, make_batch(image, result.records, 1))
+
+
+def with_brokers(count: int, image: MetadataImage | None = None) -> MetadataImage:
+    """`count` registered, caught-up (unfenced) brokers, ids from 1."""
+    image = image or MetadataImage.empty()
+    for broker_id in range(1, count + 1):
+        registered = cp.register_broker(
+            image,
+            c.RegisterBrokerRequest(
+                broker_id=broker_id, incarnation_id="b", endpoint=f"b:{broker_id}"
+            ),
+            liveness=BrokerLiveness(),
+            now_ms=0,
+            session_timeout_ms=1000,
+        )
+        image = commit(image, registered)
+        heartbeat = c.BrokerHeartbeatRequest(
+            broker_id=broker_id,
+            broker_epoch=image.brokers[broker_id].broker_epoch,
+            metadata_offset=image.end_offset,
+        )
+        image = commit(image, cp.broker_heartbeat(image, heartbeat))
+    return image
+
+
+def register(
+    image: MetadataImage,
+    coordinator_id: int,
+    incarnation: str = "a",
+    *,
+    liveness: BrokerLiveness | None = None,
+    now_ms: int = 0,
+) -> tuple[MetadataImage, c.RegisterCoordinatorResponse]:
+    result = cp.register_coordinator(
+        image,
+        c.RegisterCoordinatorRequest(
+            coordinator_id=coordinator_id,
+            incarnation_id=incarnation,
+            endpoint=f"co:{coordinator_id}",
+        ),
+        liveness=liveness or BrokerLiveness(),
+        now_ms=now_ms,
+        session_timeout_ms=DEFAULTS.coordinator_session_timeout_ms,
+    )
+    return commit(image, result), result.response
+
+
+def heartbeat(
+    image: MetadataImage, coordinator_id: int, **fields: object
+) -> tuple[MetadataImage, c.CoordinatorHeartbeatResponse]:
+    coordinator = image.coordinators[coordinator_id]
+    request = c.CoordinatorHeartbeatRequest(
+        coordinator_id=coordinator_id,
+        coordinator_epoch=fields.pop("epoch", coordinator.coordinator_epoch),  # type: ignore[arg-type]
+        metadata_offset=image.end_offset,
+        **fields,  # type: ignore[arg-type]
+    )
+    result = cp.coordinator_heartbeat(image, request)
+    return commit(image, result), result.response
+
+
+def create_offsets_topic(image: MetadataImage, defaults: cp.ClusterDefaults = DEFAULTS):
+    counter = iter(range(1, 1000))
+    result = cp.plan_offsets_topic(
+        image,
+        defaults,
+        rng=random.Random(3),
+        new_topic_id=lambda: next(counter).to_bytes(16, "big"),
+    )
+    return commit(image, result), result
+
+
+def plan(image: MetadataImage) -> MetadataImage:
+    return commit(image, cp.plan_coordinator_assignments(image))
+
+
+def owners(image: MetadataImage) -> dict[int, int]:
+    """Partition -> coordinator id of each assignment (valid or not)."""
+    return {p: a.coordinator_id for p, a in image.coordinator_assignments.items()}
+
+
+def check_invariants(before: MetadataImage, after: MetadataImage) -> None:
+    """What every planned image keeps, relative to the image before the step."""
+    topic = after.topics.get(CONSUMER_OFFSETS_TOPIC)
+    live = {coordinator.coordinator_id for coordinator in after.live_coordinators()}
+    if topic is not None and live:
+        for number in topic.partitions:
+            assert valid_assignment(after, number) is not None, f"partition {number} unowned"
+        counts = Counter(owners(after).values())
+        loads = [counts.get(coordinator_id, 0) for coordinator_id in live]
+        assert max(loads) - min(loads) <= 1, f"unbalanced: {dict(counts)}"
+    if not live:
+        for assignment in after.coordinator_assignments.values():
+            assert assignment.coordinator_id == NO_COORDINATOR or (
+                valid_assignment(after, assignment.partition) is None
+            )
+    for number, old in before.coordinator_assignments.items():
+        new = after.coordinator_assignments[number]
+        assert new.assignment_epoch >= old.assignment_epoch, f"partition {number} went back"
+        assert new.producer_id == old.producer_id, f"partition {number} changed producer id"
+        if (new.coordinator_id, new.coordinator_epoch) != (
+            old.coordinator_id,
+            old.coordinator_epoch,
+        ):
+            assert new.assignment_epoch > old.assignment_epoch, f"{number} moved, same epoch"
+    producer_ids = [a.producer_id for a in after.coordinator_assignments.values()]
+    assert len(set(producer_ids)) == len(producer_ids), "two partitions share a producer id"
+    assert all(0 <= pid < after.next_producer_id for pid in producer_ids)
