@@ -1,0 +1,122 @@
+"""Group administration: ListGroups, DescribeGroups, DeleteGroups.
+
+Theory of operation. A group's state is derived, never stored:
+
+- EMPTY: no members (it may still hold committed offsets);
+- ASSIGNING: group_epoch > assignment_epoch — the target has not been computed for the last change
+  yet (the next heartbeat of any member computes it);
+- RECONCILING: some member is not STABLE at the assignment epoch (a member at -2, gone for a
+  while, counts as not reconciled);
+- STABLE: every member owns its target at the assignment epoch.
+
+DeleteGroups deletes only groups without members (NON_EMPTY_GROUP otherwise), writing tombstones
+for everything the group still has (group_writer.delete_group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from samsa.common.errors import ErrorCode
+from samsa.services.coordinator.group_assignment import assignor_name_of
+from samsa.services.coordinator.group_model import (
+    STABLE,
+    ConsumerGroup,
+    GroupConfig,
+    GroupShard,
+    to_topic_partitions,
+)
+from samsa.services.coordinator.group_writer import GroupResult, RecordCollector, delete_group
+from samsa.v1 import coordinator_pb2 as c
+
+EMPTY = c.CONSUMER_GROUP_STATE_EMPTY
+ASSIGNING = c.CONSUMER_GROUP_STATE_ASSIGNING
+RECONCILING = c.CONSUMER_GROUP_STATE_RECONCILING
+STABLE_GROUP = c.CONSUMER_GROUP_STATE_STABLE
+DEAD = c.CONSUMER_GROUP_STATE_DEAD
+
+
+def group_state(group: ConsumerGroup) -> int:
+    if not group.members:
+        return EMPTY
+    if group.group_epoch > group.assignment_epoch:
+        return ASSIGNING
+    for member in group.members.values():
+        if member.state != STABLE or member.member_epoch != group.assignment_epoch:
+            return RECONCILING
+    return STABLE_GROUP
+
+
+def list_groups(shard: GroupShard, states_filter: Iterable[int]) -> c.ListGroupsResponse:
+    wanted = set(states_filter)
+    response = c.ListGroupsResponse()
+    for group_id in sorted(shard.groups):
+        group = shard.groups[group_id]
+        state = group_state(group)
+        if not wanted or state in wanted:
+            response.groups.add(
+                group_id=group_id,
+                state=state,  # type: ignore[arg-type]
+                member_count=len(group.members),
+            )
+    return response
+
+
+def describe_groups(
+    shard: GroupShard, group_ids: Iterable[str], config: GroupConfig
+) -> c.DescribeGroupsResponse:
+    response = c.DescribeGroupsResponse()
+    for group_id in group_ids:
+        group = shard.groups.get(group_id)
+        if group is None:
+            response.groups.add(
+                group_id=group_id,
+                error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),  # type: ignore[arg-type]
+                error_message=f"group {group_id!r} does not exist",
+                state=DEAD,
+            )
+            continue
+        described = response.groups.add(
+            group_id=group_id,
+            state=group_state(group),  # type: ignore[arg-type]
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=assignor_name_of(group, config.default_assignor),
+        )
+        for member_id in sorted(group.members):
+            member = group.members[member_id]
+            described.members.add(
+                member_id=member_id,
+                group_instance_id=member.instance_id,
+                client_id=member.client_id,
+                member_epoch=member.member_epoch,
+                subscription=member.subscription(),
+                assignment=to_topic_partitions(member.assigned),
+                target_assignment=to_topic_partitions(group.target.get(member_id, {})),
+            )
+    return response
+
+
+def delete_groups(
+    shard: GroupShard, group_ids: Iterable[str]
+) -> GroupResult[c.DeleteGroupsResponse]:
+    writer = RecordCollector(shard)
+    response = c.DeleteGroupsResponse()
+    for group_id in group_ids:
+        group = shard.groups.get(group_id)
+        if group is None:
+            code, message = ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist"
+        elif group.members:
+            code, message = (
+                ErrorCode.NON_EMPTY_GROUP,
+                (f"group {group_id!r} has {len(group.members)} members: they must leave first"),
+            )
+        else:
+            delete_group(writer, group)
+            code, message = ErrorCode.NONE, ""
+        response.groups.add(
+            group_id=group_id,
+            error_code=int(code),  # type: ignore[arg-type]
+            error_message=message,
+        )
+    return writer.result(response)

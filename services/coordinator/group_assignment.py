@@ -1,0 +1,101 @@
+"""Subscriptions, the subscription digest and the target assignment of a group.
+
+Theory of operation. A member subscribes to topic names or to a regular expression (Python
+`re.fullmatch`; internal topics, whose names start with "__", never match). The group's
+*subscribed topics* are the union of every member's resolved subscription over the topics that
+exist now (`topics`: name -> partition count, from the metadata image). The *subscription digest*
+is a SHA-256 over those topics and their partition counts: when it differs from the one stored in
+the group_metadata record, the metadata moved under the group (a topic was created, grew, or was
+deleted) and the group epoch is bumped, which makes the next heartbeat compute a new target.
+
+The target is computed by the group's assignor whenever group_epoch > assignment_epoch. The
+assignor is the `server_assignor` of the member whose metadata record came last among those that
+named one (replay keeps `members` in that order), else the configured default: "the most recent
+non-empty choice" of coordinator.proto, in a form that survives log compaction.
+
+Cost: resolving regexes is O(distinct regexes x topics) per call; names are a set union.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+
+from samsa.services.coordinator.assignors import MemberSubscription, assignor_named
+from samsa.services.coordinator.group_model import ConsumerGroup, Member, Partitions, normal
+
+INTERNAL_TOPIC_PREFIX = "__"
+
+
+def regex_error(pattern: str) -> str | None:
+    """Why the pattern does not compile, or None when it does."""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        return str(error)
+    return None
+
+
+def resolve(
+    topic_names: Iterable[str], topic_regex: str, topics: Mapping[str, int]
+) -> frozenset[str]:
+    """The topics one subscription means now: its names (existing or not) plus the existing
+    non-internal topics its regex matches."""
+    resolved = set(topic_names)
+    if topic_regex:
+        pattern = re.compile(topic_regex)
+        resolved.update(
+            name
+            for name in topics
+            if not name.startswith(INTERNAL_TOPIC_PREFIX) and pattern.fullmatch(name)
+        )
+    return frozenset(resolved)
+
+
+def subscribed_topics(members: Iterable[Member], topics: Mapping[str, int]) -> dict[str, int]:
+    """Existing topics any member subscribes to -> partition count."""
+    names: set[str] = set()
+    regexes: set[str] = set()
+    for member in members:
+        names.update(member.topic_names)
+        if member.topic_regex:
+            regexes.add(member.topic_regex)
+    wanted = set(resolve(names, "", topics))
+    for regex in regexes:
+        wanted |= resolve((), regex, topics)
+    return {name: topics[name] for name in sorted(wanted) if name in topics}
+
+
+def subscription_digest(subscribed: Mapping[str, int]) -> bytes:
+    """SHA-256 of "topic:count" lines, sorted by topic."""
+    digest = hashlib.sha256()
+    for name in sorted(subscribed):
+        digest.update(f"{name}:{subscribed[name]}\n".encode())
+    return digest.digest()
+
+
+def assignor_name_of(group: ConsumerGroup, default: str) -> str:
+    for member in reversed(group.members.values()):
+        if member.server_assignor:
+            return member.server_assignor
+    return default
+
+
+def compute_target(
+    group: ConsumerGroup, topics: Mapping[str, int], default_assignor: str
+) -> dict[str, Partitions]:
+    """The new target: member -> partitions (every member present, maybe with nothing)."""
+    assignor = assignor_named(assignor_name_of(group, default_assignor))
+    assert assignor is not None, "assignor names are checked before they are stored"
+    subscribed = subscribed_topics(group.members.values(), topics)
+    members = [
+        MemberSubscription(
+            member_id=member.member_id,
+            instance_id=member.instance_id or None,
+            topics=resolve(member.topic_names, member.topic_regex, subscribed),
+        )
+        for member in group.members.values()
+    ]
+    target = assignor.assign(members, subscribed, group.target)
+    return {member.member_id: normal(target.get(member.member_id, {})) for member in members}

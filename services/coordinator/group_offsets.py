@@ -1,0 +1,195 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, the inputs of DescribeGroupLag, and retention.
+
+Theory of operation. A commit is checked against the member epoch, not against ownership: a member
+commits with the epoch of its last answer, and the coordinator stores the offset only when that is
+the member's current epoch. A member still at an older epoch gets STALE_MEMBER_EPOCH (heartbeat
+first: it may have lost partitions), one with a newer epoch than the coordinator knows — or one
+the coordinator removed — gets FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID and must rejoin. Because a
+member's epoch moves only after it has given up what it had to revoke, and a partition only goes
+to a new member after that, a commit accepted at the member's current epoch comes from the
+partition's one owner. A consumer outside the group protocol (member_id "" and epoch -1) may
+commit only while the group has no members. A commit to a group that does not exist creates it
+(group_metadata at epoch 0), as Kafka does.
+
+Retention: the offsets of a group with no members expire `offsets_retention_ms` after they were
+committed (`expired_offsets`); the caller deletes a group left with no members and no offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.services.coordinator import group_records as records
+from samsa.services.coordinator.group_model import (
+    LEAVE_EPOCH,
+    ConsumerGroup,
+    GroupConfig,
+    GroupShard,
+    TopicPartition,
+)
+from samsa.services.coordinator.group_writer import GroupResult, RecordCollector
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import group_records_pb2 as g
+
+# The most bytes of UTF-8 an offset's metadata may take (coordinator.proto; Kafka's
+# offset.metadata.max.bytes is 4096 too).
+OFFSET_METADATA_BYTES_MAX = 4096
+
+CommitResult = GroupResult[c.OffsetCommitResponse]
+
+
+def commit_offsets(
+    shard: GroupShard,
+    request: c.OffsetCommitRequest,
+    now_ms: int,
+    topics: Mapping[str, int],
+) -> CommitResult:
+    group = shard.groups.get(request.group_id)
+    group_error = _group_error(group, request)
+    writer = RecordCollector(shard)
+    response = c.OffsetCommitResponse()
+    created = False
+    for topic_request in request.topics:
+        topic_result = response.topics.add(name=topic_request.name)
+        for partition in topic_request.partitions:
+            code, message = group_error or _partition_error(topic_request.name, partition, topics)
+            topic_result.partitions.add(
+                partition=partition.partition,
+                error_code=int(code),  # type: ignore[arg-type]
+                error_message=message,
+            )
+            if code != ErrorCode.NONE:
+                continue
+            if group is None and not created:
+                writer.write(records.group_metadata(request.group_id, g.GroupMetadataValue()))
+                created = True
+            value = g.OffsetCommitValue(
+                committed_offset=partition.committed_offset,
+                committed_leader_epoch=partition.committed_leader_epoch,
+                metadata=partition.metadata,
+                commit_timestamp_ms=now_ms,
+            )
+            writer.write(
+                records.offset_commit(
+                    request.group_id, topic_request.name, partition.partition, value
+                )
+            )
+    return writer.result(response)
+
+
+def _group_error(
+    group: ConsumerGroup | None, request: c.OffsetCommitRequest
+) -> tuple[ErrorCode, str] | None:
+    """The error every partition of the request gets, or None when the committer may commit."""
+    if not 1 <= len(request.group_id) <= limits.group_id_length_max:
+        return ErrorCode.INVALID_GROUP_ID, (
+            f"group_id must be 1 to {limits.group_id_length_max} characters"
+        )
+    members = {} if group is None else group.members
+    if not request.member_id and request.member_epoch == LEAVE_EPOCH:
+        if members:
+            return ErrorCode.UNKNOWN_MEMBER_ID, (
+                f"group {request.group_id!r} has {len(members)} members: a commit from outside "
+                "the group protocol (empty member_id, epoch -1) is allowed only while it has none"
+            )
+        return None
+    member = members.get(request.member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID, (
+            f"member {request.member_id!r} is not in group {request.group_id!r}: rejoin"
+        )
+    if request.member_epoch > member.member_epoch:
+        return ErrorCode.FENCED_MEMBER_EPOCH, (
+            f"member_epoch {request.member_epoch} is newer than the member's epoch "
+            f"{member.member_epoch}: rejoin"
+        )
+    if request.member_epoch < member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH, (
+            f"member_epoch {request.member_epoch} is older than the member's epoch "
+            f"{member.member_epoch}: heartbeat, then commit what the member still owns"
+        )
+    return None
+
+
+def _partition_error(
+    topic: str, partition: c.OffsetCommitPartition, topics: Mapping[str, int]
+) -> tuple[ErrorCode, str]:
+    if not 0 <= partition.partition < topics.get(topic, 0):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, (
+            f"{topic}-{partition.partition} does not exist"
+        )
+    if partition.committed_offset < 0:
+        return ErrorCode.INVALID_REQUEST, (
+            f"committed_offset {partition.committed_offset} is negative"
+        )
+    metadata_bytes = len(partition.metadata.encode())
+    if metadata_bytes > OFFSET_METADATA_BYTES_MAX:
+        return ErrorCode.INVALID_REQUEST, (
+            f"metadata is {metadata_bytes} bytes of UTF-8, over {OFFSET_METADATA_BYTES_MAX}"
+        )
+    return ErrorCode.NONE, ""
+
+
+def fetch_offsets(shard: GroupShard, request: c.OffsetFetchRequest) -> c.OffsetFetchResponse:
+    """The requested offsets (-1 where nothing is committed), or every committed one."""
+    if not 1 <= len(request.group_id) <= limits.group_id_length_max:
+        return c.OffsetFetchResponse(
+            error_code=int(ErrorCode.INVALID_GROUP_ID),  # type: ignore[arg-type]
+            error_message=f"group_id must be 1 to {limits.group_id_length_max} characters",
+        )
+    group = shard.groups.get(request.group_id)
+    offsets = {} if group is None else group.offsets
+    response = c.OffsetFetchResponse()
+    if request.topics:
+        wanted = [(t.topic, list(t.partitions)) for t in request.topics]
+    else:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(offsets):
+            by_topic.setdefault(topic, []).append(partition)
+        wanted = list(by_topic.items())
+    for topic, partitions in wanted:
+        topic_result = response.topics.add(name=topic)
+        for partition in partitions:
+            value = offsets.get((topic, partition))
+            if value is None:
+                topic_result.partitions.add(
+                    partition=partition, committed_offset=-1, committed_leader_epoch=-1
+                )
+            else:
+                topic_result.partitions.add(
+                    partition=partition,
+                    committed_offset=value.committed_offset,
+                    committed_leader_epoch=value.committed_leader_epoch,
+                    metadata=value.metadata,
+                )
+    return response
+
+
+def lag_inputs(shard: GroupShard, group_id: str) -> list[tuple[str, int, int, str]] | None:
+    """(topic, partition, committed offset or -1, owning member or "") for every partition with
+    a committed offset or an owner, sorted; None when the group does not exist. The adapter adds
+    the log end offsets."""
+    group = shard.groups.get(group_id)
+    if group is None:
+        return None
+    keys: set[TopicPartition] = set(group.offsets) | set(group.owners)
+    rows = []
+    for topic_partition in sorted(keys):
+        value = group.offsets.get(topic_partition)
+        committed = -1 if value is None else value.committed_offset
+        rows.append((*topic_partition, committed, group.owners.get(topic_partition, "")))
+    return rows
+
+
+def expired_offsets(
+    group: ConsumerGroup, now_ms: int, config: GroupConfig
+) -> Iterator[TopicPartition]:
+    """Offsets of a group without members whose retention has run out."""
+    if group.members:
+        return
+    for topic_partition in sorted(group.offsets):
+        value = group.offsets[topic_partition]
+        if value.commit_timestamp_ms + config.offsets_retention_ms < now_ms:
+            yield topic_partition

@@ -1,0 +1,139 @@
+"""The group coordinator's pure core for one partition of `__consumer_offsets`: one façade over
+the handlers, plus the timers (session and revocation deadlines, offset retention).
+
+Theory of operation. `GroupCoordinatorShard` owns a `GroupShard` (group_model) and the group
+settings. The runtime (not here: it does the I/O) loads the partition by calling `replay` for each
+record in log order, then `start_timers(now_ms)`; from then on it calls the handlers, appends the
+records of each `GroupResult` to the log and sends the response once they are durable, and calls
+`expire(now_ms)` when `next_deadline_ms()` has passed. Every mutating handler has already applied
+its records through replay (group_writer), so the shard equals the replay of every record it
+emitted — which is what a coordinator taking the partition over rebuilds.
+
+No I/O, no clock (time comes in as `now_ms`), no randomness. `topics` is the metadata image's view
+of non-internal topics: name -> partition count.
+
+Timers are in memory only: a loaded member gets a fresh session (and, in UNREVOKED_PARTITIONS, a
+fresh revocation deadline), as in Kafka, so a failover never expires a member that was live a
+moment before. An expired member is removed exactly like a leave with epoch -1 (a static member
+at -2 too: its partitions stop waiting for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from samsa.services.coordinator import group_admin, group_heartbeat, group_offsets
+from samsa.services.coordinator import group_records as records
+from samsa.services.coordinator.assignors import ASSIGNORS
+from samsa.services.coordinator.group_model import (
+    UNREVOKED_PARTITIONS,
+    GroupConfig,
+    GroupShard,
+)
+from samsa.services.coordinator.group_records import GroupRecord
+from samsa.services.coordinator.group_replay import replay
+from samsa.services.coordinator.group_writer import (
+    GroupResult,
+    RecordCollector,
+    delete_group,
+    remove_member,
+)
+from samsa.v1 import coordinator_pb2 as c
+
+
+class GroupCoordinatorShard:
+    """The groups of one partition of `__consumer_offsets`."""
+
+    def __init__(self, config: GroupConfig | None = None) -> None:
+        self.config = config or GroupConfig()
+        assert self.config.default_assignor in ASSIGNORS, self.config.default_assignor
+        self.state = GroupShard()
+
+    # --- loading ----------------------------------------------------------------------------
+
+    def replay(self, record: GroupRecord) -> None:
+        """Apply one record read from the log (loading)."""
+        replay(self.state, record)
+
+    def start_timers(self, now_ms: int) -> None:
+        """After a load: every member gets a fresh session, and a fresh revocation deadline when
+        it is revoking."""
+        for group in self.state.groups.values():
+            for member in group.members.values():
+                member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+                member.revocation_deadline_ms = None
+                if member.state == UNREVOKED_PARTITIONS:
+                    member.revocation_deadline_ms = now_ms + member.rebalance_timeout_ms
+
+    def take_writer_epoch(self, coordinator_id: int, assignment_epoch: int) -> GroupResult[None]:
+        """The record a new owner writes first so that the previous owner can never write
+        again (the runtime uses the epoch as its producer epoch)."""
+        writer = RecordCollector(self.state)
+        writer.write(records.writer_epoch(coordinator_id, assignment_epoch))
+        return writer.result(None)
+
+    # --- the protocol -----------------------------------------------------------------------
+
+    def heartbeat(
+        self, request: c.ConsumerGroupHeartbeatRequest, now_ms: int, topics: Mapping[str, int]
+    ) -> GroupResult[c.ConsumerGroupHeartbeatResponse]:
+        return group_heartbeat.heartbeat(self.state, self.config, request, now_ms, topics)
+
+    def commit_offsets(
+        self, request: c.OffsetCommitRequest, now_ms: int, topics: Mapping[str, int]
+    ) -> GroupResult[c.OffsetCommitResponse]:
+        return group_offsets.commit_offsets(self.state, request, now_ms, topics)
+
+    def fetch_offsets(self, request: c.OffsetFetchRequest) -> c.OffsetFetchResponse:
+        return group_offsets.fetch_offsets(self.state, request)
+
+    def lag_inputs(self, group_id: str) -> list[tuple[str, int, int, str]] | None:
+        return group_offsets.lag_inputs(self.state, group_id)
+
+    # --- administration ---------------------------------------------------------------------
+
+    def list_groups(self, states_filter: Iterable[int] = ()) -> c.ListGroupsResponse:
+        return group_admin.list_groups(self.state, states_filter)
+
+    def describe_groups(self, group_ids: Iterable[str]) -> c.DescribeGroupsResponse:
+        return group_admin.describe_groups(self.state, group_ids, self.config)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> GroupResult[c.DeleteGroupsResponse]:
+        return group_admin.delete_groups(self.state, group_ids)
+
+    # --- timers -----------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest session or revocation deadline, or None without members. Offset
+        retention is not a deadline: the runtime also calls `expire` every few minutes."""
+        deadlines = [
+            deadline
+            for group in self.state.groups.values()
+            for member in group.members.values()
+            for deadline in (member.session_deadline_ms, member.revocation_deadline_ms)
+            if deadline is not None
+        ]
+        return min(deadlines, default=None)
+
+    def expire(self, now_ms: int) -> GroupResult[None]:
+        """Remove members whose session or revocation deadline has come, tombstone offsets past
+        retention in groups without members, and delete groups left with neither."""
+        writer = RecordCollector(self.state)
+        for group_id in sorted(self.state.groups):
+            group = self.state.groups[group_id]
+            expired = sorted(
+                member.member_id
+                for member in group.members.values()
+                if member.session_deadline_ms <= now_ms
+                or (
+                    member.revocation_deadline_ms is not None
+                    and member.revocation_deadline_ms <= now_ms
+                )
+            )
+            for member_id in expired:
+                remove_member(writer, group, member_id)
+            for topic, partition in list(group_offsets.expired_offsets(group, now_ms, self.config)):
+                writer.write(records.offset_commit(group_id, topic, partition, None))
+            if not group.members and not group.offsets:
+                delete_group(writer, group)
+        return writer.result(None)
