@@ -5,6 +5,7 @@ through `metadata_diff.partition_changes` to the PartitionHost, which opens, lea
 deletes partition logs. Once this broker is unfenced (it has caught up with the log), directories
 of partitions it no longer hosts are removed. On SIGTERM it asks the controller to move its
 leaderships away (controlled shutdown), stops serving, and closes every log (checkpoints written).
+Besides BrokerService it serves FindCoordinator, answered from that same image.
 
 The membership key (derived from the cluster secret) goes both ways: its calls to the controllers
 and its replica fetches are signed with it as this broker, and its Fetch refuses a replica_id
@@ -33,9 +34,13 @@ from samsa.services.broker.scrubber import (
 )
 from samsa.services.broker.servicer import BrokerServicer
 from samsa.services.runtime.controller_channel import ControllerChannel
+from samsa.services.runtime.coordinator_lookup import (
+    LOOKUP_SERVICE_NAME,
+    CoordinatorLookupServicer,
+)
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.server import GrpcServer
-from samsa.v1 import broker_pb2, broker_pb2_grpc
+from samsa.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +114,16 @@ class Broker:
 
     async def run(self, stop: asyncio.Event) -> None:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
-        server = GrpcServer(self.listen, [service], tracing=self.tracing)
+        server = GrpcServer(self.listen, [service, LOOKUP_SERVICE_NAME], tracing=self.tracing)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
             BrokerServicer(self.host, member_key=self.member_key, producer_ids=self.producer_ids),
+            server.server,
+        )
+        # FindCoordinator from this broker's image: a client asks whichever broker it knows.
+        coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
+            CoordinatorLookupServicer(
+                image=lambda: self.follower.image, offsets_topic_replication_factor=None
+            ),
             server.server,
         )
         await server.start()

@@ -8,6 +8,11 @@ the other partitions of the request are unaffected. Batches of an idempotent pro
 against the partition's producer state by the log before a byte is written; a retried batch the
 log already holds answers its original offsets and, with acks=all, waits for them to be
 replicated like any other append.
+
+Internal topics (`INTERNAL_TOPICS`: `__consumer_offsets`) hold the coordinators' state, so a
+forged record there is forged group state: their partitions are refused (INVALID_REQUEST, nothing
+written) unless the caller proved it is a member of the cluster. The adapter checks the proof
+and passes `internal_write_refusal=None` when it holds; the default refuses.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import NamedTuple
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import build_batch
 from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
+from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
@@ -32,6 +38,9 @@ _COMPRESSION = {
 
 PartitionResponse = broker_pb2.ProduceResponse.PartitionResponse
 
+# Why an internal topic's partition is refused when nobody said otherwise.
+INTERNAL_WRITE_UNPROVEN = "the request does not prove it comes from a member of the cluster"
+
 
 class ReplicationWait(NamedTuple):
     """An acks=all append that is acknowledged once the high watermark reaches `end_offset`."""
@@ -42,10 +51,17 @@ class ReplicationWait(NamedTuple):
 
 
 def produce(
-    host: PartitionHost, request: broker_pb2.ProduceRequest, now_ms: int
+    host: PartitionHost,
+    request: broker_pb2.ProduceRequest,
+    now_ms: int,
+    *,
+    internal_write_refusal: str | None = INTERNAL_WRITE_UNPROVEN,
 ) -> tuple[broker_pb2.ProduceResponse, list[ReplicationWait]]:
     """Append every partition's data. The response is final except for the acks=all appends
-    returned as waits: those are answered once replicated (see `await_replication`)."""
+    returned as waits: those are answered once replicated (see `await_replication`).
+
+    `internal_write_refusal` is why partitions of internal topics are refused, or None when the
+    caller proved it is a member of the cluster and may write them."""
     response = broker_pb2.ProduceResponse()
     acks = request.acks if request.HasField("acks") else -1
     waits: list[ReplicationWait] = []
@@ -55,6 +71,10 @@ def produce(
             result = topic_response.partitions.add(partition=data.partition, base_offset=-1)
             if acks not in ACKS_ALLOWED:
                 fail(result, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}: use -1 (all), 0 or 1")
+                continue
+            if topic.name in INTERNAL_TOPICS and internal_write_refusal is not None:
+                message = internal_write_message(topic.name, internal_write_refusal)
+                fail(result, ErrorCode.INVALID_REQUEST, message)
                 continue
             appended = _append(host, topic.name, data, result, now_ms, acks)
             if appended is None:
@@ -127,6 +147,14 @@ def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData) -> bytes:
             [(h.key, h.value if h.HasField("value") else None) for h in r.headers] for r in typed
         ],
         compression=_COMPRESSION[data.compression],
+    )
+
+
+def internal_write_message(topic: str, reason: str) -> str:
+    """The error_message of a refused write to internal topic `topic`."""
+    return (
+        f"{topic} is internal: only the cluster's coordinators write it (with the membership "
+        f"proof); {reason}, so nothing was written"
     )
 
 

@@ -13,6 +13,10 @@ grpc allows one operation at a time per call and only the handler's task may sen
 So the reader and the wait tasks never write or abort: they queue answers, or record a failure
 (a refused request, an undecodable one, a bug) and wake the handler, which raises it (or sends
 the abort): the stream ends with that status, never hangs.
+
+The stream carries no per-call membership proof, so it never writes an internal topic: those
+partitions are refused (INVALID_REQUEST, nothing written; coordinators use the unary Produce,
+signed). The unary Produce writes them when its adapter says the caller proved membership.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from samsa.v1 import broker_pb2
 
 PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 DROPPED_ANSWER = (grpc.StatusCode.UNAVAILABLE, "fault injected: answer dropped")
+STREAM_INTERNAL_WRITE_REFUSAL = (
+    "ProduceStream never writes internal topics (it carries no membership proof per call)"
+)
 
 
 def wait_timeout_s(request: broker_pb2.ProduceRequest) -> float:
@@ -42,13 +49,21 @@ def wait_timeout_s(request: broker_pb2.ProduceRequest) -> float:
 
 
 async def produce_once(
-    host: PartitionHost, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext
+    host: PartitionHost,
+    request: broker_pb2.ProduceRequest,
+    context: grpc.aio.ServicerContext,
+    *,
+    internal_write_refusal: str | None,
 ) -> broker_pb2.ProduceResponse:
-    """The unary Produce: refuse, append, wait for replication if acks=all asks for it."""
+    """The unary Produce: refuse, append, wait for replication if acks=all asks for it.
+    `internal_write_refusal`: why internal topics are refused, None if the caller may write them
+    (see `produce`)."""
     refusal = produce_refusal(request)
     if refusal is not None:
         await context.abort(*refusal)
-    response, waits = produce(host, request, int(time.time() * 1000))
+    response, waits = produce(
+        host, request, int(time.time() * 1000), internal_write_refusal=internal_write_refusal
+    )
     if waits:
         await await_replication(waits, wait_timeout_s(request))
     if faults.fire("produce.drop_answer"):  # tests only: lost after the append
@@ -111,7 +126,12 @@ async def serve_produce_stream(
                 if refusal is not None:
                     fail(_StreamFailure(*refusal, None))
                     return
-                response, waits = produce(host, item.request, int(time.time() * 1000))
+                response, waits = produce(
+                    host,
+                    item.request,
+                    int(time.time() * 1000),
+                    internal_write_refusal=STREAM_INTERNAL_WRITE_REFUSAL,
+                )
                 if not waits:
                     await answer(item.correlation_id, response)
                     continue

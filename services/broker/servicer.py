@@ -2,14 +2,20 @@
 InitProducerId from the broker's producer id blocks (producer_ids.py).
 
 A Fetch that claims a replica_id (a follower's) must carry the cluster's membership proof
-(services/runtime/membership.py): without it a stranger could move the high watermark."""
+(services/runtime/membership.py): without it a stranger could move the high watermark. So must a
+Produce that writes an internal topic (`__consumer_offsets`): without it a stranger could forge
+group state. Any member's proof is accepted there (coordinators sign as their coordinator id);
+the check costs one HMAC, and only requests naming an internal topic pay it. ProduceStream never
+writes internal topics (produce_stream.py)."""
 
 from __future__ import annotations
 
 import secrets
+import time
 
 import grpc
 
+from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.fetch import fetch
 from samsa.services.broker.fetch_session import EPOCH_MAX, FetchSessionCache
 from samsa.services.broker.list_offsets import list_offsets
@@ -18,13 +24,13 @@ from samsa.services.broker.produce_stream import produce_once, serve_produce_str
 from samsa.services.broker.producer_ids import ProducerIdManager, init_producer_id
 from samsa.services.broker.replica_stream import serve_replica_fetch_stream
 from samsa.services.broker.request_checks import fetch_refusal, too_many_partitions
-from samsa.services.runtime import member_auth
+from samsa.services.runtime import member_auth, membership
 from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
-FETCH_METHOD = method_path(
-    broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name, "Fetch"
-)
+BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
+FETCH_METHOD = method_path(BROKER_SERVICE, "Fetch")
+PRODUCE_METHOD = method_path(BROKER_SERVICE, "Produce")
 
 
 async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:  # type: ignore[no-untyped-def]
@@ -46,7 +52,27 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self.fetch_sessions = FetchSessionCache(new_id=lambda: secrets.randbelow(EPOCH_MAX) + 1)
 
     async def Produce(self, request, context):
-        return await produce_once(self.host, request, context)
+        refusal = self._internal_write_refusal(request, context)
+        return await produce_once(self.host, request, context, internal_write_refusal=refusal)
+
+    def _internal_write_refusal(
+        self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext
+    ) -> str | None:
+        """None when `request` may write internal topics (it names none, or its caller proved
+        it is a member of the cluster); otherwise why not, for `produce`'s message."""
+        if not any(topic.name in INTERNAL_TOPICS for topic in request.topics):
+            return None
+        error = membership.verify_any(
+            self.member_key,
+            member_auth.proof_in(context),
+            PRODUCE_METHOD,
+            int(time.time() * 1000),
+        )
+        if error is None:
+            return None
+        if error.missing:
+            return f"the request carries no {membership.METADATA_KEY} metadata"
+        return f"its membership proof is refused ({error})"
 
     async def ProduceStream(self, request_iterator, context):
         async for answer in serve_produce_stream(self.host, request_iterator, context):

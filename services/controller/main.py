@@ -26,13 +26,13 @@ from samsa.common import limits
 from samsa.services.controller import control_plane
 from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
 from samsa.services.controller.liveness import BrokerLiveness
-from samsa.services.controller.lookup_servicer import (
-    LOOKUP_SERVICE_NAME,
-    CoordinatorLookupServicer,
-)
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.servicer import ControllerServicer
 from samsa.services.runtime import logs, membership, shutdown, telemetry
+from samsa.services.runtime.coordinator_lookup import (
+    LOOKUP_SERVICE_NAME,
+    CoordinatorLookupServicer,
+)
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 from samsa.services.runtime.server import GrpcServer
 from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
@@ -161,7 +161,11 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
     )
     controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.server)
     coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
-        CoordinatorLookupServicer(driver=driver, defaults=defaults), server.server
+        CoordinatorLookupServicer(
+            image=lambda: driver.image,
+            offsets_topic_replication_factor=defaults.offsets_topic_replication_factor,
+        ),
+        server.server,
     )
     await server.start()
     quorum = MetadataQuorum(

@@ -14,6 +14,10 @@ protocol). So a proof made for broker 2's Fetch is worthless as broker 3's, or f
 AlterPartition, or a minute later (`limits.member_auth_clock_skew_ms_max`). The receiver checks
 the length before parsing, compares in constant time, and names what is wrong.
 
+A call whose request claims no member id is checked with `verify_any`: the proof must verify
+under the id it names, whichever that is. That is how a broker admits a Produce to an internal
+topic (`__consumer_offsets`): coordinators sign it as their coordinator id.
+
 What it does not do: the request body is not signed and there is no replay cache, so until the
 transport is TLS, someone who can *read* the cluster's traffic may replay a proof within the
 window. It stops the stranger who merely can reach a port.
@@ -93,6 +97,22 @@ def verify(
 ) -> MembershipError | None:
     """None when `header_value` proves that `claimed_member_id` makes a call to `method` within
     the allowed clock skew of `now_ms`; otherwise what is wrong with it."""
+    return _check(key, header_value, method, claimed_member_id, now_ms)
+
+
+def verify_any(
+    key: bytes, header_value: str | None, method: str, now_ms: int
+) -> MembershipError | None:
+    """None when `header_value` proves that *some* member of the cluster (whichever id the proof
+    names) makes a call to `method` within the allowed clock skew of `now_ms`; otherwise what is
+    wrong with it. For calls whose request claims no member id, such as a coordinator's Produce
+    to an internal topic."""
+    return _check(key, header_value, method, None, now_ms)
+
+
+def _check(
+    key: bytes, header_value: str | None, method: str, claimed_member_id: int | None, now_ms: int
+) -> MembershipError | None:
     if header_value is None or header_value == "":
         return MembershipError(f"no {METADATA_KEY} metadata", missing=True)
     if len(header_value) > limits.member_auth_header_length_max:
@@ -107,7 +127,7 @@ def verify(
         )
     member_text, stamp_text, nonce, mac = match.groups()
     member_id, stamp_ms = int(member_text), int(stamp_text)
-    if member_id != claimed_member_id:
+    if claimed_member_id is not None and member_id != claimed_member_id:
         return MembershipError(
             f"the proof is for member {member_id}, the request claims {claimed_member_id}"
         )

@@ -1,9 +1,12 @@
-"""Helpers for tests that run a real local cluster: stubs, waiting, and describing."""
+"""Helpers for tests that run a real local cluster: stubs, waiting, describing, and a fake
+coordinator (its controller side only: registration and heartbeats, signed)."""
 
 from __future__ import annotations
 
 import secrets
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +15,9 @@ from typing import TypeVar
 import grpc
 
 from samsa.cli.launcher import ClusterSpec, LocalCluster, load_or_create, wait_healthy
+from samsa.common.errors import ErrorCode
 from samsa.services.runtime import membership
+from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.secret import load_secret
 from samsa.v1 import broker_pb2, controller_pb2, controller_pb2_grpc
 
@@ -20,6 +25,9 @@ T = TypeVar("T")
 
 # Short sessions so that fencing is observable in a test; heartbeats well inside them.
 FAST_SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300"}
+# A fake coordinator's heartbeat interval: well inside the tests' coordinator sessions (>= 1.5 s).
+HEARTBEAT_INTERVAL_S = 0.3
+CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 
 
 @contextmanager
@@ -103,11 +111,74 @@ def admin_write(spec: ClusterSpec, method: str, request: object) -> object:
 def member_metadata(
     data_dir: Path, method: str, member_id: int, secret: str | None = None
 ) -> tuple[tuple[str, str], ...]:
-    """gRPC metadata proving membership as `member_id` for one call to `method` (e.g. "Fetch"
-    or "AlterPartition"), signed with the cluster secret in `data_dir` (or `secret`)."""
-    service = "BrokerService" if method == "Fetch" else "ControllerService"
-    descriptor = broker_pb2 if method == "Fetch" else controller_pb2
+    """gRPC metadata proving membership as `member_id` for one call to `method` (e.g. "Fetch",
+    "Produce" or "AlterPartition"), signed with the cluster secret in `data_dir` (or `secret`)."""
+    on_broker = method in ("Fetch", "Produce", "ProduceStream")
+    service = "BrokerService" if on_broker else "ControllerService"
+    descriptor = broker_pb2 if on_broker else controller_pb2
     path = membership.method_path(descriptor.DESCRIPTOR.services_by_name[service].full_name, method)
     key = membership.derive_key(secret or load_secret(data_dir / "cluster.secret"))
     proof = membership.sign(key, path, member_id, int(time.time() * 1000), secrets.token_hex(8))
     return ((membership.METADATA_KEY, proof),)
+
+
+class FakeCoordinator:
+    """A coordinator's controller side: registration, then heartbeats on a thread."""
+
+    def __init__(self, endpoint: str, key: bytes, coordinator_id: int) -> None:
+        self.stub = controller_stub(endpoint)
+        self.signer = MemberSigner(key, coordinator_id)
+        self.coordinator_id = coordinator_id
+        self.endpoint = f"127.0.0.1:{17000 + coordinator_id}"
+        self.coordinator_epoch = -1
+        self.last: controller_pb2.CoordinatorHeartbeatResponse | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._heartbeat_loop, daemon=True)
+
+    def _metadata(self, method: str) -> tuple[tuple[str, str], ...]:
+        return self.signer.metadata(membership.method_path(CONTROLLER_SERVICE, method))
+
+    def register(
+        self, incarnation: str | None = None
+    ) -> controller_pb2.RegisterCoordinatorResponse:
+        return self.stub.RegisterCoordinator(
+            controller_pb2.RegisterCoordinatorRequest(
+                coordinator_id=self.coordinator_id,
+                incarnation_id=incarnation or uuid.uuid4().hex,
+                endpoint=self.endpoint,
+            ),
+            timeout=10,
+            metadata=self._metadata("RegisterCoordinator"),
+        )
+
+    def start(self) -> None:
+        def registered() -> controller_pb2.RegisterCoordinatorResponse | None:
+            answer = self.register()
+            return None if answer.status.error_code == ErrorCode.NOT_CONTROLLER else answer
+
+        answer = wait_until(f"coordinator {self.coordinator_id} registered", registered, 60)
+        assert answer.status.error_code == ErrorCode.NONE, answer.status.error_message
+        self.coordinator_epoch = answer.coordinator_epoch
+        self._thread.start()
+
+    def heartbeat(self) -> controller_pb2.CoordinatorHeartbeatResponse:
+        return self.stub.CoordinatorHeartbeat(
+            controller_pb2.CoordinatorHeartbeatRequest(
+                coordinator_id=self.coordinator_id,
+                coordinator_epoch=self.coordinator_epoch,
+            ),
+            timeout=5,
+            metadata=self._metadata("CoordinatorHeartbeat"),
+        )
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(HEARTBEAT_INTERVAL_S):
+            try:
+                self.last = self.heartbeat()
+            except grpc.RpcError:
+                continue
+
+    def stop_heartbeating(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)

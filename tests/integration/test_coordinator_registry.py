@@ -2,29 +2,29 @@
 coordinators register and heartbeat with the cluster's membership proof (and are refused
 without it), `__consumer_offsets` appears once a coordinator and enough brokers are live, its
 partitions are split evenly between live coordinators, a coordinator that stops heartbeating is
-fenced and its partitions move to the other with assignment epoch + 1, and FindCoordinator on
-the controller answers the owner's endpoint throughout.
+fenced and its partitions move to the other with assignment epoch + 1, and FindCoordinator
+answers the owner's endpoint throughout — on the controller, and on the broker from its own
+image, with the same answers once that image has caught up.
 
 Method: one controller and one broker (real processes, started with the existing launcher and
 stopped by PID, also on failure), the controller with `--offsets-topic-num-partitions 4
 --offsets-topic-replication-factor 1` and a 1.5 s coordinator session. Two fake coordinators
 are threads of this test that call RegisterCoordinator and CoordinatorHeartbeat signed with
-MemberSigner and the cluster secret. The test reads the assignments by replaying the
-controller's metadata log (FetchMetadata) with the real replay, and compares FindCoordinator's
-answers with `group_partition` over them.
+MemberSigner and the cluster secret (cluster_helpers.FakeCoordinator). The test reads the
+assignments by replaying the controller's metadata log (FetchMetadata) with the real replay, and
+compares FindCoordinator's answers with `group_partition` over them; the broker's answers are
+polled until they equal the controller's (all but metadata_offset, which is each image's own).
 """
 
 from __future__ import annotations
 
-import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
 import pytest
-from cluster_helpers import FAST_SETTINGS, controller_stub, wait_until
+from cluster_helpers import FAST_SETTINGS, FakeCoordinator, controller_stub, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.common.errors import ErrorCode
@@ -33,7 +33,6 @@ from samsa.metadata.image import MetadataImage
 from samsa.metadata.replay import replay
 from samsa.metadata.snapshot import from_snapshot
 from samsa.services.runtime import membership
-from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.secret import load_secret
 from samsa.v1 import controller_pb2, coordinator_pb2, coordinator_pb2_grpc
 
@@ -41,8 +40,6 @@ pytestmark = pytest.mark.timeout(180)
 
 PARTITIONS = 4
 SESSION_TIMEOUT_MS = 1500
-HEARTBEAT_INTERVAL_S = 0.3
-CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 GROUPS = [f"group-{n}" for n in range(12)]
 
 
@@ -60,68 +57,6 @@ def running_cluster(data_dir: Path) -> Iterator[LocalCluster]:
         yield cluster
     finally:
         cluster.stop_all()
-
-
-class FakeCoordinator:
-    """A coordinator's controller side: registration, then heartbeats on a thread."""
-
-    def __init__(self, endpoint: str, key: bytes, coordinator_id: int) -> None:
-        self.stub = controller_stub(endpoint)
-        self.signer = MemberSigner(key, coordinator_id)
-        self.coordinator_id = coordinator_id
-        self.endpoint = f"127.0.0.1:{17000 + coordinator_id}"
-        self.coordinator_epoch = -1
-        self.last: controller_pb2.CoordinatorHeartbeatResponse | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._heartbeat_loop, daemon=True)
-
-    def _metadata(self, method: str) -> tuple[tuple[str, str], ...]:
-        return self.signer.metadata(membership.method_path(CONTROLLER_SERVICE, method))
-
-    def register(
-        self, incarnation: str | None = None
-    ) -> controller_pb2.RegisterCoordinatorResponse:
-        return self.stub.RegisterCoordinator(
-            controller_pb2.RegisterCoordinatorRequest(
-                coordinator_id=self.coordinator_id,
-                incarnation_id=incarnation or uuid.uuid4().hex,
-                endpoint=self.endpoint,
-            ),
-            timeout=10,
-            metadata=self._metadata("RegisterCoordinator"),
-        )
-
-    def start(self) -> None:
-        def registered() -> controller_pb2.RegisterCoordinatorResponse | None:
-            answer = self.register()
-            return None if answer.status.error_code == ErrorCode.NOT_CONTROLLER else answer
-
-        answer = wait_until(f"coordinator {self.coordinator_id} registered", registered, 60)
-        assert answer.status.error_code == ErrorCode.NONE, answer.status.error_message
-        self.coordinator_epoch = answer.coordinator_epoch
-        self._thread.start()
-
-    def heartbeat(self) -> controller_pb2.CoordinatorHeartbeatResponse:
-        return self.stub.CoordinatorHeartbeat(
-            controller_pb2.CoordinatorHeartbeatRequest(
-                coordinator_id=self.coordinator_id,
-                coordinator_epoch=self.coordinator_epoch,
-            ),
-            timeout=5,
-            metadata=self._metadata("CoordinatorHeartbeat"),
-        )
-
-    def _heartbeat_loop(self) -> None:
-        while not self._stop.wait(HEARTBEAT_INTERVAL_S):
-            try:
-                self.last = self.heartbeat()
-            except grpc.RpcError:
-                continue
-
-    def stop_heartbeating(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
 
 
 def controller_image(endpoint: str) -> MetadataImage:
@@ -157,11 +92,13 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
 ) -> None:
     with running_cluster(tmp_path) as cluster:
         endpoint = cluster.spec.controllers[0].endpoint
+        broker = cluster.spec.brokers[0].endpoint
         key = membership.derive_key(load_secret(tmp_path / "cluster.secret"))
 
-        before = find(endpoint, ["g"]).coordinators[0]
-        assert before.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
-        assert "no live coordinator" in before.error_message
+        for asked in (endpoint, broker):
+            before = find(asked, ["g"]).coordinators[0]
+            assert before.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE, asked
+            assert "no live coordinator" in before.error_message, asked
 
         unsigned = controller_stub(endpoint)
         with pytest.raises(grpc.RpcError) as refused:
@@ -194,6 +131,7 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
             assert sorted(topic.partitions) == list(range(PARTITIONS))
             assert all(a.assignment_epoch == 0 for a in split.coordinator_assignments.values())
             check_find_coordinator(endpoint, split, coordinators)
+            check_broker_agrees(broker, endpoint, split, coordinators)
 
             silent = 1 if owners(split)[PARTITIONS - 1] == 1 else 2
             other = 3 - silent
@@ -214,6 +152,7 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
                 expected = old.assignment_epoch + (1 if old.coordinator_id == silent else 0)
                 assert new.assignment_epoch == expected, f"partition {number}"
             check_find_coordinator(endpoint, moved, coordinators)
+            check_broker_agrees(broker, endpoint, moved, coordinators)
             late = coordinators[silent].heartbeat()
             assert late.status.error_code == ErrorCode.STALE_BROKER_EPOCH and late.is_fenced
             assert coordinators[other].last is not None and not coordinators[other].last.is_fenced
@@ -234,3 +173,24 @@ def check_find_coordinator(
         assert (location.partition, location.coordinator_id) == (partition, owner)
         assert location.endpoint == coordinators[owner].endpoint
         assert location.metadata_offset >= image.end_offset
+
+
+def without_offset(answer: coordinator_pb2.FindCoordinatorResponse) -> list[tuple]:
+    return [
+        (c.key, c.error_code, c.error_message, c.coordinator_id, c.endpoint, c.partition)
+        for c in answer.coordinators
+    ]
+
+
+def check_broker_agrees(
+    broker: str, controller: str, image: MetadataImage, coordinators: dict[int, FakeCoordinator]
+) -> None:
+    """The broker answers FindCoordinator from its own image: once that image has caught up with
+    `image`, its answers are the controller's."""
+    expected = without_offset(find(controller, GROUPS))
+    wait_until(
+        "the broker's FindCoordinator to agree with the controller's",
+        lambda: without_offset(find(broker, GROUPS)) == expected,
+        timeout_s=15,
+    )
+    check_find_coordinator(broker, image, coordinators)

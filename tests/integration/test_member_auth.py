@@ -3,7 +3,9 @@ reach the ports but has not the cluster secret cannot register a broker, heartbe
 down, rewrite an ISR, take blocks of producer ids in a broker's name, or fetch as a follower —
 which would move the high watermark, so acks=all would acknowledge records no follower has — and
 a proof signed with another secret is refused the same way; the real brokers keep working. A
-broker without a valid secret file does not start.
+broker without a valid secret file does not start. Nor can a stranger write the internal topic
+`__consumer_offsets`, where coordinators keep consumer-group state: a Produce to it must carry a
+member's proof (as a coordinator's does), and ProduceStream never writes it; reading it stays open.
 
 Method: one controller and two brokers started by the launcher (which gives every process the
 cluster secret), a topic with RF=2. The follower is paused (SIGSTOP) and records are produced with
@@ -13,6 +15,12 @@ missing proof, and the cluster's metadata (brokers, epochs, fencing, leader, lea
 the next producer id: two blocks taken with the secret around the forged calls must be adjacent)
 and the high watermark must be unchanged afterwards. Then the follower resumes; its own (signed)
 fetches move the high watermark, and produce/consume work.
+
+For the internal topic: one controller and one broker, a fake coordinator (registered with the
+secret) so that the controller creates `__consumer_offsets` with one partition; an unsigned
+Produce, one signed with another secret and a ProduceStream (even signed) are refused per
+partition and the partition's high watermark (its log end: one replica) does not move; a Produce
+signed as the coordinator is appended and reads back with a consumer's Fetch.
 """
 
 from __future__ import annotations
@@ -25,9 +33,23 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cluster_helpers import admin_write, controller_stub, local_cluster, member_metadata, wait_until
+from cluster_helpers import (
+    FAST_SETTINGS,
+    FakeCoordinator,
+    admin_write,
+    controller_stub,
+    local_cluster,
+    member_metadata,
+    wait_until,
+)
 
 from samsa.client import Consumer, Producer
+from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch, decode_batches
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
+from samsa.services.runtime import membership
+from samsa.services.runtime.member_auth import MemberSigner
+from samsa.services.runtime.secret import load_secret
 from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
 
 pytestmark = pytest.mark.timeout(240)
@@ -59,12 +81,14 @@ def brokers(cluster) -> dict[int, tuple[int, bool]]:
     return {b.broker_id: (b.broker_epoch, b.is_fenced) for b in answer.brokers}
 
 
-def fetch_request(replica_id: int | None, offset: int) -> broker_pb2.FetchRequest:
+def fetch_request(
+    replica_id: int | None, offset: int, topic: str = TOPIC
+) -> broker_pb2.FetchRequest:
     request = broker_pb2.FetchRequest(
         max_wait_ms=0,
         topics=[
             broker_pb2.FetchRequest.TopicData(
-                name=TOPIC,
+                name=topic,
                 partitions=[
                     broker_pb2.FetchRequest.PartitionData(
                         partition=0, fetch_offset=offset, partition_max_bytes=1 << 20
@@ -265,3 +289,98 @@ def test_a_broker_refuses_to_start_without_a_valid_secret_file(tmp_path: Path, m
     expected = "chmod 600" if mode else "controllers and brokers refuse to start without one"
     assert result.stderr.startswith(f"samsa broker: the cluster secret file {secret}")
     assert expected in result.stderr
+
+
+def offsets_produce(value: bytes) -> broker_pb2.ProduceRequest:
+    data = broker_pb2.ProduceRequest.PartitionData(partition=0, records=build_batch([value]))
+    return broker_pb2.ProduceRequest(
+        acks=-1,
+        timeout_ms=10_000,
+        topics=[
+            broker_pb2.ProduceRequest.TopicData(name=CONSUMER_OFFSETS_TOPIC, partitions=[data])
+        ],
+    )
+
+
+def offsets_end(stub: broker_pb2_grpc.BrokerServiceStub) -> int | None:
+    """`__consumer_offsets`-0's high watermark (its log end offset: it has one replica), or None
+    while this broker does not lead it."""
+    wanted = broker_pb2.ListOffsetsRequest.PartitionData(
+        partition=0, offset_spec=broker_pb2.OFFSET_SPEC_LATEST
+    )
+    answer = stub.ListOffsets(
+        broker_pb2.ListOffsetsRequest(
+            topics=[
+                broker_pb2.ListOffsetsRequest.TopicData(
+                    name=CONSUMER_OFFSETS_TOPIC, partitions=[wanted]
+                )
+            ]
+        ),
+        timeout=5,
+    )
+    result = answer.topics[0].partitions[0]
+    return result.offset if result.error_code == ErrorCode.NONE else None
+
+
+def assert_internal_refused(result, *phrases: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.error_code == ErrorCode.INVALID_REQUEST, result
+    assert result.base_offset == -1
+    for phrase in ("__consumer_offsets is internal", "nothing was written", *phrases):
+        assert phrase in result.error_message, result.error_message
+
+
+def test_only_members_write_the_internal_offsets_topic(tmp_path: Path) -> None:
+    settings = dict(FAST_SETTINGS) | {"offsets.topic.num.partitions": "1"}
+    with local_cluster(tmp_path, controllers=1, brokers=1, settings=settings) as cluster:
+        key = membership.derive_key(load_secret(tmp_path / "cluster.secret"))
+        coordinator = FakeCoordinator(cluster.spec.controllers[0].endpoint, key, 1)
+        coordinator.start()
+        try:
+            stub = broker_stub(cluster, cluster.spec.brokers[0].broker_id)
+            end = wait_until(
+                "__consumer_offsets-0 led by the broker",
+                lambda: (offset := offsets_end(stub)) is not None and (offset,),
+                60,
+            )[0]
+
+            unsigned = stub.Produce(offsets_produce(b"forged"), timeout=10)
+            assert_internal_refused(
+                unsigned.topics[0].partitions[0], "carries no samsa-member-auth metadata"
+            )
+            wrong = member_metadata(tmp_path, "Produce", 1, secret=WRONG_SECRET)
+            forged = stub.Produce(offsets_produce(b"forged"), timeout=10, metadata=wrong)
+            assert_internal_refused(forged.topics[0].partitions[0], "another cluster secret")
+            streamed = list(
+                stub.ProduceStream(
+                    iter(
+                        [
+                            broker_pb2.ProduceStreamRequest(
+                                correlation_id=7, request=offsets_produce(b"forged")
+                            )
+                        ]
+                    ),
+                    timeout=10,
+                    metadata=member_metadata(tmp_path, "ProduceStream", 1),
+                )
+            )
+            assert [answer.correlation_id for answer in streamed] == [7]
+            assert_internal_refused(
+                streamed[0].response.topics[0].partitions[0], "ProduceStream never writes"
+            )
+            assert offsets_end(stub) == end, "a refused Produce wrote to __consumer_offsets"
+
+            # Exactly what a coordinator sends (services/coordinator/offsets_log.py).
+            service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
+            signed = MemberSigner(key, 1).metadata(membership.method_path(service, "Produce"))
+            answer = stub.Produce(offsets_produce(b"group state"), timeout=10, metadata=signed)
+            result = answer.topics[0].partitions[0]
+            assert (result.error_code, result.base_offset) == (ErrorCode.NONE, end), result
+            assert offsets_end(stub) == end + 1
+
+            read = stub.Fetch(fetch_request(None, end, topic=CONSUMER_OFFSETS_TOPIC), timeout=5)
+            fetched = read.topics[0].partitions[0]
+            assert fetched.error_code == ErrorCode.NONE, fetched.error_message
+            values = [v for batch in decode_batches(fetched.records) for v in batch.values]
+            assert values == [b"group state"]
+        finally:
+            coordinator.stop_heartbeating()

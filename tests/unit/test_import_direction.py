@@ -66,14 +66,15 @@ IO_MODULE_NAMES = {
     "telemetry.py",  # OTel exporter from OTEL_* variables
     "secret.py",  # reads and writes the cluster secret file
     "member_auth.py",  # membership proofs on gRPC calls: metadata, clock, nonces, aborts
+    "coordinator_lookup.py",  # FindCoordinator's gRPC adapter, served by every service
     "faults.py",  # test-only fault injection, read from the environment
     # services/controller
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
     "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds
     "driver.py",  # asyncio side of the quorum: commits, leadership, waits
-    "servicer.py",  # gRPC adapters (controller and broker)
-    "lookup_servicer.py",  # the controller's FindCoordinator and coordinators' proof checks
-    "main.py",  # process composition (controller and broker)
+    "servicer.py",  # gRPC adapters (controller, broker and coordinator)
+    "lookup_servicer.py",  # the controller's check of coordinators' proofs (clock, aborts)
+    "main.py",  # process composition (controller, broker and coordinator)
     "__main__.py",
     # services/broker
     "controller_channel.py",  # gRPC to the controllers
@@ -91,6 +92,11 @@ IO_MODULE_NAMES = {
     "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "request_checks.py",  # no I/O, but its refusals are gRPC status codes for the adapters
     "producer_ids.py",  # AllocateProducerIds calls and waits, InitProducerId
+    # services/coordinator
+    "coordinator.py",  # the coordinator's composition
+    "coordinator_membership.py",  # registration and heartbeats with the controllers
+    "offsets_log.py",  # produce, fetch and list offsets at the brokers over gRPC
+    "offsets_partition.py",  # one owned partition's load, writer and timer tasks
 }
 
 

@@ -82,6 +82,24 @@ def test_a_missing_proof_is_reported_as_missing() -> None:
         assert membership.METADATA_KEY in str(error)
 
 
+def test_verify_any_accepts_any_members_proof_and_nothing_else() -> None:
+    """For calls that claim no member id (a coordinator's Produce to an internal topic)."""
+    for member in (0, 2, 7):
+        assert membership.verify_any(KEY, proof(member=member), FETCH, NOW) is None
+    refused = [
+        (proof(key=OTHER_KEY), "another cluster secret"),
+        (proof(method=ALTER), "for another call"),
+        (proof(at=NOW - 60_001), "60001 ms old"),
+        ("garbage", "is not v1.<member id>"),
+    ]
+    for header, reason in refused:
+        error = membership.verify_any(KEY, header, FETCH, NOW)
+        assert error is not None and not error.missing and reason in str(error)
+    for header in (None, ""):
+        error = membership.verify_any(KEY, header, FETCH, NOW)
+        assert error is not None and error.missing
+
+
 def test_sign_refuses_a_bad_nonce() -> None:
     with pytest.raises(ValueError, match="nonce"):
         membership.sign(KEY, FETCH, 2, NOW, "short")

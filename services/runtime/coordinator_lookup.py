@@ -1,0 +1,74 @@
+"""CoordinatorLookupService.FindCoordinator, served by every Samsa service from its own image.
+
+- `CoordinatorLookupServicer` answers FindCoordinator from the image of the process that serves
+  it: a controller's committed image, a broker's or a coordinator's replayed one (any of them
+  answers, active or not, as for metadata reads; the answer carries the image's
+  `metadata_offset`, so a client can tell a stale one). Each key is answered by the pure
+  `samsa.metadata.coordinators.find_coordinator`. A request with an unknown key type is refused
+  whole (INVALID_ARGUMENT), one with more keys than `limits.admin_request_items_max` too
+  (RESOURCE_EXHAUSTED).
+- `offsets_topic_replication_factor` is known to the controller only (offsets.topic.replication.
+  factor); brokers and coordinators pass None, and their message for a missing
+  `__consumer_offsets` is a little less precise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+
+from samsa.common import limits
+from samsa.metadata.coordinators import GROUP_KEY_TYPE, find_coordinator
+from samsa.metadata.image import MetadataImage
+from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc
+
+LOOKUP_SERVICE_NAME = coordinator_pb2.DESCRIPTOR.services_by_name[
+    "CoordinatorLookupService"
+].full_name
+
+
+class CoordinatorLookupServicer(coordinator_pb2_grpc.CoordinatorLookupServiceServicer):
+    """Answers FindCoordinator from one process's current metadata image."""
+
+    def __init__(
+        self,
+        *,
+        image: Callable[[], MetadataImage],
+        offsets_topic_replication_factor: int | None,
+    ) -> None:
+        self.image = image
+        self.offsets_topic_replication_factor = offsets_topic_replication_factor
+
+    async def FindCoordinator(self, request, context):
+        if request.key_type != GROUP_KEY_TYPE:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"key_type {request.key_type} is not supported; send "
+                "COORDINATOR_KEY_TYPE_GROUP with group ids as keys",
+            )
+        if len(request.keys) > limits.admin_request_items_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{len(request.keys)} keys in one FindCoordinator; send at most "
+                f"{limits.admin_request_items_max} per request",
+            )
+        image = self.image()  # one image for every key: one consistent answer
+        response = coordinator_pb2.FindCoordinatorResponse()
+        for key in request.keys:
+            found = find_coordinator(
+                image,
+                request.key_type,
+                key,
+                offsets_topic_replication_factor=self.offsets_topic_replication_factor,
+            )
+            response.coordinators.add(
+                key=found.key,
+                error_code=found.error_code,  # type: ignore[arg-type]
+                error_message=found.error_message,
+                coordinator_id=found.coordinator_id,
+                endpoint=found.endpoint,
+                partition=found.partition,
+                metadata_offset=found.metadata_offset,
+            )
+        return response
