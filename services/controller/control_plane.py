@@ -27,11 +27,12 @@ imports them from, and answers the plain reads.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterator
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.metadata.coordinators import CoordinatorLookup, find_coordinator
+from samsa.metadata.coordinators import CoordinatorLookup, find_coordinator, valid_assignment
 from samsa.metadata.image import MetadataImage
 from samsa.services.controller.broker_control import (
     alter_partition,
@@ -104,6 +105,19 @@ def describe_cluster(image: MetadataImage) -> c.DescribeClusterResponse:
             rack=broker.rack,
             broker_epoch=broker.broker_epoch,
             is_fenced=broker.fenced,
+        )
+    owned = Counter(
+        assignment.coordinator_id
+        for partition in image.coordinator_assignments
+        if (assignment := valid_assignment(image, partition)) is not None
+    )
+    for coordinator_id, coordinator in sorted(image.coordinators.items()):
+        response.coordinators.add(
+            coordinator_id=coordinator_id,
+            endpoint=coordinator.endpoint,
+            coordinator_epoch=coordinator.coordinator_epoch,
+            is_fenced=coordinator.fenced,
+            owned_partitions=owned[coordinator_id],
         )
     return response
 

@@ -74,6 +74,7 @@ def test_up_runs_a_cluster_stops_it_cleanly_and_restarts_it_on_the_same_data(tmp
     try:
         spec = json.loads((data_dir / "cluster.json").read_text())
         assert len(spec["controllers"]) == 3 and len(spec["brokers"]) == 2
+        assert len(spec["coordinators"]) == 2, "coordinators start by default (and were healthy)"
         assert bootstrap == ",".join(f"127.0.0.1:{c['grpc_port']}" for c in spec["controllers"])
         assert os.stat(data_dir / "cluster.secret").st_mode & 0o077 == 0
     finally:

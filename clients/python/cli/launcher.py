@@ -9,6 +9,8 @@ Theory of operation. A cluster lives in one data directory:
                                    carry; neither starts without it
     <data-dir>/controller-<id>/    a controller's Raft journal and snapshots
     <data-dir>/broker-<id>/        a broker's partition logs
+                                   (coordinators keep no local state: their groups live in
+                                   the brokers' __consumer_offsets)
     <data-dir>/logs/<name>.log     each process's stdout and stderr (JSON lines)
 
 The first start picks free ports and writes cluster.json; later starts reuse it, so `samsa up`
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import grpc
@@ -68,10 +70,21 @@ class BrokerSpec:
 
 
 @dataclass(frozen=True)
+class CoordinatorSpec:
+    coordinator_id: int
+    grpc_port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"{HOST}:{self.grpc_port}"
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     controllers: tuple[ControllerSpec, ...]
     brokers: tuple[BrokerSpec, ...]
     settings: dict[str, str] = field(default_factory=dict)
+    coordinators: tuple[CoordinatorSpec, ...] = ()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -88,6 +101,7 @@ class ClusterSpec:
             tuple(ControllerSpec(**c) for c in data["controllers"]),
             tuple(BrokerSpec(**b) for b in data["brokers"]),
             dict(data.get("settings", {})),
+            tuple(CoordinatorSpec(**c) for c in data.get("coordinators", [])),
         )
 
 
@@ -103,20 +117,33 @@ def free_ports(count: int) -> list[int]:
 
 
 def new_cluster_spec(
-    controllers: int, brokers: int, settings: dict[str, str] | None = None
+    controllers: int, brokers: int, settings: dict[str, str] | None = None, coordinators: int = 0
 ) -> ClusterSpec:
     ports = iter(free_ports(2 * controllers + brokers))
     return ClusterSpec(
         tuple(ControllerSpec(i, next(ports), next(ports)) for i in range(1, controllers + 1)),
         tuple(BrokerSpec(i, next(ports)) for i in range(1, brokers + 1)),
         dict(settings or {}),
+        new_coordinator_specs(coordinators),
     )
 
 
+def new_coordinator_specs(count: int) -> tuple[CoordinatorSpec, ...]:
+    return tuple(CoordinatorSpec(i, port) for i, port in enumerate(free_ports(count), start=1))
+
+
 def load_or_create(
-    data_dir: Path, controllers: int, brokers: int, settings: dict[str, str] | None = None
+    data_dir: Path,
+    controllers: int,
+    brokers: int,
+    settings: dict[str, str] | None = None,
+    *,
+    coordinators: int = 0,
 ) -> ClusterSpec:
-    """The cluster of `data_dir`: the one it already holds, or a new one with fresh ports."""
+    """The cluster of `data_dir`: the one it already holds, or a new one with fresh ports.
+
+    Coordinators keep no state, so an existing cluster may be started with another number of
+    them: their ids and ports are chosen again and written back."""
     data_dir.mkdir(parents=True, exist_ok=True)
     ensure_secret(data_dir / "cluster.secret")
     spec_file = data_dir / "cluster.json"
@@ -128,8 +155,11 @@ def load_or_create(
                 f"{len(spec.brokers)} brokers; start it with --controllers "
                 f"{len(spec.controllers)} --brokers {len(spec.brokers)} or use another --data-dir"
             )
+        if len(spec.coordinators) != coordinators:
+            spec = replace(spec, coordinators=new_coordinator_specs(coordinators))
+            spec_file.write_text(spec.to_json())
         return spec
-    spec = new_cluster_spec(controllers, brokers, settings)
+    spec = new_cluster_spec(controllers, brokers, settings, coordinators)
     spec_file.write_text(spec.to_json())
     return spec
 
@@ -189,8 +219,27 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
     return command
 
 
+def coordinator_command(
+    spec: ClusterSpec, coordinator: CoordinatorSpec, data_dir: Path
+) -> list[str]:
+    command = [sys.executable, "-m", "samsa.services.coordinator"]
+    command += ["--coordinator-id", str(coordinator.coordinator_id)]
+    command += ["--listen", coordinator.endpoint, "--controllers", spec.bootstrap_servers]
+    command += ["--secret-file", str(data_dir / "cluster.secret")]
+    for name in (
+        "coordinator.heartbeat.interval.ms",
+        "group.consumer.session.timeout.ms",
+        "group.consumer.heartbeat.interval.ms",
+        "offsets.retention.minutes",
+    ):
+        if name in spec.settings:
+            command += [f"--{name.replace('.', '-')}", spec.settings[name]]
+    return command
+
+
 class LocalCluster:
-    """The processes of one cluster; start/stop each by name ("controller-1", "broker-2")."""
+    """The processes of one cluster; start/stop each by name ("controller-1", "broker-2",
+    "coordinator-1")."""
 
     def __init__(self, spec: ClusterSpec, data_dir: Path) -> None:
         self.spec = spec
@@ -206,6 +255,10 @@ class LocalCluster:
         commands |= {
             f"broker-{b.broker_id}": broker_command(self.spec, b, self.data_dir)
             for b in self.spec.brokers
+        }
+        commands |= {
+            f"coordinator-{c.coordinator_id}": coordinator_command(self.spec, c, self.data_dir)
+            for c in self.spec.coordinators
         }
         return commands
 
@@ -249,10 +302,11 @@ class LocalCluster:
         }
 
     def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM the brokers and wait for them (a controlled shutdown needs the quorum up),
-        then the controllers; SIGKILL whatever is still running after the grace period."""
+        """SIGTERM the coordinators and brokers and wait for them (a controlled shutdown needs
+        the quorum up), then the controllers; SIGKILL whatever is still running after the grace
+        period."""
         deadline = time.monotonic() + grace_s
-        for role in ("broker", "controller"):
+        for role in ("coordinator", "broker", "controller"):
             group = [p for name, p in self.processes.items() if name.startswith(role)]
             for process in group:
                 if process.poll() is None:
@@ -272,8 +326,8 @@ class ClusterNotHealthyError(RuntimeError):
 
 
 def cluster_health(spec: ClusterSpec) -> tuple[bool, str]:
-    """(healthy, what is missing): healthy = a controller is active and every broker of the
-    spec is registered and unfenced, as the active controller sees it."""
+    """(healthy, what is missing): healthy = a controller is active and every broker and
+    coordinator of the spec is registered and unfenced, as the active controller sees it."""
     missing = "no controller answered"
     for controller in spec.controllers:
         with grpc.insecure_channel(controller.endpoint) as channel:
@@ -290,9 +344,13 @@ def cluster_health(spec: ClusterSpec) -> tuple[bool, str]:
             continue
         unfenced = {b.broker_id for b in answer.brokers if not b.is_fenced}
         waiting = sorted(b.broker_id for b in spec.brokers if b.broker_id not in unfenced)
-        if not waiting:
+        live = {c.coordinator_id for c in answer.coordinators if not c.is_fenced}
+        idle = sorted(c.coordinator_id for c in spec.coordinators if c.coordinator_id not in live)
+        if not waiting and not idle:
             return True, ""
         missing = f"brokers not yet registered and unfenced: {waiting}"
+        if not waiting:
+            missing = f"coordinators not yet registered: {idle}"
     return False, missing
 
 

@@ -1,6 +1,7 @@
 """`samsa`: the command line.
 
-    samsa up [--data-dir DIR] [--controllers 3] [--brokers 3]   run a local cluster
+    samsa up [--data-dir DIR] [--controllers 3] [--brokers 3] [--coordinators 2]
+                                                               run a local cluster
     samsa topics create|list|describe|delete ...               manage topics
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
     samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
@@ -117,11 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("--data-dir", type=Path, default=Path("samsa-data"))
     demo_parser.add_argument("--records", type=int, default=20_000)
     up_parser = commands.add_parser(
-        "up", help="run a local cluster (controllers + brokers) until Ctrl-C"
+        "up", help="run a local cluster (controllers, brokers, coordinators) until Ctrl-C"
     )
     up_parser.add_argument("--data-dir", type=Path, default=Path("samsa-data"))
     up_parser.add_argument("--controllers", type=int, default=3, choices=(1, 3, 5))
     up_parser.add_argument("--brokers", type=int, default=3)
+    up_parser.add_argument(
+        "--coordinators", type=int, default=2, help="consumer-group coordinators (0 to 8)"
+    )
     add_commands(commands)
     args = parser.parse_args(argv)
     if args.command in ("topics", "produce", "consume", "cluster"):
@@ -129,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "up":
         if not 1 <= args.brokers <= 32:
             parser.error("--brokers must be from 1 to 32")
+        if not 0 <= args.coordinators <= 8:
+            parser.error("--coordinators must be from 0 to 8")
         from samsa.cli.up import up
 
-        return up(args.data_dir, args.controllers, args.brokers)
+        return up(args.data_dir, args.controllers, args.brokers, args.coordinators)
     if args.command == "demo":
         if args.records < 1:
             parser.error("--records must be at least 1")

@@ -1,7 +1,8 @@
 """`samsa up`: run a local cluster in the foreground until Ctrl-C.
 
-Starts the controllers and brokers of `--data-dir` as local processes (see launcher.py), waits
-until a controller is active and every broker is registered and unfenced, prints the bootstrap
+Starts the controllers, brokers and coordinators of `--data-dir` as local processes (see
+launcher.py), waits until a controller is active and every broker and coordinator is registered
+and unfenced, prints the bootstrap
 address, then watches: a process that dies is reported (its log tail shown) and the rest keep
 running, as a real cluster would. Ctrl-C or SIGTERM stops every process cleanly.
 """
@@ -17,17 +18,22 @@ from types import FrameType
 from samsa.cli.launcher import ClusterNotHealthyError, LocalCluster, load_or_create, wait_healthy
 
 
-def up(data_dir: Path, controllers: int, brokers: int, timeout_s: float = 90.0) -> int:
+def up(
+    data_dir: Path, controllers: int, brokers: int, coordinators: int = 2, timeout_s: float = 90.0
+) -> int:
     data_dir = data_dir.resolve()
     try:
-        spec = load_or_create(data_dir, controllers, brokers)
+        spec = load_or_create(data_dir, controllers, brokers, coordinators=coordinators)
     except ValueError as error:
         print(f"samsa up: {error}", file=sys.stderr)
         return 2
     cluster = LocalCluster(spec, data_dir)
     _stop_on_sigterm()
     print(f"data directory  {data_dir}")
-    print(f"starting        {controllers} controllers, {brokers} brokers (logs in {data_dir}/logs)")
+    print(
+        f"starting        {controllers} controllers, {brokers} brokers, {coordinators} "
+        f"coordinators (logs in {data_dir}/logs)"
+    )
     try:
         cluster.start_all()
         started = time.monotonic()

@@ -230,7 +230,7 @@ class DescribeClusterRequest(_message.Message):
     def __init__(self, min_metadata_offset: _Optional[int] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
-    __slots__ = ("status", "cluster_id", "controllers", "brokers")
+    __slots__ = ("status", "cluster_id", "controllers", "brokers", "coordinators")
     class Controller(_message.Message):
         __slots__ = ("node_id", "endpoint", "is_active")
         NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -253,15 +253,30 @@ class DescribeClusterResponse(_message.Message):
         broker_epoch: int
         is_fenced: bool
         def __init__(self, broker_id: _Optional[int] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., is_fenced: _Optional[bool] = ...) -> None: ...
+    class Coordinator(_message.Message):
+        __slots__ = ("coordinator_id", "endpoint", "coordinator_epoch", "is_fenced", "owned_partitions")
+        COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+        ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+        COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        IS_FENCED_FIELD_NUMBER: _ClassVar[int]
+        OWNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        coordinator_id: int
+        endpoint: str
+        coordinator_epoch: int
+        is_fenced: bool
+        owned_partitions: int
+        def __init__(self, coordinator_id: _Optional[int] = ..., endpoint: _Optional[str] = ..., coordinator_epoch: _Optional[int] = ..., is_fenced: _Optional[bool] = ..., owned_partitions: _Optional[int] = ...) -> None: ...
     STATUS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLERS_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
+    COORDINATORS_FIELD_NUMBER: _ClassVar[int]
     status: ControllerStatus
     cluster_id: str
     controllers: _containers.RepeatedCompositeFieldContainer[DescribeClusterResponse.Controller]
     brokers: _containers.RepeatedCompositeFieldContainer[DescribeClusterResponse.Broker]
-    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., cluster_id: _Optional[str] = ..., controllers: _Optional[_Iterable[_Union[DescribeClusterResponse.Controller, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[DescribeClusterResponse.Broker, _Mapping]]] = ...) -> None: ...
+    coordinators: _containers.RepeatedCompositeFieldContainer[DescribeClusterResponse.Coordinator]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., cluster_id: _Optional[str] = ..., controllers: _Optional[_Iterable[_Union[DescribeClusterResponse.Controller, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[DescribeClusterResponse.Broker, _Mapping]]] = ..., coordinators: _Optional[_Iterable[_Union[DescribeClusterResponse.Coordinator, _Mapping]]] = ...) -> None: ...
 
 class DescribeTopicsRequest(_message.Message):
     __slots__ = ("names", "min_metadata_offset", "partition_limit", "cursor")

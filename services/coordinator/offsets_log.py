@@ -1,0 +1,195 @@
+"""The coordinator's gRPC link to the brokers: produce to, read from, and list offsets of topics.
+
+Theory of operation. Every call goes to the partition's leader as this process's metadata image
+names it (`ownership.leader_endpoint`); no leader (or an unreachable one) answers a retriable
+error, and the caller retries once its image moves. Produce carries the cluster's membership
+proof signed as this coordinator: brokers refuse writes to internal topics without one, so a
+client cannot forge group state. Calls never raise for gRPC failures: they answer an ErrorCode,
+so callers handle "no leader", "leader moved" and "broker down" in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import grpc
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.metadata.image import MetadataImage
+from samsa.services.coordinator.ownership import leader_endpoint
+from samsa.services.runtime.member_auth import MemberSigner
+from samsa.services.runtime.membership import method_path
+from samsa.v1 import broker_pb2, broker_pb2_grpc
+
+BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
+CALL_TIMEOUT_S = 10.0
+PRODUCE_TIMEOUT_MS = 5_000  # acks=all wait on the broker; the call's deadline is longer
+FETCH_MAX_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    error_code: int
+    error_message: str
+    base_offset: int = -1
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    error_code: int
+    error_message: str
+    records: bytes = b""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True)
+class OffsetResult:
+    error_code: int
+    offset: int = -1
+
+
+def _unavailable(what: str) -> tuple[int, str]:
+    return ErrorCode.LEADER_NOT_AVAILABLE, f"{what} has no live leader in this coordinator's image"
+
+
+class OffsetsLog:
+    """Stubs to the brokers, looked up by leader in the image `image()` returns."""
+
+    def __init__(self, image: Callable[[], MetadataImage], signer: MemberSigner) -> None:
+        self.image = image
+        self.signer = signer
+        self._stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
+        self._channels: list[grpc.aio.Channel] = []
+
+    async def close(self) -> None:
+        await asyncio.gather(*(channel.close() for channel in self._channels))
+
+    def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
+        stub = self._stubs.get(endpoint)
+        if stub is None:
+            options = [
+                ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
+                ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
+            ]
+            channel = grpc.aio.insecure_channel(endpoint, options=options)
+            self._channels.append(channel)
+            stub = self._stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
+        return stub
+
+    async def produce(self, topic: str, partition: int, batch: bytes) -> ProduceResult:
+        """Append one batch with acks=all to the partition's leader."""
+        endpoint = leader_endpoint(self.image(), topic, partition)
+        if endpoint is None:
+            return ProduceResult(*_unavailable(f"{topic}-{partition}"))
+        request = broker_pb2.ProduceRequest(
+            acks=-1,
+            timeout_ms=PRODUCE_TIMEOUT_MS,
+            topics=[
+                broker_pb2.ProduceRequest.TopicData(
+                    name=topic,
+                    partitions=[
+                        broker_pb2.ProduceRequest.PartitionData(partition=partition, records=batch)
+                    ],
+                )
+            ],
+        )
+        proof = self.signer.metadata(method_path(BROKER_SERVICE, "Produce"))
+        try:
+            response = await self._stub(endpoint).Produce(
+                request, timeout=CALL_TIMEOUT_S, metadata=proof
+            )
+        except grpc.aio.AioRpcError as error:
+            return ProduceResult(ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error.details()}")
+        answer = response.topics[0].partitions[0]
+        return ProduceResult(answer.error_code, answer.error_message, answer.base_offset)
+
+    async def fetch(self, topic: str, partition: int, offset: int) -> FetchResult:
+        """Read committed records (up to the high watermark) from `offset` at the leader."""
+        endpoint = leader_endpoint(self.image(), topic, partition)
+        if endpoint is None:
+            return FetchResult(*_unavailable(f"{topic}-{partition}"))
+        request = broker_pb2.FetchRequest(
+            max_wait_ms=0,
+            max_bytes=FETCH_MAX_BYTES,
+            topics=[
+                broker_pb2.FetchRequest.TopicData(
+                    name=topic,
+                    partitions=[
+                        broker_pb2.FetchRequest.PartitionData(
+                            partition=partition,
+                            fetch_offset=offset,
+                            partition_max_bytes=FETCH_MAX_BYTES,
+                        )
+                    ],
+                )
+            ],
+        )
+        try:
+            response = await self._stub(endpoint).Fetch(request, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            return FetchResult(ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error.details()}")
+        if response.error_code:
+            return FetchResult(response.error_code, response.error_message)
+        answer = response.topics[0].partitions[0]
+        return FetchResult(
+            answer.error_code,
+            answer.error_message,
+            answer.records,
+            answer.high_watermark,
+            answer.log_start_offset,
+        )
+
+    async def list_offsets(
+        self, partitions: Iterable[tuple[str, int]], spec: int
+    ) -> dict[tuple[str, int], OffsetResult]:
+        """One offset per partition (`spec`: an OffsetSpec), asking each leader once."""
+        image = self.image()
+        by_leader: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        results: dict[tuple[str, int], OffsetResult] = {}
+        for topic, partition in partitions:
+            endpoint = leader_endpoint(image, topic, partition)
+            if endpoint is None:
+                results[(topic, partition)] = OffsetResult(ErrorCode.LEADER_NOT_AVAILABLE)
+            else:
+                by_leader[endpoint].append((topic, partition))
+        answers = await asyncio.gather(
+            *(self._list_at(endpoint, wanted, spec) for endpoint, wanted in by_leader.items())
+        )
+        for answer in answers:
+            results.update(answer)
+        return results
+
+    async def _list_at(
+        self, endpoint: str, wanted: list[tuple[str, int]], spec: int
+    ) -> dict[tuple[str, int], OffsetResult]:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, partition in wanted:
+            by_topic[topic].append(partition)
+        request = broker_pb2.ListOffsetsRequest(
+            topics=[
+                broker_pb2.ListOffsetsRequest.TopicData(
+                    name=topic,
+                    partitions=[
+                        broker_pb2.ListOffsetsRequest.PartitionData(partition=p, offset_spec=spec)
+                        for p in numbers
+                    ],
+                )
+                for topic, numbers in by_topic.items()
+            ]
+        )
+        try:
+            response = await self._stub(endpoint).ListOffsets(request, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError:
+            return {key: OffsetResult(ErrorCode.NETWORK_EXCEPTION) for key in wanted}
+        results = {key: OffsetResult(ErrorCode.UNKNOWN_SERVER_ERROR) for key in wanted}
+        for topic in response.topics:
+            for answer in topic.partitions:
+                results[(topic.name, answer.partition)] = OffsetResult(
+                    answer.error_code, answer.offset
+                )
+        return results

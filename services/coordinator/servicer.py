@@ -1,0 +1,229 @@
+"""GroupCoordinatorService: the gRPC adapter between clients and the owned partitions' shards.
+
+Theory of operation. Each request names a group; the group lives in partition
+hash(group) mod N of `__consumer_offsets` (`Coordinator.partition_for`), which this process must
+own and have loaded — otherwise the answer is NOT_COORDINATOR (find the coordinator again) or
+COORDINATOR_LOAD_IN_PROGRESS (retry shortly). The handler runs on that partition's shard, its
+records are queued with `OwnedPartition.write` before any await, and the answer goes out once they
+are durable. Reads wait the same way (with no records), so no answer shows state the log does not
+hold yet. Requests naming several groups (DescribeGroups, DeleteGroups) are split by partition and
+answered in request order; ListGroups merges every owned partition.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+import grpc
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.services.coordinator.offsets_log import OffsetResult
+from samsa.services.coordinator.offsets_partition import (
+    OwnedPartition,
+    PartitionUnavailableError,
+)
+from samsa.v1 import broker_pb2, coordinator_pb2_grpc
+from samsa.v1 import coordinator_pb2 as c
+
+if TYPE_CHECKING:
+    from samsa.services.coordinator.coordinator import Coordinator
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServicer):
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.coordinator = coordinator
+
+    async def _check_items(self, count: int, what: str, context: grpc.aio.ServicerContext) -> None:
+        if count > limits.admin_request_items_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{count} {what} in one request; send at most {limits.admin_request_items_max}",
+            )
+
+    async def ConsumerGroupHeartbeat(self, request, context):
+        try:
+            partition = self.coordinator.partition_for(request.group_id)
+            result = partition.shard.heartbeat(request, _now_ms(), self.coordinator.topics)
+            await partition.write(result.records)
+        except PartitionUnavailableError as error:
+            return c.ConsumerGroupHeartbeatResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+                member_id=request.member_id,
+                member_epoch=-1,
+            )
+        return result.response
+
+    async def OffsetCommit(self, request, context):
+        try:
+            partition = self.coordinator.partition_for(request.group_id)
+            result = partition.shard.commit_offsets(request, _now_ms(), self.coordinator.topics)
+            await partition.write(result.records)
+        except PartitionUnavailableError as error:
+            return _commit_failed(request, error)
+        return result.response
+
+    async def OffsetFetch(self, request, context):
+        try:
+            partition = self.coordinator.partition_for(request.group_id)
+            await partition.write([])
+        except PartitionUnavailableError as error:
+            return c.OffsetFetchResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+            )
+        return partition.shard.fetch_offsets(request)
+
+    async def ListGroups(self, request, context):
+        response = c.ListGroupsResponse()
+        loading: list[int] = []
+        for partition in self.coordinator.owned_partitions():
+            try:
+                await partition.write([])
+            except PartitionUnavailableError:
+                loading.append(partition.partition)
+                continue
+            response.groups.extend(partition.shard.list_groups(request.states_filter).groups)
+        response.groups.sort(key=lambda group: group.group_id)
+        if loading:
+            response.error_code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS  # type: ignore[assignment]
+            response.error_message = (
+                f"partitions {sorted(loading)} are still loading; their groups are not listed"
+            )
+        return response
+
+    async def DescribeGroups(self, request, context):
+        await self._check_items(len(request.group_ids), "group ids", context)
+        described: dict[str, c.DescribedGroup] = {}
+        for partition, group_ids, error in self._by_partition(request.group_ids):
+            if partition is not None and error is None:
+                try:
+                    await partition.write([])
+                except PartitionUnavailableError as failed:
+                    error = failed
+            if error is not None:
+                for group_id in group_ids:
+                    described[group_id] = c.DescribedGroup(
+                        group_id=group_id,
+                        error_code=error.code,  # type: ignore[arg-type]
+                        error_message=error.message,
+                    )
+                continue
+            assert partition is not None
+            for group in partition.shard.describe_groups(group_ids).groups:
+                described[group.group_id] = group
+        return c.DescribeGroupsResponse(groups=[described[g] for g in request.group_ids])
+
+    async def DeleteGroups(self, request, context):
+        await self._check_items(len(request.group_ids), "group ids", context)
+        deleted: dict[str, c.DeletedGroup] = {}
+        for partition, group_ids, error in self._by_partition(request.group_ids):
+            if partition is not None and error is None:
+                try:
+                    result = partition.shard.delete_groups(group_ids)
+                    await partition.write(result.records)
+                except PartitionUnavailableError as failed:
+                    error = failed
+                else:
+                    for group in result.response.groups:
+                        deleted[group.group_id] = group
+                    continue
+            assert error is not None
+            for group_id in group_ids:
+                deleted[group_id] = c.DeletedGroup(
+                    group_id=group_id,
+                    error_code=error.code,  # type: ignore[arg-type]
+                    error_message=error.message,
+                )
+        return c.DeleteGroupsResponse(groups=[deleted[g] for g in request.group_ids])
+
+    async def DescribeGroupLag(self, request, context):
+        try:
+            partition = self.coordinator.partition_for(request.group_id)
+            await partition.write([])
+        except PartitionUnavailableError as error:
+            return c.DescribeGroupLagResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+            )
+        rows = partition.shard.lag_inputs(request.group_id)
+        if rows is None:
+            return c.DescribeGroupLagResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,  # type: ignore[arg-type]
+                error_message=f"group {request.group_id!r} does not exist",
+            )
+        ends = await self.coordinator.offsets_log.list_offsets(
+            [(topic, number) for topic, number, _, _ in rows], broker_pb2.OFFSET_SPEC_LATEST
+        )
+        return c.DescribeGroupLagResponse(
+            partitions=[
+                partition_lag(topic, number, committed, member, ends[(topic, number)])
+                for topic, number, committed, member in rows
+            ]
+        )
+
+    def _by_partition(
+        self, group_ids: list[str]
+    ) -> list[tuple[OwnedPartition | None, list[str], PartitionUnavailableError | None]]:
+        """The requested groups split by owning partition (each with its lookup error)."""
+        groups: dict[int, list[str]] = defaultdict(list)
+        owners: dict[int, OwnedPartition | None] = {}
+        errors: dict[int, PartitionUnavailableError | None] = {}
+        unplaced: list[tuple[OwnedPartition | None, list[str], PartitionUnavailableError]] = []
+        for group_id in dict.fromkeys(group_ids):
+            try:
+                owned = self.coordinator.partition_for(group_id)
+            except PartitionUnavailableError as error:
+                unplaced.append((None, [group_id], error))
+                continue
+            groups[owned.partition].append(group_id)
+            owners[owned.partition] = owned
+            errors[owned.partition] = None
+        placed = [(owners[p], ids, errors[p]) for p, ids in groups.items()]
+        return [*placed, *unplaced]
+
+
+def partition_lag(
+    topic: str, partition: int, committed: int, member_id: str, end: OffsetResult
+) -> c.PartitionLag:
+    """One row of DescribeGroupLag: the lag is known only with both offsets."""
+    log_end = end.offset if not end.error_code else -1
+    lag = max(0, log_end - committed) if committed >= 0 and log_end >= 0 else -1
+    return c.PartitionLag(
+        topic=topic,
+        partition=partition,
+        committed_offset=committed,
+        log_end_offset=log_end,
+        lag=lag,
+        member_id=member_id,
+        error_code=end.error_code,  # type: ignore[arg-type]
+    )
+
+
+def _commit_failed(
+    request: c.OffsetCommitRequest, error: PartitionUnavailableError
+) -> c.OffsetCommitResponse:
+    """Every partition of the request answers the same error."""
+    return c.OffsetCommitResponse(
+        topics=[
+            c.OffsetCommitTopicResult(
+                name=topic.name,
+                partitions=[
+                    c.OffsetCommitPartitionResult(
+                        partition=p.partition,
+                        error_code=error.code,  # type: ignore[arg-type]
+                        error_message=error.message,
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+    )
