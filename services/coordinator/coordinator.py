@@ -1,13 +1,17 @@
 """The coordinator process's composition: membership, metadata, owned partitions, gRPC.
 
 The coordinator keeps no local state (DESIGN §6): everything lives in `__consumer_offsets`. It
-registers and heartbeats with the controllers (coordinator_membership.py), follows the metadata log
-(services/runtime/metadata_log.py), and on every new image or epoch works out which partitions it
-owns (ownership.py): new ones are loaded (offsets_partition.py), lost ones dropped. A partition
-that fails (its writer was fenced, or a write was refused) is loaded again from the log while it
-is still owned. It serves GroupCoordinatorService (servicer.py) and, like every service,
-FindCoordinator from its own image. On SIGTERM it gives its partitions up, asks the controller to
-fence it (so they move at once), and stops.
+registers and heartbeats with the controllers (coordinator_membership.py), follows the metadata
+log (services/runtime/metadata_log.py), and on every new image or epoch works out which
+partitions it owns (ownership.py): new ones are loaded (offsets_partition.py), lost ones dropped.
+A partition that fails (its writer was fenced, or a write was refused) is loaded again from the
+log while it is still owned. It serves GroupCoordinatorService (servicer.py) and, like every
+service, FindCoordinator from its own image.
+
+It answers groups only while `in_touch()`: a coordinator cut off from the controllers stops
+answering before the controller can have replaced it (writes are fenced on the brokers anyway;
+this covers answers from memory, such as a heartbeat that changes nothing). On SIGTERM it gives
+its partitions up, asks the controller to fence it (so they move at once), and stops.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class Coordinator:
         controllers: list[str],
         member_key: bytes,
         heartbeat_interval_ms: int,
+        session_timeout_ms: int,
         group_config: GroupConfig,
         tracing: bool = False,
     ) -> None:
@@ -65,9 +70,11 @@ class Coordinator:
             endpoint=listen,
             controllers=self.channel,
             heartbeat_interval_ms=heartbeat_interval_ms,
+            session_timeout_ms=session_timeout_ms,
             metadata_offset=lambda: self.metadata.image.end_offset,
             on_epoch_change=lambda: self._reconcile(self.metadata.image),
         )
+        self.session_timeout_s = session_timeout_ms / 1000
         self.offsets_log = OffsetsLog(lambda: self.metadata.image, signer)
         self.topics: dict[str, int] = {}
         self._owned: dict[int, CoordinatorAssignment] = {}
@@ -80,6 +87,12 @@ class Coordinator:
         """The loaded partition holding `group_id`, or PartitionUnavailableError saying why not."""
         if (problem := group_id_problem(group_id)) is not None:
             raise PartitionUnavailableError(ErrorCode.INVALID_GROUP_ID, problem)
+        if not self.in_touch():
+            raise PartitionUnavailableError(
+                ErrorCode.NOT_COORDINATOR,
+                f"coordinator {self.coordinator_id} has lost touch with the controllers and "
+                "may have been replaced; find the coordinator again and retry",
+            )
         topic = self.metadata.image.topics.get(CONSUMER_OFFSETS_TOPIC)
         if topic is None or not topic.partitions:
             raise PartitionUnavailableError(
@@ -97,6 +110,18 @@ class Coordinator:
             )
         owned.check_serving()
         return owned
+
+    def in_touch(self) -> bool:
+        """Whether this process may answer from memory: its lease with the controller holds
+        (coordinator_membership.py) and its image was current within the session timeout, so a
+        reassignment of its partitions cannot have gone unseen for longer than that."""
+        fetched = self.metadata.last_answered_fetch_sent
+        now = asyncio.get_running_loop().time()
+        return (
+            self.membership.lease_valid()
+            and fetched is not None
+            and now < fetched + self.session_timeout_s
+        )
 
     def owned_partitions(self) -> list[OwnedPartition]:
         return [self._partitions[p] for p in sorted(self._partitions)]

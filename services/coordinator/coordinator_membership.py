@@ -9,6 +9,14 @@ nothing any more: the epoch goes to -1 at once (so the owner drops its partition
 waiting for its image), and it registers again under a new epoch, which the controller answers
 with a fresh assignment (assignment epoch + 1, fencing the old writers).
 
+The lease. The controller fences a coordinator `coordinator.session.timeout.ms` after the last
+heartbeat it *received*; a heartbeat answered as live was received after it was sent. So until
+(send time of the last heartbeat answered live) + session timeout, the controller has not fenced
+this coordinator and moved its partitions on that account: `lease_valid()`. Past it, the
+coordinator must stop answering from memory (a partitioned zombie would otherwise keep members
+that the new owner has already expired, and a partition would have two owners); it serves again
+once a heartbeat is answered live, or registers again if it was fenced.
+
 `leave()` is the controlled shutdown: heartbeat with want_shutdown until the controller has
 fenced this coordinator, so its partitions move at once instead of after the session timeout.
 """
@@ -43,6 +51,7 @@ class CoordinatorMembership:
         endpoint: str,
         controllers: ControllerChannel,
         heartbeat_interval_ms: int,
+        session_timeout_ms: int,
         metadata_offset: Callable[[], int],
         on_epoch_change: Callable[[], None],
     ) -> None:
@@ -50,9 +59,17 @@ class CoordinatorMembership:
         self.endpoint = endpoint
         self.controllers = controllers
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.session_timeout_s = session_timeout_ms / 1000
+        self._lease_expires = float("-inf")  # loop.time() until which the controller holds us
         self.metadata_offset = metadata_offset
         self.on_epoch_change = on_epoch_change
         self.coordinator_epoch = -1
+
+    def lease_valid(self) -> bool:
+        """Whether the controller cannot have fenced this coordinator yet (see the docstring)."""
+        return (
+            self.coordinator_epoch >= 0 and asyncio.get_running_loop().time() < self._lease_expires
+        )
 
     def _set_epoch(self, epoch: int) -> None:
         if epoch != self.coordinator_epoch:
@@ -65,6 +82,7 @@ class CoordinatorMembership:
             if self.coordinator_epoch < 0:
                 await self._register(stop)
                 continue
+            sent = asyncio.get_running_loop().time()
             try:
                 response = await self._heartbeat(want_shutdown=False)
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
@@ -72,8 +90,11 @@ class CoordinatorMembership:
             else:
                 if response.status.error_code == ErrorCode.STALE_BROKER_EPOCH:
                     log.warning("fenced by the controller: registering again")
+                    self._lease_expires = float("-inf")
                     self._set_epoch(-1)
                     continue
+                if response.status.error_code == ErrorCode.NONE and not response.is_fenced:
+                    self._lease_expires = sent + self.session_timeout_s
             await sleep_or_stop(stop, self.heartbeat_interval_ms / 1000)
 
     async def leave(self) -> None:
@@ -100,6 +121,7 @@ class CoordinatorMembership:
             endpoint=self.endpoint,
         )
         while not stop.is_set():
+            sent = asyncio.get_running_loop().time()
             try:
                 response = await self.controllers.write("RegisterCoordinator", request)
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
@@ -107,6 +129,7 @@ class CoordinatorMembership:
             else:
                 if response.status.error_code == ErrorCode.NONE:
                     log.info("registered", extra={"coordinator_epoch": response.coordinator_epoch})
+                    self._lease_expires = sent + self.session_timeout_s
                     self._set_epoch(response.coordinator_epoch)
                     return
                 log.warning(

@@ -21,6 +21,7 @@ from samsa.services.runtime import logs, membership, shutdown, telemetry
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # with the controller (as brokers do)
+COORDINATOR_SESSION_TIMEOUT_MS_DEFAULT = 9000  # as the controllers' default
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.consumer.session.timeout.ms
 MEMBER_HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.consumer.heartbeat.interval.ms
 OFFSETS_RETENTION_MINUTES_DEFAULT = 7 * 24 * 60  # Kafka's offsets.retention.minutes
@@ -43,6 +44,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--coordinator-heartbeat-interval-ms", type=int, default=HEARTBEAT_INTERVAL_MS_DEFAULT
     )
     parser.add_argument(
+        "--coordinator-session-timeout-ms",
+        type=int,
+        default=COORDINATOR_SESSION_TIMEOUT_MS_DEFAULT,
+        help="the controllers' setting of the same name: this coordinator stops answering when "
+        "no heartbeat was answered for that long (it may have been replaced)",
+    )
+    parser.add_argument(
         "--group-consumer-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT
     )
     parser.add_argument(
@@ -62,6 +70,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--coordinator-id must be >= 0")
     if args.coordinator_heartbeat_interval_ms < 10:
         parser.error("--coordinator-heartbeat-interval-ms must be at least 10")
+    if args.coordinator_session_timeout_ms <= args.coordinator_heartbeat_interval_ms:
+        parser.error(
+            "--coordinator-session-timeout-ms must exceed --coordinator-heartbeat-interval-ms"
+        )
     if args.group_consumer_heartbeat_interval_ms < 1:
         parser.error("--group-consumer-heartbeat-interval-ms must be at least 1")
     if args.group_consumer_session_timeout_ms <= args.group_consumer_heartbeat_interval_ms:
@@ -95,6 +107,7 @@ async def run(args: argparse.Namespace, member_key: bytes, tracing: bool) -> int
         controllers=args.controllers,
         member_key=member_key,
         heartbeat_interval_ms=args.coordinator_heartbeat_interval_ms,
+        session_timeout_ms=args.coordinator_session_timeout_ms,
         group_config=group_config(args),
         tracing=tracing,
     )

@@ -84,6 +84,11 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
     async def ListGroups(self, request, context):
         response = c.ListGroupsResponse()
         loading: list[int] = []
+        if not self.coordinator.in_touch():
+            return c.ListGroupsResponse(
+                error_code=ErrorCode.NOT_COORDINATOR,  # type: ignore[arg-type]
+                error_message="this coordinator has lost touch with the controllers; retry",
+            )
         for partition in self.coordinator.owned_partitions():
             try:
                 await partition.write([])

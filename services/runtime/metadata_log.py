@@ -37,6 +37,9 @@ class MetadataLogFollower:
         self.controllers = controllers
         self.on_change = on_change
         self.image = MetadataImage.empty()
+        # loop.time() at which the last answered fetch was sent (None: none yet): how current
+        # this process knows its image to be.
+        self.last_answered_fetch_sent: float | None = None
         self._image_changed = asyncio.Event()
 
     async def wait_for_change(self, timeout_s: float) -> None:
@@ -57,6 +60,7 @@ class MetadataLogFollower:
                 hash=base.hash if base.end_offset else b"",
                 max_wait_ms=0 if resync else FETCH_MAX_WAIT_MS,
             )
+            sent = asyncio.get_running_loop().time()
             try:
                 response = await self.controllers.read(
                     "FetchMetadata", request, FETCH_MAX_WAIT_MS / 1000 + 5
@@ -65,6 +69,7 @@ class MetadataLogFollower:
                 log.warning("metadata fetch failed: %s", error.details())
                 await sleep_or_stop(stop, 0.5)
                 continue
+            self.last_answered_fetch_sent = sent
             try:
                 new = apply_fetch(base, response)
             except MetadataDivergenceError:

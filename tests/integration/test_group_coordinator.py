@@ -119,22 +119,30 @@ class RawMember:
         return answer
 
 
-def heartbeat_until_balanced(
-    stub: cg.GroupCoordinatorServiceStub, members: list[RawMember], each: int
-) -> None:
-    """Heartbeat every member in rounds until each owns `each` partitions; never two owners."""
+RETRY_CODES = (
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+)
+
+
+def heartbeat_until_balanced(cluster: LocalCluster, members: list[RawMember], each: int) -> None:
+    """Heartbeat every member in rounds until each owns `each` partitions; never two owners.
+    Each round finds the group's coordinator first, and retriable errors retry, as for any
+    client."""
 
     def balanced() -> bool:
+        stub = group_stub(find_coordinator(cluster, members[0].group_id).endpoint)
         for member in members:
             answer = member.heartbeat(stub)
-            if answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-                return False  # retriable, as for any client
+            if answer.error_code in RETRY_CODES:
+                return False
             assert answer.error_code == ErrorCode.NONE, answer.error_message
         owned = [p for member in members for p in member.owned]
         assert len(owned) == len(set(owned)), f"a partition has two owners: {owned}"
         return all(len(member.owned) == each for member in members)
 
-    wait_until(f"{len(members)} members owning {each} partitions each", balanced, timeout_s=30)
+    wait_until(f"{len(members)} members owning {each} partitions each", balanced, timeout_s=60)
 
 
 def controller_image(endpoint: str) -> MetadataImage:
@@ -157,10 +165,10 @@ def test_a_silent_member_is_expired_and_its_partitions_move(cluster: LocalCluste
     location = find_coordinator(cluster, "expiry")
     stub = group_stub(location.endpoint)
     quiet, busy = RawMember("expiry", "quiet"), RawMember("expiry", "busy")
-    heartbeat_until_balanced(stub, [quiet, busy], PARTITIONS // 2)
+    heartbeat_until_balanced(cluster, [quiet, busy], PARTITIONS // 2)
 
     # `quiet` stops heartbeating: after its session it is removed and `busy` gets everything.
-    heartbeat_until_balanced(stub, [busy], PARTITIONS)
+    heartbeat_until_balanced(cluster, [busy], PARTITIONS)
     described = stub.DescribeGroups(c.DescribeGroupsRequest(group_ids=["expiry"]), timeout=5)
     assert [m.member_id for m in described.groups[0].members] == ["busy"]
     answer = quiet.heartbeat(stub)
@@ -174,7 +182,7 @@ def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced
     location = find_coordinator(cluster, group)
     stub = group_stub(location.endpoint)
     first, second = RawMember(group, "first"), RawMember(group, "second")
-    heartbeat_until_balanced(stub, [first, second], PARTITIONS // 2)
+    heartbeat_until_balanced(cluster, [first, second], PARTITIONS // 2)
 
     # Commit for a partition `first` owns, under its epoch; a stale epoch is refused.
     partition = min(first.owned)
@@ -227,7 +235,7 @@ def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced
     # Both members carry on where they were, at the same epochs, with the same partitions.
     owned_before = (set(first.owned), set(second.owned))
     epochs_before = (first.epoch, second.epoch)
-    heartbeat_until_balanced(new_stub, [first, second], PARTITIONS // 2)
+    heartbeat_until_balanced(cluster, [first, second], PARTITIONS // 2)
     assert (first.owned, second.owned) == owned_before
     assert (first.epoch, second.epoch) == epochs_before
 
@@ -262,3 +270,26 @@ def zombie_write(cluster: LocalCluster, key: bytes, partition: int, batch: bytes
     proof = signer.metadata(membership.method_path(service, "Produce"))
     answer = stub.Produce(request, timeout=10, metadata=proof)
     return answer.topics[0].partitions[0].error_code
+
+
+def test_a_coordinator_cut_off_from_the_controllers_stops_answering(cluster: LocalCluster) -> None:
+    """Its lease: once no heartbeat was answered for the coordinator session, the controller may
+    have replaced it, so it must not answer from memory (two owners of a partition otherwise)."""
+    location = find_coordinator(cluster, "lease")
+    stub = group_stub(location.endpoint)
+    heartbeat_until_balanced(cluster, [RawMember("lease", "before")], PARTITIONS)
+    cluster.kill("controller-1", signal.SIGSTOP)
+    try:
+        probe = RawMember("lease", "probe")
+
+        def refused() -> c.ConsumerGroupHeartbeatResponse | None:
+            answer = probe.heartbeat(stub)
+            return answer if answer.error_code == ErrorCode.NOT_COORDINATOR else None
+
+        answer = wait_until("the cut-off coordinator to stop answering", refused, timeout_s=15)
+        assert "lost touch with the controllers" in answer.error_message
+    finally:
+        cluster.kill("controller-1", signal.SIGCONT)
+    # Back in touch (registered again if it was fenced), the group is served again.
+    after = RawMember("lease", "after")
+    heartbeat_until_balanced(cluster, [after], PARTITIONS)

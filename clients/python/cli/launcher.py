@@ -228,6 +228,7 @@ def coordinator_command(
     command += ["--secret-file", str(data_dir / "cluster.secret")]
     for name in (
         "coordinator.heartbeat.interval.ms",
+        "coordinator.session.timeout.ms",
         "group.consumer.session.timeout.ms",
         "group.consumer.heartbeat.interval.ms",
         "offsets.retention.minutes",
