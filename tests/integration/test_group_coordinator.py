@@ -1,9 +1,12 @@
 """Goal: the coordinator service runs consumer groups end to end over real gRPC: members that only
 heartbeat and follow what they are told share a topic with never two owners of a partition;
 offsets are committed against member epochs and read back; lag is log end minus committed; a
-silent member is expired and its partitions move; and when the coordinator owning a group is
-killed with SIGKILL, another one loads the group from `__consumer_offsets` (members, epochs,
-offsets intact) and the dead one's writer identity is fenced on the brokers.
+silent member is expired and its partitions move; new topics matching a subscribed regex and new
+partitions join the assignment; a static member that restarts gets its partitions back with no
+rebalance of the others; when the coordinator owning a group is killed with SIGKILL, another one
+loads the group from `__consumer_offsets` (members, epochs, offsets intact) and the dead one's
+writer identity is fenced on the brokers; and a coordinator cut off from the controllers stops
+answering (its lease).
 
 Method: one controller, two brokers and two coordinators (real processes from the launcher,
 stopped by PID also on failure), with 4 partitions of `__consumer_offsets` at RF 2 and short
@@ -60,13 +63,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     try:
         cluster.start_all()
         wait_healthy(cluster, timeout_s=60)
-        controller = controller_pb2_grpc.ControllerServiceStub(
-            grpc.insecure_channel(spec.controllers[0].endpoint)
-        )
         topic = controller_pb2.CreateTopicsRequest.Topic(
             name=TOPIC, num_partitions=PARTITIONS, replication_factor=2
         )
-        answer = controller.CreateTopics(
+        answer = controller(cluster).CreateTopics(
             controller_pb2.CreateTopicsRequest(topics=[topic]), timeout=10
         )
         assert answer.topics[0].error_code == ErrorCode.NONE, answer
@@ -94,29 +94,55 @@ def group_stub(endpoint: str) -> cg.GroupCoordinatorServiceStub:
 class RawMember:
     """A consumer-group member written against the proto alone: it owns what it was told."""
 
-    def __init__(self, group_id: str, member_id: str) -> None:
+    def __init__(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        topics: tuple[str, ...] = (TOPIC,),
+        regex: str = "",
+        instance_id: str = "",
+    ) -> None:
         self.group_id = group_id
         self.member_id = member_id
+        self.topics = topics
+        self.regex = regex
+        self.instance_id = instance_id
         self.epoch = 0
-        self.owned: set[int] = set()
+        self.owned: set[tuple[str, int]] = set()
 
-    def heartbeat(self, stub: cg.GroupCoordinatorServiceStub) -> c.ConsumerGroupHeartbeatResponse:
+    def heartbeat(
+        self, stub: cg.GroupCoordinatorServiceStub, *, leave_epoch: int | None = None
+    ) -> c.ConsumerGroupHeartbeatResponse:
         request = c.ConsumerGroupHeartbeatRequest(
             group_id=self.group_id,
             member_id=self.member_id,
-            member_epoch=self.epoch,
+            member_epoch=self.epoch if leave_epoch is None else leave_epoch,
             rebalance_timeout_ms=10_000,
+            group_instance_id=self.instance_id,
         )
         if self.epoch == 0:
-            request.subscription.topic_names.append(TOPIC)
-        request.owned_partitions.topics.add(topic=TOPIC, partitions=sorted(self.owned))
+            if self.regex:
+                request.subscription.topic_regex = self.regex
+            else:
+                request.subscription.topic_names.extend(self.topics)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(self.owned):
+            by_topic.setdefault(topic, []).append(partition)
+        for topic, partitions in by_topic.items():
+            request.owned_partitions.topics.add(topic=topic, partitions=partitions)
+        if not by_topic:
+            request.owned_partitions.SetInParent()
         answer = stub.ConsumerGroupHeartbeat(request, timeout=10)
         if answer.error_code:
             return answer
         self.epoch = answer.member_epoch
         if answer.HasField("assignment"):
-            self.owned = {p for t in answer.assignment.topics for p in t.partitions}
+            self.owned = {(t.topic, p) for t in answer.assignment.topics for p in t.partitions}
         return answer
+
+    def partitions(self, topic: str = TOPIC) -> set[int]:
+        return {p for t, p in self.owned if t == topic}
 
 
 RETRY_CODES = (
@@ -175,6 +201,65 @@ def test_a_silent_member_is_expired_and_its_partitions_move(cluster: LocalCluste
     assert answer.error_code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
 
 
+def controller(cluster: LocalCluster) -> controller_pb2_grpc.ControllerServiceStub:
+    return controller_pb2_grpc.ControllerServiceStub(
+        grpc.insecure_channel(cluster.spec.controllers[0].endpoint)
+    )
+
+
+def test_new_topics_matching_a_regex_and_new_partitions_join_the_assignment(
+    cluster: LocalCluster,
+) -> None:
+    admin = controller(cluster)
+
+    def create(name: str, partitions: int) -> None:
+        topic = controller_pb2.CreateTopicsRequest.Topic(
+            name=name, num_partitions=partitions, replication_factor=1
+        )
+        answer = admin.CreateTopics(controller_pb2.CreateTopicsRequest(topics=[topic]), timeout=10)
+        assert answer.topics[0].error_code == ErrorCode.NONE, answer
+
+    create("events-a", 2)
+    create("audit", 2)  # does not match
+    one, two = (RawMember("regex", name, regex="^events-.*") for name in ("one", "two"))
+    heartbeat_until_balanced(cluster, [one, two], 1)
+    assert {t for m in (one, two) for t, _ in m.owned} == {"events-a"}
+
+    create("events-b", 2)
+    heartbeat_until_balanced(cluster, [one, two], 2)
+    assert {t for m in (one, two) for t, _ in m.owned} == {"events-a", "events-b"}
+
+    grow = controller_pb2.CreatePartitionsRequest(
+        topics=[controller_pb2.CreatePartitionsRequest.Topic(name="events-a", count=4)]
+    )
+    assert admin.CreatePartitions(grow, timeout=10).topics[0].error_code == ErrorCode.NONE
+    heartbeat_until_balanced(cluster, [one, two], 3)
+    everything = one.owned | two.owned
+    assert everything == {("events-a", p) for p in range(4)} | {("events-b", p) for p in range(2)}
+
+
+def test_a_static_member_that_restarts_gets_its_partitions_back_without_a_rebalance(
+    cluster: LocalCluster,
+) -> None:
+    stable = RawMember("static", "stable", instance_id="host-1")
+    restarting = RawMember("static", "old-process", instance_id="host-2")
+    heartbeat_until_balanced(cluster, [stable, restarting], PARTITIONS // 2)
+    kept, epoch_before = set(restarting.owned), stable.epoch
+
+    # The process stops with a static leave (-2): its partitions wait for it.
+    stub = group_stub(find_coordinator(cluster, "static").endpoint)
+    left = restarting.heartbeat(stub, leave_epoch=-2)
+    assert left.error_code == ErrorCode.NONE, left.error_message
+    described = stub.DescribeGroups(c.DescribeGroupsRequest(group_ids=["static"]), timeout=5)
+    assert {m.group_instance_id for m in described.groups[0].members} == {"host-1", "host-2"}
+
+    # It comes back as a new process (new member id) with the same instance id.
+    back = RawMember("static", "new-process", instance_id="host-2")
+    heartbeat_until_balanced(cluster, [stable, back], PARTITIONS // 2)
+    assert back.owned == kept
+    assert stable.epoch == epoch_before, "the other member saw no rebalance"
+
+
 def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -185,7 +270,7 @@ def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced
     heartbeat_until_balanced(cluster, [first, second], PARTITIONS // 2)
 
     # Commit for a partition `first` owns, under its epoch; a stale epoch is refused.
-    partition = min(first.owned)
+    partition = min(first.partitions())
     commit = c.OffsetCommitRequest(group_id=group, member_id="first", member_epoch=first.epoch)
     commit.topics.add(name=TOPIC).partitions.add(partition=partition, committed_offset=5)
     answer = stub.OffsetCommit(commit, timeout=10)
@@ -209,8 +294,8 @@ def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced
     assert (group, 2) in [(g.group_id, g.member_count) for g in listed.groups]
 
     # The owner of the group's partition dies; the other coordinator takes it over.
-    controller = cluster.spec.controllers[0].endpoint
-    before = controller_image(controller).coordinator_assignments[location.partition]
+    controller_endpoint = cluster.spec.controllers[0].endpoint
+    before = controller_image(controller_endpoint).coordinator_assignments[location.partition]
     cluster.kill(f"coordinator-{location.coordinator_id}", signal.SIGKILL)
     moved = wait_until(
         "the group's partition to move to the other coordinator",
@@ -240,7 +325,7 @@ def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced
     assert (first.epoch, second.epoch) == epochs_before
 
     # The dead owner's writer identity is fenced on the brokers: a zombie cannot write.
-    after = controller_image(controller).coordinator_assignments[location.partition]
+    after = controller_image(controller_endpoint).coordinator_assignments[location.partition]
     assert after.producer_id == before.producer_id
     assert after.assignment_epoch > before.assignment_epoch
     key = membership.derive_key(load_secret(cluster.data_dir / "cluster.secret"))
