@@ -5,8 +5,15 @@
     samsa topics create|list|describe|delete ...               manage topics
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
     samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
-    samsa cluster                                              controllers, brokers, partitions
+    samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
+    samsa cluster                       controllers, brokers, coordinators, partitions
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
+
+`samsa groups` administers consumer groups as Kafka's kafka-consumer-groups.sh does: `list`,
+`describe GROUP` (state, epochs, assignor, members and their partitions), `lag GROUP` (committed
+offset, log end offset and lag per partition), `reset-offsets GROUP --topic T [--partitions 0,1]
+(--to-earliest|--to-latest|--to-offset N|--to-datetime T|--shift-by N) [--execute]` (prints the
+plan; --execute commits it, refused while the group has members), `delete GROUP...` (empty groups).
 
 The cluster commands find the cluster through --bootstrap-server, $SAMSA_BOOTSTRAP, or the
 cluster.json that `samsa up` wrote in --data-dir (default ./samsa-data).
@@ -128,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_commands(commands)
     args = parser.parse_args(argv)
-    if args.command in ("topics", "produce", "consume", "cluster"):
+    if args.command in ("topics", "produce", "consume", "groups", "cluster"):
         return run_command(args)
     if args.command == "up":
         if not 1 <= args.brokers <= 32:

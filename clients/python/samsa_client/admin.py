@@ -1,28 +1,71 @@
-"""Admin: topics, partitions, configs and the cluster, through the controllers.
+"""Admin: topics, partitions, configs and the cluster, through the controllers; consumer groups,
+through the coordinators.
 
 Writes go to the active controller: a controller that is not active answers NOT_CONTROLLER with
 the active one's address, and the call follows it (or tries the next controller while an election
 runs). After a write, reads ask for at least the metadata offset the write answered with, so this
 client always reads its own writes, whichever controller answers.
+
+Consumer groups live on the coordinators. A call about groups asks a controller which coordinator
+owns each group (FindCoordinator, remembered per group), sends the request there, and on
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or an unreachable
+coordinator finds the coordinator again and retries, until request.timeout.ms. Listing groups asks
+every live coordinator (DescribeCluster names them) and merges. What is decided from the answers
+is pure and lives in group_admin.py.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
+from samsa.client import group_admin as ga
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.errors import KafkaError, NoBrokersAvailable, TopicError
+from samsa.client.group_admin import (
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    GroupError,
+    OffsetAndMetadata,
+    PartitionLag,
+    TopicPartition,
+)
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.v1 import controller_pb2 as c
+from samsa.v1 import coordinator_pb2 as g
+from samsa.v1 import coordinator_pb2_grpc as g_grpc
+
+__all__ = [
+    "Admin",
+    "BrokerInfo",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConsumerGroupDescription",
+    "ConsumerGroupListing",
+    "ControllerInfo",
+    "CoordinatorInfo",
+    "GroupError",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "PartitionInfo",
+    "PartitionLag",
+    "TopicDescription",
+]
 
 WRITE_TIMEOUT_S = 30.0
 ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
+REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms for the admin client
+# One call to a coordinator or controller about groups: a live one answers well within it, a
+# hung one leaves time to find the group's coordinator again before request.timeout.ms.
+GROUP_CALL_TIMEOUT_S = 10.0
+# Between rounds of finding coordinators again: a group's partition moves, or a coordinator
+# loads one, in a fraction of a second to a few seconds.
+GROUP_RETRY_BACKOFF_S = 0.2
 TOPIC = 1
 BROKER = 2
 
@@ -68,11 +111,21 @@ class ControllerInfo:
 
 
 @dataclass(frozen=True)
+class CoordinatorInfo:
+    coordinator_id: int
+    endpoint: str
+    coordinator_epoch: int
+    fenced: bool
+    owned_partitions: int  # of __consumer_offsets
+
+
+@dataclass(frozen=True)
 class ClusterDescription:
     cluster_id: str
     controllers: tuple[ControllerInfo, ...]
     brokers: tuple[BrokerInfo, ...]
     metadata_offset: int
+    coordinators: tuple[CoordinatorInfo, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +155,14 @@ class Admin:
         )
         self._active: str | None = None
         self._offset = 0
+        timeout_ms = config.get("request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT)
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | str):
+            raise InvalidConfigError(f"request.timeout.ms must be an integer, not {timeout_ms!r}")
+        if not str(timeout_ms).isdigit() or int(timeout_ms) < 1:
+            raise InvalidConfigError(f"request.timeout.ms must be a positive integer: {timeout_ms}")
+        self._request_timeout_ms = int(timeout_ms)
+        self._group_coordinators: dict[str, str] = {}  # group id -> endpoint, as last found
+        self._lookup_next = 0
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -230,6 +291,16 @@ class Admin:
                 for b in answer.brokers
             ),
             answer.status.metadata_offset,
+            tuple(
+                CoordinatorInfo(
+                    x.coordinator_id,
+                    x.endpoint,
+                    x.coordinator_epoch,
+                    x.is_fenced,
+                    x.owned_partitions,
+                )
+                for x in answer.coordinators
+            ),
         )
 
     def describe_configs(self, topic: str) -> dict[str, ConfigEntry]:
@@ -275,6 +346,224 @@ class Admin:
         )
         self._raise_first(self._write("IncrementalAlterConfigs", request).results)
 
+    # --- consumer groups -----------------------------------------------------------------------
+
+    def list_consumer_groups(self) -> list[ConsumerGroupListing]:
+        """Every group of every live coordinator, sorted by group id. A coordinator that does not
+        answer, or is still loading partitions, is asked again until request.timeout.ms."""
+        deadline = self._group_deadline()
+        while True:
+            coordinators = self.describe_cluster().coordinators
+            live = [x for x in coordinators if not x.fenced]
+            problems = [] if live or not coordinators else ["no coordinator is live"]
+            answers = []
+            for coordinator in live:
+                try:
+                    answer = self._group_stub(coordinator.endpoint).ListGroups(
+                        g.ListGroupsRequest(), timeout=_call_timeout_s(deadline)
+                    )
+                except grpc.RpcError as error:
+                    problems.append(f"coordinator {coordinator.coordinator_id}: {_status(error)}")
+                    continue
+                if answer.error_code != ErrorCode.NONE:
+                    if not ga.coordinator_retriable(answer.error_code):
+                        raise GroupError.of(answer.error_code, answer.error_message)
+                    problems.append(
+                        f"coordinator {coordinator.coordinator_id}: {answer.error_message}"
+                    )
+                    continue
+                answers.append(answer)
+            if not problems:
+                return ga.listings_of(answers)
+            if time.monotonic() >= deadline:
+                raise GroupError(
+                    f"could not list every coordinator's groups within request.timeout.ms "
+                    f"({self._request_timeout_ms}): {'; '.join(problems)}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            time.sleep(GROUP_RETRY_BACKOFF_S)
+
+    def describe_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerGroupDescription]:
+        """State, epochs, assignor and members of each group; GroupError for the first that
+        failed (GROUP_ID_NOT_FOUND for one that does not exist)."""
+        answers = self._ask_coordinators(
+            list(group_ids),
+            lambda stub, ids, timeout_s: {
+                x.group_id: x
+                for x in stub.DescribeGroups(
+                    g.DescribeGroupsRequest(group_ids=ids), timeout=timeout_s
+                ).groups
+            },
+            lambda x: (x.error_code, x.error_message),
+        )
+        return {group_id: ga.description_of(answer) for group_id, answer in answers.items()}
+
+    def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
+        """Delete empty groups and their committed offsets; GroupError for the first that failed
+        (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND), the others are deleted — as delete_topics."""
+        answers = self._ask_coordinators(
+            list(group_ids),
+            lambda stub, ids, timeout_s: {
+                x.group_id: x
+                for x in stub.DeleteGroups(
+                    g.DeleteGroupsRequest(group_ids=ids), timeout=timeout_s
+                ).groups
+            },
+            lambda x: (x.error_code, x.error_message),
+        )
+        for answer in answers.values():
+            error = ga.group_error_of(answer.error_code, answer.error_message)
+            if error is not None:
+                raise error
+
+    def list_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (of `partitions`, or all); partitions without one are
+        left out."""
+        request = ga.offset_fetch_request(group_id, partitions)
+        answer = self._ask_coordinator(group_id, "OffsetFetch", request)
+        return ga.offsets_of(answer)
+
+    def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+    ) -> None:
+        """Commit `offsets` for the group from outside it: allowed only while the group has no
+        members (GroupError saying to stop its consumers first otherwise), as in Kafka."""
+        request = ga.offset_commit_request(group_id, offsets)
+        answers = self._ask_coordinators(
+            [group_id],
+            lambda stub, ids, timeout_s: {ids[0]: stub.OffsetCommit(request, timeout=timeout_s)},
+            ga.first_commit_error_of,
+        )
+        error = ga.commit_error_of(group_id, answers[group_id])
+        if error is not None:
+            raise error
+
+    def describe_consumer_group_lag(self, group_id: str) -> list[PartitionLag]:
+        """Committed offset, log end offset and lag of every partition the group committed for
+        or owns, sorted by topic and partition."""
+        request = g.DescribeGroupLagRequest(group_id=group_id)
+        return ga.lag_of(self._ask_coordinator(group_id, "DescribeGroupLag", request))
+
+    def _group_deadline(self) -> float:
+        return time.monotonic() + self._request_timeout_ms / 1000
+
+    def _group_stub(self, endpoint: str) -> g_grpc.GroupCoordinatorServiceStub:
+        return g_grpc.GroupCoordinatorServiceStub(self._channels.get(endpoint))
+
+    def _ask_coordinator(self, group_id: str, method: str, request: Any) -> Any:
+        """One request about one group whose answer carries a whole-group error_code."""
+        answers = self._ask_coordinators(
+            [group_id],
+            lambda stub, ids, timeout_s: {
+                ids[0]: getattr(stub, method)(request, timeout=timeout_s)
+            },
+            lambda x: (x.error_code, x.error_message),
+        )
+        return answers[group_id]
+
+    def _ask_coordinators(
+        self,
+        group_ids: list[str],
+        send: Callable[[g_grpc.GroupCoordinatorServiceStub, list[str], float], dict[str, Any]],
+        error_of: Callable[[Any], tuple[int, str]],
+    ) -> dict[str, Any]:
+        """`send(stub, ids, timeout_s)` to each group's coordinator until every group has an
+        answer that is not a coordinator error (`error_of` reads it), finding coordinators again
+        after one; GroupError with the last such error after request.timeout.ms. The answers
+        come in request order."""
+        deadline = self._group_deadline()
+        pending = list(dict.fromkeys(group_ids))
+        answers: dict[str, Any] = {}
+        problem = (int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "no coordinator was found")
+        while True:
+            located, lookup_problem = self._find_coordinators(pending, deadline)
+            problem = lookup_problem or problem
+            by_endpoint: dict[str, list[str]] = {}
+            for group_id, endpoint in located.items():
+                by_endpoint.setdefault(endpoint, []).append(group_id)
+            for endpoint, ids in by_endpoint.items():
+                try:
+                    got = send(self._group_stub(endpoint), ids, _call_timeout_s(deadline))
+                except grpc.RpcError as error:
+                    if error.code() in (
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    ):
+                        raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    got = {}
+                    problem = (
+                        int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                        f"the coordinator at {endpoint} did not answer ({_status(error)})",
+                    )
+                for group_id in ids:
+                    answer = got.get(group_id)
+                    code, message = problem if answer is None else error_of(answer)
+                    if answer is not None and not ga.coordinator_retriable(code):
+                        answers[group_id] = answer
+                        continue
+                    problem = (code, message)
+                    self._group_coordinators.pop(group_id, None)
+            pending = [group_id for group_id in pending if group_id not in answers]
+            if not pending:
+                return {group_id: answers[group_id] for group_id in dict.fromkeys(group_ids)}
+            if time.monotonic() >= deadline:
+                raise GroupError(
+                    f"no coordinator answered for group(s) {pending} within request.timeout.ms "
+                    f"({self._request_timeout_ms}): {problem[1]}",
+                    ErrorCode(problem[0]),
+                )
+            time.sleep(GROUP_RETRY_BACKOFF_S)
+
+    def _find_coordinators(
+        self, group_ids: list[str], deadline: float
+    ) -> tuple[dict[str, str], tuple[int, str] | None]:
+        """The coordinator endpoint of each group that has one now (remembered, else found with
+        FindCoordinator on a controller), and why some have none (the caller retries them). An
+        invalid group id raises GroupError."""
+        unknown = [group_id for group_id in group_ids if group_id not in self._group_coordinators]
+        problem = None
+        if unknown:
+            request = g.FindCoordinatorRequest(key_type=g.COORDINATOR_KEY_TYPE_GROUP, keys=unknown)
+            answer, problem = self._lookup(request, deadline)
+            for location in answer.coordinators if answer is not None else ():
+                if location.error_code == ErrorCode.NONE:
+                    self._group_coordinators[location.key] = location.endpoint
+                elif ga.coordinator_retriable(location.error_code):
+                    problem = (location.error_code, location.error_message)
+                else:
+                    raise GroupError.of(location.error_code, location.error_message)
+        located = {
+            group_id: self._group_coordinators[group_id]
+            for group_id in group_ids
+            if group_id in self._group_coordinators
+        }
+        return located, problem
+
+    def _lookup(
+        self, request: g.FindCoordinatorRequest, deadline: float
+    ) -> tuple[g.FindCoordinatorResponse | None, tuple[int, str] | None]:
+        """FindCoordinator on the first bootstrap controller that answers, or None and why."""
+        endpoints = self._metadata.bootstrap
+        problem = None
+        for _ in endpoints:
+            endpoint = endpoints[self._lookup_next % len(endpoints)]
+            stub = g_grpc.CoordinatorLookupServiceStub(self._channels.get(endpoint))
+            try:
+                return stub.FindCoordinator(request, timeout=_call_timeout_s(deadline)), None
+            except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                problem = (
+                    int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                    f"no controller answered FindCoordinator ({_status(error)})",
+                )
+                self._lookup_next += 1
+        return None, problem
+
     def close(self) -> None:
         self._channels.close()
 
@@ -283,3 +572,14 @@ class Admin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _call_timeout_s(deadline: float) -> float:
+    """One call's deadline: GROUP_CALL_TIMEOUT_S, cut to what is left of the request's."""
+    return max(0.1, min(GROUP_CALL_TIMEOUT_S, deadline - time.monotonic()))
+
+
+def _status(error: grpc.RpcError) -> str:
+    if isinstance(error, grpc.Call):
+        return f"{error.code().name}: {error.details()}"
+    return str(error)

@@ -1,0 +1,300 @@
+"""Consumer-group administration, the pure half: answers into dataclasses, and reset plans.
+
+Admin (admin.py) does the I/O: it finds each group's coordinator with FindCoordinator, calls
+GroupCoordinatorService there, and retries the coordinator errors (`coordinator_retriable`) until
+request.timeout.ms. Everything it decides from an answer lives here, without gRPC, so it is tested
+with protobuf messages built by hand:
+
+- `listings_of` merges ListGroups answers of every coordinator (a group whose partition is moving
+  may be listed by two: the first wins) and sorts them;
+- `description_of`, `offsets_of`, `lag_of` turn answers into Kafka-named dataclasses;
+- `commit_error_of`, `offset_commit_request` build and judge the OffsetCommit an outside admin
+  sends (member_id "" and member_epoch -1: allowed only while the group has no members);
+- `plan_offset_resets` chooses the new committed offset of each partition for
+  `samsa groups reset-offsets`, as Kafka's kafka-consumer-groups.sh does: from the committed
+  offset, the log's earliest and latest offsets and the offsets found for a time, clamped to
+  [earliest, latest].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from samsa.client.errors import KafkaError
+from samsa.common.errors import ErrorCode
+from samsa.v1 import coordinator_pb2 as c
+
+TopicPartition = tuple[str, int]
+
+# The errors after which the request goes to the group's coordinator again, found anew: the
+# group moved (NOT_COORDINATOR), its partition is still being read (LOAD_IN_PROGRESS), or no
+# coordinator owns it yet (NOT_AVAILABLE).
+COORDINATOR_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+# Kafka's names for the states (GroupState.toString).
+STATE_NAMES = {
+    c.CONSUMER_GROUP_STATE_EMPTY: "Empty",
+    c.CONSUMER_GROUP_STATE_ASSIGNING: "Assigning",
+    c.CONSUMER_GROUP_STATE_RECONCILING: "Reconciling",
+    c.CONSUMER_GROUP_STATE_STABLE: "Stable",
+    c.CONSUMER_GROUP_STATE_DEAD: "Dead",
+}
+
+# The reset strategies of `reset-offsets`, as Kafka's tool names them (--to-earliest, ...).
+RESET_STRATEGIES = ("to-earliest", "to-latest", "to-offset", "to-datetime", "shift-by")
+
+
+class GroupError(KafkaError):
+    """An admin operation on a consumer group failed (unknown group, members present, …)."""
+
+
+@dataclass(frozen=True)
+class ConsumerGroupListing:
+    group_id: str
+    state: str  # "Empty", "Stable", ... (STATE_NAMES)
+    member_count: int
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str  # empty for a dynamic member
+    client_id: str
+    member_epoch: int
+    assignment: tuple[TopicPartition, ...]  # what it owns now, sorted
+    target_assignment: tuple[TopicPartition, ...]  # what the target gives it, sorted
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[MemberDescription, ...]  # sorted by member id
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    offset: int  # the next offset the group reads
+    leader_epoch: int = -1  # of the last record processed; -1 when not known
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    topic: str
+    partition: int
+    committed_offset: int  # -1 when nothing was committed
+    log_end_offset: int  # -1 when it could not be read
+    lag: int  # -1 when unknown
+    member_id: str  # the owner now, or empty
+    error_code: ErrorCode  # why log_end_offset could not be read, or NONE
+
+
+@dataclass(frozen=True)
+class OffsetReset:
+    """One line of a reset plan: where the group is, and where it will be."""
+
+    topic: str
+    partition: int
+    current_offset: int  # -1 when nothing is committed
+    new_offset: int
+
+
+def coordinator_retriable(code: int) -> bool:
+    """True when the request should go to the group's coordinator again, found anew."""
+    return code in COORDINATOR_ERRORS
+
+
+def state_name(state: int) -> str:
+    return STATE_NAMES.get(state, "Unknown")
+
+
+def listings_of(answers: Iterable[c.ListGroupsResponse]) -> list[ConsumerGroupListing]:
+    """Every coordinator's listing merged, one entry per group, sorted by group id."""
+    listed: dict[str, ConsumerGroupListing] = {}
+    for answer in answers:
+        for group in answer.groups:
+            listed.setdefault(
+                group.group_id,
+                ConsumerGroupListing(group.group_id, state_name(group.state), group.member_count),
+            )
+    return [listed[group_id] for group_id in sorted(listed)]
+
+
+def _partitions(topics: Iterable[c.TopicPartitions]) -> tuple[TopicPartition, ...]:
+    return tuple(sorted((t.topic, p) for t in topics for p in t.partitions))
+
+
+def description_of(group: c.DescribedGroup) -> ConsumerGroupDescription:
+    """A described group; GroupError when the answer is an error (e.g. GROUP_ID_NOT_FOUND)."""
+    if group.error_code != ErrorCode.NONE:
+        raise GroupError.of(group.error_code, group.error_message)
+    return ConsumerGroupDescription(
+        group.group_id,
+        state_name(group.state),
+        group.group_epoch,
+        group.assignment_epoch,
+        group.assignor_name,
+        tuple(
+            MemberDescription(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.member_epoch,
+                _partitions(m.assignment),
+                _partitions(m.target_assignment),
+            )
+            for m in group.members
+        ),
+    )
+
+
+def offsets_of(answer: c.OffsetFetchResponse) -> dict[TopicPartition, OffsetAndMetadata]:
+    """The committed offsets of an OffsetFetch answer; partitions with none are left out."""
+    if answer.error_code != ErrorCode.NONE:
+        raise GroupError.of(answer.error_code, answer.error_message)
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in answer.topics:
+        for p in topic.partitions:
+            if p.error_code != ErrorCode.NONE:
+                raise GroupError.of(p.error_code, f"{topic.name}-{p.partition}: {p.error_message}")
+            if p.committed_offset >= 0:
+                offsets[(topic.name, p.partition)] = OffsetAndMetadata(
+                    p.committed_offset, p.committed_leader_epoch, p.metadata
+                )
+    return offsets
+
+
+def offset_fetch_request(
+    group_id: str, partitions: Iterable[TopicPartition] | None
+) -> c.OffsetFetchRequest:
+    """Ask for `partitions` (None: every committed offset of the group)."""
+    by_topic: dict[str, set[int]] = {}
+    for topic, partition in partitions or ():
+        by_topic.setdefault(topic, set()).add(partition)
+    return c.OffsetFetchRequest(
+        group_id=group_id,
+        topics=[c.TopicPartitions(topic=t, partitions=sorted(ps)) for t, ps in by_topic.items()],
+    )
+
+
+def offset_commit_request(
+    group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+) -> c.OffsetCommitRequest:
+    """An OffsetCommit from outside the group protocol: member_id "" and member_epoch -1."""
+    request = c.OffsetCommitRequest(group_id=group_id, member_id="", member_epoch=-1)
+    by_topic: dict[str, c.OffsetCommitTopic] = {}
+    for (topic, partition), value in sorted(offsets.items()):
+        if isinstance(value, int):
+            value = OffsetAndMetadata(value)
+        if topic not in by_topic:
+            by_topic[topic] = request.topics.add(name=topic)
+        by_topic[topic].partitions.add(
+            partition=partition,
+            committed_offset=value.offset,
+            committed_leader_epoch=value.leader_epoch,
+            metadata=value.metadata,
+        )
+    return request
+
+
+def first_commit_error_of(answer: c.OffsetCommitResponse) -> tuple[int, str]:
+    """An OffsetCommit's first partition error and its message, or NONE: what the retry loop
+    reads (coordinator errors come for every partition alike)."""
+    for topic in answer.topics:
+        for p in topic.partitions:
+            if p.error_code != ErrorCode.NONE:
+                return p.error_code, p.error_message
+    return ErrorCode.NONE, ""
+
+
+def commit_error_of(group_id: str, answer: c.OffsetCommitResponse) -> GroupError | None:
+    """The first partition's error of an admin OffsetCommit, in words a person acts on; None
+    when every offset was stored. A group with members refuses it with UNKNOWN_MEMBER_ID."""
+    for topic in answer.topics:
+        for p in topic.partitions:
+            if p.error_code == ErrorCode.NONE:
+                continue
+            if p.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
+                return GroupError(
+                    f"{p.error_message or f'group {group_id!r} has members'}; "
+                    "stop the group's consumers first",
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                )
+            return GroupError.of(p.error_code, f"{topic.name}-{p.partition}: {p.error_message}")
+    return None
+
+
+def lag_of(answer: c.DescribeGroupLagResponse) -> list[PartitionLag]:
+    if answer.error_code != ErrorCode.NONE:
+        raise GroupError.of(answer.error_code, answer.error_message)
+    return [
+        PartitionLag(
+            row.topic,
+            row.partition,
+            row.committed_offset,
+            row.log_end_offset,
+            row.lag,
+            row.member_id,
+            ErrorCode(row.error_code),
+        )
+        for row in answer.partitions
+    ]
+
+
+def group_error_of(code: int, message: str) -> GroupError | None:
+    """A per-group answer's error (DescribeGroups, DeleteGroups), or None."""
+    return None if code == ErrorCode.NONE else GroupError.of(code, message)
+
+
+def plan_offset_resets(
+    partitions: Iterable[TopicPartition],
+    committed: Mapping[TopicPartition, int],
+    earliest: Mapping[TopicPartition, int],
+    latest: Mapping[TopicPartition, int],
+    strategy: str,
+    value: int = 0,
+    found: Mapping[TopicPartition, int | None] | None = None,
+) -> list[OffsetReset]:
+    """The new offset of each partition, clamped to [earliest, latest] (Kafka's tool does so).
+
+    `strategy` is one of RESET_STRATEGIES; `value` is the offset of to-offset or the shift of
+    shift-by; `found` holds, for to-datetime, the first offset at or after the time per partition
+    (None: no record that late, so the log end, as Kafka's tool does). shift-by moves from the
+    committed offset, so it refuses a partition without one (ValueError), as Kafka's tool does.
+    """
+    if strategy not in RESET_STRATEGIES:
+        raise ValueError(f"unknown reset strategy {strategy!r}; one of {RESET_STRATEGIES}")
+    plan = []
+    for tp in sorted(partitions):
+        low, high = earliest[tp], latest[tp]
+        assert low <= high, f"{tp}: earliest {low} is past latest {high}"
+        current = committed.get(tp, -1)
+        if strategy == "to-earliest":
+            target = low
+        elif strategy == "to-latest":
+            target = high
+        elif strategy == "to-offset":
+            target = value
+        elif strategy == "to-datetime":
+            at = (found or {}).get(tp)
+            target = high if at is None else at
+        else:
+            if current < 0:
+                raise ValueError(
+                    f"cannot shift {tp[0]}-{tp[1]}: the group has no committed offset there "
+                    "(use --to-earliest, --to-latest or --to-offset)"
+                )
+            target = current + value
+        plan.append(OffsetReset(tp[0], tp[1], current, min(max(target, low), high)))
+    return plan

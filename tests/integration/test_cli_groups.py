@@ -1,0 +1,224 @@
+"""`samsa groups` and `samsa cluster`'s coordinators as a user types them, against a real cluster.
+
+Goal: an operator can list, describe, see the lag of, reset the offsets of and delete consumer
+groups from the command line, as with Kafka's kafka-consumer-groups.sh: a reset prints its plan
+and changes nothing unless --execute; --execute and delete are refused (one clear line, exit 1)
+while the group has a live member, and work once it left.
+
+Method: one controller, one broker and two coordinators (real processes from the launcher,
+stopped by PID also on failure), 4 partitions of `__consumer_offsets`. The group's one member is a
+`RawMember` speaking the heartbeat protocol with plain generated stubs (as in
+test_group_coordinator.py); records are produced with the SDK. The commands run as
+`python -m samsa.cli.main` subprocesses; committed offsets are checked with the SDK's Admin.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from cluster_helpers import FAST_SETTINGS, wait_until
+
+from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+from samsa.client import Admin, Producer
+from samsa.common.errors import ErrorCode
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import coordinator_pb2_grpc as cg
+
+pytestmark = pytest.mark.timeout(180)
+
+TOPIC = "orders"
+PARTITIONS = 4
+GROUP = "payments"
+SETTINGS = dict(FAST_SETTINGS) | {
+    "offsets.topic.num.partitions": "4",
+    "coordinator.session.timeout.ms": "3000",
+    "coordinator.heartbeat.interval.ms": "300",
+    "group.consumer.session.timeout.ms": "30000",  # the member heartbeats only when the test does
+    "group.consumer.heartbeat.interval.ms": "300",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("cli-groups")
+    spec = load_or_create(data_dir, 1, 1, SETTINGS, coordinators=2)
+    cluster = LocalCluster(spec, data_dir)
+    try:
+        cluster.start_all()
+        wait_healthy(cluster, timeout_s=60)
+        with Admin({"bootstrap.servers": spec.bootstrap_servers}) as admin:
+            admin.create_topic(TOPIC, num_partitions=PARTITIONS, replication_factor=1)
+        with Producer({"bootstrap.servers": spec.bootstrap_servers}) as producer:
+            for n in range(20):
+                producer.send(TOPIC, b"v%d" % n, partition=0)
+            producer.flush(30)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def samsa(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    bootstrap = cluster.spec.bootstrap_servers
+    return subprocess.run(
+        [sys.executable, "-m", "samsa.cli.main", *args, "--bootstrap-server", bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def committed(cluster: LocalCluster, partition: int) -> int | None:
+    with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
+        offsets = admin.list_consumer_group_offsets(GROUP, [(TOPIC, partition)])
+    found = offsets.get((TOPIC, partition))
+    return None if found is None else found.offset
+
+
+class RawMember:
+    """A consumer-group member written against the proto alone: it owns what it was told."""
+
+    def __init__(self, group_id: str, member_id: str) -> None:
+        self.group_id, self.member_id = group_id, member_id
+        self.epoch = 0
+        self.owned: set[int] = set()
+
+    def heartbeat(self, stub: cg.GroupCoordinatorServiceStub) -> c.ConsumerGroupHeartbeatResponse:
+        request = c.ConsumerGroupHeartbeatRequest(
+            group_id=self.group_id,
+            member_id=self.member_id,
+            member_epoch=self.epoch,
+            rebalance_timeout_ms=10_000,
+            client_id="cli-test",
+        )
+        if self.epoch == 0:
+            request.subscription.topic_names.append(TOPIC)
+        request.owned_partitions.topics.add(topic=TOPIC, partitions=sorted(self.owned))
+        answer = stub.ConsumerGroupHeartbeat(request, timeout=10)
+        if answer.error_code:
+            return answer
+        self.epoch = answer.member_epoch
+        if answer.HasField("assignment"):
+            self.owned = {p for t in answer.assignment.topics for p in t.partitions}
+        return answer
+
+    def leave(self, stub: cg.GroupCoordinatorServiceStub) -> None:
+        request = c.ConsumerGroupHeartbeatRequest(
+            group_id=self.group_id, member_id=self.member_id, member_epoch=-1
+        )
+        assert stub.ConsumerGroupHeartbeat(request, timeout=10).error_code == ErrorCode.NONE
+
+
+def coordinator_of(cluster: LocalCluster, group_id: str) -> cg.GroupCoordinatorServiceStub:
+    """A stub of the group's coordinator, as the controller answers once it knows one."""
+    lookup = cg.CoordinatorLookupServiceStub(
+        grpc.insecure_channel(cluster.spec.controllers[0].endpoint)
+    )
+
+    def found() -> c.CoordinatorLocation | None:
+        request = c.FindCoordinatorRequest(key_type=c.COORDINATOR_KEY_TYPE_GROUP, keys=[group_id])
+        location = lookup.FindCoordinator(request, timeout=5).coordinators[0]
+        return None if location.error_code else location
+
+    location = wait_until(f"a coordinator for {group_id}", found, timeout_s=30)
+    return cg.GroupCoordinatorServiceStub(grpc.insecure_channel(location.endpoint))
+
+
+def join_and_commit(stub: cg.GroupCoordinatorServiceStub, member: RawMember) -> None:
+    """Heartbeat until `member` owns every partition and says so, then commit 5 on partition 0."""
+
+    def owns_all() -> bool:
+        answer = member.heartbeat(stub)
+        if answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return False
+        assert answer.error_code == ErrorCode.NONE, answer.error_message
+        return len(member.owned) == PARTITIONS
+
+    wait_until("the member to own every partition", owns_all, timeout_s=30)
+    assert member.heartbeat(stub).error_code == ErrorCode.NONE  # reports what it owns: Stable
+    commit = c.OffsetCommitRequest(group_id=GROUP, member_id="m1", member_epoch=member.epoch)
+    commit.topics.add(name=TOPIC).partitions.add(partition=0, committed_offset=5)
+    assert stub.OffsetCommit(commit, timeout=10).topics[0].partitions[0].error_code == 0
+
+
+def test_cluster_shows_the_coordinators(cluster: LocalCluster) -> None:
+    shown = samsa(cluster, "cluster")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("coordinator"))
+    assert lines[header].split() == ["coordinator", "endpoint", "epoch", "state", "partitions"]
+    rows = [line.split() for line in lines[header + 1 : header + 3]]
+    assert [row[1] for row in rows] == [x.endpoint for x in cluster.spec.coordinators]
+    assert all(row[3] == "live" for row in rows)
+    assert sum(int(row[4]) for row in rows) == 4  # every partition of __consumer_offsets owned
+
+
+def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster) -> None:
+    stub = coordinator_of(cluster, GROUP)
+    member = RawMember(GROUP, "m1")
+    join_and_commit(stub, member)
+
+    listed = samsa(cluster, "groups", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert [GROUP, "Stable", "1"] in [line.split() for line in listed.stdout.splitlines()]
+
+    described = samsa(cluster, "groups", "describe", GROUP)
+    assert described.returncode == 0, described.stderr
+    assert f"group {GROUP}  state Stable" in described.stdout
+    member_row = next(line.split() for line in described.stdout.splitlines() if "m1" in line)
+    everything = "orders:0,1,2,3"
+    assert member_row == ["m1", "-", "cli-test", str(member.epoch), everything, everything]
+
+    lag = samsa(cluster, "groups", "lag", GROUP)
+    assert lag.returncode == 0, lag.stderr
+    rows = [line.split() for line in lag.stdout.splitlines()]
+    assert [TOPIC, "0", "5", "20", "15", "m1"] in rows
+    assert [TOPIC, "1", "-", "0", "-", "m1"] in rows
+    assert rows[-1][:3] == ["total", "lag", "15"]
+
+    # A dry run prints the plan and changes nothing.
+    dry = samsa(cluster, "groups", "reset-offsets", GROUP, "--topic", TOPIC, "--to-earliest")
+    assert dry.returncode == 0, dry.stderr
+    assert [TOPIC, "0", "5", "0"] in [line.split() for line in dry.stdout.splitlines()]
+    assert "dry run" in dry.stderr
+    assert committed(cluster, 0) == 5
+
+    # While the member is in the group, --execute and delete are refused in one line.
+    refused = samsa(
+        cluster, "groups", "reset-offsets", GROUP, "--topic", TOPIC, "--partitions", "0",
+        "--to-offset", "2", "--execute",
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "stop the group's consumers first" in refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert committed(cluster, 0) == 5
+    not_empty = samsa(cluster, "groups", "delete", GROUP)
+    assert not_empty.returncode == 1 and "NON_EMPTY_GROUP" in not_empty.stderr
+
+    # Once it left, the reset commits (clamped to the log: 30 is past its end, 20) and the
+    # group can be deleted.
+    member.leave(stub)
+    executed = samsa(
+        cluster, "groups", "reset-offsets", GROUP, "--topic", TOPIC, "--partitions", "0",
+        "--to-offset", "30", "--execute",
+    )  # fmt: skip
+    assert executed.returncode == 0, executed.stderr
+    assert [TOPIC, "0", "5", "20"] in [line.split() for line in executed.stdout.splitlines()]
+    assert committed(cluster, 0) == 20
+    shifted = samsa(
+        cluster, "groups", "reset-offsets", GROUP, "--topic", TOPIC, "--partitions", "0",
+        "--shift-by", "-7", "--execute",
+    )  # fmt: skip
+    assert shifted.returncode == 0, shifted.stderr
+    assert committed(cluster, 0) == 13
+
+    deleted = samsa(cluster, "groups", "delete", GROUP, "never-existed")
+    assert deleted.returncode == 1
+    assert deleted.stdout.strip() == f"deleted {GROUP}"
+    assert "GROUP_ID_NOT_FOUND" in deleted.stderr
+    assert GROUP not in samsa(cluster, "groups", "list").stdout
+    gone = samsa(cluster, "groups", "describe", GROUP)
+    assert gone.returncode == 1 and "GROUP_ID_NOT_FOUND" in gone.stderr
