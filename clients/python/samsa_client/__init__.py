@@ -1,6 +1,8 @@
-"""The Python SDK: Producer and AsyncProducer, Consumer and Admin, with Kafka's keys."""
+"""The Python SDK: Producer and AsyncProducer, Consumer and AsyncConsumer, and Admin, with
+Kafka's keys."""
 
 from samsa.client.admin import Admin, NewTopic
+from samsa.client.async_consumer import AsyncConsumer
 from samsa.client.async_producer import AsyncProducer
 from samsa.client.consumer import Consumer, ConsumerRecord, OffsetAndTimestamp
 from samsa.client.errors import KafkaError, NoBrokersAvailable, ProduceError, TopicError
@@ -9,6 +11,7 @@ from samsa.client.record_future import RecordMetadata
 
 __all__ = [
     "Admin",
+    "AsyncConsumer",
     "AsyncProducer",
     "Consumer",
     "ConsumerRecord",

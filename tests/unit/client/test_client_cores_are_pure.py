@@ -1,5 +1,5 @@
-"""Goal: the SDK's producer cores stay pure (STYLE.md habit 1) so a thin asyncio driver can run
-them and tests can drive them with numbers for time.
+"""Goal: the SDK's producer and consumer cores stay pure (STYLE.md habit 1) so a thin asyncio
+driver can run them and tests can drive them with numbers for time.
 
 Method: parse each core module's imports with `ast` (nothing is executed) and fail on any module
 that does I/O, keeps time, spawns threads or draws module-level randomness. (tests/unit/
@@ -23,6 +23,7 @@ CORE_MODULES = (
     "producer_sequences.py",
     "retry_backoff.py",
     "group_member.py",
+    "fetch_state.py",
 )
 FORBIDDEN = {
     "asyncio",

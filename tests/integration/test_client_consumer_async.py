@@ -1,0 +1,127 @@
+"""Goal: AsyncConsumer, the consumer driver on the caller's own event loop, reads back everything
+a producer wrote, in order per partition, and its seeks, pauses, positions and offset lookups
+behave as the sync Consumer's do.
+
+Method: a real local cluster (1 controller, 2 brokers) and a 2-partition topic filled by the sync
+Producer; each test runs one coroutine with asyncio.run and bounded poll timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from cluster_helpers import local_cluster
+
+from samsa.client import Admin, AsyncConsumer, NewTopic, Producer
+from samsa.common.errors import OffsetOutOfRangeError
+
+pytestmark = pytest.mark.timeout(180)
+TOPIC = "async-events"
+PARTITIONS = 2
+RECORDS = 3_000
+BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    with local_cluster(tmp_path_factory.mktemp("async"), controllers=1, brokers=2) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def produced(cluster) -> dict[int, list[bytes]]:
+    """partition -> values in offset order."""
+    bootstrap = cluster.spec.bootstrap_servers
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
+    sent: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 5}) as producer:
+        futures = [
+            (n, producer.send(TOPIC, b"v-%d" % n, partition=n % PARTITIONS, timestamp=BASE_TS + n))
+            for n in range(RECORDS)
+        ]
+        producer.flush()
+    for n, future in futures:
+        metadata = future.result(timeout=0)
+        assert metadata.offset == len(sent[metadata.partition])
+        sent[metadata.partition].append(b"v-%d" % n)
+    return sent
+
+
+def config(cluster, **settings: object) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.spec.bootstrap_servers,
+        "auto.offset.reset": "earliest",
+        **settings,
+    }
+
+
+async def poll_until(consumer: AsyncConsumer, count: int) -> list:
+    records: list = []
+    while len(records) < count:
+        batch = await consumer.poll(timeout=10)
+        assert batch, f"nothing after {len(records)} of {count} records"
+        records += batch
+    return records
+
+
+def test_every_record_comes_back_in_order_per_partition(cluster, produced) -> None:
+    async def main() -> None:
+        async with AsyncConsumer(config(cluster, **{"max.poll.records": 700})) as consumer:
+            await consumer.assign([(TOPIC, p) for p in range(PARTITIONS)])
+            records = await poll_until(consumer, RECORDS)
+            assert len(records) == RECORDS
+            for p in range(PARTITIONS):
+                mine = [r for r in records if r.partition == p]
+                assert [r.offset for r in mine] == list(range(len(produced[p])))
+                assert [r.value for r in mine] == produced[p]
+            assert consumer.positions() == {(TOPIC, p): len(produced[p]) for p in produced}
+            assert await consumer.poll(timeout=0.3) == [], "no record twice"
+
+    asyncio.run(main())
+
+
+def test_seeks_pauses_and_offset_lookups(cluster, produced) -> None:
+    tp0, tp1 = (TOPIC, 0), (TOPIC, 1)
+
+    async def main() -> None:
+        async with AsyncConsumer(config(cluster, **{"auto.offset.reset": "latest"})) as consumer:
+            await consumer.assign([tp0, tp1])
+            assert await consumer.position(tp0) == len(produced[0]), "latest = the end"
+            consumer.seek(tp0, 10)
+            consumer.pause([tp1])
+            consumer.seek(tp1, 0)
+            assert consumer.paused() == [tp1]
+            first = await consumer.poll(timeout=10)
+            assert (first[0].partition, first[0].offset) == (0, 10)
+            assert all(r.partition == 0 for r in first), "a paused partition hands nothing out"
+            consumer.resume([tp1])
+            consumer.seek_to_beginning([tp0])
+            seen = {r.partition for r in await poll_until(consumer, 1)}
+            assert seen <= {0, 1}
+            assert await consumer.position(tp0) >= 0
+            assert await consumer.end_offsets([tp0, tp1]) == {
+                tp0: len(produced[0]),
+                tp1: len(produced[1]),
+            }
+            assert await consumer.beginning_offsets([tp0]) == {tp0: 0}
+            found = await consumer.offsets_for_times({tp0: BASE_TS + 100})
+            assert found[tp0] is not None and found[tp0].offset == 50
+            with pytest.raises(NotImplementedError, match="assign"):
+                consumer.subscribe([TOPIC])
+
+    asyncio.run(main())
+
+
+def test_no_position_with_reset_none_is_an_error(cluster, produced) -> None:
+    async def main() -> None:
+        async with AsyncConsumer(config(cluster, **{"auto.offset.reset": "none"})) as consumer:
+            await consumer.assign([(TOPIC, 0)])
+            with pytest.raises(OffsetOutOfRangeError, match="seek"):
+                await consumer.poll(timeout=1)
+            consumer.seek((TOPIC, 0), len(produced[0]) - 1)
+            (last,) = await consumer.poll(timeout=10)
+            assert last.value == produced[0][-1]
+
+    asyncio.run(main())

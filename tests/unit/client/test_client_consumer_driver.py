@@ -1,0 +1,182 @@
+"""Goal: the consumer driver keeps one fetch in flight per broker, sends the next one at once after
+an answer without records but only after poll() took the records of one that had some (a long
+poll sent earlier would hold the broker's one fetch slot), resolves resets with ListOffsets when
+poll asks, and backs off after a failed fetch.
+
+Method: run ConsumerDriver on an event loop against an in-memory broker (no ports): each Fetch
+waits in a queue until the test answers it; metadata is a fixed fake. Loop turns are counted with
+`asyncio.sleep(0)`, never wall time: the driver sends synchronously from the answer's callback, so
+a fetch it would send is in the queue once the answering task has run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from samsa.client import consumer_driver
+from samsa.client.config import ConsumerConfig
+from samsa.client.consumer_driver import ConsumerDriver, take_records
+from samsa.common.record.codec import build_batch
+from samsa.v1 import broker_pb2
+
+T0 = ("t", 0)
+T1 = ("t", 1)
+
+
+class FakeMetadata:
+    def __init__(self) -> None:
+        self.leaders = {T0: 1, T1: 1}
+        self.endpoints = {1: "broker-1"}
+        self.partition_counts = {"t": 2}
+        self.stale = False
+
+    def needs_refresh(self) -> bool:
+        return False
+
+    def mark_stale(self) -> None:
+        self.stale = True
+
+    def refresh(self, topics: object = ()) -> None:
+        pass
+
+
+class FakeBroker:
+    """Fetches wait until the test answers them; ListOffsets answers `log_end_offset`."""
+
+    def __init__(self) -> None:
+        self.fetches: list[tuple[broker_pb2.FetchRequest, asyncio.Future]] = []
+        self.log_end_offset = 40
+
+    async def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> object:
+        answer = asyncio.get_running_loop().create_future()
+        self.fetches.append((request, answer))
+        return await answer
+
+    async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, timeout: float) -> object:
+        return broker_pb2.ListOffsetsResponse(
+            topics=[
+                broker_pb2.ListOffsetsResponse.TopicResponse(
+                    name=topic.name,
+                    partitions=[
+                        broker_pb2.ListOffsetsResponse.PartitionResponse(
+                            partition=p.partition, offset=self.log_end_offset
+                        )
+                        for p in topic.partitions
+                    ],
+                )
+                for topic in request.topics
+            ]
+        )
+
+
+def answer(**records: bytes) -> broker_pb2.FetchResponse:
+    return broker_pb2.FetchResponse(
+        topics=[
+            broker_pb2.FetchResponse.TopicResponse(
+                name="t",
+                partitions=[
+                    broker_pb2.FetchResponse.PartitionResponse(partition=int(k[1:]), records=v)
+                    for k, v in records.items()
+                ],
+            )
+        ]
+    )
+
+
+def asked(request: broker_pb2.FetchRequest) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition): p.fetch_offset for t in request.topics for p in t.partitions}
+
+
+async def turns(count: int = 20) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
+def run(test, **settings: object) -> None:
+    async def main() -> None:
+        broker = FakeBroker()
+        given = {"bootstrap.servers": "localhost:1", "auto.offset.reset": "latest", **settings}
+        driver = ConsumerDriver(ConsumerConfig.from_dict(given), FakeMetadata(), lambda: None)  # type: ignore[arg-type]
+        driver._stub = lambda endpoint: broker  # type: ignore[method-assign]
+        await driver.start()
+        try:
+            await test(driver, broker)
+        finally:
+            for _, pending in broker.fetches:
+                pending.cancel()
+            await driver.stop()
+
+    asyncio.run(main())
+
+
+def test_records_are_fetched_again_only_after_poll_took_them() -> None:
+    async def test(driver: ConsumerDriver, broker: FakeBroker) -> None:
+        with driver.lock:
+            driver.state.assign([T0, T1])
+            driver.state.seek(T0, 0)
+            driver.state.seek(T1, 0)
+        driver.wake()
+        await turns()
+        assert [asked(r) for r, _ in broker.fetches] == [{T0: 0, T1: 0}], "one fetch per broker"
+        broker.fetches.pop()[1].set_result(answer(p0=build_batch([b"a", b"b"])))
+        await turns()
+        assert broker.fetches == [], "T1 waits for T0's records to be taken, as it always did"
+        with driver.lock:
+            assert [r.value for r in take_records(driver.state, 500)] == [b"a", b"b"]
+        driver.wake()
+        await turns()
+        assert [asked(r) for r, _ in broker.fetches] == [{T0: 2, T1: 0}]
+        broker.fetches.pop()[1].set_result(answer())
+        await turns()
+        assert [asked(r) for r, _ in broker.fetches] == [{T0: 2, T1: 0}], (
+            "an answer without records is followed by the next fetch at once"
+        )
+
+    run(test)
+
+
+def test_a_reset_is_looked_up_when_poll_asks_and_then_fetched() -> None:
+    async def test(driver: ConsumerDriver, broker: FakeBroker) -> None:
+        with driver.lock:
+            driver.state.assign([T0])
+        driver.wake()
+        await turns()
+        assert broker.fetches == [] and driver.state.position(T0) is None
+        with driver.lock:
+            assert driver.state.request_resets()
+        driver.wake()
+        await turns()
+        assert driver.state.position(T0) == broker.log_end_offset
+        assert [asked(r) for r, _ in broker.fetches] == [{T0: broker.log_end_offset}]
+
+    run(test)
+
+
+def test_a_failed_fetch_marks_metadata_stale_and_backs_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [1_000]
+    monkeypatch.setattr(consumer_driver, "now_ms", lambda: clock[0])
+
+    async def test(driver: ConsumerDriver, broker: FakeBroker) -> None:
+        with driver.lock:
+            driver.state.assign([T0])
+            driver.state.seek(T0, 5)
+        driver.wake()
+        await turns()
+        failed = grpc.aio.AioRpcError(
+            grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata()
+        )
+        broker.fetches.pop()[1].set_exception(failed)
+        await turns()
+        assert driver.metadata.stale  # type: ignore[attr-defined]
+        assert broker.fetches == [], "backing off"
+        clock[0] += 1_000
+        driver.wake()
+        await turns()
+        assert [asked(r) for r, _ in broker.fetches] == [{T0: 5}]
+
+    run(test)
