@@ -16,6 +16,9 @@ import grpc
 
 from samsa.cli.launcher import ClusterSpec, LocalCluster, load_or_create, wait_healthy
 from samsa.common.errors import ErrorCode
+from samsa.metadata.image import MetadataImage
+from samsa.metadata.replay import replay
+from samsa.metadata.snapshot import from_snapshot
 from samsa.services.runtime import membership
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.secret import load_secret
@@ -182,3 +185,20 @@ class FakeCoordinator:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+
+
+def controller_image(endpoint: str) -> MetadataImage:
+    """The controller's image, rebuilt here from its metadata log with the real replay."""
+    stub = controller_stub(endpoint)
+    image = MetadataImage.empty()
+    while True:
+        answer = stub.FetchMetadata(
+            controller_pb2.FetchMetadataRequest(end_offset=image.end_offset, hash=image.hash),
+            timeout=5,
+        )
+        if answer.HasField("snapshot"):
+            image = from_snapshot(answer.snapshot)
+        for batch in answer.batches:
+            image = replay(image, batch)
+        if image.end_offset >= answer.committed_end_offset:
+            return image

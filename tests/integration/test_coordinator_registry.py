@@ -24,14 +24,18 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cluster_helpers import FAST_SETTINGS, FakeCoordinator, controller_stub, wait_until
+from cluster_helpers import (
+    FAST_SETTINGS,
+    FakeCoordinator,
+    controller_image,
+    controller_stub,
+    wait_until,
+)
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, GROUP_KEY_TYPE, group_partition
 from samsa.metadata.image import MetadataImage
-from samsa.metadata.replay import replay
-from samsa.metadata.snapshot import from_snapshot
 from samsa.services.runtime import membership
 from samsa.services.runtime.secret import load_secret
 from samsa.v1 import controller_pb2, coordinator_pb2, coordinator_pb2_grpc
@@ -57,23 +61,6 @@ def running_cluster(data_dir: Path) -> Iterator[LocalCluster]:
         yield cluster
     finally:
         cluster.stop_all()
-
-
-def controller_image(endpoint: str) -> MetadataImage:
-    """The controller's image, rebuilt here from its metadata log with the real replay."""
-    stub = controller_stub(endpoint)
-    image = MetadataImage.empty()
-    while True:
-        answer = stub.FetchMetadata(
-            controller_pb2.FetchMetadataRequest(end_offset=image.end_offset, hash=image.hash),
-            timeout=5,
-        )
-        if answer.HasField("snapshot"):
-            image = from_snapshot(answer.snapshot)
-        for batch in answer.batches:
-            image = replay(image, batch)
-        if image.end_offset >= answer.committed_end_offset:
-            return image
 
 
 def find(endpoint: str, groups: list[str]) -> coordinator_pb2.FindCoordinatorResponse:

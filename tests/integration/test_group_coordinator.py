@@ -24,16 +24,13 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cluster_helpers import FAST_SETTINGS, wait_until
+from cluster_helpers import FAST_SETTINGS, controller_image, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.client import Producer
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, GROUP_KEY_TYPE
-from samsa.metadata.image import MetadataImage
-from samsa.metadata.replay import replay
-from samsa.metadata.snapshot import from_snapshot
 from samsa.services.runtime import membership
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.secret import load_secret
@@ -169,22 +166,6 @@ def heartbeat_until_balanced(cluster: LocalCluster, members: list[RawMember], ea
         return all(len(member.owned) == each for member in members)
 
     wait_until(f"{len(members)} members owning {each} partitions each", balanced, timeout_s=60)
-
-
-def controller_image(endpoint: str) -> MetadataImage:
-    stub = controller_pb2_grpc.ControllerServiceStub(grpc.insecure_channel(endpoint))
-    image = MetadataImage.empty()
-    while True:
-        answer = stub.FetchMetadata(
-            controller_pb2.FetchMetadataRequest(end_offset=image.end_offset, hash=image.hash),
-            timeout=5,
-        )
-        if answer.HasField("snapshot"):
-            image = from_snapshot(answer.snapshot)
-        for batch in answer.batches:
-            image = replay(image, batch)
-        if image.end_offset >= answer.committed_end_offset:
-            return image
 
 
 def test_a_silent_member_is_expired_and_its_partitions_move(cluster: LocalCluster) -> None:
