@@ -6,18 +6,25 @@ from samsa.client.async_consumer import AsyncConsumer
 from samsa.client.async_producer import AsyncProducer
 from samsa.client.consumer import Consumer, ConsumerRecord, OffsetAndTimestamp
 from samsa.client.errors import KafkaError, NoBrokersAvailable, ProduceError, TopicError
+from samsa.client.group_admin import OffsetAndMetadata
+from samsa.client.group_driver import CommitFailedError, GroupMetadata
 from samsa.client.producer import Producer
+from samsa.client.rebalance import ConsumerRebalanceListener
 from samsa.client.record_future import RecordMetadata
 
 __all__ = [
     "Admin",
     "AsyncConsumer",
     "AsyncProducer",
+    "CommitFailedError",
     "Consumer",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
+    "GroupMetadata",
     "KafkaError",
     "NewTopic",
     "NoBrokersAvailable",
+    "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "ProduceError",
     "Producer",

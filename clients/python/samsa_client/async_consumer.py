@@ -12,23 +12,48 @@ buffered, `poll()` waits on an event the driver sets when it applied an answer. 
 change the core (seek, pause, resume) are plain methods; calls that need the network (assign
 checks the partitions exist, position may look an offset up, offsets_for_times) are coroutines.
 Only metadata reads leave the loop: they use sync gRPC in a worker thread (`asyncio.to_thread`).
+
+Groups work as in the sync Consumer (consumer.py's docstring): `subscribe()` joins, `poll()` runs
+the listener steps first (a listener's methods may be coroutines: they are awaited), `commit()`
+and `committed()` are coroutines, and `stop()` leaves the group.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import logging
+import time
 from collections.abc import Iterable, Mapping
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
-from samsa.client.consumer import POSITION_WAIT_MARGIN_S, SUBSCRIBE_NOT_YET
+from samsa.client.consumer import (
+    LEAVE_TIMEOUT_S,
+    POSITION_WAIT_MARGIN_S,
+    check_not_subscribed,
+    group_of,
+    offsets_to_commit,
+)
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import EARLIEST, LATEST, ConsumerRecord, OffsetAndTimestamp
+from samsa.client.group_admin import OffsetAndMetadata
+from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
+from samsa.client.group_member import MemberState
+from samsa.client.rebalance import (
+    ConsumerRebalanceListener,
+    begin_step,
+    end_step,
+    member_error,
+    subscription_of,
+)
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
+
+log = logging.getLogger(__name__)
 
 
 class AsyncConsumer:
@@ -41,6 +66,7 @@ class AsyncConsumer:
         self._progress = asyncio.Event()  # set by the driver after it applied an answer
         self._driver: ConsumerDriver | None = None
         self._closed = False
+        self._listener = ConsumerRebalanceListener()
 
     async def start(self) -> None:
         self._driver = ConsumerDriver(self.config, self._metadata, self._progress.set)
@@ -56,12 +82,56 @@ class AsyncConsumer:
 
     # --- assignment and positions -----------------------------------------------------------------
 
-    def subscribe(self, topics: Iterable[str]) -> None:
-        raise NotImplementedError(SUBSCRIBE_NOT_YET)
+    def subscribe(
+        self,
+        topics: str | Iterable[str] = (),
+        *,
+        pattern: str | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Join the group for these topics or the topics matching `pattern` (see Consumer)."""
+        driver = self._started()
+        group = group_of(driver, "subscribe()")
+        subscription = subscription_of(topics, pattern)
+        if driver.state.assignment() and group.member.state is MemberState.UNSUBSCRIBED:
+            raise KafkaError(
+                "subscribe() cannot be used after assign(): assign([]) first",
+                ErrorCode.INVALID_REQUEST,
+            )
+        error = member_error(group.member)
+        if error is not None:
+            raise error
+        self._listener = listener or ConsumerRebalanceListener()
+        with driver.lock:
+            group.member.subscribe(subscription, now_ms())
+        group.wake()
+
+    async def unsubscribe(self) -> None:
+        """Give every partition back (on_partitions_revoked, after an auto-commit) and leave."""
+        driver = self._started()
+        group = driver.group
+        if group is None:
+            return
+        with driver.lock:
+            group.member.unsubscribe(now_ms())
+        group.wake()
+        await self._run_rebalance_steps(driver, group)
+        deadline = time.monotonic() + LEAVE_TIMEOUT_S
+        while group.member.state is MemberState.LEAVING:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log.warning("group %r: the leave heartbeat was not answered", group.group_id)
+                break
+            self._progress.clear()
+            await self._wait_for_progress(remaining)
+        with driver.lock:
+            driver.state.assign([])
 
     async def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Consume exactly these partitions, starting per `auto.offset.reset`."""
+        """Consume exactly these partitions, starting at the group's committed offsets (with a
+        group.id), else per `auto.offset.reset`."""
         driver = self._started()
+        check_not_subscribed(driver.group)
         assigned = [(topic, int(partition)) for topic, partition in partitions]
         await asyncio.to_thread(self._metadata.refresh, {topic for topic, _ in assigned})
         check_partitions_exist(self._metadata, assigned)
@@ -159,18 +229,43 @@ class AsyncConsumer:
         driver = self._started()
         return await driver.list_offsets(wanted, self.config.session_timeout_ms / 1000)
 
+    # --- committed offsets ------------------------------------------------------------------------
+
+    async def commit(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+    ) -> None:
+        """Commit these offsets, or the consumed positions of every assigned partition."""
+        driver = self._started()
+        await group_of(driver, "commit()").commit(offsets_to_commit(driver, offsets))
+
+    async def committed(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offset of each partition (None: nothing committed)."""
+        group = group_of(self._started(), "committed()")
+        return await group.fetch_committed([(topic, int(p)) for topic, p in partitions])
+
+    def group_metadata(self) -> GroupMetadata:
+        return group_of(self._started(), "group_metadata()").metadata()
+
     # --- fetching ---------------------------------------------------------------------------------
 
     async def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
-        """Up to `max.poll.records` records, waiting up to `timeout` seconds for some."""
+        """Up to `max.poll.records` records, waiting up to `timeout` seconds for some. With a
+        group, listener calls run here first."""
         driver = self._started()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         limit = self.config.max_poll_records
         state = driver.state
-        if state.request_resets():
-            driver.wake()
+        group = driver.group
+        if group is not None:
+            self._group_poll(group)
         while True:
+            if group is not None:
+                await self._run_rebalance_steps(driver, group)
+            if state.request_resets():
+                driver.wake()
             self._progress.clear()  # no await until the wait: no answer is missed
             try:
                 with driver.lock:  # uncontended: only this loop uses the core
@@ -181,10 +276,55 @@ class AsyncConsumer:
             if records:
                 driver.wake()  # fetch what is no longer buffered
                 return records
+            if group is not None and group.member.pending_callback() is not None:
+                continue
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return []
             await self._wait_for_progress(remaining)
+
+    def _group_poll(self, group: GroupDriver) -> None:
+        """As Consumer._group_poll: the poll timer, a fatal error, the auto-commit."""
+        now = now_ms()
+        was_stale = group.member.state is MemberState.STALE
+        with group.lock:
+            group.member.on_poll(now)
+            error = member_error(group.member)
+            if error is not None:
+                raise error
+            due = group.auto_commit_due(now)
+        if was_stale:
+            group.wake()
+        if due:
+            group.spawn(group.commit_in_background(due))
+
+    async def _run_rebalance_steps(self, driver: ConsumerDriver, group: GroupDriver) -> None:
+        """Run every pending listener call (rebalance.py); coroutine methods are awaited."""
+        while True:
+            with driver.lock:
+                step = begin_step(group.member, driver.state, self.config.enable_auto_commit)
+            if step is None:
+                return
+            if step.commit_first:
+                try:
+                    await group.commit(step.commit_first)
+                except KafkaError as error:
+                    log.warning(
+                        "group %r: commit before revocation failed: %s", group.group_id, error
+                    )
+            failure = None
+            try:
+                result = step.listener_method(self._listener)(step.partitions)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as error:  # raised by poll() once the step is done, as in Kafka
+                failure = error
+            with driver.lock:
+                end_step(group.member, driver.state, step, now_ms())
+            group.wake()
+            driver.wake()
+            if failure is not None:
+                raise failure
 
     async def _wait_for_progress(self, timeout_s: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -195,6 +335,12 @@ class AsyncConsumer:
         """Stop the driver: fetches in flight end, fetch sessions are closed."""
         if self._driver is None or self._closed:
             return
+        group = self._driver.group
+        if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
+            try:
+                await self.unsubscribe()
+            except Exception:  # stopping goes on: the session timeout removes the member
+                log.exception("group %r: leaving at stop failed", group.group_id)
         self._closed = True
         await self._driver.stop()
         self._channels.close()

@@ -239,6 +239,10 @@ CONSUMER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("session.timeout.ms", _integer(1, INT_MAX), 45_000),
     _Setting("heartbeat.interval.ms", _integer(1, INT_MAX), 3_000),
     _Setting("client.rack", _string, ""),
+    _Setting("max.poll.interval.ms", _integer(1, INT_MAX), 300_000),
+    _Setting("group.remote.assignor", _choice("", "uniform", "range"), ""),
+    _Setting("default.api.timeout.ms", _integer(1, INT_MAX), 60_000),
+    _Setting("retry.backoff.ms", _INT, 100),
 )
 
 
@@ -351,6 +355,11 @@ def _validate_producer(values: dict[str, Any], given: Mapping[str, object]) -> N
 
 
 def _validate_consumer(values: dict[str, Any], given: Mapping[str, object]) -> None:
+    if values["isolation_level"] == "read_committed":
+        raise InvalidConfigError(
+            "isolation.level=read_committed is not supported yet: Samsa has no transactions, "
+            "so every record is committed; use read_uncommitted (the default)"
+        )
     if values["heartbeat_interval_ms"] >= values["session_timeout_ms"]:
         raise InvalidConfigError(
             f"heartbeat.interval.ms ({values['heartbeat_interval_ms']}) must be lower than "
@@ -433,6 +442,10 @@ class ConsumerConfig:
     session_timeout_ms: int
     heartbeat_interval_ms: int
     client_rack: str
+    max_poll_interval_ms: int
+    group_remote_assignor: str
+    default_api_timeout_ms: int
+    retry_backoff_ms: int
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:

@@ -21,17 +21,28 @@ processed the last ones. This facade adds a loop thread and no rule:
 - Errors found by the driver (an offset out of range with auto.offset.reset=none, a corrupt
   batch, a failed lookup) are raised by the next `poll()` (lookup errors also by `position()`).
 
-`AsyncConsumer` (async_consumer.py) runs the same driver on the caller's own loop. Consumer
-groups (subscribe, committed offsets) come with the coordinator; `subscribe()` says so. The
-seam for them: assignment comes from outside the driver, through the core's `assign`.
+Consumer groups (`group.id`). `subscribe()` joins the group; the group driver (group_driver.py)
+heartbeats on the loop, so a slow application never misses a heartbeat (only
+`max.poll.interval.ms` without a poll makes it leave). What the coordinator assigns reaches the
+fetch state through listener steps (rebalance.py) that `poll()` runs on the caller's thread
+before taking records: revoked partitions are auto-committed (with `enable.auto.commit`), the
+listener is told, and only then are they given back. Newly assigned partitions start at the
+group's committed offsets. `commit()` commits the consumed positions (or given offsets) with the
+member's epoch; auto-commit runs from `poll()` every `auto.commit.interval.ms`, so what it
+commits was returned by an earlier poll. `close()` gives everything back and leaves the group.
+
+`AsyncConsumer` (async_consumer.py) runs the same drivers on the caller's own loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import Any, TypeVar
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
@@ -44,20 +55,64 @@ from samsa.client.fetch_state import (
     ConsumerRecord,
     OffsetAndTimestamp,
 )
+from samsa.client.group_admin import OffsetAndMetadata
+from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
+from samsa.client.group_member import MemberState
+from samsa.client.rebalance import (
+    ConsumerRebalanceListener,
+    begin_step,
+    end_step,
+    member_error,
+    subscription_of,
+)
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
 
 __all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerRecord", "OffsetAndTimestamp"]
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 # How long close() waits for the driver to stop and the loop thread to end.
 STOP_TIMEOUT_S = 5.0
 # position() waits for its lookup at most session.timeout.ms (the lookup's own limit) plus this.
 POSITION_WAIT_MARGIN_S = 5.0
+# unsubscribe() and close() wait this long at most for the leave heartbeat's answer.
+LEAVE_TIMEOUT_S = 5.0
 
-SUBSCRIBE_NOT_YET = (
-    "consumer groups (subscribe, committed offsets) come with the group coordinator; "
-    "use assign([(topic, partition), ...]) for now"
-)
+
+def group_of(driver: ConsumerDriver, call: str) -> GroupDriver:
+    """The consumer's group driver; a clear error when no group.id was configured."""
+    if driver.group is None:
+        raise KafkaError(
+            f"{call} needs a group.id in the consumer's configuration", ErrorCode.INVALID_GROUP_ID
+        )
+    return driver.group
+
+
+def offsets_to_commit(
+    driver: ConsumerDriver, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Under no lock: the given offsets, or the consumed positions of every assigned partition."""
+    if offsets is not None:
+        return {
+            (topic, int(partition)): at
+            if isinstance(at, OffsetAndMetadata)
+            else OffsetAndMetadata(at)
+            for (topic, partition), at in offsets.items()
+        }
+    with driver.lock:
+        consumed = driver.state.consumed()
+    return {tp: OffsetAndMetadata(offset, epoch) for tp, (offset, epoch) in consumed.items()}
+
+
+def check_not_subscribed(group: GroupDriver | None) -> None:
+    """Under the lock: assign() is refused while subscribed (Kafka's rule)."""
+    if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
+        raise KafkaError(
+            "assign() cannot be used while subscribed: unsubscribe() first",
+            ErrorCode.INVALID_REQUEST,
+        )
 
 
 class Consumer:
@@ -71,6 +126,7 @@ class Consumer:
         self._state = self._driver.state  # touched only under self._progress (the driver's lock)
         self._progress = threading.Condition(self._driver.lock)
         self._closed = False
+        self._listener = ConsumerRebalanceListener()
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(
             target=self._loop.run_forever, name="samsa-consumer", daemon=True
@@ -80,12 +136,55 @@ class Consumer:
 
     # --- assignment and positions -----------------------------------------------------------------
 
-    def subscribe(self, topics: Iterable[str]) -> None:
-        raise NotImplementedError(SUBSCRIBE_NOT_YET)
+    def subscribe(
+        self,
+        topics: str | Iterable[str] = (),
+        *,
+        pattern: str | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Join the group (`group.id`) for these topics, or the topics whose whole name matches
+        `pattern`; the coordinator assigns partitions, `listener` is told from `poll()`."""
+        group = group_of(self._driver, "subscribe()")
+        subscription = subscription_of(topics, pattern)
+        with self._progress:
+            if self._state.assignment() and group.member.state is MemberState.UNSUBSCRIBED:
+                raise KafkaError(
+                    "subscribe() cannot be used after assign(): assign([]) first",
+                    ErrorCode.INVALID_REQUEST,
+                )
+            error = member_error(group.member)
+            if error is not None:
+                raise error
+            self._listener = listener or ConsumerRebalanceListener()
+            group.member.subscribe(subscription, now_ms())
+        group.wake_threadsafe()
+
+    def unsubscribe(self) -> None:
+        """Give every partition back (on_partitions_revoked, after an auto-commit) and leave."""
+        group = self._driver.group
+        if group is None:
+            return
+        with self._progress:
+            group.member.unsubscribe(now_ms())
+        group.wake_threadsafe()
+        self._run_rebalance_steps(group)
+        deadline = time.monotonic() + LEAVE_TIMEOUT_S
+        with self._progress:
+            while group.member.state is MemberState.LEAVING:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.warning("group %r: the leave heartbeat was not answered", group.group_id)
+                    break
+                self._progress.wait(remaining)
+            self._state.assign([])
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Consume exactly these partitions, starting per `auto.offset.reset`."""
+        """Consume exactly these partitions, starting at the group's committed offsets (with a
+        group.id), else per `auto.offset.reset`."""
         assigned = [(topic, int(partition)) for topic, partition in partitions]
+        with self._progress:
+            check_not_subscribed(self._driver.group)
         self._metadata.refresh({topic for topic, _ in assigned})
         check_partitions_exist(self._metadata, assigned)
         with self._progress:
@@ -179,18 +278,60 @@ class Consumer:
         lookup = self._driver.list_offsets(wanted, timeout_s)
         return asyncio.run_coroutine_threadsafe(lookup, self._loop).result()
 
+    # --- committed offsets ------------------------------------------------------------------------
+
+    def commit(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+    ) -> None:
+        """Commit these offsets (the next offsets to read), or the consumed positions of every
+        assigned partition; waits for the coordinator's answer. CommitFailedError when this
+        member is no longer in the group."""
+        group = group_of(self._driver, "commit()")
+        self._on_loop(group.commit(offsets_to_commit(self._driver, offsets)))
+
+    def commit_async(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+    ) -> concurrent.futures.Future[None]:
+        """commit() without waiting: the future completes with the coordinator's answer."""
+        group = group_of(self._driver, "commit_async()")
+        self._check_open()
+        commit = group.commit(offsets_to_commit(self._driver, offsets))
+        return asyncio.run_coroutine_threadsafe(commit, self._loop)
+
+    def committed(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offset of each partition (None: nothing committed)."""
+        group = group_of(self._driver, "committed()")
+        wanted = [(topic, int(partition)) for topic, partition in partitions]
+        return self._on_loop(group.fetch_committed(wanted))
+
+    def group_metadata(self) -> GroupMetadata:
+        """This consumer's group id, member id and epoch."""
+        return group_of(self._driver, "group_metadata()").metadata()
+
+    def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        self._check_open()
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
     # --- fetching ---------------------------------------------------------------------------------
 
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
-        """Up to `max.poll.records` records, waiting up to `timeout` seconds for some."""
+        """Up to `max.poll.records` records, waiting up to `timeout` seconds for some. With a
+        group, listener calls run here first (see the module docstring)."""
         self._check_open()
         deadline = time.monotonic() + timeout
         limit = self.config.max_poll_records
         state = self._state
-        with self._progress:
-            if state.request_resets():
-                self._driver.wake_threadsafe()
-            while True:
+        group = self._driver.group
+        if group is not None:
+            self._group_poll(group)
+        while True:
+            if group is not None:
+                self._run_rebalance_steps(group)
+            with self._progress:
+                if state.request_resets():
+                    self._driver.wake_threadsafe()
                 try:
                     records = take_records(state, limit)
                 except Exception:
@@ -199,14 +340,65 @@ class Consumer:
                 if records:
                     self._driver.wake_threadsafe()  # fetch what is no longer buffered
                     return records
+                if group is not None and group.member.pending_callback() is not None:
+                    continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return []
                 self._progress.wait(remaining)
 
+    def _group_poll(self, group: GroupDriver) -> None:
+        """At each poll: the poll timer restarts, a fatal group error is raised, and the
+        auto-commit runs when due (positions returned by earlier polls, so processed)."""
+        now = now_ms()
+        with self._progress:
+            was_stale = group.member.state is MemberState.STALE
+            group.member.on_poll(now)
+            error = member_error(group.member)
+            if error is not None:
+                raise error
+            due = group.auto_commit_due(now)
+        if was_stale:
+            group.wake_threadsafe()
+        if due:
+            self._loop.call_soon_threadsafe(group.spawn, group.commit_in_background(due))
+
+    def _run_rebalance_steps(self, group: GroupDriver) -> None:
+        """Run every pending listener call, on this thread (rebalance.py)."""
+        while True:
+            with self._progress:
+                step = begin_step(group.member, self._state, self.config.enable_auto_commit)
+            if step is None:
+                return
+            if step.commit_first:
+                try:
+                    self._on_loop(group.commit(step.commit_first))
+                except KafkaError as error:
+                    log.warning(
+                        "group %r: commit before revocation failed: %s", group.group_id, error
+                    )
+            failure = None
+            try:
+                step.listener_method(self._listener)(step.partitions)
+            except Exception as error:  # raised by poll() once the step is done, as in Kafka
+                failure = error
+            with self._progress:
+                end_step(group.member, self._state, step, now_ms())
+            group.wake_threadsafe()
+            self._driver.wake_threadsafe()
+            if failure is not None:
+                raise failure
+
     def close(self) -> None:
+        """Leave the group (after on_partitions_revoked and an auto-commit), stop fetching."""
         if self._closed:
             return
+        group = self._driver.group
+        if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
+            try:
+                self.unsubscribe()
+            except Exception:  # closing goes on: the session timeout removes the member
+                log.exception("group %r: leaving at close failed", group.group_id)
         self._closed = True
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
         try:

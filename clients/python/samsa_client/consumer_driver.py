@@ -22,8 +22,10 @@ positions, resets, buffers and which fetches to send. This module does its I/O o
 
 `lock` guards the core; it is held for pure calls only, never across I/O or an await. A sync
 facade calls the core from its own thread under `lock` (take, seek, pause, assign) and wakes the
-loop with `wake_threadsafe()`. Assignment comes from outside (the facade's `assign` today; a
-group member's reconciliation later) through the same core calls.
+loop with `wake_threadsafe()`. Assignment comes from outside through the same core calls: the
+facade's `assign`, or a group member's reconciliation (rebalance.py, run from `poll()`). With a
+`group.id`, the group driver (group_driver.py) runs beside this one on the same loop: it
+heartbeats, commits, and resolves the core's COMMITTED resets with OffsetFetch.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from samsa.client.channels import AioChannels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
-from samsa.client.fetch_state import ConsumerRecord, FetchPlan, FetchState
+from samsa.client.fetch_state import COMMITTED, ConsumerRecord, FetchPlan, FetchState
+from samsa.client.group_driver import GroupDriver
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -107,6 +110,13 @@ class ConsumerDriver:
         self.state = FetchState(config)
         self._on_progress = on_progress
         self._channels = AioChannels()
+        self.group = (
+            GroupDriver(
+                config, self.lock, self.state, metadata.bootstrap, self._channels, on_progress
+            )
+            if config.group_id is not None
+            else None
+        )
         self._fetch_timeout_s = config.fetch_max_wait_ms / 1000 + FETCH_TIMEOUT_MARGIN_S
         self._tasks: set[asyncio.Task[None]] = set()  # fetches and lookups in flight
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -148,6 +158,8 @@ class ConsumerDriver:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._task = self._loop.create_task(self._run(), name="samsa-consumer-driver")
+        if self.group is not None:
+            await self.group.start()
 
     async def stop(self) -> None:
         """End the loop and every fetch and lookup, close the fetch sessions and channels."""
@@ -155,6 +167,8 @@ class ConsumerDriver:
         self._stopping = True
         self._wake.set()
         await self._task
+        if self.group is not None:
+            await self.group.stop()
         tasks, self._tasks = list(self._tasks), set()
         for task in tasks:
             task.cancel()
@@ -193,6 +207,11 @@ class ConsumerDriver:
         plan = self._send_fetches()
         with self.lock:
             lookups = self.state.offsets_to_look_up()
+        committed = {tp: token for tp, (spec, token) in lookups.items() if spec == COMMITTED}
+        if committed:
+            assert self.group is not None, "COMMITTED resets come only with a group.id"
+            self._spawn(self._resolve_committed(committed))
+            lookups = {tp: lookup for tp, lookup in lookups.items() if tp not in committed}
         if lookups:
             self._spawn(self._look_up(lookups))
         if plan.metadata_stale:
@@ -271,6 +290,14 @@ class ConsumerDriver:
             self._send_fetches_and_poke()  # else: once poll() took them (it wakes the driver)
 
     # --- ListOffsets ------------------------------------------------------------------------------
+
+    async def _resolve_committed(self, tokens: Mapping[TopicPartition, int]) -> None:
+        """Start partitions at the group's committed offsets (else per auto.offset.reset)."""
+        assert self.group is not None
+        await self.group.resolve_committed(tokens)
+        self._on_progress()
+        if not self._stopping:
+            self._send_fetches_and_poke()
 
     async def _look_up(self, lookups: Mapping[TopicPartition, tuple[int, int]]) -> None:
         """Resolve resets (tp -> (OFFSET_SPEC, token)) and hand the offsets to the core."""

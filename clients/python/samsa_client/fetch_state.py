@@ -21,7 +21,10 @@ Outputs:
   records `poll()` can take were buffered (then the driver fetches again only once `poll()` took
   them, as the consumer always did; otherwise at once).
 
-Invariants. An assigned partition has either a position or a reset pending, never both. A reset
+Invariants. An assigned partition has either a position or a reset pending, never both. With a
+`group.id`, a newly assigned partition starts at the group's committed offset: its reset is
+COMMITTED, which the driver resolves with OffsetFetch at the coordinator rather than ListOffsets;
+a partition without one falls back to `auto.offset.reset` (`on_committed_missing`). A reset
 set by the application (assign, seek_to_beginning/end) is *due* only once `request_resets()` is
 called, from `poll()` or `position()` (Kafka evaluates them lazily); one set by a fetch answer
 (out of range, or a truncation with no end offset) is due at once. Every reset and lookup carries a
@@ -58,6 +61,7 @@ TopicPartition = tuple[str, int]
 EARLIEST = broker_pb2.OFFSET_SPEC_EARLIEST
 LATEST = broker_pb2.OFFSET_SPEC_LATEST
 NO_RESET = -1  # auto.offset.reset=none: a partition without a position is an error
+COMMITTED = -2  # the group's committed offset (OffsetFetch), else auto.offset.reset
 
 # After a fetch from a broker failed, that broker is not fetched from again for this long (the
 # consumer used to sleep this long in poll()).
@@ -137,7 +141,7 @@ class _Reset:
     __slots__ = ("due", "in_flight", "spec", "token")
 
     def __init__(self, spec: int, token: int, due: bool) -> None:
-        self.spec = spec  # EARLIEST, LATEST or NO_RESET
+        self.spec = spec  # EARLIEST, LATEST, COMMITTED or NO_RESET
         self.token = token
         self.due = due  # may be looked up now
         self.in_flight = False
@@ -180,10 +184,11 @@ class FetchState:
             del self._partitions[tp]
             self._resets.pop(tp, None)
         self._assigned = assigned
+        initial = COMMITTED if self.config.group_id is not None else self.default_reset()
         for tp in assigned:
             if tp not in self._partitions:
                 self._partitions[tp] = _Partition()
-                self._set_reset(tp, self.default_reset(), due=False)
+                self._set_reset(tp, initial, due=False)
 
     def assignment(self) -> list[TopicPartition]:
         return list(self._assigned)
@@ -223,6 +228,19 @@ class FetchState:
             if (p := self._partitions[tp]).position is not None
         }
 
+    def consumed(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        """What commit() commits: (position, leader epoch of the last record handed out) of
+        these assigned partitions (None: all) that have a position."""
+        wanted = self._assigned if partitions is None else partitions
+        consumed = {}
+        for tp in wanted:
+            partition = self._partitions.get(tp)
+            if partition is not None and partition.position is not None:
+                consumed[tp] = (partition.position, partition.leader_epoch)
+        return consumed
+
     def read_replicas(self) -> dict[TopicPartition, int]:
         return {
             tp: p.read_replica for tp, p in self._partitions.items() if p.read_replica is not None
@@ -245,8 +263,9 @@ class FetchState:
         partition has none to reset to (auto.offset.reset=none). True: lookups became due."""
         undefined = [tp for tp, reset in self._resets.items() if reset.spec == NO_RESET]
         if undefined:
+            committed = " and no committed offset" if self.config.group_id is not None else ""
             raise OffsetOutOfRangeError(
-                f"no position for {undefined} and auto.offset.reset=none: seek() first"
+                f"no position for {undefined}{committed} and auto.offset.reset=none: seek() first"
             )
         newly_due = False
         for reset in self._resets.values():
@@ -275,6 +294,14 @@ class FetchState:
             del self._resets[tp]
             partition = self._partitions[tp]
             partition.position = partition.fetch_offset = offset
+
+    def on_committed_missing(self, tokens: Mapping[TopicPartition, int]) -> None:
+        """The group has no committed offset for these (tp -> token): start per
+        auto.offset.reset, looked up at once (with `none`, the next poll raises)."""
+        for tp, token in tokens.items():
+            reset = self._resets.get(tp)
+            if reset is not None and reset.token == token:
+                self._set_reset(tp, self.default_reset(), due=True)
 
     def on_lookup_failed(self, tokens: Mapping[TopicPartition, int], error: Exception) -> None:
         """The lookup gave up (`error` is raised by the next poll or position); the resets stay

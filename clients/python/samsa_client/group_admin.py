@@ -189,10 +189,16 @@ def offset_fetch_request(
 
 
 def offset_commit_request(
-    group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+    group_id: str,
+    offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+    member_id: str = "",
+    member_epoch: int = -1,
 ) -> c.OffsetCommitRequest:
-    """An OffsetCommit from outside the group protocol: member_id "" and member_epoch -1."""
-    request = c.OffsetCommitRequest(group_id=group_id, member_id="", member_epoch=-1)
+    """An OffsetCommit; by default from outside the group protocol (member_id "" and
+    member_epoch -1), else from a member at its epoch."""
+    request = c.OffsetCommitRequest(
+        group_id=group_id, member_id=member_id, member_epoch=member_epoch
+    )
     by_topic: dict[str, c.OffsetCommitTopic] = {}
     for (topic, partition), value in sorted(offsets.items()):
         if isinstance(value, int):

@@ -93,6 +93,10 @@ def test_consumer_defaults_are_kafkas() -> None:
         "session.timeout.ms": 45000,
         "heartbeat.interval.ms": 3000,
         "client.rack": "",
+        "max.poll.interval.ms": 300000,
+        "group.remote.assignor": "",
+        "default.api.timeout.ms": 60000,
+        "retry.backoff.ms": 100,
     }
 
 
@@ -153,7 +157,13 @@ def test_bootstrap_servers_spellings(value: object, expected: tuple[str, ...]) -
 
 def test_choices_are_case_insensitive_and_normalised() -> None:
     assert producer(compression_type="ZSTD").compression_type == "zstd"
-    assert consumer(isolation_level="Read_Committed").isolation_level == "read_committed"
+    assert consumer(isolation_level="Read_Uncommitted").isolation_level == "read_uncommitted"
+    assert consumer(group_remote_assignor="Range").group_remote_assignor == "range"
+
+
+def test_read_committed_is_refused_until_transactions_exist() -> None:
+    with pytest.raises(InvalidConfigError, match="read_committed is not supported yet"):
+        ConsumerConfig.from_dict({**SERVERS, "isolation.level": "read_committed"})
 
 
 # --- unknown keys ---------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ CORE_MODULES = (
     "retry_backoff.py",
     "group_member.py",
     "fetch_state.py",
+    "rebalance.py",
+    "group_admin.py",
 )
 FORBIDDEN = {
     "asyncio",

@@ -1,0 +1,413 @@
+"""The group driver: a consumer's membership and offsets, on the consumer driver's loop.
+
+Theory of operation. The group member (group_member.py, a pure core written as one transition
+table) decides everything about membership: when to heartbeat, what to report as owned, which
+listener call comes next. The fetch state (fetch_state.py) holds positions. This module does the
+group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer driver's `lock`
+(held for pure calls only):
+
+- `_run` is one task: it checks `max.poll.interval.ms`, finds the group's coordinator when it is
+  not known (FindCoordinator on the bootstrap servers: every service answers it), and sends the
+  heartbeat the member asks for. The answer goes to the member; then `on_progress` wakes a
+  waiting `poll()`, since a listener call may now be pending. Heartbeats never wait for the
+  application: `poll()` only runs listener calls (`run_rebalance_step` below, from the facades).
+- `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
+  coordinator, found again after NOT_COORDINATOR and the like, retried until
+  `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent again with the epoch
+  the next heartbeat brings, while the member is still in the group; UNKNOWN_MEMBER_ID or
+  FENCED_MEMBER_EPOCH mean its partitions may already be someone else's: CommitFailedError.
+- The consumer driver resolves the COMMITTED resets of the fetch state through
+  `fetch_committed()` (a partition newly assigned starts at the group's committed offset).
+
+Listener calls run from the application's `poll()`, never here: see rebalance.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from samsa.client.channels import AioChannels
+from samsa.client.config import ConsumerConfig
+from samsa.client.errors import KafkaError
+from samsa.client.fetch_state import FetchState
+from samsa.client.group_admin import (
+    COORDINATOR_ERRORS,
+    OffsetAndMetadata,
+    first_commit_error_of,
+    offset_commit_request,
+    offset_fetch_request,
+    offsets_of,
+)
+from samsa.client.group_member import GroupMember, MemberSettings, MemberState
+from samsa.common.errors import ErrorCode
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import coordinator_pb2_grpc as cg
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+# One heartbeat's deadline: well inside any session, so a hung coordinator is left in time.
+HEARTBEAT_TIMEOUT_S = 5.0
+# One FindCoordinator, OffsetCommit or OffsetFetch call's deadline (the loops retry).
+CALL_TIMEOUT_S = 5.0
+# The longest the group task sleeps with nothing scheduled.
+IDLE_WAIT_S = 0.5
+# The member states in which it owns partitions under its epoch (and auto-commits them).
+IN_GROUP = frozenset({MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING})
+# ... and in which it may commit: also while leaving, until the leave heartbeat was answered
+# (on_partitions_revoked commits then).
+MAY_COMMIT = IN_GROUP | {MemberState.LEAVING}
+
+
+class CommitFailedError(KafkaError):
+    """The offsets were not committed because this member is no longer in the group (fenced,
+    expired, or left): its partitions may have moved to another member."""
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    """Who this consumer is in its group (for transactions' send_offsets_to_transaction)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    group_instance_id: str | None
+
+
+def now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class GroupDriver:
+    """See the module docstring. Runs on the consumer driver's loop; `member` and `state` are
+    touched only under `lock`."""
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        lock: threading.Lock,
+        state: FetchState,
+        bootstrap: Sequence[str],
+        channels: AioChannels,
+        on_progress: Callable[[], None],
+    ) -> None:
+        assert config.group_id is not None, "a group driver needs a group.id"
+        self.config = config
+        self.group_id = config.group_id
+        self.lock = lock
+        self.state = state
+        self.member = GroupMember(
+            MemberSettings(
+                group_id=config.group_id,
+                member_id=str(uuid.uuid4()),
+                instance_id=config.group_instance_id or "",
+                client_id=config.client_id,
+                rebalance_timeout_ms=config.max_poll_interval_ms,
+                max_poll_interval_ms=config.max_poll_interval_ms,
+                server_assignor=config.group_remote_assignor,
+                retry_backoff_ms=config.retry_backoff_ms,
+            )
+        )
+        self._bootstrap = bootstrap
+        self._channels = channels
+        self._on_progress = on_progress
+        self._endpoint: str | None = None  # the coordinator's, once found
+        self._lookup_next = 0
+        self._auto_commit_due_ms = now_ms() + config.auto_commit_interval_ms
+        self._auto_committed: dict[TopicPartition, int] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._wake_scheduled = False
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # --- any thread -------------------------------------------------------------------------------
+
+    def wake_threadsafe(self) -> None:
+        if self._wake_scheduled or self._loop is None:
+            return
+        self._wake_scheduled = True
+        self._loop.call_soon_threadsafe(self.wake)
+
+    def metadata(self) -> GroupMetadata:
+        with self.lock:
+            return GroupMetadata(
+                self.group_id,
+                self.member.settings.member_id,
+                self.member.member_epoch,
+                self.config.group_instance_id,
+            )
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake_scheduled = False
+        if self._wake is not None:
+            self._wake.set()
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._task = self._loop.create_task(self._run(), name="samsa-group-driver")
+
+    async def stop(self) -> None:
+        assert self._task is not None and self._wake is not None, "stop() before start()"
+        self._stopping = True
+        self._wake.set()
+        await self._task
+        tasks, self._tasks = list(self._tasks), set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        assert self._loop is not None
+        task = self._loop.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                wait_s = await self._turn()
+            except Exception:
+                log.exception("group driver error")
+                wait_s = self.config.retry_backoff_ms / 1000
+            if wait_s > 0 and not self._stopping:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait_s):
+                        await self._wake.wait()
+
+    async def _turn(self) -> float:
+        """Send the heartbeat that is due; returns how long to sleep unless woken."""
+        with self.lock:
+            self.member.check_poll_interval(now_ms())
+            due = self.member.heartbeat_due_ms()
+        if due is None:
+            return IDLE_WAIT_S
+        wait_ms = due - now_ms()
+        if wait_ms > 0:
+            return min(IDLE_WAIT_S, wait_ms / 1000)
+        endpoint = await self._coordinator()
+        if endpoint is None:
+            return self.config.retry_backoff_ms / 1000
+        with self.lock:
+            request = self.member.heartbeat_request(now_ms())
+        if request is not None:
+            self.spawn(self._heartbeat(endpoint, request))
+        return IDLE_WAIT_S
+
+    async def _heartbeat(self, endpoint: str, request: c.ConsumerGroupHeartbeatRequest) -> None:
+        stub = cg.GroupCoordinatorServiceStub(self._channels.get(endpoint))
+        try:
+            answer = await stub.ConsumerGroupHeartbeat(request, timeout=HEARTBEAT_TIMEOUT_S)
+        except grpc.RpcError as error:
+            log.info("heartbeat to the coordinator at %s failed: %s", endpoint, _status(error))
+            self._forget_coordinator(endpoint)
+            with self.lock:
+                self.member.on_heartbeat_failed(
+                    ErrorCode.NETWORK_EXCEPTION, _status(error), now_ms()
+                )
+        else:
+            if answer.error_code in COORDINATOR_ERRORS:
+                self._forget_coordinator(endpoint)
+            with self.lock:
+                self.member.on_heartbeat_answer(answer, now_ms())
+        self._on_progress()
+        assert self._wake is not None
+        self._wake.set()
+
+    # --- the coordinator --------------------------------------------------------------------------
+
+    def _forget_coordinator(self, endpoint: str) -> None:
+        if self._endpoint == endpoint:
+            self._endpoint = None
+
+    async def _coordinator(self) -> str | None:
+        """The group's coordinator endpoint; None when none is known now (retry later). A group
+        id the cluster refuses makes the member FATAL (poll raises it)."""
+        if self._endpoint is not None:
+            return self._endpoint
+        request = c.FindCoordinatorRequest(
+            key_type=c.COORDINATOR_KEY_TYPE_GROUP, keys=[self.group_id]
+        )
+        endpoints = self._bootstrap
+        for _ in endpoints:
+            endpoint = endpoints[self._lookup_next % len(endpoints)]
+            stub = cg.CoordinatorLookupServiceStub(self._channels.get(endpoint))
+            try:
+                answer = await stub.FindCoordinator(request, timeout=CALL_TIMEOUT_S)
+            except grpc.RpcError as error:
+                log.info("FindCoordinator at %s failed: %s", endpoint, _status(error))
+                self._lookup_next += 1
+                continue
+            location = answer.coordinators[0]
+            if location.error_code == ErrorCode.NONE:
+                self._endpoint = location.endpoint
+                return self._endpoint
+            if location.error_code not in COORDINATOR_ERRORS:
+                with self.lock:
+                    self.member.on_heartbeat_failed(
+                        ErrorCode(location.error_code), location.error_message, now_ms()
+                    )
+                self._on_progress()
+            return None
+        return None
+
+    async def _ask(self, method: str, request: Any, error_of: Callable[[Any], int]) -> Any:
+        """`method` at the coordinator until an answer that is not a coordinator error, finding
+        the coordinator again after one; KafkaError after default.api.timeout.ms."""
+        deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
+        problem = "no coordinator was found"
+        while True:
+            endpoint = await self._coordinator()
+            if endpoint is not None:
+                stub = cg.GroupCoordinatorServiceStub(self._channels.get(endpoint))
+                timeout_s = max(0.1, min(CALL_TIMEOUT_S, deadline - time.monotonic()))
+                try:
+                    answer = await getattr(stub, method)(request, timeout=timeout_s)
+                except grpc.RpcError as error:
+                    if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                        raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    self._forget_coordinator(endpoint)
+                    problem = f"the coordinator at {endpoint} did not answer ({_status(error)})"
+                else:
+                    code = error_of(answer)
+                    if code not in COORDINATOR_ERRORS:
+                        return answer
+                    self._forget_coordinator(endpoint)
+                    problem = f"the coordinator answered {ErrorCode(code).name}"
+            if time.monotonic() >= deadline:
+                raise KafkaError(
+                    f"{method} for group {self.group_id!r} did not complete within "
+                    f"default.api.timeout.ms ({self.config.default_api_timeout_ms}): {problem}",
+                    ErrorCode.REQUEST_TIMED_OUT,
+                )
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+
+    # --- offsets ----------------------------------------------------------------------------------
+
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Commit these offsets: with this member's id and epoch while it is in the group, from
+        outside the group protocol while it is not subscribed (assign() with a group.id)."""
+        if not offsets:
+            return
+        deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
+        while True:
+            with self.lock:
+                member = self.member
+                subscribed = member.state is not MemberState.UNSUBSCRIBED
+                if subscribed and (member.state not in MAY_COMMIT or member.member_epoch <= 0):
+                    raise CommitFailedError(
+                        f"offsets not committed: this member is not in group {self.group_id!r} "
+                        f"now ({member.state.value}); its partitions may belong to another member",
+                        ErrorCode.UNKNOWN_MEMBER_ID,
+                    )
+                if subscribed:
+                    request = offset_commit_request(
+                        self.group_id, offsets, member.settings.member_id, member.member_epoch
+                    )
+                else:
+                    request = offset_commit_request(self.group_id, offsets)
+            answer = await self._ask("OffsetCommit", request, lambda x: first_commit_error_of(x)[0])
+            code, message = first_commit_error_of(answer)
+            if code == ErrorCode.NONE:
+                return
+            if code == ErrorCode.STALE_MEMBER_EPOCH and time.monotonic() < deadline:
+                await asyncio.sleep(self.config.retry_backoff_ms / 1000)  # a heartbeat's epoch
+                continue
+            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH):
+                hint = (
+                    "the group has members: assign() with a group.id commits only while the "
+                    "group is empty"
+                    if not subscribed
+                    else "this member was fenced; its partitions may belong to another member"
+                )
+                raise CommitFailedError(f"offsets not committed: {message} ({hint})", code)
+            raise KafkaError.of(code, message)
+
+    async def fetch_committed(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offset of each partition (None: none committed)."""
+        request = offset_fetch_request(self.group_id, partitions)
+        answer = await self._ask("OffsetFetch", request, _offset_fetch_error)
+        found = offsets_of(answer)
+        return {tp: found.get(tp) for tp in partitions}
+
+    async def resolve_committed(self, tokens: Mapping[TopicPartition, int]) -> None:
+        """Resolve the fetch state's COMMITTED resets (tp -> token)."""
+        try:
+            found = await self.fetch_committed(list(tokens))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            with self.lock:
+                self.state.on_lookup_failed(tokens, error)
+            return
+        with self.lock:
+            self.state.on_offsets_found(
+                {tp: (tokens[tp], at.offset) for tp, at in found.items() if at is not None}
+            )
+            self.state.on_committed_missing(
+                {tp: tokens[tp] for tp, at in found.items() if at is None}
+            )
+
+    def auto_commit_due(self, now: int) -> dict[TopicPartition, OffsetAndMetadata] | None:
+        """Under the lock, from poll(): the consumed positions to auto-commit now (those that
+        moved since the last auto-commit), or None when it is not time yet."""
+        if not self.config.enable_auto_commit or now < self._auto_commit_due_ms:
+            return None
+        self._auto_commit_due_ms = now + self.config.auto_commit_interval_ms
+        if self.member.state not in IN_GROUP:
+            return None
+        consumed = self.state.consumed(self.member.owned)
+        moved = {
+            tp: OffsetAndMetadata(offset, epoch)
+            for tp, (offset, epoch) in consumed.items()
+            if self._auto_committed.get(tp) != offset
+        }
+        self._auto_committed.update((tp, at.offset) for tp, at in moved.items())
+        return moved or None
+
+    async def commit_in_background(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        """An auto-commit: failures are logged (the next one, or a revocation's, covers them)."""
+        try:
+            await self.commit(offsets)
+        except KafkaError as error:
+            log.warning("auto-commit of group %r failed: %s", self.group_id, error)
+            for tp in offsets:
+                self._auto_committed.pop(tp, None)
+
+
+def _offset_fetch_error(answer: c.OffsetFetchResponse) -> int:
+    if answer.error_code != ErrorCode.NONE:
+        return answer.error_code
+    for topic in answer.topics:
+        for partition in topic.partitions:
+            if partition.error_code != ErrorCode.NONE:
+                return partition.error_code
+    return ErrorCode.NONE
+
+
+def _status(error: grpc.RpcError) -> str:
+    if isinstance(error, grpc.Call):
+        return f"{error.code().name}: {error.details()}"
+    return str(error)

@@ -1,0 +1,125 @@
+"""Rebalance listener calls, run from the application's poll() — the pure half.
+
+Theory of operation. The group member (group_member.py) says which listener call comes next;
+Kafka's rule is that it runs on the application's thread, inside `poll()` (or `unsubscribe()` and
+`close()`). A call is one *step*:
+
+1. `begin_step` (under the consumer's lock): what goes before the listener. Newly assigned
+   partitions join the fetch state, starting at the group's committed offsets (their reset is
+   COMMITTED); lost partitions leave it, uncommitted. For revoked partitions with auto-commit on,
+   it returns their consumed positions, which the facade commits before the listener runs.
+2. The facade calls the listener (and awaits it for the AsyncConsumer).
+3. `end_step` (under the lock): revoked partitions leave the fetch state, and the member moves
+   on — its acknowledging heartbeat is then due at once, which lets the coordinator give the
+   revoked partitions to others. The move happens even when the listener raised (then poll()
+   raises it after the move), as in Kafka.
+
+A partition is therefore fetched until `on_partitions_revoked` returned, and reported as given
+back only after it. No I/O here: the facades do the committing and the waking.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from samsa.client.errors import KafkaError
+from samsa.client.fetch_state import FetchState
+from samsa.client.group_admin import OffsetAndMetadata
+from samsa.client.group_member import (
+    CallbackKind,
+    GroupMember,
+    MemberState,
+    PendingCallback,
+    Subscription,
+)
+
+TopicPartition = tuple[str, int]
+
+
+class ConsumerRebalanceListener:
+    """Told, from `poll()` on the caller's thread, when the group changes what this consumer
+    owns. Revoked partitions are given back in order: commit their offsets here when you commit
+    by hand. Lost partitions were taken away (this member was fenced or expired): their offsets
+    can no longer be committed. For the AsyncConsumer the methods may be coroutines."""
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> Any:
+        """Before these partitions are given back to the group."""
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> Any:
+        """These partitions were newly assigned (called before their first records)."""
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> Any:
+        """Instead of on_partitions_revoked when the partitions may already be another's."""
+        return self.on_partitions_revoked(partitions)
+
+
+@dataclass(frozen=True)
+class RebalanceStep:
+    """One listener call to make, with the offsets to auto-commit before it."""
+
+    callback: PendingCallback
+    partitions: list[TopicPartition]  # sorted, as the listener gets them
+    commit_first: dict[TopicPartition, OffsetAndMetadata]
+
+    def listener_method(
+        self, listener: ConsumerRebalanceListener
+    ) -> Callable[[list[TopicPartition]], Any]:
+        kind = self.callback.kind
+        if kind is CallbackKind.REVOKED:
+            return listener.on_partitions_revoked
+        if kind is CallbackKind.ASSIGNED:
+            return listener.on_partitions_assigned
+        return listener.on_partitions_lost
+
+
+def begin_step(member: GroupMember, state: FetchState, auto_commit: bool) -> RebalanceStep | None:
+    """Under the lock: the next listener call (None: none pending), after what goes first."""
+    callback = member.pending_callback()
+    if callback is None:
+        return None
+    partitions = sorted(callback.partitions)
+    commit_first: dict[TopicPartition, OffsetAndMetadata] = {}
+    assigned = state.assignment()
+    if callback.kind is CallbackKind.ASSIGNED:
+        state.assign(assigned + [tp for tp in partitions if tp not in set(assigned)])
+    elif callback.kind is CallbackKind.LOST:
+        state.assign([tp for tp in assigned if tp not in callback.partitions])
+    elif auto_commit:
+        consumed = state.consumed(partitions)
+        commit_first = {tp: OffsetAndMetadata(at, epoch) for tp, (at, epoch) in consumed.items()}
+    return RebalanceStep(callback, partitions, commit_first)
+
+
+def end_step(member: GroupMember, state: FetchState, step: RebalanceStep, now_ms: int) -> None:
+    """Under the lock: the listener returned or raised; see the module docstring."""
+    if step.callback.kind is CallbackKind.REVOKED:
+        state.assign([tp for tp in state.assignment() if tp not in step.callback.partitions])
+    member.on_callback_done(now_ms)
+
+
+def member_error(member: GroupMember) -> KafkaError | None:
+    """Under the lock: the error poll() raises once the member hit a non-retriable one."""
+    if member.state is MemberState.FATAL and member.error is not None:
+        code, message = member.error
+        return KafkaError.of(code, f"consumer group {member.settings.group_id!r}: {message}")
+    return None
+
+
+def subscription_of(topics: str | Iterable[str], pattern: str | None) -> Subscription:
+    """What subscribe() was given, checked: topic names, or one regex that must match a whole
+    topic name (as Kafka's does)."""
+    names = frozenset([topics] if isinstance(topics, str) else (str(t) for t in topics))
+    if pattern is not None and names:
+        raise ValueError("subscribe() takes topics or a pattern, not both")
+    if pattern is None:
+        if not names:
+            raise ValueError("subscribe() needs topics or a pattern (unsubscribe() to leave)")
+        return Subscription(topics=names)
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise ValueError(f"subscribe(pattern={pattern!r}) is not a valid regex: {error}") from None
+    return Subscription(pattern=pattern)
