@@ -1,9 +1,10 @@
 """`samsa groups` and `samsa cluster`'s coordinators as a user types them, against a real cluster.
 
-Goal: an operator can list, describe, see the lag of, reset the offsets of and delete consumer
-groups from the command line, as with Kafka's kafka-consumer-groups.sh: a reset prints its plan
-and changes nothing unless --execute; --execute and delete are refused (one clear line, exit 1)
-while the group has a live member, and work once it left.
+Goal: a person can consume as a member of a group (`samsa consume --group`, which commits
+exactly what it printed), and an operator can list, describe, see the lag of, reset the offsets
+of and delete consumer groups from the command line, as with Kafka's kafka-consumer-groups.sh: a
+reset prints its plan and changes nothing unless --execute; --execute and delete are refused
+(one clear line, exit 1) while the group has a live member, and work once it left.
 
 Method: one controller, one broker and two coordinators (real processes from the launcher,
 stopped by PID also on failure), 4 partitions of `__consumer_offsets`. The group's one member is a
@@ -222,3 +223,23 @@ def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster) -> No
     assert GROUP not in samsa(cluster, "groups", "list").stdout
     gone = samsa(cluster, "groups", "describe", GROUP)
     assert gone.returncode == 1 and "GROUP_ID_NOT_FOUND" in gone.stderr
+
+
+def test_consume_in_a_group_resumes_where_the_last_run_stopped(cluster: LocalCluster) -> None:
+    """`samsa consume --group` commits exactly what it printed: a second run prints the rest,
+    and the group's lag is then zero."""
+    first = samsa(
+        cluster, "consume", TOPIC, "--group", "console", "--from-beginning", "--count", "7"
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == [f"v{n}" for n in range(7)]
+    rest = samsa(cluster, "consume", TOPIC, "--group", "console", "--timeout", "3")
+    assert rest.returncode == 0, rest.stderr
+    assert rest.stdout.split() == [f"v{n}" for n in range(7, 20)]
+    lag = samsa(cluster, "groups", "lag", "console")
+    assert lag.returncode == 0, lag.stderr
+    assert lag.stdout.split("\n")[1].split() == ["orders", "0", "20", "20", "0", "-"]
+    assert "total lag 0" in lag.stdout
+
+    refused = samsa(cluster, "consume", TOPIC, "--group", "console", "--partition", "1")
+    assert refused.returncode != 0 and "--group takes no --partition" in refused.stderr

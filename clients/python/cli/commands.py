@@ -108,6 +108,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     consume.add_argument("--count", type=int, help="stop after this many records")
     consume.add_argument("--timeout", type=float, help="stop after this many idle seconds")
     consume.add_argument("--format", choices=("value", "kv", "json"), default="value")
+    consume.add_argument(
+        "--group",
+        help="consume as a member of this consumer group: its partitions, from its committed "
+        "offsets (--from-beginning where it has none); commits what was printed",
+    )
     add_connection(consume)
 
     add_group_commands(commands)
@@ -332,6 +337,8 @@ def _produce(args: argparse.Namespace) -> int:
 
 
 def _consume(args: argparse.Namespace) -> int:
+    if args.group is not None:
+        return _consume_in_group(args)
     reset = "earliest" if args.from_beginning else "latest"
     consumer = Consumer(
         {"bootstrap.servers": bootstrap(args), "auto.offset.reset": reset, "max.poll.records": 5000}
@@ -356,7 +363,35 @@ def _consume(args: argparse.Namespace) -> int:
         return _print_records(consumer, args)
 
 
-def _print_records(consumer: Consumer, args: argparse.Namespace) -> int:
+def _consume_in_group(args: argparse.Namespace) -> int:
+    if args.partition or args.offset is not None or args.from_time is not None:
+        raise SystemExit(
+            "samsa consume: --group takes no --partition, --offset or --from-time: the group "
+            "decides what each member reads, from its committed offsets"
+        )
+    config = {
+        "bootstrap.servers": bootstrap(args),
+        "group.id": args.group,
+        "auto.offset.reset": "earliest" if args.from_beginning else "latest",
+        "enable.auto.commit": False,
+        "max.poll.records": 5000,
+    }
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        _require_topic(admin, args.topic)
+    printed_up_to: dict[TopicPartition, int] = {}
+    with Consumer(config) as consumer:
+        consumer.subscribe([args.topic])
+        try:
+            return _print_records(consumer, args, printed_up_to)
+        finally:
+            consumer.commit(printed_up_to)  # exactly what was printed, not what was fetched
+
+
+def _print_records(
+    consumer: Consumer, args: argparse.Namespace, printed_up_to: dict | None = None
+) -> int:
+    """Print records until --count or --timeout; `printed_up_to` gets each partition's next
+    offset after the last record printed."""
     printed = 0
     idle_since = time.monotonic()
     out = sys.stdout.buffer
@@ -371,6 +406,8 @@ def _print_records(consumer: Consumer, args: argparse.Namespace) -> int:
             for record in records[: None if args.count is None else args.count - printed]:
                 out.write(_format(record, args.format) + b"\n")
                 printed += 1
+                if printed_up_to is not None:
+                    printed_up_to[(record.topic, record.partition)] = record.offset + 1
             out.flush()
     except KeyboardInterrupt:
         pass
