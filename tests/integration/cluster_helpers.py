@@ -35,10 +35,16 @@ CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerServi
 
 @contextmanager
 def local_cluster(
-    data_dir: Path, controllers: int, brokers: int, settings: dict[str, str] | None = None
+    data_dir: Path,
+    controllers: int,
+    brokers: int,
+    settings: dict[str, str] | None = None,
+    coordinators: int = 0,
 ) -> Iterator[LocalCluster]:
     """A started, healthy cluster; every process is stopped by PID on the way out."""
-    spec = load_or_create(data_dir, controllers, brokers, settings or dict(FAST_SETTINGS))
+    spec = load_or_create(
+        data_dir, controllers, brokers, settings or dict(FAST_SETTINGS), coordinators=coordinators
+    )
     cluster = LocalCluster(spec, data_dir)
     try:
         cluster.start_all()

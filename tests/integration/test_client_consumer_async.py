@@ -1,9 +1,11 @@
 """Goal: AsyncConsumer, the consumer driver on the caller's own event loop, reads back everything
 a producer wrote, in order per partition, and its seeks, pauses, positions and offset lookups
-behave as the sync Consumer's do.
+behave as the sync Consumer's do; in a group, two AsyncConsumers share the topic (coroutine
+listeners awaited), commit, and a later member starts at the committed offsets.
 
-Method: a real local cluster (1 controller, 2 brokers) and a 2-partition topic filled by the sync
-Producer; each test runs one coroutine with asyncio.run and bounded poll timeouts.
+Method: a real local cluster (1 controller, 2 brokers, 1 coordinator) and a 2-partition topic
+filled by the sync Producer; each test runs one coroutine with asyncio.run and bounded poll
+timeouts.
 """
 
 from __future__ import annotations
@@ -11,9 +13,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from cluster_helpers import local_cluster
+from cluster_helpers import FAST_SETTINGS, local_cluster
 
-from samsa.client import Admin, AsyncConsumer, KafkaError, NewTopic, Producer
+from samsa.client import (
+    Admin,
+    AsyncConsumer,
+    ConsumerRebalanceListener,
+    KafkaError,
+    NewTopic,
+    Producer,
+)
 from samsa.common.errors import OffsetOutOfRangeError
 
 pytestmark = pytest.mark.timeout(180)
@@ -25,7 +34,12 @@ BASE_TS = 1_700_000_000_000
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    with local_cluster(tmp_path_factory.mktemp("async"), controllers=1, brokers=2) as running:
+    settings = dict(FAST_SETTINGS) | {
+        "offsets.topic.num.partitions": "2",
+        "group.consumer.heartbeat.interval.ms": "200",
+    }
+    data_dir = tmp_path_factory.mktemp("async")
+    with local_cluster(data_dir, 1, 2, settings, coordinators=1) as running:
         yield running
 
 
@@ -108,7 +122,7 @@ def test_seeks_pauses_and_offset_lookups(cluster, produced) -> None:
             assert await consumer.beginning_offsets([tp0]) == {tp0: 0}
             found = await consumer.offsets_for_times({tp0: BASE_TS + 100})
             assert found[tp0] is not None and found[tp0].offset == 50
-            with pytest.raises(KafkaError, match="needs a group.id"):
+            with pytest.raises(KafkaError, match=r"needs a group\.id"):
                 consumer.subscribe([TOPIC])
 
     asyncio.run(main())
@@ -123,5 +137,52 @@ def test_no_position_with_reset_none_is_an_error(cluster, produced) -> None:
             consumer.seek((TOPIC, 0), len(produced[0]) - 1)
             (last,) = await consumer.poll(timeout=10)
             assert last.value == produced[0][-1]
+
+    asyncio.run(main())
+
+
+def test_two_async_members_share_the_topic_commit_and_hand_over(cluster, produced) -> None:
+    events: list[tuple[str, str, list]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def __init__(self, name: str, consumer: AsyncConsumer) -> None:
+            self.name, self.consumer = name, consumer
+
+        async def on_partitions_assigned(self, partitions: list) -> None:
+            events.append((self.name, "assigned", partitions))
+
+        async def on_partitions_revoked(self, partitions: list) -> None:
+            await self.consumer.commit()  # awaited inside poll(), before the hand-over
+            events.append((self.name, "revoked", partitions))
+
+    async def main() -> None:
+        settings = config(cluster, **{"group.id": "async-group", "enable.auto.commit": False})
+        seen: dict[str, list] = {"a": [], "b": []}
+        async with AsyncConsumer(settings) as a, AsyncConsumer(settings) as b:
+            a.subscribe([TOPIC], listener=Listener("a", a))
+            while len(seen["a"]) < 100:
+                seen["a"] += await a.poll(timeout=1)
+            b.subscribe([TOPIC], listener=Listener("b", b))
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 30
+            while len(seen["a"]) + len(seen["b"]) < RECORDS and loop.time() < deadline:
+                seen["a"] += await a.poll(timeout=0.05)
+                seen["b"] += await b.poll(timeout=0.05)
+            assert {a.assignment()[0][1], b.assignment()[0][1]} == {0, 1}
+            await a.commit()
+            await b.commit()
+            every = [(r.partition, r.offset) for r in seen["a"] + seen["b"]]
+            assert len(every) == len(set(every)) == RECORDS  # each record once, by one member
+            committed = await a.committed([(TOPIC, 0), (TOPIC, 1)])
+            assert {tp: at.offset for tp, at in committed.items()} == {
+                (TOPIC, p): len(produced[p]) for p in range(PARTITIONS)
+            }
+        # The revoked partition was committed in the coroutine listener before b got it.
+        revoked = [e for e in events if e[1] == "revoked"]
+        assert revoked and revoked[0][0] == "a"
+        async with AsyncConsumer(settings) as late:
+            late.subscribe([TOPIC])
+            assert await late.poll(timeout=3) == []  # starts at the committed offsets: the end
+            assert sorted(late.assignment()) == [(TOPIC, 0), (TOPIC, 1)]
 
     asyncio.run(main())

@@ -47,7 +47,6 @@ from samsa.client.rebalance import (
     ConsumerRebalanceListener,
     begin_step,
     end_step,
-    member_error,
     subscription_of,
 )
 from samsa.common.errors import ErrorCode
@@ -90,20 +89,9 @@ class AsyncConsumer:
         listener: ConsumerRebalanceListener | None = None,
     ) -> None:
         """Join the group for these topics or the topics matching `pattern` (see Consumer)."""
-        driver = self._started()
-        group = group_of(driver, "subscribe()")
-        subscription = subscription_of(topics, pattern)
-        if driver.state.assignment() and group.member.state is MemberState.UNSUBSCRIBED:
-            raise KafkaError(
-                "subscribe() cannot be used after assign(): assign([]) first",
-                ErrorCode.INVALID_REQUEST,
-            )
-        error = member_error(group.member)
-        if error is not None:
-            raise error
+        group = group_of(self._started(), "subscribe()")
+        group.join(subscription_of(topics, pattern))
         self._listener = listener or ConsumerRebalanceListener()
-        with driver.lock:
-            group.member.subscribe(subscription, now_ms())
         group.wake()
 
     async def unsubscribe(self) -> None:
@@ -285,14 +273,7 @@ class AsyncConsumer:
 
     def _group_poll(self, group: GroupDriver) -> None:
         """As Consumer._group_poll: the poll timer, a fatal error, the auto-commit."""
-        now = now_ms()
-        was_stale = group.member.state is MemberState.STALE
-        with group.lock:
-            group.member.on_poll(now)
-            error = member_error(group.member)
-            if error is not None:
-                raise error
-            due = group.auto_commit_due(now)
+        was_stale, due = group.on_poll()
         if was_stale:
             group.wake()
         if due:

@@ -62,7 +62,6 @@ from samsa.client.rebalance import (
     ConsumerRebalanceListener,
     begin_step,
     end_step,
-    member_error,
     subscription_of,
 )
 from samsa.common.errors import ErrorCode
@@ -146,18 +145,8 @@ class Consumer:
         """Join the group (`group.id`) for these topics, or the topics whose whole name matches
         `pattern`; the coordinator assigns partitions, `listener` is told from `poll()`."""
         group = group_of(self._driver, "subscribe()")
-        subscription = subscription_of(topics, pattern)
-        with self._progress:
-            if self._state.assignment() and group.member.state is MemberState.UNSUBSCRIBED:
-                raise KafkaError(
-                    "subscribe() cannot be used after assign(): assign([]) first",
-                    ErrorCode.INVALID_REQUEST,
-                )
-            error = member_error(group.member)
-            if error is not None:
-                raise error
-            self._listener = listener or ConsumerRebalanceListener()
-            group.member.subscribe(subscription, now_ms())
+        group.join(subscription_of(topics, pattern))
+        self._listener = listener or ConsumerRebalanceListener()
         group.wake_threadsafe()
 
     def unsubscribe(self) -> None:
@@ -350,14 +339,7 @@ class Consumer:
     def _group_poll(self, group: GroupDriver) -> None:
         """At each poll: the poll timer restarts, a fatal group error is raised, and the
         auto-commit runs when due (positions returned by earlier polls, so processed)."""
-        now = now_ms()
-        with self._progress:
-            was_stale = group.member.state is MemberState.STALE
-            group.member.on_poll(now)
-            error = member_error(group.member)
-            if error is not None:
-                raise error
-            due = group.auto_commit_due(now)
+        was_stale, due = group.on_poll()
         if was_stale:
             group.wake_threadsafe()
         if due:

@@ -48,7 +48,8 @@ from samsa.client.group_admin import (
     offset_fetch_request,
     offsets_of,
 )
-from samsa.client.group_member import GroupMember, MemberSettings, MemberState
+from samsa.client.group_member import GroupMember, MemberSettings, MemberState, Subscription
+from samsa.client.rebalance import member_error
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
@@ -149,6 +150,33 @@ class GroupDriver:
                 self.member.member_epoch,
                 self.config.group_instance_id,
             )
+
+    def join(self, subscription: Subscription) -> None:
+        """subscribe(): refused after assign() and once the member failed for good."""
+        with self.lock:
+            member = self.member
+            if self.state.assignment() and member.state is MemberState.UNSUBSCRIBED:
+                raise KafkaError(
+                    "subscribe() cannot be used after assign(): assign([]) first",
+                    ErrorCode.INVALID_REQUEST,
+                )
+            error = member_error(member)
+            if error is not None:
+                raise error
+            member.subscribe(subscription, now_ms())
+
+    def on_poll(self) -> tuple[bool, dict[TopicPartition, OffsetAndMetadata] | None]:
+        """At each poll: the poll timer restarts, a fatal error is raised, and the offsets to
+        auto-commit are returned when due (positions returned by earlier polls, so processed).
+        Also whether the group task must be woken (a stale member rejoins)."""
+        now = now_ms()
+        with self.lock:
+            was_stale = self.member.state is MemberState.STALE
+            self.member.on_poll(now)
+            error = member_error(self.member)
+            if error is not None:
+                raise error
+            return was_stale, self.auto_commit_due(now)
 
     # --- the loop ---------------------------------------------------------------------------------
 
