@@ -7,6 +7,9 @@ python -m bench replication        Samsa RF=3 (3 brokers) next to a 3-server NAT
                                    cluster with an R3 stream, and a rolling restart under load
                                    (see bench/replication_bench.py)
 python -m bench scale              idle-partition cost at 0, 1,000, 3,000 (--scale-max 10000)
+python -m bench groups             consumer groups: subscribe() beside assign(), join time,
+                                   failover on a leave and a SIGKILL, produce->consume latency
+                                   (see bench/group_bench.py)
 python -m bench all                all of them
 python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster and replication),
                                    for a smoke run
@@ -17,7 +20,7 @@ from __future__ import annotations
 import argparse
 import platform
 
-from bench import cluster_bench, replication_bench, scale_bench
+from bench import cluster_bench, group_bench, replication_bench, scale_bench
 from bench.codec_bench import format_codec_table, run_codec_bench
 from bench.storage_bench import run_storage_bench
 
@@ -31,14 +34,15 @@ def main() -> None:
     parser.add_argument(
         "mode",
         nargs="?",
-        choices=("local", "cluster", "replication", "scale", "all"),
+        choices=("local", "cluster", "replication", "scale", "groups", "all"),
         default="local",
         help="local: storage and codec (the default); cluster: vs the peers; replication: RF=3 "
-        "vs JetStream R3; all: every one",
+        "vs JetStream R3; groups: consumer groups beside assign(); all: every one",
     )
     cluster_bench.add_arguments(parser)  # --quick, and the cluster bench's own options
     replication_bench.add_arguments(parser)
     scale_bench.add_arguments(parser)
+    group_bench.add_arguments(parser)
     args = parser.parse_args()
     if args.mode in ("local", "all"):
         scale = 0.1 if args.quick else 1.0
@@ -55,6 +59,10 @@ def main() -> None:
         if args.mode == "all":
             print()
         replication_bench.run(args)
+    if args.mode in ("groups", "all"):  # issue 12; under a minute, so part of "all"
+        if args.mode == "all":
+            print()
+        group_bench.run(args)
     if args.mode == "scale":  # idle partitions at 0 / 1,000 / 3,000 (issue 10); not in "all"
         scale_bench.run(args)
 

@@ -1,0 +1,608 @@
+"""The consumer-group benchmark (issue 12): what subscribe() costs next to assign(), how long a
+group takes to settle, and how long partitions stay unread when a member dies or leaves — every
+figure beside its baseline or the setting that bounds it, measured in one run.
+
+python -m bench groups            every scenario (under a minute; also part of `all`)
+python -m bench groups --quick    a fifth of the records, for a smoke run
+
+The cluster: 1 controller, 2 brokers and 2 coordinators from the launcher, `__consumer_offsets`
+with 4 partitions, a realistic member session (group.consumer.session.timeout.ms 6000,
+heartbeat interval 500 ms); every process is stopped by PID at the end, also on failure. Before
+the first table one group joins and leaves (the warm-up: the coordinator lookup and the first
+load of a `__consumer_offsets` partition are not counted anywhere).
+
+1. Group consumption beside assign(): one 6-partition topic per record size, pre-produced; one
+   consumer reads it all, alternately with assign() of the 6 partitions and subscribe() in a
+   fresh group (auto.offset.reset earliest, the SDK's defaults otherwise: auto-commit on), 5
+   runs each after one untimed assign() read. Each run is timed from its first poll() to its
+   last record, so the group's join is inside the rate; "first record ms" is subscribe() (or
+   assign()) to the first record; "steady" is the rate after the first batch (no join, no
+   connecting). Target: group median records/s at least 90 % of assign()'s. The machine is
+   shared: single runs of the same kind differ by up to 2x, read the medians.
+2. Join time: 4 consumers (a thread each, subscribe() released together) on a 12-partition
+   topic; from the first subscribe() to the last listener call, once every member owns its final
+   3 partitions (assignment(), disjoint, all 12) and has for 1.5 s. Beside the heartbeat interval:
+   with KIP-848 a member learns of a change on its next heartbeat.
+3. Failover: 3 member processes (bench/group_member_proc.py) on a 12-partition topic produced
+   to steadily (one record per ms, round robin); one close()s (leaves), later another is
+   SIGKILLed. From the close() call (or the kill) to every one of its partitions assigned to a
+   survivor (on_partitions_assigned) and consumed by one (its first record). A killed member is
+   only removed when its session expires: that figure is dominated by the session timeout.
+4. Produce→consume latency at one record per ms, 1 partition, p50/p99: a group consumer beside
+   an assign() consumer, 3 alternating runs each (--quick: 2), medians (the cluster bench's method,
+   client_bench.py; the group consumer first reads a warm-up record, so it has joined).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from bench.figures import percentile
+from bench.group_member_proc import FailoverPlan, failover, is_balanced
+from bench.harness import failure_reason, measure_or_reason, print_tables
+from bench.tables import (
+    P50,
+    P99,
+    Cell,
+    Metric,
+    Table,
+    Target,
+    cell_of,
+    format_cell,
+    format_targets,
+    is_figure,
+)
+
+if TYPE_CHECKING:
+    from samsa.cli.launcher import LocalCluster
+
+T = TypeVar("T")
+
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_INTERVAL_MS = 500
+SETTINGS = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "300",
+    "coordinator.session.timeout.ms": "3000",
+    "coordinator.heartbeat.interval.ms": "300",
+    "offsets.topic.num.partitions": "4",
+    "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
+}
+BROKERS, COORDINATORS = 2, 2
+ASSIGN, GROUP = "assign", "group"
+SIZES = (100, 1024)
+CONSUME_PARTITIONS, JOIN_MEMBERS, SHARED_PARTITIONS = 6, 4, 12
+SETTLE_S = 1.5  # an assignment is final once unchanged this long (3 heartbeat intervals)
+IDLE_S = 10.0  # a consumer that reads nothing this long has failed
+GROUP_TARGET = Target("group >= 90% of assign()", "median records/s", True, 0.9, ASSIGN)
+
+
+@dataclass(frozen=True)
+class Plan:
+    records: dict[int, int]  # record size -> records pre-produced and read per consume run
+    rounds: int  # consume runs of each kind, alternating
+    join_rounds: int
+    end_to_end_records: int
+    latency_rounds: int = 2  # latency runs of each kind, alternating
+    interval_s: float = 0.001
+
+    @classmethod
+    def for_run(cls, quick: bool) -> Plan:
+        scale = 0.2 if quick else 1.0
+        return cls(
+            records={100: int(100_000 * scale), 1024: int(50_000 * scale)},
+            rounds=2 if quick else 5,
+            join_rounds=2 if quick else 3,
+            end_to_end_records=int(1_000 * scale),
+            latency_rounds=2 if quick else 3,
+        )
+
+
+# --- the figures and tables (pure) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConsumeRun:
+    """One consumer reading a pre-produced topic to its end."""
+
+    records: int
+    size: int
+    elapsed_s: float  # first poll() call -> last record
+    first_record_s: float  # subscribe() or assign() -> first record
+    first_batch: int = 0  # records the first poll() that returned any returned
+    steady_s: float = 0.0  # first record -> last record
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.elapsed_s
+
+    @property
+    def steady_records_per_s(self) -> Cell:
+        """The rate once records flow (the join and connecting left out): the records after
+        the first batch over the time after it."""
+        if self.steady_s <= 0:
+            return "n/a (one batch)"
+        return (self.records - self.first_batch) / self.steady_s
+
+
+def median_cell(cells: Sequence[Cell]) -> Cell:
+    """The median of the figures among `cells`, or the first reason when none is a figure."""
+    figures = [float(cell) for cell in cells if is_figure(cell)]
+    if figures:
+        return statistics.median(figures)
+    return next((cell for cell in cells if isinstance(cell, str)), "n/a (no run)")
+
+
+def consume_cells(runs: Sequence[ConsumeRun | str]) -> dict[str, list[Cell]]:
+    """records/s, MB/s and first-record ms of each run; a failed run's reason in each."""
+    cells: dict[str, list[Cell]] = {"rate": [], "mb": [], "first": [], "steady": []}
+    for run in runs:
+        if isinstance(run, str):
+            for figures in cells.values():
+                figures.append(run)
+            continue
+        cells["rate"].append(run.records_per_s)
+        cells["mb"].append(run.records_per_s * run.size / 1e6)
+        cells["first"].append(run.first_record_s * 1000)
+        cells["steady"].append(run.steady_records_per_s)
+    return cells
+
+
+def consumption_table(size: int, plan: Plan, runs: Mapping[str, Sequence[ConsumeRun | str]]) -> str:
+    """A row per run, then the medians, group over assign(); then the target's verdict."""
+    cells = {column: consume_cells(runs[column]) for column in (ASSIGN, GROUP)}
+    rows = [
+        (Metric(f"run {index + 1} records/s", f"run {index + 1} records/s", True), row)
+        for index in range(plan.rounds)
+        if (row := {c: cells[c]["rate"][index] for c in cells if index < len(cells[c]["rate"])})
+    ]
+    for key, label, higher, decimals in (
+        ("rate", "median records/s", True, 0),
+        ("mb", "median MB/s", True, 1),
+        ("first", "median first record ms", False, 0),
+        ("steady", "median steady records/s", True, 0),
+    ):
+        row = {column: median_cell(cells[column][key]) for column in cells}
+        rows.append((Metric(label, label, higher, decimals), row))
+    title = (
+        f"Group consumption beside assign(): {plan.records[size]:,} records of {size:,} B, "
+        f"{CONSUME_PARTITIONS} partitions, one consumer, {plan.rounds} alternating runs each "
+        "(group: fresh group id, auto.offset.reset earliest, auto-commit on; rate from the "
+        "first poll() to the last record, join included; first record: from subscribe()/assign(); "
+        "steady: from the first record on)"
+    )
+    table = Table(title, rows, (GROUP,), (ASSIGN,))
+    target = format_targets(
+        "target (group over assign())", {"median records/s": table.row("median records/s")},
+        (GROUP_TARGET,), (GROUP,),
+    )  # fmt: skip
+    return f"{table.text}\n\n{target}"
+
+
+def join_time_s(calls: Sequence[float], subscribed_at: Sequence[float], settled_at: float) -> float:
+    """From the first subscribe() to the last listener call before the group was seen settled
+    (the calls close() makes afterwards, revoking everything, are not part of the join)."""
+    joined = [call for call in calls if call <= settled_at]
+    if not joined:
+        raise RuntimeError("the group settled, but no listener call was made")
+    return max(joined) - min(subscribed_at)
+
+
+def join_table(rounds_s: Sequence[Cell], warm_up_s: Cell) -> str:
+    """Each round's join time in ms, their median, beside the heartbeat interval; a failed
+    round carries its reason."""
+    cells = [float(cell) * 1000 if is_figure(cell) else cell for cell in rounds_s]
+    median = median_cell(cells)
+    rows = [
+        (Metric("ms", f"round {index + 1} join ms", False), {"join": cell})
+        for index, cell in enumerate(cells)
+    ]
+    heartbeats = float(median) / HEARTBEAT_INTERVAL_MS if is_figure(median) else median
+    rows += [
+        (Metric("ms", "median join ms", False), {"join": median}),
+        (Metric("ms", "heartbeat interval ms", False), {"join": float(HEARTBEAT_INTERVAL_MS)}),
+        (Metric("x", "median in heartbeats", False, 1), {"join": heartbeats}),
+    ]
+    title = (
+        f"Join time: {JOIN_MEMBERS} consumers subscribe at once to a {SHARED_PARTITIONS}-partition "
+        "topic, a fresh group each round; from the first subscribe() to the last listener call, "
+        f"once each owns its final {SHARED_PARTITIONS // JOIN_MEMBERS} (stable {SETTLE_S:g} s); "
+        f"group.consumer.heartbeat.interval.ms {HEARTBEAT_INTERVAL_MS}"
+    )
+    warm = f"{float(warm_up_s) * 1000:,.0f} ms" if is_figure(warm_up_s) else warm_up_s
+    note = f"  warm-up (not counted): the run's first group owned its partition after {warm}"
+    return f"{Table(title, rows, ('join',), ()).text}\n{note}"
+
+
+FAILOVER_ROWS = (
+    ("partitions", "partitions moved", 0),
+    ("assigned_ms", "-> all assigned ms", 0),
+    ("consumed_ms", "-> all consumed ms", 0),
+    ("close_ms", "close() took ms", 0),
+    ("session_ms", "session timeout ms", 0),
+)
+KILL, LEAVE = "SIGKILL", "close() (leave)"
+
+
+def failover_cell(result: dict | str, key: str) -> Cell:
+    """A figure, the short reason the scenario put in its place ("n/a (killed)"), or the
+    reason the whole scenario carries."""
+    if isinstance(result, str):
+        return result
+    value = result.get(key, f"n/a (no {key})")
+    return value if is_figure(value) or isinstance(value, str) else f"n/a ({value!r})"
+
+
+def failover_table(results: Mapping[str, dict | str]) -> str:
+    """`results`: group_member_proc.failover's, by "kill" and "leave"."""
+    columns = {KILL: results.get("kill", "n/a"), LEAVE: results.get("leave", "n/a")}
+    rows = [
+        (
+            Metric(key, label, False, decimals),
+            {c: failover_cell(r, key) for c, r in columns.items()},
+        )
+        for key, label, decimals in FAILOVER_ROWS
+    ]
+    title = (
+        f"Failover: 3 member processes on a {SHARED_PARTITIONS}-partition topic produced to "
+        "steadily (1 record/ms, round robin); one close()s, later another is SIGKILLed; from the "
+        "close() call (the kill) to every one of its partitions assigned to / first consumed by "
+        f"a survivor; group.consumer.session.timeout.ms {SESSION_TIMEOUT_MS} (a killed member is "
+        "removed when its session expires, counted from its last heartbeat: up to one interval "
+        f"before the kill), heartbeat interval {HEARTBEAT_INTERVAL_MS} ms"
+    )
+    return Table(title, rows, (KILL, LEAVE), ()).text
+
+
+def latency_table(results: Mapping[str, Sequence[dict | str]], plan: Plan) -> str:
+    """p50 and p99 of each column: the median over its runs; every run's under the table."""
+    rows = []
+    for metric in (P50, P99):
+        row = {
+            column: median_cell([cell_of(run, metric.key) for run in runs])
+            for column, runs in results.items()
+        }
+        rows.append((Metric(metric.key, f"produce->consume {metric.label}", False), row))
+    title = (
+        f"Produce->consume latency through a group consumer beside assign(): "
+        f"{plan.end_to_end_records:,} records of 100 B per run, one per "
+        f"{plan.interval_s * 1000:g} ms, 1 partition, acks=1, linger.ms 0, fetch.max.wait.ms 100, "
+        f"median of {plan.latency_rounds} alternating runs each (ratio < 1: group faster)"
+    )
+    every_run = "; ".join(
+        f"{column} "
+        + " / ".join(
+            "/".join(format_cell(cell_of(run, metric.key)) for metric in (P50, P99)) for run in runs
+        )
+        for column, runs in results.items()
+    )
+    table = Table(title, rows, (GROUP,), (ASSIGN,)).text
+    return f"{table}\n  every run, p50/p99 µs: {every_run}"
+
+
+# --- the measurements ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def group_cluster() -> Iterator[LocalCluster]:
+    """The run's cluster; every process is stopped by PID on the way out."""
+    from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-groups-") as root:
+        spec = load_or_create(Path(root), 1, BROKERS, SETTINGS, coordinators=COORDINATORS)
+        cluster = LocalCluster(spec, Path(root))
+        try:
+            cluster.start_all()
+            wait_healthy(cluster, timeout_s=60)
+            yield cluster
+        finally:
+            cluster.stop_all()
+
+
+def attempt(function: Callable[[], T]) -> T | str:
+    """harness.measure_or_reason for any result: a failure becomes its cell's text."""
+    try:
+        return function()
+    except Exception as error:  # one failed cell must not lose the others
+        traceback.print_exc()
+        return failure_reason(error)
+
+
+def fresh_group(name: str) -> str:
+    return f"bench-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def new_consumer(bootstrap: str, group_id: str | None, **settings: object) -> Any:
+    from samsa.client import Consumer
+
+    config: dict[str, object] = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}
+    return Consumer(config | ({"group.id": group_id} if group_id else {}) | settings)
+
+
+def recording_listener(on_call: Callable[[], None]) -> Any:
+    """A rebalance listener that calls `on_call` on every call it gets."""
+    from samsa.client import ConsumerRebalanceListener
+
+    class Recorder(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, partitions: list[tuple[str, int]]) -> None:
+            on_call()
+
+        def on_partitions_revoked(self, partitions: list[tuple[str, int]]) -> None:
+            on_call()
+
+        def on_partitions_lost(self, partitions: list[tuple[str, int]]) -> None:
+            on_call()
+
+    return Recorder()
+
+
+def consume_run(
+    bootstrap: str, topic: str, count: int, size: int, group_id: str | None
+) -> ConsumeRun:
+    consumer = new_consumer(bootstrap, group_id, **{"max.poll.records": 100_000})
+    try:
+        started = time.perf_counter()
+        if group_id:
+            consumer.subscribe([topic])
+        else:
+            consumer.assign([(topic, p) for p in range(CONSUME_PARTITIONS)])
+        first_poll = time.perf_counter()
+        first_record = last_record = 0.0
+        got = first_batch = 0
+        while got < count:
+            records = consumer.poll(timeout=1.0)
+            now = time.perf_counter()
+            if records:
+                first_record, last_record = first_record or now, now
+                first_batch = first_batch or len(records)
+                got += len(records)
+            elif now - (last_record or first_poll) > IDLE_S:
+                raise RuntimeError(f"read {got:,} of {count:,} records, then none for {IDLE_S:g} s")
+    finally:
+        consumer.close()
+    elapsed_s, first_record_s = last_record - first_poll, first_record - started
+    return ConsumeRun(got, size, elapsed_s, first_record_s, first_batch, last_record - first_record)
+
+
+def consumption(bootstrap: str, size: int, plan: Plan) -> str:
+    from bench.client_bench import samsa_produce
+
+    topic = f"groups-consume-{size}b"
+    count = plan.records[size]
+    produced = attempt(lambda: samsa_produce(bootstrap, topic, count, size, "none"))
+    if isinstance(produced, str):
+        return consumption_table(size, plan, {ASSIGN: [produced], GROUP: [produced]})
+    # Untimed: the run's first consumer of a topic connects to its brokers' processes first.
+    attempt(lambda: consume_run(bootstrap, topic, count, size, None))
+    runs: dict[str, list[ConsumeRun | str]] = {ASSIGN: [], GROUP: []}
+    for _ in range(plan.rounds):
+        for column in (ASSIGN, GROUP):
+            group_id = fresh_group(f"consume-{size}b") if column == GROUP else None
+            run = attempt(lambda g=group_id: consume_run(bootstrap, topic, count, size, g))
+            runs[column].append(run)
+    return consumption_table(size, plan, runs)
+
+
+class JoinMember:
+    """One of the join's consumers, polling on its own thread; what it owns after each poll()."""
+
+    def __init__(self, bootstrap: str, topic: str, barrier: threading.Barrier, group_id: str):
+        self.consumer = new_consumer(bootstrap, group_id, **{"fetch.max.wait.ms": 100})
+        self.topic, self.barrier = topic, barrier
+        self.calls: list[float] = []  # time.monotonic() of each listener call
+        self.subscribed_at = 0.0
+        self.owned: frozenset[int] = frozenset()
+        self.error: BaseException | None = None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        try:
+            self.barrier.wait(timeout=60)
+            self.subscribed_at = time.monotonic()
+            self.consumer.subscribe([self.topic], listener=recording_listener(self.on_call))
+            while not self.stopping.is_set():
+                self.consumer.poll(timeout=0.05)
+                self.owned = frozenset(p for _, p in self.consumer.assignment())
+        except BaseException as error:  # read by the bench's thread, which raises it
+            self.error = error
+        finally:
+            self.consumer.close()
+
+    def on_call(self) -> None:
+        self.calls.append(time.monotonic())
+
+
+def join_round(bootstrap: str, topic: str, timeout_s: float = 60.0) -> float:
+    """Seconds from the first subscribe() to the last listener call of a settled group."""
+    barrier = threading.Barrier(JOIN_MEMBERS)
+    group_id = fresh_group("join")
+    members = [JoinMember(bootstrap, topic, barrier, group_id) for _ in range(JOIN_MEMBERS)]
+    for member in members:
+        member.thread.start()
+    try:
+        deadline, balanced_since = time.monotonic() + timeout_s, None
+        while True:
+            if errors := [m.error for m in members if m.error is not None]:
+                raise errors[0]
+            now = time.monotonic()
+            if not is_balanced({str(i): m.owned for i, m in enumerate(members)}, SHARED_PARTITIONS):
+                balanced_since = None
+            elif balanced_since is None:
+                balanced_since = now
+            elif now - balanced_since >= SETTLE_S:
+                settled_at = now
+                break
+            if now > deadline:
+                owned = [sorted(m.owned) for m in members]
+                raise RuntimeError(f"not settled after {timeout_s:g} s: owned {owned}")
+            time.sleep(0.02)
+    finally:
+        for member in members:
+            member.stopping.set()
+        for member in members:
+            member.thread.join(timeout=30)
+    calls = [call for member in members for call in member.calls]
+    return join_time_s(calls, [member.subscribed_at for member in members], settled_at)
+
+
+def warm_up(bootstrap: str, topic: str, timeout_s: float = 60.0) -> float:
+    """The run's first group: seconds from subscribe() until it owns its partition."""
+    consumer = new_consumer(bootstrap, fresh_group("warm-up"))
+    try:
+        started = time.monotonic()
+        consumer.subscribe([topic])
+        while not consumer.assignment():
+            consumer.poll(timeout=0.05)
+            if time.monotonic() - started > timeout_s:
+                raise RuntimeError(f"no assignment after {timeout_s:g} s")
+        return time.monotonic() - started
+    finally:
+        consumer.close()
+
+
+# --- latency ------------------------------------------------------------------------------------
+
+
+def end_to_end_latency(bootstrap: str, topic: str, n: int, interval_s: float, group: bool) -> dict:
+    """One record per `interval_s` to partition 0; a consumer thread stamps each arrival. The
+    consumer first reads a warm-up record, so that a group consumer has joined before timing."""
+    from samsa.client import Producer
+
+    create_topics(bootstrap, {topic: 1})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+    consumer = new_consumer(bootstrap, fresh_group("latency") if group else None,
+                            **{"fetch.max.wait.ms": 100})  # fmt: skip
+    sent_at: dict[bytes, float] = {}
+    latencies: list[float] = []
+    done = threading.Event()
+    try:
+        if group:
+            consumer.subscribe([topic])
+        else:
+            consumer.assign([(topic, 0)])
+        producer.send(topic, bytes(100), partition=0).result(timeout=30)
+        deadline = time.monotonic() + 60
+        while not consumer.poll(timeout=0.1):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the warm-up record did not arrive in 60 s")
+
+        def consume() -> None:
+            while len(latencies) < n and not done.is_set():
+                for record in consumer.poll(timeout=0.5):
+                    started = sent_at.get(record.value[:8])
+                    if started is not None:
+                        latencies.append(time.perf_counter() - started)
+
+        reader = threading.Thread(target=consume, daemon=True)
+        reader.start()
+        for index in range(1, n + 1):
+            value = index.to_bytes(8, "big") + bytes(92)
+            sent_at[value[:8]] = time.perf_counter()
+            producer.send(topic, value, partition=0)
+            time.sleep(interval_s)
+        producer.flush()
+        reader.join(timeout=30)
+    finally:
+        done.set()
+        producer.close()
+        consumer.close()
+    if not latencies:
+        raise RuntimeError("no record reached the consumer")
+    return {"p50_us": percentile(latencies, 0.5) * 1e6, "p99_us": percentile(latencies, 0.99) * 1e6}
+
+
+def latency_runs(bootstrap: str, plan: Plan) -> dict[str, list[dict | str]]:
+    """assign(), group, assign(), group, …: each on a fresh 1-partition topic (earliest reads
+    only the run's own warm-up record)."""
+    runs: dict[str, list[dict | str]] = {ASSIGN: [], GROUP: []}
+    for index in range(plan.latency_rounds):
+        for column in (ASSIGN, GROUP):
+            topic = f"groups-latency-{column}-{index + 1}"
+            run = measure_or_reason(
+                lambda topic=topic, group=column == GROUP: end_to_end_latency(
+                    bootstrap, topic, plan.end_to_end_records, plan.interval_s, group
+                )
+            )
+            runs[column].append(run)
+    return runs
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+TOPICS = {f"groups-consume-{size}b": CONSUME_PARTITIONS for size in SIZES} | {
+    "groups-join": SHARED_PARTITIONS,
+    "groups-failover": SHARED_PARTITIONS,
+    "groups-warm-up": 1,
+}
+
+
+def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
+    from samsa.client import Admin, NewTopic
+
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(name, count, 1) for name, count in partitions.items()])
+
+
+def run_group_bench(quick: bool = False) -> Iterator[str]:
+    """Start the cluster, then yield each table as soon as it is measured; every process
+    started is stopped by PID at the end (the ExitStack), whatever happens in between."""
+    plan = Plan.for_run(quick)
+    with contextlib.ExitStack() as stack:
+        try:
+            bootstrap = stack.enter_context(group_cluster()).spec.bootstrap_servers
+            create_topics(bootstrap, TOPICS)
+        except Exception as error:  # nothing to measure against
+            traceback.print_exc()
+            yield f"no cluster, no figures: {failure_reason(error)}"
+            return
+        warm = attempt(lambda: warm_up(bootstrap, "groups-warm-up"))
+        for size in SIZES:
+            yield consumption(bootstrap, size, plan)
+        joins = [
+            attempt(lambda: join_round(bootstrap, "groups-join")) for _ in range(plan.join_rounds)
+        ]
+        yield join_table(joins, warm)
+        failover_plan = FailoverPlan(
+            bootstrap, "groups-failover", SHARED_PARTITIONS, SESSION_TIMEOUT_MS, SETTLE_S
+        )
+        results = attempt(lambda: failover(failover_plan))  # a reason if it could not start
+        if isinstance(results, str):
+            results = {"kill": results, "leave": results}
+        yield failover_table(results)
+        yield latency_table(latency_runs(bootstrap, plan), plan)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The group bench has no options of its own: --quick comes with the cluster bench's."""
+
+
+def run(args: argparse.Namespace) -> None:
+    print_tables("Samsa consumer groups", run_group_bench(args.quick), "group benchmark")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench groups",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="a fifth of the records")
+    run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
