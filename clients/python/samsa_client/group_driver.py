@@ -231,7 +231,14 @@ class GroupDriver:
         wait_ms = due - now_ms()
         if wait_ms > 0:
             return min(IDLE_WAIT_S, wait_ms / 1000)
-        endpoint = await self._coordinator()
+        try:
+            endpoint = await self._coordinator()
+        except KafkaError as error:  # the cluster refuses this group id: nothing will change it
+            with self.lock:
+                if self.member.state in IN_GROUP or self.member.state is MemberState.JOINING:
+                    self.member.on_heartbeat_failed(error.code, str(error), now_ms())
+            self._on_progress()
+            return IDLE_WAIT_S
         if endpoint is None:
             return self.config.retry_backoff_ms / 1000
         with self.lock:
@@ -267,8 +274,8 @@ class GroupDriver:
             self._endpoint = None
 
     async def _coordinator(self) -> str | None:
-        """The group's coordinator endpoint; None when none is known now (retry later). A group
-        id the cluster refuses makes the member FATAL (poll raises it)."""
+        """The group's coordinator endpoint; None when none is known now (retry later).
+        KafkaError when the cluster refuses the group id."""
         if self._endpoint is not None:
             return self._endpoint
         request = c.FindCoordinatorRequest(
@@ -289,11 +296,7 @@ class GroupDriver:
                 self._endpoint = location.endpoint
                 return self._endpoint
             if location.error_code not in COORDINATOR_ERRORS:
-                with self.lock:
-                    self.member.on_heartbeat_failed(
-                        ErrorCode(location.error_code), location.error_message, now_ms()
-                    )
-                self._on_progress()
+                raise KafkaError.of(location.error_code, location.error_message)
             return None
         return None
 
