@@ -21,14 +21,14 @@ A fetch with a replica_id moves the leader's high watermark, so each one carries
 membership proof signed as this broker (`MemberSigner`); a leader refuses it otherwise
 (PERMISSION_DENIED), and this loop logs that and backs off like any other failed fetch.
 
-Transport (`LeaderLink`). Each loop sends its fetches on one long-lived ReplicaFetchStream to its
-leader (services/broker/replica_stream.py), one at a time, the next as soon as the previous
-answer is applied: an acks=all write waits for two fetch round trips per follower (the one that
-brings the records, the one that reports them), and a message on an open stream costs about half
-a unary call. The stream proves membership when it opens; it is opened again, with a fresh proof,
-after any failure (the session starts over with a full fetch, as after a failed unary call). A
-leader that answers UNIMPLEMENTED (a broker from before the stream, during a rolling upgrade) is
-fetched from with unary Fetch calls from then on.
+Transport (`leader_link`, over common/fetch_link.py). Each loop sends its fetches on one
+long-lived ReplicaFetchStream to its leader (services/broker/replica_stream.py), one at a time,
+the next as soon as the previous answer is applied: an acks=all write waits for two fetch round
+trips per follower (the one that brings the records, the one that reports them), and a message
+on an open stream costs about half a unary call. The stream proves membership when it opens; it
+is opened again, with a fresh proof, after any failure (the session starts over with a full
+fetch, as after a failed unary call). A leader that answers UNIMPLEMENTED (a broker from before
+the stream, during a rolling upgrade) is fetched from with unary Fetch calls from then on.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
+from samsa.common.fetch_link import FetchFailed, FetchLink
 from samsa.common.fetch_session_client import (
     FetchParts,
     FetchPosition,
@@ -166,14 +167,14 @@ class ReplicaFetchers:
         return channel
 
     async def _run(self, leader_id: int) -> None:
-        link = LeaderLink(self.signer)
+        link = leader_link(self.signer)
         try:
             while True:
                 await self._fetch_once(leader_id, link)
         finally:
             link.close()
 
-    async def _fetch_once(self, leader_id: int, link: LeaderLink) -> None:
+    async def _fetch_once(self, leader_id: int, link: FetchLink) -> None:
         """One fetch from the leader and what follows it: apply, or back off."""
         session = self._sessions.get(leader_id)
         channel = self._channel(leader_id)
@@ -183,7 +184,7 @@ class ReplicaFetchers:
         self._follow_corruption(leader_id, session)
         parts = session.build()
         try:
-            response = await link.fetch(channel, _request(self.broker_id, parts))
+            response = await link.fetch(channel, _request(self.broker_id, parts), ANSWER_WAIT_S)
         except FetchFailed as failed:
             session.reset()
             if failed.code == grpc.StatusCode.PERMISSION_DENIED:
@@ -282,88 +283,26 @@ class ReplicaFetchers:
         return True
 
 
-class FetchFailed(Exception):
-    """A fetch that got no answer: the status the call or stream ended with."""
+def leader_link(signer: MemberSigner) -> FetchLink:
+    """How one fetch loop reaches its leader (common/fetch_link.py): a ReplicaFetchStream
+    opened with a fresh membership proof each time, or unary Fetch calls with one each."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(f"{code.name}: {details}")
-        self.code = code
-        self.details = details
+    def open_stream(channel: grpc.aio.Channel) -> grpc.aio.StreamStreamCall:
+        stub = broker_pb2_grpc.BrokerServiceStub(channel)
+        return stub.ReplicaFetchStream(metadata=signer.metadata(STREAM_METHOD))
 
-
-class LeaderLink:
-    """How one fetch loop reaches its leader: a ReplicaFetchStream (services/broker/
-    replica_stream.py) carrying one fetch at a time, opened with a fresh membership proof on
-    first use and again after it breaks; or, once the leader answers UNIMPLEMENTED (a broker
-    from before the stream), a unary Fetch per request, each with its own proof, until one of
-    those fails (the leader may come back upgraded)."""
-
-    def __init__(self, signer: MemberSigner) -> None:
-        self.signer = signer
-        self.unary_only = False
-        self._call: grpc.aio.StreamStreamCall | None = None
-        self._channel: grpc.aio.Channel | None = None
-
-    async def fetch(
-        self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest
+    async def unary(
+        channel: grpc.aio.Channel, request: broker_pb2.FetchRequest, timeout_s: float
     ) -> broker_pb2.FetchResponse:
-        """The leader's answer to `request`; FetchFailed when none came (the request may or
-        may not have been applied: the caller starts its fetch session over)."""
-        if not self.unary_only:
-            try:
-                return await self._fetch_on_stream(channel, request)
-            except FetchFailed as failed:
-                if failed.code != grpc.StatusCode.UNIMPLEMENTED:
-                    raise
-            # Refused before anything was read: the same request is safe to send again.
-            log.info("leader serves no ReplicaFetchStream: fetching with unary Fetch calls")
-            self.unary_only = True
-        try:
-            return await broker_pb2_grpc.BrokerServiceStub(channel).Fetch(
-                request, timeout=ANSWER_WAIT_S, metadata=self.signer.metadata(FETCH_METHOD)
-            )
-        except grpc.aio.AioRpcError as error:
-            # The leader may have restarted as a newer broker: try the stream again next time.
-            self.unary_only = False
-            raise FetchFailed(error.code(), error.details() or "") from None
+        stub = broker_pb2_grpc.BrokerServiceStub(channel)
+        return await stub.Fetch(request, timeout=timeout_s, metadata=signer.metadata(FETCH_METHOD))
 
-    async def _fetch_on_stream(
-        self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest
-    ) -> broker_pb2.FetchResponse:
-        if self._call is None or self._channel is not channel:
-            self.close()
-            self._call = broker_pb2_grpc.BrokerServiceStub(channel).ReplicaFetchStream(
-                metadata=self.signer.metadata(STREAM_METHOD)
-            )
-            self._channel = channel
-        call = self._call
-        try:
-            async with asyncio.timeout(ANSWER_WAIT_S):  # a write blocks if the leader stops reading
-                await call.write(broker_pb2.ReplicaFetchStreamRequest(request=request))
-                answer = await call.read()
-        except grpc.aio.AioRpcError as error:
-            self.close()
-            raise FetchFailed(error.code(), error.details() or "") from None
-        except TimeoutError:
-            self.close()
-            raise FetchFailed(
-                grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer within {ANSWER_WAIT_S:.0f} s"
-            ) from None
-        except asyncio.InvalidStateError:  # the leader ended the stream before this write
-            code, details = await call.code(), await call.details()
-            self.close()
-            raise FetchFailed(code, details) from None
-        if answer is grpc.aio.EOF:  # the leader ended the stream without an error
-            self.close()
-            raise FetchFailed(grpc.StatusCode.UNAVAILABLE, "the leader ended the stream")
-        return answer.response
-
-    def close(self) -> None:
-        """Drop the stream, if one is open (the leader sees it cancelled)."""
-        if self._call is not None:
-            self._call.cancel()
-        self._call = None
-        self._channel = None
+    return FetchLink(
+        open_stream=open_stream,
+        wrap=lambda request: broker_pb2.ReplicaFetchStreamRequest(request=request),
+        unary=unary,
+        rpc="ReplicaFetchStream",
+    )
 
 
 def _position(hosted: HostedPartition) -> FetchPosition:

@@ -20,20 +20,19 @@ A request without a replica_id, or with another one, ends the stream with a stat
 
 Limits. Every request passes the checks Fetch applies (partitions per request, no negative
 sizes, offsets or session fields; gRPC bounds the message size); the long-poll is bounded by
-limits.fetch_wait_ms_max; a stream that sends no request for `REQUEST_WAIT_S` is ended, so an
-abandoned stream does not hold the broker's resources.
+limits.fetch_wait_ms_max; a stream that sends no request for fetch_stream.REQUEST_WAIT_S is
+ended, so an abandoned stream does not hold the broker's resources.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
 
-from samsa.common import limits
 from samsa.services.broker.fetch import fetch
 from samsa.services.broker.fetch_session import FetchSessionCache
+from samsa.services.broker.fetch_stream import requests_in_turn
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.request_checks import Refusal, fetch_refusal
 from samsa.services.runtime import member_auth
@@ -43,10 +42,6 @@ from samsa.v1 import broker_pb2
 STREAM_METHOD = method_path(
     broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name, "ReplicaFetchStream"
 )
-# A follower sends its next fetch as soon as it applied the previous answer, and every answer
-# comes within its max_wait_ms (at most limits.fetch_wait_ms_max): a stream silent for twice
-# that is abandoned or stuck, and is ended rather than kept.
-REQUEST_WAIT_S = 2 * limits.fetch_wait_ms_max / 1000
 
 
 def replica_refusal(
@@ -84,17 +79,7 @@ async def serve_replica_fetch_stream(
 ) -> AsyncIterator[broker_pb2.ReplicaFetchStreamResponse]:
     """Answer each request of one stream in turn, as Fetch would (see the module doc)."""
     member_id: int | None = None
-    while True:
-        try:
-            async with asyncio.timeout(REQUEST_WAIT_S):
-                item = await anext(requests, None)
-        except TimeoutError:
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE,
-                f"no fetch on this ReplicaFetchStream for {REQUEST_WAIT_S:.0f} s: open a new one",
-            )
-        if item is None:  # the follower closed its side
-            return
+    async for item in requests_in_turn(requests, context, "ReplicaFetchStream"):
         refusal = replica_refusal(item, member_id)
         if refusal is not None:
             await context.abort(*refusal)

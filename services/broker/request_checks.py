@@ -1,9 +1,9 @@
 """What the broker refuses before it touches a partition: request limits and malformed fields.
 
 Pure: each check takes a request and returns None, or the gRPC status and a message saying what
-to change. The adapters (servicer.py, produce_stream.py, replica_stream.py) send it as an abort;
-a stream's reader hands it to the stream's own task first, since only that task may send the
-status.
+to change. The adapters (servicer.py, produce_stream.py, fetch_stream.py, replica_stream.py)
+send it as an abort; a stream's reader hands it to the stream's own task first, since only that
+task may send the status.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def produce_refusal(request: broker_pb2.ProduceRequest) -> Refusal | None:
 
 
 def fetch_refusal(request: broker_pb2.FetchRequest) -> Refusal | None:
-    """Why Fetch (and ReplicaFetchStream) refuses `request` before reading anything, if it does."""
+    """Why Fetch (and both fetch streams) refuses `request` before reading anything, if it does."""
     refusal = too_many_partitions(request)
     if refusal is not None:
         return refusal

@@ -18,6 +18,7 @@ import grpc
 from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.fetch import fetch
 from samsa.services.broker.fetch_session import EPOCH_MAX, FetchSessionCache
+from samsa.services.broker.fetch_stream import serve_fetch_stream
 from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce_stream import produce_once, serve_produce_stream
@@ -40,8 +41,8 @@ async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    """Serves Produce, Fetch and ListOffsets for the partitions this broker leads, and
-    InitProducerId."""
+    """Serves Produce, Fetch (unary and streamed) and ListOffsets for the partitions this
+    broker leads, and InitProducerId."""
 
     def __init__(
         self, host: PartitionHost, *, member_key: bytes, producer_ids: ProducerIdManager
@@ -93,6 +94,12 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if refusal is not None:
             await context.abort(*refusal)
         return await fetch(self.host, request, self.fetch_sessions)
+
+    async def FetchStream(self, request_iterator, context):
+        # Consumers' fetches on one stream: fetch_stream.py.
+        stream = serve_fetch_stream(self.host, self.fetch_sessions, request_iterator, context)
+        async for answer in stream:
+            yield answer
 
     async def ReplicaFetchStream(self, request_iterator, context):
         # Followers' fetches on one stream, membership proved once: replica_stream.py.

@@ -9,7 +9,7 @@ Method: real processes over loopback gRPC (tests/integration/cluster_helpers.py)
 stopped by PID. The refusals run against a cluster with RF=2 whose follower is paused (SIGSTOP)
 after acks=1 writes, so the leader's log runs ahead of its high watermark: a forged stream that
 got through would move it, and the test checks it did not. The session test speaks the protocol
-itself, as the paused follower. The fallback test runs a follower's `LeaderLink` against an
+itself, as the paused follower. The fallback test runs a follower's `leader_link` against an
 in-process gRPC server that serves Fetch only (a broker from before the stream).
 """
 
@@ -27,7 +27,7 @@ import pytest
 from cluster_helpers import admin_write, local_cluster, wait_until
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
-from samsa.services.broker.replica_fetcher import FETCH_METHOD, LeaderLink
+from samsa.services.broker.replica_fetcher import ANSWER_WAIT_S, FETCH_METHOD, leader_link
 from samsa.services.broker.replica_stream import STREAM_METHOD
 from samsa.services.runtime import membership
 from samsa.services.runtime.member_auth import MemberSigner
@@ -289,10 +289,10 @@ def test_a_leader_without_the_stream_is_fetched_from_with_unary_calls() -> None:
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-        link = LeaderLink(MemberSigner(b"k" * 32, 2))
+        link = leader_link(MemberSigner(b"k" * 32, 2))
         try:
             for _ in range(3):
-                answer = await link.fetch(channel, fetch(2, 0))
+                answer = await link.fetch(channel, fetch(2, 0), ANSWER_WAIT_S)
                 assert answer.session_id == 7
             assert link.unary_only and servicer.fetches == 3
         finally:

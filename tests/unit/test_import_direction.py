@@ -85,7 +85,9 @@ IO_MODULE_NAMES = {
     "broker.py",  # the broker's composition
     "maintenance.py",  # retention and flush loop
     "replica_fetcher.py",  # followers fetch from leaders over gRPC
+    "fetch_link.py",  # a fetcher's long-lived fetch stream to one server (grpc.aio)
     "replica_stream.py",  # ReplicaFetchStream: followers' fetches on a long-lived gRPC stream
+    "fetch_stream.py",  # FetchStream: consumers' fetches on a long-lived gRPC stream
     "isr_manager.py",  # AlterPartition proposals to the controller
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark

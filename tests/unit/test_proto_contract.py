@@ -237,6 +237,7 @@ def test_generated_modules_import_as_samsa_v1() -> None:
         "Produce": ("samsa.v1.ProduceRequest", "samsa.v1.ProduceResponse"),
         "ProduceStream": ("samsa.v1.ProduceStreamRequest", "samsa.v1.ProduceStreamResponse"),
         "Fetch": ("samsa.v1.FetchRequest", "samsa.v1.FetchResponse"),
+        "FetchStream": ("samsa.v1.FetchStreamRequest", "samsa.v1.FetchStreamResponse"),
         "ReplicaFetchStream": (
             "samsa.v1.ReplicaFetchStreamRequest",
             "samsa.v1.ReplicaFetchStreamResponse",

@@ -9,6 +9,10 @@ positions, resets, buffers and which fetches to send. This module does its I/O o
   so every broker leading an assigned partition without buffered records always has one Fetch
   in flight (pipelining: `poll()` normally returns records fetched while the application
   processed the last ones).
+- Each broker's fetches go on one long-lived FetchStream (common/fetch_link.py): one fetch at a
+  time per broker is what the core sends anyway, and a message on an open stream costs about
+  half a unary call, which is what a record waits for between its append and its poll(). A
+  broker without the stream gets unary Fetch calls.
 - A fetch's answer goes to the core under `lock` (decoding happens there, column-wise); then the
   facade's `on_progress` wakes a waiting `poll()`. An answer that brought no records is followed
   by the next fetch at once; one that did, once `poll()` took records (it calls `wake()`), as
@@ -47,6 +51,7 @@ from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import COMMITTED, ConsumerRecord, FetchPlan, FetchState
 from samsa.client.group_driver import GroupDriver
 from samsa.common.errors import ErrorCode
+from samsa.common.fetch_link import FetchFailed, FetchLink
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -119,6 +124,7 @@ class ConsumerDriver:
         )
         self._fetch_timeout_s = config.fetch_max_wait_ms / 1000 + FETCH_TIMEOUT_MARGIN_S
         self._tasks: set[asyncio.Task[None]] = set()  # fetches and lookups in flight
+        self._links: dict[int, FetchLink] = {}  # each broker's FetchStream, by node id
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
@@ -173,6 +179,9 @@ class ConsumerDriver:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        links, self._links = list(self._links.values()), {}
+        for link in links:
+            link.close()
         with self.lock:
             close_requests = self.state.close_requests()
         closes = [self._close_session(node, request) for node, request in close_requests.items()]
@@ -255,16 +264,19 @@ class ConsumerDriver:
                 assert self._wake is not None
                 self._wake.set()  # the task refreshes the metadata
                 continue
-            self._spawn(self._fetch(node, self._stub(endpoint), request))
+            self._spawn(self._fetch(node, self._channels.get(endpoint), request))
         return plan
 
     async def _fetch(
-        self, node: int, stub: broker_pb2_grpc.BrokerServiceStub, request: broker_pb2.FetchRequest
+        self, node: int, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest
     ) -> None:
+        link = self._links.get(node)
+        if link is None:
+            link = self._links[node] = consumer_fetch_link()
         try:
-            response = await stub.Fetch(request, timeout=self._fetch_timeout_s)
-        except grpc.RpcError as error:
-            log.warning("fetch from broker %d failed: %s", node, error.code())
+            response = await link.fetch(channel, request, self._fetch_timeout_s)
+        except FetchFailed as failed:
+            log.warning("fetch from broker %d failed: %s", node, failed)
             self.metadata.mark_stale()
             with self.lock:
                 self.state.on_fetch_failed(node, now_ms())
@@ -385,6 +397,23 @@ class ConsumerDriver:
                     self.metadata.mark_stale()
                 else:
                     raise KafkaError.of(result.error_code, result.error_message)
+
+
+def consumer_fetch_link() -> FetchLink:
+    """A broker's fetches on one FetchStream, or unary Fetch calls if it has none (common/
+    fetch_link.py)."""
+
+    async def unary(
+        channel: grpc.aio.Channel, request: broker_pb2.FetchRequest, timeout_s: float
+    ) -> broker_pb2.FetchResponse:
+        return await broker_pb2_grpc.BrokerServiceStub(channel).Fetch(request, timeout=timeout_s)
+
+    return FetchLink(
+        open_stream=lambda channel: broker_pb2_grpc.BrokerServiceStub(channel).FetchStream(),
+        wrap=lambda request: broker_pb2.FetchStreamRequest(request=request),
+        unary=unary,
+        rpc="FetchStream",
+    )
 
 
 def list_offsets_request(

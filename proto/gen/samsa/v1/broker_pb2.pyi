@@ -299,6 +299,18 @@ class ReplicaFetchStreamResponse(_message.Message):
     response: FetchResponse
     def __init__(self, response: _Optional[_Union[FetchResponse, _Mapping]] = ...) -> None: ...
 
+class FetchStreamRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: FetchRequest
+    def __init__(self, request: _Optional[_Union[FetchRequest, _Mapping]] = ...) -> None: ...
+
+class FetchStreamResponse(_message.Message):
+    __slots__ = ("response",)
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    response: FetchResponse
+    def __init__(self, response: _Optional[_Union[FetchResponse, _Mapping]] = ...) -> None: ...
+
 class ProduceStreamRequest(_message.Message):
     __slots__ = ("correlation_id", "request")
     CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]

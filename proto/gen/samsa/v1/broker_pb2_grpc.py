@@ -56,6 +56,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamResponse.FromString,
                 _registered_method=True)
+        self.FetchStream = channel.stream_stream(
+                '/samsa.v1.BrokerService/FetchStream',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.FetchStreamRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.FetchStreamResponse.FromString,
+                _registered_method=True)
         self.ListOffsets = channel.unary_unary(
                 '/samsa.v1.BrokerService/ListOffsets',
                 request_serializer=samsa_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
@@ -117,6 +122,19 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FetchStream(self, request_iterator, context):
+        """Consumers only: Fetch over one long-lived stream, the same requests and answers one at a
+        time (send the next request once the previous one is answered; the broker answers each as
+        Fetch would: fetch session, long-poll and errors included). A consumer's fetch round trip
+        is what a record waits for between its append and its poll(), and on a stream it costs
+        about half of a unary call (DESIGN §12). A request with a replica_id ends the stream
+        (followers use ReplicaFetchStream, which proves membership). A broker that does not serve
+        it answers UNIMPLEMENTED; clients then use Fetch.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListOffsets(self, request, context):
         """Looks up offsets by position (earliest, latest) or by timestamp, per partition: how a
         consumer applies `auto.offset.reset`, seeks to a time (`offsets_for_times`) or measures
@@ -159,6 +177,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.ReplicaFetchStream,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamResponse.SerializeToString,
+            ),
+            'FetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchStream,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.FetchStreamRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.FetchStreamResponse.SerializeToString,
             ),
             'ListOffsets': grpc.unary_unary_rpc_method_handler(
                     servicer.ListOffsets,
@@ -281,6 +304,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/ReplicaFetchStream',
             samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.ReplicaFetchStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/samsa.v1.BrokerService/FetchStream',
+            samsa_dot_v1_dot_broker__pb2.FetchStreamRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.FetchStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
