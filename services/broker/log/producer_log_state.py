@@ -65,7 +65,9 @@ class ProducerLogState:
 
     def newest_batch_base_offsets(self) -> set[int]:
         """The base offset of each live producer's newest batch (compaction keeps them whole)."""
-        return {entry.batches[-1].base_offset for entry in self._producers.entries()}
+        return {
+            entry.batches[-1].base_offset for entry in self._producers.entries() if entry.batches
+        }
 
     def check_leader_append(self, batches: Sequence[ProducerBatchInfo]) -> AppendInfo | None:
         """None when the leader may write `batches`; the original offsets (record_count 0) when

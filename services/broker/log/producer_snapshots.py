@@ -33,6 +33,7 @@ from samsa.services.broker.log.checkpoint_file import (
     write_all,
     write_atomically,
 )
+from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot, encode_snapshot
 from samsa.services.broker.log.producer_state import CorruptSnapshotError, ProducerStateTable
 from samsa.services.broker.log.segment import Segment, parse_base_offset, segment_path
 
@@ -55,7 +56,7 @@ def write_snapshot(
 ) -> None:
     """Write the state as `<offset>.snapshot`, atomically (temp file, rename); fsynced, with the
     directory, only when `durable`."""
-    data = state.encode_snapshot()
+    data = encode_snapshot(state)
     path = segment_path(directory, offset, SNAPSHOT_SUFFIX)
     if durable:
         write_atomically(path, data)
@@ -93,7 +94,7 @@ def rebuild(
         offset = offsets[-1]
         data = read_if_exists(segment_path(directory, offset, SNAPSHOT_SUFFIX))
         try:
-            state = ProducerStateTable.decode_snapshot(data or b"")
+            state = decode_snapshot(data or b"")
         except CorruptSnapshotError as error:
             log.warning(
                 "producer-state snapshot unreadable; using an older one",

@@ -24,38 +24,44 @@ largest batch timestamp seen (for expiry). Validate, then apply:
   write, followers for replicated batches, the log for replay at load (one code path, DESIGN §5).
   A new epoch drops the old epoch's batches, as in Kafka.
 - `expire(now_ms, expiration_ms)` forgets producers silent for expiration_ms
-  (transactional.id.expiration / producer.id.expiration.ms in Kafka).
-- `encode_snapshot` / `decode_snapshot`: every entry with all its kept batches, so that a table
-  rebuilt from a snapshot plus the batches after it equals the one that saw everything.
+  (transactional.id.expiration / producer.id.expiration.ms in Kafka), except those with an open
+  transaction.
+- Snapshots (producer_snapshot_codec.py) hold every entry with all its kept batches, so that a
+  table rebuilt from a snapshot plus the batches after it equals the one that saw everything.
+
+Transactions. A transactional batch opens the producer's transaction on this partition when none
+is open (`current_txn_first_offset`); a transaction marker (a control batch: producer id and
+epoch, no sequence, written by the broker for the coordinator) closes it, and `apply` returns it
+as a CompletedTransaction for the log's last stable offset and aborted-transaction index
+(transaction_index.py). Markers carry the epoch the coordinator bumped at the transaction's end
+(KIP-890), so `check_marker` refuses one that is not above the producer's epoch unless it is a
+retry of the last marker; a late produce of the ended transaction then fails the data batches'
+own epoch check.
 
 Batches whose producer_id is negative (NO_PRODUCER_ID) are not idempotent and are ignored by both
-check and apply, as are control batches (transaction markers: a producer id and epoch, no
-sequence). Transactions (is_transactional) come later and are ignored here.
+check and apply; `check_leader_append` passes over markers, which have their own check.
 
-Invariants: entries are keyed by producer_id >= 0; each holds 1 to BATCHES_KEPT batches (apply
-creates an entry with its first batch), oldest first, all of its current epoch, each with
-last_offset >= base_offset; last_timestamp is at least the max_timestamp of every kept batch.
+Invariants: entries are keyed by producer_id >= 0; each holds up to BATCHES_KEPT batches (none
+only when a marker created it), oldest first, all of its current epoch, each with
+last_offset >= base_offset; last_timestamp is at least the max_timestamp of every kept batch; an
+open transaction starts at or before the entry's first kept batch of it.
 Pure: no I/O, no clock (the caller passes now_ms).
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import NamedTuple, Protocol
-
-import crc32c
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 
 NO_PRODUCER_ID = -1
+NO_OFFSET = -1  # a producer with no open transaction on this partition
 BATCHES_KEPT = limits.producer_state_batches_max  # the dedupe window, per producer and partition
 SEQUENCE_MAX = 2**31 - 1  # sequences wrap from SEQUENCE_MAX to 0
 PRODUCER_EPOCH_MAX = 32767
-SNAPSHOT_VERSION = 1
-
 _SEQUENCE_MODULUS = SEQUENCE_MAX + 1
 
 
@@ -96,6 +102,23 @@ class ProducerEntry(NamedTuple):
     producer_epoch: int
     batches: tuple[BatchMetadata, ...]  # oldest first, at most BATCHES_KEPT
     last_timestamp: int  # the largest max_timestamp of its batches seen (Kafka's rule)
+    # The offset of the first batch of the producer's open transaction here; NO_OFFSET: none.
+    current_txn_first_offset: int = NO_OFFSET
+
+
+class CompletedTransaction(NamedTuple):
+    """A transaction a marker ended on this partition: its records span first_offset to the
+    marker at last_offset. Whether it committed or aborted is in the marker's record, which the
+    log reads (this table sees batch headers only)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+class MarkerWrittenBefore(NamedTuple):
+    """A retried marker (same producer epoch, no transaction open since): write nothing, answer
+    success."""
 
 
 class DuplicateAppend(NamedTuple):
@@ -129,9 +152,12 @@ def _next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo) -> Produc
         batch.last_offset,
         batch.max_timestamp,
     )
+    open_at = NO_OFFSET if entry is None else entry.current_txn_first_offset
+    if open_at == NO_OFFSET and batch.is_transactional:
+        open_at = batch.base_offset  # the producer's first batch of a transaction here
     if entry is None:
         return ProducerEntry(
-            batch.producer_id, batch.producer_epoch, (metadata,), batch.max_timestamp
+            batch.producer_id, batch.producer_epoch, (metadata,), batch.max_timestamp, open_at
         )
     kept = entry.batches if entry.producer_epoch == batch.producer_epoch else ()
     return ProducerEntry(
@@ -139,6 +165,53 @@ def _next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo) -> Produc
         batch.producer_epoch,
         (*kept, metadata)[-BATCHES_KEPT:],
         max(entry.last_timestamp, batch.max_timestamp),
+        open_at,
+    )
+
+
+def _after_marker(entry: ProducerEntry | None, marker: ProducerBatchInfo) -> ProducerEntry:
+    """The entry after a transaction marker: the transaction is closed and the marker's epoch
+    (bumped at every transaction end, KIP-890) is the producer's; a new epoch restarts the
+    sequences, as for data batches."""
+    if entry is None:
+        return ProducerEntry(marker.producer_id, marker.producer_epoch, (), marker.max_timestamp)
+    kept = entry.batches if entry.producer_epoch == marker.producer_epoch else ()
+    return ProducerEntry(
+        entry.producer_id,
+        marker.producer_epoch,
+        kept,
+        max(entry.last_timestamp, marker.max_timestamp),
+    )
+
+
+def _check_marker(
+    entry: ProducerEntry | None, producer_id: int, producer_epoch: int
+) -> AppendRefused | MarkerWrittenBefore | None:
+    """Whether a transaction marker of (producer_id, producer_epoch) may be written. The
+    coordinator bumps the epoch at every transaction end and writes the markers with the new
+    epoch, so a marker must carry an epoch above the producer's: one at its epoch either was
+    written already (no transaction open since: a retry) or is late and would close the next
+    transaction (refused, KIP-890)."""
+    if not 0 <= producer_epoch <= PRODUCER_EPOCH_MAX:
+        return AppendRefused(
+            ErrorCode.INVALID_RECORD,
+            f"a marker for producer {producer_id} carries producer_epoch {producer_epoch}: "
+            f"epochs are 0..{PRODUCER_EPOCH_MAX}",
+        )
+    if entry is None or producer_epoch > entry.producer_epoch:
+        return None
+    if producer_epoch == entry.producer_epoch and entry.current_txn_first_offset == NO_OFFSET:
+        return MarkerWrittenBefore()
+    return AppendRefused(
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        f"a marker for producer {producer_id} at epoch {producer_epoch} arrived after epoch "
+        f"{entry.producer_epoch}"
+        + (
+            f" opened a transaction at offset {entry.current_txn_first_offset}"
+            if producer_epoch == entry.producer_epoch
+            else ""
+        )
+        + ": it is late, and writing it would end a newer transaction; it is not written",
     )
 
 
@@ -265,20 +338,51 @@ class ProducerStateTable:
             return None
         return _duplicate_append(duplicates, len(batches))
 
-    def apply(self, batches: Iterable[ProducerBatchInfo]) -> None:
-        """Record written batches, unchecked: after a leader write, on followers, in replay."""
+    def check_marker(
+        self, producer_id: int, producer_epoch: int
+    ) -> AppendRefused | MarkerWrittenBefore | None:
+        """Whether the leader may write a transaction marker for this producer (None), must
+        answer it as written before, or refuses it. Changes nothing."""
+        return _check_marker(self._entries.get(producer_id), producer_id, producer_epoch)
+
+    def apply(self, batches: Iterable[ProducerBatchInfo]) -> list[CompletedTransaction]:
+        """Record written batches, unchecked: after a leader write, on followers, in replay.
+        Returns the transactions the batches' markers ended (those with records here)."""
         entries = self._entries
+        completed: list[CompletedTransaction] = []
         for batch in batches:
-            if batch.producer_id >= 0 and not batch.is_control:
-                entries[batch.producer_id] = _next_entry(entries.get(batch.producer_id), batch)
+            producer_id = batch.producer_id
+            if producer_id < 0:
+                continue
+            entry = entries.get(producer_id)
+            if not batch.is_control:
+                entries[producer_id] = _next_entry(entry, batch)
+                continue
+            if entry is not None and entry.current_txn_first_offset != NO_OFFSET:
+                completed.append(
+                    CompletedTransaction(
+                        producer_id, entry.current_txn_first_offset, batch.last_offset
+                    )
+                )
+            entries[producer_id] = _after_marker(entry, batch)
+        return completed
+
+    def open_transactions(self) -> dict[int, int]:
+        """producer id -> the first offset of its open transaction, for producers with one."""
+        return {
+            producer_id: entry.current_txn_first_offset
+            for producer_id, entry in self._entries.items()
+            if entry.current_txn_first_offset != NO_OFFSET
+        }
 
     def expire(self, now_ms: int, expiration_ms: int) -> list[int]:
-        """Forget producers whose last batch timestamp is expiration_ms or more before now_ms;
-        the removed producer ids, sorted."""
+        """Forget producers whose last batch timestamp is expiration_ms or more before now_ms
+        and that have no open transaction; the removed producer ids, sorted."""
         expired = sorted(
             producer_id
             for producer_id, entry in self._entries.items()
             if entry.last_timestamp + expiration_ms <= now_ms
+            and entry.current_txn_first_offset == NO_OFFSET
         )
         for producer_id in expired:
             del self._entries[producer_id]
@@ -302,102 +406,9 @@ class ProducerStateTable:
     def __repr__(self) -> str:
         return f"ProducerStateTable({self.entries()!r})"
 
-    def encode_snapshot(self) -> bytes:
-        return _encode_snapshot(self.entries())
-
     @classmethod
-    def decode_snapshot(cls, data: bytes) -> ProducerStateTable:
-        """The table a snapshot holds; CorruptSnapshotError for anything malformed."""
+    def from_entries(cls, entries: Iterable[ProducerEntry]) -> ProducerStateTable:
+        """A table holding `entries` (a decoded snapshot: producer_snapshot_codec.py)."""
         table = cls()
-        table._entries = {entry.producer_id: entry for entry in _decode_snapshot(data)}
+        table._entries = {entry.producer_id: entry for entry in entries}
         return table
-
-
-# Snapshot layout, big-endian, fixed-width (the widths of the batch header's fields):
-#   crc uint32 (CRC-32C of everything after it) | version int16 | entry_count int32
-#   entry_count x (producer_id int64 | producer_epoch int16 | last_timestamp int64 |
-#                  batch_count uint8 | batch_count x
-#                  (first_sequence int32 | last_sequence int32 | base_offset int64 |
-#                   last_offset int64 | max_timestamp int64))
-# Entries are sorted by producer id, batches oldest first.
-_CRC = struct.Struct(">I")
-_HEADER = struct.Struct(">hi")
-_ENTRY = struct.Struct(">qhqB")
-_BATCH = struct.Struct(">iiqqq")
-
-
-def _encode_snapshot(entries: Sequence[ProducerEntry]) -> bytes:
-    parts = [_HEADER.pack(SNAPSHOT_VERSION, len(entries))]
-    for entry in entries:
-        assert 1 <= len(entry.batches) <= BATCHES_KEPT, entry
-        parts.append(
-            _ENTRY.pack(
-                entry.producer_id, entry.producer_epoch, entry.last_timestamp, len(entry.batches)
-            )
-        )
-        parts.extend(_BATCH.pack(*batch) for batch in entry.batches)
-    body = b"".join(parts)
-    return _CRC.pack(crc32c.crc32c(body)) + body
-
-
-def _decode_snapshot(data: bytes) -> list[ProducerEntry]:
-    """The entries of a snapshot, sorted by producer id; CorruptSnapshotError for anything
-    malformed. Allocates at most one entry per _ENTRY.size bytes of input."""
-    view = memoryview(data)
-    if len(view) < _CRC.size + _HEADER.size:
-        raise CorruptSnapshotError(f"producer snapshot of {len(view)} bytes is truncated")
-    (crc,) = _CRC.unpack_from(view, 0)
-    if crc32c.crc32c(view[_CRC.size :]) != crc:
-        raise CorruptSnapshotError("producer snapshot fails its CRC-32C check")
-    version, entry_count = _HEADER.unpack_from(view, _CRC.size)
-    if version != SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"producer snapshot version {version} is unknown")
-    position = _CRC.size + _HEADER.size
-    if not 0 <= entry_count <= (len(view) - position) // _ENTRY.size:
-        raise CorruptSnapshotError(
-            f"producer snapshot declares {entry_count} entries in {len(view) - position} bytes"
-        )
-    entries: list[ProducerEntry] = []
-    for _ in range(entry_count):
-        entry, position = _decode_entry(view, position)
-        if entries and entry.producer_id <= entries[-1].producer_id:
-            raise CorruptSnapshotError(
-                f"producer snapshot lists producer {entry.producer_id} after "
-                f"{entries[-1].producer_id}: entries must be sorted and unique"
-            )
-        entries.append(entry)
-    if position != len(view):
-        raise CorruptSnapshotError(
-            f"producer snapshot has {len(view) - position} bytes after its last entry"
-        )
-    return entries
-
-
-def _decode_entry(view: memoryview, position: int) -> tuple[ProducerEntry, int]:
-    if position + _ENTRY.size > len(view):
-        raise CorruptSnapshotError(f"producer snapshot is truncated at byte {position}")
-    producer_id, epoch, last_timestamp, batch_count = _ENTRY.unpack_from(view, position)
-    position += _ENTRY.size
-    if producer_id < 0 or not 1 <= batch_count <= BATCHES_KEPT:
-        raise CorruptSnapshotError(
-            f"producer snapshot entry for producer {producer_id} with {batch_count} batches: "
-            f"ids are >= 0 and an entry keeps 1 to {BATCHES_KEPT} batches"
-        )
-    if position + batch_count * _BATCH.size > len(view):
-        raise CorruptSnapshotError(f"producer snapshot is truncated in producer {producer_id}")
-    batches = []
-    for _ in range(batch_count):
-        batch = BatchMetadata(*_BATCH.unpack_from(view, position))
-        position += _BATCH.size
-        delta = batch.last_offset - batch.base_offset
-        if (
-            delta < 0
-            or batch.last_sequence != (batch.first_sequence + delta) % _SEQUENCE_MODULUS
-            or batch.max_timestamp > last_timestamp
-        ):
-            raise CorruptSnapshotError(
-                f"producer snapshot entry for producer {producer_id} holds an inconsistent "
-                f"batch {batch}"
-            )
-        batches.append(batch)
-    return ProducerEntry(producer_id, epoch, tuple(batches), last_timestamp), position

@@ -18,6 +18,7 @@ import pytest
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.services.broker.log.append_info import PlannedBatch, plan_leader_append
+from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot, encode_snapshot
 from samsa.services.broker.log.producer_state import (
     BATCHES_KEPT,
     NO_PRODUCER_ID,
@@ -347,18 +348,27 @@ def sample_table() -> ProducerStateTable:
 
 def test_snapshots_round_trip_every_kept_batch() -> None:
     table = sample_table()
-    data = table.encode_snapshot()
-    decoded = ProducerStateTable.decode_snapshot(data)
+    data = encode_snapshot(table)
+    decoded = decode_snapshot(data)
     assert decoded == table and decoded.entries() == table.entries()
-    assert decoded.encode_snapshot() == data
-    assert ProducerStateTable.decode_snapshot(ProducerStateTable().encode_snapshot()) == (
-        ProducerStateTable()
+    assert encode_snapshot(decoded) == data
+    assert decode_snapshot(encode_snapshot(ProducerStateTable())) == (ProducerStateTable())
+
+
+def test_a_version_1_snapshot_loads_with_no_open_transaction() -> None:
+    # Written before transactions: entry (id, epoch, last timestamp, batch count), batches.
+    version_1 = signed(
+        struct.pack(">hi", 1, 1)
+        + struct.pack(">qhqB", 7, 2, 10, 1)
+        + struct.pack(">iiqqq", 0, 3, 10, 13, 10)
     )
+    table = decode_snapshot(version_1)
+    assert table.entries() == [ProducerEntry(7, 2, (BatchMetadata(0, 3, 10, 13, 10),), 10, -1)]
 
 
 def corruptions() -> list[tuple[str, bytes, str]]:
     """(case, snapshot bytes, words of the expected error)."""
-    data = sample_table().encode_snapshot()
+    data = encode_snapshot(sample_table())
     body = data[4:]
     entry = struct.pack(">qhqB", 1, 0, 10, 1)
     good_batch = struct.pack(">iiqqq", 0, 0, 5, 5, 10)
@@ -369,7 +379,7 @@ def corruptions() -> list[tuple[str, bytes, str]]:
         ("flipped body byte", data[:20] + bytes([data[20] ^ 1]) + data[21:], "CRC"),
         ("flipped crc byte", bytes([data[0] ^ 0x80]) + data[1:], "CRC"),
         ("unsigned trailing byte", data + b"\0", "CRC"),
-        ("wrong version", signed(struct.pack(">h", 2) + body[2:]), "version 2"),
+        ("wrong version", signed(struct.pack(">h", 3) + body[2:]), "version 3"),
         ("trailing bytes", signed(body + b"\0"), "after its last entry"),
         (
             "count beyond the length",
@@ -403,7 +413,12 @@ def corruptions() -> list[tuple[str, bytes, str]]:
             signed(struct.pack(">hi", 1, 2) + (entry + good_batch) * 2),
             "sorted and unique",
         ),
-        ("an entry without batches", signed(header + entry[:-1] + b"\0"), "0 batches"),
+        ("a version 1 entry without batches", signed(header + entry[:-1] + b"\0"), "0 batches"),
+        (
+            "an open transaction below -1",
+            signed(struct.pack(">hi", 2, 1) + struct.pack(">qhqqB", 1, 0, 10, -2, 0)),
+            "open transaction at offset -2",
+        ),
         (
             "last offset below base",
             signed(header + entry + struct.pack(">iiqqq", 0, 0, 5, 4, 10)),
@@ -427,13 +442,13 @@ def corruptions() -> list[tuple[str, bytes, str]]:
 )
 def test_a_damaged_snapshot_is_refused(case: str, data: bytes, match: str) -> None:
     with pytest.raises(CorruptSnapshotError, match=match):
-        ProducerStateTable.decode_snapshot(data)
+        decode_snapshot(data)
 
 
 def test_every_truncation_of_a_snapshot_is_refused() -> None:
-    data = sample_table().encode_snapshot()
+    data = encode_snapshot(sample_table())
     for length in range(len(data)):
         with pytest.raises(CorruptSnapshotError):
-            ProducerStateTable.decode_snapshot(data[:length])
+            decode_snapshot(data[:length])
         with pytest.raises(CorruptSnapshotError):
-            ProducerStateTable.decode_snapshot(signed(data[4:length]) if length >= 4 else b"")
+            decode_snapshot(signed(data[4:length]) if length >= 4 else b"")

@@ -1,0 +1,149 @@
+"""The bytes of a producer-state snapshot (producer_state.py's table at one offset). Pure.
+
+Layout, big-endian, fixed-width (the widths of the batch header's fields):
+
+    crc uint32 (CRC-32C of everything after it) | version int16 | entry_count int32
+    entry_count x (producer_id int64 | producer_epoch int16 | last_timestamp int64 |
+                   current_txn_first_offset int64 (version 2 only) |
+                   batch_count uint8 | batch_count x
+                   (first_sequence int32 | last_sequence int32 | base_offset int64 |
+                    last_offset int64 | max_timestamp int64))
+
+Entries are sorted by producer id, batches oldest first. Version 2 added the first offset of the
+producer's open transaction (-1: none; Kafka keeps it in its snapshots too), and entries with no
+batch (a producer known only from a transaction marker). Version 1 snapshots, written before
+transactions, still load: no producer had an open transaction then.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import crc32c
+
+from samsa.services.broker.log.producer_state import (
+    BATCHES_KEPT,
+    NO_OFFSET,
+    SEQUENCE_MAX,
+    BatchMetadata,
+    CorruptSnapshotError,
+    ProducerEntry,
+    ProducerStateTable,
+)
+
+SNAPSHOT_VERSION = 2
+_VERSION_WITHOUT_TRANSACTIONS = 1
+
+_CRC = struct.Struct(">I")
+_HEADER = struct.Struct(">hi")
+_ENTRY_V1 = struct.Struct(">qhqB")
+_ENTRY = struct.Struct(">qhqqB")
+_BATCH = struct.Struct(">iiqqq")
+
+
+def encode_snapshot(table: ProducerStateTable) -> bytes:
+    """Every entry with all its kept batches, so that a table rebuilt from a snapshot plus the
+    batches after it equals the one that saw everything."""
+    entries = table.entries()
+    parts = [_HEADER.pack(SNAPSHOT_VERSION, len(entries))]
+    for entry in entries:
+        assert len(entry.batches) <= BATCHES_KEPT, entry
+        parts.append(
+            _ENTRY.pack(
+                entry.producer_id,
+                entry.producer_epoch,
+                entry.last_timestamp,
+                entry.current_txn_first_offset,
+                len(entry.batches),
+            )
+        )
+        parts.extend(_BATCH.pack(*batch) for batch in entry.batches)
+    body = b"".join(parts)
+    return _CRC.pack(crc32c.crc32c(body)) + body
+
+
+def decode_snapshot(data: bytes) -> ProducerStateTable:
+    """The table a snapshot holds; CorruptSnapshotError for anything malformed."""
+    return ProducerStateTable.from_entries(_decode_entries(data))
+
+
+def _decode_entries(data: bytes) -> list[ProducerEntry]:
+    """The entries of a snapshot, sorted by producer id. Allocates at most one entry per
+    entry-header size of input."""
+    view = memoryview(data)
+    if len(view) < _CRC.size + _HEADER.size:
+        raise CorruptSnapshotError(f"producer snapshot of {len(view)} bytes is truncated")
+    (crc,) = _CRC.unpack_from(view, 0)
+    if crc32c.crc32c(view[_CRC.size :]) != crc:
+        raise CorruptSnapshotError("producer snapshot fails its CRC-32C check")
+    version, entry_count = _HEADER.unpack_from(view, _CRC.size)
+    if version == SNAPSHOT_VERSION:
+        entry_format = _ENTRY
+    elif version == _VERSION_WITHOUT_TRANSACTIONS:
+        entry_format = _ENTRY_V1
+    else:
+        raise CorruptSnapshotError(f"producer snapshot version {version} is unknown")
+    position = _CRC.size + _HEADER.size
+    if not 0 <= entry_count <= (len(view) - position) // entry_format.size:
+        raise CorruptSnapshotError(
+            f"producer snapshot declares {entry_count} entries in {len(view) - position} bytes"
+        )
+    entries: list[ProducerEntry] = []
+    for _ in range(entry_count):
+        entry, position = _decode_entry(view, position, entry_format)
+        if entries and entry.producer_id <= entries[-1].producer_id:
+            raise CorruptSnapshotError(
+                f"producer snapshot lists producer {entry.producer_id} after "
+                f"{entries[-1].producer_id}: entries must be sorted and unique"
+            )
+        entries.append(entry)
+    if position != len(view):
+        raise CorruptSnapshotError(
+            f"producer snapshot has {len(view) - position} bytes after its last entry"
+        )
+    return entries
+
+
+def _decode_entry(
+    view: memoryview, position: int, entry_format: struct.Struct
+) -> tuple[ProducerEntry, int]:
+    if position + entry_format.size > len(view):
+        raise CorruptSnapshotError(f"producer snapshot is truncated at byte {position}")
+    if entry_format is _ENTRY:
+        producer_id, epoch, last_timestamp, txn_first_offset, batch_count = (
+            entry_format.unpack_from(view, position)
+        )
+        least_batches = 0
+    else:
+        producer_id, epoch, last_timestamp, batch_count = entry_format.unpack_from(view, position)
+        txn_first_offset, least_batches = NO_OFFSET, 1
+    position += entry_format.size
+    if producer_id < 0 or not least_batches <= batch_count <= BATCHES_KEPT:
+        raise CorruptSnapshotError(
+            f"producer snapshot entry for producer {producer_id} with {batch_count} batches: "
+            f"ids are >= 0 and an entry keeps {least_batches} to {BATCHES_KEPT} batches"
+        )
+    if txn_first_offset < NO_OFFSET:
+        raise CorruptSnapshotError(
+            f"producer snapshot entry for producer {producer_id} has an open transaction at "
+            f"offset {txn_first_offset}"
+        )
+    if position + batch_count * _BATCH.size > len(view):
+        raise CorruptSnapshotError(f"producer snapshot is truncated in producer {producer_id}")
+    batches = []
+    for _ in range(batch_count):
+        batch = BatchMetadata(*_BATCH.unpack_from(view, position))
+        position += _BATCH.size
+        delta = batch.last_offset - batch.base_offset
+        if (
+            delta < 0
+            or batch.last_sequence != (batch.first_sequence + delta) % (SEQUENCE_MAX + 1)
+            or batch.max_timestamp > last_timestamp
+        ):
+            raise CorruptSnapshotError(
+                f"producer snapshot entry for producer {producer_id} holds an inconsistent "
+                f"batch {batch}"
+            )
+        batches.append(batch)
+    entry = ProducerEntry(producer_id, epoch, tuple(batches), last_timestamp, txn_first_offset)
+    return entry, position

@@ -1,0 +1,148 @@
+"""Transactions on one partition, as readers see them: the last stable offset and the index of
+aborted transactions (DESIGN §3 and §5; Kafka's TransactionIndex and the unstable-offset part of
+ProducerStateManager). Pure: no I/O, no clock.
+
+Theory of operation. A transaction's records sit in the log from its first batch to its marker
+(producer_state.py opens it and reports it as a CompletedTransaction when the marker is
+applied). A `read_committed` consumer may read only what is decided and replicated:
+
+- The **last stable offset** (LSO) is the smaller of the high watermark and the first offset of
+  every transaction that is still *unstable*: open, or ended by a marker not yet below the high
+  watermark (a marker that could still be truncated away decides nothing). `UnstableTransactions`
+  keeps the ended-but-unreplicated ones; the producer table gives the open ones.
+- The **aborted-transaction index** lists, per segment, each aborted transaction as
+  (producer_id, first_offset, last_offset = its ABORT marker, last_stable_offset when the marker
+  was appended), in marker order, in the segment that holds the marker (`.txnindex` files, one
+  fixed-size entry each, with a CRC so a torn tail is found and dropped; `aborted_entry` makes
+  one). A read_committed fetch
+  returns the aborted transactions overlapping what it returns (`collect_aborted`), and the
+  consumer drops those producers' records from first_offset up to their ABORT marker.
+  Committed transactions need no entry: their records are simply shown.
+
+Search. Entries live with their markers, so those overlapping a fetch from offset F are in the
+segment holding F and later ones; scanning stops at the first entry whose last_stable_offset
+reaches the upper bound: no transaction aborted later can start below it (Kafka's rule).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import crc32c
+
+from samsa.services.broker.log.producer_state import CompletedTransaction
+
+INDEX_SUFFIX = ".txnindex"
+
+# producer_id int64 | first_offset int64 | last_offset int64 | last_stable_offset int64 |
+# crc uint32 (CRC-32C of the 32 bytes before it); big-endian.
+_FIELDS = struct.Struct(">qqqq")
+_CRC = struct.Struct(">I")
+ENTRY_BYTES = _FIELDS.size + _CRC.size
+
+
+class AbortedTransaction(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the ABORT marker's offset
+    last_stable_offset: int  # the partition's LSO when the marker was appended
+
+
+def encode_entry(aborted: AbortedTransaction) -> bytes:
+    fields = _FIELDS.pack(*aborted)
+    return fields + _CRC.pack(crc32c.crc32c(fields))
+
+
+def decode_entries(data: bytes) -> tuple[list[AbortedTransaction], int]:
+    """The entries of an index file and the length of its valid prefix: decoding stops at the
+    first entry that is cut short, fails its CRC, or is inconsistent (a torn write at a crash);
+    the caller truncates the file there or rebuilds it from the log."""
+    view = memoryview(data)
+    entries: list[AbortedTransaction] = []
+    position = 0
+    while position + ENTRY_BYTES <= len(view):
+        fields = view[position : position + _FIELDS.size]
+        (crc,) = _CRC.unpack_from(view, position + _FIELDS.size)
+        if crc32c.crc32c(fields) != crc:
+            break
+        entry = AbortedTransaction(*_FIELDS.unpack(fields))
+        if not _consistent(entry, entries[-1] if entries else None):
+            break
+        entries.append(entry)
+        position += ENTRY_BYTES
+    return entries, position
+
+
+def _consistent(entry: AbortedTransaction, previous: AbortedTransaction | None) -> bool:
+    return (
+        entry.producer_id >= 0
+        and 0 <= entry.first_offset < entry.last_offset
+        and (previous is None or previous.last_offset < entry.last_offset)
+    )
+
+
+def aborted_entry(
+    aborted: CompletedTransaction, open_first_offsets: Iterable[int]
+) -> AbortedTransaction:
+    """The index entry of an aborted transaction, given the first offsets of the transactions
+    still open once its marker was applied: its last_stable_offset is where every transaction
+    aborted later must start (the first of those still open, else just past this marker), which
+    is what lets `collect_aborted` stop early. The high watermark plays no part here."""
+    stable = aborted.last_offset + 1
+    for first_offset in open_first_offsets:
+        stable = min(stable, first_offset)
+    return AbortedTransaction(
+        aborted.producer_id, aborted.first_offset, aborted.last_offset, stable
+    )
+
+
+def collect_aborted(
+    segment_entries: Iterable[Iterable[AbortedTransaction]], fetch_offset: int, upper_bound: int
+) -> list[AbortedTransaction]:
+    """The aborted transactions overlapping [fetch_offset, upper_bound), sorted by first offset.
+    `segment_entries`: the index entries of the segment holding fetch_offset and of each later
+    one, in order (consumed lazily: scanning stops once complete, see the module doc)."""
+    found: list[AbortedTransaction] = []
+    for entries in segment_entries:
+        for entry in entries:
+            if entry.last_offset >= fetch_offset and entry.first_offset < upper_bound:
+                found.append(entry)
+            if entry.last_stable_offset >= upper_bound:
+                return sorted(found, key=lambda aborted: aborted.first_offset)
+    return sorted(found, key=lambda aborted: aborted.first_offset)
+
+
+class UnstableTransactions:
+    """Transactions ended by a marker not yet below the high watermark, for the LSO."""
+
+    __slots__ = ("_ended",)
+
+    def __init__(self) -> None:
+        self._ended: list[CompletedTransaction] = []  # in marker order
+
+    def on_completed(self, transactions: Iterable[CompletedTransaction]) -> None:
+        self._ended.extend(transactions)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget the transactions whose marker is now below the high watermark: decided."""
+        if self._ended and self._ended[0].last_offset < high_watermark:
+            self._ended = [t for t in self._ended if t.last_offset >= high_watermark]
+
+    def on_truncate(self, log_end_offset: int) -> None:
+        """Forget the transactions whose marker was truncated away (they are open again, which
+        the rebuilt producer table says)."""
+        self._ended = [t for t in self._ended if t.last_offset < log_end_offset]
+
+    def last_stable_offset(self, open_first_offsets: Iterable[int], high_watermark: int) -> int:
+        """min(high watermark, first offset of any open or unreplicated transaction)."""
+        stable = high_watermark
+        for first_offset in open_first_offsets:
+            stable = min(stable, first_offset)
+        for ended in self._ended:
+            stable = min(stable, ended.first_offset)
+        return stable
+
+    def __len__(self) -> int:
+        return len(self._ended)
