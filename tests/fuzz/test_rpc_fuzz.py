@@ -14,9 +14,9 @@ called with identity serializers (raw bytes), each with a deadline. Hypothesis d
 Every status is allowed except UNKNOWN, INTERNAL and DEADLINE_EXCEEDED (PERMISSION_DENIED is the
 normal answer to member-only calls without a proof). Long-polls are kept short: a request to
 Fetch or FetchMetadata gets `max_wait_ms = 20` appended, and a read with min_metadata_offset
-gets 0 appended (protobuf: the last value wins; bytes that do not parse stay unparseable).
-ReplicaFetchStream needs no such care: without a membership proof it ends at its first request,
-before any long-poll.
+gets 0 appended (protobuf: the last value wins; bytes that do not parse stay unparseable); an
+item of FetchStream (and ReplicaFetchStream) gets it inside its `request` (an embedded message
+appended again is merged into the first).
 What a well-formed write may legitimately do is fenced off:
 - any write request naming `fz-known` has the name rewritten, byte for byte, to `fz-knowX`
   (same length, so the bytes stay as valid or invalid as they were): the known topic is never
@@ -221,6 +221,12 @@ def fence(method: d.MethodDescriptor, payload: bytes) -> bytes:
     fields = method.input_type.fields_by_name
     if "max_wait_ms" in fields:
         payload += bytes([fields["max_wait_ms"].number << 3, LONG_POLL_MS_MAX])
+    wrapped = fields.get("request")
+    if wrapped is not None and wrapped.message_type is not None:
+        inner = wrapped.message_type.fields_by_name.get("max_wait_ms")
+        if inner is not None:  # a fetch stream's item: an embedded message field is merged
+            tag = (wrapped.number << 3) | 2
+            payload += bytes([tag, 2, inner.number << 3, LONG_POLL_MS_MAX])
     if "min_metadata_offset" in fields:
         # A future offset makes a read wait 5 s for it, then refuse it: correct and covered by
         # test_a_read_beyond_the_committed_metadata_is_refused_in_time, but too slow to repeat.
