@@ -125,6 +125,7 @@ class ConsumerDriver:
         self._fetch_timeout_s = config.fetch_max_wait_ms / 1000 + FETCH_TIMEOUT_MARGIN_S
         self._tasks: set[asyncio.Task[None]] = set()  # fetches and lookups in flight
         self._links: dict[int, FetchLink] = {}  # each broker's FetchStream, by node id
+        self._new_link: Callable[[], FetchLink] = consumer_fetch_link
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
@@ -272,7 +273,7 @@ class ConsumerDriver:
     ) -> None:
         link = self._links.get(node)
         if link is None:
-            link = self._links[node] = consumer_fetch_link()
+            link = self._links[node] = self._new_link()
         try:
             response = await link.fetch(channel, request, self._fetch_timeout_s)
         except FetchFailed as failed:

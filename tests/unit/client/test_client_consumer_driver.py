@@ -3,8 +3,10 @@ an answer without records but only after poll() took the records of one that had
 poll sent earlier would hold the broker's one fetch slot), resolves resets with ListOffsets when
 poll asks, and backs off after a failed fetch.
 
-Method: run ConsumerDriver on an event loop against an in-memory broker (no ports): each Fetch
-waits in a queue until the test answers it; metadata is a fixed fake. Loop turns are counted with
+Method: run ConsumerDriver on an event loop against an in-memory broker (no ports): the driver's
+fetch link (common/fetch_link.py, tested against real servers in tests/integration/
+test_fetch_stream.py) is replaced by one whose fetches wait in a queue until the test answers
+them; metadata is a fixed fake. Loop turns are counted with
 `asyncio.sleep(0)`, never wall time: the driver sends synchronously from the answer's callback, so
 a fetch it would send is in the queue once the answering task has run.
 """
@@ -19,6 +21,7 @@ import pytest
 from samsa.client import consumer_driver
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_driver import ConsumerDriver, take_records
+from samsa.common.fetch_link import FetchFailed
 from samsa.common.record.codec import build_batch
 from samsa.v1 import broker_pb2
 
@@ -72,6 +75,24 @@ class FakeBroker:
         )
 
 
+class FakeLink:
+    """A broker's fetch link that hands each fetch to `broker`, failing as the real one does."""
+
+    def __init__(self, broker: FakeBroker) -> None:
+        self.broker = broker
+
+    async def fetch(
+        self, channel: object, request: broker_pb2.FetchRequest, timeout_s: float
+    ) -> object:
+        try:
+            return await self.broker.Fetch(request, timeout_s)
+        except grpc.aio.AioRpcError as error:
+            raise FetchFailed(error.code(), error.details() or "") from None
+
+    def close(self) -> None:
+        pass
+
+
 def answer(**records: bytes) -> broker_pb2.FetchResponse:
     return broker_pb2.FetchResponse(
         topics=[
@@ -101,6 +122,7 @@ def run(test, **settings: object) -> None:
         given = {"bootstrap.servers": "localhost:1", "auto.offset.reset": "latest", **settings}
         driver = ConsumerDriver(ConsumerConfig.from_dict(given), FakeMetadata(), lambda: None)  # type: ignore[arg-type]
         driver._stub = lambda endpoint: broker  # type: ignore[method-assign]
+        driver._new_link = lambda: FakeLink(broker)  # type: ignore[assignment,return-value]
         await driver.start()
         try:
             await test(driver, broker)
