@@ -58,6 +58,7 @@ IO_MODULE_NAMES = {
     "loading.py",  # lists a log directory, reads its checkpoints, recovers its segments
     "producer_snapshots.py",  # producer-state snapshot files, replay from segments
     "producer_log_state.py",  # the producer state beside a log: its snapshots, rebuilds
+    "transaction_log_state.py",  # a log's .txnindex files beside the pure transaction index
     "log_durability.py",  # a log's fsyncs, checkpoint files and clean-shutdown marker
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor

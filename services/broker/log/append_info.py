@@ -7,7 +7,9 @@ written, so that a rejected append stores nothing:
 - leader appends (`plan_leader_append`): every batch passes header.check_batch against the topic's
   max.message.bytes (framing, magic, attributes, CRC), carries dense offsets (last_offset_delta ==
   record_count - 1, as every producer writes them), is not a control batch (only the broker
-  writes transaction markers, through `allow_control_batches`), has a records section that
+  writes transaction markers, through `allow_control_batches`; a marker is one COMMIT or ABORT
+  record of a transactional producer), is not transactional unless the caller verified the
+  producer's transaction (`allow_transactional`, KIP-890), has a records section that
   every reader can decode (section_check.check_records: arrays, lengths, offset deltas, header
   keys; a compressed section is inflated once for it), and the whole append fits in one segment.
   Then offsets are assigned from the log end offset and the leader epoch (and, under
@@ -31,7 +33,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from samsa.common import limits
-from samsa.common.errors import ErrorCode, InvalidRecordError, RecordTooLargeError
+from samsa.common.errors import ErrorCode, InvalidRecordError, RecordTooLargeError, SamsaError
+from samsa.common.record.codec import decode_batch, read_control_marker
 from samsa.common.record.header import (
     CONTROL,
     HEADER_BYTES,
@@ -45,6 +48,7 @@ from samsa.common.record.header import (
 from samsa.common.record.section_check import check_records
 
 Piece = bytes | bytearray | memoryview
+NO_CONTROL_TYPE = -1  # PlannedBatch.control_type of a data batch
 
 
 class AppendInfo(NamedTuple):
@@ -75,6 +79,9 @@ class PlannedBatch(NamedTuple):
     base_sequence: int
     is_transactional: bool
     is_control: bool = False  # a transaction marker: a producer id and epoch, no sequence
+    # A marker's type (codec.CONTROL_TYPE_ABORT or _COMMIT), read from its one record; the
+    # log indexes aborted transactions by it. NO_CONTROL_TYPE for data batches.
+    control_type: int = NO_CONTROL_TYPE
 
 
 class AppendPlan(NamedTuple):
@@ -113,9 +120,13 @@ def plan_leader_append(
     segment_bytes: int,
     log_append_time_ms: int | None,
     allow_control_batches: bool = False,
+    allow_transactional: bool = False,
 ) -> AppendPlan:
     """Validate producer batches and assign them offsets from `log_end_offset`. Control batches
-    (transaction markers) are refused unless the broker itself writes them (Kafka's origin)."""
+    (transaction markers) are refused unless the broker itself writes them (Kafka's origin);
+    transactional data batches unless the caller verified that the transaction coordinator
+    added the partition to the producer's transaction (KIP-890): an unverified one would open a
+    transaction nobody ends, and hold every read_committed reader at its first offset."""
     found = validate_batches(data, max_batch_bytes=max_message_bytes, segment_bytes=segment_bytes)
     for position, header in found:
         if header.last_offset_delta != header.record_count - 1:
@@ -123,12 +134,25 @@ def plan_leader_append(
                 f"batch at position {position} has last_offset_delta {header.last_offset_delta} "
                 f"for {header.record_count} records: a producer's offsets are dense (0..N-1)"
             )
+        if (
+            header.attributes & TRANSACTIONAL
+            and not header.attributes & CONTROL
+            and not allow_transactional
+        ):
+            raise SamsaError(
+                f"batch at position {position} is transactional, and no transaction coordinator "
+                f"added this partition to producer {header.producer_id}'s transaction: call "
+                "AddPartitionsToTxn first",
+                ErrorCode.INVALID_TXN_STATE,
+            )
         if header.attributes & CONTROL and not allow_control_batches:
             raise InvalidRecordError(
                 f"batch at position {position} is a control batch: only the broker writes "
                 "transaction markers"
             )
         check_records(data, position, header)
+        if header.attributes & CONTROL:
+            _check_marker(data, position, header)
     if len(found) == 1 and log_append_time_ms is None:
         prefix = bytearray(data[:HEADER_BYTES])
         stamp_offsets(prefix, 0, log_end_offset, leader_epoch)
@@ -157,6 +181,7 @@ def plan_leader_append(
                 header.size_bytes,
                 leader_epoch,
                 *_producer_fields(header),
+                _control_type(data, position, header),
             )
         )
         base_offset = last_offset + 1
@@ -185,6 +210,7 @@ def plan_follower_append(data: bytes, *, log_end_offset: int, segment_bytes: int
                 header.size_bytes,
                 header.partition_leader_epoch,
                 *_producer_fields(header),
+                _control_type(data, position, header),
             )
         )
         next_offset = header.next_offset
@@ -199,6 +225,30 @@ def _producer_fields(header: BatchHeader) -> tuple[int, int, int, bool, bool]:
         bool(header.attributes & TRANSACTIONAL),
         bool(header.attributes & CONTROL),
     )
+
+
+def _check_marker(data: bytes, position: int, header: BatchHeader) -> None:
+    """A transaction marker the broker writes: one COMMIT or ABORT record of an idempotent,
+    transactional producer (codec.build_control_batch)."""
+    if header.producer_id < 0 or not header.attributes & TRANSACTIONAL:
+        raise InvalidRecordError(
+            f"control batch at position {position} must be transactional with a producer id"
+        )
+    if header.record_count != 1:
+        raise InvalidRecordError(
+            f"control batch at position {position} holds {header.record_count} records: a "
+            "transaction marker holds exactly one"
+        )
+    _control_type(data, position, header)
+
+
+def _control_type(data: bytes, position: int, header: BatchHeader) -> int:
+    """A marker's type (ABORT or COMMIT); NO_CONTROL_TYPE for a data batch. Markers are one
+    small uncompressed record, so decoding one costs next to nothing."""
+    if not header.attributes & CONTROL:
+        return NO_CONTROL_TYPE
+    marker_type, _ = read_control_marker(decode_batch(data, position, verify_crc=False))
+    return marker_type
 
 
 def _summarise(

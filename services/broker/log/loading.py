@@ -10,7 +10,9 @@ Segments below the recovery point, and all segments after a clean shutdown, load
 after a sanity check (rebuilt from the log when they fail it) and have their tail re-framed; the
 active segment's last batch is CRC-checked. The leader-epoch cache is fed the epochs of re-checked
 batches, then (by `Log.open`) trimmed to [log start offset, log end offset). The producer state
-is rebuilt last, from the newest snapshot and the batches after it (producer_snapshots.py). A
+is rebuilt last, from the newest snapshot and the batches after it (producer_snapshots.py; after
+an unclean stop, from one at or below the recovery point), and the aborted-transaction index
+entries from where that replay started are rebuilt with it (transaction_log_state.py). A
 corrupt leader-epoch checkpoint is rebuilt by re-checking the whole log; a corrupt offset
 checkpoint reads as None and the caller picks a safe value. An empty directory gets one empty
 segment at the checkpointed log start offset (0 when there is none).
@@ -36,7 +38,7 @@ from samsa.services.broker.log.checkpoint_format import (
 )
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
-from samsa.services.broker.log.producer_snapshots import rebuild, snapshot_offsets
+from samsa.services.broker.log.producer_snapshots import Rebuilt, rebuild, snapshot_offsets
 from samsa.services.broker.log.producer_state import ProducerStateTable
 from samsa.services.broker.log.segment import (
     CLEANED_SUFFIX,
@@ -44,11 +46,13 @@ from samsa.services.broker.log.segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     Segment,
     parse_base_offset,
     segment_path,
 )
 from samsa.services.broker.log.segment_loading import open_segment
+from samsa.services.broker.log.transaction_log_state import TransactionLogState
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +85,9 @@ class LoadedLog(NamedTuple):
     clean_shutdown: bool  # the segments were trusted without a re-check
     marker_found: bool  # the clean-shutdown marker is there, still to be consumed
     created: bool  # the directory held no segment: its one segment is new
-    producers: ProducerStateTable  # the producer state at the log end offset
+    producers: Rebuilt  # the producer state at the log end offset, and how it was rebuilt
     snapshot_offsets: list[int]  # the producer-state snapshots kept, ascending
+    transactions: TransactionLogState  # the aborted-transaction index, rebuilt where replayed
 
 
 def load_log(directory: Path, config: LogConfig) -> LoadedLog:
@@ -112,11 +117,19 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
     if created:
         segments = [Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)]
     snapshots = snapshot_offsets(names)
-    producers = (
-        ProducerStateTable()
-        if created
-        else rebuild(directory, snapshots, segments, empty_without_snapshot=clean_shutdown)
-    )
+    transactions = TransactionLogState.load(directory, names)
+    transactions.retain(segment.base_offset for segment in segments)
+    if created:
+        producers = Rebuilt(ProducerStateTable(), segments[0].base_offset, [], [])
+    else:
+        producers = rebuild(
+            directory,
+            snapshots,
+            segments,
+            empty_without_snapshot=clean_shutdown,
+            newest_usable=None if clean_shutdown else recovery_point or 0,
+        )
+    transactions.on_replayed(producers.replayed_from, producers.completed, producers.aborted)
     return LoadedLog(
         segments,
         epochs,
@@ -128,6 +141,7 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
         created,
         producers,
         snapshots,
+        transactions,
     )
 
 
@@ -237,7 +251,7 @@ def _log_dropped_segments(directory: Path, base_offsets: list[int]) -> None:
 
 def segments_after(directory: Path, base_offsets: list[int]) -> Iterator[Path]:
     for base_offset in base_offsets:
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             yield segment_path(directory, base_offset, suffix)
 
 

@@ -26,6 +26,13 @@ or a stale epoch raises. Follower appends and replay feed the same table without
 snapshotted at each roll and at close, rebuilt at open (loading.py) and after truncation
 (producer_snapshots.py); retention never touches it, expiry (`expire_producers`) does.
 
+Transactions (DESIGN §5). The markers that end transactions are applied with the producer state;
+a TransactionLogState (transaction_log_state.py) keeps each aborted transaction's entry in the
+`.txnindex` file of the segment holding its marker, and the ended transactions whose marker the
+high watermark has not passed. From them and the open transactions come the last stable offset
+(`last_stable_offset`) and what a read_committed fetch must skip (`aborted_transactions`). The
+index is synced before a flush moves the recovery point and rebuilt by every replay of the log.
+
 Loading and recovery (`open`): loading.py; `open` builds the log from what it found.
 
 Invariants: log_start_offset <= log_end_offset; recovery_point <= log_end_offset; segments are
@@ -56,6 +63,8 @@ from samsa.services.broker.log.log_durability import LogDurability
 from samsa.services.broker.log.producer_log_state import ProducerLogState
 from samsa.services.broker.log.producer_state import ProducerEntry
 from samsa.services.broker.log.segment import Segment
+from samsa.services.broker.log.transaction_index import AbortedTransaction
+from samsa.services.broker.log.transaction_log_state import TransactionLogState
 
 
 class ReadResult(NamedTuple):
@@ -97,6 +106,9 @@ class Log:
         # Idempotent producers' epochs and last batches, at the log end offset, with their
         # snapshot files (producer_log_state.py).
         self._producers = ProducerLogState.empty(directory)
+        # The aborted-transaction index and the ended-but-unreplicated transactions
+        # (transaction_log_state.py).
+        self._transactions = TransactionLogState.empty(directory)
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -109,7 +121,10 @@ class Log:
         log._durability = LogDurability(
             directory, config, loaded.checkpointed, directory_dirty=loaded.created
         )
-        log._producers = ProducerLogState(directory, loaded.producers, loaded.snapshot_offsets)
+        log._producers = ProducerLogState(
+            directory, loaded.producers.producers, loaded.snapshot_offsets
+        )
+        log._transactions = loaded.transactions
         if loaded.marker_found:
             log._durability.consume_clean_shutdown_marker()
         log._finish_open(
@@ -174,6 +189,27 @@ class Log:
         """Every idempotent producer the partition remembers, by producer id."""
         return self._producers.entries()
 
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The last stable offset (LSO) given the partition's high watermark: no read_committed
+        reader sees an offset at or above it, because a transaction there is still open or its
+        marker is not yet replicated (transaction_index.py)."""
+        return self._transactions.last_stable_offset(
+            self._producers.open_transaction_first_offsets(),
+            min(high_watermark, self.log_end_offset),
+        )
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTransaction]:
+        """The aborted transactions whose records may lie in [fetch_offset, upper_bound), by
+        first offset: what a read_committed fetch returns beside its batches."""
+        self._check_open()
+        return self._transactions.aborted(
+            self._base_offsets[self._segment_index(fetch_offset) :], fetch_offset, upper_bound
+        )
+
+    def transaction_index(self) -> dict[int, list[AbortedTransaction]]:
+        """Each segment's aborted-transaction index entries (for tests and tools)."""
+        return self._transactions.entries()
+
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """KIP-101: (largest epoch <= leader_epoch, end offset of that epoch), or (-1, -1)."""
         return self._epochs.end_offset_for_epoch(leader_epoch, self.log_end_offset)
@@ -187,12 +223,15 @@ class Log:
         leader_epoch: int,
         now_ms: int,
         allow_control_batches: bool = False,
+        allow_transactional: bool = False,
     ) -> AppendInfo:
         """Validate producer batches, assign offsets from the log end offset, stamp the leader
         epoch (and LogAppendTime when the topic uses it) and store them — or store nothing and
         raise CorruptRecordError / RecordTooLargeError / InvalidRecordError /
         UnsupportedFormatError / UnsupportedCompressionError. With flush.messages=1 the append
-        is fsynced before this returns. Control batches only when the broker writes them.
+        is fsynced before this returns. Control batches only when the broker writes them,
+        transactional batches only when the caller verified the producer's transaction holds
+        this partition (else INVALID_TXN_STATE).
 
         Idempotent batches (with a producer id) are checked against the producer state first:
         a stale epoch or a sequence gap raises SamsaError with INVALID_PRODUCER_EPOCH,
@@ -209,6 +248,7 @@ class Log:
             segment_bytes=self.config.segment_bytes,
             log_append_time_ms=now_ms if self.config.log_append_time else None,
             allow_control_batches=allow_control_batches,
+            allow_transactional=allow_transactional,
         )
         duplicate = self._producers.check_leader_append(plan.batches)
         if duplicate is not None:
@@ -250,7 +290,8 @@ class Log:
                 )
         if epochs_changed:
             self._durability.checkpoint_epochs(self._epochs.entries())
-        self._producers.on_append(plan.batches)
+        applied = self._producers.on_append(plan.batches)
+        self._transactions.on_appended(applied.completed, applied.aborted, active.base_offset)
         if self._durability.on_append(plan.info.record_count):
             self._flush(now_ms=now_ms)
 
@@ -380,7 +421,7 @@ class Log:
         self._durability.on_truncate(self.log_end_offset, forget_unflushed=True)
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
-        self._producers.on_truncate(self._segments)
+        self._on_truncated()
         self.flush()
         self.checkpoint()
         return self.log_end_offset
@@ -412,8 +453,13 @@ class Log:
         self._durability.on_truncate(self.log_end_offset, forget_unflushed=False)
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
-        self._producers.on_truncate(self._segments)
+        self._on_truncated()
         self.checkpoint()
+
+    def _on_truncated(self) -> None:
+        """Rebuild the producer state, and the transaction index from where its replay began."""
+        rebuilt = self._producers.on_truncate(self._segments)
+        self._transactions.on_replayed(rebuilt.replayed_from, rebuilt.completed, rebuilt.aborted)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the log empty at `offset` (a follower that fell
@@ -429,6 +475,7 @@ class Log:
         self._durability.on_truncate_fully(offset)
         self._epochs.clear()
         self._producers.on_truncate_fully()
+        self._transactions.on_truncate_fully()
         self._durability.sync_directory()
         self.checkpoint()
 
@@ -471,6 +518,7 @@ class Log:
         )
         self._epochs.truncate_from_start(self._log_start_offset)
         if count:
+            self._transactions.retain(self._base_offsets)
             self._durability.sync_directory()
         self.checkpoint()
 
@@ -513,6 +561,7 @@ class Log:
         """Flush the segments from the one holding the recovery point on (`now_ms` restarts
         flush.ms's clock, None leaves it)."""
         unflushed = self._segments[self._segment_index(self._durability.recovery_point) :]
+        self._transactions.sync()  # index entries below the new recovery point are durable
         self._durability.flush(unflushed, self.log_end_offset, now_ms=now_ms)
 
     def checkpoint(self) -> None:

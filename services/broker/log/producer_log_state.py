@@ -8,7 +8,10 @@ step that moves the log end:
 
 - a leader append is checked before a byte is written (`check_leader_append`): a retry of
   batches the log holds answers their offsets and stores nothing, a gap or a stale epoch raises;
-- every stored append, leader's or follower's, is applied unchecked (`on_append`);
+  a transaction marker must be alone in its append and pass the marker's epoch check (a retried
+  marker stores nothing, a late one raises);
+- every stored append, leader's or follower's, is applied unchecked (`on_append`), which returns
+  the transactions its markers ended (transaction_log_state.py indexes the aborted ones);
 - a roll snapshots the state at the new segment's base offset, without fsync (`on_roll`);
 - a truncation rebuilds the state from the newest snapshot left and the batches after it
   (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`);
@@ -22,18 +25,22 @@ producer_snapshots.py and must not import log.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from samsa.common.errors import SamsaError
+from samsa.common.errors import InvalidRecordError, SamsaError
+from samsa.common.record.codec import CONTROL_TYPE_ABORT
 from samsa.services.broker.log import producer_snapshots
-from samsa.services.broker.log.append_info import AppendInfo
+from samsa.services.broker.log.append_info import AppendInfo, PlannedBatch
+from samsa.services.broker.log.producer_snapshots import Rebuilt
 from samsa.services.broker.log.producer_state import (
     DuplicateAppend,
+    MarkerWrittenBefore,
     ProducerBatchInfo,
     ProducerEntry,
     ProducerStateTable,
 )
+from samsa.services.broker.log.transaction_index import AppliedTransactions, apply_batches
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -73,6 +80,8 @@ class ProducerLogState:
         """None when the leader may write `batches`; the original offsets (record_count 0) when
         the log already holds them; raises SamsaError with the refusal's code otherwise.
         Changes nothing."""
+        if any(batch.is_control for batch in batches):
+            return self._check_marker(batches)
         verdict = self._producers.check_leader_append(batches)
         if verdict is None:
             return None
@@ -80,24 +89,49 @@ class ProducerLogState:
             return _duplicate_info(verdict)
         raise SamsaError(verdict.message, verdict.code)
 
-    def on_append(self, batches: Sequence[ProducerBatchInfo]) -> None:
-        """Record stored batches, unchecked (leader writes, follower writes alike)."""
-        if any(batch.producer_id >= 0 for batch in batches):
-            self._producers.apply(batches)
-            self._changed = True
+    def _check_marker(self, batches: Sequence[ProducerBatchInfo]) -> AppendInfo | None:
+        """A transaction marker is appended alone (WriteTxnMarkers writes one per partition);
+        a retried one answers MARKER_WRITTEN_BEFORE's empty info, a late one raises."""
+        if len(batches) != 1:
+            raise InvalidRecordError(
+                f"an append holding a transaction marker has {len(batches)} batches: a marker "
+                "is appended alone"
+            )
+        marker = batches[0]
+        verdict = self._producers.check_marker(marker.producer_id, marker.producer_epoch)
+        if verdict is None:
+            return None
+        if isinstance(verdict, MarkerWrittenBefore):
+            return MARKER_WRITTEN_BEFORE
+        raise SamsaError(verdict.message, verdict.code)
+
+    def on_append(self, batches: Sequence[PlannedBatch]) -> AppliedTransactions:
+        """Record stored batches, unchecked (leader writes, follower writes alike); returns the
+        transactions their markers ended, with the aborted ones' index entries."""
+        if not any(batch.producer_id >= 0 for batch in batches):
+            return AppliedTransactions([], [])
+        self._changed = True
+        return apply_batches(self._producers, batches, _is_abort_marker)
 
     def on_roll(self, base_offset: int) -> None:
         """Snapshot the state at the new segment's base offset (the log end offset before the
         append being rolled for), without fsync: a lost snapshot only makes a rebuild slower."""
         self._write_snapshot(base_offset, durable=False)
 
-    def on_truncate(self, segments: Sequence[Segment]) -> None:
+    def on_truncate(self, segments: Sequence[Segment]) -> Rebuilt:
         """After a truncation: drop the snapshots above the new log end and rebuild the state
-        from the newest one left (or the log start) and the batches after it."""
-        self._producers = producer_snapshots.rebuild(
+        from the newest one left (or the log start) and the batches after it; returns what the
+        replay passed over (the transaction index is rebuilt from it)."""
+        rebuilt = producer_snapshots.rebuild(
             self._directory, self._snapshot_offsets, segments, empty_without_snapshot=False
         )
+        self._producers = rebuilt.producers
         self._changed = True
+        return rebuilt
+
+    def open_transaction_first_offsets(self) -> Iterable[int]:
+        """The first offset of each producer's open transaction on this partition."""
+        return self._producers.open_transactions().values()
 
     def on_truncate_fully(self) -> None:
         """The log restarts empty: forget every producer and delete every snapshot."""
@@ -131,6 +165,22 @@ class ProducerLogState:
         producer_snapshots.delete_snapshots(self._directory, old)
         del self._snapshot_offsets[: len(old)]
         self._changed = False
+
+
+# What a retried marker's append answers: it stored nothing, and its offset is not known.
+MARKER_WRITTEN_BEFORE = AppendInfo(
+    first_offset=-1,
+    last_offset=-1,
+    max_timestamp=-1,
+    offset_of_max_timestamp=-1,
+    log_append_time_ms=-1,
+    record_count=0,
+    size_bytes=0,
+)
+
+
+def _is_abort_marker(batch: PlannedBatch) -> bool:
+    return batch.control_type == CONTROL_TYPE_ABORT
 
 
 def _duplicate_info(duplicate: DuplicateAppend) -> AppendInfo:

@@ -25,8 +25,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
+from samsa.common.record.codec import CONTROL_TYPE_ABORT, decode_batch, read_control_marker
 from samsa.services.broker.log.checkpoint_file import (
     TEMP_SUFFIX,
     read_if_exists,
@@ -34,8 +37,14 @@ from samsa.services.broker.log.checkpoint_file import (
     write_atomically,
 )
 from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot, encode_snapshot
-from samsa.services.broker.log.producer_state import CorruptSnapshotError, ProducerStateTable
+from samsa.services.broker.log.producer_state import (
+    CompletedTransaction,
+    CorruptSnapshotError,
+    ProducerBatchInfo,
+    ProducerStateTable,
+)
 from samsa.services.broker.log.segment import Segment, parse_base_offset, segment_path
+from samsa.services.broker.log.transaction_index import AbortedTransaction, apply_batches
 
 log = logging.getLogger(__name__)
 
@@ -75,23 +84,36 @@ def delete_snapshots(directory: Path, offsets: Iterable[int]) -> None:
         segment_path(directory, offset, SNAPSHOT_SUFFIX).unlink(missing_ok=True)
 
 
+class Rebuilt(NamedTuple):
+    """The producer state at the log end, and what the replay that rebuilt it passed over."""
+
+    producers: ProducerStateTable
+    replayed_from: int  # where the replay started (the log end when nothing was replayed)
+    completed: list[CompletedTransaction]  # transactions markers ended in the replayed part
+    aborted: list[tuple[int, AbortedTransaction]]  # (segment base offset, index entry)
+
+
 def rebuild(
     directory: Path,
     offsets: list[int],
     segments: Sequence[Segment],
     *,
     empty_without_snapshot: bool,
-) -> ProducerStateTable:
+    newest_usable: int | None = None,
+) -> Rebuilt:
     """The producer state at the log end: the newest readable snapshot at or below it (those
     above it, or unreadable, are deleted from `offsets` and the directory), then a replay of the
     batches after it. With no snapshot, `empty_without_snapshot` (a clean open: close keeps a
-    snapshot whenever the state is not empty) starts empty; otherwise the whole log is replayed."""
+    snapshot whenever the state is not empty) starts empty; otherwise the whole log is replayed.
+    `newest_usable` deletes the snapshots above it too: after an unclean stop the replay must
+    start at or below the recovery point, so that it rebuilds the transaction index entries a
+    crash may have lost above it (transaction_log_state.py)."""
     log_end_offset = segments[-1].next_offset
-    above = [offset for offset in offsets if offset > log_end_offset]
+    limit = log_end_offset if newest_usable is None else min(newest_usable, log_end_offset)
+    above = [offset for offset in offsets if offset > limit]
     delete_snapshots(directory, above)
     del offsets[len(offsets) - len(above) :]
-    while offsets:
-        offset = offsets[-1]
+    for offset in reversed(list(offsets)):
         data = read_if_exists(segment_path(directory, offset, SNAPSHOT_SUFFIX))
         try:
             state = decode_snapshot(data or b"")
@@ -100,21 +122,43 @@ def rebuild(
                 "producer-state snapshot unreadable; using an older one",
                 extra={"directory": str(directory), "offset": offset, "error": str(error)},
             )
-            delete_snapshots(directory, [offsets.pop()])
+            delete_snapshots(directory, [offset])
+            offsets.remove(offset)
             continue
-        replay(state, segments, offset)
-        return state
+        return Rebuilt(state, offset, *replay(state, segments, offset))
     state = ProducerStateTable()
-    if not empty_without_snapshot:
-        replay(state, segments, segments[0].base_offset)
-    return state
+    if empty_without_snapshot:
+        return Rebuilt(state, log_end_offset, [], [])
+    start = segments[0].base_offset
+    return Rebuilt(state, start, *replay(state, segments, start))
 
 
-def replay(state: ProducerStateTable, segments: Sequence[Segment], from_offset: int) -> None:
-    """Apply the header of every idempotent batch at or after `from_offset` (reads headers only)."""
+def replay(
+    state: ProducerStateTable, segments: Sequence[Segment], from_offset: int
+) -> tuple[list[CompletedTransaction], list[tuple[int, AbortedTransaction]]]:
+    """Apply the header of every idempotent batch at or after `from_offset` (reads headers, and
+    the one record of each marker that ends a transaction); returns the transactions ended and
+    the aborted ones' index entries with the base offset of the segment holding their marker."""
+    completed: list[CompletedTransaction] = []
+    aborted: list[tuple[int, AbortedTransaction]] = []
     for segment in segments:
         if segment.next_offset <= from_offset:
             continue
-        state.apply(
-            header for header in segment.headers_from(from_offset) if header.producer_id >= 0
+        applied = apply_batches(
+            state,
+            (header for header in segment.headers_from(from_offset) if header.producer_id >= 0),
+            partial(_is_abort_marker, segment),
         )
+        completed += applied.completed
+        aborted += [(segment.base_offset, entry) for entry in applied.aborted]
+    return completed, aborted
+
+
+def _is_abort_marker(segment: Segment, header: ProducerBatchInfo) -> bool:
+    found = segment.find_batch(header.base_offset)
+    if found is None:
+        return False
+    position, stored = found
+    data = segment.read_bytes(position, stored.size_bytes)
+    marker_type, _ = read_control_marker(decode_batch(data, verify_crc=False))
+    return marker_type == CONTROL_TYPE_ABORT

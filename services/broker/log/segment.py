@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"  # aborted transactions (transaction_log_state.py)
 CLEANED_SUFFIX = ".log.cleaned"
 SWAP_SUFFIX = ".log.swap"
 BASE_OFFSET_DIGITS = 20
@@ -350,7 +351,7 @@ class Segment:
         """Close and remove the segment's files."""
         if self.fd >= 0:
             self.close()
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             self.path(suffix).unlink(missing_ok=True)
 
     def write_cleaned(self, survivors: Iterable[bytes]) -> SegmentIndexes:

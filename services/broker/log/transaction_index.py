@@ -27,14 +27,16 @@ reaches the upper bound: no transaction aborted later can start below it (Kafka'
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple, TypeVar
 
 import crc32c
 
-from samsa.services.broker.log.producer_state import CompletedTransaction
-
-INDEX_SUFFIX = ".txnindex"
+from samsa.services.broker.log.producer_state import (
+    CompletedTransaction,
+    ProducerBatchInfo,
+    ProducerStateTable,
+)
 
 # producer_id int64 | first_offset int64 | last_offset int64 | last_stable_offset int64 |
 # crc uint32 (CRC-32C of the 32 bytes before it); big-endian.
@@ -96,6 +98,52 @@ def aborted_entry(
     return AbortedTransaction(
         aborted.producer_id, aborted.first_offset, aborted.last_offset, stable
     )
+
+
+class AppliedTransactions(NamedTuple):
+    """What markers among applied batches ended: every transaction (for the last stable offset)
+    and the index entries of the aborted ones, in marker order."""
+
+    completed: list[CompletedTransaction]
+    aborted: list[AbortedTransaction]
+
+
+# Data batches are applied to the producer table in runs of at most this many (a replay of a
+# whole segment streams its headers; a run bounds what is held at once).
+_RUN_MAX = 1024
+
+
+Batch = TypeVar("Batch", bound=ProducerBatchInfo)
+
+
+def apply_batches(
+    table: ProducerStateTable, batches: Iterable[Batch], is_abort: Callable[[Batch], bool]
+) -> AppliedTransactions:
+    """`table.apply` over `batches`, one marker at a time: each aborted transaction's entry
+    needs the transactions still open right after its own marker (`aborted_entry`), not after
+    the whole append. `is_abort(marker)` says whether a control batch is an ABORT marker (the
+    caller reads the marker's record); it is asked only for markers that end a transaction."""
+    completed: list[CompletedTransaction] = []
+    aborted: list[AbortedTransaction] = []
+    run: list[Batch] = []
+    for batch in batches:
+        if not batch.is_control:
+            run.append(batch)
+            if len(run) >= _RUN_MAX:
+                table.apply(run)
+                run.clear()
+            continue
+        if run:
+            table.apply(run)
+            run.clear()
+        ended = table.apply((batch,))
+        completed += ended
+        if ended and is_abort(batch):
+            open_first_offsets = table.open_transactions().values()
+            aborted += [aborted_entry(transaction, open_first_offsets) for transaction in ended]
+    if run:
+        table.apply(run)
+    return AppliedTransactions(completed, aborted)
 
 
 def collect_aborted(

@@ -16,7 +16,7 @@ from samsa.common.record.header import HEADER_BYTES, check_batch
 from samsa.services.broker.log.append_info import plan_follower_append, plan_leader_append
 
 
-def leader_plan(data: bytes, *, log_append_time_ms: int | None = None):
+def leader_plan(data: bytes, *, log_append_time_ms: int | None = None, **allowed: bool):
     return plan_leader_append(
         data,
         log_end_offset=500,
@@ -24,6 +24,7 @@ def leader_plan(data: bytes, *, log_append_time_ms: int | None = None):
         max_message_bytes=10_000,
         segment_bytes=100_000,
         log_append_time_ms=log_append_time_ms,
+        **allowed,
     )
 
 
@@ -80,7 +81,7 @@ def test_planned_batches_carry_the_producer_fields_the_producer_state_checks() -
         [b"c"], producer_id=8, producer_epoch=0, base_sequence=0, transactional=True
     )
     plain = build_batch([b"d"])
-    plan = leader_plan(idempotent + transactional + plain)
+    plan = leader_plan(idempotent + transactional + plain, allow_transactional=True)
     fields = [
         (b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional) for b in plan.batches
     ]
