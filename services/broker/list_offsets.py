@@ -1,16 +1,21 @@
-"""ListOffsets: the earliest, latest (high watermark) or first-at-a-time offset of partitions."""
+"""ListOffsets: the earliest, latest or first-at-a-time offset of partitions.
+
+"Latest" is the high watermark, or the last stable offset under read_committed (Kafka's rule):
+a read_committed consumer that resets to the end starts where it can read, and its lag counts
+only what it may see. A timestamp lookup is bounded the same way."""
 
 from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.partition_host import LeadershipError, PartitionHost
-from samsa.v1 import broker_pb2
+from samsa.v1 import broker_pb2, records_pb2
 
 
 def list_offsets(
     host: PartitionHost, request: broker_pb2.ListOffsetsRequest
 ) -> broker_pb2.ListOffsetsResponse:
     response = broker_pb2.ListOffsetsResponse()
+    read_committed = request.isolation_level == records_pb2.ISOLATION_LEVEL_READ_COMMITTED
     for topic in request.topics:
         topic_response = response.topics.add(name=topic.name)
         for wanted in topic.partitions:
@@ -23,14 +28,17 @@ def list_offsets(
                 result.error_message = hosted.message
                 continue
             result.leader_epoch = hosted.leader_epoch
+            visible_end = hosted.high_watermark
+            if read_committed:
+                visible_end = hosted.log.last_stable_offset(visible_end)
             spec = wanted.offset_spec
             if spec == broker_pb2.OFFSET_SPEC_EARLIEST:
                 result.offset = hosted.log.log_start_offset
             elif spec == broker_pb2.OFFSET_SPEC_LATEST:
-                result.offset = hosted.high_watermark
+                result.offset = visible_end
             elif spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:
                 found = hosted.log.offset_for_timestamp(wanted.timestamp_ms)
-                if found is not None and found[0] < hosted.high_watermark:
+                if found is not None and found[0] < visible_end:
                     result.offset, result.timestamp_ms = found
             else:
                 result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]

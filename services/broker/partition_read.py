@@ -17,6 +17,8 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import RecordBatch, decode_batch
 from samsa.common.record.header import unreadable_batch_offsets
+from samsa.common.record.transaction_filter import AbortedTransactionFilter
+from samsa.services.broker.log.transaction_index import AbortedTransaction
 from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
@@ -41,6 +43,12 @@ class PartitionReader:
         self.host = host
         self.request = request
         self.replica_id = replica_id_of(request)
+        # Followers replicate everything; read_committed consumers read up to the last stable
+        # offset and are told which aborted transactions to skip.
+        self.read_committed = (
+            self.replica_id < 0
+            and request.isolation_level == records_pb2.ISOLATION_LEVEL_READ_COMMITTED
+        )
         self.now_ms = now_ms
         self.budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
         self.total = 0
@@ -82,8 +90,9 @@ class PartitionReader:
                 result.high_watermark = hosted.high_watermark
                 return Outcome.ANSWERED
         high_watermark = hosted.high_watermark
+        stable = hosted.log.last_stable_offset(high_watermark)
         result.high_watermark = high_watermark
-        result.last_stable_offset = high_watermark
+        result.last_stable_offset = stable
         result.log_start_offset = hosted.log.log_start_offset
         if wanted.HasField("current_leader_epoch") and (
             wanted.current_leader_epoch != hosted.leader_epoch
@@ -103,8 +112,8 @@ class PartitionReader:
         if self.total and partition_budget <= 0:
             return Outcome.SKIPPED
         # Followers read up to the log end (that is how the high watermark advances);
-        # consumers only up to the high watermark.
-        upper = None if replica_id >= 0 else high_watermark
+        # consumers only up to the high watermark, or the last stable offset (read_committed).
+        upper = None if replica_id >= 0 else stable if self.read_committed else high_watermark
         try:
             read = hosted.log.read(wanted.fetch_offset, max(partition_budget, 1), max_offset=upper)
         except SamsaError as error:
@@ -118,13 +127,22 @@ class PartitionReader:
                 host.isr_candidates.add((topic, wanted.partition))
             if hosted.advance_high_watermark():
                 result.high_watermark = hosted.high_watermark
-                result.last_stable_offset = hosted.high_watermark
+                result.last_stable_offset = hosted.log.last_stable_offset(hosted.high_watermark)
         result.next_fetch_offset = read.next_offset
         if read.records:
+            aborted = (
+                hosted.log.aborted_transactions(wanted.fetch_offset, read.next_offset)
+                if self.read_committed
+                else []
+            )
             if request.decode_records:
-                _decode_into(result, read.records, wanted.fetch_offset)
+                _decode_into(result, read.records, wanted.fetch_offset, aborted)
             else:
                 result.records = read.records
+                for transaction in aborted:
+                    result.aborted_transactions.add(
+                        producer_id=transaction.producer_id, first_offset=transaction.first_offset
+                    )
             self.total += len(read.records)
         return Outcome.READ
 
@@ -175,11 +193,19 @@ def _diverged(
     return True
 
 
-def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> None:
-    """Typed records for clients with only the generated code. A stored batch that cannot be
-    decoded (written by an older version, or damaged on disk) ends the answer before it, so the
-    records ahead of it are still served; when it comes first, the partition answers
-    CORRUPT_MESSAGE naming its offset, and the client can seek past it."""
+def _decode_into(
+    result: FetchPartition,
+    records: bytes,
+    from_offset: int,
+    aborted: list[AbortedTransaction],
+) -> None:
+    """Typed records for clients with only the generated code: control batches (transaction
+    markers) are left out, and so, under read_committed, are the batches of the `aborted`
+    transactions. A stored batch that cannot be decoded (written by an older version, or
+    damaged on disk) ends the answer before it, so the records ahead of it are still served;
+    when it comes first, the partition answers CORRUPT_MESSAGE naming its offset, and the
+    client can seek past it."""
+    visible = AbortedTransactionFilter((t.producer_id, t.first_offset) for t in aborted)
     position = 0
     while position < len(records):
         try:
@@ -196,7 +222,8 @@ def _decode_into(result: FetchPartition, records: bytes, from_offset: int) -> No
             else:
                 result.next_fetch_offset = bad_offset
             return
-        _add_typed(result, batch, from_offset)
+        if visible.batch_is_visible(batch):
+            _add_typed(result, batch, from_offset)
         position += batch.header.size_bytes
 
 

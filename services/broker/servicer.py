@@ -6,7 +6,8 @@ A Fetch that claims a replica_id (a follower's) must carry the cluster's members
 Produce that writes an internal topic (`__consumer_offsets`): without it a stranger could forge
 group state. Any member's proof is accepted there (coordinators sign as their coordinator id);
 the check costs one HMAC, and only requests naming an internal topic pay it. ProduceStream never
-writes internal topics (produce_stream.py)."""
+writes internal topics (produce_stream.py). WriteTxnMarkers (txn_markers.py) always needs a
+member's proof: a forged marker would commit or abort someone else's transaction."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ from samsa.services.broker.fetch_stream import serve_fetch_stream
 from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce_stream import produce_once, serve_produce_stream
+from samsa.services.broker.produce_wait import await_replication
 from samsa.services.broker.producer_ids import ProducerIdManager, init_producer_id
 from samsa.services.broker.replica_stream import serve_replica_fetch_stream
 from samsa.services.broker.request_checks import fetch_refusal, too_many_partitions
+from samsa.services.broker.txn_markers import markers_refusal, write_txn_markers
+from samsa.services.broker.txn_markers import timeout_s as txn_markers_timeout_s
 from samsa.services.runtime import member_auth, membership
 from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -32,6 +36,7 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
 FETCH_METHOD = method_path(BROKER_SERVICE, "Fetch")
 PRODUCE_METHOD = method_path(BROKER_SERVICE, "Produce")
+WRITE_TXN_MARKERS_METHOD = method_path(BROKER_SERVICE, "WriteTxnMarkers")
 
 
 async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:  # type: ignore[no-untyped-def]
@@ -41,8 +46,8 @@ async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    """Serves Produce, Fetch (unary and streamed) and ListOffsets for the partitions this
-    broker leads, and InitProducerId."""
+    """Serves Produce, Fetch (unary and streamed), ListOffsets and WriteTxnMarkers for the
+    partitions this broker leads, and InitProducerId."""
 
     def __init__(
         self, host: PartitionHost, *, member_key: bytes, producer_ids: ProducerIdManager
@@ -115,3 +120,24 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def InitProducerId(self, request, context):
         return await init_producer_id(self.producer_ids, request, context.time_remaining())
+
+    async def WriteTxnMarkers(self, request, context):
+        # A forged marker would commit or abort someone else's transaction: members only.
+        error = membership.verify_any(
+            self.member_key,
+            member_auth.proof_in(context),
+            WRITE_TXN_MARKERS_METHOD,
+            int(time.time() * 1000),
+        )
+        if error is not None:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"WriteTxnMarkers is for transaction coordinators: {error}",
+            )
+        refusal = markers_refusal(request)
+        if refusal is not None:
+            await context.abort(*refusal)
+        response, waits = write_txn_markers(self.host, request, int(time.time() * 1000))
+        if waits:
+            await await_replication(waits, txn_markers_timeout_s(request))
+        return response

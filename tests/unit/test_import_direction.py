@@ -92,6 +92,7 @@ IO_MODULE_NAMES = {
     "isr_manager.py",  # AlterPartition proposals to the controller
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
+    "txn_markers.py",  # WriteTxnMarkers: appends markers, refuses with gRPC statuses
     "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "request_checks.py",  # no I/O, but its refusals are gRPC status codes for the adapters
     "producer_ids.py",  # AllocateProducerIds calls and waits, InitProducerId

@@ -131,7 +131,7 @@ class ProducerLogState:
 
     def open_transaction_first_offsets(self) -> Iterable[int]:
         """The first offset of each producer's open transaction on this partition."""
-        return self._producers.open_transactions().values()
+        return self._producers.open_first_offsets()
 
     def on_truncate_fully(self) -> None:
         """The log restarts empty: forget every producer and delete every snapshot."""

@@ -311,10 +311,13 @@ def _duplicate_append(
 class ProducerStateTable:
     """The entries of one partition, keyed by producer id. See the module docstring."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_open")
 
     def __init__(self) -> None:
         self._entries: dict[int, ProducerEntry] = {}
+        # producer id -> current_txn_first_offset of the entries with an open transaction, kept
+        # beside the entries so that every fetch's last stable offset costs no scan.
+        self._open: dict[int, int] = {}
 
     def check_leader_append(
         self, batches: Sequence[ProducerBatchInfo]
@@ -348,7 +351,7 @@ class ProducerStateTable:
     def apply(self, batches: Iterable[ProducerBatchInfo]) -> list[CompletedTransaction]:
         """Record written batches, unchecked: after a leader write, on followers, in replay.
         Returns the transactions the batches' markers ended (those with records here)."""
-        entries = self._entries
+        entries, opened = self._entries, self._open
         completed: list[CompletedTransaction] = []
         for batch in batches:
             producer_id = batch.producer_id
@@ -356,7 +359,9 @@ class ProducerStateTable:
                 continue
             entry = entries.get(producer_id)
             if not batch.is_control:
-                entries[producer_id] = _next_entry(entry, batch)
+                entries[producer_id] = after = _next_entry(entry, batch)
+                if after.current_txn_first_offset != NO_OFFSET:
+                    opened[producer_id] = after.current_txn_first_offset
                 continue
             if entry is not None and entry.current_txn_first_offset != NO_OFFSET:
                 completed.append(
@@ -365,15 +370,16 @@ class ProducerStateTable:
                     )
                 )
             entries[producer_id] = _after_marker(entry, batch)
+            opened.pop(producer_id, None)
         return completed
 
     def open_transactions(self) -> dict[int, int]:
         """producer id -> the first offset of its open transaction, for producers with one."""
-        return {
-            producer_id: entry.current_txn_first_offset
-            for producer_id, entry in self._entries.items()
-            if entry.current_txn_first_offset != NO_OFFSET
-        }
+        return dict(self._open)
+
+    def open_first_offsets(self) -> Iterable[int]:
+        """The first offsets of the open transactions (a view: do not keep it across changes)."""
+        return self._open.values()
 
     def expire(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers whose last batch timestamp is expiration_ms or more before now_ms
@@ -411,4 +417,9 @@ class ProducerStateTable:
         """A table holding `entries` (a decoded snapshot: producer_snapshot_codec.py)."""
         table = cls()
         table._entries = {entry.producer_id: entry for entry in entries}
+        table._open = {
+            entry.producer_id: entry.current_txn_first_offset
+            for entry in table._entries.values()
+            if entry.current_txn_first_offset != NO_OFFSET
+        }
         return table

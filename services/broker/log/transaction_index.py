@@ -139,7 +139,7 @@ def apply_batches(
         ended = table.apply((batch,))
         completed += ended
         if ended and is_abort(batch):
-            open_first_offsets = table.open_transactions().values()
+            open_first_offsets = list(table.open_first_offsets())
             aborted += [aborted_entry(transaction, open_first_offsets) for transaction in ended]
     if run:
         table.apply(run)

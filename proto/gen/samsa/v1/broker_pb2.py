@@ -26,15 +26,15 @@ from samsa.v1 import errors_pb2 as samsa_dot_v1_dot_errors__pb2
 from samsa.v1 import records_pb2 as samsa_dot_v1_dot_records__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15samsa/v1/broker.proto\x12\x08samsa.v1\x1a\x15samsa/v1/errors.proto\x1a\x16samsa/v1/records.proto\";\n\x10LeaderIdAndEpoch\x12\x11\n\tleader_id\x18\x01 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x02 \x01(\x05\"\xf0\x02\n\x0eProduceRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x11\n\x04\x61\x63ks\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\ntimeout_ms\x18\x03 \x01(\x05\x12\x32\n\x06topics\x18\x04 \x03(\x0b\x32\".samsa.v1.ProduceRequest.TopicData\x1aU\n\tTopicData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12:\n\npartitions\x18\x02 \x03(\x0b\x32&.samsa.v1.ProduceRequest.PartitionData\x1a\x88\x01\n\rPartitionData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x0f\n\x07records\x18\x02 \x01(\x0c\x12\'\n\rtyped_records\x18\x03 \x03(\x0b\x32\x10.samsa.v1.Record\x12*\n\x0b\x63ompression\x18\x04 \x01(\x0e\x32\x15.samsa.v1.CompressionB\x07\n\x05_acks\"\xac\x03\n\x0fProduceResponse\x12\x18\n\x10throttle_time_ms\x18\x01 \x01(\x05\x12\x37\n\x06topics\x18\x02 \x03(\x0b\x32\'.samsa.v1.ProduceResponse.TopicResponse\x1a^\n\rTopicResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.samsa.v1.ProduceResponse.PartitionResponse\x1a\xe5\x01\n\x11PartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x13\n\x0b\x62\x61se_offset\x18\x04 \x01(\x03\x12\x1a\n\x12log_append_time_ms\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12\x32\n\x0e\x63urrent_leader\x18\x07 \x01(\x0b\x32\x1a.samsa.v1.LeaderIdAndEpoch\"1\n\x15InitProducerIdRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\"\x85\x01\n\x16InitProducerIdResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"\xee\x05\n\x0c\x46\x65tchRequest\x12\x17\n\nreplica_id\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bmax_wait_ms\x18\x02 \x01(\x05\x12\x11\n\tmin_bytes\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x31\n\x0fisolation_level\x18\x05 \x01(\x0e\x32\x18.samsa.v1.IsolationLevel\x12\x16\n\x0e\x64\x65\x63ode_records\x18\x06 \x01(\x08\x12\x0f\n\x07rack_id\x18\x07 \x01(\t\x12\x30\n\x06topics\x18\x08 \x03(\x0b\x32 .samsa.v1.FetchRequest.TopicData\x12\x17\n\nsession_id\x18\t \x01(\x05H\x01\x88\x01\x01\x12\x15\n\rsession_epoch\x18\n \x01(\x05\x12?\n\x10\x66orgotten_topics\x18\x0b \x03(\x0b\x32%.samsa.v1.FetchRequest.ForgottenTopic\x1aS\n\tTopicData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x38\n\npartitions\x18\x02 \x03(\x0b\x32$.samsa.v1.FetchRequest.PartitionData\x1a\xe3\x01\n\rPartitionData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x02 \x01(\x03\x12!\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x1f\n\x12last_fetched_epoch\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x1b\n\x13partition_max_bytes\x18\x06 \x01(\x05\x42\x17\n\x15_current_leader_epochB\x15\n\x13_last_fetched_epoch\x1a\x32\n\x0e\x46orgottenTopic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\x42\r\n\x0b_replica_idB\r\n\x0b_session_id\"\x9c\x07\n\rFetchResponse\x12\x18\n\x10throttle_time_ms\x18\x01 \x01(\x05\x12\x35\n\x06topics\x18\x02 \x03(\x0b\x32%.samsa.v1.FetchResponse.TopicResponse\x12\x12\n\nsession_id\x18\x03 \x01(\x05\x12\'\n\nerror_code\x18\x04 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x05 \x01(\t\x1a\\\n\rTopicResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12=\n\npartitions\x18\x02 \x03(\x0b\x32).samsa.v1.FetchResponse.PartitionResponse\x1a?\n\x12\x41\x62ortedTransaction\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x14\n\x0c\x66irst_offset\x18\x02 \x01(\x03\x1a:\n\x0e\x45pochEndOffset\x12\x14\n\x0cleader_epoch\x18\x01 \x01(\x05\x12\x12\n\nend_offset\x18\x02 \x01(\x03\x1a\x8a\x04\n\x11PartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x1a\n\x12last_stable_offset\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12H\n\x14\x61\x62orted_transactions\x18\x07 \x03(\x0b\x32*.samsa.v1.FetchResponse.AbortedTransaction\x12\x0f\n\x07records\x18\x08 \x01(\x0c\x12)\n\x0f\x64\x65\x63oded_records\x18\t \x03(\x0b\x32\x10.samsa.v1.Record\x12\x19\n\x11next_fetch_offset\x18\n \x01(\x03\x12?\n\x0f\x64iverging_epoch\x18\x0b \x01(\x0b\x32&.samsa.v1.FetchResponse.EpochEndOffset\x12\x32\n\x0e\x63urrent_leader\x18\x0c \x01(\x0b\x32\x1a.samsa.v1.LeaderIdAndEpoch\x12#\n\x16preferred_read_replica\x18\r \x01(\x05H\x00\x88\x01\x01\x42\x19\n\x17_preferred_read_replica\"\xa4\x03\n\x12ListOffsetsRequest\x12\x17\n\nreplica_id\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x31\n\x0fisolation_level\x18\x02 \x01(\x0e\x32\x18.samsa.v1.IsolationLevel\x12\x36\n\x06topics\x18\x03 \x03(\x0b\x32&.samsa.v1.ListOffsetsRequest.TopicData\x1aY\n\tTopicData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12>\n\npartitions\x18\x02 \x03(\x0b\x32*.samsa.v1.ListOffsetsRequest.PartitionData\x1a\x9f\x01\n\rPartitionData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12!\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12)\n\x0boffset_spec\x18\x03 \x01(\x0e\x32\x14.samsa.v1.OffsetSpec\x12\x14\n\x0ctimestamp_ms\x18\x04 \x01(\x03\x42\x17\n\x15_current_leader_epochB\r\n\x0b_replica_id\"\xf5\x02\n\x13ListOffsetsResponse\x12\x18\n\x10throttle_time_ms\x18\x01 \x01(\x05\x12;\n\x06topics\x18\x02 \x03(\x0b\x32+.samsa.v1.ListOffsetsResponse.TopicResponse\x1a\x62\n\rTopicResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x43\n\npartitions\x18\x02 \x03(\x0b\x32/.samsa.v1.ListOffsetsResponse.PartitionResponse\x1a\xa2\x01\n\x11PartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x14\n\x0ctimestamp_ms\x18\x04 \x01(\x03\x12\x0e\n\x06offset\x18\x05 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\"D\n\x19ReplicaFetchStreamRequest\x12\'\n\x07request\x18\x01 \x01(\x0b\x32\x16.samsa.v1.FetchRequest\"G\n\x1aReplicaFetchStreamResponse\x12)\n\x08response\x18\x01 \x01(\x0b\x32\x17.samsa.v1.FetchResponse\"=\n\x12\x46\x65tchStreamRequest\x12\'\n\x07request\x18\x01 \x01(\x0b\x32\x16.samsa.v1.FetchRequest\"@\n\x13\x46\x65tchStreamResponse\x12)\n\x08response\x18\x01 \x01(\x0b\x32\x17.samsa.v1.FetchResponse\"Y\n\x14ProduceStreamRequest\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x04\x12)\n\x07request\x18\x02 \x01(\x0b\x32\x18.samsa.v1.ProduceRequest\"\\\n\x15ProduceStreamResponse\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x04\x12+\n\x08response\x18\x02 \x01(\x0b\x32\x19.samsa.v1.ProduceResponse*\x95\x01\n\nOffsetSpec\x12\x1b\n\x17OFFSET_SPEC_UNSPECIFIED\x10\x00\x12\x18\n\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x16\n\x12OFFSET_SPEC_LATEST\x10\x02\x12\x19\n\x15OFFSET_SPEC_TIMESTAMP\x10\x03\x12\x1d\n\x19OFFSET_SPEC_MAX_TIMESTAMP\x10\x04\x32\xb5\x04\n\rBrokerService\x12>\n\x07Produce\x12\x18.samsa.v1.ProduceRequest\x1a\x19.samsa.v1.ProduceResponse\x12T\n\rProduceStream\x12\x1e.samsa.v1.ProduceStreamRequest\x1a\x1f.samsa.v1.ProduceStreamResponse(\x01\x30\x01\x12\x38\n\x05\x46\x65tch\x12\x16.samsa.v1.FetchRequest\x1a\x17.samsa.v1.FetchResponse\x12\x63\n\x12ReplicaFetchStream\x12#.samsa.v1.ReplicaFetchStreamRequest\x1a$.samsa.v1.ReplicaFetchStreamResponse(\x01\x30\x01\x12N\n\x0b\x46\x65tchStream\x12\x1c.samsa.v1.FetchStreamRequest\x1a\x1d.samsa.v1.FetchStreamResponse(\x01\x30\x01\x12J\n\x0bListOffsets\x12\x1c.samsa.v1.ListOffsetsRequest\x1a\x1d.samsa.v1.ListOffsetsResponse\x12S\n\x0eInitProducerId\x12\x1f.samsa.v1.InitProducerIdRequest\x1a .samsa.v1.InitProducerIdResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15samsa/v1/broker.proto\x12\x08samsa.v1\x1a\x15samsa/v1/errors.proto\x1a\x16samsa/v1/records.proto\";\n\x10LeaderIdAndEpoch\x12\x11\n\tleader_id\x18\x01 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x02 \x01(\x05\"\xf0\x02\n\x0eProduceRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x11\n\x04\x61\x63ks\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\ntimeout_ms\x18\x03 \x01(\x05\x12\x32\n\x06topics\x18\x04 \x03(\x0b\x32\".samsa.v1.ProduceRequest.TopicData\x1aU\n\tTopicData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12:\n\npartitions\x18\x02 \x03(\x0b\x32&.samsa.v1.ProduceRequest.PartitionData\x1a\x88\x01\n\rPartitionData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x0f\n\x07records\x18\x02 \x01(\x0c\x12\'\n\rtyped_records\x18\x03 \x03(\x0b\x32\x10.samsa.v1.Record\x12*\n\x0b\x63ompression\x18\x04 \x01(\x0e\x32\x15.samsa.v1.CompressionB\x07\n\x05_acks\"\xac\x03\n\x0fProduceResponse\x12\x18\n\x10throttle_time_ms\x18\x01 \x01(\x05\x12\x37\n\x06topics\x18\x02 \x03(\x0b\x32\'.samsa.v1.ProduceResponse.TopicResponse\x1a^\n\rTopicResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.samsa.v1.ProduceResponse.PartitionResponse\x1a\xe5\x01\n\x11PartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x13\n\x0b\x62\x61se_offset\x18\x04 \x01(\x03\x12\x1a\n\x12log_append_time_ms\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12\x32\n\x0e\x63urrent_leader\x18\x07 \x01(\x0b\x32\x1a.samsa.v1.LeaderIdAndEpoch\"1\n\x15InitProducerIdRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\"\x85\x01\n\x16InitProducerIdResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"\xd9\x02\n\x16WriteTxnMarkersRequest\x12\x43\n\x07markers\x18\x01 \x03(\x0b\x32\x32.samsa.v1.WriteTxnMarkersRequest.TransactionMarker\x12\x12\n\ntimeout_ms\x18\x02 \x01(\x05\x1a\x33\n\x0fTopicPartitions\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\x1a\xb0\x01\n\x11TransactionMarker\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x02 \x01(\x05\x12\x11\n\tcommitted\x18\x03 \x01(\x08\x12\x19\n\x11\x63oordinator_epoch\x18\x04 \x01(\x05\x12@\n\x06topics\x18\x05 \x03(\x0b\x32\x30.samsa.v1.WriteTxnMarkersRequest.TopicPartitions\"\xbd\x03\n\x17WriteTxnMarkersResponse\x12?\n\x07markers\x18\x01 \x03(\x0b\x32..samsa.v1.WriteTxnMarkersResponse.MarkerResult\x1a\x98\x01\n\x0fPartitionResult\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x32\n\x0e\x63urrent_leader\x18\x04 \x01(\x0b\x32\x1a.samsa.v1.LeaderIdAndEpoch\x1a\x62\n\x0bTopicResult\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x45\n\npartitions\x18\x02 \x03(\x0b\x32\x31.samsa.v1.WriteTxnMarkersResponse.PartitionResult\x1a\x62\n\x0cMarkerResult\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12=\n\x06topics\x18\x02 \x03(\x0b\x32-.samsa.v1.WriteTxnMarkersResponse.TopicResult\"\xee\x05\n\x0c\x46\x65tchRequest\x12\x17\n\nreplica_id\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bmax_wait_ms\x18\x02 \x01(\x05\x12\x11\n\tmin_bytes\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x31\n\x0fisolation_level\x18\x05 \x01(\x0e\x32\x18.samsa.v1.IsolationLevel\x12\x16\n\x0e\x64\x65\x63ode_records\x18\x06 \x01(\x08\x12\x0f\n\x07rack_id\x18\x07 \x01(\t\x12\x30\n\x06topics\x18\x08 \x03(\x0b\x32 .samsa.v1.FetchRequest.TopicData\x12\x17\n\nsession_id\x18\t \x01(\x05H\x01\x88\x01\x01\x12\x15\n\rsession_epoch\x18\n \x01(\x05\x12?\n\x10\x66orgotten_topics\x18\x0b \x03(\x0b\x32%.samsa.v1.FetchRequest.ForgottenTopic\x1aS\n\tTopicData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x38\n\npartitions\x18\x02 \x03(\x0b\x32$.samsa.v1.FetchRequest.PartitionData\x1a\xe3\x01\n\rPartitionData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x02 \x01(\x03\x12!\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x1f\n\x12last_fetched_epoch\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x1b\n\x13partition_max_bytes\x18\x06 \x01(\x05\x42\x17\n\x15_current_leader_epochB\x15\n\x13_last_fetched_epoch\x1a\x32\n\x0e\x46orgottenTopic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\x42\r\n\x0b_replica_idB\r\n\x0b_session_id\"\x9c\x07\n\rFetchResponse\x12\x18\n\x10throttle_time_ms\x18\x01 \x01(\x05\x12\x35\n\x06topics\x18\x02 \x03(\x0b\x32%.samsa.v1.FetchResponse.TopicResponse\x12\x12\n\nsession_id\x18\x03 \x01(\x05\x12\'\n\nerror_code\x18\x04 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x05 \x01(\t\x1a\\\n\rTopicResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12=\n\npartitions\x18\x02 \x03(\x0b\x32).samsa.v1.FetchResponse.PartitionResponse\x1a?\n\x12\x41\x62ortedTransaction\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x14\n\x0c\x66irst_offset\x18\x02 \x01(\x03\x1a:\n\x0e\x45pochEndOffset\x12\x14\n\x0cleader_epoch\x18\x01 \x01(\x05\x12\x12\n\nend_offset\x18\x02 \x01(\x03\x1a\x8a\x04\n\x11PartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x1a\n\x12last_stable_offset\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12H\n\x14\x61\x62orted_transactions\x18\x07 \x03(\x0b\x32*.samsa.v1.FetchResponse.AbortedTransaction\x12\x0f\n\x07records\x18\x08 \x01(\x0c\x12)\n\x0f\x64\x65\x63oded_records\x18\t \x03(\x0b\x32\x10.samsa.v1.Record\x12\x19\n\x11next_fetch_offset\x18\n \x01(\x03\x12?\n\x0f\x64iverging_epoch\x18\x0b \x01(\x0b\x32&.samsa.v1.FetchResponse.EpochEndOffset\x12\x32\n\x0e\x63urrent_leader\x18\x0c \x01(\x0b\x32\x1a.samsa.v1.LeaderIdAndEpoch\x12#\n\x16preferred_read_replica\x18\r \x01(\x05H\x00\x88\x01\x01\x42\x19\n\x17_preferred_read_replica\"\xa4\x03\n\x12ListOffsetsRequest\x12\x17\n\nreplica_id\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x31\n\x0fisolation_level\x18\x02 \x01(\x0e\x32\x18.samsa.v1.IsolationLevel\x12\x36\n\x06topics\x18\x03 \x03(\x0b\x32&.samsa.v1.ListOffsetsRequest.TopicData\x1aY\n\tTopicData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12>\n\npartitions\x18\x02 \x03(\x0b\x32*.samsa.v1.ListOffsetsRequest.PartitionData\x1a\x9f\x01\n\rPartitionData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12!\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12)\n\x0boffset_spec\x18\x03 \x01(\x0e\x32\x14.samsa.v1.OffsetSpec\x12\x14\n\x0ctimestamp_ms\x18\x04 \x01(\x03\x42\x17\n\x15_current_leader_epochB\r\n\x0b_replica_id\"\xf5\x02\n\x13ListOffsetsResponse\x12\x18\n\x10throttle_time_ms\x18\x01 \x01(\x05\x12;\n\x06topics\x18\x02 \x03(\x0b\x32+.samsa.v1.ListOffsetsResponse.TopicResponse\x1a\x62\n\rTopicResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x43\n\npartitions\x18\x02 \x03(\x0b\x32/.samsa.v1.ListOffsetsResponse.PartitionResponse\x1a\xa2\x01\n\x11PartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x14\n\x0ctimestamp_ms\x18\x04 \x01(\x03\x12\x0e\n\x06offset\x18\x05 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\"D\n\x19ReplicaFetchStreamRequest\x12\'\n\x07request\x18\x01 \x01(\x0b\x32\x16.samsa.v1.FetchRequest\"G\n\x1aReplicaFetchStreamResponse\x12)\n\x08response\x18\x01 \x01(\x0b\x32\x17.samsa.v1.FetchResponse\"=\n\x12\x46\x65tchStreamRequest\x12\'\n\x07request\x18\x01 \x01(\x0b\x32\x16.samsa.v1.FetchRequest\"@\n\x13\x46\x65tchStreamResponse\x12)\n\x08response\x18\x01 \x01(\x0b\x32\x17.samsa.v1.FetchResponse\"Y\n\x14ProduceStreamRequest\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x04\x12)\n\x07request\x18\x02 \x01(\x0b\x32\x18.samsa.v1.ProduceRequest\"\\\n\x15ProduceStreamResponse\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x04\x12+\n\x08response\x18\x02 \x01(\x0b\x32\x19.samsa.v1.ProduceResponse*\x95\x01\n\nOffsetSpec\x12\x1b\n\x17OFFSET_SPEC_UNSPECIFIED\x10\x00\x12\x18\n\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x16\n\x12OFFSET_SPEC_LATEST\x10\x02\x12\x19\n\x15OFFSET_SPEC_TIMESTAMP\x10\x03\x12\x1d\n\x19OFFSET_SPEC_MAX_TIMESTAMP\x10\x04\x32\x8d\x05\n\rBrokerService\x12>\n\x07Produce\x12\x18.samsa.v1.ProduceRequest\x1a\x19.samsa.v1.ProduceResponse\x12T\n\rProduceStream\x12\x1e.samsa.v1.ProduceStreamRequest\x1a\x1f.samsa.v1.ProduceStreamResponse(\x01\x30\x01\x12\x38\n\x05\x46\x65tch\x12\x16.samsa.v1.FetchRequest\x1a\x17.samsa.v1.FetchResponse\x12\x63\n\x12ReplicaFetchStream\x12#.samsa.v1.ReplicaFetchStreamRequest\x1a$.samsa.v1.ReplicaFetchStreamResponse(\x01\x30\x01\x12N\n\x0b\x46\x65tchStream\x12\x1c.samsa.v1.FetchStreamRequest\x1a\x1d.samsa.v1.FetchStreamResponse(\x01\x30\x01\x12J\n\x0bListOffsets\x12\x1c.samsa.v1.ListOffsetsRequest\x1a\x1d.samsa.v1.ListOffsetsResponse\x12S\n\x0eInitProducerId\x12\x1f.samsa.v1.InitProducerIdRequest\x1a .samsa.v1.InitProducerIdResponse\x12V\n\x0fWriteTxnMarkers\x12 .samsa.v1.WriteTxnMarkersRequest\x1a!.samsa.v1.WriteTxnMarkersResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'samsa.v1.broker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OFFSETSPEC']._serialized_start=4069
-  _globals['_OFFSETSPEC']._serialized_end=4218
+  _globals['_OFFSETSPEC']._serialized_start=4865
+  _globals['_OFFSETSPEC']._serialized_end=5014
   _globals['_LEADERIDANDEPOCH']._serialized_start=82
   _globals['_LEADERIDANDEPOCH']._serialized_end=141
   _globals['_PRODUCEREQUEST']._serialized_start=144
@@ -53,48 +53,62 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_INITPRODUCERIDREQUEST']._serialized_end=994
   _globals['_INITPRODUCERIDRESPONSE']._serialized_start=997
   _globals['_INITPRODUCERIDRESPONSE']._serialized_end=1130
-  _globals['_FETCHREQUEST']._serialized_start=1133
-  _globals['_FETCHREQUEST']._serialized_end=1883
-  _globals['_FETCHREQUEST_TOPICDATA']._serialized_start=1488
-  _globals['_FETCHREQUEST_TOPICDATA']._serialized_end=1571
-  _globals['_FETCHREQUEST_PARTITIONDATA']._serialized_start=1574
-  _globals['_FETCHREQUEST_PARTITIONDATA']._serialized_end=1801
-  _globals['_FETCHREQUEST_FORGOTTENTOPIC']._serialized_start=1803
-  _globals['_FETCHREQUEST_FORGOTTENTOPIC']._serialized_end=1853
-  _globals['_FETCHRESPONSE']._serialized_start=1886
-  _globals['_FETCHRESPONSE']._serialized_end=2810
-  _globals['_FETCHRESPONSE_TOPICRESPONSE']._serialized_start=2068
-  _globals['_FETCHRESPONSE_TOPICRESPONSE']._serialized_end=2160
-  _globals['_FETCHRESPONSE_ABORTEDTRANSACTION']._serialized_start=2162
-  _globals['_FETCHRESPONSE_ABORTEDTRANSACTION']._serialized_end=2225
-  _globals['_FETCHRESPONSE_EPOCHENDOFFSET']._serialized_start=2227
-  _globals['_FETCHRESPONSE_EPOCHENDOFFSET']._serialized_end=2285
-  _globals['_FETCHRESPONSE_PARTITIONRESPONSE']._serialized_start=2288
-  _globals['_FETCHRESPONSE_PARTITIONRESPONSE']._serialized_end=2810
-  _globals['_LISTOFFSETSREQUEST']._serialized_start=2813
-  _globals['_LISTOFFSETSREQUEST']._serialized_end=3233
-  _globals['_LISTOFFSETSREQUEST_TOPICDATA']._serialized_start=2967
-  _globals['_LISTOFFSETSREQUEST_TOPICDATA']._serialized_end=3056
-  _globals['_LISTOFFSETSREQUEST_PARTITIONDATA']._serialized_start=3059
-  _globals['_LISTOFFSETSREQUEST_PARTITIONDATA']._serialized_end=3218
-  _globals['_LISTOFFSETSRESPONSE']._serialized_start=3236
-  _globals['_LISTOFFSETSRESPONSE']._serialized_end=3609
-  _globals['_LISTOFFSETSRESPONSE_TOPICRESPONSE']._serialized_start=3346
-  _globals['_LISTOFFSETSRESPONSE_TOPICRESPONSE']._serialized_end=3444
-  _globals['_LISTOFFSETSRESPONSE_PARTITIONRESPONSE']._serialized_start=3447
-  _globals['_LISTOFFSETSRESPONSE_PARTITIONRESPONSE']._serialized_end=3609
-  _globals['_REPLICAFETCHSTREAMREQUEST']._serialized_start=3611
-  _globals['_REPLICAFETCHSTREAMREQUEST']._serialized_end=3679
-  _globals['_REPLICAFETCHSTREAMRESPONSE']._serialized_start=3681
-  _globals['_REPLICAFETCHSTREAMRESPONSE']._serialized_end=3752
-  _globals['_FETCHSTREAMREQUEST']._serialized_start=3754
-  _globals['_FETCHSTREAMREQUEST']._serialized_end=3815
-  _globals['_FETCHSTREAMRESPONSE']._serialized_start=3817
-  _globals['_FETCHSTREAMRESPONSE']._serialized_end=3881
-  _globals['_PRODUCESTREAMREQUEST']._serialized_start=3883
-  _globals['_PRODUCESTREAMREQUEST']._serialized_end=3972
-  _globals['_PRODUCESTREAMRESPONSE']._serialized_start=3974
-  _globals['_PRODUCESTREAMRESPONSE']._serialized_end=4066
-  _globals['_BROKERSERVICE']._serialized_start=4221
-  _globals['_BROKERSERVICE']._serialized_end=4786
+  _globals['_WRITETXNMARKERSREQUEST']._serialized_start=1133
+  _globals['_WRITETXNMARKERSREQUEST']._serialized_end=1478
+  _globals['_WRITETXNMARKERSREQUEST_TOPICPARTITIONS']._serialized_start=1248
+  _globals['_WRITETXNMARKERSREQUEST_TOPICPARTITIONS']._serialized_end=1299
+  _globals['_WRITETXNMARKERSREQUEST_TRANSACTIONMARKER']._serialized_start=1302
+  _globals['_WRITETXNMARKERSREQUEST_TRANSACTIONMARKER']._serialized_end=1478
+  _globals['_WRITETXNMARKERSRESPONSE']._serialized_start=1481
+  _globals['_WRITETXNMARKERSRESPONSE']._serialized_end=1926
+  _globals['_WRITETXNMARKERSRESPONSE_PARTITIONRESULT']._serialized_start=1574
+  _globals['_WRITETXNMARKERSRESPONSE_PARTITIONRESULT']._serialized_end=1726
+  _globals['_WRITETXNMARKERSRESPONSE_TOPICRESULT']._serialized_start=1728
+  _globals['_WRITETXNMARKERSRESPONSE_TOPICRESULT']._serialized_end=1826
+  _globals['_WRITETXNMARKERSRESPONSE_MARKERRESULT']._serialized_start=1828
+  _globals['_WRITETXNMARKERSRESPONSE_MARKERRESULT']._serialized_end=1926
+  _globals['_FETCHREQUEST']._serialized_start=1929
+  _globals['_FETCHREQUEST']._serialized_end=2679
+  _globals['_FETCHREQUEST_TOPICDATA']._serialized_start=2284
+  _globals['_FETCHREQUEST_TOPICDATA']._serialized_end=2367
+  _globals['_FETCHREQUEST_PARTITIONDATA']._serialized_start=2370
+  _globals['_FETCHREQUEST_PARTITIONDATA']._serialized_end=2597
+  _globals['_FETCHREQUEST_FORGOTTENTOPIC']._serialized_start=2599
+  _globals['_FETCHREQUEST_FORGOTTENTOPIC']._serialized_end=2649
+  _globals['_FETCHRESPONSE']._serialized_start=2682
+  _globals['_FETCHRESPONSE']._serialized_end=3606
+  _globals['_FETCHRESPONSE_TOPICRESPONSE']._serialized_start=2864
+  _globals['_FETCHRESPONSE_TOPICRESPONSE']._serialized_end=2956
+  _globals['_FETCHRESPONSE_ABORTEDTRANSACTION']._serialized_start=2958
+  _globals['_FETCHRESPONSE_ABORTEDTRANSACTION']._serialized_end=3021
+  _globals['_FETCHRESPONSE_EPOCHENDOFFSET']._serialized_start=3023
+  _globals['_FETCHRESPONSE_EPOCHENDOFFSET']._serialized_end=3081
+  _globals['_FETCHRESPONSE_PARTITIONRESPONSE']._serialized_start=3084
+  _globals['_FETCHRESPONSE_PARTITIONRESPONSE']._serialized_end=3606
+  _globals['_LISTOFFSETSREQUEST']._serialized_start=3609
+  _globals['_LISTOFFSETSREQUEST']._serialized_end=4029
+  _globals['_LISTOFFSETSREQUEST_TOPICDATA']._serialized_start=3763
+  _globals['_LISTOFFSETSREQUEST_TOPICDATA']._serialized_end=3852
+  _globals['_LISTOFFSETSREQUEST_PARTITIONDATA']._serialized_start=3855
+  _globals['_LISTOFFSETSREQUEST_PARTITIONDATA']._serialized_end=4014
+  _globals['_LISTOFFSETSRESPONSE']._serialized_start=4032
+  _globals['_LISTOFFSETSRESPONSE']._serialized_end=4405
+  _globals['_LISTOFFSETSRESPONSE_TOPICRESPONSE']._serialized_start=4142
+  _globals['_LISTOFFSETSRESPONSE_TOPICRESPONSE']._serialized_end=4240
+  _globals['_LISTOFFSETSRESPONSE_PARTITIONRESPONSE']._serialized_start=4243
+  _globals['_LISTOFFSETSRESPONSE_PARTITIONRESPONSE']._serialized_end=4405
+  _globals['_REPLICAFETCHSTREAMREQUEST']._serialized_start=4407
+  _globals['_REPLICAFETCHSTREAMREQUEST']._serialized_end=4475
+  _globals['_REPLICAFETCHSTREAMRESPONSE']._serialized_start=4477
+  _globals['_REPLICAFETCHSTREAMRESPONSE']._serialized_end=4548
+  _globals['_FETCHSTREAMREQUEST']._serialized_start=4550
+  _globals['_FETCHSTREAMREQUEST']._serialized_end=4611
+  _globals['_FETCHSTREAMRESPONSE']._serialized_start=4613
+  _globals['_FETCHSTREAMRESPONSE']._serialized_end=4677
+  _globals['_PRODUCESTREAMREQUEST']._serialized_start=4679
+  _globals['_PRODUCESTREAMREQUEST']._serialized_end=4768
+  _globals['_PRODUCESTREAMRESPONSE']._serialized_start=4770
+  _globals['_PRODUCESTREAMRESPONSE']._serialized_end=4862
+  _globals['_BROKERSERVICE']._serialized_start=5017
+  _globals['_BROKERSERVICE']._serialized_end=5670
 # @@protoc_insertion_point(module_scope)

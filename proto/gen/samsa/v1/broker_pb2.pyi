@@ -110,6 +110,65 @@ class InitProducerIdResponse(_message.Message):
     producer_epoch: int
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
 
+class WriteTxnMarkersRequest(_message.Message):
+    __slots__ = ("markers", "timeout_ms")
+    class TopicPartitions(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+    class TransactionMarker(_message.Message):
+        __slots__ = ("producer_id", "producer_epoch", "committed", "coordinator_epoch", "topics")
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        COMMITTED_FIELD_NUMBER: _ClassVar[int]
+        COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        TOPICS_FIELD_NUMBER: _ClassVar[int]
+        producer_id: int
+        producer_epoch: int
+        committed: bool
+        coordinator_epoch: int
+        topics: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersRequest.TopicPartitions]
+        def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., committed: _Optional[bool] = ..., coordinator_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[WriteTxnMarkersRequest.TopicPartitions, _Mapping]]] = ...) -> None: ...
+    MARKERS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    markers: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersRequest.TransactionMarker]
+    timeout_ms: int
+    def __init__(self, markers: _Optional[_Iterable[_Union[WriteTxnMarkersRequest.TransactionMarker, _Mapping]]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class WriteTxnMarkersResponse(_message.Message):
+    __slots__ = ("markers",)
+    class PartitionResult(_message.Message):
+        __slots__ = ("partition", "error_code", "error_message", "current_leader")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        current_leader: LeaderIdAndEpoch
+        def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., current_leader: _Optional[_Union[LeaderIdAndEpoch, _Mapping]] = ...) -> None: ...
+    class TopicResult(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersResponse.PartitionResult]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[WriteTxnMarkersResponse.PartitionResult, _Mapping]]] = ...) -> None: ...
+    class MarkerResult(_message.Message):
+        __slots__ = ("producer_id", "topics")
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        TOPICS_FIELD_NUMBER: _ClassVar[int]
+        producer_id: int
+        topics: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersResponse.TopicResult]
+        def __init__(self, producer_id: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[WriteTxnMarkersResponse.TopicResult, _Mapping]]] = ...) -> None: ...
+    MARKERS_FIELD_NUMBER: _ClassVar[int]
+    markers: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersResponse.MarkerResult]
+    def __init__(self, markers: _Optional[_Iterable[_Union[WriteTxnMarkersResponse.MarkerResult, _Mapping]]] = ...) -> None: ...
+
 class FetchRequest(_message.Message):
     __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "decode_records", "rack_id", "topics", "session_id", "session_epoch", "forgotten_topics")
     class TopicData(_message.Message):

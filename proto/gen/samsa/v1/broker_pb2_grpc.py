@@ -71,6 +71,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
                 _registered_method=True)
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/samsa.v1.BrokerService/WriteTxnMarkers',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -155,6 +160,20 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteTxnMarkers(self, request, context):
+        """Cluster members only (a transaction coordinator): phase 2 of a transaction's two-phase
+        commit. For each producer, writes one COMMIT or ABORT control batch (a transaction marker)
+        to each named partition this broker leads, and answers once every marker is replicated to
+        the ISR (as acks=all). A marker must carry the producer epoch the coordinator bumped when
+        the transaction ended (KIP-890): one at an older epoch is refused as late
+        (INVALID_PRODUCER_EPOCH), and a retry of a marker already written succeeds without writing
+        it again. The call must carry the samsa-member-auth metadata signed for this method by any
+        member; without it the broker answers PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -192,6 +211,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.InitProducerId,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.InitProducerIdResponse.SerializeToString,
+            ),
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -385,6 +409,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/InitProducerId',
             samsa_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.BrokerService/WriteTxnMarkers',
+            samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,259 @@
+"""Transactions on the broker's request paths: read_committed fetches, ListOffsets, markers.
+
+Goal: a read_committed fetch never returns an offset at or above the last stable offset and
+lists every aborted transaction overlapping what it returns; read_uncommitted is unchanged;
+ListOffsets' latest is the LSO under read_committed; WriteTxnMarkers writes a marker per
+partition with the KIP-890 epoch checks (a retry writes nothing, a late marker nothing either);
+a producer cannot open a transaction by itself (INVALID_TXN_STATE).
+
+Method: a PartitionHost over real logs in a temp dir, one replica, driven by a metadata image;
+transactional data is appended through the log as the produce path will once the coordinator
+has verified the partition (`allow_transactional`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch, decode_batches
+from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.services.broker.fetch import read_once
+from samsa.services.broker.list_offsets import list_offsets
+from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.produce import produce
+from samsa.services.broker.txn_markers import write_txn_markers
+from samsa.v1 import broker_pb2 as b
+from samsa.v1 import records_pb2
+
+TOPIC_ID = b"\x09" * 16
+READ_COMMITTED = records_pb2.ISOLATION_LEVEL_READ_COMMITTED
+
+
+def image() -> MetadataImage:
+    partitions = {p: PartitionState(p, (1,), (1,), 1, 0, 0) for p in range(2)}
+    return MetadataImage(
+        end_offset=10,
+        hash=b"\x00" * 16,
+        timestamp_ms=0,
+        brokers={1: BrokerRegistration(1, "i", "h:1", "", 0, False)},
+        topics={"t": TopicImage("t", TOPIC_ID, partitions)},
+        topic_names={TOPIC_ID: "t"},
+        configs={},
+    )
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> PartitionHost:
+    partition_host = PartitionHost(tmp_path, broker_id=1)
+    new = image()
+    partition_host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
+    yield partition_host
+    partition_host.close_all()
+
+
+def hosted(host: PartitionHost, partition: int = 0) -> HostedPartition:
+    found = host.get("t", partition)
+    assert found is not None
+    return found
+
+
+def transactional(host: PartitionHost, pid: int, epoch: int, sequence: int, *values: bytes) -> int:
+    """Append a verified transactional batch; returns its first offset."""
+    partition = hosted(host)
+    info = partition.log.append_as_leader(
+        build_batch(
+            list(values),
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+            transactional=True,
+        ),
+        leader_epoch=partition.leader_epoch,
+        now_ms=5,
+        allow_transactional=True,
+    )
+    partition.advance_high_watermark()
+    return info.first_offset
+
+
+def plain(host: PartitionHost, *values: bytes) -> None:
+    request = b.ProduceRequest(
+        acks=1,
+        topics=[
+            b.ProduceRequest.TopicData(
+                name="t",
+                partitions=[
+                    b.ProduceRequest.PartitionData(partition=0, records=build_batch(list(values)))
+                ],
+            )
+        ],
+    )
+    answer, _ = produce(host, request, 5)
+    assert answer.topics[0].partitions[0].error_code == 0
+
+
+def markers(*entries: tuple[int, int, bool], partitions=(0,)) -> b.WriteTxnMarkersRequest:
+    return b.WriteTxnMarkersRequest(
+        markers=[
+            b.WriteTxnMarkersRequest.TransactionMarker(
+                producer_id=pid,
+                producer_epoch=epoch,
+                committed=committed,
+                coordinator_epoch=3,
+                topics=[b.WriteTxnMarkersRequest.TopicPartitions(name="t", partitions=partitions)],
+            )
+            for pid, epoch, committed in entries
+        ]
+    )
+
+
+def end(host: PartitionHost, request: b.WriteTxnMarkersRequest) -> list[int]:
+    response, waits = write_txn_markers(host, request, 6)
+    assert waits == [], "one replica: replicated at once"
+    return [p.error_code for m in response.markers for t in m.topics for p in t.partitions]
+
+
+def fetch(host: PartitionHost, offset: int = 0, **options) -> b.FetchResponse.PartitionResponse:
+    request = b.FetchRequest(
+        topics=[
+            b.FetchRequest.TopicData(
+                name="t",
+                partitions=[b.FetchRequest.PartitionData(partition=0, fetch_offset=offset)],
+            )
+        ],
+        **options,
+    )
+    response, _, _ = read_once(host, request)
+    return response.topics[0].partitions[0]
+
+
+def values(records: bytes) -> list[bytes | None]:
+    return [
+        v for batch in decode_batches(records) if not batch.header.is_control for v in batch.values
+    ]
+
+
+def test_read_committed_stops_at_the_first_open_transaction(host):
+    plain(host, b"before")
+    first = transactional(host, 7, 0, 0, b"t1", b"t2")
+    plain(host, b"after")
+    committed = fetch(host, isolation_level=READ_COMMITTED)
+    assert committed.last_stable_offset == first
+    assert committed.high_watermark == first + 3
+    assert values(committed.records) == [b"before"]
+    assert committed.next_fetch_offset == first
+    uncommitted = fetch(host)
+    assert uncommitted.last_stable_offset == first, "the LSO is reported at every level"
+    assert values(uncommitted.records) == [b"before", b"t1", b"t2", b"after"]
+
+
+def test_an_abort_lists_the_transaction_and_a_commit_does_not(host):
+    aborted_first = transactional(host, 7, 0, 0, b"x")
+    committed_first = transactional(host, 8, 0, 0, b"y")
+    assert end(host, markers((7, 1, False), (8, 1, True))) == [0, 0]
+    answer = fetch(host, isolation_level=READ_COMMITTED)
+    assert answer.last_stable_offset == answer.high_watermark == committed_first + 3
+    assert [(a.producer_id, a.first_offset) for a in answer.aborted_transactions] == [
+        (7, aborted_first)
+    ]
+    assert values(answer.records) == [b"x", b"y"], "the client drops the aborted records"
+    # read_uncommitted gets no aborted list; from past the abort marker there is none to list
+    assert list(fetch(host).aborted_transactions) == []
+    past = fetch(host, committed_first + 2, isolation_level=READ_COMMITTED)  # the commit marker
+    assert list(past.aborted_transactions) == []
+
+
+def test_decoded_records_leave_out_markers_and_under_read_committed_aborted_records(host):
+    transactional(host, 7, 0, 0, b"aborted")
+    transactional(host, 8, 0, 0, b"committed")
+    plain(host, b"plain")
+    end(host, markers((7, 1, False), (8, 1, True)))
+    committed = fetch(host, isolation_level=READ_COMMITTED, decode_records=True)
+    assert [r.value for r in committed.decoded_records] == [b"committed", b"plain"]
+    assert list(committed.aborted_transactions) == [], "decoded records are already filtered"
+    uncommitted = fetch(host, decode_records=True)
+    assert [r.value for r in uncommitted.decoded_records] == [b"aborted", b"committed", b"plain"]
+    assert (
+        committed.next_fetch_offset
+        == uncommitted.next_fetch_offset
+        == hosted(host).log.log_end_offset
+    )
+
+
+def test_list_offsets_latest_is_the_last_stable_offset_under_read_committed(host):
+    plain(host, b"a")
+    first = transactional(host, 7, 0, 0, b"t")
+    request = b.ListOffsetsRequest(
+        topics=[
+            b.ListOffsetsRequest.TopicData(
+                name="t",
+                partitions=[
+                    b.ListOffsetsRequest.PartitionData(
+                        partition=0, offset_spec=b.OFFSET_SPEC_LATEST
+                    )
+                ],
+            )
+        ]
+    )
+    assert list_offsets(host, request).topics[0].partitions[0].offset == first + 1
+    request.isolation_level = READ_COMMITTED
+    assert list_offsets(host, request).topics[0].partitions[0].offset == first
+
+
+def test_markers_are_retried_safely_and_late_ones_refused(host):
+    transactional(host, 7, 0, 0, b"x")
+    assert end(host, markers((7, 1, True))) == [0]
+    log_end = hosted(host).log.log_end_offset
+    assert end(host, markers((7, 1, True))) == [0], "a retry succeeds"
+    assert hosted(host).log.log_end_offset == log_end, "and writes nothing"
+    transactional(host, 7, 1, 0, b"next")  # the producer's next transaction, at the new epoch
+    assert end(host, markers((7, 1, False))) == [ErrorCode.INVALID_PRODUCER_EPOCH]
+    assert fetch(host, isolation_level=READ_COMMITTED).last_stable_offset == log_end
+
+
+def test_markers_for_partitions_not_led_here_are_refused(host):
+    codes = end(
+        host,
+        b.WriteTxnMarkersRequest(
+            markers=[
+                b.WriteTxnMarkersRequest.TransactionMarker(
+                    producer_id=7,
+                    producer_epoch=1,
+                    topics=[b.WriteTxnMarkersRequest.TopicPartitions(name="gone", partitions=[0])],
+                )
+            ]
+        ),
+    )
+    assert codes == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+
+def test_a_producer_cannot_open_a_transaction_by_itself(host):
+    request = b.ProduceRequest(
+        acks=1,
+        topics=[
+            b.ProduceRequest.TopicData(
+                name="t",
+                partitions=[
+                    b.ProduceRequest.PartitionData(
+                        partition=0,
+                        records=build_batch(
+                            [b"x"],
+                            producer_id=3,
+                            producer_epoch=0,
+                            base_sequence=0,
+                            transactional=True,
+                        ),
+                    )
+                ],
+            )
+        ],
+    )
+    answer, _ = produce(host, request, 5)
+    result = answer.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.INVALID_TXN_STATE
+    assert "AddPartitionsToTxn" in result.error_message
+    assert hosted(host).log.log_end_offset == 0
