@@ -17,18 +17,22 @@ from samsa.v1 import broker_pb2
 Refusal = tuple[grpc.StatusCode, str]
 
 
-def partition_count(
-    request: broker_pb2.ProduceRequest | broker_pb2.FetchRequest | broker_pb2.ListOffsetsRequest,
-) -> int:
+PartitionRequest = (
+    broker_pb2.ProduceRequest
+    | broker_pb2.FetchRequest
+    | broker_pb2.ListOffsetsRequest
+    | broker_pb2.DescribeProducersRequest
+)
+
+
+def partition_count(request: PartitionRequest) -> int:
     count = sum(len(topic.partitions) for topic in request.topics)
     if isinstance(request, broker_pb2.FetchRequest):
         count += sum(len(topic.partitions) for topic in request.forgotten_topics)
     return count
 
 
-def too_many_partitions(
-    request: broker_pb2.ProduceRequest | broker_pb2.FetchRequest | broker_pb2.ListOffsetsRequest,
-) -> Refusal | None:
+def too_many_partitions(request: PartitionRequest) -> Refusal | None:
     count = partition_count(request)
     if count > limits.request_partitions_max:
         return (

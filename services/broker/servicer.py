@@ -17,6 +17,7 @@ import time
 import grpc
 
 from samsa.metadata.coordinators import INTERNAL_TOPICS
+from samsa.services.broker.describe_producers import describe_producers
 from samsa.services.broker.fetch import fetch
 from samsa.services.broker.fetch_session import EPOCH_MAX, FetchSessionCache
 from samsa.services.broker.fetch_stream import serve_fetch_stream
@@ -46,8 +47,8 @@ async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    """Serves Produce, Fetch (unary and streamed), ListOffsets and WriteTxnMarkers for the
-    partitions this broker leads, and InitProducerId."""
+    """Serves Produce, Fetch (unary and streamed), ListOffsets, WriteTxnMarkers and
+    DescribeProducers for the partitions this broker leads, and InitProducerId."""
 
     def __init__(
         self, host: PartitionHost, *, member_key: bytes, producer_ids: ProducerIdManager
@@ -120,6 +121,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def InitProducerId(self, request, context):
         return await init_producer_id(self.producer_ids, request, context.time_remaining())
+
+    async def DescribeProducers(self, request, context):
+        await _check_partitions(request, context)
+        return describe_producers(self.host, request)
 
     async def WriteTxnMarkers(self, request, context):
         # A forged marker would commit or abort someone else's transaction: members only.

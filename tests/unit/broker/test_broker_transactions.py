@@ -20,6 +20,7 @@ import pytest
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.services.broker.describe_producers import describe_producers
 from samsa.services.broker.fetch import read_once
 from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.metadata_diff import partition_changes
@@ -257,3 +258,22 @@ def test_a_producer_cannot_open_a_transaction_by_itself(host):
     assert result.error_code == ErrorCode.INVALID_TXN_STATE
     assert "AddPartitionsToTxn" in result.error_message
     assert hosted(host).log.log_end_offset == 0
+
+
+def test_describe_producers_names_the_open_transaction_that_holds_the_lso(host):
+    plain(host, b"a")
+    transactional(host, 7, 0, 0, b"x", b"y")
+    open_at = transactional(host, 8, 2, 0, b"z")
+    end(host, markers((7, 1, True)))
+    request = b.DescribeProducersRequest(
+        topics=[b.DescribeProducersRequest.TopicRequest(name="t", partitions=[0, 5])]
+    )
+    answer = describe_producers(host, request).topics[0]
+    found, missing = answer.partitions
+    producers = {
+        p.producer_id: (p.producer_epoch, p.last_sequence, p.current_txn_start_offset)
+        for p in found.active_producers
+    }
+    assert producers == {7: (1, -1, -1), 8: (2, 0, open_at)}
+    assert fetch(host, isolation_level=READ_COMMITTED).last_stable_offset == open_at
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

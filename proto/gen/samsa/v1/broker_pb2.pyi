@@ -169,6 +169,56 @@ class WriteTxnMarkersResponse(_message.Message):
     markers: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersResponse.MarkerResult]
     def __init__(self, markers: _Optional[_Iterable[_Union[WriteTxnMarkersResponse.MarkerResult, _Mapping]]] = ...) -> None: ...
 
+class DescribeProducersRequest(_message.Message):
+    __slots__ = ("topics",)
+    class TopicRequest(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DescribeProducersRequest.TopicRequest]
+    def __init__(self, topics: _Optional[_Iterable[_Union[DescribeProducersRequest.TopicRequest, _Mapping]]] = ...) -> None: ...
+
+class DescribeProducersResponse(_message.Message):
+    __slots__ = ("topics",)
+    class ProducerState(_message.Message):
+        __slots__ = ("producer_id", "producer_epoch", "last_sequence", "last_timestamp_ms", "current_txn_start_offset")
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+        LAST_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_TXN_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        producer_id: int
+        producer_epoch: int
+        last_sequence: int
+        last_timestamp_ms: int
+        current_txn_start_offset: int
+        def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., last_sequence: _Optional[int] = ..., last_timestamp_ms: _Optional[int] = ..., current_txn_start_offset: _Optional[int] = ...) -> None: ...
+    class PartitionResponse(_message.Message):
+        __slots__ = ("partition", "error_code", "error_message", "active_producers")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        ACTIVE_PRODUCERS_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        active_producers: _containers.RepeatedCompositeFieldContainer[DescribeProducersResponse.ProducerState]
+        def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., active_producers: _Optional[_Iterable[_Union[DescribeProducersResponse.ProducerState, _Mapping]]] = ...) -> None: ...
+    class TopicResponse(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[DescribeProducersResponse.PartitionResponse]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[DescribeProducersResponse.PartitionResponse, _Mapping]]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DescribeProducersResponse.TopicResponse]
+    def __init__(self, topics: _Optional[_Iterable[_Union[DescribeProducersResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
+
 class FetchRequest(_message.Message):
     __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "decode_records", "rack_id", "topics", "session_id", "session_epoch", "forgotten_topics")
     class TopicData(_message.Message):

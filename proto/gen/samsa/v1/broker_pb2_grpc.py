@@ -76,6 +76,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/samsa.v1.BrokerService/DescribeProducers',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -174,6 +179,15 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeProducers(self, request, context):
+        """The idempotent and transactional producers a partition leader remembers, with the start of
+        each one's open transaction: how an operator finds a hanging transaction (one that holds
+        the last stable offset back) and the producer to abort (KIP-664). Sent to the leader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -216,6 +230,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.WriteTxnMarkers,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -436,6 +455,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/WriteTxnMarkers',
             samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.BrokerService/DescribeProducers',
+            samsa_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
             options,
             channel_credentials,
             insecure,
