@@ -77,6 +77,7 @@ SETTINGS = {
     "coordinator.session.timeout.ms": "3000",
     "coordinator.heartbeat.interval.ms": "300",
     "offsets.topic.num.partitions": "4",
+    "transaction.state.log.num.partitions": "4",
     "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
 }

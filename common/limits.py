@@ -37,10 +37,22 @@ topic_name_length_max = 249
 # beyond any real name and keeps those records small.
 group_id_length_max = 255
 
-# The most bytes one CoordinatorAssignmentRecord takes in a metadata batch (5 varint fields, at
-# most ~40 bytes, plus the record's framing): all partitions of __consumer_offsets must change
-# owner in one batch when the last coordinator but one dies.
-coordinator_assignment_record_bytes_max = 64
+# --- transactions -------------------------------------------------------------------------------
+
+# The longest transactional id (transactions.proto, coordinator.proto): like a group id, it is the
+# key of every record the transaction coordinator writes to __transaction_state and is hashed on
+# every FindCoordinator; Kafka sets no bound, and 255 characters (a group id's) is far beyond any
+# real name and keeps those records small.
+transactional_id_length_max = 255
+
+# --- coordinator topics ---------------------------------------------------------------------------
+
+# The most bytes one CoordinatorAssignmentRecord takes in a metadata batch: five varint fields
+# (at most 43 bytes with their tags), the topic name (21 bytes for "__transaction_state") and the
+# record's framing: 66 bytes at worst, with room to spare. All partitions of both coordinator topics
+# (__consumer_offsets and __transaction_state) must change owner in one batch when the last
+# coordinator but one dies.
+coordinator_assignment_record_bytes_max = 96
 
 # --- segments and indexes --------------------------------------------------------------------
 
@@ -262,9 +274,9 @@ assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_
     "one maximal AlterPartition must commit as one metadata batch"
 )
 assert 0 < producer_id_block_size <= 2**31 - 1, "a block's length travels as an int32"
-assert topic_partitions_max * coordinator_assignment_record_bytes_max <= metadata_batch_bytes_max, (
-    "every partition of __consumer_offsets must be reassignable in one metadata batch"
-)
+assert (
+    2 * topic_partitions_max * coordinator_assignment_record_bytes_max <= metadata_batch_bytes_max
+), "every partition of both coordinator topics must be reassignable in one metadata batch"
 assert 0 < describe_topics_partitions_default <= describe_topics_partitions_max
 assert (
     describe_topics_partitions_max * describe_topics_partition_bytes_max + 1 * MIB

@@ -25,6 +25,7 @@ TOPIC_RESOURCE = 1
 BROKER_RESOURCE = 2
 
 ConfigKey = tuple[int, str]  # (resource type, resource name)
+CoordinatorPartition = tuple[str, int]  # (coordinator topic, partition number)
 
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -80,7 +81,8 @@ class CoordinatorRegistration:
 
 @dataclass(frozen=True)
 class CoordinatorAssignment:
-    """Which coordinator owns one partition of __consumer_offsets (NO_COORDINATOR: none).
+    """Which coordinator owns one partition of a coordinator topic (`__consumer_offsets` or
+    `__transaction_state`; NO_COORDINATOR: none).
 
     `assignment_epoch` counts the partition's owner changes (0 at its first assignment): it is
     the producer epoch the owner writes the partition with, under `producer_id`, which the
@@ -88,6 +90,7 @@ class CoordinatorAssignment:
     with `coordinator_epoch` and unfenced; otherwise the partition has no coordinator until the
     controller reassigns it (see metadata/coordinators.py)."""
 
+    topic: str
     partition: int
     coordinator_id: int
     coordinator_epoch: int
@@ -102,7 +105,8 @@ class MetadataImage:
     `next_producer_id` is the first producer id no broker has been given yet (ProducerIdsRecord):
     every block handed out lies below it, so it only grows, and a new active controller continues
     from it (KIP-730). `coordinators` holds registered coordinators by id and
-    `coordinator_assignments` the owner of each partition of __consumer_offsets by partition.
+    `coordinator_assignments` the owner of each partition of the coordinator topics
+    (`__consumer_offsets`, `__transaction_state`) by (topic, partition).
     """
 
     end_offset: int
@@ -114,7 +118,7 @@ class MetadataImage:
     configs: Mapping[ConfigKey, Mapping[str, str]]
     next_producer_id: int = 0
     coordinators: Mapping[int, CoordinatorRegistration] = field(default_factory=lambda: _EMPTY)
-    coordinator_assignments: Mapping[int, CoordinatorAssignment] = field(
+    coordinator_assignments: Mapping[CoordinatorPartition, CoordinatorAssignment] = field(
         default_factory=lambda: _EMPTY
     )
 

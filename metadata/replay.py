@@ -18,9 +18,11 @@ re-registration) are applied as no-ops: they are valid history, just overtaken. 
 ProducerIdsRecord is the exception: its block was answered once committed, so it always moves
 `next_producer_id` on, and one that would not move it forward is refused.
 
-Coordinators (DESIGN §6) register live; a FenceCoordinatorRecord naming an older epoch is a
+Coordinators (DESIGN §5, §6) register live; a FenceCoordinatorRecord naming an older epoch is a
 no-op, like a broker's. A CoordinatorAssignmentRecord is stricter, because its assignment epoch
-is the producer epoch a coordinator writes __consumer_offsets with: one whose assignment epoch
+is the producer epoch a coordinator writes its coordinator topic (`__consumer_offsets` or
+`__transaction_state`; a record without a topic names `__consumer_offsets`, as every record did
+before transactions) with: one whose topic is not a coordinator topic, whose assignment epoch
 does not move forward, whose partition does not exist, or whose coordinator (other than -1) is
 not registered and unfenced under that epoch is refused, and so is one that changes a
 partition's producer id, or whose first producer id lies below `next_producer_id` (it could
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, NO_COORDINATOR
+from samsa.metadata.coordinators import COORDINATOR_TOPICS, NO_COORDINATOR, assignment_topic
 from samsa.metadata.image import (
     BROKER_RESOURCE,
     NO_LEADER,
@@ -245,8 +247,9 @@ class ImageBuilder:
         del self.topic_names[topic.topic_id]
         self._own_partitions.pop(topic.name, None)
         self.configs.pop((TOPIC_RESOURCE, topic.name), None)
-        if topic.name == CONSUMER_OFFSETS_TOPIC:  # the controller refuses this; stay consistent
-            self.coordinator_assignments.clear()
+        if topic.name in COORDINATOR_TOPICS:  # the controller refuses this; stay consistent
+            for key in [key for key in self.coordinator_assignments if key[0] == topic.name]:
+                del self.coordinator_assignments[key]
 
     # --- configs ----------------------------------------------------------------------------
 
@@ -313,16 +316,20 @@ class ImageBuilder:
     def _coordinator_assignment(
         self, record: metadata_pb2.CoordinatorAssignmentRecord, offset: int, from_snapshot: bool
     ) -> None:
-        topic = self.topics.get(CONSUMER_OFFSETS_TOPIC)
-        where = f"coordinator assignment of partition {record.partition} at {offset}"
+        name = assignment_topic(record.topic)
+        where = f"coordinator assignment of partition {record.partition} of {name} at {offset}"
+        if name not in COORDINATOR_TOPICS:
+            raise InvalidBatchError(f"{where}: {name!r} is not a coordinator topic")
+        topic = self.topics.get(name)
         if topic is None or record.partition not in topic.partitions:
-            raise InvalidBatchError(f"{where}: no such partition of {CONSUMER_OFFSETS_TOPIC}")
+            raise InvalidBatchError(f"{where}: no such partition of {name}")
         if record.producer_id < 0:
             raise InvalidBatchError(f"{where}: producer id {record.producer_id} is negative")
-        previous = self.coordinator_assignments.get(record.partition)
+        previous = self.coordinator_assignments.get((name, record.partition))
         if not from_snapshot:
             _check_assignment(record, previous, self.coordinators, self.next_producer_id, where)
-        self.coordinator_assignments[record.partition] = CoordinatorAssignment(
+        self.coordinator_assignments[(name, record.partition)] = CoordinatorAssignment(
+            topic=name,
             partition=record.partition,
             coordinator_id=record.coordinator_id,
             coordinator_epoch=record.coordinator_epoch,

@@ -119,10 +119,11 @@ def _coordinator_records(image: MetadataImage) -> list[metadata_pb2.MetadataReco
                     )
                 )
             )
-    for partition, assignment in sorted(image.coordinator_assignments.items()):
+    for (topic, partition), assignment in sorted(image.coordinator_assignments.items()):
         records.append(
             metadata_pb2.MetadataRecord(
                 coordinator_assignment=metadata_pb2.CoordinatorAssignmentRecord(
+                    topic=topic,
                     partition=partition,
                     coordinator_id=assignment.coordinator_id,
                     coordinator_epoch=assignment.coordinator_epoch,

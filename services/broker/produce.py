@@ -9,9 +9,10 @@ against the partition's producer state by the log before a byte is written; a re
 log already holds answers its original offsets and, with acks=all, waits for them to be
 replicated like any other append.
 
-Internal topics (`INTERNAL_TOPICS`: `__consumer_offsets`) hold the coordinators' state, so a
-forged record there is forged group state: their partitions are refused (INVALID_REQUEST, nothing
-written) unless the caller proved it is a member of the cluster. The adapter checks the proof
+Internal topics (`INTERNAL_TOPICS`: `__consumer_offsets`, `__transaction_state`) hold the
+coordinators' state, so a forged record there is forged group or transaction state: their
+partitions are refused (INVALID_REQUEST, nothing written) unless the caller proved it is a member
+of the cluster. The adapter checks the proof
 and passes `internal_write_refusal=None` when it holds; the default refuses.
 """
 

@@ -32,7 +32,12 @@ from collections.abc import Iterator
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.metadata.coordinators import CoordinatorLookup, find_coordinator, valid_assignment
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    CoordinatorLookup,
+    find_coordinator,
+    valid_assignment,
+)
 from samsa.metadata.image import MetadataImage
 from samsa.services.controller.broker_control import (
     alter_partition,
@@ -46,10 +51,10 @@ from samsa.services.controller.config_control import describe_configs, increment
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
 from samsa.services.controller.coordinator_control import (
     coordinator_heartbeat,
+    coordinator_topic_problem,
     fence_coordinators,
-    offsets_topic_problem,
     plan_coordinator_assignments,
-    plan_offsets_topic,
+    plan_coordinator_topics,
     register_coordinator,
 )
 from samsa.services.controller.producer_id_control import allocate_producer_ids
@@ -70,6 +75,7 @@ __all__ = [
     "alter_partition",
     "broker_heartbeat",
     "coordinator_heartbeat",
+    "coordinator_topic_problem",
     "create_partitions",
     "create_topics",
     "delete_topics",
@@ -82,9 +88,8 @@ __all__ = [
     "fence_coordinators",
     "find_coordinator",
     "incremental_alter_configs",
-    "offsets_topic_problem",
     "plan_coordinator_assignments",
-    "plan_offsets_topic",
+    "plan_coordinator_topics",
     "preferred_leader_elections",
     "register_broker",
     "register_coordinator",
@@ -106,10 +111,12 @@ def describe_cluster(image: MetadataImage) -> c.DescribeClusterResponse:
             broker_epoch=broker.broker_epoch,
             is_fenced=broker.fenced,
         )
+    # controller.proto: the count is of __consumer_offsets' partitions (the groups' share).
     owned = Counter(
         assignment.coordinator_id
-        for partition in image.coordinator_assignments
-        if (assignment := valid_assignment(image, partition)) is not None
+        for topic, partition in image.coordinator_assignments
+        if topic == CONSUMER_OFFSETS_TOPIC
+        and (assignment := valid_assignment(image, topic, partition)) is not None
     )
     for coordinator_id, coordinator in sorted(image.coordinators.items()):
         response.coordinators.add(

@@ -25,9 +25,11 @@ class ControlResult(Generic[R]):
 @dataclass(frozen=True)
 class ClusterDefaults:
     """Kafka's broker-side defaults for topics created without explicit values, and the
-    settings of the internal topic __consumer_offsets and of coordinator sessions (Kafka's
-    `offsets.topic.num.partitions`, `offsets.topic.replication.factor`; coordinators have their
-    own session timeout, like brokers)."""
+    settings of the internal topics __consumer_offsets and __transaction_state and of
+    coordinator sessions (Kafka's `offsets.topic.num.partitions`,
+    `offsets.topic.replication.factor`, `transaction.state.log.num.partitions`,
+    `transaction.state.log.replication.factor`; coordinators have their own session timeout,
+    like brokers)."""
 
     num_partitions: int = 1
     default_replication_factor: int = 1
@@ -35,3 +37,5 @@ class ClusterDefaults:
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3
     coordinator_session_timeout_ms: int = 9000
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3

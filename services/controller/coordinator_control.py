@@ -1,5 +1,6 @@
-"""Coordinator lifecycle and ownership of __consumer_offsets: registration, heartbeats, fencing,
-creating the internal topic, and giving its partitions to live coordinators (DESIGN §1, §6).
+"""Coordinator lifecycle and ownership of the coordinator topics (__consumer_offsets for groups,
+__transaction_state for transactional ids): registration, heartbeats, fencing, creating the
+internal topics, and giving their partitions to live coordinators (DESIGN §1, §5, §6).
 
 Pure decisions over the committed image (see control_plane.py). The rules:
 
@@ -11,16 +12,20 @@ Pure decisions over the committed image (see control_plane.py). The rules:
 - Sessions live in leader memory (liveness.py, a BrokerLiveness of coordinator ids), never in
   the log; an expired session, or a heartbeat asking for shutdown, fences the coordinator. A fenced
   coordinator owns nothing and must register again.
-- `plan_offsets_topic` creates __consumer_offsets (compacted, placed like any topic) once a
-  coordinator is live and enough brokers are unfenced for its replication factor.
-- `plan_coordinator_assignments` gives every partition whose assignment is not valid (never
+- `plan_coordinator_topics` creates each missing coordinator topic (compacted, placed like any
+  topic) once a coordinator is live and enough brokers are unfenced for its replication factor:
+  Kafka's `offsets.topic.*` and `transaction.state.log.*` settings. Both usually appear in the
+  same batch; each waits only for its own replication factor.
+- `plan_coordinator_assignments` works on each coordinator topic on its own, in
+  COORDINATOR_TOPICS order: it gives every partition whose assignment is not valid (never
   assigned, owner fenced, re-registered or gone) to the live coordinator with the fewest
-  partitions (ties: the lowest id), then moves partitions, highest-numbered first, from the most
-  to the least loaded coordinator until their counts differ by at most one. Each change of owner
-  is one CoordinatorAssignmentRecord with assignment epoch + 1 (0 the first time) and the
-  partition's producer id, taken from next_producer_id at its first assignment and kept for ever:
-  the owner writes the partition with (producer id, assignment epoch), so the broker fences any
-  write of an earlier owner. With no live coordinator, partitions whose owner died go to -1.
+  partitions of that topic (ties: the lowest id), then moves partitions, highest-numbered first,
+  from the most to the least loaded coordinator until their counts differ by at most one. Each
+  change of owner is one CoordinatorAssignmentRecord (naming the topic) with assignment epoch + 1
+  (0 the first time) and the partition's producer id, taken from next_producer_id at its first
+  assignment and kept for ever: the owner writes the partition with (producer id, assignment
+  epoch), so the broker fences any write of an earlier owner. With no live coordinator,
+  partitions whose owner died go to -1.
 
 Registration and fencing plan the assignments in the same batch (`_with_assignments`): the
 planner runs over the image the first records produce (replay is pure, so every replica computes
@@ -31,9 +36,16 @@ partitions unmoved for longer than one batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from samsa.common.errors import ErrorCode
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, NO_COORDINATOR, valid_assignment
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    COORDINATOR_TOPICS,
+    NO_COORDINATOR,
+    TRANSACTION_STATE_TOPIC,
+    valid_assignment,
+)
 from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
 from samsa.metadata.placement import assign_replicas
 from samsa.metadata.records import make_batch
@@ -43,8 +55,8 @@ from samsa.services.controller.liveness import BrokerLiveness
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
-# The cleanup policy of __consumer_offsets: only the last record per key matters (Kafka's).
-OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+# The cleanup policy of the coordinator topics: only the last record per key matters (Kafka's).
+COORDINATOR_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 
 
 # --- registration and sessions -------------------------------------------------------------------
@@ -142,48 +154,90 @@ def _with_assignments(
     return records + plan_coordinator_assignments(after).records
 
 
-# --- the internal topic --------------------------------------------------------------------------
+# --- the coordinator topics ---------------------------------------------------------------------
 
 
-def offsets_topic_problem(image: MetadataImage, defaults: ClusterDefaults) -> str | None:
-    """Why __consumer_offsets cannot be created now (or exists already), or None."""
-    if CONSUMER_OFFSETS_TOPIC in image.topics:
-        return f"{CONSUMER_OFFSETS_TOPIC} exists"
+@dataclass(frozen=True)
+class CoordinatorTopicSettings:
+    """How large one coordinator topic is made, and the Kafka name of its replication factor
+    (also its `samsa up` setting), for messages."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    replication_factor_setting: str
+
+
+def coordinator_topic_settings(defaults: ClusterDefaults) -> list[CoordinatorTopicSettings]:
+    """The settings of every coordinator topic, in COORDINATOR_TOPICS order."""
+    settings = [
+        CoordinatorTopicSettings(
+            CONSUMER_OFFSETS_TOPIC,
+            defaults.offsets_topic_num_partitions,
+            defaults.offsets_topic_replication_factor,
+            "offsets.topic.replication.factor",
+        ),
+        CoordinatorTopicSettings(
+            TRANSACTION_STATE_TOPIC,
+            defaults.transaction_state_log_num_partitions,
+            defaults.transaction_state_log_replication_factor,
+            "transaction.state.log.replication.factor",
+        ),
+    ]
+    assert tuple(topic.name for topic in settings) == COORDINATOR_TOPICS
+    return settings
+
+
+def coordinator_topic_problem(
+    image: MetadataImage, defaults: ClusterDefaults, name: str
+) -> str | None:
+    """Why the coordinator topic `name` cannot be created now (or exists already), or None."""
+    (settings,) = [topic for topic in coordinator_topic_settings(defaults) if topic.name == name]
+    if name in image.topics:
+        return f"{name} exists"
     if not image.live_coordinators():
         return "no live coordinator yet"
     live_brokers = len(image.live_brokers())
-    if live_brokers < defaults.offsets_topic_replication_factor:
+    if live_brokers < settings.replication_factor:
         return (
-            f"it needs {defaults.offsets_topic_replication_factor} live brokers "
-            f"(offsets.topic.replication.factor), has {live_brokers}"
+            f"it needs {settings.replication_factor} live brokers "
+            f"({settings.replication_factor_setting}), has {live_brokers}"
         )
     return None
 
 
-def plan_offsets_topic(
+def plan_coordinator_topics(
     image: MetadataImage,
     defaults: ClusterDefaults,
     *,
     rng: RandomSource,
     new_topic_id: Callable[[], bytes],
 ) -> ControlResult[None]:
-    """The records creating __consumer_offsets, when it is missing and can be created now."""
-    if offsets_topic_problem(image, defaults) is not None:
-        return ControlResult([], None)
-    assert defaults.offsets_topic_num_partitions >= 1
+    """The records creating every coordinator topic that is missing and can be created now,
+    in one batch."""
+    records: list[m.MetadataRecord] = []
+    for settings in coordinator_topic_settings(defaults):
+        if coordinator_topic_problem(image, defaults, settings.name) is None:
+            records += _coordinator_topic_records(image, settings, rng, new_topic_id())
+    return ControlResult(records, None)
+
+
+def _coordinator_topic_records(
+    image: MetadataImage, settings: CoordinatorTopicSettings, rng: RandomSource, topic_id: bytes
+) -> list[m.MetadataRecord]:
+    assert settings.num_partitions >= 1
+    assert len(topic_id) == 16
     live = [broker.broker_id for broker in image.live_brokers()]
     racks = {broker.broker_id: broker.rack for broker in image.live_brokers()}
     assignment = assign_replicas(
-        defaults.offsets_topic_num_partitions,
-        defaults.offsets_topic_replication_factor,
+        settings.num_partitions,
+        settings.replication_factor,
         live,
         start_index=rng.randrange(len(live)),
         first_shift=rng.randrange(len(live)),
         racks=racks,
     )
-    topic_id = new_topic_id()
-    assert len(topic_id) == 16
-    topic = m.TopicRecord(name=CONSUMER_OFFSETS_TOPIC, topic_id=topic_id)
+    topic = m.TopicRecord(name=settings.name, topic_id=topic_id)
     records = [m.MetadataRecord(topic=topic)]
     records += [
         m.MetadataRecord(
@@ -201,37 +255,49 @@ def plan_offsets_topic(
         m.MetadataRecord(
             config=m.ConfigRecord(
                 resource_type=TOPIC_RESOURCE,  # type: ignore[arg-type]
-                resource_name=CONSUMER_OFFSETS_TOPIC,
+                resource_name=settings.name,
                 name=name,
                 value=value,
             )
         )
-        for name, value in sorted(OFFSETS_TOPIC_CONFIGS.items())
+        for name, value in sorted(COORDINATOR_TOPIC_CONFIGS.items())
     ]
-    return ControlResult(records, None)
+    return records
 
 
 # --- assignments ---------------------------------------------------------------------------------
 
 
 def plan_coordinator_assignments(image: MetadataImage) -> ControlResult[None]:
-    """The CoordinatorAssignmentRecords that bring every partition of __consumer_offsets to a
-    live coordinator, balanced within one (see the module docstring)."""
-    topic = image.topics.get(CONSUMER_OFFSETS_TOPIC)
+    """The CoordinatorAssignmentRecords that bring every partition of every coordinator topic
+    to a live coordinator, balanced within one per topic (see the module docstring)."""
+    records: list[m.MetadataRecord] = []
+    next_producer_id = image.next_producer_id
+    for name in COORDINATOR_TOPICS:
+        topic_records, next_producer_id = _plan_topic_assignments(image, name, next_producer_id)
+        records += topic_records
+    return ControlResult(records, None)
+
+
+def _plan_topic_assignments(
+    image: MetadataImage, name: str, next_producer_id: int
+) -> tuple[list[m.MetadataRecord], int]:
+    """The assignment records of one coordinator topic, and the next producer id after the
+    ones its new partitions took."""
+    topic = image.topics.get(name)
     if topic is None:
-        return ControlResult([], None)
+        return [], next_producer_id
     live = {coordinator.coordinator_id for coordinator in image.live_coordinators()}
-    current = {number: valid_assignment(image, number) for number in sorted(topic.partitions)}
+    current = {number: valid_assignment(image, name, number) for number in sorted(topic.partitions)}
     owners = {p: a.coordinator_id for p, a in current.items() if a is not None}
     if live:
         owners = _balanced(owners, [p for p, a in current.items() if a is None], live)
     records = []
-    next_producer_id = image.next_producer_id
     for partition, valid in current.items():
         owner = owners.get(partition, NO_COORDINATOR)
         if valid is not None and valid.coordinator_id == owner:
             continue
-        previous = image.coordinator_assignments.get(partition)
+        previous = image.coordinator_assignments.get((name, partition))
         if owner == NO_COORDINATOR and (
             previous is None or previous.coordinator_id == NO_COORDINATOR
         ):
@@ -242,6 +308,7 @@ def plan_coordinator_assignments(image: MetadataImage) -> ControlResult[None]:
         else:
             producer_id, assignment_epoch = previous.producer_id, previous.assignment_epoch + 1
         record = m.CoordinatorAssignmentRecord(
+            topic=name,
             partition=partition,
             coordinator_id=owner,
             coordinator_epoch=-1,
@@ -251,7 +318,7 @@ def plan_coordinator_assignments(image: MetadataImage) -> ControlResult[None]:
         if owner != NO_COORDINATOR:
             record.coordinator_epoch = image.coordinators[owner].coordinator_epoch
         records.append(m.MetadataRecord(coordinator_assignment=record))
-    return ControlResult(records, None)
+    return records, next_producer_id
 
 
 def _balanced(owners: dict[int, int], unowned: list[int], live: set[int]) -> dict[int, int]:

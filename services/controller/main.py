@@ -94,6 +94,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="replicas per partition of __consumer_offsets; it is created once this many "
         "brokers are live",
     )
+    parser.add_argument(
+        "--transaction-state-log-num-partitions",
+        type=int,
+        default=control_plane.ClusterDefaults.transaction_state_log_num_partitions,
+        help="partitions of __transaction_state, fixed once it exists (transactional ids hash "
+        "over them)",
+    )
+    parser.add_argument(
+        "--transaction-state-log-replication-factor",
+        type=int,
+        default=control_plane.ClusterDefaults.transaction_state_log_replication_factor,
+        help="replicas per partition of __transaction_state; it is created once this many "
+        "brokers are live",
+    )
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--default-replication-factor", type=int, default=1)
     parser.add_argument(
@@ -119,6 +133,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--offsets-topic-num-partitions must be 1 to {limits.topic_partitions_max}")
     if args.offsets_topic_replication_factor < 1:
         parser.error("--offsets-topic-replication-factor must be at least 1")
+    if not 1 <= args.transaction_state_log_num_partitions <= limits.topic_partitions_max:
+        parser.error(
+            f"--transaction-state-log-num-partitions must be 1 to {limits.topic_partitions_max}"
+        )
+    if args.transaction_state_log_replication_factor < 1:
+        parser.error("--transaction-state-log-replication-factor must be at least 1")
     return args
 
 
@@ -141,6 +161,8 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
         offsets_topic_num_partitions=args.offsets_topic_num_partitions,
         offsets_topic_replication_factor=args.offsets_topic_replication_factor,
         coordinator_session_timeout_ms=args.coordinator_session_timeout_ms,
+        transaction_state_log_num_partitions=args.transaction_state_log_num_partitions,
+        transaction_state_log_replication_factor=args.transaction_state_log_replication_factor,
     )
     servicer = ControllerServicer(
         driver=driver,
@@ -164,6 +186,9 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
         CoordinatorLookupServicer(
             image=lambda: driver.image,
             offsets_topic_replication_factor=defaults.offsets_topic_replication_factor,
+            transaction_state_log_replication_factor=(
+                defaults.transaction_state_log_replication_factor
+            ),
         ),
         server.server,
     )
@@ -237,10 +262,11 @@ async def _run_coordinators(
     driver: ControllerDriver, liveness: BrokerLiveness, defaults: control_plane.ClusterDefaults
 ) -> None:
     """While active, every LIVENESS_CHECK_INTERVAL_S: fence coordinators whose sessions expired
-    (their partitions move in the same batch), create __consumer_offsets once it can be, and
-    give its partitions to live coordinators. Registration and fencing plan assignments in their
-    own batches already; this loop catches what they could not (the topic appearing, a write
-    that failed, a new active controller taking over)."""
+    (their partitions move in the same batch), create __consumer_offsets and
+    __transaction_state once they can be, and give their partitions to live coordinators.
+    Registration and fencing plan assignments in their own batches already; this loop catches
+    what they could not (a topic appearing, a write that failed, a new active controller taking
+    over)."""
     assert LIVENESS_CHECK_INTERVAL_S <= 0.5, "coordinators should not wait long for partitions"
     rng = random.Random()
     while True:
@@ -275,7 +301,7 @@ async def _coordinator_round(
         for coordinator_id in expired:
             liveness.forget(coordinator_id)
     await driver.write(
-        lambda image: control_plane.plan_offsets_topic(
+        lambda image: control_plane.plan_coordinator_topics(
             image, defaults, rng=rng, new_topic_id=lambda: uuid.uuid4().bytes
         )
     )

@@ -39,8 +39,9 @@ def topic_name_problem(name: str) -> str | None:
 
 def internal_topic_problem(name: str, action: str) -> str | None:
     """Why `action` (create, delete, add partitions to) is refused on `name`, or None: internal
-    topics are the controller's alone (it creates __consumer_offsets once coordinators and
-    brokers are live), and their partition count is fixed, since groups are hashed over it."""
+    topics are the controller's alone (it creates __consumer_offsets and __transaction_state
+    once coordinators and brokers are live), and their partition counts are fixed, since group
+    and transactional ids are hashed over them."""
     if name not in INTERNAL_TOPICS:
         return None
     return f"{name!r} is an internal topic: clients cannot {action} it"

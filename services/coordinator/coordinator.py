@@ -4,6 +4,9 @@ The coordinator keeps no local state (DESIGN §6): everything lives in `__consum
 registers and heartbeats with the controllers (coordinator_membership.py), follows the metadata
 log (services/runtime/metadata_log.py), and on every new image or epoch works out which
 partitions it owns (ownership.py): new ones are loaded (offsets_partition.py), lost ones dropped.
+It also works out which partitions of `__transaction_state` it owns
+(`owned_transaction_partitions`), but does not load or serve them yet: the transaction
+coordinator's adapter over transaction_state.py comes next.
 A partition that fails (its writer was fenced, or a write was refused) is loaded again from the
 log while it is still owned. It serves GroupCoordinatorService (servicer.py) and, like every
 service, FindCoordinator from its own image.
@@ -20,7 +23,12 @@ import asyncio
 import logging
 
 from samsa.common.errors import ErrorCode
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, group_id_problem, group_partition
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    group_id_problem,
+    group_partition,
+)
 from samsa.metadata.image import CoordinatorAssignment, MetadataImage
 from samsa.services.coordinator.coordinator_membership import CoordinatorMembership
 from samsa.services.coordinator.group_model import GroupConfig
@@ -79,6 +87,9 @@ class Coordinator:
         self.topics: dict[str, int] = {}
         self._owned: dict[int, CoordinatorAssignment] = {}
         self._partitions: dict[int, OwnedPartition] = {}
+        # The partitions of __transaction_state this process owns now, by number (updated on
+        # every image and epoch, like the groups' `_owned`); not loaded yet.
+        self.owned_transaction_partitions: dict[int, CoordinatorAssignment] = {}
         self._stopping = False
 
     # --- what the servicer asks -------------------------------------------------------------
@@ -134,11 +145,20 @@ class Coordinator:
         self._reconcile(new)
 
     def _reconcile(self, image: MetadataImage) -> None:
-        owned = (
-            {}
-            if self._stopping
-            else owned_partitions(image, self.coordinator_id, self.membership.coordinator_epoch)
-        )
+        owned: dict[int, CoordinatorAssignment] = {}
+        owned_transactions: dict[int, CoordinatorAssignment] = {}
+        if not self._stopping:
+            epoch = self.membership.coordinator_epoch
+            owned = owned_partitions(image, CONSUMER_OFFSETS_TOPIC, self.coordinator_id, epoch)
+            owned_transactions = owned_partitions(
+                image, TRANSACTION_STATE_TOPIC, self.coordinator_id, epoch
+            )
+        if owned_transactions != self.owned_transaction_partitions:
+            log.info(
+                "owned partitions of __transaction_state changed (not served yet)",
+                extra={"partitions": sorted(owned_transactions)},
+            )
+        self.owned_transaction_partitions = owned_transactions
         changes = ownership_changes(self._owned, owned)
         self._owned = owned
         for number in changes.drop:
@@ -193,7 +213,9 @@ class Coordinator:
         )
         coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
             CoordinatorLookupServicer(
-                image=lambda: self.metadata.image, offsets_topic_replication_factor=None
+                image=lambda: self.metadata.image,
+                offsets_topic_replication_factor=None,
+                transaction_state_log_replication_factor=None,
             ),
             server.server,
         )
@@ -213,6 +235,7 @@ class Coordinator:
         partitions = list(self._partitions.values())
         self._partitions.clear()
         self._owned = {}
+        self.owned_transaction_partitions = {}
         await asyncio.gather(*(p.stop() for p in partitions), return_exceptions=True)
         follower_stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,9 +1,11 @@
-"""Which partitions of `__consumer_offsets` this coordinator owns, and what changed.
+"""Which partitions of the coordinator topics (`__consumer_offsets`, `__transaction_state`) this
+coordinator owns, and what changed.
 
-Theory of operation (DESIGN §6). The controller gives each partition of `__consumer_offsets` to
-one live coordinator (CoordinatorAssignmentRecord). This process owns a partition only while its
-own image says so under the registration it holds now: the assignment names this coordinator id
-*and* this process's coordinator epoch, and the registration is unfenced (`valid_assignment`).
+Theory of operation (DESIGN §5, §6). The controller gives each partition of each coordinator
+topic to one live coordinator (CoordinatorAssignmentRecord). This process owns a partition only
+while its own image says so under the registration it holds now: the assignment names this
+coordinator id *and* this process's coordinator epoch, and the registration is unfenced
+(`valid_assignment`). `owned_partitions` answers for one topic at a time, by partition number.
 A restarted process (new epoch) therefore owns nothing its previous incarnation was given until
 the controller reassigns it — with assignment_epoch + 1, the producer epoch that fences the old
 incarnation's writer.
@@ -20,22 +22,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from samsa.metadata.coordinators import INTERNAL_TOPICS, valid_assignment
+from samsa.metadata.coordinators import COORDINATOR_TOPICS, INTERNAL_TOPICS, valid_assignment
 from samsa.metadata.image import CoordinatorAssignment, MetadataImage
 
 
 def owned_partitions(
-    image: MetadataImage, coordinator_id: int, coordinator_epoch: int
+    image: MetadataImage, topic: str, coordinator_id: int, coordinator_epoch: int
 ) -> dict[int, CoordinatorAssignment]:
-    """The partitions `image` says this process (id and epoch) owns now."""
+    """The partitions of the coordinator topic `topic` that `image` says this process (id and
+    epoch) owns now, by partition number."""
+    assert topic in COORDINATOR_TOPICS, topic
     if coordinator_epoch < 0:
         return {}
     owned: dict[int, CoordinatorAssignment] = {}
-    for partition, assignment in image.coordinator_assignments.items():
+    for (name, partition), assignment in image.coordinator_assignments.items():
         if (
-            assignment.coordinator_id == coordinator_id
+            name == topic
+            and assignment.coordinator_id == coordinator_id
             and assignment.coordinator_epoch == coordinator_epoch
-            and valid_assignment(image, partition) is not None
+            and valid_assignment(image, topic, partition) is not None
         ):
             owned[partition] = assignment
     return owned

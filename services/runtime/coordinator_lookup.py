@@ -3,13 +3,14 @@
 - `CoordinatorLookupServicer` answers FindCoordinator from the image of the process that serves
   it: a controller's committed image, a broker's or a coordinator's replayed one (any of them
   answers, active or not, as for metadata reads; the answer carries the image's
-  `metadata_offset`, so a client can tell a stale one). Each key is answered by the pure
-  `samsa.metadata.coordinators.find_coordinator`. A request with an unknown key type is refused
-  whole (INVALID_ARGUMENT), one with more keys than `limits.admin_request_items_max` too
-  (RESOURCE_EXHAUSTED).
-- `offsets_topic_replication_factor` is known to the controller only (offsets.topic.replication.
+  `metadata_offset`, so a client can tell a stale one). Each key (a group id, or a transactional
+  id) is answered by the pure `samsa.metadata.coordinators.find_coordinator`. A request with an
+  unknown key type is refused whole (INVALID_ARGUMENT), one with more keys than
+  `limits.admin_request_items_max` too (RESOURCE_EXHAUSTED).
+- `offsets_topic_replication_factor` and `transaction_state_log_replication_factor` are known to
+  the controller only (offsets.topic.replication.factor, transaction.state.log.replication.
   factor); brokers and coordinators pass None, and their message for a missing
-  `__consumer_offsets` is a little less precise.
+  `__consumer_offsets` or `__transaction_state` is a little less precise.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable
 import grpc
 
 from samsa.common import limits
-from samsa.metadata.coordinators import GROUP_KEY_TYPE, find_coordinator
+from samsa.metadata.coordinators import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, find_coordinator
 from samsa.metadata.image import MetadataImage
 from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc
 
@@ -36,16 +37,20 @@ class CoordinatorLookupServicer(coordinator_pb2_grpc.CoordinatorLookupServiceSer
         *,
         image: Callable[[], MetadataImage],
         offsets_topic_replication_factor: int | None,
+        # Defaults to None (unknown) so that callers written before transactions keep working.
+        transaction_state_log_replication_factor: int | None = None,
     ) -> None:
         self.image = image
         self.offsets_topic_replication_factor = offsets_topic_replication_factor
+        self.transaction_state_log_replication_factor = transaction_state_log_replication_factor
 
     async def FindCoordinator(self, request, context):
-        if request.key_type != GROUP_KEY_TYPE:
+        if request.key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"key_type {request.key_type} is not supported; send "
-                "COORDINATOR_KEY_TYPE_GROUP with group ids as keys",
+                "COORDINATOR_KEY_TYPE_GROUP with group ids as keys, or "
+                "COORDINATOR_KEY_TYPE_TRANSACTION with transactional ids",
             )
         if len(request.keys) > limits.admin_request_items_max:
             await context.abort(
@@ -61,6 +66,9 @@ class CoordinatorLookupServicer(coordinator_pb2_grpc.CoordinatorLookupServiceSer
                 request.key_type,
                 key,
                 offsets_topic_replication_factor=self.offsets_topic_replication_factor,
+                transaction_state_log_replication_factor=(
+                    self.transaction_state_log_replication_factor
+                ),
             )
             response.coordinators.add(
                 key=found.key,

@@ -36,6 +36,7 @@ PARTITIONS = 4
 GROUP = "payments"
 SETTINGS = dict(FAST_SETTINGS) | {
     "offsets.topic.num.partitions": "4",
+    "transaction.state.log.num.partitions": "2",
     "coordinator.session.timeout.ms": "3000",
     "coordinator.heartbeat.interval.ms": "300",
     "group.consumer.session.timeout.ms": "30000",  # the member heartbeats only when the test does

@@ -36,6 +36,7 @@ BASE_TS = 1_700_000_000_000
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     settings = dict(FAST_SETTINGS) | {
         "offsets.topic.num.partitions": "2",
+        "transaction.state.log.num.partitions": "2",
         "group.consumer.heartbeat.interval.ms": "200",
     }
     data_dir = tmp_path_factory.mktemp("async")

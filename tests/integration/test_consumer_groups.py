@@ -58,6 +58,7 @@ TopicPartition = tuple[str, int]
 
 SETTINGS = dict(FAST_SETTINGS) | {
     "offsets.topic.num.partitions": "4",
+    "transaction.state.log.num.partitions": "2",
     "coordinator.session.timeout.ms": "3000",
     "coordinator.heartbeat.interval.ms": "300",
     "group.consumer.session.timeout.ms": "3000",

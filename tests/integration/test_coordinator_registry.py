@@ -1,19 +1,22 @@
 """Goal: the controller runs the coordinators' side of the cluster end to end over real gRPC:
 coordinators register and heartbeat with the cluster's membership proof (and are refused
-without it), `__consumer_offsets` appears once a coordinator and enough brokers are live, its
-partitions are split evenly between live coordinators, a coordinator that stops heartbeating is
-fenced and its partitions move to the other with assignment epoch + 1, and FindCoordinator
-answers the owner's endpoint throughout — on the controller, and on the broker from its own
-image, with the same answers once that image has caught up.
+without it), `__consumer_offsets` and `__transaction_state` appear once a coordinator and enough
+brokers are live, the partitions of each are split evenly between live coordinators, a
+coordinator that stops heartbeating is fenced and its partitions of both topics move to the
+other with assignment epoch + 1, and FindCoordinator answers the owner's endpoint for group ids
+(GROUP keys) and transactional ids (TRANSACTION keys) throughout — on the controller, and on the
+broker from its own image, with the same answers once that image has caught up.
 
 Method: one controller and one broker (real processes, started with the existing launcher and
 stopped by PID, also on failure), the controller with `--offsets-topic-num-partitions 4
---offsets-topic-replication-factor 1` and a 1.5 s coordinator session. Two fake coordinators
-are threads of this test that call RegisterCoordinator and CoordinatorHeartbeat signed with
-MemberSigner and the cluster secret (cluster_helpers.FakeCoordinator). The test reads the
-assignments by replaying the controller's metadata log (FetchMetadata) with the real replay, and
-compares FindCoordinator's answers with `group_partition` over them; the broker's answers are
-polled until they equal the controller's (all but metadata_offset, which is each image's own).
+--transaction-state-log-num-partitions 3` (replication factors 1: the launcher's min(3, brokers))
+and a 1.5 s coordinator session. Two fake coordinators are threads of this test that call
+RegisterCoordinator and CoordinatorHeartbeat signed with MemberSigner and the cluster secret
+(cluster_helpers.FakeCoordinator). The test reads the assignments by replaying the controller's
+metadata log (FetchMetadata) with the real replay, and compares FindCoordinator's answers with
+`group_partition` / `transaction_partition` over them (the two topics have different partition
+counts, so a key answered from the wrong topic shows); the broker's answers are polled until
+they equal the controller's (all but metadata_offset, which is each image's own).
 """
 
 from __future__ import annotations
@@ -34,7 +37,15 @@ from cluster_helpers import (
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.common.errors import ErrorCode
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, GROUP_KEY_TYPE, group_partition
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    COORDINATOR_TOPICS,
+    GROUP_KEY_TYPE,
+    TRANSACTION_KEY_TYPE,
+    TRANSACTION_STATE_TOPIC,
+    group_partition,
+    transaction_partition,
+)
 from samsa.metadata.image import MetadataImage
 from samsa.services.runtime import membership
 from samsa.services.runtime.secret import load_secret
@@ -43,14 +54,27 @@ from samsa.v1 import controller_pb2, coordinator_pb2, coordinator_pb2_grpc
 pytestmark = pytest.mark.timeout(180)
 
 PARTITIONS = 4
+TXN_PARTITIONS = 3
 SESSION_TIMEOUT_MS = 1500
 GROUPS = [f"group-{n}" for n in range(12)]
+TRANSACTIONAL_IDS = [f"txn-{n}" for n in range(12)]
+# Per key type: the keys asked, the topic holding them, its partition count, the hash.
+KEY_SPACES = {
+    GROUP_KEY_TYPE: (GROUPS, CONSUMER_OFFSETS_TOPIC, PARTITIONS, group_partition),
+    TRANSACTION_KEY_TYPE: (
+        TRANSACTIONAL_IDS,
+        TRANSACTION_STATE_TOPIC,
+        TXN_PARTITIONS,
+        transaction_partition,
+    ),
+}
 
 
 @contextmanager
 def running_cluster(data_dir: Path) -> Iterator[LocalCluster]:
     settings = dict(FAST_SETTINGS) | {
         "offsets.topic.num.partitions": str(PARTITIONS),
+        "transaction.state.log.num.partitions": str(TXN_PARTITIONS),
         "coordinator.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     }
     spec = load_or_create(data_dir, 1, 1, settings)
@@ -63,15 +87,22 @@ def running_cluster(data_dir: Path) -> Iterator[LocalCluster]:
         cluster.stop_all()
 
 
-def find(endpoint: str, groups: list[str]) -> coordinator_pb2.FindCoordinatorResponse:
+def find(
+    endpoint: str, keys: list[str], key_type: int = GROUP_KEY_TYPE
+) -> coordinator_pb2.FindCoordinatorResponse:
     stub = coordinator_pb2_grpc.CoordinatorLookupServiceStub(grpc.insecure_channel(endpoint))
     return stub.FindCoordinator(
-        coordinator_pb2.FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, keys=groups), timeout=5
+        coordinator_pb2.FindCoordinatorRequest(key_type=key_type, keys=keys),  # type: ignore[arg-type]
+        timeout=5,
     )
 
 
-def owners(image: MetadataImage) -> dict[int, int]:
-    return {p: a.coordinator_id for p, a in image.coordinator_assignments.items()}
+def owners(image: MetadataImage, topic: str = CONSUMER_OFFSETS_TOPIC) -> dict[int, int]:
+    return {
+        number: assignment.coordinator_id
+        for (name, number), assignment in image.coordinator_assignments.items()
+        if name == topic
+    }
 
 
 def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent_one(
@@ -83,9 +114,10 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
         key = membership.derive_key(load_secret(tmp_path / "cluster.secret"))
 
         for asked in (endpoint, broker):
-            before = find(asked, ["g"]).coordinators[0]
-            assert before.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE, asked
-            assert "no live coordinator" in before.error_message, asked
+            for key_type in KEY_SPACES:
+                before = find(asked, ["g"], key_type).coordinators[0]
+                assert before.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE, asked
+                assert "no live coordinator" in before.error_message, asked
 
         unsigned = controller_stub(endpoint)
         with pytest.raises(grpc.RpcError) as refused:
@@ -106,16 +138,21 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
             assert duplicate.status.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
 
             split = wait_until(
-                "__consumer_offsets split 2/2 between the coordinators",
+                "__consumer_offsets split 2/2 and __transaction_state 2/1 between the coordinators",
                 lambda: (
                     (image := controller_image(endpoint))
                     and sorted(owners(image).values()) == [1, 1, 2, 2]
+                    and sorted(owners(image, TRANSACTION_STATE_TOPIC).values())
+                    in ([1, 1, 2], [1, 2, 2])
                     and image
                 ),
                 timeout_s=30,
             )
-            topic = split.topics[CONSUMER_OFFSETS_TOPIC]
-            assert sorted(topic.partitions) == list(range(PARTITIONS))
+            for _, name, count, _ in KEY_SPACES.values():
+                topic = split.topics[name]
+                assert sorted(topic.partitions) == list(range(count))
+                assert all(len(state.replicas) == 1 for state in topic.partitions.values())
+                assert split.topic_configs(name) == {"cleanup.policy": "compact"}
             assert all(a.assignment_epoch == 0 for a in split.coordinator_assignments.values())
             check_find_coordinator(endpoint, split, coordinators)
             check_broker_agrees(broker, endpoint, split, coordinators)
@@ -124,10 +161,10 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
             other = 3 - silent
             coordinators[silent].stop_heartbeating()
             moved = wait_until(
-                f"coordinator {silent}'s partitions moved to {other}",
+                f"coordinator {silent}'s partitions of both topics moved to {other}",
                 lambda: (
                     (image := controller_image(endpoint))
-                    and set(owners(image).values()) == {other}
+                    and all(set(owners(image, t).values()) == {other} for t in COORDINATOR_TOPICS)
                     and image
                 ),
                 timeout_s=30,
@@ -151,15 +188,16 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
 def check_find_coordinator(
     endpoint: str, image: MetadataImage, coordinators: dict[int, FakeCoordinator]
 ) -> None:
-    answer = find(endpoint, GROUPS)
-    assert [location.key for location in answer.coordinators] == GROUPS
-    for location in answer.coordinators:
-        partition = group_partition(location.key, PARTITIONS)
-        owner = image.coordinator_assignments[partition].coordinator_id
-        assert location.error_code == ErrorCode.NONE, location.error_message
-        assert (location.partition, location.coordinator_id) == (partition, owner)
-        assert location.endpoint == coordinators[owner].endpoint
-        assert location.metadata_offset >= image.end_offset
+    for key_type, (keys, topic, count, partition_of) in KEY_SPACES.items():
+        answer = find(endpoint, keys, key_type)
+        assert [location.key for location in answer.coordinators] == keys
+        for location in answer.coordinators:
+            partition = partition_of(location.key, count)
+            owner = image.coordinator_assignments[(topic, partition)].coordinator_id
+            assert location.error_code == ErrorCode.NONE, location.error_message
+            assert (location.partition, location.coordinator_id) == (partition, owner)
+            assert location.endpoint == coordinators[owner].endpoint
+            assert location.metadata_offset >= image.end_offset
 
 
 def without_offset(answer: coordinator_pb2.FindCoordinatorResponse) -> list[tuple]:
@@ -174,10 +212,13 @@ def check_broker_agrees(
 ) -> None:
     """The broker answers FindCoordinator from its own image: once that image has caught up with
     `image`, its answers are the controller's."""
-    expected = without_offset(find(controller, GROUPS))
-    wait_until(
-        "the broker's FindCoordinator to agree with the controller's",
-        lambda: without_offset(find(broker, GROUPS)) == expected,
-        timeout_s=15,
-    )
+    for key_type, (keys, *_) in KEY_SPACES.items():
+        expected = without_offset(find(controller, keys, key_type))
+        wait_until(
+            f"the broker's FindCoordinator (key type {key_type}) to agree with the controller's",
+            lambda keys=keys, key_type=key_type, expected=expected: (
+                without_offset(find(broker, keys, key_type)) == expected
+            ),
+            timeout_s=15,
+        )
     check_find_coordinator(broker, image, coordinators)

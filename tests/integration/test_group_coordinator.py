@@ -45,6 +45,7 @@ PARTITIONS = 6
 SESSION_TIMEOUT_MS = 3000
 SETTINGS = dict(FAST_SETTINGS) | {
     "offsets.topic.num.partitions": "4",
+    "transaction.state.log.num.partitions": "2",
     "coordinator.session.timeout.ms": "3000",
     "coordinator.heartbeat.interval.ms": "300",
     "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
@@ -276,7 +277,8 @@ def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced
 
     # The owner of the group's partition dies; the other coordinator takes it over.
     controller_endpoint = cluster.spec.controllers[0].endpoint
-    before = controller_image(controller_endpoint).coordinator_assignments[location.partition]
+    assignment_key = (CONSUMER_OFFSETS_TOPIC, location.partition)
+    before = controller_image(controller_endpoint).coordinator_assignments[assignment_key]
     cluster.kill(f"coordinator-{location.coordinator_id}", signal.SIGKILL)
     moved = wait_until(
         "the group's partition to move to the other coordinator",
@@ -306,7 +308,7 @@ def test_offsets_and_members_survive_a_killed_coordinator_whose_writer_is_fenced
     assert (first.epoch, second.epoch) == epochs_before
 
     # The dead owner's writer identity is fenced on the brokers: a zombie cannot write.
-    after = controller_image(controller_endpoint).coordinator_assignments[location.partition]
+    after = controller_image(controller_endpoint).coordinator_assignments[assignment_key]
     assert after.producer_id == before.producer_id
     assert after.assignment_epoch > before.assignment_epoch
     key = membership.derive_key(load_secret(cluster.data_dir / "cluster.secret"))

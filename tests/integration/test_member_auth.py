@@ -330,7 +330,10 @@ def assert_internal_refused(result, *phrases: str) -> None:  # type: ignore[no-u
 
 
 def test_only_members_write_the_internal_offsets_topic(tmp_path: Path) -> None:
-    settings = dict(FAST_SETTINGS) | {"offsets.topic.num.partitions": "1"}
+    settings = dict(FAST_SETTINGS) | {
+        "offsets.topic.num.partitions": "1",
+        "transaction.state.log.num.partitions": "1",
+    }
     with local_cluster(tmp_path, controllers=1, brokers=1, settings=settings) as cluster:
         key = membership.derive_key(load_secret(tmp_path / "cluster.secret"))
         coordinator = FakeCoordinator(cluster.spec.controllers[0].endpoint, key, 1)

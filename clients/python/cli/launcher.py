@@ -10,7 +10,8 @@ Theory of operation. A cluster lives in one data directory:
     <data-dir>/controller-<id>/    a controller's Raft journal and snapshots
     <data-dir>/broker-<id>/        a broker's partition logs
                                    (coordinators keep no local state: their groups live in
-                                   the brokers' __consumer_offsets)
+                                   the brokers' __consumer_offsets, their transactions in
+                                   __transaction_state)
     <data-dir>/logs/<name>.log     each process's stdout and stderr (JSON lines)
 
 The first start picks free ports and writes cluster.json; later starts reuse it, so `samsa up`
@@ -184,15 +185,19 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
     command += ["--raft-address", controller.raft_address, "--peers", peers]
     command += ["--data-dir", str(data_dir / f"controller-{controller.node_id}")]
     command += ["--secret-file", str(data_dir / "cluster.secret")]
-    # Kafka's default RF for __consumer_offsets is 3; a smaller local cluster uses all its brokers.
+    # Kafka's default RF for __consumer_offsets and __transaction_state is 3; a smaller local
+    # cluster uses all its brokers.
     replication = str(min(3, max(1, len(spec.brokers))))
     command += ["--offsets-topic-replication-factor", replication]
+    command += ["--transaction-state-log-replication-factor", replication]
     for name in (
         "broker.session.timeout.ms",
         "metadata.snapshot.entries",
         "leader.imbalance.check.interval.ms",
         "offsets.topic.num.partitions",
         "offsets.topic.replication.factor",
+        "transaction.state.log.num.partitions",
+        "transaction.state.log.replication.factor",
         "coordinator.session.timeout.ms",
     ):
         if name in spec.settings:

@@ -61,3 +61,23 @@ def test_commands_name_every_peer_and_the_controllers(tmp_path: Path) -> None:
     broker = broker_command(spec, spec.brokers[0], tmp_path)
     assert broker[broker.index("--controllers") + 1] == spec.bootstrap_servers
     assert broker[broker.index("--secret-file") + 1] == str(tmp_path / "cluster.secret")
+
+
+def test_the_internal_topics_get_the_clusters_replication_factor_and_settings(
+    tmp_path: Path,
+) -> None:
+    # Kafka's default RF of __consumer_offsets and __transaction_state is 3; a one-broker local
+    # cluster uses 1 for both, and settings under Kafka's names reach the controller's flags.
+    from samsa.services.controller.main import parse_args
+
+    settings = {"offsets.topic.num.partitions": "4", "transaction.state.log.num.partitions": "2"}
+    spec = load_or_create(tmp_path, 1, 1, settings)
+    command = controller_command(spec, spec.controllers[0], tmp_path)
+    assert command[command.index("--offsets-topic-replication-factor") + 1] == "1"
+    assert command[command.index("--transaction-state-log-replication-factor") + 1] == "1"
+    args = parse_args(command[3:])  # past `python -m samsa.services.controller`
+    assert (args.offsets_topic_num_partitions, args.offsets_topic_replication_factor) == (4, 1)
+    assert args.transaction_state_log_num_partitions == 2
+    assert args.transaction_state_log_replication_factor == 1
+    with pytest.raises(SystemExit):
+        parse_args([*command[3:], "--transaction-state-log-num-partitions", "0"])

@@ -1,12 +1,18 @@
 """Shared steps for coordinator-control tests: decisions committed with the real replay, and the
-invariants every image must keep about the ownership of __consumer_offsets."""
+invariants every image must keep about the ownership of the coordinator topics
+(__consumer_offsets, __transaction_state)."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
 
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, NO_COORDINATOR, valid_assignment
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    COORDINATOR_TOPICS,
+    NO_COORDINATOR,
+    valid_assignment,
+)
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
@@ -18,6 +24,8 @@ DEFAULTS = cp.ClusterDefaults(
     offsets_topic_num_partitions=10,
     offsets_topic_replication_factor=2,
     coordinator_session_timeout_ms=1000,
+    transaction_state_log_num_partitions=6,
+    transaction_state_log_replication_factor=2,
 )
 
 
@@ -86,13 +94,15 @@ def heartbeat(
     return commit(image, result), result.response
 
 
-def create_offsets_topic(image: MetadataImage, defaults: cp.ClusterDefaults = DEFAULTS):
-    counter = iter(range(1, 1000))
-    result = cp.plan_offsets_topic(
-        image,
-        defaults,
-        rng=random.Random(3),
-        new_topic_id=lambda: next(counter).to_bytes(16, "big"),
+def create_coordinator_topics(image: MetadataImage, defaults: cp.ClusterDefaults = DEFAULTS):
+    """Both coordinator topics, when they can be created (cp.plan_coordinator_topics)."""
+    unused_ids = (
+        topic_id
+        for topic_id in (number.to_bytes(16, "big") for number in range(1, 1000))
+        if topic_id not in image.topic_names
+    )
+    result = cp.plan_coordinator_topics(
+        image, defaults, rng=random.Random(3), new_topic_id=lambda: next(unused_ids)
     )
     return commit(image, result), result
 
@@ -101,35 +111,41 @@ def plan(image: MetadataImage) -> MetadataImage:
     return commit(image, cp.plan_coordinator_assignments(image))
 
 
-def owners(image: MetadataImage) -> dict[int, int]:
-    """Partition -> coordinator id of each assignment (valid or not)."""
-    return {p: a.coordinator_id for p, a in image.coordinator_assignments.items()}
+def owners(image: MetadataImage, topic: str = CONSUMER_OFFSETS_TOPIC) -> dict[int, int]:
+    """Partition -> coordinator id of each assignment (valid or not) of one coordinator topic."""
+    return {
+        number: assignment.coordinator_id
+        for (name, number), assignment in image.coordinator_assignments.items()
+        if name == topic
+    }
 
 
 def check_invariants(before: MetadataImage, after: MetadataImage) -> None:
     """What every planned image keeps, relative to the image before the step."""
-    topic = after.topics.get(CONSUMER_OFFSETS_TOPIC)
     live = {coordinator.coordinator_id for coordinator in after.live_coordinators()}
-    if topic is not None and live:
+    for name in COORDINATOR_TOPICS:
+        topic = after.topics.get(name)
+        if topic is None or not live:
+            continue
         for number in topic.partitions:
-            assert valid_assignment(after, number) is not None, f"partition {number} unowned"
-        counts = Counter(owners(after).values())
+            assert valid_assignment(after, name, number) is not None, f"{name}-{number} unowned"
+        counts = Counter(owners(after, name).values())
         loads = [counts.get(coordinator_id, 0) for coordinator_id in live]
-        assert max(loads) - min(loads) <= 1, f"unbalanced: {dict(counts)}"
+        assert max(loads) - min(loads) <= 1, f"{name} unbalanced: {dict(counts)}"
     if not live:
         for assignment in after.coordinator_assignments.values():
             assert assignment.coordinator_id == NO_COORDINATOR or (
-                valid_assignment(after, assignment.partition) is None
+                valid_assignment(after, assignment.topic, assignment.partition) is None
             )
-    for number, old in before.coordinator_assignments.items():
-        new = after.coordinator_assignments[number]
-        assert new.assignment_epoch >= old.assignment_epoch, f"partition {number} went back"
-        assert new.producer_id == old.producer_id, f"partition {number} changed producer id"
+    for key, old in before.coordinator_assignments.items():
+        new = after.coordinator_assignments[key]
+        assert new.assignment_epoch >= old.assignment_epoch, f"partition {key} went back"
+        assert new.producer_id == old.producer_id, f"partition {key} changed producer id"
         if (new.coordinator_id, new.coordinator_epoch) != (
             old.coordinator_id,
             old.coordinator_epoch,
         ):
-            assert new.assignment_epoch > old.assignment_epoch, f"{number} moved, same epoch"
+            assert new.assignment_epoch > old.assignment_epoch, f"{key} moved, same epoch"
     producer_ids = [a.producer_id for a in after.coordinator_assignments.values()]
     assert len(set(producer_ids)) == len(producer_ids), "two partitions share a producer id"
     assert all(0 <= pid < after.next_producer_id for pid in producer_ids)

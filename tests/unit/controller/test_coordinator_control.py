@@ -1,9 +1,10 @@
-"""Goal: the controller's coordinator decisions keep exactly one live owner per partition of
-__consumer_offsets: coordinators register live (a second live process with the same id is
-refused), heartbeats check the epoch, fencing and controlled shutdown move a coordinator's
-partitions (and only those, plus balancing), a restarted coordinator never keeps an old
-assignment under its new epoch, the internal topic appears only once a coordinator and enough
-brokers are live, and clients cannot create, delete or resize it.
+"""Goal: the controller's coordinator decisions keep exactly one live owner per partition of each
+coordinator topic (__consumer_offsets, __transaction_state): coordinators register live (a second
+live process with the same id is refused), heartbeats check the epoch, fencing and controlled
+shutdown move a coordinator's partitions of both topics (and only those, plus balancing), a
+restarted coordinator never keeps an old assignment under its new epoch, each internal topic
+appears (compacted, with its own partition count and replication factor) only once a coordinator
+and enough brokers are live, and clients cannot create, delete or resize either.
 
 Method: each decision (pure control-plane functions) is committed with the real replay, as the
 active controller would; the resulting images are checked record by record and with the shared
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 
+import pytest
 from coordinator_helpers import (
     DEFAULTS,
     check_invariants,
     commit,
-    create_offsets_topic,
+    create_coordinator_topics,
     heartbeat,
     owners,
     plan,
@@ -28,7 +31,12 @@ from coordinator_helpers import (
 )
 
 from samsa.common.errors import ErrorCode
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, NO_COORDINATOR
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    COORDINATOR_TOPICS,
+    NO_COORDINATOR,
+    TRANSACTION_STATE_TOPIC,
+)
 from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
 from samsa.services.controller import control_plane as cp
 from samsa.services.controller.liveness import BrokerLiveness
@@ -36,11 +44,13 @@ from samsa.v1 import controller_pb2 as c
 
 
 def offsets_cluster(coordinators: int = 2, brokers: int = 2) -> MetadataImage:
-    """Brokers, the topic (10 partitions) and `coordinators` coordinators owning it."""
+    """Brokers, both coordinator topics (__consumer_offsets: 10 partitions, __transaction_state:
+    6) and `coordinators` coordinators owning them."""
     image = with_brokers(brokers)
     image, _ = register(image, 1)
-    image, created = create_offsets_topic(image)
+    image, created = create_coordinator_topics(image)
     assert created.records
+    assert set(COORDINATOR_TOPICS) <= image.topics.keys()
     image = plan(image)
     for coordinator_id in range(2, coordinators + 1):
         image, _ = register(image, coordinator_id)
@@ -90,7 +100,7 @@ def test_heartbeats_check_the_epoch_and_a_fenced_coordinator_must_register_again
 
 def test_controlled_shutdown_fences_and_moves_the_partitions_in_the_same_batch():
     image = offsets_cluster(coordinators=2)
-    before = owners(image)
+    before = {topic: owners(image, topic) for topic in COORDINATOR_TOPICS}
     result = cp.coordinator_heartbeat(
         image,
         c.CoordinatorHeartbeatRequest(
@@ -103,8 +113,11 @@ def test_controlled_shutdown_fences_and_moves_the_partitions_in_the_same_batch()
     kinds = [record.WhichOneof("record") for record in result.records]
     assert kinds[0] == "fence_coordinator" and set(kinds[1:]) == {"coordinator_assignment"}
     after = commit(image, result)
-    assert set(owners(after).values()) == {2}
-    moved = [p for p, owner in before.items() if owner == 1]
+    moved = []
+    for topic in COORDINATOR_TOPICS:
+        assert set(owners(after, topic).values()) == {2}, topic
+        moved += [(topic, p) for p, owner in before[topic].items() if owner == 1]
+    assert {t for t, _ in moved} == set(COORDINATOR_TOPICS)
     assert len(kinds) - 1 == len(moved)
     check_invariants(image, after)
     _, again = heartbeat(after, 1, want_shutdown=True)  # already fenced: still may stop
@@ -114,46 +127,78 @@ def test_controlled_shutdown_fences_and_moves_the_partitions_in_the_same_batch()
 # --- the internal topic ----------------------------------------------------------------------
 
 
-def test_the_offsets_topic_waits_for_a_live_coordinator_and_enough_brokers():
+def test_the_coordinator_topics_wait_for_a_live_coordinator_and_enough_brokers():
     image = with_brokers(1)
-    assert create_offsets_topic(image)[1].records == []
-    assert cp.offsets_topic_problem(image, DEFAULTS) == "no live coordinator yet"
+    assert create_coordinator_topics(image)[1].records == []
+    for topic in COORDINATOR_TOPICS:
+        assert cp.coordinator_topic_problem(image, DEFAULTS, topic) == "no live coordinator yet"
     image, _ = register(image, 1)
-    assert create_offsets_topic(image)[1].records == []
-    assert "needs 2 live brokers" in (cp.offsets_topic_problem(image, DEFAULTS) or "")
+    assert create_coordinator_topics(image)[1].records == []
+    problem = cp.coordinator_topic_problem(image, DEFAULTS, TRANSACTION_STATE_TOPIC) or ""
+    assert "needs 2 live brokers (transaction.state.log.replication.factor)" in problem
+    problem = cp.coordinator_topic_problem(image, DEFAULTS, CONSUMER_OFFSETS_TOPIC) or ""
+    assert "needs 2 live brokers (offsets.topic.replication.factor)" in problem
     image = with_brokers(2, image)
-    image, _ = create_offsets_topic(image)
-    topic = image.topics[CONSUMER_OFFSETS_TOPIC]
-    assert sorted(topic.partitions) == list(range(10))
-    assert all(len(state.replicas) == 2 for state in topic.partitions.values())
-    leaders = Counter(state.leader for state in topic.partitions.values())
-    assert leaders == {1: 5, 2: 5}, "placed like create_topics: leaders round-robin"
-    assert image.configs[(TOPIC_RESOURCE, CONSUMER_OFFSETS_TOPIC)] == {"cleanup.policy": "compact"}
-    assert create_offsets_topic(image)[1].records == []  # exists: nothing more
+    image, created = create_coordinator_topics(image)
+    kinds = Counter(record.WhichOneof("record") for record in created.records)
+    assert kinds == {"topic": 2, "partition": 16, "config": 2}, "both topics in one batch"
+    for topic, count in ((CONSUMER_OFFSETS_TOPIC, 10), (TRANSACTION_STATE_TOPIC, 6)):
+        partitions = image.topics[topic].partitions
+        assert sorted(partitions) == list(range(count))
+        assert all(len(state.replicas) == 2 for state in partitions.values())
+        leaders = Counter(state.leader for state in partitions.values())
+        assert leaders == {1: count // 2, 2: count // 2}, "placed like create_topics"
+        assert image.configs[(TOPIC_RESOURCE, topic)] == {"cleanup.policy": "compact"}
+        assert cp.coordinator_topic_problem(image, DEFAULTS, topic) == f"{topic} exists"
+    assert (
+        image.topics[CONSUMER_OFFSETS_TOPIC].topic_id
+        != image.topics[TRANSACTION_STATE_TOPIC].topic_id
+    )
+    assert create_coordinator_topics(image)[1].records == []  # exist: nothing more
 
 
-def test_clients_cannot_create_delete_or_resize_the_internal_topic():
+def test_each_coordinator_topic_waits_for_its_own_replication_factor():
+    defaults = replace(DEFAULTS, transaction_state_log_replication_factor=3)
+    image, _ = register(with_brokers(2), 1)
+    image, _ = create_coordinator_topics(image, defaults)
+    assert CONSUMER_OFFSETS_TOPIC in image.topics
+    assert TRANSACTION_STATE_TOPIC not in image.topics
+    problem = cp.coordinator_topic_problem(image, defaults, TRANSACTION_STATE_TOPIC) or ""
+    assert "needs 3 live brokers (transaction.state.log.replication.factor), has 2" in problem
+    image = plan(image)
+    assert set(owners(image, TRANSACTION_STATE_TOPIC).values()) == set()
+    image = with_brokers(3, image)
+    before = image
+    image, created = create_coordinator_topics(image, defaults)
+    assert [r.topic.name for r in created.records if r.HasField("topic")] == [
+        TRANSACTION_STATE_TOPIC
+    ]
+    partitions = image.topics[TRANSACTION_STATE_TOPIC].partitions
+    assert len(partitions) == 6 and all(len(s.replicas) == 3 for s in partitions.values())
+    image = plan(image)
+    check_invariants(before, image)
+    assert set(owners(image, TRANSACTION_STATE_TOPIC).values()) == {1}
+
+
+@pytest.mark.parametrize("topic", COORDINATOR_TOPICS)
+def test_clients_cannot_create_delete_or_resize_the_internal_topics(topic):
     image = offsets_cluster()
     created = cp.create_topics(
         with_brokers(2),
-        c.CreateTopicsRequest(
-            topics=[c.CreateTopicsRequest.Topic(name=CONSUMER_OFFSETS_TOPIC, num_partitions=1)]
-        ),
+        c.CreateTopicsRequest(topics=[c.CreateTopicsRequest.Topic(name=topic, num_partitions=1)]),
         rng=random.Random(1),
         defaults=DEFAULTS,
         new_topic_id=lambda: bytes(16),
     )
     assert created.records == []
     assert created.response.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
-    deleted = cp.delete_topics(image, c.DeleteTopicsRequest(names=[CONSUMER_OFFSETS_TOPIC]))
+    deleted = cp.delete_topics(image, c.DeleteTopicsRequest(names=[topic]))
     assert deleted.records == []
     assert deleted.response.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert "internal" in deleted.response.topics[0].error_message
     grown = cp.create_partitions(
         image,
-        c.CreatePartitionsRequest(
-            topics=[c.CreatePartitionsRequest.Topic(name=CONSUMER_OFFSETS_TOPIC, count=20)]
-        ),
+        c.CreatePartitionsRequest(topics=[c.CreatePartitionsRequest.Topic(name=topic, count=20)]),
         rng=random.Random(1),
     )
     assert grown.records == []
@@ -173,15 +218,23 @@ def test_every_partition_gets_a_live_coordinator_balanced_with_fresh_producer_id
     )
     for coordinator_id in (1, 2, 3):
         image, _ = register(image, coordinator_id)
-    image, _ = create_offsets_topic(image)
+    image, _ = create_coordinator_topics(image)
     before = image
     image = plan(image)
     check_invariants(before, image)
     assert Counter(owners(image).values()) == {1: 4, 2: 3, 3: 3}
+    assert Counter(owners(image, TRANSACTION_STATE_TOPIC).values()) == {1: 2, 2: 2, 3: 2}
     assignments = image.coordinator_assignments
     assert all(a.assignment_epoch == 0 for a in assignments.values())
-    assert sorted(a.producer_id for a in assignments.values()) == list(range(100, 110))
-    assert image.next_producer_id == 110
+    assert all(a.topic == topic for (topic, _), a in assignments.items())
+    # Planned in COORDINATOR_TOPICS order: the offsets topic's partitions take the first ids.
+    producer_ids = {
+        topic: sorted(a.producer_id for a in assignments.values() if a.topic == topic)
+        for topic in COORDINATOR_TOPICS
+    }
+    assert producer_ids[CONSUMER_OFFSETS_TOPIC] == list(range(100, 110))
+    assert producer_ids[TRANSACTION_STATE_TOPIC] == list(range(110, 116))
+    assert image.next_producer_id == 116
     assert cp.plan_coordinator_assignments(image).records == [], "stable: nothing to change"
 
 
@@ -190,27 +243,37 @@ def test_a_fenced_coordinators_partitions_move_and_only_those():
     before = image.coordinator_assignments
     after = commit(image, cp.fence_coordinators(image, [2]))
     check_invariants(image, after)
-    for number, old in before.items():
-        new = after.coordinator_assignments[number]
+    moved_topics = set()
+    for key, old in before.items():
+        new = after.coordinator_assignments[key]
         if old.coordinator_id == 2:
             assert new.coordinator_id in (1, 3)
             assert new.assignment_epoch == old.assignment_epoch + 1
             assert new.producer_id == old.producer_id
+            moved_topics.add(new.topic)
         else:
-            assert new == old, f"partition {number} moved though its owner lives"
+            assert new == old, f"partition {key} moved though its owner lives"
+    assert moved_topics == set(COORDINATOR_TOPICS)
     assert cp.fence_coordinators(after, [2, 9]).records == []  # fenced or unknown: nothing
 
 
 def test_a_joining_coordinator_takes_partitions_from_the_most_loaded_highest_first():
     image = offsets_cluster(coordinators=1)
-    assert set(owners(image).values()) == {1}
     image2, response = register(image, 2)
     check_invariants(image, image2)
-    moved = sorted(p for p, owner in owners(image2).items() if owner == 2)
-    assert moved == [5, 6, 7, 8, 9]
-    assert all(image2.coordinator_assignments[p].assignment_epoch == 1 for p in moved)
-    assert all(image2.coordinator_assignments[p].assignment_epoch == 0 for p in range(5))
-    assert image2.end_offset == image.end_offset + 1 + len(moved), "one batch"
+    moved_count = 0
+    for topic, count, expected in (
+        (CONSUMER_OFFSETS_TOPIC, 10, [5, 6, 7, 8, 9]),
+        (TRANSACTION_STATE_TOPIC, 6, [3, 4, 5]),
+    ):
+        assert set(owners(image, topic).values()) == {1}
+        moved = sorted(p for p, owner in owners(image2, topic).items() if owner == 2)
+        assert moved == expected, topic
+        assignments = image2.coordinator_assignments
+        assert all(assignments[(topic, p)].assignment_epoch == 1 for p in moved)
+        assert all(assignments[(topic, p)].assignment_epoch == 0 for p in range(count // 2))
+        moved_count += len(moved)
+    assert image2.end_offset == image.end_offset + 1 + moved_count, "one batch"
     assert response.coordinator_epoch == image.end_offset
 
 
@@ -236,12 +299,14 @@ def test_with_no_live_coordinator_orphaned_partitions_go_to_none_and_come_back_b
     image = offsets_cluster(coordinators=2)
     nobody = commit(image, cp.fence_coordinators(image, [1, 2]))
     check_invariants(image, nobody)
-    assert set(owners(nobody).values()) == {NO_COORDINATOR}
+    for topic in COORDINATOR_TOPICS:
+        assert set(owners(nobody, topic).values()) == {NO_COORDINATOR}
     epochs = {p: a.assignment_epoch for p, a in image.coordinator_assignments.items()}
     assert {p: a.assignment_epoch - 1 for p, a in nobody.coordinator_assignments.items()} == epochs
     assert cp.plan_coordinator_assignments(nobody).records == []
     back, _ = register(nobody, 3)
     check_invariants(nobody, back)
-    assert set(owners(back).values()) == {3}
+    for topic in COORDINATOR_TOPICS:
+        assert set(owners(back, topic).values()) == {3}
     assert {p: a.assignment_epoch - 2 for p, a in back.coordinator_assignments.items()} == epochs
     assert back.next_producer_id == image.next_producer_id, "no new producer id for old partitions"

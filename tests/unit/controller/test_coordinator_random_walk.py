@@ -1,14 +1,15 @@
 """Goal: whatever order coordinators register, restart, time out and shut down in, the ownership
-of __consumer_offsets stays safe and balanced: every partition belongs to a live coordinator
-whenever one is live, counts differ by at most one, assignment epochs never go back (and move
-on every change of owner), each partition keeps the producer id of its first assignment, no two
-partitions share one, and none lies in a block a broker was given (all below next_producer_id).
+of both coordinator topics (__consumer_offsets, __transaction_state) stays safe and balanced:
+every partition belongs to a live coordinator whenever one is live, counts differ by at most one
+within each topic, assignment epochs never go back (and move on every change of owner), each
+partition keeps the producer id of its first assignment, no two partitions (of either topic)
+share one, and none lies in a block a broker was given (all below next_producer_id).
 
 Method: a seeded random walk of 200 steps per seed over the pure decisions, each committed with
 the real replay: register (a new id or a restart of a known one), expire a session, controlled
 shutdown, a stale heartbeat, a broker taking a producer-id block. After each step the image must
 already satisfy the invariants (registration and fencing plan in the same batch); then the main
-loop's round (plan_offsets_topic, plan_coordinator_assignments) runs and the invariants are
+loop's round (plan_coordinator_topics, plan_coordinator_assignments) runs and the invariants are
 checked again, plus a history check across all steps. A failure names its seed and step.
 """
 
@@ -21,7 +22,7 @@ from coordinator_helpers import (
     DEFAULTS,
     check_invariants,
     commit,
-    create_offsets_topic,
+    create_coordinator_topics,
     heartbeat,
     plan,
     register,
@@ -66,7 +67,7 @@ def _step(image: MetadataImage, rng: random.Random, serial: int) -> tuple[Metada
 def test_random_walk_keeps_ownership_safe_and_balanced(seed: int) -> None:
     rng = random.Random(seed)
     image = with_brokers(2)
-    first_producer_ids: dict[int, int] = {}
+    first_producer_ids: dict[tuple[str, int], int] = {}
     blocks: list[range] = []
     for serial in range(STEPS):
         before = image
@@ -76,7 +77,7 @@ def test_random_walk_keeps_ownership_safe_and_balanced(seed: int) -> None:
             blocks.append(range(before.next_producer_id, image.next_producer_id))
         try:
             check_invariants(before, image)
-            planned, _ = create_offsets_topic(image, DEFAULTS)
+            planned, _ = create_coordinator_topics(image, DEFAULTS)
             planned = plan(planned)
             check_invariants(image, planned)
             if planned.topics.keys() == image.topics.keys():
@@ -84,8 +85,10 @@ def test_random_walk_keeps_ownership_safe_and_balanced(seed: int) -> None:
         except AssertionError as error:
             raise AssertionError(f"{where}: {error}") from error
         image = planned
-        for number, assignment in image.coordinator_assignments.items():
-            first = first_producer_ids.setdefault(number, assignment.producer_id)
-            assert assignment.producer_id == first, f"{where}: producer id of {number} changed"
+        for key, assignment in image.coordinator_assignments.items():
+            first = first_producer_ids.setdefault(key, assignment.producer_id)
+            assert assignment.producer_id == first, f"{where}: producer id of {key} changed"
             assert not any(assignment.producer_id in block for block in blocks), where
-    assert len(first_producer_ids) == DEFAULTS.offsets_topic_num_partitions
+    assert len(first_producer_ids) == (
+        DEFAULTS.offsets_topic_num_partitions + DEFAULTS.transaction_state_log_num_partitions
+    )

@@ -1,6 +1,7 @@
-"""Goal: a coordinator owns a partition of __consumer_offsets only under the registration it holds
-now (id, epoch, unfenced), and a changed writer identity means drop-and-reload; the servicer's
-image helpers find live leaders only and hide internal topics from subscriptions.
+"""Goal: a coordinator owns a partition of a coordinator topic (__consumer_offsets,
+__transaction_state) only under the registration it holds now (id, epoch, unfenced), each topic
+answered on its own, and a changed writer identity means drop-and-reload; the servicer's image
+helpers find live leaders only and hide internal topics from subscriptions.
 
 Method: images built directly from the metadata dataclasses; the pure functions are called on
 them and their answers compared with what the rules say.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from samsa.metadata.image import (
     BrokerRegistration,
     CoordinatorAssignment,
@@ -28,9 +29,14 @@ from samsa.services.coordinator.ownership import (
 
 
 def assignment(
-    partition: int, owner: int, owner_epoch: int, epoch: int = 0
+    partition: int,
+    owner: int,
+    owner_epoch: int,
+    epoch: int = 0,
+    topic: str = CONSUMER_OFFSETS_TOPIC,
 ) -> CoordinatorAssignment:
-    return CoordinatorAssignment(partition, owner, owner_epoch, epoch, producer_id=100 + partition)
+    producer_id = 100 + partition + (50 if topic == TRANSACTION_STATE_TOPIC else 0)
+    return CoordinatorAssignment(topic, partition, owner, owner_epoch, epoch, producer_id)
 
 
 def image_with(
@@ -42,7 +48,7 @@ def image_with(
             cid: CoordinatorRegistration(cid, "inc", f"h:{cid}", epoch, fenced)
             for cid, (epoch, fenced) in coordinators.items()
         },
-        coordinator_assignments={a.partition: a for a in assignments},
+        coordinator_assignments={(a.topic, a.partition): a for a in assignments},
     )
 
 
@@ -51,12 +57,32 @@ def test_only_assignments_under_this_processes_live_epoch_are_owned() -> None:
         [assignment(0, 1, 10), assignment(1, 1, 7), assignment(2, 2, 20), assignment(3, -1, -1)],
         {1: (10, False), 2: (20, False)},
     )
-    assert sorted(owned_partitions(image, 1, 10)) == [0]  # partition 1 names an old epoch
-    assert sorted(owned_partitions(image, 2, 20)) == [2]
-    assert owned_partitions(image, 1, 7) == {}  # the old incarnation owns nothing
-    assert owned_partitions(image, 1, -1) == {}  # not registered yet
+    offsets = CONSUMER_OFFSETS_TOPIC
+    assert sorted(owned_partitions(image, offsets, 1, 10)) == [0]  # 1 names an old epoch
+    assert sorted(owned_partitions(image, offsets, 2, 20)) == [2]
+    assert owned_partitions(image, offsets, 1, 7) == {}  # the old incarnation owns nothing
+    assert owned_partitions(image, offsets, 1, -1) == {}  # not registered yet
     fenced = image_with([assignment(0, 1, 10)], {1: (10, True)})
-    assert owned_partitions(fenced, 1, 10) == {}
+    assert owned_partitions(fenced, offsets, 1, 10) == {}
+
+
+def test_each_coordinator_topic_is_owned_on_its_own() -> None:
+    txn = TRANSACTION_STATE_TOPIC
+    image = image_with(
+        [
+            assignment(0, 1, 10),
+            assignment(1, 2, 20),
+            assignment(0, 2, 20, topic=txn),
+            assignment(1, 1, 10, topic=txn),
+            assignment(2, 1, 9, topic=txn),  # an old epoch of coordinator 1
+        ],
+        {1: (10, False), 2: (20, False)},
+    )
+    assert sorted(owned_partitions(image, CONSUMER_OFFSETS_TOPIC, 1, 10)) == [0]
+    owned = owned_partitions(image, txn, 1, 10)
+    assert sorted(owned) == [1]
+    assert owned[1].topic == txn and owned[1].producer_id == 151
+    assert sorted(owned_partitions(image, txn, 2, 20)) == [0]
 
 
 def test_changes_load_new_partitions_drop_lost_ones_and_reload_a_new_writer_identity() -> None:

@@ -12,6 +12,7 @@ class CoordinatorKeyType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     COORDINATOR_KEY_TYPE_UNSPECIFIED: _ClassVar[CoordinatorKeyType]
     COORDINATOR_KEY_TYPE_GROUP: _ClassVar[CoordinatorKeyType]
+    COORDINATOR_KEY_TYPE_TRANSACTION: _ClassVar[CoordinatorKeyType]
 
 class ConsumerGroupState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -23,6 +24,7 @@ class ConsumerGroupState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONSUMER_GROUP_STATE_DEAD: _ClassVar[ConsumerGroupState]
 COORDINATOR_KEY_TYPE_UNSPECIFIED: CoordinatorKeyType
 COORDINATOR_KEY_TYPE_GROUP: CoordinatorKeyType
+COORDINATOR_KEY_TYPE_TRANSACTION: CoordinatorKeyType
 CONSUMER_GROUP_STATE_UNSPECIFIED: ConsumerGroupState
 CONSUMER_GROUP_STATE_EMPTY: ConsumerGroupState
 CONSUMER_GROUP_STATE_ASSIGNING: ConsumerGroupState

@@ -47,9 +47,10 @@ class CoordinatorLookupServiceServicer:
     """
 
     def FindCoordinator(self, request, context):
-        """Which coordinator serves each key (a consumer group id). Answered from the server's own copy
-        of the metadata log; a key whose coordinator is not known yet (the internal topic does not
-        exist yet, or no coordinator is alive) answers ERROR_CODE_COORDINATOR_NOT_AVAILABLE.
+        """Which coordinator serves each key (a consumer group id, or a transactional id: see
+        CoordinatorKeyType). Answered from the server's own copy of the metadata log; a key whose
+        coordinator is not known yet (the internal topic does not exist yet, or no coordinator is
+        alive) answers ERROR_CODE_COORDINATOR_NOT_AVAILABLE.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,78 @@
+"""Goal: the coordinator process works out, on every image and epoch change, which partitions of
+__transaction_state it owns (`owned_transaction_partitions`), without loading them and without
+touching the groups' partitions, and owns none once it is stopping.
+
+Method: a real Coordinator (its gRPC channels are created but never used: nothing is run), with
+its registration epoch set by hand and `_reconcile` called on hand-made images in which this
+coordinator owns only partitions of __transaction_state (so no group partition is loaded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from samsa.metadata.image import CoordinatorAssignment, CoordinatorRegistration, MetadataImage
+from samsa.services.coordinator.coordinator import Coordinator
+from samsa.services.coordinator.group_model import GroupConfig
+
+TXN = TRANSACTION_STATE_TOPIC
+
+
+def assignment(topic: str, partition: int, owner: int, owner_epoch: int) -> CoordinatorAssignment:
+    return CoordinatorAssignment(topic, partition, owner, owner_epoch, 0, 100 + partition)
+
+
+def image_with(*assignments: CoordinatorAssignment) -> MetadataImage:
+    return replace(
+        MetadataImage.empty(),
+        coordinators={
+            1: CoordinatorRegistration(1, "a", "h:1", 10),
+            2: CoordinatorRegistration(2, "b", "h:2", 20),
+        },
+        coordinator_assignments={(a.topic, a.partition): a for a in assignments},
+    )
+
+
+def test_owned_transaction_partitions_follow_the_image_and_are_not_loaded() -> None:
+    async def run() -> None:
+        coordinator = Coordinator(
+            coordinator_id=1,
+            listen="127.0.0.1:1",
+            controllers=["127.0.0.1:2"],
+            member_key=b"k" * 32,
+            heartbeat_interval_ms=300,
+            session_timeout_ms=3000,
+            group_config=GroupConfig(),
+        )
+        try:
+            image = image_with(
+                assignment(CONSUMER_OFFSETS_TOPIC, 0, 2, 20),
+                assignment(TXN, 0, 1, 10),
+                assignment(TXN, 1, 2, 20),
+                assignment(TXN, 2, 1, 10),
+            )
+            coordinator._reconcile(image)
+            assert coordinator.owned_transaction_partitions == {}, "not registered yet"
+            coordinator.membership.coordinator_epoch = 10
+            coordinator._reconcile(image)
+            owned = coordinator.owned_transaction_partitions
+            assert sorted(owned) == [0, 2]
+            assert all(a.topic == TXN and a.coordinator_id == 1 for a in owned.values())
+            assert coordinator.owned_partitions() == [], "nothing is loaded"
+            moved = replace(
+                image,
+                coordinator_assignments=dict(image.coordinator_assignments)
+                | {(TXN, 2): replace(assignment(TXN, 2, 2, 20), assignment_epoch=1)},
+            )
+            coordinator._reconcile(moved)
+            assert sorted(coordinator.owned_transaction_partitions) == [0]
+            coordinator._stopping = True
+            coordinator._reconcile(moved)
+            assert coordinator.owned_transaction_partitions == {}
+        finally:
+            await coordinator.offsets_log.close()
+            await coordinator.channel.close()
+
+    asyncio.run(run())
