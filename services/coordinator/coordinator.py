@@ -1,51 +1,63 @@
 """The coordinator process's composition: membership, metadata, owned partitions, gRPC.
 
-The coordinator keeps no local state (DESIGN §6): everything lives in `__consumer_offsets`. It
-registers and heartbeats with the controllers (coordinator_membership.py), follows the metadata
-log (services/runtime/metadata_log.py), and on every new image or epoch works out which
-partitions it owns (ownership.py): new ones are loaded (offsets_partition.py), lost ones dropped.
-It also works out which partitions of `__transaction_state` it owns
-(`owned_transaction_partitions`), but does not load or serve them yet: the transaction
-coordinator's adapter over transaction_state.py comes next.
-A partition that fails (its writer was fenced, or a write was refused) is loaded again from the
-log while it is still owned. It serves GroupCoordinatorService (servicer.py) and, like every
-service, FindCoordinator from its own image.
+The coordinator keeps no local state (DESIGN §6): everything lives in `__consumer_offsets`
+(groups) and `__transaction_state` (transactions). It registers and heartbeats with the
+controllers (coordinator_membership.py), follows the metadata log
+(services/runtime/metadata_log.py), and on every new image or epoch works out which partitions of
+both topics it owns (ownership.py): new ones are loaded (offsets_partition.py,
+transaction_partition.py), lost ones dropped. A partition that fails (its writer was fenced, or a
+write was refused) is loaded again from the log while it is still owned. It serves
+GroupCoordinatorService (servicer.py), TransactionCoordinatorService (transaction_servicer.py)
+and, like every service, FindCoordinator from its own image.
 
-It answers groups only while `in_touch()`: a coordinator cut off from the controllers stops
-answering before the controller can have replaced it (writes are fenced on the brokers anyway;
-this covers answers from memory, such as a heartbeat that changes nothing). On SIGTERM it gives
-its partitions up, asks the controller to fence it (so they move at once), and stops.
+It answers only while `in_touch()`: a coordinator cut off from the controllers stops answering
+before the controller can have replaced it (writes are fenced on the brokers anyway; this covers
+answers from memory, such as a heartbeat that changes nothing). On SIGTERM it gives its
+partitions up, asks the controller to fence it (so they move at once), and stops.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
+    COORDINATOR_TOPICS,
     TRANSACTION_STATE_TOPIC,
     group_id_problem,
     group_partition,
+    transaction_partition,
+    transactional_id_problem,
 )
 from samsa.metadata.image import CoordinatorAssignment, MetadataImage
 from samsa.services.coordinator.coordinator_membership import CoordinatorMembership
+from samsa.services.coordinator.coordinator_partition import (
+    CoordinatorPartition,
+    PartitionUnavailableError,
+)
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.offsets_log import OffsetsLog
-from samsa.services.coordinator.offsets_partition import OwnedPartition, PartitionUnavailableError
+from samsa.services.coordinator.offsets_partition import OffsetsPartition
 from samsa.services.coordinator.ownership import (
     owned_partitions,
     ownership_changes,
     subscribable_topics,
 )
 from samsa.services.coordinator.servicer import GroupCoordinatorServicer
+from samsa.services.coordinator.transaction_partition import (
+    TransactionConfig,
+    TransactionPartition,
+)
+from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import CoordinatorLookupServicer
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.metadata_log import MetadataLogFollower
 from samsa.services.runtime.server import GrpcServer
-from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc
+from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc, transactions_pb2, transactions_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +76,14 @@ class Coordinator:
         heartbeat_interval_ms: int,
         session_timeout_ms: int,
         group_config: GroupConfig,
+        transaction_config: TransactionConfig | None = None,
         tracing: bool = False,
     ) -> None:
         self.coordinator_id = coordinator_id
         self.listen = listen
         self.tracing = tracing
         self.group_config = group_config
+        self.transaction_config = transaction_config or TransactionConfig()
         signer = MemberSigner(member_key, coordinator_id)
         self.channel = ControllerChannel(controllers, signer)
         self.metadata = MetadataLogFollower(self.channel, self._on_image)
@@ -85,42 +99,77 @@ class Coordinator:
         self.session_timeout_s = session_timeout_ms / 1000
         self.offsets_log = OffsetsLog(lambda: self.metadata.image, signer)
         self.topics: dict[str, int] = {}
-        self._owned: dict[int, CoordinatorAssignment] = {}
-        self._partitions: dict[int, OwnedPartition] = {}
-        # The partitions of __transaction_state this process owns now, by number (updated on
-        # every image and epoch, like the groups' `_owned`); not loaded yet.
-        self.owned_transaction_partitions: dict[int, CoordinatorAssignment] = {}
+        # What this process owns now (updated on every image and epoch) and what it has
+        # loaded or is loading, per coordinator topic, by partition number.
+        self._owned: dict[str, dict[int, CoordinatorAssignment]] = {
+            topic: {} for topic in COORDINATOR_TOPICS
+        }
+        self._partitions: dict[str, dict[int, CoordinatorPartition]] = {
+            topic: {} for topic in COORDINATOR_TOPICS
+        }
         self._stopping = False
 
     # --- what the servicer asks -------------------------------------------------------------
 
-    def partition_for(self, group_id: str) -> OwnedPartition:
+    def partition_for(self, group_id: str) -> OffsetsPartition:
         """The loaded partition holding `group_id`, or PartitionUnavailableError saying why not."""
         if (problem := group_id_problem(group_id)) is not None:
             raise PartitionUnavailableError(ErrorCode.INVALID_GROUP_ID, problem)
+        owned = self._loaded(
+            CONSUMER_OFFSETS_TOPIC, group_partition, f"group {group_id!r}", group_id
+        )
+        assert isinstance(owned, OffsetsPartition)
+        return owned
+
+    def transaction_partition_for(self, transactional_id: str) -> TransactionPartition:
+        """The loaded partition holding `transactional_id`, or PartitionUnavailableError."""
+        if (problem := transactional_id_problem(transactional_id)) is not None:
+            raise PartitionUnavailableError(ErrorCode.INVALID_REQUEST, problem)
+        owned = self._loaded(
+            TRANSACTION_STATE_TOPIC,
+            transaction_partition,
+            f"transactional id {transactional_id!r}",
+            transactional_id,
+        )
+        assert isinstance(owned, TransactionPartition)
+        return owned
+
+    def _loaded(
+        self, topic_name: str, place: Callable[[str, int], int], what: str, key: str
+    ) -> CoordinatorPartition:
         if not self.in_touch():
             raise PartitionUnavailableError(
                 ErrorCode.NOT_COORDINATOR,
                 f"coordinator {self.coordinator_id} has lost touch with the controllers and "
                 "may have been replaced; find the coordinator again and retry",
             )
-        topic = self.metadata.image.topics.get(CONSUMER_OFFSETS_TOPIC)
+        topic = self.metadata.image.topics.get(topic_name)
         if topic is None or not topic.partitions:
             raise PartitionUnavailableError(
                 ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                f"{CONSUMER_OFFSETS_TOPIC} does not exist yet; retry shortly",
+                f"{topic_name} does not exist yet; retry shortly",
             )
-        number = group_partition(group_id, len(topic.partitions))
-        owned = self._partitions.get(number)
+        number = place(key, len(topic.partitions))
+        owned = self._partitions[topic_name].get(number)
         if owned is None:
             raise PartitionUnavailableError(
                 ErrorCode.NOT_COORDINATOR,
-                f"group {group_id!r} lives in partition {number} of {CONSUMER_OFFSETS_TOPIC}, "
-                f"which coordinator {self.coordinator_id} does not own; find the coordinator "
-                "again and retry",
+                f"{what} lives in partition {number} of {topic_name}, which coordinator "
+                f"{self.coordinator_id} does not own; find the coordinator again and retry",
             )
         owned.check_serving()
         return owned
+
+    async def allocate_producer_id(self) -> int:
+        """A producer id never handed out before (from a broker's block), or
+        PartitionUnavailableError (COORDINATOR_NOT_AVAILABLE, retriable) saying why not."""
+        code, message, producer_id = await self.offsets_log.init_producer_id()
+        if code or producer_id < 0:
+            raise PartitionUnavailableError(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                f"no producer id could be taken for the transactional id: {message}; retry",
+            )
+        return producer_id
 
     def in_touch(self) -> bool:
         """Whether this process may answer from memory: its lease with the controller holds
@@ -134,8 +183,15 @@ class Coordinator:
             and now < fetched + self.session_timeout_s
         )
 
-    def owned_partitions(self) -> list[OwnedPartition]:
-        return [self._partitions[p] for p in sorted(self._partitions)]
+    def owned_partitions(self) -> list[OffsetsPartition]:
+        """The partitions of `__consumer_offsets` loaded or loading here, by number."""
+        owned = self._partitions[CONSUMER_OFFSETS_TOPIC]
+        return [owned[p] for p in sorted(owned)]  # type: ignore[misc]
+
+    def owned_transaction_partitions(self) -> list[TransactionPartition]:
+        """The partitions of `__transaction_state` loaded or loading here, by number."""
+        owned = self._partitions[TRANSACTION_STATE_TOPIC]
+        return [owned[p] for p in sorted(owned)]  # type: ignore[misc]
 
     # --- ownership --------------------------------------------------------------------------
 
@@ -145,59 +201,62 @@ class Coordinator:
         self._reconcile(new)
 
     def _reconcile(self, image: MetadataImage) -> None:
-        owned: dict[int, CoordinatorAssignment] = {}
-        owned_transactions: dict[int, CoordinatorAssignment] = {}
-        if not self._stopping:
-            epoch = self.membership.coordinator_epoch
-            owned = owned_partitions(image, CONSUMER_OFFSETS_TOPIC, self.coordinator_id, epoch)
-            owned_transactions = owned_partitions(
-                image, TRANSACTION_STATE_TOPIC, self.coordinator_id, epoch
-            )
-        if owned_transactions != self.owned_transaction_partitions:
-            log.info(
-                "owned partitions of __transaction_state changed (not served yet)",
-                extra={"partitions": sorted(owned_transactions)},
-            )
-        self.owned_transaction_partitions = owned_transactions
-        changes = ownership_changes(self._owned, owned)
-        self._owned = owned
-        for number in changes.drop:
-            partition = self._partitions.pop(number, None)
-            if partition is not None:
-                log.info("partition dropped", extra={"partition": number})
-                asyncio.get_running_loop().create_task(partition.stop())
-        for assignment in changes.load:
-            self._load(assignment)
+        epoch = self.membership.coordinator_epoch
+        for topic in COORDINATOR_TOPICS:
+            owned: dict[int, CoordinatorAssignment] = {}
+            if not self._stopping:
+                owned = owned_partitions(image, topic, self.coordinator_id, epoch)
+            changes = ownership_changes(self._owned[topic], owned)
+            self._owned[topic] = owned
+            for number in changes.drop:
+                partition = self._partitions[topic].pop(number, None)
+                if partition is not None:
+                    log.info("partition dropped", extra={"topic": topic, "partition": number})
+                    asyncio.get_running_loop().create_task(partition.stop())
+            for assignment in changes.load:
+                self._load(assignment)
 
     def _load(self, assignment: CoordinatorAssignment) -> None:
-        partition = OwnedPartition(
-            assignment,
-            coordinator_id=self.coordinator_id,
-            offsets_log=self.offsets_log,
-            config=self.group_config,
-            on_ended=self._on_partition_ended,
-        )
-        self._partitions[assignment.partition] = partition
+        partition: CoordinatorPartition
+        if assignment.topic == TRANSACTION_STATE_TOPIC:
+            partition = TransactionPartition(
+                assignment,
+                coordinator_id=self.coordinator_id,
+                offsets_log=self.offsets_log,
+                config=self.transaction_config,
+                allocate_producer_id=self.allocate_producer_id,
+                on_ended=self._on_partition_ended,
+            )
+        else:
+            partition = OffsetsPartition(
+                assignment,
+                coordinator_id=self.coordinator_id,
+                offsets_log=self.offsets_log,
+                config=self.group_config,
+                on_ended=self._on_partition_ended,
+            )
+        self._partitions[assignment.topic][assignment.partition] = partition
         log.info(
             "loading partition",
             extra={
+                "topic": assignment.topic,
                 "partition": assignment.partition,
                 "assignment_epoch": assignment.assignment_epoch,
             },
         )
         partition.start()
 
-    def _on_partition_ended(self, partition: OwnedPartition) -> None:
+    def _on_partition_ended(self, partition: CoordinatorPartition) -> None:
         """A partition failed on its own: load it again from the log if it is still ours."""
-        if self._partitions.get(partition.partition) is not partition:
+        loaded = self._partitions[partition.topic]
+        if loaded.get(partition.partition) is not partition:
             return  # dropped on purpose
-        del self._partitions[partition.partition]
-        asyncio.get_running_loop().call_later(
-            RELOAD_DELAY_S, self._reload, partition.partition, partition.assignment
-        )
+        del loaded[partition.partition]
+        asyncio.get_running_loop().call_later(RELOAD_DELAY_S, self._reload, partition.assignment)
 
-    def _reload(self, number: int, assignment: CoordinatorAssignment) -> None:
-        if self._owned.get(number) == assignment and number not in self._partitions:
+    def _reload(self, assignment: CoordinatorAssignment) -> None:
+        topic, number = assignment.topic, assignment.partition
+        if self._owned[topic].get(number) == assignment and number not in self._partitions[topic]:
             self._load(assignment)
 
     # --- running ----------------------------------------------------------------------------
@@ -207,9 +266,15 @@ class Coordinator:
             coordinator_pb2.DESCRIPTOR.services_by_name[name].full_name
             for name in ("GroupCoordinatorService", "CoordinatorLookupService")
         ]
+        services.append(
+            transactions_pb2.DESCRIPTOR.services_by_name["TransactionCoordinatorService"].full_name
+        )
         server = GrpcServer(self.listen, services, tracing=self.tracing)
         coordinator_pb2_grpc.add_GroupCoordinatorServiceServicer_to_server(
             GroupCoordinatorServicer(self), server.server
+        )
+        transactions_pb2_grpc.add_TransactionCoordinatorServiceServicer_to_server(
+            TransactionCoordinatorServicer(self), server.server
         )
         coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
             CoordinatorLookupServicer(
@@ -232,10 +297,10 @@ class Coordinator:
         await stop.wait()
         log.info("stopping: giving partitions up")
         self._stopping = True
-        partitions = list(self._partitions.values())
-        self._partitions.clear()
-        self._owned = {}
-        self.owned_transaction_partitions = {}
+        partitions = [p for loaded in self._partitions.values() for p in loaded.values()]
+        for topic in COORDINATOR_TOPICS:
+            self._partitions[topic] = {}
+            self._owned[topic] = {}
         await asyncio.gather(*(p.stop() for p in partitions), return_exceptions=True)
         follower_stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)

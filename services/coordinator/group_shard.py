@@ -65,13 +65,6 @@ class GroupCoordinatorShard:
                 if member.state == UNREVOKED_PARTITIONS:
                     member.revocation_deadline_ms = now_ms + member.rebalance_timeout_ms
 
-    def take_writer_epoch(self, coordinator_id: int, assignment_epoch: int) -> GroupResult[None]:
-        """The record a new owner writes first so that the previous owner can never write
-        again (the runtime uses the epoch as its producer epoch)."""
-        writer = RecordCollector(self.state)
-        writer.write(records.writer_epoch(coordinator_id, assignment_epoch))
-        return writer.result(None)
-
     # --- the protocol -----------------------------------------------------------------------
 
     def heartbeat(

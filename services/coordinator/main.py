@@ -2,9 +2,10 @@
 
 Composition only: load the cluster secret (refusing to start without one: the coordinator's calls
 to the controllers, and its writes to `__consumer_offsets`, are signed with a key derived from
-it), then run the Coordinator until SIGTERM. The group settings take Kafka's names
-(group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms,
-offsets.retention.minutes, group.consumer.max.size, group.consumer.assignors' default).
+it), then run the Coordinator until SIGTERM. The group and transaction settings take Kafka's
+names (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms,
+offsets.retention.minutes, group.consumer.max.size, group.consumer.assignors' default,
+transaction.abort.timed.out.transaction.cleanup.interval.ms, transactional.id.expiration.ms).
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from pathlib import Path
 from samsa.services.coordinator.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from samsa.services.coordinator.coordinator import Coordinator
 from samsa.services.coordinator.group_model import GroupConfig
+from samsa.services.coordinator.transaction_partition import (
+    ABORT_INTERVAL_MS_DEFAULT,
+    TransactionConfig,
+)
+from samsa.services.coordinator.transaction_state import TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT
 from samsa.services.runtime import logs, membership, shutdown, telemetry
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 
@@ -60,6 +66,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--group-consumer-max-size", type=int, default=0, help="0: unbounded")
     parser.add_argument(
+        "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
+        type=int,
+        default=ABORT_INTERVAL_MS_DEFAULT,
+        help="how often open transactions past their timeout are aborted (and their producer "
+        "fenced)",
+    )
+    parser.add_argument(
+        "--transactional-id-expiration-ms",
+        type=int,
+        default=TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
+        help="a transactional id idle this long is forgotten",
+    )
+    parser.add_argument(
         "--group-consumer-assignor", choices=sorted(ASSIGNORS), default=DEFAULT_ASSIGNOR
     )
     parser.add_argument(
@@ -80,6 +99,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(
             "--group-consumer-session-timeout-ms must exceed "
             "--group-consumer-heartbeat-interval-ms (members heartbeat within their session)"
+        )
+    if (
+        args.transaction_abort_timed_out_transaction_cleanup_interval_ms < 1
+        or args.transactional_id_expiration_ms < 1
+    ):
+        parser.error(
+            "--transaction-abort-timed-out-transaction-cleanup-interval-ms and "
+            "--transactional-id-expiration-ms must be >= 1"
         )
     if args.group_consumer_max_size < 0 or args.offsets_retention_minutes < 1:
         parser.error("--group-consumer-max-size must be >= 0, --offsets-retention-minutes >= 1")
@@ -109,6 +136,10 @@ async def run(args: argparse.Namespace, member_key: bytes, tracing: bool) -> int
         heartbeat_interval_ms=args.coordinator_heartbeat_interval_ms,
         session_timeout_ms=args.coordinator_session_timeout_ms,
         group_config=group_config(args),
+        transaction_config=TransactionConfig(
+            abort_interval_ms=args.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            id_expiration_ms=args.transactional_id_expiration_ms,
+        ),
         tracing=tracing,
     )
     await coordinator.run(stop)

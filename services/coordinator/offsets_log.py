@@ -1,11 +1,13 @@
-"""The coordinator's gRPC link to the brokers: produce to, read from, and list offsets of topics.
+"""The coordinator's gRPC link to the brokers: produce to, read from, and list offsets of topics,
+write transaction markers, and take producer ids.
 
 Theory of operation. Every call goes to the partition's leader as this process's metadata image
 names it (`ownership.leader_endpoint`); no leader (or an unreachable one) answers a retriable
-error, and the caller retries once its image moves. Produce carries the cluster's membership
-proof signed as this coordinator: brokers refuse writes to internal topics without one, so a
-client cannot forge group state. Calls never raise for gRPC failures: they answer an ErrorCode,
-so callers handle "no leader", "leader moved" and "broker down" in one place.
+error, and the caller retries once its image moves. Produce and WriteTxnMarkers carry the
+cluster's membership proof signed as this coordinator: brokers refuse writes to internal topics
+(and markers) without one, so a client cannot forge group or transaction state. Calls never
+raise for gRPC failures: they answer an ErrorCode, so callers handle "no leader", "leader
+moved" and "broker down" in one place.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class OffsetsLog:
         self.signer = signer
         self._stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
         self._channels: list[grpc.aio.Channel] = []
+        self._next_broker = -1
 
     async def close(self) -> None:
         await asyncio.gather(*(channel.close() for channel in self._channels))
@@ -193,3 +196,96 @@ class OffsetsLog:
                     answer.error_code, answer.offset
                 )
         return results
+
+    async def write_txn_markers(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], tuple[int, str]]:
+        """Write one transaction's COMMIT (or ABORT) marker to each partition, asking each
+        leader once; (error code, message) per partition. A partition whose topic is not in the
+        image answers UNKNOWN_TOPIC_OR_PARTITION, one without a live leader
+        LEADER_NOT_AVAILABLE."""
+        image = self.image()
+        by_leader: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        results: dict[tuple[str, int], tuple[int, str]] = {}
+        for topic, partition in partitions:
+            topic_image = image.topics.get(topic)
+            if topic_image is None or partition not in topic_image.partitions:
+                results[(topic, partition)] = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"{topic}-{partition} is not in this coordinator's image (deleted?)",
+                )
+                continue
+            endpoint = leader_endpoint(image, topic, partition)
+            if endpoint is None:
+                results[(topic, partition)] = _unavailable(f"{topic}-{partition}")
+            else:
+                by_leader[endpoint].append((topic, partition))
+        marker = broker_pb2.WriteTxnMarkersRequest.TransactionMarker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            committed=committed,
+            coordinator_epoch=coordinator_epoch,
+        )
+        answers = await asyncio.gather(
+            *(self._markers_at(endpoint, marker, wanted) for endpoint, wanted in by_leader.items())
+        )
+        for answer in answers:
+            results.update(answer)
+        return results
+
+    async def _markers_at(
+        self,
+        endpoint: str,
+        marker: broker_pb2.WriteTxnMarkersRequest.TransactionMarker,
+        wanted: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], tuple[int, str]]:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, partition in wanted:
+            by_topic[topic].append(partition)
+        request = broker_pb2.WriteTxnMarkersRequest(timeout_ms=PRODUCE_TIMEOUT_MS)
+        one = request.markers.add()
+        one.CopyFrom(marker)
+        for topic, numbers in by_topic.items():
+            one.topics.add(name=topic, partitions=numbers)
+        proof = self.signer.metadata(method_path(BROKER_SERVICE, "WriteTxnMarkers"))
+        try:
+            response = await self._stub(endpoint).WriteTxnMarkers(
+                request, timeout=CALL_TIMEOUT_S, metadata=proof
+            )
+        except grpc.aio.AioRpcError as error:
+            failed = (ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error.details()}")
+            return dict.fromkeys(wanted, failed)
+        results = dict.fromkeys(
+            wanted, (ErrorCode.UNKNOWN_SERVER_ERROR, f"{endpoint} did not answer the partition")
+        )
+        for answered in response.markers:
+            for topic in answered.topics:
+                for answer in topic.partitions:
+                    results[(topic.name, answer.partition)] = (
+                        answer.error_code,
+                        answer.error_message,
+                    )
+        return results
+
+    async def init_producer_id(self) -> tuple[int, str, int]:
+        """A fresh producer id from a live broker's block (InitProducerId without a
+        transactional id): (error code, message, producer id). The transaction coordinator
+        takes its producer ids this way rather than holding blocks of its own."""
+        brokers = self.image().live_brokers()
+        if not brokers:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no live broker to take a producer id", -1
+        self._next_broker = (self._next_broker + 1) % len(brokers)
+        endpoint = brokers[self._next_broker].endpoint
+        try:
+            response = await self._stub(endpoint).InitProducerId(
+                broker_pb2.InitProducerIdRequest(), timeout=CALL_TIMEOUT_S
+            )
+        except grpc.aio.AioRpcError as error:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{endpoint}: {error.details()}", -1
+        return response.error_code, response.error_message, response.producer_id

@@ -1,90 +1,41 @@
-"""One owned partition of `__consumer_offsets` at run time: load, fence, write, expire.
+"""One owned partition of `__consumer_offsets` at run time: the groups' shard on the shared
+partition runtime (coordinator_partition.py: load, fence, write, keepalive).
 
-Theory of operation (DESIGN §6). When the controller gives this coordinator a partition, under
-(producer_id, assignment_epoch), the partition is loaded before anything is served:
-
-1. read the partition from its leader up to the high watermark, replaying every record into a
-   fresh `GroupCoordinatorShard`, and note the next sequence of batches this writer identity
-   wrote before (a reload by the same owner continues its sequence; a new epoch starts at 0);
-2. fence: append a writer-epoch record with the new identity (acks=all). From then on every
-   broker refuses the previous owner's writes with INVALID_PRODUCER_EPOCH, and every record it
-   ever got acknowledged lies below this one;
-3. read on up to and including that record, so the shard holds everything ever acknowledged;
-4. start the shard's timers. Until then the partition answers COORDINATOR_LOAD_IN_PROGRESS.
-
-Serving: a handler runs on the shard (which applies its records at once), then `write` queues
-the records in the partition's `RecordWriter` *before any await*, so the log order is the order
-in which the shard applied them. One writer task sends the writer's batches, one at a time, with
-acks=all, and completes each handler's future once its records (and every record queued before
-them) are durable: only then does the handler answer. Reads pass through `write([])` too, so an
-answer never shows state the log does not hold yet.
-
-Failure: a retriable produce error (leader moved, timeout, broker down) resends the same batch
-(same sequence: the broker deduplicates). Anything else (fenced by a newer owner, the broker's
-producer state lost) fails the writer: every waiting handler answers NOT_COORDINATOR, and the
-partition ends; its owner reloads it from the log when it still owns it, since the shard may be
-ahead of the log. The timer task expires sessions and offsets (`shard.expire`) and rewrites the
-writer-epoch record when the partition has been idle for an hour, so that the brokers' producer
-state for this writer never expires (which would make its next write UNKNOWN_PRODUCER_ID).
+Serving (DESIGN §6): a handler runs on the shard (which applies its records at once), then
+`write` queues the records in the partition's writer *before any await*, so the log order is the
+order in which the shard applied them; the handler answers once they are durable. The timer task
+expires sessions and offsets (`shard.expire`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
 from collections.abc import Callable
 
-from samsa.common.errors import ErrorCode, is_retriable
-from samsa.common.record.codec import build_batch, decode_batches
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.coordinator import group_records
+from samsa.services.coordinator.coordinator_partition import (
+    CoordinatorPartition,
+    KeyValue,
+    PartitionUnavailableError,
+    now_ms,
+)
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.group_records import GroupRecord
 from samsa.services.coordinator.group_shard import GroupCoordinatorShard
 from samsa.services.coordinator.offsets_log import OffsetsLog
-from samsa.services.coordinator.record_writer import (
-    SEQUENCE_MODULUS,
-    BatchToSend,
-    Completed,
-    RecordWriter,
-    WriterFailedError,
-)
-from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
 
-MAX_BATCH_RECORDS = 2_000
-MAX_BATCH_BYTES = 512 * 1024  # below the topic's default max.message.bytes (1 MiB)
-RETRY_BACKOFF_S = 0.05
-RETRY_BACKOFF_MAX_S = 1.0
 TIMER_TICK_MAX_S = 1.0  # the longest sleep between expiry checks (offset retention has no deadline)
-WRITER_KEEPALIVE_MS = 3_600_000
-
-Token = asyncio.Future[int]
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+class OffsetsPartition(CoordinatorPartition):
+    """The groups of one partition of `__consumer_offsets`."""
 
-
-class PartitionUnavailableError(Exception):
-    """The partition cannot serve the request now: answer `code` (retriable) to the client."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class LoadFailedError(Exception):
-    """Loading stopped on a non-retriable error; the owner tries again later."""
-
-
-class OwnedPartition:
-    """The shard, writer and tasks of one partition this coordinator owns."""
+    topic = CONSUMER_OFFSETS_TOPIC
 
     def __init__(
         self,
@@ -93,239 +44,35 @@ class OwnedPartition:
         coordinator_id: int,
         offsets_log: OffsetsLog,
         config: GroupConfig,
-        on_ended: Callable[[OwnedPartition], None],
+        on_ended: Callable[[CoordinatorPartition], None],
     ) -> None:
-        self.assignment = assignment
-        self.partition = assignment.partition
-        self.coordinator_id = coordinator_id
-        self.offsets_log = offsets_log
+        super().__init__(
+            assignment, coordinator_id=coordinator_id, offsets_log=offsets_log, on_ended=on_ended
+        )
         self.shard = GroupCoordinatorShard(config)
-        self.writer: RecordWriter[Token] | None = None
-        self.on_ended = on_ended
-        self.ended = False
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._last_write_ms = now_ms()
-
-    @property
-    def loaded(self) -> bool:
-        return self.writer is not None and not self.ended
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"offsets-{self.partition}")
-
-    async def stop(self) -> None:
-        """Give the partition up: waiting handlers answer NOT_COORDINATOR."""
-        self._end(ErrorCode.NOT_COORDINATOR, "this coordinator no longer owns the partition")
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    def check_serving(self) -> None:
-        """Raise PartitionUnavailableError unless handlers may run on the shard now."""
-        if self.ended:
-            raise PartitionUnavailableError(
-                ErrorCode.NOT_COORDINATOR,
-                f"partition {self.partition} of {CONSUMER_OFFSETS_TOPIC} was given up here; "
-                "find the coordinator again and retry",
-            )
-        if self.writer is None:
-            raise PartitionUnavailableError(
-                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                f"partition {self.partition} of {CONSUMER_OFFSETS_TOPIC} is loading; retry shortly",
-            )
 
     async def write(self, records: list[GroupRecord]) -> None:
         """Queue `records` (already applied to the shard) and return once they, and everything
         queued before them, are durable. Must be called right after the handler, with no await
         in between. Raises PartitionUnavailableError when the partition failed or was dropped."""
-        self.check_serving()
-        assert self.writer is not None
-        future: Token = asyncio.get_running_loop().create_future()
-        try:
-            done = self.writer.append([group_records.encode(r) for r in records], future)
-        except WriterFailedError as error:
-            raise PartitionUnavailableError(ErrorCode.NOT_COORDINATOR, str(error)) from error
-        _settle(done)
-        if records:
-            self._wake.set()
-        await asyncio.shield(future)
+        await self.write_encoded([group_records.encode(r) for r in records])
 
-    # --- the tasks --------------------------------------------------------------------------
+    # --- the runtime's hooks ----------------------------------------------------------------
 
-    async def _run(self) -> None:
-        try:
-            writer = await self._load()
-            self.shard.start_timers(now_ms())
-            self.writer = writer
-            log.info(
-                "partition loaded",
-                extra={
-                    "partition": self.partition,
-                    "assignment_epoch": self.assignment.assignment_epoch,
-                    "groups": len(self.shard.state.groups),
-                },
-            )
-            await asyncio.gather(self._write_loop(writer), self._timer_loop())
-        except asyncio.CancelledError:
-            raise
-        except (LoadFailedError, WriterFailedError) as error:
-            log.warning("partition %d given up: %s", self.partition, error)
-            self._end(ErrorCode.NOT_COORDINATOR, str(error))
-        except Exception:
-            log.exception("partition %d failed", self.partition)
-            self._end(ErrorCode.NOT_COORDINATOR, "the coordinator failed on this partition")
+    def replay_record(self, key: bytes, value: bytes | None) -> None:
+        self.shard.replay(group_records.decode(key, value))
 
-    def _end(self, code: ErrorCode, message: str) -> None:
-        if self.ended:
-            return
-        self.ended = True
-        if self.writer is not None and self.writer.failure is None:
-            for token in self.writer.on_fatal(code, message):
-                _fail(token, code, message)
-        self.on_ended(self)
+    def writer_epoch_record(self) -> KeyValue:
+        epoch = self.assignment.assignment_epoch
+        return group_records.encode(group_records.writer_epoch(self.coordinator_id, epoch))
 
-    async def _load(self) -> RecordWriter[Token]:
-        offset, next_sequence = await self._read(0, None)
-        writer: RecordWriter[Token] = RecordWriter(
-            self.assignment.producer_id,
-            self.assignment.assignment_epoch,
-            max_batch_records=MAX_BATCH_RECORDS,
-            max_batch_bytes=MAX_BATCH_BYTES,
-            first_sequence=next_sequence,
-        )
-        fence = group_records.writer_epoch(self.coordinator_id, self.assignment.assignment_epoch)
-        fence_token: Token = asyncio.get_running_loop().create_future()
-        writer.append([group_records.encode(fence)], fence_token)
-        await self._send_until_idle(writer)
-        fence_offset = fence_token.result()
-        await self._read(offset, fence_offset + 1)
-        return writer
+    def on_loaded(self) -> None:
+        self.shard.start_timers(now_ms())
 
-    async def _read(self, offset: int, until: int | None) -> tuple[int, int]:
-        """Replay committed records from `offset` up to `until` (None: the high watermark as
-        first seen). Returns the next offset and this writer identity's next sequence."""
-        next_sequence = 0
-        backoff = RETRY_BACKOFF_S
-        goal = until
-        while goal is None or offset < goal:
-            result = await self.offsets_log.fetch(CONSUMER_OFFSETS_TOPIC, self.partition, offset)
-            if (
-                result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
-                and result.log_start_offset > offset
-            ):
-                offset = result.log_start_offset
-                continue
-            if result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and offset == 0:
-                offset = await self._log_start()
-                continue
-            if result.error_code:
-                if not is_retriable(ErrorCode(result.error_code)):
-                    raise LoadFailedError(
-                        f"reading partition {self.partition}: "
-                        f"{ErrorCode(result.error_code).name} {result.error_message}"
-                    )
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
-                continue
-            backoff = RETRY_BACKOFF_S
-            if goal is None:
-                goal = result.high_watermark
-            if not result.records:
-                if offset >= goal:
-                    break
-                await asyncio.sleep(RETRY_BACKOFF_S)  # the high watermark has not reached goal
-                continue
-            offset, next_sequence = self._replay(result.records, offset, next_sequence)
-        return offset, next_sequence
+    def describe_loaded(self) -> dict[str, object]:
+        return {"groups": len(self.shard.state.groups)}
 
-    def _replay(self, data: bytes, offset: int, next_sequence: int) -> tuple[int, int]:
-        for batch in decode_batches(data):
-            head = batch.header
-            if head.last_offset < offset:
-                continue
-            if (
-                head.producer_id == self.assignment.producer_id
-                and head.producer_epoch == self.assignment.assignment_epoch
-            ):
-                next_sequence = (head.base_sequence + head.record_count) % SEQUENCE_MODULUS
-            if not head.is_control:
-                for record_offset, key, value in zip(
-                    batch.offsets(), batch.keys, batch.values, strict=True
-                ):
-                    if record_offset >= offset:
-                        self._replay_one(record_offset, key, value)
-            offset = head.next_offset
-        return offset, next_sequence
-
-    def _replay_one(self, offset: int, key: bytes | None, value: bytes | None) -> None:
-        try:
-            self.shard.replay(group_records.decode(key or b"", value))
-        except ValueError as error:
-            log.error(
-                "skipping an unreadable record",
-                extra={"partition": self.partition, "offset": offset, "error": str(error)},
-            )
-
-    async def _log_start(self) -> int:
-        answers = await self.offsets_log.list_offsets(
-            [(CONSUMER_OFFSETS_TOPIC, self.partition)], broker_pb2.OFFSET_SPEC_EARLIEST
-        )
-        answer = answers[(CONSUMER_OFFSETS_TOPIC, self.partition)]
-        if answer.error_code:
-            await asyncio.sleep(RETRY_BACKOFF_S)
-            return 0
-        return answer.offset
-
-    async def _send_until_idle(self, writer: RecordWriter[Token]) -> None:
-        """Send the writer's batches until nothing is queued (used while loading)."""
-        while (batch := writer.next_batch()) is not None:
-            await self._send(writer, batch)
-        if writer.failure is not None:
-            raise writer.failure
-
-    async def _send(self, writer: RecordWriter[Token], batch: BatchToSend) -> None:
-        """Send one batch until it is durable (settling its handlers) or fails for good."""
-        backoff = RETRY_BACKOFF_S
-        encoded = build_batch(
-            batch.values,
-            keys=batch.keys,
-            timestamps=now_ms(),
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-        )
-        while True:
-            result = await self.offsets_log.produce(CONSUMER_OFFSETS_TOPIC, self.partition, encoded)
-            if not result.error_code:
-                _settle(writer.on_success(result.base_offset))
-                self._last_write_ms = now_ms()
-                return
-            code = ErrorCode(result.error_code)
-            if not is_retriable(code):
-                message = (
-                    f"writing partition {self.partition} of {CONSUMER_OFFSETS_TOPIC} failed: "
-                    f"{code.name} {result.error_message}"
-                )
-                for token in writer.on_fatal(code, message):
-                    _fail(token, ErrorCode.NOT_COORDINATOR, message)
-                return
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
-
-    async def _write_loop(self, writer: RecordWriter[Token]) -> None:
-        while True:
-            batch = writer.next_batch()
-            if batch is None:
-                if writer.failure is not None:
-                    raise writer.failure
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            await self._send(writer, batch)
-
-    async def _timer_loop(self) -> None:
+    async def timer_loop(self) -> None:
         while True:
             deadline = self.shard.next_deadline_ms()
             wait_s = TIMER_TICK_MAX_S
@@ -333,23 +80,10 @@ class OwnedPartition:
                 wait_s = min(wait_s, max(0.0, (deadline - now_ms()) / 1000))
             await asyncio.sleep(wait_s)
             now = now_ms()
-            records = self.shard.expire(now).records
-            if now - self._last_write_ms >= WRITER_KEEPALIVE_MS:
-                epoch = self.assignment.assignment_epoch
-                records += self.shard.take_writer_epoch(self.coordinator_id, epoch).records
+            records = [group_records.encode(r) for r in self.shard.expire(now).records]
+            records += self.keepalive_records(now)
             if records:
                 try:
-                    await self.write(records)
+                    await self.write_encoded(records)
                 except PartitionUnavailableError:
                     return
-
-
-def _settle(completions: list[Completed[Token]]) -> None:
-    for completion in completions:
-        if completion.token is not None and not completion.token.done():
-            completion.token.set_result(completion.offset)
-
-
-def _fail(token: Token, code: ErrorCode, message: str) -> None:
-    if token is not None and not token.done():
-        token.set_exception(PartitionUnavailableError(code, message))

@@ -4,7 +4,7 @@ Theory of operation. Each request names a group; the group lives in partition
 hash(group) mod N of `__consumer_offsets` (`Coordinator.partition_for`), which this process must
 own and have loaded — otherwise the answer is NOT_COORDINATOR (find the coordinator again) or
 COORDINATOR_LOAD_IN_PROGRESS (retry shortly). The handler runs on that partition's shard, its
-records are queued with `OwnedPartition.write` before any await, and the answer goes out once they
+records are queued with `OffsetsPartition.write` before any await, and the answer goes out once they
 are durable. Reads wait the same way (with no records), so no answer shows state the log does not
 hold yet. Requests naming several groups (DescribeGroups, DeleteGroups) are split by partition and
 answered in request order; ListGroups merges every owned partition.
@@ -20,11 +20,9 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.offsets_log import OffsetResult
-from samsa.services.coordinator.offsets_partition import (
-    OwnedPartition,
-    PartitionUnavailableError,
-)
+from samsa.services.coordinator.offsets_partition import OffsetsPartition
 from samsa.v1 import broker_pb2, coordinator_pb2_grpc
 from samsa.v1 import coordinator_pb2 as c
 
@@ -176,12 +174,12 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
 
     def _by_partition(
         self, group_ids: list[str]
-    ) -> list[tuple[OwnedPartition | None, list[str], PartitionUnavailableError | None]]:
+    ) -> list[tuple[OffsetsPartition | None, list[str], PartitionUnavailableError | None]]:
         """The requested groups split by owning partition (each with its lookup error)."""
         groups: dict[int, list[str]] = defaultdict(list)
-        owners: dict[int, OwnedPartition | None] = {}
+        owners: dict[int, OffsetsPartition | None] = {}
         errors: dict[int, PartitionUnavailableError | None] = {}
-        unplaced: list[tuple[OwnedPartition | None, list[str], PartitionUnavailableError]] = []
+        unplaced: list[tuple[OffsetsPartition | None, list[str], PartitionUnavailableError]] = []
         for group_id in dict.fromkeys(group_ids):
             try:
                 owned = self.coordinator.partition_for(group_id)

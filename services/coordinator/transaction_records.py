@@ -37,6 +37,7 @@ from samsa.services.coordinator.transaction_model import (
     apply,
 )
 from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import group_records_pb2 as g
 from samsa.v1 import transaction_records_pb2 as t
 
 # A decoded record: the transactional id and its metadata, or None for a tombstone.
@@ -69,6 +70,24 @@ def encode(metadata: TransactionMetadata) -> tuple[bytes, bytes | None]:
         last_update_ms=metadata.last_update_ms,
     )
     return key, value.SerializeToString(deterministic=True)
+
+
+def encode_writer_epoch(coordinator_id: int, assignment_epoch: int) -> tuple[bytes, bytes]:
+    """The record a new owner of the partition writes first (the fence; see the proto)."""
+    key = t.TransactionRecordKey(writer_epoch=g.WriterEpochKey())
+    value = g.WriterEpochValue(coordinator_id=coordinator_id, assignment_epoch=assignment_epoch)
+    return key.SerializeToString(deterministic=True), value.SerializeToString(deterministic=True)
+
+
+def is_writer_epoch(key: bytes) -> bool:
+    """Whether `key` is a writer-epoch record's: it holds no transaction state, and replay skips
+    it. (A key that does not parse is not: `decode` says what is wrong with it.)"""
+    parsed = t.TransactionRecordKey()
+    try:
+        parsed.ParseFromString(key)
+    except DecodeError:
+        return False
+    return parsed.WhichOneof("key") == "writer_epoch"
 
 
 def decode(key: bytes, value: bytes | None) -> TransactionRecord:
@@ -140,6 +159,8 @@ def replay(records: Iterable[tuple[bytes, bytes | None]]) -> dict[str, Transacti
     """The state of a partition of `__transaction_state` from its records in log order."""
     transactions: dict[str, TransactionMetadata] = {}
     for key, value in records:
+        if is_writer_epoch(key):
+            continue
         transactional_id, metadata = decode(key, value)
         if metadata is None:
             transactions.pop(transactional_id, None)  # a tombstone of a compacted id: no-op

@@ -70,7 +70,10 @@ class TransactionShard:
     # --- loading ----------------------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        """Apply one record read from the log (loading); ValueError for an unreadable one."""
+        """Apply one record read from the log (loading); ValueError for an unreadable one.
+        Writer-epoch records (the runtime's fences) hold no state."""
+        if transaction_records.is_writer_epoch(key):
+            return
         transactional_id, metadata = transaction_records.decode(key, value)
         if metadata is None:
             self.transactions.pop(transactional_id, None)

@@ -237,6 +237,8 @@ def coordinator_command(
         "group.consumer.session.timeout.ms",
         "group.consumer.heartbeat.interval.ms",
         "offsets.retention.minutes",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "transactional.id.expiration.ms",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]

@@ -181,3 +181,15 @@ def test_replay_stops_at_a_malformed_record() -> None:
     log = [records.encode(EVERY_STATE[0]), (KEY, b"\xff\xff\xff")]
     with pytest.raises(ValueError, match="does not parse"):
         records.replay(log)
+
+
+def test_writer_epoch_records_are_recognised_and_hold_no_state() -> None:
+    fence = records.encode_writer_epoch(3, 7)
+    assert records.is_writer_epoch(fence[0])
+    assert not records.is_writer_epoch(KEY)
+    assert not records.is_writer_epoch(b"\xff\xff")
+    first = TransactionMetadata("x", 5, 0, 60_000, EMPTY, 10)
+    log = [fence, records.encode(first), records.encode_writer_epoch(4, 8)]
+    assert records.replay(log) == {"x": first}
+    with pytest.raises(ValueError, match="empty transactional id"):
+        records.decode(*fence)  # decode is for transaction records only: callers check first

@@ -23,19 +23,20 @@ _sym_db = _symbol_database.Default()
 
 
 from samsa.v1 import coordinator_pb2 as samsa_dot_v1_dot_coordinator__pb2
+from samsa.v1 import group_records_pb2 as samsa_dot_v1_dot_group__records__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"samsa/v1/transaction_records.proto\x12\x08samsa.v1\x1a\x1asamsa/v1/coordinator.proto\"0\n\x14TransactionRecordKey\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\"\xce\x02\n\x16TransactionRecordValue\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x02 \x01(\x05\x12\x1c\n\x14previous_producer_id\x18\x03 \x01(\x03\x12\x1f\n\x17previous_producer_epoch\x18\x04 \x01(\x05\x12\x18\n\x10next_producer_id\x18\x05 \x01(\x03\x12\x1e\n\x16transaction_timeout_ms\x18\x06 \x01(\x05\x12)\n\x05state\x18\x07 \x01(\x0e\x32\x1a.samsa.v1.TransactionState\x12-\n\npartitions\x18\x08 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\x12\x1c\n\x14transaction_start_ms\x18\t \x01(\x03\x12\x16\n\x0elast_update_ms\x18\n \x01(\x03*\xd0\x02\n\x10TransactionState\x12!\n\x1dTRANSACTION_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17TRANSACTION_STATE_EMPTY\x10\x01\x12\x1d\n\x19TRANSACTION_STATE_ONGOING\x10\x02\x12$\n TRANSACTION_STATE_PREPARE_COMMIT\x10\x03\x12#\n\x1fTRANSACTION_STATE_PREPARE_ABORT\x10\x04\x12%\n!TRANSACTION_STATE_COMPLETE_COMMIT\x10\x05\x12$\n TRANSACTION_STATE_COMPLETE_ABORT\x10\x06\x12)\n%TRANSACTION_STATE_PREPARE_EPOCH_FENCE\x10\x07\x12\x1a\n\x16TRANSACTION_STATE_DEAD\x10\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"samsa/v1/transaction_records.proto\x12\x08samsa.v1\x1a\x1asamsa/v1/coordinator.proto\x1a\x1csamsa/v1/group_records.proto\"k\n\x14TransactionRecordKey\x12\x1a\n\x10transactional_id\x18\x01 \x01(\tH\x00\x12\x30\n\x0cwriter_epoch\x18\x02 \x01(\x0b\x32\x18.samsa.v1.WriterEpochKeyH\x00\x42\x05\n\x03key\"\xce\x02\n\x16TransactionRecordValue\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x02 \x01(\x05\x12\x1c\n\x14previous_producer_id\x18\x03 \x01(\x03\x12\x1f\n\x17previous_producer_epoch\x18\x04 \x01(\x05\x12\x18\n\x10next_producer_id\x18\x05 \x01(\x03\x12\x1e\n\x16transaction_timeout_ms\x18\x06 \x01(\x05\x12)\n\x05state\x18\x07 \x01(\x0e\x32\x1a.samsa.v1.TransactionState\x12-\n\npartitions\x18\x08 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\x12\x1c\n\x14transaction_start_ms\x18\t \x01(\x03\x12\x16\n\x0elast_update_ms\x18\n \x01(\x03*\xd0\x02\n\x10TransactionState\x12!\n\x1dTRANSACTION_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17TRANSACTION_STATE_EMPTY\x10\x01\x12\x1d\n\x19TRANSACTION_STATE_ONGOING\x10\x02\x12$\n TRANSACTION_STATE_PREPARE_COMMIT\x10\x03\x12#\n\x1fTRANSACTION_STATE_PREPARE_ABORT\x10\x04\x12%\n!TRANSACTION_STATE_COMPLETE_COMMIT\x10\x05\x12$\n TRANSACTION_STATE_COMPLETE_ABORT\x10\x06\x12)\n%TRANSACTION_STATE_PREPARE_EPOCH_FENCE\x10\x07\x12\x1a\n\x16TRANSACTION_STATE_DEAD\x10\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'samsa.v1.transaction_records_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TRANSACTIONSTATE']._serialized_start=464
-  _globals['_TRANSACTIONSTATE']._serialized_end=800
-  _globals['_TRANSACTIONRECORDKEY']._serialized_start=76
-  _globals['_TRANSACTIONRECORDKEY']._serialized_end=124
-  _globals['_TRANSACTIONRECORDVALUE']._serialized_start=127
-  _globals['_TRANSACTIONRECORDVALUE']._serialized_end=461
+  _globals['_TRANSACTIONSTATE']._serialized_start=553
+  _globals['_TRANSACTIONSTATE']._serialized_end=889
+  _globals['_TRANSACTIONRECORDKEY']._serialized_start=106
+  _globals['_TRANSACTIONRECORDKEY']._serialized_end=213
+  _globals['_TRANSACTIONRECORDVALUE']._serialized_start=216
+  _globals['_TRANSACTIONRECORDVALUE']._serialized_end=550
 # @@protoc_insertion_point(module_scope)

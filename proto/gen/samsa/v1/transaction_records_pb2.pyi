@@ -1,4 +1,5 @@
 from samsa.v1 import coordinator_pb2 as _coordinator_pb2
+from samsa.v1 import group_records_pb2 as _group_records_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -30,10 +31,12 @@ TRANSACTION_STATE_PREPARE_EPOCH_FENCE: TransactionState
 TRANSACTION_STATE_DEAD: TransactionState
 
 class TransactionRecordKey(_message.Message):
-    __slots__ = ("transactional_id",)
+    __slots__ = ("transactional_id", "writer_epoch")
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    WRITER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     transactional_id: str
-    def __init__(self, transactional_id: _Optional[str] = ...) -> None: ...
+    writer_epoch: _group_records_pb2.WriterEpochKey
+    def __init__(self, transactional_id: _Optional[str] = ..., writer_epoch: _Optional[_Union[_group_records_pb2.WriterEpochKey, _Mapping]] = ...) -> None: ...
 
 class TransactionRecordValue(_message.Message):
     __slots__ = ("producer_id", "producer_epoch", "previous_producer_id", "previous_producer_epoch", "next_producer_id", "transaction_timeout_ms", "state", "partitions", "transaction_start_ms", "last_update_ms")

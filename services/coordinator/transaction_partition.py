@@ -1,0 +1,248 @@
+"""One owned partition of `__transaction_state` at run time: the transaction shard on the shared
+partition runtime (coordinator_partition.py), phase 2 of every decided transaction, and timeouts.
+
+Theory of operation (DESIGN §5). A handler asks the pure `TransactionShard` for a `TxnStep` and
+hands it to `run`, which carries it out in a task of its own (so a client that hangs up cannot
+leave a transactional id pending forever):
+
+1. the step's record, if any, is written; once durable the shard applies it (`on_durable`), and
+   if the write failed the old state stands (`on_failed`) and the caller answers
+   NOT_COORDINATOR (the partition reloads from the log);
+2. the answer is returned to the handler;
+3. the step's markers, if any, start phase 2 in the background: `_finish` writes a COMMIT or
+   ABORT marker to every partition of the transaction through its leader (WriteTxnMarkers,
+   signed as this coordinator), retrying until each is written or moot, then records COMPLETE_x
+   through the same `run`.
+
+Phase 2 retries forever while the partition is owned: the decision is durable, and read_committed
+consumers wait on every partition of the transaction until its marker is there. A marker is moot
+when the topic is gone from the image, or the broker refuses it as late (INVALID_PRODUCER_EPOCH:
+the producer already wrote at a newer epoch there). After a failover the new owner resumes phase
+2 of everything decided (`on_loaded`). The timer aborts transactions past their timeout (which
+fences the producer: the abort bumps its epoch) every `abort_interval_ms`, and forgets
+transactional ids idle for `transactional.id.expiration.ms`.
+
+New producer ids (first InitTransactions of an id, or an exhausted epoch) come from
+`allocate_producer_id`, which the coordinator answers from a broker's block; one is taken before
+the step and is simply unused when the state changed meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from samsa.common.errors import ErrorCode
+from samsa.metadata.coordinators import TRANSACTION_STATE_TOPIC
+from samsa.metadata.image import CoordinatorAssignment
+from samsa.services.coordinator import transaction_records
+from samsa.services.coordinator.coordinator_partition import (
+    RETRY_BACKOFF_MAX_S,
+    RETRY_BACKOFF_S,
+    CoordinatorPartition,
+    KeyValue,
+    PartitionUnavailableError,
+    now_ms,
+)
+from samsa.services.coordinator.offsets_log import OffsetsLog
+from samsa.services.coordinator.transaction_model import PREPARED, MarkerWrite
+from samsa.services.coordinator.transaction_shard import TransactionShard, TxnStep
+from samsa.services.coordinator.transaction_state import TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT
+from samsa.v1 import transactions_pb2 as x
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+# Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms.
+ABORT_INTERVAL_MS_DEFAULT = 10_000
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    """The transaction coordinator's settings (Kafka's names in the docstrings of the flags)."""
+
+    abort_interval_ms: int = ABORT_INTERVAL_MS_DEFAULT
+    id_expiration_ms: int = TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT
+
+
+class TransactionPartition(CoordinatorPartition):
+    """The transactional ids of one partition of `__transaction_state`."""
+
+    topic = TRANSACTION_STATE_TOPIC
+
+    def __init__(
+        self,
+        assignment: CoordinatorAssignment,
+        *,
+        coordinator_id: int,
+        offsets_log: OffsetsLog,
+        config: TransactionConfig,
+        allocate_producer_id: Callable[[], Awaitable[int]],
+        on_ended: Callable[[CoordinatorPartition], None],
+    ) -> None:
+        super().__init__(
+            assignment, coordinator_id=coordinator_id, offsets_log=offsets_log, on_ended=on_ended
+        )
+        self.shard = TransactionShard()
+        self.config = config
+        self.allocate_producer_id = allocate_producer_id
+        self._work: set[asyncio.Task[object]] = set()
+
+    # --- the runtime's hooks ----------------------------------------------------------------
+
+    def replay_record(self, key: bytes, value: bytes | None) -> None:
+        self.shard.replay(key, value)
+
+    def writer_epoch_record(self) -> KeyValue:
+        return transaction_records.encode_writer_epoch(
+            self.coordinator_id, self.assignment.assignment_epoch
+        )
+
+    def on_loaded(self) -> None:
+        for step in self.shard.resume_after_load():
+            self._spawn(self.run(step))
+
+    def describe_loaded(self) -> dict[str, object]:
+        return {"transactional_ids": len(self.shard.transactions)}
+
+    async def timer_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.abort_interval_ms / 1000)
+            now = now_ms()
+            steps = self.shard.abort_timed_out(now)
+            steps += self.shard.expire(now, self.config.id_expiration_ms)
+            for step in steps:
+                self._spawn(self.run(step))
+            if keepalive := self.keepalive_records(now):
+                try:
+                    await self.write_encoded(keepalive)
+                except PartitionUnavailableError:
+                    return
+
+    async def stop(self) -> None:
+        await super().stop()
+        for task in list(self._work):
+            task.cancel()
+        await asyncio.gather(*self._work, return_exceptions=True)
+
+    # --- handlers' side ---------------------------------------------------------------------
+
+    async def init_transactions(
+        self, request: x.InitTransactionsRequest
+    ) -> TxnStep[x.InitTransactionsResponse]:
+        """The InitTransactions step, with a new producer id taken first when it needs one."""
+        name = request.transactional_id
+        new_producer_id = None
+        while True:
+            self.check_serving()
+            if new_producer_id is not None or not self.shard.needs_producer_id(name):
+                return self.shard.init_transactions(request, now_ms(), new_producer_id)
+            new_producer_id = await self.allocate_producer_id()
+
+    async def end_transaction(self, request: x.EndTxnRequest) -> TxnStep[x.EndTxnResponse]:
+        """The EndTxn step, with a new producer id taken first when the epoch is exhausted."""
+        name = request.producer.transactional_id
+        new_producer_id = None
+        while True:
+            self.check_serving()
+            if new_producer_id is not None or not self.shard.needs_producer_id(name, ending=True):
+                return self.shard.end_transaction(request, now_ms(), new_producer_id)
+            new_producer_id = await self.allocate_producer_id()
+
+    async def run(self, step: TxnStep[R]) -> R:
+        """Carry `step` out (see the module docstring) and return its answer; raises
+        PartitionUnavailableError when its record could not be written."""
+        task = self._spawn(self._carry_out(step))
+        return await asyncio.shield(task)  # type: ignore[return-value]
+
+    # --- carrying steps out -----------------------------------------------------------------
+
+    def _spawn(self, work: Awaitable[object]) -> asyncio.Task[object]:
+        task = asyncio.ensure_future(work)
+        self._work.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[object]) -> None:
+        self._work.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None and not isinstance(error, PartitionUnavailableError):
+            log.error(
+                "transaction work failed",
+                exc_info=error,
+                extra={"partition": self.partition},
+            )
+
+    async def _carry_out(self, step: TxnStep[R]) -> R:
+        record = step.record
+        if record is not None:
+            try:
+                await self.write_encoded([record])
+            except BaseException:
+                self.shard.on_failed(step)
+                raise
+            self.shard.on_durable(step)
+        if step.outcome.markers is not None:
+            self._spawn(self._finish(step.outcome.markers))
+        return step.response
+
+    async def _finish(self, markers: MarkerWrite) -> None:
+        """Phase 2: every marker, then COMPLETE_x."""
+        if not await self._write_markers(markers):
+            return
+        current = self.shard.transactions.get(markers.transactional_id)
+        if (
+            current is None
+            or current.state not in PREPARED
+            or (current.producer_id, current.producer_epoch)
+            != (markers.producer_id, markers.producer_epoch)
+        ):
+            return  # finished by someone else (a reload resumed it)
+        step = self.shard.markers_written(markers.transactional_id, now_ms())
+        try:
+            await self.run(step)
+        except PartitionUnavailableError:
+            return  # the partition reloads and resumes phase 2 from PREPARE_x
+
+    async def _write_markers(self, markers: MarkerWrite) -> bool:
+        """Write the markers until every partition has its own (or it is moot); False when the
+        partition was given up first."""
+        remaining = set(markers.partitions)
+        backoff = RETRY_BACKOFF_S
+        while remaining:
+            if self.ended:
+                return False
+            results = await self.offsets_log.write_txn_markers(
+                producer_id=markers.producer_id,
+                producer_epoch=markers.producer_epoch,
+                committed=markers.txn_commit,
+                coordinator_epoch=self.assignment.assignment_epoch,
+                partitions=sorted(remaining),
+            )
+            image = self.offsets_log.image()
+            for (topic, number), (code, message) in results.items():
+                if code == ErrorCode.NONE:
+                    remaining.discard((topic, number))
+                    continue
+                topic_image = image.topics.get(topic)
+                gone = topic_image is None or number not in topic_image.partitions
+                if gone or code == ErrorCode.INVALID_PRODUCER_EPOCH:
+                    log.warning(
+                        "transaction marker moot",
+                        extra={
+                            "transactional_id": markers.transactional_id,
+                            "partition": f"{topic}-{number}",
+                            "error": f"{ErrorCode(code).name} {message}",
+                        },
+                    )
+                    remaining.discard((topic, number))
+            if remaining:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+        return not self.ended

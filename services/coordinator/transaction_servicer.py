@@ -1,0 +1,205 @@
+"""TransactionCoordinatorService: the gRPC adapter between producers (and brokers verifying
+their produce) and the owned partitions of `__transaction_state`.
+
+Theory of operation. Each request names a transactional id; it lives in partition
+hash(id) mod N of `__transaction_state` (`Coordinator.transaction_partition_for`), which this
+process must own and have loaded, otherwise the answer is NOT_COORDINATOR (find the coordinator
+again) or COORDINATOR_LOAD_IN_PROGRESS (retry shortly). The handler asks the partition's shard
+for a step and `TransactionPartition.run` carries it out: the answer goes out once its record is
+durable. Partitions a producer adds must exist (UNKNOWN_TOPIC_OR_PARTITION otherwise) and must
+not be internal: offsets join a transaction through AddOffsetsToTxn. A verify_only
+AddPartitionsToTxn (a broker checking a transactional produce, KIP-890) changes nothing and is
+answered from durable state.
+
+TxnOffsetCommit (offsets committed inside a transaction) is not served yet: it answers
+UNSUPPORTED_VERSION, and send_offsets_to_transaction cannot be used.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import grpc
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    INTERNAL_TOPICS,
+    group_id_problem,
+    group_partition,
+)
+from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
+from samsa.services.coordinator.transaction_partition import TransactionPartition
+from samsa.v1 import transactions_pb2 as x
+from samsa.v1 import transactions_pb2_grpc
+
+if TYPE_CHECKING:
+    from samsa.services.coordinator.coordinator import Coordinator
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinatorServiceServicer):
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.coordinator = coordinator
+
+    async def InitTransactions(self, request, context):
+        try:
+            partition = self.coordinator.transaction_partition_for(request.transactional_id)
+            return await partition.run(await partition.init_transactions(request))
+        except PartitionUnavailableError as error:
+            return x.InitTransactionsResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+
+    async def AddPartitionsToTxn(self, request, context):
+        count = sum(len(entry.partitions) for entry in request.partitions)
+        if count > limits.admin_request_items_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{count} partitions in one request; add at most "
+                f"{limits.admin_request_items_max} at a time",
+            )
+        try:
+            partition = self.coordinator.transaction_partition_for(
+                request.producer.transactional_id
+            )
+            if (refused := self._unknown_partitions(request)) is not None:
+                return refused
+            if request.verify_only:
+                return partition.shard.verify_partitions(request)
+            return await partition.run(partition.shard.add_partitions(request, _now_ms()))
+        except PartitionUnavailableError as error:
+            return x.AddPartitionsToTxnResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+            )
+
+    async def AddOffsetsToTxn(self, request, context):
+        try:
+            if (problem := group_id_problem(request.group_id)) is not None:
+                raise PartitionUnavailableError(ErrorCode.INVALID_GROUP_ID, problem)
+            partition = self.coordinator.transaction_partition_for(
+                request.producer.transactional_id
+            )
+            offsets = self.coordinator.metadata.image.topics.get(CONSUMER_OFFSETS_TOPIC)
+            if offsets is None or not offsets.partitions:
+                raise PartitionUnavailableError(
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    f"{CONSUMER_OFFSETS_TOPIC} does not exist yet; retry shortly",
+                )
+            group_at = (
+                CONSUMER_OFFSETS_TOPIC,
+                group_partition(request.group_id, len(offsets.partitions)),
+            )
+            return await partition.run(partition.shard.add_offsets(request, group_at, _now_ms()))
+        except PartitionUnavailableError as error:
+            return x.AddOffsetsToTxnResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+            )
+
+    async def TxnOffsetCommit(self, request, context):
+        response = x.TxnOffsetCommitResponse()
+        for topic in request.topics:
+            for entry in topic.partitions:
+                response.results.add(
+                    topic=topic.name,
+                    partition=entry.partition,
+                    error_code=ErrorCode.UNSUPPORTED_VERSION,  # type: ignore[arg-type]
+                    error_message=(
+                        "offsets committed inside a transaction are not supported by this "
+                        "version; commit them with OffsetCommit after the transaction commits"
+                    ),
+                )
+        return response
+
+    async def EndTxn(self, request, context):
+        try:
+            partition = self.coordinator.transaction_partition_for(
+                request.producer.transactional_id
+            )
+            return await partition.run(await partition.end_transaction(request))
+        except PartitionUnavailableError as error:
+            return x.EndTxnResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+
+    async def ListTransactions(self, request, context):
+        response = x.ListTransactionsResponse()
+        in_touch = self.coordinator.in_touch()
+        now = _now_ms()
+        for partition in self.coordinator.owned_transaction_partitions():
+            if not in_touch or not partition.loaded:  # not listed: retry shortly
+                response.partitions_loading.append(partition.partition)
+                continue
+            response.transactions.extend(partition.shard.list_transactions(request, now))
+        response.transactions.sort(key=lambda listed: listed.transactional_id)
+        return response
+
+    async def DescribeTransactions(self, request, context):
+        count = len(request.transactional_ids)
+        if count > limits.admin_request_items_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{count} transactional ids in one request; send at most "
+                f"{limits.admin_request_items_max}",
+            )
+        response = x.DescribeTransactionsResponse()
+        for transactional_id in request.transactional_ids:
+            try:
+                partition: TransactionPartition = self.coordinator.transaction_partition_for(
+                    transactional_id
+                )
+            except PartitionUnavailableError as error:
+                response.transactions.add(
+                    transactional_id=transactional_id,
+                    error_code=error.code,  # type: ignore[arg-type]
+                    error_message=error.message,
+                )
+                continue
+            response.transactions.append(partition.shard.describe_transaction(transactional_id))
+        return response
+
+    def _unknown_partitions(
+        self, request: x.AddPartitionsToTxnRequest
+    ) -> x.AddPartitionsToTxnResponse | None:
+        """A refusal naming the partitions that do not exist (or are internal), or None."""
+        topics = self.coordinator.metadata.image.topics
+        response = x.AddPartitionsToTxnResponse()
+        for entry in request.partitions:
+            topic = topics.get(entry.topic)
+            for number in entry.partitions:
+                if entry.topic in INTERNAL_TOPICS:
+                    message = (
+                        f"{entry.topic} is internal: a group's offsets join a transaction "
+                        "through AddOffsetsToTxn"
+                    )
+                    code = ErrorCode.INVALID_REQUEST
+                elif topic is None or number not in topic.partitions:
+                    message = f"{entry.topic}-{number} does not exist"
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    continue
+                response.results.add(
+                    topic=entry.topic,
+                    partition=number,
+                    error_code=code,  # type: ignore[arg-type]
+                    error_message=message,
+                )
+        if not response.results:
+            return None
+        first = response.results[0]
+        response.error_code = first.error_code
+        response.error_message = f"{first.error_message}; nothing was added"
+        return response

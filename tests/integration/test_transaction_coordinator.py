@@ -1,0 +1,270 @@
+"""Goal: the transaction coordinator serves TransactionCoordinatorService over real gRPC: a
+transactional id gets a producer id and epoch; partitions join its transaction (unknown and
+internal ones are refused) and a broker's verify_only check sees exactly them at exactly that
+identity; a commit bumps the epoch and writes a COMMIT marker to every partition (phase 2), then
+records COMPLETE_COMMIT; a second InitTransactions fences the first instance; a transaction past
+its timeout is aborted and its producer fenced; and when the coordinator owning an open
+transaction is killed with SIGKILL, the other loads it from `__transaction_state` and ends it.
+
+Method: one controller, two brokers, two coordinators (real processes from the launcher, stopped
+by PID also on failure), `__transaction_state` with 2 partitions at RF 2, a short abort interval.
+Requests are plain generated stubs, as a client in any language would send them. Markers are
+observed as the partitions' log end offsets (a marker is one offset).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from cluster_helpers import FAST_SETTINGS, wait_until
+
+from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+from samsa.common.errors import ErrorCode
+from samsa.metadata.coordinators import TRANSACTION_KEY_TYPE
+from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import coordinator_pb2_grpc as cg
+from samsa.v1 import transaction_records_pb2 as t
+from samsa.v1 import transactions_pb2 as x
+from samsa.v1 import transactions_pb2_grpc as xg
+
+pytestmark = pytest.mark.timeout(240)
+
+TOPIC = "payments"
+SETTINGS = dict(FAST_SETTINGS) | {
+    "offsets.topic.num.partitions": "2",
+    "transaction.state.log.num.partitions": "2",
+    "coordinator.session.timeout.ms": "3000",
+    "coordinator.heartbeat.interval.ms": "300",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "300",
+}
+RETRIABLE = {
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.CONCURRENT_TRANSACTIONS,
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("transactions")
+    spec = load_or_create(data_dir, 1, 2, SETTINGS, coordinators=2)
+    cluster = LocalCluster(spec, data_dir)
+    try:
+        cluster.start_all()
+        wait_healthy(cluster, timeout_s=60)
+        stub = controller_pb2_grpc.ControllerServiceStub(
+            grpc.insecure_channel(spec.controllers[0].endpoint)
+        )
+        topic = controller_pb2.CreateTopicsRequest.Topic(
+            name=TOPIC, num_partitions=2, replication_factor=2
+        )
+        answer = stub.CreateTopics(controller_pb2.CreateTopicsRequest(topics=[topic]), timeout=10)
+        assert answer.topics[0].error_code == ErrorCode.NONE, answer
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def locate(cluster: LocalCluster, transactional_id: str) -> c.CoordinatorLocation:
+    stub = cg.CoordinatorLookupServiceStub(grpc.insecure_channel(cluster.spec.brokers[0].endpoint))
+
+    def found() -> c.CoordinatorLocation | None:
+        request = c.FindCoordinatorRequest(key_type=TRANSACTION_KEY_TYPE, keys=[transactional_id])
+        location = stub.FindCoordinator(request, timeout=5).coordinators[0]
+        return None if location.error_code else location
+
+    return wait_until(f"a coordinator for {transactional_id}", found, timeout_s=30)
+
+
+def call(cluster: LocalCluster, transactional_id: str, method: str, request: object) -> object:
+    """Send `request` to the id's coordinator, retrying retriable answers (finding it again)."""
+
+    def answered() -> object | None:
+        location = locate(cluster, transactional_id)
+        stub = xg.TransactionCoordinatorServiceStub(grpc.insecure_channel(location.endpoint))
+        try:
+            response = getattr(stub, method)(request, timeout=10)
+        except grpc.RpcError:
+            return None
+        if method == "DescribeTransactions":
+            code = response.transactions[0].error_code
+        else:
+            code = getattr(response, "error_code", ErrorCode.NONE)
+        return None if code in RETRIABLE else response
+
+    return wait_until(f"{method} for {transactional_id}", answered, timeout_s=60)
+
+
+def producer(
+    transactional_id: str, identity: x.InitTransactionsResponse
+) -> x.TransactionalProducer:
+    return x.TransactionalProducer(
+        transactional_id=transactional_id,
+        producer_id=identity.producer_id,
+        producer_epoch=identity.producer_epoch,
+    )
+
+
+def add(who: x.TransactionalProducer, *partitions: int, topic: str = TOPIC, verify: bool = False):
+    return x.AddPartitionsToTxnRequest(
+        producer=who,
+        partitions=[c.TopicPartitions(topic=topic, partitions=list(partitions))],
+        verify_only=verify,
+    )
+
+
+def describe(cluster: LocalCluster, transactional_id: str) -> x.DescribedTransaction:
+    request = x.DescribeTransactionsRequest(transactional_ids=[transactional_id])
+    return call(cluster, transactional_id, "DescribeTransactions", request).transactions[0]  # type: ignore[attr-defined]
+
+
+def log_ends(cluster: LocalCluster) -> list[int]:
+    """The log end offset (read_uncommitted LATEST) of each partition of TOPIC."""
+    ends = []
+    for partition in (0, 1):
+        for broker in cluster.spec.brokers:
+            stub = broker_pb2_grpc.BrokerServiceStub(grpc.insecure_channel(broker.endpoint))
+            request = broker_pb2.ListOffsetsRequest(
+                topics=[
+                    broker_pb2.ListOffsetsRequest.TopicData(
+                        name=TOPIC,
+                        partitions=[
+                            broker_pb2.ListOffsetsRequest.PartitionData(
+                                partition=partition, offset_spec=broker_pb2.OFFSET_SPEC_LATEST
+                            )
+                        ],
+                    )
+                ]
+            )
+            answer = stub.ListOffsets(request, timeout=5).topics[0].partitions[0]
+            if answer.error_code == ErrorCode.NONE:
+                ends.append(answer.offset)
+                break
+        else:
+            raise AssertionError(f"no leader answered for {TOPIC}-{partition}")
+    return ends
+
+
+def test_a_commit_writes_markers_and_a_second_instance_fences_the_first(
+    cluster: LocalCluster,
+) -> None:
+    name = "payments-app"
+    first = call(
+        cluster,
+        name,
+        "InitTransactions",
+        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
+    )
+    assert first.error_code == ErrorCode.NONE and first.producer_id >= 0, first  # type: ignore[attr-defined]
+    assert first.producer_epoch == 0  # type: ignore[attr-defined]
+    me = producer(name, first)  # type: ignore[arg-type]
+
+    refused = call(cluster, name, "AddPartitionsToTxn", add(me, 0, 7))
+    assert refused.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, refused  # type: ignore[attr-defined]
+    internal = call(cluster, name, "AddPartitionsToTxn", add(me, 0, topic="__consumer_offsets"))
+    assert internal.error_code == ErrorCode.INVALID_REQUEST, internal  # type: ignore[attr-defined]
+    assert describe(cluster, name).state == t.TRANSACTION_STATE_EMPTY, "nothing was added"
+
+    added = call(cluster, name, "AddPartitionsToTxn", add(me, 0, 1))
+    assert added.error_code == ErrorCode.NONE, added  # type: ignore[attr-defined]
+    verified = call(cluster, name, "AddPartitionsToTxn", add(me, 1, verify=True))
+    assert verified.error_code == ErrorCode.NONE, verified  # type: ignore[attr-defined]
+    assert [r.error_code for r in verified.results] == [ErrorCode.NONE]  # type: ignore[attr-defined]
+    stranger = x.TransactionalProducer(
+        transactional_id=name, producer_id=me.producer_id, producer_epoch=me.producer_epoch + 1
+    )
+    not_it = call(cluster, name, "AddPartitionsToTxn", add(stranger, 1, verify=True))
+    assert not_it.error_code == ErrorCode.INVALID_TXN_STATE, not_it  # type: ignore[attr-defined]
+
+    described = describe(cluster, name)
+    assert described.state == t.TRANSACTION_STATE_ONGOING
+    assert [(p.topic, list(p.partitions)) for p in described.partitions] == [(TOPIC, [0, 1])]
+    listed = call(cluster, name, "ListTransactions", x.ListTransactionsRequest())
+    assert name in [entry.transactional_id for entry in listed.transactions]  # type: ignore[attr-defined]
+
+    before = log_ends(cluster)
+    ended = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=True))
+    assert ended.error_code == ErrorCode.NONE, ended  # type: ignore[attr-defined]
+    assert (ended.producer_id, ended.producer_epoch) == (me.producer_id, 1)  # type: ignore[attr-defined]
+    wait_until(
+        "COMPLETE_COMMIT",
+        lambda: describe(cluster, name).state == t.TRANSACTION_STATE_COMPLETE_COMMIT,
+        30,
+    )
+    assert log_ends(cluster) == [end + 1 for end in before], "one COMMIT marker per partition"
+    retry = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=True))
+    assert retry.error_code == ErrorCode.NONE, "a retried EndTxn answers the same"  # type: ignore[attr-defined]
+    assert retry.producer_epoch == 1  # type: ignore[attr-defined]
+
+    second = call(
+        cluster,
+        name,
+        "InitTransactions",
+        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
+    )
+    assert (second.producer_id, second.producer_epoch) == (me.producer_id, 2)  # type: ignore[attr-defined]
+    after_commit = x.TransactionalProducer(
+        transactional_id=name, producer_id=me.producer_id, producer_epoch=1
+    )
+    fenced = call(cluster, name, "AddPartitionsToTxn", add(after_commit, 0))
+    assert fenced.error_code == ErrorCode.PRODUCER_FENCED, fenced  # type: ignore[attr-defined]
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(
+    cluster: LocalCluster,
+) -> None:
+    name = "slow-app"
+    identity = call(
+        cluster,
+        name,
+        "InitTransactions",
+        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=1_000),
+    )
+    me = producer(name, identity)  # type: ignore[arg-type]
+    before = log_ends(cluster)
+    assert call(cluster, name, "AddPartitionsToTxn", add(me, 1)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    aborted = wait_until(
+        "the timed-out transaction aborted",
+        lambda: (d := describe(cluster, name)).state == t.TRANSACTION_STATE_COMPLETE_ABORT and d,
+        30,
+    )
+    assert aborted.producer_epoch == me.producer_epoch + 1, "the abort bumped the epoch"
+    assert log_ends(cluster)[1] == before[1] + 1, "one ABORT marker"
+    late = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=True))
+    assert late.error_code == ErrorCode.PRODUCER_FENCED, late  # type: ignore[attr-defined]
+
+
+def test_an_open_transaction_survives_its_coordinator_killed(cluster: LocalCluster) -> None:
+    name = "survivor"
+    identity = call(
+        cluster,
+        name,
+        "InitTransactions",
+        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=120_000),
+    )
+    me = producer(name, identity)  # type: ignore[arg-type]
+    assert call(cluster, name, "AddPartitionsToTxn", add(me, 0)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    owner = locate(cluster, name).coordinator_id
+    cluster.kill(f"coordinator-{owner}", signal.SIGKILL)
+    wait_until(
+        "another coordinator for the id",
+        lambda: locate(cluster, name).coordinator_id != owner,
+        30,
+    )
+    described = describe(cluster, name)
+    assert described.state == t.TRANSACTION_STATE_ONGOING, "loaded from __transaction_state"
+    assert (described.producer_id, described.producer_epoch) == (me.producer_id, 0)
+    before = log_ends(cluster)
+    ended = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=False))
+    assert ended.error_code == ErrorCode.NONE, ended  # type: ignore[attr-defined]
+    wait_until(
+        "COMPLETE_ABORT",
+        lambda: describe(cluster, name).state == t.TRANSACTION_STATE_COMPLETE_ABORT,
+        30,
+    )
+    assert log_ends(cluster)[0] == before[0] + 1
