@@ -12,8 +12,9 @@ replicated like any other append.
 Internal topics (`INTERNAL_TOPICS`: `__consumer_offsets`, `__transaction_state`) hold the
 coordinators' state, so a forged record there is forged group or transaction state: their
 partitions are refused (INVALID_REQUEST, nothing written) unless the caller proved it is a member
-of the cluster. The adapter checks the proof
-and passes `internal_write_refusal=None` when it holds; the default refuses.
+of the cluster. The adapter checks the proof and passes `internal_write_refusal=None` when it
+holds; the default refuses. A proven member may write transactional batches there: the group
+coordinator writes offsets committed in a transaction under the producer's id (TxnOffsetCommit).
 """
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ def produce(
                 message = internal_write_message(topic.name, internal_write_refusal)
                 fail(result, ErrorCode.INVALID_REQUEST, message)
                 continue
-            appended = _append(host, topic.name, data, result, now_ms, acks)
+            # A coordinator's transactional batch (TxnOffsetCommit): the member proof stands for
+            # the coordinator's word that the partition is in the producer's transaction.
+            internal = topic.name in INTERNAL_TOPICS
+            appended = _append(
+                host, topic.name, data, result, now_ms, acks, allow_transactional=internal
+            )
             if appended is None:
                 continue
             hosted, end_offset = appended
@@ -95,6 +101,8 @@ def _append(
     result: PartitionResponse,
     now_ms: int,
     acks: int,
+    *,
+    allow_transactional: bool = False,
 ) -> tuple[HostedPartition, int] | None:
     """The partition and the offset the high watermark must reach for the append to count as
     replicated (for a retried idempotent batch the log already holds: its original end)."""
@@ -117,7 +125,12 @@ def _append(
         return None
     try:
         batch = data.records or _encode_typed(data)
-        info = hosted.log.append_as_leader(batch, leader_epoch=hosted.leader_epoch, now_ms=now_ms)
+        info = hosted.log.append_as_leader(
+            batch,
+            leader_epoch=hosted.leader_epoch,
+            now_ms=now_ms,
+            allow_transactional=allow_transactional,
+        )
     except SamsaError as error:
         fail(result, error.code, str(error))
         return None

@@ -41,7 +41,12 @@ import time
 from collections.abc import Callable
 
 from samsa.common.errors import ErrorCode, is_retriable
-from samsa.common.record.codec import build_batch, decode_batches
+from samsa.common.record.codec import (
+    CONTROL_TYPE_COMMIT,
+    build_batch,
+    decode_batches,
+    read_control_marker,
+)
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.coordinator.offsets_log import OffsetsLog
 from samsa.services.coordinator.record_writer import (
@@ -106,6 +111,7 @@ class CoordinatorPartition:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_write_ms = now_ms()
+        self.loaded_end_offset = -1  # once loaded: the offset after the fence, all replayed
 
     # --- what a subclass provides -----------------------------------------------------------
 
@@ -116,6 +122,19 @@ class CoordinatorPartition:
     def writer_epoch_record(self) -> KeyValue:
         """The record that fences the previous owner (written at load and as a keepalive)."""
         raise NotImplementedError
+
+    def replay_transactional(
+        self, producer_id: int, producer_epoch: int, next_sequence: int, written: list[KeyValue]
+    ) -> None:
+        """The records of one transactional batch read from the log (`next_sequence`: the
+        producer's next sequence after it). Only `__consumer_offsets` has them."""
+        log.error(
+            "skipping an unexpected transactional batch",
+            extra={"topic": self.topic, "partition": self.partition, "producer_id": producer_id},
+        )
+
+    def replay_marker(self, producer_id: int, committed: bool) -> None:
+        """A transaction marker read from the log."""
 
     def on_loaded(self) -> None:
         """Everything acknowledged is replayed and the writer is ready: start serving."""
@@ -229,6 +248,7 @@ class CoordinatorPartition:
         await self._send_until_idle(writer)
         fence_offset = fence_token.result()
         await self._read(offset, fence_offset + 1)
+        self.loaded_end_offset = fence_offset + 1
         return writer
 
     async def _read(self, offset: int, until: int | None) -> tuple[int, int]:
@@ -278,7 +298,20 @@ class CoordinatorPartition:
                 and head.producer_epoch == self.assignment.assignment_epoch
             ):
                 next_sequence = (head.base_sequence + head.record_count) % SEQUENCE_MODULUS
-            if not head.is_control:
+            if head.is_control:
+                marker_type, _ = read_control_marker(batch)
+                self.replay_marker(head.producer_id, marker_type == CONTROL_TYPE_COMMIT)
+            elif head.is_transactional:
+                fresh = [
+                    (key or b"", value)
+                    for record_offset, key, value in zip(
+                        batch.offsets(), batch.keys, batch.values, strict=True
+                    )
+                    if record_offset >= offset
+                ]
+                after = (head.base_sequence + head.record_count) % SEQUENCE_MODULUS
+                self.replay_transactional(head.producer_id, head.producer_epoch, after, fresh)
+            else:
                 for record_offset, key, value in zip(
                     batch.offsets(), batch.keys, batch.values, strict=True
                 ):

@@ -32,6 +32,7 @@ from samsa.services.coordinator.group_model import (
 from samsa.services.coordinator.group_writer import GroupResult, RecordCollector
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import group_records_pb2 as g
+from samsa.v1 import transactions_pb2 as x
 
 # The most bytes of UTF-8 an offset's metadata may take (coordinator.proto; Kafka's
 # offset.metadata.max.bytes is 4096 too).
@@ -47,14 +48,14 @@ def commit_offsets(
     topics: Mapping[str, int],
 ) -> CommitResult:
     group = shard.groups.get(request.group_id)
-    group_error = _group_error(group, request)
+    refusal = group_error(group, request)
     writer = RecordCollector(shard)
     response = c.OffsetCommitResponse()
     created = False
     for topic_request in request.topics:
         topic_result = response.topics.add(name=topic_request.name)
         for partition in topic_request.partitions:
-            code, message = group_error or _partition_error(topic_request.name, partition, topics)
+            code, message = refusal or partition_error(topic_request.name, partition, topics)
             topic_result.partitions.add(
                 partition=partition.partition,
                 error_code=int(code),  # type: ignore[arg-type]
@@ -79,8 +80,8 @@ def commit_offsets(
     return writer.result(response)
 
 
-def _group_error(
-    group: ConsumerGroup | None, request: c.OffsetCommitRequest
+def group_error(
+    group: ConsumerGroup | None, request: c.OffsetCommitRequest | x.TxnOffsetCommitRequest
 ) -> tuple[ErrorCode, str] | None:
     """The error every partition of the request gets, or None when the committer may commit."""
     if not 1 <= len(request.group_id) <= limits.group_id_length_max:
@@ -113,8 +114,10 @@ def _group_error(
     return None
 
 
-def _partition_error(
-    topic: str, partition: c.OffsetCommitPartition, topics: Mapping[str, int]
+def partition_error(
+    topic: str,
+    partition: c.OffsetCommitPartition | x.TxnOffsetCommitPartition,
+    topics: Mapping[str, int],
 ) -> tuple[ErrorCode, str]:
     if not 0 <= partition.partition < topics.get(topic, 0):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, (

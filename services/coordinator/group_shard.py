@@ -22,7 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from samsa.services.coordinator import group_admin, group_heartbeat, group_offsets
+from samsa.services.coordinator import (
+    group_admin,
+    group_heartbeat,
+    group_offsets,
+    group_txn_offsets,
+)
 from samsa.services.coordinator import group_records as records
 from samsa.services.coordinator.assignors import ASSIGNORS
 from samsa.services.coordinator.group_model import (
@@ -39,6 +44,7 @@ from samsa.services.coordinator.group_writer import (
     remove_member,
 )
 from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import transactions_pb2 as x
 
 
 class GroupCoordinatorShard:
@@ -48,12 +54,22 @@ class GroupCoordinatorShard:
         self.config = config or GroupConfig()
         assert self.config.default_assignor in ASSIGNORS, self.config.default_assignor
         self.state = GroupShard()
+        self.txn_offsets = group_txn_offsets.PendingTxnOffsets()
 
     # --- loading ----------------------------------------------------------------------------
 
     def replay(self, record: GroupRecord) -> None:
         """Apply one record read from the log (loading)."""
         replay(self.state, record)
+
+    def replay_transactional(self, producer_id: int, written: list[GroupRecord]) -> None:
+        """Records of a producer's transactional batch (read from the log, or just written):
+        pending until its marker."""
+        self.txn_offsets.add(producer_id, written)
+
+    def complete_transaction(self, producer_id: int, committed: bool) -> int:
+        """A producer's COMMIT (apply its pending offsets) or ABORT (drop them) marker."""
+        return self.txn_offsets.complete(self.state, producer_id, committed)
 
     def start_timers(self, now_ms: int) -> None:
         """After a load: every member gets a fresh session, and a fresh revocation deadline when
@@ -78,7 +94,18 @@ class GroupCoordinatorShard:
         return group_offsets.commit_offsets(self.state, request, now_ms, topics)
 
     def fetch_offsets(self, request: c.OffsetFetchRequest) -> c.OffsetFetchResponse:
-        return group_offsets.fetch_offsets(self.state, request)
+        response = group_offsets.fetch_offsets(self.state, request)
+        if request.require_stable and not response.error_code:
+            unstable = self.txn_offsets.unstable(request.group_id)
+            group_txn_offsets.mark_unstable(response, unstable)
+        return response
+
+    def commit_txn_offsets(
+        self, request: x.TxnOffsetCommitRequest, now_ms: int, topics: Mapping[str, int]
+    ) -> GroupResult[x.TxnOffsetCommitResponse]:
+        """TxnOffsetCommit: the records to write as the producer's transactional batch; the
+        runtime passes them to `replay_transactional` once durable."""
+        return group_txn_offsets.commit_txn_offsets(self.state, request, now_ms, topics)
 
     def lag_inputs(self, group_id: str) -> list[tuple[str, int, int, str]] | None:
         return group_offsets.lag_inputs(self.state, group_id)

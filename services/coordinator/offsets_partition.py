@@ -5,18 +5,35 @@ Serving (DESIGN §6): a handler runs on the shard (which applies its records at 
 `write` queues the records in the partition's writer *before any await*, so the log order is the
 order in which the shard applied them; the handler answers once they are durable. The timer task
 expires sessions and offsets (`shard.expire`).
+
+Offsets committed in a transaction (group_txn_offsets.py) are written differently: as a
+transactional batch under the *producer's* id and epoch (`write_transactional`, one producer at a
+time, sequences continuing from what this partition's log holds for that producer), so that the
+transaction coordinator's marker for that producer commits or aborts them. Once durable they are
+pending in the shard; while any are, a watcher reads the partition from the oldest pending batch
+on and resolves each producer's records at its marker (the same rule loading applies).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 
+from samsa.common.errors import ErrorCode, is_retriable
+from samsa.common.record.codec import (
+    CONTROL_TYPE_COMMIT,
+    build_batch,
+    decode_batches,
+    read_control_marker,
+)
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.coordinator import group_records
 from samsa.services.coordinator.coordinator_partition import (
+    RETRY_BACKOFF_MAX_S,
+    RETRY_BACKOFF_S,
     CoordinatorPartition,
     KeyValue,
     PartitionUnavailableError,
@@ -26,10 +43,21 @@ from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.group_records import GroupRecord
 from samsa.services.coordinator.group_shard import GroupCoordinatorShard
 from samsa.services.coordinator.offsets_log import OffsetsLog
+from samsa.services.coordinator.record_writer import SEQUENCE_MODULUS
 
 log = logging.getLogger(__name__)
 
 TIMER_TICK_MAX_S = 1.0  # the longest sleep between expiry checks (offset retention has no deadline)
+MARKER_POLL_S = 0.05  # the watcher's pause when it has read up to the high watermark
+
+
+class TxnWriteRefusedError(Exception):
+    """The broker refused the producer's transactional batch for good: answer `code`."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class OffsetsPartition(CoordinatorPartition):
@@ -50,6 +78,11 @@ class OffsetsPartition(CoordinatorPartition):
             assignment, coordinator_id=coordinator_id, offsets_log=offsets_log, on_ended=on_ended
         )
         self.shard = GroupCoordinatorShard(config)
+        # Per producer id with transactional batches here: (epoch, next sequence).
+        self._txn_sequences: dict[int, tuple[int, int]] = {}
+        self._txn_locks: dict[int, asyncio.Lock] = {}
+        self._watch_from: int | None = None  # the oldest pending transactional batch's offset
+        self._watcher: asyncio.Task[None] | None = None
 
     async def write(self, records: list[GroupRecord]) -> None:
         """Queue `records` (already applied to the shard) and return once they, and everything
@@ -57,10 +90,117 @@ class OffsetsPartition(CoordinatorPartition):
         in between. Raises PartitionUnavailableError when the partition failed or was dropped."""
         await self.write_encoded([group_records.encode(r) for r in records])
 
+    async def write_transactional(
+        self, producer_id: int, producer_epoch: int, written: list[GroupRecord]
+    ) -> None:
+        """Write `written` (checked, not applied) as one transactional batch of the producer's
+        and make them pending once durable. Raises PartitionUnavailableError when the partition
+        was given up, TxnWriteRefusedError when the broker refused the batch."""
+        self.check_serving()
+        writing = self._write_transactional(producer_id, producer_epoch, written)
+        task = asyncio.ensure_future(writing)
+        await asyncio.shield(task)
+
+    async def _write_transactional(
+        self, producer_id: int, producer_epoch: int, written: list[GroupRecord]
+    ) -> None:
+        lock = self._txn_locks.setdefault(producer_id, asyncio.Lock())
+        async with lock:
+            epoch, sequence = self._txn_sequences.get(producer_id, (producer_epoch, 0))
+            if epoch != producer_epoch:
+                sequence = 0  # a new epoch starts its sequences over
+            encoded = [group_records.encode(record) for record in written]
+            batch = build_batch(
+                [value for _, value in encoded],
+                keys=[key for key, _ in encoded],
+                timestamps=now_ms(),
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=sequence,
+                transactional=True,
+            )
+            backoff = RETRY_BACKOFF_S
+            while True:
+                self.check_serving()
+                result = await self.offsets_log.produce(self.topic, self.partition, batch)
+                if not result.error_code:
+                    break
+                code = ErrorCode(result.error_code)
+                if not is_retriable(code):
+                    raise TxnWriteRefusedError(code, result.error_message)
+                await asyncio.sleep(backoff)  # the same batch again: the broker deduplicates
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+            after = (sequence + len(written)) % SEQUENCE_MODULUS
+            self._txn_sequences[producer_id] = (producer_epoch, after)
+            self.shard.replay_transactional(producer_id, written)
+            self._watch(result.base_offset)
+
+    def _watch(self, offset: int) -> None:
+        """Read from `offset` (at the latest) for markers until nothing is pending."""
+        if self._watch_from is None or offset < self._watch_from:
+            self._watch_from = offset
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.ensure_future(self._watch_markers())
+
+    async def _watch_markers(self) -> None:
+        backoff = RETRY_BACKOFF_S
+        while self.shard.txn_offsets and not self.ended:
+            assert self._watch_from is not None
+            offset = self._watch_from
+            result = await self.offsets_log.fetch(self.topic, self.partition, offset)
+            if result.error_code:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                continue
+            backoff = RETRY_BACKOFF_S
+            if not result.records:
+                await asyncio.sleep(MARKER_POLL_S)
+                continue
+            for batch in decode_batches(result.records):
+                head = batch.header
+                if head.last_offset < offset:
+                    continue
+                if head.is_control:
+                    marker_type, _ = read_control_marker(batch)
+                    self.replay_marker(head.producer_id, marker_type == CONTROL_TYPE_COMMIT)
+                if self._watch_from is not None and head.next_offset > self._watch_from:
+                    self._watch_from = head.next_offset
+        self._watch_from = None
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+
     # --- the runtime's hooks ----------------------------------------------------------------
 
     def replay_record(self, key: bytes, value: bytes | None) -> None:
         self.shard.replay(group_records.decode(key, value))
+
+    def replay_transactional(
+        self, producer_id: int, producer_epoch: int, next_sequence: int, written: list[KeyValue]
+    ) -> None:
+        self._txn_sequences[producer_id] = (producer_epoch, next_sequence)
+        readable = []
+        for key, value in written:
+            try:
+                readable.append(group_records.decode(key, value))
+            except ValueError as error:
+                log.error(
+                    "skipping an unreadable transactional record",
+                    extra={"partition": self.partition, "error": str(error)},
+                )
+        self.shard.replay_transactional(producer_id, readable)
+
+    def replay_marker(self, producer_id: int, committed: bool) -> None:
+        applied = self.shard.complete_transaction(producer_id, committed)
+        if applied:
+            log.info(
+                "transactional offsets committed",
+                extra={"partition": self.partition, "producer_id": producer_id, "offsets": applied},
+            )
 
     def writer_epoch_record(self) -> KeyValue:
         epoch = self.assignment.assignment_epoch
@@ -68,6 +208,8 @@ class OffsetsPartition(CoordinatorPartition):
 
     def on_loaded(self) -> None:
         self.shard.start_timers(now_ms())
+        if self.shard.txn_offsets:
+            self._watch(self.loaded_end_offset)
 
     def describe_loaded(self) -> dict[str, object]:
         return {"groups": len(self.shard.state.groups)}

@@ -11,8 +11,11 @@ not be internal: offsets join a transaction through AddOffsetsToTxn. A verify_on
 AddPartitionsToTxn (a broker checking a transactional produce, KIP-890) changes nothing and is
 answered from durable state.
 
-TxnOffsetCommit (offsets committed inside a transaction) is not served yet: it answers
-UNSUPPORTED_VERSION, and send_offsets_to_transaction cannot be used.
+TxnOffsetCommit is the one request for the GROUP's coordinator (`Coordinator.partition_for`):
+the offsets are checked like an OffsetCommit and written as the producer's transactional batch
+(offsets_partition.py, group_txn_offsets.py). It does not yet check with the transaction
+coordinator that the group joined the transaction (AddOffsetsToTxn; Kafka's KIP-890 checks it):
+a client that skips AddOffsetsToTxn leaves offsets pending that no marker resolves.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from samsa.metadata.coordinators import (
     group_partition,
 )
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
+from samsa.services.coordinator.offsets_partition import TxnWriteRefusedError
 from samsa.services.coordinator.transaction_partition import TransactionPartition
 from samsa.v1 import transactions_pb2 as x
 from samsa.v1 import transactions_pb2_grpc
@@ -107,19 +111,29 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             )
 
     async def TxnOffsetCommit(self, request, context):
-        response = x.TxnOffsetCommitResponse()
-        for topic in request.topics:
-            for entry in topic.partitions:
-                response.results.add(
-                    topic=topic.name,
-                    partition=entry.partition,
-                    error_code=ErrorCode.UNSUPPORTED_VERSION,  # type: ignore[arg-type]
-                    error_message=(
-                        "offsets committed inside a transaction are not supported by this "
-                        "version; commit them with OffsetCommit after the transaction commits"
-                    ),
+        count = sum(len(topic.partitions) for topic in request.topics)
+        if count > limits.admin_request_items_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{count} offsets in one request; send at most {limits.admin_request_items_max}",
+            )
+        producer = request.producer
+        try:
+            if producer.producer_id < 0 or producer.producer_epoch < 0:
+                raise TxnWriteRefusedError(
+                    ErrorCode.INVALID_REQUEST,
+                    "producer_id and producer_epoch must be the transactional producer's "
+                    "(from InitTransactions or its last EndTxn)",
                 )
-        return response
+            partition = self.coordinator.partition_for(request.group_id)
+            result = partition.shard.commit_txn_offsets(request, _now_ms(), self.coordinator.topics)
+            if result.records:
+                await partition.write_transactional(
+                    producer.producer_id, producer.producer_epoch, result.records
+                )
+        except (PartitionUnavailableError, TxnWriteRefusedError) as error:
+            return _offsets_failed(request, error.code, error.message)
+        return result.response
 
     async def EndTxn(self, request, context):
         try:
@@ -180,7 +194,7 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         for entry in request.partitions:
             topic = topics.get(entry.topic)
             for number in entry.partitions:
-                if entry.topic in INTERNAL_TOPICS:
+                if entry.topic in INTERNAL_TOPICS and not request.verify_only:
                     message = (
                         f"{entry.topic} is internal: a group's offsets join a transaction "
                         "through AddOffsetsToTxn"
@@ -203,3 +217,18 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         response.error_code = first.error_code
         response.error_message = f"{first.error_message}; nothing was added"
         return response
+
+
+def _offsets_failed(
+    request: x.TxnOffsetCommitRequest, code: ErrorCode, message: str
+) -> x.TxnOffsetCommitResponse:
+    response = x.TxnOffsetCommitResponse()
+    for topic in request.topics:
+        for entry in topic.partitions:
+            response.results.add(
+                topic=topic.name,
+                partition=entry.partition,
+                error_code=code,  # type: ignore[arg-type]
+                error_message=message,
+            )
+    return response

@@ -181,12 +181,14 @@ class OffsetCommitResponse(_message.Message):
     def __init__(self, topics: _Optional[_Iterable[_Union[OffsetCommitTopicResult, _Mapping]]] = ...) -> None: ...
 
 class OffsetFetchRequest(_message.Message):
-    __slots__ = ("group_id", "topics")
+    __slots__ = ("group_id", "topics", "require_stable")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_STABLE_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     topics: _containers.RepeatedCompositeFieldContainer[TopicPartitions]
-    def __init__(self, group_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ...) -> None: ...
+    require_stable: bool
+    def __init__(self, group_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ..., require_stable: _Optional[bool] = ...) -> None: ...
 
 class OffsetFetchPartition(_message.Message):
     __slots__ = ("partition", "committed_offset", "committed_leader_epoch", "metadata", "error_code", "error_message")

@@ -1,0 +1,123 @@
+"""Offsets committed inside a transaction (TxnOffsetCommit; Kafka's KIP-98 and KIP-447).
+
+Theory of operation. A transactional producer that consumed from a group commits the group's
+offsets in its transaction: the group's coordinator checks the request like an OffsetCommit
+(member id and epoch, KIP-447, so a zombie cannot commit) and writes the same offset-commit
+records, but as a *transactional* batch of the producer's id and epoch, and keeps them *pending*
+instead of applying them. The transaction coordinator later writes a COMMIT or ABORT marker of
+that producer into the same partition of `__consumer_offsets` (the group's partition joined the
+transaction through AddOffsetsToTxn); at the marker the pending records are applied (commit),
+exactly as replay would apply them, or dropped (abort). Loading does the same in log order: a
+transactional batch's records become pending, its producer's marker resolves them.
+
+While a partition's offsets are pending, OffsetFetch with require_stable answers it
+UNSTABLE_OFFSET_COMMIT (retriable): a consumer that takes the partition over waits for the
+transaction to end rather than re-reading what it may commit.
+
+Order: the pending offsets win over any plain commit of the same partition applied before the
+marker is seen, as if written at the marker. Mixing transactional and plain commits of one
+partition in one group is not something a correct application does; Kafka orders them by log
+offset instead, which this version does not track.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from samsa.common.errors import ErrorCode
+from samsa.services.coordinator import group_offsets
+from samsa.services.coordinator import group_records as records
+from samsa.services.coordinator.group_model import GroupShard, TopicPartition
+from samsa.services.coordinator.group_records import GroupRecord, key_kind
+from samsa.services.coordinator.group_replay import replay
+from samsa.services.coordinator.group_writer import GroupResult
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import group_records_pb2 as g
+from samsa.v1 import transactions_pb2 as x
+
+
+class PendingTxnOffsets:
+    """The offset-commit records each producer id wrote in its open transaction, in log order."""
+
+    def __init__(self) -> None:
+        self.by_producer: dict[int, list[GroupRecord]] = {}
+
+    def add(self, producer_id: int, written: list[GroupRecord]) -> None:
+        """Records of `producer_id`'s transaction are durable in the log (or were replayed)."""
+        for record in written:
+            key, _ = record
+            assert key_kind(key) == "offset_commit", key_kind(key)
+        self.by_producer.setdefault(producer_id, []).extend(written)
+
+    def complete(self, state: GroupShard, producer_id: int, committed: bool) -> int:
+        """The producer's marker: apply (commit) or drop (abort) its pending records. Returns
+        how many were applied."""
+        pending = self.by_producer.pop(producer_id, [])
+        if not committed:
+            return 0
+        for record in pending:
+            replay(state, record)
+        return len(pending)
+
+    def unstable(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with offsets pending in an open transaction."""
+        found = set()
+        for pending in self.by_producer.values():
+            for key, _ in pending:
+                commit = key.offset_commit
+                if commit.group_id == group_id:
+                    found.add((commit.topic, commit.partition))
+        return found
+
+    def __bool__(self) -> bool:
+        return bool(self.by_producer)
+
+
+def commit_txn_offsets(
+    shard: GroupShard,
+    request: x.TxnOffsetCommitRequest,
+    now_ms: int,
+    topics: Mapping[str, int],
+) -> GroupResult[x.TxnOffsetCommitResponse]:
+    """The records to write as the producer's transactional batch (NOT applied: they become
+    pending once durable) and the answer. Checked like OffsetCommit."""
+    group = shard.groups.get(request.group_id)
+    group_error = group_offsets.group_error(group, request)
+    written: list[GroupRecord] = []
+    response = x.TxnOffsetCommitResponse()
+    for topic_request in request.topics:
+        for partition in topic_request.partitions:
+            code, message = group_error or group_offsets.partition_error(
+                topic_request.name, partition, topics
+            )
+            response.results.add(
+                topic=topic_request.name,
+                partition=partition.partition,
+                error_code=int(code),  # type: ignore[arg-type]
+                error_message=message,
+            )
+            if code != ErrorCode.NONE:
+                continue
+            value = g.OffsetCommitValue(
+                committed_offset=partition.committed_offset,
+                committed_leader_epoch=partition.committed_leader_epoch,
+                metadata=partition.metadata,
+                commit_timestamp_ms=now_ms,
+            )
+            written.append(
+                records.offset_commit(
+                    request.group_id, topic_request.name, partition.partition, value
+                )
+            )
+    return GroupResult(written, response)
+
+
+def mark_unstable(response: c.OffsetFetchResponse, unstable: set[TopicPartition]) -> None:
+    """require_stable: each answered partition with pending offsets gets UNSTABLE_OFFSET_COMMIT."""
+    for topic in response.topics:
+        for partition in topic.partitions:
+            if (topic.name, partition.partition) in unstable:
+                partition.error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT  # type: ignore[assignment]
+                partition.error_message = (
+                    "an open transaction holds offsets for this partition: retry once it ends"
+                )

@@ -1,0 +1,88 @@
+"""Goal: offsets committed in a transaction are checked like OffsetCommit (member epoch, KIP-447),
+are not applied when written, stay pending per producer until its marker, are applied at a
+COMMIT and dropped at an ABORT exactly as replay would apply them, and make OffsetFetch with
+require_stable answer UNSTABLE_OFFSET_COMMIT for their partitions (only theirs, only then).
+
+Method: the pure GroupCoordinatorShard with hand-built requests; the state after each step is
+compared with a shard that replayed only the records a committed transaction made visible.
+"""
+
+from __future__ import annotations
+
+from samsa.common.errors import ErrorCode
+from samsa.services.coordinator.group_shard import GroupCoordinatorShard
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import transactions_pb2 as x
+
+TOPICS = {"t": 2}
+NOW = 1_000
+
+
+def txn_commit(
+    group: str, offsets: dict[tuple[str, int], int], member: str = "", epoch: int = -1
+) -> x.TxnOffsetCommitRequest:
+    request = x.TxnOffsetCommitRequest(
+        producer=x.TransactionalProducer(transactional_id="tx", producer_id=7, producer_epoch=0),
+        group_id=group,
+        member_id=member,
+        member_epoch=epoch,
+    )
+    for (topic, partition), offset in offsets.items():
+        request.topics.add(name=topic).partitions.add(partition=partition, committed_offset=offset)
+    return request
+
+
+def fetch(shard: GroupCoordinatorShard, group: str, *, stable: bool) -> dict[int, tuple[int, int]]:
+    request = c.OffsetFetchRequest(
+        group_id=group, topics=[c.TopicPartitions(topic="t", partitions=[0, 1])]
+    )
+    request.require_stable = stable
+    response = shard.fetch_offsets(request)
+    return {p.partition: (p.committed_offset, p.error_code) for p in response.topics[0].partitions}
+
+
+def test_pending_offsets_apply_at_commit_and_vanish_at_abort() -> None:
+    shard = GroupCoordinatorShard()
+    result = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 10}), NOW, TOPICS)
+    assert [r.error_code for r in result.response.results] == [ErrorCode.NONE]
+    assert len(result.records) == 1
+    assert fetch(shard, "g", stable=False) == {0: (-1, 0), 1: (-1, 0)}, "not applied yet"
+    shard.replay_transactional(7, result.records)
+    assert fetch(shard, "g", stable=False)[0] == (-1, 0), "pending is not committed"
+    assert fetch(shard, "g", stable=True) == {
+        0: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT),
+        1: (-1, ErrorCode.NONE),
+    }
+    assert shard.complete_transaction(8, committed=True) == 0, "another producer's marker"
+    assert shard.complete_transaction(7, committed=True) == 1
+    assert fetch(shard, "g", stable=True) == {0: (10, 0), 1: (-1, 0)}
+
+    again = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 20, ("t", 1): 5}), NOW, TOPICS)
+    shard.replay_transactional(7, again.records)
+    assert shard.complete_transaction(7, committed=False) == 0
+    assert fetch(shard, "g", stable=True) == {0: (10, 0), 1: (-1, 0)}, "the abort left nothing"
+
+
+def test_committed_offsets_equal_a_replay_of_the_visible_records() -> None:
+    shard = GroupCoordinatorShard()
+    first = shard.commit_txn_offsets(txn_commit("g", {("t", 1): 3}), NOW, TOPICS)
+    shard.replay_transactional(7, first.records)
+    shard.complete_transaction(7, committed=True)
+    replayed = GroupCoordinatorShard()
+    for record in first.records:
+        replayed.replay(record)
+    assert shard.state == replayed.state
+
+
+def test_txn_offsets_are_checked_like_offset_commit() -> None:
+    shard = GroupCoordinatorShard()
+    unknown = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 1}, "zed", 3), NOW, TOPICS)
+    assert [r.error_code for r in unknown.response.results] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert unknown.records == []
+    missing = shard.commit_txn_offsets(txn_commit("g", {("t", 9): 1}), NOW, TOPICS)
+    assert [r.error_code for r in missing.response.results] == [
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    ]
+    negative = shard.commit_txn_offsets(txn_commit("g", {("t", 0): -4}), NOW, TOPICS)
+    assert [r.error_code for r in negative.response.results] == [ErrorCode.INVALID_REQUEST]
+    assert not shard.txn_offsets
