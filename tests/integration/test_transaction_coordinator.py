@@ -15,6 +15,8 @@ observed as the partitions' log end offsets (a marker is one offset).
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import grpc
@@ -22,6 +24,8 @@ import pytest
 from cluster_helpers import FAST_SETTINGS, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+from samsa.client import Admin
+from samsa.client.transaction_admin import TransactionError
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
@@ -237,6 +241,52 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(
     assert log_ends(cluster)[1] == before[1] + 1, "one ABORT marker"
     late = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=True))
     assert late.error_code == ErrorCode.PRODUCER_FENCED, late  # type: ignore[attr-defined]
+
+
+def test_admin_and_cli_list_and_describe_transactions(cluster: LocalCluster) -> None:
+    name = "listed-app"
+    identity = call(
+        cluster,
+        name,
+        "InitTransactions",
+        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
+    )
+    me = producer(name, identity)  # type: ignore[arg-type]
+    assert call(cluster, name, "AddPartitionsToTxn", add(me, 1)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
+        ongoing = admin.list_transactions(states=["Ongoing"])
+        assert [(t.transactional_id, t.state) for t in ongoing] == [(name, "Ongoing")]
+        assert name in [t.transactional_id for t in admin.list_transactions()]
+        assert admin.list_transactions(producer_ids=[me.producer_id])[0].transactional_id == name
+        described = admin.describe_transactions([name])[name]
+        assert (described.state, described.producer_id, described.partitions) == (
+            "Ongoing",
+            me.producer_id,
+            ((TOPIC, 1),),
+        )
+        with pytest.raises(TransactionError) as unknown:
+            admin.describe_transactions(["never-seen"])
+        assert unknown.value.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    bootstrap = cluster.spec.bootstrap_servers
+    cli = [sys.executable, "-m", "samsa.cli.main", "transactions"]
+    listed = subprocess.run(
+        [*cli, "list", "--state", "ongoing", "--bootstrap-server", bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert name in listed.stdout and "Ongoing" in listed.stdout
+    shown = subprocess.run(
+        [*cli, "describe", name, "--bootstrap-server", bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"partitions {TOPIC}:1" in shown.stdout
+    ended = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=False))
+    assert ended.error_code == ErrorCode.NONE  # type: ignore[attr-defined]
 
 
 def test_an_open_transaction_survives_its_coordinator_killed(cluster: LocalCluster) -> None:

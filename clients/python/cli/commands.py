@@ -18,6 +18,7 @@ from pathlib import Path
 
 import grpc
 
+from samsa.cli.transaction_commands import add_transaction_commands, run_transactions
 from samsa.client import Admin, Consumer, NewTopic, NoBrokersAvailable, Producer, TopicError
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag, TopicDescription
 from samsa.client.channels import Channels
@@ -116,6 +117,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_connection(consume)
 
     add_group_commands(commands)
+    add_transaction_commands(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster", help="controllers, brokers, coordinators and partitions"
@@ -184,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
             return _consume(args)
         if args.command == "groups":
             return _groups(args)
+        if args.command == "transactions":
+            return run_transactions(args, servers)
         if args.command == "cluster":
             return _cluster(args)
     except NoBrokersAvailable as error:

@@ -6,6 +6,7 @@
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
     samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
     samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
+    samsa transactions list|describe ...                       transactional ids (hanging?)
     samsa cluster                       controllers, brokers, coordinators, partitions
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_commands(commands)
     args = parser.parse_args(argv)
-    if args.command in ("topics", "produce", "consume", "groups", "cluster"):
+    if args.command in ("topics", "produce", "consume", "groups", "transactions", "cluster"):
         return run_command(args)
     if args.command == "up":
         if not 1 <= args.brokers <= 32:

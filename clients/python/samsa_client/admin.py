@@ -1,5 +1,5 @@
-"""Admin: topics, partitions, configs and the cluster, through the controllers; consumer groups,
-through the coordinators.
+"""Admin: topics, partitions, configs and the cluster, through the controllers; consumer groups
+and transactions, through the coordinators.
 
 Writes go to the active controller: a controller that is not active answers NOT_CONTROLLER with
 the active one's address, and the call follows it (or tries the next controller while an election
@@ -11,7 +11,8 @@ owns each group (FindCoordinator, remembered per group), sends the request there
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or an unreachable
 coordinator finds the coordinator again and retries, until request.timeout.ms. Listing groups asks
 every live coordinator (DescribeCluster names them) and merges. What is decided from the answers
-is pure and lives in group_admin.py.
+is pure and lives in group_admin.py. Transactional ids are found and asked the same way
+(transaction_admin.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import grpc
 
 from samsa.client import group_admin as ga
+from samsa.client import transaction_admin as ta
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.errors import KafkaError, NoBrokersAvailable, TopicError
@@ -35,10 +37,17 @@ from samsa.client.group_admin import (
     PartitionLag,
     TopicPartition,
 )
+from samsa.client.transaction_admin import (
+    TransactionDescription,
+    TransactionError,
+    TransactionListing,
+)
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import coordinator_pb2 as g
 from samsa.v1 import coordinator_pb2_grpc as g_grpc
+from samsa.v1 import transactions_pb2 as txn
+from samsa.v1 import transactions_pb2_grpc as txn_grpc
 
 __all__ = [
     "Admin",
@@ -55,6 +64,9 @@ __all__ = [
     "PartitionInfo",
     "PartitionLag",
     "TopicDescription",
+    "TransactionDescription",
+    "TransactionError",
+    "TransactionListing",
 ]
 
 WRITE_TIMEOUT_S = 30.0
@@ -447,6 +459,99 @@ class Admin:
         or owns, sorted by topic and partition."""
         request = g.DescribeGroupLagRequest(group_id=group_id)
         return ga.lag_of(self._ask_coordinator(group_id, "DescribeGroupLag", request))
+
+    # --- transactions --------------------------------------------------------------------------
+
+    def list_transactions(
+        self,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        duration_ms: int = 0,
+    ) -> list[TransactionListing]:
+        """Every transactional id of every live coordinator (in `states`, of `producer_ids`,
+        open for at least `duration_ms` when given), sorted. Kafka's listTransactions."""
+        request = txn.ListTransactionsRequest(
+            state_filters=[ta.state_of(name) for name in states],  # type: ignore[misc]
+            producer_id_filters=list(producer_ids),
+            duration_filter_ms=duration_ms,
+        )
+        deadline = self._group_deadline()
+        while True:
+            coordinators = self.describe_cluster().coordinators
+            live = [c for c in coordinators if not c.fenced]
+            problems = [] if live else ["no coordinator is live"]
+            answers = []
+            for coordinator in live:
+                stub = txn_grpc.TransactionCoordinatorServiceStub(
+                    self._channels.get(coordinator.endpoint)
+                )
+                try:
+                    answer = stub.ListTransactions(request, timeout=_call_timeout_s(deadline))
+                except grpc.RpcError as error:
+                    problems.append(f"coordinator {coordinator.coordinator_id}: {_status(error)}")
+                    continue
+                if answer.partitions_loading:
+                    problems.append(
+                        f"coordinator {coordinator.coordinator_id}: partitions "
+                        f"{list(answer.partitions_loading)} of __transaction_state are loading"
+                    )
+                    continue
+                answers.append(answer)
+            if not problems:
+                return ta.listings_of(answers)
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    "could not list every coordinator's transactions within request.timeout.ms "
+                    f"({self._request_timeout_ms}): {'; '.join(problems)}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            time.sleep(GROUP_RETRY_BACKOFF_S)
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> dict[str, TransactionDescription]:
+        """State, producer id and epoch, timeout, start and partitions of each transactional id;
+        TransactionError for the first that failed (TRANSACTIONAL_ID_NOT_FOUND for one the
+        coordinator does not know). Kafka's describeTransactions."""
+        return {name: self._describe_transaction(name) for name in dict.fromkeys(transactional_ids)}
+
+    def _describe_transaction(self, transactional_id: str) -> TransactionDescription:
+        deadline = self._group_deadline()
+        problem = "no coordinator was found"
+        while True:
+            find = g.FindCoordinatorRequest(
+                key_type=g.COORDINATOR_KEY_TYPE_TRANSACTION, keys=[transactional_id]
+            )
+            answer, lookup_problem = self._lookup(find, deadline)
+            location = answer.coordinators[0] if answer is not None else None
+            if location is not None and location.error_code == ErrorCode.NONE:
+                stub = txn_grpc.TransactionCoordinatorServiceStub(
+                    self._channels.get(location.endpoint)
+                )
+                request = txn.DescribeTransactionsRequest(transactional_ids=[transactional_id])
+                try:
+                    described = stub.DescribeTransactions(
+                        request, timeout=_call_timeout_s(deadline)
+                    ).transactions[0]
+                except grpc.RpcError as error:
+                    problem = f"the coordinator at {location.endpoint}: {_status(error)}"
+                else:
+                    if not ga.coordinator_retriable(described.error_code):
+                        return ta.description_of(described)
+                    problem = described.error_message
+            elif location is not None:
+                if not ga.coordinator_retriable(location.error_code):
+                    raise TransactionError.of(location.error_code, location.error_message)
+                problem = location.error_message
+            elif lookup_problem is not None:
+                problem = lookup_problem[1]
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    f"no coordinator answered for transactional id {transactional_id!r} within "
+                    f"request.timeout.ms ({self._request_timeout_ms}): {problem}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            time.sleep(GROUP_RETRY_BACKOFF_S)
 
     def _group_deadline(self) -> float:
         return time.monotonic() + self._request_timeout_ms / 1000

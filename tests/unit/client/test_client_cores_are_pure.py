@@ -26,6 +26,7 @@ CORE_MODULES = (
     "fetch_state.py",
     "rebalance.py",
     "group_admin.py",
+    "transaction_admin.py",
 )
 FORBIDDEN = {
     "asyncio",

@@ -1,0 +1,73 @@
+"""`samsa transactions list|describe`: hanging-transaction tools, as Kafka's
+kafka-transactions.sh (KIP-664) — thin over Admin.list_transactions / describe_transactions."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from samsa.client import Admin
+from samsa.client.transaction_admin import STATE_NAMES, TransactionDescription
+
+
+def add_transaction_commands(commands: argparse._SubParsersAction, add_connection: object) -> None:
+    transactions = commands.add_parser(
+        "transactions", help="list and describe transactional ids (find hanging transactions)"
+    )
+    actions = transactions.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="every transactional id: producer id and state")
+    listing.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        help=f"only ids in this state (repeatable): {', '.join(STATE_NAMES.values())}",
+    )
+    listing.add_argument("--producer-id", type=int, action="append", default=[])
+    listing.add_argument(
+        "--duration-ms",
+        type=int,
+        default=0,
+        help="only transactions open at least this long (a hanging one stays open)",
+    )
+    describe = actions.add_parser(
+        "describe", help="state, producer id and epoch, timeout, start and partitions"
+    )
+    describe.add_argument("transactional_ids", nargs="+", metavar="TRANSACTIONAL_ID")
+    for parser in (listing, describe):
+        add_connection(parser)  # type: ignore[operator]
+
+
+def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
+    from samsa.cli.commands import table
+
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        if args.action == "list":
+            try:
+                listings = admin.list_transactions(args.state, args.producer_id, args.duration_ms)
+            except ValueError as error:
+                raise SystemExit(f"samsa transactions list: {error}") from None
+            rows = [(x.transactional_id, x.producer_id, x.state) for x in listings]
+            print(
+                table(("transactional id", "producer id", "state"), rows)
+                if rows
+                else "no transactional ids"
+            )
+        else:
+            described = admin.describe_transactions(args.transactional_ids)
+            print("\n".join(describe_lines(d, time.time()) for d in described.values()))
+    return 0
+
+
+def describe_lines(described: TransactionDescription, now_s: float) -> str:
+    open_for = (
+        f"{now_s - described.transaction_start_ms / 1000:.1f}s"
+        if described.transaction_start_ms >= 0
+        else "-"
+    )
+    partitions = " ".join(f"{topic}:{number}" for topic, number in described.partitions) or "-"
+    return (
+        f"transactional id {described.transactional_id}  state {described.state}  "
+        f"producer {described.producer_id} epoch {described.producer_epoch}  "
+        f"timeout {described.transaction_timeout_ms} ms  open for {open_for}  "
+        f"partitions {partitions}"
+    )
