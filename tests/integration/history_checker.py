@@ -1,7 +1,8 @@
 """A history checker for produce-under-faults tests: what was sent and acknowledged, against what
 the partitions hold at the end.
 
-Not a test module: the idempotence tests import it (and the transaction tests will extend it).
+Not a test module: the idempotence tests import it (txn_history_checker.py checks transactional
+pipelines).
 
 A history is the sends of several producers. Every value is unique and names its producer and
 its place in that producer's send order. At the end the partitions are read in full, and

@@ -10,6 +10,7 @@ Method: small hand-made histories and stored partitions, no cluster.
 from __future__ import annotations
 
 from history_checker import History, check, value_of
+from txn_history_checker import PipelineReport, check_pipelines, copied
 
 
 def history_of(acks: dict[bytes, tuple[int, int]]) -> History:
@@ -54,3 +55,44 @@ def test_a_reorder_within_a_producer_is_reported_but_not_across_producers() -> N
     report = check(history_of({}), {0: [(0, B), (1, A), (2, C)]})
     assert report.reordered == [(B, A)]
     assert check(history_of({}), {0: [(0, C), (1, A)], 1: [(0, B)]}).ok
+
+
+# --- transactional pipelines (txn_history_checker) ----------------------------------------------
+
+X, Y, Z = b"in-0-0", b"in-0-1", b"in-1-0"
+
+
+def pipeline_report(committed: list[tuple[int, int, bytes]], **changes: object) -> PipelineReport:
+    arguments: dict[str, object] = {
+        "inputs": {0: [X, Y], 1: [Z]},
+        "committed_output": committed,
+        "all_output": committed,
+        "observed": committed,
+        "offsets": {0: 2, 1: 1},
+    }
+    arguments.update(changes)
+    return check_pipelines(**arguments)  # type: ignore[arg-type]
+
+
+def test_a_clean_pipeline_history_passes() -> None:
+    committed = [(0, 0, copied(X)), (0, 2, copied(Z)), (1, 0, copied(Y))]
+    aborted = (1, 1, copied(Y))  # written by an aborted attempt, never read
+    report = pipeline_report(committed, all_output=[*committed, aborted])
+    assert report.ok, report.summary()
+    assert report.aborted_outputs == 1 and report.committed_outputs == 3
+
+
+def test_each_pipeline_violation_is_reported() -> None:
+    committed = [(0, 0, copied(X)), (0, 2, copied(Z)), (1, 0, copied(Y))]
+    missing = pipeline_report(committed[:2])
+    assert missing.missing == [Y] and missing.offset_mismatch == [(0, 2, 1)]
+    twice = pipeline_report([*committed, (1, 5, copied(Y))])
+    assert twice.duplicated == [Y]
+    leaked = pipeline_report(committed, observed=[*committed, (1, 1, copied(Y))])
+    assert leaked.aborted_seen == [(1, 1, copied(Y))]
+    ahead = pipeline_report(committed, offsets={0: 1, 1: 1})
+    assert ahead.offset_mismatch == [(0, 1, 2)], "copies beyond the committed offset"
+    stray = pipeline_report([*committed, (1, 9, b"junk")])
+    assert stray.strays == [b"junk"]
+    for report in (missing, twice, leaked, ahead, stray):
+        assert not report.ok
