@@ -33,6 +33,7 @@ from samsa.services.broker.scrubber import (
     run_scrubber,
 )
 from samsa.services.broker.servicer import BrokerServicer
+from samsa.services.broker.txn_verification import TransactionVerifier
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
@@ -88,6 +89,8 @@ class Broker:
         self.producer_ids = ProducerIdManager(
             broker_id, self.channel, lambda: self.follower.broker_epoch
         )
+        # KIP-890: transactional produce is checked with the coordinator of its id.
+        self.txn_verifier = TransactionVerifier(lambda: self.follower.image)
 
     async def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
         actions = partition_changes(old, new, self.broker_id)
@@ -116,7 +119,12 @@ class Broker:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         server = GrpcServer(self.listen, [service, LOOKUP_SERVICE_NAME], tracing=self.tracing)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
-            BrokerServicer(self.host, member_key=self.member_key, producer_ids=self.producer_ids),
+            BrokerServicer(
+                self.host,
+                member_key=self.member_key,
+                producer_ids=self.producer_ids,
+                txn_verifier=self.txn_verifier,
+            ),
             server.server,
         )
         # FindCoordinator from this broker's image: a client asks whichever broker it knows.
@@ -162,6 +170,7 @@ class Broker:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.fetchers.close()
         await self.producer_ids.close()
+        await self.txn_verifier.close()
         self.host.close_all()
         await self.channel.close()
         log.info("broker stopped")

@@ -7,7 +7,8 @@ partition, into one batch. A refused partition stores nothing and says why in it
 the other partitions of the request are unaffected. Batches of an idempotent producer are checked
 against the partition's producer state by the log before a byte is written; a retried batch the
 log already holds answers its original offsets and, with acks=all, waits for them to be
-replicated like any other append.
+replicated like any other append. Transactional batches go only to partitions the transaction
+coordinator confirmed (txn_verification.py, KIP-890).
 
 Internal topics (`INTERNAL_TOPICS`: `__consumer_offsets`, `__transaction_state`) hold the
 coordinators' state, so a forged record there is forged group or transaction state: their
@@ -39,6 +40,8 @@ _COMPRESSION = {
 }
 
 PartitionResponse = broker_pb2.ProduceResponse.PartitionResponse
+TopicPartition = tuple[str, int]
+Refusal = tuple[ErrorCode, str]
 
 # Why an internal topic's partition is refused when nobody said otherwise.
 INTERNAL_WRITE_UNPROVEN = "the request does not prove it comes from a member of the cluster"
@@ -58,12 +61,16 @@ def produce(
     now_ms: int,
     *,
     internal_write_refusal: str | None = INTERNAL_WRITE_UNPROVEN,
+    transactional: tuple[set[TopicPartition], dict[TopicPartition, Refusal]] = (set(), {}),
 ) -> tuple[broker_pb2.ProduceResponse, list[ReplicationWait]]:
     """Append every partition's data. The response is final except for the acks=all appends
     returned as waits: those are answered once replicated (see `await_replication`).
 
     `internal_write_refusal` is why partitions of internal topics are refused, or None when the
-    caller proved it is a member of the cluster and may write them."""
+    caller proved it is a member of the cluster and may write them. `transactional` is what
+    txn_verification.py decided: the partitions that may take transactional batches, and the
+    ones refused with their error (the others' transactional batches are refused by the log)."""
+    verified, refused = transactional
     response = broker_pb2.ProduceResponse()
     acks = request.acks if request.HasField("acks") else -1
     waits: list[ReplicationWait] = []
@@ -78,11 +85,15 @@ def produce(
                 message = internal_write_message(topic.name, internal_write_refusal)
                 fail(result, ErrorCode.INVALID_REQUEST, message)
                 continue
+            key = (topic.name, data.partition)
+            if key in refused:
+                fail(result, *refused[key])
+                continue
             # A coordinator's transactional batch (TxnOffsetCommit): the member proof stands for
             # the coordinator's word that the partition is in the producer's transaction.
-            internal = topic.name in INTERNAL_TOPICS
+            allow = key in verified or topic.name in INTERNAL_TOPICS
             appended = _append(
-                host, topic.name, data, result, now_ms, acks, allow_transactional=internal
+                host, topic.name, data, result, now_ms, acks, allow_transactional=allow
             )
             if appended is None:
                 continue

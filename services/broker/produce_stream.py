@@ -7,7 +7,9 @@ acks=all already replicated) is answered at once, with no task created for it, w
 producer waiting on each record feels. Only acks=all appends that must wait for the followers get
 a task, so one slow partition does not hold up the stream (answers may then leave out of order;
 the correlation id says which request each is for). Appends happen in arrival order either way,
-which is what keeps one partition's batches in the order the producer sent them.
+which is what keeps one partition's batches in the order the producer sent them. A request with
+a transactional_id is first checked with its transaction coordinator (txn_verification.py), in
+the reader too, so that order holds for it as well.
 
 grpc allows one operation at a time per call and only the handler's task may send the status.
 So the reader and the wait tasks never write or abort: they queue answers, or record a failure
@@ -29,12 +31,17 @@ from collections.abc import AsyncIterator
 import grpc
 
 from samsa.common import limits
+from samsa.common.errors import ErrorCode
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import ReplicationWait, produce
 from samsa.services.broker.produce_wait import await_replication
 from samsa.services.broker.request_checks import produce_refusal
+from samsa.services.broker.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
 from samsa.v1 import broker_pb2
+
+# What txn_verification decided for a request: partitions verified, partitions refused and why.
+Transactional = tuple[set[tuple[str, int]], dict[tuple[str, int], tuple[ErrorCode, str]]]
 
 PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 DROPPED_ANSWER = (grpc.StatusCode.UNAVAILABLE, "fault injected: answer dropped")
@@ -54,15 +61,23 @@ async def produce_once(
     context: grpc.aio.ServicerContext,
     *,
     internal_write_refusal: str | None,
+    verifier: TransactionVerifier | None = None,
 ) -> broker_pb2.ProduceResponse:
     """The unary Produce: refuse, append, wait for replication if acks=all asks for it.
     `internal_write_refusal`: why internal topics are refused, None if the caller may write them
-    (see `produce`)."""
+    (see `produce`). A request with a transactional_id is first checked by `verifier`."""
     refusal = produce_refusal(request)
     if refusal is not None:
         await context.abort(*refusal)
+    transactional: Transactional = (set(), {})
+    if request.transactional_id and verifier is not None:
+        transactional = await verifier.verify(host, request)
     response, waits = produce(
-        host, request, int(time.time() * 1000), internal_write_refusal=internal_write_refusal
+        host,
+        request,
+        int(time.time() * 1000),
+        internal_write_refusal=internal_write_refusal,
+        transactional=transactional,
     )
     if waits:
         await await_replication(waits, wait_timeout_s(request))
@@ -85,6 +100,7 @@ async def serve_produce_stream(
     host: PartitionHost,
     request_iterator: AsyncIterator[broker_pb2.ProduceStreamRequest],
     context: grpc.aio.ServicerContext,
+    verifier: TransactionVerifier | None = None,
 ) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
     """The handler's generator: yields answers as they complete; see the module docstring."""
     answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue(
@@ -126,11 +142,16 @@ async def serve_produce_stream(
                 if refusal is not None:
                     fail(_StreamFailure(*refusal, None))
                     return
+                transactional: Transactional = (set(), {})
+                if item.request.transactional_id and verifier is not None:
+                    # Awaited in the reader: later requests wait, so appends keep their order.
+                    transactional = await verifier.verify(host, item.request)
                 response, waits = produce(
                     host,
                     item.request,
                     int(time.time() * 1000),
                     internal_write_refusal=STREAM_INTERNAL_WRITE_REFUSAL,
+                    transactional=transactional,
                 )
                 if not waits:
                     await answer(item.correlation_id, response)

@@ -41,8 +41,8 @@ BLOCK_WAIT_S_MAX = 5.0
 DEADLINE_MARGIN_S = 0.25
 
 TRANSACTIONAL_REFUSAL = (
-    "transactional ids are answered by the transaction coordinator, which this version does not "
-    "have yet; leave transactional_id empty for an idempotent producer"
+    "transactional ids are answered by the transaction coordinator (InitTransactions of "
+    "TransactionCoordinatorService); leave transactional_id empty for an idempotent producer"
 )
 
 

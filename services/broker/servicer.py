@@ -30,6 +30,7 @@ from samsa.services.broker.replica_stream import serve_replica_fetch_stream
 from samsa.services.broker.request_checks import fetch_refusal, too_many_partitions
 from samsa.services.broker.txn_markers import markers_refusal, write_txn_markers
 from samsa.services.broker.txn_markers import timeout_s as txn_markers_timeout_s
+from samsa.services.broker.txn_verification import TransactionVerifier
 from samsa.services.runtime import member_auth, membership
 from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -51,16 +52,28 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     DescribeProducers for the partitions this broker leads, and InitProducerId."""
 
     def __init__(
-        self, host: PartitionHost, *, member_key: bytes, producer_ids: ProducerIdManager
+        self,
+        host: PartitionHost,
+        *,
+        member_key: bytes,
+        producer_ids: ProducerIdManager,
+        txn_verifier: TransactionVerifier | None = None,
     ) -> None:
         self.host = host
+        self.txn_verifier = txn_verifier
         self.producer_ids = producer_ids
         self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
         self.fetch_sessions = FetchSessionCache(new_id=lambda: secrets.randbelow(EPOCH_MAX) + 1)
 
     async def Produce(self, request, context):
         refusal = self._internal_write_refusal(request, context)
-        return await produce_once(self.host, request, context, internal_write_refusal=refusal)
+        return await produce_once(
+            self.host,
+            request,
+            context,
+            internal_write_refusal=refusal,
+            verifier=self.txn_verifier,
+        )
 
     def _internal_write_refusal(
         self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext
@@ -82,7 +95,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         return f"its membership proof is refused ({error})"
 
     async def ProduceStream(self, request_iterator, context):
-        async for answer in serve_produce_stream(self.host, request_iterator, context):
+        async for answer in serve_produce_stream(
+            self.host, request_iterator, context, self.txn_verifier
+        ):
             yield answer
 
     async def Fetch(self, request, context):

@@ -27,8 +27,9 @@ from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.client import Admin
 from samsa.client.transaction_admin import TransactionError
 from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch
 from samsa.metadata.coordinators import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
-from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
+from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc, records_pb2
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
 from samsa.v1 import transaction_records_pb2 as t
@@ -456,3 +457,127 @@ def test_pending_offsets_survive_the_group_coordinator_killed(cluster: LocalClus
         lambda: committed_offset(cluster, "moving-group") == (7, ErrorCode.NONE),
         30,
     )
+
+
+def leader_stub(cluster: LocalCluster, partition: int) -> broker_pb2_grpc.BrokerServiceStub:
+    """The stub of the broker leading TOPIC-`partition` (the one that answers ListOffsets)."""
+    request = broker_pb2.ListOffsetsRequest(
+        topics=[
+            broker_pb2.ListOffsetsRequest.TopicData(
+                name=TOPIC,
+                partitions=[
+                    broker_pb2.ListOffsetsRequest.PartitionData(
+                        partition=partition, offset_spec=broker_pb2.OFFSET_SPEC_LATEST
+                    )
+                ],
+            )
+        ]
+    )
+    for broker in cluster.spec.brokers:
+        stub = broker_pb2_grpc.BrokerServiceStub(grpc.insecure_channel(broker.endpoint))
+        if stub.ListOffsets(request, timeout=5).topics[0].partitions[0].error_code == 0:
+            return stub
+    raise AssertionError(f"no leader for {TOPIC}-{partition}")
+
+
+def produce_txn(
+    cluster: LocalCluster,
+    me: x.TransactionalProducer,
+    partition: int,
+    values: list[bytes],
+    seq: int,
+) -> broker_pb2.ProduceResponse.PartitionResponse:
+    batch = build_batch(
+        values,
+        producer_id=me.producer_id,
+        producer_epoch=me.producer_epoch,
+        base_sequence=seq,
+        transactional=True,
+    )
+    request = broker_pb2.ProduceRequest(
+        acks=-1,
+        transactional_id=me.transactional_id,
+        topics=[
+            broker_pb2.ProduceRequest.TopicData(
+                name=TOPIC,
+                partitions=[
+                    broker_pb2.ProduceRequest.PartitionData(partition=partition, records=batch)
+                ],
+            )
+        ],
+    )
+    return leader_stub(cluster, partition).Produce(request, timeout=15).topics[0].partitions[0]
+
+
+def read(cluster: LocalCluster, partition: int, start: int, committed: bool) -> list[bytes]:
+    isolation = (
+        records_pb2.ISOLATION_LEVEL_READ_COMMITTED
+        if committed
+        else records_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED
+    )
+    request = broker_pb2.FetchRequest(
+        max_wait_ms=0,
+        isolation_level=isolation,
+        decode_records=True,
+        topics=[
+            broker_pb2.FetchRequest.TopicData(
+                name=TOPIC,
+                partitions=[
+                    broker_pb2.FetchRequest.PartitionData(partition=partition, fetch_offset=start)
+                ],
+            )
+        ],
+    )
+    answer = leader_stub(cluster, partition).Fetch(request, timeout=10).topics[0].partitions[0]
+    assert answer.error_code == 0, answer.error_message
+    return [record.value for record in answer.decoded_records]
+
+
+def test_transactional_produce_is_verified_and_read_committed_sees_only_commits(
+    cluster: LocalCluster,
+) -> None:
+    name = "verified-writer"
+    identity = call(
+        cluster,
+        name,
+        "InitTransactions",
+        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
+    )
+    me = producer(name, identity)  # type: ignore[arg-type]
+    start = log_ends(cluster)
+    assert call(cluster, name, "AddPartitionsToTxn", add(me, 0)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    written = produce_txn(cluster, me, 0, [b"a", b"b"], 0)
+    assert written.error_code == ErrorCode.NONE, written.error_message
+    stray = produce_txn(cluster, me, 1, [b"stray"], 0)
+    assert stray.error_code == ErrorCode.INVALID_TXN_STATE, "partition 1 was never added"
+    assert "not added" in stray.error_message or "AddPartitionsToTxn" in stray.error_message
+    more = produce_txn(cluster, me, 0, [b"c"], 2)  # the transaction is open there: no new check
+    assert more.error_code == ErrorCode.NONE, more.error_message
+    assert read(cluster, 0, start[0], committed=False) == [b"a", b"b", b"c"]
+    assert read(cluster, 0, start[0], committed=True) == [], "held back at the LSO"
+    ended = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=True))
+    assert ended.error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    wait_until(
+        "the commit visible to read_committed",
+        lambda: read(cluster, 0, start[0], committed=True) == [b"a", b"b", b"c"],
+        30,
+    )
+
+    late = produce_txn(cluster, me, 0, [b"late"], 3)
+    assert late.error_code != ErrorCode.NONE, "a batch of the ended transaction never lands"
+    nxt = x.TransactionalProducer(
+        transactional_id=name,
+        producer_id=ended.producer_id,
+        producer_epoch=ended.producer_epoch,  # type: ignore[attr-defined]
+    )
+    assert call(cluster, name, "AddPartitionsToTxn", add(nxt, 0)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    assert produce_txn(cluster, nxt, 0, [b"doomed"], 0).error_code == ErrorCode.NONE
+    aborted = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=nxt, committed=False))
+    assert aborted.error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    wait_until(
+        "the abort's marker",
+        lambda: describe(cluster, name).state == t.TRANSACTION_STATE_COMPLETE_ABORT,
+        30,
+    )
+    assert read(cluster, 0, start[0], committed=False)[-1] == b"doomed"
+    assert read(cluster, 0, start[0], committed=True) == [b"a", b"b", b"c"], "never shown"

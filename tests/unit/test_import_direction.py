@@ -93,6 +93,7 @@ IO_MODULE_NAMES = {
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
     "txn_markers.py",  # WriteTxnMarkers: appends markers, refuses with gRPC statuses
+    "txn_verification.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
     "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "request_checks.py",  # no I/O, but its refusals are gRPC status codes for the adapters
     "producer_ids.py",  # AllocateProducerIds calls and waits, InitProducerId

@@ -61,7 +61,7 @@ from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.loading import load_log
 from samsa.services.broker.log.log_durability import LogDurability
 from samsa.services.broker.log.producer_log_state import ProducerLogState
-from samsa.services.broker.log.producer_state import ProducerEntry
+from samsa.services.broker.log.producer_state import NO_OFFSET, ProducerEntry
 from samsa.services.broker.log.segment import Segment
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 from samsa.services.broker.log.transaction_log_state import TransactionLogState
@@ -188,6 +188,17 @@ class Log:
     def producer_entries(self) -> list[ProducerEntry]:
         """Every idempotent producer the partition remembers, by producer id."""
         return self._producers.entries()
+
+    def has_open_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the producer, at exactly this epoch, has a transaction open here: its next
+        transactional batches need no new check with the coordinator (KIP-890), since the
+        partition is already in that transaction and a marker ends it."""
+        entry = self._producers.entry(producer_id)
+        return (
+            entry is not None
+            and entry.producer_epoch == producer_epoch
+            and entry.current_txn_first_offset != NO_OFFSET
+        )
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The last stable offset (LSO) given the partition's high watermark: no read_committed

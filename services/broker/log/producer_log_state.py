@@ -70,6 +70,10 @@ class ProducerLogState:
         """Every idempotent producer the partition remembers, by producer id."""
         return self._producers.entries()
 
+    def entry(self, producer_id: int) -> ProducerEntry | None:
+        """The producer's entry, or None when the partition does not remember it."""
+        return self._producers.entry(producer_id)
+
     def newest_batch_base_offsets(self) -> set[int]:
         """The base offset of each live producer's newest batch (compaction keeps them whole)."""
         return {

@@ -1,0 +1,66 @@
+"""Goal: the broker finds the transactional partitions of a Produce from batch headers alone
+(non-transactional and unreadable ones are not its business), and turns the coordinator's
+verify_only answer into one verdict per partition: confirmed, refused with the coordinator's
+error and words, or refused because the coordinator did not mention it.
+
+Method: hand-built requests (real batches from the codec) and hand-built answers; no gRPC.
+"""
+
+from __future__ import annotations
+
+from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch
+from samsa.services.broker.txn_verification import transactional_partitions, verdicts_of
+from samsa.v1 import broker_pb2
+from samsa.v1 import transactions_pb2 as x
+
+
+def request_with(batches: dict[tuple[str, int], bytes]) -> broker_pb2.ProduceRequest:
+    request = broker_pb2.ProduceRequest(transactional_id="tx")
+    by_topic: dict[str, broker_pb2.ProduceRequest.TopicData] = {}
+    for (topic, partition), records in batches.items():
+        if topic not in by_topic:
+            by_topic[topic] = request.topics.add(name=topic)
+        by_topic[topic].partitions.add(partition=partition, records=records)
+    return request
+
+
+def test_only_transactional_batches_are_found_with_their_identity() -> None:
+    txn = build_batch([b"v"], producer_id=7, producer_epoch=3, base_sequence=0, transactional=True)
+    plain = build_batch([b"v"], producer_id=8, producer_epoch=0, base_sequence=0)
+    request = request_with({("a", 0): txn, ("a", 1): plain, ("b", 2): b"\x00\x01", ("b", 3): txn})
+    assert transactional_partitions(request) == {("a", 0): (7, 3), ("b", 3): (7, 3)}
+
+
+def test_verdicts_follow_the_answer() -> None:
+    asked = [("a", 0), ("a", 1), ("b", 0)]
+    answer = x.AddPartitionsToTxnResponse(
+        results=[
+            x.TxnPartitionResult(topic="a", partition=0),
+            x.TxnPartitionResult(
+                topic="a",
+                partition=1,
+                error_code=ErrorCode.INVALID_TXN_STATE,  # type: ignore[arg-type]
+                error_message="a-1 was not added",
+            ),
+        ]
+    )
+    verdicts = verdicts_of(asked, answer)
+    assert verdicts[("a", 0)] is None
+    assert verdicts[("a", 1)] == (
+        ErrorCode.INVALID_TXN_STATE,
+        "the transaction coordinator: a-1 was not added",
+    )
+    code, message = verdicts[("b", 0)]  # type: ignore[misc]
+    assert code == ErrorCode.INVALID_TXN_STATE and "did not confirm" in message
+
+
+def test_a_whole_request_error_refuses_every_partition() -> None:
+    answer = x.AddPartitionsToTxnResponse(
+        error_code=ErrorCode.CONCURRENT_TRANSACTIONS,  # type: ignore[arg-type]
+        error_message="busy",
+    )
+    verdicts = verdicts_of([("a", 0), ("a", 1)], answer)
+    assert set(verdicts.values()) == {
+        (ErrorCode.CONCURRENT_TRANSACTIONS, "the transaction coordinator: busy")
+    }
