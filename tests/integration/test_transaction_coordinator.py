@@ -24,7 +24,7 @@ import pytest
 from cluster_helpers import FAST_SETTINGS, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
-from samsa.client import Admin
+from samsa.client import Admin, Consumer
 from samsa.client.transaction_admin import TransactionError
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
@@ -581,3 +581,29 @@ def test_transactional_produce_is_verified_and_read_committed_sees_only_commits(
     )
     assert read(cluster, 0, start[0], committed=False)[-1] == b"doomed"
     assert read(cluster, 0, start[0], committed=True) == [b"a", b"b", b"c"], "never shown"
+
+    for isolation, expected in (
+        ("read_committed", [b"a", b"b", b"c"]),
+        ("read_uncommitted", [b"a", b"b", b"c", b"doomed"]),
+    ):
+        config = {
+            "bootstrap.servers": cluster.spec.bootstrap_servers,
+            "isolation.level": isolation,
+        }
+        with Consumer(config) as consumer:
+            consumer.assign([(TOPIC, 0)])
+            consumer.seek((TOPIC, 0), start[0])
+            got: list[bytes] = []
+            while len(got) < len(expected):
+                records = consumer.poll(timeout=10)
+                assert records, f"{isolation}: read {got} only"
+                got += [record.value for record in records]
+            assert got == expected, isolation
+            end = log_ends(cluster)[0]
+            wait_until(
+                f"{isolation}: the position past the markers",
+                lambda consumer=consumer, end=end: (
+                    consumer.poll(timeout=0.2) == [] and consumer.position((TOPIC, 0)) == end
+                ),
+                15,
+            )

@@ -355,11 +355,6 @@ def _validate_producer(values: dict[str, Any], given: Mapping[str, object]) -> N
 
 
 def _validate_consumer(values: dict[str, Any], given: Mapping[str, object]) -> None:
-    if values["isolation_level"] == "read_committed":
-        raise InvalidConfigError(
-            "isolation.level=read_committed is not supported yet: Samsa has no transactions, "
-            "so every record is committed; use read_uncommitted (the default)"
-        )
     if values["heartbeat_interval_ms"] >= values["session_timeout_ms"]:
         raise InvalidConfigError(
             f"heartbeat.interval.ms ({values['heartbeat_interval_ms']}) must be lower than "

@@ -48,7 +48,13 @@ from samsa.client.channels import AioChannels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
-from samsa.client.fetch_state import COMMITTED, ConsumerRecord, FetchPlan, FetchState
+from samsa.client.fetch_state import (
+    COMMITTED,
+    ConsumerRecord,
+    FetchPlan,
+    FetchState,
+    isolation_level,
+)
 from samsa.client.group_driver import GroupDriver
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed, FetchLink
@@ -375,7 +381,8 @@ class ConsumerDriver:
             return None
         try:
             return await self._stub(endpoint).ListOffsets(
-                list_offsets_request(specs), timeout=LIST_OFFSETS_TIMEOUT_S
+                list_offsets_request(specs, isolation_level(self.state.config)),
+                timeout=LIST_OFFSETS_TIMEOUT_S,
             )
         except grpc.RpcError as error:
             log.warning("ListOffsets to broker %d failed: %s", node, error.code())
@@ -418,8 +425,10 @@ def consumer_fetch_link() -> FetchLink:
 
 
 def list_offsets_request(
-    specs: Mapping[TopicPartition, tuple[int, int]],
+    specs: Mapping[TopicPartition, tuple[int, int]], isolation: int
 ) -> broker_pb2.ListOffsetsRequest:
+    """ListOffsets for `specs` ((OffsetSpec, timestamp) per partition); under read_committed
+    the latest offset is the last stable offset."""
     by_topic: dict[str, list[broker_pb2.ListOffsetsRequest.PartitionData]] = {}
     for (topic, partition), (spec, timestamp) in specs.items():
         by_topic.setdefault(topic, []).append(
@@ -430,8 +439,9 @@ def list_offsets_request(
             )
         )
     return broker_pb2.ListOffsetsRequest(
+        isolation_level=isolation,  # type: ignore[arg-type]
         topics=[
             broker_pb2.ListOffsetsRequest.TopicData(name=t, partitions=p)
             for t, p in by_topic.items()
-        ]
+        ],
     )

@@ -50,9 +50,10 @@ from samsa.client.errors import KafkaError
 from samsa.client.fetch_sessions import BrokerFetchSessions
 from samsa.common.errors import CorruptRecordError, ErrorCode, OffsetOutOfRangeError, SamsaError
 from samsa.common.fetch_session_client import FetchParts
-from samsa.common.record.codec import decode_batch
+from samsa.common.record.codec import RecordBatch, decode_batch
 from samsa.common.record.header import unreadable_batch_offsets
-from samsa.v1 import broker_pb2
+from samsa.common.record.transaction_filter import AbortedTransactionFilter
+from samsa.v1 import broker_pb2, records_pb2
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +116,15 @@ NO_EFFECTS = AnswerEffects(False, False)
 class _Buffered:
     """Decoded records of one partition waiting to be handed out."""
 
-    __slots__ = ("leader_epoch", "records", "start")
+    __slots__ = ("end_offset", "leader_epoch", "records", "start")
 
-    def __init__(self, records: list[ConsumerRecord], leader_epoch: int) -> None:
+    def __init__(self, records: list[ConsumerRecord], leader_epoch: int, end_offset: int) -> None:
         self.records = records
         self.start = 0
         self.leader_epoch = leader_epoch  # of the last batch these records came from
+        # The position once all are handed out: past any hidden batches (markers, aborted
+        # records) fetched after the last of them.
+        self.end_offset = end_offset
 
 
 class _Partition:
@@ -171,6 +175,7 @@ class FetchState:
             "min_bytes": config.fetch_min_bytes,
             "max_bytes": config.fetch_max_bytes,
             "rack_id": config.client_rack,
+            "isolation_level": isolation_level(config),
         }
 
     # --- assignment, positions and resets --------------------------------------------------------
@@ -408,20 +413,27 @@ class FetchState:
         """Buffer the records of one partition's answer; True when there were some."""
         if result.records:
             try:
-                decoded, leader_epoch, corrupt_at = decode_records(tp, result.records, asked)
+                aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions]
+                decoded, leader_epoch, corrupt_at = decode_records(
+                    tp, result.records, asked, aborted
+                )
             except CorruptRecordError as error:
                 self._errors[tp] = error
                 return False
             if decoded:
-                partition.buffers.append(_Buffered(decoded, leader_epoch))
                 partition.fetch_offset = (
                     corrupt_at  # fetched again, it fails alone once these are polled
                     if corrupt_at is not None
                     else max(decoded[-1].offset + 1, result.next_fetch_offset)
                 )
+                partition.buffers.append(_Buffered(decoded, leader_epoch, partition.fetch_offset))
                 return True
         if result.next_fetch_offset > asked:
             partition.fetch_offset = result.next_fetch_offset
+            if not partition.buffers:
+                # Everything fetched was hidden (markers, aborted records): consumed, as in
+                # Kafka, so that the position and a commit move past it.
+                partition.position = result.next_fetch_offset
         return False
 
     def _on_truncation(
@@ -491,9 +503,10 @@ class FetchState:
                 chunk = head.records[head.start : end]
                 taken += chunk
                 head.start = end
+                partition.position = chunk[-1].offset + 1
                 if end >= len(head.records):
                     buffers.popleft()
-                partition.position = chunk[-1].offset + 1
+                    partition.position = max(partition.position, head.end_offset)
                 partition.leader_epoch = head.leader_epoch
             if len(taken) >= limit:
                 break
@@ -529,13 +542,26 @@ class FetchState:
             in_flight.offsets.pop(tp, None)
 
 
+def isolation_level(config: ConsumerConfig) -> int:
+    """The IsolationLevel every Fetch and ListOffsets of this consumer carries."""
+    if config.isolation_level == "read_committed":
+        return records_pb2.ISOLATION_LEVEL_READ_COMMITTED
+    return records_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED
+
+
 def decode_records(
-    tp: TopicPartition, data: bytes, from_offset: int
+    tp: TopicPartition,
+    data: bytes,
+    from_offset: int,
+    aborted: Iterable[tuple[int, int]] = (),
 ) -> tuple[list[ConsumerRecord], int, int | None]:
     """The records at or after `from_offset`, the last batch's leader epoch, and the offset of
     a batch that cannot be decoded (None when all could). Records ahead of such a batch are
-    returned; when it comes first, CorruptRecordError says which offsets to seek past."""
+    returned; when it comes first, CorruptRecordError says which offsets to seek past.
+    Transaction markers are never returned, nor, given the answer's `aborted` transactions
+    ((producer id, first offset): read_committed), the records of aborted transactions."""
     topic, partition = tp
+    shown = AbortedTransactionFilter(aborted)
     records: list[ConsumerRecord] = []
     leader_epoch = -1
     position = 0
@@ -554,7 +580,7 @@ def decode_records(
             ) from None
         position += batch.header.size_bytes
         leader_epoch = batch.header.partition_leader_epoch
-        if batch.header.last_offset < from_offset:
+        if not _shown(shown, batch) or batch.header.last_offset < from_offset:
             continue
         columns = zip(
             repeat(topic),
@@ -571,3 +597,12 @@ def decode_records(
             chunk = [r for r in chunk if r.offset >= from_offset]
         records += chunk
     return records, leader_epoch, None
+
+
+def _shown(shown: AbortedTransactionFilter, batch: RecordBatch) -> bool:
+    """Whether the batch's records go to the application (never a marker, even a malformed
+    one)."""
+    try:
+        return shown.batch_is_visible(batch)
+    except SamsaError:
+        return False  # a control batch whose marker record cannot be read

@@ -375,9 +375,24 @@ class GroupDriver:
     async def fetch_committed(
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The group's committed offset of each partition (None: none committed)."""
+        """The group's committed offset of each partition (None: none committed). Under
+        read_committed (KIP-447) offsets an open transaction is committing are waited for: the
+        coordinator answers UNSTABLE_OFFSET_COMMIT until that transaction ends."""
         request = offset_fetch_request(self.group_id, partitions)
-        answer = await self._ask("OffsetFetch", request, _offset_fetch_error)
+        request.require_stable = self.config.isolation_level == "read_committed"
+        deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
+        while True:
+            answer = await self._ask("OffsetFetch", request, _offset_fetch_error)
+            if _offset_fetch_error(answer) != ErrorCode.UNSTABLE_OFFSET_COMMIT:
+                break
+            if time.monotonic() >= deadline:
+                raise KafkaError(
+                    f"group {self.group_id!r}: an open transaction kept committing offsets "
+                    f"for longer than default.api.timeout.ms "
+                    f"({self.config.default_api_timeout_ms})",
+                    ErrorCode.UNSTABLE_OFFSET_COMMIT,
+                )
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
         found = offsets_of(answer)
         return {tp: found.get(tp) for tp in partitions}
 

@@ -161,9 +161,9 @@ def test_choices_are_case_insensitive_and_normalised() -> None:
     assert consumer(group_remote_assignor="Range").group_remote_assignor == "range"
 
 
-def test_read_committed_is_refused_until_transactions_exist() -> None:
-    with pytest.raises(InvalidConfigError, match="read_committed is not supported yet"):
-        ConsumerConfig.from_dict({**SERVERS, "isolation.level": "read_committed"})
+def test_read_committed_is_accepted() -> None:
+    config = ConsumerConfig.from_dict({**SERVERS, "isolation.level": "read_committed"})
+    assert config.isolation_level == "read_committed"
 
 
 # --- unknown keys ---------------------------------------------------------------------------------
