@@ -39,7 +39,6 @@ from group_consumer_proc import Journal, read_journal
 from samsa.cli.launcher import LocalCluster
 from samsa.client import (
     Admin,
-    AsyncConsumer,
     Consumer,
     ConsumerRebalanceListener,
     KafkaError,
@@ -47,7 +46,6 @@ from samsa.client import (
     OffsetAndMetadata,
     Producer,
 )
-from samsa.common.errors import InvalidConfigError
 from samsa.metadata.coordinators import GROUP_KEY_TYPE
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
@@ -666,14 +664,7 @@ def test_a_member_committing_on_revocation_hands_over_exactly_where_it_stopped(
 # --- 6. refusals ----------------------------------------------------------------------------------
 
 
-def test_read_committed_and_a_subscription_without_group_id_are_refused(
-    cluster: LocalCluster,
-) -> None:
-    refused = consumer_config(cluster, "refused", **{"isolation.level": "read_committed"})
-    with pytest.raises(InvalidConfigError, match="read_committed"):
-        Consumer(refused)
-    with pytest.raises(InvalidConfigError, match="read_committed"):
-        AsyncConsumer(refused)
+def test_a_subscription_without_group_id_is_refused(cluster: LocalCluster) -> None:
     with Consumer({"bootstrap.servers": cluster.spec.bootstrap_servers}) as consumer:
         with pytest.raises(KafkaError, match=r"group\.id"):
             consumer.subscribe(["static-orders"])
