@@ -47,6 +47,7 @@ from samsa.common.record.codec import (
     decode_batches,
     read_control_marker,
 )
+from samsa.common.record.header import BatchHeader
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.coordinator.offsets_log import OffsetsLog
 from samsa.services.coordinator.record_writer import (
@@ -124,17 +125,21 @@ class CoordinatorPartition:
         raise NotImplementedError
 
     def replay_transactional(
-        self, producer_id: int, producer_epoch: int, next_sequence: int, written: list[KeyValue]
+        self, head: BatchHeader, next_sequence: int, written: list[KeyValue]
     ) -> None:
         """The records of one transactional batch read from the log (`next_sequence`: the
         producer's next sequence after it). Only `__consumer_offsets` has them."""
         log.error(
             "skipping an unexpected transactional batch",
-            extra={"topic": self.topic, "partition": self.partition, "producer_id": producer_id},
+            extra={
+                "topic": self.topic,
+                "partition": self.partition,
+                "producer_id": head.producer_id,
+            },
         )
 
-    def replay_marker(self, producer_id: int, committed: bool) -> None:
-        """A transaction marker read from the log."""
+    def replay_marker(self, producer_id: int, committed: bool, offset: int) -> None:
+        """A transaction marker read from the log at `offset`."""
 
     def on_loaded(self) -> None:
         """Everything acknowledged is replayed and the writer is ready: start serving."""
@@ -300,7 +305,8 @@ class CoordinatorPartition:
                 next_sequence = (head.base_sequence + head.record_count) % SEQUENCE_MODULUS
             if head.is_control:
                 marker_type, _ = read_control_marker(batch)
-                self.replay_marker(head.producer_id, marker_type == CONTROL_TYPE_COMMIT)
+                committed = marker_type == CONTROL_TYPE_COMMIT
+                self.replay_marker(head.producer_id, committed, head.base_offset)
             elif head.is_transactional:
                 fresh = [
                     (key or b"", value)
@@ -310,7 +316,7 @@ class CoordinatorPartition:
                     if record_offset >= offset
                 ]
                 after = (head.base_sequence + head.record_count) % SEQUENCE_MODULUS
-                self.replay_transactional(head.producer_id, head.producer_epoch, after, fresh)
+                self.replay_transactional(head, after, fresh)
             else:
                 for record_offset, key, value in zip(
                     batch.offsets(), batch.keys, batch.values, strict=True

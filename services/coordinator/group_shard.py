@@ -62,14 +62,17 @@ class GroupCoordinatorShard:
         """Apply one record read from the log (loading)."""
         replay(self.state, record)
 
-    def replay_transactional(self, producer_id: int, written: list[GroupRecord]) -> None:
-        """Records of a producer's transactional batch (read from the log, or just written):
-        pending until its marker."""
-        self.txn_offsets.add(producer_id, written)
+    def replay_transactional(
+        self, producer_id: int, offset: int, written: list[GroupRecord]
+    ) -> None:
+        """Records of a producer's transactional batch at `offset` (read from the log, or just
+        written): pending until its marker."""
+        self.txn_offsets.add(producer_id, offset, written)
 
-    def complete_transaction(self, producer_id: int, committed: bool) -> int:
-        """A producer's COMMIT (apply its pending offsets) or ABORT (drop them) marker."""
-        return self.txn_offsets.complete(self.state, producer_id, committed)
+    def complete_transaction(self, producer_id: int, committed: bool, marker_offset: int) -> int:
+        """A producer's COMMIT (apply its pending offsets) or ABORT (drop them) marker at
+        `marker_offset`: it ends the records written before it."""
+        return self.txn_offsets.complete(self.state, producer_id, committed, marker_offset)
 
     def start_timers(self, now_ms: int) -> None:
         """After a load: every member gets a fresh session, and a fresh revocation deadline when

@@ -37,33 +37,42 @@ from samsa.v1 import transactions_pb2 as x
 
 
 class PendingTxnOffsets:
-    """The offset-commit records each producer id wrote in its open transaction, in log order."""
+    """The offset-commit records each producer id wrote in its open transaction, with the log
+    offset of their batch, in log order."""
 
     def __init__(self) -> None:
-        self.by_producer: dict[int, list[GroupRecord]] = {}
+        self.by_producer: dict[int, list[tuple[int, GroupRecord]]] = {}
 
-    def add(self, producer_id: int, written: list[GroupRecord]) -> None:
-        """Records of `producer_id`'s transaction are durable in the log (or were replayed)."""
+    def add(self, producer_id: int, offset: int, written: list[GroupRecord]) -> None:
+        """Records of `producer_id`'s transaction are durable in the log at `offset` (or were
+        replayed from there)."""
         for record in written:
             key, _ = record
             assert key_kind(key) == "offset_commit", key_kind(key)
-        self.by_producer.setdefault(producer_id, []).extend(written)
+        self.by_producer.setdefault(producer_id, []).extend((offset, r) for r in written)
 
-    def complete(self, state: GroupShard, producer_id: int, committed: bool) -> int:
-        """The producer's marker: apply (commit) or drop (abort) its pending records. Returns
-        how many were applied."""
+    def complete(
+        self, state: GroupShard, producer_id: int, committed: bool, marker_offset: int
+    ) -> int:
+        """The producer's marker at `marker_offset`: apply (commit) or drop (abort) its pending
+        records written before it (a later transaction's may already be pending, when the
+        marker is seen late). Returns how many were applied."""
         pending = self.by_producer.pop(producer_id, [])
+        ended = [record for offset, record in pending if offset < marker_offset]
+        later = [(offset, record) for offset, record in pending if offset >= marker_offset]
+        if later:
+            self.by_producer[producer_id] = later
         if not committed:
             return 0
-        for record in pending:
+        for record in ended:
             replay(state, record)
-        return len(pending)
+        return len(ended)
 
     def unstable(self, group_id: str) -> set[TopicPartition]:
         """The group's partitions with offsets pending in an open transaction."""
         found = set()
         for pending in self.by_producer.values():
-            for key, _ in pending:
+            for _, (key, _) in pending:
                 commit = key.offset_commit
                 if commit.group_id == group_id:
                     found.add((commit.topic, commit.partition))

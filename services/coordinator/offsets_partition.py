@@ -28,6 +28,7 @@ from samsa.common.record.codec import (
     decode_batches,
     read_control_marker,
 )
+from samsa.common.record.header import BatchHeader
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.coordinator import group_records
@@ -132,7 +133,7 @@ class OffsetsPartition(CoordinatorPartition):
                 backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
             after = (sequence + len(written)) % SEQUENCE_MODULUS
             self._txn_sequences[producer_id] = (producer_epoch, after)
-            self.shard.replay_transactional(producer_id, written)
+            self.shard.replay_transactional(producer_id, result.base_offset, written)
             self._watch(result.base_offset)
 
     def _watch(self, offset: int) -> None:
@@ -162,7 +163,8 @@ class OffsetsPartition(CoordinatorPartition):
                     continue
                 if head.is_control:
                     marker_type, _ = read_control_marker(batch)
-                    self.replay_marker(head.producer_id, marker_type == CONTROL_TYPE_COMMIT)
+                    committed = marker_type == CONTROL_TYPE_COMMIT
+                    self.replay_marker(head.producer_id, committed, head.base_offset)
                 if self._watch_from is not None and head.next_offset > self._watch_from:
                     self._watch_from = head.next_offset
         self._watch_from = None
@@ -180,9 +182,10 @@ class OffsetsPartition(CoordinatorPartition):
         self.shard.replay(group_records.decode(key, value))
 
     def replay_transactional(
-        self, producer_id: int, producer_epoch: int, next_sequence: int, written: list[KeyValue]
+        self, head: BatchHeader, next_sequence: int, written: list[KeyValue]
     ) -> None:
-        self._txn_sequences[producer_id] = (producer_epoch, next_sequence)
+        producer_id = head.producer_id
+        self._txn_sequences[producer_id] = (head.producer_epoch, next_sequence)
         readable = []
         for key, value in written:
             try:
@@ -192,10 +195,10 @@ class OffsetsPartition(CoordinatorPartition):
                     "skipping an unreadable transactional record",
                     extra={"partition": self.partition, "error": str(error)},
                 )
-        self.shard.replay_transactional(producer_id, readable)
+        self.shard.replay_transactional(producer_id, head.base_offset, readable)
 
-    def replay_marker(self, producer_id: int, committed: bool) -> None:
-        applied = self.shard.complete_transaction(producer_id, committed)
+    def replay_marker(self, producer_id: int, committed: bool, offset: int) -> None:
+        applied = self.shard.complete_transaction(producer_id, committed, offset)
         if applied:
             log.info(
                 "transactional offsets committed",

@@ -148,7 +148,7 @@ class ProduceStream:
 
 
 def produce_request(
-    acks: int, timeout_ms: int, by_partition: ByPartition
+    acks: int, timeout_ms: int, by_partition: ByPartition, *, transactional_id: str = ""
 ) -> broker_pb2.ProduceRequest:
     """One request; several batches of one partition travel concatenated in one PartitionData
     (the broker appends them together, the offsets of the second following the first's)."""
@@ -161,6 +161,7 @@ def produce_request(
     return broker_pb2.ProduceRequest(
         acks=acks,
         timeout_ms=timeout_ms,
+        transactional_id=transactional_id,
         topics=[
             broker_pb2.ProduceRequest.TopicData(name=topic, partitions=partitions)
             for topic, partitions in by_topic.items()

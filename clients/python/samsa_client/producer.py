@@ -32,14 +32,16 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
-from samsa.client.errors import ProduceError
+from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_future import RecordFuture
+from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,7 @@ class Producer:
             self.config, self._metadata, self._callbacks.submit, self._notify_completions
         )
         self._append = self._driver.append  # send() is the hot path: one lookup less
+        self._txn = self._driver.txn  # None unless transactional.id is set
         # Completions free memory and end flushes; waiters sleep on the driver's lock.
         self._space = threading.Condition(self._driver.lock)
         self._closed = False
@@ -112,6 +115,8 @@ class Producer:
         """Queue one record; the future says where it was written (or why it was not)."""
         if self._closed:
             raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
+        if self._txn is not None:
+            self._txn.check_send()
         now = now_ms()
         if timestamp is None:
             timestamp = now
@@ -180,6 +185,87 @@ class Producer:
         finally:
             with self._space:
                 accumulator.flush_done()
+
+    # --- transactions (confluent-kafka's names) ---------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get this transactional.id's producer id and epoch from its coordinator, fencing any
+        older instance (whose open transaction is aborted first). Call once, before the first
+        begin_transaction()."""
+        txn = self._transactions()
+        with self._space:
+            txn.check_init()
+        timeout_s = self._timeout_s(timeout)
+        self._on_loop(self._driver.init_transactions(timeout_s), timeout_s)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: every send() until commit or abort belongs to it."""
+        txn = self._transactions()
+        with self._space:
+            txn.begin()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[tuple[str, int], int],
+        group_id: str,
+        member_id: str = "",
+        member_epoch: int = -1,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit the group's consumed `offsets` ((topic, partition) -> next offset to read) in
+        the transaction: they take effect if and only if it commits. `member_id` and
+        `member_epoch` (the consumer's, KIP-447) prove the consumer still owns the partitions;
+        leave them out for a consumer outside the group protocol (assign())."""
+        txn = self._transactions()
+        txn.check_send()
+        timeout_s = self._timeout_s(timeout)
+        coroutine = self._driver.send_offsets(
+            dict(offsets), group_id, member_id, member_epoch, timeout_s
+        )
+        self._on_loop(coroutine, timeout_s)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything of the transaction, then commit it. Raises the first failure of the
+        transaction (then call abort_transaction()), or, once fenced, the fencing error."""
+        txn = self._transactions()
+        with self._space:
+            txn.begin_commit()
+        timeout_s = self._timeout_s(timeout)
+        self.flush(timeout_s)
+        with self._space:
+            txn.begin_commit()  # raises if a batch of the transaction failed meanwhile
+        self._on_loop(self._driver.end_transaction(True, timeout_s), timeout_s)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop what was not sent, wait for what was, and abort: read_committed consumers never
+        see any record of the transaction."""
+        txn = self._transactions()
+        with self._space:
+            txn.begin_abort()
+        timeout_s = self._timeout_s(timeout)
+        self._on_loop(self._abort_queued(), timeout_s)
+        self.flush(timeout_s)
+        self._on_loop(self._driver.end_transaction(False, timeout_s), timeout_s)
+
+    async def _abort_queued(self) -> None:
+        self._driver.abort_queued("the transaction was aborted before this record was sent")
+
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise KafkaError(
+                "this producer has no transactional.id: set one to use transactions",
+                ErrorCode.INVALID_TXN_STATE,
+            )
+        if self._closed:
+            raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
+        return self._txn
+
+    def _timeout_s(self, timeout: float | None) -> float:
+        return self.config.max_block_ms / 1000 if timeout is None else timeout
+
+    def _on_loop(self, coroutine: Coroutine[Any, Any, None], timeout_s: float) -> None:
+        """Run one of the driver's coroutines on its loop; its own deadline is `timeout_s`."""
+        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout_s + 5)
 
     def close(self, timeout: float | None = None) -> None:
         """Flush, then stop the driver. Records still unsettled after `timeout` fail."""

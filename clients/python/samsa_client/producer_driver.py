@@ -66,6 +66,8 @@ from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
 from samsa.client.producer_ids import ProducerIds
 from samsa.client.record_batcher import AppendRefusal
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
+from samsa.client.transaction_client import TransactionClient
+from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -130,6 +132,19 @@ class ProducerDriver:
         self._draining = False  # inside _drain_and_send (asserted: never nested)
         self._producer_ids = ProducerIds(metadata, self._stub, config.request_timeout_ms / 1000)
         self._task: asyncio.Task[None] | None = None
+        # Transactions (transactional.id set): the state machine, the coordinator calls, and the
+        # one AddPartitionsToTxn in flight for partitions whose batches wait (accumulator).
+        self.txn: TransactionManager | None = None
+        self._txn_client: TransactionClient | None = None
+        self._adding: asyncio.Task[None] | None = None
+        if config.transactional_id is not None:
+            self.txn = TransactionManager(config.transactional_id)
+            self._txn_client = TransactionClient(
+                self._channels,
+                lambda: list(metadata.bootstrap),
+                config.transactional_id,
+                config.transaction_timeout_ms,
+            )
 
     # --- any thread -------------------------------------------------------------------------------
 
@@ -191,6 +206,7 @@ class ProducerDriver:
             log.exception("producer driver error")  # the task's turn tries again
             self._wake.set()
             return
+        self._add_waiting_partitions()
         due = self._turn_due_ms
         if (
             due is None
@@ -250,6 +266,7 @@ class ProducerDriver:
         if metadata.needs_refresh():
             await self._refresh(())
         ready = self._drain_and_send()
+        self._add_waiting_partitions()
         if ready.producer_id_required and self.accumulator.has_unfinished():
             renewed = await self._renew_producer_id()
             return 0.0 if renewed else self.config.retry_backoff_ms / 1000
@@ -290,7 +307,11 @@ class ProducerDriver:
     async def _renew_producer_id(self) -> bool:
         """ready() asks for a (new) producer id and epoch, with nothing in flight
         (producer_ids.py). False when that failed: the caller waits retry.backoff.ms and asks
-        again; a non-retriable failure fails the queued batches at once."""
+        again; a non-retriable failure fails the queued batches at once. A transactional
+        producer's identity comes only from InitTransactions and EndTxn: its batches wait (and
+        expire, failing the transaction) rather than restart sequences mid-transaction."""
+        if self.txn is not None:
+            return False
         identity = await self._producer_ids.next_identity(*self.accumulator.producer_identity)
         code = identity.error_code
         if code is not ErrorCode.NONE:
@@ -305,6 +326,94 @@ class ProducerDriver:
         with self.lock:
             self.accumulator.set_producer_id(identity.producer_id, identity.producer_epoch)
         return True
+
+    # --- transactions -----------------------------------------------------------------------------
+
+    def _add_waiting_partitions(self) -> None:
+        """Batches wait for partitions not yet in the transaction: add them (one call at a
+        time; those that wait meanwhile go in the next)."""
+        if self._txn_client is None or (self._adding is not None and not self._adding.done()):
+            return
+        waiting = self.accumulator.txn_unadded
+        if waiting and self.txn is not None and self.txn.in_transaction:
+            self._adding = asyncio.ensure_future(self._add_partitions(waiting))
+
+    async def _add_partitions(self, partitions: frozenset[tuple[str, int]]) -> None:
+        assert self._txn_client is not None and self.txn is not None
+        deadline = asyncio.get_running_loop().time() + self.config.request_timeout_ms / 1000
+        try:
+            await self._txn_client.add_partitions(
+                self.accumulator.producer_identity, sorted(partitions), deadline
+            )
+        except KafkaError as error:
+            log.warning("AddPartitionsToTxn failed: %s", error)
+            with self.lock:
+                self.txn.on_error(error)
+                completed = self.accumulator.abort_queued(
+                    error.code, f"the partition could not join the transaction: {error}"
+                )
+            self._settle(completed)
+            return
+        with self.lock:
+            self.accumulator.txn_partitions_added(partitions)
+        self._wake_task()
+
+    async def init_transactions(self, timeout_s: float) -> None:
+        assert self._txn_client is not None and self.txn is not None
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        identity = await self._txn_client.init(deadline)
+        with self.lock:
+            self.accumulator.set_producer_id(*identity)
+            self.txn.on_initialized()
+
+    async def send_offsets(
+        self,
+        offsets: dict[tuple[str, int], int],
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        timeout_s: float,
+    ) -> None:
+        assert self._txn_client is not None and self.txn is not None
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        try:
+            await self._txn_client.add_offsets(
+                self.accumulator.producer_identity,
+                offsets,
+                group_id,
+                member_id,
+                member_epoch,
+                deadline,
+            )
+        except KafkaError as error:
+            with self.lock:
+                self.txn.on_error(error)
+            raise
+
+    async def end_transaction(self, committed: bool, timeout_s: float) -> None:
+        """EndTxn, once nothing of the transaction is queued or in flight (the caller flushed or
+        aborted the queue); adopts the bumped epoch for the next transaction."""
+        assert self._txn_client is not None and self.txn is not None
+        if self._adding is not None and not self._adding.done():
+            await asyncio.wait([self._adding])
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        try:
+            identity = await self._txn_client.end(
+                self.accumulator.producer_identity, committed, deadline
+            )
+        except KafkaError as error:
+            with self.lock:
+                self.txn.on_error(error)
+            raise
+        with self.lock:
+            self.accumulator.txn_ended()
+            self.accumulator.set_producer_id(*identity)
+            self.txn.on_ended()
+
+    def abort_queued(self, message: str) -> None:
+        with self.lock:
+            completed = self.accumulator.abort_queued(ErrorCode.INVALID_TXN_STATE, message)
+        self._settle(completed)
 
     def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
         return broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint))
@@ -329,7 +438,12 @@ class ProducerDriver:
             self.metadata.mark_stale()
             self._fail_batches(by_partition, ErrorCode.BROKER_NOT_AVAILABLE, retriable=True)
             return
-        request = produce_request(self.config.acks, self.config.request_timeout_ms, by_partition)
+        request = produce_request(
+            self.config.acks,
+            self.config.request_timeout_ms,
+            by_partition,
+            transactional_id=self.config.transactional_id or "",
+        )
         acks_zero = self.config.acks == 0
 
         def on_answer(
@@ -438,6 +552,15 @@ class ProducerDriver:
         """Settle the outcomes of completed batches; user callbacks go to the runner."""
         if not completed:
             return
+        if self.txn is not None:
+            for done in completed:
+                if done.error_code is not ErrorCode.NONE and self.txn.in_transaction:
+                    error = KafkaError(
+                        f"a batch of {done.topic}-{done.partition} failed: {done.error_message}",
+                        done.error_code,
+                    )
+                    with self.lock:
+                        self.txn.on_error(error)
         callbacks = self._outcomes.settle(completed)
         if callbacks:
             self._run_callbacks(callbacks)

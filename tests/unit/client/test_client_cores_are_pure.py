@@ -27,6 +27,7 @@ CORE_MODULES = (
     "rebalance.py",
     "group_admin.py",
     "transaction_admin.py",
+    "transaction_manager.py",
 )
 FORBIDDEN = {
     "asyncio",

@@ -47,27 +47,28 @@ def test_pending_offsets_apply_at_commit_and_vanish_at_abort() -> None:
     assert [r.error_code for r in result.response.results] == [ErrorCode.NONE]
     assert len(result.records) == 1
     assert fetch(shard, "g", stable=False) == {0: (-1, 0), 1: (-1, 0)}, "not applied yet"
-    shard.replay_transactional(7, result.records)
+    shard.replay_transactional(7, 100, result.records)
     assert fetch(shard, "g", stable=False)[0] == (-1, 0), "pending is not committed"
     assert fetch(shard, "g", stable=True) == {
         0: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT),
         1: (-1, ErrorCode.NONE),
     }
-    assert shard.complete_transaction(8, committed=True) == 0, "another producer's marker"
-    assert shard.complete_transaction(7, committed=True) == 1
+    other = shard.complete_transaction(8, committed=True, marker_offset=200)
+    assert other == 0, "another producer's marker"
+    assert shard.complete_transaction(7, committed=True, marker_offset=200) == 1
     assert fetch(shard, "g", stable=True) == {0: (10, 0), 1: (-1, 0)}
 
     again = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 20, ("t", 1): 5}), NOW, TOPICS)
-    shard.replay_transactional(7, again.records)
-    assert shard.complete_transaction(7, committed=False) == 0
+    shard.replay_transactional(7, 300, again.records)
+    assert shard.complete_transaction(7, committed=False, marker_offset=400) == 0
     assert fetch(shard, "g", stable=True) == {0: (10, 0), 1: (-1, 0)}, "the abort left nothing"
 
 
 def test_committed_offsets_equal_a_replay_of_the_visible_records() -> None:
     shard = GroupCoordinatorShard()
     first = shard.commit_txn_offsets(txn_commit("g", {("t", 1): 3}), NOW, TOPICS)
-    shard.replay_transactional(7, first.records)
-    shard.complete_transaction(7, committed=True)
+    shard.replay_transactional(7, 10, first.records)
+    shard.complete_transaction(7, committed=True, marker_offset=20)
     replayed = GroupCoordinatorShard()
     for record in first.records:
         replayed.replay(record)
@@ -86,3 +87,16 @@ def test_txn_offsets_are_checked_like_offset_commit() -> None:
     negative = shard.commit_txn_offsets(txn_commit("g", {("t", 0): -4}), NOW, TOPICS)
     assert [r.error_code for r in negative.response.results] == [ErrorCode.INVALID_REQUEST]
     assert not shard.txn_offsets
+
+
+def test_a_marker_seen_late_ends_only_what_was_written_before_it() -> None:
+    shard = GroupCoordinatorShard()
+    aborted = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
+    shard.replay_transactional(7, 10, aborted.records)
+    # the next transaction's offsets are written (at 30) before the ABORT marker (at 20) is seen
+    committed = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 42}), NOW, TOPICS)
+    shard.replay_transactional(7, 30, committed.records)
+    assert shard.complete_transaction(7, committed=False, marker_offset=20) == 0
+    assert fetch(shard, "g", stable=True)[0] == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+    assert shard.complete_transaction(7, committed=True, marker_offset=40) == 1
+    assert fetch(shard, "g", stable=True)[0] == (42, ErrorCode.NONE)

@@ -1,0 +1,204 @@
+"""The transactional producer's calls to the coordinators (transactions.proto), on the driver's
+loop: find the coordinator of the transactional id (or of the group, for TxnOffsetCommit), send,
+and retry what is retriable until the caller's deadline.
+
+Retried: the coordinator moved or is loading (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+COORDINATOR_NOT_AVAILABLE: found again), an earlier request of the id is still being written
+(CONCURRENT_TRANSACTIONS), and unreachable coordinators. Anything else is the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import grpc
+
+from samsa.client.channels import AioChannels
+from samsa.client.errors import KafkaError
+from samsa.common.errors import ErrorCode
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import coordinator_pb2_grpc as cg
+from samsa.v1 import transactions_pb2 as x
+from samsa.v1 import transactions_pb2_grpc as xg
+
+TopicPartition = tuple[str, int]
+Identity = tuple[int, int]  # (producer id, producer epoch)
+
+RETRIED = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
+TXN = c.COORDINATOR_KEY_TYPE_TRANSACTION
+CALL_TIMEOUT_S = 10.0
+BACKOFF_S = 0.02
+BACKOFF_MAX_S = 0.5
+
+
+class TransactionClient:
+    def __init__(
+        self,
+        channels: AioChannels,
+        bootstrap: Callable[[], list[str]],
+        transactional_id: str,
+        transaction_timeout_ms: int,
+    ) -> None:
+        self._channels = channels
+        self._bootstrap = bootstrap  # endpoints that answer FindCoordinator
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self._found: dict[tuple[int, str], str] = {}
+        self._next = 0
+
+    def producer(self, identity: Identity) -> x.TransactionalProducer:
+        return x.TransactionalProducer(
+            transactional_id=self.transactional_id,
+            producer_id=identity[0],
+            producer_epoch=identity[1],
+        )
+
+    async def init(self, deadline: float) -> Identity:
+        request = x.InitTransactionsRequest(
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+        )
+        answer = await self._call(TXN, "InitTransactions", request, deadline)
+        return answer.producer_id, answer.producer_epoch
+
+    async def add_partitions(
+        self, identity: Identity, partitions: Iterable[TopicPartition], deadline: float
+    ) -> None:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = x.AddPartitionsToTxnRequest(
+            producer=self.producer(identity),
+            partitions=[c.TopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()],
+        )
+        await self._call(TXN, "AddPartitionsToTxn", request, deadline)
+
+    async def add_offsets(
+        self,
+        identity: Identity,
+        offsets: Mapping[TopicPartition, int],
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        deadline: float,
+    ) -> None:
+        """AddOffsetsToTxn, then TxnOffsetCommit at the group's coordinator (KIP-447)."""
+        producer = self.producer(identity)
+        request = x.AddOffsetsToTxnRequest(producer=producer, group_id=group_id)
+        await self._call(TXN, "AddOffsetsToTxn", request, deadline)
+        commit = x.TxnOffsetCommitRequest(
+            producer=producer, group_id=group_id, member_id=member_id, member_epoch=member_epoch
+        )
+        by_topic: dict[str, x.TxnOffsetCommitTopic] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            if topic not in by_topic:
+                by_topic[topic] = commit.topics.add(name=topic)
+            by_topic[topic].partitions.add(partition=partition, committed_offset=offset)
+        await self._call(
+            c.COORDINATOR_KEY_TYPE_GROUP,
+            "TxnOffsetCommit",
+            commit,
+            deadline,
+            key=group_id,
+            code_of=_first_result_code,
+        )
+
+    async def end(self, identity: Identity, committed: bool, deadline: float) -> Identity:
+        """EndTxn: the identity for the next transaction (its epoch bumped, KIP-890)."""
+        request = x.EndTxnRequest(producer=self.producer(identity), committed=committed)
+        answer = await self._call(TXN, "EndTxn", request, deadline)
+        return answer.producer_id, answer.producer_epoch
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        key_type: int,
+        method: str,
+        request: Any,
+        deadline: float,
+        *,
+        key: str | None = None,
+        code_of: Callable[[Any], tuple[int, str]] | None = None,
+    ) -> Any:
+        key = self.transactional_id if key is None else key
+        code_of = code_of or _top_code
+        loop = asyncio.get_running_loop()
+        backoff = BACKOFF_S
+        problem = (ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator was found")
+        while True:
+            endpoint = await self._coordinator(key_type, key, deadline)
+            if endpoint is not None:
+                stub = xg.TransactionCoordinatorServiceStub(self._channels.get(endpoint))
+                timeout = max(0.05, min(CALL_TIMEOUT_S, deadline - loop.time()))
+                try:
+                    answer = await getattr(stub, method)(request, timeout=timeout)
+                except grpc.RpcError as error:
+                    if isinstance(error, grpc.Call) and error.code() in (
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    ):
+                        raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    self._found.pop((key_type, key), None)
+                    problem = (ErrorCode.NETWORK_EXCEPTION, f"{endpoint} did not answer")
+                else:
+                    code, message = code_of(answer)
+                    if code == ErrorCode.NONE:
+                        return answer
+                    if code not in RETRIED:
+                        raise KafkaError.of(code, f"{method}: {message}")
+                    if code != ErrorCode.CONCURRENT_TRANSACTIONS:
+                        self._found.pop((key_type, key), None)
+                    problem = (ErrorCode(code), message)
+            if loop.time() + backoff >= deadline:
+                raise KafkaError(
+                    f"{method} for {key!r} did not complete in time: {problem[1]}", problem[0]
+                )
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    async def _coordinator(self, key_type: int, key: str, deadline: float) -> str | None:
+        found = self._found.get((key_type, key))
+        if found is not None:
+            return found
+        endpoints = self._bootstrap()
+        if not endpoints:
+            return None
+        endpoint = endpoints[self._next % len(endpoints)]
+        self._next += 1
+        stub = cg.CoordinatorLookupServiceStub(self._channels.get(endpoint))
+        timeout = max(0.05, min(CALL_TIMEOUT_S, deadline - asyncio.get_running_loop().time()))
+        try:
+            answer = await stub.FindCoordinator(
+                c.FindCoordinatorRequest(key_type=key_type, keys=[key]), timeout=timeout
+            )
+        except grpc.RpcError:
+            return None
+        location = answer.coordinators[0]
+        if location.error_code:
+            if location.error_code not in RETRIED:
+                raise KafkaError.of(location.error_code, location.error_message)
+            return None
+        self._found[(key_type, key)] = location.endpoint
+        return location.endpoint
+
+
+def _top_code(answer: Any) -> tuple[int, str]:
+    return answer.error_code, answer.error_message
+
+
+def _first_result_code(answer: x.TxnOffsetCommitResponse) -> tuple[int, str]:
+    for result in answer.results:
+        if result.error_code:
+            return result.error_code, f"{result.topic}-{result.partition}: {result.error_message}"
+    return ErrorCode.NONE, ""

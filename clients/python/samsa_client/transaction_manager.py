@@ -1,0 +1,140 @@
+"""The transactional producer's state machine (Kafka's TransactionManager, transactions version
+2), pure: which call is legal when, and what an error leaves behind.
+
+    UNINITIALIZED --init_transactions--> READY --begin_transaction--> IN_TRANSACTION
+    IN_TRANSACTION --commit_transaction--> COMMITTING --(EndTxn answered)--> READY
+    IN_TRANSACTION / ABORTABLE_ERROR --abort_transaction--> ABORTING --(EndTxn)--> READY
+    any --fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)--> FATAL_ERROR
+
+An *abortable* error (a batch of the transaction failed, a partition could not be added) leaves
+the transaction unable to commit: commit_transaction raises it, abort_transaction recovers. A
+*fatal* error (another instance with the same transactional.id fenced this one) ends the
+producer: every call raises it. The driver does the I/O (transaction_client.py); this module only
+decides.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from samsa.client.errors import KafkaError
+from samsa.common.errors import ErrorCode
+
+# Errors after which this producer instance can never write again.
+FATAL_ERRORS = frozenset(
+    {
+        ErrorCode.PRODUCER_FENCED,
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+        ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+    }
+)
+
+
+class TxnState(enum.Enum):
+    UNINITIALIZED = "uninitialized"
+    READY = "ready"
+    IN_TRANSACTION = "in a transaction"
+    COMMITTING = "committing"
+    ABORTING = "aborting"
+    ABORTABLE_ERROR = "failed (abort the transaction)"
+    FATAL_ERROR = "fenced"
+
+
+HINTS = {
+    TxnState.UNINITIALIZED: "call init_transactions() first",
+    TxnState.READY: "call begin_transaction() first",
+    TxnState.IN_TRANSACTION: "commit_transaction() or abort_transaction() first",
+    TxnState.COMMITTING: "let commit_transaction() finish (call it again after a timeout)",
+    TxnState.ABORTING: "let abort_transaction() finish (call it again after a timeout)",
+    TxnState.ABORTABLE_ERROR: "call abort_transaction()",
+    TxnState.FATAL_ERROR: "close this producer",
+}
+
+
+class TransactionManager:
+    def __init__(self, transactional_id: str) -> None:
+        self.transactional_id = transactional_id
+        self.state = TxnState.UNINITIALIZED
+        self.error: KafkaError | None = None
+
+    def _require(self, action: str, *allowed: TxnState) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            assert self.error is not None
+            raise self.error
+        if self.state not in allowed:
+            names = " or ".join(state.value for state in allowed)
+            raise KafkaError(
+                f"{action}: the producer of transactional.id {self.transactional_id!r} is "
+                f"{self.state.value}, and this is allowed only when {names}: "
+                f"{HINTS[self.state]}",
+                ErrorCode.INVALID_TXN_STATE,
+            )
+
+    # --- the calls ----------------------------------------------------------------------------
+
+    def check_init(self) -> None:
+        self._require("init_transactions", TxnState.UNINITIALIZED, TxnState.READY)
+
+    def on_initialized(self) -> None:
+        self.state = TxnState.READY
+
+    def begin(self) -> None:
+        self._require("begin_transaction", TxnState.READY)
+        self.state = TxnState.IN_TRANSACTION
+
+    def check_send(self) -> None:
+        """send() and send_offsets_to_transaction() need an open transaction."""
+        if self.state is TxnState.ABORTABLE_ERROR:
+            assert self.error is not None
+            raise KafkaError(
+                f"the transaction failed ({self.error}): call abort_transaction()",
+                self.error.code,
+            )
+        self._require("send", TxnState.IN_TRANSACTION)
+
+    def begin_commit(self) -> None:
+        if self.state is TxnState.ABORTABLE_ERROR:
+            assert self.error is not None
+            raise KafkaError(
+                f"the transaction cannot commit ({self.error}): call abort_transaction()",
+                self.error.code,
+            )
+        self._require("commit_transaction", TxnState.IN_TRANSACTION, TxnState.COMMITTING)
+        self.state = TxnState.COMMITTING
+
+    def begin_abort(self) -> None:
+        self._require(
+            "abort_transaction",
+            TxnState.IN_TRANSACTION,
+            TxnState.ABORTABLE_ERROR,
+            TxnState.ABORTING,
+        )
+        self.state = TxnState.ABORTING
+
+    def on_ended(self) -> None:
+        """EndTxn answered: the next transaction may begin."""
+        assert self.state in (TxnState.COMMITTING, TxnState.ABORTING), self.state
+        self.state = TxnState.READY
+        self.error = None
+
+    # --- errors -------------------------------------------------------------------------------
+
+    def on_error(self, error: KafkaError) -> None:
+        """A batch or a request of the transaction failed with `error`."""
+        if self.state is TxnState.FATAL_ERROR:
+            return
+        if error.code in FATAL_ERRORS:
+            self.state = TxnState.FATAL_ERROR
+            self.error = KafkaError(
+                f"this producer of transactional.id {self.transactional_id!r} was fenced "
+                f"({error}); close it",
+                error.code,
+            )
+        elif self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            self.state = TxnState.ABORTABLE_ERROR
+            self.error = error
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING, TxnState.ABORTING)

@@ -1,0 +1,160 @@
+"""Goal: the SDK's transactional producer works end to end against a real cluster: records sent
+in a committed transaction reach read_committed consumers (all of them, across partitions),
+records of an aborted one never do (while read_uncommitted readers see them), offsets sent in a
+transaction take effect exactly when it commits, a second instance with the same
+transactional.id fences the first (whose commit then fails for good), and misuse (send outside
+a transaction, commit without begin) is refused with a clear error.
+
+Method: one controller, two brokers, one coordinator (real processes from the launcher, stopped
+by PID also on failure); the SDK's Producer, Consumer and Admin, as an application uses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from cluster_helpers import FAST_SETTINGS, wait_until
+
+from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.client.errors import KafkaError
+from samsa.common.errors import ErrorCode
+
+pytestmark = pytest.mark.timeout(240)
+
+OUT = "sdk-out"
+SETTINGS = dict(FAST_SETTINGS) | {
+    "offsets.topic.num.partitions": "2",
+    "transaction.state.log.num.partitions": "2",
+    "coordinator.session.timeout.ms": "3000",
+    "coordinator.heartbeat.interval.ms": "300",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("txn-sdk")
+    spec = load_or_create(data_dir, 1, 2, SETTINGS, coordinators=1)
+    cluster = LocalCluster(spec, data_dir)
+    try:
+        cluster.start_all()
+        wait_healthy(cluster, timeout_s=60)
+        with Admin({"bootstrap.servers": spec.bootstrap_servers}) as admin:
+            admin.create_topics([NewTopic(OUT, num_partitions=2, replication_factor=2)])
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def transactional(cluster: LocalCluster, transactional_id: str) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": cluster.spec.bootstrap_servers,
+            "transactional.id": transactional_id,
+            "linger.ms": 5,
+        }
+    )
+
+
+def read_all(cluster: LocalCluster, isolation: str) -> list[bytes]:
+    """Every value of OUT, read from the start until the end offsets (at this isolation)."""
+    config = {
+        "bootstrap.servers": cluster.spec.bootstrap_servers,
+        "isolation.level": isolation,
+        "auto.offset.reset": "earliest",
+    }
+    with Consumer(config) as consumer:
+        partitions = [(OUT, 0), (OUT, 1)]
+        consumer.assign(partitions)
+        consumer.seek_to_end()
+        ends = {tp: consumer.position(tp) for tp in partitions}
+        consumer.seek_to_beginning()
+        values: list[bytes] = []
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            values += [record.value for record in consumer.poll(timeout=5)]
+        return sorted(values)
+
+
+def test_commit_and_abort_as_read_committed_readers_see_them(cluster: LocalCluster) -> None:
+    producer = transactional(cluster, "sdk-app")
+    try:
+        with pytest.raises(KafkaError) as early:
+            producer.send(OUT, b"too-early")
+        assert early.value.code == ErrorCode.INVALID_TXN_STATE
+        producer.init_transactions(30)
+        with pytest.raises(KafkaError, match="begin_transaction"):
+            producer.send(OUT, b"no-transaction")
+        producer.begin_transaction()
+        for index in range(20):
+            producer.send(OUT, b"committed-%d" % index, partition=index % 2)
+        producer.commit_transaction(30)
+
+        producer.begin_transaction()
+        futures = [producer.send(OUT, b"aborted-%d" % i, partition=i % 2) for i in range(6)]
+        producer.flush(30)
+        assert all(future.result(10).offset >= 0 for future in futures), "written, then aborted"
+        producer.abort_transaction(30)
+
+        producer.begin_transaction()
+        producer.send(OUT, b"after-abort", partition=1)
+        producer.commit_transaction(30)
+    finally:
+        producer.close(10)
+    committed = [b"committed-%d" % index for index in range(20)] + [b"after-abort"]
+    wait_until(
+        "the commits visible", lambda: read_all(cluster, "read_committed") == sorted(committed), 30
+    )
+    everything = read_all(cluster, "read_uncommitted")
+    assert sorted(committed + [b"aborted-%d" % i for i in range(6)]) == everything
+
+
+def test_offsets_sent_in_a_transaction_commit_with_it(cluster: LocalCluster) -> None:
+    producer = transactional(cluster, "sdk-offsets")
+    admin = Admin({"bootstrap.servers": cluster.spec.bootstrap_servers})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.send(OUT, b"with-offsets", partition=0)
+        producer.send_offsets_to_transaction({(OUT, 1): 17}, "sdk-group")
+        producer.abort_transaction(30)
+        assert admin.list_consumer_group_offsets("sdk-group") == {}
+        producer.begin_transaction()
+        producer.send(OUT, b"with-offsets-2", partition=0)
+        producer.send_offsets_to_transaction({(OUT, 1): 42}, "sdk-group")
+        producer.commit_transaction(30)
+        wait_until(
+            "the offset committed",
+            lambda: (
+                (found := admin.list_consumer_group_offsets("sdk-group").get((OUT, 1))) is not None
+                and found.offset == 42
+            ),
+            30,
+        )
+    finally:
+        producer.close(10)
+        admin.close()
+
+
+def test_a_second_instance_fences_the_first(cluster: LocalCluster) -> None:
+    first = transactional(cluster, "sdk-fenced")
+    second = transactional(cluster, "sdk-fenced")
+    try:
+        first.init_transactions(30)
+        first.begin_transaction()
+        first.send(OUT, b"zombie", partition=0)
+        first.flush(30)
+        second.init_transactions(30)  # aborts the first one's open transaction
+        with pytest.raises(KafkaError) as fenced:
+            first.commit_transaction(30)
+        assert fenced.value.code in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH)
+        with pytest.raises(KafkaError):
+            first.begin_transaction()
+        second.begin_transaction()
+        second.send(OUT, b"successor", partition=0)
+        second.commit_transaction(30)
+    finally:
+        first.close(10)
+        second.close(10)
+    committed = read_all(cluster, "read_committed")
+    assert b"successor" in committed and b"zombie" not in committed
