@@ -39,6 +39,7 @@ from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
+from samsa.client.group_driver import GroupMetadata
 from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_future import RecordFuture
 from samsa.client.transaction_manager import TransactionManager
@@ -207,18 +208,21 @@ class Producer:
     def send_offsets_to_transaction(
         self,
         offsets: Mapping[tuple[str, int], int],
-        group_id: str,
-        member_id: str = "",
-        member_epoch: int = -1,
+        group: str | GroupMetadata,
         timeout: float | None = None,
     ) -> None:
         """Commit the group's consumed `offsets` ((topic, partition) -> next offset to read) in
-        the transaction: they take effect if and only if it commits. `member_id` and
-        `member_epoch` (the consumer's, KIP-447) prove the consumer still owns the partitions;
-        leave them out for a consumer outside the group protocol (assign())."""
+        the transaction: they take effect if and only if it commits. Pass the consumer's
+        `group_metadata()`: its member id and epoch prove it still owns the partitions
+        (KIP-447), so a zombie's transaction cannot commit them. A group id alone is for a
+        consumer outside the group protocol (assign() with a group.id)."""
         txn = self._transactions()
         txn.check_send()
         timeout_s = self._timeout_s(timeout)
+        if isinstance(group, str):
+            group_id, member_id, member_epoch = group, "", -1
+        else:
+            group_id, member_id, member_epoch = group.group_id, group.member_id, group.member_epoch
         coroutine = self._driver.send_offsets(
             dict(offsets), group_id, member_id, member_epoch, timeout_s
         )

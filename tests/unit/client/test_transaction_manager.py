@@ -1,0 +1,80 @@
+"""Goal: the transactional producer's state machine allows each call only where Kafka's does and
+says what to do instead; a failed batch makes the transaction abortable (commit refused, abort
+recovers), a fencing error is fatal for good, and an ended transaction lets the next begin.
+
+Method: the pure TransactionManager driven through its calls, errors checked by code and words.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from samsa.client.errors import KafkaError
+from samsa.client.transaction_manager import TransactionManager, TxnState
+from samsa.common.errors import ErrorCode
+
+
+def ready() -> TransactionManager:
+    manager = TransactionManager("tx")
+    manager.check_init()
+    manager.on_initialized()
+    return manager
+
+
+def test_the_happy_path_commits_then_aborts() -> None:
+    manager = ready()
+    manager.begin()
+    manager.check_send()
+    manager.begin_commit()
+    manager.on_ended()
+    assert manager.state is TxnState.READY
+    manager.begin()
+    manager.begin_abort()
+    manager.on_ended()
+    assert manager.state is TxnState.READY
+
+
+@pytest.mark.parametrize(
+    ("prepare", "call", "hint"),
+    [
+        (lambda m: None, "check_send", "init_transactions"),
+        (lambda m: (m.check_init(), m.on_initialized()), "check_send", "begin_transaction"),
+        (lambda m: (m.check_init(), m.on_initialized()), "begin_commit", "begin_transaction"),
+        (lambda m: (m.check_init(), m.on_initialized(), m.begin()), "begin", "commit_transaction"),
+        (lambda m: (m.check_init(), m.on_initialized(), m.begin()), "check_init", "commit"),
+    ],
+)
+def test_misuse_is_refused_with_what_to_do(prepare, call: str, hint: str) -> None:  # type: ignore[no-untyped-def]
+    manager = TransactionManager("tx")
+    prepare(manager)
+    with pytest.raises(KafkaError, match=hint) as refused:
+        getattr(manager, call)()
+    assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+
+
+def test_a_failed_batch_makes_the_transaction_abortable() -> None:
+    manager = ready()
+    manager.begin()
+    manager.on_error(KafkaError("t-0 failed", ErrorCode.MESSAGE_TOO_LARGE))
+    assert manager.state is TxnState.ABORTABLE_ERROR
+    with pytest.raises(KafkaError, match="abort_transaction") as refused:
+        manager.begin_commit()
+    assert refused.value.code == ErrorCode.MESSAGE_TOO_LARGE
+    with pytest.raises(KafkaError, match="abort_transaction"):
+        manager.check_send()
+    manager.begin_abort()
+    manager.on_ended()
+    assert manager.state is TxnState.READY and manager.error is None
+
+
+def test_fencing_is_fatal_for_every_later_call() -> None:
+    manager = ready()
+    manager.begin()
+    manager.on_error(KafkaError("fenced", ErrorCode.PRODUCER_FENCED))
+    assert manager.state is TxnState.FATAL_ERROR
+    for call in ("begin_commit", "begin_abort", "check_send", "begin", "check_init"):
+        with pytest.raises(KafkaError, match="close it") as raised:
+            getattr(manager, call)()
+        assert raised.value.code == ErrorCode.PRODUCER_FENCED
+    manager.on_error(KafkaError("later", ErrorCode.MESSAGE_TOO_LARGE))
+    assert manager.state is TxnState.FATAL_ERROR, "nothing undoes a fence"
