@@ -230,7 +230,9 @@ class Producer:
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Send everything of the transaction, then commit it. Raises the first failure of the
-        transaction (then call abort_transaction()), or, once fenced, the fencing error."""
+        transaction (then call abort_transaction()), or, once fenced, the fencing error. A
+        timeout (TimeoutError, or a retriable KafkaError from the coordinator) leaves the commit
+        in progress: call commit_transaction() again for its outcome."""
         txn = self._transactions()
         with self._space:
             txn.begin_commit()

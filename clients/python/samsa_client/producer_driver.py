@@ -403,7 +403,7 @@ class ProducerDriver:
             )
         except KafkaError as error:
             with self.lock:
-                self.txn.on_error(error)
+                self.txn.on_end_failed(error)
             raise
         with self.lock:
             self.accumulator.txn_ended()

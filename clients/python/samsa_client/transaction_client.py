@@ -4,7 +4,8 @@ and retry what is retriable until the caller's deadline.
 
 Retried: the coordinator moved or is loading (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 COORDINATOR_NOT_AVAILABLE: found again), an earlier request of the id is still being written
-(CONCURRENT_TRANSACTIONS), and unreachable coordinators. Anything else is the answer.
+(CONCURRENT_TRANSACTIONS, at a constant short backoff), and unreachable coordinators. Anything
+else is the answer.
 """
 
 from __future__ import annotations
@@ -165,7 +166,11 @@ class TransactionClient:
                     f"{method} for {key!r} did not complete in time: {problem[1]}", problem[0]
                 )
             await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX_S)
+            # The previous transaction's markers take a few ms: CONCURRENT_TRANSACTIONS is asked
+            # again at the short backoff (Kafka's 20 ms for AddPartitionsToTxn), not a growing
+            # one that would stall the next transaction behind every commit.
+            if problem[0] != ErrorCode.CONCURRENT_TRANSACTIONS:
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
 
     async def _coordinator(self, key_type: int, key: str, deadline: float) -> str | None:
         found = self._found.get((key_type, key))

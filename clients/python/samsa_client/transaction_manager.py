@@ -5,6 +5,7 @@
     IN_TRANSACTION --commit_transaction--> COMMITTING --(EndTxn answered)--> READY
     IN_TRANSACTION / ABORTABLE_ERROR --abort_transaction--> ABORTING --(EndTxn)--> READY
     any --fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)--> FATAL_ERROR
+    COMMITTING / ABORTING --EndTxn timed out (retriable)--> the same: call it again
 
 An *abortable* error (a batch of the transaction failed, a partition could not be added) leaves
 the transaction unable to commit: commit_transaction raises it, abort_transaction recovers. A
@@ -119,6 +120,15 @@ class TransactionManager:
         self.error = None
 
     # --- errors -------------------------------------------------------------------------------
+
+    def on_end_failed(self, error: KafkaError) -> None:
+        """EndTxn failed. A retriable error (the coordinator moved, the call timed out) leaves
+        the commit or abort in progress: its outcome is the coordinator's, and calling the same
+        method again asks for it (a retried EndTxn is answered as the first, KIP-890). Anything
+        else is as on_error."""
+        if error.retriable and self.state in (TxnState.COMMITTING, TxnState.ABORTING):
+            return
+        self.on_error(error)
 
     def on_error(self, error: KafkaError) -> None:
         """A batch or a request of the transaction failed with `error`."""

@@ -78,3 +78,21 @@ def test_fencing_is_fatal_for_every_later_call() -> None:
         assert raised.value.code == ErrorCode.PRODUCER_FENCED
     manager.on_error(KafkaError("later", ErrorCode.MESSAGE_TOO_LARGE))
     assert manager.state is TxnState.FATAL_ERROR, "nothing undoes a fence"
+
+
+def test_a_commit_whose_end_timed_out_is_retried_not_aborted() -> None:
+    """EndTxn's outcome is the coordinator's: after a retriable failure the same call is asked
+    again (a retried EndTxn gets the first one's answer); aborting instead could contradict a
+    commit the coordinator already decided."""
+    manager = ready()
+    manager.begin()
+    manager.begin_commit()
+    manager.on_end_failed(KafkaError("no coordinator", ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    assert manager.state is TxnState.COMMITTING
+    manager.begin_commit()  # commit_transaction() again
+    manager.on_ended()
+    assert manager.state is TxnState.READY
+    manager.begin()
+    manager.begin_commit()
+    manager.on_end_failed(KafkaError("bad", ErrorCode.INVALID_TXN_STATE))
+    assert manager.state is TxnState.ABORTABLE_ERROR, "a non-retriable answer is the answer"
