@@ -5,7 +5,8 @@ to the controllers, and its writes to `__consumer_offsets`, are signed with a ke
 it), then run the Coordinator until SIGTERM. The group and transaction settings take Kafka's
 names (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms,
 offsets.retention.minutes, group.consumer.max.size, group.consumer.assignors' default,
-transaction.abort.timed.out.transaction.cleanup.interval.ms, transactional.id.expiration.ms).
+transaction.abort.timed.out.transaction.cleanup.interval.ms, transactional.id.expiration.ms,
+transaction.max.timeout.ms).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from samsa.services.coordinator.transaction_partition import (
     ABORT_INTERVAL_MS_DEFAULT,
     TransactionConfig,
 )
-from samsa.services.coordinator.transaction_state import TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT
+from samsa.services.coordinator.transaction_state import (
+    TRANSACTION_TIMEOUT_MS_MAX,
+    TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
+)
 from samsa.services.runtime import logs, membership, shutdown, telemetry
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 
@@ -79,6 +83,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a transactional id idle this long is forgotten",
     )
     parser.add_argument(
+        "--transaction-max-timeout-ms",
+        type=int,
+        default=TRANSACTION_TIMEOUT_MS_MAX,
+        help="the longest transaction.timeout.ms a producer may ask for; AbortTransaction calls "
+        "a transaction hanging once its partition saw no write from it for this long",
+    )
+    parser.add_argument(
         "--group-consumer-assignor", choices=sorted(ASSIGNORS), default=DEFAULT_ASSIGNOR
     )
     parser.add_argument(
@@ -103,10 +114,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if (
         args.transaction_abort_timed_out_transaction_cleanup_interval_ms < 1
         or args.transactional_id_expiration_ms < 1
+        or args.transaction_max_timeout_ms < 1
     ):
         parser.error(
-            "--transaction-abort-timed-out-transaction-cleanup-interval-ms and "
-            "--transactional-id-expiration-ms must be >= 1"
+            "--transaction-abort-timed-out-transaction-cleanup-interval-ms, "
+            "--transactional-id-expiration-ms and --transaction-max-timeout-ms must be >= 1"
         )
     if args.group_consumer_max_size < 0 or args.offsets_retention_minutes < 1:
         parser.error("--group-consumer-max-size must be >= 0, --offsets-retention-minutes >= 1")
@@ -139,6 +151,7 @@ async def run(args: argparse.Namespace, member_key: bytes, tracing: bool) -> int
         transaction_config=TransactionConfig(
             abort_interval_ms=args.transaction_abort_timed_out_transaction_cleanup_interval_ms,
             id_expiration_ms=args.transactional_id_expiration_ms,
+            max_timeout_ms=args.transaction_max_timeout_ms,
         ),
         tracing=tracing,
     )

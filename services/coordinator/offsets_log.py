@@ -1,5 +1,5 @@
 """The coordinator's gRPC link to the brokers: produce to, read from, and list offsets of topics,
-write transaction markers, and take producer ids.
+write transaction markers, describe a partition's producers, and take producer ids.
 
 Theory of operation. Every call goes to the partition's leader as this process's metadata image
 names it (`ownership.leader_endpoint`); no leader (or an unreachable one) answers a retriable
@@ -53,6 +53,13 @@ class FetchResult:
 class OffsetResult:
     error_code: int
     offset: int = -1
+
+
+@dataclass(frozen=True)
+class ProducersResult:
+    error_code: int
+    error_message: str
+    producers: tuple[broker_pb2.DescribeProducersResponse.ProducerState, ...] = ()
 
 
 def _unavailable(what: str) -> tuple[int, str]:
@@ -272,6 +279,25 @@ class OffsetsLog:
                         answer.error_message,
                     )
         return results
+
+    async def describe_producers(self, topic: str, partition: int) -> ProducersResult:
+        """The producers the partition's leader remembers (DescribeProducers)."""
+        endpoint = leader_endpoint(self.image(), topic, partition)
+        if endpoint is None:
+            return ProducersResult(*_unavailable(f"{topic}-{partition}"))
+        request = broker_pb2.DescribeProducersRequest(
+            topics=[
+                broker_pb2.DescribeProducersRequest.TopicRequest(name=topic, partitions=[partition])
+            ]
+        )
+        try:
+            response = await self._stub(endpoint).DescribeProducers(request, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            return ProducersResult(ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error.details()}")
+        answer = response.topics[0].partitions[0]
+        return ProducersResult(
+            answer.error_code, answer.error_message, tuple(answer.active_producers)
+        )
 
     async def init_producer_id(self) -> tuple[int, str, int]:
         """A fresh producer id from a live broker's block (InitProducerId without a

@@ -9,17 +9,25 @@ for a step and `TransactionPartition.run` carries it out: the answer goes out on
 durable. Partitions a producer adds must exist (UNKNOWN_TOPIC_OR_PARTITION otherwise) and must
 not be internal: offsets join a transaction through AddOffsetsToTxn. A verify_only
 AddPartitionsToTxn (a broker checking a transactional produce, KIP-890) changes nothing and is
-answered from durable state.
+answered from durable state. AddPartitionsToTxn and AddOffsetsToTxn that meet their id busy
+(phase 2 of the transaction just ended, most often) wait for it up to SETTLE_WAIT_S before
+answering CONCURRENT_TRANSACTIONS (`TransactionPartition.run_when_settled`).
 
 TxnOffsetCommit is the one request for the GROUP's coordinator (`Coordinator.partition_for`):
 the offsets are checked like an OffsetCommit and written as the producer's transactional batch
 (offsets_partition.py, group_txn_offsets.py). It does not yet check with the transaction
 coordinator that the group joined the transaction (AddOffsetsToTxn; Kafka's KIP-890 checks it):
 a client that skips AddOffsetsToTxn leaves offsets pending that no marker resolves.
+
+AbortTransaction (KIP-664's abort of a hanging transaction) is served by every coordinator,
+whatever it owns: it asks the partition's leader for its producers, lets
+`hanging_transactions.abort_decision` judge, and writes the ABORT marker itself (signed as this
+coordinator, as its own markers are).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -33,6 +41,7 @@ from samsa.metadata.coordinators import (
     group_id_problem,
     group_partition,
 )
+from samsa.services.coordinator import hanging_transactions
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.offsets_partition import TxnWriteRefusedError
 from samsa.services.coordinator.transaction_partition import TransactionPartition
@@ -41,6 +50,8 @@ from samsa.v1 import transactions_pb2_grpc
 
 if TYPE_CHECKING:
     from samsa.services.coordinator.coordinator import Coordinator
+
+log = logging.getLogger(__name__)
 
 
 def _now_ms() -> int:
@@ -79,7 +90,9 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
                 return refused
             if request.verify_only:
                 return partition.shard.verify_partitions(request)
-            return await partition.run(partition.shard.add_partitions(request, _now_ms()))
+            return await partition.run_when_settled(
+                lambda: partition.shard.add_partitions(request, _now_ms())
+            )
         except PartitionUnavailableError as error:
             return x.AddPartitionsToTxnResponse(
                 error_code=error.code,  # type: ignore[arg-type]
@@ -103,7 +116,9 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
                 CONSUMER_OFFSETS_TOPIC,
                 group_partition(request.group_id, len(offsets.partitions)),
             )
-            return await partition.run(partition.shard.add_offsets(request, group_at, _now_ms()))
+            return await partition.run_when_settled(
+                lambda: partition.shard.add_offsets(request, group_at, _now_ms())
+            )
         except PartitionUnavailableError as error:
             return x.AddOffsetsToTxnResponse(
                 error_code=error.code,  # type: ignore[arg-type]
@@ -184,6 +199,68 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
                 continue
             response.transactions.append(partition.shard.describe_transaction(transactional_id))
         return response
+
+    async def AbortTransaction(self, request, context):
+        code, message = await self._abort_hanging(request)
+        return x.AbortTransactionResponse(
+            error_code=code,  # type: ignore[arg-type]
+            error_message=message,
+        )
+
+    async def _abort_hanging(self, request: x.AbortTransactionRequest) -> tuple[int, str]:
+        """Write the ABORT marker of a hanging transaction if `abort_decision` allows it."""
+        where = f"{request.topic}-{request.partition}"
+        problem = hanging_transactions.request_problem(
+            request.topic, request.partition, request.producer_id, request.producer_epoch
+        )
+        if problem is not None:
+            return ErrorCode.INVALID_REQUEST, problem
+        if not self.coordinator.in_touch():
+            return (
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "this coordinator is out of touch with the controllers; retry shortly",
+            )
+        topic = self.coordinator.metadata.image.topics.get(request.topic)
+        if topic is None or request.partition not in topic.partitions:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{where} does not exist"
+        offsets_log = self.coordinator.offsets_log
+        described = await offsets_log.describe_producers(request.topic, request.partition)
+        if described.error_code != ErrorCode.NONE:
+            return (
+                described.error_code,
+                f"describing {where}'s producers: {described.error_message}",
+            )
+        decision = hanging_transactions.abort_decision(
+            where,
+            described.producers,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            now_ms=_now_ms(),
+            max_timeout_ms=self.coordinator.transaction_config.max_timeout_ms,
+        )
+        if isinstance(decision, hanging_transactions.AbortRefused):
+            return decision.code, decision.message
+        # Not the transaction's coordinator: no ownership epoch to write into the marker.
+        results = await offsets_log.write_txn_markers(
+            producer_id=decision.producer_id,
+            producer_epoch=decision.marker_epoch,
+            committed=False,
+            coordinator_epoch=-1,
+            partitions=[(request.topic, request.partition)],
+        )
+        code, message = results[(request.topic, request.partition)]
+        if code != ErrorCode.NONE:
+            return code, f"writing the ABORT marker to {where}: {message}"
+        log.warning(
+            "hanging transaction aborted",
+            extra={
+                "partition": where,
+                "producer_id": decision.producer_id,
+                "producer_epoch": request.producer_epoch,
+                "txn_start_offset": decision.txn_start_offset,
+            },
+        )
+        return ErrorCode.NONE, ""
 
     def _unknown_partitions(
         self, request: x.AddPartitionsToTxnRequest

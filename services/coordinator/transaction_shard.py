@@ -110,7 +110,11 @@ class TransactionShard:
         return transaction_state.init_needs_new_producer_id(current)
 
     def init_transactions(
-        self, request: x.InitTransactionsRequest, now_ms: int, new_producer_id: int | None
+        self,
+        request: x.InitTransactionsRequest,
+        now_ms: int,
+        new_producer_id: int | None,
+        max_timeout_ms: int = transaction_state.TRANSACTION_TIMEOUT_MS_MAX,
     ) -> TxnStep[x.InitTransactionsResponse]:
         name = request.transactional_id
         outcome = self._busy(name) or transaction_state.init_producer_id(
@@ -119,6 +123,7 @@ class TransactionShard:
             request.transaction_timeout_ms,
             now_ms,
             new_producer_id,
+            max_timeout_ms,
         )
         return self._step(name, outcome, _identity_answer(x.InitTransactionsResponse, outcome))
 

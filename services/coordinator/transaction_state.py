@@ -104,9 +104,10 @@ from samsa.services.coordinator.transaction_model import (
     refusal,
 )
 
-# Kafka's transaction.max.timeout.ms (15 minutes): the longest transaction.timeout.ms a producer
-# may ask for. A transaction holds back the last stable offset of every partition it wrote to, so
-# consumers in read_committed wait at most this long behind a stuck producer.
+# Kafka's transaction.max.timeout.ms (15 minutes; the default of the coordinator's
+# --transaction-max-timeout-ms): the longest transaction.timeout.ms a producer may ask for. A
+# transaction holds back the last stable offset of every partition it wrote to, so consumers in
+# read_committed wait at most this long behind a stuck producer.
 TRANSACTION_TIMEOUT_MS_MAX = 15 * 60 * 1000
 # Kafka's transactional.id.expiration.ms (7 days): an idle transactional id is forgotten after it.
 TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT = 7 * 24 * 3600 * 1000
@@ -163,16 +164,18 @@ def init_producer_id(
     timeout_ms: int,
     now_ms: int,
     new_producer_id: int | None,
+    max_timeout_ms: int = TRANSACTION_TIMEOUT_MS_MAX,
 ) -> Outcome:
     """InitProducerId for a transactional id: a new identity, fencing any older instance.
-    `new_producer_id` is used only when `init_needs_new_producer_id(current)`; else None will do."""
+    `new_producer_id` is used only when `init_needs_new_producer_id(current)`; else None will do.
+    `max_timeout_ms` is the coordinator's transaction.max.timeout.ms."""
     if not transactional_id:
         return refusal(ErrorCode.INVALID_REQUEST, "a transactional id must not be empty")
-    if not 0 < timeout_ms <= TRANSACTION_TIMEOUT_MS_MAX:
+    if not 0 < timeout_ms <= max_timeout_ms:
         return refusal(
             ErrorCode.INVALID_TRANSACTION_TIMEOUT,
-            f"transaction.timeout.ms {timeout_ms} is outside 1..{TRANSACTION_TIMEOUT_MS_MAX} "
-            "(transaction.max.timeout.ms): lower it",
+            f"transaction.timeout.ms {timeout_ms} is outside 1..{max_timeout_ms} "
+            "(the coordinator's transaction.max.timeout.ms): lower it",
         )
     if init_needs_new_producer_id(current):
         assert new_producer_id is not None and new_producer_id >= 0, "allocate a producer id"

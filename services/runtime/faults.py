@@ -21,7 +21,10 @@ import random
 log = logging.getLogger(__name__)
 
 ENVIRONMENT_VARIABLE = "SAMSA_FAULTS"
-KNOWN = frozenset({"produce.drop_answer"})
+# produce.drop_answer: a broker drops a Produce answer after appending (produce_stream.py).
+# txn.lose_markers: a transaction coordinator skips writing a transaction's markers and takes
+# them as written (transaction_partition.py): the transaction hangs on its partitions.
+KNOWN = frozenset({"produce.drop_answer", "txn.lose_markers"})
 
 
 def parse(text: str) -> dict[str, float]:

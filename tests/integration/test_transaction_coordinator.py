@@ -607,3 +607,26 @@ def test_transactional_produce_is_verified_and_read_committed_sees_only_commits(
                 ),
                 15,
             )
+
+
+def test_the_next_transaction_is_answered_when_the_last_ones_markers_are_written(
+    cluster: LocalCluster,
+) -> None:
+    """A producer's first AddPartitionsToTxn right after EndTxn meets phase 2 of the transaction
+    it just ended. The coordinator holds it until phase 2 is done (SETTLE_WAIT_S) instead of
+    answering CONCURRENT_TRANSACTIONS, so a client does not pay a retry backoff on every
+    transaction: every call below is answered NONE the first time."""
+    name = "back-to-back-app"
+    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
+    who = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    channel = grpc.insecure_channel(locate(cluster, name).endpoint)
+    stub = xg.TransactionCoordinatorServiceStub(channel)
+    try:
+        for _ in range(5):
+            added = stub.AddPartitionsToTxn(add(who, 0, 1), timeout=10)
+            assert added.error_code == ErrorCode.NONE, added.error_message
+            ended = stub.EndTxn(x.EndTxnRequest(producer=who, committed=True), timeout=10)
+            assert ended.error_code == ErrorCode.NONE, ended.error_message
+            who = producer(name, ended)  # type: ignore[arg-type]
+    finally:
+        channel.close()

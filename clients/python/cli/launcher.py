@@ -239,6 +239,7 @@ def coordinator_command(
         "offsets.retention.minutes",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "transactional.id.expiration.ms",
+        "transaction.max.timeout.ms",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]

@@ -6,7 +6,7 @@
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
     samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
     samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
-    samsa transactions list|describe ...                       transactional ids (hanging?)
+    samsa transactions list|describe|describe-producers|abort  transactional ids (hanging?)
     samsa cluster                       controllers, brokers, coordinators, partitions
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 

@@ -1,5 +1,6 @@
-"""`samsa transactions list|describe`: hanging-transaction tools, as Kafka's
-kafka-transactions.sh (KIP-664) — thin over Admin.list_transactions / describe_transactions."""
+"""`samsa transactions list|describe|describe-producers|abort`: hanging-transaction tools, as
+Kafka's kafka-transactions.sh (KIP-664) — thin over Admin.list_transactions,
+describe_transactions, describe_producers and abort_transaction."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import argparse
 import time
 
 from samsa.client import Admin
-from samsa.client.transaction_admin import STATE_NAMES, TransactionDescription
+from samsa.client.transaction_admin import STATE_NAMES, ProducerState, TransactionDescription
 
 
 def add_transaction_commands(commands: argparse._SubParsersAction, add_connection: object) -> None:
     transactions = commands.add_parser(
-        "transactions", help="list and describe transactional ids (find hanging transactions)"
+        "transactions", help="list and describe transactional ids; find and abort hanging ones"
     )
     actions = transactions.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="every transactional id: producer id and state")
@@ -33,7 +34,23 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
         "describe", help="state, producer id and epoch, timeout, start and partitions"
     )
     describe.add_argument("transactional_ids", nargs="+", metavar="TRANSACTIONAL_ID")
-    for parser in (listing, describe):
+    producers = actions.add_parser(
+        "describe-producers",
+        help="a partition's producers: epoch, last write, start of the open transaction",
+    )
+    abort = actions.add_parser(
+        "abort",
+        help="abort a hanging transaction on a partition (its producer silent there for "
+        "transaction.max.timeout.ms)",
+    )
+    for parser in (producers, abort):
+        parser.add_argument("--topic", required=True)
+        parser.add_argument("--partition", type=int, required=True)
+    abort.add_argument("--producer-id", type=int, required=True)
+    abort.add_argument(
+        "--producer-epoch", type=int, required=True, help="as describe-producers shows it"
+    )
+    for parser in (listing, describe, producers, abort):
         add_connection(parser)  # type: ignore[operator]
 
 
@@ -52,10 +69,30 @@ def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
                 if rows
                 else "no transactional ids"
             )
-        else:
+        elif args.action == "describe":
             described = admin.describe_transactions(args.transactional_ids)
             print("\n".join(describe_lines(d, time.time()) for d in described.values()))
+        elif args.action == "describe-producers":
+            key = (args.topic, args.partition)
+            states = admin.describe_producers([key])[key]
+            rows = [producer_row(state, time.time()) for state in states]
+            header = ("producer id", "epoch", "last sequence", "last write", "open txn start")
+            print(table(header, rows) if rows else f"no producers on {args.topic}-{args.partition}")
+        else:
+            admin.abort_transaction(
+                args.topic, args.partition, args.producer_id, args.producer_epoch
+            )
+            print(
+                f"aborted the transaction of producer {args.producer_id} (epoch "
+                f"{args.producer_epoch}) on {args.topic}-{args.partition}"
+            )
     return 0
+
+
+def producer_row(state: ProducerState, now_s: float) -> tuple[object, ...]:
+    last_write = f"{now_s - state.last_timestamp_ms / 1000:.1f}s ago"
+    open_at = state.current_txn_start_offset if state.current_txn_start_offset >= 0 else "-"
+    return (state.producer_id, state.producer_epoch, state.last_sequence, last_write, open_at)
 
 
 def describe_lines(described: TransactionDescription, now_s: float) -> str:

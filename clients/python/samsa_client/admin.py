@@ -12,7 +12,8 @@ NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or an u
 coordinator finds the coordinator again and retries, until request.timeout.ms. Listing groups asks
 every live coordinator (DescribeCluster names them) and merges. What is decided from the answers
 is pure and lives in group_admin.py. Transactional ids are found and asked the same way
-(transaction_admin.py).
+(transaction_admin.py). A partition's producers are asked of its leader (DescribeProducers), and
+a hanging transaction is aborted through any live coordinator (AbortTransaction).
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ from samsa.client.group_admin import (
     TopicPartition,
 )
 from samsa.client.transaction_admin import (
+    ProducerState,
     TransactionDescription,
     TransactionError,
     TransactionListing,
 )
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.v1 import broker_pb2, broker_pb2_grpc
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import coordinator_pb2 as g
 from samsa.v1 import coordinator_pb2_grpc as g_grpc
@@ -63,6 +66,7 @@ __all__ = [
     "OffsetAndMetadata",
     "PartitionInfo",
     "PartitionLag",
+    "ProducerState",
     "TopicDescription",
     "TransactionDescription",
     "TransactionError",
@@ -549,6 +553,129 @@ class Admin:
                 raise TransactionError(
                     f"no coordinator answered for transactional id {transactional_id!r} within "
                     f"request.timeout.ms ({self._request_timeout_ms}): {problem}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            time.sleep(GROUP_RETRY_BACKOFF_S)
+
+    def describe_producers(
+        self, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], list[ProducerState]]:
+        """The producers each partition's leader remembers, by producer id, with the start of
+        each one's open transaction (-1: none): how to find a hanging transaction and the
+        producer id and epoch to abort. TransactionError for a partition that does not exist,
+        or whose leader did not answer within request.timeout.ms. Kafka's describeProducers."""
+        wanted = list(dict.fromkeys(partitions))
+        deadline = self._group_deadline()
+        answers: dict[tuple[str, int], list[ProducerState]] = {}
+        problem = "no leader was found"
+        while True:
+            pending = [key for key in wanted if key not in answers]
+            if not pending:
+                return {key: answers[key] for key in wanted}
+            self._metadata.refresh({topic for topic, _ in pending}, _call_timeout_s(deadline))
+            by_leader: dict[str, list[tuple[str, int]]] = {}
+            for topic, number in pending:
+                count = self._metadata.partition_counts.get(topic)
+                if count is None or not 0 <= number < count:
+                    raise TransactionError(
+                        f"{topic}-{number} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+                leader = self._metadata.leaders.get((topic, number))
+                endpoint = self._metadata.endpoints.get(leader) if leader is not None else None
+                if endpoint is None:
+                    problem = f"{topic}-{number} has no leader"
+                    continue
+                by_leader.setdefault(endpoint, []).append((topic, number))
+            for endpoint, keys in by_leader.items():
+                answered, why = self._producers_at(endpoint, keys, deadline)
+                answers.update(answered)
+                problem = why or problem
+            if all(key in answers for key in wanted):
+                continue
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    f"no leader described its producers within request.timeout.ms "
+                    f"({self._request_timeout_ms}): {problem}",
+                    ErrorCode.LEADER_NOT_AVAILABLE,
+                )
+            time.sleep(GROUP_RETRY_BACKOFF_S)
+
+    def _producers_at(
+        self, endpoint: str, keys: list[tuple[str, int]], deadline: float
+    ) -> tuple[dict[tuple[str, int], list[ProducerState]], str | None]:
+        """DescribeProducers for `keys` at the broker `endpoint`: the answered partitions, and
+        why the others were not (None when all were); raises for an answer no retry cures."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, number in keys:
+            by_topic.setdefault(topic, []).append(number)
+        request = broker_pb2.DescribeProducersRequest(
+            topics=[
+                broker_pb2.DescribeProducersRequest.TopicRequest(name=topic, partitions=numbers)
+                for topic, numbers in by_topic.items()
+            ]
+        )
+        stub = broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint))
+        try:
+            response = stub.DescribeProducers(request, timeout=_call_timeout_s(deadline))
+        except grpc.RpcError as error:
+            self._metadata.mark_stale()
+            return {}, f"the broker at {endpoint} did not answer ({_status(error)})"
+        answered: dict[tuple[str, int], list[ProducerState]] = {}
+        problem = None
+        for topic in response.topics:
+            for answer in topic.partitions:
+                if answer.error_code == ErrorCode.NONE:
+                    answered[(topic.name, answer.partition)] = ta.producers_of(answer)
+                elif answer.error_code in ta.LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}:
+                    self._metadata.mark_stale()  # the leader moved, or is still starting
+                    problem = f"{topic.name}-{answer.partition}: {answer.error_message}"
+                else:
+                    raise TransactionError.of(answer.error_code, answer.error_message)
+        return answered, problem
+
+    def abort_transaction(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int
+    ) -> None:
+        """Abort a hanging transaction: `producer_id`'s open transaction on the partition, at
+        `producer_epoch`, as describe_producers shows them (Kafka's abortTransaction, KIP-664).
+        Any live coordinator writes the ABORT marker, and only when the producer has written
+        nothing there for the coordinator's transaction.max.timeout.ms (15 minutes by default).
+        TransactionError when refused: INVALID_TXN_STATE (no open transaction there at that
+        epoch), CONCURRENT_TRANSACTIONS (written to too recently; the message says how long to
+        wait). Unavailable coordinators and leaders are retried until request.timeout.ms; a
+        retry after an answer was lost may find the transaction already aborted
+        (INVALID_TXN_STATE)."""
+        request = txn.AbortTransactionRequest(
+            topic=topic,
+            partition=partition,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+        deadline = self._group_deadline()
+        problem = "no coordinator is live"
+        while True:
+            live = [x for x in self.describe_cluster().coordinators if not x.fenced]
+            for coordinator in live:
+                stub = txn_grpc.TransactionCoordinatorServiceStub(
+                    self._channels.get(coordinator.endpoint)
+                )
+                try:
+                    answer = stub.AbortTransaction(request, timeout=_call_timeout_s(deadline))
+                except grpc.RpcError as error:
+                    problem = f"coordinator {coordinator.coordinator_id}: {_status(error)}"
+                    continue
+                if answer.error_code == ErrorCode.NONE:
+                    return
+                if not ta.abort_retriable(answer.error_code):
+                    raise TransactionError.of(answer.error_code, answer.error_message)
+                problem = f"coordinator {coordinator.coordinator_id}: {answer.error_message}"
+                if answer.error_code in ta.LEADER_ERRORS:
+                    break  # the leader's problem: another coordinator will not do better now
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    f"could not abort the transaction of producer {producer_id} on "
+                    f"{topic}-{partition} within request.timeout.ms "
+                    f"({self._request_timeout_ms}): {problem}",
                     ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 )
             time.sleep(GROUP_RETRY_BACKOFF_S)

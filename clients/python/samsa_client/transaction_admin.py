@@ -2,9 +2,12 @@
 
 Admin (admin.py) does the I/O: ListTransactions on every live coordinator, DescribeTransactions
 at each transactional id's coordinator (found with FindCoordinator), retrying the coordinator
-errors until request.timeout.ms. How an operator finds a hanging transaction: list the ones open
-longer than their timeout should allow, describe them, and read the partitions' producers
-(`describe_producers`).
+errors until request.timeout.ms; DescribeProducers at each partition's leader, AbortTransaction
+at any live coordinator, retrying those errors and the leader's (`abort_retriable`). How an
+operator finds a hanging transaction: list the ones open longer than their timeout should allow,
+describe them, and read the partitions' producers (`describe_producers`): a producer with an
+open transaction (current_txn_start_offset >= 0) that no listed transaction explains, silent for
+longer than transaction.max.timeout.ms, hangs; `abort_transaction` ends it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from samsa.client.errors import KafkaError
+from samsa.client.group_admin import COORDINATOR_ERRORS
+from samsa.common.errors import ErrorCode
+from samsa.v1 import broker_pb2
 from samsa.v1 import transaction_records_pb2 as t
 from samsa.v1 import transactions_pb2 as x
 
@@ -28,6 +34,19 @@ STATE_NAMES = {
     t.TRANSACTION_STATE_DEAD: "Dead",
 }
 STATES_BY_NAME = {name.lower(): state for state, name in STATE_NAMES.items()}
+
+# Answers of DescribeProducers and AbortTransaction that a retry may cure once the partition's
+# leader is found again (the metadata refreshed, or the coordinator's image moved on).
+LEADER_ERRORS = frozenset(
+    {
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.FENCED_LEADER_EPOCH,
+    }
+)
 
 
 class TransactionError(KafkaError):
@@ -50,6 +69,17 @@ class TransactionDescription:
     transaction_timeout_ms: int
     transaction_start_ms: int  # -1 when no transaction is open
     partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class ProducerState:
+    """One producer a partition's leader remembers (Kafka's ProducerState)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int  # -1 when it wrote only markers since its epoch began
+    last_timestamp_ms: int  # its largest batch timestamp on the partition
+    current_txn_start_offset: int  # the first offset of its open transaction there, or -1
 
 
 def state_name(state: int) -> str:
@@ -91,4 +121,31 @@ def description_of(described: x.DescribedTransaction) -> TransactionDescription:
         partitions=tuple(
             (entry.topic, number) for entry in described.partitions for number in entry.partitions
         ),
+    )
+
+
+def abort_retriable(code: int) -> bool:
+    """True when AbortTransaction should be sent again (to a live coordinator): the coordinator
+    or the partition's leader was unavailable. CONCURRENT_TRANSACTIONS is not: the transaction
+    may not hang, and the message says how long to wait before trying again."""
+    return code in COORDINATOR_ERRORS or code in LEADER_ERRORS
+
+
+def producers_of(
+    answer: broker_pb2.DescribeProducersResponse.PartitionResponse,
+) -> list[ProducerState]:
+    """A successful partition answer's producers, by producer id."""
+    assert answer.error_code == ErrorCode.NONE, answer.error_code
+    return sorted(
+        (
+            ProducerState(
+                producer_id=entry.producer_id,
+                producer_epoch=entry.producer_epoch,
+                last_sequence=entry.last_sequence,
+                last_timestamp_ms=entry.last_timestamp_ms,
+                current_txn_start_offset=entry.current_txn_start_offset,
+            )
+            for entry in answer.active_producers
+        ),
+        key=lambda state: state.producer_id,
     )

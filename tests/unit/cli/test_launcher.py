@@ -15,6 +15,7 @@ from samsa.cli.launcher import (
     ClusterSpec,
     broker_command,
     controller_command,
+    coordinator_command,
     load_or_create,
     new_cluster_spec,
 )
@@ -81,3 +82,17 @@ def test_the_internal_topics_get_the_clusters_replication_factor_and_settings(
     assert args.transaction_state_log_replication_factor == 1
     with pytest.raises(SystemExit):
         parse_args([*command[3:], "--transaction-state-log-num-partitions", "0"])
+
+
+def test_the_coordinators_transaction_settings_reach_its_flags(tmp_path: Path) -> None:
+    from samsa.services.coordinator.main import parse_args
+    from samsa.services.coordinator.transaction_state import TRANSACTION_TIMEOUT_MS_MAX
+
+    spec = load_or_create(tmp_path, 1, 1, {"transaction.max.timeout.ms": "3000"}, coordinators=1)
+    command = coordinator_command(spec, spec.coordinators[0], tmp_path)
+    assert parse_args(command[3:]).transaction_max_timeout_ms == 3000
+    without = load_or_create(tmp_path / "default", 1, 1, coordinators=1)
+    default = coordinator_command(without, without.coordinators[0], tmp_path / "default")
+    assert parse_args(default[3:]).transaction_max_timeout_ms == TRANSACTION_TIMEOUT_MS_MAX
+    with pytest.raises(SystemExit):
+        parse_args([*command[3:], "--transaction-max-timeout-ms", "0"])

@@ -263,6 +263,15 @@ def test_init_accepts_the_maximum_timeout_and_records_it() -> None:
     assert outcome.metadata.transaction_timeout_ms == s.TRANSACTION_TIMEOUT_MS_MAX
 
 
+def test_init_checks_the_configured_maximum_timeout() -> None:
+    """transaction.max.timeout.ms set on the coordinator replaces the 15-minute default."""
+    refused = s.init_producer_id(metadata(EMPTY), TXN, 3001, NOW, None, max_timeout_ms=3000)
+    assert refused.error == E.INVALID_TRANSACTION_TIMEOUT
+    assert "1..3000" in refused.message
+    accepted = s.init_producer_id(metadata(EMPTY), TXN, 3000, NOW, None, max_timeout_ms=3000)
+    assert accepted.error == E.NONE
+
+
 def test_init_refuses_an_empty_transactional_id() -> None:
     assert s.init_producer_id(None, "", TIMEOUT, NOW, NEW_ID).error == E.INVALID_REQUEST
 

@@ -72,6 +72,11 @@ class TransactionCoordinatorServiceStub:
                 request_serializer=samsa_dot_v1_dot_transactions__pb2.DescribeTransactionsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_transactions__pb2.DescribeTransactionsResponse.FromString,
                 _registered_method=True)
+        self.AbortTransaction = channel.unary_unary(
+                '/samsa.v1.TransactionCoordinatorService/AbortTransaction',
+                request_serializer=samsa_dot_v1_dot_transactions__pb2.AbortTransactionRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_transactions__pb2.AbortTransactionResponse.FromString,
+                _registered_method=True)
 
 
 class TransactionCoordinatorServiceServicer:
@@ -134,6 +139,28 @@ class TransactionCoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AbortTransaction(self, request, context):
+        """Aborts a hanging transaction on one partition (KIP-664): an open transaction that no
+        coordinator will ever end (its markers were lost), which holds the partition's last stable
+        offset back and so stalls every read_committed reader. Served by every coordinator, whoever
+        owns the producer's transactional id. The coordinator asks the partition's leader for its
+        producers (BrokerService.DescribeProducers) and writes an ABORT marker at
+        producer_epoch + 1 (the epoch a marker must carry, KIP-890) only when all of these hold:
+        - the producer has an open transaction on the partition (else INVALID_TXN_STATE);
+        - at producer_epoch, the epoch DescribeProducers shows (else INVALID_TXN_STATE);
+        - its last write to the partition (last_timestamp_ms) is at least the coordinator's
+        transaction.max.timeout.ms old: by then any coordinator that knew the transaction
+        would have aborted it, so it surely hangs. A more recent one answers
+        CONCURRENT_TRANSACTIONS (retry after the time its message names, if it still hangs).
+        The marker fences that epoch on the partition, as any transaction end does. Aborting a
+        transaction whose coordinator is still retrying its COMMIT markers (a partition leader down
+        for longer than transaction.max.timeout.ms) would lose that commit on this partition: check
+        with ListTransactions that no transaction of the producer id is in PREPARE_COMMIT first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TransactionCoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -171,6 +198,11 @@ def add_TransactionCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.DescribeTransactions,
                     request_deserializer=samsa_dot_v1_dot_transactions__pb2.DescribeTransactionsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_transactions__pb2.DescribeTransactionsResponse.SerializeToString,
+            ),
+            'AbortTransaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbortTransaction,
+                    request_deserializer=samsa_dot_v1_dot_transactions__pb2.AbortTransactionRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_transactions__pb2.AbortTransactionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -365,6 +397,33 @@ class TransactionCoordinatorService:
             '/samsa.v1.TransactionCoordinatorService/DescribeTransactions',
             samsa_dot_v1_dot_transactions__pb2.DescribeTransactionsRequest.SerializeToString,
             samsa_dot_v1_dot_transactions__pb2.DescribeTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AbortTransaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.TransactionCoordinatorService/AbortTransaction',
+            samsa_dot_v1_dot_transactions__pb2.AbortTransactionRequest.SerializeToString,
+            samsa_dot_v1_dot_transactions__pb2.AbortTransactionResponse.FromString,
             options,
             channel_credentials,
             insecure,
