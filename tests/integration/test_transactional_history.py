@@ -1,0 +1,390 @@
+"""Transactional copy-pipelines under faults: every input copied exactly once.
+
+Goal (DESIGN §5, issue 13): consume-transform-produce pipelines on transactions stay exactly-once
+while partition leaders, the coordinator owning a transactional.id, and pipeline processes
+themselves are killed with kill -9: at the end every input record is in the committed output
+exactly once, no read_committed reader ever returned a record of an aborted transaction (every
+read is kept), the groups' committed offsets match the committed output, and no transaction is
+left open.
+
+Method: one controller, three brokers and two coordinators (real processes, stopped by PID also
+on failure); `PIPELINES` pipelines, each with its own input and output topic (2 partitions, RF 3,
+min.insync.replicas 2), group and transactional.id, each a process (txn_pipeline_proc.py: polls,
+copies, commits the offsets in the transaction; aborts and rewinds on a failure). A read_committed
+observer per output topic reads throughout and keeps every read. Each round feeds more input and
+then injects one fault, in turn: kill -9 of the leader of an input or output partition (restarted),
+of the coordinator owning a pipeline's transactional.id (restarted; its partitions move to the
+other), or of a pipeline process (a successor with the same transactional.id fences it and
+finishes its work). Then the pipelines drain the input, and the history checker
+(txn_history_checker.py) judges each pipeline. CI runs `ROUNDS` rounds; `SAMSA_SLOW=1` runs
+`SLOW_ROUNDS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import grpc
+import pytest
+from cluster_helpers import FAST_SETTINGS, local_cluster, wait_until
+from txn_history_checker import check_pipelines
+
+from samsa.cli.launcher import LocalCluster, wait_healthy
+from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import coordinator_pb2_grpc as cg
+
+pytestmark = pytest.mark.timeout(1800)
+
+SLOW = os.environ.get("SAMSA_SLOW") == "1"
+ROUNDS, SLOW_ROUNDS = 3, 51
+PIPELINES = 2
+PARTITIONS = 2
+FEED_INTERVAL_S = 0.02  # the feeder sends one record to every input partition this often
+FAULTS = ("leader", "coordinator", "pipeline")
+PROC = Path(__file__).with_name("txn_pipeline_proc.py")
+SETTINGS = dict(FAST_SETTINGS) | {
+    "replica.lag.time.max.ms": "2000",
+    "offsets.topic.num.partitions": "2",
+    "transaction.state.log.num.partitions": "2",
+    "coordinator.session.timeout.ms": "3000",
+    "coordinator.heartbeat.interval.ms": "300",
+    "group.consumer.session.timeout.ms": "3000",
+    "group.consumer.heartbeat.interval.ms": "300",
+}
+
+
+def names(index: int) -> dict[str, str]:
+    return {
+        "input": f"txh-in-{index}",
+        "output": f"txh-out-{index}",
+        "group": f"txh-group-{index}",
+        "transactional_id": f"txh-copier-{index}",
+    }
+
+
+class Pipelines:
+    """The pipeline processes, each started again (a successor) after a kill; every process is
+    killed by PID at the end."""
+
+    def __init__(self, cluster: LocalCluster, work: Path) -> None:
+        self.cluster = cluster
+        self.work = work
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+        self.all: list[subprocess.Popen[bytes]] = []
+        self.stop_file = work / "stop"
+
+    def journal(self, index: int) -> Path:
+        return self.work / f"pipeline-{index}.journal"
+
+    def start(self, index: int) -> None:
+        n = names(index)
+        command = [
+            sys.executable,
+            str(PROC),
+            self.cluster.spec.bootstrap_servers,
+            n["input"],
+            n["output"],
+            n["group"],
+            n["transactional_id"],
+            str(self.journal(index)),
+            str(self.stop_file),
+        ]
+        with open(self.work / f"pipeline-{index}.log", "ab") as log:
+            process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=PROC.parent,
+                start_new_session=True,
+            )
+        self.processes[index] = process
+        self.all.append(process)
+
+    def kill_mid_transaction(self, index: int, timeout_s: float = 60) -> None:
+        """kill -9 the pipeline right after it wrote a transaction's records (a `W` line), so
+        that its successor has an open transaction to abort."""
+        journal = self.journal(index)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            lines = journal.read_text().splitlines() if journal.exists() else []
+            if lines and lines[-1].startswith("W "):
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError(f"pipeline {index} wrote no transaction in {timeout_s} s")
+        process = self.processes[index]
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+
+    def stop(self, timeout_s: float = 60) -> dict[int, int | None]:
+        self.stop_file.touch()
+        deadline = time.monotonic() + timeout_s
+        for process in self.processes.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(max(0.1, deadline - time.monotonic()))
+        return {index: process.poll() for index, process in self.processes.items()}
+
+    def kill_all(self) -> None:
+        for process in self.all:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+
+    def outcomes(self) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for index in range(PIPELINES):
+            if self.journal(index).exists():
+                for line in self.journal(index).read_text().splitlines():
+                    counts[line[:1]] += 1
+        return counts
+
+
+class Feeder(threading.Thread):
+    """Feeds every input partition steadily (acks=all), so the pipelines are always mid-work."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        sent = 0
+        try:
+            while not self.stopping.is_set():
+                for index in range(PIPELINES):
+                    for partition in range(PARTITIONS):
+                        value = b"in-%d-%d-%d" % (index, partition, sent)
+                        self.producer.send(names(index)["input"], value, partition=partition)
+                sent += 1
+                time.sleep(FEED_INTERVAL_S)
+            self.producer.flush(120)
+        except BaseException as error:  # reported by the test
+            self.error = error
+        finally:
+            self.producer.close(5)
+
+
+class Observer(threading.Thread):
+    """A read_committed reader of one output topic that keeps every read."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.seen: list[tuple[int, int, bytes]] = []
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        config = {
+            "bootstrap.servers": self.bootstrap,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+        try:
+            with Consumer(config) as consumer:
+                consumer.assign([(self.topic, p) for p in range(PARTITIONS)])
+                while not self.stopping.is_set():
+                    records = consumer.poll(timeout=0.2)
+                    self.seen += [(r.partition, r.offset, r.value) for r in records]
+        except BaseException as error:  # reported by the test
+            self.error = error
+
+
+def read_topic(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, int, bytes]]:
+    """Every record of the topic a reader at `isolation` returns, from the start to the end."""
+    config = {
+        "bootstrap.servers": bootstrap,
+        "isolation.level": isolation,
+        "auto.offset.reset": "earliest",
+        "max.poll.records": 10_000,
+    }
+    with Consumer(config) as consumer:
+        partitions = [(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(partitions)
+        ends = consumer.end_offsets(partitions)
+        records: list[tuple[int, int, bytes]] = []
+        deadline = time.monotonic() + 120
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            assert time.monotonic() < deadline, f"could not read {topic} to its end"
+            records += [(r.partition, r.offset, r.value) for r in consumer.poll(timeout=2)]
+        return records
+
+
+def leaders(admin: Admin, topics: list[str]) -> dict[tuple[str, int], int]:
+    described = admin.describe_topics(topics)
+    return {(t, p.partition): p.leader for t in topics for p in described[t].partitions}
+
+
+def full_isr(admin: Admin, topics: list[str]) -> bool:
+    described = admin.describe_topics(topics)
+    return all(p.leader >= 0 and len(p.isr) == 3 for t in topics for p in described[t].partitions)
+
+
+def transaction_coordinator(cluster: LocalCluster, transactional_id: str) -> int:
+    """The id of the coordinator owning `transactional_id`, as a broker answers it."""
+    channel = grpc.insecure_channel(cluster.spec.brokers[0].endpoint)
+    stub = cg.CoordinatorLookupServiceStub(channel)
+
+    def found() -> int | None:
+        request = c.FindCoordinatorRequest(
+            key_type=c.COORDINATOR_KEY_TYPE_TRANSACTION, keys=[transactional_id]
+        )
+        try:
+            location = stub.FindCoordinator(request, timeout=5).coordinators[0]
+        except grpc.RpcError:
+            return None
+        return None if location.error_code else location.coordinator_id
+
+    try:
+        return wait_until(f"the coordinator of {transactional_id}", found, 30)
+    finally:
+        channel.close()
+
+
+def inject(
+    fault: str, round_: int, cluster: LocalCluster, admin: Admin, pipelines: Pipelines
+) -> str:
+    """One fault, then recovery; what was done, for the report."""
+    index = round_ % PIPELINES
+    topics = [names(i)[kind] for i in range(PIPELINES) for kind in ("input", "output")]
+    if fault == "leader":
+        topic = topics[round_ % len(topics)]
+        partition = (round_ // len(topics)) % PARTITIONS
+        leader = wait_until(
+            "a leader", lambda: (b := leaders(admin, topics)[(topic, partition)]) >= 0 and b
+        )
+        cluster.kill(f"broker-{leader}")
+        time.sleep(0.5)
+        cluster.start(f"broker-{leader}")
+        wait_until("a full ISR again", lambda: full_isr(admin, topics), 90)
+        return f"broker-{leader} (leader of {topic}-{partition})"
+    if fault == "coordinator":
+        owner = transaction_coordinator(cluster, names(index)["transactional_id"])
+        cluster.kill(f"coordinator-{owner}")
+        time.sleep(2.0)  # in-flight transactions meet a missing coordinator
+        cluster.start(f"coordinator-{owner}")
+        wait_healthy(cluster, timeout_s=60)
+        return f"coordinator-{owner} (of {names(index)['transactional_id']})"
+    pipelines.kill_mid_transaction(index)
+    pipelines.start(index)  # the successor: init_transactions fences the killed instance
+    return f"pipeline {index}"
+
+
+def input_ends(bootstrap: str) -> dict[int, dict[int, int]]:
+    """Each pipeline's input end offsets, by partition."""
+    with Consumer({"bootstrap.servers": bootstrap}) as consumer:
+        ends = {}
+        for index in range(PIPELINES):
+            tps = [(names(index)["input"], p) for p in range(PARTITIONS)]
+            ends[index] = {p: end for (_, p), end in consumer.end_offsets(tps).items()}
+        return ends
+
+
+def committed_offsets(admin: Admin, index: int) -> dict[int, int]:
+    n = names(index)
+    offsets = admin.list_consumer_group_offsets(n["group"])
+    return {
+        p: found.offset
+        for p in range(PARTITIONS)
+        if (found := offsets.get((n["input"], p))) is not None
+    }
+
+
+@pytest.mark.parametrize("rounds", [pytest.param(SLOW_ROUNDS if SLOW else ROUNDS, id="rounds")])
+def test_transactional_pipelines_under_kills(tmp_path: Path, rounds: int) -> None:
+    with local_cluster(tmp_path, 1, 3, SETTINGS, coordinators=2) as cluster:
+        bootstrap = cluster.spec.bootstrap_servers
+        admin = Admin({"bootstrap.servers": bootstrap})
+        feeder = Feeder(bootstrap)
+        pipelines = Pipelines(cluster, tmp_path)
+        observers = [Observer(bootstrap, names(i)["output"]) for i in range(PIPELINES)]
+        try:
+            admin.create_topics(
+                [
+                    NewTopic(names(i)[kind], PARTITIONS, 3, {"min.insync.replicas": "2"})
+                    for i in range(PIPELINES)
+                    for kind in ("input", "output")
+                ]
+            )
+            for observer in observers:
+                observer.start()
+            for index in range(PIPELINES):
+                pipelines.start(index)
+            feeder.start()
+            faults: list[tuple[str, str]] = []  # (kind, what was killed)
+            for round_ in range(rounds):
+                time.sleep(1.5)  # the pipelines are mid-transaction
+                fault = FAULTS[round_ % len(FAULTS)]
+                killed = inject(fault, round_ // len(FAULTS), cluster, admin, pipelines)
+                faults.append((fault, killed))
+            time.sleep(1.0)
+            feeder.stopping.set()
+            feeder.join(150)
+            assert feeder.error is None, f"the feeder failed: {feeder.error!r}"
+            fed = input_ends(bootstrap)
+
+            def drained() -> bool:
+                return all(committed_offsets(admin, i) == fed[i] for i in range(PIPELINES))
+
+            wait_until("every input committed", drained, 300)
+            exits = pipelines.stop()
+            assert all(code == 0 for code in exits.values()), f"pipelines exited {exits}"
+            hanging = admin.list_transactions(
+                states=["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]
+            )
+            assert not hanging, f"transactions left open: {hanging}"
+            offsets = {i: committed_offsets(admin, i) for i in range(PIPELINES)}
+        finally:
+            pipelines.kill_all()
+            for observer in observers:
+                observer.stopping.set()
+            for observer in observers:
+                observer.join(30)
+            feeder.stopping.set()
+            admin.close()
+
+        totals: Counter[str] = Counter()
+        for index, observer in enumerate(observers):
+            assert observer.error is None, f"observer {index} failed: {observer.error!r}"
+            n = names(index)
+            inputs: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+            for partition, _, value in sorted(read_topic(bootstrap, n["input"], "read_committed")):
+                inputs[partition].append(value)
+            report = check_pipelines(
+                inputs,
+                read_topic(bootstrap, n["output"], "read_committed"),
+                read_topic(bootstrap, n["output"], "read_uncommitted"),
+                observer.seen,
+                offsets[index],
+            )
+            print(f"\npipeline {index}: {report.summary()}")
+            assert report.ok, report.summary()
+            totals.update(
+                inputs=report.inputs,
+                committed=report.committed_outputs,
+                aborted=report.aborted_outputs,
+                reads=report.reads_observed,
+            )
+        outcomes = pipelines.outcomes()
+        print(  # the figures the issue note reports
+            f"\n{rounds} rounds (kills: {dict(Counter(kind for kind, _ in faults))}): "
+            f"{dict(totals)}; transactions committed "
+            f"{outcomes['C']}, aborted {outcomes['A']}, instances fenced {outcomes['F']}, "
+            f"instances started {outcomes['S']}"
+        )
+        assert totals["inputs"] == sum(sum(ends.values()) for ends in fed.values())
+        assert outcomes["C"] > 0
+        # Pipelines are killed mid-transaction (after writing, before committing): the log holds
+        # records of aborted transactions, and the checks above saw past them.
+        assert totals["aborted"] > 0, "no transaction was aborted: the faults missed"
