@@ -15,6 +15,7 @@ from typing import TypeVar
 import grpc
 
 from samsa.cli.launcher import ClusterSpec, LocalCluster, load_or_create, wait_healthy
+from samsa.client import Consumer
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.replay import replay
@@ -28,6 +29,16 @@ T = TypeVar("T")
 
 # Short sessions so that fencing is observable in a test; heartbeats well inside them.
 FAST_SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300"}
+# For transaction tests: few internal partitions, and coordinators and members that are fenced
+# within seconds.
+TRANSACTION_SETTINGS = FAST_SETTINGS | {
+    "offsets.topic.num.partitions": "2",
+    "transaction.state.log.num.partitions": "2",
+    "coordinator.session.timeout.ms": "3000",
+    "coordinator.heartbeat.interval.ms": "300",
+    "group.consumer.session.timeout.ms": "3000",
+    "group.consumer.heartbeat.interval.ms": "300",
+}
 # A fake coordinator's heartbeat interval: well inside the tests' coordinator sessions (>= 1.5 s).
 HEARTBEAT_INTERVAL_S = 0.3
 CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
@@ -67,6 +78,28 @@ def wait_until(what: str, probe: Callable[[], T | None], timeout_s: float = 30.0
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what} (last error: {last_error})")
+
+
+def read_to_end(
+    bootstrap: str, partitions: list[tuple[str, int]], isolation: str, timeout_s: float = 120
+) -> list[tuple[int, int, bytes]]:
+    """Every record of `partitions` from the start to their end at `isolation` (the last stable
+    offset for read_committed), as (partition, offset, value)."""
+    config = {
+        "bootstrap.servers": bootstrap,
+        "isolation.level": isolation,
+        "auto.offset.reset": "earliest",
+        "max.poll.records": 10_000,
+    }
+    with Consumer(config) as consumer:
+        consumer.assign(partitions)
+        ends = consumer.end_offsets(partitions)
+        records: list[tuple[int, int, bytes]] = []
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            assert time.monotonic() < deadline, f"could not read {partitions} to their end"
+            records += [(r.partition, r.offset, r.value) for r in consumer.poll(timeout=2)]
+        return records
 
 
 def controller_stub(endpoint: str) -> controller_pb2_grpc.ControllerServiceStub:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_helpers import FAST_SETTINGS, local_cluster
+from cluster_helpers import FAST_SETTINGS, local_cluster, read_to_end
 
 from samsa.cli.launcher import LocalCluster
 from samsa.client import Admin, Consumer, NewTopic, Producer
@@ -52,20 +52,8 @@ def ends(cluster: LocalCluster, isolation: str) -> dict[tuple[str, int], int]:
 
 def read_all(cluster: LocalCluster, isolation: str) -> list[bytes]:
     """Every value of TOPIC from the start to the end at this isolation."""
-    config = {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        "isolation.level": isolation,
-        "auto.offset.reset": "earliest",
-    }
-    with Consumer(config) as consumer:
-        consumer.assign(PARTITIONS)
-        consumer.seek_to_end()
-        end = {tp: consumer.position(tp) for tp in PARTITIONS}
-        consumer.seek_to_beginning()
-        values: list[bytes] = []
-        while any(consumer.position(tp) < end[tp] for tp in PARTITIONS):
-            values += [record.value for record in consumer.poll(timeout=5)]
-        return sorted(values)
+    records = read_to_end(cluster.spec.bootstrap_servers, PARTITIONS, isolation)
+    return sorted(value for _, _, value in records)
 
 
 def commit_one_transaction(cluster: LocalCluster) -> list[bytes]:

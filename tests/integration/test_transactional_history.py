@@ -34,7 +34,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cluster_helpers import FAST_SETTINGS, local_cluster, wait_until
+from cluster_helpers import TRANSACTION_SETTINGS, local_cluster, read_to_end, wait_until
 from txn_history_checker import check_pipelines
 
 from samsa.cli.launcher import LocalCluster, wait_healthy
@@ -51,15 +51,7 @@ PARTITIONS = 2
 FEED_INTERVAL_S = 0.02  # the feeder sends one record to every input partition this often
 FAULTS = ("leader", "coordinator", "pipeline")
 PROC = Path(__file__).with_name("txn_pipeline_proc.py")
-SETTINGS = dict(FAST_SETTINGS) | {
-    "replica.lag.time.max.ms": "2000",
-    "offsets.topic.num.partitions": "2",
-    "transaction.state.log.num.partitions": "2",
-    "coordinator.session.timeout.ms": "3000",
-    "coordinator.heartbeat.interval.ms": "300",
-    "group.consumer.session.timeout.ms": "3000",
-    "group.consumer.heartbeat.interval.ms": "300",
-}
+SETTINGS = TRANSACTION_SETTINGS | {"replica.lag.time.max.ms": "2000"}
 
 
 def names(index: int) -> dict[str, str]:
@@ -201,26 +193,6 @@ class Observer(threading.Thread):
             self.error = error
 
 
-def read_topic(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, int, bytes]]:
-    """Every record of the topic a reader at `isolation` returns, from the start to the end."""
-    config = {
-        "bootstrap.servers": bootstrap,
-        "isolation.level": isolation,
-        "auto.offset.reset": "earliest",
-        "max.poll.records": 10_000,
-    }
-    with Consumer(config) as consumer:
-        partitions = [(topic, p) for p in range(PARTITIONS)]
-        consumer.assign(partitions)
-        ends = consumer.end_offsets(partitions)
-        records: list[tuple[int, int, bytes]] = []
-        deadline = time.monotonic() + 120
-        while any(consumer.position(tp) < ends[tp] for tp in partitions):
-            assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            records += [(r.partition, r.offset, r.value) for r in consumer.poll(timeout=2)]
-        return records
-
-
 def leaders(admin: Admin, topics: list[str]) -> dict[tuple[str, int], int]:
     described = admin.describe_topics(topics)
     return {(t, p.partition): p.leader for t in topics for p in described[t].partitions}
@@ -279,6 +251,10 @@ def inject(
     pipelines.kill_mid_transaction(index)
     pipelines.start(index)  # the successor: init_transactions fences the killed instance
     return f"pipeline {index}"
+
+
+def partitions_of(topic: str) -> list[tuple[str, int]]:
+    return [(topic, p) for p in range(PARTITIONS)]
 
 
 def input_ends(bootstrap: str) -> dict[int, dict[int, int]]:
@@ -359,12 +335,14 @@ def test_transactional_pipelines_under_kills(tmp_path: Path, rounds: int) -> Non
             assert observer.error is None, f"observer {index} failed: {observer.error!r}"
             n = names(index)
             inputs: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
-            for partition, _, value in sorted(read_topic(bootstrap, n["input"], "read_committed")):
+            for partition, _, value in sorted(
+                read_to_end(bootstrap, partitions_of(n["input"]), "read_committed")
+            ):
                 inputs[partition].append(value)
             report = check_pipelines(
                 inputs,
-                read_topic(bootstrap, n["output"], "read_committed"),
-                read_topic(bootstrap, n["output"], "read_uncommitted"),
+                read_to_end(bootstrap, partitions_of(n["output"]), "read_committed"),
+                read_to_end(bootstrap, partitions_of(n["output"]), "read_uncommitted"),
                 observer.seen,
                 offsets[index],
             )

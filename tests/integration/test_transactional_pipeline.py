@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from cluster_helpers import FAST_SETTINGS, wait_until
+from cluster_helpers import TRANSACTION_SETTINGS, read_to_end, wait_until
 from txn_history_checker import check_pipelines, copied
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
@@ -31,20 +31,12 @@ pytestmark = pytest.mark.timeout(300)
 
 IN, OUT, GROUP, TXN_ID = "pipe-in", "pipe-out", "pipe-group", "pipe-copier"
 RECORDS_PER_PARTITION = 150
-SETTINGS = dict(FAST_SETTINGS) | {
-    "offsets.topic.num.partitions": "2",
-    "transaction.state.log.num.partitions": "2",
-    "coordinator.session.timeout.ms": "3000",
-    "coordinator.heartbeat.interval.ms": "300",
-    "group.consumer.session.timeout.ms": "3000",
-    "group.consumer.heartbeat.interval.ms": "300",
-}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     data_dir = tmp_path_factory.mktemp("pipeline")
-    spec = load_or_create(data_dir, 1, 2, SETTINGS, coordinators=1)
+    spec = load_or_create(data_dir, 1, 2, TRANSACTION_SETTINGS, coordinators=1)
     cluster = LocalCluster(spec, data_dir)
     try:
         cluster.start_all()
@@ -118,24 +110,6 @@ def observe(
             seen += [(r.partition, r.offset, r.value) for r in consumer.poll(timeout=0.2)]
 
 
-def read_everything(cluster: LocalCluster, isolation: str) -> list[tuple[int, int, bytes]]:
-    config = {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        "isolation.level": isolation,
-        "auto.offset.reset": "earliest",
-    }
-    with Consumer(config) as consumer:
-        partitions = [(OUT, 0), (OUT, 1)]
-        consumer.assign(partitions)
-        consumer.seek_to_end()
-        ends = {tp: consumer.position(tp) for tp in partitions}
-        consumer.seek_to_beginning()
-        records: list[tuple[int, int, bytes]] = []
-        while any(consumer.position(tp) < ends[tp] for tp in partitions):
-            records += [(r.partition, r.offset, r.value) for r in consumer.poll(timeout=5)]
-        return records
-
-
 def test_a_pipeline_copies_exactly_once_across_a_crashed_instance(cluster: LocalCluster) -> None:
     bootstrap = cluster.spec.bootstrap_servers
     inputs = {p: [b"in-%d-%d" % (p, i) for i in range(RECORDS_PER_PARTITION)] for p in range(2)}
@@ -182,8 +156,10 @@ def test_a_pipeline_copies_exactly_once_across_a_crashed_instance(cluster: Local
         stop_observing.set()
         observer.join(30)
 
-    committed = read_everything(cluster, "read_committed")
-    everything = read_everything(cluster, "read_uncommitted")
+    committed = read_to_end(cluster.spec.bootstrap_servers, [(OUT, 0), (OUT, 1)], "read_committed")
+    everything = read_to_end(
+        cluster.spec.bootstrap_servers, [(OUT, 0), (OUT, 1)], "read_uncommitted"
+    )
     report = check_pipelines(inputs, committed, everything, seen, offsets)
     print(report.summary())
     assert report.ok, report.summary()

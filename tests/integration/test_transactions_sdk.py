@@ -14,28 +14,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from cluster_helpers import FAST_SETTINGS, wait_until
+from cluster_helpers import TRANSACTION_SETTINGS, read_to_end, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
-from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.client import Admin, NewTopic, Producer
 from samsa.client.errors import KafkaError
 from samsa.common.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(240)
 
 OUT = "sdk-out"
-SETTINGS = dict(FAST_SETTINGS) | {
-    "offsets.topic.num.partitions": "2",
-    "transaction.state.log.num.partitions": "2",
-    "coordinator.session.timeout.ms": "3000",
-    "coordinator.heartbeat.interval.ms": "300",
-}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     data_dir = tmp_path_factory.mktemp("txn-sdk")
-    spec = load_or_create(data_dir, 1, 2, SETTINGS, coordinators=1)
+    spec = load_or_create(data_dir, 1, 2, TRANSACTION_SETTINGS, coordinators=1)
     cluster = LocalCluster(spec, data_dir)
     try:
         cluster.start_all()
@@ -59,21 +53,8 @@ def transactional(cluster: LocalCluster, transactional_id: str) -> Producer:
 
 def read_all(cluster: LocalCluster, isolation: str) -> list[bytes]:
     """Every value of OUT, read from the start until the end offsets (at this isolation)."""
-    config = {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        "isolation.level": isolation,
-        "auto.offset.reset": "earliest",
-    }
-    with Consumer(config) as consumer:
-        partitions = [(OUT, 0), (OUT, 1)]
-        consumer.assign(partitions)
-        consumer.seek_to_end()
-        ends = {tp: consumer.position(tp) for tp in partitions}
-        consumer.seek_to_beginning()
-        values: list[bytes] = []
-        while any(consumer.position(tp) < ends[tp] for tp in partitions):
-            values += [record.value for record in consumer.poll(timeout=5)]
-        return sorted(values)
+    records = read_to_end(cluster.spec.bootstrap_servers, [(OUT, 0), (OUT, 1)], isolation)
+    return sorted(value for _, _, value in records)
 
 
 def test_commit_and_abort_as_read_committed_readers_see_them(cluster: LocalCluster) -> None:
