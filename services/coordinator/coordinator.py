@@ -57,6 +57,7 @@ from samsa.services.runtime.coordinator_lookup import CoordinatorLookupServicer
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.metadata_log import MetadataLogFollower
 from samsa.services.runtime.server import GrpcServer
+from samsa.services.runtime.txn_added_check import TransactionMembershipCheck
 from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc, transactions_pb2, transactions_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ class Coordinator:
         )
         self.session_timeout_s = session_timeout_ms / 1000
         self.offsets_log = OffsetsLog(lambda: self.metadata.image, signer)
+        self.transaction_check = TransactionMembershipCheck(lambda: self.metadata.image)
         self.topics: dict[str, int] = {}
         # What this process owns now (updated on every image and epoch) and what it has
         # loaded or is loading, per coordinator topic, by partition number.
@@ -307,5 +309,6 @@ class Coordinator:
         await self.membership.leave()
         await server.stop(STOP_GRACE_S)
         await self.offsets_log.close()
+        await self.transaction_check.close()
         await self.channel.close()
         log.info("coordinator stopped")

@@ -15,9 +15,10 @@ answering CONCURRENT_TRANSACTIONS (`TransactionPartition.run_when_settled`).
 
 TxnOffsetCommit is the one request for the GROUP's coordinator (`Coordinator.partition_for`):
 the offsets are checked like an OffsetCommit and written as the producer's transactional batch
-(offsets_partition.py, group_txn_offsets.py). It does not yet check with the transaction
-coordinator that the group joined the transaction (AddOffsetsToTxn; Kafka's KIP-890 checks it):
-a client that skips AddOffsetsToTxn leaves offsets pending that no marker resolves.
+(offsets_partition.py, group_txn_offsets.py), once the transaction coordinator confirms that
+the group's partition joined the producer's transaction (AddOffsetsToTxn; KIP-890, asked with
+verify_only through services/runtime/txn_added_check.py): offsets no marker would resolve are
+never written.
 
 AbortTransaction (KIP-664's abort of a hanging transaction) is served by every coordinator,
 whatever it owns: it asks the partition's leader for its producers, lets
@@ -143,12 +144,28 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             partition = self.coordinator.partition_for(request.group_id)
             result = partition.shard.commit_txn_offsets(request, _now_ms(), self.coordinator.topics)
             if result.records:
+                await self._check_offsets_added(producer, partition.partition)
                 await partition.write_transactional(
                     producer.producer_id, producer.producer_epoch, result.records
                 )
         except (PartitionUnavailableError, TxnWriteRefusedError) as error:
             return _offsets_failed(request, error.code, error.message)
         return result.response
+
+    async def _check_offsets_added(self, producer: x.TransactionalProducer, number: int) -> None:
+        """KIP-890 for offsets: the group's partition of `__consumer_offsets` must be in the
+        producer's transaction (AddOffsetsToTxn), or no marker would ever resolve the offsets
+        written here; TxnWriteRefusedError with the transaction coordinator's answer if not."""
+        where = (CONSUMER_OFFSETS_TOPIC, number)
+        verdicts = await self.coordinator.transaction_check.ask(
+            producer.transactional_id, producer.producer_id, producer.producer_epoch, [where]
+        )
+        refusal = verdicts[where]
+        if refusal is not None:
+            code, message = refusal
+            raise TxnWriteRefusedError(
+                code, f"{message} (call AddOffsetsToTxn for the group before TxnOffsetCommit)"
+            )
 
     async def EndTxn(self, request, context):
         try:

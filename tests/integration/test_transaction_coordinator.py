@@ -411,6 +411,26 @@ def test_offsets_committed_in_a_transaction_appear_at_its_commit_only(
     )
 
 
+def test_offsets_of_a_group_not_added_to_the_transaction_are_refused(
+    cluster: LocalCluster,
+) -> None:
+    """KIP-890 for offsets: TxnOffsetCommit without AddOffsetsToTxn would leave offsets that no
+    marker resolves (the group's partition is not in the transaction): the group coordinator
+    asks the transaction coordinator first and refuses with INVALID_TXN_STATE, writing
+    nothing (the group's offset stays stable)."""
+    name, group_id = "no-add-app", "no-add-group"
+    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
+    me = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    request = x.TxnOffsetCommitRequest(
+        producer=me, group_id=group_id, member_id="", member_epoch=-1
+    )
+    request.topics.add(name=TOPIC).partitions.add(partition=0, committed_offset=7)
+    answer = group_call(cluster, group_id, "TxnOffsetCommit", request).results[0]  # type: ignore[attr-defined]
+    assert answer.error_code == ErrorCode.INVALID_TXN_STATE, answer
+    assert "AddOffsetsToTxn" in answer.error_message
+    assert committed_offset(cluster, group_id) == (-1, ErrorCode.NONE), "nothing pending"
+
+
 def test_pending_offsets_survive_the_group_coordinator_killed(cluster: LocalCluster) -> None:
     for name in sorted(cluster.killed):
         if name.startswith("coordinator-"):

@@ -69,6 +69,7 @@ IO_MODULE_NAMES = {
     "member_auth.py",  # membership proofs on gRPC calls: metadata, clock, nonces, aborts
     "coordinator_lookup.py",  # FindCoordinator's gRPC adapter, served by every service
     "faults.py",  # test-only fault injection, read from the environment
+    "txn_added_check.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
     # services/controller
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
     "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds

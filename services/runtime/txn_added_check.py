@@ -1,0 +1,135 @@
+"""Asks a transactional id's coordinator whether partitions are in its producer's open
+transaction (AddPartitionsToTxn with verify_only, KIP-890 part 1).
+
+Two callers, one question. A broker asks before it appends a transactional produce to a
+partition the producer has no transaction open on (services/broker/txn_verification.py); a group
+coordinator asks before it writes TxnOffsetCommit's offsets, whose partition of
+`__consumer_offsets` the producer must have added with AddOffsetsToTxn. Either way, a
+transactional write that no coordinator knows about would open a transaction that no marker
+ever ends: a hanging transaction.
+
+The coordinator is found from the caller's metadata image; CONCURRENT_TRANSACTIONS and the
+coordinator errors are asked again, with a backoff, within `VERIFY_TIMEOUT_S`. Each partition
+ends confirmed (None) or refused with the error the caller answers: INVALID_TXN_STATE (not in
+the transaction) or a retriable one (no coordinator now).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+import grpc
+
+from samsa.common.errors import ErrorCode
+from samsa.metadata.coordinators import TRANSACTION_KEY_TYPE, find_coordinator
+from samsa.metadata.image import MetadataImage
+from samsa.v1 import coordinator_pb2, transactions_pb2, transactions_pb2_grpc
+
+TopicPartition = tuple[str, int]
+Refusal = tuple[ErrorCode, str]
+
+VERIFY_TIMEOUT_S = 5.0
+RETRY_BACKOFF_S = 0.02
+RETRY_BACKOFF_MAX_S = 0.5
+RETRY_WHILE = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+
+def verdicts_of(
+    asked: list[TopicPartition], answer: transactions_pb2.AddPartitionsToTxnResponse
+) -> dict[TopicPartition, Refusal | None]:
+    """Per asked partition: None when the coordinator confirmed it, else the refusal."""
+    if answer.error_code:
+        code = ErrorCode(answer.error_code)
+        return dict.fromkeys(asked, (code, f"the transaction coordinator: {answer.error_message}"))
+    verdicts: dict[TopicPartition, Refusal | None] = {}
+    for result in answer.results:
+        key = (result.topic, result.partition)
+        if result.error_code:
+            message = f"the transaction coordinator: {result.error_message}"
+            verdicts[key] = (ErrorCode(result.error_code), message)
+        else:
+            verdicts[key] = None
+    for key in asked:
+        verdicts.setdefault(
+            key, (ErrorCode.INVALID_TXN_STATE, "the transaction coordinator did not confirm it")
+        )
+    return verdicts
+
+
+class TransactionMembershipCheck:
+    """Asks the coordinators (see the module docstring); one channel per coordinator endpoint."""
+
+    def __init__(self, image: Callable[[], MetadataImage]) -> None:
+        self.image = image
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    async def close(self) -> None:
+        await asyncio.gather(*(channel.close() for channel in self._channels.values()))
+
+    async def ask(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, Refusal | None]:
+        asked = list(partitions)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in asked:
+            by_topic.setdefault(topic, []).append(partition)
+        request = transactions_pb2.AddPartitionsToTxnRequest(
+            producer=transactions_pb2.TransactionalProducer(
+                transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch
+            ),
+            partitions=[
+                coordinator_pb2.TopicPartitions(topic=topic, partitions=numbers)
+                for topic, numbers in by_topic.items()
+            ],
+            verify_only=True,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + VERIFY_TIMEOUT_S
+        backoff = RETRY_BACKOFF_S
+        while True:
+            verdicts = await self._ask_once(transactional_id, request, asked, deadline)
+            codes = {v[0] for v in verdicts.values() if v is not None}
+            if not codes & RETRY_WHILE or loop.time() + backoff >= deadline:
+                return verdicts
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+
+    async def _ask_once(
+        self,
+        transactional_id: str,
+        request: transactions_pb2.AddPartitionsToTxnRequest,
+        asked: list[TopicPartition],
+        deadline: float,
+    ) -> dict[TopicPartition, Refusal | None]:
+        lookup = find_coordinator(self.image(), TRANSACTION_KEY_TYPE, transactional_id)
+        if lookup.error_code:
+            message = f"no transaction coordinator: {lookup.error_message}"
+            return dict.fromkeys(asked, (ErrorCode(lookup.error_code), message))
+        stub = transactions_pb2_grpc.TransactionCoordinatorServiceStub(
+            self._channel(lookup.endpoint)
+        )
+        timeout = max(0.05, deadline - asyncio.get_running_loop().time())
+        try:
+            answer = await stub.AddPartitionsToTxn(request, timeout=timeout)
+        except grpc.aio.AioRpcError as error:
+            message = f"the transaction coordinator at {lookup.endpoint}: {error.details()}"
+            return dict.fromkeys(asked, (ErrorCode.COORDINATOR_NOT_AVAILABLE, message))
+        return verdicts_of(asked, answer)
+
+    def _channel(self, endpoint: str) -> grpc.aio.Channel:
+        channel = self._channels.get(endpoint)
+        if channel is None:
+            channel = self._channels[endpoint] = grpc.aio.insecure_channel(endpoint)
+        return channel
