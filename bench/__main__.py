@@ -10,6 +10,9 @@ python -m bench scale              idle-partition cost at 0, 1,000, 3,000 (--sca
 python -m bench groups             consumer groups: subscribe() beside assign(), join time,
                                    failover on a leave and a SIGKILL, produce->consume latency
                                    (see bench/group_bench.py)
+python -m bench transactions       transactional produce beside plain, commit latency,
+                                   read_committed beside read_uncommitted
+                                   (see bench/transaction_bench.py)
 python -m bench all                all of them
 python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster and replication),
                                    for a smoke run
@@ -20,7 +23,13 @@ from __future__ import annotations
 import argparse
 import platform
 
-from bench import cluster_bench, group_bench, replication_bench, scale_bench
+from bench import (
+    cluster_bench,
+    group_bench,
+    replication_bench,
+    scale_bench,
+    transaction_bench,
+)
 from bench.codec_bench import format_codec_table, run_codec_bench
 from bench.storage_bench import run_storage_bench
 
@@ -34,15 +43,17 @@ def main() -> None:
     parser.add_argument(
         "mode",
         nargs="?",
-        choices=("local", "cluster", "replication", "scale", "groups", "all"),
+        choices=("local", "cluster", "replication", "scale", "groups", "transactions", "all"),
         default="local",
         help="local: storage and codec (the default); cluster: vs the peers; replication: RF=3 "
-        "vs JetStream R3; groups: consumer groups beside assign(); all: every one",
+        "vs JetStream R3; groups: consumer groups beside assign(); transactions: transactional "
+        "produce and read_committed beside their plain counterparts; all: every one",
     )
     cluster_bench.add_arguments(parser)  # --quick, and the cluster bench's own options
     replication_bench.add_arguments(parser)
     scale_bench.add_arguments(parser)
     group_bench.add_arguments(parser)
+    transaction_bench.add_arguments(parser)
     args = parser.parse_args()
     if args.mode in ("local", "all"):
         scale = 0.1 if args.quick else 1.0
@@ -63,6 +74,10 @@ def main() -> None:
         if args.mode == "all":
             print()
         group_bench.run(args)
+    if args.mode in ("transactions", "all"):  # issue 13; part of "all"
+        if args.mode == "all":
+            print()
+        transaction_bench.run(args)
     if args.mode == "scale":  # idle partitions at 0 / 1,000 / 3,000 (issue 10); not in "all"
         scale_bench.run(args)
 

@@ -38,19 +38,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import tempfile
 import threading
 import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from bench.figures import percentile
 from bench.group_member_proc import FailoverPlan, failover, is_balanced
-from bench.harness import failure_reason, measure_or_reason, print_tables
+from bench.harness import failure_reason, measure_or_reason, print_tables, running_samsa
 from bench.tables import (
     P50,
     P99,
@@ -63,9 +61,6 @@ from bench.tables import (
     format_targets,
     is_figure,
 )
-
-if TYPE_CHECKING:
-    from samsa.cli.launcher import LocalCluster
 
 T = TypeVar("T")
 
@@ -294,22 +289,6 @@ def latency_table(results: Mapping[str, Sequence[dict | str]], plan: Plan) -> st
 
 
 # --- the measurements ------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def group_cluster() -> Iterator[LocalCluster]:
-    """The run's cluster; every process is stopped by PID on the way out."""
-    from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
-
-    with tempfile.TemporaryDirectory(prefix="samsa-bench-groups-") as root:
-        spec = load_or_create(Path(root), 1, BROKERS, SETTINGS, coordinators=COORDINATORS)
-        cluster = LocalCluster(spec, Path(root))
-        try:
-            cluster.start_all()
-            wait_healthy(cluster, timeout_s=60)
-            yield cluster
-        finally:
-            cluster.stop_all()
 
 
 def attempt(function: Callable[[], T]) -> T | str:
@@ -564,7 +543,9 @@ def run_group_bench(quick: bool = False) -> Iterator[str]:
     plan = Plan.for_run(quick)
     with contextlib.ExitStack() as stack:
         try:
-            bootstrap = stack.enter_context(group_cluster()).spec.bootstrap_servers
+            bootstrap = stack.enter_context(
+                running_samsa(1, BROKERS, SETTINGS, coordinators=COORDINATORS, name="groups")
+            ).spec.bootstrap_servers
             create_topics(bootstrap, TOPICS)
         except Exception as error:  # nothing to measure against
             traceback.print_exc()

@@ -92,14 +92,20 @@ def call_with_available(function: Callable[..., dict], available: dict[str, obje
 
 @contextlib.contextmanager
 def running_samsa(
-    controllers: int = 1, brokers: int = 1, settings: dict[str, str] | None = None
+    controllers: int = 1,
+    brokers: int = 1,
+    settings: dict[str, str] | None = None,
+    *,
+    coordinators: int = 0,
+    name: str = "cluster",
 ) -> Iterator[LocalCluster]:
-    """A healthy local Samsa cluster in a temporary directory for the run; every process is
-    stopped by PID on the way out (the launcher's `running`), whatever happens in between."""
+    """A healthy local Samsa cluster in a temporary directory (samsa-bench-`name`-…) for the
+    run; every process is stopped by PID on the way out (the launcher's `running`), whatever
+    happens in between."""
     from samsa.cli.launcher import LocalCluster, load_or_create, running, wait_healthy
 
-    with tempfile.TemporaryDirectory(prefix="samsa-bench-cluster-") as root:
-        spec = load_or_create(Path(root), controllers, brokers, settings)
+    with tempfile.TemporaryDirectory(prefix=f"samsa-bench-{name}-") as root:
+        spec = load_or_create(Path(root), controllers, brokers, settings, coordinators=coordinators)
         with running(LocalCluster(spec, Path(root))) as cluster:
             wait_healthy(cluster)
             yield cluster
