@@ -3,7 +3,8 @@ in a committed transaction reach read_committed consumers (all of them, across p
 records of an aborted one never do (while read_uncommitted readers see them), offsets sent in a
 transaction take effect exactly when it commits, a second instance with the same
 transactional.id fences the first (whose commit then fails for good), and misuse (send outside
-a transaction, commit without begin) is refused with a clear error.
+a transaction, commit without begin) is refused with a clear error. The asyncio pair
+(AsyncProducer's transactional calls, AsyncConsumer at read_committed) does the same.
 
 Method: one controller, two brokers, one coordinator (real processes from the launcher, stopped
 by PID also on failure); the SDK's Producer, Consumer and Admin, as an application uses them.
@@ -11,13 +12,14 @@ by PID also on failure); the SDK's Producer, Consumer and Admin, as an applicati
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 from cluster_helpers import TRANSACTION_SETTINGS, read_to_end, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
-from samsa.client import Admin, NewTopic, Producer
+from samsa.client import Admin, AsyncConsumer, AsyncProducer, NewTopic, Producer
 from samsa.client.errors import KafkaError
 from samsa.common.errors import ErrorCode
 
@@ -88,6 +90,56 @@ def test_commit_and_abort_as_read_committed_readers_see_them(cluster: LocalClust
     )
     everything = read_all(cluster, "read_uncommitted")
     assert sorted(committed + [b"aborted-%d" % i for i in range(6)]) == everything
+
+
+def test_async_producer_transactions_and_async_read_committed(cluster: LocalCluster) -> None:
+    bootstrap = cluster.spec.bootstrap_servers
+    topic = "sdk-async"
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=2)])
+
+    async def read(isolation: str, count: int) -> list[bytes]:
+        config = {
+            "bootstrap.servers": bootstrap,
+            "isolation.level": isolation,
+            "auto.offset.reset": "earliest",
+        }
+        async with AsyncConsumer(config) as consumer:
+            await consumer.assign([(topic, 0)])
+            values: list[bytes] = []
+            while len(values) < count:
+                batch = await consumer.poll(timeout=10)
+                assert batch, f"nothing after {len(values)} of {count} records"
+                values += [record.value for record in batch]
+            assert await consumer.poll(timeout=0.5) == [], "nothing more"
+            return values
+
+    async def main() -> None:
+        config = {"bootstrap.servers": bootstrap, "transactional.id": "sdk-async-app"}
+        async with AsyncProducer(config) as producer:
+            await producer.init_transactions(30)
+            producer.begin_transaction()
+            for index in range(5):
+                await producer.send(topic, b"committed-%d" % index, partition=0)
+            await producer.send_offsets_to_transaction({(topic, 0): 5}, "sdk-async-group")
+            await producer.commit_transaction(30)
+            producer.begin_transaction()
+            futures = [await producer.send(topic, b"aborted-%d" % i, partition=0) for i in (0, 1)]
+            await producer.flush(30)
+            offsets = [(await future).offset for future in futures]
+            assert all(offset >= 0 for offset in offsets), "written, then aborted"
+            await producer.abort_transaction(30)
+            producer.begin_transaction()
+            await producer.send(topic, b"last", partition=0)
+            await producer.commit_transaction(30)
+        committed = [b"committed-%d" % index for index in range(5)] + [b"last"]
+        assert await read("read_committed", len(committed)) == committed
+        everything = await read("read_uncommitted", len(committed) + 2)
+        assert sorted(everything) == sorted([*committed, b"aborted-0", b"aborted-1"])
+
+    asyncio.run(main())
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert admin.list_consumer_group_offsets("sdk-async-group")[(topic, 0)].offset == 5
 
 
 def test_offsets_sent_in_a_transaction_commit_with_it(cluster: LocalCluster) -> None:

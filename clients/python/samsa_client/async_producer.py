@@ -5,6 +5,11 @@
         metadata = await future                             # acknowledged: RecordMetadata
         metadata = await producer.send_and_wait("events", b"value")
 
+With a `transactional.id` the transactional calls are the sync Producer's, as coroutines
+(`await producer.init_transactions()`, `begin_transaction()`, `await
+producer.send_offsets_to_transaction(...)`, `await producer.commit_transaction()`, `await
+producer.abort_transaction()`), with the same state machine (transaction_manager.py).
+
 Theory of operation. The same `ProducerDriver` as the sync `Producer` (producer_driver.py), but
 its task runs on the caller's loop, so there is no thread hand-off at all: `send()` appends to
 the accumulator and, when the append says so, calls the driver's `wake()`, which drains and sends
@@ -19,15 +24,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
-from samsa.client.producer import WAIT_POLL_S, run_callback
+from samsa.client.group_driver import GroupMetadata
+from samsa.client.producer import WAIT_POLL_S, group_identity, run_callback, transactions_of
 from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata
+from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
 
 
@@ -75,6 +83,8 @@ class AsyncProducer:
         """Queue one record (waiting for buffer memory if need be); await the result for its
         RecordMetadata."""
         driver = self._started()
+        if driver.txn is not None:
+            driver.txn.check_send()
         now = now_ms()
         if timestamp is None:
             timestamp = now
@@ -166,6 +176,69 @@ class AsyncProducer:
         finally:
             with driver.lock:
                 driver.accumulator.flush_done()
+
+    # --- transactions (the sync Producer's calls, as coroutines) ---------------------------------
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Get this transactional.id's producer id and epoch, fencing any older instance."""
+        driver, txn = self._transactional()
+        with driver.lock:
+            txn.check_init()
+        timeout_s = self._timeout_s(timeout)
+        await self._within(driver.init_transactions(timeout_s), timeout_s)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: every send() until commit or abort belongs to it."""
+        driver, txn = self._transactional()
+        with driver.lock:
+            txn.begin()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[tuple[str, int], int],
+        group: str | GroupMetadata,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit the group's consumed `offsets` in the transaction (see Producer's)."""
+        driver, txn = self._transactional()
+        txn.check_send()
+        timeout_s = self._timeout_s(timeout)
+        coroutine = driver.send_offsets(dict(offsets), *group_identity(group), timeout_s)
+        await self._within(coroutine, timeout_s)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything of the transaction, then commit it (see Producer's)."""
+        driver, txn = self._transactional()
+        with driver.lock:
+            txn.begin_commit()
+        timeout_s = self._timeout_s(timeout)
+        await self.flush(timeout_s)
+        with driver.lock:
+            txn.begin_commit()  # raises if a batch of the transaction failed meanwhile
+        await self._within(driver.end_transaction(True, timeout_s), timeout_s)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop what was not sent, wait for what was, and abort."""
+        driver, txn = self._transactional()
+        with driver.lock:
+            txn.begin_abort()
+        timeout_s = self._timeout_s(timeout)
+        driver.abort_queued("the transaction was aborted before this record was sent")
+        await self.flush(timeout_s)
+        await self._within(driver.end_transaction(False, timeout_s), timeout_s)
+
+    def _transactional(self) -> tuple[ProducerDriver, TransactionManager]:
+        driver = self._started()
+        return driver, transactions_of(driver.txn)
+
+    def _timeout_s(self, timeout: float | None) -> float:
+        return self.config.max_block_ms / 1000 if timeout is None else timeout
+
+    @staticmethod
+    async def _within(coroutine: Coroutine[Any, Any, None], timeout_s: float) -> None:
+        """The driver's coroutine has its own deadline; this one only guards against a hang."""
+        async with asyncio.timeout(timeout_s + 5):
+            await coroutine
 
     async def stop(self, timeout: float | None = None) -> None:
         """Flush, then stop the driver. Records still unsettled after `timeout` fail."""

@@ -53,6 +53,24 @@ STOP_TIMEOUT_S = 5.0
 WAIT_POLL_S = 0.1
 
 
+def group_identity(group: str | GroupMetadata) -> tuple[str, str, int]:
+    """(group id, member id, member epoch) for send_offsets_to_transaction: a consumer's
+    group_metadata(), or a group id alone (a consumer outside the group protocol)."""
+    if isinstance(group, str):
+        return group, "", -1
+    return group.group_id, group.member_id, group.member_epoch
+
+
+def transactions_of(txn: TransactionManager | None) -> TransactionManager:
+    """The producer's transaction state, or the error saying that it has no transactional.id."""
+    if txn is None:
+        raise KafkaError(
+            "this producer has no transactional.id: set one to use transactions",
+            ErrorCode.INVALID_TXN_STATE,
+        )
+    return txn
+
+
 def run_callback(callback: Callable[[], None]) -> None:
     try:
         callback()
@@ -219,13 +237,7 @@ class Producer:
         txn = self._transactions()
         txn.check_send()
         timeout_s = self._timeout_s(timeout)
-        if isinstance(group, str):
-            group_id, member_id, member_epoch = group, "", -1
-        else:
-            group_id, member_id, member_epoch = group.group_id, group.member_id, group.member_epoch
-        coroutine = self._driver.send_offsets(
-            dict(offsets), group_id, member_id, member_epoch, timeout_s
-        )
+        coroutine = self._driver.send_offsets(dict(offsets), *group_identity(group), timeout_s)
         self._on_loop(coroutine, timeout_s)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
@@ -257,14 +269,9 @@ class Producer:
         self._driver.abort_queued("the transaction was aborted before this record was sent")
 
     def _transactions(self) -> TransactionManager:
-        if self._txn is None:
-            raise KafkaError(
-                "this producer has no transactional.id: set one to use transactions",
-                ErrorCode.INVALID_TXN_STATE,
-            )
         if self._closed:
             raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
-        return self._txn
+        return transactions_of(self._txn)
 
     def _timeout_s(self, timeout: float | None) -> float:
         return self.config.max_block_ms / 1000 if timeout is None else timeout
