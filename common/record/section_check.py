@@ -53,7 +53,7 @@ from samsa.common.record.codec import (
     _slice_column,
 )
 
-__all__ = ["check_records"]
+__all__ = ["check_records", "section_of"]
 
 
 def check_records(
@@ -61,19 +61,25 @@ def check_records(
 ) -> None:
     """Raise CorruptRecordError unless the records section of the batch at `position` (whose
     framing and CRC the caller checked) decodes: see the module docstring for every rule."""
+    _check_section(*section_of(buffer, position, batch_header), batch_header)
+
+
+def section_of(
+    buffer: bytes | bytearray | memoryview, position: int, batch_header: header.BatchHeader
+) -> tuple[bytes, int, int]:
+    """(data, start, end): the batch's records section as bytes, inflated when compressed;
+    the caller's own bytes, uncopied, when it is an uncompressed `bytes`."""
     start = position + header.HEADER_BYTES
     end = position + batch_header.batch_length + header.LOG_OVERHEAD
     if batch_header.attributes & header.COMPRESSION_MASK == header.COMPRESSION_ZSTD:
         with memoryview(buffer) as view:
             data: bytes = _decompress_section(view[start:end])
-        start, end = 0, len(data)
-    elif type(buffer) is bytes:
-        data = buffer
-    else:
-        with memoryview(buffer) as view:
-            data = bytes(view[start:end])
-        start, end = 0, len(data)
-    _check_section(data, start, end, batch_header)
+        return data, 0, len(data)
+    if type(buffer) is bytes:
+        return buffer, start, end
+    with memoryview(buffer) as view:
+        data = bytes(view[start:end])
+    return data, 0, len(data)
 
 
 def _check_section(data: bytes, start: int, end: int, batch_header: header.BatchHeader) -> None:
