@@ -26,6 +26,7 @@ PACKAGE_FOLDERS = {
     "services": "samsa.services",
     "clients/python/samsa_client": "samsa.client",
     "clients/python/cli": "samsa.cli",
+    "clients/spark/samsa_spark": "samsa.spark",
 }
 
 FORBIDDEN_IN_CORES = {
@@ -144,6 +145,7 @@ def test_services_do_not_import_clients() -> None:
 
 def test_sdk_does_not_import_services() -> None:
     assert _violations("clients/python/samsa_client", ("samsa.services",)) == []
+    assert _violations("clients/spark/samsa_spark", ("samsa.services",)) == []
 
 
 def test_pure_cores_do_no_io() -> None:

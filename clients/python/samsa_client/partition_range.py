@@ -1,0 +1,196 @@
+"""Read one partition from offset A up to B (exclusive), as stored batches or as records.
+
+The Spark source's tasks read their ranges through this, and so can plain Python code that wants
+"partition P from A to B" without a consumer's position, group or background fetching:
+
+    with PartitionRangeReader({"bootstrap.servers": "127.0.0.1:9093"}) as reader:
+        for record in reader.records("events", 0, 100, 200):
+            ...
+
+Theory of operation. `chunks` fetches from the partition's leader (unary Fetch, no wait) starting
+at A and yields what each answer holds: whole stored batches as bytes (a batch may start before A
+or end after B: the caller cuts) and, at read_committed, the aborted transactions that overlap
+them. It follows the answer's next offset until B; a leader change or a coordinator-free
+retriable error refreshes the metadata and asks again, within `request.timeout.ms` of no
+progress. Offsets below the log start (deleted by retention) raise OFFSET_OUT_OF_RANGE: the
+caller decides whether that is data loss. `records` decodes the chunks (markers and, at
+read_committed, aborted records left out) and cuts them to [A, B).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import grpc
+
+from samsa.client.channels import Channels
+from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.consumer import ConsumerRecord
+from samsa.client.errors import KafkaError
+from samsa.client.fetch_state import decode_records
+from samsa.common.errors import ErrorCode, is_retriable
+from samsa.v1 import broker_pb2, broker_pb2_grpc, records_pb2
+
+ISOLATION = {
+    "read_uncommitted": records_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED,
+    "read_committed": records_pb2.ISOLATION_LEVEL_READ_COMMITTED,
+}
+FETCH_BYTES = 8 * 1024 * 1024  # per answer: big enough to amortise a call over many batches
+REQUEST_TIMEOUT_MS_DEFAULT = 30_000
+RETRY_BACKOFF_S = 0.05
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One Fetch answer's batches (bytes, back to back) and the aborted transactions
+    ((producer id, first offset)) a read_committed reader must hide among them."""
+
+    data: bytes
+    aborted: tuple[tuple[int, int], ...]
+
+
+class PartitionRangeReader:
+    """Reads partition ranges (see the module docstring); safe to use from one thread."""
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        servers = str(config.get("bootstrap.servers", ""))
+        bootstrap = [server.strip() for server in servers.split(",") if server.strip()]
+        if not bootstrap:
+            raise KafkaError("bootstrap.servers is required", ErrorCode.INVALID_REQUEST)
+        timeout_ms = int(config.get("request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT))  # type: ignore[call-overload]
+        self.timeout_s = timeout_ms / 1000
+        self._channels = Channels()
+        self._metadata = ClusterMetadata(bootstrap, self._channels)
+
+    def close(self) -> None:
+        self._channels.close()
+
+    def __enter__(self) -> PartitionRangeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def chunks(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        isolation: str = "read_uncommitted",
+    ) -> Iterator[Chunk]:
+        """The batches holding offsets [start, end), answer by answer."""
+        level = _isolation(isolation)
+        position = start
+        deadline = time.monotonic() + self.timeout_s
+        while position < end:
+            result, problem = self._fetch_once(topic, partition, position, level)
+            if result is not None and result.records:
+                yield Chunk(
+                    result.records,
+                    tuple((a.producer_id, a.first_offset) for a in result.aborted_transactions),
+                )
+                position = max(position + 1, result.next_fetch_offset)
+                deadline = time.monotonic() + self.timeout_s
+                continue
+            if result is not None:  # nothing there yet (the end is beyond what is readable)
+                readable = (
+                    result.last_stable_offset
+                    if level == records_pb2.ISOLATION_LEVEL_READ_COMMITTED
+                    else result.high_watermark
+                )
+                problem = (
+                    f"offset {position} is not readable yet ({isolation} end {readable}); "
+                    f"asked up to {end}"
+                )
+            if time.monotonic() >= deadline:
+                raise KafkaError(
+                    f"reading {topic}-{partition} [{start}, {end}) stopped at {position}: "
+                    f"{problem} (for request.timeout.ms, {self.timeout_s * 1000:.0f})",
+                    ErrorCode.REQUEST_TIMED_OUT,
+                )
+            time.sleep(RETRY_BACKOFF_S)
+
+    def records(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        isolation: str = "read_uncommitted",
+    ) -> Iterator[ConsumerRecord]:
+        """The records of [start, end) in offset order: markers never, and at read_committed
+        no record of an aborted transaction."""
+        for chunk in self.chunks(topic, partition, start, end, isolation):
+            records, _, _ = decode_records((topic, partition), chunk.data, start, chunk.aborted)
+            for record in records:
+                if record.offset >= end:
+                    return
+                yield record
+
+    def _fetch_once(
+        self, topic: str, partition: int, offset: int, level: int
+    ) -> tuple[broker_pb2.FetchResponse.PartitionData | None, str]:
+        """(the partition's answer, "") or (None, why there is none: retried)."""
+        leader = self._leader(topic, partition)
+        if leader is None:
+            return None, f"{topic}-{partition} has no leader now"
+        request = broker_pb2.FetchRequest(
+            max_wait_ms=0,
+            max_bytes=FETCH_BYTES,
+            isolation_level=level,  # type: ignore[arg-type]
+            topics=[
+                broker_pb2.FetchRequest.TopicData(
+                    name=topic,
+                    partitions=[
+                        broker_pb2.FetchRequest.PartitionData(
+                            partition=partition,
+                            fetch_offset=offset,
+                            partition_max_bytes=FETCH_BYTES,
+                        )
+                    ],
+                )
+            ],
+        )
+        stub = broker_pb2_grpc.BrokerServiceStub(self._channels.get(leader))
+        try:
+            answer = stub.Fetch(request, timeout=min(self.timeout_s, 10.0))
+        except grpc.RpcError as error:
+            self._refresh(topic)
+            return None, f"the leader at {leader}: {error.code().name}"  # type: ignore[attr-defined]
+        result = answer.topics[0].partitions[0]
+        if result.error_code == ErrorCode.NONE:
+            return result, ""
+        code = ErrorCode(result.error_code)
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE or not is_retriable(code):
+            raise KafkaError(
+                f"reading {topic}-{partition} at {offset}: {code.name} {result.error_message} "
+                f"(log start {result.log_start_offset})",
+                code,
+            )
+        self._refresh(topic)
+        return None, f"{code.name} {result.error_message}"
+
+    def _refresh(self, topic: str) -> None:
+        with contextlib.suppress(KafkaError, grpc.RpcError):  # asked again on the next try
+            self._metadata.refresh([topic], min(self.timeout_s, 5.0))
+
+    def _leader(self, topic: str, partition: int) -> str | None:
+        leader = self._metadata.leaders.get((topic, partition))
+        if leader is None:
+            self._refresh(topic)
+            leader = self._metadata.leaders.get((topic, partition))
+        return None if leader is None else self._metadata.endpoints.get(leader)
+
+
+def _isolation(isolation: str) -> int:
+    level = ISOLATION.get(isolation)
+    if level is None:
+        raise KafkaError(
+            f"isolation.level {isolation!r}: use read_uncommitted or read_committed",
+            ErrorCode.INVALID_REQUEST,
+        )
+    return level

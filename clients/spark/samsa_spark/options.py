@@ -1,0 +1,161 @@
+"""The source's options, as Spark's Kafka connector (spark-sql-kafka) names them, parsed and
+checked: each error names the option and what to write instead.
+
+- `samsa.bootstrap.servers` (required); every `samsa.*` key goes to the client without the
+  prefix, as the Kafka connector passes `kafka.*` keys.
+- Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`
+  (JSON `{"topic": [0, 1]}`).
+- `startingOffsets`: `earliest` (the batch default), `latest`, or JSON
+  `{"topic": {"0": 23, "1": -2}}` (-2 earliest, -1 latest); `endingOffsets`: `latest` (the
+  default) or JSON (-1 latest).
+- `includeHeaders` (false), `isolation.level` (`read_committed`, the default, or
+  `read_uncommitted`), `failOnDataLoss` (true), `minPartitions` (split large ranges so that there
+  are at least this many tasks).
+
+Offsets travel as canonical JSON (sorted keys, no spaces): Spark compares offsets as strings.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+EARLIEST, LATEST = -2, -1
+TopicPartition = tuple[str, int]
+
+
+class OptionError(ValueError):
+    """An option is missing or malformed; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    client: dict[str, str]  # samsa.* without the prefix
+    subscribe: tuple[str, ...] = ()
+    pattern: str | None = None
+    assign: tuple[TopicPartition, ...] = ()
+    starting: str | dict[str, dict[int, int]] = "earliest"
+    ending: str | dict[str, dict[int, int]] = "latest"
+    include_headers: bool = False
+    isolation: str = "read_committed"
+    fail_on_data_loss: bool = True
+    min_partitions: int | None = None
+
+    def matches(self, topic: str) -> bool:
+        """Whether a topic is read (subscribe or subscribePattern; assign lists partitions)."""
+        if self.pattern is not None:
+            return re.fullmatch(self.pattern, topic) is not None
+        return topic in self.subscribe
+
+
+def parse_options(options: Mapping[str, str]) -> SourceOptions:
+    lowered = {key.lower(): (key, value) for key, value in options.items()}
+
+    def get(name: str) -> str | None:
+        found = lowered.get(name.lower())
+        return None if found is None else found[1]
+
+    client = {
+        key[len("samsa.") :]: value for key, value in options.items() if key.startswith("samsa.")
+    }
+    if not client.get("bootstrap.servers"):
+        raise OptionError("samsa.bootstrap.servers is required: the brokers' host:port list")
+    chosen = [name for name in ("subscribe", "subscribePattern", "assign") if get(name)]
+    if len(chosen) != 1:
+        raise OptionError(
+            "set exactly one of subscribe (topics, comma-separated), subscribePattern (a regex) "
+            f'or assign (JSON {{"topic": [0, 1]}}); got {chosen or "none"}'
+        )
+    subscribe: tuple[str, ...] = ()
+    pattern = None
+    assign: tuple[TopicPartition, ...] = ()
+    if chosen == ["subscribe"]:
+        subscribe = tuple(t.strip() for t in (get("subscribe") or "").split(",") if t.strip())
+    elif chosen == ["subscribePattern"]:
+        pattern = get("subscribePattern")
+        try:
+            re.compile(pattern or "")
+        except re.error as error:
+            raise OptionError(f"subscribePattern {pattern!r} is not a regex: {error}") from None
+    else:
+        assign = _assign(get("assign") or "")
+    return SourceOptions(
+        client=client,
+        subscribe=subscribe,
+        pattern=pattern,
+        assign=assign,
+        starting=_offsets("startingOffsets", get("startingOffsets") or "earliest"),
+        ending=_offsets("endingOffsets", get("endingOffsets") or "latest", ending=True),
+        include_headers=_bool("includeHeaders", get("includeHeaders"), False),
+        isolation=_isolation(get("isolation.level")),
+        fail_on_data_loss=_bool("failOnDataLoss", get("failOnDataLoss"), True),
+        min_partitions=_positive("minPartitions", get("minPartitions")),
+    )
+
+
+def canonical(offsets: Mapping[str, Mapping[int, int]]) -> str:
+    """Offsets as the JSON Spark keeps: sorted keys, no spaces."""
+    as_strings = {t: {str(p): o for p, o in sorted(ps.items())} for t, ps in offsets.items()}
+    return json.dumps(as_strings, sort_keys=True, separators=(",", ":"))
+
+
+def _assign(text: str) -> tuple[TopicPartition, ...]:
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise OptionError(f'assign must be JSON like {{"topic": [0, 1]}}: {error}') from None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(ps, list) and all(isinstance(p, int) and p >= 0 for p in ps)
+        for ps in parsed.values()
+    ):
+        raise OptionError('assign must map each topic to a list of partitions: {"topic": [0, 1]}')
+    return tuple(sorted((topic, p) for topic, ps in parsed.items() for p in ps))
+
+
+def _offsets(name: str, text: str, *, ending: bool = False) -> str | dict[str, dict[int, int]]:
+    if text in ("latest", "earliest"):
+        if ending and text == "earliest":
+            raise OptionError(f"{name} cannot be earliest: use latest or JSON offsets")
+        return text
+    try:
+        parsed = json.loads(text)
+        offsets = {
+            str(topic): {int(p): int(o) for p, o in ps.items()} for topic, ps in parsed.items()
+        }
+    except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+        raise OptionError(
+            f'{name} must be earliest, latest or JSON like {{"topic": {{"0": 23, "1": -2}}}} '
+            f"(-2 earliest, -1 latest); got {text!r}"
+        ) from None
+    floor = LATEST if ending else EARLIEST
+    for topic, ps in offsets.items():
+        for partition, offset in ps.items():
+            if offset < floor or partition < 0:
+                raise OptionError(f"{name}: {topic}-{partition} offset {offset} is below {floor}")
+    return offsets
+
+
+def _bool(name: str, text: str | None, default: bool) -> bool:
+    if text is None:
+        return default
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    raise OptionError(f"{name} must be true or false, not {text!r}")
+
+
+def _isolation(text: str | None) -> str:
+    level = text or "read_committed"
+    if level not in ("read_committed", "read_uncommitted"):
+        raise OptionError(f"isolation.level must be read_committed or read_uncommitted: {level!r}")
+    return level
+
+
+def _positive(name: str, text: str | None) -> int | None:
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise OptionError(f"{name} must be a positive integer, not {text!r}")
+    return int(text)

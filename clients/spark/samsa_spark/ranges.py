@@ -1,0 +1,86 @@
+"""Which offset ranges a batch read covers, and how they are cut into tasks. Pure: no I/O.
+
+`resolve` turns the options' starting and ending offsets (earliest, latest, or per-partition
+JSON with -2/-1) into one [start, end) per partition, given each partition's first and end
+offsets at the read's isolation level. A start below the first offset means retention deleted
+records: with failOnDataLoss it is an error naming the partition, else the range starts at the
+first offset. `split` cuts the ranges so that there are at least `min_partitions` tasks, each
+range into pieces proportional to its size (Spark's Kafka connector does the same).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+
+from samsa.spark.options import EARLIEST, LATEST, OptionError
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    topic: str
+    partition: int
+    start: int
+    end: int  # exclusive
+
+    @property
+    def size(self) -> int:
+        return max(0, self.end - self.start)
+
+
+def resolve(
+    partitions: list[TopicPartition],
+    starting: str | Mapping[str, Mapping[int, int]],
+    ending: str | Mapping[str, Mapping[int, int]],
+    first: Mapping[TopicPartition, int],
+    last: Mapping[TopicPartition, int],
+    fail_on_data_loss: bool,
+) -> list[OffsetRange]:
+    ranges = []
+    for tp in partitions:
+        start = _pick(starting, tp, first[tp], last[tp])
+        end = _pick(ending, tp, first[tp], last[tp])
+        if start < first[tp]:
+            if fail_on_data_loss:
+                raise OptionError(
+                    f"{tp[0]}-{tp[1]}: offset {start} was deleted (the partition starts at "
+                    f"{first[tp]}); set failOnDataLoss=false to start there instead"
+                )
+            start = first[tp]
+        if end > last[tp]:
+            raise OptionError(
+                f"endingOffsets: {tp[0]}-{tp[1]} ends at {last[tp]}, not {end} (use -1: latest)"
+            )
+        ranges.append(OffsetRange(tp[0], tp[1], start, max(start, end)))
+    return ranges
+
+
+def split(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    total = sum(r.size for r in ranges)
+    if min_partitions is None or len(ranges) >= min_partitions or total == 0:
+        return [r for r in ranges if r.size]
+    pieces = []
+    for r in ranges:
+        if not r.size:
+            continue
+        count = min(r.size, max(1, -(-r.size * min_partitions // total)))  # ceil, <= size
+        bounds = [r.start + r.size * i // count for i in range(count + 1)]
+        pieces += [OffsetRange(r.topic, r.partition, a, b) for a, b in pairwise(bounds)]
+    return pieces
+
+
+def _pick(
+    spec: str | Mapping[str, Mapping[int, int]], tp: TopicPartition, first: int, last: int
+) -> int:
+    if spec == "earliest":
+        return first
+    if spec == "latest":
+        return last
+    assert isinstance(spec, Mapping)
+    offset = spec.get(tp[0], {}).get(tp[1])
+    if offset is None:
+        raise OptionError(f"the offsets JSON names no offset for {tp[0]}-{tp[1]}: add it")
+    return {EARLIEST: first, LATEST: last}.get(offset, offset)

@@ -1,0 +1,39 @@
+"""One local Spark session (local[2]) for the Spark tests: it takes ~6 s to start, so every test
+shares it. Workers run this interpreter (PYSPARK_PYTHON), which has samsa installed; the session
+is stopped at the end, also on failure."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="the Spark extra is not installed")
+# The integration tests' cluster helpers (local_cluster, settings) serve these tests too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from pyspark.sql import SparkSession
+
+    from samsa.spark import register
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("samsa-tests")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    register(session)
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -1,0 +1,164 @@
+"""Goal: `spark.read.format("samsa")` returns what was produced, record for record (key, value,
+topic, partition, offset, timestamp, timestampType, headers with nulls kept), for whole topics
+and for offset ranges, however the ranges are split into tasks; at read_committed (the default)
+it never shows a record of an aborted transaction, while read_uncommitted does.
+
+Method: a real local cluster (1 controller, 1 broker, 1 coordinator; stopped by PID also on
+failure) and a real local Spark session (conftest.py); records written with the SDK's Producer,
+read back through Spark and compared with what the producer's acknowledgements say.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+from cluster_helpers import TRANSACTION_SETTINGS, local_cluster
+
+from samsa.client import Admin, KafkaError, NewTopic, Producer
+from samsa.client.partition_range import PartitionRangeReader
+
+pytestmark = pytest.mark.timeout(300)
+
+TOPIC, TXN_TOPIC = "spark-events", "spark-txn"
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data_dir: Path = tmp_path_factory.mktemp("spark-cluster")
+    with local_cluster(data_dir, 1, 1, TRANSACTION_SETTINGS, coordinators=1) as cluster:
+        servers = cluster.spec.bootstrap_servers
+        with Admin({"bootstrap.servers": servers}) as admin:
+            admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1), NewTopic(TXN_TOPIC, 1, 1)])
+        yield servers
+
+
+@pytest.fixture(scope="module")
+def produced(bootstrap: str) -> list[tuple]:
+    """Every record sent to TOPIC as (partition, offset, key, value, timestamp ms, headers)."""
+    sent = []
+    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 5}) as producer:
+        for i in range(300):
+            key = None if i % 7 == 0 else b"k%d" % i
+            value = None if i % 11 == 0 else b"value-%d" % i
+            headers = [("n", b"%d" % i), ("empty", None)] if i % 3 == 0 else []
+            timestamp = 1_700_000_000_000 + i
+            future = producer.send(
+                TOPIC,
+                value,
+                key=key,
+                headers=headers,
+                partition=i % PARTITIONS,
+                timestamp=timestamp,
+            )
+            sent.append((future, key, value, timestamp, headers))
+        producer.flush(30)
+    return sorted(
+        (f.result(0).partition, f.result(0).offset, key, value, ts, headers)
+        for f, key, value, ts, headers in sent
+    )
+
+
+def spark_rows(frame) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return sorted(
+        (
+            row.partition,
+            row.offset,
+            None if row.key is None else bytes(row.key),
+            None if row.value is None else bytes(row.value),
+            int(row.timestamp.replace(tzinfo=UTC).timestamp() * 1000),
+            [(h.key, None if h.value is None else bytes(h.value)) for h in row.headers],
+        )
+        for row in frame.collect()
+    )
+
+
+def test_a_batch_read_equals_what_was_produced(spark, bootstrap: str, produced: list) -> None:  # type: ignore[no-untyped-def]
+    frame = (
+        spark.read.format("samsa")
+        .option("samsa.bootstrap.servers", bootstrap)
+        .option("subscribe", TOPIC)
+        .option("includeHeaders", "true")
+        .load()
+    )
+    assert frame.columns == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "headers",
+    ]
+    assert spark_rows(frame) == produced
+    assert {
+        (r.topic, r.timestampType) for r in frame.select("topic", "timestampType").collect()
+    } == {(TOPIC, 0)}
+
+
+def test_offset_ranges_and_split_tasks(spark, bootstrap: str, produced: list) -> None:  # type: ignore[no-untyped-def]
+    starting = {TOPIC: {"0": 10, "1": -2, "2": 95}}
+    ending = {TOPIC: {"0": 60, "1": 5, "2": -1}}
+    frame = (
+        spark.read.format("samsa")
+        .option("samsa.bootstrap.servers", bootstrap)
+        .option("assign", json.dumps({TOPIC: [0, 1, 2]}))
+        .option("startingOffsets", json.dumps(starting))
+        .option("endingOffsets", json.dumps(ending))
+        .option("minPartitions", "7")
+        .option("includeHeaders", "true")
+        .load()
+    )
+    assert frame.rdd.getNumPartitions() >= 7
+    ends = {p: max(o for q, o, *_ in produced if q == p) + 1 for p in range(PARTITIONS)}
+    window = {0: (10, 60), 1: (0, 5), 2: (95, ends[2])}
+    expected = [r for r in produced if window[r[0]][0] <= r[1] < window[r[0]][1]]
+    assert spark_rows(frame) == expected
+
+
+def test_read_committed_never_shows_aborted_records(spark, bootstrap: str) -> None:  # type: ignore[no-untyped-def]
+    config = {"bootstrap.servers": bootstrap, "transactional.id": "spark-source-test"}
+    with Producer(config) as producer:
+        producer.init_transactions(30)
+        for round_, commit in enumerate([True, False, True, False, True]):
+            producer.begin_transaction()
+            for i in range(20):
+                producer.send(TXN_TOPIC, b"%s-%d-%d" % (b"c" if commit else b"a", round_, i))
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.flush(30)
+                producer.abort_transaction(30)
+
+    def values(isolation: str) -> list[bytes]:
+        frame = (
+            spark.read.format("samsa")
+            .option("samsa.bootstrap.servers", bootstrap)
+            .option("subscribe", TXN_TOPIC)
+            .option("isolation.level", isolation)
+            .load()
+        )
+        return sorted(bytes(row.value) for row in frame.select("value").collect())
+
+    committed = values("read_committed")
+    assert len(committed) == 60 and all(v.startswith(b"c-") for v in committed)
+    everything = values("read_uncommitted")
+    assert len(everything) == 100 and sum(v.startswith(b"a-") for v in everything) == 40
+
+
+def test_the_sdks_range_reader_serves_plain_python(bootstrap: str, produced: list) -> None:
+    """The API the tasks use, without Spark: partition 1 from offset 10 up to 40."""
+    with PartitionRangeReader({"bootstrap.servers": bootstrap}) as reader:
+        got = [
+            (1, r.offset, r.key, r.value, r.timestamp, list(r.headers))
+            for r in reader.records(TOPIC, 1, 10, 40)
+        ]
+    assert got == [r for r in produced if r[0] == 1 and 10 <= r[1] < 40]
+    impatient = PartitionRangeReader({"bootstrap.servers": bootstrap, "request.timeout.ms": 300})
+    with impatient, pytest.raises(KafkaError, match="not readable yet"):
+        list(impatient.records(TOPIC, 1, 0, 10_000))
