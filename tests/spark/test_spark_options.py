@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from samsa.spark.options import OptionError, canonical, parse_options
 from samsa.spark.ranges import OffsetRange, resolve, split
+from samsa.spark.stream_offsets import capped, from_offset, next_end, to_offset, with_new_partitions
 
 BOOT = {"samsa.bootstrap.servers": "h:1"}
 
@@ -21,11 +22,8 @@ def test_subscribe_and_defaults() -> None:
         "bootstrap.servers": "h:1",
         "client.id": "x",
     }
-    assert (parsed.starting, parsed.ending, parsed.isolation) == (
-        "earliest",
-        "latest",
-        "read_committed",
-    )
+    # startingOffsets unset (None): earliest for a batch read, latest for a stream
+    assert (parsed.starting, parsed.ending, parsed.isolation) == (None, "latest", "read_committed")
     assert parsed.matches("a") and not parsed.matches("c")
     assert parse_options(BOOT | {"subscribePattern": "ev.*"}).matches("events")
 
@@ -76,3 +74,43 @@ def test_split_covers_the_same_offsets_in_enough_tasks(sizes: list[int], wanted:
     assert covered == sorted((r.partition, o) for r in ranges for o in range(r.start, r.end))
     assert all(r.size for r in pieces), "no empty task"
     assert len(pieces) >= min(wanted, sum(sizes))
+
+
+def test_stream_offsets_are_canonical_and_round_trip() -> None:
+    positions = {("b", 10): 5, ("a", 2): 1, ("b", 9): 0}
+    offset = to_offset(positions)
+    assert list(offset) == ["a", "b"] and list(offset["b"]) == ["10", "9"]  # string order
+    assert from_offset(offset) == positions
+    assert with_new_partitions({("a", 0): 4}, {("a", 0): 0, ("a", 1): 7}) == {
+        ("a", 0): 4,
+        ("a", 1): 7,
+    }
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 500)), min_size=1, max_size=6),
+    st.one_of(st.none(), st.integers(1, 300)),
+)
+def test_a_micro_batch_never_overshoots_and_never_starves_a_partition(
+    pairs: list[tuple[int, int]], max_rows: int | None
+) -> None:
+    start = {("t", p): s for p, (s, _) in enumerate(pairs)}
+    latest = {("t", p): s + w for p, (s, w) in enumerate(pairs)}
+    end = next_end(start, latest, max_rows=max_rows)
+    assert all(start[tp] <= end[tp] <= latest[tp] for tp in start)
+    read = sum(end[tp] - start[tp] for tp in start)
+    waiting = sum(latest[tp] - start[tp] for tp in start)
+    if max_rows is None or waiting <= max_rows:
+        assert end == latest
+    else:
+        assert read == max_rows, "exactly the limit"
+        busy = [tp for tp in start if latest[tp] > start[tp]]
+        if max_rows >= len(busy):
+            assert all(end[tp] > start[tp] for tp in busy), "no partition starves"
+
+
+def test_min_rows_waits_and_available_now_caps() -> None:
+    start, latest = {("t", 0): 0}, {("t", 0): 5}
+    assert next_end(start, latest, min_rows=10) == start
+    assert next_end(start, latest, min_rows=5) == latest
+    assert capped({("t", 0): 9, ("t", 1): 3}, {("t", 0): 7}) == {("t", 0): 7, ("t", 1): 3}

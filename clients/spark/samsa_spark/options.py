@@ -5,12 +5,13 @@ checked: each error names the option and what to write instead.
   prefix, as the Kafka connector passes `kafka.*` keys.
 - Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`
   (JSON `{"topic": [0, 1]}`).
-- `startingOffsets`: `earliest` (the batch default), `latest`, or JSON
+- `startingOffsets`: `earliest` (the batch default), `latest` (the streaming default), or JSON
   `{"topic": {"0": 23, "1": -2}}` (-2 earliest, -1 latest); `endingOffsets`: `latest` (the
   default) or JSON (-1 latest).
 - `includeHeaders` (false), `isolation.level` (`read_committed`, the default, or
   `read_uncommitted`), `failOnDataLoss` (true), `minPartitions` (split large ranges so that there
-  are at least this many tasks).
+  are at least this many tasks); streaming: `maxOffsetsPerTrigger` and `minOffsetsPerTrigger`
+  (admission control, records per micro-batch).
 
 Offsets travel as canonical JSON (sorted keys, no spaces): Spark compares offsets as strings.
 Pure: no I/O.
@@ -37,12 +38,14 @@ class SourceOptions:
     subscribe: tuple[str, ...] = ()
     pattern: str | None = None
     assign: tuple[TopicPartition, ...] = ()
-    starting: str | dict[str, dict[int, int]] = "earliest"
+    starting: str | dict[str, dict[int, int]] | None = None  # None: earliest, or latest streaming
     ending: str | dict[str, dict[int, int]] = "latest"
     include_headers: bool = False
     isolation: str = "read_committed"
     fail_on_data_loss: bool = True
     min_partitions: int | None = None
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
 
     def matches(self, topic: str) -> bool:
         """Whether a topic is read (subscribe or subscribePattern; assign lists partitions)."""
@@ -87,12 +90,16 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         subscribe=subscribe,
         pattern=pattern,
         assign=assign,
-        starting=_offsets("startingOffsets", get("startingOffsets") or "earliest"),
+        starting=_offsets("startingOffsets", starting)
+        if (starting := get("startingOffsets"))
+        else None,
         ending=_offsets("endingOffsets", get("endingOffsets") or "latest", ending=True),
         include_headers=_bool("includeHeaders", get("includeHeaders"), False),
         isolation=_isolation(get("isolation.level")),
         fail_on_data_loss=_bool("failOnDataLoss", get("failOnDataLoss"), True),
         min_partitions=_positive("minPartitions", get("minPartitions")),
+        max_offsets_per_trigger=_positive("maxOffsetsPerTrigger", get("maxOffsetsPerTrigger")),
+        min_offsets_per_trigger=_positive("minOffsetsPerTrigger", get("minOffsetsPerTrigger")),
     )
 
 

@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -64,6 +69,11 @@ class SamsaDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         return SamsaBatchReader(parse_options(self.options))
 
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from samsa.spark.stream_source import SamsaStreamReader
+
+        return SamsaStreamReader(parse_options(self.options))
+
 
 @dataclass
 class RangePartition(InputPartition):
@@ -85,24 +95,37 @@ class SamsaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
-        reader = range_reader(self.options.client)
-        topic, number = partition.topic, partition.partition
-        for chunk in reader.chunks(
-            topic, number, partition.start, partition.end, self.options.isolation
-        ):
-            yield from chunk_to_arrow(
-                chunk.data,
-                chunk.aborted,
-                topic,
-                number,
-                partition.start,
-                partition.end,
-                self.options.include_headers,
-            )
+        return read_range(self.options, partition)
+
+
+def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+    """One task's range as Arrow batches (batch and streaming reads alike)."""
+    reader = range_reader(options.client)
+    topic, number = partition.topic, partition.partition
+    for chunk in reader.chunks(topic, number, partition.start, partition.end, options.isolation):
+        yield from chunk_to_arrow(
+            chunk.data,
+            chunk.aborted,
+            topic,
+            number,
+            partition.start,
+            partition.end,
+            options.include_headers,
+        )
 
 
 def offset_ranges(options: SourceOptions) -> list[OffsetRange]:
     """The ranges the options ask for, resolved against the cluster now (the driver's side)."""
+    partitions = subscribed_partitions(options)
+    if not partitions:
+        return []
+    first, last = partition_bounds(options, partitions)
+    starting = options.starting or "earliest"
+    return resolve(partitions, starting, options.ending, first, last, options.fail_on_data_loss)
+
+
+def subscribed_partitions(options: SourceOptions) -> list[tuple[str, int]]:
+    """The partitions the options name, as the cluster has them now."""
     config = {"bootstrap.servers": options.client["bootstrap.servers"]}
     if options.assign:
         partitions = list(options.assign)
@@ -116,14 +139,19 @@ def offset_ranges(options: SourceOptions) -> list[OffsetRange]:
         missing = [t for t in options.subscribe if t not in described]
         if missing:
             raise OptionError(f"subscribe names topics that do not exist: {missing}")
-    if not partitions:
-        return []
-    with Consumer(config | {"isolation.level": options.isolation}) as consumer:
-        first = consumer.beginning_offsets(partitions)
-        last = consumer.end_offsets(partitions)
-    return resolve(
-        partitions, options.starting, options.ending, first, last, options.fail_on_data_loss
-    )
+    return partitions
+
+
+def partition_bounds(
+    options: SourceOptions, partitions: list[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """Each partition's first offset and end offset (at the read's isolation level) now."""
+    config = {
+        "bootstrap.servers": options.client["bootstrap.servers"],
+        "isolation.level": options.isolation,
+    }
+    with Consumer(config) as consumer:
+        return consumer.beginning_offsets(partitions), consumer.end_offsets(partitions)
 
 
 _READERS: dict[str, PartitionRangeReader] = {}

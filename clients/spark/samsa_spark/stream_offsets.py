@@ -1,0 +1,80 @@
+"""The streaming source's offsets: what Spark checkpoints, and how far one micro-batch reads.
+
+Theory of operation. An offset is `{topic: {partition: next offset}}` with every key a string
+and inserted in sorted order, so that its JSON is canonical: Spark compares offsets as JSON
+text, and the same position written in another key order would count as new data (an empty
+micro-batch committed for nothing). A micro-batch reads [start, end) per partition. `end`:
+
+- every partition's end offset now, at the read's isolation level (ReadAllAvailable);
+- with `maxOffsetsPerTrigger` (ReadMaxRows n): exactly n records in all (when more wait),
+  shared between the partitions in proportion to what each has waiting (Spark's Kafka connector
+  does the same); what rounding leaves goes first to partitions that would get nothing, so none
+  starves while n is at least the number of partitions with records waiting;
+- with `minOffsetsPerTrigger` (ReadMinRows n): the start itself (no batch) until n records wait;
+- under Trigger.AvailableNow, never past the ends seen when the trigger started.
+
+A partition new since `start` (the topic grew, or a new topic matches the pattern) starts at its
+first offset. A start below a partition's first offset means retention deleted records: the
+caller decides (failOnDataLoss). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+TopicPartition = tuple[str, int]
+Positions = dict[TopicPartition, int]
+
+
+def to_offset(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    """Positions as Spark's offset dict, keys sorted (canonical JSON)."""
+    offset: dict[str, dict[str, int]] = {}
+    for (topic, partition), position in sorted(
+        positions.items(), key=lambda i: (i[0][0], str(i[0][1]))
+    ):
+        offset.setdefault(topic, {})[str(partition)] = position
+    return offset
+
+
+def from_offset(offset: Mapping[str, Mapping[str, int]]) -> Positions:
+    return {(topic, int(p)): int(o) for topic, ps in offset.items() for p, o in ps.items()}
+
+
+def with_new_partitions(start: Positions, first: Mapping[TopicPartition, int]) -> Positions:
+    """`start`, plus each partition it does not know at its first offset."""
+    return {tp: start.get(tp, first[tp]) for tp in sorted(set(start) | set(first))}
+
+
+def next_end(
+    start: Positions,
+    latest: Mapping[TopicPartition, int],
+    *,
+    max_rows: int | None = None,
+    min_rows: int | None = None,
+) -> Positions:
+    """Where the next micro-batch ends (see the module docstring). `start` must hold every
+    partition of `latest` (with_new_partitions)."""
+    waiting = {tp: max(0, latest[tp] - start[tp]) for tp in latest}
+    total = sum(waiting.values())
+    if min_rows is not None and total < min_rows:
+        return dict(start)
+    if max_rows is None or total <= max_rows:
+        return {tp: max(start[tp], latest[tp]) for tp in latest}
+    shares = {tp: count * max_rows // total for tp, count in waiting.items()}
+    # What the floors left over goes one record each: first to partitions the floors gave
+    # nothing (no starving), then by the largest remainder.
+    left = max_rows - sum(shares.values())
+    order = sorted(
+        (tp for tp in waiting if waiting[tp] > shares[tp]),
+        key=lambda tp: (shares[tp] > 0, -(waiting[tp] * max_rows % total), tp),
+    )
+    for tp in order[:left]:
+        shares[tp] += 1
+    return {tp: start[tp] + shares[tp] for tp in latest}
+
+
+def capped(end: Positions, cap: Mapping[TopicPartition, int] | None) -> Positions:
+    """`end`, not past `cap` (the ends seen when Trigger.AvailableNow started)."""
+    if cap is None:
+        return end
+    return {tp: min(position, cap.get(tp, position)) for tp, position in end.items()}

@@ -1,0 +1,107 @@
+"""`readStream.format("samsa")`: micro-batches of offset ranges, checkpointed by Spark.
+
+Theory of operation (stream_offsets.py has the offset rules). Every call runs in Spark's one
+long-lived driver-side Python process for the query: `initialOffset` resolves startingOffsets
+(latest by default, as the Kafka connector's); `latestOffset` asks the partitions' ends at the
+read's isolation level and applies the read limit; `partitions` turns [start, end) into one
+RangePartition per partition with records waiting; `read` runs in a task, exactly as the batch
+read does. A restarted query resumes from the end Spark checkpointed: Spark asks for the same
+ranges again for a batch it had not committed, so nothing is lost or read twice.
+`failOnDataLoss`: a start that retention has deleted is an error naming the partition, or (false)
+the range starts at the first offset still stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+
+from samsa.spark import stream_offsets as so
+from samsa.spark.options import OptionError, SourceOptions
+from samsa.spark.ranges import resolve
+from samsa.spark.source import RangePartition, partition_bounds, read_range, subscribed_partitions
+
+
+class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._available_now: so.Positions | None = None
+
+    def initialOffset(self) -> dict:
+        partitions = subscribed_partitions(self.options)
+        first, last = partition_bounds(self.options, partitions)
+        starting = self.options.starting or "latest"
+        ranges = resolve(
+            partitions, starting, "latest", first, last, self.options.fail_on_data_loss
+        )
+        return so.to_offset({(r.topic, r.partition): r.start for r in ranges})
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        partitions = subscribed_partitions(self.options)
+        first, last = partition_bounds(self.options, partitions)
+        positions = so.with_new_partitions(so.from_offset(start), first)
+        positions = {tp: self._checked_start(tp, p, first) for tp, p in positions.items()}
+        latest = so.capped(
+            {tp: last.get(tp, p) for tp, p in positions.items()}, self._available_now
+        )
+        end = so.next_end(
+            positions,
+            latest,
+            max_rows=limit.max_rows if isinstance(limit, ReadMaxRows) else None,
+            min_rows=(
+                limit.min_rows
+                if isinstance(limit, ReadMinRows) and self._available_now is None
+                else None
+            ),
+        )
+        return so.to_offset(end)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        partitions = subscribed_partitions(self.options)
+        self._available_now = partition_bounds(self.options, partitions)[1]
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        begin, stops = so.from_offset(start), so.from_offset(end)
+        new = [tp for tp in stops if tp not in begin]
+        if new:  # appeared since `start` was taken: read from their first offset
+            begin |= partition_bounds(self.options, new)[0]
+        return [
+            RangePartition(topic, partition, begin[(topic, partition)], stop)
+            for (topic, partition), stop in stops.items()
+            if stop > begin[(topic, partition)]
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        return read_range(self.options, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: Spark's checkpoint holds the position (no group commit)."""
+
+    def _checked_start(
+        self, tp: tuple[str, int], position: int, first: dict[tuple[str, int], int]
+    ) -> int:
+        if tp not in first or position >= first[tp]:
+            return position
+        if self.options.fail_on_data_loss:
+            raise OptionError(
+                f"{tp[0]}-{tp[1]}: offsets {position}..{first[tp] - 1} were deleted before they "
+                "were read; set failOnDataLoss=false to go on from the first stored offset"
+            )
+        return first[tp]
