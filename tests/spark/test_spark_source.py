@@ -213,3 +213,85 @@ def test_a_stream_restarted_from_its_checkpoint_neither_loses_nor_repeats(
     keys = [(row.partition, row.offset) for row in rows]
     assert len(keys) == len(set(keys)) == 145, "no record lost, none repeated"
     assert sorted(bytes(row.value) for row in rows) == sorted(b"s-%d" % i for i in range(145))
+
+
+def read_topic(spark, bootstrap: str, topic: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    frame = (
+        spark.read.format("samsa")
+        .option("samsa.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("includeHeaders", "true")
+        .load()
+    )
+    return spark_rows(frame)
+
+
+def test_a_batch_write_lands_every_row_where_its_columns_say(spark, bootstrap: str) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    topic = "spark-written"
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 2, 1)])
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    schema = StructType(
+        [
+            StructField("key", StringType()),
+            StructField("value", BinaryType()),
+            StructField("partition", IntegerType()),
+            StructField("headers", ArrayType(header)),
+        ]
+    )
+    rows = [
+        (None if i % 5 == 0 else f"k{i}", b"w-%d" % i, i % 2, [("i", b"%d" % i)] if i % 3 else [])
+        for i in range(200)
+    ]
+    frame = spark.createDataFrame(rows, schema).repartition(3)
+    frame.write.format("samsa").option("samsa.bootstrap.servers", bootstrap).option(
+        "topic", topic
+    ).mode("append").save()
+    stored = read_topic(spark, bootstrap, topic)
+    assert sorted(((p, k, v, h) for p, _, k, v, _, h in stored), key=repr) == sorted(
+        ((p, None if k is None else k.encode(), v, h) for k, v, p, h in rows), key=repr
+    )
+    with pytest.raises(Exception, match="value column"):
+        spark.createDataFrame([("x",)], "nope string").write.format("samsa").option(
+            "samsa.bootstrap.servers", bootstrap
+        ).option("topic", topic).mode("append").save()
+
+
+def test_a_streaming_write_copies_a_topic(
+    spark, bootstrap: str, produced: list, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    target = "spark-copied"
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(target, PARTITIONS, 1)])
+    query = (
+        spark.readStream.format("samsa")
+        .option("samsa.bootstrap.servers", bootstrap)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .load()
+        .selectExpr("key", "coalesce(value, X'') AS value", "partition", "headers")
+        .writeStream.format("samsa")
+        .option("samsa.bootstrap.servers", bootstrap)
+        .option("topic", target)
+        .option("checkpointLocation", str(tmp_path / "copy-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    copied = read_topic(spark, bootstrap, target)
+    assert sorted(((p, k, v or b"", h) for p, _, k, v, _, h in copied), key=repr) == sorted(
+        ((p, k, v or b"", h) for p, _, k, v, _, h in produced), key=repr
+    )

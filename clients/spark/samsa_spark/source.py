@@ -18,6 +18,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 from pyspark.sql.types import (
@@ -68,6 +70,16 @@ class SamsaDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return SamsaBatchReader(parse_options(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from samsa.spark.sink import SamsaArrowWriter, write_options
+
+        return SamsaArrowWriter(write_options(dict(self.options), schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from samsa.spark.sink import SamsaStreamArrowWriter, write_options
+
+        return SamsaStreamArrowWriter(write_options(dict(self.options), schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from samsa.spark.stream_source import SamsaStreamReader
