@@ -13,7 +13,9 @@ python -m bench groups             consumer groups: subscribe() beside assign(),
 python -m bench transactions       transactional produce beside plain, commit latency,
                                    read_committed beside read_uncommitted
                                    (see bench/transaction_bench.py)
-python -m bench all                all of them
+python -m bench spark              the Spark source and sink beside spark.range and the SDK
+                                   (needs the [spark] extra and Java; see bench/spark_bench.py)
+python -m bench all                all of them but scale and spark
 python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster and replication),
                                    for a smoke run
 """
@@ -28,6 +30,7 @@ from bench import (
     group_bench,
     replication_bench,
     scale_bench,
+    spark_bench,
     transaction_bench,
 )
 from bench.codec_bench import format_codec_table, run_codec_bench
@@ -43,7 +46,16 @@ def main() -> None:
     parser.add_argument(
         "mode",
         nargs="?",
-        choices=("local", "cluster", "replication", "scale", "groups", "transactions", "all"),
+        choices=(
+            "local",
+            "cluster",
+            "replication",
+            "scale",
+            "groups",
+            "transactions",
+            "spark",
+            "all",
+        ),
         default="local",
         help="local: storage and codec (the default); cluster: vs the peers; replication: RF=3 "
         "vs JetStream R3; groups: consumer groups beside assign(); transactions: transactional "
@@ -78,6 +90,8 @@ def main() -> None:
         if args.mode == "all":
             print()
         transaction_bench.run(args)
+    if args.mode == "spark":  # issue 14; needs PySpark and Java, so not in "all"
+        spark_bench.run(args)
     if args.mode == "scale":  # idle partitions at 0 / 1,000 / 3,000 (issue 10); not in "all"
         scale_bench.run(args)
 
