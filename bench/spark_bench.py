@@ -199,8 +199,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     print_tables("Samsa on Spark", run_spark_bench(args.quick), "spark benchmark")
 
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m bench.spark_bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    run(parser.parse_args())

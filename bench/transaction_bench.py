@@ -399,16 +399,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     print_tables("Samsa transactions", run_transaction_bench(args.quick), "transactions benchmark")
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench transactions",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--quick", action="store_true", help="a fifth of the records")
-    run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    main()
