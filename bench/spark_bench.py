@@ -198,4 +198,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     print_tables("Samsa on Spark", run_spark_bench(args.quick), "spark benchmark")
-

@@ -398,4 +398,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     print_tables("Samsa transactions", run_transaction_bench(args.quick), "transactions benchmark")
-
