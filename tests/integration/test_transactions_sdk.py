@@ -191,3 +191,34 @@ def test_a_second_instance_fences_the_first(cluster: LocalCluster) -> None:
         second.close(10)
     committed = read_all(cluster, "read_committed")
     assert b"successor" in committed and b"zombie" not in committed
+
+
+def test_a_prepared_transaction_is_completed_by_another_client(cluster: LocalCluster) -> None:
+    """KIP-939's shape, as the Spark sink uses it: one producer writes and prepares, an Admin
+    (any process) commits or aborts with the identity it handed out; asking again is safe."""
+    bootstrap = cluster.spec.bootstrap_servers
+    topic = "sdk-prepared"
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=2)])
+        prepared = []
+        for name, count in (("prepared-commit", 4), ("prepared-abort", 3)):
+            producer = transactional(cluster, name)
+            try:
+                producer.init_transactions(30)
+                producer.begin_transaction()
+                for i in range(count):
+                    producer.send(topic, b"%s-%d" % (name.encode(), i), partition=0)
+                prepared.append(producer.prepare_transaction(30))
+                with pytest.raises(KafkaError, match="complete_transaction"):
+                    producer.commit_transaction(5)
+            finally:
+                producer.close(10)
+        assert read_to_end(bootstrap, [(topic, 0)], "read_committed") == [], "still open"
+        admin.complete_transaction(prepared[0], commit=True)
+        admin.complete_transaction(prepared[0], commit=True)  # a retry: the same answer
+        admin.complete_transaction(prepared[1], commit=False)
+        assert admin.describe_transactions(["prepared-commit"])["prepared-commit"].state == (
+            "CompleteCommit"
+        )
+    values = [value for _, _, value in read_to_end(bootstrap, [(topic, 0)], "read_committed")]
+    assert values == [b"prepared-commit-%d" % i for i in range(4)]

@@ -39,6 +39,7 @@ from samsa.client.group_admin import (
     TopicPartition,
 )
 from samsa.client.transaction_admin import (
+    PreparedTransaction,
     ProducerState,
     TransactionDescription,
     TransactionError,
@@ -520,6 +521,41 @@ class Admin:
         return {name: self._describe_transaction(name) for name in dict.fromkeys(transactional_ids)}
 
     def _describe_transaction(self, transactional_id: str) -> TransactionDescription:
+        def describe(stub: Any, timeout_s: float) -> tuple[Any, int, str]:
+            request = txn.DescribeTransactionsRequest(transactional_ids=[transactional_id])
+            described = stub.DescribeTransactions(request, timeout=timeout_s).transactions[0]
+            return described, described.error_code, described.error_message
+
+        return ta.description_of(self._at_transaction_coordinator(transactional_id, describe))
+
+    def complete_transaction(self, prepared: PreparedTransaction, commit: bool) -> None:
+        """Commit (or abort) a transaction another process prepared (`Producer.
+        prepare_transaction`, KIP-939's idea): EndTxn at its coordinator with the identity the
+        producer handed out. Safe to repeat: a completed transaction asked the same again
+        answers as the first time. TransactionError for a refusal (INVALID_PRODUCER_EPOCH: a
+        newer instance of the transactional id fenced it, and aborted it)."""
+
+        def end(stub: Any, timeout_s: float) -> tuple[Any, int, str]:
+            request = txn.EndTxnRequest(
+                producer=txn.TransactionalProducer(
+                    transactional_id=prepared.transactional_id,
+                    producer_id=prepared.producer_id,
+                    producer_epoch=prepared.producer_epoch,
+                ),
+                committed=commit,
+            )
+            answer = stub.EndTxn(request, timeout=timeout_s)
+            return answer, answer.error_code, answer.error_message
+
+        answer = self._at_transaction_coordinator(prepared.transactional_id, end)
+        if answer.error_code:
+            raise TransactionError.of(answer.error_code, answer.error_message)
+
+    def _at_transaction_coordinator(
+        self, transactional_id: str, send: Callable[[Any, float], tuple[Any, int, str]]
+    ) -> Any:
+        """`send(stub, timeout_s)` to the id's coordinator, finding it again and retrying while
+        the answer is a coordinator error, until request.timeout.ms; the first other answer."""
         deadline = self._group_deadline()
         problem = "no coordinator was found"
         while True:
@@ -532,17 +568,17 @@ class Admin:
                 stub = txn_grpc.TransactionCoordinatorServiceStub(
                     self._channels.get(location.endpoint)
                 )
-                request = txn.DescribeTransactionsRequest(transactional_ids=[transactional_id])
                 try:
-                    described = stub.DescribeTransactions(
-                        request, timeout=_call_timeout_s(deadline)
-                    ).transactions[0]
+                    got, code, message = send(stub, _call_timeout_s(deadline))
                 except grpc.RpcError as error:
                     problem = f"the coordinator at {location.endpoint}: {_status(error)}"
                 else:
-                    if not ga.coordinator_retriable(described.error_code):
-                        return ta.description_of(described)
-                    problem = described.error_message
+                    if (
+                        not ga.coordinator_retriable(code)
+                        and code != ErrorCode.CONCURRENT_TRANSACTIONS
+                    ):
+                        return got
+                    problem = message
             elif location is not None:
                 if not ga.coordinator_retriable(location.error_code):
                     raise TransactionError.of(location.error_code, location.error_message)

@@ -42,6 +42,7 @@ from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_future import RecordFuture
+from samsa.client.transaction_admin import PreparedTransaction
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
 
@@ -253,6 +254,22 @@ class Producer:
         with self._space:
             txn.begin_commit()  # raises if a batch of the transaction failed meanwhile
         self._on_loop(self._driver.end_transaction(True, timeout_s), timeout_s)
+
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTransaction:
+        """Send everything of the open transaction and leave it open for another process to
+        complete (`Admin.complete_transaction`, KIP-939's idea: the Spark sink's tasks prepare,
+        its driver commits). Raises the transaction's first failure (then abort it). Afterwards
+        this producer takes no more transactional calls: close it. Not completed within
+        transaction.timeout.ms, the coordinator aborts the transaction."""
+        txn = self._transactions()
+        with self._space:
+            txn.begin_prepare()
+        self.flush(self._timeout_s(timeout))
+        with self._space:
+            txn.begin_prepare()  # raises if a batch of the transaction failed meanwhile
+            producer_id, producer_epoch = self._driver.accumulator.producer_identity
+            txn.on_prepared()
+        return PreparedTransaction(txn.transactional_id, producer_id, producer_epoch)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop what was not sent, wait for what was, and abort: read_committed consumers never

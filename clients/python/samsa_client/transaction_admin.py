@@ -54,6 +54,16 @@ class TransactionError(KafkaError):
 
 
 @dataclass(frozen=True)
+class PreparedTransaction:
+    """A transaction one producer wrote and left open (`Producer.prepare_transaction`), and
+    what another process needs to complete it (`Admin.complete_transaction`)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True)
 class TransactionListing:
     transactional_id: str
     producer_id: int

@@ -6,6 +6,7 @@
     IN_TRANSACTION / ABORTABLE_ERROR --abort_transaction--> ABORTING --(EndTxn)--> READY
     any --fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)--> FATAL_ERROR
     COMMITTING / ABORTING --EndTxn timed out (retriable)--> the same: call it again
+    IN_TRANSACTION --prepare_transaction (flushed)--> PREPARED: another process completes it
 
 An *abortable* error (a batch of the transaction failed, a partition could not be added) leaves
 the transaction unable to commit: commit_transaction raises it, abort_transaction recovers. A
@@ -40,6 +41,7 @@ class TxnState(enum.Enum):
     ABORTING = "aborting"
     ABORTABLE_ERROR = "failed (abort the transaction)"
     FATAL_ERROR = "fenced"
+    PREPARED = "prepared (another process completes it)"
 
 
 HINTS = {
@@ -50,6 +52,7 @@ HINTS = {
     TxnState.ABORTING: "let abort_transaction() finish (call it again after a timeout)",
     TxnState.ABORTABLE_ERROR: "call abort_transaction()",
     TxnState.FATAL_ERROR: "close this producer",
+    TxnState.PREPARED: "complete it with Admin.complete_transaction, and close this producer",
 }
 
 
@@ -103,6 +106,21 @@ class TransactionManager:
             )
         self._require("commit_transaction", TxnState.IN_TRANSACTION, TxnState.COMMITTING)
         self.state = TxnState.COMMITTING
+
+    def begin_prepare(self) -> None:
+        """prepare_transaction(): like a commit's start, the transaction must not have failed."""
+        if self.state is TxnState.ABORTABLE_ERROR:
+            assert self.error is not None
+            raise KafkaError(
+                f"the transaction cannot be prepared ({self.error}): call abort_transaction()",
+                self.error.code,
+            )
+        self._require("prepare_transaction", TxnState.IN_TRANSACTION)
+
+    def on_prepared(self) -> None:
+        """Everything of the transaction is written: it is someone else's to complete now."""
+        assert self.state is TxnState.IN_TRANSACTION, self.state
+        self.state = TxnState.PREPARED
 
     def begin_abort(self) -> None:
         self._require(

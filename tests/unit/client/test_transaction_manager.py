@@ -96,3 +96,19 @@ def test_a_commit_whose_end_timed_out_is_retried_not_aborted() -> None:
     manager.begin_commit()
     manager.on_end_failed(KafkaError("bad", ErrorCode.INVALID_TXN_STATE))
     assert manager.state is TxnState.ABORTABLE_ERROR, "a non-retriable answer is the answer"
+
+
+def test_a_prepared_transaction_is_someone_elses_to_complete() -> None:
+    manager = ready()
+    manager.begin()
+    manager.begin_prepare()
+    manager.on_prepared()
+    assert manager.state is TxnState.PREPARED
+    for call in ("begin_commit", "begin_abort", "check_send", "begin", "begin_prepare"):
+        with pytest.raises(KafkaError, match=r"Admin\.complete_transaction"):
+            getattr(manager, call)()
+    failed = ready()
+    failed.begin()
+    failed.on_error(KafkaError("t-0 failed", ErrorCode.MESSAGE_TOO_LARGE))
+    with pytest.raises(KafkaError, match="cannot be prepared"):
+        failed.begin_prepare()
