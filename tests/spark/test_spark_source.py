@@ -11,12 +11,16 @@ read back through Spark and compared with what the producer's acknowledgements s
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC
 from pathlib import Path
 
 import pytest
-from cluster_helpers import TRANSACTION_SETTINGS, local_cluster
+from cluster_helpers import TRANSACTION_SETTINGS, local_cluster, read_to_end
 
 from samsa.client import Admin, KafkaError, NewTopic, Producer
 from samsa.client.partition_range import PartitionRangeReader
@@ -295,3 +299,54 @@ def test_a_streaming_write_copies_a_topic(
     assert sorted(((p, k, v or b"", h) for p, _, k, v, _, h in copied), key=repr) == sorted(
         ((p, k, v or b"", h) for p, _, k, v, _, h in produced), key=repr
     )
+
+
+def run_pipeline(bootstrap: str, source: str, target: str, checkpoint: Path, **faults: str) -> int:
+    """eo_pipeline.py in its own process (its own driver, JVM and workers), killed by PID if it
+    outlives the timeout; its exit code."""
+    script = Path(__file__).with_name("eo_pipeline.py")
+    env = os.environ | {"PYSPARK_PYTHON": sys.executable} | faults
+    command = [sys.executable, str(script), bootstrap, source, target, str(checkpoint)]
+    process = subprocess.Popen(command, env=env, start_new_session=True)
+    try:
+        return process.wait(timeout=240)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+def test_the_exactly_once_sink_survives_failed_tasks_and_a_dying_driver(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    """A streaming copy of 160 records in micro-batches of 40, through three runs of one query:
+    (1) every task's first attempt fails after writing (Spark retries it) and the driver dies
+    between batch 1's writes and its commit; (2) restarted from the checkpoint, the driver dies
+    after committing part of batch 2; (3) restarted again, it finishes. Read read_committed, the
+    output holds every input record exactly once; the log also holds the aborted attempts."""
+    source, target = "eo-in", "eo-out"
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(source, 2, 1), NewTopic(target, 2, 1)])
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for i in range(160):
+            producer.send(source, b"eo-%d" % i, key=b"%d" % i, partition=i % 2)
+    checkpoint = tmp_path / "checkpoint"
+    first = run_pipeline(
+        bootstrap,
+        source,
+        target,
+        checkpoint,
+        SAMSA_SPARK_FAIL_TASK_AFTER_PREPARE="1",
+        SAMSA_SPARK_EXIT_DRIVER_BEFORE_COMMIT="1",
+    )
+    assert first == -signal.SIGKILL, "the driver died before committing batch 1"
+    second = run_pipeline(
+        bootstrap, source, target, checkpoint, SAMSA_SPARK_EXIT_DRIVER_MID_COMMIT="2"
+    )
+    assert second == -signal.SIGKILL, "the driver died with part of batch 2 committed"
+    assert run_pipeline(bootstrap, source, target, checkpoint) == 0
+    outputs = [(target, 0), (target, 1)]
+    committed = sorted(v for _, _, v in read_to_end(bootstrap, outputs, "read_committed"))
+    assert committed == sorted(b"eo-%d" % i for i in range(160)), "every record exactly once"
+    stored = read_to_end(bootstrap, outputs, "read_uncommitted")
+    assert len(stored) > 160, "the failed attempts' records are in the log, aborted"

@@ -40,6 +40,7 @@ FLUSH_TIMEOUT_S = 120.0
 class WriteOptions:
     client: dict[str, str]
     topic: str | None  # the `topic` option: for rows without a topic column
+    exactly_once: bool = True  # streaming only (exactly_once.py); batch writes are at least once
 
 
 def write_options(options: dict[str, str], schema: StructType) -> WriteOptions:
@@ -65,7 +66,10 @@ def write_options(options: dict[str, str], schema: StructType) -> WriteOptions:
         raise OptionError("the topic column must be a string")
     if "topic" not in fields and not topic:
         raise OptionError("set the topic option, or give the DataFrame a topic column")
-    return WriteOptions(client, topic)
+    exactly = options.get("exactlyOnce", "true").lower()
+    if exactly not in ("true", "false"):
+        raise OptionError(f"exactlyOnce must be true or false, not {exactly!r}")
+    return WriteOptions(client, topic, exactly == "true")
 
 
 @dataclass
@@ -99,8 +103,13 @@ class SamsaStreamArrowWriter(DataSourceStreamArrowWriter):
 
 
 def send_rows(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> int:
-    """Send every row; raise the first failure once all are settled. Returns the count."""
-    producer = task_producer(options.client)
+    """Send every row with this worker's producer; raise the first failure once all are
+    settled. Returns the count."""
+    return send_with(task_producer(options.client), options, batches)
+
+
+def send_with(producer: Producer, options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> int:
+    """Send every row with `producer`, flush, and raise the first failure. Returns the count."""
     futures = []
     count = 0
     for batch in batches:

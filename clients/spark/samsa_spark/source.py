@@ -77,9 +77,13 @@ class SamsaDataSource(DataSource):
         return SamsaArrowWriter(write_options(dict(self.options), schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from samsa.spark.exactly_once import ExactlyOnceStreamWriter
         from samsa.spark.sink import SamsaStreamArrowWriter, write_options
 
-        return SamsaStreamArrowWriter(write_options(dict(self.options), schema))
+        options = write_options(dict(self.options), schema)
+        if options.exactly_once:
+            return ExactlyOnceStreamWriter(options)
+        return SamsaStreamArrowWriter(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from samsa.spark.stream_source import SamsaStreamReader

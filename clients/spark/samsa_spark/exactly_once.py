@@ -1,0 +1,147 @@
+"""The exactly-once streaming sink: each micro-batch's rows become visible once, whatever fails.
+
+Theory of operation (KIP-939's shape; issue 14). A micro-batch's task P writes its rows in one
+transaction whose transactional.id is derived from (query id, batch id, P): `spark-<query>-
+<batch>-<P>`. The query id is Spark's persistent one (it survives a restart from the
+checkpoint), and Spark replays a failed batch with the same batch id and the same rows, so a
+replay uses the same ids. The task writes, *prepares* (sends everything, leaves the transaction
+open) and reports the identity; the driver's `commit(messages, batchId)` completes every task's
+transaction (Admin.complete_transaction). What each failure does:
+
+- a task fails after writing and is retried: the retry's init_transactions on the same id fences
+  the failed attempt and aborts its open transaction, then writes again;
+- the driver dies before its commit: the restarted query replays the batch; each task's
+  init_transactions aborts what the dead run prepared, and writes again;
+- the driver dies during its commit (some transactions committed, the batch not marked done):
+  on the replay a task first asks the coordinator for its id's state; CompleteCommit means this
+  batch's part is already visible, so the task writes nothing and reports it done;
+- nobody commits (the query is gone for good): the coordinator aborts the transactions at
+  `transaction.timeout.ms` (option `samsa.transaction.timeout.ms`, 5 minutes by default).
+
+Read with isolation.level=read_committed, the output holds every input row exactly once. A task
+with no rows opens no transaction. Options: those of the plain sink (sink.py), plus
+`exactlyOnce` (true by default for writeStream; false falls back to at least once).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from samsa.client import Admin, Producer
+from samsa.client.transaction_admin import PreparedTransaction, TransactionError
+from samsa.common.errors import ErrorCode
+from samsa.spark.sink import WriteOptions, send_with
+
+TRANSACTION_TIMEOUT_MS_DEFAULT = 300_000
+COMMITTED = "CompleteCommit"
+# Test-only fault points (tests/spark): fail a task's first attempt after it prepared, or kill
+# the driver between the tasks' writes and its commit (the commit runs in a Python worker, so
+# the hook kills the process group the driver named in DRIVER_PROCESS_GROUP, then its own).
+FAIL_TASK_AFTER_PREPARE = "SAMSA_SPARK_FAIL_TASK_AFTER_PREPARE"  # any value
+EXIT_DRIVER_BEFORE_COMMIT = "SAMSA_SPARK_EXIT_DRIVER_BEFORE_COMMIT"  # a batch id
+EXIT_DRIVER_MID_COMMIT = "SAMSA_SPARK_EXIT_DRIVER_MID_COMMIT"  # a batch id: after one completes
+DRIVER_PROCESS_GROUP = "SAMSA_SPARK_DRIVER_PGID"
+
+
+@dataclass
+class TaskTransaction(WriterCommitMessage):
+    """A task's part of a micro-batch: its prepared transaction, or None when there is nothing
+    to complete (no rows, or already committed by an earlier run of this batch)."""
+
+    transactional_id: str
+    prepared: PreparedTransaction | None
+    rows: int
+
+
+def transactional_id(query_id: str, batch_id: str, partition: int) -> str:
+    return f"spark-{query_id}-{batch_id}-{partition}"
+
+
+class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        context = TaskContext.get()
+        assert context is not None, "write() runs in a Spark task"
+        name = transactional_id(
+            context.getLocalProperty("sql.streaming.queryId") or "unknown",
+            context.getLocalProperty("streaming.sql.batchId") or "0",
+            context.partitionId(),
+        )
+        bootstrap = {"bootstrap.servers": self.options.client["bootstrap.servers"]}
+        with Admin(bootstrap) as admin:
+            if _state(admin, name) == COMMITTED:
+                for _ in iterator:  # an earlier run of this batch committed this part
+                    pass
+                return TaskTransaction(name, None, 0)
+        first = next(iterator, None)
+        if first is None:
+            return TaskTransaction(name, None, 0)
+        config = {
+            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS_DEFAULT,
+            **self.options.client,
+            "transactional.id": name,
+        }
+        producer = Producer(config)
+        try:
+            producer.init_transactions()  # fences an earlier attempt, aborting what it left open
+            producer.begin_transaction()
+            rows = send_with(producer, self.options, _chain(first, iterator))
+            prepared = producer.prepare_transaction()
+        except BaseException:
+            producer.close(5)
+            raise
+        producer.close(5)
+        if os.environ.get(FAIL_TASK_AFTER_PREPARE) and context.attemptNumber() == 0:
+            raise RuntimeError(f"{FAIL_TASK_AFTER_PREPARE}: this attempt fails after writing")
+        return TaskTransaction(name, prepared, rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if os.environ.get(EXIT_DRIVER_BEFORE_COMMIT) == str(batchId):
+            _kill_driver()  # the driver dies between the tasks' writes and its commit
+        mid = os.environ.get(EXIT_DRIVER_MID_COMMIT) == str(batchId)
+        self._complete(messages, commit=True, exit_after_one=mid)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._complete(messages, commit=False)
+
+    def _complete(
+        self,
+        messages: list[WriterCommitMessage | None],
+        commit: bool,
+        exit_after_one: bool = False,
+    ) -> None:
+        bootstrap = {"bootstrap.servers": self.options.client["bootstrap.servers"]}
+        with Admin(bootstrap) as admin:
+            for message in messages:
+                if isinstance(message, TaskTransaction) and message.prepared is not None:
+                    admin.complete_transaction(message.prepared, commit)
+                    if exit_after_one:
+                        _kill_driver()  # the driver dies with part of the batch committed
+
+
+def _kill_driver() -> None:
+    os.killpg(int(os.environ[DRIVER_PROCESS_GROUP]), signal.SIGKILL)
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def _state(admin: Admin, name: str) -> str | None:
+    try:
+        return admin.describe_transactions([name])[name].state
+    except TransactionError as error:
+        if error.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+            return None
+        raise
+
+
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest

@@ -1,0 +1,58 @@
+"""A streaming copy pipeline as its own process, for the exactly-once sink's failure test.
+
+Usage: eo_pipeline.py BOOTSTRAP INPUT OUTPUT CHECKPOINT
+
+readStream from INPUT (at most 40 records a micro-batch, Trigger.AvailableNow) → writeStream to
+OUTPUT with the exactly-once sink, checkpointed at CHECKPOINT. The fault points of
+samsa.spark.exactly_once are set by the caller in the environment (inherited by the JVM and the
+Python workers). Exits 0 when everything available was copied; the driver fault points kill
+this process's group with SIGKILL.
+Not a test module: it has no side effect when imported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(bootstrap: str, source: str, target: str, checkpoint: str) -> int:
+    from pyspark.sql import SparkSession
+
+    from samsa.spark import register
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SAMSA_SPARK_DRIVER_PGID"] = str(os.getpgrp())  # for the fault points' kill
+    spark = (
+        SparkSession.builder.master("local[2,3]")  # up to 3 attempts per task
+        .appName("samsa-exactly-once")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    try:
+        query = (
+            spark.readStream.format("samsa")
+            .option("samsa.bootstrap.servers", bootstrap)
+            .option("subscribe", source)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", "40")
+            .load()
+            .select("key", "value", "partition")
+            .writeStream.format("samsa")
+            .option("samsa.bootstrap.servers", bootstrap)
+            .option("topic", target)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(240)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
