@@ -6,7 +6,7 @@ covering exactly the same offsets. Pure: no Spark session, no cluster."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from samsa.spark.options import OptionError, canonical, parse_options
@@ -67,6 +67,7 @@ def test_resolve_ranges_and_data_loss() -> None:
 
 
 @given(st.lists(st.integers(0, 500), min_size=1, max_size=5), st.integers(1, 20))
+@example([0, 2], 2)  # an empty range must not count as a task
 def test_split_covers_the_same_offsets_in_enough_tasks(sizes: list[int], wanted: int) -> None:
     ranges = [OffsetRange("t", p, 100, 100 + size) for p, size in enumerate(sizes)]
     pieces = split(ranges, wanted)

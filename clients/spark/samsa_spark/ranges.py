@@ -59,13 +59,12 @@ def resolve(
 
 
 def split(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    total = sum(r.size for r in ranges)
-    if min_partitions is None or len(ranges) >= min_partitions or total == 0:
-        return [r for r in ranges if r.size]
+    nonempty = [r for r in ranges if r.size]
+    total = sum(r.size for r in nonempty)
+    if min_partitions is None or len(nonempty) >= min_partitions:
+        return nonempty
     pieces = []
-    for r in ranges:
-        if not r.size:
-            continue
+    for r in nonempty:
         count = min(r.size, max(1, -(-r.size * min_partitions // total)))  # ceil, <= size
         bounds = [r.start + r.size * i // count for i in range(count + 1)]
         pieces += [OffsetRange(r.topic, r.partition, a, b) for a, b in pairwise(bounds)]
