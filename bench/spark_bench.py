@@ -53,21 +53,10 @@ def timed(count: int, work: Callable[[], object]) -> dict:
 
 
 def spark_session():  # type: ignore[no-untyped-def]
-    from pyspark.sql import SparkSession
-
-    from samsa.spark import register
+    from samsa.spark import local_session
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("samsa-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    return session
+    return local_session("samsa-bench", **{"spark.sql.shuffle.partitions": "4"})
 
 
 def produce(bootstrap: str, topic: str, count: int) -> None:

@@ -18,8 +18,6 @@ row count. Needs the Spark extra and Java (`bash .ci/setup --dev` installs both)
 from __future__ import annotations
 
 import json
-import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -47,23 +45,10 @@ def produce_page_views(bootstrap: str) -> None:
 
 
 def spark_session(checkpoints: Path):  # type: ignore[no-untyped-def]
-    from pyspark.sql import SparkSession
+    from samsa.spark import local_session
 
-    from samsa.spark import register
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("samsa-example")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.checkpointLocation", str(checkpoints))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
+    location = {"spark.sql.streaming.checkpointLocation": str(checkpoints)}
+    return local_session("samsa-example", **location)
 
 
 def count_page_views(spark, bootstrap: str, checkpoint: Path) -> None:  # type: ignore[no-untyped-def]

@@ -18,21 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    from pyspark.sql import SparkSession
-
-    from samsa.spark import register
+    from samsa.spark import local_session
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("samsa-tests")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    register(session)
+    session = local_session("samsa-tests")
     try:
         yield session
     finally:

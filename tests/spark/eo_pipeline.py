@@ -17,21 +17,11 @@ import sys
 
 
 def main(bootstrap: str, source: str, target: str, checkpoint: str) -> int:
-    from pyspark.sql import SparkSession
-
-    from samsa.spark import register
+    from samsa.spark import local_session
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SAMSA_SPARK_DRIVER_PGID"] = str(os.getpgrp())  # for the fault points' kill
-    spark = (
-        SparkSession.builder.master("local[2,3]")  # up to 3 attempts per task
-        .appName("samsa-exactly-once")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_session("samsa-exactly-once", "local[2,3]")  # up to 3 attempts per task
     try:
         query = (
             spark.readStream.format("samsa")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SamsaDataSource", "register"]
+__all__ = ["SamsaDataSource", "local_session", "register"]
 
 
 def register(spark: Any) -> None:
@@ -23,6 +23,31 @@ def register(spark: Any) -> None:
     from samsa.spark.source import SamsaDataSource
 
     spark.dataSource.register(SamsaDataSource)
+
+
+def local_session(app: str, master: str = "local[2]", **config: str) -> Any:
+    """A local Spark session with `format("samsa")` registered: workers on this interpreter
+    (PYSPARK_PYTHON, unless set), no UI, UTC, few shuffle partitions, quiet logs; `config`
+    adds Spark settings (dots as in Spark's names)."""
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    return session
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,7 @@ import os
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -94,7 +95,7 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
         try:
             producer.init_transactions()  # fences an earlier attempt, aborting what it left open
             producer.begin_transaction()
-            rows = send_with(producer, self.options, _chain(first, iterator))
+            rows = send_with(producer, self.options, chain((first,), iterator))
             prepared = producer.prepare_transaction()
         except BaseException:
             producer.close(5)
@@ -140,8 +141,3 @@ def _state(admin: Admin, name: str) -> str | None:
         if error.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
             return None
         raise
-
-
-def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    yield first
-    yield from rest
