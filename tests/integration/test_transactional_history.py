@@ -102,20 +102,29 @@ class Pipelines:
         self.all.append(process)
 
     def kill_mid_transaction(self, index: int, timeout_s: float = 60) -> None:
-        """kill -9 the pipeline right after it wrote a transaction's records (a `W` line), so
-        that its successor has an open transaction to abort."""
+        """kill -9 the pipeline between writing a transaction's records and committing them, so
+        that its successor has an open transaction to abort: with the hold file present, the
+        next transaction it writes (a new `W` line) waits there until the kill."""
         journal = self.journal(index)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        hold = Path(f"{journal}.hold")
+
+        def written() -> int:
             lines = journal.read_text().splitlines() if journal.exists() else []
-            if lines and lines[-1].startswith("W "):
-                break
-            time.sleep(0.01)
-        else:
-            raise AssertionError(f"pipeline {index} wrote no transaction in {timeout_s} s")
-        process = self.processes[index]
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
+            return sum(1 for line in lines if line.startswith("W "))
+
+        before = written()
+        hold.touch()
+        try:
+            wait_until(
+                f"pipeline {index} holding a written transaction",
+                lambda: written() > before,
+                timeout_s,
+            )
+            process = self.processes[index]
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+        finally:
+            hold.unlink()
 
     def stop(self, timeout_s: float = 60) -> dict[int, int | None]:
         self.stop_file.touch()

@@ -15,7 +15,9 @@ leaves the group and exits 0.
 
 The JOURNAL gets one line per outcome, flushed: `C <records>` committed, `A <reason>` aborted,
 `F <reason>` fenced, `S` started (initialized), `W <records>` a transaction's records written
-and not yet committed (the test kills a pipeline right after one); the test reports the counts.
+and not yet committed; while `JOURNAL.hold` exists the pipeline waits right after writing that
+line (the test holds it there to kill it mid-transaction, whatever the machine's load). The test
+reports the counts.
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ def copy_one_poll(consumer: Consumer, producer: Producer, output: str, journal: 
             offsets[(record.topic, record.partition)] = record.offset + 1
         producer.flush(CALL_TIMEOUT_S)
         log(journal, f"W {len(records)}")  # written, not yet committed: a kill now aborts them
+        hold = Path(journal.name + ".hold")
+        while hold.exists():  # the test is about to kill this process mid-transaction
+            time.sleep(0.01)
         time.sleep(TXN_PAUSE_S)
         producer.send_offsets_to_transaction(offsets, consumer.group_metadata(), CALL_TIMEOUT_S)
         commit = producer.commit_transaction
