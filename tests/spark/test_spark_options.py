@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from samsa.spark.options import OptionError, canonical, parse_options
-from samsa.spark.ranges import OffsetRange, resolve, split
+from samsa.spark.ranges import OffsetRange, offsets_at_times, resolve, split, timestamps_for
 from samsa.spark.stream_offsets import capped, from_offset, next_end, to_offset, with_new_partitions
 
 BOOT = {"samsa.bootstrap.servers": "h:1"}
@@ -115,3 +115,54 @@ def test_min_rows_waits_and_available_now_caps() -> None:
     assert next_end(start, latest, min_rows=10) == start
     assert next_end(start, latest, min_rows=5) == latest
     assert capped({("t", 0): 9, ("t", 1): 3}, {("t", 0): 7}) == {("t", 0): 7, ("t", 1): 3}
+
+
+def test_offsets_by_time_parse_and_the_single_timestamp_wins() -> None:
+    by_partition = '{"a": {"0": 1700000000000, "1": 5}}'
+    parsed = parse_options(
+        BOOT
+        | {
+            "subscribe": "a",
+            "startingOffsetsByTimestamp": by_partition,
+            "endingTimestamp": "1800000000000",
+            "startingOffsetsByTimestampStrategy": "LATEST",
+        }
+    )
+    assert parsed.starting_times == {"a": {0: 1_700_000_000_000, 1: 5}}
+    assert parsed.ending_times == 1_800_000_000_000
+    assert parsed.starting_time_strategy == "latest"
+    both = BOOT | {"subscribe": "a", "startingTimestamp": "7", "startingOffsetsByTimestamp": "{}"}
+    assert parse_options(both).starting_times == 7
+    assert parse_options(BOOT | {"subscribe": "a"}).starting_time_strategy == "error"
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"startingTimestamp": "-5"}, "startingTimestamp must be milliseconds"),
+        ({"endingTimestamp": "soon"}, "endingTimestamp must be milliseconds"),
+        ({"startingOffsetsByTimestamp": "[1]"}, "startingOffsetsByTimestamp must be JSON"),
+        ({"endingOffsetsByTimestamp": '{"a": {"0": -1}}'}, "timestamp -1 is negative"),
+        ({"startingOffsetsByTimestampStrategy": "skip"}, "must be error or latest"),
+    ],
+)
+def test_bad_offsets_by_time_are_refused_by_name(options: dict, words: str) -> None:
+    with pytest.raises(OptionError, match=words):
+        parse_options(BOOT | {"subscribe": "a"} | options)
+
+
+def test_offsets_at_times_become_offsets_json_for_resolve() -> None:
+    partitions = [("a", 0), ("a", 1)]
+    wanted = timestamps_for({"a": {0: 100, 1: 200}}, partitions, "startingOffsetsByTimestamp")
+    assert wanted == {("a", 0): 100, ("a", 1): 200}
+    assert timestamps_for(9, partitions, "endingTimestamp") == {("a", 0): 9, ("a", 1): 9}
+    with pytest.raises(OptionError, match="names no timestamp for a-1"):
+        timestamps_for({"a": {0: 100}}, partitions, "startingOffsetsByTimestamp")
+    found = {("a", 0): 42, ("a", 1): None}
+    offsets = offsets_at_times(found, wanted, "startingOffsetsByTimestamp", True)
+    assert offsets == {"a": {0: 42, 1: -1}}  # none that late: the partition's end
+    first, last = {("a", 0): 0, ("a", 1): 0}, {("a", 0): 50, ("a", 1): 60}
+    ranges = resolve(partitions, offsets, "latest", first, last, True)
+    assert [(r.start, r.end) for r in ranges] == [(42, 50), (60, 60)]
+    with pytest.raises(OptionError, match="a-1 holds no record at or after 200 ms"):
+        offsets_at_times(found, wanted, "startingOffsetsByTimestamp", False)

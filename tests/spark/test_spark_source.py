@@ -1,6 +1,7 @@
 """Goal: `spark.read.format("samsa")` returns what was produced, record for record (key, value,
 topic, partition, offset, timestamp, timestampType, headers with nulls kept), for whole topics
-and for offset ranges, however the ranges are split into tasks; at read_committed (the default)
+and for offset ranges (by offset or by timestamp, and narrowed by pushed filters when Spark
+allows pushdown), however the ranges are split into tasks; at read_committed (the default)
 it never shows a record of an aborted transaction, while read_uncommitted does.
 
 Method: a real local cluster (1 controller, 1 broker, 1 coordinator; stopped by PID also on
@@ -16,14 +17,17 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from cluster_helpers import TRANSACTION_SETTINGS, local_cluster, read_to_end
+from pyspark.sql.datasource import GreaterThanOrEqual, In, LessThan
 
 from samsa.client import Admin, KafkaError, NewTopic, Producer
 from samsa.client.partition_range import PartitionRangeReader
+from samsa.spark.options import parse_options
+from samsa.spark.source import SamsaPushdownReader
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -123,6 +127,70 @@ def test_offset_ranges_and_split_tasks(spark, bootstrap: str, produced: list) ->
     window = {0: (10, 60), 1: (0, 5), 2: (95, ends[2])}
     expected = [r for r in produced if window[r[0]][0] <= r[1] < window[r[0]][1]]
     assert spark_rows(frame) == expected
+
+
+def test_offsets_by_timestamp_bound_the_ranges(spark, bootstrap: str, produced: list) -> None:  # type: ignore[no-untyped-def]
+    base = 1_700_000_000_000  # record i has timestamp base + i (see `produced`)
+    starting = {TOPIC: {"0": base + 30, "1": base + 31, "2": base + 10**9}}
+
+    def read(strategy: str) -> list[tuple]:
+        return spark_rows(
+            spark.read.format("samsa")
+            .option("samsa.bootstrap.servers", bootstrap)
+            .option("subscribe", TOPIC)
+            .option("startingOffsetsByTimestamp", json.dumps(starting))
+            .option("startingOffsetsByTimestampStrategy", strategy)
+            .option("endingTimestamp", str(base + 90))
+            .option("includeHeaders", "true")
+            .load()
+        )
+
+    # partition 2 holds no record that late: with "latest" it starts (and ends) at its end
+    expected = [r for r in produced if r[0] < 2 and base + 30 <= r[4] < base + 90]
+    assert read("latest") == expected and expected
+    with pytest.raises(Exception, match=f"{TOPIC}-2 holds no record at or after"):
+        read("error")
+
+
+def test_pushed_filters_narrow_the_ranges(spark, bootstrap: str, produced: list) -> None:  # type: ignore[no-untyped-def]
+    since = datetime.fromtimestamp((1_700_000_000_000 + 60) / 1000, UTC)
+    query = f"""partition IN (0, 2) AND offset >= 5 AND offset < 40
+        AND timestamp >= TIMESTAMP '{since.isoformat()}' AND offset != 33"""
+    expected = [
+        r
+        for r in produced
+        if r[0] in (0, 2) and 5 <= r[1] < 40 and r[4] >= 1_700_000_000_060 and r[1] != 33
+    ]
+
+    def filtered():  # type: ignore[no-untyped-def]
+        return (
+            spark.read.format("samsa")
+            .option("samsa.bootstrap.servers", bootstrap)
+            .option("subscribe", TOPIC)
+            .option("includeHeaders", "true")
+            .load()
+            .filter(query)
+        )
+
+    assert spark_rows(filtered()) == expected  # pushdown off (Spark's default): Spark filters
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        frame = filtered()  # planned now, with pushdown on
+        assert spark_rows(frame) == expected
+        assert frame.rdd.getNumPartitions() == 2  # one task each for partitions 0 and 2
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+    # What the tasks are handed: the offsets the filters allow, the timestamp's lower bound
+    # found by ListOffsets (record 3k + p of partition p has timestamp base + 3k + p).
+    reader = SamsaPushdownReader(
+        parse_options({"samsa.bootstrap.servers": bootstrap, "subscribe": TOPIC})
+    )
+    timestamp = GreaterThanOrEqual(("timestamp",), since)
+    filters = [In(("partition",), (0, 2)), GreaterThanOrEqual(("offset",), 5)]
+    filters += [LessThan(("offset",), 40), timestamp]
+    assert list(reader.pushFilters(filters)) == [timestamp]
+    tasks = [(p.partition, p.start, p.end) for p in reader.partitions()]
+    assert tasks == [(0, 20, 40), (2, 20, 40)]
 
 
 def test_read_committed_never_shows_aborted_records(spark, bootstrap: str) -> None:  # type: ignore[no-untyped-def]

@@ -8,6 +8,12 @@ checked: each error names the option and what to write instead.
 - `startingOffsets`: `earliest` (the batch default), `latest` (the streaming default), or JSON
   `{"topic": {"0": 23, "1": -2}}` (-2 earliest, -1 latest); `endingOffsets`: `latest` (the
   default) or JSON (-1 latest).
+- By time (ms since the epoch; each resolves to the first offset whose timestamp is at least
+  that): `startingTimestamp` (every partition) or `startingOffsetsByTimestamp` (JSON
+  `{"topic": {"0": 1700000000000}}`), which take precedence over `startingOffsets` in that
+  order; `startingOffsetsByTimestampStrategy` says what a partition with no record that late
+  does: `error` (the default) or `latest`. Likewise `endingTimestamp` /
+  `endingOffsetsByTimestamp` (no record that late: the partition's end).
 - `includeHeaders` (false), `isolation.level` (`read_committed`, the default, or
   `read_uncommitted`), `failOnDataLoss` (true), `minPartitions` (split large ranges so that there
   are at least this many tasks); streaming: `maxOffsetsPerTrigger` and `minOffsetsPerTrigger`
@@ -21,11 +27,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 EARLIEST, LATEST = -2, -1
 TopicPartition = tuple[str, int]
+Times = int | dict[str, dict[int, int]]  # one timestamp (ms) for all, or per partition
 
 
 class OptionError(ValueError):
@@ -40,6 +47,9 @@ class SourceOptions:
     assign: tuple[TopicPartition, ...] = ()
     starting: str | dict[str, dict[int, int]] | None = None  # None: earliest, or latest streaming
     ending: str | dict[str, dict[int, int]] = "latest"
+    starting_times: Times | None = None  # startingTimestamp / startingOffsetsByTimestamp
+    ending_times: Times | None = None
+    starting_time_strategy: str = "error"  # or "latest": no record that late
     include_headers: bool = False
     isolation: str = "read_committed"
     fail_on_data_loss: bool = True
@@ -94,6 +104,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         if (starting := get("startingOffsets"))
         else None,
         ending=_offsets("endingOffsets", get("endingOffsets") or "latest", ending=True),
+        starting_times=_times(get, "startingTimestamp", "startingOffsetsByTimestamp"),
+        ending_times=_times(get, "endingTimestamp", "endingOffsetsByTimestamp"),
+        starting_time_strategy=_strategy(get("startingOffsetsByTimestampStrategy")),
         include_headers=_bool("includeHeaders", get("includeHeaders"), False),
         isolation=_isolation(get("isolation.level")),
         fail_on_data_loss=_bool("failOnDataLoss", get("failOnDataLoss"), True),
@@ -143,6 +156,38 @@ def _offsets(name: str, text: str, *, ending: bool = False) -> str | dict[str, d
             if offset < floor or partition < 0:
                 raise OptionError(f"{name}: {topic}-{partition} offset {offset} is below {floor}")
     return offsets
+
+
+def _times(get: Callable[[str], str | None], one: str, each: str) -> Times | None:
+    """`one` (a timestamp for every partition) if set, else `each` (JSON per partition)."""
+    text = get(one)
+    if text is not None:
+        if not text.isdigit():
+            raise OptionError(f"{one} must be milliseconds since the epoch, not {text!r}")
+        return int(text)
+    text = get(each)
+    if text is None:
+        return None
+    try:
+        parsed = json.loads(text)
+        times = {str(tp): {int(p): int(t) for p, t in ps.items()} for tp, ps in parsed.items()}
+    except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+        raise OptionError(
+            f'{each} must be JSON like {{"topic": {{"0": 1700000000000}}}} (ms since the '
+            f"epoch); got {text!r}"
+        ) from None
+    for topic, ps in times.items():
+        for partition, ms in ps.items():
+            if ms < 0 or partition < 0:
+                raise OptionError(f"{each}: {topic}-{partition} timestamp {ms} is negative")
+    return times
+
+
+def _strategy(text: str | None) -> str:
+    strategy = (text or "error").lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError(f"startingOffsetsByTimestampStrategy must be error or latest: {text!r}")
+    return strategy
 
 
 def _bool(name: str, text: str | None, default: bool) -> bool:

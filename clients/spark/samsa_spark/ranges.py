@@ -4,8 +4,11 @@
 JSON with -2/-1) into one [start, end) per partition, given each partition's first and end
 offsets at the read's isolation level. A start below the first offset means retention deleted
 records: with failOnDataLoss it is an error naming the partition, else the range starts at the
-first offset. `split` cuts the ranges so that there are at least `min_partitions` tasks, each
-range into pieces proportional to its size (Spark's Kafka connector does the same).
+first offset. Offsets by time (startingTimestamp and the like) become such JSON first:
+`timestamps_for` says which timestamp each partition asks for, and `offsets_at_times` turns the
+cluster's answers (the first offset at or after it, or none) into offsets. `split` cuts the
+ranges so that there are at least `min_partitions` tasks, each range into pieces proportional
+to its size (Spark's Kafka connector does the same).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 
-from samsa.spark.options import EARLIEST, LATEST, OptionError
+from samsa.spark.options import EARLIEST, LATEST, OptionError, Times
 
 TopicPartition = tuple[str, int]
 
@@ -56,6 +59,43 @@ def resolve(
             )
         ranges.append(OffsetRange(tp[0], tp[1], start, max(start, end)))
     return ranges
+
+
+def timestamps_for(
+    times: Times, partitions: list[TopicPartition], option: str
+) -> dict[TopicPartition, int]:
+    """The timestamp (ms) each partition is read from or to."""
+    if isinstance(times, int):
+        return {tp: times for tp in partitions}
+    wanted = {}
+    for topic, partition in partitions:
+        ms = times.get(topic, {}).get(partition)
+        if ms is None:
+            raise OptionError(f"{option} names no timestamp for {topic}-{partition}: add it")
+        wanted[(topic, partition)] = ms
+    return wanted
+
+
+def offsets_at_times(
+    found: Mapping[TopicPartition, int | None],
+    wanted: Mapping[TopicPartition, int],
+    option: str,
+    latest_when_none: bool,
+) -> dict[str, dict[int, int]]:
+    """Offsets JSON (for `resolve`) from each partition's first offset at or after its
+    timestamp. A partition with no record that late ends up at its end (`latest_when_none`),
+    else it is an error naming it."""
+    offsets: dict[str, dict[int, int]] = {}
+    for tp, offset in sorted(found.items()):
+        if offset is None:
+            if not latest_when_none:
+                raise OptionError(
+                    f"{option}: {tp[0]}-{tp[1]} holds no record at or after {wanted[tp]} ms; "
+                    "set startingOffsetsByTimestampStrategy=latest to start at its end"
+                )
+            offset = LATEST
+        offsets.setdefault(tp[0], {})[tp[1]] = offset
+    return offsets
 
 
 def split(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:

@@ -2,7 +2,9 @@
 
 Theory of operation. On the driver, `partitions()` finds the partitions (subscribe, pattern or
 assign), asks their first and end offsets at the read's isolation level (a Consumer without a
-group), resolves and splits the ranges (ranges.py) and hands Spark one `RangePartition` each.
+group), resolves and splits the ranges (ranges.py) and hands Spark one `RangePartition` each. With
+`spark.sql.python.filterPushdown.enabled` on, the reader also takes the filters on topic,
+partition, offset and timestamp and narrows the ranges first (pushdown.py).
 On a worker, `read()` reads its range with the SDK's PartitionRangeReader (one per worker
 process and bootstrap list, reused across tasks: nothing live is pickled) and yields Arrow
 batches straight from the stored batches (arrow_batches.py), no Python object per record.
@@ -10,7 +12,8 @@ batches straight from the stored batches (arrow_batches.py), no Python object pe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -20,6 +23,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    Filter,
     InputPartition,
 )
 from pyspark.sql.types import (
@@ -37,8 +41,10 @@ from samsa.client import Admin, Consumer
 from samsa.client.partition_range import PartitionRangeReader
 from samsa.spark.arrow_batches import chunk_to_arrow
 from samsa.spark.options import OptionError, SourceOptions, parse_options
-from samsa.spark.ranges import OffsetRange, resolve, split
+from samsa.spark.pushdown import Pushed, push
+from samsa.spark.ranges import OffsetRange, offsets_at_times, resolve, split, timestamps_for
 
+PUSHDOWN_PLANNER = "pyspark.sql.worker.data_source_pushdown_filters"
 _FIELDS = [
     StructField("key", BinaryType()),
     StructField("value", BinaryType()),
@@ -69,7 +75,10 @@ class SamsaDataSource(DataSource):
         return spark_schema(parse_options(self.options).include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SamsaBatchReader(parse_options(self.options))
+        options = parse_options(self.options)
+        if _planning_with_pushdown():
+            return SamsaPushdownReader(options)
+        return SamsaBatchReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from samsa.spark.sink import SamsaArrowWriter, write_options
@@ -114,6 +123,45 @@ class SamsaBatchReader(DataSourceReader):
         return read_range(self.options, partition)
 
 
+class SamsaPushdownReader(SamsaBatchReader):
+    """The batch reader with filter pushdown (pushdown.py): what the filters on topic,
+    partition, offset and timestamp allow narrows the ranges before the tasks start."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        super().__init__(options)
+        self.pushed = Pushed()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.pushed, remaining = push(filters)
+        return remaining
+
+    def partitions(self) -> list[InputPartition]:
+        ranges = offset_ranges(self.options, self.pushed.wants)
+        time_starts: dict[tuple[str, int], int | None] = {}
+        if self.pushed.timestamp_from_ms is not None and ranges:
+            tps = [(r.topic, r.partition) for r in ranges]
+            time_starts = offsets_for_times(
+                self.options, dict.fromkeys(tps, self.pushed.timestamp_from_ms)
+            )
+        ranges = split(self.pushed.narrow(ranges, time_starts), self.options.min_partitions)
+        return [RangePartition(r.topic, r.partition, r.start, r.end) for r in ranges]
+
+
+def _planning_with_pushdown() -> bool:
+    """Whether Spark is planning this read with filter pushdown on.
+
+    PySpark fails a query whose reader defines `pushFilters` while
+    `spark.sql.python.filterPushdown.enabled` is off, and tells the data source nothing of that
+    flag. It calls `reader()` from one worker module when the flag is on and from another when
+    it is off, so the caller's module is the one signal there is (PySpark 4.1 to 4.3)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == PUSHDOWN_PLANNER:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa.RecordBatch]:
     """One task's range as Arrow batches (batch and streaming reads alike)."""
     reader = range_reader(options.client)
@@ -130,14 +178,47 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
         )
 
 
-def offset_ranges(options: SourceOptions) -> list[OffsetRange]:
-    """The ranges the options ask for, resolved against the cluster now (the driver's side)."""
-    partitions = subscribed_partitions(options)
+def offset_ranges(
+    options: SourceOptions, wanted: Callable[[tuple[str, int]], bool] = lambda tp: True
+) -> list[OffsetRange]:
+    """The ranges the options ask for (of the partitions `wanted`), resolved against the
+    cluster now (the driver's side)."""
+    partitions = [tp for tp in subscribed_partitions(options) if wanted(tp)]
     if not partitions:
         return []
     first, last = partition_bounds(options, partitions)
-    starting = options.starting or "earliest"
-    return resolve(partitions, starting, options.ending, first, last, options.fail_on_data_loss)
+    starting = starting_offsets(options, partitions, "earliest")
+    ending: str | Mapping[str, Mapping[int, int]] = options.ending
+    if options.ending_times is not None:
+        times = timestamps_for(options.ending_times, partitions, "endingOffsetsByTimestamp")
+        found = offsets_for_times(options, times)
+        ending = offsets_at_times(found, times, "endingOffsetsByTimestamp", True)
+    return resolve(partitions, starting, ending, first, last, options.fail_on_data_loss)
+
+
+def starting_offsets(
+    options: SourceOptions, partitions: list[tuple[str, int]], default: str
+) -> str | Mapping[str, Mapping[int, int]]:
+    """Where the read starts: by time when asked (that wins), else startingOffsets."""
+    if options.starting_times is None:
+        return options.starting or default
+    times = timestamps_for(options.starting_times, partitions, "startingOffsetsByTimestamp")
+    found = offsets_for_times(options, times)
+    latest = options.starting_time_strategy == "latest"
+    return offsets_at_times(found, times, "startingOffsetsByTimestamp", latest)
+
+
+def offsets_for_times(
+    options: SourceOptions, times: Mapping[tuple[str, int], int]
+) -> dict[tuple[str, int], int | None]:
+    """Each partition's first offset whose timestamp is at least the given ms (None: none)."""
+    config = {
+        "bootstrap.servers": options.client["bootstrap.servers"],
+        "isolation.level": options.isolation,
+    }
+    with Consumer(config) as consumer:
+        found = consumer.offsets_for_times(times)
+    return {tp: None if at is None else at.offset for tp, at in found.items()}
 
 
 def subscribed_partitions(options: SourceOptions) -> list[tuple[str, int]]:

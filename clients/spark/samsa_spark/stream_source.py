@@ -1,12 +1,13 @@
 """`readStream.format("samsa")`: micro-batches of offset ranges, checkpointed by Spark.
 
 Theory of operation (stream_offsets.py has the offset rules). Every call runs in Spark's one
-long-lived driver-side Python process for the query: `initialOffset` resolves startingOffsets
-(latest by default, as the Kafka connector's); `latestOffset` asks the partitions' ends at the
-read's isolation level and applies the read limit; `partitions` turns [start, end) into one
-RangePartition per partition with records waiting; `read` runs in a task, exactly as the batch
-read does. A restarted query resumes from the end Spark checkpointed: Spark asks for the same
-ranges again for a batch it had not committed, so nothing is lost or read twice.
+long-lived driver-side Python process for the query: `initialOffset` resolves the starting
+timestamps or startingOffsets (latest by default, as the Kafka connector's); `latestOffset` asks
+the partitions' ends at the read's isolation level and applies the read limit; `partitions`
+turns [start, end) into one RangePartition per partition with records waiting; `read` runs in a
+task, exactly as the batch read does. A restarted query resumes from the end Spark
+checkpointed: Spark asks for the same ranges again for a batch it had not committed, so nothing
+is lost or read twice.
 `failOnDataLoss`: a start that retention has deleted is an error naming the partition, or (false)
 the range starts at the first offset still stored.
 """
@@ -28,7 +29,13 @@ from pyspark.sql.streaming.datasource import (
 from samsa.spark import stream_offsets as so
 from samsa.spark.options import OptionError, SourceOptions
 from samsa.spark.ranges import resolve
-from samsa.spark.source import RangePartition, partition_bounds, read_range, subscribed_partitions
+from samsa.spark.source import (
+    RangePartition,
+    partition_bounds,
+    read_range,
+    starting_offsets,
+    subscribed_partitions,
+)
 
 
 class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -39,7 +46,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         partitions = subscribed_partitions(self.options)
         first, last = partition_bounds(self.options, partitions)
-        starting = self.options.starting or "latest"
+        starting = starting_offsets(self.options, partitions, "latest")
         ranges = resolve(
             partitions, starting, "latest", first, last, self.options.fail_on_data_loss
         )
