@@ -4,13 +4,15 @@ gaps, CreateTime and LogAppendTime timestamps), cut to the asked offsets; marker
 and at read_committed neither do aborted transactions' records.
 
 Method: hypothesis builds chunks of codec batches; `chunk_to_arrow` is compared with
-`decode_batch` record by record (to_pylist). Pure: no Spark, no cluster.
+`decode_batch` record by record (to_pylist), with the answer's batches in one Arrow batch and,
+with a tiny ARROW_BATCH_BYTES_MAX, split over several. Pure: no Spark, no cluster.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
+from unittest import mock
 
 import pyarrow as pa
 from hypothesis import given
@@ -23,6 +25,7 @@ from samsa.common.record.codec import (
     build_control_batch,
     decode_batch,
 )
+from samsa.spark import arrow_batches
 from samsa.spark.arrow_batches import SCHEMA, SCHEMA_WITH_HEADERS, chunk_to_arrow
 
 maybe_bytes = st.one_of(st.none(), st.binary(max_size=8))
@@ -92,13 +95,18 @@ def rows(batches: list[pa.RecordBatch]) -> list[dict]:
     return [row for batch in batches for row in batch.to_pylist()]
 
 
-@given(stored(), st.integers(0, 1100), st.integers(0, 1200), st.booleans())
+@given(stored(), st.integers(0, 1100), st.integers(0, 1200), st.booleans(), st.booleans())
 def test_rows_equal_the_decoders_records_cut_to_the_range(
-    chunk: bytes, start: int, end: int, headers: bool
+    chunk: bytes, start: int, end: int, headers: bool, split: bool
 ) -> None:
-    batches = list(chunk_to_arrow(chunk, (), "t", 3, start, end, headers))
+    cap = 1 if split else arrow_batches.ARROW_BATCH_BYTES_MAX  # 1: an Arrow batch per batch
+    with mock.patch.object(arrow_batches, "ARROW_BATCH_BYTES_MAX", cap):
+        batches = list(chunk_to_arrow(chunk, (), "t", 3, start, end, headers))
     for batch in batches:
         assert batch.schema == (SCHEMA_WITH_HEADERS if headers else SCHEMA)
+        assert batch.num_rows > 0
+    if not split:
+        assert len(batches) <= 1, "one Fetch answer, one Arrow batch"
     assert rows(batches) == expected_rows(chunk, start, end, headers)
 
 
