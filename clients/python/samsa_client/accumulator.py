@@ -6,6 +6,8 @@ with calls and reads plain data back:
 
     append(...)        -> AppendResult(batch_id, record_index, ...)  a record; its future's handle
                           or an AppendRefusal (BUFFER_FULL, NEW_BATCH_NEEDED), nothing changed
+    append_many(...)   -> ManyAppended(next_index, segments, refusal, wake)  a column of records
+                          for one partition, checked first (check_records); stops where refused
     ready(now, leaders)-> ReadyResult(ready_nodes, next_check_ms, unknown_leader_topics,
                           producer_id_required)
     drain(node, max_request_bytes, now) -> [ProducerBatch]    closed, encoded, now in flight
@@ -111,8 +113,12 @@ class RecordAccumulator:
         self._partition_in_flight_max = in_flight_max
         self._batcher = RecordBatcher(config)
         self._sequences = ProducerSequences(self._idempotent)
-        # The hottest call goes straight to the batcher: no extra Python frame per record.
+        # The hottest call goes straight to the batcher: no extra Python frame per record. So do
+        # the column calls of send_many (check_records outside the driver's lock, then
+        # append_many per partition under it).
         self.append = self._batcher.append
+        self.check_records = self._batcher.check_records
+        self.append_many = self._batcher.append_many
         self._in_flight: dict[int, ProducerBatch] = {}
         self._flushes_in_progress = 0
         # From the last ready(): each ready node -> its partitions with queued batches.

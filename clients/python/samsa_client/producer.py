@@ -40,8 +40,10 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
-from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
-from samsa.client.record_future import RecordFuture
+from samsa.client.partitioner import partition_groups
+from samsa.client.producer_driver import ProducerDriver, now_ms, raise_no_partition
+from samsa.client.record_batcher import CheckedRecords
+from samsa.client.record_future import RecordFuture, RecordsFuture
 from samsa.client.transaction_admin import PreparedTransaction
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
@@ -52,6 +54,9 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 5.0
 # Waits for memory and flushes re-check at least this often (a completion also wakes them).
 WAIT_POLL_S = 0.1
+# send_many() checks, places and appends records this many at a time: bounds the lists it builds
+# and how long it holds the driver's lock (one partition's share of a chunk, ~1 ms).
+SEND_MANY_CHUNK_RECORDS = 8192
 
 
 def group_identity(group: str | GroupMetadata) -> tuple[str, str, int]:
@@ -133,59 +138,115 @@ class Producer:
         timestamp: int | None = None,
     ) -> RecordFuture:
         """Queue one record; the future says where it was written (or why it was not)."""
-        if self._closed:
-            raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
-        if self._txn is not None:
-            self._txn.check_send()
-        now = now_ms()
+        now, count = self._before_send(topic)
         if timestamp is None:
             timestamp = now
-        count = self._metadata.partition_counts.get(topic)
-        if count is None:
-            count = self._metadata.partition_count(topic, self.config.max_block_ms / 1000)
         if partition is not None and not 0 <= partition < count:
             raise_no_partition(topic, partition, count)
         outcome, index, partition, wake = self._append(
             topic, partition, key, value, headers, timestamp, now, count
         )
         if outcome is None:
-            outcome, index, partition, wake = self._wait_for_memory(
-                topic, partition, key, value, headers, timestamp, count
-            )
+            deadline = time.monotonic() + self.config.max_block_ms / 1000
+            while outcome is None:
+                self._wait_for_memory(deadline)
+                outcome, index, partition, wake = self._append(
+                    topic, partition, key, value, headers, timestamp, now_ms(), count
+                )
         if wake:
             self._driver.wake_threadsafe()
         return RecordFuture(outcome, index, topic, partition, timestamp)
 
-    def _wait_for_memory(
+    def send_many(
         self,
         topic: str,
-        partition: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]] | None,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None = None,
+        partitions: Sequence[int | None] | None = None,
+        timestamp: int | None = None,
+    ) -> RecordsFuture:
+        """Queue many records of one topic (columns: record i is values[i], keys[i], ...): each
+        goes where send() would put it, each partition's in the order given, with send()'s
+        batching, idempotence and transaction rules, but column at a time (keys hashed
+        together, whole runs appended to a batch) and one future for them all. A bad record
+        raises before any is queued; buffer.memory staying full for max.block.ms raises with
+        the records before it queued."""
+        now, count = self._before_send(topic)
+        if timestamp is None:
+            timestamp = now
+        if partitions is not None:
+            for partition in partitions:
+                if partition is not None and not 0 <= partition < count:
+                    raise_no_partition(topic, partition, count)
+        records = self._driver.accumulator.check_records(keys, values, headers)
+        future = RecordsFuture()
+        for start in range(0, len(values), SEND_MANY_CHUNK_RECORDS):
+            stop = start + SEND_MANY_CHUNK_RECORDS
+            chunk_partitions = None if partitions is None else partitions[start:stop]
+            self._send_chunk(
+                topic, records.slice(start, stop), chunk_partitions, timestamp, count, future
+            )
+        return future
+
+    def _send_chunk(
+        self,
+        topic: str,
+        records: CheckedRecords,
+        partitions: Sequence[int | None] | None,
         timestamp: int,
         count: int,
-    ) -> Appended:
-        """buffer.memory is full: wait (up to max.block.ms) for completions to free some, then
-        append to `partition` again."""
-        deadline = time.monotonic() + self.config.max_block_ms / 1000
-        appended: Appended = (None, 0, partition, True)
-        while appended[0] is None:
-            self._driver.wake_threadsafe()  # lingering batches are sendable while we wait
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ProduceError(
-                    f"buffer.memory ({self.config.buffer_memory} bytes) stayed full for "
-                    f"max.block.ms ({self.config.max_block_ms} ms): the cluster is slower "
-                    "than the producer",
-                    ErrorCode.REQUEST_TIMED_OUT,
+        future: RecordsFuture,
+    ) -> None:
+        """send_many's records, a bounded chunk at a time (the driver's lock is held per
+        partition of a chunk, and the driver woken per chunk)."""
+        groups = partition_groups(
+            records.keys, partitions, count, ignore_keys=self.config.partitioner_ignore_keys
+        )
+        wake = False
+        for partition, indexes in groups:
+            share = records if indexes is None else records.select(indexes)
+            start, stuck_at, deadline = 0, -1, 0.0
+            while True:
+                start, parts, woke = self._driver.append_many(
+                    topic, partition, share, start, timestamp, now_ms(), count
                 )
-            with self._space:
-                self._space.wait(min(remaining, WAIT_POLL_S))
-            appended = self._append(
-                topic, partition, key, value, headers, timestamp, now_ms(), count
+                future.add(parts)
+                wake = wake or woke
+                if start == len(share.values):
+                    break
+                if start != stuck_at:  # progress since the last wait: max.block.ms anew
+                    stuck_at, deadline = start, time.monotonic() + self.config.max_block_ms / 1000
+                self._wait_for_memory(deadline)
+        if wake:
+            self._driver.wake_threadsafe()
+
+    def _before_send(self, topic: str) -> tuple[int, int]:
+        """send()'s and send_many()'s checks: (now in ms, the topic's partition count)."""
+        if self._closed:
+            raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
+        if self._txn is not None:
+            self._txn.check_send()
+        now = now_ms()
+        count = self._metadata.partition_counts.get(topic)
+        if count is None:
+            count = self._metadata.partition_count(topic, self.config.max_block_ms / 1000)
+        return now, count
+
+    def _wait_for_memory(self, deadline: float) -> None:
+        """An append found buffer.memory full: wait a little for completions to free some (the
+        caller then appends again), or raise once `deadline` (time.monotonic()) has passed."""
+        self._driver.wake_threadsafe()  # lingering batches are sendable while we wait
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ProduceError(
+                f"buffer.memory ({self.config.buffer_memory} bytes) stayed full for "
+                f"max.block.ms ({self.config.max_block_ms} ms): the cluster is slower "
+                "than the producer",
+                ErrorCode.REQUEST_TIMED_OUT,
             )
-        return appended
+        with self._space:
+            self._space.wait(min(remaining, WAIT_POLL_S))
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until every record sent so far is settled."""

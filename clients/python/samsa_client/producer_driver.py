@@ -64,7 +64,7 @@ from samsa.client.produce_stream import (
 )
 from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
 from samsa.client.producer_ids import ProducerIds
-from samsa.client.record_batcher import AppendRefusal
+from samsa.client.record_batcher import AppendRefusal, CheckedRecords
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
 from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_manager import TransactionManager
@@ -90,6 +90,8 @@ def now_ms() -> int:
 # new to do. `outcome` None: buffer.memory is full; wait for completions, then append again to
 # that partition (sticky=False). A plain tuple: it is built once per record.
 Appended = tuple[BatchOutcome | None, int, int, bool]
+# What `append_many()` did: (next record index, [(outcome, record count)], wake).
+ManyOutcomes = tuple[int, list[tuple[BatchOutcome, int]], bool]
 
 
 def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
@@ -183,6 +185,66 @@ class ProducerDriver:
                 outcome = self._outcomes_by_batch_id[batch_id] = BatchOutcome()
         wake = full or new_batch or self._wake_every_record
         return outcome, index, partition, wake
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int | None,
+        records: CheckedRecords,
+        start: int,
+        timestamp: int,
+        now: int,
+        count: int,
+    ) -> ManyOutcomes:
+        """`append` for records [start:] of a `send_many` call bound for one partition, under
+        one lock (`partition` None: keyless records, placed by the sticky partitioner as
+        `append` places them one by one). Returns (next index, [(outcome, records)], wake);
+        a next index short of the end means buffer.memory is full: wait, then call again."""
+        accumulator = self.accumulator
+        outcomes = self._outcomes_by_batch_id
+        parts: list[tuple[BatchOutcome, int]] = []
+        wake = self._wake_every_record
+        end = len(records.values)
+        with self.lock:
+            while start < end:
+                sticky = partition is None
+                target = self._partitioner.partition(topic, None, count) if sticky else partition
+                appended = accumulator.append_many(
+                    topic, target, records, start, timestamp, now, sticky
+                )
+                for batch_id, _, record_count in appended.segments:
+                    outcome = outcomes.get(batch_id)
+                    if outcome is None:
+                        outcome = outcomes[batch_id] = BatchOutcome()
+                    parts.append((outcome, record_count))
+                wake = wake or appended.wake
+                start = appended.next_index
+                if appended.refusal is not AppendRefusal.NEW_BATCH_NEEDED:
+                    break
+                # The sticky batch is full: `append`'s own dance moves the record that did not
+                # fit to the next sticky partition, where it opens a batch.
+                self._partitioner.on_batch_closed(topic, target)
+                target = self._partitioner.partition(topic, None, count)
+                headers = records.headers[start] if records.headers is not None else None
+                result = accumulator.append(
+                    topic,
+                    target,
+                    records.keys[start],
+                    records.values[start],
+                    headers,
+                    timestamp,
+                    now,
+                    False,
+                )
+                if result.__class__ is AppendRefusal:  # BUFFER_FULL
+                    break
+                outcome = outcomes.get(result.batch_id)
+                if outcome is None:
+                    outcome = outcomes[result.batch_id] = BatchOutcome()
+                parts.append((outcome, 1))
+                wake = True
+                start += 1
+        return start, parts, wake
 
     def wake_threadsafe(self) -> None:
         """Wake the driver from another thread; one loop hand-off however many callers ask."""

@@ -26,7 +26,10 @@ first).
 from __future__ import annotations
 
 import enum
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from itertools import accumulate, repeat
+from operator import add, itemgetter, sub
 from typing import NamedTuple
 
 from samsa.client.config import ProducerConfig
@@ -66,6 +69,57 @@ class AppendResult(NamedTuple):
     batch_is_full: bool
     # True when this record opened a new batch.
     new_batch: bool
+
+
+class CheckedRecords(NamedTuple):
+    """Records of one `send_many` call, checked (`RecordBatcher.check_records`): bytes or None
+    keys and values, header tuples, and their estimated sizes in a batch, as running totals so
+    that the bytes of any run of records is one subtraction."""
+
+    keys: Sequence[bytes | None]
+    values: Sequence[bytes | None]
+    headers: Sequence[tuple[tuple[str, bytes | None], ...] | None] | None
+    # cumulative_sizes[i + 1] - cumulative_sizes[i] = estimated bytes of record i (running
+    # totals; one more item than records).
+    cumulative_sizes: list[int]
+
+    def slice(self, start: int, stop: int) -> CheckedRecords:
+        """Records [start, stop) (running totals need not start at 0: only differences count)."""
+        if start == 0 and stop >= len(self.values):
+            return self
+        return CheckedRecords(
+            self.keys[start:stop],
+            self.values[start:stop],
+            None if self.headers is None else self.headers[start:stop],
+            self.cumulative_sizes[start : stop + 1],
+        )
+
+    def select(self, indexes: Sequence[int]) -> CheckedRecords:
+        """The records at `indexes`, in that order (one partition's share of a call), gathered
+        by itemgetter in C."""
+        if len(indexes) == 1:
+            return self.slice(indexes[0], indexes[0] + 1)
+        take = itemgetter(*indexes)
+        cumulative = self.cumulative_sizes
+        sizes = map(sub, take(cumulative[1:]), take(cumulative))
+        return CheckedRecords(
+            take(self.keys),
+            take(self.values),
+            None if self.headers is None else take(self.headers),
+            list(accumulate(sizes, initial=0)),
+        )
+
+
+class ManyAppended(NamedTuple):
+    """What `append_many` did with records [start, stop) of one partition."""
+
+    # The first record not appended (`stop` when all were): it is refused for `refusal`.
+    next_index: int
+    # (batch id, index of the first record in that batch, how many), in record order.
+    segments: list[tuple[int, int, int]]
+    refusal: AppendRefusal | None
+    # A batch filled or a new one opened: wake the sender (as AppendResult says per record).
+    wake: bool
 
 
 class RecordBatcher:
@@ -179,6 +233,122 @@ class RecordBatcher:
         full = len(state.queue) > 1 or batch.size_bytes + RECORD_OVERHEAD_BYTES > self._batch_size
         return AppendResult(batch.batch_id, 0, full, True)
 
+    def check_records(
+        self,
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None,
+    ) -> CheckedRecords:
+        """`append`'s checks for a column of records, before any is appended: a wrong type
+        raises InvalidRecordError and a record that could never be sent RecordTooLargeError, so
+        a failing `send_many` appends nothing."""
+        if keys is None:
+            keys = [None] * len(values)
+        elif len(keys) != len(values):
+            raise InvalidRecordError(f"{len(keys)} keys for {len(values)} values")
+        if headers is not None and len(headers) != len(values):
+            raise InvalidRecordError(f"{len(headers)} header lists for {len(values)} values")
+        values, value_lengths = _bytes_column("value", values)
+        keys, key_lengths = _bytes_column("key", keys)
+        # Sizes and their running totals in chained C loops (map, accumulate): ~10x faster
+        # than a comprehension over the records.
+        sizes = map(add, map(add, key_lengths, value_lengths), repeat(RECORD_OVERHEAD_BYTES))
+        cumulative = list(accumulate(sizes, initial=0))
+        checked_headers = None
+        if headers is not None and any(headers):
+            checked_headers = [None] * len(values)
+            extra = 0
+            for index, pairs in enumerate(headers):
+                cumulative[index] += extra
+                if pairs:
+                    checked_headers[index], header_bytes = _checked_headers(pairs)
+                    extra += header_bytes
+            cumulative[-1] += extra
+        if values:
+            largest = max(map(sub, cumulative[1:], cumulative))
+            self._check_record_size(largest)
+            if BATCH_OVERHEAD_BYTES + largest > self.buffer_memory:
+                self._refuse_for_memory(largest)  # raises: it could never fit
+        return CheckedRecords(keys, values, checked_headers, cumulative)
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int,
+        records: CheckedRecords,
+        start: int,
+        timestamp_ms: int,
+        now_ms: int,
+        abort_on_new_batch: bool = False,
+    ) -> ManyAppended:
+        """Append `records` from index `start` on to one partition, in order. Each batch takes
+        whole runs of records (list slices) up to `batch.size`; a record that needs a new batch
+        opens it through `append`'s own path. Stops at the first record refused (BUFFER_FULL,
+        or NEW_BATCH_NEEDED with `abort_on_new_batch`): the caller resumes from `next_index`."""
+        keys, values, headers, cumulative = records
+        stop = len(values)
+        index = start
+        segments: list[tuple[int, int, int]] = []
+        wake = False
+        state = self.partitions.get((topic, partition))
+        while index < stop:
+            batch = state.open_batch if state is not None else None
+            run_end = index
+            if batch is not None:
+                room = min(
+                    self.buffer_memory - self.buffered_bytes, self._batch_size - batch.size_bytes
+                )
+                run_end = bisect_right(cumulative, cumulative[index] + room, index, stop + 1) - 1
+            if run_end == index:  # record `index` does not fit: memory, or a new batch
+                record_bytes = cumulative[index + 1] - cumulative[index]
+                if self.buffered_bytes + record_bytes > self.buffer_memory:
+                    refusal = self._refuse_for_memory(record_bytes)
+                    return ManyAppended(index, segments, refusal, wake)
+                if abort_on_new_batch:
+                    return ManyAppended(index, segments, AppendRefusal.NEW_BATCH_NEEDED, wake)
+                result = self._append_to_new_batch(
+                    topic,
+                    partition,
+                    keys[index],
+                    values[index],
+                    headers[index] if headers is not None else None,
+                    timestamp_ms,
+                    now_ms,
+                    record_bytes,
+                )
+                if result.__class__ is AppendRefusal:
+                    return ManyAppended(index, segments, result, wake)
+                segments.append((result.batch_id, 0, 1))
+                wake = True  # a new batch: its linger timer, and the old one closed
+                state = self.partitions[(topic, partition)]
+                index += 1
+                continue
+            assert batch is not None
+            first = len(batch.values)
+            batch.values += values[index:run_end]
+            batch.keys += keys[index:run_end]
+            batch.timestamps += repeat(timestamp_ms, run_end - index)
+            if headers is not None:
+                for position in range(index, run_end):
+                    if headers[position]:
+                        _append_headers(batch, first + position - index, headers[position])
+                    elif batch.headers is not None:
+                        batch.headers.append(())
+            elif batch.headers is not None:
+                batch.headers += repeat((), run_end - index)
+            run_bytes = cumulative[run_end] - cumulative[index]
+            batch.size_bytes += run_bytes
+            self.buffered_bytes += run_bytes
+            if segments and segments[-1][0] == batch.batch_id:  # the batch opened just above
+                batch_id, segment_first, count = segments[-1]
+                segments[-1] = (batch_id, segment_first, count + run_end - index)
+            else:
+                segments.append((batch.batch_id, first, run_end - index))
+            index = run_end
+        if state is not None and state.open_batch is not None:
+            wake = wake or state.open_batch.size_bytes + RECORD_OVERHEAD_BYTES > self._batch_size
+        return ManyAppended(index, segments, None, wake)
+
     def _check_record_size(self, record_bytes: int) -> None:
         batch_bytes = BATCH_OVERHEAD_BYTES + record_bytes
         if batch_bytes > self._max_request_size:
@@ -260,6 +430,27 @@ def _as_bytes(name: str, item: object) -> bytes:
     if isinstance(item, memoryview):
         return item.tobytes()
     raise InvalidRecordError(f"a record's {name} must be bytes or None, got {type(item).__name__}")
+
+
+_BYTES = frozenset((bytes,))
+_BYTES_OR_NONE = frozenset((bytes, type(None)))
+
+
+def _bytes_column(
+    name: str, column: Sequence[bytes | None]
+) -> tuple[Sequence[bytes | None], Iterable[int]]:
+    """The column (itself when every item is bytes or None, else a copy with bytearrays and
+    memoryviews copied to bytes; InvalidRecordError for anything else), and its items' lengths
+    (0 for None), each found in C loops."""
+    types = set(map(type, column))
+    if types <= _BYTES:
+        return column, map(len, column)
+    if not types <= _BYTES_OR_NONE:
+        column = [
+            item if item.__class__ is bytes or item is None else _as_bytes(name, item)
+            for item in column
+        ]
+    return column, [0 if item is None else len(item) for item in column]
 
 
 def _checked_headers(

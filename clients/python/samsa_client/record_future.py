@@ -12,12 +12,16 @@ index in the batch. Waiting objects are made only when someone waits:
   inline when it settles the batch (internal, never user code);
 - `add_done_callback` callbacks are user code: the driver hands them to the facade's callback
   runner (a callback thread, or `loop.call_soon`), never runs them on the I/O path.
+
+`Producer.send_many` goes one step further: one `RecordsFuture` for all the records of the call,
+holding each batch's outcome they share and how many of them it holds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
@@ -192,3 +196,54 @@ class AsyncRecordFuture(_RecordHandle):
     def exception(self) -> KafkaError | None:
         """The batch's error once settled (None on success or while not settled)."""
         return self._outcome.error
+
+
+class RecordsFuture:
+    """The future of a `send_many` call: done once every batch its records went to is settled.
+    It keeps one (outcome, record count) pair per batch touched, not one handle per record."""
+
+    __slots__ = ("_parts", "record_count")
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[BatchOutcome, int]] = []
+        self.record_count = 0
+
+    def add(self, parts: list[tuple[BatchOutcome, int]]) -> None:
+        """Records appended (by the producer, while the call runs): their batches' outcomes."""
+        self._parts += parts
+        self.record_count += sum(count for _, count in parts)
+
+    def done(self) -> bool:
+        return all(outcome.done for outcome, _ in self._parts)
+
+    def _wait(self, timeout: float | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for outcome, _ in self._parts:
+            if outcome.done:
+                continue
+            with _EVENT_LOCK:
+                if outcome.done:
+                    continue
+                if outcome.event is None:
+                    outcome.event = threading.Event()
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not outcome.event.wait(remaining):
+                raise TimeoutError(f"the records were not all acknowledged within {timeout} s")
+
+    def exception(self, timeout: float | None = None) -> KafkaError | None:
+        """The first failure among the records' batches (in the order they were appended), or
+        None when every record was written."""
+        self._wait(timeout)
+        return next((o.error for o, _ in self._parts if o.error is not None), None)
+
+    def failed_count(self, timeout: float | None = None) -> int:
+        """How many of the records failed (each failed batch fails all its records)."""
+        self._wait(timeout)
+        return sum(count for outcome, count in self._parts if outcome.error is not None)
+
+    def result(self, timeout: float | None = None) -> int:
+        """The number of records written; raises the first failure if any record failed."""
+        error = self.exception(timeout)
+        if error is not None:
+            raise error
+        return self.record_count
