@@ -1,15 +1,12 @@
-"""Configuration decisions: IncrementalAlterConfigs (validated as a whole) and DescribeConfigs."""
+"""Configuration decisions: IncrementalAlterConfigs, validated as a whole (DescribeConfigs is a
+plain read: services/runtime/metadata_reads.py)."""
 
 from __future__ import annotations
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
-from samsa.metadata.image import (
-    BROKER_RESOURCE,
-    TOPIC_RESOURCE,
-    MetadataImage,
-)
+from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
 from samsa.services.controller.control_result import ControlResult
-from samsa.services.controller.topic_configs import TOPIC_KEYS, validate_topic_configs
+from samsa.services.runtime.topic_configs import TOPIC_KEYS, validate_topic_configs
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -87,35 +84,3 @@ def _alter_topic(
             record.value = updated[name]
         records.append(m.MetadataRecord(config=record))
     return records
-
-
-def describe_configs(
-    image: MetadataImage, request: c.DescribeConfigsRequest
-) -> c.DescribeConfigsResponse:
-    response = c.DescribeConfigsResponse()
-    for wanted in request.resources:
-        result = response.results.add()
-        result.resource.CopyFrom(wanted.resource)
-        if wanted.resource.type == BROKER_RESOURCE:
-            result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
-            result.error_message = "broker configs are static in this version (command line)"
-            continue
-        if wanted.resource.name not in image.topics:
-            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
-            result.error_message = f"topic {wanted.resource.name!r} does not exist"
-            continue
-        unknown = [name for name in wanted.names if name not in TOPIC_KEYS]
-        if unknown:
-            result.error_code = ErrorCode.INVALID_CONFIG  # type: ignore[assignment]
-            result.error_message = f"unknown topic configs: {', '.join(unknown)}"
-            continue
-        dynamic = image.topic_configs(wanted.resource.name)
-        for name in list(wanted.names) or sorted(TOPIC_KEYS):
-            key = TOPIC_KEYS[name]
-            result.entries.add(
-                name=name,
-                value=dynamic.get(name, key.default),
-                source=c.CONFIG_SOURCE_DYNAMIC if name in dynamic else c.CONFIG_SOURCE_DEFAULT,
-                documentation=key.documentation,
-            )
-    return response

@@ -295,8 +295,13 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 request.end_offset, known_hash, limits.metadata_fetch_bytes_max
             )
         response = controller_pb2.FetchMetadataResponse(
-            status=self._status(), committed_end_offset=self.driver.image.end_offset
+            status=self._status(),
+            committed_end_offset=self.driver.image.end_offset,
+            cluster_id=self.cluster_id,
         )
+        # Brokers answer DescribeCluster with the quorum they learn here (metadata_servicer.py).
+        for node_id, endpoint in sorted(self.controller_endpoints.items()):
+            response.controllers.add(node_id=node_id, endpoint=endpoint)
         if batches is None:
             response.snapshot.CopyFrom(to_snapshot(self.driver.image))
         else:
@@ -374,15 +379,15 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     async def DescribeCluster(self, request, context):
         await self._read_at(request.min_metadata_offset, context)
-        response = control_plane.describe_cluster(self.driver.image)
-        response.cluster_id = self.cluster_id
         active = self.driver.active_node_id
         if active == self.driver.node_id and not self.driver.active:
             active = None  # elected, but earlier terms' entries are not all applied yet
-        for node_id, endpoint in sorted(self.controller_endpoints.items()):
-            response.controllers.add(
-                node_id=node_id, endpoint=endpoint, is_active=node_id == active
-            )
+        response = control_plane.describe_cluster(
+            self.driver.image,
+            cluster_id=self.cluster_id,
+            controllers=self.controller_endpoints,
+            active_node_id=active,
+        )
         response.status.CopyFrom(self._status())
         return response
 

@@ -14,7 +14,7 @@ from samsa.metadata.image import (
 )
 from samsa.metadata.placement import PlacementError, assign_replicas
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
-from samsa.services.controller.topic_configs import validate_topic_configs
+from samsa.services.runtime.topic_configs import validate_topic_configs
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 

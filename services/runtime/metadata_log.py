@@ -6,6 +6,10 @@ is behind or diverged) with the same pure `replay` the controllers use, and hand
 image) to `on_change`. The new image becomes `image` only once `on_change` returns, so whatever
 the process reports (a heartbeat's metadata offset) is what it has acted on. Registration and
 heartbeats are the caller's: they differ between brokers and coordinators.
+
+Each answer also says who the controllers are, which one is active and the cluster's id; the
+follower keeps the last (`quorum`), so that a broker answers DescribeCluster as a controller
+would (services/broker/metadata_servicer.py).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 import grpc
 
@@ -30,6 +35,30 @@ FETCH_MAX_WAIT_MS = 1_000
 ImageListener = Callable[[MetadataImage, MetadataImage], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class QuorumView:
+    """The controller quorum as the last answered FetchMetadata described it."""
+
+    cluster_id: str = ""
+    controllers: Mapping[int, str] = field(default_factory=dict)  # node id -> gRPC endpoint
+    active_node_id: int | None = None  # None: the answering controller knew of none
+    committed_end_offset: int = 0  # the committed end of the log at the answering controller
+
+    @classmethod
+    def of(cls, response: controller_pb2.FetchMetadataResponse) -> QuorumView:
+        active = (
+            response.status.active_controller
+            if response.status.HasField("active_controller")
+            else None
+        )
+        return cls(
+            cluster_id=response.cluster_id,
+            controllers={c.node_id: c.endpoint for c in response.controllers},
+            active_node_id=active.node_id if active is not None else None,
+            committed_end_offset=response.committed_end_offset,
+        )
+
+
 class MetadataLogFollower:
     """The replayed metadata image of one process, kept current by `run`."""
 
@@ -40,6 +69,7 @@ class MetadataLogFollower:
         # loop.time() at which the last answered fetch was sent (None: none yet): how current
         # this process knows its image to be.
         self.last_answered_fetch_sent: float | None = None
+        self.quorum = QuorumView()
         self._image_changed = asyncio.Event()
 
     async def wait_for_change(self, timeout_s: float) -> None:
@@ -70,6 +100,7 @@ class MetadataLogFollower:
                 await sleep_or_stop(stop, 0.5)
                 continue
             self.last_answered_fetch_sent = sent
+            self.quorum = QuorumView.of(response)
             try:
                 new = apply_fetch(base, response)
             except MetadataDivergenceError:

@@ -108,16 +108,20 @@ class FetchMetadataRequest(_message.Message):
     def __init__(self, end_offset: _Optional[int] = ..., hash: _Optional[bytes] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class FetchMetadataResponse(_message.Message):
-    __slots__ = ("status", "batches", "snapshot", "committed_end_offset")
+    __slots__ = ("status", "batches", "snapshot", "committed_end_offset", "controllers", "cluster_id")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLERS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     status: ControllerStatus
     batches: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.MetadataRecordBatch]
     snapshot: _metadata_pb2.MetadataSnapshot
     committed_end_offset: int
-    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., batches: _Optional[_Iterable[_Union[_metadata_pb2.MetadataRecordBatch, _Mapping]]] = ..., snapshot: _Optional[_Union[_metadata_pb2.MetadataSnapshot, _Mapping]] = ..., committed_end_offset: _Optional[int] = ...) -> None: ...
+    controllers: _containers.RepeatedCompositeFieldContainer[ControllerEndpoint]
+    cluster_id: str
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., batches: _Optional[_Iterable[_Union[_metadata_pb2.MetadataRecordBatch, _Mapping]]] = ..., snapshot: _Optional[_Union[_metadata_pb2.MetadataSnapshot, _Mapping]] = ..., committed_end_offset: _Optional[int] = ..., controllers: _Optional[_Iterable[_Union[ControllerEndpoint, _Mapping]]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
 
 class CreateTopicsRequest(_message.Message):
     __slots__ = ("topics", "validate_only")

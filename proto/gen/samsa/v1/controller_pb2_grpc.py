@@ -26,7 +26,11 @@ if _version_not_supported:
 
 
 class ControllerServiceStub:
-    """Served by every controller.
+    """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
+    (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
+    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions and
+    IncrementalAlterConfigs to the active controller (KIP-590) and answer its answer, and answer
+    the other RPCs, which only cluster members send to controllers, UNIMPLEMENTED.
     """
 
     def __init__(self, channel):
@@ -113,7 +117,11 @@ class ControllerServiceStub:
 
 
 class ControllerServiceServicer:
-    """Served by every controller.
+    """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
+    (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
+    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions and
+    IncrementalAlterConfigs to the active controller (KIP-590) and answer its answer, and answer
+    the other RPCs, which only cluster members send to controllers, UNIMPLEMENTED.
     """
 
     def RegisterBroker(self, request, context):
@@ -326,7 +334,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ControllerService:
-    """Served by every controller.
+    """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
+    (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
+    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions and
+    IncrementalAlterConfigs to the active controller (KIP-590) and answer its answer, and answer
+    the other RPCs, which only cluster members send to controllers, UNIMPLEMENTED.
     """
 
     @staticmethod
