@@ -5,7 +5,9 @@ through `metadata_diff.partition_changes` to the PartitionHost, which opens, lea
 deletes partition logs. Once this broker is unfenced (it has caught up with the log), directories
 of partitions it no longer hosts are removed. On SIGTERM it asks the controller to move its
 leaderships away (controlled shutdown), stops serving, and closes every log (checkpoints written).
-Besides BrokerService it serves FindCoordinator, answered from that same image.
+Besides BrokerService it serves FindCoordinator, answered from that same image, and
+ControllerService for clients that bootstrap from brokers: metadata reads from that image, admin
+writes forwarded to the active controller (metadata_servicer.py, KIP-590).
 
 The membership key (derived from the cluster secret) goes both ways: its calls to the controllers
 and its replica fetches are signed with it as this broker, and its Fetch refuses a replica_id
@@ -24,6 +26,7 @@ from samsa.services.broker.isr_manager import run_isr_manager
 from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata_diff import changed_topics, partition_changes
 from samsa.services.broker.metadata_follower import MetadataFollower
+from samsa.services.broker.metadata_servicer import BrokerMetadataServicer
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.producer_ids import ProducerIdManager
 from samsa.services.broker.replica_fetcher import ReplicaFetchers
@@ -41,7 +44,13 @@ from samsa.services.runtime.coordinator_lookup import (
 )
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.server import GrpcServer
-from samsa.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2_grpc
+from samsa.v1 import (
+    broker_pb2,
+    broker_pb2_grpc,
+    controller_pb2,
+    controller_pb2_grpc,
+    coordinator_pb2_grpc,
+)
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +126,10 @@ class Broker:
 
     async def run(self, stop: asyncio.Event) -> None:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
-        server = GrpcServer(self.listen, [service, LOOKUP_SERVICE_NAME], tracing=self.tracing)
+        metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
+        server = GrpcServer(
+            self.listen, [service, LOOKUP_SERVICE_NAME, metadata_service], tracing=self.tracing
+        )
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
             BrokerServicer(
                 self.host,
@@ -131,6 +143,13 @@ class Broker:
         coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
             CoordinatorLookupServicer(
                 image=lambda: self.follower.image, offsets_topic_replication_factor=None
+            ),
+            server.server,
+        )
+        # Metadata reads and forwarded admin writes, for clients bootstrapped from brokers.
+        controller_pb2_grpc.add_ControllerServiceServicer_to_server(
+            BrokerMetadataServicer(
+                broker_id=self.broker_id, metadata=self.follower.log, controllers=self.channel
             ),
             server.server,
         )

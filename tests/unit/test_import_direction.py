@@ -99,6 +99,7 @@ IO_MODULE_NAMES = {
     "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "request_checks.py",  # no I/O, but its refusals are gRPC status codes for the adapters
     "producer_ids.py",  # AllocateProducerIds calls and waits, InitProducerId
+    "metadata_servicer.py",  # ControllerService on a broker: reads, forwarded admin writes
     # services/coordinator
     "coordinator.py",  # the coordinator's composition
     "coordinator_membership.py",  # registration and heartbeats with the controllers
