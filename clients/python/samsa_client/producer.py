@@ -179,7 +179,7 @@ class Producer:
             for partition in partitions:
                 if partition is not None and not 0 <= partition < count:
                     raise_no_partition(topic, partition, count)
-        records = self._driver.accumulator.check_records(keys, values, headers)
+        records = self._driver.accumulator.check_records(keys, values, headers, timestamp)
         future = RecordsFuture()
         for start in range(0, len(values), SEND_MANY_CHUNK_RECORDS):
             stop = start + SEND_MANY_CHUNK_RECORDS

@@ -238,10 +238,15 @@ class RecordBatcher:
         keys: Sequence[bytes | None] | None,
         values: Sequence[bytes | None],
         headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None,
+        timestamp_ms: int,
     ) -> CheckedRecords:
-        """`append`'s checks for a column of records, before any is appended: a wrong type
-        raises InvalidRecordError and a record that could never be sent RecordTooLargeError, so
-        a failing `send_many` appends nothing."""
+        """`append`'s checks for a column of records (all with `timestamp_ms`), before any is
+        appended: a wrong type or timestamp raises InvalidRecordError and a record that could
+        never be sent RecordTooLargeError, so a failing `send_many` appends nothing."""
+        if not 0 <= timestamp_ms <= TIMESTAMP_MS_MAX:
+            raise InvalidRecordError(
+                f"invalid timestamp {timestamp_ms}: must be a non-negative int64 (ms), or None"
+            )
         if keys is None:
             keys = [None] * len(values)
         elif len(keys) != len(values):

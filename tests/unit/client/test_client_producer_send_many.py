@@ -119,7 +119,7 @@ def test_append_many_builds_the_batches_one_by_one_appends_build(with_headers: b
     headers = [[("h", b"x" * (n % 4))] if n % 3 == 0 else None for n in range(400)]
     headers = headers if with_headers else None
     many, one = batcher(batch_size=2_000), batcher(batch_size=2_000)
-    records = many.check_records(keys, values, headers)
+    records = many.check_records(keys, values, headers, 5)
     appended = many.append_many("t", 0, records, 0, 5, 1)
     assert appended.next_index == 400 and appended.refusal is None and appended.wake
     for n in range(400):
@@ -139,7 +139,7 @@ def test_append_many_stops_where_memory_runs_out_and_resumes_there():
     values = [b"v" * 100] * 50
     record_bytes = RECORD_OVERHEAD_BYTES + 100
     many = batcher(batch_size=1_000, buffer_memory=3_000)
-    records = many.check_records(None, values, None)
+    records = many.check_records(None, values, None, 0)
     appended = many.append_many("t", 0, records, 0, 0, 0)
     assert appended.refusal is AppendRefusal.BUFFER_FULL and many.memory_waiting
     assert 0 < appended.next_index < 50
@@ -155,7 +155,7 @@ def test_append_many_stops_where_memory_runs_out_and_resumes_there():
 
 def test_append_many_with_abort_on_new_batch_stops_at_the_batch_boundary():
     many = batcher(batch_size=1_000)
-    records = many.check_records(None, [b"v" * 100] * 30, None)
+    records = many.check_records(None, [b"v" * 100] * 30, None, 0)
     first = many.append_many("t", 0, records, 0, 0, 0, abort_on_new_batch=True)
     assert first.next_index == 0 and first.refusal is AppendRefusal.NEW_BATCH_NEEDED
     many.append("t", 0, None, b"v" * 100, None, 0, 0)  # the driver opens it for one record
@@ -169,14 +169,16 @@ def test_append_many_with_abort_on_new_batch_stops_at_the_batch_boundary():
 def test_check_records_refuses_bad_records_before_any_is_appended():
     records = batcher(max_request_size=1_000, batch_size=1_000)
     with pytest.raises(InvalidRecordError):
-        records.check_records(None, [b"ok", "text"], None)  # type: ignore[list-item]
+        records.check_records(None, [b"ok", "text"], None, 0)  # type: ignore[list-item]
     with pytest.raises(InvalidRecordError):
-        records.check_records([b"k"], [b"a", b"b"], None)
+        records.check_records([b"k"], [b"a", b"b"], None, 0)
     with pytest.raises(InvalidRecordError):
-        records.check_records(None, [b"a"], [[("h", 3)]])  # type: ignore[list-item]
+        records.check_records(None, [b"a"], [[("h", 3)]], 0)  # type: ignore[list-item]
+    with pytest.raises(InvalidRecordError):
+        records.check_records(None, [b"a"], None, -1)
     with pytest.raises(RecordTooLargeError):
-        records.check_records(None, [b"a", b"b" * 2_000], None)
-    converted = records.check_records([bytearray(b"k")], [memoryview(b"v")], None)
+        records.check_records(None, [b"a", b"b" * 2_000], None, 0)
+    converted = records.check_records([bytearray(b"k")], [memoryview(b"v")], None, 0)
     assert converted.keys == [b"k"] and converted.values == [b"v"]
     assert not records.unfinished
 
