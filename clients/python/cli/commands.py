@@ -22,7 +22,7 @@ from samsa.cli.transaction_commands import add_transaction_commands, run_transac
 from samsa.client import Admin, Consumer, NewTopic, NoBrokersAvailable, Producer, TopicError
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag, TopicDescription
 from samsa.client.channels import Channels
-from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
 from samsa.client.group_admin import GroupError, TopicPartition, plan_offset_resets
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.v1 import controller_pb2
@@ -224,15 +224,7 @@ def _check_reachable(servers: str) -> None:
 
 def _unreachable(servers: str, error: grpc.Call) -> str:
     """One line for a cluster that does not answer: why, in words, and what to check."""
-    details = (error.details() or "").lower()
-    if "connection refused" in details:
-        reason = "connection refused"
-    elif error.code() == grpc.StatusCode.DEADLINE_EXCEEDED or "timeout" in details:
-        reason = "no answer in time"
-    elif any(word in details for word in ("dns", "resolv", "lookup", "not known")):
-        reason = "unknown host"
-    else:
-        reason = (error.details() or error.code().name).split(";")[0]
+    reason, _ = unreachable_reason(error)
     return (
         f"samsa: cannot reach the cluster at {servers} ({reason}); is `samsa up` running? "
         "check --bootstrap-server or $SAMSA_BOOTSTRAP"

@@ -1,13 +1,17 @@
-"""Admin: topics, partitions, configs and the cluster, through the controllers; consumer groups
-and transactions, through the coordinators.
+"""Admin: topics, partitions, configs and the cluster, through the servers `bootstrap.servers`
+lists (brokers, as in Kafka, or controllers); consumer groups and transactions, through the
+coordinators.
 
-Writes go to the active controller: a controller that is not active answers NOT_CONTROLLER with
-the active one's address, and the call follows it (or tries the next controller while an election
-runs). After a write, reads ask for at least the metadata offset the write answered with, so this
-client always reads its own writes, whichever controller answers.
+Writes go to the active controller: a broker forwards them there and answers its answer (KIP-590);
+a controller that is not active answers NOT_CONTROLLER with the active one's address, and the call
+follows it when it is one of the bootstrap servers (or tries the next server while an election
+runs, or while a broker cannot reach the active controller). After a write, reads ask for at least
+the metadata offset the write answered with, so this client always reads its own writes, whichever
+server answers. Each read or write gives up after request.timeout.ms (reads: at most
+READ_TIMEOUT_S), and at once when no bootstrap server is a Samsa service.
 
-Consumer groups live on the coordinators. A call about groups asks a controller which coordinator
-owns each group (FindCoordinator, remembered per group), sends the request there, and on
+Consumer groups live on the coordinators. A call about groups asks a bootstrap server which
+coordinator owns each group (FindCoordinator, remembered per group), sends the request there, and on
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or an unreachable
 coordinator finds the coordinator again and retries, until request.timeout.ms. Listing groups asks
 every live coordinator (DescribeCluster names them) and merges. What is decided from the answers
@@ -28,7 +32,7 @@ import grpc
 from samsa.client import group_admin as ga
 from samsa.client import transaction_admin as ta
 from samsa.client.channels import Channels
-from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
 from samsa.client.errors import KafkaError, NoBrokersAvailable, TopicError
 from samsa.client.group_admin import (
     ConsumerGroupDescription,
@@ -75,6 +79,7 @@ __all__ = [
 ]
 
 WRITE_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 10.0
 ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms for the admin client
 # One call to a coordinator or controller about groups: a live one answers well within it, a
@@ -164,7 +169,9 @@ class Admin:
             )
         servers = config.get("bootstrap.servers")
         if not servers:
-            raise InvalidConfigError("bootstrap.servers is required (the controllers' host:port)")
+            raise InvalidConfigError(
+                "bootstrap.servers is required (host:port of brokers or controllers)"
+            )
         endpoints = servers.split(",") if isinstance(servers, str) else list(servers)  # type: ignore[arg-type]
         self._channels = Channels()
         self._metadata = ClusterMetadata(
@@ -185,16 +192,26 @@ class Admin:
 
     def _write(self, method: str, request: Any) -> Any:
         endpoints = self._metadata.bootstrap
-        deadline = time.monotonic() + WRITE_TIMEOUT_S
+        timeout_s = min(WRITE_TIMEOUT_S, self._request_timeout_ms / 1000)
+        deadline = time.monotonic() + timeout_s
         endpoint = self._active or endpoints[0]
         index = 0
-        while time.monotonic() < deadline:
+        last: grpc.RpcError | None = None  # the last attempt's failure, when it had no answer
+        refusal = ""  # the last NOT_CONTROLLER answer's message
+        not_samsa: set[str] = set()
+        while time.monotonic() < deadline and len(not_samsa) < len(endpoints):
             try:
-                answer = getattr(self._metadata.stub(endpoint), method)(request, timeout=10)
+                answer = getattr(self._metadata.stub(endpoint), method)(
+                    request, timeout=max(0.1, min(10.0, deadline - time.monotonic()))
+                )
             except grpc.RpcError as error:
                 if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
-                answer = None
+                last, answer = error, None
+                if not unreachable_reason(error)[1]:
+                    not_samsa.add(endpoint)
+            else:
+                last = None
             if answer is not None and answer.status.error_code != ErrorCode.NOT_CONTROLLER:
                 self._active = endpoint
                 self._offset = max(self._offset, answer.status.metadata_offset)
@@ -203,16 +220,31 @@ class Admin:
                     raise KafkaError.of(answer.status.error_code, answer.status.error_message)
                 return answer
             redirect = answer.status.active_controller.endpoint if answer is not None else ""
+            refusal = answer.status.error_message if answer is not None else refusal
             if redirect and redirect != endpoint and redirect in endpoints:
                 endpoint = redirect
                 continue
             index += 1
             endpoint = endpoints[index % len(endpoints)]
-            time.sleep(0.1)
-        raise NoBrokersAvailable(f"{method}: no active controller among {endpoints} answered")
+            if len(not_samsa) < len(endpoints):
+                time.sleep(0.1)
+        if last is not None:
+            reason, _ = unreachable_reason(last)
+            within = "" if len(not_samsa) == len(endpoints) else f" within {timeout_s:g} s"
+            raise NoBrokersAvailable(
+                f"no Samsa broker or controller answered {method} at {', '.join(endpoints)}"
+                f"{within}: {reason}"
+            ) from last
+        raise NoBrokersAvailable(
+            f"{method}: no active controller answered through {', '.join(endpoints)} "
+            f"within {timeout_s:g} s: {refusal}"
+        )
+
+    def _read_timeout_s(self) -> float:
+        return min(READ_TIMEOUT_S, self._request_timeout_ms / 1000)
 
     def _read(self, method: str, request: Any) -> Any:
-        return self._metadata.read(method, request, timeout_s=10)
+        return self._metadata.read(method, request, timeout_s=self._read_timeout_s())
 
     @staticmethod
     def _raise_first(results: Iterable[Any]) -> None:
@@ -269,7 +301,7 @@ class Admin:
         Listing all topics answers only those that exist: one deleted while the pages were read
         (its UNKNOWN_TOPIC_OR_PARTITION, see ClusterMetadata.describe_topics) is left out.
         """
-        answer = self._metadata.describe_topics(names, self._offset, timeout_s=10)
+        answer = self._metadata.describe_topics(names, self._offset, self._read_timeout_s())
         if names:
             return list(answer.topics)
         return [topic for topic in answer.topics if topic.error_code == ErrorCode.NONE]
@@ -790,7 +822,7 @@ class Admin:
         self, group_ids: list[str], deadline: float
     ) -> tuple[dict[str, str], tuple[int, str] | None]:
         """The coordinator endpoint of each group that has one now (remembered, else found with
-        FindCoordinator on a controller), and why some have none (the caller retries them). An
+        FindCoordinator on a bootstrap server), and why some have none (the caller retries them). An
         invalid group id raises GroupError."""
         unknown = [group_id for group_id in group_ids if group_id not in self._group_coordinators]
         problem = None
@@ -814,7 +846,7 @@ class Admin:
     def _lookup(
         self, request: g.FindCoordinatorRequest, deadline: float
     ) -> tuple[g.FindCoordinatorResponse | None, tuple[int, str] | None]:
-        """FindCoordinator on the first bootstrap controller that answers, or None and why."""
+        """FindCoordinator on the first bootstrap server that answers, or None and why."""
         endpoints = self._metadata.bootstrap
         problem = None
         for _ in endpoints:
@@ -827,7 +859,7 @@ class Admin:
                     raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                 problem = (
                     int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-                    f"no controller answered FindCoordinator ({_status(error)})",
+                    f"no bootstrap server answered FindCoordinator ({_status(error)})",
                 )
                 self._lookup_next += 1
         return None, problem

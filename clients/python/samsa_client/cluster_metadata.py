@@ -1,13 +1,18 @@
 """The client's view of the cluster: partitions, their leaders, and where brokers are.
 
-Fetched from any controller with DescribeTopics (controllers serve reads from their replica of the
-metadata log; `bootstrap.servers` lists them), every page of it: a controller answers a bounded
-number of partitions at a time and says where to continue (`describe_topics`, `merge_page`).
+Fetched with DescribeTopics from any server `bootstrap.servers` lists: brokers (as in Kafka) or
+controllers, which both answer from their replica of the metadata log. Every page of it: a server
+answers a bounded number of partitions at a time and says where to continue (`describe_topics`,
+`merge_page`).
 Refreshed when a request says our view is stale (NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION, a broker that does not answer) and at least every
 `metadata.max.age.ms`; a produce answer that names the new leader with a newer leader epoch
 updates that one partition at once instead (KIP-951, `update_leader`). Readers on other threads
 see whole dicts swapped in, never a dict being filled.
+
+A bootstrap server that cannot answer at all fails the call with one line naming it and why
+(`unreachable_reason`): at once when it is not a Samsa broker or controller (another gRPC service,
+or not gRPC), else when the caller's timeout ends (nothing listening may mean not started yet).
 """
 
 from __future__ import annotations
@@ -66,25 +71,39 @@ class ClusterMetadata:
         return controller_pb2_grpc.ControllerServiceStub(self.channels.get(endpoint))
 
     def read(self, method: str, request: object, timeout_s: float = CALL_TIMEOUT_S) -> object:
-        """Call a read RPC on some controller, trying the next one when one is down."""
+        """Call a read RPC on some bootstrap server, trying the next one when one is down.
+
+        Raises NoBrokersAvailable, caused by the last gRPC error, when none answered within
+        `timeout_s`, or as soon as every one has shown it is not a Samsa service."""
         deadline = time.monotonic() + timeout_s
         last: Exception | None = None
-        while time.monotonic() < deadline:
+        not_samsa: dict[str, str] = {}  # endpoint -> why it can never answer
+        while time.monotonic() < deadline and len(not_samsa) < len(self.bootstrap):
             endpoint = self.bootstrap[self._next % len(self.bootstrap)]
+            if endpoint in not_samsa:
+                self._next += 1
+                continue
             try:
                 return getattr(self.stub(endpoint), method)(
                     request, timeout=max(0.1, min(CALL_TIMEOUT_S, deadline - time.monotonic()))
                 )
             except grpc.RpcError as error:
-                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:  # no controller will differ
+                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:  # no server will differ
                     raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                 last = error
                 self._next += 1
+                reason, retriable = unreachable_reason(error)
+                if not retriable:
+                    not_samsa[endpoint] = reason
+                    continue
                 time.sleep(0.05)
-        # The cause keeps the last gRPC error for callers that explain it (the CLI); the message
-        # keeps its code and details, not gRPC's debug string.
+        # One line: where, how long, why (not gRPC's debug string). The cause keeps the last
+        # gRPC error for callers that explain it further (the CLI).
+        reason, _ = unreachable_reason(last)
+        within = "" if len(not_samsa) == len(self.bootstrap) else f" within {timeout_s:g} s"
         raise NoBrokersAvailable(
-            f"no controller of {', '.join(self.bootstrap)} answered {method}: {_reason(last)}"
+            f"no Samsa broker or controller answered {method} at {', '.join(self.bootstrap)}"
+            f"{within}: {reason}"
         ) from last
 
     def describe_topics(
@@ -219,8 +238,26 @@ def merge_page(
     return page.next_cursor if page.HasField("next_cursor") else None
 
 
-def _reason(error: Exception | None) -> str:
-    """`CODE: details` of a gRPC error (what the last attempt failed with)."""
-    if isinstance(error, grpc.Call):
-        return f"{error.code().name}: {error.details()}"
-    return str(error) if error is not None else "no attempt was made"
+def unreachable_reason(error: Exception | None) -> tuple[str, bool]:
+    """Why a server did not answer, in words, and whether asking it again may help.
+
+    Not retriable: the port speaks gRPC but serves no Samsa metadata (UNIMPLEMENTED), or does
+    not speak gRPC at all (gRPC reports it as UNAVAILABLE, "Failed parsing HTTP/2"). Retriable:
+    nothing listens (a server may be starting), no answer in time, a name not resolved yet, and
+    anything else.
+    """
+    if not isinstance(error, grpc.Call):
+        return (str(error) if error is not None else "no attempt was made"), True
+    code, details = error.code(), error.details() or ""
+    lowered = details.lower()
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return "a gRPC service other than Samsa answers there", False
+    if "failed parsing http/2" in lowered or "http1" in lowered:
+        return "what answers there does not speak gRPC", False
+    if "connection refused" in lowered:
+        return "connection refused", True
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED or "timeout" in lowered:
+        return "no answer in time", True
+    if any(word in lowered for word in ("dns", "resolv", "lookup", "not known")):
+        return "unknown host", True
+    return details.split(";")[0] or code.name, True

@@ -53,6 +53,11 @@ class FakeRpcError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
         ),
         (grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", "no answer in time"),
         (grpc.StatusCode.UNAVAILABLE, "Socket closed; more", "Socket closed"),
+        (
+            grpc.StatusCode.UNIMPLEMENTED,
+            "Method not found!",
+            "a gRPC service other than Samsa answers there",
+        ),
     ],
 )
 def test_each_cause_is_one_line_with_the_reason_in_words(
