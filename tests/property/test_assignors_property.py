@@ -99,7 +99,7 @@ def assert_locally_balanced(members: list[MemberSubscription], assignment: Assig
                 assert count[other.member_id] + 1 >= count[owner], (topic, partition, owner, other)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(groups())
 def test_uniform_valid_balanced_and_a_fixed_point(group: tuple) -> None:
     members, topics, current = group
@@ -112,7 +112,7 @@ def test_uniform_valid_balanced_and_a_fixed_point(group: tuple) -> None:
     assert UNIFORM.assign(members, topics, result) == result
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(groups(homogeneous=True), st.data())
 def test_uniform_homogeneous_moves_the_fewest(group: tuple, data: st.DataObject) -> None:
     members, topics, _ = group
@@ -150,7 +150,7 @@ def test_uniform_homogeneous_moves_the_fewest(group: tuple, data: st.DataObject)
     assert moves == fewest
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(groups())
 def test_range_valid_consecutive_and_sized_by_rule(group: tuple) -> None:
     members, topics, current = group
@@ -170,7 +170,7 @@ def test_range_valid_consecutive_and_sized_by_rule(group: tuple) -> None:
             start += size
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(groups(), st.randoms(use_true_random=False))
 def test_member_order_does_not_matter(group: tuple, random: Random) -> None:
     members, topics, current = group
