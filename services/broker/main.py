@@ -16,7 +16,7 @@ from samsa.services.broker.scrubber import (
     SCRUB_BYTES_PER_SECOND_DEFAULT,
     SCRUB_INTERVAL_MS_DEFAULT,
 )
-from samsa.services.runtime import logs, membership, shutdown, telemetry
+from samsa.services.runtime import logs, membership, metrics, shutdown, telemetry
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # Kafka's broker.heartbeat.interval.ms
@@ -55,6 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=SCRUB_INTERVAL_MS_DEFAULT,
         help="the shortest time between the starts of two scrub passes",
     )
+    metrics.add_argument(parser)
     args = parser.parse_args(argv)
     if args.log_scrub_bytes_per_second < 0 or args.log_scrub_interval_ms < 0:
         parser.error("--log-scrub-bytes-per-second and --log-scrub-interval-ms must be >= 0")
@@ -98,4 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"samsa broker: {error}", file=sys.stderr)
         return 2
     tracing = telemetry.configure(f"samsa-broker-{args.broker_id}")
-    return asyncio.run(run(args, membership.derive_key(secret), tracing))
+    try:
+        served = metrics.serve(args.metrics_listen, f"samsa-broker-{args.broker_id}")
+    except metrics.MetricsConfigError as error:
+        print(f"samsa broker: {error}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run(args, membership.derive_key(secret), tracing))
+    finally:
+        if served is not None:
+            served.shutdown()

@@ -28,7 +28,7 @@ from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, Controll
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.servicer import ControllerServicer
-from samsa.services.runtime import logs, membership, shutdown, telemetry
+from samsa.services.runtime import logs, membership, metrics, shutdown, telemetry
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
     CoordinatorLookupServicer,
@@ -122,6 +122,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=RaftTimings.compaction_entries_min,
         help="write a metadata snapshot (and trim the Raft journal) after this many entries",
     )
+    metrics.add_argument(parser)
     args = parser.parse_args(argv)
     if args.metadata_snapshot_entries < 10:
         parser.error("--metadata-snapshot-entries must be at least 10")
@@ -335,4 +336,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"samsa controller: {error}", file=sys.stderr)
         return 2
     tracing = telemetry.configure(f"samsa-controller-{args.node_id}")
-    return asyncio.run(run(args, password, tracing))
+    try:
+        served = metrics.serve(args.metrics_listen, f"samsa-controller-{args.node_id}")
+    except metrics.MetricsConfigError as error:
+        print(f"samsa controller: {error}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run(args, password, tracing))
+    finally:
+        if served is not None:
+            served.shutdown()

@@ -27,7 +27,7 @@ from samsa.services.coordinator.transaction_state import (
     TRANSACTION_TIMEOUT_MS_MAX,
     TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
 )
-from samsa.services.runtime import logs, membership, shutdown, telemetry
+from samsa.services.runtime import logs, membership, metrics, shutdown, telemetry
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # with the controller (as brokers do)
@@ -95,6 +95,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--offsets-retention-minutes", type=int, default=OFFSETS_RETENTION_MINUTES_DEFAULT
     )
+    metrics.add_argument(parser)
     args = parser.parse_args(argv)
     if args.coordinator_id < 0:
         parser.error("--coordinator-id must be >= 0")
@@ -168,4 +169,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"samsa coordinator: {error}", file=sys.stderr)
         return 2
     tracing = telemetry.configure(f"samsa-coordinator-{args.coordinator_id}")
-    return asyncio.run(run(args, membership.derive_key(secret), tracing))
+    try:
+        served = metrics.serve(args.metrics_listen, f"samsa-coordinator-{args.coordinator_id}")
+    except metrics.MetricsConfigError as error:
+        print(f"samsa coordinator: {error}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run(args, membership.derive_key(secret), tracing))
+    finally:
+        if served is not None:
+            served.shutdown()

@@ -8,6 +8,7 @@
 - the OpenTelemetry server interceptor: a span per RPC, continuing the W3C trace context a client
   sends in metadata — when tracing is on (OTEL_TRACES_EXPORTER set, see telemetry.py). Off by
   default, and then not installed at all: it costs a third of a small RPC's latency;
+- per-RPC metrics (metrics.py's `RpcMetrics`) when the process serves metrics;
 - the RPC guard (`RpcGuard`), an interceptor every service gets, so that bad bytes and our own bugs
   end a call with a status a client can act on, and cost a bounded number of log lines.
 
@@ -49,6 +50,7 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from samsa.common import limits
+from samsa.services.runtime import metrics
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
 
 _LOGGER = logging.getLogger(__name__)
@@ -291,7 +293,12 @@ class GrpcServer:
         # only when telemetry.configure() set up an exporter. The guard is innermost, so a span
         # records the status it chose.
         self.guard = RpcGuard()
-        interceptors = [aio_server_interceptor(), self.guard] if tracing else [self.guard]
+        interceptors: list[grpc.aio.ServerInterceptor] = []
+        if tracing:
+            interceptors.append(aio_server_interceptor())
+        if metrics.enabled():  # outside the guard, so it sees the status the guard chose
+            interceptors.append(metrics.RpcMetrics())
+        interceptors.append(self.guard)
         self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)

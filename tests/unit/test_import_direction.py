@@ -66,6 +66,7 @@ IO_MODULE_NAMES = {
     "logs.py",  # JSON log lines on stderr
     "shutdown.py",  # signals -> asyncio.Event
     "telemetry.py",  # OTel exporter from OTEL_* variables
+    "metrics.py",  # OTel meter provider, the Prometheus scrape endpoint, the RPC interceptor
     "secret.py",  # reads and writes the cluster secret file
     "member_auth.py",  # membership proofs on gRPC calls: metadata, clock, nonces, aborts
     "coordinator_lookup.py",  # FindCoordinator's gRPC adapter, served by every service

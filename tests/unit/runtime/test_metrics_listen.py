@@ -1,0 +1,43 @@
+"""Goal: the metrics address parses as HOST:PORT, :PORT or PORT, is off when empty, and anything
+else is refused with a message saying what to write."""
+
+from __future__ import annotations
+
+import pytest
+
+from samsa.services.runtime.metrics import (
+    ENV_LISTEN,
+    MetricsConfigError,
+    MetricsEndpoint,
+    endpoint_from,
+    parse_listen,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "endpoint"),
+    [
+        ("127.0.0.1:9464", MetricsEndpoint("127.0.0.1", 9464)),
+        (":9464", MetricsEndpoint("0.0.0.0", 9464)),
+        ("9464", MetricsEndpoint("0.0.0.0", 9464)),
+        ("[::1]:0", MetricsEndpoint("[::1]", 0)),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_addresses_parse(text: str | None, endpoint: MetricsEndpoint | None) -> None:
+    assert parse_listen(text) == endpoint
+
+
+@pytest.mark.parametrize("text", ["host", "host:", "h:70000", "h:-1", "h:port"])
+def test_malformed_addresses_are_refused_saying_what_to_write(text: str) -> None:
+    with pytest.raises(MetricsConfigError, match="use HOST:PORT, :PORT or PORT"):
+        parse_listen(text)
+
+
+def test_the_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_LISTEN, "127.0.0.1:1")
+    assert endpoint_from("127.0.0.1:2") == MetricsEndpoint("127.0.0.1", 2)
+    assert endpoint_from(None) == MetricsEndpoint("127.0.0.1", 1)
+    monkeypatch.delenv(ENV_LISTEN)
+    assert endpoint_from(None) is None
