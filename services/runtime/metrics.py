@@ -11,7 +11,7 @@ What every service gets (`RpcMetrics`, a server interceptor installed beside the
   latency a client sees minus the network, so rates and percentiles per RPC come from it;
 - `rpc_server_messages_total`: messages received and sent per streaming RPC (method, direction),
   since a stream's own duration says nothing about the requests in it.
-Services add their own instruments from `meter()` (see docs/observability.md).
+Services add their own instruments from `meter()`.
 """
 
 from __future__ import annotations
