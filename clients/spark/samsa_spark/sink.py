@@ -31,6 +31,7 @@ from pyspark.sql.types import (
 
 from samsa.client import Producer
 from samsa.client.errors import KafkaError
+from samsa.client.record_future import RecordsFuture
 from samsa.spark.options import OptionError
 
 FLUSH_TIMEOUT_S = 120.0
@@ -109,38 +110,61 @@ def send_rows(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> int:
 
 
 def send_with(producer: Producer, options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> int:
-    """Send every row with `producer`, flush, and raise the first failure. Returns the count."""
-    futures = []
+    """Send every row with `producer`, flush, and raise the first failure. Returns the count.
+    Each Arrow batch goes as columns (`Producer.send_many`, one call per topic in it): keys
+    hashed together, records appended to the producer's batches in runs, one future."""
+    futures: list[RecordsFuture] = []
     count = 0
     for batch in batches:
-        columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
-        values = _bytes(columns["value"])
-        keys = _bytes(columns["key"]) if "key" in columns else [None] * len(values)
-        topics = columns.get("topic") or [options.topic] * len(values)
-        partitions = columns.get("partition") or [None] * len(values)
-        headers = columns.get("headers") or [None] * len(values)
-        for value, key, topic, partition, pairs in zip(
-            values, keys, topics, partitions, headers, strict=True
-        ):
-            futures.append(
-                producer.send(
-                    topic,
-                    value,
-                    key=key,
-                    partition=partition,
-                    headers=[(h["key"], h["value"]) for h in pairs] if pairs else None,
+        names = batch.schema.names
+        values = _bytes(batch.column("value"))
+        keys = _bytes(batch.column("key")) if "key" in names else None
+        partitions = batch.column("partition").to_pylist() if "partition" in names else None
+        headers = _headers(batch.column("headers")) if "headers" in names else None
+        if "topic" not in names:
+            futures.append(producer.send_many(options.topic, values, keys, headers, partitions))
+        else:
+            for topic, rows in _rows_by_topic(batch.column("topic"), options.topic).items():
+                futures.append(
+                    producer.send_many(
+                        topic,
+                        [values[i] for i in rows],
+                        None if keys is None else [keys[i] for i in rows],
+                        None if headers is None else [headers[i] for i in rows],
+                        None if partitions is None else [partitions[i] for i in rows],
+                    )
                 )
-            )
-        count += len(values)
+        count += batch.num_rows
     producer.flush(FLUSH_TIMEOUT_S)
-    failures = [error for future in futures if (error := future.exception(0)) is not None]
-    if failures:
-        raise KafkaError(f"{len(failures)} of {count} records failed: {failures[0]}")
+    failed = sum(future.failed_count(0) for future in futures)
+    if failed:
+        first = next(error for future in futures if (error := future.exception(0)) is not None)
+        raise KafkaError(f"{failed} of {count} records failed: {first}")
     return count
 
 
-def _bytes(column: list) -> list[bytes | None]:
-    return [v.encode() if isinstance(v, str) else v for v in column]
+def _bytes(column: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
+    """A binary or string column as bytes (strings as their UTF-8, a zero-copy cast)."""
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary() if pa.types.is_string(column.type) else pa.large_binary())
+    return column.to_pylist()
+
+
+def _headers(column: pa.Array | pa.ChunkedArray) -> list[list[tuple[str, bytes | None]] | None]:
+    return [
+        [(h["key"], h["value"]) for h in pairs] if pairs else None for pairs in column.to_pylist()
+    ]
+
+
+def _rows_by_topic(column: pa.Array | pa.ChunkedArray, default: str | None) -> dict[str, list[int]]:
+    """Row indexes per topic, in row order; a null topic is the `topic` option's."""
+    rows: dict[str, list[int]] = {}
+    for index, topic in enumerate(column.to_pylist()):
+        topic = topic if topic is not None else default
+        if topic is None:
+            raise KafkaError(f"row {index} has a null topic and the topic option is not set")
+        rows.setdefault(topic, []).append(index)
+    return rows
 
 
 _PRODUCERS: dict[str, Producer] = {}
