@@ -1,7 +1,7 @@
 """Read one partition from offset A up to B (exclusive), as stored batches or as records.
 
 The Spark source's tasks read their ranges through this, and so can plain Python code that wants
-"partition P from A to B" without a consumer's position, group or background fetching:
+"partition P from A to B" without a consumer's position or group:
 
     with PartitionRangeReader({"bootstrap.servers": "127.0.0.1:9093"}) as reader:
         for record in reader.records("events", 0, 100, 200):
@@ -10,11 +10,13 @@ The Spark source's tasks read their ranges through this, and so can plain Python
 Theory of operation. `chunks` fetches from the partition's leader (unary Fetch, no wait) starting
 at A and yields what each answer holds: whole stored batches as bytes (a batch may start before A
 or end after B: the caller cuts) and, at read_committed, the aborted transactions that overlap
-them. It follows the answer's next offset until B; a leader change or a coordinator-free
-retriable error refreshes the metadata and asks again, within `request.timeout.ms` of no
-progress. Offsets below the log start (deleted by retention) raise OFFSET_OUT_OF_RANGE: the
-caller decides whether that is data loss. `records` decodes the chunks (markers and, at
-read_committed, aborted records left out) and cuts them to [A, B).
+them. It follows the answer's next offset until B, one answer ahead: as soon as an answer is in,
+the next is asked for on a thread (gRPC waits without the GIL), so the broker reads and sends
+while the caller decodes; at most one fetch is in flight and two answers are held. A leader
+change or a coordinator-free retriable error refreshes the metadata and asks again, within
+`request.timeout.ms` of no progress. Offsets below the log start (deleted by retention) raise
+OFFSET_OUT_OF_RANGE: the caller decides whether that is data loss. `records` decodes the chunks
+(markers and, at read_committed, aborted records left out) and cuts them to [A, B).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import grpc
@@ -53,7 +56,8 @@ class Chunk:
 
 
 class PartitionRangeReader:
-    """Reads partition ranges (see the module docstring); safe to use from one thread."""
+    """Reads partition ranges (see the module docstring); safe to use from one thread (a `chunks`
+    iterator fetches on a thread of its own, one fetch at a time)."""
 
     def __init__(self, config: Mapping[str, object]) -> None:
         servers = str(config.get("bootstrap.servers", ""))
@@ -82,21 +86,39 @@ class PartitionRangeReader:
         end: int,
         isolation: str = "read_uncommitted",
     ) -> Iterator[Chunk]:
-        """The batches holding offsets [start, end), answer by answer."""
+        """The batches holding offsets [start, end), answer by answer. The next answer is
+        fetched on a thread while the caller works on this one (one fetch in flight at most)."""
         level = _isolation(isolation)
-        position = start
+        with ThreadPoolExecutor(1, thread_name_prefix="samsa-range-fetch") as pool:
+            pending: Future[tuple[Chunk, int]] | None = pool.submit(
+                self._next_chunk, topic, partition, start, end, level, isolation
+            )
+            while pending is not None:
+                chunk, position = pending.result()
+                pending = None
+                if position < end:
+                    pending = pool.submit(
+                        self._next_chunk, topic, partition, position, end, level, isolation
+                    )
+                yield chunk
+
+    def _next_chunk(
+        self, topic: str, partition: int, position: int, end: int, level: int, isolation: str
+    ) -> tuple[Chunk, int]:
+        """The next answer with batches at `position` (< end), and where the one after starts;
+        retried within request.timeout.ms."""
+        assert position < end
         deadline = time.monotonic() + self.timeout_s
-        while position < end:
+        while True:
             result, problem = self._fetch_once(topic, partition, position, level)
-            if result is not None and result.records:
-                yield Chunk(
-                    result.records,
-                    tuple((a.producer_id, a.first_offset) for a in result.aborted_transactions),
-                )
-                position = max(position + 1, result.next_fetch_offset)
-                deadline = time.monotonic() + self.timeout_s
-                continue
-            if result is not None:  # nothing there yet (the end is beyond what is readable)
+            if result is not None:
+                records = result.records  # read once: each read of a bytes field copies it
+                if records:
+                    aborted = tuple(
+                        (a.producer_id, a.first_offset) for a in result.aborted_transactions
+                    )
+                    return Chunk(records, aborted), max(position + 1, result.next_fetch_offset)
+                # Nothing there yet (the end is beyond what is readable).
                 readable = (
                     result.last_stable_offset
                     if level == records_pb2.ISOLATION_LEVEL_READ_COMMITTED
@@ -108,7 +130,7 @@ class PartitionRangeReader:
                 )
             if time.monotonic() >= deadline:
                 raise KafkaError(
-                    f"reading {topic}-{partition} [{start}, {end}) stopped at {position}: "
+                    f"reading {topic}-{partition} up to {end} stopped at {position}: "
                     f"{problem} (for request.timeout.ms, {self.timeout_s * 1000:.0f})",
                     ErrorCode.REQUEST_TIMED_OUT,
                 )
@@ -133,7 +155,7 @@ class PartitionRangeReader:
 
     def _fetch_once(
         self, topic: str, partition: int, offset: int, level: int
-    ) -> tuple[broker_pb2.FetchResponse.PartitionData | None, str]:
+    ) -> tuple[broker_pb2.FetchResponse.PartitionResponse | None, str]:
         """(the partition's answer, "") or (None, why there is none: retried)."""
         leader = self._leader(topic, partition)
         if leader is None:

@@ -1,0 +1,98 @@
+"""Goal: `PartitionRangeReader.chunks` yields the answers from A up to B in order, following each
+answer's next offset; it asks for the next answer while the caller holds the current one, never
+more than one fetch at a time, and stops fetching when the caller stops reading; an answer with
+no batches is asked again until request.timeout.ms, then REQUEST_TIMED_OUT.
+
+Method: the reader's `_fetch_once` is replaced by a fake log (one batch-sized byte string per
+offset) that records what was asked and how many fetches overlapped. No cluster, no network.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from samsa.client.errors import KafkaError
+from samsa.client.partition_range import PartitionRangeReader
+from samsa.common.errors import ErrorCode
+from samsa.v1 import broker_pb2
+
+
+class FakeLog:
+    """Offsets [0, readable) each hold b"<offset>;"; an answer holds up to `per_answer` of them."""
+
+    def __init__(self, readable: int, per_answer: int) -> None:
+        self.readable = readable
+        self.per_answer = per_answer
+        self.asked: list[int] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._lock = threading.Lock()
+
+    def fetch_once(
+        self, topic: str, partition: int, offset: int, level: int
+    ) -> tuple[broker_pb2.FetchResponse.PartitionResponse, str]:
+        with self._lock:
+            self.asked.append(offset)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(0.01)  # long enough for a second fetch to overlap, were one started
+        with self._lock:
+            self.in_flight -= 1
+        stop = min(offset + self.per_answer, self.readable)
+        records = b"".join(b"%d;" % o for o in range(offset, stop))
+        answer = broker_pb2.FetchResponse.PartitionResponse(
+            partition=partition,
+            high_watermark=self.readable,
+            records=records,
+            next_fetch_offset=max(offset, stop),
+        )
+        return answer, ""
+
+
+def reader_over(log: FakeLog, timeout_ms: int = 30_000) -> PartitionRangeReader:
+    reader = PartitionRangeReader(
+        {"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": timeout_ms}
+    )
+    reader._fetch_once = log.fetch_once  # type: ignore[method-assign]
+    return reader
+
+
+def test_answers_follow_the_next_offset_up_to_the_end_one_fetch_at_a_time() -> None:
+    log = FakeLog(readable=100, per_answer=7)
+    with reader_over(log) as reader:
+        chunks = []
+        for chunk in reader.chunks("t", 0, 10, 40):
+            time.sleep(0.02)  # the caller is slow: the next fetch runs meanwhile
+            chunks.append(chunk)
+    assert b"".join(c.data for c in chunks) == b"".join(b"%d;" % o for o in range(10, 45))
+    assert log.asked == [10, 17, 24, 31, 38], "nothing asked from 40 on"
+    assert log.most_in_flight == 1
+    assert all(c.aborted == () for c in chunks)
+
+
+def test_a_caller_that_stops_reading_stops_the_fetches() -> None:
+    log = FakeLog(readable=1000, per_answer=10)
+    with reader_over(log) as reader:
+        chunks = reader.chunks("t", 0, 0, 1000)
+        next(chunks)
+        chunks.close()  # waits for the one fetch ahead, starts no other
+        asked = list(log.asked)
+        time.sleep(0.05)
+    assert asked == [0, 10]
+    assert log.asked == asked
+
+
+def test_an_end_beyond_what_is_readable_times_out_naming_the_offset() -> None:
+    log = FakeLog(readable=20, per_answer=10)
+    with reader_over(log, timeout_ms=200) as reader:
+        chunks = reader.chunks("t", 0, 0, 30)
+        assert next(chunks).data.startswith(b"0;")
+        assert next(chunks).data.startswith(b"10;")
+        with pytest.raises(KafkaError) as raised:
+            next(chunks)
+    assert raised.value.code == ErrorCode.REQUEST_TIMED_OUT
+    assert "stopped at 20" in str(raised.value)
+    assert "not readable yet" in str(raised.value)
