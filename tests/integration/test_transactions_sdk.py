@@ -217,8 +217,13 @@ def test_a_prepared_transaction_is_completed_by_another_client(cluster: LocalClu
         admin.complete_transaction(prepared[0], commit=True)
         admin.complete_transaction(prepared[0], commit=True)  # a retry: the same answer
         admin.complete_transaction(prepared[1], commit=False)
-        assert admin.describe_transactions(["prepared-commit"])["prepared-commit"].state == (
-            "CompleteCommit"
+        # EndTxn answers once the decision is durable (PrepareCommit); the markers follow
+        wait_until(
+            "the completed commit",
+            lambda: (
+                admin.describe_transactions(["prepared-commit"])["prepared-commit"].state
+                == "CompleteCommit"
+            ),
         )
     values = [value for _, _, value in read_to_end(bootstrap, [(topic, 0)], "read_committed")]
     assert values == [b"prepared-commit-%d" % i for i in range(4)]

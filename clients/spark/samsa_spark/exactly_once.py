@@ -13,8 +13,9 @@ transaction (Admin.complete_transaction). What each failure does:
 - the driver dies before its commit: the restarted query replays the batch; each task's
   init_transactions aborts what the dead run prepared, and writes again;
 - the driver dies during its commit (some transactions committed, the batch not marked done):
-  on the replay a task first asks the coordinator for its id's state; CompleteCommit means this
-  batch's part is already visible, so the task writes nothing and reports it done;
+  on the replay a task first asks the coordinator for its id's state; CompleteCommit, or
+  PrepareCommit (decided: the coordinator finishes writing the markers on its own), means this
+  batch's part is visible or about to be, so the task writes nothing and reports it done;
 - nobody commits (the query is gone for good): the coordinator aborts the transactions at
   `transaction.timeout.ms` (option `samsa.transaction.timeout.ms`, 5 minutes by default).
 
@@ -41,7 +42,8 @@ from samsa.common.errors import ErrorCode
 from samsa.spark.sink import WriteOptions, send_with
 
 TRANSACTION_TIMEOUT_MS_DEFAULT = 300_000
-COMMITTED = "CompleteCommit"
+# A commit is decided once PrepareCommit is durable; the coordinator completes it on its own.
+COMMITTED = frozenset({"PrepareCommit", "CompleteCommit"})
 # Test-only fault points (tests/spark): fail a task's first attempt after it prepared, or kill
 # the driver between the tasks' writes and its commit (the commit runs in a Python worker, so
 # the hook kills the process group the driver named in DRIVER_PROCESS_GROUP, then its own).
@@ -79,7 +81,7 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
         )
         bootstrap = {"bootstrap.servers": self.options.client["bootstrap.servers"]}
         with Admin(bootstrap) as admin:
-            if _state(admin, name) == COMMITTED:
+            if _state(admin, name) in COMMITTED:
                 for _ in iterator:  # an earlier run of this batch committed this part
                     pass
                 return TaskTransaction(name, None, 0)
