@@ -90,9 +90,10 @@ async def _fetch_sessionless(
     wait_s = min(request.max_wait_ms, limits.fetch_wait_ms_max) / 1000
     deadline = time.monotonic() + wait_s
     while True:
-        response, size, waits = read_once(host, request)
+        response, reader, waits = _read_pass(host, request)
         remaining = deadline - time.monotonic()
-        if size >= max(request.min_bytes, 1) or remaining <= 0 or not waits:
+        if reader.total >= max(request.min_bytes, 1) or remaining <= 0 or not waits:
+            reader.count_answer()
             return response
         await first_of(waits, remaining)
 
@@ -175,6 +176,7 @@ async def _fetch_in_session(
                 session.partitions[key].remember(result)
             session.dirty.difference_update(answer.examined)
             session.answered(int(time.time() * 1000), opening=full)
+            answer.reader.count_answer()
             answer.response.session_id = session.session_id
             return answer.response
         await _park(session, remaining)
@@ -214,6 +216,7 @@ class _SessionPass(NamedTuple):
     answer_now: bool  # a partition failed or must be answered without waiting
     examined: list[PartitionKey]  # read (not skipped for a full answer): no longer dirty
     told: list[tuple[PartitionKey, FetchPartition]]  # in the answer: remembered once final
+    reader: PartitionReader  # counts the answer's bytes out once it is final
 
 
 def _read_session_pass(
@@ -241,13 +244,21 @@ def _read_session_pass(
                 topic = topics[key[0]] = response.topics.add(name=key[0])
             topic.partitions.append(result)
             told.append((key, result))
-    return _SessionPass(response, reader.total, reader.answer_now, examined, told)
+    return _SessionPass(response, reader.total, reader.answer_now, examined, told, reader)
 
 
 def read_once(
     host: PartitionHost, request: broker_pb2.FetchRequest
 ) -> tuple[broker_pb2.FetchResponse, int, list[asyncio.Event]]:
     """One pass over the partitions: the answer, its record bytes, and events to wait on."""
+    response, reader, waits = _read_pass(host, request)
+    return response, reader.total, waits
+
+
+def _read_pass(
+    host: PartitionHost, request: broker_pb2.FetchRequest
+) -> tuple[broker_pb2.FetchResponse, PartitionReader, list[asyncio.Event]]:
+    """`read_once`, with the pass's reader (its size and the bytes to count once answered)."""
     response = broker_pb2.FetchResponse()
     reader = PartitionReader(host, request, int(time.time() * 1000))
     waits: list[asyncio.Event] = []
@@ -261,7 +272,7 @@ def read_once(
                 hosted = host.get(topic.name, wanted.partition)
                 if hosted is not None:
                     waits.append(hosted.data_arrived)
-    return response, reader.total, [] if reader.answer_now else waits
+    return response, reader, [] if reader.answer_now else waits
 
 
 async def first_of(events: list[asyncio.Event], timeout_s: float) -> None:

@@ -28,6 +28,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.services.broker.broker_gauges import isr_change_counts
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.v1 import controller_pb2
@@ -52,6 +53,8 @@ class Proposal:
     leader_epoch: int
     partition_epoch: int
     isr: tuple[int, ...]
+    # The committed ISR it was decided from: what the shrink and expand counters compare with.
+    previous_isr: tuple[int, ...] = ()
 
     @property
     def key(self) -> PartitionKey:
@@ -145,6 +148,7 @@ def _decide(
                 leader_epoch=hosted.leader_epoch,
                 partition_epoch=hosted.state.partition_epoch,
                 isr=isr,
+                previous_isr=hosted.state.isr,
             )
         )
     return decided
@@ -189,6 +193,8 @@ class _Proposals:
         self._task: asyncio.Task[None] | None = None
         self._retry_at: dict[PartitionKey, float] = {}
         self._backoff_s: dict[PartitionKey, float] = {}
+        # (shrinks, expands) of each proposal in flight, counted once the controller accepts it.
+        self._isr_changes: dict[PartitionKey, tuple[int, int]] = {}
 
     @property
     def busy(self) -> bool:
@@ -197,6 +203,7 @@ class _Proposals:
     def start(self, decided: list[Proposal]) -> None:
         assert not self.busy, "at most one AlterPartition in flight"
         requests = alter_partition_requests(self.host.broker_id, self.broker_epoch(), decided)
+        self._isr_changes = {p.key: isr_change_counts(p.previous_isr, p.isr) for p in decided}
         self._task = asyncio.create_task(self._send(requests))
 
     async def _send(self, requests: list[controller_pb2.AlterPartitionRequest]) -> None:
@@ -220,6 +227,8 @@ class _Proposals:
         for key in keys:
             self._backoff_s.pop(key, None)
             self._retry_at.pop(key, None)
+            shrinks, expands = self._isr_changes.get(key, (0, 0))
+            self.host.metrics.isr_changed(shrinks, expands)
 
     def _retry_later(self, keys: list[PartitionKey]) -> None:
         now = time.monotonic()

@@ -15,7 +15,8 @@ whose high watermark differs from the checkpoint file. The checkpoint file, one 
 directory, is rewritten only when that second set is not empty. Retention (every 30 s) and
 compaction (every 15 s) still walk every partition, amortised over their long intervals; a log of
 one segment costs retention a length check. The retention pass also forgets idempotent producers
-idle for `producer.id.expiration.ms` (their newest batch's timestamp, Kafka's rule).
+idle for `producer.id.expiration.ms` (their newest batch's timestamp, Kafka's rule). Every 2 s
+the loop recomputes the broker's metric gauges (broker_metrics.py; nothing while metrics are off).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ RETENTION_CHECK_INTERVAL_S = 30.0  # Kafka's log.retention.check.interval.ms is 
 FLUSH_CHECK_INTERVAL_S = 0.5
 COMPACTION_INTERVAL_S = 15.0  # Kafka's log.cleaner.backoff.ms
 HIGH_WATERMARK_CHECKPOINT_INTERVAL_S = 5.0  # Kafka's replica.high.watermark.checkpoint.interval.ms
+# How often the metrics' gauges are recomputed (a no-op while metrics are off): a pass reads a
+# few attributes per hosted partition, and scrapes come every 15 s or more.
+METRICS_REFRESH_INTERVAL_S = 2.0
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # Kafka's producer.id.expiration.ms (1 day)
 
 
@@ -93,7 +97,8 @@ async def run_maintenance(
 ) -> None:
     """Loop until `stop` is set."""
     pending = Pending()
-    last_retention = last_compaction = last_checkpoint = time.monotonic()
+    last_retention = last_compaction = last_checkpoint = last_metrics = time.monotonic()
+    host.metrics.refresh(host.partitions.values())
     while not stop.is_set():
         try:
             await asyncio.wait_for(stop.wait(), flush_interval_s)
@@ -106,6 +111,9 @@ async def run_maintenance(
         if time.monotonic() - last_checkpoint >= checkpoint_interval_s:
             last_checkpoint = time.monotonic()
             checkpoint_pending(host, pending)
+        if time.monotonic() - last_metrics >= METRICS_REFRESH_INTERVAL_S:
+            last_metrics = time.monotonic()
+            host.metrics.refresh(host.partitions.values())
         if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
             for hosted in list(host.partitions.values()):

@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
+from samsa.services.broker import broker_metrics
 from samsa.services.broker.high_watermark_checkpoint import (
     HIGH_WATERMARK_CHECKPOINT_FILE,
     decode_high_watermarks,
@@ -130,6 +131,14 @@ class HostedPartition:
     def isr(self) -> tuple[int, ...]:
         return () if self.state is None else self.state.isr
 
+    @property
+    def replica_count(self) -> int:
+        return 0 if self.state is None else len(self.state.replicas)
+
+    @property
+    def producer_count(self) -> int:
+        return self.log.producer_count
+
     def notify_appended(self) -> None:
         """Wake every fetch and acks=all produce waiting on this partition, and tell the host
         (its periodic work and its fetch sessions look only at partitions that changed)."""
@@ -182,6 +191,9 @@ class PartitionHost:
         # Partitions a follower outside the ISR fetched: the ISR manager's next look (it may
         # rejoin). Filled by fetch.py, taken by isr_manager.py.
         self.isr_candidates: set[tuple[str, int]] = set()
+        # The broker's instruments (no-ops while metrics are off): the produce and fetch paths
+        # count through them, the maintenance loop refreshes their gauges (broker_metrics.py).
+        self.metrics = broker_metrics.for_broker()
         # The checkpointed high watermarks, read once; `_open` takes each partition's from here.
         self.high_watermarks_at_start = _read_high_watermarks(data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)

@@ -52,6 +52,8 @@ class PartitionReader:
         self.now_ms = now_ms
         self.budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
         self.total = 0
+        # Stored bytes read, by topic: the broker's bytes-out counter, once this pass answers.
+        self.bytes_by_topic: dict[str, int] = {}
         # A partition failed or has an answer of its own (a diverging epoch, a preferred read
         # replica): the fetch is answered at once, never parked until max_wait_ms. A follower
         # that must truncate after a leader change would otherwise wait out the whole wait
@@ -65,6 +67,11 @@ class PartitionReader:
         if outcome is Outcome.FAILED or outcome is Outcome.ANSWERED:
             self.answer_now = True
         return outcome
+
+    def count_answer(self) -> None:
+        """Count this pass's bytes as sent (call once, for the pass that answers)."""
+        if self.bytes_by_topic:
+            self.host.metrics.fetched(self.bytes_by_topic, follower=self.replica_id >= 0)
 
     def _read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
         host, request, replica_id = self.host, self.request, self.replica_id
@@ -143,7 +150,9 @@ class PartitionReader:
                     result.aborted_transactions.add(
                         producer_id=transaction.producer_id, first_offset=transaction.first_offset
                     )
-            self.total += len(read.records)
+            size_bytes = len(read.records)
+            self.total += size_bytes
+            self.bytes_by_topic[topic] = self.bytes_by_topic.get(topic, 0) + size_bytes
         return Outcome.READ
 
 

@@ -150,6 +150,8 @@ def _append(
             "a retried batch is already in the log: answered with its original offsets",
             extra={"partition": f"{topic}-{data.partition}", "base_offset": info.first_offset},
         )
+    else:  # one add per batch (broker_metrics.py), never per record
+        host.metrics.produced(topic, info.record_count, len(batch))
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time_ms
     result.log_start_offset = hosted.log.log_start_offset

@@ -189,6 +189,11 @@ class Log:
         """Every idempotent producer the partition remembers, by producer id."""
         return self._producers.entries()
 
+    @property
+    def producer_count(self) -> int:
+        """How many idempotent producers the partition remembers (the metrics' gauge)."""
+        return self._producers.producer_count
+
     def has_open_transaction(self, producer_id: int, producer_epoch: int) -> bool:
         """Whether the producer, at exactly this epoch, has a transaction open here: its next
         transactional batches need no new check with the coordinator (KIP-890), since the

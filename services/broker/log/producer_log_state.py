@@ -70,6 +70,11 @@ class ProducerLogState:
         """Every idempotent producer the partition remembers, by producer id."""
         return self._producers.entries()
 
+    @property
+    def producer_count(self) -> int:
+        """How many producers the partition remembers (a length: no list is built)."""
+        return len(self._producers)
+
     def entry(self, producer_id: int) -> ProducerEntry | None:
         """The producer's entry, or None when the partition does not remember it."""
         return self._producers.entry(producer_id)

@@ -18,6 +18,7 @@ import pytest
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker import isr_manager
+from samsa.services.broker.broker_metrics import NO_METRICS
 from samsa.services.broker.isr_manager import Proposal, alter_partition_requests
 from samsa.services.runtime.controller_channel import ControllerUnavailableError
 from samsa.v1 import controller_pb2 as c
@@ -73,6 +74,7 @@ def accept_even(request: c.AlterPartitionRequest) -> c.AlterPartitionResponse:
 def host(count: int) -> SimpleNamespace:
     return SimpleNamespace(
         broker_id=1,
+        metrics=NO_METRICS,
         partitions={("t", p): SimpleNamespace(awaited_partition_epoch=-1) for p in range(count)},
     )
 
