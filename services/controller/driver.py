@@ -35,6 +35,7 @@ from samsa.common import limits
 from samsa.metadata.history import MetadataHistory
 from samsa.metadata.image import INITIAL_HASH, MetadataImage
 from samsa.metadata.records import make_batch
+from samsa.services.controller import controller_metrics
 from samsa.services.controller.quorum import ApplyOutcome, Leadership, MetadataQuorum
 from samsa.v1 import metadata_pb2
 
@@ -96,6 +97,8 @@ class ControllerDriver:
         self._activation: asyncio.Task[None] | None = None
         self._leader_hooks: list[Callable[[], None]] = []
         self._records_in_flight = 0  # records of the batch `write` is waiting on (one at a time)
+        # Gauges over the committed image (controller_metrics.py); nothing while metrics are off.
+        controller_metrics.register_if_enabled(lambda: (self.image, self.active))
 
     def attach(self, quorum: MetadataQuorum) -> None:
         self.quorum = quorum
