@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from samsa.metadata.image import MetadataImage
+from samsa.services.broker.broker_config import REPLICA_LAG_TIME_MAX_MS_DEFAULT
 from samsa.services.broker.isr_manager import run_isr_manager
 from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata_diff import changed_topics, partition_changes
@@ -56,7 +57,6 @@ log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 2.0
 APPLY_SLICE = 25  # partition actions applied between two yields (about 20-60 ms of work)
-REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
 
 
 class Broker:
@@ -67,6 +67,7 @@ class Broker:
         listen: str,
         controllers: list[str],
         data_dir: Path,
+        advertised_listener: str | None = None,
         rack: str,
         heartbeat_interval_ms: int,
         member_key: bytes,
@@ -81,13 +82,15 @@ class Broker:
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.broker_id = broker_id
         self.listen = listen
+        # What the broker registers: the address others dial (listen may be 0.0.0.0:PORT).
+        self.advertised_listener = advertised_listener or listen
         self.host = PartitionHost(data_dir, broker_id)
         self.member_key = member_key
         signer = MemberSigner(member_key, broker_id)
         self.channel = ControllerChannel(controllers, signer)
         self.follower = MetadataFollower(
             broker_id=broker_id,
-            endpoint=listen,
+            endpoint=self.advertised_listener,
             rack=rack,
             controllers=self.channel,
             on_change=self._on_change,
@@ -154,7 +157,14 @@ class Broker:
             server.server,
         )
         await server.start()
-        log.info("broker serving", extra={"broker_id": self.broker_id, "listen": self.listen})
+        log.info(
+            "broker serving",
+            extra={
+                "broker_id": self.broker_id,
+                "listen": self.listen,
+                "advertised_listener": self.advertised_listener,
+            },
+        )
         follower_stop = asyncio.Event()
         tasks = [
             asyncio.create_task(self.follower.run(follower_stop), name="metadata"),

@@ -1,6 +1,8 @@
 """The controller process: `python -m samsa.services.controller --node-id 1 --listen H:P ...`.
 
-Composition only: load the cluster secret (refusing to start without one), start the Raft quorum
+Composition only: load the config (flags, SAMSA_* variables, --config file: ControllerConfig; a
+bad setting stops it at once with one line naming the key), load the cluster secret (refusing to
+start without one), start the Raft quorum
 on the configured address (the secret is its password), serve ControllerService (plus health and
 reflection) from the driver, checking brokers' membership proofs with a key derived from the
 secret, fence brokers whose sessions expire while this controller is active, run the coordinators'
@@ -12,23 +14,23 @@ controller's directory and it reloads from the others.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
+import os
 import random
 import sys
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
-from samsa.common import limits
 from samsa.services.controller import control_plane
+from samsa.services.controller.controller_config import ControllerConfig
 from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.servicer import ControllerServicer
-from samsa.services.runtime import logs, membership, metrics, shutdown, telemetry
+from samsa.services.runtime import config_loading, logs, membership, metrics, shutdown, telemetry
+from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
     CoordinatorLookupServicer,
@@ -39,131 +41,34 @@ from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
 log = logging.getLogger("samsa.controller")
 
-# Kafka's default broker.session.timeout.ms.
-SESSION_TIMEOUT_MS_DEFAULT = 9000
-# Kafka checks every 300 s (leader.imbalance.check.interval.seconds); a local cluster wants its
-# leaders back sooner after a restart.
-LEADER_IMBALANCE_CHECK_INTERVAL_MS = 10_000
 
-
-@dataclass(frozen=True)
-class Peer:
-    node_id: int
-    raft_address: str
-    endpoint: str
-
-
-def parse_peers(text: str) -> list[Peer]:
-    """`id=raft-host:port@grpc-host:port,...` → peers (the other controllers of the quorum)."""
-    peers = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        try:
-            node, addresses = item.split("=", 1)
-            raft_address, endpoint = addresses.split("@", 1)
-            peers.append(Peer(int(node), raft_address, endpoint))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"--peers item {item!r} is not id=raft-host:port@grpc-host:port"
-            ) from None
-    return peers
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="samsa.services.controller")
-    parser.add_argument("--node-id", type=int, required=True)
-    parser.add_argument("--listen", required=True, help="host:port of the gRPC listener")
-    parser.add_argument("--raft-address", required=True, help="host:port the Raft port binds")
-    parser.add_argument("--peers", type=parse_peers, default=[], help="the other controllers")
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--secret-file", type=Path, required=True)
-    parser.add_argument("--cluster-id", default="samsa-local")
-    parser.add_argument("--broker-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT)
-    parser.add_argument(
-        "--coordinator-session-timeout-ms", type=int, default=SESSION_TIMEOUT_MS_DEFAULT
-    )
-    parser.add_argument(
-        "--offsets-topic-num-partitions",
-        type=int,
-        default=control_plane.ClusterDefaults.offsets_topic_num_partitions,
-        help="partitions of __consumer_offsets, fixed once it exists (groups hash over them)",
-    )
-    parser.add_argument(
-        "--offsets-topic-replication-factor",
-        type=int,
-        default=control_plane.ClusterDefaults.offsets_topic_replication_factor,
-        help="replicas per partition of __consumer_offsets; it is created once this many "
-        "brokers are live",
-    )
-    parser.add_argument(
-        "--transaction-state-log-num-partitions",
-        type=int,
-        default=control_plane.ClusterDefaults.transaction_state_log_num_partitions,
-        help="partitions of __transaction_state, fixed once it exists (transactional ids hash "
-        "over them)",
-    )
-    parser.add_argument(
-        "--transaction-state-log-replication-factor",
-        type=int,
-        default=control_plane.ClusterDefaults.transaction_state_log_replication_factor,
-        help="replicas per partition of __transaction_state; it is created once this many "
-        "brokers are live",
-    )
-    parser.add_argument("--num-partitions", type=int, default=1)
-    parser.add_argument("--default-replication-factor", type=int, default=1)
-    parser.add_argument(
-        "--leader-imbalance-check-interval-ms",
-        type=int,
-        default=LEADER_IMBALANCE_CHECK_INTERVAL_MS,
-        help="how often leadership is moved back to preferred replicas (0: never)",
-    )
-    parser.add_argument(
-        "--metadata-snapshot-entries",
-        type=int,
-        default=RaftTimings.compaction_entries_min,
-        help="write a metadata snapshot (and trim the Raft journal) after this many entries",
-    )
-    metrics.add_argument(parser)
-    args = parser.parse_args(argv)
-    if args.metadata_snapshot_entries < 10:
-        parser.error("--metadata-snapshot-entries must be at least 10")
-    if args.broker_session_timeout_ms < 100:
-        parser.error("--broker-session-timeout-ms must be at least 100")
-    if args.coordinator_session_timeout_ms < 100:
-        parser.error("--coordinator-session-timeout-ms must be at least 100")
-    if not 1 <= args.offsets_topic_num_partitions <= limits.topic_partitions_max:
-        parser.error(f"--offsets-topic-num-partitions must be 1 to {limits.topic_partitions_max}")
-    if args.offsets_topic_replication_factor < 1:
-        parser.error("--offsets-topic-replication-factor must be at least 1")
-    if not 1 <= args.transaction_state_log_num_partitions <= limits.topic_partitions_max:
-        parser.error(
-            f"--transaction-state-log-num-partitions must be 1 to {limits.topic_partitions_max}"
-        )
-    if args.transaction_state_log_replication_factor < 1:
-        parser.error("--transaction-state-log-replication-factor must be at least 1")
-    return args
-
-
-async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
+async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
     loop = asyncio.get_running_loop()
     stop = shutdown.stop_event()
-    args.data_dir.mkdir(parents=True, exist_ok=True)
-    peers: list[Peer] = args.peers
-    endpoints = {args.node_id: args.listen} | {peer.node_id: peer.endpoint for peer in peers}
-    raft_to_node = {args.raft_address: args.node_id} | {p.raft_address: p.node_id for p in peers}
-    driver = ControllerDriver(node_id=args.node_id, raft_address_to_node=raft_to_node)
+    data_dir = Path(config.metadata_log_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    peers = config.peers
+    # What DescribeCluster lists: the addresses others dial (this one may listen on 0.0.0.0).
+    endpoints = {config.node_id: config.advertised_listener} | {
+        peer.node_id: peer.endpoint for peer in peers
+    }
+    raft_to_node = {config.raft_address: config.node_id} | {
+        peer.raft_address: peer.node_id for peer in peers
+    }
+    driver = ControllerDriver(node_id=config.node_id, raft_address_to_node=raft_to_node)
     liveness = BrokerLiveness()
     coordinator_liveness = BrokerLiveness()
     driver.on_becoming_active(lambda: liveness.reset_all(_now_ms()))
     driver.on_becoming_active(lambda: coordinator_liveness.reset_all(_now_ms()))
     defaults = control_plane.ClusterDefaults(
-        num_partitions=args.num_partitions,
-        default_replication_factor=args.default_replication_factor,
-        broker_session_timeout_ms=args.broker_session_timeout_ms,
-        offsets_topic_num_partitions=args.offsets_topic_num_partitions,
-        offsets_topic_replication_factor=args.offsets_topic_replication_factor,
-        coordinator_session_timeout_ms=args.coordinator_session_timeout_ms,
-        transaction_state_log_num_partitions=args.transaction_state_log_num_partitions,
-        transaction_state_log_replication_factor=args.transaction_state_log_replication_factor,
+        num_partitions=config.num_partitions,
+        default_replication_factor=config.default_replication_factor,
+        broker_session_timeout_ms=config.broker_session_timeout_ms,
+        offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+        offsets_topic_replication_factor=config.offsets_topic_replication_factor,
+        coordinator_session_timeout_ms=config.coordinator_session_timeout_ms,
+        transaction_state_log_num_partitions=config.transaction_state_log_num_partitions,
+        transaction_state_log_replication_factor=config.transaction_state_log_replication_factor,
     )
     servicer = ControllerServicer(
         driver=driver,
@@ -171,11 +76,11 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
         coordinator_liveness=coordinator_liveness,
         controller_endpoints=endpoints,
         defaults=defaults,
-        cluster_id=args.cluster_id,
+        cluster_id=config.cluster_id,
         member_key=membership.derive_key(password),
     )
     server = GrpcServer(
-        args.listen,
+        config.listeners,
         service_names=[
             controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name,
             LOOKUP_SERVICE_NAME,
@@ -195,23 +100,30 @@ async def run(args: argparse.Namespace, password: str, tracing: bool) -> int:
     )
     await server.start()
     quorum = MetadataQuorum(
-        raft_address=args.raft_address,
+        raft_address=config.raft_address,
         peer_raft_addresses=[peer.raft_address for peer in peers],
-        data_dir=args.data_dir,
+        data_dir=data_dir,
         password=password,
         listener=driver,
         loop=loop,
-        timings=RaftTimings(compaction_entries_min=args.metadata_snapshot_entries),
+        timings=RaftTimings(compaction_entries_min=config.metadata_snapshot_entries),
     )
     driver.attach(quorum)
     fencing = asyncio.create_task(
-        _fence_expired_brokers(driver, liveness, args.broker_session_timeout_ms)
+        _fence_expired_brokers(driver, liveness, config.broker_session_timeout_ms)
     )
     rebalancing = asyncio.create_task(
-        _rebalance_leaders(driver, args.leader_imbalance_check_interval_ms)
+        _rebalance_leaders(driver, config.leader_imbalance_check_interval_ms)
     )
     coordinating = asyncio.create_task(_run_coordinators(driver, coordinator_liveness, defaults))
-    log.info("controller started", extra={"node_id": args.node_id, "listen": args.listen})
+    log.info(
+        "controller started",
+        extra={
+            "node_id": config.node_id,
+            "listen": config.listeners,
+            "advertised_listener": config.advertised_listener,
+        },
+    )
     assert driver.fatal is not None
     stopped = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({stopped, driver.fatal}, return_when=asyncio.FIRST_COMPLETED)
@@ -328,21 +240,25 @@ def _now_ms() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    logs.configure(f"controller-{args.node_id}")
     try:
-        password = load_secret(args.secret_file)
+        config = config_loading.load(ControllerConfig, "controller", argv, os.environ)
+    except ConfigError as error:
+        print(f"samsa controller: {error}", file=sys.stderr)
+        return 2
+    logs.configure(f"controller-{config.node_id}")
+    try:
+        password = load_secret(Path(config.secret_file))
     except ClusterSecretError as error:
         print(f"samsa controller: {error}", file=sys.stderr)
         return 2
-    tracing = telemetry.configure(f"samsa-controller-{args.node_id}")
+    tracing = telemetry.configure(f"samsa-controller-{config.node_id}")
     try:
-        served = metrics.serve(args.metrics_listen, f"samsa-controller-{args.node_id}")
+        served = metrics.serve(config.metrics_listen, f"samsa-controller-{config.node_id}")
     except metrics.MetricsConfigError as error:
         print(f"samsa controller: {error}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(run(args, password, tracing))
+        return asyncio.run(run(config, password, tracing))
     finally:
         if served is not None:
             served.shutdown()

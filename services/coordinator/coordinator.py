@@ -74,6 +74,7 @@ class Coordinator:
         listen: str,
         controllers: list[str],
         member_key: bytes,
+        advertised_listener: str | None = None,
         heartbeat_interval_ms: int,
         session_timeout_ms: int,
         group_config: GroupConfig,
@@ -82,6 +83,8 @@ class Coordinator:
     ) -> None:
         self.coordinator_id = coordinator_id
         self.listen = listen
+        # What the coordinator registers: the address others dial (listen may be 0.0.0.0:PORT).
+        self.advertised_listener = advertised_listener or listen
         self.tracing = tracing
         self.group_config = group_config
         self.transaction_config = transaction_config or TransactionConfig()
@@ -90,7 +93,7 @@ class Coordinator:
         self.metadata = MetadataLogFollower(self.channel, self._on_image)
         self.membership = CoordinatorMembership(
             coordinator_id=coordinator_id,
-            endpoint=listen,
+            endpoint=self.advertised_listener,
             controllers=self.channel,
             heartbeat_interval_ms=heartbeat_interval_ms,
             session_timeout_ms=session_timeout_ms,
@@ -289,7 +292,11 @@ class Coordinator:
         await server.start()
         log.info(
             "coordinator serving",
-            extra={"coordinator_id": self.coordinator_id, "listen": self.listen},
+            extra={
+                "coordinator_id": self.coordinator_id,
+                "listen": self.listen,
+                "advertised_listener": self.advertised_listener,
+            },
         )
         follower_stop = asyncio.Event()
         tasks = [

@@ -72,6 +72,7 @@ IO_MODULE_NAMES = {
     "coordinator_lookup.py",  # FindCoordinator's gRPC adapter, served by every service
     "faults.py",  # test-only fault injection, read from the environment
     "txn_added_check.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
+    "config_loading.py",  # reads the --config file, splits the command line (argparse)
     # services/controller
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
     "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds

@@ -69,24 +69,36 @@ def test_the_internal_topics_get_the_clusters_replication_factor_and_settings(
 ) -> None:
     # Kafka's default RF of __consumer_offsets and __transaction_state is 3; a one-broker local
     # cluster uses 1 for both, and settings under Kafka's names reach the controller's flags.
-    from samsa.services.controller.main import parse_args
+    from samsa.services.controller.controller_config import ControllerConfig
+    from samsa.services.runtime.config import ConfigError
+    from samsa.services.runtime.config_loading import load
 
     settings = {"offsets.topic.num.partitions": "4", "transaction.state.log.num.partitions": "2"}
     spec = load_or_create(tmp_path, 1, 1, settings)
     command = controller_command(spec, spec.controllers[0], tmp_path)
     assert command[command.index("--offsets-topic-replication-factor") + 1] == "1"
     assert command[command.index("--transaction-state-log-replication-factor") + 1] == "1"
-    args = parse_args(command[3:])  # past `python -m samsa.services.controller`
-    assert (args.offsets_topic_num_partitions, args.offsets_topic_replication_factor) == (4, 1)
-    assert args.transaction_state_log_num_partitions == 2
-    assert args.transaction_state_log_replication_factor == 1
-    with pytest.raises(SystemExit):
-        parse_args([*command[3:], "--transaction-state-log-num-partitions", "0"])
+    config = load(ControllerConfig, "controller", command[3:], {})  # past `python -m ...`
+    assert (config.offsets_topic_num_partitions, config.offsets_topic_replication_factor) == (4, 1)
+    assert config.transaction_state_log_num_partitions == 2
+    assert config.transaction_state_log_replication_factor == 1
+    with pytest.raises(ConfigError, match=r"transaction\.state\.log\.num\.partitions"):
+        load(
+            ControllerConfig,
+            "controller",
+            [*command[3:], "--transaction-state-log-num-partitions", "0"],
+            {},
+        )
 
 
 def test_the_coordinators_transaction_settings_reach_its_flags(tmp_path: Path) -> None:
-    from samsa.services.coordinator.main import parse_args
+    from samsa.services.coordinator.coordinator_config import CoordinatorConfig
     from samsa.services.coordinator.transaction_state import TRANSACTION_TIMEOUT_MS_MAX
+    from samsa.services.runtime.config import ConfigError
+    from samsa.services.runtime.config_loading import load
+
+    def parse_args(argv: list[str]) -> CoordinatorConfig:
+        return load(CoordinatorConfig, "coordinator", argv, {})
 
     spec = load_or_create(tmp_path, 1, 1, {"transaction.max.timeout.ms": "3000"}, coordinators=1)
     command = coordinator_command(spec, spec.coordinators[0], tmp_path)
@@ -94,5 +106,37 @@ def test_the_coordinators_transaction_settings_reach_its_flags(tmp_path: Path) -
     without = load_or_create(tmp_path / "default", 1, 1, coordinators=1)
     default = coordinator_command(without, without.coordinators[0], tmp_path / "default")
     assert parse_args(default[3:]).transaction_max_timeout_ms == TRANSACTION_TIMEOUT_MS_MAX
-    with pytest.raises(SystemExit):
+    with pytest.raises(ConfigError, match=r"transaction\.max\.timeout\.ms"):
         parse_args([*command[3:], "--transaction-max-timeout-ms", "0"])
+
+
+def test_every_command_the_launcher_builds_loads_as_its_services_config(tmp_path: Path) -> None:
+    # The launcher passes flags only; each service's loader must accept them as they are, and
+    # every address it publishes is the loopback one it listens on.
+    from samsa.services.broker.broker_config import BrokerConfig
+    from samsa.services.controller.controller_config import ControllerConfig
+    from samsa.services.coordinator.coordinator_config import CoordinatorConfig
+    from samsa.services.runtime.config_loading import load
+
+    settings = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300"}
+    spec = load_or_create(tmp_path, 3, 2, settings, coordinators=1)
+    controller = load(
+        ControllerConfig,
+        "controller",
+        controller_command(spec, spec.controllers[0], tmp_path)[3:],
+        {},
+    )
+    assert controller.advertised_listener == spec.controllers[0].endpoint
+    assert [peer.node_id for peer in controller.peers] == [2, 3]
+    assert controller.broker_session_timeout_ms == 3000
+    broker = load(BrokerConfig, "broker", broker_command(spec, spec.brokers[1], tmp_path)[3:], {})
+    assert (broker.broker_id, broker.advertised_listener) == (2, spec.brokers[1].endpoint)
+    assert broker.heartbeat_interval_ms == 300
+    assert ",".join(broker.controllers) == spec.bootstrap_servers
+    coordinator = load(
+        CoordinatorConfig,
+        "coordinator",
+        coordinator_command(spec, spec.coordinators[0], tmp_path)[3:],
+        {},
+    )
+    assert coordinator.advertised_listener == spec.coordinators[0].endpoint

@@ -1,0 +1,87 @@
+"""BrokerConfig: every setting of a broker process, by its Kafka-style key (runtime/config.py
+says how flags, SAMSA_* variables and a --config file become one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from samsa.services.runtime.config import (
+    address,
+    address_list,
+    advertisable_address,
+    check_advertised,
+    integer,
+    key,
+    non_empty,
+    optional_listen,
+    text,
+)
+
+HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # Kafka's broker.heartbeat.interval.ms
+REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
+# The scrubber's own defaults (scrubber.py explains them; a unit test keeps the two equal).
+SCRUB_BYTES_PER_SECOND_DEFAULT = 4 * 1024 * 1024
+SCRUB_INTERVAL_MS_DEFAULT = 60 * 60 * 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerConfig:
+    broker_id: int = key("broker.id", integer(0), flags=["--broker-id"])
+    listeners: str = key(
+        "listeners",
+        address,
+        flags=["--listeners", "--listen"],
+        help="host:port BrokerService binds (0.0.0.0:PORT: every interface)",
+    )
+    advertised_listeners: str | None = key(
+        "advertised.listeners",
+        advertisable_address,
+        default=None,
+        help="host:port the broker registers for others to dial (default: listeners)",
+    )
+    controllers: tuple[str, ...] = key(
+        "controller.quorum.bootstrap.servers",
+        address_list,
+        flags=["--controllers"],
+        help="controller endpoints, comma-separated",
+    )
+    log_dir: str = key("log.dir", non_empty, flags=["--data-dir"])
+    secret_file: str = key(
+        "cluster.secret.file",
+        non_empty,
+        flags=["--secret-file"],
+        help="the cluster secret (the controllers' file): proves this broker is a member",
+    )
+    rack: str = key("broker.rack", text, flags=["--rack"], default="")
+    heartbeat_interval_ms: int = key(
+        "broker.heartbeat.interval.ms", integer(10), default=HEARTBEAT_INTERVAL_MS_DEFAULT
+    )
+    replica_lag_time_max_ms: int = key(
+        "replica.lag.time.max.ms", integer(100), default=REPLICA_LAG_TIME_MAX_MS_DEFAULT
+    )
+    log_scrub_bytes_per_second: int = key(
+        "log.scrub.bytes.per.second",
+        integer(0),
+        default=SCRUB_BYTES_PER_SECOND_DEFAULT,
+        help="re-check closed segments' CRCs at most this fast (0 disables the scrubber)",
+    )
+    log_scrub_interval_ms: int = key(
+        "log.scrub.interval.ms",
+        integer(0),
+        default=SCRUB_INTERVAL_MS_DEFAULT,
+        help="the shortest time between the starts of two scrub passes",
+    )
+    metrics_listen: str | None = key(
+        "metrics.listen",
+        optional_listen,
+        default=None,
+        help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
+    )
+
+    def __post_init__(self) -> None:
+        check_advertised(self.listeners, self.advertised_listeners)
+
+    @property
+    def advertised_listener(self) -> str:
+        """The address others dial: advertised.listeners, else listeners."""
+        return self.advertised_listeners or self.listeners

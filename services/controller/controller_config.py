@@ -1,0 +1,167 @@
+"""ControllerConfig: every setting of a controller process, by its Kafka-style key
+(runtime/config.py says how flags, SAMSA_* variables and a --config file become one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from samsa.common import limits
+from samsa.services.controller.control_result import ClusterDefaults
+from samsa.services.runtime.config import (
+    RelationProblem,
+    ValueProblem,
+    address,
+    advertisable_address,
+    check_advertised,
+    integer,
+    key,
+    non_empty,
+    optional_listen,
+    split_address,
+)
+
+# Kafka's default broker.session.timeout.ms.
+SESSION_TIMEOUT_MS_DEFAULT = 9000
+# Kafka checks every 300 s (leader.imbalance.check.interval.seconds); a local cluster wants its
+# leaders back sooner after a restart.
+LEADER_IMBALANCE_CHECK_INTERVAL_MS = 10_000
+# quorum.py's RaftTimings.compaction_entries_min (a unit test keeps the two equal).
+METADATA_SNAPSHOT_ENTRIES_DEFAULT = 5000
+
+
+@dataclass(frozen=True)
+class Peer:
+    node_id: int
+    raft_address: str
+    endpoint: str  # the controller's advertised gRPC address
+
+
+def parse_voters(text: str) -> tuple[Peer, ...]:
+    """`id=raft-host:port@grpc-host:port,...` -> controllers of the quorum (this one may be
+    among them: one list can then serve every controller of a deployment)."""
+    voters = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            node, addresses = item.split("=", 1)
+            raft_address, endpoint = addresses.split("@", 1)
+            split_address(raft_address)
+            advertisable_address(endpoint)
+            voters.append(Peer(int(node), raft_address.strip(), endpoint.strip()))
+        except ValueError:
+            raise ValueProblem(
+                f"list id=raft-host:port@grpc-host:port items, comma-separated ({item!r} is not)"
+            ) from None
+    return tuple(voters)
+
+
+def _partitions(text: str) -> int:
+    return integer(1, limits.topic_partitions_max)(text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerConfig:
+    node_id: int = key("node.id", integer(0), flags=["--node-id"])
+    listeners: str = key(
+        "listeners",
+        address,
+        flags=["--listeners", "--listen"],
+        help="host:port of the gRPC listener (0.0.0.0:PORT: every interface)",
+    )
+    advertised_listeners: str | None = key(
+        "advertised.listeners",
+        advertisable_address,
+        default=None,
+        help="host:port others dial for this controller (default: listeners)",
+    )
+    raft_address: str = key(
+        "raft.address", advertisable_address, help="host:port the Raft port binds"
+    )
+    voters: tuple[Peer, ...] = key(
+        "controller.quorum.voters",
+        parse_voters,
+        flags=["--peers"],
+        default=(),
+        help="the controllers of the quorum, id=raft-host:port@grpc-host:port,... "
+        "(this one's own entry may be included)",
+    )
+    metadata_log_dir: str = key("metadata.log.dir", non_empty, flags=["--data-dir"])
+    secret_file: str = key("cluster.secret.file", non_empty, flags=["--secret-file"])
+    cluster_id: str = key("cluster.id", non_empty, default="samsa-local")
+    broker_session_timeout_ms: int = key(
+        "broker.session.timeout.ms", integer(100), default=SESSION_TIMEOUT_MS_DEFAULT
+    )
+    coordinator_session_timeout_ms: int = key(
+        "coordinator.session.timeout.ms", integer(100), default=SESSION_TIMEOUT_MS_DEFAULT
+    )
+    offsets_topic_num_partitions: int = key(
+        "offsets.topic.num.partitions",
+        _partitions,
+        default=ClusterDefaults.offsets_topic_num_partitions,
+        help="partitions of __consumer_offsets, fixed once it exists (groups hash over them)",
+    )
+    offsets_topic_replication_factor: int = key(
+        "offsets.topic.replication.factor",
+        integer(1),
+        default=ClusterDefaults.offsets_topic_replication_factor,
+        help="replicas per partition of __consumer_offsets; it is created once this many "
+        "brokers are live",
+    )
+    transaction_state_log_num_partitions: int = key(
+        "transaction.state.log.num.partitions",
+        _partitions,
+        default=ClusterDefaults.transaction_state_log_num_partitions,
+        help="partitions of __transaction_state, fixed once it exists (transactional ids hash "
+        "over them)",
+    )
+    transaction_state_log_replication_factor: int = key(
+        "transaction.state.log.replication.factor",
+        integer(1),
+        default=ClusterDefaults.transaction_state_log_replication_factor,
+        help="replicas per partition of __transaction_state; it is created once this many "
+        "brokers are live",
+    )
+    num_partitions: int = key("num.partitions", _partitions, default=1)
+    default_replication_factor: int = key("default.replication.factor", integer(1), default=1)
+    leader_imbalance_check_interval_ms: int = key(
+        "leader.imbalance.check.interval.ms",
+        integer(0),
+        default=LEADER_IMBALANCE_CHECK_INTERVAL_MS,
+        help="how often leadership is moved back to preferred replicas (0: never)",
+    )
+    metadata_snapshot_entries: int = key(
+        "metadata.snapshot.entries",
+        integer(10),
+        default=METADATA_SNAPSHOT_ENTRIES_DEFAULT,
+        help="write a metadata snapshot (and trim the Raft journal) after this many entries",
+    )
+    metrics_listen: str | None = key(
+        "metrics.listen",
+        optional_listen,
+        default=None,
+        help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
+    )
+
+    def __post_init__(self) -> None:
+        check_advertised(self.listeners, self.advertised_listeners)
+        ids = [voter.node_id for voter in self.voters]
+        if len(ids) != len(set(ids)):
+            raise RelationProblem(
+                ("controller.quorum.voters",), "controller.quorum.voters lists a node id twice"
+            )
+        for voter in self.voters:
+            if voter.node_id == self.node_id and voter.raft_address != self.raft_address:
+                raise RelationProblem(
+                    ("controller.quorum.voters", "raft.address", "node.id"),
+                    f"controller.quorum.voters gives node {self.node_id} the Raft address "
+                    f"{voter.raft_address}, raft.address says {self.raft_address}",
+                )
+
+    @property
+    def advertised_listener(self) -> str:
+        """The address others dial: advertised.listeners, else listeners."""
+        return self.advertised_listeners or self.listeners
+
+    @property
+    def peers(self) -> tuple[Peer, ...]:
+        """The other controllers of the quorum."""
+        return tuple(voter for voter in self.voters if voter.node_id != self.node_id)
