@@ -35,6 +35,11 @@ from samsa.client.record_future import RecordsFuture
 from samsa.spark.options import OptionError
 
 FLUSH_TIMEOUT_S = 120.0
+# The task producer's settings unless the options set them (samsa.<key>). A task sends its rows
+# as fast as Python hands them over and then flushes, so bigger batches than Kafka's 16 KiB
+# default cost no latency: 256 KiB (~2,000 rows of 100 B) cuts the per-batch work of encoding,
+# requests and the broker's appends, which otherwise leaves a flush tail of ~0.5 s per 200k rows.
+TASK_PRODUCER_DEFAULTS = {"acks": "all", "batch.size": str(256 * 1024)}
 
 
 @dataclass(frozen=True)
@@ -175,5 +180,5 @@ def task_producer(client: dict[str, str]) -> Producer:
     key = repr(sorted(client.items()))
     producer = _PRODUCERS.get(key)
     if producer is None:
-        producer = _PRODUCERS[key] = Producer({"acks": "all", **client})
+        producer = _PRODUCERS[key] = Producer({**TASK_PRODUCER_DEFAULTS, **client})
     return producer
