@@ -49,6 +49,7 @@ from samsa.common.record.codec import (
 )
 from samsa.common.record.header import BatchHeader
 from samsa.metadata.image import CoordinatorAssignment
+from samsa.services.coordinator import coordinator_metrics
 from samsa.services.coordinator.offsets_log import OffsetsLog
 from samsa.services.coordinator.record_writer import (
     SEQUENCE_MODULUS,
@@ -211,6 +212,7 @@ class CoordinatorPartition:
             writer = await self._load()
             self.writer = writer
             self.on_loaded()
+            coordinator_metrics.for_coordinator().loaded(self)  # its gauges count this one
             log.info(
                 "partition loaded",
                 extra={
@@ -234,6 +236,7 @@ class CoordinatorPartition:
         if self.ended:
             return
         self.ended = True
+        coordinator_metrics.for_coordinator().dropped(self)
         if self.writer is not None and self.writer.failure is None:
             for token in self.writer.on_fatal(code, message):
                 _fail(token, code, message)

@@ -31,7 +31,8 @@ from samsa.common.record.codec import (
 from samsa.common.record.header import BatchHeader
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import CoordinatorAssignment
-from samsa.services.coordinator import group_records
+from samsa.services.coordinator import coordinator_metrics, group_records
+from samsa.services.coordinator.coordinator_gauges import rebalances_in
 from samsa.services.coordinator.coordinator_partition import (
     RETRY_BACKOFF_MAX_S,
     RETRY_BACKOFF_S,
@@ -90,6 +91,7 @@ class OffsetsPartition(CoordinatorPartition):
         queued before them, are durable. Must be called right after the handler, with no await
         in between. Raises PartitionUnavailableError when the partition failed or was dropped."""
         await self.write_encoded([group_records.encode(r) for r in records])
+        coordinator_metrics.for_coordinator().rebalanced(rebalances_in(records))
 
     async def write_transactional(
         self, producer_id: int, producer_epoch: int, written: list[GroupRecord]
@@ -225,10 +227,12 @@ class OffsetsPartition(CoordinatorPartition):
                 wait_s = min(wait_s, max(0.0, (deadline - now_ms()) / 1000))
             await asyncio.sleep(wait_s)
             now = now_ms()
-            records = [group_records.encode(r) for r in self.shard.expire(now).records]
+            expired = self.shard.expire(now).records
+            records = [group_records.encode(r) for r in expired]
             records += self.keepalive_records(now)
             if records:
                 try:
                     await self.write_encoded(records)
                 except PartitionUnavailableError:
                     return
+                coordinator_metrics.for_coordinator().rebalanced(rebalances_in(expired))
