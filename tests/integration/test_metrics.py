@@ -9,6 +9,7 @@ the SDK, then scrape each service's /metrics over HTTP and read the counts.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -128,9 +129,113 @@ def test_each_service_serves_rpc_metrics_that_follow_the_traffic(cluster: Metere
     ) == sample(coordinator, "rpc_server_duration_milliseconds_count", rpc_method="OffsetCommit")
 
 
+WATCHED = "watched"
+
+
+def test_each_service_exports_what_a_kafka_operator_watches(cluster: MeteredCluster) -> None:
+    """Records and bytes in and out per topic, partitions and their replication, producer ids
+    (broker); the active controller and what its image holds (controller); groups, rebalances,
+    lag and open transactions (coordinator). Gauges are refreshed every few seconds and lag
+    every 10 s, so each is waited for rather than read once."""
+    bootstrap = cluster.spec.bootstrap_servers
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(WATCHED, 2, 1), NewTopic("watched-txn", 1, 1)])
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for i in range(40):
+            producer.send(WATCHED, b"w%d" % i, partition=i % 2)
+        producer.flush(30)
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "watchers",
+        "auto.offset.reset": "earliest",
+    }
+    with Consumer(config) as consumer:
+        consumer.subscribe([WATCHED])
+        seen: list[object] = []
+        wait_until(
+            "40 records consumed", lambda: seen.extend(consumer.poll(0.5)) or len(seen) >= 40
+        )
+        consumer.commit()
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for i in range(10):  # the group's lag: 10, spread over both partitions
+            producer.send(WATCHED, b"late%d" % i, partition=i % 2)
+        producer.flush(30)
+    transactional = Producer({"bootstrap.servers": bootstrap, "transactional.id": "watched-app"})
+    try:
+        transactional.init_transactions(30)
+        transactional.begin_transaction()
+        transactional.send("watched-txn", b"pending")
+        transactional.flush(30)
+        _check_broker(scrape(cluster.metrics_ports["broker-1"]))
+        wait_until(
+            "broker gauges refreshed",
+            lambda: _broker_gauges_hold(scrape(cluster.metrics_ports["broker-1"])),
+        )
+        wait_until(
+            "controller gauges",
+            lambda: _controller_gauges_hold(scrape(cluster.metrics_ports["controller-1"])),
+        )
+        wait_until(
+            "coordinator gauges and lag",
+            lambda: _coordinator_gauges_hold(scrape(cluster.metrics_ports["coordinator-1"])),
+            timeout_s=60,
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            transactional.abort_transaction(30)
+        transactional.close()
+
+
+def _check_broker(broker: str) -> None:
+    topic = {"topic": WATCHED}
+    assert sample(broker, "samsa_broker_records_in_total", **topic) == 50
+    produced = sample(broker, "samsa_broker_io_bytes_total", direction="in", **topic)
+    consumed = sample(broker, "samsa_broker_io_bytes_total", peer="consumer", **topic)
+    assert produced > 50 and consumed > 0, (produced, consumed)
+    assert sample(broker, "samsa_broker_io_bytes_total", peer="follower", **topic) == 0
+
+
+def _broker_gauges_hold(broker: str) -> bool:
+    led = sample(broker, "samsa_broker_partitions", role="leader")
+    return (
+        led >= 3  # watched (2) and watched-txn (1), besides the coordinators' topics
+        and sample(broker, "samsa_broker_partitions", role="follower") == 0
+        and "samsa_broker_partitions_under_replicated{" in broker
+        and sample(broker, "samsa_broker_partitions_under_replicated") == 0
+        and sample(broker, "samsa_broker_partitions_under_min_isr") == 0
+        and sample(broker, "samsa_broker_producer_ids") >= 3  # idempotent producers' entries
+    )
+
+
+def _controller_gauges_hold(controller: str) -> bool:
+    return (
+        sample(controller, "samsa_controller_active") == 1
+        and sample(controller, "samsa_controller_metadata_offset") > 0
+        and sample(controller, "samsa_controller_brokers", state="unfenced") == 1
+        and "samsa_controller_brokers{" in controller
+        and sample(controller, "samsa_controller_brokers", state="fenced") == 0
+        and sample(controller, "samsa_controller_topics") >= 3
+        and sample(controller, "samsa_controller_partitions") >= 4
+        and "samsa_controller_partitions_offline{" in controller
+        and sample(controller, "samsa_controller_partitions_offline") == 0
+        and sample(controller, "samsa_controller_coordinators", state="live") == 1
+    )
+
+
+def _coordinator_gauges_hold(coordinator: str) -> bool:
+    lag = sample(coordinator, "samsa_coordinator_group_lag", group="watchers", topic=WATCHED)
+    return (
+        lag == 10
+        and sample(coordinator, "samsa_coordinator_groups") >= 1
+        and sample(coordinator, "samsa_coordinator_group_rebalances_total") >= 1
+        and sample(coordinator, "samsa_coordinator_transactions", state="ongoing") >= 1
+        and sample(coordinator, "samsa_coordinator_transactions_open") >= 1
+    )
+
+
 @pytest.mark.parametrize(
     ("address", "words"),
-    [("nonsense", "use HOST:PORT, :PORT or PORT"), ("taken", "cannot serve metrics on 127.0.0.1:")],
+    [("nonsense", "HOST:PORT, :PORT or PORT"), ("taken", "cannot serve metrics on 127.0.0.1:")],
 )
 def test_a_bad_metrics_address_stops_the_service_with_one_line(
     cluster: MeteredCluster, tmp_path: Path, address: str, words: str
@@ -144,7 +249,7 @@ def test_a_bad_metrics_address_stops_the_service_with_one_line(
         "--broker-id",
         "9",
         "--listen",
-        "127.0.0.1:0",
+        f"127.0.0.1:{free_ports(1)[0]}",
         "--controllers",
         cluster.spec.controllers[0].endpoint,
         "--data-dir",
