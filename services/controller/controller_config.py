@@ -15,6 +15,7 @@ from samsa.services.runtime.config import (
     check_advertised,
     integer,
     key,
+    named_address,
     non_empty,
     optional_listen,
     split_address,
@@ -73,9 +74,7 @@ class ControllerConfig:
         default=None,
         help="host:port others dial for this controller (default: listeners)",
     )
-    raft_address: str = key(
-        "raft.address", advertisable_address, help="host:port the Raft port binds"
-    )
+    raft_address: str = key("raft.address", named_address, help="host:port the Raft port binds")
     voters: tuple[Peer, ...] = key(
         "controller.quorum.voters",
         parse_voters,

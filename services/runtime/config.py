@@ -163,18 +163,19 @@ def one_of(choices: Sequence[str]) -> Callable[[str], str]:
     return parse
 
 
-def split_address(text: str) -> tuple[str, int]:
+def split_address(text: str, port_min: int = 1) -> tuple[str, int]:
     """`host:port` (host may be empty, a name, IPv4 or [IPv6]) -> (host, port)."""
     host, colon, port = text.strip().rpartition(":")
-    if not colon or not port.isdigit() or not 0 < int(port) <= 65535:
-        raise ValueProblem("be host:port with a port from 1 to 65535")
+    if not colon or not port.isdigit() or not port_min <= int(port) <= 65535:
+        raise ValueProblem(f"be host:port with a port from {port_min} to 65535")
     if ":" in host and not (host.startswith("[") and host.endswith("]")):
         raise ValueProblem("be host:port (an IPv6 host in brackets: [::1]:9092)")
     return host, int(port)
 
 
 def address(text: str) -> str:
-    split_address(text)
+    """An address to bind (port 0: any free port, as tests ask for)."""
+    split_address(text, port_min=0)
     return text.strip()
 
 
@@ -183,6 +184,15 @@ def advertisable_address(text: str) -> str:
     host, _ = split_address(text)
     if host in WILDCARD_HOSTS:
         raise ValueProblem("be host:port with a host others can reach, not a wildcard")
+    return text.strip()
+
+
+def named_address(text: str) -> str:
+    """An address to bind that also names this process to its peers (the Raft port): no
+    wildcard host; port 0 is let through, as for any address to bind."""
+    host, _ = split_address(text, port_min=0)
+    if host in WILDCARD_HOSTS:
+        raise ValueProblem("be host:port with a host its peers can reach, not a wildcard")
     return text.strip()
 
 
@@ -206,7 +216,7 @@ def optional_listen(text: str) -> str | None:
 
 
 def is_wildcard(listener: str) -> bool:
-    return split_address(listener)[0] in WILDCARD_HOSTS
+    return split_address(listener, port_min=0)[0] in WILDCARD_HOSTS
 
 
 def check_advertised(listeners: str, advertised: str | None) -> None:

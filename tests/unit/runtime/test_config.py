@@ -120,6 +120,12 @@ def test_a_wildcard_listener_without_an_advertised_one_names_both_keys() -> None
             broker(flags={"listeners": wildcard})
 
 
+def test_a_listener_may_ask_for_any_free_port_but_an_advertised_one_may_not() -> None:
+    assert broker(flags={"listeners": "127.0.0.1:0"}).listeners == "127.0.0.1:0"
+    with pytest.raises(ConfigError, match=r"advertised\.listeners must be host:port with a port"):
+        broker(environ={"SAMSA_ADVERTISED_LISTENERS": "broker-1:0"})
+
+
 def test_an_advertised_listener_must_be_dialable() -> None:
     with pytest.raises(ConfigError) as raised:
         broker(environ={"SAMSA_ADVERTISED_LISTENERS": "0.0.0.0:9093"})
@@ -129,7 +135,7 @@ def test_an_advertised_listener_must_be_dialable() -> None:
     )
 
 
-@pytest.mark.parametrize("bad", ["broker-1", "broker-1:0", "broker-1:99999", "::1:9093", "h:x"])
+@pytest.mark.parametrize("bad", ["broker-1", "broker-1:-1", "broker-1:99999", "::1:9093", "h:x"])
 def test_a_malformed_listener_is_refused(bad: str) -> None:
     with pytest.raises(ConfigError, match=r"^--listen|^listeners"):
         broker(flags={"listeners": bad})
