@@ -92,6 +92,7 @@ def test_stream_offsets_are_canonical_and_round_trip() -> None:
     st.lists(st.tuples(st.integers(0, 50), st.integers(0, 500)), min_size=1, max_size=6),
     st.one_of(st.none(), st.integers(1, 300)),
 )
+@example(pairs=[(0, 1), (0, 1), (0, 4)], max_rows=3)  # the floors once gave the big one 2
 def test_a_micro_batch_never_overshoots_and_never_starves_a_partition(
     pairs: list[tuple[int, int]], max_rows: int | None
 ) -> None:

@@ -8,8 +8,9 @@ micro-batch committed for nothing). A micro-batch reads [start, end) per partiti
 - every partition's end offset now, at the read's isolation level (ReadAllAvailable);
 - with `maxOffsetsPerTrigger` (ReadMaxRows n): exactly n records in all (when more wait),
   shared between the partitions in proportion to what each has waiting (Spark's Kafka connector
-  does the same); what rounding leaves goes first to partitions that would get nothing, so none
-  starves while n is at least the number of partitions with records waiting;
+  does the same), after one record each to every partition with records waiting, so none
+  starves while n is at least their number; what rounding leaves goes first to partitions that
+  would get nothing;
 - with `minOffsetsPerTrigger` (ReadMinRows n): the start itself (no batch) until n records wait;
 - under Trigger.AvailableNow, never past the ends seen when the trigger started.
 
@@ -60,13 +61,19 @@ def next_end(
         return dict(start)
     if max_rows is None or total <= max_rows:
         return {tp: max(start[tp], latest[tp]) for tp in latest}
-    shares = {tp: count * max_rows // total for tp, count in waiting.items()}
-    # What the floors left over goes one record each: first to partitions the floors gave
-    # nothing (no starving), then by the largest remainder.
+    # One record each to every partition with records waiting when the limit allows (none
+    # starves), then the rest in proportion to what is left waiting, largest remainders first.
+    busy = sorted(tp for tp, count in waiting.items() if count)
+    floor = 1 if max_rows >= len(busy) else 0
+    shares = {tp: floor if waiting[tp] else 0 for tp in waiting}
+    rest = {tp: waiting[tp] - shares[tp] for tp in waiting}
+    budget, left_total = max_rows - sum(shares.values()), sum(rest.values())
+    for tp in waiting:
+        shares[tp] += rest[tp] * budget // left_total
     left = max_rows - sum(shares.values())
     order = sorted(
-        (tp for tp in waiting if waiting[tp] > shares[tp]),
-        key=lambda tp: (shares[tp] > 0, -(waiting[tp] * max_rows % total), tp),
+        (tp for tp in busy if waiting[tp] > shares[tp]),
+        key=lambda tp: (shares[tp] > 0, -(rest[tp] * budget % left_total), tp),
     )
     for tp in order[:left]:
         shares[tp] += 1
