@@ -165,7 +165,9 @@ class AsyncProducer:
             driver.wake()
             while True:
                 with driver.lock:
-                    if driver.accumulator.is_flush_complete(target):
+                    if driver.accumulator.is_flush_complete(target) and driver.settled_through(
+                        target
+                    ):
                         return
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:

@@ -257,7 +257,9 @@ class Producer:
         try:
             self._driver.wake_threadsafe()
             with self._space:
-                while not accumulator.is_flush_complete(target):
+                while not (
+                    accumulator.is_flush_complete(target) and self._driver.settled_through(target)
+                ):
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         raise TimeoutError(f"flush did not complete within {timeout} s")

@@ -610,6 +610,16 @@ class ProducerDriver:
         self._settle(completed)
         self._wake_task()
 
+    def settled_through(self, batch_id: int) -> bool:
+        """Whether the outcome (the futures) of every batch up to `batch_id` is settled. A batch
+        leaves the accumulator under the lock and is settled just after, outside it: a flush
+        waits for both, so no future it covers is still pending when it returns."""
+        try:
+            oldest = next(iter(self._outcomes.by_batch_id), None)
+        except RuntimeError:  # the loop thread changed the table meanwhile: look again later
+            return False
+        return oldest is None or oldest > batch_id
+
     def _settle(self, completed: list[Completed]) -> None:
         """Settle the outcomes of completed batches; user callbacks go to the runner."""
         if not completed:

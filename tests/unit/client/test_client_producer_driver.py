@@ -138,3 +138,25 @@ def test_a_broken_streams_requests_are_retried_when_their_outcome_is_unknown(
     code, is_retriable = stream_error_outcome(error)
     assert is_retriable is retriable
     assert code in (ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT)
+
+
+def test_flush_returns_only_once_every_future_it_covers_is_settled(
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+):
+    """A batch leaves the accumulator under the lock and its futures are settled just after:
+    settling made slow here, a flush that looked only at the accumulator returned in between
+    (the Spark sink then saw 'not acknowledged within 0 s')."""
+    from samsa.client.record_future import BatchOutcomes
+
+    settle = BatchOutcomes.settle
+
+    def slow_settle(self, completed):  # type: ignore[no-untyped-def]
+        threading.Event().wait(0.3)
+        return settle(self, completed)
+
+    monkeypatch.setattr(BatchOutcomes, "settle", slow_settle)
+    with Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 60_000}) as producer:
+        futures = [producer.send(TOPIC, b"v%d" % n, partition=n % 3) for n in range(30)]
+        producer.flush(timeout=WAIT_S)
+        assert all(future.done() for future in futures)
+        assert [f.result(timeout=0).offset for f in futures[:3]] == [0, 0, 0]
