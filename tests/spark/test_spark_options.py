@@ -167,3 +167,19 @@ def test_offsets_at_times_become_offsets_json_for_resolve() -> None:
     assert [(r.start, r.end) for r in ranges] == [(42, 50), (60, 60)]
     with pytest.raises(OptionError, match="a-1 holds no record at or after 200 ms"):
         offsets_at_times(found, wanted, "startingOffsetsByTimestamp", False)
+
+
+def test_write_options_are_read_whatever_the_case_spark_hands_them_in() -> None:
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from samsa.spark.sink import write_options
+
+    schema = StructType([StructField("value", BinaryType())])
+    # Spark lower-cases the keys of a data source's options
+    lowered = write_options(BOOT | {"topic": "t", "exactlyonce": "false"}, schema)
+    assert (lowered.topic, lowered.exactly_once) == ("t", False)
+    as_written = write_options(BOOT | {"Topic": "t", "exactlyOnce": "FALSE"}, schema)
+    assert (as_written.topic, as_written.exactly_once) == ("t", False)
+    assert write_options(BOOT | {"topic": "t"}, schema).exactly_once
+    with pytest.raises(OptionError, match="exactlyOnce must be true or false"):
+        write_options(BOOT | {"topic": "t", "exactlyonce": "maybe"}, schema)

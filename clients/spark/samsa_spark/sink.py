@@ -67,12 +67,13 @@ def write_options(options: dict[str, str], schema: StructType) -> WriteOptions:
     )
     if "headers" in fields and fields["headers"].simpleString() != header_type.simpleString():
         raise OptionError("headers must be array<struct<key:string,value:binary>>")
-    topic = options.get("topic")
+    named = {key.lower(): value for key, value in options.items()}  # Spark lower-cases keys
+    topic = named.get("topic")
     if "topic" in fields and fields["topic"] != StringType():
         raise OptionError("the topic column must be a string")
     if "topic" not in fields and not topic:
         raise OptionError("set the topic option, or give the DataFrame a topic column")
-    exactly = options.get("exactlyOnce", "true").lower()
+    exactly = named.get("exactlyonce", "true").lower()
     if exactly not in ("true", "false"):
         raise OptionError(f"exactlyOnce must be true or false, not {exactly!r}")
     return WriteOptions(client, topic, exactly == "true")
