@@ -21,13 +21,15 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from opentelemetry import metrics
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+
+from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
 
 _LOGGER = logging.getLogger(__name__)
 ENV_LISTEN = "SAMSA_METRICS_LISTEN"
@@ -148,10 +150,11 @@ def meter() -> metrics.Meter:
 Behaviour = Callable[[Any, grpc.aio.ServicerContext], Any]
 
 
-class RpcMetrics(grpc.aio.ServerInterceptor):
+class RpcMetrics(WrappingInterceptor):
     """Per-RPC latency (unary) and message counts (streams); see the module docstring."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        super().__init__()
         instruments = meter()
         self._duration = instruments.create_histogram(
             "rpc.server.duration", unit="ms", description="time to answer a unary RPC"
@@ -160,25 +163,8 @@ class RpcMetrics(grpc.aio.ServerInterceptor):
             "rpc.server.messages", description="messages received and sent on streaming RPCs"
         )
         self._clock = clock
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(handler, method)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
-
-    def _wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+    def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
         name = method.rsplit("/", 1)[-1]
         if not handler.request_streaming and not handler.response_streaming:
             behaviour = handler.unary_unary

@@ -40,7 +40,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -52,6 +52,7 @@ from opentelemetry.instrumentation.grpc import aio_server_interceptor
 from samsa.common import limits
 from samsa.services.runtime import metrics
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
+from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -155,36 +156,18 @@ class _RateLimitedLogger:
 Behaviour = Callable[[Any, grpc.aio.ServicerContext], Any]
 
 
-class RpcGuard(grpc.aio.ServerInterceptor):
+class RpcGuard(WrappingInterceptor):
     """Undecodable requests answer INVALID_ARGUMENT, unexpected exceptions INTERNAL; both are
     logged at a bounded rate (see the module docstring)."""
 
     def __init__(self, clock_ms: Callable[[], int] = _monotonic_ms) -> None:
-        # method -> (the handler grpc found, its guarded twin). Only methods a service serves get
-        # here (an unknown method has no handler), so this holds one entry per served method.
-        self._guarded: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        super().__init__()
         self._undecodable_log = _RateLimitedLogger(
             logging.WARNING, "undecodable requests", clock_ms
         )
         self._failure_log = _RateLimitedLogger(logging.ERROR, "unexpected exceptions", clock_ms)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-        cached = self._guarded.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        guarded = self._guard(handler, method)
-        self._guarded[method] = (handler, guarded)
-        return guarded
-
-    def _guard(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+    def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
         streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
         if streaming_in:
             behaviour = handler.stream_stream if streaming_out else handler.stream_unary
