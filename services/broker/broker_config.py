@@ -5,17 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from samsa.services.runtime.config import (
-    address,
-    address_list,
-    advertisable_address,
-    check_advertised,
-    integer,
-    key,
-    non_empty,
-    optional_listen,
-    text,
-)
+from samsa.services.runtime.config import integer, key, non_empty, text
+from samsa.services.runtime.service_config import MemberConfig
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # Kafka's broker.heartbeat.interval.ms
 REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
@@ -25,33 +16,9 @@ SCRUB_INTERVAL_MS_DEFAULT = 60 * 60 * 1000
 
 
 @dataclass(frozen=True, kw_only=True)
-class BrokerConfig:
+class BrokerConfig(MemberConfig):
     broker_id: int = key("broker.id", integer(0), flags=["--broker-id"])
-    listeners: str = key(
-        "listeners",
-        address,
-        flags=["--listeners", "--listen"],
-        help="host:port BrokerService binds (0.0.0.0:PORT: every interface)",
-    )
-    advertised_listeners: str | None = key(
-        "advertised.listeners",
-        advertisable_address,
-        default=None,
-        help="host:port the broker registers for others to dial (default: listeners)",
-    )
-    controllers: tuple[str, ...] = key(
-        "controller.quorum.bootstrap.servers",
-        address_list,
-        flags=["--controllers"],
-        help="controller endpoints, comma-separated",
-    )
     log_dir: str = key("log.dir", non_empty, flags=["--data-dir"])
-    secret_file: str = key(
-        "cluster.secret.file",
-        non_empty,
-        flags=["--secret-file"],
-        help="the cluster secret (the controllers' file): proves this broker is a member",
-    )
     rack: str = key("broker.rack", text, flags=["--rack"], default="")
     heartbeat_interval_ms: int = key(
         "broker.heartbeat.interval.ms", integer(10), default=HEARTBEAT_INTERVAL_MS_DEFAULT
@@ -71,17 +38,3 @@ class BrokerConfig:
         default=SCRUB_INTERVAL_MS_DEFAULT,
         help="the shortest time between the starts of two scrub passes",
     )
-    metrics_listen: str | None = key(
-        "metrics.listen",
-        optional_listen,
-        default=None,
-        help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
-    )
-
-    def __post_init__(self) -> None:
-        check_advertised(self.listeners, self.advertised_listeners)
-
-    @property
-    def advertised_listener(self) -> str:
-        """The address others dial: advertised.listeners, else listeners."""
-        return self.advertised_listeners or self.listeners

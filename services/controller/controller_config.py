@@ -10,16 +10,14 @@ from samsa.services.controller.control_result import ClusterDefaults
 from samsa.services.runtime.config import (
     RelationProblem,
     ValueProblem,
-    address,
     advertisable_address,
-    check_advertised,
     integer,
     key,
     named_address,
     non_empty,
-    optional_listen,
     split_address,
 )
+from samsa.services.runtime.service_config import ServiceConfig
 
 # Kafka's default broker.session.timeout.ms.
 SESSION_TIMEOUT_MS_DEFAULT = 9000
@@ -60,20 +58,8 @@ def _partitions(text: str) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ControllerConfig:
+class ControllerConfig(ServiceConfig):
     node_id: int = key("node.id", integer(0), flags=["--node-id"])
-    listeners: str = key(
-        "listeners",
-        address,
-        flags=["--listeners", "--listen"],
-        help="host:port of the gRPC listener (0.0.0.0:PORT: every interface)",
-    )
-    advertised_listeners: str | None = key(
-        "advertised.listeners",
-        advertisable_address,
-        default=None,
-        help="host:port others dial for this controller (default: listeners)",
-    )
     raft_address: str = key("raft.address", named_address, help="host:port the Raft port binds")
     voters: tuple[Peer, ...] = key(
         "controller.quorum.voters",
@@ -84,7 +70,6 @@ class ControllerConfig:
         "(this one's own entry may be included)",
     )
     metadata_log_dir: str = key("metadata.log.dir", non_empty, flags=["--data-dir"])
-    secret_file: str = key("cluster.secret.file", non_empty, flags=["--secret-file"])
     cluster_id: str = key("cluster.id", non_empty, default="samsa-local")
     broker_session_timeout_ms: int = key(
         "broker.session.timeout.ms", integer(100), default=SESSION_TIMEOUT_MS_DEFAULT
@@ -133,15 +118,9 @@ class ControllerConfig:
         default=METADATA_SNAPSHOT_ENTRIES_DEFAULT,
         help="write a metadata snapshot (and trim the Raft journal) after this many entries",
     )
-    metrics_listen: str | None = key(
-        "metrics.listen",
-        optional_listen,
-        default=None,
-        help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
-    )
 
     def __post_init__(self) -> None:
-        check_advertised(self.listeners, self.advertised_listeners)
+        super().__post_init__()
         ids = [voter.node_id for voter in self.voters]
         if len(ids) != len(set(ids)):
             raise RelationProblem(
@@ -154,11 +133,6 @@ class ControllerConfig:
                     f"controller.quorum.voters gives node {self.node_id} the Raft address "
                     f"{voter.raft_address}, raft.address says {self.raft_address}",
                 )
-
-    @property
-    def advertised_listener(self) -> str:
-        """The address others dial: advertised.listeners, else listeners."""
-        return self.advertised_listeners or self.listeners
 
     @property
     def peers(self) -> tuple[Peer, ...]:

@@ -12,16 +12,11 @@ from samsa.services.coordinator.transaction_state import (
 )
 from samsa.services.runtime.config import (
     RelationProblem,
-    address,
-    address_list,
-    advertisable_address,
-    check_advertised,
     integer,
     key,
-    non_empty,
     one_of,
-    optional_listen,
 )
+from samsa.services.runtime.service_config import MemberConfig
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # with the controller (as brokers do)
 COORDINATOR_SESSION_TIMEOUT_MS_DEFAULT = 9000  # as the controllers' default
@@ -33,32 +28,8 @@ ABORT_INTERVAL_MS_DEFAULT = 10_000
 
 
 @dataclass(frozen=True, kw_only=True)
-class CoordinatorConfig:
+class CoordinatorConfig(MemberConfig):
     coordinator_id: int = key("coordinator.id", integer(0), flags=["--coordinator-id"])
-    listeners: str = key(
-        "listeners",
-        address,
-        flags=["--listeners", "--listen"],
-        help="host:port GroupCoordinatorService binds (0.0.0.0:PORT: every interface)",
-    )
-    advertised_listeners: str | None = key(
-        "advertised.listeners",
-        advertisable_address,
-        default=None,
-        help="host:port the coordinator registers for others to dial (default: listeners)",
-    )
-    controllers: tuple[str, ...] = key(
-        "controller.quorum.bootstrap.servers",
-        address_list,
-        flags=["--controllers"],
-        help="controller endpoints, comma-separated",
-    )
-    secret_file: str = key(
-        "cluster.secret.file",
-        non_empty,
-        flags=["--secret-file"],
-        help="the cluster secret (the controllers' file): proves this coordinator is a member",
-    )
     heartbeat_interval_ms: int = key(
         "coordinator.heartbeat.interval.ms", integer(10), default=HEARTBEAT_INTERVAL_MS_DEFAULT
     )
@@ -106,15 +77,9 @@ class CoordinatorConfig:
     offsets_retention_minutes: int = key(
         "offsets.retention.minutes", integer(1), default=OFFSETS_RETENTION_MINUTES_DEFAULT
     )
-    metrics_listen: str | None = key(
-        "metrics.listen",
-        optional_listen,
-        default=None,
-        help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
-    )
 
     def __post_init__(self) -> None:
-        check_advertised(self.listeners, self.advertised_listeners)
+        super().__post_init__()
         if self.session_timeout_ms <= self.heartbeat_interval_ms:
             raise RelationProblem(
                 ("coordinator.session.timeout.ms", "coordinator.heartbeat.interval.ms"),
@@ -126,8 +91,3 @@ class CoordinatorConfig:
                 "group.consumer.session.timeout.ms must exceed "
                 "group.consumer.heartbeat.interval.ms (members heartbeat within their session)",
             )
-
-    @property
-    def advertised_listener(self) -> str:
-        """The address others dial: advertised.listeners, else listeners."""
-        return self.advertised_listeners or self.listeners

@@ -165,7 +165,8 @@ def test_a_bad_value_from_each_layer_says_where_it_came_from() -> None:
 
 def test_a_missing_required_key_says_every_way_to_set_it() -> None:
     with pytest.raises(ConfigError) as raised:
-        load(BrokerConfig, "broker", ["--listen", "h:1"], {})
+        flags = ["--listen", "h:1", "--secret-file", "s", "--controllers", "c:1", "--data-dir", "d"]
+        load(BrokerConfig, "broker", flags, {})
     assert str(raised.value) == (
         "broker.id is required: set --broker-id, SAMSA_BROKER_ID, or broker.id= in the "
         "--config file"

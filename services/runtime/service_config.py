@@ -1,0 +1,65 @@
+"""The settings every service process has, as bases of BrokerConfig, ControllerConfig and
+CoordinatorConfig: where it listens and what it advertises, the cluster secret, the metrics
+address; members (brokers, coordinators) also name the controllers they register with. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from samsa.services.runtime.config import (
+    address,
+    address_list,
+    advertisable_address,
+    check_advertised,
+    key,
+    non_empty,
+    optional_listen,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceConfig:
+    listeners: str = key(
+        "listeners",
+        address,
+        flags=["--listeners", "--listen"],
+        help="host:port the gRPC server binds (0.0.0.0:PORT: every interface)",
+    )
+    advertised_listeners: str | None = key(
+        "advertised.listeners",
+        advertisable_address,
+        default=None,
+        help="host:port others dial for this service (default: listeners)",
+    )
+    secret_file: str = key(
+        "cluster.secret.file",
+        non_empty,
+        flags=["--secret-file"],
+        help="the cluster secret (the controllers' file): proves this process is a member",
+    )
+    metrics_listen: str | None = key(
+        "metrics.listen",
+        optional_listen,
+        default=None,
+        help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
+    )
+
+    def __post_init__(self) -> None:
+        check_advertised(self.listeners, self.advertised_listeners)
+
+    @property
+    def advertised_listener(self) -> str:
+        """The address others dial: advertised.listeners, else listeners."""
+        return self.advertised_listeners or self.listeners
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberConfig(ServiceConfig):
+    """A broker's or a coordinator's: also the controllers it registers with."""
+
+    controllers: tuple[str, ...] = key(
+        "controller.quorum.bootstrap.servers",
+        address_list,
+        flags=["--controllers"],
+        help="controller endpoints, comma-separated",
+    )
