@@ -52,7 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     except ClusterSecretError as error:
         print(f"samsa broker: {error}", file=sys.stderr)
         return 2
-    tracing = telemetry.configure(f"samsa-broker-{config.broker_id}")
+    try:
+        tracing = telemetry.configure(f"samsa-broker-{config.broker_id}")
+    except telemetry.TelemetryConfigError as error:
+        print(f"samsa broker: {error}", file=sys.stderr)
+        return 2
     try:
         served = metrics.serve(config.metrics_listen, f"samsa-broker-{config.broker_id}")
     except metrics.MetricsConfigError as error:

@@ -251,7 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     except ClusterSecretError as error:
         print(f"samsa controller: {error}", file=sys.stderr)
         return 2
-    tracing = telemetry.configure(f"samsa-controller-{config.node_id}")
+    try:
+        tracing = telemetry.configure(f"samsa-controller-{config.node_id}")
+    except telemetry.TelemetryConfigError as error:
+        print(f"samsa controller: {error}", file=sys.stderr)
+        return 2
     try:
         served = metrics.serve(config.metrics_listen, f"samsa-controller-{config.node_id}")
     except metrics.MetricsConfigError as error:

@@ -71,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"samsa coordinator: {error}", file=sys.stderr)
         return 2
     service_name = f"samsa-coordinator-{config.coordinator_id}"
-    tracing = telemetry.configure(service_name)
+    try:
+        tracing = telemetry.configure(service_name)
+    except telemetry.TelemetryConfigError as error:
+        print(f"samsa coordinator: {error}", file=sys.stderr)
+        return 2
     try:
         served = metrics.serve(config.metrics_listen, service_name)
     except metrics.MetricsConfigError as error:

@@ -1,6 +1,10 @@
 """Structured logs: one JSON object per line on stderr, so that `samsa up` logs can be grepped
 and shipped as they are. Fields: ts (ISO 8601, UTC), level, service, logger, msg, the `extra`
-fields a call passes, and the exception text when there is one. Level from SAMSA_LOG_LEVEL."""
+fields a call passes, and the exception text when there is one. Level from SAMSA_LOG_LEVEL.
+
+A line logged inside a recording span (tracing on, telemetry.py) also carries that span's trace_id
+and span_id (W3C hex, as the span file and `samsa trace` print them), so a log line leads to its
+trace. Spans themselves never come here: they go to a file or stdout."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import logging
 import os
 import sys
 from datetime import UTC, datetime
+
+from opentelemetry import trace
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
@@ -27,6 +33,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            entry["trace_id"] = f"{context.trace_id:032x}"
+            entry["span_id"] = f"{context.span_id:016x}"
         for key, value in vars(record).items():
             if key not in _STANDARD:
                 entry[key] = value

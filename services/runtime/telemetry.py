@@ -1,8 +1,12 @@
 """OpenTelemetry tracing from the standard OTEL_* variables; off unless asked for.
 
 OTEL_TRACES_EXPORTER: unset or "none" (default) keeps the SDK's no-op provider; "otlp" exports
-over OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT; "console" prints spans (debugging). The service
-name comes from OTEL_SERVICE_NAME, else the name the process passes. The gRPC interceptors
+over OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT; "file" appends one JSON line per span to
+SAMSA_TRACES_FILE (common/span_file.py; processes may share the file), which `samsa trace` reads;
+"console" writes those same lines to stdout. Spans never go to stderr, where the JSON log lines
+are (logs.py): a log line written inside a span carries its trace_id and span_id instead, and
+`samsa up` keeps each process's stdout apart from its log. The service name comes from
+OTEL_SERVICE_NAME, else the name the process passes. The gRPC interceptors
 (runtime/server.py, the SDK's channels) create spans and carry W3C `traceparent` in metadata.
 """
 
@@ -13,7 +17,11 @@ import os
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from samsa.common.span_file import SpanFileExporter
+
+TRACES_FILE_VARIABLE = "SAMSA_TRACES_FILE"
 
 
 class TelemetryConfigError(ValueError):
@@ -30,11 +38,21 @@ def configure(default_service_name: str) -> bool:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter()
+    elif exporter_name == "file":
+        path = os.environ.get(TRACES_FILE_VARIABLE, "")
+        if not path:
+            raise TelemetryConfigError(
+                f"OTEL_TRACES_EXPORTER=file needs {TRACES_FILE_VARIABLE}=PATH (spans are appended)"
+            )
+        try:
+            exporter = SpanFileExporter(path)
+        except OSError as error:
+            raise TelemetryConfigError(f"{TRACES_FILE_VARIABLE}={path!r}: {error}") from error
     elif exporter_name == "console":
-        exporter = ConsoleSpanExporter()
+        exporter = SpanFileExporter(fd=1)  # stdout: the logs are on stderr
     else:
         raise TelemetryConfigError(
-            f"OTEL_TRACES_EXPORTER={exporter_name!r}: Samsa supports none, otlp and console"
+            f"OTEL_TRACES_EXPORTER={exporter_name!r}: Samsa supports none, otlp, file and console"
         )
     name = os.environ.get("OTEL_SERVICE_NAME", default_service_name)
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))

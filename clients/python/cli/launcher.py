@@ -12,7 +12,8 @@ Theory of operation. A cluster lives in one data directory:
                                    (coordinators keep no local state: their groups live in
                                    the brokers' __consumer_offsets, their transactions in
                                    __transaction_state)
-    <data-dir>/logs/<name>.log     each process's stdout and stderr (JSON lines)
+    <data-dir>/logs/<name>.log     each process's stderr: its log (JSON lines)
+    <data-dir>/logs/<name>.out     each process's stdout: spans with OTEL_TRACES_EXPORTER=console
 
 The first start picks free ports and writes cluster.json; later starts reuse it, so `samsa up`
 on the same directory restarts the same cluster (same ids, same addresses, same data). Each
@@ -279,11 +280,16 @@ class LocalCluster:
         assert name not in self.processes or self.processes[name].poll() is not None
         log_dir = self.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        with open(log_dir / f"{name}.log", "ab") as log_file:
+        # stderr holds the JSON log lines; stdout (console spans, OTEL_TRACES_EXPORTER=console)
+        # goes to a file of its own, so that the two never interleave.
+        with (
+            open(log_dir / f"{name}.log", "ab") as log_file,
+            open(log_dir / f"{name}.out", "ab") as out_file,
+        ):
             process = subprocess.Popen(
                 self.commands()[name],
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
+                stdout=out_file,
+                stderr=log_file,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C in the terminal reaches `samsa up` only
             )
