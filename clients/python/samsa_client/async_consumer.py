@@ -49,6 +49,7 @@ from samsa.client.rebalance import (
     end_step,
     subscription_of,
 )
+from samsa.client.record_tracing import poll_tracer, record_spans
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
 
@@ -66,6 +67,7 @@ class AsyncConsumer:
         self._driver: ConsumerDriver | None = None
         self._closed = False
         self._listener = ConsumerRebalanceListener()
+        self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
 
     async def start(self) -> None:
         self._driver = ConsumerDriver(self.config, self._metadata, self._progress.set)
@@ -263,6 +265,8 @@ class AsyncConsumer:
                 raise
             if records:
                 driver.wake()  # fetch what is no longer buffered
+                if self._tracer is not None:
+                    record_spans(self._tracer, records, self.config.group_id)
                 return records
             if group is not None and group.member.pending_callback() is not None:
                 continue

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from samsa.client.channels import Channels
+from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
@@ -35,6 +35,7 @@ from samsa.client.group_driver import GroupMetadata
 from samsa.client.producer import WAIT_POLL_S, group_identity, run_callback, transactions_of
 from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata
+from samsa.client.record_tracing import headers_with_traceparent
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
 
@@ -50,6 +51,7 @@ class AsyncProducer:
         # Set by the driver after completions: memory was freed, a flush may be done.
         self._progress = asyncio.Event()
         self._closed = False
+        self._tracing = tracing_configured()  # read once (record_tracing.py)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -85,6 +87,8 @@ class AsyncProducer:
         driver = self._started()
         if driver.txn is not None:
             driver.txn.check_send()
+        if self._tracing:
+            headers = headers_with_traceparent(headers)
         now = now_ms()
         if timestamp is None:
             timestamp = now

@@ -64,6 +64,7 @@ from samsa.client.rebalance import (
     end_step,
     subscription_of,
 )
+from samsa.client.record_tracing import poll_tracer, record_spans
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
 
@@ -126,6 +127,7 @@ class Consumer:
         self._progress = threading.Condition(self._driver.lock)
         self._closed = False
         self._listener = ConsumerRebalanceListener()
+        self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(
             target=self._loop.run_forever, name="samsa-consumer", daemon=True
@@ -328,6 +330,8 @@ class Consumer:
                     raise
                 if records:
                     self._driver.wake_threadsafe()  # fetch what is no longer buffered
+                    if self._tracer is not None:
+                        record_spans(self._tracer, records, self.config.group_id)
                     return records
                 if group is not None and group.member.pending_callback() is not None:
                     continue

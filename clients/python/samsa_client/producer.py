@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from samsa.client.channels import Channels
+from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
@@ -44,6 +44,7 @@ from samsa.client.partitioner import partition_groups
 from samsa.client.producer_driver import ProducerDriver, now_ms, raise_no_partition
 from samsa.client.record_batcher import CheckedRecords
 from samsa.client.record_future import RecordFuture, RecordsFuture
+from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
@@ -121,6 +122,8 @@ class Producer:
         # Completions free memory and end flushes; waiters sleep on the driver's lock.
         self._space = threading.Condition(self._driver.lock)
         self._closed = False
+        # Read once: with no tracer provider, send() does no tracing work (record_tracing.py).
+        self._tracing = tracing_configured()
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(
             target=self._loop.run_forever, name="samsa-producer", daemon=True
@@ -139,6 +142,8 @@ class Producer:
     ) -> RecordFuture:
         """Queue one record; the future says where it was written (or why it was not)."""
         now, count = self._before_send(topic)
+        if self._tracing:
+            headers = headers_with_traceparent(headers)
         if timestamp is None:
             timestamp = now
         if partition is not None and not 0 <= partition < count:
@@ -179,6 +184,8 @@ class Producer:
             for partition in partitions:
                 if partition is not None and not 0 <= partition < count:
                     raise_no_partition(topic, partition, count)
+        if self._tracing:
+            headers = headers_column_with_traceparent(headers, len(values))
         records = self._driver.accumulator.check_records(keys, values, headers, timestamp)
         future = RecordsFuture()
         for start in range(0, len(values), SEND_MANY_CHUNK_RECORDS):
