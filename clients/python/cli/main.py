@@ -33,6 +33,7 @@ from pathlib import Path
 
 from samsa.cli.commands import add_commands
 from samsa.cli.commands import run as run_command
+from samsa.cli.trace_command import add_trace_command, run_trace
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
 from samsa.services.broker.log.config import LogConfig
@@ -135,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         "--coordinators", type=int, default=2, help="consumer-group coordinators (0 to 8)"
     )
     add_commands(commands)
+    add_trace_command(commands)
     args = parser.parse_args(argv)
+    if args.command == "trace":
+        return run_trace(args)
     if args.command in ("topics", "produce", "consume", "groups", "transactions", "cluster"):
         return run_command(args)
     if args.command == "up":
