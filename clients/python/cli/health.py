@@ -1,0 +1,50 @@
+"""`python -m samsa.cli.health HOST:PORT [SERVICE]`: one grpc.health.v1 Check, as an exit code.
+
+What a container health check runs (deploy/docker-compose.yml): exit 0 when the server at
+HOST:PORT answers SERVING, 1 otherwise (NOT_SERVING while stopping, no answer, an error), with
+one line on stderr saying which. SERVICE is the health service name to ask about; the empty
+default is the server as a whole. The timeout is short on purpose: a health check that hangs
+counts as failed anyway, and compose runs it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+TIMEOUT_S_DEFAULT = 3.0
+
+
+def check(address: str, service: str = "", timeout_s: float = TIMEOUT_S_DEFAULT) -> str | None:
+    """None when `address` answers SERVING for `service`; else why not, in one line."""
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            answer = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
+        except grpc.RpcError as error:
+            return f"{address}: {error.code().name}"
+    if answer.status != health_pb2.HealthCheckResponse.SERVING:
+        return f"{address}: {health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m samsa.cli.health", description="grpc.health.v1 Check, as an exit code"
+    )
+    parser.add_argument("address", help="HOST:PORT of the service's gRPC listener")
+    parser.add_argument("service", nargs="?", default="", help="health service name (default: '')")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S_DEFAULT, help="seconds")
+    args = parser.parse_args(argv)
+    problem = check(args.address, args.service, args.timeout)
+    if problem is not None:
+        print(f"unhealthy: {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
