@@ -55,6 +55,11 @@ NOT_CONFIG_VARIABLES = frozenset(
         "SAMSA_ACKS_1",
         "SAMSA_ALL_IDEMPOTENT",
         "SAMSA_COLUMNS",
+        # deploy/docker-compose.yml's own variables (the image, its base, the secret file)
+        "SAMSA_IMAGE",
+        "SAMSA_BASE",
+        "SAMSA_JAEGER_IMAGE",
+        "SAMSA_CLUSTER_SECRET",
     }
 )
 NOT_CONFIG_PREFIXES = ("SAMSA_SPARK_",)
