@@ -32,7 +32,7 @@ from samsa.v1 import controller_pb2
 pytestmark = pytest.mark.timeout(900)
 
 SLOW = os.environ.get("SAMSA_SLOW") == "1"
-ROUNDS, SLOW_ROUNDS = 5, 50
+ROUNDS, SLOW_ROUNDS = 3, 50
 TOPIC = "history"
 PARTITIONS = 2
 PRODUCERS = 2

@@ -7,13 +7,33 @@ OUTPUT with the exactly-once sink, checkpointed at CHECKPOINT. The fault points 
 samsa.spark.exactly_once are set by the caller in the environment (inherited by the JVM and the
 Python workers). Exits 0 when everything available was copied; the driver fault points kill
 this process's group with SIGKILL.
-Not a test module: it has no side effect when imported.
+`copy_query` starts the same query on a given session (the test finishes a restarted run in its
+own session). Not a test module: it has no side effect when imported.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+
+def copy_query(spark, bootstrap: str, source: str, target: str, checkpoint: str):  # type: ignore[no-untyped-def]
+    """The pipeline's streaming query, started on `spark`."""
+    return (
+        spark.readStream.format("samsa")
+        .option("samsa.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "40")
+        .load()
+        .select("key", "value", "partition")
+        .writeStream.format("samsa")
+        .option("samsa.bootstrap.servers", bootstrap)
+        .option("topic", target)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
 
 
 def main(bootstrap: str, source: str, target: str, checkpoint: str) -> int:
@@ -23,22 +43,7 @@ def main(bootstrap: str, source: str, target: str, checkpoint: str) -> int:
     os.environ["SAMSA_SPARK_DRIVER_PGID"] = str(os.getpgrp())  # for the fault points' kill
     spark = local_session("samsa-exactly-once", "local[2,3]")  # up to 3 attempts per task
     try:
-        query = (
-            spark.readStream.format("samsa")
-            .option("samsa.bootstrap.servers", bootstrap)
-            .option("subscribe", source)
-            .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", "40")
-            .load()
-            .select("key", "value", "partition")
-            .writeStream.format("samsa")
-            .option("samsa.bootstrap.servers", bootstrap)
-            .option("topic", target)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(240)
+        copy_query(spark, bootstrap, source, target, checkpoint).awaitTermination(240)
     finally:
         spark.stop()
     return 0
