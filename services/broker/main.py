@@ -8,16 +8,12 @@ with one line naming the key.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from pathlib import Path
 
 from samsa.services.broker.broker import Broker
 from samsa.services.broker.broker_config import BrokerConfig
-from samsa.services.runtime import config_loading, logs, membership, metrics, shutdown, telemetry
-from samsa.services.runtime.config import ConfigError
-from samsa.services.runtime.secret import ClusterSecretError, load_secret
+from samsa.services.runtime import membership, shutdown
+from samsa.services.runtime.service_process import run_service
 
 
 async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
@@ -41,29 +37,10 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        config = config_loading.load(BrokerConfig, "broker", argv, os.environ)
-    except ConfigError as error:
-        print(f"samsa broker: {error}", file=sys.stderr)
-        return 2
-    logs.configure(f"broker-{config.broker_id}")
-    try:
-        secret = load_secret(Path(config.secret_file))
-    except ClusterSecretError as error:
-        print(f"samsa broker: {error}", file=sys.stderr)
-        return 2
-    try:
-        tracing = telemetry.configure(f"samsa-broker-{config.broker_id}")
-    except telemetry.TelemetryConfigError as error:
-        print(f"samsa broker: {error}", file=sys.stderr)
-        return 2
-    try:
-        served = metrics.serve(config.metrics_listen, f"samsa-broker-{config.broker_id}")
-    except metrics.MetricsConfigError as error:
-        print(f"samsa broker: {error}", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(run(config, membership.derive_key(secret), tracing))
-    finally:
-        if served is not None:
-            served.shutdown()
+    return run_service(
+        "broker",
+        BrokerConfig,
+        argv,
+        lambda config: config.broker_id,
+        lambda config, secret, tracing: run(config, membership.derive_key(secret), tracing),
+    )

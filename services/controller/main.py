@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -29,14 +27,13 @@ from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, Controll
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.servicer import ControllerServicer
-from samsa.services.runtime import config_loading, logs, membership, metrics, shutdown, telemetry
-from samsa.services.runtime.config import ConfigError
+from samsa.services.runtime import membership, shutdown
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
     CoordinatorLookupServicer,
 )
-from samsa.services.runtime.secret import ClusterSecretError, load_secret
 from samsa.services.runtime.server import GrpcServer
+from samsa.services.runtime.service_process import run_service
 from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
 log = logging.getLogger("samsa.controller")
@@ -240,29 +237,10 @@ def _now_ms() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        config = config_loading.load(ControllerConfig, "controller", argv, os.environ)
-    except ConfigError as error:
-        print(f"samsa controller: {error}", file=sys.stderr)
-        return 2
-    logs.configure(f"controller-{config.node_id}")
-    try:
-        password = load_secret(Path(config.secret_file))
-    except ClusterSecretError as error:
-        print(f"samsa controller: {error}", file=sys.stderr)
-        return 2
-    try:
-        tracing = telemetry.configure(f"samsa-controller-{config.node_id}")
-    except telemetry.TelemetryConfigError as error:
-        print(f"samsa controller: {error}", file=sys.stderr)
-        return 2
-    try:
-        served = metrics.serve(config.metrics_listen, f"samsa-controller-{config.node_id}")
-    except metrics.MetricsConfigError as error:
-        print(f"samsa controller: {error}", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(run(config, password, tracing))
-    finally:
-        if served is not None:
-            served.shutdown()
+    return run_service(
+        "controller",
+        ControllerConfig,
+        argv,
+        lambda config: config.node_id,
+        run,
+    )

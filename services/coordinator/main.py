@@ -12,18 +12,12 @@ transactional.id.expiration.ms, transaction.max.timeout.ms).
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-from pathlib import Path
-
 from samsa.services.coordinator.coordinator import Coordinator
 from samsa.services.coordinator.coordinator_config import CoordinatorConfig
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.transaction_partition import TransactionConfig
-from samsa.services.runtime import config_loading, logs, membership, metrics, shutdown, telemetry
-from samsa.services.runtime.config import ConfigError
-from samsa.services.runtime.secret import ClusterSecretError, load_secret
+from samsa.services.runtime import membership, shutdown
+from samsa.services.runtime.service_process import run_service
 
 
 def group_config(config: CoordinatorConfig) -> GroupConfig:
@@ -59,30 +53,10 @@ async def run(config: CoordinatorConfig, member_key: bytes, tracing: bool) -> in
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        config = config_loading.load(CoordinatorConfig, "coordinator", argv, os.environ)
-    except ConfigError as error:
-        print(f"samsa coordinator: {error}", file=sys.stderr)
-        return 2
-    logs.configure(f"coordinator-{config.coordinator_id}")
-    try:
-        secret = load_secret(Path(config.secret_file))
-    except ClusterSecretError as error:
-        print(f"samsa coordinator: {error}", file=sys.stderr)
-        return 2
-    service_name = f"samsa-coordinator-{config.coordinator_id}"
-    try:
-        tracing = telemetry.configure(service_name)
-    except telemetry.TelemetryConfigError as error:
-        print(f"samsa coordinator: {error}", file=sys.stderr)
-        return 2
-    try:
-        served = metrics.serve(config.metrics_listen, service_name)
-    except metrics.MetricsConfigError as error:
-        print(f"samsa coordinator: {error}", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(run(config, membership.derive_key(secret), tracing))
-    finally:
-        if served is not None:
-            served.shutdown()
+    return run_service(
+        "coordinator",
+        CoordinatorConfig,
+        argv,
+        lambda config: config.coordinator_id,
+        lambda config, secret, tracing: run(config, membership.derive_key(secret), tracing),
+    )

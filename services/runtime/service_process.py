@@ -1,0 +1,53 @@
+"""What every service's `main` does before its own work: load the config (flags, SAMSA_*, a
+--config file), configure the JSON logs, load the cluster secret, set up tracing and metrics,
+then run the service until SIGTERM. Any mistake found on the way stops the process with one
+line, `samsa <kind>: <what is wrong>`, and exit code 2."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from samsa.services.runtime import config_loading, logs, metrics, telemetry
+from samsa.services.runtime.config import ConfigError
+from samsa.services.runtime.secret import ClusterSecretError, load_secret
+from samsa.services.runtime.service_config import ServiceConfig
+
+C = TypeVar("C", bound=ServiceConfig)
+STARTUP_ERRORS = (
+    ConfigError,
+    ClusterSecretError,
+    telemetry.TelemetryConfigError,
+    metrics.MetricsConfigError,
+)
+
+
+def run_service(
+    kind: str,
+    config_class: type[C],
+    argv: Sequence[str] | None,
+    number: Callable[[C], int],
+    run: Callable[[C, str, bool], Coroutine[Any, Any, int]],
+) -> int:
+    """`run(config, secret, tracing)` on a fresh event loop once everything is in place;
+    `number` names this process among its kind (broker.id, node.id, coordinator.id)."""
+    served = None
+    try:
+        config = config_loading.load(config_class, kind, argv, os.environ)
+        logs.configure(f"{kind}-{number(config)}")
+        secret = load_secret(Path(config.secret_file))
+        name = f"samsa-{kind}-{number(config)}"
+        tracing = telemetry.configure(name)
+        served = metrics.serve(config.metrics_listen, name)
+    except STARTUP_ERRORS as error:
+        print(f"samsa {kind}: {error}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run(config, secret, tracing))
+    finally:
+        if served is not None:
+            served.shutdown()
