@@ -15,7 +15,14 @@ python -m bench transactions       transactional produce beside plain, commit la
                                    (see bench/transaction_bench.py)
 python -m bench spark              the Spark source and sink beside spark.range and the SDK
                                    (needs the [spark] extra and Java; see bench/spark_bench.py)
-python -m bench all                all of them but scale and spark
+python -m bench observability      produce and consume with metrics on, and with 1 % and 100 %
+                                   of records traced, beside both off (see
+                                   bench/observability_bench.py)
+python -m bench compose            deploy/docker-compose.yml: cold start to healthy, and
+                                   produce/consume from a container and from the host, beside
+                                   the same cluster on loopback (needs root and Docker; see
+                                   bench/compose_bench.py)
+python -m bench all                all of them but scale, spark, observability and compose
 python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster and replication),
                                    for a smoke run
 """
@@ -27,7 +34,9 @@ import platform
 
 from bench import (
     cluster_bench,
+    compose_bench,
     group_bench,
+    observability_bench,
     replication_bench,
     scale_bench,
     spark_bench,
@@ -54,18 +63,23 @@ def main() -> None:
             "groups",
             "transactions",
             "spark",
+            "observability",
+            "compose",
             "all",
         ),
         default="local",
         help="local: storage and codec (the default); cluster: vs the peers; replication: RF=3 "
         "vs JetStream R3; groups: consumer groups beside assign(); transactions: transactional "
-        "produce and read_committed beside their plain counterparts; all: every one",
+        "produce and read_committed beside their plain counterparts; observability: metrics and "
+        "tracing beside both off; compose: docker-compose beside loopback; all: every one but "
+        "scale, spark, observability and compose",
     )
     cluster_bench.add_arguments(parser)  # --quick, and the cluster bench's own options
     replication_bench.add_arguments(parser)
     scale_bench.add_arguments(parser)
     group_bench.add_arguments(parser)
     transaction_bench.add_arguments(parser)
+    observability_bench.add_arguments(parser)
     args = parser.parse_args()
     if args.mode in ("local", "all"):
         scale = 0.1 if args.quick else 1.0
@@ -92,6 +106,10 @@ def main() -> None:
         transaction_bench.run(args)
     if args.mode == "spark":  # issue 14; needs PySpark and Java, so not in "all"
         spark_bench.run(args)
+    if args.mode == "observability":  # eight fresh clusters, a few minutes; not in "all"
+        observability_bench.run(args)
+    if args.mode == "compose":  # builds an image and needs root and Docker; not in "all"
+        compose_bench.run(args)
     if args.mode == "scale":  # idle partitions at 0 / 1,000 / 3,000 (issue 10); not in "all"
         scale_bench.run(args)
 
