@@ -41,7 +41,6 @@ from collections.abc import Iterable
 
 import grpc
 
-from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.fetch_link import FetchFailed, FetchLink
 from samsa.common.fetch_session_client import (
@@ -56,6 +55,7 @@ from samsa.services.broker.replica_stream import STREAM_METHOD
 from samsa.services.broker.replication import follower_high_watermark
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
+from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -157,13 +157,7 @@ class ReplicaFetchers:
             return None
         channel = self._channels.get(broker.endpoint)
         if channel is None:
-            options = [
-                ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
-                ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
-            ]
-            channel = self._channels[broker.endpoint] = grpc.aio.insecure_channel(
-                broker.endpoint, options=options
-            )
+            channel = self._channels[broker.endpoint] = service_channel(broker.endpoint)
         return channel
 
     async def _run(self, leader_id: int) -> None:

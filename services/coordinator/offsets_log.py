@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import grpc
 
-from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
 from samsa.services.coordinator.ownership import leader_endpoint
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
+from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
@@ -82,11 +82,7 @@ class OffsetsLog:
     def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
         stub = self._stubs.get(endpoint)
         if stub is None:
-            options = [
-                ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
-                ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
-            ]
-            channel = grpc.aio.insecure_channel(endpoint, options=options)
+            channel = service_channel(endpoint)
             self._channels.append(channel)
             stub = self._stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
         return stub

@@ -24,10 +24,10 @@ from typing import Any
 
 import grpc
 
-from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
+from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 RETRY_BACKOFF_S = 0.1
@@ -48,11 +48,7 @@ class ControllerChannel:
         assert endpoints, "at least one controller endpoint is needed"
         self.endpoints = list(endpoints)
         self.signer = signer
-        options = [
-            ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
-            ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
-        ]
-        self._channels = {e: grpc.aio.insecure_channel(e, options=options) for e in endpoints}
+        self._channels = {e: service_channel(e) for e in endpoints}
         self._stubs = {
             e: controller_pb2_grpc.ControllerServiceStub(c) for e, c in self._channels.items()
         }

@@ -6,26 +6,33 @@ SAMSA_TRACES_FILE (common/span_file.py; processes may share the file), which `sa
 "console" writes those same lines to stdout. Spans never go to stderr, where the JSON log lines
 are (logs.py): a log line written inside a span carries its trace_id and span_id instead, and
 `samsa up` keeps each process's stdout apart from its log. The service name comes from
-OTEL_SERVICE_NAME, else the name the process passes. The gRPC interceptors
-(runtime/server.py, the SDK's channels) create spans and carry W3C `traceparent` in metadata.
+OTEL_SERVICE_NAME, else the name the process passes. OTEL_TRACES_SAMPLER(_ARG) choose which
+traces are kept, with the SDK's names, except that heartbeats, polls and health checks never start
+a trace of their own (sampling.py). The gRPC interceptors (runtime/server.py on the way in,
+`outgoing_interceptors` on a service's own calls, the SDK's channels) create spans and carry the
+W3C `traceparent` in metadata, so a call a service makes while serving a traced one (a forwarded
+admin write, a coordinator's write to a broker) continues the caller's trace.
 """
 
 from __future__ import annotations
 
 import os
 
+import grpc
 from opentelemetry import trace
+from opentelemetry.instrumentation.grpc import aio_client_interceptors
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from samsa.common.span_file import SpanFileExporter
+from samsa.services.runtime.sampling import SamplerConfigError, sampler_from_env
 
 TRACES_FILE_VARIABLE = "SAMSA_TRACES_FILE"
 
 
 class TelemetryConfigError(ValueError):
-    """An OTEL_* variable names something Samsa cannot export to."""
+    """An OTEL_* variable names something Samsa cannot export to or sample with."""
 
 
 def configure(default_service_name: str) -> bool:
@@ -54,8 +61,24 @@ def configure(default_service_name: str) -> bool:
         raise TelemetryConfigError(
             f"OTEL_TRACES_EXPORTER={exporter_name!r}: Samsa supports none, otlp, file and console"
         )
+    try:
+        sampler = sampler_from_env(os.environ)
+    except SamplerConfigError as error:
+        raise TelemetryConfigError(str(error)) from error
     name = os.environ.get("OTEL_SERVICE_NAME", default_service_name)
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}), sampler=sampler)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     return True
+
+
+def tracing_on() -> bool:
+    """True once `configure` (or a test) installed a tracer provider."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def outgoing_interceptors() -> list[grpc.aio.ClientInterceptor] | None:
+    """The interceptors of a service's own grpc.aio channels: a span per call, carrying the
+    current context in metadata; None when tracing is off (they cost even with nothing to
+    export). Build channels after `configure`."""
+    return aio_client_interceptors() if tracing_on() else None

@@ -24,6 +24,7 @@ import grpc
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import TRANSACTION_KEY_TYPE, find_coordinator
 from samsa.metadata.image import MetadataImage
+from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import coordinator_pb2, transactions_pb2, transactions_pb2_grpc
 
 TopicPartition = tuple[str, int]
@@ -131,5 +132,5 @@ class TransactionMembershipCheck:
     def _channel(self, endpoint: str) -> grpc.aio.Channel:
         channel = self._channels.get(endpoint)
         if channel is None:
-            channel = self._channels[endpoint] = grpc.aio.insecure_channel(endpoint)
+            channel = self._channels[endpoint] = service_channel(endpoint)
         return channel

@@ -10,7 +10,9 @@ interceptor continues the trace). On the sync channels, with no tracer provider 
 does nothing measurable. On the aio channels it wraps every message of a stream in one more async
 generator even then, which a producer waiting on each record feels: they are intercepted only when
 the application set a tracer provider before the producer started (`tracing_configured`), as the
-services install theirs only when an exporter is configured.
+services install theirs only when an exporter is configured. Heartbeats and fetches
+(common/quiet_rpcs.py) are never intercepted: a consumer polls all the time, and its records are
+traced one by one instead (record_tracing.py).
 """
 
 from __future__ import annotations
@@ -20,13 +22,18 @@ import threading
 import grpc
 from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, client_interceptor, grpcext
+from opentelemetry.instrumentation.grpc.filters import any_of, full_method_name, negate
 
 from samsa.common import limits
+from samsa.common.quiet_rpcs import QUIET_METHODS
 
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
     ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
 ]
+
+# True for the calls the interceptors trace: all but the quiet ones.
+TRACED_CALLS = negate(any_of(*(full_method_name(method) for method in sorted(QUIET_METHODS))))
 
 
 class Channels:
@@ -43,7 +50,8 @@ class Channels:
                 channel = self._channels.get(endpoint)
                 if channel is None:
                     raw = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
-                    channel = grpcext.intercept_channel(raw, client_interceptor())
+                    interceptor = client_interceptor(filter_=TRACED_CALLS)
+                    channel = grpcext.intercept_channel(raw, interceptor)
                     self._channels[endpoint] = channel
         return channel
 
@@ -64,7 +72,9 @@ class AioChannels:
 
     def __init__(self) -> None:
         self._channels: dict[str, grpc.aio.Channel] = {}
-        self._interceptors = aio_client_interceptors() if tracing_configured() else None
+        self._interceptors = (
+            aio_client_interceptors(filter_=TRACED_CALLS) if tracing_configured() else None
+        )
 
     def get(self, endpoint: str) -> grpc.aio.Channel:
         channel = self._channels.get(endpoint)
