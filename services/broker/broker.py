@@ -21,6 +21,8 @@ import logging
 import time
 from pathlib import Path
 
+from opentelemetry import trace
+
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.broker_config import REPLICA_LAG_TIME_MAX_MS_DEFAULT
 from samsa.services.broker.isr_manager import run_isr_manager
@@ -30,6 +32,7 @@ from samsa.services.broker.metadata_follower import MetadataFollower
 from samsa.services.broker.metadata_servicer import BrokerMetadataServicer
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.producer_ids import ProducerIdManager
+from samsa.services.broker.record_trace import TRACER_NAME, RecordTracer
 from samsa.services.broker.replica_fetcher import ReplicaFetchers
 from samsa.services.broker.scrubber import (
     SCRUB_BYTES_PER_SECOND_DEFAULT,
@@ -85,6 +88,10 @@ class Broker:
         # What the broker registers: the address others dial (listen may be 0.0.0.0:PORT).
         self.advertised_listener = advertised_listener or listen
         self.host = PartitionHost(data_dir, broker_id)
+        if tracing:
+            self.host.record_tracer = RecordTracer(
+                trace.get_tracer(TRACER_NAME), time.time_ns, broker_id
+            )
         self.member_key = member_key
         signer = MemberSigner(member_key, broker_id)
         self.channel = ControllerChannel(controllers, signer)

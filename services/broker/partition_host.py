@@ -60,6 +60,7 @@ from samsa.services.broker.metadata_diff import (
     UpdateConfig,
     changed_topics,
 )
+from samsa.services.broker.record_trace import PartitionTraces, RecordTracer
 from samsa.services.broker.replication import LeaderReplication
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,9 @@ class HostedPartition:
     # Where this replica's own log failed its scrub, until the log is truncated there; None
     # when nothing is known corrupt.
     corrupt: CorruptBatch | None = None
+    # The traced batches whose later steps still get spans (record_trace.py); None until a
+    # traced produce arrives, and always while tracing is off.
+    traced: PartitionTraces | None = None
 
     @property
     def corrupt_from(self) -> int | None:
@@ -157,6 +161,8 @@ class HostedPartition:
         if moved:
             self.high_watermark = self.replication.high_watermark
             self.notify_appended()
+            if self.traced is not None:
+                self.traced.high_watermark_moved(self.high_watermark)
         return moved
 
     @property
@@ -171,6 +177,8 @@ class PartitionHost:
     def __init__(self, data_dir: Path, broker_id: int) -> None:
         self.data_dir = data_dir
         self.broker_id = broker_id
+        # Set by the broker while tracing is on: makes the spans of traced records' journeys.
+        self.record_tracer: RecordTracer | None = None
         self.partitions: dict[tuple[str, int], HostedPartition] = {}
         # The hosted partition numbers by topic (kept by _open and _stop): a metadata change
         # refreshes the partitions of the topics it changed without walking all the others.

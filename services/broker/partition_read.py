@@ -126,6 +126,8 @@ class PartitionReader:
         except SamsaError as error:
             _fail(result, error.code, str(error))
             return Outcome.FAILED
+        if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
+            hosted.traced.served(wanted.fetch_offset, read.next_offset, replica_id)
         if replica_id >= 0 and hosted.replication is not None:
             hosted.replication.on_follower_fetch(
                 replica_id, wanted.fetch_offset, hosted.log.log_end_offset, self.now_ms

@@ -8,7 +8,8 @@ the other partitions of the request are unaffected. Batches of an idempotent pro
 against the partition's producer state by the log before a byte is written; a retried batch the
 log already holds answers its original offsets and, with acks=all, waits for them to be
 replicated like any other append. Transactional batches go only to partitions the transaction
-coordinator confirmed (txn_verification.py, KIP-890).
+coordinator confirmed (txn_verification.py, KIP-890). With `trace_parent` (a traced request:
+record_trace.py), each append gets its span and its batch is remembered for the later steps.
 
 Internal topics (`INTERNAL_TOPICS`: `__consumer_offsets`, `__transaction_state`) hold the
 coordinators' state, so a forged record there is forged group or transaction state: their
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import logging
 from typing import NamedTuple
+
+from opentelemetry.trace import SpanContext
 
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import build_batch
@@ -62,6 +65,7 @@ def produce(
     *,
     internal_write_refusal: str | None = INTERNAL_WRITE_UNPROVEN,
     transactional: tuple[set[TopicPartition], dict[TopicPartition, Refusal]] = (set(), {}),
+    trace_parent: SpanContext | None = None,
 ) -> tuple[broker_pb2.ProduceResponse, list[ReplicationWait]]:
     """Append every partition's data. The response is final except for the acks=all appends
     returned as waits: those are answered once replicated (see `await_replication`).
@@ -69,7 +73,8 @@ def produce(
     `internal_write_refusal` is why partitions of internal topics are refused, or None when the
     caller proved it is a member of the cluster and may write them. `transactional` is what
     txn_verification.py decided: the partitions that may take transactional batches, and the
-    ones refused with their error (the others' transactional batches are refused by the log)."""
+    ones refused with their error (the others' transactional batches are refused by the log).
+    `trace_parent`: the span the appends' spans are children of, when the request is traced."""
     verified, refused = transactional
     response = broker_pb2.ProduceResponse()
     acks = request.acks if request.HasField("acks") else -1
@@ -93,7 +98,14 @@ def produce(
             # the coordinator's word that the partition is in the producer's transaction.
             allow = key in verified or topic.name in INTERNAL_TOPICS
             appended = _append(
-                host, topic.name, data, result, now_ms, acks, allow_transactional=allow
+                host,
+                topic.name,
+                data,
+                result,
+                now_ms,
+                acks,
+                allow_transactional=allow,
+                trace_parent=trace_parent,
             )
             if appended is None:
                 continue
@@ -114,6 +126,7 @@ def _append(
     acks: int,
     *,
     allow_transactional: bool = False,
+    trace_parent: SpanContext | None = None,
 ) -> tuple[HostedPartition, int] | None:
     """The partition and the offset the high watermark must reach for the append to count as
     replicated (for a retried idempotent batch the log already holds: its original end)."""
@@ -134,6 +147,8 @@ def _append(
             f"{hosted.min_insync_replicas}: refused with acks=all (nothing was written)",
         )
         return None
+    tracer = host.record_tracer if trace_parent is not None else None
+    started_ns = tracer.clock() if tracer is not None else 0
     try:
         batch = data.records or _encode_typed(data)
         info = hosted.log.append_as_leader(
@@ -152,6 +167,17 @@ def _append(
         )
     else:  # one add per batch (broker_metrics.py), never per record
         host.metrics.produced(topic, info.record_count, len(batch))
+        if tracer is not None and trace_parent is not None:
+            if hosted.traced is None:
+                hosted.traced = tracer.partition_traces(topic, data.partition)
+            hosted.traced.appended(
+                trace_parent,
+                info.first_offset,
+                info.last_offset + 1,
+                len(batch),
+                started_ns,
+                tracer.clock(),
+            )
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time_ms
     result.log_start_offset = hosted.log.log_start_offset

@@ -19,6 +19,10 @@ the abort): the stream ends with that status, never hangs.
 The stream carries no per-call membership proof, so it never writes an internal topic: those
 partitions are refused (INVALID_REQUEST, nothing written; coordinators use the unary Produce,
 signed). The unary Produce writes them when its adapter says the caller proved membership.
+
+Tracing (record_trace.py): a stream request that carries a sampled record's `traceparent` gets a
+`produce` span, child of that record's context, from its arrival to its answer, with the appends'
+spans under it; a unary Produce's appends go under the gRPC interceptor's span.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ import time
 from collections.abc import AsyncIterator
 
 import grpc
+from opentelemetry.trace import Span
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.produce import ReplicationWait, produce
 from samsa.services.broker.produce_wait import await_replication
+from samsa.services.broker.record_trace import current_recording_parent, end_produce_span
 from samsa.services.broker.request_checks import produce_refusal
 from samsa.services.broker.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
@@ -78,6 +84,7 @@ async def produce_once(
         int(time.time() * 1000),
         internal_write_refusal=internal_write_refusal,
         transactional=transactional,
+        trace_parent=current_recording_parent() if host.record_tracer is not None else None,
     )
     if waits:
         await await_replication(waits, wait_timeout_s(request))
@@ -119,15 +126,22 @@ async def serve_produce_stream(
         response: broker_pb2.ProduceResponse,
         waits: list[ReplicationWait],
         timeout_s: float,
+        span: Span | None,
     ) -> None:
         try:
             await await_replication(waits, timeout_s)
         except Exception as error:
+            if span is not None:
+                span.end()
             fail(_StreamFailure(None, str(error), error))
             return
-        await answer(correlation_id, response)
+        await answer(correlation_id, response, span)
 
-    async def answer(correlation_id: int, response: broker_pb2.ProduceResponse) -> None:
+    async def answer(
+        correlation_id: int, response: broker_pb2.ProduceResponse, span: Span | None
+    ) -> None:
+        if span is not None:
+            end_produce_span(span, response, host.record_tracer)
         if faults.fire("produce.drop_answer"):  # tests only: lost after the append
             fail(_StreamFailure(*DROPPED_ANSWER, None))
             return
@@ -146,21 +160,25 @@ async def serve_produce_stream(
                 if item.request.transactional_id and verifier is not None:
                     # Awaited in the reader: later requests wait, so appends keep their order.
                     transactional = await verifier.verify(host, item.request)
+                span = None
+                if item.traceparent and host.record_tracer is not None:
+                    span = host.record_tracer.start_produce(item.traceparent, item.request)
                 response, waits = produce(
                     host,
                     item.request,
                     int(time.time() * 1000),
                     internal_write_refusal=STREAM_INTERNAL_WRITE_REFUSAL,
                     transactional=transactional,
+                    trace_parent=None if span is None else span.get_span_context(),
                 )
                 if not waits:
-                    await answer(item.correlation_id, response)
+                    await answer(item.correlation_id, response, span)
                     continue
                 if len(waiting) >= limits.produce_stream_in_flight_max:
                     await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 task = asyncio.create_task(
                     answer_when_replicated(
-                        item.correlation_id, response, waits, wait_timeout_s(item.request)
+                        item.correlation_id, response, waits, wait_timeout_s(item.request), span
                     )
                 )
                 waiting.add(task)

@@ -91,15 +91,20 @@ class ProduceStream:
         """False while the stream already has the most requests a broker takes at once."""
         return not self.broken and len(self._pending) < limits.produce_stream_in_flight_max
 
-    def send(self, request: broker_pb2.ProduceRequest, callback: Callback) -> bool:
-        """Queue `request`; False (nothing sent) when the stream is broken: open another."""
+    def send(
+        self, request: broker_pb2.ProduceRequest, callback: Callback, traceparent: str = ""
+    ) -> bool:
+        """Queue `request`; False (nothing sent) when the stream is broken: open another.
+        `traceparent`: a sampled record's, so that the broker's spans join its trace."""
         if self.broken:
             return False
         assert len(self._pending) < limits.produce_stream_in_flight_max, "send without room"
         correlation_id = next(self._ids)
         self._pending[correlation_id] = (callback, time.monotonic())
         self._requests.put_nowait(
-            broker_pb2.ProduceStreamRequest(correlation_id=correlation_id, request=request)
+            broker_pb2.ProduceStreamRequest(
+                correlation_id=correlation_id, request=request, traceparent=traceparent
+            )
         )
         return True
 

@@ -47,7 +47,7 @@ from typing import NoReturn
 import grpc
 
 from samsa.client.accumulator import ReadyResult, RecordAccumulator
-from samsa.client.channels import AioChannels
+from samsa.client.channels import AioChannels, tracing_configured
 from samsa.client.cluster_metadata import (
     NEW_LEADER_ERRORS,
     STALE_METADATA_ERRORS,
@@ -66,6 +66,7 @@ from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
 from samsa.client.producer_ids import ProducerIds
 from samsa.client.record_batcher import AppendRefusal, CheckedRecords
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
+from samsa.client.record_tracing import sampled_traceparent
 from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode, is_retriable
@@ -124,6 +125,7 @@ class ProducerDriver:
         self._wake_every_record = config.linger_ms == 0
         self._streams: dict[str, ProduceStream] = {}  # by broker endpoint
         self._channels = AioChannels()
+        self._tracing = tracing_configured()  # read once, as the producer does
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
@@ -514,7 +516,8 @@ class ProducerDriver:
             if not acks_zero:
                 self._on_response(response, error, by_partition)
 
-        while not self._stream(endpoint).send(request, on_answer):
+        traceparent = sampled_traceparent(b.headers for b in batches) if self._tracing else ""
+        while not self._stream(endpoint).send(request, on_answer, traceparent):
             self._streams.pop(endpoint, None)  # broken: the next call opens a new one
         if acks_zero:
             with self.lock:

@@ -12,14 +12,15 @@ from opentelemetry.trace import SpanKind
 
 from samsa.client.fetch_state import ConsumerRecord
 from samsa.client.record_tracing import (
-    format_traceparent,
     headers_column_with_traceparent,
     headers_with_traceparent,
-    parse_traceparent,
     record_spans,
+    sampled_traceparent,
 )
+from samsa.common.traceparent import format_traceparent
 
 TRACEPARENT = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+UNSAMPLED = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
 
 
 def memory_provider():
@@ -27,30 +28,6 @@ def memory_provider():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider, exporter
-
-
-def test_a_traceparent_round_trips():
-    context = parse_traceparent(TRACEPARENT)
-    assert context is not None
-    assert context.trace_id == 0x4BF92F3577B34DA6A3CE929D0E0E4736
-    assert context.span_id == 0x00F067AA0BA902B7
-    assert context.is_remote and context.trace_flags.sampled
-    assert format_traceparent(context).encode() == TRACEPARENT
-
-
-def test_malformed_traceparents_are_ignored():
-    for value in (
-        None,
-        b"",
-        b"garbage",
-        b"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # version ff is invalid
-        b"00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # zero trace id
-        b"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  # zero span id
-        b"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  # upper case
-        b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",  # v00 has four fields
-        b"\xff\xfe",
-    ):
-        assert parse_traceparent(value) is None, value
 
 
 def test_no_current_span_leaves_headers_alone():
@@ -79,6 +56,7 @@ def test_a_polled_record_with_a_context_gets_a_linked_consumer_span():
     records = [
         ConsumerRecord("orders", 2, 41, 0, None, b"untraced", ()),
         ConsumerRecord("orders", 2, 42, 0, None, b"traced", (("traceparent", TRACEPARENT),)),
+        ConsumerRecord("orders", 2, 43, 0, None, b"unsampled", (("traceparent", UNSAMPLED),)),
     ]
     assert record_spans(provider.get_tracer("test"), records, "billing") == 1
     (span,) = exporter.get_finished_spans()
@@ -96,3 +74,17 @@ def test_a_polled_record_with_a_context_gets_a_linked_consumer_span():
         "messaging.kafka.offset": 42,
         "messaging.consumer.group.name": "billing",
     }
+
+
+def test_the_request_carries_the_first_sampled_records_traceparent():
+    unsampled = UNSAMPLED
+    sampled_later = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    columns = [
+        None,  # a batch without headers
+        [(("k", b"v"),), (("traceparent", unsampled),)],
+        [(("traceparent", b"00-garbage-01"),), (("traceparent", sampled_later),)],
+        [(("traceparent", TRACEPARENT),)],
+    ]
+    assert sampled_traceparent(columns) == sampled_later.decode()
+    assert sampled_traceparent([None, [(("traceparent", unsampled),)]]) == ""
+    assert sampled_traceparent([]) == ""

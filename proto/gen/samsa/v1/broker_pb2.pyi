@@ -421,12 +421,14 @@ class FetchStreamResponse(_message.Message):
     def __init__(self, response: _Optional[_Union[FetchResponse, _Mapping]] = ...) -> None: ...
 
 class ProduceStreamRequest(_message.Message):
-    __slots__ = ("correlation_id", "request")
+    __slots__ = ("correlation_id", "request", "traceparent")
     CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     correlation_id: int
     request: ProduceRequest
-    def __init__(self, correlation_id: _Optional[int] = ..., request: _Optional[_Union[ProduceRequest, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, correlation_id: _Optional[int] = ..., request: _Optional[_Union[ProduceRequest, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class ProduceStreamResponse(_message.Message):
     __slots__ = ("correlation_id", "response")
