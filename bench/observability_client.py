@@ -3,14 +3,21 @@ its own: OpenTelemetry lets a process install its tracer provider once, and the 
 construction whether one is installed, so each configuration needs a fresh client process (a
 client that traced once would stay traced in the runs that must not be).
 
-python -m bench.observability_client BOOTSTRAP TOPIC COUNT SIZE [--traces-file PATH --ratio R]
+python -m bench.observability_client BOOTSTRAP TOPIC COUNT SIZE
+    [--traces-file PATH --ratio R [--spans chunk|send]]
 
 Without --traces-file no tracer provider is installed (the SDK then does no tracing work). With
 it, a TracerProvider sampling ParentBased(TraceIdRatioBased(R)) exports through a
 BatchSpanProcessor to a SpanFileExporter on PATH (the services append to the same file), and the
-application wraps each send() in a span of its own, as an application that traces each record
-does; the SDK puts that span's `traceparent` in the record's headers, and the consumer starts one
-poll span per record that carries one (record_tracing.py).
+application makes spans of its own, which the SDK's tracing hangs on: the SDK puts the current
+span's `traceparent` in each record's headers, the producer hands a sampled one to the broker
+with the request, and the consumer starts one poll span per record that carries a sampled one
+(record_tracing.py). --spans says which application spans:
+- chunk (the default): one span per run of CHUNK_RECORDS sends, as a batch job traces a unit of
+  work; R of the chunks are sampled, and every record of a chunk carries its traceparent;
+- send: one span around each send(), as an application that traces each record does. Creating a
+  span costs OpenTelemetry Python ~20-30 µs even when the sampler drops it, several times
+  Samsa's own cost of a send, so this measures the application's spans more than Samsa's.
 
 The run: one warm-up record acknowledged (metadata and connections made, outside the clock),
 then COUNT records of SIZE random bytes to partition 0 (acks=all, idempotence on by default,
@@ -33,9 +40,14 @@ BATCH_SIZE = 256 * 1024  # as the cluster bench's producers (bench/client_bench.
 LINGER_MS = 5
 TIMEOUT_S = 60.0
 IDLE_S = 10.0  # a consumer that reads nothing this long has failed
-# The SDK's defaults, named here because the figures depend on them: at 100 % sampling the
-# client makes two spans per record, and a full queue drops spans rather than block the sender.
-SPAN_QUEUE_SIZE_MAX = 2048
+CHUNK_RECORDS = 1_000  # sends per application span with --spans chunk
+SPANS_CHUNK, SPANS_SEND = "chunk", "send"
+# The batch span processor's settings, named here because the figures depend on them. A full
+# queue drops spans rather than block the caller, and at 100 % sampling the consumer makes a
+# poll span per record, faster than the export thread (which shares the GIL) drains 2,048, the
+# SDK's default: so a queue of 65,536, which the services get too (OTEL_BSP_MAX_QUEUE_SIZE).
+# Even that can overflow at 100 %; the bench's notes compare the spans written with those made.
+SPAN_QUEUE_SIZE_MAX = 1 << 16
 SPAN_EXPORT_BATCH_SIZE_MAX = 512
 SPAN_SCHEDULE_DELAY_MS = 5000
 CLIENT_SERVICE_NAME = "bench-client"
@@ -67,8 +79,11 @@ def install_tracing(traces_file: str, ratio: float) -> Any:
     return provider
 
 
-def produce(bootstrap: str, topic: str, count: int, size: int, tracer: Any | None) -> dict:
-    """`count` records to partition 0, each send() in a span of its own when `tracer` is set."""
+def produce(
+    bootstrap: str, topic: str, count: int, size: int, tracer: Any | None, spans: str
+) -> dict:
+    """`count` records to partition 0; when `tracer` is set, in one application span per
+    CHUNK_RECORDS sends (`spans` chunk) or per send (`spans` send)."""
     from samsa.client import Producer
 
     values = [os.urandom(size) for _ in range(1024)]
@@ -89,6 +104,11 @@ def produce(bootstrap: str, topic: str, count: int, size: int, tracer: Any | Non
         if tracer is None:
             for index in range(count):
                 send(topic, values[index & mask], partition=0)
+        elif spans == SPANS_CHUNK:
+            for start in range(0, count, CHUNK_RECORDS):
+                with tracer.start_as_current_span("chunk"):
+                    for index in range(start, min(start + CHUNK_RECORDS, count)):
+                        send(topic, values[index & mask], partition=0)
         else:
             start_span = tracer.start_as_current_span
             for index in range(count):
@@ -137,12 +157,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("size", type=int)
     parser.add_argument("--traces-file", help="trace, exporting spans to this file")
     parser.add_argument("--ratio", type=float, default=1.0, help="the sampling ratio")
+    parser.add_argument(
+        "--spans",
+        choices=(SPANS_CHUNK, SPANS_SEND),
+        default=SPANS_CHUNK,
+        help=f"an application span per {CHUNK_RECORDS:,} sends (chunk) or per send",
+    )
     args = parser.parse_args(argv)
     assert args.count > 0 and args.size > 0
     assert 0.0 <= args.ratio <= 1.0
     provider = install_tracing(args.traces_file, args.ratio) if args.traces_file else None
     tracer = provider.get_tracer("bench.observability") if provider is not None else None
-    produced = produce(args.bootstrap, args.topic, args.count, args.size, tracer)
+    produced = produce(args.bootstrap, args.topic, args.count, args.size, tracer, args.spans)
     # The warm-up record is read back too: it is the first at offset 0.
     consumed = consume(args.bootstrap, args.topic, args.count + 1, args.size)
     if provider is not None:
