@@ -1,19 +1,27 @@
 """A record's trace context, carried in its headers from the send to the poll (DESIGN §9).
 
 The producer adds a W3C `traceparent` header holding the context of the span that is current at
-`send()` (the application's: the SDK starts no span per record); the consumer, at `poll()`, starts
-and ends one CONSUMER span per record that carries such a header with the sampled flag (an
-unsampled trace is kept nowhere, and a span costs ~17 µs even when dropped), whose parent is
-that context and which also links to it (OpenTelemetry's messaging conventions ask for the
-link; the parent makes produce → consume one trace tree for `samsa trace`). Attributes follow
-the current semconv names: messaging.system=samsa, messaging.destination.name,
-messaging.destination.partition.id, messaging.kafka.offset, messaging.operation.name=poll,
-messaging.operation.type=receive, and messaging.consumer.group.name with a group.
+`send()` (the application's: the SDK starts no span per record), when that span's trace is
+sampled; the consumer, at `poll()`, starts and ends one CONSUMER span per record that carries a
+sampled one, whose parent is that context and which also links to it (OpenTelemetry's messaging
+conventions ask for the link; the parent makes produce → consume one trace tree for `samsa
+trace`). Attributes follow the current semconv names: messaging.system=samsa,
+messaging.destination.name, messaging.destination.partition.id, messaging.kafka.offset,
+messaging.operation.name=poll, messaging.operation.type=receive, and
+messaging.consumer.group.name with a group.
+
+Only sampled sends carry the header. W3C propagation would carry unsampled contexts too, so that
+a later hop keeps the same decision, but in Python that costs every record of the 99 % not kept at
+1 % sampling ~55 bytes, their encoding and decoding, and a parse at the poll: 1 % tracing cost
+~2/3 of produce and ~4/5 of consume throughput that way (`python -m bench observability`). A
+record of an unsampled trace therefore arrives with no context, and a span the consumer's
+application starts for it begins a trace of its own.
 
 Cost: nothing per record unless the application set a tracer provider before it built the
 producer or consumer (`channels.tracing_configured()`, read once); then one context lookup per
-send, a header scan per polled record, and the scan of a request's batches for a sampled
-record's `traceparent` (`sampled_traceparent`), which the broker's spans then join.
+send (the header of the last span is kept), a header scan per polled record that has headers,
+and the scan of a request's batches for a sampled record's `traceparent`
+(`sampled_traceparent`), which the broker's spans then join.
 """
 
 from __future__ import annotations
@@ -32,17 +40,38 @@ MESSAGING_SYSTEM = "samsa"
 Headers = Sequence[tuple[str, bytes | None]]
 
 
+# (span, its traceparent header) of the last send: an application sends many records inside one
+# span, and formatting the same value again is most of what tracing costs a send. One tuple,
+# replaced whole, so threads sending at once at worst format it again.
+_last_header: tuple[object, tuple[str, bytes]] | None = None
+
+
+def _sampled_header() -> tuple[str, bytes] | None:
+    """The `traceparent` header of the current span if it is sampled; None otherwise."""
+    global _last_header
+    span = trace.get_current_span()
+    cached = _last_header
+    if cached is not None and cached[0] is span:
+        return cached[1]
+    context = span.get_span_context()
+    if not context.is_valid or not context.trace_flags.sampled:
+        return None
+    header = (TRACEPARENT, format_traceparent(context).encode())
+    _last_header = (span, header)
+    return header
+
+
 def headers_with_traceparent(headers: Headers | None) -> Headers | None:
-    """`headers` plus the current span's `traceparent`; unchanged when no span is current or the
-    application set its own `traceparent`."""
-    context = trace.get_current_span().get_span_context()
-    if not context.is_valid:
+    """`headers` plus the current span's `traceparent`; unchanged when no span is current, when
+    its trace is not sampled, or when the application set its own `traceparent`."""
+    header = _sampled_header()
+    if header is None:
         return headers
     if headers is None:
-        return [(TRACEPARENT, format_traceparent(context).encode())]
+        return [header]
     if any(key == TRACEPARENT for key, _ in headers):
         return headers
-    return [*headers, (TRACEPARENT, format_traceparent(context).encode())]
+    return [*headers, header]
 
 
 def traceparent_of(headers: Iterable[tuple[str, bytes | None]]) -> SpanContext | None:
@@ -56,7 +85,7 @@ def headers_column_with_traceparent(
     headers: Sequence[Headers | None] | None, count: int
 ) -> Sequence[Headers | None] | None:
     """send_many's headers column, each record's with the current span's `traceparent`."""
-    if not trace.get_current_span().get_span_context().is_valid:
+    if _sampled_header() is None:
         return headers
     if headers is None:
         return [headers_with_traceparent(None) for _ in range(count)]
@@ -66,6 +95,15 @@ def headers_column_with_traceparent(
 # The last hex digit of a version-00 traceparent's flags; odd means sampled.
 _SAMPLED_LAST_DIGITS = frozenset(b"13579bdf")
 _VERSION_00_LENGTH = 55
+
+
+def _maybe_sampled(value: bytes | None) -> bool:
+    """False for a value that is certainly not a sampled traceparent, without parsing it."""
+    if value is None:
+        return False
+    if len(value) == _VERSION_00_LENGTH:
+        return value[-1] in _SAMPLED_LAST_DIGITS
+    return len(value) > _VERSION_00_LENGTH  # a later version: parse to know
 
 
 def sampled_traceparent(header_columns: Iterable[Sequence[Headers] | None]) -> str:
@@ -78,14 +116,10 @@ def sampled_traceparent(header_columns: Iterable[Sequence[Headers] | None]) -> s
             continue
         for record_headers in column:
             for key, value in record_headers:
-                if (
-                    key == TRACEPARENT
-                    and value is not None
-                    and len(value) == _VERSION_00_LENGTH
-                    and value[-1] in _SAMPLED_LAST_DIGITS
-                    and parse_traceparent(value) is not None
-                ):
-                    return value.decode("ascii")
+                if key == TRACEPARENT and _maybe_sampled(value):
+                    context = parse_traceparent(value)
+                    if context is not None and context.trace_flags.sampled:
+                        return value.decode("ascii")  # type: ignore[union-attr]
     return ""
 
 
@@ -118,7 +152,7 @@ def record_spans(tracer: Tracer, records: Iterable[RecordProtocol], group_id: st
             continue
         producer_context = traceparent_of(record.headers)
         if producer_context is None or not producer_context.trace_flags.sampled:
-            continue  # an unsampled send's trace is not kept: a span here would be dropped
+            continue  # another client's unsampled send: its trace is kept nowhere
         attributes: dict[str, str | int] = {
             "messaging.system": MESSAGING_SYSTEM,
             "messaging.operation.name": "poll",

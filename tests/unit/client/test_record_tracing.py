@@ -8,6 +8,7 @@ from __future__ import annotations
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind
 
 from samsa.client.fetch_state import ConsumerRecord
@@ -88,3 +89,17 @@ def test_the_request_carries_the_first_sampled_records_traceparent():
     assert sampled_traceparent(columns) == sampled_later.decode()
     assert sampled_traceparent([None, [(("traceparent", unsampled),)]]) == ""
     assert sampled_traceparent([]) == ""
+
+
+def test_only_a_sampled_span_is_carried_and_each_span_its_own():
+    provider, _ = memory_provider()
+    tracer = provider.get_tracer("test")
+    for _ in range(2):  # the second time the header of the span before is cached: not reused
+        with tracer.start_as_current_span("chunk") as span:
+            expected = format_traceparent(span.get_span_context()).encode()
+            assert headers_with_traceparent(None) == [("traceparent", expected)]
+            assert headers_with_traceparent(None) == [("traceparent", expected)]
+    unsampled = TracerProvider(sampler=ALWAYS_OFF).get_tracer("test")
+    with unsampled.start_as_current_span("not kept"):
+        assert headers_with_traceparent(None) is None
+        assert headers_column_with_traceparent(None, 2) is None
