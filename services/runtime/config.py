@@ -59,6 +59,8 @@ NOT_CONFIG_VARIABLES = frozenset(
         "SAMSA_IMAGE",
         "SAMSA_BASE",
         "SAMSA_JAEGER_IMAGE",
+        "SAMSA_PROMETHEUS_IMAGE",
+        "SAMSA_GRAFANA_IMAGE",
         "SAMSA_CLUSTER_SECRET",
     }
 )
