@@ -126,6 +126,22 @@ def container_health(containers: list[str]) -> dict[str, str]:
     return statuses
 
 
+def container_cpu_s(container: str) -> float:
+    """CPU seconds `container` (a full id) has used, its health checks' processes included: its
+    cgroup's accounting (v1 cpuacct; v2 under the cgroupfs or the systemd driver)."""
+    v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{container}/cpuacct.usage")
+    if v1.exists():
+        return int(v1.read_text()) / 1e9
+    for v2 in (
+        Path(f"/sys/fs/cgroup/docker/{container}/cpu.stat"),
+        Path(f"/sys/fs/cgroup/system.slice/docker-{container}.scope/cpu.stat"),
+    ):
+        if v2.exists():
+            stat = dict(line.split() for line in v2.read_text().splitlines())
+            return int(stat["usage_usec"]) / 1e6
+    raise FileNotFoundError(f"no CPU accounting found for container {container}")
+
+
 class Compose:
     """docker-compose on deploy/docker-compose.yml, as one uniquely named project."""
 
