@@ -24,6 +24,20 @@ QUIET_METHODS = frozenset(
 )
 
 
+# Streams that live as long as a connection and carry one request per message: a span per stream
+# would time the connection, not a request, while the interceptor that makes it costs every
+# message (grpc.aio wraps an intercepted call's messages in Python). So neither side intercepts
+# them; a produce request is traced per message instead (`ProduceStreamRequest.traceparent`), and
+# fetches are quiet anyway.
+CONNECTION_STREAMS = frozenset(
+    {
+        "/samsa.v1.BrokerService/ProduceStream",
+        "/samsa.v1.BrokerService/FetchStream",
+        "/samsa.v1.BrokerService/ReplicaFetchStream",
+    }
+)
+
+
 def is_quiet(method: str) -> bool:
     """True for a full method name ("/package.Service/Method") of QUIET_METHODS."""
     return method in QUIET_METHODS

@@ -157,7 +157,9 @@ class ReplicaFetchers:
             return None
         channel = self._channels.get(broker.endpoint)
         if channel is None:
-            channel = self._channels[broker.endpoint] = service_channel(broker.endpoint)
+            channel = self._channels[broker.endpoint] = service_channel(
+                broker.endpoint, traced=False
+            )
         return channel
 
     async def _run(self, leader_id: int) -> None:

@@ -48,8 +48,10 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
+from opentelemetry.instrumentation.grpc.filters import any_of, full_method_name, negate
 
 from samsa.common import limits
+from samsa.common.quiet_rpcs import CONNECTION_STREAMS
 from samsa.services.runtime import metrics
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
 from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
@@ -277,8 +279,9 @@ class GrpcServer:
         # records the status it chose.
         self.guard = RpcGuard()
         interceptors: list[grpc.aio.ServerInterceptor] = []
-        if tracing:
-            interceptors.append(aio_server_interceptor())
+        if tracing:  # the connection streams are traced per message or not at all
+            untraced = any_of(*(full_method_name(name) for name in sorted(CONNECTION_STREAMS)))
+            interceptors.append(aio_server_interceptor(filter_=negate(untraced)))
         if metrics.enabled():  # outside the guard, so it sees the status the guard chose
             interceptors.append(metrics.RpcMetrics())
         interceptors.append(self.guard)

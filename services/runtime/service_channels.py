@@ -15,8 +15,10 @@ CHANNEL_OPTIONS = [
 ]
 
 
-def service_channel(endpoint: str) -> grpc.aio.Channel:
-    """A channel to `endpoint` (host:port); build it on the event loop that will use it."""
-    return grpc.aio.insecure_channel(
-        endpoint, options=CHANNEL_OPTIONS, interceptors=outgoing_interceptors()
-    )
+def service_channel(endpoint: str, *, traced: bool = True) -> grpc.aio.Channel:
+    """A channel to `endpoint` (host:port); build it on the event loop that will use it.
+    `traced=False` for a channel that carries only connection streams and fetches (the replica
+    fetcher's): those run in the background with no context to carry, and an interceptor would
+    cost every message (common/quiet_rpcs.py)."""
+    interceptors = outgoing_interceptors() if traced else None
+    return grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS, interceptors=interceptors)

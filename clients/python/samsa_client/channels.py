@@ -25,15 +25,17 @@ from opentelemetry.instrumentation.grpc import aio_client_interceptors, client_i
 from opentelemetry.instrumentation.grpc.filters import any_of, full_method_name, negate
 
 from samsa.common import limits
-from samsa.common.quiet_rpcs import QUIET_METHODS
+from samsa.common.quiet_rpcs import CONNECTION_STREAMS, QUIET_METHODS
 
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
     ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
 ]
 
-# True for the calls the interceptors trace: all but the quiet ones.
-TRACED_CALLS = negate(any_of(*(full_method_name(method) for method in sorted(QUIET_METHODS))))
+# True for the calls the interceptors trace: all but the quiet ones and the connection streams.
+TRACED_CALLS = negate(
+    any_of(*(full_method_name(method) for method in sorted(QUIET_METHODS | CONNECTION_STREAMS)))
+)
 
 
 class Channels:
@@ -71,16 +73,22 @@ class AioChannels:
     """grpc.aio channels by endpoint, for one event loop (no lock: only that loop touches them)."""
 
     def __init__(self) -> None:
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._channels: dict[tuple[str, bool], grpc.aio.Channel] = {}
         self._interceptors = (
             aio_client_interceptors(filter_=TRACED_CALLS) if tracing_configured() else None
         )
 
-    def get(self, endpoint: str) -> grpc.aio.Channel:
-        channel = self._channels.get(endpoint)
+    def get(self, endpoint: str, *, traced: bool = True) -> grpc.aio.Channel:
+        """The channel to `endpoint`; `traced=False` for produce and fetch streams and fetches,
+        which must not pay an interceptor per message (common/quiet_rpcs.py): with tracing on,
+        those go on a second channel without one."""
+        key = (endpoint, traced and self._interceptors is not None)
+        channel = self._channels.get(key)
         if channel is None:
-            channel = self._channels[endpoint] = grpc.aio.insecure_channel(
-                endpoint, options=CHANNEL_OPTIONS, interceptors=self._interceptors
+            channel = self._channels[key] = grpc.aio.insecure_channel(
+                endpoint,
+                options=CHANNEL_OPTIONS,
+                interceptors=self._interceptors if key[1] else None,
             )
         return channel
 

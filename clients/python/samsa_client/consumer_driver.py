@@ -271,7 +271,8 @@ class ConsumerDriver:
                 assert self._wake is not None
                 self._wake.set()  # the task refreshes the metadata
                 continue
-            self._spawn(self._fetch(node, self._channels.get(endpoint), request))
+            channel = self._channels.get(endpoint, traced=False)
+            self._spawn(self._fetch(node, channel, request))
         return plan
 
     async def _fetch(

@@ -531,7 +531,8 @@ class ProducerDriver:
     def _stream(self, endpoint: str) -> ProduceStream:
         stream = self._streams.get(endpoint)
         if stream is None or stream.broken:
-            stream = self._streams[endpoint] = ProduceStream(self._stub(endpoint))
+            stub = broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint, traced=False))
+            stream = self._streams[endpoint] = ProduceStream(stub)
         return stream
 
     def _on_response(

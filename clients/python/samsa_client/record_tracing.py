@@ -40,23 +40,24 @@ MESSAGING_SYSTEM = "samsa"
 Headers = Sequence[tuple[str, bytes | None]]
 
 
-# (span, its traceparent header) of the last send: an application sends many records inside one
-# span, and formatting the same value again is most of what tracing costs a send. One tuple,
-# replaced whole, so threads sending at once at worst format it again.
-_last_header: tuple[object, tuple[str, bytes]] | None = None
+# (span, its traceparent header or None) of the last send: an application sends many records
+# inside one span, and formatting the same value again is most of what tracing costs a send. One
+# tuple, replaced whole, so threads sending at once at worst format it again; it holds the span,
+# so no other span can take its identity.
+_last_header: tuple[object, tuple[str, bytes] | None] = (None, None)
 
 
 def _sampled_header() -> tuple[str, bytes] | None:
     """The `traceparent` header of the current span if it is sampled; None otherwise."""
     global _last_header
     span = trace.get_current_span()
-    cached = _last_header
-    if cached is not None and cached[0] is span:
-        return cached[1]
+    cached_span, cached_header = _last_header
+    if cached_span is span:
+        return cached_header
     context = span.get_span_context()
-    if not context.is_valid or not context.trace_flags.sampled:
-        return None
-    header = (TRACEPARENT, format_traceparent(context).encode())
+    header = None
+    if context.is_valid and context.trace_flags.sampled:
+        header = (TRACEPARENT, format_traceparent(context).encode())
     _last_header = (span, header)
     return header
 

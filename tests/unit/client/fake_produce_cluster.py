@@ -169,7 +169,7 @@ class FakeCluster:
         monkeypatch.setattr(
             producer_driver, "broker_pb2_grpc", SimpleNamespace(BrokerServiceStub=FakeStub)
         )
-        monkeypatch.setattr(producer_driver.AioChannels, "get", lambda _, endpoint: endpoint)
+        monkeypatch.setattr(producer_driver.AioChannels, "get", lambda _, endpoint, **__: endpoint)
 
     def broker_of(self, endpoint: object) -> FakeBroker:
         assert isinstance(endpoint, str) and endpoint.startswith("fake:")
