@@ -103,3 +103,29 @@ def test_only_a_sampled_span_is_carried_and_each_span_its_own():
     with unsampled.start_as_current_span("not kept"):
         assert headers_with_traceparent(None) is None
         assert headers_column_with_traceparent(None, 2) is None
+
+
+def test_the_records_one_span_sent_share_one_poll_span_per_partition():
+    provider, exporter = memory_provider()
+    other = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    records = [
+        ConsumerRecord("orders", 0, 10, 0, None, b"a", (("traceparent", TRACEPARENT),)),
+        ConsumerRecord("orders", 0, 11, 0, None, b"b", (("traceparent", TRACEPARENT),)),
+        ConsumerRecord("orders", 1, 5, 0, None, b"c", (("traceparent", TRACEPARENT),)),
+        ConsumerRecord("orders", 0, 12, 0, None, b"d", (("traceparent", other),)),
+        ConsumerRecord("orders", 0, 13, 0, None, b"e", (("traceparent", TRACEPARENT),)),
+        ConsumerRecord("orders", 0, 14, 0, None, b"f", (("traceparent", UNSAMPLED),)),
+    ]
+    assert record_spans(provider.get_tracer("test"), records, None) == 3
+    spans = {
+        (span.parent.span_id, span.attributes["messaging.destination.partition.id"]): span
+        for span in exporter.get_finished_spans()
+    }
+    run = spans[(0x00F067AA0BA902B7, "0")]
+    assert run.attributes["messaging.kafka.offset"] == 10
+    assert run.attributes["messaging.batch.message_count"] == 3
+    assert run.attributes["samsa.last_offset"] == 13
+    alone = spans[(0x00F067AA0BA902B7, "1")]
+    assert alone.attributes["messaging.kafka.offset"] == 5
+    assert "messaging.batch.message_count" not in alone.attributes
+    assert spans[(0xB7AD6B7169203331, "0")].attributes["messaging.kafka.offset"] == 12
