@@ -164,3 +164,36 @@ def samsa_end_to_end_latency(
     if not latencies:
         raise RuntimeError("no record reached the consumer")
     return _percentiles(latencies)
+
+
+IDLE_S = 10.0  # a consumer that reads nothing this long has failed
+
+
+def read_from_start(
+    bootstrap: str, topic: str, count: int, size: int, isolation: str = "read_uncommitted"
+) -> dict[str, float]:
+    """Partition 0 of `topic` from the start until `count` records came; the clock runs from the
+    first poll() to the last record."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation,
+            "max.poll.records": 100_000,
+        }
+    )
+    try:
+        consumer.assign([(topic, 0)])
+        got = 0
+        started = last = time.perf_counter()
+        while got < count:
+            records = consumer.poll(timeout=1.0)
+            now = time.perf_counter()
+            if records:
+                got, last = got + len(records), now
+            elif now - last > IDLE_S:
+                raise RuntimeError(f"read {got:,} of {count:,} records, then none for {IDLE_S:g} s")
+    finally:
+        consumer.close()
+    elapsed = last - started
+    return {"records_per_s": got / elapsed, "mb_per_s": got * size / elapsed / 1e6}

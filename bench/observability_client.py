@@ -39,7 +39,6 @@ from typing import Any
 BATCH_SIZE = 256 * 1024  # as the cluster bench's producers (bench/client_bench.py)
 LINGER_MS = 5
 TIMEOUT_S = 60.0
-IDLE_S = 10.0  # a consumer that reads nothing this long has failed
 CHUNK_RECORDS = 1_000  # sends per application span with --spans chunk
 SPANS_CHUNK, SPANS_SEND = "chunk", "send"
 # The batch span processor's settings, named here because the figures depend on them. A full
@@ -123,30 +122,9 @@ def produce(
 
 def consume(bootstrap: str, topic: str, count: int, size: int) -> dict:
     """Partition 0 from offset 0 until `count` records came."""
-    from samsa.client import Consumer
+    from bench.client_bench import read_from_start
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "auto.offset.reset": "earliest",
-            "max.poll.records": 100_000,
-        }
-    )
-    try:
-        consumer.assign([(topic, 0)])
-        got = 0
-        started = last = time.perf_counter()
-        while got < count:
-            records = consumer.poll(timeout=1.0)
-            now = time.perf_counter()
-            if records:
-                got, last = got + len(records), now
-            elif now - last > IDLE_S:
-                raise RuntimeError(f"read {got:,} of {count:,} records, then none for {IDLE_S:g} s")
-    finally:
-        consumer.close()
-    elapsed = last - started
-    return {"records_per_s": got / elapsed, "mb_per_s": got * size / elapsed / 1e6}
+    return read_from_start(bootstrap, topic, count, size)
 
 
 def main(argv: list[str] | None = None) -> None:

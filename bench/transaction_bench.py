@@ -45,6 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.client_bench import read_from_start
 from bench.figures import percentile
 from bench.harness import failure_reason, measure_or_reason, print_tables, running_samsa
 from bench.tables import (
@@ -73,7 +74,6 @@ SIZE = 100
 BATCH_SIZE = 256 * 1024  # as the cluster bench's producers (bench/client_bench.py)
 LINGER_MS = 5
 TIMEOUT_S = 60.0
-IDLE_S = 10.0  # a consumer that reads nothing this long has failed
 CONSUME_PER_TXN = 1_000
 
 TXN_100, TXN_1000, PLAIN = "txn@100", "txn@1000", "plain"
@@ -309,33 +309,8 @@ def latency_ms(samples_s: Sequence[float]) -> dict:
 
 
 def consume(bootstrap: str, topic: str, count: int, isolation: str) -> dict:
-    """Partition 0 of `topic` from the start until `count` records came; the clock runs from the
-    first poll() to the last record."""
-    from samsa.client import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "auto.offset.reset": "earliest",
-            "isolation.level": isolation,
-            "max.poll.records": 100_000,
-        }
-    )
-    try:
-        consumer.assign([(topic, 0)])
-        got = 0
-        started = last = time.perf_counter()
-        while got < count:
-            records = consumer.poll(timeout=1.0)
-            now = time.perf_counter()
-            if records:
-                got, last = got + len(records), now
-            elif now - last > IDLE_S:
-                raise RuntimeError(f"read {got:,} of {count:,} records, then none for {IDLE_S:g} s")
-    finally:
-        consumer.close()
-    elapsed = last - started
-    return {"records_per_s": got / elapsed, "mb_per_s": got * SIZE / elapsed / 1e6}
+    """Partition 0 of `topic` from the start until `count` records came."""
+    return read_from_start(bootstrap, topic, count, SIZE, isolation)
 
 
 def consume_runs(bootstrap: str, plan: Plan) -> dict[str, list[dict | str]]:
