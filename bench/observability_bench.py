@@ -354,7 +354,7 @@ def measure(configuration: Configuration, plan: Plan) -> dict:
         traces_file = str(Path(root) / "spans.jsonl")
         spec = load_or_create(data_dir, 1, 1)
         names = ["controller-1", "broker-1"]
-        ports = free_ports(len(names)) if configuration.metrics else []
+        ports = free_ports(len(names), spec.ports) if configuration.metrics else []
         environments = service_environments(names, configuration, ports, traces_file)
         with running(ObservedCluster(spec, data_dir, environments)) as cluster:
             wait_healthy(cluster)

@@ -38,7 +38,7 @@ class MeteredCluster(LocalCluster):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         names = list(super().commands())
-        self.metrics_ports = dict(zip(names, free_ports(len(names)), strict=True))
+        self.metrics_ports = dict(zip(names, free_ports(len(names), self.spec.ports), strict=True))
 
     def commands(self) -> dict[str, list[str]]:
         return {

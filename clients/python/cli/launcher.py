@@ -33,7 +33,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -89,6 +89,16 @@ class ClusterSpec:
     coordinators: tuple[CoordinatorSpec, ...] = ()
 
     @property
+    def ports(self) -> set[int]:
+        """Every port the cluster's processes listen on (gRPC and Raft)."""
+        return (
+            {c.grpc_port for c in self.controllers}
+            | {c.raft_port for c in self.controllers}
+            | {b.grpc_port for b in self.brokers}
+            | {c.grpc_port for c in self.coordinators}
+        )
+
+    @property
     def bootstrap_servers(self) -> str:
         """What clients are given: the controllers serve cluster metadata (DESIGN §2)."""
         return ",".join(controller.endpoint for controller in self.controllers)
@@ -107,31 +117,39 @@ class ClusterSpec:
         )
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now; held open together so that they differ."""
+def free_ports(count: int, taken: Iterable[int] = ()) -> list[int]:
+    """Ports the kernel hands out now, none of them in `taken`: held open together so that they
+    differ. Once closed, the kernel may hand a port out again, so ports chosen for one cluster
+    must come from one call, or name the others as `taken` (a coordinator given the port a
+    controller's Raft was about to bind left the quorum without a leader)."""
+    taken = set(taken)
     with contextlib.ExitStack() as stack:
-        sockets = []
-        for _ in range(count):
+        ports: list[int] = []
+        while len(ports) < count:
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.bind((HOST, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
+            port = sock.getsockname()[1]
+            if port not in taken:
+                ports.append(port)
+        return ports
 
 
 def new_cluster_spec(
     controllers: int, brokers: int, settings: dict[str, str] | None = None, coordinators: int = 0
 ) -> ClusterSpec:
     ports = iter(free_ports(2 * controllers + brokers))
-    return ClusterSpec(
+    spec = ClusterSpec(
         tuple(ControllerSpec(i, next(ports), next(ports)) for i in range(1, controllers + 1)),
         tuple(BrokerSpec(i, next(ports)) for i in range(1, brokers + 1)),
         dict(settings or {}),
-        new_coordinator_specs(coordinators),
     )
+    return replace(spec, coordinators=new_coordinator_specs(coordinators, spec.ports))
 
 
-def new_coordinator_specs(count: int) -> tuple[CoordinatorSpec, ...]:
-    return tuple(CoordinatorSpec(i, port) for i, port in enumerate(free_ports(count), start=1))
+def new_coordinator_specs(count: int, taken: Iterable[int]) -> tuple[CoordinatorSpec, ...]:
+    """`count` coordinators on ports that are free now and not among `taken`."""
+    ports = free_ports(count, taken)
+    return tuple(CoordinatorSpec(i, port) for i, port in enumerate(ports, start=1))
 
 
 def load_or_create(
@@ -158,7 +176,8 @@ def load_or_create(
                 f"{len(spec.controllers)} --brokers {len(spec.brokers)} or use another --data-dir"
             )
         if len(spec.coordinators) != coordinators:
-            spec = replace(spec, coordinators=new_coordinator_specs(coordinators))
+            others = replace(spec, coordinators=()).ports
+            spec = replace(spec, coordinators=new_coordinator_specs(coordinators, others))
             spec_file.write_text(spec.to_json())
         return spec
     spec = new_cluster_spec(controllers, brokers, settings, coordinators)

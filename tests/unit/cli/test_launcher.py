@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+from samsa.cli import launcher
 from samsa.cli.launcher import (
     ClusterSpec,
     broker_command,
@@ -140,3 +142,35 @@ def test_every_command_the_launcher_builds_loads_as_its_services_config(tmp_path
         {},
     )
     assert coordinator.advertised_listener == spec.coordinators[0].endpoint
+
+
+class ReusingSocket:
+    """A socket whose kernel hands out ports from a script, repeats included."""
+
+    script: ClassVar[list[int]] = []
+
+    def __init__(self, *_: object) -> None:
+        self.port = 0
+
+    def __enter__(self) -> ReusingSocket:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def bind(self, _: object) -> None:
+        self.port = ReusingSocket.script.pop(0)
+
+    def getsockname(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+
+def test_coordinators_never_get_a_port_the_cluster_already_has(monkeypatch) -> None:
+    # The kernel may hand a closed port out again: the coordinator's must skip the cluster's.
+    ReusingSocket.script = [4001, 4002, 4003, 4002, 4004, 4005]
+    monkeypatch.setattr(launcher.socket, "socket", ReusingSocket)
+    spec = launcher.new_cluster_spec(1, 1, coordinators=2)
+    assert (spec.controllers[0].grpc_port, spec.controllers[0].raft_port) == (4001, 4002)
+    assert spec.brokers[0].grpc_port == 4003
+    assert [c.grpc_port for c in spec.coordinators] == [4004, 4005]
+    assert ReusingSocket.script == []
