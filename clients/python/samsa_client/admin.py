@@ -230,14 +230,14 @@ class Admin:
                 time.sleep(0.1)
         if last is not None:
             reason, _ = unreachable_reason(last)
-            within = "" if len(not_samsa) == len(endpoints) else f" within {timeout_s:g} s"
+            within = "" if len(not_samsa) == len(endpoints) else f" within {timeout_s:.3g} s"
             raise NoBrokersAvailable(
                 f"no Samsa broker or controller answered {method} at {', '.join(endpoints)}"
                 f"{within}: {reason}"
             ) from last
         raise NoBrokersAvailable(
             f"{method}: no active controller answered through {', '.join(endpoints)} "
-            f"within {timeout_s:g} s: {refusal}"
+            f"within {timeout_s:.3g} s: {refusal}"
         )
 
     def _read_timeout_s(self) -> float:

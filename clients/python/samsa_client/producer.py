@@ -375,6 +375,7 @@ class Producer:
             self.flush(timeout)
         finally:
             self._closed = True
+            self._metadata.stop_waiting()
             stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
             try:
                 stopped.result(STOP_TIMEOUT_S)

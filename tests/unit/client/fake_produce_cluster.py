@@ -115,6 +115,9 @@ class FakeMetadata:
     def needs_refresh(self) -> bool:
         return False
 
+    def stop_waiting(self) -> None:
+        pass
+
     def refresh(self, topics: object = (), timeout_s: float = 0) -> None:
         return None
 
