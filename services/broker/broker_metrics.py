@@ -40,7 +40,13 @@ class NoBrokerMetrics:
     def produced(self, topic: str, record_count: int, size_bytes: int) -> None:
         pass
 
-    def fetched(self, bytes_by_topic: Mapping[str, int], *, follower: bool) -> None:
+    def fetched(
+        self,
+        bytes_by_topic: Mapping[str, int],
+        records_by_topic: Mapping[str, int],
+        *,
+        follower: bool,
+    ) -> None:
         pass
 
     def isr_changed(self, shrinks: int, expands: int) -> None:
@@ -60,6 +66,12 @@ class BrokerMetrics(NoBrokerMetrics):
         meter = meter or metrics.meter()
         self._records_in = meter.create_counter(
             "samsa.broker.records.in", unit="{record}", description="records appended by produce"
+        )
+        self._records_out = meter.create_counter(
+            "samsa.broker.records.out",
+            unit="{record}",
+            description="records sent in fetch answers, counted as offsets from each fetch's "
+            "offset (aborted records and transaction markers included)",
         )
         self._io = meter.create_counter(
             "samsa.broker.io",
@@ -110,9 +122,17 @@ class BrokerMetrics(NoBrokerMetrics):
         self._records_in.add(record_count, attributes)
         self._io.add(size_bytes, self._io_attributes_of(topic, None))
 
-    def fetched(self, bytes_by_topic: Mapping[str, int], *, follower: bool) -> None:
+    def fetched(
+        self,
+        bytes_by_topic: Mapping[str, int],
+        records_by_topic: Mapping[str, int],
+        *,
+        follower: bool,
+    ) -> None:
         for topic, size_bytes in bytes_by_topic.items():
             self._io.add(size_bytes, self._io_attributes_of(topic, follower))
+        for topic, count in records_by_topic.items():
+            self._records_out.add(count, self._io_attributes_of(topic, follower))
 
     def _io_attributes_of(self, topic: str, follower: bool | None) -> Attributes:
         """The io counter's attributes (follower None: produced in), cached per topic."""

@@ -54,6 +54,9 @@ class PartitionReader:
         self.total = 0
         # Stored bytes read, by topic: the broker's bytes-out counter, once this pass answers.
         self.bytes_by_topic: dict[str, int] = {}
+        # Offsets sent, by topic, from each partition's fetch offset: the records-out counter
+        # without reading a batch (offsets a compaction removed count too).
+        self.records_by_topic: dict[str, int] = {}
         # A partition failed or has an answer of its own (a diverging epoch, a preferred read
         # replica): the fetch is answered at once, never parked until max_wait_ms. A follower
         # that must truncate after a leader change would otherwise wait out the whole wait
@@ -71,7 +74,9 @@ class PartitionReader:
     def count_answer(self) -> None:
         """Count this pass's bytes as sent (call once, for the pass that answers)."""
         if self.bytes_by_topic:
-            self.host.metrics.fetched(self.bytes_by_topic, follower=self.replica_id >= 0)
+            self.host.metrics.fetched(
+                self.bytes_by_topic, self.records_by_topic, follower=self.replica_id >= 0
+            )
 
     def _read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
         host, request, replica_id = self.host, self.request, self.replica_id
@@ -155,6 +160,8 @@ class PartitionReader:
             size_bytes = len(read.records)
             self.total += size_bytes
             self.bytes_by_topic[topic] = self.bytes_by_topic.get(topic, 0) + size_bytes
+            sent = read.next_offset - wanted.fetch_offset
+            self.records_by_topic[topic] = self.records_by_topic.get(topic, 0) + sent
         return Outcome.READ
 
 

@@ -192,6 +192,8 @@ def _check_broker(broker: str) -> None:
     produced = sample(broker, "samsa_broker_io_bytes_total", direction="in", **topic)
     consumed = sample(broker, "samsa_broker_io_bytes_total", peer="consumer", **topic)
     assert produced > 50 and consumed > 0, (produced, consumed)
+    # the 40 consumed (a fetch answer the consumer dropped in a rebalance would add to it)
+    assert sample(broker, "samsa_broker_records_out_total", peer="consumer", **topic) >= 40
     assert sample(broker, "samsa_broker_io_bytes_total", peer="follower", **topic) == 0
 
 
