@@ -16,9 +16,10 @@ So the reader and the wait tasks never write or abort: they queue answers, or re
 (a refused request, an undecodable one, a bug) and wake the handler, which raises it (or sends
 the abort): the stream ends with that status, never hangs.
 
-The stream carries no per-call membership proof, so it never writes an internal topic: those
-partitions are refused (INVALID_REQUEST, nothing written; coordinators use the unary Produce,
-signed). The unary Produce writes them when its adapter says the caller proved membership.
+Internal topics: the adapter says whether the stream may write them (`internal_write_refusal`,
+as for the unary Produce). A coordinator's stream carries the membership proof in its call
+metadata, signed for ProduceStream and checked once as the stream opens, and writes them; any
+other stream is refused those partitions (INVALID_REQUEST, nothing written).
 
 Tracing (record_trace.py): a stream request that carries a sampled record's `traceparent` gets a
 `produce` span, child of that record's context, from its arrival to its answer, with the appends'
@@ -52,7 +53,7 @@ Transactional = tuple[set[tuple[str, int]], dict[tuple[str, int], tuple[ErrorCod
 PRODUCE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 DROPPED_ANSWER = (grpc.StatusCode.UNAVAILABLE, "fault injected: answer dropped")
 STREAM_INTERNAL_WRITE_REFUSAL = (
-    "ProduceStream never writes internal topics (it carries no membership proof per call)"
+    "the stream carries no membership proof (a coordinator's proves it as the stream opens)"
 )
 
 
@@ -108,8 +109,12 @@ async def serve_produce_stream(
     request_iterator: AsyncIterator[broker_pb2.ProduceStreamRequest],
     context: grpc.aio.ServicerContext,
     verifier: TransactionVerifier | None = None,
+    *,
+    internal_write_refusal: str | None = STREAM_INTERNAL_WRITE_REFUSAL,
 ) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
-    """The handler's generator: yields answers as they complete; see the module docstring."""
+    """The handler's generator: yields answers as they complete; see the module docstring.
+    `internal_write_refusal`: why internal topics are refused, None if this stream proved it may
+    write them."""
     answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue(
         maxsize=limits.produce_stream_answers_queued_max
     )
@@ -167,7 +172,7 @@ async def serve_produce_stream(
                     host,
                     item.request,
                     int(time.time() * 1000),
-                    internal_write_refusal=STREAM_INTERNAL_WRITE_REFUSAL,
+                    internal_write_refusal=internal_write_refusal,
                     transactional=transactional,
                     trace_parent=None if span is None else span.get_span_context(),
                 )

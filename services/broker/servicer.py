@@ -5,9 +5,11 @@ A Fetch that claims a replica_id (a follower's) must carry the cluster's members
 (services/runtime/membership.py): without it a stranger could move the high watermark. So must a
 Produce that writes an internal topic (`__consumer_offsets`): without it a stranger could forge
 group state. Any member's proof is accepted there (coordinators sign as their coordinator id);
-the check costs one HMAC, and only requests naming an internal topic pay it. ProduceStream never
-writes internal topics (produce_stream.py). WriteTxnMarkers (txn_markers.py) always needs a
-member's proof: a forged marker would commit or abort someone else's transaction."""
+the check costs one HMAC, and only requests naming an internal topic pay it. A ProduceStream
+writes internal topics when its call metadata carried such a proof, signed for ProduceStream and
+checked once as the stream opens (produce_stream.py): coordinators write over one.
+WriteTxnMarkers (txn_markers.py) always needs a member's proof: a forged marker would commit or
+abort someone else's transaction."""
 
 from __future__ import annotations
 
@@ -23,7 +25,11 @@ from samsa.services.broker.fetch_session import EPOCH_MAX, FetchSessionCache
 from samsa.services.broker.fetch_stream import serve_fetch_stream
 from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.produce_stream import produce_once, serve_produce_stream
+from samsa.services.broker.produce_stream import (
+    STREAM_INTERNAL_WRITE_REFUSAL,
+    produce_once,
+    serve_produce_stream,
+)
 from samsa.services.broker.produce_wait import await_replication
 from samsa.services.broker.producer_ids import ProducerIdManager, init_producer_id
 from samsa.services.broker.replica_stream import serve_replica_fetch_stream
@@ -38,6 +44,7 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
 FETCH_METHOD = method_path(BROKER_SERVICE, "Fetch")
 PRODUCE_METHOD = method_path(BROKER_SERVICE, "Produce")
+PRODUCE_STREAM_METHOD = method_path(BROKER_SERVICE, "ProduceStream")
 WRITE_TXN_MARKERS_METHOD = method_path(BROKER_SERVICE, "WriteTxnMarkers")
 
 
@@ -82,21 +89,37 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         it is a member of the cluster); otherwise why not, for `produce`'s message."""
         if not any(topic.name in INTERNAL_TOPICS for topic in request.topics):
             return None
+        return self._proof_refusal(context, PRODUCE_METHOD, "the request")
+
+    def _proof_refusal(
+        self, context: grpc.aio.ServicerContext, method: str, what: str
+    ) -> str | None:
+        """None when the call's metadata proves a member of the cluster calls `method`;
+        otherwise why not (`what` names the call or stream in the message)."""
         error = membership.verify_any(
             self.member_key,
             member_auth.proof_in(context),
-            PRODUCE_METHOD,
+            method,
             int(time.time() * 1000),
         )
         if error is None:
             return None
         if error.missing:
-            return f"the request carries no {membership.METADATA_KEY} metadata"
+            return f"{what} carries no {membership.METADATA_KEY} metadata"
         return f"its membership proof is refused ({error})"
 
     async def ProduceStream(self, request_iterator, context):
+        # A coordinator's stream proves membership once, as it opens: it may write internal
+        # topics for its lifetime. Other streams are refused those partitions.
+        refusal: str | None = STREAM_INTERNAL_WRITE_REFUSAL
+        if member_auth.proof_in(context) is not None:
+            refusal = self._proof_refusal(context, PRODUCE_STREAM_METHOD, "the stream")
         async for answer in serve_produce_stream(
-            self.host, request_iterator, context, self.txn_verifier
+            self.host,
+            request_iterator,
+            context,
+            self.txn_verifier,
+            internal_write_refusal=refusal,
         ):
             yield answer
 

@@ -3,9 +3,12 @@ write transaction markers, describe a partition's producers, and take producer i
 
 Theory of operation. Every call goes to the partition's leader as this process's metadata image
 names it (`ownership.leader_endpoint`); no leader (or an unreachable one) answers a retriable
-error, and the caller retries once its image moves. Produce and WriteTxnMarkers carry the
+error, and the caller retries once its image moves. Writes and WriteTxnMarkers carry the
 cluster's membership proof signed as this coordinator: brokers refuse writes to internal topics
-(and markers) without one, so a client cannot forge group or transaction state. Calls never
+(and markers) without one, so a client cannot forge group or transaction state. Writes go over
+one ProduceStream per broker, which proves membership once as it opens
+(internal_produce_stream.py): a stream message costs about half a new unary call, and every group
+commit and transaction step waits on one. Calls never
 raise for gRPC failures: they answer an ErrorCode, so callers handle "no leader", "leader
 moved" and "broker down" in one place.
 """
@@ -21,6 +24,10 @@ import grpc
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
+from samsa.services.coordinator.internal_produce_stream import (
+    InternalProduceStream,
+    StreamBrokenError,
+)
 from samsa.services.coordinator.ownership import leader_endpoint
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
@@ -74,9 +81,12 @@ class OffsetsLog:
         self.signer = signer
         self._stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
         self._channels: list[grpc.aio.Channel] = []
+        self._streams: dict[str, InternalProduceStream] = {}
+        self._stream_stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
         self._next_broker = -1
 
     async def close(self) -> None:
+        await asyncio.gather(*(stream.close() for stream in self._streams.values()))
         await asyncio.gather(*(channel.close() for channel in self._channels))
 
     def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
@@ -86,6 +96,19 @@ class OffsetsLog:
             self._channels.append(channel)
             stub = self._stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
         return stub
+
+    def _produce_stream(self, endpoint: str) -> InternalProduceStream:
+        """The open stream to `endpoint`, or a new one (on its own channel: no interceptor)."""
+        stream = self._streams.get(endpoint)
+        if stream is None or stream.broken:
+            if stream is None:
+                channel = service_channel(endpoint, traced=False)
+                self._channels.append(channel)
+                self._stream_stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
+            proof = self.signer.metadata(method_path(BROKER_SERVICE, "ProduceStream"))
+            stream = InternalProduceStream(self._stream_stubs[endpoint], proof)
+            self._streams[endpoint] = stream
+        return stream
 
     async def produce(self, topic: str, partition: int, batch: bytes) -> ProduceResult:
         """Append one batch with acks=all to the partition's leader."""
@@ -104,13 +127,10 @@ class OffsetsLog:
                 )
             ],
         )
-        proof = self.signer.metadata(method_path(BROKER_SERVICE, "Produce"))
         try:
-            response = await self._stub(endpoint).Produce(
-                request, timeout=CALL_TIMEOUT_S, metadata=proof
-            )
-        except grpc.aio.AioRpcError as error:
-            return ProduceResult(ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error.details()}")
+            response = await self._produce_stream(endpoint).produce(request, CALL_TIMEOUT_S)
+        except StreamBrokenError as error:
+            return ProduceResult(ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error}")
         answer = response.topics[0].partitions[0]
         return ProduceResult(answer.error_code, answer.error_message, answer.base_offset)
 

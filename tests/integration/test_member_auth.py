@@ -5,7 +5,8 @@ which would move the high watermark, so acks=all would acknowledge records no fo
 a proof signed with another secret is refused the same way; the real brokers keep working. A
 broker without a valid secret file does not start. Nor can a stranger write the internal topic
 `__consumer_offsets`, where coordinators keep consumer-group state: a Produce to it must carry a
-member's proof (as a coordinator's does), and ProduceStream never writes it; reading it stays open.
+member's proof (as a coordinator's does), per call or, for a ProduceStream, as the stream opens;
+reading it stays open.
 
 Method: one controller and two brokers started by the launcher (which gives every process the
 cluster secret), a topic with RF=2. The follower is paused (SIGSTOP) and records are produced with
@@ -18,9 +19,10 @@ fetches move the high watermark, and produce/consume work.
 
 For the internal topic: one controller and one broker, a fake coordinator (registered with the
 secret) so that the controller creates `__consumer_offsets` with one partition; an unsigned
-Produce, one signed with another secret and a ProduceStream (even signed) are refused per
-partition and the partition's high watermark (its log end: one replica) does not move; a Produce
-signed as the coordinator is appended and reads back with a consumer's Fetch.
+Produce, one signed with another secret, an unsigned ProduceStream and one signed with another
+secret are refused per partition and the partition's high watermark (its log end: one replica)
+does not move; a Produce signed as the coordinator and a ProduceStream opened with the proof a
+coordinator's stream carries are appended and read back with a consumer's Fetch.
 """
 
 from __future__ import annotations
@@ -353,23 +355,18 @@ def test_only_members_write_the_internal_offsets_topic(tmp_path: Path) -> None:
             wrong = member_metadata(tmp_path, "Produce", 1, secret=WRONG_SECRET)
             forged = stub.Produce(offsets_produce(b"forged"), timeout=10, metadata=wrong)
             assert_internal_refused(forged.topics[0].partitions[0], "another cluster secret")
-            streamed = list(
-                stub.ProduceStream(
-                    iter(
-                        [
-                            broker_pb2.ProduceStreamRequest(
-                                correlation_id=7, request=offsets_produce(b"forged")
-                            )
-                        ]
-                    ),
-                    timeout=10,
-                    metadata=member_metadata(tmp_path, "ProduceStream", 1),
+
+            def stream_one(value: bytes, metadata=None):  # type: ignore[no-untyped-def]
+                request = broker_pb2.ProduceStreamRequest(
+                    correlation_id=7, request=offsets_produce(value)
                 )
-            )
-            assert [answer.correlation_id for answer in streamed] == [7]
-            assert_internal_refused(
-                streamed[0].response.topics[0].partitions[0], "ProduceStream never writes"
-            )
+                streamed = list(stub.ProduceStream(iter([request]), timeout=10, metadata=metadata))
+                assert [answer.correlation_id for answer in streamed] == [7]
+                return streamed[0].response.topics[0].partitions[0]
+
+            assert_internal_refused(stream_one(b"forged"), "the stream carries no membership proof")
+            wrong_stream = member_metadata(tmp_path, "ProduceStream", 1, secret=WRONG_SECRET)
+            assert_internal_refused(stream_one(b"forged", wrong_stream), "another cluster secret")
             assert offsets_end(stub) == end, "a refused Produce wrote to __consumer_offsets"
 
             # Exactly what a coordinator sends (services/coordinator/offsets_log.py).
@@ -379,11 +376,16 @@ def test_only_members_write_the_internal_offsets_topic(tmp_path: Path) -> None:
             result = answer.topics[0].partitions[0]
             assert (result.error_code, result.base_offset) == (ErrorCode.NONE, end), result
             assert offsets_end(stub) == end + 1
+            # And what a coordinator's stream carries as it opens (internal_produce_stream.py).
+            proof = MemberSigner(key, 1).metadata(membership.method_path(service, "ProduceStream"))
+            result = stream_one(b"streamed state", proof)
+            assert (result.error_code, result.base_offset) == (ErrorCode.NONE, end + 1), result
+            assert offsets_end(stub) == end + 2
 
             read = stub.Fetch(fetch_request(None, end, topic=CONSUMER_OFFSETS_TOPIC), timeout=5)
             fetched = read.topics[0].partitions[0]
             assert fetched.error_code == ErrorCode.NONE, fetched.error_message
             values = [v for batch in decode_batches(fetched.records) for v in batch.values]
-            assert values == [b"group state"]
+            assert values == [b"group state", b"streamed state"]
         finally:
             coordinator.stop_heartbeating()

@@ -110,6 +110,7 @@ IO_MODULE_NAMES = {
     "coordinator.py",  # the coordinator's composition
     "coordinator_membership.py",  # registration and heartbeats with the controllers
     "offsets_log.py",  # produce, fetch and list offsets at the brokers over gRPC
+    "internal_produce_stream.py",  # the coordinator's writes over one ProduceStream per broker
     "coordinator_partition.py",  # one owned partition's load, writer and keepalive
     "offsets_partition.py",  # the groups' partition: timers over coordinator_partition
     "transaction_partition.py",  # a transactions partition: steps, markers, timeouts

@@ -1,8 +1,10 @@
 """Goal: only members of the cluster write internal topics (`__consumer_offsets`, the
-coordinators' group state). A Produce without a member's proof, with a bad one, or over
-ProduceStream is refused for the internal topic's partitions alone — INVALID_REQUEST, a message
-saying why, nothing written — while the request's other partitions are appended; a Produce signed
-exactly as a coordinator signs it (services/coordinator/offsets_log.py) is appended.
+coordinators' group state). A Produce or a ProduceStream without a member's proof, or with a bad
+one (another secret, signed for another call), is refused for the internal topic's partitions
+alone — INVALID_REQUEST, a message saying why, nothing written — while the request's other
+partitions are appended; a Produce signed exactly as a coordinator signs it, and a ProduceStream
+opened with the proof a coordinator's stream carries (services/coordinator/offsets_log.py), are
+appended.
 
 Method: a PartitionHost over real logs in a temp dir leading one ordinary topic and
 `__consumer_offsets`; the pure `produce`, the BrokerServicer's Produce and the ProduceStream
@@ -34,6 +36,7 @@ KEY = membership.derive_key("a" * 43)
 OTHER_KEY = membership.derive_key("b" * 43)
 BROKER_SERVICE = b.DESCRIPTOR.services_by_name["BrokerService"].full_name
 PRODUCE = membership.method_path(BROKER_SERVICE, "Produce")
+PRODUCE_STREAM = membership.method_path(BROKER_SERVICE, "ProduceStream")
 TOPICS = {"t": b"\x01" * 16, CONSUMER_OFFSETS_TOPIC: b"\x02" * 16}
 
 
@@ -152,17 +155,52 @@ def test_a_produce_signed_as_a_coordinator_writes_the_internal_topic(host, membe
     assert (log_end(host, "t"), log_end(host, CONSUMER_OFFSETS_TOPIC)) == (1, 1)
 
 
-def test_produce_stream_never_writes_the_internal_topic(host):
+def stream_produce(host: PartitionHost, metadata: tuple[tuple[str, str], ...]):  # type: ignore[no-untyped-def]
+    """One request over the servicer's ProduceStream opened with `metadata`: its answers."""
+
     async def requests():  # type: ignore[no-untyped-def]
         yield b.ProduceStreamRequest(correlation_id=3, request=request())
 
     async def answers() -> list[b.ProduceStreamResponse]:
-        signed = FakeContext(MemberSigner(KEY, 1).metadata(PRODUCE))
-        return [a async for a in serve_produce_stream(host, requests(), signed)]  # type: ignore[arg-type]
+        servicer = BrokerServicer(host, member_key=KEY, producer_ids=None)  # type: ignore[arg-type]
+        stream = servicer.ProduceStream(requests(), FakeContext(metadata))
+        return [a async for a in stream]
 
     (answer,) = asyncio.run(answers())
     assert answer.correlation_id == 3
-    answered = results(answer.response)
+    return results(answer.response)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "reason"),
+    [
+        ((), "the stream carries no membership proof"),
+        (MemberSigner(OTHER_KEY, 1).metadata(PRODUCE_STREAM), "another cluster secret"),
+        # A proof for the unary call does not open a stream: proofs are per method.
+        (MemberSigner(KEY, 1).metadata(PRODUCE), "for another call"),
+    ],
+)
+def test_an_unproven_produce_stream_writes_nothing_to_the_internal_topic(host, metadata, reason):
+    answered = stream_produce(host, metadata)
     assert answered["t"].error_code == ErrorCode.NONE
-    assert_refused(answered[CONSUMER_OFFSETS_TOPIC], "ProduceStream never writes internal topics")
+    assert_refused(answered[CONSUMER_OFFSETS_TOPIC], reason)
+    assert log_end(host, CONSUMER_OFFSETS_TOPIC) == 0
+
+
+def test_a_produce_stream_opened_by_a_coordinator_writes_the_internal_topic(host):
+    answered = stream_produce(host, MemberSigner(KEY, 7).metadata(PRODUCE_STREAM))
+    assert answered[CONSUMER_OFFSETS_TOPIC].error_code == ErrorCode.NONE
+    assert (log_end(host, "t"), log_end(host, CONSUMER_OFFSETS_TOPIC)) == (1, 1)
+
+
+def test_the_stream_core_refuses_internal_topics_unless_told_otherwise(host):
+    async def requests():  # type: ignore[no-untyped-def]
+        yield b.ProduceStreamRequest(correlation_id=3, request=request())
+
+    async def answers() -> list[b.ProduceStreamResponse]:
+        signed = FakeContext(MemberSigner(KEY, 1).metadata(PRODUCE_STREAM))
+        return [a async for a in serve_produce_stream(host, requests(), signed)]  # type: ignore[arg-type]
+
+    (answer,) = asyncio.run(answers())
+    assert_refused(results(answer.response)[CONSUMER_OFFSETS_TOPIC], "carries no membership proof")
     assert log_end(host, CONSUMER_OFFSETS_TOPIC) == 0

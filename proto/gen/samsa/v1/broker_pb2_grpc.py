@@ -102,7 +102,8 @@ class BrokerServiceServicer:
         """Produce over one long-lived stream: the same requests and answers, matched by
         correlation_id, answered as each completes (not necessarily in order). A stream round trip
         costs about half of a unary call here (DESIGN §12), which is what a producer waiting on
-        each record feels. It never writes internal topics (see ProduceRequest).
+        each record feels. It writes internal topics only when the stream was opened with a
+        membership proof signed for this method (see ProduceRequest).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
