@@ -1,9 +1,9 @@
 """Consumer-group administration, the pure half: answers into dataclasses, and reset plans.
 
-Admin (admin.py) does the I/O: it finds each group's coordinator with FindCoordinator, calls
-GroupCoordinatorService there, and retries the coordinator errors (`coordinator_retriable`) until
-request.timeout.ms. Everything it decides from an answer lives here, without gRPC, so it is tested
-with protobuf messages built by hand:
+GroupAdminCalls (group_admin_calls.py, behind Admin) does the I/O: it finds each group's
+coordinator with FindCoordinator, calls GroupCoordinatorService there, and retries the coordinator
+errors (`coordinator_retriable`) until request.timeout.ms. Everything it decides from an answer
+lives here, without gRPC, so it is tested with protobuf messages built by hand:
 
 - `listings_of` merges ListGroups answers of every coordinator (a group whose partition is moving
   may be listed by two: the first wins) and sorts them;

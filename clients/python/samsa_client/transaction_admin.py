@@ -1,13 +1,14 @@
 """Transaction administration, the pure half (KIP-664): answers into dataclasses.
 
-Admin (admin.py) does the I/O: ListTransactions on every live coordinator, DescribeTransactions
-at each transactional id's coordinator (found with FindCoordinator), retrying the coordinator
-errors until request.timeout.ms; DescribeProducers at each partition's leader, AbortTransaction
-at any live coordinator, retrying those errors and the leader's (`abort_retriable`). How an
-operator finds a hanging transaction: list the ones open longer than their timeout should allow,
-describe them, and read the partitions' producers (`describe_producers`): a producer with an
-open transaction (current_txn_start_offset >= 0) that no listed transaction explains, silent for
-longer than transaction.max.timeout.ms, hangs; `abort_transaction` ends it.
+TransactionAdminCalls (transaction_admin_calls.py, behind Admin) does the I/O: ListTransactions
+on every live coordinator, DescribeTransactions at each transactional id's coordinator (found with
+FindCoordinator), retrying the coordinator errors until request.timeout.ms; DescribeProducers at
+each partition's leader, AbortTransaction at any live coordinator, retrying those errors and the
+leader's (`abort_retriable`). How an operator finds a hanging transaction: list the ones open
+longer than their timeout should allow, describe them, and read the partitions' producers
+(`describe_producers`): a producer with an open transaction (current_txn_start_offset >= 0) that
+no listed transaction explains, silent for longer than transaction.max.timeout.ms, hangs;
+`abort_transaction` ends it.
 """
 
 from __future__ import annotations

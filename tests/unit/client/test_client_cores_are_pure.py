@@ -25,6 +25,7 @@ CORE_MODULES = (
     "group_member.py",
     "fetch_state.py",
     "rebalance.py",
+    "cluster_admin.py",
     "group_admin.py",
     "transaction_admin.py",
     "transaction_manager.py",

@@ -3,9 +3,9 @@ dataclasses and errors, plans offset resets as Kafka's tool does, and finds a gr
 again after a coordinator error — within request.timeout.ms, never forever.
 
 Method: the pure functions of samsa.client.group_admin on protobuf answers built by hand; the
-retry loop of Admin with its two I/O seams (`_lookup`, `_group_stub`) replaced by fakes that
-answer from scripts, with the backoff set to 0 (no ports, no sleeps); and an `ast` check that
-group_admin.py stays pure.
+retry loop behind Admin (GroupAdminCalls) with its two I/O seams (CoordinatorCalls.lookup,
+GroupAdminCalls._group_stub) replaced by fakes that answer from scripts, with the backoff set to 0
+(no ports, no sleeps); and an `ast` check that group_admin.py stays pure.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from samsa.client import admin as admin_module
+from samsa.client import coordinator_calls
 from samsa.client.admin import Admin
 from samsa.client.group_admin import (
     ConsumerGroupListing,
@@ -306,8 +306,12 @@ class FakeGroupStub:
 
 @pytest.fixture
 def admin(monkeypatch: pytest.MonkeyPatch) -> Admin:
-    monkeypatch.setattr(admin_module, "GROUP_RETRY_BACKOFF_S", 0.0)
-    return Admin({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": 2000})
+    return _admin(monkeypatch, request_timeout_ms=2000)
+
+
+def _admin(monkeypatch: pytest.MonkeyPatch, request_timeout_ms: int) -> Admin:
+    monkeypatch.setattr(coordinator_calls, "RETRY_BACKOFF_S", 0.0)
+    return Admin({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": request_timeout_ms})
 
 
 def _wire(
@@ -334,8 +338,9 @@ def _wire(
                 )
         return answer, None
 
-    monkeypatch.setattr(admin, "_lookup", lookup)
-    monkeypatch.setattr(admin, "_group_stub", lambda endpoint: stubs[endpoint])
+    groups = admin._groups  # the consumer-group calls Admin hands its group methods to
+    monkeypatch.setattr(groups._calls, "lookup", lookup)
+    monkeypatch.setattr(groups, "_group_stub", lambda endpoint: stubs[endpoint])
     return asked
 
 
@@ -375,10 +380,8 @@ def test_a_group_being_loaded_is_retried_and_not_found_is_raised_at_once(
     assert calls == ["a:describe:loading", "a:describe:loading", "a:describe:nope"]
 
 
-def test_no_coordinator_gives_up_after_request_timeout(
-    monkeypatch: pytest.MonkeyPatch, admin: Admin
-) -> None:
-    admin._request_timeout_ms = 50
+def test_no_coordinator_gives_up_after_request_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    admin = _admin(monkeypatch, request_timeout_ms=50)
     _wire(monkeypatch, admin, [{}], {})
     with pytest.raises(GroupError, match="no coordinator owns it yet") as raised:
         admin.describe_consumer_groups(["g"])

@@ -1,0 +1,152 @@
+"""Topic, config and cluster administration, the pure half: answers into dataclasses.
+
+Admin (admin.py) builds the requests and sends them to the controllers (controller_calls.py);
+everything it makes of an answer lives here, without gRPC, so it is tested with protobuf messages
+built by hand:
+
+- `raise_first` turns the first failed per-topic or per-resource result into a TopicError (the
+  others were applied: Kafka's admin calls are not atomic across topics);
+- `topic_descriptions_of`, `cluster_description_of`, `config_entries_of` turn answers into the
+  Kafka-named dataclasses below, which admin.py exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from samsa.client.errors import TopicError
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2 as c
+
+# How DescribeConfigs says where a value comes from, in the words ConfigEntry.source uses.
+CONFIG_SOURCE_NAMES = {
+    c.CONFIG_SOURCE_DYNAMIC: "dynamic",
+    c.CONFIG_SOURCE_DEFAULT: "default",
+    c.CONFIG_SOURCE_DYNAMIC_DEFAULT: "dynamic default",
+}
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1  # the cluster's num.partitions
+    replication_factor: int = -1  # the cluster's default.replication.factor
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int  # -1 when offline
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: bytes
+    partitions: tuple[PartitionInfo, ...]
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    broker_id: int
+    endpoint: str
+    rack: str
+    broker_epoch: int
+    fenced: bool
+
+
+@dataclass(frozen=True)
+class ControllerInfo:
+    node_id: int
+    endpoint: str
+    active: bool
+
+
+@dataclass(frozen=True)
+class CoordinatorInfo:
+    coordinator_id: int
+    endpoint: str
+    coordinator_epoch: int
+    fenced: bool
+    owned_partitions: int  # of __consumer_offsets
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str
+    controllers: tuple[ControllerInfo, ...]
+    brokers: tuple[BrokerInfo, ...]
+    metadata_offset: int
+    coordinators: tuple[CoordinatorInfo, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str
+    source: str  # "dynamic", "default", ...
+    documentation: str
+
+
+def raise_first(results: Iterable[Any]) -> None:
+    """TopicError for the first result (anything with error_code, error_message) that failed."""
+    for result in results:
+        if result.error_code != ErrorCode.NONE:
+            raise TopicError(result.error_message, ErrorCode(result.error_code))
+
+
+def topic_descriptions_of(
+    topics: Iterable[c.DescribeTopicsResponse.Topic],
+) -> dict[str, TopicDescription]:
+    """Described topics by name; all of them must have been answered without an error."""
+    return {
+        topic.name: TopicDescription(
+            topic.name,
+            topic.topic_id,
+            tuple(
+                PartitionInfo(
+                    p.partition, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr)
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in topics
+    }
+
+
+def cluster_description_of(answer: c.DescribeClusterResponse) -> ClusterDescription:
+    return ClusterDescription(
+        answer.cluster_id,
+        tuple(ControllerInfo(x.node_id, x.endpoint, x.is_active) for x in answer.controllers),
+        tuple(
+            BrokerInfo(b.broker_id, b.endpoint, b.rack, b.broker_epoch, b.is_fenced)
+            for b in answer.brokers
+        ),
+        answer.status.metadata_offset,
+        tuple(
+            CoordinatorInfo(
+                x.coordinator_id,
+                x.endpoint,
+                x.coordinator_epoch,
+                x.is_fenced,
+                x.owned_partitions,
+            )
+            for x in answer.coordinators
+        ),
+    )
+
+
+def config_entries_of(result: c.DescribeConfigsResponse.Result) -> dict[str, ConfigEntry]:
+    """One resource's configs by name (the result must not be an error)."""
+    return {
+        e.name: ConfigEntry(
+            e.name, e.value, CONFIG_SOURCE_NAMES.get(e.source, "unknown"), e.documentation
+        )
+        for e in result.entries
+    }

@@ -1,0 +1,110 @@
+"""Admin's calls to the controllers: writes to the active one, reads that see those writes.
+
+The servers `bootstrap.servers` lists are brokers (as in Kafka) or controllers. Writes go to the
+active controller: a broker forwards them there and answers its answer (KIP-590); a controller that
+is not active answers NOT_CONTROLLER with the active one's address, and `write` follows it when it
+is one of the bootstrap servers (or tries the next server while an election runs, or while a
+broker cannot reach the active controller). Each write answers with the metadata offset it was
+committed at; reads ask for at least the highest one seen (`metadata_offset`), so Admin always
+reads its own writes, whichever server answers. A write gives up after request.timeout.ms (at most
+WRITE_TIMEOUT_S), a read after request.timeout.ms (at most READ_TIMEOUT_S), and either at once
+when no bootstrap server is a Samsa service.
+
+What Admin asks and how it reads the answers lives in admin.py; this module only carries calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+
+from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
+from samsa.client.errors import KafkaError, NoBrokersAvailable
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2 as c
+
+WRITE_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 10.0
+# Between tries of the next bootstrap server: an election runs, or a server is down or starting.
+WRITE_RETRY_BACKOFF_S = 0.1
+
+
+class ControllerCalls:
+    """Writes to the active controller and reads at or after the last write's metadata offset."""
+
+    def __init__(self, metadata: ClusterMetadata, request_timeout_ms: int) -> None:
+        assert request_timeout_ms > 0, request_timeout_ms
+        self._metadata = metadata
+        self._request_timeout_ms = request_timeout_ms
+        self._active: str | None = None  # the endpoint that last answered a write
+        self.metadata_offset = 0  # the highest any write answered: reads ask for at least it
+
+    def write(self, method: str, request: Any) -> Any:
+        """`method` at the active controller; KafkaError for a refusal, NoBrokersAvailable when
+        no active controller answered in time."""
+        endpoints = self._metadata.bootstrap
+        timeout_s = min(WRITE_TIMEOUT_S, self._request_timeout_ms / 1000)
+        deadline = time.monotonic() + timeout_s
+        endpoint = self._active or endpoints[0]
+        index = 0
+        last: grpc.RpcError | None = None  # the last attempt's failure, when it had no answer
+        refusal = ""  # the last NOT_CONTROLLER answer's message
+        not_samsa: set[str] = set()
+        while time.monotonic() < deadline and len(not_samsa) < len(endpoints):
+            try:
+                answer = getattr(self._metadata.stub(endpoint), method)(
+                    request, timeout=max(0.1, min(10.0, deadline - time.monotonic()))
+                )
+            except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                last, answer = error, None
+                if not unreachable_reason(error)[1]:
+                    not_samsa.add(endpoint)
+            else:
+                last = None
+            if answer is not None and answer.status.error_code != ErrorCode.NOT_CONTROLLER:
+                self._active = endpoint
+                self.metadata_offset = max(self.metadata_offset, answer.status.metadata_offset)
+                self._metadata.metadata_offset = self.metadata_offset
+                if answer.status.error_code != ErrorCode.NONE:
+                    raise KafkaError.of(answer.status.error_code, answer.status.error_message)
+                return answer
+            redirect = answer.status.active_controller.endpoint if answer is not None else ""
+            refusal = answer.status.error_message if answer is not None else refusal
+            if redirect and redirect != endpoint and redirect in endpoints:
+                endpoint = redirect
+                continue
+            index += 1
+            endpoint = endpoints[index % len(endpoints)]
+            if len(not_samsa) < len(endpoints):
+                time.sleep(WRITE_RETRY_BACKOFF_S)
+        if last is not None:
+            reason, _ = unreachable_reason(last)
+            within = "" if len(not_samsa) == len(endpoints) else f" within {timeout_s:.3g} s"
+            raise NoBrokersAvailable(
+                f"no Samsa broker or controller answered {method} at {', '.join(endpoints)}"
+                f"{within}: {reason}"
+            ) from last
+        raise NoBrokersAvailable(
+            f"{method}: no active controller answered through {', '.join(endpoints)} "
+            f"within {timeout_s:.3g} s: {refusal}"
+        )
+
+    def read_timeout_s(self) -> float:
+        return min(READ_TIMEOUT_S, self._request_timeout_ms / 1000)
+
+    def read(self, method: str, request: Any) -> Any:
+        """`method` at any bootstrap server (the request names `metadata_offset` itself)."""
+        return self._metadata.read(method, request, timeout_s=self.read_timeout_s())
+
+    def describe_cluster(self) -> c.DescribeClusterResponse:
+        request = c.DescribeClusterRequest(min_metadata_offset=self.metadata_offset)
+        return self.read("DescribeCluster", request)
+
+    def describe_topics(self, names: Sequence[str]) -> c.DescribeTopicsResponse:
+        """The topics named (empty: all), every page of the answer merged."""
+        return self._metadata.describe_topics(names, self.metadata_offset, self.read_timeout_s())

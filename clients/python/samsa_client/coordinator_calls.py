@@ -1,0 +1,102 @@
+"""What Admin's calls to the coordinators share: deadlines, FindCoordinator, the coordinator list.
+
+Consumer groups (group_admin_calls.py) and transactional ids (transaction_admin_calls.py) live on
+the coordinators, and both are asked the same way, with one CoordinatorCalls between them:
+
+- a whole request has request.timeout.ms (`deadline`); each call within it at most
+  CALL_TIMEOUT_S (`call_timeout_s`), so that a hung coordinator leaves time to find the key's
+  coordinator again and retry; rounds of retries are RETRY_BACKOFF_S apart (`wait_before_retry`);
+- a key's coordinator is found with FindCoordinator on the first bootstrap server that answers,
+  starting from the last one that did (`lookup`);
+- which coordinators exist, and which are fenced, the controllers say (DescribeCluster,
+  `coordinators`), read at or after Admin's last write (controller_calls.py).
+
+What is decided from the answers is pure and lives in group_admin.py and transaction_admin.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import grpc
+
+from samsa.client.channels import Channels
+from samsa.client.controller_calls import ControllerCalls
+from samsa.client.group_admin import GroupError
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import coordinator_pb2 as g
+from samsa.v1 import coordinator_pb2_grpc as g_grpc
+
+# One call to a coordinator or a bootstrap server: a live one answers well within it, a hung one
+# leaves time to find the key's coordinator again before request.timeout.ms.
+CALL_TIMEOUT_S = 10.0
+# Between rounds of finding coordinators again: a group's or transactional id's partition moves,
+# or a coordinator loads one, in a fraction of a second to a few seconds.
+RETRY_BACKOFF_S = 0.2
+
+# Why a lookup found no coordinator: an ErrorCode and a message, as the retry loops report it.
+Problem = tuple[int, str]
+
+
+class CoordinatorCalls:
+    """The channels, deadlines, FindCoordinator and coordinator list of one Admin."""
+
+    def __init__(
+        self,
+        channels: Channels,
+        bootstrap: Sequence[str],
+        controller: ControllerCalls,
+        request_timeout_ms: int,
+    ) -> None:
+        assert request_timeout_ms > 0, request_timeout_ms
+        self.channels = channels
+        self.request_timeout_ms = request_timeout_ms
+        self._bootstrap = list(bootstrap)
+        self._controller = controller
+        self._lookup_next = 0  # the bootstrap server FindCoordinator goes to first
+
+    def deadline(self) -> float:
+        """When a request started now must give up (time.monotonic())."""
+        return time.monotonic() + self.request_timeout_ms / 1000
+
+    def wait_before_retry(self) -> None:
+        time.sleep(RETRY_BACKOFF_S)
+
+    def coordinators(self) -> Sequence[c.DescribeClusterResponse.Coordinator]:
+        """Every coordinator the controllers know, fenced ones included."""
+        return self._controller.describe_cluster().coordinators
+
+    def lookup(
+        self, request: g.FindCoordinatorRequest, deadline: float
+    ) -> tuple[g.FindCoordinatorResponse | None, Problem | None]:
+        """FindCoordinator on the first bootstrap server that answers, or None and why. A request
+        the server refuses as invalid (INVALID_ARGUMENT) raises GroupError."""
+        problem = None
+        for _ in self._bootstrap:
+            endpoint = self._bootstrap[self._lookup_next % len(self._bootstrap)]
+            stub = g_grpc.CoordinatorLookupServiceStub(self.channels.get(endpoint))
+            try:
+                return stub.FindCoordinator(request, timeout=call_timeout_s(deadline)), None
+            except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                problem = (
+                    int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                    f"no bootstrap server answered FindCoordinator ({status(error)})",
+                )
+                self._lookup_next += 1
+        return None, problem
+
+
+def call_timeout_s(deadline: float) -> float:
+    """One call's deadline: CALL_TIMEOUT_S, cut to what is left of the request's."""
+    return max(0.1, min(CALL_TIMEOUT_S, deadline - time.monotonic()))
+
+
+def status(error: grpc.RpcError) -> str:
+    """A failed call's status in one line, for the error a retry loop gives up with."""
+    if isinstance(error, grpc.Call):
+        return f"{error.code().name}: {error.details()}"
+    return str(error)

@@ -1,0 +1,226 @@
+"""Consumer-group administration, the I/O half: Admin's group methods, at the coordinators.
+
+A call about groups asks a bootstrap server which coordinator owns each group (FindCoordinator,
+remembered per group), sends the request there, and on NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or an unreachable coordinator forgets that
+group's coordinator, finds it again and retries, until request.timeout.ms (`_ask_coordinators`).
+Groups owned by one coordinator go to it in one request; answers come back in request order.
+Listing groups asks every live coordinator (DescribeCluster names them) and merges.
+
+Admin (admin.py) owns one GroupAdminCalls and hands each consumer-group method to it; deadlines
+and FindCoordinator are shared with the transaction calls (coordinator_calls.py); what is decided
+from the answers is pure and lives in group_admin.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import grpc
+
+from samsa.client import group_admin as ga
+from samsa.client.coordinator_calls import CoordinatorCalls, Problem, call_timeout_s, status
+from samsa.client.group_admin import (
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    GroupError,
+    OffsetAndMetadata,
+    PartitionLag,
+    TopicPartition,
+)
+from samsa.common.errors import ErrorCode
+from samsa.v1 import coordinator_pb2 as g
+from samsa.v1 import coordinator_pb2_grpc as g_grpc
+
+# `send(stub, group_ids, timeout_s)`: one request for groups sharing a coordinator, answers by id.
+Send = Callable[[g_grpc.GroupCoordinatorServiceStub, list[str], float], dict[str, Any]]
+
+
+class GroupAdminCalls:
+    """The bodies of Admin's consumer-group methods (same names; Admin documents them), and the
+    coordinator of each group as last found."""
+
+    def __init__(self, calls: CoordinatorCalls) -> None:
+        self._calls = calls
+        self._group_coordinators: dict[str, str] = {}  # group id -> endpoint, as last found
+
+    def list_consumer_groups(self) -> list[ConsumerGroupListing]:
+        deadline = self._calls.deadline()
+        while True:
+            coordinators = self._calls.coordinators()
+            live = [x for x in coordinators if not x.is_fenced]
+            problems = [] if live or not coordinators else ["no coordinator is live"]
+            answers = []
+            for coordinator in live:
+                try:
+                    answer = self._group_stub(coordinator.endpoint).ListGroups(
+                        g.ListGroupsRequest(), timeout=call_timeout_s(deadline)
+                    )
+                except grpc.RpcError as error:
+                    problems.append(f"coordinator {coordinator.coordinator_id}: {status(error)}")
+                    continue
+                if answer.error_code != ErrorCode.NONE:
+                    if not ga.coordinator_retriable(answer.error_code):
+                        raise GroupError.of(answer.error_code, answer.error_message)
+                    problems.append(
+                        f"coordinator {coordinator.coordinator_id}: {answer.error_message}"
+                    )
+                    continue
+                answers.append(answer)
+            if not problems:
+                return ga.listings_of(answers)
+            if time.monotonic() >= deadline:
+                raise GroupError(
+                    f"could not list every coordinator's groups within request.timeout.ms "
+                    f"({self._calls.request_timeout_ms}): {'; '.join(problems)}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            self._calls.wait_before_retry()
+
+    def describe_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerGroupDescription]:
+        answers = self._ask_coordinators(
+            list(group_ids),
+            lambda stub, ids, timeout_s: {
+                x.group_id: x
+                for x in stub.DescribeGroups(
+                    g.DescribeGroupsRequest(group_ids=ids), timeout=timeout_s
+                ).groups
+            },
+            lambda x: (x.error_code, x.error_message),
+        )
+        return {group_id: ga.description_of(answer) for group_id, answer in answers.items()}
+
+    def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
+        answers = self._ask_coordinators(
+            list(group_ids),
+            lambda stub, ids, timeout_s: {
+                x.group_id: x
+                for x in stub.DeleteGroups(
+                    g.DeleteGroupsRequest(group_ids=ids), timeout=timeout_s
+                ).groups
+            },
+            lambda x: (x.error_code, x.error_message),
+        )
+        for answer in answers.values():
+            error = ga.group_error_of(answer.error_code, answer.error_message)
+            if error is not None:
+                raise error
+
+    def list_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        request = ga.offset_fetch_request(group_id, partitions)
+        answer = self._ask_coordinator(group_id, "OffsetFetch", request)
+        return ga.offsets_of(answer)
+
+    def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+    ) -> None:
+        request = ga.offset_commit_request(group_id, offsets)
+        answers = self._ask_coordinators(
+            [group_id],
+            lambda stub, ids, timeout_s: {ids[0]: stub.OffsetCommit(request, timeout=timeout_s)},
+            ga.first_commit_error_of,
+        )
+        error = ga.commit_error_of(group_id, answers[group_id])
+        if error is not None:
+            raise error
+
+    def describe_consumer_group_lag(self, group_id: str) -> list[PartitionLag]:
+        request = g.DescribeGroupLagRequest(group_id=group_id)
+        return ga.lag_of(self._ask_coordinator(group_id, "DescribeGroupLag", request))
+
+    # --- reaching each group's coordinator -------------------------------------------------------
+
+    def _group_stub(self, endpoint: str) -> g_grpc.GroupCoordinatorServiceStub:
+        return g_grpc.GroupCoordinatorServiceStub(self._calls.channels.get(endpoint))
+
+    def _ask_coordinator(self, group_id: str, method: str, request: Any) -> Any:
+        """One request about one group whose answer carries a whole-group error_code."""
+        answers = self._ask_coordinators(
+            [group_id],
+            lambda stub, ids, timeout_s: {
+                ids[0]: getattr(stub, method)(request, timeout=timeout_s)
+            },
+            lambda x: (x.error_code, x.error_message),
+        )
+        return answers[group_id]
+
+    def _ask_coordinators(
+        self, group_ids: list[str], send: Send, error_of: Callable[[Any], Problem]
+    ) -> dict[str, Any]:
+        """`send(stub, ids, timeout_s)` to each group's coordinator until every group has an
+        answer that is not a coordinator error (`error_of` reads it), finding coordinators again
+        after one; GroupError with the last such error after request.timeout.ms. The answers
+        come in request order."""
+        deadline = self._calls.deadline()
+        pending = list(dict.fromkeys(group_ids))
+        answers: dict[str, Any] = {}
+        problem = (int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "no coordinator was found")
+        while True:
+            located, lookup_problem = self._find_coordinators(pending, deadline)
+            problem = lookup_problem or problem
+            by_endpoint: dict[str, list[str]] = {}
+            for group_id, endpoint in located.items():
+                by_endpoint.setdefault(endpoint, []).append(group_id)
+            for endpoint, ids in by_endpoint.items():
+                try:
+                    got = send(self._group_stub(endpoint), ids, call_timeout_s(deadline))
+                except grpc.RpcError as error:
+                    if error.code() in (
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    ):
+                        raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    got = {}
+                    problem = (
+                        int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                        f"the coordinator at {endpoint} did not answer ({status(error)})",
+                    )
+                for group_id in ids:
+                    answer = got.get(group_id)
+                    code, message = problem if answer is None else error_of(answer)
+                    if answer is not None and not ga.coordinator_retriable(code):
+                        answers[group_id] = answer
+                        continue
+                    problem = (code, message)
+                    self._group_coordinators.pop(group_id, None)
+            pending = [group_id for group_id in pending if group_id not in answers]
+            if not pending:
+                return {group_id: answers[group_id] for group_id in dict.fromkeys(group_ids)}
+            if time.monotonic() >= deadline:
+                raise GroupError(
+                    f"no coordinator answered for group(s) {pending} within request.timeout.ms "
+                    f"({self._calls.request_timeout_ms}): {problem[1]}",
+                    ErrorCode(problem[0]),
+                )
+            self._calls.wait_before_retry()
+
+    def _find_coordinators(
+        self, group_ids: list[str], deadline: float
+    ) -> tuple[dict[str, str], Problem | None]:
+        """The coordinator endpoint of each group that has one now (remembered, else found with
+        FindCoordinator on a bootstrap server), and why some have none (the caller retries them). An
+        invalid group id raises GroupError."""
+        unknown = [group_id for group_id in group_ids if group_id not in self._group_coordinators]
+        problem = None
+        if unknown:
+            request = g.FindCoordinatorRequest(key_type=g.COORDINATOR_KEY_TYPE_GROUP, keys=unknown)
+            answer, problem = self._calls.lookup(request, deadline)
+            for location in answer.coordinators if answer is not None else ():
+                if location.error_code == ErrorCode.NONE:
+                    self._group_coordinators[location.key] = location.endpoint
+                elif ga.coordinator_retriable(location.error_code):
+                    problem = (location.error_code, location.error_message)
+                else:
+                    raise GroupError.of(location.error_code, location.error_message)
+        located = {
+            group_id: self._group_coordinators[group_id]
+            for group_id in group_ids
+            if group_id in self._group_coordinators
+        }
+        return located, problem

@@ -1,0 +1,271 @@
+"""Transaction administration, the I/O half (KIP-664): Admin's transaction methods.
+
+Three ways of reaching the cluster, each retried until request.timeout.ms:
+
+- ListTransactions on every live coordinator (DescribeCluster names them), merged; a coordinator
+  still loading partitions of __transaction_state is asked again;
+- DescribeTransactions and EndTxn at one transactional id's coordinator, found with
+  FindCoordinator on a bootstrap server and found again after a coordinator error or
+  CONCURRENT_TRANSACTIONS (`_at_transaction_coordinator`);
+- DescribeProducers at each partition's leader, from the client's metadata, refreshed after a
+  leader error (`describe_producers`), and AbortTransaction at any live coordinator, which writes
+  the marker through the partition's leader (`abort_transaction`).
+
+Admin (admin.py) owns one TransactionAdminCalls and hands each transaction method to it; deadlines
+and FindCoordinator are shared with the group calls (coordinator_calls.py); what is decided from
+the answers is pure and lives in transaction_admin.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import grpc
+
+from samsa.client import group_admin as ga
+from samsa.client import transaction_admin as ta
+from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
+from samsa.client.transaction_admin import (
+    PreparedTransaction,
+    ProducerState,
+    TransactionDescription,
+    TransactionError,
+    TransactionListing,
+)
+from samsa.common.errors import ErrorCode
+from samsa.v1 import broker_pb2, broker_pb2_grpc
+from samsa.v1 import coordinator_pb2 as g
+from samsa.v1 import transactions_pb2 as txn
+from samsa.v1 import transactions_pb2_grpc as txn_grpc
+
+# `send(stub, timeout_s)` -> (answer, error_code, error_message): one call at an id's coordinator.
+Send = Callable[[txn_grpc.TransactionCoordinatorServiceStub, float], tuple[Any, int, str]]
+
+
+class TransactionAdminCalls:
+    """The bodies of Admin's transaction methods (same names; Admin documents them)."""
+
+    def __init__(self, calls: CoordinatorCalls, metadata: ClusterMetadata) -> None:
+        self._calls = calls
+        self._metadata = metadata  # where each partition's leader is, for DescribeProducers
+
+    def list_transactions(
+        self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int
+    ) -> list[TransactionListing]:
+        request = txn.ListTransactionsRequest(
+            state_filters=[ta.state_of(name) for name in states],  # type: ignore[misc]
+            producer_id_filters=list(producer_ids),
+            duration_filter_ms=duration_ms,
+        )
+        deadline = self._calls.deadline()
+        while True:
+            live = [x for x in self._calls.coordinators() if not x.is_fenced]
+            problems = [] if live else ["no coordinator is live"]
+            answers = []
+            for coordinator in live:
+                stub = self._transaction_stub(coordinator.endpoint)
+                try:
+                    answer = stub.ListTransactions(request, timeout=call_timeout_s(deadline))
+                except grpc.RpcError as error:
+                    problems.append(f"coordinator {coordinator.coordinator_id}: {status(error)}")
+                    continue
+                if answer.partitions_loading:
+                    problems.append(
+                        f"coordinator {coordinator.coordinator_id}: partitions "
+                        f"{list(answer.partitions_loading)} of __transaction_state are loading"
+                    )
+                    continue
+                answers.append(answer)
+            if not problems:
+                return ta.listings_of(answers)
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    "could not list every coordinator's transactions within request.timeout.ms "
+                    f"({self._calls.request_timeout_ms}): {'; '.join(problems)}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            self._calls.wait_before_retry()
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> dict[str, TransactionDescription]:
+        return {name: self._describe_transaction(name) for name in dict.fromkeys(transactional_ids)}
+
+    def _describe_transaction(self, transactional_id: str) -> TransactionDescription:
+        def describe(stub: Any, timeout_s: float) -> tuple[Any, int, str]:
+            request = txn.DescribeTransactionsRequest(transactional_ids=[transactional_id])
+            described = stub.DescribeTransactions(request, timeout=timeout_s).transactions[0]
+            return described, described.error_code, described.error_message
+
+        return ta.description_of(self._at_transaction_coordinator(transactional_id, describe))
+
+    def complete_transaction(self, prepared: PreparedTransaction, commit: bool) -> None:
+        def end(stub: Any, timeout_s: float) -> tuple[Any, int, str]:
+            request = txn.EndTxnRequest(
+                producer=txn.TransactionalProducer(
+                    transactional_id=prepared.transactional_id,
+                    producer_id=prepared.producer_id,
+                    producer_epoch=prepared.producer_epoch,
+                ),
+                committed=commit,
+            )
+            answer = stub.EndTxn(request, timeout=timeout_s)
+            return answer, answer.error_code, answer.error_message
+
+        answer = self._at_transaction_coordinator(prepared.transactional_id, end)
+        if answer.error_code:
+            raise TransactionError.of(answer.error_code, answer.error_message)
+
+    def describe_producers(
+        self, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], list[ProducerState]]:
+        wanted = list(dict.fromkeys(partitions))
+        deadline = self._calls.deadline()
+        answers: dict[tuple[str, int], list[ProducerState]] = {}
+        problem = "no leader was found"
+        while True:
+            pending = [key for key in wanted if key not in answers]
+            if not pending:
+                return {key: answers[key] for key in wanted}
+            self._metadata.refresh({topic for topic, _ in pending}, call_timeout_s(deadline))
+            by_leader: dict[str, list[tuple[str, int]]] = {}
+            for topic, number in pending:
+                count = self._metadata.partition_counts.get(topic)
+                if count is None or not 0 <= number < count:
+                    raise TransactionError(
+                        f"{topic}-{number} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+                leader = self._metadata.leaders.get((topic, number))
+                endpoint = self._metadata.endpoints.get(leader) if leader is not None else None
+                if endpoint is None:
+                    problem = f"{topic}-{number} has no leader"
+                    continue
+                by_leader.setdefault(endpoint, []).append((topic, number))
+            for endpoint, keys in by_leader.items():
+                answered, why = self._producers_at(endpoint, keys, deadline)
+                answers.update(answered)
+                problem = why or problem
+            if all(key in answers for key in wanted):
+                continue
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    f"no leader described its producers within request.timeout.ms "
+                    f"({self._calls.request_timeout_ms}): {problem}",
+                    ErrorCode.LEADER_NOT_AVAILABLE,
+                )
+            self._calls.wait_before_retry()
+
+    def abort_transaction(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int
+    ) -> None:
+        request = txn.AbortTransactionRequest(
+            topic=topic,
+            partition=partition,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+        deadline = self._calls.deadline()
+        problem = "no coordinator is live"
+        while True:
+            live = [x for x in self._calls.coordinators() if not x.is_fenced]
+            for coordinator in live:
+                stub = self._transaction_stub(coordinator.endpoint)
+                try:
+                    answer = stub.AbortTransaction(request, timeout=call_timeout_s(deadline))
+                except grpc.RpcError as error:
+                    problem = f"coordinator {coordinator.coordinator_id}: {status(error)}"
+                    continue
+                if answer.error_code == ErrorCode.NONE:
+                    return
+                if not ta.abort_retriable(answer.error_code):
+                    raise TransactionError.of(answer.error_code, answer.error_message)
+                problem = f"coordinator {coordinator.coordinator_id}: {answer.error_message}"
+                if answer.error_code in ta.LEADER_ERRORS:
+                    break  # the leader's problem: another coordinator will not do better now
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    f"could not abort the transaction of producer {producer_id} on "
+                    f"{topic}-{partition} within request.timeout.ms "
+                    f"({self._calls.request_timeout_ms}): {problem}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            self._calls.wait_before_retry()
+
+    # --- reaching coordinators and leaders -------------------------------------------------------
+
+    def _transaction_stub(self, endpoint: str) -> txn_grpc.TransactionCoordinatorServiceStub:
+        return txn_grpc.TransactionCoordinatorServiceStub(self._calls.channels.get(endpoint))
+
+    def _at_transaction_coordinator(self, transactional_id: str, send: Send) -> Any:
+        """`send(stub, timeout_s)` to the id's coordinator, finding it again and retrying while
+        the answer is a coordinator error, until request.timeout.ms; the first other answer."""
+        deadline = self._calls.deadline()
+        problem = "no coordinator was found"
+        while True:
+            find = g.FindCoordinatorRequest(
+                key_type=g.COORDINATOR_KEY_TYPE_TRANSACTION, keys=[transactional_id]
+            )
+            answer, lookup_problem = self._calls.lookup(find, deadline)
+            location = answer.coordinators[0] if answer is not None else None
+            if location is not None and location.error_code == ErrorCode.NONE:
+                stub = self._transaction_stub(location.endpoint)
+                try:
+                    got, code, message = send(stub, call_timeout_s(deadline))
+                except grpc.RpcError as error:
+                    problem = f"the coordinator at {location.endpoint}: {status(error)}"
+                else:
+                    if (
+                        not ga.coordinator_retriable(code)
+                        and code != ErrorCode.CONCURRENT_TRANSACTIONS
+                    ):
+                        return got
+                    problem = message
+            elif location is not None:
+                if not ga.coordinator_retriable(location.error_code):
+                    raise TransactionError.of(location.error_code, location.error_message)
+                problem = location.error_message
+            elif lookup_problem is not None:
+                problem = lookup_problem[1]
+            if time.monotonic() >= deadline:
+                raise TransactionError(
+                    f"no coordinator answered for transactional id {transactional_id!r} within "
+                    f"request.timeout.ms ({self._calls.request_timeout_ms}): {problem}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            self._calls.wait_before_retry()
+
+    def _producers_at(
+        self, endpoint: str, keys: list[tuple[str, int]], deadline: float
+    ) -> tuple[dict[tuple[str, int], list[ProducerState]], str | None]:
+        """DescribeProducers for `keys` at the broker `endpoint`: the answered partitions, and
+        why the others were not (None when all were); raises for an answer no retry cures."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, number in keys:
+            by_topic.setdefault(topic, []).append(number)
+        request = broker_pb2.DescribeProducersRequest(
+            topics=[
+                broker_pb2.DescribeProducersRequest.TopicRequest(name=topic, partitions=numbers)
+                for topic, numbers in by_topic.items()
+            ]
+        )
+        stub = broker_pb2_grpc.BrokerServiceStub(self._calls.channels.get(endpoint))
+        try:
+            response = stub.DescribeProducers(request, timeout=call_timeout_s(deadline))
+        except grpc.RpcError as error:
+            self._metadata.mark_stale()
+            return {}, f"the broker at {endpoint} did not answer ({status(error)})"
+        answered: dict[tuple[str, int], list[ProducerState]] = {}
+        problem = None
+        for topic in response.topics:
+            for answer in topic.partitions:
+                if answer.error_code == ErrorCode.NONE:
+                    answered[(topic.name, answer.partition)] = ta.producers_of(answer)
+                elif answer.error_code in ta.LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}:
+                    self._metadata.mark_stale()  # the leader moved, or is still starting
+                    problem = f"{topic.name}-{answer.partition}: {answer.error_message}"
+                else:
+                    raise TransactionError.of(answer.error_code, answer.error_message)
+        return answered, problem
