@@ -1,10 +1,10 @@
 """A fetcher's link to one server: its fetches, one at a time, on a long-lived gRPC stream.
 
-Followers (ReplicaFetchStream, services/broker/replica_fetcher.py) and consumers (FetchStream,
-the SDK's consumer driver) both send a broker one fetch at a time and wait for its answer, and a
-message on an open stream costs about half a unary call (DESIGN §12). `FetchLink` holds that
-stream. It is opened on first use and again after any failure: a fetch that got no answer may or
-may not have been applied, so the caller starts its fetch session over either way, as after a
+Followers (ReplicaFetchStream, services/broker/replica/replica_fetcher.py) and consumers
+(FetchStream, the SDK's consumer driver) both send a broker one fetch at a time and wait for its
+answer, and a message on an open stream costs about half a unary call (DESIGN §12). `FetchLink`
+holds that stream. It is opened on first use and again after any failure: a fetch that got no answer
+may or may not have been applied, so the caller starts its fetch session over either way, as after a
 failed unary call. A server that answers UNIMPLEMENTED (a broker from before the stream, during a
 rolling upgrade) gets unary Fetch calls from then on, until one of those fails (it may come back
 upgraded). A fetch cancelled while it waits drops the stream, whose next message would be the

@@ -15,8 +15,8 @@ session error from the broker, sends the fetcher back to a full fetch (`reset`):
 may not have applied the request, and a full fetch makes both sides agree again. A broker that
 keeps no session (session_id 0 in its answer) gets full fetches from then on.
 
-Pure and shared: followers use it (services/broker/replica_fetcher.py), and any client fetching
-many partitions can.
+Pure and shared: followers use it (services/broker/replica/replica_fetcher.py), and any client
+fetching many partitions can.
 """
 
 from __future__ import annotations

@@ -25,22 +25,22 @@ from opentelemetry import trace
 
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.broker_config import REPLICA_LAG_TIME_MAX_MS_DEFAULT
-from samsa.services.broker.isr_manager import run_isr_manager
 from samsa.services.broker.maintenance import run_maintenance
-from samsa.services.broker.metadata_diff import changed_topics, partition_changes
-from samsa.services.broker.metadata_follower import MetadataFollower
-from samsa.services.broker.metadata_servicer import BrokerMetadataServicer
+from samsa.services.broker.metadata.metadata_diff import changed_topics, partition_changes
+from samsa.services.broker.metadata.metadata_follower import MetadataFollower
+from samsa.services.broker.metadata.metadata_servicer import BrokerMetadataServicer
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.producer_ids import ProducerIdManager
 from samsa.services.broker.record_trace import TRACER_NAME, RecordTracer
-from samsa.services.broker.replica_fetcher import ReplicaFetchers
+from samsa.services.broker.replica.isr_manager import run_isr_manager
+from samsa.services.broker.replica.replica_fetcher import ReplicaFetchers
+from samsa.services.broker.requests.producer_ids import ProducerIdManager
+from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.broker.scrubber import (
     SCRUB_BYTES_PER_SECOND_DEFAULT,
     SCRUB_INTERVAL_MS_DEFAULT,
     run_scrubber,
 )
 from samsa.services.broker.servicer import BrokerServicer
-from samsa.services.broker.txn_verification import TransactionVerifier
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,

@@ -42,17 +42,12 @@ from typing import NamedTuple
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker import broker_metrics
-from samsa.services.broker.high_watermark_checkpoint import (
-    HIGH_WATERMARK_CHECKPOINT_FILE,
-    decode_high_watermarks,
-    encode_high_watermarks,
-)
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
-from samsa.services.broker.metadata_diff import (
+from samsa.services.broker.metadata.metadata_diff import (
     BecomeFollower,
     BecomeLeader,
     PartitionAction,
@@ -61,7 +56,12 @@ from samsa.services.broker.metadata_diff import (
     changed_topics,
 )
 from samsa.services.broker.record_trace import PartitionTraces, RecordTracer
-from samsa.services.broker.replication import LeaderReplication
+from samsa.services.broker.replica.high_watermark_checkpoint import (
+    HIGH_WATERMARK_CHECKPOINT_FILE,
+    decode_high_watermarks,
+    encode_high_watermarks,
+)
+from samsa.services.broker.replica.replication import LeaderReplication
 
 log = logging.getLogger(__name__)
 

@@ -19,24 +19,24 @@ import time
 import grpc
 
 from samsa.metadata.coordinators import INTERNAL_TOPICS
-from samsa.services.broker.describe_producers import describe_producers
-from samsa.services.broker.fetch import fetch
-from samsa.services.broker.fetch_session import EPOCH_MAX, FetchSessionCache
-from samsa.services.broker.fetch_stream import serve_fetch_stream
-from samsa.services.broker.list_offsets import list_offsets
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.produce_stream import (
+from samsa.services.broker.replica.replica_stream import serve_replica_fetch_stream
+from samsa.services.broker.requests.describe_producers import describe_producers
+from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.fetch_session import EPOCH_MAX, FetchSessionCache
+from samsa.services.broker.requests.fetch_stream import serve_fetch_stream
+from samsa.services.broker.requests.list_offsets import list_offsets
+from samsa.services.broker.requests.produce_stream import (
     STREAM_INTERNAL_WRITE_REFUSAL,
     produce_once,
     serve_produce_stream,
 )
-from samsa.services.broker.produce_wait import await_replication
-from samsa.services.broker.producer_ids import ProducerIdManager, init_producer_id
-from samsa.services.broker.replica_stream import serve_replica_fetch_stream
-from samsa.services.broker.request_checks import fetch_refusal, too_many_partitions
-from samsa.services.broker.txn_markers import markers_refusal, write_txn_markers
-from samsa.services.broker.txn_markers import timeout_s as txn_markers_timeout_s
-from samsa.services.broker.txn_verification import TransactionVerifier
+from samsa.services.broker.requests.produce_wait import await_replication
+from samsa.services.broker.requests.producer_ids import ProducerIdManager, init_producer_id
+from samsa.services.broker.requests.request_checks import fetch_refusal, too_many_partitions
+from samsa.services.broker.requests.txn_markers import markers_refusal, write_txn_markers
+from samsa.services.broker.requests.txn_markers import timeout_s as txn_markers_timeout_s
+from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import member_auth, membership
 from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2, broker_pb2_grpc

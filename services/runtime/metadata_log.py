@@ -9,7 +9,7 @@ heartbeats are the caller's: they differ between brokers and coordinators.
 
 Each answer also says who the controllers are, which one is active and the cluster's id; the
 follower keeps the last (`quorum`), so that a broker answers DescribeCluster as a controller
-would (services/broker/metadata_servicer.py).
+would (services/broker/metadata/metadata_servicer.py).
 """
 
 from __future__ import annotations

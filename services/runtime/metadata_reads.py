@@ -4,7 +4,7 @@ Pure (no I/O): a controller answers them from its committed image and a broker f
 one (KIP-590's brokers answer metadata themselves and forward only writes), so a client gets the
 same answer from either, as of the image's offset. The adapters check sizes, wait for
 `min_metadata_offset` and fill the answer's status: services/controller/servicer.py and
-services/broker/metadata_servicer.py.
+services/broker/metadata/metadata_servicer.py.
 """
 
 from __future__ import annotations

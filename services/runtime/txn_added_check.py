@@ -2,8 +2,8 @@
 transaction (AddPartitionsToTxn with verify_only, KIP-890 part 1).
 
 Two callers, one question. A broker asks before it appends a transactional produce to a
-partition the producer has no transaction open on (services/broker/txn_verification.py); a group
-coordinator asks before it writes TxnOffsetCommit's offsets, whose partition of
+partition the producer has no transaction open on (services/broker/requests/txn_verification.py);
+a group coordinator asks before it writes TxnOffsetCommit's offsets, whose partition of
 `__consumer_offsets` the producer must have added with AddOffsetsToTxn. Either way, a
 transactional write that no coordinator knows about would open a transaction that no marker
 ever ends: a hanging transaction.

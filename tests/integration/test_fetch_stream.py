@@ -1,5 +1,5 @@
-"""Goal: consumers fetch over FetchStream (services/broker/fetch_stream.py) with the rules of the
-unary Fetch it replaces, and the SDK's link to it (common/fetch_link.py, used by the consumer
+"""Goal: consumers fetch over FetchStream (services/broker/requests/fetch_stream.py) with the rules
+of the unary Fetch it replaces, and the SDK's link to it (common/fetch_link.py, used by the consumer
 driver) uses the stream, survives a stream the broker ended, and falls back to unary Fetch on a
 broker without it.
 

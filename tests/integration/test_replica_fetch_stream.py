@@ -1,9 +1,9 @@
-"""Goal: followers replicate over ReplicaFetchStream (services/broker/replica_stream.py) with the
-guarantees of the unary Fetch they replace: only a member of the cluster can open one, as the
-broker every one of its requests names; a malformed request ends it with a status saying what
-to fix; a stream broken mid-way (a cancelled call, a killed follower) loses nothing — the fetch
-session survives it or is opened again, the follower catches up and the high watermark moves; and
-a follower whose leader does not serve the stream falls back to unary Fetch.
+"""Goal: followers replicate over ReplicaFetchStream (services/broker/replica/replica_stream.py)
+with the guarantees of the unary Fetch they replace: only a member of the cluster can open one, as
+the broker every one of its requests names; a malformed request ends it with a status saying what to
+fix; a stream broken mid-way (a cancelled call, a killed follower) loses nothing — the fetch session
+survives it or is opened again, the follower catches up and the high watermark moves; and a follower
+whose leader does not serve the stream falls back to unary Fetch.
 
 Method: real processes over loopback gRPC (tests/integration/cluster_helpers.py), every process
 stopped by PID. The refusals run against a cluster with RF=2 whose follower is paused (SIGSTOP)
@@ -27,8 +27,8 @@ import pytest
 from cluster_helpers import admin_write, local_cluster, wait_until
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
-from samsa.services.broker.replica_fetcher import ANSWER_WAIT_S, FETCH_METHOD, leader_link
-from samsa.services.broker.replica_stream import STREAM_METHOD
+from samsa.services.broker.replica.replica_fetcher import ANSWER_WAIT_S, FETCH_METHOD, leader_link
+from samsa.services.broker.replica.replica_stream import STREAM_METHOD
 from samsa.services.runtime import membership
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.secret import load_secret

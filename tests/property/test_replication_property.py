@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from samsa.services.broker.replication import LeaderReplication
+from samsa.services.broker.replica.replication import LeaderReplication
 
 REPLICAS = (1, 2, 3)
 

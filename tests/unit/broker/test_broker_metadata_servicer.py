@@ -26,8 +26,8 @@ from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
-from samsa.services.broker import metadata_servicer
-from samsa.services.broker.metadata_servicer import BrokerMetadataServicer
+from samsa.services.broker.metadata import metadata_servicer
+from samsa.services.broker.metadata.metadata_servicer import BrokerMetadataServicer
 from samsa.services.controller import control_plane as cp
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.runtime.controller_channel import ControllerUnavailableError

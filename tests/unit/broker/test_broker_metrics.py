@@ -22,14 +22,14 @@ from test_broker_requests import fetch_request, image, produce_request, replicat
 
 from samsa.common.record.codec import build_batch
 from samsa.metadata.image import MetadataImage
-from samsa.services.broker import isr_manager
 from samsa.services.broker.broker_gauges import BrokerGauges, broker_gauges, isr_change_counts
 from samsa.services.broker.broker_metrics import NO_METRICS, BrokerMetrics, for_broker
-from samsa.services.broker.fetch import fetch
-from samsa.services.broker.isr_manager import Proposal
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.produce import produce
+from samsa.services.broker.replica import isr_manager
+from samsa.services.broker.replica.isr_manager import Proposal
+from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.produce import produce
 from samsa.v1 import controller_pb2 as c
 
 

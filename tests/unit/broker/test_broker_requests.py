@@ -10,11 +10,11 @@ import pytest
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
-from samsa.services.broker.fetch import fetch, read_once
-from samsa.services.broker.list_offsets import list_offsets
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.produce import produce
+from samsa.services.broker.requests.fetch import fetch, read_once
+from samsa.services.broker.requests.list_offsets import list_offsets
+from samsa.services.broker.requests.produce import produce
 from samsa.v1 import broker_pb2 as b
 from samsa.v1 import records_pb2
 
@@ -225,7 +225,7 @@ def follower_fetch(partition_host: PartitionHost, replica: int, offset: int) -> 
 
 
 def test_acks_all_is_answered_once_the_isr_has_the_batch(tmp_path):
-    from samsa.services.broker.produce_wait import await_replication
+    from samsa.services.broker.requests.produce_wait import await_replication
 
     partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
     request = produce_request(0, build_batch([b"a", b"b"]), acks=-1)
@@ -248,7 +248,7 @@ def test_acks_all_is_answered_once_the_isr_has_the_batch(tmp_path):
 
 
 def test_acks_all_is_refused_below_min_isr_and_times_out_without_followers(tmp_path):
-    from samsa.services.broker.produce_wait import await_replication
+    from samsa.services.broker.requests.produce_wait import await_replication
 
     small = replicated_host(tmp_path / "small", isr=(1,))
     answer, waits = produce(small, produce_request(0, build_batch([b"a"]), acks=-1), 5)
@@ -280,7 +280,7 @@ def test_a_follower_with_a_diverged_log_is_told_where_to_truncate(tmp_path):
 def test_a_diverged_follower_is_answered_at_once_not_after_max_wait(tmp_path, in_session):
     """After a leader change the new leader's first answer to a follower is often a diverging
     epoch: parked until max_wait_ms, it held acks=all writes for the whole wait."""
-    from samsa.services.broker.fetch_session import FetchSessionCache
+    from samsa.services.broker.requests.fetch_session import FetchSessionCache
 
     partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
     produce(partition_host, produce_request(0, build_batch([b"a", b"b", b"c"])), 5)
@@ -305,7 +305,7 @@ def test_acks_all_whose_leadership_moved_names_the_new_leader(tmp_path):
     """KIP-951: the producer retries at the new leader at once, with no metadata refresh."""
     from dataclasses import replace
 
-    from samsa.services.broker.produce_wait import await_replication
+    from samsa.services.broker.requests.produce_wait import await_replication
 
     partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
     answer, waits = produce(partition_host, produce_request(0, build_batch([b"a"]), acks=-1), 5)

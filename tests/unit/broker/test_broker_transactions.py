@@ -20,13 +20,13 @@ import pytest
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
-from samsa.services.broker.describe_producers import describe_producers
-from samsa.services.broker.fetch import read_once
-from samsa.services.broker.list_offsets import list_offsets
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
-from samsa.services.broker.produce import produce
-from samsa.services.broker.txn_markers import write_txn_markers
+from samsa.services.broker.requests.describe_producers import describe_producers
+from samsa.services.broker.requests.fetch import read_once
+from samsa.services.broker.requests.list_offsets import list_offsets
+from samsa.services.broker.requests.produce import produce
+from samsa.services.broker.requests.txn_markers import write_txn_markers
 from samsa.v1 import broker_pb2 as b
 from samsa.v1 import records_pb2
 

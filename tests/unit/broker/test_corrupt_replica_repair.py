@@ -19,7 +19,7 @@ from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionSta
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.log.segment import LOG_SUFFIX, segment_path
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 
 TOPIC_ID = b"\x09" * 16

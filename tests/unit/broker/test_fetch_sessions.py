@@ -6,7 +6,7 @@ watermarks, as a full fetch would give it.
 
 Method: a real PartitionHost leading many partitions of real logs in tmp_path (hand-made
 metadata images, as in test_corrupt_replica_repair), and the real fetch adapter
-(services/broker/fetch.py) called directly on an event loop; Log.read calls are counted by
+(services/broker/requests/fetch.py) called directly on an event loop; Log.read calls are counted by
 wrapping the method, so "no per-partition work" is observed rather than assumed.
 """
 
@@ -23,12 +23,12 @@ from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, FetchSessionClient
 from samsa.common.record.codec import build_batch
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
-from samsa.services.broker.fetch import fetch
-from samsa.services.broker.fetch_session import FetchSessionCache
 from samsa.services.broker.log.log import Log
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.replica_fetcher import _request
+from samsa.services.broker.replica.replica_fetcher import _request
+from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.v1 import broker_pb2
 
 TOPIC_ID = b"\x07" * 16

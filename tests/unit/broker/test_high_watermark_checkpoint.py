@@ -23,11 +23,6 @@ from samsa.metadata.image import (
     PartitionState,
     TopicImage,
 )
-from samsa.services.broker.high_watermark_checkpoint import (
-    HIGH_WATERMARK_CHECKPOINT_FILE,
-    decode_high_watermarks,
-    encode_high_watermarks,
-)
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
 from samsa.services.broker.maintenance import (
     Pending,
@@ -35,8 +30,13 @@ from samsa.services.broker.maintenance import (
     flush_pending,
     take_changes,
 )
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.replica.high_watermark_checkpoint import (
+    HIGH_WATERMARK_CHECKPOINT_FILE,
+    decode_high_watermarks,
+    encode_high_watermarks,
+)
 
 TOPIC_ID = b"\x07" * 16
 PARTITIONS = 4

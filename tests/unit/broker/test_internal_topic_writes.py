@@ -23,10 +23,10 @@ from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.produce import produce
-from samsa.services.broker.produce_stream import serve_produce_stream
+from samsa.services.broker.requests.produce import produce
+from samsa.services.broker.requests.produce_stream import serve_produce_stream
 from samsa.services.broker.servicer import BrokerServicer
 from samsa.services.runtime import membership
 from samsa.services.runtime.member_auth import MemberSigner

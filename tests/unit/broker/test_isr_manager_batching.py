@@ -17,9 +17,9 @@ import pytest
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.services.broker import isr_manager
 from samsa.services.broker.broker_metrics import NO_METRICS
-from samsa.services.broker.isr_manager import Proposal, alter_partition_requests
+from samsa.services.broker.replica import isr_manager
+from samsa.services.broker.replica.isr_manager import Proposal, alter_partition_requests
 from samsa.services.runtime.controller_channel import ControllerUnavailableError
 from samsa.v1 import controller_pb2 as c
 

@@ -19,7 +19,7 @@ from metadata_batches import BROKERS, named_topics, random_batch, record, start_
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
-from samsa.services.broker.metadata_diff import (
+from samsa.services.broker.metadata.metadata_diff import (
     BecomeFollower,
     BecomeLeader,
     PartitionAction,

@@ -22,7 +22,7 @@ from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionSta
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
 from samsa.services.broker.log.scrub import CorruptBatch
-from samsa.services.broker.metadata_diff import partition_changes
+from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 
 ME = 1

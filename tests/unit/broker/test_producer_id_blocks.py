@@ -17,13 +17,13 @@ import random
 import pytest
 
 from samsa.common.errors import ErrorCode
-from samsa.services.broker import producer_ids as module
-from samsa.services.broker.producer_id_blocks import (
+from samsa.services.broker.requests import producer_ids as module
+from samsa.services.broker.requests.producer_id_blocks import (
     InvalidProducerIdBlockError,
     ProducerIdBlock,
     ProducerIdBlocks,
 )
-from samsa.services.broker.producer_ids import (
+from samsa.services.broker.requests.producer_ids import (
     ProducerIdManager,
     ProducerIdsUnavailableError,
     init_producer_id,

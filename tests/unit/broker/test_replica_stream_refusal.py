@@ -1,6 +1,6 @@
 """Goal: a ReplicaFetchStream request is refused exactly when Fetch would refuse it, plus when it
 is not a follower's or names another broker than the stream proved to be — each with a status
-and a message saying what to fix (services/broker/replica_stream.py).
+and a message saying what to fix (services/broker/replica/replica_stream.py).
 
 Method: the pure checks `replica_refusal` and `fetch_refusal` on hand-built requests; no server.
 """
@@ -11,8 +11,8 @@ import grpc
 import pytest
 
 from samsa.common import limits
-from samsa.services.broker.replica_stream import replica_refusal
-from samsa.services.broker.request_checks import fetch_refusal
+from samsa.services.broker.replica.replica_stream import replica_refusal
+from samsa.services.broker.requests.request_checks import fetch_refusal
 from samsa.v1 import broker_pb2
 
 Request = broker_pb2.FetchRequest

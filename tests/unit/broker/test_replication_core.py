@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from samsa.services.broker.replication import LeaderReplication, follower_high_watermark
+from samsa.services.broker.replica.replication import LeaderReplication, follower_high_watermark
 
 LAG = 1000
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
-from samsa.services.broker.txn_verification import transactional_partitions
+from samsa.services.broker.requests.txn_verification import transactional_partitions
 from samsa.services.runtime.txn_added_check import verdicts_of
 from samsa.v1 import broker_pb2
 from samsa.v1 import transactions_pb2 as x

@@ -29,10 +29,10 @@ from typing import TypeVar
 import grpc
 
 from samsa.common import limits
-from samsa.services.broker.fetch import fetch
-from samsa.services.broker.fetch_session import FetchSessionCache
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.request_checks import Refusal, fetch_refusal
+from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.fetch_session import FetchSessionCache
+from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
 from samsa.v1 import broker_pb2
 
 # A fetcher sends its next fetch as soon as it handled the previous answer, and every answer

@@ -11,7 +11,7 @@ from __future__ import annotations
 import grpc
 
 from samsa.common import limits
-from samsa.services.broker.fetch_session import CLOSE_EPOCH
+from samsa.services.broker.requests.fetch_session import CLOSE_EPOCH
 from samsa.v1 import broker_pb2
 
 Refusal = tuple[grpc.StatusCode, str]

@@ -21,7 +21,7 @@ from typing import Protocol
 import grpc
 
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.producer_id_blocks import (
+from samsa.services.broker.requests.producer_id_blocks import (
     InvalidProducerIdBlockError,
     ProducerIdBlock,
     ProducerIdBlocks,

@@ -1,16 +1,16 @@
 """ReplicaFetchStream, the leader's side: a follower's fetches over one long-lived stream.
 
-Theory of operation. An acks=all write completes when every follower in the ISR has fetched it
-and then reported its new log end offset with its next fetch (replication.py): two fetch round
-trips per follower per write. As unary Fetch calls, each of those pays for a new call (HTTP/2
-stream, headers, a membership proof signed and checked, the server's handler dispatch), which
-costs about twice a message on an open stream. A follower therefore keeps one stream open to
-each leader it follows (services/broker/replica_fetcher.py) and sends its fetches on it, one at
-a time: the next request goes once the previous one is answered, exactly as with unary calls, so
-each request is answered by `fetch.fetch` as Fetch would answer it — fetch sessions (KIP-227),
-the long-poll, the diverging-epoch check (KIP-320), follower progress, the high watermark and
-the ISR candidates are all the same code. Nothing is queued: this handler reads one request,
-answers it, then reads the next.
+Theory of operation. An acks=all write completes when every follower in the ISR has fetched it and
+then reported its new log end offset with its next fetch (replication.py): two fetch round trips per
+follower per write. As unary Fetch calls, each of those pays for a new call (HTTP/2 stream, headers,
+a membership proof signed and checked, the server's handler dispatch), which costs about twice a
+message on an open stream. A follower therefore keeps one stream open to each leader it follows
+(services/broker/replica/replica_fetcher.py) and sends its fetches on it, one at a time: the next
+request goes once the previous one is answered, exactly as with unary calls, so each request is
+answered by `fetch.fetch` as Fetch would answer it — fetch sessions (KIP-227), the long-poll, the
+diverging-epoch check (KIP-320), follower progress, the high watermark and the ISR candidates are
+all the same code. Nothing is queued: this handler reads one request, answers it, then reads the
+next.
 
 Membership. A fetch with a replica_id moves the high watermark, so the stream must come from the
 broker it names. The stream's call metadata carries a membership proof signed for this method
@@ -30,11 +30,11 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from samsa.services.broker.fetch import fetch
-from samsa.services.broker.fetch_session import FetchSessionCache
-from samsa.services.broker.fetch_stream import requests_in_turn
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.request_checks import Refusal, fetch_refusal
+from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.fetch_session import FetchSessionCache
+from samsa.services.broker.requests.fetch_stream import requests_in_turn
+from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
 from samsa.services.runtime import member_auth
 from samsa.services.runtime.membership import method_path
 from samsa.v1 import broker_pb2

@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.fetch import first_of
-from samsa.services.broker.produce import ReplicationWait, fail
+from samsa.services.broker.requests.fetch import first_of
+from samsa.services.broker.requests.produce import ReplicationWait, fail
 
 
 async def await_replication(waits: list[ReplicationWait], timeout_s: float) -> None:

@@ -25,15 +25,15 @@ from typing import NamedTuple
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.fetch_session import (
+from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.requests.fetch_session import (
     CLOSE_EPOCH,
     FetchSession,
     FetchSessionCache,
     PartitionKey,
     SessionError,
 )
-from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.partition_read import (
+from samsa.services.broker.requests.partition_read import (
     FetchPartition,
     Outcome,
     PartitionReader,

@@ -39,11 +39,11 @@ from opentelemetry.trace import Span
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.produce import ReplicationWait, produce
-from samsa.services.broker.produce_wait import await_replication
 from samsa.services.broker.record_trace import current_recording_parent, end_produce_span
-from samsa.services.broker.request_checks import produce_refusal
-from samsa.services.broker.txn_verification import TransactionVerifier
+from samsa.services.broker.requests.produce import ReplicationWait, produce
+from samsa.services.broker.requests.produce_wait import await_replication
+from samsa.services.broker.requests.request_checks import produce_refusal
+from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
 from samsa.v1 import broker_pb2
 

@@ -25,7 +25,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
 from samsa.services.broker.partition_host import LeadershipError, PartitionHost
-from samsa.services.broker.produce import ReplicationWait, fail
+from samsa.services.broker.requests.produce import ReplicationWait, fail
 from samsa.v1 import broker_pb2
 
 PartitionResult = broker_pb2.WriteTxnMarkersResponse.PartitionResult

@@ -21,14 +21,14 @@ A fetch with a replica_id moves the leader's high watermark, so each one carries
 membership proof signed as this broker (`MemberSigner`); a leader refuses it otherwise
 (PERMISSION_DENIED), and this loop logs that and backs off like any other failed fetch.
 
-Transport (`leader_link`, over common/fetch_link.py). Each loop sends its fetches on one
-long-lived ReplicaFetchStream to its leader (services/broker/replica_stream.py), one at a time,
-the next as soon as the previous answer is applied: an acks=all write waits for two fetch round
-trips per follower (the one that brings the records, the one that reports them), and a message
-on an open stream costs about half a unary call. The stream proves membership when it opens; it
-is opened again, with a fresh proof, after any failure (the session starts over with a full
-fetch, as after a failed unary call). A leader that answers UNIMPLEMENTED (a broker from before
-the stream, during a rolling upgrade) is fetched from with unary Fetch calls from then on.
+Transport (`leader_link`, over common/fetch_link.py). Each loop sends its fetches on one long-lived
+ReplicaFetchStream to its leader (services/broker/replica/replica_stream.py), one at a time, the
+next as soon as the previous answer is applied: an acks=all write waits for two fetch round trips
+per follower (the one that brings the records, the one that reports them), and a message on an open
+stream costs about half a unary call. The stream proves membership when it opens; it is opened
+again, with a fresh proof, after any failure (the session starts over with a full fetch, as after a
+failed unary call). A leader that answers UNIMPLEMENTED (a broker from before the stream, during a
+rolling upgrade) is fetched from with unary Fetch calls from then on.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from samsa.common.fetch_session_client import (
     fetch_request,
 )
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
-from samsa.services.broker.replica_stream import STREAM_METHOD
-from samsa.services.broker.replication import follower_high_watermark
+from samsa.services.broker.replica.replica_stream import STREAM_METHOD
+from samsa.services.broker.replica.replication import follower_high_watermark
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel
