@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from samsa.common.record.codec import build_batch, decode_batches
-from samsa.services.broker.log import Log, LogConfig
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
 
 CONFIG = LogConfig(
     segment_bytes=1024,

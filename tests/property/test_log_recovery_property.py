@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from samsa.common.record.codec import build_batch, decode_batches
-from samsa.services.broker.log import Log, LogConfig
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
 
 UNPROTECTED = set(range(0, 8)) | set(range(12, 16))  # base_offset, partition_leader_epoch
 

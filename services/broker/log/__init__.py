@@ -8,11 +8,6 @@ small files), loading (a log read back from disk and recovered), producer_snapsh
 snapshot files and the replay from segments), producer_log_state (the producer state beside a
 log, fed by it), log_durability (a log's recovery point, fsyncs, checkpoints and clean-shutdown
 marker), log (the `Log` composing it all).
+
+The package re-exports nothing: import each module by its own name.
 """
-
-from samsa.services.broker.log.append_info import AppendInfo
-from samsa.services.broker.log.cleaner import CompactionResult
-from samsa.services.broker.log.config import LogConfig
-from samsa.services.broker.log.log import Log, ReadResult, SegmentInfo
-
-__all__ = ["AppendInfo", "CompactionResult", "Log", "LogConfig", "ReadResult", "SegmentInfo"]

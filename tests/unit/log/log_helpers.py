@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from samsa.common.record.codec import Record, build_batch, decode_batches
-from samsa.services.broker.log import Log, LogConfig
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
 
 
 def small_config(**overrides: object) -> LogConfig:

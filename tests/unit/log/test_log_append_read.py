@@ -19,7 +19,8 @@ from log_helpers import batch, read_all, read_batches, small_config
 from samsa.common.errors import OffsetOutOfRangeError
 from samsa.common.record.codec import decode_batch, decode_batches
 from samsa.common.record.header import read_header, stamp_offsets
-from samsa.services.broker.log import Log, LogConfig
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
 
 
 def stamped(raw: bytes, base_offset: int, leader_epoch: int) -> bytes:

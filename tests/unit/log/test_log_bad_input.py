@@ -25,8 +25,8 @@ from samsa.common.errors import (
     UnsupportedFormatError,
 )
 from samsa.common.record.header import MAGIC_POSITION
-from samsa.services.broker.log import Log
 from samsa.services.broker.log import segment as segment_module
+from samsa.services.broker.log.log import Log
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from log_helpers import batch, read_all, small_config
 
 from samsa.common.record.codec import build_control_batch, decode_batches
 from samsa.common.record.header import COMPRESSION_ZSTD
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 
 DAY_MS = 86_400_000
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from log_helpers import batch, read_all, small_config
 
-from samsa.services.broker.log import Log
 from samsa.services.broker.log import log_durability as durability_module
 from samsa.services.broker.log.loading import (
     CHECKPOINT_FILES,
     CLEAN_SHUTDOWN_FILE,
     LEADER_EPOCH_CHECKPOINT_FILE,
 )
+from samsa.services.broker.log.log import Log
 
 
 @pytest.fixture

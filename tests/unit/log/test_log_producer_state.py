@@ -21,7 +21,7 @@ from log_helpers import batch, small_config
 
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import decode_batches
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.producer_snapshots import SNAPSHOT_SUFFIX
 
 NOW = 1_000_000

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from log_helpers import batch, file_bytes, read_all, read_batches, small_config
 
-from samsa.services.broker.log import Log
 from samsa.services.broker.log import segment as segment_module
 from samsa.services.broker.log.loading import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT_FILE
+from samsa.services.broker.log.log import Log
 
 
 def abandon(log: Log) -> None:

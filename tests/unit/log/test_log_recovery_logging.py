@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from log_helpers import batch, small_config
 
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 
 SEGMENT_LOGGER = "samsa.services.broker.log.segment"
 LOG_LOGGER = "samsa.services.broker.log.loading"

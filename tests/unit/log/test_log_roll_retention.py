@@ -14,7 +14,7 @@ import pytest
 from log_helpers import batch, read_all, small_config
 
 from samsa.common.errors import OffsetOutOfRangeError
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 
 HOUR_MS = 3_600_000
 

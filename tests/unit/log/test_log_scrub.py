@@ -17,7 +17,7 @@ import pytest
 from log_helpers import batch, read_all, small_config
 
 from samsa.common.record.header import check_batch
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.recovery import SegmentScan
 from samsa.services.broker.log.scrub import (
     SCRUB_CHUNK_BYTES,

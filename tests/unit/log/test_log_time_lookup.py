@@ -13,7 +13,7 @@ from pathlib import Path
 
 from log_helpers import batch, read_all, small_config
 
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 
 
 def reference(log: Log, timestamp: int) -> tuple[int, int] | None:

@@ -29,7 +29,7 @@ from samsa.common.record.codec import (
     build_batch,
     build_control_batch,
 )
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.segment import TXN_INDEX_SUFFIX
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 

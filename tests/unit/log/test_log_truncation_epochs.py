@@ -12,7 +12,7 @@ from pathlib import Path
 
 from log_helpers import batch, read_all, small_config
 
-from samsa.services.broker.log import Log
+from samsa.services.broker.log.log import Log
 
 
 def filled(tmp_path: Path, *, epochs: tuple[int, ...] = (0,), per_epoch: int = 10) -> Log:
