@@ -15,34 +15,11 @@ from typing import Any
 
 import grpc
 import pytest
+from fake_rpc_error import FakeRpcError
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
 from samsa.client.errors import NoBrokersAvailable
-
-
-class FakeRpcError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        self._code, self._details = code, details
-
-    def code(self) -> grpc.StatusCode:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
-
-    def initial_metadata(self) -> None: ...
-    def trailing_metadata(self) -> None: ...
-    def is_active(self) -> bool:
-        return False
-
-    def time_remaining(self) -> None: ...
-    def cancel(self) -> bool:
-        return False
-
-    def add_callback(self, callback: object) -> bool:
-        return False
-
 
 REFUSED = FakeRpcError(
     grpc.StatusCode.UNAVAILABLE,
