@@ -1,7 +1,12 @@
 """What every service's `main` does before its own work: load the config (flags, SAMSA_*, a
 --config file), configure the JSON logs, load the cluster secret, set up tracing and metrics,
 then run the service until SIGTERM. Any mistake found on the way stops the process with one
-line, `samsa <kind>: <what is wrong>`, and exit code 2."""
+line, `samsa <kind>: <what is wrong>`, and exit code 2.
+
+A service refuses to run under `python -O` (or PYTHONOPTIMIZE): that drops every `assert`, and
+the asserts are checks, not comments — the relations between the bounds in common/limits.py,
+and the invariants the pure cores hold (a log's offsets only grow, one batch in flight per
+writer, ...). Running without them would turn a broken invariant into silent corruption."""
 
 from __future__ import annotations
 
@@ -36,6 +41,13 @@ def run_service(
     """`run(config, secret, tracing)` on a fresh event loop once everything is in place;
     `number` names this process among its kind (broker.id, node.id, coordinator.id)."""
     served = None
+    if not __debug__:
+        print(
+            f"samsa {kind}: refusing to run under python -O (PYTHONOPTIMIZE): it drops the "
+            "assertions that check Samsa's invariants; run python without -O",
+            file=sys.stderr,
+        )
+        return 2
     try:
         config = config_loading.load(config_class, kind, argv, os.environ)
         logs.configure(f"{kind}-{number(config)}")
