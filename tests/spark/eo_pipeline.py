@@ -5,8 +5,11 @@ Usage: eo_pipeline.py BOOTSTRAP INPUT OUTPUT CHECKPOINT
 readStream from INPUT (at most 40 records a micro-batch, Trigger.AvailableNow) → writeStream to
 OUTPUT with the exactly-once sink, checkpointed at CHECKPOINT. The fault points of
 samsa.spark.exactly_once are set by the caller in the environment (inherited by the JVM and the
-Python workers). Exits 0 when everything available was copied; the driver fault points kill
-this process's group with SIGKILL.
+Python workers). The process starts its Spark session at once but its query only when the line
+`go` arrives on stdin (anything else, or EOF, exits 1 without starting): the test brings up the
+next run's session, which takes seconds, while the run before it is still going, and starts
+the query only once that run is dead. Exits 0 when everything available was copied; the driver
+fault points kill this process's group with SIGKILL.
 `copy_query` starts the same query on a given session (the test finishes a restarted run in its
 own session). Not a test module: it has no side effect when imported.
 """
@@ -43,6 +46,8 @@ def main(bootstrap: str, source: str, target: str, checkpoint: str) -> int:
     os.environ["SAMSA_SPARK_DRIVER_PGID"] = str(os.getpgrp())  # for the fault points' kill
     spark = local_session("samsa-exactly-once", "local[2,3]")  # up to 3 attempts per task
     try:
+        if sys.stdin.readline() != "go\n":
+            return 1  # the test gave up on this run before its turn
         copy_query(spark, bootstrap, source, target, checkpoint).awaitTermination(240)
     finally:
         spark.stop()

@@ -11,6 +11,7 @@ read back through Spark and compared with what the producer's acknowledgements s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -369,19 +370,32 @@ def test_a_streaming_write_copies_a_topic(
     )
 
 
-def run_pipeline(bootstrap: str, source: str, target: str, checkpoint: Path, **faults: str) -> int:
-    """eo_pipeline.py in its own process (its own driver, JVM and workers), killed by PID if it
-    outlives the timeout; its exit code."""
+@contextlib.contextmanager
+def pipeline(
+    bootstrap: str, source: str, target: str, checkpoint: Path, **faults: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """eo_pipeline.py in its own process (its own driver, JVM and workers), started now so that
+    its Spark session comes up while the test does other things; its query starts at
+    `run_to_exit`. Killed with its process group on the way out if it is still running."""
     script = Path(__file__).with_name("eo_pipeline.py")
     env = os.environ | {"PYSPARK_PYTHON": sys.executable} | faults
     command = [sys.executable, str(script), bootstrap, source, target, str(checkpoint)]
-    process = subprocess.Popen(command, env=env, start_new_session=True)
+    process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, start_new_session=True)
     try:
-        return process.wait(timeout=240)
+        yield process
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
+
+
+def run_to_exit(process: subprocess.Popen[bytes]) -> int:
+    """Start the pipeline's query; its exit code (within 240 s, else it is killed on the way
+    out of `pipeline`)."""
+    assert process.stdin is not None
+    process.stdin.write(b"go\n")
+    process.stdin.close()
+    return process.wait(timeout=240)
 
 
 def test_the_exactly_once_sink_survives_failed_tasks_and_a_dying_driver(  # type: ignore[no-untyped-def]
@@ -393,29 +407,34 @@ def test_the_exactly_once_sink_survives_failed_tasks_and_a_dying_driver(  # type
     after committing part of batch 1; (3) restarted again (in this test's own Spark session:
     no fault is left to inject, and a session costs seconds to start), it finishes. Read
     read_committed, the output holds every input record exactly once; the log also holds the
-    aborted attempts."""
+    aborted attempts. The processes of runs 1 and 2 start their Spark sessions at the outset;
+    each query starts only once the run before it is dead."""
     from eo_pipeline import copy_query
 
     source, target = "eo-in", "eo-out"
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
-        admin.create_topics([NewTopic(source, 2, 1), NewTopic(target, 2, 1)])
-    with Producer({"bootstrap.servers": bootstrap}) as producer:
-        for i in range(120):
-            producer.send(source, b"eo-%d" % i, key=b"%d" % i, partition=i % 2)
     checkpoint = tmp_path / "checkpoint"
-    first = run_pipeline(
-        bootstrap,
-        source,
-        target,
-        checkpoint,
-        SAMSA_SPARK_FAIL_TASK_AFTER_PREPARE="1",
-        SAMSA_SPARK_EXIT_DRIVER_BEFORE_COMMIT="1",
-    )
-    assert first == -signal.SIGKILL, "the driver died before committing batch 1"
-    second = run_pipeline(
-        bootstrap, source, target, checkpoint, SAMSA_SPARK_EXIT_DRIVER_MID_COMMIT="1"
-    )
-    assert second == -signal.SIGKILL, "the driver died with part of batch 1 committed"
+    with (
+        pipeline(
+            bootstrap,
+            source,
+            target,
+            checkpoint,
+            SAMSA_SPARK_FAIL_TASK_AFTER_PREPARE="1",
+            SAMSA_SPARK_EXIT_DRIVER_BEFORE_COMMIT="1",
+        ) as first,
+        pipeline(
+            bootstrap, source, target, checkpoint, SAMSA_SPARK_EXIT_DRIVER_MID_COMMIT="1"
+        ) as second,
+    ):
+        with Admin({"bootstrap.servers": bootstrap}) as admin:
+            admin.create_topics([NewTopic(source, 2, 1), NewTopic(target, 2, 1)])
+        with Producer({"bootstrap.servers": bootstrap}) as producer:
+            for i in range(120):
+                producer.send(source, b"eo-%d" % i, key=b"%d" % i, partition=i % 2)
+        assert run_to_exit(first) == -signal.SIGKILL, "the driver died before committing batch 1"
+        assert run_to_exit(second) == -signal.SIGKILL, (
+            "the driver died with part of batch 1 committed"
+        )
     query = copy_query(spark, bootstrap, source, target, str(checkpoint))
     try:
         assert query.awaitTermination(240), "the restarted query finished"
