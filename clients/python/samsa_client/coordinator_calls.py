@@ -9,7 +9,10 @@ the coordinators, and both are asked the same way, with one CoordinatorCalls bet
 - a key's coordinator is found with FindCoordinator on the first bootstrap server that answers,
   starting from the last one that did (`lookup`);
 - which coordinators exist, and which are fenced, the controllers say (DescribeCluster,
-  `coordinators`), read at or after Admin's last write (controller_calls.py).
+  `coordinators`), read at or after Admin's last write (controller_calls.py);
+- a listing asks every live coordinator and retries, round after round, until all of them have
+  answered in the same round (`ask_every_live`): a coordinator that is loading or unreachable
+  would otherwise leave its groups or transactions out of the list without saying so.
 
 What is decided from the answers is pure and lives in group_admin.py and transaction_admin.py.
 """
@@ -17,7 +20,8 @@ What is decided from the answers is pure and lives in group_admin.py and transac
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import grpc
 
@@ -38,6 +42,10 @@ RETRY_BACKOFF_S = 0.2
 
 # Why a lookup found no coordinator: an ErrorCode and a message, as the retry loops report it.
 Problem = tuple[int, str]
+
+# `ask(coordinator, timeout_s)` -> (answer, None), or (None, why this coordinator must be asked
+# again); it raises for an answer no retry can change.
+Ask = Callable[[c.DescribeClusterResponse.Coordinator, float], tuple[Any, str | None]]
 
 
 class CoordinatorCalls:
@@ -67,6 +75,36 @@ class CoordinatorCalls:
     def coordinators(self) -> Sequence[c.DescribeClusterResponse.Coordinator]:
         """Every coordinator the controllers know, fenced ones included."""
         return self._controller.describe_cluster().coordinators
+
+    def ask_every_live(self, ask: Ask, what: str, error: type[Exception]) -> list[Any]:
+        """Every live coordinator's answer, from one round in which all of them answered; a
+        cluster without coordinators answers nothing. Raises `error(message, code)` naming each
+        coordinator's problem when no such round came within request.timeout.ms (`what`: what
+        is being listed, for that message)."""
+        deadline = self.deadline()
+        while True:
+            coordinators = self.coordinators()
+            live = [x for x in coordinators if not x.is_fenced]
+            problems = [] if live or not coordinators else ["no coordinator is live"]
+            answers = []
+            for coordinator in live:
+                try:
+                    answer, problem = ask(coordinator, call_timeout_s(deadline))
+                except grpc.RpcError as rpc_error:
+                    answer, problem = None, status(rpc_error)
+                if problem is not None:
+                    problems.append(f"coordinator {coordinator.coordinator_id}: {problem}")
+                    continue
+                answers.append(answer)
+            if not problems:
+                return answers
+            if time.monotonic() >= deadline:
+                raise error(
+                    f"could not list every coordinator's {what} within request.timeout.ms "
+                    f"({self.request_timeout_ms}): {'; '.join(problems)}",
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                )
+            self.wait_before_retry()
 
     def lookup(
         self, request: g.FindCoordinatorRequest, deadline: float

@@ -31,6 +31,7 @@ from samsa.client.group_admin import (
     TopicPartition,
 )
 from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2 as c
 from samsa.v1 import coordinator_pb2 as g
 from samsa.v1 import coordinator_pb2_grpc as g_grpc
 
@@ -47,37 +48,18 @@ class GroupAdminCalls:
         self._group_coordinators: dict[str, str] = {}  # group id -> endpoint, as last found
 
     def list_consumer_groups(self) -> list[ConsumerGroupListing]:
-        deadline = self._calls.deadline()
-        while True:
-            coordinators = self._calls.coordinators()
-            live = [x for x in coordinators if not x.is_fenced]
-            problems = [] if live or not coordinators else ["no coordinator is live"]
-            answers = []
-            for coordinator in live:
-                try:
-                    answer = self._group_stub(coordinator.endpoint).ListGroups(
-                        g.ListGroupsRequest(), timeout=call_timeout_s(deadline)
-                    )
-                except grpc.RpcError as error:
-                    problems.append(f"coordinator {coordinator.coordinator_id}: {status(error)}")
-                    continue
-                if answer.error_code != ErrorCode.NONE:
-                    if not ga.coordinator_retriable(answer.error_code):
-                        raise GroupError.of(answer.error_code, answer.error_message)
-                    problems.append(
-                        f"coordinator {coordinator.coordinator_id}: {answer.error_message}"
-                    )
-                    continue
-                answers.append(answer)
-            if not problems:
-                return ga.listings_of(answers)
-            if time.monotonic() >= deadline:
-                raise GroupError(
-                    f"could not list every coordinator's groups within request.timeout.ms "
-                    f"({self._calls.request_timeout_ms}): {'; '.join(problems)}",
-                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                )
-            self._calls.wait_before_retry()
+        def ask(
+            coordinator: c.DescribeClusterResponse.Coordinator, timeout_s: float
+        ) -> tuple[g.ListGroupsResponse | None, str | None]:
+            stub = self._group_stub(coordinator.endpoint)
+            answer = stub.ListGroups(g.ListGroupsRequest(), timeout=timeout_s)
+            if answer.error_code == ErrorCode.NONE:
+                return answer, None
+            if not ga.coordinator_retriable(answer.error_code):
+                raise GroupError.of(answer.error_code, answer.error_message)
+            return None, answer.error_message
+
+        return ga.listings_of(self._calls.ask_every_live(ask, "groups", GroupError))
 
     def describe_consumer_groups(
         self, group_ids: Iterable[str]

@@ -37,6 +37,7 @@ from samsa.client.transaction_admin import (
 )
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
+from samsa.v1 import controller_pb2 as c
 from samsa.v1 import coordinator_pb2 as g
 from samsa.v1 import transactions_pb2 as txn
 from samsa.v1 import transactions_pb2_grpc as txn_grpc
@@ -60,34 +61,21 @@ class TransactionAdminCalls:
             producer_id_filters=list(producer_ids),
             duration_filter_ms=duration_ms,
         )
-        deadline = self._calls.deadline()
-        while True:
-            live = [x for x in self._calls.coordinators() if not x.is_fenced]
-            problems = [] if live else ["no coordinator is live"]
-            answers = []
-            for coordinator in live:
-                stub = self._transaction_stub(coordinator.endpoint)
-                try:
-                    answer = stub.ListTransactions(request, timeout=call_timeout_s(deadline))
-                except grpc.RpcError as error:
-                    problems.append(f"coordinator {coordinator.coordinator_id}: {status(error)}")
-                    continue
-                if answer.partitions_loading:
-                    problems.append(
-                        f"coordinator {coordinator.coordinator_id}: partitions "
-                        f"{list(answer.partitions_loading)} of __transaction_state are loading"
-                    )
-                    continue
-                answers.append(answer)
-            if not problems:
-                return ta.listings_of(answers)
-            if time.monotonic() >= deadline:
-                raise TransactionError(
-                    "could not list every coordinator's transactions within request.timeout.ms "
-                    f"({self._calls.request_timeout_ms}): {'; '.join(problems)}",
-                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+
+        def ask(
+            coordinator: c.DescribeClusterResponse.Coordinator, timeout_s: float
+        ) -> tuple[txn.ListTransactionsResponse | None, str | None]:
+            stub = self._transaction_stub(coordinator.endpoint)
+            answer = stub.ListTransactions(request, timeout=timeout_s)
+            if answer.partitions_loading:
+                return None, (
+                    f"partitions {list(answer.partitions_loading)} of __transaction_state are "
+                    "loading"
                 )
-            self._calls.wait_before_retry()
+            return answer, None
+
+        answers = self._calls.ask_every_live(ask, "transactions", TransactionError)
+        return ta.listings_of(answers)
 
     def describe_transactions(
         self, transactional_ids: Iterable[str]
