@@ -65,27 +65,13 @@ class GroupAdminCalls:
         self, group_ids: Iterable[str]
     ) -> dict[str, ConsumerGroupDescription]:
         answers = self._ask_coordinators(
-            list(group_ids),
-            lambda stub, ids, timeout_s: {
-                x.group_id: x
-                for x in stub.DescribeGroups(
-                    g.DescribeGroupsRequest(group_ids=ids), timeout=timeout_s
-                ).groups
-            },
-            lambda x: (x.error_code, x.error_message),
+            list(group_ids), _per_group("DescribeGroups", g.DescribeGroupsRequest), _group_error
         )
         return {group_id: ga.description_of(answer) for group_id, answer in answers.items()}
 
     def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
         answers = self._ask_coordinators(
-            list(group_ids),
-            lambda stub, ids, timeout_s: {
-                x.group_id: x
-                for x in stub.DeleteGroups(
-                    g.DeleteGroupsRequest(group_ids=ids), timeout=timeout_s
-                ).groups
-            },
-            lambda x: (x.error_code, x.error_message),
+            list(group_ids), _per_group("DeleteGroups", g.DeleteGroupsRequest), _group_error
         )
         for answer in answers.values():
             error = ga.group_error_of(answer.error_code, answer.error_message)
@@ -128,7 +114,7 @@ class GroupAdminCalls:
             lambda stub, ids, timeout_s: {
                 ids[0]: getattr(stub, method)(request, timeout=timeout_s)
             },
-            lambda x: (x.error_code, x.error_message),
+            _group_error,
         )
         return answers[group_id]
 
@@ -206,3 +192,19 @@ class GroupAdminCalls:
             if group_id in self._group_coordinators
         }
         return located, problem
+
+
+def _per_group(method: str, request_type: Callable[..., Any]) -> Send:
+    """A `Send` for a request naming its groups (`group_ids`) whose answer lists one entry per
+    group (`groups`, each with its `group_id`): DescribeGroups, DeleteGroups."""
+
+    def send(stub: g_grpc.GroupCoordinatorServiceStub, ids: list[str], timeout_s: float) -> dict:
+        answer = getattr(stub, method)(request_type(group_ids=ids), timeout=timeout_s)
+        return {entry.group_id: entry for entry in answer.groups}
+
+    return send
+
+
+def _group_error(answer: Any) -> Problem:
+    """A whole-group answer's error code and message."""
+    return answer.error_code, answer.error_message
