@@ -7,10 +7,9 @@ error, and the caller retries once its image moves. Writes and WriteTxnMarkers c
 cluster's membership proof signed as this coordinator: brokers refuse writes to internal topics
 (and markers) without one, so a client cannot forge group or transaction state. Writes go over
 one ProduceStream per broker, which proves membership once as it opens
-(internal_produce_stream.py): a stream message costs about half a new unary call, and every group
-commit and transaction step waits on one. Calls never
-raise for gRPC failures: they answer an ErrorCode, so callers handle "no leader", "leader
-moved" and "broker down" in one place.
+(internal_produce_stream.py): a write on it costs about two thirds of a new unary call, and every
+group commit and transaction step waits on one. Calls never raise for gRPC failures: they answer
+an ErrorCode, so callers handle "no leader", "leader moved" and "broker down" in one place.
 """
 
 from __future__ import annotations
