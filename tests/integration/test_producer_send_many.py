@@ -68,7 +68,8 @@ def test_retried_batches_land_once_in_order_on_the_keys_partitions(cluster: Loca
         "bootstrap.servers": cluster.spec.bootstrap_servers,
         "enable.idempotence": True,
         "acks": "all",
-        "batch.size": 4_096,  # many batches, so many answers to drop
+        "batch.size": 4_096,  # many batches, so many answers to drop:
+        "max.request.size": 4_096,  # one batch a request (~160), so ~16 answers dropped
         "retry.backoff.ms": 10,
     }
     with Producer(config) as producer:
