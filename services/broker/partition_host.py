@@ -20,10 +20,13 @@ elected and lose acknowledged records); the replica fetcher then re-fetches from
 leader's ISR upkeep lets it back in once caught up. A leader forgets a follower's progress when
 the follower leaves the ISR, so only a fetch made after leaving can bring it back.
 
-Every partition keeps a `high_watermark`. With one replica (this version) it is the log end
-offset; replication will move it by follower progress. Consumers never read above it. Appends
-wake fetches waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is
-there instead of polling. The high watermarks of all hosted partitions live in one file per data
+Every partition keeps a `high_watermark`. On the leader, `advance_high_watermark` moves it to
+the smallest log end offset over the ISR (replica/replication.py: followers report theirs by the
+offset they fetch from), and not at all while the ISR is below min.insync.replicas; a follower
+takes the leader's, capped by its own log end offset (`follower_high_watermark`, applied by the
+replica fetcher). Consumers never read above it. Appends and a moved high watermark wake fetches
+waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is there
+instead of polling. The high watermarks of all hosted partitions live in one file per data
 directory (high_watermark_checkpoint.py, Kafka's replication-offset-checkpoint), read once at
 start and rewritten by `checkpoint_high_watermarks` — by the maintenance loop when some moved, at
 once when one moves backwards (`repair_corrupt`), and by `close_all`.
