@@ -12,8 +12,8 @@ python -m bench compose --quick    a tenth of the records
    container started as soon as `up -d` returned). Beside them, the launcher's 3 controllers, 3
    brokers and 2 coordinators in a new data directory, to the same cluster health
    (launcher.wait_healthy). Then the CPU the idle cluster uses over 10 s: the containers' cgroups
-   (each health check is a Python process started in the container, every 2 s per service), or
-   the launcher's 8 processes.
+   (health checks included: a `stat` of the file each service keeps fresh, every 2 s per
+   service), or the launcher's 8 processes.
 2. Throughput: records of 100 bytes, acks=all, 3 partitions, RF=3, min.insync.replicas=2,
    produced then consumed by one client process running bench/client_bench.py's samsa_produce
    and samsa_consume (the cluster bench's code): from a container on the compose network, from

@@ -78,7 +78,9 @@ class Broker:
         tracing: bool = False,
         log_scrub_bytes_per_second: int = SCRUB_BYTES_PER_SECOND_DEFAULT,
         log_scrub_interval_ms: int = SCRUB_INTERVAL_MS_DEFAULT,
+        health_file: str | None = None,
     ) -> None:
+        self.health_file = health_file
         self.log_scrub_bytes_per_second = log_scrub_bytes_per_second
         self.log_scrub_interval_ms = log_scrub_interval_ms
         self.tracing = tracing
@@ -138,7 +140,10 @@ class Broker:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
         server = GrpcServer(
-            self.listen, [service, LOOKUP_SERVICE_NAME, metadata_service], tracing=self.tracing
+            self.listen,
+            [service, LOOKUP_SERVICE_NAME, metadata_service],
+            tracing=self.tracing,
+            health_file=self.health_file,
         )
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
             BrokerServicer(

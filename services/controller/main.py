@@ -83,6 +83,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
             LOOKUP_SERVICE_NAME,
         ],
         tracing=tracing,
+        health_file=config.health_file,
     )
     controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.server)
     coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(

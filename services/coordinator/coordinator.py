@@ -80,8 +80,10 @@ class Coordinator:
         group_config: GroupConfig,
         transaction_config: TransactionConfig | None = None,
         tracing: bool = False,
+        health_file: str | None = None,
     ) -> None:
         self.coordinator_id = coordinator_id
+        self.health_file = health_file
         self.listen = listen
         # What the coordinator registers: the address others dial (listen may be 0.0.0.0:PORT).
         self.advertised_listener = advertised_listener or listen
@@ -274,7 +276,9 @@ class Coordinator:
         services.append(
             transactions_pb2.DESCRIPTOR.services_by_name["TransactionCoordinatorService"].full_name
         )
-        server = GrpcServer(self.listen, services, tracing=self.tracing)
+        server = GrpcServer(
+            self.listen, services, tracing=self.tracing, health_file=self.health_file
+        )
         coordinator_pb2_grpc.add_GroupCoordinatorServiceServicer_to_server(
             GroupCoordinatorServicer(self), server.server
         )

@@ -47,6 +47,7 @@ async def run(config: CoordinatorConfig, member_key: bytes, tracing: bool) -> in
             max_timeout_ms=config.transaction_max_timeout_ms,
         ),
         tracing=tracing,
+        health_file=config.health_file,
     )
     await coordinator.run(stop)
     return 0

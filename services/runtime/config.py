@@ -213,6 +213,11 @@ def address_list(text: str) -> tuple[str, ...]:
     return items
 
 
+def optional_path(text: str) -> str | None:
+    """A file path; empty means off."""
+    return text.strip() or None
+
+
 def optional_listen(text: str) -> str | None:
     """HOST:PORT, :PORT or PORT (the metrics endpoint's grammar); empty means off."""
     if not text.strip():

@@ -14,6 +14,7 @@ from samsa.services.runtime.config import (
     key,
     non_empty,
     optional_listen,
+    optional_path,
 )
 
 
@@ -42,6 +43,14 @@ class ServiceConfig:
         optional_listen,
         default=None,
         help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
+    )
+    health_file: str | None = key(
+        "health.file",
+        optional_path,
+        default=None,
+        help="a file touched every second while this process's own gRPC listener answers "
+        "SERVING, for container health checks that stat it instead of starting Python; "
+        "off by default",
     )
 
     def __post_init__(self) -> None:

@@ -64,6 +64,7 @@ IO_MODULE_NAMES = {
     "log_durability.py",  # a log's fsyncs, checkpoint files and clean-shutdown marker
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
+    "health_file.py",  # touches a file while the service's own listener answers SERVING
     "service_process.py",  # a service's start: config, logs, secret, tracing, metrics, run
     "wrapping_interceptor.py",  # a grpc.aio server interceptor's handler cache
     "logs.py",  # JSON log lines on stderr
