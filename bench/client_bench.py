@@ -11,12 +11,16 @@ None, the SDK's default applies: on with acks=all, off with acks=1.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import threading
 import time
 
 from bench.figures import percentile
 from samsa.client import Consumer, Producer
+from samsa.client.async_consumer import AsyncConsumer
+from samsa.client.async_producer import AsyncProducer
 
 # One 16 KiB batch is Kafka's default; at 100-byte records the per-request cost dominates,
 # so the benchmark uses the batch size a throughput-minded user sets.
@@ -161,6 +165,55 @@ def samsa_end_to_end_latency(
         done.set()
         producer.close()
         consumer.close()
+    if not latencies:
+        raise RuntimeError("no record reached the consumer")
+    return _percentiles(latencies)
+
+
+def samsa_end_to_end_latency_asyncio(
+    bootstrap: str, topic: str, n: int, size: int, interval_s: float
+) -> dict[str, float]:
+    """samsa_end_to_end_latency from asyncio code: an AsyncProducer and an AsyncConsumer on one
+    event loop, the shape of the peers' clients (nats-py and redis.asyncio), so no record crosses
+    a thread on its way. Same records, rate and clock as the sync measurement."""
+    return asyncio.run(_end_to_end_asyncio(bootstrap, topic, n, size, interval_s))
+
+
+async def _end_to_end_asyncio(
+    bootstrap: str, topic: str, n: int, size: int, interval_s: float
+) -> dict[str, float]:
+    producer = AsyncProducer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+    consumer = AsyncConsumer(
+        {"bootstrap.servers": bootstrap, "auto.offset.reset": "latest", "fetch.max.wait.ms": 100}
+    )
+    await producer.start()
+    await consumer.start()
+    sent_at: dict[bytes, float] = {}
+    latencies: list[float] = []
+
+    async def consume() -> None:
+        while len(latencies) < n:
+            for record in await consumer.poll(timeout=0.5):
+                started = sent_at.get(record.value[:8])
+                if started is not None:
+                    latencies.append(time.perf_counter() - started)
+
+    try:
+        await consumer.assign([(topic, 0)])
+        await consumer.position((topic, 0))
+        reader = asyncio.create_task(consume())
+        await asyncio.wait_for(producer.send_and_wait(topic, b"\0" * size, partition=0), 30)
+        for i in range(n):
+            value = i.to_bytes(8, "big") + os.urandom(max(0, size - 8))
+            sent_at[value[:8]] = time.perf_counter()
+            await producer.send(topic, value, partition=0)
+            await asyncio.sleep(interval_s)
+        await producer.flush(30)
+        with contextlib.suppress(TimeoutError):  # the percentiles of what arrived (none: raise)
+            await asyncio.wait_for(reader, timeout=30)
+    finally:
+        await producer.stop()
+        await consumer.stop()
     if not latencies:
         raise RuntimeError("no record reached the consumer")
     return _percentiles(latencies)

@@ -8,7 +8,10 @@ Scenarios: 100-byte and 1 KiB records, 1 and 6 partitions, acks=1, from one Pyth
 Samsa runs twice, with compression none and zstd; the peers have no compression, so both Samsa
 columns are compared with the same peer figures. Throughput rows: produce records/s and MB/s,
 consume records/s and MB/s (the consumer reads back what the producer wrote). Latency (1
-partition): one synchronous produce-and-ack at a time, p50/p99, and produce→consume at low load.
+partition): one synchronous produce-and-ack at a time, p50/p99, and produce→consume at low load,
+twice for Samsa: from the sync Producer and Consumer (a thread each beside the application's),
+and from AsyncProducer and AsyncConsumer on one event loop ("asyncio" rows), the shape of the
+peers' clients (nats-py and redis.asyncio), whose figures those rows repeat.
 Then two Samsa-only tables (bench/idempotence_bench.py), against the same cluster: "Idempotent
 produce (1 partition, 100 B, acks=all)", produce records/s with enable.idempotence true and false
 in alternating runs and their ratio (target ≥ 90 %); and "Synchronous produce latency beside a
@@ -177,7 +180,7 @@ class Systems:
         }
 
         def measure() -> dict:
-            if kind in ("produce", "sync_latency", "end_to_end_latency"):
+            if kind != "consume":  # every other measurement writes to a fresh topic
                 create_topic(self.bootstrap, topic, scenario.partitions)
             return call_with_available(self.samsa[kind], available)
 
@@ -217,8 +220,21 @@ def latency_table(systems: Systems, size: int, plan: Plan) -> Table:
         column: systems.run(column, "end_to_end_latency", scenario, plan.end_to_end_records, plan)
         for column in COLUMNS
     }
+    # The peers' clients are asyncio already: their row above is this measurement.
+    end_to_end_asyncio = {
+        column: end_to_end[column]
+        if column in PEER_COLUMNS
+        else systems.run(
+            column, "end_to_end_latency_asyncio", scenario, plan.end_to_end_records, plan
+        )
+        for column in COLUMNS
+    }
     rows = []
-    for label, results in (("sync produce", sync), ("produce->consume", end_to_end)):
+    for label, results in (
+        ("sync produce", sync),
+        ("produce->consume", end_to_end),
+        ("produce->consume asyncio", end_to_end_asyncio),
+    ):
         for metric in (P50, P99):
             labelled = Metric(metric.key, f"{label} {metric.label}", metric.higher_is_better)
             rows.append(

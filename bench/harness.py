@@ -49,11 +49,16 @@ def measure_or_reason(function: Callable[[], dict]) -> dict | str:
 # What every system is measured on. A system's module names its function for each kind
 # `<system>_<kind>`: samsa_produce (bench/client_bench.py), nats_produce, redis_produce, ….
 MEASUREMENT_KINDS = ("produce", "consume", "sync_latency", "end_to_end_latency")
+# Measured for Samsa only: produce->consume from asyncio code (the peers' clients are asyncio
+# already, so their end_to_end_latency is that measurement).
+KINDS_FOR_SAMSA_ONLY = ("end_to_end_latency_asyncio",)
 
 
-def measurement_functions(module: ModuleType, system: str) -> dict[str, Callable[..., dict]]:
+def measurement_functions(
+    module: ModuleType, system: str, kinds: tuple[str, ...] = MEASUREMENT_KINDS
+) -> dict[str, Callable[..., dict]]:
     """The module's measurement functions by kind, those it has (`<system>_<kind>`)."""
-    named = {kind: getattr(module, f"{system}_{kind}", None) for kind in MEASUREMENT_KINDS}
+    named = {kind: getattr(module, f"{system}_{kind}", None) for kind in kinds}
     return {kind: function for kind, function in named.items() if callable(function)}
 
 
@@ -66,7 +71,9 @@ def load_samsa_functions() -> tuple[dict[str, Callable[..., dict]], str]:
             return {}, NOT_BUILT
         raise
     functions = measurement_functions(module, "samsa")
-    return functions, "" if len(functions) == len(MEASUREMENT_KINDS) else NOT_BUILT
+    complete = len(functions) == len(MEASUREMENT_KINDS)
+    functions.update(measurement_functions(module, "samsa", KINDS_FOR_SAMSA_ONLY))
+    return functions, "" if complete else NOT_BUILT
 
 
 def call_with_available(function: Callable[..., dict], available: dict[str, object]) -> dict:

@@ -82,12 +82,42 @@ def test_a_failed_peer_measurement_becomes_its_cell_and_the_run_goes_on(
     systems = _fake_systems({}, NOT_BUILT)
     text = cb.latency_table(systems, 100, cb.Plan.for_run(quick=True)).text
     end_to_end = [line for line in text.splitlines() if line.startswith("produce->consume")]
-    assert len(end_to_end) == 2
+    assert len(end_to_end) == 4, "p50 and p99, from the sync SDK and from asyncio"
     assert all(line.count("see note 1") == 2 for line in end_to_end)
     assert text.splitlines()[-1] == "  note 1: failed: TimeoutError: no record"
     sync_p50 = next(line for line in text.splitlines() if line.startswith("sync produce p50"))
     assert "10" in sync_p50 and "25" in sync_p50  # 1e6/100k and 1e6/40k µs
     assert "TimeoutError" in capsys.readouterr().err  # the traceback is on stderr
+
+
+def test_the_asyncio_rows_measure_samsa_asyncio_and_repeat_the_peers_asyncio_clients(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cb, "create_topic", lambda *args: None)
+
+    def samsa_sync_latency(bootstrap, topic, n, size):
+        return {"p50_us": 900.0, "p99_us": 1_800.0}
+
+    def samsa_end_to_end_latency(bootstrap, topic, n, size, interval_s):
+        return {"p50_us": 3_000.0, "p99_us": 6_000.0}
+
+    def samsa_end_to_end_latency_asyncio(bootstrap, topic, n, size, interval_s):
+        return {"p50_us": 1_700.0, "p99_us": 2_500.0}
+
+    samsa = {
+        "sync_latency": samsa_sync_latency,
+        "end_to_end_latency": samsa_end_to_end_latency,
+        "end_to_end_latency_asyncio": samsa_end_to_end_latency_asyncio,
+    }
+    systems = _fake_systems(samsa, "")
+    text = cb.latency_table(systems, 100, cb.Plan.for_run(quick=True)).text
+    rows = {line.split("  ")[0]: line for line in text.splitlines()}
+    assert "3,000" in rows["produce->consume p50 µs"]
+    assert "1,700" in rows["produce->consume asyncio p50 µs"]
+    assert "3,000" not in rows["produce->consume asyncio p50 µs"]
+    assert rows["produce->consume asyncio p99 µs"].count("see note 1") == 2, (
+        "the peers' failed asyncio measurement is the same cell in both rows"
+    )
 
 
 def test_throughput_table_calls_samsa_with_compression_and_acks(

@@ -44,6 +44,12 @@ def test_samsa_lights_up_when_client_bench_has_its_functions(
     assert set(functions) == set(harness.MEASUREMENT_KINDS)
 
 
+def test_the_real_client_bench_has_every_kind_and_the_samsa_only_ones() -> None:
+    functions, reason = harness.load_samsa_functions()
+    assert reason == ""
+    assert set(functions) == {*harness.MEASUREMENT_KINDS, *harness.KINDS_FOR_SAMSA_ONLY}
+
+
 def test_a_partial_client_bench_reports_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType("bench.client_bench")
     module.samsa_produce = lambda **kwargs: kwargs  # type: ignore[attr-defined]
