@@ -234,6 +234,33 @@ def build_batch(
     return _sign_batch(fields, section)
 
 
+def recompress_batch(
+    buffer: bytes | bytearray | memoryview,
+    position: int,
+    batch_header: header.BatchHeader,
+    compression: int,
+    compression_level: int = 3,
+) -> bytes:
+    """The batch at `position` (already checked: framing, CRC, records section) with its records
+    section in `compression`: what a leader appends for a topic whose compression.type is not
+    `producer` (Kafka recompresses there too). Every header field is kept but the codec bits,
+    the length and the CRC; a zstd section is inflated within batch_uncompressed_bytes_max."""
+    if compression not in header.SUPPORTED_COMPRESSIONS:
+        raise InvalidRecordError(f"compression {compression} is not supported: use 0 or 4 (zstd)")
+    frame = memoryview(buffer)[position + header.HEADER_BYTES : position + batch_header.size_bytes]
+    if batch_header.compression == header.COMPRESSION_ZSTD:
+        section = _decompress_section(frame)
+    else:
+        section = bytes(frame)
+    if compression == header.COMPRESSION_ZSTD:
+        section = zstandard.ZstdCompressor(level=compression_level).compress(section)
+    fields = list(batch_header)
+    fields[1] = header.HEADER_BYTES - header.LOG_OVERHEAD + len(section)  # batch_length
+    fields[4] = 0  # the CRC, computed by _sign_batch
+    fields[5] = (batch_header.attributes & ~header.COMPRESSION_MASK) | compression
+    return _sign_batch(fields, section)
+
+
 def _sign_batch(fields: list[int], section: bytes) -> bytes:
     """Pack the header with its CRC-32C over [attributes, end) and prepend it to the section."""
     batch_bytes = header.HEADER_BYTES + len(section)

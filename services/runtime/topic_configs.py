@@ -2,7 +2,8 @@
 
 The storage keys (segment.bytes, retention.ms, …) are the log's own: their parsing and
 invariants live in `LogConfig`, and a topic config is valid only if `LogConfig.from_properties`
-accepts its storage keys together. The other keys (replication, compression) are checked here.
+accepts its storage keys together (compression.type among them: the leader recompresses). The
+other keys (replication) are checked here.
 The controller validates a whole topic's configuration at once, so `max.message.bytes` larger than
 `segment.bytes` is refused whichever of the two was changed.
 """
@@ -45,6 +46,8 @@ _LOG_DOCS = {
     "message.timestamp.type": "CreateTime (the producer's) or LogAppendTime (the broker's).",
     "cleanup.policy": "delete (by retention), compact (newest record per key), or both.",
     "delete.retention.ms": "How long tombstones survive compaction.",
+    "compression.type": "producer (keep the producer's codec), zstd or uncompressed: the leader "
+    "recompresses batches of another codec.",
 }
 
 LOG_KEYS = {f.metadata["key"]: f.name for f in fields(LogConfig)}
@@ -64,14 +67,7 @@ TOPIC_KEYS |= {
         "false",
         "Let a replica outside the ISR become leader when no ISR member is alive (may lose data).",
     ),
-    "compression.type": ConfigKey(
-        "compression.type",
-        "producer",
-        "producer (keep the producer's codec), zstd or uncompressed.",
-    ),
 }
-
-COMPRESSION_TYPES = ("producer", "zstd", "uncompressed")
 
 
 def validate_topic_configs(configs: Mapping[str, str], replication_factor: int) -> None:
@@ -103,8 +99,3 @@ def validate_topic_configs(configs: Mapping[str, str], replication_factor: int) 
             raise InvalidConfigError(
                 f"unclean.leader.election.enable={text!r} must be true or false"
             )
-    if "compression.type" in configs and configs["compression.type"] not in COMPRESSION_TYPES:
-        raise InvalidConfigError(
-            f"compression.type={configs['compression.type']!r} must be one of "
-            f"{', '.join(COMPRESSION_TYPES)} (Samsa supports zstd only among codecs)"
-        )

@@ -338,3 +338,55 @@ def test_a_batch_no_reader_can_decode_is_refused_and_a_stored_one_is_reported(cl
             wait_until("the poisoned batch", lambda: consumer.poll(1))
         consumer.seek(("poison", 0), 3)
         assert [r.value for r in wait_until("the rest", lambda: consumer.poll(1))] == [b"after"]
+
+
+def test_a_topic_with_compression_type_zstd_stores_zstd_whatever_the_producer_sent(
+    cluster,
+) -> None:
+    answer = admin_write(
+        cluster.spec,
+        "CreateTopics",
+        controller_pb2.CreateTopicsRequest(
+            topics=[
+                controller_pb2.CreateTopicsRequest.Topic(
+                    name="zstd-topic",
+                    num_partitions=1,
+                    replication_factor=1,
+                    configs={"compression.type": "zstd"},
+                )
+            ]
+        ),
+    )
+    assert answer.topics[0].error_code == NONE, answer.topics[0].error_message
+    leader = wait_until(
+        "zstd-topic led",
+        lambda: leaders(cluster, "zstd-topic").get(0, -1) > 0 and leaders(cluster, "zstd-topic")[0],
+    )
+    values = [b"same bytes, compressible " * 8 for _ in range(20)]
+    sent = build_batch(values)  # uncompressed, as a producer without compression sends
+    written = wait_until(
+        "the leader to accept the write",
+        lambda: (
+            (r := produce(cluster, leader, 0, records=sent, topic="zstd-topic")).error_code == NONE
+            and r
+        ),
+    )
+    request = broker_pb2.FetchRequest(
+        max_wait_ms=100,
+        max_bytes=1 << 20,
+        topics=[
+            broker_pb2.FetchRequest.TopicData(
+                name="zstd-topic",
+                partitions=[
+                    broker_pb2.FetchRequest.PartitionData(
+                        partition=0, fetch_offset=written.base_offset, partition_max_bytes=1 << 20
+                    )
+                ],
+            )
+        ],
+    )
+    stored = broker_stub(cluster, leader).Fetch(request, timeout=10).topics[0].partitions[0]
+    assert read_header(stored.records).compression == 4, "stored as zstd, not as sent"
+    assert len(stored.records) < len(sent) / 4
+    fetched = fetch_decoded(cluster, leader, 0, written.base_offset, topic="zstd-topic")
+    assert [r.value for r in fetched.decoded_records] == values

@@ -12,8 +12,12 @@ written, so that a rejected append stores nothing:
   producer's transaction (`allow_transactional`, KIP-890), has a records section that
   every reader can decode (section_check.check_records: arrays, lengths, offset deltas, header
   keys; a compressed section is inflated once for it), and the whole append fits in one segment.
-  Then offsets are assigned from the log end offset and the leader epoch (and, under
-  LogAppendTime, the append time) are stamped into the headers. Records are never decoded.
+  A topic whose compression.type is `zstd` or `uncompressed` (`record_compression`) then gets
+  each data batch of another codec recompressed (codec.recompress_batch: the section is
+  inflated, compressed again, the header re-signed; Kafka's broker-side recompression), and the
+  result is checked against max.message.bytes again. Then offsets are assigned from the log end
+  offset and the leader epoch (and, under LogAppendTime, the append time) are stamped into the
+  headers. Records are never decoded (a recompressed section is moved, not parsed).
 - follower appends (`plan_follower_append`): offsets were assigned by the leader; every batch
   passes check_batch against the hard batch limit (not the topic's max.message.bytes, so that a
   lowered setting cannot wedge replication of what the leader accepted), the first starts at or
@@ -34,7 +38,7 @@ from typing import NamedTuple
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, InvalidRecordError, RecordTooLargeError, SamsaError
-from samsa.common.record.codec import decode_batch, read_control_marker
+from samsa.common.record.codec import decode_batch, read_control_marker, recompress_batch
 from samsa.common.record.header import (
     CONTROL,
     HEADER_BYTES,
@@ -121,6 +125,7 @@ def plan_leader_append(
     log_append_time_ms: int | None,
     allow_control_batches: bool = False,
     allow_transactional: bool = False,
+    record_compression: int | None = None,
 ) -> AppendPlan:
     """Validate producer batches and assign them offsets from `log_end_offset`. Control batches
     (transaction markers) are refused unless the broker itself writes them (Kafka's origin);
@@ -153,6 +158,18 @@ def plan_leader_append(
         check_records(data, position, header)
         if header.attributes & CONTROL:
             _check_marker(data, position, header)
+    if record_compression is not None and any(
+        _needs_recompression(header, record_compression) for _, header in found
+    ):
+        data = b"".join(
+            recompress_batch(data, position, header, record_compression)
+            if _needs_recompression(header, record_compression)
+            else data[position : position + header.size_bytes]
+            for position, header in found
+        )
+        found = validate_batches(
+            data, max_batch_bytes=max_message_bytes, segment_bytes=segment_bytes
+        )
     if len(found) == 1 and log_append_time_ms is None:
         prefix = bytearray(data[:HEADER_BYTES])
         stamp_offsets(prefix, 0, log_end_offset, leader_epoch)
@@ -186,6 +203,11 @@ def plan_leader_append(
         )
         base_offset = last_offset + 1
     return AppendPlan(pieces, batches, _summarise(batches, found, log_append_time_ms))
+
+
+def _needs_recompression(header: BatchHeader, compression: int) -> bool:
+    """A data batch in another codec than the topic's (markers stay as the broker wrote them)."""
+    return not header.attributes & CONTROL and header.compression != compression
 
 
 def plan_follower_append(data: bytes, *, log_end_offset: int, segment_bytes: int) -> AppendPlan:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields
 
 from samsa.common import limits
 from samsa.common.errors import InvalidConfigError
-from samsa.common.record.header import HEADER_BYTES
+from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD, HEADER_BYTES
 
 # Kafka's "never": Long.MAX_VALUE, the default of flush.messages and flush.ms.
 LONG_MAX = 2**63 - 1
@@ -35,6 +35,11 @@ DAY_MS = 24 * 60 * 60 * 1000
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 TIMESTAMP_TYPES = frozenset({CREATE_TIME, LOG_APPEND_TIME})
+
+# compression.type: `producer` keeps each batch's codec; the others are what the leader stores.
+COMPRESSION_PRODUCER = "producer"
+COMPRESSION_TYPES = (COMPRESSION_PRODUCER, "zstd", "uncompressed")
+_RECORD_COMPRESSION = {"zstd": COMPRESSION_ZSTD, "uncompressed": COMPRESSION_NONE}
 
 POLICY_DELETE = "delete"
 POLICY_COMPACT = "compact"
@@ -68,6 +73,7 @@ class LogConfig:
         default=frozenset({POLICY_DELETE}), metadata=_key("cleanup.policy")
     )
     delete_retention_ms: int = field(default=DAY_MS, metadata=_key("delete.retention.ms"))
+    compression_type: str = field(default=COMPRESSION_PRODUCER, metadata=_key("compression.type"))
 
     def __post_init__(self) -> None:
         self.validate()
@@ -75,6 +81,11 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    @property
+    def record_compression(self) -> int | None:
+        """The codec the leader stores batches in; None: each batch's own (`producer`)."""
+        return _RECORD_COMPRESSION.get(self.compression_type)
 
     @property
     def compact(self) -> bool:
@@ -118,6 +129,11 @@ class LogConfig:
             raise InvalidConfigError(
                 f"message.timestamp.type={self.message_timestamp_type!r} must be one of "
                 f"{sorted(TIMESTAMP_TYPES)}"
+            )
+        if self.compression_type not in COMPRESSION_TYPES:
+            raise InvalidConfigError(
+                f"compression.type={self.compression_type!r} must be one of "
+                f"{', '.join(COMPRESSION_TYPES)} (Samsa supports zstd only among codecs)"
             )
         if not self.cleanup_policy or not self.cleanup_policy <= CLEANUP_POLICIES:
             raise InvalidConfigError(
@@ -164,4 +180,5 @@ def _parse_cleanup_policy(key: str, text: str) -> frozenset[str]:
 _PARSERS: dict[str, Callable[[str, str], object]] = {
     "message.timestamp.type": _parse_timestamp_type,
     "cleanup.policy": _parse_cleanup_policy,
+    "compression.type": lambda key, text: text,  # checked by validate()
 }

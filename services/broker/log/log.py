@@ -265,6 +265,7 @@ class Log:
             log_append_time_ms=now_ms if self.config.log_append_time else None,
             allow_control_batches=allow_control_batches,
             allow_transactional=allow_transactional,
+            record_compression=self.config.record_compression,
         )
         duplicate = self._producers.check_leader_append(plan.batches)
         if duplicate is not None:
