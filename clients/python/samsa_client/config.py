@@ -55,9 +55,9 @@ COMPRESSION_TYPES_UNSUPPORTED = ("gzip", "snappy", "lz4")
 FETCH_ENVELOPE_BYTES = 1 * limits.MIB
 FETCH_BYTES_MAX = limits.grpc_message_bytes_max - FETCH_ENVELOPE_BYTES
 
-# Kafka's rule for group.instance.id (and topic names): legal characters and length.
+# Kafka's rule for group.instance.id: a topic name's legal characters and length.
 _LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]+")
-_ID_LENGTH_MAX = 249
+_ID_LENGTH_MAX = limits.topic_name_length_max
 
 Parse = Callable[[str, object], Any]
 
