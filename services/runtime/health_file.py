@@ -23,11 +23,12 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from samsa.services.runtime.config import WILDCARD_HOSTS
+
 log = logging.getLogger(__name__)
 
 HEALTH_FILE_INTERVAL_S = 1.0
 CHECK_TIMEOUT_S = 2.0
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 
 
 def own_address(listen: str, port: int) -> str:
