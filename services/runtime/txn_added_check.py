@@ -1,5 +1,6 @@
 """Asks a transactional id's coordinator whether partitions are in its producer's open
-transaction (AddPartitionsToTxn with verify_only, KIP-890 part 1).
+transaction (AddPartitionsToTxn with verify_only, KIP-890 part 1), or to add them to it on the
+producer's behalf (without verify_only: KIP-890 part 2, for a producer that asked the broker to).
 
 Two callers, one question. A broker asks before it appends a transactional produce to a
 partition the producer has no transaction open on (services/broker/requests/txn_verification.py);
@@ -81,7 +82,11 @@ class TransactionMembershipCheck:
         producer_id: int,
         epoch: int,
         partitions: Iterable[TopicPartition],
+        *,
+        add: bool = False,
     ) -> dict[TopicPartition, Refusal | None]:
+        """Per partition: None when it is in the transaction (after adding it, with `add`),
+        else the refusal."""
         asked = list(partitions)
         by_topic: dict[str, list[int]] = {}
         for topic, partition in asked:
@@ -94,7 +99,7 @@ class TransactionMembershipCheck:
                 coordinator_pb2.TopicPartitions(topic=topic, partitions=numbers)
                 for topic, numbers in by_topic.items()
             ],
-            verify_only=True,
+            verify_only=not add,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + VERIFY_TIMEOUT_S

@@ -1,9 +1,10 @@
 """Goal: the transaction coordinator serves TransactionCoordinatorService over real gRPC: a
 transactional id gets a producer id and epoch; partitions join its transaction (unknown and
 internal ones are refused) and a broker's verify_only check sees exactly them at exactly that
-identity; a commit bumps the epoch and writes a COMMIT marker to every partition (phase 2), then
-records COMPLETE_COMMIT; a second InitTransactions fences the first instance; a transaction past
-its timeout is aborted and its producer fenced; and when the coordinator owning an open
+identity, or, when the produce asks (KIP-890 part 2), the broker adds them itself; a commit
+bumps the epoch and writes a COMMIT marker to every partition (phase 2), then records
+COMPLETE_COMMIT; a second InitTransactions fences the first instance; a transaction past its
+timeout is aborted and its producer fenced; and when the coordinator owning an open
 transaction is killed with SIGKILL, the other loads it from `__transaction_state` and ends it.
 
 Method: one controller, two brokers, two coordinators (real processes from the launcher, stopped
@@ -506,6 +507,8 @@ def produce_txn(
     partition: int,
     values: list[bytes],
     seq: int,
+    *,
+    add_partitions: bool = False,
 ) -> broker_pb2.ProduceResponse.PartitionResponse:
     batch = build_batch(
         values,
@@ -517,6 +520,7 @@ def produce_txn(
     request = broker_pb2.ProduceRequest(
         acks=-1,
         transactional_id=me.transactional_id,
+        add_partitions_to_txn=add_partitions,
         topics=[
             broker_pb2.ProduceRequest.TopicData(
                 name=TOPIC,
@@ -627,6 +631,43 @@ def test_transactional_produce_is_verified_and_read_committed_sees_only_commits(
                 ),
                 15,
             )
+
+
+def test_a_leader_adds_the_partitions_itself_when_the_produce_asks(
+    cluster: LocalCluster,
+) -> None:
+    """Transactions version 2 (KIP-890 part 2): a produce with add_partitions_to_txn needs no
+    AddPartitionsToTxn. Its leader adds the partition to the open transaction before the
+    append, the commit's marker ends it there, and read_committed sees it. Back to back, the
+    next transaction's first batch (at the bumped epoch) is added once the last one's markers
+    are written; a late batch of an ended transaction (its old epoch) is never added nor
+    written, even though it asks."""
+    name = "implicit-add-writer"
+    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
+    me = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    start = log_ends(cluster)
+    committed: list[bytes] = []
+    for round_number in range(3):
+        values = [f"v{round_number}-{i}".encode() for i in range(2)]
+        written = produce_txn(cluster, me, 1, values, 0, add_partitions=True)
+        assert written.error_code == ErrorCode.NONE, written.error_message
+        described = describe(cluster, name)
+        assert described.state == t.TRANSACTION_STATE_ONGOING, described
+        assert [(p.topic, list(p.partitions)) for p in described.partitions] == [(TOPIC, [1])]
+        ended = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=True))
+        assert ended.error_code == ErrorCode.NONE, ended  # type: ignore[attr-defined]
+        committed += values
+        old, me = me, producer(name, ended)  # type: ignore[arg-type]
+        assert me.producer_epoch == old.producer_epoch + 1, "the epoch moves at every end"
+    wait_until(
+        "every commit visible to read_committed",
+        lambda: read(cluster, 1, start[1], committed=True) == committed,
+        30,
+    )
+    late = produce_txn(cluster, old, 1, [b"late"], 2, add_partitions=True)
+    assert late.error_code != ErrorCode.NONE, "a batch of an ended transaction never lands"
+    assert describe(cluster, name).state != t.TRANSACTION_STATE_ONGOING, "nor opens one"
+    assert read(cluster, 1, start[1], committed=False)[-1] != b"late"
 
 
 def test_the_next_transaction_is_answered_when_the_last_ones_markers_are_written(

@@ -14,7 +14,10 @@ reader would wait at its first offset for ever (a *hanging transaction*). So bef
    every end, so the log refuses it);
 3. the others are checked with one AddPartitionsToTxn(verify_only) at the transactional id's
    coordinator (services/runtime/txn_added_check.py: found from this broker's metadata image,
-   retried while it answers CONCURRENT_TRANSACTIONS or is loading).
+   retried while it answers CONCURRENT_TRANSACTIONS or is loading). When the request says
+   `add_partitions_to_txn` (KIP-890 part 2), the same call adds them instead of only checking:
+   the producer sent no AddPartitionsToTxn, and its transaction starts with this batch. The
+   coordinator refuses an older epoch, so only the open transaction's batches are added.
 
 Each partition ends verified (appended with `allow_transactional`) or refused with an error the
 producer acts on: INVALID_TXN_STATE (not in the transaction: a bug in the producer, which aborts)
@@ -89,7 +92,13 @@ class TransactionVerifier:
             message = "transactional batches need the request's transactional_id"
             return verified, dict.fromkeys(ask, (ErrorCode.INVALID_TXN_STATE, message))
         ((producer_id, epoch),) = set(ask.values())
-        verdicts = await self.check.ask(request.transactional_id, producer_id, epoch, list(ask))
+        verdicts = await self.check.ask(
+            request.transactional_id,
+            producer_id,
+            epoch,
+            list(ask),
+            add=request.add_partitions_to_txn,
+        )
         refused = {key: verdict for key, verdict in verdicts.items() if verdict is not None}
         verified |= {key for key, verdict in verdicts.items() if verdict is None}
         return verified, refused

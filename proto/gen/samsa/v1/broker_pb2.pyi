@@ -31,7 +31,7 @@ class LeaderIdAndEpoch(_message.Message):
     def __init__(self, leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("transactional_id", "acks", "timeout_ms", "topics")
+    __slots__ = ("transactional_id", "acks", "timeout_ms", "topics", "add_partitions_to_txn")
     class TopicData(_message.Message):
         __slots__ = ("name", "partitions")
         NAME_FIELD_NUMBER: _ClassVar[int]
@@ -54,11 +54,13 @@ class ProduceRequest(_message.Message):
     ACKS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    ADD_PARTITIONS_TO_TXN_FIELD_NUMBER: _ClassVar[int]
     transactional_id: str
     acks: int
     timeout_ms: int
     topics: _containers.RepeatedCompositeFieldContainer[ProduceRequest.TopicData]
-    def __init__(self, transactional_id: _Optional[str] = ..., acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceRequest.TopicData, _Mapping]]] = ...) -> None: ...
+    add_partitions_to_txn: bool
+    def __init__(self, transactional_id: _Optional[str] = ..., acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceRequest.TopicData, _Mapping]]] = ..., add_partitions_to_txn: _Optional[bool] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
     __slots__ = ("throttle_time_ms", "topics")
