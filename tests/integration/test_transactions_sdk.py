@@ -82,9 +82,16 @@ def test_commit_and_abort_as_read_committed_readers_see_them(cluster: LocalClust
         producer.begin_transaction()
         producer.send(OUT, b"after-abort", partition=1)
         producer.commit_transaction(30)
+
+        for end in (producer.commit_transaction, producer.abort_transaction):
+            producer.begin_transaction()  # nothing sent: it ends without the coordinator
+            end(30)
+        producer.begin_transaction()
+        producer.send(OUT, b"after-empty", partition=0)
+        producer.commit_transaction(30)
     finally:
         producer.close(10)
-    committed = [b"committed-%d" % index for index in range(20)] + [b"after-abort"]
+    committed = [b"committed-%d" % index for index in range(20)] + [b"after-abort", b"after-empty"]
     wait_until(
         "the commits visible", lambda: read_all(cluster, "read_committed") == sorted(committed), 30
     )

@@ -58,7 +58,7 @@ per record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from samsa.client.config import IDEMPOTENCE_IN_FLIGHT_MAX, ProducerConfig
@@ -125,11 +125,6 @@ class RecordAccumulator:
         self._node_partitions: dict[int, list[TopicPartition]] = {}
         self._drain_starts: dict[int, int] = {}
         self.batch_retries = 0  # batches sent again after a failed attempt (Kafka's record-retry)
-        # Transactions: the partitions the coordinator added to the open transaction. A batch of
-        # any other partition waits; ready() lists those in `txn_unadded` for the driver, which
-        # adds them (AddPartitionsToTxn) and calls `txn_partitions_added`.
-        self._txn_added: set[TopicPartition] | None = set() if self._transactional else None
-        self.txn_unadded: frozenset[TopicPartition] = frozenset()
 
     # --- what the driver reads --------------------------------------------------------------------
 
@@ -165,15 +160,10 @@ class RecordAccumulator:
         node_partitions: dict[int, list[TopicPartition]] = {}
         sending = self._sequences.sending_allowed()
         everything_sendable = self._flushes_in_progress > 0 or self._batcher.memory_waiting
-        txn_added = self._txn_added
-        unadded: set[TopicPartition] = set()
         for topic_partition, state in self._batcher.queued.items():
             batch = state.queue[0]
             # The head is the oldest queued batch: its deadline is the partition's earliest.
             next_check_ms = _earliest(next_check_ms, batch.created_ms + self._delivery_timeout_ms)
-            if txn_added is not None and topic_partition not in txn_added:
-                unadded.add(topic_partition)
-                continue
             leader = leaders.get(topic_partition)
             if leader is None:
                 unknown_leader_topics.add(topic_partition[0])
@@ -191,7 +181,6 @@ class RecordAccumulator:
                 ready_nodes.add(leader)
             else:
                 next_check_ms = _earliest(next_check_ms, sendable_at_ms)
-        self.txn_unadded = frozenset(unadded)
         # drain() serves only the nodes reported ready: a lingering node is not drained early.
         self._node_partitions = {
             node: partitions for node, partitions in node_partitions.items() if node in ready_nodes
@@ -375,17 +364,6 @@ class RecordAccumulator:
         return batch.complete(base_offset, log_append_time_ms, error_code, message)
 
     # --- producer id, flush -----------------------------------------------------------------------
-
-    def txn_partitions_added(self, partitions: Iterable[TopicPartition]) -> None:
-        """The coordinator added these partitions to the open transaction: their batches go."""
-        assert self._txn_added is not None
-        self._txn_added.update(partitions)
-
-    def txn_ended(self) -> None:
-        """The transaction ended: the next one adds its partitions again."""
-        assert self._txn_added is not None
-        self._txn_added.clear()
-        self.txn_unadded = frozenset()
 
     def abort_queued(self, error_code: ErrorCode, message: str) -> list[Completed]:
         """Fail every batch not yet sent (abort_transaction); in-flight ones finish as they do."""

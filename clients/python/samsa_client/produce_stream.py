@@ -153,10 +153,16 @@ class ProduceStream:
 
 
 def produce_request(
-    acks: int, timeout_ms: int, by_partition: ByPartition, *, transactional_id: str = ""
+    acks: int,
+    timeout_ms: int,
+    by_partition: ByPartition,
+    *,
+    transactional_id: str = "",
+    add_partitions_to_txn: bool = False,
 ) -> broker_pb2.ProduceRequest:
     """One request; several batches of one partition travel concatenated in one PartitionData
-    (the broker appends them together, the offsets of the second following the first's)."""
+    (the broker appends them together, the offsets of the second following the first's). With
+    `add_partitions_to_txn` the leader adds the partitions to the open transaction itself."""
     by_topic: dict[str, list[broker_pb2.ProduceRequest.PartitionData]] = {}
     for (topic, partition), group in by_partition.items():
         records = b"".join(batch.encoded for batch in group)  # type: ignore[misc]
@@ -167,6 +173,7 @@ def produce_request(
         acks=acks,
         timeout_ms=timeout_ms,
         transactional_id=transactional_id,
+        add_partitions_to_txn=add_partitions_to_txn,
         topics=[
             broker_pb2.ProduceRequest.TopicData(name=topic, partitions=partitions)
             for topic, partitions in by_topic.items()

@@ -136,11 +136,11 @@ class ProducerDriver:
         self._draining = False  # inside _drain_and_send (asserted: never nested)
         self._producer_ids = ProducerIds(metadata, self._stub, config.request_timeout_ms / 1000)
         self._task: asyncio.Task[None] | None = None
-        # Transactions (transactional.id set): the state machine, the coordinator calls, and the
-        # one AddPartitionsToTxn in flight for partitions whose batches wait (accumulator).
+        # Transactions (transactional.id set): the state machine and the coordinator calls. The
+        # partitions join the transaction at their leaders (add_partitions_to_txn, KIP-890 part
+        # 2): no AddPartitionsToTxn of ours, and no batch waits for one.
         self.txn: TransactionManager | None = None
         self._txn_client: TransactionClient | None = None
-        self._adding: asyncio.Task[None] | None = None
         if config.transactional_id is not None:
             self.txn = TransactionManager(config.transactional_id)
             self._txn_client = TransactionClient(
@@ -270,7 +270,6 @@ class ProducerDriver:
             log.exception("producer driver error")  # the task's turn tries again
             self._wake.set()
             return
-        self._add_waiting_partitions()
         due = self._turn_due_ms
         if (
             due is None
@@ -330,7 +329,6 @@ class ProducerDriver:
         if metadata.needs_refresh():
             await self._refresh(())
         ready = self._drain_and_send()
-        self._add_waiting_partitions()
         if ready.producer_id_required and self.accumulator.has_unfinished():
             renewed = await self._renew_producer_id()
             return 0.0 if renewed else self.config.retry_backoff_ms / 1000
@@ -393,35 +391,6 @@ class ProducerDriver:
 
     # --- transactions -----------------------------------------------------------------------------
 
-    def _add_waiting_partitions(self) -> None:
-        """Batches wait for partitions not yet in the transaction: add them (one call at a
-        time; those that wait meanwhile go in the next)."""
-        if self._txn_client is None or (self._adding is not None and not self._adding.done()):
-            return
-        waiting = self.accumulator.txn_unadded
-        if waiting and self.txn is not None and self.txn.in_transaction:
-            self._adding = asyncio.ensure_future(self._add_partitions(waiting))
-
-    async def _add_partitions(self, partitions: frozenset[tuple[str, int]]) -> None:
-        assert self._txn_client is not None and self.txn is not None
-        deadline = asyncio.get_running_loop().time() + self.config.request_timeout_ms / 1000
-        try:
-            await self._txn_client.add_partitions(
-                self.accumulator.producer_identity, sorted(partitions), deadline
-            )
-        except KafkaError as error:
-            log.warning("AddPartitionsToTxn failed: %s", error)
-            with self.lock:
-                self.txn.on_error(error)
-                completed = self.accumulator.abort_queued(
-                    error.code, f"the partition could not join the transaction: {error}"
-                )
-            self._settle(completed)
-            return
-        with self.lock:
-            self.accumulator.txn_partitions_added(partitions)
-        self._wake_task()
-
     async def init_transactions(self, timeout_s: float) -> None:
         assert self._txn_client is not None and self.txn is not None
         deadline = asyncio.get_running_loop().time() + timeout_s
@@ -440,6 +409,7 @@ class ProducerDriver:
     ) -> None:
         assert self._txn_client is not None and self.txn is not None
         deadline = asyncio.get_running_loop().time() + timeout_s
+        self.txn.on_started()
         try:
             await self._txn_client.add_offsets(
                 self.accumulator.producer_identity,
@@ -456,10 +426,13 @@ class ProducerDriver:
 
     async def end_transaction(self, committed: bool, timeout_s: float) -> None:
         """EndTxn, once nothing of the transaction is queued or in flight (the caller flushed or
-        aborted the queue); adopts the bumped epoch for the next transaction."""
+        aborted the queue); adopts the bumped epoch for the next transaction. A transaction
+        that sent nothing never reached the coordinator: it ends here, without a call."""
         assert self._txn_client is not None and self.txn is not None
-        if self._adding is not None and not self._adding.done():
-            await asyncio.wait([self._adding])
+        if not self.txn.started:
+            with self.lock:
+                self.txn.on_ended()
+            return
         deadline = asyncio.get_running_loop().time() + timeout_s
         try:
             identity = await self._txn_client.end(
@@ -470,7 +443,6 @@ class ProducerDriver:
                 self.txn.on_end_failed(error)
             raise
         with self.lock:
-            self.accumulator.txn_ended()
             self.accumulator.set_producer_id(*identity)
             self.txn.on_ended()
 
@@ -507,7 +479,10 @@ class ProducerDriver:
             self.config.request_timeout_ms,
             by_partition,
             transactional_id=self.config.transactional_id or "",
+            add_partitions_to_txn=self.txn is not None,
         )
+        if self.txn is not None:
+            self.txn.on_started()  # the leader may add partitions to the transaction now
         acks_zero = self.config.acks == 0
 
         def on_answer(

@@ -11,7 +11,7 @@ else is the answer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import grpc
@@ -71,18 +71,6 @@ class TransactionClient:
         )
         answer = await self._call(TXN, "InitTransactions", request, deadline)
         return answer.producer_id, answer.producer_epoch
-
-    async def add_partitions(
-        self, identity: Identity, partitions: Iterable[TopicPartition], deadline: float
-    ) -> None:
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        request = x.AddPartitionsToTxnRequest(
-            producer=self.producer(identity),
-            partitions=[c.TopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()],
-        )
-        await self._call(TXN, "AddPartitionsToTxn", request, deadline)
 
     async def add_offsets(
         self,

@@ -8,11 +8,11 @@
     COMMITTING / ABORTING --EndTxn timed out (retriable)--> the same: call it again
     IN_TRANSACTION --prepare_transaction (flushed)--> PREPARED: another process completes it
 
-An *abortable* error (a batch of the transaction failed, a partition could not be added) leaves
-the transaction unable to commit: commit_transaction raises it, abort_transaction recovers. A
-*fatal* error (another instance with the same transactional.id fenced this one) ends the
-producer: every call raises it. The driver does the I/O (transaction_client.py); this module only
-decides.
+An *abortable* error (a batch of the transaction failed, or its leader could not add its
+partition to the transaction) leaves the transaction unable to commit: commit_transaction raises
+it, abort_transaction recovers. A *fatal* error (another instance with the same transactional.id
+fenced this one) ends the producer: every call raises it. The driver does the I/O
+(transaction_client.py); this module only decides.
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ class TransactionManager:
         self.transactional_id = transactional_id
         self.state = TxnState.UNINITIALIZED
         self.error: KafkaError | None = None
+        # Whether the coordinator may know of the open transaction: a batch of it went to a
+        # leader (which adds its partition) or its offsets were added. If not, it ends locally.
+        self.started = False
 
     def _require(self, action: str, *allowed: TxnState) -> None:
         if self.state is TxnState.FATAL_ERROR:
@@ -117,6 +120,10 @@ class TransactionManager:
             )
         self._require("prepare_transaction", TxnState.IN_TRANSACTION)
 
+    def on_started(self) -> None:
+        """A request of the transaction left for a broker or the coordinator."""
+        self.started = True
+
     def on_prepared(self) -> None:
         """Everything of the transaction is written: it is someone else's to complete now."""
         assert self.state is TxnState.IN_TRANSACTION, self.state
@@ -136,6 +143,7 @@ class TransactionManager:
         assert self.state in (TxnState.COMMITTING, TxnState.ABORTING), self.state
         self.state = TxnState.READY
         self.error = None
+        self.started = False
 
     # --- errors -------------------------------------------------------------------------------
 

@@ -109,27 +109,18 @@ def test_zstd_batches_are_compressed() -> None:
 def test_transactional_producer_marks_batches_transactional() -> None:
     accumulator = make(transactional_id="tx-1")
     append(accumulator)
-    assert drain_all(accumulator, 0) == [], "the partition is not in the transaction yet"
-    assert accumulator.txn_unadded == {("t", 0)}
-    accumulator.txn_partitions_added(accumulator.txn_unadded)
-    (batch,) = drain_all(accumulator, 0)
+    (batch,) = drain_all(accumulator, 0)  # no wait for an add: the leader adds the partition
     assert codec.decode_batch(batch.encoded).header.is_transactional
-    assert accumulator.txn_unadded == set()
 
 
-def test_abort_queued_fails_what_was_not_sent_and_a_new_transaction_adds_again() -> None:
+def test_abort_queued_fails_what_was_not_sent() -> None:
     accumulator = make(transactional_id="tx-1")
     append(accumulator)
-    accumulator.txn_partitions_added([("t", 0)])
     assert len(drain_all(accumulator, 0)) == 1
     append(accumulator)
     (failed,) = accumulator.abort_queued(ErrorCode.INVALID_TXN_STATE, "aborted")
     assert failed.error_code is ErrorCode.INVALID_TXN_STATE
     assert accumulator.in_flight_count == 1, "the sent batch finishes as it does"
-    accumulator.txn_ended()
-    append(accumulator)
-    assert drain_all(accumulator, 0) == []
-    assert accumulator.txn_unadded == {("t", 0)}
 
 
 def test_non_idempotent_batches_carry_no_producer_fields() -> None:

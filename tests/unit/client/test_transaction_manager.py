@@ -112,3 +112,18 @@ def test_a_prepared_transaction_is_someone_elses_to_complete() -> None:
     failed.on_error(KafkaError("t-0 failed", ErrorCode.MESSAGE_TOO_LARGE))
     with pytest.raises(KafkaError, match="cannot be prepared"):
         failed.begin_prepare()
+
+
+def test_a_transaction_is_started_once_a_request_of_it_leaves() -> None:
+    """Only a started transaction needs EndTxn (the driver ends the others locally): started
+    when a batch goes to a leader (which adds the partition) or offsets go to the coordinator,
+    and not carried into the next transaction."""
+    manager = ready()
+    manager.begin()
+    assert not manager.started
+    manager.on_started()
+    assert manager.started
+    manager.begin_commit()
+    manager.on_ended()
+    manager.begin()
+    assert not manager.started, "the next transaction starts unstarted"
