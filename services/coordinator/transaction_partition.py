@@ -11,8 +11,10 @@ leave a transactional id pending forever):
 2. the answer is returned to the handler;
 3. the step's markers, if any, start phase 2 in the background: `_finish` writes a COMMIT or
    ABORT marker to every partition of the transaction through its leader (WriteTxnMarkers,
-   signed as this coordinator), retrying until each is written or moot, then records COMPLETE_x
-   through the same `run`.
+   signed as this coordinator), retrying until each is written or moot. COMPLETE_x is then the
+   id's state at once, and an add waiting on phase 2 goes on; COMPLETE_x's own record follows
+   `COMPLETION_DELAY_S` later through the same `run`, unless that add's record superseded it
+   (transaction_shard.py, "Completion before its record").
 
 Phase 2 retries forever while the partition is owned: the decision is durable, and read_committed
 consumers wait on every partition of the transaction until its marker is there. A marker is moot
@@ -70,6 +72,10 @@ ABORT_INTERVAL_MS_DEFAULT = 10_000
 # its first AddPartitionsToTxn meets the markers of the last one nearly every time: answered the
 # moment they are done, it does not pay a client's retry backoff on every transaction.
 SETTLE_WAIT_S = 0.5
+# How long COMPLETE_x waits, once phase 2 is done, for the producer's next transaction to
+# supersede it (its first add, usually already waiting here): the add then writes one record, not
+# two. Nothing waits on COMPLETE_x's own record.
+COMPLETION_DELAY_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -245,7 +251,12 @@ class TransactionPartition(CoordinatorPartition):
             != (markers.producer_id, markers.producer_epoch)
         ):
             return  # finished by someone else (a reload resumed it)
-        step = self.shard.markers_written(markers.transactional_id, now_ms())
+        completed = self.shard.markers_written(markers.transactional_id, now_ms())
+        self._signal_change()  # an add waiting on phase 2 decides now
+        await asyncio.sleep(COMPLETION_DELAY_S)
+        step = self.shard.completion_step(completed)
+        if step is None:
+            return  # superseded by the next transaction's record
         try:
             await self.run(step)
         except PartitionUnavailableError:

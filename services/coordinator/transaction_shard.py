@@ -9,12 +9,23 @@ request it calls a handler, which decides with transaction_state.py and returns 
 
 - `step.record`: the one record to append (the id's new state), or None. While it is in flight
   the id is *pending*, and every other request for it answers CONCURRENT_TRANSACTIONS
-  (retriable; Kafka's pendingState), so the state machine always decides against durable state.
+  (retriable; Kafka's pendingState), so the state machine always decides against durable state
+  (or against COMPLETE_x, which a reload derives: below).
   Once the record is durable the runtime calls `on_durable(step)` (which applies it) or, when the
   write failed, `on_failed(step)` (the old state stands; the runtime reloads the partition).
 - `step.response`: the answer, to send once the record is durable (or at once without one).
 - `step.outcome.markers`: phase 2 to start once the record is durable; the runtime writes the
-  markers, then calls `markers_written`, whose step records COMPLETE_x.
+  markers, then calls `markers_written`, and writes the `completion_step` it then asks for.
+
+Completion before its record. Once every marker is written, COMPLETE_x becomes the id's state at
+once (`markers_written`), before its record is written; the runtime asks `completion_step` for
+that record a moment later. The one exception to "the state is the replay of the log" is safe:
+COMPLETE_x is what a reload derives anyway (it finds PREPARE_x, resumes phase 2, whose markers
+the brokers take once, and records COMPLETE_x). It saves a write on every transaction's critical
+path: the producer's next transaction begins as soon as EndTxn answers, so its first partition's
+add nearly always waits here for phase 2. Decided against the completed state at once, the add's
+own record (ONGOING at the bumped epoch) supersedes COMPLETE_x, which then is never written:
+one write instead of two.
 
 Producer ids: `init_transactions` and `end_transaction` need a fresh producer id when the epoch
 is exhausted; the runtime asks `needs_producer_id` first and allocates one (I/O) before calling.
@@ -218,12 +229,29 @@ class TransactionShard:
             producer.transactional_id, outcome, _identity_answer(x.EndTxnResponse, outcome)
         )
 
-    def markers_written(self, transactional_id: str, now_ms: int) -> TxnStep[None]:
-        """Phase 2 finished for the id's decided transaction: record COMPLETE_x. (While it is
-        PREPARE_x every request for it is refused without a write, so none can be in flight.)"""
+    def markers_written(self, transactional_id: str, now_ms: int) -> TransactionMetadata:
+        """Phase 2 finished for the id's decided transaction: COMPLETE_x is its state from now
+        on, before it is written ("Completion before its record" above); returns it for
+        `completion_step`. (While it is PREPARE_x every request for it is refused without a
+        write, so none can be in flight.)"""
         current = self.transactions[transactional_id]
-        outcome = transaction_state.markers_written(current, now_ms)
-        return self._step(transactional_id, outcome, None)
+        completed = transaction_state.markers_written(current, now_ms).metadata
+        assert completed is not None
+        apply(self.transactions, completed)
+        return completed
+
+    def completion_step(self, completed: TransactionMetadata) -> TxnStep[None] | None:
+        """The write of `completed` (from `markers_written`), or None when a later state of the
+        id was decided since: its record supersedes COMPLETE_x (written, or being written)."""
+        name = completed.transactional_id
+        if self.transactions.get(name) is not completed or name in self.pending:
+            return None
+        outcome = Outcome(
+            metadata=completed,
+            producer_id=completed.producer_id,
+            producer_epoch=completed.producer_epoch,
+        )
+        return self._step(name, outcome, None)
 
     # --- timers -----------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ metadata to write, and/or the markers to write — and changes nothing. The call
 and calls `transaction_model.apply` only once it is durable (Kafka's prepare/complete split); so
 the in-memory map is always the replay of the log, and a coordinator that takes the partition over
 (transaction_records.replay, then `resume_after_load`) holds the same map and finishes what was
-decided.
+decided. (One exception, in transaction_shard.py: COMPLETE_x is applied once phase 2 is done,
+before its record, because a reload derives it anyway.)
 
 The caller keeps at most one write in flight per transactional id: while one is pending it
 answers CONCURRENT_TRANSACTIONS (retriable) without calling in here (Kafka's `pendingState`).

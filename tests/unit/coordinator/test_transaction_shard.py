@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator.transaction_model import (
+    COMPLETE_ABORT,
     COMPLETE_COMMIT,
     ONGOING,
     PREPARE_ABORT,
@@ -73,6 +74,13 @@ def end(shard: TransactionShard, who: x.TransactionalProducer, commit: bool, now
     return shard.end_transaction(x.EndTxnRequest(producer=who, committed=commit), now, None)
 
 
+def complete(shard: TransactionShard, name: str, now: int) -> TxnStep:  # type: ignore[type-arg]
+    """Phase 2 done and no add came meanwhile: COMPLETE_x's own write."""
+    step = shard.completion_step(shard.markers_written(name, now))
+    assert step is not None and step.record is not None
+    return step
+
+
 def test_a_transaction_from_init_to_complete_commit():
     shard = TransactionShard()
     log = Log(shard)
@@ -98,12 +106,57 @@ def test_a_transaction_from_init_to_complete_commit():
     # phase 2 under way: the producer's next requests wait
     busy = init(shard)
     assert busy.response.error_code == ErrorCode.CONCURRENT_TRANSACTIONS and busy.record is None
-    log.durable(shard.markers_written("t1", T0 + 30))
+    log.durable(complete(shard, "t1", T0 + 30))
     assert shard.transactions["t1"].state == COMPLETE_COMMIT
     # a retried EndTxn (the answer was lost) succeeds with the same identity, writing nothing
     retry = end(shard, me, commit=True)
     assert (retry.response.error_code, retry.response.producer_epoch, retry.record) == (0, 1, None)
     assert log.reloaded().transactions == shard.transactions
+
+
+def test_the_next_transactions_first_add_supersedes_complete_commit():
+    """Phase 2 done: COMPLETE_COMMIT is the state at once, so the add that waited on it decides
+    now, at the bumped epoch, and its ONGOING record is the one write: COMPLETE_COMMIT's own is
+    no longer asked for, and a reload of what was written (PREPARE_COMMIT, then ONGOING) holds
+    the same state with no phase 2 to resume."""
+    shard = TransactionShard()
+    log = Log(shard)
+    log.durable(init(shard))
+    log.durable(add(shard, producer(42, 0), ("orders", 0)))
+    ended = log.durable(end(shard, producer(42, 0), commit=True))
+    waiting = add(shard, producer(42, 1), ("orders", 1))
+    assert waiting.response.error_code == ErrorCode.CONCURRENT_TRANSACTIONS, "phase 2 runs"
+    completed = shard.markers_written("t1", T0 + 30)
+    assert shard.transactions["t1"].state == COMPLETE_COMMIT
+    retry = end(shard, producer(42, 0), commit=True)
+    assert (retry.response.error_code, retry.record) == (0, None), "a retried EndTxn: done"
+    added = add(shard, producer(42, 1), ("orders", 1))
+    assert added.response.error_code == 0 and added.record is not None
+    assert shard.completion_step(completed) is None, "the add's record is being written"
+    log.durable(added)
+    assert shard.completion_step(completed) is None, "superseded"
+    assert shard.transactions["t1"].state == ONGOING
+    assert shard.transactions["t1"].producer_epoch == ended.response.producer_epoch == 1
+    reloaded = log.reloaded()
+    assert reloaded.transactions == shard.transactions
+    assert reloaded.resume_after_load() == []
+
+
+def test_complete_is_written_when_nothing_supersedes_it():
+    shard = TransactionShard()
+    log = Log(shard)
+    log.durable(init(shard))
+    log.durable(add(shard, producer(42, 0), ("orders", 0)))
+    log.durable(end(shard, producer(42, 0), commit=False))
+    completed = shard.markers_written("t1", T0 + 30)
+    assert log.reloaded().transactions["t1"].state == PREPARE_ABORT, "not written yet"
+    step = shard.completion_step(completed)
+    assert step is not None
+    busy = add(shard, producer(42, 1), ("orders", 1))
+    assert busy.response.error_code == ErrorCode.CONCURRENT_TRANSACTIONS, "one write at a time"
+    log.durable(step)
+    assert log.reloaded().transactions == shard.transactions
+    assert shard.transactions["t1"].state == COMPLETE_ABORT
 
 
 def test_a_write_in_flight_makes_every_other_request_for_the_id_wait():
@@ -130,7 +183,7 @@ def test_a_new_instance_fences_the_old_one_and_aborts_its_transaction():
     assert fence.response.error_code == ErrorCode.CONCURRENT_TRANSACTIONS
     assert fence.outcome.markers is not None and not fence.outcome.markers.txn_commit
     assert shard.transactions["t1"].state == PREPARE_ABORT
-    log.durable(shard.markers_written("t1", T0 + 5))
+    log.durable(complete(shard, "t1", T0 + 5))
     again = log.durable(init(shard))
     assert (again.response.producer_id, again.response.producer_epoch) == (42, 2)
     late = end(shard, producer(42, 0), commit=True)
@@ -158,7 +211,7 @@ def test_timeouts_abort_and_idle_ids_expire():
     (aborted,) = shard.abort_timed_out(T0 + 10 + 60_001)
     log.durable(aborted)
     assert shard.transactions["t1"].state == PREPARE_ABORT
-    log.durable(shard.markers_written("t1", T0 + 70_000))
+    log.durable(complete(shard, "t1", T0 + 70_000))
     assert shard.expire(T0 + 70_001, expiration_ms=1_000) == []
     (gone,) = shard.expire(T0 + 71_000, expiration_ms=1_000)
     assert gone.record is not None and gone.record[1] is None, "a tombstone"
