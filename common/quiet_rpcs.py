@@ -27,13 +27,14 @@ QUIET_METHODS = frozenset(
 # Streams that live as long as a connection and carry one request per message: a span per stream
 # would time the connection, not a request, while the interceptor that makes it costs every
 # message (grpc.aio wraps an intercepted call's messages in Python). So neither side intercepts
-# them; a produce request is traced per message instead (`ProduceStreamRequest.traceparent`), and
-# fetches are quiet anyway.
+# them; a produce request is traced per message instead (`ProduceStreamRequest.traceparent`),
+# fetches are quiet anyway, and a transaction's markers are traced as its coordinator's steps.
 CONNECTION_STREAMS = frozenset(
     {
         "/samsa.v1.BrokerService/ProduceStream",
         "/samsa.v1.BrokerService/FetchStream",
         "/samsa.v1.BrokerService/ReplicaFetchStream",
+        "/samsa.v1.BrokerService/WriteTxnMarkersStream",
     }
 )
 

@@ -9,7 +9,8 @@ the check costs one HMAC, and only requests naming an internal topic pay it. A P
 writes internal topics when its call metadata carried such a proof, signed for ProduceStream and
 checked once as the stream opens (produce_stream.py): coordinators write over one.
 WriteTxnMarkers (txn_markers.py) always needs a member's proof: a forged marker would commit or
-abort someone else's transaction."""
+abort someone else's transaction. So does WriteTxnMarkersStream, checked once as it opens
+(txn_markers_stream.py): coordinators write their markers over one."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from samsa.services.broker.requests.producer_ids import ProducerIdManager, init_
 from samsa.services.broker.requests.request_checks import fetch_refusal, too_many_partitions
 from samsa.services.broker.requests.txn_markers import markers_refusal, write_txn_markers
 from samsa.services.broker.requests.txn_markers import timeout_s as txn_markers_timeout_s
+from samsa.services.broker.requests.txn_markers_stream import serve_markers_stream
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import member_auth, membership
 from samsa.services.runtime.membership import method_path
@@ -46,6 +48,7 @@ FETCH_METHOD = method_path(BROKER_SERVICE, "Fetch")
 PRODUCE_METHOD = method_path(BROKER_SERVICE, "Produce")
 PRODUCE_STREAM_METHOD = method_path(BROKER_SERVICE, "ProduceStream")
 WRITE_TXN_MARKERS_METHOD = method_path(BROKER_SERVICE, "WriteTxnMarkers")
+WRITE_TXN_MARKERS_STREAM_METHOD = method_path(BROKER_SERVICE, "WriteTxnMarkersStream")
 
 
 async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:  # type: ignore[no-untyped-def]
@@ -55,8 +58,8 @@ async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    """Serves Produce, Fetch (unary and streamed), ListOffsets, WriteTxnMarkers and
-    DescribeProducers for the partitions this broker leads, and InitProducerId."""
+    """Serves Produce, Fetch (unary and streamed), ListOffsets, WriteTxnMarkers (unary and
+    streamed) and DescribeProducers for the partitions this broker leads, and InitProducerId."""
 
     def __init__(
         self,
@@ -164,19 +167,31 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         await _check_partitions(request, context)
         return describe_producers(self.host, request)
 
-    async def WriteTxnMarkers(self, request, context):
+    async def _require_coordinator(
+        self, context: grpc.aio.ServicerContext, method: str, name: str
+    ) -> None:
         # A forged marker would commit or abort someone else's transaction: members only.
         error = membership.verify_any(
             self.member_key,
             member_auth.proof_in(context),
-            WRITE_TXN_MARKERS_METHOD,
+            method,
             int(time.time() * 1000),
         )
         if error is not None:
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
-                f"WriteTxnMarkers is for transaction coordinators: {error}",
+                f"{name} is for transaction coordinators: {error}",
             )
+
+    async def WriteTxnMarkersStream(self, request_iterator, context):
+        await self._require_coordinator(
+            context, WRITE_TXN_MARKERS_STREAM_METHOD, "WriteTxnMarkersStream"
+        )
+        async for answer in serve_markers_stream(self.host, request_iterator, context):
+            yield answer
+
+    async def WriteTxnMarkers(self, request, context):
+        await self._require_coordinator(context, WRITE_TXN_MARKERS_METHOD, "WriteTxnMarkers")
         refusal = markers_refusal(request)
         if refusal is not None:
             await context.abort(*refusal)

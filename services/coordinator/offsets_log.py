@@ -6,10 +6,12 @@ names it (`ownership.leader_endpoint`); no leader (or an unreachable one) answer
 error, and the caller retries once its image moves. Writes and WriteTxnMarkers carry the
 cluster's membership proof signed as this coordinator: brokers refuse writes to internal topics
 (and markers) without one, so a client cannot forge group or transaction state. Writes go over
-one ProduceStream per broker, which proves membership once as it opens
-(internal_produce_stream.py): a write on it costs about two thirds of a new unary call, and every
-group commit and transaction step waits on one. Calls never raise for gRPC failures: they answer
-an ErrorCode, so callers handle "no leader", "leader moved" and "broker down" in one place.
+one ProduceStream per broker, and markers over one WriteTxnMarkersStream per broker, each of
+which proves membership once as it opens (internal_produce_stream.py,
+internal_markers_stream.py): a message on one costs about two thirds of a new unary call, and
+every group commit and transaction step waits on one. Calls never raise for gRPC failures: they
+answer an ErrorCode, so callers handle "no leader", "leader moved" and "broker down" in one
+place.
 """
 
 from __future__ import annotations
@@ -23,10 +25,9 @@ import grpc
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
-from samsa.services.coordinator.internal_produce_stream import (
-    InternalProduceStream,
-    StreamBrokenError,
-)
+from samsa.services.coordinator.internal_markers_stream import InternalMarkersStream
+from samsa.services.coordinator.internal_produce_stream import InternalProduceStream
+from samsa.services.coordinator.internal_stream import StreamBrokenError
 from samsa.services.coordinator.ownership import leader_endpoint
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
@@ -81,11 +82,13 @@ class OffsetsLog:
         self._stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
         self._channels: list[grpc.aio.Channel] = []
         self._streams: dict[str, InternalProduceStream] = {}
+        self._markers_streams: dict[str, InternalMarkersStream] = {}
         self._stream_stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
         self._next_broker = -1
 
     async def close(self) -> None:
-        await asyncio.gather(*(stream.close() for stream in self._streams.values()))
+        streams = [*self._streams.values(), *self._markers_streams.values()]
+        await asyncio.gather(*(stream.close() for stream in streams))
         await asyncio.gather(*(channel.close() for channel in self._channels))
 
     def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
@@ -96,17 +99,31 @@ class OffsetsLog:
             stub = self._stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
         return stub
 
+    def _stream_stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
+        """The stub of the streams to `endpoint`: their own channel, with no interceptor."""
+        stub = self._stream_stubs.get(endpoint)
+        if stub is None:
+            channel = service_channel(endpoint, traced=False)
+            self._channels.append(channel)
+            stub = self._stream_stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
+        return stub
+
     def _produce_stream(self, endpoint: str) -> InternalProduceStream:
-        """The open stream to `endpoint`, or a new one (on its own channel: no interceptor)."""
+        """The open write stream to `endpoint`, or a new one."""
         stream = self._streams.get(endpoint)
         if stream is None or stream.broken:
-            if stream is None:
-                channel = service_channel(endpoint, traced=False)
-                self._channels.append(channel)
-                self._stream_stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
             proof = self.signer.metadata(method_path(BROKER_SERVICE, "ProduceStream"))
-            stream = InternalProduceStream(self._stream_stubs[endpoint], proof)
+            stream = InternalProduceStream(self._stream_stub(endpoint), proof)
             self._streams[endpoint] = stream
+        return stream
+
+    def _markers_stream(self, endpoint: str) -> InternalMarkersStream:
+        """The open markers stream to `endpoint`, or a new one."""
+        stream = self._markers_streams.get(endpoint)
+        if stream is None or stream.broken:
+            proof = self.signer.metadata(method_path(BROKER_SERVICE, "WriteTxnMarkersStream"))
+            stream = InternalMarkersStream(self._stream_stub(endpoint), proof)
+            self._markers_streams[endpoint] = stream
         return stream
 
     async def produce(self, topic: str, partition: int, batch: bytes) -> ProduceResult:
@@ -275,13 +292,10 @@ class OffsetsLog:
         one.CopyFrom(marker)
         for topic, numbers in by_topic.items():
             one.topics.add(name=topic, partitions=numbers)
-        proof = self.signer.metadata(method_path(BROKER_SERVICE, "WriteTxnMarkers"))
         try:
-            response = await self._stub(endpoint).WriteTxnMarkers(
-                request, timeout=CALL_TIMEOUT_S, metadata=proof
-            )
-        except grpc.aio.AioRpcError as error:
-            failed = (ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error.details()}")
+            response = await self._markers_stream(endpoint).send(request, CALL_TIMEOUT_S)
+        except StreamBrokenError as error:
+            failed = (ErrorCode.NETWORK_EXCEPTION, f"{endpoint}: {error}")
             return dict.fromkeys(wanted, failed)
         results = dict.fromkeys(
             wanted, (ErrorCode.UNKNOWN_SERVER_ERROR, f"{endpoint} did not answer the partition")

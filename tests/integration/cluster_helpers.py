@@ -155,7 +155,13 @@ def member_metadata(
 ) -> tuple[tuple[str, str], ...]:
     """gRPC metadata proving membership as `member_id` for one call to `method` (e.g. "Fetch",
     "Produce" or "AlterPartition"), signed with the cluster secret in `data_dir` (or `secret`)."""
-    on_broker = method in ("Fetch", "Produce", "ProduceStream", "WriteTxnMarkers")
+    on_broker = method in (
+        "Fetch",
+        "Produce",
+        "ProduceStream",
+        "WriteTxnMarkers",
+        "WriteTxnMarkersStream",
+    )
     service = "BrokerService" if on_broker else "ControllerService"
     descriptor = broker_pb2 if on_broker else controller_pb2
     path = membership.method_path(descriptor.DESCRIPTOR.services_by_name[service].full_name, method)

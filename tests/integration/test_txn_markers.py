@@ -1,7 +1,8 @@
 """WriteTxnMarkers against a real cluster: members only, replicated before it answers, retried
 safely, and never shown to consumers.
 
-Goal: a stranger cannot write a transaction marker (PERMISSION_DENIED, nothing written); a
+Goal: a stranger cannot write a transaction marker (PERMISSION_DENIED, nothing written), by the
+unary call or on the coordinators' stream (whose proof is checked as it opens); a
 member's marker is in both replicas' logs when the call answers (acks=all); a retry answers
 success and writes nothing; consumers at either isolation level read every data record and no
 marker; a producer cannot open a transaction by itself (INVALID_TXN_STATE).
@@ -117,6 +118,25 @@ def test_markers_are_for_members_replicated_and_never_shown(tmp_path: Path) -> N
         again = leader.WriteTxnMarkers(commit_marker(1), metadata=signed(), timeout=15)
         assert codes(again) == [0], "a retry succeeds"
         assert log_end(leader, 0)[0] == 4, "and writes nothing"
+
+        # The coordinators' stream: members only, proved as it opens; answers by correlation id.
+        def stream(metadata, *correlation_ids: int):  # type: ignore[no-untyped-def]
+            requests = [
+                broker_pb2.WriteTxnMarkersStreamRequest(correlation_id=i, request=commit_marker(1))
+                for i in correlation_ids
+            ]
+            return list(leader.WriteTxnMarkersStream(iter(requests), metadata=metadata, timeout=15))
+
+        with pytest.raises(grpc.RpcError) as stranger_stream:
+            stream((), 1)
+        assert stranger_stream.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.RpcError) as wrong_method:
+            stream(signed(), 1)  # a proof for the unary call does not open the stream
+        assert wrong_method.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        answers = stream(member_metadata(tmp_path, "WriteTxnMarkersStream", state.leader), 7, 8)
+        assert sorted(answer.correlation_id for answer in answers) == [7, 8]
+        assert all(codes(answer.response) == [0] for answer in answers), "retries succeed"
+        assert log_end(leader, 0)[0] == 4, "and write nothing"
 
         produce = broker_pb2.ProduceRequest(
             acks=-1,

@@ -102,6 +102,7 @@ IO_MODULE_NAMES = {
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
     "txn_markers.py",  # WriteTxnMarkers: appends markers, refuses with gRPC statuses
+    "txn_markers_stream.py",  # WriteTxnMarkersStream: the coordinators' markers on a stream
     "txn_verification.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
     "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "request_checks.py",  # no I/O, but its refusals are gRPC status codes for the adapters
@@ -112,6 +113,8 @@ IO_MODULE_NAMES = {
     "coordinator_membership.py",  # registration and heartbeats with the controllers
     "offsets_log.py",  # produce, fetch and list offsets at the brokers over gRPC
     "internal_produce_stream.py",  # the coordinator's writes over one ProduceStream per broker
+    "internal_markers_stream.py",  # and its transaction markers over one stream per broker
+    "internal_stream.py",  # the correlated stream both are
     "coordinator_partition.py",  # one owned partition's load, writer and keepalive
     "offsets_partition.py",  # the groups' partition: timers over coordinator_partition
     "transaction_partition.py",  # a transactions partition: steps, markers, timeouts

@@ -245,6 +245,10 @@ def test_generated_modules_import_as_samsa_v1() -> None:
         "ListOffsets": ("samsa.v1.ListOffsetsRequest", "samsa.v1.ListOffsetsResponse"),
         "InitProducerId": ("samsa.v1.InitProducerIdRequest", "samsa.v1.InitProducerIdResponse"),
         "WriteTxnMarkers": ("samsa.v1.WriteTxnMarkersRequest", "samsa.v1.WriteTxnMarkersResponse"),
+        "WriteTxnMarkersStream": (
+            "samsa.v1.WriteTxnMarkersStreamRequest",
+            "samsa.v1.WriteTxnMarkersStreamResponse",
+        ),
         "DescribeProducers": (
             "samsa.v1.DescribeProducersRequest",
             "samsa.v1.DescribeProducersResponse",

@@ -1,4 +1,5 @@
-"""Goal: the coordinator's stream of internal writes (internal_produce_stream.py) gives each
+"""Goal: the coordinator's stream of internal writes (internal_produce_stream.py, and the markers'
+stream, internal_markers_stream.py, on the same internal_stream.py) gives each
 write its own answer even when the broker answers out of order, opens with the membership proof
 in its metadata, carries a sampled caller's trace context, and never leaves a write waiting: a
 write with no answer in time breaks the stream and fails every write on it (their outcome is
@@ -16,10 +17,9 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from samsa.services.coordinator.internal_produce_stream import (
-    InternalProduceStream,
-    StreamBrokenError,
-)
+from samsa.services.coordinator.internal_markers_stream import InternalMarkersStream
+from samsa.services.coordinator.internal_produce_stream import InternalProduceStream
+from samsa.services.coordinator.internal_stream import StreamBrokenError
 from samsa.v1 import broker_pb2
 
 PROOF = (("samsa-member-auth", "v1.1.0.nonce.mac"),)
@@ -80,6 +80,8 @@ class FakeStub:
         call = FakeCall(requests)
         self.calls.append((call, metadata))
         return call
+
+    WriteTxnMarkersStream = ProduceStream  # the fake answers whatever the test puts in
 
 
 def request() -> broker_pb2.ProduceRequest:
@@ -169,3 +171,31 @@ def test_a_write_inside_a_sampled_span_carries_its_trace_context():
         await stream.close()
 
     asyncio.run(run(TracerProvider().get_tracer("test")))
+
+
+def test_markers_go_on_their_own_stream_opened_with_the_proof_and_answered_by_id():
+    async def run() -> None:
+        stub = FakeStub()
+        stream = InternalMarkersStream(stub, PROOF)  # type: ignore[arg-type]
+        call, metadata = stub.calls[0]
+        assert metadata == PROOF
+        marker = broker_pb2.WriteTxnMarkersRequest(timeout_ms=5_000)
+        marker.markers.add(producer_id=42, producer_epoch=3, committed=True)
+        first = asyncio.ensure_future(stream.send(marker, 5))
+        second = asyncio.ensure_future(stream.send(marker, 5))
+        await until(lambda: len(call.sent) == 2)
+        assert all(isinstance(i, broker_pb2.WriteTxnMarkersStreamRequest) for i in call.sent)
+        assert call.sent[0].request == marker
+        for item, producer_id in zip(reversed(call.sent), (2, 1), strict=True):
+            answer = broker_pb2.WriteTxnMarkersResponse()
+            answer.markers.add(producer_id=producer_id)
+            call.answers.put_nowait(
+                broker_pb2.WriteTxnMarkersStreamResponse(
+                    correlation_id=item.correlation_id, response=answer
+                )
+            )
+        answers = [await first, await second]
+        assert [answer.markers[0].producer_id for answer in answers] == [1, 2]
+        await stream.close()
+
+    asyncio.run(run())

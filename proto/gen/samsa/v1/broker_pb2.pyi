@@ -432,6 +432,22 @@ class ProduceStreamRequest(_message.Message):
     traceparent: str
     def __init__(self, correlation_id: _Optional[int] = ..., request: _Optional[_Union[ProduceRequest, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
+class WriteTxnMarkersStreamRequest(_message.Message):
+    __slots__ = ("correlation_id", "request")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    request: WriteTxnMarkersRequest
+    def __init__(self, correlation_id: _Optional[int] = ..., request: _Optional[_Union[WriteTxnMarkersRequest, _Mapping]] = ...) -> None: ...
+
+class WriteTxnMarkersStreamResponse(_message.Message):
+    __slots__ = ("correlation_id", "response")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    response: WriteTxnMarkersResponse
+    def __init__(self, correlation_id: _Optional[int] = ..., response: _Optional[_Union[WriteTxnMarkersResponse, _Mapping]] = ...) -> None: ...
+
 class ProduceStreamResponse(_message.Message):
     __slots__ = ("correlation_id", "response")
     CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]

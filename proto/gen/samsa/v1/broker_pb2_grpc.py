@@ -76,6 +76,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.WriteTxnMarkersStream = channel.stream_stream(
+                '/samsa.v1.BrokerService/WriteTxnMarkersStream',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersStreamRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersStreamResponse.FromString,
+                _registered_method=True)
         self.DescribeProducers = channel.unary_unary(
                 '/samsa.v1.BrokerService/DescribeProducers',
                 request_serializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
@@ -180,6 +185,19 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteTxnMarkersStream(self, request_iterator, context):
+        """Cluster members only: WriteTxnMarkers over one long-lived stream, the same requests and
+        answers matched by correlation_id, answered as each completes (not necessarily in order;
+        each request's markers are written in arrival order). Phase 2 of every transaction is on the
+        critical path of the producer's next one, and a stream message costs about half of a new
+        unary call (DESIGN §12). The stream proves membership once, as it opens (samsa-member-auth
+        metadata signed for this method by any member); without it the broker answers
+        PERMISSION_DENIED. A request the unary call would refuse ends the stream with that status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DescribeProducers(self, request, context):
         """The idempotent and transactional producers a partition leader remembers, with the start of
         each one's open transaction: how an operator finds a hanging transaction (one that holds
@@ -231,6 +249,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.WriteTxnMarkers,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'WriteTxnMarkersStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.WriteTxnMarkersStream,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersStreamRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersStreamResponse.SerializeToString,
             ),
             'DescribeProducers': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeProducers,
@@ -456,6 +479,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/WriteTxnMarkers',
             samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkersStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/samsa.v1.BrokerService/WriteTxnMarkersStream',
+            samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersStreamRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.WriteTxnMarkersStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
