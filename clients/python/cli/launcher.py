@@ -43,6 +43,14 @@ from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 10.0
+# Settings that name one process's own resource: inherited from the launcher's environment (an
+# image sets SAMSA_HEALTH_FILE for its one service), every local service would share it.
+PER_PROCESS_ENV = frozenset({"SAMSA_HEALTH_FILE"})
+
+
+def child_environment(environ: dict[str, str]) -> dict[str, str]:
+    """The environment a launched service gets: the launcher's, without PER_PROCESS_ENV."""
+    return {key: value for key, value in environ.items() if key not in PER_PROCESS_ENV}
 
 
 @dataclass(frozen=True)
@@ -311,6 +319,7 @@ class LocalCluster:
                 stderr=log_file,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C in the terminal reaches `samsa up` only
+                env=child_environment(dict(os.environ)),
             )
         self.processes[name] = process
         self.killed.discard(name)

@@ -174,3 +174,10 @@ def test_coordinators_never_get_a_port_the_cluster_already_has(monkeypatch) -> N
     assert spec.brokers[0].grpc_port == 4003
     assert [c.grpc_port for c in spec.coordinators] == [4004, 4005]
     assert ReusingSocket.script == []
+
+
+def test_a_per_process_setting_is_not_handed_to_every_service() -> None:
+    """Inside an image that sets SAMSA_HEALTH_FILE for its one service, `samsa up` would make
+    every local service keep the same file fresh: a dead one would hide behind the others."""
+    environ = {"SAMSA_HEALTH_FILE": "/run/samsa/healthy", "SAMSA_LOG_LEVEL": "debug", "PATH": "/x"}
+    assert launcher.child_environment(environ) == {"SAMSA_LOG_LEVEL": "debug", "PATH": "/x"}
