@@ -103,6 +103,7 @@ IO_MODULE_NAMES = {
     "produce_wait.py",  # acks=all waits for the high watermark
     "txn_markers.py",  # WriteTxnMarkers: appends markers, refuses with gRPC statuses
     "txn_markers_stream.py",  # WriteTxnMarkersStream: the coordinators' markers on a stream
+    "stream_answers.py",  # a request stream's answers, wait tasks and failure (asyncio, grpc)
     "txn_verification.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
     "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "request_checks.py",  # no I/O, but its refusals are gRPC status codes for the adapters

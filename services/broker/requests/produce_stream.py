@@ -11,10 +11,9 @@ which is what keeps one partition's batches in the order the producer sent them.
 a transactional_id is first checked with its transaction coordinator (txn_verification.py), in
 the reader too, so that order holds for it as well.
 
-grpc allows one operation at a time per call and only the handler's task may send the status.
-So the reader and the wait tasks never write or abort: they queue answers, or record a failure
-(a refused request, an undecodable one, a bug) and wake the handler, which raises it (or sends
-the abort): the stream ends with that status, never hangs.
+The answers, the wait tasks and how a failure ends the stream are stream_answers.py's (shared
+with WriteTxnMarkersStream): the reader and the wait tasks never write or abort, the handler
+does.
 
 Internal topics: the adapter says whether the stream may write them (`internal_write_refusal`,
 as for the unary Produce). A coordinator's stream carries the membership proof in its call
@@ -28,8 +27,6 @@ spans under it; a unary Produce's appends go under the gRPC interceptor's span.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator
 
@@ -43,6 +40,7 @@ from samsa.services.broker.record_trace import current_recording_parent, end_pro
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import await_replication
 from samsa.services.broker.requests.request_checks import produce_refusal
+from samsa.services.broker.requests.stream_answers import StreamAnswers, StreamFailure
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
 from samsa.v1 import broker_pb2
@@ -94,16 +92,6 @@ async def produce_once(
     return response
 
 
-class _StreamFailure(Exception):
-    """Why the stream must end, recorded by the reader or a wait task for the handler."""
-
-    def __init__(self, code: grpc.StatusCode | None, details: str, cause: Exception | None):
-        super().__init__(details)
-        self.code = code  # None: raise `cause` (a bug), as grpc would for the handler's own
-        self.details = details
-        self.cause = cause
-
-
 async def serve_produce_stream(
     host: PartitionHost,
     request_iterator: AsyncIterator[broker_pb2.ProduceStreamRequest],
@@ -115,16 +103,8 @@ async def serve_produce_stream(
     """The handler's generator: yields answers as they complete; see the module docstring.
     `internal_write_refusal`: why internal topics are refused, None if this stream proved it may
     write them."""
-    answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue(
-        maxsize=limits.produce_stream_answers_queued_max
-    )
-    waiting: set[asyncio.Task[None]] = set()
-    failures: list[_StreamFailure] = []
-
-    def fail(failure: _StreamFailure) -> None:
-        failures.append(failure)
-        with contextlib.suppress(asyncio.QueueFull):  # full: the handler is not waiting
-            answers.put_nowait(None)
+    stream: StreamAnswers[broker_pb2.ProduceStreamResponse] = StreamAnswers()
+    fail = stream.fail
 
     async def answer_when_replicated(
         correlation_id: int,
@@ -138,7 +118,7 @@ async def serve_produce_stream(
         except Exception as error:
             if span is not None:
                 span.end()
-            fail(_StreamFailure(None, str(error), error))
+            fail(StreamFailure(None, str(error), error))
             return
         await answer(correlation_id, response, span)
 
@@ -148,9 +128,9 @@ async def serve_produce_stream(
         if span is not None:
             end_produce_span(span, response, host.record_tracer)
         if faults.fire("produce.drop_answer"):  # tests only: lost after the append
-            fail(_StreamFailure(*DROPPED_ANSWER, None))
+            fail(StreamFailure(*DROPPED_ANSWER, None))
             return
-        await answers.put(
+        await stream.put(
             broker_pb2.ProduceStreamResponse(correlation_id=correlation_id, response=response)
         )
 
@@ -159,7 +139,7 @@ async def serve_produce_stream(
             async for item in request_iterator:
                 refusal = produce_refusal(item.request)
                 if refusal is not None:
-                    fail(_StreamFailure(*refusal, None))
+                    fail(StreamFailure(*refusal, None))
                     return
                 transactional: Transactional = (set(), {})
                 if item.request.transactional_id and verifier is not None:
@@ -179,36 +159,15 @@ async def serve_produce_stream(
                 if not waits:
                     await answer(item.correlation_id, response, span)
                     continue
-                if len(waiting) >= limits.produce_stream_in_flight_max:
-                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                task = asyncio.create_task(
+                await stream.in_background(
                     answer_when_replicated(
                         item.correlation_id, response, waits, wait_timeout_s(item.request), span
                     )
                 )
-                waiting.add(task)
-                task.add_done_callback(waiting.discard)
-            if waiting:
-                await asyncio.wait(waiting)
         except Exception as error:
-            fail(_StreamFailure(None, str(error), error))
+            fail(StreamFailure(None, str(error), error))
             return
-        await answers.put(None)
+        await stream.end()
 
-    reader = asyncio.create_task(read_requests())
-    try:
-        while True:
-            response = await answers.get()
-            if failures:
-                failure = failures[0]
-                if failure.code is not None:
-                    await context.abort(failure.code, failure.details)
-                assert failure.cause is not None
-                raise failure.cause
-            if response is None:
-                break
-            yield response
-    finally:
-        reader.cancel()
-        for task in waiting:
-            task.cancel()
+    async for response in stream.serve(read_requests(), context):
+        yield response
