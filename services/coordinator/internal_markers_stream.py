@@ -12,7 +12,7 @@ takes it as a retry and writes nothing (txn_markers.py).
 from __future__ import annotations
 
 from samsa.common import limits
-from samsa.services.coordinator.internal_stream import InternalStream
+from samsa.services.runtime.internal_stream import InternalStream
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 

@@ -24,7 +24,7 @@ from opentelemetry import trace
 
 from samsa.common import limits
 from samsa.common.traceparent import format_traceparent
-from samsa.services.coordinator.internal_stream import InternalStream, StreamBrokenError
+from samsa.services.runtime.internal_stream import InternalStream, StreamBrokenError
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 __all__ = ["InternalProduceStream", "StreamBrokenError"]

@@ -27,8 +27,8 @@ from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
 from samsa.services.coordinator.internal_markers_stream import InternalMarkersStream
 from samsa.services.coordinator.internal_produce_stream import InternalProduceStream
-from samsa.services.coordinator.internal_stream import StreamBrokenError
 from samsa.services.coordinator.ownership import leader_endpoint
+from samsa.services.runtime.internal_stream import StreamBrokenError
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel

@@ -77,6 +77,8 @@ IO_MODULE_NAMES = {
     "coordinator_lookup.py",  # FindCoordinator's gRPC adapter, served by every service
     "faults.py",  # test-only fault injection, read from the environment
     "txn_added_check.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
+    "internal_stream.py",  # one long-lived stream to a peer, answers by correlation id
+    "stream_answers.py",  # a served request stream's answers, wait tasks and failure
     "config_loading.py",  # reads the --config file, splits the command line (argparse)
     # services/controller
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
@@ -103,7 +105,6 @@ IO_MODULE_NAMES = {
     "produce_wait.py",  # acks=all waits for the high watermark
     "txn_markers.py",  # WriteTxnMarkers: appends markers, refuses with gRPC statuses
     "txn_markers_stream.py",  # WriteTxnMarkersStream: the coordinators' markers on a stream
-    "stream_answers.py",  # a request stream's answers, wait tasks and failure (asyncio, grpc)
     "txn_verification.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
     "produce_stream.py",  # ProduceStream: the stream's reader, answers and replication waits
     "request_checks.py",  # no I/O, but its refusals are gRPC status codes for the adapters
@@ -115,7 +116,6 @@ IO_MODULE_NAMES = {
     "offsets_log.py",  # produce, fetch and list offsets at the brokers over gRPC
     "internal_produce_stream.py",  # the coordinator's writes over one ProduceStream per broker
     "internal_markers_stream.py",  # and its transaction markers over one stream per broker
-    "internal_stream.py",  # the correlated stream both are
     "coordinator_partition.py",  # one owned partition's load, writer and keepalive
     "offsets_partition.py",  # the groups' partition: timers over coordinator_partition
     "transaction_partition.py",  # a transactions partition: steps, markers, timeouts

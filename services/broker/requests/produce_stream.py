@@ -40,9 +40,9 @@ from samsa.services.broker.record_trace import current_recording_parent, end_pro
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import await_replication
 from samsa.services.broker.requests.request_checks import produce_refusal
-from samsa.services.broker.requests.stream_answers import StreamAnswers, StreamFailure
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
+from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
 from samsa.v1 import broker_pb2
 
 # What txn_verification decided for a request: partitions verified, partitions refused and why.

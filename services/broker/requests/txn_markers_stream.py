@@ -23,12 +23,12 @@ import grpc
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.produce import ReplicationWait
 from samsa.services.broker.requests.produce_wait import await_replication
-from samsa.services.broker.requests.stream_answers import StreamAnswers, StreamFailure
 from samsa.services.broker.requests.txn_markers import (
     markers_refusal,
     timeout_s,
     write_txn_markers,
 )
+from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
 from samsa.v1 import broker_pb2
 
 

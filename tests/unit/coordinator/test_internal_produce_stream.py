@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from samsa.services.coordinator.internal_markers_stream import InternalMarkersStream
 from samsa.services.coordinator.internal_produce_stream import InternalProduceStream
-from samsa.services.coordinator.internal_stream import StreamBrokenError
+from samsa.services.runtime.internal_stream import StreamBrokenError
 from samsa.v1 import broker_pb2
 
 PROOF = (("samsa-member-auth", "v1.1.0.nonce.mac"),)

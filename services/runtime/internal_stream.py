@@ -1,19 +1,21 @@
-"""One long-lived gRPC stream to a broker whose requests are answered by correlation id: the
-shape of the coordinator's internal writes (internal_produce_stream.py) and of its transaction
-markers (internal_markers_stream.py).
+"""One long-lived gRPC stream to a peer service whose requests are answered by correlation id:
+the shape of a coordinator's internal writes and transaction markers to the brokers
+(services/coordinator/internal_produce_stream.py, internal_markers_stream.py) and of a broker's
+checks at the transaction coordinators (txn_added_check.py).
 
 Theory of operation. A new unary call costs about twice a message on an open stream (DESIGN
-§12), and the coordinator's writes sit on its clients' critical path, so it keeps one stream of
-each kind open to each broker it writes to.
+§12), and these calls sit on a client's critical path, so the caller keeps one stream of each
+kind open to each peer it calls.
 
-- The stream proves membership once, as it opens: the caller opens the call with this
-  coordinator's proof in its metadata, signed for that RPC, and the broker checks it then.
+- A stream that must prove membership does so once, as it opens: the caller opens the call with
+  its proof in the metadata, signed for that RPC, and the peer checks it then.
 - Requests are matched to answers by correlation id (the broker may answer out of order). At most
   `in_flight_max` wait on one stream, the broker's bound; a caller beyond that waits for room.
 - A request with no answer within its timeout breaks the stream, as a unary deadline would end
   the call: every request waiting on it fails with `StreamBrokenError`, and the next one opens a
-  new stream. The outcome of a failed request is unknown; both kinds are safe to send again (a
-  write resends its batch with the same sequence, a marker at the same epoch is a retry).
+  new stream. The outcome of a failed request is unknown; every kind is safe to send again (a
+  write resends its batch with the same sequence, a marker at the same epoch is a retry, a check
+  changes nothing and an add is idempotent).
 
 A subclass says how a request and its correlation id become a stream message, and how an answer
 message gives back (correlation id, response).

@@ -1,6 +1,7 @@
-"""The answering side of a broker's request streams (ProduceStream, WriteTxnMarkersStream): each
-request is handled in the stream's reader, answered at once or by a task that waits for its
-replication, and the handler yields the answers as they come.
+"""The answering side of a served request stream (a broker's ProduceStream and
+WriteTxnMarkersStream, a coordinator's AddPartitionsToTxnStream): each request is handled in the
+stream's reader, answered at once or by a task that waits (for its replication, for the
+coordinator's write), and the handler yields the answers as they come.
 
 grpc allows one operation at a time per call and only the handler's task may send the status.
 So the reader and the wait tasks never write or abort: they queue answers, or record a failure
