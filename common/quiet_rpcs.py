@@ -28,13 +28,15 @@ QUIET_METHODS = frozenset(
 # would time the connection, not a request, while the interceptor that makes it costs every
 # message (grpc.aio wraps an intercepted call's messages in Python). So neither side intercepts
 # them; a produce request is traced per message instead (`ProduceStreamRequest.traceparent`),
-# fetches are quiet anyway, and a transaction's markers are traced as its coordinator's steps.
+# fetches are quiet anyway, and a transaction's markers and a broker's checks at the coordinator
+# are traced as the steps around them.
 CONNECTION_STREAMS = frozenset(
     {
         "/samsa.v1.BrokerService/ProduceStream",
         "/samsa.v1.BrokerService/FetchStream",
         "/samsa.v1.BrokerService/ReplicaFetchStream",
         "/samsa.v1.BrokerService/WriteTxnMarkersStream",
+        "/samsa.v1.TransactionCoordinatorService/AddPartitionsToTxnStream",
     }
 )
 

@@ -9,7 +9,9 @@ for a step and `TransactionPartition.run` carries it out: the answer goes out on
 durable. Partitions a producer adds must exist (UNKNOWN_TOPIC_OR_PARTITION otherwise) and must
 not be internal: offsets join a transaction through AddOffsetsToTxn. A verify_only
 AddPartitionsToTxn (a broker checking a transactional produce, KIP-890) changes nothing and is
-answered from durable state. AddPartitionsToTxn and AddOffsetsToTxn that meet their id busy
+answered from durable state. Brokers send theirs (checks, and adds on a producer's behalf) over
+one AddPartitionsToTxnStream each, every request a task of its own, answered by correlation id
+(services/runtime/stream_answers.py). AddPartitionsToTxn and AddOffsetsToTxn that meet their id busy
 (phase 2 of the transaction just ended, most often) wait for it up to SETTLE_WAIT_S before
 answering CONCURRENT_TRANSACTIONS (`TransactionPartition.run_when_settled`).
 
@@ -46,6 +48,7 @@ from samsa.services.coordinator import hanging_transactions
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.offsets_partition import TxnWriteRefusedError
 from samsa.services.coordinator.transaction_partition import TransactionPartition
+from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
 from samsa.v1 import transactions_pb2 as x
 from samsa.v1 import transactions_pb2_grpc
 
@@ -76,13 +79,41 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             )
 
     async def AddPartitionsToTxn(self, request, context):
-        count = sum(len(entry.partitions) for entry in request.partitions)
-        if count > limits.admin_request_items_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{count} partitions in one request; add at most "
-                f"{limits.admin_request_items_max} at a time",
+        if (refusal := _too_many_partitions(request)) is not None:
+            await context.abort(*refusal)
+        return await self._add_partitions(request)
+
+    async def AddPartitionsToTxnStream(self, request_iterator, context):
+        # Brokers' checks and adds on one stream: each request runs as a task of its own (an
+        # add may wait on phase 2 of the producer's last transaction), answered by id.
+        stream: StreamAnswers[x.AddPartitionsToTxnStreamResponse] = StreamAnswers()
+
+        async def answer(item: x.AddPartitionsToTxnStreamRequest) -> None:
+            response = await self._add_partitions(item.request)
+            await stream.put(
+                x.AddPartitionsToTxnStreamResponse(
+                    correlation_id=item.correlation_id, response=response
+                )
             )
+
+        async def read_requests() -> None:
+            try:
+                async for item in request_iterator:
+                    if (refusal := _too_many_partitions(item.request)) is not None:
+                        stream.fail(StreamFailure(*refusal, None))
+                        return
+                    await stream.in_background(answer(item))
+            except Exception as error:
+                stream.fail(StreamFailure(None, str(error), error))
+                return
+            await stream.end()
+
+        async for response in stream.serve(read_requests(), context):
+            yield response
+
+    async def _add_partitions(
+        self, request: x.AddPartitionsToTxnRequest
+    ) -> x.AddPartitionsToTxnResponse:
         try:
             partition = self.coordinator.transaction_partition_for(
                 request.producer.transactional_id
@@ -311,6 +342,19 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         response.error_code = first.error_code
         response.error_message = f"{first.error_message}; nothing was added"
         return response
+
+
+def _too_many_partitions(
+    request: x.AddPartitionsToTxnRequest,
+) -> tuple[grpc.StatusCode, str] | None:
+    count = sum(len(entry.partitions) for entry in request.partitions)
+    if count <= limits.admin_request_items_max:
+        return None
+    return (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"{count} partitions in one request; add at most "
+        f"{limits.admin_request_items_max} at a time",
+    )
 
 
 def _offsets_failed(

@@ -27,6 +27,7 @@ from cluster_helpers import FAST_SETTINGS, wait_until
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.client import Admin, Consumer
 from samsa.client.transaction_admin import TransactionError
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.metadata.coordinators import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
@@ -668,6 +669,52 @@ def test_a_leader_adds_the_partitions_itself_when_the_produce_asks(
     assert late.error_code != ErrorCode.NONE, "a batch of an ended transaction never lands"
     assert describe(cluster, name).state != t.TRANSACTION_STATE_ONGOING, "nor opens one"
     assert read(cluster, 1, start[1], committed=False)[-1] != b"late"
+
+
+def test_brokers_checks_and_adds_on_one_stream_are_answered_by_correlation_id(
+    cluster: LocalCluster,
+) -> None:
+    """AddPartitionsToTxnStream, as a broker uses it: a check before any add answers
+    INVALID_TXN_STATE, an add answers NONE, and checks after it confirm that partition and
+    refuse another, each by its own correlation id; a request the unary call would refuse (too
+    many partitions) ends the stream with the same status."""
+    name = "streamed-checks"
+    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
+    me = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    channel = grpc.insecure_channel(locate(cluster, name).endpoint)
+    stub = xg.TransactionCoordinatorServiceStub(channel)
+
+    def stream(*requests: x.AddPartitionsToTxnRequest) -> dict[int, object]:
+        items = [
+            x.AddPartitionsToTxnStreamRequest(correlation_id=10 + i, request=request)
+            for i, request in enumerate(requests)
+        ]
+        answers = stub.AddPartitionsToTxnStream(iter(items), timeout=15)
+        return {answer.correlation_id: answer.response for answer in answers}
+
+    try:
+        (before,) = stream(add(me, 0, verify=True)).values()
+        assert before.error_code == ErrorCode.INVALID_TXN_STATE, "no open transaction yet"  # type: ignore[attr-defined]
+        (added,) = stream(add(me, 0)).values()
+        assert added.error_code == ErrorCode.NONE, added  # type: ignore[attr-defined]
+        answers = stream(add(me, 0, verify=True), add(me, 1, verify=True))
+        assert sorted(answers) == [10, 11]
+        assert answers[10].results[0].error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+        assert answers[11].results[0].error_code == ErrorCode.INVALID_TXN_STATE  # type: ignore[attr-defined]
+        huge = x.AddPartitionsToTxnRequest(producer=me)
+        huge.partitions.add(topic=TOPIC, partitions=range(limits.admin_request_items_max + 1))
+        with pytest.raises(grpc.RpcError) as refused:
+            stream(huge)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    finally:
+        channel.close()
+    aborted = call(cluster, name, "EndTxn", x.EndTxnRequest(producer=me, committed=False))
+    assert aborted.error_code == ErrorCode.NONE, aborted  # type: ignore[attr-defined]
+    wait_until(  # its marker is written before the next test measures the log ends
+        "the abort complete",
+        lambda: describe(cluster, name).state == t.TRANSACTION_STATE_COMPLETE_ABORT,
+        30,
+    )
 
 
 def test_the_next_transaction_is_answered_when_the_last_ones_markers_are_written(

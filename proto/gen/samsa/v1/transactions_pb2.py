@@ -27,7 +27,7 @@ from samsa.v1 import errors_pb2 as samsa_dot_v1_dot_errors__pb2
 from samsa.v1 import transaction_records_pb2 as samsa_dot_v1_dot_transaction__records__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsamsa/v1/transactions.proto\x12\x08samsa.v1\x1a\x1asamsa/v1/coordinator.proto\x1a\x15samsa/v1/errors.proto\x1a\"samsa/v1/transaction_records.proto\"\x80\x01\n\x17InitTransactionsRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x1e\n\x16transaction_timeout_ms\x18\x02 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"\x87\x01\n\x18InitTransactionsResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"^\n\x15TransactionalProducer\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\"\x92\x01\n\x19\x41\x64\x64PartitionsToTxnRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12-\n\npartitions\x18\x02 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\x12\x13\n\x0bverify_only\x18\x03 \x01(\x08\"v\n\x12TxnPartitionResult\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\'\n\nerror_code\x18\x03 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x04 \x01(\t\"\x8b\x01\n\x1a\x41\x64\x64PartitionsToTxnResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12-\n\x07results\x18\x03 \x03(\x0b\x32\x1c.samsa.v1.TxnPartitionResult\"]\n\x16\x41\x64\x64OffsetsToTxnRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12\x10\n\x08group_id\x18\x02 \x01(\t\"Y\n\x17\x41\x64\x64OffsetsToTxnResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\"y\n\x18TxnOffsetCommitPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x02 \x01(\x03\x12\x1e\n\x16\x63ommitted_leader_epoch\x18\x03 \x01(\x05\x12\x10\n\x08metadata\x18\x04 \x01(\t\"\\\n\x14TxnOffsetCommitTopic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x36\n\npartitions\x18\x02 \x03(\x0b\x32\".samsa.v1.TxnOffsetCommitPartition\"\xb6\x01\n\x16TxnOffsetCommitRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x11\n\tmember_id\x18\x03 \x01(\t\x12\x14\n\x0cmember_epoch\x18\x04 \x01(\x05\x12.\n\x06topics\x18\x05 \x03(\x0b\x32\x1e.samsa.v1.TxnOffsetCommitTopic\"H\n\x17TxnOffsetCommitResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.samsa.v1.TxnPartitionResult\"U\n\rEndTxnRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12\x11\n\tcommitted\x18\x02 \x01(\x08\"}\n\x0e\x45ndTxnResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"\x85\x01\n\x17ListTransactionsRequest\x12\x31\n\rstate_filters\x18\x01 \x03(\x0e\x32\x1a.samsa.v1.TransactionState\x12\x1b\n\x13producer_id_filters\x18\x02 \x03(\x03\x12\x1a\n\x12\x64uration_filter_ms\x18\x03 \x01(\x03\"m\n\x11ListedTransaction\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12)\n\x05state\x18\x03 \x01(\x0e\x32\x1a.samsa.v1.TransactionState\"i\n\x18ListTransactionsResponse\x12\x31\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x1b.samsa.v1.ListedTransaction\x12\x1a\n\x12partitions_loading\x18\x02 \x03(\x05\"8\n\x1b\x44\x65scribeTransactionsRequest\x12\x19\n\x11transactional_ids\x18\x01 \x03(\t\"\xb5\x02\n\x14\x44\x65scribedTransaction\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12)\n\x05state\x18\x04 \x01(\x0e\x32\x1a.samsa.v1.TransactionState\x12\x13\n\x0bproducer_id\x18\x05 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x06 \x01(\x05\x12\x1e\n\x16transaction_timeout_ms\x18\x07 \x01(\x05\x12\x1c\n\x14transaction_start_ms\x18\x08 \x01(\x03\x12-\n\npartitions\x18\t \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\"T\n\x1c\x44\x65scribeTransactionsResponse\x12\x34\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x1e.samsa.v1.DescribedTransaction\"h\n\x17\x41\x62ortTransactionRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"Z\n\x18\x41\x62ortTransactionResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t2\xe5\x05\n\x1dTransactionCoordinatorService\x12Y\n\x10InitTransactions\x12!.samsa.v1.InitTransactionsRequest\x1a\".samsa.v1.InitTransactionsResponse\x12_\n\x12\x41\x64\x64PartitionsToTxn\x12#.samsa.v1.AddPartitionsToTxnRequest\x1a$.samsa.v1.AddPartitionsToTxnResponse\x12V\n\x0f\x41\x64\x64OffsetsToTxn\x12 .samsa.v1.AddOffsetsToTxnRequest\x1a!.samsa.v1.AddOffsetsToTxnResponse\x12V\n\x0fTxnOffsetCommit\x12 .samsa.v1.TxnOffsetCommitRequest\x1a!.samsa.v1.TxnOffsetCommitResponse\x12;\n\x06\x45ndTxn\x12\x17.samsa.v1.EndTxnRequest\x1a\x18.samsa.v1.EndTxnResponse\x12Y\n\x10ListTransactions\x12!.samsa.v1.ListTransactionsRequest\x1a\".samsa.v1.ListTransactionsResponse\x12\x65\n\x14\x44\x65scribeTransactions\x12%.samsa.v1.DescribeTransactionsRequest\x1a&.samsa.v1.DescribeTransactionsResponse\x12Y\n\x10\x41\x62ortTransaction\x12!.samsa.v1.AbortTransactionRequest\x1a\".samsa.v1.AbortTransactionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsamsa/v1/transactions.proto\x12\x08samsa.v1\x1a\x1asamsa/v1/coordinator.proto\x1a\x15samsa/v1/errors.proto\x1a\"samsa/v1/transaction_records.proto\"\x80\x01\n\x17InitTransactionsRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x1e\n\x16transaction_timeout_ms\x18\x02 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"\x87\x01\n\x18InitTransactionsResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"^\n\x15TransactionalProducer\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\"\x92\x01\n\x19\x41\x64\x64PartitionsToTxnRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12-\n\npartitions\x18\x02 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\x12\x13\n\x0bverify_only\x18\x03 \x01(\x08\"v\n\x12TxnPartitionResult\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\'\n\nerror_code\x18\x03 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x04 \x01(\t\"\x8b\x01\n\x1a\x41\x64\x64PartitionsToTxnResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12-\n\x07results\x18\x03 \x03(\x0b\x32\x1c.samsa.v1.TxnPartitionResult\"o\n\x1f\x41\x64\x64PartitionsToTxnStreamRequest\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x04\x12\x34\n\x07request\x18\x02 \x01(\x0b\x32#.samsa.v1.AddPartitionsToTxnRequest\"r\n AddPartitionsToTxnStreamResponse\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x04\x12\x36\n\x08response\x18\x02 \x01(\x0b\x32$.samsa.v1.AddPartitionsToTxnResponse\"]\n\x16\x41\x64\x64OffsetsToTxnRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12\x10\n\x08group_id\x18\x02 \x01(\t\"Y\n\x17\x41\x64\x64OffsetsToTxnResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\"y\n\x18TxnOffsetCommitPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x02 \x01(\x03\x12\x1e\n\x16\x63ommitted_leader_epoch\x18\x03 \x01(\x05\x12\x10\n\x08metadata\x18\x04 \x01(\t\"\\\n\x14TxnOffsetCommitTopic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x36\n\npartitions\x18\x02 \x03(\x0b\x32\".samsa.v1.TxnOffsetCommitPartition\"\xb6\x01\n\x16TxnOffsetCommitRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x11\n\tmember_id\x18\x03 \x01(\t\x12\x14\n\x0cmember_epoch\x18\x04 \x01(\x05\x12.\n\x06topics\x18\x05 \x03(\x0b\x32\x1e.samsa.v1.TxnOffsetCommitTopic\"H\n\x17TxnOffsetCommitResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.samsa.v1.TxnPartitionResult\"U\n\rEndTxnRequest\x12\x31\n\x08producer\x18\x01 \x01(\x0b\x32\x1f.samsa.v1.TransactionalProducer\x12\x11\n\tcommitted\x18\x02 \x01(\x08\"}\n\x0e\x45ndTxnResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"\x85\x01\n\x17ListTransactionsRequest\x12\x31\n\rstate_filters\x18\x01 \x03(\x0e\x32\x1a.samsa.v1.TransactionState\x12\x1b\n\x13producer_id_filters\x18\x02 \x03(\x03\x12\x1a\n\x12\x64uration_filter_ms\x18\x03 \x01(\x03\"m\n\x11ListedTransaction\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12)\n\x05state\x18\x03 \x01(\x0e\x32\x1a.samsa.v1.TransactionState\"i\n\x18ListTransactionsResponse\x12\x31\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x1b.samsa.v1.ListedTransaction\x12\x1a\n\x12partitions_loading\x18\x02 \x03(\x05\"8\n\x1b\x44\x65scribeTransactionsRequest\x12\x19\n\x11transactional_ids\x18\x01 \x03(\t\"\xb5\x02\n\x14\x44\x65scribedTransaction\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\'\n\nerror_code\x18\x02 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12)\n\x05state\x18\x04 \x01(\x0e\x32\x1a.samsa.v1.TransactionState\x12\x13\n\x0bproducer_id\x18\x05 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x06 \x01(\x05\x12\x1e\n\x16transaction_timeout_ms\x18\x07 \x01(\x05\x12\x1c\n\x14transaction_start_ms\x18\x08 \x01(\x03\x12-\n\npartitions\x18\t \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\"T\n\x1c\x44\x65scribeTransactionsResponse\x12\x34\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x1e.samsa.v1.DescribedTransaction\"h\n\x17\x41\x62ortTransactionRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x04 \x01(\x05\"Z\n\x18\x41\x62ortTransactionResponse\x12\'\n\nerror_code\x18\x01 \x01(\x0e\x32\x13.samsa.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t2\xdc\x06\n\x1dTransactionCoordinatorService\x12Y\n\x10InitTransactions\x12!.samsa.v1.InitTransactionsRequest\x1a\".samsa.v1.InitTransactionsResponse\x12_\n\x12\x41\x64\x64PartitionsToTxn\x12#.samsa.v1.AddPartitionsToTxnRequest\x1a$.samsa.v1.AddPartitionsToTxnResponse\x12u\n\x18\x41\x64\x64PartitionsToTxnStream\x12).samsa.v1.AddPartitionsToTxnStreamRequest\x1a*.samsa.v1.AddPartitionsToTxnStreamResponse(\x01\x30\x01\x12V\n\x0f\x41\x64\x64OffsetsToTxn\x12 .samsa.v1.AddOffsetsToTxnRequest\x1a!.samsa.v1.AddOffsetsToTxnResponse\x12V\n\x0fTxnOffsetCommit\x12 .samsa.v1.TxnOffsetCommitRequest\x1a!.samsa.v1.TxnOffsetCommitResponse\x12;\n\x06\x45ndTxn\x12\x17.samsa.v1.EndTxnRequest\x1a\x18.samsa.v1.EndTxnResponse\x12Y\n\x10ListTransactions\x12!.samsa.v1.ListTransactionsRequest\x1a\".samsa.v1.ListTransactionsResponse\x12\x65\n\x14\x44\x65scribeTransactions\x12%.samsa.v1.DescribeTransactionsRequest\x1a&.samsa.v1.DescribeTransactionsResponse\x12Y\n\x10\x41\x62ortTransaction\x12!.samsa.v1.AbortTransactionRequest\x1a\".samsa.v1.AbortTransactionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,38 +46,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TXNPARTITIONRESULT']._serialized_end=760
   _globals['_ADDPARTITIONSTOTXNRESPONSE']._serialized_start=763
   _globals['_ADDPARTITIONSTOTXNRESPONSE']._serialized_end=902
-  _globals['_ADDOFFSETSTOTXNREQUEST']._serialized_start=904
-  _globals['_ADDOFFSETSTOTXNREQUEST']._serialized_end=997
-  _globals['_ADDOFFSETSTOTXNRESPONSE']._serialized_start=999
-  _globals['_ADDOFFSETSTOTXNRESPONSE']._serialized_end=1088
-  _globals['_TXNOFFSETCOMMITPARTITION']._serialized_start=1090
-  _globals['_TXNOFFSETCOMMITPARTITION']._serialized_end=1211
-  _globals['_TXNOFFSETCOMMITTOPIC']._serialized_start=1213
-  _globals['_TXNOFFSETCOMMITTOPIC']._serialized_end=1305
-  _globals['_TXNOFFSETCOMMITREQUEST']._serialized_start=1308
-  _globals['_TXNOFFSETCOMMITREQUEST']._serialized_end=1490
-  _globals['_TXNOFFSETCOMMITRESPONSE']._serialized_start=1492
-  _globals['_TXNOFFSETCOMMITRESPONSE']._serialized_end=1564
-  _globals['_ENDTXNREQUEST']._serialized_start=1566
-  _globals['_ENDTXNREQUEST']._serialized_end=1651
-  _globals['_ENDTXNRESPONSE']._serialized_start=1653
-  _globals['_ENDTXNRESPONSE']._serialized_end=1778
-  _globals['_LISTTRANSACTIONSREQUEST']._serialized_start=1781
-  _globals['_LISTTRANSACTIONSREQUEST']._serialized_end=1914
-  _globals['_LISTEDTRANSACTION']._serialized_start=1916
-  _globals['_LISTEDTRANSACTION']._serialized_end=2025
-  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_start=2027
-  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_end=2132
-  _globals['_DESCRIBETRANSACTIONSREQUEST']._serialized_start=2134
-  _globals['_DESCRIBETRANSACTIONSREQUEST']._serialized_end=2190
-  _globals['_DESCRIBEDTRANSACTION']._serialized_start=2193
-  _globals['_DESCRIBEDTRANSACTION']._serialized_end=2502
-  _globals['_DESCRIBETRANSACTIONSRESPONSE']._serialized_start=2504
-  _globals['_DESCRIBETRANSACTIONSRESPONSE']._serialized_end=2588
-  _globals['_ABORTTRANSACTIONREQUEST']._serialized_start=2590
-  _globals['_ABORTTRANSACTIONREQUEST']._serialized_end=2694
-  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_start=2696
-  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_end=2786
-  _globals['_TRANSACTIONCOORDINATORSERVICE']._serialized_start=2789
-  _globals['_TRANSACTIONCOORDINATORSERVICE']._serialized_end=3530
+  _globals['_ADDPARTITIONSTOTXNSTREAMREQUEST']._serialized_start=904
+  _globals['_ADDPARTITIONSTOTXNSTREAMREQUEST']._serialized_end=1015
+  _globals['_ADDPARTITIONSTOTXNSTREAMRESPONSE']._serialized_start=1017
+  _globals['_ADDPARTITIONSTOTXNSTREAMRESPONSE']._serialized_end=1131
+  _globals['_ADDOFFSETSTOTXNREQUEST']._serialized_start=1133
+  _globals['_ADDOFFSETSTOTXNREQUEST']._serialized_end=1226
+  _globals['_ADDOFFSETSTOTXNRESPONSE']._serialized_start=1228
+  _globals['_ADDOFFSETSTOTXNRESPONSE']._serialized_end=1317
+  _globals['_TXNOFFSETCOMMITPARTITION']._serialized_start=1319
+  _globals['_TXNOFFSETCOMMITPARTITION']._serialized_end=1440
+  _globals['_TXNOFFSETCOMMITTOPIC']._serialized_start=1442
+  _globals['_TXNOFFSETCOMMITTOPIC']._serialized_end=1534
+  _globals['_TXNOFFSETCOMMITREQUEST']._serialized_start=1537
+  _globals['_TXNOFFSETCOMMITREQUEST']._serialized_end=1719
+  _globals['_TXNOFFSETCOMMITRESPONSE']._serialized_start=1721
+  _globals['_TXNOFFSETCOMMITRESPONSE']._serialized_end=1793
+  _globals['_ENDTXNREQUEST']._serialized_start=1795
+  _globals['_ENDTXNREQUEST']._serialized_end=1880
+  _globals['_ENDTXNRESPONSE']._serialized_start=1882
+  _globals['_ENDTXNRESPONSE']._serialized_end=2007
+  _globals['_LISTTRANSACTIONSREQUEST']._serialized_start=2010
+  _globals['_LISTTRANSACTIONSREQUEST']._serialized_end=2143
+  _globals['_LISTEDTRANSACTION']._serialized_start=2145
+  _globals['_LISTEDTRANSACTION']._serialized_end=2254
+  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_start=2256
+  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_end=2361
+  _globals['_DESCRIBETRANSACTIONSREQUEST']._serialized_start=2363
+  _globals['_DESCRIBETRANSACTIONSREQUEST']._serialized_end=2419
+  _globals['_DESCRIBEDTRANSACTION']._serialized_start=2422
+  _globals['_DESCRIBEDTRANSACTION']._serialized_end=2731
+  _globals['_DESCRIBETRANSACTIONSRESPONSE']._serialized_start=2733
+  _globals['_DESCRIBETRANSACTIONSRESPONSE']._serialized_end=2817
+  _globals['_ABORTTRANSACTIONREQUEST']._serialized_start=2819
+  _globals['_ABORTTRANSACTIONREQUEST']._serialized_end=2923
+  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_start=2925
+  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_end=3015
+  _globals['_TRANSACTIONCOORDINATORSERVICE']._serialized_start=3018
+  _globals['_TRANSACTIONCOORDINATORSERVICE']._serialized_end=3878
 # @@protoc_insertion_point(module_scope)

@@ -75,6 +75,22 @@ class AddPartitionsToTxnResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[TxnPartitionResult]
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[TxnPartitionResult, _Mapping]]] = ...) -> None: ...
 
+class AddPartitionsToTxnStreamRequest(_message.Message):
+    __slots__ = ("correlation_id", "request")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    request: AddPartitionsToTxnRequest
+    def __init__(self, correlation_id: _Optional[int] = ..., request: _Optional[_Union[AddPartitionsToTxnRequest, _Mapping]] = ...) -> None: ...
+
+class AddPartitionsToTxnStreamResponse(_message.Message):
+    __slots__ = ("correlation_id", "response")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    response: AddPartitionsToTxnResponse
+    def __init__(self, correlation_id: _Optional[int] = ..., response: _Optional[_Union[AddPartitionsToTxnResponse, _Mapping]] = ...) -> None: ...
+
 class AddOffsetsToTxnRequest(_message.Message):
     __slots__ = ("producer", "group_id")
     PRODUCER_FIELD_NUMBER: _ClassVar[int]

@@ -47,6 +47,11 @@ class TransactionCoordinatorServiceStub:
                 request_serializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnResponse.FromString,
                 _registered_method=True)
+        self.AddPartitionsToTxnStream = channel.stream_stream(
+                '/samsa.v1.TransactionCoordinatorService/AddPartitionsToTxnStream',
+                request_serializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnStreamRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnStreamResponse.FromString,
+                _registered_method=True)
         self.AddOffsetsToTxn = channel.unary_unary(
                 '/samsa.v1.TransactionCoordinatorService/AddOffsetsToTxn',
                 request_serializer=samsa_dot_v1_dot_transactions__pb2.AddOffsetsToTxnRequest.SerializeToString,
@@ -96,6 +101,18 @@ class TransactionCoordinatorServiceServicer:
     def AddPartitionsToTxn(self, request, context):
         """Adds partitions to a producer's open transaction (opening it with the first), or, for a
         broker with verify_only, checks that they were added.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddPartitionsToTxnStream(self, request_iterator, context):
+        """AddPartitionsToTxn over one long-lived stream, for brokers: the checks and adds a leader
+        makes before it appends a transaction's first batch to a partition (KIP-890). The same
+        requests and answers, matched by correlation_id and answered as each completes (not
+        necessarily in order). That produce waits on the answer, and a stream message costs about
+        half of a new unary call (DESIGN §12). A request the unary call would refuse with a gRPC
+        status ends the stream with that status.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -173,6 +190,11 @@ def add_TransactionCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.AddPartitionsToTxn,
                     request_deserializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnResponse.SerializeToString,
+            ),
+            'AddPartitionsToTxnStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.AddPartitionsToTxnStream,
+                    request_deserializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnStreamRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnStreamResponse.SerializeToString,
             ),
             'AddOffsetsToTxn': grpc.unary_unary_rpc_method_handler(
                     servicer.AddOffsetsToTxn,
@@ -262,6 +284,33 @@ class TransactionCoordinatorService:
             '/samsa.v1.TransactionCoordinatorService/AddPartitionsToTxn',
             samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnRequest.SerializeToString,
             samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPartitionsToTxnStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/samsa.v1.TransactionCoordinatorService/AddPartitionsToTxnStream',
+            samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnStreamRequest.SerializeToString,
+            samsa_dot_v1_dot_transactions__pb2.AddPartitionsToTxnStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
