@@ -29,16 +29,5 @@ class InternalMarkersStream(
         super().__init__(
             lambda requests: stub.WriteTxnMarkersStream(requests, metadata=proof),
             limits.produce_stream_in_flight_max,
+            broker_pb2.WriteTxnMarkersStreamRequest,
         )
-
-    def _message(
-        self, correlation_id: int, request: broker_pb2.WriteTxnMarkersRequest
-    ) -> broker_pb2.WriteTxnMarkersStreamRequest:
-        return broker_pb2.WriteTxnMarkersStreamRequest(
-            correlation_id=correlation_id, request=request
-        )
-
-    def _answer(
-        self, message: broker_pb2.WriteTxnMarkersStreamResponse
-    ) -> tuple[int, broker_pb2.WriteTxnMarkersResponse]:
-        return message.correlation_id, message.response

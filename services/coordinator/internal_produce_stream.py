@@ -41,6 +41,7 @@ class InternalProduceStream(InternalStream[broker_pb2.ProduceRequest, broker_pb2
         super().__init__(
             lambda requests: stub.ProduceStream(requests, metadata=proof),
             limits.produce_stream_in_flight_max,
+            broker_pb2.ProduceStreamRequest,
         )
 
     async def produce(
@@ -55,11 +56,6 @@ class InternalProduceStream(InternalStream[broker_pb2.ProduceRequest, broker_pb2
         return broker_pb2.ProduceStreamRequest(
             correlation_id=correlation_id, request=request, traceparent=_current_traceparent()
         )
-
-    def _answer(
-        self, message: broker_pb2.ProduceStreamResponse
-    ) -> tuple[int, broker_pb2.ProduceResponse]:
-        return message.correlation_id, message.response
 
 
 def _current_traceparent() -> str:

@@ -17,8 +17,8 @@ kind open to each peer it calls.
   write resends its batch with the same sequence, a marker at the same epoch is a retry, a check
   changes nothing and an add is idempotent).
 
-A subclass says how a request and its correlation id become a stream message, and how an answer
-message gives back (correlation id, response).
+A subclass names its RPC and its request message, and may add fields to each message (the
+produce stream adds the caller's trace context).
 """
 
 from __future__ import annotations
@@ -40,9 +40,17 @@ class StreamBrokenError(Exception):
 
 
 class InternalStream(Generic[Request, Response]):
-    """One stream to one broker; create and use it on one running event loop."""
+    """One stream to one peer; create and use it on one running event loop. `message_type` is
+    the stream's request message: `correlation_id` and `request` fields, answered by a message
+    with `correlation_id` and `response` (every Samsa request stream is shaped so)."""
 
-    def __init__(self, open_call: Callable[[AsyncIterator[Any]], Any], in_flight_max: int) -> None:
+    def __init__(
+        self,
+        open_call: Callable[[AsyncIterator[Any]], Any],
+        in_flight_max: int,
+        message_type: Callable[..., Any],
+    ) -> None:
+        self._message_type = message_type
         # Bounded by the semaphore: at most one queued item per waiting request, plus the end.
         self._requests: asyncio.Queue[Any] = asyncio.Queue(maxsize=in_flight_max + 1)
         self._room = asyncio.Semaphore(in_flight_max)
@@ -52,13 +60,9 @@ class InternalStream(Generic[Request, Response]):
         self._call = open_call(self._outgoing())
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
-    # --- what a subclass says ---------------------------------------------------------------
-
     def _message(self, correlation_id: int, request: Request) -> Any:
-        raise NotImplementedError
-
-    def _answer(self, message: Any) -> tuple[int, Response]:
-        raise NotImplementedError
+        """The stream message for `request` (a subclass may add fields)."""
+        return self._message_type(correlation_id=correlation_id, request=request)
 
     # --- the stream -------------------------------------------------------------------------
 
@@ -87,10 +91,9 @@ class InternalStream(Generic[Request, Response]):
     async def _read(self) -> None:
         try:
             async for item in self._call:
-                correlation_id, response = self._answer(item)
-                waiter = self._pending.pop(correlation_id, None)
+                waiter = self._pending.pop(item.correlation_id, None)
                 if waiter is not None and not waiter.done():
-                    waiter.set_result(response)
+                    waiter.set_result(item.response)
             why = "the broker ended the stream"
         except grpc.aio.AioRpcError as error:
             why = f"{error.code().name}: {error.details()}"

@@ -79,19 +79,11 @@ class AddPartitionsStream(
     """One AddPartitionsToTxnStream to one coordinator; create and use it on one event loop."""
 
     def __init__(self, stub: transactions_pb2_grpc.TransactionCoordinatorServiceStub) -> None:
-        super().__init__(stub.AddPartitionsToTxnStream, limits.produce_stream_in_flight_max)
-
-    def _message(
-        self, correlation_id: int, request: transactions_pb2.AddPartitionsToTxnRequest
-    ) -> transactions_pb2.AddPartitionsToTxnStreamRequest:
-        return transactions_pb2.AddPartitionsToTxnStreamRequest(
-            correlation_id=correlation_id, request=request
+        super().__init__(
+            stub.AddPartitionsToTxnStream,
+            limits.produce_stream_in_flight_max,
+            transactions_pb2.AddPartitionsToTxnStreamRequest,
         )
-
-    def _answer(
-        self, message: transactions_pb2.AddPartitionsToTxnStreamResponse
-    ) -> tuple[int, transactions_pb2.AddPartitionsToTxnResponse]:
-        return message.correlation_id, message.response
 
 
 class TransactionMembershipCheck:
