@@ -36,7 +36,9 @@ ROUNDS, SLOW_ROUNDS = 3, 50
 TOPIC = "history"
 PARTITIONS = 2
 PRODUCERS = 2
-DROP_ANSWER_PROBABILITY = 0.03
+# About 40 Produce answers a round: at 0.1 the 3 rounds CI runs drop ~12 (at 0.03 they dropped
+# none in about one run in 30, and the test proved nothing then).
+DROP_ANSWER_PROBABILITY = 0.1
 SETTINGS = dict(FAST_SETTINGS, **{"replica.lag.time.max.ms": "2000"})
 
 
