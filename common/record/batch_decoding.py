@@ -253,6 +253,9 @@ def _slice_column(
         raise CorruptRecordError(f"{name}_lengths[{index}] = {smallest} is negative (null is -1)")
     stored_lengths = lengths
     if smallest == NULL_LENGTH:
+        if name != "header_key" and max(lengths) == NULL_LENGTH:
+            # Every item null, as the keys of most batches are: no bytes to cut.
+            return [None] * len(lengths), position
         if name == "header_key":
             index = lengths.index(NULL_LENGTH)
             raise CorruptRecordError(

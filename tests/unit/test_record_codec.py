@@ -181,6 +181,19 @@ def test_round_trip_nulls_empty_bytes_headers_and_unicode() -> None:
     assert batch.values[1] is None and batch.values[2] == b""
 
 
+def test_a_column_of_nulls_only_decodes_to_nulls_and_takes_no_bytes() -> None:
+    """Keyless records (the common case) and null header values cut nothing from the section;
+    the columns after them are read from the right place."""
+    values = [b"first", b"", b"third"]
+    headers = [[("h", None)], [("h", None), ("i", None)], [("h", None)]]
+    batch = decode_batch(build_batch(values, keys=[None, None, None], headers=headers))
+    assert batch.keys == [None, None, None]
+    assert batch.values == values
+    assert batch.headers == [(("h", None),), (("h", None), ("i", None)), (("h", None),)]
+    all_null = decode_batch(build_batch([None, None]))
+    assert all_null.keys == [None, None] and all_null.values == [None, None]
+
+
 def test_header_fields_are_filled_from_the_records() -> None:
     raw = build_batch(
         [b"a", b"b", b"c"],
