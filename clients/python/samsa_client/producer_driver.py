@@ -344,7 +344,8 @@ class ProducerDriver:
     def _drain_and_send(self) -> ReadyResult:
         """Expire, drain every ready broker and hand each request to its stream. Synchronous,
         and only ever run on the loop: no await from drain to send, so wire order = drain
-        order, whichever of the task and `wake()` runs it."""
+        order, whichever of the task and `wake()` runs it. Batches are encoded after the lock
+        is released (accumulator.encode)."""
         assert not self._draining, "a drain inside a drain would reorder requests"
         self._draining = True
         try:
@@ -361,6 +362,7 @@ class ProducerDriver:
             self._settle(expired)
             for node, batches in requests:
                 if batches:
+                    accumulator.encode(batches)
                     self._send_request(node, batches)
         finally:
             self._draining = False

@@ -63,13 +63,22 @@ def append(
     return result
 
 
+def drain_encoded(
+    accumulator: RecordAccumulator, node: int, max_request_bytes: int, now_ms: int
+) -> list[ProducerBatch]:
+    """drain() then encode(), as the driver does (it encodes outside its lock)."""
+    drained = accumulator.drain(node, max_request_bytes, now_ms)
+    accumulator.encode(drained)
+    return drained
+
+
 def drain_all(
     accumulator: RecordAccumulator, now_ms: int, max_request_bytes: int = 1 << 20
 ) -> list[ProducerBatch]:
     ready = accumulator.ready(now_ms, LEADERS)
     drained = []
     for node in sorted(ready.ready_nodes):
-        drained += accumulator.drain(node, max_request_bytes, now_ms)
+        drained += drain_encoded(accumulator, node, max_request_bytes, now_ms)
     return drained
 
 

@@ -24,6 +24,7 @@ from accumulator_helpers import (
     append,
     batch_size_for,
     drain_all,
+    drain_encoded,
     make,
 )
 
@@ -203,7 +204,7 @@ def test_buffer_memory_bounds_buffered_bytes() -> None:
     assert accumulator.buffered_bytes == before  # a refusal changes nothing
     # While an append waits for memory every batch is sendable (Kafka's "exhausted" rule).
     assert accumulator.ready(0, LEADERS).ready_nodes == {1}
-    (oldest, *_) = accumulator.drain(1, 1 << 20, 0)
+    (oldest, *_) = drain_encoded(accumulator, 1, 1 << 20, 0)
     accumulator.on_batch_acked(oldest.batch_id, 0)
     assert isinstance(accumulator.append("t", 0, None, VALUE, None, None, 0), AppendResult)
     assert accumulator.ready(0, LEADERS).ready_nodes == frozenset()  # lingering again

@@ -21,6 +21,7 @@ from accumulator_helpers import (
     append,
     batch_size_for,
     drain_all,
+    drain_encoded,
     make,
     values_of,
 )
@@ -40,7 +41,7 @@ def test_a_batch_lingers_then_becomes_ready() -> None:
     waiting = accumulator.ready(105, LEADERS)
     assert waiting.ready_nodes == frozenset()
     assert waiting.next_check_ms == 110
-    assert accumulator.drain(1, 1 << 20, 105) == []
+    assert drain_encoded(accumulator, 1, 1 << 20, 105) == []
     assert accumulator.ready(110, LEADERS).ready_nodes == {1}
 
 
@@ -67,7 +68,7 @@ def test_a_closed_batch_is_ready_before_linger() -> None:
     assert accumulator.ready(0, LEADERS).ready_nodes == frozenset()
     append(accumulator)  # does not fit: batch 0 closes, batch 1 opens
     assert accumulator.ready(0, LEADERS).ready_nodes == {1}
-    drained = accumulator.drain(1, 1 << 20, 0)
+    drained = drain_encoded(accumulator, 1, 1 << 20, 0)
     # The whole node's queue goes: the closed batch and (piggybacked) the open one.
     assert [len(values_of(batch)) for batch in drained] == [2, 1]
 
@@ -100,11 +101,11 @@ def test_ready_and_drain_are_per_leader() -> None:
     append(accumulator, partition=2)
     append(accumulator, topic="u", partition=0)
     assert accumulator.ready(0, LEADERS).ready_nodes == {1, 2}
-    to_node_1 = accumulator.drain(1, 1 << 20, 0)
-    to_node_2 = accumulator.drain(2, 1 << 20, 0)
+    to_node_1 = drain_encoded(accumulator, 1, 1 << 20, 0)
+    to_node_2 = drain_encoded(accumulator, 2, 1 << 20, 0)
     assert sorted((b.topic, b.partition) for b in to_node_1) == [("t", 0), ("t", 1)]
     assert sorted((b.topic, b.partition) for b in to_node_2) == [("t", 2), ("u", 0)]
-    assert accumulator.drain(1, 1 << 20, 0) == []
+    assert drain_encoded(accumulator, 1, 1 << 20, 0) == []
 
 
 def test_a_ready_node_also_takes_its_lingering_partitions() -> None:
@@ -113,7 +114,7 @@ def test_a_ready_node_also_takes_its_lingering_partitions() -> None:
     append(accumulator, partition=0)  # full: ready
     append(accumulator, partition=1, value=b"")  # lingering
     assert accumulator.ready(0, LEADERS).ready_nodes == {1}
-    assert sorted(b.partition for b in accumulator.drain(1, 1 << 20, 0)) == [0, 1]
+    assert sorted(b.partition for b in drain_encoded(accumulator, 1, 1 << 20, 0)) == [0, 1]
 
 
 # --- request size and fairness --------------------------------------------------------------------
@@ -124,17 +125,17 @@ def test_drain_respects_max_request_bytes() -> None:
     for _ in range(6):
         append(accumulator)  # 3 full batches on t-0
     accumulator.ready(0, LEADERS)
-    first = accumulator.drain(1, 2 * batch_size_for(2), 0)
+    first = drain_encoded(accumulator, 1, 2 * batch_size_for(2), 0)
     assert len(first) == 2
     assert sum(batch.size_bytes for batch in first) <= 2 * batch_size_for(2)
-    assert len(accumulator.drain(1, 2 * batch_size_for(2), 0)) == 1
+    assert len(drain_encoded(accumulator, 1, 2 * batch_size_for(2), 0)) == 1
 
 
 def test_the_first_batch_always_goes_even_if_larger_than_the_request_limit() -> None:
     accumulator = make()
     append(accumulator, value=b"x" * 1000)
     accumulator.ready(0, LEADERS)
-    assert len(accumulator.drain(1, 100, 0)) == 1
+    assert len(drain_encoded(accumulator, 1, 100, 0)) == 1
 
 
 def test_drain_rotates_its_starting_partition() -> None:
@@ -146,7 +147,7 @@ def test_drain_rotates_its_starting_partition() -> None:
     firsts = []
     for _ in range(4):
         accumulator.ready(0, leaders)
-        (batch,) = accumulator.drain(1, 1, 0)  # one batch per request
+        (batch,) = drain_encoded(accumulator, 1, 1, 0)  # one batch per request
         firsts.append(batch.partition)
     assert firsts == [0, 1, 2, 3]
 
@@ -162,7 +163,7 @@ def test_nothing_is_sent_before_a_producer_id() -> None:
     assert result.producer_id_required and result.ready_nodes == frozenset()
     accumulator.set_producer_id(7, 3)
     assert not accumulator.ready(0, LEADERS).producer_id_required
-    (batch,) = accumulator.drain(1, 1 << 20, 0)
+    (batch,) = drain_encoded(accumulator, 1, 1 << 20, 0)
     assert codec.decode_batch(batch.encoded).header.producer_id == 7
 
 

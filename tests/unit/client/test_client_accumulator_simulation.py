@@ -178,6 +178,7 @@ class Simulation:
             result = self.accumulator.ready(self.now_ms, self.leaders)
         for node_id in sorted(result.ready_nodes):
             drained = self.accumulator.drain(node_id, 1200, self.now_ms)
+            self.accumulator.encode(drained)
             if drained:
                 assert all(self.leaders[(b.topic, b.partition)] == node_id for b in drained)
                 for retry in (b for b in drained if b.attempts > 1):  # the broker's rule
