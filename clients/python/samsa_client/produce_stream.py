@@ -1,5 +1,6 @@
 """One long-lived ProduceStream per broker, on grpc.aio: requests matched to answers by
-correlation id; and the Produce request one stream message carries (`produce_request`).
+correlation id. The stream carries messages serialized by hand (produce_message.py), so it is
+opened without a request serializer (`raw_produce_stream`).
 
 A stream round trip costs about half of a unary call here (DESIGN §12), which is what a caller
 waiting on each record feels. Everything runs on the producer driver's event loop: `send()`
@@ -25,11 +26,14 @@ from collections.abc import AsyncIterator, Callable
 
 import grpc
 
+from samsa.client.produce_message import EncodedRequest, produce_stream_message
 from samsa.client.producer_batch import ProducerBatch
 from samsa.client.producer_ids import RETRIABLE_STATUSES
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.v1 import broker_pb2, broker_pb2_grpc
+from samsa.v1 import broker_pb2
+
+PRODUCE_STREAM_METHOD = "/samsa.v1.BrokerService/ProduceStream"
 
 # A stream that failed leaves its requests' outcomes unknown, so they are retried (with
 # idempotence the broker drops what it already has). INTERNAL too: "Internal error from Core" is
@@ -42,6 +46,18 @@ ByPartition = dict[tuple[str, int], list[ProducerBatch]]
 
 # (response, None) on an answer; (None, error) when the stream broke or the request timed out.
 Callback = Callable[[broker_pb2.ProduceResponse | None, grpc.RpcError | None], None]
+
+# Opens the call: given the outgoing serialized messages, the stream of answers.
+OpenCall = Callable[[AsyncIterator[bytes]], grpc.aio.StreamStreamCall]
+
+
+def raw_produce_stream(channel: grpc.aio.Channel) -> OpenCall:
+    """ProduceStream with requests already serialized (bytes pass through gRPC as they are)."""
+    return channel.stream_stream(
+        PRODUCE_STREAM_METHOD,
+        request_serializer=None,
+        response_deserializer=broker_pb2.ProduceStreamResponse.FromString,
+    )
 
 
 class StreamBroken(grpc.RpcError):
@@ -72,18 +88,18 @@ def stream_error_outcome(error: grpc.RpcError) -> tuple[ErrorCode, bool]:
 class ProduceStream:
     """Must be created and used on one running event loop."""
 
-    def __init__(self, stub: broker_pb2_grpc.BrokerServiceStub) -> None:
+    def __init__(self, open_call: OpenCall) -> None:
         # Bounded by has_room(): at most one queued item per waiting request, plus the sentinel.
-        self._requests: asyncio.Queue[broker_pb2.ProduceStreamRequest | None] = asyncio.Queue(
+        self._requests: asyncio.Queue[bytes | None] = asyncio.Queue(
             maxsize=limits.produce_stream_in_flight_max + 1
         )
         self._pending: dict[int, tuple[Callback, float]] = {}
         self._ids = itertools.count()
         self.broken = False
-        self._call = stub.ProduceStream(self._outgoing())
+        self._call = open_call(self._outgoing())
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
-    async def _outgoing(self) -> AsyncIterator[broker_pb2.ProduceStreamRequest]:
+    async def _outgoing(self) -> AsyncIterator[bytes]:
         while (item := await self._requests.get()) is not None:
             yield item
 
@@ -91,9 +107,7 @@ class ProduceStream:
         """False while the stream already has the most requests a broker takes at once."""
         return not self.broken and len(self._pending) < limits.produce_stream_in_flight_max
 
-    def send(
-        self, request: broker_pb2.ProduceRequest, callback: Callback, traceparent: str = ""
-    ) -> bool:
+    def send(self, request: EncodedRequest, callback: Callback, traceparent: str = "") -> bool:
         """Queue `request`; False (nothing sent) when the stream is broken: open another.
         `traceparent`: a sampled record's, so that the broker's spans join its trace."""
         if self.broken:
@@ -101,11 +115,7 @@ class ProduceStream:
         assert len(self._pending) < limits.produce_stream_in_flight_max, "send without room"
         correlation_id = next(self._ids)
         self._pending[correlation_id] = (callback, time.monotonic())
-        self._requests.put_nowait(
-            broker_pb2.ProduceStreamRequest(
-                correlation_id=correlation_id, request=request, traceparent=traceparent
-            )
-        )
+        self._requests.put_nowait(produce_stream_message(correlation_id, request, traceparent))
         return True
 
     async def _read(self) -> None:
@@ -150,32 +160,3 @@ class ProduceStream:
         self._call.cancel()
         self._break(StreamBroken(grpc.StatusCode.CANCELLED, "the producer was closed"))
         await asyncio.gather(self._reader, return_exceptions=True)
-
-
-def produce_request(
-    acks: int,
-    timeout_ms: int,
-    by_partition: ByPartition,
-    *,
-    transactional_id: str = "",
-    add_partitions_to_txn: bool = False,
-) -> broker_pb2.ProduceRequest:
-    """One request; several batches of one partition travel concatenated in one PartitionData
-    (the broker appends them together, the offsets of the second following the first's). With
-    `add_partitions_to_txn` the leader adds the partitions to the open transaction itself."""
-    by_topic: dict[str, list[broker_pb2.ProduceRequest.PartitionData]] = {}
-    for (topic, partition), group in by_partition.items():
-        records = b"".join(batch.encoded for batch in group)  # type: ignore[misc]
-        by_topic.setdefault(topic, []).append(
-            broker_pb2.ProduceRequest.PartitionData(partition=partition, records=records)
-        )
-    return broker_pb2.ProduceRequest(
-        acks=acks,
-        timeout_ms=timeout_ms,
-        transactional_id=transactional_id,
-        add_partitions_to_txn=add_partitions_to_txn,
-        topics=[
-            broker_pb2.ProduceRequest.TopicData(name=topic, partitions=partitions)
-            for topic, partitions in by_topic.items()
-        ],
-    )

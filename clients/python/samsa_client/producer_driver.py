@@ -56,10 +56,11 @@ from samsa.client.cluster_metadata import (
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.partitioner import Partitioner
+from samsa.client.produce_message import produce_request
 from samsa.client.produce_stream import (
     ByPartition,
     ProduceStream,
-    produce_request,
+    raw_produce_stream,
     stream_error_outcome,
 )
 from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
@@ -479,7 +480,7 @@ class ProducerDriver:
         request = produce_request(
             self.config.acks,
             self.config.request_timeout_ms,
-            by_partition,
+            {tp: [batch.encoded for batch in group] for tp, group in by_partition.items()},  # type: ignore[misc]
             transactional_id=self.config.transactional_id or "",
             add_partitions_to_txn=self.txn is not None,
         )
@@ -508,8 +509,8 @@ class ProducerDriver:
     def _stream(self, endpoint: str) -> ProduceStream:
         stream = self._streams.get(endpoint)
         if stream is None or stream.broken:
-            stub = broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint, traced=False))
-            stream = self._streams[endpoint] = ProduceStream(stub)
+            channel = self._channels.get(endpoint, traced=False)
+            stream = self._streams[endpoint] = ProduceStream(raw_produce_stream(channel))
         return stream
 
     def _on_response(

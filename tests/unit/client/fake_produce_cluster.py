@@ -79,7 +79,8 @@ class _FakeCall:
         self._task = asyncio.get_running_loop().create_task(self._serve(requests))
 
     async def _serve(self, requests: AsyncIterator) -> None:
-        async for item in requests:
+        async for message in requests:  # serialized by hand (produce_message.py)
+            item = broker_pb2.ProduceStreamRequest.FromString(message)
             response = self._broker.produce(item.request)
             self._answers.put_nowait(
                 broker_pb2.ProduceStreamResponse(
@@ -159,9 +160,6 @@ class FakeCluster:
             def __init__(self, channel: object) -> None:
                 self._broker = cluster.broker_of(channel)
 
-            def ProduceStream(self, requests: AsyncIterator) -> _FakeCall:
-                return _FakeCall(self._broker, requests)
-
             async def InitProducerId(
                 self, request: broker_pb2.InitProducerIdRequest, timeout: float
             ) -> broker_pb2.InitProducerIdResponse:
@@ -173,6 +171,11 @@ class FakeCluster:
             producer_driver, "broker_pb2_grpc", SimpleNamespace(BrokerServiceStub=FakeStub)
         )
         monkeypatch.setattr(producer_driver.AioChannels, "get", lambda _, endpoint, **__: endpoint)
+        monkeypatch.setattr(
+            producer_driver,
+            "raw_produce_stream",
+            lambda endpoint: lambda requests: _FakeCall(cluster.broker_of(endpoint), requests),
+        )
 
     def broker_of(self, endpoint: object) -> FakeBroker:
         assert isinstance(endpoint, str) and endpoint.startswith("fake:")
