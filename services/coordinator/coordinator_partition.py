@@ -288,12 +288,13 @@ class CoordinatorPartition:
             backoff = RETRY_BACKOFF_S
             if goal is None:
                 goal = result.high_watermark
-            if not result.records:
+            records = result.records  # read once: each read of a bytes field copies it
+            if not records:
                 if offset >= goal:
                     break
                 await asyncio.sleep(RETRY_BACKOFF_S)  # the high watermark has not reached goal
                 continue
-            offset, next_sequence = self._replay(result.records, offset, next_sequence)
+            offset, next_sequence = self._replay(records, offset, next_sequence)
         return offset, next_sequence
 
     def _replay(self, data: bytes, offset: int, next_sequence: int) -> tuple[int, int]:

@@ -156,10 +156,11 @@ class OffsetsPartition(CoordinatorPartition):
                 backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
                 continue
             backoff = RETRY_BACKOFF_S
-            if not result.records:
+            records = result.records  # read once: each read of a bytes field copies it
+            if not records:
                 await asyncio.sleep(MARKER_POLL_S)
                 continue
-            for batch in decode_batches(result.records):
+            for batch in decode_batches(records):
                 head = batch.header
                 if head.last_offset < offset:
                     continue

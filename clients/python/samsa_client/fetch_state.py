@@ -411,12 +411,11 @@ class FetchState:
         asked: int,
     ) -> bool:
         """Buffer the records of one partition's answer; True when there were some."""
-        if result.records:
+        records = result.records  # read once: each read of a bytes field copies it
+        if records:
             try:
                 aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions]
-                decoded, leader_epoch, corrupt_at = decode_records(
-                    tp, result.records, asked, aborted
-                )
+                decoded, leader_epoch, corrupt_at = decode_records(tp, records, asked, aborted)
             except CorruptRecordError as error:
                 self._errors[tp] = error
                 return False

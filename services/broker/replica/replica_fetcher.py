@@ -266,14 +266,15 @@ class ReplicaFetchers:
             hosted.high_watermark = min(hosted.high_watermark, log_.log_end_offset)
             hosted.notify_appended()
             return True
-        if result.records:
+        records = result.records  # read once: each read of a bytes field copies it
+        if records:
             try:
-                log_.append_as_follower(result.records, now_ms=now_ms)
+                log_.append_as_follower(records, now_ms=now_ms)
             except SamsaError as error:
                 log.error("follower append failed", extra={"partition": where, "error": str(error)})
                 return False
         high_watermark = follower_high_watermark(result.high_watermark, log_.log_end_offset)
-        if result.records or high_watermark != hosted.high_watermark:
+        if records or high_watermark != hosted.high_watermark:
             hosted.high_watermark = high_watermark
             hosted.notify_appended()
         return True

@@ -53,16 +53,17 @@ class SessionPartition:
 
     def has_news(self, result: PartitionResult) -> bool:
         """Whether an incremental answer must carry `result`: anything the fetcher does not
-        already know from an earlier answer."""
+        already know from an earlier answer. `records` is looked at last: reading a bytes
+        field copies it, and new records usually come with a high watermark that moved."""
         return bool(
-            result.records
-            or result.decoded_records
+            result.high_watermark != self.high_watermark
             or result.error_code
-            or result.HasField("diverging_epoch")
-            or result.HasField("preferred_read_replica")
-            or result.high_watermark != self.high_watermark
             or result.last_stable_offset != self.last_stable_offset
             or result.log_start_offset != self.log_start_offset
+            or result.HasField("diverging_epoch")
+            or result.HasField("preferred_read_replica")
+            or result.decoded_records
+            or result.records
         )
 
     def remember(self, result: PartitionResult) -> None:

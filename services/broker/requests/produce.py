@@ -136,7 +136,8 @@ def _append(
         result.current_leader.leader_id = hosted.leader_id
         result.current_leader.leader_epoch = hosted.leader_epoch
         return None
-    if data.records and data.typed_records:
+    records = data.records  # read once: each read of a bytes field copies it
+    if records and data.typed_records:
         fail(result, ErrorCode.INVALID_REQUEST, "send records or typed_records, not both")
         return None
     if acks == -1 and len(hosted.isr) < hosted.min_insync_replicas:
@@ -150,7 +151,7 @@ def _append(
     tracer = host.record_tracer if trace_parent is not None else None
     started_ns = tracer.clock() if tracer is not None else 0
     try:
-        batch = data.records or _encode_typed(data)
+        batch = records or _encode_typed(data)
         info = hosted.log.append_as_leader(
             batch,
             leader_epoch=hosted.leader_epoch,

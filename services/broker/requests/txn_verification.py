@@ -48,10 +48,11 @@ def transactional_partitions(request: broker_pb2.ProduceRequest) -> dict[TopicPa
     found: dict[TopicPartition, Identity] = {}
     for topic in request.topics:
         for data in topic.partitions:
-            if not data.records:
+            records = data.records  # read once: each read of a bytes field copies it
+            if not records:
                 continue
             try:
-                header = read_header(data.records, 0)
+                header = read_header(records, 0)
             except CorruptRecordError:
                 continue
             if header.attributes & TRANSACTIONAL:
