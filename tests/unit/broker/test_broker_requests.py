@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from broker_host import hosting, led_partitions, single_broker_image
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
-from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.fetch import fetch, read_once
@@ -21,28 +23,16 @@ from samsa.v1 import records_pb2
 TOPIC_ID = b"\x07" * 16
 
 
-def image(leader: int = 1, epoch: int = 0, topic: str = "t", topic_id: bytes = TOPIC_ID):
-    partitions = {
-        p: PartitionState(p, (leader,), (leader,), leader, epoch, epoch) for p in range(2)
-    }
-    return MetadataImage(
-        end_offset=10,
-        hash=b"\x00" * 16,
-        timestamp_ms=0,
-        brokers={1: BrokerRegistration(1, "i", "h:1", "", 0, False)},
-        topics={topic: TopicImage(topic, topic_id, partitions)},
-        topic_names={topic_id: topic},
-        configs={},
-    )
+def image(
+    leader: int = 1, epoch: int = 0, topic: str = "t", topic_id: bytes = TOPIC_ID
+) -> MetadataImage:
+    return single_broker_image({topic: (topic_id, led_partitions(2, leader, epoch))})
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> PartitionHost:
-    partition_host = PartitionHost(tmp_path, broker_id=1)
-    new = image()
-    partition_host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
-    yield partition_host
-    partition_host.close_all()
+def host(tmp_path: Path) -> Iterator[PartitionHost]:
+    with hosting(tmp_path, image()) as hosted:
+        yield hosted
 
 
 def produce_request(partition: int, records: bytes = b"", typed=(), topic: str = "t", acks=1):

@@ -13,14 +13,14 @@ has verified the partition (`allow_transactional`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from broker_host import hosting, led_partitions, single_broker_image
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
-from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
-from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 from samsa.services.broker.requests.describe_producers import describe_producers
 from samsa.services.broker.requests.fetch import read_once
@@ -34,26 +34,10 @@ TOPIC_ID = b"\x09" * 16
 READ_COMMITTED = records_pb2.ISOLATION_LEVEL_READ_COMMITTED
 
 
-def image() -> MetadataImage:
-    partitions = {p: PartitionState(p, (1,), (1,), 1, 0, 0) for p in range(2)}
-    return MetadataImage(
-        end_offset=10,
-        hash=b"\x00" * 16,
-        timestamp_ms=0,
-        brokers={1: BrokerRegistration(1, "i", "h:1", "", 0, False)},
-        topics={"t": TopicImage("t", TOPIC_ID, partitions)},
-        topic_names={TOPIC_ID: "t"},
-        configs={},
-    )
-
-
 @pytest.fixture
-def host(tmp_path: Path) -> PartitionHost:
-    partition_host = PartitionHost(tmp_path, broker_id=1)
-    new = image()
-    partition_host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
-    yield partition_host
-    partition_host.close_all()
+def host(tmp_path: Path) -> Iterator[PartitionHost]:
+    with hosting(tmp_path, single_broker_image({"t": (TOPIC_ID, led_partitions(2))})) as hosted:
+        yield hosted
 
 
 def hosted(host: PartitionHost, partition: int = 0) -> HostedPartition:

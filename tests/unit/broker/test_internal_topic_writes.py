@@ -14,16 +14,16 @@ handler are driven with a fake servicer context carrying the call's metadata.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from broker_host import hosting, led_partitions, single_broker_image
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
-from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
-from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.produce import produce
 from samsa.services.broker.requests.produce_stream import serve_produce_stream
@@ -40,29 +40,13 @@ PRODUCE_STREAM = membership.method_path(BROKER_SERVICE, "ProduceStream")
 TOPICS = {"t": b"\x01" * 16, CONSUMER_OFFSETS_TOPIC: b"\x02" * 16}
 
 
-def image() -> MetadataImage:
-    topics = {
-        name: TopicImage(name, topic_id, {0: PartitionState(0, (1,), (1,), 1, 0, 0)})
-        for name, topic_id in TOPICS.items()
-    }
-    return MetadataImage(
-        end_offset=10,
-        hash=b"\x00" * 16,
-        timestamp_ms=0,
-        brokers={1: BrokerRegistration(1, "i", "h:1", "", 0, False)},
-        topics=topics,
-        topic_names={topic_id: name for name, topic_id in TOPICS.items()},
-        configs={},
-    )
-
-
 @pytest.fixture
-def host(tmp_path: Path) -> PartitionHost:
-    partition_host = PartitionHost(tmp_path, broker_id=1)
-    new = image()
-    partition_host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
-    yield partition_host
-    partition_host.close_all()
+def host(tmp_path: Path) -> Iterator[PartitionHost]:
+    image = single_broker_image(
+        {name: (topic_id, led_partitions(1)) for name, topic_id in TOPICS.items()}
+    )
+    with hosting(tmp_path, image) as hosted:
+        yield hosted
 
 
 def request() -> b.ProduceRequest:

@@ -13,15 +13,15 @@ with the broker's bound lowered to 50 ms, and must be answered within seconds.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from broker_host import hosting, led_partitions, single_broker_image
 
 from samsa.common import limits
 from samsa.common.errors import InvalidConfigError
-from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
-from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.fetch import fetch
 from samsa.services.broker.requests.produce_stream import wait_timeout_s
@@ -70,21 +70,9 @@ def test_the_produce_timeout_a_writer_asks_for_is_clamped_to_the_brokers_bound()
 
 
 @pytest.fixture
-def host(tmp_path: Path):
-    partitions = {0: PartitionState(0, (1,), (1,), 1, 0, 0)}
-    image = MetadataImage(
-        end_offset=10,
-        hash=b"\x00" * 16,
-        timestamp_ms=0,
-        brokers={1: BrokerRegistration(1, "i", "h:1", "", 0, False)},
-        topics={"t": TopicImage("t", TOPIC_ID, partitions)},
-        topic_names={TOPIC_ID: "t"},
-        configs={},
-    )
-    partition_host = PartitionHost(tmp_path, broker_id=1)
-    partition_host.apply(image, partition_changes(MetadataImage.empty(), image, 1), now_ms=0)
-    yield partition_host
-    partition_host.close_all()
+def host(tmp_path: Path) -> Iterator[PartitionHost]:
+    with hosting(tmp_path, single_broker_image({"t": (TOPIC_ID, led_partitions(1))})) as hosted:
+        yield hosted
 
 
 def test_the_long_poll_a_fetcher_asks_for_is_clamped_to_the_brokers_bound(

@@ -1,0 +1,45 @@
+"""One broker's partitions on disk, hosted from a hand-made metadata image: the setup the broker's
+request tests share (produce, fetch, transactions, bounds, internal-topic writes)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.services.broker.metadata.metadata_diff import partition_changes
+from samsa.services.broker.partition_host import PartitionHost
+
+Partitions = dict[int, PartitionState]
+
+
+def led_partitions(count: int, leader: int = 1, epoch: int = 0) -> Partitions:
+    """Partitions 0..count-1, each with `leader` as its only replica, at `epoch`."""
+    return {p: PartitionState(p, (leader,), (leader,), leader, epoch, epoch) for p in range(count)}
+
+
+def single_broker_image(topics: Mapping[str, tuple[bytes, Partitions]]) -> MetadataImage:
+    """Broker 1 and `topics` (name -> (topic id, partitions)), no configs."""
+    return MetadataImage(
+        end_offset=10,
+        hash=b"\x00" * 16,
+        timestamp_ms=0,
+        brokers={1: BrokerRegistration(1, "i", "h:1", "", 0, False)},
+        topics={
+            name: TopicImage(name, topic_id, parts) for name, (topic_id, parts) in topics.items()
+        },
+        topic_names={topic_id: name for name, (topic_id, _) in topics.items()},
+        configs={},
+    )
+
+
+@contextlib.contextmanager
+def hosting(tmp_path: Path, image: MetadataImage, broker_id: int = 1) -> Iterator[PartitionHost]:
+    """A PartitionHost in `tmp_path` with `image` applied; its logs are closed on the way out."""
+    host = PartitionHost(tmp_path, broker_id=broker_id)
+    host.apply(image, partition_changes(MetadataImage.empty(), image, broker_id), now_ms=0)
+    try:
+        yield host
+    finally:
+        host.close_all()
