@@ -40,7 +40,7 @@ from samsa.services.broker.scrubber import (
     SCRUB_INTERVAL_MS_DEFAULT,
     run_scrubber,
 )
-from samsa.services.broker.servicer import BrokerServicer
+from samsa.services.broker.servicer import BrokerServicer, add_broker_service
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
@@ -50,7 +50,6 @@ from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.server import GrpcServer
 from samsa.v1 import (
     broker_pb2,
-    broker_pb2_grpc,
     controller_pb2,
     controller_pb2_grpc,
     coordinator_pb2_grpc,
@@ -145,7 +144,7 @@ class Broker:
             tracing=self.tracing,
             health_file=self.health_file,
         )
-        broker_pb2_grpc.add_BrokerServiceServicer_to_server(
+        add_broker_service(
             BrokerServicer(
                 self.host,
                 member_key=self.member_key,

@@ -199,3 +199,41 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if waits:
             await await_replication(waits, txn_markers_timeout_s(request))
         return response
+
+
+# The methods whose answers the servicer yields already serialized (fetch_wire.py).
+PRESERIALIZED_ANSWERS = ("FetchStream", "ReplicaFetchStream")
+
+
+class _HandlerCapture:
+    """Stands in for a server to the generated `add_BrokerServiceServicer_to_server`, keeping
+    the method handlers it would register."""
+
+    handlers: dict[str, grpc.RpcMethodHandler]
+
+    def add_generic_rpc_handlers(self, handlers: object) -> None:
+        pass
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: dict[str, grpc.RpcMethodHandler]
+    ) -> None:
+        self.handlers = dict(handlers)
+
+
+def add_broker_service(servicer: BrokerServicer, server: grpc.aio.Server) -> None:
+    """Register BrokerService as the generated code would, except that the fetch streams send
+    the bytes their handlers yield as they are (no response serializer)."""
+    capture = _HandlerCapture()
+    broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, capture)
+    handlers = capture.handlers
+    for name in PRESERIALIZED_ANSWERS:
+        handler = handlers[name]
+        handlers[name] = grpc.stream_stream_rpc_method_handler(
+            handler.stream_stream,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=None,
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(BROKER_SERVICE, handlers),)
+    )
+    server.add_registered_method_handlers(BROKER_SERVICE, handlers)

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from samsa.common.protobuf_wire import varint
+
 # Tags: (field number << 3) | wire type (0 varint, 2 length-delimited).
 _CORRELATION_ID = b"\x08"
 _REQUEST = b"\x12"
@@ -45,20 +47,6 @@ class EncodedRequest(NamedTuple):
 
     parts: list[bytes]
     size: int
-
-
-def varint(value: int) -> bytes:
-    """A protobuf varint; a negative int32/int64 is its 64-bit two's complement (10 bytes)."""
-    if value < 0:
-        value += 1 << 64
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def produce_request(

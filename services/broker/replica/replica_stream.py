@@ -31,9 +31,10 @@ from collections.abc import AsyncIterator
 import grpc
 
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.services.broker.requests.fetch_stream import requests_in_turn
+from samsa.services.broker.requests.fetch_wire import stream_message
 from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
 from samsa.services.runtime import member_auth
 from samsa.services.runtime.membership import method_path
@@ -76,8 +77,9 @@ async def serve_replica_fetch_stream(
     member_key: bytes,
     requests: AsyncIterator[broker_pb2.ReplicaFetchStreamRequest],
     context: grpc.aio.ServicerContext,
-) -> AsyncIterator[broker_pb2.ReplicaFetchStreamResponse]:
-    """Answer each request of one stream in turn, as Fetch would (see the module doc)."""
+) -> AsyncIterator[bytes]:
+    """Answer each request of one stream in turn, as Fetch would (see the module doc); each
+    answer is a serialized ReplicaFetchStreamResponse (fetch_wire.py)."""
     member_id: int | None = None
     async for item in requests_in_turn(requests, context, "ReplicaFetchStream"):
         refusal = replica_refusal(item, member_id)
@@ -92,5 +94,4 @@ async def serve_replica_fetch_stream(
                 f"ReplicaFetchStream with replica_id={item.request.replica_id}",
             )
             member_id = item.request.replica_id
-        response = await fetch(host, item.request, sessions)
-        yield broker_pb2.ReplicaFetchStreamResponse(response=response)
+        yield stream_message(await fetch_answer(host, item.request, sessions))

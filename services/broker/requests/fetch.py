@@ -33,6 +33,7 @@ from samsa.services.broker.requests.fetch_session import (
     PartitionKey,
     SessionError,
 )
+from samsa.services.broker.requests.fetch_wire import FetchAnswer, with_records
 from samsa.services.broker.requests.partition_read import (
     FetchPartition,
     Outcome,
@@ -49,8 +50,18 @@ async def fetch(
     request: broker_pb2.FetchRequest,
     sessions: FetchSessionCache | None = None,
 ) -> broker_pb2.FetchResponse:
+    """`fetch_answer` as one FetchResponse, records inside (unary Fetch)."""
+    return with_records(await fetch_answer(host, request, sessions))
+
+
+async def fetch_answer(
+    host: PartitionHost,
+    request: broker_pb2.FetchRequest,
+    sessions: FetchSessionCache | None = None,
+) -> FetchAnswer:
     """Answer `request`, waiting for data as its max_wait_ms and min_bytes ask; in its fetch
-    session when it names one (see fetch_session.py)."""
+    session when it names one (see fetch_session.py). The records travel beside the response
+    (fetch_wire.py)."""
     if sessions is None or not request.HasField("session_id"):
         return await _fetch_sessionless(host, request)
     if request.session_epoch == CLOSE_EPOCH:
@@ -72,7 +83,7 @@ async def fetch(
     except SessionError as error:
         response = broker_pb2.FetchResponse(error_message=str(error))
         response.error_code = error.code  # type: ignore[assignment]
-        return response
+        return FetchAnswer(response, {})
     session.busy = True
     try:
         return await _fetch_in_session(host, request, session, full=opening)
@@ -84,9 +95,7 @@ async def fetch(
         session.busy = False
 
 
-async def _fetch_sessionless(
-    host: PartitionHost, request: broker_pb2.FetchRequest
-) -> broker_pb2.FetchResponse:
+async def _fetch_sessionless(host: PartitionHost, request: broker_pb2.FetchRequest) -> FetchAnswer:
     wait_s = min(request.max_wait_ms, limits.fetch_wait_ms_max) / 1000
     deadline = time.monotonic() + wait_s
     while True:
@@ -94,7 +103,7 @@ async def _fetch_sessionless(
         remaining = deadline - time.monotonic()
         if reader.total >= max(request.min_bytes, 1) or remaining <= 0 or not waits:
             reader.count_answer()
-            return response
+            return FetchAnswer(response, reader.records)
         await first_of(waits, remaining)
 
 
@@ -161,7 +170,7 @@ def _unwatch(host: PartitionHost, session: FetchSession | None) -> None:
 
 async def _fetch_in_session(
     host: PartitionHost, request: broker_pb2.FetchRequest, session: FetchSession, *, full: bool
-) -> broker_pb2.FetchResponse:
+) -> FetchAnswer:
     wait_s = min(request.max_wait_ms, limits.fetch_wait_ms_max) / 1000
     deadline = time.monotonic() + wait_s
     named = [
@@ -178,7 +187,7 @@ async def _fetch_in_session(
             session.answered(int(time.time() * 1000), opening=full)
             answer.reader.count_answer()
             answer.response.session_id = session.session_id
-            return answer.response
+            return FetchAnswer(answer.response, answer.reader.records)
         await _park(session, remaining)
 
 
@@ -238,7 +247,7 @@ def _read_session_pass(
         if reader.read(key[0], known.wanted, result) is Outcome.SKIPPED:
             continue
         examined.append(key)
-        if full or known.has_news(result):
+        if full or known.has_news(result, key in reader.records):
             topic = topics.get(key[0])
             if topic is None:
                 topic = topics[key[0]] = response.topics.add(name=key[0])
@@ -250,9 +259,10 @@ def _read_session_pass(
 def read_once(
     host: PartitionHost, request: broker_pb2.FetchRequest
 ) -> tuple[broker_pb2.FetchResponse, int, list[asyncio.Event]]:
-    """One pass over the partitions: the answer, its record bytes, and events to wait on."""
+    """One pass over the partitions: the answer (records inside), its record bytes, and events
+    to wait on."""
     response, reader, waits = _read_pass(host, request)
-    return response, reader.total, waits
+    return with_records(FetchAnswer(response, reader.records)), reader.total, waits
 
 
 def _read_pass(

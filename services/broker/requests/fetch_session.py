@@ -51,19 +51,18 @@ class SessionPartition:
     last_stable_offset: int = -1
     log_start_offset: int = -1
 
-    def has_news(self, result: PartitionResult) -> bool:
-        """Whether an incremental answer must carry `result`: anything the fetcher does not
-        already know from an earlier answer. `records` is looked at last: reading a bytes
-        field copies it, and new records usually come with a high watermark that moved."""
+    def has_news(self, result: PartitionResult, has_records: bool) -> bool:
+        """Whether an incremental answer must carry `result` (and, with `has_records`, the
+        records read for it): anything the fetcher does not already know."""
         return bool(
-            result.high_watermark != self.high_watermark
+            has_records
+            or result.high_watermark != self.high_watermark
             or result.error_code
             or result.last_stable_offset != self.last_stable_offset
             or result.log_start_offset != self.log_start_offset
             or result.HasField("diverging_epoch")
             or result.HasField("preferred_read_replica")
             or result.decoded_records
-            or result.records
         )
 
     def remember(self, result: PartitionResult) -> None:

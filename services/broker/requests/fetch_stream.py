@@ -30,8 +30,9 @@ import grpc
 
 from samsa.common import limits
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
+from samsa.services.broker.requests.fetch_wire import stream_message
 from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
 from samsa.v1 import broker_pb2
 
@@ -86,11 +87,11 @@ async def serve_fetch_stream(
     sessions: FetchSessionCache,
     requests: AsyncIterator[broker_pb2.FetchStreamRequest],
     context: grpc.aio.ServicerContext,
-) -> AsyncIterator[broker_pb2.FetchStreamResponse]:
-    """Answer each request of one stream in turn, as Fetch would (see the module doc)."""
+) -> AsyncIterator[bytes]:
+    """Answer each request of one stream in turn, as Fetch would (see the module doc); each
+    answer is a serialized FetchStreamResponse (fetch_wire.py)."""
     async for item in requests_in_turn(requests, context, "FetchStream"):
         refusal = consumer_refusal(item)
         if refusal is not None:
             await context.abort(*refusal)
-        response = await fetch(host, item.request, sessions)
-        yield broker_pb2.FetchStreamResponse(response=response)
+        yield stream_message(await fetch_answer(host, item.request, sessions))

@@ -50,6 +50,10 @@ class PartitionReader:
             and request.isolation_level == records_pb2.ISOLATION_LEVEL_READ_COMMITTED
         )
         self.now_ms = now_ms
+        # Each partition's stored bytes, by (topic, partition), kept beside the answer rather
+        # than in it: the stream handlers splice them into the serialized answer (fetch_wire.py),
+        # so a batch is not copied into the message, its copy and its serialization.
+        self.records: dict[tuple[str, int], bytes] = {}
         self.budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
         self.total = 0
         # Stored bytes read, by topic: the broker's bytes-out counter, once this pass answers.
@@ -152,7 +156,7 @@ class PartitionReader:
             if request.decode_records:
                 _decode_into(result, read.records, wanted.fetch_offset, aborted)
             else:
-                result.records = read.records
+                self.records[(topic, wanted.partition)] = read.records
                 for transaction in aborted:
                     result.aborted_transactions.add(
                         producer_id=transaction.producer_id, first_offset=transaction.first_offset

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from samsa.client.produce_message import produce_request, produce_stream_message, varint
+from samsa.client.produce_message import produce_request, produce_stream_message
+from samsa.common.protobuf_wire import varint
 from samsa.common.record.codec import build_batch
 from samsa.v1 import broker_pb2
 
