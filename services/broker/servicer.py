@@ -23,9 +23,10 @@ from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.replica_stream import serve_replica_fetch_stream
 from samsa.services.broker.requests.describe_producers import describe_producers
-from samsa.services.broker.requests.fetch import fetch
+from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import EPOCH_MAX, FetchSessionCache
 from samsa.services.broker.requests.fetch_stream import serve_fetch_stream
+from samsa.services.broker.requests.fetch_wire import response_bytes
 from samsa.services.broker.requests.list_offsets import list_offsets
 from samsa.services.broker.requests.produce_stream import (
     STREAM_INTERNAL_WRITE_REFUSAL,
@@ -140,7 +141,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         refusal = fetch_refusal(request)
         if refusal is not None:
             await context.abort(*refusal)
-        return await fetch(self.host, request, self.fetch_sessions)
+        # Serialized here, records spliced in (fetch_wire.py): see add_broker_service.
+        return response_bytes(await fetch_answer(self.host, request, self.fetch_sessions))
 
     async def FetchStream(self, request_iterator, context):
         # Consumers' fetches on one stream: fetch_stream.py.
@@ -201,8 +203,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         return response
 
 
-# The methods whose answers the servicer yields already serialized (fetch_wire.py).
-PRESERIALIZED_ANSWERS = ("FetchStream", "ReplicaFetchStream")
+# The methods whose answers the servicer returns or yields already serialized (fetch_wire.py).
+PRESERIALIZED_ANSWERS = ("Fetch", "FetchStream", "ReplicaFetchStream")
 
 
 class _HandlerCapture:
@@ -221,18 +223,14 @@ class _HandlerCapture:
 
 
 def add_broker_service(servicer: BrokerServicer, server: grpc.aio.Server) -> None:
-    """Register BrokerService as the generated code would, except that the fetch streams send
-    the bytes their handlers yield as they are (no response serializer)."""
+    """Register BrokerService as the generated code would, except that the fetches send the
+    bytes their handlers return or yield as they are (no response serializer)."""
     capture = _HandlerCapture()
     broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, capture)
     handlers = capture.handlers
     for name in PRESERIALIZED_ANSWERS:
         handler = handlers[name]
-        handlers[name] = grpc.stream_stream_rpc_method_handler(
-            handler.stream_stream,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=None,
-        )
+        handlers[name] = handler._replace(response_serializer=None)
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(BROKER_SERVICE, handlers),)
     )

@@ -8,13 +8,14 @@ instead, a partition's bytes were copied into it, again into the stream message 
 (protobuf copies a sub-message it is given), and again when serialized; with several MiB per
 answer, and fresh buffers costing page faults on top of the copy, that was most of what a broker
 spent per record it sent (~4.5 us per 1 KiB record fetched). The unary Fetch and the tests take
-`with_records(answer)`, the FetchResponse whole.
+`with_records(answer)`, the FetchResponse whole. Unary Fetch sends `response_bytes(answer)`.
 
 The layout is protobuf's wire format (common/protobuf_wire.py): a message may hold its fields in
 any order, so each PartitionResponse is its other fields, serialized by protobuf, followed by
 field 8 (`records`); each TopicResponse its name, then its partitions; the FetchResponse its
 other fields, then its topics; the stream message (FetchStreamResponse and
-ReplicaFetchStreamResponse alike) field 1 holding it. tests/unit/broker/test_fetch_wire.py
+ReplicaFetchStreamResponse alike) field 1 holding it; unary Fetch sends the FetchResponse
+itself (`response_bytes`). tests/unit/broker/test_fetch_wire.py
 checks that it parses back to the same message. Pure: no I/O.
 """
 
@@ -54,6 +55,20 @@ def with_records(answer: FetchAnswer) -> broker_pb2.FetchResponse:
 def stream_message(answer: FetchAnswer) -> bytes:
     """The serialized stream message carrying the answer, records spliced in. Consumes
     `answer.response` (its topics are cleared on the way)."""
+    parts, size = _response_parts(answer)
+    return b"".join([_STREAM_RESPONSE, varint(size), *parts])
+
+
+def response_bytes(answer: FetchAnswer) -> bytes:
+    """The serialized FetchResponse, records spliced in (unary Fetch). Consumes
+    `answer.response`."""
+    parts, _ = _response_parts(answer)
+    return b"".join(parts)
+
+
+def _response_parts(answer: FetchAnswer) -> tuple[list[bytes], int]:
+    """The FetchResponse's serialization in pieces (the records among them, uncopied), and
+    its size."""
     response, records = answer
     topic_parts: list[bytes] = []
     for topic in response.topics:
@@ -72,6 +87,5 @@ def stream_message(answer: FetchAnswer) -> bytes:
         topic_parts += (_TOPICS, varint(len(name) + sum(map(len, parts))), name)
         topic_parts += parts
     response.ClearField("topics")
-    head = response.SerializeToString()
-    size = len(head) + sum(map(len, topic_parts))
-    return b"".join([_STREAM_RESPONSE, varint(size), head, *topic_parts])
+    parts = [response.SerializeToString(), *topic_parts]
+    return parts, sum(map(len, parts))

@@ -11,7 +11,12 @@ once beside it, and compare what parses back.
 from __future__ import annotations
 
 from samsa.common.record.codec import build_batch
-from samsa.services.broker.requests.fetch_wire import FetchAnswer, stream_message, with_records
+from samsa.services.broker.requests.fetch_wire import (
+    FetchAnswer,
+    response_bytes,
+    stream_message,
+    with_records,
+)
 from samsa.v1 import broker_pb2 as b
 
 Response = b.FetchResponse
@@ -74,6 +79,11 @@ def test_the_spliced_stream_message_parses_to_the_answer_with_its_records() -> N
     for stream_type in (b.FetchStreamResponse, b.ReplicaFetchStreamResponse):
         message = stream_message(FetchAnswer(answer_without_records(), dict(RECORDS)))
         assert stream_type.FromString(message) == stream_type(response=expected)
+
+
+def test_the_unary_answer_parses_to_the_response_with_its_records() -> None:
+    message = response_bytes(FetchAnswer(answer_without_records(), dict(RECORDS)))
+    assert Response.FromString(message) == reference()
 
 
 def test_an_answer_without_records_or_topics_is_protobufs_own_bytes() -> None:

@@ -21,10 +21,10 @@ import grpc
 import pytest
 
 from samsa.common import limits
-from samsa.services.broker.servicer import BrokerServicer
+from samsa.services.broker.servicer import BrokerServicer, add_broker_service
 from samsa.services.runtime import server as server_module
 from samsa.services.runtime.server import GrpcServer, RpcGuard
-from samsa.v1 import broker_pb2, broker_pb2_grpc
+from samsa.v1 import broker_pb2
 
 GARBAGE = b"\xff\xff\xff"  # a field header with no end: never valid protobuf
 SERVICE = "test.Guarded"
@@ -81,7 +81,7 @@ def serve(scenario: Callable[[grpc.aio.Channel], Awaitable[None]], *, guard: boo
             server.server = grpc.aio.server()
             server.listen = "127.0.0.1:0"
         server.server.add_generic_rpc_handlers((_handlers(),))
-        broker_pb2_grpc.add_BrokerServiceServicer_to_server(
+        add_broker_service(
             BrokerServicer(None, member_key=b"k" * 32, producer_ids=None),  # type: ignore[arg-type]
             server.server,
         )
