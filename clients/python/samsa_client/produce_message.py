@@ -25,21 +25,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from samsa.common.protobuf_wire import varint
+from samsa.common.protobuf_wire import LENGTH_DELIMITED, VARINT, tag, varint
 
-# Tags: (field number << 3) | wire type (0 varint, 2 length-delimited).
-_CORRELATION_ID = b"\x08"
-_REQUEST = b"\x12"
-_TRACEPARENT = b"\x1a"
-_TRANSACTIONAL_ID = b"\x0a"
-_ACKS = b"\x10"
-_TIMEOUT_MS = b"\x18"
-_TOPICS = b"\x22"
-_ADD_PARTITIONS_TO_TXN_TRUE = b"\x28\x01"
-_TOPIC_NAME = b"\x0a"
-_TOPIC_PARTITIONS = b"\x12"
-_PARTITION = b"\x08"
-_RECORDS = b"\x12"
+_CORRELATION_ID = tag(1, VARINT)  # ProduceStreamRequest.correlation_id
+_REQUEST = tag(2, LENGTH_DELIMITED)  # ProduceStreamRequest.request
+_TRACEPARENT = tag(3, LENGTH_DELIMITED)  # ProduceStreamRequest.traceparent
+_TRANSACTIONAL_ID = tag(1, LENGTH_DELIMITED)  # ProduceRequest.transactional_id
+_ACKS = tag(2, VARINT)  # ProduceRequest.acks
+_TIMEOUT_MS = tag(3, VARINT)  # ProduceRequest.timeout_ms
+_TOPICS = tag(4, LENGTH_DELIMITED)  # ProduceRequest.topics
+_ADD_PARTITIONS_TO_TXN_TRUE = tag(5, VARINT) + varint(1)  # ProduceRequest.add_partitions_to_txn
+_TOPIC_NAME = tag(1, LENGTH_DELIMITED)  # TopicData.name
+_TOPIC_PARTITIONS = tag(2, LENGTH_DELIMITED)  # TopicData.partitions
+_PARTITION = tag(1, VARINT)  # PartitionData.partition
+_RECORDS = tag(2, LENGTH_DELIMITED)  # PartitionData.records
 
 
 class EncodedRequest(NamedTuple):
