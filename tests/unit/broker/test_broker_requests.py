@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from broker_host import hosting, led_partitions, single_broker_image
+from loop_turns import turns
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
@@ -117,7 +118,7 @@ def test_a_waiting_fetch_answers_as_soon_as_a_produce_lands(host):
     async def scenario() -> int:
         # The fetch may wait 30 s; being answered within 10 s proves the append woke it.
         waiting = asyncio.create_task(fetch(host, fetch_request(0, 0, max_wait_ms=30_000)))
-        await asyncio.sleep(0.05)
+        await turns()
         assert not waiting.done(), "nothing to read yet: the fetch must wait"
         produce(host, produce_request(0, build_batch([b"late"])), 5)
         host.get("t", 0).notify_appended()
@@ -224,9 +225,9 @@ def test_acks_all_is_answered_once_the_isr_has_the_batch(tmp_path):
 
     async def scenario() -> None:
         waiting = asyncio.create_task(await_replication(waits, timeout_s=10))
-        await asyncio.sleep(0.05)
+        await turns()
         follower_fetch(partition_host, 2, 2)
-        await asyncio.sleep(0.05)
+        await turns()
         assert not waiting.done(), "one follower of two: not yet replicated to the ISR"
         follower_fetch(partition_host, 3, 2)
         await asyncio.wait_for(waiting, 5)

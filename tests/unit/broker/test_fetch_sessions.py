@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loop_turns import turns
 
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, FetchSessionClient
@@ -156,7 +157,7 @@ def test_a_parked_fetch_wakes_for_the_partition_that_gets_data(leader: Partition
         client.on_answer(parts, (await fetch(leader, request(parts), cache)).session_id)
         parts = client.build()
         parked = asyncio.ensure_future(fetch(leader, request(parts, max_wait_ms=30_000), cache))
-        await asyncio.sleep(0.05)
+        await turns()
         assert not parked.done(), "an idle session's fetch must wait for data"
         produce(leader, 42)
         # Bounded only so that a broken wake fails instead of hanging for 30 s.
