@@ -77,6 +77,7 @@ def fetch_refusal(request: broker_pb2.FetchRequest) -> Refusal | None:
             grpc.StatusCode.INVALID_ARGUMENT,
             "session_id must not be negative, nor session_epoch below -1",
         )
+    named: set[tuple[str, int]] = set()
     for topic in request.topics:
         for wanted in topic.partitions:
             if wanted.partition_max_bytes < 0 or wanted.fetch_offset < 0:
@@ -85,4 +86,11 @@ def fetch_refusal(request: broker_pb2.FetchRequest) -> Refusal | None:
                     f"{topic.name}-{wanted.partition}: fetch_offset and partition_max_bytes "
                     "must not be negative",
                 )
+            key = (topic.name, wanted.partition)
+            if key in named:  # an answer holds one result, and one set of records, per partition
+                return (
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{topic.name}-{wanted.partition} is named twice: name each partition once",
+                )
+            named.add(key)
     return None

@@ -92,6 +92,25 @@ def test_negative_offsets_and_partition_sizes_name_the_partition() -> None:
         assert refusal[0] == grpc.StatusCode.INVALID_ARGUMENT and "u-1" in refusal[1]
 
 
+def test_a_partition_named_twice_is_refused_and_named() -> None:
+    """An answer carries one result and one set of records per partition (fetch_wire.py)."""
+    request = follower_fetch()
+    request.topics.append(
+        Request.TopicData(
+            name="u",
+            partitions=[
+                Request.PartitionData(partition=1, fetch_offset=0),
+                Request.PartitionData(partition=1, fetch_offset=7),
+            ],
+        )
+    )
+    refusal = fetch_refusal(request)
+    assert refusal is not None
+    assert refusal[0] == grpc.StatusCode.INVALID_ARGUMENT and "u-1 is named twice" in refusal[1]
+    request.topics[-1].partitions[1].partition = 2
+    assert fetch_refusal(request) is None
+
+
 def test_too_many_partitions_counting_forgotten_ones_is_resource_exhausted() -> None:
     half = limits.request_partitions_max // 2 + 1
     request = follower_fetch(session_id=1, session_epoch=1)
