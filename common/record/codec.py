@@ -43,14 +43,6 @@ clock, no threads.
 from __future__ import annotations
 
 from samsa.common.record.batch_decoding import (
-    _check_header_counts,
-    _decode_offset_deltas,
-    _decode_section,
-    _decompress_section,
-    _is_utf8,
-    _load,
-    _raise_overrun,
-    _slice_column,
     decode_batch,
     decode_batches,
 )
@@ -64,9 +56,6 @@ from samsa.common.record.control_batches import (
     read_control_marker,
 )
 from samsa.common.record.record_batch import (
-    _DENSE_CACHE_COUNT,
-    _DENSE_OFFSET_DELTA_BYTES,
-    _INT32,
     ARRAY_BYTES_PER_HEADER,
     ARRAY_BYTES_PER_RECORD,
     NULL_LENGTH,
@@ -90,19 +79,4 @@ __all__ = [
     "decode_batches",
     "read_control_marker",
     "recompress_batch",
-]
-# Private helpers that section_check.py imports from here (and its docstring names): they stay
-# reachable as codec.<name>, though batch_decoding.py and record_batch.py define them.
-__all__ += [
-    "_DENSE_CACHE_COUNT",
-    "_DENSE_OFFSET_DELTA_BYTES",
-    "_INT32",
-    "_check_header_counts",
-    "_decode_offset_deltas",
-    "_decode_section",
-    "_decompress_section",
-    "_is_utf8",
-    "_load",
-    "_raise_overrun",
-    "_slice_column",
 ]

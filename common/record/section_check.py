@@ -4,7 +4,7 @@ Theory of operation. header.check_batch proves a batch is framed and signed, but
 says the bytes are the producer's, not that they make sense: a producer (buggy or hostile) can
 sign a section whose arrays no reader can decode, and once stored, every consumer of the
 partition fails on it. So before a leader stores a batch it checks every rule the decoder
-(codec._decode_section) enforces, on the fixed-width arrays alone:
+(batch_decoding._decode_section) enforces, on the fixed-width arrays alone:
 
 - the arrays fit: 24 bytes per record, 8 per header;
 - offset deltas are >= 0, strictly increasing, and end at the header's last_offset_delta;
@@ -37,13 +37,7 @@ from itertools import repeat
 
 from samsa.common.errors import CorruptRecordError
 from samsa.common.record import header
-from samsa.common.record.codec import (
-    _DENSE_CACHE_COUNT,
-    _DENSE_OFFSET_DELTA_BYTES,
-    _INT32,
-    ARRAY_BYTES_PER_HEADER,
-    ARRAY_BYTES_PER_RECORD,
-    NULL_LENGTH,
+from samsa.common.record.batch_decoding import (
     _check_header_counts,
     _decode_offset_deltas,
     _decompress_section,
@@ -51,6 +45,14 @@ from samsa.common.record.codec import (
     _load,
     _raise_overrun,
     _slice_column,
+)
+from samsa.common.record.record_batch import (
+    _DENSE_CACHE_COUNT,
+    _DENSE_OFFSET_DELTA_BYTES,
+    _INT32,
+    ARRAY_BYTES_PER_HEADER,
+    ARRAY_BYTES_PER_RECORD,
+    NULL_LENGTH,
 )
 
 __all__ = ["check_records", "section_of"]
