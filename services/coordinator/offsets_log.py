@@ -20,6 +20,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import grpc
 
@@ -28,11 +29,13 @@ from samsa.metadata.image import MetadataImage
 from samsa.services.coordinator.internal_markers_stream import InternalMarkersStream
 from samsa.services.coordinator.internal_produce_stream import InternalProduceStream
 from samsa.services.coordinator.ownership import leader_endpoint
-from samsa.services.runtime.internal_stream import StreamBrokenError
+from samsa.services.runtime.internal_stream import InternalStream, StreamBrokenError
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import broker_pb2, broker_pb2_grpc
+
+Stream = TypeVar("Stream", bound=InternalStream)  # type: ignore[type-arg]
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
 CALL_TIMEOUT_S = 10.0
@@ -110,20 +113,27 @@ class OffsetsLog:
 
     def _produce_stream(self, endpoint: str) -> InternalProduceStream:
         """The open write stream to `endpoint`, or a new one."""
-        stream = self._streams.get(endpoint)
-        if stream is None or stream.broken:
-            proof = self.signer.metadata(method_path(BROKER_SERVICE, "ProduceStream"))
-            stream = InternalProduceStream(self._stream_stub(endpoint), proof)
-            self._streams[endpoint] = stream
-        return stream
+        return self._open(self._streams, endpoint, "ProduceStream", InternalProduceStream)
 
     def _markers_stream(self, endpoint: str) -> InternalMarkersStream:
         """The open markers stream to `endpoint`, or a new one."""
-        stream = self._markers_streams.get(endpoint)
+        return self._open(
+            self._markers_streams, endpoint, "WriteTxnMarkersStream", InternalMarkersStream
+        )
+
+    def _open(
+        self,
+        streams: dict[str, Stream],
+        endpoint: str,
+        rpc: str,
+        new: Callable[[broker_pb2_grpc.BrokerServiceStub, tuple[tuple[str, str], ...]], Stream],
+    ) -> Stream:
+        """`streams`' open stream to `endpoint`, or a new one, its membership proof signed for
+        `rpc` (checked once, as the stream opens)."""
+        stream = streams.get(endpoint)
         if stream is None or stream.broken:
-            proof = self.signer.metadata(method_path(BROKER_SERVICE, "WriteTxnMarkersStream"))
-            stream = InternalMarkersStream(self._stream_stub(endpoint), proof)
-            self._markers_streams[endpoint] = stream
+            proof = self.signer.metadata(method_path(BROKER_SERVICE, rpc))
+            stream = streams[endpoint] = new(self._stream_stub(endpoint), proof)
         return stream
 
     async def produce(self, topic: str, partition: int, batch: bytes) -> ProduceResult:
