@@ -42,7 +42,7 @@ from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partitioner import partition_groups
 from samsa.client.producer_driver import ProducerDriver, now_ms, raise_no_partition
-from samsa.client.record_batcher import CheckedRecords
+from samsa.client.record_checks import CheckedRecords
 from samsa.client.record_future import RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction

@@ -65,7 +65,8 @@ from samsa.client.produce_stream import (
 )
 from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
 from samsa.client.producer_ids import ProducerIds
-from samsa.client.record_batcher import AppendRefusal, CheckedRecords
+from samsa.client.record_batcher import AppendRefusal
+from samsa.client.record_checks import CheckedRecords
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
 from samsa.client.record_tracing import sampled_traceparent
 from samsa.client.transaction_client import TransactionClient

@@ -20,22 +20,21 @@ batch) raises RecordTooLargeError at once.
 
 The batcher owns the unfinished batches' bookkeeping, which the accumulator reads and moves:
 `partitions`, `queued` (partitions with a non-empty queue) and `unfinished` (by id, oldest
-first).
+first). What a record must be (types, timestamp) is record_checks.py's.
 """
 
 from __future__ import annotations
 
 import enum
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
-from itertools import accumulate, repeat
-from operator import add, itemgetter, sub
+from collections.abc import Sequence
+from itertools import repeat
+from operator import sub
 from typing import NamedTuple
 
 from samsa.client.config import ProducerConfig
 from samsa.client.producer_batch import (
     BATCH_OVERHEAD_BYTES,
-    HEADER_OVERHEAD_BYTES,
     RECORD_OVERHEAD_BYTES,
     BatchState,
     PartitionState,
@@ -43,10 +42,14 @@ from samsa.client.producer_batch import (
     TopicPartition,
     transition,
 )
+from samsa.client.record_checks import (
+    TIMESTAMP_MS_MAX,
+    CheckedRecords,
+    as_bytes,
+    check_columns,
+    checked_headers,
+)
 from samsa.common.errors import InvalidRecordError, RecordTooLargeError
-
-# Timestamps are int64 milliseconds in the batch; Kafka rejects negative ones.
-TIMESTAMP_MS_MAX = 2**63 - 1
 
 _new_tuple = tuple.__new__
 
@@ -69,45 +72,6 @@ class AppendResult(NamedTuple):
     batch_is_full: bool
     # True when this record opened a new batch.
     new_batch: bool
-
-
-class CheckedRecords(NamedTuple):
-    """Records of one `send_many` call, checked (`RecordBatcher.check_records`): bytes or None
-    keys and values, header tuples, and their estimated sizes in a batch, as running totals so
-    that the bytes of any run of records is one subtraction."""
-
-    keys: Sequence[bytes | None]
-    values: Sequence[bytes | None]
-    headers: Sequence[tuple[tuple[str, bytes | None], ...] | None] | None
-    # cumulative_sizes[i + 1] - cumulative_sizes[i] = estimated bytes of record i (running
-    # totals; one more item than records).
-    cumulative_sizes: list[int]
-
-    def slice(self, start: int, stop: int) -> CheckedRecords:
-        """Records [start, stop) (running totals need not start at 0: only differences count)."""
-        if start == 0 and stop >= len(self.values):
-            return self
-        return CheckedRecords(
-            self.keys[start:stop],
-            self.values[start:stop],
-            None if self.headers is None else self.headers[start:stop],
-            self.cumulative_sizes[start : stop + 1],
-        )
-
-    def select(self, indexes: Sequence[int]) -> CheckedRecords:
-        """The records at `indexes`, in that order (one partition's share of a call), gathered
-        by itemgetter in C."""
-        if len(indexes) == 1:
-            return self.slice(indexes[0], indexes[0] + 1)
-        take = itemgetter(*indexes)
-        cumulative = self.cumulative_sizes
-        sizes = map(sub, take(cumulative[1:]), take(cumulative))
-        return CheckedRecords(
-            take(self.keys),
-            take(self.values),
-            None if self.headers is None else take(self.headers),
-            list(accumulate(sizes, initial=0)),
-        )
 
 
 class ManyAppended(NamedTuple):
@@ -152,9 +116,9 @@ class RecordBatcher:
         `now_ms` (CreateTime). Raises InvalidRecordError for a value/key/header of the wrong type
         or a negative timestamp, RecordTooLargeError for a record that could never be sent."""
         if value.__class__ is not bytes and value is not None:
-            value = _as_bytes("value", value)
+            value = as_bytes("value", value)
         if key.__class__ is not bytes and key is not None:
-            key = _as_bytes("key", key)
+            key = as_bytes("key", key)
         record_bytes = RECORD_OVERHEAD_BYTES
         if value is not None:
             record_bytes += len(value)
@@ -162,7 +126,7 @@ class RecordBatcher:
             record_bytes += len(key)
         record_headers = None
         if headers:
-            record_headers, header_bytes = _checked_headers(headers)
+            record_headers, header_bytes = checked_headers(headers)
             record_bytes += header_bytes
         if timestamp_ms is None:
             timestamp_ms = now_ms
@@ -241,40 +205,17 @@ class RecordBatcher:
         timestamp_ms: int,
     ) -> CheckedRecords:
         """`append`'s checks for a column of records (all with `timestamp_ms`), before any is
-        appended: a wrong type or timestamp raises InvalidRecordError and a record that could
-        never be sent RecordTooLargeError, so a failing `send_many` appends nothing."""
-        if not 0 <= timestamp_ms <= TIMESTAMP_MS_MAX:
-            raise InvalidRecordError(
-                f"invalid timestamp {timestamp_ms}: must be a non-negative int64 (ms), or None"
-            )
-        if keys is None:
-            keys = [None] * len(values)
-        elif len(keys) != len(values):
-            raise InvalidRecordError(f"{len(keys)} keys for {len(values)} values")
-        if headers is not None and len(headers) != len(values):
-            raise InvalidRecordError(f"{len(headers)} header lists for {len(values)} values")
-        values, value_lengths = _bytes_column("value", values)
-        keys, key_lengths = _bytes_column("key", keys)
-        # Sizes and their running totals in chained C loops (map, accumulate): ~10x faster
-        # than a comprehension over the records.
-        sizes = map(add, map(add, key_lengths, value_lengths), repeat(RECORD_OVERHEAD_BYTES))
-        cumulative = list(accumulate(sizes, initial=0))
-        checked_headers = None
-        if headers is not None and any(headers):
-            checked_headers = [None] * len(values)
-            extra = 0
-            for index, pairs in enumerate(headers):
-                cumulative[index] += extra
-                if pairs:
-                    checked_headers[index], header_bytes = _checked_headers(pairs)
-                    extra += header_bytes
-            cumulative[-1] += extra
-        if values:
+        appended: a wrong type or timestamp raises InvalidRecordError (record_checks.py) and a
+        record that could never be sent RecordTooLargeError, so a failing `send_many` appends
+        nothing."""
+        records = check_columns(keys, values, headers, timestamp_ms)
+        cumulative = records.cumulative_sizes
+        if records.values:
             largest = max(map(sub, cumulative[1:], cumulative))
             self._check_record_size(largest)
             if BATCH_OVERHEAD_BYTES + largest > self.buffer_memory:
                 self._refuse_for_memory(largest)  # raises: it could never fit
-        return CheckedRecords(keys, values, checked_headers, cumulative)
+        return records
 
     def append_many(
         self,
@@ -426,60 +367,6 @@ class RecordBatcher:
         assert list(self.unfinished) == sorted(self.unfinished)
         assert self.buffered_bytes == sum(batch.size_bytes for batch in unfinished.values())
         assert self.buffered_bytes <= self.buffer_memory
-
-
-def _as_bytes(name: str, item: object) -> bytes:
-    """bytes from a bytearray or memoryview (copied: the caller may reuse its buffer)."""
-    if isinstance(item, bytearray):
-        return bytes(item)
-    if isinstance(item, memoryview):
-        return item.tobytes()
-    raise InvalidRecordError(f"a record's {name} must be bytes or None, got {type(item).__name__}")
-
-
-_BYTES = frozenset((bytes,))
-_BYTES_OR_NONE = frozenset((bytes, type(None)))
-
-
-def _bytes_column(
-    name: str, column: Sequence[bytes | None]
-) -> tuple[Sequence[bytes | None], Iterable[int]]:
-    """The column (itself when every item is bytes or None, else a copy with bytearrays and
-    memoryviews copied to bytes; InvalidRecordError for anything else), and its items' lengths
-    (0 for None), each found in C loops."""
-    types = set(map(type, column))
-    if types <= _BYTES:
-        return column, map(len, column)
-    if not types <= _BYTES_OR_NONE:
-        column = [
-            item if item.__class__ is bytes or item is None else _as_bytes(name, item)
-            for item in column
-        ]
-    return column, [0 if item is None else len(item) for item in column]
-
-
-def _checked_headers(
-    headers: Iterable[tuple[str, bytes | None]],
-) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    """Headers as a tuple of (str, bytes | None) pairs, and their encoded size in bytes."""
-    checked = []
-    size_bytes = 0
-    for pair in headers:
-        if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise InvalidRecordError(f"a header must be a (str, bytes | None) pair, got {pair!r}")
-        header_key, header_value = pair
-        if not isinstance(header_key, str):
-            raise InvalidRecordError(f"a header key must be str, got {type(header_key).__name__}")
-        try:
-            size_bytes += HEADER_OVERHEAD_BYTES + len(header_key.encode())
-        except UnicodeEncodeError as error:
-            raise InvalidRecordError(f"header key {header_key!r} is not UTF-8: {error}") from None
-        if header_value is not None:
-            if header_value.__class__ is not bytes:
-                header_value = _as_bytes(f"header {header_key!r}", header_value)
-            size_bytes += len(header_value)
-        checked.append((header_key, header_value))
-    return tuple(checked), size_bytes
 
 
 def _append_headers(
