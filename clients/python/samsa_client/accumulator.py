@@ -23,8 +23,9 @@ each ready node into one Produce request and `encode()` it; feed answers back; `
 sleep until `next_check_ms`, an append that filled a batch, or an answer.
 
 The jobs live in their own modules: the batch and its state table (producer_batch.py), batching,
-memory and linger (record_batcher.py), sequencing and producer-id resets (producer_sequences.py),
-retry backoff (retry_backoff.py). This module holds the rules that join them:
+memory, linger and flushes (record_batcher.py), sequencing and producer-id resets
+(producer_sequences.py), retries and the delivery timeout (retry_policy.py), outcomes back
+(batch_completion.py). This module holds the rules that join them:
 
 Sending. A batch is *sendable* when it is not backing off and one of: linger lets it go (closed,
 full, or `linger.ms` old), a flush is in progress, or an append is waiting for buffer memory.
@@ -46,9 +47,8 @@ Ordering per partition, under retries:
   be written, and leave it to be written again, after it, by a leader that lost our producer
   state (the long seeded simulation found that case).
 
-Delivery timeout. A batch fails with REQUEST_TIMED_OUT once `delivery.timeout.ms` has passed since
-it was created (its first record was appended): `expire(now)` fails queued batches, and a failure
-reported after the deadline is final. In-flight batches are not expired here: the driver's request
+Delivery timeout (retry_policy.py). `expire(now)` fails queued batches past their deadline, and a
+failure reported after it is final. In-flight batches are not expired here: the driver's request
 deadline (`request.timeout.ms`) reports them, and delivery.timeout.ms >= linger.ms +
 request.timeout.ms (config.py) keeps that within the bound.
 
@@ -62,12 +62,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from samsa.client.batch_completion import BatchCompletion
 from samsa.client.config import IDEMPOTENCE_IN_FLIGHT_MAX, ProducerConfig
 from samsa.client.producer_batch import (
-    NO_OFFSET,
-    NO_TIMESTAMP,
     BatchState,
-    Completed,
     PartitionState,
     ProducerBatch,
     TopicPartition,
@@ -75,8 +73,7 @@ from samsa.client.producer_batch import (
 )
 from samsa.client.producer_sequences import ProducerSequences
 from samsa.client.record_batcher import RecordBatcher
-from samsa.client.retry_backoff import RandomSource, RetryBackoff
-from samsa.common.errors import ErrorCode
+from samsa.client.retry_policy import RandomSource, RetryBackoff, RetryPolicy
 from samsa.common.record import header
 
 
@@ -96,10 +93,10 @@ class RecordAccumulator:
     """Batches records per partition and tracks them until each batch has an outcome."""
 
     def __init__(self, config: ProducerConfig, random_source: RandomSource) -> None:
-        self._delivery_timeout_ms = config.delivery_timeout_ms
-        self._retries = config.retries
-        self._backoff = RetryBackoff(
-            config.retry_backoff_ms, config.retry_backoff_max_ms, random_source
+        self._retry = RetryPolicy(
+            config.retries,
+            config.delivery_timeout_ms,
+            RetryBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms, random_source),
         )
         self._idempotent = config.enable_idempotence
         self._transactional = config.transactional_id is not None
@@ -120,12 +117,21 @@ class RecordAccumulator:
         self.append = self._batcher.append
         self.check_records = self._batcher.check_records
         self.append_many = self._batcher.append_many
+        self.begin_flush = self._batcher.begin_flush
+        self.is_flush_complete = self._batcher.is_flush_complete
+        self.flush_done = self._batcher.flush_done
         self._in_flight: dict[int, ProducerBatch] = {}
-        self._flushes_in_progress = 0
         # From the last ready(): each ready node -> its partitions with queued batches.
         self._node_partitions: dict[int, list[TopicPartition]] = {}
         self._drain_starts: dict[int, int] = {}
         self.batch_retries = 0  # batches sent again after a failed attempt (Kafka's record-retry)
+        # Outcomes back (batch_completion.py), on the same tables; bound, as append is.
+        completion = BatchCompletion(self._batcher, self._sequences, self._retry, self._in_flight)
+        self.on_batch_acked = completion.on_batch_acked
+        self.on_batch_failed = completion.on_batch_failed
+        self.expire = completion.expire
+        self.abort_all = completion.abort_all
+        self.abort_queued = completion.abort_queued
 
     # --- what the driver reads --------------------------------------------------------------------
 
@@ -160,11 +166,11 @@ class RecordAccumulator:
         next_check_ms: int | None = None
         node_partitions: dict[int, list[TopicPartition]] = {}
         sending = self._sequences.sending_allowed()
-        everything_sendable = self._flushes_in_progress > 0 or self._batcher.memory_waiting
+        everything_sendable = self._batcher.flushes_in_progress > 0 or self._batcher.memory_waiting
         for topic_partition, state in self._batcher.queued.items():
             batch = state.queue[0]
             # The head is the oldest queued batch: its deadline is the partition's earliest.
-            next_check_ms = _earliest(next_check_ms, batch.created_ms + self._delivery_timeout_ms)
+            next_check_ms = _earliest(next_check_ms, self._retry.deadline_ms(batch))
             leader = leaders.get(topic_partition)
             if leader is None:
                 unknown_leader_topics.add(topic_partition[0])
@@ -257,138 +263,7 @@ class RecordAccumulator:
         state.in_flight.append(batch)
         self._in_flight[batch.batch_id] = batch
 
-    # --- outcomes back ----------------------------------------------------------------------------
-
-    def on_batch_acked(
-        self, batch_id: int, base_offset: int, log_append_time_ms: int = NO_TIMESTAMP
-    ) -> list[Completed]:
-        """The broker appended the batch at `base_offset` (NO_OFFSET with acks=0). Also completes
-        the older batches of the partition this ack proves written (producer_sequences.py)."""
-        batch, state = self._take_in_flight(batch_id)
-        completed = [self._complete(batch, base_offset, log_append_time_ms, ErrorCode.NONE, "")]
-        if self._sequences.on_acked(state, batch):
-            completed += self._complete_known_written(state)
-        return completed
-
-    def on_batch_failed(
-        self,
-        batch_id: int,
-        error_code: ErrorCode | int,
-        retriable: bool,
-        now_ms: int,
-        *,
-        retry_now: bool = False,
-    ) -> list[Completed]:
-        """The attempt failed. A retriable failure within `retries` and delivery.timeout.ms puts
-        the batch back at its place in its partition's queue, after an exponential backoff —
-        none with `retry_now` (the answer named the new leader, KIP-951); otherwise the batch
-        completes with `error_code`."""
-        batch, state = self._take_in_flight(batch_id)
-        error_code = ErrorCode(error_code)
-        if self._sequences.written_before(state, batch, error_code):
-            # Written by an earlier attempt, and this answer does not say where: a success
-            # without an offset (Kafka's rule for DUPLICATE_SEQUENCE_NUMBER), never re-sent.
-            return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.NONE, "")]
-        if self._sequences.on_sequence_error(state, batch, error_code):
-            retriable = True
-        deadline_ms = batch.created_ms + self._delivery_timeout_ms
-        if retriable and batch.attempts <= self._retries and now_ms < deadline_ms:
-            batch.retry_at_ms = (
-                now_ms if retry_now else now_ms + self._backoff.delay_ms(batch.attempts)
-            )
-            self._batcher.requeue(state, batch)
-            return []
-        if retriable:
-            reason = "retries exhausted" if now_ms < deadline_ms else "delivery.timeout.ms passed"
-        else:
-            reason = "not retriable"
-        message = (
-            f"{error_code.name} for {batch.topic}-{batch.partition} after "
-            f"{batch.attempts} attempt(s): {reason}"
-        )
-        return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message)]
-
-    def expire(self, now_ms: int) -> list[Completed]:
-        """Fail every queued batch created delivery.timeout.ms or more ago (Kafka's
-        TimeoutException "Expiring N record(s) ..."): REQUEST_TIMED_OUT."""
-        completed: list[Completed] = []
-        for topic_partition, state in list(self._batcher.queued.items()):
-            while state.queue and now_ms - state.queue[0].created_ms >= self._delivery_timeout_ms:
-                batch = self._batcher.take_head(topic_partition, state)
-                message = (
-                    f"Expiring {len(batch.values)} record(s) for {batch.topic}-{batch.partition}: "
-                    f"{now_ms - batch.created_ms} ms has passed since batch creation"
-                )
-                completed.append(
-                    self._complete(
-                        batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.REQUEST_TIMED_OUT, message
-                    )
-                )
-        return completed
-
-    def abort_all(self, error_code: ErrorCode, message: str) -> list[Completed]:
-        """Complete every unfinished batch, in flight or not, with `error_code` (a forced close,
-        or a fatal producer error). Outcomes of requests already sent must not be fed back."""
-        completed = []
-        for batch in list(self._batcher.unfinished.values()):
-            state = self._batcher.partitions[(batch.topic, batch.partition)]
-            if batch.state is BatchState.IN_FLIGHT:
-                self._take_in_flight(batch.batch_id)
-            else:
-                state.queue.remove(batch)
-            if batch is state.open_batch:
-                state.open_batch = None
-            completed.append(self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message))
-        self._batcher.queued.clear()
-        return completed
-
-    def _take_in_flight(self, batch_id: int) -> tuple[ProducerBatch, PartitionState]:
-        batch = self._in_flight.pop(batch_id, None)
-        assert batch is not None, f"batch {batch_id} is not in flight: an outcome fed twice?"
-        state = self._batcher.partitions[(batch.topic, batch.partition)]
-        state.in_flight.remove(batch)
-        return batch, state
-
-    def _complete_known_written(self, state: PartitionState) -> list[Completed]:
-        """A newer batch was just acked: the queued retries ahead of it were written (lost
-        responses). They complete now, as successes without offset, and are never sent again."""
-        completed = []
-        while state.queue and state.queue[0].batch_id < state.last_acked_batch_id:
-            batch = state.queue[0]
-            assert batch.base_sequence != header.NO_SEQUENCE, "an older batch was never sent"
-            self._batcher.take_head((batch.topic, batch.partition), state)
-            completed.append(self._complete(batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.NONE, ""))
-        return completed
-
-    def _complete(
-        self,
-        batch: ProducerBatch,
-        base_offset: int,
-        log_append_time_ms: int,
-        error_code: ErrorCode,
-        message: str,
-    ) -> Completed:
-        if error_code is not ErrorCode.NONE:
-            state = self._batcher.partitions[(batch.topic, batch.partition)]
-            self._sequences.on_final_failure(state, batch)
-        self._batcher.release(batch)
-        return batch.complete(base_offset, log_append_time_ms, error_code, message)
-
-    # --- producer id, flush -----------------------------------------------------------------------
-
-    def abort_queued(self, error_code: ErrorCode, message: str) -> list[Completed]:
-        """Fail every batch not yet sent (abort_transaction); in-flight ones finish as they do."""
-        completed = []
-        for batch in list(self._batcher.unfinished.values()):
-            if batch.state is BatchState.IN_FLIGHT:
-                continue
-            state = self._batcher.partitions[(batch.topic, batch.partition)]
-            state.queue.remove(batch)
-            if batch is state.open_batch:
-                state.open_batch = None
-            completed.append(self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message))
-        self._batcher.queued.clear()
-        return completed
+    # --- producer id ------------------------------------------------------------------------------
 
     def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
         """A new (producer id, epoch), taken by the partitions that need it (producer_sequences.py).
@@ -397,21 +272,6 @@ class RecordAccumulator:
         self._sequences.set_producer_id(
             producer_id, producer_epoch, list(self._batcher.partitions.values())
         )
-
-    def begin_flush(self) -> int:
-        """Make every batch sendable now, regardless of linger.ms, until flush_done(). Returns
-        the flush's target: it is complete when is_flush_complete(target) says so."""
-        self._flushes_in_progress += 1
-        return self._batcher.next_batch_id - 1
-
-    def is_flush_complete(self, target_batch_id: int) -> bool:
-        """True when every batch that existed at begin_flush() has completed."""
-        oldest = next(iter(self._batcher.unfinished), None)
-        return oldest is None or oldest > target_batch_id
-
-    def flush_done(self) -> None:
-        assert self._flushes_in_progress > 0, "flush_done() without begin_flush()"
-        self._flushes_in_progress -= 1
 
     # --- consistency ------------------------------------------------------------------------------
 

@@ -8,8 +8,9 @@ closed, picks again and appends with `abort_on_new_batch=False`, so the record t
 starts the next partition's batch.
 
 Linger. An open batch that is not full becomes sendable `linger.ms` after its first record;
-a closed or full one at once (`sendable_at_ms`). The accumulator adds the other reasons (a
-flush, a retry's backoff, the ordering rules).
+a closed or full one at once (`sendable_at_ms`). While a flush is in progress (`begin_flush` to
+`flush_done`) every batch is sendable. The accumulator adds the other rules (a retry's backoff,
+the ordering rules).
 
 Memory. `buffered_bytes` (estimated bytes of all unfinished batches) stays <= `buffer.memory`:
 an append that would pass it is refused with BUFFER_FULL and changes nothing; the driver waits for
@@ -100,6 +101,7 @@ class RecordBatcher:
         self.next_batch_id = 0
         self.buffered_bytes = 0
         self.memory_waiting = False
+        self.flushes_in_progress = 0  # while > 0, every batch is sendable (begin_flush)
 
     def append(
         self,
@@ -323,6 +325,21 @@ class RecordBatcher:
         ):
             return 0
         return batch.created_ms + self._linger_ms
+
+    def begin_flush(self) -> int:
+        """Make every batch sendable now, regardless of linger.ms, until flush_done(). Returns
+        the flush's target: it is complete when is_flush_complete(target) says so."""
+        self.flushes_in_progress += 1
+        return self.next_batch_id - 1
+
+    def is_flush_complete(self, target_batch_id: int) -> bool:
+        """True when every batch that existed at begin_flush() has completed."""
+        oldest = next(iter(self.unfinished), None)
+        return oldest is None or oldest > target_batch_id
+
+    def flush_done(self) -> None:
+        assert self.flushes_in_progress > 0, "flush_done() without begin_flush()"
+        self.flushes_in_progress -= 1
 
     def take_head(self, topic_partition: TopicPartition, state: PartitionState) -> ProducerBatch:
         """Remove the head of a partition's queue (it is being drained or expired)."""

@@ -1,0 +1,165 @@
+"""What an attempt's answer (or its absence) does to a batch — a pure core under the accumulator.
+
+An ack completes the batch with its offsets (and, with idempotence, completes the queued retries
+ahead of it that the ack proves written: producer_sequences.py). A failure either puts the batch
+back at its place in its partition's queue after a backoff, or completes it with the error
+(retry_policy.py decides which). A queued batch past its delivery deadline completes with
+REQUEST_TIMED_OUT (`expire`), and a close or an aborted transaction completes batches at once
+(`abort_all`, `abort_queued`). Each completion frees the batch's memory and returns a
+`Completed`, which the driver settles (the futures are not in here).
+
+The accumulator (accumulator.py) owns the batches' tables and shares them with this module: the
+batcher's queues and memory, the sequences, and the batches in flight by id.
+"""
+
+from __future__ import annotations
+
+from samsa.client.producer_batch import (
+    NO_OFFSET,
+    NO_TIMESTAMP,
+    BatchState,
+    Completed,
+    PartitionState,
+    ProducerBatch,
+)
+from samsa.client.producer_sequences import ProducerSequences
+from samsa.client.record_batcher import RecordBatcher
+from samsa.client.retry_policy import RetryPolicy
+from samsa.common.errors import ErrorCode
+from samsa.common.record import header
+
+
+class BatchCompletion:
+    """Outcomes back into the accumulator's tables (see the module docstring)."""
+
+    def __init__(
+        self,
+        batcher: RecordBatcher,
+        sequences: ProducerSequences,
+        retry: RetryPolicy,
+        in_flight: dict[int, ProducerBatch],
+    ) -> None:
+        self._batcher = batcher
+        self._sequences = sequences
+        self._retry = retry
+        self._in_flight = in_flight
+
+    def on_batch_acked(
+        self, batch_id: int, base_offset: int, log_append_time_ms: int = NO_TIMESTAMP
+    ) -> list[Completed]:
+        """The broker appended the batch at `base_offset` (NO_OFFSET with acks=0). Also completes
+        the older batches of the partition this ack proves written (producer_sequences.py)."""
+        batch, state = self._take_in_flight(batch_id)
+        completed = [self._complete(batch, base_offset, log_append_time_ms, ErrorCode.NONE, "")]
+        if self._sequences.on_acked(state, batch):
+            completed += self._complete_known_written(state)
+        return completed
+
+    def on_batch_failed(
+        self,
+        batch_id: int,
+        error_code: ErrorCode | int,
+        retriable: bool,
+        now_ms: int,
+        *,
+        retry_now: bool = False,
+    ) -> list[Completed]:
+        """The attempt failed. A retriable failure within `retries` and delivery.timeout.ms puts
+        the batch back at its place in its partition's queue, after an exponential backoff —
+        none with `retry_now` (the answer named the new leader, KIP-951); otherwise the batch
+        completes with `error_code`."""
+        batch, state = self._take_in_flight(batch_id)
+        error_code = ErrorCode(error_code)
+        if self._sequences.written_before(state, batch, error_code):
+            # Written by an earlier attempt, and this answer does not say where: a success
+            # without an offset (Kafka's rule for DUPLICATE_SEQUENCE_NUMBER), never re-sent.
+            return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.NONE, "")]
+        if self._sequences.on_sequence_error(state, batch, error_code):
+            retriable = True
+        retry_at_ms = self._retry.retry_at_ms(batch, retriable, now_ms, retry_now)
+        if retry_at_ms is not None:
+            batch.retry_at_ms = retry_at_ms
+            self._batcher.requeue(state, batch)
+            return []
+        message = (
+            f"{error_code.name} for {batch.topic}-{batch.partition} after "
+            f"{batch.attempts} attempt(s): {self._retry.final_reason(batch, retriable, now_ms)}"
+        )
+        return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message)]
+
+    def expire(self, now_ms: int) -> list[Completed]:
+        """Fail every queued batch created delivery.timeout.ms or more ago (Kafka's
+        TimeoutException "Expiring N record(s) ..."): REQUEST_TIMED_OUT."""
+        completed: list[Completed] = []
+        for topic_partition, state in list(self._batcher.queued.items()):
+            while state.queue and self._retry.expired(state.queue[0], now_ms):
+                batch = self._batcher.take_head(topic_partition, state)
+                message = (
+                    f"Expiring {len(batch.values)} record(s) for {batch.topic}-{batch.partition}: "
+                    f"{now_ms - batch.created_ms} ms has passed since batch creation"
+                )
+                completed.append(
+                    self._complete(
+                        batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.REQUEST_TIMED_OUT, message
+                    )
+                )
+        return completed
+
+    def abort_all(self, error_code: ErrorCode, message: str) -> list[Completed]:
+        """Complete every unfinished batch, in flight or not, with `error_code` (a forced close,
+        or a fatal producer error). Outcomes of requests already sent must not be fed back."""
+        return self._abort(error_code, message, in_flight_too=True)
+
+    def abort_queued(self, error_code: ErrorCode, message: str) -> list[Completed]:
+        """Fail every batch not yet sent (abort_transaction); in-flight ones finish as they do."""
+        return self._abort(error_code, message, in_flight_too=False)
+
+    def _abort(
+        self, error_code: ErrorCode, message: str, *, in_flight_too: bool
+    ) -> list[Completed]:
+        completed = []
+        for batch in list(self._batcher.unfinished.values()):
+            state = self._batcher.partitions[(batch.topic, batch.partition)]
+            if batch.state is not BatchState.IN_FLIGHT:
+                state.queue.remove(batch)
+            elif in_flight_too:
+                self._take_in_flight(batch.batch_id)
+            else:
+                continue
+            if batch is state.open_batch:
+                state.open_batch = None
+            completed.append(self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message))
+        self._batcher.queued.clear()
+        return completed
+
+    def _take_in_flight(self, batch_id: int) -> tuple[ProducerBatch, PartitionState]:
+        batch = self._in_flight.pop(batch_id, None)
+        assert batch is not None, f"batch {batch_id} is not in flight: an outcome fed twice?"
+        state = self._batcher.partitions[(batch.topic, batch.partition)]
+        state.in_flight.remove(batch)
+        return batch, state
+
+    def _complete_known_written(self, state: PartitionState) -> list[Completed]:
+        """A newer batch was just acked: the queued retries ahead of it were written (lost
+        responses). They complete now, as successes without offset, and are never sent again."""
+        completed = []
+        while state.queue and state.queue[0].batch_id < state.last_acked_batch_id:
+            batch = state.queue[0]
+            assert batch.base_sequence != header.NO_SEQUENCE, "an older batch was never sent"
+            self._batcher.take_head((batch.topic, batch.partition), state)
+            completed.append(self._complete(batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.NONE, ""))
+        return completed
+
+    def _complete(
+        self,
+        batch: ProducerBatch,
+        base_offset: int,
+        log_append_time_ms: int,
+        error_code: ErrorCode,
+        message: str,
+    ) -> Completed:
+        if error_code is not ErrorCode.NONE:
+            state = self._batcher.partitions[(batch.topic, batch.partition)]
+            self._sequences.on_final_failure(state, batch)
+        self._batcher.release(batch)
+        return batch.complete(base_offset, log_append_time_ms, error_code, message)
