@@ -32,9 +32,10 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
 from samsa.client.group_driver import GroupMetadata
-from samsa.client.producer import WAIT_POLL_S, group_identity, run_callback, transactions_of
-from samsa.client.producer_driver import Appended, ProducerDriver, now_ms, raise_no_partition
-from samsa.client.record_future import AsyncRecordFuture, RecordMetadata
+from samsa.client.producer import WAIT_POLL_S, group_identity, transactions_of
+from samsa.client.producer_driver import ProducerDriver
+from samsa.client.record_appender import Appended, now_ms, raise_no_partition
+from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
 from samsa.client.record_tracing import headers_with_traceparent
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
@@ -99,7 +100,7 @@ class AsyncProducer:
             )
         if partition is not None and not 0 <= partition < count:
             raise_no_partition(topic, partition, count)
-        outcome, index, partition, wake = driver.append(
+        outcome, index, partition, wake = driver.appender.append(
             topic, partition, key, value, headers, timestamp, now, count
         )
         if outcome is None:
@@ -148,7 +149,7 @@ class AsyncProducer:
                     ErrorCode.REQUEST_TIMED_OUT,
                 )
             await self._wait_for_progress(min(remaining, WAIT_POLL_S))
-            appended = driver.append(
+            appended = driver.appender.append(
                 topic, partition, key, value, headers, timestamp, now_ms(), count
             )
         return appended

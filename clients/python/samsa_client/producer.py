@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from samsa.client.channels import Channels, tracing_configured
@@ -41,9 +40,10 @@ from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partitioner import partition_groups
-from samsa.client.producer_driver import ProducerDriver, now_ms, raise_no_partition
+from samsa.client.producer_driver import ProducerDriver
+from samsa.client.record_appender import now_ms, raise_no_partition
 from samsa.client.record_checks import CheckedRecords
-from samsa.client.record_future import RecordFuture, RecordsFuture
+from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction
 from samsa.client.transaction_manager import TransactionManager
@@ -78,34 +78,6 @@ def transactions_of(txn: TransactionManager | None) -> TransactionManager:
     return txn
 
 
-def run_callback(callback: Callable[[], None]) -> None:
-    try:
-        callback()
-    except Exception:
-        log.exception("a send() callback raised")
-
-
-class _CallbackThread:
-    """Runs user callbacks in order, off the driver's loop."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[list[Callable[[], None]] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="samsa-callbacks", daemon=True)
-        self._thread.start()
-
-    def submit(self, callbacks: list[Callable[[], None]]) -> None:
-        self._queue.put(callbacks)
-
-    def _run(self) -> None:
-        while (callbacks := self._queue.get()) is not None:
-            for callback in callbacks:
-                run_callback(callback)
-
-    def stop(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=STOP_TIMEOUT_S)
-
-
 class Producer:
     """Kafka's producer, with Kafka's configuration keys (see config.py)."""
 
@@ -113,11 +85,11 @@ class Producer:
         self.config = ProducerConfig.from_dict(config)
         self._channels = Channels()
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
-        self._callbacks = _CallbackThread()
+        self._callbacks = CallbackThread(STOP_TIMEOUT_S)
         self._driver = ProducerDriver(
             self.config, self._metadata, self._callbacks.submit, self._notify_completions
         )
-        self._append = self._driver.append  # send() is the hot path: one lookup less
+        self._append = self._driver.appender.append  # send() is the hot path: one lookup less
         self._txn = self._driver.txn  # None unless transactional.id is set
         # Completions free memory and end flushes; waiters sleep on the driver's lock.
         self._space = threading.Condition(self._driver.lock)
@@ -215,7 +187,7 @@ class Producer:
             share = records if indexes is None else records.select(indexes)
             start, stuck_at, deadline = 0, -1, 0.0
             while True:
-                start, parts, woke = self._driver.append_many(
+                start, parts, woke = self._driver.appender.append_many(
                     topic, partition, share, start, timestamp, now_ms(), count
                 )
                 future.add(parts)

@@ -4,30 +4,29 @@ Theory of operation. The accumulator (accumulator.py, a pure core) decides every
 batches: where a record goes, when a batch is sendable, retries, ordering, expiry, sequences.
 This module is its driver, the loop the accumulator's docstring describes, on `grpc.aio`:
 
-- `append()` is called by a facade on the caller's thread (`Producer`) or on the loop
-  (`AsyncProducer`): partition choice and one accumulator append under `lock`, and a
-  `BatchOutcome` shared by the batch's records. It never does I/O; the facade wakes the driver
-  only when the append says there is something to send (a batch filled, a new batch needs its
-  linger timer, or linger.ms=0).
+- `appender.append()` (record_appender.py) is called by a facade on the caller's thread
+  (`Producer`) or on the loop (`AsyncProducer`): partition choice and one accumulator append
+  under `lock`, and a `BatchOutcome` shared by the batch's records. It never does I/O; the
+  facade wakes the driver only when the append says there is something to send (a batch
+  filled, a new batch needs its linger timer, or linger.ms=0).
 - `_drain_and_send()` runs `ready()`, `drain()`s each ready broker into one Produce request and
-  hands it to that broker's long-lived ProduceStream (produce_stream.py) without awaiting. It is
+  hands it to the sender (produce_sender.py), which puts it on that broker's long-lived
+  ProduceStream (produce_stream.py) without awaiting. It is
   synchronous and only ever runs on the loop — from the task `_run` (timers, answers) or from
   `wake()` (a facade's append) — so the order in which the accumulator drained one partition's
   batches is the order they reach the wire (test_client_producer_order.py shows the two-driver
   design this replaced reordering them).
-- Answers arrive on each stream's reader task, on the same loop; their outcomes go back to the
-  accumulator under `lock` and settle the batch outcomes. User callbacks are handed to the
+- Answers arrive on each stream's reader task, on the same loop; the sender feeds them back to
+  the accumulator under `lock`, and the driver settles the batch outcomes. User callbacks go to the
   facade's callback runner (a callback thread, or `loop.call_soon`), never run here, so a slow
   callback stalls no answer.
 - Idempotence: when `ready()` asks for a producer id, nothing is in flight; producer_ids.py
   bumps the epoch locally (KIP-360), or calls InitProducerId for the first id, when the epoch
   would pass int16, or after INVALID_PRODUCER_EPOCH.
 - Retriable errors (leader moved, broker unreachable, timeouts) go back to the accumulator, which
-  retries with backoff within `delivery.timeout.ms`; NOT_LEADER_OR_FOLLOWER and the like also mark
-  the metadata stale, unless the answer names a newer leader (KIP-951): then that partition's
-  leader is updated at once and the batch retried to it with no backoff. Metadata is read with
-  sync gRPC (cluster_metadata.py), so refreshes run in a worker thread (`asyncio.to_thread`)
-  while the loop keeps serving answers.
+  retries with backoff within `delivery.timeout.ms`, or at once to a new leader the answer names
+  (KIP-951; produce_sender.py). Metadata is read with sync gRPC (cluster_metadata.py), so
+  refreshes run in a worker thread (`asyncio.to_thread`) while the loop keeps serving answers.
 
 `lock` guards the accumulator, the partitioner and the outcome table; it is held for pure calls
 only, never across I/O or an await.
@@ -40,39 +39,22 @@ import contextlib
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable, Sequence
-from typing import NoReturn
-
-import grpc
 
 from samsa.client.accumulator import ReadyResult, RecordAccumulator
-from samsa.client.channels import AioChannels, tracing_configured
-from samsa.client.cluster_metadata import (
-    NEW_LEADER_ERRORS,
-    STALE_METADATA_ERRORS,
-    ClusterMetadata,
-)
+from samsa.client.channels import AioChannels
+from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
-from samsa.client.errors import KafkaError, ProduceError
-from samsa.client.partitioner import Partitioner
-from samsa.client.produce_message import produce_request
-from samsa.client.produce_stream import (
-    ByPartition,
-    ProduceStream,
-    raw_produce_stream,
-    stream_error_outcome,
-)
-from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
+from samsa.client.errors import KafkaError
+from samsa.client.produce_sender import ProduceSender
+from samsa.client.producer_batch import Completed
 from samsa.client.producer_ids import ProducerIds
-from samsa.client.record_batcher import AppendRefusal
-from samsa.client.record_checks import CheckedRecords
-from samsa.client.record_future import BatchOutcome, BatchOutcomes
-from samsa.client.record_tracing import sampled_traceparent
+from samsa.client.record_appender import RecordAppender, now_ms
+from samsa.client.record_future import BatchOutcomes
 from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode, is_retriable
-from samsa.v1 import broker_pb2, broker_pb2_grpc
+from samsa.v1 import broker_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -82,26 +64,6 @@ IDLE_WAIT_S = 0.5
 UNKNOWN_LEADER_WAIT_S = 0.05
 
 Callbacks = list[Callable[[], None]]
-
-
-def now_ms() -> int:
-    """Wall-clock milliseconds: record timestamps default to it, so the core runs on it too."""
-    return time.time_ns() // 1_000_000
-
-
-# What `append()` did: (outcome, record index, partition, wake). `wake`: the driver has something
-# new to do. `outcome` None: buffer.memory is full; wait for completions, then append again to
-# that partition (sticky=False). A plain tuple: it is built once per record.
-Appended = tuple[BatchOutcome | None, int, int, bool]
-# What `append_many()` did: (next record index, [(outcome, record count)], wake).
-ManyOutcomes = tuple[int, list[tuple[BatchOutcome, int]], bool]
-
-
-def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
-    raise ProduceError(
-        f"partition {partition} of {topic!r} does not exist (it has {count})",
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    )
 
 
 class ProducerDriver:
@@ -118,16 +80,11 @@ class ProducerDriver:
         self.metadata = metadata
         self.lock = threading.Lock()
         self.accumulator = RecordAccumulator(config, random.Random())
-        self._partitioner = Partitioner(random.Random(), ignore_keys=config.partitioner_ignore_keys)
         self._run_callbacks = run_callbacks
         self._on_completions = on_completions
         self._outcomes = BatchOutcomes()
-        self._outcomes_by_batch_id = self._outcomes.by_batch_id  # read by append(), hot
-        self._ignore_keys = config.partitioner_ignore_keys
-        self._wake_every_record = config.linger_ms == 0
-        self._streams: dict[str, ProduceStream] = {}  # by broker endpoint
+        self.appender = RecordAppender(config, self.lock, self.accumulator, self._outcomes)
         self._channels = AioChannels()
-        self._tracing = tracing_configured()  # read once, as the producer does
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
@@ -151,104 +108,20 @@ class ProducerDriver:
                 config.transactional_id,
                 config.transaction_timeout_ms,
             )
+        self._sender = ProduceSender(
+            config,
+            metadata,
+            self.lock,
+            self.accumulator,
+            self._channels,
+            self._outcomes,
+            self.txn,
+            on_fenced=self._producer_ids.on_fenced,
+            settle=self._settle,
+            wake_task=self._wake_task,
+        )
 
     # --- any thread -------------------------------------------------------------------------------
-
-    def append(
-        self,
-        topic: str,
-        partition: int | None,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]] | None,
-        timestamp: int,
-        now: int,
-        count: int,
-    ) -> Appended:
-        """Append one record (`partition` None: the partitioner picks, sticky when keyless).
-        The SDK's hottest path: plain tuples, no extra calls (~2 us per record in all)."""
-        sticky = partition is None and (key is None or self._ignore_keys)
-        accumulator = self.accumulator
-        with self.lock:
-            if partition is None:
-                partition = self._partitioner.partition(topic, key, count)
-            result = accumulator.append(
-                topic, partition, key, value, headers, timestamp, now, sticky
-            )
-            if result is AppendRefusal.NEW_BATCH_NEEDED:
-                self._partitioner.on_batch_closed(topic, partition)
-                partition = self._partitioner.partition(topic, key, count)
-                result = accumulator.append(
-                    topic, partition, key, value, headers, timestamp, now, False
-                )
-            if result.__class__ is AppendRefusal:  # BUFFER_FULL
-                return None, 0, partition, True
-            batch_id, index, full, new_batch = result
-            outcome = self._outcomes_by_batch_id.get(batch_id)
-            if outcome is None:
-                outcome = self._outcomes_by_batch_id[batch_id] = BatchOutcome()
-        wake = full or new_batch or self._wake_every_record
-        return outcome, index, partition, wake
-
-    def append_many(
-        self,
-        topic: str,
-        partition: int | None,
-        records: CheckedRecords,
-        start: int,
-        timestamp: int,
-        now: int,
-        count: int,
-    ) -> ManyOutcomes:
-        """`append` for records [start:] of a `send_many` call bound for one partition, under
-        one lock (`partition` None: keyless records, placed by the sticky partitioner as
-        `append` places them one by one). Returns (next index, [(outcome, records)], wake);
-        a next index short of the end means buffer.memory is full: wait, then call again."""
-        accumulator = self.accumulator
-        outcomes = self._outcomes_by_batch_id
-        parts: list[tuple[BatchOutcome, int]] = []
-        wake = self._wake_every_record
-        end = len(records.values)
-        with self.lock:
-            while start < end:
-                sticky = partition is None
-                target = self._partitioner.partition(topic, None, count) if sticky else partition
-                appended = accumulator.append_many(
-                    topic, target, records, start, timestamp, now, sticky
-                )
-                for batch_id, _, record_count in appended.segments:
-                    outcome = outcomes.get(batch_id)
-                    if outcome is None:
-                        outcome = outcomes[batch_id] = BatchOutcome()
-                    parts.append((outcome, record_count))
-                wake = wake or appended.wake
-                start = appended.next_index
-                if appended.refusal is not AppendRefusal.NEW_BATCH_NEEDED:
-                    break
-                # The sticky batch is full: `append`'s own dance moves the record that did not
-                # fit to the next sticky partition, where it opens a batch.
-                self._partitioner.on_batch_closed(topic, target)
-                target = self._partitioner.partition(topic, None, count)
-                headers = records.headers[start] if records.headers is not None else None
-                result = accumulator.append(
-                    topic,
-                    target,
-                    records.keys[start],
-                    records.values[start],
-                    headers,
-                    timestamp,
-                    now,
-                    False,
-                )
-                if result.__class__ is AppendRefusal:  # BUFFER_FULL
-                    break
-                outcome = outcomes.get(result.batch_id)
-                if outcome is None:
-                    outcome = outcomes[result.batch_id] = BatchOutcome()
-                parts.append((outcome, 1))
-                wake = True
-                start += 1
-        return start, parts, wake
 
     def wake_threadsafe(self) -> None:
         """Wake the driver from another thread; one loop hand-off however many callers ask."""
@@ -299,9 +172,7 @@ class ProducerDriver:
         self._stopping = True
         self._wake.set()
         await self._task
-        for stream in list(self._streams.values()):
-            await stream.close()  # requests still waiting fail, and go back to the queue
-        self._streams.clear()
+        await self._sender.close()
         with self.lock:
             completed = self.accumulator.abort_all(
                 ErrorCode.REQUEST_TIMED_OUT, "the producer was closed before delivery"
@@ -334,8 +205,7 @@ class ProducerDriver:
         if ready.producer_id_required and self.accumulator.has_unfinished():
             renewed = await self._renew_producer_id()
             return 0.0 if renewed else self.config.retry_backoff_ms / 1000
-        for stream in list(self._streams.values()):
-            stream.expire(self.config.request_timeout_ms / 1000)
+        self._sender.expire()
         if ready.unknown_leader_topics:
             await self._refresh(ready.unknown_leader_topics)
             return UNKNOWN_LEADER_WAIT_S
@@ -359,13 +229,13 @@ class ProducerDriver:
                 requests = [
                     (node, accumulator.drain(node, self.config.max_request_size, now))
                     for node in ready.ready_nodes
-                    if self._has_room(node)
+                    if self._sender.has_room(node)
                 ]
             self._settle(expired)
             for node, batches in requests:
                 if batches:
                     accumulator.encode(batches)
-                    self._send_request(node, batches)
+                    self._sender.send(node, batches)
         finally:
             self._draining = False
         return ready
@@ -463,135 +333,6 @@ class ProducerDriver:
             await asyncio.to_thread(self.metadata.refresh, topics)
         except KafkaError as error:
             log.warning("metadata refresh failed: %s", error)
-
-    def _has_room(self, node: int) -> bool:
-        endpoint = self.metadata.endpoints.get(node)
-        stream = self._streams.get(endpoint) if endpoint is not None else None
-        return stream is None or stream.broken or stream.has_room()
-
-    def _send_request(self, node: int, batches: list[ProducerBatch]) -> None:
-        by_partition: ByPartition = {}
-        for batch in batches:
-            by_partition.setdefault((batch.topic, batch.partition), []).append(batch)
-        endpoint = self.metadata.endpoints.get(node)
-        if endpoint is None:
-            self.metadata.mark_stale()
-            self._fail_batches(by_partition, ErrorCode.BROKER_NOT_AVAILABLE, retriable=True)
-            return
-        request = produce_request(
-            self.config.acks,
-            self.config.request_timeout_ms,
-            {tp: [batch.encoded for batch in group] for tp, group in by_partition.items()},  # type: ignore[misc]
-            transactional_id=self.config.transactional_id or "",
-            add_partitions_to_txn=self.txn is not None,
-        )
-        if self.txn is not None:
-            self.txn.on_started()  # the leader may add partitions to the transaction now
-        acks_zero = self.config.acks == 0
-
-        def on_answer(
-            response: broker_pb2.ProduceResponse | None, error: grpc.RpcError | None
-        ) -> None:
-            if not acks_zero:
-                self._on_response(response, error, by_partition)
-
-        traceparent = sampled_traceparent(b.headers for b in batches) if self._tracing else ""
-        while not self._stream(endpoint).send(request, on_answer, traceparent):
-            self._streams.pop(endpoint, None)  # broken: the next call opens a new one
-        if acks_zero:
-            with self.lock:
-                completed = [
-                    done
-                    for batch in batches
-                    for done in self.accumulator.on_batch_acked(batch.batch_id, NO_OFFSET)
-                ]
-            self._settle(completed)
-
-    def _stream(self, endpoint: str) -> ProduceStream:
-        stream = self._streams.get(endpoint)
-        if stream is None or stream.broken:
-            channel = self._channels.get(endpoint, traced=False)
-            stream = self._streams[endpoint] = ProduceStream(raw_produce_stream(channel))
-        return stream
-
-    def _on_response(
-        self,
-        response: broker_pb2.ProduceResponse | None,
-        error: grpc.RpcError | None,
-        by_partition: ByPartition,
-    ) -> None:
-        if error is not None:
-            log.warning("produce request failed: %s %s", error.code(), error.details())
-            self.metadata.mark_stale()
-            code, retriable = stream_error_outcome(error)
-            self._fail_batches(by_partition, code, retriable=retriable)
-            return
-        assert response is not None
-        completed: list[Completed] = []
-        now = now_ms()
-        failed = False
-        with self.lock:
-            for topic in response.topics:
-                for result in topic.partitions:
-                    group = by_partition.get((topic.name, result.partition), [])
-                    completed += self._partition_outcome(topic.name, group, result, now)
-                    failed = failed or result.error_code != ErrorCode.NONE
-            queued = self.accumulator.has_queued()
-        self._settle(completed)
-        if failed or queued:  # a retry, or batches an in-flight slot may now let out
-            self._wake_task()
-
-    def _partition_outcome(
-        self,
-        topic: str,
-        group: list[ProducerBatch],
-        result: broker_pb2.ProduceResponse.PartitionResponse,
-        now: int,
-    ) -> list[Completed]:
-        """Under the lock: feed one partition's answer back to the accumulator."""
-        completed: list[Completed] = []
-        if result.error_code == ErrorCode.NONE:
-            base = result.base_offset
-            for batch in group:
-                count = batch.record_count  # before the ack frees the records
-                completed += self.accumulator.on_batch_acked(
-                    batch.batch_id, base, result.log_append_time_ms
-                )
-                base += count
-            return completed
-        code = ErrorCode(result.error_code)
-        # KIP-951: the answer names the new leader; go there now, no backoff, no refresh.
-        retry_now = (
-            code in NEW_LEADER_ERRORS
-            and result.HasField("current_leader")
-            and self.metadata.update_leader(
-                (topic, result.partition),
-                result.current_leader.leader_id,
-                result.current_leader.leader_epoch,
-            )
-        )
-        if code in STALE_METADATA_ERRORS and not retry_now:
-            self.metadata.mark_stale()
-        elif code is ErrorCode.INVALID_PRODUCER_EPOCH:
-            self._producer_ids.on_fenced()
-        for batch in group:
-            completed += self.accumulator.on_batch_failed(
-                batch.batch_id, code, is_retriable(code), now, retry_now=retry_now
-            )
-            self._outcomes.note_message(batch.batch_id, result.error_message)
-        return completed
-
-    def _fail_batches(self, by_partition: ByPartition, code: ErrorCode, *, retriable: bool) -> None:
-        now = now_ms()
-        with self.lock:
-            completed = [
-                done
-                for group in by_partition.values()
-                for batch in group
-                for done in self.accumulator.on_batch_failed(batch.batch_id, code, retriable, now)
-            ]
-        self._settle(completed)
-        self._wake_task()
 
     def settled_through(self, batch_id: int) -> bool:
         """Whether the outcome (the futures) of every batch up to `batch_id` is settled. A batch

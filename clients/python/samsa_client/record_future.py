@@ -11,7 +11,8 @@ index in the batch. Waiting objects are made only when someone waits:
 - an `await` makes an `asyncio.Future` on the driver's loop, resolved by a waker the driver runs
   inline when it settles the batch (internal, never user code);
 - `add_done_callback` callbacks are user code: the driver hands them to the facade's callback
-  runner (a callback thread, or `loop.call_soon`), never runs them on the I/O path.
+  runner (the sync Producer's `CallbackThread`, or `loop.call_soon(run_callback, ...)`), never
+  runs them on the I/O path.
 
 `Producer.send_many` goes one step further: one `RecordsFuture` for all the records of the call,
 holding each batch's outcome they share and how many of them it holds.
@@ -20,6 +21,8 @@ holding each batch's outcome they share and how many of them it holds.
 from __future__ import annotations
 
 import asyncio
+import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -28,6 +31,8 @@ from typing import Any, NamedTuple
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.producer_batch import NO_OFFSET, Completed
 from samsa.common.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 # Guards the lazy creation of waiting objects against the driver settling at the same time.
 _EVENT_LOCK = threading.Lock()
@@ -247,3 +252,32 @@ class RecordsFuture:
         if error is not None:
             raise error
         return self.record_count
+
+
+def run_callback(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception:
+        log.exception("a send() callback raised")
+
+
+class CallbackThread:
+    """Runs user callbacks in order, off the driver's loop."""
+
+    def __init__(self, stop_timeout_s: float) -> None:
+        self._stop_timeout_s = stop_timeout_s
+        self._queue: queue.SimpleQueue[list[Callable[[], None]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="samsa-callbacks", daemon=True)
+        self._thread.start()
+
+    def submit(self, callbacks: list[Callable[[], None]]) -> None:
+        self._queue.put(callbacks)
+
+    def _run(self) -> None:
+        while (callbacks := self._queue.get()) is not None:
+            for callback in callbacks:
+                run_callback(callback)
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=self._stop_timeout_s)

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from samsa.client import async_producer, producer, producer_driver
+from samsa.client import async_producer, produce_sender, producer, producer_driver
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.common.errors import ErrorCode
 from samsa.common.record import codec
@@ -172,7 +172,7 @@ class FakeCluster:
         )
         monkeypatch.setattr(producer_driver.AioChannels, "get", lambda _, endpoint, **__: endpoint)
         monkeypatch.setattr(
-            producer_driver,
+            produce_sender,
             "raw_produce_stream",
             lambda endpoint: lambda requests: _FakeCall(cluster.broker_of(endpoint), requests),
         )

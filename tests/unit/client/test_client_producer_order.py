@@ -7,12 +7,12 @@ OUT_OF_ORDER_SEQUENCE_NUMBER).
 
 Method: linger.ms=0 (every send wakes the driver), small batches, two threads sending to one
 partition, and the window between drain and send held open on purpose: the first call of
-`_send_request` (the step that hands a drained request to the stream) waits until a second call
+`ProduceSender.send` (the step that hands a drained request to the stream) waits until a second call
 starts, or HOLD_S passes. In the old design the second call came from another thread at once and
 overtook the first: run against HEAD's producer.py this test failed every time (wire order !=
 drain order). Now only the driver's task drains and sends, so nothing can overtake: the wait
 times out, and the order the fake broker received batches in must be the order `drain()`
-returned them in, with `_send_request` never entered twice at once nor from two threads.
+returned them in, with `send` never entered twice at once nor from two threads.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from fake_produce_cluster import FakeCluster
 
 from samsa.client import Producer
 from samsa.client.accumulator import RecordAccumulator
+from samsa.client.produce_sender import ProduceSender
 from samsa.client.producer_batch import ProducerBatch
-from samsa.client.producer_driver import ProducerDriver
 from samsa.client.record_future import RecordFuture
 
 TOPIC = "events"
@@ -47,13 +47,13 @@ def test_two_sending_threads_never_reorder_a_partitions_batches(monkeypatch: pyt
         drained.extend(batch.values[0] for batch in batches)
         return batches
 
-    send_request = ProducerDriver._send_request
+    send_request = ProduceSender.send
     second_call = threading.Event()
-    calls: list[str] = []  # the thread of each _send_request call
-    concurrency = {"now": 0, "max": 0}  # _send_request calls in progress
+    calls: list[str] = []  # the thread of each send call
+    concurrency = {"now": 0, "max": 0}  # send calls in progress
     concurrency_lock = threading.Lock()
 
-    def held_send_request(self: ProducerDriver, *args: object) -> None:
+    def held_send_request(self: ProduceSender, *args: object) -> None:
         with concurrency_lock:
             calls.append(threading.current_thread().name)
             concurrency["now"] += 1
@@ -67,7 +67,7 @@ def test_two_sending_threads_never_reorder_a_partitions_batches(monkeypatch: pyt
             concurrency["now"] -= 1
 
     monkeypatch.setattr(RecordAccumulator, "drain", recording_drain)
-    monkeypatch.setattr(ProducerDriver, "_send_request", held_send_request)
+    monkeypatch.setattr(ProduceSender, "send", held_send_request)
     futures: dict[bytes, RecordFuture] = {}
     with Producer(
         {"bootstrap.servers": BOOTSTRAP, "linger.ms": 0, "batch.size": BATCH_BYTES}

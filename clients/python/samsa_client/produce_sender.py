@@ -1,0 +1,220 @@
+"""The producer driver's requests and answers: one long-lived ProduceStream per broker.
+
+`send(node, batches)` lays out one Produce request (produce_message.py) for batches the driver
+drained and encoded, and hands it to that broker's stream (produce_stream.py) without awaiting;
+a broken stream is replaced by a new one at the next send. Each answer comes back on the stream's
+reader task, on the driver's loop, and goes to the accumulator under the lock:
+
+- success: the batches' offsets, counted from the partition's base offset;
+- an error: the accumulator retries or fails the batch (retriable errors, within retries and
+  delivery.timeout.ms). NOT_LEADER_OR_FOLLOWER and the like mark the metadata stale, unless the
+  answer names a newer leader (KIP-951): then that partition's leader is updated at once and the
+  batch retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`);
+- a stream that failed: every batch of the request, with the stream's error.
+
+The outcomes are settled by the driver (`settle`), which also wakes its task (`wake_task`) when
+something queued may now go. With acks=0 nothing comes back: the batches complete as sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import grpc
+
+from samsa.client.accumulator import RecordAccumulator
+from samsa.client.channels import AioChannels, tracing_configured
+from samsa.client.cluster_metadata import (
+    NEW_LEADER_ERRORS,
+    STALE_METADATA_ERRORS,
+    ClusterMetadata,
+)
+from samsa.client.config import ProducerConfig
+from samsa.client.produce_message import produce_request
+from samsa.client.produce_stream import (
+    ByPartition,
+    ProduceStream,
+    raw_produce_stream,
+    stream_error_outcome,
+)
+from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
+from samsa.client.record_appender import now_ms
+from samsa.client.record_future import BatchOutcomes
+from samsa.client.record_tracing import sampled_traceparent
+from samsa.client.transaction_manager import TransactionManager
+from samsa.common.errors import ErrorCode, is_retriable
+from samsa.v1 import broker_pb2
+
+log = logging.getLogger(__name__)
+
+
+class ProduceSender:
+    """Requests out, answers back, for the driver's loop (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ProducerConfig,
+        metadata: ClusterMetadata,
+        lock: threading.Lock,
+        accumulator: RecordAccumulator,
+        channels: AioChannels,
+        outcomes: BatchOutcomes,
+        txn: TransactionManager | None,
+        *,
+        on_fenced: Callable[[], None],
+        settle: Callable[[list[Completed]], None],
+        wake_task: Callable[[], None],
+    ) -> None:
+        self._config = config
+        self._metadata = metadata
+        self._lock = lock
+        self._accumulator = accumulator
+        self._channels = channels
+        self._outcomes = outcomes
+        self._txn = txn
+        self._on_fenced = on_fenced
+        self._settle = settle
+        self._wake_task = wake_task
+        self._streams: dict[str, ProduceStream] = {}  # by broker endpoint
+        self._tracing = tracing_configured()  # read once, as the producer does
+
+    def expire(self) -> None:
+        """Fail the requests that waited longer than request.timeout.ms for their answer."""
+        for stream in list(self._streams.values()):
+            stream.expire(self._config.request_timeout_ms / 1000)
+
+    async def close(self) -> None:
+        for stream in list(self._streams.values()):
+            await stream.close()  # requests still waiting fail, and go back to the queue
+        self._streams.clear()
+
+    def has_room(self, node: int) -> bool:
+        endpoint = self._metadata.endpoints.get(node)
+        stream = self._streams.get(endpoint) if endpoint is not None else None
+        return stream is None or stream.broken or stream.has_room()
+
+    def send(self, node: int, batches: list[ProducerBatch]) -> None:
+        by_partition: ByPartition = {}
+        for batch in batches:
+            by_partition.setdefault((batch.topic, batch.partition), []).append(batch)
+        endpoint = self._metadata.endpoints.get(node)
+        if endpoint is None:
+            self._metadata.mark_stale()
+            self._fail_batches(by_partition, ErrorCode.BROKER_NOT_AVAILABLE, retriable=True)
+            return
+        request = produce_request(
+            self._config.acks,
+            self._config.request_timeout_ms,
+            {tp: [batch.encoded for batch in group] for tp, group in by_partition.items()},  # type: ignore[misc]
+            transactional_id=self._config.transactional_id or "",
+            add_partitions_to_txn=self._txn is not None,
+        )
+        if self._txn is not None:
+            self._txn.on_started()  # the leader may add partitions to the transaction now
+        acks_zero = self._config.acks == 0
+
+        def on_answer(
+            response: broker_pb2.ProduceResponse | None, error: grpc.RpcError | None
+        ) -> None:
+            if not acks_zero:
+                self._on_response(response, error, by_partition)
+
+        traceparent = sampled_traceparent(b.headers for b in batches) if self._tracing else ""
+        while not self._stream(endpoint).send(request, on_answer, traceparent):
+            self._streams.pop(endpoint, None)  # broken: the next call opens a new one
+        if acks_zero:
+            with self._lock:
+                completed = [
+                    done
+                    for batch in batches
+                    for done in self._accumulator.on_batch_acked(batch.batch_id, NO_OFFSET)
+                ]
+            self._settle(completed)
+
+    def _stream(self, endpoint: str) -> ProduceStream:
+        stream = self._streams.get(endpoint)
+        if stream is None or stream.broken:
+            channel = self._channels.get(endpoint, traced=False)
+            stream = self._streams[endpoint] = ProduceStream(raw_produce_stream(channel))
+        return stream
+
+    def _on_response(
+        self,
+        response: broker_pb2.ProduceResponse | None,
+        error: grpc.RpcError | None,
+        by_partition: ByPartition,
+    ) -> None:
+        if error is not None:
+            log.warning("produce request failed: %s %s", error.code(), error.details())
+            self._metadata.mark_stale()
+            code, retriable = stream_error_outcome(error)
+            self._fail_batches(by_partition, code, retriable=retriable)
+            return
+        assert response is not None
+        completed: list[Completed] = []
+        now = now_ms()
+        failed = False
+        with self._lock:
+            for topic in response.topics:
+                for result in topic.partitions:
+                    group = by_partition.get((topic.name, result.partition), [])
+                    completed += self._partition_outcome(topic.name, group, result, now)
+                    failed = failed or result.error_code != ErrorCode.NONE
+            queued = self._accumulator.has_queued()
+        self._settle(completed)
+        if failed or queued:  # a retry, or batches an in-flight slot may now let out
+            self._wake_task()
+
+    def _partition_outcome(
+        self,
+        topic: str,
+        group: list[ProducerBatch],
+        result: broker_pb2.ProduceResponse.PartitionResponse,
+        now: int,
+    ) -> list[Completed]:
+        """Under the lock: feed one partition's answer back to the accumulator."""
+        completed: list[Completed] = []
+        if result.error_code == ErrorCode.NONE:
+            base = result.base_offset
+            for batch in group:
+                count = batch.record_count  # before the ack frees the records
+                completed += self._accumulator.on_batch_acked(
+                    batch.batch_id, base, result.log_append_time_ms
+                )
+                base += count
+            return completed
+        code = ErrorCode(result.error_code)
+        # KIP-951: the answer names the new leader; go there now, no backoff, no refresh.
+        retry_now = (
+            code in NEW_LEADER_ERRORS
+            and result.HasField("current_leader")
+            and self._metadata.update_leader(
+                (topic, result.partition),
+                result.current_leader.leader_id,
+                result.current_leader.leader_epoch,
+            )
+        )
+        if code in STALE_METADATA_ERRORS and not retry_now:
+            self._metadata.mark_stale()
+        elif code is ErrorCode.INVALID_PRODUCER_EPOCH:
+            self._on_fenced()
+        for batch in group:
+            completed += self._accumulator.on_batch_failed(
+                batch.batch_id, code, is_retriable(code), now, retry_now=retry_now
+            )
+            self._outcomes.note_message(batch.batch_id, result.error_message)
+        return completed
+
+    def _fail_batches(self, by_partition: ByPartition, code: ErrorCode, *, retriable: bool) -> None:
+        now = now_ms()
+        with self._lock:
+            completed = [
+                done
+                for group in by_partition.values()
+                for batch in group
+                for done in self._accumulator.on_batch_failed(batch.batch_id, code, retriable, now)
+            ]
+        self._settle(completed)
+        self._wake_task()

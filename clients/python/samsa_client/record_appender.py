@@ -1,0 +1,162 @@
+"""The producer's appends: a record (or a column of records) into the accumulator, under the lock.
+
+`Producer.send()` calls `append` on the caller's thread, `AsyncProducer.send()` on the loop; both
+are the SDK's hottest path, so the appender does only what must be done per record: the
+partition (the partitioner, sticky when keyless: KIP-480), one accumulator append, and the
+`BatchOutcome` that every record of the batch shares (record_future.py). It never does I/O and
+never wakes the driver itself: it says when the driver must be woken (a batch filled, a new batch
+needs its linger timer, or linger.ms=0), and the facade wakes it. `lock` is the driver's
+(producer_driver.py): the same lock guards the accumulator, the partitioner and the outcome
+table wherever they are touched.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Sequence
+from typing import NoReturn
+
+from samsa.client.accumulator import RecordAccumulator
+from samsa.client.config import ProducerConfig
+from samsa.client.errors import ProduceError
+from samsa.client.partitioner import Partitioner
+from samsa.client.record_batcher import AppendRefusal
+from samsa.client.record_checks import CheckedRecords
+from samsa.client.record_future import BatchOutcome, BatchOutcomes
+from samsa.common.errors import ErrorCode
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds: record timestamps default to it, so the core runs on it too."""
+    return time.time_ns() // 1_000_000
+
+
+# What `append()` did: (outcome, record index, partition, wake). `wake`: the driver has something
+# new to do. `outcome` None: buffer.memory is full; wait for completions, then append again to
+# that partition (sticky=False). A plain tuple: it is built once per record.
+Appended = tuple[BatchOutcome | None, int, int, bool]
+# What `append_many()` did: (next record index, [(outcome, record count)], wake).
+ManyOutcomes = tuple[int, list[tuple[BatchOutcome, int]], bool]
+
+
+def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
+    raise ProduceError(
+        f"partition {partition} of {topic!r} does not exist (it has {count})",
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    )
+
+
+class RecordAppender:
+    """Appends for the facades, from any thread (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ProducerConfig,
+        lock: threading.Lock,
+        accumulator: RecordAccumulator,
+        outcomes: BatchOutcomes,
+    ) -> None:
+        self.lock = lock
+        self.accumulator = accumulator
+        self.partitioner = Partitioner(random.Random(), ignore_keys=config.partitioner_ignore_keys)
+        self._outcomes_by_batch_id = outcomes.by_batch_id  # read by append(), hot
+        self._ignore_keys = config.partitioner_ignore_keys
+        self._wake_every_record = config.linger_ms == 0
+
+    def append(
+        self,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        timestamp: int,
+        now: int,
+        count: int,
+    ) -> Appended:
+        """Append one record (`partition` None: the partitioner picks, sticky when keyless).
+        The SDK's hottest path: plain tuples, no extra calls (~2 us per record in all)."""
+        sticky = partition is None and (key is None or self._ignore_keys)
+        accumulator = self.accumulator
+        with self.lock:
+            if partition is None:
+                partition = self.partitioner.partition(topic, key, count)
+            result = accumulator.append(
+                topic, partition, key, value, headers, timestamp, now, sticky
+            )
+            if result is AppendRefusal.NEW_BATCH_NEEDED:
+                self.partitioner.on_batch_closed(topic, partition)
+                partition = self.partitioner.partition(topic, key, count)
+                result = accumulator.append(
+                    topic, partition, key, value, headers, timestamp, now, False
+                )
+            if result.__class__ is AppendRefusal:  # BUFFER_FULL
+                return None, 0, partition, True
+            batch_id, index, full, new_batch = result
+            outcome = self._outcomes_by_batch_id.get(batch_id)
+            if outcome is None:
+                outcome = self._outcomes_by_batch_id[batch_id] = BatchOutcome()
+        wake = full or new_batch or self._wake_every_record
+        return outcome, index, partition, wake
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int | None,
+        records: CheckedRecords,
+        start: int,
+        timestamp: int,
+        now: int,
+        count: int,
+    ) -> ManyOutcomes:
+        """`append` for records [start:] of a `send_many` call bound for one partition, under
+        one lock (`partition` None: keyless records, placed by the sticky partitioner as
+        `append` places them one by one). Returns (next index, [(outcome, records)], wake);
+        a next index short of the end means buffer.memory is full: wait, then call again."""
+        accumulator = self.accumulator
+        outcomes = self._outcomes_by_batch_id
+        parts: list[tuple[BatchOutcome, int]] = []
+        wake = self._wake_every_record
+        end = len(records.values)
+        with self.lock:
+            while start < end:
+                sticky = partition is None
+                target = self.partitioner.partition(topic, None, count) if sticky else partition
+                appended = accumulator.append_many(
+                    topic, target, records, start, timestamp, now, sticky
+                )
+                for batch_id, _, record_count in appended.segments:
+                    outcome = outcomes.get(batch_id)
+                    if outcome is None:
+                        outcome = outcomes[batch_id] = BatchOutcome()
+                    parts.append((outcome, record_count))
+                wake = wake or appended.wake
+                start = appended.next_index
+                if appended.refusal is not AppendRefusal.NEW_BATCH_NEEDED:
+                    break
+                # The sticky batch is full: `append`'s own dance moves the record that did not
+                # fit to the next sticky partition, where it opens a batch.
+                self.partitioner.on_batch_closed(topic, target)
+                target = self.partitioner.partition(topic, None, count)
+                headers = records.headers[start] if records.headers is not None else None
+                result = accumulator.append(
+                    topic,
+                    target,
+                    records.keys[start],
+                    records.values[start],
+                    headers,
+                    timestamp,
+                    now,
+                    False,
+                )
+                if result.__class__ is AppendRefusal:  # BUFFER_FULL
+                    break
+                outcome = outcomes.get(result.batch_id)
+                if outcome is None:
+                    outcome = outcomes[result.batch_id] = BatchOutcome()
+                parts.append((outcome, 1))
+                wake = True
+                start += 1
+        return start, parts, wake
