@@ -61,6 +61,8 @@ class RecordAppender:
         self.lock = lock
         self.accumulator = accumulator
         self.partitioner = Partitioner(random.Random(), ignore_keys=config.partitioner_ignore_keys)
+        # Keyless records (or keys ignored) go to the sticky partition: one frame less per record.
+        self._sticky_partition = self.partitioner.sticky.partition
         self._outcomes_by_batch_id = outcomes.by_batch_id  # read by append(), hot
         self._ignore_keys = config.partitioner_ignore_keys
         self._wake_every_record = config.linger_ms == 0
@@ -85,14 +87,16 @@ class RecordAppender:
         # a lock's __enter__/__exit__ cost more than twice its acquire and release.
         lock.acquire()
         try:
-            if partition is None:
+            if sticky:
+                partition = self._sticky_partition(topic, count)
+            elif partition is None:
                 partition = self.partitioner.partition(topic, key, count)
             result = accumulator.append(
                 topic, partition, key, value, headers, timestamp, now, sticky
             )
             if result is AppendRefusal.NEW_BATCH_NEEDED:
                 self.partitioner.on_batch_closed(topic, partition)
-                partition = self.partitioner.partition(topic, key, count)
+                partition = self._sticky_partition(topic, count)
                 result = accumulator.append(
                     topic, partition, key, value, headers, timestamp, now, False
                 )
