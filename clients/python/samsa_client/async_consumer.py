@@ -38,8 +38,9 @@ from samsa.client.consumer import (
     offsets_to_commit,
 )
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
+from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
-from samsa.client.fetch_state import EARLIEST, LATEST, ConsumerRecord, OffsetAndTimestamp
+from samsa.client.fetch_state import EARLIEST, LATEST, OffsetAndTimestamp
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
 from samsa.client.group_member import MemberState

@@ -48,11 +48,11 @@ from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
+from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import (
     EARLIEST,
     LATEST,
-    ConsumerRecord,
     OffsetAndTimestamp,
 )
 from samsa.client.group_admin import OffsetAndMetadata

@@ -47,10 +47,10 @@ import grpc
 from samsa.client.channels import AioChannels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
+from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import (
     COMMITTED,
-    ConsumerRecord,
     FetchPlan,
     FetchState,
     isolation_level,

@@ -33,8 +33,7 @@ resets) forgets the partition's buffered records and removes it from the fetch i
 answer for the old offset is ignored too. A partition with an unraised error is not fetched: the
 error is raised once by `poll()`, and fetching the partition again finds it again, as before.
 
-Decoding is column-wise per batch (`decode_batch`); the only per-record Python is building the
-`ConsumerRecord` tuples with `map`.
+Decoding the fetched bytes into records is consumer_records.py's.
 """
 
 from __future__ import annotations
@@ -42,17 +41,14 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterable, Mapping
-from itertools import repeat
 from typing import NamedTuple
 
 from samsa.client.config import ConsumerConfig
+from samsa.client.consumer_records import ConsumerRecord, decode_records
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_sessions import BrokerFetchSessions
-from samsa.common.errors import CorruptRecordError, ErrorCode, OffsetOutOfRangeError, SamsaError
+from samsa.common.errors import CorruptRecordError, ErrorCode, OffsetOutOfRangeError
 from samsa.common.fetch_session_client import FetchParts
-from samsa.common.record.codec import RecordBatch, decode_batch
-from samsa.common.record.header import unreadable_batch_offsets
-from samsa.common.record.transaction_filter import AbortedTransactionFilter
 from samsa.v1 import broker_pb2, records_pb2
 
 log = logging.getLogger(__name__)
@@ -78,16 +74,6 @@ RETRY_AFTER_REFRESH = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
     }
 )
-
-
-class ConsumerRecord(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -546,62 +532,3 @@ def isolation_level(config: ConsumerConfig) -> int:
     if config.isolation_level == "read_committed":
         return records_pb2.ISOLATION_LEVEL_READ_COMMITTED
     return records_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED
-
-
-def decode_records(
-    tp: TopicPartition,
-    data: bytes,
-    from_offset: int,
-    aborted: Iterable[tuple[int, int]] = (),
-) -> tuple[list[ConsumerRecord], int, int | None]:
-    """The records at or after `from_offset`, the last batch's leader epoch, and the offset of
-    a batch that cannot be decoded (None when all could). Records ahead of such a batch are
-    returned; when it comes first, CorruptRecordError says which offsets to seek past.
-    Transaction markers are never returned, nor, given the answer's `aborted` transactions
-    ((producer id, first offset): read_committed), the records of aborted transactions."""
-    topic, partition = tp
-    shown = AbortedTransactionFilter(aborted)
-    records: list[ConsumerRecord] = []
-    leader_epoch = -1
-    position = 0
-    new_tuple = tuple.__new__
-    while position < len(data):
-        try:
-            batch = decode_batch(data, position)
-        except SamsaError as error:
-            corrupt_at = unreadable_batch_offsets(data, position, from_offset)
-            if records:
-                return records, leader_epoch, corrupt_at[0]
-            raise CorruptRecordError(
-                f"{topic}-{partition}: the stored batch at offsets {corrupt_at[0]}.."
-                f"{corrupt_at[1]} cannot be decoded ({error}); seek to {corrupt_at[1] + 1} "
-                "to skip it"
-            ) from None
-        position += batch.header.size_bytes
-        leader_epoch = batch.header.partition_leader_epoch
-        if not _shown(shown, batch) or batch.header.last_offset < from_offset:
-            continue
-        columns = zip(
-            repeat(topic),
-            repeat(partition),
-            batch.offsets(),
-            batch.timestamps(),
-            batch.keys,
-            batch.values,
-            batch.headers,
-            strict=False,
-        )
-        chunk = list(map(new_tuple, repeat(ConsumerRecord), columns))
-        if batch.header.base_offset < from_offset:
-            chunk = [r for r in chunk if r.offset >= from_offset]
-        records += chunk
-    return records, leader_epoch, None
-
-
-def _shown(shown: AbortedTransactionFilter, batch: RecordBatch) -> bool:
-    """Whether the batch's records go to the application (never a marker, even a malformed
-    one)."""
-    try:
-        return shown.batch_is_visible(batch)
-    except SamsaError:
-        return False  # a control batch whose marker record cannot be read

@@ -32,8 +32,8 @@ import grpc
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.consumer import ConsumerRecord
+from samsa.client.consumer_records import decode_records
 from samsa.client.errors import KafkaError
-from samsa.client.fetch_state import decode_records
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc, records_pb2
 

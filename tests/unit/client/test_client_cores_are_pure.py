@@ -26,6 +26,7 @@ CORE_MODULES = (
     "retry_policy.py",
     "group_member.py",
     "fetch_state.py",
+    "consumer_records.py",
     "rebalance.py",
     "cluster_admin.py",
     "group_admin.py",

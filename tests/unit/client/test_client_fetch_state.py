@@ -14,13 +14,13 @@ from __future__ import annotations
 import pytest
 
 from samsa.client.config import ConsumerConfig
+from samsa.client.consumer_records import decode_records
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import (
     EARLIEST,
     FETCH_RETRY_BACKOFF_MS,
     LATEST,
     FetchState,
-    decode_records,
 )
 from samsa.common.errors import CorruptRecordError, ErrorCode, OffsetOutOfRangeError
 from samsa.common.record.codec import build_batch

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_driver import list_offsets_request
-from samsa.client.fetch_state import FetchState, decode_records, isolation_level
+from samsa.client.consumer_records import decode_records
+from samsa.client.fetch_state import FetchState, isolation_level
 from samsa.common.record.codec import (
     CONTROL_TYPE_ABORT,
     CONTROL_TYPE_COMMIT,

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind
 
-from samsa.client.fetch_state import ConsumerRecord
+from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.record_tracing import (
     headers_column_with_traceparent,
     headers_with_traceparent,
