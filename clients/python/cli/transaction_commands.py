@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from samsa.cli.command_support import table
 from samsa.client import Admin
 from samsa.client.transaction_admin import STATE_NAMES, ProducerState, TransactionDescription
 
@@ -55,8 +56,6 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
 
 
 def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
-    from samsa.cli.commands import table
-
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         if args.action == "list":
             try:

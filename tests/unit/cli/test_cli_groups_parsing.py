@@ -3,8 +3,8 @@ strategy, required; --partitions as a list; a dry run unless --execute) and prin
 reads: members with their partitions per topic, lag with "-" for what is unknown and a total.
 
 Method: the real argparse tree of `samsa` (main.py adds it) and the pure formatting functions of
-commands.py on hand-made SDK dataclasses; nothing connects to a cluster (the end-to-end runs are
-in tests/integration/test_cli_groups.py).
+group_commands.py on hand-made SDK dataclasses; nothing connects to a cluster (the end-to-end runs
+are in tests/integration/test_cli_groups.py).
 """
 
 from __future__ import annotations
@@ -13,13 +13,8 @@ import argparse
 
 import pytest
 
-from samsa.cli.commands import (
-    add_commands,
-    describe_lines,
-    format_partitions,
-    lag_lines,
-    reset_strategy,
-)
+from samsa.cli.commands import add_commands
+from samsa.cli.group_commands import describe_lines, format_partitions, lag_lines, reset_strategy
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import MemberDescription
 from samsa.common.errors import ErrorCode

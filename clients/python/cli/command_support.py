@@ -1,0 +1,87 @@
+"""What the cluster commands share: where to connect, a topic that must exist, times, tables.
+
+Where to connect: `--bootstrap-server host:port,...`, else $SAMSA_BOOTSTRAP, else the cluster that
+`samsa up` runs from `--data-dir` (default ./samsa-data, read from its cluster.json), so that in
+the README's flow no address needs to be typed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from samsa.client import Admin, TopicError
+from samsa.client.admin import TopicDescription
+from samsa.common.errors import ErrorCode
+
+# How long produce/consume re-ask about a topic a controller says does not exist. Controllers
+# apply the committed log within ~0.1 s of each other, so a topic another command just created is
+# visible by then even on a lagging follower; a topic that truly does not exist costs this long.
+TOPIC_VISIBLE_WAIT_S = 2.0
+
+
+def add_connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", help="controller endpoints, host:port,...")
+    parser.add_argument("--data-dir", default="samsa-data", help="where `samsa up` runs")
+
+
+def bootstrap(args: argparse.Namespace) -> str:
+    if args.bootstrap_server:
+        return args.bootstrap_server
+    if os.environ.get("SAMSA_BOOTSTRAP"):
+        return os.environ["SAMSA_BOOTSTRAP"]
+    spec_file = Path(args.data_dir) / "cluster.json"
+    if spec_file.exists():
+        spec = json.loads(spec_file.read_text())
+        return ",".join(f"127.0.0.1:{c['grpc_port']}" for c in spec["controllers"])
+    raise SystemExit(
+        f"samsa: no cluster to talk to: pass --bootstrap-server, set SAMSA_BOOTSTRAP, or run "
+        f"`samsa up` (it writes {spec_file})"
+    )
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Left-aligned columns, as people read them in a terminal."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    )
+
+
+def require_topic(admin: Admin, topic: str) -> TopicDescription:
+    """The topic, or exit with one line saying how to create it.
+
+    Checked here rather than left to the producer, which (like Kafka's) waits max.block.ms, 60 s,
+    for an unknown topic's metadata: right for an application racing a topic's creation, a silent
+    minute for a person who mistyped a name. A short max.block.ms would also cut the producer's
+    wait for buffer space, which `samsa produce` of a large file needs."""
+    deadline = time.monotonic() + TOPIC_VISIBLE_WAIT_S
+    while True:
+        try:
+            return admin.describe_topics([topic])[topic]
+        except TopicError as error:
+            if error.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise
+            if time.monotonic() >= deadline:
+                raise SystemExit(
+                    f"samsa: topic {topic!r} does not exist "
+                    f"(create it with `samsa topics create {topic}`)"
+                ) from None
+        time.sleep(0.2)
+
+
+def parse_time(text: str, flag: str) -> int:
+    """ms since epoch, or ISO 8601 (local time when it names no zone, as Kafka's tools)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        return int(datetime.fromisoformat(text).timestamp() * 1000)
+    except ValueError:
+        raise SystemExit(f"samsa: {flag} {text!r} is neither ms since epoch nor ISO 8601") from None

@@ -1,0 +1,225 @@
+"""`samsa groups list|describe|lag|reset-offsets|delete`: consumer groups, as Kafka's
+kafka-consumer-groups.sh — thin over Admin's group calls. `reset-offsets` is a dry run (the plan,
+printed) until --execute, and the coordinator refuses it while the group has members.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from samsa.cli.command_support import bootstrap, parse_time, require_topic, table
+from samsa.client import Admin, Consumer
+from samsa.client.admin import ConsumerGroupDescription, PartitionLag
+from samsa.client.group_admin import GroupError, TopicPartition, plan_offset_resets
+
+
+def add_group_commands(
+    commands: argparse._SubParsersAction, add_connection: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    groups = commands.add_parser(
+        "groups", help="list, describe, lag, reset offsets of, delete consumer groups"
+    )
+    actions = groups.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="every consumer group: state and member count")
+    describe = actions.add_parser("describe", help="state, epochs, assignor, members")
+    describe.add_argument("group")
+    lag = actions.add_parser("lag", help="committed offset, log end offset and lag per partition")
+    lag.add_argument("group")
+    reset = actions.add_parser(
+        "reset-offsets", help="move a group's committed offsets (prints the plan unless --execute)"
+    )
+    reset.add_argument("group")
+    reset.add_argument("--topic", required=True)
+    reset.add_argument(
+        "--partitions", type=_partition_list, help="comma-separated, e.g. 0,1 (default: all)"
+    )
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true", help="the log start offset")
+    target.add_argument("--to-latest", action="store_true", help="the log end offset")
+    target.add_argument("--to-offset", type=int, metavar="N", help="this offset (each partition)")
+    target.add_argument(
+        "--to-datetime", metavar="TIME", help="the first offset at or after TIME (ISO 8601 or ms)"
+    )
+    target.add_argument(
+        "--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)"
+    )
+    reset.add_argument("--execute", action="store_true", help="commit the plan (else: dry run)")
+    delete = actions.add_parser("delete", help="delete empty groups and their committed offsets")
+    delete.add_argument("groups", nargs="+")
+    for parser in (listing, describe, lag, reset, delete):
+        add_connection(parser)
+
+
+def _partition_list(text: str) -> list[int]:
+    """`--partitions 0,1,3` as sorted partition numbers."""
+    try:
+        numbers = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of numbers"
+        ) from None
+    if not numbers or numbers[0] < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: partitions are numbers from 0")
+    return numbers
+
+
+def run_groups(args: argparse.Namespace) -> int:
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        if not any(not x.fenced for x in admin.describe_cluster().coordinators):
+            raise SystemExit(
+                "samsa groups: no coordinator is live, and consumer groups live on coordinators "
+                "(`samsa up --coordinators 2` runs two)"
+            )
+        if args.action == "list":
+            listings = admin.list_consumer_groups()
+            rows = [(x.group_id, x.state, x.member_count) for x in listings]
+            print(table(("group", "state", "members"), rows) if rows else "no groups")
+        elif args.action == "describe":
+            print(describe_lines(admin.describe_consumer_groups([args.group])[args.group]))
+        elif args.action == "lag":
+            print(lag_lines(args.group, admin.describe_consumer_group_lag(args.group)))
+        elif args.action == "reset-offsets":
+            return _reset_offsets(admin, args)
+        elif args.action == "delete":
+            return _delete_groups(admin, args.groups)
+    return 0
+
+
+def format_partitions(partitions: Sequence[TopicPartition]) -> str:
+    """("orders", 0), ("orders", 1), ("audit", 2) -> "audit:2 orders:0,1"; "-" for none."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+
+
+def describe_lines(group: ConsumerGroupDescription) -> str:
+    head = (
+        f"group {group.group_id}  state {group.state}  group epoch {group.group_epoch}  "
+        f"assignment epoch {group.assignment_epoch}  assignor {group.assignor or '-'}  "
+        f"members {len(group.members)}"
+    )
+    if not group.members:
+        return head
+    rows = [
+        (
+            m.member_id,
+            m.group_instance_id or "-",
+            m.client_id or "-",
+            m.member_epoch,
+            format_partitions(m.assignment),
+            format_partitions(m.target_assignment),
+        )
+        for m in group.members
+    ]
+    headers = ("member", "instance", "client", "epoch", "assignment", "target")
+    return head + "\n\n" + table(headers, rows)
+
+
+def lag_lines(group_id: str, rows: Sequence[PartitionLag]) -> str:
+    """The lag table and its total; unknown values ("-") are left out of the total and said."""
+    if not rows:
+        return f"group {group_id} has no committed offsets and owns no partitions"
+
+    def known(value: int) -> object:
+        return value if value >= 0 else "-"
+
+    cells = [
+        (
+            r.topic,
+            r.partition,
+            known(r.committed_offset),
+            known(r.log_end_offset),
+            known(r.lag),
+            r.member_id or "-",
+        )
+        for r in rows
+    ]
+    headers = ("topic", "partition", "committed", "log end", "lag", "owner")
+    unknown = sum(1 for r in rows if r.lag < 0)
+    total = f"total lag {sum(r.lag for r in rows if r.lag >= 0)}"
+    if unknown:
+        total += f" ({unknown} partition(s) unknown: nothing committed or no log end offset)"
+    return table(headers, cells) + "\n\n" + total
+
+
+def reset_strategy(args: argparse.Namespace) -> tuple[str, int]:
+    """The chosen --to-*/--shift-by flag as (strategy, value) for plan_offset_resets."""
+    if args.to_earliest:
+        return "to-earliest", 0
+    if args.to_latest:
+        return "to-latest", 0
+    if args.to_offset is not None:
+        return "to-offset", args.to_offset
+    if args.to_datetime is not None:
+        return "to-datetime", parse_time(args.to_datetime, "--to-datetime")
+    assert args.shift_by is not None, "argparse requires one strategy"
+    return "shift-by", args.shift_by
+
+
+def _reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
+    """Kafka's `kafka-consumer-groups.sh --reset-offsets`: print the plan; commit it with
+    --execute (the coordinator refuses while the group has members)."""
+    strategy, value = reset_strategy(args)
+    info = require_topic(admin, args.topic)
+    existing = [p.partition for p in info.partitions]
+    missing = sorted(set(args.partitions or ()) - set(existing))
+    if missing:
+        raise SystemExit(
+            f"samsa: topic {args.topic!r} has no partition(s) {missing} "
+            f"(it has {len(existing)}: 0 to {len(existing) - 1})"
+        )
+    partitions = [(args.topic, p) for p in args.partitions or existing]
+    committed = admin.list_consumer_group_offsets(args.group, partitions)
+    with Consumer({"bootstrap.servers": bootstrap(args)}) as consumer:
+        earliest = consumer.beginning_offsets(partitions)
+        latest = consumer.end_offsets(partitions)
+        found = None
+        if strategy == "to-datetime":
+            at = consumer.offsets_for_times({tp: value for tp in partitions})
+            found = {tp: None if x is None else x.offset for tp, x in at.items()}
+    try:
+        plan = plan_offset_resets(
+            partitions,
+            {tp: x.offset for tp, x in committed.items()},
+            earliest,
+            latest,
+            strategy,
+            value,
+            found,
+        )
+    except ValueError as error:
+        raise SystemExit(f"samsa groups reset-offsets: {error}") from None
+    rows = [
+        (r.topic, r.partition, r.current_offset if r.current_offset >= 0 else "-", r.new_offset)
+        for r in plan
+    ]
+    print(table(("topic", "partition", "current offset", "new offset"), rows))
+    if not args.execute:
+        print(
+            f"\ndry run: nothing changed; add --execute to commit these offsets for group "
+            f"{args.group} (its consumers must be stopped)",
+            file=sys.stderr,
+        )
+        return 0
+    admin.alter_consumer_group_offsets(
+        args.group, {(r.topic, r.partition): r.new_offset for r in plan}
+    )
+    print(f"\ncommitted {len(plan)} offset(s) for group {args.group}", file=sys.stderr)
+    return 0
+
+
+def _delete_groups(admin: Admin, group_ids: Sequence[str]) -> int:
+    """Each group on its own, so that every one gets its line: deleted, or why not."""
+    failed = 0
+    for group_id in group_ids:
+        try:
+            admin.delete_consumer_groups([group_id])
+        except GroupError as error:
+            print(f"samsa groups delete: {error} ({error.code.name})", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"deleted {group_id}")
+    return 1 if failed else 0
