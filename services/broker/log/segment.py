@@ -233,10 +233,12 @@ class Segment:
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= `offset`, or None."""
         for attempt in range(2):
-            relative_offset, position = self.indexes.offset_index.lookup(
-                max(0, offset - self.base_offset)
-            )
             try:
+                if 0 <= self.indexes.last_batch_base_offset <= offset < self.next_offset:
+                    return self._newest_batch()
+                relative_offset, position = self.indexes.offset_index.lookup(
+                    max(0, offset - self.base_offset)
+                )
                 for found_position, header in self.walk(position):
                     if (
                         found_position == position
@@ -252,6 +254,18 @@ class Segment:
                     raise
                 self.rebuild_indexes()
         raise AssertionError("unreachable")
+
+    def _newest_batch(self) -> tuple[int, BatchHeader]:
+        """(position, header) of the batch that ends the segment, where the appends put it (a
+        follower or consumer caught up with the log reads just that one: no index walk)."""
+        position = self.indexes.last_batch_position
+        header = read_frame(os.pread(self.fd, HEADER_BYTES, position), 0)
+        if (
+            header.base_offset != self.indexes.last_batch_base_offset
+            or position + header.size_bytes != self.size_bytes
+        ):
+            raise CorruptIndexError("the newest batch is not where the appends put it")
+        return position, header
 
     def read_batches(
         self, position: int, first: BatchHeader, max_bytes: int, upper_offset: int

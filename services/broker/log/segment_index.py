@@ -17,7 +17,8 @@ a segment whose index files were loaded, from the batches after its last offset-
 
 Invariants: size_bytes is the end of the last whole batch; base_offset <= next_offset; each batch
 starts at or after next_offset; (max_timestamp, offset_of_max_timestamp) describe the batch that
-first reached the largest timestamp (NO_TIMESTAMP, -1 while none).
+first reached the largest timestamp (NO_TIMESTAMP, -1 while none); last_batch_position and
+last_batch_base_offset describe the batch that ends at size_bytes (-1, -1 while none).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class SegmentIndexes:
         "base_offset",
         "bytes_since_index_entry",
         "index_interval_bytes",
+        "last_batch_base_offset",
+        "last_batch_position",
         "max_timestamp",
         "next_offset",
         "offset_index",
@@ -57,6 +60,10 @@ class SegmentIndexes:
         self.max_timestamp = NO_TIMESTAMP
         self.offset_of_max_timestamp = -1
         self.bytes_since_index_entry = 0
+        # Where the newest batch starts and its base offset (-1 while there is none): a fetch
+        # caught up with the log reads exactly this batch, and finds it without a walk.
+        self.last_batch_position = -1
+        self.last_batch_base_offset = -1
 
     def entries_room(self) -> int:
         """How many more batches can be indexed before either index is full."""
@@ -87,6 +94,8 @@ class SegmentIndexes:
                 )
             self.bytes_since_index_entry = 0
         self.bytes_since_index_entry += size_bytes
+        self.last_batch_position = position
+        self.last_batch_base_offset = base_offset
         self.size_bytes += size_bytes
         self.next_offset = last_offset + 1
 
@@ -109,9 +118,11 @@ class SegmentIndexes:
         entry_position = self.offset_index.last_entry()[1]
         end = entry_position
         self.next_offset = self.base_offset
+        self.last_batch_position = self.last_batch_base_offset = -1
         for position, header in batches:
             assert position == end, "the tail is contiguous"
             self.next_offset = header.next_offset
+            self.last_batch_position, self.last_batch_base_offset = position, header.base_offset
             end = position + header.size_bytes
         assert end == size_bytes, "the tail ends at the end of the segment"
         self.time_index.truncate_to_relative_offset(self.next_offset - self.base_offset)

@@ -10,6 +10,7 @@ was sent. Time is passed as numbers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
@@ -18,9 +19,10 @@ from log_helpers import batch, read_all, read_batches, small_config
 
 from samsa.common.errors import OffsetOutOfRangeError
 from samsa.common.record.codec import decode_batch, decode_batches
-from samsa.common.record.header import read_header, stamp_offsets
+from samsa.common.record.header import BatchHeader, read_header, stamp_offsets
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
+from samsa.services.broker.log.segment import Segment
 
 
 def stamped(raw: bytes, base_offset: int, leader_epoch: int) -> bytes:
@@ -168,3 +170,46 @@ def test_follower_append_keeps_leader_offsets_and_may_skip_ahead(tmp_path: Path)
     assert read_batches(log) == [first, after_gap]
     assert log.leader_epoch_entries() == [(2, 0), (4, 10)]
     assert [r.offset for r in read_all(log)] == [0, 1, 10]
+
+
+def test_the_newest_batch_is_found_without_a_walk_and_stays_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fetch caught up with the log reads the newest batch: the segment knows where it is
+    (Segment._newest_batch), also after a truncation, a roll and a reopen."""
+    walks: list[int] = []
+    walk = Segment.walk
+
+    def counted_walk(
+        self: Segment, position: int, end: int | None = None
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        walks.append(position)
+        return walk(self, position, end)
+
+    monkeypatch.setattr(Segment, "walk", counted_walk)
+
+    def newest_reads_ok(log: Log) -> None:
+        walks.clear()
+        end = log.log_end_offset
+        result = log.read(end - 1, 1)
+        first = decode_batch(result.records)
+        assert first.header.base_offset <= end - 1 < result.next_offset == end
+        assert result.first_offset == first.header.base_offset
+        assert walks == [], "the newest batch is read without walking the segment"
+
+    log = Log.open(tmp_path, small_config(), now_ms=0)
+    for index in range(40):  # rolls several 2 KiB segments
+        log.append_as_leader(batch(*[b"v" * 30] * (1 + index % 3)), leader_epoch=0, now_ms=1)
+        newest_reads_ok(log)
+        assert [r.offset for r in read_all(log)] == list(range(log.log_end_offset))
+    log.truncate_to(log.log_end_offset - 2)  # drops the newest batch (or two)
+    newest_reads_ok(log)
+    assert [r.offset for r in read_all(log)] == list(range(log.log_end_offset))
+    log.append_as_leader(batch(b"after"), leader_epoch=1, now_ms=2)
+    newest_reads_ok(log)
+    end = log.log_end_offset
+    log.close()
+    reopened = Log.open(tmp_path, small_config(), now_ms=0)
+    assert reopened.log_end_offset == end
+    newest_reads_ok(reopened)
+    assert [r.offset for r in read_all(reopened)] == list(range(end))
