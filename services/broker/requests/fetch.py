@@ -18,7 +18,6 @@ holds. Followers always use one; a fetch without one works as before.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import NamedTuple
@@ -193,21 +192,23 @@ async def _fetch_in_session(
 
 async def _park(session: FetchSession, timeout_s: float) -> None:
     """Wait for the session's next wake, at most `timeout_s`. A bare future resolved by the
-    wake, under a timeout that is a timer rather than a task (not asyncio.wait_for, which
-    wraps the wait in a task of its own under Python 3.11): the parked fetch runs in the very
-    next turn of the event loop after an append, which an acks=all write waits for."""
-    waiter = asyncio.get_running_loop().create_future()
+    wake or by a timer (not asyncio.wait_for, which wraps the wait in a task of its own under
+    Python 3.11; nor asyncio.timeout, which cancels the task and costs twice the timer): the
+    parked fetch runs in the very next turn of the event loop after an append, which an
+    acks=all write waits for."""
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
 
     def wake() -> None:
         if not waiter.done():
             waiter.set_result(None)
 
     session.on_wake = wake
+    timer = loop.call_later(timeout_s, wake)
     try:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout_s):
-                await waiter
+        await waiter
     finally:
+        timer.cancel()
         session.on_wake = None
 
 

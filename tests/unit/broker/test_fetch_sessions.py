@@ -167,6 +167,28 @@ def test_a_parked_fetch_wakes_for_the_partition_that_gets_data(leader: Partition
     assert list(answered(woken)) == [42] and answered(woken)[42].records
 
 
+def test_a_parked_fetch_with_nothing_new_answers_when_its_wait_ends(
+    leader: PartitionHost,
+) -> None:
+    cache = FetchSessionCache()
+    client = FetchSessionClient()
+    client.set(("t", 0), position(0))
+
+    async def scenario() -> tuple[broker_pb2.FetchResponse, float]:
+        parts = client.build()
+        client.on_answer(parts, (await fetch(leader, request(parts), cache)).session_id)
+        parts = client.build()
+        started = asyncio.get_running_loop().time()
+        quiet = await asyncio.wait_for(fetch(leader, request(parts, max_wait_ms=50), cache), 10)
+        return quiet, asyncio.get_running_loop().time() - started
+
+    quiet, waited_s = asyncio.run(scenario())
+    assert quiet.error_code == ErrorCode.NONE and answered(quiet) == {}
+    assert waited_s >= 0.045, "the fetch must wait out its max_wait_ms"
+    (session,) = cache.sessions()
+    assert session.on_wake is None and not session.busy, "the park leaves no wake behind"
+
+
 def test_lost_repeated_and_foreign_requests_are_caught_by_the_session_epoch(
     leader: PartitionHost,
 ) -> None:
