@@ -41,9 +41,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="list topics")
     describe = actions.add_parser("describe", help="partitions, leaders, replicas, configs")
     describe.add_argument("names", nargs="*")
+    alter = actions.add_parser(
+        "alter", help="add partitions, set or reset configs (Kafka's kafka-topics/kafka-configs)"
+    )
+    alter.add_argument("name")
+    alter.add_argument("--partitions", type=int, help="the new partition count (only grows)")
+    alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    alter.add_argument(
+        "--delete-config", action="append", default=[], metavar="KEY", help="back to default"
+    )
     delete = actions.add_parser("delete", help="delete topics and their data")
     delete.add_argument("names", nargs="+")
-    for parser in (create, listing, describe, delete):
+    for parser in (create, listing, describe, alter, delete):
         add_connection(parser)
 
     produce = commands.add_parser("produce", help="produce lines from stdin")
@@ -176,9 +185,38 @@ def _topics(args: argparse.Namespace) -> int:
                     for p in info.partitions
                 ]
                 print(table(("partition", "leader", "epoch", "replicas", "isr"), rows))
+        elif args.action == "alter":
+            return _alter_topic(admin, args)
         elif args.action == "delete":
             admin.delete_topics(args.names)
             print(f"deleted {', '.join(args.names)}")
+    return 0
+
+
+def _alter_topic(admin: Admin, args: argparse.Namespace) -> int:
+    """Configs first, then partitions: each is one controller write, validated whole (a bad
+    config changes nothing); what changed is printed, one line each."""
+    configs = dict(_key_value(item, "--config") for item in args.config)
+    if args.partitions is None and not configs and not args.delete_config:
+        raise SystemExit(
+            "samsa topics alter: say what to change: --partitions N, --config KEY=VALUE or "
+            "--delete-config KEY"
+        )
+    both = sorted(set(configs) & set(args.delete_config))
+    if both:
+        raise SystemExit(f"samsa topics alter: {', '.join(both)} both set and deleted: choose one")
+    before = len(require_topic(admin, args.name).partitions)
+    if configs or args.delete_config:
+        admin.alter_configs(args.name, set=configs, delete=args.delete_config)
+        for key, value in configs.items():
+            print(f"{args.name}: set {key}={value}")
+        for key in args.delete_config:
+            print(f"{args.name}: {key} back to its default")
+    if args.partitions is not None and args.partitions != before:
+        admin.create_partitions({args.name: args.partitions})
+        print(f"{args.name}: partitions {before} -> {args.partitions}")
+    elif args.partitions is not None:
+        print(f"{args.name}: already has {before} partition(s)")
     return 0
 
 
