@@ -1,0 +1,184 @@
+#!/usr/bin/env node
+'use strict';
+// A command-line example of the Node.js client:
+//   node example.js --bootstrap HOST:PORT[,HOST:PORT] <command> ...
+//   create-topic TOPIC [--partitions N] [--replication-factor N]
+//   describe TOPIC                        the partitions, their leaders and the brokers
+//   produce TOPIC [--partition P] [--header K=V]... [--acks A]
+//                                         one record per stdin line, "key:value" (no ":" is a
+//                                         null key); prints {"partition", "base_offset", "count"}
+//   consume TOPIC [--partition P] [--from OFFSET] [--count N] [--timeout-ms MS]
+//   group-consume GROUP TOPIC [--count N] [--timeout-ms MS]
+//                                         joins GROUP, reads what it is assigned from the
+//                                         committed offset (or 0), commits what it printed, leaves
+// consume and group-consume print one JSON object per record. Without --count they stop once
+// nothing new came for --timeout-ms; with it, not reaching N in time is an error. Errors are one
+// line on stderr and exit code 1.
+
+const readline = require('node:readline');
+const { parseArgs } = require('node:util');
+const { SamsaClient } = require('./samsa');
+
+const OPTIONS = {
+  bootstrap: { type: 'string', default: process.env.SAMSA_BOOTSTRAP },
+  partitions: { type: 'string', default: '1' },
+  'replication-factor': { type: 'string', default: '1' },
+  partition: { type: 'string' },
+  header: { type: 'string', multiple: true, default: [] },
+  acks: { type: 'string', default: '-1' },
+  from: { type: 'string', default: '0' },
+  count: { type: 'string' },
+  'timeout-ms': { type: 'string', default: '10000' },
+};
+
+// A whole number from a flag, or an error naming the flag.
+function intFlag(values, name) {
+  const text = values[name];
+  if (text === undefined) return undefined;
+  if (!/^-?\d+$/.test(text)) throw new Error(`--${name} must be a whole number, not ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function needArgs(positionals, names) {
+  if (positionals.length !== names.length) {
+    throw new Error(`${positionals[0] || 'a command'} takes ${names.slice(1).join(' ')}`);
+  }
+}
+
+function printRecord(topic, partition, record) {
+  const text = (bytes) => (bytes === null ? null : bytes.toString('utf8'));
+  const headers = record.headers.map(([key, value]) => [key, text(value)]);
+  const line = { topic, partition, offset: record.offset, timestamp: record.timestamp };
+  Object.assign(line, { key: text(record.key), value: text(record.value), headers });
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+async function readStdinLines() {
+  const lines = [];
+  for await (const line of readline.createInterface({ input: process.stdin })) lines.push(line);
+  return lines;
+}
+
+async function produce(client, topic, values) {
+  const headers = values.header.map((h) => {
+    const at = h.indexOf('=');
+    if (at < 0) throw new Error(`--header takes KEY=VALUE, not ${JSON.stringify(h)}`);
+    return [h.slice(0, at), h.slice(at + 1)];
+  });
+  const records = (await readStdinLines()).map((line) => {
+    const at = line.indexOf(':');
+    const key = at < 0 ? null : line.slice(0, at);
+    return { key, value: at < 0 ? line : line.slice(at + 1), headers };
+  });
+  if (records.length === 0) throw new Error('nothing to produce: stdin had no lines');
+  const partition = intFlag(values, 'partition') ?? 0;
+  const baseOffset = await client.produce(topic, partition, records, intFlag(values, 'acks'));
+  console.log(JSON.stringify({ topic, partition, base_offset: baseOffset, count: records.length }));
+}
+
+// Reads `positions` (a Map partition -> next offset) round-robin until `count` records were
+// printed or nothing new came for timeoutMs. Keeps `positions` at the offset after the last
+// printed record of each partition, which is what a group commits.
+async function readPartitions(client, topic, positions, count, timeoutMs, onIdle = () => {}) {
+  let printed = 0;
+  let lastNews = Date.now();
+  while (count === undefined || printed < count) {
+    if (Date.now() - lastNews > timeoutMs) break;
+    for (const [partition, offset] of positions) {
+      const answer = await client.fetch(topic, partition, offset, 200);
+      for (const record of answer.records) {
+        if (count !== undefined && printed >= count) break;
+        printRecord(topic, partition, record);
+        positions.set(partition, record.offset + 1);
+        printed += 1;
+        lastNews = Date.now();
+      }
+      // Skip past batches with nothing visible (offsets may have gaps).
+      if (answer.records.length === 0) positions.set(partition, answer.nextFetchOffset);
+      if (count !== undefined && printed >= count) break;
+    }
+    await onIdle();
+  }
+  if (count !== undefined && printed < count) {
+    throw new Error(`got ${printed} of ${count} records: nothing new for ${timeoutMs} ms`);
+  }
+  return printed;
+}
+
+async function consume(client, topic, values) {
+  const only = intFlag(values, 'partition');
+  const partitions = (await client.describeTopic(topic))
+    .map((p) => p.partition)
+    .filter((p) => only === undefined || p === only);
+  if (partitions.length === 0) throw new Error(`${topic} has no partition ${only}`);
+  const from = intFlag(values, 'from');
+  const positions = new Map(partitions.map((p) => [p, from]));
+  await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'));
+}
+
+async function groupConsume(client, group, topic, values) {
+  const member = await client.joinGroup(group, [topic]);
+  let failure = null;
+  const positions = new Map();
+  try {
+    const assigned = (await member.waitForAssignment(intFlag(values, 'timeout-ms'))).filter(
+      (tp) => tp.topic === topic,
+    );
+    const committed = await client.committedOffsets(group, assigned);
+    for (const { partition } of assigned) {
+      positions.set(partition, Math.max(committed.get(`${topic}:${partition}`), 0));
+    }
+    const start = new Map(positions);
+    try {
+      await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'), () => {
+        if (member.error) throw member.error;
+      });
+    } catch (error) {
+      failure = error;
+    }
+    // Commit what was printed, even when the count was not reached.
+    const moved = [...positions].filter(([p, offset]) => offset !== start.get(p));
+    if (moved.length > 0) await member.commit(moved.map(([partition, offset]) => ({ topic, partition, offset })));
+  } finally {
+    await member.leave();
+  }
+  if (failure) throw failure;
+}
+
+async function main() {
+  const { values, positionals } = parseArgs({ options: OPTIONS, allowPositionals: true });
+  if (!values.bootstrap) throw new Error('--bootstrap HOST:PORT[,HOST:PORT] is required (or $SAMSA_BOOTSTRAP)');
+  const client = new SamsaClient(values.bootstrap);
+  try {
+    const [command, ...args] = positionals;
+    if (command === 'create-topic') {
+      needArgs(positionals, ['create-topic', 'TOPIC']);
+      const partitions = intFlag(values, 'partitions');
+      const created = await client.createTopic(args[0], partitions, intFlag(values, 'replication-factor'));
+      console.log(JSON.stringify({ topic: args[0], created }));
+    } else if (command === 'describe') {
+      needArgs(positionals, ['describe', 'TOPIC']);
+      const cluster = await client.describeCluster();
+      const partitions = await client.describeTopic(args[0]);
+      console.log(JSON.stringify({ topic: args[0], partitions, brokers: cluster.brokers }));
+    } else if (command === 'produce') {
+      needArgs(positionals, ['produce', 'TOPIC']);
+      await produce(client, args[0], values);
+    } else if (command === 'consume') {
+      needArgs(positionals, ['consume', 'TOPIC']);
+      await consume(client, args[0], values);
+    } else if (command === 'group-consume') {
+      needArgs(positionals, ['group-consume', 'GROUP', 'TOPIC']);
+      await groupConsume(client, args[0], args[1], values);
+    } else {
+      throw new Error(`unknown command ${JSON.stringify(command || '')}: use create-topic, describe, produce, consume or group-consume`);
+    }
+  } finally {
+    client.close();
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`error: ${String(error.message || error).split('\n')[0]}\n`);
+  process.exit(1);
+});
