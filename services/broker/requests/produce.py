@@ -151,7 +151,7 @@ def _append(
     tracer = host.record_tracer if trace_parent is not None else None
     started_ns = tracer.clock() if tracer is not None else 0
     try:
-        batch = records or _encode_typed(data)
+        batch = records or _encode_typed(data, now_ms)
         info = hosted.log.append_as_leader(
             batch,
             leader_epoch=hosted.leader_epoch,
@@ -185,7 +185,9 @@ def _append(
     return hosted, info.last_offset + 1
 
 
-def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData) -> bytes:
+def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData, now_ms: int) -> bytes:
+    """The portable path's records as one batch; a timestamp of 0 (unset) or below means now,
+    as the proto says (records.proto, Record.timestamp_ms)."""
     if not data.typed_records:
         raise SamsaError("the partition carries no records", ErrorCode.INVALID_REQUEST)
     if data.compression not in _COMPRESSION:
@@ -196,7 +198,7 @@ def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData) -> bytes:
     return build_batch(
         [r.value if r.HasField("value") else None for r in typed],
         keys=[r.key if r.HasField("key") else None for r in typed],
-        timestamps=[r.timestamp_ms for r in typed],
+        timestamps=[r.timestamp_ms if r.timestamp_ms > 0 else now_ms for r in typed],
         headers=[
             [(h.key, h.value if h.HasField("value") else None) for h in r.headers] for r in typed
         ],

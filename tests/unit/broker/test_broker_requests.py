@@ -77,6 +77,17 @@ def test_typed_records_are_encoded_by_the_broker(host):
     assert (record.offset, record.key, record.value, record.timestamp_ms) == (0, b"k", b"v", 42)
 
 
+def test_typed_records_without_a_timestamp_get_the_brokers_clock(host):
+    """records.proto: a typed record's timestamp_ms of 0 (unset) or below means "now"."""
+    typed = [records_pb2.Record(value=b"a"), records_pb2.Record(value=b"b", timestamp_ms=-1)]
+    typed.append(records_pb2.Record(value=b"c", timestamp_ms=7))
+    answer, _ = produce(host, produce_request(1, typed=typed), 1_700_000_000_000)
+    assert answer.topics[0].partitions[0].error_code == 0
+    response, _, _ = read_once(host, fetch_request(1, 0, decode_records=True))
+    stamps = [r.timestamp_ms for r in response.topics[0].partitions[0].decoded_records]
+    assert stamps == [1_700_000_000_000, 1_700_000_000_000, 7]
+
+
 @pytest.mark.parametrize(
     ("request_", "code"),
     [
