@@ -117,3 +117,14 @@ def test_lag_shows_unknowns_as_dashes_and_totals_what_is_known() -> None:
     assert lines[-1].startswith("total lag 19 (1 partition(s) unknown")
     assert lag_lines("g", rows[:1]).splitlines()[-1] == "total lag 15"
     assert "no committed offsets" in lag_lines("g", [])
+
+
+def test_topics_alter_without_a_change_says_what_to_give_before_connecting():
+    from samsa.cli.commands import _alter_topic
+
+    args = parse("topics", "alter", "orders")
+    with pytest.raises(SystemExit, match="say what to change"):
+        _alter_topic(None, args)  # type: ignore[arg-type]  # never reached: no admin call
+    args = parse("topics", "alter", "orders", "--config", "a=1", "--delete-config", "a")
+    with pytest.raises(SystemExit, match="both set and deleted"):
+        _alter_topic(None, args)  # type: ignore[arg-type]
