@@ -28,6 +28,7 @@ from samsa.client import group_admin as ga
 from samsa.client import transaction_admin as ta
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
+from samsa.client.leader_calls import ask_leaders
 from samsa.client.transaction_admin import (
     PreparedTransaction,
     ProducerState,
@@ -110,41 +111,26 @@ class TransactionAdminCalls:
     def describe_producers(
         self, partitions: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], list[ProducerState]]:
-        wanted = list(dict.fromkeys(partitions))
-        deadline = self._calls.deadline()
-        answers: dict[tuple[str, int], list[ProducerState]] = {}
-        problem = "no leader was found"
-        while True:
-            pending = [key for key in wanted if key not in answers]
-            if not pending:
-                return {key: answers[key] for key in wanted}
-            self._metadata.refresh({topic for topic, _ in pending}, call_timeout_s(deadline))
-            by_leader: dict[str, list[tuple[str, int]]] = {}
-            for topic, number in pending:
-                count = self._metadata.partition_counts.get(topic)
-                if count is None or not 0 <= number < count:
-                    raise TransactionError(
-                        f"{topic}-{number} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    )
-                leader = self._metadata.leaders.get((topic, number))
-                endpoint = self._metadata.endpoints.get(leader) if leader is not None else None
-                if endpoint is None:
-                    problem = f"{topic}-{number} has no leader"
-                    continue
-                by_leader.setdefault(endpoint, []).append((topic, number))
-            for endpoint, keys in by_leader.items():
-                answered, why = self._producers_at(endpoint, keys, deadline)
-                answers.update(answered)
-                problem = why or problem
-            if all(key in answers for key in wanted):
-                continue
-            if time.monotonic() >= deadline:
-                raise TransactionError(
-                    f"no leader described its producers within request.timeout.ms "
-                    f"({self._calls.request_timeout_ms}): {problem}",
-                    ErrorCode.LEADER_NOT_AVAILABLE,
-                )
-            self._calls.wait_before_retry()
+        def ask(
+            stub: broker_pb2_grpc.BrokerServiceStub, numbers: dict[str, list[int]], timeout_s: float
+        ) -> Any:
+            request = broker_pb2.DescribeProducersRequest(
+                topics=[
+                    broker_pb2.DescribeProducersRequest.TopicRequest(name=topic, partitions=parts)
+                    for topic, parts in numbers.items()
+                ]
+            )
+            return stub.DescribeProducers(request, timeout=timeout_s)
+
+        answers = ask_leaders(
+            self._calls,
+            self._metadata,
+            partitions,
+            ask,
+            TransactionError,
+            "described its producers",
+        )
+        return {key: ta.producers_of(answer) for key, answer in answers.items()}
 
     def abort_transaction(
         self, topic: str, partition: int, producer_id: int, producer_epoch: int
@@ -224,36 +210,3 @@ class TransactionAdminCalls:
                     ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 )
             self._calls.wait_before_retry()
-
-    def _producers_at(
-        self, endpoint: str, keys: list[tuple[str, int]], deadline: float
-    ) -> tuple[dict[tuple[str, int], list[ProducerState]], str | None]:
-        """DescribeProducers for `keys` at the broker `endpoint`: the answered partitions, and
-        why the others were not (None when all were); raises for an answer no retry cures."""
-        by_topic: dict[str, list[int]] = {}
-        for topic, number in keys:
-            by_topic.setdefault(topic, []).append(number)
-        request = broker_pb2.DescribeProducersRequest(
-            topics=[
-                broker_pb2.DescribeProducersRequest.TopicRequest(name=topic, partitions=numbers)
-                for topic, numbers in by_topic.items()
-            ]
-        )
-        stub = broker_pb2_grpc.BrokerServiceStub(self._calls.channels.get(endpoint))
-        try:
-            response = stub.DescribeProducers(request, timeout=call_timeout_s(deadline))
-        except grpc.RpcError as error:
-            self._metadata.mark_stale()
-            return {}, f"the broker at {endpoint} did not answer ({status(error)})"
-        answered: dict[tuple[str, int], list[ProducerState]] = {}
-        problem = None
-        for topic in response.topics:
-            for answer in topic.partitions:
-                if answer.error_code == ErrorCode.NONE:
-                    answered[(topic.name, answer.partition)] = ta.producers_of(answer)
-                elif answer.error_code in ta.LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}:
-                    self._metadata.mark_stale()  # the leader moved, or is still starting
-                    problem = f"{topic.name}-{answer.partition}: {answer.error_message}"
-                else:
-                    raise TransactionError.of(answer.error_code, answer.error_message)
-        return answered, problem

@@ -1,0 +1,107 @@
+"""Admin requests that each partition's leader answers (DescribeProducers, DeleteRecords).
+
+`ask_leaders` groups the partitions by leader from the client's metadata, sends one request to
+each leader, and asks again, after a metadata refresh, for the partitions whose leader moved,
+is unknown or did not answer, until the deadline. Any other error in an answer is final: it is
+raised at once with the broker's message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import grpc
+
+from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
+from samsa.client.transaction_admin import LEADER_ERRORS
+from samsa.common.errors import ErrorCode
+from samsa.v1 import broker_pb2_grpc
+
+PartitionKey = tuple[str, int]
+# ask(stub, {topic: [partition, ...]}, timeout_s) -> an answer whose `topics` each have a `name`
+# and `partitions`, each with `partition`, `error_code` and `error_message`.
+Ask = Callable[[broker_pb2_grpc.BrokerServiceStub, dict[str, list[int]], float], Any]
+# error(message, code) -> the exception to raise.
+ErrorOf = Callable[[str, ErrorCode], Exception]
+
+RETRIED = LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}  # the leader moved or is starting
+
+
+def ask_leaders(
+    calls: CoordinatorCalls,
+    metadata: ClusterMetadata,
+    partitions: Iterable[PartitionKey],
+    ask: Ask,
+    error: ErrorOf,
+    what: str,
+) -> dict[PartitionKey, Any]:
+    """Each partition's answer from its leader, in the order asked (see the module doc);
+    `what` names the request in the timeout's message ("described its producers")."""
+    wanted = list(dict.fromkeys(partitions))
+    deadline = calls.deadline()
+    answers: dict[PartitionKey, Any] = {}
+    problem = "no leader was found"
+    while True:
+        pending = [key for key in wanted if key not in answers]
+        if not pending:
+            return {key: answers[key] for key in wanted}
+        metadata.refresh({topic for topic, _ in pending}, call_timeout_s(deadline))
+        by_leader: dict[str, dict[str, list[int]]] = {}
+        for topic, number in pending:
+            count = metadata.partition_counts.get(topic)
+            if count is None or not 0 <= number < count:
+                missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                raise error(f"{topic}-{number} does not exist", missing)
+            leader = metadata.leaders.get((topic, number))
+            endpoint = metadata.endpoints.get(leader) if leader is not None else None
+            if endpoint is None:
+                problem = f"{topic}-{number} has no leader"
+                continue
+            by_leader.setdefault(endpoint, {}).setdefault(topic, []).append(number)
+        for endpoint, numbers in by_leader.items():
+            why = _ask_one(calls, metadata, endpoint, numbers, ask, error, answers, deadline)
+            problem = why or problem
+        if all(key in answers for key in wanted):
+            continue
+        if time.monotonic() >= deadline:
+            raise error(
+                f"no leader {what} within request.timeout.ms ({calls.request_timeout_ms}): "
+                f"{problem}",
+                ErrorCode.LEADER_NOT_AVAILABLE,
+            )
+        calls.wait_before_retry()
+
+
+def _ask_one(
+    calls: CoordinatorCalls,
+    metadata: ClusterMetadata,
+    endpoint: str,
+    numbers: dict[str, list[int]],
+    ask: Ask,
+    error: ErrorOf,
+    answers: dict[PartitionKey, Any],
+    deadline: float,
+) -> str | None:
+    """Ask the broker at `endpoint`; its answered partitions go into `answers`. Returns why the
+    others were not answered (None when all were); raises for an answer no retry cures."""
+    stub = broker_pb2_grpc.BrokerServiceStub(calls.channels.get(endpoint))
+    try:
+        response = ask(stub, numbers, call_timeout_s(deadline))
+    except grpc.RpcError as failure:
+        metadata.mark_stale()
+        return f"the broker at {endpoint} did not answer ({status(failure)})"
+    problem = None
+    for topic in response.topics:
+        for answer in topic.partitions:
+            if answer.error_code == ErrorCode.NONE:
+                answers[(topic.name, answer.partition)] = answer
+            elif answer.error_code in RETRIED:
+                metadata.mark_stale()
+                problem = f"{topic.name}-{answer.partition}: {answer.error_message}"
+            else:
+                code = ErrorCode(answer.error_code)
+                raise error(f"{topic.name}-{answer.partition}: {answer.error_message}", code)
+    return problem
