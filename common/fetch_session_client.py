@@ -39,6 +39,8 @@ class FetchPosition:
     current_leader_epoch: int
     last_fetched_epoch: int
     partition_max_bytes: int
+    # A follower's own log start offset (the leader's low watermark counts it); -1 otherwise.
+    log_start_offset: int = -1
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,8 @@ def fetch_request(parts: FetchParts, **fields: object) -> broker_pb2.FetchReques
             wanted.current_leader_epoch = position.current_leader_epoch
         if position.last_fetched_epoch >= 0:
             wanted.last_fetched_epoch = position.last_fetched_epoch
+        if position.log_start_offset >= 0:
+            wanted.log_start_offset = position.log_start_offset
         by_topic.setdefault(topic, []).append(wanted)
     forgotten: dict[str, list[int]] = {}
     for topic, partition in parts.forgotten:

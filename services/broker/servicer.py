@@ -22,6 +22,7 @@ import grpc
 from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.replica_stream import serve_replica_fetch_stream
+from samsa.services.broker.requests.delete_records import delete_records, timeout_refusal
 from samsa.services.broker.requests.describe_producers import describe_producers
 from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import EPOCH_MAX, FetchSessionCache
@@ -60,7 +61,8 @@ async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     """Serves Produce, Fetch (unary and streamed), ListOffsets, WriteTxnMarkers (unary and
-    streamed) and DescribeProducers for the partitions this broker leads, and InitProducerId."""
+    streamed), DescribeProducers and DeleteRecords for the partitions this broker leads, and
+    InitProducerId."""
 
     def __init__(
         self,
@@ -168,6 +170,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def DescribeProducers(self, request, context):
         await _check_partitions(request, context)
         return describe_producers(self.host, request)
+
+    async def DeleteRecords(self, request, context):
+        await _check_partitions(request, context)
+        refusal = timeout_refusal(request.timeout_ms)
+        if refusal is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal)
+        return await delete_records(self.host, request, context.time_remaining())
 
     async def _require_coordinator(
         self, context: grpc.aio.ServicerContext, method: str, name: str

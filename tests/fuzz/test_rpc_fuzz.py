@@ -65,6 +65,7 @@ WRITES = {
     "RegisterBroker",
     "BrokerHeartbeat",
     "ReportCorruptReplica",
+    "DeleteRecords",
 }
 LONG_POLL_MS_MAX = 20
 DEADLINE_S = 10.0

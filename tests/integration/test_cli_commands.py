@@ -18,7 +18,7 @@ import time
 import pytest
 from cluster_helpers import local_cluster
 
-from samsa.client import Admin, NewTopic
+from samsa.client import Admin, Consumer, NewTopic, Producer
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -233,3 +233,22 @@ def test_topics_alter_adds_partitions_and_sets_and_resets_configs(bootstrap: str
         bad = samsa(bootstrap, "topics", "alter", "alterable", "--config", "cleanup.policy=shred")
         assert bad.returncode == 1 and "cleanup.policy" in bad.stderr
         assert state() == (4, {"retention.ms": "60000"}), "a refused alteration changed nothing"
+
+
+def test_topics_delete_records_moves_the_log_start_and_refuses_uncommitted_offsets(
+    bootstrap: str,
+) -> None:
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic("trimmed", 1, 1)])
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for n in range(100):
+            producer.send("trimmed", b"%d" % n)
+    deleted = samsa(bootstrap, "topics", "delete-records", "trimmed", "--offset", "40")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.splitlines()[1].split() == ["0", "40"]
+    with Consumer({"bootstrap.servers": bootstrap}) as consumer:
+        assert consumer.beginning_offsets([("trimmed", 0)]) == {("trimmed", 0): 40}
+
+    above = samsa(bootstrap, "topics", "delete-records", "trimmed", "--offset", "101")
+    assert above.returncode == 1 and "Traceback" not in above.stderr
+    assert "high watermark 100" in above.stderr

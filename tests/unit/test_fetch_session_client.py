@@ -8,7 +8,7 @@ Method: FetchSessionClient driven directly (it is pure).
 
 from __future__ import annotations
 
-from samsa.common.fetch_session_client import FetchPosition, FetchSessionClient
+from samsa.common.fetch_session_client import FetchPosition, FetchSessionClient, fetch_request
 
 A, B, C = ("t", 0), ("t", 1), ("u", 0)
 
@@ -88,3 +88,12 @@ def test_partitions_named_always_are_in_every_incremental_request() -> None:
         client.on_answer(parts, 77)
     client.name_always(B, False)
     assert client.build().partitions == {}
+
+
+def test_a_followers_log_start_is_named_when_it_moves_and_sent_when_known() -> None:
+    client = opened(A)
+    client.set(A, FetchPosition(0, 3, 2, 1024, log_start_offset=40))
+    parts = client.build()
+    assert parts.partitions == {A: FetchPosition(0, 3, 2, 1024, 40)}, "a moved log start is news"
+    request = fetch_request(parts, replica_id=2)
+    assert request.topics[0].partitions[0].log_start_offset == 40

@@ -103,6 +103,7 @@ IO_MODULE_NAMES = {
     "isr_manager.py",  # AlterPartition proposals to the controller
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark
+    "delete_records.py",  # DeleteRecords: moves log starts, waits for the low watermark
     "txn_markers.py",  # WriteTxnMarkers: appends markers, refuses with gRPC statuses
     "txn_markers_stream.py",  # WriteTxnMarkersStream: the coordinators' markers on a stream
     "txn_verification.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator

@@ -45,6 +45,14 @@ def bootstrap(args: argparse.Namespace) -> str:
     )
 
 
+def key_value(item: str, flag: str) -> tuple[str, str]:
+    """KEY=VALUE split at the first `=`, or exit saying which flag was malformed."""
+    if "=" not in item:
+        raise SystemExit(f"samsa: {flag} {item!r} is not KEY=VALUE")
+    key, value = item.split("=", 1)
+    return key, value
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """Left-aligned columns, as people read them in a terminal."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]

@@ -1,5 +1,6 @@
 """The cluster commands of `samsa`: topics, produce, consume, cluster — thin over the SDK; the
-groups and transactions commands are in group_commands.py and transaction_commands.py, and what
+commands that change a topic's partitions, configs or records are in topic_changes.py, the
+groups and transactions commands in group_commands.py and transaction_commands.py, and what
 they all share (where to connect, tables, times) in command_support.py.
 """
 
@@ -12,8 +13,16 @@ import time
 
 import grpc
 
-from samsa.cli.command_support import add_connection, bootstrap, parse_time, require_topic, table
+from samsa.cli.command_support import (
+    add_connection,
+    bootstrap,
+    key_value,
+    parse_time,
+    require_topic,
+    table,
+)
 from samsa.cli.group_commands import add_group_commands, run_groups
+from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
 from samsa.cli.transaction_commands import add_transaction_commands, run_transactions
 from samsa.client import Admin, Consumer, NewTopic, NoBrokersAvailable, Producer
 from samsa.client.channels import Channels
@@ -41,18 +50,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="list topics")
     describe = actions.add_parser("describe", help="partitions, leaders, replicas, configs")
     describe.add_argument("names", nargs="*")
-    alter = actions.add_parser(
-        "alter", help="add partitions, set or reset configs (Kafka's kafka-topics/kafka-configs)"
-    )
-    alter.add_argument("name")
-    alter.add_argument("--partitions", type=int, help="the new partition count (only grows)")
-    alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    alter.add_argument(
-        "--delete-config", action="append", default=[], metavar="KEY", help="back to default"
-    )
     delete = actions.add_parser("delete", help="delete topics and their data")
     delete.add_argument("names", nargs="+")
-    for parser in (create, listing, describe, alter, delete):
+    for parser in (create, listing, describe, delete, *add_topic_change_parsers(actions)):
         add_connection(parser)
 
     produce = commands.add_parser("produce", help="produce lines from stdin")
@@ -156,7 +156,7 @@ def _unreachable(servers: str, error: grpc.Call) -> str:
 def _topics(args: argparse.Namespace) -> int:
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         if args.action == "create":
-            configs = dict(_key_value(item, "--config") for item in args.config)
+            configs = dict(key_value(item, "--config") for item in args.config)
             admin.create_topics(
                 [NewTopic(args.name, args.partitions, args.replication_factor, configs)]
             )
@@ -186,45 +186,13 @@ def _topics(args: argparse.Namespace) -> int:
                 ]
                 print(table(("partition", "leader", "epoch", "replicas", "isr"), rows))
         elif args.action == "alter":
-            return _alter_topic(admin, args)
+            return alter_topic(admin, args)
+        elif args.action == "delete-records":
+            return delete_records(admin, args)
         elif args.action == "delete":
             admin.delete_topics(args.names)
             print(f"deleted {', '.join(args.names)}")
     return 0
-
-
-def _alter_topic(admin: Admin, args: argparse.Namespace) -> int:
-    """Configs first, then partitions: each is one controller write, validated whole (a bad
-    config changes nothing); what changed is printed, one line each."""
-    configs = dict(_key_value(item, "--config") for item in args.config)
-    if args.partitions is None and not configs and not args.delete_config:
-        raise SystemExit(
-            "samsa topics alter: say what to change: --partitions N, --config KEY=VALUE or "
-            "--delete-config KEY"
-        )
-    both = sorted(set(configs) & set(args.delete_config))
-    if both:
-        raise SystemExit(f"samsa topics alter: {', '.join(both)} both set and deleted: choose one")
-    before = len(require_topic(admin, args.name).partitions)
-    if configs or args.delete_config:
-        admin.alter_configs(args.name, set=configs, delete=args.delete_config)
-        for key, value in configs.items():
-            print(f"{args.name}: set {key}={value}")
-        for key in args.delete_config:
-            print(f"{args.name}: {key} back to its default")
-    if args.partitions is not None and args.partitions != before:
-        admin.create_partitions({args.name: args.partitions})
-        print(f"{args.name}: partitions {before} -> {args.partitions}")
-    elif args.partitions is not None:
-        print(f"{args.name}: already has {before} partition(s)")
-    return 0
-
-
-def _key_value(item: str, flag: str) -> tuple[str, str]:
-    if "=" not in item:
-        raise SystemExit(f"samsa: {flag} {item!r} is not KEY=VALUE")
-    key, value = item.split("=", 1)
-    return key, value
 
 
 def _produce(args: argparse.Namespace) -> int:
@@ -233,7 +201,7 @@ def _produce(args: argparse.Namespace) -> int:
     settings = {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
     # Kafka's console producer habit: any setting by name, checked by the SDK (an unknown key or
     # a bad value is one line naming it). They win over --compression.
-    settings.update(_key_value(item, "--producer-property") for item in args.producer_property)
+    settings.update(key_value(item, "--producer-property") for item in args.producer_property)
     producer = Producer(settings)
     separator = args.key_separator.encode() if args.key_separator else None
     sent = 0

@@ -9,6 +9,8 @@ and hands everything else to the parts it owns, one job each:
 - controller_calls.py carries the requests to the controllers: writes to the active one
   (following NOT_CONTROLLER), reads at or after the last write's metadata offset, so this client
   always reads its own writes, whichever server answers;
+- leader_calls.py carries the requests each partition's leader answers (DeleteRecords here,
+  DescribeProducers for the transaction methods);
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
 - group_admin_calls.py runs the consumer-group methods at the groups' coordinators, and
   transaction_admin_calls.py the transaction methods at coordinators and partitions' leaders;
@@ -19,6 +21,7 @@ and hands everything else to the parts it owns, one job each:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_admin import (
@@ -38,6 +41,7 @@ from samsa.client.cluster_admin import (
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.controller_calls import ControllerCalls
 from samsa.client.coordinator_calls import CoordinatorCalls
+from samsa.client.errors import TopicError
 from samsa.client.group_admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -47,6 +51,7 @@ from samsa.client.group_admin import (
     TopicPartition,
 )
 from samsa.client.group_admin_calls import GroupAdminCalls
+from samsa.client.leader_calls import ask_leaders
 from samsa.client.transaction_admin import (
     PreparedTransaction,
     ProducerState,
@@ -56,6 +61,7 @@ from samsa.client.transaction_admin import (
 )
 from samsa.client.transaction_admin_calls import TransactionAdminCalls
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.v1 import broker_pb2
 from samsa.v1 import controller_pb2 as c
 
 __all__ = [
@@ -81,6 +87,7 @@ __all__ = [
 
 ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms for the admin client
+DELETE_RECORDS_TIMEOUT_MS_MAX = 300_000  # what a broker accepts as DeleteRecords' timeout_ms
 TOPIC = 1
 BROKER = 2
 
@@ -114,6 +121,7 @@ class Admin:
         )
         self._groups = GroupAdminCalls(coordinators)
         self._transactions = TransactionAdminCalls(coordinators, metadata)
+        self._leaders = (coordinators, metadata)  # for the requests leaders answer
 
     # --- topics --------------------------------------------------------------------------------
 
@@ -157,6 +165,40 @@ class Admin:
             validate_only=validate_only,
         )
         raise_first(self._controller.write("CreatePartitions", request).topics)
+
+    def delete_records(self, offsets: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Delete each partition's records below its offset (-1: below the high watermark, so
+        every committed record): the partition's log start offset moves there, and consumers
+        positioned below it reset by their auto.offset.reset. Returns each partition's low
+        watermark, the smallest log start over its in-sync replicas, once it has reached the
+        offset: the records are gone from every replica that could become leader. An offset
+        at or below the log start changes nothing. TopicError when refused: OFFSET_OUT_OF_RANGE
+        (above the high watermark), POLICY_VIOLATION (an internal topic, or cleanup.policy
+        without delete), UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT (the replicas did not
+        follow within request.timeout.ms; the leader's records are deleted anyway). Kafka's
+        deleteRecords."""
+
+        def ask(stub: Any, numbers: dict[str, list[int]], timeout_s: float) -> Any:
+            request = broker_pb2.DeleteRecordsRequest(
+                topics=[
+                    broker_pb2.DeleteRecordsRequest.TopicData(
+                        name=topic,
+                        partitions=[
+                            broker_pb2.DeleteRecordsRequest.PartitionData(
+                                partition=number, offset=offsets[(topic, number)]
+                            )
+                            for number in numbers
+                        ],
+                    )
+                    for topic, numbers in numbers.items()
+                ],
+                timeout_ms=max(1, min(int(timeout_s * 1000), DELETE_RECORDS_TIMEOUT_MS_MAX)),
+            )
+            return stub.DeleteRecords(request, timeout=timeout_s)
+
+        calls, metadata = self._leaders
+        answers = ask_leaders(calls, metadata, offsets, ask, TopicError, "deleted records")
+        return {key: answer.low_watermark for key, answer in answers.items()}
 
     def _describe(self, names: list[str]) -> list[c.DescribeTopicsResponse.Topic]:
         """The topics named (empty: all), every page of the controller's answer merged.

@@ -274,6 +274,10 @@ class ReplicaFetchers:
                 log.error("follower append failed", extra={"partition": where, "error": str(error)})
                 return False
         high_watermark = follower_high_watermark(result.high_watermark, log_.log_end_offset)
+        if result.log_start_offset > log_.log_start_offset:
+            # The leader deleted records (DeleteRecords or its retention): so does this replica,
+            # and its next fetch reports where it starts (the leader's low watermark).
+            log_.delete_records(min(result.log_start_offset, log_.log_end_offset))
         if records or high_watermark != hosted.high_watermark:
             hosted.high_watermark = high_watermark
             hosted.notify_appended()
@@ -308,6 +312,7 @@ def _position(hosted: HostedPartition) -> FetchPosition:
         current_leader_epoch=hosted.leader_epoch,
         last_fetched_epoch=hosted.log.latest_epoch,
         partition_max_bytes=FETCH_PARTITION_BYTES,
+        log_start_offset=hosted.log.log_start_offset,
     )
 
 

@@ -9,6 +9,8 @@ Kafka's rules (DESIGN §4):
   lastCaughtUpTime.
 - High watermark = the smallest log end offset over the ISR (the leader's own included). It only
   moves forward, and not at all while the ISR is smaller than `min.insync.replicas`.
+- Low watermark = the smallest log start offset over the ISR, as the followers' fetches report
+  it: a DeleteRecords is complete when it reaches the deleted offset.
 - A follower that holds the whole log stays caught up while it fetches anything from this broker:
   fetch sessions leave idle partitions out of its requests.
 - A follower leaves the ISR after `replica.lag.time.max.ms` without catching up; one outside it
@@ -31,6 +33,7 @@ class FollowerProgress:
     last_caught_up_ms: int
     last_fetch_ms: int = -1
     leader_end_at_last_fetch: int = -1
+    log_start_offset: int = -1  # as its fetches report it; -1 until one does
 
 
 class LeaderReplication:
@@ -49,8 +52,16 @@ class LeaderReplication:
         }
 
     def on_follower_fetch(
-        self, replica_id: int, fetch_offset: int, leader_end_offset: int, now_ms: int
-    ) -> None:
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        leader_end_offset: int,
+        now_ms: int,
+        log_start_offset: int = -1,
+    ) -> bool:
+        """Take a follower's fetch; True when its known log start offset moved (the low
+        watermark may have: a DeleteRecords may be waiting for it). Its first report is not a
+        move: every partition gets one when a leader starts, and no wake is owed then."""
         progress = self.followers.get(replica_id)
         if progress is None:
             progress = self.followers[replica_id] = FollowerProgress(-1, now_ms)
@@ -61,6 +72,9 @@ class LeaderReplication:
         progress.log_end_offset = fetch_offset
         progress.last_fetch_ms = now_ms
         progress.leader_end_at_last_fetch = leader_end_offset
+        moved = 0 <= progress.log_start_offset != log_start_offset
+        progress.log_start_offset = log_start_offset
+        return moved
 
     def advance_high_watermark(
         self, leader_end_offset: int, isr: Sequence[int], min_insync_replicas: int
@@ -78,6 +92,16 @@ class LeaderReplication:
             self.high_watermark = candidate
             return True
         return False
+
+    def low_watermark(self, leader_log_start_offset: int, isr: Sequence[int]) -> int:
+        """The smallest log start offset over the leader and the ISR's followers (Kafka's low
+        watermark): below it, no replica that could be elected holds a record."""
+        starts = [leader_log_start_offset]
+        for replica in isr:
+            if replica != self.leader_id:
+                progress = self.followers.get(replica)
+                starts.append(-1 if progress is None else progress.log_start_offset)
+        return min(starts)
 
     def proposed_isr(
         self,

@@ -138,9 +138,15 @@ class PartitionReader:
         if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
             hosted.traced.served(wanted.fetch_offset, read.next_offset, replica_id)
         if replica_id >= 0 and hosted.replication is not None:
-            hosted.replication.on_follower_fetch(
-                replica_id, wanted.fetch_offset, hosted.log.log_end_offset, self.now_ms
+            start_moved = hosted.replication.on_follower_fetch(
+                replica_id,
+                wanted.fetch_offset,
+                hosted.log.log_end_offset,
+                self.now_ms,
+                wanted.log_start_offset,
             )
+            if start_moved:
+                hosted.notify_appended()  # wakes a DeleteRecords waiting on the low watermark
             if replica_id not in hosted.isr:
                 host.isr_candidates.add((topic, wanted.partition))
             if hosted.advance_high_watermark():

@@ -119,3 +119,16 @@ def test_a_follower_holding_the_whole_log_stays_caught_up_while_it_fetches_anyth
         **common,
     )
     assert proposal == (1,)
+
+
+def test_the_low_watermark_is_the_smallest_isr_log_start_and_a_move_is_reported():
+    state = leader()
+    assert state.low_watermark(40, [1, 2, 3]) == -1, "followers have not reported a log start"
+    assert not state.on_follower_fetch(2, 10, 10, now_ms=1, log_start_offset=0), "a first report"
+    assert not state.on_follower_fetch(3, 10, 10, now_ms=1, log_start_offset=0)
+    assert state.low_watermark(40, [1, 2, 3]) == 0
+    assert state.on_follower_fetch(2, 10, 10, now_ms=2, log_start_offset=40), "a move"
+    assert not state.on_follower_fetch(2, 10, 10, now_ms=3, log_start_offset=40), "no move"
+    assert state.low_watermark(40, [1, 2, 3]) == 0, "follower 3 still starts at 0"
+    assert state.low_watermark(40, [1, 2]) == 40, "only the ISR counts"
+    assert state.low_watermark(30, [1, 2]) == 30, "nor is the leader's own start skipped"

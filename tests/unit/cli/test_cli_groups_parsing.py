@@ -120,11 +120,24 @@ def test_lag_shows_unknowns_as_dashes_and_totals_what_is_known() -> None:
 
 
 def test_topics_alter_without_a_change_says_what_to_give_before_connecting():
-    from samsa.cli.commands import _alter_topic
+    from samsa.cli.topic_changes import alter_topic
 
     args = parse("topics", "alter", "orders")
     with pytest.raises(SystemExit, match="say what to change"):
-        _alter_topic(None, args)  # type: ignore[arg-type]  # never reached: no admin call
+        alter_topic(None, args)  # type: ignore[arg-type]  # never reached: no admin call
     args = parse("topics", "alter", "orders", "--config", "a=1", "--delete-config", "a")
     with pytest.raises(SystemExit, match="both set and deleted"):
-        _alter_topic(None, args)  # type: ignore[arg-type]
+        alter_topic(None, args)  # type: ignore[arg-type]
+
+
+def test_delete_records_offsets_are_offsets_or_latest():
+    from samsa.cli.topic_changes import records_offset
+
+    assert records_offset("0") == 0
+    assert records_offset("1200") == 1200
+    assert records_offset("latest") == -1 == records_offset("-1")
+    for bad in ("-2", "soon", ""):
+        with pytest.raises(SystemExit, match="must be an offset"):
+            records_offset(bad)
+    args = parse("topics", "delete-records", "orders", "--offset", "5", "--partition", "1")
+    assert (args.name, args.offset, args.partition) == ("orders", "5", [1])

@@ -398,6 +398,54 @@ class ListOffsetsResponse(_message.Message):
     topics: _containers.RepeatedCompositeFieldContainer[ListOffsetsResponse.TopicResponse]
     def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ListOffsetsResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
 
+class DeleteRecordsRequest(_message.Message):
+    __slots__ = ("topics", "timeout_ms")
+    class TopicData(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[DeleteRecordsRequest.PartitionData]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[DeleteRecordsRequest.PartitionData, _Mapping]]] = ...) -> None: ...
+    class PartitionData(_message.Message):
+        __slots__ = ("partition", "offset")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        offset: int
+        def __init__(self, partition: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DeleteRecordsRequest.TopicData]
+    timeout_ms: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[DeleteRecordsRequest.TopicData, _Mapping]]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class DeleteRecordsResponse(_message.Message):
+    __slots__ = ("topics",)
+    class TopicResponse(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[DeleteRecordsResponse.PartitionResponse]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[DeleteRecordsResponse.PartitionResponse, _Mapping]]] = ...) -> None: ...
+    class PartitionResponse(_message.Message):
+        __slots__ = ("partition", "error_code", "error_message", "low_watermark", "current_leader")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        LOW_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        low_watermark: int
+        current_leader: LeaderIdAndEpoch
+        def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., low_watermark: _Optional[int] = ..., current_leader: _Optional[_Union[LeaderIdAndEpoch, _Mapping]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DeleteRecordsResponse.TopicResponse]
+    def __init__(self, topics: _Optional[_Iterable[_Union[DeleteRecordsResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
+
 class ReplicaFetchStreamRequest(_message.Message):
     __slots__ = ("request",)
     REQUEST_FIELD_NUMBER: _ClassVar[int]

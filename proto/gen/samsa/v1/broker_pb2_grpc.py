@@ -86,6 +86,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
                 _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/samsa.v1.BrokerService/DeleteRecords',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -207,6 +212,23 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteRecords(self, request, context):
+        """Deletes a partition's records below an offset by moving its log start offset up to it
+        (Kafka's DeleteRecords, KIP-107): what an operator does to free space or drop records a
+        consumer must never read again, without waiting for retention. Sent to each partition's
+        leader. The leader moves its own log start at once (durably: it is checkpointed) and deletes
+        the segments wholly below it; followers follow it from their fetch answers. The answer for
+        a partition comes once every replica in the ISR has moved its log start that far (its low
+        watermark), so no leader elected later holds the deleted records, or REQUEST_TIMED_OUT
+        after timeout_ms (the leader's log start has moved anyway, and the followers still follow).
+        A consumer positioned below the new log start gets OFFSET_OUT_OF_RANGE and resets by its
+        auto.offset.reset. Refused with POLICY_VIOLATION for internal topics and for topics whose
+        cleanup.policy has no `delete`, as Kafka does.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -259,6 +281,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.DescribeProducers,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -533,6 +560,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/DescribeProducers',
             samsa_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.BrokerService/DeleteRecords',
+            samsa_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,102 @@
+"""`samsa topics alter` and `samsa topics delete-records`: the topic commands that change what
+a topic holds (partitions, configs, records), thin over Admin."""
+
+from __future__ import annotations
+
+import argparse
+
+from samsa.cli.command_support import key_value, require_topic, table
+from samsa.client import Admin
+
+HIGH_WATERMARK = -1  # DeleteRecords' offset for "every committed record"
+
+
+def add_topic_change_parsers(actions: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
+    """Add `alter` and `delete-records` under `samsa topics`; returns their parsers."""
+    alter = actions.add_parser(
+        "alter", help="add partitions, set or reset configs (Kafka's kafka-topics/kafka-configs)"
+    )
+    alter.add_argument("name")
+    alter.add_argument("--partitions", type=int, help="the new partition count (only grows)")
+    alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    alter.add_argument(
+        "--delete-config", action="append", default=[], metavar="KEY", help="back to default"
+    )
+    delete_records = actions.add_parser(
+        "delete-records",
+        help="delete the records below an offset (Kafka's kafka-delete-records)",
+    )
+    delete_records.add_argument("name")
+    delete_records.add_argument(
+        "--offset",
+        required=True,
+        help="records below it are deleted; `latest` (or -1): every committed record",
+    )
+    delete_records.add_argument(
+        "--partition",
+        type=int,
+        action="append",
+        default=[],
+        help="a partition to delete from (repeatable); default: every partition",
+    )
+    return [alter, delete_records]
+
+
+def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
+    """Configs first, then partitions: each is one controller write, validated whole (a bad
+    config changes nothing); what changed is printed, one line each."""
+    configs = dict(key_value(item, "--config") for item in args.config)
+    if args.partitions is None and not configs and not args.delete_config:
+        raise SystemExit(
+            "samsa topics alter: say what to change: --partitions N, --config KEY=VALUE or "
+            "--delete-config KEY"
+        )
+    both = sorted(set(configs) & set(args.delete_config))
+    if both:
+        raise SystemExit(f"samsa topics alter: {', '.join(both)} both set and deleted: choose one")
+    before = len(require_topic(admin, args.name).partitions)
+    if configs or args.delete_config:
+        admin.alter_configs(args.name, set=configs, delete=args.delete_config)
+        for key, value in configs.items():
+            print(f"{args.name}: set {key}={value}")
+        for key in args.delete_config:
+            print(f"{args.name}: {key} back to its default")
+    if args.partitions is not None and args.partitions != before:
+        admin.create_partitions({args.name: args.partitions})
+        print(f"{args.name}: partitions {before} -> {args.partitions}")
+    elif args.partitions is not None:
+        print(f"{args.name}: already has {before} partition(s)")
+    return 0
+
+
+def delete_records(admin: Admin, args: argparse.Namespace) -> int:
+    """Each partition's new low watermark, in a table, once its in-sync replicas reached it."""
+    offset = records_offset(args.offset)
+    count = len(require_topic(admin, args.name).partitions)
+    partitions = args.partition or list(range(count))
+    unknown = sorted(p for p in partitions if not 0 <= p < count)
+    if unknown:
+        raise SystemExit(
+            f"samsa topics delete-records: {args.name} has partitions 0 to {count - 1}, "
+            f"not {', '.join(map(str, unknown))}"
+        )
+    low = admin.delete_records({(args.name, p): offset for p in dict.fromkeys(partitions)})
+    rows = [(partition, start) for (_, partition), start in low.items()]
+    print(table(("partition", "low watermark"), rows))
+    return 0
+
+
+def records_offset(text: str) -> int:
+    """--offset: a non-negative offset, or `latest` / -1 for the high watermark."""
+    if text.strip().lower() == "latest":
+        return HIGH_WATERMARK
+    try:
+        offset = int(text)
+    except ValueError:
+        offset = -2
+    if offset < HIGH_WATERMARK:
+        raise SystemExit(
+            f"samsa topics delete-records: --offset {text!r} must be an offset (0 or more), "
+            "or latest (-1) for every committed record"
+        )
+    return offset
