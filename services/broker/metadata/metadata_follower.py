@@ -149,7 +149,9 @@ class MetadataFollower:
         return await self.controllers.write("BrokerHeartbeat", request, timeout_s)
 
     async def _heartbeat_loop(self, stop: asyncio.Event) -> None:
+        interval_s = self.heartbeat_interval_ms / 1000
         while not stop.is_set():
+            offset_sent = self.image.end_offset
             try:
                 response = await self._heartbeat()
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
@@ -162,4 +164,17 @@ class MetadataFollower:
                 if self.fenced != response.is_fenced:
                     log.info("fenced" if response.is_fenced else "unfenced")
                 self.fenced = response.is_fenced
-            await sleep_or_stop(stop, self.heartbeat_interval_ms / 1000)
+                if self.fenced and offset_sent <= self.broker_epoch:
+                    # Fenced because this broker's image did not yet hold its own registration
+                    # (the controller unfences a broker caught up past it): heartbeat again as
+                    # soon as it does, rather than an interval later, on every start.
+                    await self._until_caught_up(interval_s)
+                    continue
+            await sleep_or_stop(stop, interval_s)
+
+    async def _until_caught_up(self, timeout_s: float) -> None:
+        """Until the image holds this broker's registration, or `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.image.end_offset <= self.broker_epoch and loop.time() < deadline:
+            await self.log.wait_for_change(deadline - loop.time())
