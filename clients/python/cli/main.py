@@ -30,14 +30,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from samsa.cli.commands import add_commands
 from samsa.cli.commands import run as run_command
 from samsa.cli.trace_command import add_trace_command, run_trace
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
-from samsa.services.broker.log.config import LogConfig
-from samsa.services.broker.log.log import Log
+
+if TYPE_CHECKING:
+    from samsa.services.broker.log.log import Log
 
 DEMO_BATCH_RECORDS = 500
 
@@ -47,6 +49,10 @@ def _now_ms() -> int:
 
 
 def demo(data_dir: Path, record_count: int) -> int:
+    # The storage engine, imported here: no other command needs it, and each pays its import.
+    from samsa.services.broker.log.config import LogConfig
+    from samsa.services.broker.log.log import Log
+
     partition_dir = data_dir / "demo-0"
     # Small segments so that the demo rolls a few; a batch must fit in one.
     config = LogConfig.from_properties(

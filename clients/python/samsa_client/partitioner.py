@@ -33,10 +33,24 @@ import struct
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
-try:  # numpy hashes a column of keys at once (send_many); without it, one key at a time
-    import numpy
-except ImportError:  # pragma: no cover - numpy comes with the [spark] extra, not the SDK
-    numpy = None
+# numpy hashes a column of keys at once (send_many); without it, one key at a time. It is
+# imported on first use: its ~170 ms would otherwise be paid by every process that imports the
+# SDK (each `samsa` command), and most never call send_many.
+_NOT_LOADED: Any = object()
+numpy: Any = _NOT_LOADED
+
+
+def _numpy() -> Any:
+    """numpy, imported on first use; None when it is not installed."""
+    global numpy
+    if numpy is _NOT_LOADED:
+        try:
+            import numpy as loaded
+        except ImportError:  # pragma: no cover - numpy comes with the [spark] extra
+            loaded = None
+        numpy = loaded
+    return numpy
+
 
 __all__ = [
     "Partitioner",
@@ -119,15 +133,15 @@ def _key_partitions(keys: Sequence[bytes], partition_count: int) -> Any:
     """partitions_for_keys as a list, or as a numpy array when numpy hashed them."""
     if partition_count <= 0:
         raise ValueError(f"partition_count must be positive, got {partition_count}")
-    if numpy is None or len(keys) < KEYS_VECTORISED_MIN:
+    if len(keys) < KEYS_VECTORISED_MIN or (np := _numpy()) is None:
         return [to_positive(murmur2(key)) % partition_count for key in keys]
     lengths = set(map(len, keys))
     if len(lengths) == 1:  # the common case: fixed-width keys
         return _murmur2_same_length(keys, lengths.pop()) % partition_count
-    key_lengths = numpy.fromiter(map(len, keys), dtype=numpy.int64, count=len(keys))
-    partitions = numpy.empty(len(keys), dtype=numpy.uint32)
+    key_lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    partitions = np.empty(len(keys), dtype=np.uint32)
     for length in lengths:
-        indexes = numpy.flatnonzero(key_lengths == length)
+        indexes = np.flatnonzero(key_lengths == length)
         same_length = [keys[i] for i in indexes.tolist()]
         partitions[indexes] = _murmur2_same_length(same_length, length) % partition_count
     return partitions
@@ -172,18 +186,19 @@ def partition_groups(
 def _grouped(targets: Sequence[int], offset: int) -> list[tuple[int | None, list[int] | None]]:
     """(partition, indexes + offset) per partition of `targets` (a list or a numpy array), each
     group's indexes ascending."""
-    if numpy is None:
+    np = _numpy()
+    if np is None:
         by_partition: dict[int, list[int]] = {}
         for index, partition in enumerate(targets, offset):
             by_partition.setdefault(partition, []).append(index)
         groups = list(by_partition.items())
     else:  # a stable sort by partition, split where the partition changes
-        array = numpy.asarray(targets)
-        order = numpy.argsort(array, kind="stable")
+        array = np.asarray(targets)
+        order = np.argsort(array, kind="stable")
         ordered = array[order]
-        bounds = numpy.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+        bounds = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
         firsts = [0, *bounds.tolist()]
-        chunks = numpy.split(order + offset, bounds)
+        chunks = np.split(order + offset, bounds)
         groups = [(int(ordered[f]), c.tolist()) for f, c in zip(firsts, chunks, strict=True)]
     return groups  # type: ignore[return-value]
 
@@ -196,17 +211,18 @@ def _murmur2_same_length(keys: Sequence[bytes], length: int) -> Any:
     """to_positive(murmur2(key)) of keys all `length` bytes long, as a numpy uint32 array: the
     same arithmetic as `murmur2`, one column of 32-bit words at a time (uint32 wraps as the
     masks do)."""
+    np = _numpy()
     count = len(keys)
-    uint32 = numpy.uint32
+    uint32 = np.uint32
     multiplier = uint32(_MURMUR2_MULTIPLIER)
-    hashes = numpy.full(count, (_MURMUR2_SEED ^ length) & _MASK_32, dtype=uint32)
+    hashes = np.full(count, (_MURMUR2_SEED ^ length) & _MASK_32, dtype=uint32)
     if length == 0:
-        rows = numpy.zeros((count, 0), dtype=numpy.uint8)
+        rows = np.zeros((count, 0), dtype=np.uint8)
     else:
-        rows = numpy.frombuffer(b"".join(keys), dtype=numpy.uint8).reshape(count, length)
+        rows = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(count, length)
     word_count = length >> 2
     if word_count:
-        words = numpy.ascontiguousarray(rows[:, : word_count * 4]).view("<u4")
+        words = np.ascontiguousarray(rows[:, : word_count * 4]).view("<u4")
         for position in range(word_count):
             word = words[:, position] * multiplier
             word ^= word >> uint32(24)
