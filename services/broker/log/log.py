@@ -590,15 +590,33 @@ class Log:
         """Flush, write every index file, checkpoint and the producer state, then the
         clean-shutdown marker. The state is snapshotted at the log end (so a clean open replays
         nothing), or, when empty, every snapshot is deleted (so a clean open without one is
-        empty); the marker's write fsyncs the directory after both."""
+        empty); the marker's write fsyncs the directory after both.
+
+        Two kinds of log close without an fsync, which is what lets a broker holding thousands
+        of partitions stop within seconds (~2 ms of fsyncs each otherwise): one untouched since
+        a clean open (every change to its files persists the marker's removal first, so they
+        are what the last close left: the marker goes back as it was, and if an OS crash loses
+        it the next open re-checks the log, which never lies), and one that holds no record (an
+        open without the marker has nothing to re-check). Both still write a changed
+        checkpoint (a log start that DeleteRecords moved), and an index file the open found
+        damaged is rewritten (indexes are checked at every open, so it needs no fsync)."""
         if self._closed:
             return
-        self.flush()
-        for segment in self._segments:
-            segment.write_indexes(fsync=True)
-        self.checkpoint()
-        self._producers.close(self.log_end_offset)
-        self._durability.write_clean_shutdown_marker()
+        if self._durability.marker_removal_unsynced:
+            for segment in self._segments:  # only an index the open found damaged and rebuilt
+                segment.write_indexes(fsync=False)
+            self.checkpoint()
+            self._durability.restore_clean_shutdown_marker()
+        elif len(self._segments) == 1 and self._segments[0].size_bytes == 0:
+            self.checkpoint()
+            self._producers.close(self.log_end_offset)
+        else:
+            self.flush()
+            for segment in self._segments:
+                segment.write_indexes(fsync=True)
+            self.checkpoint()
+            self._producers.close(self.log_end_offset)
+            self._durability.write_clean_shutdown_marker()
         for segment in self._segments:
             segment.close()
         self._closed = True

@@ -109,6 +109,13 @@ class LogDurability:
             fsync_directory(self._directory)
             self._marker_removal_unsynced = False
 
+    def restore_clean_shutdown_marker(self) -> None:
+        """Put back the marker a clean open consumed, before any change to the log's files:
+        no fsync, since the files are still what the close that wrote it left."""
+        assert self._marker_removal_unsynced, "the log's files changed since the clean open"
+        (self._directory / CLEAN_SHUTDOWN_FILE).touch()
+        self._marker_removal_unsynced = False
+
     def write_clean_shutdown_marker(self) -> None:
         """The last write of `close`; it fsyncs the directory after everything before it."""
         write_atomically(self._directory / CLEAN_SHUTDOWN_FILE, b"")
