@@ -35,6 +35,7 @@ once when one moves backwards (`repair_corrupt`), and by `close_all`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -74,7 +75,14 @@ LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
 
 def log_config(configs: Mapping[str, str]) -> LogConfig:
     """The log settings among a topic's configs (the controller validated them)."""
-    return LogConfig.from_properties({k: v for k, v in configs.items() if k in LOG_KEYS})
+    return _log_config(frozenset((k, v) for k, v in configs.items() if k in LOG_KEYS))
+
+
+@functools.lru_cache(maxsize=1024)
+def _log_config(settings: frozenset[tuple[str, str]]) -> LogConfig:
+    """Parsed and validated once per distinct settings (LogConfig is frozen): a leadership
+    change of a topic's thousands of partitions parses its configs once, not once each."""
+    return LogConfig.from_properties(dict(settings))
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
