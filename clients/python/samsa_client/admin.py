@@ -175,8 +175,9 @@ class Admin:
         at or below the log start changes nothing. TopicError when refused: OFFSET_OUT_OF_RANGE
         (above the high watermark), POLICY_VIOLATION (an internal topic, or cleanup.policy
         without delete), UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT (the replicas did not
-        follow within request.timeout.ms; the leader's records are deleted anyway). Kafka's
-        deleteRecords."""
+        follow within request.timeout.ms; the leader's records are deleted anyway), for the
+        first partition refused: the others asked before it keep their deletion (send one
+        offset per call to know each outcome). Kafka's deleteRecords."""
 
         def ask(stub: Any, numbers: dict[str, list[int]], timeout_s: float) -> Any:
             request = broker_pb2.DeleteRecordsRequest(
