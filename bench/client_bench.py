@@ -21,6 +21,7 @@ from bench.figures import percentile
 from samsa.client import Consumer, Producer
 from samsa.client.async_consumer import AsyncConsumer
 from samsa.client.async_producer import AsyncProducer
+from samsa.common import event_loops
 
 # One 16 KiB batch is Kafka's default; at 100-byte records the per-request cost dominates,
 # so the benchmark uses the batch size a throughput-minded user sets.
@@ -176,7 +177,7 @@ def samsa_end_to_end_latency_asyncio(
     """samsa_end_to_end_latency from asyncio code: an AsyncProducer and an AsyncConsumer on one
     event loop, the shape of the peers' clients (nats-py and redis.asyncio), so no record crosses
     a thread on its way. Same records, rate and clock as the sync measurement."""
-    return asyncio.run(_end_to_end_asyncio(bootstrap, topic, n, size, interval_s))
+    return event_loops.run(_end_to_end_asyncio(bootstrap, topic, n, size, interval_s))
 
 
 async def _end_to_end_asyncio(

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bench.tables import NOT_BUILT
+from samsa.common import event_loops
 
 if TYPE_CHECKING:
     from samsa.cli.launcher import LocalCluster
@@ -172,7 +173,8 @@ def print_tables(heading: str, tables: Iterable[str], name: str) -> None:
     started = time.monotonic()
     print(
         f"{heading} on {platform.python_implementation()} {platform.python_version()}, "
-        "one Python process per client",
+        f"one Python process per client, event loop {event_loops.chosen()} (Samsa's services, "
+        "its clients, the ping-pong and the peers' clients alike)",
         flush=True,
     )
     for table in tables:

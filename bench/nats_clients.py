@@ -28,6 +28,7 @@ import contextlib
 import time
 
 from bench.figures import latency_summary, make_values, throughput
+from samsa.common import event_loops
 
 INFLIGHT = 256  # outstanding JetStream publish acks
 FETCH_BATCH = 1000  # records per JetStream pull request
@@ -229,21 +230,21 @@ def nats_produce(
 ) -> dict:
     """Publish `n` records of `size` bytes to fresh streams of `replicas` copies: records/s
     and MB/s."""
-    return asyncio.run(_nats_produce(url, n, size, partitions, inflight, replicas))
+    return event_loops.run(_nats_produce(url, n, size, partitions, inflight, replicas))
 
 
 def nats_consume(
     url: str, n: int, size: int, partitions: int = 1, batch: int = FETCH_BATCH
 ) -> dict:
     """Read back what `nats_produce` wrote, with pull consumers: records/s and MB/s."""
-    return asyncio.run(_nats_consume(url, n, size, partitions, batch))
+    return event_loops.run(_nats_consume(url, n, size, partitions, batch))
 
 
 def nats_sync_latency(url: str, count: int, size: int, replicas: int = 1) -> dict:
     """One synchronous publish-and-ack at a time, `count` times: p50/p99 µs."""
-    return asyncio.run(_nats_sync_latency(url, count, size, replicas))
+    return event_loops.run(_nats_sync_latency(url, count, size, replicas))
 
 
 def nats_end_to_end_latency(url: str, count: int, size: int, interval_s: float = 0.001) -> dict:
     """Publish → push-consumer arrival at low load: p50/p99 µs."""
-    return asyncio.run(_nats_end_to_end(url, count, size, interval_s))
+    return event_loops.run(_nats_end_to_end(url, count, size, interval_s))

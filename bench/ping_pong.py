@@ -40,6 +40,7 @@ from pathlib import Path
 import grpc
 
 from bench.figures import percentile
+from samsa.common import event_loops
 
 SERVICE = "bench.PingPong"
 METHOD = "Echo"
@@ -164,7 +165,7 @@ class _EchoStream:
 
 def ping_pong_sync_latency(target: str, count: int, size: int) -> dict[str, float]:
     """A sync caller over a loop thread, one message at a time, each waited for."""
-    loop = asyncio.new_event_loop()
+    loop = event_loops.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="ping-pong-loop", daemon=True)
     thread.start()
 
@@ -226,7 +227,7 @@ def ping_pong_async_latency(target: str, count: int, size: int) -> dict[str, flo
         finally:
             await stream.close()
 
-    return _percentiles(asyncio.run(measure()))
+    return _percentiles(event_loops.run(measure()))
 
 
 # --- standalone ----------------------------------------------------------------------------------
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.mode == "serve":
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(args.port))
+            event_loops.run(_serve(args.port))
         return
     with ping_pong_server() as target:
         for name, measure in (

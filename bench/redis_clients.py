@@ -22,6 +22,7 @@ import asyncio
 import time
 
 from bench.figures import latency_summary, make_values, throughput
+from samsa.common import event_loops
 
 PIPELINE = 1000  # XADDs per Redis pipeline
 XREAD_COUNT = 10_000  # records per XREAD
@@ -142,4 +143,4 @@ async def _redis_end_to_end(url: str, count: int, size: int, interval_s: float) 
 
 def redis_end_to_end_latency(url: str, count: int, size: int, interval_s: float = 0.001) -> dict:
     """XADD → blocking XREAD arrival at low load: p50/p99 µs."""
-    return asyncio.run(_redis_end_to_end(url, count, size, interval_s))
+    return event_loops.run(_redis_end_to_end(url, count, size, interval_s))

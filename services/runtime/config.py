@@ -43,6 +43,7 @@ ENV_PREFIX = "SAMSA_"
 NOT_CONFIG_VARIABLES = frozenset(
     {
         "SAMSA_LOG_LEVEL",
+        "SAMSA_EVENT_LOOP",  # common/event_loops.py: uvloop or asyncio, services and SDK alike
         "SAMSA_TRACES_FILE",
         "SAMSA_FAULTS",
         "SAMSA_BOOTSTRAP",

@@ -10,13 +10,14 @@ writer, ...). Running without them would turn a broken invariant into silent cor
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from samsa.common import event_loops
 from samsa.services.runtime import config_loading, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
@@ -28,6 +29,7 @@ STARTUP_ERRORS = (
     ClusterSecretError,
     telemetry.TelemetryConfigError,
     metrics.MetricsConfigError,
+    event_loops.EventLoopChoiceError,
 )
 
 
@@ -49,17 +51,19 @@ def run_service(
         )
         return 2
     try:
+        event_loop = event_loops.chosen()  # first: a bad SAMSA_EVENT_LOOP says so at once
         config = config_loading.load(config_class, kind, argv, os.environ)
         logs.configure(f"{kind}-{number(config)}")
         secret = load_secret(Path(config.secret_file))
         name = f"samsa-{kind}-{number(config)}"
         tracing = telemetry.configure(name)
         served = metrics.serve(config.metrics_listen, name)
+        logging.getLogger(__name__).info("starting", extra={"event_loop": event_loop})
     except STARTUP_ERRORS as error:
         print(f"samsa {kind}: {error}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(run(config, secret, tracing))
+        return event_loops.run(run(config, secret, tracing))
     finally:
         if served is not None:
             served.shutdown()

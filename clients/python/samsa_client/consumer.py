@@ -65,6 +65,7 @@ from samsa.client.rebalance import (
     subscription_of,
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
+from samsa.common import event_loops
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
 
@@ -128,7 +129,7 @@ class Consumer:
         self._closed = False
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
-        self._loop = asyncio.new_event_loop()
+        self._loop = event_loops.new_event_loop()
         self._loop_thread = threading.Thread(
             target=self._loop.run_forever, name="samsa-consumer", daemon=True
         )

@@ -47,6 +47,7 @@ from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFutu
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction
 from samsa.client.transaction_manager import TransactionManager
+from samsa.common import event_loops
 from samsa.common.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class Producer:
         self._closed = False
         # Read once: with no tracer provider, send() does no tracing work (record_tracing.py).
         self._tracing = tracing_configured()
-        self._loop = asyncio.new_event_loop()
+        self._loop = event_loops.new_event_loop()
         self._loop_thread = threading.Thread(
             target=self._loop.run_forever, name="samsa-producer", daemon=True
         )

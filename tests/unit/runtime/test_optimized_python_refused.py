@@ -1,7 +1,7 @@
 """Goal: no service runs with its assertions stripped. `python -O` drops every `assert`, among
 them the relations between bounds in common/limits.py and the pure cores' invariants, so each
 service refuses to start under it with one line saying why and exit code 2 (before it reads any
-config, secret or port).
+config, secret or port). A SAMSA_EVENT_LOOP naming no loop stops it the same way.
 
 Method: each service's module run in a subprocess with -O and no arguments; and, as the control
 that shows the refusal is what stops it, the same without -O stops for another reason (its
@@ -10,6 +10,7 @@ missing configuration), not this one.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -18,13 +19,16 @@ import pytest
 SERVICES = ["controller", "broker", "coordinator"]
 
 
-def run(service: str, *flags: str) -> subprocess.CompletedProcess[str]:
+def run(
+    service: str, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, *flags, "-m", f"samsa.services.{service}"],
         capture_output=True,
         text=True,
         timeout=60,
         stdin=subprocess.DEVNULL,
+        env=env,
     )
 
 
@@ -39,3 +43,12 @@ def test_without_dash_o_the_same_start_fails_for_another_reason() -> None:
     result = run("broker")
     assert result.returncode == 2, result.stderr
     assert "refusing to run under python -O" not in result.stderr
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_a_service_refuses_an_event_loop_it_cannot_run(service: str) -> None:
+    # common/event_loops.py: SAMSA_EVENT_LOOP is uvloop or asyncio; anything else stops the
+    # service at start with one line naming the choices (and is not taken for a config key).
+    result = run(service, env={**os.environ, "SAMSA_EVENT_LOOP": "trio"})
+    assert result.returncode == 2, result.stderr
+    assert f"samsa {service}: SAMSA_EVENT_LOOP='trio': use one of uvloop, asyncio" in result.stderr
