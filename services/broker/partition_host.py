@@ -162,6 +162,12 @@ class HostedPartition:
         if self.on_change is not None:
             self.on_change(self)
 
+    def on_leader_append(self) -> None:
+        """After an append as leader: move the high watermark if the ISR allows (RF=1: at once)
+        and wake every waiter once; `advance_high_watermark` wakes them itself when it moved."""
+        if not self.advance_high_watermark():
+            self.notify_appended()
+
     def advance_high_watermark(self) -> bool:
         """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
         if self.replication is None or self.state is None:

@@ -110,8 +110,7 @@ def produce(
             if appended is None:
                 continue
             hosted, end_offset = appended
-            hosted.notify_appended()
-            hosted.advance_high_watermark()
+            hosted.on_leader_append()
             if acks == -1 and hosted.high_watermark < end_offset:
                 waits.append(ReplicationWait(hosted, end_offset, result))
     return response, waits

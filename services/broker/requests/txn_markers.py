@@ -111,8 +111,7 @@ def _write(
         fail(result, error.code, str(error))  # type: ignore[arg-type]
         return None
     if info.record_count:
-        hosted.notify_appended()
-        hosted.advance_high_watermark()
+        hosted.on_leader_append()
         end_offset = info.last_offset + 1
     else:
         # Written before (a retry): it is acknowledged once everything appended so far is.
