@@ -6,7 +6,11 @@
 //   describe TOPIC                        the partitions, their leaders and the brokers
 //   produce TOPIC [--partition P] [--header K=V]... [--acks A]
 //                                         one record per stdin line, "key:value" (no ":" is a
-//                                         null key); prints {"partition", "base_offset", "count"}
+//                                         null key), to partition P, or without --partition to
+//                                         the partition each key chooses (Kafka's murmur2, as
+//                                         the Python SDK; keyless lines share one partition);
+//                                         prints {"partition", "base_offset", "count"} per
+//                                         partition written
 //   consume TOPIC [--partition P] [--from OFFSET] [--count N] [--timeout-ms MS]
 //   group-consume GROUP TOPIC [--count N] [--timeout-ms MS]
 //                                         joins GROUP, reads what it is assigned from the
@@ -71,9 +75,15 @@ async function produce(client, topic, values) {
     return { key, value: at < 0 ? line : line.slice(at + 1), headers };
   });
   if (records.length === 0) throw new Error('nothing to produce: stdin had no lines');
-  const partition = intFlag(values, 'partition') ?? 0;
-  const baseOffset = await client.produce(topic, partition, records, intFlag(values, 'acks'));
-  console.log(JSON.stringify({ topic, partition, base_offset: baseOffset, count: records.length }));
+  const acks = intFlag(values, 'acks');
+  const partition = intFlag(values, 'partition');
+  const written =
+    partition === undefined
+      ? await client.produceByKey(topic, records, acks)
+      : [{ partition, baseOffset: await client.produce(topic, partition, records, acks), count: records.length }];
+  for (const w of written) {
+    console.log(JSON.stringify({ topic, partition: w.partition, base_offset: w.baseOffset, count: w.count }));
+  }
 }
 
 // Reads `positions` (a Map partition -> next offset) round-robin until `count` records were

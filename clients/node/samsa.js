@@ -127,6 +127,45 @@ function toBytes(data) {
   return Buffer.isBuffer(data) ? data : Buffer.from(String(data), 'utf8');
 }
 
+// Kafka's default partitioner for keyed records, bit-exact with the Python SDK's
+// (samsa_client/partitioner.py) and with Java's `Utils.murmur2`: 32-bit MurmurHash2, seed
+// 0x9747b28c, made positive by masking the sign bit, modulo the partition count. So a key lands
+// on the same partition whichever language's client sent it, and one key's records stay in order.
+function murmur2(bytes) {
+  const m = 0x5bd1e995;
+  const length = bytes.length;
+  const whole = length & ~3;
+  let h = 0x9747b28c ^ length;
+  for (let i = 0; i < whole; i += 4) {
+    let k = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
+    k = Math.imul(k, m);
+    k ^= k >>> 24;
+    k = Math.imul(k, m);
+    h = Math.imul(h, m) ^ k;
+  }
+  switch (length & 3) {
+    case 3:
+      h ^= bytes[whole + 2] << 16;
+    // falls through
+    case 2:
+      h ^= bytes[whole + 1] << 8;
+    // falls through
+    case 1:
+      h ^= bytes[whole];
+      h = Math.imul(h, m);
+    // no default: a length that is a multiple of 4 has no tail
+  }
+  h ^= h >>> 13;
+  h = Math.imul(h, m);
+  h ^= h >>> 15;
+  return h | 0;
+}
+
+// The partition of a key (a string, as UTF-8, or a Buffer) among `count` partitions.
+function partitionForKey(key, count) {
+  return (murmur2(toBytes(key)) & 0x7fffffff) % count;
+}
+
 function toTypedRecord(record) {
   const headers = (record.headers || []).map(([key, value]) => ({ key, value: toBytes(value) }));
   // records.proto says 0 means "now", but the broker stores 0 as given: stamp the time here,
@@ -298,6 +337,29 @@ class SamsaClient {
       const result = check(partitionResult(answer, topic, partition), `${topic}[${partition}]`);
       return toInt(result.base_offset);
     });
+  }
+
+  // Appends records to the partitions their keys choose (partitionForKey, as every Samsa and
+  // Kafka client does); records without a key all go to one partition picked at random for the
+  // call (Kafka's sticky partitioner does the same per batch). Resolves with one
+  // {partition, baseOffset, count} per partition written, in partition order.
+  async produceByKey(topic, records, acks = -1) {
+    const count = (await this.describeTopic(topic)).length;
+    const keyless = Math.floor(Math.random() * count);
+    const byPartition = new Map();
+    for (const record of records) {
+      const hasKey = record.key !== null && record.key !== undefined;
+      const partition = hasKey ? partitionForKey(record.key, count) : keyless;
+      if (!byPartition.has(partition)) byPartition.set(partition, []);
+      byPartition.get(partition).push(record);
+    }
+    const written = [];
+    for (const partition of [...byPartition.keys()].sort((a, b) => a - b)) {
+      const group = byPartition.get(partition);
+      const baseOffset = await this.produce(topic, partition, group, acks);
+      written.push({ partition, baseOffset, count: group.length });
+    }
+    return written;
   }
 
   // Reads one partition from `offset`, waiting up to maxWaitMs for data. Resolves with
@@ -552,4 +614,4 @@ class GroupMember {
   }
 }
 
-module.exports = { SamsaClient, GroupMember, SamsaError, NO_ERROR };
+module.exports = { SamsaClient, GroupMember, SamsaError, NO_ERROR, murmur2, partitionForKey };

@@ -2,7 +2,9 @@
 
 Goal: a client in another language, built from proto/samsa/v1 alone, interoperates with the
 Python SDK record for record: what Node produces (keys, null keys, empty values, headers) Python
-reads back exactly, at the offsets Node was told; what Python produces Node prints exactly; and
+reads back exactly, at the offsets Node was told; Node's keyed records land on the partitions the
+Python SDK's partitioner picks for their keys, each key's in order; what Python produces Node
+prints exactly; and
 a Node group member joins, reads what the coordinator assigns, commits where it stopped and
 leaves, as the Python Admin sees it. A partition error reaches the user as one line naming its
 ErrorCode.
@@ -24,6 +26,7 @@ import pytest
 from cluster_helpers import FAST_SETTINGS, local_cluster
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.client.partitioner import partition_for_key
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 NODE = shutil.which("node")
@@ -130,6 +133,43 @@ def test_node_produces_and_python_reads_every_record(bootstrap: str) -> None:
             assert batch, f"nothing after {len(read)} of {len(expected)} records"
             read += [(r.partition, r.offset, r.key, r.value, r.headers) for r in batch]
     assert sorted(read, key=lambda row: row[:2]) == expected
+
+
+def test_node_keyed_records_land_where_the_python_partitioner_puts_their_keys(
+    bootstrap: str,
+) -> None:
+    topic, partitions = "keyed-from-node", 5
+    created = node(bootstrap, "create-topic", topic, "--partitions", str(partitions))
+    assert created.returncode == 0, created.stderr
+    # Keys of every length from 0 to 12 bytes (murmur2's 4-byte blocks and each tail length),
+    # multi-byte UTF-8 ones, and repeats, whose records must keep their order in one partition.
+    keys = ["k" * n for n in range(13)] + [f"user-{n}" for n in range(40)] + ["é", "ключ", "鍵-7"]
+    sent = keys + keys[::3]
+    lines = "".join(f"{key}:{n}\n" for n, key in enumerate(sent))
+    produced = node(bootstrap, "produce", topic, stdin=lines)
+    assert produced.returncode == 0, produced.stderr
+    answers = [json.loads(line) for line in produced.stdout.splitlines()]
+    assert sum(answer["count"] for answer in answers) == len(sent)
+    assert len(answers) > 1, "every key on one partition proves nothing about the hash"
+
+    config = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}
+    with Consumer(config) as consumer:
+        consumer.assign([(topic, p) for p in range(partitions)])
+        read = []
+        while len(read) < len(sent):
+            batch = consumer.poll(timeout=10)
+            assert batch, f"nothing after {len(read)} of {len(sent)} records"
+            read += batch
+    for record in read:
+        assert record.key is not None
+        assert record.partition == partition_for_key(record.key, partitions), record
+    by_key: dict[bytes, list[int]] = {}
+    for record in sorted(read, key=lambda r: (r.partition, r.offset)):
+        by_key.setdefault(record.key, []).append(int(record.value))
+    expected: dict[bytes, list[int]] = {}
+    for n, key in enumerate(sent):
+        expected.setdefault(key.encode(), []).append(n)
+    assert by_key == expected
 
 
 def test_python_produces_and_node_consumes_every_record(bootstrap: str) -> None:
