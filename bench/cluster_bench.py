@@ -107,7 +107,7 @@ class Plan:
     sync_calls: int
     end_to_end_records: int
     end_to_end_interval_s: float = 0.001
-    idempotence_rounds: int = 3  # alternating idempotent / non-idempotent produce runs
+    idempotence_rounds: int = 3  # alternating runs: idempotent / plain produce; sync / ping-pong
 
     @classmethod
     def for_run(cls, quick: bool) -> Plan:

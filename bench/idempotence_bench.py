@@ -12,7 +12,8 @@ measured in the same run against the same Samsa cluster.
   acks=all with idempotence on, beside a bare grpc.aio bidirectional-stream echo of the same
   100 bytes driven the way the sync Producer drives its stream (bench/ping_pong.py: server in its
   own process, sync caller over a loop thread), and beside JetStream's sync publish figure from
-  the cluster bench's latency table of the same run. Target: Samsa p99 at most 1.2x the
+  the cluster bench's latency table of the same run; the three alternate for a few rounds and
+  each keeps its run with the lowest p99. Target: Samsa p99 at most 1.2x the
   ping-pong's p99 (and, issue 4's, no worse than JetStream's). The same ping-pong driven from an
   asyncio caller on the loop (no thread hand-off) is printed under the table for reference.
 """
@@ -117,23 +118,49 @@ def idempotence_table(systems: Systems, count: int, rounds: int) -> str:
     return f"{table.text}\n  every run, records/s: {every_run}\n\n{targets}"
 
 
-def sync_latency_table(systems: Systems, calls: int, jetstream: dict[str, Cell]) -> str:
-    """`jetstream`: the cluster bench's sync produce p50/p99 for JetStream, by P50/P99 key."""
+def _lowest_p99(results: list[dict | str]) -> dict | str:
+    """The run with the lowest p99, or the first reason when no run has a figure."""
+    measured = [result for result in results if isinstance(result, dict)]
+    if not measured:
+        return results[0]
+    return min(measured, key=lambda result: result[P99.key])
+
+
+def sync_latency_table(
+    systems: Systems, calls: int, jetstream: dict[str, Cell], rounds: int
+) -> str:
+    """`jetstream`: the cluster bench's sync produce p50/p99 for JetStream, by P50/P99 key.
+    The ping-pong and both Samsa columns alternate for `rounds` rounds and each keeps its run
+    with the lowest p99: one slow tail on the shared machine, on either side, must not decide
+    the ratio (a single run once put the ping-pong's p99 at 3.6x its p50)."""
+    runs: dict[str, list[dict | str]] = {SAMSA_ACKS_1: [], SAMSA_ALL_IDEMPOTENT: [], PING_PONG: []}
+    async_runs: list[dict | str] = []
     with ping_pong_server() as target:
-        ping_pong = measure_or_reason(lambda: ping_pong_sync_latency(target, calls, SIZE))
-        ping_pong_async = measure_or_reason(lambda: ping_pong_async_latency(target, calls, SIZE))
-    results: dict[str, dict | str] = {
-        SAMSA_ACKS_1: _samsa(
-            systems, "sync_latency", f"bench-{SIZE}b-1p-sync-acks-1", {"n": calls, "acks": 1}
-        ),
-        SAMSA_ALL_IDEMPOTENT: _samsa(
-            systems,
-            "sync_latency",
-            f"bench-{SIZE}b-1p-sync-acks-all-idempotent",
-            {"n": calls, "acks": "all", "idempotence": True},
-        ),
-        PING_PONG: ping_pong,
-    }
+        for _ in range(rounds):
+            runs[PING_PONG].append(
+                measure_or_reason(lambda: ping_pong_sync_latency(target, calls, SIZE))
+            )
+            async_runs.append(
+                measure_or_reason(lambda: ping_pong_async_latency(target, calls, SIZE))
+            )
+            runs[SAMSA_ACKS_1].append(
+                _samsa(
+                    systems,
+                    "sync_latency",
+                    f"bench-{SIZE}b-1p-sync-acks-1",
+                    {"n": calls, "acks": 1},
+                )
+            )
+            runs[SAMSA_ALL_IDEMPOTENT].append(
+                _samsa(
+                    systems,
+                    "sync_latency",
+                    f"bench-{SIZE}b-1p-sync-acks-all-idempotent",
+                    {"n": calls, "acks": "all", "idempotence": True},
+                )
+            )
+    results = {column: _lowest_p99(column_runs) for column, column_runs in runs.items()}
+    ping_pong_async = _lowest_p99(async_runs)
     rows = []
     for metric in (P50, P99):
         row = {column: cell_of(result, metric.key) for column, result in results.items()}
@@ -143,7 +170,8 @@ def sync_latency_table(systems: Systems, calls: int, jetstream: dict[str, Cell])
         f"Synchronous produce latency beside a bare grpc.aio ping-pong: {calls:,} x {SIZE} B, "
         "one send then wait for the ack, linger.ms=0, 1 partition (ping-pong: raw-bytes echo "
         "over one grpc.aio bidi stream, sync caller over a loop thread; jetstream: its sync "
-        "publish from the latency table above; ratios over the ping-pong, lower is better)"
+        f"publish from the latency table above; the run with the lowest p99 of {rounds} "
+        "alternating runs each; ratios over the ping-pong, lower is better)"
     )
     samsa_columns = (SAMSA_ACKS_1, SAMSA_ALL_IDEMPOTENT, JETSTREAM)
     table = Table(title, rows, samsa_columns, (PING_PONG,))
@@ -153,6 +181,14 @@ def sync_latency_table(systems: Systems, calls: int, jetstream: dict[str, Cell])
         )
     else:
         reference = ping_pong_async
+    every_run = "; ".join(
+        f"{column} "
+        + " / ".join(
+            f"{format_cell(cell_of(run, P50.key))}-{format_cell(cell_of(run, P99.key))}"
+            for run in column_runs
+        )
+        for column, column_runs in runs.items()
+    )
     targets = format_targets(
         "targets (Samsa sync produce p99)",
         {P99.label: table.row(P99.label)},
@@ -160,8 +196,9 @@ def sync_latency_table(systems: Systems, calls: int, jetstream: dict[str, Cell])
         (SAMSA_ACKS_1, SAMSA_ALL_IDEMPOTENT),
     )
     return (
-        f"{table.text}\n  for reference, the same ping-pong from an asyncio caller on the loop "
-        f"(no thread hand-off): {reference}\n\n{targets}"
+        f"{table.text}\n  every run, p50-p99 µs: {every_run}\n  for reference, the same "
+        f"ping-pong from an asyncio caller on the loop (no thread hand-off): {reference}\n\n"
+        f"{targets}"
     )
 
 
@@ -180,4 +217,6 @@ def run_idempotence_bench(
 ) -> Iterator[str]:
     """Both tables, each yielded as soon as it is measured."""
     yield idempotence_table(systems, plan.records[SIZE], plan.idempotence_rounds)
-    yield sync_latency_table(systems, plan.sync_calls, jetstream_sync_figures(rows_by_label))
+    yield sync_latency_table(
+        systems, plan.sync_calls, jetstream_sync_figures(rows_by_label), plan.idempotence_rounds
+    )
