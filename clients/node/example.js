@@ -11,6 +11,10 @@
 //                                         the Python SDK; keyless lines share one partition);
 //                                         prints {"partition", "base_offset", "count"} per
 //                                         partition written
+//   delete-records TOPIC --offset N|latest [--partition P]
+//                                         deletes the records below N (latest: below the high
+//                                         watermark) of partition P (default 0); prints
+//                                         {"topic", "partition", "low_watermark"}
 //   consume TOPIC [--partition P] [--from OFFSET] [--count N] [--timeout-ms MS]
 //   group-consume GROUP TOPIC [--count N] [--timeout-ms MS]
 //                                         joins GROUP, reads what it is assigned from the
@@ -33,6 +37,7 @@ const OPTIONS = {
   from: { type: 'string', default: '0' },
   count: { type: 'string' },
   'timeout-ms': { type: 'string', default: '10000' },
+  offset: { type: 'string' },
 };
 
 // A whole number from a flag, or an error naming the flag.
@@ -174,6 +179,13 @@ async function main() {
     } else if (command === 'produce') {
       needArgs(positionals, ['produce', 'TOPIC']);
       await produce(client, args[0], values);
+    } else if (command === 'delete-records') {
+      needArgs(positionals, ['delete-records', 'TOPIC']);
+      if (values.offset === undefined) throw new Error('delete-records needs --offset N or --offset latest');
+      const offset = values.offset === 'latest' ? -1 : intFlag(values, 'offset');
+      const partition = intFlag(values, 'partition') ?? 0;
+      const lowWatermark = await client.deleteRecords(args[0], partition, offset);
+      console.log(JSON.stringify({ topic: args[0], partition, low_watermark: lowWatermark }));
     } else if (command === 'consume') {
       needArgs(positionals, ['consume', 'TOPIC']);
       await consume(client, args[0], values);
@@ -181,7 +193,7 @@ async function main() {
       needArgs(positionals, ['group-consume', 'GROUP', 'TOPIC']);
       await groupConsume(client, args[0], args[1], values);
     } else {
-      throw new Error(`unknown command ${JSON.stringify(command || '')}: use create-topic, describe, produce, consume or group-consume`);
+      throw new Error(`unknown command ${JSON.stringify(command || '')}: use create-topic, describe, produce, delete-records, consume or group-consume`);
     }
   } finally {
     client.close();

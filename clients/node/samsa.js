@@ -362,6 +362,22 @@ class SamsaClient {
     return written;
   }
 
+  // Deletes one partition's records below `offset` (-1: every record up to the high watermark),
+  // as Kafka's DeleteRecords (KIP-107). Resolves with the partition's low watermark once the
+  // leader and its in-sync followers all start there, so no later leader serves what went.
+  async deleteRecords(topic, partition, offset) {
+    const request = {
+      topics: [{ name: topic, partitions: [{ partition, offset }] }],
+      timeout_ms: this.timeoutMs,
+    };
+    return withRetries(this.timeoutMs, async () => {
+      const leader = await this.leaderOf(topic, partition);
+      const answer = await this.call('broker', leader.endpoint, 'DeleteRecords', request, 2 * this.timeoutMs);
+      const result = check(partitionResult(answer, topic, partition), `${topic}[${partition}]`);
+      return toInt(result.low_watermark);
+    });
+  }
+
   // Reads one partition from `offset`, waiting up to maxWaitMs for data. Resolves with
   // {records, nextFetchOffset, highWatermark}; records are at or after `offset`.
   async fetch(topic, partition, offset, maxWaitMs = 500) {

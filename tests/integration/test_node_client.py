@@ -4,7 +4,7 @@ Goal: a client in another language, built from proto/samsa/v1 alone, interoperat
 Python SDK record for record: what Node produces (keys, null keys, empty values, headers) Python
 reads back exactly, at the offsets Node was told; Node's keyed records land on the partitions the
 Python SDK's partitioner picks for their keys, each key's in order; what Python produces Node
-prints exactly; and
+prints exactly; Node's DeleteRecords moves the log start Python reads from; and
 a Node group member joins, reads what the coordinator assigns, commits where it stopped and
 leaves, as the Python Admin sees it. A partition error reaches the user as one line naming its
 ErrorCode.
@@ -208,6 +208,37 @@ def test_node_group_member_consumes_commits_and_leaves(bootstrap: str) -> None:
     # A second member starts from the committed offsets: nothing is left to print.
     rejoined = node(bootstrap, "group-consume", group, topic, "--timeout-ms", "1000")
     assert (rejoined.returncode, rejoined.stdout) == (0, ""), rejoined.stderr
+
+
+def test_node_deletes_records_and_python_reads_from_the_new_log_start(bootstrap: str) -> None:
+    topic = "trimmed-by-node"
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for n in range(10):
+            producer.send(topic, f"v{n}".encode(), partition=0)
+        producer.flush()
+
+    deleted = node(bootstrap, "delete-records", topic, "--offset", "4")
+    assert deleted.returncode == 0, deleted.stderr
+    assert json.loads(deleted.stdout) == {"topic": topic, "partition": 0, "low_watermark": 4}
+    refused = node(bootstrap, "delete-records", topic, "--offset", "11")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "ERROR_CODE_OFFSET_OUT_OF_RANGE" in refused.stderr, refused.stderr
+
+    config = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}
+    with Consumer(config) as consumer:
+        consumer.assign([(topic, 0)])
+        assert consumer.beginning_offsets([(topic, 0)]) == {(topic, 0): 4}
+        read = []
+        while len(read) < 6:
+            batch = consumer.poll(timeout=10)
+            assert batch, f"nothing after {len(read)} of 6 records"
+            read += [(r.offset, r.value) for r in batch]
+    assert read == [(n, f"v{n}".encode()) for n in range(4, 10)]
+
+    everything = node(bootstrap, "delete-records", topic, "--offset", "latest")
+    assert json.loads(everything.stdout)["low_watermark"] == 10, everything.stderr
 
 
 def test_a_partition_error_is_one_line_naming_its_code(bootstrap: str) -> None:
