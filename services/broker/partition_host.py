@@ -41,7 +41,7 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
@@ -96,6 +96,16 @@ class LeadershipError(NamedTuple):
     message: str
     leader_id: int
     leader_epoch: int
+
+    def refuse(self, result: Any) -> None:
+        """Write this refusal into one partition's result (of Produce, Fetch, DeleteRecords or
+        WriteTxnMarkers: each has error_code, error_message and current_leader), with the
+        leader to retry at when this broker knows one (KIP-951)."""
+        result.error_code = self.code
+        result.error_message = self.message
+        if self.leader_id >= 0:
+            result.current_leader.leader_id = self.leader_id
+            result.current_leader.leader_epoch = self.leader_epoch
 
 
 @dataclass

@@ -96,9 +96,7 @@ def _start(
 ) -> _Deletion | None:
     hosted = host.leader(topic, wanted.partition)
     if isinstance(hosted, LeadershipError):
-        _fail(result, hosted.code, hosted.message)
-        result.current_leader.leader_id = hosted.leader_id
-        result.current_leader.leader_epoch = hosted.leader_epoch
+        hosted.refuse(result)
         return None
     refusal = delete_refusal(
         topic,

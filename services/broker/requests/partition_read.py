@@ -91,9 +91,7 @@ class PartitionReader:
             # little stale. Committed data only, so it is never wrong.
             hosted = host.get(topic, wanted.partition) or hosted
         if isinstance(hosted, LeadershipError):
-            _fail(result, hosted.code, hosted.message)
-            result.current_leader.leader_id = hosted.leader_id
-            result.current_leader.leader_epoch = hosted.leader_epoch
+            hosted.refuse(result)
             return Outcome.FAILED
         if replica_id >= 0 and not _is_replica(hosted, replica_id, result):
             return Outcome.FAILED

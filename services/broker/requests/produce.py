@@ -131,9 +131,7 @@ def _append(
     replicated (for a retried idempotent batch the log already holds: its original end)."""
     hosted = host.leader(topic, data.partition)
     if isinstance(hosted, LeadershipError):
-        fail(result, hosted.code, hosted.message)
-        result.current_leader.leader_id = hosted.leader_id
-        result.current_leader.leader_epoch = hosted.leader_epoch
+        hosted.refuse(result)
         return None
     records = data.records  # read once: each read of a bytes field copies it
     if records and data.typed_records:

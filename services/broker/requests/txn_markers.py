@@ -83,10 +83,7 @@ def _write(
 ) -> ReplicationWait | None:
     hosted = host.leader(topic, partition)
     if isinstance(hosted, LeadershipError):
-        fail(result, hosted.code, hosted.message)  # type: ignore[arg-type]
-        if hosted.leader_id >= 0:
-            result.current_leader.leader_id = hosted.leader_id
-            result.current_leader.leader_epoch = hosted.leader_epoch
+        hosted.refuse(result)
         return None
     if len(hosted.isr) < hosted.min_insync_replicas:
         fail(
