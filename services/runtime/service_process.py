@@ -1,7 +1,8 @@
 """What every service's `main` does before its own work: load the config (flags, SAMSA_*, a
 --config file), configure the JSON logs, load the cluster secret, set up tracing and metrics,
-then run the service until SIGTERM. Any mistake found on the way stops the process with one
-line, `samsa <kind>: <what is wrong>`, and exit code 2.
+keep large buffers in the heap (common/allocator.py: record batches are allocated and freed
+once per request), then run the service until SIGTERM. Any mistake found on the way stops the
+process with one line, `samsa <kind>: <what is wrong>`, and exit code 2.
 
 A service refuses to run under `python -O` (or PYTHONOPTIMIZE): that drops every `assert`, and
 the asserts are checks, not comments — the relations between the bounds in common/limits.py,
@@ -17,7 +18,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from samsa.common import event_loops
+from samsa.common import allocator, event_loops
 from samsa.services.runtime import config_loading, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
@@ -52,13 +53,16 @@ def run_service(
         return 2
     try:
         event_loop = event_loops.chosen()  # first: a bad SAMSA_EVENT_LOOP says so at once
+        heap = allocator.tune_for_large_buffers()  # record batches stay in the heap
         config = config_loading.load(config_class, kind, argv, os.environ)
         logs.configure(f"{kind}-{number(config)}")
         secret = load_secret(Path(config.secret_file))
         name = f"samsa-{kind}-{number(config)}"
         tracing = telemetry.configure(name)
         served = metrics.serve(config.metrics_listen, name)
-        logging.getLogger(__name__).info("starting", extra={"event_loop": event_loop})
+        logging.getLogger(__name__).info(
+            "starting", extra={"event_loop": event_loop, "allocator": heap}
+        )
     except STARTUP_ERRORS as error:
         print(f"samsa {kind}: {error}", file=sys.stderr)
         return 2

@@ -13,7 +13,10 @@ line on stderr. Timeouts are generous bounds, never assertions.
 
 from __future__ import annotations
 
+import json
 import os
+import platform
+import re
 import signal
 import subprocess
 import sys
@@ -92,6 +95,13 @@ def test_a_broker_configured_by_environment_and_file_advertises_its_address(
 
         listed = wait_until("the broker registered and unfenced", registered, timeout_s=60)
         assert (listed.broker_id, listed.endpoint) == (1, advertised)
+        (starting,) = [
+            line
+            for line in map(json.loads, re.findall(r"^\{.*\}$", log_path.read_text(), re.M))
+            if line.get("msg") == "starting"
+        ]
+        if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+            assert starting["allocator"] == "tuned"  # common/allocator.py
 
         bootstrap = spec.bootstrap_servers  # the controller: the broker is found through it
         with Admin({"bootstrap.servers": bootstrap}) as admin:

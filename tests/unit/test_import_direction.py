@@ -67,6 +67,7 @@ IO_MODULE_NAMES = {
     "health_file.py",  # touches a file while the service's own listener answers SERVING
     "service_process.py",  # a service's start: config, logs, secret, tracing, metrics, run
     "event_loops.py",  # makes the event loop (uvloop or asyncio) a process runs on
+    "allocator.py",  # mallopt through ctypes: large buffers stay in the heap
     "wrapping_interceptor.py",  # a grpc.aio server interceptor's handler cache
     "logs.py",  # JSON log lines on stderr
     "shutdown.py",  # signals -> asyncio.Event

@@ -1,5 +1,7 @@
 """The Python SDK: Producer and AsyncProducer, Consumer and AsyncConsumer, and Admin, with
-Kafka's keys."""
+Kafka's keys. `tune_allocator()` keeps large buffers in the process's heap, as the services do
+(common/allocator.py): an application that moves many large batches may call it once at start;
+the SDK never changes the process's allocator by itself."""
 
 from samsa.client.admin import Admin, NewTopic
 from samsa.client.async_consumer import AsyncConsumer
@@ -11,6 +13,7 @@ from samsa.client.group_driver import CommitFailedError, GroupMetadata
 from samsa.client.producer import Producer
 from samsa.client.rebalance import ConsumerRebalanceListener
 from samsa.client.record_future import RecordMetadata
+from samsa.common.allocator import tune_for_large_buffers as tune_allocator
 
 __all__ = [
     "Admin",
@@ -30,4 +33,5 @@ __all__ = [
     "Producer",
     "RecordMetadata",
     "TopicError",
+    "tune_allocator",
 ]
