@@ -250,11 +250,14 @@ class _Column(NamedTuple):
 
 
 _EMPTY_COLUMN = _Column(b"", (), 0)
+# One null length, little-endian: a column of N nulls (keyless records) is this repeated, a
+# single C-level repeat where an array built item by item cost ~0.1 us per record.
+_NULL_LENGTH_BYTES = struct.pack("<i", NULL_LENGTH)
 
 
 def _encode_keys(keys: Sequence[bytes | None] | None, record_count: int) -> _Column:
     if keys is None:
-        return _Column(_dump(_INT32, repeat(NULL_LENGTH, record_count)), (), 0)
+        return _Column(_NULL_LENGTH_BYTES * record_count, (), 0)
     _check_column_length("keys", keys, record_count)
     return _encode_column("keys", keys)
 
