@@ -1,15 +1,17 @@
 """Produce: append each partition's batches to its log, as bytes, and answer per partition.
 
-The SDK sends record batches already encoded (`records`): the broker validates their headers
-(CRC, framing, size) and stamps offsets and the leader epoch, never decoding a record. A client
-with only the generated code sends `typed_records` instead; those are encoded here, once per
-partition, into one batch. A refused partition stores nothing and says why in its error_message;
-the other partitions of the request are unaffected. Batches of an idempotent producer are checked
-against the partition's producer state by the log before a byte is written; a retried batch the
-log already holds answers its original offsets and, with acks=all, waits for them to be
-replicated like any other append. Transactional batches go only to partitions the transaction
-coordinator confirmed (txn_verification.py, KIP-890). With `trace_parent` (a traced request:
-record_trace.py), each append gets its span and its batch is remembered for the later steps.
+The SDK sends record batches already encoded (`records`): the broker validates their headers (CRC,
+framing, size) and stamps offsets and the leader epoch, never decoding a record. A client with
+only the generated code sends `typed_records` instead; those are encoded here, once per partition,
+into one batch (with the request's producer id, epoch and base sequence in its header when it
+names them: the portable path's idempotence). A refused partition stores nothing and says why in
+its error_message; the other partitions of the request are unaffected. Batches of an idempotent
+producer are checked against the partition's producer state by the log before a byte is written; a
+retried batch the log already holds answers its original offsets and, with acks=all, waits for
+them to be replicated like any other append. Transactional batches go only to partitions the
+transaction coordinator confirmed (txn_verification.py, KIP-890). With `trace_parent` (a traced
+request: record_trace.py), each append gets its span and its batch is remembered for the later
+steps.
 
 Internal topics (`INTERNAL_TOPICS`: `__consumer_offsets`, `__transaction_state`) hold the
 coordinators' state, so a forged record there is forged group or transaction state: their
@@ -28,14 +30,23 @@ from opentelemetry.trace import SpanContext
 
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import build_batch
-from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
+from samsa.common.record.header import (
+    COMPRESSION_NONE,
+    COMPRESSION_ZSTD,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+)
 from samsa.metadata.coordinators import INTERNAL_TOPICS
+from samsa.services.broker.log.producer_state import PRODUCER_EPOCH_MAX
 from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
 log = logging.getLogger(__name__)
 
 ACKS_ALLOWED = (-1, 0, 1)
+# PartitionData's idempotence fields for typed_records (proto/samsa/v1/broker.proto).
+_PRODUCER_FIELDS = ("producer_id", "producer_epoch", "base_sequence")
 _COMPRESSION = {
     records_pb2.COMPRESSION_UNSPECIFIED: COMPRESSION_NONE,
     records_pb2.COMPRESSION_NONE: COMPRESSION_NONE,
@@ -137,6 +148,14 @@ def _append(
     if records and data.typed_records:
         fail(result, ErrorCode.INVALID_REQUEST, "send records or typed_records, not both")
         return None
+    if records and _has_producer_fields(data):
+        fail(
+            result,
+            ErrorCode.INVALID_REQUEST,
+            "producer_id, producer_epoch and base_sequence are for typed_records: a batch in "
+            "`records` carries them in its own header",
+        )
+        return None
     if acks == -1 and len(hosted.isr) < hosted.min_insync_replicas:
         fail(
             result,
@@ -182,15 +201,45 @@ def _append(
     return hosted, info.last_offset + 1
 
 
+def _has_producer_fields(data: broker_pb2.ProduceRequest.PartitionData) -> bool:
+    return any(data.HasField(name) for name in _PRODUCER_FIELDS)
+
+
+def _typed_producer(data: broker_pb2.ProduceRequest.PartitionData) -> tuple[int, int, int]:
+    """(producer id, epoch, base sequence) for the batch built from typed_records: the idempotent
+    producer the request names, or none when it names none. All three or none, in range."""
+    if not _has_producer_fields(data):
+        return NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE
+    if not all(data.HasField(name) for name in _PRODUCER_FIELDS):
+        raise SamsaError(
+            "set producer_id, producer_epoch and base_sequence together, or none of them",
+            ErrorCode.INVALID_REQUEST,
+        )
+    if data.producer_id < 0 or not 0 <= data.producer_epoch <= PRODUCER_EPOCH_MAX:
+        raise SamsaError(
+            f"producer_id {data.producer_id} / producer_epoch {data.producer_epoch}: use the id "
+            f"(>= 0) and epoch (0..{PRODUCER_EPOCH_MAX}) InitProducerId answered",
+            ErrorCode.INVALID_REQUEST,
+        )
+    if data.base_sequence < 0:
+        raise SamsaError(
+            f"base_sequence {data.base_sequence} is negative: sequences start at 0",
+            ErrorCode.INVALID_REQUEST,
+        )
+    return data.producer_id, data.producer_epoch, data.base_sequence
+
+
 def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData, now_ms: int) -> bytes:
     """The portable path's records as one batch; a timestamp of 0 (unset) or below means now,
-    as the proto says (records.proto, Record.timestamp_ms)."""
+    as the proto says (records.proto, Record.timestamp_ms). With the producer fields, the batch
+    is the named idempotent producer's, checked by the log like any other of its batches."""
     if not data.typed_records:
         raise SamsaError("the partition carries no records", ErrorCode.INVALID_REQUEST)
     if data.compression not in _COMPRESSION:
         raise SamsaError(
             f"compression {data.compression} is unknown", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
         )
+    producer_id, producer_epoch, base_sequence = _typed_producer(data)
     typed = data.typed_records
     return build_batch(
         [r.value if r.HasField("value") else None for r in typed],
@@ -200,6 +249,9 @@ def _encode_typed(data: broker_pb2.ProduceRequest.PartitionData, now_ms: int) ->
             [(h.key, h.value if h.HasField("value") else None) for h in r.headers] for r in typed
         ],
         compression=_COMPRESSION[data.compression],
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
     )
 
 

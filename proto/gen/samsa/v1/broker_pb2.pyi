@@ -40,16 +40,22 @@ class ProduceRequest(_message.Message):
         partitions: _containers.RepeatedCompositeFieldContainer[ProduceRequest.PartitionData]
         def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ProduceRequest.PartitionData, _Mapping]]] = ...) -> None: ...
     class PartitionData(_message.Message):
-        __slots__ = ("partition", "records", "typed_records", "compression")
+        __slots__ = ("partition", "records", "typed_records", "compression", "producer_id", "producer_epoch", "base_sequence")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
         RECORDS_FIELD_NUMBER: _ClassVar[int]
         TYPED_RECORDS_FIELD_NUMBER: _ClassVar[int]
         COMPRESSION_FIELD_NUMBER: _ClassVar[int]
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        BASE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
         partition: int
         records: bytes
         typed_records: _containers.RepeatedCompositeFieldContainer[_records_pb2.Record]
         compression: _records_pb2.Compression
-        def __init__(self, partition: _Optional[int] = ..., records: _Optional[bytes] = ..., typed_records: _Optional[_Iterable[_Union[_records_pb2.Record, _Mapping]]] = ..., compression: _Optional[_Union[_records_pb2.Compression, str]] = ...) -> None: ...
+        producer_id: int
+        producer_epoch: int
+        base_sequence: int
+        def __init__(self, partition: _Optional[int] = ..., records: _Optional[bytes] = ..., typed_records: _Optional[_Iterable[_Union[_records_pb2.Record, _Mapping]]] = ..., compression: _Optional[_Union[_records_pb2.Compression, str]] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., base_sequence: _Optional[int] = ...) -> None: ...
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     ACKS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
