@@ -4,13 +4,14 @@
 //   node example.js --bootstrap HOST:PORT[,HOST:PORT] <command> ...
 //   create-topic TOPIC [--partitions N] [--replication-factor N]
 //   describe TOPIC                        the partitions, their leaders and the brokers
-//   produce TOPIC [--partition P] [--header K=V]... [--acks A]
+//   produce TOPIC [--partition P] [--header K=V]... [--acks A] [--no-idempotence]
 //                                         one record per stdin line, "key:value" (no ":" is a
 //                                         null key), to partition P, or without --partition to
 //                                         the partition each key chooses (Kafka's murmur2, as
 //                                         the Python SDK; keyless lines share one partition);
 //                                         prints {"partition", "base_offset", "count"} per
-//                                         partition written
+//                                         partition written. With acks -1 (the default) it is
+//                                         idempotent unless --no-idempotence is given
 //   delete-records TOPIC --offset N|latest [--partition P]
 //                                         deletes the records below N (latest: below the high
 //                                         watermark) of partition P (default 0); prints
@@ -34,6 +35,7 @@ const OPTIONS = {
   partition: { type: 'string' },
   header: { type: 'string', multiple: true, default: [] },
   acks: { type: 'string', default: '-1' },
+  'no-idempotence': { type: 'boolean', default: false },
   from: { type: 'string', default: '0' },
   count: { type: 'string' },
   'timeout-ms': { type: 'string', default: '10000' },
@@ -163,7 +165,7 @@ async function groupConsume(client, group, topic, values) {
 async function main() {
   const { values, positionals } = parseArgs({ options: OPTIONS, allowPositionals: true });
   if (!values.bootstrap) throw new Error('--bootstrap HOST:PORT[,HOST:PORT] is required (or $SAMSA_BOOTSTRAP)');
-  const client = new SamsaClient(values.bootstrap);
+  const client = new SamsaClient(values.bootstrap, { idempotence: !values['no-idempotence'] });
   try {
     const [command, ...args] = positionals;
     if (command === 'create-topic') {

@@ -29,7 +29,7 @@ const LOADER_OPTIONS = {
 const NO_ERROR = 'ERROR_CODE_UNSPECIFIED';
 // The codes errors.proto marks "Retriable: yes" that leave nothing written, so a retry of a
 // non-idempotent typed produce cannot store the records twice (REQUEST_TIMED_OUT and
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND are left out on purpose).
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND are left out on purpose: see RETRIABLE_IF_IDEMPOTENT).
 const RETRIABLE = new Set([
   'ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION',
   'ERROR_CODE_LEADER_NOT_AVAILABLE',
@@ -43,6 +43,15 @@ const RETRIABLE = new Set([
   'ERROR_CODE_NOT_COORDINATOR',
   'ERROR_CODE_NOT_CONTROLLER',
 ]);
+// What an idempotent produce retries: RETRIABLE and the retriable codes whose records may have
+// been written (and may still be committed), since the leader dedupes a retry by its producer
+// id and sequence.
+const RETRIABLE_IF_IDEMPOTENT = new Set([
+  ...RETRIABLE,
+  'ERROR_CODE_REQUEST_TIMED_OUT',
+  'ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND',
+]);
+const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
 const COORDINATOR_MOVED = new Set([
   'ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS',
   'ERROR_CODE_COORDINATOR_NOT_AVAILABLE',
@@ -166,6 +175,18 @@ function partitionForKey(key, count) {
   return (murmur2(toBytes(key)) & 0x7fffffff) % count;
 }
 
+// The PartitionData of `records` on the portable path. With `producer` ({producerId,
+// producerEpoch, baseSequence}) the leader builds an idempotent batch of them.
+function typedPartitionData(partition, records, producer = null) {
+  const data = { partition, typed_records: records.map(toTypedRecord) };
+  if (producer) {
+    data.producer_id = producer.producerId;
+    data.producer_epoch = producer.producerEpoch;
+    data.base_sequence = producer.baseSequence;
+  }
+  return data;
+}
+
 function toTypedRecord(record) {
   const headers = (record.headers || []).map(([key, value]) => ({ key, value: toBytes(value) }));
   // records.proto says 0 means "now", but the broker stores 0 as given: stamp the time here,
@@ -199,12 +220,19 @@ function partitionResult(answer, topic, partition) {
 
 class SamsaClient {
   // bootstrap: "host:port,host:port" or an array of them (brokers, or controllers).
-  constructor(bootstrap, { timeoutMs = 15000, clientId = 'samsa-node' } = {}) {
+  // idempotence (default true): produce with acks -1 is idempotent; see produce().
+  constructor(bootstrap, { timeoutMs = 15000, clientId = 'samsa-node', idempotence = true } = {}) {
     this.bootstrap = splitEndpoints(bootstrap);
     this.timeoutMs = timeoutMs;
     this.clientId = clientId;
+    this.idempotence = idempotence;
     this.stubs = new Map();
     this.metadataOffset = 0; // of our last admin write, so that reads see it
+    // The idempotent producer's identity, a Promise of {producerId, producerEpoch, sequences}
+    // (sequences: "topic:partition" -> the next base_sequence), made on the first idempotent
+    // produce; null until then and after a failure dropped it.
+    this.producer = null;
+    this.partitionQueues = new Map(); // "topic:partition" -> the tail of its idempotent produces
   }
 
   stub(kind, endpoint) {
@@ -325,18 +353,122 @@ class SamsaClient {
 
   // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or Buffers) to one
   // partition through its leader; resolves with the offset of the first (-1 with acks 0).
+  //
+  // With acks -1 and idempotence on (the default, as in Kafka >= 3.0), each call is written at
+  // most once even though it is retried: it carries this client's producer id, epoch and a
+  // sequence per partition (KIP-98), and the leader answers a retry of a write it already holds
+  // (a lost answer, REQUEST_TIMED_OUT, ...) with the first write's offsets instead of storing it
+  // again. The calls to one partition reach it one at a time, in the order they were made, so
+  // records are stored in call order. What it does not promise: a call that fails (rejects) may
+  // or may not have been written; resending it is the caller's choice, and may store it twice.
+  // With acks 0 or 1, or `idempotence: false`, a retry after a lost answer may store it twice.
   async produce(topic, partition, records, acks = -1) {
-    const request = {
-      acks,
-      timeout_ms: this.timeoutMs,
-      topics: [{ name: topic, partitions: [{ partition, typed_records: records.map(toTypedRecord) }] }],
-    };
-    return withRetries(this.timeoutMs, async () => {
-      const leader = await this.leaderOf(topic, partition);
-      const answer = await this.call('broker', leader.endpoint, 'Produce', request, 2 * this.timeoutMs);
-      const result = check(partitionResult(answer, topic, partition), `${topic}[${partition}]`);
-      return toInt(result.base_offset);
+    if (acks === -1 && this.idempotence) return this.produceIdempotent(topic, partition, records);
+    const data = typedPartitionData(partition, records);
+    return withRetries(this.timeoutMs, () => this.sendProduce(topic, data, acks));
+  }
+
+  // One Produce of one PartitionData to its partition's leader (found again at every call);
+  // resolves with the base offset, throws a SamsaError for the partition's error.
+  async sendProduce(topic, data, acks, retriable = RETRIABLE) {
+    const request = { acks, timeout_ms: this.timeoutMs, topics: [{ name: topic, partitions: [data] }] };
+    const leader = await this.leaderOf(topic, data.partition);
+    const answer = await this.call('broker', leader.endpoint, 'Produce', request, 2 * this.timeoutMs);
+    const result = partitionResult(answer, topic, data.partition);
+    try {
+      check(result, `${topic}[${data.partition}]`);
+    } catch (error) {
+      if (retriable.has(error.code)) error.retriable = true;
+      throw error;
+    }
+    return toInt(result.base_offset);
+  }
+
+  // produce() with acks -1 and a producer id. The base_sequence is fixed before the retry loop,
+  // so every retry sends the identical request, which the leader dedupes.
+  produceIdempotent(topic, partition, records) {
+    const key = `${topic}:${partition}`;
+    return this.inPartitionOrder(key, async () => {
+      const identity = this.producerIdentity();
+      const producer = await identity;
+      const baseSequence = producer.sequences.get(key) || 0;
+      const data = typedPartitionData(partition, records, { ...producer, baseSequence });
+      try {
+        const baseOffset = await withRetries(this.timeoutMs, () =>
+          this.sendProduce(topic, data, -1, RETRIABLE_IF_IDEMPOTENT),
+        );
+        producer.sequences.set(key, (baseSequence + records.length) % SEQUENCE_MODULUS);
+        return baseOffset;
+      } catch (error) {
+        this.dropProducer(identity);
+        throw error;
+      }
     });
+  }
+
+  // Runs `task` once every task queued before it for the same partition has settled, so that
+  // idempotent produces reach the leader one at a time, in call order, each sequence after the
+  // previous one's outcome is known.
+  inPartitionOrder(key, task) {
+    const run = (this.partitionQueues.get(key) || Promise.resolve()).then(task);
+    const tail = run.catch(() => {});
+    this.partitionQueues.set(key, tail);
+    tail.then(() => {
+      if (this.partitionQueues.get(key) === tail) this.partitionQueues.delete(key);
+    });
+    return run;
+  }
+
+  // This client's producer identity, asking InitProducerId once: concurrent first produces
+  // share the one call. A failed call is not kept, so the next produce asks again.
+  producerIdentity() {
+    if (this.producer === null) {
+      const asked = this.initProducerId().then(({ producerId, producerEpoch }) => ({
+        producerId,
+        producerEpoch,
+        sequences: new Map(),
+      }));
+      this.producer = asked;
+      asked.catch(() => {
+        if (this.producer === asked) this.producer = null;
+      });
+    }
+    return this.producer;
+  }
+
+  // Forgets the producer identity (the Promise producerIdentity() gave) after a produce made
+  // with it failed, so that the next produce asks for a new producer id and starts every
+  // partition at sequence 0. OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID and
+  // INVALID_PRODUCER_EPOCH mean the leader cannot go on with these sequences; and after any
+  // other failure (retries exhausted on a timeout, an unreachable leader) the records may or may
+  // not have been written, so sending other records with the same sequence could be taken for a
+  // retry and silently dropped. A new producer id is safe because it continues nothing: no
+  // record of the failed call is assumed written, and the caller decides whether to resend.
+  // Produces already under way with the old identity finish with it.
+  dropProducer(identity) {
+    if (this.producer === identity) this.producer = null;
+  }
+
+  // A new idempotent producer identity from any broker (InitProducerId with no transactional
+  // id): {producerId (a decimal string, as int64s arrive), producerEpoch}.
+  async initProducerId() {
+    const answer = await withRetries(this.timeoutMs, async () =>
+      check(await this.callAny('broker', 'InitProducerId', { transactional_id: '' }), 'InitProducerId'),
+    );
+    return { producerId: answer.producer_id, producerEpoch: answer.producer_epoch };
+  }
+
+  // For tests of the broker's deduplication: sends one typed PartitionData once (no retry,
+  // no sequence bookkeeping), with `producer` ({producerId, producerEpoch, baseSequence}) or
+  // without, and resolves with {errorCode, baseOffset} as the leader answered.
+  async produceOnce(topic, partition, records, { acks = -1, producer = null } = {}) {
+    const data = typedPartitionData(partition, records, producer);
+    try {
+      return { errorCode: NO_ERROR, baseOffset: await this.sendProduce(topic, data, acks) };
+    } catch (error) {
+      if (!(error instanceof SamsaError)) throw error;
+      return { errorCode: error.code, baseOffset: null };
+    }
   }
 
   // Appends records to the partitions their keys choose (partitionForKey, as every Samsa and
