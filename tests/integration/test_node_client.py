@@ -263,10 +263,11 @@ def test_a_partition_error_is_one_line_naming_its_code(bootstrap: str) -> None:
 # Python) and `NO_ERROR` are in scope of BODY, an async function body whose return value is
 # printed as JSON.
 SCRIPT = """
-const { SamsaClient, NO_ERROR } = require(process.env.SAMSA_JS);
-const client = new SamsaClient(process.env.SAMSA_BOOTSTRAP, JSON.parse(process.env.SAMSA_OPTIONS));
-const topic = process.env.SAMSA_TOPIC;
-const data = JSON.parse(process.env.SAMSA_DATA);
+const { SamsaClient, NO_ERROR } = require(process.env.NODE_TEST_CLIENT);
+const options = JSON.parse(process.env.NODE_TEST_OPTIONS);
+const client = new SamsaClient(process.env.SAMSA_BOOTSTRAP, options);
+const topic = process.env.NODE_TEST_TOPIC;
+const data = JSON.parse(process.env.NODE_TEST_DATA);
 (async () => {
 BODY
 })()
@@ -298,11 +299,11 @@ def node_script(
     """Runs BODY in SCRIPT against the cluster and returns what it printed, parsed."""
     env = {
         "PATH": str(Path(NODE).parent),
-        "SAMSA_JS": str(NODE_DIR / "samsa.js"),
+        "NODE_TEST_CLIENT": str(NODE_DIR / "samsa.js"),
         "SAMSA_BOOTSTRAP": bootstrap,
-        "SAMSA_OPTIONS": json.dumps(options),
-        "SAMSA_TOPIC": topic,
-        "SAMSA_DATA": json.dumps(data),
+        "NODE_TEST_OPTIONS": json.dumps(options),
+        "NODE_TEST_TOPIC": topic,
+        "NODE_TEST_DATA": json.dumps(data),
     }
     done = subprocess.run(
         [NODE, "-e", SCRIPT.replace("BODY", body)],
