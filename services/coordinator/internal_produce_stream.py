@@ -4,7 +4,7 @@ Theory of operation. Every group commit and every step of a transaction (Ongoing
 Complete) is one acks=all write to a partition of `__consumer_offsets` or `__transaction_state`,
 and the client waits on it (measured for this: a one-record acks=all write p50 ~1.15–1.25 ms
 unary, ~0.75–0.87 ms on a stream). The stream itself (correlation ids, the in-flight bound,
-breaking on a timeout) is internal_stream.py's.
+breaking on a timeout) is common/request_stream.py's.
 
 - Its call metadata carries this coordinator's proof signed for ProduceStream, which the broker
   checks before it lets the stream write internal topics (services/broker/servicer.py). A stream
@@ -23,14 +23,14 @@ from __future__ import annotations
 from opentelemetry import trace
 
 from samsa.common import limits
+from samsa.common.request_stream import RequestStream, StreamBrokenError
 from samsa.common.traceparent import format_traceparent
-from samsa.services.runtime.internal_stream import InternalStream, StreamBrokenError
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 __all__ = ["InternalProduceStream", "StreamBrokenError"]
 
 
-class InternalProduceStream(InternalStream[broker_pb2.ProduceRequest, broker_pb2.ProduceResponse]):
+class InternalProduceStream(RequestStream[broker_pb2.ProduceRequest, broker_pb2.ProduceResponse]):
     """One ProduceStream to one broker; create and use it on one running event loop."""
 
     def __init__(
@@ -47,7 +47,7 @@ class InternalProduceStream(InternalStream[broker_pb2.ProduceRequest, broker_pb2
     async def produce(
         self, request: broker_pb2.ProduceRequest, timeout_s: float
     ) -> broker_pb2.ProduceResponse:
-        """Send `request` and wait for its answer (StreamBrokenError: see internal_stream.py)."""
+        """Send `request` and wait for its answer (StreamBrokenError: common/request_stream.py)."""
         return await self.send(request, timeout_s)
 
     def _message(

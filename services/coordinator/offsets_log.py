@@ -25,17 +25,17 @@ from typing import TypeVar
 import grpc
 
 from samsa.common.errors import ErrorCode
+from samsa.common.request_stream import RequestStream, StreamBrokenError
 from samsa.metadata.image import MetadataImage
 from samsa.services.coordinator.internal_markers_stream import InternalMarkersStream
 from samsa.services.coordinator.internal_produce_stream import InternalProduceStream
 from samsa.services.coordinator.ownership import leader_endpoint
-from samsa.services.runtime.internal_stream import InternalStream, StreamBrokenError
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
-Stream = TypeVar("Stream", bound=InternalStream)  # type: ignore[type-arg]
+Stream = TypeVar("Stream", bound=RequestStream)  # type: ignore[type-arg]
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
 CALL_TIMEOUT_S = 10.0

@@ -10,8 +10,8 @@ transactional write that no coordinator knows about would open a transaction tha
 ever ends: a hanging transaction.
 
 The coordinator is found from the caller's metadata image and asked over one long-lived
-AddPartitionsToTxnStream per coordinator (internal_stream.py: a stream message costs about half
-of a new unary call, and the produce waits on the answer); CONCURRENT_TRANSACTIONS and the
+AddPartitionsToTxnStream per coordinator (common/request_stream.py: a stream message costs about
+half of a new unary call, and the produce waits on the answer); CONCURRENT_TRANSACTIONS and the
 coordinator errors (a broken stream among them) are asked again, with a backoff, within
 `VERIFY_TIMEOUT_S`. Each partition
 ends confirmed (None) or refused with the error the caller answers: INVALID_TXN_STATE (not in
@@ -27,9 +27,9 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.request_stream import RequestStream, StreamBrokenError
 from samsa.metadata.coordinators import TRANSACTION_KEY_TYPE, find_coordinator
 from samsa.metadata.image import MetadataImage
-from samsa.services.runtime.internal_stream import InternalStream, StreamBrokenError
 from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import coordinator_pb2, transactions_pb2, transactions_pb2_grpc
 
@@ -72,7 +72,7 @@ def verdicts_of(
 
 
 class AddPartitionsStream(
-    InternalStream[
+    RequestStream[
         transactions_pb2.AddPartitionsToTxnRequest, transactions_pb2.AddPartitionsToTxnResponse
     ]
 ):

@@ -79,7 +79,7 @@ IO_MODULE_NAMES = {
     "coordinator_lookup.py",  # FindCoordinator's gRPC adapter, served by every service
     "faults.py",  # test-only fault injection, read from the environment
     "txn_added_check.py",  # KIP-890: AddPartitionsToTxn(verify_only) at the coordinator
-    "internal_stream.py",  # one long-lived stream to a peer, answers by correlation id
+    "request_stream.py",  # one long-lived stream to a server, answers by correlation id
     "stream_answers.py",  # a served request stream's answers, wait tasks and failure
     "config_loading.py",  # reads the --config file, splits the command line (argparse)
     # services/controller

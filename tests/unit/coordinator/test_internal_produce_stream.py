@@ -1,5 +1,5 @@
 """Goal: the coordinator's stream of internal writes (internal_produce_stream.py, and the markers'
-stream, internal_markers_stream.py, on the same internal_stream.py) gives each
+stream, internal_markers_stream.py, on the same common/request_stream.py) gives each
 write its own answer even when the broker answers out of order, opens with the membership proof
 in its metadata, carries a sampled caller's trace context, and never leaves a write waiting: a
 write with no answer in time breaks the stream and fails every write on it (their outcome is
@@ -17,9 +17,9 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
+from samsa.common.request_stream import StreamBrokenError
 from samsa.services.coordinator.internal_markers_stream import InternalMarkersStream
 from samsa.services.coordinator.internal_produce_stream import InternalProduceStream
-from samsa.services.runtime.internal_stream import StreamBrokenError
 from samsa.v1 import broker_pb2
 
 PROOF = (("samsa-member-auth", "v1.1.0.nonce.mac"),)
@@ -145,7 +145,7 @@ def test_a_stream_the_broker_ends_fails_the_writes_waiting_on_it():
         waiting = asyncio.ensure_future(stream.produce(request(), 30))
         await until(lambda: len(call.sent) == 1)
         call.end()
-        with pytest.raises(StreamBrokenError, match="the broker ended the stream"):
+        with pytest.raises(StreamBrokenError, match="the server ended the stream"):
             await waiting
         assert stream.broken
         await stream.close()

@@ -1,7 +1,8 @@
-"""One long-lived gRPC stream to a peer service whose requests are answered by correlation id:
-the shape of a coordinator's internal writes and transaction markers to the brokers
-(services/coordinator/internal_produce_stream.py, internal_markers_stream.py) and of a broker's
-checks at the transaction coordinators (txn_added_check.py).
+"""One long-lived gRPC stream to a server whose requests are answered by correlation id: the
+shape of a coordinator's internal writes and transaction markers to the brokers
+(services/coordinator/internal_produce_stream.py, internal_markers_stream.py), of a broker's
+checks at the transaction coordinators (services/runtime/txn_added_check.py), and of a
+transactional producer's calls to its coordinators (the SDK's transaction_client.py).
 
 Theory of operation. A new unary call costs about twice a message on an open stream (DESIGN
 §12), and these calls sit on a client's critical path, so the caller keeps one stream of each
@@ -9,16 +10,19 @@ kind open to each peer it calls.
 
 - A stream that must prove membership does so once, as it opens: the caller opens the call with
   its proof in the metadata, signed for that RPC, and the peer checks it then.
-- Requests are matched to answers by correlation id (the broker may answer out of order). At most
-  `in_flight_max` wait on one stream, the broker's bound; a caller beyond that waits for room.
+- Requests are matched to answers by correlation id (the server may answer out of order). At most
+  `in_flight_max` wait on one stream, the server's bound; a caller beyond that waits for room.
 - A request with no answer within its timeout breaks the stream, as a unary deadline would end
   the call: every request waiting on it fails with `StreamBrokenError`, and the next one opens a
   new stream. The outcome of a failed request is unknown; every kind is safe to send again (a
   write resends its batch with the same sequence, a marker at the same epoch is a retry, a check
-  changes nothing and an add is idempotent).
+  changes nothing, an add is idempotent, and a transaction's end is answered again from its
+  state). The error carries the status the stream ended with, if any: a server that does not
+  serve the RPC (UNIMPLEMENTED) read none of the requests.
 
-A subclass names its RPC and its request message, and may add fields to each message (the
-produce stream adds the caller's trace context).
+A subclass names its RPC and its request message, and may build each message and read each
+answer its own way (the produce stream adds the caller's trace context; the transaction stream
+puts each kind of request in a field of its own).
 """
 
 from __future__ import annotations
@@ -36,13 +40,18 @@ Response = TypeVar("Response")
 
 
 class StreamBrokenError(Exception):
-    """The stream ended, or a request on it timed out: the request's outcome is unknown."""
+    """The stream ended, or a request on it timed out: the request's outcome is unknown. `code`
+    is the status the server ended the stream with (None: no status, e.g. a timeout)."""
+
+    def __init__(self, why: str, code: grpc.StatusCode | None = None) -> None:
+        super().__init__(why)
+        self.code = code
 
 
-class InternalStream(Generic[Request, Response]):
-    """One stream to one peer; create and use it on one running event loop. `message_type` is
+class RequestStream(Generic[Request, Response]):
+    """One stream to one server; create and use it on one running event loop. `message_type` is
     the stream's request message: `correlation_id` and `request` fields, answered by a message
-    with `correlation_id` and `response` (every Samsa request stream is shaped so)."""
+    with `correlation_id` and `response` (or a subclass overrides `_message` and `_answer`)."""
 
     def __init__(
         self,
@@ -57,12 +66,18 @@ class InternalStream(Generic[Request, Response]):
         self._pending: dict[int, asyncio.Future[Response]] = {}
         self._ids = itertools.count()
         self.broken = False
+        self._broken_why = ""
+        self._broken_code: grpc.StatusCode | None = None
         self._call = open_call(self._outgoing())
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     def _message(self, correlation_id: int, request: Request) -> Any:
         """The stream message for `request` (a subclass may add fields)."""
         return self._message_type(correlation_id=correlation_id, request=request)
+
+    def _answer(self, item: Any) -> Response:
+        """The answer a stream message carries (a subclass may read it its own way)."""
+        return item.response  # type: ignore[no-any-return]
 
     # --- the stream -------------------------------------------------------------------------
 
@@ -75,7 +90,9 @@ class InternalStream(Generic[Request, Response]):
         no answer came within `timeout_s` (the stream is then broken too)."""
         async with self._room:
             if self.broken:
-                raise StreamBrokenError("the stream to the broker is closed")
+                raise StreamBrokenError(
+                    f"the stream is closed ({self._broken_why})", self._broken_code
+                )
             correlation_id = next(self._ids)
             answer: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
             self._pending[correlation_id] = answer
@@ -89,22 +106,26 @@ class InternalStream(Generic[Request, Response]):
                 self._pending.pop(correlation_id, None)
 
     async def _read(self) -> None:
+        code = None
         try:
             async for item in self._call:
                 waiter = self._pending.pop(item.correlation_id, None)
                 if waiter is not None and not waiter.done():
-                    waiter.set_result(item.response)
-            why = "the broker ended the stream"
+                    waiter.set_result(self._answer(item))
+            why = "the server ended the stream"
         except grpc.aio.AioRpcError as error:
-            why = f"{error.code().name}: {error.details()}"
+            code = error.code()
+            why = f"{code.name}: {error.details()}"
         except asyncio.CancelledError:
             why = "the stream was closed"
-        self._break(why)
+        self._break(why, code)
 
-    def _break(self, why: str) -> None:
+    def _break(self, why: str, code: grpc.StatusCode | None = None) -> None:
         if self.broken:
             return
         self.broken = True
+        self._broken_why = why
+        self._broken_code = code
         self._call.cancel()
         with contextlib.suppress(asyncio.QueueFull):  # gRPC stopped reading it: nothing waits
             self._requests.put_nowait(None)
@@ -112,7 +133,7 @@ class InternalStream(Generic[Request, Response]):
         self._pending.clear()
         for waiter in waiting:
             if not waiter.done():
-                waiter.set_exception(StreamBrokenError(why))
+                waiter.set_exception(StreamBrokenError(why, code))
 
     async def close(self) -> None:
         self._break("the stream was closed")
