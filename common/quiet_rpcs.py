@@ -28,8 +28,9 @@ QUIET_METHODS = frozenset(
 # would time the connection, not a request, while the interceptor that makes it costs every
 # message (grpc.aio wraps an intercepted call's messages in Python). So neither side intercepts
 # them; a produce request is traced per message instead (`ProduceStreamRequest.traceparent`),
-# fetches are quiet anyway, and a transaction's markers and a broker's checks at the coordinator
-# are traced as the steps around them.
+# fetches are quiet anyway, a transaction's markers and a broker's checks at the coordinator are
+# traced as the steps around them, and a producer that traces ends its transactions with unary
+# calls (the SDK's transaction_client.py).
 CONNECTION_STREAMS = frozenset(
     {
         "/samsa.v1.BrokerService/ProduceStream",
@@ -37,6 +38,7 @@ CONNECTION_STREAMS = frozenset(
         "/samsa.v1.BrokerService/ReplicaFetchStream",
         "/samsa.v1.BrokerService/WriteTxnMarkersStream",
         "/samsa.v1.TransactionCoordinatorService/AddPartitionsToTxnStream",
+        "/samsa.v1.TransactionCoordinatorService/TransactionStream",
     }
 )
 

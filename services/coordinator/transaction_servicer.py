@@ -11,7 +11,9 @@ not be internal: offsets join a transaction through AddOffsetsToTxn. A verify_on
 AddPartitionsToTxn (a broker checking a transactional produce, KIP-890) changes nothing and is
 answered from durable state. Brokers send theirs (checks, and adds on a producer's behalf) over
 one AddPartitionsToTxnStream each, every request a task of its own, answered by correlation id
-(services/runtime/stream_answers.py). AddPartitionsToTxn and AddOffsetsToTxn that meet their id busy
+(services/runtime/stream_answers.py). Producers may send EndTxn, AddOffsetsToTxn and
+TxnOffsetCommit over one TransactionStream each (transaction_stream.py), answered by the same
+code as the unary calls. AddPartitionsToTxn and AddOffsetsToTxn that meet their id busy
 (phase 2 of the transaction just ended, most often) wait for it up to SETTLE_WAIT_S before
 answering CONCURRENT_TRANSACTIONS (`TransactionPartition.run_when_settled`).
 
@@ -48,6 +50,11 @@ from samsa.services.coordinator import hanging_transactions
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.offsets_partition import TxnWriteRefusedError
 from samsa.services.coordinator.transaction_partition import TransactionPartition
+from samsa.services.coordinator.transaction_stream import (
+    serve_transaction_stream,
+    too_many_partitions,
+    txn_offsets_refusal,
+)
 from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
 from samsa.v1 import transactions_pb2 as x
 from samsa.v1 import transactions_pb2_grpc
@@ -79,7 +86,7 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             )
 
     async def AddPartitionsToTxn(self, request, context):
-        if (refusal := _too_many_partitions(request)) is not None:
+        if (refusal := too_many_partitions(request)) is not None:
             await context.abort(*refusal)
         return await self._add_partitions(request)
 
@@ -99,7 +106,7 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         async def read_requests() -> None:
             try:
                 async for item in request_iterator:
-                    if (refusal := _too_many_partitions(item.request)) is not None:
+                    if (refusal := too_many_partitions(item.request)) is not None:
                         stream.fail(StreamFailure(*refusal, None))
                         return
                     await stream.in_background(answer(item))
@@ -132,6 +139,12 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             )
 
     async def AddOffsetsToTxn(self, request, context):
+        return await self.add_offsets_to_txn(request)
+
+    async def add_offsets_to_txn(
+        self, request: x.AddOffsetsToTxnRequest
+    ) -> x.AddOffsetsToTxnResponse:
+        """AddOffsetsToTxn's answer (the unary call's and TransactionStream's)."""
         try:
             if (problem := group_id_problem(request.group_id)) is not None:
                 raise PartitionUnavailableError(ErrorCode.INVALID_GROUP_ID, problem)
@@ -158,12 +171,15 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             )
 
     async def TxnOffsetCommit(self, request, context):
-        count = sum(len(topic.partitions) for topic in request.topics)
-        if count > limits.admin_request_items_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{count} offsets in one request; send at most {limits.admin_request_items_max}",
-            )
+        if (refusal := txn_offsets_refusal(request)) is not None:
+            await context.abort(*refusal)
+        return await self.txn_offset_commit(request)
+
+    async def txn_offset_commit(
+        self, request: x.TxnOffsetCommitRequest
+    ) -> x.TxnOffsetCommitResponse:
+        """TxnOffsetCommit's answer, once `txn_offsets_refusal` passed it (the unary call's and
+        TransactionStream's)."""
         producer = request.producer
         try:
             if producer.producer_id < 0 or producer.producer_epoch < 0:
@@ -199,6 +215,14 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             )
 
     async def EndTxn(self, request, context):
+        return await self.end_txn(request)
+
+    async def TransactionStream(self, request_iterator, context):
+        async for response in serve_transaction_stream(self, request_iterator, context):
+            yield response
+
+    async def end_txn(self, request: x.EndTxnRequest) -> x.EndTxnResponse:
+        """EndTxn's answer (the unary call's and TransactionStream's)."""
         try:
             partition = self.coordinator.transaction_partition_for(
                 request.producer.transactional_id
@@ -342,19 +366,6 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         response.error_code = first.error_code
         response.error_message = f"{first.error_message}; nothing was added"
         return response
-
-
-def _too_many_partitions(
-    request: x.AddPartitionsToTxnRequest,
-) -> tuple[grpc.StatusCode, str] | None:
-    count = sum(len(entry.partitions) for entry in request.partitions)
-    if count <= limits.admin_request_items_max:
-        return None
-    return (
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        f"{count} partitions in one request; add at most "
-        f"{limits.admin_request_items_max} at a time",
-    )
 
 
 def _offsets_failed(

@@ -4,7 +4,9 @@ records of an aborted one never do (while read_uncommitted readers see them), of
 transaction take effect exactly when it commits, a second instance with the same
 transactional.id fences the first (whose commit then fails for good), and misuse (send outside
 a transaction, commit without begin) is refused with a clear error. The asyncio pair
-(AsyncProducer's transactional calls, AsyncConsumer at read_committed) does the same.
+(AsyncProducer's transactional calls, AsyncConsumer at read_committed) does the same. The
+TransactionStream those calls travel on answers each request in the field of its kind under its
+correlation id, and ends with a status saying what to fix on a message it cannot take.
 
 Method: one controller, two brokers, one coordinator (real processes from the launcher, stopped
 by PID also on failure); the SDK's Producer, Consumer and Admin, as an application uses them.
@@ -13,15 +15,20 @@ by PID also on failure); the SDK's Producer, Consumer and Admin, as an applicati
 from __future__ import annotations
 
 import asyncio
+import queue
 from collections.abc import Iterator
 
+import grpc
 import pytest
 from cluster_helpers import TRANSACTION_SETTINGS, read_to_end, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.client import Admin, AsyncConsumer, AsyncProducer, NewTopic, Producer
 from samsa.client.errors import KafkaError
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.v1 import transactions_pb2 as x
+from samsa.v1 import transactions_pb2_grpc as xg
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -234,3 +241,95 @@ def test_a_prepared_transaction_is_completed_by_another_client(cluster: LocalClu
         )
     values = [value for _, _, value in read_to_end(bootstrap, [(topic, 0)], "read_committed")]
     assert values == [b"prepared-commit-%d" % i for i in range(4)]
+
+
+def open_stream(endpoint: str) -> tuple[queue.Queue, Iterator[x.TransactionStreamResponse]]:
+    """A raw TransactionStream: put requests on the queue (None ends it), read the answers."""
+    requests: queue.Queue[x.TransactionStreamRequest | None] = queue.Queue()
+
+    def outgoing() -> Iterator[x.TransactionStreamRequest]:
+        while (item := requests.get()) is not None:
+            yield item
+
+    stub = xg.TransactionCoordinatorServiceStub(grpc.insecure_channel(endpoint))
+    return requests, stub.TransactionStream(outgoing(), timeout=60)
+
+
+def test_the_transaction_stream_answers_each_kind_under_its_correlation_id(
+    cluster: LocalCluster,
+) -> None:
+    endpoint = cluster.spec.coordinators[0].endpoint  # the one coordinator owns every id
+    stub = xg.TransactionCoordinatorServiceStub(grpc.insecure_channel(endpoint))
+    init = wait_until(
+        "the transactional id initialized",
+        lambda: (
+            answer
+            if (
+                answer := stub.InitTransactions(
+                    x.InitTransactionsRequest(
+                        transactional_id="raw-stream", transaction_timeout_ms=60_000
+                    ),
+                    timeout=10,
+                )
+            ).error_code
+            == ErrorCode.NONE
+            else None
+        ),
+    )
+    producer = x.TransactionalProducer(
+        transactional_id="raw-stream",
+        producer_id=init.producer_id,
+        producer_epoch=init.producer_epoch,
+    )
+    requests, answers = open_stream(endpoint)
+    try:
+        requests.put(
+            x.TransactionStreamRequest(
+                correlation_id=41,
+                add_offsets_to_txn=x.AddOffsetsToTxnRequest(producer=producer, group_id="raw"),
+            )
+        )
+        added = next(answers)
+        assert added.correlation_id == 41 and added.WhichOneof("response") == "add_offsets_to_txn"
+        assert added.add_offsets_to_txn.error_code == ErrorCode.NONE, added
+        requests.put(
+            x.TransactionStreamRequest(
+                correlation_id=42, end_txn=x.EndTxnRequest(producer=producer, committed=True)
+            )
+        )
+        ended = next(answers)
+        assert ended.correlation_id == 42 and ended.WhichOneof("response") == "end_txn"
+        assert ended.end_txn.error_code == ErrorCode.NONE, ended
+        assert ended.end_txn.producer_epoch == init.producer_epoch + 1  # bumped (KIP-890)
+        # The same EndTxn again (a retry of a lost answer): answered as the unary call would.
+        requests.put(
+            x.TransactionStreamRequest(
+                correlation_id=43, end_txn=x.EndTxnRequest(producer=producer, committed=True)
+            )
+        )
+        again = next(answers)
+        assert again.correlation_id == 43 and again.WhichOneof("response") == "end_txn"
+        assert again.end_txn == stub.EndTxn(x.EndTxnRequest(producer=producer, committed=True))
+        requests.put(x.TransactionStreamRequest(correlation_id=44))  # no request in it
+        with pytest.raises(grpc.RpcError) as ended_stream:
+            next(answers)
+        assert ended_stream.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "carries no request" in ended_stream.value.details()
+    finally:
+        requests.put(None)
+        answers.cancel()
+
+    requests, answers = open_stream(endpoint)
+    try:
+        too_many = x.TxnOffsetCommitRequest(producer=producer, group_id="raw")
+        topic = too_many.topics.add(name=OUT)
+        for partition in range(limits.admin_request_items_max + 1):
+            topic.partitions.add(partition=partition, committed_offset=1)
+        requests.put(x.TransactionStreamRequest(correlation_id=1, txn_offset_commit=too_many))
+        with pytest.raises(grpc.RpcError) as refused:
+            next(answers)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "offsets in one request" in refused.value.details()
+    finally:
+        requests.put(None)
+        answers.cancel()

@@ -123,6 +123,7 @@ IO_MODULE_NAMES = {
     "offsets_partition.py",  # the groups' partition: timers over coordinator_partition
     "transaction_partition.py",  # a transactions partition: steps, markers, timeouts
     "transaction_servicer.py",  # TransactionCoordinatorService's gRPC adapter
+    "transaction_stream.py",  # its TransactionStream handler and the requests' status checks
     "coordinator_metrics.py",  # the gauges' refresh task, ListOffsets for consumer lag
 }
 

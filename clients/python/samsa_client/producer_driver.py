@@ -178,6 +178,8 @@ class ProducerDriver:
                 ErrorCode.REQUEST_TIMED_OUT, "the producer was closed before delivery"
             )
         self._settle(completed)
+        if self._txn_client is not None:
+            await self._txn_client.close()
         await self._channels.close()
 
     async def _run(self) -> None:

@@ -2,6 +2,15 @@
 loop: find the coordinator of the transactional id (or of the group, for TxnOffsetCommit), send,
 and retry what is retriable until the caller's deadline.
 
+EndTxn, AddOffsetsToTxn and TxnOffsetCommit go over one TransactionStream per coordinator
+(common/request_stream.py), opened on first use and again after it broke: commit_transaction()
+waits on an EndTxn round trip, and a message on an open stream costs about half of a new unary
+call (DESIGN §12). A coordinator that answers UNIMPLEMENTED (one from before the stream, in a
+rolling upgrade) gets unary calls from then on, until one of those fails. When the application
+traces (it set a tracer provider), every call is unary, so that each is a span of its trace as
+before: a stream would be one span for the connection. InitTransactions is always unary (once
+per producer).
+
 Retried: the coordinator moved or is loading (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 COORDINATOR_NOT_AVAILABLE: found again), an earlier request of the id is still being written
 (CONCURRENT_TRANSACTIONS, at a constant short backoff), and unreachable coordinators. Anything
@@ -16,9 +25,11 @@ from typing import Any
 
 import grpc
 
-from samsa.client.channels import AioChannels
+from samsa.client.channels import AioChannels, tracing_configured
 from samsa.client.errors import KafkaError
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.request_stream import RequestStream, StreamBrokenError
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
 from samsa.v1 import transactions_pb2 as x
@@ -40,6 +51,48 @@ TXN = c.COORDINATOR_KEY_TYPE_TRANSACTION
 CALL_TIMEOUT_S = 10.0
 BACKOFF_S = 0.02
 BACKOFF_MAX_S = 0.5
+# The calls TransactionStream carries, by method: the field of its messages each goes in.
+STREAMED = {
+    "EndTxn": "end_txn",
+    "AddOffsetsToTxn": "add_offsets_to_txn",
+    "TxnOffsetCommit": "txn_offset_commit",
+}
+_FIELD_OF_REQUEST = {
+    x.EndTxnRequest: "end_txn",
+    x.AddOffsetsToTxnRequest: "add_offsets_to_txn",
+    x.TxnOffsetCommitRequest: "txn_offset_commit",
+}
+# A refusal of the request itself: sending it again would be refused again.
+REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+class CallFailed(Exception):
+    """A call (or stream message) that got no answer: the status it ended with, if any."""
+
+    def __init__(self, code: grpc.StatusCode | None, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+class TransactionStream(RequestStream[Any, Any]):
+    """One TransactionStream to one coordinator: each request in the field of its kind, its
+    answer read from the field the coordinator set (None if it set none)."""
+
+    def __init__(self, stub: xg.TransactionCoordinatorServiceStub) -> None:
+        super().__init__(
+            stub.TransactionStream,
+            limits.produce_stream_in_flight_max,
+            x.TransactionStreamRequest,
+        )
+
+    def _message(self, correlation_id: int, request: Any) -> x.TransactionStreamRequest:
+        field = _FIELD_OF_REQUEST[type(request)]
+        return x.TransactionStreamRequest(correlation_id=correlation_id, **{field: request})
+
+    def _answer(self, item: x.TransactionStreamResponse) -> Any:
+        kind = item.WhichOneof("response")
+        return None if kind is None else getattr(item, kind)
 
 
 class TransactionClient:
@@ -56,6 +109,16 @@ class TransactionClient:
         self.transaction_timeout_ms = transaction_timeout_ms
         self._found: dict[tuple[int, str], str] = {}
         self._next = 0
+        self._streamed = not tracing_configured()
+        self._streams: dict[str, TransactionStream] = {}
+        self.unary_only: set[str] = set()  # coordinators that answered UNIMPLEMENTED to the stream
+
+    async def close(self) -> None:
+        """Close the streams (before the channels close)."""
+        streams = list(self._streams.values())
+        self._streams.clear()
+        for stream in streams:
+            await stream.close()
 
     def producer(self, identity: Identity) -> x.TransactionalProducer:
         return x.TransactionalProducer(
@@ -128,18 +191,17 @@ class TransactionClient:
         while True:
             endpoint = await self._coordinator(key_type, key, deadline)
             if endpoint is not None:
-                stub = xg.TransactionCoordinatorServiceStub(self._channels.get(endpoint))
                 timeout = max(0.05, min(CALL_TIMEOUT_S, deadline - loop.time()))
                 try:
-                    answer = await getattr(stub, method)(request, timeout=timeout)
-                except grpc.RpcError as error:
-                    if isinstance(error, grpc.Call) and error.code() in (
-                        grpc.StatusCode.INVALID_ARGUMENT,
-                        grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    ):
-                        raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    answer = await self._send(endpoint, method, request, timeout)
+                except CallFailed as failed:
+                    if failed.code in REFUSED:
+                        raise KafkaError(failed.details, ErrorCode.INVALID_REQUEST) from None
                     self._found.pop((key_type, key), None)
-                    problem = (ErrorCode.NETWORK_EXCEPTION, f"{endpoint} did not answer")
+                    problem = (
+                        ErrorCode.NETWORK_EXCEPTION,
+                        f"{endpoint} did not answer ({failed.details})",
+                    )
                 else:
                     code, message = code_of(answer)
                     if code == ErrorCode.NONE:
@@ -159,6 +221,37 @@ class TransactionClient:
             # one that would stall the next transaction behind every commit.
             if problem[0] != ErrorCode.CONCURRENT_TRANSACTIONS:
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    async def _send(self, endpoint: str, method: str, request: Any, timeout_s: float) -> Any:
+        """`endpoint`'s answer to `request`, on its stream or as a unary call (see the module
+        docstring); CallFailed when none came."""
+        if self._streamed and method in STREAMED and endpoint not in self.unary_only:
+            try:
+                answer = await self._stream_to(endpoint).send(request, timeout_s)
+            except StreamBrokenError as error:
+                if error.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise CallFailed(error.code, str(error)) from None
+                # Refused as the stream opened, before any request was read: send it unary.
+                self.unary_only.add(endpoint)
+            else:
+                if answer is None:
+                    raise CallFailed(None, f"{method} answered with no {STREAMED[method]}")
+                return answer
+        stub = xg.TransactionCoordinatorServiceStub(self._channels.get(endpoint))
+        try:
+            return await getattr(stub, method)(request, timeout=timeout_s)
+        except grpc.RpcError as error:
+            self.unary_only.discard(endpoint)  # it may come back upgraded: try the stream again
+            if isinstance(error, grpc.Call):
+                raise CallFailed(error.code(), error.details() or "") from None
+            raise CallFailed(None, str(error)) from None
+
+    def _stream_to(self, endpoint: str) -> TransactionStream:
+        stream = self._streams.get(endpoint)
+        if stream is None or stream.broken:
+            stub = xg.TransactionCoordinatorServiceStub(self._channels.get(endpoint))
+            stream = self._streams[endpoint] = TransactionStream(stub)
+        return stream
 
     async def _coordinator(self, key_type: int, key: str, deadline: float) -> str | None:
         found = self._found.get((key_type, key))

@@ -167,6 +167,30 @@ class EndTxnResponse(_message.Message):
     producer_epoch: int
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
 
+class TransactionStreamRequest(_message.Message):
+    __slots__ = ("correlation_id", "end_txn", "add_offsets_to_txn", "txn_offset_commit")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    END_TXN_FIELD_NUMBER: _ClassVar[int]
+    ADD_OFFSETS_TO_TXN_FIELD_NUMBER: _ClassVar[int]
+    TXN_OFFSET_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    end_txn: EndTxnRequest
+    add_offsets_to_txn: AddOffsetsToTxnRequest
+    txn_offset_commit: TxnOffsetCommitRequest
+    def __init__(self, correlation_id: _Optional[int] = ..., end_txn: _Optional[_Union[EndTxnRequest, _Mapping]] = ..., add_offsets_to_txn: _Optional[_Union[AddOffsetsToTxnRequest, _Mapping]] = ..., txn_offset_commit: _Optional[_Union[TxnOffsetCommitRequest, _Mapping]] = ...) -> None: ...
+
+class TransactionStreamResponse(_message.Message):
+    __slots__ = ("correlation_id", "end_txn", "add_offsets_to_txn", "txn_offset_commit")
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    END_TXN_FIELD_NUMBER: _ClassVar[int]
+    ADD_OFFSETS_TO_TXN_FIELD_NUMBER: _ClassVar[int]
+    TXN_OFFSET_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    correlation_id: int
+    end_txn: EndTxnResponse
+    add_offsets_to_txn: AddOffsetsToTxnResponse
+    txn_offset_commit: TxnOffsetCommitResponse
+    def __init__(self, correlation_id: _Optional[int] = ..., end_txn: _Optional[_Union[EndTxnResponse, _Mapping]] = ..., add_offsets_to_txn: _Optional[_Union[AddOffsetsToTxnResponse, _Mapping]] = ..., txn_offset_commit: _Optional[_Union[TxnOffsetCommitResponse, _Mapping]] = ...) -> None: ...
+
 class ListTransactionsRequest(_message.Message):
     __slots__ = ("state_filters", "producer_id_filters", "duration_filter_ms")
     STATE_FILTERS_FIELD_NUMBER: _ClassVar[int]

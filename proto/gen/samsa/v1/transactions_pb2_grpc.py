@@ -67,6 +67,11 @@ class TransactionCoordinatorServiceStub:
                 request_serializer=samsa_dot_v1_dot_transactions__pb2.EndTxnRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_transactions__pb2.EndTxnResponse.FromString,
                 _registered_method=True)
+        self.TransactionStream = channel.stream_stream(
+                '/samsa.v1.TransactionCoordinatorService/TransactionStream',
+                request_serializer=samsa_dot_v1_dot_transactions__pb2.TransactionStreamRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_transactions__pb2.TransactionStreamResponse.FromString,
+                _registered_method=True)
         self.ListTransactions = channel.unary_unary(
                 '/samsa.v1.TransactionCoordinatorService/ListTransactions',
                 request_serializer=samsa_dot_v1_dot_transactions__pb2.ListTransactionsRequest.SerializeToString,
@@ -141,6 +146,20 @@ class TransactionCoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TransactionStream(self, request_iterator, context):
+        """For transactional producers: EndTxn, AddOffsetsToTxn and TxnOffsetCommit over one
+        long-lived stream to a coordinator. The same requests and answers, each request in the
+        field of its kind, matched by correlation_id and answered as each completes (not
+        necessarily in order). A producer's commit waits on an EndTxn round trip, and a stream
+        message costs about half of a new unary call (DESIGN §12). A request the unary call would
+        refuse with a gRPC status ends the stream with that status, as does a request with no kind
+        set (INVALID_ARGUMENT). A coordinator that does not serve it answers UNIMPLEMENTED;
+        clients then use the unary calls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTransactions(self, request, context):
         """The transactional ids this coordinator owns, filtered (KIP-664): how an operator finds a
         hanging transaction.
@@ -210,6 +229,11 @@ def add_TransactionCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.EndTxn,
                     request_deserializer=samsa_dot_v1_dot_transactions__pb2.EndTxnRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_transactions__pb2.EndTxnResponse.SerializeToString,
+            ),
+            'TransactionStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.TransactionStream,
+                    request_deserializer=samsa_dot_v1_dot_transactions__pb2.TransactionStreamRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_transactions__pb2.TransactionStreamResponse.SerializeToString,
             ),
             'ListTransactions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTransactions,
@@ -392,6 +416,33 @@ class TransactionCoordinatorService:
             '/samsa.v1.TransactionCoordinatorService/EndTxn',
             samsa_dot_v1_dot_transactions__pb2.EndTxnRequest.SerializeToString,
             samsa_dot_v1_dot_transactions__pb2.EndTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TransactionStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/samsa.v1.TransactionCoordinatorService/TransactionStream',
+            samsa_dot_v1_dot_transactions__pb2.TransactionStreamRequest.SerializeToString,
+            samsa_dot_v1_dot_transactions__pb2.TransactionStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
