@@ -55,7 +55,7 @@ from samsa.services.coordinator.transaction_stream import (
     too_many_partitions,
     txn_offsets_refusal,
 )
-from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
+from samsa.services.runtime.stream_answers import Refusal, StreamAnswers
 from samsa.v1 import transactions_pb2 as x
 from samsa.v1 import transactions_pb2_grpc
 
@@ -103,19 +103,11 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
                 )
             )
 
-        async def read_requests() -> None:
-            try:
-                async for item in request_iterator:
-                    if (refusal := too_many_partitions(item.request)) is not None:
-                        stream.fail(StreamFailure(*refusal, None))
-                        return
-                    await stream.in_background(answer(item))
-            except Exception as error:
-                stream.fail(StreamFailure(None, str(error), error))
-                return
-            await stream.end()
+        def refusal(item: x.AddPartitionsToTxnStreamRequest) -> Refusal | None:
+            return too_many_partitions(item.request)
 
-        async for response in stream.serve(read_requests(), context):
+        reader = stream.answer_each(request_iterator, refusal, answer)
+        async for response in stream.serve(reader, context):
             yield response
 
     async def _add_partitions(

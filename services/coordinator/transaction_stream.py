@@ -20,13 +20,11 @@ from typing import TYPE_CHECKING
 import grpc
 
 from samsa.common import limits
-from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
+from samsa.services.runtime.stream_answers import Refusal, StreamAnswers
 from samsa.v1 import transactions_pb2 as x
 
 if TYPE_CHECKING:
     from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
-
-Refusal = tuple[grpc.StatusCode, str]
 
 
 async def serve_transaction_stream(
@@ -37,7 +35,8 @@ async def serve_transaction_stream(
     """The handler's generator: yields answers as they complete; see the module docstring."""
     stream: StreamAnswers[x.TransactionStreamResponse] = StreamAnswers()
 
-    async def answer(item: x.TransactionStreamRequest, kind: str) -> None:
+    async def answer(item: x.TransactionStreamRequest) -> None:
+        kind = item.WhichOneof("request")
         if kind == "end_txn":
             response = x.TransactionStreamResponse(
                 correlation_id=item.correlation_id, end_txn=await servicer.end_txn(item.end_txn)
@@ -54,26 +53,14 @@ async def serve_transaction_stream(
             )
         await stream.put(response)
 
-    async def read_requests() -> None:
-        try:
-            async for item in request_iterator:
-                kind = item.WhichOneof("request")
-                if (refusal := stream_refusal(item, kind)) is not None:
-                    stream.fail(StreamFailure(*refusal, None))
-                    return
-                assert kind is not None
-                await stream.in_background(answer(item, kind))
-        except Exception as error:
-            stream.fail(StreamFailure(None, str(error), error))
-            return
-        await stream.end()
-
-    async for response in stream.serve(read_requests(), context):
+    reader = stream.answer_each(request_iterator, stream_refusal, answer)
+    async for response in stream.serve(reader, context):
         yield response
 
 
-def stream_refusal(item: x.TransactionStreamRequest, kind: str | None) -> Refusal | None:
+def stream_refusal(item: x.TransactionStreamRequest) -> Refusal | None:
     """The status a TransactionStream message ends the stream with, if it must."""
+    kind = item.WhichOneof("request")
     if kind is None:
         return (
             grpc.StatusCode.INVALID_ARGUMENT,

@@ -1,7 +1,8 @@
 """The answering side of a served request stream (a broker's ProduceStream and
-WriteTxnMarkersStream, a coordinator's AddPartitionsToTxnStream): each request is handled in the
-stream's reader, answered at once or by a task that waits (for its replication, for the
-coordinator's write), and the handler yields the answers as they come.
+WriteTxnMarkersStream, a coordinator's AddPartitionsToTxnStream and TransactionStream): each
+request is handled in the stream's reader, answered at once or by a task that waits (for its
+replication, for the coordinator's write), and the handler yields the answers as they come.
+`answer_each` is the reader of a stream whose every request runs as a task of its own.
 
 grpc allows one operation at a time per call and only the handler's task may send the status.
 So the reader and the wait tasks never write or abort: they queue answers, or record a failure
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 import grpc
@@ -24,6 +25,8 @@ import grpc
 from samsa.common import limits
 
 Answer = TypeVar("Answer")
+Item = TypeVar("Item")
+Refusal = tuple[grpc.StatusCode, str]
 
 
 class StreamFailure(Exception):
@@ -62,6 +65,26 @@ class StreamAnswers(Generic[Answer]):
         task = asyncio.create_task(wait)
         self._waiting.add(task)
         task.add_done_callback(self._waiting.discard)
+
+    async def answer_each(
+        self,
+        request_iterator: AsyncIterator[Item],
+        refusal: Callable[[Item], Refusal | None],
+        answer: Callable[[Item], Coroutine[Any, Any, None]],
+    ) -> None:
+        """A reader that runs `answer(item)` (which puts the answer) as a task for each request:
+        the stream ends with the status `refusal` gives a request, with a bug's exception, or
+        once the client's last request is answered."""
+        try:
+            async for item in request_iterator:
+                if (refused := refusal(item)) is not None:
+                    self.fail(StreamFailure(*refused, None))
+                    return
+                await self.in_background(answer(item))
+        except Exception as error:
+            self.fail(StreamFailure(None, str(error), error))
+            return
+        await self.end()
 
     async def end(self) -> None:
         """The client sent its last request: end the stream once every wait has answered."""
