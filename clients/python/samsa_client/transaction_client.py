@@ -51,12 +51,8 @@ TXN = c.COORDINATOR_KEY_TYPE_TRANSACTION
 CALL_TIMEOUT_S = 10.0
 BACKOFF_S = 0.02
 BACKOFF_MAX_S = 0.5
-# The calls TransactionStream carries, by method: the field of its messages each goes in.
-STREAMED = {
-    "EndTxn": "end_txn",
-    "AddOffsetsToTxn": "add_offsets_to_txn",
-    "TxnOffsetCommit": "txn_offset_commit",
-}
+# The calls TransactionStream carries, and the field of its messages each request goes in.
+STREAMED = frozenset({"EndTxn", "AddOffsetsToTxn", "TxnOffsetCommit"})
 _FIELD_OF_REQUEST = {
     x.EndTxnRequest: "end_txn",
     x.AddOffsetsToTxnRequest: "add_offsets_to_txn",
@@ -235,7 +231,7 @@ class TransactionClient:
                 self.unary_only.add(endpoint)
             else:
                 if answer is None:
-                    raise CallFailed(None, f"{method} answered with no {STREAMED[method]}")
+                    raise CallFailed(None, f"the answer to {method} carried no response")
                 return answer
         stub = xg.TransactionCoordinatorServiceStub(self._channels.get(endpoint))
         try:
