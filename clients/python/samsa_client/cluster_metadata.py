@@ -142,11 +142,16 @@ class ClusterMetadata:
     ) -> bool:
         """A broker named the partition's new leader (KIP-951: `current_leader` with
         NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH). Taken when its epoch is newer than ours
-        and we know where that broker is; True when the leader changed, so a retry can go to
-        it at once, without waiting for a refresh. Whole dicts are swapped in, as refresh does."""
+        and we know where that broker is. True when the metadata now names that leader at that
+        epoch (it changed now, or an earlier answer already moved it: every batch that was in
+        flight to the old leader comes back naming the same one), so a retry can go to it at
+        once, without waiting for a refresh. Whole dicts are swapped in, as refresh does."""
         if leader_id < 0 or leader_id not in self.endpoints:
             return False
-        if leader_epoch <= self.leader_epochs.get(topic_partition, -1):
+        known_epoch = self.leader_epochs.get(topic_partition, -1)
+        if leader_epoch == known_epoch:
+            return self.leaders.get(topic_partition) == leader_id
+        if leader_epoch < known_epoch:
             return False
         leaders = dict(self.leaders)
         epochs = dict(self.leader_epochs)

@@ -39,6 +39,9 @@ class FakeBroker:
     received: list[tuple[str, int, codec.RecordBatch]] = field(default_factory=list)
     answer_hook: AnswerHook | None = None
     requests: int = 0
+    # Answers are held until this many requests of a stream have arrived, then sent together
+    # (so that several requests are in flight at once).
+    answer_in_groups_of: int = 1
 
     def produce(self, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
         self.requests += 1
@@ -79,14 +82,19 @@ class _FakeCall:
         self._task = asyncio.get_running_loop().create_task(self._serve(requests))
 
     async def _serve(self, requests: AsyncIterator) -> None:
+        held: list[broker_pb2.ProduceStreamResponse] = []
         async for message in requests:  # serialized by hand (produce_message.py)
             item = broker_pb2.ProduceStreamRequest.FromString(message)
             response = self._broker.produce(item.request)
-            self._answers.put_nowait(
+            held.append(
                 broker_pb2.ProduceStreamResponse(
                     correlation_id=item.correlation_id, response=response
                 )
             )
+            if len(held) >= self._broker.answer_in_groups_of:
+                for answer in held:
+                    self._answers.put_nowait(answer)
+                held.clear()
         self._answers.put_nowait(None)
 
     def __aiter__(self) -> _FakeCall:
