@@ -81,19 +81,25 @@ async def next_request(link: ParkingLink) -> broker_pb2.FetchRequest:
     return link.requests[-1]
 
 
+async def following_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[Host, ReplicaFetchers, ParkingLink, broker_pb2.FetchRequest]:
+    """Fetchers following IDLE from LEADER, their first fetch parked at the fake link."""
+    link = ParkingLink()
+    monkeypatch.setattr(replica_fetcher, "leader_link", lambda signer: link)
+    host = Host()
+    fetchers = ReplicaFetchers(host, FOLLOWER, SimpleNamespace(member_id=FOLLOWER))  # type: ignore[arg-type]
+    monkeypatch.setattr(fetchers, "_channel", lambda leader_id: object())
+    host.partitions[IDLE] = hosted()
+    fetchers.reconcile([IDLE])
+    return host, fetchers, link, await next_request(link)
+
+
 def test_a_partition_moving_to_a_followed_leader_cuts_its_long_poll_short(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    link = ParkingLink()
-    monkeypatch.setattr(replica_fetcher, "leader_link", lambda signer: link)
-
     async def run() -> None:
-        host = Host()
-        fetchers = ReplicaFetchers(host, FOLLOWER, SimpleNamespace(member_id=FOLLOWER))  # type: ignore[arg-type]
-        monkeypatch.setattr(fetchers, "_channel", lambda leader_id: object())
-        host.partitions[IDLE] = hosted()
-        fetchers.reconcile([IDLE])
-        first = await next_request(link)
+        host, fetchers, link, first = await following_idle(monkeypatch)
         assert named(first) == {IDLE}  # parked: the idle partition has nothing new
         host.partitions[MOVED] = hosted()  # the metadata log moved MOVED to the same leader
         fetchers.reconcile([MOVED])
@@ -112,16 +118,8 @@ def test_a_partition_moving_to_a_followed_leader_cuts_its_long_poll_short(
 def test_a_loop_that_stops_following_is_not_taken_for_a_cut(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    link = ParkingLink()
-    monkeypatch.setattr(replica_fetcher, "leader_link", lambda signer: link)
-
     async def run() -> None:
-        host = Host()
-        fetchers = ReplicaFetchers(host, FOLLOWER, SimpleNamespace(member_id=FOLLOWER))  # type: ignore[arg-type]
-        monkeypatch.setattr(fetchers, "_channel", lambda leader_id: object())
-        host.partitions[IDLE] = hosted()
-        fetchers.reconcile([IDLE])
-        await next_request(link)
+        host, fetchers, _, _ = await following_idle(monkeypatch)
         loop_task = fetchers._loops[LEADER]
         del host.partitions[IDLE]  # no longer hosted here: the loop for LEADER ends
         fetchers.reconcile([IDLE])

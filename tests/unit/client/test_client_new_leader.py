@@ -28,6 +28,14 @@ PARTITION = (TOPIC, 0)
 WAIT_S = 10
 
 
+def not_the_leader(topic: str, partition: int, batch: codec.RecordBatch):  # type: ignore[no-untyped-def]
+    """Broker 1's answer to everything: broker 2 leads now, at epoch 1."""
+    return broker_pb2.ProduceResponse.PartitionResponse(
+        error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        current_leader=broker_pb2.LeaderIdAndEpoch(leader_id=2, leader_epoch=1),
+    )
+
+
 def metadata_view() -> ClusterMetadata:
     metadata = ClusterMetadata(["localhost:9092"], Channels())
     metadata.endpoints = {1: "host-1:9092", 2: "host-2:9092"}
@@ -68,12 +76,6 @@ def test_the_producer_retries_to_the_named_leader_without_backoff(monkeypatch: p
     cluster = FakeCluster(TOPIC, partitions=1, brokers=2)
     cluster.install(monkeypatch)
 
-    def not_the_leader(topic: str, partition: int, batch: codec.RecordBatch):
-        return broker_pb2.ProduceResponse.PartitionResponse(
-            error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            current_leader=broker_pb2.LeaderIdAndEpoch(leader_id=2, leader_epoch=1),
-        )
-
     cluster.brokers[1].answer_hook = not_the_leader
     settings = {
         "bootstrap.servers": "fake:9092",  # never dialled: the metadata is fake
@@ -95,12 +97,6 @@ def test_every_batch_in_flight_to_the_old_leader_is_retried_without_backoff(
 ):
     cluster = FakeCluster(TOPIC, partitions=1, brokers=2)
     cluster.install(monkeypatch)
-
-    def not_the_leader(topic: str, partition: int, batch: codec.RecordBatch):
-        return broker_pb2.ProduceResponse.PartitionResponse(
-            error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            current_leader=broker_pb2.LeaderIdAndEpoch(leader_id=2, leader_epoch=1),
-        )
 
     cluster.brokers[1].answer_hook = not_the_leader
     cluster.brokers[1].answer_in_groups_of = 3  # all three in flight, then three answers
