@@ -77,8 +77,6 @@ FETCH_RESPONSE_BYTES = 16 * 1024 * 1024  # Kafka's replica.fetch.response.max.by
 ERROR_BACKOFF_S = 0.1  # Kafka's replica.fetch.backoff.ms is 1 s; a local cluster wants speed
 # The leader is about to apply the metadata change that made it leader (see the module doc).
 LEADER_BEHIND_BACKOFF_S = 0.005
-# The message of the cancellation that cuts a parked fetch short (any other ends the loop).
-CUT_SHORT = "cut short: the session gained a partition"
 # A refused membership proof is a configuration error (another secret, a clock far off): log it
 # once a second rather than ten times.
 REFUSED_BACKOFF_S = 1.0
@@ -107,10 +105,12 @@ class ReplicaFetchers:
         self._leader_of: dict[PartitionKey, int] = {}
         self._follow_counts: Counter[int] = Counter()
         self._channels: dict[str, grpc.aio.Channel] = {}
-        # Each loop while it waits for an answer (to cut a long-poll short), and the loops whose
-        # session gained a partition in this reconcile.
+        # Each loop while it waits for an answer (to cut a long-poll short), the loops whose
+        # session gained a partition in this reconcile, and the loops whose wait is being cut
+        # (the flag says which cancellation is a cut: grpc.aio drops a cancellation's message).
         self._parked: dict[int, asyncio.Task[None]] = {}
         self._grown: set[int] = set()
+        self._cutting: set[int] = set()
 
     def reconcile(self, keys: Iterable[PartitionKey] | None = None) -> None:
         """Follow what the host now follows, for `keys` (the partitions whose hosting,
@@ -124,14 +124,18 @@ class ReplicaFetchers:
         for leader_id in self._grown:
             parked = self._parked.pop(leader_id, None)  # cut once, however many reconciles
             if parked is not None:
-                parked.cancel(CUT_SHORT)
+                self._cutting.add(leader_id)
+                parked.cancel()
         self._grown.clear()
         leaders = {leader for leader, count in self._follow_counts.items() if count > 0}
-        for leader_id in leaders - self._loops.keys():
-            self._loops[leader_id] = asyncio.get_running_loop().create_task(
-                self._run(leader_id), name=f"replica-fetcher-{leader_id}"
-            )
+        for leader_id in leaders:
+            loop = self._loops.get(leader_id)
+            if loop is None or loop.done():  # a loop that ended is started again
+                self._loops[leader_id] = asyncio.get_running_loop().create_task(
+                    self._run(leader_id), name=f"replica-fetcher-{leader_id}"
+                )
         for leader_id in self._loops.keys() - leaders:
+            self._cutting.discard(leader_id)  # this cancellation ends the loop
             self._loops.pop(leader_id).cancel()
             self._sessions.pop(leader_id, None)
             self._follow_counts.pop(leader_id, None)
@@ -170,6 +174,7 @@ class ReplicaFetchers:
         session.name_always(key, self.broker_id not in hosted.isr)
 
     async def close(self) -> None:
+        self._cutting.clear()  # every cancellation now ends its loop
         for task in self._loops.values():
             task.cancel()
         await asyncio.gather(*self._loops.values(), return_exceptions=True)
@@ -239,9 +244,12 @@ class ReplicaFetchers:
         self._parked[leader_id] = task
         try:
             return await link.fetch(channel, _request(self.broker_id, parts), ANSWER_WAIT_S)
-        except asyncio.CancelledError as cancelled:
-            if cancelled.args[:1] != (CUT_SHORT,) or task.uncancel() > 0:
-                raise  # the loop is stopping (perhaps cancelled after the cut as well)
+        except asyncio.CancelledError:
+            if leader_id not in self._cutting:
+                raise  # the loop is stopping
+            self._cutting.discard(leader_id)
+            if task.uncancel() > 0:
+                raise  # cancelled again since the cut: the loop is stopping after all
             return None
         finally:
             self._parked.pop(leader_id, None)

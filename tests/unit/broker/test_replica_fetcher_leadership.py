@@ -5,7 +5,9 @@ move yet is fetched again after LEADER_BEHIND_BACKOFF_S, not the general error b
 
 Method: `ReplicaFetchers` (services/broker/replica/replica_fetcher.py) on an event loop against an
 in-memory host and a fake link in place of the stream: the link records every request and parks
-each fetch until the test answers it or the loop cuts it short, so no step depends on timing.
+each fetch until the test answers it or the loop cuts it short (raising a CancelledError without
+the cancellation's message, as grpc.aio does), so no step depends on timing. A fetch loop that
+ended for any reason is started again by the next metadata change.
 `_leader_behind` is a pure function, tested on answers as a leader writes them.
 """
 
@@ -65,7 +67,7 @@ class ParkingLink:
             return await self._answer
         except asyncio.CancelledError:
             self.cancelled += 1
-            raise
+            raise asyncio.CancelledError() from None  # as grpc.aio: the message is dropped
 
     def close(self) -> None:
         pass
@@ -100,17 +102,20 @@ def test_a_partition_moving_to_a_followed_leader_cuts_its_long_poll_short(
 ) -> None:
     async def run() -> None:
         host, fetchers, link, first = await following_idle(monkeypatch)
-        assert named(first) == {IDLE}  # parked: the idle partition has nothing new
-        host.partitions[MOVED] = hosted()  # the metadata log moved MOVED to the same leader
-        fetchers.reconcile([MOVED])
-        second = await next_request(link)
-        assert link.cancelled == 1, "the parked fetch was cut short"
-        assert named(second) == {IDLE, MOVED}, "a full fetch that names the moved partition"
-        assert second.session_epoch == 0 and second.session_id == 0, "the session started over"
-        fetchers.reconcile([MOVED])  # nothing new for this leader: the fetch stays parked
-        await asyncio.sleep(0)
-        assert link.cancelled == 1 and len(link.requests) == 2
-        await fetchers.close()  # a parked loop stops on close (not taken for a cut)
+        try:
+            assert named(first) == {IDLE}  # parked: the idle partition has nothing new
+            host.partitions[MOVED] = hosted()  # the metadata log moved MOVED to the same leader
+            fetchers.reconcile([MOVED])
+            second = await next_request(link)
+            assert link.cancelled == 1, "the parked fetch was cut short"
+            assert named(second) == {IDLE, MOVED}, "a full fetch that names the moved partition"
+            assert second.session_epoch == 0, "the session started over"
+            assert not fetchers._loops[LEADER].done(), "the loop lives on after the cut"
+            fetchers.reconcile([MOVED])  # nothing new for this leader: the fetch stays parked
+            await asyncio.sleep(0)
+            assert link.cancelled == 1 and len(link.requests) == 2
+        finally:
+            await fetchers.close()  # a parked loop stops on close (not taken for a cut)
 
     asyncio.run(run())
 
@@ -120,12 +125,33 @@ def test_a_loop_that_stops_following_is_not_taken_for_a_cut(
 ) -> None:
     async def run() -> None:
         host, fetchers, _, _ = await following_idle(monkeypatch)
-        loop_task = fetchers._loops[LEADER]
-        del host.partitions[IDLE]  # no longer hosted here: the loop for LEADER ends
-        fetchers.reconcile([IDLE])
-        await asyncio.gather(loop_task, return_exceptions=True)
-        assert loop_task.cancelled() and LEADER not in fetchers._loops
-        await fetchers.close()
+        try:
+            loop_task = fetchers._loops[LEADER]
+            del host.partitions[IDLE]  # no longer hosted here: the loop for LEADER ends
+            fetchers.reconcile([IDLE])
+            await asyncio.gather(loop_task, return_exceptions=True)
+            assert loop_task.cancelled() and LEADER not in fetchers._loops
+        finally:
+            await fetchers.close()
+
+    asyncio.run(run())
+
+
+def test_a_loop_that_ended_is_started_again_by_the_next_reconcile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def run() -> None:
+        host, fetchers, link, _ = await following_idle(monkeypatch)
+        try:
+            dead = fetchers._loops[LEADER]
+            dead.cancel()  # as a bug would end it
+            await asyncio.gather(dead, return_exceptions=True)
+            host.partitions[MOVED] = hosted()
+            fetchers.reconcile([MOVED])
+            assert named(await next_request(link)) == {IDLE, MOVED}
+            assert fetchers._loops[LEADER] is not dead
+        finally:
+            await fetchers.close()
 
     asyncio.run(run())
 
