@@ -15,6 +15,7 @@ by PID also on failure); the SDK's Producer, Consumer and Admin, as an applicati
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 from collections.abc import Iterator
 
@@ -243,8 +244,11 @@ def test_a_prepared_transaction_is_completed_by_another_client(cluster: LocalClu
     assert values == [b"prepared-commit-%d" % i for i in range(4)]
 
 
-def open_stream(endpoint: str) -> tuple[queue.Queue, Iterator[x.TransactionStreamResponse]]:
-    """A raw TransactionStream: put requests on the queue (None ends it), read the answers."""
+@contextlib.contextmanager
+def open_stream(
+    endpoint: str,
+) -> Iterator[tuple[queue.Queue, Iterator[x.TransactionStreamResponse]]]:
+    """A raw TransactionStream: put requests on the queue, read the answers; ended on exit."""
     requests: queue.Queue[x.TransactionStreamRequest | None] = queue.Queue()
 
     def outgoing() -> Iterator[x.TransactionStreamRequest]:
@@ -252,7 +256,12 @@ def open_stream(endpoint: str) -> tuple[queue.Queue, Iterator[x.TransactionStrea
             yield item
 
     stub = xg.TransactionCoordinatorServiceStub(grpc.insecure_channel(endpoint))
-    return requests, stub.TransactionStream(outgoing(), timeout=60)
+    answers = stub.TransactionStream(outgoing(), timeout=60)
+    try:
+        yield requests, answers
+    finally:
+        requests.put(None)
+        answers.cancel()
 
 
 def test_the_transaction_stream_answers_each_kind_under_its_correlation_id(
@@ -281,8 +290,7 @@ def test_the_transaction_stream_answers_each_kind_under_its_correlation_id(
         producer_id=init.producer_id,
         producer_epoch=init.producer_epoch,
     )
-    requests, answers = open_stream(endpoint)
-    try:
+    with open_stream(endpoint) as (requests, answers):
         requests.put(
             x.TransactionStreamRequest(
                 correlation_id=41,
@@ -315,12 +323,8 @@ def test_the_transaction_stream_answers_each_kind_under_its_correlation_id(
             next(answers)
         assert ended_stream.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "carries no request" in ended_stream.value.details()
-    finally:
-        requests.put(None)
-        answers.cancel()
 
-    requests, answers = open_stream(endpoint)
-    try:
+    with open_stream(endpoint) as (requests, answers):
         too_many = x.TxnOffsetCommitRequest(producer=producer, group_id="raw")
         topic = too_many.topics.add(name=OUT)
         for partition in range(limits.admin_request_items_max + 1):
@@ -330,6 +334,3 @@ def test_the_transaction_stream_answers_each_kind_under_its_correlation_id(
             next(answers)
         assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "offsets in one request" in refused.value.details()
-    finally:
-        requests.put(None)
-        answers.cancel()
