@@ -1,7 +1,7 @@
 """The cluster commands of `samsa`: topics, produce, consume, cluster — thin over the SDK; the
 commands that change a topic's partitions, configs or records are in topic_changes.py, the
-groups and transactions commands in group_commands.py and transaction_commands.py, and what
-they all share (where to connect, tables, times) in command_support.py.
+groups, transactions and perf commands in group_commands.py, transaction_commands.py and
+perf_commands.py, and what they all share (where to connect, tables, times) in command_support.py.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from samsa.cli.command_support import (
     table,
 )
 from samsa.cli.group_commands import add_group_commands, run_groups
+from samsa.cli.perf_commands import add_perf_commands, run_perf
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
 from samsa.cli.transaction_commands import add_transaction_commands, run_transactions
 from samsa.client import Admin, Consumer, NewTopic, NoBrokersAvailable, Producer
@@ -88,6 +89,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     add_group_commands(commands, add_connection)
     add_transaction_commands(commands, add_connection)
+    add_perf_commands(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster", help="controllers, brokers, coordinators and partitions"
@@ -112,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
             return run_transactions(args, servers)
         if args.command == "cluster":
             return _cluster(args)
+        if args.command == "perf":
+            return run_perf(args)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)

@@ -8,6 +8,7 @@
     samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
     samsa transactions list|describe|describe-producers|abort  transactional ids (hanging?)
     samsa cluster                       controllers, brokers, coordinators, partitions
+    samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
 `samsa groups` administers consumer groups as Kafka's kafka-consumer-groups.sh does: `list`,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from samsa.services.broker.log.log import Log
 
 DEMO_BATCH_RECORDS = 500
+# The commands that talk to a cluster, run by commands.run().
+CLUSTER_COMMANDS = ("topics", "produce", "consume", "groups", "transactions", "cluster", "perf")
 
 
 def _now_ms() -> int:
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "trace":
         return run_trace(args)
-    if args.command in ("topics", "produce", "consume", "groups", "transactions", "cluster"):
+    if args.command in CLUSTER_COMMANDS:
         return run_command(args)
     if args.command == "up":
         if not 1 <= args.brokers <= 32:

@@ -66,6 +66,11 @@ class AsyncProducer:
         )
         await self._driver.start()
 
+    @property
+    def failed_records(self) -> int:
+        """As `Producer.failed_records`: records whose batch failed for good (0 before start)."""
+        return 0 if self._driver is None else self._driver.failed_records
+
     def _started(self) -> ProducerDriver:
         if self._driver is None or self._closed:
             raise ProduceError(

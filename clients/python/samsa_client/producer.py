@@ -373,6 +373,13 @@ class Producer:
         """How many times a batch was sent again after a failed attempt (all partitions)."""
         return self._driver.accumulator.batch_retries
 
+    @property
+    def failed_records(self) -> int:
+        """How many records failed for good, their futures settled with an error (Kafka's
+        record-error-total): counted per batch, so an application that sends without keeping
+        or calling back on every future still learns that some were lost."""
+        return self._driver.failed_records
+
     def __enter__(self) -> Producer:
         return self
 

@@ -93,6 +93,8 @@ class ProducerDriver:
         self._turn_due_ms: int | None = None
         self._stopping = False
         self._draining = False  # inside _drain_and_send (asserted: never nested)
+        # Records whose batch failed for good (Kafka's record-error-total), counted per batch.
+        self.failed_records = 0
         self._producer_ids = ProducerIds(metadata, self._stub, config.request_timeout_ms / 1000)
         self._task: asyncio.Task[None] | None = None
         # Transactions (transactional.id set): the state machine and the coordinator calls. The
@@ -350,6 +352,9 @@ class ProducerDriver:
         """Settle the outcomes of completed batches; user callbacks go to the runner."""
         if not completed:
             return
+        self.failed_records += sum(
+            done.record_count for done in completed if done.error_code is not ErrorCode.NONE
+        )
         if self.txn is not None:
             for done in completed:
                 if done.error_code is not ErrorCode.NONE and self.txn.in_transaction:

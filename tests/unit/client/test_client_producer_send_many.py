@@ -12,12 +12,13 @@ buffer.memory, bad records, and the future's failure count.
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
 from fake_produce_cluster import FakeCluster
 
-from samsa.client import Producer, partitioner
+from samsa.client import AsyncProducer, Producer, partitioner
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError
 from samsa.client.partitioner import (
@@ -293,3 +294,35 @@ def test_the_future_counts_the_records_of_failed_batches(cluster: FakeCluster):
         assert future.exception(0).code == ErrorCode.INVALID_RECORD
         with pytest.raises(KafkaError):
             future.result(0)
+
+
+def test_failed_records_counts_every_record_that_failed_for_good(cluster: FakeCluster):
+    """Kafka's record-error-total: what an application that keeps no future still learns."""
+
+    def refuse_partition_1(topic, partition, batch):
+        if partition != 1:
+            return None
+        return broker_pb2.ProduceResponse.PartitionResponse(
+            error_code=ErrorCode.INVALID_RECORD, error_message="refused"
+        )
+
+    for broker in cluster.brokers.values():
+        broker.answer_hook = refuse_partition_1
+    with Producer({"bootstrap.servers": BOOTSTRAP}) as producer:
+        for n in range(12):
+            producer.send(TOPIC, b"v", partition=n % 4)
+        producer.flush(WAIT_S)
+        assert producer.failed_records == 3
+        producer.send_many(TOPIC, [b"v"] * 40, partitions=[n % 4 for n in range(40)])
+        producer.flush(WAIT_S)
+        assert producer.failed_records == 13
+    assert len(cluster.log(TOPIC, 0)) == 13, "the other partitions' records were written"
+
+    async def send_async() -> int:
+        async with AsyncProducer({"bootstrap.servers": BOOTSTRAP}) as producer:
+            for n in range(8):
+                await producer.send(TOPIC, b"v", partition=n % 4)
+            await producer.flush(WAIT_S)
+        return producer.failed_records
+
+    assert asyncio.run(send_async()) == 2

@@ -1,0 +1,312 @@
+"""`samsa perf produce|consume`: Kafka's kafka-producer-perf-test.sh and
+kafka-consumer-perf-test.sh for Samsa, with their flags' meanings and their output lines (the
+arithmetic is in perf_stats.py, tested on known numbers; this module only times and loops).
+
+`perf produce` sends --num-records records of --record-size random bytes (or the lines of
+--payload-file, in turn) with the SDK's Producer, at most --throughput records/s, and takes a
+record's latency from its send() to its acknowledgement in the send's callback, as Kafka's tool
+does. Kafka's tool does that for every record; here it is one record in --latency-every (16 by
+default), because a callback per record costs a Python producer about 40 % of its throughput
+(the callback thread takes the GIL from the sending one), which would measure the tool instead
+of the cluster. The counts stay exact: records sent minus `Producer.failed_records`; the latency
+figures are over the measured records, each standing for the K sent with it.
+`perf consume` reads --messages records of every partition of the topic from the earliest offset,
+assigned (no group, so rebalance.time.ms is 0), until it has them or none came for --timeout-ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+
+from samsa.cli.command_support import bootstrap, key_value, require_topic
+from samsa.cli.perf_stats import (
+    CONSUMER_DETAILED_HEADER,
+    CONSUMER_HEADER,
+    MB,
+    ProducerStats,
+    consumer_line,
+    consumer_progress_line,
+    throttle_sleep_ms,
+)
+from samsa.client import Admin, Consumer, Producer
+from samsa.client.record_future import RecordFuture
+
+# Random payloads are drawn from a pool made once (1024 of them, at most 64 MB), not per record.
+PAYLOAD_POOL = 1024
+PAYLOAD_POOL_BYTES = 64 * MB
+# One record in this many has its latency measured (--latency-every): see the docstring.
+LATENCY_EVERY = 16
+# How long one consumer poll waits: the idle --timeout-ms is checked this often.
+POLL_TIMEOUT_S = 0.5
+
+
+def add_perf_commands(
+    commands: argparse._SubParsersAction, add_connection: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    perf = commands.add_parser(
+        "perf", help="measure produce or consume throughput and latency, as Kafka's perf tests"
+    )
+    actions = perf.add_subparsers(dest="action", required=True)
+
+    produce = actions.add_parser("produce", help="as kafka-producer-perf-test.sh")
+    produce.add_argument("--topic", required=True)
+    produce.add_argument("--num-records", type=_positive, required=True, metavar="N")
+    payload = produce.add_mutually_exclusive_group(required=True)
+    payload.add_argument("--record-size", type=_positive, metavar="BYTES", help="random bytes")
+    payload.add_argument(
+        "--payload-file", type=_payload_lines, metavar="FILE", help="its non-empty lines, in turn"
+    )
+    produce.add_argument(
+        "--throughput",
+        type=_throughput,
+        default=-1.0,
+        metavar="N",
+        help="at most N records/s (-1, the default: unlimited)",
+    )
+    produce.add_argument(
+        "--producer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a producer setting by its Kafka name, e.g. acks=all or linger.ms=5 (repeatable)",
+    )
+    produce.add_argument(
+        "--reporting-interval",
+        type=_positive,
+        default=5000,
+        metavar="MS",
+        help="a progress line every MS (default 5000)",
+    )
+    produce.add_argument(
+        "--latency-every",
+        type=_positive,
+        default=LATENCY_EVERY,
+        metavar="K",
+        help=(
+            f"measure the latency of one record in K (default {LATENCY_EVERY}; 1: every record, "
+            "as Kafka's tool, at a cost in throughput)"
+        ),
+    )
+    add_connection(produce)
+
+    consume = actions.add_parser("consume", help="as kafka-consumer-perf-test.sh")
+    consume.add_argument("--topic", required=True)
+    consume.add_argument("--messages", type=_positive, required=True, metavar="N")
+    consume.add_argument(
+        "--consumer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a consumer setting by its Kafka name, e.g. fetch.max.wait.ms=100 (repeatable)",
+    )
+    consume.add_argument(
+        "--timeout-ms",
+        type=_positive,
+        default=10_000,
+        metavar="MS",
+        help="give up when no record came for this long (default 10000)",
+    )
+    consume.add_argument(
+        "--show-detailed-stats",
+        action="store_true",
+        help="a line per --reporting-interval instead of one at the end, as Kafka's",
+    )
+    consume.add_argument(
+        "--reporting-interval",
+        type=_positive,
+        default=5000,
+        metavar="MS",
+        help="with --show-detailed-stats: a line every MS (default 5000)",
+    )
+    add_connection(consume)
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not at least 1")
+    return number
+
+
+def _throughput(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if rate == 0:
+        raise argparse.ArgumentTypeError("0 would send nothing: records/s, or -1 for unlimited")
+    return rate
+
+
+def _payload_lines(path: str) -> list[bytes]:
+    """The file's non-empty lines, read while parsing so that a bad file is a usage error."""
+    try:
+        lines = [line for line in Path(path).read_bytes().splitlines() if line]
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {error.strerror}") from None
+    if not lines:
+        raise argparse.ArgumentTypeError(f"{path} has no non-empty line")
+    return lines
+
+
+def run_perf(args: argparse.Namespace) -> int:
+    if args.action == "produce":
+        return _produce(args)
+    return _consume(args)
+
+
+def _now_ms() -> float:
+    return time.perf_counter() * 1000
+
+
+def _wall_time() -> str:
+    """Now as Kafka's consumer perf test prints times (yyyy-MM-dd HH:mm:ss:SSS)."""
+    return datetime.now().strftime("%Y-%m-%d %H:%M:%S:%f")[:-3]
+
+
+def _random_payloads(size: int) -> list[bytes]:
+    """A pool made once and cycled through: no per-record cost, yet not one value every time."""
+    count = max(1, min(PAYLOAD_POOL, PAYLOAD_POOL_BYTES // size))
+    return [os.urandom(size) for _ in range(count)]
+
+
+class _Acknowledgements:
+    """The send callbacks' shared state: they run on the producer's callback thread, or on the
+    sending thread for a record already settled when its callback is added, hence the lock.
+    Each callback measures one record standing for `records` sent with it (`size` bytes)."""
+
+    def __init__(self, stats: ProducerStats) -> None:
+        self.stats = stats
+        self.first_error: Exception | None = None
+        self._lock = threading.Lock()
+
+    def done(self, sent_ms: float, records: int, size: int, future: RecordFuture) -> None:
+        now_ms = _now_ms()
+        error = future.exception(timeout=0)
+        line = None
+        with self._lock:
+            if error is None:  # as Kafka's tool, only acknowledged records are "sent"
+                line = self.stats.record(now_ms - sent_ms, size, now_ms, records)
+            else:  # counted by the producer (failed_records); the first error is shown
+                self.first_error = self.first_error or error
+        if line is not None:
+            print(line, flush=True)
+
+
+def _produce(args: argparse.Namespace) -> int:
+    servers = bootstrap(args)
+    with Admin({"bootstrap.servers": servers}) as admin:
+        require_topic(admin, args.topic)
+    settings = {"bootstrap.servers": servers}
+    settings.update(key_value(item, "--producer-property") for item in args.producer_property)
+    payloads = args.payload_file or _random_payloads(args.record_size)
+    every = args.latency_every
+    total_bytes = group_bytes = 0
+    with Producer(settings) as producer:
+        acks = _Acknowledgements(ProducerStats(_now_ms(), args.reporting_interval))
+        started_ms = acks.stats.start_ms
+        for index in range(args.num_records):
+            payload = payloads[index % len(payloads)]
+            group_bytes += len(payload)
+            sent_ms = _now_ms()
+            future = producer.send(args.topic, payload)
+            if index % every == every - 1 or index == args.num_records - 1:
+                records = index % every + 1  # this record and the unmeasured ones before it
+                future.add_done_callback(partial(acks.done, sent_ms, records, group_bytes))
+                total_bytes += group_bytes
+                group_bytes = 0
+            if args.throughput > 0:
+                pause_ms = throttle_sleep_ms(index + 1, _now_ms() - started_ms, args.throughput)
+                if pause_ms:
+                    time.sleep(pause_ms / 1000)
+        producer.flush()
+        ended_ms = _now_ms()
+        failed = producer.failed_records
+    # Leaving `with` closed the producer, which runs every callback still queued first.
+    acknowledged = args.num_records - failed
+    # Bytes of the acknowledged records: exact unless --payload-file lines differ in size and
+    # some records failed (then in proportion).
+    size = total_bytes * acknowledged // args.num_records
+    print(acks.stats.summary(ended_ms, acknowledged, size), flush=True)
+    if failed:
+        why = (
+            f"the first measured one with: {acks.first_error}"
+            if acks.first_error is not None
+            else "none of the measured ones (--latency-every 1 measures, and shows, every one)"
+        )
+        print(
+            f"samsa perf produce: {failed} of {args.num_records} records failed, {why}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _consume(args: argparse.Namespace) -> int:
+    servers = bootstrap(args)
+    with Admin({"bootstrap.servers": servers}) as admin:
+        info = require_topic(admin, args.topic)
+    partitions = [(args.topic, p.partition) for p in info.partitions]
+    # Larger polls than the SDK's default 500, as `samsa consume`: fewer calls per record.
+    settings: dict[str, object] = {"bootstrap.servers": servers, "max.poll.records": 5000}
+    settings.update(key_value(item, "--consumer-property") for item in args.consumer_property)
+    wanted = args.messages
+    messages = size = 0
+    print(CONSUMER_DETAILED_HEADER if args.show_detailed_stats else CONSUMER_HEADER, flush=True)
+    with Consumer(settings) as consumer:
+        start_time, started_ms = _wall_time(), _now_ms()
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(partitions)
+        first_record_ms = None
+        last_record_ms = report_ms = started_ms
+        reported_messages = reported_size = 0
+        while messages < wanted:
+            records = consumer.poll(timeout=POLL_TIMEOUT_S)
+            now_ms = _now_ms()
+            if not records:
+                if now_ms - last_record_ms >= args.timeout_ms:
+                    break
+                continue
+            if first_record_ms is None:
+                first_record_ms = now_ms
+            last_record_ms = now_ms
+            taken = records[: wanted - messages]
+            messages += len(taken)
+            size += sum(len(r.key or b"") + len(r.value or b"") for r in taken)
+            if args.show_detailed_stats and now_ms - report_ms >= args.reporting_interval:
+                print(
+                    consumer_progress_line(
+                        _wall_time(),
+                        messages,
+                        size,
+                        messages - reported_messages,
+                        size - reported_size,
+                        round(now_ms - report_ms),
+                    ),
+                    flush=True,
+                )
+                report_ms, reported_messages, reported_size = now_ms, messages, size
+        end_time, ended_ms = _wall_time(), _now_ms()
+    if not args.show_detailed_stats:  # Kafka's tool, too, prints one or the other
+        fetch_ms = 0 if first_record_ms is None else round(ended_ms - first_record_ms)
+        elapsed_ms = round(ended_ms - started_ms)
+        print(consumer_line(start_time, end_time, elapsed_ms, fetch_ms, messages, size))
+    if messages < wanted:
+        print(
+            f"samsa perf consume: {wanted - messages} of {wanted} records missing: none came for "
+            f"{args.timeout_ms} ms (--timeout-ms)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
