@@ -277,8 +277,10 @@ def test_bad_records_and_partitions_raise_before_anything_is_queued(cluster: Fak
     assert all(not cluster.log(TOPIC, p) for p in range(4))
 
 
-def test_the_future_counts_the_records_of_failed_batches(cluster: FakeCluster):
-    def refuse_partition_1(topic, partition, batch):
+def refuse_partition_1(cluster: FakeCluster) -> None:
+    """Every broker answers INVALID_RECORD (not retriable) for partition 1, stores the rest."""
+
+    def answer(topic, partition, batch):
         if partition != 1:
             return None
         return broker_pb2.ProduceResponse.PartitionResponse(
@@ -286,7 +288,11 @@ def test_the_future_counts_the_records_of_failed_batches(cluster: FakeCluster):
         )
 
     for broker in cluster.brokers.values():
-        broker.answer_hook = refuse_partition_1
+        broker.answer_hook = answer
+
+
+def test_the_future_counts_the_records_of_failed_batches(cluster: FakeCluster):
+    refuse_partition_1(cluster)
     with Producer({"bootstrap.servers": BOOTSTRAP}) as producer:
         future = producer.send_many(TOPIC, [b"v"] * 40, partitions=[n % 4 for n in range(40)])
         producer.flush(WAIT_S)
@@ -299,15 +305,7 @@ def test_the_future_counts_the_records_of_failed_batches(cluster: FakeCluster):
 def test_failed_records_counts_every_record_that_failed_for_good(cluster: FakeCluster):
     """Kafka's record-error-total: what an application that keeps no future still learns."""
 
-    def refuse_partition_1(topic, partition, batch):
-        if partition != 1:
-            return None
-        return broker_pb2.ProduceResponse.PartitionResponse(
-            error_code=ErrorCode.INVALID_RECORD, error_message="refused"
-        )
-
-    for broker in cluster.brokers.values():
-        broker.answer_hook = refuse_partition_1
+    refuse_partition_1(cluster)
     with Producer({"bootstrap.servers": BOOTSTRAP}) as producer:
         for n in range(12):
             producer.send(TOPIC, b"v", partition=n % 4)
