@@ -34,7 +34,10 @@ BASE_TS = 1_700_000_000_000
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    settings = dict(FAST_SETTINGS) | {
+    # No test here stops a service, so brokers keep the default session (FAST_SETTINGS' 3 s
+    # could fence a broker of a machine busy enough, and with it the groups' partitions).
+    settings = {
+        "broker.heartbeat.interval.ms": FAST_SETTINGS["broker.heartbeat.interval.ms"],
         "offsets.topic.num.partitions": "2",
         "transaction.state.log.num.partitions": "2",
         "group.consumer.heartbeat.interval.ms": "200",
