@@ -37,10 +37,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
-import grpc
+from samsa.common.grpc_experiments import prefer_legacy_poller
 
-from bench.figures import percentile
-from samsa.common import event_loops
+prefer_legacy_poller()  # the floor runs with the gRPC setup Samsa's processes run with
+
+import grpc  # noqa: E402
+
+from bench.figures import percentile  # noqa: E402
+from samsa.common import event_loops  # noqa: E402
 
 SERVICE = "bench.PingPong"
 METHOD = "Echo"

@@ -1,7 +1,12 @@
-"""`python -m samsa.services.controller`: see main.py."""
+"""`python -m samsa.services.controller`: see main.py. gRPC's experiments are chosen
+before anything imports grpc (common/grpc_experiments.py)."""
 
 import sys
 
-from samsa.services.controller.main import main
+from samsa.common.grpc_experiments import prefer_legacy_poller
+
+prefer_legacy_poller()
+
+from samsa.services.controller.main import main  # noqa: E402  (after the experiments are chosen)
 
 sys.exit(main())

@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from samsa.common import allocator, event_loops
+from samsa.common import allocator, event_loops, grpc_experiments
 from samsa.services.runtime import config_loading, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
@@ -61,7 +61,12 @@ def run_service(
         tracing = telemetry.configure(name)
         served = metrics.serve(config.metrics_listen, name)
         logging.getLogger(__name__).info(
-            "starting", extra={"event_loop": event_loop, "allocator": heap}
+            "starting",
+            extra={
+                "event_loop": event_loop,
+                "allocator": heap,
+                "grpc_experiments": os.environ.get(grpc_experiments.VARIABLE, ""),
+            },
         )
     except STARTUP_ERRORS as error:
         print(f"samsa {kind}: {error}", file=sys.stderr)

@@ -28,6 +28,7 @@ from cluster_helpers import FAST_SETTINGS, controller_stub, wait_until
 
 from samsa.cli.launcher import HOST, LocalCluster, free_ports, load_or_create
 from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.common import grpc_experiments
 from samsa.v1 import controller_pb2
 
 pytestmark = pytest.mark.timeout(240)
@@ -37,8 +38,13 @@ RECORDS = 200
 
 
 def broker_environment(**samsa: str) -> dict[str, str]:
-    """This process's environment without SAMSA_* variables, plus `samsa`."""
-    environ = {name: value for name, value in os.environ.items() if not name.startswith("SAMSA_")}
+    """This process's environment without SAMSA_* variables and GRPC_EXPERIMENTS (as on a
+    machine where nothing set them), plus `samsa`."""
+    environ = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("SAMSA_") and name != grpc_experiments.VARIABLE
+    }
     return environ | samsa
 
 
@@ -102,6 +108,9 @@ def test_a_broker_configured_by_environment_and_file_advertises_its_address(
         ]
         if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
             assert starting["allocator"] == "tuned"  # common/allocator.py
+        # common/grpc_experiments.py: chosen by the broker itself, and known to this grpcio.
+        assert starting["grpc_experiments"] == grpc_experiments.LEGACY_POLLER
+        assert "Unknown experiment" not in log_path.read_text()
 
         bootstrap = spec.bootstrap_servers  # the controller: the broker is found through it
         with Admin({"bootstrap.servers": bootstrap}) as admin:

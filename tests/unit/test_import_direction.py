@@ -68,6 +68,7 @@ IO_MODULE_NAMES = {
     "service_process.py",  # a service's start: config, logs, secret, tracing, metrics, run
     "event_loops.py",  # makes the event loop (uvloop or asyncio) a process runs on
     "allocator.py",  # mallopt through ctypes: large buffers stay in the heap
+    "grpc_experiments.py",  # sets GRPC_EXPERIMENTS in os.environ before grpc is imported
     "wrapping_interceptor.py",  # a grpc.aio server interceptor's handler cache
     "logs.py",  # JSON log lines on stderr
     "shutdown.py",  # signals -> asyncio.Event

@@ -1,7 +1,16 @@
 """The Python SDK: Producer and AsyncProducer, Consumer and AsyncConsumer, and Admin, with
 Kafka's keys. `tune_allocator()` keeps large buffers in the process's heap, as the services do
 (common/allocator.py): an application that moves many large batches may call it once at start;
-the SDK never changes the process's allocator by itself."""
+the SDK never changes the process's allocator by itself.
+
+Imported before anything else imports grpc, the SDK turns off gRPC's EventEngine client and
+listener for the process (GRPC_EXPERIMENTS; common/grpc_experiments.py says why): set
+GRPC_EXPERIMENTS yourself (empty for gRPC's defaults) and the SDK leaves it alone."""
+
+# ruff: noqa: E402  (the experiments are chosen before the modules below import grpc)
+from samsa.common.grpc_experiments import prefer_legacy_poller
+
+prefer_legacy_poller()
 
 from samsa.client.admin import Admin, NewTopic
 from samsa.client.async_consumer import AsyncConsumer
