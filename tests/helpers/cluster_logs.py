@@ -12,6 +12,7 @@ report is made); a cluster whose processes have all stopped no longer counts for
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,21 +29,18 @@ _running: dict[int, LocalCluster] = {}
 
 
 def track_clusters() -> Iterator[None]:
-    """For a session-scoped fixture: remember the data directory of every cluster started."""
-    start, stop_all = LocalCluster.start, LocalCluster.stop_all
+    """For a session-scoped fixture: remember every cluster that starts a process."""
+    start = LocalCluster.start
 
-    def tracking_start(self: LocalCluster, name: str):  # type: ignore[no-untyped-def]
+    def tracking_start(self: LocalCluster, name: str) -> subprocess.Popen[bytes]:
+        for key in [key for key, cluster in _running.items() if not _alive(cluster)]:
+            del _running[key]  # stopped since: it no longer counts
         _running[id(self)] = self
         _started_this_test.add(self.data_dir)
         return start(self, name)
 
-    def tracking_stop_all(self: LocalCluster, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        _running.pop(id(self), None)
-        stop_all(self, *args, **kwargs)
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(LocalCluster, "start", tracking_start)
-        patch.setattr(LocalCluster, "stop_all", tracking_stop_all)
         yield
 
 
@@ -54,9 +52,7 @@ def begin_test() -> None:
 def report() -> str:
     """Each relevant cluster's warnings and errors and the last lines of each service's log."""
     parts: list[str] = []
-    live = {
-        c.data_dir for c in _running.values() if any(p.poll() is None for p in c.processes.values())
-    }
+    live = {cluster.data_dir for cluster in _running.values() if _alive(cluster)}
     for data_dir in sorted(live | _started_this_test):
         for path in sorted((data_dir / "logs").glob("*.log")):
             parts.append(f"--- {path}\n{_summary(path)}")
