@@ -6,7 +6,8 @@ believes current, and the epoch of its last batch (KIP-320): when the leader's l
 that epoch, the answer carries `diverging_epoch` and the follower truncates to its end offset —
 never blindly to its high watermark (KIP-101) — before fetching again. What comes back is appended
 as the leader assigned it (`append_as_follower`: offsets and epochs kept), and the follower's high
-watermark becomes min(leader's, own log end).
+watermark becomes min(leader's, own log end). Those rules live in follower_apply.py, without
+I/O of their own; this module runs them.
 
 Each loop fetches in a fetch session (KIP-227, common/fetch_session_client.py): after the opening
 full fetch, a request names only the partitions whose position moved (those it appended to,
@@ -52,18 +53,22 @@ from collections.abc import Iterable
 
 import grpc
 
-from samsa.common.errors import ErrorCode, SamsaError
+from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed, FetchLink
 from samsa.common.fetch_session_client import (
     FetchParts,
-    FetchPosition,
     FetchSessionClient,
     PartitionKey,
     fetch_request,
 )
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.replica.follower_apply import (
+    FetchPartitionResult,
+    answer_is_current,
+    apply_leader_answer,
+    follower_position,
+)
 from samsa.services.broker.replica.replica_stream import STREAM_METHOD
-from samsa.services.broker.replica.replication import follower_high_watermark
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel
@@ -72,7 +77,6 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc
 log = logging.getLogger(__name__)
 
 FETCH_MAX_WAIT_MS = 500  # Kafka's replica.fetch.wait.max.ms
-FETCH_PARTITION_BYTES = 1024 * 1024  # Kafka's replica.fetch.max.bytes
 FETCH_RESPONSE_BYTES = 16 * 1024 * 1024  # Kafka's replica.fetch.response.max.bytes (10 MiB)
 ERROR_BACKOFF_S = 0.1  # Kafka's replica.fetch.backoff.ms is 1 s; a local cluster wants speed
 # The leader is about to apply the metadata change that made it leader (see the module doc).
@@ -167,7 +171,7 @@ class ReplicaFetchers:
             self._grown.add(leader)
         session = self._sessions.setdefault(leader, FetchSessionClient())
         if hosted.corrupt_from is None:
-            session.set(key, _position(hosted))
+            session.set(key, follower_position(hosted))
         else:  # no progress reports until truncated (the scrubber)
             session.set(key, None)
             self._corrupt_excluded.add(key)
@@ -280,69 +284,16 @@ class ReplicaFetchers:
                 key = (topic.name, result.partition)
                 hosted = self.host.get(*key)
                 sent = session.sent(key)
-                if (
-                    hosted is None
-                    or hosted.is_leader
-                    or hosted.leader_id != leader_id
-                    or sent is None
-                    or hosted.log.log_end_offset != sent.fetch_offset
-                ):
+                if not answer_is_current(hosted, leader_id, sent):
                     continue  # the partition moved on while the fetch was out
-                if not self._apply_partition(hosted, result, now_ms):
+                assert hosted is not None  # answer_is_current said so
+                if not apply_leader_answer(hosted, result, now_ms):
                     behind = _leader_behind(hosted, result)
                     backoff_s = max(
                         backoff_s, LEADER_BEHIND_BACKOFF_S if behind else ERROR_BACKOFF_S
                     )
-                session.set(key, _position(hosted))
+                session.set(key, follower_position(hosted))
         return backoff_s
-
-    def _apply_partition(
-        self, hosted: HostedPartition, result: FetchPartitionResult, now_ms: int
-    ) -> bool:
-        log_ = hosted.log
-        where = f"{hosted.topic}-{hosted.partition}"
-        if result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            if log_.log_end_offset < result.log_start_offset:
-                log.warning("follower behind the leader's log start", extra={"partition": where})
-                log_.truncate_fully_and_start_at(result.log_start_offset)
-            else:
-                log_.truncate_to(min(result.high_watermark, log_.log_end_offset))
-            hosted.notify_appended()
-            return True
-        if result.error_code != ErrorCode.NONE:
-            return False  # leadership changed: the metadata log will say where to go
-        if result.HasField("diverging_epoch"):
-            end = result.diverging_epoch.end_offset
-            target = end if end >= 0 else min(hosted.high_watermark, log_.log_end_offset)
-            log.warning(
-                "follower log diverged from the leader's: truncating",
-                extra={
-                    "partition": where,
-                    "epoch": result.diverging_epoch.leader_epoch,
-                    "truncate_to": target,
-                    "log_end_offset": log_.log_end_offset,
-                },
-            )
-            log_.truncate_to(target)
-            hosted.high_watermark = min(hosted.high_watermark, log_.log_end_offset)
-            hosted.notify_appended()
-            return True
-        records = result.records  # read once: each read of a bytes field copies it
-        if records:
-            try:
-                log_.append_as_follower(records, now_ms=now_ms)
-            except SamsaError as error:
-                log.error("follower append failed", extra={"partition": where, "error": str(error)})
-                return False
-        high_watermark = follower_high_watermark(result.high_watermark, log_.log_end_offset)
-        if result.log_start_offset > log_.log_start_offset:
-            # The leader deleted records (DeleteRecords or its retention): so does this replica,
-            # and its next fetch reports where it starts (the leader's low watermark).
-            log_.delete_records(min(result.log_start_offset, log_.log_end_offset))
-        if records or high_watermark != hosted.high_watermark:
-            hosted.high_watermark = high_watermark
-            hosted.notify_appended()
-        return True
 
 
 def leader_link(signer: MemberSigner) -> FetchLink:
@@ -380,16 +331,6 @@ def _leader_behind(hosted: HostedPartition, result: FetchPartitionResult) -> boo
     )
 
 
-def _position(hosted: HostedPartition) -> FetchPosition:
-    return FetchPosition(
-        fetch_offset=hosted.log.log_end_offset,
-        current_leader_epoch=hosted.leader_epoch,
-        last_fetched_epoch=hosted.log.latest_epoch,
-        partition_max_bytes=FETCH_PARTITION_BYTES,
-        log_start_offset=hosted.log.log_start_offset,
-    )
-
-
 def _request(broker_id: int, parts: FetchParts) -> broker_pb2.FetchRequest:
     return fetch_request(
         parts,
@@ -398,6 +339,3 @@ def _request(broker_id: int, parts: FetchParts) -> broker_pb2.FetchRequest:
         min_bytes=1,
         max_bytes=FETCH_RESPONSE_BYTES,
     )
-
-
-FetchPartitionResult = broker_pb2.FetchResponse.PartitionResponse
