@@ -281,6 +281,7 @@ class PartitionHost:
                 hosted.replication = None
                 if hosted.is_leader and hosted.state is not None:
                     hosted.epoch_start_offset = hosted.log.log_end_offset
+                    hosted.log.start_leader_epoch(action.leader_epoch)
                     hosted.replication = LeaderReplication(
                         leader_id=self.broker_id,
                         replicas=hosted.state.replicas,

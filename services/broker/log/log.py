@@ -230,6 +230,19 @@ class Log:
         """KIP-101: (largest epoch <= leader_epoch, end offset of that epoch), or (-1, -1)."""
         return self._epochs.end_offset_for_epoch(leader_epoch, self.log_end_offset)
 
+    def start_leader_epoch(self, leader_epoch: int) -> None:
+        """This replica leads from `leader_epoch` on, which starts at the log end (Kafka's
+        maybeAssignEpochStartOffset at makeLeader). Without the entry, a follower holding
+        batches of the previous epoch that this replica never got would ask for an epoch it
+        does not know, be answered "undefined", and truncate to its high watermark, which may
+        lie below records the previous leader acknowledged (the replication simulation found
+        it). With it, the answer is where this log leaves that follower's (KIP-101)."""
+        self._check_open()
+        if leader_epoch > self._epochs.latest_epoch and self._epochs.assign(
+            leader_epoch, self.log_end_offset
+        ):
+            self._durability.checkpoint_epochs(self._epochs.entries())
+
     # --- appending -----------------------------------------------------------------------------
 
     def append_as_leader(
@@ -458,6 +471,11 @@ class Log:
         leaders only ever ask for batch boundaries (KIP-101 end offsets, high watermarks)."""
         self._check_open()
         if offset >= self.log_end_offset:
+            # No batch to drop, but an epoch may start at the log end with nothing written in it
+            # (this replica became leader, then lost it before an append: start_leader_epoch).
+            # A follower must not keep claiming it (Kafka's truncateTo does the same).
+            if self._epochs.truncate_from_end(self.log_end_offset):
+                self._durability.checkpoint_epochs(self._epochs.entries())
             return
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)

@@ -131,3 +131,35 @@ def test_follower_epochs_come_from_the_batches(tmp_path: Path) -> None:
     )
     assert log.leader_epoch_entries() == [(1, 0), (3, 2)]
     assert log.end_offset_for_epoch(2) == (1, 2)
+
+
+def test_a_new_leadership_starts_its_epoch_at_the_log_end(tmp_path: Path) -> None:
+    """A leader that never wrote epoch 2 (it followed epoch 1, then was elected at epoch 3)
+    still answers a follower holding epoch-2 batches with where its own log leaves that epoch:
+    the start of epoch 3. Without the entry the epoch is unknown to it, and the follower falls
+    back to its high watermark (the replication simulation's seed 673 lost acknowledged
+    records to that fallback)."""
+    log = filled(tmp_path, epochs=(0, 1), per_epoch=1)  # 2 records a batch: epoch 1 from 2, end 4
+    assert log.end_offset_for_epoch(2) == (-1, -1)
+    log.start_leader_epoch(3)
+    assert log.leader_epoch_entries() == [(0, 0), (1, 2), (3, 4)]
+    assert log.end_offset_for_epoch(2) == (1, 4)
+    log.start_leader_epoch(3)  # the same leadership applied again: nothing changes
+    log.start_leader_epoch(2)  # never below the latest epoch
+    assert log.leader_epoch_entries() == [(0, 0), (1, 2), (3, 4)]
+    info = log.append_as_leader(batch(b"z"), leader_epoch=3, now_ms=2)
+    assert info.first_offset == 4 and log.leader_epoch_entries() == [(0, 0), (1, 2), (3, 4)]
+    log.close()
+    assert Log.open(tmp_path, small_config(), now_ms=0).leader_epoch_entries()[-1] == (3, 4)
+
+
+def test_truncating_at_the_end_drops_an_epoch_nothing_was_written_in(tmp_path: Path) -> None:
+    """A replica elected at epoch 3 that lost the leadership before any append follows the
+    next leader: its empty epoch 3 must go, or it would keep asking the leader about an epoch
+    the leader never had, and truncate to the same end forever (the simulation's seed 32)."""
+    log = filled(tmp_path, epochs=(0, 1), per_epoch=1)
+    log.start_leader_epoch(3)
+    log.truncate_to(log.log_end_offset)
+    assert log.leader_epoch_entries() == [(0, 0), (1, 2)]
+    assert log.latest_epoch == 1
+    assert [r.offset for r in read_all(log)] == [0, 1, 2, 3]
