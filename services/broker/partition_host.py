@@ -108,6 +108,13 @@ class LeadershipError(NamedTuple):
             result.current_leader.leader_epoch = self.leader_epoch
 
 
+class ProposedIsr(NamedTuple):
+    """An ISR a leader proposed, and the partition epoch it was decided from."""
+
+    isr: tuple[int, ...]
+    partition_epoch: int
+
+
 @dataclass
 class HostedPartition:
     """One partition's log, leadership and replication state as this broker knows them."""
@@ -134,6 +141,9 @@ class HostedPartition:
     # Partition epoch of an ISR change we proposed and the controller accepted, until the
     # metadata log shows it (no second proposal from a stale partition epoch meanwhile).
     awaited_partition_epoch: int = -1
+    # The ISR change this leader proposed, until the metadata log or a refusal settles it (see
+    # `maximal_isr`).
+    proposed_isr: ProposedIsr | None = None
     # The high watermark the data directory's checkpoint file holds for it (-1: none yet).
     checkpointed_high_watermark: int = -1
     # Where this replica's own log failed its scrub, until the log is truncated there; None
@@ -155,6 +165,17 @@ class HostedPartition:
     @property
     def isr(self) -> tuple[int, ...]:
         return () if self.state is None else self.state.isr
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The replicas the high watermark waits for: the ISR, plus those a proposed expansion
+        adds until it is settled (Kafka's maximal ISR). The controller may commit the expansion
+        and elect an added replica before this broker applies the change: a record acknowledged
+        meanwhile must be on that replica too."""
+        isr = self.isr
+        if self.proposed_isr is None:
+            return isr
+        return isr + tuple(r for r in self.proposed_isr.isr if r not in isr)
 
     @property
     def replica_count(self) -> int:
@@ -182,8 +203,10 @@ class HostedPartition:
         """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
         if self.replication is None or self.state is None:
             return False
+        if len(self.state.isr) < self.min_insync_replicas:  # the committed ISR, not the maximal
+            return False
         moved = self.replication.advance_high_watermark(
-            self.log.log_end_offset, self.state.isr, self.min_insync_replicas
+            self.log.log_end_offset, self.maximal_isr, self.min_insync_replicas
         )
         if moved:
             self.high_watermark = self.replication.high_watermark
@@ -279,6 +302,7 @@ class PartitionHost:
                 hosted.state = self._state_of(key)
                 self._configure(hosted, action.configs)
                 hosted.replication = None
+                hosted.proposed_isr = None  # a new leadership proposes afresh
                 if hosted.is_leader and hosted.state is not None:
                     hosted.epoch_start_offset = hosted.log.log_end_offset
                     hosted.log.start_leader_epoch(action.leader_epoch)
@@ -317,6 +341,13 @@ class PartitionHost:
                 left_isr = set(hosted.isr)
                 hosted.state = self._state_of(key)
                 left_isr.difference_update(hosted.isr)
+                proposed = hosted.proposed_isr
+                if proposed is not None and (
+                    hosted.state is None or hosted.state.partition_epoch != proposed.partition_epoch
+                ):
+                    # The partition changed since the proposal: it was committed (the ISR now
+                    # says so) or can never be (the controller checks the partition epoch).
+                    hosted.proposed_isr = None
                 if hosted.replication is not None:
                     for replica in left_isr:
                         progress = hosted.replication.followers.get(replica)

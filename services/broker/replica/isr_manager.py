@@ -7,9 +7,14 @@ changes one pass decides are proposed together with AlterPartition (KIP-497: man
 request, in chunks of `limits.alter_partition_items_max`, each request one metadata batch on the
 controller), each carrying the leader epoch and partition epoch it was decided from, and the
 request the broker epoch. A change becomes true only when the controller commits it and the
-metadata log brings it back — the leader keeps using the committed ISR until then, which is the
-safe side for both directions (a shrink lowers the bar only once committed; an expansion raises
-it only once committed). At most one AlterPartition is in flight (as Kafka's
+metadata log brings it back. Until then the high watermark waits for the larger of the two
+ISRs (Kafka's maximal ISR, `HostedPartition.maximal_isr`): a shrink lowers the bar only once
+committed, and an expansion raises it from the moment it is proposed — the controller may commit
+it and elect the added replica before this broker hears of it, so a record acknowledged in
+between must already be there (the replication simulation found that window). A proposal is
+settled by the metadata log (the partition epoch moved: committed, or never to be) or by a
+refusal from the controller at the same partition epoch; one whose request failed is sent again
+(an expansion as it was, until settled). At most one AlterPartition is in flight (as Kafka's
 AlterPartitionManager): passes decide nothing while it is, and the first pass after it decides
 everything that queued up meanwhile, so thousands of changes after a restart cost a few requests
 rather than one Raft commit each. A partition whose proposal was refused, or whose request failed,
@@ -29,7 +34,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.broker_gauges import isr_change_counts
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import HostedPartition, PartitionHost, ProposedIsr
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.v1 import controller_pb2
 
@@ -89,6 +94,18 @@ def alter_partition_requests(
     return requests
 
 
+def proposal_requests(
+    host: PartitionHost, broker_epoch: int, decided: Sequence[Proposal]
+) -> list[controller_pb2.AlterPartitionRequest]:
+    """The AlterPartition requests for `decided`; from now on each partition's high watermark
+    waits for its proposed ISR too, until the proposal is settled (module doc)."""
+    for proposal in decided:
+        hosted = host.partitions.get(proposal.key)
+        if hosted is not None:
+            hosted.proposed_isr = ProposedIsr(proposal.isr, proposal.partition_epoch)
+    return alter_partition_requests(host.broker_id, broker_epoch, decided)
+
+
 async def run_isr_manager(
     host: PartitionHost,
     channel: ControllerChannel,
@@ -122,13 +139,15 @@ async def run_isr_manager(
         if time.monotonic() - last_sweep >= sweep_interval_s:
             last_sweep = time.monotonic()
             keys.update(key for key, hosted in host.partitions.items() if hosted.is_leader)
-        decided = _decide(host, keys, now_ms=int(time.time() * 1000), lag_max_ms=lag_max_ms)
+        decided = decide_proposals(
+            host, keys, now_ms=int(time.time() * 1000), lag_max_ms=lag_max_ms
+        )
         if decided:
             proposals.start(decided)
     proposals.cancel()
 
 
-def _decide(
+def decide_proposals(
     host: PartitionHost, keys: set[PartitionKey], *, now_ms: int, lag_max_ms: int
 ) -> list[Proposal]:
     """The ISR changes to propose for these partitions, in a stable order."""
@@ -169,6 +188,11 @@ def _proposal(
         or state.partition_epoch < hosted.awaited_partition_epoch
     ):
         return None
+    proposed = hosted.proposed_isr
+    if proposed is not None and set(proposed.isr) - set(state.isr):
+        # An expansion whose request failed: sent again as it was, until the controller or the
+        # metadata log settles it (the high watermark waits for it meanwhile).
+        return proposed.isr
     return hosted.replication.proposed_isr(
         isr=state.isr,
         replicas=state.replicas,
@@ -202,7 +226,7 @@ class _Proposals:
 
     def start(self, decided: list[Proposal]) -> None:
         assert not self.busy, "at most one AlterPartition in flight"
-        requests = alter_partition_requests(self.host.broker_id, self.broker_epoch(), decided)
+        requests = proposal_requests(self.host, self.broker_epoch(), decided)
         self._isr_changes = {p.key: isr_change_counts(p.previous_isr, p.isr) for p in decided}
         self._task = asyncio.create_task(self._send(requests))
 
@@ -257,8 +281,7 @@ async def _propose(
     host: PartitionHost, channel: ControllerChannel, request: controller_pb2.AlterPartitionRequest
 ) -> tuple[list[PartitionKey], list[PartitionKey]]:
     """Ask the controller for these ISR changes: the partitions accepted and those refused (all
-    of them when the request itself failed). An accepted one waits for its new partition epoch
-    before it is proposed again."""
+    of them when the request itself failed; see `settle_proposals`)."""
     keys = _keys(request)
     log.info("proposing ISR changes", extra={"partitions": len(keys)})
     try:
@@ -266,6 +289,15 @@ async def _propose(
     except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
         log.warning("AlterPartition of %d partitions failed: %s", len(keys), error)
         return [], keys
+    return settle_proposals(host, keys, response)
+
+
+def settle_proposals(
+    host: PartitionHost, keys: list[PartitionKey], response: controller_pb2.AlterPartitionResponse
+) -> tuple[list[PartitionKey], list[PartitionKey]]:
+    """The controller's answer to an AlterPartition carrying `keys`: the partitions accepted
+    (each now waits for its new partition epoch in the metadata log before it is proposed
+    again) and those refused or unanswered (to retry)."""
     accepted: list[PartitionKey] = []
     refused = keys[len(response.partitions) :]  # unanswered: retry them
     for key, result in zip(keys, response.partitions, strict=False):
@@ -276,6 +308,9 @@ async def _propose(
             accepted.append(key)
             continue
         refused.append(key)
+        proposed = None if hosted is None else hosted.proposed_isr
+        if proposed is not None and result.partition_epoch == proposed.partition_epoch:
+            hosted.proposed_isr = None  # type: ignore[union-attr]  # refused: never committed
         log.warning(
             "AlterPartition refused",
             extra={

@@ -75,7 +75,10 @@ def host(count: int) -> SimpleNamespace:
     return SimpleNamespace(
         broker_id=1,
         metrics=NO_METRICS,
-        partitions={("t", p): SimpleNamespace(awaited_partition_epoch=-1) for p in range(count)},
+        partitions={
+            ("t", p): SimpleNamespace(awaited_partition_epoch=-1, proposed_isr=None)
+            for p in range(count)
+        },
     )
 
 
