@@ -10,6 +10,36 @@ from samsa.services.broker.requests.fetch import first_of
 from samsa.services.broker.requests.produce import ReplicationWait, fail
 
 
+def settled(wait: ReplicationWait) -> bool:
+    """Whether an acks=all append is answered now (its result says how): the high watermark
+    passed it (success), leadership moved (NOT_LEADER_OR_FOLLOWER, naming the new leader as
+    KIP-951 asks), or the ISR fell below min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+    No I/O: the replication simulation (tests/unit/broker/test_replication_simulation.py) settles
+    its produces with it after every step, as the waits here do on every wake-up."""
+    hosted = wait.hosted
+    if hosted.high_watermark >= wait.end_offset:
+        return True
+    if not hosted.is_leader:
+        fail(
+            wait.result,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            "leadership moved before the write was replicated; retry at the new leader",
+        )
+        if hosted.leader_id >= 0:  # KIP-951: the producer retries there at once
+            wait.result.current_leader.leader_id = hosted.leader_id
+            wait.result.current_leader.leader_epoch = hosted.leader_epoch
+        return True
+    if len(hosted.isr) < hosted.min_insync_replicas:
+        fail(
+            wait.result,
+            ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+            f"written to the leader, but the ISR {list(hosted.isr)} fell below "
+            f"min.insync.replicas={hosted.min_insync_replicas} before it replicated",
+        )
+        return True
+    return False
+
+
 async def await_replication(waits: list[ReplicationWait], timeout_s: float) -> None:
     """Answer acks=all appends once the high watermark passes them: NOT_ENOUGH_REPLICAS_AFTER_
     APPEND if the ISR fell below min.insync.replicas meanwhile, REQUEST_TIMED_OUT after the
@@ -18,30 +48,7 @@ async def await_replication(waits: list[ReplicationWait], timeout_s: float) -> N
     deadline = loop.time() + timeout_s
     pending = list(waits)
     while pending:
-        still = []
-        for wait in pending:
-            hosted = wait.hosted
-            if hosted.high_watermark >= wait.end_offset:
-                continue
-            if not hosted.is_leader:
-                fail(
-                    wait.result,
-                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                    "leadership moved before the write was replicated; retry at the new leader",
-                )
-                if hosted.leader_id >= 0:  # KIP-951: the producer retries there at once
-                    wait.result.current_leader.leader_id = hosted.leader_id
-                    wait.result.current_leader.leader_epoch = hosted.leader_epoch
-            elif len(hosted.isr) < hosted.min_insync_replicas:
-                fail(
-                    wait.result,
-                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                    f"written to the leader, but the ISR {list(hosted.isr)} fell below "
-                    f"min.insync.replicas={hosted.min_insync_replicas} before it replicated",
-                )
-            else:
-                still.append(wait)
-        pending = still
+        pending = [wait for wait in pending if not settled(wait)]
         remaining = deadline - loop.time()
         if not pending:
             return

@@ -1,0 +1,596 @@
+"""A seeded simulation of one partition replicated on three brokers, in one process, over the
+code the services run: the controller's pure decisions and metadata replay, each broker's
+`PartitionHost` over real logs in a temporary directory, the leader's `produce` and
+`PartitionReader`, the follower's `apply_leader_answer`, the ISR manager's decisions, the
+acks=all settling rule and the maintenance pass. Only the wiring is the simulation's: who
+talks to whom and when, decided by a `random.Random(seed)`.
+
+Each step is one thing that happens in a real cluster, in an order a real cluster allows:
+a produce reaches a broker; a follower's fetch reaches its leader and is read there; its
+answer reaches the follower (or is lost); a broker applies the metadata log up to its end
+(brokers apply it each at its own pace); a leader proposes an ISR change; the controller
+expires the session of a dead broker; a broker is killed (kill -9: what it wrote stays in
+the page cache, its memory is gone), shut down cleanly, or started again (it registers,
+catches up on metadata, heartbeats and is unfenced); the preferred leader is elected back;
+the maintenance pass flushes and checkpoints; the clock moves.
+
+After every step `check` asserts the safety of replication (DESIGN §4):
+- every replica's high watermark is within its log;
+- committed records never change: each replica's log below its high watermark equals what
+  every other replica ever showed below its own (the first to show an offset fixes it);
+- an acknowledged record (acks=all, answered success) is committed at the offset it was
+  answered with, and every live replica the controller could elect (its ISR) holds it.
+`heal` then restarts every broker and runs the cluster fault-free until it settles; the
+caller asserts that every replica ends identical, the ISR full, and nothing acknowledged lost.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
+from samsa.common.record.batch_decoding import decode_batches
+from samsa.common.record.codec import build_batch
+from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
+from samsa.metadata.records import make_batch
+from samsa.metadata.replay import replay
+from samsa.services.broker.maintenance import (
+    Pending,
+    checkpoint_pending,
+    flush_pending,
+    take_changes,
+)
+from samsa.services.broker.metadata.metadata_diff import partition_changes
+from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.replica.follower_apply import (
+    answer_is_current,
+    apply_leader_answer,
+    follower_position,
+)
+from samsa.services.broker.replica.isr_manager import (
+    decide_proposals,
+    proposal_requests,
+    settle_proposals,
+)
+from samsa.services.broker.requests.partition_read import PartitionReader
+from samsa.services.broker.requests.produce import ReplicationWait, produce
+from samsa.services.broker.requests.produce_wait import settled
+from samsa.services.controller import control_plane as cp
+from samsa.services.controller.liveness import BrokerLiveness
+from samsa.v1 import broker_pb2
+from samsa.v1 import controller_pb2 as c
+
+TOPIC = "sim"
+KEY = (TOPIC, 0)
+BROKERS = (1, 2, 3)
+LAG_MAX_MS = 1_000  # replica.lag.time.max.ms, on the simulation's clock
+# Small segments, so truncation and reads cross segment boundaries.
+TOPIC_CONFIGS = {"min.insync.replicas": "2", "segment.bytes": "2048", "max.message.bytes": "1024"}
+DEFAULTS = cp.ClusterDefaults(num_partitions=1, default_replication_factor=3)
+
+# Relative weights of the steps; the faults are rarer than the traffic.
+STEP_WEIGHTS: dict[str, float] = {
+    "produce": 10,
+    "fetch": 12,
+    "answer": 12,
+    "metadata": 8,
+    "isr": 4,
+    "heartbeat": 4,
+    "expire": 2,
+    "kill": 0.5,
+    "shutdown": 0.5,
+    "restart": 3,
+    "preferred": 1,
+    "maintenance": 2,
+    "clock": 3,
+}
+# A second broker goes down while one is already down only this often: mostly one fault at a
+# time, sometimes two (offline partitions, elections from a shrunk ISR).
+SECOND_FAULT = 0.25
+ANSWER_LOSS = 0.1  # the share of fetch answers lost on the way (the follower asks again)
+
+
+class SafetyViolation(AssertionError):
+    pass
+
+
+@dataclass
+class InFlightFetch:
+    leader_id: int
+    sent: FetchPosition
+    answer: broker_pb2.FetchResponse.PartitionResponse
+
+
+@dataclass
+class Produce:
+    """One acks=all produce waiting at its leader."""
+
+    broker_id: int
+    values: list[bytes]
+    wait: ReplicationWait
+
+
+@dataclass
+class Broker:
+    broker_id: int
+    data_dir: Path
+    host: PartitionHost | None = None
+    incarnation: int = 0
+    fetch: InFlightFetch | None = None
+    pending: Pending = field(default_factory=Pending)
+
+    @property
+    def alive(self) -> bool:
+        return self.host is not None
+
+    def hosted(self) -> HostedPartition | None:
+        return None if self.host is None else self.host.get(*KEY)
+
+
+def commit(image: MetadataImage, result: cp.ControlResult) -> MetadataImage:  # type: ignore[type-arg]
+    if not result.records:
+        return image
+    return replay(image, make_batch(image, result.records, 0))
+
+
+def log_records(hosted: HostedPartition, start: int, end: int) -> list[tuple[int, bytes, int]]:
+    """(offset, value, leader epoch) of the records in [start, end) of a replica's log."""
+    out: list[tuple[int, bytes, int]] = []
+    log = hosted.log
+    start = max(start, log.log_start_offset)
+    while start < end:
+        read = log.read(start, 1 << 20, max_offset=end)
+        if not read.records:
+            break
+        for batch in decode_batches(read.records):
+            epoch = batch.header.partition_leader_epoch
+            for record in batch:
+                if start <= record.offset < end:
+                    out.append((record.offset, record.value or b"", epoch))
+        start = read.next_offset
+    return out
+
+
+class Simulation:
+    def __init__(self, root: Path, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.now_ms = 1_000
+        self.brokers = {b: Broker(b, root / f"broker-{b}") for b in BROKERS}
+        self.image = MetadataImage.empty()
+        self.produces: list[Produce] = []
+        self.next_value = 0
+        # What the first replica to show an offset below its high watermark held there.
+        self.committed: dict[int, tuple[bytes, int]] = {}
+        # Where each replica's log was last checked against `committed`, by broker.
+        self.checked: dict[int, int] = {}
+        self.acked: dict[int, bytes] = {}
+        self.counts: Counter[str] = Counter()
+        for broker_id in BROKERS:
+            self._register(broker_id)
+            self._heartbeat(broker_id)
+        request = c.CreateTopicsRequest(
+            topics=[
+                c.CreateTopicsRequest.Topic(
+                    name=TOPIC, num_partitions=1, replication_factor=3, configs=TOPIC_CONFIGS
+                )
+            ]
+        )
+        created = cp.create_topics(
+            self.image, request, rng=self.rng, defaults=DEFAULTS, new_topic_id=lambda: b"s" * 16
+        )
+        assert created.response.topics[0].error_code == 0, created.response
+        self._commit(created)
+        for broker in self.brokers.values():
+            self._start(broker)
+
+    # --- the controller --------------------------------------------------------------------
+
+    def _commit(self, result: cp.ControlResult) -> None:  # type: ignore[type-arg]
+        self.image = commit(self.image, result)
+
+    def state(self) -> PartitionState:
+        return self.image.topics[TOPIC].partitions[0]
+
+    def _register(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        broker.incarnation += 1
+        request = c.RegisterBrokerRequest(
+            broker_id=broker_id, incarnation_id=f"i{broker.incarnation}", endpoint=f"h:{broker_id}"
+        )
+        self._commit(
+            cp.register_broker(
+                self.image,
+                request,
+                liveness=BrokerLiveness(),
+                now_ms=self.now_ms,
+                session_timeout_ms=LAG_MAX_MS,
+            )
+        )
+
+    def _heartbeat(self, broker_id: int) -> None:
+        registration = self.image.brokers[broker_id]
+        broker = self.brokers[broker_id]
+        applied = self.image.end_offset if broker.host is None else broker.host.image.end_offset
+        request = c.BrokerHeartbeatRequest(
+            broker_id=broker_id,
+            broker_epoch=registration.broker_epoch,
+            metadata_offset=applied,
+        )
+        self._commit(cp.broker_heartbeat(self.image, request))
+
+    # --- brokers -----------------------------------------------------------------------------
+
+    def _start(self, broker: Broker) -> None:
+        broker.host = PartitionHost(broker.data_dir, broker.broker_id)
+        broker.pending = Pending()
+        self._apply_metadata(broker)
+
+    def _apply_metadata(self, broker: Broker) -> None:
+        host = broker.host
+        assert host is not None
+        if host.image.end_offset == self.image.end_offset:
+            return
+        actions = partition_changes(host.image, self.image, broker.broker_id)
+        host.apply(self.image, actions, now_ms=self.now_ms)
+
+    def _kill(self, broker: Broker) -> None:
+        """kill -9: what the process wrote stays (the page cache), its memory is gone."""
+        assert broker.host is not None
+        for hosted in broker.host.partitions.values():
+            # The process's descriptors close with it, and nothing else happens: no flush, no
+            # index or checkpoint written (Log.close would do all three).
+            for segment in hosted.log._segments:
+                if segment.fd >= 0:
+                    os.close(segment.fd)
+                    segment.fd = -1
+        broker.host = None
+        broker.fetch = None
+        self._forget_produces(broker.broker_id)
+        self.checked.pop(broker.broker_id, None)
+
+    def _shutdown(self, broker: Broker) -> None:
+        """Controlled shutdown: the controller moves its leaderships, then it closes its logs."""
+        registration = self.image.brokers[broker.broker_id]
+        request = c.BrokerHeartbeatRequest(
+            broker_id=broker.broker_id,
+            broker_epoch=registration.broker_epoch,
+            metadata_offset=self.image.end_offset,
+            want_shutdown=True,
+        )
+        self._commit(cp.broker_heartbeat(self.image, request))
+        self._apply_metadata(broker)
+        self._settle()
+        assert broker.host is not None
+        broker.host.close_all()
+        broker.host = None
+        broker.fetch = None
+        self._forget_produces(broker.broker_id)
+        self.checked.pop(broker.broker_id, None)
+
+    def _forget_produces(self, broker_id: int) -> None:
+        # The client's connection broke: those produces were not acknowledged.
+        self.produces = [p for p in self.produces if p.broker_id != broker_id]
+
+    # --- steps -------------------------------------------------------------------------------
+
+    def step(self) -> str:
+        kinds = list(STEP_WEIGHTS)
+        kind = self.rng.choices(kinds, weights=[STEP_WEIGHTS[k] for k in kinds])[0]
+        done = getattr(self, f"_step_{kind}")()
+        self._settle()
+        self.counts[kind if done else f"{kind} (nothing to do)"] += 1
+        return kind
+
+    def _live(self) -> list[Broker]:
+        return [broker for broker in self.brokers.values() if broker.alive]
+
+    def _step_produce(self) -> bool:
+        live = self._live()
+        if not live:
+            return False
+        # Usually the leader the controller names; sometimes a broker a stale client picked.
+        leader = self.state().leader
+        target = self.brokers.get(leader) if self.rng.random() < 0.9 else self.rng.choice(live)
+        if target is None or target.host is None:
+            return False
+        values = [b"v%d" % (self.next_value + i) for i in range(self.rng.randint(1, 3))]
+        self.next_value += len(values)
+        request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
+        request.topics.add(name=TOPIC).partitions.add(partition=0, records=build_batch(values))
+        response, waits = produce(target.host, request, self.now_ms, internal_write_refusal=None)
+        result = response.topics[0].partitions[0]
+        if waits:
+            self.produces.append(Produce(target.broker_id, values, waits[0]))
+        elif result.error_code == 0:
+            self._acknowledge(values, result.base_offset)
+        else:
+            self.counts["produce refused"] += 1
+        return True
+
+    def _step_fetch(self) -> bool:
+        followers = [
+            b
+            for b in self._live()
+            if b.fetch is None and (h := b.hosted()) is not None and not h.is_leader
+        ]
+        if not followers:
+            return False
+        return self._send_fetch(self.rng.choice(followers))
+
+    def _send_fetch(self, follower: Broker) -> bool:
+        """The follower's fetch reaches its leader, which reads the answer at once."""
+        hosted = follower.hosted()
+        if hosted is None or hosted.is_leader:
+            return False
+        leader = self.brokers.get(hosted.leader_id)
+        if leader is None or leader.host is None:
+            return False
+        sent = follower_position(hosted)
+        request = fetch_request(
+            FetchParts(
+                session_id=0, session_epoch=-1, full=True, partitions={KEY: sent}, forgotten=()
+            ),
+            replica_id=follower.broker_id,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+        )
+        wanted = request.topics[0].partitions[0]
+        answer = broker_pb2.FetchResponse.PartitionResponse(partition=0)
+        reader = PartitionReader(leader.host, request, self.now_ms)
+        reader.read(TOPIC, wanted, answer)
+        records = reader.records.get(KEY)
+        if records:
+            answer.records = records
+        follower.fetch = InFlightFetch(leader.broker_id, sent, answer)
+        return True
+
+    def _step_answer(self) -> bool:
+        waiting = [b for b in self._live() if b.fetch is not None]
+        if not waiting:
+            return False
+        follower = self.rng.choice(waiting)
+        lost = self.rng.random() < ANSWER_LOSS
+        self._deliver(follower, lost=lost)
+        return True
+
+    def _deliver(self, follower: Broker, *, lost: bool) -> None:
+        """The answer of the follower's fetch in flight reaches it (unless `lost`)."""
+        fetch, follower.fetch = follower.fetch, None
+        assert fetch is not None
+        if lost:
+            self.counts["answers lost"] += 1
+            return
+        hosted = follower.hosted()
+        if answer_is_current(hosted, fetch.leader_id, fetch.sent):
+            assert hosted is not None
+            before = hosted.log.log_end_offset
+            apply_leader_answer(hosted, fetch.answer, self.now_ms)
+            if hosted.log.log_end_offset < before:
+                self.counts["follower truncations"] += 1
+
+    def _step_metadata(self) -> bool:
+        behind = [b for b in self._live() if b.host.image.end_offset < self.image.end_offset]  # type: ignore[union-attr]
+        if not behind:
+            return False
+        self._apply_metadata(self.rng.choice(behind))
+        return True
+
+    def _step_isr(self) -> bool:
+        leaders = [b for b in self._live() if (h := b.hosted()) is not None and h.is_leader]
+        if not leaders:
+            return False
+        leader = self.rng.choice(leaders)
+        assert leader.host is not None
+        decided = decide_proposals(leader.host, {KEY}, now_ms=self.now_ms, lag_max_ms=LAG_MAX_MS)
+        if not decided:
+            return False
+        epoch = self.image.brokers[leader.broker_id].broker_epoch
+        (request,) = proposal_requests(leader.host, epoch, decided)
+        result = cp.alter_partition(self.image, request)
+        self._commit(result)
+        accepted, _ = settle_proposals(leader.host, [KEY], result.response)
+        self.counts["isr changes accepted" if accepted else "isr changes refused"] += 1
+        return True
+
+    def _step_heartbeat(self) -> bool:
+        fenced = [b for b in self._live() if self.image.brokers[b.broker_id].fenced]
+        if not fenced:
+            return False
+        broker = self.rng.choice(fenced)
+        self._apply_metadata(broker)
+        self._heartbeat(broker.broker_id)
+        return True
+
+    def _step_expire(self) -> bool:
+        dead = [
+            b
+            for b in self.brokers.values()
+            if not b.alive and not self.image.brokers[b.broker_id].fenced
+        ]
+        if not dead:
+            return False
+        broker = self.rng.choice(dead)
+        self._commit(cp.fence_brokers(self.image, [broker.broker_id]))
+        return True
+
+    def _step_kill(self) -> bool:
+        live = self._live()
+        if not self._may_fault(live):
+            return False
+        self._kill(self.rng.choice(live))
+        self.counts["kills"] += 1
+        return True
+
+    def _step_shutdown(self) -> bool:
+        live = [b for b in self._live() if not self.image.brokers[b.broker_id].fenced]
+        if not self._may_fault(live):
+            return False
+        self._shutdown(self.rng.choice(live))
+        return True
+
+    def _may_fault(self, live: list[Broker]) -> bool:
+        """Whether one of `live` may go down now (one always stays up)."""
+        if len(live) < 2:
+            return False
+        return len(live) == len(self.brokers) or self.rng.random() < SECOND_FAULT
+
+    def _step_restart(self) -> bool:
+        dead = [b for b in self.brokers.values() if not b.alive]
+        if not dead:
+            return False
+        broker = self.rng.choice(dead)
+        self._register(broker.broker_id)
+        self._start(broker)
+        return True
+
+    def _step_preferred(self) -> bool:
+        result = cp.preferred_leader_elections(self.image)
+        self._commit(result)
+        return bool(result.records)
+
+    def _step_maintenance(self) -> bool:
+        live = self._live()
+        if not live:
+            return False
+        broker = self.rng.choice(live)
+        assert broker.host is not None
+        take_changes(broker.host, broker.pending)
+        flush_pending(broker.host, broker.pending, now_ms=self.now_ms)
+        checkpoint_pending(broker.host, broker.pending)
+        return True
+
+    def _step_clock(self) -> bool:
+        self.now_ms += self.rng.choice((1, 10, 100, LAG_MAX_MS + 1))
+        return True
+
+    # --- acknowledgements ----------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        """Answer the acks=all produces whose wait is over, as await_replication does."""
+        still = []
+        for pending in self.produces:
+            if not settled(pending.wait):
+                still.append(pending)
+            elif pending.wait.result.error_code == 0:
+                self._acknowledge(pending.values, pending.wait.result.base_offset)
+            else:
+                self.counts["produce failed after append"] += 1
+        self.produces = still
+
+    def _acknowledge(self, values: list[bytes], base_offset: int) -> None:
+        for index, value in enumerate(values):
+            self.acked[base_offset + index] = value
+        self.counts["records acknowledged"] += len(values)
+
+    # --- invariants ----------------------------------------------------------------------------
+
+    def check(self) -> None:
+        for broker in self._live():
+            hosted = broker.hosted()
+            if hosted is None:
+                continue
+            log_end = hosted.log.log_end_offset
+            if not hosted.log.log_start_offset <= hosted.high_watermark <= log_end:
+                raise SafetyViolation(
+                    f"broker {broker.broker_id}: high watermark {hosted.high_watermark} "
+                    f"outside its log [{hosted.log.log_start_offset}, {log_end}]"
+                )
+            self._check_committed(broker.broker_id, hosted)
+        for offset, value in self.acked.items():
+            if self.committed.get(offset, (value,))[0] != value:
+                raise SafetyViolation(
+                    f"acknowledged {value!r} at {offset}, but {self.committed[offset][0]!r} "
+                    "was committed there"
+                )
+        self._check_electable_replicas()
+
+    def _check_committed(self, broker_id: int, hosted: HostedPartition) -> None:
+        """This replica's log below its high watermark matches what was committed."""
+        start = min(self.checked.get(broker_id, 0), hosted.high_watermark)
+        for offset, value, epoch in log_records(hosted, start, hosted.high_watermark):
+            first = self.committed.setdefault(offset, (value, epoch))
+            if first != (value, epoch):
+                raise SafetyViolation(
+                    f"broker {broker_id} holds {value!r} (epoch {epoch}) at committed offset "
+                    f"{offset}, where {first[0]!r} (epoch {first[1]}) was committed"
+                )
+        self.checked[broker_id] = hosted.high_watermark
+
+    def _check_electable_replicas(self) -> None:
+        """Every live replica the controller could elect holds every acknowledged record."""
+        if not self.acked:
+            return
+        needed = max(self.acked) + 1
+        state = self.state()
+        for replica in state.isr:
+            hosted = self.brokers[replica].hosted()
+            if hosted is None:
+                continue
+            if hosted.log.log_end_offset < needed:
+                raise SafetyViolation(
+                    f"broker {replica} is in the ISR {list(state.isr)} (leader {state.leader}, "
+                    f"epoch {state.leader_epoch}) but its log ends at "
+                    f"{hosted.log.log_end_offset}, below acknowledged offset {needed - 1}"
+                )
+            for offset, value, _ in log_records(hosted, needed - 1, needed):
+                if self.acked.get(offset) != value:
+                    raise SafetyViolation(
+                        f"broker {replica} in the ISR holds {value!r} at acknowledged offset "
+                        f"{offset}, not {self.acked[offset]!r}"
+                    )
+
+    # --- the end -----------------------------------------------------------------------------
+
+    def heal(self, rounds: int = 300) -> None:
+        """Start every broker and run without faults until the replicas agree."""
+        for broker in self.brokers.values():
+            if not broker.alive:
+                self._register(broker.broker_id)
+                self._start(broker)
+        for _ in range(rounds):
+            for broker in self._live():
+                self._apply_metadata(broker)
+                if self.image.brokers[broker.broker_id].fenced:
+                    self._heartbeat(broker.broker_id)
+            for broker in self._live():
+                if broker.fetch is None:
+                    self._send_fetch(broker)
+            for broker in self._live():
+                if broker.fetch is not None:
+                    self._deliver(broker, lost=False)
+            self._step_isr()
+            self._settle()
+            self.now_ms += 10
+            self.check()
+            if self.settled():
+                return
+
+    def settled(self) -> bool:
+        state = self.state()
+        if state.leader == NO_LEADER or set(state.isr) != set(BROKERS) or self.produces:
+            return False
+        hosts = [self.brokers[b].hosted() for b in BROKERS]
+        if any(h is None for h in hosts):
+            return False
+        ends = {h.log.log_end_offset for h in hosts}  # type: ignore[union-attr]
+        watermarks = {h.high_watermark for h in hosts}  # type: ignore[union-attr]
+        return len(ends) == 1 and watermarks == ends
+
+    def replica_logs(self) -> dict[int, list[tuple[int, bytes, int]]]:
+        out = {}
+        for broker_id in BROKERS:
+            hosted = self.brokers[broker_id].hosted()
+            assert hosted is not None
+            out[broker_id] = log_records(hosted, 0, hosted.log.log_end_offset)
+        return out
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            if broker.host is not None:
+                broker.host.close_all()
+                broker.host = None
