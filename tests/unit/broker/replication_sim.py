@@ -19,7 +19,10 @@ After every step `check` asserts the safety of replication (DESIGN §4):
 - committed records never change: each replica's log below its high watermark equals what
   every other replica ever showed below its own (the first to show an offset fixes it);
 - an acknowledged record (acks=all, answered success) is committed at the offset it was
-  answered with, and every live replica the controller could elect (its ISR) holds it.
+  answered with, and every live replica the controller could elect (its ISR) holds it;
+- the idempotent producer's records (one producer id, up to IN_FLIGHT_MAX batches in flight,
+  each failed or cut-off batch sent again in order to whoever leads then) are committed with
+  sequences 0, 1, 2, ...: no retry stored twice, none skipped, none reordered.
 `heal` then restarts every broker and runs the cluster fault-free until it settles; the
 caller asserts that every replica ends identical, the ISR full, and nothing acknowledged lost.
 """
@@ -32,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.batch_decoding import decode_batches
 from samsa.common.record.codec import build_batch
@@ -74,7 +78,8 @@ DEFAULTS = cp.ClusterDefaults(num_partitions=1, default_replication_factor=3)
 
 # Relative weights of the steps; the faults are rarer than the traffic.
 STEP_WEIGHTS: dict[str, float] = {
-    "produce": 10,
+    "produce": 6,
+    "idempotent": 6,
     "fetch": 12,
     "answer": 12,
     "metadata": 8,
@@ -91,6 +96,9 @@ STEP_WEIGHTS: dict[str, float] = {
 # A second broker goes down while one is already down only this often: mostly one fault at a
 # time, sometimes two (offline partitions, elections from a shrunk ISR).
 SECOND_FAULT = 0.25
+# The idempotent producer (KIP-98): one producer id and epoch, at most 5 batches unacknowledged.
+PRODUCER_ID = 7
+IN_FLIGHT_MAX = 5
 ANSWER_LOSS = 0.1  # the share of fetch answers lost on the way (the follower asks again)
 
 
@@ -106,12 +114,25 @@ class InFlightFetch:
 
 
 @dataclass
+class IdempotentBatch:
+    """One batch of the idempotent producer: records `sequence`, `sequence + 1`, ... whose
+    values are b"p<sequence>". It is sent, and after a failure sent again, in sequence order."""
+
+    sequence: int
+    values: list[bytes]
+    sent_to: int | None = None  # the broker it is in flight to; None: (re)send it
+    acknowledged: bool = False
+    attempts: int = 0
+
+
+@dataclass
 class Produce:
     """One acks=all produce waiting at its leader."""
 
     broker_id: int
     values: list[bytes]
     wait: ReplicationWait
+    batch: IdempotentBatch | None = None
 
 
 @dataclass
@@ -162,6 +183,12 @@ class Simulation:
         self.brokers = {b: Broker(b, root / f"broker-{b}") for b in BROKERS}
         self.image = MetadataImage.empty()
         self.produces: list[Produce] = []
+        self.batches: list[IdempotentBatch] = []  # unacknowledged, in sequence order
+        self.next_sequence = 0
+        # The idempotent producer's records in the committed log: checked up to this offset,
+        # and the sequence the next one must carry (no gap, no duplicate, no reordering).
+        self.sequence_checked = 0
+        self.sequence_expected = 0
         self.next_value = 0
         # What the first replica to show an offset below its high watermark held there.
         self.committed: dict[int, tuple[bytes, int]] = {}
@@ -272,8 +299,15 @@ class Simulation:
         self.checked.pop(broker.broker_id, None)
 
     def _forget_produces(self, broker_id: int) -> None:
-        # The client's connection broke: those produces were not acknowledged.
+        # The client's connection broke: those produces were not acknowledged (the idempotent
+        # producer sends its batches again).
+        for pending in self.produces:
+            if pending.broker_id == broker_id and pending.batch is not None:
+                pending.batch.sent_to = None
         self.produces = [p for p in self.produces if p.broker_id != broker_id]
+        for batch in self.batches:
+            if batch.sent_to == broker_id:
+                batch.sent_to = None
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -310,6 +344,56 @@ class Simulation:
         else:
             self.counts["produce refused"] += 1
         return True
+
+    def _step_idempotent(self) -> bool:
+        """The idempotent producer sends its first batch not in flight (a retry, in order), or
+        a new batch when fewer than IN_FLIGHT_MAX are unacknowledged."""
+        batch = next((b for b in self.batches if b.sent_to is None), None)
+        if batch is None:
+            if len(self.batches) >= IN_FLIGHT_MAX:
+                return False
+            count = self.rng.randint(1, 3)
+            sequences = range(self.next_sequence, self.next_sequence + count)
+            batch = IdempotentBatch(self.next_sequence, [b"p%d" % n for n in sequences])
+            self.next_sequence += count
+            self.batches.append(batch)
+        elif batch is not self.batches[0] and self.batches[0].sent_to is None:
+            return False
+        return self._send_idempotent(batch)
+
+    def _send_idempotent(self, batch: IdempotentBatch) -> bool:
+        leader = self.brokers.get(self.state().leader)
+        if leader is None or leader.host is None:
+            return False
+        records = build_batch(
+            batch.values, producer_id=PRODUCER_ID, producer_epoch=0, base_sequence=batch.sequence
+        )
+        request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
+        request.topics.add(name=TOPIC).partitions.add(partition=0, records=records)
+        hosted = leader.hosted()
+        end_before = -1 if hosted is None else hosted.log.log_end_offset
+        response, waits = produce(leader.host, request, self.now_ms, internal_write_refusal=None)
+        result = response.topics[0].partitions[0]
+        if result.error_code == 0 and 0 <= result.base_offset < end_before:
+            self.counts["idempotent retries answered from the log"] += 1
+        batch.attempts += 1
+        if batch.attempts > 1:
+            self.counts["idempotent batches sent again"] += 1
+        if waits:
+            batch.sent_to = leader.broker_id
+            self.produces.append(Produce(leader.broker_id, batch.values, waits[0], batch))
+        elif result.error_code == 0:
+            self._acknowledge_batch(batch, result.base_offset)
+        else:
+            self.counts[f"idempotent refused: {ErrorCode(result.error_code).name}"] += 1
+        return True
+
+    def _acknowledge_batch(self, batch: IdempotentBatch, base_offset: int) -> None:
+        batch.acknowledged = True
+        batch.sent_to = None
+        self._acknowledge(batch.values, base_offset)
+        while self.batches and self.batches[0].acknowledged:
+            self.batches.pop(0)
 
     def _step_fetch(self) -> bool:
         followers = [
@@ -477,9 +561,14 @@ class Simulation:
             if not settled(pending.wait):
                 still.append(pending)
             elif pending.wait.result.error_code == 0:
-                self._acknowledge(pending.values, pending.wait.result.base_offset)
+                if pending.batch is None:
+                    self._acknowledge(pending.values, pending.wait.result.base_offset)
+                else:
+                    self._acknowledge_batch(pending.batch, pending.wait.result.base_offset)
             else:
                 self.counts["produce failed after append"] += 1
+                if pending.batch is not None:
+                    pending.batch.sent_to = None  # sent again, in order
         self.produces = still
 
     def _acknowledge(self, values: list[bytes], base_offset: int) -> None:
@@ -508,6 +597,25 @@ class Simulation:
                     "was committed there"
                 )
         self._check_electable_replicas()
+        self._check_sequences()
+
+    def _check_sequences(self) -> None:
+        """The idempotent producer's records in the committed log carry sequences 0, 1, 2, ...
+        in offset order: none twice (a retry deduplicated), none skipped, none reordered."""
+        offset = self.sequence_checked
+        while offset in self.committed:
+            value = self.committed[offset][0]
+            if value.startswith(b"p"):
+                sequence = int(value[1:])
+                if sequence != self.sequence_expected:
+                    kind = "duplicated" if sequence < self.sequence_expected else "out of order"
+                    raise SafetyViolation(
+                        f"idempotent record {sequence} {kind} at committed offset {offset} "
+                        f"(expected sequence {self.sequence_expected})"
+                    )
+                self.sequence_expected += 1
+            offset += 1
+        self.sequence_checked = offset
 
     def _check_committed(self, broker_id: int, hosted: HostedPartition) -> None:
         """This replica's log below its high watermark matches what was committed."""
@@ -565,6 +673,9 @@ class Simulation:
                     self._deliver(broker, lost=False)
             self._step_isr()
             self._settle()
+            if self.batches and self.batches[0].sent_to is None:
+                self._send_idempotent(self.batches[0])
+                self._settle()
             self.now_ms += 10
             self.check()
             if self.settled():
@@ -572,7 +683,8 @@ class Simulation:
 
     def settled(self) -> bool:
         state = self.state()
-        if state.leader == NO_LEADER or set(state.isr) != set(BROKERS) or self.produces:
+        busy = self.produces or self.batches
+        if state.leader == NO_LEADER or set(state.isr) != set(BROKERS) or busy:
             return False
         hosts = [self.brokers[b].hosted() for b in BROKERS]
         if any(h is None for h in hosts):

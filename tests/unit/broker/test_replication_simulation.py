@@ -50,6 +50,9 @@ def run(root: Path, seed: int, steps: int = STEPS) -> Counter[str]:
         stored = {offset: value for offset, value, _ in first}
         lost = {o: v for o, v in simulation.acked.items() if stored.get(o) != v}
         assert not lost, f"seed {seed}: acknowledged records lost: {sorted(lost)[:10]}"
+        # Every batch of the idempotent producer, retried or not, is stored once and in order.
+        sequences = [int(value[1:]) for _, value, _ in first if value.startswith(b"p")]
+        assert sequences == list(range(simulation.next_sequence)), f"seed {seed}: {sequences}"
         simulation.counts["records stored"] = len(first)
         return simulation.counts
     finally:
