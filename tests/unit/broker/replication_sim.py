@@ -39,9 +39,10 @@ from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.batch_decoding import decode_batches
 from samsa.common.record.codec import build_batch
-from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
+from samsa.metadata.image import NO_LEADER, TOPIC_RESOURCE, MetadataImage, PartitionState
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
+from samsa.services.broker.log.log import Log
 from samsa.services.broker.maintenance import (
     Pending,
     checkpoint_pending,
@@ -49,7 +50,12 @@ from samsa.services.broker.maintenance import (
     take_changes,
 )
 from samsa.services.broker.metadata.metadata_diff import partition_changes
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import (
+    HostedPartition,
+    PartitionHost,
+    log_config,
+    partition_dir_name,
+)
 from samsa.services.broker.replica.follower_apply import (
     answer_is_current,
     apply_leader_answer,
@@ -91,6 +97,7 @@ STEP_WEIGHTS: dict[str, float] = {
     "restart": 3,
     "preferred": 1,
     "maintenance": 2,
+    "power_loss": 0.2,  # only when the simulation is made with power_loss
     "clock": 3,
 }
 # A second broker goes down while one is already down only this often: mostly one fault at a
@@ -143,6 +150,8 @@ class Broker:
     incarnation: int = 0
     fetch: InFlightFetch | None = None
     pending: Pending = field(default_factory=Pending)
+    # After a power loss: the offset its log was fsynced up to; the rest is lost at restart.
+    fsynced_end: int | None = None
 
     @property
     def alive(self) -> bool:
@@ -177,8 +186,13 @@ def log_records(hosted: HostedPartition, start: int, end: int) -> list[tuple[int
 
 
 class Simulation:
-    def __init__(self, root: Path, seed: int) -> None:
+    def __init__(
+        self, root: Path, seed: int, *, flush_each_append: bool = False, power_loss: bool = False
+    ) -> None:
+        """`flush_each_append`: the topic sets flush.messages=1. `power_loss`: the whole cluster
+        may lose power at once (every broker loses what it had not fsynced)."""
         self.rng = random.Random(seed)
+        self.power_loss = power_loss
         self.now_ms = 1_000
         self.brokers = {b: Broker(b, root / f"broker-{b}") for b in BROKERS}
         self.image = MetadataImage.empty()
@@ -202,7 +216,10 @@ class Simulation:
         request = c.CreateTopicsRequest(
             topics=[
                 c.CreateTopicsRequest.Topic(
-                    name=TOPIC, num_partitions=1, replication_factor=3, configs=TOPIC_CONFIGS
+                    name=TOPIC,
+                    num_partitions=1,
+                    replication_factor=3,
+                    configs=TOPIC_CONFIGS | ({"flush.messages": "1"} if flush_each_append else {}),
                 )
             ]
         )
@@ -252,6 +269,9 @@ class Simulation:
     # --- brokers -----------------------------------------------------------------------------
 
     def _start(self, broker: Broker) -> None:
+        if broker.fsynced_end is not None:
+            self._lose_unfsynced(broker, broker.fsynced_end)
+            broker.fsynced_end = None
         broker.host = PartitionHost(broker.data_dir, broker.broker_id)
         broker.pending = Pending()
         self._apply_metadata(broker)
@@ -278,6 +298,17 @@ class Simulation:
         broker.fetch = None
         self._forget_produces(broker.broker_id)
         self.checked.pop(broker.broker_id, None)
+
+    def _lose_unfsynced(self, broker: Broker, fsynced_end: int) -> None:
+        """What a power loss leaves of the log: its records below `fsynced_end` (the recovery
+        point when the power went). Emulated by opening the log and truncating it there."""
+        directory = broker.data_dir / partition_dir_name(*KEY)
+        config = log_config(self.image.configs.get((TOPIC_RESOURCE, TOPIC), {}))
+        lost = Log.open(directory, config, now_ms=self.now_ms)
+        if lost.log_end_offset > fsynced_end:
+            self.counts["records lost to the power loss"] += lost.log_end_offset - fsynced_end
+        lost.truncate_to(fsynced_end)
+        lost.close()
 
     def _shutdown(self, broker: Broker) -> None:
         """Controlled shutdown: the controller moves its leaderships, then it closes its logs."""
@@ -515,6 +546,19 @@ class Simulation:
         if not self._may_fault(live):
             return False
         self._shutdown(self.rng.choice(live))
+        return True
+
+    def _step_power_loss(self) -> bool:
+        """Every broker loses power at once: what it had not fsynced is gone. The README promises
+        that acknowledged records survive this only with flush.messages=1."""
+        if not self.power_loss or len(self._live()) < len(self.brokers):
+            return False
+        for broker in self.brokers.values():
+            hosted = broker.hosted()
+            assert hosted is not None
+            broker.fsynced_end = hosted.log.recovery_point
+            self._kill(broker)
+        self.counts["power losses"] += 1
         return True
 
     def _may_fault(self, live: list[Broker]) -> bool:
