@@ -236,12 +236,16 @@ class Log:
         batches of the previous epoch that this replica never got would ask for an epoch it
         does not know, be answered "undefined", and truncate to its high watermark, which may
         lie below records the previous leader acknowledged (the replication simulation found
-        it). With it, the answer is where this log leaves that follower's (KIP-101)."""
+        it). With it, the answer is where this log leaves that follower's (KIP-101).
+
+        Kept in memory until the next checkpoint (which writes the epochs together with the
+        recovery point): a broker taking over thousands of leaderships pays no file write each
+        (~0.4 ms here). A crash before then loses nothing: the entry has no batches of its own
+        until an append, and batches beyond the checkpointed recovery point are scanned at the
+        next open, their epochs re-read from their headers."""
         self._check_open()
-        if leader_epoch > self._epochs.latest_epoch and self._epochs.assign(
-            leader_epoch, self.log_end_offset
-        ):
-            self._durability.checkpoint_epochs(self._epochs.entries())
+        if leader_epoch > self._epochs.latest_epoch:
+            self._epochs.assign(leader_epoch, self.log_end_offset)
 
     # --- appending -----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ listing, the epoch entries and a reopened log are compared with what must remain
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from log_helpers import batch, read_all, small_config
@@ -163,3 +164,19 @@ def test_truncating_at_the_end_drops_an_epoch_nothing_was_written_in(tmp_path: P
     assert log.leader_epoch_entries() == [(0, 0), (1, 2)]
     assert log.latest_epoch == 1
     assert [r.offset for r in read_all(log)] == [0, 1, 2, 3]
+
+
+def test_a_new_epochs_start_survives_a_crash_through_its_batches(tmp_path: Path) -> None:
+    """start_leader_epoch writes no file; the epochs are checkpointed with the recovery point,
+    and a crash before that leaves the new epoch's batches beyond the checkpointed recovery
+    point, where the next open re-reads their epochs."""
+    log = filled(tmp_path, epochs=(0, 1), per_epoch=1)
+    log.flush()
+    log.checkpoint()
+    log.start_leader_epoch(3)
+    log.append_as_leader(batch(b"z"), leader_epoch=3, now_ms=2)
+    for segment in log._segments:  # kill -9: the descriptors close, nothing else happens
+        os.close(segment.fd)
+    reopened = Log.open(tmp_path, small_config(), now_ms=0)
+    assert reopened.leader_epoch_entries() == [(0, 0), (1, 2), (3, 4)]
+    assert reopened.end_offset_for_epoch(2) == (1, 4)
