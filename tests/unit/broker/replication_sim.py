@@ -150,6 +150,9 @@ class Broker:
     incarnation: int = 0
     fetch: InFlightFetch | None = None
     pending: Pending = field(default_factory=Pending)
+    # How far its log is on disk (fsynced, in this incarnation or an earlier one): the
+    # in-memory recovery point starts at the checkpointed one after an open, below it.
+    durable_end: int = 0
     # After a power loss: the offset its log was fsynced up to; the rest is lost at restart.
     fsynced_end: int | None = None
 
@@ -299,6 +302,17 @@ class Simulation:
         self._forget_produces(broker.broker_id)
         self.checked.pop(broker.broker_id, None)
 
+    def _track_durability(self) -> None:
+        """After each step: what each live broker's log holds on disk. A truncation takes its
+        bytes away; a flush (the recovery point moving) makes everything below it durable."""
+        for broker in self._live():
+            hosted = broker.hosted()
+            if hosted is not None:
+                log = hosted.log
+                broker.durable_end = max(
+                    min(broker.durable_end, log.log_end_offset), log.recovery_point
+                )
+
     def _lose_unfsynced(self, broker: Broker, fsynced_end: int) -> None:
         """What a power loss leaves of the log: its records below `fsynced_end` (the recovery
         point when the power went). Emulated by opening the log and truncating it there."""
@@ -347,6 +361,7 @@ class Simulation:
         kind = self.rng.choices(kinds, weights=[STEP_WEIGHTS[k] for k in kinds])[0]
         done = getattr(self, f"_step_{kind}")()
         self._settle()
+        self._track_durability()
         self.counts[kind if done else f"{kind} (nothing to do)"] += 1
         return kind
 
@@ -554,9 +569,7 @@ class Simulation:
         if not self.power_loss or len(self._live()) < len(self.brokers):
             return False
         for broker in self.brokers.values():
-            hosted = broker.hosted()
-            assert hosted is not None
-            broker.fsynced_end = hosted.log.recovery_point
+            broker.fsynced_end = broker.durable_end
             self._kill(broker)
         self.counts["power losses"] += 1
         return True
@@ -717,6 +730,7 @@ class Simulation:
                     self._deliver(broker, lost=False)
             self._step_isr()
             self._settle()
+            self._track_durability()
             if self.batches and self.batches[0].sent_to is None:
                 self._send_idempotent(self.batches[0])
                 self._settle()
