@@ -19,8 +19,6 @@ from pathlib import Path
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.codec import build_batch
 from samsa.metadata.image import MetadataImage, PartitionState
-from samsa.metadata.records import make_batch
-from samsa.metadata.replay import replay
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import HostedPartition, PartitionHost
 from samsa.services.broker.replica.isr_manager import (
@@ -32,57 +30,17 @@ from samsa.services.broker.replica.isr_manager import (
 from samsa.services.broker.requests.partition_read import PartitionReader
 from samsa.services.broker.requests.produce import produce
 from samsa.services.controller import control_plane as cp
-from samsa.services.controller.liveness import BrokerLiveness
 from samsa.v1 import broker_pb2
 from samsa.v1 import controller_pb2 as c
+from tests.unit.broker.replication_sim import KEY, TOPIC, cluster_with_topic, commit
 
-TOPIC = "t"
-KEY = (TOPIC, 0)
 LEADER, IN_SYNC, ADDED = 1, 2, 3
 NOW_MS = 1_000
 
 
-def commit(image: MetadataImage, result: cp.ControlResult) -> MetadataImage:  # type: ignore[type-arg]
-    return replay(image, make_batch(image, result.records, 0)) if result.records else image
-
-
 def cluster() -> MetadataImage:
-    """Brokers 1-3, topic t with replicas (1, 2, 3) led by 1, and ISR (1, 2): 3 is outside."""
-    image = MetadataImage.empty()
-    for broker_id in (LEADER, IN_SYNC, ADDED):
-        register = c.RegisterBrokerRequest(
-            broker_id=broker_id, incarnation_id="i", endpoint=f"h:{broker_id}"
-        )
-        image = commit(
-            image,
-            cp.register_broker(
-                image, register, liveness=BrokerLiveness(), now_ms=0, session_timeout_ms=9000
-            ),
-        )
-        heartbeat = c.BrokerHeartbeatRequest(
-            broker_id=broker_id,
-            broker_epoch=image.brokers[broker_id].broker_epoch,
-            metadata_offset=image.end_offset,
-        )
-        image = commit(image, cp.broker_heartbeat(image, heartbeat))
-    request = c.CreateTopicsRequest(
-        topics=[
-            c.CreateTopicsRequest.Topic(
-                name=TOPIC,
-                replication_factor=3,
-                num_partitions=1,
-                configs={"min.insync.replicas": "2"},
-            )
-        ]
-    )
-    created = cp.create_topics(
-        image,
-        request,
-        rng=random.Random(1),
-        defaults=cp.ClusterDefaults(),
-        new_topic_id=lambda: b"t" * 16,
-    )
-    image = commit(image, created)
+    """Brokers 1-3 and the topic with replicas (1, 2, 3) led by 1; min.insync.replicas=2."""
+    image = cluster_with_topic({"min.insync.replicas": "2"}, random.Random(1))
     # The placement is the controller's (seeded): this seed puts the replicas in the order the
     # test names them.
     assert state_of(image).replicas == (LEADER, IN_SYNC, ADDED)
