@@ -432,7 +432,11 @@ class PartitionHost:
             leader_epoch=-1,
             data_arrived=asyncio.Event(),
             on_change=self._partition_changed,
-            high_watermark=min(checkpointed, partition_log.log_end_offset),
+            # Within the log: the checkpoint may predate a DeleteRecords that moved the log
+            # start above it, or a crash that lost the log's tail (Kafka clamps the same way).
+            high_watermark=min(
+                max(checkpointed, partition_log.log_start_offset), partition_log.log_end_offset
+            ),
             checkpointed_high_watermark=checkpointed,
         )
         self.partitions[(action.topic, action.partition)] = hosted

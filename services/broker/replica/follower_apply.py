@@ -25,6 +25,8 @@ import logging
 
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.fetch_session_client import FetchPosition
+from samsa.common.record.header import HEADER_BYTES, read_header
+from samsa.services.broker.log.log import Log
 from samsa.services.broker.partition_host import HostedPartition
 from samsa.services.broker.replica.replication import follower_high_watermark
 from samsa.v1 import broker_pb2
@@ -45,6 +47,25 @@ def follower_position(hosted: HostedPartition) -> FetchPosition:
         partition_max_bytes=FETCH_PARTITION_BYTES,
         log_start_offset=hosted.log.log_start_offset,
     )
+
+
+def straddled_start(records: bytes, log_start_offset: int, log_end_offset: int) -> int | None:
+    """Where an empty replica log must start to take `records`: the first batch's base offset
+    when the log holds nothing and that batch begins below the log's end but reaches it; else
+    None (the records are appended as they are, or refused as out of order)."""
+    if log_start_offset != log_end_offset or len(records) < HEADER_BYTES:
+        return None
+    header = read_header(records)
+    if header.base_offset < log_end_offset <= header.last_offset:
+        return header.base_offset
+    return None
+
+
+def within_log(high_watermark: int, log_: Log) -> int:
+    """A high watermark kept within the replica's log after it was cut at either end: never
+    above its end, never below its start (a log started over at the leader's log start holds
+    nothing below it; Kafka clamps the same way)."""
+    return min(max(high_watermark, log_.log_start_offset), log_.log_end_offset)
 
 
 def truncation_offset(
@@ -101,6 +122,7 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
             log_.truncate_fully_and_start_at(result.log_start_offset)
         else:
             log_.truncate_to(min(result.high_watermark, log_.log_end_offset))
+        hosted.high_watermark = within_log(hosted.high_watermark, log_)
         hosted.notify_appended()
         return True
     if result.error_code != ErrorCode.NONE:
@@ -123,21 +145,29 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
             },
         )
         log_.truncate_to(target)
-        hosted.high_watermark = min(hosted.high_watermark, log_.log_end_offset)
+        hosted.high_watermark = within_log(hosted.high_watermark, log_)
         hosted.notify_appended()
         return True
     records = result.records  # read once: each read of a bytes field copies it
     if records:
+        start_at = straddled_start(records, log_.log_start_offset, log_.log_end_offset)
+        if start_at is not None:
+            # The leader's log start (a DeleteRecords) falls inside its first batch, and this
+            # replica started over there: it starts at the batch instead, or it could never
+            # append it (Kafka handles UnexpectedAppendOffsetException the same way). Its next
+            # fetch reports it and the leader's log start moves it up again.
+            log_.truncate_fully_and_start_at(start_at)
         try:
             log_.append_as_follower(records, now_ms=now_ms)
         except SamsaError as error:
             log.error("follower append failed", extra={"partition": where, "error": str(error)})
             return False
-    high_watermark = follower_high_watermark(result.high_watermark, log_.log_end_offset)
     if result.log_start_offset > log_.log_start_offset:
         # The leader deleted records (DeleteRecords or its retention): so does this replica,
         # and its next fetch reports where it starts (the leader's low watermark).
         log_.delete_records(min(result.log_start_offset, log_.log_end_offset))
+    leader_bound = follower_high_watermark(result.high_watermark, log_.log_end_offset)
+    high_watermark = within_log(leader_bound, log_)
     if records or high_watermark != hosted.high_watermark:
         hosted.high_watermark = high_watermark
         hosted.notify_appended()

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from samsa.services.broker.replica.follower_apply import truncation_offset
+from samsa.common.record.codec import build_batch
+from samsa.services.broker.replica.follower_apply import (
+    straddled_start,
+    truncation_offset,
+    within_log,
+)
 
 
 def end_for(epochs: list[tuple[int, int]], log_end: int, epoch: int) -> tuple[int, int]:
@@ -78,3 +83,23 @@ def test_an_undefined_answer_falls_back_to_the_high_watermark():
 
 def test_a_follower_with_no_epochs_takes_the_leaders_end():
     assert truncation_offset((-1, -1), 3, 30, 45, high_watermark=0) == 30
+
+
+def test_an_empty_replica_starts_at_a_batch_that_straddles_its_log_start():
+    """DeleteRecords put the leader's log start (23) inside a batch (20..25); a follower that
+    started over at 23 is sent the whole batch and must start at 20 to take it (the
+    simulation's DeleteRecords mode: seed 16 never converged without it)."""
+    batch = build_batch([b"x"] * 6, base_offset=20)
+    assert straddled_start(batch, 23, 23) == 20
+    assert straddled_start(batch, 20, 20) is None, "starts at the batch: appended as it is"
+    assert straddled_start(batch, 10, 23) is None, "a log holding records is not restarted"
+    assert straddled_start(batch, 26, 26) is None, "a batch wholly below: refused as usual"
+
+
+def test_a_high_watermark_stays_within_the_log():
+    class Log:
+        log_start_offset, log_end_offset = 61, 63
+
+    assert within_log(54, Log()) == 61  # type: ignore[arg-type]
+    assert within_log(62, Log()) == 62  # type: ignore[arg-type]
+    assert within_log(70, Log()) == 63  # type: ignore[arg-type]
