@@ -9,7 +9,8 @@ as their fetches report it (replication.py), has reached the offset, or REQUEST_
 deadline. Waiting for the ISR is what keeps a leader elected later from serving deleted records
 again: only an ISR member can be elected (unclean election aside).
 
-`delete_refusal` is pure; `delete_records` does the moves and the waiting."""
+`delete_refusal` is pure; `start_deletion` moves one partition's log start (the replication
+simulation calls it too); `delete_records` does the moves and the waiting."""
 
 from __future__ import annotations
 
@@ -81,14 +82,14 @@ async def delete_records(
         topic_response = response.topics.add(name=topic.name)
         for wanted in topic.partitions:
             result = topic_response.partitions.add(partition=wanted.partition, low_watermark=-1)
-            deletion = _start(host, topic.name, wanted, result)
+            deletion = start_deletion(host, topic.name, wanted, result)
             if deletion is not None:
                 deletions.append(deletion)
     await asyncio.gather(*(_await_low_watermark(d, deadline) for d in deletions))
     return response
 
 
-def _start(
+def start_deletion(
     host: PartitionHost,
     topic: str,
     wanted: broker_pb2.DeleteRecordsRequest.PartitionData,

@@ -66,6 +66,7 @@ from samsa.services.broker.replica.isr_manager import (
     proposal_requests,
     settle_proposals,
 )
+from samsa.services.broker.requests.delete_records import start_deletion
 from samsa.services.broker.requests.partition_read import PartitionReader
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import settled
@@ -99,8 +100,10 @@ STEP_WEIGHTS: dict[str, float] = {
     "maintenance": 2,
     "clock": 3,
 }
-# Only when the simulation is made with power_loss (so the other schedules stay as they were).
+# Steps only a simulation made with that option takes (so the other schedules stay as they
+# were): a whole-cluster power loss, and DeleteRecords at the leader.
 POWER_LOSS_WEIGHT = 0.2
+DELETE_RECORDS_WEIGHT = 1.0
 # A second broker goes down while one is already down only this often: mostly one fault at a
 # time, sometimes two (offline partitions, elections from a shrunk ISR).
 SECOND_FAULT = 0.25
@@ -239,12 +242,22 @@ def log_records(hosted: HostedPartition, start: int, end: int) -> list[tuple[int
 
 class Simulation:
     def __init__(
-        self, root: Path, seed: int, *, flush_each_append: bool = False, power_loss: bool = False
+        self,
+        root: Path,
+        seed: int,
+        *,
+        flush_each_append: bool = False,
+        power_loss: bool = False,
+        delete_records: bool = False,
     ) -> None:
         """`flush_each_append`: the topic sets flush.messages=1. `power_loss`: the whole cluster
-        may lose power at once (every broker loses what it had not fsynced)."""
+        may lose power at once (every broker loses what it had not fsynced). `delete_records`:
+        the leader is asked to delete records below an offset up to its high watermark."""
         self.rng = random.Random(seed)
         self.power_loss = power_loss
+        self.delete_records = delete_records
+        # Records below it were deleted on request: they may be gone from any replica.
+        self.deleted_below = 0
         self.now_ms = 1_000
         self.brokers = {b: Broker(b, root / f"broker-{b}") for b in BROKERS}
         self.image = MetadataImage.empty()
@@ -255,6 +268,7 @@ class Simulation:
         # and the sequence the next one must carry (no gap, no duplicate, no reordering).
         self.sequence_checked = 0
         self.sequence_expected = 0
+        self.sequence_skipped = False  # offsets deleted unseen: the next sequence may jump
         self.next_value = 0
         # What the first replica to show an offset below its high watermark held there.
         self.committed: dict[int, tuple[bytes, int]] = {}
@@ -372,6 +386,8 @@ class Simulation:
 
     def step(self) -> str:
         weights = STEP_WEIGHTS | ({"power_loss": POWER_LOSS_WEIGHT} if self.power_loss else {})
+        if self.delete_records:
+            weights["delete_records"] = DELETE_RECORDS_WEIGHT
         kind = self.rng.choices(list(weights), weights=list(weights.values()))[0]
         done = getattr(self, f"_step_{kind}")()
         self._settle()
@@ -588,6 +604,24 @@ class Simulation:
         self.counts["power losses"] += 1
         return True
 
+    def _step_delete_records(self) -> bool:
+        """DeleteRecords at the controller's leader, below an offset up to its high watermark."""
+        leader = self.brokers.get(self.state().leader)
+        hosted = None if leader is None else leader.hosted()
+        if leader is None or leader.host is None or hosted is None:
+            return False
+        start, high_watermark = hosted.log.log_start_offset, hosted.high_watermark
+        if high_watermark <= start:
+            return False
+        offset = self.rng.randint(start + 1, high_watermark)
+        wanted = broker_pb2.DeleteRecordsRequest.PartitionData(partition=0, offset=offset)
+        result = broker_pb2.DeleteRecordsResponse.PartitionResponse(partition=0)
+        start_deletion(leader.host, TOPIC, wanted, result)
+        if result.error_code == 0:
+            self.deleted_below = max(self.deleted_below, offset)
+            self.counts["records deleted on request"] += offset - start
+        return True
+
     def _may_fault(self, live: list[Broker]) -> bool:
         """Whether one of `live` may go down now (one always stays up)."""
         if len(live) < 2:
@@ -674,10 +708,16 @@ class Simulation:
         """The idempotent producer's records in the committed log carry sequences 0, 1, 2, ...
         in offset order: none twice (a retry deduplicated), none skipped, none reordered."""
         offset = self.sequence_checked
-        while offset in self.committed:
+        while offset in self.committed or offset < self.deleted_below:
+            if offset not in self.committed:  # deleted before any replica showed it committed
+                self.sequence_skipped = True
+                offset += 1
+                continue
             value = self.committed[offset][0]
             if value.startswith(b"p"):
                 sequence = int(value[1:])
+                if self.sequence_skipped and sequence >= self.sequence_expected:
+                    self.sequence_expected, self.sequence_skipped = sequence, False
                 if sequence != self.sequence_expected:
                     kind = "duplicated" if sequence < self.sequence_expected else "out of order"
                     raise SafetyViolation(
@@ -717,7 +757,7 @@ class Simulation:
                     f"{hosted.log.log_end_offset}, below acknowledged offset {needed - 1}"
                 )
             for offset, value, _ in log_records(hosted, needed - 1, needed):
-                if self.acked.get(offset) != value:
+                if offset >= self.deleted_below and self.acked.get(offset) != value:
                     raise SafetyViolation(
                         f"broker {replica} in the ISR holds {value!r} at acknowledged offset "
                         f"{offset}, not {self.acked[offset]!r}"

@@ -36,6 +36,7 @@ SEEDS = 25  # seeds 0..24, and the ones named above
 REGRESSION_SEEDS = (145,)
 SLOW_SEEDS = 1000
 POWER_SEEDS = 10  # with flush.messages=1 and whole-cluster power losses
+DELETE_SEEDS = 10  # with DeleteRecords
 STEPS = 400
 
 
@@ -51,15 +52,25 @@ def run(root: Path, seed: int, steps: int = STEPS, **options: bool) -> Counter[s
         simulation.heal()
         assert simulation.settled(), f"seed {seed}: the cluster did not settle after healing"
         logs = simulation.replica_logs()
-        first = logs[BROKERS[0]]
+        # DeleteRecords moves each replica's log start on its own (a new leader that had not
+        # yet deleted keeps its records), so the replicas agree from the latest start on.
+        common = max((log[0][0] for log in logs.values() if log), default=0)
+        first = [record for record in logs[BROKERS[0]] if record[0] >= common]
         for broker_id in BROKERS[1:]:
-            assert logs[broker_id] == first, f"seed {seed}: replica {broker_id} differs"
+            tail = [record for record in logs[broker_id] if record[0] >= common]
+            assert tail == first, f"seed {seed}: replica {broker_id} differs"
         stored = {offset: value for offset, value, _ in first}
-        lost = {o: v for o, v in simulation.acked.items() if stored.get(o) != v}
+        kept = {o: v for o, v in simulation.acked.items() if o >= simulation.deleted_below}
+        lost = {o: v for o, v in kept.items() if stored.get(o) != v}
         assert not lost, f"seed {seed}: acknowledged records lost: {sorted(lost)[:10]}"
-        # Every batch of the idempotent producer, retried or not, is stored once and in order.
+        # Every batch of the idempotent producer, retried or not, is stored once and in order
+        # (from where DeleteRecords left the log).
         sequences = [int(value[1:]) for _, value, _ in first if value.startswith(b"p")]
-        assert sequences == list(range(simulation.next_sequence)), f"seed {seed}: {sequences}"
+        since = simulation.next_sequence if not sequences else sequences[0]
+        expected = list(
+            range(0 if not simulation.deleted_below else since, simulation.next_sequence)
+        )
+        assert sequences == expected, f"seed {seed}: {sequences}"
         simulation.counts["records stored"] = len(first)
         return simulation.counts
     finally:
@@ -84,6 +95,18 @@ def test_with_flush_messages_1_acknowledged_records_survive_a_cluster_power_loss
     reports it, so an acks=all record is on disk everywhere when acknowledged."""
     counts = run(tmp_path, seed, flush_each_append=True, power_loss=True)
     assert counts["records acknowledged"] > 0
+
+
+def test_records_deleted_on_request_stay_deleted_and_the_rest_stays(tmp_path: Path) -> None:
+    """DeleteRecords below offsets up to the high watermark, among the other steps: followers
+    follow the leader's log start (or start over at it when behind, at the batch it falls in),
+    and nothing above the deleted offsets is lost. Seed 16 never converged before a follower
+    could start at a batch straddling the leader's log start."""
+    totals: Counter[str] = Counter()
+    for seed in [*range(DELETE_SEEDS), 16]:
+        totals.update(run(tmp_path / f"seed-{seed}", seed, delete_records=True))
+    assert totals["records deleted on request"] > 0
+    assert totals["records acknowledged"] > 0
 
 
 def test_without_flushing_a_cluster_power_loss_can_lose_acknowledged_records(
