@@ -10,7 +10,9 @@ checking the invariants after every step. A failure names the seed and step; rer
 with `-k "seed_N"`. CI runs SEEDS seeds; the slow loop (SAMSA_SLOW=1) runs SLOW_SEEDS more.
 
 A second mode sets flush.messages=1 and lets the whole cluster lose power (each broker keeps
-only what it fsynced): the README promises acks=all records survive that, and only that.
+only what it fsynced): the README promises acks=all records survive that, and only that. A
+third adds DeleteRecords at the leader; it found a follower that could never again append after
+the leader's log start fell inside a batch, and high watermarks left below moved log starts.
 
 What it found when first run (each fixed): an ISR expansion committed before its leader
 applied it left acknowledged records off an electable replica (the maximal ISR); a new leader
@@ -132,5 +134,7 @@ def test_replication_simulation_many_seeds(tmp_path: Path) -> None:
         totals.update(
             run(tmp_path / f"power-{seed}", seed, flush_each_append=True, power_loss=True)
         )
+    for seed in range(DELETE_SEEDS, DELETE_SEEDS + SLOW_SEEDS // 4):
+        totals.update(run(tmp_path / f"delete-{seed}", seed, delete_records=True))
     print(dict(totals))
     assert totals["records acknowledged"] > 0
