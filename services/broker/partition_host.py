@@ -20,17 +20,16 @@ elected and lose acknowledged records); the replica fetcher then re-fetches from
 leader's ISR upkeep lets it back in once caught up. A leader forgets a follower's progress when
 the follower leaves the ISR, so only a fetch made after leaving can bring it back.
 
-Every partition keeps a `high_watermark`. On the leader, `advance_high_watermark` moves it to
-the smallest log end offset over the ISR (replica/replication.py: followers report theirs by the
-offset they fetch from), and not at all while the ISR is below min.insync.replicas; a follower
-takes the leader's, capped by its own log end offset (`follower_high_watermark`, applied by the
-replica fetcher). Consumers never read above it. Appends and a moved high watermark wake fetches
-waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is there
-instead of polling. The high watermarks of all hosted partitions live in one file per data
-directory (high_watermark_checkpoint.py, Kafka's replication-offset-checkpoint), read once at
-start and rewritten by `checkpoint_high_watermarks` — by the maintenance loop when some moved, at
-once when one moves backwards (`repair_corrupt`), and by `close_all`.
-"""
+Every partition keeps a `high_watermark`. On the leader, `advance_high_watermark` moves it to the
+smallest log end offset over the ISR (replica/replication.py: followers report theirs by the offset
+they fetch from), and not at all while the ISR is below min.insync.replicas; a follower takes the
+leader's, kept within its own log (`high_watermark_within`, applied by the follower's half,
+replica/follower_apply.py). Consumers never read above it. Appends and a moved high watermark wake
+fetches waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is there
+instead of polling. The high watermarks of all hosted partitions live in one file per data directory
+(high_watermark_checkpoint.py, Kafka's replication-offset-checkpoint), read once at start and
+rewritten by `checkpoint_high_watermarks` — by the maintenance loop when some moved, at once when
+one moves backwards (`repair_corrupt`), and by `close_all`."""
 
 from __future__ import annotations
 
@@ -65,7 +64,7 @@ from samsa.services.broker.replica.high_watermark_checkpoint import (
     decode_high_watermarks,
     encode_high_watermarks,
 )
-from samsa.services.broker.replica.replication import LeaderReplication
+from samsa.services.broker.replica.replication import LeaderReplication, high_watermark_within
 
 log = logging.getLogger(__name__)
 
@@ -432,10 +431,10 @@ class PartitionHost:
             leader_epoch=-1,
             data_arrived=asyncio.Event(),
             on_change=self._partition_changed,
-            # Within the log: the checkpoint may predate a DeleteRecords that moved the log
-            # start above it, or a crash that lost the log's tail (Kafka clamps the same way).
-            high_watermark=min(
-                max(checkpointed, partition_log.log_start_offset), partition_log.log_end_offset
+            # The checkpoint may predate a DeleteRecords that moved the log start above it, or
+            # a crash that lost the log's tail.
+            high_watermark=high_watermark_within(
+                checkpointed, partition_log.log_start_offset, partition_log.log_end_offset
             ),
             checkpointed_high_watermark=checkpointed,
         )

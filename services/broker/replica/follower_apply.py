@@ -11,8 +11,8 @@ may have moved on while the fetch was out (a new leader, this broker leading it,
 replica_fetcher.py): out of range, it truncates or starts over at the leader's log start; a
 diverging epoch truncates to where both logs still agree (`truncation_offset`: never blindly
 to the high watermark, KIP-101, and one epoch at a time, KIP-279); records are appended as the
-leader assigned them; the high watermark becomes min(leader's, own log end); a log start the
-leader moved is followed.
+leader assigned them; the high watermark becomes the leader's kept within its own log
+(`high_watermark_within`); a log start the leader moved is followed.
 
 No gRPC and no clock here (time comes in as `now_ms`): the fetch loops (replica_fetcher.py) do
 the I/O around these, and the replication simulation (tests/unit/broker/
@@ -28,7 +28,7 @@ from samsa.common.fetch_session_client import FetchPosition
 from samsa.common.record.header import HEADER_BYTES, read_header
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.partition_host import HostedPartition
-from samsa.services.broker.replica.replication import follower_high_watermark
+from samsa.services.broker.replica.replication import high_watermark_within
 from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,7 @@ def straddled_start(records: bytes, log_start_offset: int, log_end_offset: int) 
 
 
 def within_log(high_watermark: int, log_: Log) -> int:
-    """A high watermark kept within the replica's log after it was cut at either end: never
-    above its end, never below its start (a log started over at the leader's log start holds
-    nothing below it; Kafka clamps the same way)."""
-    return min(max(high_watermark, log_.log_start_offset), log_.log_end_offset)
+    return high_watermark_within(high_watermark, log_.log_start_offset, log_.log_end_offset)
 
 
 def truncation_offset(
@@ -166,8 +163,7 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
         # The leader deleted records (DeleteRecords or its retention): so does this replica,
         # and its next fetch reports where it starts (the leader's low watermark).
         log_.delete_records(min(result.log_start_offset, log_.log_end_offset))
-    leader_bound = follower_high_watermark(result.high_watermark, log_.log_end_offset)
-    high_watermark = within_log(leader_bound, log_)
+    high_watermark = within_log(result.high_watermark, log_)
     if records or high_watermark != hosted.high_watermark:
         hosted.high_watermark = high_watermark
         hosted.notify_appended()

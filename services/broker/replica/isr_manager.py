@@ -308,9 +308,12 @@ def settle_proposals(
             accepted.append(key)
             continue
         refused.append(key)
-        proposed = None if hosted is None else hosted.proposed_isr
-        if proposed is not None and result.partition_epoch == proposed.partition_epoch:
-            hosted.proposed_isr = None  # type: ignore[union-attr]  # refused: never committed
+        if (
+            hosted is not None
+            and hosted.proposed_isr is not None
+            and result.partition_epoch == hosted.proposed_isr.partition_epoch
+        ):
+            hosted.proposed_isr = None  # refused at the epoch it was decided from: never committed
         log.warning(
             "AlterPartition refused",
             extra={

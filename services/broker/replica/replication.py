@@ -162,6 +162,8 @@ class LeaderReplication:
         return progress.last_caught_up_ms
 
 
-def follower_high_watermark(leader_high_watermark: int, log_end_offset: int) -> int:
-    """A follower's high watermark: what the leader says, capped by what it holds itself."""
-    return min(leader_high_watermark, log_end_offset)
+def high_watermark_within(high_watermark: int, log_start_offset: int, log_end_offset: int) -> int:
+    """A high watermark kept within a replica's log: a follower's is the leader's capped by what
+    it holds itself, and none is below the log's start (a log that started over at the leader's
+    log start, or a checkpoint older than a DeleteRecords; Kafka clamps the same way)."""
+    return min(max(high_watermark, log_start_offset), log_end_offset)

@@ -3,34 +3,22 @@ agree, one epoch at a time (KIP-279), never keeping batches of an epoch the lead
 hold and never asking the same question forever.
 
 Method: the pure `truncation_offset` over the cases Kafka's fetcher distinguishes, with the
-epochs written out as (epoch, start) lists and ends computed as a Log computes them.
+epochs written out as (epoch, start) lists and ends from the log's own leader-epoch cache.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from samsa.common.record.codec import build_batch
+from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.replica.follower_apply import (
     straddled_start,
     truncation_offset,
-    within_log,
 )
 
 
 def end_for(epochs: list[tuple[int, int]], log_end: int, epoch: int) -> tuple[int, int]:
-    """A log's end_offset_for_epoch (leader_epoch.py), for a list of (epoch, start)."""
-    if not epochs:
-        return -1, -1
-    numbers = [e for e, _ in epochs]
-    if epoch == numbers[-1]:
-        return epoch, log_end
-    higher = bisect_right(numbers, epoch)
-    if higher == len(numbers):
-        return -1, -1
-    if higher == 0:
-        return epoch, epochs[0][1]
-    return numbers[higher - 1], epochs[higher][1]
+    """A log's end_offset_for_epoch, for a list of (epoch, start)."""
+    return LeaderEpochCache(epochs).end_offset_for_epoch(epoch, log_end)
 
 
 def follower_truncates_to(
@@ -94,12 +82,3 @@ def test_an_empty_replica_starts_at_a_batch_that_straddles_its_log_start():
     assert straddled_start(batch, 20, 20) is None, "starts at the batch: appended as it is"
     assert straddled_start(batch, 10, 23) is None, "a log holding records is not restarted"
     assert straddled_start(batch, 26, 26) is None, "a batch wholly below: refused as usual"
-
-
-def test_a_high_watermark_stays_within_the_log():
-    class Log:
-        log_start_offset, log_end_offset = 61, 63
-
-    assert within_log(54, Log()) == 61  # type: ignore[arg-type]
-    assert within_log(62, Log()) == 62  # type: ignore[arg-type]
-    assert within_log(70, Log()) == 63  # type: ignore[arg-type]

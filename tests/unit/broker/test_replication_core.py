@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from samsa.services.broker.replica.replication import LeaderReplication, follower_high_watermark
+from samsa.services.broker.replica.replication import LeaderReplication, high_watermark_within
 
 LAG = 1000
 
@@ -86,8 +86,12 @@ def test_fenced_or_not_yet_caught_up_replicas_never_join():
 
 
 def test_a_follower_high_watermark_is_capped_by_its_own_log():
-    assert follower_high_watermark(10, 7) == 7
-    assert follower_high_watermark(4, 7) == 4
+    assert high_watermark_within(10, 0, 7) == 7
+    assert high_watermark_within(4, 0, 7) == 4
+
+
+def test_a_high_watermark_is_never_below_the_log_start():
+    assert high_watermark_within(54, 61, 63) == 61
 
 
 def test_a_follower_holding_the_whole_log_stays_caught_up_while_it_fetches_anything():
