@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.broker.replication_sim import BROKERS, SafetyViolation, Simulation
+from tests.unit.broker.replication_sim import SafetyViolation, Simulation, run_to_end
 
 SEEDS = 25  # seeds 0..24, and the ones named above
 REGRESSION_SEEDS = (145,)
@@ -45,36 +45,7 @@ STEPS = 400
 def run(root: Path, seed: int, steps: int = STEPS, **options: bool) -> Counter[str]:
     simulation = Simulation(root, seed, **options)
     try:
-        for number in range(steps):
-            kind = simulation.step()
-            try:
-                simulation.check()
-            except SafetyViolation as violation:
-                raise SafetyViolation(f"seed {seed}, step {number} ({kind}): {violation}") from None
-        simulation.heal()
-        assert simulation.settled(), f"seed {seed}: the cluster did not settle after healing"
-        logs = simulation.replica_logs()
-        # DeleteRecords moves each replica's log start on its own (a new leader that had not
-        # yet deleted keeps its records), so the replicas agree from the latest start on.
-        common = max((log[0][0] for log in logs.values() if log), default=0)
-        first = [record for record in logs[BROKERS[0]] if record[0] >= common]
-        for broker_id in BROKERS[1:]:
-            tail = [record for record in logs[broker_id] if record[0] >= common]
-            assert tail == first, f"seed {seed}: replica {broker_id} differs"
-        stored = {offset: value for offset, value, _ in first}
-        kept = {o: v for o, v in simulation.acked.items() if o >= simulation.deleted_below}
-        lost = {o: v for o, v in kept.items() if stored.get(o) != v}
-        assert not lost, f"seed {seed}: acknowledged records lost: {sorted(lost)[:10]}"
-        # Every batch of the idempotent producer, retried or not, is stored once and in order
-        # (from where DeleteRecords left the log).
-        sequences = [int(value[1:]) for _, value, _ in first if value.startswith(b"p")]
-        since = simulation.next_sequence if not sequences else sequences[0]
-        expected = list(
-            range(0 if not simulation.deleted_below else since, simulation.next_sequence)
-        )
-        assert sequences == expected, f"seed {seed}: {sequences}"
-        simulation.counts["records stored"] = len(first)
-        return simulation.counts
+        return run_to_end(simulation, seed, steps)
     finally:
         simulation.close()
 
