@@ -208,11 +208,14 @@ class Log:
     def last_stable_offset(self, high_watermark: int) -> int:
         """The last stable offset (LSO) given the partition's high watermark: no read_committed
         reader sees an offset at or above it, because a transaction there is still open or its
-        marker is not yet replicated (transaction_index.py)."""
-        return self._transactions.last_stable_offset(
+        marker is not yet replicated (transaction_index.py). Never below the log start: a
+        transaction open across a DeleteRecords (or retention) keeps its records beyond it
+        unstable, not the offsets that are gone (Kafka clamps its first unstable offset too)."""
+        stable = self._transactions.last_stable_offset(
             self._producers.open_transaction_first_offsets(),
             min(high_watermark, self.log_end_offset),
         )
+        return max(stable, min(self._log_start_offset, high_watermark))
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTransaction]:
         """The aborted transactions whose records may lie in [fetch_offset, upper_bound), by

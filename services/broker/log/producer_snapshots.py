@@ -113,6 +113,13 @@ def rebuild(
     above = [offset for offset in offsets if offset > limit]
     delete_snapshots(directory, above)
     del offsets[len(offsets) - len(above) :]
+    # A snapshot below the first segment is unusable: the batches between it and that segment
+    # were deleted (DeleteRecords or retention), so a replay from it would miss them and keep a
+    # stale state, e.g. a transaction whose marker was deleted still open (a hanging LSO).
+    # Kafka drops such snapshots too; the whole log is replayed instead.
+    below = [offset for offset in offsets if offset < segments[0].base_offset]
+    delete_snapshots(directory, below)
+    del offsets[: len(below)]
     for offset in reversed(list(offsets)):
         data = read_if_exists(segment_path(directory, offset, SNAPSHOT_SUFFIX))
         try:

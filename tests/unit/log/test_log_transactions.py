@@ -316,3 +316,48 @@ def test_the_index_matches_the_log_through_truncation_restarts_and_crashes(
         )
         assert log.aborted_transactions(start, log.log_end_offset) == overlapping, where
     log.close()
+
+
+# --- transactions and deleted records (found by the transaction simulation's DeleteRecords mode) --
+
+
+def plain(size: int = 200) -> bytes:
+    return build_batch([os.urandom(size)], timestamps=NOW)
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start(tmp_path: Path) -> None:
+    """A transaction open across a DeleteRecords holds the offsets after the log start, not the
+    deleted ones: a read_committed reader's end (and ListOffsets' latest) stays within the log."""
+    log = Log.open(tmp_path, small_config(), now_ms=NOW)
+    assert append(log, data(1, 0, 0)) == 0
+    for _ in range(4):
+        append(log, plain())
+    log.delete_records(3)
+    assert log.last_stable_offset(log.log_end_offset) == 3
+    assert log.last_stable_offset(2) == 2  # a high watermark below the start is its own bound
+    log.close()
+
+
+def test_a_crash_after_deletion_does_not_reopen_a_transaction_whose_marker_was_deleted(
+    tmp_path: Path,
+) -> None:
+    """After an unclean stop the producer state is rebuilt from a snapshot at or below the
+    recovery point. When DeleteRecords removed the segments after that snapshot, replaying from
+    it skipped the deleted ABORT marker: the transaction came back open and held the last stable
+    offset for ever (a hanging transaction). Such snapshots are dropped, as Kafka drops them."""
+    log = Log.open(tmp_path, small_config(), now_ms=NOW)
+    append(log, data(1, 0, 0))
+    while len(log.segments()) < 2:  # the roll snapshots the state: the transaction is open
+        append(log, plain())
+    log.flush()  # the recovery point passes that snapshot
+    append(log, marker(CONTROL_TYPE_ABORT, 1, 1))
+    while len(log.segments()) < 3:  # one more roll: the two newest snapshots are kept
+        append(log, plain())
+    log.delete_records(log.segments()[2].base_offset)  # the marker's segment is deleted
+    end = log.log_end_offset
+    for segment in log._segments:  # a crash: no flush, no checkpoint of the recovery point
+        segment.close()
+    reopened = Log.open(tmp_path, small_config(), now_ms=NOW)
+    assert reopened.log_end_offset == end
+    assert reopened.last_stable_offset(end) == end
+    reopened.close()
