@@ -14,7 +14,8 @@ unflushed records (kept until flushed, since flush.ms must re-check them later) 
 whose high watermark differs from the checkpoint file. The checkpoint file, one per data
 directory, is rewritten only when that second set is not empty. Retention (every 30 s) and
 compaction (every 15 s) still walk every partition, amortised over their long intervals; a log of
-one segment costs retention a length check. The retention pass also forgets idempotent producers
+one segment costs retention a length check, and retention deletes only below each partition's
+high watermark (`retention_pass`). The retention pass also forgets idempotent producers
 idle for `producer.id.expiration.ms` (their newest batch's timestamp, Kafka's rule). Every 2 s
 the loop recomputes the broker's metric gauges (broker_metrics.py; nothing while metrics are off).
 """
@@ -74,6 +75,22 @@ def flush_pending(host: PartitionHost, pending: Pending, *, now_ms: int) -> None
             pending.unflushed.discard(key)
 
 
+def retention_pass(host: PartitionHost, *, now_ms: int, producer_id_expiration_ms: int) -> None:
+    """Forget expired idempotent producers, and delete the segments retention.ms /
+    retention.bytes let go (below each partition's high watermark only), in every partition."""
+    for hosted in list(host.partitions.values()):
+        hosted.log.expire_producers(now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
+        if hosted.config.delete:
+            deleted = hosted.log.apply_retention(
+                now_ms=now_ms, high_watermark=hosted.high_watermark
+            )
+            if deleted:
+                log.info(
+                    "retention deleted segments",
+                    extra={"partition": f"{hosted.topic}-{hosted.partition}", "n": deleted},
+                )
+
+
 def checkpoint_pending(host: PartitionHost, pending: Pending) -> bool:
     """Rewrite the high-watermark checkpoint once if a pending partition's high watermark still
     differs from it; True when written."""
@@ -116,15 +133,7 @@ async def run_maintenance(
             host.metrics.refresh(host.partitions.values())
         if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
-            for hosted in list(host.partitions.values()):
-                hosted.log.expire_producers(now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
-                if hosted.config.delete:
-                    deleted = hosted.log.apply_retention(now_ms=now_ms)
-                    if deleted:
-                        log.info(
-                            "retention deleted segments",
-                            extra={"partition": f"{hosted.topic}-{hosted.partition}", "n": deleted},
-                        )
+            retention_pass(host, now_ms=now_ms, producer_id_expiration_ms=producer_id_expiration_ms)
         if time.monotonic() - last_compaction >= compaction_interval_s:
             last_compaction = time.monotonic()
             for hosted in list(host.partitions.values()):

@@ -534,9 +534,10 @@ class Log:
             self._delete_oldest(retention.segments_below(self._base_offsets, offset))
         return self._log_start_offset
 
-    def apply_retention(self, *, now_ms: int) -> int:
+    def apply_retention(self, *, now_ms: int, high_watermark: int) -> int:
         """Delete closed segments past retention.ms / retention.bytes or below the log start
-        offset (never the active segment); returns how many were deleted."""
+        offset, wholly below the partition's `high_watermark` (never the active segment);
+        returns how many were deleted."""
         self._check_open()
         if len(self._segments) == 1:  # nothing but the active segment: the common idle case
             return 0
@@ -544,6 +545,7 @@ class Log:
             self._segments,
             self._base_offsets,
             log_start_offset=self._log_start_offset,
+            high_watermark=high_watermark,
             config=self.config,
             now_ms=now_ms,
         )

@@ -78,12 +78,17 @@ def retention_deletable_count(
     *,
     log_size_bytes: int,
     log_start_offset: int,
+    high_watermark: int,
     config: LogConfig,
     now_ms: int,
 ) -> int:
     """How many of the oldest closed segments retention deletes (a prefix length).
 
-    `log_size_bytes` counts every segment, the active one included (Kafka's `size`).
+    `log_size_bytes` counts every segment, the active one included (Kafka's `size`). Only
+    segments wholly below the high watermark go, as in Kafka: a segment of records a follower
+    has not replicated yet (or, on a follower, that the leader has not committed) stays until
+    they are committed, whatever their timestamps, so retention never moves the log start past
+    the high watermark (and an acks=all write is never answered for records already deleted).
     """
     by_start = _prefix(closed_segments, lambda stats: stats.end_offset <= log_start_offset)
     by_time = by_size = 0
@@ -102,7 +107,8 @@ def retention_deletable_count(
                 break
             excess_bytes -= stats.size_bytes
             by_size += 1
-    return max(by_start, by_time, by_size)
+    committed = _prefix(closed_segments, lambda stats: stats.end_offset <= high_watermark)
+    return min(max(by_start, by_time, by_size), committed)
 
 
 def _prefix(segments: Sequence[SegmentStats], deletable: Callable[[SegmentStats], bool]) -> int:

@@ -1,7 +1,8 @@
 """Retention and DeleteRecords: which of a log's oldest segments go, and taking them off its front.
 
 Theory of operation (Kafka's UnifiedLog retention, over LocalLog's segments). Only whole closed
-segments are ever deleted, oldest first, and never the active one. `retention_count` asks
+segments are ever deleted, oldest first, never the active one, and retention only those wholly
+below the partition's high watermark (the caller's: `Log` does not keep it). `retention_count` asks
 policy.py how many of the closed segments are past retention.ms / retention.bytes or wholly below
 the log start offset; `segments_below` counts those wholly below a DeleteRecords offset (a segment
 is wholly below `offset` when the next segment starts at or before it). `delete_oldest` deletes
@@ -29,10 +30,12 @@ def retention_count(
     base_offsets: list[int],
     *,
     log_start_offset: int,
+    high_watermark: int,
     config: LogConfig,
     now_ms: int,
 ) -> int:
-    """How many of the oldest closed segments retention deletes (the active one never)."""
+    """How many of the oldest closed segments retention deletes (the active one never; none
+    above `high_watermark`)."""
     closed = [
         policy.SegmentStats(s.base_offset, next_base, s.size_bytes, s.max_timestamp)
         for s, next_base in zip(segments, base_offsets[1:], strict=False)
@@ -41,6 +44,7 @@ def retention_count(
         closed,
         log_size_bytes=sum(segment.size_bytes for segment in segments),
         log_start_offset=log_start_offset,
+        high_watermark=high_watermark,
         config=config,
         now_ms=now_ms,
     )

@@ -44,9 +44,11 @@ from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.maintenance import (
+    PRODUCER_ID_EXPIRATION_MS,
     Pending,
     checkpoint_pending,
     flush_pending,
+    retention_pass,
     take_changes,
 )
 from samsa.services.broker.metadata.metadata_diff import partition_changes
@@ -110,7 +112,10 @@ SECOND_FAULT = 0.25
 # The idempotent producer (KIP-98): one producer id and epoch, at most 5 batches unacknowledged.
 PRODUCER_ID = 7
 IN_FLIGHT_MAX = 5
+# Answers to the oldest unacknowledged batch that mean the leader lost the producer's state.
+STATE_LOST = (ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 ANSWER_LOSS = 0.1  # the share of fetch answers lost on the way (the follower asks again)
+RETENTION_MS = 3_000  # retention.ms in the retention mode, on the simulation's clock
 
 
 class SafetyViolation(AssertionError):
@@ -249,14 +254,19 @@ class Simulation:
         flush_each_append: bool = False,
         power_loss: bool = False,
         delete_records: bool = False,
+        retention: bool = False,
     ) -> None:
         """`flush_each_append`: the topic sets flush.messages=1. `power_loss`: the whole cluster
         may lose power at once (every broker loses what it had not fsynced). `delete_records`:
-        the leader is asked to delete records below an offset up to its high watermark."""
+        the leader is asked to delete records below an offset up to its high watermark.
+        `retention`: the topic keeps records RETENTION_MS (their timestamps are 0, so every
+        closed segment is soon past it) and the maintenance step runs the retention pass."""
         self.rng = random.Random(seed)
         self.power_loss = power_loss
         self.delete_records = delete_records
-        # Records below it were deleted on request: they may be gone from any replica.
+        self.retention = retention
+        # Records below it were deleted on request or by retention: they may be gone from any
+        # replica.
         self.deleted_below = 0
         self.now_ms = 1_000
         self.brokers = {b: Broker(b, root / f"broker-{b}") for b in BROKERS}
@@ -264,6 +274,13 @@ class Simulation:
         self.produces: list[Produce] = []
         self.batches: list[IdempotentBatch] = []  # unacknowledged, in sequence order
         self.next_sequence = 0
+        # KIP-360: the epoch the producer writes with, the value sequence its wire sequence 0
+        # stands for in that epoch, and whether a broker lost its state (reset before sending).
+        self.producer_epoch = 0
+        self.epoch_first_sequence = 0
+        self.sequence_reset_needed = False
+        # The committed offset each idempotent record was first seen at.
+        self.sequence_first_offset: dict[int, int] = {}
         # The idempotent producer's records in the committed log: checked up to this offset,
         # and the sequence the next one must carry (no gap, no duplicate, no reordering).
         self.sequence_checked = 0
@@ -277,6 +294,8 @@ class Simulation:
         self.acked: dict[int, bytes] = {}
         self.counts: Counter[str] = Counter()
         configs = TOPIC_CONFIGS | ({"flush.messages": "1"} if flush_each_append else {})
+        if retention:
+            configs |= {"retention.ms": str(RETENTION_MS)}
         self.image = cluster_with_topic(configs, self.rng)
         for broker in self.brokers.values():
             broker.incarnation = 1
@@ -429,6 +448,8 @@ class Simulation:
     def _step_idempotent(self) -> bool:
         """The idempotent producer sends its first batch not in flight (a retry, in order), or
         a new batch when fewer than IN_FLIGHT_MAX are unacknowledged."""
+        if not self._reset_sequences_if_needed():
+            return False
         batch = next((b for b in self.batches if b.sent_to is None), None)
         if batch is None:
             if len(self.batches) >= IN_FLIGHT_MAX:
@@ -442,12 +463,30 @@ class Simulation:
             return False
         return self._send_idempotent(batch)
 
+    def _reset_sequences_if_needed(self) -> bool:
+        """KIP-360, as the SDK does it (producer_sequences.py): once the oldest unacknowledged
+        batch was refused because the leader lost this producer's state (its records deleted),
+        and nothing is in flight, bump the epoch and number the batches left from 0 again.
+        Returns whether the producer may send."""
+        if not self.sequence_reset_needed:
+            return True
+        if any(b.sent_to is not None for b in self.batches):
+            return False  # what is in flight finishes first
+        self.producer_epoch += 1
+        self.epoch_first_sequence = self.batches[0].sequence if self.batches else self.next_sequence
+        self.sequence_reset_needed = False
+        self.counts["idempotent epoch bumps (KIP-360)"] += 1
+        return True
+
     def _send_idempotent(self, batch: IdempotentBatch) -> bool:
         leader = self.brokers.get(self.state().leader)
         if leader is None or leader.host is None:
             return False
         records = build_batch(
-            batch.values, producer_id=PRODUCER_ID, producer_epoch=0, base_sequence=batch.sequence
+            batch.values,
+            producer_id=PRODUCER_ID,
+            producer_epoch=self.producer_epoch,
+            base_sequence=batch.sequence - self.epoch_first_sequence,
         )
         request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
         request.topics.add(name=TOPIC).partitions.add(partition=0, records=records)
@@ -467,6 +506,8 @@ class Simulation:
             self._acknowledge_batch(batch, result.base_offset)
         else:
             self.counts[f"idempotent refused: {ErrorCode(result.error_code).name}"] += 1
+            if result.error_code in STATE_LOST and batch is self.batches[0]:
+                self.sequence_reset_needed = True
         return True
 
     def _acknowledge_batch(self, batch: IdempotentBatch, base_offset: int) -> None:
@@ -656,6 +697,15 @@ class Simulation:
         take_changes(broker.host, broker.pending)
         flush_pending(broker.host, broker.pending, now_ms=self.now_ms)
         checkpoint_pending(broker.host, broker.pending)
+        hosted = broker.hosted()
+        if self.retention and hosted is not None:
+            start = hosted.log.log_start_offset
+            retention_pass(
+                broker.host, now_ms=self.now_ms, producer_id_expiration_ms=PRODUCER_ID_EXPIRATION_MS
+            )
+            if hosted.log.log_start_offset > start:
+                self.counts["records deleted by retention"] += hosted.log.log_start_offset - start
+                self.deleted_below = max(self.deleted_below, hosted.log.log_start_offset)
         return True
 
     def _step_clock(self) -> bool:
@@ -721,6 +771,13 @@ class Simulation:
             value = self.committed[offset][0]
             if value.startswith(b"p"):
                 sequence = int(value[1:])
+                first = self.sequence_first_offset.setdefault(sequence, offset)
+                if first != offset and first < self.deleted_below:
+                    # Its first copy was deleted, and with it the producer's state: sent again
+                    # after a KIP-360 reset, as Kafka's producer does too.
+                    self.counts["idempotent records written again after deletion"] += 1
+                    offset += 1
+                    continue
                 if self.sequence_skipped and sequence >= self.sequence_expected:
                     self.sequence_expected, self.sequence_skipped = sequence, False
                 if sequence != self.sequence_expected:
@@ -790,8 +847,9 @@ class Simulation:
             self._step_isr()
             self._settle()
             self._track_durability()
-            if self.batches and self.batches[0].sent_to is None:
-                self._send_idempotent(self.batches[0])
+            first = self.batches[0] if self.batches else None
+            if first is not None and first.sent_to is None and self._reset_sequences_if_needed():
+                self._send_idempotent(first)
                 self._settle()
             self.now_ms += 10
             self.check()

@@ -30,6 +30,7 @@ SEEDS = 10
 SLOW_SEEDS = 500
 POWER_SEEDS = 3  # with flush.messages=1 and whole-cluster power losses
 DELETE_SEEDS = 3  # with DeleteRecords
+RETENTION_SEEDS = 3  # with retention.ms passed by every closed segment
 STEPS = 1000
 
 
@@ -132,6 +133,16 @@ def test_transactions_through_records_deleted_on_request(tmp_path: Path) -> None
     assert totals["markers acknowledged"] > 0
 
 
+def test_transactions_through_retention(tmp_path: Path) -> None:
+    """Retention deletes every committed closed segment, open transactions' first records
+    among them: the last stable offset stays within the log, and no transaction hangs."""
+    totals: Counter[str] = Counter()
+    for seed in range(RETENTION_SEEDS):
+        totals.update(run(tmp_path / f"seed-{seed}", seed, retention=True))
+    assert totals["records deleted by retention"] > 0
+    assert totals["markers acknowledged"] > 0
+
+
 @pytest.mark.slow
 def test_transaction_simulation_many_seeds(tmp_path: Path) -> None:
     totals: Counter[str] = Counter()
@@ -143,5 +154,7 @@ def test_transaction_simulation_many_seeds(tmp_path: Path) -> None:
         )
     for seed in range(DELETE_SEEDS, DELETE_SEEDS + SLOW_SEEDS // 4):
         totals.update(run(tmp_path / f"delete-{seed}", seed, delete_records=True))
+    for seed in range(RETENTION_SEEDS, RETENTION_SEEDS + SLOW_SEEDS // 4):
+        totals.update(run(tmp_path / f"retention-{seed}", seed, retention=True))
     print(dict(totals))
     assert totals["transactions aborted"] > 0

@@ -124,13 +124,7 @@ class TransactionSimulation(Simulation):
         self.reader_seen: dict[bytes, int] = {}  # transactional value -> the offset it was read at
 
     def step_weights(self) -> dict[str, float]:
-        weights = super().step_weights() | TRANSACTION_STEP_WEIGHTS
-        if self.delete_records:
-            # The simulation's idempotent producer does not reset its sequences when a broker
-            # lost its state with the deleted records (KIP-360, which the SDK does), so it could
-            # never be heard again; the transactional producer starts each epoch at 0 anyway.
-            weights["idempotent"] = 0
-        return weights
+        return super().step_weights() | TRANSACTION_STEP_WEIGHTS
 
     def current(self) -> Transaction | None:
         last = self.transactions[-1] if self.transactions else None

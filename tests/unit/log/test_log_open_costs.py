@@ -133,7 +133,7 @@ def test_every_other_change_after_a_clean_open_syncs_the_marker_removal_first(
     elif change == "truncate_fully":
         reopened.truncate_fully_and_start_at(100)
     elif change == "retention":
-        assert reopened.apply_retention(now_ms=1) > 0
+        assert reopened.apply_retention(now_ms=1, high_watermark=reopened.log_end_offset) > 0
     else:
         reopened.delete_records(reopened.segments()[1].base_offset)
     assert directory_fsyncs[:1] == [tmp_path], "before the change"

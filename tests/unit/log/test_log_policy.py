@@ -55,9 +55,16 @@ SEGMENTS = [
 ]
 
 
-def deletable(config: LogConfig, *, now_ms: int = 1_000, start: int = 0) -> int:
+def deletable(
+    config: LogConfig, *, now_ms: int = 1_000, start: int = 0, high_watermark: int = 50
+) -> int:
     return policy.retention_deletable_count(
-        SEGMENTS, log_size_bytes=4_500, log_start_offset=start, config=config, now_ms=now_ms
+        SEGMENTS,
+        log_size_bytes=4_500,
+        log_start_offset=start,
+        high_watermark=high_watermark,
+        config=config,
+        now_ms=now_ms,
     )
 
 
@@ -84,12 +91,22 @@ def test_segments_below_the_log_start_always_go() -> None:
     assert deletable(compact_only, start=20) == 2
 
 
+def test_retention_keeps_every_segment_not_wholly_below_the_high_watermark() -> None:
+    """Kafka's rule: records not yet replicated (or committed) stay, however old their
+    timestamps or large the log, so the log start never passes the high watermark."""
+    assert deletable(LogConfig(retention_ms=0), high_watermark=25) == 2
+    assert deletable(LogConfig(retention_bytes=0), high_watermark=20) == 2
+    assert deletable(LogConfig(retention_bytes=0), high_watermark=19) == 1
+    assert deletable(LogConfig(retention_ms=0), high_watermark=0) == 0
+
+
 def test_segments_without_timestamps_do_not_expire_by_time() -> None:
     stats = [SegmentStats(0, 10, 100, max_timestamp=-1)]
     count = policy.retention_deletable_count(
         stats,
         log_size_bytes=200,
         log_start_offset=0,
+        high_watermark=10,
         config=LogConfig(retention_ms=0),
         now_ms=10**12,
     )

@@ -63,26 +63,26 @@ def test_retention_ms_deletes_old_closed_segments_only(tmp_path: Path) -> None:
     old_segments = len(log.segments()) - 1
     fill(log, 20, timestamp=30 * HOUR_MS, now_ms=2)  # new records
     now_ms = 30 * HOUR_MS + 1
-    deleted = log.apply_retention(now_ms=now_ms)
+    deleted = log.apply_retention(now_ms=now_ms, high_watermark=log.log_end_offset)
     assert deleted >= old_segments
     assert log.log_start_offset == log.segments()[0].base_offset > 0
     assert all(s.max_timestamp == 30 * HOUR_MS for s in log.segments()[1:])
     with pytest.raises(OffsetOutOfRangeError):
         log.read(0, 100)
     assert read_all(log)[0].offset == log.log_start_offset
-    assert log.apply_retention(now_ms=now_ms) == 0
+    assert log.apply_retention(now_ms=now_ms, high_watermark=log.log_end_offset) == 0
 
 
 def test_retention_never_deletes_the_active_segment(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(retention_ms=1, retention_bytes=0), now_ms=0)
     fill(log, 3, timestamp=1, now_ms=1)
     assert len(log.segments()) == 1
-    assert log.apply_retention(now_ms=10**12) == 0
+    assert log.apply_retention(now_ms=10**12, high_watermark=log.log_end_offset) == 0
     assert [r.offset for r in read_all(log)] == [0, 1, 2]
     fill(log, 20, timestamp=1, now_ms=1)
     closed = len(log.segments()) - 1
     assert closed > 0
-    assert log.apply_retention(now_ms=10**12) == closed
+    assert log.apply_retention(now_ms=10**12, high_watermark=log.log_end_offset) == closed
     assert len(log.segments()) == 1
     assert log.log_start_offset == log.segments()[0].base_offset
     assert read_all(log)[-1].offset == 22
@@ -92,7 +92,7 @@ def test_retention_bytes_keeps_at_least_that_many_bytes(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(retention_bytes=5000), now_ms=0)
     fill(log, 60, timestamp=1, now_ms=1)
     before = log.size_bytes()
-    deleted = log.apply_retention(now_ms=2)
+    deleted = log.apply_retention(now_ms=2, high_watermark=log.log_end_offset)
     assert deleted > 0
     assert log.size_bytes() >= 5000
     # Deleting one more segment would have gone below retention.bytes.
@@ -104,14 +104,14 @@ def test_delete_policy_off_means_no_time_or_size_retention(tmp_path: Path) -> No
     config = small_config(retention_ms=1, retention_bytes=0, cleanup_policy=frozenset({"compact"}))
     log = Log.open(tmp_path, config, now_ms=0)
     fill(log, 30, timestamp=1, now_ms=1)
-    assert log.apply_retention(now_ms=10**12) == 0
+    assert log.apply_retention(now_ms=10**12, high_watermark=log.log_end_offset) == 0
 
 
 def test_retention_moves_log_start_durably(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(retention_ms=HOUR_MS), now_ms=0)
     fill(log, 20, timestamp=1, now_ms=1)
     fill(log, 20, timestamp=10 * HOUR_MS, now_ms=1)
-    log.apply_retention(now_ms=10 * HOUR_MS)
+    log.apply_retention(now_ms=10 * HOUR_MS, high_watermark=log.log_end_offset)
     start = log.log_start_offset
     assert start > 0
     reopened = Log.open(tmp_path, small_config(retention_ms=HOUR_MS), now_ms=0)  # no close

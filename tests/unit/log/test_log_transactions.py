@@ -173,7 +173,7 @@ def test_retention_deletes_a_segment_with_its_index_file(tmp_path: Path) -> None
         append(log, build_batch([os.urandom(200)], timestamps=NOW))
     assert [entry.first_offset for entry in flat(log)] == [first]
     log.delete_records(log.segments()[1].base_offset)
-    log.apply_retention(now_ms=NOW)
+    log.apply_retention(now_ms=NOW, high_watermark=log.log_end_offset)
     assert flat(log) == []
     assert not [name for name in os.listdir(tmp_path) if name.endswith(TXN_INDEX_SUFFIX)]
     log.close()
