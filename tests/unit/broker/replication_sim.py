@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -915,3 +916,26 @@ def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:
     assert sequences == expected, f"seed {seed}: {sequences}"
     simulation.counts["records stored"] = len(first)
     return simulation.counts
+
+
+# The options of each mode besides the default schedules.
+MODES: dict[str, dict[str, bool]] = {
+    "power": {"flush_each_append": True, "power_loss": True},
+    "delete": {"delete_records": True},
+    "retention": {"retention": True},
+}
+
+
+def slow_loop(
+    run: Callable[..., Counter[str]], root: Path, ci_seeds: dict[str, int], slow_seeds: int
+) -> Counter[str]:
+    """`run(directory, seed, **options)` over the seeds after those CI runs: `slow_seeds` of
+    the default schedules, a quarter as many in each mode `ci_seeds` names besides "default".
+    Returns (and prints) the summed counts."""
+    totals: Counter[str] = Counter()
+    for mode, first in ci_seeds.items():
+        count = slow_seeds if mode == "default" else slow_seeds // 4
+        for seed in range(first, first + count):
+            totals.update(run(root / f"{mode}-{seed}", seed, **MODES.get(mode, {})))
+    print(dict(totals))
+    return totals

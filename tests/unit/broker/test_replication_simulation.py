@@ -7,7 +7,7 @@ Method: replication_sim.py drives the services' own code (controller decisions a
 PartitionHost over real logs, produce, the leader's read, the follower's apply, the ISR
 manager's decisions, the acks=all settling rule) through seeded random steps in one process,
 checking the invariants after every step. A failure names the seed and step; rerun it alone
-with `-k "seed_N"`. CI runs SEEDS seeds; the slow loop (SAMSA_SLOW=1) runs SLOW_SEEDS more.
+with `-k "seed_N"`. CI runs CI_SEEDS; the slow loop (SAMSA_SLOW=1) runs SLOW_SEEDS more.
 
 A second mode sets flush.messages=1 and lets the whole cluster lose power (each broker keeps
 only what it fsynced): the README promises acks=all records survive that, and only that. A
@@ -34,14 +34,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.broker.replication_sim import SafetyViolation, Simulation, run_to_end
+from tests.unit.broker.replication_sim import SafetyViolation, Simulation, run_to_end, slow_loop
 
-SEEDS = 20  # seeds 0..19, and the ones named above (the transaction simulation runs more)
+# Seeds CI runs, by mode (replication_sim.MODES): 0..19 of the default schedules, and the
+# regression seeds named above (the transaction simulation runs the same steps on more).
+CI_SEEDS = {"default": 20, "power": 10, "delete": 10, "retention": 5}
 REGRESSION_SEEDS = (21, 145)
 SLOW_SEEDS = 1000
-POWER_SEEDS = 10  # with flush.messages=1 and whole-cluster power losses
-DELETE_SEEDS = 10  # with DeleteRecords
-RETENTION_SEEDS = 5  # with retention.ms passed by every closed segment
 STEPS = 400
 
 
@@ -54,7 +53,7 @@ def run(root: Path, seed: int, steps: int = STEPS, **options: bool) -> Counter[s
 
 
 @pytest.mark.parametrize(
-    "seed", [*range(SEEDS), *REGRESSION_SEEDS], ids=lambda seed: f"seed_{seed}"
+    "seed", [*range(CI_SEEDS["default"]), *REGRESSION_SEEDS], ids=lambda seed: f"seed_{seed}"
 )
 def test_replication_keeps_every_acknowledged_record(tmp_path: Path, seed: int) -> None:
     counts = run(tmp_path, seed)
@@ -63,7 +62,7 @@ def test_replication_keeps_every_acknowledged_record(tmp_path: Path, seed: int) 
     assert counts["kills"] + counts["shutdown"] > 0
 
 
-@pytest.mark.parametrize("seed", range(POWER_SEEDS), ids=lambda seed: f"seed_{seed}")
+@pytest.mark.parametrize("seed", range(CI_SEEDS["power"]), ids=lambda seed: f"seed_{seed}")
 def test_with_flush_messages_1_acknowledged_records_survive_a_cluster_power_loss(
     tmp_path: Path, seed: int
 ) -> None:
@@ -79,7 +78,7 @@ def test_records_deleted_on_request_stay_deleted_and_the_rest_stays(tmp_path: Pa
     and nothing above the deleted offsets is lost. Seed 16 never converged before a follower
     could start at a batch straddling the leader's log start."""
     totals: Counter[str] = Counter()
-    for seed in [*range(DELETE_SEEDS), 16]:
+    for seed in [*range(CI_SEEDS["delete"]), 16]:
         totals.update(run(tmp_path / f"seed-{seed}", seed, delete_records=True))
     assert totals["records deleted on request"] > 0
     assert totals["records acknowledged"] > 0
@@ -91,7 +90,7 @@ def test_retention_deletes_only_committed_segments(tmp_path: Path) -> None:
     converge. Without retention's high-watermark bound (Kafka's rule), 16 of 30 seeds fail:
     a log start passed its high watermark."""
     totals: Counter[str] = Counter()
-    for seed in range(RETENTION_SEEDS):
+    for seed in range(CI_SEEDS["retention"]):
         totals.update(run(tmp_path / f"seed-{seed}", seed, retention=True))
     assert totals["records deleted by retention"] > 0
     assert totals["records acknowledged"] > 0
@@ -103,7 +102,7 @@ def test_without_flushing_a_cluster_power_loss_can_lose_acknowledged_records(
     """The other half of that promise, and a check that the power loss is real: with the
     defaults (nothing fsynced on the write path) some seed loses an acknowledged record."""
     violations = 0
-    for seed in range(POWER_SEEDS):
+    for seed in range(CI_SEEDS["power"]):
         try:
             run(tmp_path / f"seed-{seed}", seed, power_loss=True)
         except SafetyViolation:
@@ -113,16 +112,5 @@ def test_without_flushing_a_cluster_power_loss_can_lose_acknowledged_records(
 
 @pytest.mark.slow
 def test_replication_simulation_many_seeds(tmp_path: Path) -> None:
-    totals: Counter[str] = Counter()
-    for seed in range(SEEDS, SEEDS + SLOW_SEEDS):
-        totals.update(run(tmp_path / f"seed-{seed}", seed))
-    for seed in range(POWER_SEEDS, POWER_SEEDS + SLOW_SEEDS // 4):
-        totals.update(
-            run(tmp_path / f"power-{seed}", seed, flush_each_append=True, power_loss=True)
-        )
-    for seed in range(DELETE_SEEDS, DELETE_SEEDS + SLOW_SEEDS // 4):
-        totals.update(run(tmp_path / f"delete-{seed}", seed, delete_records=True))
-    for seed in range(RETENTION_SEEDS, RETENTION_SEEDS + SLOW_SEEDS // 4):
-        totals.update(run(tmp_path / f"retention-{seed}", seed, retention=True))
-    print(dict(totals))
+    totals = slow_loop(run, tmp_path, CI_SEEDS, SLOW_SEEDS)
     assert totals["records acknowledged"] > 0

@@ -7,7 +7,7 @@ Method: transaction_sim.py adds a transactional producer, its coordinator's two 
 read_committed reader to replication_sim.py's cluster, over the broker's own produce, KIP-890
 check, WriteTxnMarkers, producer state, transaction index and read path, and the SDK's decoding
 of read_committed answers. A failure names the seed and step; rerun it with `-k "seed_N"`. CI
-runs SEEDS seeds, and a few with power losses and with DeleteRecords; SAMSA_SLOW=1 runs more.
+runs CI_SEEDS (seeds by mode: default, power losses, DeleteRecords, retention); SAMSA_SLOW=1 more.
 
 What it found: with DeleteRecords, the last stable offset of a transaction open across the new
 log start stayed below it (every seed); and, through a stuck producer in one seed, that a crash
@@ -23,14 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.broker.replication_sim import BROKERS, run_to_end
+from tests.unit.broker.replication_sim import BROKERS, run_to_end, slow_loop
 from tests.unit.broker.transaction_sim import TransactionSimulation, transaction_of
 
-SEEDS = 10
+# Seeds CI runs, by mode (replication_sim.MODES).
+CI_SEEDS = {"default": 10, "power": 3, "delete": 3, "retention": 3}
 SLOW_SEEDS = 500
-POWER_SEEDS = 3  # with flush.messages=1 and whole-cluster power losses
-DELETE_SEEDS = 3  # with DeleteRecords
-RETENTION_SEEDS = 3  # with retention.ms passed by every closed segment
 STEPS = 1000
 
 
@@ -106,7 +104,7 @@ def check_transactions_healed(simulation: TransactionSimulation, seed: int) -> N
             assert got == sent, f"seed {seed}: transaction {transaction.number} {sent}, {got}"
 
 
-@pytest.mark.parametrize("seed", range(SEEDS), ids=lambda seed: f"seed_{seed}")
+@pytest.mark.parametrize("seed", range(CI_SEEDS["default"]), ids=lambda seed: f"seed_{seed}")
 def test_transactions_stay_all_or_nothing_through_failures(tmp_path: Path, seed: int) -> None:
     counts = run(tmp_path, seed)
     # The run did what it is for: transactions ended through markers, and a reader read.
@@ -114,7 +112,7 @@ def test_transactions_stay_all_or_nothing_through_failures(tmp_path: Path, seed:
     assert counts["records read committed"] > 0
 
 
-@pytest.mark.parametrize("seed", range(POWER_SEEDS), ids=lambda seed: f"seed_{seed}")
+@pytest.mark.parametrize("seed", range(CI_SEEDS["power"]), ids=lambda seed: f"seed_{seed}")
 def test_with_flush_messages_1_transactions_survive_a_cluster_power_loss(
     tmp_path: Path, seed: int
 ) -> None:
@@ -127,7 +125,7 @@ def test_transactions_through_records_deleted_on_request(tmp_path: Path) -> None
     """DeleteRecords among the other steps: the last stable offset never falls below the log
     start (every seed failed that check before it was clamped), and no transaction hangs."""
     totals: Counter[str] = Counter()
-    for seed in range(DELETE_SEEDS):
+    for seed in range(CI_SEEDS["delete"]):
         totals.update(run(tmp_path / f"seed-{seed}", seed, delete_records=True))
     assert totals["records deleted on request"] > 0
     assert totals["markers acknowledged"] > 0
@@ -137,7 +135,7 @@ def test_transactions_through_retention(tmp_path: Path) -> None:
     """Retention deletes every committed closed segment, open transactions' first records
     among them: the last stable offset stays within the log, and no transaction hangs."""
     totals: Counter[str] = Counter()
-    for seed in range(RETENTION_SEEDS):
+    for seed in range(CI_SEEDS["retention"]):
         totals.update(run(tmp_path / f"seed-{seed}", seed, retention=True))
     assert totals["records deleted by retention"] > 0
     assert totals["markers acknowledged"] > 0
@@ -145,16 +143,5 @@ def test_transactions_through_retention(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_transaction_simulation_many_seeds(tmp_path: Path) -> None:
-    totals: Counter[str] = Counter()
-    for seed in range(SEEDS, SEEDS + SLOW_SEEDS):
-        totals.update(run(tmp_path / f"seed-{seed}", seed))
-    for seed in range(POWER_SEEDS, POWER_SEEDS + SLOW_SEEDS // 4):
-        totals.update(
-            run(tmp_path / f"power-{seed}", seed, flush_each_append=True, power_loss=True)
-        )
-    for seed in range(DELETE_SEEDS, DELETE_SEEDS + SLOW_SEEDS // 4):
-        totals.update(run(tmp_path / f"delete-{seed}", seed, delete_records=True))
-    for seed in range(RETENTION_SEEDS, RETENTION_SEEDS + SLOW_SEEDS // 4):
-        totals.update(run(tmp_path / f"retention-{seed}", seed, retention=True))
-    print(dict(totals))
+    totals = slow_loop(run, tmp_path, CI_SEEDS, SLOW_SEEDS)
     assert totals["transactions aborted"] > 0
