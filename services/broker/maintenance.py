@@ -138,5 +138,5 @@ async def run_maintenance(
             last_compaction = time.monotonic()
             for hosted in list(host.partitions.values()):
                 if hosted.config.compact:
-                    hosted.log.compact(now_ms=now_ms)
+                    hosted.log.compact(now_ms=now_ms, high_watermark=hosted.high_watermark)
                     await asyncio.sleep(0)  # let requests in between partitions

@@ -140,7 +140,7 @@ def apply(log: Log, model: Model, operation: tuple, directory: Path) -> Log:
         assert model.log_start_offset == offset
     elif kind == "compact":
         cleanable_end = log.segments()[-1].base_offset
-        log.compact(now_ms=argument)
+        log.compact(now_ms=argument, high_watermark=log.log_end_offset)
         model.compact(cleanable_end, argument)
     elif kind == "reopen":
         if argument:

@@ -1,7 +1,11 @@
 """The cleaner: compacting a log's closed segments and swapping the rewritten ones in.
 
 Theory of operation (Kafka's LogCleaner, simplified; the per-batch rules are compaction.py's).
-`clean` runs over the closed segments only (the active one is untouched), in two passes: it
+`clean` runs over the closed segments wholly below the cleanable end only (the active one is
+untouched; the caller passes the last stable offset, which is at or below the high watermark, as
+Kafka bounds its cleaner: a committed record must never be removed for a newer record of its key
+that a leader change may still truncate away, which would leave this replica without either), in
+two passes: it
 builds the key map (each key's newest offset) from every batch of those segments, then rewrites
 each segment keeping the survivors (`Segment.write_cleaned` writes them to a `.cleaned` file). A
 segment that lost nothing keeps its file and the cleaned copy is discarded; a segment that lost
@@ -38,13 +42,19 @@ def clean(
     segments: list[Segment],
     base_offsets: list[int],
     *,
+    cleanable_end: int,
     delete_retention_ms: int,
     now_ms: int,
     keep_whole: Container[int] = (),
 ) -> CompactionResult:
-    """Keep the newest record per key in the closed segments (all but the last of `segments`);
-    the batches whose base offsets are in `keep_whole` stay as they are."""
-    closed = segments[:-1]
+    """Keep the newest record per key in the closed segments wholly below `cleanable_end` (never
+    the last of `segments`); the batches whose base offsets are in `keep_whole` stay as they
+    are."""
+    closed = [
+        segment
+        for segment, next_base in zip(segments, base_offsets[1:], strict=False)
+        if next_base <= cleanable_end
+    ]
     key_map: dict[bytes, int] = {}
     for segment in closed:
         for _, batch in segment.iter_batches():

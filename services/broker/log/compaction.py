@@ -1,7 +1,8 @@
 """Log compaction, pure: keep the newest record per key, rewrite batches without the rest.
 
 Theory of operation (Kafka's LogCleaner, simplified). Compaction runs over the closed segments
-only (the cleanable range ends at the active segment's base offset) in two passes:
+wholly below the last stable offset only (the cleanable range ends there or at the active
+segment's base offset, whichever is lower: cleaner.py) in two passes:
 
 1. `build_key_map` reads every decoded batch of that range and maps each key to the offset of
    its newest record.

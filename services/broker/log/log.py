@@ -568,10 +568,11 @@ class Log:
 
     # --- compaction ----------------------------------------------------------------------------
 
-    def compact(self, *, now_ms: int) -> CompactionResult:
-        """cleanup.policy=compact: keep the newest record per key in the closed segments (the
-        active one is untouched) and the newest batch of each live idempotent producer whole;
-        each rewritten segment is swapped in crash-safely (cleaner.py)."""
+    def compact(self, *, now_ms: int, high_watermark: int) -> CompactionResult:
+        """cleanup.policy=compact: keep the newest record per key in the closed segments wholly
+        below the last stable offset (never the active one; the partition's `high_watermark`
+        bounds it) and the newest batch of each live idempotent producer whole; each rewritten
+        segment is swapped in crash-safely (cleaner.py)."""
         self._check_open()
         if not self.config.compact:
             return CompactionResult(0, 0, 0, 0, 0)
@@ -580,6 +581,7 @@ class Log:
         return cleaner.clean(
             self._segments,
             self._base_offsets,
+            cleanable_end=self.last_stable_offset(high_watermark),
             delete_retention_ms=self.config.delete_retention_ms,
             now_ms=now_ms,
             keep_whole=self._producers.newest_batch_base_offsets(),

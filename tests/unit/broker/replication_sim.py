@@ -117,6 +117,7 @@ IN_FLIGHT_MAX = 5
 STATE_LOST = (ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 ANSWER_LOSS = 0.1  # the share of fetch answers lost on the way (the follower asks again)
 RETENTION_MS = 3_000  # retention.ms in the retention mode, on the simulation's clock
+COMPACTION_KEYS = 5  # plain record b"v<n>" has key b"k<n % COMPACTION_KEYS>" when compacted
 
 
 class SafetyViolation(AssertionError):
@@ -172,6 +173,11 @@ class Broker:
 
     def hosted(self) -> HostedPartition | None:
         return None if self.host is None else self.host.get(*KEY)
+
+
+def compaction_key(value: bytes) -> bytes:
+    """The key of plain record b"v<n>" in the compaction mode."""
+    return b"k%d" % (int(value[1:]) % COMPACTION_KEYS)
 
 
 def commit(image: MetadataImage, result: cp.ControlResult) -> MetadataImage:  # type: ignore[type-arg]
@@ -256,16 +262,20 @@ class Simulation:
         power_loss: bool = False,
         delete_records: bool = False,
         retention: bool = False,
+        compaction: bool = False,
     ) -> None:
         """`flush_each_append`: the topic sets flush.messages=1. `power_loss`: the whole cluster
         may lose power at once (every broker loses what it had not fsynced). `delete_records`:
         the leader is asked to delete records below an offset up to its high watermark.
         `retention`: the topic keeps records RETENTION_MS (their timestamps are 0, so every
-        closed segment is soon past it) and the maintenance step runs the retention pass."""
+        closed segment is soon past it) and the maintenance step runs the retention pass.
+        `compaction`: the topic is compacted, plain records carry one of COMPACTION_KEYS keys,
+        and the maintenance step compacts the broker's log."""
         self.rng = random.Random(seed)
         self.power_loss = power_loss
         self.delete_records = delete_records
         self.retention = retention
+        self.compaction = compaction
         # Records below it were deleted on request or by retention: they may be gone from any
         # replica.
         self.deleted_below = 0
@@ -297,6 +307,8 @@ class Simulation:
         configs = TOPIC_CONFIGS | ({"flush.messages": "1"} if flush_each_append else {})
         if retention:
             configs |= {"retention.ms": str(RETENTION_MS)}
+        if compaction:
+            configs |= {"cleanup.policy": "compact"}
         self.image = cluster_with_topic(configs, self.rng)
         for broker in self.brokers.values():
             broker.incarnation = 1
@@ -432,10 +444,13 @@ class Simulation:
         target = self.brokers.get(leader) if self.rng.random() < 0.9 else self.rng.choice(live)
         if target is None or target.host is None:
             return False
-        values = [b"v%d" % (self.next_value + i) for i in range(self.rng.randint(1, 3))]
+        numbers = range(self.next_value, self.next_value + self.rng.randint(1, 3))
+        values = [b"v%d" % n for n in numbers]
         self.next_value += len(values)
+        keys = [compaction_key(value) for value in values] if self.compaction else None
         request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
-        request.topics.add(name=TOPIC).partitions.add(partition=0, records=build_batch(values))
+        records = build_batch(values, keys=keys)
+        request.topics.add(name=TOPIC).partitions.add(partition=0, records=records)
         response, waits = produce(target.host, request, self.now_ms, internal_write_refusal=None)
         result = response.topics[0].partitions[0]
         if waits:
@@ -707,6 +722,10 @@ class Simulation:
             if hosted.log.log_start_offset > start:
                 self.counts["records deleted by retention"] += hosted.log.log_start_offset - start
                 self.deleted_below = max(self.deleted_below, hosted.log.log_start_offset)
+        if self.compaction and hosted is not None:
+            # As the maintenance loop's compaction pass does, one partition at a time.
+            compacted = hosted.log.compact(now_ms=self.now_ms, high_watermark=hosted.high_watermark)
+            self.counts["records removed by compaction"] += compacted.records_removed
         return True
 
     def _step_clock(self) -> bool:
@@ -759,6 +778,37 @@ class Simulation:
                 )
         self._check_electable_replicas()
         self._check_sequences()
+        if self.compaction:
+            self._check_compacted_replicas()
+
+    def _check_compacted_replicas(self) -> None:
+        """A committed record is gone from a replica the controller could elect only when a
+        newer committed record of its key is there (Kafka's cleaner stops at the last stable
+        offset): otherwise a leader change truncating that newer record leaves the replica with
+        neither. (A follower out of the ISR copying a compacted log from its start may hold the
+        gap before the newer record's segment reaches it, as in Kafka: it cannot be elected.)"""
+        for broker_id in self.state().isr:
+            hosted = self.brokers[broker_id].hosted()
+            if hosted is None:
+                continue
+            log_end = hosted.log.log_end_offset
+            newest: dict[bytes, int] = {}
+            present = set()
+            for offset, value, _ in log_records(hosted, 0, log_end):
+                present.add(offset)
+                if value.startswith(b"v") and offset in self.committed:
+                    newest[compaction_key(value)] = offset
+            start = hosted.log.log_start_offset
+            for offset, (value, _) in self.committed.items():
+                if not start <= offset < log_end or offset in present:
+                    continue
+                newer = newest.get(compaction_key(value), -1) if value.startswith(b"v") else -1
+                if newer > offset:
+                    continue
+                raise SafetyViolation(
+                    f"broker {broker_id} dropped committed {value!r} at {offset} with no newer "
+                    f"committed record of its key (its newest committed: {newer})"
+                )
 
     def _check_sequences(self) -> None:
         """The idempotent producer's records in the committed log carry sequences 0, 1, 2, ...
@@ -901,13 +951,17 @@ def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:
     # deleted keeps its records), so the replicas agree from the latest start on.
     common = max((log[0][0] for log in logs.values() if log), default=0)
     first = [record for record in logs[BROKERS[0]] if record[0] >= common]
-    for broker_id in BROKERS[1:]:
-        tail = [record for record in logs[broker_id] if record[0] >= common]
-        assert tail == first, f"seed {seed}: replica {broker_id} differs"
-    stored = {offset: value for offset, value, _ in first}
     kept = {o: v for o, v in simulation.acked.items() if o >= simulation.deleted_below}
-    lost = {o: v for o, v in kept.items() if stored.get(o) != v}
-    assert not lost, f"seed {seed}: acknowledged records lost: {sorted(lost)[:10]}"
+    if simulation.compaction:
+        check_compacted(simulation, logs, common, kept, seed)
+        first = [record for record in first if not record[1].startswith(b"v")]
+    else:
+        for broker_id in BROKERS[1:]:
+            tail = [record for record in logs[broker_id] if record[0] >= common]
+            assert tail == first, f"seed {seed}: replica {broker_id} differs"
+        stored = {offset: value for offset, value, _ in first}
+        lost = {o: v for o, v in kept.items() if stored.get(o) != v}
+        assert not lost, f"seed {seed}: acknowledged records lost: {sorted(lost)[:10]}"
     # Every batch of the idempotent producer, retried or not, is stored once and in order (from
     # where DeleteRecords left the log).
     sequences = [int(value[1:]) for _, value, _ in first if value.startswith(b"p")]
@@ -918,11 +972,46 @@ def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:
     return simulation.counts
 
 
+def check_compacted(
+    simulation: Simulation,
+    logs: dict[int, list[tuple[int, bytes, int]]],
+    common: int,
+    acknowledged: dict[int, bytes],
+    seed: int,
+) -> None:
+    """Compaction runs on each replica at its own pace, so replicas need not hold the same
+    records; they must agree on each key's newest record (and on every other record), and no
+    acknowledged record may be gone unless a newer record of its key is there."""
+    views = []
+    for broker_id in BROKERS:
+        newest: dict[bytes, tuple[int, bytes]] = {}
+        others = []
+        for offset, value, _ in logs[broker_id]:
+            if offset < common:
+                continue
+            if value.startswith(b"v"):
+                newest[compaction_key(value)] = (offset, value)
+            else:
+                others.append((offset, value))
+        views.append((newest, others))
+        for offset, value in acknowledged.items():
+            if not value.startswith(b"v") or offset < common:
+                continue
+            kept = newest.get(compaction_key(value))
+            assert kept is not None and kept[0] >= offset, (
+                f"seed {seed}: broker {broker_id} lost acknowledged {value!r} at {offset} "
+                f"(its key's newest record: {kept})"
+            )
+    assert all(view == views[0] for view in views), f"seed {seed}: replicas disagree"
+    simulation.counts["keys compared"] += len(views[0][0])
+
+
 # The options of each mode besides the default schedules.
 MODES: dict[str, dict[str, bool]] = {
     "power": {"flush_each_append": True, "power_loss": True},
     "delete": {"delete_records": True},
     "retention": {"retention": True},
+    "compaction": {"compaction": True},
 }
 
 

@@ -67,12 +67,14 @@ def test_newest_record_per_key_survives_with_its_offset(tmp_path: Path) -> None:
     active_before = log.segments()[-1]
     expected = expected_survivors(log, tombstones_expired=False)
     end_before = log.log_end_offset
-    result = log.compact(now_ms=2)
+    result = log.compact(now_ms=2, high_watermark=log.log_end_offset)
     assert result.records_removed > 0 and result.bytes_after < result.bytes_before
     assert [(r.offset, r.value) for r in read_all(log)] == expected
     assert log.segments()[-1] == active_before, "the active segment is untouched"
     assert log.log_end_offset == end_before
-    assert log.compact(now_ms=2).records_removed == 0, "a second pass finds nothing"
+    assert log.compact(now_ms=2, high_watermark=log.log_end_offset).records_removed == 0, (
+        "a second pass finds nothing"
+    )
     log.close()
     reopened = Log.open(tmp_path, compact_config(), now_ms=0)
     assert [(r.offset, r.value) for r in read_all(reopened)] == expected
@@ -86,11 +88,11 @@ def test_tombstones_stay_for_delete_retention_ms(tmp_path: Path) -> None:
     fill(log, rounds=8, keys=1, timestamp=5_000)
     tombstone_offset = next(r.offset for r in read_all(log) if r.value is None)
     assert tombstone_offset < log.segments()[-1].base_offset
-    log.compact(now_ms=5_000 + DAY_MS - 1)
+    log.compact(now_ms=5_000 + DAY_MS - 1, high_watermark=log.log_end_offset)
     kept = [(r.offset, r.key, r.value) for r in read_all(log)]
     assert (tombstone_offset, b"k1", None) in kept
     assert not any(key == b"k1" and value is not None for _, key, value in kept)
-    log.compact(now_ms=5_000 + DAY_MS)
+    log.compact(now_ms=5_000 + DAY_MS, high_watermark=log.log_end_offset)
     assert all(r.key != b"k1" for r in read_all(log)), "an expired tombstone is dropped"
 
 
@@ -113,7 +115,7 @@ def test_batch_fields_survive_a_rewrite(tmp_path: Path) -> None:
     later = batch(b"c", keys=[b"c"], producer_id=42, producer_epoch=3, base_sequence=3)
     log.append_as_leader(later, leader_epoch=4, now_ms=1)
     fill(log, rounds=10, keys=1, epoch=4)
-    log.compact(now_ms=2)
+    log.compact(now_ms=2, high_watermark=log.log_end_offset)
     first = decode_batches(log.read(0, 10_000).records)[0]
     header = first.header
     assert (header.base_offset, header.producer_id, header.producer_epoch) == (0, 42, 3)
@@ -131,7 +133,7 @@ def test_log_append_time_survives_a_rewrite(tmp_path: Path) -> None:
         batch(b"1", b"2", keys=[b"a", b"a"], timestamp=5), leader_epoch=0, now_ms=999
     )
     fill(log, rounds=10, keys=1)
-    log.compact(now_ms=2)
+    log.compact(now_ms=2, high_watermark=log.log_end_offset)
     first = decode_batches(log.read(0, 10_000).records)[0]
     assert first.header.is_log_append_time
     assert [(r.offset, r.timestamp, r.value) for r in first] == [(1, 999, b"2")]
@@ -144,7 +146,7 @@ def test_control_batches_are_kept_untouched(tmp_path: Path) -> None:
     )
     log.append_as_leader(marker, leader_epoch=0, now_ms=1, allow_control_batches=True)
     fill(log, rounds=10, keys=1)
-    log.compact(now_ms=2)
+    log.compact(now_ms=2, high_watermark=log.log_end_offset)
     assert decode_batches(log.read(0, 10_000).records)[0].header.is_control
 
 
@@ -152,7 +154,7 @@ def test_emptied_segment_is_deleted_and_reads_skip_the_gap(tmp_path: Path) -> No
     log = Log.open(tmp_path, compact_config(), now_ms=0)
     fill(log, rounds=24, keys=1, keyless=False)  # one key: only its newest record survives
     before = len(log.segments())
-    result = log.compact(now_ms=2)
+    result = log.compact(now_ms=2, high_watermark=log.log_end_offset)
     assert result.segments_deleted > 0
     assert len(log.segments()) == before - result.segments_deleted
     assert log.log_start_offset == 0
@@ -173,7 +175,7 @@ def crash_copy(tmp_path: Path, stage: str) -> tuple[Path, list[tuple[int, bytes 
     shutil.copytree(source, crashed)
     log = Log.open(source, compact_config(), now_ms=0)
     before = [(r.offset, r.value) for r in read_all(log)]
-    log.compact(now_ms=2)
+    log.compact(now_ms=2, high_watermark=log.log_end_offset)
     compacted_first = [(r.offset, r.value) for r in read_all(log) if r.offset < second_base]
     log.close()
     first = sorted(source.glob("*.log"))[0]
@@ -207,5 +209,29 @@ def test_compaction_is_off_without_the_compact_policy(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(), now_ms=0)
     fill(log, rounds=6, keys=2)
     before = read_all(log)
-    assert log.compact(now_ms=2).records_removed == 0
+    assert log.compact(now_ms=2, high_watermark=log.log_end_offset).records_removed == 0
     assert read_all(log) == before
+
+
+def test_nothing_at_or_above_the_high_watermark_is_cleaned_or_shadows_a_committed_record(
+    tmp_path: Path,
+) -> None:
+    """Kafka bounds its cleaner at the last stable offset (at or below the high watermark): a
+    committed record removed for a newer one of its key that a leader change then truncates
+    away would leave this replica with neither, unlike every other replica."""
+    log = Log.open(tmp_path, compact_config(), now_ms=0)
+    fill(log, rounds=1, keys=5)
+    committed = log.log_end_offset
+    fill(log, rounds=5, keys=5)  # newer records of the same keys, not yet replicated
+    assert len(log.segments()) > 2
+    before = read_all(log)
+    result = log.compact(now_ms=2, high_watermark=committed)
+    assert result.records_removed == 0
+    assert read_all(log) == before
+    # Once the high watermark passes them, the closed segments below it are cleaned.
+    cleanable_end = log.segments()[-2].base_offset
+    assert log.compact(now_ms=2, high_watermark=cleanable_end).records_removed > 0
+    for record in read_all(log):
+        if record.offset >= cleanable_end:
+            assert record in before
+    log.close()
