@@ -12,7 +12,9 @@ answer reaches the follower (or is lost); a broker applies the metadata log up t
 expires the session of a dead broker; a broker is killed (kill -9: what it wrote stays in
 the page cache, its memory is gone), shut down cleanly, or started again (it registers,
 catches up on metadata, heartbeats and is unfenced); the preferred leader is elected back;
-the maintenance pass flushes and checkpoints; the clock moves.
+the maintenance pass flushes and checkpoints; the clock moves. Modes add steps or settings:
+flush.messages=1 with whole-cluster power losses, DeleteRecords at the leader, retention with
+every closed segment expired, and a compacted topic (compacted by the maintenance step).
 
 After every step `check` asserts the safety of replication (DESIGN §4):
 - every replica's high watermark is within its log;
@@ -22,9 +24,12 @@ After every step `check` asserts the safety of replication (DESIGN §4):
   answered with, and every live replica the controller could elect (its ISR) holds it;
 - the idempotent producer's records (one producer id, up to IN_FLIGHT_MAX batches in flight,
   each failed or cut-off batch sent again in order to whoever leads then) are committed with
-  sequences 0, 1, 2, ...: no retry stored twice, none skipped, none reordered.
-`heal` then restarts every broker and runs the cluster fault-free until it settles; the
-caller asserts that every replica ends identical, the ISR full, and nothing acknowledged lost.
+  sequences 0, 1, 2, ...: no retry stored twice, none skipped, none reordered (a record is
+  written again only after its first copy was deleted and the producer reset, KIP-360);
+- under compaction, every ISR member holds each committed record or a newer committed one of
+  its key.
+`heal` then restarts every broker and runs the cluster fault-free until it settles;
+simulation_run.py asserts that the replicas converged and nothing acknowledged was lost.
 """
 
 from __future__ import annotations
@@ -32,7 +37,6 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -932,99 +936,3 @@ class Simulation:
             if broker.host is not None:
                 broker.host.close_all()
                 broker.host = None
-
-
-def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:
-    """Take `steps` steps, checking after each, then heal and assert the cluster converged:
-    identical replicas, nothing acknowledged lost, every idempotent batch stored once and in
-    order. Returns the simulation's counts (the caller closes it)."""
-    for number in range(steps):
-        kind = simulation.step()
-        try:
-            simulation.check()
-        except SafetyViolation as violation:
-            raise SafetyViolation(f"seed {seed}, step {number} ({kind}): {violation}") from None
-    simulation.heal()
-    assert simulation.settled(), f"seed {seed}: the cluster did not settle after healing"
-    logs = simulation.replica_logs()
-    # DeleteRecords moves each replica's log start on its own (a new leader that had not yet
-    # deleted keeps its records), so the replicas agree from the latest start on.
-    common = max((log[0][0] for log in logs.values() if log), default=0)
-    first = [record for record in logs[BROKERS[0]] if record[0] >= common]
-    kept = {o: v for o, v in simulation.acked.items() if o >= simulation.deleted_below}
-    if simulation.compaction:
-        check_compacted(simulation, logs, common, kept, seed)
-        first = [record for record in first if not record[1].startswith(b"v")]
-    else:
-        for broker_id in BROKERS[1:]:
-            tail = [record for record in logs[broker_id] if record[0] >= common]
-            assert tail == first, f"seed {seed}: replica {broker_id} differs"
-        stored = {offset: value for offset, value, _ in first}
-        lost = {o: v for o, v in kept.items() if stored.get(o) != v}
-        assert not lost, f"seed {seed}: acknowledged records lost: {sorted(lost)[:10]}"
-    # Every batch of the idempotent producer, retried or not, is stored once and in order (from
-    # where DeleteRecords left the log).
-    sequences = [int(value[1:]) for _, value, _ in first if value.startswith(b"p")]
-    since = simulation.next_sequence if not sequences else sequences[0]
-    expected = list(range(0 if not simulation.deleted_below else since, simulation.next_sequence))
-    assert sequences == expected, f"seed {seed}: {sequences}"
-    simulation.counts["records stored"] = len(first)
-    return simulation.counts
-
-
-def check_compacted(
-    simulation: Simulation,
-    logs: dict[int, list[tuple[int, bytes, int]]],
-    common: int,
-    acknowledged: dict[int, bytes],
-    seed: int,
-) -> None:
-    """Compaction runs on each replica at its own pace, so replicas need not hold the same
-    records; they must agree on each key's newest record (and on every other record), and no
-    acknowledged record may be gone unless a newer record of its key is there."""
-    views = []
-    for broker_id in BROKERS:
-        newest: dict[bytes, tuple[int, bytes]] = {}
-        others = []
-        for offset, value, _ in logs[broker_id]:
-            if offset < common:
-                continue
-            if value.startswith(b"v"):
-                newest[compaction_key(value)] = (offset, value)
-            else:
-                others.append((offset, value))
-        views.append((newest, others))
-        for offset, value in acknowledged.items():
-            if not value.startswith(b"v") or offset < common:
-                continue
-            kept = newest.get(compaction_key(value))
-            assert kept is not None and kept[0] >= offset, (
-                f"seed {seed}: broker {broker_id} lost acknowledged {value!r} at {offset} "
-                f"(its key's newest record: {kept})"
-            )
-    assert all(view == views[0] for view in views), f"seed {seed}: replicas disagree"
-    simulation.counts["keys compared"] += len(views[0][0])
-
-
-# The options of each mode besides the default schedules.
-MODES: dict[str, dict[str, bool]] = {
-    "power": {"flush_each_append": True, "power_loss": True},
-    "delete": {"delete_records": True},
-    "retention": {"retention": True},
-    "compaction": {"compaction": True},
-}
-
-
-def slow_loop(
-    run: Callable[..., Counter[str]], root: Path, ci_seeds: dict[str, int], slow_seeds: int
-) -> Counter[str]:
-    """`run(directory, seed, **options)` over the seeds after those CI runs: `slow_seeds` of
-    the default schedules, a quarter as many in each mode `ci_seeds` names besides "default".
-    Returns (and prints) the summed counts."""
-    totals: Counter[str] = Counter()
-    for mode, first in ci_seeds.items():
-        count = slow_seeds if mode == "default" else slow_seeds // 4
-        for seed in range(first, first + count):
-            totals.update(run(root / f"{mode}-{seed}", seed, **MODES.get(mode, {})))
-    print(dict(totals))
-    return totals

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.broker.replication_sim import BROKERS, compaction_key, run_to_end, slow_loop
+from tests.unit.broker.replication_sim import BROKERS, compaction_key
+from tests.unit.broker.simulation_run import run_to_end, slow_loop
 from tests.unit.broker.transaction_sim import TransactionSimulation, transaction_of
 
 # Seeds CI runs, by mode (replication_sim.MODES).
