@@ -524,16 +524,23 @@ class Simulation:
             self.produces.append(Produce(leader.broker_id, batch.values, waits[0], batch))
         elif result.error_code == 0:
             self._acknowledge_batch(batch, result.base_offset)
+        elif result.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+            # Written before, its offsets forgotten (the batch left the broker's dedupe window
+            # with deleted records): a success without offsets, as the SDK and Kafka take it.
+            self.counts["idempotent batches answered as duplicates"] += 1
+            self._acknowledge_batch(batch, None)
         else:
             self.counts[f"idempotent refused: {ErrorCode(result.error_code).name}"] += 1
             if result.error_code in STATE_LOST and batch is self.batches[0]:
                 self.sequence_reset_needed = True
         return True
 
-    def _acknowledge_batch(self, batch: IdempotentBatch, base_offset: int) -> None:
+    def _acknowledge_batch(self, batch: IdempotentBatch, base_offset: int | None) -> None:
+        """`base_offset` None: acknowledged without offsets (a duplicate)."""
         batch.acknowledged = True
         batch.sent_to = None
-        self._acknowledge(batch.values, base_offset)
+        if base_offset is not None:
+            self._acknowledge(batch.values, base_offset)
         while self.batches and self.batches[0].acknowledged:
             self.batches.pop(0)
 

@@ -125,6 +125,7 @@ def test_without_flushing_a_cluster_power_loss_can_lose_acknowledged_records(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~2,000 seeds: several minutes on a shared machine
 def test_replication_simulation_many_seeds(tmp_path: Path) -> None:
     totals = slow_loop(run, tmp_path, CI_SEEDS, SLOW_SEEDS)
     assert totals["records acknowledged"] > 0

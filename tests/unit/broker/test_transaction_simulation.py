@@ -172,6 +172,7 @@ def test_transactions_on_a_compacted_topic(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~1,000 seeds: several minutes on a shared machine
 def test_transaction_simulation_many_seeds(tmp_path: Path) -> None:
     totals = slow_loop(run, tmp_path, CI_SEEDS, SLOW_SEEDS)
     assert totals["transactions aborted"] > 0
