@@ -376,6 +376,9 @@ class TransactionSimulation(Simulation):
             self._check_read(record, answer.last_stable_offset)
         if answer.error_code == 0 and answer.next_fetch_offset > self.reader_position:
             self.reader_position = answer.next_fetch_offset
+        elif answer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            # Deleted under it (DeleteRecords, retention): auto.offset.reset=earliest.
+            self.reader_position = max(self.reader_position, answer.log_start_offset)
         self.counts["records read committed"] += len(records)
         return True
 
