@@ -7,7 +7,7 @@ simulation tests run."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tests.unit.broker.replication_sim import BROKERS, SafetyViolation, Simulation, compaction_key
@@ -94,16 +94,26 @@ MODES: dict[str, dict[str, bool]] = {
 }
 
 
+def run_mode(
+    run: Callable[..., Counter[str]], root: Path, mode: str, seeds: Iterable[int]
+) -> Counter[str]:
+    """`run(directory, seed, **options)` of `mode` (a MODES key, or "default") for each seed:
+    the summed counts."""
+    totals: Counter[str] = Counter()
+    for seed in seeds:
+        totals.update(run(root / f"{mode}-{seed}", seed, **MODES.get(mode, {})))
+    return totals
+
+
 def slow_loop(
     run: Callable[..., Counter[str]], root: Path, ci_seeds: dict[str, int], slow_seeds: int
 ) -> Counter[str]:
-    """`run(directory, seed, **options)` over the seeds after those CI runs: `slow_seeds` of
-    the default schedules, a quarter as many in each mode `ci_seeds` names besides "default".
-    Returns (and prints) the summed counts."""
+    """`run_mode` over the seeds after those CI runs: `slow_seeds` of the default schedules, a
+    quarter as many in each mode `ci_seeds` names besides "default". Returns (and prints) the
+    summed counts."""
     totals: Counter[str] = Counter()
     for mode, first in ci_seeds.items():
         count = slow_seeds if mode == "default" else slow_seeds // 4
-        for seed in range(first, first + count):
-            totals.update(run(root / f"{mode}-{seed}", seed, **MODES.get(mode, {})))
+        totals.update(run_mode(run, root, mode, range(first, first + count)))
     print(dict(totals))
     return totals

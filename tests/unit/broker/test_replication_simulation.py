@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.broker.replication_sim import SafetyViolation, Simulation
-from tests.unit.broker.simulation_run import run_to_end, slow_loop
+from tests.unit.broker.simulation_run import run_mode, run_to_end, slow_loop
 
 # Seeds CI runs, by mode (replication_sim.MODES): 0..19 of the default schedules, and the
 # regression seeds named above (the transaction simulation runs the same steps on more).
@@ -79,9 +79,7 @@ def test_records_deleted_on_request_stay_deleted_and_the_rest_stays(tmp_path: Pa
     follow the leader's log start (or start over at it when behind, at the batch it falls in),
     and nothing above the deleted offsets is lost. Seed 16 never converged before a follower
     could start at a batch straddling the leader's log start."""
-    totals: Counter[str] = Counter()
-    for seed in [*range(CI_SEEDS["delete"]), 16]:
-        totals.update(run(tmp_path / f"seed-{seed}", seed, delete_records=True))
+    totals = run_mode(run, tmp_path, "delete", [*range(CI_SEEDS["delete"]), 16])
     assert totals["records deleted on request"] > 0
     assert totals["records acknowledged"] > 0
 
@@ -91,9 +89,7 @@ def test_retention_deletes_only_committed_segments(tmp_path: Path) -> None:
     on each replica at its own pace: high watermarks stay within the logs and the replicas
     converge. Without retention's high-watermark bound (Kafka's rule), 16 of 30 seeds fail:
     a log start passed its high watermark."""
-    totals: Counter[str] = Counter()
-    for seed in range(CI_SEEDS["retention"]):
-        totals.update(run(tmp_path / f"seed-{seed}", seed, retention=True))
+    totals = run_mode(run, tmp_path, "retention", range(CI_SEEDS["retention"]))
     assert totals["records deleted by retention"] > 0
     assert totals["records acknowledged"] > 0
 
@@ -103,9 +99,7 @@ def test_compaction_never_drops_a_record_for_an_uncommitted_one(tmp_path: Path) 
     member holds every committed record or a newer committed one of its key, and at the end
     the replicas agree on each key's newest record. With the cleaner not bounded by the last
     stable offset, 19 of seeds 0-39 fail (seed 2 among these)."""
-    totals: Counter[str] = Counter()
-    for seed in range(CI_SEEDS["compaction"]):
-        totals.update(run(tmp_path / f"seed-{seed}", seed, compaction=True))
+    totals = run_mode(run, tmp_path, "compaction", range(CI_SEEDS["compaction"]))
     assert totals["records removed by compaction"] > 0
     assert totals["records acknowledged"] > 0
 

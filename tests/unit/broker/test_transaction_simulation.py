@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.broker.replication_sim import BROKERS, compaction_key
-from tests.unit.broker.simulation_run import run_to_end, slow_loop
+from tests.unit.broker.simulation_run import run_mode, run_to_end, slow_loop
 from tests.unit.broker.transaction_sim import TransactionSimulation, transaction_of
 
 # Seeds CI runs, by mode (replication_sim.MODES).
@@ -144,9 +144,7 @@ def test_with_flush_messages_1_transactions_survive_a_cluster_power_loss(
 def test_transactions_through_records_deleted_on_request(tmp_path: Path) -> None:
     """DeleteRecords among the other steps: the last stable offset never falls below the log
     start (every seed failed that check before it was clamped), and no transaction hangs."""
-    totals: Counter[str] = Counter()
-    for seed in range(CI_SEEDS["delete"]):
-        totals.update(run(tmp_path / f"seed-{seed}", seed, delete_records=True))
+    totals = run_mode(run, tmp_path, "delete", range(CI_SEEDS["delete"]))
     assert totals["records deleted on request"] > 0
     assert totals["markers acknowledged"] > 0
 
@@ -154,9 +152,7 @@ def test_transactions_through_records_deleted_on_request(tmp_path: Path) -> None
 def test_transactions_through_retention(tmp_path: Path) -> None:
     """Retention deletes every committed closed segment, open transactions' first records
     among them: the last stable offset stays within the log, and no transaction hangs."""
-    totals: Counter[str] = Counter()
-    for seed in range(CI_SEEDS["retention"]):
-        totals.update(run(tmp_path / f"seed-{seed}", seed, retention=True))
+    totals = run_mode(run, tmp_path, "retention", range(CI_SEEDS["retention"]))
     assert totals["records deleted by retention"] > 0
     assert totals["markers acknowledged"] > 0
 
@@ -164,9 +160,7 @@ def test_transactions_through_retention(tmp_path: Path) -> None:
 def test_transactions_on_a_compacted_topic(tmp_path: Path) -> None:
     """Compaction bounded by the last stable offset, transactions' batches and markers left
     whole: read_committed readers of every replica agree on each key's newest record."""
-    totals: Counter[str] = Counter()
-    for seed in range(CI_SEEDS["compaction"]):
-        totals.update(run(tmp_path / f"seed-{seed}", seed, compaction=True))
+    totals = run_mode(run, tmp_path, "compaction", range(CI_SEEDS["compaction"]))
     assert totals["records removed by compaction"] > 0
     assert totals["markers acknowledged"] > 0
 
