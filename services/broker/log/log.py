@@ -241,11 +241,11 @@ class Log:
         lie below records the previous leader acknowledged (the replication simulation found
         it). With it, the answer is where this log leaves that follower's (KIP-101).
 
-        Kept in memory until the next checkpoint (which writes the epochs together with the
-        recovery point): a broker taking over thousands of leaderships pays no file write each
-        (~0.4 ms here). A crash before then loses nothing: the entry has no batches of its own
-        until an append, and batches beyond the checkpointed recovery point are scanned at the
-        next open, their epochs re-read from their headers."""
+        Kept in memory, and written by the first checkpoint after the epoch's first record
+        (`checkpoint`): a broker taking over, or shutting down with, thousands of leaderships
+        pays no file write each (~0.4-1.4 ms here). A restart before then loses nothing: the
+        entry has no batches of its own until an append, and batches beyond the checkpointed
+        recovery point are scanned at the next open, their epochs re-read from their headers."""
         self._check_open()
         if leader_epoch > self._epochs.latest_epoch:
             self._epochs.assign(leader_epoch, self.log_end_offset)
@@ -612,8 +612,15 @@ class Log:
 
     def checkpoint(self) -> None:
         """Write the recovery point, log start offset and leader-epoch checkpoints atomically
-        (those whose content changed since they were last written)."""
-        self._durability.checkpoint(self._log_start_offset, self._epochs.entries())
+        (those whose content changed since they were last written).
+
+        An epoch that starts at the log end holds no record yet (start_leader_epoch) and is left
+        out of the file until its first record: losing it in a restart is what a crash before
+        that record does anyway, and writing it cost every partition a broker led an fsync at
+        shutdown (5,000 led empty partitions: 7 s to stop)."""
+        log_end_offset = self.log_end_offset
+        entries = [entry for entry in self._epochs.entries() if entry[1] < log_end_offset]
+        self._durability.checkpoint(self._log_start_offset, entries)
 
     def close(self) -> None:
         """Flush, write every index file, checkpoint and the producer state, then the

@@ -51,6 +51,20 @@ def test_a_new_log_writes_no_checkpoint_file(tmp_path: Path) -> None:
     log.close()
 
 
+def test_an_epoch_with_no_record_yet_is_not_written_at_close(tmp_path: Path) -> None:
+    """A broker leading thousands of empty partitions stops in seconds: an epoch a leader
+    started at the log end waits for its first record before it costs a checkpoint write."""
+    log = Log.open(tmp_path, small_config(), now_ms=0)
+    log.start_leader_epoch(3)
+    log.close()
+    assert "leader-epoch-checkpoint" not in {path.name for path in tmp_path.iterdir()}
+    reopened = Log.open(tmp_path, small_config(), now_ms=0)
+    append(reopened, 2, epoch=4)  # elected again after the restart, at a new epoch
+    reopened.checkpoint()
+    assert reopened.end_offset_for_epoch(4) == (4, 2)
+    reopened.close()
+
+
 def test_a_log_appended_checkpointed_and_closed_reopens_to_the_same_state(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(), now_ms=0)
     append(log, 30, epoch=2)
