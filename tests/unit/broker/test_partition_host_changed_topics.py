@@ -31,7 +31,7 @@ ME = 1
 class FullWalkHost(PartitionHost):
     """The reference: refreshes every hosted partition after each metadata change."""
 
-    def _refresh_states(self, topics: Iterable[str]) -> None:
+    def _refresh_states(self, topics: Iterable[str], previous: MetadataImage) -> None:
         for key, hosted in self.partitions.items():
             left_isr = set(hosted.isr)
             hosted.state = self._state_of(key)
