@@ -20,16 +20,17 @@ elected and lose acknowledged records); the replica fetcher then re-fetches from
 leader's ISR upkeep lets it back in once caught up. A leader forgets a follower's progress when
 the follower leaves the ISR, so only a fetch made after leaving can bring it back.
 
-Every partition keeps a `high_watermark`. On the leader, `advance_high_watermark` moves it to the
-smallest log end offset over the ISR (replica/replication.py: followers report theirs by the offset
-they fetch from), and not at all while the ISR is below min.insync.replicas; a follower takes the
-leader's, kept within its own log (`high_watermark_within`, applied by the follower's half,
-replica/follower_apply.py). Consumers never read above it. Appends and a moved high watermark wake
-fetches waiting on the partition (`data_arrived`), so a long-poll answers as soon as data is there
-instead of polling. The high watermarks of all hosted partitions live in one file per data directory
-(high_watermark_checkpoint.py, Kafka's replication-offset-checkpoint), read once at start and
-rewritten by `checkpoint_high_watermarks` — by the maintenance loop when some moved, at once when
-one moves backwards (`repair_corrupt`), and by `close_all`."""
+Every partition's leadership, ISR and high watermark live in its `PartitionReplica`
+(replica/partition_replica.py, pure: the rules, and the only code that changes them). On the leader,
+`advance_high_watermark` moves the high watermark to the smallest log end offset over the ISR
+(followers report theirs by the offset they fetch from), and not at all while the ISR is below
+min.insync.replicas; a follower takes the leader's, kept within its own log (applied by the
+follower's half, replica/follower_apply.py). Consumers never read above it. Appends and a moved high
+watermark wake fetches waiting on the partition (`data_arrived`), so a long-poll answers as soon as
+data is there instead of polling. The high watermarks of all hosted partitions live in one file per
+data directory (high_watermark_checkpoint.py, Kafka's replication-offset-checkpoint), read once at
+start and rewritten by `checkpoint_high_watermarks` — by the maintenance loop when some moved, at
+once when one moves backwards (`repair_corrupt`), and by `close_all`."""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ from samsa.services.broker.replica.high_watermark_checkpoint import (
     decode_high_watermarks,
     encode_high_watermarks,
 )
-from samsa.services.broker.replica.replication import LeaderReplication, high_watermark_within
+from samsa.services.broker.replica.partition_replica import PartitionReplica
+from samsa.services.broker.replica.replication import high_watermark_within
 
 log = logging.getLogger(__name__)
 
@@ -107,42 +109,21 @@ class LeadershipError(NamedTuple):
             result.current_leader.leader_epoch = self.leader_epoch
 
 
-class ProposedIsr(NamedTuple):
-    """An ISR a leader proposed, and the partition epoch it was decided from."""
-
-    isr: tuple[int, ...]
-    partition_epoch: int
-
-
 @dataclass
 class HostedPartition:
-    """One partition's log, leadership and replication state as this broker knows them."""
+    """One partition's log and waiters, and its replication state (`replica`, pure: every
+    change of leadership, ISR or high watermark goes through it)."""
 
     topic: str
     partition: int
     topic_id: bytes
     log: Log
     config: LogConfig
-    is_leader: bool
-    leader_id: int
-    leader_epoch: int
+    replica: PartitionReplica
     data_arrived: asyncio.Event
     # Called by notify_appended: the host's record of what changed (see PartitionHost.changed).
     on_change: Callable[[HostedPartition], None] | None = None
-    high_watermark: int = 0
-    # The partition's state in the metadata image (replicas, ISR, partition epoch).
-    state: PartitionState | None = None
     topic_configs: Mapping[str, str] = field(default_factory=dict)
-    # Set while this broker leads the partition, with the log end offset when it started
-    # leading (a follower must hold at least that much to rejoin the ISR).
-    replication: LeaderReplication | None = None
-    epoch_start_offset: int = 0
-    # Partition epoch of an ISR change we proposed and the controller accepted, until the
-    # metadata log shows it (no second proposal from a stale partition epoch meanwhile).
-    awaited_partition_epoch: int = -1
-    # The ISR change this leader proposed, until the metadata log or a refusal settles it (see
-    # `maximal_isr`).
-    proposed_isr: ProposedIsr | None = None
     # The high watermark the data directory's checkpoint file holds for it (-1: none yet).
     checkpointed_high_watermark: int = -1
     # Where this replica's own log failed its scrub, until the log is truncated there; None
@@ -161,20 +142,30 @@ class HostedPartition:
     def min_insync_replicas(self) -> int:
         return int(self.topic_configs.get("min.insync.replicas", "1"))
 
+    # Read-only views of the replica's state, which only PartitionReplica's events change.
     @property
-    def isr(self) -> tuple[int, ...]:
-        return () if self.state is None else self.state.isr
+    def high_watermark(self) -> int:
+        return self.replica.high_watermark
 
     @property
-    def maximal_isr(self) -> tuple[int, ...]:
-        """The replicas the high watermark waits for: the ISR, plus those a proposed expansion
-        adds until it is settled (Kafka's maximal ISR). The controller may commit the expansion
-        and elect an added replica before this broker applies the change: a record acknowledged
-        meanwhile must be on that replica too."""
-        isr = self.isr
-        if self.proposed_isr is None:
-            return isr
-        return isr + tuple(r for r in self.proposed_isr.isr if r not in isr)
+    def is_leader(self) -> bool:
+        return self.replica.is_leader
+
+    @property
+    def leader_id(self) -> int:
+        return self.replica.leader_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.replica.leader_epoch
+
+    @property
+    def state(self) -> PartitionState | None:
+        return self.replica.state
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.replica.isr
 
     @property
     def replica_count(self) -> int:
@@ -200,19 +191,20 @@ class HostedPartition:
 
     def advance_high_watermark(self) -> bool:
         """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
-        if self.replication is None or self.state is None:
-            return False
-        if len(self.state.isr) < self.min_insync_replicas:  # the committed ISR, not the maximal
-            return False
-        moved = self.replication.advance_high_watermark(
-            self.log.log_end_offset, self.maximal_isr, self.min_insync_replicas
+        moved = self.replica.advance_high_watermark(
+            self.log.log_end_offset, self.min_insync_replicas
         )
         if moved:
-            self.high_watermark = self.replication.high_watermark
             self.notify_appended()
             if self.traced is not None:
                 self.traced.high_watermark_moved(self.high_watermark)
         return moved
+
+    def log_changed(self) -> None:
+        """After a truncation or a new log start: the high watermark kept within the log, and
+        every waiter woken (a follower's next fetch asks from the new log end)."""
+        self.replica.log_changed(self.log.log_start_offset, self.log.log_end_offset)
+        self.notify_appended()
 
     @property
     def high_watermark_unsaved(self) -> bool:
@@ -294,23 +286,15 @@ class PartitionHost:
                 self._stop(key, delete=action.delete)
             elif isinstance(action, BecomeLeader | BecomeFollower):
                 hosted = self.partitions.get(key) or self._open(action, now_ms)
-                hosted.is_leader = isinstance(action, BecomeLeader)
-                hosted.leader_id = (
-                    self.broker_id if isinstance(action, BecomeLeader) else action.leader_id
-                )
-                hosted.leader_epoch = action.leader_epoch
-                hosted.state = self._state_of(key)
                 self._configure(hosted, action.configs)
-                hosted.replication = None
-                hosted.proposed_isr = None  # a new leadership proposes afresh
-                if hosted.is_leader and hosted.state is not None:
-                    hosted.epoch_start_offset = hosted.log.log_end_offset
+                if isinstance(action, BecomeLeader):
+                    hosted.replica.become_leader(
+                        action.leader_epoch, self._state_of(key), hosted.log.log_end_offset, now_ms
+                    )
                     hosted.log.start_leader_epoch(action.leader_epoch)
-                    hosted.replication = LeaderReplication(
-                        leader_id=self.broker_id,
-                        replicas=hosted.state.replicas,
-                        high_watermark=hosted.high_watermark,
-                        now_ms=now_ms,
+                else:
+                    hosted.replica.become_follower(
+                        action.leader_id, action.leader_epoch, self._state_of(key)
                     )
                 log.info(
                     "partition leadership",
@@ -344,21 +328,7 @@ class PartitionHost:
                 state = self._state_of(key)
                 if state is not None and state is hosted.state is before_states.get(partition):
                     continue  # untouched by the batch (replay shares unchanged partitions)
-                left_isr = set(hosted.isr)
-                hosted.state = state
-                left_isr.difference_update(hosted.isr)
-                proposed = hosted.proposed_isr
-                if proposed is not None and (
-                    hosted.state is None or hosted.state.partition_epoch != proposed.partition_epoch
-                ):
-                    # The partition changed since the proposal: it was committed (the ISR now
-                    # says so) or can never be (the controller checks the partition epoch).
-                    hosted.proposed_isr = None
-                if hosted.replication is not None:
-                    for replica in left_isr:
-                        progress = hosted.replication.followers.get(replica)
-                        if progress is not None:
-                            progress.log_end_offset = -1
+                hosted.replica.state_changed(state)
                 hosted.advance_high_watermark()
 
     def mark_corrupt(self, hosted: HostedPartition, corrupt: CorruptBatch) -> bool:
@@ -389,7 +359,7 @@ class PartitionHost:
             if log_end_offset is None:  # rewritten or deleted since: the next pass re-checks it
                 log.info("corrupt segment gone", extra={"partition": f"{key[0]}-{key[1]}"})
                 continue
-            hosted.high_watermark = min(hosted.high_watermark, log_end_offset)
+            hosted.replica.log_changed(hosted.log.log_start_offset, log_end_offset)
             if hosted.high_watermark_unsaved:  # moved back: a restart must not start above it
                 self.checkpoint_high_watermarks()
             log.warning(
@@ -433,16 +403,16 @@ class PartitionHost:
             topic_id=action.topic_id,
             log=partition_log,
             config=config,
-            is_leader=False,
-            leader_id=-1,
-            leader_epoch=-1,
+            replica=PartitionReplica(
+                self.broker_id,
+                # The checkpoint may predate a DeleteRecords that moved the log start above it,
+                # or a crash that lost the log's tail.
+                high_watermark=high_watermark_within(
+                    checkpointed, partition_log.log_start_offset, partition_log.log_end_offset
+                ),
+            ),
             data_arrived=asyncio.Event(),
             on_change=self._partition_changed,
-            # The checkpoint may predate a DeleteRecords that moved the log start above it, or
-            # a crash that lost the log's tail.
-            high_watermark=high_watermark_within(
-                checkpointed, partition_log.log_start_offset, partition_log.log_end_offset
-            ),
             checkpointed_high_watermark=checkpointed,
         )
         self.partitions[(action.topic, action.partition)] = hosted

@@ -1,18 +1,19 @@
-"""Goal: the leader's replication core keeps its invariants under any interleaving of follower
-fetches, appends, ISR changes and time. Method: hypothesis draws a script of steps, a dumb model
-(the definition of the high watermark) checks the fast core after every step.
+"""Goal: the leader's replication core (PartitionReplica over LeaderReplication) keeps its
+invariants under any interleaving of follower fetches, appends, ISR changes and time. Method:
+hypothesis draws a script of steps, a dumb model (the definition of the high watermark) checks
+the fast core after every step.
 
 Invariants: the high watermark never decreases; it never passes the leader's log end nor any ISR
 member's known end while the ISR meets min.insync.replicas; it never moves while the ISR is below
-it; every proposed ISR contains the leader, only replicas, and only eligible new members.
-"""
+it; every proposed ISR contains the leader, only replicas, and only eligible new members."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from samsa.services.broker.replica.replication import LeaderReplication
+from samsa.metadata.image import PartitionState
+from samsa.services.broker.replica.partition_replica import PartitionReplica
 
 REPLICAS = (1, 2, 3)
 
@@ -29,8 +30,9 @@ steps = st.lists(
 
 @given(steps, st.integers(1, 3))
 def test_the_high_watermark_follows_its_definition(script, min_isr) -> None:
-    core = LeaderReplication(leader_id=1, replicas=REPLICAS, high_watermark=0, now_ms=0)
-    leader_end, now, isr = 0, 0, (1, 2, 3)
+    core = PartitionReplica(broker_id=1)
+    core.become_leader(0, PartitionState(0, REPLICAS, REPLICAS, 1, 0, 0), 0, now_ms=0)
+    leader_end, now, isr, partition_epoch = 0, 0, REPLICAS, 0
     known = {2: -1, 3: -1}
     for step in script:
         before = core.high_watermark
@@ -38,13 +40,16 @@ def test_the_high_watermark_follows_its_definition(script, min_isr) -> None:
             leader_end += step[1]
         elif step[0] == "fetch":
             offset = min(step[2], leader_end)  # a follower never asks past the leader's end
-            core.on_follower_fetch(step[1], offset, leader_end, now)
+            core.follower_fetched(step[1], offset, leader_end, now)
             known[step[1]] = offset
         elif step[0] == "isr":
-            isr = step[1]
+            for replica in set(isr) - set(step[1]):
+                known[replica] = -1  # one that left counts again only after a new fetch
+            isr, partition_epoch = step[1], partition_epoch + 1
+            core.state_changed(PartitionState(0, REPLICAS, isr, 1, 0, partition_epoch))
         else:
             now += step[1]
-        moved = core.advance_high_watermark(leader_end, isr, min_isr)
+        moved = core.advance_high_watermark(leader_end, min_isr)
         assert core.high_watermark >= before, "the high watermark went backwards"
         assert core.high_watermark <= leader_end
         if len(isr) < min_isr:
@@ -52,14 +57,11 @@ def test_the_high_watermark_follows_its_definition(script, min_isr) -> None:
         elif moved:
             model = min([leader_end] + [known[r] for r in isr if r != 1])
             assert core.high_watermark == model
-        proposal = core.proposed_isr(
-            isr=isr,
-            replicas=REPLICAS,
+        proposal = core.isr_to_propose(
             eligible={1, 2},
-            epoch_start_offset=0,
             now_ms=now,
             lag_max_ms=1000,
-            leader_end_offset=leader_end,
+            log_end_offset=leader_end,
             replica_fetch_ms={},
         )
         if proposal is not None:

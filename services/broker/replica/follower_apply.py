@@ -12,7 +12,7 @@ replica_fetcher.py): out of range, it truncates or starts over at the leader's l
 diverging epoch truncates to where both logs still agree (`truncation_offset`: never blindly
 to the high watermark, KIP-101, and one epoch at a time, KIP-279); records are appended as the
 leader assigned them; the high watermark becomes the leader's kept within its own log
-(`high_watermark_within`); a log start the leader moved is followed.
+(`PartitionReplica.take_leader_high_watermark`); a log start the leader moved is followed.
 
 No gRPC and no clock here (time comes in as `now_ms`): the fetch loops (replica_fetcher.py) do
 the I/O around these, and the replication simulation (tests/unit/broker/
@@ -26,9 +26,7 @@ import logging
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.fetch_session_client import FetchPosition
 from samsa.common.record.header import HEADER_BYTES, read_header
-from samsa.services.broker.log.log import Log
 from samsa.services.broker.partition_host import HostedPartition
-from samsa.services.broker.replica.replication import high_watermark_within
 from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
@@ -59,10 +57,6 @@ def straddled_start(records: bytes, log_start_offset: int, log_end_offset: int) 
     if header.base_offset < log_end_offset <= header.last_offset:
         return header.base_offset
     return None
-
-
-def within_log(high_watermark: int, log_: Log) -> int:
-    return high_watermark_within(high_watermark, log_.log_start_offset, log_.log_end_offset)
 
 
 def truncation_offset(
@@ -119,8 +113,7 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
             log_.truncate_fully_and_start_at(result.log_start_offset)
         else:
             log_.truncate_to(min(result.high_watermark, log_.log_end_offset))
-        hosted.high_watermark = within_log(hosted.high_watermark, log_)
-        hosted.notify_appended()
+        hosted.log_changed()
         return True
     if result.error_code != ErrorCode.NONE:
         return False  # leadership changed: the metadata log will say where to go
@@ -142,8 +135,7 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
             },
         )
         log_.truncate_to(target)
-        hosted.high_watermark = within_log(hosted.high_watermark, log_)
-        hosted.notify_appended()
+        hosted.log_changed()
         return True
     records = result.records  # read once: each read of a bytes field copies it
     if records:
@@ -163,8 +155,9 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
         # The leader deleted records (DeleteRecords or its retention): so does this replica,
         # and its next fetch reports where it starts (the leader's low watermark).
         log_.delete_records(min(result.log_start_offset, log_.log_end_offset))
-    high_watermark = within_log(result.high_watermark, log_)
-    if records or high_watermark != hosted.high_watermark:
-        hosted.high_watermark = high_watermark
+    moved = hosted.replica.take_leader_high_watermark(
+        result.high_watermark, log_.log_start_offset, log_.log_end_offset
+    )
+    if records or moved:
         hosted.notify_appended()
     return True

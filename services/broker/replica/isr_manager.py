@@ -8,7 +8,7 @@ request, in chunks of `limits.alter_partition_items_max`, each request one metad
 controller), each carrying the leader epoch and partition epoch it was decided from, and the
 request the broker epoch. A change becomes true only when the controller commits it and the
 metadata log brings it back. Until then the high watermark waits for the larger of the two
-ISRs (Kafka's maximal ISR, `HostedPartition.maximal_isr`): a shrink lowers the bar only once
+ISRs (Kafka's maximal ISR, `PartitionReplica.maximal_isr`): a shrink lowers the bar only once
 committed, and an expansion raises it from the moment it is proposed — the controller may commit
 it and elect the added replica before this broker hears of it, so a record acknowledged in
 between must already be there (the replication simulation found that window). A proposal is
@@ -34,7 +34,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.broker_gauges import isr_change_counts
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost, ProposedIsr
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.v1 import controller_pb2
 
@@ -102,7 +102,7 @@ def proposal_requests(
     for proposal in decided:
         hosted = host.partitions.get(proposal.key)
         if hosted is not None:
-            hosted.proposed_isr = ProposedIsr(proposal.isr, proposal.partition_epoch)
+            hosted.replica.proposal_sent(proposal.isr, proposal.partition_epoch)
     return alter_partition_requests(host.broker_id, broker_epoch, decided)
 
 
@@ -157,7 +157,13 @@ def decide_proposals(
         hosted = host.partitions.get(key)
         if hosted is None:
             continue
-        isr = _proposal(host, hosted, eligible, now_ms, lag_max_ms)
+        isr = hosted.replica.isr_to_propose(
+            eligible=eligible,
+            now_ms=now_ms,
+            lag_max_ms=lag_max_ms,
+            log_end_offset=hosted.log.log_end_offset,
+            replica_fetch_ms=host.replica_fetch_ms,
+        )
         if isr is None or hosted.state is None:
             continue
         decided.append(
@@ -171,38 +177,6 @@ def decide_proposals(
             )
         )
     return decided
-
-
-def _proposal(
-    host: PartitionHost,
-    hosted: HostedPartition,
-    eligible: set[int],
-    now_ms: int,
-    lag_max_ms: int,
-) -> tuple[int, ...] | None:
-    state = hosted.state
-    if (
-        not hosted.is_leader
-        or hosted.replication is None
-        or state is None
-        or state.partition_epoch < hosted.awaited_partition_epoch
-    ):
-        return None
-    proposed = hosted.proposed_isr
-    if proposed is not None and set(proposed.isr) - set(state.isr):
-        # An expansion whose request failed: sent again as it was, until the controller or the
-        # metadata log settles it (the high watermark waits for it meanwhile).
-        return proposed.isr
-    return hosted.replication.proposed_isr(
-        isr=state.isr,
-        replicas=state.replicas,
-        eligible=eligible,
-        epoch_start_offset=hosted.epoch_start_offset,
-        now_ms=now_ms,
-        lag_max_ms=lag_max_ms,
-        leader_end_offset=hosted.log.log_end_offset,
-        replica_fetch_ms=host.replica_fetch_ms,
-    )
 
 
 class _Proposals:
@@ -304,16 +278,12 @@ def settle_proposals(
         hosted = host.partitions.get(key)
         if result.error_code == ErrorCode.NONE and (result.topic, result.partition) == key:
             if hosted is not None:
-                hosted.awaited_partition_epoch = result.partition_epoch
+                hosted.replica.proposal_accepted(result.partition_epoch)
             accepted.append(key)
             continue
         refused.append(key)
-        if (
-            hosted is not None
-            and hosted.proposed_isr is not None
-            and result.partition_epoch == hosted.proposed_isr.partition_epoch
-        ):
-            hosted.proposed_isr = None  # refused at the epoch it was decided from: never committed
+        if hosted is not None:
+            hosted.replica.proposal_refused(result.partition_epoch)
         log.warning(
             "AlterPartition refused",
             extra={

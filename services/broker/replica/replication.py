@@ -1,6 +1,6 @@
-"""The leader's view of its followers: their progress, the high watermark, and ISR decisions.
-
-Pure (time comes in as `now_ms`); one `LeaderReplication` per partition this broker leads.
+"""The leader's view of its followers: their progress, what the high watermark may rise to, and
+ISR decisions. Pure (time comes in as `now_ms`); one `LeaderReplication` per partition this broker
+leads, held by its `PartitionReplica` (partition_replica.py), which keeps the high watermark.
 Kafka's rules (DESIGN §4):
 
 - A follower reports its log end offset by the offset it fetches from. It is *caught up* at a
@@ -37,13 +37,11 @@ class FollowerProgress:
 
 
 class LeaderReplication:
-    """Follower progress and the high watermark of one partition this broker leads."""
+    """Follower progress of one partition this broker leads (the high watermark it yields is
+    kept by partition_replica.PartitionReplica)."""
 
-    def __init__(
-        self, *, leader_id: int, replicas: Sequence[int], high_watermark: int, now_ms: int
-    ) -> None:
+    def __init__(self, *, leader_id: int, replicas: Sequence[int], now_ms: int) -> None:
         self.leader_id = leader_id
-        self.high_watermark = high_watermark
         # Every follower starts with a full lag window: a new leader has heard from nobody yet.
         self.followers = {
             replica: FollowerProgress(log_end_offset=-1, last_caught_up_ms=now_ms)
@@ -76,22 +74,15 @@ class LeaderReplication:
         progress.log_start_offset = log_start_offset
         return moved
 
-    def advance_high_watermark(
-        self, leader_end_offset: int, isr: Sequence[int], min_insync_replicas: int
-    ) -> bool:
-        """Move the high watermark to the ISR's smallest log end offset; True if it moved."""
-        if len(isr) < min_insync_replicas:
-            return False
+    def smallest_log_end(self, leader_end_offset: int, isr: Sequence[int]) -> int:
+        """The smallest log end offset over the leader and `isr`'s followers (-1 for one that
+        has not fetched since this broker became leader): what the high watermark may rise to."""
         ends = [leader_end_offset]
         for replica in isr:
             if replica != self.leader_id:
                 progress = self.followers.get(replica)
                 ends.append(-1 if progress is None else progress.log_end_offset)
-        candidate = min(ends)
-        if candidate > self.high_watermark:
-            self.high_watermark = candidate
-            return True
-        return False
+        return min(ends)
 
     def low_watermark(self, leader_log_start_offset: int, isr: Sequence[int]) -> int:
         """The smallest log start offset over the leader and the ISR's followers (Kafka's low
@@ -109,6 +100,7 @@ class LeaderReplication:
         isr: Sequence[int],
         replicas: Sequence[int],
         eligible: set[int],
+        high_watermark: int,
         epoch_start_offset: int,
         now_ms: int,
         lag_max_ms: int,
@@ -116,8 +108,9 @@ class LeaderReplication:
         replica_fetch_ms: Mapping[int, int],
     ) -> tuple[int, ...] | None:
         """The ISR this leader should ask for, or None when the current one is right.
-        `eligible`: replicas that may join (registered, unfenced). `replica_fetch_ms`: when
-        each follower last fetched from this broker at all."""
+        `eligible`: replicas that may join (registered, unfenced); a joiner must hold the
+        `high_watermark` and the epoch's start. `replica_fetch_ms`: when each follower last
+        fetched from this broker at all."""
         keep = set()
         for replica in isr:
             if replica == self.leader_id:
@@ -137,7 +130,7 @@ class LeaderReplication:
                 replica not in isr
                 and replica in eligible
                 and progress is not None
-                and progress.log_end_offset >= self.high_watermark
+                and progress.log_end_offset >= high_watermark
                 and progress.log_end_offset >= epoch_start_offset
                 and now_ms
                 - self._caught_up_ms(replica, progress, leader_end_offset, replica_fetch_ms)

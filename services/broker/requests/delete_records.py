@@ -120,7 +120,7 @@ async def _await_low_watermark(deletion: _Deletion, deadline: float) -> None:
     hosted, result = deletion.hosted, deletion.result
     while True:
         changed = hosted.data_arrived  # taken before the check: a wake in between is kept
-        if not hosted.is_leader or hosted.replication is None:
+        if not hosted.is_leader:
             _fail(result, ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership moved while waiting")
             return
         result.low_watermark = _low_watermark(hosted)
@@ -141,9 +141,7 @@ async def _await_low_watermark(deletion: _Deletion, deadline: float) -> None:
 
 
 def _low_watermark(hosted: HostedPartition) -> int:
-    if hosted.replication is None:
-        return -1
-    return hosted.replication.low_watermark(hosted.log.log_start_offset, hosted.isr)
+    return hosted.replica.low_watermark(hosted.log.log_start_offset)
 
 
 def _fail(result: PartitionResult, code: ErrorCode, message: str) -> None:

@@ -135,8 +135,8 @@ class PartitionReader:
             return Outcome.FAILED
         if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
             hosted.traced.served(wanted.fetch_offset, read.next_offset, replica_id)
-        if replica_id >= 0 and hosted.replication is not None:
-            start_moved = hosted.replication.on_follower_fetch(
+        if replica_id >= 0 and hosted.is_leader:
+            start_moved = hosted.replica.follower_fetched(
                 replica_id,
                 wanted.fetch_offset,
                 hosted.log.log_end_offset,

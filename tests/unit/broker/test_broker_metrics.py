@@ -28,6 +28,7 @@ from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica import isr_manager
 from samsa.services.broker.replica.isr_manager import Proposal
+from samsa.services.broker.replica.partition_replica import PartitionReplica
 from samsa.services.broker.requests.fetch import fetch
 from samsa.services.broker.requests.produce import produce
 from samsa.v1 import controller_pb2 as c
@@ -161,7 +162,7 @@ def test_isr_changes_are_counted_once_accepted(tmp_path):
     stand_in = SimpleNamespace(
         broker_id=1,
         metrics=instruments,
-        partitions={("t", p): SimpleNamespace(awaited_partition_epoch=-1) for p in range(3)},
+        partitions={("t", p): SimpleNamespace(replica=PartitionReplica(1)) for p in range(3)},
     )
 
     class Channel:

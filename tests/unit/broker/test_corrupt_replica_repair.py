@@ -56,7 +56,7 @@ def corrupt_replica(tmp_path: Path, leader: int) -> tuple[PartitionHost, HostedP
     )
     for n in range(60):
         hosted.log.append_as_leader(build_batch([b"v" * 50 + b"%d" % n]), leader_epoch=0, now_ms=0)
-    hosted.high_watermark = hosted.log.log_end_offset
+    hosted.replica.high_watermark = hosted.log.log_end_offset
     base_offset = hosted.log.closed_segments()[1][0]
     path = segment_path(hosted.log.directory, base_offset, LOG_SUFFIX)
     data = path.read_bytes()
@@ -100,31 +100,19 @@ def test_a_follower_that_leaves_the_isr_must_fetch_again_to_rejoin(tmp_path: Pat
     hosted = step(host, image(ME, (1, 2, 3), 0, 0))
     for n in range(5):
         hosted.log.append_as_leader(build_batch([b"%d" % n]), leader_epoch=0, now_ms=0)
-    assert hosted.replication is not None
-    hosted.replication.on_follower_fetch(2, 5, 5, now_ms=0)
-    hosted.high_watermark = hosted.replication.high_watermark = 5
+    hosted.replica.follower_fetched(2, 5, 5, now_ms=0)
+    hosted.replica.follower_fetched(3, 5, 5, now_ms=0)
+    assert hosted.advance_high_watermark() and hosted.high_watermark == 5
     hosted = step(host, image(ME, (1, 3), 0, 1))  # 2 reported itself corrupt
-    proposal = hosted.replication.proposed_isr(
-        isr=(1, 3),
-        replicas=(1, 2, 3),
-        eligible={1, 2, 3},
-        epoch_start_offset=0,
-        now_ms=1,
-        lag_max_ms=1000,
-        leader_end_offset=5,
-        replica_fetch_ms={2: 2},
-    )
+    rejoin = {
+        "eligible": {1, 2, 3},
+        "lag_max_ms": 1000,
+        "log_end_offset": 5,
+        "replica_fetch_ms": {2: 2},
+    }
+    proposal = hosted.replica.isr_to_propose(now_ms=1, **rejoin)
     assert proposal is None, "progress from before it left does not bring it back"
-    hosted.replication.on_follower_fetch(2, 5, 5, now_ms=2)  # a fetch after leaving does
-    proposal = hosted.replication.proposed_isr(
-        isr=(1, 3),
-        replicas=(1, 2, 3),
-        eligible={1, 2, 3},
-        epoch_start_offset=0,
-        now_ms=2,
-        lag_max_ms=1000,
-        leader_end_offset=5,
-        replica_fetch_ms={2: 2},
-    )
+    hosted.replica.follower_fetched(2, 5, 5, now_ms=2)  # a fetch after leaving does
+    proposal = hosted.replica.isr_to_propose(now_ms=2, **rejoin)
     assert proposal == (1, 2, 3)
     host.close_all()

@@ -70,7 +70,7 @@ def append(host: PartitionHost, partition: int, count: int) -> None:
     for index in range(count):
         hosted.log.append_as_leader(build_batch([b"v%d" % index]), leader_epoch=0, now_ms=0)
         hosted.notify_appended()
-    hosted.high_watermark = hosted.log.log_end_offset
+    hosted.replica.high_watermark = hosted.log.log_end_offset
     hosted.notify_appended()
 
 

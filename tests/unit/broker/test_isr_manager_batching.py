@@ -20,6 +20,7 @@ from samsa.common.errors import ErrorCode
 from samsa.services.broker.broker_metrics import NO_METRICS
 from samsa.services.broker.replica import isr_manager
 from samsa.services.broker.replica.isr_manager import Proposal, alter_partition_requests
+from samsa.services.broker.replica.partition_replica import PartitionReplica
 from samsa.services.runtime.controller_channel import ControllerUnavailableError
 from samsa.v1 import controller_pb2 as c
 
@@ -75,10 +76,7 @@ def host(count: int) -> SimpleNamespace:
     return SimpleNamespace(
         broker_id=1,
         metrics=NO_METRICS,
-        partitions={
-            ("t", p): SimpleNamespace(awaited_partition_epoch=-1, proposed_isr=None)
-            for p in range(count)
-        },
+        partitions={("t", p): SimpleNamespace(replica=PartitionReplica(1)) for p in range(count)},
     )
 
 
@@ -89,7 +87,7 @@ def test_each_partition_is_settled_by_its_own_result():
         isr_manager._propose(stand_in, Channel(accept_even), request)  # type: ignore[arg-type]
     )
     assert (accepted, refused) == ([("t", 0), ("t", 2)], [("t", 1), ("t", 3)])
-    awaited = {key: h.awaited_partition_epoch for key, h in stand_in.partitions.items()}
+    awaited = {key: h.replica.awaited_partition_epoch for key, h in stand_in.partitions.items()}
     assert awaited == {("t", 0): 1, ("t", 1): -1, ("t", 2): 3, ("t", 3): -1}
 
 

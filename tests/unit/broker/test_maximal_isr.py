@@ -145,7 +145,7 @@ def test_a_proposed_replica_holds_back_the_high_watermark_until_the_change_is_co
     assert leader.hosted.high_watermark == 2, "accepted is not yet applied: still waiting for 3"
 
     leader.apply(image)
-    assert leader.hosted.proposed_isr is None, "the metadata settled it"
+    assert leader.hosted.replica.proposed_isr is None, "the metadata settled it"
     assert leader.hosted.isr == (LEADER, IN_SYNC, ADDED)
     leader.fetched_by(ADDED, 6)
     assert leader.hosted.high_watermark == 6
@@ -160,7 +160,7 @@ def test_a_refused_proposal_stops_holding_the_high_watermark(tmp_path: Path) -> 
     refusal = cp.alter_partition(image, request)
     assert refusal.response.partitions[0].error_code != 0 and not refusal.records
     settle_proposals(leader.host, [KEY], refusal.response)
-    assert leader.hosted.proposed_isr is None
+    assert leader.hosted.replica.proposed_isr is None
     leader.fetched_by(IN_SYNC, 6)
     assert leader.hosted.high_watermark == 6
 
@@ -182,5 +182,5 @@ def test_a_partition_change_from_elsewhere_settles_the_proposal(tmp_path: Path) 
     # proposal's partition epoch is gone, so it can never be committed.
     image = commit(image, cp.fence_brokers(image, [IN_SYNC]))
     leader.apply(image)
-    assert leader.hosted.proposed_isr is None
+    assert leader.hosted.replica.proposed_isr is None
     assert leader.hosted.isr == (LEADER,)

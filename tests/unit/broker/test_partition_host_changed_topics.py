@@ -33,14 +33,7 @@ class FullWalkHost(PartitionHost):
 
     def _refresh_states(self, topics: Iterable[str], previous: MetadataImage) -> None:
         for key, hosted in self.partitions.items():
-            left_isr = set(hosted.isr)
-            hosted.state = self._state_of(key)
-            left_isr.difference_update(hosted.isr)
-            if hosted.replication is not None:
-                for replica in left_isr:
-                    progress = hosted.replication.followers.get(replica)
-                    if progress is not None:
-                        progress.log_end_offset = -1
+            hosted.replica.state_changed(self._state_of(key))
             hosted.advance_high_watermark()
 
 
@@ -55,10 +48,10 @@ def observed(host: PartitionHost) -> dict[tuple[str, int], tuple[object, ...]]:
             hosted.high_watermark,
             hosted.log.log_end_offset,
             None
-            if hosted.replication is None
+            if hosted.replica.leading is None
             else sorted(
                 (replica, progress.log_end_offset)
-                for replica, progress in hosted.replication.followers.items()
+                for replica, progress in hosted.replica.leading.followers.items()
             ),
         )
         for key, hosted in sorted(host.partitions.items())
@@ -73,15 +66,16 @@ def traffic(rng: random.Random, hosts: list[PartitionHost]) -> None:
         follower = rng.choice((2, 3, 4))
         for host in hosts:
             hosted = host.partitions[key]
-            if not hosted.is_leader or hosted.replication is None:
+            leading = hosted.replica.leading
+            if leading is None:
                 continue
             if roll < 0.5:
                 hosted.log.append_as_leader(
                     build_batch([b"x"]), leader_epoch=hosted.leader_epoch, now_ms=0
                 )
-            elif follower in hosted.replication.followers:
+            elif follower in leading.followers:
                 end = hosted.log.log_end_offset
-                hosted.replication.on_follower_fetch(follower, end, end, now_ms=0)
+                hosted.replica.follower_fetched(follower, end, end, now_ms=0)
             hosted.advance_high_watermark()
 
 
@@ -138,11 +132,10 @@ def test_an_isr_change_refreshes_its_topic_and_leaves_unchanged_topics_alone(
     a = hosted(host, "a")
     for n in range(4):
         a.log.append_as_leader(build_batch([b"%d" % n]), leader_epoch=0, now_ms=0)
-    assert a.replication is not None
-    a.replication.on_follower_fetch(2, 4, 4, now_ms=0)
+    a.replica.follower_fetched(2, 4, 4, now_ms=0)
     assert not a.advance_high_watermark(), "follower 3 holds the high watermark back"
     marker = PartitionState(0, (9,), (9,), 9, 9, 9)
-    hosted(host, "b").state = marker  # what a refresh of topic b would overwrite
+    hosted(host, "b").replica.state = marker  # what a refresh of topic b would overwrite
     step(host, two_topics((1, 2), 1, b))  # 3 left the ISR of a; b is the same object
     assert a.state is not None and a.state.isr == (1, 2) and a.state.partition_epoch == 1
     assert a.high_watermark == 4, "the smaller ISR lets the high watermark move"

@@ -1,4 +1,6 @@
-"""The leader's replication decisions, with numbers for time: HW, caught-up, ISR shrink/expand."""
+"""The leader's follower bookkeeping, with numbers for time: what the high watermark may rise to,
+caught-up, ISR shrink/expand, the low watermark. (The high watermark itself:
+test_partition_replica.)"""
 
 from __future__ import annotations
 
@@ -7,39 +9,31 @@ from samsa.services.broker.replica.replication import LeaderReplication, high_wa
 LAG = 1000
 
 
-def leader(hw: int = 0, now: int = 0) -> LeaderReplication:
-    return LeaderReplication(leader_id=1, replicas=[1, 2, 3], high_watermark=hw, now_ms=now)
+def leader(now: int = 0) -> LeaderReplication:
+    return LeaderReplication(leader_id=1, replicas=[1, 2, 3], now_ms=now)
 
 
-def test_the_high_watermark_is_the_smallest_isr_end_and_never_goes_back():
+def test_the_smallest_log_end_counts_the_leader_and_the_isr_followers_only():
     state = leader()
-    assert not state.advance_high_watermark(10, [1, 2, 3], 1), "followers have not fetched"
+    assert state.smallest_log_end(10, [1, 2, 3]) == -1, "followers have not fetched"
     state.on_follower_fetch(2, 10, 10, now_ms=1)
     state.on_follower_fetch(3, 6, 10, now_ms=1)
-    assert state.advance_high_watermark(10, [1, 2, 3], 1) and state.high_watermark == 6
-    state.on_follower_fetch(3, 4, 10, now_ms=2)  # a follower that truncated
-    assert not state.advance_high_watermark(10, [1, 2, 3], 1) and state.high_watermark == 6
-    assert state.advance_high_watermark(10, [1, 2], 1) and state.high_watermark == 10
-
-
-def test_the_high_watermark_stands_still_below_min_insync_replicas():
-    state = leader(hw=3)
-    assert not state.advance_high_watermark(10, [1], 2)
-    assert state.high_watermark == 3
-    assert state.advance_high_watermark(10, [1], 1)
+    assert state.smallest_log_end(10, [1, 2, 3]) == 6
+    assert state.smallest_log_end(10, [1, 2]) == 10, "3 is not in that ISR"
+    assert state.smallest_log_end(8, [1, 2]) == 8, "nor is the leader's own end skipped"
 
 
 def test_a_lagging_follower_leaves_the_isr_and_rejoins_once_caught_up():
-    state = leader(hw=0, now=0)
+    state = leader(now=0)
     common = {
         "replicas": [1, 2, 3],
         "eligible": {1, 2, 3},
         "epoch_start_offset": 0,
         "replica_fetch_ms": {},
+        "high_watermark": 0,
     }
     state.on_follower_fetch(2, 5, 5, now_ms=100)
     state.on_follower_fetch(3, 0, 5, now_ms=100)
-    state.advance_high_watermark(5, [1, 2, 3], 1)
     assert (
         state.proposed_isr(isr=[1, 2, 3], now_ms=500, lag_max_ms=LAG, leader_end_offset=5, **common)
         is None
@@ -48,7 +42,7 @@ def test_a_lagging_follower_leaves_the_isr_and_rejoins_once_caught_up():
     assert state.proposed_isr(
         isr=[1, 2, 3], now_ms=1500, lag_max_ms=LAG, leader_end_offset=9, **common
     ) == (1, 2)
-    state.advance_high_watermark(9, [1, 2], 1)
+    common["high_watermark"] = 9  # the ISR (1, 2) holds 9
     state.on_follower_fetch(3, 7, 9, now_ms=1600)  # fetched, but below the HW
     assert (
         state.proposed_isr(isr=[1, 2], now_ms=1600, lag_max_ms=LAG, leader_end_offset=9, **common)
@@ -70,9 +64,10 @@ def test_caught_up_means_holding_what_the_leader_had_at_the_previous_fetch():
 
 
 def test_fenced_or_not_yet_caught_up_replicas_never_join():
-    state = leader(hw=5)
+    state = leader()
     state.on_follower_fetch(3, 5, 5, now_ms=10)
     common = {
+        "high_watermark": 5,
         "isr": [1],
         "replicas": [1, 2, 3],
         "now_ms": 20,
@@ -98,11 +93,15 @@ def test_a_follower_holding_the_whole_log_stays_caught_up_while_it_fetches_anyth
     """Fetch sessions name an idle partition in no request, so its own progress stands still:
     a follower that holds the whole log stays in the ISR while it fetches from this broker at
     all, and leaves once it stops fetching or the log grows past it."""
-    state = leader(hw=0, now=0)
+    state = leader(now=0)
     state.on_follower_fetch(2, 5, 5, now_ms=100)
     state.on_follower_fetch(3, 5, 5, now_ms=100)
-    state.advance_high_watermark(5, [1, 2, 3], 1)
-    common = {"isr": [1, 2, 3], "replicas": [1, 2, 3], "eligible": {1, 2, 3}}
+    common = {
+        "isr": [1, 2, 3],
+        "replicas": [1, 2, 3],
+        "eligible": {1, 2, 3},
+        "high_watermark": 5,
+    }
     fetching = {2: 5000, 3: 900}  # 2 fetched (other partitions) just now; 3 went silent
     proposal = state.proposed_isr(
         epoch_start_offset=0,
