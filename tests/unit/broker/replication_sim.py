@@ -137,8 +137,9 @@ class InFlightFetch:
 
 @dataclass
 class IdempotentBatch:
-    """One batch of the idempotent producer: records `sequence`, `sequence + 1`, ... whose
-    values are b"p<sequence>". It is sent, and after a failure sent again, in sequence order."""
+    """One batch of an idempotent (or transactional, transaction_sim.py) producer: records
+    `sequence`, `sequence + 1`, ... (the idempotent producer's values are b"p<sequence>"). It is
+    sent, and after a failure sent again, in sequence order."""
 
     sequence: int
     values: list[bytes]

@@ -63,15 +63,9 @@ def check_compacted(
     acknowledged record may be gone unless a newer record of its key is there."""
     views = []
     for broker_id in BROKERS:
-        newest: dict[bytes, tuple[int, bytes]] = {}
-        others = []
-        for offset, value, _ in logs[broker_id]:
-            if offset < common:
-                continue
-            if value.startswith(b"v"):
-                newest[compaction_key(value)] = (offset, value)
-            else:
-                others.append((offset, value))
+        newest, others = compacted_view(
+            [(offset, value) for offset, value, _ in logs[broker_id] if offset >= common]
+        )
         views.append((newest, others))
         for offset, value in acknowledged.items():
             if not value.startswith(b"v") or offset < common:
@@ -83,6 +77,21 @@ def check_compacted(
             )
     assert all(view == views[0] for view in views), f"seed {seed}: replicas disagree"
     simulation.counts["keys compared"] += len(views[0][0])
+
+
+def compacted_view(
+    records: list[tuple[int, bytes | None]],
+) -> tuple[dict[bytes, tuple[int, bytes]], list[tuple[int, bytes | None]]]:
+    """The newest plain record of each key, and every other record: what replicas compacted
+    at their own pace must agree on."""
+    newest: dict[bytes, tuple[int, bytes]] = {}
+    others = []
+    for offset, value in records:
+        if value is not None and value.startswith(b"v"):
+            newest[compaction_key(value)] = (offset, value)
+        else:
+            others.append((offset, value))
+    return newest, others
 
 
 # The options of each mode besides the default schedules.

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.broker.replication_sim import BROKERS, compaction_key
-from tests.unit.broker.simulation_run import run_mode, run_to_end, slow_loop
+from tests.unit.broker.replication_sim import BROKERS
+from tests.unit.broker.simulation_run import compacted_view, run_mode, run_to_end, slow_loop
 from tests.unit.broker.transaction_sim import TransactionSimulation, transaction_of
 
 # Seeds CI runs, by mode (replication_sim.MODES).
@@ -57,20 +57,6 @@ def read_committed_from(
         if answer.next_fetch_offset <= offset:
             return read
         offset = answer.next_fetch_offset
-
-
-def compacted_view(
-    records: list[tuple[int, bytes | None]],
-) -> tuple[dict[bytes, tuple[int, bytes]], list[tuple[int, bytes | None]]]:
-    """The newest plain record of each key, and every other record."""
-    newest: dict[bytes, tuple[int, bytes]] = {}
-    others = []
-    for offset, value in records:
-        if value is not None and value.startswith(b"v"):
-            newest[compaction_key(value)] = (offset, value)
-        else:
-            others.append((offset, value))
-    return newest, others
 
 
 def check_transactions_healed(simulation: TransactionSimulation, seed: int) -> None:

@@ -47,6 +47,7 @@ from tests.unit.broker.replication_sim import (
     IN_FLIGHT_MAX,
     KEY,
     TOPIC,
+    IdempotentBatch,
     SafetyViolation,
     Simulation,
 )
@@ -75,18 +76,10 @@ RETRIABLE = {
 
 
 @dataclass
-class TxnBatch:
-    sequence: int
-    values: list[bytes]
-    sent_to: int | None = None
-    acknowledged: bool = False
-
-
-@dataclass
 class Transaction:
     number: int
     epoch: int  # the epoch its batches carry
-    batches: list[TxnBatch] = field(default_factory=list)
+    batches: list[IdempotentBatch] = field(default_factory=list)
     next_sequence: int = 0
     added: bool = False  # the coordinator added the partition (a batch was verified)
     committed: bool | None = None  # the coordinator's decision; None: still open
@@ -103,7 +96,7 @@ class TxnProduce:
     broker_id: int
     wait: ReplicationWait
     transaction: Transaction
-    batch: TxnBatch | None  # None: the transaction's marker
+    batch: IdempotentBatch | None  # None: the transaction's marker
 
 
 def transaction_of(value: bytes | None) -> int | None:
@@ -148,7 +141,7 @@ class TransactionSimulation(Simulation):
             count = self.rng.randint(1, 3)
             first = transaction.next_sequence
             values = [b"t%d.%d" % (transaction.number, first + i) for i in range(count)]
-            batch = TxnBatch(first, values)
+            batch = IdempotentBatch(first, values)
             transaction.next_sequence += count
             transaction.batches.append(batch)
         elif batch is not unacknowledged[0] and unacknowledged[0].sent_to is None:
@@ -219,7 +212,7 @@ class TransactionSimulation(Simulation):
         if code not in RETRIABLE and transaction.committed is None:
             self._decide(transaction, committed=False)  # the producer aborts
 
-    def _acknowledge_txn_batch(self, batch: TxnBatch, base_offset: int) -> None:
+    def _acknowledge_txn_batch(self, batch: IdempotentBatch, base_offset: int) -> None:
         batch.acknowledged = True
         batch.sent_to = None
         self._acknowledge(batch.values, base_offset)
