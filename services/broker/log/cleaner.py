@@ -24,7 +24,12 @@ from collections.abc import Container, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from samsa.common.record.header import read_header
-from samsa.services.broker.log.compaction import compact_batch, update_key_map
+from samsa.services.broker.log.compaction import (
+    NO_ABORTED,
+    AbortedRanges,
+    compact_batch,
+    update_key_map,
+)
 
 if TYPE_CHECKING:
     from samsa.services.broker.log.segment import Segment
@@ -46,10 +51,11 @@ def clean(
     delete_retention_ms: int,
     now_ms: int,
     keep_whole: Container[int] = (),
+    aborted: AbortedRanges = NO_ABORTED,
 ) -> CompactionResult:
     """Keep the newest record per key in the closed segments wholly below `cleanable_end` (never
-    the last of `segments`); the batches whose base offsets are in `keep_whole` stay as they
-    are."""
+    the last of `segments`) and remove the `aborted` transactions' batches; the batches whose
+    base offsets are in `keep_whole` stay as they are."""
     closed = [
         segment
         for segment, next_base in zip(segments, base_offsets[1:], strict=False)
@@ -58,12 +64,14 @@ def clean(
     key_map: dict[bytes, int] = {}
     for segment in closed:
         for _, batch in segment.iter_batches():
-            update_key_map(key_map, batch)
+            update_key_map(key_map, batch, aborted)
     cleaned = deleted = removed = bytes_before = bytes_after = 0
     for segment in closed:
         bytes_before += segment.size_bytes
         counter = [0]
-        survivors = _survivors(segment, key_map, delete_retention_ms, now_ms, keep_whole, counter)
+        survivors = _survivors(
+            segment, key_map, delete_retention_ms, now_ms, keep_whole, aborted, counter
+        )
         indexes = segment.write_cleaned(survivors)
         removed += counter[0]
         if counter[0] == 0:
@@ -88,6 +96,7 @@ def _survivors(
     delete_retention_ms: int,
     now_ms: int,
     keep_whole: Container[int],
+    aborted: AbortedRanges,
     removed: list[int],
 ) -> Iterator[bytes]:
     """The segment's batches as compaction leaves them; counts removed records in `removed[0]`."""
@@ -99,6 +108,7 @@ def _survivors(
             now_ms=now_ms,
             delete_retention_ms=delete_retention_ms,
             keep_whole=keep_whole,
+            aborted=aborted,
         )
         kept_count = 0 if kept is None else read_header(kept).record_count
         removed[0] += batch.header.record_count - kept_count

@@ -17,9 +17,14 @@ Choices a reviewer should know:
 - The newest batch of each idempotent producer the log remembers is kept whole (`keep_whole`, by
   base offset): should the producer state ever be rebuilt from the log alone, its last sequence
   is still there (a re-encoded batch's last_offset_delta, hence its last sequence, can shrink).
-- Control and transactional batches are kept untouched and their keys are left out of the map
-  (an aborted transaction's record must not shadow a committed one) until transaction-aware
-  cleaning arrives with the transaction index.
+- Transactions (Kafka's transaction-aware cleaning). The cleanable range ends at the last stable
+  offset, so every transactional batch in it belongs to a transaction whose marker is written and
+  replicated; the aborted-transaction index (`AbortedRanges`: producer id, first offset, marker
+  offset) says which ended in an abort. An aborted transaction's batches are removed whole and
+  their keys never enter the map (an aborted record must not shadow a committed one); a committed
+  transaction's records are compacted like any others, and re-encoded batches stay
+  transactional. Markers (control batches) are kept: a read_committed reader skips an aborted
+  transaction's batches until its ABORT marker, and the index entry that names it stays.
 - A batch whose records all survive is returned as the same bytes object (no re-encode); a batch
   with none is dropped; otherwise it is re-encoded keeping its base offset, partition leader
   epoch, producer id/epoch, base sequence, compression, timestamp type and each surviving
@@ -33,31 +38,65 @@ timestamp; output batches keep the input order.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Container, Iterable
 
 from samsa.common.record.codec import RecordBatch, build_batch
-from samsa.common.record.header import stamp_log_append_time
+from samsa.common.record.header import BatchHeader, stamp_log_append_time
+from samsa.services.broker.log.transaction_index import AbortedTransaction
 
 
-def update_key_map(key_map: dict[bytes, int], batch: RecordBatch) -> None:
-    """Record the batch's keys at their offsets (later batches win: feed them in log order)."""
-    if not is_cleanable(batch):
+OFFSET_MAX = 2**63 - 1
+
+
+class AbortedRanges:
+    """Which transactional data batches belong to aborted transactions, from the aborted-
+    transaction index's entries: a batch of producer P at base offset b is aborted when an entry
+    of P spans first_offset <= b <= its marker's offset. One producer's transactions never
+    overlap, so the answer does not depend on the order batches are asked about."""
+
+    def __init__(self, aborted: Iterable[AbortedTransaction] = ()) -> None:
+        self._ranges: dict[int, list[tuple[int, int]]] = {}
+        for entry in aborted:
+            self._ranges.setdefault(entry.producer_id, []).append(
+                (entry.first_offset, entry.last_offset)
+            )
+        for ranges in self._ranges.values():
+            ranges.sort()
+
+    def contains(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        ranges = self._ranges.get(header.producer_id)
+        if not ranges:
+            return False
+        # The last transaction of the producer starting at or before the batch.
+        index = bisect.bisect_right(ranges, (header.base_offset, OFFSET_MAX)) - 1
+        return index >= 0 and header.base_offset <= ranges[index][1]
+
+
+NO_ABORTED = AbortedRanges()
+
+
+def update_key_map(
+    key_map: dict[bytes, int], batch: RecordBatch, aborted: AbortedRanges = NO_ABORTED
+) -> None:
+    """Record the batch's keys at their offsets (later batches win: feed them in log order);
+    markers and aborted transactions' batches have none that count."""
+    if batch.header.is_control or aborted.contains(batch.header):
         return
     key_map.update(zip(batch.keys, batch.offsets(), strict=True))  # type: ignore[arg-type]
     key_map.pop(None, None)  # type: ignore[call-overload]
 
 
-def build_key_map(batches: Iterable[RecordBatch]) -> dict[bytes, int]:
+def build_key_map(
+    batches: Iterable[RecordBatch], aborted: AbortedRanges = NO_ABORTED
+) -> dict[bytes, int]:
     """Map each key to the offset of its newest record."""
     key_map: dict[bytes, int] = {}
     for batch in batches:
-        update_key_map(key_map, batch)
+        update_key_map(key_map, batch, aborted)
     return key_map
-
-
-def is_cleanable(batch: RecordBatch) -> bool:
-    """Control and transactional batches are not cleaned yet (see the module doc)."""
-    return not (batch.header.is_control or batch.header.is_transactional)
 
 
 def compact_batch(
@@ -68,10 +107,14 @@ def compact_batch(
     now_ms: int,
     delete_retention_ms: int,
     keep_whole: Container[int] = (),
+    aborted: AbortedRanges = NO_ABORTED,
 ) -> bytes | None:
-    """The batch without superseded records: `raw` itself, a re-encoded batch, or None."""
-    if not is_cleanable(batch) or batch.header.base_offset in keep_whole:
+    """The batch without superseded records: `raw` itself, a re-encoded batch, or None (an
+    aborted transaction's batch, or every record superseded)."""
+    if batch.header.is_control or batch.header.base_offset in keep_whole:
         return raw
+    if aborted.contains(batch.header):
+        return None
     tombstones_expired = batch.header.max_timestamp + delete_retention_ms <= now_ms
     offsets = batch.offsets()
     survivors = [
@@ -106,6 +149,7 @@ def _rebuild(batch: RecordBatch, survivors: list[int]) -> bytes:
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
+        transactional=header.is_transactional,
     )
     if not header.is_log_append_time:
         return rebuilt

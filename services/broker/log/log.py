@@ -56,6 +56,7 @@ from samsa.services.broker.log.append_info import (
     plan_leader_append,
 )
 from samsa.services.broker.log.cleaner import CompactionResult
+from samsa.services.broker.log.compaction import AbortedRanges
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.loading import load_log
@@ -571,20 +572,26 @@ class Log:
     def compact(self, *, now_ms: int, high_watermark: int) -> CompactionResult:
         """cleanup.policy=compact: keep the newest record per key in the closed segments wholly
         below the last stable offset (never the active one; the partition's `high_watermark`
-        bounds it) and the newest batch of each live idempotent producer whole; each rewritten
-        segment is swapped in crash-safely (cleaner.py)."""
+        bounds it), removing aborted transactions' batches, and the newest batch of each live
+        idempotent producer whole; each rewritten segment is swapped in crash-safely
+        (cleaner.py)."""
         self._check_open()
         if not self.config.compact:
             return CompactionResult(0, 0, 0, 0, 0)
         if len(self._segments) > 1:
             self._durability.persist_marker_removal()
+        cleanable_end = self.last_stable_offset(high_watermark)
+        aborted = self._transactions.aborted(
+            self._base_offsets, self._log_start_offset, cleanable_end
+        )
         return cleaner.clean(
             self._segments,
             self._base_offsets,
-            cleanable_end=self.last_stable_offset(high_watermark),
+            cleanable_end=cleanable_end,
             delete_retention_ms=self.config.delete_retention_ms,
             now_ms=now_ms,
             keep_whole=self._producers.newest_batch_base_offsets(),
+            aborted=AbortedRanges(aborted),
         )
 
     # --- durability ----------------------------------------------------------------------------

@@ -180,9 +180,18 @@ class Broker:
         return None if self.host is None else self.host.get(*KEY)
 
 
-def compaction_key(value: bytes) -> bytes:
-    """The key of plain record b"v<n>" in the compaction mode."""
-    return b"k%d" % (int(value[1:]) % COMPACTION_KEYS)
+def compaction_key(value: bytes | None) -> bytes | None:
+    """A record's key in the compaction mode: plain records b"v<n>" and transactional ones
+    b"t<txn>.<i>" (transaction_sim.py) share COMPACTION_KEYS keys; the idempotent producer's
+    records have none."""
+    if not value:
+        return None
+    if value.startswith(b"v"):
+        return b"k%d" % (int(value[1:]) % COMPACTION_KEYS)
+    if value.startswith(b"t"):
+        number, index = value[1:].split(b".")
+        return b"k%d" % ((int(number) + int(index)) % COMPACTION_KEYS)
+    return None
 
 
 def commit(image: MetadataImage, result: cp.ControlResult) -> MetadataImage:  # type: ignore[type-arg]
@@ -793,6 +802,11 @@ class Simulation:
         if self.compaction:
             self._check_compacted_replicas()
 
+    def cleanable(self, value: bytes) -> bool:
+        """Whether compaction may remove this record whatever newer records there are (the
+        transaction simulation's aborted records); none here."""
+        return False
+
     def _check_compacted_replicas(self) -> None:
         """A committed record is gone from a replica the controller could elect only when a
         newer committed record of its key is there (Kafka's cleaner stops at the last stable
@@ -808,13 +822,15 @@ class Simulation:
             present = set()
             for offset, value, _ in log_records(hosted, 0, log_end):
                 present.add(offset)
-                if value.startswith(b"v") and offset in self.committed:
-                    newest[compaction_key(value)] = offset
+                key = compaction_key(value)
+                if key is not None and offset in self.committed and not self.cleanable(value):
+                    newest[key] = offset
             start = hosted.log.log_start_offset
             for offset, (value, _) in self.committed.items():
-                if not start <= offset < log_end or offset in present:
+                if not start <= offset < log_end or offset in present or self.cleanable(value):
                     continue
-                newer = newest.get(compaction_key(value), -1) if value.startswith(b"v") else -1
+                key = compaction_key(value)
+                newer = -1 if key is None else newest.get(key, -1)
                 if newer > offset:
                     continue
                 raise SafetyViolation(

@@ -33,7 +33,7 @@ def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:
     kept = {o: v for o, v in simulation.acked.items() if o >= simulation.deleted_below}
     if simulation.compaction:
         check_compacted(simulation, logs, common, kept, seed)
-        first = [record for record in first if not record[1].startswith(b"v")]
+        first = [record for record in first if compaction_key(record[1]) is None]
     else:
         for broker_id in BROKERS[1:]:
             tail = [record for record in logs[broker_id] if record[0] >= common]
@@ -59,12 +59,17 @@ def check_compacted(
     seed: int,
 ) -> None:
     """Compaction runs on each replica at its own pace, so replicas need not hold the same
-    records; they must agree on each key's newest record (and on every other record), and no
-    acknowledged record may be gone unless a newer record of its key is there."""
+    records; they must agree on each key's newest record (and on every other record but those
+    compaction may remove in any case: aborted transactions'), and no acknowledged record may be
+    gone unless a newer record of its key is there."""
     views = []
     for broker_id in BROKERS:
         newest, others = compacted_view(
-            [(offset, value) for offset, value, _ in logs[broker_id] if offset >= common]
+            [
+                (offset, value)
+                for offset, value, _ in logs[broker_id]
+                if offset >= common and not simulation.cleanable(value)
+            ]
         )
         views.append((newest, others))
         for offset, value in acknowledged.items():
@@ -82,13 +87,14 @@ def check_compacted(
 def compacted_view(
     records: list[tuple[int, bytes | None]],
 ) -> tuple[dict[bytes, tuple[int, bytes]], list[tuple[int, bytes | None]]]:
-    """The newest plain record of each key, and every other record: what replicas compacted
-    at their own pace must agree on."""
+    """The newest keyed record of each key, and every keyless record: what replicas compacted
+    at their own pace must agree on (pass no record compaction may remove in any case)."""
     newest: dict[bytes, tuple[int, bytes]] = {}
     others = []
     for offset, value in records:
-        if value is not None and value.startswith(b"v"):
-            newest[compaction_key(value)] = (offset, value)
+        key = compaction_key(value)
+        if key is not None:
+            newest[key] = (offset, value)  # type: ignore[assignment]
         else:
             others.append((offset, value))
     return newest, others

@@ -29,7 +29,10 @@ from tests.unit.broker.simulation_run import compacted_view, run_mode, run_to_en
 from tests.unit.broker.transaction_sim import TransactionSimulation, transaction_of
 
 # Seeds CI runs, by mode (replication_sim.MODES).
-CI_SEEDS = {"default": 10, "power": 3, "delete": 3, "retention": 3, "compaction": 2}
+CI_SEEDS = {"default": 10, "power": 3, "delete": 3, "retention": 3, "compaction": 3}
+# Compaction seeds CI runs beside the first ones: 27 fails (at step 113) when an aborted record's
+# key enters the cleaner's key map and shadows a committed record.
+COMPACTION_REGRESSION_SEEDS = (27,)
 SLOW_SEEDS = 500
 STEPS = 1000
 
@@ -98,16 +101,19 @@ def check_transactions_healed(simulation: TransactionSimulation, seed: int) -> N
         if number is not None and value is not None:
             read_by_transaction.setdefault(number, []).append(value)
     acknowledged_at = {value: offset for offset, value in simulation.acked.items()}
+    stored = {value for _, value, _ in simulation.stored_records(simulation.state().leader)}
     for transaction in simulation.transactions:
-        if transaction.committed:
-            sent = [
-                value
-                for batch in transaction.batches
-                for value in batch.values
-                if acknowledged_at[value] >= common  # not deleted on request
-            ]
-            got = read_by_transaction.get(transaction.number, [])
-            assert got == sent, f"seed {seed}: transaction {transaction.number} {sent}, {got}"
+        values = [value for batch in transaction.batches for value in batch.values]
+        if transaction.committed is False:
+            simulation.counts["aborted records cleaned"] += sum(v not in stored for v in values)
+        if not transaction.committed:
+            continue
+        sent = [value for value in values if acknowledged_at[value] >= common]  # not deleted
+        got = read_by_transaction.get(transaction.number, [])
+        if simulation.compaction:  # a newer record of its key may have superseded a record
+            simulation.counts["committed transactional records cleaned"] += len(sent) - len(got)
+            sent = [value for value in sent if value in set(got)]
+        assert got == sent, f"seed {seed}: transaction {transaction.number} {sent}, {got}"
 
 
 @pytest.mark.parametrize("seed", range(CI_SEEDS["default"]), ids=lambda seed: f"seed_{seed}")
@@ -144,10 +150,15 @@ def test_transactions_through_retention(tmp_path: Path) -> None:
 
 
 def test_transactions_on_a_compacted_topic(tmp_path: Path) -> None:
-    """Compaction bounded by the last stable offset, transactions' batches and markers left
-    whole: read_committed readers of every replica agree on each key's newest record."""
-    totals = run_mode(run, tmp_path, "compaction", range(CI_SEEDS["compaction"]))
+    """Transaction-aware compaction bounded by the last stable offset: aborted transactions'
+    records removed and shadowing nothing, committed ones compacted like plain records (they
+    share keys), markers kept; read_committed readers of every replica agree on each key's
+    newest record, and no ISR member ever lacks a committed record's key."""
+    seeds = [*range(CI_SEEDS["compaction"]), *COMPACTION_REGRESSION_SEEDS]
+    totals = run_mode(run, tmp_path, "compaction", seeds)
     assert totals["records removed by compaction"] > 0
+    assert totals["aborted records cleaned"] > 0
+    assert totals["committed transactional records cleaned"] > 0
     assert totals["markers acknowledged"] > 0
 
 

@@ -50,6 +50,7 @@ from tests.unit.broker.replication_sim import (
     IdempotentBatch,
     SafetyViolation,
     Simulation,
+    compaction_key,
 )
 
 TXN_PRODUCER_ID = 9
@@ -174,6 +175,7 @@ class TransactionSimulation(Simulation):
         verified, refused = self._verify(hosted, epoch)
         records = build_batch(
             values,
+            keys=[compaction_key(value) for value in values] if self.compaction else None,
             producer_id=TXN_PRODUCER_ID,
             producer_epoch=epoch,
             base_sequence=sequence,
@@ -467,6 +469,11 @@ class TransactionSimulation(Simulation):
 
     def settled(self) -> bool:
         return super().settled() and self.current() is None and not self.txn_produces
+
+    def cleanable(self, value: bytes) -> bool:
+        """An aborted transaction's record: compaction removes it (Kafka's cleaner does)."""
+        number = transaction_of(value)
+        return number is not None and self.transactions[number].committed is False
 
     def stored_records(self, broker_id: int) -> list[tuple[int, bytes | None, bool]]:
         """(offset, value, is a marker) of every record in a replica's log."""

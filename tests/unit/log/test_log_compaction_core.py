@@ -1,6 +1,7 @@
 """Goal: the pure compaction step keeps exactly the newest record per key (and keyless records),
-drops expired tombstones, keeps every surviving record's offset and every batch field, and leaves
-batches it cannot clean untouched.
+drops expired tombstones and aborted transactions, compacts committed transactions like plain
+records, keeps every surviving record's offset and every batch field, and leaves batches it cannot
+clean untouched.
 
 Method: batches built by the codec, compacted with a key map, decoded again and compared record by
 record; "untouched" means the very same bytes object comes back.
@@ -9,10 +10,11 @@ record; "untouched" means the very same bytes object comes back.
 from __future__ import annotations
 
 from samsa.common.record.codec import build_batch, build_control_batch, decode_batch
-from samsa.services.broker.log.compaction import build_key_map, compact_batch
+from samsa.services.broker.log.compaction import AbortedRanges, build_key_map, compact_batch
+from samsa.services.broker.log.transaction_index import AbortedTransaction
 
 
-def test_key_map_keeps_the_newest_offset_and_ignores_control_and_keyless() -> None:
+def test_key_map_keeps_the_newest_offset_and_ignores_control_keyless_and_aborted() -> None:
     batches = [
         decode_batch(build_batch([b"1", b"2", b"3"], keys=[b"a", None, b"b"], base_offset=0)),
         decode_batch(build_batch([b"4"], keys=[b"a"], base_offset=3)),
@@ -32,14 +34,26 @@ def test_key_map_keeps_the_newest_offset_and_ignores_control_and_keyless() -> No
             )
         ),
     ]
-    assert build_key_map(batches) == {b"a": 3, b"b": 2}
+    assert build_key_map(batches) == {b"a": 3, b"b": 4}, "a committed transaction's key counts"
+    aborted = AbortedRanges([AbortedTransaction(1, 4, 5, 4)])
+    assert build_key_map(batches, aborted) == {b"a": 3, b"b": 2}, "an aborted one's does not"
 
 
 def compact(
-    raw: bytes, key_map: dict[bytes, int], *, now_ms: int = 0, delete_retention_ms: int = 100
+    raw: bytes,
+    key_map: dict[bytes, int],
+    *,
+    now_ms: int = 0,
+    delete_retention_ms: int = 100,
+    aborted: AbortedRanges | None = None,
 ) -> bytes | None:
     return compact_batch(
-        raw, decode_batch(raw), key_map, now_ms=now_ms, delete_retention_ms=delete_retention_ms
+        raw,
+        decode_batch(raw),
+        key_map,
+        now_ms=now_ms,
+        delete_retention_ms=delete_retention_ms,
+        aborted=aborted or AbortedRanges(),
     )
 
 
@@ -87,12 +101,28 @@ def test_tombstones_expire_after_delete_retention_ms() -> None:
     assert [(r.offset, r.key) for r in decode_batch(out)] == [(1, b"live")]
 
 
-def test_control_and_transactional_batches_are_untouched() -> None:
+def test_markers_are_kept_aborted_transactions_removed_and_committed_ones_compacted() -> None:
     marker = build_control_batch(
-        0, producer_id=1, producer_epoch=0, coordinator_epoch=0, timestamp=0
+        0, producer_id=1, producer_epoch=0, coordinator_epoch=0, timestamp=0, base_offset=9
     )
     assert compact(marker, {}) is marker
     transactional = build_batch(
-        [b"x"], keys=[b"a"], transactional=True, producer_id=1, producer_epoch=0
+        [b"x", b"y"],
+        keys=[b"a", b"b"],
+        transactional=True,
+        producer_id=1,
+        producer_epoch=0,
+        base_sequence=7,
+        base_offset=5,
     )
-    assert compact(transactional, {b"a": 99}) is transactional
+    aborted = AbortedRanges([AbortedTransaction(1, 5, 9, 5)])
+    assert compact(transactional, {b"a": 5, b"b": 6}, aborted=aborted) is None, "aborted: gone"
+    other_producer = AbortedRanges([AbortedTransaction(2, 5, 9, 5)])
+    assert compact(transactional, {b"a": 5, b"b": 6}, aborted=other_producer) is transactional
+    earlier = AbortedRanges([AbortedTransaction(1, 0, 4, 0)])
+    out = compact(transactional, {b"a": 99, b"b": 6}, aborted=earlier)
+    assert out is not None, "committed: compacted like any batch"
+    kept = decode_batch(out)
+    assert [(r.offset, r.key) for r in kept] == [(6, b"b")]
+    assert kept.header.is_transactional and kept.header.producer_id == 1
+    assert kept.header.base_sequence == 7 and kept.header.base_offset == 5
