@@ -67,7 +67,7 @@ class GroupCoordinatorShard:
     ) -> None:
         """Records of a producer's transactional batch at `offset` (read from the log, or just
         written): pending until its marker."""
-        self.txn_offsets.add(producer_id, offset, written)
+        self.txn_offsets.add(self.state, producer_id, offset, written)
 
     def complete_transaction(self, producer_id: int, committed: bool, marker_offset: int) -> int:
         """A producer's COMMIT (apply its pending offsets) or ABORT (drop them) marker at

@@ -14,10 +14,14 @@ While a partition's offsets are pending, OffsetFetch with require_stable answers
 UNSTABLE_OFFSET_COMMIT (retriable): a consumer that takes the partition over waits for the
 transaction to end rather than re-reading what it may commit.
 
-Order: the pending offsets win over any plain commit of the same partition applied before the
-marker is seen, as if written at the marker. Mixing transactional and plain commits of one
-partition in one group is not something a correct application does; Kafka orders them by log
-offset instead, which this version does not track.
+Order, as Kafka's (by log offset): a pending offset is applied at its COMMIT marker only if no
+offset-commit record of its partition (a plain commit, a deletion, another transaction's) was
+applied after it was written (`GroupShard.offset_commits` versions each partition). Loading
+replays the log in order, so it decides the same; and compaction, which keeps the newest record
+of each key by log offset, leaves a log whose load decides the same as the uncompacted one's.
+Mixing transactional and plain commits of one partition is not something a correct
+application does; one race remains: a plain commit applied while a TxnOffsetCommit is being
+written, before it is durable, loses to it live and wins on a reload.
 """
 
 from __future__ import annotations
@@ -38,18 +42,23 @@ from samsa.v1 import transactions_pb2 as x
 
 class PendingTxnOffsets:
     """The offset-commit records each producer id wrote in its open transaction, with the log
-    offset of their batch, in log order."""
+    offset of their batch and their partition's offset version then, in log order."""
 
     def __init__(self) -> None:
-        self.by_producer: dict[int, list[tuple[int, GroupRecord]]] = {}
+        self.by_producer: dict[int, list[tuple[int, GroupRecord, int]]] = {}
 
-    def add(self, producer_id: int, offset: int, written: list[GroupRecord]) -> None:
+    def add(
+        self, state: GroupShard, producer_id: int, offset: int, written: list[GroupRecord]
+    ) -> None:
         """Records of `producer_id`'s transaction are durable in the log at `offset` (or were
         replayed from there)."""
+        pending = self.by_producer.setdefault(producer_id, [])
         for record in written:
             key, _ = record
             assert key_kind(key) == "offset_commit", key_kind(key)
-        self.by_producer.setdefault(producer_id, []).extend((offset, r) for r in written)
+            commit = key.offset_commit
+            version = state.offset_version(commit.group_id, (commit.topic, commit.partition))
+            pending.append((offset, record, version))
 
     def complete(
         self, state: GroupShard, producer_id: int, committed: bool, marker_offset: int
@@ -58,21 +67,26 @@ class PendingTxnOffsets:
         records written before it (a later transaction's may already be pending, when the
         marker is seen late). Returns how many were applied."""
         pending = self.by_producer.pop(producer_id, [])
-        ended = [record for offset, record in pending if offset < marker_offset]
-        later = [(offset, record) for offset, record in pending if offset >= marker_offset]
+        ended = [(record, version) for offset, record, version in pending if offset < marker_offset]
+        later = [entry for entry in pending if entry[0] >= marker_offset]
         if later:
             self.by_producer[producer_id] = later
         if not committed:
             return 0
-        for record in ended:
+        applied = 0
+        for record, version in ended:
+            commit = record[0].offset_commit
+            if state.offset_version(commit.group_id, (commit.topic, commit.partition)) != version:
+                continue  # a newer offset-commit record of the partition was applied meanwhile
             replay(state, record)
-        return len(ended)
+            applied += 1
+        return applied
 
     def unstable(self, group_id: str) -> set[TopicPartition]:
         """The group's partitions with offsets pending in an open transaction."""
         found = set()
         for pending in self.by_producer.values():
-            for _, (key, _) in pending:
+            for _, (key, _), _ in pending:
                 commit = key.offset_commit
                 if commit.group_id == group_id:
                     found.add((commit.topic, commit.partition))

@@ -100,3 +100,43 @@ def test_a_marker_seen_late_ends_only_what_was_written_before_it() -> None:
     assert fetch(shard, "g", stable=True)[0] == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
     assert shard.complete_transaction(7, committed=True, marker_offset=40) == 1
     assert fetch(shard, "g", stable=True)[0] == (42, ErrorCode.NONE)
+
+
+def plain_commit(shard: GroupCoordinatorShard, offset: int) -> list:
+    """A plain OffsetCommit of t-0 by a group without members (applied as it is written)."""
+    request = c.OffsetCommitRequest(group_id="g", member_epoch=-1)
+    request.topics.add(name="t").partitions.add(partition=0, committed_offset=offset)
+    result = shard.commit_offsets(request, NOW, TOPICS)
+    assert [p.error_code for p in result.response.topics[0].partitions] == [ErrorCode.NONE]
+    return result.records
+
+
+def test_a_plain_commit_after_a_pending_offset_wins_as_kafka_orders_them_by_log_offset() -> None:
+    """Log: the transaction's offset 17 at 10, a plain commit of 5 at 20, the COMMIT at 30. Live,
+    from a full load and from a compacted load (the cleaner keeps the newest record of the key,
+    the plain one at 20) the group's offset is 5; with the plain commit before the transaction's
+    offset, the transaction's wins."""
+    live = GroupCoordinatorShard()
+    txn = live.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
+    live.replay_transactional(7, 10, txn.records)
+    plain = plain_commit(live, 5)
+    assert live.complete_transaction(7, committed=True, marker_offset=30) == 0
+    assert fetch(live, "g", stable=True)[0] == (5, ErrorCode.NONE)
+
+    loaded = GroupCoordinatorShard()
+    loaded.replay_transactional(7, 10, txn.records)
+    for record in plain:
+        loaded.replay(record)
+    loaded.complete_transaction(7, committed=True, marker_offset=30)
+    compacted = GroupCoordinatorShard()
+    for record in plain:
+        compacted.replay(record)
+    compacted.complete_transaction(7, committed=True, marker_offset=30)
+    assert live.state == loaded.state == compacted.state
+
+    before = GroupCoordinatorShard()
+    plain_commit(before, 5)
+    later = before.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
+    before.replay_transactional(7, 30, later.records)
+    assert before.complete_transaction(7, committed=True, marker_offset=40) == 1
+    assert fetch(before, "g", stable=True)[0] == (17, ErrorCode.NONE)
