@@ -109,9 +109,9 @@ class ConsumerGroup:
     # In the order of each member's last member_metadata record (see group_assignment).
     members: dict[str, Member] = field(default_factory=dict)
     offsets: dict[TopicPartition, g.OffsetCommitValue] = field(default_factory=dict)
-    # Per partition, GroupShard.offset_commits when an offset-commit record (a value or a
-    # tombstone) last applied to it: a transaction's pending offsets lose to any applied after
-    # they were written (group_txn_offsets.py). Bookkeeping, not state: left out of ==.
+    # Per partition, the position (GroupShard.offset_commits) of the offset-commit record, a
+    # value or a tombstone, that last set it: a transaction's pending offset applies only when
+    # it is newer (group_txn_offsets.py). Bookkeeping, not state: left out of ==.
     offset_versions: dict[TopicPartition, int] = field(default_factory=dict, compare=False)
     # Derived: partition -> the member whose assigned ∪ pending_revocation holds it.
     owners: dict[TopicPartition, str] = field(default_factory=dict)
@@ -135,8 +135,13 @@ class GroupShard:
     groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     writer_coordinator_id: int = -1
     writer_assignment_epoch: int = -1
-    # Offset-commit records applied so far (see ConsumerGroup.offset_versions).
+    # Offset-commit records seen so far, applied or made pending, in log order (live: in the
+    # order they were applied or became durable): each one's position.
     offset_commits: int = field(default=0, compare=False)
+
+    def next_offset_commit_position(self) -> int:
+        self.offset_commits += 1
+        return self.offset_commits
 
     def offset_version(self, group_id: str, topic_partition: TopicPartition) -> int:
         group = self.groups.get(group_id)

@@ -89,17 +89,17 @@ def _replay_offset_commit(
     shard: GroupShard, key: g.OffsetCommitKey, value: g.GroupRecordValue | None
 ) -> None:
     topic_partition = (key.topic, key.partition)
-    shard.offset_commits += 1
+    position = shard.next_offset_commit_position()
     if value is not None:
         offset = g.OffsetCommitValue()
         offset.CopyFrom(value.offset_commit)
         group = _group(shard, key.group_id)
         group.offsets[topic_partition] = offset
-        group.offset_versions[topic_partition] = shard.offset_commits
+        group.offset_versions[topic_partition] = position
     elif key.group_id in shard.groups:
         group = shard.groups[key.group_id]
         group.offsets.pop(topic_partition, None)
-        group.offset_versions[topic_partition] = shard.offset_commits
+        group.offset_versions[topic_partition] = position
 
 
 def _replay_group_metadata(

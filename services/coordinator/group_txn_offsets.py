@@ -14,11 +14,12 @@ While a partition's offsets are pending, OffsetFetch with require_stable answers
 UNSTABLE_OFFSET_COMMIT (retriable): a consumer that takes the partition over waits for the
 transaction to end rather than re-reading what it may commit.
 
-Order, as Kafka's (by log offset): a pending offset is applied at its COMMIT marker only if no
-offset-commit record of its partition (a plain commit, a deletion, another transaction's) was
-applied after it was written (`GroupShard.offset_commits` versions each partition). Loading
-replays the log in order, so it decides the same; and compaction, which keeps the newest record
-of each key by log offset, leaves a log whose load decides the same as the uncompacted one's.
+Order, as Kafka's (by log offset): a pending offset is applied at its COMMIT marker only if it is
+newer than the record that last set its partition (a plain commit, a deletion, another
+transaction's offset). Every offset-commit record gets a position as it is applied or becomes
+pending (`GroupShard.offset_commits`), in log order when loading; a partition remembers the
+position of the record that set it. So a load decides as the live coordinator did, and a
+compacted log (the cleaner keeps the newest record of each key by log offset) as the whole one.
 Mixing transactional and plain commits of one partition is not something a correct
 application does; one race remains: a plain commit applied while a TxnOffsetCommit is being
 written, before it is durable, loses to it live and wins on a reload.
@@ -42,7 +43,7 @@ from samsa.v1 import transactions_pb2 as x
 
 class PendingTxnOffsets:
     """The offset-commit records each producer id wrote in its open transaction, with the log
-    offset of their batch and their partition's offset version then, in log order."""
+    offset of their batch and their position (see the module doc), in log order."""
 
     def __init__(self) -> None:
         self.by_producer: dict[int, list[tuple[int, GroupRecord, int]]] = {}
@@ -56,9 +57,7 @@ class PendingTxnOffsets:
         for record in written:
             key, _ = record
             assert key_kind(key) == "offset_commit", key_kind(key)
-            commit = key.offset_commit
-            version = state.offset_version(commit.group_id, (commit.topic, commit.partition))
-            pending.append((offset, record, version))
+            pending.append((offset, record, state.next_offset_commit_position()))
 
     def complete(
         self, state: GroupShard, producer_id: int, committed: bool, marker_offset: int
@@ -67,18 +66,20 @@ class PendingTxnOffsets:
         records written before it (a later transaction's may already be pending, when the
         marker is seen late). Returns how many were applied."""
         pending = self.by_producer.pop(producer_id, [])
-        ended = [(record, version) for offset, record, version in pending if offset < marker_offset]
+        ended = [(record, at) for offset, record, at in pending if offset < marker_offset]
         later = [entry for entry in pending if entry[0] >= marker_offset]
         if later:
             self.by_producer[producer_id] = later
         if not committed:
             return 0
         applied = 0
-        for record, version in ended:
+        for record, position in ended:
             commit = record[0].offset_commit
-            if state.offset_version(commit.group_id, (commit.topic, commit.partition)) != version:
-                continue  # a newer offset-commit record of the partition was applied meanwhile
+            topic_partition = (commit.topic, commit.partition)
+            if state.offset_version(commit.group_id, topic_partition) > position:
+                continue  # a newer record of the partition set it meanwhile
             replay(state, record)
+            state.groups[commit.group_id].offset_versions[topic_partition] = position
             applied += 1
         return applied
 

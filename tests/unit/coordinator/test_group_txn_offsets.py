@@ -140,3 +140,15 @@ def test_a_plain_commit_after_a_pending_offset_wins_as_kafka_orders_them_by_log_
     before.replay_transactional(7, 30, later.records)
     assert before.complete_transaction(7, committed=True, marker_offset=40) == 1
     assert fetch(before, "g", stable=True)[0] == (17, ErrorCode.NONE)
+
+
+def test_two_committed_transactions_whose_first_marker_is_seen_late_apply_in_order() -> None:
+    shard = GroupCoordinatorShard()
+    first = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
+    shard.replay_transactional(7, 10, first.records)
+    second = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 42}), NOW, TOPICS)
+    shard.replay_transactional(7, 30, second.records)  # before the COMMIT at 20 is seen
+    assert shard.complete_transaction(7, committed=True, marker_offset=20) == 1
+    assert fetch(shard, "g", stable=False)[0] == (17, ErrorCode.NONE)
+    assert shard.complete_transaction(7, committed=True, marker_offset=40) == 1
+    assert fetch(shard, "g", stable=True)[0] == (42, ErrorCode.NONE)
