@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
@@ -55,8 +56,12 @@ from samsa.services.controller.liveness import BrokerLiveness
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
-# The cleanup policy of the coordinator topics: only the last record per key matters (Kafka's).
-COORDINATOR_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+# The coordinator topics' configs. Only the last record per key matters (Kafka's policy), and
+# compaction cleans closed segments only, so they roll at 100 MiB, as Kafka's
+# offsets.topic.segment.bytes and transaction.state.log.segment.bytes, not at the 1 GiB of
+# other topics: a busy group or transactional id leaves a smaller log behind, and a new owner
+# loads it faster.
+COORDINATOR_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * limits.MIB)}
 
 
 # --- registration and sessions -------------------------------------------------------------------

@@ -152,7 +152,10 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
                 topic = split.topics[name]
                 assert sorted(topic.partitions) == list(range(count))
                 assert all(len(state.replicas) == 1 for state in topic.partitions.values())
-                assert split.topic_configs(name) == {"cleanup.policy": "compact"}
+                assert split.topic_configs(name) == {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": "104857600",
+                }
             assert all(a.assignment_epoch == 0 for a in split.coordinator_assignments.values())
             check_find_coordinator(endpoint, split, coordinators)
             check_broker_agrees(broker, endpoint, split, coordinators)

@@ -45,7 +45,6 @@ from samsa.common.record.codec import RecordBatch, build_batch
 from samsa.common.record.header import BatchHeader, stamp_log_append_time
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 
-
 OFFSET_MAX = 2**63 - 1
 
 

@@ -141,14 +141,17 @@ def test_the_coordinator_topics_wait_for_a_live_coordinator_and_enough_brokers()
     image = with_brokers(2, image)
     image, created = create_coordinator_topics(image)
     kinds = Counter(record.WhichOneof("record") for record in created.records)
-    assert kinds == {"topic": 2, "partition": 16, "config": 2}, "both topics in one batch"
+    assert kinds == {"topic": 2, "partition": 16, "config": 4}, "both topics in one batch"
     for topic, count in ((CONSUMER_OFFSETS_TOPIC, 10), (TRANSACTION_STATE_TOPIC, 6)):
         partitions = image.topics[topic].partitions
         assert sorted(partitions) == list(range(count))
         assert all(len(state.replicas) == 2 for state in partitions.values())
         leaders = Counter(state.leader for state in partitions.values())
         assert leaders == {1: count // 2, 2: count // 2}, "placed like create_topics"
-        assert image.configs[(TOPIC_RESOURCE, topic)] == {"cleanup.policy": "compact"}
+        assert image.configs[(TOPIC_RESOURCE, topic)] == {
+            "cleanup.policy": "compact",
+            "segment.bytes": "104857600",
+        }
         assert cp.coordinator_topic_problem(image, DEFAULTS, topic) == f"{topic} exists"
     assert (
         image.topics[CONSUMER_OFFSETS_TOPIC].topic_id
