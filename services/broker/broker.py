@@ -24,7 +24,10 @@ from pathlib import Path
 from opentelemetry import trace
 
 from samsa.metadata.image import MetadataImage
-from samsa.services.broker.broker_config import REPLICA_LAG_TIME_MAX_MS_DEFAULT
+from samsa.services.broker.broker_config import (
+    LOG_CLEANER_BACKOFF_MS_DEFAULT,
+    REPLICA_LAG_TIME_MAX_MS_DEFAULT,
+)
 from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata.metadata_diff import changed_topics, partition_changes
 from samsa.services.broker.metadata.metadata_follower import MetadataFollower
@@ -77,9 +80,11 @@ class Broker:
         tracing: bool = False,
         log_scrub_bytes_per_second: int = SCRUB_BYTES_PER_SECOND_DEFAULT,
         log_scrub_interval_ms: int = SCRUB_INTERVAL_MS_DEFAULT,
+        log_cleaner_backoff_ms: int = LOG_CLEANER_BACKOFF_MS_DEFAULT,
         health_file: str | None = None,
     ) -> None:
         self.health_file = health_file
+        self.log_cleaner_backoff_ms = log_cleaner_backoff_ms
         self.log_scrub_bytes_per_second = log_scrub_bytes_per_second
         self.log_scrub_interval_ms = log_scrub_interval_ms
         self.tracing = tracing
@@ -179,7 +184,12 @@ class Broker:
         follower_stop = asyncio.Event()
         tasks = [
             asyncio.create_task(self.follower.run(follower_stop), name="metadata"),
-            asyncio.create_task(run_maintenance(self.host, stop), name="maintenance"),
+            asyncio.create_task(
+                run_maintenance(
+                    self.host, stop, compaction_interval_s=self.log_cleaner_backoff_ms / 1000
+                ),
+                name="maintenance",
+            ),
             asyncio.create_task(
                 run_isr_manager(
                     self.host,

@@ -13,6 +13,7 @@ REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
 # The scrubber's own defaults (scrubber.py explains them; a unit test keeps the two equal).
 SCRUB_BYTES_PER_SECOND_DEFAULT = 4 * 1024 * 1024
 SCRUB_INTERVAL_MS_DEFAULT = 60 * 60 * 1000
+LOG_CLEANER_BACKOFF_MS_DEFAULT = 15_000  # Kafka's log.cleaner.backoff.ms
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,4 +38,10 @@ class BrokerConfig(MemberConfig):
         integer(0),
         default=SCRUB_INTERVAL_MS_DEFAULT,
         help="the shortest time between the starts of two scrub passes",
+    )
+    log_cleaner_backoff_ms: int = key(
+        "log.cleaner.backoff.ms",
+        integer(100),
+        default=LOG_CLEANER_BACKOFF_MS_DEFAULT,
+        help="the time between two compaction passes over the compacted topics' partitions",
     )

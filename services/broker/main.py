@@ -31,6 +31,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         tracing=tracing,
         log_scrub_bytes_per_second=config.log_scrub_bytes_per_second,
         log_scrub_interval_ms=config.log_scrub_interval_ms,
+        log_cleaner_backoff_ms=config.log_cleaner_backoff_ms,
         health_file=config.health_file,
     )
     await broker.run(stop)

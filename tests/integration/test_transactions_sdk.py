@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import signal
 from collections.abc import Iterator
 
 import grpc
@@ -24,7 +25,7 @@ import pytest
 from cluster_helpers import TRANSACTION_SETTINGS, read_to_end, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
-from samsa.client import Admin, AsyncConsumer, AsyncProducer, NewTopic, Producer
+from samsa.client import Admin, AsyncConsumer, AsyncProducer, Consumer, NewTopic, Producer
 from samsa.client.errors import KafkaError
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -39,7 +40,9 @@ OUT = "sdk-out"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     data_dir = tmp_path_factory.mktemp("txn-sdk")
-    spec = load_or_create(data_dir, 1, 2, TRANSACTION_SETTINGS, coordinators=1)
+    # Compaction every half second, so a compacted __consumer_offsets is seen within the test.
+    settings = TRANSACTION_SETTINGS | {"log.cleaner.backoff.ms": "500"}
+    spec = load_or_create(data_dir, 1, 2, settings, coordinators=1)
     cluster = LocalCluster(spec, data_dir)
     try:
         cluster.start_all()
@@ -178,6 +181,65 @@ def test_offsets_sent_in_a_transaction_commit_with_it(cluster: LocalCluster) -> 
                 and found.offset == 42
             ),
             30,
+        )
+    finally:
+        producer.close(10)
+        admin.close()
+
+
+def group_records(cluster: LocalCluster, group: bytes) -> tuple[int, int]:
+    """How many records of `__consumer_offsets` (every partition, aborted ones too) name
+    `group` in their key, and the partitions' end offsets added up."""
+    partitions = [("__consumer_offsets", p) for p in range(2)]  # TRANSACTION_SETTINGS
+    config = {"bootstrap.servers": cluster.spec.bootstrap_servers, "auto.offset.reset": "earliest"}
+    with Consumer(config) as consumer:
+        consumer.assign(partitions)
+        ends = consumer.end_offsets(partitions)
+        found = 0
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            found += sum(group in (r.key or b"") for r in consumer.poll(timeout=2))
+        return found, sum(ends.values())
+
+
+def test_a_compacted_consumer_offsets_keeps_each_transactions_offsets_until_superseded(
+    cluster: LocalCluster,
+) -> None:
+    """An exactly-once pipeline commits its offsets in every transaction: compaction removes the
+    aborted transactions' and the superseded ones (before, all 60 stayed for ever), and a
+    coordinator that reloads the compacted partition answers the last committed offset."""
+    admin = Admin({"bootstrap.servers": cluster.spec.bootstrap_servers})
+    admin.alter_configs(
+        "__consumer_offsets", {"segment.bytes": "2048", "max.message.bytes": "2048"}
+    )
+    group = "sdk-compacted-group"
+    producer = transactional(cluster, "sdk-compacted")
+    try:
+        producer.init_transactions(30)
+        _, ends_before = group_records(cluster, group.encode())
+        for n in range(1, 61):
+            producer.begin_transaction()
+            producer.send(OUT, b"eo-%d" % n, partition=0)
+            producer.send_offsets_to_transaction({(OUT, 1): n}, group)
+            if n % 10 == 5:
+                producer.abort_transaction(30)
+            else:
+                producer.commit_transaction(30)
+        _, ends = group_records(cluster, group.encode())
+        assert ends - ends_before >= 120, "60 offset records and 60 markers were written"
+        wait_until(
+            "__consumer_offsets compacted (the last segments are not cleaned yet)",
+            lambda: group_records(cluster, group.encode())[0] <= 20,
+            30,
+        )
+        cluster.kill("coordinator-1", signal.SIGTERM)
+        cluster.start("coordinator-1")
+        wait_until(
+            "the last committed offset, after a reload of the compacted partition",
+            lambda: (
+                (found := admin.list_consumer_group_offsets(group).get((OUT, 1))) is not None
+                and found.offset == 60
+            ),
+            60,
         )
     finally:
         producer.close(10)

@@ -246,6 +246,7 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
         "replica.lag.time.max.ms",
         "log.scrub.bytes.per.second",
         "log.scrub.interval.ms",
+        "log.cleaner.backoff.ms",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
