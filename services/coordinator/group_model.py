@@ -112,7 +112,7 @@ class ConsumerGroup:
     # Per partition, the position (GroupShard.offset_commits) of the offset-commit record, a
     # value or a tombstone, that last set it: a transaction's pending offset applies only when
     # it is newer (group_txn_offsets.py). Bookkeeping, not state: left out of ==.
-    offset_versions: dict[TopicPartition, int] = field(default_factory=dict, compare=False)
+    offset_positions: dict[TopicPartition, int] = field(default_factory=dict, compare=False)
     # Derived: partition -> the member whose assigned ∪ pending_revocation holds it.
     owners: dict[TopicPartition, str] = field(default_factory=dict)
 
@@ -143,9 +143,9 @@ class GroupShard:
         self.offset_commits += 1
         return self.offset_commits
 
-    def offset_version(self, group_id: str, topic_partition: TopicPartition) -> int:
+    def offset_position(self, group_id: str, topic_partition: TopicPartition) -> int:
         group = self.groups.get(group_id)
-        return 0 if group is None else group.offset_versions.get(topic_partition, 0)
+        return 0 if group is None else group.offset_positions.get(topic_partition, 0)
 
 
 # --- partition sets ------------------------------------------------------------------------------

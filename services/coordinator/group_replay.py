@@ -95,11 +95,11 @@ def _replay_offset_commit(
         offset.CopyFrom(value.offset_commit)
         group = _group(shard, key.group_id)
         group.offsets[topic_partition] = offset
-        group.offset_versions[topic_partition] = position
+        group.offset_positions[topic_partition] = position
     elif key.group_id in shard.groups:
         group = shard.groups[key.group_id]
         group.offsets.pop(topic_partition, None)
-        group.offset_versions[topic_partition] = position
+        group.offset_positions[topic_partition] = position
 
 
 def _replay_group_metadata(

@@ -76,10 +76,10 @@ class PendingTxnOffsets:
         for record, position in ended:
             commit = record[0].offset_commit
             topic_partition = (commit.topic, commit.partition)
-            if state.offset_version(commit.group_id, topic_partition) > position:
+            if state.offset_position(commit.group_id, topic_partition) > position:
                 continue  # a newer record of the partition set it meanwhile
             replay(state, record)
-            state.groups[commit.group_id].offset_versions[topic_partition] = position
+            state.groups[commit.group_id].offset_positions[topic_partition] = position
             applied += 1
         return applied
 

@@ -14,29 +14,22 @@ import shutil
 from pathlib import Path
 
 from log_helpers import read_all, read_batches, small_config
+from test_log_transactions import NOW, append, marker
 
 from samsa.common.record.codec import (
     CONTROL_TYPE_ABORT,
     CONTROL_TYPE_COMMIT,
     build_batch,
-    build_control_batch,
     decode_batches,
 )
 from samsa.common.record.transaction_filter import AbortedTransactionFilter
 from samsa.services.broker.log.log import Log
 
-NOW = 1_000_000
 PID = 5
 
 
 def compact_config():
     return small_config(cleanup_policy=frozenset({"compact"}))
-
-
-def append(log: Log, batch: bytes) -> int:
-    return log.append_as_leader(
-        batch, leader_epoch=0, now_ms=NOW, allow_control_batches=True, allow_transactional=True
-    ).first_offset
 
 
 def transaction(log: Log, epoch: int, records: dict[bytes, bytes], end: int) -> None:
@@ -54,10 +47,7 @@ def transaction(log: Log, epoch: int, records: dict[bytes, bytes], end: int) -> 
                 transactional=True,
             ),
         )
-    marker = build_control_batch(
-        end, producer_id=PID, producer_epoch=epoch + 1, coordinator_epoch=0, timestamp=NOW
-    )
-    append(log, marker)
+    append(log, marker(end, PID, epoch + 1))
 
 
 def plain(log: Log, key: bytes, value: bytes) -> None:
