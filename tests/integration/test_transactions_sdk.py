@@ -29,6 +29,9 @@ from samsa.client import Admin, AsyncConsumer, AsyncProducer, Consumer, NewTopic
 from samsa.client.errors import KafkaError
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import CONTROL_TYPE_COMMIT as COMMIT
+from samsa.common.record.codec import decode_batch, read_control_marker
+from samsa.common.record.header import HEADER_BYTES, read_header
 from samsa.v1 import transactions_pb2 as x
 from samsa.v1 import transactions_pb2_grpc as xg
 
@@ -201,15 +204,35 @@ def group_records(cluster: LocalCluster, group: bytes) -> tuple[int, int]:
         return found, sum(ends.values())
 
 
+def commit_markers_stored(cluster: LocalCluster) -> int:
+    """The COMMIT markers in `__consumer_offsets`' segment files, on every broker (read from
+    disk: no reader is ever shown a marker)."""
+    count = 0
+    for path in cluster.data_dir.glob("broker-*/__consumer_offsets-*/*.log"):
+        data = path.read_bytes()
+        position = 0
+        while len(data) - position >= HEADER_BYTES:
+            header = read_header(data, position)
+            end = position + header.size_bytes
+            if end > len(data):
+                break  # a batch being written
+            if header.is_control:
+                count += read_control_marker(decode_batch(data[position:end]))[0] == COMMIT
+            position = end
+    return count
+
+
 def test_a_compacted_consumer_offsets_keeps_each_transactions_offsets_until_superseded(
     cluster: LocalCluster,
 ) -> None:
     """An exactly-once pipeline commits its offsets in every transaction: compaction removes the
-    aborted transactions' and the superseded ones (before, all 60 stayed for ever), and a
+    aborted transactions' and the superseded ones (before, all 60 stayed for ever), then the
+    COMMIT markers of the emptied transactions (delete.retention.ms is 0 here), and a
     coordinator that reloads the compacted partition answers the last committed offset."""
     admin = Admin({"bootstrap.servers": cluster.spec.bootstrap_servers})
     admin.alter_configs(
-        "__consumer_offsets", {"segment.bytes": "2048", "max.message.bytes": "2048"}
+        "__consumer_offsets",
+        {"segment.bytes": "2048", "max.message.bytes": "2048", "delete.retention.ms": "0"},
     )
     group = "sdk-compacted-group"
     producer = transactional(cluster, "sdk-compacted")
@@ -229,6 +252,13 @@ def test_a_compacted_consumer_offsets_keeps_each_transactions_offsets_until_supe
         wait_until(
             "__consumer_offsets compacted (the last segments are not cleaned yet)",
             lambda: group_records(cluster, group.encode())[0] <= 20,
+            30,
+        )
+        # 50 commits wrote 100 COMMIT markers (two replicas); those of the transactions whose
+        # records are gone go, but the last segments, never cleaned, keep theirs.
+        wait_until(
+            "emptied transactions' COMMIT markers removed",
+            lambda: commit_markers_stored(cluster) <= 30,
             30,
         )
         cluster.kill("coordinator-1", signal.SIGTERM)

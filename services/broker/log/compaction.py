@@ -23,8 +23,20 @@ Choices a reviewer should know:
   offset) says which ended in an abort. An aborted transaction's batches are removed whole and
   their keys never enter the map (an aborted record must not shadow a committed one); a committed
   transaction's records are compacted like any others, and re-encoded batches stay
-  transactional. Markers (control batches) are kept: a read_committed reader skips an aborted
-  transaction's batches until its ABORT marker, and the index entry that names it stays.
+  transactional.
+- Markers (control batches). A COMMIT marker goes (`RemovableMarkers`) once three things hold:
+  its transaction has no record left (an earlier pass removed them: the markers are judged on
+  the log as this pass finds it, as Kafka's cleaner does), a later batch of its producer is in
+  the log (a producer's last batch is never removed, so a replay of the log from a producer
+  snapshot taken while the transaction was open always reaches a batch that ends it), and its
+  timestamp is delete.retention.ms old (Kafka keeps markers that long). An ABORT marker stays
+  with its transaction-index entry, departing from Kafka on purpose: a replica out of the ISR
+  may hold an aborted transaction's records copied before this one removed them and, without
+  the marker, would join them to the producer's next transaction and show them if that one
+  commits. A missing COMMIT marker can only join records that a newer record of their key
+  superseded (nothing else removes a committed record), so whichever way that transaction ends
+  there, each key's newest record is what a reader sees. Aborts are rare; commits are not, so
+  this bounds what a topic written in transactions keeps (`__consumer_offsets` above all).
 - A batch whose records all survive is returned as the same bytes object (no re-encode); a batch
   with none is dropped; otherwise it is re-encoded keeping its base offset, partition leader
   epoch, producer id/epoch, base sequence, compression, timestamp type and each surviving
@@ -39,9 +51,15 @@ timestamp; output batches keep the input order.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass
 
-from samsa.common.record.codec import RecordBatch, build_batch
+from samsa.common.record.codec import (
+    CONTROL_TYPE_COMMIT,
+    RecordBatch,
+    build_batch,
+    read_control_marker,
+)
 from samsa.common.record.header import BatchHeader, stamp_log_append_time
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 
@@ -77,6 +95,44 @@ class AbortedRanges:
 NO_ABORTED = AbortedRanges()
 
 
+class RemovableMarkers:
+    """The COMMIT markers a pass may remove (the rules are in the module docstring). `see`
+    every batch of the cleanable range in log order before anything is removed, then ask
+    `offsets`."""
+
+    def __init__(self, *, now_ms: int, delete_retention_ms: int) -> None:
+        self._horizon = now_ms - delete_retention_ms  # markers at or before it are old enough
+        self._with_records: set[int] = set()  # producers with a batch since their last marker
+        self._last_offset: dict[int, int] = {}  # producer id -> the last offset of its batches
+        self._candidates: list[tuple[int, int]] = []  # (producer id, marker offset)
+
+    def see(self, batch: RecordBatch) -> None:
+        header = batch.header
+        producer_id = header.producer_id
+        if producer_id < 0:
+            return
+        self._last_offset[producer_id] = header.last_offset
+        if not header.is_control:
+            self._with_records.add(producer_id)
+        elif producer_id in self._with_records:
+            self._with_records.discard(producer_id)
+        elif (
+            header.max_timestamp <= self._horizon
+            and read_control_marker(batch)[0] == CONTROL_TYPE_COMMIT
+        ):
+            self._candidates.append((producer_id, header.base_offset))
+
+    def offsets(self, newest_batch_offsets: Mapping[int, int]) -> set[int]:
+        """The removable markers' offsets, given each live producer's newest batch's last
+        offset as the producer state knows it (its batches above the cleanable range)."""
+        return {
+            offset
+            for producer_id, offset in self._candidates
+            if max(self._last_offset[producer_id], newest_batch_offsets.get(producer_id, -1))
+            > offset
+        }
+
+
 def update_key_map(
     key_map: dict[bytes, int], batch: RecordBatch, aborted: AbortedRanges = NO_ABORTED
 ) -> None:
@@ -98,23 +154,32 @@ def build_key_map(
     return key_map
 
 
-def compact_batch(
-    raw: bytes,
-    batch: RecordBatch,
-    key_map: dict[bytes, int],
-    *,
-    now_ms: int,
-    delete_retention_ms: int,
-    keep_whole: Container[int] = (),
-    aborted: AbortedRanges = NO_ABORTED,
-) -> bytes | None:
+@dataclass(frozen=True)
+class CleaningRules:
+    """What one pass keeps of each batch: `key_map` from `build_key_map`, the time and
+    delete.retention.ms for tombstones, the batches kept whole (by base offset), the aborted
+    transactions and the markers to remove (by offset: `RemovableMarkers`)."""
+
+    key_map: dict[bytes, int]
+    now_ms: int
+    delete_retention_ms: int
+    keep_whole: Container[int] = ()
+    aborted: AbortedRanges = NO_ABORTED
+    removed_markers: Container[int] = ()
+
+
+def compact_batch(raw: bytes, batch: RecordBatch, rules: CleaningRules) -> bytes | None:
     """The batch without superseded records: `raw` itself, a re-encoded batch, or None (an
-    aborted transaction's batch, or every record superseded)."""
-    if batch.header.is_control or batch.header.base_offset in keep_whole:
+    aborted transaction's batch, a marker to remove, or every record superseded)."""
+    header = batch.header
+    if header.is_control:
+        return None if header.base_offset in rules.removed_markers else raw
+    if header.base_offset in rules.keep_whole:
         return raw
-    if aborted.contains(batch.header):
+    if rules.aborted.contains(header):
         return None
-    tombstones_expired = batch.header.max_timestamp + delete_retention_ms <= now_ms
+    tombstones_expired = header.max_timestamp + rules.delete_retention_ms <= rules.now_ms
+    key_map = rules.key_map
     offsets = batch.offsets()
     survivors = [
         index

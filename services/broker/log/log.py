@@ -572,12 +572,12 @@ class Log:
     def compact(self, *, now_ms: int, high_watermark: int) -> CompactionResult:
         """cleanup.policy=compact: keep the newest record per key in the closed segments wholly
         below the last stable offset (never the active one; the partition's `high_watermark`
-        bounds it), removing aborted transactions' batches, and the newest batch of each live
-        idempotent producer whole; each rewritten segment is swapped in crash-safely
-        (cleaner.py)."""
+        bounds it), removing aborted transactions' batches and the COMMIT markers no longer
+        needed, and keeping the newest batch of each live idempotent producer whole; each
+        rewritten segment is swapped in crash-safely (cleaner.py)."""
         self._check_open()
         if not self.config.compact:
-            return CompactionResult(0, 0, 0, 0, 0)
+            return CompactionResult(0, 0, 0, 0, 0, 0)
         if len(self._segments) > 1:
             self._durability.persist_marker_removal()
         cleanable_end = self.last_stable_offset(high_watermark)
@@ -592,6 +592,7 @@ class Log:
             now_ms=now_ms,
             keep_whole=self._producers.newest_batch_base_offsets(),
             aborted=AbortedRanges(aborted),
+            newest_batch_offsets=self._producers.newest_batch_last_offsets(),
         )
 
     # --- durability ----------------------------------------------------------------------------

@@ -54,6 +54,7 @@ from tests.unit.broker.replication_sim import (
 )
 
 TXN_PRODUCER_ID = 9
+MARKER_VALUE_PREFIX = b"\x00\x00"  # a control record's value starts with its version, 0
 TRANSACTIONAL_ID = "t"
 BATCHES_PER_TRANSACTION_MAX = 6
 COMMIT_SHARE = 0.8  # the share of ends that commit, once every batch is acknowledged
@@ -471,7 +472,11 @@ class TransactionSimulation(Simulation):
         return super().settled() and self.current() is None and not self.txn_produces
 
     def cleanable(self, value: bytes) -> bool:
-        """An aborted transaction's record: compaction removes it (Kafka's cleaner does)."""
+        """An aborted transaction's record (compaction removes it, as Kafka's cleaner does) or a
+        marker (a COMMIT marker goes once its transaction is empty: what a reader and a replay
+        see then is checked by the read_committed and hanging-transaction checks)."""
+        if value.startswith(MARKER_VALUE_PREFIX):
+            return True
         number = transaction_of(value)
         return number is not None and self.transactions[number].committed is False
 

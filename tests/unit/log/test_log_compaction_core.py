@@ -1,7 +1,8 @@
 """Goal: the pure compaction step keeps exactly the newest record per key (and keyless records),
 drops expired tombstones and aborted transactions, compacts committed transactions like plain
 records, keeps every surviving record's offset and every batch field, and leaves batches it cannot
-clean untouched.
+clean untouched; a COMMIT marker goes only once its transaction is empty, delete.retention.ms
+old and not its producer's last batch, an ABORT marker never.
 
 Method: batches built by the codec, compacted with a key map, decoded again and compared record by
 record; "untouched" means the very same bytes object comes back.
@@ -9,8 +10,22 @@ record; "untouched" means the very same bytes object comes back.
 
 from __future__ import annotations
 
-from samsa.common.record.codec import build_batch, build_control_batch, decode_batch
-from samsa.services.broker.log.compaction import AbortedRanges, build_key_map, compact_batch
+from collections.abc import Container
+
+from samsa.common.record.codec import (
+    CONTROL_TYPE_ABORT,
+    CONTROL_TYPE_COMMIT,
+    build_batch,
+    build_control_batch,
+    decode_batch,
+)
+from samsa.services.broker.log.compaction import (
+    AbortedRanges,
+    CleaningRules,
+    RemovableMarkers,
+    build_key_map,
+    compact_batch,
+)
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 
 
@@ -46,15 +61,16 @@ def compact(
     now_ms: int = 0,
     delete_retention_ms: int = 100,
     aborted: AbortedRanges | None = None,
+    removed_markers: Container[int] = (),
 ) -> bytes | None:
-    return compact_batch(
-        raw,
-        decode_batch(raw),
+    rules = CleaningRules(
         key_map,
-        now_ms=now_ms,
-        delete_retention_ms=delete_retention_ms,
+        now_ms,
+        delete_retention_ms,
         aborted=aborted or AbortedRanges(),
+        removed_markers=removed_markers,
     )
+    return compact_batch(raw, decode_batch(raw), rules)
 
 
 def test_a_fully_live_batch_comes_back_as_the_same_bytes() -> None:
@@ -126,3 +142,55 @@ def test_markers_are_kept_aborted_transactions_removed_and_committed_ones_compac
     assert [(r.offset, r.key) for r in kept] == [(6, b"b")]
     assert kept.header.is_transactional and kept.header.producer_id == 1
     assert kept.header.base_sequence == 7 and kept.header.base_offset == 5
+
+
+def commit_or_abort(kind: int, pid: int, offset: int, timestamp: int) -> bytes:
+    return build_control_batch(
+        kind,
+        producer_id=pid,
+        producer_epoch=0,
+        coordinator_epoch=0,
+        timestamp=timestamp,
+        base_offset=offset,
+    )
+
+
+def data(pid: int, offset: int) -> bytes:
+    return build_batch(
+        [b"x"],
+        keys=[b"k"],
+        transactional=True,
+        producer_id=pid,
+        producer_epoch=0,
+        base_offset=offset,
+    )
+
+
+def test_a_commit_marker_goes_when_its_transaction_is_empty_old_and_not_its_producers_last():
+    log = [
+        data(1, 0),
+        commit_or_abort(CONTROL_TYPE_COMMIT, 1, 1, 1_000),  # its transaction has a record
+        commit_or_abort(CONTROL_TYPE_COMMIT, 1, 2, 1_000),  # empty: an earlier pass emptied it
+        commit_or_abort(CONTROL_TYPE_ABORT, 1, 3, 1_000),  # empty, but an ABORT
+        data(2, 4),  # another producer's record is not this transaction's
+        commit_or_abort(CONTROL_TYPE_COMMIT, 1, 5, 2_000),  # empty, newer
+        commit_or_abort(CONTROL_TYPE_COMMIT, 1, 6, 1_000),  # empty, producer 1's last here
+    ]
+
+    def removable(now_ms: int, newest: dict[int, int]) -> set[int]:
+        markers = RemovableMarkers(now_ms=now_ms, delete_retention_ms=100)
+        for raw in log:
+            markers.see(decode_batch(raw))
+        return markers.offsets(newest)
+
+    assert removable(1_099, {}) == set(), "none is delete.retention.ms old yet"
+    assert removable(1_100, {}) == {2}, "6 is its producer's last batch the log holds"
+    assert removable(1_100, {1: 7}) == {2, 6}, "a later batch above the cleanable range"
+    assert removable(1_100, {1: 6}) == {2}, "the producer state's newest batch is not later"
+    assert removable(2_100, {1: 7}) == {2, 5, 6}
+
+
+def test_a_removed_marker_is_dropped_and_others_kept() -> None:
+    marker = commit_or_abort(CONTROL_TYPE_COMMIT, 1, 9, 0)
+    assert compact(marker, {}, removed_markers={9}) is None
+    assert compact(marker, {}, removed_markers={8}) is marker
