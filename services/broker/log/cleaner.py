@@ -23,7 +23,7 @@ as the previous pass left it, so a marker goes only once an earlier pass removed
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from samsa.common.record.header import read_header
@@ -58,12 +58,11 @@ def clean(
     now_ms: int,
     keep_whole: Container[int] = (),
     aborted: AbortedRanges = NO_ABORTED,
-    newest_batch_offsets: Mapping[int, int] | None = None,
 ) -> CompactionResult:
     """Keep the newest record per key in the closed segments wholly below `cleanable_end` (never
     the last of `segments`), remove the `aborted` transactions' batches and the COMMIT markers
     that are no longer needed; the batches whose base offsets are in `keep_whole` stay as they
-    are. `newest_batch_offsets`: each live producer's newest batch's last offset."""
+    are."""
     closed = [
         segment
         for segment, next_base in zip(segments, base_offsets[1:], strict=False)
@@ -81,7 +80,7 @@ def clean(
         delete_retention_ms,
         keep_whole,
         aborted,
-        markers.offsets(newest_batch_offsets or {}),
+        markers.offsets(),
     )
     cleaned = deleted = removed = markers_removed = bytes_before = bytes_after = 0
     for segment in closed:

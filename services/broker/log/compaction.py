@@ -27,16 +27,17 @@ Choices a reviewer should know:
 - Markers (control batches). A COMMIT marker goes (`RemovableMarkers`) once three things hold:
   its transaction has no record left (an earlier pass removed them: the markers are judged on
   the log as this pass finds it, as Kafka's cleaner does), a later batch of its producer is in
-  the log (a producer's last batch is never removed, so a replay of the log from a producer
-  snapshot taken while the transaction was open always reaches a batch that ends it), and its
-  timestamp is delete.retention.ms old (Kafka keeps markers that long). An ABORT marker stays
-  with its transaction-index entry, departing from Kafka on purpose: a replica out of the ISR
-  may hold an aborted transaction's records copied before this one removed them and, without
-  the marker, would join them to the producer's next transaction and show them if that one
-  commits. A missing COMMIT marker can only join records that a newer record of their key
-  superseded (nothing else removes a committed record), so whichever way that transaction ends
-  there, each key's newest record is what a reader sees. Aborts are rare; commits are not, so
-  this bounds what a topic written in transactions keeps (`__consumer_offsets` above all).
+  the cleanable range (committed, so no truncation takes it; a producer's last batch there is
+  never removed, so a replay of the log from a producer snapshot taken while the transaction
+  was open always reaches a batch that ends it), and its timestamp is delete.retention.ms old
+  (Kafka keeps markers that long). An ABORT marker stays with its transaction-index entry,
+  departing from Kafka on purpose: a replica out of the ISR may hold an aborted transaction's
+  records copied before this one removed them and, without the marker, would join them to the
+  producer's next transaction and show them if that one commits. A missing COMMIT marker can
+  only join records that a newer record of their key superseded (nothing else removes a
+  committed record), so whichever way that transaction ends there, each key's newest record is
+  what a reader sees. Aborts are rare; commits are not, so this bounds what a topic written in
+  transactions keeps (`__consumer_offsets` above all).
 - A batch whose records all survive is returned as the same bytes object (no re-encode); a batch
   with none is dropped; otherwise it is re-encoded keeping its base offset, partition leader
   epoch, producer id/epoch, base sequence, compression, timestamp type and each surviving
@@ -51,7 +52,7 @@ timestamp; output batches keep the input order.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from samsa.common.record.codec import (
@@ -122,14 +123,12 @@ class RemovableMarkers:
         ):
             self._candidates.append((producer_id, header.base_offset))
 
-    def offsets(self, newest_batch_offsets: Mapping[int, int]) -> set[int]:
-        """The removable markers' offsets, given each live producer's newest batch's last
-        offset as the producer state knows it (its batches above the cleanable range)."""
+    def offsets(self) -> set[int]:
+        """The removable markers' offsets."""
         return {
             offset
             for producer_id, offset in self._candidates
-            if max(self._last_offset[producer_id], newest_batch_offsets.get(producer_id, -1))
-            > offset
+            if self._last_offset[producer_id] > offset
         }
 
 

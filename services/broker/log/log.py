@@ -592,7 +592,6 @@ class Log:
             now_ms=now_ms,
             keep_whole=self._producers.newest_batch_base_offsets(),
             aborted=AbortedRanges(aborted),
-            newest_batch_offsets=self._producers.newest_batch_last_offsets(),
         )
 
     # --- durability ----------------------------------------------------------------------------

@@ -85,15 +85,6 @@ class ProducerLogState:
             entry.batches[-1].base_offset for entry in self._producers.entries() if entry.batches
         }
 
-    def newest_batch_last_offsets(self) -> dict[int, int]:
-        """Each live producer's newest batch's last offset, by producer id (compaction removes
-        a COMMIT marker only below a later batch of its producer)."""
-        return {
-            entry.producer_id: entry.batches[-1].last_offset
-            for entry in self._producers.entries()
-            if entry.batches
-        }
-
     def check_leader_append(self, batches: Sequence[ProducerBatchInfo]) -> AppendInfo | None:
         """None when the leader may write `batches`; the original offsets (record_count 0) when
         the log already holds them; raises SamsaError with the refusal's code otherwise.
