@@ -28,6 +28,7 @@ from samsa.services.broker.broker_config import (
     LOG_CLEANER_BACKOFF_MS_DEFAULT,
     REPLICA_LAG_TIME_MAX_MS_DEFAULT,
 )
+from samsa.services.broker.log_cleaner import run_log_cleaner
 from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata.metadata_diff import changed_topics, partition_changes
 from samsa.services.broker.metadata.metadata_follower import MetadataFollower
@@ -184,11 +185,10 @@ class Broker:
         follower_stop = asyncio.Event()
         tasks = [
             asyncio.create_task(self.follower.run(follower_stop), name="metadata"),
+            asyncio.create_task(run_maintenance(self.host, stop), name="maintenance"),
             asyncio.create_task(
-                run_maintenance(
-                    self.host, stop, compaction_interval_s=self.log_cleaner_backoff_ms / 1000
-                ),
-                name="maintenance",
+                run_log_cleaner(self.host, stop, interval_s=self.log_cleaner_backoff_ms / 1000),
+                name="log-cleaner",
             ),
             asyncio.create_task(
                 run_isr_manager(

@@ -1,10 +1,9 @@
-"""The broker's background work on its logs: retention, compaction, the flush policy, and the
-high-watermark checkpoint (a restarted broker starts from it, never above its log end).
+"""The broker's background work on its logs: retention, the flush policy, and the high-watermark
+checkpoint (a restarted broker starts from it, never above its log end). Compaction is the log
+cleaner's task (log_cleaner.py), which does its slow part off the event loop.
 
 Runs on the event loop between requests, one partition at a time; each step is short (deleting
-whole segments, an fsync through Log.maybe_flush). Compaction rewrites closed segments and is the
-longest step; it runs on the loop too, because a Log is not thread-safe (moving it to a thread
-needs the log to hand the cleaner a snapshot of closed segments first: a later issue).
+whole segments, an fsync through Log.maybe_flush).
 
 An idle partition costs nothing. The frequent work (the flush policy every 0.5 s, the
 high-watermark checkpoint every 5 s) looks only at the partitions the host reports changed
@@ -12,9 +11,9 @@ high-watermark checkpoint every 5 s) looks only at the partitions the host repor
 lands there): each pass takes that set and moves its partitions into `Pending` — the logs with
 unflushed records (kept until flushed, since flush.ms must re-check them later) and the partitions
 whose high watermark differs from the checkpoint file. The checkpoint file, one per data
-directory, is rewritten only when that second set is not empty. Retention (every 30 s) and
-compaction (every 15 s) still walk every partition, amortised over their long intervals; a log of
-one segment costs retention a length check, and retention deletes only below each partition's
+directory, is rewritten only when that second set is not empty. Retention (every 30 s) still
+walks every partition, amortised over its long interval; a log of one segment costs it a length
+check, and retention deletes only below each partition's
 high watermark (`retention_pass`). The retention pass also forgets idempotent producers
 idle for `producer.id.expiration.ms` (their newest batch's timestamp, Kafka's rule). Every 2 s
 the loop recomputes the broker's metric gauges (broker_metrics.py; nothing while metrics are off).
@@ -33,7 +32,6 @@ log = logging.getLogger(__name__)
 
 RETENTION_CHECK_INTERVAL_S = 30.0  # Kafka's log.retention.check.interval.ms is 5 minutes
 FLUSH_CHECK_INTERVAL_S = 0.5
-COMPACTION_INTERVAL_S = 15.0  # Kafka's log.cleaner.backoff.ms
 HIGH_WATERMARK_CHECKPOINT_INTERVAL_S = 5.0  # Kafka's replica.high.watermark.checkpoint.interval.ms
 # How often the metrics' gauges are recomputed (a no-op while metrics are off): a pass reads a
 # few attributes per hosted partition, and scrapes come every 15 s or more.
@@ -107,14 +105,13 @@ async def run_maintenance(
     stop: asyncio.Event,
     *,
     retention_interval_s: float = RETENTION_CHECK_INTERVAL_S,
-    compaction_interval_s: float = COMPACTION_INTERVAL_S,
     flush_interval_s: float = FLUSH_CHECK_INTERVAL_S,
     checkpoint_interval_s: float = HIGH_WATERMARK_CHECKPOINT_INTERVAL_S,
     producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
 ) -> None:
     """Loop until `stop` is set."""
     pending = Pending()
-    last_retention = last_compaction = last_checkpoint = last_metrics = time.monotonic()
+    last_retention = last_checkpoint = last_metrics = time.monotonic()
     host.metrics.refresh(host.partitions.values())
     while not stop.is_set():
         try:
@@ -134,9 +131,3 @@ async def run_maintenance(
         if time.monotonic() - last_retention >= retention_interval_s:
             last_retention = time.monotonic()
             retention_pass(host, now_ms=now_ms, producer_id_expiration_ms=producer_id_expiration_ms)
-        if time.monotonic() - last_compaction >= compaction_interval_s:
-            last_compaction = time.monotonic()
-            for hosted in list(host.partitions.values()):
-                if hosted.config.compact:
-                    hosted.log.compact(now_ms=now_ms, high_watermark=hosted.high_watermark)
-                    await asyncio.sleep(0)  # let requests in between partitions

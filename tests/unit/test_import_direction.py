@@ -99,6 +99,8 @@ IO_MODULE_NAMES = {
     "fetch.py",  # long-poll waits on appends
     "broker.py",  # the broker's composition
     "maintenance.py",  # retention and flush loop
+    "log_cleaner.py",  # compaction passes, their reading and writing on a worker thread
+    "cleaner.py",  # a pass reads segments through its own descriptors, writes .cleaned files
     "replica_fetcher.py",  # followers fetch from leaders over gRPC
     "fetch_link.py",  # a fetcher's long-lived fetch stream to one server (grpc.aio)
     "replica_stream.py",  # ReplicaFetchStream: followers' fetches on a long-lived gRPC stream

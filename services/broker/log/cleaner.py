@@ -1,31 +1,43 @@
-"""The cleaner: compacting a log's closed segments and swapping the rewritten ones in.
+"""The cleaner: compacting a log's closed segments off the log's thread, then swapping them in.
 
 Theory of operation (Kafka's LogCleaner, simplified; the per-batch rules are compaction.py's).
-`clean` runs over the closed segments wholly below the cleanable end only (the active one is
-untouched; the caller passes the last stable offset, which is at or below the high watermark, as
-Kafka bounds its cleaner: a committed record must never be removed for a newer record of its key
-that a leader change may still truncate away, which would leave this replica without either), in
-two passes: it
-builds the key map (each key's newest offset) from every batch of those segments, then rewrites
-each segment keeping the survivors (`Segment.write_cleaned` writes them to a `.cleaned` file). A
-segment that lost nothing keeps its file and the cleaned copy is discarded; a segment that lost
-everything is deleted and dropped from the log's lists; any other is swapped in crash-safely
-(`Segment.swap_cleaned`; an interrupted swap is finished or undone when the log is loaded).
-Offsets never change, so the lists of base offsets stay sorted.
+A pass is a `CleaningJob` in three steps, so that the slow part never runs on the broker's event
+loop (a pass reads and rewrites every closed segment: seconds for a large partition, during which
+the loop would answer no produce, fetch or replica fetch):
 
-`Log.compact` (log.py) passes its segment and base-offset lists, which `clean` edits in place,
-after making the clean-shutdown marker's removal durable. This module only calls methods on
-`Segment` objects and must not import log.py. It runs inline on the caller's thread.
+1. `CleaningJob.plan` (on the log's thread, by `Log.plan_compaction`) takes the closed segments
+   wholly below the cleanable end (the active one is never touched; the caller passes the last
+   stable offset, which is at or below the high watermark, as Kafka bounds its cleaner: a
+   committed record must never be removed for a newer record of its key that a leader change
+   may still truncate away, which would leave this replica without either), with a duplicate
+   of each one's file descriptor, its size and its version, plus what the pass keeps whole
+   and the aborted transactions.
+2. `CleaningJob.run` (on any thread: the broker's cleaner task runs it in a worker thread)
+   reads only through those descriptors and writes only `.cleaned` files. Its first pass builds
+   the key map (each key's newest offset) and decides which COMMIT markers go
+   (compaction.RemovableMarkers: it sees the log as the previous pass left it); its second
+   writes each segment's survivors to X.log.cleaned (`Segment.write_cleaned`).
+3. `finish` (on the log's thread, by `Log.finish_compaction`) applies the outcome only if every
+   planned segment is still in the log, closed, at the same version: otherwise (retention,
+   DeleteRecords, truncation or a scrubber repair got there first, or the log was closed) it
+   discards every cleaned file and the next pass starts over. A segment that lost nothing keeps
+   its file; one that lost everything is deleted and dropped from the log's lists; any other
+   is swapped in crash-safely (`Segment.swap_cleaned`; an interrupted swap is finished or
+   undone when the log is loaded). Offsets never change, so the lists stay sorted.
 
-The first pass also decides which COMMIT markers go (compaction.RemovableMarkers): it sees the log
-as the previous pass left it, so a marker goes only once an earlier pass removed its records.
+Only one job per log runs at a time (the caller's loop is sequential). This module only calls
+methods on `Segment` objects and must not import log.py.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Container, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from samsa.common.record.codec import RecordBatch
 from samsa.common.record.header import read_header
 from samsa.services.broker.log.compaction import (
     NO_ABORTED,
@@ -35,6 +47,8 @@ from samsa.services.broker.log.compaction import (
     compact_batch,
     update_key_map,
 )
+from samsa.services.broker.log.segment import iter_batches
+from samsa.services.broker.log.segment_index import SegmentIndexes
 
 if TYPE_CHECKING:
     from samsa.services.broker.log.segment import Segment
@@ -49,50 +63,157 @@ class CompactionResult(NamedTuple):
     bytes_after: int
 
 
-def clean(
+NOTHING_CLEANED = CompactionResult(0, 0, 0, 0, 0, 0)
+
+
+class CleaningCancelled(Exception):
+    """The job was cancelled (the broker is stopping): nothing is swapped in."""
+
+
+@dataclass(frozen=True)
+class PlannedSegment:
+    segment: Segment
+    fd: int  # the job's own duplicate of the segment's descriptor
+    size_bytes: int
+    version: int
+
+
+@dataclass
+class CleanedSegment:
+    """What `run` made of one planned segment: `indexes` of its .cleaned file, None when the
+    segment lost nothing (no file kept)."""
+
+    indexes: SegmentIndexes | None
+    records_removed: int
+    markers_removed: int
+
+
+class CleaningJob:
+    """One compaction pass over one log's closed segments (the module docstring's three steps)."""
+
+    def __init__(
+        self,
+        planned: list[PlannedSegment],
+        *,
+        now_ms: int,
+        delete_retention_ms: int,
+        keep_whole: Container[int],
+        aborted: AbortedRanges,
+    ) -> None:
+        self.planned = planned
+        self._now_ms = now_ms
+        self._delete_retention_ms = delete_retention_ms
+        self._keep_whole = keep_whole
+        self._aborted = aborted
+
+    @classmethod
+    def plan(
+        cls,
+        segments: list[Segment],
+        base_offsets: list[int],
+        *,
+        cleanable_end: int,
+        now_ms: int,
+        delete_retention_ms: int,
+        keep_whole: Container[int] = (),
+        aborted: AbortedRanges = NO_ABORTED,
+    ) -> CleaningJob | None:
+        """The job over the closed segments wholly below `cleanable_end` (never the last of
+        `segments`), or None when there is none. Call on the log's thread."""
+        closed = [
+            segment
+            for segment, next_base in zip(segments, base_offsets[1:], strict=False)
+            if next_base <= cleanable_end
+        ]
+        if not closed:
+            return None
+        planned = [
+            PlannedSegment(segment, os.dup(segment.fd), segment.size_bytes, segment.version)
+            for segment in closed
+        ]
+        return cls(
+            planned,
+            now_ms=now_ms,
+            delete_retention_ms=delete_retention_ms,
+            keep_whole=keep_whole,
+            aborted=aborted,
+        )
+
+    def run(self, cancel: threading.Event | None = None) -> list[CleanedSegment]:
+        """Both passes, reading only the job's descriptors and writing only .cleaned files;
+        closes the descriptors. Raises CleaningCancelled when `cancel` is set, or whatever
+        reading a segment cut under the job raised (`finish` then discards it all)."""
+        try:
+            rules = self._rules(cancel)
+            return [self._clean(planned, rules, cancel) for planned in self.planned]
+        finally:
+            for planned in self.planned:
+                os.close(planned.fd)
+
+    def discard(self) -> None:
+        """Remove every .cleaned file the job may have written."""
+        for planned in self.planned:
+            planned.segment.discard_cleaned()
+
+    def _batches(
+        self, planned: PlannedSegment, cancel: threading.Event | None
+    ) -> Iterator[tuple[bytes, RecordBatch]]:
+        for raw, batch in iter_batches(planned.fd, planned.size_bytes):
+            if cancel is not None and cancel.is_set():
+                raise CleaningCancelled
+            yield raw, batch
+
+    def _rules(self, cancel: threading.Event | None) -> CleaningRules:
+        key_map: dict[bytes, int] = {}
+        markers = RemovableMarkers(
+            now_ms=self._now_ms, delete_retention_ms=self._delete_retention_ms
+        )
+        for planned in self.planned:
+            for _, batch in self._batches(planned, cancel):
+                update_key_map(key_map, batch, self._aborted)
+                markers.see(batch)
+        return CleaningRules(
+            key_map,
+            self._now_ms,
+            self._delete_retention_ms,
+            self._keep_whole,
+            self._aborted,
+            markers.offsets(),
+        )
+
+    def _clean(
+        self, planned: PlannedSegment, rules: CleaningRules, cancel: threading.Event | None
+    ) -> CleanedSegment:
+        counts = [0, 0]  # records, markers removed
+        indexes = planned.segment.write_cleaned(
+            _survivors(self._batches(planned, cancel), rules, counts)
+        )
+        if counts == [0, 0]:
+            planned.segment.discard_cleaned()
+            return CleanedSegment(None, 0, 0)
+        return CleanedSegment(indexes, counts[0], counts[1])
+
+
+def finish(
+    job: CleaningJob,
+    cleaned: list[CleanedSegment],
     segments: list[Segment],
     base_offsets: list[int],
-    *,
-    cleanable_end: int,
-    delete_retention_ms: int,
-    now_ms: int,
-    keep_whole: Container[int] = (),
-    aborted: AbortedRanges = NO_ABORTED,
 ) -> CompactionResult:
-    """Keep the newest record per key in the closed segments wholly below `cleanable_end` (never
-    the last of `segments`), remove the `aborted` transactions' batches and the COMMIT markers
-    that are no longer needed; the batches whose base offsets are in `keep_whole` stay as they
-    are."""
-    closed = [
-        segment
-        for segment, next_base in zip(segments, base_offsets[1:], strict=False)
-        if next_base <= cleanable_end
-    ]
-    key_map: dict[bytes, int] = {}
-    markers = RemovableMarkers(now_ms=now_ms, delete_retention_ms=delete_retention_ms)
-    for segment in closed:
-        for _, batch in segment.iter_batches():
-            update_key_map(key_map, batch, aborted)
-            markers.see(batch)
-    rules = CleaningRules(
-        key_map,
-        now_ms,
-        delete_retention_ms,
-        keep_whole,
-        aborted,
-        markers.offsets(),
-    )
-    cleaned = deleted = removed = markers_removed = bytes_before = bytes_after = 0
-    for segment in closed:
+    """Swap the job's cleaned segments into `segments`/`base_offsets` (edited in place), or
+    discard them all when any planned segment changed since `plan`. Call on the log's thread."""
+    if not _unchanged(job.planned, segments):
+        job.discard()
+        return NOTHING_CLEANED
+    cleaned_count = deleted = removed = markers_removed = bytes_before = bytes_after = 0
+    for planned, outcome in zip(job.planned, cleaned, strict=True):
+        segment = planned.segment
         bytes_before += segment.size_bytes
-        counter = [0, 0]
-        survivors = _survivors(segment, rules, counter)
-        indexes = segment.write_cleaned(survivors)
-        removed += counter[0]
-        markers_removed += counter[1]
-        if counter == [0, 0]:
-            segment.discard_cleaned()
-        elif indexes.size_bytes == 0:
+        removed += outcome.records_removed
+        markers_removed += outcome.markers_removed
+        if outcome.indexes is None:
+            pass
+        elif outcome.indexes.size_bytes == 0:
             segment.discard_cleaned()
             index = segments.index(segment)
             del segments[index], base_offsets[index]
@@ -100,16 +221,32 @@ def clean(
             deleted += 1
             continue
         else:
-            segment.swap_cleaned(indexes)
-            cleaned += 1
+            segment.swap_cleaned(outcome.indexes)
+            cleaned_count += 1
         bytes_after += segment.size_bytes
-    return CompactionResult(cleaned, deleted, removed, markers_removed, bytes_before, bytes_after)
+    return CompactionResult(
+        cleaned_count, deleted, removed, markers_removed, bytes_before, bytes_after
+    )
 
 
-def _survivors(segment: Segment, rules: CleaningRules, removed: list[int]) -> Iterator[bytes]:
-    """The segment's batches as compaction leaves them; counts removed data records in
-    `removed[0]` and removed markers in `removed[1]`."""
-    for raw, batch in segment.iter_batches():
+def _unchanged(planned: list[PlannedSegment], segments: list[Segment]) -> bool:
+    """Every planned segment is still one of the log's closed segments, as it was planned."""
+    closed = {id(segment) for segment in segments[:-1]}
+    return all(
+        id(p.segment) in closed
+        and p.segment.closed
+        and p.segment.version == p.version
+        and p.segment.size_bytes == p.size_bytes
+        for p in planned
+    )
+
+
+def _survivors(
+    batches: Iterator[tuple[bytes, RecordBatch]], rules: CleaningRules, removed: list[int]
+) -> Iterator[bytes]:
+    """The batches as compaction leaves them; counts removed data records in `removed[0]` and
+    removed markers in `removed[1]`."""
+    for raw, batch in batches:
         kept = compact_batch(raw, batch, rules)
         if kept is None and batch.header.is_control:
             removed[1] += 1

@@ -7,8 +7,8 @@ one system call. Reads find the segment by bisect over the base offsets held in 
 by the segment's sparse index, and return stored batches as one bytes object. Retention and
 DeleteRecords delete whole closed segments and move the log start offset (retention.py decides
 and deletes, this module makes it durable); compaction rewrites closed segments and swaps them in
-crash-safely (cleaner.py, with compaction.py's per-batch rules). Time (`now_ms`) is always passed
-in; the log never reads a clock.
+crash-safely (cleaner.py, with compaction.py's per-batch rules; the rewriting may run on another
+thread). Time (`now_ms`) is always passed in; the log never reads a clock.
 
 Durability (DESIGN.md §3). A LogDurability (log_durability.py) holds the recovery point, the
 unflushed-record count and what each checkpoint file holds, and does the fsyncs: nothing is
@@ -55,7 +55,12 @@ from samsa.services.broker.log.append_info import (
     plan_follower_append,
     plan_leader_append,
 )
-from samsa.services.broker.log.cleaner import CompactionResult
+from samsa.services.broker.log.cleaner import (
+    NOTHING_CLEANED,
+    CleanedSegment,
+    CleaningJob,
+    CompactionResult,
+)
 from samsa.services.broker.log.compaction import AbortedRanges
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
@@ -570,29 +575,47 @@ class Log:
     # --- compaction ----------------------------------------------------------------------------
 
     def compact(self, *, now_ms: int, high_watermark: int) -> CompactionResult:
-        """cleanup.policy=compact: keep the newest record per key in the closed segments wholly
-        below the last stable offset (never the active one; the partition's `high_watermark`
-        bounds it), removing aborted transactions' batches and the COMMIT markers no longer
-        needed, and keeping the newest batch of each live idempotent producer whole; each
-        rewritten segment is swapped in crash-safely (cleaner.py)."""
+        """One whole compaction pass on this thread (`plan_compaction`, the job's `run`, then
+        `finish_compaction`); the broker's cleaner task runs the middle step on a worker thread
+        instead."""
+        job = self.plan_compaction(now_ms=now_ms, high_watermark=high_watermark)
+        if job is None:
+            return NOTHING_CLEANED
+        return self.finish_compaction(job, job.run())
+
+    def plan_compaction(self, *, now_ms: int, high_watermark: int) -> CleaningJob | None:
+        """cleanup.policy=compact: the pass over the closed segments wholly below the last
+        stable offset (never the active one; the partition's `high_watermark` bounds it) that
+        keeps the newest record per key, removes aborted transactions' batches and the COMMIT
+        markers no longer needed, and keeps the newest batch of each live idempotent producer
+        whole (cleaner.py); None when there is nothing to clean."""
         self._check_open()
-        if not self.config.compact:
-            return CompactionResult(0, 0, 0, 0, 0, 0)
-        if len(self._segments) > 1:
-            self._durability.persist_marker_removal()
+        if not self.config.compact or len(self._segments) == 1:
+            return None
+        self._durability.persist_marker_removal()
         cleanable_end = self.last_stable_offset(high_watermark)
         aborted = self._transactions.aborted(
             self._base_offsets, self._log_start_offset, cleanable_end
         )
-        return cleaner.clean(
+        return CleaningJob.plan(
             self._segments,
             self._base_offsets,
             cleanable_end=cleanable_end,
-            delete_retention_ms=self.config.delete_retention_ms,
             now_ms=now_ms,
+            delete_retention_ms=self.config.delete_retention_ms,
             keep_whole=self._producers.newest_batch_base_offsets(),
             aborted=AbortedRanges(aborted),
         )
+
+    def finish_compaction(
+        self, job: CleaningJob, cleaned: list[CleanedSegment]
+    ) -> CompactionResult:
+        """Swap in what `job` cleaned, crash-safely, unless its segments changed meanwhile or
+        the log was closed (then its files are discarded)."""
+        if self._closed:
+            job.discard()
+            return NOTHING_CLEANED
+        return cleaner.finish(job, cleaned, self._segments, self._base_offsets)
 
     # --- durability ----------------------------------------------------------------------------
 

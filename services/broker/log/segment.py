@@ -81,6 +81,9 @@ class Segment:
         self.first_append_ms: int | None = None
         # A closed segment takes no more appends; its last time-index entry is its max timestamp.
         self.closed = False
+        # Bumped whenever a closed segment's bytes change (truncation, a compaction swap), so
+        # that a compaction planned before can tell its input is gone (cleaner.py).
+        self.version = 0
         self._indexes_synced = False  # the index files hold their entries durably
         # Entries of each index file known to be on disk; None = rewrite the file.
         self._offset_entries_on_disk: int | None = None
@@ -149,6 +152,7 @@ class Segment:
         prefix, and make the segment active again. Only headers from the last index entry below
         `position` are read (the bad batch's own bytes are never parsed)."""
         assert 0 <= position <= self.size_bytes
+        self.version += 1
         os.ftruncate(self.fd, position)
         self.indexes.truncate_to_position(position)
         tail = list(self.walk(self.indexes.offset_index.last_entry()[1], position))
@@ -309,23 +313,7 @@ class Segment:
 
     def iter_batches(self) -> Iterator[tuple[bytes, RecordBatch]]:
         """Every batch as (stored bytes, decoded batch), read in large chunks (compaction)."""
-        position = 0
-        while position < self.size_bytes:
-            chunk = os.pread(self.fd, COMPACTION_CHUNK_BYTES, position)
-            inside = 0
-            while len(chunk) - inside >= HEADER_BYTES:
-                size = read_frame(chunk, inside).size_bytes
-                if inside + size > len(chunk):
-                    break
-                raw = chunk[inside : inside + size]
-                yield raw, decode_batch(raw)
-                inside += size
-            if inside == 0:  # one batch larger than the chunk
-                size = read_frame(chunk, 0).size_bytes
-                raw = self.read_bytes(position, size)
-                yield raw, decode_batch(raw)
-                inside = size
-            position += inside
+        return iter_batches(self.fd, self.size_bytes)
 
     # --- truncating, persisting, closing -----------------------------------------------------
 
@@ -370,8 +358,8 @@ class Segment:
 
     def write_cleaned(self, survivors: Iterable[bytes]) -> SegmentIndexes:
         """Compaction, step 1: write `survivors` to X.log.cleaned (fsynced); return the indexes
-        of those bytes. Then either `swap_cleaned` or `discard_cleaned`."""
-        assert self.closed, "only closed segments are compacted"
+        of those bytes. Then either `swap_cleaned` or `discard_cleaned`. Reads nothing that
+        the log's thread changes, so the cleaner's thread may call it."""
         indexes = SegmentIndexes(self.base_offset, self.indexes.index_interval_bytes)
         fd = os.open(self.path(CLEANED_SUFFIX), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -398,6 +386,7 @@ class Segment:
         """Compaction, step 2: .cleaned -> .swap (the commit point), drop the old index files,
         .swap -> .log, then write the new index files."""
         assert indexes.size_bytes > 0, "an emptied segment is deleted, not swapped"
+        self.version += 1
         os.replace(self.path(CLEANED_SUFFIX), self.path(SWAP_SUFFIX))
         fsync_directory(self.directory)  # a crash from here on completes the swap on open
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
@@ -408,6 +397,32 @@ class Segment:
         self.replace_indexes(indexes)
         self.write_indexes(fsync=True)
         fsync_directory(self.directory)
+
+
+def iter_batches(fd: int, size_bytes: int) -> Iterator[tuple[bytes, RecordBatch]]:
+    """Every batch in the first `size_bytes` of a segment file, as (stored bytes, decoded
+    batch), read in large chunks (compaction)."""
+    position = 0
+    while position < size_bytes:
+        chunk = os.pread(fd, min(COMPACTION_CHUNK_BYTES, size_bytes - position), position)
+        inside = 0
+        while len(chunk) - inside >= HEADER_BYTES:
+            size = read_frame(chunk, inside).size_bytes
+            if inside + size > len(chunk):
+                break
+            raw = chunk[inside : inside + size]
+            yield raw, decode_batch(raw)
+            inside += size
+        if inside == 0:  # one batch larger than the chunk
+            size = read_frame(chunk, 0).size_bytes
+            raw = os.pread(fd, size, position)
+            if len(raw) < size:
+                raise CorruptRecordError(
+                    f"batch at position {position} is cut short: {len(raw)} of {size} bytes"
+                )
+            yield raw, decode_batch(raw)
+            inside = size
+        position += inside
 
 
 def _write_index(
