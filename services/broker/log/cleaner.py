@@ -101,6 +101,7 @@ class CleaningJob:
         aborted: AbortedRanges,
     ) -> None:
         self.planned = planned
+        self._descriptors_open = True
         self._now_ms = now_ms
         self._delete_retention_ms = delete_retention_ms
         self._keep_whole = keep_whole
@@ -147,6 +148,12 @@ class CleaningJob:
             rules = self._rules(cancel)
             return [self._clean(planned, rules, cancel) for planned in self.planned]
         finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the job's descriptors: `run` does, a job that never runs must."""
+        if self._descriptors_open:
+            self._descriptors_open = False
             for planned in self.planned:
                 os.close(planned.fd)
 

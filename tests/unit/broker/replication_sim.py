@@ -40,13 +40,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from samsa.common.errors import ErrorCode
+from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.batch_decoding import decode_batches
 from samsa.common.record.codec import build_batch
 from samsa.metadata.image import NO_LEADER, TOPIC_RESOURCE, MetadataImage, PartitionState
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
+from samsa.services.broker.log.cleaner import NOTHING_CLEANED, CleanedSegment, CleaningJob
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.maintenance import (
     PRODUCER_ID_EXPIRATION_MS,
@@ -171,6 +172,9 @@ class Broker:
     durable_end: int = 0
     # After a power loss: the offset its log was fsynced up to; the rest is lost at restart.
     fsynced_end: int | None = None
+    # A compaction pass planned and not yet swapped in (the cleaner's worker thread runs it
+    # meanwhile): the job, and what it made once it ran.
+    cleaning: tuple[CleaningJob, list[CleanedSegment] | None] | None = None
 
     @property
     def alive(self) -> bool:
@@ -370,6 +374,7 @@ class Simulation:
     def _kill(self, broker: Broker) -> None:
         """kill -9: what the process wrote stays (the page cache), its memory is gone."""
         assert broker.host is not None
+        self._stop_cleaning(broker, discard=False)
         for hosted in broker.host.partitions.values():
             # The process's descriptors close with it, and nothing else happens: no flush, no
             # index or checkpoint written (Log.close would do all three).
@@ -412,6 +417,7 @@ class Simulation:
         self._apply_metadata(broker)
         self._settle()
         assert broker.host is not None
+        self._stop_cleaning(broker, discard=True)
         broker.host.close_all()
         broker.host = None
         broker.fetch = None
@@ -745,11 +751,46 @@ class Simulation:
                 self.counts["records deleted by retention"] += hosted.log.log_start_offset - start
                 self.deleted_below = max(self.deleted_below, hosted.log.log_start_offset)
         if self.compaction and hosted is not None:
-            # As the maintenance loop's compaction pass does, one partition at a time.
-            compacted = hosted.log.compact(now_ms=self.now_ms, high_watermark=hosted.high_watermark)
-            self.counts["records removed by compaction"] += compacted.records_removed
-            self.counts["markers removed by compaction"] += compacted.markers_removed
+            self._clean(broker, hosted)
         return True
+
+    def _clean(self, broker: Broker, hosted: HostedPartition) -> None:
+        """A step of the log cleaner (log_cleaner.py): plan a pass, and run it and swap it in
+        now or at a later step (its worker thread runs beside everything else, so the steps
+        between may truncate, delete or close what it planned on)."""
+        if broker.cleaning is None:
+            job = hosted.log.plan_compaction(
+                now_ms=self.now_ms, high_watermark=hosted.high_watermark
+            )
+            if job is None:
+                return
+            ran = job.run() if self.rng.random() < 0.5 else None
+            broker.cleaning = job, ran
+            if self.rng.random() < 0.5:
+                return  # swapped in at a later step
+        job, ran = broker.cleaning
+        broker.cleaning = None
+        try:
+            cleaned = job.run() if ran is None else ran
+        except SamsaError:  # a planned segment was cut under the pass
+            job.discard()
+            self.counts["compaction passes discarded"] += 1
+            return
+        compacted = hosted.log.finish_compaction(job, cleaned)
+        if compacted == NOTHING_CLEANED and any(c.indexes is not None for c in cleaned):
+            self.counts["compaction passes discarded"] += 1
+        self.counts["records removed by compaction"] += compacted.records_removed
+        self.counts["markers removed by compaction"] += compacted.markers_removed
+
+    def _stop_cleaning(self, broker: Broker, *, discard: bool) -> None:
+        """The broker stops: a kill takes the cleaner's thread with it (its files stay for the
+        next open to remove), a shutdown cancels the pass and discards them."""
+        if broker.cleaning is not None:
+            job, _ = broker.cleaning
+            broker.cleaning = None
+            job.close()
+            if discard:
+                job.discard()
 
     def _step_clock(self) -> bool:
         self.now_ms += self.rng.choice((1, 10, 100, LAG_MAX_MS + 1))
@@ -959,6 +1000,7 @@ class Simulation:
 
     def close(self) -> None:
         for broker in self.brokers.values():
+            self._stop_cleaning(broker, discard=True)
             if broker.host is not None:
                 broker.host.close_all()
                 broker.host = None
