@@ -14,7 +14,8 @@ the page cache, its memory is gone), shut down cleanly, or started again (it reg
 catches up on metadata, heartbeats and is unfenced); the preferred leader is elected back;
 the maintenance pass flushes and checkpoints; the clock moves. Modes add steps or settings:
 flush.messages=1 with whole-cluster power losses, DeleteRecords at the leader, retention with
-every closed segment expired, and a compacted topic (compacted by the maintenance step).
+every closed segment expired, and a compacted topic (the maintenance step plans a compaction
+pass and swaps it in then or at a later one, as the cleaner's worker thread runs beside the rest).
 
 After every step `check` asserts the safety of replication (DESIGN §4):
 - every replica's high watermark is within its log;
