@@ -13,6 +13,12 @@ blocks, so the cost is measured in one run: uncompressed with 1 KiB and 100 B re
 
 Read: the log read back sequentially in 1 MiB fetches, next to `os.pread` of the same file.
 
+Compaction: a cleanup.policy=compact log of 100 B records over 20,000 keys, compacted once on
+the calling thread (what a broker's event loop did before the cleaner thread: it answered nothing
+for that long) and once, from a copy of the same files, by the broker's cleaner
+(`log_cleaner.clean_partition`: the pass on a worker thread) while a 1 ms ticker runs on the
+event loop; the ticker's longest and p99 gaps are how long the loop waited at most.
+
 Recovery: a child process writes a log and exits with `os._exit` (no close, no clean-shutdown
 marker, recovery point 0 — a real unclean stop), then the parent times `Log.open`, which re-checks
 every batch's framing and CRC and rebuilds the indexes. The page cache is warm, as it is after a
@@ -21,6 +27,7 @@ process crash (not after a power loss), so this measures the CPU cost of recover
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import shutil
@@ -28,17 +35,20 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from samsa.common.record.codec import build_batch
 from samsa.common.record.header import COMPRESSION_ZSTD, HEADER_BYTES
 from samsa.services.broker.log import append_info
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
+from samsa.services.broker.log_cleaner import clean_partition
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -200,6 +210,71 @@ def bench_read(root: Path, total_bytes: int) -> tuple[float, float, int]:
     return log_seconds, raw_seconds, read_bytes
 
 
+@dataclass
+class CompactionFigures:
+    log_bytes: int
+    inline_seconds: float
+    threaded_seconds: float
+    loop_gap_max_s: float
+    loop_gap_p99_s: float
+
+
+def bench_compaction(root: Path, total_bytes: int) -> CompactionFigures:
+    """One pass on the calling thread, one by the broker's cleaner beside a 1 ms loop ticker."""
+    config = LogConfig(segment_bytes=8 * MIB, cleanup_policy=frozenset({"compact"}))
+    inline_dir, threaded_dir = root / "compact-inline", root / "compact-threaded"
+    log = Log.open(inline_dir, config, now_ms=0)
+    values = [random.randbytes(100) for _ in range(100)]
+    written = 0
+    while log.size_bytes() < total_bytes:
+        keys = [b"key-%05d" % ((written + i) % 20_000) for i in range(len(values))]
+        log.append_as_leader(build_batch(values, keys=keys), leader_epoch=0, now_ms=0)
+        written += len(values)
+    log_bytes, end = log.size_bytes(), log.log_end_offset
+    log.close()
+    shutil.copytree(inline_dir, threaded_dir)
+
+    log = Log.open(inline_dir, config, now_ms=0)
+    started = time.perf_counter()
+    log.compact(now_ms=0, high_watermark=end)
+    inline_seconds = time.perf_counter() - started
+    log.close()
+
+    log = Log.open(threaded_dir, config, now_ms=0)
+    partition = SimpleNamespace(log=log, high_watermark=end, topic="bench", partition=0)
+    gaps: list[float] = []
+
+    async def pass_beside_a_ticker() -> float:
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            last = time.perf_counter()
+            while not done.is_set():
+                await asyncio.sleep(0.001)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        ticking = asyncio.create_task(ticker())
+        never: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        started = time.perf_counter()
+        result = await clean_partition(partition, never, threading.Event())  # type: ignore[arg-type]
+        seconds = time.perf_counter() - started
+        done.set()
+        await ticking
+        assert result is not None and result.records_removed > 0, "the pass removed nothing"
+        return seconds
+
+    threaded_seconds = asyncio.run(pass_beside_a_ticker())
+    log.close()
+    gaps.sort()
+    shutil.rmtree(inline_dir)
+    shutil.rmtree(threaded_dir)
+    return CompactionFigures(
+        log_bytes, inline_seconds, threaded_seconds, gaps[-1], gaps[int(len(gaps) * 0.99)]
+    )
+
+
 _UNCLEAN_WRITER = """
 import os, sys, time
 from pathlib import Path
@@ -271,6 +346,24 @@ def run_storage_bench(scale: float = 1.0) -> list[str]:
             f"{'read (1 MiB fetches)':<22}{read_bytes / log_seconds / MIB:>12,.0f}{'':>12}"
             f"{read_bytes / raw_seconds / MIB:>12,.0f}{raw_seconds / log_seconds:>8.0%}"
         )
+        compaction = bench_compaction(root, int(96 * MIB * scale))
+        lines.append(
+            f"{'compaction':<22}{'pass s':>12}{'MB/s':>12}{'loop max ms':>12}{'p99 ms':>8}"
+        )
+        for label, seconds, gap_max, gap_p99 in (
+            ("on the event loop", compaction.inline_seconds, compaction.inline_seconds, None),
+            (
+                "cleaner thread",
+                compaction.threaded_seconds,
+                compaction.loop_gap_max_s,
+                compaction.loop_gap_p99_s,
+            ),
+        ):
+            p99 = "" if gap_p99 is None else f"{gap_p99 * 1000:.1f}"
+            lines.append(
+                f"{label:<22}{seconds:>12.2f}{compaction.log_bytes / seconds / MIB:>12,.0f}"
+                f"{gap_max * 1000:>12,.1f}{p99:>8}"
+            )
         lines.append(f"{'recovery':<22}{'s/GiB':>12}{'GiB/s':>12}")
         for batch_bytes in (64 * 1024, MIB):
             seconds, size = bench_recovery(root, batch_bytes, int(512 * MIB * scale))
