@@ -22,8 +22,9 @@ import threading
 import time
 
 from samsa.common.errors import SamsaError
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.log.cleaner import CleaningCancelled, CompactionResult
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ elected and lose acknowledged records); the replica fetcher then re-fetches from
 leader's ISR upkeep lets it back in once caught up. A leader forgets a follower's progress when
 the follower leaves the ISR, so only a fetch made after leaving can bring it back.
 
-Every partition's leadership, ISR and high watermark live in its `PartitionReplica`
+Each hosted partition is a HostedPartition (hosted_partition.py): its log, its waiters and its
+`PartitionReplica`. Every partition's leadership, ISR and high watermark live in that replica
 (replica/partition_replica.py, pure: the rules, and the only code that changes them). On the leader,
 `advance_high_watermark` moves the high watermark to the smallest log end offset over the ISR
 (followers report theirs by the offset they fetch from), and not at all while the ISR is below
@@ -39,13 +40,13 @@ import functools
 import logging
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker import broker_metrics
+from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
 from samsa.services.broker.log.config import LogConfig
@@ -59,7 +60,7 @@ from samsa.services.broker.metadata.metadata_diff import (
     UpdateConfig,
     changed_topics,
 )
-from samsa.services.broker.record_trace import PartitionTraces, RecordTracer
+from samsa.services.broker.record_trace import RecordTracer
 from samsa.services.broker.replica.high_watermark_checkpoint import (
     HIGH_WATERMARK_CHECKPOINT_FILE,
     decode_high_watermarks,
@@ -88,128 +89,6 @@ def _log_config(settings: frozenset[tuple[str, str]]) -> LogConfig:
 
 def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
-
-
-class LeadershipError(NamedTuple):
-    """Why a request for a partition cannot be served here, with the leader to go to."""
-
-    code: ErrorCode
-    message: str
-    leader_id: int
-    leader_epoch: int
-
-    def refuse(self, result: Any) -> None:
-        """Write this refusal into one partition's result (of Produce, Fetch, DeleteRecords or
-        WriteTxnMarkers: each has error_code, error_message and current_leader), with the
-        leader to retry at when this broker knows one (KIP-951)."""
-        result.error_code = self.code
-        result.error_message = self.message
-        if self.leader_id >= 0:
-            result.current_leader.leader_id = self.leader_id
-            result.current_leader.leader_epoch = self.leader_epoch
-
-
-@dataclass
-class HostedPartition:
-    """One partition's log and waiters, and its replication state (`replica`, pure: every
-    change of leadership, ISR or high watermark goes through it)."""
-
-    topic: str
-    partition: int
-    topic_id: bytes
-    log: Log
-    config: LogConfig
-    replica: PartitionReplica
-    data_arrived: asyncio.Event
-    # Called by notify_appended: the host's record of what changed (see PartitionHost.changed).
-    on_change: Callable[[HostedPartition], None] | None = None
-    topic_configs: Mapping[str, str] = field(default_factory=dict)
-    # The high watermark the data directory's checkpoint file holds for it (-1: none yet).
-    checkpointed_high_watermark: int = -1
-    # Where this replica's own log failed its scrub, until the log is truncated there; None
-    # when nothing is known corrupt.
-    corrupt: CorruptBatch | None = None
-    # The traced batches whose later steps still get spans (record_trace.py); None until a
-    # traced produce arrives, and always while tracing is off.
-    traced: PartitionTraces | None = None
-
-    @property
-    def corrupt_from(self) -> int | None:
-        """The offset this replica's log is known corrupt from, if any."""
-        return None if self.corrupt is None else self.corrupt.offset
-
-    @property
-    def min_insync_replicas(self) -> int:
-        return int(self.topic_configs.get("min.insync.replicas", "1"))
-
-    # Read-only views of the replica's state, which only PartitionReplica's events change.
-    @property
-    def high_watermark(self) -> int:
-        return self.replica.high_watermark
-
-    @property
-    def is_leader(self) -> bool:
-        return self.replica.is_leader
-
-    @property
-    def leader_id(self) -> int:
-        return self.replica.leader_id
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.replica.leader_epoch
-
-    @property
-    def state(self) -> PartitionState | None:
-        return self.replica.state
-
-    @property
-    def isr(self) -> tuple[int, ...]:
-        return self.replica.isr
-
-    @property
-    def replica_count(self) -> int:
-        return 0 if self.state is None else len(self.state.replicas)
-
-    @property
-    def producer_count(self) -> int:
-        return self.log.producer_count
-
-    def notify_appended(self) -> None:
-        """Wake every fetch and acks=all produce waiting on this partition, and tell the host
-        (its periodic work and its fetch sessions look only at partitions that changed)."""
-        self.data_arrived.set()
-        self.data_arrived = asyncio.Event()
-        if self.on_change is not None:
-            self.on_change(self)
-
-    def on_leader_append(self) -> None:
-        """After an append as leader: move the high watermark if the ISR allows (RF=1: at once)
-        and wake every waiter once; `advance_high_watermark` wakes them itself when it moved."""
-        if not self.advance_high_watermark():
-            self.notify_appended()
-
-    def advance_high_watermark(self) -> bool:
-        """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
-        moved = self.replica.advance_high_watermark(
-            self.log.log_end_offset, self.min_insync_replicas
-        )
-        if moved:
-            self.notify_appended()
-            if self.traced is not None:
-                self.traced.high_watermark_moved(self.high_watermark)
-        return moved
-
-    def log_changed(self) -> None:
-        """After a truncation or a new log start: the high watermark kept within the log, and
-        every waiter woken (a follower's next fetch asks from the new log end)."""
-        self.replica.log_changed(self.log.log_start_offset, self.log.log_end_offset)
-        self.notify_appended()
-
-    @property
-    def high_watermark_unsaved(self) -> bool:
-        """The high watermark moved since the checkpoint file was last written."""
-        return self.high_watermark != self.checkpointed_high_watermark
 
 
 class PartitionHost:

@@ -36,6 +36,7 @@ from collections.abc import Callable
 import grpc
 
 from samsa.common.errors import ErrorCode
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.recovery import SegmentScan
 from samsa.services.broker.log.scrub import (
@@ -49,7 +50,7 @@ from samsa.services.broker.log.scrub import (
     next_target,
     read_size,
 )
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.v1 import controller_pb2
 

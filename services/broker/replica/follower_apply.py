@@ -26,7 +26,7 @@ import logging
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.fetch_session_client import FetchPosition
 from samsa.common.record.header import HEADER_BYTES, read_header
-from samsa.services.broker.partition_host import HostedPartition
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)

@@ -61,7 +61,8 @@ from samsa.common.fetch_session_client import (
     PartitionKey,
     fetch_request,
 )
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.hosted_partition import HostedPartition
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.follower_apply import (
     FetchPartitionResult,
     answer_is_current,

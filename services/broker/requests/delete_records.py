@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import INTERNAL_TOPICS
-from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
+from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.v1 import broker_pb2
 
 TIMEOUT_MS_DEFAULT = 30_000  # Kafka's AdminClient default for deleteRecords

@@ -8,7 +8,8 @@ Answered by the leader, from its producer table at the log end.
 
 from __future__ import annotations
 
-from samsa.services.broker.partition_host import LeadershipError, PartitionHost
+from samsa.services.broker.hosted_partition import LeadershipError
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.v1 import broker_pb2
 
 

@@ -7,7 +7,8 @@ only what it may see. A timestamp lookup is bounded the same way."""
 from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.partition_host import LeadershipError, PartitionHost
+from samsa.services.broker.hosted_partition import LeadershipError
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
 

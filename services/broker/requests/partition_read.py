@@ -18,8 +18,9 @@ from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import RecordBatch, decode_batch
 from samsa.common.record.header import unreadable_batch_offsets
 from samsa.common.record.transaction_filter import AbortedTransactionFilter
+from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.transaction_index import AbortedTransaction
-from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
 PARTITION_MAX_BYTES_DEFAULT = 1024 * 1024  # Kafka's max.partition.fetch.bytes

@@ -38,8 +38,9 @@ from samsa.common.record.header import (
     NO_SEQUENCE,
 )
 from samsa.metadata.coordinators import INTERNAL_TOPICS
+from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.producer_state import PRODUCER_EPOCH_MAX
-from samsa.services.broker.partition_host import HostedPartition, LeadershipError, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,8 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
-from samsa.services.broker.partition_host import LeadershipError, PartitionHost
+from samsa.services.broker.hosted_partition import LeadershipError
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.produce import ReplicationWait, fail
 from samsa.v1 import broker_pb2
 

@@ -31,7 +31,8 @@ from collections.abc import Callable
 from samsa.common.errors import CorruptRecordError, ErrorCode
 from samsa.common.record.header import TRANSACTIONAL, read_header
 from samsa.metadata.image import MetadataImage
-from samsa.services.broker.partition_host import LeadershipError, PartitionHost
+from samsa.services.broker.hosted_partition import LeadershipError
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.runtime.txn_added_check import (
     Refusal,
     TopicPartition,

@@ -48,6 +48,7 @@ from samsa.common.record.codec import build_batch
 from samsa.metadata.image import NO_LEADER, TOPIC_RESOURCE, MetadataImage, PartitionState
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.log.cleaner import NOTHING_CLEANED, CleanedSegment, CleaningJob
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.maintenance import (
@@ -59,12 +60,7 @@ from samsa.services.broker.maintenance import (
     take_changes,
 )
 from samsa.services.broker.metadata.metadata_diff import partition_changes
-from samsa.services.broker.partition_host import (
-    HostedPartition,
-    PartitionHost,
-    log_config,
-    partition_dir_name,
-)
+from samsa.services.broker.partition_host import PartitionHost, log_config, partition_dir_name
 from samsa.services.broker.replica.follower_apply import (
     answer_is_current,
     apply_leader_answer,

@@ -21,7 +21,8 @@ from broker_host import hosting, led_partitions, single_broker_image
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.hosted_partition import HostedPartition
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.describe_producers import describe_producers
 from samsa.services.broker.requests.fetch import read_once
 from samsa.services.broker.requests.list_offsets import list_offsets

@@ -16,11 +16,12 @@ from pathlib import Path
 from samsa.common.record.codec import build_batch
 from samsa.common.record.header import check_batch
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.log.segment import LOG_SUFFIX, segment_path
 from samsa.services.broker.metadata.metadata_diff import partition_changes
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 
 TOPIC_ID = b"\x09" * 16
 ME = 1

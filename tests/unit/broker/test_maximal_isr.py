@@ -19,8 +19,9 @@ from pathlib import Path
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.codec import build_batch
 from samsa.metadata.image import MetadataImage, PartitionState
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.metadata.metadata_diff import partition_changes
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.isr_manager import (
     Proposal,
     decide_proposals,

@@ -21,9 +21,10 @@ from samsa.common.record.codec import build_batch
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.metadata.metadata_diff import partition_changes
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 
 ME = 1
 

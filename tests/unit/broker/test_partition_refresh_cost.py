@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from samsa.metadata.image import MetadataImage
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.metadata.metadata_diff import partition_changes
-from samsa.services.broker.partition_host import HostedPartition, PartitionHost
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.controller import control_plane as cp
 from samsa.v1 import controller_pb2 as c
 from tests.unit.broker.replication_sim import BROKERS, DEFAULTS, commit, heartbeat, registered

@@ -37,7 +37,7 @@ from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.batch_decoding import decode_batches
 from samsa.common.record.codec import build_batch
-from samsa.services.broker.partition_host import HostedPartition
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.requests.partition_read import PartitionReader
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import settled

@@ -1,0 +1,147 @@
+"""One partition as its broker hosts it: its log, the waiters on it, and its replication state.
+
+Theory of operation. A HostedPartition bundles what the request handlers need for one partition:
+the Log, the topic's log config and configs, the `PartitionReplica` (replica/partition_replica.py,
+pure: every change of leadership, ISR or high watermark goes through it, and this class only shows
+its state read-only), and `data_arrived`, the event that wakes long-polling fetches and acks=all
+produces when data or the high watermark moves. PartitionHost (partition_host.py) creates and
+removes them as the metadata log says; `LeadershipError` is its answer when a request names a
+partition this broker cannot serve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from samsa.common.errors import ErrorCode
+from samsa.metadata.image import PartitionState
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
+from samsa.services.broker.log.scrub import CorruptBatch
+from samsa.services.broker.record_trace import PartitionTraces
+from samsa.services.broker.replica.partition_replica import PartitionReplica
+
+
+class LeadershipError(NamedTuple):
+    """Why a request for a partition cannot be served here, with the leader to go to."""
+
+    code: ErrorCode
+    message: str
+    leader_id: int
+    leader_epoch: int
+
+    def refuse(self, result: Any) -> None:
+        """Write this refusal into one partition's result (of Produce, Fetch, DeleteRecords or
+        WriteTxnMarkers: each has error_code, error_message and current_leader), with the
+        leader to retry at when this broker knows one (KIP-951)."""
+        result.error_code = self.code
+        result.error_message = self.message
+        if self.leader_id >= 0:
+            result.current_leader.leader_id = self.leader_id
+            result.current_leader.leader_epoch = self.leader_epoch
+
+
+@dataclass
+class HostedPartition:
+    """One partition's log and waiters, and its replication state (`replica`, pure: every
+    change of leadership, ISR or high watermark goes through it)."""
+
+    topic: str
+    partition: int
+    topic_id: bytes
+    log: Log
+    config: LogConfig
+    replica: PartitionReplica
+    data_arrived: asyncio.Event
+    # Called by notify_appended: the host's record of what changed (see PartitionHost.changed).
+    on_change: Callable[[HostedPartition], None] | None = None
+    topic_configs: Mapping[str, str] = field(default_factory=dict)
+    # The high watermark the data directory's checkpoint file holds for it (-1: none yet).
+    checkpointed_high_watermark: int = -1
+    # Where this replica's own log failed its scrub, until the log is truncated there; None
+    # when nothing is known corrupt.
+    corrupt: CorruptBatch | None = None
+    # The traced batches whose later steps still get spans (record_trace.py); None until a
+    # traced produce arrives, and always while tracing is off.
+    traced: PartitionTraces | None = None
+
+    @property
+    def corrupt_from(self) -> int | None:
+        """The offset this replica's log is known corrupt from, if any."""
+        return None if self.corrupt is None else self.corrupt.offset
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return int(self.topic_configs.get("min.insync.replicas", "1"))
+
+    # Read-only views of the replica's state, which only PartitionReplica's events change.
+    @property
+    def high_watermark(self) -> int:
+        return self.replica.high_watermark
+
+    @property
+    def is_leader(self) -> bool:
+        return self.replica.is_leader
+
+    @property
+    def leader_id(self) -> int:
+        return self.replica.leader_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.replica.leader_epoch
+
+    @property
+    def state(self) -> PartitionState | None:
+        return self.replica.state
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.replica.isr
+
+    @property
+    def replica_count(self) -> int:
+        return 0 if self.state is None else len(self.state.replicas)
+
+    @property
+    def producer_count(self) -> int:
+        return self.log.producer_count
+
+    def notify_appended(self) -> None:
+        """Wake every fetch and acks=all produce waiting on this partition, and tell the host
+        (its periodic work and its fetch sessions look only at partitions that changed)."""
+        self.data_arrived.set()
+        self.data_arrived = asyncio.Event()
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def on_leader_append(self) -> None:
+        """After an append as leader: move the high watermark if the ISR allows (RF=1: at once)
+        and wake every waiter once; `advance_high_watermark` wakes them itself when it moved."""
+        if not self.advance_high_watermark():
+            self.notify_appended()
+
+    def advance_high_watermark(self) -> bool:
+        """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
+        moved = self.replica.advance_high_watermark(
+            self.log.log_end_offset, self.min_insync_replicas
+        )
+        if moved:
+            self.notify_appended()
+            if self.traced is not None:
+                self.traced.high_watermark_moved(self.high_watermark)
+        return moved
+
+    def log_changed(self) -> None:
+        """After a truncation or a new log start: the high watermark kept within the log, and
+        every waiter woken (a follower's next fetch asks from the new log end)."""
+        self.replica.log_changed(self.log.log_start_offset, self.log.log_end_offset)
+        self.notify_appended()
+
+    @property
+    def high_watermark_unsaved(self) -> bool:
+        """The high watermark moved since the checkpoint file was last written."""
+        return self.high_watermark != self.checkpointed_high_watermark
