@@ -146,8 +146,7 @@ def apply(log: Log, model: Model, operation: tuple, directory: Path) -> Log:
         if argument:
             log.close()
         else:
-            for segment in log._segments:  # an unclean stop: descriptors closed, nothing else
-                segment.close()
+            log._local_log.close()  # an unclean stop: descriptors closed, nothing else
         log = Log.open(directory, CONFIG, now_ms=0)
     return log
 

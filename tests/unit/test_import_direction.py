@@ -57,6 +57,7 @@ IO_MODULE_NAMES = {
     "segment_loading.py",  # opens a segment's files: index-file checks, recovery, the cut
     "checkpoint_file.py",  # atomic checkpoint writes
     "log.py",  # composes segments, checkpoints and the pure policies
+    "local_log.py",  # a log's segments: creates, rolls, truncates and deletes their files
     "loading.py",  # lists a log directory, reads its checkpoints, recovers its segments
     "producer_snapshots.py",  # producer-state snapshot files, replay from segments
     "producer_log_state.py",  # the producer state beside a log: its snapshots, rebuilds

@@ -7,7 +7,8 @@ segments `Log` hands them). I/O drivers: segment (one segment's files), checkpoi
 small files), loading (a log read back from disk and recovered), producer_snapshots (producer-state
 snapshot files and the replay from segments), producer_log_state (the producer state beside a
 log, fed by it), log_durability (a log's recovery point, fsyncs, checkpoints and clean-shutdown
-marker), log (the `Log` composing it all).
+marker), local_log (a log's segments, through their methods: reads, appends and rolls, truncation,
+deletion), log (the `Log` composing it all).
 
 The package re-exports nothing: import each module by its own name.
 """

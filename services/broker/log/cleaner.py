@@ -21,12 +21,14 @@ the loop would answer no produce, fetch or replica fetch):
    planned segment is still in the log, closed, at the same version: otherwise (retention,
    DeleteRecords, truncation or a scrubber repair got there first, or the log was closed) it
    discards every cleaned file and the next pass starts over. A segment that lost nothing keeps
-   its file; one that lost everything is deleted and dropped from the log's lists; any other
-   is swapped in crash-safely (`Segment.swap_cleaned`; an interrupted swap is finished or
-   undone when the log is loaded). Offsets never change, so the lists stay sorted.
+   its file; one that lost everything is deleted and dropped from the log
+   (`LocalLog.remove_segment`); any other is swapped in crash-safely (`Segment.swap_cleaned`;
+   an interrupted swap is finished or undone when the log is loaded). Offsets never change, so
+   the segments stay sorted.
 
 Only one job per log runs at a time (the caller's loop is sequential). This module only calls
-methods on `Segment` objects and must not import log.py.
+methods on `Segment` objects and on the log's `LocalLog` (local_log.py), and must not import
+log.py.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from samsa.services.broker.log.segment import iter_batches
 from samsa.services.broker.log.segment_index import SegmentIndexes
 
 if TYPE_CHECKING:
+    from samsa.services.broker.log.local_log import LocalLog
     from samsa.services.broker.log.segment import Segment
 
 
@@ -202,14 +205,11 @@ class CleaningJob:
 
 
 def finish(
-    job: CleaningJob,
-    cleaned: list[CleanedSegment],
-    segments: list[Segment],
-    base_offsets: list[int],
+    job: CleaningJob, cleaned: list[CleanedSegment], local_log: LocalLog
 ) -> CompactionResult:
-    """Swap the job's cleaned segments into `segments`/`base_offsets` (edited in place), or
-    discard them all when any planned segment changed since `plan`. Call on the log's thread."""
-    if not _unchanged(job.planned, segments):
+    """Swap the job's cleaned segments into `local_log`'s, or discard them all when any planned
+    segment changed since `plan`. Call on the log's thread."""
+    if not _unchanged(job.planned, local_log.segments):
         job.discard()
         return NOTHING_CLEANED
     cleaned_count = deleted = removed = markers_removed = bytes_before = bytes_after = 0
@@ -222,9 +222,7 @@ def finish(
             pass
         elif outcome.indexes.size_bytes == 0:
             segment.discard_cleaned()
-            index = segments.index(segment)
-            del segments[index], base_offsets[index]
-            segment.delete()
+            local_log.remove_segment(segment)
             deleted += 1
             continue
         else:

@@ -1,12 +1,14 @@
-"""The partition log: one partition's storage engine (Kafka's UnifiedLog + LocalLog).
+"""The partition log: one partition's storage engine (Kafka's UnifiedLog).
 
-Theory of operation. A log is a directory of segments (segment.py) sorted by base offset, the last
-one active. Appends are validated and planned by append_info.py (all-or-nothing: a rejected append
-writes nothing), roll decisions come from policy.py, and the segment writes the stamped bytes with
-one system call. Reads find the segment by bisect over the base offsets held in memory, the batch
-by the segment's sparse index, and return stored batches as one bytes object. Retention and
-DeleteRecords delete whole closed segments and move the log start offset (retention.py decides
-and deletes, this module makes it durable); compaction rewrites closed segments and swaps them in
+Theory of operation. A log is a directory of segments sorted by base offset, the last one active,
+held by a `LocalLog` (local_log.py, Kafka's LocalLog): the segments and their base offsets, the
+lookup of an offset's segment, reads, appends to the active segment and rolls, truncation and
+deletion of segments. This module composes it with everything else a partition's log keeps, and
+calls it between the steps that make each change durable. Appends are validated and planned here
+by append_info.py (all-or-nothing: a rejected append writes nothing) and checked against the
+producer state before local_log.py writes them. Retention and DeleteRecords delete whole closed
+segments and move the log start offset (retention.py decides, local_log.py deletes, this module
+moves the log start and makes it durable); compaction rewrites closed segments and swaps them in
 crash-safely (cleaner.py, with compaction.py's per-batch rules; the rewriting may run on another
 thread). Time (`now_ms`) is always passed in; the log never reads a clock.
 
@@ -35,20 +37,18 @@ index is synced before a flush moves the recovery point and rebuilt by every rep
 
 Loading and recovery (`open`): loading.py; `open` builds the log from what it found.
 
-Invariants: log_start_offset <= log_end_offset; recovery_point <= log_end_offset; segments are
-non-empty except possibly the active one; base offsets strictly increase and every batch of a
-segment lies below the next segment's base offset; epochs in the cache start inside the log.
+Invariants: log_start_offset <= log_end_offset; recovery_point <= log_end_offset; epochs in the
+cache start inside the log (the segments' invariants are local_log.py's).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from pathlib import Path
 from typing import NamedTuple
 
 from samsa.common import limits
 from samsa.common.errors import OffsetOutOfRangeError
-from samsa.services.broker.log import cleaner, policy, retention
+from samsa.services.broker.log import cleaner, retention
 from samsa.services.broker.log.append_info import (
     AppendInfo,
     AppendPlan,
@@ -65,6 +65,7 @@ from samsa.services.broker.log.compaction import AbortedRanges
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.loading import load_log
+from samsa.services.broker.log.local_log import LocalLog, SegmentInfo
 from samsa.services.broker.log.log_durability import LogDurability
 from samsa.services.broker.log.producer_log_state import ProducerLogState
 from samsa.services.broker.log.producer_state import NO_OFFSET, ProducerEntry
@@ -85,24 +86,16 @@ class ReadResult(NamedTuple):
     log_end_offset: int
 
 
-class SegmentInfo(NamedTuple):
-    base_offset: int
-    next_offset: int
-    size_bytes: int
-    max_timestamp: int
-
-
 class Log:
     """One partition's log. Build it with `Log.open`; every method runs on one thread."""
 
     def __init__(
         self, directory: Path, config: LogConfig, segments: list[Segment], epochs: LeaderEpochCache
     ) -> None:
-        assert segments, "a log always has an active segment"
         self.directory = directory
         self.config = config
-        self._segments = segments
-        self._base_offsets = [segment.base_offset for segment in segments]
+        # The segments and their base offsets: reads, appends, rolls, truncation, deletion.
+        self._local_log = LocalLog(directory, segments, on_roll=self._on_segment_rolled)
         self._epochs = epochs
         self._log_start_offset = segments[0].base_offset
         self._closed = False
@@ -142,7 +135,7 @@ class Log:
         self, log_start_offset: int | None, recovery_point: int | None, clean: bool, now_ms: int
     ) -> None:
         log_end_offset = self.log_end_offset
-        self._log_start_offset = max(log_start_offset or 0, self._segments[0].base_offset)
+        self._log_start_offset = max(log_start_offset or 0, self._local_log.base_offsets[0])
         if self._log_start_offset > log_end_offset:
             self.truncate_fully_and_start_at(self._log_start_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
@@ -162,7 +155,8 @@ class Log:
     @property
     def log_end_offset(self) -> int:
         """The next offset to assign (exclusive end of the log)."""
-        return self._segments[-1].next_offset
+        # LocalLog.log_end_offset without a second call: every append and read asks for it.
+        return self._local_log.segments[-1].next_offset
 
     @property
     def recovery_point(self) -> int:
@@ -183,13 +177,10 @@ class Log:
 
     def segments(self) -> list[SegmentInfo]:
         """The segments, oldest first (for tests and tools)."""
-        return [
-            SegmentInfo(s.base_offset, s.next_offset, s.size_bytes, s.max_timestamp)
-            for s in self._segments
-        ]
+        return self._local_log.segment_infos()
 
     def size_bytes(self) -> int:
-        return sum(segment.size_bytes for segment in self._segments)
+        return self._local_log.size_bytes()
 
     def producer_entries(self) -> list[ProducerEntry]:
         """Every idempotent producer the partition remembers, by producer id."""
@@ -228,7 +219,7 @@ class Log:
         first offset: what a read_committed fetch returns beside its batches."""
         self._check_open()
         return self._transactions.aborted(
-            self._base_offsets[self._segment_index(fetch_offset) :], fetch_offset, upper_bound
+            self._local_log.base_offsets_from(fetch_offset), fetch_offset, upper_bound
         )
 
     def transaction_index(self) -> dict[int, list[AbortedTransaction]]:
@@ -310,21 +301,7 @@ class Log:
 
     def _append(self, plan: AppendPlan, now_ms: int) -> None:
         self._durability.persist_marker_removal()
-        active = self._segments[-1]
-        reason = policy.roll_reason(
-            self.config,
-            segment_base_offset=active.base_offset,
-            segment_size_bytes=active.size_bytes,
-            segment_first_append_ms=active.first_append_ms,
-            append_size_bytes=plan.info.size_bytes,
-            append_last_offset=plan.info.last_offset,
-            append_batch_count=len(plan.batches),
-            index_entries_room=active.indexes.entries_room(),
-            now_ms=now_ms,
-        )
-        if reason is not None:
-            active = self._roll(plan.info.first_offset)
-        active.append(plan.pieces, plan.batches, now_ms)
+        segment_base_offset = self._local_log.append(plan, now_ms, self.config)
         epochs_changed = False
         for batch in plan.batches:
             if batch.partition_leader_epoch >= 0:
@@ -334,27 +311,15 @@ class Log:
         if epochs_changed:
             self._durability.checkpoint_epochs(self._epochs.entries())
         applied = self._producers.on_append(plan.batches)
-        self._transactions.on_appended(applied.completed, applied.aborted, active.base_offset)
+        self._transactions.on_appended(applied.completed, applied.aborted, segment_base_offset)
         if self._durability.on_append(plan.info.record_count):
             self._flush(now_ms=now_ms)
 
-    def _roll(self, base_offset: int) -> Segment:
-        """Close the active segment and start a new one at `base_offset`."""
-        active = self._segments[-1]
-        if active.size_bytes == 0:  # nothing to keep: replace it (a follower's offset gap)
-            active.delete()
-            self._segments.pop()
-            self._base_offsets.pop()
-        else:
-            active.indexes.on_roll()
-            active.closed = True
-            active.write_indexes(fsync=False)
-        segment = Segment.create(self.directory, base_offset, self.config.index_interval_bytes)
-        self._segments.append(segment)
-        self._base_offsets.append(base_offset)
+    def _on_segment_rolled(self, base_offset: int) -> None:
+        """The LocalLog created the segment at `base_offset`, before an append goes into it: the
+        next flush fsyncs the directory, and the producer state is snapshotted there."""
         self._durability.on_roll()
         self._producers.on_roll(base_offset)
-        return segment
 
     def expire_producers(self, *, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
@@ -373,47 +338,15 @@ class Log:
         self._check_in_range(start_offset)
         upper = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
         max_bytes = min(max(max_bytes, 0), limits.fetch_partition_bytes_max)
-        next_offset = start_offset
-        if start_offset < upper:
-            for segment in self._segments[self._segment_index(start_offset) :]:
-                found = segment.find_batch(start_offset)
-                if found is None:
-                    continue  # the offset is in a gap at this segment's end (compaction)
-                position, header = found
-                if header.last_offset >= upper:
-                    break
-                records, next_offset = segment.read_batches(position, header, max_bytes, upper)
-                return ReadResult(
-                    records,
-                    header.base_offset,
-                    next_offset,
-                    self._log_start_offset,
-                    self.log_end_offset,
-                )
-            else:
-                # No batch at or after start_offset: compaction emptied the log's tail, and
-                # records only ever land at the end, so the reader may skip to it.
-                next_offset = self.log_end_offset
+        records, first_offset, next_offset = self._local_log.read(start_offset, max_bytes, upper)
         return ReadResult(
-            b"", start_offset, next_offset, self._log_start_offset, self.log_end_offset
+            records, first_offset, next_offset, self._log_start_offset, self.log_end_offset
         )
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`."""
         self._check_open()
-        for segment in self._segments:
-            if (
-                segment.next_offset <= self._log_start_offset
-                or segment.max_timestamp < timestamp_ms
-            ):
-                continue
-            found = segment.find_by_timestamp(timestamp_ms, self._log_start_offset)
-            if found is not None:
-                return found
-        return None
-
-    def _segment_index(self, offset: int) -> int:
-        return max(bisect_right(self._base_offsets, offset) - 1, 0)
+        return self._local_log.offset_for_timestamp(timestamp_ms, self._log_start_offset)
 
     def _check_in_range(self, offset: int) -> None:
         if not self._log_start_offset <= offset <= self.log_end_offset:
@@ -426,10 +359,7 @@ class Log:
 
     def closed_segments(self) -> list[tuple[int, int, int]]:
         """(base_offset, next segment's base offset, size_bytes) of each closed segment."""
-        return [
-            (segment.base_offset, next_base, segment.size_bytes)
-            for segment, next_base in zip(self._segments[:-1], self._base_offsets[1:], strict=True)
-        ]
+        return self._local_log.closed_segments()
 
     def read_closed_segment(
         self, base_offset: int, size_bytes: int, position: int, length: int
@@ -438,10 +368,7 @@ class Log:
         the file as it is now; None when that segment is gone or changed size (retention,
         compaction) since the scrubber started on it."""
         self._check_open()
-        segment = self._closed_segment(base_offset)
-        if segment is None or segment.size_bytes != size_bytes:
-            return None
-        return segment.read_bytes(position, max(0, min(length, size_bytes - position)))
+        return self._local_log.read_closed_segment(base_offset, size_bytes, position, length)
 
     def truncate_at_batch(self, base_offset: int, size_bytes: int, position: int) -> int | None:
         """Cut the log at byte `position` of the segment at `base_offset` (the start of a bad
@@ -450,17 +377,10 @@ class Log:
         when that segment is gone or changed size since (retention, compaction, truncation).
         Only a replica outside the ISR may call this: it re-fetches everything it drops."""
         self._check_open()
-        index = bisect_right(self._base_offsets, base_offset) - 1
-        if index < 0 or self._base_offsets[index] != base_offset:
-            return None
-        segment = self._segments[index]
-        if segment.size_bytes != size_bytes or not 0 <= position < size_bytes:
+        if not self._local_log.can_cut_at(base_offset, size_bytes, position):
             return None
         self._durability.persist_marker_removal()
-        while len(self._segments) > index + 1:
-            self._segments.pop().delete()
-            self._base_offsets.pop()
-        segment.truncate_to_position(position)
+        self._local_log.cut_at(base_offset, position)
         self._durability.on_truncate(self.log_end_offset, forget_unflushed=True)
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
@@ -468,13 +388,6 @@ class Log:
         self.flush()
         self.checkpoint()
         return self.log_end_offset
-
-    def _closed_segment(self, base_offset: int) -> Segment | None:
-        index = bisect_right(self._base_offsets, base_offset) - 1
-        if index < 0 or index + 1 >= len(self._segments):
-            return None
-        segment = self._segments[index]
-        return segment if segment.base_offset == base_offset else None
 
     # --- truncation and deletion ---------------------------------------------------------------
 
@@ -490,14 +403,11 @@ class Log:
             if self._epochs.truncate_from_end(self.log_end_offset):
                 self._durability.checkpoint_epochs(self._epochs.entries())
             return
-        if offset < self._segments[0].base_offset:
+        if offset < self._local_log.base_offsets[0]:
             self.truncate_fully_and_start_at(offset)
             return
         self._durability.persist_marker_removal()
-        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-            self._segments.pop().delete()
-            self._base_offsets.pop()
-        self._segments[-1].truncate_to(offset)
+        self._local_log.truncate_to(offset)
         self._durability.on_truncate(self.log_end_offset, forget_unflushed=False)
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self._epochs.truncate_from_end(self.log_end_offset)
@@ -506,7 +416,7 @@ class Log:
 
     def _on_truncated(self) -> None:
         """Rebuild the producer state, and the transaction index from where its replay began."""
-        rebuilt = self._producers.on_truncate(self._segments)
+        rebuilt = self._producers.on_truncate(self._local_log.segments)
         self._transactions.on_replayed(rebuilt.replayed_from, rebuilt.completed, rebuilt.aborted)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -515,10 +425,7 @@ class Log:
         self._check_open()
         assert offset >= 0
         self._durability.persist_marker_removal()
-        for segment in self._segments:
-            segment.delete()
-        segment = Segment.create(self.directory, offset, self.config.index_interval_bytes)
-        self._segments, self._base_offsets = [segment], [offset]
+        self._local_log.truncate_fully_and_start_at(offset, self.config.index_interval_bytes)
         self._log_start_offset = offset
         self._durability.on_truncate_fully(offset)
         self._epochs.clear()
@@ -537,7 +444,7 @@ class Log:
             )
         if offset > self._log_start_offset:
             self._log_start_offset = offset
-            self._delete_oldest(retention.segments_below(self._base_offsets, offset))
+            self._delete_oldest(retention.segments_below(self._local_log.base_offsets, offset))
         return self._log_start_offset
 
     def apply_retention(self, *, now_ms: int, high_watermark: int) -> int:
@@ -545,11 +452,11 @@ class Log:
         offset, wholly below the partition's `high_watermark` (never the active segment);
         returns how many were deleted."""
         self._check_open()
-        if len(self._segments) == 1:  # nothing but the active segment: the common idle case
+        if len(self._local_log.segments) == 1:  # only the active segment: the common idle case
             return 0
         count = retention.retention_count(
-            self._segments,
-            self._base_offsets,
+            self._local_log.segments,
+            self._local_log.base_offsets,
             log_start_offset=self._log_start_offset,
             high_watermark=high_watermark,
             config=self.config,
@@ -559,16 +466,16 @@ class Log:
         return count
 
     def _delete_oldest(self, count: int) -> None:
-        """Delete the `count` oldest segments, then persist the (possibly moved) log start."""
-        assert 0 <= count < len(self._segments), "the active segment is never deleted"
+        """Delete the `count` oldest segments, then persist the (possibly moved) log start: never
+        below the first segment left."""
+        assert 0 <= count < len(self._local_log.segments), "the active segment is never deleted"
         if count:
             self._durability.persist_marker_removal()
-        self._log_start_offset = retention.delete_oldest(
-            self._segments, self._base_offsets, count, self._log_start_offset
-        )
+        self._local_log.delete_oldest(count)
+        self._log_start_offset = max(self._log_start_offset, self._local_log.base_offsets[0])
         self._epochs.truncate_from_start(self._log_start_offset)
         if count:
-            self._transactions.retain(self._base_offsets)
+            self._transactions.retain(self._local_log.base_offsets)
             self._durability.sync_directory()
         self.checkpoint()
 
@@ -590,16 +497,16 @@ class Log:
         markers no longer needed, and keeps the newest batch of each live idempotent producer
         whole (cleaner.py); None when there is nothing to clean."""
         self._check_open()
-        if not self.config.compact or len(self._segments) == 1:
+        if not self.config.compact or len(self._local_log.segments) == 1:
             return None
         self._durability.persist_marker_removal()
         cleanable_end = self.last_stable_offset(high_watermark)
         aborted = self._transactions.aborted(
-            self._base_offsets, self._log_start_offset, cleanable_end
+            self._local_log.base_offsets, self._log_start_offset, cleanable_end
         )
         return CleaningJob.plan(
-            self._segments,
-            self._base_offsets,
+            self._local_log.segments,
+            self._local_log.base_offsets,
             cleanable_end=cleanable_end,
             now_ms=now_ms,
             delete_retention_ms=self.config.delete_retention_ms,
@@ -615,7 +522,7 @@ class Log:
         if self._closed:
             job.discard()
             return NOTHING_CLEANED
-        return cleaner.finish(job, cleaned, self._segments, self._base_offsets)
+        return cleaner.finish(job, cleaned, self._local_log)
 
     # --- durability ----------------------------------------------------------------------------
 
@@ -636,7 +543,7 @@ class Log:
     def _flush(self, *, now_ms: int | None) -> None:
         """Flush the segments from the one holding the recovery point on (`now_ms` restarts
         flush.ms's clock, None leaves it)."""
-        unflushed = self._segments[self._segment_index(self._durability.recovery_point) :]
+        unflushed = self._local_log.segments_from(self._durability.recovery_point)
         self._transactions.sync()  # index entries below the new recovery point are durable
         self._durability.flush(unflushed, self.log_end_offset, now_ms=now_ms)
 
@@ -669,22 +576,20 @@ class Log:
         if self._closed:
             return
         if self._durability.marker_removal_unsynced:
-            for segment in self._segments:  # only an index the open found damaged and rebuilt
-                segment.write_indexes(fsync=False)
+            # Only an index the open found damaged and rebuilt is written.
+            self._local_log.write_indexes(fsync=False)
             self.checkpoint()
             self._durability.restore_clean_shutdown_marker()
-        elif len(self._segments) == 1 and self._segments[0].size_bytes == 0:
+        elif len(self._local_log.segments) == 1 and self._local_log.segments[0].size_bytes == 0:
             self.checkpoint()
             self._producers.close(self.log_end_offset)
         else:
             self.flush()
-            for segment in self._segments:
-                segment.write_indexes(fsync=True)
+            self._local_log.write_indexes(fsync=True)
             self.checkpoint()
             self._producers.close(self.log_end_offset)
             self._durability.write_clean_shutdown_marker()
-        for segment in self._segments:
-            segment.close()
+        self._local_log.close()
         self._closed = True
 
     def _check_open(self) -> None:

@@ -5,13 +5,13 @@ segments are ever deleted, oldest first, never the active one, and retention onl
 below the partition's high watermark (the caller's: `Log` does not keep it). `retention_count` asks
 policy.py how many of the closed segments are past retention.ms / retention.bytes or wholly below
 the log start offset; `segments_below` counts those wholly below a DeleteRecords offset (a segment
-is wholly below `offset` when the next segment starts at or before it). `delete_oldest` deletes
-that many segments' files and drops them from the log's lists, and returns the log start offset
-they leave (never below the new first segment's base offset).
+is wholly below `offset` when the next segment starts at or before it). `LocalLog.delete_oldest`
+(local_log.py) deletes that many segments, and `Log` moves the log start offset past them (never
+below the new first segment's base offset).
 
-`Log` (log.py) passes its segment and base-offset lists, which this module edits in place, and
-keeps what makes a deletion durable: the clean-shutdown marker, the directory fsync and the
-checkpoints. This module only calls methods on `Segment` objects and must not import log.py.
+`Log` (log.py) passes its LocalLog's segment and base-offset lists, which this module only reads,
+and keeps what makes a deletion durable: the clean-shutdown marker, the directory fsync and the
+checkpoints. This module only reads `Segment` objects and must not import log.py.
 """
 
 from __future__ import annotations
@@ -56,16 +56,3 @@ def segments_below(base_offsets: list[int], offset: int) -> int:
     while count + 1 < len(base_offsets) and base_offsets[count + 1] <= offset:
         count += 1
     return count
-
-
-def delete_oldest(
-    segments: list[Segment], base_offsets: list[int], count: int, log_start_offset: int
-) -> int:
-    """Delete the `count` oldest segments and drop them from both lists; returns the log start
-    offset after them."""
-    assert 0 <= count < len(segments), "the active segment is never deleted"
-    for segment in segments[:count]:
-        segment.delete()
-    del segments[:count]
-    del base_offsets[:count]
-    return max(log_start_offset, base_offsets[0])

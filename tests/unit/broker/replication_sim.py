@@ -375,7 +375,7 @@ class Simulation:
         for hosted in broker.host.partitions.values():
             # The process's descriptors close with it, and nothing else happens: no flush, no
             # index or checkpoint written (Log.close would do all three).
-            for segment in hosted.log._segments:
+            for segment in hosted.log._local_log.segments:
                 if segment.fd >= 0:
                     os.close(segment.fd)
                     segment.fd = -1

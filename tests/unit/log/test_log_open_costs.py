@@ -91,8 +91,7 @@ def test_a_log_left_at_its_defaults_reopens_after_a_crash(tmp_path: Path) -> Non
     log = Log.open(tmp_path, small_config(), now_ms=0)
     append(log, 5)  # epoch 0 from offset 0: the epoch checkpoint moves off its default
     assert (tmp_path / LEADER_EPOCH_CHECKPOINT_FILE).exists()
-    for segment in log._segments:  # a crash: descriptors closed, nothing flushed or marked
-        segment.close()
+    log._local_log.close()  # a crash: descriptors closed, nothing flushed or marked
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
     assert reopened.log_end_offset == 5 and reopened.leader_epoch_entries() == [(0, 0)]
     assert [record.value for record in read_all(reopened)] == [b"value %d" % i for i in range(5)]
@@ -161,8 +160,7 @@ def test_an_unclean_open_has_no_marker_to_sync(
     log = Log.open(tmp_path, small_config(), now_ms=0)
     append(log, 3)
     log.flush()
-    for segment in log._segments:
-        segment.close()
+    log._local_log.close()
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
     assert not reopened._durability.marker_removal_unsynced
     directory_fsyncs.clear()

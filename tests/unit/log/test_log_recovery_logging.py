@@ -31,8 +31,7 @@ def filled(directory: Path, batches: int = 40) -> Log:
 
 
 def abandon(log: Log) -> None:
-    for segment in log._segments:
-        segment.close()
+    log._local_log.close()
 
 
 def warnings_from(caplog: pytest.LogCaptureFixture, logger: str) -> list[logging.LogRecord]:

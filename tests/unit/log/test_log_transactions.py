@@ -355,8 +355,7 @@ def test_a_crash_after_deletion_does_not_reopen_a_transaction_whose_marker_was_d
         append(log, plain())
     log.delete_records(log.segments()[2].base_offset)  # the marker's segment is deleted
     end = log.log_end_offset
-    for segment in log._segments:  # a crash: no flush, no checkpoint of the recovery point
-        segment.close()
+    log._local_log.close()  # a crash: no flush, no checkpoint of the recovery point
     reopened = Log.open(tmp_path, small_config(), now_ms=NOW)
     assert reopened.log_end_offset == end
     assert reopened.last_stable_offset(end) == end

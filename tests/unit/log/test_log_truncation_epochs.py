@@ -175,7 +175,7 @@ def test_a_new_epochs_start_survives_a_crash_through_its_batches(tmp_path: Path)
     log.checkpoint()
     log.start_leader_epoch(3)
     log.append_as_leader(batch(b"z"), leader_epoch=3, now_ms=2)
-    for segment in log._segments:  # kill -9: the descriptors close, nothing else happens
+    for segment in log._local_log.segments:  # kill -9: the descriptors close, nothing else happens
         os.close(segment.fd)
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
     assert reopened.leader_epoch_entries() == [(0, 0), (1, 2), (3, 4)]
