@@ -262,7 +262,7 @@ class PartitionHost:
     def _configure(hosted: HostedPartition, configs: Mapping[str, str]) -> None:
         hosted.topic_configs = dict(configs)
         hosted.config = log_config(configs)
-        hosted.log.config = hosted.config
+        hosted.log.reconfigure(hosted.config)
 
     def _open(self, action: BecomeLeader | BecomeFollower, now_ms: int) -> HostedPartition:
         directory = self.data_dir / partition_dir_name(action.topic, action.partition)

@@ -321,6 +321,12 @@ class Log:
         self._durability.on_roll()
         self._producers.on_roll(base_offset)
 
+    def reconfigure(self, config: LogConfig) -> None:
+        """The topic's configuration changed: appends, rolls, retention, compaction and the
+        flush policy (flush.messages, flush.ms) follow `config` from now on."""
+        self.config = config
+        self._durability.reconfigure(config)
+
     def expire_producers(self, *, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
         return self._producers.expire(now_ms=now_ms, expiration_ms=expiration_ms)

@@ -120,6 +120,10 @@ class LogDurability:
         """The last write of `close`; it fsyncs the directory after everything before it."""
         write_atomically(self._directory / CLEAN_SHUTDOWN_FILE, b"")
 
+    def reconfigure(self, config: LogConfig) -> None:
+        """flush.messages and flush.ms from `config` from now on."""
+        self._config = config
+
     # --- the log's steps -----------------------------------------------------------------------
 
     def on_open(self, recovery_point: int, *, now_ms: int) -> None:

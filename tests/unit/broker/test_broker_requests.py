@@ -328,3 +328,20 @@ def test_acks_all_whose_leadership_moved_names_the_new_leader(tmp_path):
     assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (result.current_leader.leader_id, result.current_leader.leader_epoch) == (2, 1)
     partition_host.close_all()
+
+
+def test_a_changed_flush_policy_applies_without_a_restart(tmp_path):
+    """AlterConfigs of flush.messages reaches the log's flush policy, not only its appends."""
+    from dataclasses import replace
+
+    from samsa.metadata.image import TOPIC_RESOURCE
+
+    with hosting(tmp_path, image()) as partition_host:
+        log = partition_host.get("t", 0).log
+        produce(partition_host, produce_request(0, build_batch([b"a"])), 5)
+        assert log.recovery_point == 0, "flush.messages defaults to never"
+        before = partition_host.image
+        flushed = replace(before, configs={(TOPIC_RESOURCE, "t"): {"flush.messages": "1"}})
+        partition_host.apply(flushed, partition_changes(before, flushed, 1), now_ms=0)
+        produce(partition_host, produce_request(0, build_batch([b"b"])), 5)
+        assert log.recovery_point == log.log_end_offset == 2, "flushed at once"

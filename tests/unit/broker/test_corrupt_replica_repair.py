@@ -52,8 +52,8 @@ def corrupt_replica(tmp_path: Path, leader: int) -> tuple[PartitionHost, HostedP
     closed segment flipped, marked corrupt from that batch's base offset."""
     host = PartitionHost(tmp_path, ME)
     hosted = step(host, image(leader, (1, 2, 3), 0, 0))
-    hosted.log.config = LogConfig(
-        segment_bytes=2048, index_interval_bytes=128, max_message_bytes=1024
+    hosted.log.reconfigure(
+        LogConfig(segment_bytes=2048, index_interval_bytes=128, max_message_bytes=1024)
     )
     for n in range(60):
         hosted.log.append_as_leader(build_batch([b"v" * 50 + b"%d" % n]), leader_epoch=0, now_ms=0)
