@@ -2,8 +2,10 @@
 
 Pure cores (no I/O): config, offset_index, time_index, segment_index, recovery, framing,
 append_info, leader_epoch, checkpoint_format, policy, compaction, producer_state (idempotent
-producers' epochs and last batches), and retention and cleaner (which only call methods on the
-segments `Log` hands them). I/O drivers: segment (one segment's files), checkpoint_file (atomic
+producers' epochs and last batches), transaction_index, and retention (which only calls methods
+on the segments `Log` hands it). I/O drivers: segment (one segment's files), cleaner (a
+compaction pass: it reads segments through its own descriptors, on any thread, and writes their
+cleaned copies), transaction_log_state (the `.txnindex` files), checkpoint_file (atomic
 small files), loading (a log read back from disk and recovered), producer_snapshots (producer-state
 snapshot files and the replay from segments), producer_log_state (the producer state beside a
 log, fed by it), log_durability (a log's recovery point, fsyncs, checkpoints and clean-shutdown
