@@ -1,7 +1,10 @@
 """The broker's log cleaner: compacting every cleanup.policy=compact partition, off the event loop.
 
 Theory of operation (Kafka's LogCleaner thread). Every `log.cleaner.backoff.ms` the task walks the
-hosted partitions and compacts the compacted ones, one at a time. For each, the event loop plans
+hosted partitions and compacts, one at a time, the compacted ones that are due: those where
+`min.cleanable.dirty.ratio` of the cleanable bytes was written since the last pass, or where
+something that pass kept for `delete.retention.ms` may go now (`Log.compaction_due`), so a
+compacted partition with nothing new costs a size sum. For each, the event loop plans
 the pass (`Log.plan_compaction`: which closed segments, with duplicated file descriptors), a worker
 thread runs it (reading those segments and writing their `.cleaned` files: the slow part, seconds
 for a large partition, during which the loop keeps answering produce and fetch requests), and the
@@ -47,7 +50,9 @@ async def run_log_cleaner(
             for hosted in list(host.partitions.values()):
                 if stop.is_set():
                     return
-                if hosted.config.compact:
+                if hosted.config.compact and hosted.log.compaction_due(
+                    now_ms=int(time.time() * 1000), high_watermark=hosted.high_watermark
+                ):
                     await clean_partition(hosted, stopped, cancel)
     finally:
         stopped.cancel()

@@ -45,7 +45,10 @@ _LOG_DOCS = {
     "max.message.bytes": "The largest record batch the topic accepts, after compression.",
     "message.timestamp.type": "CreateTime (the producer's) or LogAppendTime (the broker's).",
     "cleanup.policy": "delete (by retention), compact (newest record per key), or both.",
-    "delete.retention.ms": "How long tombstones survive compaction.",
+    "delete.retention.ms": "How long tombstones and emptied transactions' COMMIT markers "
+    "survive compaction.",
+    "min.cleanable.dirty.ratio": "Compact again once this share of the compactable log was "
+    "written since the last pass.",
     "compression.type": "producer (keep the producer's codec), zstd or uncompressed: the leader "
     "recompresses batches of another codec.",
 }

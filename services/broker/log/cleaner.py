@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from samsa.common.record.codec import RecordBatch
 from samsa.common.record.header import read_header
 from samsa.services.broker.log.compaction import (
+    NEVER,
     NO_ABORTED,
     AbortedRanges,
     CleaningRules,
@@ -91,6 +92,24 @@ class CleanedSegment:
     markers_removed: int
 
 
+class Cleaned(NamedTuple):
+    """What `run` made of the job: each planned segment's outcome, and when something it kept
+    for delete.retention.ms (a tombstone, an emptied transaction's COMMIT marker, or a marker
+    whose transaction this pass emptied) may go, so that a pass is due then (NEVER: nothing)."""
+
+    segments: list[CleanedSegment]
+    due_ms: int
+
+
+@dataclass
+class _Tally:
+    """What the pass over one segment removed, and the earliest time a pass is due again."""
+
+    records_removed: int = 0
+    markers_removed: int = 0
+    due_ms: int = NEVER
+
+
 class CleaningJob:
     """One compaction pass over one log's closed segments (the module docstring's three steps)."""
 
@@ -104,6 +123,8 @@ class CleaningJob:
         aborted: AbortedRanges,
     ) -> None:
         self.planned = planned
+        # Where the pass ends: the next pass finds what was written since at or above it.
+        self.cleaned_to = planned[-1].segment.next_offset
         self._descriptors_open = True
         self._now_ms = now_ms
         self._delete_retention_ms = delete_retention_ms
@@ -113,22 +134,15 @@ class CleaningJob:
     @classmethod
     def plan(
         cls,
-        segments: list[Segment],
-        base_offsets: list[int],
+        closed: list[Segment],
         *,
-        cleanable_end: int,
         now_ms: int,
         delete_retention_ms: int,
         keep_whole: Container[int] = (),
         aborted: AbortedRanges = NO_ABORTED,
     ) -> CleaningJob | None:
-        """The job over the closed segments wholly below `cleanable_end` (never the last of
-        `segments`), or None when there is none. Call on the log's thread."""
-        closed = [
-            segment
-            for segment, next_base in zip(segments, base_offsets[1:], strict=False)
-            if next_base <= cleanable_end
-        ]
+        """The job over `closed`, the closed segments wholly below the cleanable end
+        (`LocalLog.closed_below`), or None when there is none. Call on the log's thread."""
         if not closed:
             return None
         planned = [
@@ -143,13 +157,18 @@ class CleaningJob:
             aborted=aborted,
         )
 
-    def run(self, cancel: threading.Event | None = None) -> list[CleanedSegment]:
+    def run(self, cancel: threading.Event | None = None) -> Cleaned:
         """Both passes, reading only the job's descriptors and writing only .cleaned files;
         closes the descriptors. Raises CleaningCancelled when `cancel` is set, or whatever
         reading a segment cut under the job raised (`finish` then discards it all)."""
         try:
-            rules = self._rules(cancel)
-            return [self._clean(planned, rules, cancel) for planned in self.planned]
+            rules, due_ms = self._rules(cancel)
+            tallies = [_Tally(due_ms=due_ms) for _ in self.planned]
+            segments = [
+                self._clean(planned, rules, tally, cancel)
+                for planned, tally in zip(self.planned, tallies, strict=True)
+            ]
+            return Cleaned(segments, min(tally.due_ms for tally in tallies))
         finally:
             self.close()
 
@@ -173,7 +192,9 @@ class CleaningJob:
                 raise CleaningCancelled
             yield raw, batch
 
-    def _rules(self, cancel: threading.Event | None) -> CleaningRules:
+    def _rules(self, cancel: threading.Event | None) -> tuple[CleaningRules, int]:
+        """The first pass: the rules for the second, and when the youngest emptied COMMIT
+        marker it keeps is old enough to go."""
         key_map: dict[bytes, int] = {}
         markers = RemovableMarkers(
             now_ms=self._now_ms, delete_retention_ms=self._delete_retention_ms
@@ -182,7 +203,7 @@ class CleaningJob:
             for _, batch in self._batches(planned, cancel):
                 update_key_map(key_map, batch, self._aborted)
                 markers.see(batch)
-        return CleaningRules(
+        rules = CleaningRules(
             key_map,
             self._now_ms,
             self._delete_retention_ms,
@@ -190,30 +211,32 @@ class CleaningJob:
             self._aborted,
             markers.offsets(),
         )
+        return rules, markers.young_until_ms
 
     def _clean(
-        self, planned: PlannedSegment, rules: CleaningRules, cancel: threading.Event | None
+        self,
+        planned: PlannedSegment,
+        rules: CleaningRules,
+        tally: _Tally,
+        cancel: threading.Event | None,
     ) -> CleanedSegment:
-        counts = [0, 0]  # records, markers removed
         indexes = planned.segment.write_cleaned(
-            _survivors(self._batches(planned, cancel), rules, counts)
+            _survivors(self._batches(planned, cancel), rules, tally)
         )
-        if counts == [0, 0]:
+        if tally.records_removed == tally.markers_removed == 0:
             planned.segment.discard_cleaned()
             return CleanedSegment(None, 0, 0)
-        return CleanedSegment(indexes, counts[0], counts[1])
+        return CleanedSegment(indexes, tally.records_removed, tally.markers_removed)
 
 
-def finish(
-    job: CleaningJob, cleaned: list[CleanedSegment], local_log: LocalLog
-) -> CompactionResult:
-    """Swap the job's cleaned segments into `local_log`'s, or discard them all when any planned
-    segment changed since `plan`. Call on the log's thread."""
+def finish(job: CleaningJob, cleaned: Cleaned, local_log: LocalLog) -> CompactionResult | None:
+    """Swap the job's cleaned segments into `local_log`'s; None, having discarded them all, when
+    any planned segment changed since `plan`. Call on the log's thread."""
     if not _unchanged(job.planned, local_log.segments):
         job.discard()
-        return NOTHING_CLEANED
+        return None
     cleaned_count = deleted = removed = markers_removed = bytes_before = bytes_after = 0
-    for planned, outcome in zip(job.planned, cleaned, strict=True):
+    for planned, outcome in zip(job.planned, cleaned.segments, strict=True):
         segment = planned.segment
         bytes_before += segment.size_bytes
         removed += outcome.records_removed
@@ -247,16 +270,26 @@ def _unchanged(planned: list[PlannedSegment], segments: list[Segment]) -> bool:
 
 
 def _survivors(
-    batches: Iterator[tuple[bytes, RecordBatch]], rules: CleaningRules, removed: list[int]
+    batches: Iterator[tuple[bytes, RecordBatch]], rules: CleaningRules, tally: _Tally
 ) -> Iterator[bytes]:
-    """The batches as compaction leaves them; counts removed data records in `removed[0]` and
-    removed markers in `removed[1]`."""
+    """The batches as compaction leaves them, counted in `tally`, with when a pass is due
+    again: when a tombstone kept here may go, or (a transaction's records removed whole, so its
+    COMMIT marker may go on the next pass) once that marker can be delete.retention.ms old."""
     for raw, batch in batches:
+        header = batch.header
         kept = compact_batch(raw, batch, rules)
-        if kept is None and batch.header.is_control:
-            removed[1] += 1
+        if header.is_control:
+            tally.markers_removed += kept is None
+            if kept is not None:
+                yield kept
             continue
-        kept_count = 0 if kept is None else read_header(kept).record_count
-        removed[0] += batch.header.record_count - kept_count
-        if kept is not None:
-            yield kept
+        horizon = header.max_timestamp + rules.delete_retention_ms
+        if kept is None:
+            tally.records_removed += header.record_count
+            if header.is_transactional:
+                tally.due_ms = min(tally.due_ms, max(horizon, rules.now_ms))
+            continue
+        tally.records_removed += header.record_count - read_header(kept).record_count
+        if horizon > rules.now_ms and None in batch.values:
+            tally.due_ms = min(tally.due_ms, horizon)  # a tombstone kept until its horizon
+        yield kept

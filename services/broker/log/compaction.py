@@ -65,6 +65,7 @@ from samsa.common.record.header import BatchHeader, stamp_log_append_time
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 
 OFFSET_MAX = 2**63 - 1
+NEVER = 2**63 - 1  # a time that never comes (Kafka's Long.MAX_VALUE)
 
 
 class AbortedRanges:
@@ -106,6 +107,9 @@ class RemovableMarkers:
         self._with_records: set[int] = set()  # producers with a batch since their last marker
         self._last_offset: dict[int, int] = {}  # producer id -> the last offset of its batches
         self._candidates: list[tuple[int, int]] = []  # (producer id, marker offset)
+        self._delete_retention_ms = delete_retention_ms
+        # When the earliest empty COMMIT marker still too young to go will be old enough.
+        self.young_until_ms = NEVER
 
     def see(self, batch: RecordBatch) -> None:
         header = batch.header
@@ -117,11 +121,12 @@ class RemovableMarkers:
             self._with_records.add(producer_id)
         elif producer_id in self._with_records:
             self._with_records.discard(producer_id)
-        elif (
-            header.max_timestamp <= self._horizon
-            and read_control_marker(batch)[0] == CONTROL_TYPE_COMMIT
-        ):
-            self._candidates.append((producer_id, header.base_offset))
+        elif read_control_marker(batch)[0] == CONTROL_TYPE_COMMIT:
+            if header.max_timestamp <= self._horizon:
+                self._candidates.append((producer_id, header.base_offset))
+            else:
+                old_enough_at = header.max_timestamp + self._delete_retention_ms
+                self.young_until_ms = min(self.young_until_ms, old_enough_at)
 
     def offsets(self) -> set[int]:
         """The removable markers' offsets."""

@@ -13,10 +13,9 @@ Invariants of a LogConfig:
   segment), and at least one batch header;
 - retention_ms, retention_bytes >= -1 (-1 = no limit); the time settings are >= 0 (segment.ms and
   flush.messages >= 1);
-- cleanup_policy is a non-empty subset of {"delete", "compact"}.
-
-`min.cleanable.dirty.ratio` is not supported: `Log.compact` cleans every closed segment when it is
-called, so the ratio would have nothing to decide.
+- cleanup_policy is a non-empty subset of {"delete", "compact"};
+- 0 <= min_cleanable_dirty_ratio <= 1 (the share of a compacted log's cleanable bytes written
+  since its last compaction pass at which the broker's cleaner compacts it again, as Kafka's).
 """
 
 from __future__ import annotations
@@ -73,6 +72,9 @@ class LogConfig:
         default=frozenset({POLICY_DELETE}), metadata=_key("cleanup.policy")
     )
     delete_retention_ms: int = field(default=DAY_MS, metadata=_key("delete.retention.ms"))
+    min_cleanable_dirty_ratio: float = field(
+        default=0.5, metadata=_key("min.cleanable.dirty.ratio")
+    )
     compression_type: str = field(default=COMPRESSION_PRODUCER, metadata=_key("compression.type"))
 
     def __post_init__(self) -> None:
@@ -120,6 +122,11 @@ class LogConfig:
         _at_least("max.message.bytes", self.max_message_bytes, HEADER_BYTES)
         _at_most("max.message.bytes", self.max_message_bytes, limits.batch_bytes_max)
         _at_least("delete.retention.ms", self.delete_retention_ms, 0)
+        ratio = self.min_cleanable_dirty_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+            raise InvalidConfigError(
+                f"min.cleanable.dirty.ratio={ratio!r} must be a number from 0 to 1"
+            )
         if self.max_message_bytes > self.segment_bytes:
             raise InvalidConfigError(
                 f"max.message.bytes={self.max_message_bytes} exceeds segment.bytes="
@@ -161,6 +168,13 @@ def _parse_int(key: str, text: str) -> int:
         raise InvalidConfigError(f"{key}={text!r} is not an integer") from None
 
 
+def _parse_float(key: str, text: str) -> float:
+    try:
+        return float(text.strip())
+    except (ValueError, AttributeError):
+        raise InvalidConfigError(f"{key}={text!r} is not a number") from None
+
+
 def _parse_timestamp_type(key: str, text: str) -> str:
     if text not in TIMESTAMP_TYPES:
         raise InvalidConfigError(f"{key}={text!r} must be one of {sorted(TIMESTAMP_TYPES)}")
@@ -180,5 +194,6 @@ def _parse_cleanup_policy(key: str, text: str) -> frozenset[str]:
 _PARSERS: dict[str, Callable[[str, str], object]] = {
     "message.timestamp.type": _parse_timestamp_type,
     "cleanup.policy": _parse_cleanup_policy,
+    "min.cleanable.dirty.ratio": _parse_float,
     "compression.type": lambda key, text: text,  # checked by validate()
 }

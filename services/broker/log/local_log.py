@@ -207,6 +207,14 @@ class LocalLog:
         del self.segments[:count]
         del self.base_offsets[:count]
 
+    def closed_below(self, offset: int) -> list[Segment]:
+        """The closed segments wholly below `offset` (what compaction may clean)."""
+        return [
+            segment
+            for segment, next_base in zip(self.segments, self.base_offsets[1:], strict=False)
+            if next_base <= offset
+        ]
+
     def remove_segment(self, segment: Segment) -> None:
         """Delete `segment`, a closed segment compaction emptied."""
         index = self.segments.index(segment)

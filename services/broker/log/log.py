@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 from samsa.common import limits
 from samsa.common.errors import OffsetOutOfRangeError
-from samsa.services.broker.log import cleaner, retention
+from samsa.services.broker.log import cleaner, policy, retention
 from samsa.services.broker.log.append_info import (
     AppendInfo,
     AppendPlan,
@@ -57,11 +57,11 @@ from samsa.services.broker.log.append_info import (
 )
 from samsa.services.broker.log.cleaner import (
     NOTHING_CLEANED,
-    CleanedSegment,
+    Cleaned,
     CleaningJob,
     CompactionResult,
 )
-from samsa.services.broker.log.compaction import AbortedRanges
+from samsa.services.broker.log.compaction import NEVER, AbortedRanges
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.loading import load_log
@@ -108,6 +108,10 @@ class Log:
         # The aborted-transaction index and the ended-but-unreplicated transactions
         # (transaction_log_state.py).
         self._transactions = TransactionLogState.empty(directory)
+        # Where the last compaction pass ended, and when something it kept for its delete
+        # horizon may go (compaction_due). In memory: the first pass after an open is due.
+        self._cleaned_to = 0
+        self._compaction_due_ms = NEVER
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -421,7 +425,9 @@ class Log:
         self.checkpoint()
 
     def _on_truncated(self) -> None:
-        """Rebuild the producer state, and the transaction index from where its replay began."""
+        """Rebuild the producer state, and the transaction index from where its replay began;
+        what is written again from the new log end is new to the cleaner."""
+        self._cleaned_to = min(self._cleaned_to, self.log_end_offset)
         rebuilt = self._producers.on_truncate(self._local_log.segments)
         self._transactions.on_replayed(rebuilt.replayed_from, rebuilt.completed, rebuilt.aborted)
 
@@ -433,6 +439,7 @@ class Log:
         self._durability.persist_marker_removal()
         self._local_log.truncate_fully_and_start_at(offset, self.config.index_interval_bytes)
         self._log_start_offset = offset
+        self._cleaned_to = min(self._cleaned_to, offset)
         self._durability.on_truncate_fully(offset)
         self._epochs.clear()
         self._producers.on_truncate_fully()
@@ -489,12 +496,27 @@ class Log:
 
     def compact(self, *, now_ms: int, high_watermark: int) -> CompactionResult:
         """One whole compaction pass on this thread (`plan_compaction`, the job's `run`, then
-        `finish_compaction`); the broker's cleaner task runs the middle step on a worker thread
-        instead."""
+        `finish_compaction`), due or not; the broker's cleaner task asks `compaction_due` first
+        and runs the middle step on a worker thread."""
         job = self.plan_compaction(now_ms=now_ms, high_watermark=high_watermark)
         if job is None:
             return NOTHING_CLEANED
         return self.finish_compaction(job, job.run())
+
+    def compaction_due(self, *, now_ms: int, high_watermark: int) -> bool:
+        """min.cleanable.dirty.ratio of the cleanable bytes was written since the last pass, or
+        something that pass kept for its delete horizon may go now (policy.compaction_due)."""
+        self._check_open()
+        if not self.config.compact:
+            return False
+        closed = self._local_log.closed_below(self.last_stable_offset(high_watermark))
+        return policy.compaction_due(
+            [(segment.base_offset, segment.size_bytes) for segment in closed],
+            cleaned_to=self._cleaned_to,
+            dirty_ratio=self.config.min_cleanable_dirty_ratio,
+            due_ms=self._compaction_due_ms,
+            now_ms=now_ms,
+        )
 
     def plan_compaction(self, *, now_ms: int, high_watermark: int) -> CleaningJob | None:
         """cleanup.policy=compact: the pass over the closed segments wholly below the last
@@ -511,24 +533,25 @@ class Log:
             self._local_log.base_offsets, self._log_start_offset, cleanable_end
         )
         return CleaningJob.plan(
-            self._local_log.segments,
-            self._local_log.base_offsets,
-            cleanable_end=cleanable_end,
+            self._local_log.closed_below(cleanable_end),
             now_ms=now_ms,
             delete_retention_ms=self.config.delete_retention_ms,
             keep_whole=self._producers.newest_batch_base_offsets(),
             aborted=AbortedRanges(aborted),
         )
 
-    def finish_compaction(
-        self, job: CleaningJob, cleaned: list[CleanedSegment]
-    ) -> CompactionResult:
+    def finish_compaction(self, job: CleaningJob, cleaned: Cleaned) -> CompactionResult:
         """Swap in what `job` cleaned, crash-safely, unless its segments changed meanwhile or
-        the log was closed (then its files are discarded)."""
+        the log was closed (then its files are discarded and the pass counts for nothing)."""
         if self._closed:
             job.discard()
             return NOTHING_CLEANED
-        return cleaner.finish(job, cleaned, self._local_log)
+        result = cleaner.finish(job, cleaned, self._local_log)
+        if result is None:
+            return NOTHING_CLEANED
+        self._cleaned_to = job.cleaned_to
+        self._compaction_due_ms = cleaned.due_ms
+        return result
 
     # --- durability ----------------------------------------------------------------------------
 

@@ -16,6 +16,11 @@ numbers. Kafka's arithmetic is kept where it is observable:
   file's mtime; a pure core has no clock to compare it with, and a file time is not a record
   time).
 - flush: when flush.messages records are unflushed, or flush.ms passed since the last flush.
+- compaction (Kafka's min.cleanable.dirty.ratio): the broker's cleaner compacts a log when the
+  bytes written since its last pass (the closed, cleanable segments at or above where that pass
+  ended) are at least that share of all its cleanable bytes, or when something the last pass
+  kept for delete.retention.ms (a tombstone, an emptied transaction's COMMIT marker) may go. A
+  log with nothing new and nothing due costs nothing.
 
 Invariants: `retention_deletable_count` never counts the active segment (it is not passed in)
 and returns a prefix length.
@@ -129,3 +134,21 @@ def should_flush(
     if unflushed_records >= config.flush_messages:
         return True
     return now_ms - last_flush_ms >= config.flush_ms
+
+
+def compaction_due(
+    closed: Sequence[tuple[int, int]],
+    *,
+    cleaned_to: int,
+    dirty_ratio: float,
+    due_ms: int,
+    now_ms: int,
+) -> bool:
+    """Whether to compact: `closed` is (base offset, size in bytes) of each closed segment wholly
+    below the cleanable end, `cleaned_to` where the last pass ended (0 before the first), and
+    `due_ms` when the earliest thing that pass kept for its delete horizon may go."""
+    total = sum(size for _, size in closed)
+    if total == 0:
+        return False
+    dirty = sum(size for base_offset, size in closed if base_offset >= cleaned_to)
+    return (dirty > 0 and dirty >= dirty_ratio * total) or now_ms >= due_ms

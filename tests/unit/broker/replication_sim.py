@@ -49,7 +49,7 @@ from samsa.metadata.image import NO_LEADER, TOPIC_RESOURCE, MetadataImage, Parti
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
 from samsa.services.broker.hosted_partition import HostedPartition
-from samsa.services.broker.log.cleaner import NOTHING_CLEANED, CleanedSegment, CleaningJob
+from samsa.services.broker.log.cleaner import NOTHING_CLEANED, Cleaned, CleaningJob
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.maintenance import (
     PRODUCER_ID_EXPIRATION_MS,
@@ -171,7 +171,7 @@ class Broker:
     fsynced_end: int | None = None
     # A compaction pass planned and not yet swapped in (the cleaner's worker thread runs it
     # meanwhile): the job, and what it made once it ran.
-    cleaning: tuple[CleaningJob, list[CleanedSegment] | None] | None = None
+    cleaning: tuple[CleaningJob, Cleaned | None] | None = None
 
     @property
     def alive(self) -> bool:
@@ -752,10 +752,15 @@ class Simulation:
         return True
 
     def _clean(self, broker: Broker, hosted: HostedPartition) -> None:
-        """A step of the log cleaner (log_cleaner.py): plan a pass, and run it and swap it in
-        now or at a later step (its worker thread runs beside everything else, so the steps
-        between may truncate, delete or close what it planned on)."""
+        """A step of the log cleaner (log_cleaner.py): when a pass is due, plan it, and run it
+        and swap it in now or at a later step (its worker thread runs beside everything else, so
+        the steps between may truncate, delete or close what it planned on)."""
         if broker.cleaning is None:
+            if not hosted.log.compaction_due(
+                now_ms=self.now_ms, high_watermark=hosted.high_watermark
+            ):
+                self.counts["compaction passes not due"] += 1
+                return
             job = hosted.log.plan_compaction(
                 now_ms=self.now_ms, high_watermark=hosted.high_watermark
             )
@@ -774,7 +779,7 @@ class Simulation:
             self.counts["compaction passes discarded"] += 1
             return
         compacted = hosted.log.finish_compaction(job, cleaned)
-        if compacted == NOTHING_CLEANED and any(c.indexes is not None for c in cleaned):
+        if compacted == NOTHING_CLEANED and any(c.indexes is not None for c in cleaned.segments):
             self.counts["compaction passes discarded"] += 1
         self.counts["records removed by compaction"] += compacted.records_removed
         self.counts["markers removed by compaction"] += compacted.markers_removed

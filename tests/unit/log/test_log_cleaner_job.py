@@ -1,7 +1,9 @@
 """Goal: a compaction pass planned on the log's thread may run on another while the log goes on
 appending and serving reads, and is swapped in only if its segments are still as planned: when
 retention, DeleteRecords, truncation or a close got there first, or the pass was cancelled, it
-changes nothing and leaves no file behind, and the next pass compacts as if it never ran.
+changes nothing and leaves no file behind, and the next pass compacts as if it never ran. A
+pass is due only when min.cleanable.dirty.ratio of the log is new since the last one, or when a
+tombstone it kept may go.
 
 Method: a real Log with 2 KiB segments and cleanup.policy=compact; `plan_compaction`, the job's
 `run` (on a real thread where it matters) and `finish_compaction`, with the interfering change
@@ -134,3 +136,39 @@ def test_nothing_to_plan_without_closed_segments_or_compaction(tmp_path: Path) -
     plain = compacted_log(tmp_path / "compacted")
     assert plain.plan_compaction(now_ms=NOW, high_watermark=0) is None, "nothing below the HW"
     plain.close()
+
+
+def test_a_pass_is_due_when_half_the_log_is_new_or_a_tombstone_may_go(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(cleanup_policy=frozenset({"compact"})), now_ms=NOW)
+
+    def write(values: list[bytes | None], keys: int = 40) -> None:
+        """`values` to keys k0, k1, ... k<keys - 1>, k0, ..."""
+        for n, value in enumerate(values):
+            keyed = batch(value, keys=[b"k%d" % (n % keys)], timestamp=NOW)
+            log.append_as_leader(keyed, leader_epoch=0, now_ms=NOW)
+
+    write([b"old" + b"." * 100] * 80)  # 40 keys twice
+    end = log.log_end_offset
+    assert log.compaction_due(now_ms=NOW, high_watermark=end), "never compacted"
+    log.compact(now_ms=NOW, high_watermark=end)
+    assert not log.compaction_due(now_ms=NOW, high_watermark=end), "nothing new"
+
+    write([b"new" + b"." * 100] * 15)  # about a quarter of what is cleanable
+    assert not log.compaction_due(now_ms=NOW, high_watermark=log.log_end_offset)
+    write([b"new" + b"." * 100] * 40)
+    assert log.compaction_due(now_ms=NOW, high_watermark=log.log_end_offset)
+
+    write([None], keys=1)  # k0 deleted
+    for n in range(60):  # the others rewritten, so that the tombstone's segment closes
+        keyed = batch(b"after" + b"." * 100, keys=[b"k%d" % (1 + n % 39)], timestamp=NOW)
+        log.append_as_leader(keyed, leader_epoch=0, now_ms=NOW)
+    end = log.log_end_offset
+    log.compact(now_ms=NOW, high_watermark=end)
+    retention = log.config.delete_retention_ms
+    assert None in [r.value for r in read_all(log)], "the tombstone stays until its horizon"
+    assert not log.compaction_due(now_ms=NOW + retention - 1, high_watermark=end)
+    assert log.compaction_due(now_ms=NOW + retention, high_watermark=end)
+    log.compact(now_ms=NOW + retention, high_watermark=end)
+    assert None not in [r.value for r in read_all(log)]
+    assert not log.compaction_due(now_ms=NOW + 2 * retention, high_watermark=end)
+    log.close()

@@ -181,9 +181,12 @@ def test_commit_markers_of_emptied_transactions_go_so_the_log_stays_bounded(
 
     early = log.compact(now_ms=later - 1, high_watermark=end)
     assert early.markers_removed == 0 and early.records_removed > 0
+    assert not log.compaction_due(now_ms=later - 1, high_watermark=end), "nothing new, none due"
     assert log.compact(now_ms=later - 1, high_watermark=end).markers_removed == 0, "too young"
+    assert log.compaction_due(now_ms=later, high_watermark=end), "the emptied markers may go"
     removed = log.compact(now_ms=later, high_watermark=end)
     assert removed.markers_removed == 38
+    assert not log.compaction_due(now_ms=later + 10**9, high_watermark=end), "nothing left"
 
     markers = marker_offsets(log)
     assert len(markers) == 2, "the ABORT marker and the marker of the newest record's transaction"

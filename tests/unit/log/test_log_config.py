@@ -24,6 +24,7 @@ def test_defaults_are_kafkas() -> None:
     assert config.message_timestamp_type == "CreateTime" and not config.log_append_time
     assert config.cleanup_policy == {"delete"} and config.delete and not config.compact
     assert config.delete_retention_ms == day_ms
+    assert config.min_cleanable_dirty_ratio == 0.5
     assert LogConfig.from_properties({}) == config
 
 
@@ -41,6 +42,7 @@ def test_every_key_parses() -> None:
             "message.timestamp.type": "LogAppendTime",
             "cleanup.policy": "compact,delete",
             "delete.retention.ms": "0",
+            "min.cleanable.dirty.ratio": "0.25",
         }
     )
     assert (config.segment_bytes, config.segment_ms, config.index_interval_bytes) == (
@@ -52,6 +54,7 @@ def test_every_key_parses() -> None:
     assert (config.flush_messages, config.flush_ms, config.max_message_bytes) == (1, 1000, 2048)
     assert config.log_append_time and config.compact and config.delete
     assert config.delete_retention_ms == 0
+    assert config.min_cleanable_dirty_ratio == 0.25
 
 
 @pytest.mark.parametrize(
@@ -72,6 +75,10 @@ def test_every_key_parses() -> None:
         ("cleanup.policy", "compact,shred"),
         ("cleanup.policy", ""),
         ("delete.retention.ms", "-5"),
+        ("min.cleanable.dirty.ratio", "1.5"),
+        ("min.cleanable.dirty.ratio", "-0.1"),
+        ("min.cleanable.dirty.ratio", "half"),
+        ("min.cleanable.dirty.ratio", "nan"),
         ("retention.hours", "1"),
     ],
 )

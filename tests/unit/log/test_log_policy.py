@@ -9,7 +9,7 @@ from __future__ import annotations
 from samsa.common import limits
 from samsa.services.broker.log import policy
 from samsa.services.broker.log.config import LogConfig
-from samsa.services.broker.log.policy import SegmentStats
+from samsa.services.broker.log.policy import SegmentStats, compaction_due
 
 CONFIG = LogConfig(segment_bytes=10_000, segment_ms=1_000, max_message_bytes=5_000)
 
@@ -121,3 +121,22 @@ def test_should_flush() -> None:
     assert policy.should_flush(config, unflushed_records=1, last_flush_ms=0, now_ms=1_000)
     never = LogConfig()
     assert not policy.should_flush(never, unflushed_records=10**6, last_flush_ms=0, now_ms=10**12)
+
+
+def test_compaction_is_due_when_half_the_log_is_new_or_a_horizon_passed() -> None:
+    closed = [(0, 400), (100, 400), (200, 200)]  # base offset, bytes
+
+    def due(cleaned_to: int, *, ratio: float = 0.5, due_ms: int = 10**18) -> bool:
+        return compaction_due(
+            closed, cleaned_to=cleaned_to, dirty_ratio=ratio, due_ms=due_ms, now_ms=1_000
+        )
+
+    assert due(0), "never compacted: all of it is dirty"
+    assert due(100), "600 of 1,000 bytes written since the last pass"
+    assert not due(200), "200 of 1,000"
+    assert due(200, ratio=0.2) and not due(200, ratio=0.21)
+    assert not due(300), "nothing new"
+    assert not due(300, ratio=0.0), "a ratio of 0 still needs something new"
+    assert due(300, due_ms=1_000), "a tombstone or marker the last pass kept may go now"
+    assert not due(300, due_ms=1_001)
+    assert not compaction_due([], cleaned_to=0, dirty_ratio=0.5, due_ms=0, now_ms=1), "no log"
