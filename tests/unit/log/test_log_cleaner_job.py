@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from log_helpers import batch, read_all, small_config
 
-from samsa.services.broker.log.cleaner import NOTHING_CLEANED, CleaningCancelled
+from samsa.services.broker.log.cleaner import NOTHING_CLEANED, CleaningCancelled, CleaningJob
 from samsa.services.broker.log.log import Log
 
 NOW = 1_000_000
@@ -89,8 +89,7 @@ def test_a_pass_whose_segments_changed_is_discarded(
     tmp_path: Path, change: Callable[[Log], None]
 ) -> None:
     log = compacted_log(tmp_path)
-    job = log.plan_compaction(now_ms=NOW, high_watermark=log.log_end_offset)
-    assert job is not None
+    job = planned(log)
     cleaned = job.run()
     assert leftovers(tmp_path), "the pass wrote its cleaned files"
     change(log)
@@ -102,10 +101,15 @@ def test_a_pass_whose_segments_changed_is_discarded(
     log.close()
 
 
-def test_a_pass_finished_after_the_log_closed_leaves_nothing(tmp_path: Path) -> None:
-    log = compacted_log(tmp_path)
+def planned(log: Log) -> CleaningJob:
     job = log.plan_compaction(now_ms=NOW, high_watermark=log.log_end_offset)
     assert job is not None
+    return job
+
+
+def test_a_pass_finished_after_the_log_closed_leaves_nothing(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path)
+    job = planned(log)
     cleaned = job.run()
     log.close()
     assert log.finish_compaction(job, cleaned) == NOTHING_CLEANED
@@ -117,8 +121,7 @@ def test_a_pass_finished_after_the_log_closed_leaves_nothing(tmp_path: Path) -> 
 
 def test_a_cancelled_pass_raises_and_its_discard_leaves_nothing(tmp_path: Path) -> None:
     log = compacted_log(tmp_path)
-    job = log.plan_compaction(now_ms=NOW, high_watermark=log.log_end_offset)
-    assert job is not None
+    job = planned(log)
     cancel = threading.Event()
     cancel.set()
     with pytest.raises(CleaningCancelled):

@@ -286,6 +286,19 @@ def copy(leader: Log, follower: Log, upto: int) -> None:
         follower.append_as_follower(read.records, now_ms=NOW)
 
 
+def copied_without_its_marker(tmp_path: Path, kind: int) -> tuple[Log, Log, int]:
+    """A leader holding transaction 0 ({k1: a1}) ended by a `kind` marker, and a follower
+    that copied the transaction's record but not the marker; and the marker's offset."""
+    config = compact_config(delete_retention_ms=1_000)
+    leader = Log.open(tmp_path / "leader", config, now_ms=NOW)
+    follower = Log.open(tmp_path / "follower", config, now_ms=NOW)
+    transaction_records(leader, 0, {b"k1": b"a1"})
+    marker_at = leader.log_end_offset
+    append(leader, marker(kind, PID, 1))
+    copy(leader, follower, marker_at)
+    return leader, follower, marker_at
+
+
 def test_a_follower_that_copied_aborted_records_before_they_went_still_hides_them(
     tmp_path: Path,
 ) -> None:
@@ -293,13 +306,7 @@ def test_a_follower_that_copied_aborted_records_before_they_went_still_hides_the
     aborted transaction's records but not its marker; the leader removed both records and,
     were it allowed, the marker. The follower then copies the producer's next transaction,
     which commits: without the ABORT marker it would take the aborted records for part of it."""
-    config = compact_config(delete_retention_ms=1_000)
-    leader = Log.open(tmp_path / "leader", config, now_ms=NOW)
-    follower = Log.open(tmp_path / "follower", config, now_ms=NOW)
-    transaction_records(leader, 0, {b"k1": b"a1"})
-    abort_at = leader.log_end_offset
-    append(leader, marker(CONTROL_TYPE_ABORT, PID, 1))
-    copy(leader, follower, abort_at)  # the records, not the marker
+    leader, follower, abort_at = copied_without_its_marker(tmp_path, CONTROL_TYPE_ABORT)
     transaction(leader, 1, {b"k2": b"b2"}, CONTROL_TYPE_COMMIT)
     fill(leader)
     end = leader.log_end_offset
@@ -322,13 +329,7 @@ def test_a_follower_that_copied_committed_records_before_their_marker_went_agree
     its key, which the follower copies too. Here the follower copied transaction 0's record but
     not its COMMIT marker, which the leader then removed; the producer's next transaction
     aborts, so the follower hides the old record with it, and still shows each key's newest."""
-    config = compact_config(delete_retention_ms=1_000)
-    leader = Log.open(tmp_path / "leader", config, now_ms=NOW)
-    follower = Log.open(tmp_path / "follower", config, now_ms=NOW)
-    transaction_records(leader, 0, {b"k1": b"a1"})
-    commit_at = leader.log_end_offset
-    append(leader, marker(CONTROL_TYPE_COMMIT, PID, 1))
-    copy(leader, follower, commit_at)
+    leader, follower, commit_at = copied_without_its_marker(tmp_path, CONTROL_TYPE_COMMIT)
     plain(leader, b"k1", b"p1")
     transaction(leader, 1, {b"k2": b"b2"}, CONTROL_TYPE_ABORT)
     fill(leader)
