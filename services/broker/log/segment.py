@@ -311,10 +311,6 @@ class Segment:
                     return offset, record_timestamp
         return None
 
-    def iter_batches(self) -> Iterator[tuple[bytes, RecordBatch]]:
-        """Every batch as (stored bytes, decoded batch), read in large chunks (compaction)."""
-        return iter_batches(self.fd, self.size_bytes)
-
     # --- truncating, persisting, closing -----------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
