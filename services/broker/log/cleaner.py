@@ -16,7 +16,10 @@ the loop would answer no produce, fetch or replica fetch):
    reads only through those descriptors and writes only `.cleaned` files. Its first pass builds
    the key map (each key's newest offset) and decides which COMMIT markers go
    (compaction.RemovableMarkers: it sees the log as the previous pass left it); its second
-   writes each segment's survivors to X.log.cleaned (`Segment.write_cleaned`).
+   writes each segment's survivors to X.log.cleaned (`Segment.write_cleaned`), noting when a
+   pass is next due for what it kept only for its delete horizon (`Cleaned.due_ms`: a kept
+   tombstone's horizon, a young emptied COMMIT marker's, or, for a transaction whose records
+   it removed whole, its marker's earliest; `Log.compaction_due` reads it).
 3. `finish` (on the log's thread, by `Log.finish_compaction`) applies the outcome only if every
    planned segment is still in the log, closed, at the same version: otherwise (retention,
    DeleteRecords, truncation or a scrubber repair got there first, or the log was closed) it
