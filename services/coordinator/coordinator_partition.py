@@ -117,8 +117,8 @@ class CoordinatorPartition:
 
     # --- what a subclass provides -----------------------------------------------------------
 
-    def replay_record(self, key: bytes, value: bytes | None) -> None:
-        """Apply one record read from the log; ValueError for an unreadable one."""
+    def replay_record(self, key: bytes, value: bytes | None, offset: int) -> None:
+        """Apply one record read from the log at `offset`; ValueError for an unreadable one."""
         raise NotImplementedError
 
     def writer_epoch_record(self) -> KeyValue:
@@ -126,10 +126,11 @@ class CoordinatorPartition:
         raise NotImplementedError
 
     def replay_transactional(
-        self, head: BatchHeader, next_sequence: int, written: list[KeyValue]
+        self, head: BatchHeader, next_sequence: int, written: list[tuple[int, KeyValue]]
     ) -> None:
-        """The records of one transactional batch read from the log (`next_sequence`: the
-        producer's next sequence after it). Only `__consumer_offsets` has them."""
+        """The records of one transactional batch read from the log, each with its offset
+        (`next_sequence`: the producer's next sequence after it). Only `__consumer_offsets` has
+        them."""
         log.error(
             "skipping an unexpected transactional batch",
             extra={
@@ -184,12 +185,18 @@ class CoordinatorPartition:
                 f"partition {self.partition} of {self.topic} is loading; retry shortly",
             )
 
-    async def write_encoded(self, records: list[KeyValue]) -> None:
+    async def write_encoded(
+        self, records: list[KeyValue], on_durable: Callable[[int], None] | None = None
+    ) -> None:
         """Queue `records` and return once they, and everything queued before them, are
-        durable. Raises PartitionUnavailableError when the partition failed or was dropped."""
+        durable. `on_durable(offset of the first record)` runs then, even if the caller was
+        cancelled meanwhile, before the caller resumes. Raises PartitionUnavailableError when
+        the partition failed or was dropped."""
         self.check_serving()
         assert self.writer is not None
         future: Token = asyncio.get_running_loop().create_future()
+        if on_durable is not None:
+            future.add_done_callback(_when_written(on_durable))
         try:
             done = self.writer.append(records, future)
         except WriterFailedError as error:
@@ -313,7 +320,7 @@ class CoordinatorPartition:
                 self.replay_marker(head.producer_id, committed, head.base_offset)
             elif head.is_transactional:
                 fresh = [
-                    (key or b"", value)
+                    (record_offset, (key or b"", value))
                     for record_offset, key, value in zip(
                         batch.offsets(), batch.keys, batch.values, strict=True
                     )
@@ -332,7 +339,7 @@ class CoordinatorPartition:
 
     def _replay_one(self, offset: int, key: bytes | None, value: bytes | None) -> None:
         try:
-            self.replay_record(key or b"", value)
+            self.replay_record(key or b"", value, offset)
         except ValueError as error:
             log.error(
                 "skipping an unreadable record",
@@ -400,6 +407,14 @@ class CoordinatorPartition:
                 await self._wake.wait()
                 continue
             await self._send(writer, batch)
+
+
+def _when_written(on_durable: Callable[[int], None]) -> Callable[[Token], None]:
+    def written(future: Token) -> None:
+        if not future.cancelled() and future.exception() is None:
+            on_durable(future.result())
+
+    return written
 
 
 def _settle(completions: list[Completed[Token]]) -> None:

@@ -30,6 +30,10 @@ STABLE = g.MEMBER_RECONCILE_STATE_STABLE
 UNREVOKED_PARTITIONS = g.MEMBER_RECONCILE_STATE_UNREVOKED_PARTITIONS
 UNRELEASED_PARTITIONS = g.MEMBER_RECONCILE_STATE_UNRELEASED_PARTITIONS
 
+# The position of an offset-commit record applied live but not yet durable: it will land after
+# every record already in the log, so it is newer than any of them (group_txn_offsets.py).
+IN_FLIGHT = 2**63
+
 # Member epochs with a meaning of their own (coordinator.proto).
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
@@ -109,9 +113,9 @@ class ConsumerGroup:
     # In the order of each member's last member_metadata record (see group_assignment).
     members: dict[str, Member] = field(default_factory=dict)
     offsets: dict[TopicPartition, g.OffsetCommitValue] = field(default_factory=dict)
-    # Per partition, the position (GroupShard.offset_commits) of the offset-commit record, a
-    # value or a tombstone, that last set it: a transaction's pending offset applies only when
-    # it is newer (group_txn_offsets.py). Bookkeeping, not state: left out of ==.
+    # Per partition, the log offset of the offset-commit record, a value or a tombstone, that
+    # last set it (IN_FLIGHT until it is durable): a transaction's pending offset applies only
+    # when it is newer (group_txn_offsets.py). Bookkeeping, not state: left out of ==.
     offset_positions: dict[TopicPartition, int] = field(default_factory=dict, compare=False)
     # Derived: partition -> the member whose assigned ∪ pending_revocation holds it.
     owners: dict[TopicPartition, str] = field(default_factory=dict)
@@ -135,13 +139,11 @@ class GroupShard:
     groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     writer_coordinator_id: int = -1
     writer_assignment_epoch: int = -1
-    # Offset-commit records seen so far, applied or made pending, in log order (live: in the
-    # order they were applied or became durable): each one's position.
-    offset_commits: int = field(default=0, compare=False)
-
-    def next_offset_commit_position(self) -> int:
-        self.offset_commits += 1
-        return self.offset_commits
+    # (group id, partition) -> how many offset-commit records of it were applied live and are
+    # not durable yet (group_replay.mark_durable). Bookkeeping, not state: left out of ==.
+    offsets_in_flight: dict[tuple[str, TopicPartition], int] = field(
+        default_factory=dict, compare=False
+    )
 
     def offset_position(self, group_id: str, topic_partition: TopicPartition) -> int:
         group = self.groups.get(group_id)

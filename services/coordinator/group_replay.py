@@ -26,6 +26,7 @@ coordinator.
 from __future__ import annotations
 
 from samsa.services.coordinator.group_model import (
+    IN_FLIGHT,
     STABLE,
     ConsumerGroup,
     GroupShard,
@@ -37,8 +38,9 @@ from samsa.services.coordinator.group_records import GroupRecord, check, key_kin
 from samsa.v1 import group_records_pb2 as g
 
 
-def replay(shard: GroupShard, record: GroupRecord) -> None:
-    """Apply one record to the shard."""
+def replay(shard: GroupShard, record: GroupRecord, offset: int) -> None:
+    """Apply one record to the shard: read from the log at `offset`, or IN_FLIGHT for a
+    record a handler applies as it writes it (see `mark_durable`)."""
     key, value = check(record)
     kind = key_kind(key)
     if kind == "writer_epoch":
@@ -46,7 +48,7 @@ def replay(shard: GroupShard, record: GroupRecord) -> None:
         shard.writer_coordinator_id = value.writer_epoch.coordinator_id
         shard.writer_assignment_epoch = value.writer_epoch.assignment_epoch
     elif kind == "offset_commit":
-        _replay_offset_commit(shard, key.offset_commit, value)
+        _replay_offset_commit(shard, key.offset_commit, value, offset)
     elif kind == "group_metadata":
         _replay_group_metadata(shard, key.group_metadata.group_id, value)
     elif kind == "target_assignment_metadata":
@@ -85,11 +87,34 @@ def _member(group: ConsumerGroup, member_id: str) -> Member:
     return member
 
 
+def mark_durable(shard: GroupShard, records: list[GroupRecord], first_offset: int) -> None:
+    """Records applied live (at IN_FLIGHT) are durable, the first at `first_offset`, the rest
+    after it: each offset-commit record's partition takes its log offset as its position, unless
+    a later record of the partition is still in flight (writes become durable in order)."""
+    in_flight = shard.offsets_in_flight
+    for index, (key, _) in enumerate(records):
+        if key_kind(key) != "offset_commit":
+            continue
+        commit = key.offset_commit
+        topic_partition = (commit.topic, commit.partition)
+        counted = (commit.group_id, topic_partition)
+        left = in_flight[counted] - 1
+        if left:
+            in_flight[counted] = left
+            continue
+        del in_flight[counted]
+        group = shard.groups.get(commit.group_id)
+        if group is not None and topic_partition in group.offset_positions:
+            group.offset_positions[topic_partition] = first_offset + index
+
+
 def _replay_offset_commit(
-    shard: GroupShard, key: g.OffsetCommitKey, value: g.GroupRecordValue | None
+    shard: GroupShard, key: g.OffsetCommitKey, value: g.GroupRecordValue | None, position: int
 ) -> None:
     topic_partition = (key.topic, key.partition)
-    position = shard.next_offset_commit_position()
+    if position == IN_FLIGHT:
+        counted = (key.group_id, topic_partition)
+        shard.offsets_in_flight[counted] = shard.offsets_in_flight.get(counted, 0) + 1
     if value is not None:
         offset = g.OffsetCommitValue()
         offset.CopyFrom(value.offset_commit)

@@ -4,8 +4,9 @@ the handlers, plus the timers (session and revocation deadlines, offset retentio
 Theory of operation. `GroupCoordinatorShard` owns a `GroupShard` (group_model) and the group
 settings. The runtime (not here: it does the I/O) loads the partition by calling `replay` for each
 record in log order, then `start_timers(now_ms)`; from then on it calls the handlers, appends the
-records of each `GroupResult` to the log and sends the response once they are durable, and calls
-`expire(now_ms)` when `next_deadline_ms()` has passed. Every mutating handler has already applied
+records of each `GroupResult` to the log, and once they are durable tells `mark_durable` where
+they landed and sends the response; it calls `expire(now_ms)` when `next_deadline_ms()` has
+passed. Every mutating handler has already applied
 its records through replay (group_writer), so the shard equals the replay of every record it
 emitted — which is what a coordinator taking the partition over rebuilds.
 
@@ -36,7 +37,7 @@ from samsa.services.coordinator.group_model import (
     GroupShard,
 )
 from samsa.services.coordinator.group_records import GroupRecord
-from samsa.services.coordinator.group_replay import replay
+from samsa.services.coordinator.group_replay import mark_durable, replay
 from samsa.services.coordinator.group_writer import (
     GroupResult,
     RecordCollector,
@@ -58,16 +59,21 @@ class GroupCoordinatorShard:
 
     # --- loading ----------------------------------------------------------------------------
 
-    def replay(self, record: GroupRecord) -> None:
-        """Apply one record read from the log (loading)."""
-        replay(self.state, record)
+    def replay(self, record: GroupRecord, offset: int) -> None:
+        """Apply one record read from the log at `offset` (loading)."""
+        replay(self.state, record, offset)
+
+    def mark_durable(self, records: list[GroupRecord], first_offset: int) -> None:
+        """The records of a GroupResult (or of `expire`) are durable in the log, the first at
+        `first_offset`: the runtime calls this once their write is acknowledged."""
+        mark_durable(self.state, records, first_offset)
 
     def replay_transactional(
-        self, producer_id: int, offset: int, written: list[GroupRecord]
+        self, producer_id: int, written: list[tuple[int, GroupRecord]]
     ) -> None:
-        """Records of a producer's transactional batch at `offset` (read from the log, or just
-        written): pending until its marker."""
-        self.txn_offsets.add(self.state, producer_id, offset, written)
+        """Records of a producer's transactional batch, each with its log offset (read from the
+        log, or just written): pending until its marker."""
+        self.txn_offsets.add(producer_id, written)
 
     def complete_transaction(self, producer_id: int, committed: bool, marker_offset: int) -> int:
         """A producer's COMMIT (apply its pending offsets) or ABORT (drop them) marker at

@@ -14,15 +14,20 @@ While a partition's offsets are pending, OffsetFetch with require_stable answers
 UNSTABLE_OFFSET_COMMIT (retriable): a consumer that takes the partition over waits for the
 transaction to end rather than re-reading what it may commit.
 
-Order, as Kafka's (by log offset): a pending offset is applied at its COMMIT marker only if it is
-newer than the record that last set its partition (a plain commit, a deletion, another
-transaction's offset). Every offset-commit record gets a position as it is applied or becomes
-pending (`GroupShard.offset_commits`), in log order when loading; a partition remembers the
-position of the record that set it. So a load decides as the live coordinator did, and a
+Order, as Kafka's: a pending offset is applied at its COMMIT marker only if its record is newer,
+by log offset, than the record that last set its partition (a plain commit, a deletion, another
+transaction's offset). A partition remembers the log offset of the record that set it
+(`ConsumerGroup.offset_positions`). A handler applies a plain commit before it is durable, so its
+position is IN_FLIGHT (newer than anything in the log) until the runtime reports where it landed
+(`group_replay.mark_durable`). The plain and the transactional writes of a partition travel
+separately (the coordinator's own producer, the client's producer id), so only log offsets order
+them: a plain commit applied while a TxnOffsetCommit is being written may land before or after
+it, and both a live coordinator and a load decide by where it landed. One case needs the
+runtime's help: a plain commit still in flight when a marker is resolved may have landed before
+the transaction's records. So before it resolves markers, the runtime waits until every write
+queued so far is durable (offsets_partition.py); what is in flight after that was queued after
+the marker was read, lands after it, and rightly wins. A load decides the same way, and a
 compacted log (the cleaner keeps the newest record of each key by log offset) as the whole one.
-Mixing transactional and plain commits of one partition is not something a correct
-application does; one race remains: a plain commit applied while a TxnOffsetCommit is being
-written, before it is durable, loses to it live and wins on a reload.
 """
 
 from __future__ import annotations
@@ -42,22 +47,18 @@ from samsa.v1 import transactions_pb2 as x
 
 
 class PendingTxnOffsets:
-    """The offset-commit records each producer id wrote in its open transaction, with the log
-    offset of their batch and their position (see the module doc), in log order."""
+    """The offset-commit records each producer id wrote in its open transaction, each with its
+    log offset, in log order."""
 
     def __init__(self) -> None:
-        self.by_producer: dict[int, list[tuple[int, GroupRecord, int]]] = {}
+        self.by_producer: dict[int, list[tuple[int, GroupRecord]]] = {}
 
-    def add(
-        self, state: GroupShard, producer_id: int, offset: int, written: list[GroupRecord]
-    ) -> None:
-        """Records of `producer_id`'s transaction are durable in the log at `offset` (or were
-        replayed from there)."""
-        pending = self.by_producer.setdefault(producer_id, [])
-        for record in written:
-            key, _ = record
+    def add(self, producer_id: int, written: list[tuple[int, GroupRecord]]) -> None:
+        """Records of `producer_id`'s transaction, each with its offset, are durable in the log
+        (or were replayed from there)."""
+        for _, (key, _) in written:
             assert key_kind(key) == "offset_commit", key_kind(key)
-            pending.append((offset, record, state.next_offset_commit_position()))
+        self.by_producer.setdefault(producer_id, []).extend(written)
 
     def complete(
         self, state: GroupShard, producer_id: int, committed: bool, marker_offset: int
@@ -66,20 +67,19 @@ class PendingTxnOffsets:
         records written before it (a later transaction's may already be pending, when the
         marker is seen late). Returns how many were applied."""
         pending = self.by_producer.pop(producer_id, [])
-        ended = [(record, at) for offset, record, at in pending if offset < marker_offset]
+        ended = [entry for entry in pending if entry[0] < marker_offset]
         later = [entry for entry in pending if entry[0] >= marker_offset]
         if later:
             self.by_producer[producer_id] = later
         if not committed:
             return 0
         applied = 0
-        for record, position in ended:
+        for offset, record in ended:
             commit = record[0].offset_commit
             topic_partition = (commit.topic, commit.partition)
-            if state.offset_position(commit.group_id, topic_partition) > position:
-                continue  # a newer record of the partition set it meanwhile
-            replay(state, record)
-            state.groups[commit.group_id].offset_positions[topic_partition] = position
+            if state.offset_position(commit.group_id, topic_partition) > offset:
+                continue  # a newer record of the partition set it (or is in flight)
+            replay(state, record, offset)
             applied += 1
         return applied
 
@@ -87,7 +87,7 @@ class PendingTxnOffsets:
         """The group's partitions with offsets pending in an open transaction."""
         found = set()
         for pending in self.by_producer.values():
-            for _, (key, _), _ in pending:
+            for _, (key, _) in pending:
                 commit = key.offset_commit
                 if commit.group_id == group_id:
                     found.add((commit.topic, commit.partition))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from samsa.services.coordinator import group_records as records
-from samsa.services.coordinator.group_model import ConsumerGroup, GroupShard
+from samsa.services.coordinator.group_model import IN_FLIGHT, ConsumerGroup, GroupShard
 from samsa.services.coordinator.group_records import GroupRecord
 from samsa.services.coordinator.group_replay import replay
 from samsa.v1 import group_records_pb2 as g
@@ -41,7 +41,7 @@ class RecordCollector:
         self.records: list[GroupRecord] = []
 
     def write(self, record: GroupRecord) -> None:
-        replay(self.shard, record)
+        replay(self.shard, record, IN_FLIGHT)  # durable later: group_replay.mark_durable
         self.records.append(record)
 
     def result(self, response: R) -> GroupResult[R]:

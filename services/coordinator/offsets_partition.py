@@ -90,7 +90,9 @@ class OffsetsPartition(CoordinatorPartition):
         """Queue `records` (already applied to the shard) and return once they, and everything
         queued before them, are durable. Must be called right after the handler, with no await
         in between. Raises PartitionUnavailableError when the partition failed or was dropped."""
-        await self.write_encoded([group_records.encode(r) for r in records])
+        await self.write_encoded(
+            [group_records.encode(r) for r in records], self._on_durable(records)
+        )
         coordinator_metrics.for_coordinator().rebalanced(rebalances_in(records))
 
     async def write_transactional(
@@ -135,8 +137,16 @@ class OffsetsPartition(CoordinatorPartition):
                 backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
             after = (sequence + len(written)) % SEQUENCE_MODULUS
             self._txn_sequences[producer_id] = (producer_epoch, after)
-            self.shard.replay_transactional(producer_id, result.base_offset, written)
+            self.shard.replay_transactional(
+                producer_id, [(result.base_offset + i, r) for i, r in enumerate(written)]
+            )
             self._watch(result.base_offset)
+
+    def _on_durable(self, records: list[GroupRecord]) -> Callable[[int], None] | None:
+        """What to tell the shard once records it applied live are durable (group_replay.py)."""
+        if not records:
+            return None
+        return lambda first_offset: self.shard.mark_durable(records, first_offset)
 
     def _watch(self, offset: int) -> None:
         """Read from `offset` (at the latest) for markers until nothing is pending."""
@@ -160,10 +170,16 @@ class OffsetsPartition(CoordinatorPartition):
             if not records:
                 await asyncio.sleep(MARKER_POLL_S)
                 continue
-            for batch in decode_batches(records):
+            batches = [b for b in decode_batches(records) if b.header.last_offset >= offset]
+            if any(batch.header.is_control for batch in batches):
+                # A plain commit still in flight may have landed before these markers: know
+                # where every write queued so far landed first (group_txn_offsets.py).
+                try:
+                    await self.write_encoded([])
+                except PartitionUnavailableError:
+                    return
+            for batch in batches:
                 head = batch.header
-                if head.last_offset < offset:
-                    continue
                 if head.is_control:
                     marker_type, _ = read_control_marker(batch)
                     committed = marker_type == CONTROL_TYPE_COMMIT
@@ -181,24 +197,24 @@ class OffsetsPartition(CoordinatorPartition):
 
     # --- the runtime's hooks ----------------------------------------------------------------
 
-    def replay_record(self, key: bytes, value: bytes | None) -> None:
-        self.shard.replay(group_records.decode(key, value))
+    def replay_record(self, key: bytes, value: bytes | None, offset: int) -> None:
+        self.shard.replay(group_records.decode(key, value), offset)
 
     def replay_transactional(
-        self, head: BatchHeader, next_sequence: int, written: list[KeyValue]
+        self, head: BatchHeader, next_sequence: int, written: list[tuple[int, KeyValue]]
     ) -> None:
         producer_id = head.producer_id
         self._txn_sequences[producer_id] = (head.producer_epoch, next_sequence)
         readable = []
-        for key, value in written:
+        for offset, (key, value) in written:
             try:
-                readable.append(group_records.decode(key, value))
+                readable.append((offset, group_records.decode(key, value)))
             except ValueError as error:
                 log.error(
                     "skipping an unreadable transactional record",
                     extra={"partition": self.partition, "error": str(error)},
                 )
-        self.shard.replay_transactional(producer_id, head.base_offset, readable)
+        self.shard.replay_transactional(producer_id, readable)
 
     def replay_marker(self, producer_id: int, committed: bool, offset: int) -> None:
         applied = self.shard.complete_transaction(producer_id, committed, offset)
@@ -230,10 +246,10 @@ class OffsetsPartition(CoordinatorPartition):
             now = now_ms()
             expired = self.shard.expire(now).records
             records = [group_records.encode(r) for r in expired]
-            records += self.keepalive_records(now)
+            records += self.keepalive_records(now)  # after the expired: their offsets first
             if records:
                 try:
-                    await self.write_encoded(records)
+                    await self.write_encoded(records, self._on_durable(expired))
                 except PartitionUnavailableError:
                     return
                 coordinator_metrics.for_coordinator().rebalanced(rebalances_in(expired))

@@ -115,7 +115,7 @@ class TransactionPartition(CoordinatorPartition):
 
     # --- the runtime's hooks ----------------------------------------------------------------
 
-    def replay_record(self, key: bytes, value: bytes | None) -> None:
+    def replay_record(self, key: bytes, value: bytes | None, offset: int) -> None:
         self.shard.replay(key, value)
 
     def writer_epoch_record(self) -> KeyValue:

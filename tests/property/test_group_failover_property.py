@@ -120,8 +120,8 @@ class Driver:
 
     def assert_rebuilt_equal(self, log: list[tuple[bytes, bytes | None]] | None = None) -> None:
         fresh = GroupCoordinatorShard(CONFIG)
-        for key, value in self.log if log is None else log:
-            fresh.replay(decode(key, value))
+        for offset, (key, value) in enumerate(self.log if log is None else log):
+            fresh.replay(decode(key, value), offset)
         assert fresh.state == self.shard.state
         for group_id, group in self.shard.state.groups.items():
             assert list(fresh.state.groups[group_id].members) == list(group.members)

@@ -127,8 +127,8 @@ class GroupHarness:
     def rebuilt(self) -> GroupCoordinatorShard:
         """A fresh shard loaded from every record emitted so far, via bytes."""
         fresh = GroupCoordinatorShard(self.coordinator.config)
-        for key, value in self.log:
-            fresh.replay(decode(key, value))
+        for offset, (key, value) in enumerate(self.log):
+            fresh.replay(decode(key, value), offset)
         return fresh
 
     def assert_failover(self) -> None:

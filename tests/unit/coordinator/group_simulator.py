@@ -350,8 +350,8 @@ class GroupSimulation:
 
     def on_failover(self) -> bool:
         fresh = GroupCoordinatorShard(CONFIG)
-        for key, value in self.log:
-            fresh.replay(decode(key, value))
+        for offset, (key, value) in enumerate(self.log):
+            fresh.replay(decode(key, value), offset)
         assert fresh.state == self.coordinator.state, self.seed
         fresh.start_timers(self.now_ms)
         self.coordinator = fresh

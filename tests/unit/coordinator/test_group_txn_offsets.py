@@ -10,6 +10,7 @@ compared with a shard that replayed only the records a committed transaction mad
 from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
+from samsa.services.coordinator.group_records import GroupRecord
 from samsa.services.coordinator.group_shard import GroupCoordinatorShard
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import transactions_pb2 as x
@@ -32,6 +33,11 @@ def txn_commit(
     return request
 
 
+def pending(shard: GroupCoordinatorShard, offset: int, written: list[GroupRecord]) -> None:
+    """Producer 7's transactional batch of `written` is durable at `offset`."""
+    shard.replay_transactional(7, [(offset + i, record) for i, record in enumerate(written)])
+
+
 def fetch(shard: GroupCoordinatorShard, group: str, *, stable: bool) -> dict[int, tuple[int, int]]:
     request = c.OffsetFetchRequest(
         group_id=group, topics=[c.TopicPartitions(topic="t", partitions=[0, 1])]
@@ -47,7 +53,7 @@ def test_pending_offsets_apply_at_commit_and_vanish_at_abort() -> None:
     assert [r.error_code for r in result.response.results] == [ErrorCode.NONE]
     assert len(result.records) == 1
     assert fetch(shard, "g", stable=False) == {0: (-1, 0), 1: (-1, 0)}, "not applied yet"
-    shard.replay_transactional(7, 100, result.records)
+    pending(shard, 100, result.records)
     assert fetch(shard, "g", stable=False)[0] == (-1, 0), "pending is not committed"
     assert fetch(shard, "g", stable=True) == {
         0: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT),
@@ -59,7 +65,7 @@ def test_pending_offsets_apply_at_commit_and_vanish_at_abort() -> None:
     assert fetch(shard, "g", stable=True) == {0: (10, 0), 1: (-1, 0)}
 
     again = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 20, ("t", 1): 5}), NOW, TOPICS)
-    shard.replay_transactional(7, 300, again.records)
+    pending(shard, 300, again.records)
     assert shard.complete_transaction(7, committed=False, marker_offset=400) == 0
     assert fetch(shard, "g", stable=True) == {0: (10, 0), 1: (-1, 0)}, "the abort left nothing"
 
@@ -67,11 +73,11 @@ def test_pending_offsets_apply_at_commit_and_vanish_at_abort() -> None:
 def test_committed_offsets_equal_a_replay_of_the_visible_records() -> None:
     shard = GroupCoordinatorShard()
     first = shard.commit_txn_offsets(txn_commit("g", {("t", 1): 3}), NOW, TOPICS)
-    shard.replay_transactional(7, 10, first.records)
+    pending(shard, 10, first.records)
     shard.complete_transaction(7, committed=True, marker_offset=20)
     replayed = GroupCoordinatorShard()
     for record in first.records:
-        replayed.replay(record)
+        replayed.replay(record, 10)
     assert shard.state == replayed.state
 
 
@@ -92,10 +98,10 @@ def test_txn_offsets_are_checked_like_offset_commit() -> None:
 def test_a_marker_seen_late_ends_only_what_was_written_before_it() -> None:
     shard = GroupCoordinatorShard()
     aborted = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
-    shard.replay_transactional(7, 10, aborted.records)
+    pending(shard, 10, aborted.records)
     # the next transaction's offsets are written (at 30) before the ABORT marker (at 20) is seen
     committed = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 42}), NOW, TOPICS)
-    shard.replay_transactional(7, 30, committed.records)
+    pending(shard, 30, committed.records)
     assert shard.complete_transaction(7, committed=False, marker_offset=20) == 0
     assert fetch(shard, "g", stable=True)[0] == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
     assert shard.complete_transaction(7, committed=True, marker_offset=40) == 1
@@ -118,36 +124,100 @@ def test_a_plain_commit_after_a_pending_offset_wins_as_kafka_orders_them_by_log_
     offset, the transaction's wins."""
     live = GroupCoordinatorShard()
     txn = live.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
-    live.replay_transactional(7, 10, txn.records)
+    pending(live, 10, txn.records)
     plain = plain_commit(live, 5)
+    live.mark_durable(plain, 20)
     assert live.complete_transaction(7, committed=True, marker_offset=30) == 0
     assert fetch(live, "g", stable=True)[0] == (5, ErrorCode.NONE)
 
     loaded = GroupCoordinatorShard()
-    loaded.replay_transactional(7, 10, txn.records)
+    pending(loaded, 10, txn.records)
     for record in plain:
-        loaded.replay(record)
+        loaded.replay(record, 20)
     loaded.complete_transaction(7, committed=True, marker_offset=30)
     compacted = GroupCoordinatorShard()
     for record in plain:
-        compacted.replay(record)
+        compacted.replay(record, 20)
     compacted.complete_transaction(7, committed=True, marker_offset=30)
     assert live.state == loaded.state == compacted.state
 
     before = GroupCoordinatorShard()
-    plain_commit(before, 5)
+    before.mark_durable(plain_commit(before, 5), 20)
     later = before.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
-    before.replay_transactional(7, 30, later.records)
+    pending(before, 30, later.records)
     assert before.complete_transaction(7, committed=True, marker_offset=40) == 1
     assert fetch(before, "g", stable=True)[0] == (17, ErrorCode.NONE)
+
+
+def test_a_plain_commit_made_while_the_transactions_offsets_are_written_is_ordered_by_the_log() -> (
+    None
+):
+    """The plain and the transactional writes travel separately, so a plain commit applied while
+    the TxnOffsetCommit is in flight can land on either side of it, and its answer can come
+    first or second. Whatever the coordinator saw first, it agrees with a load of the log: the
+    later of the two records wins."""
+    for plain_at, txn_at in ((11, 10), (10, 11)):
+        for plain_answered_first in (True, False):
+            live = GroupCoordinatorShard()
+            txn = live.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
+            plain = plain_commit(live, 5)  # applied now, durable later
+            if plain_answered_first:
+                live.mark_durable(plain, plain_at)
+                pending(live, txn_at, txn.records)
+            else:
+                pending(live, txn_at, txn.records)
+                live.mark_durable(plain, plain_at)
+            live.complete_transaction(7, committed=True, marker_offset=20)
+
+            loaded = GroupCoordinatorShard()
+            for at in sorted((plain_at, txn_at)):
+                if at == plain_at:
+                    for record in plain:
+                        loaded.replay(record, at)
+                else:
+                    pending(loaded, at, txn.records)
+            loaded.complete_transaction(7, committed=True, marker_offset=20)
+            expected = 5 if plain_at > txn_at else 17
+            case = (plain_at, txn_at, plain_answered_first)
+            assert fetch(live, "g", stable=True)[0] == (expected, ErrorCode.NONE), case
+            assert live.state == loaded.state, case
+
+
+def test_a_plain_commit_still_in_flight_at_the_marker_wins() -> None:
+    """The runtime resolves markers only once every write queued before it read them is durable
+    (offsets_partition.py), so a plain commit still in flight then lands after the marker: the
+    transaction's older offset must not overwrite it, then or once the commit is durable."""
+    shard = GroupCoordinatorShard()
+    txn = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
+    pending(shard, 10, txn.records)
+    plain = plain_commit(shard, 5)
+    assert shard.complete_transaction(7, committed=True, marker_offset=20) == 0
+    shard.mark_durable(plain, 21)
+    assert fetch(shard, "g", stable=True)[0] == (5, ErrorCode.NONE)
+
+
+def test_only_the_newest_of_several_writes_in_flight_sets_the_position() -> None:
+    """Two plain commits in flight: the first becoming durable (at 5) must not make the
+    partition look older than a pending offset (at 10) while the second (landing at 15) is still
+    in flight."""
+    shard = GroupCoordinatorShard()
+    first = plain_commit(shard, 1)
+    second = plain_commit(shard, 2)
+    txn = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
+    pending(shard, 10, txn.records)
+    shard.mark_durable(first, 5)
+    assert shard.complete_transaction(7, committed=True, marker_offset=12) == 0
+    shard.mark_durable(second, 15)
+    assert fetch(shard, "g", stable=True)[0] == (2, ErrorCode.NONE)
+    assert not shard.state.offsets_in_flight
 
 
 def test_two_committed_transactions_whose_first_marker_is_seen_late_apply_in_order() -> None:
     shard = GroupCoordinatorShard()
     first = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 17}), NOW, TOPICS)
-    shard.replay_transactional(7, 10, first.records)
+    pending(shard, 10, first.records)
     second = shard.commit_txn_offsets(txn_commit("g", {("t", 0): 42}), NOW, TOPICS)
-    shard.replay_transactional(7, 30, second.records)  # before the COMMIT at 20 is seen
+    pending(shard, 30, second.records)  # before the COMMIT at 20 is seen
     assert shard.complete_transaction(7, committed=True, marker_offset=20) == 1
     assert fetch(shard, "g", stable=False)[0] == (17, ErrorCode.NONE)
     assert shard.complete_transaction(7, committed=True, marker_offset=40) == 1
