@@ -99,7 +99,11 @@ class Log:
             producer_txns=self._producer_txns,
         )
         self._compaction = LogCompaction(
-            self._local_log, self._durability, self._producer_txns, self.last_stable_offset
+            self._local_log,
+            self._durability,
+            self._producer_txns,
+            self.last_stable_offset,
+            loaded.cleaner,
         )
         self._truncation = LogTruncation(
             self._local_log, self._durability, self._epochs, self._producer_txns, self._compaction
@@ -385,9 +389,8 @@ class Log:
     # --- compaction (log_compaction.py; cleanup.policy=compact) ---------------------------------
 
     def compact(self, *, now_ms: int, high_watermark: int) -> CompactionResult:
-        """One whole compaction pass on this thread (`plan_compaction`, the job's `run`, then
-        `finish_compaction`), due or not; the broker's cleaner task asks `compaction_due` first
-        and runs the middle step on a worker thread."""
+        """One whole pass on this thread, due or not: `plan_compaction`, the job's `run` (which
+        the broker's cleaner task runs on a worker thread), then `finish_compaction`."""
         job = self.plan_compaction(now_ms=now_ms, high_watermark=high_watermark)
         if job is None:
             return NOTHING_CLEANED

@@ -11,9 +11,18 @@ which changes with the topic's, and its log start offset each time.
 
 Between passes this keeps where the last swapped-in pass ended (`cleaned_to`: what was written
 at or above it is the dirty part policy.compaction_due weighs against min.cleanable.dirty.ratio)
-and when something that pass kept for delete.retention.ms may go (`due_ms`). Both are in memory,
-so the first pass after an open is due. A truncation lowers `cleaned_to` to the new log end
-(`on_truncated`): what is written again from there is new to the cleaner.
+and when something that pass kept for delete.retention.ms may go (`due_ms`), and checkpoints both
+(Kafka's cleaner-offset-checkpoint, one per partition; log_durability.py writes it like the other
+checkpoints), so that a restart does not make every compacted partition's next pass due and
+re-read all its segments. Keeping `due_ms` too means a tombstone or marker kept for its horizon
+still goes at its time after a restart. The checkpoint is written when a pass's swap is done
+(`finish`), never before it: a crash in between leaves the previous value, which claims less
+than was cleaned and costs at most a pass. A truncation below `cleaned_to` lowers it to the new
+log end (`on_truncated`: what is written again from there is new to the cleaner) and checkpoints
+that at once, so that a crash after the log has grown past the old value again cannot bring it
+back. At open (`on_open`) a checkpointed `cleaned_to` outside [log start offset, log end offset]
+(a crash lost what it covered, or retention moved the log start past it) reads as never cleaned,
+and is checkpointed so; a missing or garbled checkpoint reads so too (loading.py).
 
 Planning a pass makes the clean-shutdown marker's removal durable (log_durability.py), so before
 the swap may change any file; the swap is crash-safe by itself (cleaner.py). This module only
@@ -47,6 +56,7 @@ class LogCompaction:
         durability: LogDurability,
         producer_txns: ProducerTransactions,
         last_stable_offset: Callable[[int], int],
+        checkpointed: tuple[int, int],
     ) -> None:
         self._local_log = local_log
         self._durability = durability
@@ -54,9 +64,15 @@ class LogCompaction:
         # The log's last stable offset given the partition's high watermark: the cleanable end.
         self._last_stable_offset = last_stable_offset
         # Where the last pass ended (0: none yet), and when something it kept for its delete
-        # horizon may go (NEVER: nothing).
-        self.cleaned_to = 0
-        self._due_ms = NEVER
+        # horizon may go (NEVER: nothing): as checkpointed until `on_open` checks them.
+        self.cleaned_to, self._due_ms = checkpointed
+
+    def on_open(self, log_start_offset: int) -> None:
+        """The loaded log starts at `log_start_offset`: a checkpointed `cleaned_to` outside the
+        log means never cleaned (and is checkpointed so: the log may grow past it again)."""
+        if not log_start_offset <= self.cleaned_to <= self._local_log.log_end_offset:
+            self.cleaned_to, self._due_ms = 0, NEVER
+        self._durability.checkpoint_cleaner(self.cleaned_to, self._due_ms)
 
     def due(self, config: LogConfig, *, now_ms: int, high_watermark: int) -> bool:
         """cleanup.policy=compact, and min.cleanable.dirty.ratio of the bytes of the closed
@@ -104,9 +120,12 @@ class LogCompaction:
             return NOTHING_CLEANED
         self.cleaned_to = job.cleaned_to
         self._due_ms = cleaned.due_ms
+        self._durability.checkpoint_cleaner(self.cleaned_to, self._due_ms)
         return result
 
     def on_truncated(self, log_end_offset: int) -> None:
         """The log lost its records from `log_end_offset` on: what is written again there is
-        new to the cleaner."""
-        self.cleaned_to = min(self.cleaned_to, log_end_offset)
+        new to the cleaner (checkpointed now if that lowered `cleaned_to`)."""
+        if self.cleaned_to > log_end_offset:
+            self.cleaned_to = log_end_offset
+            self._durability.checkpoint_cleaner(self.cleaned_to, self._due_ms)

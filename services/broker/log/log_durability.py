@@ -9,10 +9,11 @@ and, when a segment file was created or deleted since the last flush, the direct
 point then becomes the log end offset. `maybe_flush` is the periodic check (flush.messages or
 flush.ms). A truncation lowers the recovery point to the new log end offset, never raises it.
 
-Checkpoints (recovery point, log start offset, leader epochs) are written atomically, and only
-those whose content changed: what each file holds on disk is remembered, and an absent file means
-its default (loading.py), so a brand-new log writes none and creating thousands of partitions
-costs no fsyncs. `Log` (log.py) decides when to flush and checkpoint, and hands in the log start
+Checkpoints (recovery point, log start offset, leader epochs; where the cleaner got to, through
+`checkpoint_cleaner`) are written atomically (checkpoint_file.py), and only those whose content
+changed: what each file holds on disk is remembered, and an absent file means its default
+(loading.py), so a brand-new log writes none and creating thousands of partitions costs no
+fsyncs. `Log` (log.py) decides when to flush and checkpoint, and hands in the log start
 offset, which it keeps.
 
 `close` writes the clean-shutdown marker last; `open` deletes it after loading without waiting for
@@ -49,6 +50,7 @@ from samsa.services.broker.log.checkpoint_format import encode_checkpoint
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.loading import (
     CLEAN_SHUTDOWN_FILE,
+    CLEANER_OFFSET_CHECKPOINT_FILE,
     LEADER_EPOCH_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
@@ -236,6 +238,12 @@ class LogDurability:
     def checkpoint_epochs(self, epoch_entries: list[tuple[int, int]]) -> None:
         """Write the leader-epoch checkpoint alone (an append that started a new epoch)."""
         self._write_checkpoints({LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint(epoch_entries)})
+
+    def checkpoint_cleaner(self, cleaned_to: int, due_ms: int) -> None:
+        """Write where the cleaner got to, atomically, when it changed (log_compaction.py)."""
+        self._write_checkpoints(
+            {CLEANER_OFFSET_CHECKPOINT_FILE: encode_checkpoint([(cleaned_to, due_ms)])}
+        )
 
     # --- closing -------------------------------------------------------------------------------
 

@@ -62,12 +62,13 @@ class LogTruncation:
     def on_open(self, checkpointed_log_start: int | None, config: LogConfig) -> int:
         """Answer the loaded log's log start offset: the checkpointed one (0 when corrupt), never
         below the first segment; one above the log end restarts the log empty there. The epochs
-        are trimmed to the log."""
+        and where the cleaner got to are trimmed to the log."""
         log_start_offset = max(checkpointed_log_start or 0, self._local_log.base_offsets[0])
         if log_start_offset > self._local_log.log_end_offset:
             self.truncate_fully_and_start_at(log_start_offset, config)
         self._epochs.truncate_from_end(self._local_log.log_end_offset)
         self._epochs.truncate_from_start(log_start_offset)
+        self._compaction.on_open(log_start_offset)
         return log_start_offset
 
     # --- the tail ------------------------------------------------------------------------------
