@@ -19,10 +19,11 @@ both, producer state first:
   fetch must skip (`aborted`). The index is synced before a flush moves the recovery point
   (`sync`) and rebuilt from where every replay of the log began (`on_truncate`).
 
-`Log` (log.py) owns one `ProducerTransactions` and calls it at each step; appends pay no Python
-call for it beyond the two they paid before (the leader's check is the producer state's own
-method, and the transaction index is called only when an append ended a transaction). This
-module only calls methods of the two parts and must not import log.py.
+`Log` (log.py) owns one `ProducerTransactions` and calls it at each step; appends and reads pay no
+Python call for it beyond those they paid before (the leader's check and the aborted transactions
+are the parts' own methods, and the transaction index is called only when an append ended a
+transaction; `last_stable_offset` pays one). This module only calls methods of the two parts and
+must not import log.py.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class ProducerTransactions:
         self.check_leader_append: Callable[[Sequence[ProducerBatchInfo]], AppendInfo | None] = (
             producers.check_leader_append
         )
+        # The aborted transactions overlapping [fetch_offset, upper_bound), given the base
+        # offsets of the segment holding fetch_offset and of every later one
+        # (TransactionLogState.aborted, bound here: no extra call per read_committed fetch).
+        self.aborted: Callable[[Sequence[int], int, int], list[AbortedTransaction]] = (
+            transactions.aborted
+        )
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -82,13 +89,6 @@ class ProducerTransactions:
             self._producers.open_transaction_first_offsets(), min(high_watermark, log_end_offset)
         )
         return max(stable, min(log_start_offset, high_watermark))
-
-    def aborted(
-        self, base_offsets: Sequence[int], fetch_offset: int, upper_bound: int
-    ) -> list[AbortedTransaction]:
-        """The aborted transactions overlapping [fetch_offset, upper_bound), given the base
-        offsets of the segment holding fetch_offset and of every later one."""
-        return self._transactions.aborted(base_offsets, fetch_offset, upper_bound)
 
     def transaction_index(self) -> dict[int, list[AbortedTransaction]]:
         """Each segment's aborted-transaction index entries (for tests and tools)."""
