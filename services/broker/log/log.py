@@ -19,7 +19,7 @@ durable:
   DeleteRecords, each step in the order that keeps a crash safe; this module keeps the log start
   offset they move.
 - LogCompaction (log_compaction.py): cleanup.policy=compact's passes (cleaner.py rewrites the
-  segments, possibly on another thread) and when the next one is due.
+  segments, possibly on another thread), when the next is due, and the cleaner's checkpoint.
 
 Appends are validated and planned by append_info.py (all-or-nothing: a rejected append writes
 nothing) before local_log.py writes them. Loading and recovery (`open`) are loading.py's; `open`
