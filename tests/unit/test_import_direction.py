@@ -63,6 +63,9 @@ IO_MODULE_NAMES = {
     "producer_log_state.py",  # the producer state beside a log: its snapshots, rebuilds
     "transaction_log_state.py",  # a log's .txnindex files beside the pure transaction index
     "log_durability.py",  # a log's fsyncs, checkpoint files and clean-shutdown marker
+    "log_truncation.py",  # truncates a log's tail, deletes its front: files, fsyncs, checkpoints
+    "log_compaction.py",  # plans compaction passes and swaps their files in
+    "producer_transactions.py",  # a log's producer snapshots and .txnindex files, fed together
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
     "health_file.py",  # touches a file while the service's own listener answers SERVING

@@ -17,6 +17,10 @@ corrupt leader-epoch checkpoint is rebuilt by re-checking the whole log; a corru
 checkpoint reads as None and the caller picks a safe value. An empty directory gets one empty
 segment at the checkpointed log start offset (0 when there is none).
 
+Where the cleaner got to (log_compaction.py) is read from its own checkpoint; a missing, garbled
+or negative one reads as "never cleaned", so it never fails an open (Log.open then ignores one
+outside the log).
+
 This module also names the files a log directory holds besides its segments, and what an absent
 checkpoint file means: log_durability.py writes them, this module reads them, and it must not
 import log.py.
@@ -36,6 +40,7 @@ from samsa.services.broker.log.checkpoint_format import (
     decode_checkpoint,
     encode_checkpoint,
 )
+from samsa.services.broker.log.compaction import NEVER
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.producer_snapshots import Rebuilt, rebuild, snapshot_offsets
@@ -60,17 +65,24 @@ CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
+# Where the last compaction pass ended and when a pass is next due for what it kept (Kafka's
+# cleaner-offset-checkpoint, per partition): one entry "cleaned_to due_ms".
+CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+# The checkpoints `Log.checkpoint` writes (the cleaner's is written when a pass is swapped in).
 CHECKPOINT_FILES = (
     RECOVERY_POINT_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     LEADER_EPOCH_CHECKPOINT_FILE,
 )
+# The cleaner's state before any pass: nothing cleaned, nothing due for a delete horizon.
+NEVER_CLEANED = (0, NEVER)
 # What an absent checkpoint file means, encoded as `checkpoint` would write it: a log whose values
 # are still these has nothing to write.
 DEFAULT_CHECKPOINTS = {
     RECOVERY_POINT_CHECKPOINT_FILE: encode_checkpoint([(0,)]),
     LOG_START_OFFSET_CHECKPOINT_FILE: encode_checkpoint([(0,)]),
     LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint([]),
+    CLEANER_OFFSET_CHECKPOINT_FILE: encode_checkpoint([NEVER_CLEANED]),
 }
 
 
@@ -88,6 +100,7 @@ class LoadedLog(NamedTuple):
     producers: Rebuilt  # the producer state at the log end offset, and how it was rebuilt
     snapshot_offsets: list[int]  # the producer-state snapshots kept, ascending
     transactions: TransactionLogState  # the aborted-transaction index, rebuilt where replayed
+    cleaner: tuple[int, int]  # checkpointed (cleaned_to, due_ms); NEVER_CLEANED when missing or bad
 
 
 def load_log(directory: Path, config: LogConfig) -> LoadedLog:
@@ -98,6 +111,7 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
     checkpointed = _read_checkpoints(directory, names)
     recovery_point = _parse_offset(checkpointed[RECOVERY_POINT_CHECKPOINT_FILE])
     log_start_offset = _parse_offset(checkpointed[LOG_START_OFFSET_CHECKPOINT_FILE])
+    cleaner = _parse_cleaner(checkpointed[CLEANER_OFFSET_CHECKPOINT_FILE])
     try:
         epochs = LeaderEpochCache.from_checkpoint(
             decode_checkpoint(checkpointed[LEADER_EPOCH_CHECKPOINT_FILE] or b"0\n0\n", fields=2)
@@ -142,6 +156,7 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
         producers,
         snapshots,
         transactions,
+        cleaner,
     )
 
 
@@ -259,10 +274,23 @@ def _read_checkpoints(directory: Path, names: set[str]) -> dict[str, bytes]:
     """Each checkpoint file's bytes, the default's encoding when the file is absent (the two
     mean the same, and `checkpoint` then has nothing to write while the value stays so)."""
     checkpointed = {}
-    for name in CHECKPOINT_FILES:
+    for name in (*CHECKPOINT_FILES, CLEANER_OFFSET_CHECKPOINT_FILE):
         data = read_if_exists(directory / name) if name in names else None
         checkpointed[name] = DEFAULT_CHECKPOINTS[name] if data is None else data
     return checkpointed
+
+
+def _parse_cleaner(data: bytes) -> tuple[int, int]:
+    """The cleaner checkpoint's (cleaned_to, due_ms), or NEVER_CLEANED when it is corrupt: the
+    next pass is then due, which costs a pass and loses nothing."""
+    try:
+        entries = decode_checkpoint(data, fields=2)
+    except CorruptCheckpointError:
+        return NEVER_CLEANED
+    if len(entries) != 1 or entries[0][0] < 0:
+        return NEVER_CLEANED
+    cleaned_to, due_ms = entries[0]
+    return cleaned_to, due_ms
 
 
 def _parse_offset(data: bytes) -> int | None:

@@ -16,10 +16,11 @@ offset (replication) or at a byte position (the scrubber's repair). Retention an
 delete the oldest closed segments (retention.py decides how many); compaction (cleaner.py) deletes
 a closed segment it emptied. The scrubber reads closed segments as they are now.
 
-What makes each change durable is `Log`'s (log.py): the clean-shutdown marker's removal before any
-change to the files, fsyncs, checkpoints, and the producer state and transaction index that follow
-the log end. This module knows none of it: `Log` calls it between those steps, and hears of each
-roll through `on_roll`, after the new segment is created and before the append goes into it. The
+What makes each change durable is `Log`'s (log.py) and its other parts' (log_durability.py,
+log_truncation.py, log_compaction.py): the clean-shutdown marker's removal before any change to the
+files, fsyncs, checkpoints, and the producer state and transaction index that follow the log end.
+This module knows none of it: they call it between those steps, and `Log` hears of each roll
+through `on_roll`, after the new segment is created and before the append goes into it. The
 config is passed to each call that needs it, since `Log.config` changes with the topic's config.
 
 Invariants: there is always a segment, the last one active; `base_offsets[i]` is

@@ -3,8 +3,8 @@
 Theory of operation (Kafka's ProducerStateManager, as UnifiedLog drives it; DESIGN §5). The table
 of each producer's epoch and last batches is producer_state.py's (pure); its snapshot files and
 the replay from segments are producer_snapshots.py's. `ProducerLogState` holds the table as of the
-log end offset with the offsets of the snapshot files kept, and `Log` (log.py) feeds it at each
-step that moves the log end:
+log end offset with the offsets of the snapshot files kept, and `Log` (log.py) feeds it, through
+its ProducerTransactions (producer_transactions.py), at each step that moves the log end:
 
 - a leader append is checked before a byte is written (`check_leader_append`): a retry of
   batches the log holds answers their offsets and stores nothing, a gap or a stale epoch raises;

@@ -6,12 +6,12 @@ below the partition's high watermark (the caller's: `Log` does not keep it). `re
 policy.py how many of the closed segments are past retention.ms / retention.bytes or wholly below
 the log start offset; `segments_below` counts those wholly below a DeleteRecords offset (a segment
 is wholly below `offset` when the next segment starts at or before it). `LocalLog.delete_oldest`
-(local_log.py) deletes that many segments, and `Log` moves the log start offset past them (never
-below the new first segment's base offset).
+(local_log.py) deletes that many segments, and `LogTruncation` moves the log start offset past them
+(never below the new first segment's base offset).
 
-`Log` (log.py) passes its LocalLog's segment and base-offset lists, which this module only reads,
-and keeps what makes a deletion durable: the clean-shutdown marker, the directory fsync and the
-checkpoints. This module only reads `Segment` objects and must not import log.py.
+`LogTruncation` (log_truncation.py) passes its LocalLog's segment and base-offset lists, which this
+module only reads, and does what makes a deletion durable: the clean-shutdown marker, the directory
+fsync and the checkpoints. This module only reads `Segment` objects and must not import log.py.
 """
 
 from __future__ import annotations

@@ -2,14 +2,15 @@
 transactions (the I/O half of transaction_index.py, as producer_log_state.py is producer_state's).
 
 Theory of operation (DESIGN §3 and §5; Kafka's TransactionIndex files and unreplicated
-transactions). `Log` (log.py) feeds this at each step that moves the log end:
+transactions). `Log` (log.py) feeds this, through its ProducerTransactions
+(producer_transactions.py), at each step that moves the log end:
 
 - every append's ended transactions are kept as unstable until their marker is below the high
   watermark (`on_appended`), and each aborted one's index entry is appended, without fsync, to
   the `.txnindex` file of the segment holding its marker;
 - `sync` fsyncs the files written since the last sync (and the directory when one was created);
-  `Log` calls it before a flush moves the recovery point, so every entry whose marker lies below
-  the recovery point is durable;
+  a flush calls it before it moves the recovery point (log_durability.py), so every entry whose
+  marker lies below the recovery point is durable;
 - a replay of the log from offset S (loading after an unclean stop, truncation) rebuilds every
   entry from S on (`on_replayed`): entries whose marker is below S are kept, the rest are
   dropped and written again from what the replay found. After an unclean stop the loader replays
