@@ -8,8 +8,9 @@ the log holds exactly what the live one holds.
 
 Method: a small model of the runtime over the pure GroupCoordinatorShard, driven in rounds that
 hypothesis draws: one transaction of the group's offsets (committed or aborted) and 0-3 plain
-commits of the same partition, all their steps in any order the model allows. Plain commits are applied at once, land in the log in the order they
-were made (one writer), and are answered (`mark_durable`) in that order; a transaction's offsets
+commits of the same partition, all their steps in any order the model allows. Plain commits
+are applied at once, land in the log in the order they were made (one writer), and are
+answered (`mark_durable`) in that order; a transaction's offsets
 land and are answered (made pending) separately; its marker lands only once they were answered
 (the producer sends EndTxn after TxnOffsetCommit returned), and the marker is resolved as the
 runtime does it: first every plain commit made so far lands (if it had not) and is answered,
