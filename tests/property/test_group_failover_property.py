@@ -24,6 +24,7 @@ from samsa.services.coordinator.group_shard import GroupCoordinatorShard
 from samsa.v1 import coordinator_pb2 as c
 
 MEMBERS = ["a", "b", "c"]
+Entry = tuple[int, bytes, bytes | None]  # a record of the log at its offset
 GROUPS = ["g1", "g2"]
 CONFIG = GroupConfig(
     session_timeout_ms=3_000, heartbeat_interval_ms=1_000, offsets_retention_ms=5_000
@@ -118,9 +119,12 @@ class Driver:
         else:
             self.keep(self.shard.delete_groups([op[1]]))
 
-    def assert_rebuilt_equal(self, log: list[tuple[bytes, bytes | None]] | None = None) -> None:
+    def assert_rebuilt_equal(self, log: list[Entry] | None = None) -> None:
+        """A fresh shard replaying `log` ((offset, key, value); default: the whole log) equals
+        the live one."""
         fresh = GroupCoordinatorShard(CONFIG)
-        for offset, (key, value) in enumerate(self.log if log is None else log):
+        whole = [(offset, key, value) for offset, (key, value) in enumerate(self.log)]
+        for offset, key, value in whole if log is None else log:
             fresh.replay(decode(key, value), offset)
         assert fresh.state == self.shard.state
         for group_id, group in self.shard.state.groups.items():
@@ -136,9 +140,10 @@ def test_replaying_the_emitted_records_rebuilds_the_shard(operations) -> None:
 
 
 def compacted(log: list[tuple[bytes, bytes | None]], keep_tombstones: bool):
+    """The newest record of each key, at its offset, as the cleaner leaves a log."""
     last = {key: index for index, (key, _) in enumerate(log)}
     return [
-        (key, value)
+        (index, key, value)
         for index, (key, value) in enumerate(log)
         if last[key] == index and (keep_tombstones or value is not None)
     ]
