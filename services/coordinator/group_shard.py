@@ -6,9 +6,9 @@ settings. The runtime (not here: it does the I/O) loads the partition by calling
 record in log order, then `start_timers(now_ms)`; from then on it calls the handlers, appends the
 records of each `GroupResult` to the log, and once they are durable tells `mark_durable` where
 they landed and sends the response; it calls `expire(now_ms)` when `next_deadline_ms()` has
-passed. Every mutating handler has already applied
-its records through replay (group_writer), so the shard equals the replay of every record it
-emitted — which is what a coordinator taking the partition over rebuilds.
+passed. Every mutating handler has already applied its records through replay (group_writer),
+so the shard equals the replay of every record it emitted — which is what a coordinator taking
+the partition over rebuilds.
 
 No I/O, no clock (time comes in as `now_ms`), no randomness. `topics` is the metadata image's view
 of non-internal topics: name -> partition count.
