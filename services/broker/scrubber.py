@@ -68,8 +68,10 @@ REPORT_RETRY_S = 2.0
 # the ISR manager's pace.
 REPAIR_CHECK_S = 0.25
 # How long the loop sleeps when there is nothing to scrub, and how often it then lists the
-# closed segments again (a walk over every hosted partition).
+# closed segments again (a walk over every hosted partition); the pass interval when that is
+# shorter (`idle_s`), never less than IDLE_MIN_S.
 IDLE_S = 10.0
+IDLE_MIN_S = 0.25
 # The cursor file in the data directory, and how often it is rewritten (an fsynced rename: a
 # restart re-reads at most this much scrubbing, at the configured rate).
 CURSOR_FILE = "scrub-cursor"
@@ -93,6 +95,7 @@ class Scrubber:
         self.channel = channel
         self.broker_epoch = broker_epoch
         self.interval_ms = interval_ms
+        self.idle_s = max(IDLE_MIN_S, min(IDLE_S, interval_ms / 1000))
         self.budget = ScrubBudget(bytes_per_second, SCRUB_CHUNK_BYTES, _now_ms())
         self.cursor_path = host.data_dir / CURSOR_FILE
         self.cursor = decode_cursor(read_if_exists(self.cursor_path))
@@ -123,12 +126,12 @@ class Scrubber:
             if wrapped:  # a new pass walks the segments closed since the last one too
                 target, wrapped = next_target(self._targets(refresh=True), self.cursor)
             if target is None:
-                await _sleep(stop, IDLE_S)
+                await _sleep(stop, self.idle_s)
                 continue
             if wrapped:
                 wait_ms = self.pass_started_ms + self.interval_ms - _now_ms()
                 if wait_ms > 0:
-                    await _sleep(stop, min(wait_ms / 1000, IDLE_S))
+                    await _sleep(stop, min(wait_ms / 1000, self.idle_s))
                     continue
                 self.pass_started_ms = _now_ms()
             if self.cursor is None:
@@ -141,10 +144,10 @@ class Scrubber:
 
     def _targets(self, *, refresh: bool) -> list[ScrubTarget]:
         """The closed segments of this pass, listed once per pass (and, while there are none,
-        once per IDLE_S): listing walks every hosted partition, which an idle broker with
+        once per `idle_s`): listing walks every hosted partition, which an idle broker with
         thousands of them must not do for every segment it scrubs. A segment deleted since
         the listing is skipped by the scan."""
-        stale = not self._listed and time.monotonic() - self._listed_s >= IDLE_S
+        stale = not self._listed and time.monotonic() - self._listed_s >= self.idle_s
         if refresh or stale:
             self._listed = sorted(self._closed_segments())
             self._listed_s = time.monotonic()

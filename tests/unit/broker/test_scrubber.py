@@ -55,6 +55,7 @@ def test_a_refused_report_keeps_the_log_and_retries_then_the_repair_follows(
 ) -> None:
     monkeypatch.setattr(scrubber_module, "REPORT_RETRY_S", 0.02)
     monkeypatch.setattr(scrubber_module, "IDLE_S", 0.01)
+    monkeypatch.setattr(scrubber_module, "IDLE_MIN_S", 0.01)
     monkeypatch.setattr(scrubber_module, "REPAIR_CHECK_S", 0.01)
     monkeypatch.setattr(scrubber_module, "CURSOR_CHECKPOINT_INTERVAL_S", 0.0)
     host, hosted, bad_offset = corrupt_replica(tmp_path, leader=ME)
@@ -96,4 +97,40 @@ def test_a_restarted_scrubber_resumes_after_its_checkpointed_cursor(tmp_path: Pa
     (tmp_path / CURSOR_FILE).write_bytes(encode_cursor(("t", 0, segments[1][0])))
     scrubber = Scrubber(host, FakeChannel(), lambda: 7, bytes_per_second=1, interval_ms=0)  # type: ignore[arg-type]
     assert scrubber.cursor == ("t", 0, segments[1][0])
+    host.close_all()
+
+
+def test_a_short_pass_interval_also_shortens_the_wait_for_segments_to_appear(
+    tmp_path: Path,
+) -> None:
+    """A broker starts its scrubber before its partitions are loaded: the first listing is empty.
+    With log.scrub.interval.ms below IDLE_S the next listing comes within that interval (never
+    below IDLE_MIN_S), not IDLE_S later."""
+    host, hosted, bad_offset = corrupt_replica(tmp_path, leader=ME)
+    hosted.corrupt = None  # the scrubber has to find it
+    loading = dict(host.partitions)
+    host.partitions.clear()  # not loaded yet
+    assert (
+        Scrubber(host, FakeChannel(), lambda: 7, bytes_per_second=1, interval_ms=3_600_000).idle_s
+        == scrubber_module.IDLE_S
+    )  # type: ignore[arg-type]
+    assert (
+        Scrubber(host, FakeChannel(), lambda: 7, bytes_per_second=1, interval_ms=0).idle_s
+        == scrubber_module.IDLE_MIN_S
+    )  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        scrubber = Scrubber(
+            host, FakeChannel(), lambda: 7, bytes_per_second=1 << 30, interval_ms=500
+        )  # type: ignore[arg-type]
+        assert scrubber.idle_s == 0.5
+        task = asyncio.create_task(scrubber.run(stop))
+        await until("the first, empty listing", lambda: scrubber._listed_s > float("-inf"))
+        host.partitions.update(loading)  # loaded
+        await until("the bad batch found", lambda: hosted.corrupt_from == bad_offset, 3.0)
+        stop.set()
+        await task
+
+    asyncio.run(scenario())
     host.close_all()
