@@ -144,6 +144,7 @@ class Broker:
     async def run(self, stop: asyncio.Event) -> None:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
+        draining = asyncio.Event()
         server = GrpcServer(
             self.listen,
             [service, LOOKUP_SERVICE_NAME, metadata_service],
@@ -156,6 +157,7 @@ class Broker:
                 member_key=self.member_key,
                 producer_ids=self.producer_ids,
                 txn_verifier=self.txn_verifier,
+                draining=draining,
             ),
             server.server,
         )
@@ -216,6 +218,7 @@ class Broker:
         log.info("controlled shutdown: moving leaderships away")
         await self.follower.shutdown()
         follower_stop.set()
+        draining.set()  # it leads nothing now: its produce and marker streams end
         await server.stop(STOP_GRACE_S)
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.fetchers.close()

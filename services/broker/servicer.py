@@ -14,6 +14,7 @@ abort someone else's transaction. So does WriteTxnMarkersStream, checked once as
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 
@@ -71,8 +72,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         member_key: bytes,
         producer_ids: ProducerIdManager,
         txn_verifier: TransactionVerifier | None = None,
+        draining: asyncio.Event | None = None,
     ) -> None:
         self.host = host
+        # Set as the broker stops: its produce and marker streams then end (stream_answers.py).
+        self.draining = draining
         self.txn_verifier = txn_verifier
         self.producer_ids = producer_ids
         self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
@@ -126,6 +130,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             context,
             self.txn_verifier,
             internal_write_refusal=refusal,
+            draining=self.draining,
         ):
             yield answer
 
@@ -198,7 +203,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         await self._require_coordinator(
             context, WRITE_TXN_MARKERS_STREAM_METHOD, "WriteTxnMarkersStream"
         )
-        async for answer in serve_markers_stream(self.host, request_iterator, context):
+        async for answer in serve_markers_stream(
+            self.host, request_iterator, context, self.draining
+        ):
             yield answer
 
     async def WriteTxnMarkers(self, request, context):

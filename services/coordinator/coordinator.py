@@ -115,6 +115,8 @@ class Coordinator:
             topic: {} for topic in COORDINATOR_TOPICS
         }
         self._stopping = False
+        # Set as it stops: its transaction streams then end (services/runtime/stream_answers.py).
+        self.draining = asyncio.Event()
 
     # --- what the servicer asks -------------------------------------------------------------
 
@@ -310,6 +312,7 @@ class Coordinator:
         await stop.wait()
         log.info("stopping: giving partitions up")
         self._stopping = True
+        self.draining.set()
         partitions = [p for loaded in self._partitions.values() for p in loaded.values()]
         for topic in COORDINATOR_TOPICS:
             self._partitions[topic] = {}

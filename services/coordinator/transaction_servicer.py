@@ -93,7 +93,9 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
     async def AddPartitionsToTxnStream(self, request_iterator, context):
         # Brokers' checks and adds on one stream: each request runs as a task of its own (an
         # add may wait on phase 2 of the producer's last transaction), answered by id.
-        stream: StreamAnswers[x.AddPartitionsToTxnStreamResponse] = StreamAnswers()
+        stream: StreamAnswers[x.AddPartitionsToTxnStreamResponse] = StreamAnswers(
+            self.coordinator.draining
+        )
 
         async def answer(item: x.AddPartitionsToTxnStreamRequest) -> None:
             response = await self._add_partitions(item.request)

@@ -33,7 +33,9 @@ async def serve_transaction_stream(
     context: grpc.aio.ServicerContext,
 ) -> AsyncIterator[x.TransactionStreamResponse]:
     """The handler's generator: yields answers as they complete; see the module docstring."""
-    stream: StreamAnswers[x.TransactionStreamResponse] = StreamAnswers()
+    stream: StreamAnswers[x.TransactionStreamResponse] = StreamAnswers(
+        servicer.coordinator.draining
+    )
 
     async def answer(item: x.TransactionStreamRequest) -> None:
         kind = item.WhichOneof("request")

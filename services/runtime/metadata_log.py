@@ -19,6 +19,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
 
@@ -27,6 +28,8 @@ from samsa.metadata.replay import MetadataDivergenceError, StaleBatchError, repl
 from samsa.metadata.snapshot import from_snapshot
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.v1 import controller_pb2
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +95,16 @@ class MetadataLogFollower:
             )
             sent = asyncio.get_running_loop().time()
             try:
-                response = await self.controllers.read(
-                    "FetchMetadata", request, FETCH_MAX_WAIT_MS / 1000 + 5
+                response = await unless_stopped(
+                    stop,
+                    self.controllers.read("FetchMetadata", request, FETCH_MAX_WAIT_MS / 1000 + 5),
                 )
             except grpc.aio.AioRpcError as error:
                 log.warning("metadata fetch failed: %s", error.details())
                 await sleep_or_stop(stop, 0.5)
                 continue
+            if response is None:
+                return  # stopped during the long-poll
             self.last_answered_fetch_sent = sent
             self.quorum = QuorumView.of(response)
             try:
@@ -131,6 +137,25 @@ def apply_fetch(
         except StaleBatchError:
             continue
     return image
+
+
+async def unless_stopped(stop: asyncio.Event, call: Awaitable[T]) -> T | None:
+    """`call`'s result, or None when `stop` is set first (the call is then cancelled): a
+    long-poll must not hold a stopping service for the rest of its wait."""
+    task = asyncio.ensure_future(call)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((task, stopped), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        stopped.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    await asyncio.wait((task,))
+    return None
 
 
 async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:

@@ -11,6 +11,14 @@ raises a bug's exception, which the RPC guard answers INTERNAL). The stream ends
 status; it never hangs. At most `limits.produce_stream_in_flight_max` wait tasks run per stream
 (the reader waits for room beyond that), and at most `limits.produce_stream_answers_queued_max`
 answers wait for the handler (the reader and the tasks wait beyond that: the client is slow).
+
+Draining. A client keeps its stream open for as long as it runs, so a stopping service would
+wait out its whole grace period on every stream. Given the service's `draining` event, a stream
+takes no request once it is set: a reader waiting for the client's next request (`requests`) is
+cancelled there, one busy with a request finishes it and reads no more; every request read is
+answered, then the stream ends with UNAVAILABLE (DRAINED). The client sends again what had no
+answer (every request these streams carry is safe to send again, common/request_stream.py), to
+whoever serves it now. A request cancelled as it was read was never acted on.
 """
 
 from __future__ import annotations
@@ -28,6 +36,11 @@ Answer = TypeVar("Answer")
 Item = TypeVar("Item")
 Refusal = tuple[grpc.StatusCode, str]
 
+DRAINED: Refusal = (
+    grpc.StatusCode.UNAVAILABLE,
+    "the server is stopping: every request it read is answered; send the others again",
+)
+
 
 class StreamFailure(Exception):
     """Why the stream must end, recorded by the reader or a wait task for the handler."""
@@ -42,12 +55,27 @@ class StreamFailure(Exception):
 class StreamAnswers(Generic[Answer]):
     """One stream's queued answers, its wait tasks and its first failure."""
 
-    def __init__(self) -> None:
+    def __init__(self, draining: asyncio.Event | None = None) -> None:
         self._answers: asyncio.Queue[Answer | None] = asyncio.Queue(
             maxsize=limits.produce_stream_answers_queued_max
         )
         self._waiting: set[asyncio.Task[None]] = set()
         self._failures: list[StreamFailure] = []
+        self._draining = draining  # set once the service stops (see the module docstring)
+        self._reading = False  # the reader waits for the client's next request
+
+    async def requests(self, request_iterator: AsyncIterator[Item]) -> AsyncIterator[Item]:
+        """The client's requests, until its last or until the service drains."""
+        draining = self._draining
+        while draining is None or not draining.is_set():
+            self._reading = True
+            try:
+                item = await anext(request_iterator, None)
+            finally:
+                self._reading = False
+            if item is None:
+                return
+            yield item
 
     def fail(self, failure: StreamFailure) -> None:
         self._failures.append(failure)
@@ -76,7 +104,7 @@ class StreamAnswers(Generic[Answer]):
         the stream ends with the status `refusal` gives a request, with a bug's exception, or
         once the client's last request is answered."""
         try:
-            async for item in request_iterator:
+            async for item in self.requests(request_iterator):
                 if (refused := refusal(item)) is not None:
                     self.fail(StreamFailure(*refused, None))
                     return
@@ -98,6 +126,7 @@ class StreamAnswers(Generic[Answer]):
         """The handler's loop: runs `reader` (which calls `end` or `fail` when it stops) as a
         task and yields the answers until the stream ends; aborts with the first failure."""
         task = asyncio.create_task(reader)
+        drain = None if self._draining is None else asyncio.create_task(self._drain(task))
         try:
             while True:
                 answer = await self._answers.get()
@@ -110,7 +139,23 @@ class StreamAnswers(Generic[Answer]):
                 if answer is None:
                     break
                 yield answer
+            if self._draining is not None and self._draining.is_set():
+                await context.abort(*DRAINED)
         finally:
             task.cancel()
+            if drain is not None:
+                drain.cancel()
             for waiting in self._waiting:
                 waiting.cancel()
+
+    async def _drain(self, reader: asyncio.Task[None]) -> None:
+        """Once the service drains: a reader waiting for a request is cancelled there and the
+        stream ends once the requests it read are answered; a busy one ends it itself, after
+        its request (`requests`)."""
+        assert self._draining is not None
+        await self._draining.wait()
+        if not self._reading or reader.done():
+            return
+        reader.cancel()
+        await asyncio.wait([reader])
+        await self.end()

@@ -347,82 +347,87 @@ def open_stream(
         while (item := requests.get()) is not None:
             yield item
 
-    stub = xg.TransactionCoordinatorServiceStub(grpc.insecure_channel(endpoint))
-    answers = stub.TransactionStream(outgoing(), timeout=60)
-    try:
-        yield requests, answers
-    finally:
-        requests.put(None)
-        answers.cancel()
+    with grpc.insecure_channel(endpoint) as channel:
+        answers = xg.TransactionCoordinatorServiceStub(channel).TransactionStream(
+            outgoing(), timeout=60
+        )
+        try:
+            yield requests, answers
+        finally:
+            requests.put(None)
+            answers.cancel()
 
 
 def test_the_transaction_stream_answers_each_kind_under_its_correlation_id(
     cluster: LocalCluster,
 ) -> None:
     endpoint = cluster.spec.coordinators[0].endpoint  # the one coordinator owns every id
-    stub = xg.TransactionCoordinatorServiceStub(grpc.insecure_channel(endpoint))
-    init = wait_until(
-        "the transactional id initialized",
-        lambda: (
-            answer
-            if (
-                answer := stub.InitTransactions(
-                    x.InitTransactionsRequest(
-                        transactional_id="raw-stream", transaction_timeout_ms=60_000
-                    ),
-                    timeout=10,
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = xg.TransactionCoordinatorServiceStub(channel)
+        init = wait_until(
+            "the transactional id initialized",
+            lambda: (
+                answer
+                if (
+                    answer := stub.InitTransactions(
+                        x.InitTransactionsRequest(
+                            transactional_id="raw-stream", transaction_timeout_ms=60_000
+                        ),
+                        timeout=10,
+                    )
+                ).error_code
+                == ErrorCode.NONE
+                else None
+            ),
+        )
+        producer = x.TransactionalProducer(
+            transactional_id="raw-stream",
+            producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch,
+        )
+        with open_stream(endpoint) as (requests, answers):
+            requests.put(
+                x.TransactionStreamRequest(
+                    correlation_id=41,
+                    add_offsets_to_txn=x.AddOffsetsToTxnRequest(producer=producer, group_id="raw"),
                 )
-            ).error_code
-            == ErrorCode.NONE
-            else None
-        ),
-    )
-    producer = x.TransactionalProducer(
-        transactional_id="raw-stream",
-        producer_id=init.producer_id,
-        producer_epoch=init.producer_epoch,
-    )
-    with open_stream(endpoint) as (requests, answers):
-        requests.put(
-            x.TransactionStreamRequest(
-                correlation_id=41,
-                add_offsets_to_txn=x.AddOffsetsToTxnRequest(producer=producer, group_id="raw"),
             )
-        )
-        added = next(answers)
-        assert added.correlation_id == 41 and added.WhichOneof("response") == "add_offsets_to_txn"
-        assert added.add_offsets_to_txn.error_code == ErrorCode.NONE, added
-        requests.put(
-            x.TransactionStreamRequest(
-                correlation_id=42, end_txn=x.EndTxnRequest(producer=producer, committed=True)
+            added = next(answers)
+            assert (
+                added.correlation_id == 41 and added.WhichOneof("response") == "add_offsets_to_txn"
             )
-        )
-        ended = next(answers)
-        assert ended.correlation_id == 42 and ended.WhichOneof("response") == "end_txn"
-        assert ended.end_txn.error_code == ErrorCode.NONE, ended
-        assert ended.end_txn.producer_epoch == init.producer_epoch + 1  # bumped (KIP-890)
-        # The same EndTxn again (a retry of a lost answer): answered as the unary call would.
-        requests.put(
-            x.TransactionStreamRequest(
-                correlation_id=43, end_txn=x.EndTxnRequest(producer=producer, committed=True)
+            assert added.add_offsets_to_txn.error_code == ErrorCode.NONE, added
+            requests.put(
+                x.TransactionStreamRequest(
+                    correlation_id=42, end_txn=x.EndTxnRequest(producer=producer, committed=True)
+                )
             )
-        )
-        again = next(answers)
-        assert again.correlation_id == 43 and again.WhichOneof("response") == "end_txn"
-        assert again.end_txn == stub.EndTxn(x.EndTxnRequest(producer=producer, committed=True))
-        requests.put(x.TransactionStreamRequest(correlation_id=44))  # no request in it
-        with pytest.raises(grpc.RpcError) as ended_stream:
-            next(answers)
-        assert ended_stream.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "carries no request" in ended_stream.value.details()
+            ended = next(answers)
+            assert ended.correlation_id == 42 and ended.WhichOneof("response") == "end_txn"
+            assert ended.end_txn.error_code == ErrorCode.NONE, ended
+            assert ended.end_txn.producer_epoch == init.producer_epoch + 1  # bumped (KIP-890)
+            # The same EndTxn again (a retry of a lost answer): answered as the unary call would.
+            requests.put(
+                x.TransactionStreamRequest(
+                    correlation_id=43, end_txn=x.EndTxnRequest(producer=producer, committed=True)
+                )
+            )
+            again = next(answers)
+            assert again.correlation_id == 43 and again.WhichOneof("response") == "end_txn"
+            assert again.end_txn == stub.EndTxn(x.EndTxnRequest(producer=producer, committed=True))
+            requests.put(x.TransactionStreamRequest(correlation_id=44))  # no request in it
+            with pytest.raises(grpc.RpcError) as ended_stream:
+                next(answers)
+            assert ended_stream.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "carries no request" in ended_stream.value.details()
 
-    with open_stream(endpoint) as (requests, answers):
-        too_many = x.TxnOffsetCommitRequest(producer=producer, group_id="raw")
-        topic = too_many.topics.add(name=OUT)
-        for partition in range(limits.admin_request_items_max + 1):
-            topic.partitions.add(partition=partition, committed_offset=1)
-        requests.put(x.TransactionStreamRequest(correlation_id=1, txn_offset_commit=too_many))
-        with pytest.raises(grpc.RpcError) as refused:
-            next(answers)
-        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert "offsets in one request" in refused.value.details()
+        with open_stream(endpoint) as (requests, answers):
+            too_many = x.TxnOffsetCommitRequest(producer=producer, group_id="raw")
+            topic = too_many.topics.add(name=OUT)
+            for partition in range(limits.admin_request_items_max + 1):
+                topic.partitions.add(partition=partition, committed_offset=1)
+            requests.put(x.TransactionStreamRequest(correlation_id=1, txn_offset_commit=too_many))
+            with pytest.raises(grpc.RpcError) as refused:
+                next(answers)
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "offsets in one request" in refused.value.details()

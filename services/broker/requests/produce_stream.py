@@ -27,6 +27,7 @@ spans under it; a unary Produce's appends go under the gRPC interceptor's span.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -99,11 +100,12 @@ async def serve_produce_stream(
     verifier: TransactionVerifier | None = None,
     *,
     internal_write_refusal: str | None = STREAM_INTERNAL_WRITE_REFUSAL,
+    draining: asyncio.Event | None = None,
 ) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
     """The handler's generator: yields answers as they complete; see the module docstring.
     `internal_write_refusal`: why internal topics are refused, None if this stream proved it may
-    write them."""
-    stream: StreamAnswers[broker_pb2.ProduceStreamResponse] = StreamAnswers()
+    write them. `draining`: set when the broker stops (stream_answers.py)."""
+    stream: StreamAnswers[broker_pb2.ProduceStreamResponse] = StreamAnswers(draining)
     fail = stream.fail
 
     async def answer_when_replicated(
@@ -136,7 +138,7 @@ async def serve_produce_stream(
 
     async def read_requests() -> None:
         try:
-            async for item in request_iterator:
+            async for item in stream.requests(request_iterator):
                 refusal = produce_refusal(item.request)
                 if refusal is not None:
                     fail(StreamFailure(*refusal, None))

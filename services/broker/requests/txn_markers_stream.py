@@ -15,6 +15,7 @@ stream_answers.py's, shared with ProduceStream.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -36,9 +37,11 @@ async def serve_markers_stream(
     host: PartitionHost,
     request_iterator: AsyncIterator[broker_pb2.WriteTxnMarkersStreamRequest],
     context: grpc.aio.ServicerContext,
+    draining: asyncio.Event | None = None,
 ) -> AsyncIterator[broker_pb2.WriteTxnMarkersStreamResponse]:
-    """The handler's generator: yields answers as they complete; see the module docstring."""
-    stream: StreamAnswers[broker_pb2.WriteTxnMarkersStreamResponse] = StreamAnswers()
+    """The handler's generator: yields answers as they complete; see the module docstring.
+    `draining`: set when the broker stops (stream_answers.py)."""
+    stream: StreamAnswers[broker_pb2.WriteTxnMarkersStreamResponse] = StreamAnswers(draining)
 
     def answer_of(
         correlation_id: int, response: broker_pb2.WriteTxnMarkersResponse
@@ -62,7 +65,7 @@ async def serve_markers_stream(
 
     async def read_requests() -> None:
         try:
-            async for item in request_iterator:
+            async for item in stream.requests(request_iterator):
                 refusal = markers_refusal(item.request)
                 if refusal is not None:
                     stream.fail(StreamFailure(*refusal, None))
