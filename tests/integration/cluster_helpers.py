@@ -42,6 +42,23 @@ TRANSACTION_SETTINGS = FAST_SETTINGS | {
 # A fake coordinator's heartbeat interval: well inside the tests' coordinator sessions (>= 1.5 s).
 HEARTBEAT_INTERVAL_S = 0.3
 CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
+# The channels `open_channel` opened, closed by `close_channels` (local_cluster does, as it ends).
+# An idle sync channel does not answer a stopping server's GOAWAY under gRPC's older poller
+# (which the SDK selects, samsa.common.grpc_experiments), so a channel left open holds that
+# server's graceful stop for its whole grace period.
+_OPEN_CHANNELS: list[grpc.Channel] = []
+
+
+def open_channel(endpoint: str) -> grpc.Channel:
+    """A new channel to `endpoint`, closed with the cluster (`close_channels`)."""
+    opened = grpc.insecure_channel(endpoint)
+    _OPEN_CHANNELS.append(opened)
+    return opened
+
+
+def close_channels() -> None:
+    while _OPEN_CHANNELS:
+        _OPEN_CHANNELS.pop().close()
 
 
 @contextmanager
@@ -62,6 +79,7 @@ def local_cluster(
         wait_healthy(cluster, timeout_s=60)
         yield cluster
     finally:
+        close_channels()
         cluster.stop_all()
 
 
@@ -103,7 +121,7 @@ def read_to_end(
 
 
 def controller_stub(endpoint: str) -> controller_pb2_grpc.ControllerServiceStub:
-    return controller_pb2_grpc.ControllerServiceStub(grpc.insecure_channel(endpoint))
+    return controller_pb2_grpc.ControllerServiceStub(open_channel(endpoint))
 
 
 def describe_cluster(spec: ClusterSpec, node_id: int) -> controller_pb2.DescribeClusterResponse:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from cluster_helpers import FAST_SETTINGS, wait_until
+from cluster_helpers import FAST_SETTINGS, close_channels, open_channel, wait_until
 
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.client import Admin, Consumer
@@ -64,9 +64,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     try:
         cluster.start_all()
         wait_healthy(cluster, timeout_s=60)
-        stub = controller_pb2_grpc.ControllerServiceStub(
-            grpc.insecure_channel(spec.controllers[0].endpoint)
-        )
+        stub = controller_pb2_grpc.ControllerServiceStub(open_channel(spec.controllers[0].endpoint))
         topic = controller_pb2.CreateTopicsRequest.Topic(
             name=TOPIC, num_partitions=2, replication_factor=2
         )
@@ -74,11 +72,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         assert answer.topics[0].error_code == ErrorCode.NONE, answer
         yield cluster
     finally:
+        close_channels()
         cluster.stop_all()
 
 
 def locate(cluster: LocalCluster, transactional_id: str) -> c.CoordinatorLocation:
-    stub = cg.CoordinatorLookupServiceStub(grpc.insecure_channel(cluster.spec.brokers[0].endpoint))
+    stub = cg.CoordinatorLookupServiceStub(open_channel(cluster.spec.brokers[0].endpoint))
 
     def found() -> c.CoordinatorLocation | None:
         request = c.FindCoordinatorRequest(key_type=TRANSACTION_KEY_TYPE, keys=[transactional_id])
@@ -93,7 +92,7 @@ def call(cluster: LocalCluster, transactional_id: str, method: str, request: obj
 
     def answered() -> object | None:
         location = locate(cluster, transactional_id)
-        stub = xg.TransactionCoordinatorServiceStub(grpc.insecure_channel(location.endpoint))
+        stub = xg.TransactionCoordinatorServiceStub(open_channel(location.endpoint))
         try:
             response = getattr(stub, method)(request, timeout=10)
         except grpc.RpcError:
@@ -135,7 +134,7 @@ def log_ends(cluster: LocalCluster) -> list[int]:
     ends = []
     for partition in (0, 1):
         for broker in cluster.spec.brokers:
-            stub = broker_pb2_grpc.BrokerServiceStub(grpc.insecure_channel(broker.endpoint))
+            stub = broker_pb2_grpc.BrokerServiceStub(open_channel(broker.endpoint))
             request = broker_pb2.ListOffsetsRequest(
                 topics=[
                     broker_pb2.ListOffsetsRequest.TopicData(
@@ -326,16 +325,14 @@ def test_an_open_transaction_survives_its_coordinator_killed(cluster: LocalClust
 def group_call(cluster: LocalCluster, group_id: str, method: str, request: object) -> object:
     """Send `request` to the group's coordinator (TxnOffsetCommit, OffsetFetch), retrying
     while it moves or loads."""
-    lookup = cg.CoordinatorLookupServiceStub(
-        grpc.insecure_channel(cluster.spec.brokers[0].endpoint)
-    )
+    lookup = cg.CoordinatorLookupServiceStub(open_channel(cluster.spec.brokers[0].endpoint))
 
     def answered() -> object | None:
         find = c.FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, keys=[group_id])
         location = lookup.FindCoordinator(find, timeout=5).coordinators[0]
         if location.error_code:
             return None
-        channel = grpc.insecure_channel(location.endpoint)
+        channel = open_channel(location.endpoint)
         try:
             if method == "OffsetFetch":
                 response = cg.GroupCoordinatorServiceStub(channel).OffsetFetch(request, timeout=10)
@@ -437,9 +434,7 @@ def test_pending_offsets_survive_the_group_coordinator_killed(cluster: LocalClus
     for name in sorted(cluster.killed):
         if name.startswith("coordinator-"):
             cluster.start(name)  # an earlier test killed one: two are needed here
-    lookup = cg.CoordinatorLookupServiceStub(
-        grpc.insecure_channel(cluster.spec.brokers[0].endpoint)
-    )
+    lookup = cg.CoordinatorLookupServiceStub(open_channel(cluster.spec.brokers[0].endpoint))
 
     def owner() -> int | None:
         find = c.FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, keys=["moving-group"])
@@ -496,7 +491,7 @@ def leader_stub(cluster: LocalCluster, partition: int) -> broker_pb2_grpc.Broker
         ]
     )
     for broker in cluster.spec.brokers:
-        stub = broker_pb2_grpc.BrokerServiceStub(grpc.insecure_channel(broker.endpoint))
+        stub = broker_pb2_grpc.BrokerServiceStub(open_channel(broker.endpoint))
         if stub.ListOffsets(request, timeout=5).topics[0].partitions[0].error_code == 0:
             return stub
     raise AssertionError(f"no leader for {TOPIC}-{partition}")
@@ -681,7 +676,7 @@ def test_brokers_checks_and_adds_on_one_stream_are_answered_by_correlation_id(
     name = "streamed-checks"
     init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
     me = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
-    channel = grpc.insecure_channel(locate(cluster, name).endpoint)
+    channel = open_channel(locate(cluster, name).endpoint)
     stub = xg.TransactionCoordinatorServiceStub(channel)
 
     def stream(*requests: x.AddPartitionsToTxnRequest) -> dict[int, object]:
@@ -727,7 +722,7 @@ def test_the_next_transaction_is_answered_when_the_last_ones_markers_are_written
     name = "back-to-back-app"
     init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
     who = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
-    channel = grpc.insecure_channel(locate(cluster, name).endpoint)
+    channel = open_channel(locate(cluster, name).endpoint)
     stub = xg.TransactionCoordinatorServiceStub(channel)
     try:
         for _ in range(5):
