@@ -244,6 +244,10 @@ class Caller:
             for kind, endpoint in endpoints.items()
         }
 
+    def close(self) -> None:
+        for channel in self.channels.values():
+            channel.close()
+
     def call(self, kind: str, method: d.MethodDescriptor, payloads: list[bytes]) -> None:
         path = f"/{method.containing_service.full_name}/{method.name}"
         payloads = [fence(method, p) for p in payloads]
@@ -311,6 +315,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         every = describe_topics(running, controller_pb2.DescribeTopicsRequest())
         print(f"  topics at the end: {sorted(t.name for t in every.topics)}")
         assert snapshot_of_known(running, caller) == before, "the fuzzer changed fz-known"
+        caller.close()  # an idle channel left open would hold the cluster's stop (cluster_helpers)
 
 
 def describe_topics(running, request):  # type: ignore[no-untyped-def]
