@@ -58,7 +58,9 @@ def _none(item: bytes) -> None:
     return None
 
 
-async def serving(service: Service) -> tuple[grpc.aio.Server, grpc.aio.Channel]:
+@contextlib.asynccontextmanager
+async def serving(service: Service) -> AsyncIterator[grpc.aio.Channel]:
+    """A server for `service` on a free loopback port, and a channel to it; both closed after."""
     server = grpc.aio.server()
     handler = grpc.stream_stream_rpc_method_handler(service.handle)
     server.add_generic_rpc_handlers(
@@ -66,7 +68,12 @@ async def serving(service: Service) -> tuple[grpc.aio.Server, grpc.aio.Channel]:
     )
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    return server, grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield channel
+    finally:
+        await channel.close()
+        await server.stop(None)
 
 
 async def ending(call: grpc.aio.StreamStreamCall) -> tuple[grpc.StatusCode, str]:
@@ -87,8 +94,7 @@ async def until(what: str, probe, timeout_s: float = 10.0) -> None:
 def test_a_stream_waiting_for_its_next_request_ends_when_the_service_drains() -> None:
     async def scenario() -> None:
         service = Service(busy=False)
-        server, channel = await serving(service)
-        try:
+        async with serving(service) as channel:
             call = channel.stream_stream(METHOD)()
             await call.write(b"a")
             assert await call.read() == b"answer:a"
@@ -100,9 +106,6 @@ def test_a_stream_waiting_for_its_next_request_ends_when_the_service_drains() ->
                 await late.write(b"b")
             assert await ending(late) == DRAINED
             assert service.read == [b"a"]
-        finally:
-            await channel.close()
-            await server.stop(None)
 
     asyncio.run(scenario())
 
@@ -110,8 +113,7 @@ def test_a_stream_waiting_for_its_next_request_ends_when_the_service_drains() ->
 def test_a_stream_busy_with_a_request_answers_it_and_reads_no_more() -> None:
     async def scenario() -> None:
         service = Service(busy=True)
-        server, channel = await serving(service)
-        try:
+        async with serving(service) as channel:
             call = channel.stream_stream(METHOD)()
             await call.write(b"first")
             await until("the first request read", lambda: service.read == [b"first"])
@@ -121,9 +123,6 @@ def test_a_stream_busy_with_a_request_answers_it_and_reads_no_more() -> None:
             assert await call.read() == b"answer:first"
             assert await ending(call) == DRAINED
             assert service.read == [b"first"]
-        finally:
-            await channel.close()
-            await server.stop(None)
 
     asyncio.run(scenario())
 
@@ -131,16 +130,12 @@ def test_a_stream_busy_with_a_request_answers_it_and_reads_no_more() -> None:
 def test_without_draining_a_stream_ends_when_its_client_is_done() -> None:
     async def scenario() -> None:
         service = Service(busy=False)
-        server, channel = await serving(service)
-        try:
+        async with serving(service) as channel:
             call = channel.stream_stream(METHOD)()
             await call.write(b"a")
             await call.done_writing()
             assert await call.read() == b"answer:a"
             assert await call.read() is grpc.aio.EOF
             assert await call.code() == grpc.StatusCode.OK
-        finally:
-            await channel.close()
-            await server.stop(None)
 
     asyncio.run(scenario())
