@@ -12,7 +12,13 @@ Outputs:
 - `fetches_to_send(leaders, now_ms)`: one FetchRequest per broker, built in that broker's fetch
   session (fetch_sessions.py). Pipelining: every broker leading an assigned partition that has a
   position, no buffered records, no unraised error and is not paused gets a fetch as soon as it
-  has none in flight (and is not backing off after a failed one).
+  has none in flight (and is not backing off after a failed one). Except: while a partition of
+  a broker waits in the buffer, a fetch that would name none of that broker's partitions (all
+  the others are unchanged: their last answer brought nothing) is not sent. It would only
+  long-poll idle partitions, for up to fetch.max.wait.ms, and the buffered partition, once
+  `poll()` took it, would wait for that answer: a 500 ms stall of a partition with data, seen at
+  the end of a topic read across brokers. The broker is fetched from again as `poll()` takes
+  the buffer (Kafka's consumer sends that fetch, and stalls).
 - `offsets_to_look_up()`: the resets to resolve with ListOffsets (EARLIEST or LATEST).
 - `take(limit)`: at most `limit` records, in assignment order; it moves positions. The
   partitions it empties may be fetched again.
@@ -321,6 +327,7 @@ class FetchState:
     def fetches_to_send(self, leaders: Mapping[TopicPartition, int], now_ms: int) -> FetchPlan:
         """A fetch for every broker with fetchable partitions and none in flight (module doc)."""
         wanted: dict[int, dict[TopicPartition, int]] = {}
+        buffered: set[int | None] = set()  # brokers with a partition waiting in the buffer
         stale = False
         in_flight = self._in_flight
         backoff = self._backoff_until_ms
@@ -328,7 +335,12 @@ class FetchState:
         for tp in self._assigned:
             partition = self._partitions[tp]
             offset = partition.fetch_offset
-            if offset is None or partition.buffers or partition.paused or tp in errors:
+            if partition.buffers:
+                if not partition.paused:  # a paused one keeps its buffer: it must not block
+                    replica = partition.read_replica
+                    buffered.add(leaders.get(tp) if replica is None else replica)
+                continue
+            if offset is None or partition.paused or tp in errors:
                 continue
             node = partition.read_replica
             if node is None:
@@ -343,6 +355,8 @@ class FetchState:
         for node, offsets in wanted.items():
             epochs = {tp: self._partitions[tp].leader_epoch for tp in offsets}
             request, parts = self._sessions.request(node, offsets, epochs, **self._fetch_fields)
+            if node in buffered and not parts.full and not parts.partitions:
+                continue  # it would only long-poll idle partitions (module doc)
             in_flight[node] = _InFlight(offsets, parts)
             requests.append((node, request))
         later = [due for due in backoff.values() if due > now_ms]

@@ -222,6 +222,30 @@ def test_fetches_continue_in_the_broker_session() -> None:
     assert fetched(request) == {T0: 2}, "an incremental fetch names only what moved"
 
 
+def test_no_fetch_only_long_polls_idle_partitions_while_one_of_their_broker_is_buffered() -> None:
+    """T1 is idle, T0 has records, both on broker 1 in a session: while T0's records wait for
+    poll(), a fetch would name nothing and park on T1 for fetch.max.wait.ms, and T0, once
+    taken, would wait for its answer. So none goes until poll() takes T0's records."""
+    state = at(make(), {T0: 0, T1: 0})
+    leaders = {T0: 1, T1: 1}
+    assert send(state, leaders) == {1: {T0: 0, T1: 0}}
+    state.on_fetch_answer(1, answer(session_id=9, p0={"records": batch(0, 2)}, p1={}))
+    assert send(state, leaders) == {}, "T1 unchanged and T0 buffered: nothing worth a fetch"
+    assert offsets(state.take(500)) == [0, 1]
+    assert send(state, leaders) == {1: {T0: 2}}, "T0 taken: fetched at once (T1 stays polled)"
+
+
+def test_a_paused_partitions_records_do_not_hold_its_broker_back() -> None:
+    """A paused partition keeps its records for as long as it stays paused: its broker's idle
+    partitions are long-polled meanwhile, as without records waiting."""
+    state = at(make(), {T0: 0, T1: 0})
+    leaders = {T0: 1, T1: 1}
+    send(state, leaders)
+    state.on_fetch_answer(1, answer(session_id=9, p0={"records": batch(0, 2)}, p1={}))
+    state.pause([T0])
+    assert send(state, leaders) == {1: {}}, "an incremental fetch long-polling T1"
+
+
 # --- seeks and stale answers ------------------------------------------------------------------
 
 
