@@ -52,6 +52,7 @@ from samsa.services.runtime.coordinator_lookup import (
 )
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.server import GrpcServer
+from samsa.services.runtime.stream_answers import Draining
 from samsa.v1 import (
     broker_pb2,
     controller_pb2,
@@ -62,6 +63,13 @@ from samsa.v1 import (
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 2.0
+# After its controlled shutdown a broker leads nothing, and its produce and marker streams end
+# (services/runtime/stream_answers.py: draining) only this much later. Clients learn the new
+# leaders from the answers to what they already sent (NOT_LEADER_OR_FOLLOWER naming the new
+# leader, KIP-951); a request sent before that answer came must still get one, not a closed
+# stream, which costs a producer its retry backoff (a rolling restart measured 84-105 ms
+# stalls with the streams ended at once, 11-16 ms with them answering).
+DRAIN_DELAY_S = 0.5
 APPLY_SLICE = 25  # partition actions applied between two yields (about 20-60 ms of work)
 
 
@@ -144,7 +152,7 @@ class Broker:
     async def run(self, stop: asyncio.Event) -> None:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
-        draining = asyncio.Event()
+        draining = Draining()
         server = GrpcServer(
             self.listen,
             [service, LOOKUP_SERVICE_NAME, metadata_service],
@@ -218,7 +226,9 @@ class Broker:
         log.info("controlled shutdown: moving leaderships away")
         await self.follower.shutdown()
         follower_stop.set()
-        draining.set()  # it leads nothing now: its produce and marker streams end
+        if draining.streams_open:
+            await asyncio.sleep(DRAIN_DELAY_S)
+        draining.set()
         await server.stop(STOP_GRACE_S)
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.fetchers.close()

@@ -14,7 +14,6 @@ abort someone else's transaction. So does WriteTxnMarkersStream, checked once as
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 
@@ -44,6 +43,7 @@ from samsa.services.broker.requests.txn_markers_stream import serve_markers_stre
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import member_auth, membership
 from samsa.services.runtime.membership import method_path
+from samsa.services.runtime.stream_answers import Draining
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 BROKER_SERVICE = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
@@ -72,7 +72,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         member_key: bytes,
         producer_ids: ProducerIdManager,
         txn_verifier: TransactionVerifier | None = None,
-        draining: asyncio.Event | None = None,
+        draining: Draining | None = None,
     ) -> None:
         self.host = host
         # Set as the broker stops: its produce and marker streams then end (stream_answers.py).

@@ -57,6 +57,7 @@ from samsa.services.runtime.coordinator_lookup import CoordinatorLookupServicer
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.metadata_log import MetadataLogFollower
 from samsa.services.runtime.server import GrpcServer
+from samsa.services.runtime.stream_answers import Draining
 from samsa.services.runtime.txn_added_check import TransactionMembershipCheck
 from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc, transactions_pb2, transactions_pb2_grpc
 
@@ -116,7 +117,7 @@ class Coordinator:
         }
         self._stopping = False
         # Set as it stops: its transaction streams then end (services/runtime/stream_answers.py).
-        self.draining = asyncio.Event()
+        self.draining = Draining()
 
     # --- what the servicer asks -------------------------------------------------------------
 

@@ -42,6 +42,15 @@ DRAINED: Refusal = (
 )
 
 
+class Draining(asyncio.Event):
+    """Set as the service stops: its request streams then end (see the module docstring).
+    Counts the streams open, so that a service with none has none to wait for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams_open = 0
+
+
 class StreamFailure(Exception):
     """Why the stream must end, recorded by the reader or a wait task for the handler."""
 
@@ -55,7 +64,7 @@ class StreamFailure(Exception):
 class StreamAnswers(Generic[Answer]):
     """One stream's queued answers, its wait tasks and its first failure."""
 
-    def __init__(self, draining: asyncio.Event | None = None) -> None:
+    def __init__(self, draining: Draining | None = None) -> None:
         self._answers: asyncio.Queue[Answer | None] = asyncio.Queue(
             maxsize=limits.produce_stream_answers_queued_max
         )
@@ -126,7 +135,11 @@ class StreamAnswers(Generic[Answer]):
         """The handler's loop: runs `reader` (which calls `end` or `fail` when it stops) as a
         task and yields the answers until the stream ends; aborts with the first failure."""
         task = asyncio.create_task(reader)
-        drain = None if self._draining is None else asyncio.create_task(self._drain(task))
+        draining = self._draining
+        drain = None
+        if draining is not None:
+            draining.streams_open += 1
+            drain = asyncio.create_task(self._drain(task))
         try:
             while True:
                 answer = await self._answers.get()
@@ -139,11 +152,12 @@ class StreamAnswers(Generic[Answer]):
                 if answer is None:
                     break
                 yield answer
-            if self._draining is not None and self._draining.is_set():
+            if draining is not None and draining.is_set():
                 await context.abort(*DRAINED)
         finally:
             task.cancel()
-            if drain is not None:
+            if draining is not None and drain is not None:
+                draining.streams_open -= 1
                 drain.cancel()
             for waiting in self._waiting:
                 waiting.cancel()

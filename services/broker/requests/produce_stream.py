@@ -27,7 +27,6 @@ spans under it; a unary Produce's appends go under the gRPC interceptor's span.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -43,7 +42,7 @@ from samsa.services.broker.requests.produce_wait import await_replication
 from samsa.services.broker.requests.request_checks import produce_refusal
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
-from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
+from samsa.services.runtime.stream_answers import Draining, StreamAnswers, StreamFailure
 from samsa.v1 import broker_pb2
 
 # What txn_verification decided for a request: partitions verified, partitions refused and why.
@@ -100,7 +99,7 @@ async def serve_produce_stream(
     verifier: TransactionVerifier | None = None,
     *,
     internal_write_refusal: str | None = STREAM_INTERNAL_WRITE_REFUSAL,
-    draining: asyncio.Event | None = None,
+    draining: Draining | None = None,
 ) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
     """The handler's generator: yields answers as they complete; see the module docstring.
     `internal_write_refusal`: why internal topics are refused, None if this stream proved it may

@@ -15,7 +15,6 @@ stream_answers.py's, shared with ProduceStream.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -29,7 +28,7 @@ from samsa.services.broker.requests.txn_markers import (
     timeout_s,
     write_txn_markers,
 )
-from samsa.services.runtime.stream_answers import StreamAnswers, StreamFailure
+from samsa.services.runtime.stream_answers import Draining, StreamAnswers, StreamFailure
 from samsa.v1 import broker_pb2
 
 
@@ -37,7 +36,7 @@ async def serve_markers_stream(
     host: PartitionHost,
     request_iterator: AsyncIterator[broker_pb2.WriteTxnMarkersStreamRequest],
     context: grpc.aio.ServicerContext,
-    draining: asyncio.Event | None = None,
+    draining: Draining | None = None,
 ) -> AsyncIterator[broker_pb2.WriteTxnMarkersStreamResponse]:
     """The handler's generator: yields answers as they complete; see the module docstring.
     `draining`: set when the broker stops (stream_answers.py)."""

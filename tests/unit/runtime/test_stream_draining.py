@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from samsa.services.runtime.stream_answers import DRAINED, StreamAnswers
+from samsa.services.runtime.stream_answers import DRAINED, Draining, StreamAnswers
 
 METHOD = "/test.Drain/Answer"
 
@@ -29,7 +29,7 @@ class Service:
 
     def __init__(self, *, busy: bool) -> None:
         self.busy = busy
-        self.draining = asyncio.Event()
+        self.draining = Draining()
         self.release = asyncio.Event()
         self.read: list[bytes] = []
 
@@ -98,6 +98,7 @@ def test_a_stream_waiting_for_its_next_request_ends_when_the_service_drains() ->
             call = channel.stream_stream(METHOD)()
             await call.write(b"a")
             assert await call.read() == b"answer:a"
+            assert service.draining.streams_open == 1, "a stopping broker waits only for these"
             service.draining.set()
             assert await ending(call) == DRAINED
             # A stream opened while the service drains takes no request at all.
@@ -106,6 +107,7 @@ def test_a_stream_waiting_for_its_next_request_ends_when_the_service_drains() ->
                 await late.write(b"b")
             assert await ending(late) == DRAINED
             assert service.read == [b"a"]
+            await until("both streams counted out", lambda: service.draining.streams_open == 0)
 
     asyncio.run(scenario())
 
