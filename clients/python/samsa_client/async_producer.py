@@ -167,27 +167,7 @@ class AsyncProducer:
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until every record sent so far is settled."""
-        driver = self._started()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with driver.lock:
-            target = driver.accumulator.begin_flush()
-        try:
-            driver.wake()
-            while True:
-                with driver.lock:
-                    if driver.accumulator.is_flush_complete(target) and driver.settled_through(
-                        target
-                    ):
-                        return
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise TimeoutError(f"flush did not complete within {timeout} s")
-                await self._wait_for_progress(
-                    WAIT_POLL_S if remaining is None else min(remaining, WAIT_POLL_S)
-                )
-        finally:
-            with driver.lock:
-                driver.accumulator.flush_done()
+        await self._started().flush(timeout)
 
     # --- transactions (the sync Producer's calls, as coroutines) ---------------------------------
 
@@ -224,10 +204,7 @@ class AsyncProducer:
         with driver.lock:
             txn.begin_commit()
         timeout_s = self._timeout_s(timeout)
-        await self.flush(timeout_s)
-        with driver.lock:
-            txn.begin_commit()  # raises if a batch of the transaction failed meanwhile
-        await self._within(driver.end_transaction(True, timeout_s), timeout_s)
+        await self._within(driver.commit_transaction(timeout_s), 2 * timeout_s)
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop what was not sent, wait for what was, and abort."""
@@ -235,9 +212,7 @@ class AsyncProducer:
         with driver.lock:
             txn.begin_abort()
         timeout_s = self._timeout_s(timeout)
-        driver.abort_queued("the transaction was aborted before this record was sent")
-        await self.flush(timeout_s)
-        await self._within(driver.end_transaction(False, timeout_s), timeout_s)
+        await self._within(driver.abort_transaction(timeout_s), 2 * timeout_s)
 
     def _transactional(self) -> tuple[ProducerDriver, TransactionManager]:
         driver = self._started()
@@ -248,7 +223,8 @@ class AsyncProducer:
 
     @staticmethod
     async def _within(coroutine: Coroutine[Any, Any, None], timeout_s: float) -> None:
-        """The driver's coroutine has its own deadline; this one only guards against a hang."""
+        """The driver's coroutine has its own deadlines, ending by `timeout_s`; this one only
+        guards against a hang."""
         async with asyncio.timeout(timeout_s + 5):
             await coroutine
 

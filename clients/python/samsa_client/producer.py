@@ -293,10 +293,8 @@ class Producer:
         with self._space:
             txn.begin_commit()
         timeout_s = self._timeout_s(timeout)
-        self.flush(timeout_s)
-        with self._space:
-            txn.begin_commit()  # raises if a batch of the transaction failed meanwhile
-        self._on_loop(self._driver.end_transaction(True, timeout_s), timeout_s)
+        # The flush and EndTxn in one hand-over to the loop (ProducerDriver.commit_transaction).
+        self._on_loop(self._driver.commit_transaction(timeout_s), 2 * timeout_s)
 
     def prepare_transaction(self, timeout: float | None = None) -> PreparedTransaction:
         """Send everything of the open transaction and leave it open for another process to
@@ -321,12 +319,7 @@ class Producer:
         with self._space:
             txn.begin_abort()
         timeout_s = self._timeout_s(timeout)
-        self._on_loop(self._abort_queued(), timeout_s)
-        self.flush(timeout_s)
-        self._on_loop(self._driver.end_transaction(False, timeout_s), timeout_s)
-
-    async def _abort_queued(self) -> None:
-        self._driver.abort_queued("the transaction was aborted before this record was sent")
+        self._on_loop(self._driver.abort_transaction(timeout_s), 2 * timeout_s)
 
     def _transactions(self) -> TransactionManager:
         if self._closed:
@@ -337,7 +330,7 @@ class Producer:
         return self.config.max_block_ms / 1000 if timeout is None else timeout
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, None], timeout_s: float) -> None:
-        """Run one of the driver's coroutines on its loop; its own deadline is `timeout_s`."""
+        """Run one of the driver's coroutines on its loop; its own deadlines end by `timeout_s`."""
         asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout_s + 5)
 
     def close(self, timeout: float | None = None) -> None:

@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 IDLE_WAIT_S = 0.5
 # After an unknown leader: how soon to look again once metadata was refreshed.
 UNKNOWN_LEADER_WAIT_S = 0.05
+# A flush re-checks at least this often (a settlement also wakes it).
+FLUSH_POLL_S = 0.1
 
 Callbacks = list[Callable[[], None]]
 
@@ -87,6 +89,8 @@ class ProducerDriver:
         self._channels = AioChannels()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
+        # Set on the loop whenever batches settle: what flush() waits on between its checks.
+        self._settled: asyncio.Event | None = None
         self._wake_scheduled = False
         # When the sleeping task will look at its timers by itself (now_ms() clock); None while
         # it runs a turn. wake() rouses it only for something due sooner than that.
@@ -166,6 +170,7 @@ class ProducerDriver:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        self._settled = asyncio.Event()
         self._task = self._loop.create_task(self._run(), name="samsa-producer-driver")
 
     async def stop(self) -> None:
@@ -302,6 +307,53 @@ class ProducerDriver:
                 self.txn.on_error(error)
             raise
 
+    async def flush(self, timeout_s: float | None) -> None:
+        """On the loop: send everything buffered now and wait until every record sent so far is
+        settled (AsyncProducer.flush, and the transaction ends of both facades). Raises
+        TimeoutError after `timeout_s` (None: no limit)."""
+        assert self._loop is not None and self._settled is not None, "flush() before start()"
+        deadline = None if timeout_s is None else self._loop.time() + timeout_s
+        with self.lock:
+            target = self.accumulator.begin_flush()
+        try:
+            self.wake()
+            while True:
+                with self.lock:
+                    if self.accumulator.is_flush_complete(target) and self.settled_through(target):
+                        return
+                remaining = None if deadline is None else deadline - self._loop.time()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"flush did not complete within {timeout_s} s")
+                # Batches settle only on this loop, so none can settle between the check above
+                # and this clear: the wait below misses no settlement.
+                self._settled.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(
+                        FLUSH_POLL_S if remaining is None else min(remaining, FLUSH_POLL_S)
+                    ):
+                        await self._settled.wait()
+        finally:
+            with self.lock:
+                self.accumulator.flush_done()
+
+    async def commit_transaction(self, timeout_s: float) -> None:
+        """Flush, then EndTxn(commit), in one coroutine: a sync caller hands over to the loop
+        once for both, not once for each (its flush would otherwise wake the caller's thread
+        only for it to hand EndTxn straight back). The facade checked `begin_commit()` first;
+        it is checked again after the flush, which raises if a batch of the transaction failed
+        meanwhile. Each step has `timeout_s`, as the two calls had."""
+        assert self.txn is not None
+        await self.flush(timeout_s)
+        with self.lock:
+            self.txn.begin_commit()
+        await self.end_transaction(True, timeout_s)
+
+    async def abort_transaction(self, timeout_s: float) -> None:
+        """Drop what was not sent, wait for what was, then EndTxn(abort), in one coroutine."""
+        self.abort_queued("the transaction was aborted before this record was sent")
+        await self.flush(timeout_s)
+        await self.end_transaction(False, timeout_s)
+
     async def end_transaction(self, committed: bool, timeout_s: float) -> None:
         """EndTxn, once nothing of the transaction is queued or in flight (the caller flushed or
         aborted the queue); adopts the bumped epoch for the next transaction. A transaction
@@ -368,3 +420,5 @@ class ProducerDriver:
         if callbacks:
             self._run_callbacks(callbacks)
         self._on_completions()
+        if self._settled is not None:
+            self._settled.set()

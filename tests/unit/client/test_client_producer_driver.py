@@ -140,12 +140,14 @@ def test_a_broken_streams_requests_are_retried_when_their_outcome_is_unknown(
     assert code in (ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT)
 
 
+@pytest.mark.parametrize("facade", ["sync", "async"])
 def test_flush_returns_only_once_every_future_it_covers_is_settled(
-    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch, facade: str
 ):
     """A batch leaves the accumulator under the lock and its futures are settled just after:
     settling made slow here, a flush that looked only at the accumulator returned in between
-    (the Spark sink then saw 'not acknowledged within 0 s')."""
+    (the Spark sink then saw 'not acknowledged within 0 s'). The async flush is the driver's own
+    (ProducerDriver.flush, which the transaction ends of both facades run too)."""
     from samsa.client.record_future import BatchOutcomes
 
     settle = BatchOutcomes.settle
@@ -155,8 +157,51 @@ def test_flush_returns_only_once_every_future_it_covers_is_settled(
         return settle(self, completed)
 
     monkeypatch.setattr(BatchOutcomes, "settle", slow_settle)
-    with Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 60_000}) as producer:
-        futures = [producer.send(TOPIC, b"v%d" % n, partition=n % 3) for n in range(30)]
-        producer.flush(timeout=WAIT_S)
-        assert all(future.done() for future in futures)
-        assert [f.result(timeout=0).offset for f in futures[:3]] == [0, 0, 0]
+    config = {"bootstrap.servers": BOOTSTRAP, "linger.ms": 60_000}
+    if facade == "sync":
+        with Producer(config) as producer:
+            futures = [producer.send(TOPIC, b"v%d" % n, partition=n % 3) for n in range(30)]
+            producer.flush(timeout=WAIT_S)
+            assert all(future.done() for future in futures)
+            assert [f.result(timeout=0).offset for f in futures[:3]] == [0, 0, 0]
+        return
+
+    async def main() -> None:
+        async with AsyncProducer(config) as producer:
+            futures = [await producer.send(TOPIC, b"v%d" % n, partition=n % 3) for n in range(30)]
+            await producer.flush(timeout=WAIT_S)
+            assert all(future.done() for future in futures)
+            assert [(await f).offset for f in futures[:3]] == [0, 0, 0]
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("facade", ["sync", "async"])
+def test_a_flush_whose_answers_never_come_times_out(cluster: FakeCluster, facade: str):
+    """The brokers hold every answer: flush(timeout) raises TimeoutError once `timeout` has passed
+    (the driver's flush wakes on settlements and re-checks every 0.1 s; no answer comes), and the
+    record stays unsettled rather than reported written."""
+    for broker in cluster.brokers.values():
+        broker.answer_in_groups_of = 1_000
+    config = {"bootstrap.servers": BOOTSTRAP, "linger.ms": 0}
+    if facade == "sync":
+        producer = Producer(config)
+        future = producer.send(TOPIC, b"held", partition=0)
+        with pytest.raises(TimeoutError):
+            producer.flush(timeout=0.3)
+        assert not future.done()
+        with pytest.raises(TimeoutError):
+            producer.close(timeout=0.1)
+        return
+
+    async def main() -> None:
+        producer = AsyncProducer(config)
+        await producer.start()
+        future = await producer.send(TOPIC, b"held", partition=0)
+        with pytest.raises(TimeoutError):
+            await producer.flush(timeout=0.3)
+        assert not future.done()
+        with pytest.raises(TimeoutError):
+            await producer.stop(timeout=0.1)
+
+    asyncio.run(main())
