@@ -9,8 +9,8 @@ freed once per request: a produce batch of 256 KiB, a fetch answer of a MiB, eac
 times on its way between the socket and the log. Each new one page-faults all its pages back
 in: allocating and freeing 1 MiB 100 times costs ~48,000 minor page faults by default and ~500
 with the settings below (`tests/unit/test_allocator.py` counts them), and a copy of 256 KiB into
-a fresh buffer cost ~10x its `memcpy` on the development machine. The README's benchmarks
-section has the A/B figures.
+a fresh buffer cost ~10x its `memcpy` on the development machine. docs/benchmarks.md
+("Large buffers kept in the heap") has the A/B figures.
 
 What. `mallopt(M_MMAP_THRESHOLD, 16 MiB)` and `mallopt(M_TRIM_THRESHOLD, 64 MiB)`: buffers up
 to 16 MiB come from the heap, and up to 64 MiB of free heap is kept for the next ones. The

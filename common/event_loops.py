@@ -5,7 +5,8 @@ Why. Every request a service answers crosses the event loop several times: gRPC'
 arrives through the loop, the handler's tasks and queues hand it on, and the answer leaves through
 it again. On the 2-core machine the project is measured on, uvloop cut the broker's CPU per
 synchronous produce by ~14 % and the produce→consume latency by ~17 % against the standard loop
-(the README's figures), with no change to Samsa's code. gRPC's asyncio stack supports uvloop.
+(docs/benchmarks.md, "The event loop"), with no change to Samsa's code. gRPC's asyncio stack
+supports uvloop.
 
 What differs, and why it does not matter here: uvloop's clock (`loop.time()`) and timers have
 millisecond resolution. Samsa uses `loop.time()` only for timeouts and deadlines of tens of

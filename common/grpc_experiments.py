@@ -6,7 +6,8 @@ thread pool before it reaches the thread or event loop that waits for it. On two
 those hops are most of a small message's latency. Turned off, gRPC uses its older poller, which
 runs the I/O in the polling thread itself. Measured here (2026-11-27, alternating runs): the bare
 grpc.aio stream ping-pong (bench/ping_pong.py) p50 193-315 -> 127-194 us with a sync caller;
-a synchronous 100-byte produce to one broker p50 846-1,251 -> 549-1,000 us (README, Benchmarks).
+a synchronous 100-byte produce to one broker p50 846-1,251 -> 549-1,000 us
+(docs/benchmarks.md, "gRPC's poller").
 
 How. gRPC reads GRPC_EXPERIMENTS once, as `grpc` is first imported, so `prefer_legacy_poller`
 must run before that: the services' `__main__` modules, the SDK's and the CLI's package

@@ -16,9 +16,9 @@ the order they were drained. This facade adds three threads' worth of plumbing a
 
 Why a sync facade over asyncio rather than threads and sync gRPC: DESIGN §12 measured a sync
 caller over a grpc.aio stream on a loop thread nearly as fast as sync gRPC with a reader thread
-(~0.1 ms more at p50, as here: README "Where the time goes"), and an asyncio caller faster. One
-driver buys ordering and simplicity, and `AsyncProducer` (async_producer.py) runs the same driver
-on the caller's own loop, with no thread hand-off at all.
+(~0.1 ms more at p50, as here: docs/benchmarks.md "Where the time goes"), and an asyncio caller
+faster. One driver buys ordering and simplicity, and `AsyncProducer` (async_producer.py) runs the
+same driver on the caller's own loop, with no thread hand-off at all.
 
 Idempotence is on by default, as in Kafka >= 3.0 (config.py turns it off when acks is not all
 and enable.idempotence was not set): the driver gets a producer id from InitProducerId and
