@@ -7,8 +7,8 @@ application never sees: transaction markers (control batches), the records of ab
 transactions when reading read_committed (the answer's aborted list), and the records of the
 first batch before the offset asked for (a fetch returns whole batches). A batch that cannot be
 decoded ends the records there: those ahead of it are returned, and when it comes first the error
-says which offsets to seek past. fetch_state.py (the consumer) and partition_range.py (a range
-read, the Spark source's) both decode here.
+says which offsets to seek past. fetch_answers.py (the consumer's fetch answers) and
+partition_range.py (a range read, the Spark source's) both decode here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,222 @@
+"""What a fetch's answer, or its failure, does to the consumer's partition table.
+
+Theory of operation. The fetch state (fetch_state.py) sends at most one fetch per broker and
+remembers, per broker, the fetch offset it asked of each partition (`InFlight`). An answer is read
+only for the partitions still fetched from that offset: one sought, reset or unassigned since the
+fetch was sent is left out of the fetch in flight (the fetch state's `_drop`), so the answer for
+its old offset is ignored. Each partition's result is, in this order of precedence:
+- an error: OFFSET_OUT_OF_RANGE resets the partition per `auto.offset.reset` (a reset due at once:
+  offset_resets.py), or with `none` is an error `poll()` raises; the errors that mean a leader
+  moved (RETRY_AFTER_REFRESH) ask for a metadata refresh, and the partition is fetched again from
+  its new leader; any other is raised by `poll()`. Every error sends the partition back to its
+  leader rather than a read replica;
+- a diverging epoch (KIP-320): the leader's log no longer holds what we read (an unclean leader
+  election truncated it), so the partition goes back to where the logs agree, or is reset when
+  the leader does not say where; with auto.offset.reset=none it is an error `poll()` raises;
+- a preferred read replica (KIP-392): the partition is fetched from that replica from then on
+  (until an error, or a failed fetch from it);
+- records: decoded (consumer_records.py) and buffered for `poll()`; the fetch offset moves past
+  them. A corrupt batch ends what is buffered: fetched again once the records before it were
+  taken, it fails alone, an error `poll()` raises. Batches that hide all their records (markers,
+  aborted records) move the position too, so that a commit moves past them.
+
+`on_fetch_answer(...)` -> AnswerEffects: refresh the metadata (a leader moved), and whether records
+`poll()` can take were buffered (then the driver fetches again only once `poll()` took them, as
+the consumer always did; otherwise at once). `on_fetch_failed`: a fetch that failed or could not
+be sent starts its broker's session over, and the broker is not fetched from again for
+FETCH_RETRY_BACKOFF_MS. Pure: no I/O, no clock (the driver passes `now_ms`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import NamedTuple
+
+from samsa.client.config import ConsumerConfig
+from samsa.client.consumer_records import decode_records
+from samsa.client.errors import KafkaError
+from samsa.client.fetch_partitions import Buffered, InFlight, Partition, TopicPartition
+from samsa.client.fetch_sessions import BrokerFetchSessions
+from samsa.client.offset_resets import NO_RESET, OffsetResets
+from samsa.common.errors import CorruptRecordError, ErrorCode, OffsetOutOfRangeError
+from samsa.v1 import broker_pb2
+
+log = logging.getLogger(__name__)
+
+# After a fetch from a broker failed, that broker is not fetched from again for this long (the
+# consumer used to sleep this long in poll()).
+FETCH_RETRY_BACKOFF_MS = 50
+
+# Fetch errors after which the partition is fetched again once the metadata is refreshed.
+RETRY_AFTER_REFRESH = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+    }
+)
+
+
+class AnswerEffects(NamedTuple):
+    """What `on_fetch_answer` asks of the driver."""
+
+    metadata_stale: bool  # a leader moved: refresh the metadata
+    records_ready: bool  # records poll() can take were buffered: fetch again after it took them
+
+
+NO_EFFECTS = AnswerEffects(False, False)
+
+
+class FetchAnswers:
+    """Fetch answers and failures into the fetch state's tables (see the module doc).
+
+    The fetch state owns the tables and shares them: the partitions, the errors `poll()` raises,
+    the fetches in flight, the brokers' backoffs and fetch sessions, and the resets; `drop` is its
+    `_drop`, which forgets what a partition had fetched."""
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        *,
+        partitions: dict[TopicPartition, Partition],
+        errors: dict[TopicPartition, Exception],
+        in_flight: dict[int, InFlight],
+        backoff_until_ms: dict[int, int],
+        sessions: BrokerFetchSessions,
+        resets: OffsetResets,
+        drop: Callable[[TopicPartition], None],
+    ) -> None:
+        self._config = config
+        self._partitions = partitions
+        self._errors = errors
+        self._in_flight = in_flight
+        self._backoff_until_ms = backoff_until_ms
+        self._sessions = sessions
+        self._resets = resets
+        self._drop = drop
+
+    def on_fetch_failed(self, node: int, now_ms: int) -> None:
+        """The fetch to `node` failed or could not be sent: start its session over, back off,
+        and read from leaders rather than from `node` as a preferred read replica."""
+        self._in_flight.pop(node, None)
+        self._sessions.on_failure(node)
+        self._backoff_until_ms[node] = now_ms + FETCH_RETRY_BACKOFF_MS
+        for partition in self._partitions.values():
+            if partition.read_replica == node:
+                partition.read_replica = None
+
+    def on_fetch_answer(self, node: int, response: broker_pb2.FetchResponse) -> AnswerEffects:
+        """Apply a fetch answer. When it buffered records poll() can take, the next fetch to
+        `node` waits until poll() took them (as it always did): sent now, a long poll for the
+        partitions that had nothing would hold the node's one fetch slot meanwhile."""
+        in_flight = self._in_flight.pop(node, None)
+        if in_flight is None:
+            return NO_EFFECTS
+        self._backoff_until_ms.pop(node, None)
+        offsets = in_flight.offsets
+        if not self._sessions.on_answer(node, in_flight.parts, response):
+            log.info("fetch session with broker %d: %s", node, response.error_message)
+            return NO_EFFECTS
+        stale = False
+        ready = False
+        for topic in response.topics:
+            for result in topic.partitions:
+                tp = (topic.name, result.partition)
+                asked = offsets.get(tp)
+                partition = self._partitions.get(tp)
+                if asked is None or partition is None or partition.fetch_offset != asked:
+                    continue  # sought or unassigned since the fetch was sent
+                if result.error_code != ErrorCode.NONE:
+                    stale = self._on_partition_error(tp, partition, result) or stale
+                elif result.HasField("diverging_epoch"):
+                    self._on_truncation(tp, partition, result.diverging_epoch)
+                elif result.HasField("preferred_read_replica"):
+                    partition.read_replica = result.preferred_read_replica
+                elif self._on_records(tp, partition, result, asked):
+                    ready = ready or not partition.paused
+        return AnswerEffects(stale, ready)
+
+    def _on_records(
+        self,
+        tp: TopicPartition,
+        partition: Partition,
+        result: broker_pb2.FetchResponse.PartitionResponse,
+        asked: int,
+    ) -> bool:
+        """Buffer the records of one partition's answer; True when there were some."""
+        records = result.records  # read once: each read of a bytes field copies it
+        if records:
+            try:
+                aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions]
+                decoded, leader_epoch, corrupt_at = decode_records(tp, records, asked, aborted)
+            except CorruptRecordError as error:
+                self._errors[tp] = error
+                return False
+            if decoded:
+                partition.fetch_offset = (
+                    corrupt_at  # fetched again, it fails alone once these are polled
+                    if corrupt_at is not None
+                    else max(decoded[-1].offset + 1, result.next_fetch_offset)
+                )
+                partition.buffers.append(Buffered(decoded, leader_epoch, partition.fetch_offset))
+                return True
+        if result.next_fetch_offset > asked:
+            partition.fetch_offset = result.next_fetch_offset
+            if not partition.buffers:
+                # Everything fetched was hidden (markers, aborted records): consumed, as in
+                # Kafka, so that the position and a commit move past it.
+                partition.position = result.next_fetch_offset
+        return False
+
+    def _on_truncation(
+        self,
+        tp: TopicPartition,
+        partition: Partition,
+        diverging: broker_pb2.FetchResponse.EpochEndOffset,
+    ) -> None:
+        """The leader's log no longer holds what we read past `end_offset` (an unclean leader
+        election truncated it): go back there rather than silently skipping what replaced it."""
+        end_offset = diverging.end_offset
+        if self._config.auto_offset_reset == "none":
+            self._errors[tp] = OffsetOutOfRangeError(
+                f"log truncation detected on {tp[0]}-{tp[1]}: the leader's log ends epoch "
+                f"{diverging.leader_epoch} at {end_offset}, below what this consumer read"
+            )
+            return
+        log.warning(
+            "log truncation detected on %s-%d: resetting to offset %d", tp[0], tp[1], end_offset
+        )
+        position = partition.position if partition.position is not None else end_offset
+        self._drop(tp)
+        if end_offset < 0:
+            self._resets.set_reset(tp, self._resets.default_reset(), due=True)
+        else:
+            partition.position = partition.fetch_offset = min(end_offset, position)
+
+    def _on_partition_error(
+        self,
+        tp: TopicPartition,
+        partition: Partition,
+        result: broker_pb2.FetchResponse.PartitionResponse,
+    ) -> bool:
+        """True when the metadata is stale."""
+        code = result.error_code
+        partition.read_replica = None  # back to the leader, which may name another
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            spec = self._resets.default_reset()
+            if spec == NO_RESET:
+                self._errors[tp] = OffsetOutOfRangeError(
+                    f"offset {partition.fetch_offset} of {tp[0]}-{tp[1]} is out of range and "
+                    "auto.offset.reset=none"
+                )
+            else:
+                self._drop(tp)
+                self._resets.set_reset(tp, spec, due=True)
+            return False
+        if code in RETRY_AFTER_REFRESH:
+            return True
+        self._errors[tp] = KafkaError.of(code, result.error_message)
+        return False
