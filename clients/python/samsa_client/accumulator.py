@@ -64,6 +64,7 @@ from typing import NamedTuple
 
 from samsa.client.batch_completion import BatchCompletion
 from samsa.client.config import IDEMPOTENCE_IN_FLIGHT_MAX, ProducerConfig
+from samsa.client.partitioner import UNAVAILABLE
 from samsa.client.producer_batch import (
     BatchState,
     PartitionState,
@@ -109,6 +110,9 @@ class RecordAccumulator:
         if self._idempotent:
             in_flight_max = min(in_flight_max, IDEMPOTENCE_IN_FLIGHT_MAX)
         self._partition_in_flight_max = in_flight_max
+        self._linger_ms = config.linger_ms
+        self._adaptive_partitioning = config.partitioner_adaptive_partitioning_enable
+        self._availability_timeout_ms = config.partitioner_availability_timeout_ms
         self._batcher = RecordBatcher(config)
         self._sequences = ProducerSequences(self._idempotent)
         # The hottest call goes straight to the batcher: no extra Python frame per record. So do
@@ -150,6 +154,29 @@ class RecordAccumulator:
     def has_queued(self) -> bool:
         """Batches wait to be sent (not in flight): an outcome may let them out."""
         return bool(self._batcher.queued)
+
+    def partition_loads(self, topic: str, partition_count: int, now_ms: int) -> list[int]:
+        """Per partition of `topic`, the load the sticky partitioner weighs (partitioner.py,
+        KIP-794): its batches not yet sent, the open one included (0 with adaptive partitioning
+        off), or UNAVAILABLE when partitioner.availability.timeout.ms is set and the oldest of
+        them has waited that long past its linger: its leader has taken nothing meanwhile."""
+        adaptive = self._adaptive_partitioning
+        stalled_before_ms = (
+            now_ms - self._linger_ms - self._availability_timeout_ms
+            if self._availability_timeout_ms > 0
+            else None
+        )
+        loads = [0] * partition_count
+        # Only partitions with batches waiting are in `queued` (a few, even for a topic of
+        # thousands of partitions): one pass over them, not over the topic.
+        for (queued_topic, partition), state in self._batcher.queued.items():
+            if queued_topic != topic or partition >= partition_count:
+                continue
+            if stalled_before_ms is not None and state.queue[0].created_ms < stalled_before_ms:
+                loads[partition] = UNAVAILABLE
+            elif adaptive:
+                loads[partition] = len(state.queue)
+        return loads
 
     @property
     def producer_identity(self) -> tuple[int, int]:

@@ -217,6 +217,9 @@ PRODUCER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("transactional.id", _optional_nonempty, None),
     _Setting("transaction.timeout.ms", _integer(1, INT_MAX), 60_000),
     _Setting("partitioner.ignore.keys", _boolean, False),
+    # KIP-794: keyless records go less to partitions whose batches pile up (partitioner.py).
+    _Setting("partitioner.adaptive.partitioning.enable", _boolean, True),
+    _Setting("partitioner.availability.timeout.ms", _LONG, 0),  # 0: off, as in Kafka
     _Setting("buffer.memory", _LONG, 32 * limits.MIB),
 )
 
@@ -399,6 +402,8 @@ class ProducerConfig:
     transactional_id: str | None
     transaction_timeout_ms: int
     partitioner_ignore_keys: bool
+    partitioner_adaptive_partitioning_enable: bool
+    partitioner_availability_timeout_ms: int
     buffer_memory: int
 
     @classmethod

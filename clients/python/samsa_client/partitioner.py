@@ -9,11 +9,22 @@ Theory of operation.
   partition must not move when a leader is briefly missing (ordering per key beats latency).
 - A record without a key (or every record, with `partitioner.ignore.keys`) goes to the topic's
   *sticky* partition (KIP-480): one partition per topic is used until the batch being filled for it
-  is closed, and only then is another partition chosen, uniformly at random among the partitions
-  that have a leader (all partitions when none is known to have one). Records therefore fill whole
-  batches instead of spreading one record per partition per request, which is what made keyless
-  produce slow before KIP-480; switching at batch boundaries spreads load over time (KIP-794 keeps
-  the same idea and adds load-aware weights, which Samsa does not do yet).
+  is closed, and only then is another partition chosen. Records therefore fill whole batches
+  instead of spreading one record per partition per request, which is what made keyless produce
+  slow before KIP-480; switching at batch boundaries spreads load over time.
+- The next sticky partition is drawn among the partitions that have a leader (all partitions when
+  none is known to have one), weighted by load as in KIP-794's adaptive partitioning
+  (`partitioner.adaptive.partitioning.enable`, on by default as in Kafka >= 3.3): a partition's
+  weight is one more than the longest queue among the candidates minus its own queue (batches
+  waiting to be sent), so a partition whose broker is slow or stopped, where batches pile up,
+  is drawn ever more rarely, and a producer's keyless records flow to the brokers that keep up
+  instead of filling buffer.memory with batches that wait. Equal queues make the draw uniform.
+  A partition whose queue only grows is still drawn (about once in q + 2 draws with q batches
+  queued), so a broker that stopped answering still collects batches until delivery.timeout.ms;
+  `partitioner.availability.timeout.ms` (off by default, as in Kafka) makes a partition whose
+  oldest unsent batch has waited that long past its linger no candidate at all.
+  `choose_by_load` is the rule; the caller supplies the loads (`PartitionLoads`), read only when
+  a new partition is drawn, never per record.
 
 The accumulator tells the driver when a keyless append would open a new batch
 (`AppendRefusal.NEW_BATCH_NEEDED` with `abort_on_new_batch=True`); the driver then calls
@@ -21,16 +32,17 @@ The accumulator tells the driver when a keyless append would open a new batch
 which moves the record that did not fit to the next sticky partition instead of leaving it alone
 in a new batch.
 
-Invariants: a sticky partition is always < the partition count it was chosen for, and is in the
-available set that was given when it was chosen; a switch never picks the previous partition when
-another candidate exists. The module is pure: randomness comes from the `random.Random` the caller
-passes in (a seeded one in tests), never from module-level state.
+Invariants: a sticky partition is always < the partition count it was chosen for, and had a
+leader and a responsive one (a load >= 0) when it was chosen, unless no partition had; a switch
+never picks the previous partition when another candidate exists. The module is pure:
+randomness comes from the `random.Random` the caller passes in (a seeded one in tests), never
+from module-level state.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 # numpy hashes a column of keys at once (send_many); without it, one key at a time. It is
@@ -53,9 +65,12 @@ def _numpy() -> Any:
 
 
 __all__ = [
+    "UNAVAILABLE",
+    "PartitionLoads",
     "Partitioner",
     "RandomSource",
     "StickyPartitioner",
+    "choose_by_load",
     "murmur2",
     "partition_for_key",
     "partitions_for_keys",
@@ -77,6 +92,34 @@ class RandomSource(Protocol):
     """The part of `random.Random` the partitioner uses (a seeded instance makes tests exact)."""
 
     def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int: ...
+
+
+# A partition's load when it has no leader, or its leader has taken nothing for
+# partitioner.availability.timeout.ms: it is not a candidate while another partition is.
+UNAVAILABLE = -1
+# (topic, partition count) -> each partition's load: the batches queued for it and not yet sent
+# (0 for every partition with adaptive partitioning off), or UNAVAILABLE.
+PartitionLoads = Callable[[str, int], Sequence[int]]
+
+
+def choose_by_load(loads: Sequence[int], previous: int | None, random_source: RandomSource) -> int:
+    """The next sticky partition (KIP-794): among the partitions with a leader other than
+    `previous` (falling back to `previous`, then to every partition, when there is no other),
+    drawn with weight `longest queue + 1 - own queue`, so the longest queue weighs 1 and an empty
+    one the most. One pass over the partitions; called once per batch, not per record."""
+    candidates = [p for p, load in enumerate(loads) if load >= 0 and p != previous]
+    if not candidates:
+        if previous is not None and 0 <= previous < len(loads) and loads[previous] >= 0:
+            return previous
+        candidates = [p for p in range(len(loads)) if p != previous] or list(range(len(loads)))
+    longest = max(max(loads[p] for p in candidates), 0)
+    weights = [longest + 1 - max(loads[p], 0) for p in candidates]
+    draw = random_source.randrange(sum(weights))
+    for partition, weight in zip(candidates, weights, strict=True):
+        if draw < weight:
+            return partition
+        draw -= weight
+    raise AssertionError("the draw is below the sum of the weights")
 
 
 def murmur2(data: bytes) -> int:
@@ -245,32 +288,33 @@ def _murmur2_same_length(keys: Sequence[bytes], length: int) -> Any:
 
 
 class StickyPartitioner:
-    """One partition per topic for keyless records, switched when its batch closes (KIP-480).
+    """One partition per topic for keyless records, switched when its batch closes (KIP-480),
+    drawn by load (KIP-794, `choose_by_load`).
 
-    `partition()` is on the per-record path: a dict lookup and two comparisons when the sticky
-    partition is still valid. Pass `available` as a set (membership is tested per record).
+    `partition()` is on the per-record path: a dict lookup and one comparison while the sticky
+    partition holds; `loads` is read only when a new one is drawn (None: every partition has a
+    leader and an empty queue, so draws are uniform).
     """
 
-    __slots__ = ("_closed", "_random", "_sticky")
+    __slots__ = ("_closed", "_loads", "_random", "_sticky")
 
-    def __init__(self, random_source: RandomSource) -> None:
+    def __init__(self, random_source: RandomSource, loads: PartitionLoads | None = None) -> None:
         self._random = random_source
+        self._loads = loads
         # topic -> the partition keyless records of that topic go to right now.
         self._sticky: dict[str, int] = {}
         # topic -> the partition whose batch just closed: the next choice avoids it.
         self._closed: dict[str, int] = {}
 
-    def partition(
-        self, topic: str, partition_count: int, available: Collection[int] | None = None
-    ) -> int:
-        """The topic's sticky partition, choosing one if there is none or it is no longer valid
-        (the partition count shrank in our view, or it lost its leader)."""
+    def partition(self, topic: str, partition_count: int) -> int:
+        """The topic's sticky partition, drawing one if there is none or it no longer exists
+        (the partition count shrank in our view)."""
         sticky = self._sticky.get(topic)
         if sticky is None:
-            return self._choose(topic, partition_count, available, self._closed.pop(topic, None))
-        if sticky < partition_count and (not available or sticky in available):
+            return self._choose(topic, partition_count, self._closed.pop(topic, None))
+        if sticky < partition_count:
             return sticky
-        return self._choose(topic, partition_count, available, sticky)
+        return self._choose(topic, partition_count, sticky)
 
     def on_batch_closed(self, topic: str, partition: int | None = None) -> None:
         """The batch being filled for `topic` is closed: the next `partition()` picks anew.
@@ -285,27 +329,14 @@ class StickyPartitioner:
         del self._sticky[topic]
         self._closed[topic] = sticky
 
-    def _choose(
-        self,
-        topic: str,
-        partition_count: int,
-        available: Collection[int] | None,
-        previous: int | None,
-    ) -> int:
+    def _choose(self, topic: str, partition_count: int, previous: int | None) -> int:
         if partition_count <= 0:
             raise ValueError(f"partition_count must be positive, got {partition_count}")
-        candidates = sorted(p for p in available if 0 <= p < partition_count) if available else []
-        if candidates:
-            if previous in candidates and len(candidates) > 1:
-                candidates.remove(previous)
-            chosen = candidates[self._random.randrange(len(candidates))]
-        elif previous is not None and previous < partition_count and partition_count > 1:
-            # Uniform over every partition but the previous one, without building a list.
-            chosen = self._random.randrange(partition_count - 1)
-            chosen += chosen >= previous
-        else:
-            chosen = self._random.randrange(partition_count)
-        assert 0 <= chosen < partition_count
+        loads = (
+            [0] * partition_count if self._loads is None else self._loads(topic, partition_count)
+        )
+        assert len(loads) == partition_count, "one load per partition"
+        chosen = choose_by_load(loads, previous, self._random)
         self._sticky[topic] = chosen
         return chosen
 
@@ -316,23 +347,23 @@ class Partitioner:
 
     __slots__ = ("_hashes", "_ignore_keys", "sticky")
 
-    def __init__(self, random_source: RandomSource, *, ignore_keys: bool) -> None:
+    def __init__(
+        self,
+        random_source: RandomSource,
+        *,
+        ignore_keys: bool,
+        loads: PartitionLoads | None = None,
+    ) -> None:
         self._ignore_keys = ignore_keys
-        self.sticky = StickyPartitioner(random_source)
+        self.sticky = StickyPartitioner(random_source, loads)
         # key -> to_positive(murmur2(key)). Keys repeat (user ids, device ids) and murmur2 in
         # Python costs ~1.5 us for a 16-byte key against ~0.1 us for a dict hit. Bounded: cleared
         # whole when full, which is cheaper per record than keeping an LRU order.
         self._hashes: dict[bytes, int] = {}
 
-    def partition(
-        self,
-        topic: str,
-        key: bytes | None,
-        partition_count: int,
-        available: Collection[int] | None = None,
-    ) -> int:
+    def partition(self, topic: str, key: bytes | None, partition_count: int) -> int:
         if key is None or self._ignore_keys:
-            return self.sticky.partition(topic, partition_count, available)
+            return self.sticky.partition(topic, partition_count)
         if len(key) > KEY_BYTES_CACHED_MAX:
             return partition_for_key(key, partition_count)
         positive_hash = self._hashes.get(key)

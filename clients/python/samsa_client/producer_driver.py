@@ -85,7 +85,9 @@ class ProducerDriver:
         self._run_callbacks = run_callbacks
         self._on_completions = on_completions
         self._outcomes = BatchOutcomes()
-        self.appender = RecordAppender(config, self.lock, self.accumulator, self._outcomes)
+        self.appender = RecordAppender(
+            config, self.lock, self.accumulator, self._outcomes, lambda: metadata.leaders
+        )
         self._channels = AioChannels()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None

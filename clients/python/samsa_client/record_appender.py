@@ -15,13 +15,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from samsa.client.accumulator import RecordAccumulator
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
-from samsa.client.partitioner import Partitioner
+from samsa.client.partitioner import UNAVAILABLE, Partitioner
 from samsa.client.record_batcher import AppendRefusal
 from samsa.client.record_checks import CheckedRecords
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
@@ -62,15 +62,40 @@ class RecordAppender:
         lock: threading.Lock,
         accumulator: RecordAccumulator,
         outcomes: BatchOutcomes,
+        leaders: Callable[[], Mapping[tuple[str, int], int]],
     ) -> None:
         self.lock = lock
         self.accumulator = accumulator
-        self.partitioner = Partitioner(random.Random(), ignore_keys=config.partitioner_ignore_keys)
+        self._leaders = leaders
+        # The partitions without a leader, per (topic, partition count), in the view of the
+        # cluster `_leaders_seen` (ClusterMetadata swaps a new mapping in on each refresh).
+        self._leaders_seen: Mapping[tuple[str, int], int] | None = None
+        self._leaderless: dict[tuple[str, int], list[int]] = {}
+        self.partitioner = Partitioner(
+            random.Random(), ignore_keys=config.partitioner_ignore_keys, loads=self._loads
+        )
         # Keyless records (or keys ignored) go to the sticky partition: one frame less per record.
         self._sticky_partition = self.partitioner.sticky.partition
         self._outcomes_by_batch_id = outcomes.by_batch_id  # read by append(), hot
         self._ignore_keys = config.partitioner_ignore_keys
         self._wake_every_record = config.linger_ms == 0
+
+    def _loads(self, topic: str, partition_count: int) -> list[int]:
+        """Each partition's load for the sticky partitioner's next draw (partitioner.py): the
+        accumulator's (its queue, or UNAVAILABLE when stalled), and UNAVAILABLE where the
+        metadata knows no leader. Under the lock, once per draw."""
+        leaders = self._leaders()
+        if leaders is not self._leaders_seen:  # a refresh swapped the view in: look again
+            self._leaders_seen = leaders
+            self._leaderless.clear()
+        leaderless = self._leaderless.get((topic, partition_count))
+        if leaderless is None:
+            leaderless = [p for p in range(partition_count) if (topic, p) not in leaders]
+            self._leaderless[(topic, partition_count)] = leaderless
+        loads = self.accumulator.partition_loads(topic, partition_count, now_ms())
+        for partition in leaderless:
+            loads[partition] = UNAVAILABLE
+        return loads
 
     def append(
         self,

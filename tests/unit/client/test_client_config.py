@@ -70,6 +70,8 @@ def test_producer_defaults_are_kafkas() -> None:
         "transactional.id": None,
         "transaction.timeout.ms": 60000,
         "partitioner.ignore.keys": False,
+        "partitioner.adaptive.partitioning.enable": True,
+        "partitioner.availability.timeout.ms": 0,
         "buffer.memory": 33554432,
     }
 

@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from samsa.client import partitioner as partitioner_module
 from samsa.client.partitioner import (
+    UNAVAILABLE,
     Partitioner,
     StickyPartitioner,
+    choose_by_load,
     murmur2,
     partition_for_key,
     to_positive,
@@ -162,12 +164,16 @@ def test_long_keys_are_hashed_but_not_cached() -> None:
     assert key not in chooser._hashes
 
 
-def test_keyed_records_ignore_availability() -> None:
-    """A key's partition must not move when its leader is briefly missing (per-key order)."""
-    chooser = Partitioner(random.Random(0), ignore_keys=False)
+def test_keyed_records_ignore_availability_and_load() -> None:
+    """A key's partition must not move when its leader is briefly missing or slow (per-key
+    order): the loads are never even read for a keyed record."""
     expected = partition_for_key(b"user-1", 6)
-    unavailable_elsewhere = frozenset({(expected + 1) % 6})
-    assert chooser.partition("t", b"user-1", 6, unavailable_elsewhere) == expected
+
+    def loads(topic: str, count: int) -> list[int]:
+        raise AssertionError("a keyed record read the loads")
+
+    chooser = Partitioner(random.Random(0), ignore_keys=False, loads=loads)
+    assert chooser.partition("t", b"user-1", 6) == expected
 
 
 def test_ignore_keys_sends_keyed_records_to_the_sticky_partition() -> None:
@@ -223,34 +229,117 @@ def test_sticky_switch_is_uniform_over_the_other_partitions() -> None:
     assert all(2_500 < count < 3_500 for count in counts), counts
 
 
-def test_sticky_prefers_available_partitions() -> None:
-    sticky = StickyPartitioner(random.Random(7))
-    available = frozenset({1, 4})
+def fixed_loads(loads: list[int]):  # type: ignore[no-untyped-def]
+    calls: list[str] = []
+
+    def read(topic: str, count: int) -> list[int]:
+        assert count == len(loads)
+        calls.append(topic)
+        return loads
+
+    return read, calls
+
+
+def test_sticky_draws_only_partitions_with_a_responsive_leader() -> None:
+    loads, _ = fixed_loads([UNAVAILABLE, 0, UNAVAILABLE, UNAVAILABLE, 0, UNAVAILABLE])
+    sticky = StickyPartitioner(random.Random(7), loads)
     seen = set()
     for _ in range(40):
-        partition = sticky.partition("t", 6, available)
-        assert partition in available
+        partition = sticky.partition("t", 6)
         seen.add(partition)
         sticky.on_batch_closed("t", partition)
     assert seen == {1, 4}
 
 
-def test_sticky_moves_when_its_partition_loses_its_leader() -> None:
-    sticky = StickyPartitioner(random.Random(0))
-    first = sticky.partition("t", 3, frozenset({0, 1, 2}))
-    remaining = frozenset({0, 1, 2} - {first})
-    assert sticky.partition("t", 3, remaining) in remaining
-
-
 def test_sticky_with_no_available_partition_uses_all() -> None:
-    sticky = StickyPartitioner(random.Random(0))
-    assert 0 <= sticky.partition("t", 3, frozenset()) < 3
-    assert 0 <= sticky.partition("u", 3, None) < 3
+    loads, _ = fixed_loads([UNAVAILABLE] * 3)
+    sticky = StickyPartitioner(random.Random(0), loads)
+    seen = set()
+    for _ in range(30):
+        partition = sticky.partition("t", 3)
+        seen.add(partition)
+        sticky.on_batch_closed("t", partition)
+    assert seen == {0, 1, 2}
 
 
-def test_sticky_ignores_available_partitions_beyond_the_count() -> None:
-    sticky = StickyPartitioner(random.Random(0))
-    assert sticky.partition("t", 2, frozenset({0, 5, 9})) == 0
+def test_sticky_keeps_the_previous_partition_when_it_is_the_only_one_available() -> None:
+    loads, _ = fixed_loads([UNAVAILABLE, 3, UNAVAILABLE])
+    sticky = StickyPartitioner(random.Random(0), loads)
+    assert sticky.partition("t", 3) == 1
+    sticky.on_batch_closed("t", 1)
+    assert sticky.partition("t", 3) == 1
+
+
+def test_loads_are_read_only_when_a_partition_is_drawn() -> None:
+    """The per-record path is a dict lookup: the loads (a pass over the partitions) are read
+    once per batch, when the sticky partition is redrawn."""
+    loads, calls = fixed_loads([0, 0, 0, 0])
+    sticky = StickyPartitioner(random.Random(2), loads)
+    first = sticky.partition("t", 4)
+    for _ in range(100):
+        assert sticky.partition("t", 4) == first
+    assert calls == ["t"]
+    sticky.on_batch_closed("t", first)
+    sticky.partition("t", 4)
+    assert calls == ["t", "t"]
+
+
+class EveryDraw:
+    """A RandomSource that returns 0, 1, 2, ...: n draws over a range of n values take each
+    value once, so the partitions chosen count each one's weight exactly."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:
+        value, self.next = self.next, self.next + 1
+        return value % start
+
+
+def chosen_weights(loads: list[int], previous: int | None) -> dict[int, int]:
+    draws = EveryDraw()
+    candidates = [load for p, load in enumerate(loads) if load >= 0 and p != previous]
+    total = sum(max(candidates) + 1 - load for load in candidates)
+    counts: dict[int, int] = {}
+    for _ in range(total):
+        chosen = choose_by_load(loads, previous, draws)
+        counts[chosen] = counts.get(chosen, 0) + 1
+    return counts
+
+
+def test_a_partition_weighs_the_longest_queue_plus_one_minus_its_own() -> None:
+    """KIP-794: a stalled partition (9 batches queued) is drawn once for every 10 draws of
+    each idle one; a partition with a few queued batches in between."""
+    assert chosen_weights([0, 0, 9, 0], None) == {0: 10, 1: 10, 2: 1, 3: 10}
+    assert chosen_weights([0, 4, 9, 0], None) == {0: 10, 1: 6, 2: 1, 3: 10}
+
+
+def test_equal_queues_draw_uniformly_and_skip_the_previous_partition() -> None:
+    assert chosen_weights([3, 3, 3, 3], 1) == {0: 1, 2: 1, 3: 1}
+    assert chosen_weights([0, 0, 0], None) == {0: 1, 1: 1, 2: 1}
+
+
+def test_unavailable_partitions_weigh_nothing() -> None:
+    loads = [0, UNAVAILABLE, 5, UNAVAILABLE]
+    assert chosen_weights(loads, None) == {0: 6, 2: 1}
+
+
+def test_a_stalled_partition_is_drawn_ever_more_rarely() -> None:
+    """Draws with real randomness, the loads fed back as a stopped broker's would be: every
+    batch drawn for partition 0 stays queued. Its share of draws falls as its queue grows
+    (about 1 in q + 2 draws), where a uniform draw would give it a third."""
+    queue = [0, 0, 0, 0]
+    rng = random.Random(11)
+    draws_on_stalled = 0
+    previous: int | None = None
+    for _ in range(3_000):
+        chosen = choose_by_load(queue, previous, rng)
+        if chosen == 0:
+            queue[0] += 1
+            draws_on_stalled += 1
+        previous = chosen
+    assert draws_on_stalled < 3_000 * 0.05, draws_on_stalled
+    assert queue[0] == draws_on_stalled
 
 
 def test_sticky_rechooses_when_the_partition_count_shrinks() -> None:

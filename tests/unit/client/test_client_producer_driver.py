@@ -205,3 +205,14 @@ def test_a_flush_whose_answers_never_come_times_out(cluster: FakeCluster, facade
             await producer.stop(timeout=0.1)
 
     asyncio.run(main())
+
+
+def test_keyless_records_never_go_to_a_partition_without_a_leader(cluster: FakeCluster):
+    """The sticky partitioner draws among the partitions the metadata knows a leader for."""
+    del cluster.leaders[(TOPIC, 1)]
+    config = {"bootstrap.servers": BOOTSTRAP, "batch.size": 200, "linger.ms": 0}
+    with Producer(config) as producer:
+        futures = [producer.send(TOPIC, b"v-%d" % n) for n in range(500)]
+        producer.flush(timeout=WAIT_S)
+    partitions = {future.result(timeout=0).partition for future in futures}
+    assert partitions == {0, 2}
