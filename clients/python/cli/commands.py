@@ -27,6 +27,7 @@ from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delet
 from samsa.cli.transaction_commands import add_transaction_commands, run_transactions
 from samsa.client import Admin, Consumer, NewTopic, NoBrokersAvailable, Producer
 from samsa.client.channels import Channels
+from samsa.client.cluster_admin import PartitionInfo
 from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
 from samsa.client.group_admin import TopicPartition
 from samsa.common.errors import SamsaError
@@ -92,7 +93,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_perf_commands(commands, add_connection)
 
     cluster = commands.add_parser(
-        "cluster", help="controllers, brokers, coordinators and partitions"
+        "cluster",
+        help="controllers, brokers, coordinators, topics and the partitions needing attention",
+    )
+    cluster.add_argument(
+        "--partitions",
+        action="store_true",
+        help="list every partition (leader, replicas, ISR), not only those under-replicated "
+        "or offline",
     )
     add_connection(cluster)
 
@@ -331,7 +339,29 @@ def _format(record: object, style: str) -> bytes:
     ).encode()
 
 
+def partition_status(partition: PartitionInfo) -> str:
+    if partition.leader < 0:
+        return "OFFLINE"
+    if len(partition.isr) < len(partition.replicas):
+        return "under-replicated"
+    return "ok"
+
+
+def partition_row(topic: str, partition: PartitionInfo, status: str) -> tuple[object, ...]:
+    return (
+        topic,
+        partition.partition,
+        partition.leader if partition.leader >= 0 else "-",
+        ",".join(map(str, partition.replicas)),
+        ",".join(map(str, partition.isr)),
+        status,
+    )
+
+
 def _cluster(args: argparse.Namespace) -> int:
+    """The cluster at a glance: its members, one line per topic, and the partitions that need
+    attention (every partition with --partitions), as Kafka's kafka-topics --describe
+    --under-replicated-partitions / --unavailable-partitions would list them."""
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         cluster = admin.describe_cluster()
         print(f"cluster {cluster.cluster_id}  metadata offset {cluster.metadata_offset}\n")
@@ -374,30 +404,25 @@ def _cluster(args: argparse.Namespace) -> int:
         headers = ("coordinator", "endpoint", "epoch", "state", "partitions")
         print(table(headers, coordinators) if coordinators else "no coordinators")
         topics = admin.describe_topics()
-    rows = []
+    print()
+    summaries, rows = [], []
     under_replicated = offline = 0
     for name, info in sorted(topics.items()):
+        topic_offline = topic_under = 0
         for p in info.partitions:
-            if p.leader < 0:
-                status = "OFFLINE"
-                offline += 1
-            elif len(p.isr) < len(p.replicas):
-                status = "under-replicated"
-                under_replicated += 1
-            else:
-                status = "ok"
-            rows.append(
-                (
-                    name,
-                    p.partition,
-                    p.leader if p.leader >= 0 else "-",
-                    ",".join(map(str, p.replicas)),
-                    ",".join(map(str, p.isr)),
-                    status,
-                )
-            )
-    print()
-    headers = ("topic", "partition", "leader", "replicas", "isr", "status")
-    print(table(headers, rows) if rows else "no topics")
+            status = partition_status(p)
+            topic_offline += status == "OFFLINE"
+            topic_under += status == "under-replicated"
+            if args.partitions or status != "ok":
+                rows.append(partition_row(name, p, status))
+        offline += topic_offline
+        under_replicated += topic_under
+        replication = max((len(p.replicas) for p in info.partitions), default=0)
+        summaries.append((name, len(info.partitions), replication, topic_under, topic_offline))
+    headers = ("topic", "partitions", "replication", "under-replicated", "offline")
+    print(table(headers, summaries) if summaries else "no topics")
+    if rows:
+        print()
+        print(table(("topic", "partition", "leader", "replicas", "isr", "status"), rows))
     print(f"\n{offline} offline, {under_replicated} under-replicated partition(s)")
     return 0

@@ -7,7 +7,7 @@
     samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
     samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
     samsa transactions list|describe|describe-producers|abort  transactional ids (hanging?)
-    samsa cluster                       controllers, brokers, coordinators, partitions
+    samsa cluster [--partitions]        members, topics, partitions not in sync (or all)
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 

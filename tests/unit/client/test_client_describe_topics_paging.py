@@ -230,9 +230,17 @@ def test_the_cli_shows_every_partition_of_a_paged_topic(controller, capsys):
     servicer.asked.clear()
     assert main(["topics", "describe", "big", "--bootstrap-server", endpoint]) == 0
     described = capsys.readouterr().out.splitlines()
-    assert main(["cluster", "--bootstrap-server", endpoint]) == 0
+    assert main(["cluster", "--partitions", "--bootstrap-server", endpoint]) == 0
     cluster = capsys.readouterr().out.splitlines()
     rows = [line.split() for line in described[2:]]  # after the topic line and the headers
     assert [int(row[0]) for row in rows] == list(range(BIG))
-    assert sum(1 for line in cluster if line.startswith("big ")) == BIG
-    assert len(servicer.asked) == 4, "each command read two pages"
+    summary, *partitions = [line.split() for line in cluster if line.startswith("big ")]
+    assert summary[:2] == ["big", str(BIG)]  # the topic's line: name, partition count
+    assert [int(row[1]) for row in partitions] == list(range(BIG))
+    assert main(["cluster", "--bootstrap-server", endpoint]) == 0
+    at_a_glance = capsys.readouterr().out.splitlines()
+    # Every partition is led and in sync: one line for the topic, none per partition.
+    assert [line.split()[:2] for line in at_a_glance if line.startswith("big ")] == [
+        ["big", str(BIG)]
+    ]
+    assert len(servicer.asked) == 6, "each command read two pages"
