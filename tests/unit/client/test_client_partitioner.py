@@ -240,26 +240,24 @@ def fixed_loads(loads: list[int]):  # type: ignore[no-untyped-def]
     return read, calls
 
 
-def test_sticky_draws_only_partitions_with_a_responsive_leader() -> None:
-    loads, _ = fixed_loads([UNAVAILABLE, 0, UNAVAILABLE, UNAVAILABLE, 0, UNAVAILABLE])
-    sticky = StickyPartitioner(random.Random(7), loads)
+def drawn_over_batches(loads: list[int], batches: int = 40) -> set[int]:
+    """The partitions a sticky partitioner reading `loads` uses over `batches` batches."""
+    read, _ = fixed_loads(loads)
+    sticky = StickyPartitioner(random.Random(7), read)
     seen = set()
-    for _ in range(40):
-        partition = sticky.partition("t", 6)
+    for _ in range(batches):
+        partition = sticky.partition("t", len(loads))
         seen.add(partition)
         sticky.on_batch_closed("t", partition)
-    assert seen == {1, 4}
+    return seen
+
+
+def test_sticky_draws_only_partitions_with_a_responsive_leader() -> None:
+    assert drawn_over_batches([UNAVAILABLE, 0, UNAVAILABLE, UNAVAILABLE, 0, UNAVAILABLE]) == {1, 4}
 
 
 def test_sticky_with_no_available_partition_uses_all() -> None:
-    loads, _ = fixed_loads([UNAVAILABLE] * 3)
-    sticky = StickyPartitioner(random.Random(0), loads)
-    seen = set()
-    for _ in range(30):
-        partition = sticky.partition("t", 3)
-        seen.add(partition)
-        sticky.on_batch_closed("t", partition)
-    assert seen == {0, 1, 2}
+    assert drawn_over_batches([UNAVAILABLE] * 3) == {0, 1, 2}
 
 
 def test_sticky_keeps_the_previous_partition_when_it_is_the_only_one_available() -> None:
