@@ -158,8 +158,10 @@ class RecordAccumulator:
     def partition_loads(self, topic: str, partition_count: int, now_ms: int) -> list[int]:
         """Per partition of `topic`, the load the sticky partitioner weighs (partitioner.py,
         KIP-794): its batches not yet sent, the open one included (0 with adaptive partitioning
-        off), or UNAVAILABLE when partitioner.availability.timeout.ms is set and the oldest of
-        them has waited that long past its linger: its leader has taken nothing meanwhile."""
+        off), or UNAVAILABLE when partitioner.availability.timeout.ms is set and a batch of it
+        still unsent or unanswered is that much older than its linger: its leader has taken or
+        acknowledged nothing since (a partition whose batches are all in flight to a stopped
+        broker has an empty queue, so its in-flight batches count too)."""
         adaptive = self._adaptive_partitioning
         stalled_before_ms = (
             now_ms - self._linger_ms - self._availability_timeout_ms
@@ -176,6 +178,14 @@ class RecordAccumulator:
                 loads[partition] = UNAVAILABLE
             elif adaptive:
                 loads[partition] = len(state.queue)
+        if stalled_before_ms is not None:
+            for batch in self._in_flight.values():
+                if (
+                    batch.created_ms < stalled_before_ms
+                    and batch.topic == topic
+                    and batch.partition < partition_count
+                ):
+                    loads[batch.partition] = UNAVAILABLE
         return loads
 
     @property

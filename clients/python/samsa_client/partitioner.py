@@ -21,8 +21,8 @@ Theory of operation.
   instead of filling buffer.memory with batches that wait. Equal queues make the draw uniform.
   A partition whose queue only grows is still drawn (about once in q + 2 draws with q batches
   queued), so a broker that stopped answering still collects batches until delivery.timeout.ms;
-  `partitioner.availability.timeout.ms` (off by default, as in Kafka) makes a partition whose
-  oldest unsent batch has waited that long past its linger no candidate at all.
+  `partitioner.availability.timeout.ms` (off by default, as in Kafka) makes a partition with a
+  batch that has waited that long past its linger, unsent or unanswered, no candidate at all.
   `choose_by_load` is the rule; the caller supplies the loads (`PartitionLoads`), read only when
   a new partition is drawn, never per record.
 

@@ -1,7 +1,8 @@
 """Goal: the loads the sticky partitioner weighs (KIP-794) are what the accumulator holds: each
 partition's batches not yet sent (in flight ones are not waiting), nothing with adaptive
 partitioning off, and UNAVAILABLE for a partition whose oldest unsent batch has waited longer than
-linger.ms + partitioner.availability.timeout.ms (only when that is set).
+linger.ms + partitioner.availability.timeout.ms, or that has one that old in flight unanswered
+(only when that timeout is set).
 
 Method: a RecordAccumulator from a ProducerConfig (accumulator_helpers.py), time a plain number.
 """
@@ -43,7 +44,9 @@ def test_a_partition_whose_oldest_batch_waited_past_the_availability_timeout_is_
         waiting = 1 if adaptive else 0
         assert accumulator.partition_loads("t", 3, now_ms=1_105) == [0, 0, waiting]
         assert accumulator.partition_loads("t", 3, now_ms=1_106) == [0, 0, UNAVAILABLE]
-        drain_all(accumulator, now_ms=1_106)  # its leader took it: available again
+        drained = drain_all(accumulator, now_ms=1_106)  # in flight, but still unanswered
+        assert accumulator.partition_loads("t", 3, now_ms=1_106) == [0, 0, UNAVAILABLE]
+        accumulator.on_batch_acked(drained[0].batch_id, 0)  # answered: available again
         assert accumulator.partition_loads("t", 3, now_ms=5_000) == [0, 0, 0]
 
 
