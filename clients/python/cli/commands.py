@@ -58,7 +58,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         add_connection(parser)
 
     produce = commands.add_parser("produce", help="produce lines from stdin")
-    produce.add_argument("topic")
+    add_topic_argument(produce)
     produce.add_argument("--key-separator", help="split each line into key SEP value")
     produce.add_argument("--partition", type=int)
     produce.add_argument("--compression", choices=("none", "zstd"), default="none")
@@ -72,14 +72,22 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_connection(produce)
 
     consume = commands.add_parser("consume", help="print records of a topic")
-    consume.add_argument("topic")
+    add_topic_argument(consume)
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true")
     start.add_argument("--offset", type=int, help="start at this offset (each partition)")
     start.add_argument("--from-time", help="start at this time: ms since epoch or ISO 8601")
     consume.add_argument("--partition", type=int, action="append", help="only these partitions")
-    consume.add_argument("--count", type=int, help="stop after this many records")
-    consume.add_argument("--timeout", type=float, help="stop after this many idle seconds")
+    consume.add_argument("--count", "--max-messages", type=int, help="stop after this many records")
+    idle = consume.add_mutually_exclusive_group()
+    idle.add_argument("--timeout", type=float, help="stop after this many idle seconds")
+    idle.add_argument(
+        "--timeout-ms",
+        dest="timeout",
+        type=lambda text: int(text) / 1000,
+        metavar="MS",
+        help="the same in milliseconds (kafka-console-consumer's flag)",
+    )
     consume.add_argument("--format", choices=("value", "kv", "json"), default="value")
     consume.add_argument(
         "--group",
@@ -105,8 +113,30 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_connection(cluster)
 
 
+def add_topic_argument(parser: argparse.ArgumentParser) -> None:
+    """The topic of `produce` and `consume`: `samsa consume orders`, or `--topic orders` as
+    Kafka's console producer and consumer (and `samsa perf`, `samsa groups`) take it."""
+    parser.add_argument("topic", nargs="?")
+    parser.add_argument("--topic", dest="topic_option", metavar="TOPIC")
+
+
+def resolve_topic(args: argparse.Namespace) -> str | None:
+    """Merge the two spellings of the topic into `args.topic`; what is wrong, or None."""
+    given = {name for name in (args.topic, args.topic_option) if name is not None}
+    if not given:
+        return f"name the topic: samsa {args.command} TOPIC (or --topic TOPIC)"
+    if len(given) > 1:
+        return f"two topics given ({' and '.join(sorted(given))}): name one"
+    args.topic = given.pop()
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run one cluster command; every failure is one line on stderr and exit code 1."""
+    """Run one cluster command; every failure is one line on stderr and exit code 1 (a usage
+    error, code 2, as argparse's own)."""
+    if args.command in ("produce", "consume") and (problem := resolve_topic(args)):
+        print(f"samsa {args.command}: {problem}", file=sys.stderr)
+        return 2
     servers = bootstrap(args)
     try:
         _check_reachable(servers)

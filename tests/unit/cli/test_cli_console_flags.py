@@ -1,0 +1,60 @@
+"""Goal: `samsa produce` and `samsa consume` take the flags of Kafka's console producer and
+consumer beside their own: `--topic` for the positional topic, `--max-messages` for `--count`,
+`--timeout-ms` for `--timeout` (in milliseconds); a missing or doubled topic is a usage error that
+says what to type, before anything connects.
+
+Method: the real argparse tree of `samsa` and `run()` on a namespace with no cluster behind it
+(the usage errors return before the first connection; the end-to-end commands are in
+tests/integration/test_cli_commands.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from samsa.cli.commands import add_commands, resolve_topic, run
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="samsa")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(list(argv))
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_the_topic_is_positional_or_a_flag(command: str) -> None:
+    for argv in ([command, "orders"], [command, "--topic", "orders"]):
+        args = parse(*argv)
+        assert resolve_topic(args) is None
+        assert args.topic == "orders"
+    same = parse(command, "orders", "--topic", "orders")
+    assert resolve_topic(same) is None and same.topic == "orders"
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_no_topic_or_two_is_a_usage_error_before_connecting(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No server listens on port 1: reaching the cluster would be a different error (code 1).
+    bootstrap = ["--bootstrap-server", "127.0.0.1:1"]
+    assert run(parse(command, *bootstrap)) == 2
+    assert f"name the topic: samsa {command} TOPIC (or --topic TOPIC)" in capsys.readouterr().err
+    assert run(parse(command, "a", "--topic", "b", *bootstrap)) == 2
+    assert "two topics given (a and b): name one" in capsys.readouterr().err
+
+
+def test_kafkas_console_consumer_limits_mean_ours() -> None:
+    args = parse("consume", "t", "--max-messages", "7", "--timeout-ms", "1500")
+    assert (args.count, args.timeout) == (7, 1.5)
+    args = parse("consume", "t", "--count", "7", "--timeout", "2")
+    assert (args.count, args.timeout) == (7, 2.0)
+    assert parse("consume", "t").timeout is None
+
+
+def test_both_idle_timeouts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse("consume", "t", "--timeout", "1", "--timeout-ms", "1000")
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
