@@ -55,6 +55,16 @@ def leaders(cluster, topic: str = "events") -> dict[int, int]:
     return {p.partition: p.leader for p in answer.topics[0].partitions}
 
 
+def served_leader(cluster, partition: int, topic: str = "events") -> int | None:
+    """The partition's leader once that broker serves it, else None. The controller names the
+    leader as it commits the topic; the broker takes the leadership up when its metadata log
+    brings it, a moment later, and answers NOT_LEADER or UNKNOWN_TOPIC_OR_PARTITION until then."""
+    leader = leaders(cluster, topic).get(partition, -1)
+    if leader <= 0 or latest_offset_or_none(cluster, leader, partition, topic) is None:
+        return None
+    return leader
+
+
 def broker_stub(cluster, broker_id: int) -> broker_pb2_grpc.BrokerServiceStub:
     endpoint = next(b.endpoint for b in cluster.spec.brokers if b.broker_id == broker_id)
     return broker_pb2_grpc.BrokerServiceStub(grpc.insecure_channel(endpoint))
@@ -81,11 +91,13 @@ def latest_offset(cluster, broker_id: int, partition: int) -> int:
     return offset
 
 
-def latest_offset_or_none(cluster, broker_id: int, partition: int) -> int | None:
+def latest_offset_or_none(
+    cluster, broker_id: int, partition: int, topic: str = "events"
+) -> int | None:
     request = broker_pb2.ListOffsetsRequest(
         topics=[
             broker_pb2.ListOffsetsRequest.TopicData(
-                name="events",
+                name=topic,
                 partitions=[
                     broker_pb2.ListOffsetsRequest.PartitionData(
                         partition=partition, offset_spec=broker_pb2.OFFSET_SPEC_LATEST
@@ -119,9 +131,7 @@ def fetch_decoded(cluster, broker_id: int, partition: int, offset: int, topic: s
 
 
 def test_typed_records_round_trip_through_generated_code_alone(cluster) -> None:
-    leader = wait_until(
-        "partition 0 led", lambda: leaders(cluster).get(0, -1) > 0 and leaders(cluster)[0]
-    )
+    leader = wait_until("partition 0 served by its leader", lambda: served_leader(cluster, 0))
     start = latest_offset(cluster, leader, 0)
     typed = [
         records_pb2.Record(
@@ -149,8 +159,7 @@ def test_typed_records_round_trip_through_generated_code_alone(cluster) -> None:
 
 
 def test_bad_input_gets_a_clear_error_and_changes_nothing(cluster) -> None:
-    partition_leaders = wait_until("partitions led", lambda: leaders(cluster))
-    leader = partition_leaders[0]
+    leader = wait_until("partition 0 served by its leader", lambda: served_leader(cluster, 0))
     before = latest_offset(cluster, leader, 0)
     good = build_batch([b"x"])
 
@@ -169,7 +178,11 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(cluster) -> None:
     assert answer.error_code == UNKNOWN_TOPIC
 
     other = next(b.broker_id for b in cluster.spec.brokers if b.broker_id != leader)
-    answer = produce(cluster, other, 0, records=good)
+    # The other broker learns of the topic from its own metadata log, maybe after the leader.
+    answer = wait_until(
+        "the other broker to know events-0",
+        lambda: (a := produce(cluster, other, 0, records=good)).error_code != UNKNOWN_TOPIC and a,
+    )
     assert answer.error_code == NOT_LEADER
     assert answer.current_leader.leader_id == leader
 
@@ -198,9 +211,7 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(cluster) -> None:
 
 
 def test_data_survives_a_kill_9_of_its_broker(cluster) -> None:
-    leader = wait_until(
-        "partition 1 led", lambda: leaders(cluster).get(1, -1) > 0 and leaders(cluster)[1]
-    )
+    leader = wait_until("partition 1 served by its leader", lambda: served_leader(cluster, 1))
     start = latest_offset(cluster, leader, 1)
     values = [b"durable-%d" % n for n in range(100)]
     answer = produce(cluster, leader, 1, records=build_batch(values))
@@ -237,9 +248,7 @@ def test_every_service_serves_health_and_reflection(cluster, kind: str) -> None:
 
 
 def test_produce_stream_answers_each_request_by_correlation_id(cluster) -> None:
-    leader = wait_until(
-        "partition 0 led", lambda: leaders(cluster).get(0, -1) > 0 and leaders(cluster)[0]
-    )
+    leader = wait_until("partition 0 served by its leader", lambda: served_leader(cluster, 0))
     start = latest_offset(cluster, leader, 0)
     requests = [
         broker_pb2.ProduceStreamRequest(
@@ -288,8 +297,7 @@ def test_a_batch_no_reader_can_decode_is_refused_and_a_stored_one_is_reported(cl
         ),
     )
     leader = wait_until(
-        "poison-0 led",
-        lambda: leaders(cluster, "poison").get(0, -1) > 0 and leaders(cluster, "poison")[0],
+        "poison-0 served by its leader", lambda: served_leader(cluster, 0, "poison")
     )
     before = produce(cluster, leader, 0, records=build_batch([b"before"]), topic="poison")
     assert before.error_code == NONE, before.error_message

@@ -259,8 +259,14 @@ def test_kill_9_of_a_consumer_loses_nothing_and_redelivers_only_its_uncommitted_
                 timeout_s=30,
             )
             survivors = [name for name in KILL_MEMBERS if name != victim]
-            owned = [read_journal(journal_paths[name]).owned() for name in survivors]
-            assert owned[0] | owned[1] == set(range(KILL_PARTITIONS)), owned
+
+            def journaled() -> list[set[int]] | None:
+                owned = [read_journal(journal_paths[name]).owned() for name in survivors]
+                return owned if owned[0] | owned[1] == set(range(KILL_PARTITIONS)) else None
+
+            # A member journals a partition when its listener runs, after the heartbeat answer
+            # the coordinator's view above already shows: wait for the journals to say so too.
+            owned = wait_until("the survivors' journals owning all partitions", journaled, 30)
             assert not owned[0] & owned[1], owned
             for name in survivors:
                 (workdir / f"{name}.stop").touch()
@@ -438,8 +444,13 @@ def test_kill_9_of_the_group_coordinator_under_load_loses_no_record(tmp_path: Pa
             stop_threads(members, producer)
         for member in members:
             assert member.failure is None, member.failure
-        moved = find_coordinator(cluster, group_id)
-        assert moved.coordinator_id != location.coordinator_id
+        # The first broker answers from its own image, which may learn of the move after the
+        # members did (they asked any server): wait for it to name the new coordinator.
+        wait_until(
+            "the first broker to name the group's new coordinator",
+            lambda: find_coordinator(cluster, group_id).coordinator_id != location.coordinator_id,
+            timeout_s=30,
+        )
         with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
             committed = admin.list_consumer_group_offsets(group_id)
         assert {tp: at.offset for tp, at in committed.items()} == {

@@ -18,7 +18,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cluster_helpers import FAST_SETTINGS, admin_write, local_cluster, member_metadata, wait_until
+from cluster_helpers import (
+    FAST_SETTINGS,
+    admin_write,
+    controller_stub,
+    local_cluster,
+    member_metadata,
+    wait_until,
+)
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
 from samsa.common.errors import ErrorCode
@@ -35,6 +42,17 @@ SLOW = os.environ.get("SAMSA_SLOW") == "1"
 def partition_state(cluster, topic: str):
     answer = admin_write(
         cluster.spec, "DescribeTopics", controller_pb2.DescribeTopicsRequest(names=[topic])
+    )
+    return answer.topics[0].partitions[0]
+
+
+def leader_view(cluster, topic: str, leader: int):
+    """The partition as its leader's own metadata image shows it. The leader checks acks=all
+    against that ISR, and applies an ISR change only when its metadata log brings it, a moment
+    after the controller committed it (partition_state)."""
+    endpoint = next(b.endpoint for b in cluster.spec.brokers if b.broker_id == leader)
+    answer = controller_stub(endpoint).DescribeTopics(
+        controller_pb2.DescribeTopicsRequest(names=[topic]), timeout=5
     )
     return answer.topics[0].partitions[0]
 
@@ -130,8 +148,6 @@ def watch_fenced_brokers(cluster, topic: str, done: threading.Event, out: list[s
     """Sample the metadata until `done`: a fenced broker never leads, and never sits in an ISR
     beside others (KIP-966 keeps it only as the last member of an offline partition)."""
     controller = cluster.spec.controllers[0].endpoint
-    from cluster_helpers import controller_stub
-
     stub = controller_stub(controller)
     while not done.is_set():
         try:
@@ -292,6 +308,13 @@ def test_isolated_followers_make_acks_all_refuse_and_lose_nothing(tmp_path: Path
                 lambda: tuple(partition_state(cluster, "isolated").isr) == (leader,),
                 timeout_s=30,
             )
+            # Until the leader has applied the shrink it accepts the write and waits for the
+            # stopped followers: the refusal is checked once its own image shows it.
+            wait_until(
+                "the leader to apply the shrunk ISR",
+                lambda: tuple(leader_view(cluster, "isolated", leader).isr) == (leader,),
+                timeout_s=30,
+            )
             refused = produce_raw(b"refused")
             assert refused.error_code == ErrorCode.NOT_ENOUGH_REPLICAS, refused.error_message
             shown = subprocess.run(
@@ -312,6 +335,12 @@ def test_isolated_followers_make_acks_all_refuse_and_lose_nothing(tmp_path: Path
             for follower in followers:
                 cluster.kill(f"broker-{follower}", signal.SIGCONT)
         wait_full_isr(cluster, "isolated")
+        # Likewise the expansion: until the leader applies it, it still refuses acks=all.
+        wait_until(
+            "the leader to apply the full ISR",
+            lambda: len(leader_view(cluster, "isolated", leader).isr) == 3,
+            timeout_s=60,
+        )
         after = produce_raw(b"after")
         assert after.error_code == 0 and after.base_offset == first.base_offset + 1
         check_acked_everywhere(
