@@ -14,7 +14,8 @@ import argparse
 
 import pytest
 
-from samsa.cli.commands import add_commands, resolve_topic, run
+from samsa.cli.commands import add_commands, run
+from samsa.cli.console_commands import resolve_topic
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -1,0 +1,221 @@
+"""`samsa produce` and `samsa consume`: Kafka's console producer and consumer, thin over the SDK.
+
+They take their own flags and those of kafka-console-producer.sh / kafka-console-consumer.sh
+(`--topic`, `--max-messages`, `--timeout-ms`, `--producer-property`), so that a Kafka user's
+habits carry over. `produce` sends stdin's lines, `consume` prints records (value, key and value,
+or JSON), in a group (committing exactly what it printed) or from chosen offsets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+
+from samsa.cli.command_support import bootstrap, key_value, parse_time, require_topic
+from samsa.client import Admin, Consumer, Producer
+from samsa.client.group_admin import TopicPartition
+
+CONSOLE_COMMANDS = ("produce", "consume")
+PROGRESS_INTERVAL_S = 1.0
+
+
+def add_console_commands(
+    commands: argparse._SubParsersAction,
+    add_connection: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    produce = commands.add_parser("produce", help="produce lines from stdin")
+    add_topic_argument(produce)
+    produce.add_argument("--key-separator", help="split each line into key SEP value")
+    produce.add_argument("--partition", type=int)
+    produce.add_argument("--compression", choices=("none", "zstd"), default="none")
+    produce.add_argument(
+        "--producer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a producer setting by its Kafka name, e.g. acks=1 or linger.ms=5 (repeatable)",
+    )
+    add_connection(produce)
+
+    consume = commands.add_parser("consume", help="print records of a topic")
+    add_topic_argument(consume)
+    start = consume.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true")
+    start.add_argument("--offset", type=int, help="start at this offset (each partition)")
+    start.add_argument("--from-time", help="start at this time: ms since epoch or ISO 8601")
+    consume.add_argument("--partition", type=int, action="append", help="only these partitions")
+    consume.add_argument("--count", "--max-messages", type=int, help="stop after this many records")
+    idle = consume.add_mutually_exclusive_group()
+    idle.add_argument("--timeout", type=float, help="stop after this many idle seconds")
+    idle.add_argument(
+        "--timeout-ms",
+        dest="timeout",
+        type=lambda text: int(text) / 1000,
+        metavar="MS",
+        help="the same in milliseconds (kafka-console-consumer's flag)",
+    )
+    consume.add_argument("--format", choices=("value", "kv", "json"), default="value")
+    consume.add_argument(
+        "--group",
+        help="consume as a member of this consumer group: its partitions, from its committed "
+        "offsets (--from-beginning where it has none); commits what was printed",
+    )
+    add_connection(consume)
+
+
+def add_topic_argument(parser: argparse.ArgumentParser) -> None:
+    """The topic of `produce` and `consume`: `samsa consume orders`, or `--topic orders` as
+    Kafka's console producer and consumer (and `samsa perf`, `samsa groups`) take it."""
+    parser.add_argument("topic", nargs="?")
+    parser.add_argument("--topic", dest="topic_option", metavar="TOPIC")
+
+
+def resolve_topic(args: argparse.Namespace) -> str | None:
+    """Merge the two spellings of the topic into `args.topic`; what is wrong, or None."""
+    given = {name for name in (args.topic, args.topic_option) if name is not None}
+    if not given:
+        return f"name the topic: samsa {args.command} TOPIC (or --topic TOPIC)"
+    if len(given) > 1:
+        return f"two topics given ({' and '.join(sorted(given))}): name one"
+    args.topic = given.pop()
+    return None
+
+
+def run_console(args: argparse.Namespace) -> int:
+    """Run `produce` or `consume` (`resolve_topic` already merged the topic)."""
+    return _produce(args) if args.command == "produce" else _consume(args)
+
+
+def _produce(args: argparse.Namespace) -> int:
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        require_topic(admin, args.topic)
+    settings = {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
+    # Kafka's console producer habit: any setting by name, checked by the SDK (an unknown key or
+    # a bad value is one line naming it). They win over --compression.
+    settings.update(key_value(item, "--producer-property") for item in args.producer_property)
+    producer = Producer(settings)
+    separator = args.key_separator.encode() if args.key_separator else None
+    sent = 0
+    started = last_report = time.monotonic()
+    futures = []
+    with producer:
+        for line in sys.stdin.buffer:
+            value = line.rstrip(b"\r\n")
+            key = None
+            if separator is not None and separator in value:
+                key, value = value.split(separator, 1)
+            futures.append(producer.send(args.topic, value, key=key, partition=args.partition))
+            sent += 1
+            if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
+                last_report = time.monotonic()
+                rate = sent / (last_report - started)
+                print(f"\rproduced {sent:,} records ({rate:,.0f}/s)", end="", file=sys.stderr)
+        producer.flush()
+    failed = [f.exception(timeout=0) for f in futures if f.exception(timeout=0) is not None]
+    elapsed = time.monotonic() - started
+    print(f"\rproduced {sent - len(failed):,} records in {elapsed:.1f} s", file=sys.stderr)
+    if failed:
+        print(f"samsa produce: {len(failed)} records failed: {failed[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _consume(args: argparse.Namespace) -> int:
+    if args.group is not None:
+        return _consume_in_group(args)
+    reset = "earliest" if args.from_beginning else "latest"
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap(args), "auto.offset.reset": reset, "max.poll.records": 5000}
+    )
+    with consumer:
+        with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+            info = require_topic(admin, args.topic)
+        partitions = args.partition or [p.partition for p in info.partitions]
+        assigned = [(args.topic, p) for p in partitions]
+        consumer.assign(assigned)
+        if args.offset is not None:
+            for tp in assigned:
+                consumer.seek(tp, args.offset)
+        elif args.from_time is not None:
+            at_ms = parse_time(args.from_time, "--from-time")
+            found = consumer.offsets_for_times({tp: at_ms for tp in assigned})
+            for tp, at in found.items():
+                if at is None:
+                    consumer.seek_to_end([tp])
+                else:
+                    consumer.seek(tp, at.offset)
+        return _print_records(consumer, args)
+
+
+def _consume_in_group(args: argparse.Namespace) -> int:
+    if args.partition or args.offset is not None or args.from_time is not None:
+        raise SystemExit(
+            "samsa consume: --group takes no --partition, --offset or --from-time: the group "
+            "decides what each member reads, from its committed offsets"
+        )
+    config = {
+        "bootstrap.servers": bootstrap(args),
+        "group.id": args.group,
+        "auto.offset.reset": "earliest" if args.from_beginning else "latest",
+        "enable.auto.commit": False,
+        "max.poll.records": 5000,
+    }
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        require_topic(admin, args.topic)
+    printed_up_to: dict[TopicPartition, int] = {}
+    with Consumer(config) as consumer:
+        consumer.subscribe([args.topic])
+        try:
+            return _print_records(consumer, args, printed_up_to)
+        finally:
+            consumer.commit(printed_up_to)  # exactly what was printed, not what was fetched
+
+
+def _print_records(
+    consumer: Consumer, args: argparse.Namespace, printed_up_to: dict | None = None
+) -> int:
+    """Print records until --count or --timeout; `printed_up_to` gets each partition's next
+    offset after the last record printed."""
+    printed = 0
+    idle_since = time.monotonic()
+    out = sys.stdout.buffer
+    try:
+        while args.count is None or printed < args.count:
+            records = consumer.poll(timeout=0.5)
+            if not records:
+                if args.timeout is not None and time.monotonic() - idle_since >= args.timeout:
+                    break
+                continue
+            idle_since = time.monotonic()
+            for record in records[: None if args.count is None else args.count - printed]:
+                out.write(_format(record, args.format) + b"\n")
+                printed += 1
+                if printed_up_to is not None:
+                    printed_up_to[(record.topic, record.partition)] = record.offset + 1
+            out.flush()
+    except KeyboardInterrupt:
+        pass
+    print(f"consumed {printed:,} records", file=sys.stderr)
+    return 0
+
+
+def _format(record: object, style: str) -> bytes:
+    value = record.value or b""  # type: ignore[attr-defined]
+    if style == "value":
+        return value
+    key = record.key or b""  # type: ignore[attr-defined]
+    if style == "kv":
+        return key + b"\t" + value
+    return json.dumps(
+        {
+            "partition": record.partition,  # type: ignore[attr-defined]
+            "offset": record.offset,  # type: ignore[attr-defined]
+            "timestamp": record.timestamp,  # type: ignore[attr-defined]
+            "key": key.decode(errors="replace"),
+            "value": value.decode(errors="replace"),
+            "headers": {k: (v or b"").decode(errors="replace") for k, v in record.headers},  # type: ignore[attr-defined]
+        }
+    ).encode()
