@@ -203,6 +203,43 @@ def test_produce_takes_kafka_producer_properties(bootstrap: str) -> None:
     )
 
 
+def test_produce_and_consume_speak_the_kafka_console_tools_flags(bootstrap: str) -> None:
+    """What a kafka-console-producer/consumer user types: `--topic`, `--property parse.key=true
+    --property key.separator=:` on the way in, `--property print.key=true` (and partition,
+    offset, headers) with `--max-messages` and `--timeout-ms` on the way out, in Kafka's field
+    order; a property the tools do not know is one line naming it, before connecting."""
+    assert samsa(bootstrap, "topics", "create", "console", "--partitions", "1").returncode == 0
+    lines = "".join(f"user-{n}:click {n}\n" for n in range(5)) + "no key here\n"
+    produced = samsa(
+        bootstrap,
+        "produce",
+        "--topic",
+        "console",
+        "--property",
+        "parse.key=true",
+        "--property",
+        "key.separator=:",
+        stdin=lines,
+    )
+    assert produced.returncode == 0, produced.stderr
+    consumed = samsa(
+        bootstrap,
+        *("consume", "--topic", "console", "--from-beginning", "--max-messages", "6"),
+        *("--timeout-ms", "20000"),
+        *("--property", "print.key=true", "--property", "print.partition=true"),
+        *("--property", "print.offset=true", "--property", "print.headers=true"),
+        *("--property", "key.separator=|"),
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == [
+        *(f"Partition:0|Offset:{n}|NO_HEADERS|user-{n}|click {n}" for n in range(5)),
+        "Partition:0|Offset:5|NO_HEADERS|null|no key here",
+    ]
+    unknown = samsa(bootstrap, "consume", "console", "--property", "print.colour=true")
+    assert unknown.returncode == 2 and "--property print.colour" in unknown.stderr
+    assert len(unknown.stderr.splitlines()) == 1
+
+
 def test_topics_alter_adds_partitions_and_sets_and_resets_configs(bootstrap: str) -> None:
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic("alterable", 2, 1)])

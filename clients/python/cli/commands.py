@@ -21,7 +21,7 @@ from samsa.cli.command_support import (
 from samsa.cli.console_commands import (
     CONSOLE_COMMANDS,
     add_console_commands,
-    resolve_topic,
+    prepare_console,
     run_console,
 )
 from samsa.cli.group_commands import add_group_commands, run_groups
@@ -79,7 +79,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run one cluster command; every failure is one line on stderr and exit code 1 (a usage
     error, code 2, as argparse's own)."""
-    if args.command in CONSOLE_COMMANDS and (problem := resolve_topic(args)):
+    if args.command in CONSOLE_COMMANDS and (problem := prepare_console(args)):
         print(f"samsa {args.command}: {problem}", file=sys.stderr)
         return 2
     servers = bootstrap(args)

@@ -1,9 +1,10 @@
 """`samsa produce` and `samsa consume`: Kafka's console producer and consumer, thin over the SDK.
 
 They take their own flags and those of kafka-console-producer.sh / kafka-console-consumer.sh
-(`--topic`, `--max-messages`, `--timeout-ms`, `--producer-property`), so that a Kafka user's
-habits carry over. `produce` sends stdin's lines, `consume` prints records (value, key and value,
-or JSON), in a group (committing exactly what it printed) or from chosen offsets.
+(`--topic`, `--max-messages`, `--timeout-ms`, `--producer-property`, and `--property`, read by
+console_format.py), so that a Kafka user's habits carry over. `produce` sends stdin's lines,
+`consume` prints records (value, key and value, chosen fields, or JSON), in a group (committing
+exactly what it printed) or from chosen offsets.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ import time
 from collections.abc import Callable
 
 from samsa.cli.command_support import bootstrap, key_value, parse_time, require_topic
+from samsa.cli.console_format import (
+    KAFKA_FORMAT,
+    KEY_VALUE_FORMAT,
+    VALUE_FORMAT,
+    LineFormat,
+    PropertyError,
+)
 from samsa.client import Admin, Consumer, Producer
+from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.group_admin import TopicPartition
 
 CONSOLE_COMMANDS = ("produce", "consume")
@@ -38,6 +47,13 @@ def add_console_commands(
         metavar="KEY=VALUE",
         help="a producer setting by its Kafka name, e.g. acks=1 or linger.ms=5 (repeatable)",
     )
+    produce.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="how lines are read, as kafka-console-producer's: parse.key=true, key.separator=:",
+    )
     add_connection(produce)
 
     consume = commands.add_parser("consume", help="print records of a topic")
@@ -58,6 +74,14 @@ def add_console_commands(
         help="the same in milliseconds (kafka-console-consumer's flag)",
     )
     consume.add_argument("--format", choices=("value", "kv", "json"), default="value")
+    consume.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="what each line shows, as kafka-console-consumer's: print.key=true, "
+        "print.partition, print.offset, print.headers, print.value, key.separator, null.literal",
+    )
     consume.add_argument(
         "--group",
         help="consume as a member of this consumer group: its partitions, from its committed "
@@ -84,8 +108,30 @@ def resolve_topic(args: argparse.Namespace) -> str | None:
     return None
 
 
+def prepare_console(args: argparse.Namespace) -> str | None:
+    """Before connecting: merge the topic and read the --property items into `args.line_format`
+    (produce) or `args.record_format` (consume); what is wrong, or None."""
+    problem = resolve_topic(args)
+    if problem is not None:
+        return problem
+    try:
+        properties = [key_value(item, "--property") for item in args.property]
+        if args.command == "produce":
+            args.line_format = LineFormat.from_properties(args.key_separator, properties)
+        elif args.format == "json" and properties:
+            return "--format json prints every field: it takes no --property"
+        else:
+            base = KEY_VALUE_FORMAT if args.format == "kv" else VALUE_FORMAT
+            if properties and args.format == "value":
+                base = KAFKA_FORMAT  # --property asks for Kafka's formatter, nulls and all
+            args.record_format = base.with_properties(properties)
+    except PropertyError as error:
+        return str(error)
+    return None
+
+
 def run_console(args: argparse.Namespace) -> int:
-    """Run `produce` or `consume` (`resolve_topic` already merged the topic)."""
+    """Run `produce` or `consume` (`prepare_console` already read their arguments)."""
     return _produce(args) if args.command == "produce" else _consume(args)
 
 
@@ -97,16 +143,13 @@ def _produce(args: argparse.Namespace) -> int:
     # a bad value is one line naming it). They win over --compression.
     settings.update(key_value(item, "--producer-property") for item in args.producer_property)
     producer = Producer(settings)
-    separator = args.key_separator.encode() if args.key_separator else None
+    split = args.line_format.split
     sent = 0
     started = last_report = time.monotonic()
     futures = []
     with producer:
         for line in sys.stdin.buffer:
-            value = line.rstrip(b"\r\n")
-            key = None
-            if separator is not None and separator in value:
-                key, value = value.split(separator, 1)
+            key, value = split(line.rstrip(b"\r\n"))
             futures.append(producer.send(args.topic, value, key=key, partition=args.partition))
             sent += 1
             if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
@@ -179,6 +222,7 @@ def _print_records(
 ) -> int:
     """Print records until --count or --timeout; `printed_up_to` gets each partition's next
     offset after the last record printed."""
+    render = _json if args.format == "json" else args.record_format.render
     printed = 0
     idle_since = time.monotonic()
     out = sys.stdout.buffer
@@ -191,7 +235,7 @@ def _print_records(
                 continue
             idle_since = time.monotonic()
             for record in records[: None if args.count is None else args.count - printed]:
-                out.write(_format(record, args.format) + b"\n")
+                out.write(render(record) + b"\n")
                 printed += 1
                 if printed_up_to is not None:
                     printed_up_to[(record.topic, record.partition)] = record.offset + 1
@@ -202,20 +246,16 @@ def _print_records(
     return 0
 
 
-def _format(record: object, style: str) -> bytes:
-    value = record.value or b""  # type: ignore[attr-defined]
-    if style == "value":
-        return value
-    key = record.key or b""  # type: ignore[attr-defined]
-    if style == "kv":
-        return key + b"\t" + value
+def _json(record: ConsumerRecord) -> bytes:
+    value = record.value or b""
+    key = record.key or b""
     return json.dumps(
         {
-            "partition": record.partition,  # type: ignore[attr-defined]
-            "offset": record.offset,  # type: ignore[attr-defined]
-            "timestamp": record.timestamp,  # type: ignore[attr-defined]
+            "partition": record.partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
             "key": key.decode(errors="replace"),
             "value": value.decode(errors="replace"),
-            "headers": {k: (v or b"").decode(errors="replace") for k, v in record.headers},  # type: ignore[attr-defined]
+            "headers": {k: (v or b"").decode(errors="replace") for k, v in record.headers},
         }
     ).encode()

@@ -15,7 +15,7 @@ import argparse
 import pytest
 
 from samsa.cli.commands import add_commands, run
-from samsa.cli.console_commands import resolve_topic
+from samsa.cli.console_commands import prepare_console
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -28,10 +28,10 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_the_topic_is_positional_or_a_flag(command: str) -> None:
     for argv in ([command, "orders"], [command, "--topic", "orders"]):
         args = parse(*argv)
-        assert resolve_topic(args) is None
+        assert prepare_console(args) is None
         assert args.topic == "orders"
     same = parse(command, "orders", "--topic", "orders")
-    assert resolve_topic(same) is None and same.topic == "orders"
+    assert prepare_console(same) is None and same.topic == "orders"
 
 
 @pytest.mark.parametrize("command", ["produce", "consume"])
