@@ -235,6 +235,21 @@ def test_produce_and_consume_speak_the_kafka_console_tools_flags(bootstrap: str)
         *(f"Partition:0|Offset:{n}|NO_HEADERS|user-{n}|click {n}" for n in range(5)),
         "Partition:0|Offset:5|NO_HEADERS|null|no key here",
     ]
+    stamped = samsa(
+        bootstrap,
+        *("topics", "create", "stamped", "--partitions", "1"),
+        *("--config", "message.timestamp.type=LogAppendTime"),
+    )
+    assert stamped.returncode == 0, stamped.stderr
+    assert samsa(bootstrap, "produce", "stamped", stdin="v\n").returncode == 0
+    for topic, kind in (("console", "CreateTime"), ("stamped", "LogAppendTime")):
+        shown = samsa(
+            bootstrap,
+            *("consume", topic, "--from-beginning", "--max-messages", "1"),
+            *("--property", "print.timestamp=true"),
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith(f"{kind}:"), shown.stdout
     unknown = samsa(bootstrap, "consume", "console", "--property", "print.colour=true")
     assert unknown.returncode == 2 and "--property print.colour" in unknown.stderr
     assert len(unknown.stderr.splitlines()) == 1

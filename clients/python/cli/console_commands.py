@@ -80,7 +80,8 @@ def add_console_commands(
         default=[],
         metavar="KEY=VALUE",
         help="what each line shows, as kafka-console-consumer's: print.key=true, "
-        "print.partition, print.offset, print.headers, print.value, key.separator, null.literal",
+        "print.timestamp, print.partition, print.offset, print.headers, print.value, "
+        "key.separator, null.literal",
     )
     consume.add_argument(
         "--group",

@@ -1,14 +1,12 @@
 """How `samsa consume` prints a record and `samsa produce` reads a line, set by `--property` as
 kafka-console-consumer.sh and kafka-console-producer.sh are. Pure: no I/O, tested directly.
 
-The consumer's properties are those of Kafka's default formatter: `print.partition`,
-`print.offset`, `print.headers`, `print.key`, `print.value` (true by default), `key.separator`
-(between the fields, a tab by default), `headers.separator` (between headers, `,`),
-`null.literal` (for a null key or value, `null`). The fields come in Kafka's order —
-`Partition:P`, `Offset:O`, the headers (`k:v,...`, or `NO_HEADERS`), the key, the value —
-so a script that splits Kafka's output splits ours. `print.timestamp` is refused rather than
-half-honoured: our records do not carry their timestamp type, and Kafka prints it
-(`CreateTime:` or `LogAppendTime:`); `--format json` prints the timestamp.
+The consumer's properties are those of Kafka's default formatter: `print.timestamp`,
+`print.partition`, `print.offset`, `print.headers`, `print.key`, `print.value` (true by
+default), `key.separator` (between the fields, a tab by default), `headers.separator` (between
+headers, `,`), `null.literal` (for a null key or value, `null`). The fields come in Kafka's order
+— `CreateTime:T` (or `LogAppendTime:T`), `Partition:P`, `Offset:O`, the headers (`k:v,...`, or
+`NO_HEADERS`), the key, the value — so a script that splits Kafka's output splits ours.
 
 The producer's are `parse.key` (each line is KEY SEPARATOR VALUE) and `key.separator` (a tab by
 default). A line without the separator is a value with a null key, as with `--key-separator`
@@ -23,6 +21,8 @@ from typing import Protocol
 
 
 class Record(Protocol):
+    timestamp: int
+    timestamp_type: int
     partition: int
     offset: int
     key: bytes | None
@@ -31,8 +31,17 @@ class Record(Protocol):
 
 
 PRINT_FLAGS = frozenset(
-    ("print.partition", "print.offset", "print.headers", "print.key", "print.value")
+    (
+        "print.timestamp",
+        "print.partition",
+        "print.offset",
+        "print.headers",
+        "print.key",
+        "print.value",
+    )
 )
+# Kafka's TimestampType names, by id (consumer_records.CREATE_TIME, LOG_APPEND_TIME).
+TIMESTAMP_TYPE_NAMES = {0: b"CreateTime", 1: b"LogAppendTime"}
 
 
 class PropertyError(ValueError):
@@ -56,6 +65,7 @@ def _separator(name: str, text: str) -> bytes:
 class RecordFormat:
     """What a consumed record's line holds, in Kafka's default formatter's order."""
 
+    print_timestamp: bool = False
     print_partition: bool = False
     print_offset: bool = False
     print_headers: bool = False
@@ -75,21 +85,19 @@ class RecordFormat:
                 changes[name.replace(".", "_")] = _separator(name, text)
             elif name == "null.literal":
                 changes["null_literal"] = text.encode()
-            elif name == "print.timestamp":
-                raise PropertyError(
-                    "--property print.timestamp is not supported (a record here does not say "
-                    "whether its timestamp is CreateTime or LogAppendTime): use --format json"
-                )
             else:
                 raise PropertyError(
-                    f"--property {name}: unknown to samsa consume (it knows print.partition, "
-                    "print.offset, print.headers, print.key, print.value, key.separator, "
-                    "headers.separator, null.literal)"
+                    f"--property {name}: unknown to samsa consume (it knows print.timestamp, "
+                    "print.partition, print.offset, print.headers, print.key, print.value, "
+                    "key.separator, headers.separator, null.literal)"
                 )
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def render(self, record: Record) -> bytes:
         fields: list[bytes] = []
+        if self.print_timestamp:
+            name = TIMESTAMP_TYPE_NAMES[record.timestamp_type]
+            fields.append(b"%s:%d" % (name, record.timestamp))
         if self.print_partition:
             fields.append(b"Partition:%d" % record.partition)
         if self.print_offset:

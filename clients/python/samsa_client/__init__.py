@@ -16,6 +16,7 @@ from samsa.client.admin import Admin, NewTopic
 from samsa.client.async_consumer import AsyncConsumer
 from samsa.client.async_producer import AsyncProducer
 from samsa.client.consumer import Consumer, ConsumerRecord, OffsetAndTimestamp
+from samsa.client.consumer_records import CREATE_TIME, LOG_APPEND_TIME
 from samsa.client.errors import KafkaError, NoBrokersAvailable, ProduceError, TopicError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import CommitFailedError, GroupMetadata
@@ -25,6 +26,8 @@ from samsa.client.record_future import RecordMetadata
 from samsa.common.allocator import tune_for_large_buffers as tune_allocator
 
 __all__ = [
+    "CREATE_TIME",
+    "LOG_APPEND_TIME",
     "Admin",
     "AsyncConsumer",
     "AsyncProducer",

@@ -24,6 +24,9 @@ from samsa.common.record.transaction_filter import AbortedTransactionFilter
 
 TopicPartition = tuple[str, int]
 
+# Kafka's TimestampType: what a record's `timestamp` is (the topic's message.timestamp.type).
+CREATE_TIME, LOG_APPEND_TIME = 0, 1
+
 
 class ConsumerRecord(NamedTuple):
     topic: str
@@ -33,6 +36,8 @@ class ConsumerRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
+    # CREATE_TIME (the producer's) or LOG_APPEND_TIME (the broker's, stamped on append).
+    timestamp_type: int = CREATE_TIME
 
 
 def decode_records(
@@ -76,6 +81,7 @@ def decode_records(
             batch.keys,
             batch.values,
             batch.headers,
+            repeat(LOG_APPEND_TIME if batch.header.is_log_append_time else CREATE_TIME),
             strict=False,
         )
         chunk = list(map(new_tuple, repeat(ConsumerRecord), columns))

@@ -1,7 +1,7 @@
 """Goal: `--property` prints a consumed record as Kafka's console consumer's default formatter
 does (its fields, its order, its separators and null literal) and reads a produced line as its
 console producer does (parse.key, key.separator); every property it does not honour is refused
-with a message naming it, print.timestamp included.
+with a message naming it.
 
 Method: the pure formats of console_format.py on hand-made records; no cluster.
 """
@@ -17,9 +17,10 @@ from samsa.cli.console_format import (
     LineFormat,
     PropertyError,
 )
-from samsa.client.consumer_records import ConsumerRecord
+from samsa.client.consumer_records import LOG_APPEND_TIME, ConsumerRecord
 
 RECORD = ConsumerRecord("t", 3, 42, 1_700_000_000_000, b"k", b"v", (("h1", b"a"), ("h2", None)))
+APPENDED = ConsumerRecord("t", 1, 9, 1_700_000_000_123, None, b"v", (), LOG_APPEND_TIME)
 NULLS = ConsumerRecord("t", 0, 7, 0, None, None, ())
 
 
@@ -49,10 +50,15 @@ def test_every_field_comes_in_kafkas_order_with_its_separators() -> None:
     assert KAFKA_FORMAT.with_properties([("key.separator", "\\t")]).key_separator == b"\t"
 
 
+def test_the_timestamp_comes_first_named_by_its_type() -> None:
+    stamped = KAFKA_FORMAT.with_properties([("print.timestamp", "true"), ("print.offset", "true")])
+    assert stamped.render(RECORD) == b"CreateTime:1700000000000\tOffset:42\tv"
+    assert stamped.render(APPENDED) == b"LogAppendTime:1700000000123\tOffset:9\tv"
+
+
 @pytest.mark.parametrize(
     ("name", "value", "says"),
     [
-        ("print.timestamp", "true", "use --format json"),
         ("print.colour", "true", "unknown to samsa consume"),
         ("print.key", "yes", "use true or false"),
         ("key.separator", "", "is empty"),
