@@ -183,3 +183,22 @@ def test_write_options_are_read_whatever_the_case_spark_hands_them_in() -> None:
     assert write_options(BOOT | {"topic": "t"}, schema).exactly_once
     with pytest.raises(OptionError, match="exactlyOnce must be true or false"):
         write_options(BOOT | {"topic": "t", "exactlyonce": "maybe"}, schema)
+
+
+def test_a_stream_whose_next_offsets_were_deleted_stops_or_skips_as_fail_on_data_loss_says() -> (
+    None
+):
+    """A checkpointed position below the partition's first stored offset (retention or
+    DeleteRecords ran meanwhile): the stream stops naming the partition and the lost offsets, or,
+    with failOnDataLoss=false, goes on from the first stored offset. A position at or past it, and
+    a partition the bounds do not name, are left alone."""
+    from samsa.spark.stream_source import SamsaStreamReader
+
+    first = {("t", 0): 100}
+    strict = SamsaStreamReader(parse_options(BOOT | {"subscribe": "t"}))
+    with pytest.raises(OptionError, match=r"t-0: offsets 40\.\.99 were deleted"):
+        strict._checked_start(("t", 0), 40, first)
+    assert strict._checked_start(("t", 0), 100, first) == 100
+    assert strict._checked_start(("t", 1), 7, first) == 7
+    lenient = SamsaStreamReader(parse_options(BOOT | {"subscribe": "t", "failOnDataLoss": "false"}))
+    assert lenient._checked_start(("t", 0), 40, first) == 100
