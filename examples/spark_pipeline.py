@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from samsa.cli.launcher import LocalCluster, load_or_create, running, wait_healthy
 from samsa.client import Admin, Consumer, NewTopic, Producer
@@ -42,13 +45,6 @@ def produce_page_views(bootstrap: str) -> None:
                 key=page.encode(),
                 timestamp=START_MS + i * 500,
             )
-
-
-def spark_session(checkpoints: Path):  # type: ignore[no-untyped-def]
-    from samsa.spark import local_session
-
-    location = {"spark.sql.streaming.checkpointLocation": str(checkpoints)}
-    return local_session("samsa-example", **location)
 
 
 def count_page_views(spark, bootstrap: str, checkpoint: Path) -> None:  # type: ignore[no-untyped-def]
@@ -111,38 +107,61 @@ def read_counts(bootstrap: str) -> list[dict]:
         return [json.loads(record.value) for record in records]
 
 
+@contextmanager
+def example_cluster(workdir: Path) -> Iterator[str]:
+    """A started local cluster (1 controller, 1 broker, 1 coordinator) with the example's two
+    topics; yields its bootstrap servers and stops every process on the way out."""
+    settings = {
+        "offsets.topic.num.partitions": "2",
+        "transaction.state.log.num.partitions": "2",
+    }
+    spec = load_or_create(workdir / "cluster", 1, 1, settings, coordinators=1)
+    with running(LocalCluster(spec, workdir / "cluster")) as cluster:
+        wait_healthy(cluster)
+        bootstrap = cluster.spec.bootstrap_servers
+        with Admin({"bootstrap.servers": bootstrap}) as admin:
+            admin.create_topics([NewTopic("page-views", 2, 1), NewTopic("page-view-counts", 1, 1)])
+        yield bootstrap
+
+
+class PipelineResult(NamedTuple):
+    counts: list[dict]  # every count the stream wrote, read back at read_committed
+    parquet_rows: int  # rows the batch job wrote to Parquet
+
+
+def run_pipeline(spark, bootstrap: str, workdir: Path) -> PipelineResult:  # type: ignore[no-untyped-def]
+    """Produce the events, run the stream and the batch job, and read the counts back."""
+    produce_page_views(bootstrap)
+    count_page_views(spark, bootstrap, workdir / "counts-checkpoint")
+    rows = to_parquet(spark, bootstrap, workdir / "page-views.parquet")
+    return PipelineResult(read_counts(bootstrap), rows)
+
+
+def report(result: PipelineResult) -> None:
+    counts = result.counts
+    print(f"{len(counts)} closed windows counted exactly once; the first few:")
+    for count in sorted(counts, key=lambda c: (c["window"], c["page"]))[:8]:
+        print(f"  {count['window']}  {count['page']:<10} {count['count']}")
+    total = sum(c["count"] for c in counts)
+    print(
+        f"{total} page views in closed windows (of {EVENTS}; the last windows stay open "
+        "until the watermark passes them)"
+    )
+    print(f"batch job: {result.parquet_rows} page views written to Parquet")
+
+
 def main() -> None:
+    from samsa.spark import local_session
+
     with tempfile.TemporaryDirectory(prefix="samsa-example-") as root:
         workdir = Path(root)
-        settings = {
-            "offsets.topic.num.partitions": "2",
-            "transaction.state.log.num.partitions": "2",
-        }
-        spec = load_or_create(workdir / "cluster", 1, 1, settings, coordinators=1)
-        with running(LocalCluster(spec, workdir / "cluster")) as cluster:
-            wait_healthy(cluster)
-            bootstrap = cluster.spec.bootstrap_servers
-            with Admin({"bootstrap.servers": bootstrap}) as admin:
-                admin.create_topics(
-                    [NewTopic("page-views", 2, 1), NewTopic("page-view-counts", 1, 1)]
-                )
-            produce_page_views(bootstrap)
-            spark = spark_session(workdir / "checkpoints")
+        with example_cluster(workdir) as bootstrap:
+            spark = local_session("samsa-example")
             try:
-                count_page_views(spark, bootstrap, workdir / "counts-checkpoint")
-                rows = to_parquet(spark, bootstrap, workdir / "page-views.parquet")
+                result = run_pipeline(spark, bootstrap, workdir)
             finally:
                 spark.stop()
-            counts = read_counts(bootstrap)
-            print(f"{len(counts)} closed windows counted exactly once; the first few:")
-            for count in sorted(counts, key=lambda c: (c["window"], c["page"]))[:8]:
-                print(f"  {count['window']}  {count['page']:<10} {count['count']}")
-            total = sum(c["count"] for c in counts)
-            print(
-                f"{total} page views in closed windows (of {EVENTS}; the last windows stay open "
-                "until the watermark passes them)"
-            )
-            print(f"batch job: {rows} page views written to Parquet")
+        report(result)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ def register(spark: Any) -> None:
 
 def local_session(app: str, master: str = "local[2]", **config: str) -> Any:
     """A local Spark session with `format("samsa")` registered: workers on this interpreter
-    (PYSPARK_PYTHON, unless set), no UI, UTC, few shuffle partitions, quiet logs; `config`
-    adds Spark settings (dots as in Spark's names)."""
+    (PYSPARK_PYTHON, unless set), no UI or progress bars, UTC, few shuffle partitions, quiet
+    logs; `config` adds Spark settings (dots as in Spark's names)."""
     import os
     import sys
 
@@ -39,6 +39,7 @@ def local_session(app: str, master: str = "local[2]", **config: str) -> Any:
         SparkSession.builder.master(master)
         .appName(app)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
     )
