@@ -63,7 +63,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from samsa.client.batch_completion import BatchCompletion
-from samsa.client.config import IDEMPOTENCE_IN_FLIGHT_MAX, ProducerConfig
+from samsa.client.config import ProducerConfig
+from samsa.client.config_values import IDEMPOTENCE_IN_FLIGHT_MAX
 from samsa.client.partitioner import UNAVAILABLE
 from samsa.client.producer_batch import (
     BatchState,

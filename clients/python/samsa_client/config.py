@@ -8,9 +8,10 @@ message that names the key, the value and what is allowed:
 1. every key must be known for that role — an unknown key is an error (Kafka only logs a warning,
    which hides typos such as `linger_ms`); the message suggests the closest known key, and says so
    when the key belongs to the other role (`group.id` given to a producer);
-2. every value is parsed by its setting's rule: ints as Python ints or decimal strings (`"5"`,
-   Kafka's properties files are all strings), within Java's int or long range and the setting's
-   lower bound; booleans as bools or `"true"`/`"false"`; choices case-insensitively;
+2. every value is parsed by its setting's rule (config_values.py): ints as Python ints or
+   decimal strings (`"5"`, Kafka's properties files are all strings), within Java's int or long
+   range and the setting's lower bound; booleans as bools or `"true"`/`"false"`; choices
+   case-insensitively;
 3. the combination is checked with Kafka's own post-processing rules (ProducerConfig
    `postProcessAndValidateIdempotenceConfigs`, KafkaProducer `configureDeliveryTimeout`,
    ConsumerConfig `maybeOverrideEnableAutoCommit`, the heartbeat/session check), plus a few of
@@ -29,149 +30,29 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
+from samsa.client.config_values import (
+    FETCH_BYTES_MAX,
+    IDEMPOTENCE_IN_FLIGHT_MAX,
+    INT_MAX,
+    LONG_MAX,
+    Parse,
+    integer_between,
+    one_of,
+    parse_acks,
+    parse_boolean,
+    parse_compression,
+    parse_optional_id,
+    parse_optional_nonempty,
+    parse_servers,
+    parse_string,
+)
 from samsa.common import limits
 from samsa.common.errors import InvalidConfigError
 
 __all__ = ["ConsumerConfig", "ProducerConfig"]
-
-# Java's int and long ranges: Kafka types each setting as one or the other, and a value a Java
-# client would reject must not be accepted here.
-INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
-
-# The idempotent producer keeps at most this many batches in flight per partition: the broker
-# remembers the last 5 batches per producer per partition to answer duplicates (DESIGN §5).
-IDEMPOTENCE_IN_FLIGHT_MAX = 5
-
-COMPRESSION_TYPES = ("none", "zstd")
-# Kafka's other codecs: named so that the error can say "not supported" rather than "unknown".
-COMPRESSION_TYPES_UNSUPPORTED = ("gzip", "snappy", "lz4")
-
-# A fetch response (and its envelope) must fit one gRPC message.
-FETCH_ENVELOPE_BYTES = 1 * limits.MIB
-FETCH_BYTES_MAX = limits.grpc_message_bytes_max - FETCH_ENVELOPE_BYTES
-
-# Kafka's rule for group.instance.id: a topic name's legal characters and length.
-_LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]+")
-_ID_LENGTH_MAX = limits.topic_name_length_max
-
-Parse = Callable[[str, object], Any]
-
-
-def _error(key: str, value: object, allowed: str) -> InvalidConfigError:
-    return InvalidConfigError(f"Invalid value {value!r} for configuration {key}: {allowed}")
-
-
-def _integer(minimum: int, maximum: int) -> Parse:
-    """An int (or a decimal string of one) in [minimum, maximum]."""
-
-    def parse(key: str, value: object) -> int:
-        allowed = f"must be an integer between {minimum} and {maximum}"
-        if isinstance(value, bool):
-            raise _error(key, value, allowed)
-        if isinstance(value, str):
-            text = value.strip()
-            if not re.fullmatch(r"[+-]?[0-9]+", text):
-                raise _error(key, value, allowed)
-            value = int(text)
-        if not isinstance(value, int) or not minimum <= value <= maximum:
-            raise _error(key, value, allowed)
-        return value
-
-    return parse
-
-
-def _boolean(key: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise _error(key, value, "must be true or false")
-
-
-def _choice(*options: str) -> Parse:
-    def parse(key: str, value: object) -> str:
-        if isinstance(value, str) and value.strip().lower() in options:
-            return value.strip().lower()
-        raise _error(key, value, "must be one of " + ", ".join(options))
-
-    return parse
-
-
-def _string(key: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise _error(key, value, "must be a string")
-    return value
-
-
-def _optional_id(key: str, value: object) -> str | None:
-    """None, or a non-empty string of Kafka's legal id characters."""
-    if value is None:
-        return None
-    allowed = (
-        f"must be null or a non-empty string of at most {_ID_LENGTH_MAX} characters "
-        "from [a-zA-Z0-9._-]"
-    )
-    if not isinstance(value, str) or not _LEGAL_ID.fullmatch(value) or len(value) > _ID_LENGTH_MAX:
-        raise _error(key, value, allowed)
-    return value
-
-
-def _optional_nonempty(key: str, value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise _error(key, value, "must be null or a non-empty string")
-    return value
-
-
-def _acks(key: str, value: object) -> int:
-    """Kafka's acks: "all" or -1 (the in-sync replicas), 1 (the leader), 0 (no answer)."""
-    allowed = 'must be one of "all", -1, 0, 1'
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text == "all":
-            return -1
-        if text in ("-1", "0", "1"):
-            return int(text)
-    elif isinstance(value, int) and not isinstance(value, bool) and value in (-1, 0, 1):
-        return value
-    raise _error(key, value, allowed)
-
-
-def _compression(key: str, value: object) -> str:
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in COMPRESSION_TYPES:
-            return text
-        if text in COMPRESSION_TYPES_UNSUPPORTED:
-            raise _error(key, value, f"{text} is not supported by Samsa, use zstd (or none)")
-    raise _error(key, value, "must be one of " + ", ".join(COMPRESSION_TYPES))
-
-
-def _servers(key: str, value: object) -> tuple[str, ...]:
-    """A comma-separated string or a list of `host:port` (IPv6 as `[::1]:9092`)."""
-    allowed = "must be a non-empty list of host:port addresses (a list or a comma-separated string)"
-    if isinstance(value, str):
-        entries = [entry.strip() for entry in value.split(",")]
-    elif isinstance(value, list | tuple):
-        entries = [entry.strip() if isinstance(entry, str) else entry for entry in value]
-    else:
-        raise _error(key, value, allowed)
-    entries = [entry for entry in entries if entry != ""]
-    if not entries:
-        raise _error(key, value, allowed)
-    for entry in entries:
-        if not isinstance(entry, str):
-            raise _error(key, value, allowed)
-        host, _, port = entry.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) <= 65535:
-            raise _error(key, value, f"{entry!r} is not a host:port address with a port 1-65535")
-    return tuple(entries)
 
 
 class _Required:
@@ -195,56 +76,58 @@ class _Setting:
         return self.key.replace(".", "_")
 
 
-_INT = _integer(0, INT_MAX)
-_LONG = _integer(0, LONG_MAX)
+_INT = integer_between(0, INT_MAX)
+_LONG = integer_between(0, LONG_MAX)
 
 PRODUCER_SETTINGS: tuple[_Setting, ...] = (
-    _Setting("bootstrap.servers", _servers, REQUIRED),
-    _Setting("client.id", _string, ""),
-    _Setting("acks", _acks, -1),  # "all" since Kafka 3.0 (KIP-679)
+    _Setting("bootstrap.servers", parse_servers, REQUIRED),
+    _Setting("client.id", parse_string, ""),
+    _Setting("acks", parse_acks, -1),  # "all" since Kafka 3.0 (KIP-679)
     _Setting("batch.size", _INT, 16_384),
     _Setting("linger.ms", _LONG, 5),  # 5 since Kafka 4.0 (KIP-1030), was 0
-    _Setting("compression.type", _compression, "none"),
-    _Setting("max.request.size", _integer(0, limits.batch_bytes_max), 1 * limits.MIB),
+    _Setting("compression.type", parse_compression, "none"),
+    _Setting("max.request.size", integer_between(0, limits.batch_bytes_max), 1 * limits.MIB),
     _Setting("retries", _INT, INT_MAX),
     _Setting("retry.backoff.ms", _LONG, 100),
     _Setting("retry.backoff.max.ms", _LONG, 1_000),  # KIP-580
     _Setting("delivery.timeout.ms", _INT, 120_000),
     _Setting("request.timeout.ms", _INT, 30_000),
     _Setting("max.block.ms", _LONG, 60_000),
-    _Setting("enable.idempotence", _boolean, True),
-    _Setting("max.in.flight.requests.per.connection", _integer(1, INT_MAX), 5),
-    _Setting("transactional.id", _optional_nonempty, None),
-    _Setting("transaction.timeout.ms", _integer(1, INT_MAX), 60_000),
-    _Setting("partitioner.ignore.keys", _boolean, False),
+    _Setting("enable.idempotence", parse_boolean, True),
+    _Setting("max.in.flight.requests.per.connection", integer_between(1, INT_MAX), 5),
+    _Setting("transactional.id", parse_optional_nonempty, None),
+    _Setting("transaction.timeout.ms", integer_between(1, INT_MAX), 60_000),
+    _Setting("partitioner.ignore.keys", parse_boolean, False),
     # KIP-794: keyless records go less to partitions whose batches pile up (partitioner.py).
-    _Setting("partitioner.adaptive.partitioning.enable", _boolean, True),
+    _Setting("partitioner.adaptive.partitioning.enable", parse_boolean, True),
     _Setting("partitioner.availability.timeout.ms", _LONG, 0),  # 0: off, as in Kafka
     _Setting("buffer.memory", _LONG, 32 * limits.MIB),
 )
 
 CONSUMER_SETTINGS: tuple[_Setting, ...] = (
-    _Setting("bootstrap.servers", _servers, REQUIRED),
-    _Setting("client.id", _string, ""),
-    _Setting("group.id", _optional_nonempty, None),
-    _Setting("group.instance.id", _optional_id, None),
-    _Setting("auto.offset.reset", _choice("latest", "earliest", "none"), "latest"),
-    _Setting("enable.auto.commit", _boolean, True),
+    _Setting("bootstrap.servers", parse_servers, REQUIRED),
+    _Setting("client.id", parse_string, ""),
+    _Setting("group.id", parse_optional_nonempty, None),
+    _Setting("group.instance.id", parse_optional_id, None),
+    _Setting("auto.offset.reset", one_of("latest", "earliest", "none"), "latest"),
+    _Setting("enable.auto.commit", parse_boolean, True),
     _Setting("auto.commit.interval.ms", _INT, 5_000),
-    _Setting("max.poll.records", _integer(1, INT_MAX), 500),
+    _Setting("max.poll.records", integer_between(1, INT_MAX), 500),
     _Setting("fetch.min.bytes", _INT, 1),
-    _Setting("fetch.max.bytes", _integer(0, FETCH_BYTES_MAX), 50 * limits.MIB),
+    _Setting("fetch.max.bytes", integer_between(0, FETCH_BYTES_MAX), 50 * limits.MIB),
     _Setting("fetch.max.wait.ms", _INT, 500),
     _Setting(
-        "max.partition.fetch.bytes", _integer(0, limits.fetch_partition_bytes_max), 1 * limits.MIB
+        "max.partition.fetch.bytes",
+        integer_between(0, limits.fetch_partition_bytes_max),
+        1 * limits.MIB,
     ),
-    _Setting("isolation.level", _choice("read_uncommitted", "read_committed"), "read_uncommitted"),
-    _Setting("session.timeout.ms", _integer(1, INT_MAX), 45_000),
-    _Setting("heartbeat.interval.ms", _integer(1, INT_MAX), 3_000),
-    _Setting("client.rack", _string, ""),
-    _Setting("max.poll.interval.ms", _integer(1, INT_MAX), 300_000),
-    _Setting("group.remote.assignor", _choice("", "uniform", "range"), ""),
-    _Setting("default.api.timeout.ms", _integer(1, INT_MAX), 60_000),
+    _Setting("isolation.level", one_of("read_uncommitted", "read_committed"), "read_uncommitted"),
+    _Setting("session.timeout.ms", integer_between(1, INT_MAX), 45_000),
+    _Setting("heartbeat.interval.ms", integer_between(1, INT_MAX), 3_000),
+    _Setting("client.rack", parse_string, ""),
+    _Setting("max.poll.interval.ms", integer_between(1, INT_MAX), 300_000),
+    _Setting("group.remote.assignor", one_of("", "uniform", "range"), ""),
+    _Setting("default.api.timeout.ms", integer_between(1, INT_MAX), 60_000),
     _Setting("retry.backoff.ms", _INT, 100),
 )
 
