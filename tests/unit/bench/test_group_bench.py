@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import pytest
 
-from bench import group_bench as gb
+from bench import group_tables as gt
 from bench.group_member_proc import MemberEvent, is_balanced, owned_by, takeover_s
 
-QUICK = gb.Plan.for_run(quick=True)
+QUICK = gt.Plan.for_run(quick=True)
 
 
-def _run(records_per_s: float, first_record_ms: float = 50.0) -> gb.ConsumeRun:
-    return gb.ConsumeRun(
+def _run(records_per_s: float, first_record_ms: float = 50.0) -> gt.ConsumeRun:
+    return gt.ConsumeRun(
         records=1000,
         size=100,
         elapsed_s=1000 / records_per_s,
@@ -34,33 +34,33 @@ def _lines(text: str, label: str) -> list[str]:
 
 
 def test_quick_divides_the_record_counts_by_five_and_keeps_two_runs_each() -> None:
-    full = gb.Plan.for_run(quick=False)
+    full = gt.Plan.for_run(quick=False)
     assert {size: count // 5 for size, count in full.records.items()} == QUICK.records
     assert full.end_to_end_records == 1000 and QUICK.end_to_end_records == 200
     assert QUICK.rounds >= 2 and full.rounds >= 2
 
 
 def test_median_takes_the_figures_and_passes_a_reason_on_only_when_there_is_none() -> None:
-    assert gb.median_cell([3.0, "failed: OSError", 1.0, 2.0]) == 2.0
-    assert gb.median_cell([4.0, 1.0]) == 2.5
-    assert gb.median_cell(["failed: A", "failed: B"]) == "failed: A"
-    assert gb.median_cell([]) == "n/a (no run)"
+    assert gt.median_cell([3.0, "failed: OSError", 1.0, 2.0]) == 2.0
+    assert gt.median_cell([4.0, 1.0]) == 2.5
+    assert gt.median_cell(["failed: A", "failed: B"]) == "failed: A"
+    assert gt.median_cell([]) == "n/a (no run)"
 
 
 def test_a_run_rate_counts_from_the_first_poll_and_its_steady_rate_after_the_first_batch() -> None:
-    run = gb.ConsumeRun(1000, 100, elapsed_s=0.5, first_record_s=0.1, first_batch=200, steady_s=0.4)
+    run = gt.ConsumeRun(1000, 100, elapsed_s=0.5, first_record_s=0.1, first_batch=200, steady_s=0.4)
     assert run.records_per_s == 2000.0
     assert run.steady_records_per_s == 2000.0  # 800 records after the first batch in 0.4 s
-    one_batch = gb.ConsumeRun(1000, 100, elapsed_s=0.5, first_record_s=0.1, first_batch=1000)
+    one_batch = gt.ConsumeRun(1000, 100, elapsed_s=0.5, first_record_s=0.1, first_batch=1000)
     assert one_batch.steady_records_per_s == "n/a (one batch)"
 
 
 def test_consumption_table_shows_each_run_the_medians_and_group_over_assign() -> None:
     runs = {
-        gb.ASSIGN: [_run(100_000.0, 40.0), _run(110_000.0, 60.0), _run(90_000.0, 50.0)],
-        gb.GROUP: [_run(95_000.0, 400.0), _run(99_000.0), _run(60_000.0)],
+        gt.ASSIGN: [_run(100_000.0, 40.0), _run(110_000.0, 60.0), _run(90_000.0, 50.0)],
+        gt.GROUP: [_run(95_000.0, 400.0), _run(99_000.0), _run(60_000.0)],
     }
-    text = gb.consumption_table(100, gb.Plan.for_run(quick=False), runs)
+    text = gt.consumption_table(100, gt.Plan.for_run(quick=False), runs)
     header = text.splitlines()[1].split()
     assert header[:2] == ["group", "assign"] and header[2] == "group/assign"
     (median,) = _lines(text, "median records/s")
@@ -73,10 +73,10 @@ def test_consumption_table_shows_each_run_the_medians_and_group_over_assign() ->
 
 def test_a_failed_group_run_is_a_note_and_the_target_reads_the_other_runs() -> None:
     runs = {
-        gb.ASSIGN: [_run(100_000.0), _run(100_000.0)],
-        gb.GROUP: ["failed: KafkaError: not coordinator", _run(80_000.0)],
+        gt.ASSIGN: [_run(100_000.0), _run(100_000.0)],
+        gt.GROUP: ["failed: KafkaError: not coordinator", _run(80_000.0)],
     }
-    text = gb.consumption_table(100, QUICK, runs)
+    text = gt.consumption_table(100, QUICK, runs)
     (run_1,) = _lines(text, "run 1 records/s")
     assert "see note 1" in run_1 and run_1.split()[-1] == "n/a"
     assert "note 1: failed: KafkaError: not coordinator" in text
@@ -96,17 +96,17 @@ def test_balanced_means_every_partition_once_and_even_shares() -> None:
 
 def test_join_time_ends_at_the_last_listener_call_before_the_group_settled() -> None:
     calls = [10.04, 10.05, 10.56, 10.62, 12.3, 12.31]  # the last two: revoked by close()
-    assert gb.join_time_s(calls, [10.01, 10.0, 10.02, 10.0], settled_at=12.2) == pytest.approx(0.62)
+    assert gt.join_time_s(calls, [10.01, 10.0, 10.02, 10.0], settled_at=12.2) == pytest.approx(0.62)
     with pytest.raises(RuntimeError, match="no listener call"):
-        gb.join_time_s([12.3], [10.0], settled_at=12.2)
+        gt.join_time_s([12.3], [10.0], settled_at=12.2)
 
 
 def test_join_table_gives_each_round_the_median_and_the_median_in_heartbeats() -> None:
-    text = gb.join_table([2.0, "failed: TimeoutError", 1.0], 0.25)
+    text = gt.join_table([2.0, "failed: TimeoutError", 1.0], 0.25)
     assert _lines(text, "round 1 join ms")[0].split()[-1] == "2,000"
     assert "see note 1" in _lines(text, "round 2 join ms")[0]
     assert _lines(text, "median join ms")[0].split()[-1] == "1,500"
-    assert _lines(text, "heartbeat interval ms")[0].split()[-1] == f"{gb.HEARTBEAT_INTERVAL_MS}"
+    assert _lines(text, "heartbeat interval ms")[0].split()[-1] == f"{gt.HEARTBEAT_INTERVAL_MS}"
     assert _lines(text, "median in heartbeats")[0].split()[-1] == "3.0"
     assert "owned its partition after 250 ms" in text
 
@@ -144,21 +144,21 @@ def test_failover_table_puts_the_kill_beside_the_leave_and_carries_reasons() -> 
     kill = {"partitions": 4.0, "assigned_ms": 6036.0, "consumed_ms": 6165.0}
     kill |= {"close_ms": "n/a (killed)", "session_ms": 6000.0}
     leave = {"partitions": 4.0, "assigned_ms": 468.0, "consumed_ms": 488.0, "session_ms": 6000.0}
-    text = gb.failover_table({"kill": kill, "leave": leave | {"close_ms": 78.0}})
-    assert text.splitlines()[1].split()[0] == gb.KILL
+    text = gt.failover_table({"kill": kill, "leave": leave | {"close_ms": 78.0}})
+    assert text.splitlines()[1].split()[0] == gt.KILL
     assert _lines(text, "-> all consumed ms")[0].split()[-2:] == ["6,165", "488"]
     assert _lines(text, "close() took ms")[0].split()[-3:] == ["n/a", "(killed)", "78"]
-    failed = gb.failover_table({"kill": "failed: RuntimeError: member-2 went away", "leave": leave})
+    failed = gt.failover_table({"kill": "failed: RuntimeError: member-2 went away", "leave": leave})
     assert "see note 1" in _lines(failed, "partitions moved")[0]
     assert "note 1: failed: RuntimeError: member-2 went away" in failed
 
 
 def test_latency_table_is_group_over_assign_on_the_medians_of_the_runs() -> None:
     results = {
-        gb.ASSIGN: [{"p50_us": 5000.0, "p99_us": 10_000.0}, {"p50_us": 3000.0, "p99_us": 8000.0}],
-        gb.GROUP: [{"p50_us": 4400.0, "p99_us": 8100.0}, "failed: RuntimeError: no record"],
+        gt.ASSIGN: [{"p50_us": 5000.0, "p99_us": 10_000.0}, {"p50_us": 3000.0, "p99_us": 8000.0}],
+        gt.GROUP: [{"p50_us": 4400.0, "p99_us": 8100.0}, "failed: RuntimeError: no record"],
     }
-    text = gb.latency_table(results, QUICK)
+    text = gt.latency_table(results, QUICK)
     assert _lines(text, "produce->consume p50 µs")[0].split()[-3:] == ["4,400", "4,000", "1.10x"]
     assert _lines(text, "produce->consume p99 µs")[0].split()[-1] == "0.90x"
     assert "200 records" in text.splitlines()[0]
