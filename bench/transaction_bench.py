@@ -20,12 +20,17 @@ commits a one-record transaction; a plain one waits for one acknowledged record.
    3 rounds of the three kinds, alternating, the best run of each kept (the machine is shared:
    a burst of noise then lands on one run, not on one side). Targets: transactions of 100 at
    least 50 % of plain's records/s, transactions of 1,000 at least 85 %.
-2. Commit latency: 200 transactions (--quick 40) of 10 records each; the time commit_transaction()
+2. Where a transaction's time goes (bench/transaction_parts.py): 50 transactions (--quick 10)
+   of 100 and of 1,000 records on one producer, with send(), flush() and commit_transaction()
+   timed apart, and the ceiling that the flush and EndTxn leave one producer at each size
+   (records a transaction / (flush + EndTxn)), beside plain's best rate from 1. and with the
+   targets of 1. read against it.
+3. Commit latency: 200 transactions (--quick 40) of 10 records each; the time commit_transaction()
    takes (it sends what is still lingering, then EndTxn: answered once the coordinator's
    PREPARE_COMMIT is durable, the markers follow), p50/p99. Beside it, alternating with each
    transaction, flush() after 10 records of a plain producer: what making the same records
    durable costs without a transaction. No target: the figure the issue asks to know.
-3. read_committed beside read_uncommitted: 200,000 records (--quick 40,000) committed in
+4. read_committed beside read_uncommitted: 200,000 records (--quick 40,000) committed in
    transactions of 1,000, read from the start to the last record by one assign()ed consumer
    (auto.offset.reset earliest, max.poll.records 100,000); 3 runs each, alternating, after one
    untimed read_committed read (which also waits until the last marker is written); the rate is
@@ -60,6 +65,7 @@ from bench.tables import (
     format_cell,
     format_targets,
 )
+from bench.transaction_parts import parts_runs, parts_table
 
 SETTINGS = {
     "broker.session.timeout.ms": "3000",
@@ -99,6 +105,7 @@ class Plan:
     commits: int  # transactions timed for the commit latency
     commit_records: int  # records per such transaction
     consume_records: int  # records committed, then read per consume run
+    parts_transactions: int  # transactions of each size timed step by step
 
     @classmethod
     def for_run(cls, quick: bool) -> Plan:
@@ -109,6 +116,7 @@ class Plan:
             commits=int(200 * scale),
             commit_records=10,
             consume_records=int(200_000 * scale),
+            parts_transactions=int(50 * scale),
         )
 
 
@@ -271,6 +279,24 @@ def produce_runs(bootstrap: str, plan: Plan) -> dict[str, list[dict | str]]:
     return runs
 
 
+def transaction_parts(bootstrap: str, plan: Plan, plain: dict | str) -> str:
+    """Where a transaction's time goes, beside plain's best rate `plain` (transaction_parts.py)."""
+
+    def warmed() -> Any:
+        producer = new_producer(bootstrap, True)
+        warm(producer, "txn-parts", True)
+        return producer
+
+    sizes = {name: size for name, size in PER_TXN.items() if size is not None}
+    measured = measure_or_reason(
+        lambda: parts_runs(
+            warmed, "txn-parts", sizes, plan.parts_transactions, payloads(), TIMEOUT_S
+        )
+    )
+    results = dict.fromkeys(sizes, measured) if isinstance(measured, str) else measured
+    return parts_table(results, plain, PRODUCE_TARGETS, plan.parts_transactions)
+
+
 def commit_latency(bootstrap: str, plan: Plan) -> dict[str, dict | str]:
     """Each round: a transaction of `commit_records` on the transactional producer, its
     commit_transaction() timed; then as many records on the plain producer, its flush() timed."""
@@ -338,6 +364,7 @@ def consume_runs(bootstrap: str, plan: Plan) -> dict[str, list[dict | str]]:
 
 
 TOPICS = [f"txn-produce-{column.replace('@', '-')}" for column in PER_TXN] + [
+    "txn-parts",
     "txn-commit",
     "txn-flush",
     "txn-consume",
@@ -358,7 +385,9 @@ def run_transaction_bench(quick: bool = False) -> Iterator[str]:
             traceback.print_exc()
             yield f"no cluster, no figures: {failure_reason(error)}"
             return
-        yield produce_table(produce_runs(bootstrap, plan), plan)
+        runs = produce_runs(bootstrap, plan)
+        yield produce_table(runs, plan)
+        yield transaction_parts(bootstrap, plan, best_run(runs[PLAIN]))
         latency: dict | str = measure_or_reason(lambda: commit_latency(bootstrap, plan))
         if isinstance(latency, str):
             latency = {COMMIT: latency, FLUSH: latency}
