@@ -10,7 +10,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tests.unit.broker.replication_sim import BROKERS, SafetyViolation, Simulation, compaction_key
+from tests.unit.broker.replication_checks import SafetyViolation, compaction_key
+from tests.unit.broker.replication_sim import BROKERS, Simulation
 
 
 def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.broker.replication_sim import SafetyViolation, Simulation
+from tests.unit.broker.replication_checks import SafetyViolation
+from tests.unit.broker.replication_sim import Simulation
 from tests.unit.broker.simulation_run import run_mode, run_to_end, slow_loop
 
 # Seeds CI runs, by mode (replication_sim.MODES): 0..19 of the default schedules, and the

@@ -43,14 +43,13 @@ from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import settled
 from samsa.services.broker.requests.txn_markers import write_txn_markers
 from samsa.v1 import broker_pb2, records_pb2
+from tests.unit.broker.replication_checks import SafetyViolation, compaction_key
 from tests.unit.broker.replication_sim import (
     IN_FLIGHT_MAX,
     KEY,
     TOPIC,
     IdempotentBatch,
-    SafetyViolation,
     Simulation,
-    compaction_key,
 )
 
 TXN_PRODUCER_ID = 9
