@@ -3,8 +3,9 @@
 Goal: a person can consume as a member of a group (`samsa consume --group`, which commits
 exactly what it printed), and an operator can list, describe, see the lag of, reset the offsets
 of and delete consumer groups from the command line, as with Kafka's kafka-consumer-groups.sh: a
-reset prints its plan and changes nothing unless --execute; --execute and delete are refused
-(one clear line, exit 1) while the group has a live member, and work once it left.
+reset prints its plan and changes nothing unless --execute (with Kafka's scopes and strategies:
+--topic topic:0, --all-topics, --to-current, --by-duration, --dry-run); --execute and delete are
+refused (one clear line, exit 1) while the group has a live member, and work once it left.
 
 Method: one controller, one broker and two coordinators (real processes from the launcher,
 stopped by PID also on failure), 4 partitions of `__consumer_offsets`. The group's one member is a
@@ -226,6 +227,23 @@ def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster) -> No
     )  # fmt: skip
     assert shifted.returncode == 0, shifted.stderr
     assert committed(cluster, 0) == 13
+
+    # Kafka's other flags: a partition named in --topic, --to-current and an explicit --dry-run;
+    # then every partition the group committed (only 0), an hour back: before every record.
+    current = samsa(
+        cluster, "groups", "reset-offsets", GROUP, "--topic", f"{TOPIC}:0", "--to-current",
+        "--dry-run",
+    )  # fmt: skip
+    assert current.returncode == 0, current.stderr
+    assert [line.split() for line in current.stdout.splitlines()][-1] == [TOPIC, "0", "13", "13"]
+    assert "dry run" in current.stderr
+    hour_back = samsa(
+        cluster, "groups", "reset-offsets", GROUP, "--all-topics", "--by-duration", "PT1H",
+        "--execute",
+    )  # fmt: skip
+    assert hour_back.returncode == 0, hour_back.stderr
+    assert [line.split() for line in hour_back.stdout.splitlines()][-1] == [TOPIC, "0", "13", "0"]
+    assert committed(cluster, 0) == 0
 
     deleted = samsa(cluster, "groups", "delete", GROUP, "never-existed")
     assert deleted.returncode == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -83,6 +84,35 @@ def require_topic(admin: Admin, topic: str) -> TopicDescription:
                     f"(create it with `samsa topics create {topic}`)"
                 ) from None
         time.sleep(0.2)
+
+
+# Java's Duration.parse, which Kafka's --by-duration reads: P, then days, then T and hours, minutes,
+# seconds (fractions allowed), each optional and each signed; upper or lower case.
+_DURATION = re.compile(
+    r"(?P<sign>[-+]?)P(?:(?P<days>[-+]?[0-9]+)D)?"
+    r"(?P<time>T(?:(?P<hours>[-+]?[0-9]+)H)?(?:(?P<minutes>[-+]?[0-9]+)M)?"
+    r"(?:(?P<seconds>[-+]?[0-9]+)(?:[.,](?P<fraction>[0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_duration_ms(text: str, flag: str) -> int:
+    """An ISO 8601 duration as Kafka's tools take it (`PT1H`, `P1DT12H`, `PT0.5S`), in ms."""
+    match = _DURATION.fullmatch(text.strip())
+    if (
+        match is None
+        or match["time"] in ("T", "t")  # a T with no hours, minutes or seconds after it
+        or not any(match[unit] for unit in ("days", "hours", "minutes", "seconds"))
+    ):
+        raise SystemExit(
+            f"samsa: {flag} {text!r} is not an ISO 8601 duration such as PT1H, P1DT12H or PT30M"
+        )
+    days, hours, minutes = (int(match[unit] or 0) for unit in ("days", "hours", "minutes"))
+    seconds = match["seconds"] or "0"
+    fraction_ms = int((match["fraction"] or "").ljust(3, "0")[:3])
+    seconds_ms = int(seconds) * 1000 + (-fraction_ms if seconds.startswith("-") else fraction_ms)
+    total_ms = ((days * 24 + hours) * 60 + minutes) * 60_000 + seconds_ms
+    return -total_ms if match["sign"] == "-" else total_ms
 
 
 def parse_time(text: str, flag: str) -> int:

@@ -1,15 +1,25 @@
 """`samsa groups list|describe|lag|reset-offsets|delete`: consumer groups, as Kafka's
 kafka-consumer-groups.sh — thin over Admin's group calls. `reset-offsets` is a dry run (the plan,
-printed) until --execute, and the coordinator refuses it while the group has members.
+printed) until --execute, and the coordinator refuses it while the group has members. Its scope
+and strategies take Kafka's flags: --topic (repeatable, `topic:0,1` for some partitions) or
+--all-topics; --to-earliest, --to-latest, --to-current, --to-offset, --to-datetime,
+--by-duration or --shift-by; --dry-run or --execute.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 
-from samsa.cli.command_support import bootstrap, parse_time, require_topic, table
+from samsa.cli.command_support import (
+    bootstrap,
+    parse_duration_ms,
+    parse_time,
+    require_topic,
+    table,
+)
 from samsa.client import Admin, Consumer
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import GroupError, TopicPartition, plan_offset_resets
@@ -31,25 +41,55 @@ def add_group_commands(
         "reset-offsets", help="move a group's committed offsets (prints the plan unless --execute)"
     )
     reset.add_argument("group")
-    reset.add_argument("--topic", required=True)
+    scope = reset.add_mutually_exclusive_group(required=True)
+    scope.add_argument(
+        "--topic",
+        action="append",
+        type=_topic_scope,
+        metavar="TOPIC[:P,...]",
+        help="a topic, or some of its partitions as topic:0,1 (repeatable)",
+    )
+    scope.add_argument(
+        "--all-topics", action="store_true", help="every partition the group has committed"
+    )
     reset.add_argument(
         "--partitions", type=_partition_list, help="comma-separated, e.g. 0,1 (default: all)"
     )
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-earliest", action="store_true", help="the log start offset")
     target.add_argument("--to-latest", action="store_true", help="the log end offset")
+    target.add_argument(
+        "--to-current",
+        action="store_true",
+        help="the committed offset (the log end where none is)",
+    )
     target.add_argument("--to-offset", type=int, metavar="N", help="this offset (each partition)")
     target.add_argument(
         "--to-datetime", metavar="TIME", help="the first offset at or after TIME (ISO 8601 or ms)"
     )
     target.add_argument(
+        "--by-duration",
+        metavar="DURATION",
+        help="the first offset at or after now minus DURATION (ISO 8601: PT1H, P1DT12H)",
+    )
+    target.add_argument(
         "--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)"
     )
-    reset.add_argument("--execute", action="store_true", help="commit the plan (else: dry run)")
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="commit the plan")
+    mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
     delete = actions.add_parser("delete", help="delete empty groups and their committed offsets")
     delete.add_argument("groups", nargs="+")
     for parser in (listing, describe, lag, reset, delete):
         add_connection(parser)
+
+
+def _topic_scope(text: str) -> tuple[str, list[int] | None]:
+    """`--topic orders` (every partition) or `--topic orders:0,2`, as Kafka's tool reads it."""
+    name, colon, partitions = text.partition(":")
+    if not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: name the topic, as topic or topic:0,1")
+    return name, _partition_list(partitions) if colon else None
 
 
 def _partition_list(text: str) -> list[int]:
@@ -145,33 +185,72 @@ def lag_lines(group_id: str, rows: Sequence[PartitionLag]) -> str:
     return table(headers, cells) + "\n\n" + total
 
 
-def reset_strategy(args: argparse.Namespace) -> tuple[str, int]:
-    """The chosen --to-*/--shift-by flag as (strategy, value) for plan_offset_resets."""
+def reset_strategy(args: argparse.Namespace, now_ms: int | None = None) -> tuple[str, int]:
+    """The chosen --to-*/--by-duration/--shift-by flag as (strategy, value) for
+    plan_offset_resets; --by-duration is a --to-datetime of `now_ms` minus the duration."""
     if args.to_earliest:
         return "to-earliest", 0
     if args.to_latest:
         return "to-latest", 0
+    if args.to_current:
+        return "to-current", 0
     if args.to_offset is not None:
         return "to-offset", args.to_offset
     if args.to_datetime is not None:
         return "to-datetime", parse_time(args.to_datetime, "--to-datetime")
+    if args.by_duration is not None:
+        ago_ms = parse_duration_ms(args.by_duration, "--by-duration")
+        return "to-datetime", (int(time.time() * 1000) if now_ms is None else now_ms) - ago_ms
     assert args.shift_by is not None, "argparse requires one strategy"
     return "shift-by", args.shift_by
+
+
+def reset_scope(
+    topics: Sequence[tuple[str, list[int] | None]], partitions: list[int] | None
+) -> list[tuple[str, list[int] | None]]:
+    """Each --topic with the partitions it names; --partitions applies to a single topic that
+    names none of its own (None: every partition of that topic)."""
+    if partitions is None:
+        return list(topics)
+    if len(topics) != 1 or topics[0][1] is not None:
+        raise SystemExit(
+            "samsa groups reset-offsets: --partitions goes with one --topic that names no "
+            "partitions; name them per topic instead (--topic orders:0,1 --topic audit:2)"
+        )
+    return [(topics[0][0], partitions)]
+
+
+def _partitions_to_reset(admin: Admin, args: argparse.Namespace) -> list[TopicPartition]:
+    """The partitions in scope: those of each --topic (checked to exist), or with --all-topics
+    every partition the group has committed (Kafka's tool does the same)."""
+    if args.all_topics:
+        if args.partitions is not None:
+            raise SystemExit("samsa groups reset-offsets: --partitions goes with --topic")
+        committed = sorted(admin.list_consumer_group_offsets(args.group))
+        if not committed:
+            raise SystemExit(
+                f"samsa groups reset-offsets: group {args.group} has committed no offsets, so "
+                "--all-topics names nothing: name the topics with --topic"
+            )
+        return committed
+    chosen: list[TopicPartition] = []
+    for topic, wanted in reset_scope(args.topic, args.partitions):
+        existing = [p.partition for p in require_topic(admin, topic).partitions]
+        missing = sorted(set(wanted or ()) - set(existing))
+        if missing:
+            raise SystemExit(
+                f"samsa: topic {topic!r} has no partition(s) {missing} "
+                f"(it has {len(existing)}: 0 to {len(existing) - 1})"
+            )
+        chosen += [(topic, p) for p in wanted or existing if (topic, p) not in chosen]
+    return chosen
 
 
 def _reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     """Kafka's `kafka-consumer-groups.sh --reset-offsets`: print the plan; commit it with
     --execute (the coordinator refuses while the group has members)."""
     strategy, value = reset_strategy(args)
-    info = require_topic(admin, args.topic)
-    existing = [p.partition for p in info.partitions]
-    missing = sorted(set(args.partitions or ()) - set(existing))
-    if missing:
-        raise SystemExit(
-            f"samsa: topic {args.topic!r} has no partition(s) {missing} "
-            f"(it has {len(existing)}: 0 to {len(existing) - 1})"
-        )
-    partitions = [(args.topic, p) for p in args.partitions or existing]
+    partitions = _partitions_to_reset(admin, args)
     committed = admin.list_consumer_group_offsets(args.group, partitions)
     with Consumer({"bootstrap.servers": bootstrap(args)}) as consumer:
         earliest = consumer.beginning_offsets(partitions)

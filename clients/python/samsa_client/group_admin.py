@@ -48,7 +48,14 @@ STATE_NAMES = {
 }
 
 # The reset strategies of `reset-offsets`, as Kafka's tool names them (--to-earliest, ...).
-RESET_STRATEGIES = ("to-earliest", "to-latest", "to-offset", "to-datetime", "shift-by")
+RESET_STRATEGIES = (
+    "to-earliest",
+    "to-latest",
+    "to-offset",
+    "to-datetime",
+    "shift-by",
+    "to-current",
+)
 
 
 class GroupError(KafkaError):
@@ -277,7 +284,9 @@ def plan_offset_resets(
     `strategy` is one of RESET_STRATEGIES; `value` is the offset of to-offset or the shift of
     shift-by; `found` holds, for to-datetime, the first offset at or after the time per partition
     (None: no record that late, so the log end, as Kafka's tool does). shift-by moves from the
-    committed offset, so it refuses a partition without one (ValueError), as Kafka's tool does.
+    committed offset, so it refuses a partition without one (ValueError), as Kafka's tool does;
+    to-current keeps the committed offset, and gives a partition without one the log end (Kafka's
+    rule: it commits where a new consumer with auto.offset.reset=latest would start).
     """
     if strategy not in RESET_STRATEGIES:
         raise ValueError(f"unknown reset strategy {strategy!r}; one of {RESET_STRATEGIES}")
@@ -295,6 +304,8 @@ def plan_offset_resets(
         elif strategy == "to-datetime":
             at = (found or {}).get(tp)
             target = high if at is None else at
+        elif strategy == "to-current":
+            target = high if current < 0 else current
         else:
             if current < 0:
                 raise ValueError(

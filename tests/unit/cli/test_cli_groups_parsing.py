@@ -1,5 +1,6 @@
 """Goal: `samsa groups` parses as Kafka's kafka-consumer-groups.sh users expect (one reset
-strategy, required; --partitions as a list; a dry run unless --execute) and prints tables a person
+strategy, required; one scope, --topic (repeatable, topic:0,1) or --all-topics; --partitions as a
+list; ISO 8601 durations for --by-duration; a dry run unless --execute) and prints tables a person
 reads: members with their partitions per topic, lag with "-" for what is unknown and a total.
 
 Method: the real argparse tree of `samsa` (main.py adds it) and the pure formatting functions of
@@ -13,8 +14,15 @@ import argparse
 
 import pytest
 
+from samsa.cli.command_support import parse_duration_ms
 from samsa.cli.commands import add_commands
-from samsa.cli.group_commands import describe_lines, format_partitions, lag_lines, reset_strategy
+from samsa.cli.group_commands import (
+    describe_lines,
+    format_partitions,
+    lag_lines,
+    reset_scope,
+    reset_strategy,
+)
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import MemberDescription
 from samsa.common.errors import ErrorCode
@@ -141,3 +149,81 @@ def test_delete_records_offsets_are_offsets_or_latest():
             records_offset(bad)
     args = parse("topics", "delete-records", "orders", "--offset", "5", "--partition", "1")
     assert (args.name, args.offset, args.partition) == ("orders", "5", [1])
+
+
+# --- reset-offsets: Kafka's scopes, strategies and modes --------------------------------------
+
+
+def test_topics_repeat_and_may_name_partitions(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("groups", "reset-offsets", "g", "--to-latest")
+    args = parse(*base, "--topic", "orders:2,0", "--topic", "audit")
+    assert args.topic == [("orders", [0, 2]), ("audit", None)]
+    assert not args.all_topics
+    for bad in (":1", "orders:", "orders:x", "orders:-1"):
+        with pytest.raises(SystemExit) as exited:
+            parse(*base, "--topic", bad)
+        assert exited.value.code == 2
+    assert "--topic" in capsys.readouterr().err
+
+
+def test_all_topics_or_topics_one_of_them(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse("groups", "reset-offsets", "g", "--all-topics", "--to-earliest").all_topics
+    for argv in (
+        ("groups", "reset-offsets", "g", "--all-topics", "--topic", "t", "--to-earliest"),
+        ("groups", "reset-offsets", "g", "--to-earliest"),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            parse(*argv)
+        assert exited.value.code == 2
+    capsys.readouterr()
+
+
+def test_dry_run_or_execute_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("groups", "reset-offsets", "g", "--topic", "t", "--to-latest")
+    dry = parse(*base, "--dry-run")
+    assert (dry.dry_run, dry.execute) == (True, False)
+    with pytest.raises(SystemExit) as exited:
+        parse(*base, "--dry-run", "--execute")
+    assert exited.value.code == 2
+    capsys.readouterr()
+
+
+def test_partitions_apply_to_one_topic_that_names_none() -> None:
+    assert reset_scope([("t", None)], [0, 1]) == [("t", [0, 1])]
+    assert reset_scope([("t", [2]), ("u", None)], None) == [("t", [2]), ("u", None)]
+    for topics in ([("t", None), ("u", None)], [("t", [2])]):
+        with pytest.raises(SystemExit, match="--partitions goes with one --topic"):
+            reset_scope(topics, [0])
+
+
+def test_to_current_and_by_duration() -> None:
+    base = ("groups", "reset-offsets", "g", "--topic", "t")
+    assert reset_strategy(parse(*base, "--to-current")) == ("to-current", 0)
+    now_ms = 1_700_000_000_000
+    by_hour = parse(*base, "--by-duration", "PT1H")
+    assert reset_strategy(by_hour, now_ms) == ("to-datetime", now_ms - 3_600_000)
+    with pytest.raises(SystemExit, match="--by-duration '1h' is not an ISO 8601 duration"):
+        reset_strategy(parse(*base, "--by-duration", "1h"), now_ms)
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("PT1H", 3_600_000),
+        ("pt30m", 1_800_000),
+        ("P1DT12H", 129_600_000),
+        ("P2D", 172_800_000),
+        ("PT0.5S", 500),
+        ("PT1H30M15.25S", 5_415_250),
+        ("-PT1M", -60_000),
+        ("PT-1.5S", -1_500),
+    ],
+)
+def test_durations_read_as_javas_duration_parse(text: str, ms: int) -> None:
+    assert parse_duration_ms(text, "--by-duration") == ms
+
+
+@pytest.mark.parametrize("text", ["", "P", "PT", "1H", "P1H", "PT1X", "PT1.5M", "PT1H2H"])
+def test_what_is_not_a_duration_is_refused(text: str) -> None:
+    with pytest.raises(SystemExit, match="is not an ISO 8601 duration"):
+        parse_duration_ms(text, "--by-duration")

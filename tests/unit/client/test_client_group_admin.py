@@ -261,11 +261,16 @@ def test_reset_to_a_time_goes_to_the_log_end_where_no_record_is_that_late() -> N
     assert _plan("to-datetime", 123, found={TP0: 60, TP1: None}) == [(40, 60), (45, 50)]
 
 
+def test_reset_to_current_keeps_what_is_committed_and_takes_the_log_end_elsewhere() -> None:
+    assert _plan("to-current") == [(40, 40), (45, 45)]
+    assert _plan("to-current", committed={TP0: 40}) == [(40, 40), (-1, 50)]
+
+
 def test_a_plan_is_sorted_and_says_where_nothing_was_committed() -> None:
     plan = plan_offset_resets([TP1, TP0], {}, EARLIEST, LATEST, "to-earliest")
     assert plan == [OffsetReset("t", 0, -1, 10), OffsetReset("t", 1, -1, 0)]
     with pytest.raises(ValueError, match="unknown reset strategy"):
-        plan_offset_resets([TP0], {}, EARLIEST, LATEST, "to-current")
+        plan_offset_resets([TP0], {}, EARLIEST, LATEST, "to-nowhere")
 
 
 # --- Admin's coordinator lookup and retries ------------------------------------------------------
