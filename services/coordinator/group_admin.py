@@ -1,4 +1,4 @@
-"""Group administration: ListGroups, DescribeGroups, DeleteGroups.
+"""Group administration: ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
 
 Theory of operation. A group's state is derived, never stored:
 
@@ -11,6 +11,11 @@ Theory of operation. A group's state is derived, never stored:
 
 DeleteGroups deletes only groups without members (NON_EMPTY_GROUP otherwise), writing tombstones
 for everything the group still has (group_writer.delete_group).
+
+OffsetDelete (KIP-496) writes a tombstone for each committed offset it names, except for the
+partitions of topics a member subscribes to, by name or by regex (GROUP_SUBSCRIBED_TO_TOPIC):
+their owner may commit again at any moment, and a deleted offset would send a newly assigned
+member to auto.offset.reset instead. An empty group subscribes to nothing.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from samsa.common.errors import ErrorCode
-from samsa.services.coordinator.group_assignment import assignor_name_of
+from samsa.services.coordinator import group_records as records
+from samsa.services.coordinator.group_assignment import assignor_name_of, resolve
 from samsa.services.coordinator.group_model import (
     STABLE,
     ConsumerGroup,
     GroupConfig,
     GroupShard,
+    TopicPartition,
     to_topic_partitions,
 )
 from samsa.services.coordinator.group_writer import GroupResult, RecordCollector, delete_group
@@ -116,6 +123,47 @@ def delete_groups(
             code, message = ErrorCode.NONE, ""
         response.groups.add(
             group_id=group_id,
+            error_code=int(code),  # type: ignore[arg-type]
+            error_message=message,
+        )
+    return writer.result(response)
+
+
+def delete_offsets(
+    shard: GroupShard, group_id: str, partitions: Iterable[TopicPartition]
+) -> GroupResult[c.OffsetDeleteResponse]:
+    """OffsetDelete: tombstones for the named committed offsets that no member's subscription
+    covers (see the module docstring); a partition with nothing committed succeeds as it is."""
+    group = shard.groups.get(group_id)
+    if group is None:
+        return GroupResult(
+            [],
+            c.OffsetDeleteResponse(
+                error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),  # type: ignore[arg-type]
+                error_message=f"group {group_id!r} does not exist",
+            ),
+        )
+    writer = RecordCollector(shard)
+    response = c.OffsetDeleteResponse()
+    subscribed: dict[str, bool] = {}
+    for topic, partition in sorted(set(partitions)):
+        if topic not in subscribed:
+            subscribed[topic] = any(
+                topic in resolve(m.topic_names, m.topic_regex, {topic: 0})
+                for m in group.members.values()
+            )
+        code, message = ErrorCode.NONE, ""
+        if subscribed[topic]:
+            code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            message = (
+                f"a member of group {group_id!r} subscribes to {topic!r}: its offsets stay while "
+                "it does (stop the group's consumers first)"
+            )
+        elif (topic, partition) in group.offsets:
+            writer.write(records.offset_commit(group_id, topic, partition, None))
+        response.partitions.add(
+            topic=topic,
+            partition=partition,
             error_code=int(code),  # type: ignore[arg-type]
             error_message=message,
         )

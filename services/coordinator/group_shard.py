@@ -130,6 +130,11 @@ class GroupCoordinatorShard:
     def delete_groups(self, group_ids: Iterable[str]) -> GroupResult[c.DeleteGroupsResponse]:
         return group_admin.delete_groups(self.state, group_ids)
 
+    def delete_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]]
+    ) -> GroupResult[c.OffsetDeleteResponse]:
+        return group_admin.delete_offsets(self.state, group_id, partitions)
+
     # --- timers -----------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:

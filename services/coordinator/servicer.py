@@ -147,6 +147,25 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
                 )
         return c.DeleteGroupsResponse(groups=[deleted[g] for g in request.group_ids])
 
+    async def OffsetDelete(self, request, context):
+        named = [(t.topic, number) for t in request.topics for number in t.partitions]
+        if len(named) > limits.request_partitions_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{len(named)} partitions in one OffsetDelete; send at most "
+                f"{limits.request_partitions_max}",
+            )
+        try:
+            partition = self.coordinator.partition_for(request.group_id)
+            result = partition.shard.delete_offsets(request.group_id, named)
+            await partition.write(result.records)
+        except PartitionUnavailableError as error:
+            return c.OffsetDeleteResponse(
+                error_code=error.code,  # type: ignore[arg-type]
+                error_message=error.message,
+            )
+        return result.response
+
     async def DescribeGroupLag(self, request, context):
         try:
             partition = self.coordinator.partition_for(request.group_id)

@@ -4,8 +4,9 @@ Goal: a person can consume as a member of a group (`samsa consume --group`, whic
 exactly what it printed), and an operator can list, describe, see the lag of, reset the offsets
 of and delete consumer groups from the command line, as with Kafka's kafka-consumer-groups.sh: a
 reset prints its plan and changes nothing unless --execute (with Kafka's scopes and strategies:
---topic topic:0, --all-topics, --to-current, --by-duration, --dry-run); --execute and delete are
-refused (one clear line, exit 1) while the group has a live member, and work once it left.
+--topic topic:0, --all-topics, --to-current, --by-duration, --dry-run); --execute, delete and
+delete-offsets of the subscribed topic are refused (exit 1, saying why) while the group has a
+live member, and work once it left.
 
 Method: one controller, one broker and two coordinators (real processes from the launcher,
 stopped by PID also on failure), 4 partitions of `__consumer_offsets`. The group's one member is a
@@ -210,6 +211,13 @@ def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster) -> No
     assert committed(cluster, 0) == 5
     not_empty = samsa(cluster, "groups", "delete", GROUP)
     assert not_empty.returncode == 1 and "NON_EMPTY_GROUP" in not_empty.stderr
+    # Nor may the offsets of a topic the member subscribes to be deleted (KIP-496).
+    subscribed = samsa(cluster, "groups", "delete-offsets", GROUP, "--topic", f"{TOPIC}:0")
+    assert subscribed.returncode == 1
+    rows = [line.split() for line in subscribed.stdout.splitlines()]
+    assert rows[-1] == [TOPIC, "0", "Error:", "GROUP_SUBSCRIBED_TO_TOPIC"]
+    assert f"subscribes to '{TOPIC}'" in subscribed.stderr
+    assert committed(cluster, 0) == 5
 
     # Once it left, the reset commits (clamped to the log: 30 is past its end, 20) and the
     # group can be deleted.
@@ -244,6 +252,14 @@ def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster) -> No
     assert hour_back.returncode == 0, hour_back.stderr
     assert [line.split() for line in hour_back.stdout.splitlines()][-1] == [TOPIC, "0", "13", "0"]
     assert committed(cluster, 0) == 0
+
+    # With no member left, the offsets go one by one and the group stays (empty) until deleted.
+    offsets_gone = samsa(cluster, "groups", "delete-offsets", GROUP, "--topic", TOPIC)
+    assert offsets_gone.returncode == 0, offsets_gone.stderr
+    rows = [line.split() for line in offsets_gone.stdout.splitlines()]
+    assert [TOPIC, "0", "Successful"] in rows and [TOPIC, "3", "Successful"] in rows
+    assert committed(cluster, 0) is None
+    assert GROUP in samsa(cluster, "groups", "list").stdout
 
     deleted = samsa(cluster, "groups", "delete", GROUP, "never-existed")
     assert deleted.returncode == 1

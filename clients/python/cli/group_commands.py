@@ -1,4 +1,4 @@
-"""`samsa groups list|describe|lag|reset-offsets|delete`: consumer groups, as Kafka's
+"""`samsa groups list|describe|lag|reset-offsets|delete|delete-offsets`: consumer groups, as Kafka's
 kafka-consumer-groups.sh — thin over Admin's group calls. `reset-offsets` is a dry run (the plan,
 printed) until --execute, and the coordinator refuses it while the group has members. Its scope
 and strategies take Kafka's flags: --topic (repeatable, `topic:0,1` for some partitions) or
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from samsa.cli.command_support import (
     bootstrap,
@@ -29,7 +29,7 @@ def add_group_commands(
     commands: argparse._SubParsersAction, add_connection: Callable[[argparse.ArgumentParser], None]
 ) -> None:
     groups = commands.add_parser(
-        "groups", help="list, describe, lag, reset offsets of, delete consumer groups"
+        "groups", help="list, describe, lag, reset or delete offsets of, delete consumer groups"
     )
     actions = groups.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="every consumer group: state and member count")
@@ -80,7 +80,20 @@ def add_group_commands(
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
     delete = actions.add_parser("delete", help="delete empty groups and their committed offsets")
     delete.add_argument("groups", nargs="+")
-    for parser in (listing, describe, lag, reset, delete):
+    delete_offsets = actions.add_parser(
+        "delete-offsets",
+        help="delete a group's committed offsets of topics its members do not subscribe to",
+    )
+    delete_offsets.add_argument("group")
+    delete_offsets.add_argument(
+        "--topic",
+        action="append",
+        required=True,
+        type=_topic_scope,
+        metavar="TOPIC[:P,...]",
+        help="a topic, or some of its partitions as topic:0,1 (repeatable)",
+    )
+    for parser in (listing, describe, lag, reset, delete, delete_offsets):
         add_connection(parser)
 
 
@@ -124,6 +137,8 @@ def run_groups(args: argparse.Namespace) -> int:
             return _reset_offsets(admin, args)
         elif args.action == "delete":
             return _delete_groups(admin, args.groups)
+        elif args.action == "delete-offsets":
+            return _delete_offsets(admin, args)
     return 0
 
 
@@ -233,8 +248,15 @@ def _partitions_to_reset(admin: Admin, args: argparse.Namespace) -> list[TopicPa
                 "--all-topics names nothing: name the topics with --topic"
             )
         return committed
+    return _named_partitions(admin, reset_scope(args.topic, args.partitions))
+
+
+def _named_partitions(
+    admin: Admin, topics: Sequence[tuple[str, list[int] | None]]
+) -> list[TopicPartition]:
+    """The partitions each --topic names (None: all of that topic's), checked to exist."""
     chosen: list[TopicPartition] = []
-    for topic, wanted in reset_scope(args.topic, args.partitions):
+    for topic, wanted in topics:
         existing = [p.partition for p in require_topic(admin, topic).partitions]
         missing = sorted(set(wanted or ()) - set(existing))
         if missing:
@@ -288,6 +310,30 @@ def _reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     )
     print(f"\ncommitted {len(plan)} offset(s) for group {args.group}", file=sys.stderr)
     return 0
+
+
+def delete_offsets_lines(outcomes: Mapping[TopicPartition, GroupError | None]) -> str:
+    """Kafka's table for --delete-offsets: each partition, Successful or the error's code."""
+    rows = [
+        (topic, partition, "Successful" if error is None else f"Error: {error.code.name}")
+        for (topic, partition), error in sorted(outcomes.items())
+    ]
+    return table(("topic", "partition", "status"), rows)
+
+
+def _delete_offsets(admin: Admin, args: argparse.Namespace) -> int:
+    """Kafka's `kafka-consumer-groups.sh --delete-offsets`: per partition, deleted or why not;
+    exit status 1 when any offset stays."""
+    partitions = _named_partitions(admin, args.topic)
+    try:
+        outcomes = admin.delete_consumer_group_offsets(args.group, partitions)
+    except GroupError as error:
+        raise SystemExit(f"samsa groups delete-offsets: {error} ({error.code.name})") from None
+    print(delete_offsets_lines(outcomes))
+    refused = [error for error in outcomes.values() if error is not None]
+    for message in dict.fromkeys(str(error) for error in refused):  # one line per topic
+        print(f"samsa groups delete-offsets: {message}", file=sys.stderr)
+    return 1 if refused else 0
 
 
 def _delete_groups(admin: Admin, group_ids: Sequence[str]) -> int:

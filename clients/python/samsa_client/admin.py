@@ -286,6 +286,15 @@ class Admin:
         left out."""
         return self._groups.list_consumer_group_offsets(group_id, partitions)
 
+    def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, GroupError | None]:
+        """Delete the group's committed offsets of `partitions` (Kafka's
+        deleteConsumerGroupOffsets, KIP-496): per partition None (deleted, or there was none) or
+        the GroupError saying why it stays (GROUP_SUBSCRIBED_TO_TOPIC: a member subscribes to
+        its topic). A missing group raises GroupError (GROUP_ID_NOT_FOUND)."""
+        return self._groups.delete_consumer_group_offsets(group_id, partitions)
+
     def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
     ) -> None:

@@ -182,17 +182,36 @@ def offsets_of(answer: c.OffsetFetchResponse) -> dict[TopicPartition, OffsetAndM
     return offsets
 
 
+def by_topic(partitions: Iterable[TopicPartition]) -> list[c.TopicPartitions]:
+    """(topic, partition) pairs as the requests name them: per topic, ascending, no duplicates."""
+    grouped: dict[str, set[int]] = {}
+    for topic, partition in partitions:
+        grouped.setdefault(topic, set()).add(partition)
+    return [c.TopicPartitions(topic=t, partitions=sorted(ps)) for t, ps in grouped.items()]
+
+
 def offset_fetch_request(
     group_id: str, partitions: Iterable[TopicPartition] | None
 ) -> c.OffsetFetchRequest:
     """Ask for `partitions` (None: every committed offset of the group)."""
-    by_topic: dict[str, set[int]] = {}
-    for topic, partition in partitions or ():
-        by_topic.setdefault(topic, set()).add(partition)
-    return c.OffsetFetchRequest(
-        group_id=group_id,
-        topics=[c.TopicPartitions(topic=t, partitions=sorted(ps)) for t, ps in by_topic.items()],
-    )
+    return c.OffsetFetchRequest(group_id=group_id, topics=by_topic(partitions or ()))
+
+
+def offset_delete_request(
+    group_id: str, partitions: Iterable[TopicPartition]
+) -> c.OffsetDeleteRequest:
+    return c.OffsetDeleteRequest(group_id=group_id, topics=by_topic(partitions))
+
+
+def deleted_offsets_of(answer: c.OffsetDeleteResponse) -> dict[TopicPartition, GroupError | None]:
+    """Each partition of an OffsetDelete answer: None (deleted, or nothing was committed) or why
+    its offset stays (GROUP_SUBSCRIBED_TO_TOPIC); a whole-group error raises."""
+    if answer.error_code != ErrorCode.NONE:
+        raise GroupError.of(answer.error_code, answer.error_message)
+    return {
+        (p.topic, p.partition): group_error_of(p.error_code, p.error_message)
+        for p in answer.partitions
+    }
 
 
 def offset_commit_request(

@@ -98,6 +98,12 @@ class GroupAdminCalls:
         if error is not None:
             raise error
 
+    def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, GroupError | None]:
+        request = ga.offset_delete_request(group_id, partitions)
+        return ga.deleted_offsets_of(self._ask_coordinator(group_id, "OffsetDelete", request))
+
     def describe_consumer_group_lag(self, group_id: str) -> list[PartitionLag]:
         request = g.DescribeGroupLagRequest(group_id=group_id)
         return ga.lag_of(self._ask_coordinator(group_id, "DescribeGroupLag", request))

@@ -25,11 +25,13 @@ from samsa.client.group_admin import (
     OffsetReset,
     commit_error_of,
     coordinator_retriable,
+    deleted_offsets_of,
     description_of,
     first_commit_error_of,
     lag_of,
     listings_of,
     offset_commit_request,
+    offset_delete_request,
     offset_fetch_request,
     offsets_of,
     plan_offset_resets,
@@ -271,6 +273,33 @@ def test_a_plan_is_sorted_and_says_where_nothing_was_committed() -> None:
     assert plan == [OffsetReset("t", 0, -1, 10), OffsetReset("t", 1, -1, 0)]
     with pytest.raises(ValueError, match="unknown reset strategy"):
         plan_offset_resets([TP0], {}, EARLIEST, LATEST, "to-nowhere")
+
+
+def test_offset_delete_names_partitions_per_topic_and_reads_each_outcome() -> None:
+    request = offset_delete_request("g", [("t", 1), ("u", 0), ("t", 0), ("t", 1)])
+    assert [(t.topic, list(t.partitions)) for t in request.topics] == [("t", [0, 1]), ("u", [0])]
+    answer = c.OffsetDeleteResponse(
+        partitions=[
+            c.OffsetDeletePartition(topic="t", partition=0),
+            c.OffsetDeletePartition(
+                topic="u",
+                partition=0,
+                error_code=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,  # type: ignore[arg-type]
+                error_message="a member of group 'g' subscribes to 'u'",
+            ),
+        ]
+    )
+    outcomes = deleted_offsets_of(answer)
+    assert outcomes[("t", 0)] is None
+    refused = outcomes[("u", 0)]
+    assert refused is not None and refused.code is ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+    assert "subscribes to 'u'" in str(refused)
+    missing = c.OffsetDeleteResponse(
+        error_code=ErrorCode.GROUP_ID_NOT_FOUND,  # type: ignore[arg-type]
+        error_message="group 'g' does not exist",
+    )
+    with pytest.raises(GroupError, match="does not exist"):
+        deleted_offsets_of(missing)
 
 
 # --- Admin's coordinator lookup and retries ------------------------------------------------------

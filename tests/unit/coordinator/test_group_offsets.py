@@ -2,7 +2,8 @@
 UNKNOWN_MEMBER_ID for strangers, the empty-member -1 rule only while the group is empty), only for
 partitions that exist and with sane values; fetch returns them (-1 where nothing is committed);
 lag inputs cover committed and owned partitions; offsets of an empty group expire after retention
-and not before; the admin reads report the derived state and delete only empty groups.
+and not before; the admin reads report the derived state and delete only empty groups;
+OffsetDelete deletes only the offsets of topics no member subscribes to (by name or regex).
 
 Method: GroupHarness scenarios; per-partition error codes and messages checked, the shard's
 offsets and records inspected, failover equality at the end of the writing scenarios.
@@ -193,3 +194,47 @@ def test_delete_groups() -> None:
     assert set(h.state.groups) == {"busy"}
     assert all(value is None for _, value in result.records)
     h.assert_failover()
+
+
+def deleted(result) -> list[tuple[str, int, int]]:
+    return [(p.topic, p.partition, p.error_code) for p in result.response.partitions]
+
+
+def test_offset_delete_spares_the_topics_members_subscribe_to() -> None:
+    h = GroupHarness({"t": 2, "u": 1, "orders.eu": 1})
+    h.join("a")  # subscribes to t
+    h.heartbeat("a", 1, owned={"t": [0, 1]})
+    h.commit("a", 1, {("t", 0): 5})
+    h.join("b", regex=r"orders\..*")
+    h.group().offsets.update(  # offsets of topics left from an earlier subscription
+        {
+            ("u", 0): h.group().offsets[("t", 0)],
+            ("orders.eu", 0): h.group().offsets[("t", 0)],
+        }
+    )
+    result = h.keep(
+        h.coordinator.delete_offsets("g", [("u", 0), ("t", 0), ("orders.eu", 0), ("u", 0)])
+    )
+    assert deleted(result) == [
+        ("orders.eu", 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),  # by b's regex
+        ("t", 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),  # by a's name
+        ("u", 0, ErrorCode.NONE),
+    ]
+    assert "subscribes to 't'" in result.response.partitions[1].error_message
+    tombstones = [(k.offset_commit.topic, k.offset_commit.partition, v) for k, v in result.records]
+    assert tombstones == [("u", 0, None)]
+    assert set(committed(h)) == {("t", 0), ("orders.eu", 0)}
+
+
+def test_offset_delete_of_an_empty_group_and_of_nothing_committed() -> None:
+    h = GroupHarness({"t": 2})
+    h.commit("", -1, {("t", 0): 7})
+    result = h.keep(h.coordinator.delete_offsets("g", [("t", 0), ("t", 1)]))
+    assert deleted(result) == [("t", 0, ErrorCode.NONE), ("t", 1, ErrorCode.NONE)]
+    assert len(result.records) == 1, "a tombstone only where something was committed"
+    assert committed(h) == {}
+    assert "g" in h.state.groups, "the group stays; only its offsets go"
+    h.assert_failover()
+    missing = h.coordinator.delete_offsets("nope", [("t", 0)])
+    assert missing.response.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert (missing.records, list(missing.response.partitions)) == ([], [])

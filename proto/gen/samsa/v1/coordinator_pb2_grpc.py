@@ -144,6 +144,11 @@ class GroupCoordinatorServiceStub:
                 request_serializer=samsa_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
                 _registered_method=True)
+        self.OffsetDelete = channel.unary_unary(
+                '/samsa.v1.GroupCoordinatorService/OffsetDelete',
+                request_serializer=samsa_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
+                _registered_method=True)
         self.DescribeGroupLag = channel.unary_unary(
                 '/samsa.v1.GroupCoordinatorService/DescribeGroupLag',
                 request_serializer=samsa_dot_v1_dot_coordinator__pb2.DescribeGroupLagRequest.SerializeToString,
@@ -199,6 +204,15 @@ class GroupCoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OffsetDelete(self, request, context):
+        """Delete some committed offsets of a group (Kafka's OffsetDelete, KIP-496): allowed for the
+        partitions of topics no member subscribes to, at any time (an empty group subscribes to
+        nothing).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DescribeGroupLag(self, request, context):
         """Per partition: the committed offset, the log end offset and the lag between them.
         """
@@ -238,6 +252,11 @@ def add_GroupCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.DeleteGroups,
                     request_deserializer=samsa_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'OffsetDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetDelete,
+                    request_deserializer=samsa_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.SerializeToString,
             ),
             'DescribeGroupLag': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeGroupLag,
@@ -408,6 +427,33 @@ class GroupCoordinatorService:
             '/samsa.v1.GroupCoordinatorService/DeleteGroups',
             samsa_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
             samsa_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.GroupCoordinatorService/OffsetDelete',
+            samsa_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+            samsa_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
             options,
             channel_credentials,
             insecure,
