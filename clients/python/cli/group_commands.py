@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from samsa.cli.command_support import (
     bootstrap,
@@ -42,13 +43,7 @@ def add_group_commands(
     )
     reset.add_argument("group")
     scope = reset.add_mutually_exclusive_group(required=True)
-    scope.add_argument(
-        "--topic",
-        action="append",
-        type=_topic_scope,
-        metavar="TOPIC[:P,...]",
-        help="a topic, or some of its partitions as topic:0,1 (repeatable)",
-    )
+    scope.add_argument("--topic", **TOPIC_ARGUMENT)
     scope.add_argument(
         "--all-topics", action="store_true", help="every partition the group has committed"
     )
@@ -85,14 +80,7 @@ def add_group_commands(
         help="delete a group's committed offsets of topics its members do not subscribe to",
     )
     delete_offsets.add_argument("group")
-    delete_offsets.add_argument(
-        "--topic",
-        action="append",
-        required=True,
-        type=_topic_scope,
-        metavar="TOPIC[:P,...]",
-        help="a topic, or some of its partitions as topic:0,1 (repeatable)",
-    )
+    delete_offsets.add_argument("--topic", required=True, **TOPIC_ARGUMENT)
     for parser in (listing, describe, lag, reset, delete, delete_offsets):
         add_connection(parser)
 
@@ -116,6 +104,15 @@ def _partition_list(text: str) -> list[int]:
     if not numbers or numbers[0] < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: partitions are numbers from 0")
     return numbers
+
+
+# `--topic` of reset-offsets and delete-offsets: Kafka's `topic` or `topic:0,1`, repeatable.
+TOPIC_ARGUMENT: dict[str, Any] = {
+    "action": "append",
+    "type": _topic_scope,
+    "metavar": "TOPIC[:P,...]",
+    "help": "a topic, or some of its partitions as topic:0,1 (repeatable)",
+}
 
 
 def run_groups(args: argparse.Namespace) -> int:
