@@ -4,9 +4,9 @@ Goal: a person can consume as a member of a group (`samsa consume --group`, whic
 exactly what it printed), and an operator can list, describe, see the lag of, reset the offsets
 of and delete consumer groups from the command line, as with Kafka's kafka-consumer-groups.sh: a
 reset prints its plan and changes nothing unless --execute (with Kafka's scopes and strategies:
---topic topic:0, --all-topics, --to-current, --by-duration, --dry-run); --execute, delete and
-delete-offsets of the subscribed topic are refused (exit 1, saying why) while the group has a
-live member, and work once it left.
+--topic topic:0, --all-topics, --to-current, --by-duration, --dry-run, --export and
+--from-file); --execute, delete and delete-offsets of the subscribed topic are refused (exit 1,
+saying why) while the group has a live member, and work once it left.
 
 Method: one controller, one broker and two coordinators (real processes from the launcher,
 stopped by PID also on failure), 4 partitions of `__consumer_offsets`. The group's one member is a
@@ -20,6 +20,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -170,7 +171,7 @@ def test_cluster_shows_the_coordinators(cluster: LocalCluster) -> None:
     wait_until("every partition of __consumer_offsets shown owned", shown_coordinators, 60)
 
 
-def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster) -> None:
+def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster, tmp_path: Path) -> None:
     stub = coordinator_of(cluster, GROUP)
     member = RawMember(GROUP, "m1")
     join_and_commit(stub, member)
@@ -252,6 +253,22 @@ def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster) -> No
     assert hour_back.returncode == 0, hour_back.stderr
     assert [line.split() for line in hour_back.stdout.splitlines()][-1] == [TOPIC, "0", "13", "0"]
     assert committed(cluster, 0) == 0
+
+    # A plan exported as Kafka's CSV (a dry run) and applied from the file.
+    exported = samsa(
+        cluster, "groups", "reset-offsets", GROUP, "--topic", f"{TOPIC}:0", "--to-offset", "7",
+        "--export",
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == f"{TOPIC},0,7\n"
+    assert committed(cluster, 0) == 0
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported.stdout)
+    applied = samsa(
+        cluster, "groups", "reset-offsets", GROUP, "--from-file", str(plan), "--execute"
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert committed(cluster, 0) == 7
 
     # With no member left, the named offsets go (a partition with none succeeds as it is) and
     # the group keeps the others. (A group left with no offset and no member is deleted by the

@@ -115,6 +115,36 @@ def parse_duration_ms(text: str, flag: str) -> int:
     return -total_ms if match["sign"] == "-" else total_ms
 
 
+def offsets_csv(offsets: Iterable[tuple[str, int, int]]) -> str:
+    """Kafka's offsets file (kafka-consumer-groups.sh --export): `topic,partition,offset` lines."""
+    return "".join(f"{topic},{partition},{offset}\n" for topic, partition, offset in offsets)
+
+
+def parse_offsets_csv(text: str, source: str) -> dict[tuple[str, int], int]:
+    """The offsets of a `topic,partition,offset` file (Kafka's --from-file; a topic name has no
+    comma). Exits with one line naming the first bad line."""
+    offsets: dict[tuple[str, int], int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.strip().split(",")
+        try:
+            topic, partition, offset = fields[0], int(fields[1]), int(fields[2])
+            if len(fields) != 3 or not topic or partition < 0 or offset < 0:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise SystemExit(
+                f"samsa: {source} line {number}: {line.strip()!r} is not topic,partition,offset "
+                "(a partition and an offset >= 0)"
+            ) from None
+        if (topic, partition) in offsets:
+            raise SystemExit(f"samsa: {source} line {number}: {topic}-{partition} comes twice")
+        offsets[(topic, partition)] = offset
+    if not offsets:
+        raise SystemExit(f"samsa: {source} names no offsets (lines of topic,partition,offset)")
+    return offsets
+
+
 def parse_time(text: str, flag: str) -> int:
     """ms since epoch, or ISO 8601 (local time when it names no zone, as Kafka's tools)."""
     if text.isdigit():

@@ -3,7 +3,8 @@ kafka-consumer-groups.sh — thin over Admin's group calls. `reset-offsets` is a
 printed) until --execute, and the coordinator refuses it while the group has members. Its scope
 and strategies take Kafka's flags: --topic (repeatable, `topic:0,1` for some partitions) or
 --all-topics; --to-earliest, --to-latest, --to-current, --to-offset, --to-datetime,
---by-duration or --shift-by; --dry-run or --execute.
+--by-duration, --shift-by or --from-file (which names the partitions itself); --dry-run or
+--execute; --export prints the plan as the CSV --from-file reads.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from samsa.cli.command_support import (
     bootstrap,
+    offsets_csv,
     parse_duration_ms,
+    parse_offsets_csv,
     parse_time,
     require_topic,
     table,
@@ -42,7 +46,7 @@ def add_group_commands(
         "reset-offsets", help="move a group's committed offsets (prints the plan unless --execute)"
     )
     reset.add_argument("group")
-    scope = reset.add_mutually_exclusive_group(required=True)
+    scope = reset.add_mutually_exclusive_group()  # required unless --from-file: reset_scope
     scope.add_argument("--topic", **TOPIC_ARGUMENT)
     scope.add_argument(
         "--all-topics", action="store_true", help="every partition the group has committed"
@@ -69,6 +73,14 @@ def add_group_commands(
     )
     target.add_argument(
         "--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)"
+    )
+    target.add_argument(
+        "--from-file",
+        metavar="FILE",
+        help="the offsets of a topic,partition,offset file (--export writes one); names the scope",
+    )
+    reset.add_argument(
+        "--export", action="store_true", help="print the plan as topic,partition,offset lines"
     )
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--execute", action="store_true", help="commit the plan")
@@ -116,6 +128,11 @@ TOPIC_ARGUMENT: dict[str, Any] = {
 
 
 def run_groups(args: argparse.Namespace) -> int:
+    if args.action == "reset-offsets":
+        usage_error = reset_usage_error(args)
+        if usage_error is not None:  # a usage error, as argparse's own: exit 2, nothing asked
+            print(f"samsa groups reset-offsets: error: {usage_error}", file=sys.stderr)
+            return 2
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         if not any(not x.fenced for x in admin.describe_cluster().coordinators):
             raise SystemExit(
@@ -213,8 +230,25 @@ def reset_strategy(args: argparse.Namespace, now_ms: int | None = None) -> tuple
     if args.by_duration is not None:
         ago_ms = parse_duration_ms(args.by_duration, "--by-duration")
         return "to-datetime", (int(time.time() * 1000) if now_ms is None else now_ms) - ago_ms
+    if args.from_file is not None:
+        return "from-file", 0
     assert args.shift_by is not None, "argparse requires one strategy"
     return "shift-by", args.shift_by
+
+
+def reset_usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with reset-offsets' scope flags, checked before connecting: one of --topic
+    and --all-topics unless --from-file, which names its partitions itself; --partitions only
+    beside --topic."""
+    if args.from_file is not None:
+        if args.topic or args.all_topics or args.partitions is not None:
+            return "--from-file names its partitions: drop --topic, --all-topics and --partitions"
+        return None
+    if not args.topic and not args.all_topics:
+        return "name the partitions: --topic (repeatable, topic:0,1), --all-topics or --from-file"
+    if args.all_topics and args.partitions is not None:
+        return "--partitions goes with --topic, not --all-topics"
+    return None
 
 
 def reset_scope(
@@ -232,12 +266,17 @@ def reset_scope(
     return [(topics[0][0], partitions)]
 
 
-def _partitions_to_reset(admin: Admin, args: argparse.Namespace) -> list[TopicPartition]:
-    """The partitions in scope: those of each --topic (checked to exist), or with --all-topics
-    every partition the group has committed (Kafka's tool does the same)."""
+def _partitions_to_reset(
+    admin: Admin, args: argparse.Namespace, from_file: Mapping[TopicPartition, int] | None
+) -> list[TopicPartition]:
+    """The partitions in scope: those of each --topic (checked to exist), with --all-topics
+    every partition the group has committed (Kafka's tool does the same), or the file's."""
+    if from_file is not None:
+        topics: dict[str, list[int]] = {}
+        for topic, partition in sorted(from_file):
+            topics.setdefault(topic, []).append(partition)
+        return _named_partitions(admin, list(topics.items()))
     if args.all_topics:
-        if args.partitions is not None:
-            raise SystemExit("samsa groups reset-offsets: --partitions goes with --topic")
         committed = sorted(admin.list_consumer_group_offsets(args.group))
         if not committed:
             raise SystemExit(
@@ -269,12 +308,15 @@ def _reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     """Kafka's `kafka-consumer-groups.sh --reset-offsets`: print the plan; commit it with
     --execute (the coordinator refuses while the group has members)."""
     strategy, value = reset_strategy(args)
-    partitions = _partitions_to_reset(admin, args)
+    from_file = None
+    if strategy == "from-file":
+        from_file = parse_offsets_csv(_read_text(args.from_file), args.from_file)
+    partitions = _partitions_to_reset(admin, args, from_file)
     committed = admin.list_consumer_group_offsets(args.group, partitions)
     with Consumer({"bootstrap.servers": bootstrap(args)}) as consumer:
         earliest = consumer.beginning_offsets(partitions)
         latest = consumer.end_offsets(partitions)
-        found = None
+        found: Mapping[TopicPartition, int | None] | None = from_file
         if strategy == "to-datetime":
             at = consumer.offsets_for_times({tp: value for tp in partitions})
             found = {tp: None if x is None else x.offset for tp, x in at.items()}
@@ -290,11 +332,14 @@ def _reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
         )
     except ValueError as error:
         raise SystemExit(f"samsa groups reset-offsets: {error}") from None
-    rows = [
-        (r.topic, r.partition, r.current_offset if r.current_offset >= 0 else "-", r.new_offset)
-        for r in plan
-    ]
-    print(table(("topic", "partition", "current offset", "new offset"), rows))
+    if args.export:
+        print(offsets_csv((r.topic, r.partition, r.new_offset) for r in plan), end="")
+    else:
+        rows = [
+            (r.topic, r.partition, r.current_offset if r.current_offset >= 0 else "-", r.new_offset)
+            for r in plan
+        ]
+        print(table(("topic", "partition", "current offset", "new offset"), rows))
     if not args.execute:
         print(
             f"\ndry run: nothing changed; add --execute to commit these offsets for group "
@@ -307,6 +352,15 @@ def _reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     )
     print(f"\ncommitted {len(plan)} offset(s) for group {args.group}", file=sys.stderr)
     return 0
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as error:
+        raise SystemExit(
+            f"samsa groups reset-offsets: --from-file {path}: {error.strerror}"
+        ) from None
 
 
 def delete_offsets_lines(outcomes: Mapping[TopicPartition, GroupError | None]) -> str:

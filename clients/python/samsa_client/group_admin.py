@@ -55,6 +55,7 @@ RESET_STRATEGIES = (
     "to-datetime",
     "shift-by",
     "to-current",
+    "from-file",
 )
 
 
@@ -302,7 +303,8 @@ def plan_offset_resets(
 
     `strategy` is one of RESET_STRATEGIES; `value` is the offset of to-offset or the shift of
     shift-by; `found` holds, for to-datetime, the first offset at or after the time per partition
-    (None: no record that late, so the log end, as Kafka's tool does). shift-by moves from the
+    (None: no record that late, so the log end, as Kafka's tool does), and for from-file each
+    partition's offset read from the file. shift-by moves from the
     committed offset, so it refuses a partition without one (ValueError), as Kafka's tool does;
     to-current keeps the committed offset, and gives a partition without one the log end (Kafka's
     rule: it commits where a new consumer with auto.offset.reset=latest would start).
@@ -325,6 +327,8 @@ def plan_offset_resets(
             target = high if at is None else at
         elif strategy == "to-current":
             target = high if current < 0 else current
+        elif strategy == "from-file":
+            target = (found or {})[tp]
         else:
             if current < 0:
                 raise ValueError(

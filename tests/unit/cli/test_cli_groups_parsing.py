@@ -14,7 +14,7 @@ import argparse
 
 import pytest
 
-from samsa.cli.command_support import parse_duration_ms
+from samsa.cli.command_support import offsets_csv, parse_duration_ms, parse_offsets_csv
 from samsa.cli.commands import add_commands
 from samsa.cli.group_commands import (
     describe_lines,
@@ -22,6 +22,7 @@ from samsa.cli.group_commands import (
     lag_lines,
     reset_scope,
     reset_strategy,
+    reset_usage_error,
 )
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import MemberDescription
@@ -51,12 +52,15 @@ def test_reset_offsets_needs_exactly_one_strategy(capsys: pytest.CaptureFixture[
     for argv in (
         ("groups", "reset-offsets", "g", "--topic", "t"),
         ("groups", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--to-latest"),
-        ("groups", "reset-offsets", "g", "--to-latest"),  # --topic is required
     ):
         with pytest.raises(SystemExit) as exited:
             parse(*argv)
         assert exited.value.code == 2
     assert "usage" in capsys.readouterr().err
+    # A scope is required too, checked before connecting (reset_usage_error, exit 2).
+    assert "name the partitions" in str(
+        reset_usage_error(parse("groups", "reset-offsets", "g", "--to-latest"))
+    )
 
 
 def test_reset_strategies_and_their_values() -> None:
@@ -166,16 +170,23 @@ def test_topics_repeat_and_may_name_partitions(capsys: pytest.CaptureFixture[str
     assert "--topic" in capsys.readouterr().err
 
 
-def test_all_topics_or_topics_one_of_them(capsys: pytest.CaptureFixture[str]) -> None:
-    assert parse("groups", "reset-offsets", "g", "--all-topics", "--to-earliest").all_topics
-    for argv in (
-        ("groups", "reset-offsets", "g", "--all-topics", "--topic", "t", "--to-earliest"),
-        ("groups", "reset-offsets", "g", "--to-earliest"),
-    ):
-        with pytest.raises(SystemExit) as exited:
-            parse(*argv)
-        assert exited.value.code == 2
+def test_all_topics_or_topics_or_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("groups", "reset-offsets", "g")
+    all_topics = parse(*base, "--all-topics", "--to-earliest")
+    assert all_topics.all_topics and reset_usage_error(all_topics) is None
+    with pytest.raises(SystemExit) as exited:
+        parse(*base, "--all-topics", "--topic", "t", "--to-earliest")
+    assert exited.value.code == 2
     capsys.readouterr()
+    from_file = parse(*base, "--from-file", "plan.csv")
+    assert reset_strategy(from_file) == ("from-file", 0) and reset_usage_error(from_file) is None
+    for argv, wrong in (
+        ((*base, "--to-earliest"), "name the partitions"),
+        ((*base, "--all-topics", "--partitions", "0", "--to-earliest"), "--partitions goes with"),
+        ((*base, "--from-file", "plan.csv", "--topic", "t"), "--from-file names its partitions"),
+        ((*base, "--from-file", "plan.csv", "--all-topics"), "--from-file names its partitions"),
+    ):
+        assert wrong in str(reset_usage_error(parse(*argv)))
 
 
 def test_dry_run_or_execute_not_both(capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,3 +238,30 @@ def test_durations_read_as_javas_duration_parse(text: str, ms: int) -> None:
 def test_what_is_not_a_duration_is_refused(text: str) -> None:
     with pytest.raises(SystemExit, match="is not an ISO 8601 duration"):
         parse_duration_ms(text, "--by-duration")
+
+
+def test_an_exported_plan_reads_back_as_the_same_offsets() -> None:
+    text = offsets_csv([("orders", 0, 5), ("orders", 3, 0), ("a.b-c_d", 1, 12)])
+    assert text == "orders,0,5\norders,3,0\na.b-c_d,1,12\n"  # Kafka's lines, no header
+    assert parse_offsets_csv(text + "\n", "plan.csv") == {
+        ("orders", 0): 5,
+        ("orders", 3): 0,
+        ("a.b-c_d", 1): 12,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("orders,0\n", "line 1: 'orders,0' is not topic,partition,offset"),
+        ("orders,0,5\norders,x,5\n", "line 2"),
+        ("orders,0,-1\n", "line 1"),
+        (",0,1\n", "line 1"),
+        ("orders,0,1,2\n", "line 1"),
+        ("orders,0,1\norders,0,2\n", "line 2: orders-0 comes twice"),
+        ("\n\n", "names no offsets"),
+    ],
+)
+def test_a_bad_offsets_file_names_its_first_bad_line(text: str, says: str) -> None:
+    with pytest.raises(SystemExit, match=says):
+        parse_offsets_csv(text, "plan.csv")

@@ -263,6 +263,11 @@ def test_reset_to_a_time_goes_to_the_log_end_where_no_record_is_that_late() -> N
     assert _plan("to-datetime", 123, found={TP0: 60, TP1: None}) == [(40, 60), (45, 50)]
 
 
+def test_reset_from_a_file_takes_each_partitions_offset_clamped() -> None:
+    assert _plan("from-file", found={TP0: 70, TP1: 5}) == [(40, 70), (45, 5)]
+    assert _plan("from-file", found={TP0: 200, TP1: 0}) == [(40, 100), (45, 0)]
+
+
 def test_reset_to_current_keeps_what_is_committed_and_takes_the_log_end_elsewhere() -> None:
     assert _plan("to-current") == [(40, 40), (45, 45)]
     assert _plan("to-current", committed={TP0: 40}) == [(40, 40), (-1, 50)]
