@@ -24,7 +24,7 @@ from samsa.cli.console_commands import (
     prepare_console,
     run_console,
 )
-from samsa.cli.group_commands import add_group_commands, run_groups
+from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
 from samsa.cli.perf_commands import add_perf_commands, run_perf
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
 from samsa.cli.transaction_commands import add_transaction_commands, run_transactions
@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     error, code 2, as argparse's own)."""
     if args.command in CONSOLE_COMMANDS and (problem := prepare_console(args)):
         print(f"samsa {args.command}: {problem}", file=sys.stderr)
+        return 2
+    if args.command == "groups" and (problem := groups_usage_error(args)):
+        print(f"samsa groups {problem}", file=sys.stderr)
         return 2
     servers = bootstrap(args)
     try:

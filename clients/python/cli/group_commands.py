@@ -127,12 +127,15 @@ TOPIC_ARGUMENT: dict[str, Any] = {
 }
 
 
-def run_groups(args: argparse.Namespace) -> int:
+def groups_usage_error(args: argparse.Namespace) -> str | None:
+    """A usage error argparse cannot see, for `run` to report before connecting (exit 2)."""
     if args.action == "reset-offsets":
-        usage_error = reset_usage_error(args)
-        if usage_error is not None:  # a usage error, as argparse's own: exit 2, nothing asked
-            print(f"samsa groups reset-offsets: error: {usage_error}", file=sys.stderr)
-            return 2
+        problem = reset_usage_error(args)
+        return None if problem is None else f"reset-offsets: {problem}"
+    return None
+
+
+def run_groups(args: argparse.Namespace) -> int:
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         if not any(not x.fenced for x in admin.describe_cluster().coordinators):
             raise SystemExit(

@@ -15,7 +15,7 @@ import argparse
 import pytest
 
 from samsa.cli.command_support import offsets_csv, parse_duration_ms, parse_offsets_csv
-from samsa.cli.commands import add_commands
+from samsa.cli.commands import add_commands, run
 from samsa.cli.group_commands import (
     describe_lines,
     format_partitions,
@@ -265,3 +265,11 @@ def test_an_exported_plan_reads_back_as_the_same_offsets() -> None:
 def test_a_bad_offsets_file_names_its_first_bad_line(text: str, says: str) -> None:
     with pytest.raises(SystemExit, match=says):
         parse_offsets_csv(text, "plan.csv")
+
+
+def test_a_reset_without_a_scope_is_a_usage_error_before_connecting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    nobody = ("--bootstrap-server", "127.0.0.1:1")  # nothing listens there: never reached
+    assert run(parse("groups", "reset-offsets", "g", "--to-latest", *nobody)) == 2
+    assert "name the partitions" in capsys.readouterr().err
