@@ -249,23 +249,25 @@ def reset_usage_error(args: argparse.Namespace) -> str | None:
         return None
     if not args.topic and not args.all_topics:
         return "name the partitions: --topic (repeatable, topic:0,1), --all-topics or --from-file"
-    if args.all_topics and args.partitions is not None:
-        return "--partitions goes with --topic, not --all-topics"
+    if args.partitions is not None and (
+        args.all_topics or len(args.topic) != 1 or args.topic[0][1] is not None
+    ):
+        return (
+            "--partitions goes with one --topic that names no partitions; name them per topic "
+            "instead (--topic orders:0,1 --topic audit:2)"
+        )
     return None
 
 
 def reset_scope(
     topics: Sequence[tuple[str, list[int] | None]], partitions: list[int] | None
 ) -> list[tuple[str, list[int] | None]]:
-    """Each --topic with the partitions it names; --partitions applies to a single topic that
-    names none of its own (None: every partition of that topic)."""
+    """Each --topic with the partitions it names; --partitions applies to the single topic that
+    names none of its own (None: every partition of that topic; reset_usage_error checked the
+    flags before connecting)."""
     if partitions is None:
         return list(topics)
-    if len(topics) != 1 or topics[0][1] is not None:
-        raise SystemExit(
-            "samsa groups reset-offsets: --partitions goes with one --topic that names no "
-            "partitions; name them per topic instead (--topic orders:0,1 --topic audit:2)"
-        )
+    assert len(topics) == 1 and topics[0][1] is None, "reset_usage_error refuses this"
     return [(topics[0][0], partitions)]
 
 

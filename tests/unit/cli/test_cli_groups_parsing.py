@@ -202,9 +202,10 @@ def test_dry_run_or_execute_not_both(capsys: pytest.CaptureFixture[str]) -> None
 def test_partitions_apply_to_one_topic_that_names_none() -> None:
     assert reset_scope([("t", None)], [0, 1]) == [("t", [0, 1])]
     assert reset_scope([("t", [2]), ("u", None)], None) == [("t", [2]), ("u", None)]
-    for topics in ([("t", None), ("u", None)], [("t", [2])]):
-        with pytest.raises(SystemExit, match="--partitions goes with one --topic"):
-            reset_scope(topics, [0])
+    base = ("groups", "reset-offsets", "g", "--to-latest", "--partitions", "0")
+    assert reset_usage_error(parse(*base, "--topic", "t")) is None
+    for scope in (("--topic", "t", "--topic", "u"), ("--topic", "t:2"), ("--all-topics",)):
+        assert "--partitions goes with one --topic" in str(reset_usage_error(parse(*base, *scope)))
 
 
 def test_to_current_and_by_duration() -> None:
