@@ -27,7 +27,11 @@ from samsa.cli.console_commands import (
 from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
 from samsa.cli.perf_commands import add_perf_commands, run_perf
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
-from samsa.cli.transaction_commands import add_transaction_commands, run_transactions
+from samsa.cli.transaction_commands import (
+    add_transaction_commands,
+    run_transactions,
+    transactions_usage_error,
+)
 from samsa.client import Admin, NewTopic, NoBrokersAvailable
 from samsa.client.channels import Channels
 from samsa.client.cluster_admin import PartitionInfo
@@ -84,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.command == "groups" and (problem := groups_usage_error(args)):
         print(f"samsa groups {problem}", file=sys.stderr)
+        return 2
+    if args.command == "transactions" and (problem := transactions_usage_error(args)):
+        print(f"samsa transactions {problem}", file=sys.stderr)
         return 2
     servers = bootstrap(args)
     try:

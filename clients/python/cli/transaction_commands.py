@@ -1,15 +1,23 @@
-"""`samsa transactions list|describe|describe-producers|abort`: hanging-transaction tools, as
-Kafka's kafka-transactions.sh (KIP-664) — thin over Admin.list_transactions,
-describe_transactions, describe_producers and abort_transaction."""
+"""`samsa transactions list|describe|describe-producers|find-hanging|abort`: hanging-transaction
+tools, as Kafka's kafka-transactions.sh (KIP-664) — thin over Admin.list_transactions,
+describe_transactions, describe_producers, find_hanging_transactions and abort_transaction.
+`find-hanging` prints what `abort` takes for each transaction it finds."""
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 
-from samsa.cli.command_support import table
+from samsa.cli.command_support import require_topic, table
 from samsa.client import Admin
-from samsa.client.transaction_admin import STATE_NAMES, ProducerState, TransactionDescription
+from samsa.client.transaction_admin import (
+    DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+    STATE_NAMES,
+    OpenTransaction,
+    ProducerState,
+    TransactionDescription,
+)
 
 
 def add_transaction_commands(commands: argparse._SubParsersAction, add_connection: object) -> None:
@@ -39,6 +47,23 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
         "describe-producers",
         help="a partition's producers: epoch, last write, start of the open transaction",
     )
+    hanging = actions.add_parser(
+        "find-hanging",
+        help="open transactions no coordinator will end, silent for the longest timeout",
+    )
+    scope = hanging.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", help="the partitions of this topic")
+    scope.add_argument(
+        "--broker-id", type=int, help="the partitions this broker leads (internal topics too)"
+    )
+    hanging.add_argument("--partition", type=int, help="with --topic: only this partition")
+    hanging.add_argument(
+        "--max-transaction-timeout",
+        type=float,
+        default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS / 60_000,
+        metavar="MINUTES",
+        help="the coordinators' transaction.max.timeout.ms, in minutes (default: %(default)g)",
+    )
     abort = actions.add_parser(
         "abort",
         help="abort a hanging transaction on a partition (its producer silent there for "
@@ -51,8 +76,21 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
     abort.add_argument(
         "--producer-epoch", type=int, required=True, help="as describe-producers shows it"
     )
-    for parser in (listing, describe, producers, abort):
+    for parser in (listing, describe, producers, hanging, abort):
         add_connection(parser)  # type: ignore[operator]
+
+
+def transactions_usage_error(args: argparse.Namespace) -> str | None:
+    """A usage error argparse cannot see, for `run` to report before connecting (exit 2)."""
+    if args.action != "find-hanging":
+        return None
+    if args.partition is not None and args.topic is None:
+        return "find-hanging: --partition goes with --topic"
+    if args.partition is not None and args.partition < 0:
+        return f"find-hanging: --partition {args.partition}: partitions are numbers from 0"
+    if not args.max_transaction_timeout > 0:
+        return "find-hanging: --max-transaction-timeout must be more than 0 minutes"
+    return None
 
 
 def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
@@ -77,6 +115,8 @@ def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
             rows = [producer_row(state, time.time()) for state in states]
             header = ("producer id", "epoch", "last sequence", "last write", "open txn start")
             print(table(header, rows) if rows else f"no producers on {args.topic}-{args.partition}")
+        elif args.action == "find-hanging":
+            print(_find_hanging(admin, args))
         else:
             admin.abort_transaction(
                 args.topic, args.partition, args.producer_id, args.producer_epoch
@@ -86,6 +126,52 @@ def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
                 f"{args.producer_epoch}) on {args.topic}-{args.partition}"
             )
     return 0
+
+
+def _find_hanging(admin: Admin, args: argparse.Namespace) -> str:
+    if args.topic is not None:
+        numbers = [p.partition for p in require_topic(admin, args.topic).partitions]
+        if args.partition is not None and args.partition not in numbers:
+            raise SystemExit(
+                f"samsa transactions find-hanging: topic {args.topic!r} has no partition "
+                f"{args.partition} (it has {len(numbers)})"
+            )
+        partitions = [(args.topic, n) for n in numbers if args.partition in (None, n)]
+    else:
+        partitions = [
+            (topic.name, p.partition)
+            for topic in admin.describe_topics().values()
+            for p in topic.partitions
+            if p.leader == args.broker_id
+        ]
+    max_timeout_ms = round(args.max_transaction_timeout * 60_000)
+    return hanging_lines(admin.find_hanging_transactions(partitions, max_timeout_ms), time.time())
+
+
+def hanging_lines(found: Sequence[OpenTransaction], now_s: float) -> str:
+    """Kafka's find-hanging table, and how to abort each transaction found."""
+    if not found:
+        return "no hanging transactions"
+    rows = [
+        (
+            x.topic,
+            x.partition,
+            x.producer_id,
+            x.producer_epoch,
+            x.start_offset,
+            f"{(now_s - x.last_timestamp_ms / 1000) / 60:.1f}",
+        )
+        for x in found
+    ]
+    headers = ("topic", "partition", "producer id", "epoch", "start offset", "silent (min)")
+    first = found[0]
+    return (
+        table(headers, rows)
+        + "\n\nabort each with: samsa transactions abort --topic TOPIC --partition P "
+        + "--producer-id ID --producer-epoch EPOCH\n(e.g. --topic "
+        + f"{first.topic} --partition {first.partition} --producer-id {first.producer_id} "
+        + f"--producer-epoch {first.producer_epoch})"
+    )
 
 
 def producer_row(state: ProducerState, now_s: float) -> tuple[object, ...]:

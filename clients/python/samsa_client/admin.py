@@ -20,6 +20,7 @@ and hands everything else to the parts it owns, one job each:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -53,6 +54,8 @@ from samsa.client.group_admin import (
 from samsa.client.group_admin_calls import GroupAdminCalls
 from samsa.client.leader_calls import ask_leaders
 from samsa.client.transaction_admin import (
+    DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+    OpenTransaction,
     PreparedTransaction,
     ProducerState,
     TransactionDescription,
@@ -343,6 +346,25 @@ class Admin:
         producer id and epoch to abort. TransactionError for a partition that does not exist,
         or whose leader did not answer within request.timeout.ms. Kafka's describeProducers."""
         return self._transactions.describe_producers(partitions)
+
+    def find_hanging_transactions(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+        now_ms: int | None = None,
+    ) -> list[OpenTransaction]:
+        """The hanging transactions on `partitions`, by partition and producer id (Kafka's
+        `kafka-transactions.sh find-hanging`, KIP-664): each one open there, its producer silent
+        there for at least `max_transaction_timeout_ms` (the coordinators'
+        transaction.max.timeout.ms, 15 minutes by default), and no coordinator ending it — no
+        transactional id of its producer is known, or the id's coordinator is not ending a
+        transaction on that partition. `abort_transaction` ends each. TransactionError as for
+        describe_producers and list_transactions."""
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        return self._transactions.find_hanging_transactions(
+            partitions, max_transaction_timeout_ms, now_ms
+        )
 
     def abort_transaction(
         self, topic: str, partition: int, producer_id: int, producer_epoch: int

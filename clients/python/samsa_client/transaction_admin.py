@@ -8,12 +8,14 @@ leader's (`abort_retriable`). How an operator finds a hanging transaction: list 
 longer than their timeout should allow, describe them, and read the partitions' producers
 (`describe_producers`): a producer with an open transaction (current_txn_start_offset >= 0) that
 no listed transaction explains, silent for longer than transaction.max.timeout.ms, hangs;
-`abort_transaction` ends it.
+`abort_transaction` ends it. `find_hanging_transactions` does those steps (Kafka's
+`kafka-transactions.sh find-hanging`), deciding with `silent_open_transactions` and
+`is_hanging` below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from samsa.client.errors import KafkaError
@@ -35,6 +37,13 @@ STATE_NAMES = {
     t.TRANSACTION_STATE_DEAD: "Dead",
 }
 STATES_BY_NAME = {name.lower(): state for state, name in STATE_NAMES.items()}
+
+# The coordinators' transaction.max.timeout.ms unless configured otherwise (Kafka's too).
+DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000
+
+# The states in which a coordinator will still end a transaction's partitions: open, or writing
+# its markers (phase 2). In any other state it has nothing more to write anywhere.
+STATES_STILL_ENDING = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort"})
 
 # Answers of DescribeProducers and AbortTransaction that a retry may cure once the partition's
 # leader is found again (the metadata refreshed, or the coordinator's image moved on).
@@ -91,6 +100,55 @@ class ProducerState:
     last_sequence: int  # -1 when it wrote only markers since its epoch began
     last_timestamp_ms: int  # its largest batch timestamp on the partition
     current_txn_start_offset: int  # the first offset of its open transaction there, or -1
+
+
+@dataclass(frozen=True)
+class OpenTransaction:
+    """A producer's transaction left open on one partition, as the partition's leader shows it;
+    what `samsa transactions abort` needs to end it."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    start_offset: int  # the transaction's first offset on the partition
+    last_timestamp_ms: int  # the producer's last write there
+
+
+def silent_open_transactions(
+    producers: Mapping[tuple[str, int], Sequence[ProducerState]],
+    now_ms: int,
+    max_transaction_timeout_ms: int,
+) -> list[OpenTransaction]:
+    """The open transactions whose producer has written nothing to the partition for at least
+    `max_transaction_timeout_ms`, by partition and producer id: the candidates for hanging. A
+    coordinator ends any transaction it knows within its transaction.timeout.ms, which may not
+    exceed the coordinator's transaction.max.timeout.ms, so a younger one is not looked at."""
+    silent_since_ms = now_ms - max_transaction_timeout_ms
+    return [
+        OpenTransaction(
+            topic,
+            partition,
+            state.producer_id,
+            state.producer_epoch,
+            state.current_txn_start_offset,
+            state.last_timestamp_ms,
+        )
+        for (topic, partition), states in sorted(producers.items())
+        for state in states
+        if state.current_txn_start_offset >= 0 and state.last_timestamp_ms <= silent_since_ms
+    ]
+
+
+def is_hanging(candidate: OpenTransaction, description: TransactionDescription | None) -> bool:
+    """Whether no coordinator will ever end `candidate`: no transactional id of its producer
+    is known (`description` None), or the id's coordinator holds another producer id, is not
+    ending a transaction (STATES_STILL_ENDING), or is ending one without this partition."""
+    if description is None or description.producer_id != candidate.producer_id:
+        return True
+    if description.state not in STATES_STILL_ENDING:
+        return True
+    return (candidate.topic, candidate.partition) not in description.partitions
 
 
 def state_name(state: int) -> str:

@@ -11,6 +11,10 @@ Three ways of reaching the cluster, each retried until request.timeout.ms:
   leader error (`describe_producers`), and AbortTransaction at any live coordinator, which writes
   the marker through the partition's leader (`abort_transaction`).
 
+`find_hanging_transactions` chains three of them: DescribeProducers for the open transactions,
+ListTransactions for their producers' transactional ids, DescribeTransactions for what each id's
+coordinator is doing.
+
 Admin (admin.py) owns one TransactionAdminCalls and hands each transaction method to it; deadlines
 and FindCoordinator are shared with the group calls (coordinator_calls.py); what is decided from
 the answers is pure and lives in transaction_admin.py.
@@ -30,6 +34,7 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
 from samsa.client.leader_calls import ask_leaders
 from samsa.client.transaction_admin import (
+    OpenTransaction,
     PreparedTransaction,
     ProducerState,
     TransactionDescription,
@@ -131,6 +136,29 @@ class TransactionAdminCalls:
             "described its producers",
         )
         return {key: ta.producers_of(answer) for key, answer in answers.items()}
+
+    def find_hanging_transactions(
+        self, partitions: Iterable[tuple[str, int]], max_transaction_timeout_ms: int, now_ms: int
+    ) -> list[OpenTransaction]:
+        candidates = ta.silent_open_transactions(
+            self.describe_producers(partitions), now_ms, max_transaction_timeout_ms
+        )
+        if not candidates:
+            return []
+        listed = self.list_transactions((), {c.producer_id for c in candidates}, 0)
+        ids = {listing.producer_id: listing.transactional_id for listing in listed}
+        descriptions: dict[str, TransactionDescription] = {}
+        for transactional_id in sorted(set(ids.values())):
+            try:
+                descriptions[transactional_id] = self._describe_transaction(transactional_id)
+            except TransactionError as error:
+                if error.code != ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:  # expired since listed
+                    raise
+        return [
+            candidate
+            for candidate in candidates
+            if ta.is_hanging(candidate, descriptions.get(ids.get(candidate.producer_id, "")))
+        ]
 
     def abort_transaction(
         self, topic: str, partition: int, producer_id: int, producer_epoch: int

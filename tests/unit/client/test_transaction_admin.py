@@ -1,7 +1,9 @@
 """Goal: ListTransactions and DescribeTransactions answers become Kafka-named dataclasses: ids
 listed by two coordinators (a partition moving) appear once, sorted; state names round-trip
 (case-insensitively) and unknown ones are refused; a described error raises TransactionError
-with its code.
+with its code. find-hanging's rules: only open transactions silent for the longest timeout are
+candidates, and a candidate hangs unless its producer's transactional id is ending a transaction
+that holds its partition.
 
 Method: protobuf answers built by hand, no gRPC.
 """
@@ -70,3 +72,47 @@ def test_descriptions_and_their_errors() -> None:
     with pytest.raises(ta.TransactionError, match="unknown here") as raised:
         ta.description_of(missing)
     assert raised.value.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+
+def producer(pid: int, start: int, last_ms: int, epoch: int = 0) -> ta.ProducerState:
+    return ta.ProducerState(pid, epoch, 4, last_ms, start)
+
+
+def test_candidates_are_open_and_silent_for_the_longest_timeout() -> None:
+    producers = {
+        ("out", 1): [producer(7, 40, 1_000), producer(8, -1, 0)],  # 8: nothing open
+        ("out", 0): [producer(9, 12, 5_001, epoch=3), producer(7, 3, 5_000)],
+    }
+    found = ta.silent_open_transactions(producers, now_ms=10_000, max_transaction_timeout_ms=5_000)
+    assert found == [
+        ta.OpenTransaction("out", 0, 7, 0, 3, 5_000),  # silent exactly 5 s: a candidate
+        ta.OpenTransaction("out", 1, 7, 0, 40, 1_000),
+    ]  # 9 wrote 4.999 s ago: its coordinator may still end it
+    assert ta.silent_open_transactions(producers, 10_000, 9_001) == []
+
+
+def described(state: str, pid: int = 7, partitions=(("out", 0),)) -> ta.TransactionDescription:
+    return ta.TransactionDescription("app", state, pid, 1, 60_000, 0, tuple(partitions))
+
+
+@pytest.mark.parametrize(
+    ("description", "hanging"),
+    [
+        (None, True),  # no transactional id of producer 7 is known
+        (described("Ongoing"), False),
+        (described("PrepareCommit"), False),  # its markers are being written
+        (described("PrepareAbort"), False),
+        (described("Ongoing", partitions=[("out", 1)]), True),  # not this partition's
+        (described("Ongoing", pid=8), True),  # the id has another producer now
+        (described("CompleteCommit"), True),  # ended, but out-0 never got its marker
+        (described("Empty"), True),
+        (described("CompleteAbort"), True),
+        (described("PrepareEpochFence"), True),
+        (described("Dead"), True),
+    ],
+)
+def test_a_candidate_hangs_unless_its_coordinator_is_ending_it_there(
+    description: ta.TransactionDescription | None, hanging: bool
+) -> None:
+    candidate = ta.OpenTransaction("out", 0, 7, 1, 3, 0)
+    assert ta.is_hanging(candidate, description) is hanging
