@@ -70,9 +70,8 @@ Transitions (state -> operation -> new state; "·" writes nothing):
     DEAD            init                 ·  CONCURRENT_TRANSACTIONS (the tombstone is being written)
                     add, end             ·  INVALID_PRODUCER_ID_MAPPING
 
-Before any state rule, add_partitions and end check the producer's identity against
-`answer_identity()`: an unknown id is INVALID_PRODUCER_ID_MAPPING (the id it held before a
-rotation: PRODUCER_FENCED); another epoch is PRODUCER_FENCED.
+Before any state rule, add_partitions and end check the producer's identity (the fencing rules,
+with every refusal's wording, are in transaction_refusals.py).
 """
 
 from __future__ import annotations
@@ -84,7 +83,6 @@ from samsa.common.errors import ErrorCode
 from samsa.services.coordinator.transaction_model import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
-    COMPLETED,
     DEAD,
     EMPTY,
     IDLE,
@@ -103,6 +101,13 @@ from samsa.services.coordinator.transaction_model import (
     is_epoch_exhausted,
     marker_write_of,
     refusal,
+)
+from samsa.services.coordinator.transaction_refusals import (
+    concurrent_transactions,
+    identity_refusal,
+    invalid_producer_id_mapping,
+    invalid_txn_state,
+    is_end_retry,
 )
 
 # Kafka's transaction.max.timeout.ms (15 minutes; the default of the coordinator's
@@ -135,14 +140,6 @@ def _transition(current: TransactionMetadata, **changes: object) -> TransactionM
     assert new.state in TRANSITIONS[current.state], f"{current.state.name} -> {new.state.name}"
     assert new.producer_epoch >= current.producer_epoch or new.producer_id != current.producer_id
     return new
-
-
-def _concurrent(current: TransactionMetadata) -> Outcome:
-    return refusal(
-        ErrorCode.CONCURRENT_TRANSACTIONS,
-        f"transactional id {current.transactional_id!r} is finishing a transaction "
-        f"({current.state.name}): retry after a backoff",
-    )
 
 
 def init_needs_new_producer_id(current: TransactionMetadata | None) -> bool:
@@ -190,7 +187,7 @@ def init_producer_id(
     if current.state == ONGOING:
         return _fence(current, now_ms, ErrorCode.CONCURRENT_TRANSACTIONS)
     if current.state not in IDLE:
-        return _concurrent(current)  # PREPARE_x, PREPARE_EPOCH_FENCE, DEAD
+        return concurrent_transactions(current)  # PREPARE_x, PREPARE_EPOCH_FENCE, DEAD
     if is_epoch_exhausted(current.producer_epoch):
         assert new_producer_id is not None
         producer_id, producer_epoch = new_producer_id, 0
@@ -232,44 +229,6 @@ def _fence(current: TransactionMetadata, now_ms: int, error: ErrorCode) -> Outco
     )
 
 
-def _identity_refusal(
-    current: TransactionMetadata, producer_id: int, producer_epoch: int
-) -> Outcome | None:
-    """The refusal for a request whose producer identity is not the current one, if it is not."""
-    expected_id, expected_epoch = current.answer_identity()
-    name = current.transactional_id
-    if producer_id != expected_id:
-        if producer_id != NO_PRODUCER_ID and producer_id in (
-            current.producer_id,
-            current.previous_producer_id,
-        ):
-            return refusal(
-                ErrorCode.PRODUCER_FENCED,
-                f"producer id {producer_id} of transactional id {name!r} was replaced by "
-                f"{expected_id}: this producer is fenced, close it",
-            )
-        return refusal(
-            ErrorCode.INVALID_PRODUCER_ID_MAPPING,
-            f"producer id {producer_id} is not the one of transactional id {name!r}: "
-            "call InitProducerId again",
-        )
-    if producer_epoch != expected_epoch:
-        return refusal(
-            ErrorCode.PRODUCER_FENCED,
-            f"producer epoch {producer_epoch} of transactional id {name!r} is not the current "
-            f"{expected_epoch}: another instance took over, close this producer",
-        )
-    return None
-
-
-def _unknown(current: TransactionMetadata | None) -> Outcome:
-    name = "the transactional id" if current is None else repr(current.transactional_id)
-    return refusal(
-        ErrorCode.INVALID_PRODUCER_ID_MAPPING,
-        f"{name} is unknown or expired: call InitProducerId",
-    )
-
-
 def add_partitions(
     current: TransactionMetadata | None,
     producer_id: int,
@@ -279,12 +238,12 @@ def add_partitions(
 ) -> Outcome:
     """AddPartitionsToTxn (and AddOffsetsToTxn, as the group's `__consumer_offsets` partition)."""
     if current is None or current.state == DEAD:
-        return _unknown(current)
-    identity_refusal = _identity_refusal(current, producer_id, producer_epoch)
-    if identity_refusal is not None:
-        return identity_refusal
+        return invalid_producer_id_mapping(current)
+    refused = identity_refusal(current, producer_id, producer_epoch)
+    if refused is not None:
+        return refused
     if current.state not in IDLE | {ONGOING}:
-        return _concurrent(current)
+        return concurrent_transactions(current)
     requested = frozenset(partitions)
     for topic, partition in requested:
         if not topic or partition < 0:
@@ -321,21 +280,21 @@ def end_transaction(
 ) -> Outcome:
     """EndTxn: decide (PREPARE_x at the bumped epoch) and hand the markers to the caller."""
     if current is None or current.state == DEAD:
-        return _unknown(current)
-    if _is_end_retry(current, producer_id, producer_epoch):
+        return invalid_producer_id_mapping(current)
+    if is_end_retry(current, producer_id, producer_epoch):
         wanted = PREPARE_COMMIT if txn_commit else PREPARE_ABORT
         done = COMPLETE_COMMIT if txn_commit else COMPLETE_ABORT
         if current.state in (wanted, done):
             answer = current.answer_identity()
             return Outcome(producer_id=answer[0], producer_epoch=answer[1])
-        return _invalid_state(current, txn_commit)
-    identity_refusal = _identity_refusal(current, producer_id, producer_epoch)
-    if identity_refusal is not None:
-        return identity_refusal
+        return invalid_txn_state(current, txn_commit)
+    refused = identity_refusal(current, producer_id, producer_epoch)
+    if refused is not None:
+        return refused
     if current.state not in IDLE | {ONGOING}:
-        return _concurrent(current)
+        return concurrent_transactions(current)
     if current.state in IDLE and txn_commit:
-        return _invalid_state(current, txn_commit)
+        return invalid_txn_state(current, txn_commit)
     if end_needs_new_producer_id(current):
         assert new_producer_id is not None and new_producer_id >= 0, "allocate a producer id"
     rotating = is_epoch_exhausted(current.producer_epoch)
@@ -370,24 +329,6 @@ def end_transaction(
         producer_id=answer[0],
         producer_epoch=answer[1],
         markers=marker_write_of(metadata),
-    )
-
-
-def _is_end_retry(current: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:
-    return (
-        current.state in PREPARED | COMPLETED
-        and current.previous_producer_epoch != NO_PRODUCER_EPOCH
-        and (producer_id, producer_epoch)
-        == (current.previous_producer_id, current.previous_producer_epoch)
-    )
-
-
-def _invalid_state(current: TransactionMetadata, txn_commit: bool) -> Outcome:
-    decision = "commit" if txn_commit else "abort"
-    return refusal(
-        ErrorCode.INVALID_TXN_STATE,
-        f"cannot {decision} transactional id {current.transactional_id!r} in state "
-        f"{current.state.name}: the transaction already ended otherwise, or none is open",
     )
 
 
