@@ -7,15 +7,18 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
 (held for pure calls only):
 
 - `_run` is one task: it checks `max.poll.interval.ms`, finds the group's coordinator when it is
-  not known (FindCoordinator on the bootstrap servers: every service answers it), and sends the
-  heartbeat the member asks for. The answer goes to the member; then `on_progress` wakes a
-  waiting `poll()`, since a listener call may now be pending. Heartbeats never wait for the
-  application: `poll()` only runs listener calls (`run_rebalance_step` below, from the facades).
+  not known, and sends the heartbeat the member asks for. The answer goes to the member; then
+  `on_progress` wakes a waiting `poll()`, since a listener call may now be pending. Heartbeats
+  never wait for the application: `poll()` only runs listener calls (`_run_rebalance_steps` of
+  the facades, consumer.py and async_consumer.py).
 - `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
   coordinator, found again after NOT_COORDINATOR and the like, retried until
   `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent again with the epoch
   the next heartbeat brings, while the member is still in the group; UNKNOWN_MEMBER_ID or
   FENCED_MEMBER_EPOCH mean its partitions may already be someone else's: CommitFailedError.
+- Finding the coordinator (FindCoordinator on the bootstrap servers: every service answers it),
+  forgetting it after a coordinator error and asking it until an answer are
+  group_coordinator_calls.py's.
 - The consumer driver resolves the COMMITTED resets of the fetch state through
   `fetch_committed()` (a partition newly assigned starts at the group's committed offset).
 
@@ -48,11 +51,11 @@ from samsa.client.group_admin import (
     offset_fetch_request,
     offsets_of,
 )
+from samsa.client.group_coordinator_calls import GroupCoordinatorCalls, status
 from samsa.client.group_member import GroupMember, MemberSettings, MemberState, Subscription
 from samsa.client.rebalance import member_error
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
-from samsa.v1 import coordinator_pb2_grpc as cg
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +63,6 @@ TopicPartition = tuple[str, int]
 
 # One heartbeat's deadline: well inside any session, so a hung coordinator is left in time.
 HEARTBEAT_TIMEOUT_S = 5.0
-# One FindCoordinator, OffsetCommit or OffsetFetch call's deadline (the loops retry).
-CALL_TIMEOUT_S = 5.0
 # The longest the group task sleeps with nothing scheduled.
 IDLE_WAIT_S = 0.5
 # The member states in which it owns partitions under its epoch (and auto-commits them).
@@ -120,11 +121,8 @@ class GroupDriver:
                 retry_backoff_ms=config.retry_backoff_ms,
             )
         )
-        self._bootstrap = bootstrap
-        self._channels = channels
+        self._coordinator = GroupCoordinatorCalls(config, bootstrap, channels)
         self._on_progress = on_progress
-        self._endpoint: str | None = None  # the coordinator's, once found
-        self._lookup_next = 0
         self._auto_commit_due_ms = now_ms() + config.auto_commit_interval_ms
         self._auto_committed: dict[TopicPartition, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -232,7 +230,7 @@ class GroupDriver:
         if wait_ms > 0:
             return min(IDLE_WAIT_S, wait_ms / 1000)
         try:
-            endpoint = await self._coordinator()
+            endpoint = await self._coordinator.find()
         except KafkaError as error:  # the cluster refuses this group id: nothing will change it
             with self.lock:
                 if self.member.state in IN_GROUP or self.member.state is MemberState.JOINING:
@@ -248,88 +246,24 @@ class GroupDriver:
         return IDLE_WAIT_S
 
     async def _heartbeat(self, endpoint: str, request: c.ConsumerGroupHeartbeatRequest) -> None:
-        stub = cg.GroupCoordinatorServiceStub(self._channels.get(endpoint))
+        stub = self._coordinator.stub(endpoint)
         try:
             answer = await stub.ConsumerGroupHeartbeat(request, timeout=HEARTBEAT_TIMEOUT_S)
         except grpc.RpcError as error:
-            log.info("heartbeat to the coordinator at %s failed: %s", endpoint, _status(error))
-            self._forget_coordinator(endpoint)
+            log.info("heartbeat to the coordinator at %s failed: %s", endpoint, status(error))
+            self._coordinator.forget(endpoint)
             with self.lock:
                 self.member.on_heartbeat_failed(
-                    ErrorCode.NETWORK_EXCEPTION, _status(error), now_ms()
+                    ErrorCode.NETWORK_EXCEPTION, status(error), now_ms()
                 )
         else:
             if answer.error_code in COORDINATOR_ERRORS:
-                self._forget_coordinator(endpoint)
+                self._coordinator.forget(endpoint)
             with self.lock:
                 self.member.on_heartbeat_answer(answer, now_ms())
         self._on_progress()
         assert self._wake is not None
         self._wake.set()
-
-    # --- the coordinator --------------------------------------------------------------------------
-
-    def _forget_coordinator(self, endpoint: str) -> None:
-        if self._endpoint == endpoint:
-            self._endpoint = None
-
-    async def _coordinator(self) -> str | None:
-        """The group's coordinator endpoint; None when none is known now (retry later).
-        KafkaError when the cluster refuses the group id."""
-        if self._endpoint is not None:
-            return self._endpoint
-        request = c.FindCoordinatorRequest(
-            key_type=c.COORDINATOR_KEY_TYPE_GROUP, keys=[self.group_id]
-        )
-        endpoints = self._bootstrap
-        for _ in endpoints:
-            endpoint = endpoints[self._lookup_next % len(endpoints)]
-            stub = cg.CoordinatorLookupServiceStub(self._channels.get(endpoint))
-            try:
-                answer = await stub.FindCoordinator(request, timeout=CALL_TIMEOUT_S)
-            except grpc.RpcError as error:
-                log.info("FindCoordinator at %s failed: %s", endpoint, _status(error))
-                self._lookup_next += 1
-                continue
-            location = answer.coordinators[0]
-            if location.error_code == ErrorCode.NONE:
-                self._endpoint = location.endpoint
-                return self._endpoint
-            if location.error_code not in COORDINATOR_ERRORS:
-                raise KafkaError.of(location.error_code, location.error_message)
-            return None
-        return None
-
-    async def _ask(self, method: str, request: Any, error_of: Callable[[Any], int]) -> Any:
-        """`method` at the coordinator until an answer that is not a coordinator error, finding
-        the coordinator again after one; KafkaError after default.api.timeout.ms."""
-        deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
-        problem = "no coordinator was found"
-        while True:
-            endpoint = await self._coordinator()
-            if endpoint is not None:
-                stub = cg.GroupCoordinatorServiceStub(self._channels.get(endpoint))
-                timeout_s = max(0.1, min(CALL_TIMEOUT_S, deadline - time.monotonic()))
-                try:
-                    answer = await getattr(stub, method)(request, timeout=timeout_s)
-                except grpc.RpcError as error:
-                    if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                        raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
-                    self._forget_coordinator(endpoint)
-                    problem = f"the coordinator at {endpoint} did not answer ({_status(error)})"
-                else:
-                    code = error_of(answer)
-                    if code not in COORDINATOR_ERRORS:
-                        return answer
-                    self._forget_coordinator(endpoint)
-                    problem = f"the coordinator answered {ErrorCode(code).name}"
-            if time.monotonic() >= deadline:
-                raise KafkaError(
-                    f"{method} for group {self.group_id!r} did not complete within "
-                    f"default.api.timeout.ms ({self.config.default_api_timeout_ms}): {problem}",
-                    ErrorCode.REQUEST_TIMED_OUT,
-                )
-            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
 
     # --- offsets ----------------------------------------------------------------------------------
 
@@ -355,7 +289,9 @@ class GroupDriver:
                     )
                 else:
                     request = offset_commit_request(self.group_id, offsets)
-            answer = await self._ask("OffsetCommit", request, lambda x: first_commit_error_of(x)[0])
+            answer = await self._coordinator.ask(
+                "OffsetCommit", request, lambda x: first_commit_error_of(x)[0]
+            )
             code, message = first_commit_error_of(answer)
             if code == ErrorCode.NONE:
                 return
@@ -382,7 +318,7 @@ class GroupDriver:
         request.require_stable = self.config.isolation_level == "read_committed"
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
         while True:
-            answer = await self._ask("OffsetFetch", request, _offset_fetch_error)
+            answer = await self._coordinator.ask("OffsetFetch", request, _offset_fetch_error)
             if _offset_fetch_error(answer) != ErrorCode.UNSTABLE_OFFSET_COMMIT:
                 break
             if time.monotonic() >= deadline:
@@ -451,9 +387,3 @@ def _offset_fetch_error(answer: c.OffsetFetchResponse) -> int:
             if partition.error_code != ErrorCode.NONE:
                 return partition.error_code
     return ErrorCode.NONE
-
-
-def _status(error: grpc.RpcError) -> str:
-    if isinstance(error, grpc.Call):
-        return f"{error.code().name}: {error.details()}"
-    return str(error)
