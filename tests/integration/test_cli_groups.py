@@ -6,7 +6,10 @@ of and delete consumer groups from the command line, as with Kafka's kafka-consu
 reset prints its plan and changes nothing unless --execute (with Kafka's scopes and strategies:
 --topic topic:0, --all-topics, --to-current, --by-duration, --dry-run, --export and
 --from-file); --execute, delete and delete-offsets of the subscribed topic are refused (exit 1,
-saying why) while the group has a live member, and work once it left.
+saying why) while the group has a live member, and work once it left. `list --state` keeps the
+groups in the states named; describe and lag show several groups (or --all-groups) one block
+each, saying which do not exist (exit 1); describe's --state, --members and --offsets show one
+part; delete --all-groups deletes the empty groups and says why not for the others.
 
 Method: one controller, one broker and two coordinators (real processes from the launcher,
 stopped by PID also on failure), 4 partitions of `__consumer_offsets`. The group's one member is a
@@ -37,6 +40,7 @@ pytestmark = pytest.mark.timeout(180)
 TOPIC = "orders"
 PARTITIONS = 4
 GROUP = "payments"
+IDLE = "idle"  # a second group, without members: an admin commit creates it
 SETTINGS = dict(FAST_SETTINGS) | {
     "offsets.topic.num.partitions": "4",
     "transaction.state.log.num.partitions": "2",
@@ -193,6 +197,7 @@ def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster, tmp_p
     assert [TOPIC, "0", "5", "20", "15", "m1"] in rows
     assert [TOPIC, "1", "-", "0", "-", "m1"] in rows
     assert rows[-1][:3] == ["total", "lag", "15"]
+    several_groups_and_views(cluster, stub, member, lag.stdout)
 
     # A dry run prints the plan and changes nothing.
     dry = samsa(cluster, "groups", "reset-offsets", GROUP, "--topic", TOPIC, "--to-earliest")
@@ -291,6 +296,71 @@ def test_list_describe_lag_reset_and_delete_a_group(cluster: LocalCluster, tmp_p
     assert GROUP not in samsa(cluster, "groups", "list").stdout
     gone = samsa(cluster, "groups", "describe", GROUP)
     assert gone.returncode == 1 and "GROUP_ID_NOT_FOUND" in gone.stderr
+
+
+def several_groups_and_views(
+    cluster: LocalCluster, stub: cg.GroupCoordinatorServiceStub, member: RawMember, lag: str
+) -> None:
+    """Kafka's --state filter, several groups and --all-groups, describe's views, and delete
+    --all-groups, while GROUP is Stable with `member` and IDLE is Empty. The member heartbeats
+    between the commands, so that their time does not run out its session."""
+    with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
+        admin.alter_consumer_group_offsets(IDLE, {(TOPIC, 0): 12})
+
+    def names(listed: subprocess.CompletedProcess[str]) -> list[str]:
+        assert listed.returncode == 0, listed.stderr
+        return [line.split()[0] for line in listed.stdout.splitlines()[1:]]
+
+    stable = names(samsa(cluster, "groups", "list", "--state", "STABLE"))
+    assert GROUP in stable and IDLE not in stable
+    empty = names(samsa(cluster, "groups", "list", "--state", "empty,Assigning"))
+    assert IDLE in empty and GROUP not in empty
+
+    # A group that does not exist is said on stderr; the others are shown, a blank line between.
+    heads = samsa(cluster, "groups", "describe", GROUP, "never-existed", IDLE, "--state")
+    assert heads.returncode == 1
+    shown = heads.stdout.splitlines()
+    assert [shown[0].split()[:4], shown[1], shown[2].split()[:4]] == [
+        ["group", GROUP, "state", "Stable"],
+        "",
+        ["group", IDLE, "state", "Empty"],
+    ]
+    assert len(shown) == 3
+    assert "'never-existed' does not exist (GROUP_ID_NOT_FOUND)" in heads.stderr
+    assert member.heartbeat(stub).error_code == ErrorCode.NONE
+
+    members = samsa(cluster, "groups", "describe", GROUP, "--members")
+    assert members.returncode == 0, members.stderr
+    rows = [line.split() for line in members.stdout.splitlines()]
+    assert rows[0] == ["member", "instance", "client", "epoch", "assignment", "target"]
+    assert rows[1][:3] == ["m1", "-", "cli-test"] and len(rows) == 2
+    offsets = samsa(cluster, "groups", "describe", GROUP, "--offsets")
+    assert (offsets.returncode, offsets.stdout) == (0, lag)
+    assert member.heartbeat(stub).error_code == ErrorCode.NONE
+
+    every = samsa(cluster, "groups", "describe", "--all-groups")
+    assert every.returncode == 0, every.stderr
+    assert f"group {GROUP}  state Stable" in every.stdout
+    assert f"group {IDLE}  state Empty" in every.stdout
+    every_lag = samsa(cluster, "groups", "lag", "--all-groups")
+    assert every_lag.returncode == 0, every_lag.stderr
+    blocks = every_lag.stdout.split("\n\ngroup ")
+    titles = [block.splitlines()[0].removeprefix("group ") for block in blocks]
+    assert GROUP in titles and IDLE in titles
+    idle_rows = [line.split() for line in blocks[titles.index(IDLE)].splitlines()]
+    assert [TOPIC, "0", "12", "20", "8", "-"] in idle_rows  # no member owns it
+    assert member.heartbeat(stub).error_code == ErrorCode.NONE
+
+    # Every group listed is deleted or refused on its own line: GROUP has a member.
+    deleted = samsa(cluster, "groups", "delete", "--all-groups")
+    assert deleted.returncode == 1
+    assert f"deleted {IDLE}" in deleted.stdout.splitlines()
+    assert f"deleted {GROUP}" not in deleted.stdout
+    assert (
+        f"group '{GROUP}' has 1 members" in deleted.stderr and "NON_EMPTY_GROUP" in deleted.stderr
+    )
+    assert IDLE not in names(samsa(cluster, "groups", "list"))
+    assert member.heartbeat(stub).error_code == ErrorCode.NONE
 
 
 def test_consume_in_a_group_resumes_where_the_last_run_stopped(cluster: LocalCluster) -> None:

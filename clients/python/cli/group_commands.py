@@ -1,5 +1,8 @@
 """`samsa groups list|describe|lag|reset-offsets|delete|delete-offsets`: consumer groups, as Kafka's
-kafka-consumer-groups.sh — thin over Admin's group calls. `reset-offsets` is a dry run (the plan,
+kafka-consumer-groups.sh — thin over Admin's group calls; what they print is group_format.py's.
+`list --state` keeps the groups in some states (Admin lists every group, so the filter is here).
+`describe`, `lag` and `delete` take group names or --all-groups (every listed group); a group
+that fails gets its line on stderr and the others go on. `reset-offsets` is a dry run (the plan,
 printed) until --execute, and the coordinator refuses it while the group has members. Its scope
 and strategies take Kafka's flags: --topic (repeatable, `topic:0,1` for some partitions) or
 --all-topics; --to-earliest, --to-latest, --to-current, --to-offset, --to-datetime,
@@ -25,9 +28,21 @@ from samsa.cli.command_support import (
     require_topic,
     table,
 )
+from samsa.cli.group_format import (
+    GROUP_STATES,
+    delete_offsets_lines,
+    describe_view_lines,
+    group_states_of,
+    lag_lines,
+    listing_lines,
+)
 from samsa.client import Admin, Consumer
-from samsa.client.admin import ConsumerGroupDescription, PartitionLag
-from samsa.client.group_admin import GroupError, TopicPartition, plan_offset_resets
+from samsa.client.group_admin import (
+    GroupError,
+    TopicPartition,
+    coordinator_retriable,
+    plan_offset_resets,
+)
 
 
 def add_group_commands(
@@ -38,10 +53,23 @@ def add_group_commands(
     )
     actions = groups.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="every consumer group: state and member count")
+    listing.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        help=f"only groups in this state (repeatable, or a,b; any case): {', '.join(GROUP_STATES)}",
+    )
     describe = actions.add_parser("describe", help="state, epochs, assignor, members")
-    describe.add_argument("group")
+    view = describe.add_mutually_exclusive_group()
+    for flag, what in (
+        ("--members", "only the members table"),
+        ("--state", "only the state line: state, epochs, assignor, member count"),
+        ("--offsets", "only the lag table (what `samsa groups lag` prints)"),
+    ):
+        view.add_argument(flag, dest="view", action="store_const", const=flag[2:], help=what)
+    describe.set_defaults(view="all")
     lag = actions.add_parser("lag", help="committed offset, log end offset and lag per partition")
-    lag.add_argument("group")
+    lag.set_defaults(view="offsets")
     reset = actions.add_parser(
         "reset-offsets", help="move a group's committed offsets (prints the plan unless --execute)"
     )
@@ -86,7 +114,9 @@ def add_group_commands(
     mode.add_argument("--execute", action="store_true", help="commit the plan")
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
     delete = actions.add_parser("delete", help="delete empty groups and their committed offsets")
-    delete.add_argument("groups", nargs="+")
+    for parser in (describe, lag, delete):
+        parser.add_argument("groups", nargs="*", metavar="GROUP")
+        parser.add_argument("--all-groups", action="store_true", help="every group listed")
     delete_offsets = actions.add_parser(
         "delete-offsets",
         help="delete a group's committed offsets of topics its members do not subscribe to",
@@ -132,6 +162,15 @@ def groups_usage_error(args: argparse.Namespace) -> str | None:
     if args.action == "reset-offsets":
         problem = reset_usage_error(args)
         return None if problem is None else f"reset-offsets: {problem}"
+    if args.action == "list":
+        _, unknown = group_states_of(args.state)
+        if unknown:
+            names = ", ".join(repr(state) for state in unknown)
+            return f"list: no state {names}: the states are {', '.join(GROUP_STATES)}"
+    if args.action in ("describe", "lag", "delete") and bool(args.groups) == args.all_groups:
+        if args.all_groups:
+            return f"{args.action}: name groups or give --all-groups, not both"
+        return f"{args.action}: name one or more groups, or give --all-groups"
     return None
 
 
@@ -143,78 +182,47 @@ def run_groups(args: argparse.Namespace) -> int:
                 "(`samsa up --coordinators 2` runs two)"
             )
         if args.action == "list":
-            listings = admin.list_consumer_groups()
-            rows = [(x.group_id, x.state, x.member_count) for x in listings]
-            print(table(("group", "state", "members"), rows) if rows else "no groups")
-        elif args.action == "describe":
-            print(describe_lines(admin.describe_consumer_groups([args.group])[args.group]))
-        elif args.action == "lag":
-            print(lag_lines(args.group, admin.describe_consumer_group_lag(args.group)))
+            states, _ = group_states_of(args.state)  # groups_usage_error refused unknown ones
+            print(listing_lines(admin.list_consumer_groups(), states))
+        elif args.action in ("describe", "lag", "delete"):
+            group_ids = args.groups or [x.group_id for x in admin.list_consumer_groups()]
+            if not group_ids:
+                print("no groups")
+            elif args.action == "delete":
+                return _delete_groups(admin, group_ids)
+            else:
+                return _describe_groups(admin, args, group_ids)
         elif args.action == "reset-offsets":
             return _reset_offsets(admin, args)
-        elif args.action == "delete":
-            return _delete_groups(admin, args.groups)
         elif args.action == "delete-offsets":
             return _delete_offsets(admin, args)
     return 0
 
 
-def format_partitions(partitions: Sequence[TopicPartition]) -> str:
-    """("orders", 0), ("orders", 1), ("audit", 2) -> "audit:2 orders:0,1"; "-" for none."""
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(partitions):
-        by_topic.setdefault(topic, []).append(partition)
-    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
-
-
-def describe_lines(group: ConsumerGroupDescription) -> str:
-    head = (
-        f"group {group.group_id}  state {group.state}  group epoch {group.group_epoch}  "
-        f"assignment epoch {group.assignment_epoch}  assignor {group.assignor or '-'}  "
-        f"members {len(group.members)}"
-    )
-    if not group.members:
-        return head
-    rows = [
-        (
-            m.member_id,
-            m.group_instance_id or "-",
-            m.client_id or "-",
-            m.member_epoch,
-            format_partitions(m.assignment),
-            format_partitions(m.target_assignment),
-        )
-        for m in group.members
-    ]
-    headers = ("member", "instance", "client", "epoch", "assignment", "target")
-    return head + "\n\n" + table(headers, rows)
-
-
-def lag_lines(group_id: str, rows: Sequence[PartitionLag]) -> str:
-    """The lag table and its total; unknown values ("-") are left out of the total and said."""
-    if not rows:
-        return f"group {group_id} has no committed offsets and owns no partitions"
-
-    def known(value: int) -> object:
-        return value if value >= 0 else "-"
-
-    cells = [
-        (
-            r.topic,
-            r.partition,
-            known(r.committed_offset),
-            known(r.log_end_offset),
-            known(r.lag),
-            r.member_id or "-",
-        )
-        for r in rows
-    ]
-    headers = ("topic", "partition", "committed", "log end", "lag", "owner")
-    unknown = sum(1 for r in rows if r.lag < 0)
-    total = f"total lag {sum(r.lag for r in rows if r.lag >= 0)}"
-    if unknown:
-        total += f" ({unknown} partition(s) unknown: nothing committed or no log end offset)"
-    return table(headers, cells) + "\n\n" + total
+def _describe_groups(admin: Admin, args: argparse.Namespace, group_ids: Sequence[str]) -> int:
+    """`describe` (in its view) or `lag` of each group, one block each with a blank line between
+    (titled when several, as their tables do not name the group). A group that does not exist
+    gets its line on stderr and the others go on (exit status 1); a coordinator that does not
+    answer stops the command, as it would for every group after it."""
+    titled = args.all_groups or len(group_ids) > 1
+    shown = failed = 0
+    for group_id in group_ids:
+        try:
+            if args.view == "offsets":
+                rows = admin.describe_consumer_group_lag(group_id)
+                block = lag_lines(group_id, rows, titled)
+            else:
+                group = admin.describe_consumer_groups([group_id])[group_id]
+                block = describe_view_lines(group, args.view, titled)
+        except GroupError as error:
+            if coordinator_retriable(error.code):
+                raise
+            print(f"samsa groups {args.action}: {error} ({error.code.name})", file=sys.stderr)
+            failed += 1
+            continue
+        print(block if not shown else "\n" + block, flush=True)
+        shown += 1
+    return 1 if failed else 0
 
 
 def reset_strategy(args: argparse.Namespace, now_ms: int | None = None) -> tuple[str, int]:
@@ -366,15 +374,6 @@ def _read_text(path: str) -> str:
         raise SystemExit(
             f"samsa groups reset-offsets: --from-file {path}: {error.strerror}"
         ) from None
-
-
-def delete_offsets_lines(outcomes: Mapping[TopicPartition, GroupError | None]) -> str:
-    """Kafka's table for --delete-offsets: each partition, Successful or the error's code."""
-    rows = [
-        (topic, partition, "Successful" if error is None else f"Error: {error.code.name}")
-        for (topic, partition), error in sorted(outcomes.items())
-    ]
-    return table(("topic", "partition", "status"), rows)
 
 
 def _delete_offsets(admin: Admin, args: argparse.Namespace) -> int:

@@ -4,8 +4,9 @@ list; ISO 8601 durations for --by-duration; a dry run unless --execute) and prin
 reads: members with their partitions per topic, lag with "-" for what is unknown and a total.
 
 Method: the real argparse tree of `samsa` (main.py adds it) and the pure formatting functions of
-group_commands.py on hand-made SDK dataclasses; nothing connects to a cluster (the end-to-end runs
-are in tests/integration/test_cli_groups.py).
+group_format.py on hand-made SDK dataclasses; nothing connects to a cluster (the end-to-end runs
+are in tests/integration/test_cli_groups.py; the newer views and the group selection are in
+test_cli_group_format.py).
 """
 
 from __future__ import annotations
@@ -16,14 +17,8 @@ import pytest
 
 from samsa.cli.command_support import offsets_csv, parse_duration_ms, parse_offsets_csv
 from samsa.cli.commands import add_commands, run
-from samsa.cli.group_commands import (
-    describe_lines,
-    format_partitions,
-    lag_lines,
-    reset_scope,
-    reset_strategy,
-    reset_usage_error,
-)
+from samsa.cli.group_commands import reset_scope, reset_strategy, reset_usage_error
+from samsa.cli.group_format import describe_lines, format_partitions, lag_lines
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import MemberDescription
 from samsa.common.errors import ErrorCode
@@ -37,7 +32,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_every_action_parses() -> None:
     assert parse("groups", "list").action == "list"
-    assert parse("groups", "describe", "g").group == "g"
+    assert parse("groups", "describe", "g").groups == ["g"]
     assert parse("groups", "lag", "g", "--bootstrap-server", "h:1").bootstrap_server == "h:1"
     assert parse("groups", "delete", "a", "b").groups == ["a", "b"]
 
