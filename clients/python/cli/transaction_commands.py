@@ -17,6 +17,7 @@ from samsa.client.transaction_admin import (
     OpenTransaction,
     ProducerState,
     TransactionDescription,
+    state_of,
 )
 
 
@@ -82,6 +83,12 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
 
 def transactions_usage_error(args: argparse.Namespace) -> str | None:
     """A usage error argparse cannot see, for `run` to report before connecting (exit 2)."""
+    if args.action == "list":
+        try:
+            for name in args.state:
+                state_of(name)
+        except ValueError as error:
+            return f"list: {error}"
     if args.action != "find-hanging":
         return None
     if args.partition is not None and args.topic is None:
@@ -96,10 +103,7 @@ def transactions_usage_error(args: argparse.Namespace) -> str | None:
 def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         if args.action == "list":
-            try:
-                listings = admin.list_transactions(args.state, args.producer_id, args.duration_ms)
-            except ValueError as error:
-                raise SystemExit(f"samsa transactions list: {error}") from None
+            listings = admin.list_transactions(args.state, args.producer_id, args.duration_ms)
             rows = [(x.transactional_id, x.producer_id, x.state) for x in listings]
             print(
                 table(("transactional id", "producer id", "state"), rows)

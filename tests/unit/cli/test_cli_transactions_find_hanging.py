@@ -1,6 +1,7 @@
 """Goal: `samsa transactions find-hanging` parses as kafka-transactions.sh's does (one scope:
 --topic, optionally with --partition, or --broker-id; --max-transaction-timeout in minutes,
-15 by default), refuses a malformed scope before connecting (exit 2), and prints a table that
+15 by default), refuses a malformed scope (and `list` an unknown --state) before connecting
+(exit 2), and prints a table that
 says what `samsa transactions abort` needs for each transaction found.
 
 Method: the real argparse tree of `samsa` and the pure `hanging_lines`, on hand-made
@@ -63,6 +64,14 @@ def test_a_malformed_scope_is_a_usage_error_before_connecting(
 ) -> None:
     assert run(parse("transactions", "find-hanging", *argv, *NOBODY)) == 2
     assert says in capsys.readouterr().err
+
+
+def test_an_unknown_state_to_list_is_a_usage_error_before_connecting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run(parse("transactions", "list", "--state", "open", *NOBODY)) == 2
+    err = capsys.readouterr().err
+    assert "unknown state 'open'" in err and "Ongoing" in err
 
 
 def test_the_table_says_what_abort_takes() -> None:
