@@ -1,6 +1,6 @@
 """`samsa groups list|describe|lag|reset-offsets|delete|delete-offsets`: consumer groups, as Kafka's
 kafka-consumer-groups.sh — thin over Admin's group calls; what they print is group_format.py's.
-`list --state` keeps the groups in some states (Admin lists every group, so the filter is here).
+`list --state` asks the coordinators for the groups in some states only.
 `describe`, `lag` and `delete` take group names or --all-groups (every listed group); a group
 that fails gets its line on stderr and the others go on. `reset-offsets` is a dry run (the plan,
 printed) until --execute, and the coordinator refuses it while the group has members. Its scope
@@ -183,7 +183,7 @@ def run_groups(args: argparse.Namespace) -> int:
             )
         if args.action == "list":
             states, _ = group_states_of(args.state)  # groups_usage_error refused unknown ones
-            print(listing_lines(admin.list_consumer_groups(), states))
+            print(listing_lines(admin.list_consumer_groups(sorted(states))))
         elif args.action in ("describe", "lag", "delete"):
             group_ids = args.groups or [x.group_id for x in admin.list_consumer_groups()]
             if not group_ids:

@@ -33,12 +33,9 @@ def group_states_of(values: Iterable[str]) -> tuple[set[str], list[str]]:
     return known, [part for part in parts if part.lower() not in by_lower]
 
 
-def listing_lines(listings: Iterable[ConsumerGroupListing], states: Iterable[str] = ()) -> str:
-    """The groups table, only of groups in `states` (canonical names) when some are given."""
-    wanted = set(states)
-    rows = [
-        (x.group_id, x.state, x.member_count) for x in listings if not wanted or x.state in wanted
-    ]
+def listing_lines(listings: Iterable[ConsumerGroupListing]) -> str:
+    """The groups table (`list`; the coordinators filtered any --state)."""
+    rows = [(x.group_id, x.state, x.member_count) for x in listings]
     return table(("group", "state", "members"), rows) if rows else "no groups"
 
 

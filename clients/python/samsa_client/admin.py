@@ -265,10 +265,12 @@ class Admin:
 
     # --- consumer groups: at their coordinators (group_admin_calls.py) --------------------------
 
-    def list_consumer_groups(self) -> list[ConsumerGroupListing]:
-        """Every group of every live coordinator, sorted by group id. A coordinator that does not
-        answer, or is still loading partitions, is asked again until request.timeout.ms."""
-        return self._groups.list_consumer_groups()
+    def list_consumer_groups(self, states: Iterable[str] = ()) -> list[ConsumerGroupListing]:
+        """Every group of every live coordinator (only those in `states` when given: Kafka's
+        names, "Stable", "Empty", …, which the coordinators filter on), sorted by group id.
+        ValueError for a state of no such name. A coordinator that does not answer, or is still
+        loading partitions, is asked again until request.timeout.ms."""
+        return self._groups.list_consumer_groups(states)
 
     def describe_consumer_groups(
         self, group_ids: Iterable[str]

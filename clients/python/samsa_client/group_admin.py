@@ -47,6 +47,21 @@ STATE_NAMES = {
     c.CONSUMER_GROUP_STATE_DEAD: "Dead",
 }
 
+
+def group_state_filter(names: Iterable[str]) -> list[int]:
+    """The proto states of Kafka's state names ("Stable", any case), for ListGroups' filter;
+    ValueError naming the known ones for a name of none."""
+    names = list(names)
+    by_name = {name.lower(): state for state, name in STATE_NAMES.items()}
+    unknown = [name for name in names if name.lower() not in by_name]
+    if unknown:
+        raise ValueError(
+            f"no group state {', '.join(map(repr, unknown))}: the states are "
+            f"{', '.join(STATE_NAMES.values())}"
+        )
+    return [by_name[name.lower()] for name in names]
+
+
 # The reset strategies of `reset-offsets`, as Kafka's tool names them (--to-earliest, ...).
 RESET_STRATEGIES = (
     "to-earliest",

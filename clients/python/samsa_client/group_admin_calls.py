@@ -47,12 +47,14 @@ class GroupAdminCalls:
         self._calls = calls
         self._group_coordinators: dict[str, str] = {}  # group id -> endpoint, as last found
 
-    def list_consumer_groups(self) -> list[ConsumerGroupListing]:
+    def list_consumer_groups(self, states: Iterable[str]) -> list[ConsumerGroupListing]:
+        request = g.ListGroupsRequest(states_filter=ga.group_state_filter(states))
+
         def ask(
             coordinator: c.DescribeClusterResponse.Coordinator, timeout_s: float
         ) -> tuple[g.ListGroupsResponse | None, str | None]:
             stub = self._group_stub(coordinator.endpoint)
-            answer = stub.ListGroups(g.ListGroupsRequest(), timeout=timeout_s)
+            answer = stub.ListGroups(request, timeout=timeout_s)
             if answer.error_code == ErrorCode.NONE:
                 return answer, None
             if not ga.coordinator_retriable(answer.error_code):

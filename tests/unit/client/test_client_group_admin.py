@@ -28,6 +28,7 @@ from samsa.client.group_admin import (
     deleted_offsets_of,
     description_of,
     first_commit_error_of,
+    group_state_filter,
     lag_of,
     listings_of,
     offset_commit_request,
@@ -442,3 +443,13 @@ def test_request_timeout_must_be_a_positive_integer() -> None:
     for bad in (0, "soon", -5, True):
         with pytest.raises(InvalidConfigError, match=r"request\.timeout\.ms"):
             Admin({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": bad})
+
+
+def test_state_names_become_the_list_filter_and_unknown_ones_are_refused() -> None:
+    assert group_state_filter(iter(["stable", "Empty"])) == [
+        c.CONSUMER_GROUP_STATE_STABLE,
+        c.CONSUMER_GROUP_STATE_EMPTY,
+    ]
+    assert group_state_filter([]) == []  # no filter: every group
+    with pytest.raises(ValueError, match="no group state 'PreparingRebalance': the states are"):
+        group_state_filter(["Stable", "PreparingRebalance"])
