@@ -11,7 +11,7 @@ every existing topic, and the previous target. It does no I/O, reads no clock an
 numbers; it sorts wherever order could leak in, so the same inputs give the same target on every
 coordinator, whatever the order of the member list or of any dict.
 
-Validity, required of both assignors: every partition of an existing topic that at least one member
+Validity, required of every assignor: every partition of an existing topic that at least one member
 subscribes to goes to exactly one member, and only to a member subscribed to its topic; nothing else
 appears. Every input member appears in the output, possibly with nothing. Names in the subscriptions
 or in the previous target that no longer exist (members, topics, partitions beyond a topic's count)
@@ -21,6 +21,11 @@ are ignored.
   subscribed to it, sorted by instance id (falling back to member id, so a static member that
   restarts under a new member id keeps its range), each take a run of consecutive partitions; the
   first n % m members take one more. It ignores the previous target. O(T * M log M).
+- `roundrobin` is Kafka's RoundRobinAssignor: every subscribed partition, topic by topic in
+  name order and partition by partition, goes to the next member round a circle sorted as range
+  sorts it, skipping members not subscribed to its topic. With equal subscriptions the counts
+  differ by at most one across all topics together, where range can give the first member one
+  extra partition of every topic. It ignores the previous target. O(P * M) at worst.
 - `uniform` (the default) is balanced and sticky. *Sticky*: it starts from the previous target and
   keeps every partition whose owner is still there and still subscribed. *Balanced*: when all
   members subscribe to the same topics, every member ends with floor(P/M) or ceil(P/M) of the P
@@ -141,6 +146,35 @@ class RangeAssignor:
                 start += size
             assert start == partition_count
         return assignment
+
+
+# --- roundrobin ------------------------------------------------------------------------------
+
+
+class RoundRobinAssignor:
+    """Every subscribed partition, by topic then partition, dealt round a circle of the members
+    sorted by instance id: each goes to the next member in the circle subscribed to its topic."""
+
+    name = "roundrobin"
+
+    def assign(
+        self,
+        members: Sequence[MemberSubscription],
+        topics: TopicPartitionCounts,
+        current: CurrentAssignment,
+    ) -> Assignment:
+        del current  # Not sticky: the same members and topics always give the same target.
+        subscriptions = _subscriptions(members, topics)
+        circle = [m.member_id for m in sorted(members, key=_range_key)]
+        owned: dict[str, set[TopicPartition]] = {member_id: set() for member_id in subscriptions}
+        turn = 0
+        for topic in sorted(_subscribers(subscriptions)):  # each has a subscriber: no endless skip
+            for partition in range(topics[topic]):
+                while topic not in subscriptions[circle[turn % len(circle)]]:
+                    turn += 1
+                owned[circle[turn % len(circle)]].add((topic, partition))
+                turn += 1
+        return _to_assignment(owned)
 
 
 # --- uniform ---------------------------------------------------------------------------------
@@ -280,7 +314,11 @@ class UniformAssignor:
         return _to_assignment(owned)
 
 
-ASSIGNORS: Mapping[str, Assignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
+ASSIGNORS: Mapping[str, Assignor] = {
+    "uniform": UniformAssignor(),
+    "range": RangeAssignor(),
+    "roundrobin": RoundRobinAssignor(),
+}
 DEFAULT_ASSIGNOR = "uniform"
 assert DEFAULT_ASSIGNOR in ASSIGNORS
 

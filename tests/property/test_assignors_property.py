@@ -1,10 +1,11 @@
 """Goal: for any group — 1 to 12 members, 1 to 6 topics of 1 to 40 partitions, equal or differing
-subscriptions, and a previous target full of garbage — both assignors return a valid target
+subscriptions, and a previous target full of garbage — every assignor returns a valid target
 (every subscribed partition exactly once, to a subscriber), uniform's is balanced (counts within
 one when subscriptions are equal, locally balanced otherwise), a fixed point of itself, and, from a
 well-formed previous target with equal subscriptions, moves exactly the fewest partitions any
-floor/ceil balance allows; range's runs are consecutive and sized by the paper's rule. Neither
-depends on the order of the member list.
+floor/ceil balance allows; range's runs are consecutive and sized by the paper's rule;
+roundrobin, with equal subscriptions, deals the k-th subscribed partition to the k-th member of
+the sorted circle (mod its size). None depends on the order of the member list.
 
 Method: hypothesis draws the topics, the members (some with instance ids, some subscribed to a
 topic that does not exist) and a previous target naming gone members, deleted topics, unsubscribed
@@ -23,10 +24,12 @@ from samsa.services.coordinator.assignors import (
     Assignment,
     MemberSubscription,
     RangeAssignor,
+    RoundRobinAssignor,
     UniformAssignor,
 )
 
 RANGE = RangeAssignor()
+ROUND_ROBIN = RoundRobinAssignor()
 UNIFORM = UniformAssignor()
 GHOST_TOPIC = "ghost"  # subscribed to, never created
 
@@ -170,13 +173,30 @@ def test_range_valid_consecutive_and_sized_by_rule(group: tuple) -> None:
             start += size
 
 
+@settings(max_examples=100, deadline=None)
+@given(groups())
+def test_roundrobin_valid_and_dealt_in_turn(group: tuple) -> None:
+    members, topics, current = group
+    result = ROUND_ROBIN.assign(members, topics, current)
+    assert_valid(members, topics, result)
+    if len({m.topics for m in members}) != 1:
+        return
+    circle = sorted(members, key=lambda m: (m.instance_id or m.member_id, m.member_id))
+    dealt = [(t, n) for t in sorted(topics) if t in members[0].topics for n in range(topics[t])]
+    found = owners(result)
+    for k, topic_partition in enumerate(dealt):
+        assert found[topic_partition] == circle[k % len(circle)].member_id, (k, topic_partition)
+    values = counts(result).values()
+    assert max(values) - min(values) <= 1
+
+
 @settings(max_examples=75, deadline=None)
 @given(groups(), st.randoms(use_true_random=False))
 def test_member_order_does_not_matter(group: tuple, random: Random) -> None:
     members, topics, current = group
     shuffled = list(members)
     random.shuffle(shuffled)
-    for assignor in (UNIFORM, RANGE):
+    for assignor in (UNIFORM, RANGE, ROUND_ROBIN):
         assert assignor.assign(shuffled, topics, current) == assignor.assign(
             members, topics, current
         )

@@ -126,7 +126,7 @@ CONSUMER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("heartbeat.interval.ms", integer_between(1, INT_MAX), 3_000),
     _Setting("client.rack", parse_string, ""),
     _Setting("max.poll.interval.ms", integer_between(1, INT_MAX), 300_000),
-    _Setting("group.remote.assignor", one_of("", "uniform", "range"), ""),
+    _Setting("group.remote.assignor", one_of("", "uniform", "range", "roundrobin"), ""),
     _Setting("default.api.timeout.ms", integer_between(1, INT_MAX), 60_000),
     _Setting("retry.backoff.ms", _INT, 100),
 )

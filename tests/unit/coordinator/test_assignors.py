@@ -1,5 +1,6 @@
-"""Goal: the range and uniform assignors hand out exactly the partitions the rules define — range's
-consecutive runs by instance id, uniform's floor/ceil balance with the fewest moves — and both are
+"""Goal: the range, uniform and roundrobin assignors hand out exactly the partitions the rules
+define — range's consecutive runs by instance id, uniform's floor/ceil balance with the fewest
+moves, roundrobin's partitions dealt in turn (Kafka's RoundRobinAssignor examples) — and all are
 valid and deterministic whatever garbage the previous target holds.
 
 Method: small hand-built groups with the expected targets written out in full, plus a few
@@ -19,6 +20,7 @@ from samsa.services.coordinator.assignors import (
     Assignment,
     MemberSubscription,
     RangeAssignor,
+    RoundRobinAssignor,
     UniformAssignor,
     assignor_named,
 )
@@ -80,14 +82,48 @@ def p(*partitions: int) -> frozenset[int]:
 
 
 def test_assignors_by_name() -> None:
-    assert set(ASSIGNORS) == {"uniform", "range"}
+    assert set(ASSIGNORS) == {"uniform", "range", "roundrobin"}
     assert DEFAULT_ASSIGNOR == "uniform"
     assert assignor_named("nope") is None
     assert assignor_named("") is None
     assert isinstance(assignor_named("range"), RangeAssignor)
     assert isinstance(assignor_named("uniform"), UniformAssignor)
+    assert isinstance(assignor_named("roundrobin"), RoundRobinAssignor)
     for name, assignor in ASSIGNORS.items():
         assert assignor.name == name
+
+
+# --- roundrobin ------------------------------------------------------------------------------
+
+ROUND_ROBIN = RoundRobinAssignor()
+
+
+def test_roundrobin_deals_across_topics_where_range_does_not_balance() -> None:
+    members = [member("c1", "t0", "t1"), member("c0", "t0", "t1")]
+    topics = {"t0": 3, "t1": 3}
+    result = ROUND_ROBIN.assign(members, topics, {})
+    assert result == {"c0": {"t0": p(0, 2), "t1": p(1)}, "c1": {"t0": p(1), "t1": p(0, 2)}}
+    assert counts(RANGE.assign(members, topics, {})) == {"c0": 4, "c1": 2}  # why roundrobin
+
+
+def test_roundrobin_skips_members_not_subscribed() -> None:
+    # Kafka's RoundRobinAssignor documentation: c0 reads t0, c1 t0 and t1, c2 all three.
+    members = [member("c0", "t0"), member("c1", "t0", "t1"), member("c2", "t0", "t1", "t2")]
+    result = ROUND_ROBIN.assign(members, {"t0": 1, "t1": 2, "t2": 3}, {})
+    assert_valid(members, {"t0": 1, "t1": 2, "t2": 3}, result)
+    assert result == {
+        "c0": {"t0": p(0)},
+        "c1": {"t1": p(0)},
+        "c2": {"t1": p(1), "t2": p(0, 1, 2)},
+    }
+
+
+def test_roundrobin_orders_static_members_by_instance_id_and_ignores_the_past() -> None:
+    members = [member("m-new", "t", instance_id="a"), member("m-old", "t", instance_id="b")]
+    current = {"m-old": {"t": p(0, 1, 2)}}
+    result = ROUND_ROBIN.assign(members, {"t": 3}, current)
+    assert result == {"m-new": {"t": p(0, 2)}, "m-old": {"t": p(1)}}
+    assert ROUND_ROBIN.assign([member("lonely", "nothing")], {"t": 3}, {}) == {"lonely": {}}
 
 
 # --- range -----------------------------------------------------------------------------------
@@ -312,7 +348,7 @@ def test_uniform_ignores_garbage_in_current() -> None:
 # --- determinism -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["uniform", "range"])
+@pytest.mark.parametrize("name", ["uniform", "range", "roundrobin"])
 def test_member_and_dict_order_do_not_matter(name: str) -> None:
     assignor = ASSIGNORS[name]
     members = [

@@ -107,6 +107,16 @@ def test_range_assignor_by_name() -> None:
     assert h.coordinator.describe_groups(["g"]).groups[0].assignor_name == "range"
 
 
+def test_roundrobin_assignor_by_name() -> None:
+    h = GroupHarness({"t": 5})
+    h.join("m1", assignor="roundrobin", instance_id="i2")
+    h.join("m2", assignor="roundrobin", instance_id="i1")
+    h.heartbeat("m1", 1, owned={"t": range(5)})
+    # roundrobin deals by instance id: i1 (m2) gets 0, 2, 4; i2 (m1) gets 1, 3.
+    assert h.group().target == {"m1": {"t": frozenset({1, 3})}, "m2": {"t": frozenset({0, 2, 4})}}
+    assert h.coordinator.describe_groups(["g"]).groups[0].assignor_name == "roundrobin"
+
+
 def test_the_most_recent_assignor_choice_wins() -> None:
     h = GroupHarness({"t": 2})
     h.join("a", assignor="range")
