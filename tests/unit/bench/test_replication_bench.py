@@ -61,14 +61,18 @@ def test_the_size_table_has_a_column_per_system_and_ratios_against_jetstream_r3(
 
 def test_the_targets_read_the_acks_all_column_against_jetstream_r3() -> None:
     lines = rb.targets_text(100, _size_table()).splitlines()
-    assert lines[0].startswith("targets (issue 5), 100-byte records")
+    assert lines[0].startswith("targets (issues 5 and 11), 100-byte records")
     assert lines[1].split() == ["samsa", "acks=all"]
     assert lines[2].startswith("acks=all produce >= 2x JetStream R3")
     assert lines[2].endswith("met (2.50x)")
     assert lines[3].startswith("acks=all sync p99 <= JetStream R3's")
     assert lines[3].endswith("missed (2.00x)")
+    assert lines[4].startswith("acks=all sync p99 <= 2x JetStream R3's")  # issue 11's
+    assert lines[4].endswith("met (2.00x)")
     met = rb.targets_text(100, _size_table(jetstream_p99_us=2500.0)).splitlines()
     assert met[3].endswith("met (0.80x)")
+    missed = rb.targets_text(100, _size_table(jetstream_p99_us=999.0)).splitlines()
+    assert missed[4].endswith("missed (2.00x)")  # 2,000 / 999 is above 2
 
 
 def test_a_missing_jetstream_figure_gives_no_verdict() -> None:
