@@ -2,11 +2,13 @@
 
 Goal: the two commands print Kafka's perf-test lines with the right counts, --throughput holds the
 rate down, a consumer short of --messages says how many are missing and exits 1, a record the
-broker refuses is counted and reported with exit code 1, and a bad argument is argparse's exit 2.
+broker refuses is counted and reported with exit code 1, a bad argument is argparse's exit 2, and
+--transaction-duration-ms sends in several committed transactions whose every record a
+read_committed reader sees, while a transaction with a refused record is aborted (exit 1).
 
-Method: `python -m samsa.cli.main perf ...` in a subprocess against one 1-controller, 2-broker
-local cluster for the whole file (stopped by PID on the way out, by local_cluster). Times are
-only ever bounded from below (a throttled run is slow enough), never from above.
+Method: `python -m samsa.cli.main perf ...` in a subprocess against one 1-controller, 2-broker,
+1-coordinator local cluster for the whole file (stopped by PID on the way out, by local_cluster).
+Times are only ever bounded from below (a throttled run is slow enough), never from above.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import subprocess
 import sys
 
 import pytest
-from cluster_helpers import local_cluster
+from cluster_helpers import TRANSACTION_SETTINGS, local_cluster, read_to_end
 
 from samsa.cli.perf_stats import CONSUMER_HEADER
 from samsa.client import Admin, NewTopic
@@ -31,7 +33,9 @@ SUMMARY = re.compile(
 
 @pytest.fixture(scope="module")
 def bootstrap(tmp_path_factory: pytest.TempPathFactory):
-    with local_cluster(tmp_path_factory.mktemp("perf"), controllers=1, brokers=2) as running:
+    data_dir = tmp_path_factory.mktemp("perf")
+    settings = dict(TRANSACTION_SETTINGS)
+    with local_cluster(data_dir, 1, 2, settings, coordinators=1) as running:
         servers = running.spec.bootstrap_servers
         with Admin({"bootstrap.servers": servers}) as admin:
             admin.create_topics(
@@ -39,6 +43,7 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory):
                     NewTopic("perf", 2, -1),
                     NewTopic("perf-throttled", 1, -1),
                     NewTopic("perf-small", 1, -1, {"max.message.bytes": "1000"}),
+                    NewTopic("perf-txn", 1, -1),
                 ]
             )
         yield servers
@@ -144,6 +149,54 @@ def test_records_the_broker_refuses_are_counted_and_exit_1(bootstrap: str) -> No
         "samsa perf produce: 10 of 10 records failed, the first measured one with: "
         in refused.stderr
     )
+
+
+def test_transactions_commit_each_duration_and_every_record_is_read_committed(
+    bootstrap: str,
+) -> None:
+    """3000 records at 6000/s take ~0.5 s: with a transaction each 100 ms, several transactions,
+    each ending in one COMMIT marker on the partition (an offset of its own)."""
+    produced = samsa(
+        bootstrap,
+        "perf",
+        "produce",
+        "--topic",
+        "perf-txn",
+        "--num-records",
+        "3000",
+        "--record-size",
+        "100",
+        "--throughput",
+        "6000",
+        "--transaction-duration-ms",
+        "100",
+    )
+    assert produced.returncode == 0, produced.stderr
+    assert summary(produced)[0] == 3000
+    committed = read_to_end(bootstrap, [("perf-txn", 0)], "read_committed")
+    assert len(committed) == 3000
+    last_offset = max(offset for _, offset, _ in committed)
+    markers = last_offset + 2 - 3000  # the end offset (past the last marker) minus the records
+    assert markers >= 3, f"{markers} transaction(s) in ~0.5 s of 100 ms each"
+
+
+def test_a_transaction_with_a_refused_record_is_aborted_and_exits_1(bootstrap: str) -> None:
+    refused = samsa(
+        bootstrap,
+        "perf",
+        "produce",
+        "--topic",
+        "perf-small",
+        "--num-records",
+        "10",
+        "--record-size",
+        "2000",
+        "--transactional-id",
+        "perf-refused",
+    )
+    assert refused.returncode == 1
+    assert "samsa perf produce: a transaction failed and was aborted" in refused.stderr
+    assert "MESSAGE_TOO_LARGE" in refused.stderr
 
 
 @pytest.mark.parametrize(

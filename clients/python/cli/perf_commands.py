@@ -10,6 +10,10 @@ default), because a callback per record costs a Python producer about 40 % of it
 (the callback thread takes the GIL from the sending one), which would measure the tool instead
 of the cluster. The counts stay exact: records sent minus `Producer.failed_records`; the latency
 figures are over the measured records, each standing for the K sent with it.
+With --transactional-id or --transaction-duration-ms (or a transactional.id among the producer
+properties) it sends in transactions, as Kafka's tool does: init_transactions, then one
+transaction committed each --transaction-duration-ms (3000 by default) and the last at the end;
+that is how a transactional producer's throughput is read at a given commit interval.
 `perf consume` reads --messages records of every partition of the topic from the earliest offset,
 assigned (no group, so rebalance.time.ms is 0), until it has them or none came for --timeout-ms.
 """
@@ -37,6 +41,7 @@ from samsa.cli.perf_stats import (
     throttle_sleep_ms,
 )
 from samsa.client import Admin, Consumer, Producer
+from samsa.client.errors import KafkaError
 from samsa.client.record_future import RecordFuture
 
 # Random payloads are drawn from a pool made once (1024 of them, at most 64 MB), not per record.
@@ -46,6 +51,9 @@ PAYLOAD_POOL_BYTES = 64 * MB
 LATENCY_EVERY = 16
 # How long one consumer poll waits: the idle --timeout-ms is checked this often.
 POLL_TIMEOUT_S = 0.5
+# Kafka's tool's defaults once transactions are on.
+DEFAULT_TRANSACTIONAL_ID = "performance-producer-default-transactional-id"
+DEFAULT_TRANSACTION_DURATION_MS = 3000
 
 
 def add_perf_commands(
@@ -94,6 +102,19 @@ def add_perf_commands(
             f"measure the latency of one record in K (default {LATENCY_EVERY}; 1: every record, "
             "as Kafka's tool, at a cost in throughput)"
         ),
+    )
+    produce.add_argument(
+        "--transactional-id",
+        metavar="ID",
+        help=f"send in transactions of this id (with only --transaction-duration-ms: "
+        f"{DEFAULT_TRANSACTIONAL_ID})",
+    )
+    produce.add_argument(
+        "--transaction-duration-ms",
+        type=_positive,
+        metavar="MS",
+        help=f"commit a transaction each MS (default {DEFAULT_TRANSACTION_DURATION_MS} once "
+        "transactions are on)",
     )
     add_connection(produce)
 
@@ -160,6 +181,18 @@ def _payload_lines(path: str) -> list[bytes]:
     return lines
 
 
+def transactions_of(
+    transactional_id: str | None, duration_ms: int | None, settings: dict[str, str]
+) -> tuple[str | None, int]:
+    """(transactional id, commit interval in ms), or (None, 0) without transactions: Kafka's
+    tool turns them on for --transactional-id, --transaction-duration-ms or a transactional.id
+    among the producer properties, the flag winning over the property."""
+    chosen = transactional_id or settings.get("transactional.id")
+    if chosen is None and duration_ms is None:
+        return None, 0
+    return chosen or DEFAULT_TRANSACTIONAL_ID, duration_ms or DEFAULT_TRANSACTION_DURATION_MS
+
+
 def run_perf(args: argparse.Namespace) -> int:
     if args.action == "produce":
         return _produce(args)
@@ -210,16 +243,29 @@ def _produce(args: argparse.Namespace) -> int:
         require_topic(admin, args.topic)
     settings = {"bootstrap.servers": servers}
     settings.update(key_value(item, "--producer-property") for item in args.producer_property)
+    transactional_id, duration_ms = transactions_of(
+        args.transactional_id, args.transaction_duration_ms, settings
+    )
+    if transactional_id is not None:
+        settings["transactional.id"] = transactional_id
     payloads = args.payload_file or _random_payloads(args.record_size)
     every = args.latency_every
     total_bytes = group_bytes = 0
     with Producer(settings) as producer:
+        if transactional_id is not None:
+            producer.init_transactions()
+            producer.begin_transaction()
         acks = _Acknowledgements(ProducerStats(_now_ms(), args.reporting_interval))
-        started_ms = acks.stats.start_ms
+        started_ms = txn_started_ms = acks.stats.start_ms
         for index in range(args.num_records):
             payload = payloads[index % len(payloads)]
             group_bytes += len(payload)
             sent_ms = _now_ms()
+            if transactional_id is not None and sent_ms - txn_started_ms >= duration_ms:
+                if not _committed(producer):
+                    return 1
+                producer.begin_transaction()
+                txn_started_ms = sent_ms
             future = producer.send(args.topic, payload)
             if index % every == every - 1 or index == args.num_records - 1:
                 records = index % every + 1  # this record and the unmeasured ones before it
@@ -230,7 +276,10 @@ def _produce(args: argparse.Namespace) -> int:
                 pause_ms = throttle_sleep_ms(index + 1, _now_ms() - started_ms, args.throughput)
                 if pause_ms:
                     time.sleep(pause_ms / 1000)
-        producer.flush()
+        if transactional_id is None:
+            producer.flush()
+        elif not _committed(producer):  # flushes first
+            return 1
         ended_ms = _now_ms()
         failed = producer.failed_records
     # Leaving `with` closed the producer, which runs every callback still queued first.
@@ -251,6 +300,18 @@ def _produce(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _committed(producer: Producer) -> bool:
+    """Commit the open transaction; when it cannot commit (a record in it failed), abort it,
+    say why and return False: the run stops there, as Kafka's tool does."""
+    try:
+        producer.commit_transaction()
+    except KafkaError as error:
+        producer.abort_transaction()
+        print(f"samsa perf produce: a transaction failed and was aborted: {error}", file=sys.stderr)
+        return False
+    return True
 
 
 def _consume(args: argparse.Namespace) -> int:
