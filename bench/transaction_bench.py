@@ -17,9 +17,12 @@ commits a one-record transaction; a plain one waits for one acknowledged record.
    transactions of 100 and of 1,000 records (begin_transaction(), send() each record,
    commit_transaction()), beside an idempotent non-transactional producer (send() each record,
    then flush()); the rate is from the first send() to the last commit (the flush) returning.
-   3 rounds of the three kinds, alternating, the best run of each kept (the machine is shared:
+   3 rounds of the four kinds, alternating, the best run of each kept (the machine is shared:
    a burst of noise then lands on one run, not on one side). Targets: transactions of 100 at
-   least 50 % of plain's records/s, transactions of 1,000 at least 85 %.
+   least 50 % of plain's records/s, transactions of 1,000 at least 85 %. The fourth kind is no
+   target's: the same records in transactions committed every 100 ms, as Kafka's perf tool and
+   streaming jobs commit by time (`samsa perf produce --transaction-duration-ms`), which spreads
+   a transaction's fixed cost over however many records that time carries.
 2. Where a transaction's time goes (bench/transaction_parts.py): 50 transactions (--quick 10)
    of 100 and of 1,000 records on one producer, with send(), flush() and commit_transaction()
    timed apart, and the ceiling that the flush and EndTxn leave one producer at each size
@@ -84,6 +87,9 @@ CONSUME_PER_TXN = 1_000
 
 TXN_100, TXN_1000, PLAIN = "txn@100", "txn@1000", "plain"
 PER_TXN = {TXN_100: 100, TXN_1000: 1_000, PLAIN: None}
+TXN_100MS = "txn/100ms"
+EVERY_MS = {TXN_100MS: 100.0}  # transactions committed by time, not by count
+EVERY_MS_CHECK = 100  # records between two looks at the clock in such a run
 COMMIT, FLUSH = "txn commit", "plain flush"
 COMMITTED, UNCOMMITTED = "read_committed", "read_uncommitted"
 
@@ -148,10 +154,12 @@ def produce_table(runs: Mapping[str, Sequence[dict | str]], plan: Plan) -> str:
     title = (
         f"Transactional produce beside plain (1 partition, {SIZE} B, acks=all, idempotent, "
         f"linger.ms {LINGER_MS}): {plan.produce_records:,} records per run in transactions of "
-        f"100 and of 1,000 records (begin, send each, commit) beside no transaction (send each, "
-        f"flush); best of {plan.rounds} alternating runs each"
+        f"100 and of 1,000 records (begin, send each, commit), and in transactions committed "
+        f"every 100 ms (no target's: Kafka's perf tool's shape), beside no transaction (send "
+        f"each, flush); best of {plan.rounds} alternating runs each"
     )
-    table = Table(title, rows, (TXN_100, TXN_1000), (PLAIN,))
+    samsa = tuple(column for column in runs if column != PLAIN)
+    table = Table(title, rows, samsa, (PLAIN,))
     rate_row = {PRODUCE_RATE.label: table.row(PRODUCE_RATE.label)}
     targets = "\n".join(
         format_targets(f"target ({column} over plain)", rate_row, (target,), (column,))
@@ -240,17 +248,26 @@ def warm(producer: Any, topic: str, transactional: bool) -> None:
 
 
 def produce(
-    bootstrap: str, topic: str, count: int, per_txn: int | None, values: Sequence[bytes]
+    bootstrap: str,
+    topic: str,
+    count: int,
+    per_txn: int | None,
+    values: Sequence[bytes],
+    every_ms: float | None = None,
 ) -> dict:
-    """`count` records to partition 0 of `topic`: in transactions of `per_txn` records, or with
-    none (`per_txn` None) and a flush() at the end; records/s and MB/s."""
-    producer = new_producer(bootstrap, per_txn is not None)
+    """`count` records to partition 0 of `topic`: in transactions of `per_txn` records, in
+    transactions committed every `every_ms`, or with neither and a flush() at the end; records/s
+    and MB/s."""
+    transactional = per_txn is not None or every_ms is not None
+    producer = new_producer(bootstrap, transactional)
     mask = len(values) - 1
     try:
-        warm(producer, topic, per_txn is not None)
+        warm(producer, topic, transactional)
         send = producer.send
         started = time.perf_counter()
-        if per_txn is None:
+        if every_ms is not None:
+            produce_by_time(producer, topic, count, values, every_ms / 1000)
+        elif per_txn is None:
             for index in range(count):
                 send(topic, values[index & mask], partition=0)
             producer.flush(TIMEOUT_S)
@@ -266,14 +283,40 @@ def produce(
     return {"records_per_s": count / elapsed, "mb_per_s": count * SIZE / elapsed / 1e6}
 
 
+def produce_by_time(
+    producer: Any, topic: str, count: int, values: Sequence[bytes], every_s: float
+) -> None:
+    """Send `count` records in transactions, committing when one has been open `every_s`
+    (the clock read every EVERY_MS_CHECK records), and the last at the end."""
+    mask = len(values) - 1
+    send = producer.send
+    producer.begin_transaction()
+    opened = time.perf_counter()
+    for index in range(count):
+        if index % EVERY_MS_CHECK == 0 and time.perf_counter() - opened >= every_s:
+            producer.commit_transaction(TIMEOUT_S)
+            producer.begin_transaction()
+            opened = time.perf_counter()
+        send(topic, values[index & mask], partition=0)
+    producer.commit_transaction(TIMEOUT_S)
+
+
+def produce_topic(column: str) -> str:
+    return f"txn-produce-{column.replace('@', '-').replace('/', '-')}"
+
+
 def produce_runs(bootstrap: str, plan: Plan) -> dict[str, list[dict | str]]:
     values = payloads()
-    runs: dict[str, list[dict | str]] = {column: [] for column in PER_TXN}
+    kinds = {column: (per_txn, None) for column, per_txn in PER_TXN.items()}
+    kinds |= {column: (None, every_ms) for column, every_ms in EVERY_MS.items()}
+    runs: dict[str, list[dict | str]] = {column: [] for column in kinds}
     for _ in range(plan.rounds):
-        for column, per_txn in PER_TXN.items():
-            topic = f"txn-produce-{column.replace('@', '-')}"
+        for column, (per_txn, every_ms) in kinds.items():
+            topic = produce_topic(column)
             run = measure_or_reason(
-                lambda t=topic, k=per_txn: produce(bootstrap, t, plan.produce_records, k, values)
+                lambda t=topic, k=per_txn, e=every_ms: produce(
+                    bootstrap, t, plan.produce_records, k, values, e
+                )
             )
             runs[column].append(run)
     return runs
@@ -363,7 +406,7 @@ def consume_runs(bootstrap: str, plan: Plan) -> dict[str, list[dict | str]]:
 # --- the run ----------------------------------------------------------------------------------
 
 
-TOPICS = [f"txn-produce-{column.replace('@', '-')}" for column in PER_TXN] + [
+TOPICS = [produce_topic(column) for column in [*PER_TXN, *EVERY_MS]] + [
     "txn-parts",
     "txn-commit",
     "txn-flush",
