@@ -238,7 +238,7 @@ def test_choices_and_metrics_addresses_are_checked() -> None:
     coordinator_flags = ["--coordinator-id", "1", "--listen", "h:1", "--controllers", "c:1"]
     coordinator_flags += ["--secret-file", "/s"]
     with pytest.raises(
-        ConfigError, match=r"group\.consumer\.assignor must be one of range, uniform$"
+        ConfigError, match=r"group\.consumer\.assignor must be one of range, roundrobin, uniform$"
     ):
         load(
             CoordinatorConfig,
