@@ -154,11 +154,13 @@ class TransactionAdminCalls:
             except TransactionError as error:
                 if error.code != ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:  # expired since listed
                     raise
-        return [
-            candidate
-            for candidate in candidates
-            if ta.is_hanging(candidate, descriptions.get(ids.get(candidate.producer_id, "")))
-        ]
+
+        def description(candidate: OpenTransaction) -> TransactionDescription | None:
+            """What the coordinator of the candidate's producer's id says, or None: no id."""
+            transactional_id = ids.get(candidate.producer_id)
+            return None if transactional_id is None else descriptions.get(transactional_id)
+
+        return [c for c in candidates if ta.is_hanging(c, description(c))]
 
     def abort_transaction(
         self, topic: str, partition: int, producer_id: int, producer_epoch: int
