@@ -41,9 +41,10 @@ STATES_BY_NAME = {name.lower(): state for state, name in STATE_NAMES.items()}
 # The coordinators' transaction.max.timeout.ms unless configured otherwise (Kafka's too).
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000
 
-# The states in which a coordinator will still end a transaction's partitions: open, or writing
-# its markers (phase 2). In any other state it has nothing more to write anywhere.
-STATES_STILL_ENDING = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort"})
+# The states in which a coordinator will still end a transaction's partitions: open, writing
+# its markers (phase 2), or fencing its producer (PrepareEpochFence goes on to PrepareAbort and
+# its markers). In any other state it has nothing more to write anywhere.
+STATES_STILL_ENDING = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 
 # Answers of DescribeProducers and AbortTransaction that a retry may cure once the partition's
 # leader is found again (the metadata refreshed, or the coordinator's image moved on).

@@ -107,7 +107,8 @@ def described(state: str, pid: int = 7, partitions=(("out", 0),)) -> ta.Transact
         (described("CompleteCommit"), True),  # ended, but out-0 never got its marker
         (described("Empty"), True),
         (described("CompleteAbort"), True),
-        (described("PrepareEpochFence"), True),
+        (described("PrepareEpochFence"), False),  # it aborts next: PrepareAbort, markers
+        (described("PrepareEpochFence", partitions=[("out", 1)]), True),
         (described("Dead"), True),
     ],
 )
