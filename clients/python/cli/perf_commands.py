@@ -266,7 +266,13 @@ def _produce(args: argparse.Namespace) -> int:
                     return 1
                 producer.begin_transaction()
                 txn_started_ms = sent_ms
-            future = producer.send(args.topic, payload)
+            try:
+                future = producer.send(args.topic, payload)
+            except KafkaError as error:  # the open transaction failed: a record of it was refused
+                if transactional_id is None:
+                    raise
+                _abort(producer, error)
+                return 1
             if index % every == every - 1 or index == args.num_records - 1:
                 records = index % every + 1  # this record and the unmeasured ones before it
                 future.add_done_callback(partial(acks.done, sent_ms, records, group_bytes))
@@ -308,10 +314,17 @@ def _committed(producer: Producer) -> bool:
     try:
         producer.commit_transaction()
     except KafkaError as error:
-        producer.abort_transaction()
-        print(f"samsa perf produce: a transaction failed and was aborted: {error}", file=sys.stderr)
+        _abort(producer, error)
         return False
     return True
+
+
+def _abort(producer: Producer, error: KafkaError) -> None:
+    """Abort the open transaction that `error` failed, and say so. Closing the producer would
+    not: the transaction would stay open, holding its partitions' last stable offset back, until
+    the coordinator's transaction.timeout.ms."""
+    producer.abort_transaction()
+    print(f"samsa perf produce: a transaction failed and was aborted: {error}", file=sys.stderr)
 
 
 def _consume(args: argparse.Namespace) -> int:
