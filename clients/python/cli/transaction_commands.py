@@ -6,6 +6,7 @@ describe_transactions, describe_producers, find_hanging_transactions and abort_t
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Sequence
 
@@ -97,6 +98,8 @@ def transactions_usage_error(args: argparse.Namespace) -> str | None:
         return f"find-hanging: --partition {args.partition}: partitions are numbers from 0"
     if not args.max_transaction_timeout > 0:
         return "find-hanging: --max-transaction-timeout must be more than 0 minutes"
+    if not math.isfinite(args.max_transaction_timeout):  # argparse's float takes "inf"
+        return "find-hanging: --max-transaction-timeout must be a finite number of minutes"
     return None
 
 

@@ -57,6 +57,7 @@ def test_argparse_refuses_no_scope_or_two(argv: tuple[str, ...]) -> None:
         (("--broker-id", "1", "--partition", "0"), "--partition goes with --topic"),
         (("--topic", "out", "--partition", "-1"), "partitions are numbers from 0"),
         (("--topic", "out", "--max-transaction-timeout", "0"), "more than 0 minutes"),
+        (("--topic", "out", "--max-transaction-timeout", "inf"), "a finite number of minutes"),
     ],
 )
 def test_a_malformed_scope_is_a_usage_error_before_connecting(
