@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
-from samsa.client.errors import ProduceError
+from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.producer import WAIT_POLL_S, group_identity, transactions_of
 from samsa.client.producer_driver import ProducerDriver
@@ -39,6 +40,8 @@ from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_ca
 from samsa.client.record_tracing import headers_with_traceparent
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 
 class AsyncProducer:
@@ -229,15 +232,38 @@ class AsyncProducer:
             await coroutine
 
     async def stop(self, timeout: float | None = None) -> None:
-        """Flush, then stop the driver. Records still unsettled after `timeout` fail."""
+        """Abort a transaction still open (see Producer.close), flush, then stop the driver.
+        Records still unsettled after `timeout` fail."""
         if self._driver is None or self._closed:
             return
         try:
+            await self._abort_on_close(timeout)
             await self.flush(timeout)
         finally:
             self._closed = True
             await self._driver.stop()
             self._channels.close()
+
+    async def _abort_on_close(self, timeout: float | None) -> None:
+        """Producer._abort_on_close, as a coroutine."""
+        driver = self._started()
+        txn = driver.txn
+        if txn is None:
+            return
+        with driver.lock:
+            if not txn.aborts_on_close():
+                return
+            txn.begin_abort()
+        timeout_s = self._timeout_s(timeout)
+        try:
+            await self._within(driver.abort_transaction(timeout_s), 2 * timeout_s)
+        except (KafkaError, TimeoutError) as error:
+            log.warning(
+                "stop(): could not abort the open transaction of transactional.id %r (%s); "
+                "its coordinator aborts it after transaction.timeout.ms",
+                txn.transactional_id,
+                error,
+            )
 
     async def __aenter__(self) -> AsyncProducer:
         await self.start()

@@ -334,10 +334,12 @@ class Producer:
         asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout_s + 5)
 
     def close(self, timeout: float | None = None) -> None:
-        """Flush, then stop the driver. Records still unsettled after `timeout` fail."""
+        """Abort a transaction still open (as Kafka's producer does), flush, then stop the
+        driver. Records still unsettled after `timeout` fail."""
         if self._closed:
             return
         try:
+            self._abort_on_close(timeout)
             self.flush(timeout)
         finally:
             self._closed = True
@@ -352,6 +354,29 @@ class Producer:
                     self._loop.close()
                 self._callbacks.stop()
                 self._channels.close()
+
+    def _abort_on_close(self, timeout: float | None) -> None:
+        """Abort the open transaction, if close() must (TransactionManager.aborts_on_close): its
+        records are never shown to read_committed readers, who would otherwise wait for them
+        until transaction.timeout.ms. A failure is logged, not raised: close() still closes, and
+        the coordinator aborts the transaction at its timeout."""
+        txn = self._txn
+        if txn is None:
+            return
+        with self._space:
+            if not txn.aborts_on_close():
+                return
+            txn.begin_abort()
+        timeout_s = self._timeout_s(timeout)
+        try:
+            self._on_loop(self._driver.abort_transaction(timeout_s), 2 * timeout_s)
+        except (KafkaError, TimeoutError) as error:
+            log.warning(
+                "close(): could not abort the open transaction of transactional.id %r (%s); "
+                "its coordinator aborts it after transaction.timeout.ms",
+                txn.transactional_id,
+                error,
+            )
 
     async def _stop_on_loop(self) -> None:
         """Stop the driver, then finish what asyncio.run() finishes before its loop closes (the

@@ -7,6 +7,7 @@
     any --fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)--> FATAL_ERROR
     COMMITTING / ABORTING --EndTxn timed out (retriable)--> the same: call it again
     IN_TRANSACTION --prepare_transaction (flushed)--> PREPARED: another process completes it
+    IN_TRANSACTION / ABORTABLE_ERROR / ABORTING --close()--> ABORTING --(EndTxn)--> READY
 
 An *abortable* error (a batch of the transaction failed, or its leader could not add its
 partition to the transaction) leaves the transaction unable to commit: commit_transaction raises
@@ -145,6 +146,13 @@ class TransactionManager:
             TxnState.ABORTING,
         )
         self.state = TxnState.ABORTING
+
+    def aborts_on_close(self) -> bool:
+        """Whether close() must abort the transaction first, as Kafka's producer does: one still
+        open (or failed, or being aborted) would otherwise hold back read_committed readers of
+        its partitions until transaction.timeout.ms. A commit in progress is the coordinator's
+        to finish, and a prepared transaction is another process's to complete."""
+        return self.state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.ABORTING)
 
     def on_ended(self) -> None:
         """EndTxn answered: the next transaction may begin."""

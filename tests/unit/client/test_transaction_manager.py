@@ -1,6 +1,7 @@
 """Goal: the transactional producer's state machine allows each call only where Kafka's does and
 says what to do instead; a failed batch makes the transaction abortable (commit refused, abort
-recovers), a fencing error is fatal for good, and an ended transaction lets the next begin.
+recovers), a fencing error is fatal for good, an ended transaction lets the next begin, and
+close() aborts only a transaction left open.
 
 Method: the pure TransactionManager driven through its calls, errors checked by code and words.
 """
@@ -127,3 +128,56 @@ def test_a_transaction_is_started_once_a_request_of_it_leaves() -> None:
     manager.on_ended()
     manager.begin()
     assert not manager.started, "the next transaction starts unstarted"
+
+
+def _in_state(state: TxnState) -> TransactionManager:
+    """A manager brought to `state` through its calls (never by assignment)."""
+    manager = TransactionManager("tx")
+    if state is TxnState.UNINITIALIZED:
+        return manager
+    manager.check_init()
+    manager.on_initialized()
+    if state is TxnState.READY:
+        return manager
+    manager.begin()
+    if state is TxnState.COMMITTING:
+        manager.begin_commit()
+    elif state is TxnState.ABORTING:
+        manager.begin_abort()
+    elif state is TxnState.ABORTABLE_ERROR:
+        manager.on_error(KafkaError("t-0 failed", ErrorCode.MESSAGE_TOO_LARGE))
+    elif state is TxnState.FATAL_ERROR:
+        manager.on_error(KafkaError("fenced", ErrorCode.PRODUCER_FENCED))
+    elif state is TxnState.PREPARED:
+        manager.begin_prepare()
+        manager.on_prepared()
+    assert manager.state is state
+    return manager
+
+
+# What close() does in each state: abort first, or leave the transaction as it is.
+ABORTS_ON_CLOSE = {
+    TxnState.UNINITIALIZED: False,
+    TxnState.READY: False,
+    TxnState.IN_TRANSACTION: True,
+    TxnState.ABORTABLE_ERROR: True,
+    TxnState.ABORTING: True,  # an abort that timed out: close() asks again
+    TxnState.COMMITTING: False,  # the coordinator's to finish (or to time out)
+    TxnState.FATAL_ERROR: False,  # fenced: the new instance already aborted it
+    TxnState.PREPARED: False,  # another process completes it
+}
+
+
+def test_every_state_says_what_close_does() -> None:
+    assert set(ABORTS_ON_CLOSE) == set(TxnState)
+
+
+@pytest.mark.parametrize(("state", "aborts"), ABORTS_ON_CLOSE.items())
+def test_close_aborts_only_a_transaction_left_open(state: TxnState, aborts: bool) -> None:
+    """Kafka's producer aborts a transaction still open when it closes, so that read_committed
+    readers of its partitions do not wait for transaction.timeout.ms."""
+    manager = _in_state(state)
+    assert manager.aborts_on_close() is aborts
+    if aborts:
+        manager.begin_abort()  # what close() does next is legal in every such state
+        assert manager.state is TxnState.ABORTING
