@@ -22,15 +22,9 @@ raises `SafetyViolation`; simulation_run.py adds the seed and the step.
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import TYPE_CHECKING
-
 from samsa.common.record.batch_decoding import decode_batches
-from samsa.metadata.image import PartitionState
 from samsa.services.broker.hosted_partition import HostedPartition
-
-if TYPE_CHECKING:
-    from tests.unit.broker.replication_sim import Broker
+from tests.unit.broker.replication_cluster import ClusterState
 
 COMPACTION_KEYS = 5  # plain record b"v<n>" has key b"k<n % COMPACTION_KEYS>" when compacted
 
@@ -71,29 +65,17 @@ def log_records(hosted: HostedPartition, start: int, end: int) -> list[tuple[int
     return out
 
 
-class ReplicationChecks:
+class ReplicationChecks(ClusterState):
     """The invariants, as methods of the simulation (which inherits them): `check()` after every
-    step. `cleanable` is the hook the transaction simulation overrides (aborted records)."""
+    step. `cleanable` is the hook the transaction simulation overrides (aborted records). What
+    they read is declared in `ClusterState` (replication_cluster.py)."""
 
-    # What the checks read, set by the simulation (replication_sim.py).
-    brokers: dict[int, Broker]
-    compaction: bool
-    deleted_below: int
-    acked: dict[int, bytes]
-    counts: Counter[str]
-    # What the checks learned so far, kept on the simulation between steps.
+    # What the checks learned so far, kept on the simulation between steps (and `checked`).
     committed: dict[int, tuple[bytes, int]]
-    checked: dict[int, int]
     sequence_first_offset: dict[int, int]
     sequence_checked: int
     sequence_expected: int
     sequence_skipped: bool
-
-    def state(self) -> PartitionState:
-        raise NotImplementedError  # the simulation's: the partition in its metadata image
-
-    def _live(self) -> list[Broker]:
-        raise NotImplementedError  # the simulation's: the brokers running now
 
     def check(self) -> None:
         for broker in self._live():

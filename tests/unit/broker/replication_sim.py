@@ -20,35 +20,26 @@ pass and swaps it in then or at a later one, as the cleaner's worker thread runs
 After every step `check` asserts the safety of replication (replication_checks.py).
 `heal` then restarts every broker and runs the cluster fault-free until it settles;
 simulation_run.py asserts that the replicas converged and nothing acknowledged was lost.
+
+This module holds the model's core: its state, the controller, the schedule of steps, the
+replication traffic (fetches, their answers, metadata, ISR changes, heartbeats, preferred
+elections, the clock) and healing. `Simulation` inherits its other jobs, one module each:
+the producers (replication_producers.py), the faults (replication_faults.py), the log upkeep
+(replication_maintenance.py) and the checks (replication_checks.py); the cluster's pieces and
+metadata builders are in replication_cluster.py.
 """
 
 from __future__ import annotations
 
-import os
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from samsa.common.errors import ErrorCode, SamsaError
-from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
-from samsa.common.record.codec import build_batch
-from samsa.metadata.image import NO_LEADER, TOPIC_RESOURCE, MetadataImage, PartitionState
-from samsa.metadata.records import make_batch
-from samsa.metadata.replay import replay
-from samsa.services.broker.hosted_partition import HostedPartition
-from samsa.services.broker.log.cleaner import NOTHING_CLEANED, Cleaned, CleaningJob
-from samsa.services.broker.log.log import Log
-from samsa.services.broker.maintenance import (
-    PRODUCER_ID_EXPIRATION_MS,
-    Pending,
-    checkpoint_pending,
-    flush_pending,
-    retention_pass,
-    take_changes,
-)
+from samsa.common.fetch_session_client import FetchParts, fetch_request
+from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
+from samsa.services.broker.maintenance import Pending
 from samsa.services.broker.metadata.metadata_diff import partition_changes
-from samsa.services.broker.partition_host import PartitionHost, log_config, partition_dir_name
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.follower_apply import (
     answer_is_current,
     apply_leader_answer,
@@ -59,27 +50,30 @@ from samsa.services.broker.replica.isr_manager import (
     proposal_requests,
     settle_proposals,
 )
-from samsa.services.broker.requests.delete_records import start_deletion
 from samsa.services.broker.requests.partition_read import PartitionReader
-from samsa.services.broker.requests.produce import ReplicationWait, produce
-from samsa.services.broker.requests.produce_wait import settled
 from samsa.services.controller import control_plane as cp
-from samsa.services.controller.liveness import BrokerLiveness
 from samsa.v1 import broker_pb2
-from samsa.v1 import controller_pb2 as c
-from tests.unit.broker.replication_checks import (
-    ReplicationChecks,
-    compaction_key,
-    log_records,
+from tests.unit.broker.replication_checks import ReplicationChecks, log_records
+from tests.unit.broker.replication_cluster import (
+    BROKERS,
+    KEY,
+    LAG_MAX_MS,
+    TOPIC,
+    TOPIC_CONFIGS,
+    Broker,
+    InFlightFetch,
+    cluster_with_topic,
+    commit,
+    heartbeat,
+    registered,
 )
-
-TOPIC = "sim"
-KEY = (TOPIC, 0)
-BROKERS = (1, 2, 3)
-LAG_MAX_MS = 1_000  # replica.lag.time.max.ms, on the simulation's clock
-# Small segments, so truncation and reads cross segment boundaries.
-TOPIC_CONFIGS = {"min.insync.replicas": "2", "segment.bytes": "2048", "max.message.bytes": "1024"}
-DEFAULTS = cp.ClusterDefaults(num_partitions=1, default_replication_factor=3)
+from tests.unit.broker.replication_faults import ReplicationFaults
+from tests.unit.broker.replication_maintenance import ReplicationMaintenance
+from tests.unit.broker.replication_producers import (
+    IdempotentBatch,
+    Produce,
+    ReplicationProducers,
+)
 
 # Relative weights of the steps; the faults are rarer than the traffic.
 STEP_WEIGHTS: dict[str, float] = {
@@ -102,130 +96,16 @@ STEP_WEIGHTS: dict[str, float] = {
 # were): a whole-cluster power loss, and DeleteRecords at the leader.
 POWER_LOSS_WEIGHT = 0.2
 DELETE_RECORDS_WEIGHT = 1.0
-# A second broker goes down while one is already down only this often: mostly one fault at a
-# time, sometimes two (offline partitions, elections from a shrunk ISR).
-SECOND_FAULT = 0.25
-# The idempotent producer (KIP-98): one producer id and epoch, at most 5 batches unacknowledged.
-PRODUCER_ID = 7
-IN_FLIGHT_MAX = 5
-# Answers to the oldest unacknowledged batch that mean the leader lost the producer's state.
-STATE_LOST = (ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 ANSWER_LOSS = 0.1  # the share of fetch answers lost on the way (the follower asks again)
 RETENTION_MS = 3_000  # retention.ms in the retention mode, on the simulation's clock
 
 
-@dataclass
-class InFlightFetch:
-    leader_id: int
-    sent: FetchPosition
-    answer: broker_pb2.FetchResponse.PartitionResponse
-
-
-@dataclass
-class IdempotentBatch:
-    """One batch of an idempotent (or transactional, transaction_sim.py) producer: records
-    `sequence`, `sequence + 1`, ... (the idempotent producer's values are b"p<sequence>"). It is
-    sent, and after a failure sent again, in sequence order."""
-
-    sequence: int
-    values: list[bytes]
-    sent_to: int | None = None  # the broker it is in flight to; None: (re)send it
-    acknowledged: bool = False
-    attempts: int = 0
-
-
-@dataclass
-class Produce:
-    """One acks=all produce waiting at its leader."""
-
-    broker_id: int
-    values: list[bytes]
-    wait: ReplicationWait
-    batch: IdempotentBatch | None = None
-
-
-@dataclass
-class Broker:
-    broker_id: int
-    data_dir: Path
-    host: PartitionHost | None = None
-    incarnation: int = 0
-    fetch: InFlightFetch | None = None
-    pending: Pending = field(default_factory=Pending)
-    # How far its log is on disk (fsynced, in this incarnation or an earlier one): the
-    # in-memory recovery point starts at the checkpointed one after an open, below it.
-    durable_end: int = 0
-    # After a power loss: the offset its log was fsynced up to; the rest is lost at restart.
-    fsynced_end: int | None = None
-    # A compaction pass planned and not yet swapped in (the cleaner's worker thread runs it
-    # meanwhile): the job, and what it made once it ran.
-    cleaning: tuple[CleaningJob, Cleaned | None] | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self.host is not None
-
-    def hosted(self) -> HostedPartition | None:
-        return None if self.host is None else self.host.get(*KEY)
-
-
-def commit(image: MetadataImage, result: cp.ControlResult) -> MetadataImage:  # type: ignore[type-arg]
-    if not result.records:
-        return image
-    return replay(image, make_batch(image, result.records, 0))
-
-
-def registered(
-    image: MetadataImage, broker_id: int, incarnation: str, *, now_ms: int
-) -> MetadataImage:
-    """`image` after broker `broker_id` registers (fenced) as `incarnation`."""
-    request = c.RegisterBrokerRequest(
-        broker_id=broker_id, incarnation_id=incarnation, endpoint=f"h:{broker_id}"
-    )
-    registration = cp.register_broker(
-        image, request, liveness=BrokerLiveness(), now_ms=now_ms, session_timeout_ms=LAG_MAX_MS
-    )
-    return commit(image, registration)
-
-
-def heartbeat(
-    image: MetadataImage, broker_id: int, applied: int, *, want_shutdown: bool = False
-) -> MetadataImage:
-    """`image` after a heartbeat of broker `broker_id`, which applied the log up to `applied`
-    (unfenced once that covers its registration; fenced when it asks to shut down)."""
-    request = c.BrokerHeartbeatRequest(
-        broker_id=broker_id,
-        broker_epoch=image.brokers[broker_id].broker_epoch,
-        metadata_offset=applied,
-        want_shutdown=want_shutdown,
-    )
-    return commit(image, cp.broker_heartbeat(image, request))
-
-
-def cluster_with_topic(configs: dict[str, str], rng: random.Random) -> MetadataImage:
-    """BROKERS registered (incarnation "i1") and unfenced, and TOPIC with one partition on all
-    three, placed by the controller with `rng`."""
-    image = MetadataImage.empty()
-    for broker_id in BROKERS:
-        image = registered(image, broker_id, "i1", now_ms=0)
-        image = heartbeat(image, broker_id, image.end_offset)
-    topic = c.CreateTopicsRequest.Topic(
-        name=TOPIC, num_partitions=1, replication_factor=len(BROKERS), configs=configs
-    )
-    created = cp.create_topics(
-        image,
-        c.CreateTopicsRequest(topics=[topic]),
-        rng=rng,
-        defaults=DEFAULTS,
-        new_topic_id=lambda: b"s" * 16,
-    )
-    assert created.response.topics[0].error_code == 0, created.response
-    return commit(image, created)
-
-
-class Simulation(ReplicationChecks):
-    """The model: brokers, producers and the controller, stepped by `step()`; the checks it
-    inherits (replication_checks.py) run on its state after every step."""
+class Simulation(
+    ReplicationProducers, ReplicationFaults, ReplicationMaintenance, ReplicationChecks
+):
+    """The model: brokers, producers and the controller, stepped by `step()`; the producers,
+    faults and upkeep it inherits are steps too, and the checks it inherits
+    (replication_checks.py) run on its state after every step."""
 
     def __init__(
         self,
@@ -327,70 +207,6 @@ class Simulation(ReplicationChecks):
         actions = partition_changes(host.image, self.image, broker.broker_id)
         host.apply(self.image, actions, now_ms=self.now_ms)
 
-    def _kill(self, broker: Broker) -> None:
-        """kill -9: what the process wrote stays (the page cache), its memory is gone."""
-        assert broker.host is not None
-        self._stop_cleaning(broker, discard=False)
-        for hosted in broker.host.partitions.values():
-            # The process's descriptors close with it, and nothing else happens: no flush, no
-            # index or checkpoint written (Log.close would do all three).
-            for segment in hosted.log._local_log.segments:
-                if segment.fd >= 0:
-                    os.close(segment.fd)
-                    segment.fd = -1
-        broker.host = None
-        broker.fetch = None
-        self._forget_produces(broker.broker_id)
-        self.checked.pop(broker.broker_id, None)
-
-    def _track_durability(self) -> None:
-        """After each step: what each live broker's log holds on disk. A truncation takes its
-        bytes away; a flush (the recovery point moving) makes everything below it durable."""
-        for broker in self._live():
-            hosted = broker.hosted()
-            if hosted is not None:
-                log = hosted.log
-                broker.durable_end = max(
-                    min(broker.durable_end, log.log_end_offset), log.recovery_point
-                )
-
-    def _lose_unfsynced(self, broker: Broker, fsynced_end: int) -> None:
-        """What a power loss leaves of the log: its records below `fsynced_end` (the recovery
-        point when the power went). Emulated by opening the log and truncating it there."""
-        directory = broker.data_dir / partition_dir_name(*KEY)
-        config = log_config(self.image.configs.get((TOPIC_RESOURCE, TOPIC), {}))
-        lost = Log.open(directory, config, now_ms=self.now_ms)
-        if lost.log_end_offset > fsynced_end:
-            self.counts["records lost to the power loss"] += lost.log_end_offset - fsynced_end
-        lost.truncate_to(fsynced_end)
-        lost.close()
-
-    def _shutdown(self, broker: Broker) -> None:
-        """Controlled shutdown: the controller moves its leaderships, then it closes its logs."""
-        self.image = heartbeat(
-            self.image, broker.broker_id, self.image.end_offset, want_shutdown=True
-        )
-        self._apply_metadata(broker)
-        self._settle()
-        assert broker.host is not None
-        self._stop_cleaning(broker, discard=True)
-        broker.host.close_all()
-        broker.host = None
-        broker.fetch = None
-        self._forget_produces(broker.broker_id)
-        self.checked.pop(broker.broker_id, None)
-
-    def _forget_produces(self, broker_id: int) -> None:
-        # The client's connection broke: those produces were not acknowledged (the idempotent
-        # producer sends its batches again).
-        for pending in self.produces:
-            if pending.broker_id == broker_id and pending.batch is not None:
-                pending.batch.sent_to = None
-        self.produces = [p for p in self.produces if p.broker_id != broker_id]
-        for batch in self.batches:
-            if batch.sent_to == broker_id:
-                batch.sent_to = None
-
     # --- steps -------------------------------------------------------------------------------
 
     def step_weights(self) -> dict[str, float]:
@@ -411,111 +227,6 @@ class Simulation(ReplicationChecks):
 
     def _live(self) -> list[Broker]:
         return [broker for broker in self.brokers.values() if broker.alive]
-
-    def _step_produce(self) -> bool:
-        live = self._live()
-        if not live:
-            return False
-        # Usually the leader the controller names; sometimes a broker a stale client picked.
-        leader = self.state().leader
-        target = self.brokers.get(leader) if self.rng.random() < 0.9 else self.rng.choice(live)
-        if target is None or target.host is None:
-            return False
-        numbers = range(self.next_value, self.next_value + self.rng.randint(1, 3))
-        values = [b"v%d" % n for n in numbers]
-        self.next_value += len(values)
-        keys = [compaction_key(value) for value in values] if self.compaction else None
-        request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
-        records = build_batch(values, keys=keys)
-        request.topics.add(name=TOPIC).partitions.add(partition=0, records=records)
-        response, waits = produce(target.host, request, self.now_ms, internal_write_refusal=None)
-        result = response.topics[0].partitions[0]
-        if waits:
-            self.produces.append(Produce(target.broker_id, values, waits[0]))
-        elif result.error_code == 0:
-            self._acknowledge(values, result.base_offset)
-        else:
-            self.counts["produce refused"] += 1
-        return True
-
-    def _step_idempotent(self) -> bool:
-        """The idempotent producer sends its first batch not in flight (a retry, in order), or
-        a new batch when fewer than IN_FLIGHT_MAX are unacknowledged."""
-        if not self._reset_sequences_if_needed():
-            return False
-        batch = next((b for b in self.batches if b.sent_to is None), None)
-        if batch is None:
-            if len(self.batches) >= IN_FLIGHT_MAX:
-                return False
-            count = self.rng.randint(1, 3)
-            sequences = range(self.next_sequence, self.next_sequence + count)
-            batch = IdempotentBatch(self.next_sequence, [b"p%d" % n for n in sequences])
-            self.next_sequence += count
-            self.batches.append(batch)
-        elif batch is not self.batches[0] and self.batches[0].sent_to is None:
-            return False
-        return self._send_idempotent(batch)
-
-    def _reset_sequences_if_needed(self) -> bool:
-        """KIP-360, as the SDK does it (producer_sequences.py): once the oldest unacknowledged
-        batch was refused because the leader lost this producer's state (its records deleted),
-        and nothing is in flight, bump the epoch and number the batches left from 0 again.
-        Returns whether the producer may send."""
-        if not self.sequence_reset_needed:
-            return True
-        if any(b.sent_to is not None for b in self.batches):
-            return False  # what is in flight finishes first
-        self.producer_epoch += 1
-        self.epoch_first_sequence = self.batches[0].sequence if self.batches else self.next_sequence
-        self.sequence_reset_needed = False
-        self.counts["idempotent epoch bumps (KIP-360)"] += 1
-        return True
-
-    def _send_idempotent(self, batch: IdempotentBatch) -> bool:
-        leader = self.brokers.get(self.state().leader)
-        if leader is None or leader.host is None:
-            return False
-        records = build_batch(
-            batch.values,
-            producer_id=PRODUCER_ID,
-            producer_epoch=self.producer_epoch,
-            base_sequence=batch.sequence - self.epoch_first_sequence,
-        )
-        request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
-        request.topics.add(name=TOPIC).partitions.add(partition=0, records=records)
-        hosted = leader.hosted()
-        end_before = -1 if hosted is None else hosted.log.log_end_offset
-        response, waits = produce(leader.host, request, self.now_ms, internal_write_refusal=None)
-        result = response.topics[0].partitions[0]
-        if result.error_code == 0 and 0 <= result.base_offset < end_before:
-            self.counts["idempotent retries answered from the log"] += 1
-        batch.attempts += 1
-        if batch.attempts > 1:
-            self.counts["idempotent batches sent again"] += 1
-        if waits:
-            batch.sent_to = leader.broker_id
-            self.produces.append(Produce(leader.broker_id, batch.values, waits[0], batch))
-        elif result.error_code == 0:
-            self._acknowledge_batch(batch, result.base_offset)
-        elif result.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
-            # Written before, its offsets forgotten (the batch left the broker's dedupe window
-            # with deleted records): a success without offsets, as the SDK and Kafka take it.
-            self.counts["idempotent batches answered as duplicates"] += 1
-            self._acknowledge_batch(batch, None)
-        else:
-            self.counts[f"idempotent refused: {ErrorCode(result.error_code).name}"] += 1
-            if result.error_code in STATE_LOST and batch is self.batches[0]:
-                self.sequence_reset_needed = True
-        return True
-
-    def _acknowledge_batch(self, batch: IdempotentBatch, base_offset: int | None) -> None:
-        """`base_offset` None: acknowledged without offsets (a duplicate)."""
-        batch.acknowledged = True
-        batch.sent_to = None
-        if base_offset is not None:
-            self._acknowledge(batch.values, base_offset)
-        while self.batches and self.batches[0].acknowledged:
-            self.batches.pop(0)
 
     def _step_fetch(self) -> bool:
         followers = [
@@ -612,174 +323,14 @@ class Simulation(ReplicationChecks):
         self._heartbeat(broker.broker_id)
         return True
 
-    def _step_expire(self) -> bool:
-        dead = [
-            b
-            for b in self.brokers.values()
-            if not b.alive and not self.image.brokers[b.broker_id].fenced
-        ]
-        if not dead:
-            return False
-        broker = self.rng.choice(dead)
-        self._commit(cp.fence_brokers(self.image, [broker.broker_id]))
-        return True
-
-    def _step_kill(self) -> bool:
-        live = self._live()
-        if not self._may_fault(live):
-            return False
-        self._kill(self.rng.choice(live))
-        self.counts["kills"] += 1
-        return True
-
-    def _step_shutdown(self) -> bool:
-        live = [b for b in self._live() if not self.image.brokers[b.broker_id].fenced]
-        if not self._may_fault(live):
-            return False
-        self._shutdown(self.rng.choice(live))
-        return True
-
-    def _step_power_loss(self) -> bool:
-        """Every broker loses power at once: what it had not fsynced is gone. The README promises
-        that acknowledged records survive this only with flush.messages=1."""
-        if not self.power_loss or len(self._live()) < len(self.brokers):
-            return False
-        for broker in self.brokers.values():
-            broker.fsynced_end = broker.durable_end
-            self._kill(broker)
-        self.counts["power losses"] += 1
-        return True
-
-    def _step_delete_records(self) -> bool:
-        """DeleteRecords at the controller's leader, below an offset up to its high watermark."""
-        leader = self.brokers.get(self.state().leader)
-        hosted = None if leader is None else leader.hosted()
-        if leader is None or leader.host is None or hosted is None:
-            return False
-        start, high_watermark = hosted.log.log_start_offset, hosted.high_watermark
-        if high_watermark <= start:
-            return False
-        offset = self.rng.randint(start + 1, high_watermark)
-        wanted = broker_pb2.DeleteRecordsRequest.PartitionData(partition=0, offset=offset)
-        result = broker_pb2.DeleteRecordsResponse.PartitionResponse(partition=0)
-        start_deletion(leader.host, TOPIC, wanted, result)
-        if result.error_code == 0:
-            self.deleted_below = max(self.deleted_below, offset)
-            self.counts["records deleted on request"] += offset - start
-        return True
-
-    def _may_fault(self, live: list[Broker]) -> bool:
-        """Whether one of `live` may go down now (one always stays up)."""
-        if len(live) < 2:
-            return False
-        return len(live) == len(self.brokers) or self.rng.random() < SECOND_FAULT
-
-    def _step_restart(self) -> bool:
-        dead = [b for b in self.brokers.values() if not b.alive]
-        if not dead:
-            return False
-        broker = self.rng.choice(dead)
-        self._register(broker.broker_id)
-        self._start(broker)
-        return True
-
     def _step_preferred(self) -> bool:
         result = cp.preferred_leader_elections(self.image)
         self._commit(result)
         return bool(result.records)
 
-    def _step_maintenance(self) -> bool:
-        live = self._live()
-        if not live:
-            return False
-        broker = self.rng.choice(live)
-        assert broker.host is not None
-        take_changes(broker.host, broker.pending)
-        flush_pending(broker.host, broker.pending, now_ms=self.now_ms)
-        checkpoint_pending(broker.host, broker.pending)
-        hosted = broker.hosted()
-        if self.retention and hosted is not None:
-            start = hosted.log.log_start_offset
-            retention_pass(
-                broker.host, now_ms=self.now_ms, producer_id_expiration_ms=PRODUCER_ID_EXPIRATION_MS
-            )
-            if hosted.log.log_start_offset > start:
-                self.counts["records deleted by retention"] += hosted.log.log_start_offset - start
-                self.deleted_below = max(self.deleted_below, hosted.log.log_start_offset)
-        if self.compaction and hosted is not None:
-            self._clean(broker, hosted)
-        return True
-
-    def _clean(self, broker: Broker, hosted: HostedPartition) -> None:
-        """A step of the log cleaner (log_cleaner.py): when a pass is due, plan it, and run it
-        and swap it in now or at a later step (its worker thread runs beside everything else, so
-        the steps between may truncate, delete or close what it planned on)."""
-        if broker.cleaning is None:
-            if not hosted.log.compaction_due(
-                now_ms=self.now_ms, high_watermark=hosted.high_watermark
-            ):
-                self.counts["compaction passes not due"] += 1
-                return
-            job = hosted.log.plan_compaction(
-                now_ms=self.now_ms, high_watermark=hosted.high_watermark
-            )
-            if job is None:
-                return
-            ran = job.run() if self.rng.random() < 0.5 else None
-            broker.cleaning = job, ran
-            if self.rng.random() < 0.5:
-                return  # swapped in at a later step
-        job, ran = broker.cleaning
-        broker.cleaning = None
-        try:
-            cleaned = job.run() if ran is None else ran
-        except SamsaError:  # a planned segment was cut under the pass
-            job.discard()
-            self.counts["compaction passes discarded"] += 1
-            return
-        compacted = hosted.log.finish_compaction(job, cleaned)
-        if compacted == NOTHING_CLEANED and any(c.indexes is not None for c in cleaned.segments):
-            self.counts["compaction passes discarded"] += 1
-        self.counts["records removed by compaction"] += compacted.records_removed
-        self.counts["markers removed by compaction"] += compacted.markers_removed
-
-    def _stop_cleaning(self, broker: Broker, *, discard: bool) -> None:
-        """The broker stops: a kill takes the cleaner's thread with it (its files stay for the
-        next open to remove), a shutdown cancels the pass and discards them."""
-        if broker.cleaning is not None:
-            job, _ = broker.cleaning
-            broker.cleaning = None
-            job.close()
-            if discard:
-                job.discard()
-
     def _step_clock(self) -> bool:
         self.now_ms += self.rng.choice((1, 10, 100, LAG_MAX_MS + 1))
         return True
-
-    # --- acknowledgements ----------------------------------------------------------------------
-
-    def _settle(self) -> None:
-        """Answer the acks=all produces whose wait is over, as await_replication does."""
-        still = []
-        for pending in self.produces:
-            if not settled(pending.wait):
-                still.append(pending)
-            elif pending.wait.result.error_code == 0:
-                if pending.batch is None:
-                    self._acknowledge(pending.values, pending.wait.result.base_offset)
-                else:
-                    self._acknowledge_batch(pending.batch, pending.wait.result.base_offset)
-            else:
-                self.counts["produce failed after append"] += 1
-                if pending.batch is not None:
-                    pending.batch.sent_to = None  # sent again, in order
-        self.produces = still
-
-    def _acknowledge(self, values: list[bytes], base_offset: int) -> None:
-        for index, value in enumerate(values):
-            self.acked[base_offset + index] = value
-        self.counts["records acknowledged"] += len(values)
 
     # --- the end -----------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tests.unit.broker.replication_checks import SafetyViolation, compaction_key
-from tests.unit.broker.replication_sim import BROKERS, Simulation
+from tests.unit.broker.replication_cluster import BROKERS
+from tests.unit.broker.replication_sim import Simulation
 
 
 def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:

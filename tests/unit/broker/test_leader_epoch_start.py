@@ -17,7 +17,7 @@ from samsa.common.record.codec import build_batch
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.controller import control_plane as cp
-from tests.unit.broker.replication_sim import KEY, TOPIC, cluster_with_topic, commit
+from tests.unit.broker.replication_cluster import KEY, TOPIC, cluster_with_topic, commit
 
 
 def test_a_new_leader_records_where_its_epoch_starts(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from samsa.services.broker.requests.produce import produce
 from samsa.services.controller import control_plane as cp
 from samsa.v1 import broker_pb2
 from samsa.v1 import controller_pb2 as c
-from tests.unit.broker.replication_sim import KEY, TOPIC, cluster_with_topic, commit
+from tests.unit.broker.replication_cluster import KEY, TOPIC, cluster_with_topic, commit
 
 LEADER, IN_SYNC, ADDED = 1, 2, 3
 NOW_MS = 1_000

@@ -21,7 +21,13 @@ from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.controller import control_plane as cp
 from samsa.v1 import controller_pb2 as c
-from tests.unit.broker.replication_sim import BROKERS, DEFAULTS, commit, heartbeat, registered
+from tests.unit.broker.replication_cluster import (
+    BROKERS,
+    DEFAULTS,
+    commit,
+    heartbeat,
+    registered,
+)
 
 
 def test_a_batch_refreshes_only_the_partitions_it_changed(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.broker.replication_sim import BROKERS
+from tests.unit.broker.replication_cluster import BROKERS
 from tests.unit.broker.simulation_run import compacted_view, run_mode, run_to_end, slow_loop
 from tests.unit.broker.transaction_sim import TransactionSimulation, transaction_of
 

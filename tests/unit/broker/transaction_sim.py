@@ -44,13 +44,9 @@ from samsa.services.broker.requests.produce_wait import settled
 from samsa.services.broker.requests.txn_markers import write_txn_markers
 from samsa.v1 import broker_pb2, records_pb2
 from tests.unit.broker.replication_checks import SafetyViolation, compaction_key
-from tests.unit.broker.replication_sim import (
-    IN_FLIGHT_MAX,
-    KEY,
-    TOPIC,
-    IdempotentBatch,
-    Simulation,
-)
+from tests.unit.broker.replication_cluster import KEY, TOPIC
+from tests.unit.broker.replication_producers import IN_FLIGHT_MAX, IdempotentBatch
+from tests.unit.broker.replication_sim import Simulation
 
 TXN_PRODUCER_ID = 9
 MARKER_VALUE_PREFIX = b"\x00\x00"  # a control record's value starts with its version, 0
