@@ -26,7 +26,8 @@ import pytest
 
 from tests.unit.broker.replication_cluster import BROKERS
 from tests.unit.broker.simulation_run import compacted_view, run_mode, run_to_end, slow_loop
-from tests.unit.broker.transaction_sim import TransactionSimulation, transaction_of
+from tests.unit.broker.transaction_checks import transaction_of
+from tests.unit.broker.transaction_sim import TransactionSimulation
 
 # Seeds CI runs, by mode (replication_sim.MODES).
 CI_SEEDS = {"default": 10, "power": 3, "delete": 3, "retention": 3, "compaction": 3}
