@@ -1,11 +1,13 @@
-"""Goal: the record-batch codec round-trips every kind of record, detects every corruption it
-can, and answers hostile bytes with a typed error, quickly and without large allocations.
+"""Goal: the record-batch codec round-trips every kind of record, writes exactly what
+docs/record-batch.md describes (its worked example included), refuses with a typed error what it
+cannot encode, and does no I/O.
 
-Method: round trips through build_batch/decode_batch; byte-for-byte comparison with a reference
-encoder written here from docs/record-batch.md alone (per-record struct.pack, no codec code);
-exhaustive single-bit flips and truncations of small encoded batches; hand-built hostile records
-sections wrapped in a correctly signed header (so that the CRC passes and the section's own bounds
-checks are what is tested); zstd bombs measured with tracemalloc.
+Method: round trips through build_batch/decode_batch (plain, zstd, log-append time, control
+markers, consecutive batches); byte-for-byte comparison with a reference encoder written from
+docs/record-batch.md alone (record_reference.py: per-record struct.pack, no codec code); bad
+arguments and batches over the hard limits given to build_batch; the codec modules' imports
+parsed with ast; the document's hex example compared with what the codec writes. Corrupted input
+is test_record_corruption.py's, hostile input test_record_hostile_sections.py's.
 """
 
 from __future__ import annotations
@@ -13,22 +15,13 @@ from __future__ import annotations
 import ast
 import re
 import struct
-import tracemalloc
 from pathlib import Path
 
-import crc32c
 import pytest
 import zstandard
 
 from samsa.common import limits
-from samsa.common.errors import (
-    CorruptRecordError,
-    InvalidRecordError,
-    RecordTooLargeError,
-    SamsaError,
-    UnsupportedCompressionError,
-    UnsupportedFormatError,
-)
+from samsa.common.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from samsa.common.record import header
 from samsa.common.record.codec import (
     CONTROL_TYPE_ABORT,
@@ -40,118 +33,9 @@ from samsa.common.record.codec import (
     decode_batches,
     read_control_marker,
 )
+from tests.unit.record_reference import reference_section, sign, small_batch
 
 REPO = Path(__file__).resolve().parents[2]
-MIB = 1 << 20
-
-
-# --- helpers: a records section and a header built from the spec, not from the codec ---------
-
-
-def reference_section(
-    values: list[bytes | None],
-    keys: list[bytes | None],
-    timestamp_deltas: list[int],
-    offset_deltas: list[int],
-    headers: list[list[tuple[str, bytes | None]]],
-) -> bytes:
-    """The records section exactly as docs/record-batch.md describes it, one field at a time."""
-    flat = [pair for record_headers in headers for pair in record_headers]
-    header_keys = [key.encode() for key, _ in flat]
-    header_values = [value for _, value in flat]
-    out = bytearray()
-    for delta in offset_deltas:
-        out += struct.pack("<i", delta)
-    for delta in timestamp_deltas:
-        out += struct.pack("<q", delta)
-    for column in (keys, values):
-        for item in column:
-            out += struct.pack("<i", -1 if item is None else len(item))
-    for record_headers in headers:
-        out += struct.pack("<i", len(record_headers))
-    for key in header_keys:
-        out += struct.pack("<i", len(key))
-    for value in header_values:
-        out += struct.pack("<i", -1 if value is None else len(value))
-    for column in (keys, values, header_keys, header_values):
-        for item in column:
-            out += item or b""
-    return bytes(out)
-
-
-def sign(
-    section: bytes,
-    *,
-    record_count: int,
-    last_offset_delta: int | None = None,
-    attributes: int = 0,
-    base_offset: int = 0,
-    base_timestamp: int = 0,
-    max_timestamp: int = 0,
-) -> bytes:
-    """A header with a correct length and CRC around an arbitrary (possibly hostile) section."""
-    if last_offset_delta is None:
-        last_offset_delta = record_count - 1
-    fields = [
-        base_offset,
-        header.HEADER_BYTES - header.LOG_OVERHEAD + len(section),
-        -1,
-        header.MAGIC,
-        0,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        -1,
-        -1,
-        -1,
-        record_count,
-    ]
-    unsigned = header.HEADER.pack(*fields)
-    fields[4] = crc32c.crc32c(unsigned[header.CRC_COVERED_FROM :] + section)
-    return header.HEADER.pack(*fields) + section
-
-
-def arrays(*columns: tuple[str, list[int]]) -> bytes:
-    return b"".join(struct.pack(f"<{len(items)}{code}", *items) for code, items in columns)
-
-
-def hostile_section(
-    *,
-    key_lengths: list[int],
-    value_lengths: list[int],
-    payload: bytes,
-    header_counts: list[int] | None = None,
-    header_key_lengths: list[int] = (),  # type: ignore[assignment]
-    header_value_lengths: list[int] = (),  # type: ignore[assignment]
-    offset_deltas: list[int] | None = None,
-) -> bytes:
-    record_count = len(key_lengths)
-    return (
-        arrays(
-            ("i", offset_deltas if offset_deltas is not None else list(range(record_count))),
-            ("q", [0] * record_count),
-            ("i", key_lengths),
-            ("i", value_lengths),
-            ("i", header_counts if header_counts is not None else [0] * record_count),
-            ("i", list(header_key_lengths)),
-            ("i", list(header_value_lengths)),
-        )
-        + payload
-    )
-
-
-def small_batch(compression: int = header.COMPRESSION_NONE) -> bytes:
-    return build_batch(
-        [b"v0", None, b""],
-        keys=[b"k0", b"k1", None],
-        timestamps=[1_000, 999, 1_005],
-        headers=[[("h", b"x")], [], [("é", None)]],
-        producer_id=42,
-        producer_epoch=3,
-        base_sequence=7,
-        compression=compression,
-    )
 
 
 # --- round trips -------------------------------------------------------------------------------
@@ -390,284 +274,6 @@ def test_build_batch_refuses_batches_over_the_hard_limits(monkeypatch: pytest.Mo
     monkeypatch.setattr(limits, "batch_uncompressed_bytes_max", 4000)
     with pytest.raises(RecordTooLargeError, match="uncompressed"):
         build_batch([bytes(5000)], compression=header.COMPRESSION_ZSTD)
-
-
-# --- corruption: bit flips and truncations -----------------------------------------------------
-
-# Bytes the CRC does not cover, by design: the broker owns them and rewrites them on append
-# without re-signing the batch (header.stamp_offsets). A flip there changes which offsets the
-# records get, not the records; replication's leader-epoch and offset checks own that risk.
-BROKER_OWNED = set(range(0, 8)) | set(range(12, 16))
-
-
-@pytest.mark.parametrize("compression", [header.COMPRESSION_NONE, header.COMPRESSION_ZSTD])
-def test_every_single_bit_flip_outside_broker_fields_is_detected(compression: int) -> None:
-    raw = small_batch(compression)
-    original = decode_batch(raw)
-    for position in range(len(raw)):
-        for bit in range(8):
-            flipped = bytearray(raw)
-            flipped[position] ^= 1 << bit
-            if position in BROKER_OWNED:
-                continue  # the next test covers these
-            with pytest.raises((CorruptRecordError, UnsupportedFormatError)):
-                decode_batch(flipped)
-    assert decode_batch(raw).values == original.values
-
-
-def test_bit_flips_in_broker_owned_fields_are_not_covered_by_the_crc() -> None:
-    """Documented, not hidden: base_offset and partition_leader_epoch sit before the CRC."""
-    raw = small_batch()
-    for position in sorted(BROKER_OWNED):
-        for bit in range(8):
-            flipped = bytearray(raw)
-            flipped[position] ^= 1 << bit
-            flipped_header = header.read_header(flipped)
-            if flipped_header.base_offset < 0:
-                # The sign bit of base_offset: the field rule catches it, the CRC does not.
-                with pytest.raises(InvalidRecordError, match="base_offset"):
-                    decode_batch(flipped)
-                continue
-            batch = decode_batch(flipped)  # the CRC still verifies
-            assert batch.values == [b"v0", None, b""]
-            changed = (
-                batch.header.base_offset,
-                batch.header.partition_leader_epoch,
-            ) != (0, -1)
-            assert changed
-
-
-@pytest.mark.parametrize("compression", [header.COMPRESSION_NONE, header.COMPRESSION_ZSTD])
-def test_every_truncation_raises_corrupt_record(compression: int) -> None:
-    raw = small_batch(compression)
-    for length in range(len(raw)):
-        with pytest.raises(CorruptRecordError):
-            decode_batch(raw[:length])
-        with pytest.raises(CorruptRecordError):
-            decode_batch(raw[:length], verify_crc=False)
-
-
-def test_every_truncation_of_a_correctly_signed_section_raises_corrupt_record() -> None:
-    """Past the CRC: a producer that signed a short section must still be caught by bounds."""
-    section = small_batch()[header.HEADER_BYTES :]
-    for length in range(len(section)):
-        with pytest.raises(CorruptRecordError):
-            decode_batch(sign(section[:length], record_count=3))
-
-
-def test_verify_crc_false_skips_only_the_crc() -> None:
-    raw = bytearray(small_batch())
-    raw[header.CRC_POSITION] ^= 0xFF
-    with pytest.raises(CorruptRecordError, match="CRC-32C"):
-        decode_batch(raw)
-    assert decode_batch(raw, verify_crc=False).values == [b"v0", None, b""]
-    raw[header.MAGIC_POSITION] = 9
-    with pytest.raises(UnsupportedFormatError):
-        decode_batch(raw, verify_crc=False)
-
-
-# --- hostile sections (correctly signed, so the section's own checks are what is tested) -----
-
-
-def hostile(section: bytes, record_count: int, **kwargs: int) -> bytes:
-    return sign(section, record_count=record_count, **kwargs)
-
-
-@pytest.mark.parametrize(
-    ("raw", "match"),
-    [
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[1, 1, 1, 9000], value_lengths=[0] * 4, payload=b"k" * 123
-                ),
-                4,
-            ),
-            r"key_lengths\[3\] = 9000 exceeds the 120 key bytes remaining",
-        ),
-        (
-            hostile(hostile_section(key_lengths=[-1], value_lengths=[2**31 - 1], payload=b"v"), 1),
-            r"value_lengths\[0\] = 2147483647 exceeds the 1 value bytes remaining",
-        ),
-        (
-            hostile(hostile_section(key_lengths=[-2], value_lengths=[0], payload=b""), 1),
-            r"key_lengths\[0\] = -2 is negative",
-        ),
-        (
-            hostile(hostile_section(key_lengths=[0], value_lengths=[-7], payload=b""), 1),
-            r"value_lengths\[0\] = -7 is negative",
-        ),
-        (
-            hostile(hostile_section(key_lengths=[1], value_lengths=[1], payload=b"kvX"), 1),
-            "1 trailing bytes",
-        ),
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[0], value_lengths=[0], payload=b"", header_counts=[-1]
-                ),
-                1,
-            ),
-            r"header_counts\[0\] = -1 is negative",
-        ),
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[0], value_lengths=[0], payload=b"", header_counts=[2**31 - 1]
-                ),
-                1,
-            ),
-            "header_counts sum to 2147483647 headers",
-        ),
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[0],
-                    value_lengths=[0],
-                    payload=b"k",
-                    header_counts=[1],
-                    header_key_lengths=[-1],
-                    header_value_lengths=[-1],
-                ),
-                1,
-            ),
-            "header keys are never null",
-        ),
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[0],
-                    value_lengths=[0],
-                    payload=b"\xff",
-                    header_counts=[1],
-                    header_key_lengths=[1],
-                    header_value_lengths=[-1],
-                ),
-                1,
-            ),
-            "not valid UTF-8",
-        ),
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[0],
-                    value_lengths=[0],
-                    payload=b"k",
-                    header_counts=[1],
-                    header_key_lengths=[1],
-                    header_value_lengths=[5],
-                ),
-                1,
-            ),
-            r"header_value_lengths\[0\] = 5 exceeds the 0 header value bytes remaining",
-        ),
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[0, 0], value_lengths=[0, 0], payload=b"", offset_deltas=[1, 1]
-                ),
-                2,
-                last_offset_delta=1,
-            ),
-            r"offset_deltas\[1\] = 1 follows 1",
-        ),
-        (
-            hostile(
-                hostile_section(
-                    key_lengths=[0, 0], value_lengths=[0, 0], payload=b"", offset_deltas=[-5, 1]
-                ),
-                2,
-                last_offset_delta=1,
-            ),
-            r"offset_deltas\[0\] = -5 is negative",
-        ),
-        (
-            hostile(
-                hostile_section(key_lengths=[0, 0], value_lengths=[0, 0], payload=b""),
-                2,
-                last_offset_delta=4,
-            ),
-            r"offset_deltas\[1\] = 1 but the header's last_offset_delta is 4",
-        ),
-    ],
-)
-def test_hostile_sections_raise_corrupt_record_naming_the_field(raw: bytes, match: str) -> None:
-    with pytest.raises(CorruptRecordError, match=match):
-        decode_batch(raw)
-
-
-def test_huge_record_count_fails_before_allocating() -> None:
-    raw = hostile(b"\x00" * 48, 2**31 - 1, last_offset_delta=2**31 - 1)
-    tracemalloc.start()
-    try:
-        with pytest.raises(CorruptRecordError, match="record_count 2147483647 needs"):
-            decode_batch(raw)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < MIB
-
-
-def test_unknown_attributes_and_codecs_are_typed_errors() -> None:
-    section = reference_section([b"a"], [None], [0], [0], [[]])
-    with pytest.raises(UnsupportedCompressionError):
-        decode_batch(hostile(section, 1, attributes=2))
-    with pytest.raises(InvalidRecordError, match="unknown bits"):
-        decode_batch(hostile(section, 1, attributes=0x40))
-
-
-@pytest.fixture(scope="module")
-def zero_bomb_frames() -> dict[str, bytes]:
-    """200 MiB of zeros as one zstd frame (~6 KiB), with and without a declared content size,
-    compressed in 1 MiB pieces so that the test itself never holds 200 MiB."""
-    zero = bytes(MIB)
-    frames = {}
-    for name, write_content_size in (("declared", True), ("undeclared", False)):
-        compressor = zstandard.ZstdCompressor(write_content_size=write_content_size)
-        stream = compressor.compressobj(size=200 * MIB if write_content_size else -1)
-        frames[name] = b"".join([stream.compress(zero) for _ in range(200)] + [stream.flush()])
-    return frames
-
-
-@pytest.mark.parametrize("kind", ["declared", "undeclared"])
-def test_zstd_bomb_is_refused_without_allocating_it(
-    zero_bomb_frames: dict[str, bytes], kind: str
-) -> None:
-    frame = zero_bomb_frames[kind]
-    assert len(frame) < 64 * 1024
-    raw = hostile(frame, 1, attributes=header.COMPRESSION_ZSTD)
-    tracemalloc.start()
-    try:
-        with pytest.raises(CorruptRecordError, match=str(limits.batch_uncompressed_bytes_max)):
-            decode_batch(raw)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    # An undeclared frame is measured in 1 MiB chunks that are counted and dropped.
-    assert peak < 4 * MIB
-
-
-@pytest.mark.parametrize(
-    "frame",
-    [
-        b"",
-        b"\x28\xb5\x2f\xfd",  # the magic number alone
-        b"not zstd at all",
-        zstandard.ZstdCompressor().compress(b"abc" * 100)[:-3],  # truncated frame
-        zstandard.ZstdCompressor().compress(b"abc" * 100) + b"\x00",  # a byte after the frame
-        zstandard.ZstdCompressor().compress(b"a") + zstandard.ZstdCompressor().compress(b"b"),
-        b"\x50\x2a\x4d\x18\x04\x00\x00\x00abcd" + zstandard.ZstdCompressor().compress(b"a"),
-    ],
-)
-def test_bad_zstd_frames_raise_corrupt_record(frame: bytes) -> None:
-    with pytest.raises(CorruptRecordError):
-        decode_batch(hostile(frame, 1, attributes=header.COMPRESSION_ZSTD))
-
-
-def test_errors_are_samsa_errors_with_kafka_codes() -> None:
-    with pytest.raises(SamsaError) as caught:
-        decode_batch(b"\x00" * 100)
-    assert caught.value.code == CorruptRecordError.code
 
 
 # --- purity and the document -------------------------------------------------------------------
