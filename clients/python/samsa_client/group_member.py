@@ -13,9 +13,11 @@ happened, with numbers for time:
 
 - `heartbeat_request(now_ms)`: the heartbeat to send now, or None (not due, or one in flight);
 - `on_heartbeat_answer(answer, now_ms)` / `on_heartbeat_failed(code, message, now_ms)`;
-- `pending_callback()` / `on_callback_done(now_ms)`: the one listener call to run, at most one
-  at a time, always from the application's `poll` (Kafka's rule: callbacks run in the poll
-  thread);
+- `pending_callback()`, `begin_callback()` / `on_callback_done(now_ms)`: the one listener call to
+  run, at most one at a time, always from the application's `poll` (Kafka's rule: callbacks run
+  in the poll thread). Heartbeats go on while it runs: when the member is fenced, goes stale or
+  fails meanwhile, the call's end records what it did to the owned set, and only then is what
+  is left lost (on_lost) and the member rejoins;
 - `subscribe`, `unsubscribe` (`close` leaves through it), `on_poll`.
 
 States, one table (STYLE habit 4); `_move` asserts every move:
@@ -158,6 +160,7 @@ class GroupMember:
         self.heartbeat_interval_ms = 0
         self.coordinator_needed = True
         self._callback: PendingCallback | None = None
+        self._running: PendingCallback | None = None  # begun, not yet done
         self._heartbeat_due_ms: int | None = None
         self._in_flight = False
         self._in_flight_leave = False
@@ -192,7 +195,7 @@ class GroupMember:
         """The application polled: the poll timer restarts; a STALE member rejoins."""
         self._last_poll_ms = now_ms
         if self.state is MemberState.STALE and self._callback is None:
-            self._lose_everything(now_ms)
+            self._lose_everything(now_ms)  # waits for a running listener call to end
 
     def check_poll_interval(self, now_ms: int) -> None:
         """Leave the group when the application has not polled for max.poll.interval.ms."""
@@ -290,13 +293,25 @@ class GroupMember:
 
     def pending_callback(self) -> PendingCallback | None:
         """The listener call to run now (from the application's poll), if any."""
-        return self._callback
+        return None if self._running is not None else self._callback
+
+    def begin_callback(self) -> PendingCallback | None:
+        """The pending listener call, which the caller now runs and ends with on_callback_done
+        (None: there is none, or one is running)."""
+        self._running = self.pending_callback()
+        return self._running
 
     def on_callback_done(self, now_ms: int) -> None:
-        """The pending callback returned (or raised: the move happens either way, as in Kafka)."""
-        callback = self._callback
-        assert callback is not None, "no callback is pending"
-        self._callback = None
+        """The running callback returned (or raised: the move happens either way, as in Kafka).
+        When the member was fenced, went stale or failed while it ran, the pending callback was
+        replaced or dropped: the owned set records what this one did, then what is left is
+        lost."""
+        callback = self._running
+        assert callback is not None, "no callback is running"
+        self._running = None
+        interrupted = callback is not self._callback
+        if not interrupted:
+            self._callback = None
         if callback.kind is CallbackKind.REVOKED:
             self.owned = self.owned - callback.partitions
         elif callback.kind is CallbackKind.ASSIGNED:
@@ -307,6 +322,13 @@ class GroupMember:
             if self.state in (MemberState.FENCED, MemberState.STALE):
                 self._rejoin(now_ms)
                 return
+        if interrupted:
+            if self.state is MemberState.FENCED:
+                self._callback = None
+                self._lose_everything(now_ms)
+            elif self.state is MemberState.STALE:
+                self.on_poll(now_ms)  # the listener ran inside poll(): lose the rest now
+            return
         self._next_reconcile_step(now_ms)
 
     def _next_reconcile_step(self, now_ms: int) -> None:
@@ -335,6 +357,8 @@ class GroupMember:
             self._move(MemberState.STABLE)
 
     def _lose_everything(self, now_ms: int) -> None:
+        if self._running is not None:
+            return  # on_callback_done comes back here once the running listener call ended
         if self.owned:
             self._callback = PendingCallback(CallbackKind.LOST, self.owned)
         else:

@@ -77,7 +77,7 @@ class RebalanceStep:
 
 def begin_step(member: GroupMember, state: FetchState, auto_commit: bool) -> RebalanceStep | None:
     """Under the lock: the next listener call (None: none pending), after what goes first."""
-    callback = member.pending_callback()
+    callback = member.begin_callback()
     if callback is None:
         return None
     partitions = sorted(callback.partitions)

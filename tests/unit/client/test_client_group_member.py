@@ -57,7 +57,7 @@ def error(code: ErrorCode) -> cp.ConsumerGroupHeartbeatResponse:
 
 def run_callbacks(m: GroupMember, now: int) -> list[tuple[CallbackKind, set[int]]]:
     ran = []
-    while (callback := m.pending_callback()) is not None:
+    while (callback := m.begin_callback()) is not None:
         ran.append((callback.kind, {p for _, p in callback.partitions}))
         m.on_callback_done(now)
     return ran
