@@ -11,8 +11,10 @@ partition's one owner. A consumer outside the group protocol (member_id "" and e
 commit only while the group has no members. A commit to a group that does not exist creates it
 (group_metadata at epoch 0), as Kafka does.
 
-Retention: the offsets of a group with no members expire `offsets_retention_ms` after they were
-committed (`expired_offsets`); the caller deletes a group left with no members and no offsets.
+Retention (Kafka's KIP-211): the offsets of a group with no members expire once the group has
+been empty for `offsets_retention_ms`, or, for an offset committed while it was empty (an admin
+reset, a consumer outside the group protocol), that long after the commit (`expired_offsets`);
+the caller deletes a group left with no members and no offsets.
 """
 
 from __future__ import annotations
@@ -189,10 +191,12 @@ def lag_inputs(shard: GroupShard, group_id: str) -> list[tuple[str, int, int, st
 def expired_offsets(
     group: ConsumerGroup, now_ms: int, config: GroupConfig
 ) -> Iterator[TopicPartition]:
-    """Offsets of a group without members whose retention has run out."""
+    """Offsets of a group without members whose retention has run out: counted from the later
+    of their commit and the moment the group was left empty (`empty_since_ms`)."""
     if group.members:
         return
+    empty_since = group.empty_since_ms or 0
     for topic_partition in sorted(group.offsets):
         value = group.offsets[topic_partition]
-        if value.commit_timestamp_ms + config.offsets_retention_ms < now_ms:
+        if max(value.commit_timestamp_ms, empty_since) + config.offsets_retention_ms < now_ms:
             yield topic_partition

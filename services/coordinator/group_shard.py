@@ -82,8 +82,11 @@ class GroupCoordinatorShard:
 
     def start_timers(self, now_ms: int) -> None:
         """After a load: every member gets a fresh session, and a fresh revocation deadline when
-        it is revoking."""
+        it is revoking; retention starts again for the offsets of every group without members
+        (when it was left empty is not in the log: never expire early)."""
         for group in self.state.groups.values():
+            if not group.members:
+                group.empty_since_ms = now_ms
             for member in group.members.values():
                 member.session_deadline_ms = now_ms + self.config.session_timeout_ms
                 member.revocation_deadline_ms = None
@@ -166,6 +169,8 @@ class GroupCoordinatorShard:
             )
             for member_id in expired:
                 remove_member(writer, group, member_id)
+            if expired and not group.members:
+                group.empty_since_ms = now_ms  # offset retention counts from here
             for topic, partition in list(group_offsets.expired_offsets(group, now_ms, self.config)):
                 writer.write(records.offset_commit(group_id, topic, partition, None))
             if not group.members and not group.offsets:

@@ -1,9 +1,10 @@
 """Goal: offsets are stored only from the member at its current epoch (STALE below, FENCED above,
 UNKNOWN_MEMBER_ID for strangers, the empty-member -1 rule only while the group is empty), only for
 partitions that exist and with sane values; fetch returns them (-1 where nothing is committed);
-lag inputs cover committed and owned partitions; offsets of an empty group expire after retention
-and not before; the admin reads report the derived state and delete only empty groups;
-OffsetDelete deletes only the offsets of topics no member subscribes to (by name or regex).
+lag inputs cover committed and owned partitions; offsets of a group empty for the retention
+period expire, not before (more in test_group_offset_retention.py); the admin reads report the
+derived state and delete only empty groups; OffsetDelete deletes only the offsets of topics no
+member subscribes to (by name or regex).
 
 Method: GroupHarness scenarios; per-partition error codes and messages checked, the shard's
 offsets and records inspected, failover equality at the end of the writing scenarios.
@@ -132,8 +133,10 @@ def test_offsets_expire_after_retention_only_when_the_group_is_empty() -> None:
     h.heartbeat("a", 1, owned={"t": [0]})
     assert not h.expire().records  # a member is there: offsets stay
     h.heartbeat("a", -1)
+    h.now_ms += 1000
+    assert not h.expire().records  # empty for 1000 ms: retention counts from the leave
     h.now_ms += 1
-    h.expire()  # empty now, and the offset was committed 1002 ms ago: it goes, the group too
+    h.expire()  # empty for longer than the retention: the offset goes, the group too
     assert h.state.groups == {}
     h.assert_failover()
 
