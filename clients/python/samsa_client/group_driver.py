@@ -14,7 +14,9 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
 - `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
   coordinator, found again after NOT_COORDINATOR and the like, retried until
   `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent again with the epoch
-  the next heartbeat brings, while the member is still in the group; UNKNOWN_MEMBER_ID or
+  the next heartbeat brings, while the member is still in the group and still owns the partitions
+  it owned when the commit began (else CommitFailedError: a revoked partition's offset, sent at
+  the new epoch, would be accepted over its new owner's); UNKNOWN_MEMBER_ID or
   FENCED_MEMBER_EPOCH mean its partitions may already be someone else's: CommitFailedError.
 - Finding the coordinator (FindCoordinator on the bootstrap servers: every service answers it),
   forgetting it after a coordinator error and asking it until an answer are
@@ -273,6 +275,7 @@ class GroupDriver:
         if not offsets:
             return
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
+        owned_at_start: frozenset[TopicPartition] | None = None
         while True:
             with self.lock:
                 member = self.member
@@ -282,6 +285,18 @@ class GroupDriver:
                         f"offsets not committed: this member is not in group {self.group_id!r} "
                         f"now ({member.state.value}); its partitions may belong to another member",
                         ErrorCode.UNKNOWN_MEMBER_ID,
+                    )
+                if owned_at_start is None:
+                    owned_at_start = member.owned
+                # A retry goes at the member's new epoch, which the coordinator accepts for any
+                # partition: not for one given up since, which its new owner may have committed.
+                given_up = sorted((owned_at_start & offsets.keys()) - member.owned)
+                if subscribed and given_up:
+                    names = ", ".join(f"{topic}-{number}" for topic, number in given_up)
+                    raise CommitFailedError(
+                        f"offsets not committed: {names} were revoked from this member while the "
+                        "commit waited for its new epoch (STALE_MEMBER_EPOCH)",
+                        ErrorCode.STALE_MEMBER_EPOCH,
                     )
                 if subscribed:
                     request = offset_commit_request(
