@@ -120,7 +120,7 @@ def judge(producers: Producers, batch: PlannedBatch) -> BatchMetadata | ErrorCod
     latest = producer.batches[-1].last_sequence
     if sequence == (latest + 1) % MODULUS:
         return None
-    if sequence + batch.last_offset - batch.base_offset <= latest:
+    if (latest - mine.last_sequence) % MODULUS < MODULUS // 2:  # behind, across the wrap too
         return ErrorCode.DUPLICATE_SEQUENCE_NUMBER
     return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 

@@ -269,8 +269,11 @@ def _check_same_epoch(
         return None
     where = f"producer {entry.producer_id} epoch {entry.producer_epoch}: batch "
     where += f"{sequence}..{last_sequence}"
-    # No wrap reasoning: the unwrapped end of a stale retry lies at or below the latest sequence.
-    if sequence + batch.last_offset - batch.base_offset <= latest:
+    # At or below the latest sequence in serial-number arithmetic (RFC 1982), so that the wrap
+    # changes nothing: a batch whose last sequence is less than half the ring behind the latest
+    # is stale; one ahead of it (a gap, even across the wrap) is out of order. Never a duplicate
+    # answer for a gap: the producer takes DUPLICATE_SEQUENCE_NUMBER as written.
+    if entry.batches and (latest - last_sequence) % _SEQUENCE_MODULUS < _SEQUENCE_MODULUS // 2:
         return AppendRefused(
             ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
             f"{where} lies at or below the last written sequence {latest} but matches none of "
