@@ -180,6 +180,7 @@ def test_two_async_members_share_the_topic_commit_and_hand_over(cluster, produce
                 seen["b"] += await b.poll(timeout=0.05)
             assert len(a.assignment()) == len(b.assignment()) == 1, (a.assignment(), b.assignment())
             assert {a.assignment()[0][1], b.assignment()[0][1]} == {0, 1}
+            assert a.subscription() == b.subscription() == [TOPIC]
             await a.commit()
             await b.commit()
             every = [(r.partition, r.offset) for r in seen["a"] + seen["b"]]

@@ -563,6 +563,9 @@ def test_a_regex_subscription_picks_up_a_topic_created_after_joining(cluster: Lo
             lambda: owns(everything) and set(new_values) <= set(seen),
             timeout_s=30,
         )
+        assert consumer.subscription() == ["rx-first", "rx-new"], "the topics matched so far"
+        consumer.unsubscribe()
+        assert consumer.subscription() == []
     assert ("assigned", sorted(everything - first)) in listener.calls
     assert sorted(seen) == sorted(new_values), "each rx-new record once, nothing from rxnot"
 

@@ -48,6 +48,7 @@ from samsa.client.rebalance import (
     ConsumerRebalanceListener,
     begin_step,
     end_step,
+    subscribed_topics,
     subscription_of,
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
@@ -132,6 +133,14 @@ class AsyncConsumer:
 
     def assignment(self) -> list[TopicPartition]:
         return self._started().state.assignment()
+
+    def subscription(self) -> list[str]:
+        """The topics subscribed to (see Consumer.subscription)."""
+        driver = self._started()
+        group = driver.group
+        with driver.lock:
+            subscription = None if group is None else group.member.subscription
+            return subscribed_topics(subscription, driver.state.assignment())
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         driver = self._started()

@@ -62,6 +62,7 @@ from samsa.client.rebalance import (
     ConsumerRebalanceListener,
     begin_step,
     end_step,
+    subscribed_topics,
     subscription_of,
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
@@ -186,6 +187,15 @@ class Consumer:
     def assignment(self) -> list[TopicPartition]:
         with self._progress:
             return self._state.assignment()
+
+    def subscription(self) -> list[str]:
+        """The topics subscribed to, sorted: those given to subscribe(), or for a pattern the
+        topics of the current assignment; [] when not subscribed (assign() is not a
+        subscription)."""
+        group = self._driver.group
+        with self._progress:
+            subscription = None if group is None else group.member.subscription
+            return subscribed_topics(subscription, self._state.assignment())
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         with self._progress:

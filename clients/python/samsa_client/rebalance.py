@@ -123,3 +123,16 @@ def subscription_of(topics: str | Iterable[str], pattern: str | None) -> Subscri
     except re.error as error:
         raise ValueError(f"subscribe(pattern={pattern!r}) is not a valid regex: {error}") from None
     return Subscription(pattern=pattern)
+
+
+def subscribed_topics(
+    subscription: Subscription | None, assignment: Iterable[tuple[str, int]]
+) -> list[str]:
+    """What subscription() answers (Kafka's): the topics given to subscribe(), sorted; for a
+    pattern, the topics of the current assignment (the coordinator resolves the regex, KIP-848,
+    so those are the matching topics this member knows of); [] when not subscribed."""
+    if subscription is None:
+        return []
+    if subscription.pattern:
+        return sorted({topic for topic, _ in assignment})
+    return sorted(subscription.topics)

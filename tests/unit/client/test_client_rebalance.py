@@ -5,7 +5,8 @@ auto.offset.reset); revoked partitions are still fetched and committable during
 on_partitions_revoked, with their consumed positions auto-committed first, and leave only after
 it; lost partitions leave without a commit; the member learns of each step only after the
 listener returned (so its acknowledgement follows). Also: subscribe()'s arguments are checked,
-and a member's fatal error becomes the error poll() raises.
+subscription() names the subscribed topics, and a member's fatal error becomes the error poll()
+raises.
 
 Method: a pure GroupMember and FetchState driven with hand-made heartbeat answers, fetch answers
 and numbers for time; the listener calls are made the way the facades make them.
@@ -31,6 +32,7 @@ from samsa.client.rebalance import (
     begin_step,
     end_step,
     member_error,
+    subscribed_topics,
     subscription_of,
 )
 from samsa.common.errors import ErrorCode, OffsetOutOfRangeError
@@ -254,3 +256,14 @@ def test_subscribe_arguments_are_checked() -> None:
         subscription_of([], None)
     with pytest.raises(ValueError, match="not a valid regex"):
         subscription_of((), "orders-(")
+
+
+def test_subscription_names_the_topics_given_or_those_a_pattern_was_assigned() -> None:
+    assignment = [("orders-eu", 1), ("orders-us", 0), ("orders-eu", 0)]
+    topics = subscription_of(["b", "a"], None)
+    assert subscribed_topics(topics, assignment) == ["a", "b"], "what was given, not assigned"
+    assert subscribed_topics(topics, []) == ["a", "b"], "before any assignment too"
+    pattern = subscription_of((), "orders-.*")
+    assert subscribed_topics(pattern, assignment) == ["orders-eu", "orders-us"]
+    assert subscribed_topics(pattern, []) == []
+    assert subscribed_topics(None, assignment) == [], "assign() is not a subscription"
