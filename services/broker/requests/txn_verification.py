@@ -6,8 +6,11 @@ Theory of operation. A Produce with a `transactional_id` whose batches are trans
 heard of that partition, no marker would ever end that transaction, and every read_committed
 reader would wait at its first offset for ever (a *hanging transaction*). So before appending:
 
-1. `transactional_partitions` reads each partition's first batch header (no record is decoded):
-   the producer id and epoch it carries, for the partitions whose batches are transactional;
+1. `transactional_partitions` reads each partition's batch headers (no record is decoded): the
+   producer id and epoch its transactional batches carry. All of them must carry the same one
+   (else the partition is refused, INVALID_REQUEST): the verdict below is for that identity,
+   and a batch of another producer or epoch riding behind a verified one would open a
+   transaction nobody added;
 2. a partition where that producer already has a transaction open at that epoch passes at once:
    the coordinator added it when that transaction's first batch was checked, and its marker will
    end it (a late batch of an ended transaction carries an older epoch: the epoch is bumped at
@@ -29,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from samsa.common.errors import CorruptRecordError, ErrorCode
-from samsa.common.record.header import TRANSACTIONAL, read_header
+from samsa.common.record.header import TRANSACTIONAL, batch_size_at, read_header
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.hosted_partition import LeadershipError
 from samsa.services.broker.partition_host import PartitionHost
@@ -41,24 +44,44 @@ from samsa.services.runtime.txn_added_check import (
 from samsa.v1 import broker_pb2
 
 Identity = tuple[int, int]  # (producer id, producer epoch)
+# The identity of a partition whose transactional batches carry more than one (refused).
+MIXED: Identity = (-1, -1)
+MIXED_MESSAGE = (
+    "the partition's transactional batches carry more than one producer id and epoch: one "
+    "Produce carries the batches of one transactional producer"
+)
 
 
 def transactional_partitions(request: broker_pb2.ProduceRequest) -> dict[TopicPartition, Identity]:
-    """The partitions whose (first) batch is transactional, with the identity it carries. A
-    partition whose bytes cannot be read is left to the log's validation, which refuses it."""
+    """The partitions holding a transactional batch, with the identity those carry (MIXED when
+    they carry several). Headers are read up to the first unreadable one: the log's validation
+    refuses the partition's bytes from there."""
     found: dict[TopicPartition, Identity] = {}
     for topic in request.topics:
         for data in topic.partitions:
             records = data.records  # read once: each read of a bytes field copies it
-            if not records:
-                continue
-            try:
-                header = read_header(records, 0)
-            except CorruptRecordError:
-                continue
-            if header.attributes & TRANSACTIONAL:
-                found[(topic.name, data.partition)] = (header.producer_id, header.producer_epoch)
+            identities = _transactional_identities(records)
+            if identities:
+                one = len(identities) == 1
+                found[(topic.name, data.partition)] = next(iter(identities)) if one else MIXED
     return found
+
+
+def _transactional_identities(records: bytes) -> set[Identity]:
+    identities: set[Identity] = set()
+    position = 0
+    while position < len(records):
+        try:
+            header = read_header(records, position)
+            size = batch_size_at(records, position)
+        except CorruptRecordError:
+            break
+        if size <= 0:
+            break
+        if header.attributes & TRANSACTIONAL:
+            identities.add((header.producer_id, header.producer_epoch))
+        position += size
+    return identities
 
 
 class TransactionVerifier:
@@ -76,23 +99,29 @@ class TransactionVerifier:
         """(partitions that may take transactional batches, partitions refused and why)."""
         wanted = transactional_partitions(request)
         verified: set[TopicPartition] = set()
+        mixed = {key for key, identity in wanted.items() if identity == MIXED}
+        refused: dict[TopicPartition, Refusal] = dict.fromkeys(
+            mixed, (ErrorCode.INVALID_REQUEST, MIXED_MESSAGE)
+        )
         ask: dict[TopicPartition, Identity] = {}
         for key, (producer_id, epoch) in wanted.items():
             hosted = host.leader(*key)
-            if isinstance(hosted, LeadershipError):
+            if key in mixed or isinstance(hosted, LeadershipError):
                 continue  # produce() answers the leadership error
             if hosted.log.has_open_transaction(producer_id, epoch):
                 verified.add(key)
             else:
                 ask[key] = (producer_id, epoch)
         if not ask:
-            return verified, {}
+            return verified, refused
         if len(set(ask.values())) > 1:
             message = "one Produce carries the batches of one transactional producer"
-            return verified, dict.fromkeys(ask, (ErrorCode.INVALID_REQUEST, message))
+            refused |= dict.fromkeys(ask, (ErrorCode.INVALID_REQUEST, message))
+            return verified, refused
         if not request.transactional_id:
             message = "transactional batches need the request's transactional_id"
-            return verified, dict.fromkeys(ask, (ErrorCode.INVALID_TXN_STATE, message))
+            refused |= dict.fromkeys(ask, (ErrorCode.INVALID_TXN_STATE, message))
+            return verified, refused
         ((producer_id, epoch),) = set(ask.values())
         verdicts = await self.check.ask(
             request.transactional_id,
@@ -101,6 +130,6 @@ class TransactionVerifier:
             list(ask),
             add=request.add_partitions_to_txn,
         )
-        refused = {key: verdict for key, verdict in verdicts.items() if verdict is not None}
+        refused |= {key: verdict for key, verdict in verdicts.items() if verdict is not None}
         verified |= {key for key, verdict in verdicts.items() if verdict is None}
         return verified, refused
