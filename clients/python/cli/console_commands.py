@@ -1,8 +1,9 @@
 """`samsa produce` and `samsa consume`: Kafka's console producer and consumer, thin over the SDK.
 
 They take their own flags and those of kafka-console-producer.sh / kafka-console-consumer.sh
-(`--topic`, `--max-messages`, `--timeout-ms`, `--producer-property`, and `--property`, read by
-console_format.py), so that a Kafka user's habits carry over. `produce` sends stdin's lines,
+(`--topic`, `--max-messages`, `--timeout-ms`, `--producer-property`, `--consumer-property`,
+`--isolation-level`, and `--property`, read by console_format.py), so that a Kafka user's habits
+carry over. `produce` sends stdin's lines,
 `consume` prints records (value, key and value, chosen fields, or JSON), in a group (committing
 exactly what it printed) or from chosen offsets.
 """
@@ -28,6 +29,7 @@ from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.group_admin import TopicPartition
 
 CONSOLE_COMMANDS = ("produce", "consume")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 PROGRESS_INTERVAL_S = 1.0
 
 
@@ -88,6 +90,19 @@ def add_console_commands(
         help="consume as a member of this consumer group: its partitions, from its committed "
         "offsets (--from-beginning where it has none); commits what was printed",
     )
+    consume.add_argument(
+        "--isolation-level",
+        choices=ISOLATION_LEVELS,
+        help="read_committed: only records of committed transactions, up to the last stable "
+        "offset (default read_uncommitted, as kafka-console-consumer)",
+    )
+    consume.add_argument(
+        "--consumer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a consumer setting by its Kafka name, e.g. fetch.max.wait.ms=100 (repeatable)",
+    )
     add_connection(consume)
 
 
@@ -128,7 +143,34 @@ def prepare_console(args: argparse.Namespace) -> str | None:
             args.record_format = base.with_properties(properties)
     except PropertyError as error:
         return str(error)
+    if args.command == "consume":
+        settings = consumer_settings(args)
+        if isinstance(settings, str):
+            return settings
+        args.consumer_settings = settings
     return None
+
+
+def consumer_settings(args: argparse.Namespace) -> dict[str, str] | str:
+    """`samsa consume`'s consumer settings, or what is wrong: the --consumer-property items
+    (Kafka's names, checked by the SDK when the consumer is made) with the flags that set one
+    of them merged in — --group (group.id), --from-beginning (auto.offset.reset=earliest) and
+    --isolation-level. A flag and a property that disagree are refused, as Kafka's console
+    consumer refuses them; `args.group` takes a group.id given as a property."""
+    settings = dict(key_value(item, "--consumer-property") for item in args.consumer_property)
+    flags = {
+        "group.id": ("--group", args.group),
+        "auto.offset.reset": ("--from-beginning", "earliest" if args.from_beginning else None),
+        "isolation.level": ("--isolation-level", args.isolation_level),
+    }
+    for key, (flag, value) in flags.items():
+        if value is None:
+            continue
+        if settings.get(key, value) != value:
+            return f"{flag} and --consumer-property {key}={settings[key]} disagree: give one"
+        settings[key] = value
+    args.group = settings.pop("group.id", None)
+    return settings
 
 
 def run_console(args: argparse.Namespace) -> int:
@@ -170,10 +212,8 @@ def _produce(args: argparse.Namespace) -> int:
 def _consume(args: argparse.Namespace) -> int:
     if args.group is not None:
         return _consume_in_group(args)
-    reset = "earliest" if args.from_beginning else "latest"
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap(args), "auto.offset.reset": reset, "max.poll.records": 5000}
-    )
+    config = {"bootstrap.servers": bootstrap(args), "auto.offset.reset": "latest"}
+    consumer = Consumer({**config, "max.poll.records": 5000, **args.consumer_settings})
     with consumer:
         with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
             info = require_topic(admin, args.topic)
@@ -203,9 +243,10 @@ def _consume_in_group(args: argparse.Namespace) -> int:
     config = {
         "bootstrap.servers": bootstrap(args),
         "group.id": args.group,
-        "auto.offset.reset": "earliest" if args.from_beginning else "latest",
+        "auto.offset.reset": "latest",
         "enable.auto.commit": False,
         "max.poll.records": 5000,
+        **args.consumer_settings,
     }
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         require_topic(admin, args.topic)

@@ -5,6 +5,7 @@
     samsa topics create|list|describe|delete ...               manage topics
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
     samsa consume TOPIC [--from-beginning|--offset N|--from-time T] [--count N] [--format F]
+                  [--group G] [--isolation-level L] [--consumer-property K=V]
     samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
     samsa transactions list|describe|describe-producers|abort  transactional ids (hanging?)
     samsa cluster [--partitions]        members, topics, partitions not in sync (or all)

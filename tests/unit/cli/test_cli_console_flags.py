@@ -1,7 +1,9 @@
 """Goal: `samsa produce` and `samsa consume` take the flags of Kafka's console producer and
 consumer beside their own: `--topic` for the positional topic, `--max-messages` for `--count`,
 `--timeout-ms` for `--timeout` (in milliseconds); a missing or doubled topic is a usage error that
-says what to type, before anything connects.
+says what to type, before anything connects. `consume`'s `--consumer-property` settings merge with
+the flags that set one (`--group`, `--from-beginning`, `--isolation-level`), and a flag and a
+property that disagree are refused before connecting.
 
 Method: the real argparse tree of `samsa` and `run()` on a namespace with no cluster behind it
 (the usage errors return before the first connection; the end-to-end commands are in
@@ -59,3 +61,63 @@ def test_both_idle_timeouts_are_refused(capsys: pytest.CaptureFixture[str]) -> N
         parse("consume", "t", "--timeout", "1", "--timeout-ms", "1000")
     assert exited.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_consumer_properties_merge_with_the_flags_that_set_them() -> None:
+    args = parse(
+        "consume",
+        "t",
+        "--consumer-property",
+        "fetch.max.wait.ms=100",
+        "--consumer-property",
+        "isolation.level=read_committed",
+        "--from-beginning",
+    )
+    assert prepare_console(args) is None
+    assert args.consumer_settings == {
+        "fetch.max.wait.ms": "100",
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+    }
+    assert args.group is None
+    flags = parse("consume", "t", "--isolation-level", "read_committed", "--group", "g")
+    assert prepare_console(flags) is None
+    assert flags.consumer_settings == {"isolation.level": "read_committed"}
+    assert flags.group == "g"
+    grouped = parse("consume", "t", "--consumer-property", "group.id=g")
+    assert prepare_console(grouped) is None
+    assert (grouped.group, grouped.consumer_settings) == ("g", {}), "as --group g"
+    assert parse("consume", "t").isolation_level is None, "the SDK's default: read_uncommitted"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--isolation-level", "read_committed", "--consumer-property", "isolation.level=x"],
+            "--isolation-level and --consumer-property isolation.level=x disagree",
+        ),
+        (
+            ["--from-beginning", "--consumer-property", "auto.offset.reset=latest"],
+            "--from-beginning and --consumer-property auto.offset.reset=latest disagree",
+        ),
+        (
+            ["--group", "a", "--consumer-property", "group.id=b"],
+            "--group and --consumer-property group.id=b disagree",
+        ),
+    ],
+)
+def test_a_flag_and_a_property_that_disagree_are_refused_before_connecting(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(parse("consume", "t", *argv, "--bootstrap-server", "127.0.0.1:1")) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_unknown_isolation_level_is_refused_by_argparse(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse("consume", "t", "--isolation-level", "committed")
+    assert exited.value.code == 2
+    assert "invalid choice: 'committed'" in capsys.readouterr().err
