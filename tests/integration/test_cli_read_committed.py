@@ -16,9 +16,9 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from cluster_helpers import TRANSACTION_SETTINGS
+from cluster_helpers import TRANSACTION_SETTINGS, local_cluster
 
-from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+from samsa.cli.launcher import LocalCluster
 from samsa.client import Admin, NewTopic, Producer
 
 pytestmark = pytest.mark.timeout(180)
@@ -32,16 +32,10 @@ OPEN = ["open-0"]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     data_dir = tmp_path_factory.mktemp("cli-read-committed")
-    spec = load_or_create(data_dir, 1, 1, TRANSACTION_SETTINGS, coordinators=1)
-    cluster = LocalCluster(spec, data_dir)
-    try:
-        cluster.start_all()
-        wait_healthy(cluster, timeout_s=60)
-        with Admin({"bootstrap.servers": spec.bootstrap_servers}) as admin:
+    with local_cluster(data_dir, 1, 1, TRANSACTION_SETTINGS, coordinators=1) as running:
+        with Admin({"bootstrap.servers": running.spec.bootstrap_servers}) as admin:
             admin.create_topics([NewTopic(TOPIC, 1, 1)])
-        yield cluster
-    finally:
-        cluster.stop_all()
+        yield running
 
 
 def consume(cluster: LocalCluster, *flags: str) -> list[str]:

@@ -18,9 +18,9 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from cluster_helpers import TRANSACTION_SETTINGS, read_to_end
+from cluster_helpers import TRANSACTION_SETTINGS, local_cluster, read_to_end
 
-from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
+from samsa.cli.launcher import LocalCluster
 from samsa.client import Admin, AsyncProducer, NewTopic, Producer
 from samsa.client.errors import KafkaError
 
@@ -33,14 +33,8 @@ TRANSACTION_TIMEOUT_MS = 600_000
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     data_dir = tmp_path_factory.mktemp("txn-close")
-    spec = load_or_create(data_dir, 1, 1, TRANSACTION_SETTINGS, coordinators=1)
-    cluster = LocalCluster(spec, data_dir)
-    try:
-        cluster.start_all()
-        wait_healthy(cluster, timeout_s=60)
-        yield cluster
-    finally:
-        cluster.stop_all()
+    with local_cluster(data_dir, 1, 1, TRANSACTION_SETTINGS, coordinators=1) as running:
+        yield running
 
 
 def producer_config(cluster: LocalCluster, transactional_id: str) -> dict[str, object]:

@@ -46,6 +46,25 @@ def bootstrap(args: argparse.Namespace) -> str:
     )
 
 
+CLIENT_PROPERTY_EXAMPLES = {
+    "producer": "acks=all or linger.ms=5",
+    "consumer": "fetch.max.wait.ms=100",
+}
+
+
+def add_client_property(parser: argparse.ArgumentParser, client: str) -> None:
+    """`--producer-property` or `--consumer-property KEY=VALUE` (repeatable), as Kafka's console
+    and perf tools take them: any setting of the SDK client by its Kafka name."""
+    parser.add_argument(
+        f"--{client}-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"a {client} setting by its Kafka name, e.g. {CLIENT_PROPERTY_EXAMPLES[client]} "
+        "(repeatable)",
+    )
+
+
 def key_value(item: str, flag: str) -> tuple[str, str]:
     """KEY=VALUE split at the first `=`, or exit saying which flag was malformed."""
     if "=" not in item:

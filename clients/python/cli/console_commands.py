@@ -16,7 +16,13 @@ import sys
 import time
 from collections.abc import Callable
 
-from samsa.cli.command_support import bootstrap, key_value, parse_time, require_topic
+from samsa.cli.command_support import (
+    add_client_property,
+    bootstrap,
+    key_value,
+    parse_time,
+    require_topic,
+)
 from samsa.cli.console_format import (
     KAFKA_FORMAT,
     KEY_VALUE_FORMAT,
@@ -42,13 +48,7 @@ def add_console_commands(
     produce.add_argument("--key-separator", help="split each line into key SEP value")
     produce.add_argument("--partition", type=int)
     produce.add_argument("--compression", choices=("none", "zstd"), default="none")
-    produce.add_argument(
-        "--producer-property",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a producer setting by its Kafka name, e.g. acks=1 or linger.ms=5 (repeatable)",
-    )
+    add_client_property(produce, "producer")
     produce.add_argument(
         "--property",
         action="append",
@@ -96,13 +96,7 @@ def add_console_commands(
         help="read_committed: only records of committed transactions, up to the last stable "
         "offset (default read_uncommitted, as kafka-console-consumer)",
     )
-    consume.add_argument(
-        "--consumer-property",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a consumer setting by its Kafka name, e.g. fetch.max.wait.ms=100 (repeatable)",
-    )
+    add_client_property(consume, "consumer")
     add_connection(consume)
 
 

@@ -30,7 +30,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from samsa.cli.command_support import bootstrap, key_value, require_topic
+from samsa.cli.command_support import add_client_property, bootstrap, key_value, require_topic
 from samsa.cli.perf_stats import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -79,13 +79,7 @@ def add_perf_commands(
         metavar="N",
         help="at most N records/s (-1, the default: unlimited)",
     )
-    produce.add_argument(
-        "--producer-property",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a producer setting by its Kafka name, e.g. acks=all or linger.ms=5 (repeatable)",
-    )
+    add_client_property(produce, "producer")
     produce.add_argument(
         "--reporting-interval",
         type=_positive,
@@ -121,13 +115,7 @@ def add_perf_commands(
     consume = actions.add_parser("consume", help="as kafka-consumer-perf-test.sh")
     consume.add_argument("--topic", required=True)
     consume.add_argument("--messages", type=_positive, required=True, metavar="N")
-    consume.add_argument(
-        "--consumer-property",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a consumer setting by its Kafka name, e.g. fetch.max.wait.ms=100 (repeatable)",
-    )
+    add_client_property(consume, "consumer")
     consume.add_argument(
         "--timeout-ms",
         type=_positive,
