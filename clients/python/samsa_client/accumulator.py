@@ -48,9 +48,9 @@ Ordering per partition, under retries:
   state (the long seeded simulation found that case).
 
 Delivery timeout (retry_policy.py). `expire(now)` fails queued batches past their deadline, and a
-failure reported after it is final. In-flight batches are not expired here: the driver's request
-deadline (`request.timeout.ms`) reports them, and delivery.timeout.ms >= linger.ms +
-request.timeout.ms (config.py) keeps that within the bound.
+failure reported after it is final. In-flight batches are not expired here: the driver gives each
+request the earlier of request.timeout.ms and its oldest batch's delivery deadline
+(produce_sender.py), so an attempt sent just before the deadline is reported failed at it.
 
 Time is `now_ms` (any monotonic millisecond clock, never decreasing between calls); randomness
 (retry jitter) comes from the `random.Random` passed in. Asserts check invariants per batch, never

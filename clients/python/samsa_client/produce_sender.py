@@ -10,7 +10,8 @@ reader task, on the driver's loop, and goes to the accumulator under the lock:
   delivery.timeout.ms). NOT_LEADER_OR_FOLLOWER and the like mark the metadata stale, unless the
   answer names a newer leader (KIP-951): then that partition's leader is updated at once and the
   batch retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`);
-- a stream that failed: every batch of the request, with the stream's error.
+- a stream that failed: every batch of the request, with the stream's error; so does a request
+  unanswered within request.timeout.ms, or by its oldest batch's delivery deadline if sooner.
 
 The outcomes are settled by the driver (`settle`), which also wakes its task (`wake_task`) when
 something queued may now go. With acks=0 nothing comes back: the batches complete as sent.
@@ -81,9 +82,9 @@ class ProduceSender:
         self._tracing = tracing_configured()  # read once, as the producer does
 
     def expire(self) -> None:
-        """Fail the requests that waited longer than request.timeout.ms for their answer."""
+        """Fail the requests past their deadline (`send`) without an answer."""
         for stream in list(self._streams.values()):
-            stream.expire(self._config.request_timeout_ms / 1000)
+            stream.expire()
 
     async def close(self) -> None:
         for stream in list(self._streams.values()):
@@ -122,7 +123,8 @@ class ProduceSender:
                 self._on_response(response, error, by_partition)
 
         traceparent = sampled_traceparent(b.headers for b in batches) if self._tracing else ""
-        while not self._stream(endpoint).send(request, on_answer, traceparent):
+        timeout_s, reason = self._deadline(batches)
+        while not self._stream(endpoint).send(request, on_answer, timeout_s, traceparent, reason):
             self._streams.pop(endpoint, None)  # broken: the next call opens a new one
         if acks_zero:
             with self._lock:
@@ -132,6 +134,23 @@ class ProduceSender:
                     for done in self._accumulator.on_batch_acked(batch.batch_id, NO_OFFSET)
                 ]
             self._settle(completed)
+
+    def _deadline(self, batches: list[ProducerBatch]) -> tuple[float, str]:
+        """How long the request may wait for its answer: request.timeout.ms, or less when a
+        batch's delivery deadline comes first. delivery.timeout.ms bounds the time to report
+        an outcome after send(), for a batch in flight too (Kafka's Sender expires in-flight
+        batches): a retry sent just before its deadline must not wait request.timeout.ms more.
+        Its failure then comes back past the deadline, so it is final (retry_policy.py)."""
+        request_ms = self._config.request_timeout_ms
+        created_ms = min(batch.created_ms for batch in batches)
+        # +1: the failure must reach the accumulator at or after the deadline, never before.
+        delivery_ms = created_ms + self._config.delivery_timeout_ms - now_ms() + 1
+        if delivery_ms < request_ms:
+            return max(delivery_ms, 0) / 1000, (
+                f"no answer by the delivery deadline (delivery.timeout.ms "
+                f"{self._config.delivery_timeout_ms} ms)"
+            )
+        return request_ms / 1000, f"no answer within request.timeout.ms ({request_ms} ms)"
 
     def _stream(self, endpoint: str) -> ProduceStream:
         stream = self._streams.get(endpoint)

@@ -12,8 +12,9 @@ request an answer is for.
 
 A stream that breaks (the broker restarted, the network failed) fails every request still
 waiting on it with the gRPC error, and the driver opens a new one for the next request;
-`expire()` fails requests that got no answer within the request timeout and breaks the stream,
-as a unary deadline would. At most `limits.produce_stream_in_flight_max` requests wait on one
+`expire()` breaks the stream once a request is past its deadline (given to `send`: the request
+timeout, or sooner its batches' delivery deadline), failing what waits on it, as a unary
+deadline would. At most `limits.produce_stream_in_flight_max` requests wait on one
 stream (the broker's own bound): the driver asks `has_room()` before draining for its broker.
 """
 
@@ -93,7 +94,8 @@ class ProduceStream:
         self._requests: asyncio.Queue[bytes | None] = asyncio.Queue(
             maxsize=limits.produce_stream_in_flight_max + 1
         )
-        self._pending: dict[int, tuple[Callback, float]] = {}
+        # correlation id -> (callback, time.monotonic() deadline, what that deadline is)
+        self._pending: dict[int, tuple[Callback, float, str]] = {}
         self._ids = itertools.count()
         self.broken = False
         self._call = open_call(self._outgoing())
@@ -107,14 +109,23 @@ class ProduceStream:
         """False while the stream already has the most requests a broker takes at once."""
         return not self.broken and len(self._pending) < limits.produce_stream_in_flight_max
 
-    def send(self, request: EncodedRequest, callback: Callback, traceparent: str = "") -> bool:
-        """Queue `request`; False (nothing sent) when the stream is broken: open another.
-        `traceparent`: a sampled record's, so that the broker's spans join its trace."""
+    def send(
+        self,
+        request: EncodedRequest,
+        callback: Callback,
+        timeout_s: float,
+        traceparent: str = "",
+        deadline_reason: str = "",
+    ) -> bool:
+        """Queue `request`, to be answered within `timeout_s` (`deadline_reason` names that
+        limit); False (nothing sent) when the stream is broken: open another. `traceparent`: a
+        sampled record's, so that the broker's spans join its trace."""
         if self.broken:
             return False
         assert len(self._pending) < limits.produce_stream_in_flight_max, "send without room"
         correlation_id = next(self._ids)
-        self._pending[correlation_id] = (callback, time.monotonic())
+        reason = deadline_reason or f"no answer within {timeout_s * 1000:.0f} ms"
+        self._pending[correlation_id] = (callback, time.monotonic() + timeout_s, reason)
         self._requests.put_nowait(produce_stream_message(correlation_id, request, traceparent))
         return True
 
@@ -139,21 +150,16 @@ class ProduceStream:
         waiting = list(self._pending.values())
         self._pending.clear()
         self._requests.put_nowait(None)
-        for callback, _ in waiting:
+        for callback, _, _ in waiting:
             callback(None, error)
 
-    def expire(self, timeout_s: float) -> None:
-        """Break the stream if a request has waited longer than `timeout_s` for its answer."""
+    def expire(self) -> None:
+        """Break the stream if a request is past its deadline without an answer."""
         now = time.monotonic()
-        oldest = min((sent for _, sent in self._pending.values()), default=now)
-        if now - oldest > timeout_s:
+        expired = [reason for _, deadline, reason in self._pending.values() if now >= deadline]
+        if expired:
             self._call.cancel()
-            self._break(
-                StreamBroken(
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                    f"no answer within request.timeout.ms ({timeout_s * 1000:.0f} ms)",
-                )
-            )
+            self._break(StreamBroken(grpc.StatusCode.DEADLINE_EXCEEDED, expired[0]))
 
     async def close(self) -> None:
         """End the stream; requests still waiting fail with CANCELLED."""
