@@ -148,6 +148,7 @@ class FetchAnswers:
     ) -> bool:
         """Buffer the records of one partition's answer; True when there were some."""
         records = result.records  # read once: each read of a bytes field copies it
+        leader_epoch = -1
         if records:
             try:
                 aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions]
@@ -169,6 +170,8 @@ class FetchAnswers:
                 # Everything fetched was hidden (markers, aborted records): consumed, as in
                 # Kafka, so that the position and a commit move past it.
                 partition.position = result.next_fetch_offset
+                if leader_epoch >= 0:  # the epoch ending at the new fetch offset (KIP-320)
+                    partition.leader_epoch = leader_epoch
         return False
 
     def _on_truncation(
