@@ -5,11 +5,12 @@ remembers, per broker, the fetch offset it asked of each partition (`InFlight`).
 only for the partitions still fetched from that offset: one sought, reset or unassigned since the
 fetch was sent is left out of the fetch in flight (the fetch state's `_drop`), so the answer for
 its old offset is ignored. Each partition's result is, in this order of precedence:
-- an error: OFFSET_OUT_OF_RANGE resets the partition per `auto.offset.reset` (a reset due at once:
-  offset_resets.py), or with `none` is an error `poll()` raises; the errors that mean a leader
-  moved (RETRY_AFTER_REFRESH) ask for a metadata refresh, and the partition is fetched again from
-  its new leader; any other is raised by `poll()`. Every error sends the partition back to its
-  leader rather than a read replica;
+- an error: OFFSET_OUT_OF_RANGE from the leader resets the partition per `auto.offset.reset` (a
+  reset due at once: offset_resets.py), or with `none` is an error `poll()` raises; from a read
+  replica (which may only lag) it sends the partition back to the leader at the same offset;
+  the errors that mean a leader moved (RETRY_AFTER_REFRESH) ask for a metadata refresh, and the
+  partition is fetched again from its new leader; any other is raised by `poll()`. Every error
+  sends the partition back to its leader rather than a read replica;
 - a diverging epoch (KIP-320): the leader's log no longer holds what we read (an unclean leader
   election truncated it), so the partition goes back to where the logs agree, or is reset when
   the leader does not say where; with auto.offset.reset=none it is an error `poll()` raises;
@@ -207,8 +208,15 @@ class FetchAnswers:
     ) -> bool:
         """True when the metadata is stale."""
         code = result.error_code
+        had_replica = partition.read_replica is not None
         partition.read_replica = None  # back to the leader, which may name another
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if had_replica:
+                # A follower may lag (its log ends below our offset) or have a higher log
+                # start: only the leader says whether the offset is out of range. Ask it at the
+                # same offset, as Kafka's consumer does (KIP-392).
+                log.debug("%s-%d: out of range at a read replica, asking the leader", *tp)
+                return False
             spec = self._resets.default_reset()
             if spec == NO_RESET:
                 self._errors[tp] = OffsetOutOfRangeError(
