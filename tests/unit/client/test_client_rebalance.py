@@ -15,6 +15,7 @@ and numbers for time; the listener calls are made the way the facades make them.
 from __future__ import annotations
 
 import pytest
+from rebalance_helpers import Recorder, T, answer, member
 
 from samsa.client.config import ConsumerConfig
 from samsa.client.fetch_state import COMMITTED, EARLIEST, FetchState
@@ -22,10 +23,8 @@ from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_member import (
     CallbackKind,
     GroupMember,
-    MemberSettings,
     MemberState,
     Subscription,
-    partitions_to_proto,
 )
 from samsa.client.rebalance import (
     ConsumerRebalanceListener,
@@ -38,50 +37,12 @@ from samsa.client.rebalance import (
 from samsa.common.errors import ErrorCode, OffsetOutOfRangeError
 from samsa.common.record.codec import build_batch
 from samsa.v1 import broker_pb2
-from samsa.v1 import coordinator_pb2 as cp
-
-T = "orders"
 
 
 def config(**settings: object) -> ConsumerConfig:
     given = {"bootstrap.servers": "localhost:9092", "group.id": "g"}
     given.update({key.replace("_", "."): value for key, value in settings.items()})
     return ConsumerConfig.from_dict(given)
-
-
-def member() -> GroupMember:
-    return GroupMember(
-        MemberSettings(
-            group_id="g",
-            member_id="m-1",
-            instance_id="",
-            client_id="",
-            rebalance_timeout_ms=30_000,
-            max_poll_interval_ms=300_000,
-            server_assignor="",
-            retry_backoff_ms=100,
-        )
-    )
-
-
-def answer(epoch: int, *partitions: int) -> cp.ConsumerGroupHeartbeatResponse:
-    return cp.ConsumerGroupHeartbeatResponse(
-        member_id="m-1",
-        member_epoch=epoch,
-        heartbeat_interval_ms=1000,
-        assignment=partitions_to_proto(frozenset((T, p) for p in partitions)),
-    )
-
-
-class Recorder(ConsumerRebalanceListener):
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, list[tuple[str, int]]]] = []
-
-    def on_partitions_assigned(self, partitions: list[tuple[str, int]]) -> None:
-        self.calls.append(("assigned", partitions))
-
-    def on_partitions_revoked(self, partitions: list[tuple[str, int]]) -> None:
-        self.calls.append(("revoked", partitions))
 
 
 def run_steps(m: GroupMember, state: FetchState, listener: ConsumerRebalanceListener) -> list:

@@ -12,46 +12,21 @@ does (rebalance.begin_step / end_step), and the remaining steps are run to the e
 
 from __future__ import annotations
 
+from rebalance_helpers import LostRecorder, T, answer, member
+
 from samsa.client.config import ConsumerConfig
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_member import (
     CallbackKind,
     GroupMember,
-    MemberSettings,
     MemberState,
     Subscription,
-    partitions_to_proto,
 )
-from samsa.client.rebalance import ConsumerRebalanceListener, begin_step, end_step, member_error
+from samsa.client.rebalance import begin_step, end_step, member_error
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as cp
 
-T = "orders"
 MAX_POLL_MS = 300_000
-
-
-def member() -> GroupMember:
-    return GroupMember(
-        MemberSettings(
-            group_id="g",
-            member_id="m-1",
-            instance_id="",
-            client_id="",
-            rebalance_timeout_ms=MAX_POLL_MS,
-            max_poll_interval_ms=MAX_POLL_MS,
-            server_assignor="",
-            retry_backoff_ms=100,
-        )
-    )
-
-
-def answer(epoch: int, *partitions: int) -> cp.ConsumerGroupHeartbeatResponse:
-    return cp.ConsumerGroupHeartbeatResponse(
-        member_id="m-1",
-        member_epoch=epoch,
-        heartbeat_interval_ms=1000,
-        assignment=partitions_to_proto(frozenset((T, p) for p in partitions)),
-    )
 
 
 def fenced() -> cp.ConsumerGroupHeartbeatResponse:
@@ -60,28 +35,14 @@ def fenced() -> cp.ConsumerGroupHeartbeatResponse:
     )
 
 
-class Recorder(ConsumerRebalanceListener):
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, list[tuple[str, int]]]] = []
-
-    def on_partitions_assigned(self, partitions: list[tuple[str, int]]) -> None:
-        self.calls.append(("assigned", partitions))
-
-    def on_partitions_revoked(self, partitions: list[tuple[str, int]]) -> None:
-        self.calls.append(("revoked", partitions))
-
-    def on_partitions_lost(self, partitions: list[tuple[str, int]]) -> None:
-        self.calls.append(("lost", partitions))
-
-
-def run_steps(m: GroupMember, state: FetchState, listener: Recorder, now: int) -> None:
+def run_steps(m: GroupMember, state: FetchState, listener: LostRecorder, now: int) -> None:
     while (step := begin_step(m, state, auto_commit=False)) is not None:
         step.listener_method(listener)(step.partitions)
         end_step(m, state, step, now)
 
 
-def joined(state: FetchState, *partitions: int) -> tuple[GroupMember, Recorder]:
-    m, listener = member(), Recorder()
+def joined(state: FetchState, *partitions: int) -> tuple[GroupMember, LostRecorder]:
+    m, listener = member(MAX_POLL_MS, MAX_POLL_MS), LostRecorder()
     m.subscribe(Subscription(topics=frozenset({T})), 0)
     m.heartbeat_request(0)
     m.on_heartbeat_answer(answer(1, *partitions), 0)
