@@ -6,8 +6,9 @@ and the only per-record Python is building the `ConsumerRecord` tuples with `map
 application never sees: transaction markers (control batches), the records of aborted
 transactions when reading read_committed (the answer's aborted list), and the records of the
 first batch before the offset asked for (a fetch returns whole batches). A batch that cannot be
-decoded ends the records there: those ahead of it are returned, and when it comes first the error
-says which offsets to seek past. fetch_answers.py (the consumer's fetch answers) and
+decoded ends the records there: those ahead of it are returned with the offset it starts at (a
+batch cut at the end of an answer, fetched again from there, is one), and when it comes first the
+error says which offsets to seek past. fetch_answers.py (the consumer's fetch answers) and
 partition_range.py (a range read, the Spark source's) both decode here.
 """
 
@@ -56,12 +57,15 @@ def decode_records(
     records: list[ConsumerRecord] = []
     leader_epoch = -1
     position = 0
+    # Past the last batch decoded: where an undecodable batch after it starts, even when its
+    # header is cut off too (a fetch cut at its end) and so says nothing of its offsets.
+    next_offset = from_offset
     new_tuple = tuple.__new__
     while position < len(data):
         try:
             batch = decode_batch(data, position)
         except SamsaError as error:
-            corrupt_at = unreadable_batch_offsets(data, position, from_offset)
+            corrupt_at = unreadable_batch_offsets(data, position, next_offset)
             if records:
                 return records, leader_epoch, corrupt_at[0]
             raise CorruptRecordError(
@@ -70,6 +74,7 @@ def decode_records(
                 "to skip it"
             ) from None
         position += batch.header.size_bytes
+        next_offset = max(next_offset, batch.header.last_offset + 1)
         leader_epoch = batch.header.partition_leader_epoch
         if not _shown(shown, batch) or batch.header.last_offset < from_offset:
             continue
