@@ -16,7 +16,8 @@ while the caller decodes; at most one fetch is in flight and two answers are hel
 change or a coordinator-free retriable error refreshes the metadata and asks again, within
 `request.timeout.ms` of no progress. Offsets below the log start (deleted by retention) raise
 OFFSET_OUT_OF_RANGE: the caller decides whether that is data loss. `records` decodes the chunks
-(markers and, at read_committed, aborted records left out) and cuts them to [A, B).
+(markers and, at read_committed, aborted records left out) and cuts them to [A, B); a batch that
+cannot be decoded raises CorruptRecordError once the records before it were yielded.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.consumer import ConsumerRecord
 from samsa.client.consumer_records import decode_records
 from samsa.client.errors import KafkaError
-from samsa.common.errors import ErrorCode, is_retriable
+from samsa.common.errors import CorruptRecordError, ErrorCode, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc, records_pb2
 
 ISOLATION = {
@@ -92,6 +93,8 @@ class PartitionRangeReader:
         """The batches holding offsets [start, end), answer by answer. The next answer is
         fetched on a thread while the caller works on this one (one fetch in flight at most)."""
         level = _isolation(isolation)
+        if start >= end:
+            return  # an empty range: nothing to fetch (a Spark task may be handed one)
         with ThreadPoolExecutor(1, thread_name_prefix="samsa-range-fetch") as pool:
             pending: Future[tuple[Chunk, int]] | None = pool.submit(
                 self._next_chunk, topic, partition, start, end, level, isolation
@@ -149,12 +152,19 @@ class PartitionRangeReader:
     ) -> Iterator[ConsumerRecord]:
         """The records of [start, end) in offset order: markers never, and at read_committed
         no record of an aborted transaction."""
+        tp = (topic, partition)
         for chunk in self.chunks(topic, partition, start, end, isolation):
-            records, _, _ = decode_records((topic, partition), chunk.data, start, chunk.aborted)
+            records, _, corrupt_at = decode_records(tp, chunk.data, start, chunk.aborted)
             for record in records:
                 if record.offset >= end:
                     return
                 yield record
+            if corrupt_at is not None and corrupt_at < end:
+                # The next chunk starts past this one: the records from the batch that cannot
+                # be decoded on would be skipped silently. Decoded from there, it comes first
+                # and raises, naming its offsets and why.
+                decode_records(tp, chunk.data, corrupt_at, chunk.aborted)
+                raise CorruptRecordError(f"{topic}-{partition}: batch at {corrupt_at} unreadable")
 
     def _fetch_once(
         self, topic: str, partition: int, offset: int, level: int

@@ -1,7 +1,8 @@
 """Goal: `PartitionRangeReader.chunks` yields the answers from A up to B in order, following each
 answer's next offset; it asks for the next answer while the caller holds the current one, never
 more than one fetch at a time, and stops fetching when the caller stops reading; an answer with
-no batches is asked again until request.timeout.ms, then REQUEST_TIMED_OUT.
+no batches is asked again until request.timeout.ms, then REQUEST_TIMED_OUT. An empty range reads
+nothing; a batch that cannot be decoded is raised by `records`, never skipped.
 
 Method: the reader's `_fetch_once` is replaced by a fake log (one batch-sized byte string per
 offset) that records what was asked and how many fetches overlapped. No cluster, no network.
@@ -16,7 +17,8 @@ import pytest
 
 from samsa.client.errors import KafkaError
 from samsa.client.partition_range import PartitionRangeReader
-from samsa.common.errors import ErrorCode
+from samsa.common.errors import CorruptRecordError, ErrorCode
+from samsa.common.record.codec import build_batch
 from samsa.v1 import broker_pb2
 
 
@@ -96,3 +98,49 @@ def test_an_end_beyond_what_is_readable_times_out_naming_the_offset() -> None:
     assert raised.value.code == ErrorCode.REQUEST_TIMED_OUT
     assert "stopped at 20" in str(raised.value)
     assert "not readable yet" in str(raised.value)
+
+
+def test_an_empty_range_yields_nothing_and_fetches_nothing() -> None:
+    log = FakeLog(readable=100, per_answer=10)
+    with reader_over(log) as reader:
+        assert list(reader.chunks("t", 0, 40, 40)) == []
+        assert list(reader.records("t", 0, 40, 40)) == []
+        assert list(reader.records("t", 0, 50, 40)) == []
+    assert log.asked == []
+
+
+class BatchLog:
+    """Answers every fetch with `data` (real batches) and next_fetch_offset `next_offset`."""
+
+    def __init__(self, data: bytes, next_offset: int) -> None:
+        self.data = data
+        self.next_offset = next_offset
+
+    def fetch_once(
+        self, topic: str, partition: int, offset: int, level: int
+    ) -> tuple[broker_pb2.FetchResponse.PartitionResponse, str]:
+        answer = broker_pb2.FetchResponse.PartitionResponse(
+            partition=partition,
+            high_watermark=100,
+            records=self.data
+            if offset < self.next_offset
+            else build_batch([b"x"], base_offset=offset),
+            next_fetch_offset=max(self.next_offset, offset + 1),
+        )
+        return answer, ""
+
+
+def test_a_batch_that_cannot_be_decoded_after_good_ones_is_raised_not_skipped() -> None:
+    """The answer's next offset is past the corrupt batch: reading on from there returned the
+    records after it as if the corrupt batch's offsets held nothing."""
+    corrupt = bytearray(build_batch([b"c", b"d"], base_offset=2))
+    corrupt[-1] ^= 0xFF  # the CRC no longer matches
+    log = BatchLog(build_batch([b"a", b"b"], base_offset=0) + bytes(corrupt), next_offset=4)
+    reader = PartitionRangeReader({"bootstrap.servers": "127.0.0.1:1"})
+    reader._fetch_once = log.fetch_once  # type: ignore[method-assign]
+    with reader:
+        read = []
+        with pytest.raises(CorruptRecordError, match=r"offsets 2\.\.3"):
+            for record in reader.records("t", 0, 0, 6):
+                read.append(record.value)
+    assert read == [b"a", b"b"]
