@@ -15,7 +15,8 @@ Only metadata reads leave the loop: they use sync gRPC in a worker thread (`asyn
 
 Groups work as in the sync Consumer (consumer.py's docstring): `subscribe()` joins, `poll()` runs
 the listener steps first (a listener's methods may be coroutines: they are awaited), `commit()`
-and `committed()` are coroutines, and `stop()` leaves the group.
+and `committed()` are coroutines, `commit_async()` returns a task, and `stop()` (or `close()`,
+as the sync Consumer names it) leaves the group.
 """
 
 from __future__ import annotations
@@ -238,6 +239,15 @@ class AsyncConsumer:
         driver = self._started()
         await group_of(driver, "commit()").commit(offsets_to_commit(driver, offsets))
 
+    def commit_async(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+    ) -> asyncio.Task[None]:
+        """commit() without waiting: the offsets are taken now (the consumed positions by
+        default), the task completes with the coordinator's answer."""
+        driver = self._started()
+        group = group_of(driver, "commit_async()")
+        return group.spawn(group.commit(offsets_to_commit(driver, offsets)))
+
     async def committed(
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
@@ -339,6 +349,10 @@ class AsyncConsumer:
         self._closed = True
         await self._driver.stop()
         self._channels.close()
+
+    async def close(self) -> None:
+        """The sync Consumer's name for stop(): leave the group, stop fetching."""
+        await self.stop()
 
     async def __aenter__(self) -> AsyncConsumer:
         await self.start()
