@@ -19,15 +19,14 @@ from pathlib import Path
 import grpc
 import pytest
 from cluster_helpers import (
-    FAST_SETTINGS,
-    admin_write,
     controller_stub,
     local_cluster,
     member_metadata,
     wait_until,
 )
+from replication_helpers import SETTINGS, create_replicated, partition_state, wait_full_isr
 
-from samsa.client import Admin, Consumer, NewTopic, Producer
+from samsa.client import Consumer, Producer
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
@@ -35,15 +34,7 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
 
 pytestmark = pytest.mark.timeout(600)
 
-SETTINGS = dict(FAST_SETTINGS, **{"replica.lag.time.max.ms": "2000"})
 SLOW = os.environ.get("SAMSA_SLOW") == "1"
-
-
-def partition_state(cluster, topic: str):
-    answer = admin_write(
-        cluster.spec, "DescribeTopics", controller_pb2.DescribeTopicsRequest(names=[topic])
-    )
-    return answer.topics[0].partitions[0]
 
 
 def leader_view(cluster, topic: str, leader: int):
@@ -55,19 +46,6 @@ def leader_view(cluster, topic: str, leader: int):
         controller_pb2.DescribeTopicsRequest(names=[topic]), timeout=5
     )
     return answer.topics[0].partitions[0]
-
-
-def create_replicated(cluster, topic: str) -> None:
-    with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
-        admin.create_topics([NewTopic(topic, 1, 3, {"min.insync.replicas": "2"})])
-
-
-def wait_full_isr(cluster, topic: str, timeout_s: float = 60):
-    return wait_until(
-        f"{topic} led with a full ISR",
-        lambda: (s := partition_state(cluster, topic)).leader >= 0 and len(s.isr) == 3 and s,
-        timeout_s,
-    )
 
 
 def replica_batches(data_dir: Path, topic: str) -> dict[int, bytes]:
@@ -444,105 +422,3 @@ def test_leader_kill_loop(tmp_path: Path, round_: int) -> None:
     moment show up here. The bounded tests above run them once in CI."""
     test_acks_all_records_survive_repeated_leader_kills(tmp_path / "kills")
     test_two_quick_leader_kills_leave_byte_identical_replicas(tmp_path / "kip101")
-
-
-def test_unclean_election_is_detected_by_consumers_instead_of_skipping(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """With unclean.leader.election.enable an out-of-sync replica may lead and lose records a
-    consumer already read; the consumer must notice (last fetched epoch) and go back to where
-    the logs diverged, so it reads what replaced them instead of skipping it."""
-    with local_cluster(tmp_path, controllers=1, brokers=2, settings=SETTINGS) as cluster:
-        bootstrap = cluster.spec.bootstrap_servers
-        with Admin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics(
-                [NewTopic("unclean", 1, 2, {"unclean.leader.election.enable": "true"})]
-            )
-        state = wait_until(
-            "a full ISR",
-            lambda: (
-                (s := partition_state(cluster, "unclean")).leader >= 0 and len(s.isr) == 2 and s
-            ),
-        )
-        leader, follower = state.leader, next(r for r in state.replicas if r != state.leader)
-        consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "auto.offset.reset": "earliest",
-                "max.poll.records": 1000,
-            }
-        )
-        consumer.assign([("unclean", 0)])
-
-        def consume_until(count: int) -> list:
-            got: list = []
-            while len(got) < count:
-                records = consumer.poll(timeout=30)
-                assert records, f"nothing after {len(got)}"
-                got += records
-            return got
-
-        with Producer({"bootstrap.servers": bootstrap, "acks": "all"}) as producer:
-            for n in range(100):
-                producer.send("unclean", b"old-%d" % n)
-        consume_until(100)
-        cluster.kill(f"broker-{follower}", signal.SIGSTOP)
-        wait_until(
-            "the ISR to shrink", lambda: tuple(partition_state(cluster, "unclean").isr) == (leader,)
-        )
-        with Producer({"bootstrap.servers": bootstrap, "acks": 1}) as producer:
-            for n in range(50):
-                producer.send("unclean", b"lost-%d" % n)
-        assert [r.offset for r in consume_until(50)][-1] == 149
-        cluster.kill(f"broker-{leader}")
-        cluster.kill(f"broker-{follower}", signal.SIGCONT)
-        wait_until(
-            "the out-of-sync replica to lead",
-            lambda: partition_state(cluster, "unclean").leader == follower,
-            timeout_s=60,
-        )
-        with Producer({"bootstrap.servers": bootstrap, "acks": 1}) as producer:
-            for n in range(10):
-                producer.send("unclean", b"new-%d" % n)
-        after = consume_until(10)
-        consumer.close()
-        assert [(r.offset, r.value) for r in after[:10]] == [
-            (100 + n, b"new-%d" % n) for n in range(10)
-        ], "the consumer skipped the records that replaced the lost ones"
-        assert "log truncation detected" in caplog.text
-
-
-def test_consumers_read_from_an_in_sync_follower_in_their_rack(tmp_path: Path) -> None:
-    from dataclasses import replace
-
-    from samsa.cli.launcher import new_cluster_spec
-
-    spec = new_cluster_spec(1, 3, SETTINGS)
-    spec = replace(
-        spec,
-        brokers=tuple(replace(b, rack=f"rack-{b.broker_id}") for b in spec.brokers),
-    )
-    tmp_path.mkdir(exist_ok=True)
-    (tmp_path / "cluster.json").write_text(spec.to_json())
-    with local_cluster(tmp_path, controllers=1, brokers=3, settings=SETTINGS) as cluster:
-        create_replicated(cluster, "racked")
-        state = wait_full_isr(cluster, "racked")
-        follower = next(r for r in state.replicas if r != state.leader)
-        with Producer({"bootstrap.servers": cluster.spec.bootstrap_servers, "acks": "all"}) as p:
-            for n in range(1000):
-                p.send("racked", b"r-%d" % n)
-        with Consumer(
-            {
-                "bootstrap.servers": cluster.spec.bootstrap_servers,
-                "auto.offset.reset": "earliest",
-                "client.rack": f"rack-{follower}",
-            }
-        ) as consumer:
-            consumer.assign([("racked", 0)])
-            values = []
-            while len(values) < 1000:
-                records = consumer.poll(timeout=30)
-                assert records, f"nothing after {len(values)}"
-                values += [r.value for r in records]
-            assert consumer._read_replicas.get(("racked", 0)) == follower
-        assert values == [b"r-%d" % n for n in range(1000)]
