@@ -1,0 +1,150 @@
+"""Goal: a producer state snapshot round-trips every kept batch exactly, an older version still
+loads, and every kind of damage is refused with CorruptSnapshotError alone.
+
+Method: tables built from append_info.PlannedBatch values (test_producer_state.py's helpers);
+damage is made by hand: bytes are flipped, cut or appended, and `signed` recomputes the CRC so
+that the check behind it is reached.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import crc32c
+import pytest
+from test_producer_state import batch, five_batch_table
+
+from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot, encode_snapshot
+from samsa.services.broker.log.producer_state import (
+    SEQUENCE_MAX,
+    BatchMetadata,
+    CorruptSnapshotError,
+    ProducerEntry,
+    ProducerStateTable,
+)
+
+
+def signed(body: bytes) -> bytes:
+    """A snapshot with a correct CRC over `body` (version onwards)."""
+    return struct.pack(">I", crc32c.crc32c(body)) + body
+
+
+def sample_table() -> ProducerStateTable:
+    table = five_batch_table()
+    table.apply(
+        [
+            batch(0, 32767, SEQUENCE_MAX - 1, 200, records=4, max_timestamp=-1),
+            batch(2**63 - 1, 4, 0, 204, max_timestamp=2**62),
+            batch(3, 0, 0, 205, max_timestamp=9),
+            batch(3, 1, 0, 206, max_timestamp=3),  # epoch bump: one batch kept, last_timestamp 9
+        ]
+    )
+    return table
+
+
+def test_snapshots_round_trip_every_kept_batch() -> None:
+    table = sample_table()
+    data = encode_snapshot(table)
+    decoded = decode_snapshot(data)
+    assert decoded == table and decoded.entries() == table.entries()
+    assert encode_snapshot(decoded) == data
+    assert decode_snapshot(encode_snapshot(ProducerStateTable())) == (ProducerStateTable())
+
+
+def test_a_version_1_snapshot_loads_with_no_open_transaction() -> None:
+    # Written before transactions: entry (id, epoch, last timestamp, batch count), batches.
+    version_1 = signed(
+        struct.pack(">hi", 1, 1)
+        + struct.pack(">qhqB", 7, 2, 10, 1)
+        + struct.pack(">iiqqq", 0, 3, 10, 13, 10)
+    )
+    table = decode_snapshot(version_1)
+    assert table.entries() == [ProducerEntry(7, 2, (BatchMetadata(0, 3, 10, 13, 10),), 10, -1)]
+
+
+def corruptions() -> list[tuple[str, bytes, str]]:
+    """(case, snapshot bytes, words of the expected error)."""
+    data = encode_snapshot(sample_table())
+    body = data[4:]
+    entry = struct.pack(">qhqB", 1, 0, 10, 1)
+    good_batch = struct.pack(">iiqqq", 0, 0, 5, 5, 10)
+    header = struct.pack(">hi", 1, 1)
+    return [
+        ("empty", b"", "truncated"),
+        ("crc only", data[:4], "truncated"),
+        ("flipped body byte", data[:20] + bytes([data[20] ^ 1]) + data[21:], "CRC"),
+        ("flipped crc byte", bytes([data[0] ^ 0x80]) + data[1:], "CRC"),
+        ("unsigned trailing byte", data + b"\0", "CRC"),
+        ("wrong version", signed(struct.pack(">h", 3) + body[2:]), "version 3"),
+        ("trailing bytes", signed(body + b"\0"), "after its last entry"),
+        (
+            "count beyond the length",
+            signed(struct.pack(">hi", 1, 2**31 - 1) + body[6:]),
+            "declares",
+        ),
+        ("one entry short", signed(struct.pack(">hi", 1, 2) + entry + good_batch), "truncated at"),
+        (
+            "a partial entry after the last",
+            signed(header + entry + good_batch + entry[:-1]),
+            "after its last entry",
+        ),
+        ("negative count", signed(struct.pack(">hi", 1, -1) + body[6:]), "declares -1"),
+        (
+            "too many batches",
+            signed(header + entry[:-1] + bytes([6]) + good_batch * 6),
+            "6 batches",
+        ),
+        (
+            "batches cut short",
+            signed(header + entry[:-1] + bytes([2]) + good_batch),
+            "truncated in",
+        ),
+        (
+            "negative producer id",
+            signed(header + struct.pack(">qhqB", -1, 0, 10, 1) + good_batch),
+            "producer -1",
+        ),
+        (
+            "unsorted ids",
+            signed(struct.pack(">hi", 1, 2) + (entry + good_batch) * 2),
+            "sorted and unique",
+        ),
+        ("a version 1 entry without batches", signed(header + entry[:-1] + b"\0"), "0 batches"),
+        (
+            "an open transaction below -1",
+            signed(struct.pack(">hi", 2, 1) + struct.pack(">qhqqB", 1, 0, 10, -2, 0)),
+            "open transaction at offset -2",
+        ),
+        (
+            "last offset below base",
+            signed(header + entry + struct.pack(">iiqqq", 0, 0, 5, 4, 10)),
+            "inconsistent",
+        ),
+        (
+            "wrong last sequence",
+            signed(header + entry + struct.pack(">iiqqq", 0, 1, 5, 5, 10)),
+            "inconsistent",
+        ),
+        (
+            "timestamp above the last",
+            signed(header + entry + struct.pack(">iiqqq", 0, 0, 5, 5, 11)),
+            "inconsistent",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("case", "data", "match"), corruptions(), ids=[c[0] for c in corruptions()]
+)
+def test_a_damaged_snapshot_is_refused(case: str, data: bytes, match: str) -> None:
+    with pytest.raises(CorruptSnapshotError, match=match):
+        decode_snapshot(data)
+
+
+def test_every_truncation_of_a_snapshot_is_refused() -> None:
+    data = encode_snapshot(sample_table())
+    for length in range(len(data)):
+        with pytest.raises(CorruptSnapshotError):
+            decode_snapshot(data[:length])
+        with pytest.raises(CorruptSnapshotError):
+            decode_snapshot(signed(data[4:length]) if length >= 4 else b"")
