@@ -1,6 +1,6 @@
 """Goal: the SDK's consumer-group administration turns coordinator answers into the right
-dataclasses and errors, plans offset resets as Kafka's tool does, and finds a group's coordinator
-again after a coordinator error — within request.timeout.ms, never forever.
+dataclasses and errors, and finds a group's coordinator again after a coordinator error — within
+request.timeout.ms, never forever. (Offset reset plans: test_group_reset_plans.py.)
 
 Method: the pure functions of samsa.client.group_admin on protobuf answers built by hand; the
 retry loop behind Admin (GroupAdminCalls) with its two I/O seams (CoordinatorCalls.lookup,
@@ -22,20 +22,16 @@ from samsa.client.group_admin import (
     ConsumerGroupListing,
     GroupError,
     OffsetAndMetadata,
-    OffsetReset,
     commit_error_of,
     coordinator_retriable,
-    deleted_offsets_of,
     description_of,
     first_commit_error_of,
     group_state_filter,
     lag_of,
     listings_of,
     offset_commit_request,
-    offset_delete_request,
     offset_fetch_request,
     offsets_of,
-    plan_offset_resets,
 )
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.v1 import coordinator_pb2 as c
@@ -225,87 +221,6 @@ def test_only_coordinator_errors_send_the_request_to_a_coordinator_found_anew() 
     assert coordinator_retriable(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     assert not coordinator_retriable(ErrorCode.NON_EMPTY_GROUP)
     assert not coordinator_retriable(ErrorCode.NONE)
-
-
-# --- reset plans ---------------------------------------------------------------------------------
-
-TP0, TP1 = ("t", 0), ("t", 1)
-EARLIEST = {TP0: 10, TP1: 0}
-LATEST = {TP0: 100, TP1: 50}
-
-
-def _plan(strategy: str, value: int = 0, **kwargs: Any) -> list[tuple[int, int]]:
-    committed = kwargs.pop("committed", {TP0: 40, TP1: 45})
-    plan = plan_offset_resets(
-        [TP1, TP0], committed, EARLIEST, LATEST, strategy, value, kwargs.get("found")
-    )
-    return [(r.current_offset, r.new_offset) for r in plan]
-
-
-def test_reset_to_the_ends_of_the_log() -> None:
-    assert _plan("to-earliest") == [(40, 10), (45, 0)]
-    assert _plan("to-latest") == [(40, 100), (45, 50)]
-
-
-def test_reset_to_an_offset_is_clamped_to_the_log() -> None:
-    assert _plan("to-offset", 30) == [(40, 30), (45, 30)]
-    assert _plan("to-offset", 5) == [(40, 10), (45, 5)]
-    assert _plan("to-offset", 70) == [(40, 70), (45, 50)]
-
-
-def test_shift_by_moves_from_the_committed_offset_and_is_clamped() -> None:
-    assert _plan("shift-by", -35) == [(40, 10), (45, 10)]
-    assert _plan("shift-by", 10) == [(40, 50), (45, 50)]
-    with pytest.raises(ValueError, match="no committed offset"):
-        _plan("shift-by", 1, committed={TP0: 40})
-
-
-def test_reset_to_a_time_goes_to_the_log_end_where_no_record_is_that_late() -> None:
-    assert _plan("to-datetime", 123, found={TP0: 60, TP1: None}) == [(40, 60), (45, 50)]
-
-
-def test_reset_from_a_file_takes_each_partitions_offset_clamped() -> None:
-    assert _plan("from-file", found={TP0: 70, TP1: 5}) == [(40, 70), (45, 5)]
-    assert _plan("from-file", found={TP0: 200, TP1: 0}) == [(40, 100), (45, 0)]
-
-
-def test_reset_to_current_keeps_what_is_committed_and_takes_the_log_end_elsewhere() -> None:
-    assert _plan("to-current") == [(40, 40), (45, 45)]
-    assert _plan("to-current", committed={TP0: 40}) == [(40, 40), (-1, 50)]
-
-
-def test_a_plan_is_sorted_and_says_where_nothing_was_committed() -> None:
-    plan = plan_offset_resets([TP1, TP0], {}, EARLIEST, LATEST, "to-earliest")
-    assert plan == [OffsetReset("t", 0, -1, 10), OffsetReset("t", 1, -1, 0)]
-    with pytest.raises(ValueError, match="unknown reset strategy"):
-        plan_offset_resets([TP0], {}, EARLIEST, LATEST, "to-nowhere")
-
-
-def test_offset_delete_names_partitions_per_topic_and_reads_each_outcome() -> None:
-    request = offset_delete_request("g", [("t", 1), ("u", 0), ("t", 0), ("t", 1)])
-    assert [(t.topic, list(t.partitions)) for t in request.topics] == [("t", [0, 1]), ("u", [0])]
-    answer = c.OffsetDeleteResponse(
-        partitions=[
-            c.OffsetDeletePartition(topic="t", partition=0),
-            c.OffsetDeletePartition(
-                topic="u",
-                partition=0,
-                error_code=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,  # type: ignore[arg-type]
-                error_message="a member of group 'g' subscribes to 'u'",
-            ),
-        ]
-    )
-    outcomes = deleted_offsets_of(answer)
-    assert outcomes[("t", 0)] is None
-    refused = outcomes[("u", 0)]
-    assert refused is not None and refused.code is ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-    assert "subscribes to 'u'" in str(refused)
-    missing = c.OffsetDeleteResponse(
-        error_code=ErrorCode.GROUP_ID_NOT_FOUND,  # type: ignore[arg-type]
-        error_message="group 'g' does not exist",
-    )
-    with pytest.raises(GroupError, match="does not exist"):
-        deleted_offsets_of(missing)
 
 
 # --- Admin's coordinator lookup and retries ------------------------------------------------------
