@@ -93,6 +93,8 @@ class PartitionRangeReader:
         """The batches holding offsets [start, end), answer by answer. The next answer is
         fetched on a thread while the caller works on this one (one fetch in flight at most)."""
         level = _isolation(isolation)
+        if start < 0:  # the broker refuses it, and the refusal would be retried for a timeout
+            raise KafkaError(f"start offset {start} is negative", ErrorCode.INVALID_REQUEST)
         if start >= end:
             return  # an empty range: nothing to fetch (a Spark task may be handed one)
         with ThreadPoolExecutor(1, thread_name_prefix="samsa-range-fetch") as pool:

@@ -144,3 +144,13 @@ def test_a_batch_that_cannot_be_decoded_after_good_ones_is_raised_not_skipped() 
             for record in reader.records("t", 0, 0, 6):
                 read.append(record.value)
     assert read == [b"a", b"b"]
+
+
+def test_a_negative_start_is_refused_at_once() -> None:
+    """The broker refuses a negative fetch offset (INVALID_ARGUMENT), and the reader retried
+    that like an unreachable leader, for request.timeout.ms, before failing."""
+    log = FakeLog(readable=100, per_answer=10)
+    with reader_over(log) as reader, pytest.raises(KafkaError) as raised:
+        next(reader.chunks("t", 0, -1, 10))
+    assert raised.value.code == ErrorCode.INVALID_REQUEST
+    assert log.asked == []
