@@ -1,7 +1,8 @@
 """Goal: AsyncConsumer, the consumer driver on the caller's own event loop, reads back everything
 a producer wrote, in order per partition, and its seeks, pauses, positions and offset lookups
 behave as the sync Consumer's do; in a group, two AsyncConsumers share the topic (coroutine
-listeners awaited), commit, and a later member starts at the committed offsets.
+listeners awaited), commit, close() leaves the group, and a later member starts at the committed
+offsets.
 
 Method: a real local cluster (1 controller, 2 brokers, 1 coordinator) and a 2-partition topic
 filled by the sync Producer; each test runs one coroutine with asyncio.run and bounded poll
@@ -189,6 +190,13 @@ def test_two_async_members_share_the_topic_commit_and_hand_over(cluster, produce
             assert {tp: at.offset for tp, at in committed.items()} == {
                 (TOPIC, p): len(produced[p]) for p in range(PARTITIONS)
             }
+            # close() leaves the group, as the sync Consumer's does: b gets a's partition long
+            # before the coordinator's 45 s session timeout would have taken it from a.
+            await a.close()
+            deadline = loop.time() + 15
+            while len(b.assignment()) < PARTITIONS:
+                assert loop.time() < deadline, f"b owns {b.assignment()} after a closed"
+                assert await b.poll(timeout=0.2) == [], "b starts at a's committed offsets"
         # The revoked partition was committed in the coroutine listener before b got it.
         revoked = [e for e in events if e[1] == "revoked"]
         assert revoked and revoked[0][0] == "a"
