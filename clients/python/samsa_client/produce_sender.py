@@ -11,7 +11,10 @@ reader task, on the driver's loop, and goes to the accumulator under the lock:
   answer names a newer leader (KIP-951): then that partition's leader is updated at once and the
   batch retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`);
 - a stream that failed: every batch of the request, with the stream's error; so does a request
-  unanswered within request.timeout.ms, or by its oldest batch's delivery deadline if sooner.
+  unanswered within request.timeout.ms, or by its oldest batch's delivery deadline if sooner;
+- a partition the request carried and the answer leaves out: its batches fail as retriable
+  (NETWORK_EXCEPTION, as a lost answer); a partition the answer names but the request did not
+  carry, or names twice, is ignored.
 
 The outcomes are settled by the driver (`settle`), which also wakes its task (`wake_task`) when
 something queued may now go. With acks=0 nothing comes back: the batches complete as sent.
@@ -49,6 +52,10 @@ from samsa.common.errors import ErrorCode, is_retriable
 from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
+
+# Noted on a batch whose partition the broker's answer left out (it failed for good only if
+# its retries ran out meanwhile).
+MISSING_PARTITION_MESSAGE = "(the broker's produce response did not answer for this partition)"
 
 
 class ProduceSender:
@@ -174,13 +181,33 @@ class ProduceSender:
         assert response is not None
         completed: list[Completed] = []
         now = now_ms()
+        unanswered = dict(by_partition)  # each partition's batches take one answer, once
         failed = False
         with self._lock:
             for topic in response.topics:
                 for result in topic.partitions:
-                    group = by_partition.get((topic.name, result.partition), [])
+                    group = unanswered.pop((topic.name, result.partition), None)
+                    if group is None:  # never asked, or answered twice: nothing to settle
+                        log.warning(
+                            "produce response names %s-%d, which the request did not carry "
+                            "(or names it twice): ignored",
+                            topic.name,
+                            result.partition,
+                        )
+                        continue
                     completed += self._partition_outcome(topic.name, group, result, now)
                     failed = failed or result.error_code != ErrorCode.NONE
+            # Kafka fails a batch its answer leaves out; its outcome is unknown, as after a
+            # lost answer, so it is retried in order with its sequence (the broker drops it
+            # if it was written).
+            for (topic_name, partition), group in unanswered.items():
+                log.warning("produce response left out %s-%d: retrying", topic_name, partition)
+                for batch in group:
+                    completed += self._accumulator.on_batch_failed(
+                        batch.batch_id, ErrorCode.NETWORK_EXCEPTION, True, now
+                    )
+                    self._outcomes.note_message(batch.batch_id, MISSING_PARTITION_MESSAGE)
+                failed = True
             queued = self._accumulator.has_queued()
         self._settle(completed)
         if failed or queued:  # a retry, or batches an in-flight slot may now let out

@@ -6,7 +6,12 @@ BrokerService stub the driver opens its ProduceStream and InitProducerId calls o
 answered by the cluster: scripted answers first, then a new producer id at epoch 0). Each fake
 broker decodes every batch it receives, appends it to its partition's log and answers with the
 offsets, like a leader would; `received` keeps what reached it, in arrival order, and
-`answer_hook` lets a test answer a partition with an error instead.
+`answer_hook` lets a test answer a partition with an error instead, `rewrite_answer` change a
+whole answer (leave a partition out, add one), and `max_batch_bytes` refuse a batch larger than
+that with MESSAGE_TOO_LARGE (a topic's max.message.bytes). Like a leader, a broker answers a
+batch that repeats the last one it appended for that producer and partition (same producer id,
+epoch and base sequence: a retry after a lost answer) with the first write's offset, and
+appends nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ TopicPartition = tuple[str, int]
 AnswerHook = Callable[
     [str, int, codec.RecordBatch], broker_pb2.ProduceResponse.PartitionResponse | None
 ]
+# The answer the broker built -> the answer it sends.
+RewriteAnswer = Callable[[broker_pb2.ProduceResponse], broker_pb2.ProduceResponse]
 
 
 @dataclass
@@ -42,6 +49,11 @@ class FakeBroker:
     # Answers are held until this many requests of a stream have arrived, then sent together
     # (so that several requests are in flight at once).
     answer_in_groups_of: int = 1
+    rewrite_answer: RewriteAnswer | None = None
+    max_batch_bytes: int | None = None
+    # (topic, partition) -> (producer id, epoch, base sequence, base offset) of the last batch
+    # appended with a sequence.
+    last_sequenced: dict[TopicPartition, tuple[int, int, int, int]] = field(default_factory=dict)
 
     def produce(self, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
         self.requests += 1
@@ -51,12 +63,14 @@ class FakeBroker:
             topics.append(
                 broker_pb2.ProduceResponse.TopicResponse(name=topic.name, partitions=results)
             )
-        return broker_pb2.ProduceResponse(topics=topics)
+        answer = broker_pb2.ProduceResponse(topics=topics)
+        return answer if self.rewrite_answer is None else self.rewrite_answer(answer)
 
     def _partition(
         self, topic: str, data: broker_pb2.ProduceRequest.PartitionData
     ) -> broker_pb2.ProduceResponse.PartitionResponse:
         batches = codec.decode_batches(data.records)
+        answer_class = broker_pb2.ProduceResponse.PartitionResponse
         for batch in batches:
             self.received.append((topic, data.partition, batch))
             if self.answer_hook is not None:
@@ -64,11 +78,32 @@ class FakeBroker:
                 if answer is not None:
                     answer.partition = data.partition
                     return answer
-        log = self.logs.setdefault((topic, data.partition), [])
+            size = batch.header.size_bytes
+            if self.max_batch_bytes is not None and size > self.max_batch_bytes:
+                return answer_class(
+                    partition=data.partition,
+                    error_code=ErrorCode.MESSAGE_TOO_LARGE,
+                    error_message=f"batch of {size} bytes > max.message.bytes",
+                )
+        topic_partition = (topic, data.partition)
+        first = batches[0].header
+        last = self.last_sequenced.get(topic_partition)
+        identity = (first.producer_id, first.producer_epoch, first.base_sequence)
+        if len(batches) == 1 and last is not None and last[:3] == identity:
+            return answer_class(partition=data.partition, base_offset=last[3])  # a duplicate
+        log = self.logs.setdefault(topic_partition, [])
         base_offset = len(log)
         for batch in batches:
+            if batch.header.base_sequence >= 0:
+                header = batch.header
+                self.last_sequenced[topic_partition] = (
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                    len(log),
+                )
             log.extend(batch.values)
-        return broker_pb2.ProduceResponse.PartitionResponse(
+        return answer_class(
             partition=data.partition, error_code=ErrorCode.NONE, base_offset=base_offset
         )
 
