@@ -14,7 +14,8 @@ commit only while the group has no members. A commit to a group that does not ex
 Retention (Kafka's KIP-211): the offsets of a group with no members expire once the group has
 been empty for `offsets_retention_ms`, or, for an offset committed while it was empty (an admin
 reset, a consumer outside the group protocol), that long after the commit (`expired_offsets`);
-the caller deletes a group left with no members and no offsets.
+the caller keeps those an open transaction committed (its marker applies them) and deletes a
+group left with no members, no offsets and nothing pending.
 """
 
 from __future__ import annotations

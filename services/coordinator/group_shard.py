@@ -154,7 +154,9 @@ class GroupCoordinatorShard:
 
     def expire(self, now_ms: int) -> GroupResult[None]:
         """Remove members whose session or revocation deadline has come, tombstone offsets past
-        retention in groups without members, and delete groups left with neither."""
+        retention in groups without members, and delete groups left with neither. Offsets an
+        open transaction committed stay, with their group, as in Kafka: its COMMIT marker must
+        find them."""
         writer = RecordCollector(self.state)
         for group_id in sorted(self.state.groups):
             group = self.state.groups[group_id]
@@ -171,8 +173,10 @@ class GroupCoordinatorShard:
                 remove_member(writer, group, member_id)
             if expired and not group.members:
                 group.empty_since_ms = now_ms  # offset retention counts from here
-            for topic, partition in list(group_offsets.expired_offsets(group, now_ms, self.config)):
-                writer.write(records.offset_commit(group_id, topic, partition, None))
-            if not group.members and not group.offsets:
+            pending = self.txn_offsets.unstable(group_id)  # a marker will apply them
+            for topic_partition in list(group_offsets.expired_offsets(group, now_ms, self.config)):
+                if topic_partition not in pending:
+                    writer.write(records.offset_commit(group_id, *topic_partition, None))
+            if not group.members and not group.offsets and not pending:
                 delete_group(writer, group)
         return writer.result(None)

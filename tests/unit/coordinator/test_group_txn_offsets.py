@@ -222,3 +222,26 @@ def test_two_committed_transactions_whose_first_marker_is_seen_late_apply_in_ord
     assert fetch(shard, "g", stable=False)[0] == (17, ErrorCode.NONE)
     assert shard.complete_transaction(7, committed=True, marker_offset=40) == 1
     assert fetch(shard, "g", stable=True)[0] == (42, ErrorCode.NONE)
+
+
+def test_retention_keeps_offsets_and_groups_a_pending_transaction_will_commit() -> None:
+    """Kafka's rule (GroupMetadata.removeExpiredOffsets): an offset with a transactional commit
+    pending does not expire, and a group with pending offsets is not deleted, so the COMMIT
+    marker applies what the transaction committed instead of finding it tombstoned."""
+    from samsa.services.coordinator.group_model import GroupConfig
+
+    retention = 10_000
+    shard = GroupCoordinatorShard(GroupConfig(offsets_retention_ms=retention))
+    plain = c.OffsetCommitRequest(group_id="g", member_id="", member_epoch=-1)
+    plain.topics.add(name="t").partitions.add(partition=0, committed_offset=3)
+    shard.mark_durable(shard.commit_offsets(plain, NOW, TOPICS).records, 10)
+    shard.expire(NOW)  # the group is empty: retention counts from the commit
+    for group in ("g", "fresh"):
+        written = shard.commit_txn_offsets(txn_commit(group, {("t", 0): 50}), NOW, TOPICS)
+        pending(shard, 100 if group == "g" else 110, written.records)
+
+    expired = shard.expire(NOW + 2 * retention)
+    assert expired.records == [], "nothing pending may expire or be deleted"
+    assert shard.complete_transaction(7, committed=True, marker_offset=200) == 2
+    assert fetch(shard, "g", stable=True) == {0: (50, 0), 1: (-1, 0)}
+    assert fetch(shard, "fresh", stable=True) == {0: (50, 0), 1: (-1, 0)}
