@@ -160,9 +160,12 @@ class AsyncConsumer:
             driver.state.seek_to(partitions, LATEST)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching these partitions and returning their records until `resume` (see
+        Consumer.pause: their brokers' other partitions are fetched at once)."""
         driver = self._started()
         with driver.lock:
             driver.state.pause(partitions)
+        driver.wake()
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         driver = self._started()

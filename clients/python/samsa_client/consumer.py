@@ -211,9 +211,13 @@ class Consumer:
             self._state.seek_to(partitions, LATEST)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
-        """Stop fetching these partitions and returning their records until `resume`."""
+        """Stop fetching these partitions and returning their records until `resume`. The
+        driver is woken: records of theirs waiting for poll() held back their brokers' next
+        fetch, which poll() no longer sends by taking them (the driver's idle turn did, 0.5 s
+        later)."""
         with self._progress:
             self._state.pause(partitions)
+        self._driver.wake_threadsafe()
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         with self._progress:

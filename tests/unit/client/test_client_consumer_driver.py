@@ -202,3 +202,28 @@ def test_a_failed_fetch_marks_metadata_stale_and_backs_off(
         assert [asked(r) for r, _ in broker.fetches] == [{T0: 5}]
 
     run(test)
+
+
+def test_pausing_a_partition_with_records_waiting_lets_its_broker_be_fetched_again() -> None:
+    """T0's records wait for poll(), so broker 1 gets no fetch. Once T0 is paused, poll() takes
+    nothing and so wakes nothing: the facades' pause() wakes the driver, and the broker's
+    other partition is fetched at once (not at the driver's idle turn, 0.5 s later)."""
+
+    async def test(driver: ConsumerDriver, broker: FakeBroker) -> None:
+        with driver.lock:
+            driver.state.assign([T0, T1])
+            driver.state.seek(T0, 0)
+            driver.state.seek(T1, 0)
+        driver.wake()
+        await turns()
+        broker.fetches.pop()[1].set_result(answer(p0=build_batch([b"a", b"b"])))
+        await turns()
+        assert broker.fetches == []
+        with driver.lock:
+            driver.state.pause([T0])
+            assert take_records(driver.state, 500) == []
+        driver.wake()
+        await turns()
+        assert len(broker.fetches) == 1, "T1 is fetched again while T0 keeps its records"
+
+    run(test)
