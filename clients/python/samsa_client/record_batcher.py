@@ -243,8 +243,13 @@ class RecordBatcher:
             batch = state.open_batch if state is not None else None
             run_end = index
             if batch is not None:
-                room = min(
-                    self.buffer_memory - self.buffered_bytes, self._batch_size - batch.size_bytes
+                # Never negative: a batch holding one record larger than batch.size has no room.
+                room = max(
+                    0,
+                    min(
+                        self.buffer_memory - self.buffered_bytes,
+                        self._batch_size - batch.size_bytes,
+                    ),
                 )
                 run_end = bisect_right(cumulative, cumulative[index] + room, index, stop + 1) - 1
             if run_end == index:  # record `index` does not fit: memory, or a new batch

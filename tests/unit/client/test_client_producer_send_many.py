@@ -167,6 +167,19 @@ def test_append_many_with_abort_on_new_batch_stops_at_the_batch_boundary():
     )
 
 
+def test_append_many_after_a_record_larger_than_batch_size_opens_a_new_batch():
+    """An open batch holding one record larger than batch.size has no room (its room came out
+    negative: the run ended before it began, its bytes were counted without its records, and
+    the next bisect raised "lo must be non-negative")."""
+    many = batcher(batch_size=1_000, buffer_memory=10_000)
+    many.append("t", 0, None, b"x" * 1_500, None, 0, 0)  # a batch of its own, over batch.size
+    records = many.check_records(None, [b"v" * 100] * 3, None, 0)
+    appended = many.append_many("t", 0, records, 0, 0, 0)
+    assert appended.next_index == 3 and appended.refusal is None
+    assert [len(b.values) for b in many.unfinished.values()] == [1, 3]
+    many.check_invariants()
+
+
 def test_check_records_refuses_bad_records_before_any_is_appended():
     records = batcher(max_request_size=1_000, batch_size=1_000)
     with pytest.raises(InvalidRecordError):
