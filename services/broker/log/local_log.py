@@ -32,16 +32,26 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
+from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple
 
+from samsa.common.record.codec import decode_batch
 from samsa.services.broker.log import policy
 from samsa.services.broker.log.segment import Segment
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from samsa.common.record.header import BatchHeader
     from samsa.services.broker.log.append_info import AppendPlan
     from samsa.services.broker.log.config import LogConfig
+
+
+# A record's rank in a MAX_TIMESTAMP look-up, (-timestamp, offset): the smallest wins.
+_Rank = tuple[int, int]
+# How many time-index entries a MAX_TIMESTAMP look-up tries for a first record in range (the
+# newest entries name markers and batches past the end first) before walking a whole segment.
+_SEED_ATTEMPTS_MAX = 8
 
 
 class SegmentInfo(NamedTuple):
@@ -122,6 +132,23 @@ class LocalLog:
             if found is not None:
                 return found
         return None
+
+    def max_timestamp_record(self, start: int, end: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp in [start, end), the
+        lowest offset among equals, control batches aside (KIP-734); None when there is none.
+
+        A segment's max timestamp bounds its records', and a batch's header max its records':
+        segments are visited by decreasing max and the visit stops at the first that cannot beat
+        the best record found; inside one, only batches that can beat it are decoded."""
+        if start >= end:
+            return None
+        best: _Rank | None = None
+        segments = [s for s in self.segments_from(start) if s.base_offset < end]
+        for segment in sorted(segments, key=_rank_bound):
+            if best is not None and best <= _rank_bound(segment):
+                break  # nor can any later one: they are sorted by that bound
+            best = _best_in_segment(segment, start, end, best)
+        return None if best is None else (best[1], -best[0])
 
     # --- appending -----------------------------------------------------------------------------
 
@@ -262,3 +289,80 @@ class LocalLog:
         """Close every segment's file descriptor; nothing is written."""
         for segment in self.segments:
             segment.close()
+
+
+# --- MAX_TIMESTAMP (KIP-734) ----------------------------------------------------------------------
+
+
+def _rank_bound(segment: Segment) -> _Rank:
+    """No record of `segment` ranks better: none is newer than its max timestamp (the largest
+    header max of its batches) nor below its base offset."""
+    return -segment.max_timestamp, segment.base_offset
+
+
+def _best_in_segment(segment: Segment, start: int, end: int, best: _Rank | None) -> _Rank | None:
+    """The better of `best` and the best-ranked record of `segment` in [start, end).
+
+    The batch that first reached the segment's max (its last offset is in the indexes) answers
+    at once when it is a data batch holding a record of that max in the range: nothing in the
+    segment is newer and no earlier batch reached that max. Otherwise a record of a batch a
+    time-index entry names (the newest first) is a lower bound, the time index skips the
+    batches wholly older than it, and the headers after say which batches to decode."""
+    time_index = segment.indexes.time_index
+    entries = zip(
+        reversed(time_index.timestamps), reversed(time_index.relative_offsets), strict=True
+    )
+    named = [(segment.max_timestamp, segment.indexes.offset_of_max_timestamp)]
+    named += islice(
+        ((t, segment.base_offset + r) for t, r in entries if t < segment.max_timestamp),
+        _SEED_ATTEMPTS_MAX,
+    )
+    seeded = -1  # the position of the batch that gave `best`, decoded already
+    for attempt, (timestamp, last_offset) in enumerate(named):
+        if last_offset < start or (best is not None and best <= (-timestamp, segment.base_offset)):
+            break  # nor can any entry further down: older, and at lower offsets
+        found = segment.find_batch(last_offset)
+        if found is None or found[1].is_control or found[1].base_offset >= end:
+            continue
+        record = _best_in_batch(segment, *found, start, end)
+        if record is None:
+            continue
+        best, seeded = record if best is None else min(best, record), found[0]
+        if attempt == 0 and found[1].last_offset == last_offset and record[0] == -timestamp:
+            return best
+        break
+    # Every record before what the time index answers is older than `best`.
+    older = 0 if best is None else time_index.lookup(-best[0])
+    found = segment.find_batch(max(start, segment.base_offset + older))
+    if found is None:
+        return best
+    candidates = []
+    for position, header in segment.walk(found[0]):
+        if header.base_offset >= end:
+            break
+        bound = (-header.max_timestamp, header.base_offset)  # no record of the batch ranks better
+        if header.is_control or header.last_offset < start or position == seeded:
+            continue
+        if best is None or bound < best:
+            candidates.append((bound, position, header))
+    candidates.sort(key=lambda candidate: candidate[0])
+    for bound, position, header in candidates:
+        if best is not None and best <= bound:
+            break  # nor can any later one: they are sorted by that bound
+        record = _best_in_batch(segment, position, header, start, end)
+        if record is not None and (best is None or record < best):
+            best = record
+    return best
+
+
+def _best_in_batch(
+    segment: Segment, position: int, header: BatchHeader, start: int, end: int
+) -> _Rank | None:
+    """The best-ranked record of the batch at `position` among its offsets in [start, end)."""
+    batch = decode_batch(segment.read_bytes(position, header.size_bytes))
+    ranks = [
+        (-timestamp, offset)
+        for offset, timestamp in zip(batch.offsets(), batch.timestamps(), strict=True)
+        if start <= offset < end
+    ]
+    return min(ranks, default=None)

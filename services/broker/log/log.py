@@ -63,9 +63,7 @@ if TYPE_CHECKING:
 
 
 class ReadResult(NamedTuple):
-    """Whole stored batches from the one holding the requested offset; `next_offset` is where
-    the next read should start: the requested offset again when `records` is empty, unless
-    only a compacted-away gap lies between it and the log end offset (then the log end)."""
+    """What `read` returns; the next read starts at `next_offset` (see LocalLog.read)."""
 
     records: bytes
     first_offset: int
@@ -302,7 +300,11 @@ class Log:
         watermark or LSO; None = the log end offset). Raises OffsetOutOfRangeError outside
         [log_start_offset, log_end_offset]."""
         self._check_open()
-        self._check_in_range(start_offset)
+        if not self._log_start_offset <= start_offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} is outside the log [{self._log_start_offset}, "
+                f"{self.log_end_offset}]: reset to the log start or end offset"
+            )
         upper = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
         max_bytes = min(max(max_bytes, 0), limits.fetch_partition_bytes_max)
         records, first_offset, next_offset = self._local_log.read(start_offset, max_bytes, upper)
@@ -315,12 +317,10 @@ class Log:
         self._check_open()
         return self._local_log.offset_for_timestamp(timestamp_ms, self._log_start_offset)
 
-    def _check_in_range(self, offset: int) -> None:
-        if not self._log_start_offset <= offset <= self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is outside the log [{self._log_start_offset}, "
-                f"{self.log_end_offset}]: reset to the log start or end offset"
-            )
+    def max_timestamp_record(self, end_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record stamped latest below `end_offset` (KIP-734)."""
+        self._check_open()
+        return self._local_log.max_timestamp_record(self._log_start_offset, end_offset)
 
     # --- scrubbing (scrub.py decides, services/broker/scrubber.py drives) -----------------------
 
