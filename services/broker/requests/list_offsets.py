@@ -1,8 +1,11 @@
-"""ListOffsets: the earliest, latest or first-at-a-time offset of partitions.
+"""ListOffsets: the earliest, latest, first-at-a-time or newest-record offset of partitions.
 
 "Latest" is the high watermark, or the last stable offset under read_committed (Kafka's rule):
 a read_committed consumer that resets to the end starts where it can read, and its lag counts
-only what it may see. A timestamp lookup is bounded the same way."""
+only what it may see. The timestamp lookups are bounded the same way: MAX_TIMESTAMP (KIP-734,
+as Kafka answers it since KAFKA-16310) is the record with the largest timestamp, the first of
+equals, among those from the log start up to that end, transaction markers aside; none
+visible answers offset and timestamp -1 with no error."""
 
 from __future__ import annotations
 
@@ -41,7 +44,14 @@ def list_offsets(
                 found = hosted.log.offset_for_timestamp(wanted.timestamp_ms)
                 if found is not None and found[0] < visible_end:
                     result.offset, result.timestamp_ms = found
+            elif spec == broker_pb2.OFFSET_SPEC_MAX_TIMESTAMP:
+                found = hosted.log.max_timestamp_record(visible_end)
+                if found is not None:
+                    result.offset, result.timestamp_ms = found
             else:
                 result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
-                result.error_message = "offset_spec must be EARLIEST, LATEST or TIMESTAMP"
+                result.error_message = (
+                    f"offset_spec {spec} is not set or unknown: use EARLIEST (1), LATEST (2), "
+                    f"TIMESTAMP (3) or MAX_TIMESTAMP (4)"
+                )
     return response
