@@ -133,6 +133,10 @@ class TransactionPartition(CoordinatorPartition):
     async def timer_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.abort_interval_ms / 1000)
+            if self.ended:
+                # The partition failed on its own (its write loop raised): the runtime's gather
+                # does not cancel this loop, and a new owner object does this work from now on.
+                return
             now = now_ms()
             steps = self.shard.abort_timed_out(now)
             steps += self.shard.expire(now, self.config.id_expiration_ms)
