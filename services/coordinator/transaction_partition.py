@@ -199,12 +199,25 @@ class TransactionPartition(CoordinatorPartition):
         if task.cancelled():
             return
         error = task.exception()
-        if error is not None and not isinstance(error, PartitionUnavailableError):
-            log.error(
-                "transaction work failed",
-                exc_info=error,
-                extra={"partition": self.partition},
-            )
+        if error is None or isinstance(error, PartitionUnavailableError):
+            return
+        log.error(
+            "transaction work failed: giving the partition up to reload it",
+            exc_info=error,
+            extra={"partition": self.partition},
+        )
+        self._give_up(f"the coordinator failed on partition {self.partition}: {error!r}")
+
+    def _give_up(self, message: str) -> None:
+        """Poison the partition after an unexpected error in its work: the shard may be half
+        changed (an id left pending for ever) and phase 2 of a decided transaction would stop
+        for good, leaving its id answering CONCURRENT_TRANSACTIONS until some reload. Ending it
+        makes its owner load it again from the log, which resumes phase 2 (`on_loaded`)."""
+        if self.ended:
+            return
+        self._end(ErrorCode.NOT_COORDINATOR, message)
+        if self._task is not None:
+            self._task.cancel()  # its write loop would wait for a wake-up that never comes
 
     async def run_when_settled(
         self, decide: Callable[[], TxnStep[R]], wait_s: float = SETTLE_WAIT_S

@@ -168,3 +168,23 @@ def test_a_partition_fenced_by_a_newer_owner_ends_and_keeps_no_task(
         assert harness.markers.calls == [], "nothing was decided"
 
     asyncio.run(run())
+
+
+def test_an_error_in_phase_2_ends_the_partition_rather_than_stranding_the_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def run() -> None:
+        harness = TransactionHarness(monkeypatch)
+        harness.markers.raise_next = RuntimeError("the marker writer broke")
+        await harness.start()
+        who = await harness.open_transaction("app", A0)
+        answer = await harness.end(who, commit=True)
+        assert answer.error_code == ErrorCode.NONE, "the decision is durable"
+        await until(lambda: harness.ended, "the partition gave up")
+        reloaded = await harness.reload()  # what the coordinator does for a partition it owns
+        try:
+            await until(lambda: "COMPLETE_COMMIT" in harness.log.states("app"), "resumed")
+        finally:
+            await reloaded.stop()
+
+    asyncio.run(run())
