@@ -235,3 +235,24 @@ def test_list_and_describe():
     assert [(p.topic, list(p.partitions)) for p in described.partitions] == [("orders", [4])]
     missing = shard.describe_transaction("zz")
     assert missing.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+
+def test_init_ignores_the_kip_360_identity_fields() -> None:
+    # transactions.proto: InitTransactionsRequest.producer_id/epoch are not used today; every
+    # init is a new instance's and bumps the epoch, whatever identity the request names.
+    shard = TransactionShard()
+    log = Log(shard)
+    first = log.durable(init(shard)).response
+    named = x.InitTransactionsRequest(
+        transactional_id="t1",
+        transaction_timeout_ms=60_000,
+        producer_id=first.producer_id,
+        producer_epoch=first.producer_epoch,
+    )
+    stale = x.InitTransactionsRequest(
+        transactional_id="t1", transaction_timeout_ms=60_000, producer_id=999, producer_epoch=7
+    )
+    for request, epoch in ((named, 1), (stale, 2)):
+        answer = log.durable(shard.init_transactions(request, T0, None)).response
+        assert answer.error_code == ErrorCode.NONE
+        assert (answer.producer_id, answer.producer_epoch) == (first.producer_id, epoch)
