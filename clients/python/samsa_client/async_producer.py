@@ -91,8 +91,9 @@ class AsyncProducer:
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> AsyncRecordFuture:
-        """Queue one record (waiting for buffer memory if need be); await the result for its
-        RecordMetadata."""
+        """Queue one record (waiting for the topic's metadata and for buffer memory if need
+        be, max.block.ms in all); await the result for its RecordMetadata."""
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
         driver = self._started()
         if driver.txn is not None:
             driver.txn.check_send()
@@ -103,9 +104,8 @@ class AsyncProducer:
             timestamp = now
         count = self._metadata.partition_counts.get(topic)
         if count is None:
-            count = await asyncio.to_thread(
-                self._metadata.partition_count, topic, self.config.max_block_ms / 1000
-            )
+            remaining_s = max(0.0, deadline - time.monotonic())
+            count = await asyncio.to_thread(self._metadata.partition_count, topic, remaining_s)
         if partition is not None and not 0 <= partition < count:
             raise_no_partition(topic, partition, count)
         outcome, index, partition, wake = driver.appender.append(
@@ -113,7 +113,7 @@ class AsyncProducer:
         )
         if outcome is None:
             outcome, index, partition, wake = await self._wait_for_memory(
-                topic, partition, key, value, headers, timestamp, count
+                topic, partition, key, value, headers, timestamp, count, deadline
             )
         if wake:
             driver.wake()
@@ -140,20 +140,20 @@ class AsyncProducer:
         headers: Sequence[tuple[str, bytes | None]] | None,
         timestamp: int,
         count: int,
+        deadline: float,
     ) -> Appended:
-        """buffer.memory is full: wait (up to max.block.ms) for completions to free some, then
-        append to `partition` again."""
+        """buffer.memory is full: wait (until `deadline`, time.monotonic(): what is left of the
+        call's max.block.ms) for completions to free some, then append to `partition` again."""
         driver = self._started()
-        deadline = time.monotonic() + self.config.max_block_ms / 1000
         appended: Appended = (None, 0, partition, True)
         while appended[0] is None:
             driver.wake()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ProduceError(
-                    f"buffer.memory ({self.config.buffer_memory} bytes) stayed full for "
-                    f"max.block.ms ({self.config.max_block_ms} ms): the cluster is slower "
-                    "than the producer",
+                    f"buffer.memory ({self.config.buffer_memory} bytes) stayed full until "
+                    f"max.block.ms ({self.config.max_block_ms} ms, for metadata and memory "
+                    "together) had passed: the cluster is slower than the producer",
                     ErrorCode.REQUEST_TIMED_OUT,
                 )
             await self._wait_for_progress(min(remaining, WAIT_POLL_S))

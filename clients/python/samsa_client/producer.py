@@ -113,8 +113,10 @@ class Producer:
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> RecordFuture:
-        """Queue one record; the future says where it was written (or why it was not)."""
-        now, count = self._before_send(topic)
+        """Queue one record; the future says where it was written (or why it was not). Blocks
+        at most max.block.ms in all, waiting for the topic's metadata and then for memory."""
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        now, count = self._before_send(topic, deadline)
         if self._tracing:
             headers = headers_with_traceparent(headers)
         if timestamp is None:
@@ -125,7 +127,6 @@ class Producer:
             topic, partition, key, value, headers, timestamp, now, count
         )
         if outcome is None:
-            deadline = time.monotonic() + self.config.max_block_ms / 1000
             while outcome is None:
                 self._wait_for_memory(deadline)
                 outcome, index, partition, wake = self._append(
@@ -149,8 +150,10 @@ class Producer:
         batching, idempotence and transaction rules, but column at a time (keys hashed
         together, whole runs appended to a batch) and one future for them all. A bad record
         raises before any is queued; buffer.memory staying full for max.block.ms raises with
-        the records before it queued."""
-        now, count = self._before_send(topic)
+        the records before it queued (the first wait shares max.block.ms with the metadata
+        wait, as one send() does; each record appended since starts it anew)."""
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        now, count = self._before_send(topic, deadline)
         if timestamp is None:
             timestamp = now
         if partitions is not None:
@@ -165,7 +168,13 @@ class Producer:
             stop = start + SEND_MANY_CHUNK_RECORDS
             chunk_partitions = None if partitions is None else partitions[start:stop]
             self._send_chunk(
-                topic, records.slice(start, stop), chunk_partitions, timestamp, count, future
+                topic,
+                records.slice(start, stop),
+                chunk_partitions,
+                timestamp,
+                count,
+                future,
+                deadline,
             )
         return future
 
@@ -177,16 +186,19 @@ class Producer:
         timestamp: int,
         count: int,
         future: RecordsFuture,
+        call_deadline: float,
     ) -> None:
         """send_many's records, a bounded chunk at a time (the driver's lock is held per
-        partition of a chunk, and the driver woken per chunk)."""
+        partition of a chunk, and the driver woken per chunk). A wait for memory before any
+        record of the call was appended ends by `call_deadline` (max.block.ms from the call,
+        its metadata wait included); one after progress starts max.block.ms anew."""
         groups = partition_groups(
             records.keys, partitions, count, ignore_keys=self.config.partitioner_ignore_keys
         )
         wake = False
         for partition, indexes in groups:
             share = records if indexes is None else records.select(indexes)
-            start, stuck_at, deadline = 0, -1, 0.0
+            start, stuck_at, deadline = 0, -1, call_deadline
             while True:
                 start, parts, woke = self._driver.appender.append_many(
                     topic, partition, share, start, timestamp, now_ms(), count
@@ -195,14 +207,19 @@ class Producer:
                 wake = wake or woke
                 if start == len(share.values):
                     break
-                if start != stuck_at:  # progress since the last wait: max.block.ms anew
-                    stuck_at, deadline = start, time.monotonic() + self.config.max_block_ms / 1000
+                if start != stuck_at:
+                    stuck_at = start
+                    if future.record_count:  # progress since the call began: max.block.ms anew
+                        deadline = time.monotonic() + self.config.max_block_ms / 1000
                 self._wait_for_memory(deadline)
         if wake:
             self._driver.wake_threadsafe()
 
-    def _before_send(self, topic: str) -> tuple[int, int]:
-        """send()'s and send_many()'s checks: (now in ms, the topic's partition count)."""
+    def _before_send(self, topic: str, deadline: float) -> tuple[int, int]:
+        """send()'s and send_many()'s checks: (now in ms, the topic's partition count). An
+        unknown topic's metadata is waited for until `deadline` (time.monotonic()): the
+        call's max.block.ms, which a wait for memory then gets only the rest of (Kafka's
+        producer blocks for max.block.ms in all, metadata and memory together)."""
         if self._closed:
             raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
         if self._txn is not None:
@@ -210,7 +227,8 @@ class Producer:
         now = now_ms()
         count = self._metadata.partition_counts.get(topic)
         if count is None:
-            count = self._metadata.partition_count(topic, self.config.max_block_ms / 1000)
+            remaining_s = max(0.0, deadline - time.monotonic())
+            count = self._metadata.partition_count(topic, remaining_s)
         return now, count
 
     def _wait_for_memory(self, deadline: float) -> None:
@@ -220,9 +238,9 @@ class Producer:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise ProduceError(
-                f"buffer.memory ({self.config.buffer_memory} bytes) stayed full for "
-                f"max.block.ms ({self.config.max_block_ms} ms): the cluster is slower "
-                "than the producer",
+                f"buffer.memory ({self.config.buffer_memory} bytes) stayed full until "
+                f"max.block.ms ({self.config.max_block_ms} ms, for metadata and memory "
+                "together) had passed: the cluster is slower than the producer",
                 ErrorCode.REQUEST_TIMED_OUT,
             )
         with self._space:
