@@ -156,6 +156,7 @@ class FetchAnswers:
                 decoded, leader_epoch, corrupt_at = decode_records(tp, records, asked, aborted)
             except CorruptRecordError as error:
                 self._errors[tp] = error
+                self._sessions.refetch(tp)  # fetched again, it fails again
                 return False
             if decoded:
                 partition.fetch_offset = (
@@ -184,6 +185,7 @@ class FetchAnswers:
         """The leader's log no longer holds what we read past `end_offset` (an unclean leader
         election truncated it): go back there rather than silently skipping what replaced it."""
         end_offset = diverging.end_offset
+        self._sessions.refetch(tp)  # fetched again, at the same offset with `none`
         if self._config.auto_offset_reset == "none":
             self._errors[tp] = OffsetOutOfRangeError(
                 f"log truncation detected on {tp[0]}-{tp[1]}: the leader's log ends epoch "
@@ -208,6 +210,9 @@ class FetchAnswers:
     ) -> bool:
         """True when the metadata is stale."""
         code = result.error_code
+        # Fetched again (at the leader, or once poll() raised the error), the partition is
+        # named: the broker answered this error as news and would not look at it again.
+        self._sessions.refetch(tp)
         had_replica = partition.read_replica is not None
         partition.read_replica = None  # back to the leader, which may name another
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:

@@ -5,6 +5,13 @@ read and answer all of them, in every fetch. With a session (common/fetch_sessio
 fetch names only the partitions whose fetch offset moved (or that were added or dropped), and the
 broker answers only partitions with news; a partition left out of an answer simply has nothing new.
 A failed fetch or a session error starts the session over with a full fetch, so nothing is missed.
+
+The broker reads, in an incremental fetch, only the partitions it names and those that changed
+since it last looked at them: it takes what it answered as consumed. So a partition is named
+whenever that is not so, even at the position the broker's session holds: fetched from another
+broker since (a read replica and back, a leader and back), or its last answer not taken (dropped
+by a seek or a reset, or an error `poll()` raised, `refetch`). Otherwise it would wait for the next
+append, for ever on a partition no longer written to.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ class BrokerFetchSessions:
     def __init__(self, *, partition_max_bytes: int) -> None:
         self.partition_max_bytes = partition_max_bytes
         self._sessions: dict[int, FetchSessionClient] = {}
+        # The broker each partition was last asked of, while what it answered was taken.
+        self._fetched_from: dict[TopicPartition, int] = {}
 
     def request(
         self,
@@ -44,11 +53,23 @@ class BrokerFetchSessions:
         session = self._sessions.setdefault(node, FetchSessionClient())
         for tp in [tp for tp in session.wanted if tp not in offsets]:
             session.set(tp, None)
+        named = []  # named even when unchanged (module doc)
+        fetched_from = self._fetched_from
         for tp, offset in offsets.items():
             position = FetchPosition(offset, -1, epochs.get(tp, -1), self.partition_max_bytes)
             session.set(tp, position)
+            if fetched_from.get(tp) != node:
+                fetched_from[tp] = node
+                named.append(tp)
+                session.name_always(tp, True)
         parts = session.build()
+        for tp in named:
+            session.name_always(tp, False)
         return fetch_request(parts, **fields), parts
+
+    def refetch(self, tp: TopicPartition) -> None:
+        """What a broker last answered of `tp` was not taken: name it in its next fetch."""
+        self._fetched_from.pop(tp, None)
 
     def on_answer(self, node: int, parts: FetchParts, response: broker_pb2.FetchResponse) -> bool:
         """Record the broker's answer; False when it refused the session (nothing to read in
@@ -74,4 +95,5 @@ class BrokerFetchSessions:
             if session.session_id
         }
         self._sessions.clear()
+        self._fetched_from.clear()
         return requests

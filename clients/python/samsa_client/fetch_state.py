@@ -320,6 +320,7 @@ class FetchState:
         self._errors.pop(tp, None)
         for in_flight in self._in_flight.values():
             in_flight.offsets.pop(tp, None)
+        self._sessions.refetch(tp)  # an answer in flight is dropped: named in the next fetch
 
 
 def isolation_level(config: ConsumerConfig) -> int:
