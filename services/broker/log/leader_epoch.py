@@ -15,6 +15,8 @@ watermark — the fix for KIP-101's lost and diverging records.
 - `end_offset_for_epoch(e, log_end_offset)` answers with (the largest epoch <= e, the start offset
   of the first epoch > e), or the log end offset when e is the latest epoch, or (-1, -1) when e is
   unknown or above every cached epoch (Kafka's LeaderEpochFileCache.endOffsetFor).
+- `epoch_of(entries, offset)` names the epoch that wrote an offset (ListOffsets answers it, so
+  that a consumer that seeks there can check its later fetches against it, KIP-320).
 
 Invariants: epochs strictly increase, start offsets strictly increase, both are >= 0.
 Pure: the log persists `entries` through checkpoint_format / checkpoint_file.
@@ -144,3 +146,10 @@ class LeaderEpochCache:
             # first epoch we know of (Kafka answers the same).
             return leader_epoch, self._start_offsets[0]
         return self._epochs[higher - 1], self._start_offsets[higher]
+
+
+def epoch_of(entries: list[tuple[int, int]], offset: int) -> int:
+    """The epoch of the entries (LeaderEpochCache.entries()) whose range holds `offset`: the
+    last one starting at or below it; UNDEFINED_EPOCH below the first or with none."""
+    index = bisect_right([start for _, start in entries], offset)
+    return entries[index - 1][0] if index > 0 and offset >= 0 else UNDEFINED_EPOCH

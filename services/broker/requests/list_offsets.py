@@ -5,12 +5,14 @@ a read_committed consumer that resets to the end starts where it can read, and i
 only what it may see. The timestamp lookups are bounded the same way: MAX_TIMESTAMP (KIP-734,
 as Kafka answers it since KAFKA-16310) is the record with the largest timestamp, the first of
 equals, among those from the log start up to that end, transaction markers aside; none
-visible answers offset and timestamp -1 with no error."""
+visible answers offset and timestamp -1 with no error. Each answer carries the leader epoch of
+the batch holding the offset found (KIP-320), as Kafka's."""
 
 from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
-from samsa.services.broker.hosted_partition import LeadershipError
+from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
+from samsa.services.broker.log.leader_epoch import epoch_of
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
 
@@ -24,14 +26,13 @@ def list_offsets(
         topic_response = response.topics.add(name=topic.name)
         for wanted in topic.partitions:
             result = topic_response.partitions.add(
-                partition=wanted.partition, offset=-1, timestamp_ms=-1
+                partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
             )
             hosted = host.leader(topic.name, wanted.partition)
             if isinstance(hosted, LeadershipError):
                 result.error_code = hosted.code  # type: ignore[assignment]
                 result.error_message = hosted.message
                 continue
-            result.leader_epoch = hosted.leader_epoch
             visible_end = hosted.high_watermark
             if read_committed:
                 visible_end = hosted.log.last_stable_offset(visible_end)
@@ -54,4 +55,14 @@ def list_offsets(
                     f"offset_spec {spec} is not set or unknown: use EARLIEST (1), LATEST (2), "
                     f"TIMESTAMP (3) or MAX_TIMESTAMP (4)"
                 )
+                continue
+            result.leader_epoch = answered_epoch(hosted, spec, result.offset)
     return response
+
+
+def answered_epoch(hosted: HostedPartition, spec: int, offset: int) -> int:
+    """The epoch of the batch holding a record found, of the log start's batch for EARLIEST,
+    the leader's latest for LATEST (Kafka's answers); -1 when nothing was found."""
+    if spec == broker_pb2.OFFSET_SPEC_LATEST:
+        return hosted.log.latest_epoch
+    return epoch_of(hosted.log.leader_epoch_entries(), offset)

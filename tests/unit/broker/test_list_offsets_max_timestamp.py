@@ -142,3 +142,40 @@ def test_an_unset_or_unknown_spec_is_refused_saying_what_is_accepted(host, spec)
     assert "not set or unknown" in answer.error_message
     for name in ("EARLIEST", "LATEST", "TIMESTAMP", "MAX_TIMESTAMP"):
         assert name in answer.error_message
+
+
+def test_each_answer_carries_the_epoch_of_the_batch_holding_its_offset(host):
+    """KIP-320: a consumer that seeks to an offset found by ListOffsets validates its later
+    fetches against the epoch that wrote it, so the answer names that epoch, not the leader's
+    current one; nothing found answers -1."""
+    append(host, [100, 900])  # epoch 0: offsets 0 and 1
+    hosted = partition(host)
+    hosted.log.start_leader_epoch(5)
+    hosted.log.append_as_leader(
+        build_batch([b"v"], timestamps=[300]), leader_epoch=5, now_ms=5
+    )  # epoch 5: offset 2
+    hosted.advance_high_watermark()
+
+    def epoch(spec: int, timestamp_ms: int = 0) -> tuple[int, int]:
+        request = b.ListOffsetsRequest(
+            topics=[
+                b.ListOffsetsRequest.TopicData(
+                    name="t",
+                    partitions=[
+                        b.ListOffsetsRequest.PartitionData(
+                            offset_spec=spec, timestamp_ms=timestamp_ms
+                        )
+                    ],
+                )
+            ]
+        )
+        answer = list_offsets(host, request).topics[0].partitions[0]
+        assert answer.error_code == 0, answer.error_message
+        return answer.offset, answer.leader_epoch
+
+    assert epoch(b.OFFSET_SPEC_EARLIEST) == (0, 0)
+    assert epoch(b.OFFSET_SPEC_LATEST) == (3, 5)
+    assert epoch(b.OFFSET_SPEC_MAX_TIMESTAMP) == (1, 0), "the largest timestamp, written in 0"
+    assert epoch(b.OFFSET_SPEC_TIMESTAMP, 200) == (1, 0)
+    assert epoch(b.OFFSET_SPEC_TIMESTAMP, 950) == (-1, -1), "nothing that late"
+    assert max_timestamp(host, spec=9).leader_epoch == -1, "a refusal names no epoch"

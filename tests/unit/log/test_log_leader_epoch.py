@@ -14,7 +14,7 @@ from samsa.services.broker.log.checkpoint_format import (
     decode_checkpoint,
     encode_checkpoint,
 )
-from samsa.services.broker.log.leader_epoch import LeaderEpochCache
+from samsa.services.broker.log.leader_epoch import LeaderEpochCache, epoch_of
 
 
 def test_assign_records_only_new_epochs() -> None:
@@ -79,3 +79,19 @@ def test_checkpoint_round_trip_and_rejections() -> None:
     with pytest.raises(CorruptCheckpointError):
         LeaderEpochCache.from_checkpoint([(1, -3)])
     assert LeaderEpochCache.from_checkpoint(entries).entries() == entries
+
+
+def test_epoch_of_names_the_epoch_whose_range_holds_an_offset() -> None:
+    entries = [(2, 10), (5, 20), (6, 35)]
+    assert [epoch_of(entries, offset) for offset in (0, 9, 10, 19, 20, 34, 35, 1_000)] == [
+        -1,
+        -1,
+        2,
+        2,
+        5,
+        5,
+        6,
+        6,
+    ]
+    assert epoch_of([], 7) == -1
+    assert epoch_of(entries, -1) == -1, "nothing found"
