@@ -27,6 +27,7 @@ from samsa.cli.console_commands import (
 from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
 from samsa.cli.perf_commands import add_perf_commands, run_perf
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
+from samsa.cli.topic_offsets import add_topic_offsets_parser, topic_offsets
 from samsa.cli.transaction_commands import (
     add_transaction_commands,
     run_transactions,
@@ -47,7 +48,7 @@ CLUSTER_REACH_WAIT_S = 3.0
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    topics = commands.add_parser("topics", help="create, list, describe, delete topics")
+    topics = commands.add_parser("topics", help="create, list, describe, delete topics; offsets")
     actions = topics.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="create a topic")
     create.add_argument("name")
@@ -59,7 +60,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     describe.add_argument("names", nargs="*")
     delete = actions.add_parser("delete", help="delete topics and their data")
     delete.add_argument("names", nargs="+")
-    for parser in (create, listing, describe, delete, *add_topic_change_parsers(actions)):
+    offsets = add_topic_offsets_parser(actions)
+    for parser in (create, listing, describe, delete, offsets, *add_topic_change_parsers(actions)):
         add_connection(parser)
 
     add_console_commands(commands, add_connection)
@@ -184,6 +186,8 @@ def _topics(args: argparse.Namespace) -> int:
             return alter_topic(admin, args)
         elif args.action == "delete-records":
             return delete_records(admin, args)
+        elif args.action == "offsets":
+            return topic_offsets(admin, args)
         elif args.action == "delete":
             admin.delete_topics(args.names)
             print(f"deleted {', '.join(args.names)}")

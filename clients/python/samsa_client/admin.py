@@ -9,8 +9,9 @@ and hands everything else to the parts it owns, one job each:
 - controller_calls.py carries the requests to the controllers: writes to the active one
   (following NOT_CONTROLLER), reads at or after the last write's metadata offset, so this client
   always reads its own writes, whichever server answers;
-- leader_calls.py carries the requests each partition's leader answers (DeleteRecords here,
-  DescribeProducers for the transaction methods);
+- leader_calls.py carries the requests each partition's leader answers (DeleteRecords and
+  ListOffsets here, DescribeProducers for the transaction methods); listed_offsets.py is the
+  pure half of list_offsets;
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
 - group_admin_calls.py runs the consumer-group methods at the groups' coordinators, and
   transaction_admin_calls.py the transaction methods at coordinators and partitions' leaders;
@@ -53,6 +54,14 @@ from samsa.client.group_admin import (
 )
 from samsa.client.group_admin_calls import GroupAdminCalls
 from samsa.client.leader_calls import ask_leaders
+from samsa.client.listed_offsets import (
+    ListedOffset,
+    OffsetSpec,
+    isolation_of,
+    list_offsets_request,
+    listed_offset_of,
+    offset_spec_of,
+)
 from samsa.client.transaction_admin import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     OpenTransaction,
@@ -77,6 +86,7 @@ __all__ = [
     "ControllerInfo",
     "CoordinatorInfo",
     "GroupError",
+    "ListedOffset",
     "NewTopic",
     "OffsetAndMetadata",
     "PartitionInfo",
@@ -203,6 +213,28 @@ class Admin:
         calls, metadata = self._leaders
         answers = ask_leaders(calls, metadata, offsets, ask, TopicError, "deleted records")
         return {key: answer.low_watermark for key, answer in answers.items()}
+
+    def list_offsets(
+        self,
+        specs: Mapping[tuple[str, int], OffsetSpec],
+        isolation_level: str = "read_uncommitted",
+    ) -> dict[tuple[str, int], ListedOffset]:
+        """Each partition's offset for its spec, from its leader: "earliest" (log start),
+        "latest" (high watermark; last stable offset under read_committed), "max_timestamp"
+        (the first record with the largest timestamp, KIP-734) or a timestamp in ms (the first
+        record at or after it). Records a read_committed consumer may not read yet are not
+        found. ValueError for a spec it cannot read; TopicError for a partition refused
+        (UNKNOWN_TOPIC_OR_PARTITION when it does not exist). Kafka's listOffsets."""
+        wanted = {key: offset_spec_of(spec) for key, spec in specs.items()}
+        isolation = isolation_of(isolation_level)
+
+        def ask(stub: Any, numbers: dict[str, list[int]], timeout_s: float) -> Any:
+            asked = {(t, p): wanted[(t, p)] for t, ps in numbers.items() for p in ps}
+            return stub.ListOffsets(list_offsets_request(asked, isolation), timeout=timeout_s)
+
+        calls, metadata = self._leaders
+        answers = ask_leaders(calls, metadata, wanted, ask, TopicError, "listed offsets")
+        return {key: listed_offset_of(answer) for key, answer in answers.items()}
 
     def _describe(self, names: list[str]) -> list[c.DescribeTopicsResponse.Topic]:
         """The topics named (empty: all), every page of the controller's answer merged.

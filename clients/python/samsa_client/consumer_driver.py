@@ -56,6 +56,7 @@ from samsa.client.fetch_state import (
     isolation_level,
 )
 from samsa.client.group_driver import GroupDriver
+from samsa.client.listed_offsets import list_offsets_request
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed, FetchLink
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -422,27 +423,4 @@ def consumer_fetch_link() -> FetchLink:
         wrap=lambda request: broker_pb2.FetchStreamRequest(request=request),
         unary=unary,
         rpc="FetchStream",
-    )
-
-
-def list_offsets_request(
-    specs: Mapping[TopicPartition, tuple[int, int]], isolation: int
-) -> broker_pb2.ListOffsetsRequest:
-    """ListOffsets for `specs` ((OffsetSpec, timestamp) per partition); under read_committed
-    the latest offset is the last stable offset."""
-    by_topic: dict[str, list[broker_pb2.ListOffsetsRequest.PartitionData]] = {}
-    for (topic, partition), (spec, timestamp) in specs.items():
-        by_topic.setdefault(topic, []).append(
-            broker_pb2.ListOffsetsRequest.PartitionData(
-                partition=partition,
-                offset_spec=spec,
-                timestamp_ms=timestamp,  # type: ignore[arg-type]
-            )
-        )
-    return broker_pb2.ListOffsetsRequest(
-        isolation_level=isolation,  # type: ignore[arg-type]
-        topics=[
-            broker_pb2.ListOffsetsRequest.TopicData(name=t, partitions=p)
-            for t, p in by_topic.items()
-        ],
     )
