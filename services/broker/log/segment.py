@@ -318,7 +318,6 @@ class Segment:
         make the segment active again: its indexes become what appending the rest would build."""
         found = self.find_batch(offset)
         self.truncate_to_position(self.size_bytes if found is None else found[0])
-        return True
 
     def write_indexes(self, *, fsync: bool) -> None:
         """Bring both index files up to date: append new entries, or rewrite after a truncation."""
