@@ -20,9 +20,10 @@ Phase 2 retries forever while the partition is owned: the decision is durable, a
 consumers wait on every partition of the transaction until its marker is there. A marker is moot
 when the topic is gone from the image, or the broker refuses it as late (INVALID_PRODUCER_EPOCH:
 the producer already wrote at a newer epoch there). After a failover the new owner resumes phase
-2 of everything decided (`on_loaded`). The timer aborts transactions past their timeout (which
-fences the producer: the abort bumps its epoch) every `abort_interval_ms`, and forgets
-transactional ids idle for `transactional.id.expiration.ms`.
+2 of everything decided (`on_loaded`); so does this owner when its work fails unexpectedly
+(`_give_up` ends the partition, and the coordinator loads it again). The timer aborts
+transactions past their timeout (which fences the producer: the abort bumps its epoch) every
+`abort_interval_ms`, and forgets transactional ids idle for `transactional.id.expiration.ms`.
 
 New producer ids (first InitTransactions of an id, or an exhausted epoch) come from
 `allocate_producer_id`, which the coordinator answers from a broker's block; one is taken before
