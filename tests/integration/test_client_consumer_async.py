@@ -19,6 +19,7 @@ from cluster_helpers import FAST_SETTINGS, local_cluster
 from samsa.client import (
     Admin,
     AsyncConsumer,
+    Consumer,
     ConsumerRebalanceListener,
     KafkaError,
     NewTopic,
@@ -214,3 +215,27 @@ def test_two_async_members_share_the_topic_commit_and_hand_over(cluster, produce
             assert await late.poll(timeout=1) == []
 
     asyncio.run(main())
+
+
+def test_assign_with_a_group_id_auto_commits_its_positions_at_close(cluster, produced) -> None:
+    """As Kafka's consumer: assign() with a group.id and enable.auto.commit (the default)
+    commits the positions, so a restarted consumer goes on where this one stopped; sync and
+    async alike."""
+    tp = (TOPIC, 0)
+
+    async def main() -> None:
+        async with AsyncConsumer(config(cluster, **{"group.id": "assigned-async"})) as consumer:
+            await consumer.assign([tp])
+            await poll_until(consumer, len(produced[0]))
+
+    asyncio.run(main())
+    with Consumer(config(cluster, **{"group.id": "assigned-sync"})) as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 100)
+        assert len(consumer.poll(timeout=10)) > 0
+        position = consumer.position(tp)
+    with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
+        async_offsets = admin.list_consumer_group_offsets("assigned-async", [tp])
+        sync_offsets = admin.list_consumer_group_offsets("assigned-sync", [tp])
+    assert async_offsets[tp].offset == len(produced[0])
+    assert sync_offsets[tp].offset == position

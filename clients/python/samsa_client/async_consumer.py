@@ -340,7 +340,8 @@ class AsyncConsumer:
                 await self._progress.wait()
 
     async def stop(self) -> None:
-        """Stop the driver: fetches in flight end, fetch sessions are closed."""
+        """Leave the group (or with assign() and a group.id auto-commit the positions), stop
+        the driver: fetches in flight end, fetch sessions are closed."""
         if self._driver is None or self._closed:
             return
         group = self._driver.group
@@ -349,6 +350,8 @@ class AsyncConsumer:
                 await self.unsubscribe()
             except Exception:  # stopping goes on: the session timeout removes the member
                 log.exception("group %r: leaving at stop failed", group.group_id)
+        if group is not None:
+            await group.commit_at_close()
         self._closed = True
         await self._driver.stop()
         self._channels.close()

@@ -391,7 +391,8 @@ class Consumer:
                 raise failure
 
     def close(self) -> None:
-        """Leave the group (after on_partitions_revoked and an auto-commit), stop fetching."""
+        """Leave the group (after on_partitions_revoked and an auto-commit), or with assign()
+        and a group.id auto-commit the positions; stop fetching."""
         if self._closed:
             return
         group = self._driver.group
@@ -400,6 +401,8 @@ class Consumer:
                 self.unsubscribe()
             except Exception:  # closing goes on: the session timeout removes the member
                 log.exception("group %r: leaving at close failed", group.group_id)
+        if group is not None:
+            self._on_loop(group.commit_at_close())
         self._closed = True
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
         try:

@@ -371,9 +371,29 @@ class GroupDriver:
         if not self.config.enable_auto_commit or now < self._auto_commit_due_ms:
             return None
         self._auto_commit_due_ms = now + self.config.auto_commit_interval_ms
-        if self.member.state not in IN_GROUP:
+        return self._moved_since_auto_commit()
+
+    async def commit_at_close(self) -> None:
+        """At close() of a consumer that assign()ed partitions with a group.id: the last
+        auto-commit, awaited (Kafka's close commits synchronously; a subscribed member commits
+        before on_partitions_revoked as it leaves instead). A failure is logged."""
+        with self.lock:
+            if self.member.state is not MemberState.UNSUBSCRIBED:
+                return
+            offsets = self._moved_since_auto_commit() if self.config.enable_auto_commit else None
+        if offsets:
+            await self.commit_in_background(offsets)
+
+    def _moved_since_auto_commit(self) -> dict[TopicPartition, OffsetAndMetadata] | None:
+        """The consumed positions that moved since the last auto-commit: of the partitions owned
+        in the group, or with assign() (no subscription) of every assigned partition, committed
+        from outside the group protocol as Kafka's consumer does."""
+        if self.member.state is MemberState.UNSUBSCRIBED:
+            consumed = self.state.consumed()
+        elif self.member.state in IN_GROUP:
+            consumed = self.state.consumed(self.member.owned)
+        else:
             return None
-        consumed = self.state.consumed(self.member.owned)
         moved = {
             tp: OffsetAndMetadata(offset, epoch)
             for tp, (offset, epoch) in consumed.items()
