@@ -121,6 +121,13 @@ TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 # id, and one record must fit in one batch of `__transaction_state`: 10 000 partitions of a 249-byte
 # topic name in one TopicPartitions stay under ~60 KB.
 TRANSACTION_PARTITIONS_MAX = 10_000
+# The most bytes a transaction's partitions may take in its record (`partitions_bytes`). The count
+# above does not bound them once the partitions span many topics: 10 000 topics with 249-byte
+# names are 2.5 MB, and a record the broker refuses as too large fails the partition's writer,
+# which gives the partition up (and every transactional id on it) at each retry of the add. A
+# quarter of the coordinator's 512 KiB batches (coordinator_partition.MAX_BATCH_BYTES) leaves
+# room for the rest of the record and for the topic's 1 MiB max.message.bytes.
+TRANSACTION_PARTITIONS_BYTES_MAX = 128 * 1024
 
 # The allowed moves (from -> to); `_transition` asserts every new metadata against it.
 TRANSITIONS: Mapping[TransactionState, frozenset[TransactionState]] = {
@@ -255,6 +262,12 @@ def add_partitions(
             f"a transaction may span at most {TRANSACTION_PARTITIONS_MAX} partitions: "
             "commit more often",
         )
+    if (size := partitions_bytes(combined)) > TRANSACTION_PARTITIONS_BYTES_MAX:
+        return refusal(
+            ErrorCode.INVALID_REQUEST,
+            f"the transaction's partitions would take {size} bytes of its record, above "
+            f"{TRANSACTION_PARTITIONS_BYTES_MAX} (too many topics): commit more often",
+        )
     answer = current.answer_identity()
     if combined == current.partitions or not combined:
         # Nothing new (or nothing at all) to add: no record, the transaction stays as it is.
@@ -268,6 +281,15 @@ def add_partitions(
         last_update_ms=now_ms,
     )
     return Outcome(metadata=metadata, producer_id=answer[0], producer_epoch=answer[1])
+
+
+def partitions_bytes(partitions: Iterable[TopicPartition]) -> int:
+    """An upper bound of the bytes `partitions` take in a record (one TopicPartitions per topic:
+    its name and framing, and a varint of at most 5 bytes per partition)."""
+    topics: dict[str, int] = {}
+    for topic, _ in partitions:
+        topics[topic] = topics.get(topic, 0) + 1
+    return sum(len(topic.encode()) + 11 + 5 * count for topic, count in topics.items())
 
 
 def end_transaction(

@@ -15,6 +15,7 @@ from transaction_state_cases import NEW_ID, NOW, OTHER_PART, PART, TIMEOUT, TXN,
 
 from samsa.services.coordinator import transaction_records as records
 from samsa.services.coordinator import transaction_state as s
+from samsa.services.coordinator.coordinator_partition import MAX_BATCH_BYTES
 from samsa.services.coordinator.transaction_model import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -215,6 +216,22 @@ def test_a_transaction_spans_at_most_the_maximum_partitions() -> None:
     assert ongoing is not None
     outcome = s.add_partitions(ongoing, 7, 3, [("u", 0)], NOW)
     assert (outcome.error, outcome.metadata) == (E.INVALID_REQUEST, None)
+
+
+def test_a_transactions_partitions_fit_its_record_however_many_topics_they_span() -> None:
+    # A record the broker refuses as too large would fail the coordinator partition's writer.
+    topics = [f"{n:05d}".ljust(249, "x") for n in range(s.TRANSACTION_PARTITIONS_MAX)]
+    fitting = [(topic, 0) for topic in topics[:400]]
+    ongoing = s.add_partitions(metadata(EMPTY), 7, 3, fitting, NOW).metadata
+    assert ongoing is not None
+    _, value = records.encode(ongoing)
+    assert value is not None and len(value) <= s.partitions_bytes(fitting), "an upper bound"
+    many = [(topic, 0) for topic in topics[: len(fitting) + 200]]
+    outcome = s.add_partitions(ongoing, 7, 3, many, NOW)
+    assert (outcome.error, outcome.metadata) == (E.INVALID_REQUEST, None)
+    assert "commit more often" in outcome.message
+    biggest = s.TRANSACTION_PARTITIONS_BYTES_MAX + 400  # the record's other fields
+    assert biggest * 2 <= MAX_BATCH_BYTES, "a whole record fits a coordinator batch, with room"
 
 
 # --- timeouts, expiry, load ------------------------------------------------------------------
