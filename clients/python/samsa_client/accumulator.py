@@ -45,7 +45,9 @@ Ordering per partition, under retries:
   outcome: retries go one at a time, in order, alone. A broker refuses a request mixing a
   duplicate batch with new ones; and a newer batch in another request could overtake the retry,
   be written, and leave it to be written again, after it, by a leader that lost our producer
-  state (the long seeded simulation found that case).
+  state (the long seeded simulation found that case);
+- a batch the broker found too large goes on in pieces (batch_completion.py), each alone, as a
+  retry does.
 
 Delivery timeout (retry_policy.py). `expire(now)` fails queued batches past their deadline, and a
 failure reported after it is final. In-flight batches are not expired here: the driver gives each
@@ -131,7 +133,10 @@ class RecordAccumulator:
         self._drain_starts: dict[int, int] = {}
         self.batch_retries = 0  # batches sent again after a failed attempt (Kafka's record-retry)
         # Outcomes back (batch_completion.py), on the same tables; bound, as append is.
-        completion = BatchCompletion(self._batcher, self._sequences, self._retry, self._in_flight)
+        completion = BatchCompletion(
+            self._batcher, self._sequences, self._retry, self._in_flight, config.max_request_size
+        )
+        self._completion = completion
         self.on_batch_acked = completion.on_batch_acked
         self.on_batch_failed = completion.on_batch_failed
         self.expire = completion.expire
@@ -144,6 +149,11 @@ class RecordAccumulator:
     def buffered_bytes(self) -> int:
         """Estimated bytes of every unfinished batch (bounded by buffer.memory)."""
         return self._batcher.buffered_bytes
+
+    @property
+    def batch_splits(self) -> int:
+        """Too-large answers that split a batch into smaller pieces (Kafka's batch-split)."""
+        return self._completion.batch_splits
 
     @property
     def in_flight_count(self) -> int:
@@ -283,12 +293,13 @@ class RecordAccumulator:
                 )
 
     def _can_send_head(self, state: PartitionState, batch: ProducerBatch) -> bool:
-        """Ordering rules: a bounded number in flight per partition, and a retry goes alone."""
+        """Ordering rules: a bounded number in flight per partition, and a retry (or a piece
+        of a split batch) goes alone."""
         if len(state.in_flight) >= self._partition_in_flight_max:
             return False
-        if batch.attempts:
+        if batch.attempts or batch.split_records:
             return not state.in_flight  # a retry waits for everything of its partition
-        return not (state.in_flight and state.in_flight[0].attempts > 1)  # nothing overtakes it
+        return not (state.in_flight and _goes_alone(state.in_flight[0]))  # nothing overtakes it
 
     def _start_attempt(self, state: PartitionState, batch: ProducerBatch, node_id: int) -> None:
         transition(batch, BatchState.IN_FLIGHT)
@@ -323,12 +334,17 @@ class RecordAccumulator:
             for batch in state.queue:
                 written = self._sequences.known_written(state, batch)
                 assert not written, "a written batch would be re-sent"
-            if any(batch.attempts > 1 for batch in state.in_flight):
+            if any(_goes_alone(batch) for batch in state.in_flight):
                 assert len(state.in_flight) == 1, "a retry in flight with other batches"
             for batch in state.in_flight:
                 assert self._in_flight[batch.batch_id] is batch
                 assert not self._idempotent or batch.base_sequence != header.NO_SEQUENCE
         assert len(self._in_flight) == sum(len(state.in_flight) for state in partitions)
+
+
+def _goes_alone(batch: ProducerBatch) -> bool:
+    """In flight, nothing else of its partition may be: a retry, or a piece of a split batch."""
+    return batch.attempts > 1 or batch.split_records > 0
 
 
 def _earliest(current_ms: int | None, candidate_ms: int) -> int:

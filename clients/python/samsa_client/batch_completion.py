@@ -8,6 +8,15 @@ REQUEST_TIMED_OUT (`expire`), and a close or an aborted transaction completes ba
 (`abort_all`, `abort_queued`). Each completion frees the batch's memory and returns a
 `Completed`, which the driver settles (the futures are not in here).
 
+Too large (Kafka's batch split). MESSAGE_TOO_LARGE or RECORD_LIST_TOO_LARGE for a batch sent
+alone in its partition's part of the request, holding more than one record, halves what one
+attempt of it carries and puts it back at its place at once, without counting a retry: it goes
+on in pieces (producer_batch.py), each acked piece settling its records, in order, with the
+sequences the batch had (gap-free: the broker wrote none of it). The cap doubles after each
+piece acked, so that one oversize record costs a few round trips, not one per record after it.
+A single record too large fails with the sizes. Answered for a partition whose part carried
+several batches, the answer cannot say which one: each goes again, alone.
+
 The accumulator (accumulator.py) owns the batches' tables and shares them with this module: the
 batcher's queues and memory, the sequences, and the batches in flight by id.
 """
@@ -22,11 +31,14 @@ from samsa.client.producer_batch import (
     PartitionState,
     ProducerBatch,
 )
-from samsa.client.producer_sequences import ProducerSequences
+from samsa.client.producer_sequences import SEQUENCE_MODULUS, ProducerSequences
 from samsa.client.record_batcher import RecordBatcher
 from samsa.client.retry_policy import RetryPolicy
 from samsa.common.errors import ErrorCode
 from samsa.common.record import header
+
+# The broker refused the append as too large: smaller pieces may pass (Kafka splits the batch).
+TOO_LARGE_ERRORS = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE})
 
 
 class BatchCompletion:
@@ -38,7 +50,10 @@ class BatchCompletion:
         sequences: ProducerSequences,
         retry: RetryPolicy,
         in_flight: dict[int, ProducerBatch],
+        max_request_size: int,
     ) -> None:
+        self._max_request_size = max_request_size
+        self.batch_splits = 0  # too-large answers that split a batch (Kafka's batch-split)
         self._batcher = batcher
         self._sequences = sequences
         self._retry = retry
@@ -50,7 +65,10 @@ class BatchCompletion:
         """The broker appended the batch at `base_offset` (NO_OFFSET with acks=0). Also completes
         the older batches of the partition this ack proves written (producer_sequences.py)."""
         batch, state = self._take_in_flight(batch_id)
-        completed = [self._complete(batch, base_offset, log_append_time_ms, ErrorCode.NONE, "")]
+        if batch.piece_count < batch.record_count:  # a piece; the rest goes next
+            completed = self._piece_written(state, batch, base_offset, log_append_time_ms)
+        else:
+            completed = [self._complete(batch, base_offset, log_append_time_ms, ErrorCode.NONE, "")]
         if self._sequences.on_acked(state, batch):
             completed += self._complete_known_written(state)
         return completed
@@ -63,17 +81,30 @@ class BatchCompletion:
         now_ms: int,
         *,
         retry_now: bool = False,
+        alone: bool = True,
     ) -> list[Completed]:
         """The attempt failed. A retriable failure within `retries` and delivery.timeout.ms puts
         the batch back at its place in its partition's queue, after an exponential backoff —
         none with `retry_now` (the answer named the new leader, KIP-951); otherwise the batch
-        completes with `error_code`."""
+        completes with `error_code`. A too-large answer splits the batch (module docstring);
+        `alone` False: the attempt carried other batches of its partition too."""
         batch, state = self._take_in_flight(batch_id)
         error_code = ErrorCode(error_code)
         if self._sequences.written_before(state, batch, error_code):
             # Written by an earlier attempt, and this answer does not say where: a success
             # without an offset (Kafka's rule for DUPLICATE_SEQUENCE_NUMBER), never re-sent.
+            # A duplicate piece proves that piece written, not the rest of its batch.
+            if batch.piece_count < batch.record_count and not self._sequences.known_written(
+                state, batch
+            ):
+                return self._piece_written(state, batch, NO_OFFSET, NO_TIMESTAMP)
             return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.NONE, "")]
+        if error_code in TOO_LARGE_ERRORS and (not alone or batch.piece_count > 1):
+            # Alone: half as many records per attempt. Not alone: the same, alone.
+            batch.split_records = batch.piece_count // 2 if alone else batch.piece_count
+            self.batch_splits += alone
+            self._requeue_piece(state, batch)
+            return []
         if self._sequences.on_sequence_error(state, batch, error_code):
             retriable = True
         retry_at_ms = self._retry.retry_at_ms(batch, retriable, now_ms, retry_now)
@@ -81,11 +112,51 @@ class BatchCompletion:
             batch.retry_at_ms = retry_at_ms
             self._batcher.requeue(state, batch)
             return []
-        message = (
-            f"{error_code.name} for {batch.topic}-{batch.partition} after "
-            f"{batch.attempts} attempt(s): {self._retry.final_reason(batch, retriable, now_ms)}"
-        )
+        if error_code in TOO_LARGE_ERRORS:
+            message = self._too_large_message(batch, error_code)
+        else:
+            message = (
+                f"{error_code.name} for {batch.topic}-{batch.partition} after {batch.attempts} "
+                f"attempt(s): {self._retry.final_reason(batch, retriable, now_ms)}"
+            )
+        if batch.piece_count < batch.record_count:  # the piece fails; the rest goes on
+            self._sequences.on_final_failure(state, batch)  # a gap: the next epoch renumbers
+            piece = batch.settle_piece(NO_OFFSET, NO_TIMESTAMP, error_code, message)
+            self._requeue_piece(state, batch)
+            return [piece]
         return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message)]
+
+    def _too_large_message(self, batch: ProducerBatch, error_code: ErrorCode) -> str:
+        """A batch of one record the broker refused: the sizes, and what to change."""
+        size = len(batch.encoded) if batch.encoded is not None else batch.size_bytes
+        return (
+            f"{error_code.name} for {batch.topic}-{batch.partition}: the record is {size} bytes "
+            f"in a batch of its own, within max.request.size ({self._max_request_size}) but "
+            "over the broker's limit for the topic (max.message.bytes): raise the topic's "
+            "max.message.bytes or send a smaller record"
+        )
+
+    def _piece_written(
+        self, state: PartitionState, batch: ProducerBatch, base_offset: int, log_append_time_ms: int
+    ) -> list[Completed]:
+        """The piece in flight was written: settle it; the rest goes next, its sequence right
+        after the piece's, and twice as many records may try their luck."""
+        count = batch.piece_count
+        piece = batch.settle_piece(base_offset, log_append_time_ms, ErrorCode.NONE, "")
+        if batch.base_sequence != header.NO_SEQUENCE:
+            batch.base_sequence = (batch.base_sequence + count) % SEQUENCE_MODULUS
+        batch.split_records *= 2
+        self._requeue_piece(state, batch)
+        return [piece]
+
+    def _requeue_piece(self, state: PartitionState, batch: ProducerBatch) -> None:
+        """Back at its place, sendable at once, its next piece to be encoded. Attempts start
+        again (a split is not a retry, as in Kafka); `split_records` makes it go alone."""
+        assert batch.split_records > 0
+        batch.attempts = 0
+        batch.retry_at_ms = 0
+        batch.encoded = None
+        self._batcher.requeue(state, batch)
 
     def expire(self, now_ms: int) -> list[Completed]:
         """Fail every queued batch created delivery.timeout.ms or more ago (Kafka's

@@ -9,7 +9,8 @@ reader task, on the driver's loop, and goes to the accumulator under the lock:
 - an error: the accumulator retries or fails the batch (retriable errors, within retries and
   delivery.timeout.ms). NOT_LEADER_OR_FOLLOWER and the like mark the metadata stale, unless the
   answer names a newer leader (KIP-951): then that partition's leader is updated at once and the
-  batch retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`);
+  batch retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`).
+  MESSAGE_TOO_LARGE for a batch sent alone in its partition splits it (batch_completion.py);
 - a stream that failed: every batch of the request, with the stream's error; so does a request
   unanswered within request.timeout.ms, or by its oldest batch's delivery deadline if sooner;
 - a partition the request carried and the answer leaves out: its batches fail as retriable
@@ -225,7 +226,7 @@ class ProduceSender:
         if result.error_code == ErrorCode.NONE:
             base = result.base_offset
             for batch in group:
-                count = batch.record_count  # before the ack frees the records
+                count = batch.piece_count  # what the attempt carried; before the ack frees it
                 completed += self._accumulator.on_batch_acked(
                     batch.batch_id, base, result.log_append_time_ms
                 )
@@ -246,9 +247,10 @@ class ProduceSender:
             self._metadata.mark_stale()
         elif code is ErrorCode.INVALID_PRODUCER_EPOCH:
             self._on_fenced()
+        alone = len(group) == 1  # a too-large answer is about this batch (it splits)
         for batch in group:
             completed += self._accumulator.on_batch_failed(
-                batch.batch_id, code, is_retriable(code), now, retry_now=retry_now
+                batch.batch_id, code, is_retriable(code), now, retry_now=retry_now, alone=alone
             )
             self._outcomes.note_message(batch.batch_id, result.error_message)
         return completed

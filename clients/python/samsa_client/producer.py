@@ -410,6 +410,12 @@ class Producer:
         return self._driver.accumulator.batch_retries
 
     @property
+    def batch_splits(self) -> int:
+        """How many times the broker found a batch too large and it was split (Kafka's
+        batch-split-total): a topic's max.message.bytes below batch.size shows here."""
+        return self._driver.accumulator.batch_splits
+
+    @property
     def failed_records(self) -> int:
         """How many records failed for good, their futures settled with an error (Kafka's
         record-error-total): counted per batch, so an application that sends without keeping

@@ -7,6 +7,14 @@ cost is what the produce benchmark measures). It is encoded once, by
 producer id, epoch and sequence). Its estimated size is the exact uncompressed encoded size: the
 61-byte header plus 24 bytes of per-record arrays plus key, value and header bytes.
 
+Split (Kafka's splitAndReenqueue, without new batches). When the broker finds a batch too large
+(MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE), the batch is sent on in *pieces*: `split_records`
+caps how many of its records one attempt carries (halved at each such answer), and the batch
+keeps its id, so its place in its partition's queue, and its sequence. A piece acked (or failed
+for good) while records remain settles its records (`settle_piece`), drops them and moves the
+batch's base sequence past them; the rest goes next, in order. `first_index` is the index, in
+the batch's outcome (the records' futures), of the first record still held.
+
 A batch's life, one table (STYLE habit 4); `transition` asserts every move:
 
     OPEN       taking records; the last batch of its partition's queue   -> IN_FLIGHT, DONE, QUEUED
@@ -65,6 +73,10 @@ class Completed(NamedTuple):
     log_append_time_ms: int  # NO_TIMESTAMP unless the topic uses LogAppendTime
     error_code: ErrorCode  # ErrorCode.NONE on success
     error_message: str
+    # A split batch settles in pieces: the index of this one's first record in the batch's
+    # outcome, and whether it is the batch's last.
+    first_index: int = 0
+    batch_done: bool = True
 
 
 class ProducerBatch:
@@ -77,12 +89,14 @@ class ProducerBatch:
         "batch_id",
         "created_ms",
         "encoded",
+        "first_index",
         "headers",
         "keys",
         "node_id",
         "partition",
         "retry_at_ms",
         "size_bytes",
+        "split_records",
         "state",
         "timestamps",
         "topic",
@@ -106,10 +120,20 @@ class ProducerBatch:
         self.base_sequence = header.NO_SEQUENCE
         self.encoded: bytes | None = None
         self.node_id = -1  # the node of the last attempt
+        # 0, or the most records one attempt carries: the broker found the batch too large.
+        self.split_records = 0
+        self.first_index = 0  # the outcome's index of values[0] (earlier pieces are settled)
 
     @property
     def record_count(self) -> int:
+        """The records not yet settled."""
         return len(self.values)
+
+    @property
+    def piece_count(self) -> int:
+        """The records the next (or current) attempt carries: the first ones held."""
+        count = len(self.values)
+        return min(self.split_records, count) if self.split_records else count
 
     def __repr__(self) -> str:
         return (
@@ -121,22 +145,58 @@ class ProducerBatch:
     def encode(
         self, compression: int, producer_id: int, producer_epoch: int, transactional: bool
     ) -> bytes:
-        """The batch's bytes for its current sequence; a retry re-sends them unchanged."""
+        """The batch's bytes (a split batch's: its next piece's) for its current sequence; a
+        retry re-sends them unchanged."""
+        values, keys, timestamps, headers = self.values, self.keys, self.timestamps, self.headers
+        if self.split_records:
+            count = self.piece_count
+            values, keys, timestamps = values[:count], keys[:count], timestamps[:count]
+            headers = None if headers is None else headers[:count]
         # All-null keys are the common keyless case: one C-level count instead of a column.
-        keys = None if self.keys.count(None) == len(self.keys) else self.keys
+        if keys.count(None) == len(keys):
+            keys = None
         encoded = codec.build_batch(
-            self.values,
+            values,
             keys=keys,
-            timestamps=self.timestamps,
-            headers=self.headers,
+            timestamps=timestamps,
+            headers=headers,
             compression=compression,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             base_sequence=self.base_sequence,
             transactional=transactional,
         )
-        assert compression or len(encoded) == self.size_bytes, "size estimate drifted"
+        assert compression or self.split_records or len(encoded) == self.size_bytes, (
+            "size estimate drifted"
+        )
         return encoded
+
+    def settle_piece(
+        self, base_offset: int, log_append_time_ms: int, error_code: ErrorCode, message: str
+    ) -> Completed:
+        """The attempt carried a piece and records remain: settle the piece's records and drop
+        them (their memory stays counted until the batch is done). The caller moves the base
+        sequence and puts the batch back in its queue."""
+        count = self.piece_count
+        assert 0 < count < len(self.values), f"{self!r}: not a piece"
+        done = Completed(
+            self.batch_id,
+            self.topic,
+            self.partition,
+            count,
+            base_offset,
+            log_append_time_ms,
+            error_code,
+            message,
+            self.first_index,
+            batch_done=False,
+        )
+        del self.values[:count], self.keys[:count], self.timestamps[:count]
+        if self.headers is not None:
+            del self.headers[:count]
+        self.first_index += count
+        self.encoded = None
+        return done
 
     def complete(
         self, base_offset: int, log_append_time_ms: int, error_code: ErrorCode, message: str
@@ -155,6 +215,7 @@ class ProducerBatch:
             log_append_time_ms,
             error_code,
             message,
+            self.first_index,
         )
 
 

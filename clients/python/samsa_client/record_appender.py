@@ -42,8 +42,9 @@ def now_ms() -> int:
 # new to do. `outcome` None: buffer.memory is full; wait for completions, then append again to
 # that partition (sticky=False). A plain tuple: it is built once per record.
 Appended = tuple[BatchOutcome | None, int, int, bool]
-# What `append_many()` did: (next record index, [(outcome, record count)], wake).
-ManyOutcomes = tuple[int, list[tuple[BatchOutcome, int]], bool]
+# What `append_many()` did: (next record index, [(outcome, first record index in its batch,
+# record count)], wake).
+ManyOutcomes = tuple[int, list[tuple[BatchOutcome, int, int]], bool]
 
 
 def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
@@ -153,11 +154,12 @@ class RecordAppender:
     ) -> ManyOutcomes:
         """`append` for records [start:] of a `send_many` call bound for one partition, under
         one lock (`partition` None: keyless records, placed by the sticky partitioner as
-        `append` places them one by one). Returns (next index, [(outcome, records)], wake);
+        `append` places them one by one). Returns (next index, [(outcome, first, records)],
+        wake);
         a next index short of the end means buffer.memory is full: wait, then call again."""
         accumulator = self.accumulator
         outcomes = self._outcomes_by_batch_id
-        parts: list[tuple[BatchOutcome, int]] = []
+        parts: list[tuple[BatchOutcome, int, int]] = []
         wake = self._wake_every_record
         end = len(records.values)
         with self.lock:
@@ -167,11 +169,11 @@ class RecordAppender:
                 appended = accumulator.append_many(
                     topic, target, records, start, timestamp, now, sticky
                 )
-                for batch_id, _, record_count in appended.segments:
+                for batch_id, first, record_count in appended.segments:
                     outcome = outcomes.get(batch_id)
                     if outcome is None:
                         outcome = outcomes[batch_id] = BatchOutcome()
-                    parts.append((outcome, record_count))
+                    parts.append((outcome, first, record_count))
                 wake = wake or appended.wake
                 start = appended.next_index
                 if appended.refusal is not NEW_BATCH_NEEDED:
@@ -196,7 +198,7 @@ class RecordAppender:
                 outcome = outcomes.get(result.batch_id)
                 if outcome is None:
                     outcome = outcomes[result.batch_id] = BatchOutcome()
-                parts.append((outcome, 1))
+                parts.append((outcome, result.record_index, 1))
                 wake = True
                 start += 1
         return start, parts, wake

@@ -15,7 +15,11 @@ index in the batch. Waiting objects are made only when someone waits:
   runs them on the I/O path.
 
 `Producer.send_many` goes one step further: one `RecordsFuture` for all the records of the call,
-holding each batch's outcome they share and how many of them it holds.
+holding each batch's outcome they share and which of its records are the call's.
+
+A batch the broker found too large goes on in pieces (batch_completion.py), each with its own
+offsets or error: the outcome keeps one entry per piece (`pieces`) and is settled, once, with
+the last; a record's result is its piece's.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ import logging
 import queue
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Generator
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from samsa.client.errors import KafkaError, ProduceError
@@ -33,6 +39,11 @@ from samsa.client.producer_batch import NO_OFFSET, Completed
 from samsa.common.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+
+# A settled piece of a split batch: (index of its first record, base offset, log append time,
+# error or None).
+Piece = tuple[int, int, int, KafkaError | None]
+_first_index = itemgetter(0)
 
 # Guards the lazy creation of waiting objects against the driver settling at the same time.
 _EVENT_LOCK = threading.Lock()
@@ -50,7 +61,16 @@ class RecordMetadata(NamedTuple):
 class BatchOutcome:
     """The outcome every record of one batch shares; settled once, by the driver."""
 
-    __slots__ = ("base_offset", "callbacks", "done", "error", "event", "log_append_time", "wakers")
+    __slots__ = (
+        "base_offset",
+        "callbacks",
+        "done",
+        "error",
+        "event",
+        "log_append_time",
+        "pieces",
+        "wakers",
+    )
 
     def __init__(self) -> None:
         self.done = False
@@ -62,6 +82,34 @@ class BatchOutcome:
         self.callbacks: list[Callable[[], None]] | None = None
         # Internal wakers (asyncio futures to resolve), run inline by the driver once settled.
         self.wakers: list[Callable[[], None]] | None = None
+        # None unless the batch was split: its pieces, by first index (the last one included).
+        self.pieces: list[Piece] | None = None
+
+    def add_piece(self, piece: Piece) -> None:
+        """A piece of the split batch settled (by the driver, before `settle`)."""
+        if self.pieces is None:
+            self.pieces = []
+        self.pieces.append(piece)
+
+    def _piece_of(self, index: int) -> Piece:
+        assert self.pieces is not None
+        return self.pieces[bisect_right(self.pieces, index, key=_first_index) - 1]
+
+    def error_of(self, index: int) -> KafkaError | None:
+        """Record `index`'s error once settled (None: written)."""
+        return self.error if self.pieces is None else self._piece_of(index)[3]
+
+    def failures(self, first: int, count: int) -> tuple[KafkaError | None, int]:
+        """Among records [first, first + count): the first error, and how many failed."""
+        if self.pieces is None:
+            return self.error, count if self.error is not None else 0
+        first_error, failed = None, 0
+        for index in range(first, first + count):
+            error = self.error_of(index)
+            if error is not None:
+                first_error = first_error or error
+                failed += 1
+        return first_error, failed
 
     def settle(
         self, base_offset: int, log_append_time: int, error: KafkaError | None
@@ -82,11 +130,15 @@ class BatchOutcome:
 
     def metadata(self, index: int, topic: str, partition: int, timestamp: int) -> RecordMetadata:
         """The settled result of record `index` (raises the batch's error)."""
-        if self.error is not None:
-            raise self.error
-        offset = NO_OFFSET if self.base_offset == NO_OFFSET else self.base_offset + index
-        if self.log_append_time >= 0:
-            timestamp = self.log_append_time
+        base_offset, log_append_time, error = self.base_offset, self.log_append_time, self.error
+        if self.pieces is not None:
+            first, base_offset, log_append_time, error = self._piece_of(index)
+            index -= first
+        if error is not None:
+            raise error
+        offset = NO_OFFSET if base_offset == NO_OFFSET else base_offset + index
+        if log_append_time >= 0:
+            timestamp = log_append_time
         return RecordMetadata(topic, partition, offset, timestamp)
 
 
@@ -106,14 +158,22 @@ class BatchOutcomes:
         """Settle each completed batch's outcome; return the user callbacks to run elsewhere."""
         callbacks: list[Callable[[], None]] = []
         for done in completed:
-            outcome = self.by_batch_id.pop(done.batch_id, None)
+            if done.batch_done:
+                outcome = self.by_batch_id.pop(done.batch_id, None)
+            else:
+                outcome = self.by_batch_id.get(done.batch_id)
             message = self._messages.pop(done.batch_id, "")  # the broker's words, if any
             if outcome is None:
                 continue
             error = None
             if done.error_code != ErrorCode.NONE:
                 error = ProduceError(f"{done.error_message} {message}".strip(), done.error_code)
-            callbacks += outcome.settle(done.base_offset, done.log_append_time_ms, error)
+            if done.first_index or not done.batch_done:  # a piece of a split batch
+                outcome.add_piece(
+                    (done.first_index, done.base_offset, done.log_append_time_ms, error)
+                )
+            if done.batch_done:
+                callbacks += outcome.settle(done.base_offset, done.log_append_time_ms, error)
         return callbacks
 
 
@@ -171,7 +231,7 @@ class RecordFuture(_RecordHandle):
 
     def exception(self, timeout: float | None = None) -> KafkaError | None:
         self._wait(timeout)
-        return self._outcome.error
+        return self._outcome.error_of(self._index)
 
 
 class AsyncRecordFuture(_RecordHandle):
@@ -199,31 +259,33 @@ class AsyncRecordFuture(_RecordHandle):
         return self._metadata()
 
     def exception(self) -> KafkaError | None:
-        """The batch's error once settled (None on success or while not settled)."""
-        return self._outcome.error
+        """The record's error once settled (None on success or while not settled)."""
+        outcome = self._outcome
+        return outcome.error_of(self._index) if outcome.done else None
 
 
 class RecordsFuture:
     """The future of a `send_many` call: done once every batch its records went to is settled.
-    It keeps one (outcome, record count) pair per batch touched, not one handle per record."""
+    It keeps one (outcome, first record index, record count) triple per batch touched, not one
+    handle per record."""
 
     __slots__ = ("_parts", "record_count")
 
     def __init__(self) -> None:
-        self._parts: list[tuple[BatchOutcome, int]] = []
+        self._parts: list[tuple[BatchOutcome, int, int]] = []
         self.record_count = 0
 
-    def add(self, parts: list[tuple[BatchOutcome, int]]) -> None:
+    def add(self, parts: list[tuple[BatchOutcome, int, int]]) -> None:
         """Records appended (by the producer, while the call runs): their batches' outcomes."""
         self._parts += parts
-        self.record_count += sum(count for _, count in parts)
+        self.record_count += sum(count for _, _, count in parts)
 
     def done(self) -> bool:
-        return all(outcome.done for outcome, _ in self._parts)
+        return all(outcome.done for outcome, _, _ in self._parts)
 
     def _wait(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        for outcome, _ in self._parts:
+        for outcome, _, _ in self._parts:
             if outcome.done:
                 continue
             with _EVENT_LOCK:
@@ -239,12 +301,13 @@ class RecordsFuture:
         """The first failure among the records' batches (in the order they were appended), or
         None when every record was written."""
         self._wait(timeout)
-        return next((o.error for o, _ in self._parts if o.error is not None), None)
+        failures = (outcome.failures(first, count)[0] for outcome, first, count in self._parts)
+        return next((error for error in failures if error is not None), None)
 
     def failed_count(self, timeout: float | None = None) -> int:
-        """How many of the records failed (each failed batch fails all its records)."""
+        """How many of the records failed (a failed batch, or piece, fails all its records)."""
         self._wait(timeout)
-        return sum(count for outcome, count in self._parts if outcome.error is not None)
+        return sum(outcome.failures(first, count)[1] for outcome, first, count in self._parts)
 
     def result(self, timeout: float | None = None) -> int:
         """The number of records written; raises the first failure if any record failed."""

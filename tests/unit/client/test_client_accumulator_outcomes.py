@@ -245,12 +245,10 @@ def test_non_retriable_failure_completes_the_batch_with_its_error() -> None:
     accumulator = make(idempotent=False)
     append(accumulator)
     (batch,) = drain_all(accumulator, 0)
-    (completed,) = accumulator.on_batch_failed(
-        batch.batch_id, ErrorCode.MESSAGE_TOO_LARGE, False, 5
-    )
-    assert completed.error_code is ErrorCode.MESSAGE_TOO_LARGE
+    (completed,) = accumulator.on_batch_failed(batch.batch_id, ErrorCode.INVALID_RECORD, False, 5)
+    assert completed.error_code is ErrorCode.INVALID_RECORD
     assert completed.base_offset == -1
-    assert completed.error_message == "MESSAGE_TOO_LARGE for t-0 after 1 attempt(s): not retriable"
+    assert completed.error_message == "INVALID_RECORD for t-0 after 1 attempt(s): not retriable"
     assert accumulator.buffered_bytes == 0
 
 

@@ -2,7 +2,8 @@
 leader moves, non-retriable errors, expiry and flushes, the accumulator never loses or duplicates
 a record handle, every acknowledged record really is at its offset, acknowledged records of a
 partition are in append order, and — when nothing failed for good — the idempotent producer's
-logs hold every record exactly once, in order.
+logs hold every record exactly once, in order; also when a third of the brokers refuse batches
+over a byte limit (MESSAGE_TOO_LARGE), so that batches go on split in pieces.
 
 Method: a tiny in-memory cluster (`FakeBroker`: one log per partition, Kafka's idempotence checks
 on producer id, epoch and the last 5 sequences per partition — DESIGN §5 — answering duplicates
@@ -63,12 +64,16 @@ class FakeBroker:
         self.duplicate_error = rng.random() < 0.5
         self.first_epoch = PRODUCER_EPOCH_MAX - 1 if rng.random() < 0.25 else 0
         self.producer_ids_given = 0
+        # Under any one record in a batch of its own, over most full batches.
+        self.max_batch_bytes = 300 if rng.random() < 1 / 3 else None
 
     def init_producer_id(self) -> tuple[int, int]:
         self.producer_ids_given += 1
         return PRODUCER_ID + self.producer_ids_given, self.first_epoch
 
     def produce(self, partition: int, encoded: bytes) -> tuple[ErrorCode, int]:
+        if self.max_batch_bytes is not None and len(encoded) > self.max_batch_bytes:
+            return ErrorCode.MESSAGE_TOO_LARGE, -1
         batch = codec.decode_batch(encoded)
         batch_header = batch.header
         log = self.logs[partition]
@@ -181,7 +186,7 @@ class Simulation:
             self.accumulator.encode(drained)
             if drained:
                 assert all(self.leaders[(b.topic, b.partition)] == node_id for b in drained)
-                for retry in (b for b in drained if b.attempts > 1):  # the broker's rule
+                for retry in (b for b in drained if b.attempts > 1 or b.split_records):
                     mates = [b for b in drained if b.partition == retry.partition]
                     assert mates == [retry], "a retry shares its partition's data in a request"
                 batches = [(b.batch_id, b.partition, b.encoded) for b in drained]
@@ -245,9 +250,10 @@ class Simulation:
 
     def _record(self, completions: list[Completed]) -> None:
         for completed in completions:
-            records = self.batch_records[completed.batch_id]
-            assert completed.record_count == len(records)
-            for index, record_id in enumerate(records):
+            first = completed.first_index  # a piece of a split batch settles its records
+            records = self.batch_records[completed.batch_id][first:]
+            assert completed.record_count == len(records) or not completed.batch_done
+            for index, record_id in enumerate(records[: completed.record_count]):
                 assert record_id not in self.outcomes, f"record {record_id} completed twice"
                 offset = completed.base_offset + index if completed.base_offset >= 0 else -1
                 self.outcomes[record_id] = (completed.error_code, offset)
