@@ -116,6 +116,7 @@ class Coordinator:
             topic: {} for topic in COORDINATOR_TOPICS
         }
         self._stopping = False
+        self._dropping: set[asyncio.Task[None]] = set()  # partitions being given up (a strong ref)
         # Set as it stops: its transaction streams then end (services/runtime/stream_answers.py).
         self.draining = Draining()
 
@@ -222,7 +223,9 @@ class Coordinator:
                 partition = self._partitions[topic].pop(number, None)
                 if partition is not None:
                     log.info("partition dropped", extra={"topic": topic, "partition": number})
-                    asyncio.get_running_loop().create_task(partition.stop())
+                    dropping = asyncio.get_running_loop().create_task(partition.stop())
+                    self._dropping.add(dropping)
+                    dropping.add_done_callback(self._dropping.discard)
             for assignment in changes.load:
                 self._load(assignment)
 
@@ -318,7 +321,9 @@ class Coordinator:
         for topic in COORDINATOR_TOPICS:
             self._partitions[topic] = {}
             self._owned[topic] = {}
-        await asyncio.gather(*(p.stop() for p in partitions), return_exceptions=True)
+        await asyncio.gather(
+            *(p.stop() for p in partitions), *self._dropping, return_exceptions=True
+        )
         follower_stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.membership.leave()

@@ -38,7 +38,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.common.record.codec import (
@@ -229,7 +230,7 @@ class CoordinatorPartition:
                     **self.describe_loaded(),
                 },
             )
-            await asyncio.gather(self._write_loop(writer), self.timer_loop())
+            await _together(self._write_loop(writer), self.timer_loop())
         except asyncio.CancelledError:
             raise
         except (LoadFailedError, WriterFailedError) as error:
@@ -426,3 +427,19 @@ def _settle(completions: list[Completed[Token]]) -> None:
 def _fail(token: Token, code: ErrorCode, message: str) -> None:
     if token is not None and not token.done():
         token.set_exception(PartitionUnavailableError(code, message))
+
+
+async def _together(*coroutines: Coroutine[Any, Any, None]) -> None:
+    """Run the coroutines until all return or one raises; then the others are cancelled (and
+    awaited) and its exception raised. (asyncio.gather leaves the others running: a timer loop
+    outlived its partition's failed write loop, ticking on a dead shard.)"""
+    tasks = [asyncio.ensure_future(coroutine) for coroutine in coroutines]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in done:
+        if not task.cancelled() and (error := task.exception()) is not None:
+            raise error

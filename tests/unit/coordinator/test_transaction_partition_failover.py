@@ -163,7 +163,7 @@ def test_a_partition_fenced_by_a_newer_owner_ends_and_keeps_no_task(
         harness.log.fail_next = ErrorCode.INVALID_PRODUCER_EPOCH  # a newer owner's fence
         with pytest.raises(PartitionUnavailableError):
             await harness.end(who, commit=True)
-        assert harness.ended == [harness.partition], "the owner is told, to reload it"
+        await until(lambda: harness.ended == [harness.partition], "the owner told, to reload it")
         await until(lambda: not other_tasks(), "the partition's tasks ended")
         assert harness.markers.calls == [], "nothing was decided"
 
