@@ -180,3 +180,24 @@ def test_a_split_batch_without_idempotence_keeps_no_sequence() -> None:
         assert sent(piece)[0] == -1 and len(values_of(piece)) == 1
         accumulator.on_batch_acked(piece.batch_id, now_ms)
     assert not accumulator.has_unfinished()
+
+
+def test_a_duplicate_answer_for_a_piece_settles_that_piece_only() -> None:
+    """A piece written, its answer lost, its retry answered DUPLICATE_SEQUENCE_NUMBER: that
+    proves the piece written, not the rest of the batch (the seeded simulation found the whole
+    batch reported written)."""
+    accumulator = make(batch_size=batch_size_for(4), retry_backoff_ms=0)
+    for value in values(4):
+        append(accumulator, value=value)
+    (batch,) = drain_all(accumulator, 0)
+    accumulator.on_batch_failed(batch.batch_id, TOO_LARGE, False, 1)
+    (piece,) = drain_all(accumulator, 1)
+    accumulator.on_batch_failed(piece.batch_id, ErrorCode.NETWORK_EXCEPTION, True, 2)
+    (retry,) = drain_all(accumulator, 3)
+    assert sent(retry) == (0, values(2))  # the same piece, the same sequence
+    duplicate = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+    (written,) = accumulator.on_batch_failed(retry.batch_id, duplicate, False, 4)
+    assert (written.first_index, written.record_count, written.batch_done) == (0, 2, False)
+    assert written.error_code is ErrorCode.NONE
+    (rest,) = drain_all(accumulator, 5)
+    assert sent(rest) == (2, values(2, 2))
