@@ -44,6 +44,9 @@ class FakeGroup:
         self.tasks.append(task)
         return task
 
+    async def commit_at_close(self) -> None:
+        """A subscribed member commits as it leaves, not here (GroupDriver.commit_at_close)."""
+
 
 class FakeDriver:
     def __init__(self) -> None:
