@@ -211,12 +211,13 @@ class ClusterMetadata:
             count = self.partition_counts.get(topic)
             if count is not None:
                 return count
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise KafkaError(
                     f"topic {topic!r} is not in the cluster's metadata (create it first)",
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 )
-            time.sleep(0.1)
+            time.sleep(min(0.1, left))  # never past the caller's max.block.ms
 
 
 def merge_page(
