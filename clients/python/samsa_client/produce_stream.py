@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -33,6 +34,8 @@ from samsa.client.producer_ids import RETRIABLE_STATUSES
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
+
+log = logging.getLogger(__name__)
 
 PRODUCE_STREAM_METHOD = "/samsa.v1.BrokerService/ProduceStream"
 
@@ -141,6 +144,11 @@ class ProduceStream:
             error = rpc_error
         except asyncio.CancelledError:
             error = StreamBroken(grpc.StatusCode.CANCELLED, "the stream was closed")
+        except Exception as failure:  # an answer's handling failed: a bug, but the requests
+            # still waiting must not wait for their deadline on a stream no one reads any more
+            log.exception("produce stream: handling an answer failed")
+            self._call.cancel()
+            error = StreamBroken(grpc.StatusCode.INTERNAL, f"handling an answer failed: {failure}")
         self._break(error)
 
     def _break(self, error: grpc.RpcError) -> None:
