@@ -243,8 +243,14 @@ class PartitionReplica:
 
     def proposal_accepted(self, partition_epoch: int) -> None:
         """The controller committed the change as `partition_epoch`: propose nothing more until
-        the metadata log shows it."""
-        self.awaited_partition_epoch = partition_epoch
+        the metadata log shows it. Only for a proposal this replica has in flight: an answer
+        that arrives after the metadata log settled it, or after the topic was deleted and
+        created again under the same name (a new replica, whose partition epochs start over),
+        would otherwise stop every ISR change until the partition epoch caught up, which for
+        a new topic's partition is never."""
+        proposed = self.proposed_isr
+        if proposed is not None and partition_epoch > proposed.partition_epoch:
+            self.awaited_partition_epoch = partition_epoch
 
     def proposal_refused(self, partition_epoch: int) -> None:
         """Refused at the partition epoch it was decided from: it is never committed."""

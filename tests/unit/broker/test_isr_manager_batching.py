@@ -73,10 +73,14 @@ def accept_even(request: c.AlterPartitionRequest) -> c.AlterPartitionResponse:
 
 
 def host(count: int) -> SimpleNamespace:
+    """Partitions ("t", p) whose replica has `proposals(count)`'s proposal in flight."""
+    replicas = {("t", p): PartitionReplica(1) for p in range(count)}
+    for (_, p), replica in replicas.items():
+        replica.proposal_sent((1, 2), partition_epoch=p)
     return SimpleNamespace(
         broker_id=1,
         metrics=NO_METRICS,
-        partitions={("t", p): SimpleNamespace(replica=PartitionReplica(1)) for p in range(count)},
+        partitions={key: SimpleNamespace(replica=replica) for key, replica in replicas.items()},
     )
 
 
