@@ -153,13 +153,15 @@ class PartitionReplica:
         log_end_offset: int,
         now_ms: int,
         log_start_offset: int = -1,
+        previous_fetch_ms: int = -1,
     ) -> bool:
         """Leader: a follower fetched from `fetch_offset`; True when its reported log start
-        moved (the low watermark may have). Nothing while not leading."""
+        moved (the low watermark may have). Nothing while not leading. `previous_fetch_ms`:
+        the follower's fetch from this broker before this one (of any partition)."""
         if self.leading is None:
             return False
         return self.leading.on_follower_fetch(
-            replica_id, fetch_offset, log_end_offset, now_ms, log_start_offset
+            replica_id, fetch_offset, log_end_offset, now_ms, log_start_offset, previous_fetch_ms
         )
 
     def advance_high_watermark(self, log_end_offset: int, min_insync_replicas: int) -> bool:

@@ -12,7 +12,10 @@ Kafka's rules (DESIGN §4):
 - Low watermark = the smallest log start offset over the ISR, as the followers' fetches report
   it: a DeleteRecords is complete when it reaches the deleted offset.
 - A follower that holds the whole log stays caught up while it fetches anything from this broker:
-  fetch sessions leave idle partitions out of its requests.
+  fetch sessions leave idle partitions out of its requests. For the same reason, the first read
+  of a partition after the leader's log grew past such a follower counts its previous fetch
+  (of any partition) as caught up, as Kafka's, which reads every session partition on every
+  fetch, would have: that fetch did not read the partition, so it had not grown yet.
 - A follower leaves the ISR after `replica.lag.time.max.ms` without catching up; one outside it
   rejoins once its log end offset reaches the high watermark and the start of the current
   leader epoch (so it holds everything this leader committed). The leader only *proposes* these
@@ -56,17 +59,25 @@ class LeaderReplication:
         leader_end_offset: int,
         now_ms: int,
         log_start_offset: int = -1,
+        previous_fetch_ms: int = -1,
     ) -> bool:
         """Take a follower's fetch; True when its known log start offset moved (the low
         watermark may have: a DeleteRecords may be waiting for it). Its first report is not a
-        move: every partition gets one when a leader starts, and no wake is owed then."""
+        move: every partition gets one when a leader starts, and no wake is owed then.
+        `previous_fetch_ms`: when the follower last fetched anything from this broker before
+        (-1: unknown); the module doc says why it counts."""
         progress = self.followers.get(replica_id)
         if progress is None:
             progress = self.followers[replica_id] = FollowerProgress(-1, now_ms)
         if fetch_offset >= leader_end_offset:
-            progress.last_caught_up_ms = now_ms
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, now_ms)
         elif progress.last_fetch_ms >= 0 and fetch_offset >= progress.leader_end_at_last_fetch:
-            progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
+            # It held everything at this partition's last read, and at every fetch since that
+            # did not read it (the partition had not changed): the last of those is the
+            # previous one. Without it, a follower of a partition idle for longer than the lag
+            # looked out of sync from the first append after, until it reported that append.
+            last_whole_ms = max(progress.last_fetch_ms, min(previous_fetch_ms, now_ms))
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, last_whole_ms)
         progress.log_end_offset = fetch_offset
         progress.last_fetch_ms = now_ms
         progress.leader_end_at_last_fetch = leader_end_offset

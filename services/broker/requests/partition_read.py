@@ -67,7 +67,11 @@ class PartitionReader:
         # that must truncate after a leader change would otherwise wait out the whole wait
         # before it can catch up, and acks=all writes with it (Kafka answers these at once too).
         self.answer_now = False
+        # A follower's fetch before this one (of any partition; -1: none known): the first read
+        # of a partition after it grew counts it as caught up (replication.py says why).
+        self.previous_fetch_ms = -1
         if self.replica_id >= 0:
+            self.previous_fetch_ms = host.replica_fetch_ms.get(self.replica_id, -1)
             host.replica_fetch_ms[self.replica_id] = self.now_ms
 
     def read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
@@ -143,6 +147,7 @@ class PartitionReader:
                 hosted.log.log_end_offset,
                 self.now_ms,
                 wanted.log_start_offset,
+                self.previous_fetch_ms,
             )
             if start_moved:
                 hosted.notify_appended()  # wakes a DeleteRecords waiting on the low watermark

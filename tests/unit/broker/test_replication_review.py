@@ -8,8 +8,21 @@ tmp_path read by its own `PartitionReader` as a follower's fetch is.
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
+from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
+from samsa.common.record.codec import build_batch
 from samsa.metadata.image import PartitionState
+from samsa.services.broker.hosted_partition import HostedPartition
+from samsa.services.broker.metadata.metadata_diff import partition_changes
+from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.replica.isr_manager import decide_proposals
 from samsa.services.broker.replica.partition_replica import PartitionReplica
+from samsa.services.broker.requests.partition_read import PartitionReader
+from samsa.services.broker.requests.produce import produce
+from samsa.v1 import broker_pb2
+from tests.unit.broker.replication_cluster import KEY, TOPIC, cluster_with_topic
 
 ME = 1
 REPLICAS = (1, 2, 3)
@@ -30,3 +43,96 @@ def test_an_accepted_answer_without_a_proposal_in_flight_blocks_no_isr_change():
     replica.follower_fetched(2, 5, 5, now_ms=1000)
     replica.proposal_accepted(partition_epoch=7)  # the deleted topic's answer
     assert replica.isr_to_propose(now_ms=1500, log_end_offset=5, **PROPOSAL) == (1, 2)
+
+
+# --- caught up across an idle spell ------------------------------------------------------------
+
+LAG_MS = 1000
+
+
+class Leader:
+    """Broker `state.leader`'s host over a real log, leading TOPIC-0 on brokers 1-3 with
+    min.insync.replicas=2; its followers are only their fetches, read by its PartitionReader."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.image = cluster_with_topic({"min.insync.replicas": "2"}, random.Random(1))
+        self.state = self.image.topics[TOPIC].partitions[0]
+        self.host = PartitionHost(data_dir, self.state.leader)
+        changes = partition_changes(self.host.image, self.image, self.state.leader)
+        self.host.apply(self.image, changes, now_ms=0)
+        self.followers = [r for r in self.state.replicas if r != self.state.leader]
+
+    @property
+    def hosted(self) -> HostedPartition:
+        hosted = self.host.get(*KEY)
+        assert hosted is not None and hosted.is_leader
+        return hosted
+
+    def produce(self, count: int, now_ms: int) -> None:
+        request = broker_pb2.ProduceRequest(acks=1)
+        values = [b"r%d" % i for i in range(count)]
+        request.topics.add(name=TOPIC).partitions.add(partition=0, records=build_batch(values))
+        response, _ = produce(self.host, request, now_ms, internal_write_refusal=None)
+        assert response.topics[0].partitions[0].error_code == 0
+
+    def fetch(
+        self, replica: int, positions: dict[tuple[str, int], FetchPosition], now_ms: int
+    ) -> broker_pb2.FetchResponse.PartitionResponse:
+        """One pass of `replica`'s fetch naming `positions` (none: a fetch whose session has
+        nothing new here, as a follower's fetch for its other partitions is)."""
+        parts = FetchParts(0, -1, True, positions, ())
+        request = fetch_request(parts, replica_id=replica, max_wait_ms=0, min_bytes=1)
+        reader = PartitionReader(self.host, request, now_ms)
+        answer = broker_pb2.FetchResponse.PartitionResponse(partition=0)
+        for topic in request.topics:
+            for wanted in topic.partitions:
+                reader.read(topic.name, wanted, answer)
+        return answer
+
+    def fetched_by(self, replica: int, offset: int, now_ms: int) -> None:
+        position = FetchPosition(offset, self.hosted.leader_epoch, -1, 1 << 20)
+        assert self.fetch(replica, {KEY: position}, now_ms).error_code == 0
+
+    def proposal(self, now_ms: int) -> tuple[int, ...] | None:
+        decided = decide_proposals(self.host, {KEY}, now_ms=now_ms, lag_max_ms=LAG_MS)
+        return None if not decided else decided[0].isr
+
+
+def test_a_follower_of_a_long_idle_partition_is_in_sync_when_an_append_arrives(tmp_path: Path):
+    """Fetch sessions read an idle partition in no fetch (KIP-227), so its followers' own
+    progress stands still while they fetch other partitions. The first append after an idle
+    spell longer than replica.lag.time.max.ms must not make them look out of sync until they
+    report it: the leader proposed an ISR of itself alone, below min.insync.replicas, and the
+    acks=all write that arrived failed (NOT_ENOUGH_REPLICAS_AFTER_APPEND), as did every one
+    after it until the followers were let back in."""
+    leader = Leader(tmp_path)
+    leader.produce(5, now_ms=0)
+    for follower in leader.followers:
+        leader.fetched_by(follower, 5, now_ms=10)
+    for now_ms in range(500, 10_000, 500):  # they fetch their other partitions, every 500 ms
+        for follower in leader.followers:
+            leader.fetch(follower, {}, now_ms)
+    assert leader.proposal(now_ms=9_600) is None, "idle and holding everything: in sync"
+    leader.produce(1, now_ms=9_700)
+    for follower in leader.followers:  # the session reads it for them: they are at 5
+        leader.fetched_by(follower, 5, now_ms=9_701)
+    assert leader.proposal(now_ms=9_702) is None, "caught up at their fetches of 9_500"
+
+
+def test_a_follower_stuck_after_an_idle_spell_still_leaves_the_isr(tmp_path: Path):
+    leader = Leader(tmp_path)
+    leader.produce(5, now_ms=0)
+    stuck, steady = leader.followers
+    for follower in leader.followers:
+        leader.fetched_by(follower, 5, now_ms=10)
+    for now_ms in range(500, 10_000, 500):
+        for follower in leader.followers:
+            leader.fetch(follower, {}, now_ms)
+    leader.produce(1, now_ms=9_700)
+    for now_ms in range(9_701, 12_000, 100):  # `stuck` asks for 5 again and again
+        leader.fetched_by(stuck, 5, now_ms)
+        leader.fetched_by(steady, 6, now_ms)
+    assert leader.proposal(now_ms=10_400) is None
+    assert leader.proposal(now_ms=10_600) == tuple(
+        r for r in leader.state.replicas if r != stuck
+    ), "in sync last at its fetch of 9_500: out once the lag has passed since"
