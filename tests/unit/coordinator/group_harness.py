@@ -1,6 +1,7 @@
 """Test helpers for the group coordinator core: a shard driven with a manual clock and a mutable
-topics view, which keeps every record it emitted (encoded, as the log would) so that any test
-can rebuild a fresh shard from them and compare (`assert_failover`)."""
+topics view, which keeps every record it emitted (encoded, as the log would) and, after every
+call that writes, rebuilds a fresh shard from them and compares (`assert_failover`): a handler
+whose live state differs from the replay of its records fails the step that did it."""
 
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ class GroupHarness:
 
     def keep(self, result: GroupResult) -> GroupResult:
         self.log.extend(encode(record) for record in result.records)
+        self.assert_failover()
         return result
 
     def heartbeat(

@@ -9,9 +9,11 @@ Method: group_simulator.GroupSimulation, one random.Random(seed) per run (a fail
 seed and step; rerun it with that seed). After every step: (1) no partition in two members'
 assigned ∪ pending in the coordinator's state; (2) no partition owned client-side by two clients
 the coordinator still counts as members; (3) at every accepted commit, the committer owns the
-partition, no other client does, and the offset is not below the last accepted one; every
-failover event also checks that the rebuilt shard equals the live one. At the end, a quiet period
-(`settle`) and (4) the liveness check. A few seeds run here; SAMSA_SLOW=1 runs many more.
+partition, no other client does, and the offset is not below the last accepted one; (5) no
+client that heartbeats on time is removed by a deadline (a strict client never resends an
+unchanged owned set); and a standby replaying the log as it grows equals the live shard. At
+the end, a quiet period (`settle`) and (4) the liveness check. A few seeds run here;
+SAMSA_SLOW=1 runs many more.
 """
 
 from __future__ import annotations
@@ -19,15 +21,26 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from group_simulator import EVENTS, GroupSimulation
+from group_harness import persistent_view
+from group_simulator import CONFIG, EVENTS, GroupSimulation
+
+from samsa.services.coordinator.group_records import decode
+from samsa.services.coordinator.group_shard import GroupCoordinatorShard
 
 STEPS = 1_000
 
 
 def run(seed: int, steps: int = STEPS) -> GroupSimulation:
     simulation = GroupSimulation(seed)
+    standby = GroupCoordinatorShard(CONFIG)  # replays the log as it grows
+    replayed = 0
     for _ in range(steps):
         simulation.step()
+        for offset in range(replayed, len(simulation.log)):
+            standby.replay(decode(*simulation.log[offset]), offset)
+        replayed = len(simulation.log)
+        live = persistent_view(simulation.coordinator.state)
+        assert persistent_view(standby.state) == live, (seed, simulation.steps)
     simulation.settle()
     simulation.check_liveness()
     return simulation
