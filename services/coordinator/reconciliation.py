@@ -7,10 +7,17 @@ state says where it stands (states, and where each can go):
 
 - STABLE at epoch e. When e == t (the assignment epoch) there is nothing to do. Else the member
   computes the next step from its assigned set (`_next_step`):
-    * some assigned partitions are no longer in its target → UNREVOKED_PARTITIONS at epoch e:
+    * some assigned partitions are no longer in its target and the heartbeat does not show them
+      already gone (owned unset, or holding some of them) → UNREVOKED_PARTITIONS at epoch e:
       assigned shrinks to assigned ∩ target, the rest is pending revocation;
-    * else the epoch moves to t and the member takes every target partition nobody else owns →
-      STABLE when that is its whole target, UNRELEASED_PARTITIONS otherwise.
+    * else the epoch moves to t, assigned shrinks to assigned ∩ target, and the member takes
+      every target partition nobody else owns → STABLE when that is its whole target,
+      UNRELEASED_PARTITIONS otherwise.
+  The first rule's exception is Kafka's (CurrentAssignmentBuilder.ownsRevokedPartitions): a
+  member whose lost answer moved its epoch reports, at its previous epoch, what it really owns;
+  when that already excludes what it must now give up, asking it to revoke would wait for an
+  owned set it has no reason to send again ("unset means unchanged") until its rebalance timeout
+  removed it.
 - UNREVOKED_PARTITIONS. Stays until a heartbeat reports owned partitions holding none of the
   pending ones (an unset `owned` proves nothing); then pending empties and the STABLE rule runs
   again from the member's epoch — which may revoke again if the target moved meanwhile.
@@ -69,12 +76,12 @@ def next_assignment(
             intersection(reported_owned, current.pending_revocation)
         ):
             return current
-        following = _next_step(current, target, assignment_epoch, owners, member_id)
+        following = _next_step(current, target, assignment_epoch, owners, member_id, reported_owned)
     elif current.state == STABLE and current.member_epoch == assignment_epoch:
         return current
     else:
         assert current.state in (STABLE, UNRELEASED_PARTITIONS), current.state
-        following = _next_step(current, target, assignment_epoch, owners, member_id)
+        following = _next_step(current, target, assignment_epoch, owners, member_id, reported_owned)
     owned_after = pairs(following.assigned) | pairs(following.pending_revocation)
     assert all(owners.get(tp, member_id) == member_id for tp in owned_after), "two owners"
     return following
@@ -86,20 +93,16 @@ def _next_step(
     assignment_epoch: int,
     owners: Mapping[TopicPartition, str],
     member_id: str,
+    reported_owned: Partitions | None,
 ) -> MemberAssignment:
     """Kafka's computeNextAssignment, from the member's assigned set (pending is given up)."""
+    kept = intersection(current.assigned, target)
     revoke = difference(current.assigned, target)
-    if revoke:
-        return _moved(
-            current,
-            current.member_epoch,
-            UNREVOKED_PARTITIONS,
-            intersection(current.assigned, target),
-            revoke,
-        )
-    wanted = difference(target, current.assigned)
+    if revoke and (reported_owned is None or pairs(intersection(reported_owned, revoke))):
+        return _moved(current, current.member_epoch, UNREVOKED_PARTITIONS, kept, revoke)
+    wanted = difference(target, kept)
     free = from_pairs(tp for tp in pairs(wanted) if owners.get(tp, member_id) == member_id)
-    assigned = {**current.assigned}
+    assigned = {**kept}
     for topic, numbers in free.items():
         assigned[topic] = assigned.get(topic, frozenset()) | numbers
     state = STABLE if assigned == target else UNRELEASED_PARTITIONS

@@ -2,7 +2,9 @@
 
 One `random.Random(seed)` drives everything: the clock, which simulated client acts, and the
 faults. Clients follow coordinator.proto as a thin client would: join with epoch 0, heartbeat every
-interval reporting what they own, on an answer commit and drop what it no longer lists and adopt
+interval reporting what they own — a strict client, as Kafka's Java one, only when that changed
+since it last said or after a lost answer ("unset means unchanged"), a lenient one also at
+random — on an answer commit and drop what it no longer lists and adopt
 what it adds (starting from the committed offset), commit increasing offsets for what they own,
 and on UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH drop everything and rejoin with the same member id.
 Faults and events: joins, leaves, static leave (-2) and rejoin under a new member id, crashes
@@ -67,6 +69,8 @@ class Client:
     stalled: bool = False
     next_heartbeat_ms: int = 0
     owned_reported: bool = False  # the coordinator was told the current `owned`
+    strict: bool = True  # reports `owned` only when it changed or after a lost answer
+    ever_stalled: bool = False  # its deadlines may have run out while it slept
 
 
 class GroupSimulation:
@@ -100,6 +104,7 @@ class GroupSimulation:
             topic_names=[] if use_regex else sorted(names),
             topic_regex=REGEX if use_regex else "",
             rebalance_timeout_ms=self.rng.choice([3_000, 8_000, 20_000]),
+            strict=self.rng.random() < 0.7,
         )
 
     def subscription(self, client: Client) -> c.ConsumerGroupSubscription:
@@ -133,7 +138,12 @@ class GroupSimulation:
             request.subscription.CopyFrom(self.subscription(client))
             request.owned_partitions.SetInParent()
             assert not client.owned, "a client joins owning nothing"
-        elif force_owned or not client.owned_reported or self.rng.random() < 0.5:
+            client.owned_reported = True
+        elif (
+            force_owned
+            or not client.owned_reported
+            or (not client.strict and self.rng.random() < 0.5)
+        ):
             request.owned_partitions.SetInParent()
             for topic in sorted({t for t, _ in client.owned}):
                 numbers = sorted(p for t, p in client.owned if t == topic)
@@ -142,6 +152,7 @@ class GroupSimulation:
         answer = self.keep(self.coordinator.heartbeat(request, self.now_ms, self.topics))
         client.next_heartbeat_ms = self.now_ms + CONFIG.heartbeat_interval_ms
         if lost:
+            client.owned_reported = False  # a failed request: the next one says everything
             return
         if answer.error_code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH):
             client.owned.clear()  # without committing
@@ -225,7 +236,9 @@ class GroupSimulation:
     def step(self) -> None:
         self.steps += 1
         self.now_ms += self.rng.randint(0, 600)
+        before = set(self.members())
         self.keep(self.coordinator.expire(self.now_ms))
+        self.check_no_live_member_removed(before)
         for client in self.rng.sample(self.clients, len(self.clients)):
             if not client.stalled and client.next_heartbeat_ms <= self.now_ms:
                 self.heartbeat(client)
@@ -306,7 +319,7 @@ class GroupSimulation:
     def on_stall(self) -> bool:
         client = self.pick([one for one in self.live() if one.owned])
         if client is not None:
-            client.stalled = True
+            client.stalled = client.ever_stalled = True
         return client is not None
 
     def on_wake(self) -> bool:
@@ -380,6 +393,16 @@ class GroupSimulation:
                     f"{holders.get(topic_partition)} and {client.member_id}"
                 )
                 holders[topic_partition] = client.member_id
+
+    def check_no_live_member_removed(self, before: set[str]) -> None:
+        """Invariant 5: a client that heartbeats on time and follows the protocol (never
+        stalled) is never removed by a session or revocation deadline: it revokes within two
+        heartbeat intervals of being told, whether or not it resends an unchanged owned set."""
+        removed = before - set(self.members())
+        for client in self.clients:
+            assert client.member_id not in removed or client.ever_stalled, (
+                f"seed {self.seed} step {self.steps}: live member {client.member_id} removed"
+            )
 
     def settle(self, rounds_max: int = 300) -> int:
         """The quiet period: stalled clients wake, away static instances come back, every client

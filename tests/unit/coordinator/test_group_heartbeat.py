@@ -137,6 +137,26 @@ def test_a_lost_answer_is_forgiven_when_owned_is_within_the_assignment() -> None
     assert h.heartbeat("a", 1).error_code == ErrorCode.FENCED_MEMBER_EPOCH
 
 
+def test_a_lost_answer_then_a_revocation_of_what_the_member_never_got() -> None:
+    """a's answer that added t-2 (epoch 2) is lost, then b's join moves t-2 to b. a's retry at its
+    previous epoch reports {0, 1}: it never had t-2, so it must not be asked to revoke it (it
+    would never report its unchanged owned set again, and b would wait for a's rebalance
+    timeout, which then removes a): a moves to epoch 3 and b gets t-2 at once."""
+    h = GroupHarness({"t": 2})
+    h.join("a")
+    h.topics["t"] = 3
+    h.heartbeat("a", 1, owned={"t": [0, 1]})  # answer lost: a is at epoch 2 with {0, 1, 2}
+    assert h.member("a").member_epoch == 2 and h.member("a").assigned == {"t": {0, 1, 2}}
+    h.join("b")
+    assert h.group().target["b"] == {"t": {2}}
+    answer = h.heartbeat("a", 1, owned={"t": [0, 1]})  # the full request after a lost answer
+    assert answer.error_code == ErrorCode.NONE
+    assert (answer.member_epoch, assignment_of(answer)) == (3, {"t": {0, 1}})
+    assert h.member("a").state == STABLE and not h.member("a").pending_revocation
+    assert assignment_of(h.heartbeat("b", 3)) == {"t": {2}}
+    h.assert_failover()
+
+
 def test_a_retried_join_answers_the_current_state() -> None:
     h = GroupHarness({"t": 4})
     first = h.join("a")

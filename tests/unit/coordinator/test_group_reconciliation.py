@@ -1,7 +1,8 @@
 """Goal: the current-assignment builder follows KIP-848's rules exactly — revoke before the epoch
-moves, leave UNREVOKED only on proof that the pending partitions are gone, take only free
-partitions (never two owners), finish UNRELEASED when partitions are freed, and restart from the
-STABLE rule when the target moves on.
+moves (unless the heartbeat's owned set shows the partitions already gone, as Kafka's
+ownsRevokedPartitions), leave UNREVOKED only on proof that the pending partitions are gone,
+take only free partitions (never two owners), finish UNRELEASED when partitions are freed, and
+restart from the STABLE rule when the target moves on.
 
 Method: a table of (member state, target, owners of other members, reported owned) -> expected
 next state, each row written out by hand from the rules; plus a randomized check that whatever the
@@ -62,6 +63,24 @@ ROWS = [
         member(1, UNREVOKED_PARTITIONS, (0, 1), (2, 3), previous=0),
     ),
     (
+        "stable, must revoke, owned still holds one of them: unrevoked",
+        member(1, STABLE, (0, 1, 2, 3), previous=0),
+        p(0, 1),
+        2,
+        {},
+        p(0, 1, 3),
+        member(1, UNREVOKED_PARTITIONS, (0, 1), (2, 3), previous=0),
+    ),
+    (
+        "stable, must revoke what owned shows already gone (a lost answer): epoch moves at once",
+        member(2, STABLE, (0, 1, 2), previous=1),
+        p(0, 1, 3),
+        3,
+        {},
+        p(0, 1),
+        member(3, STABLE, (0, 1, 3), previous=2),
+    ),
+    (
         "stable, target grows, part of it owned elsewhere: unreleased at the new epoch",
         member(1, STABLE, (0,), previous=0),
         p(0, 1, 2),
@@ -105,6 +124,15 @@ ROWS = [
         {},
         p(0, 1),
         member(1, UNREVOKED_PARTITIONS, (1,), (0,), previous=0),
+    ),
+    (
+        "unrevoked, confirmed, the target moved on and takes away what owned lacks: epoch moves",
+        member(1, UNREVOKED_PARTITIONS, (0, 1), (2,), previous=0),
+        p(1),
+        3,
+        {},
+        p(1),
+        member(3, STABLE, (1,), previous=1),
     ),
     (
         "unreleased at the target epoch: partition freed, becomes stable",
@@ -170,10 +198,13 @@ def test_never_takes_a_partition_another_member_owns() -> None:
         current = member(rng.randint(0, 3), state, mine, pending)
         owners = {**others, **{("t", n): "me" for n in mine | pending}}
         target = p(*rng.sample(universe, rng.randint(0, 8)))
-        reported = rng.choice([None, p(*mine), p(*(mine | pending))])
+        reported = rng.choice([None, p(*mine), p(*(mine | pending)), p(*rng.sample(universe, 2))])
         result = next_assignment(current, target, 4, owners, "me", reported)
         taken = pairs(result.assigned) | pairs(result.pending_revocation)
         assert not taken & set(others), (current, target, others, result)
         assert not pairs(result.assigned) & pairs(result.pending_revocation)
+        if result.state == UNREVOKED_PARTITIONS and result != current:
+            # Revocation is asked only of partitions the member may still own.
+            assert reported is None or pairs(reported) & pairs(result.pending_revocation)
         if result.state == STABLE:
             assert result.assigned == target and result.member_epoch == 4
