@@ -100,6 +100,8 @@ class PartitionReader:
             return Outcome.FAILED
         if replica_id >= 0 and not _is_replica(hosted, replica_id, result):
             return Outcome.FAILED
+        if _fenced(hosted, wanted, result):
+            return Outcome.FAILED
         if _diverged(hosted, wanted, result):
             return Outcome.ANSWERED
         if request.rack_id and replica_id < 0 and hosted.is_leader:
@@ -113,16 +115,6 @@ class PartitionReader:
         result.high_watermark = high_watermark
         result.last_stable_offset = stable
         result.log_start_offset = hosted.log.log_start_offset
-        if wanted.HasField("current_leader_epoch") and (
-            wanted.current_leader_epoch != hosted.leader_epoch
-        ):
-            code = (
-                ErrorCode.FENCED_LEADER_EPOCH
-                if wanted.current_leader_epoch < hosted.leader_epoch
-                else ErrorCode.UNKNOWN_LEADER_EPOCH
-            )
-            _fail(result, code, f"leader epoch is {hosted.leader_epoch}: refresh metadata")
-            return Outcome.FAILED
         partition_budget = min(
             wanted.partition_max_bytes or PARTITION_MAX_BYTES_DEFAULT,
             limits.fetch_partition_bytes_max,
@@ -206,6 +198,29 @@ def _is_replica(hosted: HostedPartition, replica_id: int, result: FetchPartition
         f"broker {replica_id} is not a replica of {hosted.topic}-{hosted.partition}",
     )
     return False
+
+
+def _fenced(
+    hosted: HostedPartition, wanted: broker_pb2.FetchRequest.PartitionData, result: FetchPartition
+) -> bool:
+    """KIP-320: does the fetcher name another leader epoch than ours? Checked before anything
+    is answered from the log (Kafka's order): a diverging epoch read from a leadership the
+    fetcher does not know of is no answer to its log, and an "undefined" one (its last epoch
+    above ours: this broker has not yet heard of a later leadership) would send a follower
+    back to its high watermark, below records another leader acknowledged (KIP-101)."""
+    if not wanted.HasField("current_leader_epoch") or (
+        wanted.current_leader_epoch == hosted.leader_epoch
+    ):
+        return False
+    code = (
+        ErrorCode.FENCED_LEADER_EPOCH
+        if wanted.current_leader_epoch < hosted.leader_epoch
+        else ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
+    result.high_watermark = hosted.high_watermark
+    result.log_start_offset = hosted.log.log_start_offset
+    _fail(result, code, f"leader epoch is {hosted.leader_epoch}: refresh metadata")
+    return True
 
 
 def _diverged(

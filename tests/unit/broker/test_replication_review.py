@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.codec import build_batch
 from samsa.metadata.image import PartitionState
@@ -136,3 +137,26 @@ def test_a_follower_stuck_after_an_idle_spell_still_leaves_the_isr(tmp_path: Pat
     assert leader.proposal(now_ms=10_600) == tuple(
         r for r in leader.state.replicas if r != stuck
     ), "in sync last at its fetch of 9_500: out once the lag has passed since"
+
+
+# --- KIP-320: the leader epoch is checked first ------------------------------------------------
+
+
+def test_a_fetch_naming_a_later_leader_epoch_is_refused_before_any_divergence_is_read(
+    tmp_path: Path,
+):
+    """A follower that already follows a later leadership (its current leader epoch and its
+    last batch's epoch are above this leader's) is answered UNKNOWN_LEADER_EPOCH and asks again
+    once this broker has caught up with the metadata log. Before, the divergence check came
+    first and answered "undefined" (this log holds no epoch at or below the follower's), which
+    sends a follower back to its high watermark, below records another leader acknowledged."""
+    leader = Leader(tmp_path)
+    leader.produce(5, now_ms=0)
+    epoch = leader.hosted.leader_epoch
+    follower = leader.followers[0]
+    ahead = FetchPosition(7, epoch + 1, epoch + 1, 1 << 20)
+    answer = leader.fetch(follower, {KEY: ahead}, now_ms=1)
+    assert answer.error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert not answer.HasField("diverging_epoch")
+    progress = leader.hosted.replica.leading.followers[follower]  # type: ignore[union-attr]
+    assert progress.log_end_offset == -1, "a refused fetch reports no progress"
