@@ -118,6 +118,13 @@ class HostedPartition:
         if self.on_change is not None:
             self.on_change(self)
 
+    def stop(self) -> None:
+        """The host stops hosting the partition (StopReplica: deleted, or moved off this
+        broker): no longer its leader or follower, and every waiter woken to see it, so an
+        acks=all write waiting on it is refused at once instead of timing out."""
+        self.replica.stop()
+        self.notify_appended()
+
     def on_leader_append(self) -> None:
         """After an append as leader: move the high watermark if the ISR allows (RF=1: at once)
         and wake every waiter once; `advance_high_watermark` wakes them itself when it moved."""

