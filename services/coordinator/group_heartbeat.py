@@ -5,8 +5,9 @@ the RecordCollector (so the next step sees them):
 
 1. Validate the request alone (ids, epochs, subscription, assignor); an error writes nothing.
 2. Leaves answer at once: -1 removes the member (tombstones) and bumps the group epoch; -2 keeps a
-   static member's partitions under epoch -2 until its session expires or its instance id
-   rejoins. Leaving twice is not an error: the first answer may have been lost.
+   static member's assigned partitions under epoch -2 until its session expires or its instance
+   id rejoins (those it was revoking are free at once). Leaving twice is not an error: the
+   first answer may have been lost.
 3. Find the member. Epoch 0 with a new id joins (a static instance id held by a member at -2 is
    taken over, keeping its epoch, assignment and target so that no partition moves; held by an
    active member: UNRELEASED_INSTANCE_ID); epoch 0 with a known id is a retried join. Any other
@@ -41,6 +42,7 @@ from samsa.services.coordinator.group_assignment import (
 from samsa.services.coordinator.group_model import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
+    STABLE,
     STATIC_LEAVE_EPOCH,
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
@@ -202,8 +204,14 @@ def _static_leave(
     value = member.current_value()
     value.previous_member_epoch = member.member_epoch
     value.member_epoch = STATIC_LEAVE_EPOCH
+    # A closing consumer gave everything up before its -2: what it was revoking is free now (as
+    # Kafka's consumerGroupStaticMemberGroupLeave); only its assigned partitions stay reserved.
+    del value.partitions_pending_revocation[:]
+    if value.state == UNREVOKED_PARTITIONS:
+        value.state = STABLE  # type: ignore[assignment]
     writer.write(records.current_assignment(group.group_id, member.member_id, value))
     member.session_deadline_ms = now_ms + config.session_timeout_ms
+    member.revocation_deadline_ms = None  # nothing left to revoke: only the session counts
     return writer.result(_answer(request, STATIC_LEAVE_EPOCH, None, config))
 
 

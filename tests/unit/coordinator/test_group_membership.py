@@ -56,6 +56,28 @@ def test_static_rejoin_with_another_subscription_bumps_the_epoch() -> None:
     h.assert_failover()
 
 
+def test_a_static_member_leaving_mid_revocation_frees_what_it_was_revoking() -> None:
+    """A closing consumer gives everything up before its -2, so what it was revoking goes to its
+    new owner at once (Kafka's consumerGroupStaticMemberGroupLeave); only its assigned
+    partitions stay reserved, and no revocation deadline removes it before its session ends."""
+    h = GroupHarness({"t": 4}, GroupConfig(session_timeout_ms=30_000))
+    h.join("a", instance_id="ia", rebalance_timeout_ms=5_000)
+    h.join("b")
+    kept = assignment_of(h.heartbeat("a", 1, owned={"t": range(4)}))["t"]
+    assert h.member("a").state == UNREVOKED_PARTITIONS
+    assert h.heartbeat("a", -2, group_instance_id="ia").member_epoch == -2
+    assert not h.member("a").pending_revocation and h.member("a").assigned == {"t": kept}
+    assert h.member("a").revocation_deadline_ms is None
+    assert assignment_of(h.heartbeat("b", 2, owned={})) == {"t": {0, 1, 2, 3} - kept}
+    h.now_ms += 29_999  # past a's rebalance timeout, within its session
+    h.heartbeat("b", 2, owned={"t": {0, 1, 2, 3} - kept})
+    h.fail_over()
+    h.now_ms += 5_000
+    assert not h.expire().records
+    answer = h.join("a2", instance_id="ia")
+    assert (answer.member_epoch, assignment_of(answer)) == (2, {"t": kept})
+
+
 def test_an_active_holder_keeps_its_instance_id() -> None:
     h = GroupHarness({"t": 4})
     settled_pair(h)
