@@ -10,7 +10,10 @@ Theory of operation. A group's state is derived, never stored:
 - STABLE: every member owns its target at the assignment epoch.
 
 DeleteGroups deletes only groups without members (NON_EMPTY_GROUP otherwise), writing tombstones
-for everything the group still has (group_writer.delete_group).
+for everything the group still has (group_writer.delete_group). The group tombstone's log offset
+outlives the group (GroupShard.deleted_positions), so the COMMIT marker of a transaction that
+wrote the group's offsets before it applies none of them (Kafka's deleteAllOffsets cancels
+them too) instead of bringing the group back.
 
 OffsetDelete (KIP-496) writes a tombstone for each committed offset it names, except for the
 partitions of topics a member subscribes to, by name or by regex (GROUP_SUBSCRIBED_TO_TOPIC):

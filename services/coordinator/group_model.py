@@ -149,10 +149,20 @@ class GroupShard:
     offsets_in_flight: dict[tuple[str, TopicPartition], int] = field(
         default_factory=dict, compare=False
     )
+    # Group id -> the log offset of the group_metadata tombstone that last deleted it (IN_FLIGHT
+    # until durable), and how many such tombstones are in flight: a transaction's offset
+    # written before a group's deletion must not bring it back at its COMMIT marker (Kafka's
+    # deleteAllOffsets cancels them). Bookkeeping, dropped once no open transaction needs it
+    # (group_shard.expire).
+    deleted_positions: dict[str, int] = field(default_factory=dict, compare=False)
+    deletions_in_flight: dict[str, int] = field(default_factory=dict, compare=False)
 
     def offset_position(self, group_id: str, topic_partition: TopicPartition) -> int:
+        """The log offset of the newest record that set the partition's offset or deleted the
+        group (0: none known)."""
         group = self.groups.get(group_id)
-        return 0 if group is None else group.offset_positions.get(topic_partition, 0)
+        position = 0 if group is None else group.offset_positions.get(topic_partition, 0)
+        return max(position, self.deleted_positions.get(group_id, 0))
 
 
 # --- partition sets ------------------------------------------------------------------------------

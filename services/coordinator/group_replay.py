@@ -11,7 +11,8 @@ assignment may come before its metadata, and a group's records before its group_
 non-tombstone record therefore creates its group and member on demand (group epoch 0, empty
 metadata). A tombstone of something that is not there is a no-op (its original was compacted
 away). A member disappears at its member_metadata tombstone, a group at its group_metadata
-tombstone.
+tombstone, whose log offset the shard keeps (`GroupShard.deleted_positions`): a transaction's
+offsets written before it must not bring the group back at their COMMIT marker.
 
 Replay refuses, with ValueError, what no coordinator writes: a record that would give a partition
 two owners, or a group deleted while it still has members or offsets. Records come already checked
@@ -50,7 +51,7 @@ def replay(shard: GroupShard, record: GroupRecord, offset: int) -> None:
     elif kind == "offset_commit":
         _replay_offset_commit(shard, key.offset_commit, value, offset)
     elif kind == "group_metadata":
-        _replay_group_metadata(shard, key.group_metadata.group_id, value)
+        _replay_group_metadata(shard, key.group_metadata.group_id, value, offset)
     elif kind == "target_assignment_metadata":
         group_id = key.target_assignment_metadata.group_id
         if value is not None:
@@ -92,7 +93,9 @@ def mark_durable(shard: GroupShard, records: list[GroupRecord], first_offset: in
     after it: each offset-commit record's partition takes its log offset as its position, unless
     a later record of the partition is still in flight (writes become durable in order)."""
     in_flight = shard.offsets_in_flight
-    for index, (key, _) in enumerate(records):
+    for index, (key, value) in enumerate(records):
+        if key_kind(key) == "group_metadata" and value is None:
+            _mark_deletion_durable(shard, key.group_metadata.group_id, first_offset + index)
         if key_kind(key) != "offset_commit":
             continue
         commit = key.offset_commit
@@ -106,6 +109,19 @@ def mark_durable(shard: GroupShard, records: list[GroupRecord], first_offset: in
         group = shard.groups.get(commit.group_id)
         if group is not None and topic_partition in group.offset_positions:
             group.offset_positions[topic_partition] = first_offset + index
+
+
+def _mark_deletion_durable(shard: GroupShard, group_id: str, position: int) -> None:
+    """A group's deletion landed at `position`; it dates the group's deletion unless a later
+    one is still in flight. A tombstone of a group already gone counted nothing."""
+    left = shard.deletions_in_flight.get(group_id, 0) - 1
+    if left < 0:
+        return
+    if left:
+        shard.deletions_in_flight[group_id] = left
+        return
+    del shard.deletions_in_flight[group_id]
+    shard.deleted_positions[group_id] = position
 
 
 def _replay_offset_commit(
@@ -128,7 +144,7 @@ def _replay_offset_commit(
 
 
 def _replay_group_metadata(
-    shard: GroupShard, group_id: str, value: g.GroupRecordValue | None
+    shard: GroupShard, group_id: str, value: g.GroupRecordValue | None, position: int
 ) -> None:
     if value is not None:
         group = _group(shard, group_id)
@@ -144,6 +160,9 @@ def _replay_group_metadata(
             f"{len(group.offsets)} offsets and {len(group.target)} target entries"
         )
     del shard.groups[group_id]
+    shard.deleted_positions[group_id] = position
+    if position == IN_FLIGHT:
+        shard.deletions_in_flight[group_id] = shard.deletions_in_flight.get(group_id, 0) + 1
 
 
 def _replay_member_metadata(

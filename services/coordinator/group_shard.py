@@ -179,4 +179,18 @@ class GroupCoordinatorShard:
                     writer.write(records.offset_commit(group_id, *topic_partition, None))
             if not group.members and not group.offsets and not pending:
                 delete_group(writer, group)
+        self._forget_deletions()
         return writer.result(None)
+
+    def _forget_deletions(self) -> None:
+        """A deleted group's position matters only to offsets an open transaction wrote before
+        it (group_model.GroupShard.deleted_positions): drop it once none is pending."""
+        pending_groups = {
+            key.offset_commit.group_id
+            for written in self.txn_offsets.by_producer.values()
+            for _, (key, _) in written
+        }
+        state = self.state
+        for group_id in list(state.deleted_positions):
+            if group_id not in pending_groups and group_id not in state.deletions_in_flight:
+                del state.deleted_positions[group_id]

@@ -245,3 +245,43 @@ def test_retention_keeps_offsets_and_groups_a_pending_transaction_will_commit() 
     assert shard.complete_transaction(7, committed=True, marker_offset=200) == 2
     assert fetch(shard, "g", stable=True) == {0: (50, 0), 1: (-1, 0)}
     assert fetch(shard, "fresh", stable=True) == {0: (50, 0), 1: (-1, 0)}
+
+
+def test_deleting_a_group_cancels_the_offsets_its_open_transactions_wrote() -> None:
+    """Kafka's deleteAllOffsets: DeleteGroups also ends what an open transaction committed for
+    the group, so its COMMIT marker does not bring the group back (live, while the deletion is
+    in flight or durable, and from a load of the log); a transaction's offset written after the
+    deletion creates the group anew. Once nothing is pending, expiry forgets the deletion."""
+    live = GroupCoordinatorShard()
+    plain = plain_commit(live, 4)
+    live.mark_durable(plain, 5)
+    txn = live.commit_txn_offsets(txn_commit("g", {("t", 1): 10}), NOW, TOPICS)
+    pending(live, 10, txn.records)
+    deleted = live.delete_groups(["g"])
+    assert deleted.response.groups[0].error_code == ErrorCode.NONE
+    loaded = GroupCoordinatorShard()
+    for offset, record in enumerate(plain, start=5):
+        loaded.replay(record, offset)
+    pending(loaded, 10, txn.records)
+    for offset, record in enumerate(deleted.records, start=20):
+        loaded.replay(record, offset)
+    live.mark_durable(deleted.records, 20)
+    for shard in (live, loaded):
+        assert shard.complete_transaction(7, committed=True, marker_offset=30) == 0
+        assert "g" not in shard.state.groups
+        shard.expire(NOW)
+        assert not shard.state.deleted_positions
+    again = live.commit_txn_offsets(txn_commit("g", {("t", 1): 11}), NOW, TOPICS)
+    pending(live, 40, again.records)
+    assert live.complete_transaction(7, committed=True, marker_offset=50) == 1
+    assert fetch(live, "g", stable=True)[1] == (11, ErrorCode.NONE)
+
+    in_flight = GroupCoordinatorShard()
+    txn = in_flight.commit_txn_offsets(txn_commit("h", {("t", 0): 10}), NOW, TOPICS)
+    pending(in_flight, 10, txn.records)
+    request = c.OffsetCommitRequest(group_id="h", member_epoch=-1)
+    request.topics.add(name="t").partitions.add(partition=1, committed_offset=1)
+    in_flight.mark_durable(in_flight.commit_offsets(request, NOW, TOPICS).records, 11)
+    in_flight.delete_groups(["h"])  # not durable yet when the marker is resolved
+    assert in_flight.complete_transaction(7, committed=True, marker_offset=12) == 0
+    assert "h" not in in_flight.state.groups
