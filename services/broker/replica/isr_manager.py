@@ -152,6 +152,7 @@ def decide_proposals(
 ) -> list[Proposal]:
     """The ISR changes to propose for these partitions, in a stable order."""
     eligible = {b for b, reg in host.image.brokers.items() if not reg.fenced}
+    broker_epochs = {b: reg.broker_epoch for b, reg in host.image.brokers.items()}
     decided = []
     for key in sorted(keys):
         hosted = host.partitions.get(key)
@@ -163,6 +164,7 @@ def decide_proposals(
             lag_max_ms=lag_max_ms,
             log_end_offset=hosted.log.log_end_offset,
             replica_fetch_ms=host.replica_fetch_ms,
+            broker_epochs=broker_epochs,
         )
         if isr is None or hosted.state is None:
             continue

@@ -161,14 +161,22 @@ class PartitionReplica:
         now_ms: int,
         log_start_offset: int = -1,
         previous_fetch_ms: int = -1,
+        broker_epoch: int = -1,
     ) -> bool:
         """Leader: a follower fetched from `fetch_offset`; True when its reported log start
         moved (the low watermark may have). Nothing while not leading. `previous_fetch_ms`:
-        the follower's fetch from this broker before this one (of any partition)."""
+        the follower's fetch from this broker before this one (of any partition);
+        `broker_epoch`: its registration in this broker's metadata (replication.py)."""
         if self.leading is None:
             return False
         return self.leading.on_follower_fetch(
-            replica_id, fetch_offset, log_end_offset, now_ms, log_start_offset, previous_fetch_ms
+            replica_id,
+            fetch_offset,
+            log_end_offset,
+            now_ms,
+            log_start_offset,
+            previous_fetch_ms,
+            broker_epoch,
         )
 
     def advance_high_watermark(self, log_end_offset: int, min_insync_replicas: int) -> bool:
@@ -222,6 +230,7 @@ class PartitionReplica:
         lag_max_ms: int,
         log_end_offset: int,
         replica_fetch_ms: Mapping[int, int],
+        broker_epochs: Mapping[int, int] | None = None,
     ) -> tuple[int, ...] | None:
         """Leader: the ISR to ask the controller for, or None (right as it is, not leading, or
         an accepted change not yet in the metadata log). An expansion whose request failed is
@@ -244,6 +253,7 @@ class PartitionReplica:
             lag_max_ms=lag_max_ms,
             leader_end_offset=log_end_offset,
             replica_fetch_ms=replica_fetch_ms,
+            broker_epochs=broker_epochs,
         )
 
     def proposal_sent(self, isr: tuple[int, ...], partition_epoch: int) -> None:

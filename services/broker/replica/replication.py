@@ -18,8 +18,11 @@ Kafka's rules (DESIGN §4):
   fetch, would have: that fetch did not read the partition, so it had not grown yet.
 - A follower leaves the ISR after `replica.lag.time.max.ms` without catching up; one outside it
   rejoins once its log end offset reaches the high watermark and the start of the current
-  leader epoch (so it holds everything this leader committed). The leader only *proposes* these
-  changes (AlterPartition); they are true once the controller commits them.
+  leader epoch (so it holds everything this leader committed), by fetches read while its
+  current registration (broker epoch) was the one in this leader's metadata: a follower that
+  restarted may have lost the tail it had not flushed, so what its previous incarnation fetched
+  proves nothing (Kafka's KIP-903). The leader only *proposes* these changes (AlterPartition);
+  they are true once the controller commits them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class FollowerProgress:
     last_fetch_ms: int = -1
     leader_end_at_last_fetch: int = -1
     log_start_offset: int = -1  # as its fetches report it; -1 until one does
+    # The follower's broker epoch in this leader's metadata when its last fetch was read (-1:
+    # unknown): its registration, which a restart renews.
+    broker_epoch: int = -1
 
 
 class LeaderReplication:
@@ -60,12 +66,14 @@ class LeaderReplication:
         now_ms: int,
         log_start_offset: int = -1,
         previous_fetch_ms: int = -1,
+        broker_epoch: int = -1,
     ) -> bool:
         """Take a follower's fetch; True when its known log start offset moved (the low
         watermark may have: a DeleteRecords may be waiting for it). Its first report is not a
         move: every partition gets one when a leader starts, and no wake is owed then.
         `previous_fetch_ms`: when the follower last fetched anything from this broker before
-        (-1: unknown); the module doc says why it counts."""
+        (-1: unknown); `broker_epoch`: its registration in this broker's metadata now. The
+        module doc says why each counts."""
         progress = self.followers.get(replica_id)
         if progress is None:
             progress = self.followers[replica_id] = FollowerProgress(-1, now_ms)
@@ -79,6 +87,7 @@ class LeaderReplication:
             last_whole_ms = max(progress.last_fetch_ms, min(previous_fetch_ms, now_ms))
             progress.last_caught_up_ms = max(progress.last_caught_up_ms, last_whole_ms)
         progress.log_end_offset = fetch_offset
+        progress.broker_epoch = broker_epoch
         progress.last_fetch_ms = now_ms
         progress.leader_end_at_last_fetch = leader_end_offset
         moved = 0 <= progress.log_start_offset != log_start_offset
@@ -117,11 +126,14 @@ class LeaderReplication:
         lag_max_ms: int,
         leader_end_offset: int,
         replica_fetch_ms: Mapping[int, int],
+        broker_epochs: Mapping[int, int] | None = None,
     ) -> tuple[int, ...] | None:
         """The ISR this leader should ask for, or None when the current one is right.
         `eligible`: replicas that may join (registered, unfenced); a joiner must hold the
         `high_watermark` and the epoch's start. `replica_fetch_ms`: when each follower last
-        fetched from this broker at all."""
+        fetched from this broker at all. `broker_epochs`: each broker's registration in this
+        leader's metadata; a joiner's progress must have been read under its current one
+        (None: not checked)."""
         keep = set()
         for replica in isr:
             if replica == self.leader_id:
@@ -141,6 +153,7 @@ class LeaderReplication:
                 replica not in isr
                 and replica in eligible
                 and progress is not None
+                and (broker_epochs is None or progress.broker_epoch == broker_epochs.get(replica))
                 and progress.log_end_offset >= high_watermark
                 and progress.log_end_offset >= epoch_start_offset
                 and now_ms

@@ -133,6 +133,7 @@ class PartitionReader:
         if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
             hosted.traced.served(wanted.fetch_offset, read.next_offset, replica_id)
         if replica_id >= 0 and hosted.is_leader:
+            registration = host.image.brokers.get(replica_id)
             start_moved = hosted.replica.follower_fetched(
                 replica_id,
                 wanted.fetch_offset,
@@ -140,6 +141,7 @@ class PartitionReader:
                 self.now_ms,
                 wanted.log_start_offset,
                 self.previous_fetch_ms,
+                -1 if registration is None else registration.broker_epoch,
             )
             if start_moved:
                 hosted.notify_appended()  # wakes a DeleteRecords waiting on the low watermark

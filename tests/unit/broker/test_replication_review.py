@@ -16,7 +16,7 @@ import pytest
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.codec import build_batch
-from samsa.metadata.image import PartitionState
+from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
@@ -28,7 +28,14 @@ from samsa.services.broker.requests.produce_wait import settled
 from samsa.services.controller import control_plane as cp
 from samsa.v1 import broker_pb2
 from samsa.v1 import controller_pb2 as c
-from tests.unit.broker.replication_cluster import KEY, TOPIC, cluster_with_topic, commit
+from tests.unit.broker.replication_cluster import (
+    KEY,
+    TOPIC,
+    cluster_with_topic,
+    commit,
+    heartbeat,
+    registered,
+)
 
 ME = 1
 REPLICAS = (1, 2, 3)
@@ -67,6 +74,12 @@ class Leader:
         changes = partition_changes(self.host.image, self.image, self.state.leader)
         self.host.apply(self.image, changes, now_ms=0)
         self.followers = [r for r in self.state.replicas if r != self.state.leader]
+
+    def apply(self, image: MetadataImage) -> MetadataImage:
+        """Follow `image` (the controller's, committed); returns it."""
+        changes = partition_changes(self.host.image, image, self.state.leader)
+        self.host.apply(image, changes, now_ms=0)
+        return image
 
     @property
     def hosted(self) -> HostedPartition:
@@ -206,3 +219,43 @@ def test_deleting_the_topic_refuses_the_acks_all_write_waiting_on_it(tmp_path: P
     leader.host.apply(image, actions, now_ms=1)
     assert leader.host.get(*KEY) is None
     assert settled(wait) and wait.result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+# --- KIP-903: a restarted follower's earlier fetches do not count ------------------------------
+
+
+def test_a_follower_restarted_since_its_fetches_is_not_added_to_the_isr_on_them(tmp_path: Path):
+    """A follower outside the ISR fetched up to the high watermark, then restarted and lost the
+    tail it had not flushed (a power loss). Its new incarnation registers, catches up with the
+    metadata log and is unfenced; the leader, still holding the old incarnation's progress,
+    proposed it for the ISR, the controller (which sees only that it is unfenced) committed
+    it, and a replica missing acknowledged records could then be elected. Kafka's leader sends
+    the broker epoch the follower fetched with (KIP-903); this leader counts only fetches it
+    read while the follower's current registration was the one in its metadata."""
+    leader = Leader(tmp_path)
+    in_sync, restarted = leader.followers
+    image = leader.image
+    state = leader.state
+    request = c.AlterPartitionRequest(
+        broker_id=state.leader, broker_epoch=image.brokers[state.leader].broker_epoch
+    )
+    request.partitions.add(
+        topic=TOPIC,
+        partition=0,
+        leader_epoch=state.leader_epoch,
+        partition_epoch=state.partition_epoch,
+        new_isr=(state.leader, in_sync),
+    )
+    image = leader.apply(commit(image, cp.alter_partition(image, request)))
+    leader.produce(5, now_ms=0)
+    leader.fetched_by(in_sync, 5, now_ms=10)
+    assert leader.hosted.high_watermark == 5
+    leader.fetched_by(restarted, 5, now_ms=10)  # caught up: about to be proposed
+    image = registered(image, restarted, "i2", now_ms=20)  # power loss, restart: log at 0
+    image = leader.apply(heartbeat(image, restarted, image.end_offset))
+    assert not image.brokers[restarted].fenced
+    assert leader.proposal(now_ms=30) is None, "its progress is the old incarnation's"
+    leader.fetched_by(restarted, 0, now_ms=40)  # the new incarnation's first fetch
+    assert leader.proposal(now_ms=40) is None, "behind the high watermark"
+    leader.fetched_by(restarted, 5, now_ms=50)
+    assert set(leader.proposal(now_ms=50) or ()) == {state.leader, in_sync, restarted}
