@@ -173,9 +173,14 @@ class LeaderReplication:
     ) -> int:
         """When the follower last had everything. A follower holding the whole log is caught up
         for as long as it keeps fetching at all: in a fetch session it names an idle partition
-        in no request, so that partition's own progress never moves (KIP-227)."""
+        in no request, so that partition's own progress never moves (KIP-227). That is
+        remembered, so an append after a long idle spell finds it caught up as of this look
+        (the ISR manager looks every replica.lag.time.max.ms / 2), not as of its last read of
+        the partition: before its next fetch reports the append, it is merely behind by it."""
         if progress.log_end_offset >= leader_end_offset:
-            return max(progress.last_caught_up_ms, replica_fetch_ms.get(replica, -1))
+            progress.last_caught_up_ms = max(
+                progress.last_caught_up_ms, replica_fetch_ms.get(replica, -1)
+            )
         return progress.last_caught_up_ms
 
 

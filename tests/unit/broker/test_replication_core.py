@@ -112,10 +112,21 @@ def test_a_follower_holding_the_whole_log_stays_caught_up_while_it_fetches_anyth
         **common,
     )
     assert proposal == (1, 2)
-    # The log grew past 2: its fetches elsewhere no longer count for this partition.
+    # The log grew past 2: its fetches elsewhere no longer count for this partition, those
+    # before (it was caught up at them, as the look at 5000 saw) until the lag has passed.
+    fetching[2] = 6001
     proposal = state.proposed_isr(
         epoch_start_offset=0,
-        now_ms=5000,
+        now_ms=6000,
+        lag_max_ms=LAG,
+        leader_end_offset=6,
+        replica_fetch_ms=fetching,
+        **common,
+    )
+    assert proposal == (1, 2)
+    proposal = state.proposed_isr(
+        epoch_start_offset=0,
+        now_ms=6001,
         lag_max_ms=LAG,
         leader_end_offset=6,
         replica_fetch_ms=fetching,

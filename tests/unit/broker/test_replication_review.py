@@ -259,3 +259,21 @@ def test_a_follower_restarted_since_its_fetches_is_not_added_to_the_isr_on_them(
     assert leader.proposal(now_ms=40) is None, "behind the high watermark"
     leader.fetched_by(restarted, 5, now_ms=50)
     assert set(leader.proposal(now_ms=50) or ()) == {state.leader, in_sync, restarted}
+
+
+def test_an_append_after_an_idle_spell_shrinks_nothing_before_the_followers_fetch_it(
+    tmp_path: Path,
+):
+    """The same spell, and the ISR manager's look comes between the append and the followers'
+    next fetch (a round trip): they were in sync at its previous look, lag / 2 ago at most."""
+    leader = Leader(tmp_path)
+    leader.produce(5, now_ms=0)
+    for follower in leader.followers:
+        leader.fetched_by(follower, 5, now_ms=10)
+    for now_ms in range(500, 10_000, 500):
+        for follower in leader.followers:
+            leader.fetch(follower, {}, now_ms)
+        assert leader.proposal(now_ms=now_ms + 1) is None  # a look every 500 ms
+    leader.produce(1, now_ms=9_700)
+    assert leader.proposal(now_ms=9_702) is None
+    assert leader.proposal(now_ms=10_600) is not None, "still silent on it after the lag: out"
