@@ -136,10 +136,14 @@ class PartitionReplica:
         left the ISR counts again only after a fetch made since (the leader forgets its
         progress); a proposal made at another partition epoch was committed (the ISR now says
         so) or never will be (the controller checks the partition epoch). The caller then
-        advances the high watermark: a smaller ISR may let it move."""
+        advances the high watermark: a smaller ISR may let it move. A replica moved off the
+        partition is forgotten altogether: if a reassignment brings it back, its log there
+        starts empty, and progress its earlier log made must not propose it for the ISR."""
         left_isr = set(self.isr)
+        left_replicas = set(() if self.state is None else self.state.replicas)
         self.state = state
         left_isr.difference_update(self.isr)
+        left_replicas.difference_update(() if state is None else state.replicas)
         proposed = self.proposed_isr
         if proposed is not None and (
             state is None or state.partition_epoch != proposed.partition_epoch
@@ -150,6 +154,8 @@ class PartitionReplica:
                 progress = self.leading.followers.get(replica)
                 if progress is not None:
                     progress.log_end_offset = -1
+            for replica in left_replicas:
+                self.leading.followers.pop(replica, None)
 
     # --- the high watermark --------------------------------------------------------------------
 

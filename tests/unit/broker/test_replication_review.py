@@ -277,3 +277,24 @@ def test_an_append_after_an_idle_spell_shrinks_nothing_before_the_followers_fetc
     leader.produce(1, now_ms=9_700)
     assert leader.proposal(now_ms=9_702) is None
     assert leader.proposal(now_ms=10_600) is not None, "still silent on it after the lag: out"
+
+
+# --- a replica moved off and back ---------------------------------------------------------------
+
+
+def test_a_replica_moved_off_and_back_is_not_proposed_on_its_earlier_fetches():
+    """A reassignment takes replica 3 off the partition (its broker deletes its log there) and
+    a second one, soon after, puts it back: its new log starts empty, so the progress its old
+    log showed must not put it in the ISR before it has fetched again."""
+    replica = PartitionReplica(ME)
+    replica.become_leader(0, state(isr=(1, 2)), log_end_offset=5, now_ms=0)
+    replica.follower_fetched(2, 5, 5, now_ms=10)
+    replica.follower_fetched(3, 5, 5, now_ms=10)
+    assert replica.advance_high_watermark(5, 1) and replica.high_watermark == 5
+    replica.state_changed(PartitionState(0, (1, 2), (1, 2), ME, 0, 1))
+    replica.state_changed(PartitionState(0, (1, 2, 3), (1, 2), ME, 0, 2))
+    assert replica.isr_to_propose(now_ms=20, log_end_offset=5, **PROPOSAL) is None
+    replica.follower_fetched(3, 0, 5, now_ms=30)
+    assert replica.isr_to_propose(now_ms=30, log_end_offset=5, **PROPOSAL) is None
+    replica.follower_fetched(3, 5, 5, now_ms=40)
+    assert replica.isr_to_propose(now_ms=40, log_end_offset=5, **PROPOSAL) == (1, 2, 3)
