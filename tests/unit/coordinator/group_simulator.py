@@ -1,20 +1,21 @@
 """A seeded simulation of one consumer group against the pure coordinator core (STYLE habit 11).
 
 One `random.Random(seed)` drives everything: the clock, which simulated client acts, and the
-faults. Clients follow coordinator.proto as a thin client would: join with epoch 0, heartbeat every
-interval reporting what they own — a strict client, as Kafka's Java one, only when that changed
-since it last said or after a lost answer ("unset means unchanged"), a lenient one also at
-random — on an answer commit and drop what it no longer lists and adopt
-what it adds (starting from the committed offset), commit increasing offsets for what they own,
-and on UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH drop everything and rejoin with the same member id.
-Faults and events: joins, leaves, static leave (-2) and rejoin under a new member id, crashes
-(silent; the session timeout removes the member), stalls (the client keeps its partitions and
-stops heartbeating, then wakes up and tries to commit before it heartbeats), lost answers,
-subscription changes, partition count increases, new topics (some matching the regex), and
-coordinator failover (a new shard rebuilt from the encoded records, timers restarted).
+faults. Clients follow coordinator.proto as a thin client would: join with epoch 0, heartbeat
+every interval reporting what they own — a strict client, as Kafka's Java one, only when that
+changed since it last said or after a lost answer ("unset means unchanged"), a lenient one also
+at random — on an answer commit and drop what it no longer lists and adopt what it adds
+(starting from the committed offset), commit increasing offsets for what they own, and on
+UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH drop everything and rejoin with the same member id.
+Faults and events: joins (some answers lost), leaves, static leave (-2) and rejoin under a new
+member id or the same one, crashes (silent; the session timeout removes the member), stalls (the
+client keeps its partitions and stops heartbeating, then wakes up and tries to commit before it
+heartbeats), lost answers, subscription changes, partition count increases, new and deleted
+topics (some matching the regex), and coordinator failover (a new shard rebuilt from the encoded
+records, timers restarted).
 
 Invariants, checked after every step (`check_safety`), and after a quiet period at the end
-(`settle` then `check_liveness`): see test_group_simulation.py.
+(`settle` then `check_liveness`): group_simulator_checks.py and test_group_simulation.py.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
+from group_simulator_checks import SimulationChecks
+
 from samsa.common.errors import ErrorCode
-from samsa.services.coordinator.group_admin import group_state
-from samsa.services.coordinator.group_assignment import resolve
-from samsa.services.coordinator.group_model import STABLE, GroupConfig, pairs
+from samsa.services.coordinator.group_model import ConsumerGroup, GroupConfig, Member
 from samsa.services.coordinator.group_records import decode, encode
 from samsa.services.coordinator.group_shard import GroupCoordinatorShard
 from samsa.services.coordinator.group_writer import GroupResult
@@ -51,6 +52,7 @@ EVENTS = {
     "subscribe": 3,
     "grow_partitions": 2,
     "create_topic": 2,
+    "delete_topic": 1,
     "failover": 2,
     "quiet": 5,
 }
@@ -73,7 +75,7 @@ class Client:
     ever_stalled: bool = False  # its deadlines may have run out while it slept
 
 
-class GroupSimulation:
+class GroupSimulation(SimulationChecks):
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -112,8 +114,11 @@ class GroupSimulation:
             topic_names=client.topic_names, topic_regex=client.topic_regex
         )
 
-    def members(self):
-        group = self.coordinator.state.groups.get(GROUP)
+    def group(self) -> ConsumerGroup | None:
+        return self.coordinator.state.groups.get(GROUP)
+
+    def members(self) -> dict[str, Member]:
+        group = self.group()
         return {} if group is None else group.members
 
     # --- the client protocol ----------------------------------------------------------------
@@ -207,29 +212,9 @@ class GroupSimulation:
                         ErrorCode.STALE_MEMBER_EPOCH,
                         ErrorCode.FENCED_MEMBER_EPOCH,
                         ErrorCode.UNKNOWN_MEMBER_ID,
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,  # deleted meanwhile
                     ), (result, self.seed)
                     self.counts["commit refused"] += 1
-
-    def check_commit(self, client: Client, topic_partition: tuple[str, int]) -> None:
-        """Invariant 3: the committer owns the partition now — client-side and in the
-        coordinator's state — no other client that is still a member does (a stalled client
-        whose member expired may still believe it owns it: that zombie is why commits are
-        checked), and the committed offset does not go backwards."""
-        assert topic_partition in client.owned, (self.seed, self.steps)
-        group = self.coordinator.state.groups[GROUP]
-        assert group.owners.get(topic_partition) == client.member_id, (self.seed, self.steps)
-        members = self.members()
-        for other in self.clients:
-            if other is client or other.member_id not in members:
-                continue
-            assert topic_partition not in other.owned, (
-                f"seed {self.seed} step {self.steps}: {client.member_id} committed "
-                f"{topic_partition} owned by {other.member_id}"
-            )
-        offset = client.positions[topic_partition]
-        assert offset >= self.committed.get(topic_partition, 0), (self.seed, self.steps)
-        self.committed[topic_partition] = offset
-        self.counts["commit accepted"] += 1
 
     # --- events -----------------------------------------------------------------------------
 
@@ -275,7 +260,7 @@ class GroupSimulation:
             instance_id = free[0] if free else ""
         client = self.new_client(instance_id)
         self.clients.append(client)
-        self.heartbeat(client)
+        self.heartbeat(client, lost=self.rng.random() < 0.2)  # lost: it joins again
         return True
 
     def on_leave(self) -> bool:
@@ -304,6 +289,9 @@ class GroupSimulation:
             return False
         instance_id = self.static_away.pop(0)
         client = self.new_client(instance_id)
+        away = [m for m in self.members().values() if m.instance_id == instance_id]
+        if away and away[0].member_epoch == -2 and self.rng.random() < 0.5:
+            client.member_id = away[0].member_id  # the same consumer, back after its -2
         self.clients.append(client)
         self.heartbeat(client)
         return True
@@ -355,10 +343,18 @@ class GroupSimulation:
         return True
 
     def on_create_topic(self) -> bool:
-        name = self.rng.choice(["t2", "r.b", "r.c", "x", "__internal"])
+        name = self.rng.choice(["t1", "t2", "r.a", "r.b", "r.c", "x", "__internal"])
         if name in self.topics:
             return False
         self.topics[name] = self.rng.randint(1, 3)
+        return True
+
+    def on_delete_topic(self) -> bool:
+        """Its owners are asked to give its partitions up; their commits of it are refused."""
+        name = self.rng.choice(sorted(self.topics))
+        if name == "t0":
+            return False
+        del self.topics[name]
         return True
 
     def on_failover(self) -> bool:
@@ -373,38 +369,7 @@ class GroupSimulation:
     def on_quiet(self) -> bool:
         return True
 
-    # --- invariants -------------------------------------------------------------------------
-
-    def check_safety(self) -> None:
-        """Invariants 1 and 2 (3 is checked at every accepted commit); a member away at -2 gave
-        everything up, so it holds nothing back from a new owner."""
-        owners: dict[tuple[str, int], str] = {}
-        for member in self.members().values():
-            assert member.member_epoch != -2 or not member.pending_revocation, self.seed
-            for topic_partition in pairs(member.assigned) | pairs(member.pending_revocation):
-                assert topic_partition not in owners, (self.seed, self.steps, topic_partition)
-                owners[topic_partition] = member.member_id
-        members = self.members()
-        holders: dict[tuple[str, int], str] = {}
-        for client in self.clients:
-            if client.member_id not in members:
-                continue
-            for topic_partition in client.owned:
-                assert topic_partition not in holders, (
-                    f"seed {self.seed} step {self.steps}: {topic_partition} owned by "
-                    f"{holders.get(topic_partition)} and {client.member_id}"
-                )
-                holders[topic_partition] = client.member_id
-
-    def check_no_live_member_removed(self, before: set[str]) -> None:
-        """Invariant 5: a client that heartbeats on time and follows the protocol (never
-        stalled) is never removed by a session or revocation deadline: it revokes within two
-        heartbeat intervals of being told, whether or not it resends an unchanged owned set."""
-        removed = before - set(self.members())
-        for client in self.clients:
-            assert client.member_id not in removed or client.ever_stalled, (
-                f"seed {self.seed} step {self.steps}: live member {client.member_id} removed"
-            )
+    # --- the quiet period -------------------------------------------------------------------
 
     def settle(self, rounds_max: int = 300) -> int:
         """The quiet period: stalled clients wake, away static instances come back, every client
@@ -428,22 +393,3 @@ class GroupSimulation:
             if dead_sessions_over and len(self.log) == log_size and before == after:
                 return rounds
         raise AssertionError(f"seed {self.seed}: no quiet after {rounds_max} rounds")
-
-    def check_liveness(self) -> None:
-        """Invariant 4: every partition of every subscribed topic is owned by exactly one live
-        client, and every member is STABLE at the assignment epoch."""
-        members = self.members()
-        assert set(members) == {one.member_id for one in self.clients}, self.seed
-        wanted: set[tuple[str, int]] = set()
-        for client in self.clients:
-            for topic in resolve(client.topic_names, client.topic_regex, self.topics):
-                wanted.update((topic, p) for p in range(self.topics.get(topic, 0)))
-        owned = [tp for client in self.clients for tp in client.owned]
-        assert len(owned) == len(set(owned)), self.seed
-        assert set(owned) == wanted, (self.seed, sorted(wanted ^ set(owned)))
-        group = self.coordinator.state.groups.get(GROUP)
-        if group is not None and members:
-            for member in members.values():
-                assert member.state == STABLE, (self.seed, member)
-                assert member.member_epoch == group.assignment_epoch, (self.seed, member)
-            assert group_state(group) == c.CONSUMER_GROUP_STATE_STABLE
