@@ -3,17 +3,28 @@ agree, one epoch at a time (KIP-279), never keeping batches of an epoch the lead
 hold and never asking the same question forever.
 
 Method: the pure `truncation_offset` over the cases Kafka's fetcher distinguishes, with the
-epochs written out as (epoch, start) lists and ends from the log's own leader-epoch cache.
+epochs written out as (epoch, start) lists and ends from the log's own leader-epoch cache; and
+`apply_leader_answer` on a follower's real log (a PartitionHost in tmp_path) where its log start
+or emptiness matters.
 """
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
 from samsa.common.record.codec import build_batch
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
+from samsa.services.broker.metadata.metadata_diff import partition_changes
+from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.follower_apply import (
+    apply_leader_answer,
+    follower_position,
     straddled_start,
     truncation_offset,
 )
+from samsa.v1 import broker_pb2
+from tests.unit.broker.replication_cluster import KEY, TOPIC, cluster_with_topic
 
 
 def end_for(epochs: list[tuple[int, int]], log_end: int, epoch: int) -> tuple[int, int]:
@@ -82,3 +93,53 @@ def test_an_empty_replica_starts_at_a_batch_that_straddles_its_log_start():
     assert straddled_start(batch, 20, 20) is None, "starts at the batch: appended as it is"
     assert straddled_start(batch, 10, 23) is None, "a log holding records is not restarted"
     assert straddled_start(batch, 26, 26) is None, "a batch wholly below: refused as usual"
+
+
+def test_a_follower_whose_log_start_is_above_the_diverging_point_starts_over_there(
+    tmp_path: Path,
+) -> None:
+    """A follower's DeleteRecords moved its log start (12) past the epochs it must compare: its
+    epoch cache keeps only epoch 2 from 12. The leader says epoch 1 ends at 7 in its log; the
+    follower, which knows nothing of epoch 1 any more, answers as Kafka does (epoch 1 up to its
+    first known start, 12), so both agree only up to 7: everything it holds goes (the batch
+    5..9 straddles 7), its log starts over at 5 with its high watermark, and it asks the
+    leader from there with no epoch to check."""
+    image = cluster_with_topic({}, random.Random(1))
+    follower = image.topics[TOPIC].partitions[0].replicas[1]
+    host = PartitionHost(tmp_path, follower)
+    host.apply(image, partition_changes(host.image, image, follower), now_ms=0)
+    hosted = host.get(*KEY)
+    assert hosted is not None and not hosted.is_leader
+    for base_offset, epoch in ((0, 0), (5, 1), (10, 2)):
+        batch = build_batch([b"x"] * 5, base_offset=base_offset, partition_leader_epoch=epoch)
+        hosted.log.append_as_follower(batch, now_ms=0)
+    hosted.replica.take_leader_high_watermark(12, 0, 15)
+    hosted.log.delete_records(12)
+    assert hosted.log.leader_epoch_entries() == [(2, 12)]
+
+    answer = broker_pb2.FetchResponse.PartitionResponse(partition=0, high_watermark=7)
+    answer.diverging_epoch.leader_epoch = 1
+    answer.diverging_epoch.end_offset = 7
+    assert apply_leader_answer(hosted, answer, now_ms=0)
+    assert (hosted.log.log_start_offset, hosted.log.log_end_offset) == (5, 5)
+    assert hosted.high_watermark == 5
+    position = follower_position(hosted)
+    assert (position.fetch_offset, position.last_fetched_epoch) == (5, -1)
+    host.close_all()
+
+
+def test_an_empty_follower_asks_from_its_log_start_with_no_epoch_to_check(tmp_path: Path) -> None:
+    image = cluster_with_topic({}, random.Random(1))
+    follower = image.topics[TOPIC].partitions[0].replicas[1]
+    host = PartitionHost(tmp_path, follower)
+    host.apply(image, partition_changes(host.image, image, follower), now_ms=0)
+    hosted = host.get(*KEY)
+    assert hosted is not None
+    hosted.log.truncate_fully_and_start_at(40)
+    position = follower_position(hosted)
+    assert (position.fetch_offset, position.last_fetched_epoch, position.log_start_offset) == (
+        40,
+        -1,
+        40,
+    )
+    host.close_all()
