@@ -1,7 +1,7 @@
 """The faults of the replication simulation (replication_sim.py), and the recoveries from them:
 a broker killed (kill -9: what it wrote stays in the page cache, its memory is gone) or shut down
-cleanly (the controller moves its leaderships first), the whole cluster losing power (every
-broker keeps only what it fsynced), the controller expiring a dead broker's session, and a
+cleanly (the controller moves its leaderships first), the whole cluster or one broker losing
+power (each keeps only what it fsynced), the controller expiring a dead broker's session, and a
 broker started again (it registers and opens its logs).
 
 A second broker goes down while one is already down only SECOND_FAULT of the time, and one
@@ -26,7 +26,7 @@ SECOND_FAULT = 0.25
 
 class ReplicationFaults(ClusterState):
     """The faults, as methods of the simulation (which inherits them): the steps "expire",
-    "kill", "shutdown", "power_loss" and "restart"."""
+    "kill", "shutdown", "power_loss", "broker_power_loss" and "restart"."""
 
     power_loss: bool
 
@@ -119,6 +119,26 @@ class ReplicationFaults(ClusterState):
             broker.fsynced_end = broker.durable_end
             self._kill(broker)
         self.counts["power losses"] += 1
+        return True
+
+    def _step_broker_power_loss(self) -> bool:
+        """One broker loses power: it restarts (a later step) with only what it had fsynced, and
+        a new registration. The rest of the cluster holds what it acknowledged, so nothing
+        acknowledged may be lost (DESIGN §4: any single broker), and the leader must not count
+        the fetches of the broker's earlier life toward putting it back in the ISR (KIP-903).
+        Only while every broker is up and every other one in the ISR: the others then hold every
+        acknowledged record (a last ISR member losing its unflushed tail loses records, in Kafka
+        too). A broker outside the ISR is the interesting one: nothing resets the leader's view
+        of its progress when it comes back."""
+        live = self._live()
+        isr = set(self.state().isr)
+        candidates = [b for b in live if isr >= set(self.brokers) - {b.broker_id}]
+        if len(live) < len(self.brokers) or not candidates:
+            return False
+        broker = self.rng.choice(candidates)
+        broker.fsynced_end = broker.durable_end
+        self._kill(broker)
+        self.counts["broker power losses"] += 1
         return True
 
     def _may_fault(self, live: list[Broker]) -> bool:

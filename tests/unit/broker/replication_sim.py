@@ -95,6 +95,7 @@ STEP_WEIGHTS: dict[str, float] = {
 # Steps only a simulation made with that option takes (so the other schedules stay as they
 # were): a whole-cluster power loss, and DeleteRecords at the leader.
 POWER_LOSS_WEIGHT = 0.2
+BROKER_POWER_LOSS_WEIGHT = 1.0
 DELETE_RECORDS_WEIGHT = 1.0
 ANSWER_LOSS = 0.1  # the share of fetch answers lost on the way (the follower asks again)
 RETENTION_MS = 3_000  # retention.ms in the retention mode, on the simulation's clock
@@ -114,12 +115,14 @@ class Simulation(
         *,
         flush_each_append: bool = False,
         power_loss: bool = False,
+        broker_power_loss: bool = False,
         delete_records: bool = False,
         retention: bool = False,
         compaction: bool = False,
     ) -> None:
         """`flush_each_append`: the topic sets flush.messages=1. `power_loss`: the whole cluster
-        may lose power at once (every broker loses what it had not fsynced). `delete_records`:
+        may lose power at once (every broker loses what it had not fsynced).
+        `broker_power_loss`: one broker at a time may lose power so. `delete_records`:
         the leader is asked to delete records below an offset up to its high watermark.
         `retention`: the topic keeps records RETENTION_MS (their timestamps are 0, so every
         closed segment is soon past it) and the maintenance step runs the retention pass.
@@ -127,6 +130,7 @@ class Simulation(
         and the maintenance step compacts the broker's log."""
         self.rng = random.Random(seed)
         self.power_loss = power_loss
+        self.broker_power_loss = broker_power_loss
         self.delete_records = delete_records
         self.retention = retention
         self.compaction = compaction
@@ -214,6 +218,8 @@ class Simulation(
         weights = STEP_WEIGHTS | ({"power_loss": POWER_LOSS_WEIGHT} if self.power_loss else {})
         if self.delete_records:
             weights["delete_records"] = DELETE_RECORDS_WEIGHT
+        if self.broker_power_loss:
+            weights["broker_power_loss"] = BROKER_POWER_LOSS_WEIGHT
         return weights
 
     def step(self) -> str:

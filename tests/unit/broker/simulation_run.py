@@ -105,6 +105,7 @@ def compacted_view(
 # The options of each mode besides the default schedules.
 MODES: dict[str, dict[str, bool]] = {
     "power": {"flush_each_append": True, "power_loss": True},
+    "broker_power": {"broker_power_loss": True},
     "delete": {"delete_records": True},
     "retention": {"retention": True},
     "compaction": {"compaction": True},
