@@ -331,7 +331,7 @@ class PartitionHost:
             if not numbers:
                 del self.partitions_by_topic[key[0]]
             hosted.log.close()
-            hosted.notify_appended()
+            hosted.stop()  # a write waiting on it is refused at once, not at its timeout
         if delete:
             directory = self.data_dir / partition_dir_name(*key)
             shutil.rmtree(directory, ignore_errors=True)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import pytest
-
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, fetch_request
 from samsa.common.record.codec import build_batch
@@ -203,11 +201,6 @@ def test_an_acks_all_write_waiting_on_a_partition_no_longer_hosted_is_refused_at
     assert hosted.replica.leading is None and hosted.isr == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="partition_host.PartitionHost._stop must call hosted.stop() (not only "
-    "notify_appended) for the wait to see the partition gone; that file is not this change's",
-)
 def test_deleting_the_topic_refuses_the_acks_all_write_waiting_on_it(tmp_path: Path):
     leader = Leader(tmp_path)
     request = broker_pb2.ProduceRequest(acks=-1)
