@@ -105,7 +105,7 @@ class PartitionReader:
         if _diverged(hosted, wanted, result):
             return Outcome.ANSWERED
         if request.rack_id and replica_id < 0 and hosted.is_leader:
-            preferred = _replica_in_rack(host, hosted, request.rack_id)
+            preferred = _replica_in_rack(host, hosted, request.rack_id, wanted.fetch_offset)
             if preferred is not None:
                 result.preferred_read_replica = preferred
                 result.high_watermark = hosted.high_watermark
@@ -177,16 +177,26 @@ def replica_id_of(request: broker_pb2.FetchRequest) -> int:
     return request.replica_id if request.HasField("replica_id") else -1
 
 
-def _replica_in_rack(host: PartitionHost, hosted: HostedPartition, rack: str) -> int | None:
-    """An in-sync follower in the consumer's rack, when the leader is not in it (KIP-392)."""
+def _replica_in_rack(
+    host: PartitionHost, hosted: HostedPartition, rack: str, fetch_offset: int
+) -> int | None:
+    """An in-sync follower in the consumer's rack, when the leader is not in it (KIP-392), that
+    holds `fetch_offset` as its last fetch reported its log (Kafka's findPreferredReadReplica):
+    one whose log starts above it would answer OFFSET_OUT_OF_RANGE, and the consumer, sent back
+    to the leader, would be sent to it again, for ever."""
     brokers = host.image.brokers
     me = brokers.get(host.broker_id)
-    if me is None or me.rack == rack:
+    leading = hosted.replica.leading
+    if me is None or me.rack == rack or leading is None:
         return None
     for replica in hosted.isr:
         broker = brokers.get(replica)
+        progress = leading.followers.get(replica)
         usable = replica != host.broker_id and broker is not None and not broker.fenced
-        if usable and broker.rack == rack:  # type: ignore[union-attr]
+        holds = progress is not None and (
+            0 <= progress.log_start_offset <= fetch_offset <= progress.log_end_offset
+        )
+        if usable and holds and broker.rack == rack:  # type: ignore[union-attr]
             return replica
     return None
 
