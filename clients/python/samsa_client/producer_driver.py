@@ -255,9 +255,15 @@ class ProducerDriver:
         """ready() asks for a (new) producer id and epoch, with nothing in flight
         (producer_ids.py). False when that failed: the caller waits retry.backoff.ms and asks
         again; a non-retriable failure fails the queued batches at once. A transactional
-        producer's identity comes only from InitTransactions and EndTxn: its batches wait (and
-        expire, failing the transaction) rather than restart sequences mid-transaction."""
+        producer's identity comes only from InitTransactions and EndTxn, and it needs a new one
+        only after a batch of the transaction failed for good: the transaction can then only
+        abort, so what waits behind that batch fails now (Kafka's abortUndrainedBatches), not at
+        delivery.timeout.ms, which a flush() or commit_transaction() would wait out."""
         if self.txn is not None:
+            self.abort_queued(
+                "not sent: an earlier batch of this transaction failed, so it can only abort "
+                "(call abort_transaction())"
+            )
             return False
         identity = await self._producer_ids.next_identity(*self.accumulator.producer_identity)
         code = identity.error_code
