@@ -1,7 +1,8 @@
 """Subscriptions, the subscription digest and the target assignment of a group.
 
-Theory of operation. A member subscribes to topic names or to a regular expression (Python
-`re.fullmatch`; internal topics, whose names start with "__", never match). The group's
+Theory of operation. A member subscribes to topic names or to a regular expression (RE2 syntax,
+as Kafka's RE2/J, matching whole names in linear time: samsa.common.topic_regex; internal topics,
+whose names start with "__", never match). The group's
 *subscribed topics* are the union of every member's resolved subscription over the topics that
 exist now (`topics`: name -> partition count, from the metadata image). The *subscription digest*
 is a SHA-256 over those topics and their partition counts: when it differs from the one stored in
@@ -19,22 +20,13 @@ Cost: resolving regexes is O(distinct regexes x topics) per call; names are a se
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Mapping
 
+from samsa.common.topic_regex import matcher
 from samsa.services.coordinator.assignors import MemberSubscription, assignor_named
 from samsa.services.coordinator.group_model import ConsumerGroup, Member, Partitions, normal
 
 INTERNAL_TOPIC_PREFIX = "__"
-
-
-def regex_error(pattern: str) -> str | None:
-    """Why the pattern does not compile, or None when it does."""
-    try:
-        re.compile(pattern)
-    except re.error as error:
-        return str(error)
-    return None
 
 
 def resolve(
@@ -44,11 +36,9 @@ def resolve(
     non-internal topics its regex matches."""
     resolved = set(topic_names)
     if topic_regex:
-        pattern = re.compile(topic_regex)
+        matches = matcher(topic_regex)
         resolved.update(
-            name
-            for name in topics
-            if not name.startswith(INTERNAL_TOPIC_PREFIX) and pattern.fullmatch(name)
+            name for name in topics if not name.startswith(INTERNAL_TOPIC_PREFIX) and matches(name)
         )
     return frozenset(resolved)
 

@@ -31,11 +31,11 @@ from collections.abc import Mapping
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.topic_regex import TOPIC_REGEX_LENGTH_MAX, pattern_error
 from samsa.services.coordinator import group_records as records
 from samsa.services.coordinator.assignors import ASSIGNORS
 from samsa.services.coordinator.group_assignment import (
     compute_target,
-    regex_error,
     subscribed_topics,
     subscription_digest,
 )
@@ -67,8 +67,6 @@ from samsa.v1 import group_records_pb2 as g
 
 # The longest member id (coordinator.proto: 1 to 64 characters); a UUID is 36.
 MEMBER_ID_LENGTH_MAX = 64
-# The longest topic regex accepted; it is compiled and matched against every topic name.
-TOPIC_REGEX_LENGTH_MAX = 255
 
 Error = tuple[ErrorCode, str]
 HeartbeatResult = GroupResult[c.ConsumerGroupHeartbeatResponse]
@@ -158,7 +156,7 @@ def validate(request: c.ConsumerGroupHeartbeatRequest) -> Error | None:
     if request.HasField("subscription"):
         error = _subscription_error(request.subscription)
         if error is not None:
-            return ErrorCode.INVALID_REQUEST, error
+            return error
     if request.server_assignor and request.server_assignor not in ASSIGNORS:
         return ErrorCode.UNSUPPORTED_ASSIGNOR, (
             f"server_assignor {request.server_assignor!r} is not one of {sorted(ASSIGNORS)}"
@@ -166,18 +164,25 @@ def validate(request: c.ConsumerGroupHeartbeatRequest) -> Error | None:
     return None
 
 
-def _subscription_error(subscription: c.ConsumerGroupSubscription) -> str | None:
+def _subscription_error(subscription: c.ConsumerGroupSubscription) -> Error | None:
     names, regex = list(subscription.topic_names), subscription.topic_regex
     if bool(names) == bool(regex):
-        return "subscription needs exactly one of topic_names and topic_regex"
+        return ErrorCode.INVALID_REQUEST, (
+            "subscription needs exactly one of topic_names and topic_regex"
+        )
     if any(not name for name in names):
-        return "subscription.topic_names holds an empty name"
+        return ErrorCode.INVALID_REQUEST, "subscription.topic_names holds an empty name"
     if len(regex) > TOPIC_REGEX_LENGTH_MAX:
-        return f"subscription.topic_regex is over {TOPIC_REGEX_LENGTH_MAX} characters"
+        return ErrorCode.INVALID_REQUEST, (
+            f"subscription.topic_regex is over {TOPIC_REGEX_LENGTH_MAX} characters"
+        )
     if regex:
-        error = regex_error(regex)
+        error = pattern_error(regex)
         if error is not None:
-            return f"subscription.topic_regex {regex!r} does not compile: {error}"
+            # Kafka's answer (INVALID_REGULAR_EXPRESSION) to what RE2/J does not compile.
+            return ErrorCode.INVALID_REGULAR_EXPRESSION, (
+                f"subscription.topic_regex {regex!r} is not a valid regular expression: {error}"
+            )
     return None
 
 

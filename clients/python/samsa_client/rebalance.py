@@ -20,7 +20,6 @@ back only after it. No I/O here: the facades do the committing and the waking.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from samsa.client.group_member import (
     PendingCallback,
     Subscription,
 )
+from samsa.common.topic_regex import TOPIC_REGEX_LENGTH_MAX, pattern_error
 
 TopicPartition = tuple[str, int]
 
@@ -109,8 +109,8 @@ def member_error(member: GroupMember) -> KafkaError | None:
 
 
 def subscription_of(topics: str | Iterable[str], pattern: str | None) -> Subscription:
-    """What subscribe() was given, checked: topic names, or one regex that must match a whole
-    topic name (as Kafka's does)."""
+    """What subscribe() was given, checked: topic names, or one regex in RE2 syntax (Kafka's,
+    RE2/J) that must match a whole topic name (as Kafka's does)."""
     names = frozenset([topics] if isinstance(topics, str) else (str(t) for t in topics))
     if pattern is not None and names:
         raise ValueError("subscribe() takes topics or a pattern, not both")
@@ -118,10 +118,17 @@ def subscription_of(topics: str | Iterable[str], pattern: str | None) -> Subscri
         if not names:
             raise ValueError("subscribe() needs topics or a pattern (unsubscribe() to leave)")
         return Subscription(topics=names)
-    try:
-        re.compile(pattern)
-    except re.error as error:
-        raise ValueError(f"subscribe(pattern={pattern!r}) is not a valid regex: {error}") from None
+    # The coordinator's own checks (samsa.common.topic_regex): what passes here, it accepts.
+    if not pattern:
+        raise ValueError("subscribe(pattern='') is empty: give a regex over topic names")
+    if len(pattern) > TOPIC_REGEX_LENGTH_MAX:
+        raise ValueError(
+            f"subscribe(pattern=...) is {len(pattern)} characters, over the coordinator's "
+            f"{TOPIC_REGEX_LENGTH_MAX}"
+        )
+    error = pattern_error(pattern)
+    if error is not None:
+        raise ValueError(f"subscribe(pattern={pattern!r}) is not a valid regex: {error}")
     return Subscription(pattern=pattern)
 
 

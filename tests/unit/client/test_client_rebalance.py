@@ -217,6 +217,15 @@ def test_subscribe_arguments_are_checked() -> None:
         subscription_of([], None)
     with pytest.raises(ValueError, match="not a valid regex"):
         subscription_of((), "orders-(")
+    # The coordinator's syntax (RE2, as Kafka's RE2/J): no lookaround or backreferences.
+    with pytest.raises(ValueError, match="RE2 syntax"):
+        subscription_of((), "(?!audit).*")
+    with pytest.raises(ValueError, match="RE2 syntax"):
+        subscription_of((), r"(o)\1rders")
+    with pytest.raises(ValueError, match="is empty"):
+        subscription_of((), "")
+    with pytest.raises(ValueError, match="over the coordinator's 255"):
+        subscription_of((), "x" * 256)
 
 
 def test_subscription_names_the_topics_given_or_those_a_pattern_was_assigned() -> None:

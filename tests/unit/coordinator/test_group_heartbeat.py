@@ -227,8 +227,8 @@ INVALID = [
     ),
     (
         dict(subscription=c.ConsumerGroupSubscription(topic_regex="(")),
-        ErrorCode.INVALID_REQUEST,
-        "does not compile",
+        ErrorCode.INVALID_REGULAR_EXPRESSION,
+        "is not a valid regular expression",
     ),
     (
         dict(subscription=c.ConsumerGroupSubscription(topic_regex="x" * 256)),
