@@ -7,7 +7,9 @@ the RecordCollector (so the next step sees them):
 2. Leaves answer at once: -1 removes the member (tombstones) and bumps the group epoch; -2 keeps a
    static member's assigned partitions under epoch -2 until its session expires or its instance
    id rejoins (those it was revoking are free at once). Leaving twice is not an error: the
-   first answer may have been lost.
+   first answer may have been lost. A -2 is strict as Kafka's: the instance id must be held
+   by the request's member id (UNKNOWN_MEMBER_ID when no member holds it, FENCED_INSTANCE_ID
+   when another does).
 3. Find the member. Epoch 0 with a new id joins (a static instance id held by a member at -2 is
    taken over, keeping its epoch, assignment and target so that no partition moves; held by an
    active member: UNRELEASED_INSTANCE_ID); epoch 0 with a known id is a retried join. Any other
@@ -193,18 +195,33 @@ def _static_leave(
     now_ms: int,
     config: GroupConfig,
 ) -> HeartbeatResult:
-    member = None if group is None else group.members.get(request.member_id)
-    if member is None or member.member_epoch == STATIC_LEAVE_EPOCH:
-        return writer.result(_answer(request, STATIC_LEAVE_EPOCH, None, config))
-    if member.instance_id != request.group_instance_id:
+    """Kafka's consumerGroupLeave for a static member: the member is found by its instance id,
+    which must be held (else UNKNOWN_MEMBER_ID) under the request's member id (else
+    FENCED_INSTANCE_ID: a newer consumer took the instance id over). A member already at -2
+    leaves again without a write (its first answer may have been lost)."""
+    instance_id = request.group_instance_id
+    member = None if group is None else group.member_with_instance(instance_id)
+    if member is None:
         return _refused(
             request,
             (
-                ErrorCode.INVALID_REQUEST,
-                f"member {request.member_id!r} has instance id {member.instance_id!r}, not "
-                f"{request.group_instance_id!r}; a dynamic member leaves with -1",
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"instance id {instance_id!r} is unknown in group {request.group_id!r}: "
+                "its member left or its session expired",
             ),
         )
+    if member.member_id != request.member_id:
+        return _refused(
+            request,
+            (
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"instance id {instance_id!r} is held by member {member.member_id!r}, not "
+                f"{request.member_id!r}: another consumer with this group.instance.id took "
+                "it over",
+            ),
+        )
+    if member.member_epoch == STATIC_LEAVE_EPOCH:
+        return writer.result(_answer(request, STATIC_LEAVE_EPOCH, None, config))
     assert group is not None
     value = member.current_value()
     value.previous_member_epoch = member.member_epoch
