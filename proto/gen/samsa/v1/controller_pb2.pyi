@@ -444,19 +444,28 @@ class IncrementalAlterConfigsResponse(_message.Message):
 
 class AlterPartitionRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch", "partitions")
+    class BrokerState(_message.Message):
+        __slots__ = ("broker_id", "broker_epoch")
+        BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+        BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        broker_id: int
+        broker_epoch: int
+        def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
     class PartitionIsr(_message.Message):
-        __slots__ = ("topic", "partition", "leader_epoch", "partition_epoch", "new_isr")
+        __slots__ = ("topic", "partition", "leader_epoch", "partition_epoch", "new_isr", "new_isr_with_epochs")
         TOPIC_FIELD_NUMBER: _ClassVar[int]
         PARTITION_FIELD_NUMBER: _ClassVar[int]
         LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
         PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
         NEW_ISR_FIELD_NUMBER: _ClassVar[int]
+        NEW_ISR_WITH_EPOCHS_FIELD_NUMBER: _ClassVar[int]
         topic: str
         partition: int
         leader_epoch: int
         partition_epoch: int
         new_isr: _containers.RepeatedScalarFieldContainer[int]
-        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ...) -> None: ...
+        new_isr_with_epochs: _containers.RepeatedCompositeFieldContainer[AlterPartitionRequest.BrokerState]
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ..., new_isr_with_epochs: _Optional[_Iterable[_Union[AlterPartitionRequest.BrokerState, _Mapping]]] = ...) -> None: ...
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
