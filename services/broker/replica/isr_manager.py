@@ -3,22 +3,27 @@
 The broker asks the partitions it leads whether their ISR should change (replication.py
 decides: lagging followers out, caught-up ones in): those a follower outside the ISR just
 fetched, at once, and all of them every replica.lag.time.max.ms / 2 (see run_isr_manager). The
-changes one pass decides are proposed together with AlterPartition (KIP-497: many partitions per
-request, in chunks of `limits.alter_partition_items_max`, each request one metadata batch on the
-controller), each carrying the leader epoch and partition epoch it was decided from, and the
-request the broker epoch. A change becomes true only when the controller commits it and the
-metadata log brings it back. Until then the high watermark waits for the larger of the two
-ISRs (Kafka's maximal ISR, `PartitionReplica.maximal_isr`): a shrink lowers the bar only once
-committed, and an expansion raises it from the moment it is proposed — the controller may commit
-it and elect the added replica before this broker hears of it, so a record acknowledged in
-between must already be there (the replication simulation found that window). A proposal is
-settled by the metadata log (the partition epoch moved: committed, or never to be) or by a
-refusal from the controller at the same partition epoch; one whose request failed is sent again
-(an expansion as it was, until settled). At most one AlterPartition is in flight (as Kafka's
+changes one pass decides are proposed together with AlterPartition (KIP-497: many partitions
+per request, in chunks of `limits.alter_partition_items_max`, each request one metadata batch
+on the controller), each carrying the leader epoch and partition epoch it was decided from and
+every member's broker epoch as this leader saw it fetch (KIP-903), and the request the broker
+epoch. The controller refuses a joiner whose registration is not the one it fetched under
+(INELIGIBLE_REPLICA): it restarted, maybe losing what it had fetched, and this broker's
+metadata did not show it yet. That refusal is handled like any other (below): once the metadata
+shows the new registration, the joiner is proposed only on fetches read under it. A change
+becomes true only when the controller commits it and the metadata log brings it back. Until
+then the high watermark waits for the larger of the two ISRs (Kafka's maximal ISR,
+`PartitionReplica.maximal_isr`): a shrink lowers the bar only once committed, and an expansion
+raises it from the moment it is proposed — the controller may commit it and elect the added
+replica before this broker hears of it, so a record acknowledged in between must already be
+there (the replication simulation found that window). A proposal is settled by the metadata log
+(the partition epoch moved: committed, or never to be) or by a refusal from the controller at
+the same partition epoch; one whose request failed is sent again (an expansion as it was,
+broker epochs included, until settled). At most one AlterPartition is in flight (as Kafka's
 AlterPartitionManager): passes decide nothing while it is, and the first pass after it decides
-everything that queued up meanwhile, so thousands of changes after a restart cost a few requests
-rather than one Raft commit each. A partition whose proposal was refused, or whose request failed,
-is asked about again after a growing backoff.
+everything that queued up meanwhile, so thousands of changes after a restart cost a few
+requests rather than one Raft commit each. A partition whose proposal was refused, or whose
+request failed, is asked about again after a growing backoff.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ class Proposal:
     isr: tuple[int, ...]
     # The committed ISR it was decided from: what the shrink and expand counters compare with.
     previous_isr: tuple[int, ...] = ()
+    # (follower, broker epoch its fetches were read under; -1: unknown) for the followers of
+    # `isr`: the controller refuses a joiner whose epoch is not its current one (KIP-903).
+    broker_epochs: tuple[tuple[int, int], ...] = ()
 
     @property
     def key(self) -> PartitionKey:
@@ -73,7 +81,8 @@ def alter_partition_requests(
     items_max: int = limits.alter_partition_items_max,
 ) -> list[controller_pb2.AlterPartitionRequest]:
     """The requests carrying `proposals`, in order, at most `items_max` each (the controller
-    refuses larger ones whole); none for none."""
+    refuses larger ones whole); none for none. Each proposal names every member's broker epoch
+    (KIP-903): the followers' as their fetches were read, this broker's own `broker_epoch`."""
     assert items_max > 0
     requests = []
     for first in range(0, len(proposals), items_max):
@@ -87,11 +96,24 @@ def alter_partition_requests(
                 leader_epoch=p.leader_epoch,
                 partition_epoch=p.partition_epoch,
                 new_isr=p.isr,
+                new_isr_with_epochs=_isr_with_epochs(p, broker_id, broker_epoch),
             )
             for p in proposals[first : first + items_max]
         )
         requests.append(request)
     return requests
+
+
+def _isr_with_epochs(
+    proposal: Proposal, broker_id: int, broker_epoch: int
+) -> list[controller_pb2.AlterPartitionRequest.BrokerState]:
+    epochs = dict(proposal.broker_epochs) | {broker_id: broker_epoch}
+    return [
+        controller_pb2.AlterPartitionRequest.BrokerState(
+            broker_id=replica, broker_epoch=epochs.get(replica, -1)
+        )
+        for replica in proposal.isr
+    ]
 
 
 def proposal_requests(
@@ -102,7 +124,9 @@ def proposal_requests(
     for proposal in decided:
         hosted = host.partitions.get(proposal.key)
         if hosted is not None:
-            hosted.replica.proposal_sent(proposal.isr, proposal.partition_epoch)
+            hosted.replica.proposal_sent(
+                proposal.isr, proposal.partition_epoch, proposal.broker_epochs
+            )
     return alter_partition_requests(host.broker_id, broker_epoch, decided)
 
 
@@ -176,6 +200,7 @@ def decide_proposals(
                 partition_epoch=hosted.state.partition_epoch,
                 isr=isr,
                 previous_isr=hosted.state.isr,
+                broker_epochs=hosted.replica.isr_broker_epochs(isr),
             )
         )
     return decided

@@ -50,10 +50,12 @@ class Role(enum.Enum):
 
 
 class ProposedIsr(NamedTuple):
-    """An ISR a leader proposed, and the partition epoch it was decided from."""
+    """An ISR a leader proposed, the partition epoch it was decided from, and its followers'
+    broker epochs as their fetches were read then (KIP-903: what the controller checks)."""
 
     isr: tuple[int, ...]
     partition_epoch: int
+    broker_epochs: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -262,9 +264,26 @@ class PartitionReplica:
             broker_epochs=broker_epochs,
         )
 
-    def proposal_sent(self, isr: tuple[int, ...], partition_epoch: int) -> None:
+    def isr_broker_epochs(self, isr: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+        """Leader: (follower, broker epoch its fetches were read under; -1: none) for `isr`'s
+        followers, as a proposal of `isr` carries them to the controller (KIP-903). A proposal
+        sent again carries those it was decided on: its joiners qualified by fetches under
+        them, and one restarted since must not lend them its new registration."""
+        proposed = self.proposed_isr
+        if proposed is not None and proposed.isr == isr and proposed.broker_epochs:
+            return proposed.broker_epochs
+        if self.leading is None:
+            return ()
+        return self.leading.broker_epochs(r for r in isr if r != self.broker_id)
+
+    def proposal_sent(
+        self,
+        isr: tuple[int, ...],
+        partition_epoch: int,
+        broker_epochs: tuple[tuple[int, int], ...] = (),
+    ) -> None:
         """From now on the high watermark waits for `isr`'s added replicas too."""
-        self.proposed_isr = ProposedIsr(isr, partition_epoch)
+        self.proposed_isr = ProposedIsr(isr, partition_epoch, broker_epochs)
 
     def proposal_accepted(self, partition_epoch: int) -> None:
         """The controller committed the change as `partition_epoch`: propose nothing more until

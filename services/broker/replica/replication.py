@@ -27,7 +27,7 @@ Kafka's rules (DESIGN §4):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -93,6 +93,14 @@ class LeaderReplication:
         moved = 0 <= progress.log_start_offset != log_start_offset
         progress.log_start_offset = log_start_offset
         return moved
+
+    def broker_epochs(self, replicas: Iterable[int]) -> tuple[tuple[int, int], ...]:
+        """(follower, the broker epoch its latest fetch was read under; -1: none) for each."""
+        epochs = []
+        for replica in replicas:
+            progress = self.followers.get(replica)
+            epochs.append((replica, -1 if progress is None else progress.broker_epoch))
+        return tuple(epochs)
 
     def smallest_log_end(self, leader_end_offset: int, isr: Sequence[int]) -> int:
         """The smallest log end offset over the leader and `isr`'s followers (-1 for one that

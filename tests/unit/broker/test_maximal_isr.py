@@ -120,8 +120,10 @@ def started(tmp_path: Path) -> tuple[Leader, MetadataImage]:
 
 def propose_adding(leader: Leader, image: MetadataImage) -> c.AlterPartitionRequest:
     state = state_of(image)
+    isr = (LEADER, IN_SYNC, ADDED)
+    epochs = leader.hosted.replica.isr_broker_epochs(isr)  # as 2 and 3 fetched (KIP-903)
     proposal = Proposal(
-        TOPIC, 0, state.leader_epoch, state.partition_epoch, (LEADER, IN_SYNC, ADDED)
+        TOPIC, 0, state.leader_epoch, state.partition_epoch, isr, broker_epochs=epochs
     )
     (request,) = proposal_requests(leader.host, image.brokers[LEADER].broker_epoch, [proposal])
     return request
