@@ -8,9 +8,10 @@ leadership it holds to the first live ISR member in replica order, leader epoch 
 partition goes offline and keeps its last ISR member (KIP-966), which leads again when it comes
 back, unless the topic allows unclean election. ISR changes come from leaders (AlterPartition,
 many partitions per request, committed as one batch), checked against the broker, leader and
-partition epochs. A replica that found its own log corrupt (ReportCorruptReplica) leaves the
-ISR — and hands its leadership to a live ISR member — before it truncates; with no other live
-ISR member the report is refused and it keeps its log.
+partition epochs, and each replica joining it against its current broker epoch (KIP-903). A
+replica that found its own log corrupt (ReportCorruptReplica) leaves the ISR — and hands its
+leadership to a live ISR member — before it truncates; with no other live ISR member the report
+is refused and it keeps its log.
 """
 
 from __future__ import annotations
@@ -306,6 +307,29 @@ def _alter_problem(
             f"proposed ISR {new_isr} of {where} must be distinct replicas, include the leader "
             f"and add no fenced broker (ineligible: {ineligible})",
         )
+    return _stale_joiner(image, item, state, where)
+
+
+def _stale_joiner(
+    image: MetadataImage,
+    item: c.AlterPartitionRequest.PartitionIsr,
+    state: PartitionState,
+    where: str,
+) -> tuple[ErrorCode, str] | None:
+    """KIP-903: a replica joins the ISR only on fetches made under its current registration.
+    The leader's metadata may not show a restart yet, and the restarted broker may have lost
+    the tail its previous incarnation fetched (nothing is fsynced by default); so each joiner's
+    broker epoch, as the leader saw it fetch, must be the current one (an unlisted one is not)."""
+    seen = {member.broker_id: member.broker_epoch for member in item.new_isr_with_epochs}
+    for replica in item.new_isr:
+        current = image.brokers[replica].broker_epoch  # registered: checked by the caller
+        if replica not in state.isr and seen.get(replica, -1) != current:
+            return (
+                ErrorCode.INELIGIBLE_REPLICA,
+                f"broker {replica} would join the ISR of {where} on fetches under broker epoch "
+                f"{seen.get(replica, 'unknown')}, not its current {current}: it may have "
+                "restarted and lost them; propose it once the leader sees it fetch under it",
+            )
     return None
 
 

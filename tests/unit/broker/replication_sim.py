@@ -35,6 +35,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, fetch_request
 from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
 from samsa.services.broker.maintenance import Pending
@@ -318,6 +319,8 @@ class Simulation(
         self._commit(result)
         accepted, _ = settle_proposals(leader.host, [KEY], result.response)
         self.counts["isr changes accepted" if accepted else "isr changes refused"] += 1
+        if result.response.partitions[0].error_code == ErrorCode.INELIGIBLE_REPLICA:
+            self.counts["isr changes refused as ineligible"] += 1  # KIP-903 among them
         return True
 
     def _step_heartbeat(self) -> bool:

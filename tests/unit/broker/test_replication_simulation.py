@@ -18,6 +18,8 @@ deleting segments above the high watermark. A fifth compacts the topic (plain re
 on each replica; it found the cleaner removing committed records for newer uncommitted ones.
 A sixth lets one broker at a time lose power with the defaults (no fsync on the write path), the
 others up and in the ISR: the durability DESIGN §4 promises for the loss of any single broker.
+It found a restarted broker put back in the ISR on its previous incarnation's fetches, by the
+leader (seed 76) and, when the leader's metadata was behind, by the controller (75, 297): KIP-903.
 
 What it found when first run (each fixed): an ISR expansion committed before its leader
 applied it left acknowledged records off an electable replica (the maximal ISR); a new leader
@@ -43,10 +45,14 @@ from tests.unit.broker.simulation_run import run_mode, run_to_end, slow_loop
 
 # Seeds CI runs, by mode (replication_sim.MODES): 0..19 of the default schedules, and the
 # regression seeds named above (the transaction simulation runs the same steps on more).
-CI_SEEDS = {"default": 20, "power": 10, "delete": 10, "retention": 5, "compaction": 5}
-# One broker losing power: CI runs these, and the slow loop none until the controller checks
-# the broker epochs of an ISR expansion (seeds 75 and 297 below fail without it).
-BROKER_POWER_SEEDS = 10
+CI_SEEDS = {
+    "default": 20,
+    "power": 10,
+    "broker_power": 10,
+    "delete": 10,
+    "retention": 5,
+    "compaction": 5,
+}
 REGRESSION_SEEDS = (21, 145)
 SLOW_SEEDS = 1000
 STEPS = 400
@@ -86,25 +92,25 @@ def test_one_broker_losing_power_loses_no_acknowledged_record(tmp_path: Path) ->
     it fsynced and a new registration. It rejoins the ISR only once it fetched back what it
     lost: the fetches of its earlier life do not count (KIP-903). Seed 76 fails when the
     leader counts them (it proposed the broker, unfenced again, on its old progress)."""
-    seeds = [*range(BROKER_POWER_SEEDS), 76]
+    seeds = [*range(CI_SEEDS["broker_power"]), 76]
     totals = run_mode(run, tmp_path, "broker_power", seeds)
     assert totals["broker power losses"] > 0
     assert totals["records lost to the power loss"] > 0
     assert totals["records acknowledged"] > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SafetyViolation,
-    reason="KIP-903 needs the controller: AlterPartition must carry each added replica's broker "
-    "epoch (as the leader saw it fetch) and the controller refuse a stale one. Here the "
-    "leader's metadata still shows the old registration, so its check passes",
-)
 @pytest.mark.parametrize("seed", (75, 297), ids=lambda seed: f"seed_{seed}")
-def test_a_leader_behind_on_metadata_proposes_a_restarted_broker_on_its_old_progress(
+def test_a_leader_behind_on_metadata_cannot_add_a_restarted_broker_on_its_old_progress(
     tmp_path: Path, seed: int
 ) -> None:
-    run(tmp_path, seed, broker_power_loss=True)
+    """The leader's metadata still shows the restarted broker's previous registration, so the
+    fetches of its earlier life pass the leader's own check, and the controller sees it
+    unfenced. AlterPartition carries the broker epoch the leader saw it fetch under, and the
+    controller refuses it (INELIGIBLE_REPLICA, KIP-903); the leader proposes again once its
+    metadata and the broker's fetches show the new registration. These seeds lost acknowledged
+    records without the controller's check."""
+    counts = run(tmp_path, seed, broker_power_loss=True)
+    assert counts["isr changes refused as ineligible"] > 0
 
 
 def test_records_deleted_on_request_stay_deleted_and_the_rest_stays(tmp_path: Path) -> None:

@@ -76,14 +76,21 @@ def topic(brokers: int, partitions: int, factor: int) -> MetadataImage:
 
 
 def proposal(
-    state: PartitionState, isr: list[int], **fields
+    state: PartitionState, isr: list[int], image: MetadataImage | None = None, **fields
 ) -> c.AlterPartitionRequest.PartitionIsr:
+    """`image`: name each member's broker epoch in it, as a leader that saw them fetch under
+    their current registrations does (KIP-903: an expansion needs them)."""
     return c.AlterPartitionRequest.PartitionIsr(
         topic=fields.pop("topic", "t"),
         partition=state.partition,
         leader_epoch=fields.pop("leader_epoch", state.leader_epoch),
         partition_epoch=fields.pop("partition_epoch", state.partition_epoch),
         new_isr=isr,
+        new_isr_with_epochs=[
+            c.AlterPartitionRequest.BrokerState(broker_id=r, broker_epoch=b.broker_epoch)
+            for r in isr
+            if image is not None and (b := image.brokers.get(r)) is not None
+        ],
     )
 
 
@@ -187,7 +194,7 @@ def test_a_broker_that_took_every_leadership_expands_every_isr_in_one_batch():
     assert len(states) == limits.alter_partition_items_max
     assert all(state.isr == (1,) for state in states)
     request = c.AlterPartitionRequest(broker_id=1, broker_epoch=image.brokers[1].broker_epoch)
-    request.partitions.extend(proposal(state, [1, 2]) for state in states)
+    request.partitions.extend(proposal(state, [1, 2], image) for state in states)
 
     result = cp.alter_partition(image, request)
 

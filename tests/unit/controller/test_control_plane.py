@@ -263,8 +263,14 @@ def test_describe_topics_answers_unknown_topics_per_topic():
     assert dict(response.broker_endpoints) == {1: "h:1", 2: "h:2", 3: "h:3"}
 
 
-def alter(image, leader, isr, *, broker_epoch=None, leader_epoch=None, partition_epoch=None):
+def alter(
+    image, leader, isr, *, broker_epoch=None, leader_epoch=None, partition_epoch=None, epochs=None
+):
+    """Propose `isr` for t-0; `epochs`: the members' broker epochs as the leader saw them
+    fetch (KIP-903), by default each one's current registration."""
     state = image.topics["t"].partitions[0]
+    if epochs is None:
+        epochs = {r: image.brokers[r].broker_epoch for r in isr if r in image.brokers}
     request = c.AlterPartitionRequest(
         broker_id=leader,
         broker_epoch=image.brokers[leader].broker_epoch if broker_epoch is None else broker_epoch,
@@ -275,6 +281,10 @@ def alter(image, leader, isr, *, broker_epoch=None, leader_epoch=None, partition
         leader_epoch=state.leader_epoch if leader_epoch is None else leader_epoch,
         partition_epoch=state.partition_epoch if partition_epoch is None else partition_epoch,
         new_isr=isr,
+        new_isr_with_epochs=[
+            c.AlterPartitionRequest.BrokerState(broker_id=r, broker_epoch=e)
+            for r, e in epochs.items()
+        ],
     )
     result = cp.alter_partition(image, request)
     (answer,) = result.response.partitions
@@ -358,6 +368,11 @@ def test_preferred_leaders_come_back():
                 leader_epoch=state.leader_epoch,
                 partition_epoch=state.partition_epoch,
                 new_isr=[*state.isr, 1],
+                new_isr_with_epochs=[
+                    c.AlterPartitionRequest.BrokerState(
+                        broker_id=1, broker_epoch=image.brokers[1].broker_epoch
+                    )
+                ],
             )
             change = cp.alter_partition(image, request)
             image = commit(image, change)
