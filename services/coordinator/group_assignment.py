@@ -1,18 +1,20 @@
 """Subscriptions, the subscription digest and the target assignment of a group.
 
-Theory of operation. A member subscribes to topic names or to a regular expression (RE2 syntax,
-as Kafka's RE2/J, matching whole names in linear time: samsa.common.topic_regex; internal topics,
-whose names start with "__", never match). The group's
-*subscribed topics* are the union of every member's resolved subscription over the topics that
-exist now (`topics`: name -> partition count, from the metadata image). The *subscription digest*
-is a SHA-256 over those topics and their partition counts: when it differs from the one stored in
-the group_metadata record, the metadata moved under the group (a topic was created, grew, or was
-deleted) and the group epoch is bumped, which makes the next heartbeat compute a new target.
+Theory of operation. A member subscribes to topic names or to a regular expression (RE2 syntax, as
+Kafka's RE2/J, matching whole names in linear time: samsa.common.topic_regex; internal topics, whose
+names start with "__", never match). The group's *subscribed topics* are the union of every member's
+resolved subscription over the topics that exist now (`topics`: name -> partition count, from the
+metadata image). The *subscription digest* is a SHA-256 over those topics and their partition
+counts: when it differs from the one stored in the group_metadata record, the metadata moved under
+the group (a topic was created, grew, or was deleted) and the group epoch is bumped, which makes the
+next heartbeat compute a new target.
 
 The target is computed by the group's assignor whenever group_epoch > assignment_epoch. The
-assignor is the `server_assignor` of the member whose metadata record came last among those that
-named one (replay keeps `members` in that order), else the configured default: "the most recent
-non-empty choice" of coordinator.proto, in a form that survives log compaction.
+assignor is KIP-848's: the `server_assignor` most members name (members that name none do not
+count), ties going to the configured default when it is among them, else to the name first in
+sorted order; the configured default when no member names one. It depends only on the members'
+current metadata, not on their order or history, so one member's change of mind does not flip
+the group's assignor, and every coordinator (and a replay after compaction) picks the same.
 
 Cost: resolving regexes is O(distinct regexes x topics) per call; names are a set union.
 """
@@ -20,6 +22,7 @@ Cost: resolving regexes is O(distinct regexes x topics) per call; names are a se
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from samsa.common.topic_regex import matcher
@@ -66,10 +69,13 @@ def subscription_digest(subscribed: Mapping[str, int]) -> bytes:
 
 
 def assignor_name_of(group: ConsumerGroup, default: str) -> str:
-    for member in reversed(group.members.values()):
-        if member.server_assignor:
-            return member.server_assignor
-    return default
+    """The assignor most members name (see above), else `default`."""
+    counts = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+    if not counts:
+        return default
+    most = max(counts.values())
+    tied = sorted(name for name, count in counts.items() if count == most)
+    return default if default in tied else tied[0]
 
 
 def compute_target(

@@ -111,7 +111,7 @@ class ConsumerGroup:
     assignment_epoch: int = 0
     # The target assignment; a member without an entry has an empty target.
     target: dict[str, Partitions] = field(default_factory=dict)
-    # In the order of each member's last member_metadata record (see group_assignment).
+    # In the order of each member's last member_metadata record (see group_replay).
     members: dict[str, Member] = field(default_factory=dict)
     offsets: dict[TopicPartition, g.OffsetCommitValue] = field(default_factory=dict)
     # Per partition, the log offset of the offset-commit record, a value or a tombstone, that

@@ -20,8 +20,8 @@ by group_records.check/decode (matching kinds, no writer-epoch tombstone).
 
 Member order: a member_metadata record moves its member to the end of `ConsumerGroup.members`,
 so the dict's order is the order of each member's last metadata record — which compaction keeps —
-and "the most recent assignor choice" (group_assignment.assignor_name_of) is the same on every
-coordinator.
+and the same on every coordinator. (Nothing decides by it: the assignor is the one most members
+name, group_assignment.assignor_name_of, and the assignors sort their members.)
 """
 
 from __future__ import annotations

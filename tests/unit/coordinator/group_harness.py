@@ -31,7 +31,7 @@ def assignment_of(response: c.ConsumerGroupHeartbeatResponse) -> dict[str, set[i
 
 def persistent_view(state: GroupShard) -> tuple[GroupShard, list[list[str]]]:
     """What must survive a failover: the shard (timers excluded by compare=False) and the order
-    of each group's members (it picks the assignor)."""
+    of each group's members (replay keeps it: group_replay's "Member order")."""
     return state, [list(state.groups[g].members) for g in sorted(state.groups)]
 
 

@@ -1,9 +1,9 @@
 """Goal: the group follows its members and the topics: a static member that leaves with -2 keeps
 its partitions and takes them back under a new member id without moving any partition (an active
 holder of the instance id refuses the join); a regex subscription picks up a new matching topic
-(never an internal one) and new partitions join the assignment; the group uses the assignor its
-members name; sessions and revocations that run out remove the member like a leave; a loaded
-shard restarts its timers.
+(never an internal one) and new partitions join the assignment; the group uses the assignor most
+of its members name (KIP-848), whatever order their choices came in; sessions and revocations
+that run out remove the member like a leave; a loaded shard restarts its timers.
 
 Method: GroupHarness scenarios with the manual clock and the topics view changed between
 heartbeats; each checks answers and state and ends with a failover comparison.
@@ -139,14 +139,60 @@ def test_roundrobin_assignor_by_name() -> None:
     assert h.coordinator.describe_groups(["g"]).groups[0].assignor_name == "roundrobin"
 
 
-def test_the_most_recent_assignor_choice_wins() -> None:
+def assignor_in_use(h: GroupHarness) -> str:
+    name = h.coordinator.describe_groups(["g"]).groups[0].assignor_name
+    assert h.rebuilt().describe_groups(["g"]).groups[0].assignor_name == name, "replay agrees"
+    return name
+
+
+def test_the_assignor_most_members_name_wins() -> None:
+    # KIP-848: the most common server assignor; members that name none do not count.
     h = GroupHarness({"t": 2})
+
+    def change(member_id: str, **fields) -> None:
+        answer = h.heartbeat(member_id, h.member(member_id).member_epoch, **fields)
+        assert answer.error_code == ErrorCode.NONE, answer
+
     h.join("a", assignor="range")
-    h.join("b")  # names none: range stays
-    assert h.coordinator.describe_groups(["g"]).groups[0].assignor_name == "range"
-    h.heartbeat("b", 2, server_assignor="uniform")
-    assert h.coordinator.describe_groups(["g"]).groups[0].assignor_name == "uniform"
-    assert h.rebuilt().describe_groups(["g"]).groups[0].assignor_name == "uniform"
+    h.join("b")
+    assert assignor_in_use(h) == "range", "b names none: not a vote for the default"
+    h.join("c", assignor="roundrobin")
+    h.join("d", assignor="roundrobin")
+    assert assignor_in_use(h) == "roundrobin"
+    change("b", client_id="moved-to-the-end")  # a newer metadata record decides nothing
+    assert assignor_in_use(h) == "roundrobin"
+    change("a", server_assignor="range", client_id="again")
+    assert assignor_in_use(h) == "roundrobin", "the most recent choice does not flip the group"
+    change("d", server_assignor="range")
+    assert assignor_in_use(h) == "range"
+    h.heartbeat("a", -1)
+    h.heartbeat("d", -1)
+    assert assignor_in_use(h) == "roundrobin", "the leavers' votes are gone"
+
+
+def test_a_tie_goes_to_the_default_else_to_the_first_name() -> None:
+    h = GroupHarness({"t": 2})
+    h.join("a", assignor="roundrobin")
+    h.join("b", assignor="range")
+    assert assignor_in_use(h) == "range", "uniform, the default, is not in the tie"
+    h.join("c", assignor="uniform")
+    assert assignor_in_use(h) == "uniform", "the default is in the tie"
+    h.join("d", assignor="range")
+    assert assignor_in_use(h) == "range"
+
+
+def test_the_target_is_computed_by_the_majority_assignor() -> None:
+    h = GroupHarness({"t": 5})
+    h.join("m1", assignor="range", instance_id="i2")
+    h.join("m2", assignor="range", instance_id="i1")
+    h.join("m3", assignor="roundrobin", instance_id="i3")  # the latest choice, outvoted
+    h.heartbeat("m1", 1, owned={"t": range(5)})
+    # range over i1 (m2), i2 (m1), i3 (m3): runs of 2, 2 and 1.
+    assert h.group().target == {
+        "m2": {"t": frozenset({0, 1})},
+        "m1": {"t": frozenset({2, 3})},
+        "m3": {"t": frozenset({4})},
+    }
 
 
 def test_session_expiry_removes_the_member_like_a_leave() -> None:
