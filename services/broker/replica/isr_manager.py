@@ -218,6 +218,10 @@ class _Proposals:
         self._task: asyncio.Task[None] | None = None
         self._retry_at: dict[PartitionKey, float] = {}
         self._backoff_s: dict[PartitionKey, float] = {}
+        # The hosted partition each backoff is for: once the host no longer holds it (deleted,
+        # or moved off this broker; a topic created again under the name is another), its
+        # entries go, so a new partition under the same key starts without a backoff.
+        self._backing_off: dict[PartitionKey, object] = {}
         # (shrinks, expands) of each proposal in flight, counted once the controller accepts it.
         self._isr_changes: dict[PartitionKey, tuple[int, int]] = {}
 
@@ -250,19 +254,33 @@ class _Proposals:
 
     def _settled(self, keys: list[PartitionKey]) -> None:
         for key in keys:
-            self._backoff_s.pop(key, None)
-            self._retry_at.pop(key, None)
+            self._forget(key)
             shrinks, expands = self._isr_changes.get(key, (0, 0))
             self.host.metrics.isr_changed(shrinks, expands)
 
     def _retry_later(self, keys: list[PartitionKey]) -> None:
         now = time.monotonic()
         for key in keys:
+            hosted = self.host.partitions.get(key)
+            if hosted is None or self._backing_off.get(key, hosted) is not hosted:
+                self._forget(key)  # gone, or another partition now: its backoff starts over
+            if hosted is None:
+                continue
             backoff = min(self._backoff_s.get(key, RETRY_BACKOFF_S / 2) * 2, RETRY_BACKOFF_MAX_S)
             self._backoff_s[key] = backoff
             self._retry_at[key] = now + backoff
+            self._backing_off[key] = hosted
+
+    def _forget(self, key: PartitionKey) -> None:
+        self._backoff_s.pop(key, None)
+        self._retry_at.pop(key, None)
+        self._backing_off.pop(key, None)
 
     def due_retries(self) -> list[PartitionKey]:
+        """The partitions whose retry is due; the backoffs of partitions gone are dropped."""
+        for key, hosted in list(self._backing_off.items()):
+            if self.host.partitions.get(key) is not hosted:
+                self._forget(key)
         now = time.monotonic()
         due = [key for key, at in self._retry_at.items() if at <= now]
         for key in due:

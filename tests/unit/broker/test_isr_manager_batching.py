@@ -1,7 +1,7 @@
 """Goal: the ISR manager proposes the changes it decided in as few AlterPartition requests as the
 limit allows, keeps one request in flight, and settles each partition by its own result: an
 accepted one waits for its new partition epoch, a refused one (or every one of a failed
-request) goes on the retry backoff.
+request) goes on the retry backoff, which a partition the host no longer holds loses.
 
 Method: `alter_partition_requests` directly; `_propose` and `_Proposals` with a stand-in host
 (only `broker_id` and `partitions`) and a stand-in controller channel that answers canned
@@ -126,3 +126,23 @@ def test_one_request_in_flight_and_refused_partitions_back_off():
         assert set(manager._retry_at) == odd, "only the refused ones retry"
 
     asyncio.run(run())
+
+
+def test_a_partition_gone_loses_its_backoff():
+    """A refused partition backs off longer at each refusal. Once the host no longer holds it
+    (its topic deleted), its entries go: a topic created again under the name is a new
+    partition, which would otherwise inherit the old one's backoff and retry time."""
+    stand_in = host(2)
+    manager = isr_manager._Proposals(stand_in, Channel(accept_even), lambda: 9)  # type: ignore[arg-type]
+    manager._retry_later([("t", 0), ("t", 1)])
+    manager._retry_later([("t", 0), ("t", 1)])
+    doubled = 2 * isr_manager.RETRY_BACKOFF_S
+    assert manager._backoff_s == {("t", 0): doubled, ("t", 1): doubled}
+    del stand_in.partitions[("t", 0)]  # deleted
+    stand_in.partitions[("t", 1)] = SimpleNamespace(replica=PartitionReplica(1))  # and again
+    assert manager.due_retries() == []
+    assert manager._backoff_s == {} and manager._retry_at == {}
+    manager._retry_later([("t", 1)])
+    assert manager._backoff_s == {("t", 1): isr_manager.RETRY_BACKOFF_S}, "starts over"
+    manager._retry_later([("t", 0)])  # an answer for the deleted one arriving late
+    assert ("t", 0) not in manager._backoff_s and ("t", 0) not in manager._retry_at
