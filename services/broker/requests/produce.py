@@ -63,11 +63,13 @@ INTERNAL_WRITE_UNPROVEN = "the request does not prove it comes from a member of 
 
 
 class ReplicationWait(NamedTuple):
-    """An acks=all append that is acknowledged once the high watermark reaches `end_offset`."""
+    """An acks=all append that is acknowledged once the high watermark reaches `end_offset`,
+    under the leadership (`leader_epoch`) that appended it (produce_wait.settled)."""
 
     hosted: HostedPartition
     end_offset: int
     result: PartitionResponse
+    leader_epoch: int
 
 
 def produce(
@@ -124,7 +126,7 @@ def produce(
             hosted, end_offset = appended
             hosted.on_leader_append()
             if acks == -1 and hosted.high_watermark < end_offset:
-                waits.append(ReplicationWait(hosted, end_offset, result))
+                waits.append(ReplicationWait(hosted, end_offset, result, hosted.leader_epoch))
     return response, waits
 
 

@@ -14,12 +14,16 @@ def settled(wait: ReplicationWait) -> bool:
     """Whether an acks=all append is answered now (its result says how): the high watermark
     passed it (success), leadership moved (NOT_LEADER_OR_FOLLOWER, naming the new leader as
     KIP-951 asks), or the ISR fell below min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+    Leadership that moved counts even if it came back before this look (a later leader epoch):
+    the log may have been truncated and rewritten meanwhile, so a high watermark past the
+    append no longer says that the records at its offsets are the ones it wrote.
     No I/O: the replication simulation (tests/unit/broker/test_replication_simulation.py) settles
     its produces with it after every step, as the waits here do on every wake-up."""
     hosted = wait.hosted
-    if hosted.high_watermark >= wait.end_offset:
+    moved = not hosted.is_leader or hosted.leader_epoch != wait.leader_epoch
+    if not moved and hosted.high_watermark >= wait.end_offset:
         return True
-    if not hosted.is_leader:
+    if moved:
         fail(
             wait.result,
             ErrorCode.NOT_LEADER_OR_FOLLOWER,

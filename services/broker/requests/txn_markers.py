@@ -116,4 +116,4 @@ def _write(
         end_offset = hosted.log.log_end_offset
     if hosted.high_watermark >= end_offset:
         return None
-    return ReplicationWait(hosted, end_offset, result)  # type: ignore[arg-type]
+    return ReplicationWait(hosted, end_offset, result, hosted.leader_epoch)  # type: ignore[arg-type]

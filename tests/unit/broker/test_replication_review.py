@@ -214,6 +214,31 @@ def test_deleting_the_topic_refuses_the_acks_all_write_waiting_on_it(tmp_path: P
     assert settled(wait) and wait.result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+def test_an_acks_all_write_is_not_completed_by_a_later_leadership_of_the_same_broker(
+    tmp_path: Path,
+):
+    """Leadership moved away and came back (two metadata changes applied before the wait
+    looked again): as a follower the broker may have truncated the write and fetched other
+    records into its offsets, so the high watermark of the later leadership passing them says
+    nothing about the write. It is answered NOT_LEADER_OR_FOLLOWER (the producer retries; an
+    idempotent one is deduplicated), naming this broker at its new epoch."""
+    leader = Leader(tmp_path)
+    request = broker_pb2.ProduceRequest(acks=-1)
+    request.topics.add(name=TOPIC).partitions.add(partition=0, records=build_batch([b"a"]))
+    _, (wait,) = produce(leader.host, request, 0, internal_write_refusal=None)
+    hosted = leader.hosted
+    epoch = hosted.leader_epoch
+    hosted.replica.become_follower(leader.followers[0], epoch + 1, hosted.replica.state)
+    hosted.replica.become_leader(epoch + 2, hosted.replica.state, log_end_offset=1, now_ms=1)
+    for follower in leader.followers:
+        leader.fetched_by(follower, 1, now_ms=2)
+    assert hosted.high_watermark == 1
+    assert settled(wait)
+    assert wait.result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    current = wait.result.current_leader
+    assert (current.leader_id, current.leader_epoch) == (leader.state.leader, epoch + 2)
+
+
 # --- KIP-903: a restarted follower's earlier fetches do not count ------------------------------
 
 
