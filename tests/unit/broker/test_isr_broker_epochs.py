@@ -37,19 +37,7 @@ def shrunk(tmp_path: Path) -> tuple[Leader, MetadataImage, int, int]:
     image (applied by the leader), in_sync and joiner."""
     leader = Leader(tmp_path)
     in_sync, joiner = leader.followers
-    image = leader.image
-    state = leader.state
-    request = c.AlterPartitionRequest(
-        broker_id=state.leader, broker_epoch=image.brokers[state.leader].broker_epoch
-    )
-    request.partitions.add(
-        topic=TOPIC,
-        partition=0,
-        leader_epoch=state.leader_epoch,
-        partition_epoch=state.partition_epoch,
-        new_isr=(state.leader, in_sync),
-    )
-    image = leader.apply(commit(image, cp.alter_partition(image, request)))
+    image = leader.shrink_isr_to(in_sync)
     leader.produce(5, now_ms=0)
     leader.fetched_by(in_sync, 5, now_ms=10)
     leader.fetched_by(joiner, 5, now_ms=10)

@@ -79,6 +79,23 @@ class Leader:
         self.host.apply(image, changes, now_ms=0)
         return image
 
+    def shrink_isr_to(self, in_sync: int) -> MetadataImage:
+        """The ISR becomes (leader, in_sync), committed by the controller and applied here;
+        returns the image."""
+        state = self.state
+        request = c.AlterPartitionRequest(
+            broker_id=state.leader, broker_epoch=self.image.brokers[state.leader].broker_epoch
+        )
+        request.partitions.add(
+            topic=TOPIC,
+            partition=0,
+            leader_epoch=state.leader_epoch,
+            partition_epoch=state.partition_epoch,
+            new_isr=(state.leader, in_sync),
+        )
+        self.image = self.apply(commit(self.image, cp.alter_partition(self.image, request)))
+        return self.image
+
     @property
     def hosted(self) -> HostedPartition:
         hosted = self.host.get(*KEY)
@@ -252,19 +269,7 @@ def test_a_follower_restarted_since_its_fetches_is_not_added_to_the_isr_on_them(
     read while the follower's current registration was the one in its metadata."""
     leader = Leader(tmp_path)
     in_sync, restarted = leader.followers
-    image = leader.image
-    state = leader.state
-    request = c.AlterPartitionRequest(
-        broker_id=state.leader, broker_epoch=image.brokers[state.leader].broker_epoch
-    )
-    request.partitions.add(
-        topic=TOPIC,
-        partition=0,
-        leader_epoch=state.leader_epoch,
-        partition_epoch=state.partition_epoch,
-        new_isr=(state.leader, in_sync),
-    )
-    image = leader.apply(commit(image, cp.alter_partition(image, request)))
+    image = leader.shrink_isr_to(in_sync)
     leader.produce(5, now_ms=0)
     leader.fetched_by(in_sync, 5, now_ms=10)
     assert leader.hosted.high_watermark == 5
@@ -276,7 +281,7 @@ def test_a_follower_restarted_since_its_fetches_is_not_added_to_the_isr_on_them(
     leader.fetched_by(restarted, 0, now_ms=40)  # the new incarnation's first fetch
     assert leader.proposal(now_ms=40) is None, "behind the high watermark"
     leader.fetched_by(restarted, 5, now_ms=50)
-    assert set(leader.proposal(now_ms=50) or ()) == {state.leader, in_sync, restarted}
+    assert set(leader.proposal(now_ms=50) or ()) == {leader.state.leader, in_sync, restarted}
 
 
 def test_an_append_after_an_idle_spell_shrinks_nothing_before_the_followers_fetch_it(
