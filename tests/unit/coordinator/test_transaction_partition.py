@@ -28,8 +28,7 @@ def test_a_commit_writes_markers_at_the_bumped_epoch_then_complete_commit(
 ) -> None:
     async def run() -> None:
         harness = TransactionHarness(monkeypatch, topics={"t": 2, "u": 1})
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0, A1, B0)
             answer = await harness.end(who, commit=True)
             assert answer.error_code == ErrorCode.NONE
@@ -50,8 +49,6 @@ def test_a_commit_writes_markers_at_the_bumped_epoch_then_complete_commit(
                 "PREPARE_COMMIT",
                 "COMPLETE_COMMIT",
             ]
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -66,8 +63,7 @@ def test_complete_commit_waits_for_a_partition_whose_leader_moved(
             ErrorCode.NOT_ENOUGH_REPLICAS,
             ErrorCode.LEADER_NOT_AVAILABLE,
         ]
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0, A1)
             await harness.end(who, commit=True)
             await until(lambda: len(harness.markers.calls) == 4, "three retries")
@@ -76,8 +72,6 @@ def test_complete_commit_waits_for_a_partition_whose_leader_moved(
             assert partitions == [(A0, A1), (A1,), (A1,), (A1,)], "only the unwritten are retried"
             epochs = {call.producer_epoch for call in harness.markers.calls}
             assert epochs == {who.producer_epoch + 1}, "a retry keeps the decision's epoch"
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -86,8 +80,7 @@ def test_no_complete_commit_while_a_marker_is_unwritten(monkeypatch: pytest.Monk
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
         harness.markers.answers[A1] = [ErrorCode.NOT_ENOUGH_REPLICAS] * 10_000
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0, A1)
             answer = await harness.end(who, commit=True)
             await until(lambda: len(harness.markers.calls) >= 20, "retrying")
@@ -97,8 +90,6 @@ def test_no_complete_commit_while_a_marker_is_unwritten(monkeypatch: pytest.Monk
             assert busy.error_code == ErrorCode.CONCURRENT_TRANSACTIONS
             harness.markers.answers[A1].clear()
             await until(lambda: "COMPLETE_COMMIT" in harness.log.states("app"), "completed")
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -109,8 +100,7 @@ def test_a_marker_to_a_deleted_topic_is_moot_but_not_while_the_image_still_has_i
     async def run() -> None:
         harness = TransactionHarness(monkeypatch, topics={"t": 2, "u": 1})
         harness.markers.answers[B0] = [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 10_000
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0, B0)
             await harness.end(who, commit=False)
             await until(lambda: len(harness.markers.calls) >= 5, "retrying")
@@ -118,8 +108,6 @@ def test_a_marker_to_a_deleted_topic_is_moot_but_not_while_the_image_still_has_i
             del harness.offsets_log.topics["u"]  # the deletion reaches this coordinator
             await until(lambda: "COMPLETE_ABORT" in harness.log.states("app"), "completed")
             assert not harness.markers.calls[-1].committed
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -128,14 +116,11 @@ def test_a_marker_refused_as_late_is_moot(monkeypatch: pytest.MonkeyPatch) -> No
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
         harness.markers.answers[A1] = [ErrorCode.INVALID_PRODUCER_EPOCH]
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0, A1)
             await harness.end(who, commit=True)
             await until(lambda: "COMPLETE_COMMIT" in harness.log.states("app"), "completed")
             assert len(harness.markers.calls) == 1
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -146,8 +131,7 @@ def test_the_next_transactions_add_supersedes_complete_commit(
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
         harness.markers.gate = asyncio.Event()
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0)
             answer = await harness.end(who, commit=True)
             after = next_identity(who, answer)
@@ -162,8 +146,6 @@ def test_the_next_transactions_add_supersedes_complete_commit(
             assert reloaded.shard.transactions == harness.partition.shard.transactions
             assert harness.state("app") == "ONGOING"
             assert len(harness.markers.calls) == 1, "nothing decided is left to finish"
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -173,8 +155,7 @@ def test_a_new_instance_aborts_the_open_transaction_and_gets_the_epoch_after_it(
 ) -> None:
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
-        await harness.start()
-        try:
+        async with harness.running():
             old = await harness.open_transaction("app", A0)
             fencing = await harness.init("app")
             assert fencing.error_code == ErrorCode.CONCURRENT_TRANSACTIONS
@@ -190,8 +171,6 @@ def test_a_new_instance_aborts_the_open_transaction_and_gets_the_epoch_after_it(
             )
             late = await harness.end(old, commit=True)
             assert late.error_code == ErrorCode.PRODUCER_FENCED
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -202,8 +181,7 @@ def test_a_timed_out_transaction_is_aborted_and_its_commit_then_fenced(
     async def run() -> None:
         harness = TransactionHarness(monkeypatch, abort_interval_ms=1)
         harness.markers.gate = asyncio.Event()
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0, A1)
             harness.clock.now += 60_001
             await harness.markers.called.wait()  # the abort is decided; its markers hang
@@ -218,8 +196,6 @@ def test_a_timed_out_transaction_is_aborted_and_its_commit_then_fenced(
             assert (call.producer_epoch, call.committed) == (who.producer_epoch + 1, False)
             fresh = await harness.init("app")
             assert fresh.producer_epoch == who.producer_epoch + 2
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -229,8 +205,7 @@ def test_an_end_txn_racing_the_timeout_abort_is_answered_once_and_consistently(
 ) -> None:
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0)
             harness.log.hold_next = hold = asyncio.Event()
             harness.clock.now += 60_001
@@ -244,8 +219,6 @@ def test_an_end_txn_racing_the_timeout_abort_is_answered_once_and_consistently(
             assert fenced.error_code == ErrorCode.PRODUCER_FENCED
             await until(lambda: "COMPLETE_ABORT" in harness.log.states("app"), "aborted")
             assert [c.committed for c in harness.markers.calls] == [False]
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -255,8 +228,7 @@ def test_a_lost_end_txn_answer_is_answered_again_without_a_second_decision(
 ) -> None:
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0)
             first = await harness.end(who, commit=True)
             retry = await harness.end(who, commit=True)
@@ -269,8 +241,6 @@ def test_a_lost_end_txn_answer_is_answered_again_without_a_second_decision(
             await until(lambda: "COMPLETE_COMMIT" in harness.log.states("app"), "completed")
             assert harness.log.states("app").count("PREPARE_COMMIT") == 1
             assert len(harness.markers.calls) == 1
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -280,8 +250,7 @@ def test_an_exhausted_epoch_moves_to_a_new_producer_id_after_the_markers(
 ) -> None:
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
-        await harness.start()
-        try:
+        async with harness.running():
             who = await harness.open_transaction("app", A0)
             # As if 32766 transactions had ended: the shard's state, set by hand.
             current = harness.partition.shard.transactions["app"]
@@ -293,7 +262,5 @@ def test_an_exhausted_epoch_moves_to_a_new_producer_id_after_the_markers(
             assert (call.producer_id, call.producer_epoch) == (who.producer_id, 32767)
             completed = harness.partition.shard.transactions["app"]
             assert (completed.producer_id, completed.producer_epoch) == (answer.producer_id, 0)
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())

@@ -35,13 +35,12 @@ def test_a_new_owner_resumes_phase_2_with_the_decisions_epoch(
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
         harness.markers.gate = asyncio.Event()  # the first owner's markers never return
-        await harness.start()
-        who = await harness.open_transaction("app", A0, A1)
-        answer = await harness.end(who, commit=commit)
-        await harness.markers.called.wait()
-        harness.markers.gate = None
-        reloaded = await harness.reload()
-        try:
+        async with harness.running():
+            who = await harness.open_transaction("app", A0, A1)
+            answer = await harness.end(who, commit=commit)
+            await harness.markers.called.wait()
+            harness.markers.gate = None
+            reloaded = await harness.reload()
             decided = "COMMIT" if commit else "ABORT"
             await until(lambda: f"COMPLETE_{decided}" in harness.log.states("app"), "resumed")
             first, resumed = harness.markers.calls
@@ -51,8 +50,6 @@ def test_a_new_owner_resumes_phase_2_with_the_decisions_epoch(
             assert (first.coordinator_epoch, resumed.coordinator_epoch) == (0, 1)
             assert harness.log.states("app").count(f"COMPLETE_{decided}") == 1
             assert reloaded.shard.transactions["app"].state.name == f"COMPLETE_{decided}"
-        finally:
-            await reloaded.stop()
 
     asyncio.run(run())
 
@@ -63,22 +60,19 @@ def test_a_new_owner_writes_again_the_markers_written_before_and_the_rest(
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
         harness.markers.answers[A1] = [ErrorCode.NOT_LEADER_OR_FOLLOWER] * 10_000
-        await harness.start()
-        who = await harness.open_transaction("app", A0, A1)
-        await harness.end(who, commit=True)
-        await until(lambda: len(harness.markers.calls) >= 3, "A1 retried")
-        await harness.partition.stop()
-        calls_at_stop = len(harness.markers.calls)
-        await asyncio.sleep(0.02)
-        assert len(harness.markers.calls) == calls_at_stop, "a stopped owner retries nothing"
-        assert harness.log.states("app")[-1] == "PREPARE_COMMIT"
-        harness.markers.answers[A1].clear()  # the leader is back
-        reloaded = await harness.reload()
-        try:
+        async with harness.running():
+            who = await harness.open_transaction("app", A0, A1)
+            await harness.end(who, commit=True)
+            await until(lambda: len(harness.markers.calls) >= 3, "A1 retried")
+            await harness.partition.stop()
+            calls_at_stop = len(harness.markers.calls)
+            await asyncio.sleep(0.02)
+            assert len(harness.markers.calls) == calls_at_stop, "a stopped owner retries nothing"
+            assert harness.log.states("app")[-1] == "PREPARE_COMMIT"
+            harness.markers.answers[A1].clear()  # the leader is back
+            await harness.reload()
             await until(lambda: "COMPLETE_COMMIT" in harness.log.states("app"), "resumed")
             assert harness.markers.calls[calls_at_stop].partitions == (A0, A1)
-        finally:
-            await reloaded.stop()
 
     asyncio.run(run())
 
@@ -98,8 +92,7 @@ def test_a_loaded_epoch_fence_is_aborted_at_its_epoch(monkeypatch: pytest.Monkey
         )
         key, value = transaction_records.encode(fence)
         await harness.log.produce("", 0, build_batch([value], keys=[key]))
-        await harness.start()
-        try:
+        async with harness.running():
             await until(lambda: "COMPLETE_ABORT" in harness.log.states("app"), "aborted")
             assert harness.log.states("app") == [
                 "PREPARE_EPOCH_FENCE",
@@ -108,8 +101,6 @@ def test_a_loaded_epoch_fence_is_aborted_at_its_epoch(monkeypatch: pytest.Monkey
             ]
             [call] = harness.markers.calls
             assert (call.producer_id, call.producer_epoch, call.committed) == (77, 5, False)
-        finally:
-            await harness.partition.stop()
 
     asyncio.run(run())
 
@@ -176,15 +167,12 @@ def test_an_error_in_phase_2_ends_the_partition_rather_than_stranding_the_transa
     async def run() -> None:
         harness = TransactionHarness(monkeypatch)
         harness.markers.raise_next = RuntimeError("the marker writer broke")
-        await harness.start()
-        who = await harness.open_transaction("app", A0)
-        answer = await harness.end(who, commit=True)
-        assert answer.error_code == ErrorCode.NONE, "the decision is durable"
-        await until(lambda: harness.ended, "the partition gave up")
-        reloaded = await harness.reload()  # what the coordinator does for a partition it owns
-        try:
+        async with harness.running():
+            who = await harness.open_transaction("app", A0)
+            answer = await harness.end(who, commit=True)
+            assert answer.error_code == ErrorCode.NONE, "the decision is durable"
+            await until(lambda: harness.ended, "the partition gave up")
+            await harness.reload()  # what the coordinator does for a partition it owns
             await until(lambda: "COMPLETE_COMMIT" in harness.log.states("app"), "resumed")
-        finally:
-            await reloaded.stop()
 
     asyncio.run(run())

@@ -18,8 +18,9 @@ timeouts pass when a test says so.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -233,6 +234,16 @@ class TransactionHarness:
         self.partition.start()
         await until(lambda: self.partition.loaded, "the partition loaded")
         return self.partition
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[TransactionPartition]:
+        """Start the partition and, however the block ends, stop the one then current: after
+        a `reload`, the new owner."""
+        await self.start()
+        try:
+            yield self.partition
+        finally:
+            await self.partition.stop()
 
     async def reload(self) -> TransactionPartition:
         """Give the partition up and load it as a new owner (the next assignment epoch)."""
