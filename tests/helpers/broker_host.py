@@ -7,7 +7,10 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 
@@ -43,3 +46,19 @@ def hosting(tmp_path: Path, image: MetadataImage, broker_id: int = 1) -> Iterato
         yield host
     finally:
         host.close_all()
+
+
+@pytest.fixture(name="host")
+def two_partition_host(tmp_path: Path) -> Iterator[PartitionHost]:
+    """The fixture `host`: topic "t" with partitions 0 and 1, both led by broker 1. A test module
+    takes it by importing `two_partition_host`."""
+    topic_id = b"\x09" * 16
+    with hosting(tmp_path, single_broker_image({"t": (topic_id, led_partitions(2))})) as hosted:
+        yield hosted
+
+
+def hosted_partition(host: PartitionHost, number: int = 0) -> HostedPartition:
+    """Partition `number` of topic "t", which `host` must hold."""
+    found = host.get("t", number)
+    assert found is not None
+    return found

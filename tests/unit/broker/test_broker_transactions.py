@@ -13,15 +13,10 @@ has verified the partition (`allow_transactional`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-from broker_host import hosting, led_partitions, single_broker_image
+from broker_host import hosted_partition, two_partition_host  # noqa: F401 (the `host` fixture)
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch, decode_batches
-from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.describe_producers import describe_producers
 from samsa.services.broker.requests.fetch import read_once
@@ -31,25 +26,12 @@ from samsa.services.broker.requests.txn_markers import write_txn_markers
 from samsa.v1 import broker_pb2 as b
 from samsa.v1 import records_pb2
 
-TOPIC_ID = b"\x09" * 16
 READ_COMMITTED = records_pb2.ISOLATION_LEVEL_READ_COMMITTED
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[PartitionHost]:
-    with hosting(tmp_path, single_broker_image({"t": (TOPIC_ID, led_partitions(2))})) as hosted:
-        yield hosted
-
-
-def hosted(host: PartitionHost, partition: int = 0) -> HostedPartition:
-    found = host.get("t", partition)
-    assert found is not None
-    return found
 
 
 def transactional(host: PartitionHost, pid: int, epoch: int, sequence: int, *values: bytes) -> int:
     """Append a verified transactional batch; returns its first offset."""
-    partition = hosted(host)
+    partition = hosted_partition(host)
     info = partition.log.append_as_leader(
         build_batch(
             list(values),
@@ -166,7 +148,7 @@ def test_decoded_records_leave_out_markers_and_under_read_committed_aborted_reco
     assert (
         committed.next_fetch_offset
         == uncommitted.next_fetch_offset
-        == hosted(host).log.log_end_offset
+        == hosted_partition(host).log.log_end_offset
     )
 
 
@@ -193,9 +175,9 @@ def test_list_offsets_latest_is_the_last_stable_offset_under_read_committed(host
 def test_markers_are_retried_safely_and_late_ones_refused(host):
     transactional(host, 7, 0, 0, b"x")
     assert end(host, markers((7, 1, True))) == [0]
-    log_end = hosted(host).log.log_end_offset
+    log_end = hosted_partition(host).log.log_end_offset
     assert end(host, markers((7, 1, True))) == [0], "a retry succeeds"
-    assert hosted(host).log.log_end_offset == log_end, "and writes nothing"
+    assert hosted_partition(host).log.log_end_offset == log_end, "and writes nothing"
     transactional(host, 7, 1, 0, b"next")  # the producer's next transaction, at the new epoch
     assert end(host, markers((7, 1, False))) == [ErrorCode.INVALID_PRODUCER_EPOCH]
     assert fetch(host, isolation_level=READ_COMMITTED).last_stable_offset == log_end
@@ -242,7 +224,7 @@ def test_a_producer_cannot_open_a_transaction_by_itself(host):
     result = answer.topics[0].partitions[0]
     assert result.error_code == ErrorCode.INVALID_TXN_STATE
     assert "AddPartitionsToTxn" in result.error_message
-    assert hosted(host).log.log_end_offset == 0
+    assert hosted_partition(host).log.log_end_offset == 0
 
 
 def test_describe_producers_names_the_open_transaction_that_holds_the_lso(host):

@@ -13,35 +13,18 @@ has verified the partition, and ended by WriteTxnMarkers (as test_broker_transac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from broker_host import hosting, led_partitions, single_broker_image
+from broker_host import hosted_partition, two_partition_host  # noqa: F401 (the `host` fixture)
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
-from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.list_offsets import list_offsets
 from samsa.services.broker.requests.txn_markers import write_txn_markers
 from samsa.v1 import broker_pb2 as b
 from samsa.v1 import records_pb2
 
-TOPIC_ID = b"\x0a" * 16
 READ_COMMITTED = records_pb2.ISOLATION_LEVEL_READ_COMMITTED
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[PartitionHost]:
-    with hosting(tmp_path, single_broker_image({"t": (TOPIC_ID, led_partitions(2))})) as hosted:
-        yield hosted
-
-
-def partition(host: PartitionHost, number: int = 0) -> HostedPartition:
-    found = host.get("t", number)
-    assert found is not None
-    return found
 
 
 def append(
@@ -50,7 +33,7 @@ def append(
     """Append one batch with these timestamps (transactional when `pid` is set, the coordinator
     having verified it); the high watermark follows unless `replicate` is False. Returns its
     first offset."""
-    hosted = partition(host)
+    hosted = hosted_partition(host)
     info = hosted.log.append_as_leader(
         build_batch(
             [b"v"] * len(timestamps),
@@ -118,18 +101,18 @@ def test_the_answer_is_bounded_by_the_high_watermark_or_the_last_stable_offset(h
     late = append(host, [7_000], replicate=False)  # not yet below the high watermark
     assert found(max_timestamp(host)) == (open_at, 900)
     assert found(max_timestamp(host, read_committed=True)) == (open_at, 900)
-    partition(host).advance_high_watermark()
+    hosted_partition(host).advance_high_watermark()
     assert found(max_timestamp(host)) == (late, 7_000)
     answer = max_timestamp(host)
-    assert answer.leader_epoch == partition(host).leader_epoch
+    assert answer.leader_epoch == hosted_partition(host).leader_epoch
 
 
 def test_an_empty_partition_answers_minus_one_without_an_error(host):
     assert found(max_timestamp(host)) == (-1, -1)
     append(host, [40], replicate=False)
     assert found(max_timestamp(host)) == (-1, -1), "nothing below the high watermark yet"
-    partition(host).advance_high_watermark()
-    partition(host).log.delete_records(1)
+    hosted_partition(host).advance_high_watermark()
+    hosted_partition(host).log.delete_records(1)
     assert found(max_timestamp(host)) == (-1, -1), "nothing left above the log start"
 
 
@@ -149,7 +132,7 @@ def test_each_answer_carries_the_epoch_of_the_batch_holding_its_offset(host):
     fetches against the epoch that wrote it, so the answer names that epoch, not the leader's
     current one; nothing found answers -1."""
     append(host, [100, 900])  # epoch 0: offsets 0 and 1
-    hosted = partition(host)
+    hosted = hosted_partition(host)
     hosted.log.start_leader_epoch(5)
     hosted.log.append_as_leader(
         build_batch([b"v"], timestamps=[300]), leader_epoch=5, now_ms=5
