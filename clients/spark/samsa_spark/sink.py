@@ -1,13 +1,14 @@
 """`df.write.format("samsa")` and `writeStream.format("samsa")`: rows to records, as Spark's Kafka
 connector writes them (at least once; the exactly-once sink is the transactional one).
 
-Columns: `value` (binary or string, required), `key` (binary or string), `topic` (string; else
-the `topic` option), `partition` (int; else the producer's partitioner), `headers` (array of
-key/value structs). Each task sends its rows with one idempotent producer (acks=all) per worker
-process and cluster, reused across tasks, flushes before it reports, and fails if any record
-failed: Spark then retries the task, so a record may be written twice, never lost. The driver's
-commit has nothing to do. The schema is checked on the driver before a task starts, and each
-mistake names the column.
+Columns: `value` (binary or string, required), `key` (binary or string), `topic` (string; the
+`topic` option, when set, overrides it for every row, as in Spark's Kafka connector: a DataFrame
+read from a topic keeps its topic column, and must not be written back there), `partition` (int;
+else the producer's partitioner), `headers` (array of key/value structs). Each task sends its
+rows with one idempotent producer (acks=all) per worker process and cluster, reused across tasks,
+flushes before it reports, and fails if any record failed: Spark then retries the task, so a
+record may be written twice, never lost. The driver's commit has nothing to do. The schema is
+checked on the driver before a task starts, and each mistake names the column.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ TASK_PRODUCER_DEFAULTS = {"acks": "all", "batch.size": str(256 * 1024)}
 @dataclass(frozen=True)
 class WriteOptions:
     client: dict[str, str]
-    topic: str | None  # the `topic` option: for rows without a topic column
+    topic: str | None  # the `topic` option: every row's topic when set (the column's otherwise)
     exactly_once: bool = True  # streaming only (exactly_once.py); batch writes are at least once
 
 
@@ -69,7 +70,7 @@ def write_options(options: dict[str, str], schema: StructType) -> WriteOptions:
         raise OptionError("headers must be array<struct<key:string,value:binary>>")
     named = {key.lower(): value for key, value in options.items()}  # Spark lower-cases keys
     topic = named.get("topic")
-    if "topic" in fields and fields["topic"] != StringType():
+    if not topic and "topic" in fields and fields["topic"] != StringType():
         raise OptionError("the topic column must be a string")
     if "topic" not in fields and not topic:
         raise OptionError("set the topic option, or give the DataFrame a topic column")
@@ -127,10 +128,10 @@ def send_with(producer: Producer, options: WriteOptions, batches: Iterator[pa.Re
         keys = _bytes(batch.column("key")) if "key" in names else None
         partitions = batch.column("partition").to_pylist() if "partition" in names else None
         headers = _headers(batch.column("headers")) if "headers" in names else None
-        if "topic" not in names:
+        if options.topic or "topic" not in names:
             futures.append(producer.send_many(options.topic, values, keys, headers, partitions))
         else:
-            for topic, rows in _rows_by_topic(batch.column("topic"), options.topic).items():
+            for topic, rows in _rows_by_topic(batch.column("topic")).items():
                 futures.append(
                     producer.send_many(
                         topic,
@@ -162,11 +163,10 @@ def _headers(column: pa.Array | pa.ChunkedArray) -> list[list[tuple[str, bytes |
     ]
 
 
-def _rows_by_topic(column: pa.Array | pa.ChunkedArray, default: str | None) -> dict[str, list[int]]:
-    """Row indexes per topic, in row order; a null topic is the `topic` option's."""
+def _rows_by_topic(column: pa.Array | pa.ChunkedArray) -> dict[str, list[int]]:
+    """Row indexes per topic, in row order (no `topic` option: the column says)."""
     rows: dict[str, list[int]] = {}
     for index, topic in enumerate(column.to_pylist()):
-        topic = topic if topic is not None else default
         if topic is None:
             raise KafkaError(f"row {index} has a null topic and the topic option is not set")
         rows.setdefault(topic, []).append(index)
