@@ -27,6 +27,7 @@ from transaction_test_helpers import (
     add,
     call,
     describe,
+    init_transactions,
     locate,
     log_ends,
     producer,
@@ -53,15 +54,10 @@ def test_a_commit_writes_markers_and_a_second_instance_fences_the_first(
     cluster: LocalCluster,
 ) -> None:
     name = "payments-app"
-    first = call(
-        cluster,
-        name,
-        "InitTransactions",
-        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
-    )
-    assert first.error_code == ErrorCode.NONE and first.producer_id >= 0, first  # type: ignore[attr-defined]
-    assert first.producer_epoch == 0  # type: ignore[attr-defined]
-    me = producer(name, first)  # type: ignore[arg-type]
+    first = init_transactions(cluster, name)
+    assert first.error_code == ErrorCode.NONE and first.producer_id >= 0, first
+    assert first.producer_epoch == 0
+    me = producer(name, first)
 
     refused = call(cluster, name, "AddPartitionsToTxn", add(me, 0, 7))
     assert refused.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, refused  # type: ignore[attr-defined]
@@ -100,13 +96,8 @@ def test_a_commit_writes_markers_and_a_second_instance_fences_the_first(
     assert retry.error_code == ErrorCode.NONE, "a retried EndTxn answers the same"  # type: ignore[attr-defined]
     assert retry.producer_epoch == 1  # type: ignore[attr-defined]
 
-    second = call(
-        cluster,
-        name,
-        "InitTransactions",
-        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
-    )
-    assert (second.producer_id, second.producer_epoch) == (me.producer_id, 2)  # type: ignore[attr-defined]
+    second = init_transactions(cluster, name)
+    assert (second.producer_id, second.producer_epoch) == (me.producer_id, 2)
     after_commit = x.TransactionalProducer(
         transactional_id=name, producer_id=me.producer_id, producer_epoch=1
     )
@@ -118,13 +109,8 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(
     cluster: LocalCluster,
 ) -> None:
     name = "slow-app"
-    identity = call(
-        cluster,
-        name,
-        "InitTransactions",
-        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=1_000),
-    )
-    me = producer(name, identity)  # type: ignore[arg-type]
+    identity = init_transactions(cluster, name, timeout_ms=1_000)
+    me = producer(name, identity)
     before = log_ends(cluster)
     assert call(cluster, name, "AddPartitionsToTxn", add(me, 1)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
     aborted = wait_until(
@@ -140,13 +126,8 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(
 
 def test_admin_and_cli_list_and_describe_transactions(cluster: LocalCluster) -> None:
     name = "listed-app"
-    identity = call(
-        cluster,
-        name,
-        "InitTransactions",
-        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
-    )
-    me = producer(name, identity)  # type: ignore[arg-type]
+    identity = init_transactions(cluster, name)
+    me = producer(name, identity)
     assert call(cluster, name, "AddPartitionsToTxn", add(me, 1)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
     with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
         ongoing = admin.list_transactions(states=["Ongoing"])
@@ -186,13 +167,8 @@ def test_admin_and_cli_list_and_describe_transactions(cluster: LocalCluster) -> 
 
 def test_an_open_transaction_survives_its_coordinator_killed(cluster: LocalCluster) -> None:
     name = "survivor"
-    identity = call(
-        cluster,
-        name,
-        "InitTransactions",
-        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=120_000),
-    )
-    me = producer(name, identity)  # type: ignore[arg-type]
+    identity = init_transactions(cluster, name, timeout_ms=120_000)
+    me = producer(name, identity)
     assert call(cluster, name, "AddPartitionsToTxn", add(me, 0)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
     owner = locate(cluster, name).coordinator_id
     cluster.kill(f"coordinator-{owner}", signal.SIGKILL)

@@ -16,7 +16,14 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from cluster_helpers import open_channel, wait_until
-from transaction_test_helpers import RETRIABLE, TOPIC, call, producer, transactions_cluster
+from transaction_test_helpers import (
+    RETRIABLE,
+    TOPIC,
+    call,
+    init_transactions,
+    producer,
+    transactions_cluster,
+)
 
 from samsa.cli.launcher import LocalCluster
 from samsa.common.errors import ErrorCode
@@ -77,13 +84,8 @@ def offsets_in_transaction(
     cluster: LocalCluster, name: str, group_id: str, offset: int
 ) -> x.TransactionalProducer:
     """Init `name`, add the group's offsets to its transaction and commit `offset` in it."""
-    identity = call(
-        cluster,
-        name,
-        "InitTransactions",
-        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
-    )
-    me = producer(name, identity)  # type: ignore[arg-type]
+    identity = init_transactions(cluster, name)
+    me = producer(name, identity)
     added = call(
         cluster, name, "AddOffsetsToTxn", x.AddOffsetsToTxnRequest(producer=me, group_id=group_id)
     )
@@ -131,8 +133,7 @@ def test_offsets_of_a_group_not_added_to_the_transaction_are_refused(
     asks the transaction coordinator first and refuses with INVALID_TXN_STATE, writing
     nothing (the group's offset stays stable)."""
     name, group_id = "no-add-app", "no-add-group"
-    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
-    me = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    me = producer(name, init_transactions(cluster, name))
     request = x.TxnOffsetCommitRequest(
         producer=me, group_id=group_id, member_id="", member_epoch=-1
     )

@@ -22,6 +22,7 @@ from transaction_test_helpers import (
     add,
     call,
     describe,
+    init_transactions,
     locate,
     log_ends,
     producer,
@@ -128,13 +129,8 @@ def test_transactional_produce_is_verified_and_read_committed_sees_only_commits(
     cluster: LocalCluster,
 ) -> None:
     name = "verified-writer"
-    identity = call(
-        cluster,
-        name,
-        "InitTransactions",
-        x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000),
-    )
-    me = producer(name, identity)  # type: ignore[arg-type]
+    identity = init_transactions(cluster, name)
+    me = producer(name, identity)
     start = log_ends(cluster)
     assert call(cluster, name, "AddPartitionsToTxn", add(me, 0)).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
     written = produce_txn(cluster, me, 0, [b"a", b"b"], 0)
@@ -210,8 +206,7 @@ def test_a_leader_adds_the_partitions_itself_when_the_produce_asks(
     are written; a late batch of an ended transaction (its old epoch) is never added nor
     written, even though it asks."""
     name = "implicit-add-writer"
-    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
-    me = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    me = producer(name, init_transactions(cluster, name))
     start = log_ends(cluster)
     committed: list[bytes] = []
     for round_number in range(3):
@@ -245,8 +240,7 @@ def test_brokers_checks_and_adds_on_one_stream_are_answered_by_correlation_id(
     refuse another, each by its own correlation id; a request the unary call would refuse (too
     many partitions) ends the stream with the same status."""
     name = "streamed-checks"
-    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
-    me = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    me = producer(name, init_transactions(cluster, name))
     channel = open_channel(locate(cluster, name).endpoint)
     stub = xg.TransactionCoordinatorServiceStub(channel)
 
@@ -291,8 +285,7 @@ def test_the_next_transaction_is_answered_when_the_last_ones_markers_are_written
     answering CONCURRENT_TRANSACTIONS, so a client does not pay a retry backoff on every
     transaction: every call below is answered NONE the first time."""
     name = "back-to-back-app"
-    init = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
-    who = producer(name, call(cluster, name, "InitTransactions", init))  # type: ignore[arg-type]
+    who = producer(name, init_transactions(cluster, name))
     channel = open_channel(locate(cluster, name).endpoint)
     stub = xg.TransactionCoordinatorServiceStub(channel)
     try:

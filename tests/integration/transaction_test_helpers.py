@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import grpc
 from cluster_helpers import FAST_SETTINGS, local_cluster, open_channel, wait_until
@@ -81,6 +82,17 @@ def call(cluster: LocalCluster, transactional_id: str, method: str, request: obj
         return None if code in RETRIABLE else response
 
     return wait_until(f"{method} for {transactional_id}", answered, timeout_s=60)
+
+
+def init_transactions(
+    cluster: LocalCluster, transactional_id: str, timeout_ms: int = 60_000
+) -> x.InitTransactionsResponse:
+    """InitTransactions for the id with a transaction timeout of `timeout_ms`, through `call`."""
+    request = x.InitTransactionsRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=timeout_ms
+    )
+    answer = call(cluster, transactional_id, "InitTransactions", request)
+    return cast(x.InitTransactionsResponse, answer)
 
 
 def producer(
