@@ -202,3 +202,35 @@ def test_a_stream_whose_next_offsets_were_deleted_stops_or_skips_as_fail_on_data
     assert strict._checked_start(("t", 1), 7, first) == 7
     lenient = SamsaStreamReader(parse_options(BOOT | {"subscribe": "t", "failOnDataLoss": "false"}))
     assert lenient._checked_start(("t", 0), 40, first) == 100
+
+
+def test_a_stream_whose_topic_was_deleted_stops_or_drops_it_as_fail_on_data_loss_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pattern's topic deleted between micro-batches: the checkpointed offset names partitions
+    the cluster no longer has. The stream stops naming them (it crashed with a KeyError), or,
+    with failOnDataLoss=false, leaves them out of the offsets and reads the rest; a partition
+    new since then starts at its first offset."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from samsa.spark import stream_source
+
+    now = [("keep", 0), ("new", 0)]
+    monkeypatch.setattr(stream_source, "subscribed_partitions", lambda options: now)
+    monkeypatch.setattr(
+        stream_source,
+        "partition_bounds",
+        lambda options, tps: ({tp: 1 for tp in tps}, {tp: 9 for tp in tps}),
+    )
+    start = {"gone": {"0": 4, "1": 5}, "keep": {"0": 2}}
+    pattern = BOOT | {"subscribePattern": ".*"}
+    strict = stream_source.SamsaStreamReader(parse_options(pattern))
+    with pytest.raises(OptionError, match="gone-0, gone-1 no longer exist"):
+        strict.latestOffset(start, ReadAllAvailable())
+    lenient = stream_source.SamsaStreamReader(parse_options(pattern | {"failOnDataLoss": "false"}))
+    end = lenient.latestOffset(start, ReadAllAvailable())
+    assert end == {"keep": {"0": 9}, "new": {"0": 9}}
+    assert [(p.topic, p.start, p.end) for p in lenient.partitions(start, end)] == [
+        ("keep", 2, 9),
+        ("new", 1, 9),
+    ]

@@ -15,8 +15,9 @@ micro-batch committed for nothing). A micro-batch reads [start, end) per partiti
 - under Trigger.AvailableNow, never past the ends seen when the trigger started.
 
 A partition new since `start` (the topic grew, or a new topic matches the pattern) starts at its
-first offset. A start below a partition's first offset means retention deleted records: the
-caller decides (failOnDataLoss). Pure: no I/O.
+first offset. A start below a partition's first offset means retention deleted records, and a
+partition of `start` the cluster no longer has was deleted: the caller decides (failOnDataLoss).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def from_offset(offset: Mapping[str, Mapping[str, int]]) -> Positions:
 
 def with_new_partitions(start: Positions, first: Mapping[TopicPartition, int]) -> Positions:
     """`start`, plus each partition it does not know at its first offset."""
-    return {tp: start.get(tp, first[tp]) for tp in sorted(set(start) | set(first))}
+    return {tp: start[tp] if tp in start else first[tp] for tp in sorted(set(start) | set(first))}
 
 
 def next_end(

@@ -9,7 +9,9 @@ task, exactly as the batch read does. A restarted query resumes from the end Spa
 checkpointed: Spark asks for the same ranges again for a batch it had not committed, so nothing
 is lost or read twice.
 `failOnDataLoss`: a start that retention has deleted is an error naming the partition, or (false)
-the range starts at the first offset still stored.
+the range starts at the first offset still stored; likewise a partition of the checkpointed
+offset that no longer exists (its topic was deleted) is an error, or (false) is left out of the
+offsets from then on (created again, it is a new partition, read from its start).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         partitions = subscribed_partitions(self.options)
         first, last = partition_bounds(self.options, partitions)
-        positions = so.with_new_partitions(so.from_offset(start), first)
+        positions = self._without_deleted(so.from_offset(start), first)
+        positions = so.with_new_partitions(positions, first)
         positions = {tp: self._checked_start(tp, p, first) for tp, p in positions.items()}
         latest = so.capped(
             {tp: last.get(tp, p) for tp, p in positions.items()}, self._available_now
@@ -100,6 +103,20 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the position (no group commit)."""
+
+    def _without_deleted(
+        self, positions: so.Positions, first: dict[tuple[str, int], int]
+    ) -> so.Positions:
+        """`positions` less the partitions the cluster no longer has (their topic was
+        deleted): records written to them since the last look may be lost (failOnDataLoss)."""
+        gone = sorted(tp for tp in positions if tp not in first)
+        if gone and self.options.fail_on_data_loss:
+            names = ", ".join(f"{topic}-{partition}" for topic, partition in gone)
+            raise OptionError(
+                f"{names} no longer exist (deleted?): records written to them since the last "
+                "micro-batch may be lost; set failOnDataLoss=false to go on without them"
+            )
+        return {tp: position for tp, position in positions.items() if tp in first}
 
     def _checked_start(
         self, tp: tuple[str, int], position: int, first: dict[tuple[str, int], int]
