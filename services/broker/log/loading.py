@@ -9,13 +9,14 @@ increasing offsets); the first bad byte truncates its segment and every later se
 Segments below the recovery point, and all segments after a clean shutdown, load their index files
 after a sanity check (rebuilt from the log when they fail it) and have their tail re-framed; the
 active segment's last batch is CRC-checked. The leader-epoch cache is fed the epochs of re-checked
-batches, then (by `Log.open`) trimmed to [log start offset, log end offset). The producer state
-is rebuilt last, from the newest snapshot and the batches after it (producer_snapshots.py; after
-an unclean stop, from one at or below the recovery point), and the aborted-transaction index
-entries from where that replay started are rebuilt with it (transaction_log_state.py). A
-corrupt leader-epoch checkpoint is rebuilt by re-checking the whole log; a corrupt offset
-checkpoint reads as None and the caller picks a safe value. An empty directory gets one empty
-segment at the checkpointed log start offset (0 when there is none).
+batches that are newer than its checkpointed ones (a batch compaction removed would otherwise move
+its epoch's start up to the first batch left), then (by `Log.open`) trimmed to [log start offset,
+log end offset). The producer state is rebuilt last, from the newest snapshot and the batches
+after it (producer_snapshots.py; after an unclean stop, from one at or below the recovery point),
+and the aborted-transaction index entries from where that replay started are rebuilt with it
+(transaction_log_state.py). A corrupt leader-epoch checkpoint is rebuilt by re-checking the whole
+log; a corrupt offset checkpoint reads as None and the caller picks a safe value. An empty
+directory gets one empty segment at the checkpointed log start offset (0 when there is none).
 
 Where the cleaner got to (log_compaction.py) is read from its own checkpoint; a missing, garbled
 or negative one reads as "never cleaned", so it never fails an open (Log.open then ignores one
@@ -226,7 +227,10 @@ def _load_segments(
         if scan is None:
             continue
         for leader_epoch, start_offset in scan.epoch_starts:
-            epochs.assign(leader_epoch, start_offset)
+            # Only epochs the checkpoint lacks (Kafka's LogSegment.recover): compaction may have
+            # removed an epoch's first batches, and a scan would move its start up past them.
+            if leader_epoch > epochs.latest_epoch:
+                epochs.assign(leader_epoch, start_offset)
         if scan.error is not None and not trusted:
             # A log is a prefix: nothing after the first bad byte of the unflushed part is kept.
             _log_dropped_segments(directory, base_offsets[index + 1 :])
