@@ -1,0 +1,86 @@
+'use strict';
+// Samsa's ErrorCodes as this client raises them, and its retry loop.
+
+const grpc = require('@grpc/grpc-js');
+
+const NO_ERROR = 'ERROR_CODE_UNSPECIFIED';
+// The codes errors.proto marks "Retriable: yes" that leave nothing written, so a retry of a
+// non-idempotent typed produce cannot store the records twice (REQUEST_TIMED_OUT and
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND are left out on purpose: see RETRIABLE_IF_IDEMPOTENT).
+const RETRIABLE = new Set([
+  'ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION',
+  'ERROR_CODE_LEADER_NOT_AVAILABLE',
+  'ERROR_CODE_NOT_LEADER_OR_FOLLOWER',
+  'ERROR_CODE_NOT_ENOUGH_REPLICAS',
+  'ERROR_CODE_FENCED_LEADER_EPOCH',
+  'ERROR_CODE_UNKNOWN_LEADER_EPOCH',
+  'ERROR_CODE_KAFKA_STORAGE_ERROR',
+  'ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS',
+  'ERROR_CODE_COORDINATOR_NOT_AVAILABLE',
+  'ERROR_CODE_NOT_COORDINATOR',
+  'ERROR_CODE_NOT_CONTROLLER',
+]);
+// What an idempotent produce retries: RETRIABLE and the retriable codes whose records may have
+// been written (and may still be committed), since the leader dedupes a retry by its producer
+// id and sequence.
+const RETRIABLE_IF_IDEMPOTENT = new Set([
+  ...RETRIABLE,
+  'ERROR_CODE_REQUEST_TIMED_OUT',
+  'ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND',
+]);
+
+// An ErrorCode a server answered (per partition, topic or group), or a client-side give-up.
+class SamsaError extends Error {
+  constructor(code, message) {
+    super(message ? `${code}: ${message}` : code);
+    this.name = 'SamsaError';
+    this.code = code;
+    this.retriable = RETRIABLE.has(code);
+  }
+}
+
+// Throws a SamsaError when `result` (any message with error_code and error_message) has one.
+function check(result, what) {
+  if (result.error_code && result.error_code !== NO_ERROR) {
+    const detail = [what, result.error_message].filter(Boolean).join(': ');
+    throw new SamsaError(result.error_code, detail);
+  }
+  return result;
+}
+
+// An int64 field (a decimal string) as a Number, refusing one that a Number cannot hold exactly.
+function toInt(value) {
+  const number = Number(value);
+  if (!Number.isSafeInteger(number)) throw new RangeError(`int64 ${value} exceeds 2^53 - 1`);
+  return number;
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// Runs `attempt` until it returns, retrying retriable SamsaErrors and unreachable servers
+// (gRPC UNAVAILABLE) with a growing backoff until `timeoutMs` passed; then throws the last error.
+async function withRetries(timeoutMs, attempt) {
+  const deadline = Date.now() + timeoutMs;
+  for (let backoff = 100; ; backoff = Math.min(backoff * 2, 1000)) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const unreachable = error.code === grpc.status.UNAVAILABLE;
+      if (!(error.retriable || unreachable) || Date.now() + backoff > deadline) throw error;
+      await sleep(backoff);
+    }
+  }
+}
+
+module.exports = {
+  NO_ERROR,
+  RETRIABLE,
+  RETRIABLE_IF_IDEMPOTENT,
+  SamsaError,
+  check,
+  toInt,
+  sleep,
+  withRetries,
+};

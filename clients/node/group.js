@@ -1,0 +1,181 @@
+'use strict';
+// A consumer-group member on the server-side assignment protocol (KIP-848).
+
+const crypto = require('node:crypto');
+const { NO_ERROR, check, sleep } = require('./errors');
+
+const REJOIN = new Set(['ERROR_CODE_UNKNOWN_MEMBER_ID', 'ERROR_CODE_FENCED_MEMBER_EPOCH']);
+
+// [{topic, partition}] as a Map from topic to its ascending partition numbers.
+function groupByTopic(partitions) {
+  const byTopic = new Map();
+  for (const { topic, partition } of partitions) {
+    if (!byTopic.has(topic)) byTopic.set(topic, []);
+    byTopic.get(topic).push(partition);
+  }
+  for (const numbers of byTopic.values()) numbers.sort((a, b) => a - b);
+  return byTopic;
+}
+
+function toOwnedPartitions(partitions) {
+  return { topics: [...groupByTopic(partitions)].map(([topic, numbers]) => ({ topic, partitions: numbers })) };
+}
+
+function fromOwnedPartitions(owned) {
+  const partitions = [];
+  for (const t of (owned && owned.topics) || []) {
+    for (const partition of t.partitions) partitions.push({ topic: t.topic, partition });
+  }
+  return partitions;
+}
+
+function samePartitions(a, b) {
+  const key = (list) => list.map((tp) => `${tp.topic}:${tp.partition}`).sort().join(',');
+  return key(a) === key(b);
+}
+
+// A consumer-group member (KIP-848): it heartbeats in the background every
+// heartbeat_interval_ms and owns exactly what the last answer assigned. The coordinator
+// computes every assignment; the member only reports what it owns when that changes.
+class GroupMember {
+  constructor(client, groupId, topics, { rebalanceTimeoutMs = 30000 } = {}) {
+    this.client = client;
+    this.groupId = groupId;
+    this.topics = topics;
+    this.rebalanceTimeoutMs = rebalanceTimeoutMs;
+    this.memberId = crypto.randomUUID(); // made once, kept across rejoins
+    this.memberEpoch = 0;
+    this.assignment = []; // [{topic, partition}] the member owns now
+    this.ownedChanged = true; // owned_partitions must be sent (join: empty)
+    this.intervalMs = 1000;
+    this.timer = null;
+    this.beating = null; // the heartbeat in flight
+    this.error = null; // a heartbeat error that stopped the member
+    this.listeners = [];
+    this.stopped = false;
+  }
+
+  // Joins (member epoch 0) and starts heartbeating.
+  async join() {
+    this.memberEpoch = 0;
+    await this.heartbeat();
+    this.schedule();
+  }
+
+  request() {
+    const request = { group_id: this.groupId, member_id: this.memberId, member_epoch: this.memberEpoch };
+    if (this.memberEpoch === 0) {
+      // Required on join; left unset afterwards, which means "unchanged".
+      request.subscription = { topic_names: this.topics };
+      request.rebalance_timeout_ms = this.rebalanceTimeoutMs;
+      request.client_id = this.client.clientId;
+    }
+    // Unset means "unchanged"; an empty set is sent on join.
+    if (this.ownedChanged) request.owned_partitions = toOwnedPartitions(this.assignment);
+    return request;
+  }
+
+  async heartbeat() {
+    const sentOwned = this.ownedChanged;
+    const answer = await this.client.groupCall(
+      this.groupId,
+      'ConsumerGroupHeartbeat',
+      this.request(),
+      (a) => a,
+    );
+    if (REJOIN.has(answer.error_code)) {
+      // Drop every partition without committing and join again with epoch 0.
+      this.memberEpoch = 0;
+      this.setAssignment([]);
+      return;
+    }
+    check(answer, `group ${this.groupId}`);
+    if (sentOwned) this.ownedChanged = false;
+    this.memberEpoch = answer.member_epoch;
+    this.intervalMs = answer.heartbeat_interval_ms || this.intervalMs;
+    // The answer is always the full set (never a change); unset on error only.
+    if (answer.assignment) this.setAssignment(fromOwnedPartitions(answer.assignment));
+  }
+
+  setAssignment(partitions) {
+    if (samePartitions(partitions, this.assignment)) return;
+    this.assignment = partitions;
+    this.ownedChanged = true;
+    for (const listener of this.listeners) listener(partitions);
+  }
+
+  schedule() {
+    if (this.stopped) return;
+    // Report a changed assignment at once, so the group reaches its target sooner.
+    const delay = this.ownedChanged ? 0 : this.intervalMs;
+    this.timer = setTimeout(() => {
+      this.beating = this.heartbeat()
+        .then(() => this.schedule())
+        .catch((error) => {
+          this.error = error;
+        });
+    }, delay);
+  }
+
+  // Resolves with the assignment once it is not empty; rejects after timeoutMs.
+  async waitForAssignment(timeoutMs = 30000) {
+    const deadline = Date.now() + timeoutMs;
+    while (this.assignment.length === 0 || this.ownedChanged) {
+      if (this.error) throw this.error;
+      if (Date.now() > deadline) throw new Error(`group ${this.groupId}: no partition assigned within ${timeoutMs} ms`);
+      await sleep(50);
+    }
+    return this.assignment;
+  }
+
+  // Commits offsets (a Map from "topic:partition", or [{topic, partition, offset}]): the next
+  // offset to read, i.e. the last processed + 1. Throws on the first partition that failed.
+  async commit(offsets) {
+    const entries = offsets instanceof Map
+      ? [...offsets].map(([key, offset]) => {
+          const at = key.lastIndexOf(':');
+          return { topic: key.slice(0, at), partition: Number(key.slice(at + 1)), offset };
+        })
+      : offsets;
+    const byTopic = new Map();
+    for (const { topic, partition, offset } of entries) {
+      if (!byTopic.has(topic)) byTopic.set(topic, []);
+      byTopic.get(topic).push({ partition, committed_offset: offset, committed_leader_epoch: -1 });
+    }
+    const request = {
+      group_id: this.groupId,
+      member_id: this.memberId,
+      member_epoch: this.memberEpoch,
+      topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
+    };
+    const firstError = (answer) => {
+      for (const t of answer.topics) {
+        const failed = t.partitions.find((p) => p.error_code !== NO_ERROR);
+        if (failed) return { ...failed, error_message: `${t.name}[${failed.partition}] ${failed.error_message}` };
+      }
+      return null;
+    };
+    const answer = await this.client.groupCall(this.groupId, 'OffsetCommit', request, firstError);
+    const failed = firstError(answer);
+    if (failed) check(failed, `commit for group ${this.groupId}`);
+  }
+
+  // Leaves the group (member epoch -1): its partitions are reassigned at once.
+  async leave() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = null;
+    await this.beating;
+    this.memberEpoch = -1;
+    const answer = await this.client.groupCall(
+      this.groupId,
+      'ConsumerGroupHeartbeat',
+      { group_id: this.groupId, member_id: this.memberId, member_epoch: -1 },
+      (a) => a,
+    );
+    check(answer, `leaving group ${this.groupId}`);
+    this.assignment = [];
+  }
+}
+
+module.exports = { GroupMember, groupByTopic };

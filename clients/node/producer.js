@@ -1,0 +1,156 @@
+'use strict';
+// The produce side of SamsaClient (mixed into its prototype by samsa.js): typed produce on the
+// portable path, idempotent by default (KIP-98).
+
+const { NO_ERROR, RETRIABLE, RETRIABLE_IF_IDEMPOTENT, SamsaError, check, toInt, withRetries } =
+  require('./errors');
+const { partitionForKey, partitionResult, typedPartitionData } = require('./records');
+
+const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
+
+const producerMethods = {
+  // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or Buffers) to one
+  // partition through its leader; resolves with the offset of the first (-1 with acks 0).
+  //
+  // With acks -1 and idempotence on (the default, as in Kafka >= 3.0), each call is written at
+  // most once even though it is retried: it carries this client's producer id, epoch and a
+  // sequence per partition (KIP-98), and the leader answers a retry of a write it already holds
+  // (a lost answer, REQUEST_TIMED_OUT, ...) with the first write's offsets instead of storing it
+  // again. The calls to one partition reach it one at a time, in the order they were made, so
+  // records are stored in call order. What it does not promise: a call that fails (rejects) may
+  // or may not have been written; resending it is the caller's choice, and may store it twice.
+  // With acks 0 or 1, or `idempotence: false`, a retry after a lost answer may store it twice.
+  async produce(topic, partition, records, acks = -1) {
+    if (acks === -1 && this.idempotence) return this.produceIdempotent(topic, partition, records);
+    const data = typedPartitionData(partition, records);
+    return withRetries(this.timeoutMs, () => this.sendProduce(topic, data, acks));
+  },
+
+  // One Produce of one PartitionData to its partition's leader (found again at every call);
+  // resolves with the base offset, throws a SamsaError for the partition's error.
+  async sendProduce(topic, data, acks, retriable = RETRIABLE) {
+    const request = { acks, timeout_ms: this.timeoutMs, topics: [{ name: topic, partitions: [data] }] };
+    const leader = await this.leaderOf(topic, data.partition);
+    const answer = await this.call('broker', leader.endpoint, 'Produce', request, 2 * this.timeoutMs);
+    const result = partitionResult(answer, topic, data.partition);
+    try {
+      check(result, `${topic}[${data.partition}]`);
+    } catch (error) {
+      if (retriable.has(error.code)) error.retriable = true;
+      throw error;
+    }
+    return toInt(result.base_offset);
+  },
+
+  // produce() with acks -1 and a producer id. The base_sequence is fixed before the retry loop,
+  // so every retry sends the identical request, which the leader dedupes.
+  produceIdempotent(topic, partition, records) {
+    const key = `${topic}:${partition}`;
+    return this.inPartitionOrder(key, async () => {
+      const identity = this.producerIdentity();
+      const producer = await identity;
+      const baseSequence = producer.sequences.get(key) || 0;
+      const data = typedPartitionData(partition, records, { ...producer, baseSequence });
+      try {
+        const baseOffset = await withRetries(this.timeoutMs, () =>
+          this.sendProduce(topic, data, -1, RETRIABLE_IF_IDEMPOTENT),
+        );
+        producer.sequences.set(key, (baseSequence + records.length) % SEQUENCE_MODULUS);
+        return baseOffset;
+      } catch (error) {
+        this.dropProducer(identity);
+        throw error;
+      }
+    });
+  },
+
+  // Runs `task` once every task queued before it for the same partition has settled, so that
+  // idempotent produces reach the leader one at a time, in call order, each sequence after the
+  // previous one's outcome is known.
+  inPartitionOrder(key, task) {
+    const run = (this.partitionQueues.get(key) || Promise.resolve()).then(task);
+    const tail = run.catch(() => {});
+    this.partitionQueues.set(key, tail);
+    tail.then(() => {
+      if (this.partitionQueues.get(key) === tail) this.partitionQueues.delete(key);
+    });
+    return run;
+  },
+
+  // This client's producer identity, asking InitProducerId once: concurrent first produces
+  // share the one call. A failed call is not kept, so the next produce asks again.
+  producerIdentity() {
+    if (this.producer === null) {
+      const asked = this.initProducerId().then(({ producerId, producerEpoch }) => ({
+        producerId,
+        producerEpoch,
+        sequences: new Map(),
+      }));
+      this.producer = asked;
+      asked.catch(() => {
+        if (this.producer === asked) this.producer = null;
+      });
+    }
+    return this.producer;
+  },
+
+  // Forgets the producer identity (the Promise producerIdentity() gave) after a produce made
+  // with it failed, so that the next produce asks for a new producer id and starts every
+  // partition at sequence 0. OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID and
+  // INVALID_PRODUCER_EPOCH mean the leader cannot go on with these sequences; and after any
+  // other failure (retries exhausted on a timeout, an unreachable leader) the records may or may
+  // not have been written, so sending other records with the same sequence could be taken for a
+  // retry and silently dropped. A new producer id is safe because it continues nothing: no
+  // record of the failed call is assumed written, and the caller decides whether to resend.
+  // Produces already under way with the old identity finish with it.
+  dropProducer(identity) {
+    if (this.producer === identity) this.producer = null;
+  },
+
+  // A new idempotent producer identity from any broker (InitProducerId with no transactional
+  // id): {producerId (a decimal string, as int64s arrive), producerEpoch}.
+  async initProducerId() {
+    const answer = await withRetries(this.timeoutMs, async () =>
+      check(await this.callAny('broker', 'InitProducerId', { transactional_id: '' }), 'InitProducerId'),
+    );
+    return { producerId: answer.producer_id, producerEpoch: answer.producer_epoch };
+  },
+
+  // For tests of the broker's deduplication: sends one typed PartitionData once (no retry,
+  // no sequence bookkeeping), with `producer` ({producerId, producerEpoch, baseSequence}) or
+  // without, and resolves with {errorCode, baseOffset} as the leader answered.
+  async produceOnce(topic, partition, records, { acks = -1, producer = null } = {}) {
+    const data = typedPartitionData(partition, records, producer);
+    try {
+      return { errorCode: NO_ERROR, baseOffset: await this.sendProduce(topic, data, acks) };
+    } catch (error) {
+      if (!(error instanceof SamsaError)) throw error;
+      return { errorCode: error.code, baseOffset: null };
+    }
+  },
+
+  // Appends records to the partitions their keys choose (partitionForKey, as every Samsa and
+  // Kafka client does); records without a key all go to one partition picked at random for the
+  // call (Kafka's sticky partitioner does the same per batch). Resolves with one
+  // {partition, baseOffset, count} per partition written, in partition order.
+  async produceByKey(topic, records, acks = -1) {
+    const count = (await this.describeTopic(topic)).length;
+    const keyless = Math.floor(Math.random() * count);
+    const byPartition = new Map();
+    for (const record of records) {
+      const hasKey = record.key !== null && record.key !== undefined;
+      const partition = hasKey ? partitionForKey(record.key, count) : keyless;
+      if (!byPartition.has(partition)) byPartition.set(partition, []);
+      byPartition.get(partition).push(record);
+    }
+    const written = [];
+    for (const partition of [...byPartition.keys()].sort((a, b) => a - b)) {
+      const group = byPartition.get(partition);
+      const baseOffset = await this.produce(topic, partition, group, acks);
+      written.push({ partition, baseOffset, count: group.length });
+    }
+    return written;
+  },
+};
+
+module.exports = { producerMethods };

@@ -1,0 +1,102 @@
+'use strict';
+// Records between the application and the proto's typed Record, and the partitioner.
+
+const { toInt } = require('./errors');
+
+// A record as the application gives it: strings become UTF-8 Buffers; null stays null (a null
+// key or value differs from an empty one).
+function toBytes(data) {
+  if (data === null || data === undefined) return null;
+  return Buffer.isBuffer(data) ? data : Buffer.from(String(data), 'utf8');
+}
+
+// Kafka's default partitioner for keyed records, bit-exact with the Python SDK's
+// (samsa_client/partitioner.py) and with Java's `Utils.murmur2`: 32-bit MurmurHash2, seed
+// 0x9747b28c, made positive by masking the sign bit, modulo the partition count. So a key lands
+// on the same partition whichever language's client sent it, and one key's records stay in order.
+function murmur2(bytes) {
+  const m = 0x5bd1e995;
+  const length = bytes.length;
+  const whole = length & ~3;
+  let h = 0x9747b28c ^ length;
+  for (let i = 0; i < whole; i += 4) {
+    let k = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
+    k = Math.imul(k, m);
+    k ^= k >>> 24;
+    k = Math.imul(k, m);
+    h = Math.imul(h, m) ^ k;
+  }
+  switch (length & 3) {
+    case 3:
+      h ^= bytes[whole + 2] << 16;
+    // falls through
+    case 2:
+      h ^= bytes[whole + 1] << 8;
+    // falls through
+    case 1:
+      h ^= bytes[whole];
+      h = Math.imul(h, m);
+    // no default: a length that is a multiple of 4 has no tail
+  }
+  h ^= h >>> 13;
+  h = Math.imul(h, m);
+  h ^= h >>> 15;
+  return h | 0;
+}
+
+// The partition of a key (a string, as UTF-8, or a Buffer) among `count` partitions.
+function partitionForKey(key, count) {
+  return (murmur2(toBytes(key)) & 0x7fffffff) % count;
+}
+
+// The PartitionData of `records` on the portable path. With `producer` ({producerId,
+// producerEpoch, baseSequence}) the leader builds an idempotent batch of them.
+function typedPartitionData(partition, records, producer = null) {
+  const data = { partition, typed_records: records.map(toTypedRecord) };
+  if (producer) {
+    data.producer_id = producer.producerId;
+    data.producer_epoch = producer.producerEpoch;
+    data.base_sequence = producer.baseSequence;
+  }
+  return data;
+}
+
+function toTypedRecord(record) {
+  const headers = (record.headers || []).map(([key, value]) => ({ key, value: toBytes(value) }));
+  // records.proto says 0 means "now", but the broker stores 0 as given: stamp the time here,
+  // as Kafka's producers do. proto3 `optional bytes`: leaving the field out is null, an empty
+  // Buffer is empty.
+  const typed = { headers, timestamp_ms: record.timestamp || Date.now() };
+  if (record.key !== null && record.key !== undefined) typed.key = toBytes(record.key);
+  if (record.value !== null && record.value !== undefined) typed.value = toBytes(record.value);
+  return typed;
+}
+
+// A decoded record as this client hands it out; an unset optional field (undefined) is null.
+function fromTypedRecord(record) {
+  return {
+    offset: toInt(record.offset),
+    timestamp: toInt(record.timestamp_ms),
+    key: record.key === undefined ? null : record.key,
+    value: record.value === undefined ? null : record.value,
+    headers: record.headers.map((h) => [h.key, h.value === undefined ? null : h.value]),
+  };
+}
+
+// The one partition result of a per-topic, per-partition answer (Produce, Fetch).
+function partitionResult(answer, topic, partition) {
+  for (const t of answer.topics) {
+    const found = t.name === topic && t.partitions.find((p) => p.partition === partition);
+    if (found) return found;
+  }
+  throw new Error(`the answer has no result for ${topic}[${partition}]`);
+}
+
+module.exports = {
+  toBytes,
+  murmur2,
+  partitionForKey,
+  typedPartitionData,
+  fromTypedRecord,
+  partitionResult,
+};
