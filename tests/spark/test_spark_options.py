@@ -234,3 +234,19 @@ def test_a_stream_whose_topic_was_deleted_stops_or_drops_it_as_fail_on_data_loss
         ("keep", 2, 9),
         ("new", 1, 9),
     ]
+
+
+def test_subscribe_pattern_matches_the_topics_a_group_subscription_would() -> None:
+    """subscribePattern is RE2 matched against whole names, internal topics excluded, as the
+    coordinator matches a group's regex (samsa.common.topic_regex) and as Kafka's consumer does:
+    the same pattern names the same topics in Spark and in a consumer group. Python's `re` read
+    `[[:alpha:]]` as a character set, refused `\\pL` and took lookaheads RE2 refuses."""
+    posix = parse_options(BOOT | {"subscribePattern": "[[:alpha:]]+"})
+    assert posix.matches("events") and not posix.matches("events-1")
+    assert parse_options(BOOT | {"subscribePattern": r"\pL+"}).matches("events")
+    with pytest.raises(OptionError, match="RE2 syntax"):
+        parse_options(BOOT | {"subscribePattern": "(?!x).*"})
+    everything = parse_options(BOOT | {"subscribePattern": ".*"})
+    assert everything.matches("events")
+    assert not everything.matches("__consumer_offsets")
+    assert not everything.matches("__transaction_state")

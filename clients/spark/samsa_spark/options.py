@@ -4,7 +4,9 @@ checked: each error names the option and what to write instead.
 - `samsa.bootstrap.servers` (required); every `samsa.*` key goes to the client without the
   prefix, as the Kafka connector passes `kafka.*` keys.
 - Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`
-  (JSON `{"topic": [0, 1]}`).
+  (JSON `{"topic": [0, 1]}`). The pattern is RE2 matched against whole topic names, internal
+  topics (`__*`) never, exactly as a consumer group's regex (samsa.common.topic_regex): the same
+  pattern names the same topics here as in a group subscription.
 - `startingOffsets`: `earliest` (the batch default), `latest` (the streaming default), or JSON
   `{"topic": {"0": 23, "1": -2}}` (-2 earliest, -1 latest); `endingOffsets`: `latest` (the
   default) or JSON (-1 latest).
@@ -26,13 +28,17 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from samsa.common.topic_regex import matcher, pattern_error
 
 EARLIEST, LATEST = -2, -1
 TopicPartition = tuple[str, int]
 Times = int | dict[str, dict[int, int]]  # one timestamp (ms) for all, or per partition
+# Internal topics (__consumer_offsets, __transaction_state) match no pattern, as in a group's
+# subscription and Kafka's consumer (exclude.internal.topics).
+INTERNAL_TOPIC_PREFIX = "__"
 
 
 class OptionError(ValueError):
@@ -60,7 +66,7 @@ class SourceOptions:
     def matches(self, topic: str) -> bool:
         """Whether a topic is read (subscribe or subscribePattern; assign lists partitions)."""
         if self.pattern is not None:
-            return re.fullmatch(self.pattern, topic) is not None
+            return not topic.startswith(INTERNAL_TOPIC_PREFIX) and matcher(self.pattern)(topic)
         return topic in self.subscribe
 
 
@@ -88,11 +94,10 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if chosen == ["subscribe"]:
         subscribe = tuple(t.strip() for t in (get("subscribe") or "").split(",") if t.strip())
     elif chosen == ["subscribePattern"]:
-        pattern = get("subscribePattern")
-        try:
-            re.compile(pattern or "")
-        except re.error as error:
-            raise OptionError(f"subscribePattern {pattern!r} is not a regex: {error}") from None
+        pattern = get("subscribePattern") or ""
+        error = pattern_error(pattern)
+        if error is not None:
+            raise OptionError(f"subscribePattern {pattern!r} is not a regex: {error}")
     else:
         assign = _assign(get("assign") or "")
     return SourceOptions(
