@@ -2,7 +2,8 @@
 
 Composition only: load the config (flags, SAMSA_* variables, --config file: BrokerConfig), load
 the cluster secret (refusing to start without one: the broker's calls as a member are signed
-with a key derived from it), then run the Broker until SIGTERM. A bad setting stops it at once
+with a key derived from it), lock its data directory (a second broker on it is refused:
+runtime/data_dir_lock.py), then run the Broker until SIGTERM. A bad setting stops it at once
 with one line naming the key.
 """
 
@@ -45,4 +46,5 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         lambda config: config.broker_id,
         lambda config, secret, tracing: run(config, membership.derive_key(secret), tracing),
+        data_dir=lambda config: config.log_dir,
     )

@@ -244,4 +244,5 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         lambda config: config.node_id,
         run,
+        data_dir=lambda config: config.metadata_log_dir,
     )

@@ -1,5 +1,6 @@
 """What every service's `main` does before its own work: load the config (flags, SAMSA_*, a
---config file), configure the JSON logs, load the cluster secret, set up tracing and metrics,
+--config file), configure the JSON logs, lock the data directory (one process per directory:
+data_dir_lock.py), load the cluster secret, set up tracing and metrics,
 keep large buffers in the heap (common/allocator.py: record batches are allocated and freed
 once per request), then run the service until SIGTERM. Any mistake found on the way stops the
 process with one line, `samsa <kind>: <what is wrong>`, and exit code 2.
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 from samsa.common import allocator, event_loops, grpc_experiments
 from samsa.services.runtime import config_loading, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
+from samsa.services.runtime.data_dir_lock import DataDirInUseError, DataDirLock, lock_data_dir
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 from samsa.services.runtime.service_config import ServiceConfig
 
@@ -31,6 +33,7 @@ STARTUP_ERRORS = (
     telemetry.TelemetryConfigError,
     metrics.MetricsConfigError,
     event_loops.EventLoopChoiceError,
+    DataDirInUseError,
 )
 
 
@@ -40,10 +43,13 @@ def run_service(
     argv: Sequence[str] | None,
     number: Callable[[C], int],
     run: Callable[[C, str, bool], Coroutine[Any, Any, int]],
+    data_dir: Callable[[C], str] | None = None,
 ) -> int:
     """`run(config, secret, tracing)` on a fresh event loop once everything is in place;
-    `number` names this process among its kind (broker.id, node.id, coordinator.id)."""
+    `number` names this process among its kind (broker.id, node.id, coordinator.id), and
+    `data_dir` the directory it keeps its files in, locked for it alone (data_dir_lock.py)."""
     served = None
+    locked: DataDirLock | None = None
     if not __debug__:
         print(
             f"samsa {kind}: refusing to run under python -O (PYTHONOPTIMIZE): it drops the "
@@ -56,6 +62,8 @@ def run_service(
         heap = allocator.tune_for_large_buffers()  # record batches stay in the heap
         config = config_loading.load(config_class, kind, argv, os.environ)
         logs.configure(f"{kind}-{number(config)}")
+        if data_dir is not None:
+            locked = lock_data_dir(Path(data_dir(config)), f"{kind} {number(config)}")
         secret = load_secret(Path(config.secret_file))
         name = f"samsa-{kind}-{number(config)}"
         tracing = telemetry.configure(name)
@@ -70,9 +78,13 @@ def run_service(
         )
     except STARTUP_ERRORS as error:
         print(f"samsa {kind}: {error}", file=sys.stderr)
+        if locked is not None:
+            locked.release()
         return 2
     try:
         return event_loops.run(run(config, secret, tracing))
     finally:
         if served is not None:
             served.shutdown()
+        if locked is not None:
+            locked.release()

@@ -4,7 +4,9 @@ Starts the controllers, brokers and coordinators of `--data-dir` as local proces
 launcher.py), waits until a controller is active and every broker and coordinator is registered
 and unfenced, prints the bootstrap
 address, then watches: a process that dies is reported (its log tail shown) and the rest keep
-running, as a real cluster would. Ctrl-C or SIGTERM stops every process cleanly.
+running, as a real cluster would. Ctrl-C or SIGTERM stops every process cleanly. One `samsa up`
+per data directory: a second one on it is refused at once, naming the first one's pid (and each
+broker and controller locks its own directory too: runtime/data_dir_lock.py).
 """
 
 from __future__ import annotations
@@ -16,12 +18,23 @@ from pathlib import Path
 from types import FrameType
 
 from samsa.cli.launcher import ClusterNotHealthyError, LocalCluster, load_or_create, wait_healthy
+from samsa.services.runtime.data_dir_lock import DataDirInUseError, lock_data_dir
 
 
 def up(
     data_dir: Path, controllers: int, brokers: int, coordinators: int = 2, timeout_s: float = 90.0
 ) -> int:
     data_dir = data_dir.resolve()
+    try:
+        held = lock_data_dir(data_dir, "samsa up")  # a second `samsa up` here stops at once
+    except DataDirInUseError as error:
+        print(f"samsa up: {error}", file=sys.stderr)
+        return 2
+    with held:
+        return _up(data_dir, controllers, brokers, coordinators, timeout_s)
+
+
+def _up(data_dir: Path, controllers: int, brokers: int, coordinators: int, timeout_s: float) -> int:
     try:
         spec = load_or_create(data_dir, controllers, brokers, coordinators=coordinators)
     except ValueError as error:
