@@ -37,8 +37,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from samsa.client import Admin, Consumer
+from samsa.client import Admin, Consumer, KafkaError
 from samsa.client.partition_range import PartitionRangeReader
+from samsa.common.errors import ErrorCode
 from samsa.spark.arrow_batches import chunk_to_arrow
 from samsa.spark.options import OptionError, SourceOptions, parse_options
 from samsa.spark.pushdown import Pushed, push
@@ -163,19 +164,49 @@ def _planning_with_pushdown() -> bool:
 
 
 def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa.RecordBatch]:
-    """One task's range as Arrow batches (batch and streaming reads alike)."""
+    """One task's range as Arrow batches (batch and streaming reads alike).
+
+    Retention may delete offsets of the range after it was planned (a stream's start is the
+    checkpointed end of the batch before, whatever was deleted since). The reader then fails
+    with OFFSET_OUT_OF_RANGE: with failOnDataLoss that fails the task, else the read goes on
+    from the partition's first offset, as Kafka's connector does. Every offset yielded lies
+    below the one that failed, which lies below the new first offset: nothing is read twice."""
+    start = read_to = partition.start
+    while start < partition.end:
+        try:
+            for batch in _read_from(options, partition, start):
+                read_to = batch.column("offset")[-1].as_py() + 1
+                yield batch
+            return
+        except KafkaError as error:
+            if options.fail_on_data_loss or error.code != ErrorCode.OFFSET_OUT_OF_RANGE:
+                raise
+            first = first_offset(options, (partition.topic, partition.partition))
+            if first <= max(start, read_to):
+                raise  # not records deleted ahead of the read: no offset to go on from
+            start = first
+
+
+def _read_from(
+    options: SourceOptions, partition: RangePartition, start: int
+) -> Iterator[pa.RecordBatch]:
     reader = range_reader(options.client)
     topic, number = partition.topic, partition.partition
-    for chunk in reader.chunks(topic, number, partition.start, partition.end, options.isolation):
+    for chunk in reader.chunks(topic, number, start, partition.end, options.isolation):
         yield from chunk_to_arrow(
             chunk.data,
             chunk.aborted,
             topic,
             number,
-            partition.start,
+            start,
             partition.end,
             options.include_headers,
         )
+
+
+def first_offset(options: SourceOptions, tp: tuple[str, int]) -> int:
+    """The partition's first stored offset now."""
+    return partition_bounds(options, [tp])[0][tp]
 
 
 def offset_ranges(

@@ -1,0 +1,89 @@
+"""Goal: a task whose range retention deleted (wholly or while it read) fails with
+failOnDataLoss, and with failOnDataLoss=false goes on from the partition's first offset, never
+yielding an offset twice. This is the stream's usual case: its next range starts at the
+checkpointed end of the batch before, whatever retention deleted since.
+
+Method: a stand-in for the worker's PartitionRangeReader serves codec batches of 10 records and
+answers OFFSET_OUT_OF_RANGE below its log start, which a test may move while a task reads.
+Pure: no Spark session, no cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from samsa.client import KafkaError
+from samsa.client.partition_range import Chunk
+from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch
+from samsa.spark import source
+from samsa.spark.options import parse_options
+from samsa.spark.source import RangePartition, read_range
+
+BOOT = {"samsa.bootstrap.servers": "h:1", "subscribe": "t"}
+
+
+class Retention:
+    """A partition of 10-record batches whose log start is `log_start`; `moves` maps a
+    position to the log start retention sets once the reader gets there."""
+
+    def __init__(self, log_start: int, moves: dict[int, int] | None = None) -> None:
+        self.log_start = log_start
+        self.moves = moves or {}
+
+    def chunks(
+        self, topic: str, partition: int, start: int, end: int, isolation: str
+    ) -> Iterator[Chunk]:
+        fetch = start  # the offset each Fetch asks for
+        while fetch < end:
+            self.log_start = max(self.log_start, self.moves.pop(fetch, 0))
+            if fetch < self.log_start:
+                raise KafkaError(
+                    f"reading {topic}-{partition} at {fetch}: OFFSET_OUT_OF_RANGE",
+                    ErrorCode.OFFSET_OUT_OF_RANGE,
+                )
+            base = fetch - fetch % 10
+            values = [b"%d" % offset for offset in range(base, base + 10)]
+            yield Chunk(build_batch(values, base_offset=base), ())
+            fetch = base + 10
+
+
+def offsets(monkeypatch: pytest.MonkeyPatch, log: Retention, lenient: bool) -> list[int]:
+    monkeypatch.setattr(source, "range_reader", lambda client: log)
+    monkeypatch.setattr(source, "first_offset", lambda options, tp: log.log_start)
+    options = parse_options(BOOT | {"failOnDataLoss": "false" if lenient else "true"})
+    batches = read_range(options, RangePartition("t", 0, 5, 80))
+    return [offset for batch in batches for offset in batch.column("offset").to_pylist()]
+
+
+def test_a_range_whose_start_was_deleted_goes_on_from_the_first_offset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(KafkaError, match="OFFSET_OUT_OF_RANGE"):
+        offsets(monkeypatch, Retention(30), lenient=False)
+    assert offsets(monkeypatch, Retention(30), lenient=True) == list(range(30, 80))
+
+
+def test_retention_while_a_task_reads_skips_forward_and_repeats_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Offsets 5..19 are read, then retention deletes up to 50; later, up to 70."""
+    with pytest.raises(KafkaError, match="OFFSET_OUT_OF_RANGE"):
+        offsets(monkeypatch, Retention(0, {20: 50}), lenient=False)
+    read = offsets(monkeypatch, Retention(0, {20: 50, 60: 70}), lenient=True)
+    assert read == [*range(5, 20), *range(50, 60), *range(70, 80)]
+
+
+def test_an_out_of_range_answer_that_is_not_retention_still_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log start is not past the read (the end moved back, say): no offset to go on from."""
+
+    class Truncated(Retention):
+        def chunks(self, *args: object) -> Iterator[Chunk]:
+            raise KafkaError("OFFSET_OUT_OF_RANGE", ErrorCode.OFFSET_OUT_OF_RANGE)
+            yield
+
+    with pytest.raises(KafkaError, match="OFFSET_OUT_OF_RANGE"):
+        offsets(monkeypatch, Truncated(0), lenient=True)
