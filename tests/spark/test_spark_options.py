@@ -115,7 +115,9 @@ def test_min_rows_waits_and_available_now_caps() -> None:
     start, latest = {("t", 0): 0}, {("t", 0): 5}
     assert next_end(start, latest, min_rows=10) == start
     assert next_end(start, latest, min_rows=5) == latest
-    assert capped({("t", 0): 9, ("t", 1): 3}, {("t", 0): 7}) == {("t", 0): 7, ("t", 1): 3}
+    start = {("t", 0): 1, ("t", 1): 0}
+    assert capped({("t", 0): 9, ("t", 1): 3}, {("t", 0): 7}, start) == {("t", 0): 7, ("t", 1): 0}
+    assert capped({("t", 0): 9}, None, start) == {("t", 0): 9}
 
 
 def test_offsets_by_time_parse_and_the_single_timestamp_wins() -> None:
@@ -250,3 +252,27 @@ def test_subscribe_pattern_matches_the_topics_a_group_subscription_would() -> No
     assert everything.matches("events")
     assert not everything.matches("__consumer_offsets")
     assert not everything.matches("__transaction_state")
+
+
+def test_available_now_reads_no_partition_that_appeared_after_it_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Trigger.AvailableNow reads what was there when it started (Kafka's connector plans only
+    the partitions it saw then): a partition created since, written to all the while, would
+    keep the run from ever ending. It joins the offsets at its first offset, for the next run."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from samsa.spark import stream_source
+
+    seen = [[("t", 0)]]
+    monkeypatch.setattr(stream_source, "subscribed_partitions", lambda options: seen[0])
+    monkeypatch.setattr(
+        stream_source,
+        "partition_bounds",
+        lambda options, tps: ({tp: 2 for tp in tps}, {tp: 7 + tp[1] * 90 for tp in tps}),
+    )
+    reader = stream_source.SamsaStreamReader(parse_options(BOOT | {"subscribePattern": "t"}))
+    reader.prepareForTriggerAvailableNow()
+    seen[0] = [("t", 0), ("t", 1)]  # the topic grew; t-1 ends at 97 and goes on growing
+    end = reader.latestOffset({"t": {"0": 3}}, ReadAllAvailable())
+    assert end == {"t": {"0": 7, "1": 2}}

@@ -12,7 +12,8 @@ micro-batch committed for nothing). A micro-batch reads [start, end) per partiti
   starves while n is at least their number; what rounding leaves goes first to partitions that
   would get nothing;
 - with `minOffsetsPerTrigger` (ReadMinRows n): the start itself (no batch) until n records wait;
-- under Trigger.AvailableNow, never past the ends seen when the trigger started.
+- under Trigger.AvailableNow, never past the ends seen when the trigger started (a partition
+  new since is not read until the next run).
 
 A partition new since `start` (the topic grew, or a new topic matches the pattern) starts at its
 first offset. A start below a partition's first offset means retention deleted records, and a
@@ -81,8 +82,10 @@ def next_end(
     return {tp: start[tp] + shares[tp] for tp in latest}
 
 
-def capped(end: Positions, cap: Mapping[TopicPartition, int] | None) -> Positions:
-    """`end`, not past `cap` (the ends seen when Trigger.AvailableNow started)."""
+def capped(end: Positions, cap: Mapping[TopicPartition, int] | None, start: Positions) -> Positions:
+    """`end`, not past `cap` (the ends seen when Trigger.AvailableNow started); a partition `cap`
+    does not know (new since) stays at `start`: it held nothing then, and read it would let a
+    partition written to all the while keep the run from ever ending."""
     if cap is None:
         return end
-    return {tp: min(position, cap.get(tp, position)) for tp, position in end.items()}
+    return {tp: min(position, cap.get(tp, start[tp])) for tp, position in end.items()}

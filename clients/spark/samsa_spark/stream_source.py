@@ -68,7 +68,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         positions = so.with_new_partitions(positions, first)
         positions = {tp: self._checked_start(tp, p, first) for tp, p in positions.items()}
         latest = so.capped(
-            {tp: last.get(tp, p) for tp, p in positions.items()}, self._available_now
+            {tp: last.get(tp, p) for tp, p in positions.items()}, self._available_now, positions
         )
         end = so.next_end(
             positions,
