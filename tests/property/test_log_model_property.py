@@ -5,8 +5,9 @@ records at the same offsets, the same log start and end, the same timestamp look
 Method: hypothesis draws a list of operations; each is applied to a real Log (small segments, so
 rolls happen) and to the model — a list of batches, each a list of (offset, timestamp, key, value).
 The model's compaction is the rule written out naively (newest record per key below the active
-segment, tombstones dropped past delete.retention.ms). After every operation the whole log is read
-back and compared. fsync is skipped: nothing here simulates a power loss.
+segment, tombstones dropped delete.retention.ms after the pass that first cleaned them). After
+every operation the whole log is read back and compared. fsync is skipped: nothing here simulates a
+power loss.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class Model:
     def __init__(self) -> None:
         self.batches: list[list[Record]] = []
         self.log_start_offset = 0
+        # offset -> when the compaction pass that first cleaned it ran (a tombstone's horizon).
+        self.first_cleaned: dict[int, int] = {}
 
     def records(self) -> list[Record]:
         return [r for b in self.batches for r in b if r[0] >= self.log_start_offset]
@@ -71,6 +74,10 @@ class Model:
     def truncate(self, offset: int) -> None:
         self.batches = [b for b in self.batches if b[-1][0] < offset]
 
+    def forget_cleaned_from(self, log_end_offset: int) -> None:
+        """Offsets from the log end on are written again: new to the cleaner."""
+        self.first_cleaned = {o: t for o, t in self.first_cleaned.items() if o < log_end_offset}
+
     def compact(self, cleanable_end: int, now_ms: int) -> None:
         newest: dict[bytes, int] = {}
         for batch in self.batches:
@@ -82,7 +89,10 @@ class Model:
             if batch[0][0] >= cleanable_end:
                 compacted.append(batch)
                 continue
-            expired = max(ts for _, ts, _, _ in batch) + CONFIG.delete_retention_ms <= now_ms
+            first = self.first_cleaned.setdefault(batch[0][0], now_ms)
+            for r in batch:
+                self.first_cleaned.setdefault(r[0], first)
+            expired = first + CONFIG.delete_retention_ms <= now_ms
             kept = [
                 r
                 for r in batch
@@ -134,6 +144,7 @@ def apply(log: Log, model: Model, operation: tuple, directory: Path) -> Log:
         # log start, which then follows it down).
         assert log.log_end_offset <= max(offset, model.log_start_offset)
         model.log_start_offset = min(model.log_start_offset, log.log_end_offset)
+        model.forget_cleaned_from(log.log_end_offset)
     elif kind == "delete_records":
         offset = log.log_start_offset + int(argument * (log.log_end_offset - log.log_start_offset))
         model.log_start_offset = log.delete_records(offset)

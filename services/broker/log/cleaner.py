@@ -16,10 +16,11 @@ the loop would answer no produce, fetch or replica fetch):
    reads only through those descriptors and writes only `.cleaned` files. Its first pass builds
    the key map (each key's newest offset) and decides which COMMIT markers go
    (compaction.RemovableMarkers: it sees the log as the previous pass left it); its second
-   writes each segment's survivors to X.log.cleaned (`Segment.write_cleaned`), noting when a
-   pass is next due for what it kept only for its delete horizon (`Cleaned.due_ms`: a kept
-   tombstone's horizon, a young emptied COMMIT marker's, or, for a transaction whose records
-   it removed whole, its marker's earliest; `Log.compaction_due` reads it).
+   writes each segment's survivors to X.log.cleaned (`Segment.write_cleaned`), noting when a pass
+   is next due for what it kept only for its delete horizon (`Cleaned.due_ms`: a kept tombstone's
+   horizon, delete.retention.ms after the pass that first cleaned it, a young emptied COMMIT
+   marker's, or, for a transaction whose records it removed whole, its marker's earliest;
+   `Log.compaction_due` reads it).
 3. `finish` (on the log's thread, by `Log.finish_compaction`) applies the outcome only if every
    planned segment is still in the log, closed, at the same version: otherwise (retention,
    DeleteRecords, truncation or a scrubber repair got there first, or the log was closed) it
@@ -53,6 +54,7 @@ from samsa.services.broker.log.compaction import (
     compact_batch,
     update_key_map,
 )
+from samsa.services.broker.log.delete_horizon import FirstCleaned
 from samsa.services.broker.log.segment import iter_batches
 from samsa.services.broker.log.segment_index import SegmentIndexes
 
@@ -124,12 +126,14 @@ class CleaningJob:
         delete_retention_ms: int,
         keep_whole: Container[int],
         aborted: AbortedRanges,
+        first_cleaned: FirstCleaned,
     ) -> None:
         self.planned = planned
         # Where the pass ends: the next pass finds what was written since at or above it.
         self.cleaned_to = planned[-1].segment.next_offset
+        self.now_ms = now_ms  # the pass's time: what it cleaned first was first cleaned then
         self._descriptors_open = True
-        self._now_ms = now_ms
+        self._first_cleaned = first_cleaned
         self._delete_retention_ms = delete_retention_ms
         self._keep_whole = keep_whole
         self._aborted = aborted
@@ -143,9 +147,12 @@ class CleaningJob:
         delete_retention_ms: int,
         keep_whole: Container[int] = (),
         aborted: AbortedRanges = NO_ABORTED,
+        first_cleaned: FirstCleaned | None = None,
     ) -> CleaningJob | None:
         """The job over `closed`, the closed segments wholly below the cleanable end
-        (`LocalLog.closed_below`), or None when there is none. Call on the log's thread."""
+        (`LocalLog.closed_below`), or None when there is none; `first_cleaned` is when earlier
+        passes first cleaned each offset (None: never), the job's own copy. Call on the log's
+        thread."""
         if not closed:
             return None
         planned = [
@@ -158,6 +165,7 @@ class CleaningJob:
             delete_retention_ms=delete_retention_ms,
             keep_whole=keep_whole,
             aborted=aborted,
+            first_cleaned=first_cleaned or FirstCleaned(),
         )
 
     def run(self, cancel: threading.Event | None = None) -> Cleaned:
@@ -200,7 +208,7 @@ class CleaningJob:
         marker it keeps is old enough to go."""
         key_map: dict[bytes, int] = {}
         markers = RemovableMarkers(
-            now_ms=self._now_ms, delete_retention_ms=self._delete_retention_ms
+            now_ms=self.now_ms, delete_retention_ms=self._delete_retention_ms
         )
         for planned in self.planned:
             for _, batch in self._batches(planned, cancel):
@@ -208,11 +216,12 @@ class CleaningJob:
                 markers.see(batch)
         rules = CleaningRules(
             key_map,
-            self._now_ms,
+            self.now_ms,
             self._delete_retention_ms,
             self._keep_whole,
             self._aborted,
             markers.offsets(),
+            self._first_cleaned,
         )
         return rules, markers.young_until_ms
 
@@ -276,8 +285,9 @@ def _survivors(
     batches: Iterator[tuple[bytes, RecordBatch]], rules: CleaningRules, tally: _Tally
 ) -> Iterator[bytes]:
     """The batches as compaction leaves them, counted in `tally`, with when a pass is due
-    again: when a tombstone kept here may go, or (a transaction's records removed whole, so its
-    COMMIT marker may go on the next pass) once that marker can be delete.retention.ms old."""
+    again: when a tombstone kept here may go (delete.retention.ms after the pass that first
+    cleaned it), or (a transaction's records removed whole, so its COMMIT marker may go on the
+    next pass) once that marker can be delete.retention.ms old."""
     for raw, batch in batches:
         header = batch.header
         kept = compact_batch(raw, batch, rules)
@@ -286,13 +296,15 @@ def _survivors(
             if kept is not None:
                 yield kept
             continue
-        horizon = header.max_timestamp + rules.delete_retention_ms
         if kept is None:
             tally.records_removed += header.record_count
             if header.is_transactional:
-                tally.due_ms = min(tally.due_ms, max(horizon, rules.now_ms))
+                marker_old_enough = header.max_timestamp + rules.delete_retention_ms
+                tally.due_ms = min(tally.due_ms, max(marker_old_enough, rules.now_ms))
             continue
         tally.records_removed += header.record_count - read_header(kept).record_count
-        if horizon > rules.now_ms and None in batch.values:
-            tally.due_ms = min(tally.due_ms, horizon)  # a tombstone kept until its horizon
+        if None in batch.values:
+            tombstone_horizon = rules.tombstone_horizon_ms(header)
+            if tombstone_horizon > rules.now_ms:  # a tombstone kept until its horizon
+                tally.due_ms = min(tally.due_ms, tombstone_horizon)
         yield kept

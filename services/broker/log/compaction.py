@@ -7,8 +7,9 @@ segment's base offset, whichever is lower: cleaner.py) in two passes:
 1. `build_key_map` reads every decoded batch of that range and maps each key to the offset of
    its newest record.
 2. `compact_batch` rewrites one batch: a keyed record survives only if it is its key's newest;
-   a newest record with a null value (a tombstone) survives until its batch's max timestamp +
-   delete.retention.ms <= now_ms, so that consumers have that long to see the delete.
+   a newest record with a null value (a tombstone) survives until delete.retention.ms after the
+   pass that first cleaned it (Kafka's delete horizon, KIP-534; delete_horizon.py says why not
+   its record timestamp), so that consumers have that long to see the delete.
 
 Choices a reviewer should know:
 - Keyless records are kept. Kafka refuses them on compacted topics at produce time; Samsa's log
@@ -53,7 +54,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Container, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from samsa.common.record.codec import (
     CONTROL_TYPE_COMMIT,
@@ -62,6 +63,7 @@ from samsa.common.record.codec import (
     read_control_marker,
 )
 from samsa.common.record.header import BatchHeader, stamp_log_append_time
+from samsa.services.broker.log.delete_horizon import FirstCleaned
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 
 OFFSET_MAX = 2**63 - 1
@@ -162,7 +164,9 @@ def build_key_map(
 class CleaningRules:
     """What one pass keeps of each batch: `key_map` from `build_key_map`, the time and
     delete.retention.ms for tombstones, the batches kept whole (by base offset), the aborted
-    transactions and the markers to remove (by offset: `RemovableMarkers`)."""
+    transactions, the markers to remove (by offset: `RemovableMarkers`) and when earlier passes
+    first cleaned each offset (a tombstone goes delete.retention.ms after that; never in the
+    pass that first cleans it)."""
 
     key_map: dict[bytes, int]
     now_ms: int
@@ -170,6 +174,15 @@ class CleaningRules:
     keep_whole: Container[int] = ()
     aborted: AbortedRanges = NO_ABORTED
     removed_markers: Container[int] = ()
+    first_cleaned: FirstCleaned = field(default_factory=FirstCleaned)
+
+    def tombstone_horizon_ms(self, header: BatchHeader) -> int:
+        """When the batch's tombstones may go: delete.retention.ms after the pass that first
+        cleaned it (this one, when none did before)."""
+        first_cleaned_ms = self.first_cleaned.first_cleaned_ms(header.base_offset)
+        if first_cleaned_ms is None:
+            first_cleaned_ms = self.now_ms
+        return first_cleaned_ms + self.delete_retention_ms
 
 
 def compact_batch(raw: bytes, batch: RecordBatch, rules: CleaningRules) -> bytes | None:
@@ -182,7 +195,7 @@ def compact_batch(raw: bytes, batch: RecordBatch, rules: CleaningRules) -> bytes
         return raw
     if rules.aborted.contains(header):
         return None
-    tombstones_expired = header.max_timestamp + rules.delete_retention_ms <= rules.now_ms
+    tombstones_expired = rules.tombstone_horizon_ms(header) <= rules.now_ms
     key_map = rules.key_map
     offsets = batch.offsets()
     survivors = [

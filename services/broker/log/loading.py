@@ -67,7 +67,8 @@ LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 # Where the last compaction pass ended and when a pass is next due for what it kept (Kafka's
-# cleaner-offset-checkpoint, per partition): one entry "cleaned_to due_ms".
+# cleaner-offset-checkpoint, per partition): an entry "cleaned_to due_ms", then one "end_offset
+# first_cleaned_ms" per range the passes first cleaned (delete_horizon.py).
 CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 # The checkpoints `Log.checkpoint` writes (the cleaner's is written when a pass is swapped in).
 CHECKPOINT_FILES = (
@@ -101,7 +102,8 @@ class LoadedLog(NamedTuple):
     producers: Rebuilt  # the producer state at the log end offset, and how it was rebuilt
     snapshot_offsets: list[int]  # the producer-state snapshots kept, ascending
     transactions: TransactionLogState  # the aborted-transaction index, rebuilt where replayed
-    cleaner: tuple[int, int]  # checkpointed (cleaned_to, due_ms); NEVER_CLEANED when missing or bad
+    # Checkpointed (cleaned_to, due_ms, first-cleaned ranges); NEVER_CLEANED when missing or bad.
+    cleaner: tuple[int, int, list[tuple[int, int]]]
 
 
 def load_log(directory: Path, config: LogConfig) -> LoadedLog:
@@ -284,17 +286,18 @@ def _read_checkpoints(directory: Path, names: set[str]) -> dict[str, bytes]:
     return checkpointed
 
 
-def _parse_cleaner(data: bytes) -> tuple[int, int]:
-    """The cleaner checkpoint's (cleaned_to, due_ms), or NEVER_CLEANED when it is corrupt: the
-    next pass is then due, which costs a pass and loses nothing."""
+def _parse_cleaner(data: bytes) -> tuple[int, int, list[tuple[int, int]]]:
+    """The cleaner checkpoint's (cleaned_to, due_ms, first-cleaned ranges), or NEVER_CLEANED
+    with no range when it is corrupt: the next pass is then due, which costs a pass and loses
+    nothing (a tombstone's horizon counts from that pass: it stays longer, never shorter)."""
     try:
         entries = decode_checkpoint(data, fields=2)
     except CorruptCheckpointError:
-        return NEVER_CLEANED
-    if len(entries) != 1 or entries[0][0] < 0:
-        return NEVER_CLEANED
-    cleaned_to, due_ms = entries[0]
-    return cleaned_to, due_ms
+        return (*NEVER_CLEANED, [])
+    if not entries or entries[0][0] < 0:
+        return (*NEVER_CLEANED, [])
+    (cleaned_to, due_ms), *first_cleaned = entries
+    return cleaned_to, due_ms, [(end, time_ms) for end, time_ms in first_cleaned]
 
 
 def _parse_offset(data: bytes) -> int | None:

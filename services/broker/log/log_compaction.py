@@ -9,20 +9,23 @@ worker thread). The cleanable end is the log's last stable offset given the part
 watermark (the pass stays below it, as cleaner.py explains); the log passes its current config,
 which changes with the topic's, and its log start offset each time.
 
-Between passes this keeps where the last swapped-in pass ended (`cleaned_to`: what was written
-at or above it is the dirty part policy.compaction_due weighs against min.cleanable.dirty.ratio)
-and when something that pass kept for delete.retention.ms may go (`due_ms`), and checkpoints both
-(Kafka's cleaner-offset-checkpoint, one per partition; log_durability.py writes it like the other
-checkpoints), so that a restart does not make every compacted partition's next pass due and
-re-read all its segments. Keeping `due_ms` too means a tombstone or marker kept for its horizon
-still goes at its time after a restart. The checkpoint is written when a pass's swap is done
-(`finish`), never before it: a crash in between leaves the previous value, which claims less
-than was cleaned and costs at most a pass. A truncation below `cleaned_to` lowers it to the new
-log end (`on_truncated`: what is written again from there is new to the cleaner) and checkpoints
-that at once, so that a crash after the log has grown past the old value again cannot bring it
-back. At open (`on_open`) a checkpointed `cleaned_to` outside [log start offset, log end offset]
-(a crash lost what it covered, or retention moved the log start past it) reads as never cleaned,
-and is checkpointed so; a missing or garbled checkpoint reads so too (loading.py).
+Between passes this keeps where the last swapped-in pass ended (`cleaned_to`: what was written at
+or above it is the dirty part policy.compaction_due weighs against min.cleanable.dirty.ratio), when
+something that pass kept for delete.retention.ms may go (`due_ms`) and when the passes first
+cleaned each offset range (delete_horizon.py: a tombstone's delete.retention.ms counts from there),
+and checkpoints them (Kafka's cleaner-offset-checkpoint, one per partition; log_durability.py
+writes it like the other checkpoints), so that a restart does not make every compacted partition's
+next pass due and re-read all its segments. Keeping `due_ms` too means a tombstone or marker kept
+for its horizon still goes at its time after a restart. The checkpoint is written when a pass's
+swap is done (`finish`), never before it: a crash in between leaves the previous value, which
+claims less than was cleaned and costs at most a pass (and a tombstone's horizon, counted from a
+later pass, comes later: never sooner). A truncation below `cleaned_to` lowers it, and the
+first-cleaned ranges, to the new log end (`on_truncated`: what is written again from there is new
+to the cleaner) and checkpoints that at once, so that a crash after the log has grown past the old
+value again cannot bring it back. At open (`on_open`) a checkpointed `cleaned_to` outside [log
+start offset, log end offset] (a crash lost what it covered, or retention moved the log start past
+it) reads as never cleaned, and is checkpointed so; a missing or garbled checkpoint reads so too
+(loading.py).
 
 Planning a pass makes the clean-shutdown marker's removal durable (log_durability.py), so before
 the swap may change any file; the swap is crash-safe by itself (cleaner.py). This module only
@@ -37,6 +40,7 @@ from typing import TYPE_CHECKING
 from samsa.services.broker.log import cleaner, policy
 from samsa.services.broker.log.cleaner import NOTHING_CLEANED, CleaningJob
 from samsa.services.broker.log.compaction import NEVER, AbortedRanges
+from samsa.services.broker.log.delete_horizon import FirstCleaned
 
 if TYPE_CHECKING:
     from samsa.services.broker.log.cleaner import Cleaned, CompactionResult
@@ -56,23 +60,27 @@ class LogCompaction:
         durability: LogDurability,
         producer_txns: ProducerTransactions,
         last_stable_offset: Callable[[int], int],
-        checkpointed: tuple[int, int],
+        checkpointed: tuple[int, int, list[tuple[int, int]]],
     ) -> None:
         self._local_log = local_log
         self._durability = durability
         self._producer_txns = producer_txns
         # The log's last stable offset given the partition's high watermark: the cleanable end.
         self._last_stable_offset = last_stable_offset
-        # Where the last pass ended (0: none yet), and when something it kept for its delete
-        # horizon may go (NEVER: nothing): as checkpointed until `on_open` checks them.
-        self.cleaned_to, self._due_ms = checkpointed
+        # Where the last pass ended (0: none yet), when something it kept for its delete
+        # horizon may go (NEVER: nothing), and when the passes first cleaned each offset range:
+        # as checkpointed until `on_open` checks them.
+        self.cleaned_to, self._due_ms, first_cleaned = checkpointed
+        self._first_cleaned = FirstCleaned(first_cleaned)
 
     def on_open(self, log_start_offset: int) -> None:
         """The loaded log starts at `log_start_offset`: a checkpointed `cleaned_to` outside the
         log means never cleaned (and is checkpointed so: the log may grow past it again)."""
         if not log_start_offset <= self.cleaned_to <= self._local_log.log_end_offset:
             self.cleaned_to, self._due_ms = 0, NEVER
-        self._durability.checkpoint_cleaner(self.cleaned_to, self._due_ms)
+        self._first_cleaned.truncate(self._local_log.log_end_offset)
+        self._first_cleaned.forget_below(log_start_offset)
+        self._checkpoint()
 
     def due(self, config: LogConfig, *, now_ms: int, high_watermark: int) -> bool:
         """cleanup.policy=compact, and min.cleanable.dirty.ratio of the bytes of the closed
@@ -110,6 +118,7 @@ class LogCompaction:
             delete_retention_ms=config.delete_retention_ms,
             keep_whole=self._producer_txns.newest_batch_base_offsets(),
             aborted=AbortedRanges(aborted),
+            first_cleaned=self._first_cleaned.copy(),
         )
 
     def finish(self, job: CleaningJob, cleaned: Cleaned) -> CompactionResult:
@@ -120,12 +129,19 @@ class LogCompaction:
             return NOTHING_CLEANED
         self.cleaned_to = job.cleaned_to
         self._due_ms = cleaned.due_ms
-        self._durability.checkpoint_cleaner(self.cleaned_to, self._due_ms)
+        self._first_cleaned.on_pass(job.cleaned_to, job.now_ms)
+        self._checkpoint()
         return result
 
     def on_truncated(self, log_end_offset: int) -> None:
         """The log lost its records from `log_end_offset` on: what is written again there is
         new to the cleaner (checkpointed now if that lowered `cleaned_to`)."""
-        if self.cleaned_to > log_end_offset:
-            self.cleaned_to = log_end_offset
-            self._durability.checkpoint_cleaner(self.cleaned_to, self._due_ms)
+        cut = self._first_cleaned.truncate(log_end_offset)
+        if cut or self.cleaned_to > log_end_offset:
+            self.cleaned_to = min(self.cleaned_to, log_end_offset)
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        self._durability.checkpoint_cleaner(
+            self.cleaned_to, self._due_ms, self._first_cleaned.entries()
+        )

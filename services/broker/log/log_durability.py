@@ -239,11 +239,13 @@ class LogDurability:
         """Write the leader-epoch checkpoint alone (an append that started a new epoch)."""
         self._write_checkpoints({LEADER_EPOCH_CHECKPOINT_FILE: encode_checkpoint(epoch_entries)})
 
-    def checkpoint_cleaner(self, cleaned_to: int, due_ms: int) -> None:
-        """Write where the cleaner got to, atomically, when it changed (log_compaction.py)."""
-        self._write_checkpoints(
-            {CLEANER_OFFSET_CHECKPOINT_FILE: encode_checkpoint([(cleaned_to, due_ms)])}
-        )
+    def checkpoint_cleaner(
+        self, cleaned_to: int, due_ms: int, first_cleaned: list[tuple[int, int]]
+    ) -> None:
+        """Write where the cleaner got to, atomically, when it changed (log_compaction.py):
+        (cleaned_to, due_ms), then the first-cleaned ranges (delete_horizon.py)."""
+        entries = [(cleaned_to, due_ms), *first_cleaned]
+        self._write_checkpoints({CLEANER_OFFSET_CHECKPOINT_FILE: encode_checkpoint(entries)})
 
     # --- closing -------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from samsa.services.broker.log.compaction import (
     build_key_map,
     compact_batch,
 )
+from samsa.services.broker.log.delete_horizon import FirstCleaned
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 
 
@@ -62,6 +63,7 @@ def compact(
     delete_retention_ms: int = 100,
     aborted: AbortedRanges | None = None,
     removed_markers: Container[int] = (),
+    first_cleaned: FirstCleaned | None = None,
 ) -> bytes | None:
     rules = CleaningRules(
         key_map,
@@ -69,6 +71,7 @@ def compact(
         delete_retention_ms,
         aborted=aborted or AbortedRanges(),
         removed_markers=removed_markers,
+        first_cleaned=first_cleaned or FirstCleaned(),
     )
     return compact_batch(raw, decode_batch(raw), rules)
 
@@ -108,11 +111,15 @@ def test_survivors_keep_offsets_timestamps_headers_and_batch_fields() -> None:
     assert (header.producer_epoch, header.base_sequence) == (2, 40)
 
 
-def test_tombstones_expire_after_delete_retention_ms() -> None:
-    raw = build_batch([None, b"v"], keys=[b"dead", b"live"], timestamps=[1_000, 1_000])
+def test_tombstones_expire_delete_retention_ms_after_their_first_pass() -> None:
+    """Counted from the pass that first cleaned the batch (offsets below 2 at 1_000), never
+    from the record timestamp (0 here), and never in the first pass itself."""
+    raw = build_batch([None, b"v"], keys=[b"dead", b"live"], timestamps=[0, 0])
     key_map = {b"dead": 0, b"live": 1}
-    assert compact(raw, key_map, now_ms=1_099) is raw
-    out = compact(raw, key_map, now_ms=1_100)
+    assert compact(raw, key_map, now_ms=5_000) is raw, "its first pass keeps it"
+    first_cleaned = FirstCleaned([(2, 1_000)])
+    assert compact(raw, key_map, now_ms=1_099, first_cleaned=first_cleaned) is raw
+    out = compact(raw, key_map, now_ms=1_100, first_cleaned=first_cleaned)
     assert out is not None
     assert [(r.offset, r.key) for r in decode_batch(out)] == [(1, b"live")]
 

@@ -1,0 +1,86 @@
+"""Goal: a tombstone stays delete.retention.ms after the compaction pass that first cleaned it,
+whatever timestamp its producer gave it (Kafka's delete horizon, KIP-534), so that a consumer
+that read a key's value before that pass still has delete.retention.ms to read its delete.
+
+A producer's CreateTime is the producer's to choose: an event time days old, a replayed record's
+original time, a clock that is behind. A horizon counted from it removes such a tombstone in the
+very pass that removes the value it deletes, and a consumer that had read the value but not yet
+the tombstone keeps the deleted key for ever.
+
+Method: a real Log with 2 KiB segments and cleanup.policy=compact; the tombstone carries a
+timestamp two retention periods old; passes at chosen times, a restart in between.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from log_helpers import batch, read_all, small_config
+
+from samsa.services.broker.log.log import Log
+
+NOW = 1_000_000_000
+RETENTION_MS = 60_000
+CONFIG = small_config(cleanup_policy=frozenset({"compact"}), delete_retention_ms=RETENTION_MS)
+
+
+def put(log: Log, key: bytes, value: bytes | None, timestamp: int = NOW) -> int:
+    return log.append_as_leader(
+        batch(value, keys=[key], timestamp=timestamp), leader_epoch=0, now_ms=NOW
+    ).first_offset
+
+
+def deleted_with_an_old_timestamp(directory: Path) -> tuple[Log, int]:
+    """k written, then deleted by a tombstone timestamped two retention periods ago; other keys
+    written after it close its segment. Returns the log and the tombstone's offset."""
+    log = Log.open(directory, CONFIG, now_ms=NOW)
+    put(log, b"k", b"v" * 100)
+    tombstone = put(log, b"k", None, timestamp=NOW - 2 * RETENTION_MS)
+    for n in range(40):
+        put(log, b"o%d" % (n % 4), b"w" * 100)
+    assert tombstone < log.segments()[-1].base_offset, "the tombstone's segment is closed"
+    return log, tombstone
+
+
+def tombstones(log: Log) -> list[int]:
+    return [r.offset for r in read_all(log) if r.key == b"k" and r.value is None]
+
+
+def test_a_tombstone_with_an_old_timestamp_stays_its_retention_after_its_first_pass(
+    tmp_path: Path,
+) -> None:
+    log, tombstone = deleted_with_an_old_timestamp(tmp_path)
+    end = log.log_end_offset
+    log.compact(now_ms=NOW, high_watermark=end)
+    assert [r.value for r in read_all(log) if r.key == b"k"] == [None], "the value went"
+    assert tombstones(log) == [tombstone], "the first pass keeps the tombstone"
+    assert not log.compaction_due(now_ms=NOW + RETENTION_MS - 1, high_watermark=end)
+    log.compact(now_ms=NOW + RETENTION_MS - 1, high_watermark=end)
+    assert tombstones(log) == [tombstone], "kept until its pass is delete.retention.ms old"
+    log.close()
+
+    reopened = Log.open(tmp_path, CONFIG, now_ms=NOW)
+    assert tombstones(reopened) == [tombstone]
+    assert reopened.compaction_due(now_ms=NOW + RETENTION_MS, high_watermark=end)
+    reopened.compact(now_ms=NOW + RETENTION_MS, high_watermark=end)
+    assert tombstones(reopened) == [], "then it goes"
+    reopened.close()
+
+
+def test_a_truncated_and_rewritten_range_is_new_to_the_cleaner(tmp_path: Path) -> None:
+    """A truncation drops what earlier passes saw from the new log end on: a tombstone written
+    there afterwards gets its own delete.retention.ms from the pass that first cleans it."""
+    log, tombstone = deleted_with_an_old_timestamp(tmp_path)
+    end = log.log_end_offset
+    log.compact(now_ms=NOW, high_watermark=end)
+    log.truncate_to(tombstone)
+    later = NOW + 2 * RETENTION_MS
+    again = put(log, b"k", None, timestamp=NOW - 2 * RETENTION_MS)
+    for n in range(40):
+        put(log, b"o%d" % (n % 4), b"w" * 100)
+    end = log.log_end_offset
+    log.compact(now_ms=later, high_watermark=end)
+    assert tombstones(log) == [again], "first cleaned now: kept"
+    log.compact(now_ms=later + RETENTION_MS, high_watermark=end)
+    assert tombstones(log) == []
+    log.close()
