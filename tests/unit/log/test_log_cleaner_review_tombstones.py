@@ -17,6 +17,7 @@ from pathlib import Path
 
 from log_helpers import batch, read_all, small_config
 
+from samsa.services.broker.log.delete_horizon import ENTRIES_MAX, FirstCleaned
 from samsa.services.broker.log.log import Log
 
 NOW = 1_000_000_000
@@ -84,3 +85,19 @@ def test_a_truncated_and_rewritten_range_is_new_to_the_cleaner(tmp_path: Path) -
     log.compact(now_ms=later + RETENTION_MS, high_watermark=end)
     assert tombstones(log) == []
     log.close()
+
+
+def test_first_cleaned_ranges_truncate_forget_and_merge_towards_later() -> None:
+    ranges = FirstCleaned()
+    ranges.on_pass(10, 100)
+    ranges.on_pass(10, 200)  # nothing new cleaned: the first pass's time stays
+    ranges.on_pass(30, 300)
+    assert [ranges.first_cleaned_ms(o) for o in (0, 9, 10, 29, 30)] == [100, 100, 300, 300, None]
+    assert ranges.truncate(20) and ranges.entries() == [(10, 100), (20, 300)]
+    assert not ranges.truncate(25)
+    ranges.forget_below(10)
+    assert ranges.entries() == [(20, 300)]
+    for n in range(ENTRIES_MAX + 5):
+        ranges.on_pass(21 + n, n)
+    assert len(ranges.entries()) == ENTRIES_MAX
+    assert ranges.first_cleaned_ms(0) >= 300, "a merged range keeps its later time"
