@@ -276,3 +276,29 @@ def test_available_now_reads_no_partition_that_appeared_after_it_started(
     seen[0] = [("t", 0), ("t", 1)]  # the topic grew; t-1 ends at 97 and goes on growing
     end = reader.latestOffset({"t": {"0": 3}}, ReadAllAvailable())
     assert end == {"t": {"0": 7, "1": 2}}
+
+
+@pytest.mark.parametrize(
+    ("options", "stream", "words"),
+    [
+        ({"startingOffsets": "latest"}, False, "batch read cannot start at latest"),
+        ({"startingOffsets": '{"a": {"0": -1}}'}, False, "a-0 cannot be -1"),
+        ({"endingOffsets": "latest"}, True, "endingOffsets is not valid for a stream"),
+        ({"endingTimestamp": "5"}, True, "endingTimestamp is not valid for a stream"),
+        ({"endingoffsetsbytimestamp": '{"a": {"0": 5}}'}, True, "endingOffsetsByTimestamp"),
+    ],
+)
+def test_options_of_the_other_kind_of_read_are_refused(
+    options: dict, stream: bool, words: str
+) -> None:
+    """As Kafka's connector: a batch read that starts at latest would read nothing, and a
+    stream would ignore an ending; each is refused naming the option."""
+    from pyspark.sql.types import StructType
+
+    from samsa.spark.source import SamsaDataSource
+
+    source = SamsaDataSource(BOOT | {"subscribe": "a"} | options)
+    with pytest.raises(OptionError, match=words):
+        source.streamReader(StructType()) if stream else source.reader(StructType())
+    fine = SamsaDataSource(BOOT | {"subscribe": "a"} | options)
+    fine.reader(StructType()) if stream else fine.streamReader(StructType())

@@ -121,6 +121,33 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     )
 
 
+def batch_checked(options: SourceOptions) -> SourceOptions:
+    """`options`, refused (as Kafka's connector does) if a batch read would start at latest: it
+    would read nothing, which is never what was meant. Starting by time wins over it."""
+    if options.starting_times is None and options.starting is not None:
+        if options.starting == "latest":
+            raise OptionError("a batch read cannot start at latest: use earliest or JSON offsets")
+        if isinstance(options.starting, dict):
+            for topic, offsets in options.starting.items():
+                for partition, offset in offsets.items():
+                    if offset == LATEST:
+                        raise OptionError(
+                            f"startingOffsets: {topic}-{partition} cannot be -1 (latest) in a "
+                            "batch read"
+                        )
+    return options
+
+
+def stream_checked(options: Mapping[str, str]) -> Mapping[str, str]:
+    """`options`, refused (as Kafka's connector does) if they set an ending: a stream has
+    none, and ignoring the option would read on past what was asked for."""
+    given = {key.lower() for key in options}
+    for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+        if name.lower() in given:
+            raise OptionError(f"{name} is not valid for a stream: a stream has no end")
+    return options
+
+
 def canonical(offsets: Mapping[str, Mapping[int, int]]) -> str:
     """Offsets as the JSON Spark keeps: sorted keys, no spaces."""
     as_strings = {t: {str(p): o for p, o in sorted(ps.items())} for t, ps in offsets.items()}

@@ -41,7 +41,13 @@ from samsa.client import Admin, Consumer, KafkaError
 from samsa.client.partition_range import PartitionRangeReader
 from samsa.common.errors import ErrorCode
 from samsa.spark.arrow_batches import chunk_to_arrow
-from samsa.spark.options import OptionError, SourceOptions, parse_options
+from samsa.spark.options import (
+    OptionError,
+    SourceOptions,
+    batch_checked,
+    parse_options,
+    stream_checked,
+)
 from samsa.spark.pushdown import Pushed, push
 from samsa.spark.ranges import OffsetRange, offsets_at_times, resolve, split, timestamps_for
 
@@ -76,7 +82,7 @@ class SamsaDataSource(DataSource):
         return spark_schema(parse_options(self.options).include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        options = parse_options(self.options)
+        options = batch_checked(parse_options(self.options))
         if _planning_with_pushdown():
             return SamsaPushdownReader(options)
         return SamsaBatchReader(options)
@@ -98,7 +104,7 @@ class SamsaDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from samsa.spark.stream_source import SamsaStreamReader
 
-        return SamsaStreamReader(parse_options(self.options))
+        return SamsaStreamReader(parse_options(stream_checked(self.options)))
 
 
 @dataclass
