@@ -302,3 +302,38 @@ def test_options_of_the_other_kind_of_read_are_refused(
         source.streamReader(StructType()) if stream else source.reader(StructType())
     fine = SamsaDataSource(BOOT | {"subscribe": "a"} | options)
     fine.reader(StructType()) if stream else fine.streamReader(StructType())
+
+
+def test_min_offsets_per_trigger_waits_no_longer_than_max_trigger_delay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """minOffsetsPerTrigger holds a micro-batch back while fewer records wait, but, as in Kafka's
+    connector, for at most maxTriggerDelay (15 minutes by default) since the last micro-batch:
+    a stream's last few records were otherwise never read."""
+    from pyspark.sql.streaming.datasource import ReadMinRows
+
+    from samsa.spark import stream_source
+
+    clock = [1000.0]
+    monkeypatch.setattr(stream_source.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(stream_source, "subscribed_partitions", lambda options: [("t", 0)])
+    monkeypatch.setattr(
+        stream_source, "partition_bounds", lambda options, tps: ({("t", 0): 0}, {("t", 0): 5})
+    )
+    start = {"t": {"0": 2}}
+    reader = stream_source.SamsaStreamReader(
+        parse_options(BOOT | {"subscribe": "t", "minOffsetsPerTrigger": "10"})
+    )
+    assert reader.latestOffset(start, ReadMinRows(10)) == start  # 3 wait: held back
+    clock[0] += 15 * 60 - 1
+    assert reader.latestOffset(start, ReadMinRows(10)) == start
+    clock[0] += 1
+    assert reader.latestOffset(start, ReadMinRows(10)) == {"t": {"0": 5}}  # 15 minutes on
+    assert reader.latestOffset({"t": {"0": 5}}, ReadMinRows(10)) == {"t": {"0": 5}}
+    quick = stream_source.SamsaStreamReader(
+        parse_options(BOOT | {"subscribe": "t", "maxTriggerDelay": "30s"})
+    )
+    clock[0] += 30
+    assert quick.latestOffset(start, ReadMinRows(10)) == {"t": {"0": 5}}
+    with pytest.raises(OptionError, match="maxTriggerDelay must be"):
+        parse_options(BOOT | {"subscribe": "t", "maxTriggerDelay": "soon"})

@@ -19,7 +19,8 @@ checked: each error names the option and what to write instead.
 - `includeHeaders` (false), `isolation.level` (`read_committed`, the default, or
   `read_uncommitted`), `failOnDataLoss` (true), `minPartitions` (split large ranges so that there
   are at least this many tasks); streaming: `maxOffsetsPerTrigger` and `minOffsetsPerTrigger`
-  (admission control, records per micro-batch).
+  (admission control, records per micro-batch), and `maxTriggerDelay` (15m: how long
+  minOffsetsPerTrigger may hold records back; a number with ms, s, m, h or d).
 
 Offsets travel as canonical JSON (sorted keys, no spaces): Spark compares offsets as strings.
 Pure: no I/O.
@@ -28,6 +29,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -62,6 +64,7 @@ class SourceOptions:
     min_partitions: int | None = None
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
 
     def matches(self, topic: str) -> bool:
         """Whether a topic is read (subscribe or subscribePattern; assign lists partitions)."""
@@ -118,6 +121,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         min_partitions=_positive("minPartitions", get("minPartitions")),
         max_offsets_per_trigger=_positive("maxOffsetsPerTrigger", get("maxOffsetsPerTrigger")),
         min_offsets_per_trigger=_positive("minOffsetsPerTrigger", get("minOffsetsPerTrigger")),
+        max_trigger_delay_ms=_duration_ms("maxTriggerDelay", get("maxTriggerDelay") or "15m"),
     )
 
 
@@ -235,6 +239,17 @@ def _isolation(text: str | None) -> str:
     if level not in ("read_committed", "read_uncommitted"):
         raise OptionError(f"isolation.level must be read_committed or read_uncommitted: {level!r}")
     return level
+
+
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration_ms(name: str, text: str) -> int:
+    """A duration as Spark writes one (`15m`, `30s`, `500ms`; a bare number is ms)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
+    if match is None or match.group(2) not in {"", *_UNIT_MS}:
+        raise OptionError(f"{name} must be a duration like 15m, 30s or 500ms, not {text!r}")
+    return int(match.group(1)) * _UNIT_MS.get(match.group(2), 1)
 
 
 def _positive(name: str, text: str | None) -> int | None:

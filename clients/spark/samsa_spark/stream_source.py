@@ -16,6 +16,7 @@ offsets from then on (created again, it is a new partition, read from its start)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -44,6 +45,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._available_now: so.Positions | None = None
+        self._last_trigger = time.monotonic()  # the last micro-batch planned, or the start
 
     def initialOffset(self) -> dict:
         partitions = subscribed_partitions(self.options)
@@ -76,11 +78,21 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_rows=limit.max_rows if isinstance(limit, ReadMaxRows) else None,
             min_rows=(
                 limit.min_rows
-                if isinstance(limit, ReadMinRows) and self._available_now is None
+                if isinstance(limit, ReadMinRows)
+                and self._available_now is None
+                and not self._delayed_too_long()
                 else None
             ),
         )
+        if end != positions:
+            self._last_trigger = time.monotonic()
         return so.to_offset(end)
+
+    def _delayed_too_long(self) -> bool:
+        """Whether minOffsetsPerTrigger has held records back for maxTriggerDelay since the
+        last micro-batch (or the start): then what waits is read however little (Kafka's)."""
+        waited_ms = (time.monotonic() - self._last_trigger) * 1000
+        return waited_ms >= self.options.max_trigger_delay_ms
 
     def prepareForTriggerAvailableNow(self) -> None:
         partitions = subscribed_partitions(self.options)
