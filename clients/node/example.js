@@ -198,7 +198,7 @@ async function main() {
       throw new Error(`unknown command ${JSON.stringify(command || '')}: use create-topic, describe, produce, delete-records, consume or group-consume`);
     }
   } finally {
-    client.close();
+    await client.close();
   }
 }
 

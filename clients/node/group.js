@@ -173,6 +173,7 @@ class GroupMember {
       { group_id: this.groupId, member_id: this.memberId, member_epoch: -1 },
       (a) => a,
     );
+    this.client.members.delete(this);
     check(answer, `leaving group ${this.groupId}`);
     this.assignment = [];
   }

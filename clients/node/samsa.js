@@ -75,10 +75,14 @@ class SamsaClient {
     // produce; null until then and after a failure dropped it.
     this.producer = null;
     this.partitionQueues = new Map(); // "topic:partition" -> the tail of its idempotent produces
+    this.members = new Set(); // the GroupMembers joined through this client, until they leave
+    this.closing = null; // close()'s Promise, once called
+    this.closed = false; // no new channel may be opened
   }
 
   stub(kind, endpoint) {
     const key = `${kind}@${endpoint}`;
+    if (this.closed) throw new Error(`the client is closed: no ${kind} call to ${endpoint}`);
     if (!this.stubs.has(key)) {
       const Service = loadServices()[kind];
       const options = { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES };
@@ -280,12 +284,24 @@ class SamsaClient {
   async joinGroup(groupId, topics, options = {}) {
     const member = new GroupMember(this, groupId, topics, options);
     await member.join();
+    this.members.add(member); // until it leaves
     return member;
   }
 
+  // Ends the client: each group member that has not left stops heartbeating and leaves (as
+  // Kafka's consumer.close() does, so its partitions are reassigned at once rather than after
+  // its session times out), then every channel is closed and none is opened again, so nothing
+  // keeps Node running. Resolves once that is done; calling it again returns the same Promise.
   close() {
-    for (const stub of this.stubs.values()) stub.close();
-    this.stubs.clear();
+    if (this.closing === null) {
+      const leaving = [...this.members].map((member) => member.leave().catch(() => {}));
+      this.closing = Promise.all(leaving).then(() => {
+        this.closed = true;
+        for (const stub of this.stubs.values()) stub.close();
+        this.stubs.clear();
+      });
+    }
+    return this.closing;
   }
 }
 

@@ -1,9 +1,11 @@
 """What the Node client's integration tests share: where `node` and clients/node are, the
-cluster they run against (1 controller, 2 brokers, 1 coordinator), and example.js as a command.
+cluster they run against (1 controller, 2 brokers, 1 coordinator), example.js as a command, and
+`node_script`, a short script over samsa.js.
 `NODE_MISSING` is the reason to skip when `node` or clients/node/node_modules is not there."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -42,3 +44,50 @@ def node(bootstrap: str, *args: str, stdin: str = "") -> subprocess.CompletedPro
         text=True,
         timeout=60,
     )
+
+
+# A Node script's frame: `client` (a SamsaClient with `options`), `topic`, `data` (JSON from
+# Python) and `NO_ERROR` are in scope of BODY, an async function body whose return value is
+# printed as JSON.
+SCRIPT = """
+const { SamsaClient, NO_ERROR } = require(process.env.NODE_TEST_CLIENT);
+const options = JSON.parse(process.env.NODE_TEST_OPTIONS);
+const client = new SamsaClient(process.env.SAMSA_BOOTSTRAP, options);
+const topic = process.env.NODE_TEST_TOPIC;
+const data = JSON.parse(process.env.NODE_TEST_DATA);
+(async () => {
+BODY
+})()
+  .then((result) => console.log(JSON.stringify(result)))
+  .catch((error) => { console.error(error.stack); process.exitCode = 1; })
+  .finally(() => client.close());
+"""
+
+
+def node_script(
+    bootstrap: str,
+    topic: str,
+    body: str,
+    data: object = None,
+    timeout_s: float = 60,
+    **options: object,
+) -> object:
+    """Runs BODY in SCRIPT against the cluster and returns what it printed, parsed. A script
+    still running after `timeout_s` (a handle left open keeps Node alive) is killed and fails."""
+    env = {
+        "PATH": str(Path(NODE).parent),
+        "NODE_TEST_CLIENT": str(NODE_DIR / "samsa.js"),
+        "SAMSA_BOOTSTRAP": bootstrap,
+        "NODE_TEST_OPTIONS": json.dumps(options),
+        "NODE_TEST_TOPIC": topic,
+        "NODE_TEST_DATA": json.dumps(data),
+    }
+    done = subprocess.run(
+        [NODE, "-e", SCRIPT.replace("BODY", body)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

@@ -18,13 +18,10 @@ leader holds. Skipped when `node` or clients/node/node_modules is missing.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from node_helpers import NODE, NODE_DIR, NODE_MISSING, Row, node, node_cluster
+from node_helpers import NODE_MISSING, Row, node, node_cluster, node_script
 
 from samsa.client import Admin, Consumer, NewTopic
 
@@ -40,22 +37,6 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield endpoints
 
 
-# A Node script's frame: `client` (a SamsaClient with `options`), `topic`, `data` (JSON from
-# Python) and `NO_ERROR` are in scope of BODY, an async function body whose return value is
-# printed as JSON.
-SCRIPT = """
-const { SamsaClient, NO_ERROR } = require(process.env.NODE_TEST_CLIENT);
-const options = JSON.parse(process.env.NODE_TEST_OPTIONS);
-const client = new SamsaClient(process.env.SAMSA_BOOTSTRAP, options);
-const topic = process.env.NODE_TEST_TOPIC;
-const data = JSON.parse(process.env.NODE_TEST_DATA);
-(async () => {
-BODY
-})()
-  .then((result) => console.log(JSON.stringify(result)))
-  .catch((error) => { console.error(error.stack); process.exitCode = 1; })
-  .finally(() => client.close());
-"""
 # Wraps client.call so that the first Produce is written by the broker but its answer is lost
 # (the client sees gRPC UNAVAILABLE, status 14, and must send the request again).
 LOSE_FIRST_PRODUCE_ANSWER = """
@@ -72,29 +53,6 @@ client.call = async (kind, endpoint, method, request, ...rest) => {
 # A fixed timestamp, so that a replayed request is byte for byte the first one.
 TIMESTAMP_MS = 1_700_000_000_000
 Records = list[dict]
-
-
-def node_script(
-    bootstrap: str, topic: str, body: str, data: object = None, **options: object
-) -> object:
-    """Runs BODY in SCRIPT against the cluster and returns what it printed, parsed."""
-    env = {
-        "PATH": str(Path(NODE).parent),
-        "NODE_TEST_CLIENT": str(NODE_DIR / "samsa.js"),
-        "SAMSA_BOOTSTRAP": bootstrap,
-        "NODE_TEST_OPTIONS": json.dumps(options),
-        "NODE_TEST_TOPIC": topic,
-        "NODE_TEST_DATA": json.dumps(data),
-    }
-    done = subprocess.run(
-        [NODE, "-e", SCRIPT.replace("BODY", body)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def make_records(prefix: str, count: int) -> Records:
