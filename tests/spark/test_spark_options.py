@@ -218,7 +218,9 @@ def test_a_stream_whose_topic_was_deleted_stops_or_drops_it_as_fail_on_data_loss
     from samsa.spark import stream_source
 
     now = [("keep", 0), ("new", 0)]
-    monkeypatch.setattr(stream_source, "subscribed_partitions", lambda options: now)
+    monkeypatch.setattr(
+        stream_source, "subscribed_partitions", lambda options, missing_ok=False: now
+    )
     monkeypatch.setattr(
         stream_source,
         "partition_bounds",
@@ -265,7 +267,9 @@ def test_available_now_reads_no_partition_that_appeared_after_it_started(
     from samsa.spark import stream_source
 
     seen = [[("t", 0)]]
-    monkeypatch.setattr(stream_source, "subscribed_partitions", lambda options: seen[0])
+    monkeypatch.setattr(
+        stream_source, "subscribed_partitions", lambda options, missing_ok=False: seen[0]
+    )
     monkeypatch.setattr(
         stream_source,
         "partition_bounds",
@@ -316,7 +320,9 @@ def test_min_offsets_per_trigger_waits_no_longer_than_max_trigger_delay(
 
     clock = [1000.0]
     monkeypatch.setattr(stream_source.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(stream_source, "subscribed_partitions", lambda options: [("t", 0)])
+    monkeypatch.setattr(
+        stream_source, "subscribed_partitions", lambda options, missing_ok=False: [("t", 0)]
+    )
     monkeypatch.setattr(
         stream_source, "partition_bounds", lambda options, tps: ({("t", 0): 0}, {("t", 0): 5})
     )
@@ -337,3 +343,44 @@ def test_min_offsets_per_trigger_waits_no_longer_than_max_trigger_delay(
     assert quick.latestOffset(start, ReadMinRows(10)) == {"t": {"0": 5}}
     with pytest.raises(OptionError, match="maxTriggerDelay must be"):
         parse_options(BOOT | {"subscribe": "t", "maxTriggerDelay": "soon"})
+
+
+def test_a_subscribed_topic_deleted_mid_stream_is_data_loss_not_a_bad_option(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """subscribe=a,b and b is deleted while the stream runs: with failOnDataLoss=false the
+    stream goes on with a (it failed: "subscribe names topics that do not exist"), else it stops
+    naming b's partitions. A stream cannot start on a topic that does not exist."""
+    from types import SimpleNamespace
+
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from samsa.spark import source, stream_source
+
+    class OnlyA:
+        def __init__(self, config: dict) -> None: ...
+        def __enter__(self) -> OnlyA:
+            return self
+
+        def __exit__(self, *exc: object) -> None: ...
+        def list_topics(self) -> list[str]:
+            return ["a"]
+
+        def describe_topics(self, names: list[str]) -> dict:
+            return {"a": SimpleNamespace(partitions=[SimpleNamespace(partition=0)])}
+
+    monkeypatch.setattr(source, "Admin", OnlyA)
+    monkeypatch.setattr(
+        stream_source,
+        "partition_bounds",
+        lambda options, tps: ({tp: 0 for tp in tps}, {tp: 9 for tp in tps}),
+    )
+    start = {"a": {"0": 1}, "b": {"0": 3}}
+    both = BOOT | {"subscribe": "a,b"}
+    lenient = stream_source.SamsaStreamReader(parse_options(both | {"failOnDataLoss": "false"}))
+    assert lenient.latestOffset(start, ReadAllAvailable()) == {"a": {"0": 9}}
+    strict = stream_source.SamsaStreamReader(parse_options(both))
+    with pytest.raises(OptionError, match="b-0 no longer exist"):
+        strict.latestOffset(start, ReadAllAvailable())
+    with pytest.raises(OptionError, match=r"subscribe names topics that do not exist: \['b'\]"):
+        lenient.initialOffset()

@@ -258,8 +258,12 @@ def offsets_for_times(
     return {tp: None if at is None else at.offset for tp, at in found.items()}
 
 
-def subscribed_partitions(options: SourceOptions) -> list[tuple[str, int]]:
-    """The partitions the options name, as the cluster has them now."""
+def subscribed_partitions(
+    options: SourceOptions, missing_ok: bool = False
+) -> list[tuple[str, int]]:
+    """The partitions the options name, as the cluster has them now. A subscribed topic that
+    does not exist is an error, unless `missing_ok` (a running stream: a topic deleted since is
+    the caller's data loss to judge, failOnDataLoss)."""
     config = {"bootstrap.servers": options.client["bootstrap.servers"]}
     if options.assign:
         partitions = list(options.assign)
@@ -271,7 +275,7 @@ def subscribed_partitions(options: SourceOptions) -> list[tuple[str, int]]:
             (topic, p.partition) for topic, d in described.items() for p in d.partitions
         )
         missing = [t for t in options.subscribe if t not in described]
-        if missing:
+        if missing and not missing_ok:
             raise OptionError(f"subscribe names topics that do not exist: {missing}")
     return partitions
 

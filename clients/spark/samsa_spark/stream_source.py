@@ -64,7 +64,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        partitions = subscribed_partitions(self.options)
+        partitions = subscribed_partitions(self.options, missing_ok=True)
         first, last = partition_bounds(self.options, partitions)
         positions = self._without_deleted(so.from_offset(start), first)
         positions = so.with_new_partitions(positions, first)
@@ -95,7 +95,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return waited_ms >= self.options.max_trigger_delay_ms
 
     def prepareForTriggerAvailableNow(self) -> None:
-        partitions = subscribed_partitions(self.options)
+        partitions = subscribed_partitions(self.options, missing_ok=True)
         self._available_now = partition_bounds(self.options, partitions)[1]
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
