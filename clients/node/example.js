@@ -146,15 +146,18 @@ async function groupConsume(client, group, topic, values) {
       positions.set(partition, Math.max(committed.get(`${topic}:${partition}`), 0));
     }
     const start = new Map(positions);
+    const owns = (p) => member.assignment.some((tp) => tp.topic === topic && tp.partition === p);
     try {
       await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'), () => {
         if (member.error) throw member.error;
+        // A partition the coordinator took away is another member's now: stop reading it.
+        for (const p of [...positions.keys()]) if (!owns(p)) positions.delete(p);
       });
     } catch (error) {
       failure = error;
     }
-    // Commit what was printed, even when the count was not reached.
-    const moved = [...positions].filter(([p, offset]) => offset !== start.get(p));
+    // Commit what was printed and is still ours, even when the count was not reached.
+    const moved = [...positions].filter(([p, offset]) => offset !== start.get(p) && owns(p));
     if (moved.length > 0) await member.commit(moved.map(([partition, offset]) => ({ topic, partition, offset })));
   } finally {
     await member.leave();

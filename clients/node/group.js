@@ -130,6 +130,10 @@ class GroupMember {
 
   // Commits offsets (a Map from "topic:partition", or [{topic, partition, offset}]): the next
   // offset to read, i.e. the last processed + 1. Throws on the first partition that failed.
+  // Only partitions the member owns now may be committed: one the coordinator took away was
+  // given up at the next heartbeat and may belong to another member, whose commits this one
+  // would overwrite (the coordinator checks the member epoch, not ownership). So a commit
+  // naming such a partition is refused whole, before anything is sent.
   async commit(offsets) {
     const entries = offsets instanceof Map
       ? [...offsets].map(([key, offset]) => {
@@ -137,6 +141,12 @@ class GroupMember {
           return { topic: key.slice(0, at), partition: Number(key.slice(at + 1)), offset };
         })
       : offsets;
+    const owned = new Set(this.assignment.map((tp) => `${tp.topic}:${tp.partition}`));
+    const notOwned = entries.filter((tp) => !owned.has(`${tp.topic}:${tp.partition}`));
+    if (notOwned.length > 0) {
+      const names = notOwned.map((tp) => `${tp.topic}[${tp.partition}]`).join(', ');
+      throw new Error(`group ${this.groupId}: no commit, the member does not own ${names}`);
+    }
     const byTopic = new Map();
     for (const { topic, partition, offset } of entries) {
       if (!byTopic.has(topic)) byTopic.set(topic, []);

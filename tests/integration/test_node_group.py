@@ -1,13 +1,15 @@
 """The Node.js client's group member and its life cycle (clients/node/group.js) against a real
 cluster.
 
-Goal: closing a client whose member never called leave() ends the member (it leaves the group,
-as Kafka's consumer.close() does) and lets Node exit, instead of heartbeating on channels it
-reopens for ever.
+Goal: a member commits only the partitions it owns (one it gave up is another member's, whose
+commits it would overwrite: the coordinator checks the member epoch, not ownership); closing a
+client whose member never called leave() ends the member (it leaves the group, as Kafka's
+consumer.close() does) and lets Node exit, instead of heartbeating on channels it reopens for
+ever.
 
 Method: short Node scripts over samsa.js against a local cluster of 1 controller, 2 brokers and
-1 coordinator (real processes, real gRPC); the Python Admin describes the group. Skipped when
-`node` or clients/node/node_modules is missing.
+1 coordinator (real processes, real gRPC); the Python Admin describes the group and reads its
+committed offsets. Skipped when `node` or clients/node/node_modules is missing.
 """
 
 from __future__ import annotations
@@ -55,3 +57,43 @@ def test_closing_the_client_ends_a_member_that_did_not_leave(bootstrap: str) -> 
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         description = admin.describe_consumer_groups([group])[group]
     assert (description.state, description.members) == ("Empty", ())
+
+
+def test_a_member_cannot_commit_a_partition_it_gave_up(bootstrap: str) -> None:
+    topic, group = "handed-over", "handed-over-group"
+    create_topic(bootstrap, topic, 2)
+    # Member A owns both partitions; B joins and is given one of them once A gave it up. A then
+    # commits that partition at its current member epoch: the coordinator checks the epoch, not
+    # ownership, so the commit must be refused by A itself, or it would overwrite B's.
+    outcome = node_script(
+        bootstrap,
+        topic,
+        """
+        const { SamsaClient } = require(process.env.NODE_TEST_CLIENT);
+        const other = new SamsaClient(process.env.SAMSA_BOOTSTRAP);
+        const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+        try {
+          const a = await client.joinGroup(data, [topic]);
+          while (a.assignment.length < 2 || a.ownedChanged) await sleep(50);
+          const b = await other.joinGroup(data, [topic]);
+          const [handed] = await b.waitForAssignment(10000);
+          await b.commit([{ topic, partition: handed.partition, offset: 7 }]);
+          await a.heartbeat(); // A's epoch is the coordinator's now
+          const refused = await a
+            .commit([{ topic, partition: handed.partition, offset: 3 }])
+            .then(() => null, (error) => error.message);
+          const owned = a.assignment.map((tp) => tp.partition);
+          return { handed: handed.partition, owned, refused };
+        } finally {
+          await other.close();
+        }
+        """,
+        group,
+    )
+    assert isinstance(outcome, dict)
+    assert outcome["owned"] == [1 - outcome["handed"]]
+    assert outcome["refused"] and f"{topic}[{outcome['handed']}]" in outcome["refused"]
+    handed = (topic, outcome["handed"])
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        committed = admin.list_consumer_group_offsets(group, [handed])
+    assert committed[handed].offset == 7
