@@ -19,6 +19,7 @@ const RETRIABLE = new Set([
   'ERROR_CODE_COORDINATOR_NOT_AVAILABLE',
   'ERROR_CODE_NOT_COORDINATOR',
   'ERROR_CODE_NOT_CONTROLLER',
+  'ERROR_CODE_OFFSET_NOT_AVAILABLE',
 ]);
 // What an idempotent produce retries: RETRIABLE and the retriable codes whose records may have
 // been written (and may still be committed), since the leader dedupes a retry by its producer

@@ -17,9 +17,11 @@
 //                                         watermark) of partition P (default 0); prints
 //                                         {"topic", "partition", "low_watermark"}
 //   consume TOPIC [--partition P] [--from OFFSET] [--count N] [--timeout-ms MS]
+//                                         reads from OFFSET, or without it from the log start
 //   group-consume GROUP TOPIC [--count N] [--timeout-ms MS]
 //                                         joins GROUP, reads what it is assigned from the
-//                                         committed offset (or 0), commits what it printed, leaves
+//                                         committed offset (or the log start when there is none
+//                                         or it was deleted), commits what it printed, leaves
 // consume and group-consume print one JSON object per record. Without --count they stop once
 // nothing new came for --timeout-ms; with it, not reaching N in time is an error. Errors are one
 // line on stderr and exit code 1.
@@ -36,7 +38,7 @@ const OPTIONS = {
   header: { type: 'string', multiple: true, default: [] },
   acks: { type: 'string', default: '-1' },
   'no-idempotence': { type: 'boolean', default: false },
-  from: { type: 'string', default: '0' },
+  from: { type: 'string' },
   count: { type: 'string' },
   'timeout-ms': { type: 'string', default: '10000' },
   offset: { type: 'string' },
@@ -129,7 +131,10 @@ async function consume(client, topic, values) {
     .filter((p) => only === undefined || p === only);
   if (partitions.length === 0) throw new Error(`${topic} has no partition ${only}`);
   const from = intFlag(values, 'from');
-  const positions = new Map(partitions.map((p) => [p, from]));
+  const positions = new Map();
+  for (const p of partitions) {
+    positions.set(p, from === undefined ? await client.listOffset(topic, p, 'earliest') : from);
+  }
   await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'));
 }
 
@@ -142,8 +147,11 @@ async function groupConsume(client, group, topic, values) {
       (tp) => tp.topic === topic,
     );
     const committed = await client.committedOffsets(group, assigned);
+    // Kafka's auto.offset.reset=earliest: the log start when nothing was committed (-1) or
+    // the committed offset was deleted since.
     for (const { partition } of assigned) {
-      positions.set(partition, Math.max(committed.get(`${topic}:${partition}`), 0));
+      const logStart = await client.listOffset(topic, partition, 'earliest');
+      positions.set(partition, Math.max(committed.get(`${topic}:${partition}`), logStart));
     }
     const start = new Map(positions);
     const owns = (p) => member.assignment.some((tp) => tp.topic === topic && tp.partition === p);

@@ -241,6 +241,21 @@ class SamsaClient {
     });
   }
 
+  // One partition's offset as ListOffsets finds it: 'earliest' is the log start (the first
+  // offset still stored, where auto.offset.reset=earliest starts), 'latest' the high watermark.
+  async listOffset(topic, partition, spec) {
+    const specs = { earliest: 'OFFSET_SPEC_EARLIEST', latest: 'OFFSET_SPEC_LATEST' };
+    if (!specs[spec]) throw new Error(`listOffset takes 'earliest' or 'latest', not ${spec}`);
+    const request = {
+      topics: [{ name: topic, partitions: [{ partition, offset_spec: specs[spec] }] }],
+    };
+    return withRetries(this.timeoutMs, async () => {
+      const leader = await this.leaderOf(topic, partition);
+      const answer = await this.call('broker', leader.endpoint, 'ListOffsets', request);
+      return toInt(check(partitionResult(answer, topic, partition), `${topic}[${partition}]`).offset);
+    });
+  }
+
   // host:port of the group's coordinator (any broker or controller answers FindCoordinator).
   async findCoordinator(groupId) {
     return withRetries(this.timeoutMs, async () => {

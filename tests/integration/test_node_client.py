@@ -223,3 +223,20 @@ def test_a_partition_error_is_one_line_naming_its_code(bootstrap: str) -> None:
     assert refused.stdout == ""
     assert refused.stderr.count("\n") == 1
     assert "ERROR_CODE_INVALID_REQUIRED_ACKS" in refused.stderr
+
+
+def test_node_reads_from_the_log_start_once_records_were_deleted(bootstrap: str) -> None:
+    topic = "deleted-then-read"
+    expected = produce_with_python(bootstrap, topic)
+    deleted = node(bootstrap, "delete-records", topic, "--partition", "0", "--offset", "2")
+    assert deleted.returncode == 0, deleted.stderr
+    remaining = [row for row in expected if row[:1] == (1,) or row[1] >= 2]
+    count = str(len(remaining))
+    # A group with no committed offset starts at the log start (Kafka's
+    # auto.offset.reset=earliest), not at offset 0, which is gone; so does consume without --from.
+    joined = node(bootstrap, "group-consume", "fresh-group", topic, "--count", count)
+    assert joined.returncode == 0, joined.stderr
+    assert sorted(printed_rows(joined.stdout, topic), key=lambda row: row[:2]) == remaining
+    consumed = node(bootstrap, "consume", topic, "--count", count)
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(printed_rows(consumed.stdout, topic), key=lambda row: row[:2]) == remaining
