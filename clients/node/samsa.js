@@ -118,12 +118,16 @@ class SamsaClient {
   }
 
   // An admin write: a broker forwards it to the active controller; a controller that is not
-  // the active one answers NOT_CONTROLLER, naming the active one when it knows it.
+  // the active one answers NOT_CONTROLLER, naming the active one when it knows it. A named
+  // controller that does not answer (it failed over again) is not asked twice in a row: the
+  // next attempt goes back to the bootstrap servers.
   async controllerWrite(method, request) {
     let endpoint = null;
     return withRetries(this.timeoutMs, async () => {
-      const answer = endpoint
-        ? await this.call('controller', endpoint, method, request)
+      const named = endpoint;
+      endpoint = null;
+      const answer = named
+        ? await this.call('controller', named, method, request)
         : await this.callAny('controller', method, request);
       const status = answer.status || {};
       if (status.error_code === 'ERROR_CODE_NOT_CONTROLLER') {
