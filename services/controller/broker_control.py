@@ -26,6 +26,7 @@ from samsa.metadata.image import (
 )
 from samsa.services.controller.control_result import ControlResult
 from samsa.services.controller.liveness import BrokerLiveness
+from samsa.services.controller.unclean_election import unclean_allowed, unclean_elections
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -168,9 +169,7 @@ def _leadership_moves(image: MetadataImage, leaving: set[int]) -> list[m.Metadat
 
 def _unclean_allowed(image: MetadataImage, topic_id: bytes) -> bool:
     topic = image.topic_by_id(topic_id)
-    return topic is not None and (
-        image.topic_configs(topic.name).get("unclean.leader.election.enable") == "true"
-    )
+    return topic is not None and unclean_allowed(image, topic.name)
 
 
 def preferred_leader_elections(image: MetadataImage) -> ControlResult[None]:
@@ -425,8 +424,10 @@ def _report_answer(
 
 
 def _elections_on_return(image: MetadataImage, broker_id: int) -> list[m.MetadataRecord]:
-    """Offline partitions whose ISR holds the returning broker get it as leader."""
-    return [
+    """Offline partitions whose ISR holds the returning broker get it as leader; those of
+    topics allowing unclean election and without a live ISR member get their first live
+    replica (maybe the returning broker) as leader and sole ISR member, as Kafka does."""
+    records = [
         m.MetadataRecord(
             partition_change=m.PartitionChangeRecord(
                 topic_id=topic_id, partition=state.partition, leader=broker_id
@@ -435,3 +436,8 @@ def _elections_on_return(image: MetadataImage, broker_id: int) -> list[m.Metadat
         for topic_id, state in _partitions(image)
         if state.leader == NO_LEADER and broker_id in state.isr
     ]
+    live = _live(image, set()) | {broker_id}
+    for name in sorted(image.topics):
+        if unclean_allowed(image, name):
+            records += unclean_elections(image, name, live)
+    return records

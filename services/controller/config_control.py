@@ -6,6 +6,7 @@ from __future__ import annotations
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
 from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.unclean_election import UNCLEAN_CONFIG, unclean_elections
 from samsa.services.runtime.topic_configs import TOPIC_KEYS, validate_topic_configs
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
@@ -29,7 +30,23 @@ def incremental_alter_configs(
             result.error_code, result.error_message = outcome  # type: ignore[assignment]
         elif not request.validate_only:
             records += outcome
+            records += _elections_once_unclean(image, resource.resource.name, outcome)
     return ControlResult(records, response)
+
+
+def _elections_once_unclean(
+    image: MetadataImage, topic: str, changes: list[m.MetadataRecord]
+) -> list[m.MetadataRecord]:
+    """Turning unclean.leader.election.enable on elects a live replica of each offline
+    partition of the topic at once, as Kafka's controller does: it is how an operator brings
+    back a partition whose in-sync replicas are all gone."""
+    turned_on = any(
+        record.config.name == UNCLEAN_CONFIG and record.config.value == "true" for record in changes
+    )
+    if not turned_on:
+        return []
+    live = {broker.broker_id for broker in image.live_brokers()}
+    return unclean_elections(image, topic, live)
 
 
 def _alter_topic(

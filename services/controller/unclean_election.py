@@ -1,0 +1,48 @@
+"""Unclean leader election of offline partitions, for topics with unclean.leader.election.enable.
+
+Kafka elects an out-of-sync replica whenever a partition has no live ISR member and its topic
+allows it, not only at the moment the last leader is fenced: when a replica comes back (its
+unfencing) and when the config is turned on for a partition that is already offline (the
+operator's way out of an outage). Both cases are here; fencing's own election is in
+broker_control.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
+from samsa.v1 import metadata_pb2 as m
+
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+
+
+def unclean_allowed(image: MetadataImage, topic: str) -> bool:
+    """Whether the topic's committed configs allow an out-of-sync replica to lead."""
+    return image.topic_configs(topic).get(UNCLEAN_CONFIG) == "true"
+
+
+def unclean_leader(state: PartitionState, live: Set[int]) -> int:
+    """The replica an unclean election picks for an offline partition: the first live one in
+    replica order, and only while no ISR member is live (one would lead cleanly); NO_LEADER
+    when there is none."""
+    if state.leader != NO_LEADER or any(replica in live for replica in state.isr):
+        return NO_LEADER
+    return next((replica for replica in state.replicas if replica in live), NO_LEADER)
+
+
+def unclean_elections(image: MetadataImage, topic: str, live: Set[int]) -> list[m.MetadataRecord]:
+    """PartitionChanges electing an unclean leader (ISR: itself alone) for each offline
+    partition of `topic` that has a live replica (the caller checks the topic allows it)."""
+    records = []
+    topic_image = image.topics[topic]
+    for _, state in sorted(topic_image.partitions.items()):
+        leader = unclean_leader(state, live)
+        if leader == NO_LEADER:
+            continue
+        change = m.PartitionChangeRecord(
+            topic_id=topic_image.topic_id, partition=state.partition, leader=leader
+        )
+        change.isr.ids.append(leader)
+        records.append(m.MetadataRecord(partition_change=change))
+    return records
