@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from samsa.common import limits
@@ -176,9 +177,17 @@ def create_partitions(
     records: list[m.MetadataRecord] = []
     live = sorted(b.broker_id for b in image.live_brokers())
     racks = {b.broker_id: b.rack for b in image.live_brokers()}
+    # A topic named twice would get two placements of the same new partitions, a batch replay
+    # refuses whole; Kafka refuses every occurrence of a repeated name.
+    counts = Counter(wanted.name for wanted in request.topics)
+    repeated = {name for name, count in counts.items() if count > 1}
     for wanted in request.topics:
         result = response.topics.add(name=wanted.name)
         topic = image.topics.get(wanted.name)
+        if wanted.name in repeated:
+            result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
+            result.error_message = f"topic {wanted.name!r} is named more than once in this request"
+            continue
         if topic is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
             result.error_message = f"topic {wanted.name!r} does not exist"

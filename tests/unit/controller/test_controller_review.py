@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+
+from samsa.common.errors import ErrorCode
 from samsa.metadata.image import NO_LEADER
 from samsa.services.controller import control_plane as cp
 from samsa.v1 import controller_pb2 as c
@@ -52,3 +55,19 @@ def test_allowing_unclean_election_elects_a_live_replica_of_an_offline_partition
     image, _ = alter_config(image, "t", UNCLEAN)
     state = image.topics["t"].partitions[0]
     assert (state.leader, state.isr) == (follower, (follower,))
+
+
+def test_create_partitions_naming_a_topic_twice_refuses_it_instead_of_an_uncommittable_batch():
+    """Both counts were placed from partition 1 on, so the batch repeated t-1 and replay refused
+    it whole: the driver answered NOT_CONTROLLER, and every retry failed the same way."""
+    image, _ = create(cluster(3), "t", partitions=1)
+    request = c.CreatePartitionsRequest(
+        topics=[
+            c.CreatePartitionsRequest.Topic(name="t", count=2),
+            c.CreatePartitionsRequest.Topic(name="t", count=3),
+        ]
+    )
+    result = cp.create_partitions(image, request, rng=random.Random(1))
+    codes = [topic.error_code for topic in result.response.topics]
+    assert codes == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
+    assert result.records == []
