@@ -35,7 +35,7 @@ from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
 from samsa.services.runtime import member_auth, membership
-from samsa.v1 import controller_pb2, controller_pb2_grpc
+from samsa.v1 import controller_pb2, controller_pb2_grpc, metadata_pb2
 
 log = logging.getLogger(__name__)
 
@@ -286,14 +286,17 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         wait_s = min(request.max_wait_ms, limits.metadata_long_poll_ms_max) / 1000
         # A follower with nothing sends no hash; the log's hash before offset 0 is all zeros.
         known_hash = request.hash or (INITIAL_HASH if request.end_offset == 0 else b"")
-        batches = self.driver.history.batches_since(
-            request.end_offset, known_hash, limits.metadata_fetch_bytes_max
-        )
-        if batches == [] and wait_s > 0:
-            await self.driver.wait_for_change(wait_s)
+        if request.end_offset > self.driver.image.end_offset:
+            batches = await self._fetch_ahead(request.end_offset, known_hash, wait_s)
+        else:
             batches = self.driver.history.batches_since(
                 request.end_offset, known_hash, limits.metadata_fetch_bytes_max
             )
+            if batches == [] and wait_s > 0:
+                await self.driver.wait_for_change(wait_s)
+                batches = self.driver.history.batches_since(
+                    request.end_offset, known_hash, limits.metadata_fetch_bytes_max
+                )
         response = controller_pb2.FetchMetadataResponse(
             status=self._status(),
             committed_end_offset=self.driver.image.end_offset,
@@ -307,6 +310,22 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         else:
             response.batches.extend(batches)
         return response
+
+    async def _fetch_ahead(
+        self, end_offset: int, known_hash: bytes, wait_s: float
+    ) -> list[metadata_pb2.MetadataRecordBatch] | None:
+        """Batches for a caller whose log is ahead of this controller's: it fetched from a
+        controller further on (this one lags, or was just deposed). This one's snapshot would
+        move the caller's image back, so it waits to catch up and otherwise answers nothing
+        (the caller asks again). Only a caller beyond what the active controller can have
+        committed has a log that differs from the quorum's: it gets the snapshot (None)."""
+        await self.driver.wait_for_offset(end_offset, wait_s)
+        if end_offset <= self.driver.image.end_offset:
+            return self.driver.history.batches_since(
+                end_offset, known_hash, limits.metadata_fetch_bytes_max
+            )
+        bound = self.driver.metadata_offset_bound()
+        return None if bound is not None and end_offset > bound else []
 
     # --- administration -------------------------------------------------------------------------
 
