@@ -70,6 +70,7 @@ IO_MODULE_NAMES = {
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
     "health_file.py",  # touches a file while the service's own listener answers SERVING
     "service_process.py",  # a service's start: config, logs, secret, tracing, metrics, run
+    "data_dir_lock.py",  # flock on a data directory's .lock file
     "event_loops.py",  # makes the event loop (uvloop or asyncio) a process runs on
     "allocator.py",  # mallopt through ctypes: large buffers stay in the heap
     "grpc_experiments.py",  # sets GRPC_EXPERIMENTS in os.environ before grpc is imported
