@@ -26,9 +26,15 @@ the loop would answer no produce, fetch or replica fetch):
    DeleteRecords, truncation or a scrubber repair got there first, or the log was closed) it
    discards every cleaned file and the next pass starts over. A segment that lost nothing keeps
    its file; one that lost everything is deleted and dropped from the log
-   (`LocalLog.remove_segment`); any other is swapped in crash-safely (`Segment.swap_cleaned`;
-   an interrupted swap is finished or undone when the log is loaded). Offsets never change, so
-   the segments stay sorted.
+   (`LocalLog.remove_segment`), unless it is the log's first segment; any other, and an emptied
+   first one, is swapped in crash-safely (`Segment.swap_cleaned`; an interrupted swap is
+   finished or undone when the log is loaded). Offsets never change, so the segments stay
+   sorted. The log's first segment stays, empty, because the log start offset is never below
+   the first segment's base offset (a restart or a retention pass would move it up): dropping
+   it would move the log start past offsets compaction only emptied, and a consumer whose
+   position is there would get OFFSET_OUT_OF_RANGE (and, with auto.offset.reset=latest, skip
+   the records that survived). Kafka's cleaner keeps it the same way: it swaps each group of
+   segments for one cleaned segment at the group's first base offset, empty or not.
 
 Only one job per log runs at a time (the caller's loop is sequential). This module only calls
 methods on `Segment` objects and on the log's `LocalLog` (local_log.py), and must not import
@@ -255,7 +261,7 @@ def finish(job: CleaningJob, cleaned: Cleaned, local_log: LocalLog) -> Compactio
         markers_removed += outcome.markers_removed
         if outcome.indexes is None:
             pass
-        elif outcome.indexes.size_bytes == 0:
+        elif outcome.indexes.size_bytes == 0 and segment is not local_log.segments[0]:
             segment.discard_cleaned()
             local_log.remove_segment(segment)
             deleted += 1

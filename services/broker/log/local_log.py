@@ -25,7 +25,9 @@ config is passed to each call that needs it, since `Log.config` changes with the
 
 Invariants: there is always a segment, the last one active; `base_offsets[i]` is
 `segments[i].base_offset` and base offsets strictly increase; segments are non-empty except
-possibly the active one; every batch of a segment lies below the next segment's base offset.
+possibly the active one and the first one (compaction keeps an emptied first segment, so that the
+log start offset stays where it is: cleaner.py); every batch of a segment lies below the next
+segment's base offset.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ numbers. Kafka's arithmetic is kept where it is observable:
   start offset. The first two apply only with cleanup.policy containing "delete". A segment whose
   records carry no timestamp (max timestamp -1) never expires by time (Kafka falls back to the
   file's mtime; a pure core has no clock to compare it with, and a file time is not a record
-  time).
+  time). An empty closed segment (the log's first one, which compaction emptied and kept so that
+  the log start stays: cleaner.py) is never deleted by time or size on its own, and never
+  stops either: it goes with the first segment after it that expires.
 - flush: when flush.messages records are unflushed, or flush.ms passed since the last flush.
 - compaction (Kafka's min.cleanable.dirty.ratio): the broker's cleaner compacts a log when the
   bytes written since its last pass (the closed, cleanable segments at or above where that pass
@@ -104,24 +106,36 @@ def retention_deletable_count(
                 stats.max_timestamp > NO_TIMESTAMP
                 and now_ms - stats.max_timestamp > config.retention_ms
             ),
+            empty_goes_with_next=True,
         )
     if config.delete and config.retention_bytes >= 0:
         excess_bytes = log_size_bytes - config.retention_bytes
-        for stats in closed_segments:
+        for index, stats in enumerate(closed_segments):
+            if stats.size_bytes == 0:
+                continue
             if excess_bytes - stats.size_bytes < 0:
                 break
             excess_bytes -= stats.size_bytes
-            by_size += 1
+            by_size = index + 1
     committed = _prefix(closed_segments, lambda stats: stats.end_offset <= high_watermark)
     return min(max(by_start, by_time, by_size), committed)
 
 
-def _prefix(segments: Sequence[SegmentStats], deletable: Callable[[SegmentStats], bool]) -> int:
+def _prefix(
+    segments: Sequence[SegmentStats],
+    deletable: Callable[[SegmentStats], bool],
+    *,
+    empty_goes_with_next: bool = False,
+) -> int:
+    """The length of the longest prefix of `deletable` segments; with `empty_goes_with_next`,
+    an empty segment is skipped over and counted only with a deletable one after it."""
     count = 0
-    for stats in segments:
+    for index, stats in enumerate(segments):
+        if empty_goes_with_next and stats.size_bytes == 0:
+            continue
         if not deletable(stats):
             break
-        count += 1
+        count = index + 1
     return count
 
 

@@ -379,8 +379,8 @@ class Segment:
 
     def swap_cleaned(self, indexes: SegmentIndexes) -> None:
         """Compaction, step 2: .cleaned -> .swap (the commit point), drop the old index files,
-        .swap -> .log, then write the new index files."""
-        assert indexes.size_bytes > 0, "an emptied segment is deleted, not swapped"
+        .swap -> .log, then write the new index files (an emptied first segment of the log is
+        swapped in empty: cleaner.py says why)."""
         self.version += 1
         os.replace(self.path(CLEANED_SUFFIX), self.path(SWAP_SUFFIX))
         fsync_directory(self.directory)  # a crash from here on completes the swap on open

@@ -166,6 +166,50 @@ def test_emptied_segment_is_deleted_and_reads_skip_the_gap(tmp_path: Path) -> No
     assert log.read(0, 1).first_offset == records[0].offset
 
 
+def test_an_emptied_first_segment_stays_so_the_log_start_does_not_move(tmp_path: Path) -> None:
+    """A consumer positioned in offsets compaction emptied must go on reading there, not get
+    OFFSET_OUT_OF_RANGE (and skip what survived, with auto.offset.reset=latest) after a
+    retention pass or a restart moves the log start up to the first segment left."""
+    log = Log.open(tmp_path, compact_config(), now_ms=0)
+    fill(log, rounds=24, keys=1, keyless=False)
+    log.compact(now_ms=2, high_watermark=log.log_end_offset)
+    assert log.segments()[0].base_offset == 0 and log.segments()[0].size_bytes == 0
+    survivor = read_all(log)[0].offset
+    assert survivor > log.segments()[1].base_offset > 0
+    log.apply_retention(now_ms=3, high_watermark=log.log_end_offset)
+    assert log.log_start_offset == 0
+    log.compact(now_ms=4, high_watermark=log.log_end_offset)  # again: nothing changes
+    assert log.segments()[0].base_offset == 0
+    log.close()
+    for clean in (True, False):
+        if not clean:
+            (tmp_path / "clean-shutdown").unlink()
+        log = Log.open(tmp_path, compact_config(), now_ms=0)
+        assert log.log_start_offset == 0
+        assert log.read(0, 1).first_offset == survivor
+        log.close()
+
+
+def test_retention_takes_an_emptied_first_segment_with_the_next(tmp_path: Path) -> None:
+    """cleanup.policy=compact,delete: the kept empty segment neither expires by itself nor
+    holds back time retention of the segments after it."""
+    config = small_config(cleanup_policy=frozenset({"compact", "delete"}), retention_ms=DAY_MS)
+    log = Log.open(tmp_path, config, now_ms=0)
+    fill(log, rounds=24, keys=1, keyless=False, timestamp=1_000)  # k0, all superseded
+    for key in range(7):  # distinct keys: they all survive, in an old segment of their own
+        x = batch(b"x", keys=[b"x%d" % key], timestamp=1_000)
+        log.append_as_leader(x, leader_epoch=0, now_ms=1)
+    fill(log, rounds=8, keys=1, keyless=False, timestamp=3 * DAY_MS)  # k0's newest
+    log.compact(now_ms=2, high_watermark=log.log_end_offset)
+    assert log.segments()[0].size_bytes == 0
+    log.apply_retention(now_ms=DAY_MS // 2, high_watermark=log.log_end_offset)
+    assert log.log_start_offset == 0, "nothing expired: the empty segment stays"
+    log.apply_retention(now_ms=2 * DAY_MS, high_watermark=log.log_end_offset)
+    assert log.segments()[0].size_bytes > 0, "it went with the expired segment after it"
+    assert log.log_start_offset == log.segments()[0].base_offset > 0
+    assert min(r.offset for r in read_all(log)) >= log.log_start_offset
+
+
 def crash_copy(tmp_path: Path, stage: str) -> tuple[Path, list[tuple[int, bytes | None]]]:
     """A log directory as a crash while compacting its first segment at `stage` leaves it, and
     the records it must hold once reopened."""

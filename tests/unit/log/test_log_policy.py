@@ -140,3 +140,32 @@ def test_compaction_is_due_when_half_the_log_is_new_or_a_horizon_passed() -> Non
     assert due(300, due_ms=1_000), "a tombstone or marker the last pass kept may go now"
     assert not due(300, due_ms=1_001)
     assert not compaction_due([], cleaned_to=0, dirty_ratio=0.5, due_ms=0, now_ms=1), "no log"
+
+
+def test_an_empty_segment_goes_only_with_an_expired_one_after_it() -> None:
+    """Compaction keeps the log's first segment when it empties it (so that the log start
+    stays): that segment has no timestamp and no bytes, and must neither expire by itself
+    (the log start would jump past offsets only compaction emptied) nor hold back retention
+    of the segments after it for ever."""
+    stats = [
+        SegmentStats(0, 10, 0, max_timestamp=-1),
+        SegmentStats(10, 20, 100, max_timestamp=100),
+        SegmentStats(20, 30, 100, max_timestamp=900),
+    ]
+
+    def count(config: LogConfig) -> int:
+        return policy.retention_deletable_count(
+            stats,
+            log_size_bytes=300,
+            log_start_offset=0,
+            high_watermark=30,
+            config=config,
+            now_ms=1_000,
+        )
+
+    assert count(LogConfig(retention_ms=950)) == 0, "nothing expired: the empty one stays"
+    assert count(LogConfig(retention_ms=500)) == 2, "it goes with the expired one after it"
+    assert count(LogConfig(retention_ms=50)) == 3
+    assert count(LogConfig(retention_bytes=300)) == 0, "nothing in excess: the empty one stays"
+    assert count(LogConfig(retention_bytes=200)) == 2
+    assert count(LogConfig(retention_bytes=100)) == 3
