@@ -1,17 +1,19 @@
 """What the Node client's integration tests share: where `node` and clients/node are, the
-cluster they run against (1 controller, 2 brokers, 1 coordinator), example.js as a command, and
-`node_script`, a short script over samsa.js.
-`NODE_MISSING` is the reason to skip when `node` or clients/node/node_modules is not there."""
+cluster they run against (1 controller, 2 brokers, 1 coordinator) as a module's `bootstrap`
+fixture, example.js as a command, and `node_script`, a short script over samsa.js.
+`NODE_MISSING` is the reason to skip when `node` or clients/node/node_modules is not there;
+`skip_module_without_node` skips the calling test module then."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from cluster_helpers import FAST_SETTINGS, local_cluster
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
@@ -28,11 +30,29 @@ SETTINGS = FAST_SETTINGS | {
 Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
 
 
+def skip_module_without_node() -> None:
+    """Skips the test module being imported (its tests are not collected) when NODE_MISSING."""
+    if NODE_MISSING:
+        pytest.skip(NODE_MISSING, allow_module_level=True)
+
+
 @contextmanager
 def node_cluster(data_dir: Path) -> Iterator[str]:
     """A running cluster; yields the brokers' endpoints, all the Node client needs."""
     with local_cluster(data_dir, 1, 2, SETTINGS, coordinators=1) as running:
         yield ",".join(broker.endpoint for broker in running.spec.brokers)
+
+
+def bootstrap_fixture(data_dir_name: str) -> Callable[..., Iterator[str]]:
+    """A module-scoped fixture over `node_cluster` in a fresh directory named `data_dir_name`;
+    a test module binds it as `bootstrap = bootstrap_fixture(...)`, one cluster for its tests."""
+
+    @pytest.fixture(scope="module")
+    def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+        with node_cluster(tmp_path_factory.mktemp(data_dir_name)) as endpoints:
+            yield endpoints
+
+    return bootstrap
 
 
 def node(bootstrap: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

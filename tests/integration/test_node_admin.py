@@ -13,17 +13,15 @@ topic. Skipped when `node` or clients/node/node_modules is missing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from node_helpers import NODE_MISSING, node_cluster, node_script
+from node_helpers import bootstrap_fixture, node_script, skip_module_without_node
 
 from samsa.client import Admin
 
-if NODE_MISSING:
-    pytest.skip(NODE_MISSING, allow_module_level=True)
+skip_module_without_node()
 
 pytestmark = pytest.mark.timeout(120)
+bootstrap = bootstrap_fixture("node-admin")
 
 # Answers the first CreateTopics with NOT_CONTROLLER naming 127.0.0.1:1 (refused at once).
 REDIRECT_TO_A_DEAD_CONTROLLER = """
@@ -38,12 +36,6 @@ client.call = async (kind, endpoint, method, request, ...rest) => {
   return call(kind, endpoint, method, request, ...rest);
 };
 """
-
-
-@pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with node_cluster(tmp_path_factory.mktemp("node-admin")) as endpoints:
-        yield endpoints
 
 
 def test_a_write_redirected_to_an_unreachable_controller_asks_the_bootstrap_again(

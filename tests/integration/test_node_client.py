@@ -18,24 +18,17 @@ headers), not counts. Skipped when `node` or clients/node/node_modules is missin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
-from node_helpers import NODE_MISSING, Row, node, node_cluster
+from node_helpers import Row, bootstrap_fixture, node, skip_module_without_node
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
 from samsa.client.partitioner import partition_for_key
 
-if NODE_MISSING:
-    pytest.skip(NODE_MISSING, allow_module_level=True)
+skip_module_without_node()
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with node_cluster(tmp_path_factory.mktemp("node")) as endpoints:
-        yield endpoints
+bootstrap = bootstrap_fixture("node")
 
 
 def printed_rows(stdout: str, topic: str) -> list[Row]:

@@ -14,23 +14,15 @@ committed offsets. Skipped when `node` or clients/node/node_modules is missing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from node_helpers import NODE_MISSING, node_cluster, node_script
+from node_helpers import bootstrap_fixture, node_script, skip_module_without_node
 
 from samsa.client import Admin, NewTopic
 
-if NODE_MISSING:
-    pytest.skip(NODE_MISSING, allow_module_level=True)
+skip_module_without_node()
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with node_cluster(tmp_path_factory.mktemp("node-group")) as endpoints:
-        yield endpoints
+bootstrap = bootstrap_fixture("node-group")
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -18,23 +18,15 @@ leader holds. Skipped when `node` or clients/node/node_modules is missing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from node_helpers import NODE_MISSING, Row, node, node_cluster, node_script
+from node_helpers import Row, bootstrap_fixture, node, node_script, skip_module_without_node
 
 from samsa.client import Admin, Consumer, NewTopic
 
-if NODE_MISSING:
-    pytest.skip(NODE_MISSING, allow_module_level=True)
+skip_module_without_node()
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with node_cluster(tmp_path_factory.mktemp("node-idempotence")) as endpoints:
-        yield endpoints
+bootstrap = bootstrap_fixture("node-idempotence")
 
 
 # Wraps client.call so that the first Produce is written by the broker but its answer is lost
