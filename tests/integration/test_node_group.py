@@ -24,6 +24,35 @@ skip_module_without_node()
 pytestmark = pytest.mark.timeout(120)
 bootstrap = bootstrap_fixture("node-group")
 
+# Joins group `data` and returns how many partitions the member was given; it does not leave.
+JOIN_AND_RETURN_WITHOUT_LEAVING = """
+const member = await client.joinGroup(data, [topic]);
+return (await member.waitForAssignment(10000)).length;
+"""
+# A (on `client`) and then B (on a second client) join group `data`; B commits 7 on the
+# partition A handed it, then A tries to commit 3 there. Returns the partition handed over,
+# A's partitions and A's error message (null when its commit went through).
+COMMIT_A_PARTITION_HANDED_OVER = """
+const { SamsaClient } = require(process.env.NODE_TEST_CLIENT);
+const other = new SamsaClient(process.env.SAMSA_BOOTSTRAP);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+try {
+  const a = await client.joinGroup(data, [topic]);
+  while (a.assignment.length < 2 || a.ownedChanged) await sleep(50);
+  const b = await other.joinGroup(data, [topic]);
+  const [handed] = await b.waitForAssignment(10000);
+  await b.commit([{ topic, partition: handed.partition, offset: 7 }]);
+  await a.heartbeat(); // A's epoch is the coordinator's now
+  const refused = await a
+    .commit([{ topic, partition: handed.partition, offset: 3 }])
+    .then(() => null, (error) => error.message);
+  const owned = a.assignment.map((tp) => tp.partition);
+  return { handed: handed.partition, owned, refused };
+} finally {
+  await other.close();
+}
+"""
+
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     with Admin({"bootstrap.servers": bootstrap}) as admin:
@@ -35,16 +64,7 @@ def test_closing_the_client_ends_a_member_that_did_not_leave(bootstrap: str) -> 
     create_topic(bootstrap, topic, 2)
     # The script returns with the member still in the group; SCRIPT then closes the client.
     # Node must exit (no heartbeat timer left), well within the member's session.
-    assigned = node_script(
-        bootstrap,
-        topic,
-        """
-        const member = await client.joinGroup(data, [topic]);
-        return (await member.waitForAssignment(10000)).length;
-        """,
-        group,
-        timeout_s=15,
-    )
+    assigned = node_script(bootstrap, topic, JOIN_AND_RETURN_WITHOUT_LEAVING, group, timeout_s=15)
     assert assigned == 2
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         description = admin.describe_consumer_groups([group])[group]
@@ -57,31 +77,7 @@ def test_a_member_cannot_commit_a_partition_it_gave_up(bootstrap: str) -> None:
     # Member A owns both partitions; B joins and is given one of them once A gave it up. A then
     # commits that partition at its current member epoch: the coordinator checks the epoch, not
     # ownership, so the commit must be refused by A itself, or it would overwrite B's.
-    outcome = node_script(
-        bootstrap,
-        topic,
-        """
-        const { SamsaClient } = require(process.env.NODE_TEST_CLIENT);
-        const other = new SamsaClient(process.env.SAMSA_BOOTSTRAP);
-        const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-        try {
-          const a = await client.joinGroup(data, [topic]);
-          while (a.assignment.length < 2 || a.ownedChanged) await sleep(50);
-          const b = await other.joinGroup(data, [topic]);
-          const [handed] = await b.waitForAssignment(10000);
-          await b.commit([{ topic, partition: handed.partition, offset: 7 }]);
-          await a.heartbeat(); // A's epoch is the coordinator's now
-          const refused = await a
-            .commit([{ topic, partition: handed.partition, offset: 3 }])
-            .then(() => null, (error) => error.message);
-          const owned = a.assignment.map((tp) => tp.partition);
-          return { handed: handed.partition, owned, refused };
-        } finally {
-          await other.close();
-        }
-        """,
-        group,
-    )
+    outcome = node_script(bootstrap, topic, COMMIT_A_PARTITION_HANDED_OVER, group)
     assert isinstance(outcome, dict)
     assert outcome["owned"] == [1 - outcome["handed"]]
     assert outcome["refused"] and f"{topic}[{outcome['handed']}]" in outcome["refused"]
