@@ -167,7 +167,9 @@ class Simulation(
         if retention:
             configs |= {"retention.ms": str(RETENTION_MS)}
         if compaction:
-            # Markers and tombstones may go a second after they were written.
+            # A COMMIT marker may go a second after its timestamp; a tombstone a second after the
+            # cleaning pass that first cleaned it (KIP-534's delete horizon,
+            # services/broker/log/delete_horizon.py), whatever its own timestamp.
             configs |= {"cleanup.policy": "compact", "delete.retention.ms": "1000"}
         self.image = cluster_with_topic(configs, self.rng)
         for broker in self.brokers.values():
