@@ -3,6 +3,8 @@ plain read: services/runtime/metadata_reads.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
 from samsa.services.controller.control_result import ControlResult
@@ -20,11 +22,20 @@ LIST_CONFIGS = frozenset({"cleanup.policy"})
 def incremental_alter_configs(
     image: MetadataImage, request: c.IncrementalAlterConfigsRequest
 ) -> ControlResult[c.IncrementalAlterConfigsResponse]:
+    """Each resource's alterations, validated as a whole against the image. A resource named
+    twice is refused (both times) and so is a config named twice in one resource, as Kafka's
+    controller refuses them: each would be validated against the image alone, so the two
+    results applied in order could make a config no check ever saw."""
     response = c.IncrementalAlterConfigsResponse()
     records: list[m.MetadataRecord] = []
+    named = Counter((r.resource.type, r.resource.name) for r in request.resources)
     for resource in request.resources:
         result = response.results.add()
         result.resource.CopyFrom(resource.resource)
+        if named[(resource.resource.type, resource.resource.name)] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
+            result.error_message = f"{resource.resource.name!r} is named twice in the request"
+            continue
         outcome = _alter_topic(image, resource)
         if isinstance(outcome, tuple):
             result.error_code, result.error_message = outcome  # type: ignore[assignment]
@@ -62,6 +73,10 @@ def _alter_topic(
     topic = image.topics.get(target.name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {target.name!r} does not exist"
+    names = Counter(alteration.name for alteration in resource.alterations)
+    twice = sorted(name for name, count in names.items() if count > 1)
+    if twice:
+        return ErrorCode.INVALID_REQUEST, f"config {', '.join(twice)} is altered twice"
     current = dict(image.topic_configs(target.name))
     updated = dict(current)
     for alteration in resource.alterations:

@@ -255,6 +255,39 @@ def test_incremental_alter_configs_set_append_delete_and_validate_the_whole():
     assert by_name["retention.ms"].value == "604800000" and by_name["retention.ms"].documentation
 
 
+def test_a_resource_or_a_config_named_twice_is_refused_whole():
+    """Each would be checked against the image alone, and their records applied in order could
+    make a config no check saw: Kafka refuses both with INVALID_REQUEST."""
+    image, _ = create(cluster(), "t")
+
+    def resource(name, key, value):
+        return c.IncrementalAlterConfigsRequest.Resource(
+            resource=c.ConfigResource(type=1, name=name),
+            alterations=[
+                c.IncrementalAlterConfigsRequest.Alteration(
+                    name=key, op=c.ALTER_CONFIG_OP_SET, value=value
+                )
+            ],
+        )
+
+    request = c.IncrementalAlterConfigsRequest(
+        resources=[resource("t", "retention.ms", "1"), resource("t", "retention.ms", "2")]
+    )
+    result = cp.incremental_alter_configs(image, request)
+    assert [r.error_code for r in result.response.results] == [ErrorCode.INVALID_REQUEST] * 2
+    assert "named twice" in result.response.results[0].error_message
+    assert commit(image, result) is image
+    unchanged, result = alter_config(
+        image,
+        "t",
+        ("retention.ms", c.ALTER_CONFIG_OP_SET, "1000"),
+        ("retention.ms", c.ALTER_CONFIG_OP_DELETE, ""),
+    )
+    assert result.error_code == ErrorCode.INVALID_REQUEST
+    assert "retention.ms is altered twice" in result.error_message
+    assert unchanged is image
+
+
 def test_describe_topics_answers_unknown_topics_per_topic():
     image, _ = create(cluster(), "t", partitions=2)
     response = cp.describe_topics(image, c.DescribeTopicsRequest(names=["t", "u"]))

@@ -192,7 +192,8 @@ class ControllerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def IncrementalAlterConfigs(self, request, context):
-        """Sets or removes configuration values, validated with Kafka's rules.
+        """Sets or removes configuration values, validated with Kafka's rules. A resource named twice,
+        or a config altered twice in one resource, is refused with INVALID_REQUEST (as Kafka).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
