@@ -246,6 +246,9 @@ def _read_session_pass(
         known = session.partitions[key]
         result = FetchPartition(partition=key[1], next_fetch_offset=known.wanted.fetch_offset)
         if reader.read(key[0], known.wanted, result) is Outcome.SKIPPED:
+            # No room left in the answer: the next fetch must read it, and it may name it no
+            # more (its position did not move) nor change meanwhile.
+            session.dirty.add(key)
             continue
         examined.append(key)
         if full or known.has_news(result, key in reader.records):

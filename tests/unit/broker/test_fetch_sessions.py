@@ -307,3 +307,34 @@ def test_a_follower_fed_by_its_session_converges_on_the_leader(leader: Partition
         assert hosted is not None
         assert ends[p] == hosted.log.log_end_offset, f"t-{p}: follower log end"
         assert high_watermarks[p] == hosted.high_watermark == ends[p], f"t-{p}: high watermark"
+
+
+def test_a_partition_left_out_of_a_full_answer_comes_in_the_next_fetch(
+    leader: PartitionHost,
+) -> None:
+    """A pass skips the partitions max_bytes has no room for; the next fetch of the session must
+    read them. Neither dirty nor named again (their position did not move), they were left
+    unread until their next append: a partition that got none was never delivered."""
+    cache = FetchSessionCache()
+    client = FetchSessionClient()
+    for p in range(3):
+        produce(leader, p)
+        client.set(("t", p), position(0))
+    one_batch = len(build_batch([b"v0"]))
+    delivered: set[int] = set()
+
+    async def scenario() -> None:
+        for _ in range(4):
+            parts = client.build()
+            built = request(parts)
+            built.max_bytes = one_batch  # room for one partition's batch per answer
+            response = await fetch(leader, built, cache)
+            assert response.error_code == ErrorCode.NONE
+            client.on_answer(parts, response.session_id)
+            for p, result in answered(response).items():
+                if result.records:
+                    delivered.add(p)
+                    client.set(("t", p), position(result.next_fetch_offset))
+
+    asyncio.run(scenario())
+    assert delivered == {0, 1, 2}
