@@ -130,8 +130,6 @@ class PartitionReader:
         except SamsaError as error:
             _fail(result, error.code, str(error))
             return Outcome.FAILED
-        if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
-            hosted.traced.served(wanted.fetch_offset, read.next_offset, replica_id)
         if replica_id >= 0 and hosted.is_leader:
             registration = host.image.brokers.get(replica_id)
             start_moved = hosted.replica.follower_fetched(
@@ -150,6 +148,14 @@ class PartitionReader:
             if hosted.advance_high_watermark():
                 result.high_watermark = hosted.high_watermark
                 result.last_stable_offset = hosted.log.last_stable_offset(hosted.high_watermark)
+        if self.total and len(read.records) > self.budget - self.total:
+            # The log returns a first batch whole whatever its size; only the answer's first
+            # batch may go past max_bytes (KIP-74). Beyond it the answer could outgrow the
+            # client's receive limit, on every retry of the same fetch. Its progress above
+            # still counts; the batch comes in a later fetch.
+            return Outcome.SKIPPED
+        if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
+            hosted.traced.served(wanted.fetch_offset, read.next_offset, replica_id)
         result.next_fetch_offset = read.next_offset
         if read.records:
             aborted = (
