@@ -29,6 +29,8 @@ would. Run it twice with the same directory and the second run continues where t
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -44,6 +46,10 @@ if TYPE_CHECKING:
     from samsa.services.broker.log.log import Log
 
 DEMO_BATCH_RECORDS = 500
+# A command ended by Ctrl-C, or by the reader of its output going away (`samsa consume T | head`),
+# exits as a shell reports a command that signal killed (128 + the signal), with no traceback.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 # The commands that talk to a cluster, run by commands.run().
 CLUSTER_COMMANDS = ("topics", "produce", "consume", "groups", "transactions", "cluster", "perf")
 
@@ -131,6 +137,21 @@ def _read_back(log: Log, start_offset: int) -> list[tuple[bytes, bytes]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one `samsa` command; its exit status. Ctrl-C and a closed stdout end it quietly."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's flush at exit
+        return code
+    except BrokenPipeError:
+        # Nothing more can be written: stdout goes to /dev/null so that the interpreter's own
+        # flush at exit does not fail again (the idiom of Python's signal module documentation).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="samsa", description="Samsa, a distributed commit log.")
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="append to and read back a real log on disk")

@@ -1,0 +1,78 @@
+"""Goal: `samsa` ends as a Unix command line tool does, never with a Python traceback: output
+piped into a reader that stops early (`samsa consume ... | head`) ends it quietly with 141 (as a
+command killed by SIGPIPE), and Ctrl-C ends it quietly with 130 (as a command killed by SIGINT).
+
+Method: `python -m samsa.cli.main` in a subprocess with no cluster behind it: `samsa trace` over a
+span file large enough that its output cannot all fit in a pipe whose reader is gone, and a
+cluster command whose bootstrap address accepts connections but never answers, interrupted once
+the command is connected (so the signal falls in the command, not in Python's start-up).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(60)
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    spans = tmp_path / "spans.jsonl"
+    lines = (
+        json.dumps(
+            {
+                "trace_id": TRACE_ID,
+                "span_id": f"{n:016x}",
+                "parent_span_id": None,
+                "name": f"produce orders {n}",
+                "service": "samsa-broker-1",
+                "start_ns": n,
+                "end_ns": n + 1_000_000,
+            }
+        )
+        for n in range(1, 5001)
+    )
+    spans.write_text("\n".join(lines) + "\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "samsa.cli.main", "trace", TRACE_ID, "--file", str(spans)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the first line is written
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=30) == 141, stderr
+    assert stderr == ""
+
+
+def test_ctrl_c_ends_a_cluster_command_quietly() -> None:
+    with socket.socket() as silent:  # accepts a connection, never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        silent.settimeout(20)
+        address = "127.0.0.1:%d" % silent.getsockname()[1]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "samsa.cli.main", "topics", "list"]
+            + ["--bootstrap-server", address],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            connection, _ = silent.accept()  # the command is running: it connected
+            with connection:
+                process.send_signal(signal.SIGINT)
+                _, stderr = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert process.returncode == 130, stderr.decode()
+    assert b"Traceback" not in stderr
