@@ -6,7 +6,8 @@ only what it may see. The timestamp lookups are bounded the same way: MAX_TIMEST
 as Kafka answers it since KAFKA-16310) is the record with the largest timestamp, the first of
 equals, among those from the log start up to that end, transaction markers aside; none
 visible answers offset and timestamp -1 with no error. Each answer carries the leader epoch of
-the batch holding the offset found (KIP-320), as Kafka's."""
+the batch holding the offset found (KIP-320), as Kafka's; a request naming an older or newer
+current leader epoch than the leader's is refused (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from samsa.common.errors import ErrorCode
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.leader_epoch import epoch_of
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.requests.partition_read import leader_epoch_refusal
 from samsa.v1 import broker_pb2, records_pb2
 
 
@@ -32,6 +34,10 @@ def list_offsets(
             if isinstance(hosted, LeadershipError):
                 result.error_code = hosted.code  # type: ignore[assignment]
                 result.error_message = hosted.message
+                continue
+            refusal = leader_epoch_refusal(wanted, hosted.leader_epoch)
+            if refusal is not None:
+                result.error_code, result.error_message = refusal  # type: ignore[assignment]
                 continue
             visible_end = hosted.high_watermark
             if read_committed:

@@ -226,19 +226,29 @@ def _fenced(
     fetcher does not know of is no answer to its log, and an "undefined" one (its last epoch
     above ours: this broker has not yet heard of a later leadership) would send a follower
     back to its high watermark, below records another leader acknowledged (KIP-101)."""
-    if not wanted.HasField("current_leader_epoch") or (
-        wanted.current_leader_epoch == hosted.leader_epoch
-    ):
+    refusal = leader_epoch_refusal(wanted, hosted.leader_epoch)
+    if refusal is None:
         return False
-    code = (
-        ErrorCode.FENCED_LEADER_EPOCH
-        if wanted.current_leader_epoch < hosted.leader_epoch
-        else ErrorCode.UNKNOWN_LEADER_EPOCH
-    )
     result.high_watermark = hosted.high_watermark
     result.log_start_offset = hosted.log.log_start_offset
-    _fail(result, code, f"leader epoch is {hosted.leader_epoch}: refresh metadata")
+    _fail(result, *refusal)
     return True
+
+
+def leader_epoch_refusal(
+    wanted: WantedPartition | broker_pb2.ListOffsetsRequest.PartitionData, leader_epoch: int
+) -> tuple[ErrorCode, str] | None:
+    """KIP-320, for Fetch and ListOffsets: why a request naming another current leader epoch
+    than `leader_epoch` is refused, or None. Unset or -1 is not checked (broker.proto): a
+    client that knows no epoch says so with -1, as Kafka's do."""
+    if not wanted.HasField("current_leader_epoch"):
+        return None
+    current = wanted.current_leader_epoch
+    if current < 0 or current == leader_epoch:
+        return None
+    if current < leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch is {leader_epoch}: refresh metadata"
+    return ErrorCode.UNKNOWN_LEADER_EPOCH, f"leader epoch is {leader_epoch}: refresh metadata"
 
 
 def _diverged(
