@@ -58,10 +58,10 @@ def test_ctrl_c_ends_a_cluster_command_quietly() -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         silent.settimeout(20)
-        address = "127.0.0.1:%d" % silent.getsockname()[1]
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        command = ["topics", "list", "--bootstrap-server", address]
         process = subprocess.Popen(
-            [sys.executable, "-m", "samsa.cli.main", "topics", "list"]
-            + ["--bootstrap-server", address],
+            [sys.executable, "-m", "samsa.cli.main", *command],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
