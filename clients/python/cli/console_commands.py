@@ -257,7 +257,8 @@ def _print_records(
     consumer: Consumer, args: argparse.Namespace, printed_up_to: dict | None = None
 ) -> int:
     """Print records until --count or --timeout; `printed_up_to` gets each partition's next
-    offset after the last record printed."""
+    offset after the last record printed, once its line is flushed: a line that could not be
+    written (a full disk, a reader gone) leaves its record for the group's next run."""
     render = _json if args.format == "json" else args.record_format.render
     printed = 0
     idle_since = time.monotonic()
@@ -270,12 +271,15 @@ def _print_records(
                     break
                 continue
             idle_since = time.monotonic()
-            for record in records[: None if args.count is None else args.count - printed]:
+            taken = records[: None if args.count is None else args.count - printed]
+            written_up_to: dict[TopicPartition, int] = {}
+            for record in taken:
                 out.write(render(record) + b"\n")
-                printed += 1
-                if printed_up_to is not None:
-                    printed_up_to[(record.topic, record.partition)] = record.offset + 1
+                written_up_to[(record.topic, record.partition)] = record.offset + 1
             out.flush()
+            printed += len(taken)
+            if printed_up_to is not None:
+                printed_up_to.update(written_up_to)
     except KeyboardInterrupt:
         pass
     print(f"consumed {printed:,} records", file=sys.stderr)

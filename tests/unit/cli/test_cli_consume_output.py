@@ -1,0 +1,67 @@
+"""Goal: `samsa consume --group G` commits exactly the records it printed (README), so a record
+whose line could not be written (a full disk, a reader gone) is not committed: the group's next
+run reads it again instead of skipping it.
+
+Method: `_print_records` (the loop behind `samsa consume`) with a fake consumer handing out two
+polls of records and a stdout whose second flush fails with ENOSPC, as `> file` on a full disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from samsa.cli.console_commands import _print_records
+from samsa.cli.console_format import VALUE_FORMAT
+
+
+class FakeConsumer:
+    def __init__(self, polls: list[list[SimpleNamespace]]) -> None:
+        self.polls = polls
+
+    def poll(self, timeout: float) -> list[SimpleNamespace]:
+        return self.polls.pop(0) if self.polls else []
+
+
+class FullDisk:
+    """A binary stdout whose flushes fail from the `fail_from`-th on, written bytes kept."""
+
+    def __init__(self, fail_from: int) -> None:
+        self.fail_from = fail_from
+        self.flushes = 0
+        self.pending = b""
+        self.written = b""
+
+    def write(self, data: bytes) -> int:
+        self.pending += data
+        return len(data)
+
+    def flush(self) -> None:
+        self.flushes += 1
+        if self.flushes >= self.fail_from:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.written, self.pending = self.written + self.pending, b""
+
+
+def record(offset: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        topic="t", partition=0, offset=offset, key=None, value=b"v%d" % offset, headers=()
+    )
+
+
+def test_records_whose_lines_were_not_written_are_not_committed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = FullDisk(fail_from=2)
+    monkeypatch.setattr(sys, "stdout", SimpleNamespace(buffer=out))
+    consumer = FakeConsumer([[record(0), record(1)], [record(2), record(3)]])
+    args = argparse.Namespace(format="value", record_format=VALUE_FORMAT, count=None, timeout=0)
+    printed_up_to: dict[tuple[str, int], int] = {}
+    with pytest.raises(OSError):
+        _print_records(consumer, args, printed_up_to)  # type: ignore[arg-type]
+    assert out.written == b"v0\nv1\n"
+    assert printed_up_to == {("t", 0): 2}, "offsets 2 and 3 were never written"
