@@ -138,6 +138,8 @@ def prepare_console(args: argparse.Namespace) -> str | None:
     except PropertyError as error:
         return str(error)
     if args.command == "consume":
+        if args.offset is not None and args.offset < 0:
+            return f"--offset {args.offset}: an offset is 0 or more"
         settings = consumer_settings(args)
         if isinstance(settings, str):
             return settings

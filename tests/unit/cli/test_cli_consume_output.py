@@ -1,9 +1,10 @@
 """Goal: `samsa consume --group G` commits exactly the records it printed (README), so a record
 whose line could not be written (a full disk, a reader gone) is not committed: the group's next
-run reads it again instead of skipping it.
+run reads it again instead of skipping it. A negative --offset is a usage error, not a traceback.
 
 Method: `_print_records` (the loop behind `samsa consume`) with a fake consumer handing out two
-polls of records and a stdout whose second flush fails with ENOSPC, as `> file` on a full disk.
+polls of records and a stdout whose second flush fails with ENOSPC, as `> file` on a full disk;
+`run()` on the parsed flags with no cluster behind them for the usage error.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from samsa.cli.commands import add_commands, run
 from samsa.cli.console_commands import _print_records
 from samsa.cli.console_format import VALUE_FORMAT
 
@@ -65,3 +67,14 @@ def test_records_whose_lines_were_not_written_are_not_committed(
         _print_records(consumer, args, printed_up_to)  # type: ignore[arg-type]
     assert out.written == b"v0\nv1\n"
     assert printed_up_to == {("t", 0): 2}, "offsets 2 and 3 were never written"
+
+
+def test_a_negative_offset_is_a_usage_error_before_connecting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser(prog="samsa")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    argv = ["consume", "t", "--offset", "-5", "--bootstrap-server", "127.0.0.1:1"]
+    args = parser.parse_args(argv)
+    assert run(args) == 2  # not the SDK's ValueError, raised once connected, as a traceback
+    assert "samsa consume: --offset -5: an offset is 0 or more" in capsys.readouterr().err
