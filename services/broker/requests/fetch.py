@@ -78,7 +78,7 @@ async def fetch_answer(
                 return await _fetch_sessionless(host, request)
         else:
             session = sessions.get(request.session_id, request.session_epoch, replica_id)
-        _update_session(host, sessions, session, request)
+        _update_session(host, sessions, session, request, now_ms)
     except SessionError as error:
         response = broker_pb2.FetchResponse(error_message=str(error))
         response.error_code = error.code  # type: ignore[assignment]
@@ -113,9 +113,8 @@ def _open_session(
     replica_id: int,
     now_ms: int,
 ) -> FetchSession | None:
-    if not sessions.room_for(sum(len(topic.partitions) for topic in request.topics)):
-        return None
-    session, evicted = sessions.open(replica_id, now_ms)
+    partitions = sum(len(topic.partitions) for topic in request.topics)
+    session, evicted = sessions.open(replica_id, now_ms, partitions)
     for old in evicted:
         _unwatch(host, old)
     if session is not None:
@@ -124,7 +123,7 @@ def _open_session(
             extra={
                 "session_id": session.session_id,
                 "replica_id": replica_id,
-                "partitions": sum(len(topic.partitions) for topic in request.topics),
+                "partitions": partitions,
                 "sessions": len(sessions),
             },
         )
@@ -136,8 +135,10 @@ def _update_session(
     sessions: FetchSessionCache,
     session: FetchSession,
     request: broker_pb2.FetchRequest,
+    now_ms: int,
 ) -> None:
-    """Take the request's added, changed and forgotten partitions into the session."""
+    """Take the request's added, changed and forgotten partitions into the session, making room
+    for the added ones (FetchSessionCache.make_room)."""
     for topic in request.forgotten_topics:
         for partition in topic.partitions:
             if session.forget((topic.name, partition)):
@@ -147,13 +148,16 @@ def _update_session(
         for topic in request.topics
         for wanted in topic.partitions
     )
-    if added and not sessions.room_for(added):
+    evicted = sessions.make_room(session.replica_id, added, now_ms, new_session=False, keep=session)
+    if evicted is None:
         _unwatch(host, sessions.close(session.session_id))
         raise SessionError(
             ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
             f"fetch session {session.session_id} closed: this broker's sessions hold "
             f"{limits.fetch_session_partitions_total_max} partitions at most; fetch without one",
         )
+    for old in evicted:
+        _unwatch(host, old)
     for topic in request.topics:
         for wanted in topic.partitions:
             key = (topic.name, wanted.partition)

@@ -148,25 +148,68 @@ class FetchSessionCache:
     def partitions_held(self) -> int:
         return sum(len(session.partitions) for session in self._sessions.values())
 
-    def room_for(self, new_partitions: int) -> bool:
-        """Whether the sessions may hold `new_partitions` more between them."""
-        return self.partitions_held() + new_partitions <= self.partitions_max
-
-    def open(self, replica_id: int, now_ms: int) -> tuple[FetchSession | None, list[FetchSession]]:
-        """A new session, or None when the cache is full of sessions in use; also the sessions
-        evicted to make room (their watches must be removed)."""
-        evicted = []
-        if len(self._sessions) >= self.sessions_max:
-            oldest = min(self._sessions.values(), key=lambda session: session.last_used_ms)
-            if now_ms - oldest.last_used_ms < self.idle_ms:
-                return None, evicted
-            evicted.append(self._sessions.pop(oldest.session_id))
+    def open(
+        self, replica_id: int, now_ms: int, partitions: int = 0
+    ) -> tuple[FetchSession | None, list[FetchSession]]:
+        """A new session for `partitions` partitions, or None when no room can be made (see
+        `make_room`); also the sessions evicted to make room (their watches must be removed)."""
+        evicted = self.make_room(replica_id, partitions, now_ms, new_session=True)
+        if evicted is None:
+            return None, []
         session_id = self._new_id()
         while session_id in self._sessions:
             session_id = self._new_id()
         session = FetchSession(session_id=session_id, replica_id=replica_id, last_used_ms=now_ms)
         self._sessions[session_id] = session
         return session, evicted
+
+    def make_room(
+        self,
+        replica_id: int,
+        partitions: int,
+        now_ms: int,
+        *,
+        new_session: bool,
+        keep: FetchSession | None = None,
+    ) -> list[FetchSession] | None:
+        """Room for `partitions` more partitions (and a session more with `new_session`) for
+        `replica_id`'s fetcher: the sessions evicted for it, or None (and none evicted) when
+        there is no room to make. Evicted first: sessions idle for `idle_ms`, oldest first;
+        then, for a follower (replica_id >= 0: it proved membership), consumers' sessions,
+        largest first (Kafka's privileged eviction). Any client may open sessions, so without
+        the second a stranger's few fetches kept every follower from one for good. `keep`: the
+        session growing, never evicted for itself."""
+        held = self.partitions_held()
+
+        def fits(sessions_freed: int, partitions_freed: int) -> bool:
+            count = len(self._sessions) - sessions_freed + new_session
+            return (
+                count <= self.sessions_max
+                and held - partitions_freed + partitions <= self.partitions_max
+            )
+
+        if fits(0, 0):
+            return []
+        others = [session for session in self._sessions.values() if session is not keep]
+        idle = [s for s in others if now_ms - s.last_used_ms >= self.idle_ms]
+        candidates = sorted(idle, key=lambda session: session.last_used_ms)
+        if replica_id >= 0:
+            consumers = [
+                s for s in others if s.replica_id < 0 and now_ms - s.last_used_ms < self.idle_ms
+            ]
+            candidates += sorted(consumers, key=lambda session: -len(session.partitions))
+        chosen: list[FetchSession] = []
+        freed = 0
+        for candidate in candidates:
+            if fits(len(chosen), freed):
+                break
+            chosen.append(candidate)
+            freed += len(candidate.partitions)
+        if not fits(len(chosen), freed):
+            return None
+        for session in chosen:
+            del self._sessions[session.session_id]
+        return chosen
 
     def get(self, session_id: int, epoch: int, replica_id: int) -> FetchSession:
         """The session an incremental fetch names, checked; SessionError otherwise."""
