@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 
 from samsa.cli.command_support import (
@@ -32,7 +33,9 @@ from samsa.cli.console_format import (
 )
 from samsa.client import Admin, Consumer, Producer
 from samsa.client.consumer_records import ConsumerRecord
+from samsa.client.errors import KafkaError
 from samsa.client.group_admin import TopicPartition
+from samsa.client.record_future import RecordFuture
 
 CONSOLE_COMMANDS = ("produce", "consume")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
@@ -185,24 +188,51 @@ def _produce(args: argparse.Namespace) -> int:
     split = args.line_format.split
     sent = 0
     started = last_report = time.monotonic()
-    futures = []
+    outcomes = _Outcomes()
     with producer:
         for line in sys.stdin.buffer:
             key, value = split(line.rstrip(b"\r\n"))
-            futures.append(producer.send(args.topic, value, key=key, partition=args.partition))
+            outcomes.add(producer.send(args.topic, value, key=key, partition=args.partition))
             sent += 1
             if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
                 last_report = time.monotonic()
                 rate = sent / (last_report - started)
                 print(f"\rproduced {sent:,} records ({rate:,.0f}/s)", end="", file=sys.stderr)
         producer.flush()
-    failed = [f.exception(timeout=0) for f in futures if f.exception(timeout=0) is not None]
+    outcomes.drop_settled()  # all of them, after the flush
     elapsed = time.monotonic() - started
-    print(f"\rproduced {sent - len(failed):,} records in {elapsed:.1f} s", file=sys.stderr)
-    if failed:
-        print(f"samsa produce: {len(failed)} records failed: {failed[0]}", file=sys.stderr)
+    print(f"\rproduced {sent - outcomes.failed:,} records in {elapsed:.1f} s", file=sys.stderr)
+    if outcomes.failed:
+        print(
+            f"samsa produce: {outcomes.failed} records failed: {outcomes.first_error}",
+            file=sys.stderr,
+        )
         return 1
     return 0
+
+
+class _Outcomes:
+    """The futures of sent records not yet settled, oldest first. Settled ones are dropped as
+    records are sent (a failed one counted, the first error kept), so memory follows the records
+    in flight, not the length of stdin."""
+
+    def __init__(self) -> None:
+        self._pending: deque[RecordFuture] = deque()
+        self.failed = 0
+        self.first_error: KafkaError | None = None
+
+    def add(self, future: RecordFuture) -> None:
+        self._pending.append(future)
+        self.drop_settled()
+
+    def drop_settled(self) -> None:
+        """Drop the settled futures at the front (records settle about in the order sent)."""
+        pending = self._pending
+        while pending and pending[0].done():
+            error = pending.popleft().exception(timeout=0)
+            if error is not None:
+                self.failed += 1
+                self.first_error = self.first_error or error
 
 
 def _consume(args: argparse.Namespace) -> int:
