@@ -38,8 +38,14 @@ def bootstrap(args: argparse.Namespace) -> str:
         return os.environ["SAMSA_BOOTSTRAP"]
     spec_file = Path(args.data_dir) / "cluster.json"
     if spec_file.exists():
-        spec = json.loads(spec_file.read_text())
-        return ",".join(f"127.0.0.1:{c['grpc_port']}" for c in spec["controllers"])
+        try:
+            spec = json.loads(spec_file.read_text())
+            return ",".join(f"127.0.0.1:{c['grpc_port']}" for c in spec["controllers"])
+        except (OSError, ValueError, LookupError, TypeError):  # truncated, or another program's
+            raise SystemExit(
+                f"samsa: {spec_file} is not a cluster `samsa up` wrote; pass --bootstrap-server "
+                "or set SAMSA_BOOTSTRAP"
+            ) from None
     raise SystemExit(
         f"samsa: no cluster to talk to: pass --bootstrap-server, set SAMSA_BOOTSTRAP, or run "
         f"`samsa up` (it writes {spec_file})"

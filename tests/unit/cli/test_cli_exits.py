@@ -6,10 +6,12 @@ Method: `python -m samsa.cli.main` in a subprocess with no cluster behind it: `s
 span file large enough that its output cannot all fit in a pipe whose reader is gone, and a
 cluster command whose bootstrap address accepts connections but never answers, interrupted once
 the command is connected (so the signal falls in the command, not in Python's start-up).
+A cluster.json that is not one `samsa up` wrote is one line too (`bootstrap` on it).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import socket
@@ -18,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from samsa.cli.command_support import bootstrap
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -76,3 +80,18 @@ def test_ctrl_c_ends_a_cluster_command_quietly() -> None:
                 process.wait()
     assert process.returncode == 130, stderr.decode()
     assert b"Traceback" not in stderr
+
+
+@pytest.mark.parametrize("content", ["{bad", "[]", '{"controllers": [{"port": 1}]}'])
+def test_an_unreadable_cluster_json_is_one_line(
+    content: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SAMSA_BOOTSTRAP", raising=False)
+    (tmp_path / "cluster.json").write_text(content)
+    args = argparse.Namespace(bootstrap_server=None, data_dir=str(tmp_path))
+    with pytest.raises(SystemExit) as exited:
+        bootstrap(args)
+    assert str(exited.value) == (
+        f"samsa: {tmp_path / 'cluster.json'} is not a cluster `samsa up` wrote; pass "
+        "--bootstrap-server or set SAMSA_BOOTSTRAP"
+    )
