@@ -272,6 +272,13 @@ class ServerStartError(RuntimeError):
     """The listener could not be bound; the message names the address."""
 
 
+def _cannot_listen(listen: str) -> str:
+    return (
+        f"cannot listen on {listen}: the port is in use by another process, or the host is "
+        "not an address of this machine (set listeners to a free host:port)"
+    )
+
+
 class GrpcServer:
     """A grpc.aio server bound to `listen`, serving health and reflection for `service_names`."""
 
@@ -309,10 +316,10 @@ class GrpcServer:
     async def start(self) -> None:
         try:
             self.port = self.server.add_insecure_port(self.listen)
-        except RuntimeError as error:
-            raise ServerStartError(f"cannot listen on {self.listen}: {error}") from error
+        except RuntimeError as error:  # grpc's text only says to turn on its debug logs
+            raise ServerStartError(_cannot_listen(self.listen)) from error
         if self.port == 0:
-            raise ServerStartError(f"cannot listen on {self.listen} (address in use?)")
+            raise ServerStartError(_cannot_listen(self.listen))
         await self.server.start()
         await self._set_status(health_pb2.HealthCheckResponse.SERVING)
         if self.health_file_path is not None:

@@ -3,7 +3,8 @@
 data_dir_lock.py), load the cluster secret, set up tracing and metrics,
 keep large buffers in the heap (common/allocator.py: record batches are allocated and freed
 once per request), then run the service until SIGTERM. Any mistake found on the way stops the
-process with one line, `samsa <kind>: <what is wrong>`, and exit code 2.
+process with one line, `samsa <kind>: <what is wrong>`, and exit code 2 — a listen address that
+cannot be bound (found once the service starts its gRPC server) too.
 
 A service refuses to run under `python -O` (or PYTHONOPTIMIZE): that drops every `assert`, and
 the asserts are checks, not comments — the relations between the bounds in common/limits.py,
@@ -24,6 +25,7 @@ from samsa.services.runtime import config_loading, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.data_dir_lock import DataDirInUseError, DataDirLock, lock_data_dir
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
+from samsa.services.runtime.server import ServerStartError
 from samsa.services.runtime.service_config import ServiceConfig
 
 C = TypeVar("C", bound=ServiceConfig)
@@ -83,6 +85,9 @@ def run_service(
         return 2
     try:
         return event_loops.run(run(config, secret, tracing))
+    except ServerStartError as error:  # the listen address is taken: as a bad setting
+        print(f"samsa {kind}: {error}", file=sys.stderr)
+        return 2
     finally:
         if served is not None:
             served.shutdown()
