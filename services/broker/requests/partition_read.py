@@ -232,6 +232,10 @@ def _fenced(
     result.high_watermark = hosted.high_watermark
     result.log_start_offset = hosted.log.log_start_offset
     _fail(result, *refusal)
+    if refusal[0] == ErrorCode.FENCED_LEADER_EPOCH and hosted.leader_id >= 0:
+        # KIP-951: the fetcher goes on at the leader named, with no metadata refresh.
+        result.current_leader.leader_id = hosted.leader_id
+        result.current_leader.leader_epoch = hosted.leader_epoch
     return True
 
 

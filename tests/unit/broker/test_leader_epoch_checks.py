@@ -70,3 +70,22 @@ def test_list_offsets_checks_the_current_leader_epoch(host, epoch, code):
     result = list_offsets(host, request).topics[0].partitions[0]
     assert result.error_code == code, result.error_message
     assert result.offset == (1 if code == ErrorCode.NONE else -1)
+
+
+def test_a_fenced_fetch_names_the_current_leader(host):
+    """broker.proto (KIP-951): FENCED_LEADER_EPOCH carries current_leader when a leader is
+    known, so that a client goes on at once rather than after a metadata refresh."""
+    wanted = broker_pb2.FetchRequest.PartitionData(
+        partition=0, fetch_offset=0, current_leader_epoch=LEADER_EPOCH - 1
+    )
+    request = broker_pb2.FetchRequest(
+        topics=[broker_pb2.FetchRequest.TopicData(name="t", partitions=[wanted])]
+    )
+    response, _, _ = read_once(host, request)
+    result = response.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert result.HasField("current_leader")
+    assert (result.current_leader.leader_id, result.current_leader.leader_epoch) == (
+        1,
+        LEADER_EPOCH,
+    )
