@@ -5,9 +5,11 @@ Brokers and coordinators both use it (each signs as itself).
 Theory of operation. Any controller answers reads (FetchMetadata); only the active one takes
 writes (RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds, …) and the others
 answer NOT_CONTROLLER naming it when they know it. So reads go to the controller that answered
-last, and move to the next one when it is unreachable; writes go to the active controller as last
-reported, follow a NOT_CONTROLLER redirect at once, and otherwise walk the list with a short
-backoff. Every call has a deadline; the retry loop is bounded by the caller's own deadline.
+last, and move to the next one when it is unreachable or did not answer in time (the read that
+found it so fails when its deadline is spent, the next one starts elsewhere); writes go to the
+active controller as last reported, follow a NOT_CONTROLLER redirect at once, and otherwise walk
+the list with a short backoff. Every call has a deadline; the retry loop is bounded by the
+caller's own deadline.
 
 Every call (each retry too) carries a fresh membership proof signed as this member
 (`MemberSigner`, services/runtime/member_auth.py): the controllers refuse registration,
@@ -77,9 +79,13 @@ class ControllerChannel:
                     metadata=self._proof(method),
                 )
             except grpc.aio.AioRpcError as error:
-                if error.code() not in _RETRIABLE_STATUS or time.monotonic() >= deadline:
+                if error.code() not in _RETRIABLE_STATUS:
                     raise
-            self._read_index += 1
+                # Even when the deadline is spent: a hung controller eats whole deadlines, and
+                # the next read must not go back to it.
+                self._read_index += 1
+                if time.monotonic() >= deadline:
+                    raise
             backoff = await _sleep_backoff(backoff, deadline)
 
     async def write(self, method: str, request: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
