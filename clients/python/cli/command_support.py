@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -19,6 +20,21 @@ from pathlib import Path
 from samsa.client import Admin, TopicError
 from samsa.client.admin import TopicDescription
 from samsa.common.errors import ErrorCode
+
+# A command stopped by SIGTERM exits as a shell reports one that signal killed (128 + 15).
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt (main() installs the handler), so
+    that a command stopped by `kill`, `timeout` or a service manager ends as one stopped by
+    Ctrl-C, as Kafka's tools' shutdown hooks do: its clients closed (a producer flushes what it
+    read, a group consumer commits what it printed and leaves its group)."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
 
 # How long produce/consume re-ask about a topic a controller says does not exist. Controllers
 # apply the committed log within ~0.1 s of each other, so a topic another command just created is

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from samsa.cli.command_support import EXIT_TERMINATED, Terminated, raise_terminated
 from samsa.cli.commands import add_commands
 from samsa.cli.commands import run as run_command
 from samsa.cli.trace_command import add_trace_command, run_trace
@@ -137,7 +138,9 @@ def _read_back(log: Log, start_offset: int) -> list[tuple[bytes, bytes]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one `samsa` command; its exit status. Ctrl-C and a closed stdout end it quietly."""
+    """Run one `samsa` command; its exit status. Ctrl-C, SIGTERM and a closed stdout end it
+    quietly (SIGTERM as Ctrl-C: command_support.Terminated)."""
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         code = _run(argv)
         sys.stdout.flush()  # a reader gone shows here, not in the interpreter's flush at exit
@@ -147,8 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         # flush at exit does not fail again (the idiom of Python's signal module documentation).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as stopped:
+        return EXIT_TERMINATED if isinstance(stopped, Terminated) else EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(argv: list[str] | None) -> int:

@@ -1,6 +1,7 @@
 """Goal: `samsa` ends as a Unix command line tool does, never with a Python traceback: output
 piped into a reader that stops early (`samsa consume ... | head`) ends it quietly with 141 (as a
-command killed by SIGPIPE), and Ctrl-C ends it quietly with 130 (as a command killed by SIGINT).
+command killed by SIGPIPE), Ctrl-C with 130 and SIGTERM with 143 (as a command SIGINT or SIGTERM
+killed), after closing its clients as Ctrl-C does.
 
 Method: `python -m samsa.cli.main` in a subprocess with no cluster behind it: `samsa trace` over a
 span file large enough that its output cannot all fit in a pipe whose reader is gone, and a
@@ -57,7 +58,8 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> N
     assert stderr == ""
 
 
-def test_ctrl_c_ends_a_cluster_command_quietly() -> None:
+@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_ends_a_cluster_command_quietly(stop: signal.Signals, code: int) -> None:
     with socket.socket() as silent:  # accepts a connection, never says a word
         silent.bind(("127.0.0.1", 0))
         silent.listen()
@@ -72,13 +74,13 @@ def test_ctrl_c_ends_a_cluster_command_quietly() -> None:
         try:
             connection, _ = silent.accept()  # the command is running: it connected
             with connection:
-                process.send_signal(signal.SIGINT)
+                process.send_signal(stop)
                 _, stderr = process.communicate(timeout=30)
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    assert process.returncode == 130, stderr.decode()
+    assert process.returncode == code, stderr.decode()
     assert b"Traceback" not in stderr
 
 
