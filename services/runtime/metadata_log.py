@@ -3,9 +3,12 @@
 Theory of operation (DESIGN §2). A broker or a coordinator long-polls FetchMetadata with the end
 offset and hash of its image, replays the batches it gets (or loads the snapshot it gets when it
 is behind or diverged) with the same pure `replay` the controllers use, and hands (old image, new
-image) to `on_change`. The new image becomes `image` only once `on_change` returns, so whatever
-the process reports (a heartbeat's metadata offset) is what it has acted on. Registration and
-heartbeats are the caller's: they differ between brokers and coordinators.
+image) to `on_change`. At start, and when it re-reads the log after a divergence, it hands
+nothing before the image reached the committed end the controller named (a long log comes in
+pieces, and a prefix is an older cluster, as Kafka's metadata loader also waits). The new image
+becomes `image` only once `on_change` returns, so whatever the process reports (a heartbeat's
+metadata offset) is what it has acted on. Registration and heartbeats are the caller's: they
+differ between brokers and coordinators.
 
 Each answer also says who the controllers are, which one is active and the cluster's id; the
 follower keeps the last (`quorum`), so that a broker answers DescribeCluster as a controller
@@ -69,8 +72,8 @@ class MetadataLogFollower:
         self.controllers = controllers
         self.on_change = on_change
         self.image = MetadataImage.empty()
-        # loop.time() at which the last answered fetch was sent (None: none yet): how current
-        # this process knows its image to be.
+        # loop.time() at which the last answered fetch was sent (None: no answer has yet left
+        # the image caught up): how current this process knows its image to be.
         self.last_answered_fetch_sent: float | None = None
         self.quorum = QuorumView()
         self._image_changed = asyncio.Event()
@@ -83,15 +86,15 @@ class MetadataLogFollower:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Follow the log until `stop` is set."""
-        resync = False
+        # The image being built, and while catching up (at start, and after a divergence) the
+        # committed end it must reach before `on_change` sees it (None: not catching up).
+        base = self.image
+        catch_up_to: int | None = -1  # -1: set from the first answer
         while not stop.is_set():
-            # After a divergence the log is read again from offset 0 into a fresh image; the
-            # listener only sees the difference between the old image and the rebuilt one.
-            base = MetadataImage.empty() if resync else self.image
             request = controller_pb2.FetchMetadataRequest(
                 end_offset=base.end_offset,
                 hash=base.hash if base.end_offset else b"",
-                max_wait_ms=0 if resync else FETCH_MAX_WAIT_MS,
+                max_wait_ms=0 if catch_up_to is not None else FETCH_MAX_WAIT_MS,
             )
             sent = asyncio.get_running_loop().time()
             try:
@@ -105,15 +108,28 @@ class MetadataLogFollower:
                 continue
             if response is None:
                 return  # stopped during the long-poll
-            self.last_answered_fetch_sent = sent
             self.quorum = QuorumView.of(response)
             try:
                 new = apply_fetch(base, response)
             except MetadataDivergenceError:
+                # The log is read again from offset 0 into a fresh image; the listener only
+                # sees the difference between the old image and the rebuilt, caught-up one.
                 log.error("metadata diverged at offset %d: re-reading the log", base.end_offset)
-                resync = True
+                base, catch_up_to = MetadataImage.empty(), -1
                 continue
-            resync = False
+            if catch_up_to is not None:
+                if catch_up_to < 0:
+                    catch_up_to = response.committed_end_offset
+                # A controller answers a long log in pieces: a prefix of it is an older cluster
+                # (old leader epochs, topics since deleted and re-created under their name),
+                # which the listener must not act on. Not chased for ever: the end the first
+                # answer named is enough; a piece that brought nothing ends the catching up.
+                if new.end_offset < catch_up_to and new is not base:
+                    base = new
+                    continue
+                catch_up_to = None
+            base = new
+            self.last_answered_fetch_sent = sent
             if new is not self.image:
                 # The image becomes this process's (and its heartbeats report its offset) only
                 # once the listener has applied it: opening thousands of logs yields to the
