@@ -187,6 +187,7 @@ async def _fetch_in_session(
             for key, result in answer.told:
                 session.partitions[key].remember(result)
             session.dirty.difference_update(answer.examined)
+            session.left_out = answer.left_out
             session.answered(int(time.time() * 1000), opening=full)
             answer.reader.count_answer()
             answer.response.session_id = session.session_id
@@ -217,10 +218,14 @@ async def _park(session: FetchSession, timeout_s: float) -> None:
 
 
 def _incremental_keys(session: FetchSession, named: list[PartitionKey]) -> list[PartitionKey]:
-    """The partitions an incremental pass examines: those the request names, then the dirty."""
-    keys = [key for key in named if key in session.partitions]
-    named_set = set(named)
-    keys.extend(key for key in session.dirty if key not in named_set and key in session.partitions)
+    """The partitions an incremental pass examines: those the last answer left out (first, so
+    that a partition with data comes first in turn, KIP-74's whole first batch included), those
+    the request names, then the dirty."""
+    keys = [key for key in session.left_out if key in session.partitions]
+    seen = set(keys)
+    keys.extend(key for key in named if key in session.partitions and key not in seen)
+    seen.update(named)
+    keys.extend(key for key in session.dirty if key not in seen and key in session.partitions)
     return keys
 
 
@@ -230,6 +235,7 @@ class _SessionPass(NamedTuple):
     answer_now: bool  # a partition failed or must be answered without waiting
     examined: list[PartitionKey]  # read (not skipped for a full answer): no longer dirty
     told: list[tuple[PartitionKey, FetchPartition]]  # in the answer: remembered once final
+    left_out: list[PartitionKey]  # skipped: the answer was full
     reader: PartitionReader  # counts the answer's bytes out once it is final
 
 
@@ -246,6 +252,7 @@ def _read_session_pass(
     topics: dict[str, broker_pb2.FetchResponse.TopicResponse] = {}
     examined: list[PartitionKey] = []
     told: list[tuple[PartitionKey, FetchPartition]] = []
+    left_out: list[PartitionKey] = []
     for key in keys:
         known = session.partitions[key]
         result = FetchPartition(partition=key[1], next_fetch_offset=known.wanted.fetch_offset)
@@ -253,6 +260,7 @@ def _read_session_pass(
             # No room left in the answer: the next fetch must read it, and it may name it no
             # more (its position did not move) nor change meanwhile.
             session.dirty.add(key)
+            left_out.append(key)
             continue
         examined.append(key)
         if full or known.has_news(result, key in reader.records):
@@ -261,7 +269,7 @@ def _read_session_pass(
                 topic = topics[key[0]] = response.topics.add(name=key[0])
             topic.partitions.append(result)
             told.append((key, result))
-    return _SessionPass(response, reader.total, reader.answer_now, examined, told, reader)
+    return _SessionPass(response, reader.total, reader.answer_now, examined, told, left_out, reader)
 
 
 def read_once(

@@ -15,8 +15,9 @@ every round trip. A session turns that around:
   change). A fetch examines the partitions it names and the dirty ones, nothing else, and when
   nothing is new parks until the next wake (`on_wake`).
 - An answer carries only partitions with news (`has_news`), and `remember` records what was
-  told. A dirty partition stays dirty until a pass examined it (one skipped because the answer
-  was full is looked at again next time).
+  told. A dirty partition stays dirty until a pass examined it; one skipped because the answer
+  was full (`left_out`) is looked at first next time, so that busy partitions ahead of it
+  cannot keep it out of every answer.
 
 Epochs make a lost or repeated request visible (INVALID_FETCH_SESSION_EPOCH): the fetcher then
 opens a new session with a full fetch, so nothing is ever missed, only re-sent. This module is
@@ -81,6 +82,9 @@ class FetchSession:
     next_epoch: int = 1
     partitions: dict[PartitionKey, SessionPartition] = field(default_factory=dict)
     dirty: set[PartitionKey] = field(default_factory=set)
+    # The partitions the last answer had no room for, read first by the next fetch: without
+    # that, one behind partitions that always have data was left out for as long as they did.
+    left_out: list[PartitionKey] = field(default_factory=list)
     # Called on every wake: set by a fetch parked on this session, to end its wait.
     on_wake: Callable[[], None] | None = None
     # A fetch of this session is being answered; a second one at once is refused.

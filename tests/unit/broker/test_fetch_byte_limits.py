@@ -89,3 +89,37 @@ def test_a_partition_after_the_first_still_gets_a_batch_larger_than_its_own_limi
         wanted.partition_max_bytes = 10
     response = asyncio.run(fetch(host, request))
     assert [len(p.records) for p in response.topics[0].partitions] == [len(batch)] * 2
+
+
+def test_a_partition_left_out_goes_first_next_time_behind_a_busy_one(host):
+    """Partition 0 gets a batch before every fetch and is named in each (its position moved);
+    partition 1's one batch never fits behind it. Read in the order named-then-changed it was
+    left out of every answer for as long as partition 0 stayed busy: a partition left out of
+    an answer is read first in the session's next one (Kafka rotates its partitions too)."""
+    batch = build_batch([b"x" * 1000])
+    append(host, 0, batch)
+    append(host, 1, batch)
+    max_bytes = len(batch) + len(batch) // 2
+    sessions = FetchSessionCache()
+    request = fetch_both(max_bytes, in_session=True)
+    positions = {0: 0, 1: 0}
+    delivered: list[set[int]] = []
+    for epoch in range(1, 5):
+        response = asyncio.run(fetch(host, request, sessions))
+        assert response.error_code == 0
+        got = {p.partition for t in response.topics for p in t.partitions if p.records}
+        delivered.append(got)
+        request = broker_pb2.FetchRequest(
+            max_bytes=max_bytes, session_id=response.session_id, session_epoch=epoch
+        )
+        for t in response.topics:
+            for p in t.partitions:
+                if p.records:
+                    positions[p.partition] = p.next_fetch_offset
+                    wanted = broker_pb2.FetchRequest.PartitionData(
+                        partition=p.partition, fetch_offset=p.next_fetch_offset
+                    )
+                    request.topics.add(name="t").partitions.append(wanted)
+        append(host, 0, batch)  # partition 0 stays busy
+    assert any(1 in got for got in delivered), f"partition 1 was never delivered: {delivered}"
+    assert positions[1] == 1
