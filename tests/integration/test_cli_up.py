@@ -88,3 +88,26 @@ def test_up_runs_a_cluster_stops_it_cleanly_and_restarts_it_on_the_same_data(tmp
     finally:
         stop(process)
     assert service_pids(data_dir) == []
+
+
+def test_a_second_ctrl_c_while_stopping_leaves_no_process_running(tmp_path: Path) -> None:
+    """An impatient second Ctrl-C (or SIGTERM) during the graceful stop kills what is left at
+    once: it used to break off the stop and leave controllers and brokers running, orphaned,
+    holding their data directories."""
+    data_dir = tmp_path / "cluster"
+    process, _ = run_up_until_healthy(data_dir)
+    try:
+        running = len(service_pids(data_dir))
+        process.send_signal(signal.SIGINT)
+        while len(service_pids(data_dir)) == running:  # the stop has begun: the coordinators
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+        assert service_pids(data_dir) == [], "samsa up left service processes running:\n" + output
+        assert "Traceback" not in output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in service_pids(data_dir):
+            os.kill(pid, signal.SIGKILL)

@@ -61,9 +61,23 @@ def _up(data_dir: Path, controllers: int, brokers: int, coordinators: int, timeo
     except KeyboardInterrupt:
         print("\nstopping        …")
     finally:
-        cluster.stop_all()
+        _stop(cluster)
     print("stopped")
     return 0
+
+
+def _stop(cluster: LocalCluster) -> None:
+    """Stop every process gracefully; a second Ctrl-C (or SIGTERM) meanwhile kills what is still
+    running instead of breaking off the stop, which left the rest running, orphaned."""
+    try:
+        cluster.stop_all()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # nothing may interrupt the kill now
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("killing         the processes still running", flush=True)
+        for name, process in cluster.processes.items():
+            if process.poll() is None:
+                cluster.kill(name)
 
 
 def _watch(cluster: LocalCluster) -> None:
