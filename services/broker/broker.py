@@ -4,7 +4,8 @@ MetadataFollower registers, heartbeats and replays the metadata log; every new i
 through `metadata_diff.partition_changes` to the PartitionHost, which opens, leads, follows or
 deletes partition logs. Once this broker is unfenced (it has caught up with the log), directories
 of partitions it no longer hosts are removed. On SIGTERM it asks the controller to move its
-leaderships away (controlled shutdown), stops serving, and closes every log (checkpoints written).
+leaderships away (controlled shutdown), stops serving, and closes every log (checkpoints written);
+so it does, exiting 3, when following the metadata log failed (metadata_follower.py).
 Besides BrokerService it serves FindCoordinator, answered from that same image, and
 ControllerService for clients that bootstrap from brokers: metadata reads from that image, admin
 writes forwarded to the active controller (metadata_servicer.py, KIP-590).
@@ -71,6 +72,9 @@ STOP_GRACE_S = 2.0
 # stalls with the streams ended at once, 11-16 ms with them answering).
 DRAIN_DELAY_S = 0.5
 APPLY_SLICE = 25  # partition actions applied between two yields (about 20-60 ms of work)
+# The exit code of a broker that stopped because following the metadata log failed (as a
+# controller's fatal quorum error): its supervisor restarts it, and it reads the log afresh.
+EXIT_METADATA_FAILED = 3
 
 
 class Broker:
@@ -149,7 +153,8 @@ class Broker:
             if removed:
                 log.info("removed logs of deleted partitions", extra={"dirs": removed})
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event) -> int:
+        """Serve until `stop`; the exit code (EXIT_METADATA_FAILED: following the log failed)."""
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
         draining = Draining()
@@ -222,7 +227,16 @@ class Broker:
                 name="scrubber",
             ),
         ]
-        await stop.wait()
+        following = tasks[0]
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait([stopped, following], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        failed = following.done() and not stop.is_set()
+        if failed:  # its image stands still: stop rather than serve and lead from it
+            log.critical(
+                "stopping: following the metadata log failed", exc_info=following.exception()
+            )
+            stop.set()  # the other loops end too
         log.info("controlled shutdown: moving leaderships away")
         await self.follower.shutdown()
         follower_stop.set()
@@ -237,3 +251,4 @@ class Broker:
         self.host.close_all()
         await self.channel.close()
         log.info("broker stopped")
+        return EXIT_METADATA_FAILED if failed else 0

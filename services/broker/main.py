@@ -35,8 +35,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         log_cleaner_backoff_ms=config.log_cleaner_backoff_ms,
         health_file=config.health_file,
     )
-    await broker.run(stop)
-    return 0
+    return await broker.run(stop)
 
 
 def main(argv: list[str] | None = None) -> int:

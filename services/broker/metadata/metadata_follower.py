@@ -12,6 +12,9 @@ then run until shutdown:
   stop. STALE_BROKER_EPOCH (the controller forgot or replaced this registration) means: register
   again.
 
+If either loop fails (applying an image raised), `run` ends with that failure and the
+heartbeats with it: a broker must not keep its session alive while its metadata stands still.
+
 Controlled shutdown: `shutdown()` heartbeats with want_shutdown until the controller has fenced
 the broker (its leaderships moved away), then keeps following the log until its own image shows
 the fence — so the partitions have applied the leadership moves and answered their waiting acks=all
@@ -62,24 +65,33 @@ class MetadataFollower:
         self.broker_epoch = -1
         self.fenced = True
         self._shutting_down = False
+        self._failed = False  # run ended with a loop's failure: the image follows no more
 
     @property
     def image(self) -> MetadataImage:
         return self.log.image
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Register, then follow and heartbeat until `stop` is set."""
+        """Register, then follow and heartbeat until `stop` is set. Raises what ended either
+        loop before that (applying an image failed: a disk error opening a log, a bug): the
+        heartbeats stop with it, since they would keep alive a broker serving from an image
+        frozen at that moment; the broker stops on it (broker.py)."""
         await self._register(stop)
         tasks = [
             asyncio.create_task(self.log.run(stop), name="metadata-fetch"),
             asyncio.create_task(self._heartbeat_loop(stop), name="broker-heartbeat"),
         ]
+        stopped = asyncio.create_task(stop.wait())
         try:
-            await stop.wait()
-        finally:
+            await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
             for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    self._failed = True
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in [stopped, *tasks]:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(stopped, *tasks, return_exceptions=True)
 
     async def shutdown(self) -> None:
         """Controlled shutdown: ask to be fenced so leaderships move before the process stops."""
@@ -99,6 +111,8 @@ class MetadataFollower:
             if response.should_shut_down:
                 break
             await asyncio.sleep(0.1)
+        if self._failed:
+            return  # the fence will never reach this image
         while not self.fenced_in_image() and loop.time() < deadline:
             await self.log.wait_for_change(deadline - loop.time())
         if not self.fenced_in_image():

@@ -1,0 +1,77 @@
+"""Goal: a broker whose metadata stopped flowing does not go on as if nothing happened. When
+applying a new image fails (opening a partition's log on a full or broken disk: an operating
+error), the metadata-fetch task ended with the exception unseen while the heartbeat task kept the
+broker's session alive: the broker served, and led, from an image frozen at that moment for as
+long as it ran, whatever the controller decided since. `MetadataFollower.run` must end with that
+failure (so the broker stops, services/broker/broker.py, exit code 3) and heartbeat no more.
+
+Method: MetadataFollower over a fake controller channel (registration, heartbeats, one
+FetchMetadata answer with a batch) and an `on_change` that raises OSError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from samsa.metadata.image import MetadataImage
+from samsa.metadata.records import make_batch
+from samsa.services.broker.metadata.metadata_follower import MetadataFollower
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import metadata_pb2 as m
+
+
+class FakeControllers:
+    def __init__(self) -> None:
+        self.heartbeats = 0
+        record = m.MetadataRecord(
+            register_broker=m.RegisterBrokerRecord(
+                broker_id=1, incarnation_id="i", endpoint="127.0.0.1:9"
+            )
+        )
+        self.batch = make_batch(MetadataImage.empty(), [record], 1000)
+
+    async def write(self, method: str, request: Any, timeout_s: float = 5.0) -> Any:
+        if method == "RegisterBroker":
+            return c.RegisterBrokerResponse(broker_epoch=0)
+        self.heartbeats += 1
+        shutting_down = request.want_shutdown
+        return c.BrokerHeartbeatResponse(is_fenced=shutting_down, should_shut_down=shutting_down)
+
+    async def read(self, method: str, request: Any, timeout_s: float) -> Any:
+        response = c.FetchMetadataResponse(committed_end_offset=1)
+        if request.end_offset == 0:
+            response.batches.append(self.batch)
+        else:
+            await asyncio.sleep(request.max_wait_ms / 1000)
+        return response
+
+
+def test_a_failure_to_apply_the_metadata_ends_the_follower_and_its_heartbeats() -> None:
+    async def on_change(old: MetadataImage, new: MetadataImage) -> None:
+        raise OSError(28, "No space left on device")
+
+    async def scenario() -> None:
+        controllers = FakeControllers()
+        follower = MetadataFollower(
+            broker_id=1,
+            endpoint="127.0.0.1:9",
+            rack="",
+            controllers=controllers,  # type: ignore[arg-type]
+            on_change=on_change,
+            heartbeat_interval_ms=10,
+        )
+        stop = asyncio.Event()
+        with pytest.raises(OSError, match="No space left"):
+            await asyncio.wait_for(follower.run(stop), 2)
+        heartbeats = controllers.heartbeats
+        await asyncio.sleep(0.1)
+        assert controllers.heartbeats == heartbeats
+        # Its controlled shutdown asks to be fenced, and does not wait for an image that no
+        # longer follows the log to show it.
+        await asyncio.wait_for(follower.shutdown(), 1)
+        assert controllers.heartbeats == heartbeats + 1
+
+    asyncio.run(scenario())
