@@ -386,33 +386,3 @@ def test_consume_in_a_group_resumes_where_the_last_run_stopped(cluster: LocalClu
     refused = samsa(cluster, "consume", TOPIC, "--group", "console", "--partition", "1")
     assert refused.returncode != 0 and "--group takes no --partition" in refused.stderr
 
-
-def test_consume_in_a_group_stopped_by_sigterm_commits_and_leaves(cluster: LocalCluster) -> None:
-    """SIGTERM (`timeout`, `kill`, a service manager) stops `samsa consume --group` as Ctrl-C
-    does, as Kafka's console consumer's shutdown hook: it commits what it printed and leaves the
-    group, instead of dying with nothing committed while its member holds the partitions until
-    the session timeout."""
-    bootstrap = cluster.spec.bootstrap_servers
-    command = ["consume", TOPIC, "--group", "stopped", "--from-beginning"]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "samsa.cli.main", *command, "--bootstrap-server", bootstrap],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        printed = [process.stdout.readline().strip() for _ in range(20)]
-        assert printed == [f"v{n}" for n in range(20)]
-        process.terminate()
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0, stderr  # as after Ctrl-C
-    assert "Traceback" not in stderr and "consumed 20 records" in stderr
-    with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
-        offsets = admin.list_consumer_group_offsets("stopped", [(TOPIC, 0)])
-        assert offsets[(TOPIC, 0)].offset == 20
-        assert not admin.describe_consumer_groups(["stopped"])["stopped"].members

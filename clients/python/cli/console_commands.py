@@ -31,7 +31,7 @@ from samsa.cli.console_format import (
     LineFormat,
     PropertyError,
 )
-from samsa.client import Admin, Consumer, Producer
+from samsa.client import Admin, Consumer, ConsumerRebalanceListener, Producer
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import TopicPartition
@@ -278,11 +278,30 @@ def _consume_in_group(args: argparse.Namespace) -> int:
         require_topic(admin, args.topic)
     printed_up_to: dict[TopicPartition, int] = {}
     with Consumer(config) as consumer:
-        consumer.subscribe([args.topic])
+        consumer.subscribe([args.topic], listener=_CommitPrinted(consumer, printed_up_to))
         try:
             return _print_records(consumer, args, printed_up_to)
         finally:
             consumer.commit(printed_up_to)  # exactly what was printed, not what was fetched
+
+
+class _CommitPrinted(ConsumerRebalanceListener):
+    """Commits what was printed of the partitions the group takes from this member, before it
+    gives them up (Kafka's console consumer commits there too), so that their next owner goes on
+    from there instead of from auto.offset.reset; lost ones (this member fenced) are another's
+    now, so their offsets are not committed later either."""
+
+    def __init__(self, consumer: Consumer, printed_up_to: dict[TopicPartition, int]) -> None:
+        self.consumer = consumer
+        self.printed_up_to = printed_up_to
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        given_up = {tp: self.printed_up_to.pop(tp) for tp in partitions if tp in self.printed_up_to}
+        self.consumer.commit(given_up)
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.printed_up_to.pop(tp, None)
 
 
 def _print_records(
