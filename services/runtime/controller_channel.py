@@ -11,6 +11,11 @@ active controller as last reported, follow a NOT_CONTROLLER redirect at once, an
 the list with a short backoff. Every call has a deadline; the retry loop is bounded by the
 caller's own deadline.
 
+A read controller that answers a member's metadata fetch with nothing new while the active
+controller has said (in a write's status) that the log is committed further is behind the
+quorum, cut off from it maybe: the member moves its reads (`move_reads`, metadata_log.py), as
+KIP-595's observers fetch from the leader.
+
 Every call (each retry too) carries a fresh membership proof signed as this member
 (`MemberSigner`, services/runtime/member_auth.py): the controllers refuse registration,
 heartbeats and AlterPartition without one, and a member-only RPC added later needs nothing more
@@ -58,6 +63,9 @@ class ControllerChannel:
         }
         self._read_index = 0
         self._active: str | None = None
+        # The committed end of the metadata log as the active controller last stated it (the
+        # status of a write it answered): a controller answering reads from behind it lags.
+        self.committed_offset_seen = 0
 
     async def close(self) -> None:
         await asyncio.gather(*(channel.close() for channel in self._channels.values()))
@@ -88,6 +96,10 @@ class ControllerChannel:
                     raise
             backoff = await _sleep_backoff(backoff, deadline)
 
+    def move_reads(self) -> None:
+        """Send the next reads to the next controller: the one answering them lags."""
+        self._read_index += 1
+
     async def write(self, method: str, request: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
         """Call a write RPC on the active controller, following NOT_CONTROLLER redirects."""
         deadline = time.monotonic() + timeout_s
@@ -108,6 +120,9 @@ class ControllerChannel:
                 response = None
             if response is not None and response.status.error_code != ErrorCode.NOT_CONTROLLER:
                 self._active = endpoint
+                self.committed_offset_seen = max(
+                    self.committed_offset_seen, response.status.metadata_offset
+                )
                 return response
             redirect = response.status.active_controller.endpoint if response else ""
             if redirect in self._stubs and redirect != endpoint:

@@ -117,6 +117,19 @@ class MetadataLogFollower:
                 log.error("metadata diverged at offset %d: re-reading the log", base.end_offset)
                 base, catch_up_to = MetadataImage.empty(), -1
                 continue
+            if (
+                new is base
+                and response.committed_end_offset < self.controllers.committed_offset_seen
+            ):
+                # Nothing new from a controller behind what the active one committed: it lags
+                # or is cut off from the quorum, and this image would stand still with it.
+                log.warning(
+                    "the controller answering metadata fetches is at offset %d, the active one "
+                    "committed %d: reading from another",
+                    response.committed_end_offset,
+                    self.controllers.committed_offset_seen,
+                )
+                self.controllers.move_reads()
             if catch_up_to is not None:
                 if catch_up_to < 0:
                     catch_up_to = response.committed_end_offset

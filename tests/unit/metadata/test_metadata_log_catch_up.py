@@ -57,6 +57,8 @@ class OneBatchPerAnswer:
     """A controller whose log is `log`: each FetchMetadata gets the next batch only; once the
     caller has it all, `stop` is set."""
 
+    committed_offset_seen = 0  # no writes here
+
     def __init__(self, log: list[m.MetadataRecordBatch], stop: asyncio.Event) -> None:
         self.log = log
         self.stop = stop
