@@ -137,6 +137,8 @@ class LineFormat:
         cls, key_separator: str | None, properties: Iterable[tuple[str, str]]
     ) -> LineFormat:
         parse_key = key_separator is not None
+        if key_separator == "":
+            raise PropertyError("--key-separator is empty: give at least one character")
         separator = b"\t" if key_separator is None else key_separator.encode()
         for name, text in properties:
             if name == "parse.key":

@@ -81,3 +81,9 @@ def test_a_produced_line_is_split_as_kafkas_console_producer_splits_it() -> None
     assert off.split(b"k:v") == (None, b"k:v")
     with pytest.raises(PropertyError, match="--producer-property"):
         LineFormat.from_properties(None, [("acks", "1")])
+
+
+def test_an_empty_key_separator_flag_is_refused_before_any_line_is_read() -> None:
+    # It reached bytes.split(b"", 1) on the first line: a ValueError traceback.
+    with pytest.raises(PropertyError, match="--key-separator is empty"):
+        LineFormat.from_properties("", [])
