@@ -7,8 +7,9 @@ points with a probability each, e.g. `SAMSA_FAULTS="produce.drop_answer=0.05"`; 
 point asks `faults.fire("produce.drop_answer")` and, when it fires, behaves as the network would
 (the broker drops the stream). Every firing is logged, so a test can count them.
 
-Unknown names or probabilities outside [0, 1] refuse to start the process: a typo must not
-silently turn a fault test into one without faults. With the variable unset, `fire` is one
+Unknown names or probabilities outside [0, 1] refuse to start the process (`check`, called by
+service_process.py: one line, exit code 2): a typo must not silently turn a fault test into one
+without faults. With the variable unset, `fire` is one
 dictionary lookup returning False.
 """
 
@@ -46,8 +47,27 @@ def parse(text: str) -> dict[str, float]:
     return faults
 
 
-_ACTIVE = parse(os.environ.get(ENVIRONMENT_VARIABLE, ""))
+class FaultsConfigError(Exception):
+    """SAMSA_FAULTS names an unknown fault or a probability outside [0, 1]."""
+
+
+def _from_environment() -> tuple[dict[str, float], str | None]:
+    """The faults the environment turns on, and what is wrong with it (None: nothing). Read at
+    import, where raising would end a service in a traceback; `check` refuses it instead."""
+    try:
+        return parse(os.environ.get(ENVIRONMENT_VARIABLE, "")), None
+    except ValueError as error:
+        return {}, str(error)
+
+
+_ACTIVE, _PROBLEM = _from_environment()
 _RANDOM = random.Random()
+
+
+def check() -> None:
+    """Raise FaultsConfigError when SAMSA_FAULTS could not be honoured (a service's start)."""
+    if _PROBLEM is not None:
+        raise FaultsConfigError(_PROBLEM)
 
 
 def fire(name: str) -> bool:

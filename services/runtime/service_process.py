@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from samsa.common import allocator, event_loops, grpc_experiments
-from samsa.services.runtime import config_loading, logs, metrics, telemetry
+from samsa.services.runtime import config_loading, faults, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.data_dir_lock import DataDirInUseError, DataDirLock, lock_data_dir
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
@@ -36,6 +36,7 @@ STARTUP_ERRORS = (
     metrics.MetricsConfigError,
     event_loops.EventLoopChoiceError,
     DataDirInUseError,
+    faults.FaultsConfigError,
 )
 
 
@@ -61,6 +62,7 @@ def run_service(
         return 2
     try:
         event_loop = event_loops.chosen()  # first: a bad SAMSA_EVENT_LOOP says so at once
+        faults.check()  # and a bad SAMSA_FAULTS
         heap = allocator.tune_for_large_buffers()  # record batches stay in the heap
         config = config_loading.load(config_class, kind, argv, os.environ)
         logs.configure(f"{kind}-{number(config)}")

@@ -1,7 +1,8 @@
 """Goal: no service runs with its assertions stripped. `python -O` drops every `assert`, among
 them the relations between bounds in common/limits.py and the pure cores' invariants, so each
 service refuses to start under it with one line saying why and exit code 2 (before it reads any
-config, secret or port). A SAMSA_EVENT_LOOP naming no loop stops it the same way.
+config, secret or port). A SAMSA_EVENT_LOOP naming no loop stops it the same way, and so does
+a SAMSA_FAULTS it cannot honour (it was a traceback at import).
 
 Method: each service's module run in a subprocess with -O and no arguments; and, as the control
 that shows the refusal is what stops it, the same without -O stops for another reason (its
@@ -52,3 +53,13 @@ def test_a_service_refuses_an_event_loop_it_cannot_run(service: str) -> None:
     result = run(service, env={**os.environ, "SAMSA_EVENT_LOOP": "trio"})
     assert result.returncode == 2, result.stderr
     assert f"samsa {service}: SAMSA_EVENT_LOOP='trio': use one of uvloop, asyncio" in result.stderr
+
+
+@pytest.mark.parametrize("faults", ["produce.drop_answr=0.1", "produce.drop_answer=1.5"])
+def test_a_service_refuses_a_fault_setting_it_cannot_honour(faults: str) -> None:
+    # services/runtime/faults.py: an unknown fault or a probability outside [0, 1] refuses to
+    # start the process, as a bad setting does: one line, exit code 2, no traceback.
+    result = run("broker", env={**os.environ, "SAMSA_FAULTS": faults})
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("samsa broker: SAMSA_FAULTS: ")
