@@ -70,9 +70,13 @@ def load(
     if namespace.config is not None:
         path = Path(namespace.config)
         try:
-            content = path.read_text()
+            content = path.read_text(encoding="utf-8")
         except OSError as error:
             raise ConfigError(f"--config {path}: cannot read it ({error.strerror})") from None
+        except UnicodeDecodeError as error:
+            raise ConfigError(
+                f"--config {path}: cannot read it (not UTF-8 text: byte {error.start})"
+            ) from None
         file = config.parse_properties(content, path.name)
         config.check_file_keys(file, keys, service)
     others = frozenset(

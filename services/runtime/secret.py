@@ -72,7 +72,17 @@ def load_secret(path: Path) -> str:
             f"the cluster secret file {path} is accessible by other users (mode "
             f"{stat.S_IMODE(mode):04o}): run `chmod 600 {path}`"
         )
-    secret = path.read_text(encoding="utf-8").strip()
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError:
+        raise ClusterSecretError(
+            f"the cluster secret file {path} is not text (UTF-8): write one with "
+            "secrets.token_urlsafe(32)"
+        ) from None
+    except OSError as error:
+        raise ClusterSecretError(
+            f"cannot read the cluster secret file {path} ({error.strerror})"
+        ) from None
     if not secret:
         raise ClusterSecretError(f"the cluster secret file {path} is empty")
     if len(secret) < limits.cluster_secret_length_min:

@@ -219,6 +219,13 @@ def test_an_unreadable_config_file_is_named() -> None:
         load(BrokerConfig, "broker", ["--config", "/nonexistent/b.properties"], {})
 
 
+def test_a_config_file_that_is_not_text_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "b.properties"
+    path.write_bytes(b"broker.id=1\n\xff\n")
+    with pytest.raises(ConfigError, match=rf"^--config {path}: cannot read it \(not UTF-8 text"):
+        load(BrokerConfig, "broker", ["--config", str(path)], {})
+
+
 def test_a_relation_between_keys_names_them_and_where_each_was_set() -> None:
     with pytest.raises(ConfigError) as raised:
         load(

@@ -2,7 +2,9 @@
 missing, unsafe, empty or short one with a message saying what to do.
 
 Method: generate and load secrets in a temporary directory, then break one property at a time
-(no file, mode 0644, a directory, whitespace only, too few characters).
+(no file, mode 0644, a directory, whitespace only, too few characters, bytes that are not
+UTF-8 text: a ClusterSecretError, never another exception that would end a service in a
+traceback).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ def write(path: Path, text: str, mode: int = 0o600) -> Path:
     return path
 
 
+def write_bytes(path: Path, content: bytes) -> Path:
+    path.write_bytes(content)
+    path.chmod(0o600)
+    return path
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
@@ -39,6 +47,7 @@ def write(path: Path, text: str, mode: int = 0o600) -> Path:
         (lambda d: d, "is not a regular file"),
         (lambda d: write(d / "s", "  \n"), "is empty"),
         (lambda d: write(d / "s", "short"), "use at least"),
+        (lambda d: write_bytes(d / "s", b"\xff\xfe" * 30), "is not text"),
     ],
 )
 def test_an_unusable_secret_is_refused_saying_what_to_do(tmp_path: Path, make, message) -> None:  # type: ignore[no-untyped-def]
