@@ -210,6 +210,9 @@ class _Acknowledgements:
     def __init__(self, stats: ProducerStats) -> None:
         self.stats = stats
         self.first_error: Exception | None = None
+        # Set when a progress line found stdout's reader gone (`... | head`): the sending loop
+        # then ends the run as main() ends any command whose output is closed.
+        self.output_closed = False
         self._lock = threading.Lock()
 
     def done(self, sent_ms: float, records: int, size: int, future: RecordFuture) -> None:
@@ -221,8 +224,11 @@ class _Acknowledgements:
                 line = self.stats.record(now_ms - sent_ms, size, now_ms, records)
             else:  # counted by the producer (failed_records); the first error is shown
                 self.first_error = self.first_error or error
-        if line is not None:
-            print(line, flush=True)
+        if line is not None and not self.output_closed:
+            try:
+                print(line, flush=True)
+            except BrokenPipeError:  # on the callback thread: the sending loop raises it again
+                self.output_closed = True
 
 
 def _produce(args: argparse.Namespace) -> int:
@@ -246,6 +252,8 @@ def _produce(args: argparse.Namespace) -> int:
         acks = _Acknowledgements(ProducerStats(_now_ms(), args.reporting_interval))
         started_ms = txn_started_ms = acks.stats.start_ms
         for index in range(args.num_records):
+            if acks.output_closed:
+                raise BrokenPipeError("stdout's reader is gone")
             payload = payloads[index % len(payloads)]
             group_bytes += len(payload)
             sent_ms = _now_ms()
