@@ -79,8 +79,9 @@ def test_only_the_first_batch_of_an_answer_may_exceed_max_bytes(host, in_session
 
 
 def test_a_partition_after_the_first_still_gets_a_batch_larger_than_its_own_limit(host):
-    """partition_max_bytes stays soft past the first partition (no partition left behind for
-    ever behind a busy one: the fetchers do not rotate their partitions); max_bytes holds."""
+    """partition_max_bytes stays soft past the first partition: a fetch without a session
+    reads its partitions in the order it names them, and a strict limit would keep a partition
+    whose batch is larger behind a busy one for ever. max_bytes holds."""
     batch = build_batch([b"x" * 1000])
     append(host, 0, batch)
     append(host, 1, batch)
