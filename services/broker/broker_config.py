@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from samsa.services.runtime.config import integer, key, non_empty, text
+from samsa.services.runtime.config import integer, key, member_id, non_empty, text
 from samsa.services.runtime.service_config import MemberConfig
 
 HEARTBEAT_INTERVAL_MS_DEFAULT = 2000  # Kafka's broker.heartbeat.interval.ms
@@ -18,7 +18,7 @@ LOG_CLEANER_BACKOFF_MS_DEFAULT = 15_000  # Kafka's log.cleaner.backoff.ms
 
 @dataclass(frozen=True, kw_only=True)
 class BrokerConfig(MemberConfig):
-    broker_id: int = key("broker.id", integer(0), flags=["--broker-id"])
+    broker_id: int = key("broker.id", member_id, flags=["--broker-id"])
     log_dir: str = key("log.dir", non_empty, flags=["--data-dir"])
     rack: str = key("broker.rack", text, flags=["--rack"], default="")
     heartbeat_interval_ms: int = key(

@@ -13,6 +13,7 @@ from samsa.services.runtime.config import (
     advertisable_address,
     integer,
     key,
+    member_id,
     named_address,
     non_empty,
     split_address,
@@ -45,7 +46,7 @@ def parse_voters(text: str) -> tuple[Peer, ...]:
             raft_address, endpoint = addresses.split("@", 1)
             split_address(raft_address)
             advertisable_address(endpoint)
-            voters.append(Peer(int(node), raft_address.strip(), endpoint.strip()))
+            voters.append(Peer(member_id(node), raft_address.strip(), endpoint.strip()))
         except ValueError:
             raise ValueProblem(
                 f"list id=raft-host:port@grpc-host:port items, comma-separated ({item!r} is not)"
@@ -59,7 +60,7 @@ def _partitions(text: str) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class ControllerConfig(ServiceConfig):
-    node_id: int = key("node.id", integer(0), flags=["--node-id"])
+    node_id: int = key("node.id", member_id, flags=["--node-id"])
     raft_address: str = key("raft.address", named_address, help="host:port the Raft port binds")
     voters: tuple[Peer, ...] = key(
         "controller.quorum.voters",

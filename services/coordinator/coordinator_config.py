@@ -14,6 +14,7 @@ from samsa.services.runtime.config import (
     RelationProblem,
     integer,
     key,
+    member_id,
     one_of,
 )
 from samsa.services.runtime.service_config import MemberConfig
@@ -29,7 +30,7 @@ ABORT_INTERVAL_MS_DEFAULT = 10_000
 
 @dataclass(frozen=True, kw_only=True)
 class CoordinatorConfig(MemberConfig):
-    coordinator_id: int = key("coordinator.id", integer(0), flags=["--coordinator-id"])
+    coordinator_id: int = key("coordinator.id", member_id, flags=["--coordinator-id"])
     heartbeat_interval_ms: int = key(
         "coordinator.heartbeat.interval.ms", integer(10), default=HEARTBEAT_INTERVAL_MS_DEFAULT
     )

@@ -15,7 +15,7 @@ one of four places, highest precedence first:
 `__post_init__` then checks the relations between keys. Every error is a `ConfigError` of one
 line saying where the text came from, the key, and what is expected:
 
-    SAMSA_BROKER_ID='x' (environment): broker.id must be an integer >= 0
+    SAMSA_BROKER_ID='x' (environment): broker.id must be an integer from 0 to 2147483647
 
 Unknown keys in a file, and unknown SAMSA_* variables, are errors too (with the closest known
 key, when one is close): a typo must not silently leave a default in place. Two exceptions for
@@ -151,6 +151,16 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> Callable[
         return value
 
     return parse
+
+
+# The ids of the cluster's processes travel as protobuf int32 (broker_id, node_id,
+# coordinator_id): a larger one would be accepted here and fail at the first message.
+MEMBER_ID_MAX = 2**31 - 1
+
+
+def member_id(text: str) -> int:
+    """broker.id, node.id, coordinator.id: 0 to MEMBER_ID_MAX."""
+    return integer(0, MEMBER_ID_MAX)(text)
 
 
 def text(text: str) -> str:

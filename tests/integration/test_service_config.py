@@ -145,7 +145,8 @@ def test_a_broker_configured_by_environment_and_file_advertises_its_address(
         (
             {"SAMSA_BROKER_ID": "x"},
             "",
-            "samsa broker: SAMSA_BROKER_ID='x' (environment): broker.id must be an integer >= 0",
+            "samsa broker: SAMSA_BROKER_ID='x' (environment): broker.id must be an integer from "
+            "0 to 2147483647",
         ),
         (
             {"SAMSA_BROKER_ID": "1"},

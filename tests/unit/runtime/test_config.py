@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from samsa.services.broker.broker_config import BrokerConfig
-from samsa.services.controller.controller_config import ControllerConfig, Peer
+from samsa.services.controller.controller_config import ControllerConfig, Peer, parse_voters
 from samsa.services.coordinator.coordinator_config import CoordinatorConfig
 from samsa.services.runtime import config
 from samsa.services.runtime.config import ConfigError, Setting
@@ -148,7 +148,7 @@ def test_a_bad_value_from_each_layer_says_where_it_came_from() -> None:
     with pytest.raises(ConfigError) as raised:
         broker(environ={"SAMSA_BROKER_ID": "x"})
     assert str(raised.value) == (
-        "SAMSA_BROKER_ID='x' (environment): broker.id must be an integer >= 0"
+        "SAMSA_BROKER_ID='x' (environment): broker.id must be an integer from 0 to 2147483647"
     )
     with pytest.raises(ConfigError) as raised:
         broker(file="\nbroker.heartbeat.interval.ms=5\n")
@@ -159,8 +159,27 @@ def test_a_bad_value_from_each_layer_says_where_it_came_from() -> None:
     with pytest.raises(ConfigError) as raised:
         load(BrokerConfig, "broker", [*_broker_flags(), "--broker-id", "-1"], {})
     assert str(raised.value) == (
-        "--broker-id='-1' (command line): broker.id must be an integer >= 0"
+        "--broker-id='-1' (command line): broker.id must be an integer from 0 to 2147483647"
     )
+
+
+@pytest.mark.parametrize(
+    ("config_class", "name"),
+    [
+        (BrokerConfig, "broker.id"),
+        (ControllerConfig, "node.id"),
+        (CoordinatorConfig, "coordinator.id"),
+    ],
+)
+def test_a_process_id_beyond_int32_is_refused_at_start(config_class: type, name: str) -> None:
+    # The ids travel as protobuf int32: 2**31 was accepted, and a broker then failed at its
+    # first RegisterBroker ("Value out of range"), long after starting.
+    (spec,) = [k for k in config.keys_of(config_class) if k.name == name]
+    assert spec.parse("2147483647") == 2**31 - 1
+    with pytest.raises(config.ValueProblem, match=r"^be an integer from 0 to 2147483647$"):
+        spec.parse("2147483648")
+    with pytest.raises(config.ValueProblem, match=r"^list id=raft-host:port@grpc-host:port"):
+        parse_voters("2147483648=h:1@h:2")
 
 
 def test_a_missing_required_key_says_every_way_to_set_it() -> None:
