@@ -102,7 +102,9 @@ class MetadataFollower:
         deadline = loop.time() + SHUTDOWN_TIMEOUT_S
         while loop.time() < deadline:
             try:
-                response = await self._heartbeat(want_shutdown=True)
+                response = await self._heartbeat(
+                    want_shutdown=True, timeout_s=deadline - loop.time()
+                )
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
                 log.warning("controlled shutdown: no controller answered: %s", error)
                 return
@@ -151,15 +153,18 @@ class MetadataFollower:
             await asyncio.sleep(0.5)
 
     async def _heartbeat(
-        self, *, want_shutdown: bool = False
+        self, *, want_shutdown: bool = False, timeout_s: float | None = None
     ) -> controller_pb2.BrokerHeartbeatResponse:
+        """One heartbeat, waiting for a controller up to an interval (at least 1 s), or up to
+        `timeout_s` when given (a controlled shutdown's deadline)."""
         request = controller_pb2.BrokerHeartbeatRequest(
             broker_id=self.broker_id,
             broker_epoch=self.broker_epoch,
             metadata_offset=self.image.end_offset,
             want_shutdown=want_shutdown or self._shutting_down,
         )
-        timeout_s = max(1.0, self.heartbeat_interval_ms / 1000)
+        if timeout_s is None:
+            timeout_s = max(1.0, self.heartbeat_interval_ms / 1000)
         return await self.controllers.write("BrokerHeartbeat", request, timeout_s)
 
     async def _heartbeat_loop(self, stop: asyncio.Event) -> None:

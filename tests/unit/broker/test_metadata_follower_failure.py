@@ -5,6 +5,9 @@ broker's session alive: the broker served, and led, from an image frozen at that
 long as it ran, whatever the controller decided since. `MetadataFollower.run` must end with that
 failure (so the broker stops, services/broker/broker.py, exit code 3) and heartbeat no more.
 
+And its controlled shutdown (SIGTERM) ends within SHUTDOWN_TIMEOUT_S when no controller
+answers, whatever broker.heartbeat.interval.ms is.
+
 Method: MetadataFollower over a fake controller channel (registration, heartbeats, one
 FetchMetadata answer with a batch) and an `on_change` that raises OSError.
 """
@@ -18,7 +21,9 @@ import pytest
 
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.records import make_batch
+from samsa.services.broker.metadata import metadata_follower
 from samsa.services.broker.metadata.metadata_follower import MetadataFollower
+from samsa.services.runtime.controller_channel import ControllerUnavailableError
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -75,3 +80,37 @@ def test_a_failure_to_apply_the_metadata_ends_the_follower_and_its_heartbeats() 
         assert controllers.heartbeats == heartbeats + 1
 
     asyncio.run(scenario())
+
+
+def test_a_controlled_shutdown_waits_no_longer_than_its_deadline_for_a_controller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each heartbeat waited max(1 s, broker.heartbeat.interval.ms) for a controller: with a
+    # long interval and no controller answering, SIGTERM took that long, not SHUTDOWN_TIMEOUT_S.
+    monkeypatch.setattr(metadata_follower, "SHUTDOWN_TIMEOUT_S", 0.2)
+    asked: list[float] = []
+
+    class Unanswered(FakeControllers):
+        async def write(self, method: str, request: Any, timeout_s: float = 5.0) -> Any:
+            asked.append(timeout_s)
+            await asyncio.sleep(timeout_s)
+            raise ControllerUnavailableError(method)
+
+    async def scenario() -> None:
+        follower = MetadataFollower(
+            broker_id=1,
+            endpoint="127.0.0.1:9",
+            rack="",
+            controllers=Unanswered(),  # type: ignore[arg-type]
+            on_change=_ignore,
+            heartbeat_interval_ms=60_000,
+        )
+        follower.broker_epoch = 0  # registered
+        await asyncio.wait_for(follower.shutdown(), 1)
+
+    asyncio.run(scenario())
+    assert asked and max(asked) <= 0.2
+
+
+async def _ignore(old: MetadataImage, new: MetadataImage) -> None:
+    pass
