@@ -43,6 +43,8 @@ from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 10.0
+# How much of the end of a log `log_tail` reads: its 20 lines, however long the log has grown.
+LOG_TAIL_BYTES = 64 * 1024
 # Settings that name one process's own resource: inherited from the launcher's environment (an
 # image sets SAMSA_HEALTH_FILE for its one service), every local service would share it.
 PER_PROCESS_ENV = frozenset({"SAMSA_HEALTH_FILE"})
@@ -359,10 +361,18 @@ class LocalCluster:
                 _wait_or_kill(process, max(0.5, deadline - time.monotonic()))
 
     def log_tail(self, name: str, lines: int = 20) -> str:
+        """The last `lines` lines of a process's log, read from the end of the file: the log
+        is appended to across restarts and may be large (its last LOG_TAIL_BYTES at most)."""
         path = self.data_dir / "logs" / f"{name}.log"
-        if not path.exists():
+        try:
+            with open(path, "rb") as log:
+                start = max(0, log.seek(0, os.SEEK_END) - LOG_TAIL_BYTES)
+                log.seek(start)
+                end = log.read()
+        except FileNotFoundError:
             return ""
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        kept = end.decode(errors="replace").splitlines()[1 if start else 0 :]  # no torn line
+        return "\n".join(kept[-lines:])
 
 
 class ClusterNotHealthyError(RuntimeError):

@@ -7,6 +7,7 @@ Method: the launcher's file handling and command building, on tmp_path; no proce
 from __future__ import annotations
 
 import stat
+import tracemalloc
 from pathlib import Path
 from typing import ClassVar
 
@@ -181,3 +182,26 @@ def test_a_per_process_setting_is_not_handed_to_every_service() -> None:
     every local service keep the same file fresh: a dead one would hide behind the others."""
     environ = {"SAMSA_HEALTH_FILE": "/run/samsa/healthy", "SAMSA_LOG_LEVEL": "debug", "PATH": "/x"}
     assert launcher.child_environment(environ) == {"SAMSA_LOG_LEVEL": "debug", "PATH": "/x"}
+
+
+def test_a_log_tail_reads_the_end_of_the_file_only(tmp_path: Path) -> None:
+    """A process's log grows across restarts (appended to); when it dies, `samsa up` shows its
+    last lines: read from the end, not the whole file into memory at once."""
+    cluster = launcher.LocalCluster(new_cluster_spec(1, 1), tmp_path)
+    (tmp_path / "logs").mkdir()
+    line = b'{"level": "INFO", "msg": "%s"}\n' % (b"x" * 200)
+    with open(tmp_path / "logs" / "broker-1.log", "wb") as log:
+        for _ in range(100):
+            log.write(line * 1000)  # 23 MB in all
+        log.write(b'{"level": "ERROR", "msg": "the last words"}')  # no newline at the end
+    tracemalloc.start()
+    try:
+        tail = cluster.log_tail("broker-1", 3)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert tail.splitlines() == [line.decode().strip()] * 2 + [
+        '{"level": "ERROR", "msg": "the last words"}'
+    ]
+    assert peak < 2_000_000, f"{peak:,} bytes to show 3 lines"
+    assert cluster.log_tail("broker-2") == "", "no log yet"
