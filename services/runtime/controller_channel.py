@@ -8,8 +8,9 @@ answer NOT_CONTROLLER naming it when they know it. So reads go to the controller
 last, and move to the next one when it is unreachable or did not answer in time (the read that
 found it so fails when its deadline is spent, the next one starts elsewhere); writes go to the
 active controller as last reported, follow a NOT_CONTROLLER redirect at once, and otherwise walk
-the list with a short backoff. Every call has a deadline; the retry loop is bounded by the
-caller's own deadline.
+the list with a short backoff, from after the controller that last failed one (so a hung one
+costs one write its deadline, not every write). Every call has a deadline; the retry loop is
+bounded by the caller's own deadline, redirects included.
 
 A read controller that answers a member's metadata fetch with nothing new while the active
 controller has said (in a write's status) that the log is committed further is behind the
@@ -62,6 +63,7 @@ class ControllerChannel:
             e: controller_pb2_grpc.ControllerServiceStub(c) for e, c in self._channels.items()
         }
         self._read_index = 0
+        self._write_index = 0  # where a write starts when no active controller is known
         self._active: str | None = None
         # The committed end of the metadata log as the active controller last stated it (the
         # status of a write it answered): a controller answering reads from behind it lags.
@@ -104,8 +106,7 @@ class ControllerChannel:
         """Call a write RPC on the active controller, following NOT_CONTROLLER redirects."""
         deadline = time.monotonic() + timeout_s
         backoff = RETRY_BACKOFF_S
-        candidates = iter(_cycle(self.endpoints))
-        endpoint = self._active or next(candidates)
+        endpoint = self._active or self.endpoints[self._write_index % len(self.endpoints)]
         while True:
             call: Callable[..., Awaitable[Any]] = getattr(self._stubs[endpoint], method)
             try:
@@ -125,16 +126,19 @@ class ControllerChannel:
                 )
                 return response
             redirect = response.status.active_controller.endpoint if response else ""
-            if redirect in self._stubs and redirect != endpoint:
+            if redirect in self._stubs and redirect != endpoint and time.monotonic() < deadline:
                 endpoint = redirect  # the controller told us where to go: no backoff
                 continue
             self._active = None
+            # The next try, and the next write, start after this controller: one that hangs
+            # costs one deadline, not every write's (it is first in the list after a failover).
+            self._write_index = self.endpoints.index(endpoint) + 1
             if time.monotonic() >= deadline:
                 raise ControllerUnavailableError(
                     f"{method}: no active controller among {', '.join(self.endpoints)} "
                     f"answered within {timeout_s:.1f} s"
                 )
-            endpoint = next(candidates)
+            endpoint = self.endpoints[self._write_index % len(self.endpoints)]
             backoff = await _sleep_backoff(backoff, deadline)
 
     async def allocate_producer_ids(
@@ -157,11 +161,6 @@ _RETRIABLE_STATUS = {
     grpc.StatusCode.DEADLINE_EXCEEDED,
     grpc.StatusCode.CANCELLED,
 }
-
-
-def _cycle(items: list[str]):  # type: ignore[no-untyped-def]
-    while True:
-        yield from items
 
 
 async def _sleep_backoff(backoff: float, deadline: float) -> float:
