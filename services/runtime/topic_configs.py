@@ -91,7 +91,9 @@ def validate_topic_configs(configs: Mapping[str, str], replication_factor: int) 
     LogConfig.from_properties({k: v for k, v in configs.items() if k in LOG_KEYS})
     if "min.insync.replicas" in configs:
         text = configs["min.insync.replicas"]
-        if not text.isdigit() or not 1 <= int(text) <= max(replication_factor, 1):
+        # isascii: isdigit also takes superscripts and the like, which int() refuses
+        digits = text.isascii() and text.isdigit()
+        if not digits or not 1 <= int(text) <= max(replication_factor, 1):
             raise InvalidConfigError(
                 f"min.insync.replicas={text!r} must be an integer from 1 to the replication "
                 f"factor ({replication_factor})"
