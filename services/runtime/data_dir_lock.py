@@ -18,7 +18,11 @@ from pathlib import Path
 LOCK_FILE = ".lock"
 
 
-class DataDirInUseError(Exception):
+class DataDirError(Exception):
+    """The data directory cannot be used; the message says why (a service stops at start)."""
+
+
+class DataDirInUseError(DataDirError):
     """Another process holds the data directory."""
 
 
@@ -44,10 +48,17 @@ class DataDirLock:
 def lock_data_dir(directory: Path, holder: str) -> DataDirLock:
     """Create `directory` if needed and lock it for this process; `holder` (say "broker 2")
     is written into the lock file beside the pid, for the message a second process gets.
-    DataDirInUseError when another process holds it."""
-    directory.mkdir(parents=True, exist_ok=True)
+    DataDirInUseError when another process holds it, DataDirError when it cannot be a
+    directory of this process's."""
     path = directory / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:  # a file in the way, no permission, a read-only filesystem
+        raise DataDirError(
+            f"cannot use {directory} as a data directory: {error.strerror} "
+            f"({error.filename or path})"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from samsa.common import allocator, event_loops, grpc_experiments
 from samsa.services.runtime import config_loading, faults, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
-from samsa.services.runtime.data_dir_lock import DataDirInUseError, DataDirLock, lock_data_dir
+from samsa.services.runtime.data_dir_lock import DataDirError, DataDirLock, lock_data_dir
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 from samsa.services.runtime.server import ServerStartError
 from samsa.services.runtime.service_config import ServiceConfig
@@ -35,7 +35,7 @@ STARTUP_ERRORS = (
     telemetry.TelemetryConfigError,
     metrics.MetricsConfigError,
     event_loops.EventLoopChoiceError,
-    DataDirInUseError,
+    DataDirError,
     faults.FaultsConfigError,
 )
 

@@ -21,7 +21,12 @@ from pathlib import Path
 import pytest
 
 from samsa.cli import up as up_command
-from samsa.services.runtime.data_dir_lock import LOCK_FILE, DataDirInUseError, lock_data_dir
+from samsa.services.runtime.data_dir_lock import (
+    LOCK_FILE,
+    DataDirError,
+    DataDirInUseError,
+    lock_data_dir,
+)
 
 HOLD = textwrap.dedent(
     """
@@ -120,3 +125,30 @@ def test_a_second_samsa_up_on_one_directory_is_refused(
     assert code == 2
     assert f"samsa up: data directory {tmp_path} is in use by broker 7" in capsys.readouterr().err
     assert not (tmp_path / "cluster.json").exists()  # refused before it wrote anything
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_a_data_directory_that_cannot_be_one_is_refused_saying_why(
+    tmp_path: Path, under: str
+) -> None:
+    # A regular file where the directory should be (or above it): FileExistsError or
+    # NotADirectoryError came out of mkdir, and the service ended in a traceback, exit 1.
+    a_file = tmp_path / "a-file"
+    a_file.write_bytes(b"")
+    directory = a_file / under if under else a_file
+    with pytest.raises(DataDirError, match=rf"^cannot use {directory} as a data directory"):
+        lock_data_dir(directory, "broker 1")
+    exited = subprocess.run(
+        [
+            *(sys.executable, "-m", "samsa.services.broker", "--broker-id", "1"),
+            *("--controllers", "127.0.0.1:1", "--listen", "127.0.0.1:0"),
+            *("--data-dir", str(directory), "--secret-file", str(tmp_path / "no-such-secret")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert exited.returncode == 2, exited.stderr
+    assert "Traceback" not in exited.stderr, exited.stderr
+    assert f"samsa broker: cannot use {directory} as a data directory" in exited.stderr
