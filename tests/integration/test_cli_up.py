@@ -111,3 +111,22 @@ def test_a_second_ctrl_c_while_stopping_leaves_no_process_running(tmp_path: Path
             process.wait()
         for pid in service_pids(data_dir):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_closed_terminal_stops_the_cluster(tmp_path: Path) -> None:
+    """SIGHUP (the terminal running `samsa up` closed) stops every process as Ctrl-C does: the
+    services run in sessions of their own, so the hangup reaches `samsa up` alone, which used
+    to die of it and leave them all running, orphaned."""
+    data_dir = tmp_path / "cluster"
+    process, _ = run_up_until_healthy(data_dir)
+    try:
+        process.send_signal(signal.SIGHUP)
+        output, _ = process.communicate(timeout=60)
+        assert service_pids(data_dir) == [], "samsa up left service processes running:\n" + output
+        assert process.returncode == 0, output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in service_pids(data_dir):
+            os.kill(pid, signal.SIGKILL)

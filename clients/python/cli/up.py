@@ -4,9 +4,10 @@ Starts the controllers, brokers and coordinators of `--data-dir` as local proces
 launcher.py), waits until a controller is active and every broker and coordinator is registered
 and unfenced, prints the bootstrap
 address, then watches: a process that dies is reported (its log tail shown) and the rest keep
-running, as a real cluster would. Ctrl-C or SIGTERM stops every process cleanly. One `samsa up`
-per data directory: a second one on it is refused at once, naming the first one's pid (and each
-broker and controller locks its own directory too: runtime/data_dir_lock.py).
+running, as a real cluster would. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops every
+process cleanly. One `samsa up` per data directory: a second one on it is refused at once, naming
+the first one's pid (and each broker and controller locks its own directory too:
+runtime/data_dir_lock.py).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def _stop(cluster: LocalCluster) -> None:
     try:
         cluster.stop_all()
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # nothing may interrupt the kill now
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # nothing may interrupt it
+            signal.signal(stop, signal.SIG_IGN)
         print("killing         the processes still running", flush=True)
         for name, process in cluster.processes.items():
             if process.poll() is None:
@@ -92,7 +93,12 @@ def _watch(cluster: LocalCluster) -> None:
 
 
 def _stop_on_sigterm() -> None:
+    """SIGTERM and SIGHUP stop the cluster as Ctrl-C does. SIGHUP comes when the terminal
+    closes: the services run in sessions of their own (so that Ctrl-C reaches `samsa up` only),
+    so without this `samsa up` would die of it and leave them all running."""
+
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGHUP, handler)
