@@ -95,10 +95,12 @@ def _watch(cluster: LocalCluster) -> None:
 def _stop_on_sigterm() -> None:
     """SIGTERM and SIGHUP stop the cluster as Ctrl-C does. SIGHUP comes when the terminal
     closes: the services run in sessions of their own (so that Ctrl-C reaches `samsa up` only),
-    so without this `samsa up` would die of it and leave them all running."""
+    so without this `samsa up` would die of it and leave them all running. A SIGHUP ignored
+    already (`nohup samsa up`) stays ignored: the cluster outlives the terminal, as asked."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGHUP, handler)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, handler)
