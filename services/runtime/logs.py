@@ -45,12 +45,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class LogConfigError(Exception):
+    """SAMSA_LOG_LEVEL names no level; the message lists them (a service stops at start)."""
+
+
 def configure(service: str) -> None:
     """Send every log of this process to stderr as JSON lines."""
+    level = os.environ.get("SAMSA_LOG_LEVEL", "INFO")
+    if level.upper() not in logging.getLevelNamesMapping():  # WARN, NOTSET, ... pass too
+        raise LogConfigError(f"SAMSA_LOG_LEVEL={level!r}: use one of {', '.join(LEVELS)}")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter(service))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(os.environ.get("SAMSA_LOG_LEVEL", "INFO").upper())
+    root.setLevel(level.upper())
     # pysyncobj and grpc are chatty at INFO about reconnects that are routine here.
     logging.getLogger("pysyncobj").setLevel(logging.WARNING)

@@ -37,6 +37,7 @@ STARTUP_ERRORS = (
     event_loops.EventLoopChoiceError,
     DataDirError,
     faults.FaultsConfigError,
+    logs.LogConfigError,
 )
 
 

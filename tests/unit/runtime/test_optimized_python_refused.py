@@ -2,7 +2,8 @@
 them the relations between bounds in common/limits.py and the pure cores' invariants, so each
 service refuses to start under it with one line saying why and exit code 2 (before it reads any
 config, secret or port). A SAMSA_EVENT_LOOP naming no loop stops it the same way, and so does
-a SAMSA_FAULTS it cannot honour (it was a traceback at import).
+a SAMSA_FAULTS it cannot honour (it was a traceback at import), and a SAMSA_LOG_LEVEL naming no
+level.
 
 Method: each service's module run in a subprocess with -O and no arguments; and, as the control
 that shows the refusal is what stops it, the same without -O stops for another reason (its
@@ -63,3 +64,24 @@ def test_a_service_refuses_a_fault_setting_it_cannot_honour(faults: str) -> None
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("samsa broker: SAMSA_FAULTS: ")
+
+
+def test_a_service_refuses_a_log_level_it_does_not_know(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # SAMSA_LOG_LEVEL=bogus raised ValueError out of logging's setLevel: a traceback, exit 1.
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "samsa.services.broker", "--broker-id", "1"),
+            *("--listen", "127.0.0.1:0", "--controllers", "127.0.0.1:1"),
+            *("--data-dir", str(tmp_path / "data"), "--secret-file", str(tmp_path / "none")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "SAMSA_LOG_LEVEL": "bogus"},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "samsa broker: SAMSA_LOG_LEVEL='bogus': use one of DEBUG, INFO, WARNING, ERROR, CRITICAL"
+    )
