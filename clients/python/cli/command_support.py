@@ -21,19 +21,24 @@ from samsa.client import Admin, TopicError
 from samsa.client.admin import TopicDescription
 from samsa.common.errors import ErrorCode
 
-# A command stopped by SIGTERM exits as a shell reports one that signal killed (128 + 15).
-EXIT_TERMINATED = 128 + signal.SIGTERM
+# The signals that stop a command as Ctrl-C does (main() installs raise_terminated for them).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt (main() installs the handler), so
-    that a command stopped by `kill`, `timeout` or a service manager ends as one stopped by
-    Ctrl-C, as Kafka's tools' shutdown hooks do: its clients closed (a producer flushes what it
-    read, a group consumer commits what it printed and leaves its group)."""
+    """SIGTERM or SIGHUP, raised where Ctrl-C raises KeyboardInterrupt, so that a command
+    stopped by `kill`, `timeout`, a service manager or its terminal closing ends as one stopped
+    by Ctrl-C, as Kafka's tools' shutdown hooks do: its clients closed (a producer flushes what
+    it read, a group consumer commits what it printed and leaves its group). `exit_code` is
+    128 + the signal, as a shell reports a command that signal killed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.exit_code = 128 + signum
 
 
 def raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 # How long produce/consume re-ask about a topic a controller says does not exist. Controllers

@@ -331,7 +331,7 @@ def _print_records(
             printed += len(taken)
             if printed_up_to is not None:
                 printed_up_to.update(written_up_to)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (command_support.Terminated): stop here
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (command_support.Terminated): stop
         pass
     print(f"consumed {printed:,} records", file=sys.stderr)
     return 0

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from samsa.cli.command_support import EXIT_TERMINATED, Terminated, raise_terminated
+from samsa.cli.command_support import STOP_SIGNALS, Terminated, raise_terminated
 from samsa.cli.commands import add_commands
 from samsa.cli.commands import run as run_command
 from samsa.cli.trace_command import add_trace_command, run_trace
@@ -139,8 +139,11 @@ def _read_back(log: Log, start_offset: int) -> list[tuple[bytes, bytes]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one `samsa` command; its exit status. Ctrl-C, SIGTERM and a closed stdout end it
-    quietly (SIGTERM as Ctrl-C: command_support.Terminated)."""
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    quietly (SIGTERM and SIGHUP as Ctrl-C: command_support.Terminated)."""
+    previous = {stop: signal.getsignal(stop) for stop in STOP_SIGNALS}
+    for stop, handler in previous.items():
+        if handler is not signal.SIG_IGN:  # `nohup samsa ...` asked to outlive the terminal
+            signal.signal(stop, raise_terminated)
     try:
         code = _run(argv)
         sys.stdout.flush()  # a reader gone shows here, not in the interpreter's flush at exit
@@ -151,9 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as stopped:
-        return EXIT_TERMINATED if isinstance(stopped, Terminated) else EXIT_INTERRUPTED
+        return stopped.exit_code if isinstance(stopped, Terminated) else EXIT_INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for stop, handler in previous.items():
+            signal.signal(stop, signal.SIG_DFL if handler is None else handler)
 
 
 def _run(argv: list[str] | None) -> int:

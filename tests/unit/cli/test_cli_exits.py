@@ -1,7 +1,7 @@
 """Goal: `samsa` ends as a Unix command line tool does, never with a Python traceback: output
 piped into a reader that stops early (`samsa consume ... | head`) ends it quietly with 141 (as a
-command killed by SIGPIPE), Ctrl-C with 130 and SIGTERM with 143 (as a command SIGINT or SIGTERM
-killed), after closing its clients as Ctrl-C does.
+command killed by SIGPIPE), Ctrl-C with 130, SIGTERM with 143 and SIGHUP (its terminal closed)
+with 129 (as a command those signals killed), after closing its clients as Ctrl-C does.
 
 Method: `python -m samsa.cli.main` in a subprocess with no cluster behind it: `samsa trace` over a
 span file large enough that its output cannot all fit in a pipe whose reader is gone, and a
@@ -58,8 +58,10 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> N
     assert stderr == ""
 
 
-@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_or_sigterm_ends_a_cluster_command_quietly(stop: signal.Signals, code: int) -> None:
+def interrupted(stop: signal.Signals, nohup: bool = False) -> tuple[int, str]:
+    """Exit code and stderr of a cluster command sent `stop` once it connected to an address
+    that never answers (it gives up after 3 s otherwise); `nohup`: started by nohup(1), which
+    ignores SIGHUP and then runs the command in its own process."""
     with socket.socket() as silent:  # accepts a connection, never says a word
         silent.bind(("127.0.0.1", 0))
         silent.listen()
@@ -67,7 +69,7 @@ def test_ctrl_c_or_sigterm_ends_a_cluster_command_quietly(stop: signal.Signals, 
         address = f"127.0.0.1:{silent.getsockname()[1]}"
         command = ["topics", "list", "--bootstrap-server", address]
         process = subprocess.Popen(
-            [sys.executable, "-m", "samsa.cli.main", *command],
+            ["nohup"] * nohup + [sys.executable, "-m", "samsa.cli.main", *command],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -80,8 +82,24 @@ def test_ctrl_c_or_sigterm_ends_a_cluster_command_quietly(stop: signal.Signals, 
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    assert process.returncode == code, stderr.decode()
-    assert b"Traceback" not in stderr
+    return process.returncode, stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
+def test_ctrl_c_sigterm_or_sighup_ends_a_cluster_command_quietly(
+    stop: signal.Signals, code: int
+) -> None:
+    returncode, stderr = interrupted(stop)
+    assert returncode == code, stderr
+    assert "Traceback" not in stderr
+
+
+def test_under_nohup_a_sighup_stays_ignored() -> None:
+    returncode, stderr = interrupted(signal.SIGHUP, nohup=True)
+    assert returncode == 1, stderr  # went on, and found no cluster there
+    assert "cannot reach the cluster" in stderr
 
 
 @pytest.mark.parametrize("content", ["{bad", "[]", '{"controllers": [{"port": 1}]}'])
