@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from samsa.cli.launcher import ClusterNotHealthyError, LocalCluster, load_or_create, wait_healthy
-from samsa.services.runtime.data_dir_lock import DataDirInUseError, lock_data_dir
+from samsa.services.runtime.data_dir_lock import DataDirError, lock_data_dir
 
 
 def up(
@@ -28,7 +28,7 @@ def up(
     data_dir = data_dir.resolve()
     try:
         held = lock_data_dir(data_dir, "samsa up")  # a second `samsa up` here stops at once
-    except DataDirInUseError as error:
+    except DataDirError as error:  # in use, or not a directory this process may use
         print(f"samsa up: {error}", file=sys.stderr)
         return 2
     with held:

@@ -152,3 +152,13 @@ def test_a_data_directory_that_cannot_be_one_is_refused_saying_why(
     assert exited.returncode == 2, exited.stderr
     assert "Traceback" not in exited.stderr, exited.stderr
     assert f"samsa broker: cannot use {directory} as a data directory" in exited.stderr
+
+
+def test_samsa_up_on_a_data_directory_that_cannot_be_one_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_bytes(b"")
+    code = up_command.up(a_file / "data", controllers=1, brokers=1, coordinators=0)
+    assert code == 2
+    assert f"samsa up: cannot use {a_file / 'data'} as a data directory" in capsys.readouterr().err
