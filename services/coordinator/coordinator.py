@@ -13,7 +13,9 @@ and, like every service, FindCoordinator from its own image.
 It answers only while `in_touch()`: a coordinator cut off from the controllers stops answering
 before the controller can have replaced it (writes are fenced on the brokers anyway; this covers
 answers from memory, such as a heartbeat that changes nothing). On SIGTERM it gives its
-partitions up, asks the controller to fence it (so they move at once), and stops.
+partitions up, asks the controller to fence it (so they move at once), and stops; so it does,
+exiting 3, when following the metadata log or heartbeating failed (an image it could not apply):
+heartbeats alone would keep its partitions assigned to a process that no longer sees them move.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 2.0
 RELOAD_DELAY_S = 0.5
+# The exit code of a coordinator that stopped because its metadata or membership task failed
+# (as a broker's): its supervisor restarts it, and it reads the log afresh.
+EXIT_METADATA_FAILED = 3
 
 
 class Coordinator:
@@ -274,7 +279,8 @@ class Coordinator:
 
     # --- running ----------------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event) -> int:
+        """Serve until `stop`; the exit code (EXIT_METADATA_FAILED: a follow task failed)."""
         services = [
             coordinator_pb2.DESCRIPTOR.services_by_name[name].full_name
             for name in ("GroupCoordinatorService", "CoordinatorLookupService")
@@ -313,7 +319,12 @@ class Coordinator:
             asyncio.create_task(self.metadata.run(follower_stop), name="metadata"),
             asyncio.create_task(self.membership.run(follower_stop), name="membership"),
         ]
-        await stop.wait()
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        failed = next((t for t in tasks if t.done() and not stop.is_set()), None)
+        if failed is not None:  # its image or its epoch stands still: stop rather than answer
+            log.critical("stopping: the %s task failed", failed.get_name(), exc_info=_error(failed))
         log.info("stopping: giving partitions up")
         self._stopping = True
         self.draining.set()
@@ -332,3 +343,9 @@ class Coordinator:
         await self.transaction_check.close()
         await self.channel.close()
         log.info("coordinator stopped")
+        return EXIT_METADATA_FAILED if failed is not None else 0
+
+
+def _error(task: asyncio.Task[None]) -> BaseException | None:
+    """What ended `task` (None: it returned, which it should only do once stopped)."""
+    return None if task.cancelled() else task.exception()

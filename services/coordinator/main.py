@@ -49,8 +49,7 @@ async def run(config: CoordinatorConfig, member_key: bytes, tracing: bool) -> in
         tracing=tracing,
         health_file=config.health_file,
     )
-    await coordinator.run(stop)
-    return 0
+    return await coordinator.run(stop)
 
 
 def main(argv: list[str] | None = None) -> int:
