@@ -83,6 +83,14 @@ class HostedPartition:
         return self.replica.high_watermark
 
     @property
+    def high_watermark_caught_up(self) -> bool:
+        """Leader: whether the high watermark has reached the log end at which this leader's
+        epoch began. Until then it is the one this replica had as a follower, which may lag the
+        previous leader's, so an end offset read from it could go backwards (Kafka answers
+        ListOffsets OFFSET_NOT_AVAILABLE meanwhile)."""
+        return self.replica.high_watermark >= self.replica.epoch_start_offset
+
+    @property
     def is_leader(self) -> bool:
         return self.replica.is_leader
 

@@ -80,6 +80,7 @@ LIST_OFFSETS_RETRIABLE = frozenset(
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.OFFSET_NOT_AVAILABLE,  # a leader just elected: ask it again shortly
     }
 )
 

@@ -27,7 +27,8 @@ Ask = Callable[[broker_pb2_grpc.BrokerServiceStub, dict[str, list[int]], float],
 # error(message, code) -> the exception to raise.
 ErrorOf = Callable[[str, ErrorCode], Exception]
 
-RETRIED = LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}  # the leader moved or is starting
+# The leader moved or is starting, or was just elected (OFFSET_NOT_AVAILABLE: ListOffsets).
+RETRIED = LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_NOT_AVAILABLE}
 
 
 def ask_leaders(

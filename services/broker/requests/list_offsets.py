@@ -7,7 +7,11 @@ as Kafka answers it since KAFKA-16310) is the record with the largest timestamp,
 equals, among those from the log start up to that end, transaction markers aside; none
 visible answers offset and timestamp -1 with no error. Each answer carries the leader epoch of
 the batch holding the offset found (KIP-320), as Kafka's; a request naming an older or newer
-current leader epoch than the leader's is refused (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH)."""
+current leader epoch than the leader's is refused (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+A leader just elected whose high watermark has not yet reached the start of its epoch answers
+every spec but EARLIEST with OFFSET_NOT_AVAILABLE (retriable), as Kafka's: its high watermark is
+still the one it had as a follower, and an end read from it could go backwards (a streaming
+reader would take that for truncated data)."""
 
 from __future__ import annotations
 
@@ -39,10 +43,18 @@ def list_offsets(
             if refusal is not None:
                 result.error_code, result.error_message = refusal  # type: ignore[assignment]
                 continue
+            spec = wanted.offset_spec
+            if spec != broker_pb2.OFFSET_SPEC_EARLIEST and not hosted.high_watermark_caught_up:
+                result.error_code = ErrorCode.OFFSET_NOT_AVAILABLE  # type: ignore[assignment]
+                result.error_message = (
+                    f"{topic.name}-{wanted.partition}: this leader was just elected and its high "
+                    f"watermark ({hosted.high_watermark}) has not yet reached the start of its "
+                    f"leader epoch ({hosted.replica.epoch_start_offset}); retry"
+                )
+                continue
             visible_end = hosted.high_watermark
             if read_committed:
                 visible_end = hosted.log.last_stable_offset(visible_end)
-            spec = wanted.offset_spec
             if spec == broker_pb2.OFFSET_SPEC_EARLIEST:
                 result.offset = hosted.log.log_start_offset
             elif spec == broker_pb2.OFFSET_SPEC_LATEST:

@@ -345,3 +345,37 @@ def test_a_changed_flush_policy_applies_without_a_restart(tmp_path):
         partition_host.apply(flushed, partition_changes(before, flushed, 1), now_ms=0)
         produce(partition_host, produce_request(0, build_batch([b"b"])), 5)
         assert log.recovery_point == log.log_end_offset == 2, "flushed at once"
+
+
+def test_a_leader_just_elected_answers_offset_not_available_until_its_high_watermark_is(tmp_path):
+    """Its high watermark is still the one it had as a follower, below the end the previous
+    leader answered: ListOffsets LATEST would go backwards (Kafka: OFFSET_NOT_AVAILABLE)."""
+    from dataclasses import replace
+
+    partition_host = replicated_host(tmp_path, isr=(1, 2, 3))
+    produce(partition_host, produce_request(0, build_batch([b"a", b"b"])), 5)
+    old = partition_host.image
+    state = replace(old.topics["t"].partitions[0], leader_epoch=1, partition_epoch=1)
+    topic = replace(old.topics["t"], partitions={0: state})
+    new = replace(old, topics={"t": topic}, end_offset=old.end_offset + 1)
+    partition_host.apply(new, partition_changes(old, new, 1), now_ms=1)
+
+    def listed(spec: int) -> b.ListOffsetsResponse.PartitionResponse:
+        wanted = b.ListOffsetsRequest.PartitionData(partition=0, offset_spec=spec)
+        topics = [b.ListOffsetsRequest.TopicData(name="t", partitions=[wanted])]
+        return (
+            list_offsets(partition_host, b.ListOffsetsRequest(topics=topics))
+            .topics[0]
+            .partitions[0]
+        )
+
+    assert partition_host.get("t", 0).high_watermark == 0
+    latest = listed(b.OFFSET_SPEC_LATEST)
+    assert latest.error_code == ErrorCode.OFFSET_NOT_AVAILABLE and "retry" in latest.error_message
+    assert listed(b.OFFSET_SPEC_MAX_TIMESTAMP).error_code == ErrorCode.OFFSET_NOT_AVAILABLE
+    assert listed(b.OFFSET_SPEC_EARLIEST).error_code == ErrorCode.NONE
+    follower_fetch(partition_host, 2, 2)
+    follower_fetch(partition_host, 3, 2)
+    assert partition_host.get("t", 0).high_watermark == 2
+    assert (listed(b.OFFSET_SPEC_LATEST).error_code, listed(b.OFFSET_SPEC_LATEST).offset) == (0, 2)
+    partition_host.close_all()

@@ -21,6 +21,7 @@ import pytest
 from samsa.client import consumer_driver
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_driver import ConsumerDriver, take_records
+from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed
 from samsa.common.record.codec import build_batch
 from samsa.v1 import broker_pb2
@@ -52,6 +53,7 @@ class FakeBroker:
     def __init__(self) -> None:
         self.fetches: list[tuple[broker_pb2.FetchRequest, asyncio.Future]] = []
         self.log_end_offset = 40
+        self.not_available = 0  # how many ListOffsets to answer OFFSET_NOT_AVAILABLE first
 
     async def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> object:
         answer = asyncio.get_running_loop().create_future()
@@ -59,13 +61,17 @@ class FakeBroker:
         return await answer
 
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, timeout: float) -> object:
+        code = ErrorCode.OFFSET_NOT_AVAILABLE if self.not_available else ErrorCode.NONE
+        self.not_available = max(0, self.not_available - 1)
         return broker_pb2.ListOffsetsResponse(
             topics=[
                 broker_pb2.ListOffsetsResponse.TopicResponse(
                     name=topic.name,
                     partitions=[
                         broker_pb2.ListOffsetsResponse.PartitionResponse(
-                            partition=p.partition, offset=self.log_end_offset
+                            partition=p.partition,
+                            offset=-1 if code else self.log_end_offset,
+                            error_code=code,  # type: ignore[arg-type]
                         )
                         for p in topic.partitions
                     ],
@@ -225,5 +231,16 @@ def test_pausing_a_partition_with_records_waiting_lets_its_broker_be_fetched_aga
         driver.wake()
         await turns()
         assert len(broker.fetches) == 1, "T1 is fetched again while T0 keeps its records"
+
+    run(test)
+
+
+def test_a_leader_just_elected_is_asked_again_for_its_offsets() -> None:
+    """OFFSET_NOT_AVAILABLE (its high watermark has not caught up yet) is retried, not raised."""
+
+    async def test(driver: ConsumerDriver, broker: FakeBroker) -> None:
+        broker.not_available = 2
+        found = await driver.list_offsets({T0: (broker_pb2.OFFSET_SPEC_LATEST, -1)}, 5)
+        assert found == {T0: (broker.log_end_offset, 0)} and broker.not_available == 0
 
     run(test)

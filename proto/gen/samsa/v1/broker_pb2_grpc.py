@@ -159,7 +159,9 @@ class BrokerServiceServicer:
     def ListOffsets(self, request, context):
         """Looks up offsets by position (earliest, latest) or by timestamp, per partition: how a
         consumer applies `auto.offset.reset`, seeks to a time (`offsets_for_times`) or measures
-        lag.
+        lag. A leader just elected answers OFFSET_NOT_AVAILABLE (retriable) to all but EARLIEST
+        until its high watermark reaches the start of its leader epoch, so that the end offset a
+        client reads never goes backwards.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
