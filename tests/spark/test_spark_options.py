@@ -206,6 +206,41 @@ def test_a_stream_whose_next_offsets_were_deleted_stops_or_skips_as_fail_on_data
     assert lenient._checked_start(("t", 0), 40, first) == 100
 
 
+def test_a_stream_whose_partition_end_went_back_stops_or_reads_on_as_fail_on_data_loss_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The checkpoint is at 40 but the partition now ends at 12 (an unclean election truncated
+    it, or its topic was re-created): the stream waited silently until the end passed 40, and
+    never read what was written at 12..39. Now it stops naming the partition, or, with
+    failOnDataLoss=false, reads on from the new end, as Spark's Kafka connector does."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from samsa.spark import stream_source
+
+    ends = {("t", 0): 12, ("t", 1): 50}
+    monkeypatch.setattr(
+        stream_source, "subscribed_partitions", lambda options, missing_ok=False: list(ends)
+    )
+    monkeypatch.setattr(
+        stream_source, "partition_bounds", lambda options, tps: ({tp: 0 for tp in tps}, ends)
+    )
+    start = {"t": {"0": 40, "1": 45}}
+    strict = stream_source.SamsaStreamReader(parse_options(BOOT | {"subscribe": "t"}))
+    with pytest.raises(OptionError, match="t-0: its end offset went back from 40 to 12"):
+        strict.latestOffset(start, ReadAllAvailable())
+    lenient = stream_source.SamsaStreamReader(
+        parse_options(BOOT | {"subscribe": "t", "failOnDataLoss": "false"})
+    )
+    end = lenient.latestOffset(start, ReadAllAvailable())
+    assert end == {"t": {"0": 12, "1": 50}}
+    assert [(p.partition, p.start, p.end) for p in lenient.partitions(start, end)] == [(1, 45, 50)]
+    ends[("t", 0)] = 20  # written since: read from where the stream went on
+    assert lenient.latestOffset(end, ReadAllAvailable()) == {"t": {"0": 20, "1": 50}}
+    assert [
+        (p.partition, p.start, p.end) for p in lenient.partitions(end, {"t": {"0": 20, "1": 50}})
+    ] == [(0, 12, 20)]
+
+
 def test_a_stream_whose_topic_was_deleted_stops_or_drops_it_as_fail_on_data_loss_says(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

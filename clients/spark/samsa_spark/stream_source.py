@@ -11,7 +11,9 @@ is lost or read twice.
 `failOnDataLoss`: a start that retention has deleted is an error naming the partition, or (false)
 the range starts at the first offset still stored; likewise a partition of the checkpointed
 offset that no longer exists (its topic was deleted) is an error, or (false) is left out of the
-offsets from then on (created again, it is a new partition, read from its start).
+offsets from then on (created again, it is a new partition, read from its start), and a
+partition whose end went below the checkpointed position (truncated, or re-created between two
+looks) is an error, or (false) is read on from its new end.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         positions = self._without_deleted(so.from_offset(start), first)
         positions = so.with_new_partitions(positions, first)
         positions = {tp: self._checked_start(tp, p, first) for tp, p in positions.items()}
+        positions = {tp: self._checked_end(tp, p, last) for tp, p in positions.items()}
         latest = so.capped(
             {tp: last.get(tp, p) for tp, p in positions.items()}, self._available_now, positions
         )
@@ -129,6 +132,26 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "micro-batch may be lost; set failOnDataLoss=false to go on without them"
             )
         return {tp: position for tp, position in positions.items() if tp in first}
+
+    def _checked_end(
+        self, tp: tuple[str, int], position: int, last: dict[tuple[str, int], int]
+    ) -> int:
+        """A partition whose end is now below the position read to lost records it had (an
+        unclean leader election truncated it, or its topic was deleted and created again under
+        the same name): an error naming it, or (failOnDataLoss=false) the stream goes on from
+        the end, reading what is written there from now on, as Spark's Kafka connector does.
+        (An end read from a leader just elected never goes backwards: the broker answers
+        OFFSET_NOT_AVAILABLE until its high watermark caught up, and the read asks again.)"""
+        end = last.get(tp)
+        if end is None or end >= position:
+            return position
+        if self.options.fail_on_data_loss:
+            raise OptionError(
+                f"{tp[0]}-{tp[1]}: its end offset went back from {position} to {end} (truncated "
+                "by an unclean leader election, or the topic was deleted and created again): "
+                "records may have been missed; set failOnDataLoss=false to go on from its end"
+            )
+        return end
 
     def _checked_start(
         self, tp: tuple[str, int], position: int, first: dict[tuple[str, int], int]
