@@ -102,6 +102,15 @@ class LeaderEpochCache:
         self._start_offsets.append(start_offset)
         return True
 
+    def assign_batches(self, starts: Iterable[tuple[int, int]]) -> bool:
+        """`assign` each (leader_epoch, base_offset) of appended batches whose epoch is set
+        (>= 0); True when any changed the cache."""
+        changed = False
+        for leader_epoch, start_offset in starts:
+            if leader_epoch >= 0:
+                changed |= self.assign(leader_epoch, start_offset)
+        return changed
+
     def truncate_from_end(self, end_offset: int) -> bool:
         """Remove the entries whose start offset is >= `end_offset`."""
         keep = bisect_left(self._start_offsets, end_offset)

@@ -260,18 +260,18 @@ class Log:
         return plan.info
 
     def _append(self, plan: AppendPlan, now_ms: int) -> None:
+        """Write the batches; the in-memory state follows them before any file is written (a
+        failed checkpoint, disk full, must not let a producer's retry be stored twice)."""
         self._durability.persist_marker_removal()
         segment_base_offset = self._local_log.append(plan, now_ms, self.config)
-        epochs_changed = False
-        for batch in plan.batches:
-            if batch.partition_leader_epoch >= 0:
-                epochs_changed |= self._epochs.assign(
-                    batch.partition_leader_epoch, batch.base_offset
-                )
+        epochs_changed = self._epochs.assign_batches(
+            (batch.partition_leader_epoch, batch.base_offset) for batch in plan.batches
+        )
+        flush_due = self._durability.on_append(plan.info.record_count)
+        self._producer_txns.on_append(plan.batches, segment_base_offset)
         if epochs_changed:
             self._durability.checkpoint_epochs(self._epochs.entries())
-        self._producer_txns.on_append(plan.batches, segment_base_offset)
-        if self._durability.on_append(plan.info.record_count):
+        if flush_due:
             self._durability.flush(now_ms=now_ms)
 
     def _on_segment_rolled(self, base_offset: int) -> None:

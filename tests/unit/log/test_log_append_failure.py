@@ -1,0 +1,40 @@
+"""Goal: an append whose bytes reached the segment but whose bookkeeping after the write failed
+(disk full writing a checkpoint or an index) leaves the log's in-memory state matching its
+bytes, so that the producer's retry is recognised as a duplicate and not stored twice.
+
+Method: a real log on disk; the leader-epoch checkpoint write after the first append of a new
+epoch raises OSError (ENOSPC); the same idempotent batch is then retried.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from log_helpers import batch, read_all, small_config
+
+from samsa.services.broker.log import log_durability
+from samsa.services.broker.log.log import Log
+
+NOW = 1_000_000
+
+
+def test_a_retry_after_a_failed_epoch_checkpoint_is_not_stored_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = Log.open(tmp_path, small_config(), now_ms=NOW)
+    sent = batch(b"a", b"b", timestamp=NOW, producer_id=7, producer_epoch=0, base_sequence=0)
+
+    def disk_full(files: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(log_durability, "write_atomically_many", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        log.append_as_leader(sent, leader_epoch=3, now_ms=NOW)
+    monkeypatch.undo()
+
+    retry = log.append_as_leader(sent, leader_epoch=3, now_ms=NOW)
+    assert (retry.first_offset, retry.record_count) == (0, 0), "a retry of stored batches"
+    assert [record.value for record in read_all(log)] == [b"a", b"b"]
+    assert log.leader_epoch_entries() == [(3, 0)]
+    log.close()
