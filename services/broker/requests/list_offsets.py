@@ -28,6 +28,9 @@ def list_offsets(
 ) -> broker_pb2.ListOffsetsResponse:
     response = broker_pb2.ListOffsetsResponse()
     read_committed = request.isolation_level == records_pb2.ISOLATION_LEVEL_READ_COMMITTED
+    # A follower (its broker id as replica_id) is answered from the log end, as Kafka's
+    # ListOffsets answers a replica: it reads beyond the high watermark anyway.
+    from_replica = request.HasField("replica_id") and request.replica_id >= 0
     for topic in request.topics:
         topic_response = response.topics.add(name=topic.name)
         for wanted in topic.partitions:
@@ -44,7 +47,8 @@ def list_offsets(
                 result.error_code, result.error_message = refusal  # type: ignore[assignment]
                 continue
             spec = wanted.offset_spec
-            if spec != broker_pb2.OFFSET_SPEC_EARLIEST and not hosted.high_watermark_caught_up:
+            caught_up = from_replica or hosted.high_watermark_caught_up
+            if spec != broker_pb2.OFFSET_SPEC_EARLIEST and not caught_up:
                 result.error_code = ErrorCode.OFFSET_NOT_AVAILABLE  # type: ignore[assignment]
                 result.error_message = (
                     f"{topic.name}-{wanted.partition}: this leader was just elected and its high "
@@ -52,7 +56,7 @@ def list_offsets(
                     f"leader epoch ({hosted.replica.epoch_start_offset}); retry"
                 )
                 continue
-            visible_end = hosted.high_watermark
+            visible_end = hosted.log.log_end_offset if from_replica else hosted.high_watermark
             if read_committed:
                 visible_end = hosted.log.last_stable_offset(visible_end)
             if spec == broker_pb2.OFFSET_SPEC_EARLIEST:

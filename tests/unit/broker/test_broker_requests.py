@@ -374,6 +374,21 @@ def test_a_leader_just_elected_answers_offset_not_available_until_its_high_water
     assert latest.error_code == ErrorCode.OFFSET_NOT_AVAILABLE and "retry" in latest.error_message
     assert listed(b.OFFSET_SPEC_MAX_TIMESTAMP).error_code == ErrorCode.OFFSET_NOT_AVAILABLE
     assert listed(b.OFFSET_SPEC_EARLIEST).error_code == ErrorCode.NONE
+    follower = b.ListOffsetsRequest(
+        replica_id=2,
+        topics=[
+            b.ListOffsetsRequest.TopicData(
+                name="t",
+                partitions=[
+                    b.ListOffsetsRequest.PartitionData(
+                        partition=0, offset_spec=b.OFFSET_SPEC_LATEST
+                    )
+                ],
+            )
+        ],
+    )
+    by_follower = list_offsets(partition_host, follower).topics[0].partitions[0]
+    assert (by_follower.error_code, by_follower.offset) == (0, 2), "a replica gets the log end"
     follower_fetch(partition_host, 2, 2)
     follower_fetch(partition_host, 3, 2)
     assert partition_host.get("t", 0).high_watermark == 2
