@@ -68,7 +68,9 @@ def add_console_commands(
     start.add_argument("--offset", type=int, help="start at this offset (each partition)")
     start.add_argument("--from-time", help="start at this time: ms since epoch or ISO 8601")
     consume.add_argument("--partition", type=int, action="append", help="only these partitions")
-    consume.add_argument("--count", "--max-messages", type=int, help="stop after this many records")
+    consume.add_argument(
+        "--count", "--max-messages", type=int, help="stop after this many records (-1: no limit)"
+    )
     idle = consume.add_mutually_exclusive_group()
     idle.add_argument("--timeout", type=float, help="stop after this many idle seconds")
     idle.add_argument(
@@ -143,6 +145,10 @@ def prepare_console(args: argparse.Namespace) -> str | None:
     if args.command == "consume":
         if args.offset is not None and args.offset < 0:
             return f"--offset {args.offset}: an offset is 0 or more"
+        if args.count == -1:  # Kafka's console consumer: --max-messages -1 is no limit
+            args.count = None
+        elif args.count is not None and args.count < 0:
+            return f"--count {args.count}: a count is 0 or more, or -1 for no limit"
         settings = consumer_settings(args)
         if isinstance(settings, str):
             return settings
@@ -338,15 +344,19 @@ def _print_records(
 
 
 def _json(record: ConsumerRecord) -> bytes:
-    value = record.value or b""
-    key = record.key or b""
+    """One JSON object per record; a null key, value (a tombstone) or header value is JSON
+    null, never "" (an empty value is a record, a null one deletes its key)."""
     return json.dumps(
         {
             "partition": record.partition,
             "offset": record.offset,
             "timestamp": record.timestamp,
-            "key": key.decode(errors="replace"),
-            "value": value.decode(errors="replace"),
-            "headers": {k: (v or b"").decode(errors="replace") for k, v in record.headers},
+            "key": _text_or_null(record.key),
+            "value": _text_or_null(record.value),
+            "headers": {k: _text_or_null(v) for k, v in record.headers},
         }
     ).encode()
+
+
+def _text_or_null(data: bytes | None) -> str | None:
+    return None if data is None else data.decode(errors="replace")

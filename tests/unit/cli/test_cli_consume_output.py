@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from samsa.cli.commands import add_commands, run
-from samsa.cli.console_commands import _print_records
+from samsa.cli.console_commands import _print_records, prepare_console
 from samsa.cli.console_format import VALUE_FORMAT
 
 
@@ -78,3 +78,19 @@ def test_a_negative_offset_is_a_usage_error_before_connecting(
     args = parser.parse_args(argv)
     assert run(args) == 2  # not the SDK's ValueError, raised once connected, as a traceback
     assert "samsa consume: --offset -5: an offset is 0 or more" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("count", "expected"), [("-1", None), ("0", 0), ("3", 3)])
+def test_count_minus_one_is_no_limit_as_kafkas_max_messages(count: str, expected) -> None:
+    parser = argparse.ArgumentParser(prog="samsa")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["consume", "t", "--max-messages", count])
+    assert prepare_console(args) is None and args.count == expected
+
+
+def test_another_negative_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="samsa")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["consume", "t", "--count", "-2", "--bootstrap-server", "h:1"])
+    assert run(args) == 2
+    assert "--count -2: a count is 0 or more, or -1 for no limit" in capsys.readouterr().err

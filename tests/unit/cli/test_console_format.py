@@ -87,3 +87,15 @@ def test_an_empty_key_separator_flag_is_refused_before_any_line_is_read() -> Non
     # It reached bytes.split(b"", 1) on the first line: a ValueError traceback.
     with pytest.raises(PropertyError, match="--key-separator is empty"):
         LineFormat.from_properties("", [])
+
+
+def test_json_output_keeps_null_apart_from_empty() -> None:
+    """A tombstone (null value) printed as "" read as a record with an empty value."""
+    import json
+
+    from samsa.cli.console_commands import _json
+
+    nulls = json.loads(_json(NULLS))
+    assert (nulls["key"], nulls["value"]) == (None, None)
+    empty = json.loads(_json(ConsumerRecord("t", 0, 8, 0, b"", b"", (("h", None),))))
+    assert (empty["key"], empty["value"], empty["headers"]) == ("", "", {"h": None})
