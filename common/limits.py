@@ -217,9 +217,9 @@ alter_partition_record_bytes_max = 1 * KIB
 
 # --- broker requests -----------------------------------------------------------------------------
 
-# Partitions one Produce, Fetch, ListOffsets or OffsetDelete request may name: a client with
-# thousands of partitions splits its requests; a careless one cannot make one request pin the
-# event loop.
+# Partitions one Produce, Fetch, ListOffsets, OffsetCommit, OffsetFetch or OffsetDelete request may
+# name: a client with thousands of partitions splits its requests; a careless one cannot make one
+# request pin the event loop.
 request_partitions_max = 10_000
 
 # The longest a Fetch long-poll waits (Kafka's fetch.max.wait.ms is 500 by default; 30 s is

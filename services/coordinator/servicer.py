@@ -45,6 +45,17 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
                 f"{count} {what} in one request; send at most {limits.admin_request_items_max}",
             )
 
+    async def _check_partitions(
+        self, count: int, rpc: str, context: grpc.aio.ServicerContext
+    ) -> None:
+        """Refuse a request naming more partitions than any one may (a broker's Produce and
+        Fetch refuse them too): it would hold the event loop, and every group here, meanwhile."""
+        if count > limits.request_partitions_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{count} partitions in one {rpc}; send at most {limits.request_partitions_max}",
+            )
+
     async def ConsumerGroupHeartbeat(self, request, context):
         try:
             partition = self.coordinator.partition_for(request.group_id)
@@ -60,6 +71,8 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return result.response
 
     async def OffsetCommit(self, request, context):
+        count = sum(len(topic.partitions) for topic in request.topics)
+        await self._check_partitions(count, "OffsetCommit", context)
         try:
             partition = self.coordinator.partition_for(request.group_id)
             result = partition.shard.commit_offsets(request, _now_ms(), self.coordinator.topics)
@@ -69,6 +82,8 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return result.response
 
     async def OffsetFetch(self, request, context):
+        count = sum(len(topic.partitions) for topic in request.topics)
+        await self._check_partitions(count, "OffsetFetch", context)
         try:
             partition = self.coordinator.partition_for(request.group_id)
             await partition.write([])
@@ -149,12 +164,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
 
     async def OffsetDelete(self, request, context):
         named = [(t.topic, number) for t in request.topics for number in t.partitions]
-        if len(named) > limits.request_partitions_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{len(named)} partitions in one OffsetDelete; send at most "
-                f"{limits.request_partitions_max}",
-            )
+        await self._check_partitions(len(named), "OffsetDelete", context)
         try:
             partition = self.coordinator.partition_for(request.group_id)
             result = partition.shard.delete_offsets(request.group_id, named)
