@@ -32,6 +32,7 @@ cache start inside the log (the segments' invariants are local_log.py's).
 
 from __future__ import annotations
 
+from contextlib import closing
 from typing import TYPE_CHECKING, NamedTuple
 
 from samsa.common import limits
@@ -260,8 +261,7 @@ class Log:
         return plan.info
 
     def _append(self, plan: AppendPlan, now_ms: int) -> None:
-        """Write the batches; the in-memory state follows them before any file is written (a
-        failed checkpoint, disk full, must not let a producer's retry be stored twice)."""
+        """Write, then update the in-memory state, then checkpoint and fsync (which may fail)."""
         self._durability.persist_marker_removal()
         segment_base_offset = self._local_log.append(plan, now_ms, self.config)
         epochs_changed = self._epochs.assign_batches(
@@ -438,13 +438,13 @@ class Log:
 
     def close(self) -> None:
         """Flush, write every index file, checkpoint and the producer state, then the
-        clean-shutdown marker — except for a log untouched since a clean open, or one that
-        holds no record: those close without an fsync (LogDurability.close)."""
+        clean-shutdown marker (LogDurability.close: which logs skip the fsyncs). The files
+        are closed even when that fails (a full disk), so that a deleted log frees its space."""
         if self._closed:
             return
-        self._durability.close(self._log_start_offset)
-        self._local_log.close()
         self._closed = True
+        with closing(self._local_log):
+            self._durability.close(self._log_start_offset)
 
     def _check_open(self) -> None:
         assert not self._closed, "the log is closed"

@@ -8,6 +8,7 @@ epoch raises OSError (ENOSPC); the same idempotent batch is then retried.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,24 @@ def test_a_retry_after_a_failed_epoch_checkpoint_is_not_stored_twice(
     assert [record.value for record in read_all(log)] == [b"a", b"b"]
     assert log.leader_epoch_entries() == [(3, 0)]
     log.close()
+
+
+def test_a_close_that_fails_still_closes_every_segment_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = Log.open(tmp_path, small_config(), now_ms=NOW)
+    for _ in range(20):  # a few segments
+        log.append_as_leader(batch(b"x" * 200, timestamp=NOW), leader_epoch=0, now_ms=NOW)
+    fds = [segment.fd for segment in log._local_log.segments]
+    assert len(fds) > 1
+
+    def disk_full(files: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(log_durability, "write_atomically_many", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        log.close()
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)  # closed: a deleted partition's files do not stay held open
+    log.close()  # a second close does nothing
