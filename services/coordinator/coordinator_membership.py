@@ -32,7 +32,7 @@ import grpc
 
 from samsa.common.errors import ErrorCode
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
-from samsa.services.runtime.metadata_log import sleep_or_stop
+from samsa.services.runtime.metadata_log import sleep_or_stop, unless_stopped
 from samsa.v1 import controller_pb2
 
 log = logging.getLogger(__name__)
@@ -84,10 +84,13 @@ class CoordinatorMembership:
                 continue
             sent = asyncio.get_running_loop().time()
             try:
-                response = await self._heartbeat(want_shutdown=False)
+                # Not finished once stopping: it may wait an interval for a controller.
+                response = await unless_stopped(stop, self._heartbeat(want_shutdown=False))
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
                 log.warning("heartbeat failed: %s", error)
             else:
+                if response is None:
+                    return
                 if response.status.error_code == ErrorCode.STALE_BROKER_EPOCH:
                     log.warning("fenced by the controller: registering again")
                     self._lease_expires = float("-inf")
@@ -105,7 +108,9 @@ class CoordinatorMembership:
         deadline = loop.time() + LEAVE_TIMEOUT_S
         while loop.time() < deadline:
             try:
-                response = await self._heartbeat(want_shutdown=True)
+                response = await self._heartbeat(
+                    want_shutdown=True, timeout_s=deadline - loop.time()
+                )
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
                 log.warning("controlled shutdown: no controller answered: %s", error)
                 return
@@ -123,10 +128,14 @@ class CoordinatorMembership:
         while not stop.is_set():
             sent = asyncio.get_running_loop().time()
             try:
-                response = await self.controllers.write("RegisterCoordinator", request)
+                response = await unless_stopped(
+                    stop, self.controllers.write("RegisterCoordinator", request)
+                )
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
                 log.warning("registration failed, retrying: %s", error)
             else:
+                if response is None:
+                    return
                 if response.status.error_code == ErrorCode.NONE:
                     log.info("registered", extra={"coordinator_epoch": response.coordinator_epoch})
                     self._lease_expires = sent + self.session_timeout_s
@@ -140,13 +149,16 @@ class CoordinatorMembership:
             await sleep_or_stop(stop, REGISTER_BACKOFF_S)
 
     async def _heartbeat(
-        self, *, want_shutdown: bool
+        self, *, want_shutdown: bool, timeout_s: float | None = None
     ) -> controller_pb2.CoordinatorHeartbeatResponse:
+        """One heartbeat, waiting for a controller up to an interval (at least 1 s), or up to
+        `timeout_s` when given (a controlled shutdown's deadline)."""
         request = controller_pb2.CoordinatorHeartbeatRequest(
             coordinator_id=self.coordinator_id,
             coordinator_epoch=self.coordinator_epoch,
             metadata_offset=self.metadata_offset(),
             want_shutdown=want_shutdown,
         )
-        timeout_s = max(1.0, self.heartbeat_interval_ms / 1000)
+        if timeout_s is None:
+            timeout_s = max(1.0, self.heartbeat_interval_ms / 1000)
         return await self.controllers.write("CoordinatorHeartbeat", request, timeout_s)
