@@ -415,6 +415,8 @@ class Admin:
         self._transactions.abort_transaction(topic, partition, producer_id, producer_epoch)
 
     def close(self) -> None:
+        """Close every channel. A call made afterwards, or still retrying on another thread,
+        raises KafkaError (INVALID_REQUEST) saying the client is closed."""
         self._channels.close()
 
     def __enter__(self) -> Admin:

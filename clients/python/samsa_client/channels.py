@@ -24,7 +24,9 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, client_interceptor, grpcext
 from opentelemetry.instrumentation.grpc.filters import any_of, full_method_name, negate
 
+from samsa.client.errors import KafkaError
 from samsa.common import limits
+from samsa.common.errors import ErrorCode
 from samsa.common.quiet_rpcs import CONNECTION_STREAMS, QUIET_METHODS
 
 CHANNEL_OPTIONS = [
@@ -39,16 +41,22 @@ TRACED_CALLS = negate(
 
 
 class Channels:
-    """Channels by endpoint (host:port), created on first use and closed together."""
+    """Channels by endpoint (host:port), created on first use and closed together.
+
+    Once closed, `get` raises instead of opening a channel that nothing would close: a call made
+    after the client's close(), or one still retrying on another thread, ends there."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
+        self._closed = False
 
     def get(self, endpoint: str) -> grpc.Channel:
         channel = self._channels.get(endpoint)
         if channel is None:
             with self._lock:
+                if self._closed:
+                    raise KafkaError("the client is closed", ErrorCode.INVALID_REQUEST)
                 channel = self._channels.get(endpoint)
                 if channel is None:
                     raw = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
@@ -59,6 +67,7 @@ class Channels:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             for channel in self._channels.values():
                 channel.close()
             self._channels.clear()
