@@ -251,6 +251,12 @@ class Admin:
         return [topic.name for topic in self._describe([])]
 
     def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicDescription]:
+        """The topics named, or every topic when `names` is None; no names, none (as Kafka's
+        describeTopics). TopicError for the first that failed (UNKNOWN_TOPIC_OR_PARTITION)."""
+        if names is not None:
+            names = list(names)
+            if not names:
+                return {}
         topics = self._describe(list(names or []))
         raise_first(topics)
         return topic_descriptions_of(topics)

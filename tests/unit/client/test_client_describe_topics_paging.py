@@ -244,3 +244,14 @@ def test_the_cli_shows_every_partition_of_a_paged_topic(controller, capsys):
         ["big", str(BIG)]
     ]
     assert len(servicer.asked) == 6, "each command read two pages"
+
+
+def test_describing_no_topics_answers_none_and_asks_nothing(controller):
+    """Kafka's describeTopics of an empty collection answers an empty map; only None means every
+    topic. A caller's filtered list that came out empty must not describe the whole cluster."""
+    endpoint, servicer = controller
+    servicer.asked.clear()
+    with Admin({"bootstrap.servers": endpoint}) as admin:
+        assert admin.describe_topics([]) == {}
+        assert admin.describe_topics(name for name in ["a"] if name == "b") == {}
+    assert servicer.asked == []
