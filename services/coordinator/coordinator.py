@@ -252,6 +252,7 @@ class Coordinator:
                 offsets_log=self.offsets_log,
                 config=self.group_config,
                 on_ended=self._on_partition_ended,
+                in_touch=self.in_touch,
             )
         self._partitions[assignment.topic][assignment.partition] = partition
         log.info(

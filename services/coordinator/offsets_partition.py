@@ -9,9 +9,12 @@ expires sessions and offsets (`shard.expire`).
 Offsets committed in a transaction (group_txn_offsets.py) are written differently: as a
 transactional batch under the *producer's* id and epoch (`write_transactional`, one producer at a
 time, sequences continuing from what this partition's log holds for that producer), so that the
-transaction coordinator's marker for that producer commits or aborts them. Once durable they are
-pending in the shard; while any are, a watcher reads the partition from the oldest pending batch
-on and resolves each producer's records at its marker (the same rule loading applies).
+transaction coordinator's marker for that producer commits or aborts them. The next owner's fence
+does not stop such a batch, so it is (re)sent only while this process is in touch with the
+controllers (`Coordinator.in_touch`): one sent after it was replaced could land past the new
+owner's load, which would never see it. Once durable they are pending in the shard; while any
+are, a watcher reads the partition from the oldest pending batch on and resolves each producer's
+records at its marker (the same rule loading applies).
 """
 
 from __future__ import annotations
@@ -75,11 +78,15 @@ class OffsetsPartition(CoordinatorPartition):
         offsets_log: OffsetsLog,
         config: GroupConfig,
         on_ended: Callable[[CoordinatorPartition], None],
+        in_touch: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__(
             assignment, coordinator_id=coordinator_id, offsets_log=offsets_log, on_ended=on_ended
         )
         self.shard = GroupCoordinatorShard(config)
+        # Whether this process may still own the partition (Coordinator.in_touch): asked before
+        # each attempt of a transactional batch, which the next owner's fence does not stop.
+        self.in_touch = in_touch
         # Per producer id with transactional batches here: (epoch, next sequence).
         self._txn_sequences: dict[int, tuple[int, int]] = {}
         self._txn_locks: dict[int, asyncio.Lock] = {}
@@ -125,8 +132,12 @@ class OffsetsPartition(CoordinatorPartition):
                 transactional=True,
             )
             backoff = RETRY_BACKOFF_S
+            attempted = False
             while True:
                 self.check_serving()
+                if not self.in_touch():
+                    self._stop_sending(attempted)
+                attempted = True
                 result = await self.offsets_log.produce(self.topic, self.partition, batch)
                 if not result.error_code:
                     break
@@ -141,6 +152,22 @@ class OffsetsPartition(CoordinatorPartition):
                 producer_id, [(result.base_offset + i, r) for i, r in enumerate(written)]
             )
             self._watch(result.base_offset)
+
+    def _stop_sending(self, attempted: bool) -> None:
+        """Give a transactional batch up, this process having lost touch with the controllers:
+        written under the producer's identity, one sent after it was replaced would land past the
+        new owner's load, unseen by it (the marker would commit offsets the group's coordinator
+        does not know). If an attempt was sent, whether it landed is unknown, and with it the
+        producer's next sequence here: the partition ends, to be loaded again from the log."""
+        message = (
+            "this coordinator has lost touch with the controllers and may have been replaced; "
+            "find the coordinator again and retry"
+        )
+        if attempted:
+            self._end(ErrorCode.NOT_COORDINATOR, message)
+            if self._task is not None:
+                self._task.cancel()  # its write loop would wait for a wake-up that never comes
+        raise PartitionUnavailableError(ErrorCode.NOT_COORDINATOR, message)
 
     def _on_durable(self, records: list[GroupRecord]) -> Callable[[int], None] | None:
         """What to tell the shard once records it applied live are durable (group_replay.py)."""
