@@ -95,10 +95,16 @@ class ConfigEntry:
 
 
 def raise_first(results: Iterable[Any]) -> None:
-    """TopicError for the first result (anything with error_code, error_message) that failed."""
+    """TopicError for the first result (anything with error_code, error_message, and a topic's
+    `name` or a config `resource`) that failed, naming its topic when the message does not: one
+    call acts on many topics, and the caller must learn which one was refused."""
     for result in results:
         if result.error_code != ErrorCode.NONE:
-            raise TopicError(result.error_message, ErrorCode(result.error_code))
+            name = result.resource.name if hasattr(result, "resource") else result.name
+            message = result.error_message or ErrorCode(result.error_code).name
+            if repr(name) not in message:
+                message = f"topic {name!r}: {message}"
+            raise TopicError(message, ErrorCode(result.error_code))
 
 
 def topic_descriptions_of(

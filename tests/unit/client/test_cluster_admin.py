@@ -46,6 +46,37 @@ def test_the_first_failed_result_is_raised_and_success_is_silent() -> None:
     assert raised.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_the_raised_error_names_the_topic_that_failed() -> None:
+    """One call creates, alters or deletes many topics and raises for the first that failed:
+    the error must say which, when the server's message does not (it names the topic once)."""
+    created = c.CreateTopicsResponse.Result(name="a")
+    refused = c.CreateTopicsResponse.Result(
+        name="b",
+        error_code=ErrorCode.INVALID_PARTITIONS,  # type: ignore[arg-type]
+        error_message="num_partitions=0: use 1 to 10000 (or -1 for the cluster default)",
+    )
+    with pytest.raises(TopicError) as raised:
+        raise_first([created, refused])
+    assert str(raised.value) == f"topic 'b': {refused.error_message}"
+    assert raised.value.code == ErrorCode.INVALID_PARTITIONS
+
+    config = c.IncrementalAlterConfigsResponse.Result(
+        resource=c.ConfigResource(type=1, name="orders"),
+        error_code=ErrorCode.INVALID_CONFIG,  # type: ignore[arg-type]
+        error_message="unknown topic config 'nope'",
+    )
+    with pytest.raises(TopicError, match=r"^topic 'orders': unknown topic config 'nope'$"):
+        raise_first([config])
+
+    named = c.CreateTopicsResponse.Result(
+        name="b",
+        error_code=ErrorCode.TOPIC_ALREADY_EXISTS,  # type: ignore[arg-type]
+        error_message="topic 'b' already exists",
+    )
+    with pytest.raises(TopicError, match=r"^topic 'b' already exists$"):
+        raise_first([named])
+
+
 def test_topics_are_described_with_their_partitions_in_answer_order() -> None:
     topic = c.DescribeTopicsResponse.Topic(name="t", topic_id=b"\x01" * 16)
     topic.partitions.add(partition=0, leader=2, leader_epoch=5, replicas=[2, 3], isr=[2])
