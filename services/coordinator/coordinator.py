@@ -6,7 +6,7 @@ controllers (coordinator_membership.py), follows the metadata log
 (services/runtime/metadata_log.py), and on every new image or epoch works out which partitions of
 both topics it owns (ownership.py): new ones are loaded (offsets_partition.py,
 transaction_partition.py), lost ones dropped. A partition that fails (its writer was fenced, or a
-write was refused) is loaded again from the log while it is still owned. It serves
+write was refused) is loaded again from the log while it is still owned, once in touch. It serves
 GroupCoordinatorService (servicer.py), TransactionCoordinatorService (transaction_servicer.py)
 and, like every service, FindCoordinator from its own image.
 
@@ -274,9 +274,16 @@ class Coordinator:
         asyncio.get_running_loop().call_later(RELOAD_DELAY_S, self._reload, partition.assignment)
 
     def _reload(self, assignment: CoordinatorAssignment) -> None:
+        """Load a failed partition again if it is still ours, once in touch: out of touch, the
+        image saying so may be stale (the partition failed because a new owner fenced it), and
+        each load would read the whole partition from its leader only to fail at the fence."""
         topic, number = assignment.topic, assignment.partition
-        if self._owned[topic].get(number) == assignment and number not in self._partitions[topic]:
-            self._load(assignment)
+        if self._owned[topic].get(number) != assignment or number in self._partitions[topic]:
+            return
+        if not self.in_touch():
+            asyncio.get_running_loop().call_later(RELOAD_DELAY_S, self._reload, assignment)
+            return
+        self._load(assignment)
 
     # --- running ----------------------------------------------------------------------------
 
