@@ -139,7 +139,17 @@ class Admin:
     # --- topics --------------------------------------------------------------------------------
 
     def create_topics(self, topics: Iterable[NewTopic], validate_only: bool = False) -> None:
-        """Create topics; TopicError for the first that failed (the others are created)."""
+        """Create topics; TopicError for the first that failed (the others are created).
+        A replication factor of 0 is refused before anything is sent, as Kafka refuses it: on the
+        wire it would read as unset, the cluster's default."""
+        topics = list(topics)
+        for topic in topics:
+            if topic.replication_factor == 0:
+                raise TopicError(
+                    f"topic {topic.name!r}: replication factor 0: use 1 or more, or -1 for the "
+                    "cluster's default.replication.factor",
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
+                )
         request = c.CreateTopicsRequest(
             topics=[
                 c.CreateTopicsRequest.Topic(
