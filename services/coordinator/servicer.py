@@ -95,6 +95,8 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return partition.shard.fetch_offsets(request)
 
     async def ListGroups(self, request, context):
+        # Each owned partition filters by it: a huge one would hold the event loop meanwhile.
+        await self._check_items(len(request.states_filter), "state filters", context)
         response = c.ListGroupsResponse()
         loading: list[int] = []
         if not self.coordinator.in_touch():

@@ -231,6 +231,17 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             )
 
     async def ListTransactions(self, request, context):
+        # Each owned partition filters by them: huge ones would hold the event loop meanwhile.
+        for count, what in (
+            (len(request.state_filters), "state filters"),
+            (len(request.producer_id_filters), "producer id filters"),
+        ):
+            if count > limits.admin_request_items_max:
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{count} {what} in one request; send at most "
+                    f"{limits.admin_request_items_max}",
+                )
         response = x.ListTransactionsResponse()
         in_touch = self.coordinator.in_touch()
         now = _now_ms()

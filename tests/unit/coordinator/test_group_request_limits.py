@@ -5,6 +5,10 @@ brokers' Produce and Fetch do. OffsetCommit and OffsetFetch took any number: one
 200,000 records; one of gRPC's 80 MiB held every group of the coordinator (and its heartbeats to
 the controller) for minutes and wrote 20 million records to __consumer_offsets.
 
+Likewise the filters of ListGroups and ListTransactions refuse more than
+`limits.admin_request_items_max` entries: each owned partition built a set of the filter, so one
+80 MiB ListGroups held the event loop about 1.4 s per partition (over a minute for 50).
+
 Method: the servicer over a stand-in coordinator that owns nothing (so a request that gets past
 the check answers NOT_COORDINATOR) and a context whose abort raises, as grpc's does.
 """
@@ -20,7 +24,9 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.servicer import GroupCoordinatorServicer
+from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
 from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import transactions_pb2 as x
 
 
 class Aborted(Exception):
@@ -40,6 +46,15 @@ class OwnsNothing:
 
     def partition_for(self, group_id: str) -> None:
         raise PartitionUnavailableError(ErrorCode.NOT_COORDINATOR, "not here")
+
+    def in_touch(self) -> bool:
+        return True
+
+    def owned_partitions(self) -> list[object]:
+        return []
+
+    def owned_transaction_partitions(self) -> list[object]:
+        return []
 
 
 TOO_MANY = limits.request_partitions_max + 1
@@ -71,3 +86,35 @@ def test_a_request_naming_too_many_partitions_is_refused(method, request_of) -> 
     # At the limit the request is considered (and answered: this coordinator owns nothing).
     answer = asyncio.run(call(request_of(limits.request_partitions_max), Context()))
     assert answer is not None
+
+
+ITEMS = limits.admin_request_items_max
+
+
+@pytest.mark.parametrize(
+    ("servicer_of", "method", "request_of"),
+    [
+        (
+            GroupCoordinatorServicer,
+            "ListGroups",
+            lambda n: c.ListGroupsRequest(states_filter=[1] * n),
+        ),
+        (
+            TransactionCoordinatorServicer,
+            "ListTransactions",
+            lambda n: x.ListTransactionsRequest(state_filters=[1] * n),
+        ),
+        (
+            TransactionCoordinatorServicer,
+            "ListTransactions",
+            lambda n: x.ListTransactionsRequest(producer_id_filters=range(n)),
+        ),
+    ],
+)
+def test_a_listing_with_too_long_a_filter_is_refused(servicer_of, method, request_of) -> None:
+    call = getattr(servicer_of(OwnsNothing()), method)
+    with pytest.raises(Aborted) as refused:
+        asyncio.run(call(request_of(ITEMS + 1), Context()))
+    assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert str(ITEMS) in str(refused.value)
+    assert asyncio.run(call(request_of(ITEMS), Context())) is not None
