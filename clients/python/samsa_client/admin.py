@@ -41,6 +41,7 @@ from samsa.client.cluster_admin import (
     topic_descriptions_of,
 )
 from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.config_values import parse_servers
 from samsa.client.controller_calls import ControllerCalls
 from samsa.client.coordinator_calls import CoordinatorCalls
 from samsa.client.errors import TopicError
@@ -114,12 +115,11 @@ class Admin:
             raise InvalidConfigError(
                 f"unknown admin config key(s) {unknown}; known: {sorted(ADMIN_KEYS)}"
             )
-        servers = config.get("bootstrap.servers")
-        if not servers:
+        if "bootstrap.servers" not in config:
             raise InvalidConfigError(
                 "bootstrap.servers is required (host:port of brokers or controllers)"
             )
-        endpoints = servers.split(",") if isinstance(servers, str) else list(servers)  # type: ignore[arg-type]
+        endpoints = parse_servers("bootstrap.servers", config["bootstrap.servers"])
         timeout_ms = config.get("request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT)
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | str):
             raise InvalidConfigError(f"request.timeout.ms must be an integer, not {timeout_ms!r}")
@@ -127,7 +127,7 @@ class Admin:
             raise InvalidConfigError(f"request.timeout.ms must be a positive integer: {timeout_ms}")
         request_timeout_ms = int(timeout_ms)
         self._channels = Channels()
-        metadata = ClusterMetadata([e.strip() for e in endpoints if e.strip()], self._channels)
+        metadata = ClusterMetadata(endpoints, self._channels)
         self._controller = ControllerCalls(metadata, request_timeout_ms)
         coordinators = CoordinatorCalls(
             self._channels, metadata.bootstrap, self._controller, request_timeout_ms

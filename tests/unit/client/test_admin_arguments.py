@@ -14,7 +14,7 @@ import pytest
 
 from samsa.client.admin import Admin, NewTopic
 from samsa.client.errors import NoBrokersAvailable, TopicError
-from samsa.common.errors import ErrorCode
+from samsa.common.errors import ErrorCode, InvalidConfigError
 
 REFUSED = "127.0.0.1:1"
 
@@ -36,3 +36,11 @@ def test_a_replication_factor_of_zero_is_refused_not_taken_as_the_default() -> N
         assert time.monotonic() - started < 1.0, "refused before anything was sent"
         with pytest.raises(NoBrokersAvailable):
             admin.create_topic("orders", 3, replication_factor=-1)  # the default: sent
+
+
+@pytest.mark.parametrize("servers", [" , ", ",", [""], "localhost", "host:0", "host:http", 9092])
+def test_bootstrap_servers_without_a_host_port_address_are_refused_as_config(servers) -> None:  # type: ignore[no-untyped-def]
+    """As the producer's and consumer's: a list of host:port; not an IndexError at the first
+    write, nor 'no attempt was made' after request.timeout.ms."""
+    with pytest.raises(InvalidConfigError, match=r"bootstrap\.servers"):
+        Admin({"bootstrap.servers": servers})
