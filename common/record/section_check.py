@@ -14,7 +14,8 @@ partition fails on it. So before a leader stores a batch it checks every rule th
 - header keys are UTF-8;
 - a zstd section is one frame, inflated within limits.batch_uncompressed_bytes_max.
 
-Timestamps are not checked: any int64 delta decodes (as in the decoder).
+Timestamp deltas are not checked (any int64 delta decodes, as in the decoder), but a CreateTime
+batch's header max_timestamp must be its records' largest timestamp (`check_records`).
 
 Cost: a constant number of C-level calls per batch, and no Python object per record on the
 common path. The producer's dense offset deltas are one memcmp. A length column is summed
@@ -35,7 +36,7 @@ from __future__ import annotations
 from array import array
 from itertools import repeat
 
-from samsa.common.errors import CorruptRecordError
+from samsa.common.errors import CorruptRecordError, InvalidRecordError
 from samsa.common.record import header
 from samsa.common.record.batch_decoding import (
     _check_header_counts,
@@ -50,6 +51,7 @@ from samsa.common.record.record_batch import (
     _DENSE_CACHE_COUNT,
     _DENSE_OFFSET_DELTA_BYTES,
     _INT32,
+    _INT64,
     ARRAY_BYTES_PER_HEADER,
     ARRAY_BYTES_PER_RECORD,
     NULL_LENGTH,
@@ -62,8 +64,25 @@ def check_records(
     buffer: bytes | bytearray | memoryview, position: int, batch_header: header.BatchHeader
 ) -> None:
     """Raise CorruptRecordError unless the records section of the batch at `position` (whose
-    framing and CRC the caller checked) decodes: see the module docstring for every rule."""
-    _check_section(*section_of(buffer, position, batch_header), batch_header)
+    framing and CRC the caller checked) decodes: see the module docstring for every rule; and
+    InvalidRecordError unless a CreateTime batch's max_timestamp is its records' largest."""
+    data, start, end = section_of(buffer, position, batch_header)
+    _check_section(data, start, end, batch_header)
+    if not batch_header.is_log_append_time:
+        _check_max_timestamp(data, start, batch_header)
+
+
+def _check_max_timestamp(data: bytes, start: int, batch_header: header.BatchHeader) -> None:
+    """The header's max_timestamp is what the log indexes, looks up and expires segments by
+    (Kafka's broker recomputes it from the records): one that understates the records would
+    let retention delete them early and time lookups skip them. One array max, in C."""
+    deltas = _load(_INT64, data, start + 4 * batch_header.record_count, batch_header.record_count)
+    largest = batch_header.base_timestamp + max(deltas)
+    if largest != batch_header.max_timestamp:
+        raise InvalidRecordError(
+            f"batch max_timestamp {batch_header.max_timestamp} is not its records' largest "
+            f"timestamp {largest} (base_timestamp + the largest timestamp delta)"
+        )
 
 
 def section_of(

@@ -11,7 +11,8 @@ written, so that a rejected append stores nothing:
   record of a transactional producer), is not transactional unless the caller verified the
   producer's transaction (`allow_transactional`, KIP-890), has a records section that
   every reader can decode (section_check.check_records: arrays, lengths, offset deltas, header
-  keys; a compressed section is inflated once for it), and the whole append fits in one segment.
+  keys; a compressed section is inflated once for it) and, under CreateTime, a max_timestamp that
+  is its records' largest (the time index trusts it), and the whole append fits in one segment.
   A topic whose compression.type is `zstd` or `uncompressed` (`record_compression`) then gets
   each data batch of another codec recompressed (codec.recompress_batch: the section is
   inflated, compressed again, the header re-signed; Kafka's broker-side recompression), and the

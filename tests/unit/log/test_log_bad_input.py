@@ -10,6 +10,7 @@ the file back to its old size.
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,12 @@ from samsa.common.errors import (
     StorageError,
     UnsupportedFormatError,
 )
-from samsa.common.record.header import MAGIC_POSITION
+from samsa.common.record.header import (
+    CRC_POSITION,
+    MAGIC_POSITION,
+    MAX_TIMESTAMP_POSITION,
+    compute_crc,
+)
 from samsa.services.broker.log import segment as segment_module
 from samsa.services.broker.log.log import Log
 
@@ -36,6 +42,15 @@ def log(tmp_path: Path) -> Log:
         log.append_as_leader(batch(b"good %d" % index), leader_epoch=1, now_ms=1)
     log.flush()
     return log
+
+
+def with_max_timestamp(raw: bytes, max_timestamp: int) -> bytes:
+    """The batch with its header's max_timestamp rewritten, correctly re-signed: a writer whose
+    header disagrees with its records (the time index, time lookups and retention trust it)."""
+    signed = bytearray(raw)
+    struct.pack_into("<q", signed, MAX_TIMESTAMP_POSITION, max_timestamp)
+    struct.pack_into("<I", signed, CRC_POSITION, compute_crc(signed, 0, len(signed)))
+    return bytes(signed)
 
 
 def corrupt(raw: bytes, position: int) -> bytes:
@@ -63,6 +78,14 @@ BAD_APPENDS = {
         CorruptRecordError,
     ),
     "empty": (lambda: b"", InvalidRecordError),
+    "max_timestamp below a record's": (
+        lambda: with_max_timestamp(batch(b"a", b"b", timestamp=[5_000, 9_000]), 5_000),
+        InvalidRecordError,
+    ),
+    "max_timestamp above every record's": (
+        lambda: with_max_timestamp(batch(b"a", timestamp=5_000), 9_000),
+        InvalidRecordError,
+    ),
 }
 
 
