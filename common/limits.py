@@ -37,6 +37,14 @@ topic_name_length_max = 249
 # beyond any real name and keeps those records small.
 group_id_length_max = 255
 
+# The largest ConsumerGroupHeartbeat (serialized). Its client id, instance id and subscription are
+# written whole into the member's record in __consumer_offsets, one write that is never split: a
+# record over the topic's max.message.bytes (1 MiB) is refused by the broker and fails every group
+# of the partition (it is loaded again, and the client's retry fails it again). A heartbeat that
+# owns every partition of a 10,000-partition cluster, or subscribes to 1,000 topics by name, is
+# under 100 KiB; a larger subscription is better made by regex.
+group_heartbeat_request_bytes_max = 256 * KIB
+
 # --- transactions -------------------------------------------------------------------------------
 
 # The longest transactional id (transactions.proto, coordinator.proto): like a group id, it is the

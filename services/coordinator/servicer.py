@@ -57,6 +57,14 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
             )
 
     async def ConsumerGroupHeartbeat(self, request, context):
+        size = request.ByteSize()
+        if size > limits.group_heartbeat_request_bytes_max:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"the heartbeat is {size} bytes, over {limits.group_heartbeat_request_bytes_max}: "
+                "its member's record would not fit __consumer_offsets (subscribe by regex, or "
+                "shorten client_id and group_instance_id)",
+            )
         try:
             partition = self.coordinator.partition_for(request.group_id)
             result = partition.shard.heartbeat(request, _now_ms(), self.coordinator.topics)

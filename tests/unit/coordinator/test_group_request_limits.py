@@ -9,6 +9,11 @@ Likewise the filters of ListGroups and ListTransactions refuse more than
 `limits.admin_request_items_max` entries: each owned partition built a set of the filter, so one
 80 MiB ListGroups held the event loop about 1.4 s per partition (over a minute for 50).
 
+A ConsumerGroupHeartbeat over `limits.group_heartbeat_request_bytes_max` is refused too: its
+client id, instance id and subscription went whole into one member record, and one over the
+topic's max.message.bytes was refused by the broker, which failed every group of the partition
+(it reloaded, and the client's next heartbeat failed it again).
+
 Method: the servicer over a stand-in coordinator that owns nothing (so a request that gets past
 the check answers NOT_COORDINATOR) and a context whose abort raises, as grpc's does.
 """
@@ -118,3 +123,15 @@ def test_a_listing_with_too_long_a_filter_is_refused(servicer_of, method, reques
     assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert str(ITEMS) in str(refused.value)
     assert asyncio.run(call(request_of(ITEMS), Context())) is not None
+
+
+def test_a_heartbeat_too_large_for_its_member_record_is_refused() -> None:
+    servicer = GroupCoordinatorServicer(OwnsNothing())  # type: ignore[arg-type]
+    heartbeat = c.ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0)
+    heartbeat.client_id = "c" * limits.group_heartbeat_request_bytes_max
+    with pytest.raises(Aborted) as refused:
+        asyncio.run(servicer.ConsumerGroupHeartbeat(heartbeat, Context()))
+    assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    heartbeat.client_id = "c" * 1000
+    answer = asyncio.run(servicer.ConsumerGroupHeartbeat(heartbeat, Context()))
+    assert answer.error_code == ErrorCode.NOT_COORDINATOR
