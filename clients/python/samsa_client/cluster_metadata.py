@@ -26,6 +26,7 @@ import grpc
 
 from samsa.client.channels import Channels
 from samsa.client.errors import KafkaError, NoBrokersAvailable
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
@@ -115,10 +116,29 @@ class ClusterMetadata:
         """DescribeTopics for `names` (empty: every topic), every page read and merged into one.
 
         Controllers answer a bounded page at a time (KIP-966); callers want the whole answer.
-        Each page is asked to be at least as current as the one before, so the merged answer
-        never goes back in time; its status and broker endpoints are the last page's. Each page
-        may take up to `timeout_s`.
+        A request may name at most admin_request_items_max topics (more are refused), so more
+        names are asked in several requests, one after the other. Each page is asked to be at
+        least as current as the one before, so the merged answer never goes back in time; its
+        status and broker endpoints are the last page's. Each page may take up to `timeout_s`.
         """
+        names = list(names)
+        step = limits.admin_request_items_max
+        merged = controller_pb2.DescribeTopicsResponse()
+        for start in range(0, max(1, len(names)), step):
+            answer = self._describe_pages(
+                names[start : start + step], min_metadata_offset, timeout_s
+            )
+            merged.topics.extend(answer.topics)
+            merged.broker_endpoints.clear()
+            merged.broker_endpoints.update(answer.broker_endpoints)
+            merged.status.CopyFrom(answer.status)
+            min_metadata_offset = max(min_metadata_offset, answer.status.metadata_offset)
+        return merged
+
+    def _describe_pages(
+        self, names: Sequence[str], min_metadata_offset: int, timeout_s: float
+    ) -> controller_pb2.DescribeTopicsResponse:
+        """One DescribeTopics request's pages, merged (`describe_topics`)."""
         request = controller_pb2.DescribeTopicsRequest(
             names=names, min_metadata_offset=min_metadata_offset
         )

@@ -255,3 +255,25 @@ def test_describing_no_topics_answers_none_and_asks_nothing(controller):
         assert admin.describe_topics([]) == {}
         assert admin.describe_topics(name for name in ["a"] if name == "b") == {}
     assert servicer.asked == []
+
+
+def test_more_topics_than_one_request_may_name_are_described_in_several(controller):
+    """A server refuses DescribeTopics naming more than admin_request_items_max topics
+    (RESOURCE_EXHAUSTED); a producer or consumer using more topics than that must still refresh
+    its metadata, and Admin describe them, as Kafka's clients do for any number of topics."""
+    endpoint, servicer = controller
+    servicer.asked.clear()
+    names = ["a", *(f"absent-{n:05}" for n in range(limits.admin_request_items_max)), "z"]
+    channels = Channels()
+    try:
+        metadata = ClusterMetadata([endpoint], channels)
+        metadata.refresh(names, timeout_s=2.0)
+    finally:
+        channels.close()
+    assert metadata.partition_counts == {"a": 3, "z": 2}
+    assert all(len(asked.names) <= limits.admin_request_items_max for asked in servicer.asked)
+    with Admin({"bootstrap.servers": endpoint, "request.timeout.ms": 2000}) as admin:
+        assert admin.list_topics() == ["a", "big", "z"]
+        with pytest.raises(TopicError) as raised:
+            admin.describe_topics(names)
+    assert raised.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
