@@ -49,6 +49,9 @@ STALE_METADATA_ERRORS = frozenset(
 # Errors whose answer may name the partition's new leader (KIP-951, `update_leader`).
 NEW_LEADER_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 CALL_TIMEOUT_S = 5.0
+# A request refused for what it is (invalid, or over a limit: README's "with a message saying
+# what to change"): every server answers it the same, so it is not asked again.
+REFUSED_AS_SENT = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED})
 
 
 class ClusterMetadata:
@@ -92,7 +95,7 @@ class ClusterMetadata:
                     request, timeout=max(0.1, min(CALL_TIMEOUT_S, deadline - time.monotonic()))
                 )
             except grpc.RpcError as error:
-                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:  # no server will differ
+                if error.code() in REFUSED_AS_SENT:
                     raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                 last = error
                 self._next += 1

@@ -8,7 +8,8 @@ broker cannot reach the active controller). Each write answers with the metadata
 committed at; reads ask for at least the highest one seen (`metadata_offset`), so Admin always
 reads its own writes, whichever server answers. A write gives up after request.timeout.ms (at most
 WRITE_TIMEOUT_S), a read after request.timeout.ms (at most READ_TIMEOUT_S), and either at once
-when no bootstrap server is a Samsa service.
+when no bootstrap server is a Samsa service, or when the request itself is refused as invalid or
+over a limit (INVALID_ARGUMENT, RESOURCE_EXHAUSTED: KafkaError INVALID_REQUEST).
 
 What Admin asks and how it reads the answers lives in admin.py; this module only carries calls.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
+from samsa.client.cluster_metadata import REFUSED_AS_SENT, ClusterMetadata, unreachable_reason
 from samsa.client.errors import KafkaError, NoBrokersAvailable
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
@@ -59,7 +60,7 @@ class ControllerCalls:
                     request, timeout=max(0.1, min(10.0, deadline - time.monotonic()))
                 )
             except grpc.RpcError as error:
-                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                if error.code() in REFUSED_AS_SENT:
                     raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                 last, answer = error, None
                 if not unreachable_reason(error)[1]:

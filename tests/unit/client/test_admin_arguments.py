@@ -9,12 +9,16 @@ would end in NoBrokersAvailable after request.timeout.ms; a refusal must come at
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import pytest
 
 from samsa.client.admin import Admin, NewTopic
-from samsa.client.errors import NoBrokersAvailable, TopicError
+from samsa.client.errors import KafkaError, NoBrokersAvailable, TopicError
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.v1 import controller_pb2_grpc
 
 REFUSED = "127.0.0.1:1"
 
@@ -44,3 +48,58 @@ def test_bootstrap_servers_without_a_host_port_address_are_refused_as_config(ser
     write, nor 'no attempt was made' after request.timeout.ms."""
     with pytest.raises(InvalidConfigError, match=r"bootstrap\.servers"):
         Admin({"bootstrap.servers": servers})
+
+
+class RefusesAsTooMany(controller_pb2_grpc.ControllerServiceServicer):
+    """Answers every write and read as a server answers a request over its limits."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _refuse(self, request, context):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        context.abort(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "1001 topics in one request; send at most 1000 per request",
+        )
+
+    CreateTopics = DeleteTopics = DescribeTopics = DescribeConfigs = _refuse
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[tuple[str, RefusesAsTooMany]]:
+    servicer = RefusesAsTooMany()
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", servicer
+    finally:
+        server.stop(None).wait(5)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda admin: admin.create_topics([NewTopic(f"t{n}", 1, 1) for n in range(1001)]),
+        lambda admin: admin.delete_topics([f"t{n}" for n in range(1001)]),
+        lambda admin: admin.describe_configs("t"),
+    ],
+    ids=["write", "forwarded-write", "read"],
+)
+def test_a_request_over_the_servers_limits_fails_at_once_saying_what_to_change(
+    refusing_server, call
+) -> None:  # type: ignore[no-untyped-def]
+    """RESOURCE_EXHAUSTED is a limit (README: 'with a message saying what to change'): every
+    server answers the same request the same, so it is not retried until request.timeout.ms
+    and then reported as 'no broker answered' with a retriable code."""
+    endpoint, servicer = refusing_server
+    with Admin({"bootstrap.servers": endpoint, "request.timeout.ms": 3_000}) as admin:
+        started = time.monotonic()
+        with pytest.raises(KafkaError, match="send at most 1000") as raised:
+            call(admin)
+    assert time.monotonic() - started < 1.0
+    assert servicer.calls == 1
+    assert raised.value.code == ErrorCode.INVALID_REQUEST
+    assert not raised.value.retriable
