@@ -55,6 +55,7 @@ class TransactionLogState:
         self._entries = entries
         self._unstable = UnstableTransactions()
         self._unsynced: set[int] = set()  # base offsets of files written since the last sync
+        self._rewrite: set[int] = set()  # files a write failed on: `sync` rewrites them whole
         self._created = False  # a file was created since the last sync
 
     @classmethod
@@ -125,6 +126,7 @@ class TransactionLogState:
             self._path(base_offset).unlink(missing_ok=True)
         self._entries.clear()
         self._unsynced.clear()
+        self._rewrite.clear()
         self._unstable = UnstableTransactions()
 
     def retain(self, base_offsets: Iterable[int]) -> None:
@@ -133,10 +135,14 @@ class TransactionLogState:
         for base_offset in [base for base in self._entries if base not in kept]:
             del self._entries[base_offset]
             self._unsynced.discard(base_offset)
+            self._rewrite.discard(base_offset)
 
     def sync(self) -> None:
-        """fsync the index files written since the last sync, and the directory after a file
-        was created."""
+        """fsync the index files written since the last sync (rewritten whole first when a
+        write to them failed), and the directory after a file was created."""
+        for base_offset in sorted(self._rewrite):
+            self._write(self._path(base_offset), self._entries.get(base_offset, []), os.O_TRUNC)
+            self._rewrite.discard(base_offset)
         for base_offset in sorted(self._unsynced):
             fd = os.open(self._path(base_offset), os.O_RDONLY)
             try:
@@ -175,16 +181,27 @@ class TransactionLogState:
             yield self._entries.get(base_offset, [])
 
     def _append(self, base_offset: int, entries: Sequence[AbortedTransaction]) -> None:
+        """Keep the entries, then append them to the file. Their markers are in the log
+        already, so a failed write (disk full) must not lose them: they stay in memory and the
+        file, perhaps torn, is rewritten whole by the next `sync`, before a flush moves the
+        recovery point past them (a crash before then rebuilds them by replay)."""
         path = self._path(base_offset)
         existed = base_offset in self._entries or path.exists()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._entries.setdefault(base_offset, []).extend(entries)
+        self._unsynced.add(base_offset)
+        self._created |= not existed
+        try:
+            self._write(path, entries, os.O_APPEND)
+        except OSError:
+            self._rewrite.add(base_offset)
+            raise
+
+    def _write(self, path: Path, entries: Sequence[AbortedTransaction], mode: int) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode, 0o644)
         try:
             write_all(fd, b"".join(encode_entry(entry) for entry in entries))
         finally:
             os.close(fd)
-        self._entries.setdefault(base_offset, []).extend(entries)
-        self._unsynced.add(base_offset)
-        self._created |= not existed
 
     def _drop_from(self, offset: int) -> None:
         """Drop every entry whose marker is at or above `offset` (a suffix of each file)."""
@@ -201,6 +218,7 @@ class TransactionLogState:
                 self._path(base_offset).unlink(missing_ok=True)
                 del self._entries[base_offset]
                 self._unsynced.discard(base_offset)
+                self._rewrite.discard(base_offset)
 
     def _path(self, base_offset: int) -> Path:
         return segment_path(self._directory, base_offset, TXN_INDEX_SUFFIX)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from log_helpers import batch, read_all, small_config
 
-from samsa.services.broker.log import log_durability
+from samsa.common.record.codec import CONTROL_TYPE_ABORT, build_control_batch
+from samsa.services.broker.log import log_durability, transaction_log_state
 from samsa.services.broker.log.log import Log
 
 NOW = 1_000_000
@@ -60,3 +61,40 @@ def test_a_close_that_fails_still_closes_every_segment_file(
         with pytest.raises(OSError):
             os.fstat(fd)  # closed: a deleted partition's files do not stay held open
     log.close()  # a second close does nothing
+
+
+def test_an_abort_whose_index_write_fails_still_hides_its_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marker is in the log: the aborted transaction's index entry must be kept (and made
+    durable later), or read_committed readers would get the aborted records as committed."""
+    verified = {"leader_epoch": 0, "now_ms": NOW, "allow_transactional": True}
+    data = batch(
+        b"t", timestamp=NOW, producer_id=1, producer_epoch=0, base_sequence=0, transactional=True
+    )
+    abort = build_control_batch(
+        CONTROL_TYPE_ABORT, producer_id=1, producer_epoch=1, coordinator_epoch=0, timestamp=NOW
+    )
+    healthy = Log.open(tmp_path / "healthy", small_config(), now_ms=NOW)
+    healthy.append_as_leader(data, **verified)
+    healthy.append_as_leader(abort, allow_control_batches=True, **verified)
+    expected = healthy.aborted_transactions(0, healthy.log_end_offset)
+    assert len(expected) == 1
+    healthy.close()
+
+    log = Log.open(tmp_path / "full", small_config(), now_ms=NOW)
+    log.append_as_leader(data, **verified)
+
+    def disk_full(fd: int, data: object) -> None:
+        os.write(fd, b"\x00" * 7)  # a torn entry, then the disk is full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(transaction_log_state, "write_all", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        log.append_as_leader(abort, allow_control_batches=True, **verified)
+    monkeypatch.undo()
+    assert log.aborted_transactions(0, log.log_end_offset) == expected
+    log.close()
+    reopened = Log.open(tmp_path / "full", small_config(), now_ms=NOW)
+    assert reopened.aborted_transactions(0, reopened.log_end_offset) == expected
+    reopened.close()
