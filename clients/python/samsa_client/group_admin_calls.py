@@ -4,7 +4,8 @@ A call about groups asks a bootstrap server which coordinator owns each group (F
 remembered per group), sends the request there, and on NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or an unreachable coordinator forgets that
 group's coordinator, finds it again and retries, until request.timeout.ms (`_ask_coordinators`).
-Groups owned by one coordinator go to it in one request; answers come back in request order.
+Groups owned by one coordinator go to it together (in requests of at most admin_request_items_max
+groups, as FindCoordinator asks for them: servers refuse more); answers come back in request order.
 Listing groups asks every live coordinator (DescribeCluster names them) and merges.
 
 Admin (admin.py) owns one GroupAdminCalls and hands each consumer-group method to it; deadlines
@@ -30,6 +31,7 @@ from samsa.client.group_admin import (
     PartitionLag,
     TopicPartition,
 )
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import coordinator_pb2 as g
@@ -143,7 +145,8 @@ class GroupAdminCalls:
             by_endpoint: dict[str, list[str]] = {}
             for group_id, endpoint in located.items():
                 by_endpoint.setdefault(endpoint, []).append(group_id)
-            for endpoint, ids in by_endpoint.items():
+            batches = [(at, chunk) for at, owned in by_endpoint.items() for chunk in _chunks(owned)]
+            for endpoint, ids in batches:
                 try:
                     got = send(self._group_stub(endpoint), ids, call_timeout_s(deadline))
                 except grpc.RpcError as error:
@@ -184,9 +187,10 @@ class GroupAdminCalls:
         invalid group id raises GroupError."""
         unknown = [group_id for group_id in group_ids if group_id not in self._group_coordinators]
         problem = None
-        if unknown:
-            request = g.FindCoordinatorRequest(key_type=g.COORDINATOR_KEY_TYPE_GROUP, keys=unknown)
-            answer, problem = self._calls.lookup(request, deadline)
+        for keys in _chunks(unknown):
+            request = g.FindCoordinatorRequest(key_type=g.COORDINATOR_KEY_TYPE_GROUP, keys=keys)
+            answer, lookup_problem = self._calls.lookup(request, deadline)
+            problem = lookup_problem or problem
             for location in answer.coordinators if answer is not None else ():
                 if location.error_code == ErrorCode.NONE:
                     self._group_coordinators[location.key] = location.endpoint
@@ -200,6 +204,13 @@ class GroupAdminCalls:
             if group_id in self._group_coordinators
         }
         return located, problem
+
+
+def _chunks(keys: list[str]) -> list[list[str]]:
+    """`keys` in lists of at most admin_request_items_max: servers refuse a request naming more
+    (RESOURCE_EXHAUSTED), and Kafka's admin takes any number of groups."""
+    step = limits.admin_request_items_max
+    return [keys[start : start + step] for start in range(0, len(keys), step)]
 
 
 def _per_group(method: str, request_type: Callable[..., Any]) -> Send:

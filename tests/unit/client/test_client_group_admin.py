@@ -33,6 +33,7 @@ from samsa.client.group_admin import (
     offset_fetch_request,
     offsets_of,
 )
+from samsa.common import limits
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.v1 import coordinator_pb2 as c
 
@@ -368,3 +369,22 @@ def test_state_names_become_the_list_filter_and_unknown_ones_are_refused() -> No
     assert group_state_filter([]) == []  # no filter: every group
     with pytest.raises(ValueError, match="no group state 'PreparingRebalance': the states are"):
         group_state_filter(["Stable", "PreparingRebalance"])
+
+
+def test_more_groups_than_one_request_may_name_go_in_several(
+    monkeypatch: pytest.MonkeyPatch, admin: Admin
+) -> None:
+    """Bootstrap servers refuse FindCoordinator, and coordinators DescribeGroups and
+    DeleteGroups, naming more than admin_request_items_max keys (RESOURCE_EXHAUSTED, which the
+    lookup took for an unreachable server and retried until request.timeout.ms); Kafka's admin
+    describes or deletes any number of groups."""
+    many = limits.admin_request_items_max + 1
+    ids = [f"g{n:05}" for n in range(many)]
+    calls: list[str] = []
+    stubs = {"a": FakeGroupStub("a", {key: [ErrorCode.NONE] for key in ids}, calls)}
+    asked = _wire(monkeypatch, admin, [dict.fromkeys(ids, "a")], stubs)
+    described = admin.describe_consumer_groups(ids)
+    assert list(described) == ids
+    assert sorted(len(keys) for keys in asked) == [1, limits.admin_request_items_max]
+    sizes = sorted(len(call.split(":")[2].split(",")) for call in calls)
+    assert sizes == [1, limits.admin_request_items_max]
