@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch
 from samsa.services.coordinator import group_records as records
 from samsa.services.coordinator.group_model import (
     LEAVE_EPOCH,
@@ -42,6 +43,55 @@ from samsa.v1 import transactions_pb2 as x
 OFFSET_METADATA_BYTES_MAX = 4096
 
 CommitResult = GroupResult[c.OffsetCommitResponse]
+
+# What one offset's record takes in a batch beyond its group id, topic and metadata: at most 66
+# bytes measured (every field at its largest), 49 for small ones.
+COMMIT_RECORD_OVERHEAD_BYTES_MAX = 72
+# The largest batch __consumer_offsets takes (its max.message.bytes): a commit is written as one.
+COMMIT_BATCH_BYTES_MAX = limits.max_message_bytes_default
+
+
+def commit_size_problem(request: c.OffsetCommitRequest, now_ms: int) -> str | None:
+    """Why the records of `request` would not fit the one batch a commit is written as, or None.
+    The broker would refuse that batch (MESSAGE_TOO_LARGE), which fails the writer of the whole
+    partition, every group on it: such a commit is refused before it is applied. Exact (the
+    batch is built) only when a quick upper bound does not settle it."""
+    group_id = request.group_id
+    group_bytes = len(group_id.encode())
+    bound = 1024 + group_bytes  # the batch's header, and the record of a new group
+    for topic in request.topics:
+        names_bytes = group_bytes + len(topic.name.encode()) + COMMIT_RECORD_OVERHEAD_BYTES_MAX
+        for partition in topic.partitions:
+            bound += names_bytes + len(partition.metadata.encode())
+    if bound <= COMMIT_BATCH_BYTES_MAX:
+        return None
+    written = [records.group_metadata(group_id, g.GroupMetadataValue())]
+    for topic in request.topics:
+        for partition in topic.partitions:
+            value = g.OffsetCommitValue(
+                committed_offset=partition.committed_offset,
+                committed_leader_epoch=partition.committed_leader_epoch,
+                metadata=partition.metadata,
+                commit_timestamp_ms=now_ms,
+            )
+            written.append(records.offset_commit(group_id, topic.name, partition.partition, value))
+    encoded = [records.encode(record) for record in written]
+    size = len(
+        build_batch(
+            [value for _, value in encoded],
+            keys=[key for key, _ in encoded],
+            timestamps=now_ms,
+            producer_id=0,  # the header's fields take the same bytes whatever their values
+            producer_epoch=0,
+            base_sequence=0,
+        )
+    )
+    if size <= COMMIT_BATCH_BYTES_MAX:
+        return None
+    return (
+        f"the commit's records take {size} bytes, over the {COMMIT_BATCH_BYTES_MAX} of one batch "
+        "of __consumer_offsets: commit fewer partitions (or less metadata) per request"
+    )
 
 
 def commit_offsets(

@@ -21,6 +21,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
+from samsa.services.coordinator.group_offsets import commit_size_problem
 from samsa.services.coordinator.offsets_log import OffsetResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition
 from samsa.v1 import broker_pb2, coordinator_pb2_grpc
@@ -81,6 +82,8 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
     async def OffsetCommit(self, request, context):
         count = sum(len(topic.partitions) for topic in request.topics)
         await self._check_partitions(count, "OffsetCommit", context)
+        if (problem := commit_size_problem(request, _now_ms())) is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, problem)
         try:
             partition = self.coordinator.partition_for(request.group_id)
             result = partition.shard.commit_offsets(request, _now_ms(), self.coordinator.topics)

@@ -14,6 +14,12 @@ client id, instance id and subscription went whole into one member record, and o
 topic's max.message.bytes was refused by the broker, which failed every group of the partition
 (it reloaded, and the client's next heartbeat failed it again).
 
+So is an OffsetCommit whose records would not fit one batch of __consumer_offsets (its
+max.message.bytes): a commit is written as one batch, and 300 partitions with 4 KiB of metadata
+each (1.25 MB), or 10,000 with 50-character topic names, made the broker refuse it, which failed
+every group of the partition, again at each retry. `commit_size_problem` is checked against the
+real batch size.
+
 Method: the servicer over a stand-in coordinator that owns nothing (so a request that gets past
 the check answers NOT_COORDINATOR) and a context whose abort raises, as grpc's does.
 """
@@ -27,10 +33,13 @@ import pytest
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import build_batch
+from samsa.services.coordinator import group_offsets, group_records
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.servicer import GroupCoordinatorServicer
 from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
 from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import group_records_pb2 as g
 from samsa.v1 import transactions_pb2 as x
 
 
@@ -135,3 +144,60 @@ def test_a_heartbeat_too_large_for_its_member_record_is_refused() -> None:
     heartbeat.client_id = "c" * 1000
     answer = asyncio.run(servicer.ConsumerGroupHeartbeat(heartbeat, Context()))
     assert answer.error_code == ErrorCode.NOT_COORDINATOR
+
+
+def commit_of(partitions: int, metadata: str, topic: str = "t") -> c.OffsetCommitRequest:
+    return c.OffsetCommitRequest(
+        group_id="g" * 20,
+        member_epoch=-1,
+        topics=[
+            c.OffsetCommitTopic(
+                name=topic,
+                partitions=[
+                    c.OffsetCommitPartition(partition=p, committed_offset=2**40, metadata=metadata)
+                    for p in range(partitions)
+                ],
+            )
+        ],
+    )
+
+
+def batch_bytes(request: c.OffsetCommitRequest) -> int:
+    """The size of the batch the commit is written as (with the record of a new group)."""
+    written = [group_records.group_metadata(request.group_id, g.GroupMetadataValue())]
+    for topic in request.topics:
+        for p in topic.partitions:
+            value = g.OffsetCommitValue(
+                committed_offset=p.committed_offset, metadata=p.metadata, commit_timestamp_ms=1
+            )
+            written.append(
+                group_records.offset_commit(request.group_id, topic.name, p.partition, value)
+            )
+    encoded = [group_records.encode(record) for record in written]
+    batch = build_batch(
+        [v for _, v in encoded],
+        keys=[k for k, _ in encoded],
+        timestamps=1,
+        producer_id=1,
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    return len(batch)
+
+
+def test_a_commit_too_large_for_one_batch_is_refused() -> None:
+    limit = group_offsets.COMMIT_BATCH_BYTES_MAX
+    servicer = GroupCoordinatorServicer(OwnsNothing())  # type: ignore[arg-type]
+    too_large = commit_of(300, "m" * 4096)
+    assert batch_bytes(too_large) > limit
+    with pytest.raises(Aborted) as refused:
+        asyncio.run(servicer.OffsetCommit(too_large, Context()))
+    assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    long_names = commit_of(limits.request_partitions_max, "", "t" * 50)
+    assert batch_bytes(long_names) > limit
+    assert group_offsets.commit_size_problem(long_names, 1) is not None
+    # What fits one batch is considered, even near the limit (the exact size decides).
+    fits = commit_of(limits.request_partitions_max, "", "t" * 20)
+    assert limit * 0.8 < batch_bytes(fits) <= limit
+    assert group_offsets.commit_size_problem(fits, 1) is None
+    assert asyncio.run(servicer.OffsetCommit(commit_of(250, "m" * 4096), Context())) is not None
