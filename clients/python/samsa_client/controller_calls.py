@@ -3,13 +3,15 @@
 The servers `bootstrap.servers` lists are brokers (as in Kafka) or controllers. Writes go to the
 active controller: a broker forwards them there and answers its answer (KIP-590); a controller that
 is not active answers NOT_CONTROLLER with the active one's address, and `write` follows it when it
-is one of the bootstrap servers (or tries the next server while an election runs, or while a
-broker cannot reach the active controller). Each write answers with the metadata offset it was
-committed at; reads ask for at least the highest one seen (`metadata_offset`), so Admin always
-reads its own writes, whichever server answers. A write gives up after request.timeout.ms (at most
-WRITE_TIMEOUT_S), a read after request.timeout.ms (at most READ_TIMEOUT_S), and either at once
-when no bootstrap server is a Samsa service, or when the request itself is refused as invalid or
-over a limit (INVALID_ARGUMENT, RESOURCE_EXHAUSTED: KafkaError INVALID_REQUEST).
+is one of the bootstrap servers (at once the first time, after WRITE_RETRY_BACKOFF_S from then on:
+two controllers may name each other while an election runs), or tries the next server while an
+election runs, or while a broker cannot reach the active controller. Each write answers with the
+metadata offset it was committed at; reads ask for at least the highest one seen
+(`metadata_offset`), so Admin always reads its own writes, whichever server answers. A write gives
+up after request.timeout.ms (at most WRITE_TIMEOUT_S), a read after request.timeout.ms (at most
+READ_TIMEOUT_S), and either at once when no bootstrap server is a Samsa service, or when the
+request itself is refused as invalid or over a limit (INVALID_ARGUMENT, RESOURCE_EXHAUSTED:
+KafkaError INVALID_REQUEST).
 
 What Admin asks and how it reads the answers lives in admin.py; this module only carries calls.
 """
@@ -54,6 +56,7 @@ class ControllerCalls:
         last: grpc.RpcError | None = None  # the last attempt's failure, when it had no answer
         refusal = ""  # the last NOT_CONTROLLER answer's message
         not_samsa: set[str] = set()
+        redirected = False  # a redirect was followed: the next one waits a backoff first
         while time.monotonic() < deadline and len(not_samsa) < len(endpoints):
             try:
                 answer = getattr(self._metadata.stub(endpoint), method)(
@@ -77,7 +80,9 @@ class ControllerCalls:
             redirect = answer.status.active_controller.endpoint if answer is not None else ""
             refusal = answer.status.error_message if answer is not None else refusal
             if redirect and redirect != endpoint and redirect in endpoints:
-                endpoint = redirect
+                if redirected:  # controllers naming each other while an election runs
+                    time.sleep(WRITE_RETRY_BACKOFF_S)
+                endpoint, redirected = redirect, True
                 continue
             index += 1
             endpoint = endpoints[index % len(endpoints)]

@@ -1,0 +1,64 @@
+"""Goal: Admin's writes to the controllers follow NOT_CONTROLLER redirects without hammering
+them: two controllers that each name the other as active (stale views while an election runs)
+are asked a bounded number of times per second, not in a tight loop for request.timeout.ms.
+
+Method: two gRPC servers on loopback answering CreateTopics with NOT_CONTROLLER naming each
+other; the real Admin writes through them with a 1 s request.timeout.ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import pytest
+
+from samsa.client.admin import Admin
+from samsa.client.controller_calls import WRITE_RETRY_BACKOFF_S
+from samsa.client.errors import NoBrokersAvailable
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import controller_pb2_grpc
+
+
+class NamesTheOther(controller_pb2_grpc.ControllerServiceServicer):
+    def __init__(self) -> None:
+        self.other = ""
+        self.calls = 0
+
+    def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        answer = c.CreateTopicsResponse()
+        answer.status.error_code = ErrorCode.NOT_CONTROLLER  # type: ignore[assignment]
+        answer.status.error_message = "not the active controller"
+        answer.status.active_controller.endpoint = self.other
+        return answer
+
+
+@pytest.fixture
+def two_controllers_naming_each_other() -> Iterator[tuple[str, list[NamesTheOther]]]:
+    servicers = [NamesTheOther(), NamesTheOther()]
+    servers, endpoints = [], []
+    for servicer in servicers:
+        server = grpc.server(ThreadPoolExecutor(max_workers=2))
+        controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server)
+        endpoints.append(f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}")
+        server.start()
+        servers.append(server)
+    servicers[0].other, servicers[1].other = endpoints[1], endpoints[0]
+    try:
+        yield ",".join(endpoints), servicers
+    finally:
+        for server in servers:
+            server.stop(None).wait(5)
+
+
+def test_redirects_between_two_controllers_back_off(two_controllers_naming_each_other) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, servicers = two_controllers_naming_each_other
+    admin = Admin({"bootstrap.servers": bootstrap, "request.timeout.ms": 1000})
+    with admin, pytest.raises(NoBrokersAvailable, match="not the active controller"):
+        admin.create_topic("t", 1, 1)
+    asked = sum(servicer.calls for servicer in servicers)
+    assert asked >= 2, "the redirect was followed"
+    assert asked <= 1.0 / WRITE_RETRY_BACKOFF_S + 3, f"{asked} CreateTopics in one second"
