@@ -335,8 +335,8 @@ class Admin:
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The group's committed offsets (of `partitions`, or all); partitions without one are
-        left out."""
+        """The group's committed offsets (of `partitions`, or all when None); partitions
+        without one are left out."""
         return self._groups.list_consumer_group_offsets(group_id, partitions)
 
     def delete_consumer_group_offsets(

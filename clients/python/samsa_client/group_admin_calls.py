@@ -85,6 +85,10 @@ class GroupAdminCalls:
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
+        if partitions is not None:
+            partitions = list(partitions)
+            if not partitions:  # OffsetFetch without topics would answer every partition
+                return {}
         request = ga.offset_fetch_request(group_id, partitions)
         answer = self._ask_coordinator(group_id, "OffsetFetch", request)
         return ga.offsets_of(answer)

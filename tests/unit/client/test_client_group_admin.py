@@ -388,3 +388,16 @@ def test_more_groups_than_one_request_may_name_go_in_several(
     assert sorted(len(keys) for keys in asked) == [1, limits.admin_request_items_max]
     sizes = sorted(len(call.split(":")[2].split(",")) for call in calls)
     assert sizes == [1, limits.admin_request_items_max]
+
+
+def test_committed_offsets_of_no_partitions_are_none_not_every_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OffsetFetch without topics asks for every committed offset of the group; only None means
+    that (Kafka's listConsumerGroupOffsets: null for all, an empty list for none), so a caller's
+    filtered list that came out empty must not get the whole group's offsets."""
+    admin = _admin(monkeypatch, request_timeout_ms=50)
+    asked = _wire(monkeypatch, admin, [{}], {})
+    assert admin.list_consumer_group_offsets("g", []) == {}
+    assert admin.list_consumer_group_offsets("g", iter(())) == {}
+    assert asked == []
