@@ -38,6 +38,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple
 
 from samsa.common.record.codec import decode_batch
+from samsa.common.record.header import NO_TIMESTAMP
 from samsa.services.broker.log import policy
 from samsa.services.broker.log.segment import Segment
 
@@ -158,6 +159,13 @@ class LocalLog:
         """Write the planned batches to the active segment, rolling first when policy.py says
         so; returns the base offset of the segment they went to."""
         active = self.segments[-1]
+        if active.first_append_ms is None and active.size_bytes:
+            # Loaded (or cut by a truncation): its age counts from its first batch's timestamp,
+            # as Kafka's LogSegment rolls by record time, or a broker restarted more often than
+            # segment.ms would never roll it (nor retention delete it); the append below clamps
+            # a timestamp ahead of the clock.
+            first_timestamp = next(active.walk(0))[1].max_timestamp
+            active.first_append_ms = first_timestamp if first_timestamp > NO_TIMESTAMP else None
         reason = policy.roll_reason(
             config,
             segment_base_offset=active.base_offset,

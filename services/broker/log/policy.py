@@ -6,8 +6,9 @@ numbers. Kafka's arithmetic is kept where it is observable:
 
 - roll (Kafka's LogSegment.shouldRoll): the active segment is replaced by a new one when the
   append would push it past `segment.bytes`, when it is older than `segment.ms` (measured from
-  its first append), when the append's offsets would not fit a 32-bit relative offset, or when
-  an index has no room left. An empty segment is never rolled for size or age.
+  its first append; after a restart, from its first batch's timestamp), when the append's
+  offsets would not fit a 32-bit relative offset, or when an index has no room left. An empty
+  segment is never rolled for size or age.
 - retention (Kafka's deleteOldSegments): only closed segments, always a prefix (oldest first).
   By time, a segment goes when now_ms - its max timestamp > retention.ms; by size, while the log
   minus the segment still holds at least retention.bytes; and any segment wholly below the log

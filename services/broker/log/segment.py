@@ -72,7 +72,8 @@ def parse_base_offset(name: str, suffix: str) -> int | None:
 
 
 class Segment:
-    """One open segment. `first_append_ms` starts segment.ms at this process's first append."""
+    """One open segment. `first_append_ms` starts segment.ms at this process's first append
+    (or, loaded, at its first batch's timestamp: LocalLog.append)."""
 
     def __init__(self, directory: Path, indexes: SegmentIndexes, fd: int) -> None:
         self.directory = directory
@@ -205,7 +206,7 @@ class Segment:
                 batch.max_timestamp,
                 batch.size_bytes,
             )
-        if self.first_append_ms is None:
+        if self.first_append_ms is None or self.first_append_ms > now_ms:
             self.first_append_ms = now_ms
 
     # --- reading -------------------------------------------------------------------------------

@@ -50,6 +50,39 @@ def test_roll_on_segment_ms_measured_from_the_first_append(tmp_path: Path) -> No
     assert [s.base_offset for s in log.segments()] == [0, 2, 4]
 
 
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_restart_does_not_restart_segment_ms(tmp_path: Path, clean: bool) -> None:
+    """A broker restarted more often than segment.ms would otherwise never roll a quiet
+    partition's active segment, and retention (closed segments only) would never delete it:
+    after a restart the active segment's age counts from its first batch's timestamp (Kafka's
+    LogSegment rolls by record time too)."""
+    config = small_config(segment_bytes=1 << 20, segment_ms=HOUR_MS)
+    start = 1_700_000_000_000
+    log = Log.open(tmp_path, config, now_ms=start)
+    fill(log, 1, timestamp=start, now_ms=start)
+    if clean:
+        log.close()
+    log = Log.open(tmp_path, config, now_ms=start + HOUR_MS // 2)
+    later = start + HOUR_MS + 1
+    fill(log, 1, timestamp=later, now_ms=later)
+    assert [s.base_offset for s in log.segments()] == [0, 1]
+    log.close()
+
+
+def test_a_restart_with_future_timestamps_rolls_from_the_first_append(tmp_path: Path) -> None:
+    config = small_config(segment_bytes=1 << 20, segment_ms=HOUR_MS)
+    log = Log.open(tmp_path, config, now_ms=0)
+    fill(log, 1, timestamp=10**15, now_ms=10_000)  # a producer's clock far ahead
+    log.close()
+    log = Log.open(tmp_path, config, now_ms=20_000)
+    fill(log, 1, timestamp=1, now_ms=30_000)
+    fill(log, 1, timestamp=1, now_ms=30_000 + HOUR_MS)
+    assert len(log.segments()) == 1
+    fill(log, 1, timestamp=1, now_ms=30_001 + HOUR_MS)
+    assert [s.base_offset for s in log.segments()] == [0, 3]
+    log.close()
+
+
 def test_an_idle_empty_segment_does_not_roll(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(segment_ms=10), now_ms=0)
     fill(log, 1, timestamp=1, now_ms=10**9)
