@@ -202,11 +202,10 @@ class GroupAdminCalls:
                     problem = (location.error_code, location.error_message)
                 else:
                     raise GroupError.of(location.error_code, location.error_message)
-        located = {
-            group_id: self._group_coordinators[group_id]
-            for group_id in group_ids
-            if group_id in self._group_coordinators
-        }
+        # One get per group: another thread sharing this Admin may forget a coordinator between
+        # a membership test and a lookup.
+        remembered = {group_id: self._group_coordinators.get(group_id) for group_id in group_ids}
+        located = {group_id: at for group_id, at in remembered.items() if at is not None}
         return located, problem
 
 

@@ -401,3 +401,23 @@ def test_committed_offsets_of_no_partitions_are_none_not_every_one(
     assert admin.list_consumer_group_offsets("g", []) == {}
     assert admin.list_consumer_group_offsets("g", iter(())) == {}
     assert asked == []
+
+
+class ForgetsWhileAsked(dict):
+    """The remembered coordinators of an Admin another thread shares: that thread forgets a
+    group's coordinator (after NOT_COORDINATOR) right after this one saw it was known."""
+
+    def __contains__(self, key: object) -> bool:
+        known = super().__contains__(key)
+        self.pop(key, None)
+        return known
+
+
+def test_a_coordinator_forgotten_by_another_thread_is_found_again(
+    monkeypatch: pytest.MonkeyPatch, admin: Admin
+) -> None:
+    calls: list[str] = []
+    stubs = {"a": FakeGroupStub("a", {"g": [ErrorCode.NONE]}, calls)}
+    _wire(monkeypatch, admin, [{"g": "a"}], stubs)
+    monkeypatch.setattr(admin._groups, "_group_coordinators", ForgetsWhileAsked(g="a"))
+    assert list(admin.describe_consumer_groups(["g"])) == ["g"]
