@@ -86,7 +86,9 @@ class SegmentIndexes:
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = last_offset
-        if self.bytes_since_index_entry >= self.index_interval_bytes:
+        # An index with no room left (one append of more batches than it holds, which no roll
+        # can split: index.interval.bytes=0) stays sparser: lookups walk further, nothing else.
+        if self.bytes_since_index_entry >= self.index_interval_bytes and self.entries_room() > 0:
             self.offset_index.append(self.relative(base_offset), position)
             if self.max_timestamp > NO_TIMESTAMP:
                 self.time_index.maybe_append(

@@ -14,6 +14,7 @@ import pytest
 from log_helpers import batch, read_all, small_config
 
 from samsa.common.errors import OffsetOutOfRangeError
+from samsa.services.broker.log import time_index
 from samsa.services.broker.log.log import Log
 
 HOUR_MS = 3_600_000
@@ -170,3 +171,24 @@ def test_delete_records_moves_log_start_and_deletes_segments_below(tmp_path: Pat
     log.close()
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
     assert reopened.log_start_offset == reopened.log_end_offset == 30
+
+
+def test_one_append_of_more_batches_than_an_index_holds_is_stored_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """index.interval.bytes=0 indexes every batch, and no roll can split one append: an append
+    of more batches than the time index holds (~870k tiny batches fit one produce request) was
+    written, then failed an assertion half-way through indexing it."""
+    monkeypatch.setattr(time_index, "ENTRIES_MAX", 10)
+    config = small_config(index_interval_bytes=0, segment_bytes=1 << 20)
+    log = Log.open(tmp_path, config, now_ms=0)
+    data = b"".join(batch(b"v", timestamp=1_000 + index) for index in range(20))
+    assert log.append_as_leader(data, leader_epoch=0, now_ms=0).last_offset == 19
+    log.append_as_leader(batch(b"w", timestamp=5_000), leader_epoch=0, now_ms=0)
+    assert [record.offset for record in read_all(log)] == list(range(21))
+    assert log.offset_for_timestamp(1_015) == (15, 1_015)
+    log.close()
+    reopened = Log.open(tmp_path, config, now_ms=0)
+    assert [record.offset for record in read_all(reopened)] == list(range(21))
+    assert reopened.offset_for_timestamp(1_015) == (15, 1_015)
+    reopened.close()
