@@ -140,9 +140,13 @@ class Admin:
 
     def create_topics(self, topics: Iterable[NewTopic], validate_only: bool = False) -> None:
         """Create topics; TopicError for the first that failed (the others are created).
-        A replication factor of 0 is refused before anything is sent, as Kafka refuses it: on the
-        wire it would read as unset, the cluster's default."""
-        topics = list(topics)
+        A name given twice is asked for once, as first given (Kafka's admin too). A replication
+        factor of 0 is refused before anything is sent, as Kafka refuses it: on the wire it
+        would read as unset, the cluster's default."""
+        unique: dict[str, NewTopic] = {}
+        for topic in topics:
+            unique.setdefault(topic.name, topic)
+        topics = list(unique.values())
         for topic in topics:
             if topic.replication_factor == 0:
                 raise TopicError(
@@ -177,7 +181,9 @@ class Admin:
 
     def delete_topics(self, names: Iterable[str]) -> None:
         raise_first(
-            self._controller.write("DeleteTopics", c.DeleteTopicsRequest(names=list(names))).topics
+            self._controller.write(
+                "DeleteTopics", c.DeleteTopicsRequest(names=list(dict.fromkeys(names)))
+            ).topics
         )
 
     def create_partitions(self, new_counts: Mapping[str, int], validate_only: bool = False) -> None:

@@ -18,6 +18,7 @@ import pytest
 from samsa.client.admin import Admin, NewTopic
 from samsa.client.errors import KafkaError, NoBrokersAvailable, TopicError
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.v1 import controller_pb2 as c
 from samsa.v1 import controller_pb2_grpc
 
 REFUSED = "127.0.0.1:1"
@@ -103,3 +104,48 @@ def test_a_request_over_the_servers_limits_fails_at_once_saying_what_to_change(
     assert servicer.calls == 1
     assert raised.value.code == ErrorCode.INVALID_REQUEST
     assert not raised.value.retriable
+
+
+class AnswersAsTheController(controller_pb2_grpc.ControllerServiceServicer):
+    """Creates and deletes topics as the controller does within one request: a name already
+    created (or deleted) earlier in the same request is refused."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
+        return self._answer(c.CreateTopicsResponse(), [t.name for t in request.topics], 36)
+
+    def DeleteTopics(self, request, context):  # type: ignore[no-untyped-def]
+        return self._answer(c.DeleteTopicsResponse(), list(request.names), 3)
+
+    def _answer(self, answer, names: list[str], repeated_code: int):  # type: ignore[no-untyped-def]
+        self.asked.append(names)
+        for n, name in enumerate(names):
+            code = repeated_code if name in names[:n] else 0
+            answer.topics.add(name=name, error_code=code, error_message=f"{name!r} again")
+        return answer
+
+
+@pytest.fixture
+def controller() -> Iterator[tuple[str, AnswersAsTheController]]:
+    servicer = AnswersAsTheController()
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", servicer
+    finally:
+        server.stop(None).wait(5)
+
+
+def test_a_topic_named_twice_in_one_call_is_asked_for_once(controller) -> None:  # type: ignore[no-untyped-def]
+    """Kafka's admin keeps one entry per topic name (the first); sending both made the call
+    fail (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION) for the topic it had just created
+    or deleted itself."""
+    endpoint, servicer = controller
+    with Admin({"bootstrap.servers": endpoint, "request.timeout.ms": 3_000}) as admin:
+        admin.create_topics([NewTopic("a", 1, 1), NewTopic("b", 2, 1), NewTopic("a", 5, 1)])
+        admin.delete_topics(iter(["a", "a", "b"]))
+    assert servicer.asked == [["a", "b"], ["a", "b"]]
