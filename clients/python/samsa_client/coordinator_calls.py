@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 
 from samsa.client.channels import Channels
+from samsa.client.cluster_metadata import REFUSED_AS_SENT
 from samsa.client.controller_calls import ControllerCalls
 from samsa.client.group_admin import GroupError
 from samsa.common.errors import ErrorCode
@@ -80,7 +81,8 @@ class CoordinatorCalls:
         """Every live coordinator's answer, from one round in which all of them answered; a
         cluster without coordinators answers nothing. Raises `error(message, code)` naming each
         coordinator's problem when no such round came within request.timeout.ms (`what`: what
-        is being listed, for that message)."""
+        is being listed, for that message), and at once for a request refused as invalid or
+        over a limit (INVALID_REQUEST)."""
         deadline = self.deadline()
         while True:
             coordinators = self.coordinators()
@@ -91,6 +93,8 @@ class CoordinatorCalls:
                 try:
                     answer, problem = ask(coordinator, call_timeout_s(deadline))
                 except grpc.RpcError as rpc_error:
+                    if rpc_error.code() in REFUSED_AS_SENT:  # every coordinator would refuse it
+                        raise error(rpc_error.details() or "", ErrorCode.INVALID_REQUEST) from None
                     answer, problem = None, status(rpc_error)
                 if problem is not None:
                     problems.append(f"coordinator {coordinator.coordinator_id}: {problem}")

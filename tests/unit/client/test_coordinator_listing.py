@@ -100,3 +100,22 @@ def test_an_answer_no_retry_can_change_raises_at_once():
     with pytest.raises(GroupError, match="not allowed"):
         calls(Coordinator(1, "a"), Coordinator(2, "b")).ask_every_live(ask, "groups", GroupError)
     assert asked == [1]
+
+
+@pytest.mark.parametrize(
+    "code", [grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT]
+)
+def test_a_listing_refused_for_what_it_asks_raises_at_once(code: grpc.StatusCode) -> None:
+    """A filter over the coordinators' limits (more than admin_request_items_max producer ids)
+    or invalid is refused by every coordinator alike: it is not asked again until
+    request.timeout.ms and then reported as COORDINATOR_NOT_AVAILABLE."""
+    asked = []
+
+    def ask(coordinator, timeout_s):  # type: ignore[no-untyped-def]
+        asked.append(coordinator.coordinator_id)
+        raise FakeRpcError(code, "1001 producer id filters in one request; send at most 1000")
+
+    with pytest.raises(GroupError, match="send at most 1000") as raised:
+        calls(Coordinator(1, "a"), Coordinator(2, "b")).ask_every_live(ask, "groups", GroupError)
+    assert raised.value.code == ErrorCode.INVALID_REQUEST
+    assert asked == [1]
