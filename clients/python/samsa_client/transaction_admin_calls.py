@@ -41,6 +41,7 @@ from samsa.client.transaction_admin import (
     TransactionError,
     TransactionListing,
 )
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 from samsa.v1 import controller_pb2 as c
@@ -145,7 +146,14 @@ class TransactionAdminCalls:
         )
         if not candidates:
             return []
-        listed = self.list_transactions((), {c.producer_id for c in candidates}, 0)
+        # A coordinator filters on at most admin_request_items_max producer ids per listing.
+        producer_ids = sorted({candidate.producer_id for candidate in candidates})
+        step = limits.admin_request_items_max
+        listed = [
+            listing
+            for start in range(0, len(producer_ids), step)
+            for listing in self.list_transactions((), producer_ids[start : start + step], 0)
+        ]
         ids = {listing.producer_id: listing.transactional_id for listing in listed}
         descriptions: dict[str, TransactionDescription] = {}
         for transactional_id in sorted(set(ids.values())):
