@@ -1,9 +1,10 @@
 """Admin requests that each partition's leader answers (DescribeProducers, DeleteRecords).
 
 `ask_leaders` groups the partitions by leader from the client's metadata, sends one request to
-each leader, and asks again, after a metadata refresh, for the partitions whose leader moved,
-is unknown or did not answer, until the deadline. Any other error in an answer is final: it is
-raised at once with the broker's message.
+each leader (one per request_partitions_max partitions, the most a leader accepts), and asks
+again, after a metadata refresh, for the partitions whose leader moved, is unknown or did not
+answer, until the deadline. Any other error in an answer is final: it is raised at once with the
+broker's message.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import grpc
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
 from samsa.client.transaction_admin import LEADER_ERRORS
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2_grpc
 
@@ -50,7 +52,8 @@ def ask_leaders(
         if not pending:
             return {key: answers[key] for key in wanted}
         metadata.refresh({topic for topic, _ in pending}, call_timeout_s(deadline))
-        by_leader: dict[str, dict[str, list[int]]] = {}
+        by_leader: dict[tuple[str, int], dict[str, list[int]]] = {}
+        counts: dict[str, int] = {}
         for topic, number in pending:
             count = metadata.partition_counts.get(topic)
             if count is None or not 0 <= number < count:
@@ -61,8 +64,11 @@ def ask_leaders(
             if endpoint is None:
                 problem = f"{topic}-{number} has no leader"
                 continue
-            by_leader.setdefault(endpoint, {}).setdefault(topic, []).append(number)
-        for endpoint, numbers in by_leader.items():
+            # At most request_partitions_max partitions a request: a leader refuses more.
+            piece = counts.get(endpoint, 0) // limits.request_partitions_max
+            counts[endpoint] = counts.get(endpoint, 0) + 1
+            by_leader.setdefault((endpoint, piece), {}).setdefault(topic, []).append(number)
+        for (endpoint, _), numbers in by_leader.items():
             why = _ask_one(calls, metadata, endpoint, numbers, ask, error, answers, deadline)
             problem = why or problem
         if all(key in answers for key in wanted):
