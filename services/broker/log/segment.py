@@ -116,13 +116,14 @@ class Segment:
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
-        """A new empty segment (an existing file of that name is emptied)."""
+        """A new empty segment (an existing file of that name is emptied). Files an older
+        segment at that base offset left (a crash inside `delete`) go first, the .txnindex too:
+        its stale aborted transactions would be loaded as this segment's."""
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
         log_path = segment_path(directory, base_offset, LOG_SUFFIX)
         fd = os.open(log_path, LOG_FILE_FLAGS | os.O_TRUNC, 0o644)
-        segment = cls(directory, SegmentIndexes(base_offset, index_interval_bytes), fd)
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            segment.path(suffix).unlink(missing_ok=True)
-        return segment
+        return cls(directory, SegmentIndexes(base_offset, index_interval_bytes), fd)
 
     def on_index_files_loaded(self, offset_entries: int, time_entries: int) -> None:
         """The in-memory indexes came from the index files, which hold these many entries

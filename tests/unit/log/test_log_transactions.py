@@ -30,8 +30,8 @@ from samsa.common.record.codec import (
     build_control_batch,
 )
 from samsa.services.broker.log.log import Log
-from samsa.services.broker.log.segment import TXN_INDEX_SUFFIX
-from samsa.services.broker.log.transaction_index import AbortedTransaction
+from samsa.services.broker.log.segment import TXN_INDEX_SUFFIX, segment_path
+from samsa.services.broker.log.transaction_index import AbortedTransaction, encode_entry
 
 NOW = 1_000_000
 
@@ -359,4 +359,32 @@ def test_a_crash_after_deletion_does_not_reopen_a_transaction_whose_marker_was_d
     reopened = Log.open(tmp_path, small_config(), now_ms=NOW)
     assert reopened.log_end_offset == end
     assert reopened.last_stable_offset(end) == end
+    reopened.close()
+
+
+def test_a_new_segment_does_not_inherit_a_deleted_segments_index_file(tmp_path: Path) -> None:
+    """A kill -9 inside Segment.delete (retention, truncation) after the .log file went leaves
+    its .txnindex behind; a segment created later at the same base offset (a follower refetching
+    the same bytes rolls at the same offsets) must not take its stale aborted transactions, which
+    would hide records of a committed transaction from read_committed readers."""
+    config = small_config()
+    log = Log.open(tmp_path, config, now_ms=NOW)
+    while len(log.segments()) < 2:
+        append(log, data(9, 0, log.log_end_offset, transactional=False))
+    rolled_at = log.segments()[-1].base_offset
+    log.close()
+    for suffix in (".log", ".index", ".timeindex"):
+        segment_path(tmp_path, rolled_at, suffix).unlink(missing_ok=True)
+    stale = AbortedTransaction(7, rolled_at, rolled_at + 1, rolled_at)
+    segment_path(tmp_path, rolled_at, TXN_INDEX_SUFFIX).write_bytes(encode_entry(stale))
+
+    log = Log.open(tmp_path, config, now_ms=NOW)
+    assert log.log_end_offset == rolled_at
+    append(log, data(7, 0, 0))  # producer 7 now writes a transaction there, and commits it
+    assert [s.base_offset for s in log.segments()][-1] == rolled_at
+    append(log, marker(CONTROL_TYPE_COMMIT, 7, 1))
+    log.close()
+    reopened = Log.open(tmp_path, config, now_ms=NOW)
+    assert flat(reopened) == []
+    assert reopened.aborted_transactions(rolled_at, reopened.log_end_offset) == []
     reopened.close()
