@@ -239,8 +239,7 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             if count > limits.admin_request_items_max:
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"{count} {what} in one request; send at most "
-                    f"{limits.admin_request_items_max}",
+                    f"{count} {what} in one request; send at most {limits.admin_request_items_max}",
                 )
         response = x.ListTransactionsResponse()
         in_touch = self.coordinator.in_touch()

@@ -385,4 +385,3 @@ def test_consume_in_a_group_resumes_where_the_last_run_stopped(cluster: LocalClu
 
     refused = samsa(cluster, "consume", TOPIC, "--group", "console", "--partition", "1")
     assert refused.returncode != 0 and "--group takes no --partition" in refused.stderr
-
