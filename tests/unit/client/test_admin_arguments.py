@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
+from fake_controllers import serving_controllers
 
 from samsa.client.admin import Admin, NewTopic
 from samsa.client.errors import KafkaError, NoBrokersAvailable, TopicError
@@ -70,14 +70,8 @@ class RefusesAsTooMany(controller_pb2_grpc.ControllerServiceServicer):
 @pytest.fixture
 def refusing_server() -> Iterator[tuple[str, RefusesAsTooMany]]:
     servicer = RefusesAsTooMany()
-    server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}", servicer
-    finally:
-        server.stop(None).wait(5)
+    with serving_controllers(servicer) as (endpoint,):
+        yield endpoint, servicer
 
 
 @pytest.mark.parametrize(
@@ -130,14 +124,8 @@ class AnswersAsTheController(controller_pb2_grpc.ControllerServiceServicer):
 @pytest.fixture
 def controller() -> Iterator[tuple[str, AnswersAsTheController]]:
     servicer = AnswersAsTheController()
-    server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}", servicer
-    finally:
-        server.stop(None).wait(5)
+    with serving_controllers(servicer) as (endpoint,):
+        yield endpoint, servicer
 
 
 def test_a_topic_named_twice_in_one_call_is_asked_for_once(controller) -> None:  # type: ignore[no-untyped-def]

@@ -9,10 +9,9 @@ other; the real Admin writes through them with a 1 s request.timeout.ms.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
-import grpc
 import pytest
+from fake_controllers import serving_controllers
 
 from samsa.client.admin import Admin
 from samsa.client.controller_calls import WRITE_RETRY_BACKOFF_S
@@ -39,19 +38,9 @@ class NamesTheOther(controller_pb2_grpc.ControllerServiceServicer):
 @pytest.fixture
 def two_controllers_naming_each_other() -> Iterator[tuple[str, list[NamesTheOther]]]:
     servicers = [NamesTheOther(), NamesTheOther()]
-    servers, endpoints = [], []
-    for servicer in servicers:
-        server = grpc.server(ThreadPoolExecutor(max_workers=2))
-        controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server)
-        endpoints.append(f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}")
-        server.start()
-        servers.append(server)
-    servicers[0].other, servicers[1].other = endpoints[1], endpoints[0]
-    try:
+    with serving_controllers(*servicers) as endpoints:
+        servicers[0].other, servicers[1].other = endpoints[1], endpoints[0]
         yield ",".join(endpoints), servicers
-    finally:
-        for server in servers:
-            server.stop(None).wait(5)
 
 
 def test_redirects_between_two_controllers_back_off(two_controllers_naming_each_other) -> None:  # type: ignore[no-untyped-def]
