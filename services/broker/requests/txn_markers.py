@@ -50,7 +50,10 @@ def markers_refusal(
 
 
 def timeout_s(request: broker_pb2.WriteTxnMarkersRequest) -> float:
-    return (request.timeout_ms or TIMEOUT_MS_DEFAULT) / 1000
+    """How long the markers wait for replication: the caller's timeout, capped as an acks=all
+    produce's is, so no request holds a task and its answer for as long as it names."""
+    timeout_ms = request.timeout_ms or TIMEOUT_MS_DEFAULT
+    return min(timeout_ms, limits.produce_timeout_ms_max) / 1000
 
 
 def write_txn_markers(

@@ -244,3 +244,15 @@ def test_describe_producers_names_the_open_transaction_that_holds_the_lso(host):
     assert producers == {7: (1, -1, -1), 8: (2, 0, open_at)}
     assert fetch(host, isolation_level=READ_COMMITTED).last_stable_offset == open_at
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_markers_wait_is_bounded_as_a_produce_wait_is():
+    # Goal: a WriteTxnMarkers (or stream request) cannot hold a broker task and its answer for
+    # as long as the caller names: its replication wait is capped as an acks=all produce's is.
+    from samsa.common import limits
+    from samsa.services.broker.requests.txn_markers import timeout_s
+
+    huge = b.WriteTxnMarkersRequest(timeout_ms=2**31 - 1)
+    assert timeout_s(huge) == limits.produce_timeout_ms_max / 1000
+    assert timeout_s(b.WriteTxnMarkersRequest(timeout_ms=1_500)) == 1.5
+    assert timeout_s(b.WriteTxnMarkersRequest()) == 30.0
