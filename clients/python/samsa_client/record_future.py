@@ -342,5 +342,8 @@ class CallbackThread:
                 run_callback(callback)
 
     def stop(self) -> None:
+        """Run what is queued, then end. Called by a callback (close() inside one), it cannot
+        wait for itself: the thread ends once that callback returns."""
         self._queue.put(None)
-        self._thread.join(timeout=self._stop_timeout_s)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=self._stop_timeout_s)
