@@ -34,7 +34,6 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.consumer import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
-    check_not_subscribed,
     group_of,
     offsets_to_commit,
 )
@@ -47,7 +46,10 @@ from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
 from samsa.client.group_member import MemberState
 from samsa.client.rebalance import (
     ConsumerRebalanceListener,
+    RebalanceStep,
+    abandon_step,
     begin_step,
+    check_not_subscribed,
     end_step,
     subscribed_topics,
     subscription_of,
@@ -313,26 +315,35 @@ class AsyncConsumer:
                 step = begin_step(group.member, driver.state, self.config.enable_auto_commit)
             if step is None:
                 return
-            if step.commit_first:
-                try:
-                    await group.commit(step.commit_first)
-                except KafkaError as error:
-                    log.warning(
-                        "group %r: commit before revocation failed: %s", group.group_id, error
-                    )
-            failure = None
             try:
-                result = step.listener_method(self._listener)(step.partitions)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as error:  # raised by poll() once the step is done, as in Kafka
-                failure = error
+                failure = await self._run_step(group, step)
+            except BaseException:  # cancelled: the step runs again at the next poll
+                with driver.lock:
+                    abandon_step(group.member, driver.state, step, now_ms())
+                group.wake()
+                driver.wake()
+                raise
             with driver.lock:
                 end_step(group.member, driver.state, step, now_ms())
             group.wake()
             driver.wake()
             if failure is not None:
                 raise failure
+
+    async def _run_step(self, group: GroupDriver, step: RebalanceStep) -> Exception | None:
+        """The commit before revocation, then the listener (what it raised: poll() raises it)."""
+        if step.commit_first:
+            try:
+                await group.commit(step.commit_first)
+            except KafkaError as error:
+                log.warning("group %r: commit before revocation failed: %s", group.group_id, error)
+        try:
+            result = step.listener_method(self._listener)(step.partitions)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as error:
+            return error
+        return None
 
     async def _wait_for_progress(self, timeout_s: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -60,7 +60,10 @@ from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
 from samsa.client.group_member import MemberState
 from samsa.client.rebalance import (
     ConsumerRebalanceListener,
+    RebalanceStep,
+    abandon_step,
     begin_step,
+    check_not_subscribed,
     end_step,
     subscribed_topics,
     subscription_of,
@@ -106,15 +109,6 @@ def offsets_to_commit(
     with driver.lock:
         consumed = driver.state.consumed()
     return {tp: OffsetAndMetadata(offset, epoch) for tp, (offset, epoch) in consumed.items()}
-
-
-def check_not_subscribed(group: GroupDriver | None) -> None:
-    """Under the lock: assign() is refused while subscribed (Kafka's rule)."""
-    if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
-        raise KafkaError(
-            "assign() cannot be used while subscribed: unsubscribe() first",
-            ErrorCode.INVALID_REQUEST,
-        )
 
 
 class Consumer:
@@ -371,24 +365,33 @@ class Consumer:
                 step = begin_step(group.member, self._state, self.config.enable_auto_commit)
             if step is None:
                 return
-            if step.commit_first:
-                try:
-                    self._on_loop(group.commit(step.commit_first))
-                except KafkaError as error:
-                    log.warning(
-                        "group %r: commit before revocation failed: %s", group.group_id, error
-                    )
-            failure = None
             try:
-                step.listener_method(self._listener)(step.partitions)
-            except Exception as error:  # raised by poll() once the step is done, as in Kafka
-                failure = error
+                failure = self._run_step(group, step)
+            except BaseException:  # KeyboardInterrupt: the step runs again at the next poll
+                with self._progress:
+                    abandon_step(group.member, self._state, step, now_ms())
+                group.wake_threadsafe()
+                self._driver.wake_threadsafe()
+                raise
             with self._progress:
                 end_step(group.member, self._state, step, now_ms())
             group.wake_threadsafe()
             self._driver.wake_threadsafe()
             if failure is not None:
                 raise failure
+
+    def _run_step(self, group: GroupDriver, step: RebalanceStep) -> Exception | None:
+        """The commit before revocation, then the listener (what it raised: poll() raises it)."""
+        if step.commit_first:
+            try:
+                self._on_loop(group.commit(step.commit_first))
+            except KafkaError as error:
+                log.warning("group %r: commit before revocation failed: %s", group.group_id, error)
+        try:
+            step.listener_method(self._listener)(step.partitions)
+        except Exception as error:
+            return error
+        return None
 
     def close(self) -> None:
         """Leave the group (after on_partitions_revoked and an auto-commit), or with assign()

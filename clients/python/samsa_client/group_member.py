@@ -15,9 +15,10 @@ happened, with numbers for time:
 - `on_heartbeat_answer(answer, now_ms)` / `on_heartbeat_failed(code, message, now_ms)`;
 - `pending_callback()`, `begin_callback()` / `on_callback_done(now_ms)`: the one listener call to
   run, at most one at a time, always from the application's `poll` (Kafka's rule: callbacks run
-  in the poll thread). Heartbeats go on while it runs: when the member is fenced, goes stale or
-  fails meanwhile, the call's end records what it did to the owned set, and only then is what
-  is left lost (on_lost) and the member rejoins;
+  in the poll thread); `abandon_callback(now_ms)` when that poll was cancelled before the call
+  ended (it runs again at the next poll). Heartbeats go on while it runs: when the member is
+  fenced, goes stale or fails meanwhile, the call's end records what it did to the owned set,
+  and only then is what is left lost (on_lost) and the member rejoins;
 - `subscribe`, `unsubscribe` (`close` leaves through it), `on_poll`.
 
 States, one table (STYLE habit 4); `_move` asserts every move:
@@ -330,6 +331,20 @@ class GroupMember:
                 self.on_poll(now_ms)  # the listener ran inside poll(): lose the rest now
             return
         self._next_reconcile_step(now_ms)
+
+    def abandon_callback(self, now_ms: int) -> bool:
+        """The running callback never ended: the application's poll was cancelled (an asyncio
+        task) or interrupted while it ran. It is pending again, to run from its start at the
+        next poll; True. When the member moved on meanwhile (fenced, stale, failed: the pending
+        callback was replaced or dropped) it counts as done instead (False): the caller ends
+        it as on_callback_done does."""
+        callback = self._running
+        assert callback is not None, "no callback is running"
+        if callback is not self._callback:
+            self.on_callback_done(now_ms)
+            return False
+        self._running = None
+        return True
 
     def _next_reconcile_step(self, now_ms: int) -> None:
         """Move towards `target`: revoke first, then assign, then acknowledge."""

@@ -15,7 +15,11 @@ Kafka's rule is that it runs on the application's thread, inside `poll()` (or `u
    raises it after the move), as in Kafka.
 
 A partition is therefore fetched until `on_partitions_revoked` returned, and reported as given
-back only after it. No I/O here: the facades do the committing and the waking.
+back only after it. A poll cancelled before its step ended (an asyncio task cancelled while it
+awaited the commit or a coroutine listener, or a KeyboardInterrupt) calls `abandon_step`: the step
+runs again, from its start, at the next poll (or unsubscribe, close) rather than stay "running"
+for ever, which left the member unable to acknowledge anything or leave. No I/O here: the
+facades do the committing and the waking.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from samsa.client.group_member import (
     PendingCallback,
     Subscription,
 )
+from samsa.common.errors import ErrorCode
 from samsa.common.topic_regex import TOPIC_REGEX_LENGTH_MAX, pattern_error
 
 TopicPartition = tuple[str, int]
@@ -98,6 +103,30 @@ def end_step(member: GroupMember, state: FetchState, step: RebalanceStep, now_ms
     if step.callback.kind is CallbackKind.REVOKED:
         state.assign([tp for tp in state.assignment() if tp not in step.callback.partitions])
     member.on_callback_done(now_ms)
+
+
+def abandon_step(member: GroupMember, state: FetchState, step: RebalanceStep, now_ms: int) -> None:
+    """Under the lock: the facade's poll was cancelled (or interrupted) before the step ended.
+    It runs again from its start at the next poll: partitions `begin_step` added for
+    on_partitions_assigned leave the fetch state until then (the member does not own them yet:
+    lost meanwhile, they would stay behind). When the member moved on meanwhile, the step ends
+    as `end_step` ends it."""
+    if not member.abandon_callback(now_ms):
+        if step.callback.kind is CallbackKind.REVOKED:
+            state.assign([tp for tp in state.assignment() if tp not in step.callback.partitions])
+        return
+    if step.callback.kind is CallbackKind.ASSIGNED:
+        state.assign([tp for tp in state.assignment() if tp not in step.callback.partitions])
+
+
+def check_not_subscribed(group: Any) -> None:
+    """Under the lock: assign() is refused while subscribed (Kafka's rule); `group` is the
+    consumer's GroupDriver, or None without a group.id."""
+    if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
+        raise KafkaError(
+            "assign() cannot be used while subscribed: unsubscribe() first",
+            ErrorCode.INVALID_REQUEST,
+        )
 
 
 def member_error(member: GroupMember) -> KafkaError | None:
