@@ -108,26 +108,45 @@ class TransactionMembershipCheck:
         add: bool = False,
     ) -> dict[TopicPartition, Refusal | None]:
         """Per partition: None when it is in the transaction (after adding it, with `add`),
-        else the refusal."""
+        else the refusal. A coordinator takes at most admin_request_items_max partitions a
+        request (it refuses more whole, ending the stream), so more go in several requests,
+        one after the other (adds to one id would only meet each other's write in flight),
+        all within one VERIFY_TIMEOUT_S."""
         asked = list(partitions)
+        deadline = asyncio.get_running_loop().time() + VERIFY_TIMEOUT_S
+        step = limits.admin_request_items_max
+        verdicts: dict[TopicPartition, Refusal | None] = {}
+        for start in range(0, len(asked), step):
+            chunk = asked[start : start + step]
+            producer = transactions_pb2.TransactionalProducer(
+                transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch
+            )
+            verdicts |= await self._ask_until(producer, chunk, not add, deadline)
+        return verdicts
+
+    async def _ask_until(
+        self,
+        producer: transactions_pb2.TransactionalProducer,
+        asked: list[TopicPartition],
+        verify_only: bool,
+        deadline: float,
+    ) -> dict[TopicPartition, Refusal | None]:
+        """One request's verdicts, asked again while retriable and `deadline` allows."""
         by_topic: dict[str, list[int]] = {}
         for topic, partition in asked:
             by_topic.setdefault(topic, []).append(partition)
         request = transactions_pb2.AddPartitionsToTxnRequest(
-            producer=transactions_pb2.TransactionalProducer(
-                transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch
-            ),
+            producer=producer,
             partitions=[
                 coordinator_pb2.TopicPartitions(topic=topic, partitions=numbers)
                 for topic, numbers in by_topic.items()
             ],
-            verify_only=not add,
+            verify_only=verify_only,
         )
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + VERIFY_TIMEOUT_S
         backoff = RETRY_BACKOFF_S
         while True:
-            verdicts = await self._ask_once(transactional_id, request, asked, deadline)
+            verdicts = await self._ask_once(producer.transactional_id, request, asked, deadline)
             codes = {v[0] for v in verdicts.values() if v is not None}
             if not codes & RETRY_WHILE or loop.time() + backoff >= deadline:
                 return verdicts

@@ -65,3 +65,36 @@ def test_a_whole_request_error_refuses_every_partition() -> None:
     assert set(verdicts.values()) == {
         (ErrorCode.CONCURRENT_TRANSACTIONS, "the transaction coordinator: busy")
     }
+
+
+def test_a_check_of_more_partitions_than_a_request_may_name_goes_in_several() -> None:
+    # Goal: a transaction's first produce to more partitions of one broker than a coordinator
+    # takes in one AddPartitionsToTxn (admin_request_items_max, refused whole with
+    # RESOURCE_EXHAUSTED, which ends the broker's stream) is checked, and added, in several
+    # requests, each within the limit, and every partition gets its verdict.
+    # Method: the coordinator's stream replaced by a fake that records each request's
+    # partitions and confirms them all.
+    import asyncio
+
+    from samsa.common import limits
+    from samsa.services.runtime.txn_added_check import TransactionMembershipCheck
+
+    sizes: list[int] = []
+
+    class Check(TransactionMembershipCheck):
+        async def _ask_once(self, transactional_id, request, asked, deadline):
+            named = [(e.topic, p) for e in request.partitions for p in e.partitions]
+            assert request.verify_only is False and sorted(named) == sorted(asked)
+            sizes.append(len(named))
+            return verdicts_of(
+                asked,
+                x.AddPartitionsToTxnResponse(
+                    results=[x.TxnPartitionResult(topic=t, partition=p) for t, p in named]
+                ),
+            )
+
+    wanted = [(f"t{n % 3}", n) for n in range(2 * limits.admin_request_items_max + 5)]
+    check = Check(lambda: None)  # type: ignore[arg-type,return-value]
+    verdicts = asyncio.run(check.ask("tx", 7, 3, wanted, add=True))
+    assert verdicts == dict.fromkeys(wanted)
+    assert max(sizes) <= limits.admin_request_items_max and sum(sizes) == len(wanted)
