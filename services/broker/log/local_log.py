@@ -13,7 +13,8 @@ when policy.py says so, the segment rolls first: the active one is closed (its i
 not fsynced) or, empty, deleted (a follower's offset gap), and a new one is created at the
 append's first offset. Truncation deletes whole later segments and cuts the last one kept: at an
 offset (replication) or at a byte position (the scrubber's repair). Retention and DeleteRecords
-delete the oldest closed segments (retention.py decides how many); compaction (cleaner.py) deletes
+delete the oldest closed segments (retention.py decides how many; retention that takes the active
+one too has it rolled at the log end first); compaction (cleaner.py) deletes
 a closed segment it emptied. The scrubber reads closed segments as they are now.
 
 What makes each change durable is `Log`'s (log.py) and its other parts' (log_durability.py,
@@ -181,6 +182,12 @@ class LocalLog:
             active = self._roll(plan.info.first_offset, config.index_interval_bytes)
         active.append(plan.pieces, plan.batches, now_ms)
         return active.base_offset
+
+    def roll_at_end(self, index_interval_bytes: int) -> None:
+        """Close the active segment (it holds records) and start an empty one at the log end,
+        so that retention can delete every segment that holds records."""
+        assert self.segments[-1].size_bytes, "an empty active segment is not rolled"
+        self._roll(self.log_end_offset, index_interval_bytes)
 
     def _roll(self, base_offset: int, index_interval_bytes: int) -> Segment:
         """Close the active segment and start a new one at `base_offset`."""

@@ -377,9 +377,9 @@ class Log:
         return self._log_start_offset
 
     def apply_retention(self, *, now_ms: int, high_watermark: int) -> int:
-        """Delete closed segments past retention.ms / retention.bytes or below the log start
-        offset, wholly below the partition's `high_watermark` (never the active segment);
-        returns how many were deleted."""
+        """Delete segments past retention.ms / retention.bytes (the active one too, after rolling
+        a new one at the log end) or closed and below the log start offset, wholly below the
+        partition's `high_watermark`; returns how many were deleted."""
         self._check_open()
         count, self._log_start_offset = self._truncation.apply_retention(
             self.config, self._log_start_offset, now_ms=now_ms, high_watermark=high_watermark

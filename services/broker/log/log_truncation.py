@@ -149,9 +149,11 @@ class LogTruncation:
     def apply_retention(
         self, config: LogConfig, log_start_offset: int, *, now_ms: int, high_watermark: int
     ) -> tuple[int, int]:
-        """Delete the closed segments retention deletes (retention.py); answers how many, and
-        the log start offset."""
-        if len(self._local_log.segments) == 1:  # only the active segment: the common idle case
+        """Delete the segments retention deletes (retention.py); answers how many, and the log
+        start offset. When the active segment goes too, a new empty one is rolled at the log end
+        first, so the log keeps its end offset (Kafka's deleteSegments)."""
+        segments = self._local_log.segments
+        if len(segments) == 1 and segments[0].size_bytes == 0:  # the common idle case
             return 0, log_start_offset
         count = retention.retention_count(
             self._local_log.segments,
@@ -161,6 +163,8 @@ class LogTruncation:
             config=config,
             now_ms=now_ms,
         )
+        if count == len(segments):
+            self._local_log.roll_at_end(config.index_interval_bytes)
         return count, self._delete_oldest(count, log_start_offset)
 
     def _delete_oldest(self, count: int, log_start_offset: int) -> int:

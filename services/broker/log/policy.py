@@ -9,15 +9,18 @@ numbers. Kafka's arithmetic is kept where it is observable:
   its first append; after a restart, from its first batch's timestamp), when the append's
   offsets would not fit a 32-bit relative offset, or when an index has no room left. An empty
   segment is never rolled for size or age.
-- retention (Kafka's deleteOldSegments): only closed segments, always a prefix (oldest first).
-  By time, a segment goes when now_ms - its max timestamp > retention.ms; by size, while the log
-  minus the segment still holds at least retention.bytes; and any segment wholly below the log
-  start offset. The first two apply only with cleanup.policy containing "delete". A segment whose
-  records carry no timestamp (max timestamp -1) never expires by time (Kafka falls back to the
-  file's mtime; a pure core has no clock to compare it with, and a file time is not a record
-  time). An empty closed segment (the log's first one, which compaction emptied and kept so that
-  the log start stays: cleaner.py) is never deleted by time or size on its own, and never
-  stops either: it goes with the first segment after it that expires.
+- retention (Kafka's deleteOldSegments): always a prefix (oldest first). By time, a segment goes
+  when now_ms - its max timestamp > retention.ms; by size, while the log minus the segment still
+  holds at least retention.bytes; and any closed segment wholly below the log start offset. The
+  first two apply only with cleanup.policy containing "delete", and reach the active segment too
+  when it holds records, all of them committed: a partition written once and then left idle loses
+  its records after retention.ms as in Kafka, instead of keeping them until an append rolls its
+  segment (the log rolls a new empty active segment at its end before it deletes them all). A
+  segment whose records carry no timestamp (max timestamp -1) never expires by time (Kafka falls
+  back to the file's mtime; a pure core has no clock to compare it with, and a file time is not a
+  record time). An empty closed segment (the log's first one, which compaction emptied and kept so
+  that the log start stays: cleaner.py) is never deleted by time or size on its own, and never stops
+  either: it goes with the first segment after it that expires.
 - flush: when flush.messages records are unflushed, or flush.ms passed since the last flush.
 - compaction (Kafka's min.cleanable.dirty.ratio): the broker's cleaner compacts a log when the
   bytes written since its last pass (the closed, cleanable segments at or above where that pass
@@ -25,8 +28,8 @@ numbers. Kafka's arithmetic is kept where it is observable:
   kept for delete.retention.ms (a tombstone, an emptied transaction's COMMIT marker) may go. A
   log with nothing new and nothing due costs nothing.
 
-Invariants: `retention_deletable_count` never counts the active segment (it is not passed in)
-and returns a prefix length.
+Invariants: `retention_deletable_count` returns a prefix length, counts the active segment only
+when it is not empty and wholly below the high watermark, and never by the log start offset.
 """
 
 from __future__ import annotations
@@ -84,25 +87,30 @@ def roll_reason(
 def retention_deletable_count(
     closed_segments: Sequence[SegmentStats],
     *,
+    active: SegmentStats | None = None,
     log_size_bytes: int,
     log_start_offset: int,
     high_watermark: int,
     config: LogConfig,
     now_ms: int,
 ) -> int:
-    """How many of the oldest closed segments retention deletes (a prefix length).
+    """How many of the oldest segments retention deletes (a prefix length).
 
-    `log_size_bytes` counts every segment, the active one included (Kafka's `size`). Only
-    segments wholly below the high watermark go, as in Kafka: a segment of records a follower
-    has not replicated yet (or, on a follower, that the leader has not committed) stays until
-    they are committed, whatever their timestamps, so retention never moves the log start past
-    the high watermark (and an acks=all write is never answered for records already deleted).
+    `active` is the active segment's stats (its end the log end offset): a count of
+    len(closed_segments) + 1 means every segment goes, the active one too, and the caller rolls a
+    new empty one at the log end first (Kafka's deleteSegments). `log_size_bytes` counts every
+    segment, the active one included (Kafka's `size`). Only segments wholly below the high
+    watermark go, as in Kafka: a segment of records a follower has not replicated yet (or, on a
+    follower, that the leader has not committed) stays until they are committed, whatever their
+    timestamps, so retention never moves the log start past the high watermark (and an acks=all
+    write is never answered for records already deleted).
     """
+    segments = [*closed_segments] if active is None else [*closed_segments, active]
     by_start = _prefix(closed_segments, lambda stats: stats.end_offset <= log_start_offset)
     by_time = by_size = 0
     if config.delete and config.retention_ms >= 0:
         by_time = _prefix(
-            closed_segments,
+            segments,
             lambda stats: (
                 stats.max_timestamp > NO_TIMESTAMP
                 and now_ms - stats.max_timestamp > config.retention_ms
@@ -111,14 +119,14 @@ def retention_deletable_count(
         )
     if config.delete and config.retention_bytes >= 0:
         excess_bytes = log_size_bytes - config.retention_bytes
-        for index, stats in enumerate(closed_segments):
+        for index, stats in enumerate(segments):
             if stats.size_bytes == 0:
                 continue
             if excess_bytes - stats.size_bytes < 0:
                 break
             excess_bytes -= stats.size_bytes
             by_size = index + 1
-    committed = _prefix(closed_segments, lambda stats: stats.end_offset <= high_watermark)
+    committed = _prefix(segments, lambda stats: stats.end_offset <= high_watermark)
     return min(max(by_start, by_time, by_size), committed)
 
 

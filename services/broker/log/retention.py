@@ -1,13 +1,14 @@
 """Retention and DeleteRecords: which of a log's oldest segments go, and taking them off its front.
 
-Theory of operation (Kafka's UnifiedLog retention, over LocalLog's segments). Only whole closed
-segments are ever deleted, oldest first, never the active one, and retention only those wholly
-below the partition's high watermark (the caller's: `Log` does not keep it). `retention_count` asks
-policy.py how many of the closed segments are past retention.ms / retention.bytes or wholly below
-the log start offset; `segments_below` counts those wholly below a DeleteRecords offset (a segment
-is wholly below `offset` when the next segment starts at or before it). `LocalLog.delete_oldest`
-(local_log.py) deletes that many segments, and `LogTruncation` moves the log start offset past them
-(never below the new first segment's base offset).
+Theory of operation (Kafka's UnifiedLog retention, over LocalLog's segments). Only whole segments
+are ever deleted, oldest first, and retention only those wholly below the partition's high watermark
+(the caller's: `Log` does not keep it). `retention_count` asks policy.py how many segments are past
+retention.ms / retention.bytes or wholly below the log start offset; that count may take in the
+active segment (when it holds records, all committed and expired), and then `LogTruncation` rolls a
+new empty active segment at the log end before it deletes them. `segments_below` counts those wholly
+below a DeleteRecords offset (a segment is wholly below `offset` when the next segment starts at or
+before it). `LocalLog.delete_oldest` (local_log.py) deletes that many segments, and `LogTruncation`
+moves the log start offset past them (never below the new first segment's base offset).
 
 `LogTruncation` (log_truncation.py) passes its LocalLog's segment and base-offset lists, which this
 module only reads, and does what makes a deletion durable: the clean-shutdown marker, the directory
@@ -34,14 +35,16 @@ def retention_count(
     config: LogConfig,
     now_ms: int,
 ) -> int:
-    """How many of the oldest closed segments retention deletes (the active one never; none
-    above `high_watermark`)."""
-    closed = [
-        policy.SegmentStats(s.base_offset, next_base, s.size_bytes, s.max_timestamp)
-        for s, next_base in zip(segments, base_offsets[1:], strict=False)
+    """How many of the oldest segments retention deletes (none above `high_watermark`): as many
+    as there are segments when the active one goes too."""
+    ends = [*base_offsets[1:], segments[-1].next_offset]
+    stats = [
+        policy.SegmentStats(s.base_offset, end, s.size_bytes, s.max_timestamp)
+        for s, end in zip(segments, ends, strict=True)
     ]
     return policy.retention_deletable_count(
-        closed,
+        stats[:-1],
+        active=stats[-1],
         log_size_bytes=sum(segment.size_bytes for segment in segments),
         log_start_offset=log_start_offset,
         high_watermark=high_watermark,

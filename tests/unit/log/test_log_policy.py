@@ -169,3 +169,37 @@ def test_an_empty_segment_goes_only_with_an_expired_one_after_it() -> None:
     assert count(LogConfig(retention_bytes=300)) == 0, "nothing in excess: the empty one stays"
     assert count(LogConfig(retention_bytes=200)) == 2
     assert count(LogConfig(retention_bytes=100)) == 3
+
+
+def test_retention_reaches_the_active_segment_only_when_it_holds_committed_records() -> None:
+    closed = [SegmentStats(0, 10, 100, max_timestamp=100)]
+
+    def count(active: SegmentStats, config: LogConfig, high_watermark: int = 20) -> int:
+        return policy.retention_deletable_count(
+            closed,
+            active=active,
+            log_size_bytes=100 + active.size_bytes,
+            log_start_offset=0,
+            high_watermark=high_watermark,
+            config=config,
+            now_ms=1_000,
+        )
+
+    expired = SegmentStats(10, 20, 100, max_timestamp=200)
+    assert count(expired, LogConfig(retention_ms=500)) == 2, "both go: the caller rolls first"
+    assert count(expired, LogConfig(retention_ms=500), high_watermark=19) == 1
+    assert count(expired, LogConfig(retention_ms=850)) == 1, "the active one is not expired"
+    assert count(expired, LogConfig(retention_bytes=0)) == 2
+    assert count(expired, LogConfig(retention_bytes=100)) == 1
+    empty = SegmentStats(10, 10, 0, max_timestamp=-1)
+    assert count(empty, LogConfig(retention_ms=0, retention_bytes=0)) == 1, "never an empty one"
+    log_start_past_it = policy.retention_deletable_count(
+        closed,
+        active=expired,
+        log_size_bytes=200,
+        log_start_offset=20,
+        high_watermark=20,
+        config=LogConfig(),
+        now_ms=1_000,
+    )
+    assert log_start_past_it == 1, "the log start offset never takes the active segment"

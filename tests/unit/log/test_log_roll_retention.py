@@ -1,6 +1,6 @@
 """Goal: segments roll on segment.bytes and segment.ms; retention (retention.ms, retention.bytes)
-and DeleteRecords delete whole closed segments only, move the log start offset, persist it, and
-make reads below it fail.
+and DeleteRecords delete whole segments only (retention takes the active one after rolling a new
+one at the log end), move the log start offset, persist it, and make reads below it fail.
 
 Method: a real Log with small segments; time is the `now_ms` passed to each call, so "a week
 later" is a number. Segment listings show what exists; reads and a reopen show what is served.
@@ -107,19 +107,51 @@ def test_retention_ms_deletes_old_closed_segments_only(tmp_path: Path) -> None:
     assert log.apply_retention(now_ms=now_ms, high_watermark=log.log_end_offset) == 0
 
 
-def test_retention_never_deletes_the_active_segment(tmp_path: Path) -> None:
-    log = Log.open(tmp_path, small_config(retention_ms=1, retention_bytes=0), now_ms=0)
-    fill(log, 3, timestamp=1, now_ms=1)
+def test_retention_takes_an_expired_active_segment_after_rolling_at_the_log_end(
+    tmp_path: Path,
+) -> None:
+    """A partition written once and left idle loses its records after retention.ms, as in Kafka
+    (deleteSegments rolls first): before, the active segment was never deleted, and an idle
+    partition's records stayed for ever, since only an append rolls a segment."""
+    config = small_config(retention_ms=HOUR_MS)
+    log = Log.open(tmp_path, config, now_ms=0)
+    fill(log, 3, timestamp=1_000, now_ms=1_000)
     assert len(log.segments()) == 1
-    assert log.apply_retention(now_ms=10**12, high_watermark=log.log_end_offset) == 0
-    assert [r.offset for r in read_all(log)] == [0, 1, 2]
+    assert log.apply_retention(now_ms=1_000 + HOUR_MS, high_watermark=3) == 0, "not yet expired"
+    assert log.apply_retention(now_ms=1_001 + HOUR_MS, high_watermark=3) == 1
+    assert [(s.base_offset, s.size_bytes) for s in log.segments()] == [(3, 0)]
+    assert (log.log_start_offset, log.log_end_offset) == (3, 3)
+    assert read_all(log) == []
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(0, 100)
+    assert log.apply_retention(now_ms=10**12, high_watermark=3) == 0, "an empty one stays"
+    assert [s.base_offset for s in log.segments()] == [3]
+    fill(log, 1, timestamp=10**12, now_ms=10**12)
+    assert [r.offset for r in read_all(log)] == [3]
+    reopened = Log.open(tmp_path, config, now_ms=10**12)  # no close: an unclean restart
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (3, 4)
+
+
+def test_retention_keeps_an_active_segment_with_records_above_the_high_watermark(
+    tmp_path: Path,
+) -> None:
+    log = Log.open(tmp_path, small_config(retention_ms=1, retention_bytes=0), now_ms=0)
     fill(log, 20, timestamp=1, now_ms=1)
     closed = len(log.segments()) - 1
     assert closed > 0
-    assert log.apply_retention(now_ms=10**12, high_watermark=log.log_end_offset) == closed
+    assert log.apply_retention(now_ms=10**12, high_watermark=log.log_end_offset - 1) == closed
     assert len(log.segments()) == 1
     assert log.log_start_offset == log.segments()[0].base_offset
-    assert read_all(log)[-1].offset == 22
+    assert read_all(log)[-1].offset == 19
+
+
+def test_retention_bytes_zero_takes_every_committed_record(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, small_config(retention_bytes=0), now_ms=0)
+    fill(log, 20, timestamp=1, now_ms=1)
+    segments = len(log.segments())
+    assert log.apply_retention(now_ms=2, high_watermark=20) == segments
+    assert [(s.base_offset, s.size_bytes) for s in log.segments()] == [(20, 0)]
+    assert log.log_start_offset == 20
 
 
 def test_retention_bytes_keeps_at_least_that_many_bytes(tmp_path: Path) -> None:
