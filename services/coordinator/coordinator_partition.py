@@ -189,10 +189,15 @@ class CoordinatorPartition:
     async def write_encoded(
         self, records: list[KeyValue], on_durable: Callable[[int], None] | None = None
     ) -> None:
-        """Queue `records` and return once they, and everything queued before them, are
-        durable. `on_durable(offset of the first record)` runs then, even if the caller was
-        cancelled meanwhile, before the caller resumes. Raises PartitionUnavailableError when
-        the partition failed or was dropped."""
+        """Queue `records` and return once they are durable (see `queue_encoded`)."""
+        await asyncio.shield(self.queue_encoded(records, on_durable))
+
+    def queue_encoded(
+        self, records: list[KeyValue], on_durable: Callable[[int], None] | None = None
+    ) -> Token:
+        """Queue `records` now; the future completes once they and all queued before are
+        durable, after `on_durable(offset of the first record)` ran (even if the caller was
+        cancelled). Raises PartitionUnavailableError when the partition failed or was dropped."""
         self.check_serving()
         assert self.writer is not None
         future: Token = asyncio.get_running_loop().create_future()
@@ -205,7 +210,7 @@ class CoordinatorPartition:
         _settle(done)
         if records:
             self._wake.set()
-        await asyncio.shield(future)
+        return future
 
     def keepalive_records(self, now: int) -> list[KeyValue]:
         """The writer-epoch record again when nothing was written for an hour, else nothing."""

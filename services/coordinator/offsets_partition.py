@@ -24,6 +24,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.common.record.codec import (
     CONTROL_TYPE_COMMIT,
@@ -31,12 +32,14 @@ from samsa.common.record.codec import (
     decode_batches,
     read_control_marker,
 )
-from samsa.common.record.header import BatchHeader
+from samsa.common.record.header import HEADER_BYTES, BatchHeader
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.coordinator import coordinator_metrics, group_records
 from samsa.services.coordinator.coordinator_gauges import rebalances_in
 from samsa.services.coordinator.coordinator_partition import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_RECORDS,
     RETRY_BACKOFF_MAX_S,
     RETRY_BACKOFF_S,
     CoordinatorPartition,
@@ -54,6 +57,9 @@ log = logging.getLogger(__name__)
 
 TIMER_TICK_MAX_S = 1.0  # the longest sleep between expiry checks (offset retention has no deadline)
 MARKER_POLL_S = 0.05  # the watcher's pause when it has read up to the high watermark
+# A record's framing in a batch beyond its key and value: its length, attributes, timestamp and
+# offset deltas, key and value lengths and header count (varints at their largest).
+RECORD_FRAMING_BYTES_MAX = 32
 
 
 class TxnWriteRefusedError(Exception):
@@ -96,10 +102,13 @@ class OffsetsPartition(CoordinatorPartition):
     async def write(self, records: list[GroupRecord]) -> None:
         """Queue `records` (already applied to the shard) and return once they, and everything
         queued before them, are durable. Must be called right after the handler, with no await
-        in between. Raises PartitionUnavailableError when the partition failed or was dropped."""
-        await self.write_encoded(
-            [group_records.encode(r) for r in records], self._on_durable(records)
-        )
+        in between. Raises PartitionUnavailableError when the partition failed or was dropped.
+        Records that would not fit one batch go as several (`split_write`)."""
+        durable = [
+            self.queue_encoded(encoded, self._on_durable(part))
+            for part, encoded in split_write(records)
+        ]
+        await asyncio.shield(asyncio.gather(*durable))
         coordinator_metrics.for_coordinator().rebalanced(rebalances_in(records))
 
     async def write_transactional(
@@ -272,11 +281,35 @@ class OffsetsPartition(CoordinatorPartition):
             await asyncio.sleep(wait_s)
             now = now_ms()
             expired = self.shard.expire(now).records
-            records = [group_records.encode(r) for r in expired]
-            records += self.keepalive_records(now)  # after the expired: their offsets first
-            if records:
-                try:
-                    await self.write_encoded(records, self._on_durable(expired))
-                except PartitionUnavailableError:
-                    return
-                coordinator_metrics.for_coordinator().rebalanced(rebalances_in(expired))
+            try:
+                if expired:
+                    await self.write(expired)
+                if keepalive := self.keepalive_records(now):  # after the expired records
+                    await self.write_encoded(keepalive)
+            except PartitionUnavailableError:
+                return
+
+
+def split_write(records: list[GroupRecord]) -> list[tuple[list[GroupRecord], list[KeyValue]]]:
+    """The records of one write, encoded, in the parts to queue: all in one when they fit one
+    batch of `__consumer_offsets` (its max.message.bytes), which the writer sends whole (a write
+    of a handler stays atomic), else in consecutive parts within the writer's batch budget. A
+    batch over max.message.bytes is refused by the broker, which fails the writer and every group
+    of the partition, again at each retry: DeleteGroups of a group with 10,000 offsets, or that
+    many expiring at once, write over 1 MiB of tombstones. Parts are safe to split: each record's
+    replay depends only on those before it, so a log ending after any part loads (the next
+    heartbeat completes a target assignment cut short, a retried DeleteGroups the deletion)."""
+    encoded = [group_records.encode(record) for record in records]
+    sizes = [len(key) + len(value or b"") + RECORD_FRAMING_BYTES_MAX for key, value in encoded]
+    if HEADER_BYTES + sum(sizes) <= limits.max_message_bytes_default:
+        return [(records, encoded)]
+    parts: list[tuple[list[GroupRecord], list[KeyValue]]] = []
+    start = size = 0
+    for index, record_size in enumerate(sizes):
+        full = size + record_size > MAX_BATCH_BYTES or index - start >= MAX_BATCH_RECORDS
+        if index > start and full:
+            parts.append((records[start:index], encoded[start:index]))
+            start, size = index, 0
+        size += record_size
+    parts.append((records[start:], encoded[start:]))
+    return parts

@@ -1,0 +1,159 @@
+"""Goal: one handler's records larger than one batch of `__consumer_offsets` (its
+max.message.bytes) do not take the partition down. DeleteGroups of a group with many committed
+offsets, or offsets expiring together, write a tombstone each: one batch of them was refused by
+the broker (MESSAGE_TOO_LARGE), which failed the writer, so every group of the partition answered
+NOT_COORDINATOR while it reloaded, and the retry (or the next expiry) failed it again. Such a
+write is now sent as several batches, each within the limit (offsets_partition.py).
+
+Method: a real OffsetsPartition over a real broker Log (default max.message.bytes, which refuses
+larger batches as a broker does) through a stand-in for OffsetsLog. The partition must stay
+loaded, its log must hold no batch over the limit, and a fresh load of the log must give the same
+state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from samsa.common import limits
+from samsa.common.errors import RecordTooLargeError
+from samsa.common.record.codec import decode_batches
+from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
+from samsa.metadata.image import CoordinatorAssignment
+from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.log import Log
+from samsa.services.coordinator.group_model import GroupConfig
+from samsa.services.coordinator.offsets_log import FetchResult, ProduceResult
+from samsa.services.coordinator.offsets_partition import OffsetsPartition
+from samsa.v1 import coordinator_pb2 as c
+
+TOPIC = "t" * 200  # long names make big records
+PARTITIONS = 10_000  # about 2.3 MB of tombstones
+TOPICS = {TOPIC: PARTITIONS}
+COMMIT_PARTITIONS = 2_000  # one commit's worth (under one batch)
+WAIT_S = 30.0
+
+
+class LogBackedOffsetsLog:
+    """What OffsetsPartition asks of OffsetsLog, over one real Log committed at once."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.refused = 0
+
+    async def produce(self, topic: str, partition: int, batch: bytes) -> ProduceResult:
+        try:
+            info = self.log.append_as_leader(batch, leader_epoch=0, now_ms=now_ms())
+        except RecordTooLargeError as error:
+            self.refused += 1
+            return ProduceResult(int(error.code), str(error))
+        return ProduceResult(0, "", info.first_offset)
+
+    async def fetch(self, topic: str, partition: int, offset: int) -> FetchResult:
+        read = self.log.read(offset, 1 << 20)
+        return FetchResult(0, "", read.records, self.log.log_end_offset, self.log.log_start_offset)
+
+    def largest_batch(self) -> int:
+        largest, offset = 0, self.log.log_start_offset
+        while offset < self.log.log_end_offset:
+            read = self.log.read(offset, 8 << 20)
+            for batch in decode_batches(read.records):
+                largest = max(largest, batch.header.size_bytes)
+                offset = batch.header.next_offset
+        return largest
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def partition_over(offsets_log: LogBackedOffsetsLog, config: GroupConfig) -> OffsetsPartition:
+    assignment = CoordinatorAssignment(CONSUMER_OFFSETS_TOPIC, 0, 1, 1, 0, 100)
+    return OffsetsPartition(
+        assignment,
+        coordinator_id=1,
+        offsets_log=offsets_log,  # type: ignore[arg-type]
+        config=config,
+        on_ended=lambda _: None,
+    )
+
+
+async def until(condition: Callable[[], object], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {WAIT_S:g} s"
+        await asyncio.sleep(0.01)
+
+
+async def loaded(partition: OffsetsPartition) -> None:
+    partition.start()
+    await until(lambda: partition.loaded, "the partition loaded")
+
+
+async def commit_everything(partition: OffsetsPartition) -> None:
+    """Commit an offset for every partition, in commits of one batch each, written together."""
+    writes = []
+    for first in range(0, PARTITIONS, COMMIT_PARTITIONS):
+        request = c.OffsetCommitRequest(group_id="g", member_epoch=-1)
+        topic = request.topics.add(name=TOPIC)
+        for number in range(first, first + COMMIT_PARTITIONS):
+            topic.partitions.add(partition=number, committed_offset=number)
+        result = partition.shard.commit_offsets(request, now_ms(), TOPICS)
+        writes.append(partition.write(result.records))
+    await asyncio.gather(*writes)
+
+
+async def reload_matches(offsets_log: LogBackedOffsetsLog, live: OffsetsPartition) -> None:
+    reloaded = partition_over(offsets_log, live.shard.config)
+    await loaded(reloaded)
+    try:
+        assert reloaded.shard.state == live.shard.state
+    finally:
+        await reloaded.stop()
+
+
+def test_deleting_a_group_with_more_offsets_than_one_batch_holds_keeps_the_partition(
+    tmp_path: Path,
+) -> None:
+    async def run() -> None:
+        offsets_log = LogBackedOffsetsLog(Log.open(tmp_path, LogConfig(), now_ms=now_ms()))
+        live = partition_over(offsets_log, GroupConfig())
+        await loaded(live)
+        try:
+            await commit_everything(live)
+            result = live.shard.delete_groups(["g"])
+            assert result.response.groups[0].error_code == 0
+            await asyncio.wait_for(live.write(result.records), WAIT_S)
+            assert live.loaded, "the partition was given up"
+            assert "g" not in live.shard.state.groups
+            await reload_matches(offsets_log, live)
+        finally:
+            await live.stop()
+        assert offsets_log.refused == 0
+        assert offsets_log.largest_batch() <= limits.max_message_bytes_default
+        offsets_log.log.close()
+
+    asyncio.run(run())
+
+
+def test_offsets_expiring_together_beyond_one_batch_keep_the_partition(tmp_path: Path) -> None:
+    async def run() -> None:
+        offsets_log = LogBackedOffsetsLog(Log.open(tmp_path, LogConfig(), now_ms=now_ms()))
+        live = partition_over(offsets_log, GroupConfig(offsets_retention_ms=300))
+        await loaded(live)
+        try:
+            await commit_everything(live)
+            await until(lambda: "g" not in live.shard.state.groups, "the offsets expired")
+            await live.write([])  # the expiry's write is durable
+            assert live.loaded, "the partition was given up"
+            await reload_matches(offsets_log, live)
+        finally:
+            await live.stop()
+        assert offsets_log.refused == 0
+        assert offsets_log.largest_batch() <= limits.max_message_bytes_default
+        offsets_log.log.close()
+
+    asyncio.run(run())
