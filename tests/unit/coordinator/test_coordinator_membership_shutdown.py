@@ -63,7 +63,10 @@ def test_the_heartbeat_loop_stops_without_finishing_a_heartbeat_in_flight() -> N
     async def scenario() -> None:
         stop = asyncio.Event()
         running = asyncio.create_task(membership(controllers).run(stop))
-        await asyncio.sleep(0.05)
+        for _ in range(500):  # until a heartbeat is in flight (at most 5 s)
+            if controllers.asked:
+                break
+            await asyncio.sleep(0.01)
         assert controllers.asked, "a heartbeat is in flight"
         stop.set()
         await asyncio.wait_for(running, 1)

@@ -59,7 +59,10 @@ def test_a_failed_partition_is_reloaded_only_once_in_touch_again(
             await asyncio.sleep(0.1)
             assert coordinator.owned_transaction_partitions() == [], "out of touch: not reloaded"
             in_touch[0] = True
-            await asyncio.sleep(0.1)
+            for _ in range(500):  # until it reloads (at most 5 s)
+                if coordinator.owned_transaction_partitions():
+                    break
+                await asyncio.sleep(0.01)
             [reloaded] = coordinator.owned_transaction_partitions()
             assert reloaded is not failed and reloaded.assignment == OWNED
             await reloaded.stop()
