@@ -183,6 +183,7 @@ class ProducerDriver:
         await self._task
         await self._sender.close()
         with self.lock:
+            self.appender.closed = True  # no record is queued after this abort
             completed = self.accumulator.abort_all(
                 ErrorCode.REQUEST_TIMED_OUT, "the producer was closed before delivery"
             )

@@ -54,6 +54,10 @@ def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
     )
 
 
+def raise_closed() -> NoReturn:
+    raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
+
+
 class RecordAppender:
     """Appends for the facades, from any thread (see the module docstring)."""
 
@@ -80,6 +84,10 @@ class RecordAppender:
         self._outcomes_by_batch_id = outcomes.by_batch_id  # read by append(), hot
         self._ignore_keys = config.partitioner_ignore_keys
         self._wake_every_record = config.linger_ms == 0
+        # Set under `lock` when the driver stops: an append after that (a send() that waited
+        # for the memory the stop freed, or raced with close()) would queue a record nothing
+        # sends, its future never settled; it raises instead, as Kafka's producer does.
+        self.closed = False
 
     def _loads(self, topic: str, partition_count: int) -> list[int]:
         """Each partition's load for the sticky partitioner's next draw (partitioner.py): the
@@ -118,6 +126,8 @@ class RecordAppender:
         # a lock's __enter__/__exit__ cost more than twice its acquire and release.
         lock.acquire()
         try:
+            if self.closed:
+                raise_closed()
             if sticky:
                 partition = self._sticky_partition(topic, count)
             elif partition is None:
@@ -163,6 +173,8 @@ class RecordAppender:
         wake = self._wake_every_record
         end = len(records.values)
         with self.lock:
+            if self.closed:
+                raise_closed()
             while start < end:
                 sticky = partition is None
                 target = self.partitioner.partition(topic, None, count) if sticky else partition

@@ -8,12 +8,13 @@ with generous timeouts, never fixed sleeps.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
 from fake_produce_cluster import FakeCluster
 
-from samsa.client import Producer
+from samsa.client import AsyncProducer, ProduceError, Producer
 from samsa.client.record_future import RecordFuture
 
 TOPIC = "events"
@@ -49,3 +50,66 @@ def test_close_inside_a_callback_closes_the_producer(cluster: FakeCluster) -> No
     assert outcome == [None]
     assert future.result(timeout=0).offset == 0
     assert cluster.log(TOPIC, 0) == [b"first"]
+
+
+def test_a_send_waiting_for_memory_when_close_ends_raises(cluster: FakeCluster) -> None:
+    """Kafka's producer fails an append still waiting for buffer.memory when it closes. The
+    close frees the memory it waited for: appending then would queue the record in a producer
+    that never sends again, its future never settled."""
+    cluster.brokers[1].answer_in_groups_of = 1_000  # no answer: memory is never freed
+    settings = {
+        "bootstrap.servers": BOOTSTRAP,
+        "linger.ms": 0,
+        "buffer.memory": 2_000,
+        "batch.size": 1_000,
+        "max.block.ms": WAIT_S * 1_000,
+    }
+    producer = Producer(settings)
+    first = producer.send(TOPIC, b"x" * 1_500, partition=0)  # fills buffer.memory
+    outcome: list[object] = []
+    waiting = threading.Thread(target=lambda: outcome.append(_send(producer)))
+    waiting.start()
+    deadline = threading.Event()
+    while not producer._driver.accumulator._batcher.memory_waiting:  # the send is waiting
+        assert not deadline.wait(0.01) and waiting.is_alive()
+    with pytest.raises(TimeoutError):
+        producer.close(0.2)  # nothing is ever answered
+    waiting.join(WAIT_S)
+    assert not waiting.is_alive()
+    assert isinstance(first.exception(timeout=0), ProduceError)
+    [second] = outcome
+    assert isinstance(second, ProduceError) and "closed" in str(second), second
+
+
+def _send(producer: Producer) -> object:
+    try:
+        return producer.send(TOPIC, b"y" * 1_500, partition=0)
+    except ProduceError as error:
+        return error
+
+
+def test_an_async_send_waiting_for_memory_when_stop_ends_raises(cluster: FakeCluster) -> None:
+    cluster.brokers[1].answer_in_groups_of = 1_000  # no answer: memory is never freed
+    settings = {
+        "bootstrap.servers": BOOTSTRAP,
+        "linger.ms": 0,
+        "buffer.memory": 2_000,
+        "batch.size": 1_000,
+        "max.block.ms": WAIT_S * 1_000,
+    }
+
+    async def scenario() -> None:
+        producer = AsyncProducer(settings)
+        await producer.start()
+        await producer.send(TOPIC, b"x" * 1_500, partition=0)  # fills buffer.memory
+        waiting = asyncio.create_task(producer.send(TOPIC, b"y" * 1_500, partition=0))
+        async with asyncio.timeout(WAIT_S):
+            while not producer._driver.accumulator._batcher.memory_waiting:  # type: ignore[union-attr]
+                await asyncio.sleep(0.01)
+        with pytest.raises(TimeoutError):
+            await producer.stop(0.2)  # nothing is ever answered
+        with pytest.raises(ProduceError, match="closed"):
+            async with asyncio.timeout(WAIT_S):
+                await waiting
+
+    asyncio.run(scenario())
