@@ -37,6 +37,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from samsa.client import Admin, Producer
+from samsa.client.errors import KafkaError
 from samsa.client.transaction_admin import PreparedTransaction, TransactionError
 from samsa.common.errors import ErrorCode
 from samsa.spark.sink import WriteOptions, send_with
@@ -44,6 +45,9 @@ from samsa.spark.sink import WriteOptions, send_with
 TRANSACTION_TIMEOUT_MS_DEFAULT = 300_000
 # A commit is decided once PrepareCommit is durable; the coordinator completes it on its own.
 COMMITTED = frozenset({"PrepareCommit", "CompleteCommit"})
+# An abort refused with these has nothing to end: the transaction committed (the commit that
+# failed part-way had ended it), or a newer instance of its id (or its timeout) aborted it.
+ENDED_ALREADY = frozenset({ErrorCode.INVALID_TXN_STATE, ErrorCode.PRODUCER_FENCED})
 # Test-only fault points (tests/spark): fail a task's first attempt after it prepared, or kill
 # the driver between the tasks' writes and its commit (the commit runs in a Python worker, so
 # the hook kills the process group the driver named in DRIVER_PROCESS_GROUP, then its own).
@@ -79,8 +83,7 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
             context.getLocalProperty("streaming.sql.batchId") or "0",
             context.partitionId(),
         )
-        bootstrap = {"bootstrap.servers": self.options.client["bootstrap.servers"]}
-        with Admin(bootstrap) as admin:
+        with Admin(self._admin_config()) as admin:
             if _state(admin, name) in COMMITTED:
                 for _ in iterator:  # an earlier run of this batch committed this part
                     pass
@@ -108,27 +111,76 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
         return TaskTransaction(name, prepared, rows)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Commit every task's prepared transaction. The first refusal raises (Spark then calls
+        abort(), which ends the rest, and the restarted query replays the batch: each part
+        already committed is skipped)."""
         if os.environ.get(EXIT_DRIVER_BEFORE_COMMIT) == str(batchId):
             _kill_driver()  # the driver dies between the tasks' writes and its commit
         mid = os.environ.get(EXIT_DRIVER_MID_COMMIT) == str(batchId)
-        self._complete(messages, commit=True, exit_after_one=mid)
+        prepared = _prepared(messages)
+        if not prepared:
+            return
+        with Admin(self._admin_config()) as admin:
+            for transaction in prepared:
+                try:
+                    admin.complete_transaction(transaction, True)
+                except TransactionError as error:
+                    raise _not_committed(admin, transaction, batchId, error) from error
+                if mid:
+                    _kill_driver()  # the driver dies with part of the batch committed
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        self._complete(messages, commit=False)
+        """Abort every task's prepared transaction that is still open, then raise the first
+        failure. Spark also calls this after a commit that failed part-way, with the same
+        messages: a transaction that commit already committed stays committed (the replay skips
+        its part), and every other one is still aborted, so that none holds back read_committed
+        readers of the partitions it wrote until transaction.timeout.ms."""
+        prepared = _prepared(messages)
+        if not prepared:
+            return
+        failures: list[KafkaError] = []
+        with Admin(self._admin_config()) as admin:
+            for transaction in prepared:
+                try:
+                    admin.complete_transaction(transaction, False)
+                except KafkaError as error:
+                    if error.code not in ENDED_ALREADY:
+                        failures.append(error)
+        if failures:
+            raise failures[0]
 
-    def _complete(
-        self,
-        messages: list[WriterCommitMessage | None],
-        commit: bool,
-        exit_after_one: bool = False,
-    ) -> None:
-        bootstrap = {"bootstrap.servers": self.options.client["bootstrap.servers"]}
-        with Admin(bootstrap) as admin:
-            for message in messages:
-                if isinstance(message, TaskTransaction) and message.prepared is not None:
-                    admin.complete_transaction(message.prepared, commit)
-                    if exit_after_one:
-                        _kill_driver()  # the driver dies with part of the batch committed
+    def _admin_config(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.options.client["bootstrap.servers"]}
+
+
+def _prepared(messages: list[WriterCommitMessage | None]) -> list[PreparedTransaction]:
+    return [
+        message.prepared
+        for message in messages
+        if isinstance(message, TaskTransaction) and message.prepared is not None
+    ]
+
+
+def _not_committed(
+    admin: Admin, transaction: PreparedTransaction, batch_id: int, error: TransactionError
+) -> TransactionError:
+    """The commit's refusal in the sink's terms: which batch and task, and what to change when
+    the coordinator had aborted the transaction (it outlived transaction.timeout.ms)."""
+    name = transaction.transactional_id
+    try:
+        state = _state(admin, name)
+    except KafkaError:
+        state = None
+    message = f"batch {batch_id}: the driver could not commit {name!r}, a task's transaction"
+    if state in ("PrepareAbort", "CompleteAbort"):
+        message += (
+            " (the coordinator had aborted it: the micro-batch ran longer than "
+            "transaction.timeout.ms, set by samsa.transaction.timeout.ms, "
+            f"{TRANSACTION_TIMEOUT_MS_DEFAULT} ms unless set; raise it, or lower "
+            "maxOffsetsPerTrigger)"
+        )
+    message += f"; the query replays the batch when it restarts: {error}"
+    return TransactionError(message, error.code)
 
 
 def _kill_driver() -> None:

@@ -1,0 +1,129 @@
+"""Goal: the exactly-once sink's driver side (ExactlyOnceStreamWriter.commit / abort) ends every
+task's prepared transaction it can, and says what went wrong in a Spark user's terms. Spark calls
+abort(messages) after a commit that failed part-way, with the same messages, so abort meets
+transactions the commit already committed; it must still abort the others (an open one holds
+back read_committed readers of every partition it wrote until transaction.timeout.ms). Pure: a
+fake Admin, no Spark session, no cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from samsa.client.transaction_admin import (
+    PreparedTransaction,
+    TransactionDescription,
+    TransactionError,
+)
+from samsa.common.errors import ErrorCode
+from samsa.spark import exactly_once
+from samsa.spark.exactly_once import ExactlyOnceStreamWriter, TaskTransaction
+from samsa.spark.sink import WriteOptions
+
+
+class FakeAdmin:
+    """Each transactional id's state, and what complete_transaction answers for it."""
+
+    def __init__(self, states: dict[str, str], refusals: dict[str, ErrorCode]) -> None:
+        self.states = states
+        self.refusals = refusals
+        self.completed: list[tuple[str, bool]] = []
+
+    def __call__(self, config: dict) -> FakeAdmin:
+        return self
+
+    def __enter__(self) -> FakeAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def complete_transaction(self, prepared: PreparedTransaction, commit: bool) -> None:
+        name = prepared.transactional_id
+        code = self.refusals.get(name)
+        if code is None and self.states[name] == "CompleteCommit" and not commit:
+            code = ErrorCode.INVALID_TXN_STATE
+        if code is not None:
+            raise TransactionError.of(code, f"{name}: refused")
+        self.completed.append((name, commit))
+        self.states[name] = "CompleteCommit" if commit else "CompleteAbort"
+
+    def describe_transactions(self, names: list[str]) -> dict[str, TransactionDescription]:
+        return {
+            name: TransactionDescription(name, self.states[name], 7, 2, 300_000, -1, ())
+            for name in names
+        }
+
+
+def messages(count: int) -> list[TaskTransaction]:
+    names = [f"spark-q-3-{task}" for task in range(count)]
+    return [TaskTransaction(n, PreparedTransaction(n, 7, 1), 10) for n in names]
+
+
+def writer() -> ExactlyOnceStreamWriter:
+    return ExactlyOnceStreamWriter(WriteOptions({"bootstrap.servers": "h:1"}, "out"))
+
+
+def test_abort_after_a_part_way_commit_aborts_every_transaction_still_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent = messages(3)
+    admin = FakeAdmin(
+        {"spark-q-3-0": "Ongoing", "spark-q-3-1": "Ongoing", "spark-q-3-2": "Ongoing"},
+        {"spark-q-3-1": ErrorCode.COORDINATOR_NOT_AVAILABLE},
+    )
+    monkeypatch.setattr(exactly_once, "Admin", admin)
+    with pytest.raises(TransactionError):
+        writer().commit(sent, 3)  # task 0 committed, task 1's coordinator is gone
+    del admin.refusals["spark-q-3-1"]
+    writer().abort(sent, 3)  # Spark aborts with the same messages
+    assert admin.completed == [
+        ("spark-q-3-0", True),
+        ("spark-q-3-1", False),
+        ("spark-q-3-2", False),
+    ]
+
+
+def test_abort_tries_every_transaction_and_raises_the_first_failure_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent = messages(4)
+    admin = FakeAdmin(
+        dict.fromkeys(("spark-q-3-0", "spark-q-3-1", "spark-q-3-2", "spark-q-3-3"), "Ongoing"),
+        {
+            "spark-q-3-0": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            "spark-q-3-3": ErrorCode.PRODUCER_FENCED,  # its timeout aborted it: not a failure
+        },
+    )
+    monkeypatch.setattr(exactly_once, "Admin", admin)
+    with pytest.raises(TransactionError, match="spark-q-3-0"):
+        writer().abort([None, *sent], 3)
+    assert admin.completed == [("spark-q-3-1", False), ("spark-q-3-2", False)]
+
+
+def test_a_transaction_aborted_before_the_commit_is_reported_in_the_sinks_terms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The coordinator aborted task 1's transaction at its timeout (the batch took longer than
+    transaction.timeout.ms): the driver's commit names the batch, the task's transaction and
+    the option to raise, not only 'producer fenced'."""
+    sent = messages(2)
+    admin = FakeAdmin(
+        {"spark-q-3-0": "Ongoing", "spark-q-3-1": "CompleteAbort"},
+        {"spark-q-3-1": ErrorCode.PRODUCER_FENCED},
+    )
+    monkeypatch.setattr(exactly_once, "Admin", admin)
+    with pytest.raises(TransactionError, match="batch 3") as raised:
+        writer().commit(sent, 3)
+    text = str(raised.value)
+    assert "spark-q-3-1" in text and "samsa.transaction.timeout.ms" in text
+    assert raised.value.code == ErrorCode.PRODUCER_FENCED
+
+
+def test_nothing_to_complete_opens_no_admin(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_admin(config: dict) -> None:
+        raise AssertionError("no transaction to complete, no Admin")
+
+    monkeypatch.setattr(exactly_once, "Admin", no_admin)
+    empty = TaskTransaction("spark-q-3-0", None, 0)
+    writer().commit([empty, None], 3)
+    writer().abort([empty, None], 3)
