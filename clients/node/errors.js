@@ -60,6 +60,14 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+// Whether asking again may succeed: a retriable SamsaError, or a server that did not answer
+// (gRPC UNAVAILABLE) or not in time (DEADLINE_EXCEEDED). Not for calls that may have written
+// something and must not be sent twice.
+function isTransient(error) {
+  const status = error.code;
+  return Boolean(error.retriable) || status === grpc.status.UNAVAILABLE || status === grpc.status.DEADLINE_EXCEEDED;
+}
+
 // Runs `attempt` until it returns, retrying retriable SamsaErrors and unreachable servers
 // (gRPC UNAVAILABLE) with a growing backoff until `timeoutMs` passed; then throws the last error.
 async function withRetries(timeoutMs, attempt) {
@@ -81,6 +89,7 @@ module.exports = {
   RETRIABLE_IF_IDEMPOTENT,
   SamsaError,
   check,
+  isTransient,
   toInt,
   sleep,
   withRetries,

@@ -2,7 +2,7 @@
 // A consumer-group member on the server-side assignment protocol (KIP-848).
 
 const crypto = require('node:crypto');
-const { NO_ERROR, check, sleep } = require('./errors');
+const { NO_ERROR, check, isTransient, sleep } = require('./errors');
 
 const REJOIN = new Set(['ERROR_CODE_UNKNOWN_MEMBER_ID', 'ERROR_CODE_FENCED_MEMBER_EPOCH']);
 
@@ -51,6 +51,7 @@ class GroupMember {
     this.timer = null;
     this.beating = null; // the heartbeat in flight
     this.error = null; // a heartbeat error that stopped the member
+    this.lastError = null; // the last heartbeat failure that did not stop it
     this.listeners = [];
     this.stopped = false;
   }
@@ -104,17 +105,39 @@ class GroupMember {
     for (const listener of this.listeners) listener(partitions);
   }
 
-  schedule() {
+  // Heartbeats again after `delayMs`, by default at once when the assignment changed (so the
+  // group reaches its target sooner), else after the coordinator's interval. A heartbeat that
+  // failed on what passes (the coordinator moving, loading or unreachable for longer than the
+  // client's timeout, a call past its deadline) is sent again an interval later and the member
+  // keeps its partitions, as Kafka's consumer does: the coordinator holds its session, and
+  // fences it (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: rejoin) once that expired. Any other
+  // failure stops the member (see stop).
+  schedule(delayMs = this.ownedChanged ? 0 : this.intervalMs) {
     if (this.stopped) return;
-    // Report a changed assignment at once, so the group reaches its target sooner.
-    const delay = this.ownedChanged ? 0 : this.intervalMs;
     this.timer = setTimeout(() => {
       this.beating = this.heartbeat()
-        .then(() => this.schedule())
+        .then(() => {
+          this.lastError = null;
+          this.schedule();
+        })
         .catch((error) => {
-          this.error = error;
+          if (this.stopped) return;
+          if (isTransient(error)) {
+            this.lastError = error;
+            this.schedule(this.intervalMs);
+          } else this.stop(error);
         });
-    }, delay);
+    }, delayMs);
+  }
+
+  // Ends a member whose heartbeat failed for good (GROUP_MAX_SIZE_REACHED, an invalid request,
+  // the client closed): it heartbeats no more, so the coordinator gives its partitions to
+  // others once its session expires, and it drops them now rather than read on beside their
+  // next owner. `error` says why; waitForAssignment throws it.
+  stop(error) {
+    this.error = error;
+    this.stopped = true;
+    this.setAssignment([]);
   }
 
   // Resolves with the assignment once it is not empty; rejects after timeoutMs.

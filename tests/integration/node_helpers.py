@@ -94,7 +94,22 @@ def node_script(
 ) -> object:
     """Runs BODY in SCRIPT against the cluster and returns what it printed, parsed. A script
     still running after `timeout_s` (a handle left open keeps Node alive) is killed and fails."""
-    env = {
+    done = subprocess.run(
+        [NODE, "-e", SCRIPT.replace("BODY", body)],
+        env=script_env(bootstrap, topic, data, options),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def script_env(
+    bootstrap: str, topic: str, data: object, options: dict[str, object]
+) -> dict[str, str]:
+    """The environment SCRIPT reads its frame from."""
+    return {
         "PATH": str(Path(NODE).parent),
         "NODE_TEST_CLIENT": str(NODE_DIR / "samsa.js"),
         "SAMSA_BOOTSTRAP": bootstrap,
@@ -102,12 +117,18 @@ def node_script(
         "NODE_TEST_TOPIC": topic,
         "NODE_TEST_DATA": json.dumps(data),
     }
-    done = subprocess.run(
+
+
+def start_node_script(
+    bootstrap: str, topic: str, body: str, data: object = None, **options: object
+) -> subprocess.Popen[str]:
+    """BODY in SCRIPT, started with pipes (text lines) for a test to talk to while it runs; the
+    caller reads its lines, writes to its stdin and waits for it (or kills it)."""
+    return subprocess.Popen(
         [NODE, "-e", SCRIPT.replace("BODY", body)],
-        env=env,
-        capture_output=True,
+        env=script_env(bootstrap, topic, data, options),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout_s,
     )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
