@@ -40,7 +40,7 @@ from samsa.client import Admin, Producer
 from samsa.client.errors import KafkaError
 from samsa.client.transaction_admin import PreparedTransaction, TransactionError
 from samsa.common.errors import ErrorCode
-from samsa.spark.sink import WriteOptions, send_with
+from samsa.spark.sink import WriteOptions, check_producer_options, send_with
 
 TRANSACTION_TIMEOUT_MS_DEFAULT = 300_000
 # A commit is decided once PrepareCommit is durable; the coordinator completes it on its own.
@@ -71,8 +71,23 @@ def transactional_id(query_id: str, batch_id: str, partition: int) -> str:
     return f"spark-{query_id}-{batch_id}-{partition}"
 
 
+def transactional_config(client: dict[str, str], name: str) -> dict[str, object]:
+    """A task's producer settings: the samsa.* options, transactional under `name`."""
+    return {
+        "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS_DEFAULT,
+        **client,
+        "transactional.id": name,
+    }
+
+
 class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: WriteOptions) -> None:
+        # on the driver: what transactions need (idempotence, acks=all) before a task starts
+        check_producer_options(
+            transactional_config(options.client, "spark-options-check"),
+            " (the exactly-once sink writes transactions, which need samsa.acks=all, "
+            "samsa.enable.idempotence=true and samsa.retries > 0; or set exactlyOnce=false)",
+        )
         self.options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
@@ -91,12 +106,7 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
         first = next(iterator, None)
         if first is None:
             return TaskTransaction(name, None, 0)
-        config = {
-            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS_DEFAULT,
-            **self.options.client,
-            "transactional.id": name,
-        }
-        producer = Producer(config)
+        producer = Producer(transactional_config(self.options.client, name))
         try:
             producer.init_transactions()  # fences an earlier attempt, aborting what it left open
             producer.begin_transaction()

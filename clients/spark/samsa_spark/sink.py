@@ -31,8 +31,10 @@ from pyspark.sql.types import (
 )
 
 from samsa.client import Producer
+from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError
 from samsa.client.record_future import RecordsFuture
+from samsa.common.errors import InvalidConfigError
 from samsa.spark.options import OptionError
 
 FLUSH_TIMEOUT_S = 120.0
@@ -55,6 +57,12 @@ def write_options(options: dict[str, str], schema: StructType) -> WriteOptions:
     client = {k[len("samsa.") :]: v for k, v in options.items() if k.startswith("samsa.")}
     if not client.get("bootstrap.servers"):
         raise OptionError("samsa.bootstrap.servers is required: the brokers' host:port list")
+    if "transactional.id" in client:
+        raise OptionError(
+            "samsa.transactional.id cannot be set: the exactly-once sink names its transactions "
+            "itself (spark-<query id>-<batch id>-<task>), and the other writes use none"
+        )
+    check_producer_options({**TASK_PRODUCER_DEFAULTS, **client})
     fields = {field.name: field.dataType for field in schema.fields}
     text_or_bytes = (BinaryType(), StringType())
     if fields.get("value") not in text_or_bytes:
@@ -78,6 +86,27 @@ def write_options(options: dict[str, str], schema: StructType) -> WriteOptions:
     if exactly not in ("true", "false"):
         raise OptionError(f"exactlyOnce must be true or false, not {exactly!r}")
     return WriteOptions(client, topic, exactly == "true")
+
+
+def check_producer_options(config: dict[str, object], needs: str = "") -> None:
+    """Refuse, on the driver, the samsa.* options the tasks' producer would refuse (a typo
+    failed every task instead, each retried by Spark, with a worker's traceback). The message
+    names the option; `needs` says why, when the sink's own settings make the combination."""
+    try:
+        ProducerConfig.from_dict(config)
+    except InvalidConfigError as error:
+        culprit = next((key for key in config if _refused_alone(config, key)), None)
+        where = f"samsa.{culprit}" if culprit else f"the samsa.* options{needs}"
+        raise OptionError(f"{where}: {error}") from None
+
+
+def _refused_alone(config: dict[str, object], key: str) -> bool:
+    alone = {"bootstrap.servers": "localhost:9092", key: config[key]}
+    try:
+        ProducerConfig.from_dict(alone)
+    except InvalidConfigError:
+        return True
+    return False
 
 
 @dataclass

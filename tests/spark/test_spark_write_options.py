@@ -1,0 +1,59 @@
+"""Goal: a write's samsa.* options are checked on the driver, when the query is planned, with a
+message naming the option, and not first in every task (each failing, each retried by Spark, a
+worker's traceback for a typo). The exactly-once sink's producer is transactional, so what its
+transactions need (idempotence, acks=all) is checked for it too, and the sink names its
+transactions itself. Pure: no Spark session, no cluster."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from samsa.spark.options import OptionError
+from samsa.spark.source import SamsaDataSource
+
+BOOT = {"samsa.bootstrap.servers": "h:1", "topic": "t"}
+SCHEMA = StructType([StructField("value", BinaryType())])
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"samsa.linger_ms": "5"}, "samsa.linger_ms.*did you mean 'linger.ms'"),
+        ({"samsa.group.id": "g"}, "samsa.group.id.*consumer configuration"),
+        ({"samsa.acks": "most"}, "samsa.acks"),
+        ({"samsa.batch.size": "-1"}, "samsa.batch.size"),
+        ({"samsa.transactional.id": "mine"}, "samsa.transactional.id"),
+    ],
+)
+def test_bad_producer_options_are_refused_on_the_driver(options: dict, words: str) -> None:
+    for stream in (False, True):
+        source = SamsaDataSource(BOOT | options)
+        with pytest.raises(OptionError, match=words):
+            if stream:
+                source.streamWriter(SCHEMA, False)
+            else:
+                source.writer(SCHEMA, False)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"samsa.acks": "1"}, "samsa.acks"),
+        ({"samsa.enable.idempotence": "false"}, "samsa.enable.idempotence"),
+    ],
+)
+def test_what_transactions_need_is_checked_for_the_exactly_once_sink(
+    options: dict, words: str
+) -> None:
+    with pytest.raises(OptionError, match=words):
+        SamsaDataSource(BOOT | options).streamWriter(SCHEMA, False)
+    # the at-least-once sinks take them
+    SamsaDataSource(BOOT | options).writer(SCHEMA, False)
+    SamsaDataSource(BOOT | options | {"exactlyOnce": "false"}).streamWriter(SCHEMA, False)
+
+
+def test_good_producer_options_pass() -> None:
+    options = BOOT | {"samsa.linger.ms": "20", "samsa.transaction.timeout.ms": "600000"}
+    SamsaDataSource(options).writer(SCHEMA, False)
+    SamsaDataSource(options).streamWriter(SCHEMA, False)
