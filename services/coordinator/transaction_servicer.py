@@ -186,6 +186,13 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             result = partition.shard.commit_txn_offsets(request, _now_ms(), self.coordinator.topics)
             if result.records:
                 await self._check_offsets_added(producer, partition.partition)
+                # Checked again as the offsets are written, as Kafka validates after its
+                # verification: the member may have left or been fenced while the transaction
+                # coordinator answered, and a zombie's offsets must not commit (KIP-447).
+                result = partition.shard.commit_txn_offsets(
+                    request, _now_ms(), self.coordinator.topics
+                )
+            if result.records:
                 await partition.write_transactional(
                     producer.producer_id, producer.producer_epoch, result.records
                 )

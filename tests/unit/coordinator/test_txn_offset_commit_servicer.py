@@ -1,0 +1,81 @@
+"""Goal: TxnOffsetCommit decides against the group as it is when the offsets are written, not as
+it was before the transaction coordinator answered the KIP-890 check: a member that left (or was
+fenced) while the check was in flight must not commit (KIP-447, a zombie's offsets), as Kafka
+validates the commit after its verification.
+
+Method: the servicer's TxnOffsetCommit over a fake coordinator whose group partition is a real
+GroupCoordinatorShard (group_harness) and whose transaction check makes the member leave before
+it confirms; the transactional writes are recorded, not sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from group_harness import GroupHarness
+
+from samsa.common.errors import ErrorCode
+from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
+from samsa.v1 import transactions_pb2 as x
+
+
+class FakePartition:
+    partition = 3
+
+    def __init__(self, harness: GroupHarness) -> None:
+        self.shard = harness.coordinator
+        self.written: list[tuple[int, int, list]] = []
+
+    async def write_transactional(self, producer_id: int, producer_epoch: int, records) -> None:
+        self.written.append((producer_id, producer_epoch, records))
+
+
+class FakeCheck:
+    def __init__(self, meanwhile) -> None:
+        self.meanwhile = meanwhile
+
+    async def ask(self, transactional_id, producer_id, epoch, partitions, *, add=False):
+        self.meanwhile()  # the group moves on while the transaction coordinator answers
+        return dict.fromkeys(partitions)
+
+
+class FakeCoordinator:
+    def __init__(self, harness: GroupHarness, meanwhile) -> None:
+        self.topics = harness.topics
+        self.partition = FakePartition(harness)
+        self.transaction_check = FakeCheck(meanwhile)
+
+    def partition_for(self, group_id: str) -> FakePartition:
+        return self.partition
+
+
+def request(member_id: str, member_epoch: int) -> x.TxnOffsetCommitRequest:
+    commit = x.TxnOffsetCommitRequest(
+        producer=x.TransactionalProducer(transactional_id="tx", producer_id=7, producer_epoch=2),
+        group_id="g",
+        member_id=member_id,
+        member_epoch=member_epoch,
+    )
+    commit.topics.add(name="t").partitions.add(partition=0, committed_offset=10)
+    return commit
+
+
+def test_a_member_that_left_during_the_check_does_not_commit() -> None:
+    harness = GroupHarness()
+    epoch = harness.join("m").member_epoch
+    coordinator = FakeCoordinator(harness, lambda: harness.heartbeat("m", -1))
+    servicer = TransactionCoordinatorServicer(coordinator)  # type: ignore[arg-type]
+    response = asyncio.run(servicer.txn_offset_commit(request("m", epoch)))
+    assert [r.error_code for r in response.results] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert coordinator.partition.written == []
+
+
+def test_a_member_still_in_the_group_commits() -> None:
+    harness = GroupHarness()
+    epoch = harness.join("m").member_epoch
+    coordinator = FakeCoordinator(harness, lambda: None)
+    servicer = TransactionCoordinatorServicer(coordinator)  # type: ignore[arg-type]
+    response = asyncio.run(servicer.txn_offset_commit(request("m", epoch)))
+    assert [r.error_code for r in response.results] == [ErrorCode.NONE]
+    [(producer_id, producer_epoch, records)] = coordinator.partition.written
+    assert (producer_id, producer_epoch, len(records)) == (7, 2, 1)
