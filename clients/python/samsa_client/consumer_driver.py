@@ -304,6 +304,8 @@ class ConsumerDriver:
             self._wake.set()
             return
         if effects.metadata_stale:
+            for tp, leader_id, leader_epoch in effects.new_leaders:  # KIP-951: go there now
+                self.metadata.update_leader(tp, leader_id, leader_epoch)
             self.metadata.mark_stale()
             assert self._wake is not None
             self._wake.set()

@@ -8,8 +8,10 @@ its old offset is ignored. Each partition's result is, in this order of preceden
 - an error: OFFSET_OUT_OF_RANGE from the leader resets the partition per `auto.offset.reset` (a
   reset due at once: offset_resets.py), or with `none` is an error `poll()` raises; from a read
   replica (which may only lag) it sends the partition back to the leader at the same offset;
-  the errors that mean a leader moved (RETRY_AFTER_REFRESH) ask for a metadata refresh, and the
-  partition is fetched again from its new leader; any other is raised by `poll()`. Every error
+  the errors that mean a leader moved or cannot serve for now (RETRY_AFTER_REFRESH) ask for a
+  metadata refresh, and the partition is fetched again from its new leader (at once, and the
+  leader the answer names, KIP-951, goes back to the driver), or from the same broker after
+  retry.backoff.ms (fetch_state.py); any other is raised by `poll()`. Every error
   sends the partition back to its leader rather than a read replica;
 - a diverging epoch (KIP-320): the leader's log no longer holds what we read (an unclean leader
   election truncated it), so the partition goes back to where the logs agree, or is reset when
@@ -49,7 +51,10 @@ log = logging.getLogger(__name__)
 # consumer used to sleep this long in poll()).
 FETCH_RETRY_BACKOFF_MS = 50
 
-# Fetch errors after which the partition is fetched again once the metadata is refreshed.
+# Fetch errors after which the partition is fetched again once the metadata is refreshed: its
+# leader moved, or the broker cannot serve it for now (a failed disk, whose partitions the
+# controller moves; a leader that does not know its high watermark yet), as Kafka's consumer
+# retries them. From the broker that answered, only after retry.backoff.ms (fetch_state.py).
 RETRY_AFTER_REFRESH = frozenset(
     {
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -57,6 +62,9 @@ RETRY_AFTER_REFRESH = frozenset(
         ErrorCode.LEADER_NOT_AVAILABLE,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
     }
 )
 
@@ -66,6 +74,9 @@ class AnswerEffects(NamedTuple):
 
     metadata_stale: bool  # a leader moved: refresh the metadata
     records_ready: bool  # records poll() can take were buffered: fetch again after it took them
+    # (tp, leader id, leader epoch) the broker named with its refusal (KIP-951 current_leader):
+    # the driver writes them into its metadata, so the partition goes there with no refresh.
+    new_leaders: tuple[tuple[TopicPartition, int, int], ...] = ()
 
 
 NO_EFFECTS = AnswerEffects(False, False)
@@ -123,6 +134,7 @@ class FetchAnswers:
             return NO_EFFECTS
         stale = False
         ready = False
+        new_leaders: list[tuple[TopicPartition, int, int]] = []
         for topic in response.topics:
             for result in topic.partitions:
                 tp = (topic.name, result.partition)
@@ -131,14 +143,17 @@ class FetchAnswers:
                 if asked is None or partition is None or partition.fetch_offset != asked:
                     continue  # sought or unassigned since the fetch was sent
                 if result.error_code != ErrorCode.NONE:
-                    stale = self._on_partition_error(tp, partition, result) or stale
+                    stale = self._on_partition_error(tp, partition, result, node) or stale
+                    if result.HasField("current_leader") and result.current_leader.leader_id >= 0:
+                        leader = result.current_leader
+                        new_leaders.append((tp, leader.leader_id, leader.leader_epoch))
                 elif result.HasField("diverging_epoch"):
                     self._on_truncation(tp, partition, result.diverging_epoch)
                 elif result.HasField("preferred_read_replica"):
                     partition.read_replica = result.preferred_read_replica
                 elif self._on_records(tp, partition, result, asked):
                     ready = ready or not partition.paused
-        return AnswerEffects(stale, ready)
+        return AnswerEffects(stale, ready, tuple(new_leaders))
 
     def _on_records(
         self,
@@ -207,6 +222,7 @@ class FetchAnswers:
         tp: TopicPartition,
         partition: Partition,
         result: broker_pb2.FetchResponse.PartitionResponse,
+        node: int,
     ) -> bool:
         """True when the metadata is stale."""
         code = result.error_code
@@ -233,6 +249,8 @@ class FetchAnswers:
                 self._resets.set_reset(tp, spec, due=True)
             return False
         if code in RETRY_AFTER_REFRESH:
+            partition.refused_by = node  # not asked again at once while it leads (fetch_state)
+            partition.retry_at_ms = None
             return True
         self._errors[tp] = KafkaError.of(code, result.error_message)
         return False

@@ -34,7 +34,16 @@ class Buffered:
 class Partition:
     """One assigned partition. `position`/`fetch_offset` are None while a reset is pending."""
 
-    __slots__ = ("buffers", "fetch_offset", "leader_epoch", "paused", "position", "read_replica")
+    __slots__ = (
+        "buffers",
+        "fetch_offset",
+        "leader_epoch",
+        "paused",
+        "position",
+        "read_replica",
+        "refused_by",
+        "retry_at_ms",
+    )
 
     def __init__(self) -> None:
         self.position: int | None = None
@@ -42,6 +51,10 @@ class Partition:
         self.leader_epoch = -1  # of the last batch handed out; -1: none yet
         self.read_replica: int | None = None  # the replica the leader told us to read from
         self.paused = False
+        # The broker that last refused to serve it (a leader that moved, a failed disk): not
+        # asked again before retry_at_ms (None: set at the next planning) while it still leads.
+        self.refused_by: int | None = None
+        self.retry_at_ms: int | None = None
         self.buffers: deque[Buffered] = deque()
 
 

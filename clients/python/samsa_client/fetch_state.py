@@ -28,7 +28,9 @@ Outputs:
   long-poll idle partitions, for up to fetch.max.wait.ms, and the buffered partition, once
   `poll()` took it, would wait for that answer: a 500 ms stall of a partition with data, seen at
   the end of a topic read across brokers. The broker is fetched from again as `poll()` takes
-  the buffer (Kafka's consumer sends that fetch, and stalls).
+  the buffer (Kafka's consumer sends that fetch, and stalls). A partition its broker refused
+  (a leader that moved, a failed disk: fetch_answers.py) goes to another leader at once, but
+  back to the same broker only after retry.backoff.ms.
 - `offsets_to_look_up()`: the resets to resolve with ListOffsets (EARLIEST or LATEST), or with
   OffsetFetch (COMMITTED) (offset_resets.py).
 - `take(limit)`: at most `limit` records, in assignment order; it moves positions. The
@@ -237,6 +239,7 @@ class FetchState:
         wanted: dict[int, dict[TopicPartition, int]] = {}
         buffered: set[int | None] = set()  # brokers with a partition waiting in the buffer
         stale = False
+        refused_until: list[int] = []  # when partitions refused by their leader are due again
         in_flight = self._in_flight
         backoff = self._backoff_until_ms
         errors = self._errors
@@ -258,6 +261,11 @@ class FetchState:
                     continue
             if node in in_flight or backoff.get(node, 0) > now_ms:
                 continue
+            if partition.refused_by is not None:
+                retry_at = self._retry_at(partition, node, now_ms)
+                if retry_at is not None:
+                    refused_until.append(retry_at)
+                    continue
             wanted.setdefault(node, {})[tp] = offset
         requests = []
         for node, offsets in wanted.items():
@@ -267,8 +275,23 @@ class FetchState:
                 continue  # it would only long-poll idle partitions (module doc)
             in_flight[node] = InFlight(offsets, parts)
             requests.append((node, request))
-        later = [due for due in backoff.values() if due > now_ms]
+        later = [due for due in backoff.values() if due > now_ms] + refused_until
         return FetchPlan(requests, stale, min(later) if later else None)
+
+    def _retry_at(self, partition: Partition, node: int, now_ms: int) -> int | None:
+        """A partition its broker refused (fetch_answers.py: a leader that moved, a failed
+        disk): when it may be asked of `node` again, None when now. Another leader is asked at
+        once; the same one after retry.backoff.ms, not as soon as its refusal came back (a hot
+        loop of fetches and metadata refreshes while an election goes on)."""
+        if partition.refused_by != node:
+            partition.refused_by = None
+            return None
+        if partition.retry_at_ms is None:
+            partition.retry_at_ms = now_ms + self.config.retry_backoff_ms
+        if partition.retry_at_ms > now_ms:
+            return partition.retry_at_ms
+        partition.refused_by = None
+        return None
 
     # --- handing out ----------------------------------------------------------------------------
 

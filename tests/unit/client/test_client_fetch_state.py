@@ -329,10 +329,10 @@ def test_any_other_error_code_is_raised_by_the_next_poll() -> None:
     state = at(make(), {T0: 3})
     send(state)
     state.on_fetch_answer(
-        1, answer(p0={"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "error_message": "no"})
+        1, answer(p0={"error_code": ErrorCode.INVALID_REQUEST, "error_message": "no"})
     )
     error = state.pop_error()
-    assert isinstance(error, KafkaError) and error.code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert isinstance(error, KafkaError) and error.code == ErrorCode.INVALID_REQUEST
 
 
 def test_a_failed_fetch_backs_the_broker_off_and_starts_its_session_over() -> None:
@@ -348,7 +348,7 @@ def test_a_refused_session_leaves_the_partitions_to_be_fetched_again() -> None:
     state = at(make(), {T0: 3})
     send(state)
     refused = broker_pb2.FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
-    assert state.on_fetch_answer(1, refused) == (False, False)
+    assert state.on_fetch_answer(1, refused) == (False, False, ())
     assert send(state) == {1: {T0: 3}}
 
 
