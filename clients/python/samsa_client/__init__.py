@@ -23,6 +23,7 @@ from samsa.client.group_driver import CommitFailedError, GroupMetadata
 from samsa.client.producer import Producer
 from samsa.client.rebalance import ConsumerRebalanceListener
 from samsa.client.record_future import RecordMetadata
+from samsa.client.transaction_manager import TransactionAbortableError, TransactionFatalError
 from samsa.common.allocator import tune_for_large_buffers as tune_allocator
 
 __all__ = [
@@ -45,5 +46,7 @@ __all__ = [
     "Producer",
     "RecordMetadata",
     "TopicError",
+    "TransactionAbortableError",
+    "TransactionFatalError",
     "tune_allocator",
 ]

@@ -314,7 +314,10 @@ class ProducerDriver:
         except KafkaError as error:
             with self.lock:
                 self.txn.on_error(error)
-            raise
+                raised = self.txn.to_raise(error)
+            if raised is error:
+                raise
+            raise raised from error
 
     async def flush(self, timeout_s: float | None) -> None:
         """On the loop: send everything buffered now and wait until every record sent so far is
@@ -379,8 +382,10 @@ class ProducerDriver:
             )
         except KafkaError as error:
             with self.lock:
-                self.txn.on_end_failed(error)
-            raise
+                raised = self.txn.on_end_failed(error)
+            if raised is error:
+                raise
+            raise raised from error
         with self.lock:
             self.accumulator.set_producer_id(*identity)
             self.txn.on_ended()

@@ -11,8 +11,11 @@
 
 An *abortable* error (a batch of the transaction failed, or its leader could not add its
 partition to the transaction) leaves the transaction unable to commit: commit_transaction raises
-it, abort_transaction recovers. A *fatal* error (another instance with the same transactional.id
-fenced this one) ends the producer: every call raises it. The driver does the I/O
+it (TransactionAbortableError), abort_transaction recovers. A *fatal* error (another instance with
+the same transactional.id fenced this one) ends the producer: every call raises it
+(TransactionFatalError). Both keep the code of their cause but are never `retriable`, whatever
+that cause was: calling the same method again cannot help (confluent-kafka's
+`txn_requires_abort()` and `fatal()`, here attributes). The driver does the I/O
 (transaction_client.py); this module only decides.
 """
 
@@ -22,6 +25,32 @@ import enum
 
 from samsa.client.errors import KafkaError
 from samsa.common.errors import ErrorCode
+
+
+class TransactionAbortableError(KafkaError):
+    """The transaction failed (the message says how, the code is its cause's) and can only be
+    aborted: call abort_transaction(). Not retriable, even when its cause was (a batch past
+    delivery.timeout.ms): the same call raises it again until the abort."""
+
+    txn_requires_abort = True
+    fatal = False
+
+    @property
+    def retriable(self) -> bool:
+        return False
+
+
+class TransactionFatalError(KafkaError):
+    """This producer was fenced (another instance of its transactional.id took over): every
+    call raises this; close the producer."""
+
+    txn_requires_abort = False
+    fatal = True
+
+    @property
+    def retriable(self) -> bool:
+        return False
+
 
 # Errors after which this producer instance can never write again.
 FATAL_ERRORS = frozenset(
@@ -103,7 +132,7 @@ class TransactionManager:
             return
         if self.state is TxnState.ABORTABLE_ERROR:
             assert self.error is not None
-            raise KafkaError(
+            raise TransactionAbortableError(
                 f"the transaction failed ({self.error}): call abort_transaction()",
                 self.error.code,
             )
@@ -112,7 +141,7 @@ class TransactionManager:
     def begin_commit(self) -> None:
         if self.state is TxnState.ABORTABLE_ERROR:
             assert self.error is not None
-            raise KafkaError(
+            raise TransactionAbortableError(
                 f"the transaction cannot commit ({self.error}): call abort_transaction()",
                 self.error.code,
             )
@@ -123,7 +152,7 @@ class TransactionManager:
         """prepare_transaction(): like a commit's start, the transaction must not have failed."""
         if self.state is TxnState.ABORTABLE_ERROR:
             assert self.error is not None
-            raise KafkaError(
+            raise TransactionAbortableError(
                 f"the transaction cannot be prepared ({self.error}): call abort_transaction()",
                 self.error.code,
             )
@@ -163,14 +192,27 @@ class TransactionManager:
 
     # --- errors -------------------------------------------------------------------------------
 
-    def on_end_failed(self, error: KafkaError) -> None:
+    def on_end_failed(self, error: KafkaError) -> KafkaError:
         """EndTxn failed. A retriable error (the coordinator moved, the call timed out) leaves
         the commit or abort in progress: its outcome is the coordinator's, and calling the same
         method again asks for it (a retried EndTxn is answered as the first, KIP-890). Anything
-        else is as on_error."""
+        else is as on_error. Returns the error for the caller to raise (`to_raise`)."""
         if error.retriable and self.state in (TxnState.COMMITTING, TxnState.ABORTING):
-            return
+            return error
         self.on_error(error)
+        return self.to_raise(error)
+
+    def to_raise(self, error: KafkaError) -> KafkaError:
+        """What a call that failed with `error` (after on_error) raises: the fencing error once
+        fatal, an abortable error once the transaction can only abort, else `error` itself."""
+        if self.state is TxnState.FATAL_ERROR:
+            assert self.error is not None
+            return self.error
+        if self.state is TxnState.ABORTABLE_ERROR and self.error is error:
+            return TransactionAbortableError(
+                f"the transaction failed ({error}): call abort_transaction()", error.code
+            )
+        return error
 
     def on_error(self, error: KafkaError) -> None:
         """A batch or a request of the transaction failed with `error`."""
@@ -178,7 +220,7 @@ class TransactionManager:
             return
         if error.code in FATAL_ERRORS:
             self.state = TxnState.FATAL_ERROR
-            self.error = KafkaError(
+            self.error = TransactionFatalError(
                 f"this producer of transactional.id {self.transactional_id!r} was fenced "
                 f"({error}); close it",
                 error.code,

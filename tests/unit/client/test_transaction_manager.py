@@ -11,7 +11,12 @@ from __future__ import annotations
 import pytest
 
 from samsa.client.errors import KafkaError
-from samsa.client.transaction_manager import TransactionManager, TxnState
+from samsa.client.transaction_manager import (
+    TransactionAbortableError,
+    TransactionFatalError,
+    TransactionManager,
+    TxnState,
+)
 from samsa.common.errors import ErrorCode
 
 
@@ -181,3 +186,51 @@ def test_close_aborts_only_a_transaction_left_open(state: TxnState, aborts: bool
     if aborts:
         manager.begin_abort()  # what close() does next is legal in every such state
         assert manager.state is TxnState.ABORTING
+
+
+def test_an_abortable_error_is_never_retriable_even_when_its_cause_was() -> None:
+    """A batch that failed with a retriable code (its delivery.timeout.ms passed) leaves a
+    transaction that can only abort. commit_transaction() must not raise an error that says
+    "retriable": the README (and confluent-kafka's retriable()) tells the caller to call commit
+    again then, which raises the same error for ever. It says txn_requires_abort instead."""
+    manager = ready()
+    manager.begin()
+    manager.on_error(KafkaError("t-0 expired", ErrorCode.REQUEST_TIMED_OUT))
+    for call in ("begin_commit", "check_send", "begin_prepare"):
+        with pytest.raises(TransactionAbortableError, match="abort_transaction") as refused:
+            getattr(manager, call)()
+        assert refused.value.code == ErrorCode.REQUEST_TIMED_OUT, "the cause's code is kept"
+        assert not refused.value.retriable and refused.value.txn_requires_abort
+        assert not refused.value.fatal
+
+
+def test_a_fencing_error_says_fatal() -> None:
+    manager = ready()
+    manager.begin()
+    manager.on_error(KafkaError("fenced", ErrorCode.INVALID_PRODUCER_EPOCH))
+    with pytest.raises(TransactionFatalError) as raised:
+        manager.begin_commit()
+    assert raised.value.fatal and not raised.value.retriable
+    assert not raised.value.txn_requires_abort
+
+
+def test_a_failed_end_or_offsets_call_raises_what_it_left_behind() -> None:
+    """EndTxn or the offsets calls failing: the caller raises `to_raise`, which says whether to
+    call again (the cause, retriable), abort (abortable) or close (fatal)."""
+    manager = ready()
+    manager.begin()
+    manager.begin_commit()
+    timed_out = KafkaError("no coordinator", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    assert manager.on_end_failed(timed_out) is timed_out and timed_out.retriable
+    refused = manager.on_end_failed(KafkaError("bad", ErrorCode.INVALID_TXN_STATE))
+    assert isinstance(refused, TransactionAbortableError) and refused.txn_requires_abort
+    assert refused.code == ErrorCode.INVALID_TXN_STATE
+    manager.begin_abort()
+    fenced = manager.on_end_failed(KafkaError("fenced", ErrorCode.PRODUCER_FENCED))
+    assert isinstance(fenced, TransactionFatalError) and fenced.fatal
+    assert fenced.code == ErrorCode.PRODUCER_FENCED
+    offsets = ready()
+    offsets.begin()
+    lost = KafkaError("member gone", ErrorCode.UNKNOWN_MEMBER_ID)
+    offsets.on_error(lost)
+    assert isinstance(offsets.to_raise(lost), TransactionAbortableError)
