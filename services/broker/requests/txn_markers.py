@@ -37,11 +37,13 @@ def markers_refusal(
     request: broker_pb2.WriteTxnMarkersRequest,
 ) -> tuple[grpc.StatusCode, str] | None:
     """Why the request is refused before anything is written, if it is."""
+    # Each marker is answered with an entry even when it names no partition: count both.
     count = sum(len(topic.partitions) for marker in request.markers for topic in marker.topics)
+    count = max(count, len(request.markers))
     if count > limits.request_partitions_max:
         return (
             grpc.StatusCode.RESOURCE_EXHAUSTED,
-            f"the request names {count} partitions; send at most "
+            f"the request names {count} partitions (or markers); send at most "
             f"{limits.request_partitions_max} per request",
         )
     if request.timeout_ms < 0:

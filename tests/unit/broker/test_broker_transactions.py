@@ -256,3 +256,22 @@ def test_a_markers_wait_is_bounded_as_a_produce_wait_is():
     assert timeout_s(huge) == limits.produce_timeout_ms_max / 1000
     assert timeout_s(b.WriteTxnMarkersRequest(timeout_ms=1_500)) == 1.5
     assert timeout_s(b.WriteTxnMarkersRequest()) == 30.0
+
+
+def test_a_markers_request_is_bounded_in_markers_as_in_partitions():
+    # Goal: WriteTxnMarkers refuses whole (RESOURCE_EXHAUSTED) a request naming more partitions,
+    # or more markers (each answered with an entry, even with no partition), than a request may.
+    import grpc
+
+    from samsa.common import limits
+    from samsa.services.broker.requests.txn_markers import markers_refusal
+
+    many = b.WriteTxnMarkersRequest(
+        markers=[
+            b.WriteTxnMarkersRequest.TransactionMarker(producer_id=n)
+            for n in range(limits.request_partitions_max + 1)
+        ]
+    )
+    refused = markers_refusal(many)
+    assert refused is not None and refused[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert markers_refusal(markers((1, 1, True), partitions=(0, 1))) is None
