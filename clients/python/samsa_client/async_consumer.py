@@ -36,6 +36,7 @@ from samsa.client.consumer import (
     POSITION_WAIT_MARGIN_S,
     group_of,
     offsets_to_commit,
+    poll_timer_wait_s,
 )
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
 from samsa.client.consumer_records import ConsumerRecord
@@ -274,10 +275,9 @@ class AsyncConsumer:
         limit = self.config.max_poll_records
         state = driver.state
         group = driver.group
-        if group is not None:
-            self._group_poll(group)
         while True:
-            if group is not None:
+            if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
+                self._group_poll(group)
                 await self._run_rebalance_steps(driver, group)
             if state.request_resets():
                 driver.wake()
@@ -298,7 +298,7 @@ class AsyncConsumer:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return []
-            await self._wait_for_progress(remaining)
+            await self._wait_for_progress(min(remaining, poll_timer_wait_s(self.config)))
 
     def _group_poll(self, group: GroupDriver) -> None:
         """As Consumer._group_poll: the poll timer, a fatal error, the auto-commit."""

@@ -22,14 +22,15 @@ processed the last ones. This facade adds a loop thread and no rule:
   batch, a failed lookup) are raised by the next `poll()` (lookup errors also by `position()`).
 
 Consumer groups (`group.id`). `subscribe()` joins the group; the group driver (group_driver.py)
-heartbeats on the loop, so a slow application never misses a heartbeat (only
-`max.poll.interval.ms` without a poll makes it leave). What the coordinator assigns reaches the
-fetch state through listener steps (rebalance.py) that `poll()` runs on the caller's thread
-before taking records: revoked partitions are auto-committed (with `enable.auto.commit`), the
-listener is told, and only then are they given back. Newly assigned partitions start at the
-group's committed offsets. `commit()` commits the consumed positions (or given offsets) with the
-member's epoch; auto-commit runs from `poll()` every `auto.commit.interval.ms`, so what it
-commits was returned by an earlier poll. `close()` gives everything back and leaves the group.
+heartbeats on the loop, so a slow application never misses a heartbeat (only `max.poll.interval.ms`
+without a poll makes it leave; waiting inside poll() counts as polling). What the coordinator
+assigns reaches the fetch state through listener steps (rebalance.py) that `poll()` runs on the
+caller's thread before taking records: revoked partitions are auto-committed (with
+`enable.auto.commit`), the listener is told, and only then are they given back. Newly assigned
+partitions start at the group's committed offsets. `commit()` commits the consumed positions (or
+given offsets) with the member's epoch; auto-commit runs from `poll()` every
+`auto.commit.interval.ms`, so what it commits was returned by an earlier poll. `close()` gives
+everything back and leaves the group.
 
 `AsyncConsumer` (async_consumer.py) runs the same drivers on the caller's own loop.
 """
@@ -84,6 +85,11 @@ STOP_TIMEOUT_S = 5.0
 POSITION_WAIT_MARGIN_S = 5.0
 # unsubscribe() and close() wait this long at most for the leave heartbeat's answer.
 LEAVE_TIMEOUT_S = 5.0
+
+
+def poll_timer_wait_s(config: ConsumerConfig) -> float:
+    """poll()'s longest wait between poll-timer restarts: well within max.poll.interval.ms."""
+    return config.max_poll_interval_ms / 2000
 
 
 def group_of(driver: ConsumerDriver, call: str) -> GroupDriver:
@@ -324,10 +330,9 @@ class Consumer:
         limit = self.config.max_poll_records
         state = self._state
         group = self._driver.group
-        if group is not None:
-            self._group_poll(group)
         while True:
-            if group is not None:
+            if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
+                self._group_poll(group)
                 self._run_rebalance_steps(group)
             with self._progress:
                 if state.request_resets():
@@ -347,7 +352,7 @@ class Consumer:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return []
-                self._progress.wait(remaining)
+                self._progress.wait(min(remaining, poll_timer_wait_s(self.config)))
 
     def _group_poll(self, group: GroupDriver) -> None:
         """At each poll: the poll timer restarts, a fatal group error is raised, and the
