@@ -35,6 +35,10 @@ const COORDINATOR_MOVED = new Set([
   'ERROR_CODE_NOT_COORDINATOR',
 ]);
 const MAX_MESSAGE_BYTES = 80 * 1024 * 1024 + 1024 * 1024;
+// The most partitions a DescribeTopics answer may carry (common/limits.py
+// describe_topics_partitions_max, every partition of the largest topic); a server lowers a
+// larger partition_limit to its own maximum, and answers a cursor to go on from.
+const DESCRIBE_PARTITIONS_MAX = 10000;
 
 let services = null;
 
@@ -179,13 +183,8 @@ class SamsaClient {
   // Retried while the topic is unknown or a partition has no leader (just created).
   async describeTopic(name) {
     return withRetries(this.timeoutMs, async () => {
-      const answer = await this.callAny('controller', 'DescribeTopics', {
-        names: [name],
-        min_metadata_offset: this.metadataOffset,
-      });
-      const topic = check(answer.topics[0], `topic ${name}`);
-      const endpoints = answer.broker_endpoints;
-      return topic.partitions.map((p) => {
+      const { partitions, endpoints } = await this.readTopicPages(name);
+      return partitions.map((p) => {
         if (p.leader < 0 || !endpoints[p.leader]) {
           throw new SamsaError('ERROR_CODE_LEADER_NOT_AVAILABLE', `${name}[${p.partition}]`);
         }
@@ -193,6 +192,40 @@ class SamsaClient {
         return { partition: p.partition, ...leader, endpoint: endpoints[p.leader] };
       });
     });
+  }
+
+  // Every partition of one topic, and the brokers' endpoints, from DescribeTopics: an answer
+  // carries at most partition_limit partitions (the server's default, 2,000, when unset) and a
+  // cursor to go on from, so a larger topic is read page by page. Pages may come from different
+  // metadata offsets: a topic recreated in between (another topic_id) fails the read with a
+  // retriable error, and so does one deleted (the cursor's topic answers UNKNOWN_TOPIC).
+  async readTopicPages(name) {
+    const partitions = [];
+    const endpoints = {};
+    let cursor = null;
+    let topicId = null;
+    for (;;) {
+      const request = {
+        names: [name],
+        min_metadata_offset: this.metadataOffset,
+        partition_limit: DESCRIBE_PARTITIONS_MAX,
+      };
+      if (cursor !== null) request.cursor = cursor;
+      const answer = await this.callAny('controller', 'DescribeTopics', request);
+      const topic = check(answer.topics[0] || {}, `topic ${name}`);
+      if (topicId !== null && !topicId.equals(topic.topic_id)) {
+        throw new SamsaError('ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION', `topic ${name} was recreated`);
+      }
+      topicId = topic.topic_id;
+      partitions.push(...topic.partitions);
+      Object.assign(endpoints, answer.broker_endpoints);
+      const next = answer.next_cursor;
+      if (!next || next.topic !== name) return { partitions, endpoints };
+      if (cursor !== null && next.partition <= cursor.partition) {
+        throw new Error(`DescribeTopics of ${name} did not move on from partition ${next.partition}`);
+      }
+      cursor = { topic: name, partition: next.partition };
+    }
   }
 
   async leaderOf(topic, partition) {

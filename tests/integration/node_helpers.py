@@ -132,3 +132,78 @@ def start_node_script(
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+# A Node script's frame against a fake Samsa server in the same process: HANDLERS is an object
+# literal mapping a service name (as samsa.js loads it: broker, controller, lookup, group) to
+# its method handlers; `server_calls` collects every request the fake answered, as
+# [method, request], and `endpoint` is its host:port (for answers naming a broker). `client` (a
+# SamsaClient bootstrapping from the fake, with `options`) and `data` are in scope of BODY, whose
+# return value is printed as JSON.
+FAKE_SERVER_SCRIPT = """
+const path = require('node:path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const { SamsaClient } = require('./samsa');
+const root = path.resolve('..', '..', 'proto');
+const files = ['broker.proto', 'controller.proto', 'coordinator.proto'];
+const definition = protoLoader.loadSync(
+  files.map((name) => path.join(root, 'samsa', 'v1', name)),
+  { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
+    includeDirs: [root] },
+);
+const v1 = grpc.loadPackageDefinition(definition).samsa.v1;
+const SERVICES = {
+  broker: v1.BrokerService, controller: v1.ControllerService,
+  lookup: v1.CoordinatorLookupService, group: v1.GroupCoordinatorService,
+};
+const data = JSON.parse(process.env.NODE_TEST_DATA);
+const options = JSON.parse(process.env.NODE_TEST_OPTIONS);
+const server_calls = [];
+let endpoint = null; // the fake's host:port, once it listens
+const handlers = (HANDLERS);
+const server = new grpc.Server();
+for (const [kind, methods] of Object.entries(handlers)) {
+  const wrapped = {};
+  for (const [method, handler] of Object.entries(methods)) {
+    wrapped[method] = (call, callback) => {
+      server_calls.push([method, call.request]);
+      Promise.resolve(handler(call.request)).then((answer) => callback(null, answer), callback);
+    };
+  }
+  server.addService(SERVICES[kind].service, wrapped);
+}
+server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) => {
+  if (error) throw error;
+  endpoint = `127.0.0.1:${port}`;
+  const client = new SamsaClient(endpoint, options);
+  (async () => {
+BODY
+  })()
+    .then((result) => console.log(JSON.stringify(result)))
+    .catch((error) => { console.error(error.stack); process.exitCode = 1; })
+    .finally(() => client.close().then(() => server.forceShutdown()));
+});
+"""
+
+
+def node_with_fake_server(
+    handlers: str, body: str, data: object = None, timeout_s: float = 30, **options: object
+) -> object:
+    """Runs BODY in FAKE_SERVER_SCRIPT (a SamsaClient against a fake server answering with
+    HANDLERS, no cluster) and returns what it printed, parsed."""
+    script = FAKE_SERVER_SCRIPT.replace("HANDLERS", handlers).replace("BODY", body)
+    done = subprocess.run(
+        [NODE, "-e", script],
+        cwd=NODE_DIR,
+        env={
+            "PATH": str(Path(NODE).parent),
+            "NODE_TEST_DATA": json.dumps(data),
+            "NODE_TEST_OPTIONS": json.dumps(options),
+        },
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
