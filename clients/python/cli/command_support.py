@@ -142,6 +142,31 @@ _DURATION = re.compile(
 )
 
 
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _bounded_int(text: str, largest: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not -largest - 1 <= value <= largest:
+        raise argparse.ArgumentTypeError(f"{text} does not fit {what} (at most {largest})")
+    return value
+
+
+def int32(text: str) -> int:
+    """An argparse type for what the wire carries as int32 (partitions, broker ids, epochs,
+    counts of partitions and replicas): a larger number is a usage error, not a traceback."""
+    return _bounded_int(text, INT32_MAX, "a 32-bit field")
+
+
+def int64(text: str) -> int:
+    """An argparse type for what the wire carries as int64 (offsets, producer ids, times)."""
+    return _bounded_int(text, INT64_MAX, "a 64-bit field")
+
+
 def parse_duration_ms(text: str, flag: str) -> int:
     """An ISO 8601 duration as Kafka's tools take it (`PT1H`, `P1DT12H`, `PT0.5S`), in ms."""
     match = _DURATION.fullmatch(text.strip())
@@ -176,7 +201,8 @@ def parse_offsets_csv(text: str, source: str) -> dict[tuple[str, int], int]:
         fields = line.strip().split(",")
         try:
             topic, partition, offset = fields[0], int(fields[1]), int(fields[2])
-            if len(fields) != 3 or not topic or partition < 0 or offset < 0:
+            in_range = 0 <= partition <= INT32_MAX and 0 <= offset <= INT64_MAX
+            if len(fields) != 3 or not topic or not in_range:
                 raise ValueError
         except (ValueError, IndexError):
             raise SystemExit(

@@ -12,12 +12,7 @@ import sys
 
 import grpc
 
-from samsa.cli.command_support import (
-    add_connection,
-    bootstrap,
-    key_value,
-    table,
-)
+from samsa.cli.command_support import add_connection, bootstrap, int32, key_value, table
 from samsa.cli.console_commands import (
     CONSOLE_COMMANDS,
     add_console_commands,
@@ -52,8 +47,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     actions = topics.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="create a topic")
     create.add_argument("name")
-    create.add_argument("--partitions", type=int, default=-1)
-    create.add_argument("--replication-factor", type=int, default=-1)
+    create.add_argument("--partitions", type=int32, default=-1)
+    create.add_argument("--replication-factor", type=int32, default=-1)
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     listing = actions.add_parser("list", help="list topics")
     describe = actions.add_parser("describe", help="partitions, leaders, replicas, configs")

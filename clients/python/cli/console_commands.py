@@ -20,6 +20,8 @@ from collections.abc import Callable
 from samsa.cli.command_support import (
     add_client_property,
     bootstrap,
+    int32,
+    int64,
     key_value,
     parse_time,
     require_topic,
@@ -49,7 +51,7 @@ def add_console_commands(
     produce = commands.add_parser("produce", help="produce lines from stdin")
     add_topic_argument(produce)
     produce.add_argument("--key-separator", help="split each line into key SEP value")
-    produce.add_argument("--partition", type=int)
+    produce.add_argument("--partition", type=int32)
     produce.add_argument("--compression", choices=("none", "zstd"), default="none")
     add_client_property(produce, "producer")
     produce.add_argument(
@@ -65,9 +67,9 @@ def add_console_commands(
     add_topic_argument(consume)
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true")
-    start.add_argument("--offset", type=int, help="start at this offset (each partition)")
+    start.add_argument("--offset", type=int64, help="start at this offset (each partition)")
     start.add_argument("--from-time", help="start at this time: ms since epoch or ISO 8601")
-    consume.add_argument("--partition", type=int, action="append", help="only these partitions")
+    consume.add_argument("--partition", type=int32, action="append", help="only these partitions")
     consume.add_argument(
         "--count", "--max-messages", type=int, help="stop after this many records (-1: no limit)"
     )

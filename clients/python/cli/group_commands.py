@@ -21,6 +21,7 @@ from typing import Any
 
 from samsa.cli.command_support import (
     bootstrap,
+    int64,
     offsets_csv,
     parse_duration_ms,
     parse_offsets_csv,
@@ -90,7 +91,7 @@ def add_group_commands(
         action="store_true",
         help="the committed offset (the log end where none is)",
     )
-    target.add_argument("--to-offset", type=int, metavar="N", help="this offset (each partition)")
+    target.add_argument("--to-offset", type=int64, metavar="N", help="this offset (each partition)")
     target.add_argument(
         "--to-datetime", metavar="TIME", help="the first offset at or after TIME (ISO 8601 or ms)"
     )
@@ -100,7 +101,7 @@ def add_group_commands(
         help="the first offset at or after now minus DURATION (ISO 8601: PT1H, P1DT12H)",
     )
     target.add_argument(
-        "--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)"
+        "--shift-by", type=int64, metavar="N", help="the committed offset plus N (may be negative)"
     )
     target.add_argument(
         "--from-file",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from samsa.cli.command_support import key_value, require_topic, table
+from samsa.cli.command_support import INT64_MAX, int32, key_value, require_topic, table
 from samsa.client import Admin
 
 HIGH_WATERMARK = -1  # DeleteRecords' offset for "every committed record"
@@ -17,7 +17,7 @@ def add_topic_change_parsers(actions: argparse._SubParsersAction) -> list[argpar
         "alter", help="add partitions, set or reset configs (Kafka's kafka-topics/kafka-configs)"
     )
     alter.add_argument("name")
-    alter.add_argument("--partitions", type=int, help="the new partition count (only grows)")
+    alter.add_argument("--partitions", type=int32, help="the new partition count (only grows)")
     alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     alter.add_argument(
         "--delete-config", action="append", default=[], metavar="KEY", help="back to default"
@@ -34,7 +34,7 @@ def add_topic_change_parsers(actions: argparse._SubParsersAction) -> list[argpar
     )
     delete_records.add_argument(
         "--partition",
-        type=int,
+        type=int32,
         action="append",
         default=[],
         help="a partition to delete from (repeatable); default: every partition",
@@ -94,7 +94,7 @@ def records_offset(text: str) -> int:
         offset = int(text)
     except ValueError:
         offset = -2
-    if offset < HIGH_WATERMARK:
+    if not HIGH_WATERMARK <= offset <= INT64_MAX:
         raise SystemExit(
             f"samsa topics delete-records: --offset {text!r} must be an offset (0 or more), "
             "or latest (-1) for every committed record"

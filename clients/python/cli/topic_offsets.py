@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from samsa.cli.command_support import parse_time, require_topic, table
+from samsa.cli.command_support import int32, parse_time, require_topic, table
 from samsa.client import Admin
 
 # kafka-get-offsets.sh's numbers for its named --time values
@@ -26,7 +26,7 @@ def add_topic_offsets_parser(actions: argparse._SubParsersAction) -> argparse.Ar
     )
     offsets.add_argument(
         "--partition",
-        type=int,
+        type=int32,
         action="append",
         default=[],
         help="a partition to ask about (repeatable); default: every partition",

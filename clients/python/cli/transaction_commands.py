@@ -10,7 +10,7 @@ import math
 import time
 from collections.abc import Sequence
 
-from samsa.cli.command_support import require_topic, table
+from samsa.cli.command_support import int32, int64, require_topic, table
 from samsa.client import Admin
 from samsa.client.transaction_admin import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
@@ -34,10 +34,10 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
         default=[],
         help=f"only ids in this state (repeatable): {', '.join(STATE_NAMES.values())}",
     )
-    listing.add_argument("--producer-id", type=int, action="append", default=[])
+    listing.add_argument("--producer-id", type=int64, action="append", default=[])
     listing.add_argument(
         "--duration-ms",
-        type=int,
+        type=int64,
         default=0,
         help="only transactions open at least this long (a hanging one stays open)",
     )
@@ -56,9 +56,9 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
     scope = hanging.add_mutually_exclusive_group(required=True)
     scope.add_argument("--topic", help="the partitions of this topic")
     scope.add_argument(
-        "--broker-id", type=int, help="the partitions this broker leads (internal topics too)"
+        "--broker-id", type=int32, help="the partitions this broker leads (internal topics too)"
     )
-    hanging.add_argument("--partition", type=int, help="with --topic: only this partition")
+    hanging.add_argument("--partition", type=int32, help="with --topic: only this partition")
     hanging.add_argument(
         "--max-transaction-timeout",
         type=float,
@@ -73,10 +73,10 @@ def add_transaction_commands(commands: argparse._SubParsersAction, add_connectio
     )
     for parser in (producers, abort):
         parser.add_argument("--topic", required=True)
-        parser.add_argument("--partition", type=int, required=True)
-    abort.add_argument("--producer-id", type=int, required=True)
+        parser.add_argument("--partition", type=int32, required=True)
+    abort.add_argument("--producer-id", type=int64, required=True)
     abort.add_argument(
-        "--producer-epoch", type=int, required=True, help="as describe-producers shows it"
+        "--producer-epoch", type=int32, required=True, help="as describe-producers shows it"
     )
     for parser in (listing, describe, producers, hanging, abort):
         add_connection(parser)  # type: ignore[operator]
