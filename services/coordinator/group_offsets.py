@@ -13,9 +13,10 @@ commit only while the group has no members. A commit to a group that does not ex
 
 Retention (Kafka's KIP-211): the offsets of a group with no members expire once the group has
 been empty for `offsets_retention_ms`, or, for an offset committed while it was empty (an admin
-reset, a consumer outside the group protocol), that long after the commit (`expired_offsets`);
-the caller keeps those an open transaction committed (its marker applies them) and deletes a
-group left with no members, no offsets and nothing pending.
+reset, a consumer outside the group protocol), that long after the commit; in a group with
+members, an offset of a topic no member subscribes to expires that long after its commit, as in
+Kafka (`expired_offsets`). The caller keeps those an open transaction committed (its marker
+applies them) and deletes a group left with no members, no offsets and nothing pending.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.services.coordinator import group_records as records
+from samsa.services.coordinator.group_assignment import resolve
 from samsa.services.coordinator.group_model import (
     LEAVE_EPOCH,
     ConsumerGroup,
@@ -242,12 +244,21 @@ def lag_inputs(shard: GroupShard, group_id: str) -> list[tuple[str, int, int, st
 def expired_offsets(
     group: ConsumerGroup, now_ms: int, config: GroupConfig
 ) -> Iterator[TopicPartition]:
-    """Offsets of a group without members whose retention has run out: counted from the later
-    of their commit and the moment the group was left empty (`empty_since_ms`)."""
-    if group.members:
-        return
-    empty_since = group.empty_since_ms or 0
+    """Offsets whose retention has run out. In a group without members: counted from the later
+    of their commit and the moment the group was left empty (`empty_since_ms`). In a group with
+    members (Kafka's cleanup of consumer groups): only offsets of topics no member subscribes to,
+    by name or regex (a changed subscription, a deleted topic), counted from their commit."""
+    since = 0 if group.members else group.empty_since_ms or 0
+    subscribed: dict[str, bool] = {}
     for topic_partition in sorted(group.offsets):
         value = group.offsets[topic_partition]
-        if max(value.commit_timestamp_ms, empty_since) + config.offsets_retention_ms < now_ms:
+        if max(value.commit_timestamp_ms, since) + config.offsets_retention_ms >= now_ms:
+            continue
+        topic = topic_partition[0]
+        if topic not in subscribed:
+            subscribed[topic] = any(
+                topic in resolve(m.topic_names, m.topic_regex, {topic: 0})
+                for m in group.members.values()
+            )
+        if not subscribed[topic]:
             yield topic_partition

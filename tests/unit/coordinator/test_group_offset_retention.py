@@ -15,6 +15,7 @@ from __future__ import annotations
 from group_harness import GroupHarness
 
 from samsa.services.coordinator.group_model import GroupConfig
+from samsa.v1 import coordinator_pb2 as c
 
 RETENTION_MS = 10_000
 
@@ -87,3 +88,44 @@ def test_a_loaded_empty_group_gets_a_fresh_retention_period() -> None:
     h.now_ms += RETENTION_MS
     h.expire()
     assert committed(h) == {}, "retention ran out a full period after the load"
+
+
+def test_offsets_of_a_topic_no_member_subscribes_to_expire_in_a_live_group() -> None:
+    """Kafka's cleanup for consumer groups: an offset of a topic the group no longer subscribes
+    to (a changed subscription, a deleted topic a regex matched) expires its retention after its
+    commit even while the group has members; offsets of subscribed topics stay."""
+    h = GroupHarness({"a": 1, "b": 1}, GroupConfig(offsets_retention_ms=RETENTION_MS))
+    h.join("m", topics=("a", "b"))
+    epoch = h.heartbeat("m", 1, owned={}).member_epoch
+    h.commit("m", epoch, {("a", 0): 1, ("b", 0): 2})
+    h.heartbeat(
+        "m",
+        epoch,
+        owned={"a": [0], "b": [0]},
+        subscription=c.ConsumerGroupSubscription(topic_names=["a"]),
+    )
+    h.now_ms += RETENTION_MS // 2
+    response = h.heartbeat("m", h.member("m").member_epoch, owned={"a": [0]})
+    assert response.error_code == 0
+    h.expire()
+    assert committed(h) == {("a", 0): 1, ("b", 0): 2}, "b's offset is not past retention yet"
+    h.now_ms += RETENTION_MS // 2 + 1
+    h.heartbeat("m", h.member("m").member_epoch, owned={"a": [0]})
+    h.expire()
+    assert committed(h) == {("a", 0): 1}, "a member still subscribes to a; nobody to b"
+    h.now_ms += 5 * RETENTION_MS
+    h.heartbeat("m", h.member("m").member_epoch, owned={"a": [0]})
+    h.expire()
+    assert committed(h) == {("a", 0): 1}
+    h.assert_failover()
+
+
+def test_a_regex_subscription_keeps_the_offsets_of_the_topics_it_matches() -> None:
+    h = GroupHarness({"t1": 1, "other": 1}, GroupConfig(offsets_retention_ms=RETENTION_MS))
+    h.commit("", -1, {("t1", 0): 1, ("other", 0): 2})  # before the group had members
+    h.join("m", regex="t.*")
+    h.now_ms += RETENTION_MS + 1
+    h.heartbeat("m", h.member("m").member_epoch, owned=h.member("m").assigned)
+    h.expire()
+    assert committed(h) == {("t1", 0): 1}
+    h.assert_failover()
