@@ -249,11 +249,15 @@ def expired_offsets(
     members (Kafka's cleanup of consumer groups): only offsets of topics no member subscribes to,
     by name or regex (a changed subscription, a deleted topic), counted from their commit."""
     since = 0 if group.members else group.empty_since_ms or 0
+    if since + config.offsets_retention_ms >= now_ms:
+        return
+    old = [
+        topic_partition
+        for topic_partition, value in group.offsets.items()
+        if value.commit_timestamp_ms + config.offsets_retention_ms < now_ms
+    ]
     subscribed: dict[str, bool] = {}
-    for topic_partition in sorted(group.offsets):
-        value = group.offsets[topic_partition]
-        if max(value.commit_timestamp_ms, since) + config.offsets_retention_ms >= now_ms:
-            continue
+    for topic_partition in sorted(old):
         topic = topic_partition[0]
         if topic not in subscribed:
             subscribed[topic] = any(
