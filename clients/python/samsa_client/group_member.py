@@ -37,6 +37,7 @@ States, one table (STYLE habit 4); `_move` asserts every move:
     STALE          the application missed max.poll.interval.ms: the member left; the next poll
                    runs on_lost and rejoins                         -> JOINING, LEAVING
     LEAVING        on_revoked for everything, then the leave heartbeat -> UNSUBSCRIBED
+                   (and on to JOINING if subscribe() came meanwhile)
     FATAL          a non-retriable error; poll raises it             (terminal)
 """
 
@@ -257,7 +258,7 @@ class GroupMember:
             # The answer to a heartbeat sent before the member decided to leave says nothing
             # that matters now: the leave heartbeat is still due.
             if self._in_flight_leave and self.state is MemberState.LEAVING:
-                self._finish_leaving()
+                self._finish_leaving(now_ms)
             return
         self._subscription_sent = True
         self.member_epoch = answer.member_epoch
@@ -271,7 +272,7 @@ class GroupMember:
         """An error answer, or a transport failure (pass NETWORK_EXCEPTION)."""
         self._in_flight = False
         if self.state is MemberState.LEAVING and self._in_flight_leave:
-            self._finish_leaving()  # best effort: the session timeout removes us anyway
+            self._finish_leaving(now_ms)  # best effort: the session timeout removes us anyway
             return
         if self.state in (MemberState.LEAVING, MemberState.STALE):
             return
@@ -388,12 +389,16 @@ class GroupMember:
         self._move(MemberState.JOINING)
         self._heartbeat_due_ms = now_ms
 
-    def _finish_leaving(self) -> None:
+    def _finish_leaving(self, now_ms: int) -> None:
         self._move(MemberState.UNSUBSCRIBED)
         self.member_epoch = JOIN_EPOCH
         self.owned = frozenset()
         self.target = None
         self._heartbeat_due_ms = None
+        if self.subscription is not None:  # subscribe() came while leaving: join now
+            self._move(MemberState.JOINING)
+            self._subscription_sent = False
+            self._heartbeat_due_ms = now_ms
 
     def _move_if_needed(self, target: MemberState) -> None:
         if self.state is not target:

@@ -233,3 +233,28 @@ def test_an_answer_to_a_heartbeat_sent_before_leaving_does_not_end_the_leave() -
     assert leave is not None and leave.member_epoch == -1
     m.on_heartbeat_answer(answer(-1), 1002)
     assert m.state is MemberState.UNSUBSCRIBED
+
+
+@pytest.mark.parametrize("leave_answered", [True, False])
+def test_subscribing_again_while_the_leave_is_under_way_joins_once_it_ended(
+    leave_answered: bool,
+) -> None:
+    """unsubscribe() waits LEAVE_TIMEOUT_S for the leave's answer, then goes on: a subscribe()
+    that follows while the member still leaves must join once the leave ends (answered, or
+    failed: best effort), not leave the member unsubscribed with a subscription it never sends
+    (the consumer then read nothing, for ever)."""
+    m = member()
+    joined(m, 0)
+    m.unsubscribe(1000)
+    assert run_callbacks(m, 1000) == [(CallbackKind.REVOKED, {0})]
+    leave = m.heartbeat_request(1000)
+    assert leave is not None and leave.member_epoch == -1
+    m.subscribe(Subscription(topics=frozenset({"refunds"})), 6000)  # the leave is unanswered
+    if leave_answered:
+        m.on_heartbeat_answer(answer(-1), 6001)
+    else:
+        m.on_heartbeat_failed(ErrorCode.NETWORK_EXCEPTION, "unreachable", 6001)
+    assert m.state is MemberState.JOINING
+    join = m.heartbeat_request(6001)
+    assert join is not None and join.member_epoch == 0
+    assert list(join.subscription.topic_names) == ["refunds"]
