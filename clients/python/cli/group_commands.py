@@ -74,7 +74,7 @@ def add_group_commands(
     reset = actions.add_parser(
         "reset-offsets", help="move a group's committed offsets (prints the plan unless --execute)"
     )
-    reset.add_argument("group")
+    reset.add_argument("group", nargs="?")
     scope = reset.add_mutually_exclusive_group()  # required unless --from-file: reset_scope
     scope.add_argument("--topic", **TOPIC_ARGUMENT)
     scope.add_argument(
@@ -118,11 +118,18 @@ def add_group_commands(
     for parser in (describe, lag, delete):
         parser.add_argument("groups", nargs="*", metavar="GROUP")
         parser.add_argument("--all-groups", action="store_true", help="every group listed")
+        parser.add_argument(
+            "--group", dest="group_flags", action="append", default=[], help=GROUP_FLAG_HELP
+        )
     delete_offsets = actions.add_parser(
         "delete-offsets",
         help="delete a group's committed offsets of topics its members do not subscribe to",
     )
-    delete_offsets.add_argument("group")
+    delete_offsets.add_argument("group", nargs="?")
+    for parser in (reset, delete_offsets):
+        parser.add_argument(
+            "--group", dest="group_flags", action="append", default=[], help=GROUP_FLAG_HELP
+        )
     delete_offsets.add_argument("--topic", required=True, **TOPIC_ARGUMENT)
     for parser in (listing, describe, lag, reset, delete, delete_offsets):
         add_connection(parser)
@@ -158,8 +165,24 @@ TOPIC_ARGUMENT: dict[str, Any] = {
 }
 
 
+GROUP_FLAG_HELP = "a group, as Kafka's kafka-consumer-groups names it (the same as GROUP)"
+
+
 def groups_usage_error(args: argparse.Namespace) -> str | None:
-    """A usage error argparse cannot see, for `run` to report before connecting (exit 2)."""
+    """A usage error argparse cannot see, for `run` to report before connecting (exit 2). Folds
+    Kafka's `--group` flags into the positional GROUP(s) first."""
+    flags = getattr(args, "group_flags", [])
+    if args.action in ("describe", "lag", "delete"):
+        args.groups = list(dict.fromkeys([*args.groups, *flags]))
+    elif args.action in ("reset-offsets", "delete-offsets"):
+        named = list(dict.fromkeys([*([args.group] if args.group else []), *flags]))
+        if len(named) != 1:
+            problem = "two groups given" if named else "no group given"
+            return (
+                f"{args.action}: {problem}; name one: samsa groups {args.action} GROUP "
+                "(or --group GROUP)"
+            )
+        args.group = named[0]
     if args.action == "reset-offsets":
         problem = reset_usage_error(args)
         return None if problem is None else f"reset-offsets: {problem}"

@@ -17,7 +17,12 @@ import pytest
 
 from samsa.cli.command_support import offsets_csv, parse_duration_ms, parse_offsets_csv
 from samsa.cli.commands import add_commands, run
-from samsa.cli.group_commands import reset_scope, reset_strategy, reset_usage_error
+from samsa.cli.group_commands import (
+    groups_usage_error,
+    reset_scope,
+    reset_strategy,
+    reset_usage_error,
+)
 from samsa.cli.group_format import describe_lines, format_partitions, lag_lines
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import MemberDescription
@@ -269,3 +274,27 @@ def test_a_reset_without_a_scope_is_a_usage_error_before_connecting(
     nobody = ("--bootstrap-server", "127.0.0.1:1")  # nothing listens there: never reached
     assert run(parse("groups", "reset-offsets", "g", "--to-latest", *nobody)) == 2
     assert "name the partitions" in capsys.readouterr().err
+
+
+def test_kafkas_group_flag_names_the_group_as_the_positional_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """kafka-consumer-groups.sh takes `--group G`; a Kafka user's command line used to end in
+    'unrecognized arguments: --group'."""
+    for action in ("describe", "lag", "delete"):
+        args = parse("groups", action, "--group", "a", "b", "--group", "a")
+        assert groups_usage_error(args) is None
+        assert args.groups == ["b", "a"]
+    for action, rest in (
+        ("reset-offsets", ["--all-topics", "--to-latest"]),
+        ("delete-offsets", ["--topic", "t"]),
+    ):
+        args = parse("groups", action, "--group", "g", *rest)
+        assert groups_usage_error(args) is None and args.group == "g"
+        args = parse("groups", action, "g", "--group", "g", *rest)
+        assert groups_usage_error(args) is None and args.group == "g"
+    nobody = ("--bootstrap-server", "127.0.0.1:1")  # nothing listens there: never reached
+    assert run(parse("groups", "reset-offsets", "a", "--group", "b", "--to-latest", *nobody)) == 2
+    assert "two groups given" in capsys.readouterr().err
+    assert run(parse("groups", "delete-offsets", "--topic", "t", *nobody)) == 2
+    assert "no group given; name one: samsa groups delete-offsets GROUP" in capsys.readouterr().err
