@@ -251,22 +251,22 @@ class SamsaClient {
   }
 
   // Reads one partition from `offset`, waiting up to maxWaitMs for data. Resolves with
-  // {records, nextFetchOffset, highWatermark}; records are at or after `offset`.
+  // {records, nextFetchOffset, highWatermark}; records are at or after `offset`. Each attempt
+  // names the leader epoch its leader was found at (KIP-320), so that a broker that no longer
+  // leads at that epoch, or does not lead yet, refuses (FENCED_LEADER_EPOCH,
+  // UNKNOWN_LEADER_EPOCH, retried) instead of answering from a deposed leader's log.
   async fetch(topic, partition, offset, maxWaitMs = 500) {
-    const request = {
-      max_wait_ms: maxWaitMs,
-      min_bytes: 1,
-      max_bytes: 16 * 1024 * 1024,
-      decode_records: true,
-      topics: [
-        {
-          name: topic,
-          partitions: [{ partition, fetch_offset: offset, partition_max_bytes: 1024 * 1024 }],
-        },
-      ],
-    };
     return withRetries(this.timeoutMs, async () => {
       const leader = await this.leaderOf(topic, partition);
+      const data = { partition, fetch_offset: offset, partition_max_bytes: 1024 * 1024 };
+      data.current_leader_epoch = leader.leaderEpoch;
+      const request = {
+        max_wait_ms: maxWaitMs,
+        min_bytes: 1,
+        max_bytes: 16 * 1024 * 1024,
+        decode_records: true,
+        topics: [{ name: topic, partitions: [data] }],
+      };
       const answer = await this.call('broker', leader.endpoint, 'Fetch', request, maxWaitMs + this.timeoutMs);
       check(answer, 'Fetch');
       const result = check(partitionResult(answer, topic, partition), `${topic}[${partition}]`);
@@ -280,14 +280,15 @@ class SamsaClient {
 
   // One partition's offset as ListOffsets finds it: 'earliest' is the log start (the first
   // offset still stored, where auto.offset.reset=earliest starts), 'latest' the high watermark.
+  // A leader just elected answers OFFSET_NOT_AVAILABLE until its high watermark is its own
+  // (retried); the leader epoch is checked as in fetch().
   async listOffset(topic, partition, spec) {
     const specs = { earliest: 'OFFSET_SPEC_EARLIEST', latest: 'OFFSET_SPEC_LATEST' };
     if (!specs[spec]) throw new Error(`listOffset takes 'earliest' or 'latest', not ${spec}`);
-    const request = {
-      topics: [{ name: topic, partitions: [{ partition, offset_spec: specs[spec] }] }],
-    };
     return withRetries(this.timeoutMs, async () => {
       const leader = await this.leaderOf(topic, partition);
+      const data = { partition, offset_spec: specs[spec], current_leader_epoch: leader.leaderEpoch };
+      const request = { topics: [{ name: topic, partitions: [data] }] };
       const answer = await this.call('broker', leader.endpoint, 'ListOffsets', request);
       return toInt(check(partitionResult(answer, topic, partition), `${topic}[${partition}]`).offset);
     });

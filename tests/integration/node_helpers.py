@@ -137,9 +137,9 @@ def start_node_script(
 # A Node script's frame against a fake Samsa server in the same process: HANDLERS is an object
 # literal mapping a service name (as samsa.js loads it: broker, controller, lookup, group) to
 # its method handlers; `server_calls` collects every request the fake answered, as
-# [method, request], and `endpoint` is its host:port (for answers naming a broker). `client` (a
-# SamsaClient bootstrapping from the fake, with `options`) and `data` are in scope of BODY, whose
-# return value is printed as JSON.
+# [method, request] (`asked_before(method)` counts them), and `endpoint` is its host:port (for
+# answers naming a broker). `client` (a SamsaClient bootstrapping from the fake, with
+# `options`) and `data` are in scope of BODY, whose return value is printed as JSON.
 FAKE_SERVER_SCRIPT = """
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
@@ -160,6 +160,8 @@ const SERVICES = {
 const data = JSON.parse(process.env.NODE_TEST_DATA);
 const options = JSON.parse(process.env.NODE_TEST_OPTIONS);
 const server_calls = [];
+// How many `method` requests came before the one being answered.
+const asked_before = (method) => server_calls.filter(([name]) => name === method).length - 1;
 let endpoint = null; // the fake's host:port, once it listens
 const handlers = (HANDLERS);
 const server = new grpc.Server();

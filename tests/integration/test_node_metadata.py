@@ -3,10 +3,12 @@ a fake server.
 
 Goal: the client reads a topic's every partition, however many pages DescribeTopics answers
 them in (at most partition_limit per answer, 2,000 by default), so that a topic of more
-partitions can be written and read whole and keys are partitioned over the true count.
+partitions can be written and read whole and keys are partitioned over the true count; and it
+names the leader epoch its metadata gave with Fetch and ListOffsets (KIP-320), so that a
+deposed leader not yet told refuses instead of answering from its stale log.
 
-Method: a Node script runs a fake ControllerService (real gRPC on loopback, in the same
-process) that pages its answers as a server does, and a SamsaClient against it. Skipped when
+Method: a Node script runs a fake ControllerService and BrokerService (real gRPC on loopback, in
+the same process) that answer as a server does, and a SamsaClient against them. Skipped when
 `node` or clients/node/node_modules is missing.
 """
 
@@ -50,3 +52,59 @@ def test_a_topic_answered_in_pages_is_read_whole() -> None:
     """
     outcome = node_with_fake_server(PAGED_CONTROLLER, body, {"partitions": 2500}, timeoutMs=2000)
     assert outcome == {"count": 2500, "last": 2499, "epoch": 3}
+
+
+# The controller names the fake (broker 1) leader at epoch 4, but the fake is the leader deposed
+# at epoch 3, not yet told: for its first `data.stale_answers` requests it answers from its
+# stale log (record "stale" at offset 9, log start 9) unless the request names an epoch above 3,
+# which it refuses with UNKNOWN_LEADER_EPOCH (Kafka's rule); then it has caught up (epoch 4,
+# record "fresh" at offset 5, log start 5).
+DEPOSED_LEADER = """{
+  controller: {
+    DescribeTopics(request) {
+      const partitions = [{ partition: 0, leader: 1, leader_epoch: 4, replicas: [1], isr: [1] }];
+      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
+      return { topics: [topic], broker_endpoints: { 1: endpoint } };
+    },
+  },
+  broker: {
+    Fetch(request) {
+      const asked = request.topics[0].partitions[0];
+      const answer = (partition) => ({ topics: [{ name: request.topics[0].name, partitions: [
+        { partition: 0, high_watermark: 10, next_fetch_offset: 10, ...partition }] }] });
+      const stale = asked_before('Fetch') < data.stale_answers;
+      if (stale && asked.current_leader_epoch > 3) {
+        return answer({ error_code: 'ERROR_CODE_UNKNOWN_LEADER_EPOCH' });
+      }
+      const [offset, value] = stale ? [9, 'stale'] : [5, 'fresh'];
+      return answer({ decoded_records: [{ offset, timestamp_ms: 1, value: Buffer.from(value) }] });
+    },
+    ListOffsets(request) {
+      const asked = request.topics[0].partitions[0];
+      const answer = (partition) => ({ topics: [{ name: request.topics[0].name, partitions: [
+        { partition: 0, leader_epoch: 4, ...partition }] }] });
+      const stale = asked_before('ListOffsets') < data.stale_answers;
+      if (stale && asked.current_leader_epoch > 3) {
+        return answer({ error_code: 'ERROR_CODE_UNKNOWN_LEADER_EPOCH', offset: -1 });
+      }
+      return answer({ offset: stale ? 9 : 5 });
+    },
+  },
+}"""
+
+
+def test_a_deposed_leader_not_yet_told_is_not_read() -> None:
+    body = """
+    const fetched = await client.fetch('moved', 0, 0, 0);
+    const earliest = await client.listOffset('moved', 0, 'earliest');
+    const epochs = server_calls
+      .filter(([method]) => method === 'Fetch' || method === 'ListOffsets')
+      .map(([method, request]) => request.topics[0].partitions[0].current_leader_epoch);
+    return {
+      values: fetched.records.map((r) => r.value.toString()),
+      earliest,
+      epochs: [...new Set(epochs)],
+    };
+    """
+    outcome = node_with_fake_server(DEPOSED_LEADER, body, {"stale_answers": 2}, timeoutMs=5000)
+    assert outcome == {"values": ["fresh"], "earliest": 5, "epochs": [4]}
