@@ -182,6 +182,8 @@ class GroupMember:
 
     def unsubscribe(self, now_ms: int) -> None:
         """Leave: give everything back (on_revoked), then send the leave heartbeat."""
+        if self.state is MemberState.LEAVING:
+            self.subscription = None  # a subscribe() since the leave began is taken back
         if self.state in (MemberState.UNSUBSCRIBED, MemberState.LEAVING, MemberState.FATAL):
             return
         self.subscription = None

@@ -258,3 +258,15 @@ def test_subscribing_again_while_the_leave_is_under_way_joins_once_it_ended(
     join = m.heartbeat_request(6001)
     assert join is not None and join.member_epoch == 0
     assert list(join.subscription.topic_names) == ["refunds"]
+
+
+def test_unsubscribing_again_while_leaving_takes_back_a_subscribe_made_meanwhile() -> None:
+    m = member()
+    joined(m, 0)
+    m.unsubscribe(1000)
+    run_callbacks(m, 1000)
+    assert m.heartbeat_request(1000) is not None
+    m.subscribe(Subscription(topics=frozenset({"refunds"})), 2000)
+    m.unsubscribe(3000)  # close(): the member must not join again once the leave ends
+    m.on_heartbeat_answer(answer(-1), 3001)
+    assert m.state is MemberState.UNSUBSCRIBED and m.heartbeat_request(3001) is None
