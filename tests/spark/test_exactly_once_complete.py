@@ -7,6 +7,8 @@ fake Admin, no Spark session, no cluster."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from samsa.client.transaction_admin import (
@@ -127,3 +129,79 @@ def test_nothing_to_complete_opens_no_admin(monkeypatch: pytest.MonkeyPatch) -> 
     empty = TaskTransaction("spark-q-3-0", None, 0)
     writer().commit([empty, None], 3)
     writer().abort([empty, None], 3)
+
+
+class FakeContext:
+    def __init__(self, properties: dict[str, str]) -> None:
+        self.properties = properties
+
+    def getLocalProperty(self, key: str) -> str | None:
+        return self.properties.get(key)
+
+    def partitionId(self) -> int:
+        return 0
+
+    def attemptNumber(self) -> int:
+        return 0
+
+
+class ZombieCommitsFirst(FakeAdmin):
+    """A driver of the run before (alive after all) commits the transaction it prepared just
+    as this task looks: the look sees it open, the commit lands before any abort."""
+
+    def describe_transactions(self, names: list[str]) -> dict[str, TransactionDescription]:
+        described = super().describe_transactions(names)
+        if self.states["spark-q-3-0"] == "Ongoing":
+            self.states["spark-q-3-0"] = "PrepareCommit"  # after the answer left
+        return described
+
+    def complete_transaction(self, prepared: PreparedTransaction, commit: bool) -> None:
+        if self.states[prepared.transactional_id] == "PrepareCommit" and not commit:
+            raise TransactionError.of(ErrorCode.INVALID_TXN_STATE, "it is being committed")
+        super().complete_transaction(prepared, commit)
+
+
+def replayed_task(monkeypatch: pytest.MonkeyPatch, admin: FakeAdmin) -> list[str]:
+    """Run write() as task 0 of batch 3 of query q; returns the producers it made."""
+    made: list[str] = []
+
+    class NoProducer:
+        def __init__(self, config: dict) -> None:
+            made.append(str(config["transactional.id"]))
+            raise RuntimeError("stop here: this task would write")
+
+    context = FakeContext({"sql.streaming.queryId": "q", "streaming.sql.batchId": "3"})
+    monkeypatch.setattr(exactly_once.TaskContext, "get", staticmethod(lambda: context))
+    monkeypatch.setattr(exactly_once, "Admin", admin)
+    monkeypatch.setattr(exactly_once, "Producer", NoProducer)
+    with contextlib.suppress(RuntimeError):
+        writer().write(iter([object()]))  # type: ignore[list-item]
+    return made
+
+
+def test_a_replayed_task_writes_nothing_when_a_zombie_driver_commits_its_part_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    admin = ZombieCommitsFirst({"spark-q-3-0": "Ongoing"}, {})
+    assert replayed_task(monkeypatch, admin) == []
+    assert admin.states["spark-q-3-0"] == "PrepareCommit"
+
+
+def test_a_replayed_task_aborts_the_open_part_of_the_run_before_then_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    admin = FakeAdmin({"spark-q-3-0": "Ongoing"}, {})
+    assert replayed_task(monkeypatch, admin) == ["spark-q-3-0"]
+    assert admin.completed == [("spark-q-3-0", False)]  # no zombie commit can land after this
+
+
+def test_a_task_without_the_streaming_properties_refuses_to_guess_its_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A made-up id (spark-unknown-0-P) is shared by every query: a part another query
+    committed under it would be skipped here as already written."""
+    context = FakeContext({})
+    monkeypatch.setattr(exactly_once.TaskContext, "get", staticmethod(lambda: context))
+    monkeypatch.setattr(exactly_once, "Admin", FakeAdmin({}, {}))
+    with pytest.raises(RuntimeError, match=r"sql\.streaming\.queryId"):
+        writer().write(iter([]))

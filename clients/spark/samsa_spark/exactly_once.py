@@ -26,6 +26,7 @@ with no rows opens no transaction. Options: those of the plain sink (sink.py), p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
@@ -93,13 +94,16 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         context = TaskContext.get()
         assert context is not None, "write() runs in a Spark task"
-        name = transactional_id(
-            context.getLocalProperty("sql.streaming.queryId") or "unknown",
-            context.getLocalProperty("streaming.sql.batchId") or "0",
-            context.partitionId(),
-        )
+        query_id = context.getLocalProperty("sql.streaming.queryId")
+        batch_id = context.getLocalProperty("streaming.sql.batchId")
+        if not query_id or not batch_id:  # a made-up id would be shared with other queries
+            raise RuntimeError(
+                "the exactly-once sink runs in a streaming query's tasks, whose local properties "
+                "sql.streaming.queryId and streaming.sql.batchId name its transactions: missing"
+            )
+        name = transactional_id(query_id, batch_id, context.partitionId())
         with Admin(self._admin_config()) as admin:
-            if _state(admin, name) in COMMITTED:
+            if _committed_before(admin, name):
                 for _ in iterator:  # an earlier run of this batch committed this part
                     pass
                 return TaskTransaction(name, None, 0)
@@ -196,6 +200,27 @@ def _not_committed(
 def _kill_driver() -> None:
     os.killpg(int(os.environ[DRIVER_PROCESS_GROUP]), signal.SIGKILL)
     os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def _committed_before(admin: Admin, name: str) -> bool:
+    """Whether an earlier run of this batch committed this task's part. A part it prepared and
+    left open is aborted here, with the identity it was prepared under, before the answer is
+    taken: left to init_transactions, a driver of that run still alive (a zombie) could commit
+    it between this look and the fencing, and the part would then be written twice. The
+    coordinator orders the two EndTxns: a commit first refuses the abort, and the state says
+    committed."""
+    try:
+        described = admin.describe_transactions([name])[name]
+    except TransactionError as error:
+        if error.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+            return False
+        raise
+    if described.state != "Ongoing":
+        return described.state in COMMITTED
+    prepared = PreparedTransaction(name, described.producer_id, described.producer_epoch)
+    with contextlib.suppress(TransactionError):  # ended meanwhile: the state says how
+        admin.complete_transaction(prepared, False)
+    return _state(admin, name) in COMMITTED
 
 
 def _state(admin: Admin, name: str) -> str | None:
