@@ -2,7 +2,10 @@
 checked: each error names the option and what to write instead.
 
 - `samsa.bootstrap.servers` (required); every `samsa.*` key goes to the client without the
-  prefix, as the Kafka connector passes `kafka.*` keys.
+  prefix, as the Kafka connector passes `kafka.*` keys, checked here as a consumer checks its
+  settings (a misspelt key is an error naming it); `samsa.auto.offset.reset` and
+  `samsa.enable.auto.commit` are refused (the source decides those, as the Kafka connector
+  does), and `samsa.isolation.level` is the `isolation.level` option.
 - Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`
   (JSON `{"topic": [0, 1]}`). The pattern is RE2 matched against whole topic names, internal
   topics (`__*`) never, exactly as a consumer group's regex (samsa.common.topic_regex): the same
@@ -19,7 +22,8 @@ checked: each error names the option and what to write instead.
 - `includeHeaders` (false), `isolation.level` (`read_committed`, the default, or
   `read_uncommitted`), `failOnDataLoss` (true), `minPartitions` (split large ranges so that there
   are at least this many tasks); streaming: `maxOffsetsPerTrigger` and `minOffsetsPerTrigger`
-  (admission control, records per micro-batch), and `maxTriggerDelay` (15m: how long
+  (admission control, records per micro-batch; both together: the minimum, at most the
+  maximum, min <= max), and `maxTriggerDelay` (15m: how long
   minOffsetsPerTrigger may hold records back; a number with ms, s, m, h or d).
 
 Offsets travel as canonical JSON (sorted keys, no spaces): Spark compares offsets as strings.
@@ -33,6 +37,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from samsa.client.config import ConsumerConfig
+from samsa.common.errors import InvalidConfigError
 from samsa.common.topic_regex import matcher, pattern_error
 
 EARLIEST, LATEST = -2, -1
@@ -85,6 +91,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     }
     if not client.get("bootstrap.servers"):
         raise OptionError("samsa.bootstrap.servers is required: the brokers' host:port list")
+    _check_client(client)
     chosen = [name for name in ("subscribe", "subscribePattern", "assign") if get(name)]
     if len(chosen) != 1:
         raise OptionError(
@@ -96,6 +103,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     assign: tuple[TopicPartition, ...] = ()
     if chosen == ["subscribe"]:
         subscribe = tuple(t.strip() for t in (get("subscribe") or "").split(",") if t.strip())
+        if not subscribe:
+            raise OptionError(f"subscribe names no topic: {get('subscribe')!r}")
     elif chosen == ["subscribePattern"]:
         pattern = get("subscribePattern") or ""
         error = pattern_error(pattern)
@@ -103,6 +112,13 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             raise OptionError(f"subscribePattern {pattern!r} is not a regex: {error}")
     else:
         assign = _assign(get("assign") or "")
+    min_rows = _positive("minOffsetsPerTrigger", get("minOffsetsPerTrigger"))
+    max_rows = _positive("maxOffsetsPerTrigger", get("maxOffsetsPerTrigger"))
+    if min_rows is not None and max_rows is not None and min_rows > max_rows:
+        raise OptionError(
+            f"minOffsetsPerTrigger {min_rows} is above maxOffsetsPerTrigger {max_rows}: no "
+            "micro-batch could hold it"
+        )
     return SourceOptions(
         client=client,
         subscribe=subscribe,
@@ -116,11 +132,11 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         ending_times=_times(get, "endingTimestamp", "endingOffsetsByTimestamp"),
         starting_time_strategy=_strategy(get("startingOffsetsByTimestampStrategy")),
         include_headers=_bool("includeHeaders", get("includeHeaders"), False),
-        isolation=_isolation(get("isolation.level")),
+        isolation=_isolation(get("isolation.level"), client.get("isolation.level")),
         fail_on_data_loss=_bool("failOnDataLoss", get("failOnDataLoss"), True),
         min_partitions=_positive("minPartitions", get("minPartitions")),
-        max_offsets_per_trigger=_positive("maxOffsetsPerTrigger", get("maxOffsetsPerTrigger")),
-        min_offsets_per_trigger=_positive("minOffsetsPerTrigger", get("minOffsetsPerTrigger")),
+        max_offsets_per_trigger=max_rows,
+        min_offsets_per_trigger=min_rows,
         max_trigger_delay_ms=_duration_ms("maxTriggerDelay", get("maxTriggerDelay") or "15m"),
     )
 
@@ -164,11 +180,14 @@ def _assign(text: str) -> tuple[TopicPartition, ...]:
     except json.JSONDecodeError as error:
         raise OptionError(f'assign must be JSON like {{"topic": [0, 1]}}: {error}') from None
     if not isinstance(parsed, dict) or not all(
-        isinstance(ps, list) and all(isinstance(p, int) and p >= 0 for p in ps)
+        isinstance(ps, list) and all(type(p) is int and p >= 0 for p in ps)
         for ps in parsed.values()
     ):
         raise OptionError('assign must map each topic to a list of partitions: {"topic": [0, 1]}')
-    return tuple(sorted((topic, p) for topic, ps in parsed.items() for p in ps))
+    assigned = tuple(sorted({(topic, p) for topic, ps in parsed.items() for p in ps}))
+    if not assigned:
+        raise OptionError(f"assign names no partition: {text!r}")
+    return assigned
 
 
 def _offsets(name: str, text: str, *, ending: bool = False) -> str | dict[str, dict[int, int]]:
@@ -234,11 +253,47 @@ def _bool(name: str, text: str | None, default: bool) -> bool:
     raise OptionError(f"{name} must be true or false, not {text!r}")
 
 
-def _isolation(text: str | None) -> str:
-    level = text or "read_committed"
+def _isolation(text: str | None, client: str | None) -> str:
+    """isolation.level, or samsa.isolation.level (the Kafka connector's kafka.isolation.level)."""
+    if text is not None and client is not None and text != client:
+        raise OptionError(
+            f"samsa.isolation.level and isolation.level disagree ({client!r}, {text!r}): set one"
+        )
+    level = text or client or "read_committed"
     if level not in ("read_committed", "read_uncommitted"):
         raise OptionError(f"isolation.level must be read_committed or read_uncommitted: {level!r}")
     return level
+
+
+# samsa.* keys a consumer takes but the source decides itself (the Kafka connector refuses them).
+_DECIDED_BY_THE_SOURCE = {
+    "auto.offset.reset": "use startingOffsets (and failOnDataLoss) instead",
+    "enable.auto.commit": "the source commits no offsets: Spark's checkpoint holds the position",
+}
+
+
+def _check_client(client: dict[str, str]) -> None:
+    """The samsa.* keys, refused here (on the driver) as a consumer would refuse them."""
+    for key, why in _DECIDED_BY_THE_SOURCE.items():
+        if key in client:
+            raise OptionError(f"samsa.{key} is not taken: {why}")
+    if "request.timeout.ms" in client:  # the range reader's (a consumer has none)
+        _positive("samsa.request.timeout.ms", client["request.timeout.ms"])
+    consumer = {key: value for key, value in client.items() if key != "request.timeout.ms"}
+    try:
+        ConsumerConfig.from_dict(consumer)
+    except InvalidConfigError as error:
+        culprit = next((key for key in consumer if _refused_alone(consumer, key)), None)
+        where = f"samsa.{culprit}" if culprit else "the samsa.* options"
+        raise OptionError(f"{where}: {error}") from None
+
+
+def _refused_alone(client: dict[str, str], key: str) -> bool:
+    try:
+        ConsumerConfig.from_dict({"bootstrap.servers": "localhost:9092", key: client[key]})
+    except InvalidConfigError:
+        return True
+    return False
 
 
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -80,16 +80,24 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest,
             max_rows=limit.max_rows if isinstance(limit, ReadMaxRows) else None,
             min_rows=(
-                limit.min_rows
-                if isinstance(limit, ReadMinRows)
-                and self._available_now is None
-                and not self._delayed_too_long()
+                self._min_rows(limit)
+                if self._available_now is None and not self._delayed_too_long()
                 else None
             ),
         )
         if end != positions:
             self._last_trigger = time.monotonic()
         return so.to_offset(end)
+
+    def _min_rows(self, limit: ReadLimit) -> int | None:
+        """The records a micro-batch waits for. With both maxOffsetsPerTrigger and
+        minOffsetsPerTrigger, Spark hands over the maximum only (PySpark has no composite
+        limit): the minimum still applies, as in the Kafka connector."""
+        if isinstance(limit, ReadMinRows):
+            return limit.min_rows
+        if isinstance(limit, ReadMaxRows):
+            return self.options.min_offsets_per_trigger
+        return None
 
     def _delayed_too_long(self) -> bool:
         """Whether minOffsetsPerTrigger has held records back for maxTriggerDelay since the
