@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
-from samsa.client.consumer import (
+from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
     group_of,

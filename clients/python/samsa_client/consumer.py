@@ -48,6 +48,14 @@ from typing import Any, TypeVar
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
+from samsa.client.consumer_calls import (
+    LEAVE_TIMEOUT_S,
+    POSITION_WAIT_MARGIN_S,
+    check_open,
+    group_of,
+    offsets_to_commit,
+    poll_timer_wait_s,
+)
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
@@ -81,40 +89,6 @@ T = TypeVar("T")
 
 # How long close() waits for the driver to stop and the loop thread to end.
 STOP_TIMEOUT_S = 5.0
-# position() waits for its lookup at most session.timeout.ms (the lookup's own limit) plus this.
-POSITION_WAIT_MARGIN_S = 5.0
-# unsubscribe() and close() wait this long at most for the leave heartbeat's answer.
-LEAVE_TIMEOUT_S = 5.0
-
-
-def poll_timer_wait_s(config: ConsumerConfig) -> float:
-    """poll()'s longest wait between poll-timer restarts: well within max.poll.interval.ms."""
-    return config.max_poll_interval_ms / 2000
-
-
-def group_of(driver: ConsumerDriver, call: str) -> GroupDriver:
-    """The consumer's group driver; a clear error when no group.id was configured."""
-    if driver.group is None:
-        raise KafkaError(
-            f"{call} needs a group.id in the consumer's configuration", ErrorCode.INVALID_GROUP_ID
-        )
-    return driver.group
-
-
-def offsets_to_commit(
-    driver: ConsumerDriver, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
-) -> dict[TopicPartition, OffsetAndMetadata]:
-    """Under no lock: the given offsets, or the consumed positions of every assigned partition."""
-    if offsets is not None:
-        return {
-            (topic, int(partition)): at
-            if isinstance(at, OffsetAndMetadata)
-            else OffsetAndMetadata(at)
-            for (topic, partition), at in offsets.items()
-        }
-    with driver.lock:
-        consumed = driver.state.consumed()
-    return {tp: OffsetAndMetadata(offset, epoch) for tp, (offset, epoch) in consumed.items()}
 
 
 class Consumer:
@@ -148,6 +122,7 @@ class Consumer:
     ) -> None:
         """Join the group (`group.id`) for these topics, or the topics whose whole name matches
         `pattern`; the coordinator assigns partitions, `listener` is told from `poll()`."""
+        self._check_open()
         group = group_of(self._driver, "subscribe()")
         group.join(subscription_of(topics, pattern))
         self._listener = listener or ConsumerRebalanceListener()
@@ -155,6 +130,7 @@ class Consumer:
 
     def unsubscribe(self) -> None:
         """Give every partition back (on_partitions_revoked, after an auto-commit) and leave."""
+        self._check_open()
         group = self._driver.group
         if group is None:
             return
@@ -175,6 +151,7 @@ class Consumer:
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly these partitions, starting at the group's committed offsets (with a
         group.id), else per `auto.offset.reset`."""
+        self._check_open()
         assigned = [(topic, int(partition)) for topic, partition in partitions]
         with self._progress:
             check_not_subscribed(self._driver.group)
@@ -198,15 +175,18 @@ class Consumer:
             return subscribed_topics(subscription, self._state.assignment())
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._check_open()
         with self._progress:
             self._state.seek(tp, offset)
         self._driver.wake_threadsafe()
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        self._check_open()
         with self._progress:
             self._state.seek_to(partitions, EARLIEST)
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        self._check_open()
         with self._progress:
             self._state.seek_to(partitions, LATEST)
 
@@ -215,11 +195,13 @@ class Consumer:
         driver is woken: records of theirs waiting for poll() held back their brokers' next
         fetch, which poll() no longer sends by taking them (the driver's idle turn did, 0.5 s
         later)."""
+        self._check_open()
         with self._progress:
             self._state.pause(partitions)
         self._driver.wake_threadsafe()
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self._check_open()
         with self._progress:
             self._state.resume(partitions)
         self._driver.wake_threadsafe()
@@ -230,6 +212,7 @@ class Consumer:
 
     def position(self, tp: TopicPartition) -> int:
         """The offset of the next record poll() returns for `tp` (looked up if need be)."""
+        self._check_open()
         deadline = time.monotonic() + self.config.session_timeout_ms / 1000
         deadline += POSITION_WAIT_MARGIN_S
         with self._progress:
@@ -292,6 +275,7 @@ class Consumer:
         """Commit these offsets (the next offsets to read), or the consumed positions of every
         assigned partition; waits for the coordinator's answer. CommitFailedError when this
         member is no longer in the group."""
+        self._check_open()
         group = group_of(self._driver, "commit()")
         self._on_loop(group.commit(offsets_to_commit(self._driver, offsets)))
 
@@ -308,12 +292,14 @@ class Consumer:
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offset of each partition (None: nothing committed)."""
+        self._check_open()
         group = group_of(self._driver, "committed()")
         wanted = [(topic, int(partition)) for topic, partition in partitions]
         return self._on_loop(group.fetch_committed(wanted))
 
     def group_metadata(self) -> GroupMetadata:
         """This consumer's group id, member id and epoch."""
+        self._check_open()
         return group_of(self._driver, "group_metadata()").metadata()
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -441,8 +427,7 @@ class Consumer:
             return self._state.read_replicas()
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise KafkaError("the consumer is closed", ErrorCode.INVALID_REQUEST)
+        check_open(self._closed)
 
     def _notify_progress(self) -> None:
         """On the loop: an answer was applied, so records, positions or errors may be ready."""

@@ -1,0 +1,61 @@
+"""What the two consumer facades (consumer.py's Consumer, async_consumer.py's AsyncConsumer)
+share: their waits and the small calls over the consumer driver that neither owns. No I/O here:
+the facades call the driver and the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from samsa.client.config import ConsumerConfig
+from samsa.client.errors import KafkaError
+from samsa.client.group_admin import OffsetAndMetadata
+from samsa.common.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from samsa.client.consumer_driver import ConsumerDriver
+    from samsa.client.group_driver import GroupDriver
+
+TopicPartition = tuple[str, int]
+
+# position() waits for its lookup at most session.timeout.ms (the lookup's own limit) plus this.
+POSITION_WAIT_MARGIN_S = 5.0
+# unsubscribe() and close() wait this long at most for the leave heartbeat's answer.
+LEAVE_TIMEOUT_S = 5.0
+
+
+def poll_timer_wait_s(config: ConsumerConfig) -> float:
+    """poll()'s longest wait between poll-timer restarts: well within max.poll.interval.ms."""
+    return config.max_poll_interval_ms / 2000
+
+
+def group_of(driver: ConsumerDriver, call: str) -> GroupDriver:
+    """The consumer's group driver; a clear error when no group.id was configured."""
+    if driver.group is None:
+        raise KafkaError(
+            f"{call} needs a group.id in the consumer's configuration", ErrorCode.INVALID_GROUP_ID
+        )
+    return driver.group
+
+
+def offsets_to_commit(
+    driver: ConsumerDriver, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Under no lock: the given offsets, or the consumed positions of every assigned partition."""
+    if offsets is not None:
+        return {
+            (topic, int(partition)): at
+            if isinstance(at, OffsetAndMetadata)
+            else OffsetAndMetadata(at)
+            for (topic, partition), at in offsets.items()
+        }
+    with driver.lock:
+        consumed = driver.state.consumed()
+    return {tp: OffsetAndMetadata(offset, epoch) for tp, (offset, epoch) in consumed.items()}
+
+
+def check_open(closed: bool) -> None:
+    """Every call of a closed consumer is refused, as Kafka's (IllegalStateException)."""
+    if closed:
+        raise KafkaError("the consumer is closed", ErrorCode.INVALID_REQUEST)
