@@ -25,11 +25,24 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from samsa.common import limits
 from samsa.common.topic_regex import matcher
 from samsa.services.coordinator.assignors import MemberSubscription, assignor_named
-from samsa.services.coordinator.group_model import ConsumerGroup, Member, Partitions, normal
+from samsa.services.coordinator.group_model import (
+    ConsumerGroup,
+    Member,
+    Partitions,
+    normal,
+    to_topic_partitions,
+)
+from samsa.v1 import group_records_pb2 as g
 
 INTERNAL_TOPIC_PREFIX = "__"
+# The largest target record of one member: it, and the member's current assignment (which may
+# hold two targets' worth), must each fit one batch of __consumer_offsets, whose broker refuses a
+# batch over max.message.bytes, failing every group of the partition. About 2,000 topics with
+# 240-character names, or 250,000 partitions.
+TARGET_RECORD_BYTES_MAX = (limits.max_message_bytes_default - 4 * 1024) // 2
 
 
 def resolve(
@@ -79,9 +92,13 @@ def assignor_name_of(group: ConsumerGroup, default: str) -> str:
 
 
 def compute_target(
-    group: ConsumerGroup, topics: Mapping[str, int], default_assignor: str
+    group: ConsumerGroup,
+    topics: Mapping[str, int],
+    default_assignor: str,
+    excluded: frozenset[str] = frozenset(),
 ) -> dict[str, Partitions]:
-    """The new target: member -> partitions (every member present, maybe with nothing)."""
+    """The new target: member -> partitions (every member present, maybe with nothing; the
+    `excluded` members with nothing, as if they subscribed to nothing)."""
     assignor = assignor_named(assignor_name_of(group, default_assignor))
     assert assignor is not None, "assignor names are checked before they are stored"
     subscribed = subscribed_topics(group.members.values(), topics)
@@ -89,9 +106,32 @@ def compute_target(
         MemberSubscription(
             member_id=member.member_id,
             instance_id=member.instance_id or None,
-            topics=resolve(member.topic_names, member.topic_regex, subscribed),
+            topics=frozenset()
+            if member.member_id in excluded
+            else resolve(member.topic_names, member.topic_regex, subscribed),
         )
         for member in group.members.values()
     ]
     target = assignor.assign(members, subscribed, group.target)
     return {member.member_id: normal(target.get(member.member_id, {})) for member in members}
+
+
+def bounded_target(
+    group: ConsumerGroup, topics: Mapping[str, int], default_assignor: str
+) -> tuple[dict[str, Partitions], dict[str, int]]:
+    """`compute_target`, except that a member whose new target record would take more than
+    TARGET_RECORD_BYTES_MAX gets nothing (the others share its partitions, in another round):
+    the target, and the bytes each refused member's target would have taken."""
+    refused: dict[str, int] = {}
+    while True:
+        target = compute_target(group, topics, default_assignor, frozenset(refused))
+        too_large = {}
+        for member_id, partitions in target.items():
+            if partitions == group.target.get(member_id, {}):
+                continue  # stored already
+            value = g.TargetAssignmentMemberValue(partitions=to_topic_partitions(partitions))
+            if (size := value.ByteSize()) > TARGET_RECORD_BYTES_MAX:
+                too_large[member_id] = size
+        if not too_large:
+            return target, refused
+        refused.update(too_large)  # a round refuses one more member at least: this ends

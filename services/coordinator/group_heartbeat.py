@@ -19,7 +19,8 @@ the RecordCollector (so the next step sees them):
    subscription digest that moved with the topics bumps the group epoch.
 5. When group_epoch > assignment_epoch the assignor computes a new target: one
    target_assignment_member record per member whose target changed, then the
-   target_assignment_metadata record.
+   target_assignment_metadata record. A member whose target would not fit one record gets
+   nothing, and its heartbeats MESSAGE_TOO_LARGE (group_assignment.bounded_target).
 6. The member reconciles (reconciliation.next_assignment); its current_assignment record is
    written when that changed anything. The answer carries the full assigned set.
 
@@ -37,7 +38,8 @@ from samsa.common.topic_regex import TOPIC_REGEX_LENGTH_MAX, pattern_error
 from samsa.services.coordinator import group_records as records
 from samsa.services.coordinator.assignors import ASSIGNORS
 from samsa.services.coordinator.group_assignment import (
-    compute_target,
+    TARGET_RECORD_BYTES_MAX,
+    bounded_target,
     subscribed_topics,
     subscription_digest,
 )
@@ -112,6 +114,14 @@ def heartbeat(
         reported = from_topic_partitions(request.owned_partitions.topics)
     _reconcile(writer, group, member, reported)
     _set_timers(member, now_ms, config)
+    if (size := group.oversized.get(member.member_id)) is not None:
+        message = (
+            f"member {member.member_id!r} would be assigned {size} bytes of partitions, over the "
+            f"{TARGET_RECORD_BYTES_MAX} one record of __consumer_offsets holds, so it is assigned "
+            "nothing: subscribe to fewer topics (or ones with shorter names), or add members"
+        )  # what was written stays written
+        error = ErrorCode.MESSAGE_TOO_LARGE, message
+        return GroupResult(writer.records, _refused(request, error).response)
     return writer.result(_answer(request, member.member_epoch, member.assigned, config))
 
 
@@ -357,7 +367,8 @@ def _update_metadata(
 def _write_target(
     writer: RecordCollector, group: ConsumerGroup, topics: Mapping[str, int], config: GroupConfig
 ) -> None:
-    target = compute_target(group, topics, config.default_assignor)
+    """Write the new target (nothing for members whose target would not fit one record)."""
+    target, group.oversized = bounded_target(group, topics, config.default_assignor)
     for member_id in sorted(target):
         if target[member_id] != group.target.get(member_id, {}):
             value = g.TargetAssignmentMemberValue(partitions=to_topic_partitions(target[member_id]))

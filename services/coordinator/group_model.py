@@ -124,6 +124,10 @@ class ConsumerGroup:
     # then its offsets count from their commit); offset retention counts from it. In memory
     # only: a load starts it again for every empty group, so a failover never expires early.
     empty_since_ms: int | None = field(default=None, compare=False)
+    # Members the last target computation gave nothing because their target would not fit one
+    # record (group_assignment.bounded_target) -> the bytes it would take: their heartbeats are
+    # answered MESSAGE_TOO_LARGE. In memory only: a load forgets it until the next computation.
+    oversized: dict[str, int] = field(default_factory=dict, compare=False)
 
     def metadata_value(self) -> g.GroupMetadataValue:
         return g.GroupMetadataValue(
