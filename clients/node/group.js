@@ -35,21 +35,35 @@ function samePartitions(a, b) {
 }
 
 // A consumer-group member (KIP-848): it heartbeats in the background every
-// heartbeat_interval_ms and owns exactly what the last answer assigned. The coordinator
-// computes every assignment; the member only reports what it owns when that changes.
+// heartbeat_interval_ms and owns what the last answer assigned. The coordinator computes every
+// assignment; the member only reports what it owns when that changes.
+//
+// onRevoke (optional), Kafka's onPartitionsRevoked: an async function called with the
+// partitions ([{topic, partition}]) the coordinator takes away, before the member gives them
+// up. Until it settles the member still owns them (it may commit them: the coordinator hands
+// them to another member only once this one reported them gone) and heartbeats on; then it
+// owns the coordinator's latest assignment and reports it. It should finish within
+// rebalanceTimeoutMs, after which the coordinator removes the member. Without it, partitions
+// taken away are given up at once. Partitions lost by a fenced member (UNKNOWN_MEMBER_ID,
+// FENCED_MEMBER_EPOCH: another member may own them already) are dropped without a call.
 class GroupMember {
-  constructor(client, groupId, topics, { rebalanceTimeoutMs = 30000 } = {}) {
+  constructor(client, groupId, topics, { rebalanceTimeoutMs = 30000, onRevoke = null } = {}) {
     this.client = client;
     this.groupId = groupId;
     this.topics = topics;
     this.rebalanceTimeoutMs = rebalanceTimeoutMs;
+    this.onRevoke = onRevoke;
     this.memberId = crypto.randomUUID(); // made once, kept across rejoins
     this.memberEpoch = 0;
     this.assignment = []; // [{topic, partition}] the member owns now
+    this.target = []; // what the coordinator last assigned
+    this.revoking = null; // onRevoke's Promise, while it runs
     this.ownedChanged = true; // owned_partitions must be sent (join: empty)
+    this.ownedVersion = 0; // counts assignment changes, so a report in flight is not taken for a later one
     this.intervalMs = 1000;
     this.timer = null;
     this.beating = null; // the heartbeat in flight
+    this.inFlight = false; // a heartbeat is being sent (not only scheduled)
     this.error = null; // a heartbeat error that stopped the member
     this.lastError = null; // the last heartbeat failure that did not stop it
     this.listeners = [];
@@ -78,6 +92,7 @@ class GroupMember {
 
   async heartbeat() {
     const sentOwned = this.ownedChanged;
+    const sentVersion = this.ownedVersion;
     const answer = await this.client.groupCall(
       this.groupId,
       'ConsumerGroupHeartbeat',
@@ -87,21 +102,54 @@ class GroupMember {
     if (REJOIN.has(answer.error_code)) {
       // Drop every partition without committing and join again with epoch 0.
       this.memberEpoch = 0;
+      this.target = [];
       this.setAssignment([]);
       return;
     }
     check(answer, `group ${this.groupId}`);
-    if (sentOwned) this.ownedChanged = false;
+    if (sentOwned && sentVersion === this.ownedVersion) this.ownedChanged = false;
     this.memberEpoch = answer.member_epoch;
     this.intervalMs = answer.heartbeat_interval_ms || this.intervalMs;
     // The answer is always the full set (never a change); unset on error only.
-    if (answer.assignment) this.setAssignment(fromOwnedPartitions(answer.assignment));
+    if (answer.assignment) this.onTarget(fromOwnedPartitions(answer.assignment));
+  }
+
+  // The coordinator's assignment: owned at once, unless it takes partitions away and onRevoke
+  // is given, which runs first (see the class comment); a target that comes meanwhile is
+  // applied when it settled.
+  onTarget(partitions) {
+    this.target = partitions;
+    if (this.revoking) return;
+    const kept = new Set(partitions.map((tp) => `${tp.topic}:${tp.partition}`));
+    const revoked = this.assignment.filter((tp) => !kept.has(`${tp.topic}:${tp.partition}`));
+    if (revoked.length === 0 || !this.onRevoke || this.stopped) {
+      this.setAssignment(partitions);
+      return;
+    }
+    this.revoking = Promise.resolve()
+      .then(() => this.onRevoke(revoked))
+      .catch((error) => {
+        this.lastError = error; // the partitions are given up all the same
+      })
+      .then(() => {
+        this.revoking = null;
+        if (this.stopped) return; // left or failed meanwhile: it owns nothing now
+        const given = new Set(revoked.map((tp) => `${tp.topic}:${tp.partition}`));
+        this.setAssignment(this.assignment.filter((tp) => !given.has(`${tp.topic}:${tp.partition}`)));
+        this.onTarget(this.target); // the latest target: what came, and what else went meanwhile
+        // Report at once rather than an interval later (a heartbeat in flight reschedules).
+        if (this.ownedChanged && !this.inFlight) {
+          clearTimeout(this.timer);
+          this.schedule(0);
+        }
+      });
   }
 
   setAssignment(partitions) {
     if (samePartitions(partitions, this.assignment)) return;
     this.assignment = partitions;
     this.ownedChanged = true;
+    this.ownedVersion += 1;
     for (const listener of this.listeners) listener(partitions);
   }
 
@@ -115,7 +163,11 @@ class GroupMember {
   schedule(delayMs = this.ownedChanged ? 0 : this.intervalMs) {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
+      this.inFlight = true;
       this.beating = this.heartbeat()
+        .finally(() => {
+          this.inFlight = false;
+        })
         .then(() => {
           this.lastError = null;
           this.schedule();

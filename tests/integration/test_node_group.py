@@ -85,3 +85,48 @@ def test_a_member_cannot_commit_a_partition_it_gave_up(bootstrap: str) -> None:
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         committed = admin.list_consumer_group_offsets(group, [handed])
     assert committed[handed].offset == 7
+
+
+# A (on `client`, with an onRevoke that commits 11 on what it gives up, then works on for half a
+# second) and then B (on a second client) join group `data`. Returns the order of what happened
+# and A's partitions at the end.
+REVOKE_CALLBACK = """
+const { SamsaClient } = require(process.env.NODE_TEST_CLIENT);
+const other = new SamsaClient(process.env.SAMSA_BOOTSTRAP);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const events = [];
+try {
+  const a = await client.joinGroup(data, [topic], {
+    onRevoke: async (partitions) => {
+      const numbers = partitions.map((tp) => tp.partition);
+      events.push(['revoking', numbers, a.assignment.length]);
+      await a.commit(numbers.map((partition) => ({ topic, partition, offset: 11 })));
+      await sleep(500); // the application's own work on what it gives up
+      events.push(['revoked']);
+    },
+  });
+  while (a.assignment.length < 2 || a.ownedChanged) await sleep(50);
+  const b = await other.joinGroup(data, [topic]);
+  const [handed] = await b.waitForAssignment(15000);
+  events.push(['handed', [handed.partition]]);
+  return { events, owned: a.assignment.map((tp) => tp.partition) };
+} finally {
+  await other.close();
+}
+"""
+
+
+def test_a_member_gives_a_partition_up_after_its_revoke_callback(bootstrap: str) -> None:
+    topic, group = "revoke-callback", "revoke-callback-group"
+    create_topic(bootstrap, topic, 2)
+    # Kafka's onPartitionsRevoked: A is told what it gives up while it still owns it (so it may
+    # commit it), and B is given that partition only after A's callback finished.
+    outcome = node_script(bootstrap, topic, REVOKE_CALLBACK, group)
+    assert isinstance(outcome, dict)
+    handed = outcome["events"][-1][1]
+    assert outcome["events"] == [["revoking", handed, 2], ["revoked"], ["handed", handed]]
+    assert outcome["owned"] == [1 - handed[0]]
+    partition = (topic, handed[0])
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        committed = admin.list_consumer_group_offsets(group, [partition])
+    assert committed[partition].offset == 11
