@@ -120,7 +120,13 @@ def example_cluster(workdir: Path) -> Iterator[str]:
         wait_healthy(cluster)
         bootstrap = cluster.spec.bootstrap_servers
         with Admin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics([NewTopic("page-views", 2, 1), NewTopic("page-view-counts", 1, 1)])
+            # The events carry January's event times as their timestamps: retention.ms counts
+            # from a record's timestamp, so keep them whatever their age (Kafka would delete
+            # them at its next retention check too).
+            keep = {"retention.ms": "-1"}
+            admin.create_topics(
+                [NewTopic("page-views", 2, 1, keep), NewTopic("page-view-counts", 1, 1)]
+            )
         yield bootstrap
 
 

@@ -27,6 +27,7 @@ from opentelemetry import trace
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.broker_config import (
     LOG_CLEANER_BACKOFF_MS_DEFAULT,
+    LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
     REPLICA_LAG_TIME_MAX_MS_DEFAULT,
 )
 from samsa.services.broker.log_cleaner import run_log_cleaner
@@ -94,10 +95,12 @@ class Broker:
         log_scrub_bytes_per_second: int = SCRUB_BYTES_PER_SECOND_DEFAULT,
         log_scrub_interval_ms: int = SCRUB_INTERVAL_MS_DEFAULT,
         log_cleaner_backoff_ms: int = LOG_CLEANER_BACKOFF_MS_DEFAULT,
+        log_retention_check_interval_ms: int = LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
         health_file: str | None = None,
     ) -> None:
         self.health_file = health_file
         self.log_cleaner_backoff_ms = log_cleaner_backoff_ms
+        self.log_retention_check_interval_ms = log_retention_check_interval_ms
         self.log_scrub_bytes_per_second = log_scrub_bytes_per_second
         self.log_scrub_interval_ms = log_scrub_interval_ms
         self.tracing = tracing
@@ -200,7 +203,14 @@ class Broker:
         follower_stop = asyncio.Event()
         tasks = [
             asyncio.create_task(self.follower.run(follower_stop), name="metadata"),
-            asyncio.create_task(run_maintenance(self.host, stop), name="maintenance"),
+            asyncio.create_task(
+                run_maintenance(
+                    self.host,
+                    stop,
+                    retention_interval_s=self.log_retention_check_interval_ms / 1000,
+                ),
+                name="maintenance",
+            ),
             asyncio.create_task(
                 run_log_cleaner(self.host, stop, interval_s=self.log_cleaner_backoff_ms / 1000),
                 name="log-cleaner",

@@ -14,6 +14,8 @@ REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000  # Kafka's replica.lag.time.max.ms
 SCRUB_BYTES_PER_SECOND_DEFAULT = 4 * 1024 * 1024
 SCRUB_INTERVAL_MS_DEFAULT = 60 * 60 * 1000
 LOG_CLEANER_BACKOFF_MS_DEFAULT = 15_000  # Kafka's log.cleaner.backoff.ms
+# Kafka's log.retention.check.interval.ms is 5 minutes; a local cluster is checked more often.
+LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT = 30_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,4 +46,11 @@ class BrokerConfig(MemberConfig):
         integer(100),
         default=LOG_CLEANER_BACKOFF_MS_DEFAULT,
         help="the time between two compaction passes over the compacted topics' partitions",
+    )
+    log_retention_check_interval_ms: int = key(
+        "log.retention.check.interval.ms",
+        integer(100),
+        default=LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
+        help="the time between two retention passes (retention.ms, retention.bytes) over every "
+        "partition",
     )

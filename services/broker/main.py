@@ -33,6 +33,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         log_scrub_bytes_per_second=config.log_scrub_bytes_per_second,
         log_scrub_interval_ms=config.log_scrub_interval_ms,
         log_cleaner_backoff_ms=config.log_cleaner_backoff_ms,
+        log_retention_check_interval_ms=config.log_retention_check_interval_ms,
         health_file=config.health_file,
     )
     return await broker.run(stop)

@@ -27,8 +27,16 @@ from samsa.v1 import broker_pb2, controller_pb2, controller_pb2_grpc
 
 T = TypeVar("T")
 
+# No retention pass during a test (local_cluster sets it unless a test says otherwise): records
+# written with fixed, old timestamps (build_batch's 0, a 2023 CreateTime) are past the default
+# retention.ms, and the brokers would delete them, active segment and all, at their first check
+# (retention itself is tested in tests/unit/log and replication_sim.py).
+NO_RETENTION_CHECK = {"log.retention.check.interval.ms": "3600000"}
 # Short sessions so that fencing is observable in a test; heartbeats well inside them.
-FAST_SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300"}
+FAST_SETTINGS = NO_RETENTION_CHECK | {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "300",
+}
 # For transaction tests: few internal partitions, and coordinators and members that are fenced
 # within seconds.
 TRANSACTION_SETTINGS = FAST_SETTINGS | {
@@ -70,9 +78,8 @@ def local_cluster(
     coordinators: int = 0,
 ) -> Iterator[LocalCluster]:
     """A started, healthy cluster; every process is stopped by PID on the way out."""
-    spec = load_or_create(
-        data_dir, controllers, brokers, settings or dict(FAST_SETTINGS), coordinators=coordinators
-    )
+    settings = NO_RETENTION_CHECK | (settings or FAST_SETTINGS)
+    spec = load_or_create(data_dir, controllers, brokers, settings, coordinators=coordinators)
     cluster = LocalCluster(spec, data_dir)
     try:
         cluster.start_all()

@@ -249,6 +249,7 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
         "log.scrub.bytes.per.second",
         "log.scrub.interval.ms",
         "log.cleaner.backoff.ms",
+        "log.retention.check.interval.ms",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
