@@ -78,3 +78,51 @@ def test_both_admission_limits_apply_to_a_micro_batch(monkeypatch: pytest.Monkey
     ends[("t", 0)] = 30
     assert reader.latestOffset({"t": {"0": 0}}, limit) == {"t": {"0": 10}}
     assert source  # the module the monkeypatched names come from is importable
+
+
+class OnlyTopicA:
+    """An Admin whose cluster has topic a with partition 0 only."""
+
+    def __init__(self, config: dict) -> None: ...
+    def __enter__(self) -> OnlyTopicA:
+        return self
+
+    def __exit__(self, *exc: object) -> None: ...
+    def list_topics(self) -> list[str]:
+        return ["a"]
+
+    def describe_topics(self, names: list[str]) -> dict:
+        from types import SimpleNamespace
+
+        assert names == ["a"], names
+        return {"a": SimpleNamespace(partitions=[SimpleNamespace(partition=0)])}
+
+
+def test_assigned_partitions_the_cluster_lacks_are_named_or_data_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """assign names a-0, a-5 (no such partition) and b-0 (topic deleted mid-stream): a read
+    cannot start on them (ListOffsets for them was asked for session.timeout.ms, 45 s, then
+    failed with "no leader answered"; a stream did that at every trigger whatever
+    failOnDataLoss said), and a running stream treats them as deleted, as subscribe does:
+    failOnDataLoss stops it naming them, false goes on without them."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    bounds: list[list] = []
+
+    def partition_bounds(options: object, tps: list) -> tuple[dict, dict]:
+        bounds.append(list(tps))
+        return {tp: 0 for tp in tps}, {tp: 9 for tp in tps}
+
+    monkeypatch.setattr(source, "Admin", OnlyTopicA)
+    monkeypatch.setattr(stream_source, "partition_bounds", partition_bounds)
+    assign = BOOT | {"assign": '{"a": [0, 5], "b": [0]}'}
+    with pytest.raises(OptionError, match="assign names partitions that do not exist: a-5, b-0"):
+        source.subscribed_partitions(parse_options(assign))
+    start = {"a": {"0": 1}, "b": {"0": 3}}
+    lenient = SamsaStreamReader(parse_options(assign | {"failOnDataLoss": "false"}))
+    assert lenient.latestOffset(start, ReadAllAvailable()) == {"a": {"0": 9}}
+    assert bounds == [[("a", 0)]]  # nothing asked of a partition that is not there
+    strict = SamsaStreamReader(parse_options(assign))
+    with pytest.raises(OptionError, match="b-0 no longer exist"):
+        strict.latestOffset(start, ReadAllAvailable())

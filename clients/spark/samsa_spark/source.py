@@ -261,22 +261,27 @@ def offsets_for_times(
 def subscribed_partitions(
     options: SourceOptions, missing_ok: bool = False
 ) -> list[tuple[str, int]]:
-    """The partitions the options name, as the cluster has them now. A subscribed topic that
-    does not exist is an error, unless `missing_ok` (a running stream: a topic deleted since is
-    the caller's data loss to judge, failOnDataLoss)."""
+    """The partitions the options name, as the cluster has them now. A subscribed topic or an
+    assigned partition that does not exist is an error, unless `missing_ok` (a running stream:
+    one deleted since is the caller's data loss to judge, failOnDataLoss)."""
     config = {"bootstrap.servers": options.client["bootstrap.servers"]}
+    assigned = {topic for topic, _ in options.assign}
+    with Admin(config) as admin:
+        topics = [t for t in admin.list_topics() if t in assigned or options.matches(t)]
+        described = admin.describe_topics(topics) if topics else {}
+    partitions = sorted(
+        (topic, p.partition) for topic, d in described.items() for p in d.partitions
+    )
     if options.assign:
-        partitions = list(options.assign)
-    else:
-        with Admin(config) as admin:
-            topics = [t for t in admin.list_topics() if options.matches(t)]
-            described = admin.describe_topics(topics) if topics else {}
-        partitions = sorted(
-            (topic, p.partition) for topic, d in described.items() for p in d.partitions
-        )
-        missing = [t for t in options.subscribe if t not in described]
-        if missing and not missing_ok:
-            raise OptionError(f"subscribe names topics that do not exist: {missing}")
+        have = set(partitions)
+        partitions = [tp for tp in options.assign if tp in have]
+        gone = [f"{topic}-{p}" for topic, p in options.assign if (topic, p) not in have]
+        if gone and not missing_ok:
+            raise OptionError(f"assign names partitions that do not exist: {', '.join(gone)}")
+        return partitions
+    missing = [t for t in options.subscribe if t not in described]
+    if missing and not missing_ok:
+        raise OptionError(f"subscribe names topics that do not exist: {missing}")
     return partitions
 
 
