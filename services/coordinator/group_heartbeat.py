@@ -14,7 +14,8 @@ the RecordCollector (so the next step sees them):
    taken over, keeping its epoch, assignment and target so that no partition moves; held by an
    active member: UNRELEASED_INSTANCE_ID); epoch 0 with a known id is a retried join. Any other
    epoch must be the member's epoch, or its previous epoch with owned partitions within what the
-   coordinator believes it owns (the last answer was lost); else FENCED_MEMBER_EPOCH.
+   coordinator believes it owns (the last answer was lost); else FENCED_MEMBER_EPOCH. An unknown
+   member id whose instance id another member holds is FENCED_INSTANCE_ID (it was replaced).
 4. Metadata: a changed member writes member_metadata; a changed subscription, a new member, or a
    subscription digest that moved with the topics bumps the group epoch.
 5. When group_epoch > assignment_epoch the assignor computes a new target: one
@@ -315,6 +316,14 @@ def _take_over(
 def _check_member_epoch(
     group: ConsumerGroup | None, member: Member | None, request: c.ConsumerGroupHeartbeatRequest
 ) -> Error | None:
+    if member is None and group is not None and request.group_instance_id:
+        holder = group.member_with_instance(request.group_instance_id)
+        if holder is not None:  # Kafka's answer: another consumer took the instance id over
+            return ErrorCode.FENCED_INSTANCE_ID, (
+                f"instance id {request.group_instance_id!r} is held by member "
+                f"{holder.member_id!r}: another consumer with this group.instance.id replaced "
+                "this one"
+            )
     if group is None or member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID, (
             f"member {request.member_id!r} is not in group {request.group_id!r}: "

@@ -87,3 +87,19 @@ def test_a_leave_after_the_session_expired_finds_no_member() -> None:
     h.expire()
     assert "a" not in h.group().members
     refused(h, "a", "ia", ErrorCode.UNKNOWN_MEMBER_ID)
+
+
+def test_the_replaced_consumer_heartbeating_on_is_fenced_not_sent_to_rejoin() -> None:
+    """Kafka's heartbeat of a static member: the member is found by its instance id, and a
+    request from another member id than the one holding it is FENCED_INSTANCE_ID (fatal: two
+    consumers share a group.instance.id). UNKNOWN_MEMBER_ID made the old consumer rejoin, and
+    take the instance id back whenever the new one was between a -2 and its return."""
+    h = GroupHarness({"t": 4})
+    settled(h)
+    assert h.heartbeat("a", -2, group_instance_id="ia").member_epoch == -2
+    assert h.join("a2", instance_id="ia").error_code == ErrorCode.NONE
+    before = len(h.log)
+    answer = h.heartbeat("a", 2, owned={"t": []}, group_instance_id="ia")
+    assert answer.error_code == ErrorCode.FENCED_INSTANCE_ID, answer
+    assert "held by member 'a2'" in answer.error_message
+    assert len(h.log) == before
