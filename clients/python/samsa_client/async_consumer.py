@@ -364,6 +364,7 @@ class AsyncConsumer:
         if group is not None:
             await group.commit_at_close()
         self._closed = True
+        self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         await self._driver.stop()
         self._channels.close()
 

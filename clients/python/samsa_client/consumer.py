@@ -398,6 +398,7 @@ class Consumer:
         if group is not None:
             self._on_loop(group.commit_at_close())
         self._closed = True
+        self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
         try:
             stopped.result(STOP_TIMEOUT_S)
