@@ -7,6 +7,9 @@ const { NO_ERROR, RETRIABLE, RETRIABLE_IF_IDEMPOTENT, SamsaError, check, toInt, 
 const { partitionForKey, partitionResult, typedPartitionData } = require('./records');
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
+const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
+// The partition errors after which the leader has written nothing of the request.
+const WROTE_NOTHING = new Set([...RETRIABLE, UNKNOWN_PRODUCER_ID]);
 
 const producerMethods = {
   // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or Buffers) to one
@@ -44,22 +47,39 @@ const producerMethods = {
 
   // produce() with acks -1 and a producer id. The base_sequence is fixed before the retry loop,
   // so every retry sends the identical request, which the leader dedupes.
+  //
+  // UNKNOWN_PRODUCER_ID means the leader holds no state for this producer id (it expired after
+  // producer.id.expiration.ms without a write, or its batches were deleted), so it refuses any
+  // sequence but 0. When no attempt of the call may have been written, the call is sent once
+  // more with a new producer id from sequence 0, as Kafka's producer resets its id (KIP-360),
+  // rather than failing a write after a quiet spell.
   produceIdempotent(topic, partition, records) {
     const key = `${topic}:${partition}`;
     return this.inPartitionOrder(key, async () => {
-      const identity = this.producerIdentity();
-      const producer = await identity;
-      const baseSequence = producer.sequences.get(key) || 0;
-      const data = typedPartitionData(partition, records, { ...producer, baseSequence });
-      try {
-        const baseOffset = await withRetries(this.timeoutMs, () =>
-          this.sendProduce(topic, data, -1, RETRIABLE_IF_IDEMPOTENT),
-        );
-        producer.sequences.set(key, (baseSequence + records.length) % SEQUENCE_MODULUS);
-        return baseOffset;
-      } catch (error) {
-        this.dropProducer(identity);
-        throw error;
+      for (let renewed = false; ; renewed = true) {
+        const identity = this.producerIdentity();
+        const producer = await identity;
+        const baseSequence = producer.sequences.get(key) || 0;
+        const data = typedPartitionData(partition, records, { ...producer, baseSequence });
+        let maybeWritten = false;
+        try {
+          const baseOffset = await withRetries(this.timeoutMs, async () => {
+            try {
+              return await this.sendProduce(topic, data, -1, RETRIABLE_IF_IDEMPOTENT);
+            } catch (error) {
+              // Only these codes say the leader wrote nothing; an attempt answered otherwise, or
+              // not answered, may have been written.
+              if (!(error instanceof SamsaError && WROTE_NOTHING.has(error.code))) maybeWritten = true;
+              throw error;
+            }
+          });
+          producer.sequences.set(key, (baseSequence + records.length) % SEQUENCE_MODULUS);
+          return baseOffset;
+        } catch (error) {
+          this.dropProducer(identity);
+          const unknown = error instanceof SamsaError && error.code === UNKNOWN_PRODUCER_ID;
+          if (!unknown || maybeWritten || renewed) throw error;
+        }
       }
     });
   },

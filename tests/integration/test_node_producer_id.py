@@ -1,0 +1,85 @@
+"""The Node.js client's idempotent producer when the leader has forgotten its producer id
+(clients/node/producer.js), against a fake server.
+
+Goal: a leader answers UNKNOWN_PRODUCER_ID to a sequence above 0 from a producer id it holds no
+state for (it expired after producer.id.expiration.ms without a write, or its batches were
+deleted); nothing was written, so the client takes a new producer id and sends the call again
+from sequence 0, as Kafka's producer does (KIP-360), instead of failing the write. A call an
+earlier attempt of which may have been written is not sent again.
+
+Method: a Node script runs a fake ControllerService and BrokerService (real gRPC on loopback, in
+the same process) whose leader forgets every producer id after its first write, and a
+SamsaClient producing twice. Skipped when `node` or clients/node/node_modules is missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from node_helpers import node_with_fake_server, skip_module_without_node
+
+skip_module_without_node()
+
+pytestmark = pytest.mark.timeout(60)
+
+# One partition led by the fake; InitProducerId hands out 100, 101, ...; the leader accepts a
+# producer id's sequence 0 and forgets the producer right after (its state expired), so any
+# later sequence of it is refused with UNKNOWN_PRODUCER_ID. With data.time_out_first, the first
+# attempt of the second write is answered REQUEST_TIMED_OUT (it may have been written).
+FORGETFUL_LEADER = """{
+  controller: {
+    DescribeTopics(request) {
+      const partitions = [{ partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] }];
+      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
+      return { topics: [topic], broker_endpoints: { 1: endpoint } };
+    },
+  },
+  broker: {
+    InitProducerId() {
+      return { producer_id: String(100 + asked_before('InitProducerId')), producer_epoch: 0 };
+    },
+    Produce(request) {
+      const sent = request.topics[0].partitions[0];
+      const answer = (partition) => ({ topics: [{ name: request.topics[0].name, partitions: [
+        { partition: 0, ...partition }] }] });
+      if (data.time_out_first && asked_before('Produce') === 1) {
+        return answer({ error_code: 'ERROR_CODE_REQUEST_TIMED_OUT', base_offset: -1 });
+      }
+      if (sent.base_sequence !== 0) {
+        return answer({ error_code: 'ERROR_CODE_UNKNOWN_PRODUCER_ID', base_offset: -1 });
+      }
+      return answer({ base_offset: String(asked_before('Produce')) });
+    },
+  },
+}"""
+# Produces twice, one record each; returns the second call's outcome and what was sent.
+PRODUCE_TWICE = """
+await client.produce('quiet', 0, [{ key: 'k', value: 'first' }]);
+const second = await client.produce('quiet', 0, [{ key: 'k', value: 'second' }]).then(
+  (offset) => ({ offset }),
+  (error) => ({ error: error.code }),
+);
+const sent = server_calls
+  .filter(([method]) => method === 'Produce')
+  .map(([, request]) => request.topics[0].partitions[0])
+  .map((p) => [p.producer_id, p.base_sequence]);
+return { second, sent };
+"""
+
+
+def test_a_forgotten_producer_id_is_renewed_and_the_call_sent_again() -> None:
+    outcome = node_with_fake_server(FORGETFUL_LEADER, PRODUCE_TWICE, {}, timeoutMs=3000)
+    assert outcome == {
+        "second": {"offset": 2},
+        "sent": [["100", 0], ["100", 1], ["101", 0]],
+    }
+
+
+def test_a_call_that_may_have_been_written_is_not_sent_again() -> None:
+    # The second call's first attempt timed out (perhaps written), its retry is refused with
+    # UNKNOWN_PRODUCER_ID: sending it under a new producer id could store it twice.
+    data = {"time_out_first": True}
+    outcome = node_with_fake_server(FORGETFUL_LEADER, PRODUCE_TWICE, data, timeoutMs=3000)
+    assert outcome == {
+        "second": {"error": "ERROR_CODE_UNKNOWN_PRODUCER_ID"},
+        "sent": [["100", 0], ["100", 1], ["100", 1]],
+    }
