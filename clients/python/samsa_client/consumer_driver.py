@@ -19,7 +19,9 @@ positions, resets, buffers and which fetches to send. This module does its I/O o
   the consumer always did: sent earlier, a long poll for the partitions that had nothing would
   hold the broker's one fetch slot while the others' records wait to be taken.
 - `_run` refreshes metadata when it is stale (sync ClusterMetadata in `asyncio.to_thread`, as
-  the producer driver does) and starts a lookup task for the resets the core says are due.
+  the producer driver does; while a partition stays without a leader, at most every
+  retry.backoff.ms, doubling up to REFRESH_BACKOFF_MAX_S) and starts a lookup task for the
+  resets the core says are due.
   `list_offsets()` is the one ListOffsets loop: grouped by leader, retried after metadata
   refreshes until `session.timeout.ms`, as the consumer always did; the facades'
   `offsets_for_times`, `beginning_offsets` and `end_offsets` run it on the loop too.
@@ -67,6 +69,9 @@ log = logging.getLogger(__name__)
 IDLE_WAIT_S = 0.5
 # After a partition without a known leader: how soon to look again once metadata was refreshed.
 UNKNOWN_LEADER_WAIT_S = 0.05
+# Refreshes that leave a partition without a leader are spaced retry.backoff.ms apart, doubling
+# up to this (Kafka's metadata backoff, KIP-580): a deleted topic under assign() stays leaderless.
+REFRESH_BACKOFF_MAX_S = 1.0
 # ListOffsets: each call's deadline, and the pause between rounds while leaders are unknown.
 LIST_OFFSETS_TIMEOUT_S = 10.0
 LIST_OFFSETS_RETRY_S = 0.1
@@ -139,6 +144,8 @@ class ConsumerDriver:
         self._wake_scheduled = False
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._refresh_after = 0.0  # monotonic: no refresh before (a leader stays unknown)
+        self._refresh_backoff_s = config.retry_backoff_ms / 1000
 
     # --- any thread -------------------------------------------------------------------------------
 
@@ -220,9 +227,18 @@ class ConsumerDriver:
     async def _turn(self) -> float:
         """Refresh stale metadata, send fetches, start due lookups; returns how long to sleep
         unless woken."""
-        if self.metadata.needs_refresh():
+        refresh_in_s = self._refresh_after - time.monotonic()
+        if self.metadata.needs_refresh() and refresh_in_s <= 0:
             await self._refresh()
         plan = self._send_fetches()
+        if plan.metadata_stale:  # still leaderless after the refresh: back off (KIP-580)
+            if refresh_in_s <= 0:
+                self._refresh_after = time.monotonic() + self._refresh_backoff_s
+                self._refresh_backoff_s = min(2 * self._refresh_backoff_s, REFRESH_BACKOFF_MAX_S)
+            refresh_in_s = self._refresh_after - time.monotonic()
+        else:  # every leader known: the next refresh (a leader moved) goes at once
+            self._refresh_after = 0.0
+            self._refresh_backoff_s = self.config.retry_backoff_ms / 1000
         with self.lock:
             lookups = self.state.offsets_to_look_up()
         committed = {tp: token for tp, (spec, token) in lookups.items() if spec == COMMITTED}
@@ -233,7 +249,7 @@ class ConsumerDriver:
         if lookups:
             self._spawn(self._look_up(lookups))
         if plan.metadata_stale:
-            return UNKNOWN_LEADER_WAIT_S
+            return max(UNKNOWN_LEADER_WAIT_S, refresh_in_s)
         if plan.next_due_ms is None:
             return IDLE_WAIT_S
         return min(IDLE_WAIT_S, max(0.001, (plan.next_due_ms - now_ms()) / 1000))
