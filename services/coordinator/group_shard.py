@@ -47,6 +47,10 @@ from samsa.services.coordinator.group_writer import (
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import transactions_pb2 as x
 
+# The most records one `expire` writes (a few more to finish a member's removal): ~600 bytes at
+# most each (a 255-character group id and a 249-character topic), they fit one batch.
+EXPIRE_RECORDS_MAX = 1_000
+
 
 class GroupCoordinatorShard:
     """The groups of one partition of `__consumer_offsets`."""
@@ -154,11 +158,14 @@ class GroupCoordinatorShard:
 
     def expire(self, now_ms: int) -> GroupResult[None]:
         """Remove members whose session or revocation deadline has come, tombstone offsets past
-        retention in groups without members, and delete groups left with neither. Offsets an
-        open transaction committed stay, with their group, as in Kafka: its COMMIT marker must
-        find them."""
+        retention, and delete groups left with neither. Offsets an open transaction committed
+        stay, with their group, as in Kafka: its COMMIT marker must find them. At most about
+        EXPIRE_RECORDS_MAX records a call, so that they go as one batch (a member's removal is
+        not cut in two by a crash); the rest at the next call."""
         writer = RecordCollector(self.state)
         for group_id in sorted(self.state.groups):
+            if len(writer.records) >= EXPIRE_RECORDS_MAX:
+                break  # the rest at the next call
             group = self.state.groups[group_id]
             expired = sorted(
                 member.member_id
@@ -169,12 +176,15 @@ class GroupCoordinatorShard:
                     and member.revocation_deadline_ms <= now_ms
                 )
             )
+            expired = expired[: max(0, EXPIRE_RECORDS_MAX - len(writer.records)) // 4 + 1]
             for member_id in expired:
                 remove_member(writer, group, member_id)
             if expired and not group.members:
                 group.empty_since_ms = now_ms  # offset retention counts from here
             pending = self.txn_offsets.unstable(group_id)  # a marker will apply them
             for topic_partition in list(group_offsets.expired_offsets(group, now_ms, self.config)):
+                if len(writer.records) >= EXPIRE_RECORDS_MAX:
+                    break
                 if topic_partition not in pending:
                     writer.write(records.offset_commit(group_id, *topic_partition, None))
             if not group.members and not group.offsets and not pending:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from group_harness import GroupHarness
 
 from samsa.services.coordinator.group_model import GroupConfig
+from samsa.services.coordinator.group_records import encode
+from samsa.services.coordinator.group_shard import EXPIRE_RECORDS_MAX, GroupCoordinatorShard
 from samsa.v1 import coordinator_pb2 as c
 
 RETENTION_MS = 10_000
@@ -129,3 +131,42 @@ def test_a_regex_subscription_keeps_the_offsets_of_the_topics_it_matches() -> No
     h.expire()
     assert committed(h) == {("t1", 0): 1}
     h.assert_failover()
+
+
+def test_one_expiry_writes_at_most_one_batch_and_the_next_goes_on() -> None:
+    """An expiry's records are written as one atomic batch only when they fit one; 12,000
+    offsets expiring together are tombstoned over several calls of `expire` (the runtime calls
+    it again at once while deadlines have passed, else within a second)."""
+    h = GroupHarness({"t": 12_000}, GroupConfig(offsets_retention_ms=RETENTION_MS))
+    for first in range(0, 12_000, 2_000):
+        h.commit("", -1, {("t", number): number for number in range(first, first + 2_000)})
+    h.now_ms += RETENTION_MS + 1
+    calls = 0
+    while h.state.groups:
+        written = h.coordinator.expire(h.now_ms).records
+        h.log.extend(encode(record) for record in written)
+        assert 0 < len(written) <= EXPIRE_RECORDS_MAX + 8  # a removal or deletion finished
+        calls += 1
+    assert calls > 1
+    h.assert_failover()
+
+
+def test_members_expiring_together_are_removed_over_several_calls() -> None:
+    config = GroupConfig(session_timeout_ms=30_000)
+    shard = GroupCoordinatorShard(config)
+    subscription = c.ConsumerGroupSubscription(topic_names=["t"])
+    for number in range(400):
+        request = c.ConsumerGroupHeartbeatRequest(
+            group_id="g",
+            member_id=f"m{number:04d}",
+            member_epoch=0,
+            subscription=subscription,
+            rebalance_timeout_ms=10_000,
+        )
+        assert shard.heartbeat(request, 0, {"t": 8}).response.error_code == 0
+    calls = 0
+    while "g" in shard.state.groups:
+        written = shard.expire(30_000).records
+        assert 0 < len(written) <= EXPIRE_RECORDS_MAX + 8
+        calls += 1
+    assert calls == 2  # 400 removals of 4 records each, then the last ones and the deletion
