@@ -179,17 +179,16 @@ class SamsaClient {
     return true;
   }
 
-  // The topic's partitions with their leaders: [{partition, leader, leaderEpoch, endpoint}].
-  // Retried while the topic is unknown or a partition has no leader (just created).
+  // The topic's partitions with their leaders: [{partition, leader, leaderEpoch, endpoint}];
+  // a partition without a leader (offline, or just created) has leader -1 and endpoint null.
+  // Retried while the topic is unknown.
   async describeTopic(name) {
     return withRetries(this.timeoutMs, async () => {
       const { partitions, endpoints } = await this.readTopicPages(name);
       return partitions.map((p) => {
-        if (p.leader < 0 || !endpoints[p.leader]) {
-          throw new SamsaError('ERROR_CODE_LEADER_NOT_AVAILABLE', `${name}[${p.partition}]`);
-        }
-        const leader = { leader: p.leader, leaderEpoch: p.leader_epoch };
-        return { partition: p.partition, ...leader, endpoint: endpoints[p.leader] };
+        const endpoint = (p.leader >= 0 && endpoints[p.leader]) || null;
+        const leader = endpoint === null ? -1 : p.leader;
+        return { partition: p.partition, leader, leaderEpoch: p.leader_epoch, endpoint };
       });
     });
   }
@@ -228,9 +227,12 @@ class SamsaClient {
     }
   }
 
+  // One partition's leader as describeTopic gives it; LEADER_NOT_AVAILABLE (retriable) when it
+  // has none. Only this partition's leader matters: the topic's other partitions may be offline.
   async leaderOf(topic, partition) {
     const found = (await this.describeTopic(topic)).find((p) => p.partition === partition);
     if (!found) throw new SamsaError('ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION', `${topic}[${partition}]`);
+    if (found.endpoint === null) throw new SamsaError('ERROR_CODE_LEADER_NOT_AVAILABLE', `${topic}[${partition}]`);
     return found;
   }
 

@@ -5,7 +5,8 @@ Goal: the client reads a topic's every partition, however many pages DescribeTop
 them in (at most partition_limit per answer, 2,000 by default), so that a topic of more
 partitions can be written and read whole and keys are partitioned over the true count; and it
 names the leader epoch its metadata gave with Fetch and ListOffsets (KIP-320), so that a
-deposed leader not yet told refuses instead of answering from its stale log.
+deposed leader not yet told refuses instead of answering from its stale log; a partition
+without a leader stops only its own reads and writes, not the topic's other partitions.
 
 Method: a Node script runs a fake ControllerService and BrokerService (real gRPC on loopback, in
 the same process) that answer as a server does, and a SamsaClient against them. Skipped when
@@ -108,3 +109,54 @@ def test_a_deposed_leader_not_yet_told_is_not_read() -> None:
     """
     outcome = node_with_fake_server(DEPOSED_LEADER, body, {"stale_answers": 2}, timeoutMs=5000)
     assert outcome == {"values": ["fresh"], "earliest": 5, "epochs": [4]}
+
+
+# Partition 0 is led by the fake at epoch 1, partition 1 is offline (its one replica's broker
+# is down); the leader answers every fetch with one record and every produce at offset 7.
+ONE_PARTITION_OFFLINE = """{
+  controller: {
+    DescribeTopics(request) {
+      const partitions = [
+        { partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] },
+        { partition: 1, leader: -1, leader_epoch: 1, replicas: [2], isr: [2] },
+      ];
+      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
+      return { topics: [topic], broker_endpoints: { 1: endpoint } };
+    },
+  },
+  broker: {
+    Fetch(request) {
+      const record = { offset: 0, timestamp_ms: 1, value: Buffer.from('up') };
+      return { topics: [{ name: request.topics[0].name, partitions: [
+        { partition: 0, high_watermark: 1, next_fetch_offset: 1, decoded_records: [record] }] }] };
+    },
+    Produce(request) {
+      return { topics: [{ name: request.topics[0].name, partitions: [
+        { partition: 0, base_offset: 7 }] }] };
+    },
+  },
+}"""
+
+
+def test_an_offline_partition_does_not_stop_the_others() -> None:
+    body = """
+    const fetched = await client.fetch('half', 0, 0, 0);
+    const offset = await client.produce('half', 0, [{ value: 'v' }], -1);
+    const offline = await client.fetch('half', 1, 0, 0).then(() => null, (error) => error.code);
+    const partitions = await client.describeTopic('half');
+    return {
+      values: fetched.records.map((r) => r.value.toString()),
+      offset,
+      offline,
+      leaders: partitions.map((p) => p.leader),
+    };
+    """
+    outcome = node_with_fake_server(
+        ONE_PARTITION_OFFLINE, body, {}, timeoutMs=1000, idempotence=False
+    )
+    assert outcome == {
+        "values": ["up"],
+        "offset": 7,
+        "offline": "ERROR_CODE_LEADER_NOT_AVAILABLE",
+        "leaders": [1, -1],
+    }
