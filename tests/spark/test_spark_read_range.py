@@ -87,3 +87,13 @@ def test_an_out_of_range_answer_that_is_not_retention_still_fails(
 
     with pytest.raises(KafkaError, match="OFFSET_OUT_OF_RANGE"):
         offsets(monkeypatch, Truncated(0), lenient=True)
+
+
+def test_data_loss_in_a_task_names_the_partition_and_failondataloss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As the driver's check (and Kafka's connector) does: the task's error says which records
+    went and which option reads on, not only the reader's OFFSET_OUT_OF_RANGE."""
+    with pytest.raises(KafkaError, match=r"t-0: offsets from 20 .*failOnDataLoss=false") as raised:
+        offsets(monkeypatch, Retention(0, {20: 50}), lenient=False)
+    assert raised.value.code == ErrorCode.OFFSET_OUT_OF_RANGE

@@ -185,8 +185,17 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
                 yield batch
             return
         except KafkaError as error:
-            if options.fail_on_data_loss or error.code != ErrorCode.OFFSET_OUT_OF_RANGE:
+            if error.code != ErrorCode.OFFSET_OUT_OF_RANGE:
                 raise
+            if options.fail_on_data_loss:
+                raise KafkaError(
+                    f"{partition.topic}-{partition.partition}: offsets from {read_to} on are no "
+                    f"longer stored (deleted by retention or DeleteRecords since the range "
+                    f"{partition.start}..{partition.end - 1} was planned, or truncated): records "
+                    "may be lost; set failOnDataLoss=false to read on from the first offset "
+                    f"still stored ({error})",
+                    ErrorCode.OFFSET_OUT_OF_RANGE,
+                ) from error
             first = first_offset(options, (partition.topic, partition.partition))
             if first <= max(start, read_to):
                 raise  # not records deleted ahead of the read: no offset to go on from
