@@ -40,6 +40,7 @@ def test_the_sync_consumers_pause_wakes_the_driver() -> None:
     consumer._driver = driver  # type: ignore[assignment]
     consumer._state = driver.state
     consumer._progress = threading.Condition(driver.lock)
+    consumer._closed = False
     consumer.pause([T0])
     assert consumer.paused() == [T0]
     assert driver.wakes == 1
