@@ -126,3 +126,23 @@ def test_assigned_partitions_the_cluster_lacks_are_named_or_data_loss(
     strict = SamsaStreamReader(parse_options(assign))
     with pytest.raises(OptionError, match="b-0 no longer exist"):
         strict.latestOffset(start, ReadAllAvailable())
+
+
+def test_a_new_partition_that_does_not_start_at_0_is_data_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """t-1 appeared since the last micro-batch, and retention (or DeleteRecords) deleted its
+    first records before the stream looked: Kafka's connector reports that as data loss ("Added
+    partition starts from 4 instead of 0"); it was read from 4 in silence."""
+    monkeypatch.setattr(
+        stream_source, "partition_bounds", lambda options, tps: ({tp: 4 for tp in tps}, {})
+    )
+    start, end = {"t": {"0": 3}}, {"t": {"0": 7, "1": 9}}
+    strict = SamsaStreamReader(parse_options(BOOT | {"subscribe": "t"}))
+    with pytest.raises(OptionError, match=r"t-1 starts at 4, not 0.*failOnDataLoss=false"):
+        strict.partitions(start, end)
+    lenient = SamsaStreamReader(parse_options(BOOT | {"subscribe": "t", "failOnDataLoss": "false"}))
+    got = [(p.partition, p.start, p.end) for p in lenient.partitions(start, end)]
+    assert got == [(0, 3, 7), (1, 4, 9)]
+    monkeypatch.setattr(stream_source, "partition_bounds", lambda o, tps: ({("t", 1): 0}, {}))
+    assert [(p.partition, p.start) for p in strict.partitions(start, end)] == [(0, 3), (1, 0)]

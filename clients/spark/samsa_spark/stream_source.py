@@ -11,7 +11,8 @@ is lost or read twice.
 `failOnDataLoss`: a start that retention has deleted is an error naming the partition, or (false)
 the range starts at the first offset still stored; likewise a partition of the checkpointed
 offset that no longer exists (its topic was deleted) is an error, or (false) is left out of the
-offsets from then on (created again, it is a new partition, read from its start), and a
+offsets from then on (created again, it is a new partition, read from its start; a new
+partition whose first offset is not 0 lost records before the stream saw it, likewise), and a
 partition whose end went below the checkpointed position (truncated, or re-created between two
 looks) is an error, or (false) is read on from its new end.
 """
@@ -113,7 +114,9 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, stops = so.from_offset(start), so.from_offset(end)
         new = [tp for tp in stops if tp not in begin]
         if new:  # appeared since `start` was taken: read from their first offset
-            begin |= partition_bounds(self.options, new)[0]
+            firsts = partition_bounds(self.options, new)[0]
+            self._check_new(firsts)
+            begin |= firsts
         return [
             RangePartition(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in stops.items()
@@ -126,6 +129,18 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the position (no group commit)."""
+
+    def _check_new(self, firsts: dict[tuple[str, int], int]) -> None:
+        """A partition that appeared since the last micro-batch whose first offset is not 0 had
+        records deleted before the stream could read them (retention or DeleteRecords): an
+        error naming it, or (failOnDataLoss=false) read from its first offset (Kafka's)."""
+        late = sorted(tp for tp, first in firsts.items() if first != 0)
+        if late and self.options.fail_on_data_loss:
+            names = ", ".join(f"{t}-{p} starts at {firsts[(t, p)]}" for t, p in late)
+            raise OptionError(
+                f"partitions added while the stream ran lost records before it read them ({names}"
+                ", not 0); set failOnDataLoss=false to read them from their first offset"
+            )
 
     def _without_deleted(
         self, positions: so.Positions, first: dict[tuple[str, int], int]
