@@ -57,3 +57,12 @@ def test_good_producer_options_pass() -> None:
     options = BOOT | {"samsa.linger.ms": "20", "samsa.transaction.timeout.ms": "600000"}
     SamsaDataSource(options).writer(SCHEMA, False)
     SamsaDataSource(options).streamWriter(SCHEMA, False)
+
+
+def test_a_batch_write_refuses_to_promise_exactly_once() -> None:
+    """exactlyOnce=true on df.write was taken and ignored: a batch write is at least once (a
+    retried task writes its rows again)."""
+    with pytest.raises(OptionError, match=r"exactlyOnce.*writeStream"):
+        SamsaDataSource(BOOT | {"exactlyOnce": "true"}).writer(SCHEMA, False)
+    SamsaDataSource(BOOT | {"exactlyOnce": "false"}).writer(SCHEMA, False)
+    SamsaDataSource(BOOT | {"exactlyOnce": "true"}).streamWriter(SCHEMA, False)

@@ -90,7 +90,13 @@ class SamsaDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from samsa.spark.sink import SamsaArrowWriter, write_options
 
-        return SamsaArrowWriter(write_options(dict(self.options), schema))
+        options = write_options(dict(self.options), schema)
+        if any(k.lower() == "exactlyonce" and v.lower() == "true" for k, v in self.options.items()):
+            raise OptionError(
+                "exactlyOnce=true is for writeStream: a batch write is at least once (Spark "
+                "retries a failed task, which writes its rows again); leave the option out"
+            )
+        return SamsaArrowWriter(options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from samsa.spark.exactly_once import ExactlyOnceStreamWriter
