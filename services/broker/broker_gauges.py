@@ -25,6 +25,9 @@ class HostedView(Protocol):
     """What the gauges read of a hosted partition (partition_host.HostedPartition)."""
 
     @property
+    def topic(self) -> str: ...
+
+    @property
     def is_leader(self) -> bool: ...
 
     @property

@@ -1,7 +1,11 @@
 """The broker's instruments: what a Kafka operator watches on a broker, as OpenTelemetry metrics.
 
-Counters (added on the request path, once per batch and partition, never per record; the
-attribute dicts are cached per topic so an add allocates nothing):
+Counters (added on the request path, once per batch and partition, never per record). The
+per-topic ones are not OpenTelemetry instruments but tables served beside them under the names
+the exporter gave them (`samsa_broker_records_in_total`, `samsa_broker_records_out_total`,
+`samsa_broker_io_bytes_total`; runtime/labelled_series.py says why): a topic's series end when
+no partition of it is hosted here any more (`refresh`), so deleted topics do not stay exported
+for ever nor, after 2,000 of them, push every new topic into one unlabelled overflow series.
 - `samsa.broker.records.in` {topic}: records appended by produce (Kafka's MessagesInPerSec); a
   retried batch the log already held adds nothing;
 - `samsa.broker.io` (bytes) {topic, direction, peer}: batch bytes appended by producers
@@ -30,8 +34,9 @@ from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from samsa.services.broker.broker_gauges import BrokerGauges, HostedView, broker_gauges
 from samsa.services.runtime import metrics
+from samsa.services.runtime.labelled_series import CounterTable, LabelledSeries
 
-Attributes = dict[str, str]
+IO_LABELS = ("topic", "direction", "peer")
 
 
 class NoBrokerMetrics:
@@ -64,20 +69,22 @@ class BrokerMetrics(NoBrokerMetrics):
 
     def __init__(self, meter: Meter | None = None) -> None:
         meter = meter or metrics.meter()
-        self._records_in = meter.create_counter(
-            "samsa.broker.records.in", unit="{record}", description="records appended by produce"
+        self._records_in = CounterTable(
+            "samsa_broker_records_in", "records appended by produce", ["topic"]
         )
-        self._records_out = meter.create_counter(
-            "samsa.broker.records.out",
-            unit="{record}",
-            description="records sent in fetch answers, counted as offsets from each fetch's "
-            "offset (aborted records and transaction markers included)",
+        self._records_out = CounterTable(
+            "samsa_broker_records_out",
+            "records sent in fetch answers, counted as offsets from each fetch's offset "
+            "(aborted records and transaction markers included)",
+            IO_LABELS,
         )
-        self._io = meter.create_counter(
-            "samsa.broker.io",
-            unit="By",
-            description="record batch bytes produced in and fetched out, per topic",
+        self._io = CounterTable(
+            "samsa_broker_io_bytes",
+            "record batch bytes produced in and fetched out, per topic",
+            IO_LABELS,
         )
+        self._topic_tables = (self._records_in, self._records_out, self._io)
+        self.topic_series = LabelledSeries(*self._topic_tables)
         self._isr_shrinks = meter.create_counter(
             "samsa.broker.isr.shrinks", description="accepted ISR shrinks of led partitions"
         )
@@ -85,8 +92,6 @@ class BrokerMetrics(NoBrokerMetrics):
             "samsa.broker.isr.expands", description="accepted ISR expansions of led partitions"
         )
         self.gauges = BrokerGauges()
-        self._record_attributes: dict[str, Attributes] = {}
-        self._io_attributes: dict[tuple[str, bool | None], Attributes] = {}
         gauge = self._gauge
         meter.create_observable_gauge(
             "samsa.broker.partitions",
@@ -116,11 +121,8 @@ class BrokerMetrics(NoBrokerMetrics):
     # --- the request path -------------------------------------------------------------------
 
     def produced(self, topic: str, record_count: int, size_bytes: int) -> None:
-        attributes = self._record_attributes.get(topic)
-        if attributes is None:
-            attributes = self._record_attributes[topic] = {"topic": topic}
-        self._records_in.add(record_count, attributes)
-        self._io.add(size_bytes, self._io_attributes_of(topic, None))
+        self._records_in.add((topic,), record_count)
+        self._io.add((topic, "in", "producer"), size_bytes)
 
     def fetched(
         self,
@@ -129,21 +131,11 @@ class BrokerMetrics(NoBrokerMetrics):
         *,
         follower: bool,
     ) -> None:
+        peer = "follower" if follower else "consumer"
         for topic, size_bytes in bytes_by_topic.items():
-            self._io.add(size_bytes, self._io_attributes_of(topic, follower))
+            self._io.add((topic, "out", peer), size_bytes)
         for topic, count in records_by_topic.items():
-            self._records_out.add(count, self._io_attributes_of(topic, follower))
-
-    def _io_attributes_of(self, topic: str, follower: bool | None) -> Attributes:
-        """The io counter's attributes (follower None: produced in), cached per topic."""
-        key = (topic, follower)
-        attributes = self._io_attributes.get(key)
-        if attributes is None:
-            peer = "producer" if follower is None else "follower" if follower else "consumer"
-            direction = "in" if follower is None else "out"
-            attributes = {"topic": topic, "direction": direction, "peer": peer}
-            self._io_attributes[key] = attributes
-        return attributes
+            self._records_out.add((topic, "out", peer), count)
 
     def isr_changed(self, shrinks: int, expands: int) -> None:
         if shrinks:
@@ -154,8 +146,14 @@ class BrokerMetrics(NoBrokerMetrics):
     # --- gauges -----------------------------------------------------------------------------
 
     def refresh(self, partitions: Iterable[HostedView]) -> None:
-        """Recompute the gauges (on the event loop); the exporter reads the frozen result."""
-        self.gauges = broker_gauges(partitions)
+        """Recompute the gauges (on the event loop); the exporter reads the frozen result. The
+        per-topic series of topics no partition here belongs to any more (deleted, or moved
+        to other brokers) end, as Kafka removes a topic's metrics when it leaves a broker."""
+        hosted = list(partitions)
+        self.gauges = broker_gauges(hosted)
+        topics = {partition.topic for partition in hosted}
+        for table in self._topic_tables:
+            table.forget(lambda labels: labels[0] not in topics)
 
     def _observe_partitions(self, options: CallbackOptions) -> list[Observation]:
         gauges = self.gauges
@@ -175,4 +173,8 @@ class BrokerMetrics(NoBrokerMetrics):
 
 def for_broker() -> NoBrokerMetrics:
     """The broker's instruments when metrics are on, else the no-op NO_METRICS."""
-    return BrokerMetrics() if metrics.enabled() else NO_METRICS
+    if not metrics.enabled():
+        return NO_METRICS
+    instruments = BrokerMetrics()
+    metrics.register_collector(instruments.topic_series)
+    return instruments

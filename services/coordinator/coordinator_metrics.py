@@ -2,9 +2,12 @@
 
 - `samsa.coordinator.groups` {state}, `samsa.coordinator.group.members`;
 - `samsa.coordinator.group.rebalances` (counter): group epoch bumps this coordinator wrote;
-- `samsa.coordinator.group.lag` {group, topic, partition}: log end offset minus committed
+- `samsa_coordinator_group_lag` {group, topic, partition}: log end offset minus committed
   offset, for every committed offset of the groups loaded here (at most LAG_SERIES_MAX series,
-  largest first);
+  largest first). Not an OpenTelemetry instrument but a table served beside them under the name
+  the exporter gave it (runtime/labelled_series.py says why): a series ends when its group,
+  topic or partition leaves the lags, and the 2,001st label set ever seen is not folded into
+  one unlabelled overflow series;
 - `samsa.coordinator.transactions` {state}, `samsa.coordinator.transactions.open`.
 
 How the values stay cheap and honest. Loaded partitions register here (`loaded`, `dropped`,
@@ -36,6 +39,7 @@ from samsa.services.coordinator.coordinator_gauges import (
     lag_inputs,
 )
 from samsa.services.runtime import metrics
+from samsa.services.runtime.labelled_series import GaugeTable, LabelledSeries
 from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
@@ -76,7 +80,13 @@ class CoordinatorMetrics(NoCoordinatorMetrics):
         meter = meter or metrics.meter()
         self.partitions: set[LoadedPartition] = set()
         self.gauges = CoordinatorGauges()
-        self.lags: tuple[Lag, ...] = ()
+        self._lags: tuple[Lag, ...] = ()
+        self._lag_table = GaugeTable(
+            "samsa_coordinator_group_lag",
+            "log end offset minus the group's committed offset",
+            ("group", "topic", "partition"),
+        )
+        self.lag_series = LabelledSeries(self._lag_table)
         self._task: asyncio.Task[None] | None = None
         self._rebalances = meter.create_counter(
             "samsa.coordinator.group.rebalances",
@@ -93,12 +103,6 @@ class CoordinatorMetrics(NoCoordinatorMetrics):
             [lambda options: [Observation(self.gauges.members)]],
             unit="{member}",
             description="members of the consumer groups loaded here",
-        )
-        meter.create_observable_gauge(
-            "samsa.coordinator.group.lag",
-            [self._observe_lags],
-            unit="{record}",
-            description="log end offset minus the group's committed offset",
         )
         meter.create_observable_gauge(
             "samsa.coordinator.transactions",
@@ -176,11 +180,17 @@ class CoordinatorMetrics(NoCoordinatorMetrics):
     def _observe_transactions(self, options: CallbackOptions) -> list[Observation]:
         return [Observation(n, {"state": s}) for s, n in self.gauges.transactions_by_state]
 
-    def _observe_lags(self, options: CallbackOptions) -> list[Observation]:
-        return [
-            Observation(lag, {"group": group, "topic": topic, "partition": str(partition)})
-            for group, topic, partition, lag in self.lags
-        ]
+    @property
+    def lags(self) -> tuple[Lag, ...]:
+        return self._lags
+
+    @lags.setter
+    def lags(self, lags: tuple[Lag, ...]) -> None:
+        """New lags: the series of the (group, topic, partition) no longer among them end."""
+        self._lags = lags
+        self._lag_table.replace(
+            {(group, topic, str(partition)): lag for group, topic, partition, lag in lags}
+        )
 
 
 _instance: NoCoordinatorMetrics | None = None
@@ -193,5 +203,7 @@ def for_coordinator() -> NoCoordinatorMetrics:
     if not metrics.enabled():
         return NO_METRICS
     if _instance is None:
-        _instance = CoordinatorMetrics()
+        instruments = CoordinatorMetrics()
+        metrics.register_collector(instruments.lag_series)
+        _instance = instruments
     return _instance

@@ -11,7 +11,8 @@ What every service gets (`RpcMetrics`, a server interceptor installed beside the
   latency a client sees minus the network, so rates and percentiles per RPC come from it;
 - `rpc_server_messages_total`: messages received and sent per streaming RPC (method, direction),
   since a stream's own duration says nothing about the requests in it.
-Services add their own instruments from `meter()`.
+Services add their own instruments from `meter()`, and series labelled by what comes and goes
+(a topic, a group) through `register_collector` (labelled_series.py).
 """
 
 from __future__ import annotations
@@ -140,6 +141,14 @@ def serve(flag: str | None, service_name: str) -> MetricsServer | None:
         extra={"metrics_port": served.port},
     )
     return served
+
+
+def register_collector(collector: Any) -> None:
+    """Serve a prometheus_client collector's families beside the instruments' (families whose
+    label sets come and go: labelled_series.py says why they are not instruments)."""
+    from prometheus_client import REGISTRY
+
+    REGISTRY.register(collector)
 
 
 def meter() -> metrics.Meter:

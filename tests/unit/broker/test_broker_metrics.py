@@ -2,11 +2,12 @@
 batch (a retried batch adds nothing), bytes out once per fetch answer, split between consumers
 and followers, ISR shrinks and expands once the controller accepts them, and gauges (partitions
 led and followed, under-replicated, under-min-ISR, producer ids) computed from the hosted
-partitions.
+partitions; a topic's series end once no partition of it is hosted here.
 
 Method: the pure `broker_gauges` and `isr_change_counts` over stand-ins; then `BrokerMetrics` on a
 meter of a private MeterProvider with an in-memory reader, installed on a real PartitionHost
-(logs in a temp dir) and driven through `produce`, `fetch` and the ISR manager's `_Proposals`.
+(logs in a temp dir) and driven through `produce`, `fetch` and the ISR manager's `_Proposals`;
+the per-topic counters are read from the tables the broker serves beside its instruments.
 """
 
 from __future__ import annotations
@@ -96,6 +97,11 @@ class Meter:
         return found
 
 
+def topic_counts(instruments: BrokerMetrics) -> dict[str, dict[tuple[str, ...], float]]:
+    """The per-topic tables (served beside the instruments) by Prometheus family name."""
+    return {table.name: table.values() for table in instruments.topic_series.tables}
+
+
 @pytest.fixture
 def metered(tmp_path: Path):  # type: ignore[no-untyped-def]
     meter = Meter()
@@ -109,26 +115,26 @@ def metered(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_produce_counts_records_and_bytes_per_batch_and_fetch_counts_the_answer(metered):
-    host, meter = metered
+    host, _ = metered
     batch = build_batch([b"a", b"b", b"c"])
     produce(host, produce_request(0, batch), 5)
     produce(host, produce_request(1, batch), 5)
     response = asyncio.run(fetch(host, fetch_request(0, 0, max_wait_ms=0)))
-    points = meter.points()
-    assert points["samsa.broker.records.in"] == {(("topic", "t"),): 6}
-    io = points["samsa.broker.io"]
-    assert io[(("direction", "in"), ("peer", "producer"), ("topic", "t"))] == 2 * len(batch)
+    counts = topic_counts(host.metrics)
+    assert counts["samsa_broker_records_in"] == {("t",): 6}
+    io = counts["samsa_broker_io_bytes"]
+    assert io[("t", "in", "producer")] == 2 * len(batch)
     sent = len(response.topics[0].partitions[0].records)
     assert sent == len(batch)
-    assert io[(("direction", "out"), ("peer", "consumer"), ("topic", "t"))] == sent
+    assert io[("t", "out", "consumer")] == sent
 
 
 def test_a_retried_idempotent_batch_adds_nothing(metered):
-    host, meter = metered
+    host, _ = metered
     batch = build_batch([b"a"], producer_id=7, producer_epoch=0, base_sequence=0)
     for _ in range(2):
         produce(host, produce_request(0, batch), 5)
-    assert meter.points()["samsa.broker.records.in"] == {(("topic", "t"),): 1}
+    assert topic_counts(host.metrics)["samsa_broker_records_in"] == {("t",): 1}
 
 
 def test_follower_fetches_count_as_replication_and_gauges_follow_the_isr(tmp_path):
@@ -142,9 +148,9 @@ def test_follower_fetches_count_as_replication_and_gauges_follow_the_isr(tmp_pat
     asyncio.run(fetch(host, request))
     host.metrics.refresh(host.partitions.values())
     points = meter.points()
-    io = points["samsa.broker.io"]
-    assert io[(("direction", "out"), ("peer", "follower"), ("topic", "t"))] == len(batch)
-    assert (("direction", "out"), ("peer", "consumer"), ("topic", "t")) not in io
+    io = topic_counts(host.metrics)["samsa_broker_io_bytes"]
+    assert io[("t", "out", "follower")] == len(batch)
+    assert ("t", "out", "consumer") not in io
     assert points["samsa.broker.partitions"] == {
         (("role", "leader"),): 1,
         (("role", "follower"),): 0,
@@ -154,6 +160,17 @@ def test_follower_fetches_count_as_replication_and_gauges_follow_the_isr(tmp_pat
     assert points["samsa.broker.producer_ids"] == {(): 0}
     host.close_all()
     meter.provider.shutdown()
+
+
+def test_a_topic_no_longer_hosted_here_loses_its_series(metered):
+    """Kafka removes a topic's metrics when it leaves the broker: deleted topics must not stay
+    exported for ever (nor fill the exporter's label sets)."""
+    host, _ = metered
+    produce(host, produce_request(0, build_batch([b"a"])), 5)
+    host.metrics.refresh(host.partitions.values())
+    assert topic_counts(host.metrics)["samsa_broker_records_in"] == {("t",): 1}
+    host.metrics.refresh([])  # the topic was deleted: nothing of it is hosted here
+    assert all(not values for values in topic_counts(host.metrics).values())
 
 
 def test_isr_changes_are_counted_once_accepted(tmp_path):

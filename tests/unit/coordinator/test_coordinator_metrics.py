@@ -146,14 +146,13 @@ def test_the_instruments_read_the_refreshed_snapshot():
                 points.setdefault(metric.name, {})[key] = point.value
     assert points["samsa.coordinator.groups"][(("state", "stable"),)] == 1
     assert points["samsa.coordinator.group.members"] == {(): 3}
-    assert points["samsa.coordinator.group.lag"] == {
-        (("group", "idle"), ("partition", "0"), ("topic", "t")): 95,
-        (("group", "busy"), ("partition", "0"), ("topic", "t")): 10,
-    }
+    (lag_table,) = instruments.lag_series.tables  # served beside the instruments
+    assert lag_table.values() == {("idle", "t", "0"): 95, ("busy", "t", "0"): 10}
     assert points["samsa.coordinator.transactions.open"] == {(): 2}
     assert points["samsa.coordinator.transactions"][(("state", "ongoing"),)] == 1
     assert points["samsa.coordinator.group.rebalances"] == {(): 2}
     instruments.partitions.clear()
     instruments.dropped(groups)
     assert instruments.gauges.members == 0 and instruments.lags == ()
+    assert lag_table.values() == {}  # the groups are gone: so are their lag series
     provider.shutdown()

@@ -7,9 +7,11 @@ from services/), then created under the same kind, name and unit on a private me
 by OpenTelemetry's Prometheus exporter, exactly as the services serve them. The names in its
 exposition text are the names a scrape shows — the exporter's own mangling (dots to underscores,
 `_total` on counters, units such as `_bytes` and `_milliseconds`, `_bucket` on histograms), not a
-copy of its rules — plus prometheus_client's default process and Python collectors, which every
-service's /metrics serves too. Every metric name in every panel's PromQL and every template query
-must be one of them.
+copy of its rules — plus the families of the tables (`CounterTable("name", ...)`, `GaugeTable`:
+series labelled by what comes and goes, which services/runtime/labelled_series.py serves through
+prometheus_client's own family classes, built here the same way) and prometheus_client's default
+process and Python collectors, which every service's /metrics serves too. Every metric name in
+every panel's PromQL and every template query must be one of them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
@@ -43,13 +46,16 @@ SYNCHRONOUS = {
 }
 OBSERVABLE = ("create_observable_counter", "create_observable_up_down_counter",
               "create_observable_gauge")  # fmt: skip
+# Series labelled by what comes and goes, served by a collector beside the instruments
+# (services/runtime/labelled_series.py): the class that makes each kind of family.
+TABLES = {"CounterTable": CounterMetricFamily, "GaugeTable": GaugeMetricFamily}
 # PromQL words that look like metric names but are not (functions are told by their "(").
 PROMQL_WORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan", "group_left", "group_right"}
 
 
 @dataclass(frozen=True)
 class Instrument:
-    kind: str  # the Meter method that creates it: create_counter, ...
+    kind: str  # the Meter method that creates it: create_counter, ...; or CounterTable, GaugeTable
     name: str
     unit: str
     where: str  # file:line, for a failure's message
@@ -61,6 +67,18 @@ def instruments_in(root: Path) -> Iterator[Instrument]:
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in TABLES
+            ):
+                where = f"{path.relative_to(REPO)}:{node.lineno}"
+                name = node.args[0] if node.args else None
+                assert isinstance(name, ast.Constant) and isinstance(name.value, str), (
+                    f"{where}: the table's name must be a string literal"
+                )
+                yield Instrument(node.func.id, name.value, "", where)
+                continue
             if not (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -87,14 +105,28 @@ def exported_names(instruments: list[Instrument]) -> set[str]:
     def observe(options: CallbackOptions) -> list[Observation]:
         return [Observation(1)]
 
+    class Tables:
+        def __init__(self, families: list) -> None:  # type: ignore[type-arg]
+            self.families = families
+
+        def collect(self) -> list:  # type: ignore[type-arg]
+            return self.families
+
+    tables = []
     try:
         for instrument in instruments:
+            if instrument.kind in TABLES:
+                family = TABLES[instrument.kind](instrument.name, "", labels=["label"])
+                family.add_metric(["value"], 1)
+                tables.append(family)
+                continue
             create = getattr(meter, instrument.kind)
             if instrument.kind in OBSERVABLE:
                 create(instrument.name, [observe], unit=instrument.unit)
             else:
                 created = create(instrument.name, unit=instrument.unit)
                 getattr(created, SYNCHRONOUS[instrument.kind])(1)
+        registry.register(Tables(tables))
         # What the default registry that the services' /metrics serves holds besides.
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
@@ -169,9 +201,9 @@ def test_the_instruments_are_read_from_the_sources() -> None:
     found = {(i.kind, i.name) for i in instruments_in(SERVICES)}
     assert {
         ("create_histogram", "rpc.server.duration"),
-        ("create_counter", "samsa.broker.io"),
+        ("CounterTable", "samsa_broker_io_bytes"),
         ("create_observable_gauge", "samsa.controller.active"),
-        ("create_observable_gauge", "samsa.coordinator.group.lag"),
+        ("GaugeTable", "samsa_coordinator_group_lag"),
     } <= found
 
 
