@@ -12,7 +12,7 @@ const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
 const WROTE_NOTHING = new Set([...RETRIABLE, UNKNOWN_PRODUCER_ID]);
 
 const producerMethods = {
-  // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or Buffers) to one
+  // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or bytes) to one
   // partition through its leader; resolves with the offset of the first (-1 with acks 0).
   //
   // With acks -1 and idempotence on (the default, as in Kafka >= 3.0), each call is written at

@@ -3,11 +3,15 @@
 
 const { toInt } = require('./errors');
 
-// A record as the application gives it: strings become UTF-8 Buffers; null stays null (a null
+// A record as the application gives it: bytes (a Buffer, any other Uint8Array or an
+// ArrayBuffer) as they are, anything else as the UTF-8 of its string; null stays null (a null
 // key or value differs from an empty one).
 function toBytes(data) {
   if (data === null || data === undefined) return null;
-  return Buffer.isBuffer(data) ? data : Buffer.from(String(data), 'utf8');
+  if (Buffer.isBuffer(data)) return data;
+  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer) return Buffer.from(data);
+  return Buffer.from(String(data), 'utf8');
 }
 
 // Kafka's default partitioner for keyed records, bit-exact with the Python SDK's
