@@ -69,6 +69,7 @@ class SamsaClient {
   // idempotence (default true): produce with acks -1 is idempotent; see produce().
   constructor(bootstrap, { timeoutMs = 15000, clientId = 'samsa-node', idempotence = true } = {}) {
     this.bootstrap = splitEndpoints(bootstrap);
+    this.bootstrapAnswered = 0; // the index of the bootstrap server that answered last
     this.timeoutMs = timeoutMs;
     this.clientId = clientId;
     this.idempotence = idempotence;
@@ -108,12 +109,19 @@ class SamsaClient {
     });
   }
 
-  // Asks the bootstrap servers in turn until one answers at the gRPC level.
+  // Asks the bootstrap servers in turn until one answers at the gRPC level, starting from the
+  // one that answered last: a server that hangs (paused, or cut off without a reset) costs a
+  // whole deadline, once, rather than at every metadata read.
   async callAny(kind, method, request) {
     let lastError;
-    for (const endpoint of this.bootstrap) {
+    const count = this.bootstrap.length;
+    const first = this.bootstrapAnswered;
+    for (let step = 0; step < count; step++) {
+      const at = (first + step) % count;
       try {
-        return await this.call(kind, endpoint, method, request);
+        const answer = await this.call(kind, this.bootstrap[at], method, request);
+        this.bootstrapAnswered = at;
+        return answer;
       } catch (error) {
         lastError = error;
       }

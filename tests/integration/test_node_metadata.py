@@ -6,7 +6,8 @@ them in (at most partition_limit per answer, 2,000 by default), so that a topic 
 partitions can be written and read whole and keys are partitioned over the true count; and it
 names the leader epoch its metadata gave with Fetch and ListOffsets (KIP-320), so that a
 deposed leader not yet told refuses instead of answering from its stale log; a partition
-without a leader stops only its own reads and writes, not the topic's other partitions.
+without a leader stops only its own reads and writes, not the topic's other partitions; and a
+bootstrap server that hangs costs one deadline, not one per metadata read.
 
 Method: a Node script runs a fake ControllerService and BrokerService (real gRPC on loopback, in
 the same process) that answer as a server does, and a SamsaClient against them. Skipped when
@@ -160,3 +161,34 @@ def test_an_offline_partition_does_not_stop_the_others() -> None:
         "offline": "ERROR_CODE_LEADER_NOT_AVAILABLE",
         "leaders": [1, -1],
     }
+
+
+def test_a_hung_bootstrap_server_is_waited_for_once() -> None:
+    # The first bootstrap server accepts calls and never answers (a paused broker); the second
+    # is the fake. Each of three reads looks its leader up: the hung server must cost one
+    # deadline, not one per read.
+    body = """
+    const { SamsaClient } = require('./samsa');
+    let hungCalls = 0;
+    const hung = new grpc.Server();
+    hung.addService(SERVICES.controller.service, {
+      DescribeTopics() {
+        hungCalls += 1; // never answered
+      },
+    });
+    const port = await new Promise((resolve, reject) => {
+      const credentials = grpc.ServerCredentials.createInsecure();
+      const bound = (error, number) => (error ? reject(error) : resolve(number));
+      hung.bindAsync('127.0.0.1:0', credentials, bound);
+    });
+    const both = new SamsaClient([`127.0.0.1:${port}`, endpoint], { timeoutMs: 500 });
+    try {
+      for (let read = 0; read < 3; read++) await both.fetch('half', 0, 0, 0);
+    } finally {
+      await both.close();
+      hung.forceShutdown();
+    }
+    return { hungCalls };
+    """
+    outcome = node_with_fake_server(ONE_PARTITION_OFFLINE, body, {})
+    assert outcome == {"hungCalls": 1}
