@@ -8,6 +8,8 @@ Pure: no Spark session, no cluster."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
@@ -146,3 +148,20 @@ def test_a_new_partition_that_does_not_start_at_0_is_data_loss(
     assert got == [(0, 3, 7), (1, 4, 9)]
     monkeypatch.setattr(stream_source, "partition_bounds", lambda o, tps: ({("t", 1): 0}, {}))
     assert [(p.partition, p.start) for p in strict.partitions(start, end)] == [(0, 3), (1, 0)]
+
+
+def test_a_stream_splits_its_micro_batches_into_min_partitions_tasks() -> None:
+    """minPartitions applies to a stream's micro-batches as to a batch read (the Kafka
+    connector's too); a stream took it and read each partition's range in one task."""
+    options = BOOT | {"subscribe": "t", "minPartitions": "4"}
+    reader = SamsaStreamReader(parse_options(options))
+    got = [
+        (p.partition, p.start, p.end)
+        for p in reader.partitions({"t": {"0": 0, "1": 90}}, {"t": {"0": 100, "1": 100}})
+    ]
+    assert len(got) >= 4
+    assert sorted(got) == got and {p for p, _, _ in got} == {0, 1}
+    for number, start, end in ((0, 0, 100), (1, 90, 100)):
+        pieces = [(s, e) for p, s, e in got if p == number]
+        assert pieces[0][0] == start and pieces[-1][1] == end
+        assert all(a[1] == b[0] for a, b in pairwise(pieces))

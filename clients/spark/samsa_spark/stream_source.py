@@ -4,7 +4,8 @@ Theory of operation (stream_offsets.py has the offset rules). Every call runs in
 long-lived driver-side Python process for the query: `initialOffset` resolves the starting
 timestamps or startingOffsets (latest by default, as the Kafka connector's); `latestOffset` asks
 the partitions' ends at the read's isolation level and applies the read limit; `partitions`
-turns [start, end) into one RangePartition per partition with records waiting; `read` runs in a
+turns [start, end) into one RangePartition per partition with records waiting (split into at
+least minPartitions tasks, as a batch read is); `read` runs in a
 task, exactly as the batch read does. A restarted query resumes from the end Spark
 checkpointed: Spark asks for the same ranges again for a batch it had not committed, so nothing
 is lost or read twice.
@@ -34,7 +35,7 @@ from pyspark.sql.streaming.datasource import (
 
 from samsa.spark import stream_offsets as so
 from samsa.spark.options import OptionError, SourceOptions
-from samsa.spark.ranges import resolve
+from samsa.spark.ranges import OffsetRange, resolve, split
 from samsa.spark.source import (
     RangePartition,
     partition_bounds,
@@ -117,10 +118,13 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             firsts = partition_bounds(self.options, new)[0]
             self._check_new(firsts)
             begin |= firsts
-        return [
-            RangePartition(topic, partition, begin[(topic, partition)], stop)
+        ranges = [
+            OffsetRange(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in stops.items()
-            if stop > begin[(topic, partition)]
+        ]
+        return [
+            RangePartition(r.topic, r.partition, r.start, r.end)
+            for r in split(ranges, self.options.min_partitions)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
