@@ -216,23 +216,12 @@ class GroupMember {
           return { topic: key.slice(0, at), partition: Number(key.slice(at + 1)), offset };
         })
       : offsets;
-    const owned = new Set(this.assignment.map((tp) => `${tp.topic}:${tp.partition}`));
-    const notOwned = entries.filter((tp) => !owned.has(`${tp.topic}:${tp.partition}`));
-    if (notOwned.length > 0) {
-      const names = notOwned.map((tp) => `${tp.topic}[${tp.partition}]`).join(', ');
-      throw new Error(`group ${this.groupId}: no commit, the member does not own ${names}`);
-    }
     const byTopic = new Map();
     for (const { topic, partition, offset } of entries) {
       if (!byTopic.has(topic)) byTopic.set(topic, []);
       byTopic.get(topic).push({ partition, committed_offset: offset, committed_leader_epoch: -1 });
     }
-    const request = {
-      group_id: this.groupId,
-      member_id: this.memberId,
-      member_epoch: this.memberEpoch,
-      topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
-    };
+    const topics = [...byTopic].map(([name, partitions]) => ({ name, partitions }));
     const firstError = (answer) => {
       for (const t of answer.topics) {
         const failed = t.partitions.find((p) => p.error_code !== NO_ERROR);
@@ -240,9 +229,34 @@ class GroupMember {
       }
       return null;
     };
-    const answer = await this.client.groupCall(this.groupId, 'OffsetCommit', request, firstError);
-    const failed = firstError(answer);
-    if (failed) check(failed, `commit for group ${this.groupId}`);
+    const deadline = Date.now() + this.client.timeoutMs;
+    for (;;) {
+      this.checkOwned(entries);
+      const memberEpoch = this.memberEpoch;
+      const request = { group_id: this.groupId, member_id: this.memberId, member_epoch: memberEpoch, topics };
+      const answer = await this.client.groupCall(this.groupId, 'OffsetCommit', request, firstError);
+      const failed = firstError(answer);
+      if (!failed) return;
+      // STALE_MEMBER_EPOCH: the coordinator moved the member to a newer epoch (its assignment
+      // changed), which the member learns from its next heartbeat; then it commits again, at
+      // that epoch, what it still owns, as Kafka's consumer does. Anything else fails the commit.
+      if (failed.error_code === 'ERROR_CODE_STALE_MEMBER_EPOCH') {
+        while (this.memberEpoch === memberEpoch && !this.stopped && Date.now() < deadline) await sleep(20);
+      }
+      if (failed.error_code !== 'ERROR_CODE_STALE_MEMBER_EPOCH' || this.memberEpoch === memberEpoch) {
+        check(failed, `commit for group ${this.groupId}`);
+      }
+    }
+  }
+
+  // Throws unless the member owns every partition of `entries` ([{topic, partition}]).
+  checkOwned(entries) {
+    const owned = new Set(this.assignment.map((tp) => `${tp.topic}:${tp.partition}`));
+    const notOwned = entries.filter((tp) => !owned.has(`${tp.topic}:${tp.partition}`));
+    if (notOwned.length > 0) {
+      const names = notOwned.map((tp) => `${tp.topic}[${tp.partition}]`).join(', ');
+      throw new Error(`group ${this.groupId}: no commit, the member does not own ${names}`);
+    }
   }
 
   // Leaves the group (member epoch -1): its partitions are reassigned at once.

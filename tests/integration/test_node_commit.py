@@ -1,0 +1,72 @@
+"""The Node.js client's group member committing while its member epoch moves on
+(clients/node/group.js), against a fake coordinator.
+
+Goal: an OffsetCommit refused with STALE_MEMBER_EPOCH (the coordinator moved the member to a
+newer epoch, which the member learns at its next heartbeat) is sent again at the new epoch for
+the partitions the member still owns, as Kafka's consumer does, instead of failing the commit;
+any other refusal still fails it.
+
+Method: a Node script runs a fake CoordinatorLookupService and GroupCoordinatorService (real
+gRPC on loopback, in the same process) and a SamsaClient whose member joins and commits. Skipped
+when `node` or clients/node/node_modules is missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from node_helpers import node_with_fake_server, skip_module_without_node
+
+skip_module_without_node()
+
+pytestmark = pytest.mark.timeout(60)
+
+# The coordinator assigns t[0] at epoch 1 on join, and answers every later heartbeat (every
+# 100 ms) at epoch 2 with the same partition: the epoch moved on while the first commit, sent at
+# epoch 1, was on its way. A commit at an epoch below 2 is refused with STALE_MEMBER_EPOCH, one
+# of an offset above data.offset_max with INVALID_REQUEST.
+EPOCH_MOVES_ON = """{
+  lookup: {
+    FindCoordinator(request) {
+      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
+    },
+  },
+  group: {
+    ConsumerGroupHeartbeat(request) {
+      const epoch = request.member_epoch === 0 ? 1 : 2;
+      const assignment = { topics: [{ topic: 't', partitions: [0] }] };
+      return { member_id: request.member_id, member_epoch: epoch, heartbeat_interval_ms: 100,
+        assignment };
+    },
+    OffsetCommit(request) {
+      const t = request.topics[0];
+      const code = request.member_epoch < 2 ? 'ERROR_CODE_STALE_MEMBER_EPOCH'
+        : Number(t.partitions[0].committed_offset) > data.offset_max ? 'ERROR_CODE_INVALID_REQUEST'
+        : 'ERROR_CODE_UNSPECIFIED';
+      return { topics: [{ name: t.name, partitions: [{ partition: 0, error_code: code }] }] };
+    },
+  },
+}"""
+# Joins, commits `offset` on t[0] at once (at epoch 1), leaves; returns the outcome and the
+# epochs the commits were sent at.
+JOIN_AND_COMMIT = """
+const member = await client.joinGroup('g', ['t']);
+const outcome = await member
+  .commit([{ topic: 't', partition: 0, offset: data.offset }])
+  .then(() => 'committed', (error) => error.code);
+const epochs = server_calls
+  .filter(([method]) => method === 'OffsetCommit')
+  .map(([, request]) => request.member_epoch);
+return { outcome, epochs };
+"""
+
+
+def test_a_commit_at_a_stale_member_epoch_is_sent_again_at_the_new_one() -> None:
+    data = {"offset": 5, "offset_max": 10}
+    outcome = node_with_fake_server(EPOCH_MOVES_ON, JOIN_AND_COMMIT, data, timeoutMs=3000)
+    assert outcome == {"outcome": "committed", "epochs": [1, 2]}
+
+
+def test_other_refusals_fail_the_commit() -> None:
+    data = {"offset": 50, "offset_max": 10}
+    outcome = node_with_fake_server(EPOCH_MOVES_ON, JOIN_AND_COMMIT, data, timeoutMs=3000)
+    assert outcome == {"outcome": "ERROR_CODE_INVALID_REQUEST", "epochs": [1, 2]}
