@@ -35,7 +35,7 @@ from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.producer import WAIT_POLL_S, group_identity, transactions_of
 from samsa.client.producer_driver import ProducerDriver
-from samsa.client.record_appender import Appended, now_ms, raise_no_partition
+from samsa.client.record_appender import Appended, checked_partition, now_ms
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
 from samsa.client.record_tracing import headers_with_traceparent
 from samsa.client.transaction_manager import TransactionManager
@@ -106,8 +106,8 @@ class AsyncProducer:
         if count is None:
             remaining_s = max(0.0, deadline - time.monotonic())
             count = await asyncio.to_thread(self._metadata.partition_count, topic, remaining_s)
-        if partition is not None and not 0 <= partition < count:
-            raise_no_partition(topic, partition, count)
+        if partition is not None:
+            partition = checked_partition(topic, partition, count)
         outcome, index, partition, wake = driver.appender.append(
             topic, partition, key, value, headers, timestamp, now, count
         )

@@ -41,7 +41,7 @@ from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partitioner import partition_groups
 from samsa.client.producer_driver import ProducerDriver
-from samsa.client.record_appender import now_ms, raise_no_partition
+from samsa.client.record_appender import checked_partition, now_ms
 from samsa.client.record_checks import CheckedRecords
 from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
@@ -121,8 +121,8 @@ class Producer:
             headers = headers_with_traceparent(headers)
         if timestamp is None:
             timestamp = now
-        if partition is not None and not 0 <= partition < count:
-            raise_no_partition(topic, partition, count)
+        if partition is not None:
+            partition = checked_partition(topic, partition, count)
         outcome, index, partition, wake = self._append(
             topic, partition, key, value, headers, timestamp, now, count
         )
@@ -157,9 +157,10 @@ class Producer:
         if timestamp is None:
             timestamp = now
         if partitions is not None:
-            for partition in partitions:
-                if partition is not None and not 0 <= partition < count:
-                    raise_no_partition(topic, partition, count)
+            partitions = [
+                None if partition is None else checked_partition(topic, partition, count)
+                for partition in partitions
+            ]
         if self._tracing:
             headers = headers_column_with_traceparent(headers, len(values))
         records = self._driver.accumulator.check_records(keys, values, headers, timestamp)

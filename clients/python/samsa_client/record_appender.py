@@ -23,7 +23,7 @@ from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
 from samsa.client.partitioner import UNAVAILABLE, Partitioner
 from samsa.client.record_batcher import AppendRefusal
-from samsa.client.record_checks import CheckedRecords
+from samsa.client.record_checks import CheckedRecords, as_bytes, checked_int
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
 from samsa.common.errors import ErrorCode
 
@@ -45,6 +45,14 @@ Appended = tuple[BatchOutcome | None, int, int, bool]
 # What `append_many()` did: (next record index, [(outcome, first record index in its batch,
 # record count)], wake).
 ManyOutcomes = tuple[int, list[tuple[BatchOutcome, int, int]], bool]
+
+
+def checked_partition(topic: str, partition: object, count: int) -> int:
+    """A partition a caller named: an int (InvalidRecordError otherwise) of the topic's."""
+    number = checked_int("partition", partition)
+    if not 0 <= number < count:
+        raise_no_partition(topic, number, count)
+    return number
 
 
 def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
@@ -131,6 +139,8 @@ class RecordAppender:
             if sticky:
                 partition = self._sticky_partition(topic, count)
             elif partition is None:
+                if key.__class__ is not bytes:  # the partitioner hashes it: bytes only
+                    key = as_bytes("key", key)
                 partition = self.partitioner.partition(topic, key, count)
             result = accumulator.append(
                 topic, partition, key, value, headers, timestamp, now, sticky

@@ -49,6 +49,7 @@ from samsa.client.record_checks import (
     as_bytes,
     check_columns,
     checked_headers,
+    checked_int,
 )
 from samsa.common.errors import InvalidRecordError, RecordTooLargeError
 
@@ -132,7 +133,9 @@ class RecordBatcher:
             record_bytes += header_bytes
         if timestamp_ms is None:
             timestamp_ms = now_ms
-        elif not 0 <= timestamp_ms <= TIMESTAMP_MS_MAX:
+        elif timestamp_ms.__class__ is not int:
+            timestamp_ms = checked_int("timestamp", timestamp_ms)
+        if not 0 <= timestamp_ms <= TIMESTAMP_MS_MAX:
             raise InvalidRecordError(
                 f"invalid timestamp {timestamp_ms}: must be a non-negative int64 (ms), or None"
             )

@@ -11,6 +11,7 @@ any record of the call is queued. Pure: no I/O, no state.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, repeat
 from operator import add, itemgetter, sub
@@ -62,6 +63,17 @@ class CheckedRecords(NamedTuple):
         )
 
 
+def checked_int(name: str, number: object) -> int:
+    """An int given as one (a numpy integer too), never a float or a bool: a float timestamp
+    (`time.time() * 1000`) or partition would otherwise be accepted by send() and fail only when
+    its batch is encoded, on the driver's loop."""
+    if number.__class__ is int:
+        return number  # type: ignore[return-value]
+    if isinstance(number, bool) or not hasattr(number, "__index__"):
+        raise InvalidRecordError(f"a record's {name} must be an int, got {number!r}")
+    return operator.index(number)  # type: ignore[no-any-return]
+
+
 def check_columns(
     keys: Sequence[bytes | None] | None,
     values: Sequence[bytes | None],
@@ -71,6 +83,7 @@ def check_columns(
     """A column of records (all with `timestamp_ms`) checked, with their estimated sizes; a wrong
     type, length or timestamp raises InvalidRecordError. Sizes against the producer's limits are
     the batcher's to check."""
+    timestamp_ms = checked_int("timestamp", timestamp_ms)
     if not 0 <= timestamp_ms <= TIMESTAMP_MS_MAX:
         raise InvalidRecordError(
             f"invalid timestamp {timestamp_ms}: must be a non-negative int64 (ms), or None"
