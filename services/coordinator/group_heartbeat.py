@@ -91,9 +91,7 @@ def heartbeat(
     group = shard.groups.get(request.group_id)
     if request.member_epoch == LEAVE_EPOCH:
         if group is not None and request.member_id in group.members:
-            remove_member(writer, group, request.member_id)
-            if not group.members:
-                group.empty_since_ms = now_ms  # offset retention counts from here
+            remove_member(writer, group, request.member_id, now_ms)
         return writer.result(_answer(request, LEAVE_EPOCH, None, config))
     if request.member_epoch == STATIC_LEAVE_EPOCH:
         return _static_leave(writer, group, request, now_ms, config)

@@ -3,9 +3,9 @@
 Theory of operation. `GroupShard` holds every group of one partition; it is exactly the replay of
 that partition's records (group_replay.replay is its only mutator, and the handlers write through
 it too). Everything here is persistent except the timers (`Member.session_deadline_ms` and
-`revocation_deadline_ms`, `ConsumerGroup.empty_since_ms`, fields with compare=False): they live
-in memory only, and a coordinator that loads a partition restarts them
-(`group_shard.GroupCoordinatorShard.start_timers`).
+`revocation_deadline_ms`, fields with compare=False): they live in memory only, and a
+coordinator that loads a partition restarts them (`group_shard.GroupCoordinatorShard.start_timers`),
+which also starts `ConsumerGroup.empty_since_ms` of an empty group whose log does not say.
 
 Partition sets are `Partitions` = topic -> frozenset of partition numbers with no empty entry, so
 two equal sets are equal dicts; the helpers below keep that normal form.
@@ -120,9 +120,9 @@ class ConsumerGroup:
     offset_positions: dict[TopicPartition, int] = field(default_factory=dict, compare=False)
     # Derived: partition -> the member whose assigned ∪ pending_revocation holds it.
     owners: dict[TopicPartition, str] = field(default_factory=dict)
-    # A timer: when the group was last left without members (None: not since it was loaded,
-    # then its offsets count from their commit); offset retention counts from it. In memory
-    # only: a load starts it again for every empty group, so a failover never expires early.
+    # When the group was last left without members; offset retention counts from it. Replayed
+    # from the group_metadata record written then (GroupMetadataValue.empty_since_ms); a load
+    # whose log does not say starts it at the load (never expire early). Left out of ==.
     empty_since_ms: int | None = field(default=None, compare=False)
     # Members the last target computation gave nothing because their target would not fit one
     # record (group_assignment.bounded_target) -> the bytes it would take: their heartbeats are

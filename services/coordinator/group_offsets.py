@@ -67,7 +67,7 @@ def commit_size_problem(request: c.OffsetCommitRequest, now_ms: int) -> str | No
             bound += names_bytes + len(partition.metadata.encode())
     if bound <= COMMIT_BATCH_BYTES_MAX:
         return None
-    written = [records.group_metadata(group_id, g.GroupMetadataValue())]
+    written = [records.group_metadata(group_id, g.GroupMetadataValue(empty_since_ms=now_ms))]
     for topic in request.topics:
         for partition in topic.partitions:
             value = g.OffsetCommitValue(
@@ -119,7 +119,8 @@ def commit_offsets(
             if code != ErrorCode.NONE:
                 continue
             if group is None and not created:
-                writer.write(records.group_metadata(request.group_id, g.GroupMetadataValue()))
+                value = g.GroupMetadataValue(empty_since_ms=now_ms)  # empty from its creation
+                writer.write(records.group_metadata(request.group_id, value))
                 created = True
             value = g.OffsetCommitValue(
                 committed_offset=partition.committed_offset,

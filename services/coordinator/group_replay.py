@@ -150,6 +150,8 @@ def _replay_group_metadata(
         group = _group(shard, group_id)
         group.group_epoch = value.group_metadata.group_epoch
         group.subscription_digest = value.group_metadata.subscription_digest
+        if value.group_metadata.empty_since_ms:  # a timer (compare=False): see group_model
+            group.empty_since_ms = value.group_metadata.empty_since_ms
         return
     group = shard.groups.get(group_id)
     if group is None:

@@ -86,10 +86,11 @@ class GroupCoordinatorShard:
 
     def start_timers(self, now_ms: int) -> None:
         """After a load: every member gets a fresh session, and a fresh revocation deadline when
-        it is revoking; retention starts again for the offsets of every group without members
-        (when it was left empty is not in the log: never expire early)."""
+        it is revoking; an empty group's retention goes on from when it was left empty (its
+        group_metadata record), or starts again when its log does not say (never expire
+        early)."""
         for group in self.state.groups.values():
-            if not group.members:
+            if not group.members and group.empty_since_ms is None:
                 group.empty_since_ms = now_ms
             for member in group.members.values():
                 member.session_deadline_ms = now_ms + self.config.session_timeout_ms
@@ -178,9 +179,7 @@ class GroupCoordinatorShard:
             )
             expired = expired[: max(0, EXPIRE_RECORDS_MAX - len(writer.records)) // 4 + 1]
             for member_id in expired:
-                remove_member(writer, group, member_id)
-            if expired and not group.members:
-                group.empty_since_ms = now_ms  # offset retention counts from here
+                remove_member(writer, group, member_id, now_ms)
             pending = self.txn_offsets.unstable(group_id)  # a marker will apply them
             for topic_partition in list(group_offsets.expired_offsets(group, now_ms, self.config)):
                 if len(writer.records) >= EXPIRE_RECORDS_MAX:

@@ -48,22 +48,29 @@ class RecordCollector:
         return GroupResult(self.records, response)
 
 
-def bump_group_epoch(writer: RecordCollector, group: ConsumerGroup, digest: bytes | None) -> None:
-    """group_epoch + 1 (and a new subscription digest when given)."""
+def bump_group_epoch(
+    writer: RecordCollector, group: ConsumerGroup, digest: bytes | None, empty_since_ms: int = 0
+) -> None:
+    """group_epoch + 1 (and a new subscription digest when given; when the group was left
+    empty, if it just was)."""
     value = g.GroupMetadataValue(
         group_epoch=group.group_epoch + 1,
         subscription_digest=group.subscription_digest if digest is None else digest,
+        empty_since_ms=empty_since_ms,
     )
     writer.write(records.group_metadata(group.group_id, value))
 
 
-def remove_member(writer: RecordCollector, group: ConsumerGroup, member_id: str) -> None:
+def remove_member(
+    writer: RecordCollector, group: ConsumerGroup, member_id: str, now_ms: int
+) -> None:
     """A leave with epoch -1 (or an expiry): the member's records go, the group epoch moves so
-    that the others get its partitions."""
+    that the others get its partitions; the last member's removal records when the group was
+    left empty (offset retention counts from it)."""
     assert member_id in group.members
     for record in records.member_tombstones(group.group_id, member_id):
         writer.write(record)
-    bump_group_epoch(writer, group, None)
+    bump_group_epoch(writer, group, None, 0 if group.members else now_ms)
 
 
 def delete_group(writer: RecordCollector, group: ConsumerGroup) -> None:

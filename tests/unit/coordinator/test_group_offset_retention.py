@@ -3,8 +3,8 @@ KIP-211, and what the setting's documentation promises), not from the commit: a 
 members stopped committing a partition long ago (nothing new to read there) keeps that offset for
 the whole retention period after its last member leaves, so a deploy that stops every consumer
 for a minute does not send them back to auto.offset.reset. An offset committed while the group
-is empty (an admin reset) counts from its commit. A coordinator that loads the partition does not
-know since when a group has been empty: it starts the clock again (never expires early).
+is empty (an admin reset) counts from its commit. A coordinator that loads the partition goes on
+from when the group was left empty, which the group_metadata record written then says.
 
 Method: GroupHarness scenarios with a manual clock; `expire` is called as the runtime's timer
 loop calls it, and the group's offsets are inspected.
@@ -77,19 +77,46 @@ def test_an_offset_committed_while_the_group_is_empty_counts_from_its_commit() -
     assert committed(h) == {}
 
 
-def test_a_loaded_empty_group_gets_a_fresh_retention_period() -> None:
+def test_a_loaded_empty_group_keeps_the_time_it_was_left_empty() -> None:
+    """The group_metadata record written as the last member leaves says when: a coordinator
+    that loads the partition goes on counting from it. (A fresh period at each load kept the
+    offsets of every empty group for ever on a cluster restarted more often than the retention
+    period.)"""
     h = GroupHarness({"t": 1}, GroupConfig(offsets_retention_ms=RETENTION_MS))
     h.join("a")
     h.commit("a", 1, {("t", 0): 7})
     h.now_ms += 5 * RETENTION_MS
     h.heartbeat("a", -1)
-    h.fail_over()  # the new coordinator cannot know when the group emptied
-    h.now_ms += 1
+    h.now_ms += RETENTION_MS // 2
+    h.fail_over()
     h.expire()
     assert committed(h) == {("t", 0): 7}
-    h.now_ms += RETENTION_MS
+    h.now_ms += RETENTION_MS // 2 + 1
     h.expire()
-    assert committed(h) == {}, "retention ran out a full period after the load"
+    assert committed(h) == {}, "retention ran out a period after the group emptied"
+
+
+def test_a_group_emptied_by_expiry_keeps_that_time_across_a_load() -> None:
+    h = GroupHarness({"t": 1}, GroupConfig(offsets_retention_ms=RETENTION_MS))
+    h.join("a")
+    h.commit("a", 1, {("t", 0): 7})
+    h.now_ms += h.coordinator.config.session_timeout_ms
+    h.expire()  # the member's session ran out: the group is empty from now
+    h.now_ms += RETENTION_MS // 2
+    h.fail_over()
+    h.now_ms += RETENTION_MS // 2 + 1
+    h.expire()
+    assert committed(h) == {}
+
+
+def test_offsets_committed_to_an_empty_group_count_from_their_commit_across_a_load() -> None:
+    h = GroupHarness({"t": 1}, GroupConfig(offsets_retention_ms=RETENTION_MS))
+    h.commit("", -1, {("t", 0): 3})
+    h.now_ms += RETENTION_MS // 2
+    h.fail_over()
+    h.now_ms += RETENTION_MS // 2 + 1
+    h.expire()
+    assert committed(h) == {}
 
 
 def test_offsets_of_a_topic_no_member_subscribes_to_expire_in_a_live_group() -> None:

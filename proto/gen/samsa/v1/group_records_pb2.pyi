@@ -96,12 +96,14 @@ class OffsetCommitValue(_message.Message):
     def __init__(self, committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., metadata: _Optional[str] = ..., commit_timestamp_ms: _Optional[int] = ...) -> None: ...
 
 class GroupMetadataValue(_message.Message):
-    __slots__ = ("group_epoch", "subscription_digest")
+    __slots__ = ("group_epoch", "subscription_digest", "empty_since_ms")
     GROUP_EPOCH_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    EMPTY_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     group_epoch: int
     subscription_digest: bytes
-    def __init__(self, group_epoch: _Optional[int] = ..., subscription_digest: _Optional[bytes] = ...) -> None: ...
+    empty_since_ms: int
+    def __init__(self, group_epoch: _Optional[int] = ..., subscription_digest: _Optional[bytes] = ..., empty_since_ms: _Optional[int] = ...) -> None: ...
 
 class MemberMetadataValue(_message.Message):
     __slots__ = ("group_instance_id", "client_id", "subscription", "rebalance_timeout_ms", "server_assignor")
