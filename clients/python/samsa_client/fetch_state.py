@@ -33,7 +33,7 @@ Outputs:
   back to the same broker only after retry.backoff.ms.
 - `offsets_to_look_up()`: the resets to resolve with ListOffsets (EARLIEST or LATEST), or with
   OffsetFetch (COMMITTED) (offset_resets.py).
-- `take(limit)`: at most `limit` records, in assignment order; it moves positions. The
+- `take(limit)`: at most `limit` records, the partitions in turn; it moves positions. The
   partitions it empties may be fetched again.
 - `pop_error()`: the next error `poll()` raises (bad offsets, corrupt batches, failed lookups).
 - `on_fetch_answer(...)` -> AnswerEffects: refresh the metadata (a leader moved), and whether
@@ -109,6 +109,7 @@ class FetchState:
         self._assigned: list[TopicPartition] = []
         self._partitions: dict[TopicPartition, Partition] = {}
         self._errors: dict[TopicPartition, Exception] = {}  # fetch errors poll() must raise
+        self._take_from = 0  # the index in _assigned the next take starts at (take's doc)
         self._in_flight: dict[int, InFlight] = {}
         self._backoff_until_ms: dict[int, int] = {}
         self._sessions = BrokerFetchSessions(partition_max_bytes=config.max_partition_fetch_bytes)
@@ -296,11 +297,17 @@ class FetchState:
     # --- handing out ----------------------------------------------------------------------------
 
     def take(self, limit: int) -> list[ConsumerRecord]:
-        """At most `limit` buffered records, in assignment order (not of paused partitions)."""
+        """At most `limit` buffered records (not of paused partitions), partitions in turn: from
+        where the last take that reached its limit stopped, in assignment order, so a partition
+        refilled as fast as it is emptied does not keep the others' records waiting."""
         taken: list[ConsumerRecord] = []
         partitions = self._partitions
-        for tp in self._assigned:
-            partition = partitions[tp]
+        assigned = self._assigned
+        count = len(assigned)
+        start = self._take_from % count if count else 0
+        for turn in range(count):
+            index = start + turn
+            partition = partitions[assigned[index % count]]
             buffers = partition.buffers
             if not buffers or partition.paused:
                 continue
@@ -316,6 +323,7 @@ class FetchState:
                     partition.position = max(partition.position, head.end_offset)
                 partition.leader_epoch = head.leader_epoch
             if len(taken) >= limit:
+                self._take_from = index if buffers else index + 1
                 break
         return taken
 
