@@ -259,22 +259,36 @@ class GroupMember {
     }
   }
 
-  // Leaves the group (member epoch -1): its partitions are reassigned at once.
+  // Leaves the group (member epoch -1): its partitions are reassigned at once. With onRevoke,
+  // it is called first with every partition the member owns, as Kafka's consumer does on
+  // close, so that the application may commit them. The member owns nothing afterwards,
+  // whether or not the coordinator answered.
   async leave() {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = null;
     await this.beating;
-    this.memberEpoch = -1;
-    const answer = await this.client.groupCall(
-      this.groupId,
-      'ConsumerGroupHeartbeat',
-      { group_id: this.groupId, member_id: this.memberId, member_epoch: -1 },
-      (a) => a,
-    );
-    this.client.members.delete(this);
-    check(answer, `leaving group ${this.groupId}`);
-    this.assignment = [];
+    await this.revoking;
+    try {
+      if (this.onRevoke && this.assignment.length > 0) {
+        await Promise.resolve()
+          .then(() => this.onRevoke(this.assignment.slice()))
+          .catch((error) => {
+            this.lastError = error; // the member leaves all the same
+          });
+      }
+      this.memberEpoch = -1;
+      const answer = await this.client.groupCall(
+        this.groupId,
+        'ConsumerGroupHeartbeat',
+        { group_id: this.groupId, member_id: this.memberId, member_epoch: -1 },
+        (a) => a,
+      );
+      check(answer, `leaving group ${this.groupId}`);
+    } finally {
+      this.client.members.delete(this);
+      this.setAssignment([]);
+    }
   }
 }
 

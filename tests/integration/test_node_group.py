@@ -130,3 +130,34 @@ def test_a_member_gives_a_partition_up_after_its_revoke_callback(bootstrap: str)
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         committed = admin.list_consumer_group_offsets(group, [partition])
     assert committed[partition].offset == 11
+
+
+# Joins group `data` with an onRevoke that commits 21 on what it is given, then leaves; returns
+# what onRevoke was given and the member's partitions after leaving.
+LEAVE_WITH_REVOKE_CALLBACK = """
+const given = [];
+const member = await client.joinGroup(data, [topic], {
+  onRevoke: async (partitions) => {
+    given.push(partitions.map((tp) => tp.partition).sort());
+    await member.commit(partitions.map((tp) => ({ ...tp, offset: 21 })));
+  },
+});
+await member.waitForAssignment(10000);
+await member.leave();
+return { given, after: member.assignment.length };
+"""
+
+
+def test_leaving_calls_the_revoke_callback_with_every_partition(bootstrap: str) -> None:
+    topic, group = "leave-callback", "leave-callback-group"
+    create_topic(bootstrap, topic, 2)
+    # Kafka's consumer.close() calls onPartitionsRevoked before it leaves, so the application
+    # commits what it processed; the commits made there are the group's.
+    outcome = node_script(bootstrap, topic, LEAVE_WITH_REVOKE_CALLBACK, group)
+    assert outcome == {"given": [[0, 1]], "after": 0}
+    partitions = [(topic, 0), (topic, 1)]
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        committed = admin.list_consumer_group_offsets(group, partitions)
+        description = admin.describe_consumer_groups([group])[group]
+    assert [committed[tp].offset for tp in partitions] == [21, 21]
+    assert description.members == ()
