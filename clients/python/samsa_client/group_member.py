@@ -188,8 +188,13 @@ class GroupMember:
             return
         self.subscription = None
         if self.state in (MemberState.FENCED, MemberState.STALE):
-            self.owned = frozenset()  # already out of the group: nothing to give back in order
-            self._callback = None
+            # Already out of the group: nothing to give back in order. What it owns is lost
+            # (on_lost, as Kafka's close() tells the listener), then the leave heartbeat.
+            if self._running is None and self.owned:
+                self._callback = PendingCallback(CallbackKind.LOST, self.owned)
+            else:
+                self.owned = frozenset()
+                self._callback = None
         self._move(MemberState.LEAVING)
         self.target = frozenset()
         if self._callback is None:

@@ -270,3 +270,23 @@ def test_unsubscribing_again_while_leaving_takes_back_a_subscribe_made_meanwhile
     m.unsubscribe(3000)  # close(): the member must not join again once the leave ends
     m.on_heartbeat_answer(answer(-1), 3001)
     assert m.state is MemberState.UNSUBSCRIBED and m.heartbeat_request(3001) is None
+
+
+@pytest.mark.parametrize("how", ["fenced", "stale"])
+def test_leaving_after_being_fenced_tells_the_listener_what_was_lost(how: str) -> None:
+    """As Kafka's close() does (onPartitionsLost when the member was fenced or went stale): the
+    partitions are neither kept silently nor revoked in order, they are reported lost."""
+    m = member()
+    m.on_poll(0)
+    joined(m, 0, 1)
+    if how == "fenced":
+        m.heartbeat_request(1000)
+        m.on_heartbeat_failed(ErrorCode.FENCED_MEMBER_EPOCH, "fenced", 1000)
+    else:
+        m.check_poll_interval(400_000)
+    m.unsubscribe(500_000)
+    assert run_callbacks(m, 500_000) == [(CallbackKind.LOST, {0, 1})]
+    leave = m.heartbeat_request(500_000)
+    assert leave is not None and leave.member_epoch == -1
+    m.on_heartbeat_failed(ErrorCode.UNKNOWN_MEMBER_ID, "gone", 500_001)
+    assert m.state is MemberState.UNSUBSCRIBED and m.owned == frozenset()
