@@ -38,11 +38,14 @@ from samsa.services.coordinator.group_model import (
 from samsa.v1 import group_records_pb2 as g
 
 INTERNAL_TOPIC_PREFIX = "__"
-# The largest target record of one member: it, and the member's current assignment (which may
-# hold two targets' worth), must each fit one batch of __consumer_offsets, whose broker refuses a
-# batch over max.message.bytes, failing every group of the partition. About 2,000 topics with
-# 240-character names, or 250,000 partitions.
-TARGET_RECORD_BYTES_MAX = (limits.max_message_bytes_default - 4 * 1024) // 2
+# The largest target record of one member (about 500 topics with 240-character names, or 60,000
+# partitions). Its member reports what it owns (as many bytes) in heartbeats, which are refused
+# over group_heartbeat_request_bytes_max, so half of that leaves room for its subscription. And
+# the record, and the member's current assignment (which may hold two targets' worth), must fit
+# one batch of __consumer_offsets: a batch over max.message.bytes is refused by the broker, which
+# fails every group of the partition.
+TARGET_RECORD_BYTES_MAX = limits.group_heartbeat_request_bytes_max // 2
+assert limits.max_message_bytes_default > 2 * TARGET_RECORD_BYTES_MAX + 64 * 1024
 
 
 def resolve(

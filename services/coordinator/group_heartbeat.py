@@ -20,8 +20,9 @@ the RecordCollector (so the next step sees them):
    subscription digest that moved with the topics bumps the group epoch.
 5. When group_epoch > assignment_epoch the assignor computes a new target: one
    target_assignment_member record per member whose target changed, then the
-   target_assignment_metadata record. A member whose target would not fit one record gets
-   nothing, and its heartbeats MESSAGE_TOO_LARGE (group_assignment.bounded_target).
+   target_assignment_metadata record. A member whose target would be over
+   TARGET_RECORD_BYTES_MAX gets nothing, and its heartbeats MESSAGE_TOO_LARGE
+   (group_assignment.bounded_target).
 6. The member reconciles (reconciliation.next_assignment); its current_assignment record is
    written when that changed anything. The answer carries the full assigned set.
 
@@ -116,8 +117,9 @@ def heartbeat(
     if (size := group.oversized.get(member.member_id)) is not None:
         message = (
             f"member {member.member_id!r} would be assigned {size} bytes of partitions, over the "
-            f"{TARGET_RECORD_BYTES_MAX} one record of __consumer_offsets holds, so it is assigned "
-            "nothing: subscribe to fewer topics (or ones with shorter names), or add members"
+            f"{TARGET_RECORD_BYTES_MAX} a member may own (and report in its heartbeats), so it is "
+            "assigned nothing: subscribe to fewer topics (or ones with shorter names), or add "
+            "members"
         )  # what was written stays written
         error = ErrorCode.MESSAGE_TOO_LARGE, message
         return GroupResult(writer.records, _refused(request, error).response)
@@ -374,7 +376,7 @@ def _update_metadata(
 def _write_target(
     writer: RecordCollector, group: ConsumerGroup, topics: Mapping[str, int], config: GroupConfig
 ) -> None:
-    """Write the new target (nothing for members whose target would not fit one record)."""
+    """Write the new target (nothing for members whose target would be too large)."""
     target, group.oversized = bounded_target(group, topics, config.default_assignor)
     for member_id in sorted(target):
         if target[member_id] != group.target.get(member_id, {}):

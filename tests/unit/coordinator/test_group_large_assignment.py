@@ -3,10 +3,11 @@ group's heartbeats, not the partition. A member's target (and its current assign
 hold its old and new targets' partitions) is one record; a regex matching thousands of topics
 with long names made it larger than the topic's max.message.bytes, which the broker refuses
 (MESSAGE_TOO_LARGE): that failed the writer of the partition, every group on it answered
-NOT_COORDINATOR while it reloaded, and the member's next heartbeat did it again. Such a member
-is now assigned nothing (the other members share its partitions) and each of its heartbeats is
-answered MESSAGE_TOO_LARGE, saying how large and what to change; every record stays within the
-limit.
+NOT_COORDINATOR while it reloaded, and the member's next heartbeat did it again. A member whose
+target would be over TARGET_RECORD_BYTES_MAX (half of what a heartbeat, which reports what the
+member owns, may carry) is now assigned nothing (the other members share its partitions) and
+each of its heartbeats is answered MESSAGE_TOO_LARGE, saying how large and what to change; every
+record stays within the limit.
 
 Method: GroupHarness heartbeats (each compared with a replay of its records).
 """
