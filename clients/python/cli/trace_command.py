@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,11 +23,34 @@ from samsa.common.span_file import read_spans
 Span = dict[str, Any]
 
 KEY_ATTRIBUTE_PREFIXES = ("messaging.", "rpc.grpc.status_code")
+TRACE_ID = re.compile(r"(0[xX])?[0-9a-fA-F]{32}")
+
+
+def well_formed(span: Span) -> bool:
+    """Whether a line has the shape the file exporter writes (ids are strings, times integers
+    or null, attributes a map, links a list of maps with a span id): a span file may be shared
+    with other writers, and a line of another shape is left out like a torn one."""
+    times_ok = all(
+        isinstance(span.get(key), int | None) and not isinstance(span.get(key), bool)
+        for key in ("start_ns", "end_ns")
+    )
+    links = span.get("links") or []
+    return (
+        isinstance(span["trace_id"], str)
+        and isinstance(span["span_id"], str)
+        and isinstance(span.get("parent_span_id"), str | None)
+        and times_ok
+        and isinstance(span.get("attributes") or {}, dict)
+        and isinstance(links, list)
+        and all(isinstance(link, dict) and "span_id" in link for link in links)
+    )
 
 
 def build_tree(spans: Iterable[Span]) -> list[tuple[int, Span]]:
     """The spans in tree order, each with its depth: roots (no parent, or a parent not among
-    the spans) by start time, then each span's children by start time, depth first."""
+    the spans) by start time, then each span's children by start time, depth first. Spans whose
+    parent links go round in a loop (no exporter writes that, but a file may hold anything) are
+    printed as roots too, so each span is printed once."""
     by_id: dict[str, Span] = {}
     for span in spans:
         by_id.setdefault(span["span_id"], span)  # a span written twice counts once
@@ -35,15 +59,29 @@ def build_tree(spans: Iterable[Span]) -> list[tuple[int, Span]]:
         parent = span.get("parent_span_id")
         children.setdefault(parent if parent in by_id else None, []).append(span)
     for siblings in children.values():
-        siblings.sort(key=lambda span: (span.get("start_ns") or 0, span["span_id"]))
+        siblings.sort(key=_start_order)
     ordered: list[tuple[int, Span]] = []
-    stack = [(0, span) for span in reversed(children.get(None, []))]
-    while stack:
-        depth, span = stack.pop()
-        ordered.append((depth, span))
-        stack.extend((depth + 1, child) for child in reversed(children.get(span["span_id"], [])))
-    assert len(ordered) == len(by_id), "every span is reached once: parent links have no cycle"
-    return ordered
+    reached: set[str] = set()
+    roots = children.get(None, [])
+    while True:
+        stack = [(0, span) for span in reversed(roots)]
+        while stack:
+            depth, span = stack.pop()
+            if span["span_id"] in reached:  # back round a loop to where it was cut
+                continue
+            reached.add(span["span_id"])
+            ordered.append((depth, span))
+            stack.extend(
+                (depth + 1, child) for child in reversed(children.get(span["span_id"], []))
+            )
+        if len(reached) == len(by_id):
+            return ordered
+        # A loop: its earliest span becomes a root, which cuts it.
+        roots = [min((s for i, s in by_id.items() if i not in reached), key=_start_order)]
+
+
+def _start_order(span: Span) -> tuple[int, str]:
+    return (span.get("start_ns") or 0, span["span_id"])
 
 
 def format_span(depth: int, span: Span) -> str:
@@ -74,7 +112,11 @@ def span_files(paths: Sequence[str]) -> list[str]:
 
 def trace_lines(trace_id: str, paths: Sequence[str]) -> list[str]:
     wanted = trace_id.lower().removeprefix("0x")
-    spans = [span for span in read_spans(span_files(paths)) if span["trace_id"] == wanted]
+    spans = [
+        span
+        for span in read_spans(span_files(paths))
+        if span["trace_id"] == wanted and well_formed(span)
+    ]
     return [format_span(depth, span) for depth, span in build_tree(spans)]
 
 
@@ -94,6 +136,13 @@ def run_trace(args: argparse.Namespace) -> int:
     paths = args.files or ([default] if default else [])
     if not paths:
         print("samsa trace: give --file PATH (or set SAMSA_TRACES_FILE)", file=sys.stderr)
+        return 2
+    if not TRACE_ID.fullmatch(args.trace_id):
+        print(
+            f"samsa trace: {args.trace_id!r} is not a trace id: give its 32 hex digits, as the "
+            "span files and the log lines' trace_id show them",
+            file=sys.stderr,
+        )
         return 2
     try:
         lines = trace_lines(args.trace_id, paths)

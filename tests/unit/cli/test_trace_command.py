@@ -69,3 +69,38 @@ def test_the_command_reads_files_and_directories(tmp_path, capsys):
         "  svc  Produce  2.50 ms",
     ]
     assert main(["trace", "0" * 32, "--file", str(tmp_path / "a.jsonl")]) == 1
+
+
+def test_a_line_of_another_shape_is_skipped_not_a_traceback(tmp_path, capsys):
+    """A span file may be shared with other writers: a JSON line whose ids or times are not what
+    the file exporter writes is left out, like a torn line, instead of ending the command in a
+    TypeError."""
+    lines = [
+        span("root", None, 1, name="send"),
+        {**span("odd", "root", 2), "start_ns": "soon"},  # a time that is not a number
+        span(["list"], "root", 3),  # an id that is not a string
+        {**span("child", "root", 2, name="Produce"), "attributes": "not a map"},
+        span("late", "root", 4, name="Fetch"),
+    ]
+    path = tmp_path / "spans.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["trace", TRACE, "--file", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "svc  send  2.50 ms",
+        "  svc  Fetch  2.50 ms",
+    ]
+
+
+def test_spans_whose_parents_make_a_loop_still_print():
+    spans = [span("a", "b", 1), span("b", "a", 2), span("self", "self", 3), span("r", None, 4)]
+    ordered = [(depth, s["span_id"]) for depth, s in build_tree(spans)]
+    assert sorted(s for _, s in ordered) == ["a", "b", "r", "self"]  # each once
+    assert ordered[0] == (0, "r")
+
+
+def test_a_trace_id_that_is_not_32_hex_digits_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "spans.jsonl"
+    path.write_text(json.dumps(span("root", None, 1)) + "\n")
+    assert main(["trace", "checkout", "--file", str(path)]) == 2
+    assert "32 hex digits" in capsys.readouterr().err
+    assert main(["trace", "0x" + TRACE.upper(), "--file", str(path)]) == 0
