@@ -275,22 +275,30 @@ class RecordAccumulator:
                 request_bytes += batch.size_bytes
         return drained
 
-    def encode(self, batches: list[ProducerBatch]) -> None:
+    def encode(self, batches: list[ProducerBatch]) -> list[tuple[ProducerBatch, Exception]]:
         """Encode drained batches that need it (never encoded, or re-sequenced since; a retry
         re-sends its bytes). Apart from drain() so that the driver encodes outside its lock: the
         caller's `append` then never waits for an encoding, and zstd and the CRC release the GIL,
         so appends go on meanwhile on a second core (zstd produce of 1 KiB records +17 %). Safe:
-        a drained batch takes no appends, and only the driver's loop changes batches in flight."""
+        a drained batch takes no appends, and only the driver's loop changes batches in flight.
+        Returns the batches whose encoding raised, with the error (left unencoded): in flight
+        but never to be sent, the driver fails them (on_batch_failed), or they would wait for
+        an answer for ever."""
         partitions = self._batcher.partitions
+        failed: list[tuple[ProducerBatch, Exception]] = []
         for batch in batches:
             if batch.encoded is None:
                 state = partitions[(batch.topic, batch.partition)]
-                batch.encoded = batch.encode(  # NO_PRODUCER_ID and epoch without idempotence
-                    self._compression,
-                    state.producer_id,
-                    state.producer_epoch,
-                    self._transactional,
-                )
+                try:
+                    batch.encoded = batch.encode(  # NO_PRODUCER_ID and epoch without idempotence
+                        self._compression,
+                        state.producer_id,
+                        state.producer_epoch,
+                        self._transactional,
+                    )
+                except Exception as error:
+                    failed.append((batch, error))
+        return failed
 
     def _can_send_head(self, state: PartitionState, batch: ProducerBatch) -> bool:
         """Ordering rules: a bounded number in flight per partition, and a retry (or a piece

@@ -255,6 +255,23 @@ class ProduceSender:
             self._outcomes.note_message(batch.batch_id, result.error_message)
         return completed
 
+    def fail_unencodable(self, failed: list[tuple[ProducerBatch, Exception]]) -> None:
+        """Drained batches whose encoding raised (accumulator.encode): they fail now
+        (INVALID_RECORD, not retried: the same records would fail the same way), or they would
+        stay in flight for ever, never sent and never answered."""
+        now = now_ms()
+        completed: list[Completed] = []
+        with self._lock:
+            for batch, error in failed:
+                log.error(
+                    "a batch of %s-%d cannot be encoded: %r", batch.topic, batch.partition, error
+                )
+                self._outcomes.note_message(batch.batch_id, f"(it cannot be encoded: {error})")
+                completed += self._accumulator.on_batch_failed(
+                    batch.batch_id, ErrorCode.INVALID_RECORD, False, now
+                )
+        self._settle(completed)
+
     def _fail_batches(self, by_partition: ByPartition, code: ErrorCode, *, retriable: bool) -> None:
         now = now_ms()
         with self._lock:

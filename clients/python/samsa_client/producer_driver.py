@@ -246,8 +246,12 @@ class ProducerDriver:
             self._settle(expired)
             for node, batches in requests:
                 if batches:
-                    accumulator.encode(batches)
-                    self._sender.send(node, batches)
+                    unencodable = accumulator.encode(batches)
+                    if unencodable:
+                        self._sender.fail_unencodable(unencodable)
+                        batches = [batch for batch in batches if batch.encoded is not None]
+                    if batches:
+                        self._sender.send(node, batches)
         finally:
             self._draining = False
         return ready
