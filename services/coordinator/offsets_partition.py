@@ -49,7 +49,7 @@ from samsa.services.coordinator.coordinator_partition import (
 )
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.group_records import GroupRecord
-from samsa.services.coordinator.group_shard import GroupCoordinatorShard
+from samsa.services.coordinator.group_shard import EXPIRE_RECORDS_MAX, GroupCoordinatorShard
 from samsa.services.coordinator.offsets_log import OffsetsLog
 from samsa.services.coordinator.record_writer import SEQUENCE_MODULUS
 
@@ -273,10 +273,13 @@ class OffsetsPartition(CoordinatorPartition):
         return {"groups": len(self.shard.state.groups)}
 
     async def timer_loop(self) -> None:
+        expired: list[GroupRecord] = []
         while True:
             deadline = self.shard.next_deadline_ms()
             wait_s = TIMER_TICK_MAX_S
-            if deadline is not None:
+            if len(expired) >= EXPIRE_RECORDS_MAX:
+                wait_s = 0.0  # the last expiry stopped at its bound: more is due
+            elif deadline is not None:
                 wait_s = min(wait_s, max(0.0, (deadline - now_ms()) / 1000))
             await asyncio.sleep(wait_s)
             now = now_ms()

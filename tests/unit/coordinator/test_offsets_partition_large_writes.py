@@ -25,9 +25,11 @@ from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
+from samsa.services.coordinator import group_records
+from samsa.services.coordinator.coordinator_partition import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.offsets_log import FetchResult, ProduceResult
-from samsa.services.coordinator.offsets_partition import OffsetsPartition
+from samsa.services.coordinator.offsets_partition import OffsetsPartition, split_write
 from samsa.v1 import coordinator_pb2 as c
 
 TOPIC = "t" * 200  # long names make big records
@@ -157,3 +159,18 @@ def test_offsets_expiring_together_beyond_one_batch_keep_the_partition(tmp_path:
         offsets_log.log.close()
 
     asyncio.run(run())
+
+
+def test_a_write_that_fits_one_batch_stays_whole_and_a_larger_one_is_cut_in_order() -> None:
+    def tombstones(count: int) -> list:
+        return [group_records.offset_commit("g", TOPIC, n, None) for n in range(count)]
+
+    small = tombstones(3_000)  # ~660 KB: over the writer's budget, under max.message.bytes
+    assert [part for part, _ in split_write(small)] == [small]
+    large = tombstones(PARTITIONS)
+    parts = split_write(large)
+    assert len(parts) > 1
+    assert [record for part, _ in parts for record in part] == large
+    for part, encoded in parts:
+        assert len(part) == len(encoded) <= MAX_BATCH_RECORDS
+        assert sum(len(key) + len(value or b"") for key, value in encoded) <= MAX_BATCH_BYTES
