@@ -8,16 +8,24 @@ replay uses the same ids. The task writes, *prepares* (sends everything, leaves 
 open) and reports the identity; the driver's `commit(messages, batchId)` completes every task's
 transaction (Admin.complete_transaction). What each failure does:
 
-- a task fails after writing and is retried: the retry's init_transactions on the same id fences
-  the failed attempt and aborts its open transaction, then writes again;
-- the driver dies before its commit: the restarted query replays the batch; each task's
-  init_transactions aborts what the dead run prepared, and writes again;
+- a task fails after writing and is retried: the retry finds the failed attempt's transaction
+  open and aborts it (EndTxn under the identity it was prepared with), then its
+  init_transactions on the same id fences that attempt, and it writes again;
+- the driver dies before its commit: the restarted query replays the batch; each task aborts
+  what the dead run prepared in the same way, and writes again. Aborting it itself, before
+  deciding, matters when that driver is not dead after all (a zombie): its commit and the
+  task's abort meet at the coordinator, which takes one; a commit first refuses the abort, and
+  the task then sees the part committed (left to init_transactions, the commit could land
+  between the task's look and its fencing, and the part would be written twice);
 - the driver dies during its commit (some transactions committed, the batch not marked done):
   on the replay a task first asks the coordinator for its id's state; CompleteCommit, or
   PrepareCommit (decided: the coordinator finishes writing the markers on its own), means this
   batch's part is visible or about to be, so the task writes nothing and reports it done;
+- the commit fails part-way: Spark calls abort() with the same messages, which aborts every
+  transaction still open (those committed stay so) and the restarted query replays the batch;
 - nobody commits (the query is gone for good): the coordinator aborts the transactions at
-  `transaction.timeout.ms` (option `samsa.transaction.timeout.ms`, 5 minutes by default).
+  `transaction.timeout.ms` (option `samsa.transaction.timeout.ms`, 5 minutes by default; a
+  micro-batch must end within it, or its commit fails naming the option).
 
 Read with isolation.level=read_committed, the output holds every input row exactly once. A task
 with no rows opens no transaction. Options: those of the plain sink (sink.py), plus
