@@ -14,7 +14,8 @@ coordinator_calls.py):
 - `ask()` is the loop behind OffsetCommit and OffsetFetch: one request sent to the coordinator
   until an answer that is not a coordinator error, finding the coordinator again after one, each
   call at most CALL_TIMEOUT_S, retried every retry.backoff.ms until default.api.timeout.ms. A
-  request the coordinator refuses as invalid (INVALID_ARGUMENT) fails at once.
+  request the coordinator refuses as invalid or over its limits (INVALID_ARGUMENT,
+  RESOURCE_EXHAUSTED) fails at once with its message.
 
 Heartbeats do not loop here: the group driver sends each one once and the member decides what
 follows; they use `stub()` and `forget()` only.
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 
 # One FindCoordinator, OffsetCommit or OffsetFetch call's deadline (the loops retry).
 CALL_TIMEOUT_S = 5.0
+# A request the coordinator refuses as invalid, or over its limits (more partitions than
+# request_partitions_max, a commit too big for one batch of __consumer_offsets), fails at once.
+REFUSED_AS_SENT = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED})
 
 
 class GroupCoordinatorCalls:
@@ -105,7 +109,7 @@ class GroupCoordinatorCalls:
                 try:
                     answer = await getattr(stub, method)(request, timeout=timeout_s)
                 except grpc.RpcError as error:
-                    if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    if error.code() in REFUSED_AS_SENT:  # asked again, it is refused again
                         raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                     self.forget(endpoint)
                     problem = f"the coordinator at {endpoint} did not answer ({status(error)})"

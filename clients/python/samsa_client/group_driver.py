@@ -12,8 +12,8 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
   never wait for the application: `poll()` only runs listener calls (`_run_rebalance_steps` of
   the facades, consumer.py and async_consumer.py).
 - `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
-  coordinator, found again after NOT_COORDINATOR and the like, retried until
-  `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent again with the epoch
+  coordinator (at most REQUEST_PARTITIONS_MAX partitions a request, as it takes), found again
+  after NOT_COORDINATOR and the like, retried until `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent again with the epoch
   the next heartbeat brings, while the member is still in the group and still owns the partitions
   it owned when the commit began (else CommitFailedError: a revoked partition's offset, sent at
   the new epoch, would be accepted over its new owner's); UNKNOWN_MEMBER_ID or
@@ -56,6 +56,7 @@ from samsa.client.group_admin import (
 from samsa.client.group_coordinator_calls import GroupCoordinatorCalls, status
 from samsa.client.group_member import GroupMember, MemberSettings, MemberState, Subscription
 from samsa.client.rebalance import member_error
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 
@@ -63,6 +64,8 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
+# The most partitions one OffsetCommit or OffsetFetch may name (the coordinator refuses more).
+REQUEST_PARTITIONS_MAX = limits.request_partitions_max
 # One heartbeat's deadline: well inside any session, so a hung coordinator is left in time.
 HEARTBEAT_TIMEOUT_S = 5.0
 # The longest the group task sleeps with nothing scheduled.
@@ -271,7 +274,12 @@ class GroupDriver:
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Commit these offsets: with this member's id and epoch while it is in the group, from
-        outside the group protocol while it is not subscribed (assign() with a group.id)."""
+        outside the group protocol while it is not subscribed (assign() with a group.id); in
+        requests of at most REQUEST_PARTITIONS_MAX partitions (the coordinator's limit)."""
+        for part in parts_of(list(offsets)):
+            await self._commit({tp: offsets[tp] for tp in part})
+
+    async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         if not offsets:
             return
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
@@ -329,6 +337,14 @@ class GroupDriver:
         """The group's committed offset of each partition (None: none committed). Under
         read_committed (KIP-447) offsets an open transaction is committing are waited for: the
         coordinator answers UNSTABLE_OFFSET_COMMIT until that transaction ends."""
+        found: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        for part in parts_of(partitions):
+            found.update(await self._fetch_committed(part))
+        return found
+
+    async def _fetch_committed(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         request = offset_fetch_request(self.group_id, partitions)
         request.require_stable = self.config.isolation_level == "read_committed"
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
@@ -412,6 +428,12 @@ class GroupDriver:
             log.warning("auto-commit of group %r failed: %s", self.group_id, error)
             for tp in offsets:
                 self._auto_committed.pop(tp, None)
+
+
+def parts_of(partitions: list[TopicPartition]) -> list[list[TopicPartition]]:
+    """`partitions` in runs of at most REQUEST_PARTITIONS_MAX, the most one request may name."""
+    step = REQUEST_PARTITIONS_MAX
+    return [partitions[at : at + step] for at in range(0, len(partitions), step)]
 
 
 def _offset_fetch_error(answer: c.OffsetFetchResponse) -> int:
