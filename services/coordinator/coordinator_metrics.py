@@ -127,9 +127,16 @@ class CoordinatorMetrics(NoCoordinatorMetrics):
             )
 
     def dropped(self, partition: LoadedPartition) -> None:
+        """A partition left this coordinator: its groups' lag series end now, not at the next
+        lag look (their new coordinator exports them; a sum over coordinators would double)."""
         self.partitions.discard(partition)
         if not self.partitions:
             self.refresh()  # the loop ends: leave zeros, not the last partition's values
+        elif partition.topic == CONSUMER_OFFSETS_TOPIC and self.lags:
+            loaded = [p.shard.state for p in self.partitions if p.topic == CONSUMER_OFFSETS_TOPIC]
+            self.lags = tuple(
+                lag for lag in self.lags if any(lag[0] in shard.groups for shard in loaded)
+            )
 
     def rebalanced(self, count: int) -> None:
         if count:

@@ -156,3 +156,28 @@ def test_the_instruments_read_the_refreshed_snapshot():
     assert instruments.gauges.members == 0 and instruments.lags == ()
     assert lag_table.values() == {}  # the groups are gone: so are their lag series
     provider.shutdown()
+
+
+def test_a_dropped_partition_takes_its_groups_lag_series_at_once():
+    """When this coordinator loses a __consumer_offsets partition (it moved to another
+    coordinator), the lag of its groups must not stay exported here until the next lag look
+    (10 s): the new owner exports it too, and a sum over coordinators would double it."""
+    provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    instruments = CoordinatorMetrics(provider.get_meter("test"))
+
+    class Partition(SimpleNamespace):
+        __hash__ = object.__hash__
+
+    kept = Partition(
+        topic=CONSUMER_OFFSETS_TOPIC,
+        shard=SimpleNamespace(state=GroupShard(groups={"stays": ConsumerGroup("stays")})),
+        offsets_log=None,
+    )
+    moved = Partition(topic=CONSUMER_OFFSETS_TOPIC, shard=SimpleNamespace(state=shard()))
+    instruments.partitions.update({kept, moved})
+    instruments.lags = (("idle", "t", 0, 95), ("stays", "t", 0, 7), ("busy", "t", 0, 10))
+    instruments.dropped(moved)
+    assert instruments.lags == (("stays", "t", 0, 7),)
+    (lag_table,) = instruments.lag_series.tables
+    assert lag_table.values() == {("stays", "t", "0"): 7}
+    provider.shutdown()
