@@ -21,12 +21,15 @@
 //   group-consume GROUP TOPIC [--count N] [--timeout-ms MS]
 //                                         joins GROUP, reads what it is assigned from the
 //                                         committed offset (or the log start when there is none
-//                                         or it was deleted), commits what it printed, leaves
+//                                         or it was deleted), commits what it printed (of a
+//                                         partition handed to another member: before it goes),
+//                                         leaves
 // consume and group-consume print one JSON object per record. Without --count they stop once
 // nothing new came for --timeout-ms; with it, not reaching N in time is an error. Errors are one
 // line on stderr and exit code 1.
 
 const readline = require('node:readline');
+const { setTimeout: sleep } = require('node:timers/promises');
 const { parseArgs } = require('node:util');
 const { SamsaClient } = require('./samsa');
 
@@ -105,6 +108,7 @@ async function readPartitions(client, topic, positions, count, timeoutMs, onIdle
     if (Date.now() - lastNews > timeoutMs) break;
     for (const [partition, offset] of positions) {
       const answer = await client.fetch(topic, partition, offset, 200);
+      if (!positions.has(partition)) continue; // given up while it was read: not ours to print
       for (const record of answer.records) {
         if (count !== undefined && printed >= count) break;
         printRecord(topic, partition, record);
@@ -116,6 +120,9 @@ async function readPartitions(client, topic, positions, count, timeoutMs, onIdle
       if (answer.records.length === 0) positions.set(partition, answer.nextFetchOffset);
       if (count !== undefined && printed >= count) break;
     }
+    // Nothing to read (every partition given up): wait as a fetch would, rather than spin and
+    // starve the timers, the group member's heartbeat among them.
+    if (positions.size === 0) await sleep(200);
     await onIdle();
   }
   if (count !== undefined && printed < count) {
@@ -139,22 +146,33 @@ async function consume(client, topic, values) {
 }
 
 async function groupConsume(client, group, topic, values) {
-  const member = await client.joinGroup(group, [topic]);
+  const positions = new Map(); // partition -> the offset after the last record printed
+  const start = new Map(); // partition -> where its reading started (nothing to commit there)
+  // Before a partition goes to another member (or the member leaves): commit what was printed
+  // of it and read it no more, so that its next owner starts right after.
+  const onRevoke = async (revoked) => {
+    const mine = revoked.filter((tp) => tp.topic === topic && positions.has(tp.partition));
+    const moved = mine.filter(({ partition }) => positions.get(partition) !== start.get(partition));
+    const offsets = moved.map(({ partition }) => ({ topic, partition, offset: positions.get(partition) }));
+    for (const { partition } of mine) positions.delete(partition);
+    if (offsets.length > 0) await member.commit(offsets);
+  };
+  const member = await client.joinGroup(group, [topic], { onRevoke });
   let failure = null;
-  const positions = new Map();
   try {
     const assigned = (await member.waitForAssignment(intFlag(values, 'timeout-ms'))).filter(
       (tp) => tp.topic === topic,
     );
     const committed = await client.committedOffsets(group, assigned);
+    const owns = (p) => member.assignment.some((tp) => tp.topic === topic && tp.partition === p);
     // Kafka's auto.offset.reset=earliest: the log start when nothing was committed (-1) or
-    // the committed offset was deleted since.
+    // the committed offset was deleted since. A partition given up meanwhile is not read.
     for (const { partition } of assigned) {
+      if (!owns(partition)) continue;
       const logStart = await client.listOffset(topic, partition, 'earliest');
       positions.set(partition, Math.max(committed.get(`${topic}:${partition}`), logStart));
+      start.set(partition, positions.get(partition));
     }
-    const start = new Map(positions);
-    const owns = (p) => member.assignment.some((tp) => tp.topic === topic && tp.partition === p);
     try {
       await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'), () => {
         if (member.error) throw member.error;
@@ -164,9 +182,11 @@ async function groupConsume(client, group, topic, values) {
     } catch (error) {
       failure = error;
     }
-    // Commit what was printed and is still ours, even when the count was not reached.
+    // Commit what was printed and is still ours, even when the count was not reached (leaving
+    // calls onRevoke with the same partitions: nothing is left to commit then).
     const moved = [...positions].filter(([p, offset]) => offset !== start.get(p) && owns(p));
     if (moved.length > 0) await member.commit(moved.map(([partition, offset]) => ({ topic, partition, offset })));
+    for (const [partition] of moved) start.set(partition, positions.get(partition));
   } finally {
     await member.leave();
   }

@@ -14,10 +14,19 @@ committed offsets. Skipped when `node` or clients/node/node_modules is missing.
 
 from __future__ import annotations
 
-import pytest
-from node_helpers import bootstrap_fixture, node_script, skip_module_without_node
+import subprocess
 
-from samsa.client import Admin, NewTopic
+import pytest
+from node_helpers import (
+    NODE,
+    NODE_DIR,
+    bootstrap_fixture,
+    node,
+    node_script,
+    skip_module_without_node,
+)
+
+from samsa.client import Admin, NewTopic, Producer
 
 skip_module_without_node()
 
@@ -161,3 +170,34 @@ def test_leaving_calls_the_revoke_callback_with_every_partition(bootstrap: str) 
         description = admin.describe_consumer_groups([group])[group]
     assert [committed[tp].offset for tp in partitions] == [21, 21]
     assert description.members == ()
+
+
+def test_group_consume_commits_what_it_printed_before_handing_over(bootstrap: str) -> None:
+    topic, group = "handover-example", "handover-example-group"
+    create_topic(bootstrap, topic, 2)
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for n in range(12):
+            producer.send(topic, f"v{n}".encode(), partition=n % 2)
+        producer.flush()
+    # A prints every record and reads on; B joins and is handed one of A's partitions. A's
+    # onRevoke commits what it printed of it before giving it up, so B starts after it and
+    # prints nothing: no record is printed twice.
+    command = [NODE, str(NODE_DIR / "example.js"), "--bootstrap", bootstrap]
+    first = subprocess.Popen(
+        [*command, "group-consume", group, topic, "--timeout-ms", "6000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert first.stdout is not None
+    try:
+        printed = [first.stdout.readline() for _ in range(12)]
+        second = node(bootstrap, "group-consume", group, topic, "--timeout-ms", "3000")
+        rest, errors = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0, errors
+    assert second.returncode == 0, second.stderr
+    assert (len(printed), rest, second.stdout) == (12, "", "")
