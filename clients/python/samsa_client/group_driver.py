@@ -12,12 +12,13 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
   never wait for the application: `poll()` only runs listener calls (`_run_rebalance_steps` of
   the facades, consumer.py and async_consumer.py).
 - `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
-  coordinator (at most REQUEST_PARTITIONS_MAX partitions a request, as it takes), found again
-  after NOT_COORDINATOR and the like, retried until `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent again with the epoch
-  the next heartbeat brings, while the member is still in the group and still owns the partitions
-  it owned when the commit began (else CommitFailedError: a revoked partition's offset, sent at
-  the new epoch, would be accepted over its new owner's); UNKNOWN_MEMBER_ID or
-  FENCED_MEMBER_EPOCH mean its partitions may already be someone else's: CommitFailedError.
+  coordinator (at most REQUEST_PARTITIONS_MAX partitions a request, as it takes), found again after
+  NOT_COORDINATOR and the like, retried until `default.api.timeout.ms`. A commit refused with
+  STALE_MEMBER_EPOCH is sent again with the epoch the next heartbeat brings, while the member is
+  still in the group and still owns the partitions it owned when the commit began (else
+  CommitFailedError: a revoked partition's offset, sent at the new epoch, would be accepted over its
+  new owner's); UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH mean its partitions may already be someone
+  else's: CommitFailedError.
 - Finding the coordinator (FindCoordinator on the bootstrap servers: every service answers it),
   forgetting it after a coordinator error and asking it until an answer are
   group_coordinator_calls.py's.
