@@ -349,8 +349,10 @@ class Producer:
         return self.config.max_block_ms / 1000 if timeout is None else timeout
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, None], timeout_s: float) -> None:
-        """Run one of the driver's coroutines on its loop; its own deadlines end by `timeout_s`."""
-        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout_s + 5)
+        """Run one of the driver's coroutines on its loop; its own deadlines end by `timeout_s`
+        (capped where a thread's wait overflows: max.block.ms may be Long.MAX_VALUE)."""
+        wait_s = min(timeout_s + 5, threading.TIMEOUT_MAX)
+        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(wait_s)
 
     def close(self, timeout: float | None = None) -> None:
         """Abort a transaction still open (as Kafka's producer does), flush, then stop the
