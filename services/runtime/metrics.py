@@ -8,7 +8,9 @@ interceptor is not installed at all, so metrics cost nothing.
 
 What every service gets (`RpcMetrics`, a server interceptor installed beside the RPC guard):
 - `rpc_server_duration_milliseconds`: a histogram per unary RPC (method, gRPC status code), the
-  latency a client sees minus the network, so rates and percentiles per RPC come from it;
+  latency a client sees minus the network, so rates and percentiles per RPC come from it; the
+  status is the one the client got (an abort's, a code set on the context, DEADLINE_EXCEEDED or
+  CANCELLED when grpc cancelled the handler for the client);
 - `rpc_server_messages_total`: messages received and sent per streaming RPC (method, direction),
   since a stream's own duration says nothing about the requests in it.
 Services add their own instruments from `meter()`, and series labelled by what comes and goes
@@ -18,6 +20,7 @@ Services add their own instruments from `meter()`, and series labelled by what c
 from __future__ import annotations
 
 import argparse
+import asyncio
 import inspect
 import logging
 import os
@@ -200,7 +203,17 @@ class RpcMetrics(WrappingInterceptor):
             started = self._clock()
             code = "OK"
             try:
-                return await behaviour(request, context)
+                answer = await behaviour(request, context)
+                status = context.code()  # a handler may set a code and return
+                if isinstance(status, grpc.StatusCode):
+                    code = status.name
+                return answer
+            except asyncio.CancelledError:
+                # grpc cancels the handler when the client's deadline passes or it cancels.
+                remaining = context.time_remaining()
+                timed_out = remaining is not None and remaining <= 0
+                code = "DEADLINE_EXCEEDED" if timed_out else "CANCELLED"
+                raise
             except BaseException:
                 status = context.code()
                 code = status.name if isinstance(status, grpc.StatusCode) else "UNKNOWN"
