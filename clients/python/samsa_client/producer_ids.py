@@ -10,8 +10,10 @@ restart every partition's sequences with:
 - InitProducerId again only when the epoch would pass int16, or after INVALID_PRODUCER_EPOCH
   (`on_fenced`): a newer epoch of our id exists, and bumping ours may not pass it.
 A failed call answers its error code: the driver retries a retriable one after retry.backoff.ms
-(queued batches still expire at delivery.timeout.ms) and fails the batches on any other. A broker
-without the RPC (gRPC UNIMPLEMENTED) answers UNSUPPORTED_VERSION.
+(queued batches still expire at delivery.timeout.ms) and fails the batches on any other. A call
+cut off (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, and INTERNAL or UNKNOWN from a broker killed
+mid-call) is retriable; a broker without the RPC (gRPC UNIMPLEMENTED) answers
+UNSUPPORTED_VERSION, a refused request INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ from samsa.v1 import broker_pb2, broker_pb2_grpc
 # gRPC statuses after which another attempt may succeed.
 RETRIABLE_STATUSES = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+)
+# InitProducerId asks again after these too: a broker killed mid-call ends it with INTERNAL
+# ("Internal error from Core", as a produce stream sees it: produce_stream.py) or UNKNOWN, not
+# with an answer. Asking again changes nothing at any broker.
+INIT_RETRIABLE_STATUSES = RETRIABLE_STATUSES | {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+# A refusal of the request itself: asking again is refused again.
+INIT_REFUSED_STATUSES = frozenset(
+    {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}
 )
 
 
@@ -79,11 +89,13 @@ class ProducerIds:
                 broker_pb2.InitProducerIdRequest(), timeout=self._request_timeout_s
             )
         except grpc.RpcError as error:
-            code = (
-                ErrorCode.NETWORK_EXCEPTION
-                if error.code() in RETRIABLE_STATUSES
-                else ErrorCode.UNSUPPORTED_VERSION
-            )
+            status = error.code()
+            if status in INIT_RETRIABLE_STATUSES:
+                code = ErrorCode.NETWORK_EXCEPTION
+            elif status in INIT_REFUSED_STATUSES:
+                code = ErrorCode.INVALID_REQUEST
+            else:  # UNIMPLEMENTED above all: a broker without the call
+                code = ErrorCode.UNSUPPORTED_VERSION
             return ProducerIdentity(
                 code, f"{endpoint}: {error.code().name} {error.details()}", -1, -1
             )

@@ -12,6 +12,7 @@ are decoded to read their producer id, epoch and base sequence.
 
 from __future__ import annotations
 
+import grpc
 import pytest
 from fake_produce_cluster import FakeCluster
 
@@ -126,3 +127,24 @@ def test_a_non_retriable_init_producer_id_answer_fails_the_records(cluster: Fake
         producer.send(TOPIC, b"x", partition=0).result(timeout=WAIT_S)
     assert failed.value.code == ErrorCode.INVALID_REQUEST
     assert cluster.brokers[1].received == []
+
+
+@pytest.mark.parametrize("status", [grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN])
+def test_init_producer_id_cut_off_by_a_dying_broker_is_retried(
+    cluster: FakeCluster, status: grpc.StatusCode
+):
+    """A broker killed mid-call ends it with INTERNAL ("Internal error from Core") or UNKNOWN,
+    not an answer: the call is asked again, as a produce on a broken stream is, rather than
+    failing every buffered record as UNSUPPORTED_VERSION."""
+    answer = cluster.init_producer_id
+
+    def cut_off_once() -> broker_pb2.InitProducerIdResponse:
+        if cluster.init_producer_id_calls == 0:
+            cluster.init_producer_id_calls += 1
+            metadata = grpc.aio.Metadata()
+            raise grpc.aio.AioRpcError(status, metadata, metadata, "the broker went away")
+        return answer()
+
+    cluster.init_producer_id = cut_off_once  # type: ignore[method-assign]
+    assert send_three(cluster) == [0, 1, 2]
+    assert cluster.init_producer_id_calls == 2
