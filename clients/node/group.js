@@ -29,6 +29,15 @@ function fromOwnedPartitions(owned) {
   return partitions;
 }
 
+// Resolves once `promise` settled or `ms` passed, whichever comes first; never rejects.
+function settleWithin(promise, ms) {
+  let timer;
+  const expired = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([Promise.resolve(promise).catch(() => {}), expired]).finally(() => clearTimeout(timer));
+}
+
 function samePartitions(a, b) {
   const key = (list) => list.map((tp) => `${tp.topic}:${tp.partition}`).sort().join(',');
   return key(a) === key(b);
@@ -261,21 +270,24 @@ class GroupMember {
 
   // Leaves the group (member epoch -1): its partitions are reassigned at once. With onRevoke,
   // it is called first with every partition the member owns, as Kafka's consumer does on
-  // close, so that the application may commit them. The member owns nothing afterwards,
-  // whether or not the coordinator answered.
+  // close, so that the application may commit them; the member waits for it (and for one
+  // already running) at most rebalanceTimeoutMs each, so a callback that never settles cannot
+  // hold close() for ever. The member owns nothing afterwards, whether or not the coordinator
+  // answered.
   async leave() {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = null;
     await this.beating;
-    await this.revoking;
+    await settleWithin(this.revoking, this.rebalanceTimeoutMs);
     try {
       if (this.onRevoke && this.assignment.length > 0) {
-        await Promise.resolve()
+        const revoking = Promise.resolve()
           .then(() => this.onRevoke(this.assignment.slice()))
           .catch((error) => {
             this.lastError = error; // the member leaves all the same
           });
+        await settleWithin(revoking, this.rebalanceTimeoutMs);
       }
       this.memberEpoch = -1;
       const answer = await this.client.groupCall(

@@ -4,7 +4,8 @@
 Goal: an OffsetCommit refused with STALE_MEMBER_EPOCH (the coordinator moved the member to a
 newer epoch, which the member learns at its next heartbeat) is sent again at the new epoch for
 the partitions the member still owns, as Kafka's consumer does, instead of failing the commit;
-any other refusal still fails it.
+any other refusal still fails it. And leaving waits for an onRevoke callback at most the
+rebalance timeout.
 
 Method: a Node script runs a fake CoordinatorLookupService and GroupCoordinatorService (real
 gRPC on loopback, in the same process) and a SamsaClient whose member joins and commits. Skipped
@@ -70,3 +71,27 @@ def test_other_refusals_fail_the_commit() -> None:
     data = {"offset": 50, "offset_max": 10}
     outcome = node_with_fake_server(EPOCH_MOVES_ON, JOIN_AND_COMMIT, data, timeoutMs=3000)
     assert outcome == {"outcome": "ERROR_CODE_INVALID_REQUEST", "epochs": [1, 2]}
+
+
+# Joins with an onRevoke that never settles and a 300 ms rebalance timeout, then leaves;
+# returns whether onRevoke was called and whether the member left (a leave heartbeat was sent).
+LEAVE_PAST_A_STUCK_CALLBACK = """
+let called = false;
+const member = await client.joinGroup('g', ['t'], {
+  rebalanceTimeoutMs: 300,
+  onRevoke: () => {
+    called = true;
+    return new Promise(() => {}); // never settles
+  },
+});
+await member.leave();
+const left = server_calls.some(([method, request]) => method === 'ConsumerGroupHeartbeat'
+  && request.member_epoch === -1);
+return { called, left, owned: member.assignment.length };
+"""
+
+
+def test_leaving_waits_for_the_revoke_callback_at_most_the_rebalance_timeout() -> None:
+    # A callback that never settles must not hold leave() (and close()) for ever.
+    outcome = node_with_fake_server(EPOCH_MOVES_ON, LEAVE_PAST_A_STUCK_CALLBACK, {}, timeout_s=20)
+    assert outcome == {"called": True, "left": True, "owned": 0}
