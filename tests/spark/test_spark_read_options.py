@@ -165,3 +165,42 @@ def test_a_stream_splits_its_micro_batches_into_min_partitions_tasks() -> None:
         pieces = [(s, e) for p, s, e in got if p == number]
         assert pieces[0][0] == start and pieces[-1][1] == end
         assert all(a[1] == b[0] for a, b in pairwise(pieces))
+
+
+def test_a_batch_read_whose_start_is_past_its_end_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """startingOffsets 50 and endingOffsets 10 (or a start past the partition's end) read
+    nothing, silently; Spark's Kafka connector fails such a range ("Beginning offset 50 is after
+    the ending offset 10 ... You either provided an invalid fromOffset"). Offsets found by time
+    may cross (timestamps need not grow with offsets): that is an empty range, as before."""
+    monkeypatch.setattr(source, "subscribed_partitions", lambda options: [("t", 0)])
+    monkeypatch.setattr(source, "partition_bounds", lambda o, tps: ({("t", 0): 0}, {("t", 0): 30}))
+    crossed = {"startingOffsets": '{"t": {"0": 20}}', "endingOffsets": '{"t": {"0": 10}}'}
+    with pytest.raises(OptionError, match=r"t-0: startingOffsets 20 is after the end, 10"):
+        source.offset_ranges(parse_options(BOOT | {"subscribe": "t"} | crossed))
+    beyond = {"startingOffsets": '{"t": {"0": 40}}'}
+    with pytest.raises(OptionError, match=r"t-0: startingOffsets 40 is after the end, 30"):
+        source.offset_ranges(parse_options(BOOT | {"subscribe": "t"} | beyond))
+    fine = {"startingOffsets": '{"t": {"0": 30}}'}
+    assert source.offset_ranges(parse_options(BOOT | {"subscribe": "t"} | fine))[0].size == 0
+
+    def found(options: object, times: dict) -> dict:
+        return {tp: 20 if ms == 5 else 10 for tp, ms in times.items()}
+
+    monkeypatch.setattr(source, "offsets_for_times", found)
+    by_time = {"startingTimestamp": "5", "endingTimestamp": "9"}
+    ranges = source.offset_ranges(parse_options(BOOT | {"subscribe": "t"} | by_time))
+    assert [(r.start, r.end) for r in ranges] == [(20, 20)]
+
+
+def test_a_range_wholly_deleted_is_empty_without_failondataloss() -> None:
+    """start 2 and end 5 lie below the first offset, 10: failOnDataLoss names the loss, false
+    reads nothing (the start moved to 10 is not the user's start past the end)."""
+    from samsa.spark.ranges import resolve
+
+    tps, first, last = [("t", 0)], {("t", 0): 10}, {("t", 0): 20}
+    spec, end = {"t": {0: 2}}, {"t": {0: 5}}
+    with pytest.raises(OptionError, match="offset 2 was deleted"):
+        resolve(tps, spec, end, first, last, True, True)
+    assert resolve(tps, spec, end, first, last, False, True)[0].size == 0

@@ -41,22 +41,30 @@ def resolve(
     first: Mapping[TopicPartition, int],
     last: Mapping[TopicPartition, int],
     fail_on_data_loss: bool,
+    refuse_crossed: bool = False,
 ) -> list[OffsetRange]:
+    """One [start, end) per partition. `refuse_crossed` (a batch read of explicit offsets): a
+    start past the end is an error naming it, as in Kafka's connector, not an empty range."""
     ranges = []
     for tp in partitions:
         start = _pick(starting, tp, first[tp], last[tp])
         end = _pick(ending, tp, first[tp], last[tp])
+        if end > last[tp]:
+            raise OptionError(
+                f"endingOffsets: {tp[0]}-{tp[1]} ends at {last[tp]}, not {end} (use -1: latest)"
+            )
+        if refuse_crossed and start > end:
+            raise OptionError(
+                f"{tp[0]}-{tp[1]}: startingOffsets {start} is after the end, {end} "
+                "(endingOffsets, or the partition's end offset): nothing could be read"
+            )
         if start < first[tp]:
             if fail_on_data_loss:
                 raise OptionError(
                     f"{tp[0]}-{tp[1]}: offset {start} was deleted (the partition starts at "
                     f"{first[tp]}); set failOnDataLoss=false to start there instead"
                 )
-            start = first[tp]
-        if end > last[tp]:
-            raise OptionError(
-                f"endingOffsets: {tp[0]}-{tp[1]} ends at {last[tp]}, not {end} (use -1: latest)"
-            )
+            start = first[tp]  # past an end below it: an empty range (all of it was deleted)
         ranges.append(OffsetRange(tp[0], tp[1], start, max(start, end)))
     return ranges
 

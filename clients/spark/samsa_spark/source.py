@@ -245,7 +245,8 @@ def offset_ranges(
         times = timestamps_for(options.ending_times, partitions, "endingOffsetsByTimestamp")
         found = offsets_for_times(options, times)
         ending = offsets_at_times(found, times, "endingOffsetsByTimestamp", True)
-    return resolve(partitions, starting, ending, first, last, options.fail_on_data_loss)
+    by_offsets = options.starting_times is None and options.ending_times is None
+    return resolve(partitions, starting, ending, first, last, options.fail_on_data_loss, by_offsets)
 
 
 def starting_offsets(
