@@ -33,9 +33,11 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
+from samsa.client.partition_wait import partition_count_showing
 from samsa.client.producer import WAIT_POLL_S, group_identity, transactions_of
 from samsa.client.producer_driver import ProducerDriver
 from samsa.client.record_appender import Appended, checked_partition, now_ms
+from samsa.client.record_checks import checked_int
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
 from samsa.client.record_tracing import headers_with_traceparent
 from samsa.client.transaction_manager import TransactionManager
@@ -107,6 +109,11 @@ class AsyncProducer:
             remaining_s = max(0.0, deadline - time.monotonic())
             count = await asyncio.to_thread(self._metadata.partition_count, topic, remaining_s)
         if partition is not None:
+            partition = checked_int("partition", partition)
+            if partition >= count:  # added since our metadata? (Kafka's waitOnMetadata)
+                count = await asyncio.to_thread(
+                    partition_count_showing, self._metadata, topic, (partition,), count, deadline
+                )
             partition = checked_partition(topic, partition, count)
         outcome, index, partition, wake = driver.appender.append(
             topic, partition, key, value, headers, timestamp, now, count

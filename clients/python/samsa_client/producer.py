@@ -39,10 +39,11 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_driver import GroupMetadata
+from samsa.client.partition_wait import partition_count_showing
 from samsa.client.partitioner import partition_groups
 from samsa.client.producer_driver import ProducerDriver
 from samsa.client.record_appender import checked_partition, now_ms
-from samsa.client.record_checks import CheckedRecords
+from samsa.client.record_checks import CheckedRecords, checked_int
 from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction
@@ -122,6 +123,10 @@ class Producer:
         if timestamp is None:
             timestamp = now
         if partition is not None:
+            partition = checked_int("partition", partition)
+            if partition >= count:  # added since our metadata? (Kafka's waitOnMetadata)
+                wait = partition_count_showing  # refreshes until max.block.ms
+                count = wait(self._metadata, topic, (partition,), count, deadline)
             partition = checked_partition(topic, partition, count)
         outcome, index, partition, wake = self._append(
             topic, partition, key, value, headers, timestamp, now, count
@@ -157,10 +162,10 @@ class Producer:
         if timestamp is None:
             timestamp = now
         if partitions is not None:
-            partitions = [
-                None if partition is None else checked_partition(topic, partition, count)
-                for partition in partitions
-            ]
+            named = [None if p is None else checked_int("partition", p) for p in partitions]
+            wanted = [p for p in named if p is not None and p >= count]
+            count = partition_count_showing(self._metadata, topic, wanted, count, deadline)
+            partitions = [None if p is None else checked_partition(topic, p, count) for p in named]
         if self._tracing:
             headers = headers_column_with_traceparent(headers, len(values))
         records = self._driver.accumulator.check_records(keys, values, headers, timestamp)

@@ -279,7 +279,8 @@ def test_a_full_buffer_makes_send_many_wait_for_completions(cluster: FakeCluster
 
 
 def test_bad_records_and_partitions_raise_before_anything_is_queued(cluster: FakeCluster):
-    with Producer({"bootstrap.servers": BOOTSTRAP}) as producer:
+    # A partition beyond the known count is waited for up to max.block.ms (it may be new).
+    with Producer({"bootstrap.servers": BOOTSTRAP, "max.block.ms": 200}) as producer:
         with pytest.raises(InvalidRecordError):
             producer.send_many(TOPIC, [b"a"] * 10_000 + [1])  # type: ignore[list-item]
         with pytest.raises(KafkaError) as error:
