@@ -109,9 +109,12 @@ class GroupMember {
       (a) => a,
     );
     if (REJOIN.has(answer.error_code)) {
-      // Drop every partition without committing and join again with epoch 0.
+      // Drop every partition without committing and join again with epoch 0. A revocation
+      // under way is abandoned: what it would give up is gone already (its callback's commits
+      // are refused, the member owning nothing), and the new assignment must not wait for it.
       this.memberEpoch = 0;
       this.target = [];
+      this.revoking = null;
       this.setAssignment([]);
       return;
     }
@@ -135,12 +138,13 @@ class GroupMember {
       this.setAssignment(partitions);
       return;
     }
-    this.revoking = Promise.resolve()
+    const revoking = Promise.resolve()
       .then(() => this.onRevoke(revoked))
       .catch((error) => {
         this.lastError = error; // the partitions are given up all the same
       })
       .then(() => {
+        if (this.revoking !== revoking) return; // abandoned: the member was fenced meanwhile
         this.revoking = null;
         if (this.stopped) return; // left or failed meanwhile: it owns nothing now
         const given = new Set(revoked.map((tp) => `${tp.topic}:${tp.partition}`));
@@ -152,6 +156,7 @@ class GroupMember {
           this.schedule(0);
         }
       });
+    this.revoking = revoking;
   }
 
   setAssignment(partitions) {

@@ -95,3 +95,50 @@ def test_leaving_waits_for_the_revoke_callback_at_most_the_rebalance_timeout() -
     # A callback that never settles must not hold leave() (and close()) for ever.
     outcome = node_with_fake_server(EPOCH_MOVES_ON, LEAVE_PAST_A_STUCK_CALLBACK, {}, timeout_s=20)
     assert outcome == {"called": True, "left": True, "owned": 0}
+
+
+# The coordinator assigns t[0] and t[1] at epoch 1 on join, then takes t[1] away; the member's
+# onRevoke never settles, so after data.fenced_after heartbeats the coordinator has removed it
+# (FENCED_MEMBER_EPOCH). Rejoining (epoch 0) is answered epoch 3 with t[0] alone.
+FENCED_WHILE_REVOKING = """{
+  lookup: {
+    FindCoordinator(request) {
+      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
+    },
+  },
+  group: {
+    ConsumerGroupHeartbeat(request) {
+      const answer = (epoch, partitions) => ({ member_id: request.member_id, member_epoch: epoch,
+        heartbeat_interval_ms: 50, assignment: { topics: [{ topic: 't', partitions }] } });
+      if (request.member_epoch === -1) return answer(-1, []);
+      if (request.member_epoch === 0) {
+        return asked_before('ConsumerGroupHeartbeat') === 0 ? answer(1, [0, 1]) : answer(3, [0]);
+      }
+      const fenced = asked_before('ConsumerGroupHeartbeat') > data.fenced_after;
+      if (request.member_epoch === 1 && fenced) {
+        return { error_code: 'ERROR_CODE_FENCED_MEMBER_EPOCH', member_id: request.member_id };
+      }
+      return answer(request.member_epoch, [0]);
+    },
+  },
+}"""
+# Joins, waits (up to 5 s) for the member to own what epoch 3 assigns and to have reported it.
+REJOIN_PAST_A_STUCK_REVOCATION = """
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const member = await client.joinGroup('g', ['t'], {
+  rebalanceTimeoutMs: 300,
+  onRevoke: () => new Promise(() => {}), // never settles
+});
+const deadline = Date.now() + 5000;
+while ((member.memberEpoch !== 3 || member.ownedChanged) && Date.now() < deadline) await sleep(20);
+return { owned: member.assignment.map((tp) => tp.partition), epoch: member.memberEpoch };
+"""
+
+
+def test_a_member_fenced_while_revoking_rejoins_and_owns_its_new_assignment() -> None:
+    # KIP-848: a member the coordinator fenced drops everything and rejoins; a revocation it
+    # had under way (its callback stuck) must not hold the new assignment back.
+    outcome = node_with_fake_server(
+        FENCED_WHILE_REVOKING, REJOIN_PAST_A_STUCK_REVOCATION, {"fenced_after": 3}, timeout_s=20
+    )
+    assert outcome == {"owned": [0], "epoch": 3}
