@@ -2,9 +2,9 @@
 and shipped as they are. Fields: ts (ISO 8601, UTC), level, service, logger, msg, the `extra`
 fields a call passes, and the exception text when there is one. Level from SAMSA_LOG_LEVEL.
 
-A line logged inside a recording span (tracing on, telemetry.py) also carries that span's trace_id
-and span_id (W3C hex, as the span file and `samsa trace` print them), so a log line leads to its
-trace. Spans themselves never come here: they go to a file or stdout."""
+A line logged inside a recording span (tracing on, telemetry.py; its trace sampled) also carries
+that span's trace_id and span_id (W3C hex, as the span file and `samsa trace` print them), so a
+log line leads to its trace. Spans themselves never come here: they go to a file or stdout."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         context = trace.get_current_span().get_span_context()
-        if context.is_valid:
+        # Only a kept trace: an unsampled request still runs in a valid context, whose id leads
+        # nowhere (`samsa trace` would find no span of it).
+        if context.is_valid and context.trace_flags.sampled:
             entry["trace_id"] = f"{context.trace_id:032x}"
             entry["span_id"] = f"{context.span_id:016x}"
         for key, value in vars(record).items():
