@@ -20,7 +20,7 @@ from typing import Any
 
 from rebalance_helpers import Recorder, T, answer, member
 
-from samsa.client import AsyncConsumer
+from samsa.client import AsyncConsumer, Consumer
 from samsa.client.config import ConsumerConfig
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import OffsetAndMetadata
@@ -147,3 +147,48 @@ def test_a_poll_cancelled_in_a_coroutine_on_assigned_keeps_no_partition_unowned(
         assert state.assignment() == [(T, 0), (T, 1)] and m.owned == {(T, 0), (T, 1)}
 
     asyncio.run(main())
+
+
+def test_a_sync_poll_interrupted_in_on_revoked_runs_the_step_again() -> None:
+    """The sync Consumer: a KeyboardInterrupt raised inside on_partitions_revoked (the
+    application's thread) leaves the step to run again at the next poll, as above."""
+
+    class Interrupted(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.interrupt = True
+
+        def on_partitions_revoked(self, partitions: list[tuple[str, int]]) -> None:
+            if self.interrupt:
+                self.interrupt = False
+                raise KeyboardInterrupt
+            super().on_partitions_revoked(partitions)
+
+    config = {**CONFIG, "enable.auto.commit": False}
+    state = FetchState(ConsumerConfig.from_dict(config))
+    m = joined_with(state, 0, 1)
+    driver = FakeDriver(m)
+    driver.state = state
+    driver.group.wake_threadsafe = lambda: None  # type: ignore[attr-defined]
+    driver.wake_threadsafe = lambda: None  # type: ignore[attr-defined]
+    m.heartbeat_request(1000)
+    m.on_heartbeat_answer(answer(2, 1), 1000)
+    consumer = Consumer.__new__(Consumer)
+    consumer.config = ConsumerConfig.from_dict(config)
+    consumer._driver = driver  # type: ignore[assignment]
+    consumer._state = state
+    consumer._progress = threading.Condition(driver.lock)
+    consumer._closed = False
+    consumer._tracer = None
+    listener = Interrupted()
+    consumer._listener = listener
+    try:
+        consumer.poll(0)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interrupt must reach the application")
+    assert listener.calls == [] and m.pending_callback() is not None
+    assert consumer.poll(0) == []
+    assert listener.calls == [("revoked", [(T, 0)])]
+    assert state.assignment() == [(T, 1)] and m.state is MemberState.ACKNOWLEDGING
