@@ -53,7 +53,8 @@ class MetricsEndpoint:
 
 
 def parse_listen(text: str | None) -> MetricsEndpoint | None:
-    """`HOST:PORT`, `:PORT` or `PORT` (all interfaces); None or "" means off."""
+    """`HOST:PORT`, `:PORT` or `PORT` (all interfaces), an IPv6 host in brackets as gRPC
+    listeners are written ([::]:PORT); None or "" means off."""
     if text is None or not text.strip():
         return None
     host, _, port = text.strip().rpartition(":")
@@ -61,6 +62,8 @@ def parse_listen(text: str | None) -> MetricsEndpoint | None:
         raise MetricsConfigError(
             f"metrics listen address {text!r}: use HOST:PORT, :PORT or PORT (0-65535)"
         )
+    if host.startswith("[") and host.endswith("]"):  # [::1]:PORT: the host is ::1
+        host = host[1:-1]
     return MetricsEndpoint(host or "0.0.0.0", int(port))
 
 

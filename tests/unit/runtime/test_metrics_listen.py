@@ -3,6 +3,9 @@ else is refused with a message saying what to write."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from samsa.services.runtime.metrics import (
@@ -20,7 +23,8 @@ from samsa.services.runtime.metrics import (
         ("127.0.0.1:9464", MetricsEndpoint("127.0.0.1", 9464)),
         (":9464", MetricsEndpoint("0.0.0.0", 9464)),
         ("9464", MetricsEndpoint("0.0.0.0", 9464)),
-        ("[::1]:0", MetricsEndpoint("[::1]", 0)),
+        ("[::1]:0", MetricsEndpoint("::1", 0)),  # the brackets are the address's, not the host's
+        ("[::]:9464", MetricsEndpoint("::", 9464)),
         ("", None),
         (None, None),
     ],
@@ -41,3 +45,22 @@ def test_the_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert endpoint_from(None) == MetricsEndpoint("127.0.0.1", 1)
     monkeypatch.delenv(ENV_LISTEN)
     assert endpoint_from(None) is None
+
+
+def test_an_ipv6_address_is_served() -> None:
+    """`--metrics-listen [::1]:PORT` (as gRPC listeners are written) stopped the service with
+    'cannot serve metrics on [::1]:PORT: Name or service not known': the brackets went to the
+    resolver. Checked in a child process (metrics.start installs the process's meter provider)."""
+    child = (
+        "import urllib.request\n"
+        "from samsa.services.runtime import metrics\n"
+        "served = metrics.start('test', metrics.parse_listen('[::1]:0'))\n"
+        "url = f'http://[::1]:{served.port}/metrics'\n"
+        "print(urllib.request.urlopen(url, timeout=30).status)\n"
+        "served.shutdown()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "200"
