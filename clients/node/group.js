@@ -190,6 +190,10 @@ class GroupMember {
           if (this.stopped) return;
           if (isTransient(error)) {
             this.lastError = error;
+            // The answer may have been lost after the coordinator moved the member's epoch on:
+            // it then takes the old epoch only with owned_partitions (within what it assigned),
+            // so the next heartbeat reports them, as Kafka's sends every field after a failure.
+            this.ownedChanged = true;
             this.schedule(this.intervalMs);
           } else this.stop(error);
         });

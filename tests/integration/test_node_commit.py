@@ -142,3 +142,46 @@ def test_a_member_fenced_while_revoking_rejoins_and_owns_its_new_assignment() ->
         FENCED_WHILE_REVOKING, REJOIN_PAST_A_STUCK_REVOCATION, {"fenced_after": 3}, timeout_s=20
     )
     assert outcome == {"owned": [0], "epoch": 3}
+
+
+# The member joins (epoch 1, t[0]); its third heartbeat moves it to epoch 2 but the answer comes
+# after the client's deadline (lost). The coordinator takes the old epoch 1 again only with
+# owned_partitions (the answer that moved the epoch was lost), else fences the member; a rejoin
+# is answered epoch 5.
+ANSWER_LOST = """{
+  lookup: {
+    FindCoordinator(request) {
+      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
+    },
+  },
+  group: {
+    ConsumerGroupHeartbeat(request) {
+      const n = asked_before('ConsumerGroupHeartbeat');
+      const answer = (epoch) => ({ member_id: request.member_id, member_epoch: epoch,
+        heartbeat_interval_ms: 50, assignment: { topics: [{ topic: 't', partitions: [0] }] } });
+      if (request.member_epoch <= 0) return answer(n === 0 ? 1 : request.member_epoch || 5);
+      if (n === 2) return new Promise((resolve) => setTimeout(() => resolve(answer(2)), 800));
+      if (request.member_epoch === 1 && n > 2) {
+        if (request.owned_partitions) return answer(2);
+        return { error_code: 'ERROR_CODE_FENCED_MEMBER_EPOCH', member_id: request.member_id };
+      }
+      return answer(request.member_epoch);
+    },
+  },
+}"""
+# Joins and waits (up to 5 s) for the member's epoch to move past 1; returns it.
+EPOCH_AFTER_A_LOST_ANSWER = """
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const member = await client.joinGroup('g', ['t']);
+const deadline = Date.now() + 5000;
+while (member.memberEpoch <= 1 && Date.now() < deadline) await sleep(20);
+return { epoch: member.memberEpoch, lost: Boolean(member.lastError) };
+"""
+
+
+def test_a_lost_heartbeat_answer_does_not_fence_the_member() -> None:
+    # Kafka's consumer sends every field after a failed heartbeat; with owned_partitions the
+    # coordinator takes the old epoch back (KIP-848) instead of fencing the member, which would
+    # drop every partition and rejoin.
+    outcome = node_with_fake_server(ANSWER_LOST, EPOCH_AFTER_A_LOST_ANSWER, {}, timeoutMs=500)
+    assert outcome == {"epoch": 2, "lost": False}
