@@ -131,6 +131,7 @@ class GroupDriver:
         self._on_progress = on_progress
         self._auto_commit_due_ms = now_ms() + config.auto_commit_interval_ms
         self._auto_committed: dict[TopicPartition, int] = {}
+        self._commit_order = asyncio.Lock()  # commits go one after the other (commit())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
@@ -276,9 +277,11 @@ class GroupDriver:
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Commit these offsets: with this member's id and epoch while it is in the group, from
         outside the group protocol while it is not subscribed (assign() with a group.id); in
-        requests of at most REQUEST_PARTITIONS_MAX partitions (the coordinator's limit)."""
-        for part in parts_of(list(offsets)):
-            await self._commit({tp: offsets[tp] for tp in part})
+        requests of at most REQUEST_PARTITIONS_MAX partitions (the coordinator's limit), one commit
+        after the other (as Kafka's commitSync waits for those before it)."""
+        async with self._commit_order:  # in order: an older retry never lands after a newer one
+            for part in parts_of(list(offsets)):
+                await self._commit({tp: offsets[tp] for tp in part})
 
     async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         if not offsets:
