@@ -40,7 +40,7 @@ from samsa.client.record_appender import Appended, checked_partition, now_ms
 from samsa.client.record_checks import checked_int
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
 from samsa.client.record_tracing import headers_with_traceparent
-from samsa.client.transaction_manager import TransactionManager
+from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
 from samsa.common.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -258,16 +258,24 @@ class AsyncProducer:
         if txn is None:
             return
         with driver.lock:
-            if not txn.aborts_on_close():
+            commit = txn.commits_on_close()
+            if not (commit or txn.aborts_on_close()):
                 return
-            txn.begin_abort()
         timeout_s = self._timeout_s(timeout)
         try:
+            if commit:
+                try:
+                    await self._within(driver.commit_transaction(timeout_s), 2 * timeout_s)
+                    return
+                except TransactionAbortableError:
+                    pass
+            with driver.lock:
+                txn.begin_abort()
             await self._within(driver.abort_transaction(timeout_s), 2 * timeout_s)
         except (KafkaError, TimeoutError) as error:
             log.warning(
-                "stop(): could not abort the open transaction of transactional.id %r (%s); "
-                "its coordinator aborts it after transaction.timeout.ms",
+                "stop(): could not end the transaction of transactional.id %r (%s); its "
+                "coordinator aborts it after transaction.timeout.ms",
                 txn.transactional_id,
                 error,
             )

@@ -47,7 +47,7 @@ from samsa.client.record_checks import CheckedRecords, checked_int
 from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction
-from samsa.client.transaction_manager import TransactionManager
+from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
 from samsa.common import event_loops
 from samsa.common.errors import ErrorCode
 
@@ -382,24 +382,32 @@ class Producer:
                 self._channels.close()
 
     def _abort_on_close(self, timeout: float | None) -> None:
-        """Abort the open transaction, if close() must (TransactionManager.aborts_on_close): its
-        records are never shown to read_committed readers, who would otherwise wait for them
-        until transaction.timeout.ms. A failure is logged, not raised: close() still closes, and
-        the coordinator aborts the transaction at its timeout."""
+        """End the transaction, if close() must: abort one left open (aborts_on_close), finish
+        a commit whose call failed (commits_on_close; aborted if it cannot commit), so that
+        read_committed readers do not wait for transaction.timeout.ms. A failure is logged:
+        close() still closes, and the coordinator aborts the transaction at its timeout."""
         txn = self._txn
         if txn is None:
             return
         with self._space:
-            if not txn.aborts_on_close():
+            commit = txn.commits_on_close()
+            if not (commit or txn.aborts_on_close()):
                 return
-            txn.begin_abort()
         timeout_s = self._timeout_s(timeout)
         try:
+            if commit:
+                try:
+                    self._on_loop(self._driver.commit_transaction(timeout_s), 2 * timeout_s)
+                    return
+                except TransactionAbortableError:
+                    pass
+            with self._space:
+                txn.begin_abort()
             self._on_loop(self._driver.abort_transaction(timeout_s), 2 * timeout_s)
         except (KafkaError, TimeoutError) as error:
             log.warning(
-                "close(): could not abort the open transaction of transactional.id %r (%s); "
-                "its coordinator aborts it after transaction.timeout.ms",
+                "close(): could not end the transaction of transactional.id %r (%s); its "
+                "coordinator aborts it after transaction.timeout.ms",
                 txn.transactional_id,
                 error,
             )

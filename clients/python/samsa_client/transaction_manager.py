@@ -179,9 +179,15 @@ class TransactionManager:
     def aborts_on_close(self) -> bool:
         """Whether close() must abort the transaction first, as Kafka's producer does: one still
         open (or failed, or being aborted) would otherwise hold back read_committed readers of
-        its partitions until transaction.timeout.ms. A commit in progress is the coordinator's
-        to finish, and a prepared transaction is another process's to complete."""
+        its partitions until transaction.timeout.ms. A commit in progress is finished instead
+        (commits_on_close), and a prepared transaction is another process's to complete."""
         return self.state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.ABORTING)
+
+    def commits_on_close(self) -> bool:
+        """Whether close() must finish a commit first: commit_transaction() failed retriably (a
+        timeout), so its EndTxn may never have left, and the transaction would stay open until
+        transaction.timeout.ms. Kafka's producer completes a commit in progress when it closes."""
+        return self.state is TxnState.COMMITTING
 
     def on_ended(self) -> None:
         """EndTxn answered: the next transaction may begin."""

@@ -14,8 +14,9 @@ import threading
 import pytest
 from fake_produce_cluster import FakeCluster
 
-from samsa.client import AsyncProducer, ProduceError, Producer
+from samsa.client import AsyncProducer, KafkaError, ProduceError, Producer
 from samsa.client.record_future import RecordFuture
+from samsa.common.errors import ErrorCode
 
 TOPIC = "events"
 WAIT_S = 10
@@ -113,3 +114,54 @@ def test_an_async_send_waiting_for_memory_when_stop_ends_raises(cluster: FakeClu
                 await waiting
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("facade", ["sync", "async"])
+def test_close_finishes_a_commit_whose_call_failed(cluster: FakeCluster, facade: str) -> None:
+    """commit_transaction() that raised a retriable error (EndTxn unanswered: the coordinator
+    moved) leaves the commit in progress, and its outcome may never have been asked for.
+    close() finishes it, as Kafka's producer completes a commit in progress when it closes,
+    rather than leave the transaction open (read_committed readers of its partitions stalled)
+    until the coordinator aborts it at transaction.timeout.ms."""
+    ends: list[bool] = []
+
+    async def end(identity: tuple[int, int], committed: bool, deadline: float) -> tuple[int, int]:
+        ends.append(committed)
+        if len(ends) == 1:
+            raise KafkaError("EndTxn: no coordinator", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return identity[0], identity[1] + 1
+
+    config = {"bootstrap.servers": BOOTSTRAP, "linger.ms": 0, "transactional.id": "t"}
+    if facade == "sync":
+        producer = Producer(config)
+        driver = producer._driver
+        driver._txn_client.end = end  # type: ignore[union-attr, method-assign]
+        with driver.lock:  # as init_transactions() leaves it (no coordinator here)
+            driver.accumulator.set_producer_id(7, 0)
+            driver.txn.on_initialized()  # type: ignore[union-attr]
+        producer.begin_transaction()
+        producer.send(TOPIC, b"committed", partition=0)
+        with pytest.raises(KafkaError) as failed:
+            producer.commit_transaction(WAIT_S)
+        assert failed.value.retriable
+        producer.close(WAIT_S)
+    else:
+
+        async def scenario() -> None:
+            producer = AsyncProducer(config)
+            await producer.start()
+            driver = producer._driver
+            assert driver is not None and driver.txn is not None
+            driver._txn_client.end = end  # type: ignore[union-attr, method-assign]
+            with driver.lock:
+                driver.accumulator.set_producer_id(7, 0)
+                driver.txn.on_initialized()
+            producer.begin_transaction()
+            await producer.send(TOPIC, b"committed", partition=0)
+            with pytest.raises(KafkaError) as failed:
+                await producer.commit_transaction(WAIT_S)
+            assert failed.value.retriable
+            await producer.stop(WAIT_S)
+
+        asyncio.run(scenario())
+    assert ends == [True, True], "close() asked for the commit's outcome again"

@@ -167,7 +167,7 @@ ABORTS_ON_CLOSE = {
     TxnState.IN_TRANSACTION: True,
     TxnState.ABORTABLE_ERROR: True,
     TxnState.ABORTING: True,  # an abort that timed out: close() asks again
-    TxnState.COMMITTING: False,  # the coordinator's to finish (or to time out)
+    TxnState.COMMITTING: False,  # a commit whose call failed: close() finishes it instead
     TxnState.FATAL_ERROR: False,  # fenced: the new instance already aborted it
     TxnState.PREPARED: False,  # another process completes it
 }
@@ -183,6 +183,7 @@ def test_close_aborts_only_a_transaction_left_open(state: TxnState, aborts: bool
     readers of its partitions do not wait for transaction.timeout.ms."""
     manager = _in_state(state)
     assert manager.aborts_on_close() is aborts
+    assert manager.commits_on_close() is (state is TxnState.COMMITTING)
     if aborts:
         manager.begin_abort()  # what close() does next is legal in every such state
         assert manager.state is TxnState.ABORTING
