@@ -1,17 +1,18 @@
 """OpenTelemetry tracing from the standard OTEL_* variables; off unless asked for.
 
-OTEL_TRACES_EXPORTER: unset or "none" (default) keeps the SDK's no-op provider; "otlp" exports
-over OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT; "file" appends one JSON line per span to
-SAMSA_TRACES_FILE (common/span_file.py; processes may share the file), which `samsa trace` reads;
-"console" writes those same lines to stdout. Spans never go to stderr, where the JSON log lines
-are (logs.py): a log line written inside a span carries its trace_id and span_id instead, and
+OTEL_TRACES_EXPORTER: unset or "none" (default) keeps the SDK's no-op provider; "otlp" exports over
+OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT (an OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL other than grpc is
+refused: it would dial an HTTP port with gRPC and drop every span); "file" appends one JSON line per
+span to SAMSA_TRACES_FILE (common/span_file.py; processes may share the file), which `samsa trace`
+reads; "console" writes those same lines to stdout. Spans never go to stderr, where the JSON log
+lines are (logs.py): a log line written inside a span carries its trace_id and span_id instead, and
 `samsa up` keeps each process's stdout apart from its log. The service name comes from
-OTEL_SERVICE_NAME, else the name the process passes. OTEL_TRACES_SAMPLER(_ARG) choose which
-traces are kept, with the SDK's names, except that heartbeats, polls and health checks never start
-a trace of their own (sampling.py). The gRPC interceptors (runtime/server.py on the way in,
-`outgoing_interceptors` on a service's own calls, the SDK's channels) create spans and carry the
-W3C `traceparent` in metadata, so a call a service makes while serving a traced one (a forwarded
-admin write, a coordinator's write to a broker) continues the caller's trace.
+OTEL_SERVICE_NAME, else the name the process passes. OTEL_TRACES_SAMPLER(_ARG) choose which traces
+are kept, with the SDK's names, except that heartbeats, polls and health checks never start a trace
+of their own (sampling.py). The gRPC interceptors (runtime/server.py on the way in,
+`outgoing_interceptors` on a service's own calls, the SDK's channels) create spans and carry the W3C
+`traceparent` in metadata, so a call a service makes while serving a traced one (a forwarded admin
+write, a coordinator's write to a broker) continues the caller's trace.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def configure(default_service_name: str) -> bool:
         return False
     exporter: SpanExporter
     if exporter_name == "otlp":
+        _check_otlp_protocol()
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter()
@@ -70,6 +72,21 @@ def configure(default_service_name: str) -> bool:
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     return True
+
+
+def _check_otlp_protocol() -> None:
+    """Samsa's OTLP exporter is the gRPC one: an HTTP protocol asked for (a collector's port
+    4318) would be dialled with gRPC and every span dropped, so it is refused at start."""
+    for variable in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        protocol = os.environ.get(variable, "").strip().lower()
+        if protocol:
+            if protocol != "grpc":
+                raise TelemetryConfigError(
+                    f"{variable}={protocol!r}: Samsa exports OTLP over gRPC only; set it to "
+                    "grpc (or leave it unset) and point OTEL_EXPORTER_OTLP_ENDPOINT at the "
+                    "collector's OTLP/gRPC port (4317 by default)"
+                )
+            return  # the traces-specific variable wins over the general one
 
 
 def tracing_on() -> bool:
