@@ -81,6 +81,7 @@ class SamsaClient {
     this.producer = null;
     this.partitionQueues = new Map(); // "topic:partition" -> the tail of its idempotent produces
     this.members = new Set(); // the GroupMembers joined through this client, until they leave
+    this.joins = new Set(); // joinGroup's joins under way (each leaves again if close() came)
     this.closing = null; // close()'s Promise, once called
     this.closed = false; // no new channel may be opened
   }
@@ -343,22 +344,37 @@ class SamsaClient {
     return offsets;
   }
 
-  // Starts a member of `groupId` subscribed to `topics`; see GroupMember.
+  // Starts a member of `groupId` subscribed to `topics`; see GroupMember. A join that close()
+  // overtook leaves again and fails: close() could not see the member, which would otherwise
+  // hold its partitions until its session expired.
   async joinGroup(groupId, topics, options = {}) {
+    if (this.closing !== null) throw new Error(`the client is closed: group ${groupId} not joined`);
     const member = new GroupMember(this, groupId, topics, options);
-    await member.join();
-    this.members.add(member); // until it leaves
+    const joining = member.join().then(async () => {
+      if (this.closing !== null) {
+        await member.leave().catch(() => {});
+        throw new Error(`the client was closed while group ${groupId} was joined: left again`);
+      }
+      this.members.add(member); // until it leaves
+    });
+    this.joins.add(joining); // close() waits for it
+    try {
+      await joining;
+    } finally {
+      this.joins.delete(joining);
+    }
     return member;
   }
 
-  // Ends the client: each group member that has not left stops heartbeating and leaves (as
-  // Kafka's consumer.close() does, so its partitions are reassigned at once rather than after
-  // its session times out), then every channel is closed and none is opened again, so nothing
-  // keeps Node running. Resolves once that is done; calling it again returns the same Promise.
+  // Ends the client: joins under way finish and leave again, each group member that has not
+  // left stops heartbeating and leaves (as Kafka's consumer.close() does, so its partitions are
+  // reassigned at once rather than after its session times out), then every channel is closed
+  // and none is opened again, so nothing keeps Node running. Resolves once that is done; calling it again returns the same Promise.
   close() {
     if (this.closing === null) {
-      const leaving = [...this.members].map((member) => member.leave().catch(() => {}));
-      this.closing = Promise.all(leaving).then(() => {
+      const joins = [...this.joins].map((joining) => joining.catch(() => {}));
+      const leaving = () => Promise.all([...this.members].map((member) => member.leave().catch(() => {})));
+      this.closing = Promise.all(joins).then(leaving).then(() => {
         this.closed = true;
         for (const stub of this.stubs.values()) stub.close();
         this.stubs.clear();

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.timeout(60)
 # The coordinator assigns t[0] at epoch 1 on join, and answers every later heartbeat (every
 # 100 ms) at epoch 2 with the same partition: the epoch moved on while the first commit, sent at
 # epoch 1, was on its way. A commit at an epoch below 2 is refused with STALE_MEMBER_EPOCH, one
-# of an offset above data.offset_max with INVALID_REQUEST.
+# of an offset above data.offset_max with INVALID_REQUEST. With data.join_delay_ms, a join is
+# answered that much later.
 EPOCH_MOVES_ON = """{
   lookup: {
     FindCoordinator(request) {
@@ -35,8 +36,10 @@ EPOCH_MOVES_ON = """{
     ConsumerGroupHeartbeat(request) {
       const epoch = request.member_epoch === 0 ? 1 : 2;
       const assignment = { topics: [{ topic: 't', partitions: [0] }] };
-      return { member_id: request.member_id, member_epoch: epoch, heartbeat_interval_ms: 100,
-        assignment };
+      const answer = { member_id: request.member_id, member_epoch: epoch,
+        heartbeat_interval_ms: 100, assignment };
+      if (request.member_epoch !== 0 || !data.join_delay_ms) return answer;
+      return new Promise((resolve) => setTimeout(() => resolve(answer), data.join_delay_ms));
     },
     OffsetCommit(request) {
       const t = request.topics[0];
@@ -185,3 +188,28 @@ def test_a_lost_heartbeat_answer_does_not_fence_the_member() -> None:
     # drop every partition and rejoin.
     outcome = node_with_fake_server(ANSWER_LOST, EPOCH_AFTER_A_LOST_ANSWER, {}, timeoutMs=500)
     assert outcome == {"epoch": 2, "lost": False}
+
+
+# Starts joining, closes the client once the coordinator has the join heartbeat (its answer on
+# its way), and returns how the join ended and the member epochs of the heartbeats sent.
+CLOSE_DURING_JOIN = """
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const joining = client.joinGroup('g', ['t']).then(() => 'joined', (error) => error.message);
+while (asked_before('ConsumerGroupHeartbeat') < 0) await sleep(10);
+await client.close();
+const outcome = await joining;
+const epochs = server_calls
+  .filter(([method]) => method === 'ConsumerGroupHeartbeat')
+  .map(([, request]) => request.member_epoch);
+return { outcome, epochs };
+"""
+
+
+def test_closing_during_a_join_leaves_the_group_again() -> None:
+    # close() cannot leave a member it does not know yet: it waits for the join, which then
+    # leaves again (epoch -1) instead of holding its partitions until its session expires.
+    data = {"join_delay_ms": 200}
+    outcome = node_with_fake_server(EPOCH_MOVES_ON, CLOSE_DURING_JOIN, data)
+    assert isinstance(outcome, dict)
+    assert outcome["epochs"] == [0, -1]
+    assert "left again" in outcome["outcome"]
