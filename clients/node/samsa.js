@@ -328,8 +328,10 @@ class SamsaClient {
   }
 
   // The group's committed offsets of `partitions` ([{topic, partition}]), as a Map from
-  // "topic:partition" to the offset (-1 when nothing was committed).
+  // "topic:partition" to the offset (-1 when nothing was committed). An empty list asks for
+  // nothing (an OffsetFetch naming no topic would answer every offset of the group).
   async committedOffsets(groupId, partitions) {
+    if (partitions.length === 0) return new Map();
     const byTopic = groupByTopic(partitions);
     const topics = [...byTopic].map(([topic, numbers]) => ({ topic, partitions: numbers }));
     const answer = await this.groupCall(groupId, 'OffsetFetch', { group_id: groupId, topics }, (a) => a);

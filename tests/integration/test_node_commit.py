@@ -213,3 +213,32 @@ def test_closing_during_a_join_leaves_the_group_again() -> None:
     assert isinstance(outcome, dict)
     assert outcome["epochs"] == [0, -1]
     assert "left again" in outcome["outcome"]
+
+
+# A coordinator whose group committed 7 on t[0]: an OffsetFetch naming no topic answers every
+# committed offset, as coordinator.proto says; one naming partitions answers those.
+COMMITTED_SEVEN = """{
+  lookup: {
+    FindCoordinator(request) {
+      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
+    },
+  },
+  group: {
+    OffsetFetch(request) {
+      const asked = request.topics.length > 0 ? request.topics : [{ topic: 't', partitions: [0] }];
+      return { topics: asked.map(({ topic, partitions }) => ({ name: topic,
+        partitions: partitions.map((partition) => ({ partition, committed_offset: 7 })) })) };
+    },
+  },
+}"""
+
+
+def test_committed_offsets_of_no_partitions_are_none() -> None:
+    # A caller's filtered list that came out empty asks for nothing, not for every offset.
+    body = """
+    const none = await client.committedOffsets('g', []);
+    const one = await client.committedOffsets('g', [{ topic: 't', partition: 0 }]);
+    return { none: [...none], one: [...one] };
+    """
+    outcome = node_with_fake_server(COMMITTED_SEVEN, body, {})
+    assert outcome == {"none": [], "one": [["t:0", 7]]}
