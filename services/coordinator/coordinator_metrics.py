@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
+from samsa.common import limits
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from samsa.services.coordinator.coordinator_gauges import (
     CoordinatorGauges,
@@ -162,7 +163,15 @@ class CoordinatorMetrics(NoCoordinatorMetrics):
             return
         inputs = lag_inputs(p.shard.state for p in offsets)
         keys = sorted({(topic, partition) for _, topic, partition, _ in inputs})
-        ends = await offsets[0].offsets_log.list_offsets(keys, broker_pb2.OFFSET_SPEC_LATEST)
+        # In parts a broker accepts: it refuses a ListOffsets naming more partitions whole.
+        step = limits.request_partitions_max
+        ends = {}
+        for start in range(0, len(keys), step):
+            ends.update(
+                await offsets[0].offsets_log.list_offsets(
+                    keys[start : start + step], broker_pb2.OFFSET_SPEC_LATEST
+                )
+            )
         log_ends = {key: -1 if end.error_code else end.offset for key, end in ends.items()}
         self.lags = group_lags(inputs, log_ends)
 

@@ -181,3 +181,39 @@ def test_a_dropped_partition_takes_its_groups_lag_series_at_once():
     (lag_table,) = instruments.lag_series.tables
     assert lag_table.values() == {("stays", "t", "0"): 7}
     provider.shutdown()
+
+
+def test_lag_is_asked_in_requests_a_broker_accepts(monkeypatch):  # type: ignore[no-untyped-def]
+    """A broker refuses a ListOffsets naming more than request_partitions_max partitions whole
+    (RESOURCE_EXHAUSTED); the lag look asked for every committed partition of the loaded groups
+    at once, so past that many partitions on one leader no group had any lag series at all."""
+    monkeypatch.setattr(coordinator_metrics.limits, "request_partitions_max", 3)
+    provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    instruments = CoordinatorMetrics(provider.get_meter("test"))
+    asked: list[int] = []
+
+    class OffsetsLog:
+        async def list_offsets(self, partitions, spec):  # type: ignore[no-untyped-def]
+            wanted = list(partitions)
+            asked.append(len(wanted))
+            if len(wanted) > 3:  # what the broker's refusal comes back as
+                return {key: OffsetResult(ErrorCode.NETWORK_EXCEPTION) for key in wanted}
+            return {key: OffsetResult(ErrorCode.NONE, 100) for key in wanted}
+
+    class Partition(SimpleNamespace):
+        __hash__ = object.__hash__
+
+    group = ConsumerGroup("wide")
+    for partition in range(7):
+        group.offsets[("t", partition)] = g.OffsetCommitValue(committed_offset=partition)
+    instruments.partitions.add(
+        Partition(
+            topic=CONSUMER_OFFSETS_TOPIC,
+            shard=SimpleNamespace(state=GroupShard(groups={"wide": group})),
+            offsets_log=OffsetsLog(),
+        )
+    )
+    asyncio.run(instruments.refresh_lags())
+    assert max(asked) <= 3
+    assert sorted(lag[2] for lag in instruments.lags) == list(range(7))
+    provider.shutdown()
