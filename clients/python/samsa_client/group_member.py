@@ -4,9 +4,10 @@ Theory of operation (DESIGN §6). The coordinator computes every assignment; a m
 heartbeats, does what the answer says, and reports what it owns. Each answer carries the member's
 epoch and its *full* assignment. When that differs from what the member owns, the member
 reconciles: first it gives up what is no longer its own (the application's `on_revoked` runs, and
-commits there if it wants), then it takes what is new (`on_assigned`), then it heartbeats at once
-with what it now owns, which lets the coordinator hand the revoked partitions to others. A
-partition is therefore never consumed by two members at once.
+commits there if it wants), then it takes what is new (`on_assigned`, which Kafka's consumer calls
+after every new assignment, the first after joining included, even with nothing new: here too),
+then it heartbeats at once with what it now owns, which lets the coordinator hand the revoked
+partitions to others. A partition is therefore never consumed by two members at once.
 
 The driver (I/O, timers, the application's callbacks) asks this core what to do and tells it what
 happened, with numbers for time:
@@ -168,6 +169,7 @@ class GroupMember:
         self._in_flight_leave = False
         self._subscription_sent = False
         self._last_poll_ms: int | None = None
+        self._assigned_due = False  # a new assignment's on_assigned is still to be asked for
 
     # --- what the application does ----------------------------------------------------------
 
@@ -271,7 +273,10 @@ class GroupMember:
         self.member_epoch = answer.member_epoch
         self.heartbeat_interval_ms = answer.heartbeat_interval_ms
         self._heartbeat_due_ms = now_ms + answer.heartbeat_interval_ms
-        self.target = partitions_from_proto(answer.assignment)
+        target = partitions_from_proto(answer.assignment)
+        if target != self.target:  # a new assignment, or the first one since joining
+            self._assigned_due = True  # on_assigned ends its reconciliation, even if empty
+        self.target = target
         if self._callback is None:
             self._next_reconcile_step(now_ms)
 
@@ -369,7 +374,8 @@ class GroupMember:
             self._heartbeat_due_ms = now_ms  # everything given back: send the leave heartbeat
             return
         added = target - self.owned
-        if added:
+        if added or self._assigned_due:  # as Kafka's, told even when nothing is new
+            self._assigned_due = False
             self._move_if_needed(MemberState.RECONCILING)
             self._callback = PendingCallback(CallbackKind.ASSIGNED, frozenset(added))
             return

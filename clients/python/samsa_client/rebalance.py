@@ -54,7 +54,9 @@ class ConsumerRebalanceListener:
         """Before these partitions are given back to the group."""
 
     def on_partitions_assigned(self, partitions: list[TopicPartition]) -> Any:
-        """These partitions were newly assigned (called before their first records)."""
+        """These partitions were newly assigned (called before their first records). As in
+        Kafka, called after every new assignment, the first after joining included, even when
+        nothing is new (then with [])."""
 
     def on_partitions_lost(self, partitions: list[TopicPartition]) -> Any:
         """Instead of on_partitions_revoked when the partitions may already be another's."""

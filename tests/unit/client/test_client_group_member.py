@@ -110,7 +110,10 @@ def test_revocation_runs_before_anything_new_and_is_reported_before_more_arrives
     assert m.pending_callback() is not None
     assert m.pending_callback().kind is CallbackKind.REVOKED  # type: ignore[union-attr]
     assert m.owned == {(T, 0), (T, 1), (T, 2)}, "still owned until on_revoked returned"
-    assert run_callbacks(m, 2001) == [(CallbackKind.REVOKED, {1, 2})]
+    assert run_callbacks(m, 2001) == [
+        (CallbackKind.REVOKED, {1, 2}),
+        (CallbackKind.ASSIGNED, set()),  # as Kafka's: told after every new assignment
+    ]
     ack = m.heartbeat_request(2001)
     assert ack is not None and partitions_from_proto(ack.owned_partitions) == {(T, 0)}
     m.on_heartbeat_answer(answer(2, 0, 3), 2002)
@@ -128,6 +131,7 @@ def test_an_answer_during_a_callback_is_reconciled_after_it() -> None:
     assert run_callbacks(m, 3001) == [
         (CallbackKind.REVOKED, {1}),
         (CallbackKind.REVOKED, {0}),
+        (CallbackKind.ASSIGNED, set()),
     ]
     assert m.owned == frozenset() and m.state is MemberState.ACKNOWLEDGING
 
@@ -290,3 +294,21 @@ def test_leaving_after_being_fenced_tells_the_listener_what_was_lost(how: str) -
     assert leave is not None and leave.member_epoch == -1
     m.on_heartbeat_failed(ErrorCode.UNKNOWN_MEMBER_ID, "gone", 500_001)
     assert m.state is MemberState.UNSUBSCRIBED and m.owned == frozenset()
+
+
+def test_on_assigned_is_told_of_every_new_assignment_even_an_empty_one() -> None:
+    """Kafka's consumer calls onPartitionsAssigned after every new assignment, the first after
+    joining included, even with nothing new (applications take it as "the group answered"); a
+    repeated answer with the same assignment calls nothing."""
+    m = member()
+    m.subscribe(Subscription(topics=frozenset({T})), 0)
+    assert m.heartbeat_request(0) is not None
+    m.on_heartbeat_answer(answer(1), 0)  # more members than partitions: nothing for this one
+    assert run_callbacks(m, 0) == [(CallbackKind.ASSIGNED, set())]
+    assert m.state is MemberState.ACKNOWLEDGING
+    assert m.heartbeat_request(0) is not None
+    m.on_heartbeat_answer(answer(1), 1)
+    assert m.state is MemberState.STABLE and run_callbacks(m, 1) == []
+    m.heartbeat_request(1001)
+    m.on_heartbeat_answer(answer(1), 1001)
+    assert run_callbacks(m, 1001) == [], "the same assignment again is no news"

@@ -149,6 +149,9 @@ def test_revoked_partitions_stay_committable_during_the_listener_and_leave_after
     end_step(m, state, step, now_ms=5)
     assert state.assignment() == [(T, 1)]
     assert m.owned == {(T, 1)}
+    assigned = begin_step(m, state, auto_commit=True)  # on_assigned([]), as Kafka's
+    assert assigned is not None and assigned.partitions == []
+    end_step(m, state, assigned, now_ms=5)
     assert m.heartbeat_request(5) is not None  # the acknowledgement goes at once
 
 
@@ -158,7 +161,7 @@ def test_without_auto_commit_nothing_is_committed_before_revocation() -> None:
     consumed_to(state, (T, 0), 0, 3)
     m.heartbeat_request(0)
     m.on_heartbeat_answer(answer(2), 0)
-    assert run_steps(m, state, Recorder()) == [{}]
+    assert run_steps(m, state, Recorder()) == [{}, {}]  # revoked, then assigned([])
     assert state.assignment() == []
 
 

@@ -102,7 +102,7 @@ def test_a_poll_cancelled_during_the_commit_before_revocation_runs_the_step_agai
 
         driver.group.release.set()
         assert await consumer.poll(timeout=0) == []
-        assert listener.calls == [("revoked", [(T, 0)])]
+        assert listener.calls == [("revoked", [(T, 0)]), ("assigned", [])]
         assert driver.group.commits == [{(T, 0): OffsetAndMetadata(7, -1)}]
         assert state.assignment() == [(T, 1)] and m.owned == {(T, 1)}
         assert m.state is MemberState.ACKNOWLEDGING
@@ -190,5 +190,5 @@ def test_a_sync_poll_interrupted_in_on_revoked_runs_the_step_again() -> None:
         raise AssertionError("the interrupt must reach the application")
     assert listener.calls == [] and m.pending_callback() is not None
     assert consumer.poll(0) == []
-    assert listener.calls == [("revoked", [(T, 0)])]
+    assert listener.calls == [("revoked", [(T, 0)]), ("assigned", [])]
     assert state.assignment() == [(T, 1)] and m.state is MemberState.ACKNOWLEDGING
