@@ -202,6 +202,15 @@ def end_produce_span(
     span.end(end_time=None if tracer is None else tracer.clock())
 
 
+def end_unanswered_produce_span(span: Span, tracer: RecordTracer | None) -> None:
+    """End, as an error, a `produce` span whose answer never left: the stream ended while the
+    batch waited for replication (its client went away, or another request failed it). Without
+    this the span stayed open and was never exported, on exactly the produce one traces to learn
+    why it timed out."""
+    span.set_status(StatusCode.ERROR, "the stream ended before the batch was replicated")
+    span.end(end_time=None if tracer is None else tracer.clock())
+
+
 def current_recording_parent() -> SpanContext | None:
     """The context of the span current here (the gRPC interceptor's, in a unary Produce) if it is
     being recorded; None otherwise."""

@@ -27,6 +27,7 @@ spans under it; a unary Produce's appends go under the gRPC interceptor's span.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -36,7 +37,11 @@ from opentelemetry.trace import Span
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.partition_host import PartitionHost
-from samsa.services.broker.record_trace import current_recording_parent, end_produce_span
+from samsa.services.broker.record_trace import (
+    current_recording_parent,
+    end_produce_span,
+    end_unanswered_produce_span,
+)
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import await_replication
 from samsa.services.broker.requests.request_checks import produce_refusal
@@ -116,6 +121,10 @@ async def serve_produce_stream(
     ) -> None:
         try:
             await await_replication(waits, timeout_s)
+        except asyncio.CancelledError:  # the stream ended first: its client went, or it failed
+            if span is not None:
+                end_unanswered_produce_span(span, host.record_tracer)
+            raise
         except Exception as error:
             if span is not None:
                 span.end()
