@@ -122,7 +122,9 @@ def sampled_traceparent(header_columns: Iterable[Sequence[Headers] | None]) -> s
                 if key == TRACEPARENT and _maybe_sampled(value):
                     context = parse_traceparent(value)
                     if context is not None and context.trace_flags.sampled:
-                        return value.decode("ascii")  # type: ignore[union-attr]
+                        # Written anew, not decoded: a later version's extra fields may hold
+                        # bytes that are not ASCII, and the broker needs only the context.
+                        return format_traceparent(context)
     return ""
 
 

@@ -129,3 +129,14 @@ def test_the_records_one_span_sent_share_one_poll_span_per_partition():
     assert alone.attributes["messaging.kafka.offset"] == 5
     assert "messaging.batch.message_count" not in alone.attributes
     assert spans[(0xB7AD6B7169203331, "0")].attributes["messaging.kafka.offset"] == 12
+
+
+def test_a_later_version_header_with_odd_bytes_goes_to_the_broker_as_version_00():
+    """A traceparent of a later version may carry more fields; one whose tail is not ASCII (an
+    application forwarding another system's headers) parsed, and then decoding it for the
+    ProduceStream request raised UnicodeDecodeError in the producer's sender, which left the
+    request unsent. The broker gets the context itself, written as version 00."""
+    odd = b"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-\xff\xfe"
+    assert sampled_traceparent([[(("traceparent", odd),)]]) == (
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    )
