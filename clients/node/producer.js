@@ -4,7 +4,7 @@
 
 const { NO_ERROR, RETRIABLE, RETRIABLE_IF_IDEMPOTENT, SamsaError, check, toInt, withRetries } =
   require('./errors');
-const { partitionForKey, partitionResult, typedPartitionData } = require('./records');
+const { partitionForKey, typedPartitionData } = require('./records');
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
 const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
@@ -35,7 +35,7 @@ const producerMethods = {
     const request = { acks, timeout_ms: this.timeoutMs, topics: [{ name: topic, partitions: [data] }] };
     const leader = await this.leaderOf(topic, data.partition);
     const answer = await this.call('broker', leader.endpoint, 'Produce', request, 2 * this.timeoutMs);
-    const result = partitionResult(answer, topic, data.partition);
+    const result = this.leaderResult(answer, topic, data.partition);
     try {
       check(result, `${topic}[${data.partition}]`);
     } catch (error) {

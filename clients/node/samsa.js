@@ -80,6 +80,10 @@ class SamsaClient {
     // produce; null until then and after a failure dropped it.
     this.producer = null;
     this.partitionQueues = new Map(); // "topic:partition" -> the tail of its idempotent produces
+    this.brokerEndpoints = {}; // broker id -> host:port, from every metadata read
+    // "topic:partition" -> {leader, leaderEpoch} a broker named newer than the metadata read
+    // then; dropped once the metadata names that epoch or a later one.
+    this.namedLeaders = new Map();
     this.members = new Set(); // the GroupMembers joined through this client, until they leave
     this.joins = new Set(); // joinGroup's joins under way (each leaves again if close() came)
     this.closing = null; // close()'s Promise, once called
@@ -227,6 +231,7 @@ class SamsaClient {
       topicId = topic.topic_id;
       partitions.push(...topic.partitions);
       Object.assign(endpoints, answer.broker_endpoints);
+      Object.assign(this.brokerEndpoints, answer.broker_endpoints);
       const next = answer.next_cursor;
       if (!next || next.topic !== name) return { partitions, endpoints };
       if (cursor !== null && next.partition <= cursor.partition) {
@@ -238,11 +243,36 @@ class SamsaClient {
 
   // One partition's leader as describeTopic gives it; LEADER_NOT_AVAILABLE (retriable) when it
   // has none. Only this partition's leader matters: the topic's other partitions may be offline.
+  // A later leadership a broker named (leaderResult) is taken over the metadata's until the
+  // metadata catches up with it: the broker answering metadata may lag (or be cut off from the
+  // controllers), and asking the deposed leader again would be answered the same.
   async leaderOf(topic, partition) {
     const found = (await this.describeTopic(topic)).find((p) => p.partition === partition);
     if (!found) throw new SamsaError('ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION', `${topic}[${partition}]`);
+    const key = `${topic}:${partition}`;
+    const named = this.namedLeaders.get(key);
+    if (named && named.leaderEpoch <= found.leaderEpoch) this.namedLeaders.delete(key);
+    else if (named && this.brokerEndpoints[named.leader]) {
+      return { partition, ...named, endpoint: this.brokerEndpoints[named.leader] };
+    }
     if (found.endpoint === null) throw new SamsaError('ERROR_CODE_LEADER_NOT_AVAILABLE', `${topic}[${partition}]`);
     return found;
+  }
+
+  // The result for one partition of a leader's answer (Produce, Fetch, ListOffsets,
+  // DeleteRecords). One refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH may name the
+  // current leader (KIP-951): kept for leaderOf.
+  leaderResult(answer, topic, partition) {
+    const result = partitionResult(answer, topic, partition);
+    const current = result.current_leader;
+    if (current && current.leader_id >= 0 && current.leader_epoch >= 0) {
+      const known = this.namedLeaders.get(`${topic}:${partition}`);
+      if (!known || known.leaderEpoch < current.leader_epoch) {
+        const named = { leader: current.leader_id, leaderEpoch: current.leader_epoch };
+        this.namedLeaders.set(`${topic}:${partition}`, named);
+      }
+    }
+    return result;
   }
 
   // Deletes one partition's records below `offset` (-1: every record up to the high watermark),
@@ -256,7 +286,7 @@ class SamsaClient {
     return withRetries(this.timeoutMs, async () => {
       const leader = await this.leaderOf(topic, partition);
       const answer = await this.call('broker', leader.endpoint, 'DeleteRecords', request, 2 * this.timeoutMs);
-      const result = check(partitionResult(answer, topic, partition), `${topic}[${partition}]`);
+      const result = check(this.leaderResult(answer, topic, partition), `${topic}[${partition}]`);
       return toInt(result.low_watermark);
     });
   }
@@ -280,7 +310,7 @@ class SamsaClient {
       };
       const answer = await this.call('broker', leader.endpoint, 'Fetch', request, maxWaitMs + this.timeoutMs);
       check(answer, 'Fetch');
-      const result = check(partitionResult(answer, topic, partition), `${topic}[${partition}]`);
+      const result = check(this.leaderResult(answer, topic, partition), `${topic}[${partition}]`);
       return {
         records: result.decoded_records.map(fromTypedRecord),
         nextFetchOffset: toInt(result.next_fetch_offset),
@@ -301,7 +331,7 @@ class SamsaClient {
       const data = { partition, offset_spec: specs[spec], current_leader_epoch: leader.leaderEpoch };
       const request = { topics: [{ name: topic, partitions: [data] }] };
       const answer = await this.call('broker', leader.endpoint, 'ListOffsets', request);
-      return toInt(check(partitionResult(answer, topic, partition), `${topic}[${partition}]`).offset);
+      return toInt(check(this.leaderResult(answer, topic, partition), `${topic}[${partition}]`).offset);
     });
   }
 

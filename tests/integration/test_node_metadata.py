@@ -6,8 +6,9 @@ them in (at most partition_limit per answer, 2,000 by default), so that a topic 
 partitions can be written and read whole and keys are partitioned over the true count; and it
 names the leader epoch its metadata gave with Fetch and ListOffsets (KIP-320), so that a
 deposed leader not yet told refuses instead of answering from its stale log; a partition
-without a leader stops only its own reads and writes, not the topic's other partitions; and a
-bootstrap server that hangs costs one deadline, not one per metadata read.
+without a leader stops only its own reads and writes, not the topic's other partitions; a
+bootstrap server that hangs costs one deadline, not one per metadata read; and the leader a
+refusal names (KIP-951) is followed while the metadata still names an older one.
 
 Method: a Node script runs a fake ControllerService and BrokerService (real gRPC on loopback, in
 the same process) that answer as a server does, and a SamsaClient against them. Skipped when
@@ -192,3 +193,53 @@ def test_a_hung_bootstrap_server_is_waited_for_once() -> None:
     """
     outcome = node_with_fake_server(ONE_PARTITION_OFFLINE, body, {})
     assert outcome == {"hungCalls": 1}
+
+
+# The metadata is stale for good (a broker cut off from the controllers answers it): it names
+# broker 1 leader at epoch 3. The leadership moved to broker 2 at epoch 4 (both are the fake):
+# a request at epoch 3 is refused NOT_LEADER_OR_FOLLOWER naming broker 2 at epoch 4 (KIP-951),
+# one at epoch 4 is served.
+STALE_METADATA = """{
+  controller: {
+    DescribeTopics(request) {
+      const partitions = [{ partition: 0, leader: 1, leader_epoch: 3, replicas: [1, 2], isr: [2] }];
+      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
+      return { topics: [topic], broker_endpoints: { 1: endpoint, 2: endpoint } };
+    },
+  },
+  broker: {
+    Fetch(request) {
+      const asked = request.topics[0].partitions[0];
+      const result = asked.current_leader_epoch === 4
+        ? { high_watermark: 1, next_fetch_offset: 1,
+            decoded_records: [{ offset: 0, timestamp_ms: 1, value: Buffer.from('moved') }] }
+        : { error_code: 'ERROR_CODE_NOT_LEADER_OR_FOLLOWER',
+            current_leader: { leader_id: 2, leader_epoch: 4 } };
+      return { topics: [{ name: request.topics[0].name, partitions: [
+        { partition: 0, ...result }] }] };
+    },
+    Produce(request) {
+      const result = asked_before('Produce') > 0 ? { base_offset: 1 }
+        : { error_code: 'ERROR_CODE_FENCED_LEADER_EPOCH', base_offset: -1,
+            current_leader: { leader_id: 2, leader_epoch: 5 } };
+      return { topics: [{ name: request.topics[0].name, partitions: [
+        { partition: 0, ...result }] }] };
+    },
+  },
+}"""
+
+
+def test_the_leader_a_broker_names_is_taken_over_stale_metadata() -> None:
+    body = """
+    const fetched = await client.fetch('moved', 0, 0, 0);
+    await client.produce('moved', 0, [{ value: 'v' }], 1);
+    const fetches = server_calls.filter(([method]) => method === 'Fetch').length;
+    const leader = await client.leaderOf('moved', 0);
+    return {
+      values: fetched.records.map((r) => r.value.toString()),
+      fetches,
+      leader: [leader.leader, leader.leaderEpoch],
+    };
+    """
+    outcome = node_with_fake_server(STALE_METADATA, body, {}, timeoutMs=2000, idempotence=False)
+    assert outcome == {"values": ["moved"], "fetches": 2, "leader": [2, 5]}
