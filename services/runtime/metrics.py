@@ -24,6 +24,7 @@ import asyncio
 import inspect
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -93,12 +94,17 @@ def start(service_name: str, endpoint: MetricsEndpoint) -> MetricsServer:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-    from prometheus_client import start_http_server
+    from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 
     name = os.environ.get("OTEL_SERVICE_NAME", service_name)
+    # The exporter's collector goes on a registry of its own, served through one that lets one
+    # scrape at a time collect from it (OneScrapeAtATime says why).
+    exported = CollectorRegistry(auto_describe=False)
+    one_at_a_time = OneScrapeAtATime(exported)
+    REGISTRY.register(one_at_a_time)
     provider = MeterProvider(
         resource=Resource.create({SERVICE_NAME: name}),
-        metric_readers=[PrometheusMetricReader()],
+        metric_readers=[PrometheusMetricReader(registry=exported)],
         views=[
             View(
                 instrument_name="rpc.server.duration",
@@ -121,8 +127,31 @@ def start(service_name: str, endpoint: MetricsEndpoint) -> MetricsServer:
         server.server_close()
         thread.join(timeout=5)
         provider.shutdown()
+        REGISTRY.unregister(one_at_a_time)
 
     return MetricsServer(server.server_address[1], shutdown)
+
+
+class OneScrapeAtATime:
+    """A collector serving another registry's families, one scrape at a time.
+
+    OpenTelemetry's Prometheus exporter hands each collection to the scrape through a queue its
+    collector shares between scrapes: when a second scrape queued its collection before the
+    first took its own, the first answered every series twice or more (which Prometheus rejects
+    as duplicate samples) and the second answered none. Two Prometheus servers scraping the same
+    service, or a person with curl beside one, could meet that; holding a lock over a whole
+    collection keeps each scrape to its own."""
+
+    def __init__(self, registry: Any) -> None:
+        self._registry = registry
+        self._lock = threading.Lock()
+
+    def describe(self) -> list[Any]:
+        return []  # registering must not collect
+
+    def collect(self) -> list[Any]:
+        with self._lock:
+            return list(self._registry.collect())
 
 
 def add_argument(parser: argparse.ArgumentParser) -> None:
