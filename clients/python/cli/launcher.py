@@ -46,10 +46,10 @@ STOP_GRACE_S = 10.0
 # How much of the end of a log `log_tail` reads: its 20 lines, however long the log has grown.
 LOG_TAIL_BYTES = 64 * 1024
 # Settings that name one process's own resource: inherited from the launcher's environment (an
-# image sets SAMSA_HEALTH_FILE for its one service, compose SAMSA_METRICS_LISTEN), every local
-# service would share it (one file kept fresh by all; one port, which all but the first fail to
-# bind, and stop).
-PER_PROCESS_ENV = frozenset({"SAMSA_HEALTH_FILE", "SAMSA_METRICS_LISTEN"})
+# image sets SAMSA_HEALTH_FILE for its one service, compose SAMSA_METRICS_LISTEN, a shell an
+# application's OTEL_SERVICE_NAME), every local service would share it (one file kept fresh by
+# all; one port, which all but the first fail to bind, and stop; one name on every span).
+PER_PROCESS_ENV = frozenset({"SAMSA_HEALTH_FILE", "SAMSA_METRICS_LISTEN", "OTEL_SERVICE_NAME"})
 
 
 def child_environment(environ: dict[str, str]) -> dict[str, str]:
