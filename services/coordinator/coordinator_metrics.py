@@ -173,7 +173,10 @@ class CoordinatorMetrics(NoCoordinatorMetrics):
                 )
             )
         log_ends = {key: -1 if end.error_code else end.offset for key, end in ends.items()}
-        self.lags = group_lags(inputs, log_ends)
+        # Only the partitions still here (one may have left while the brokers answered: its
+        # new coordinator exports its groups' lag), with their offsets as they are now.
+        offsets = [p for p in offsets if p in self.partitions]
+        self.lags = group_lags(lag_inputs(p.shard.state for p in offsets), log_ends)
 
     async def _refresh_loop(self) -> None:
         loop = asyncio.get_running_loop()

@@ -217,3 +217,34 @@ def test_lag_is_asked_in_requests_a_broker_accepts(monkeypatch):  # type: ignore
     assert max(asked) <= 3
     assert sorted(lag[2] for lag in instruments.lags) == list(range(7))
     provider.shutdown()
+
+
+def test_a_partition_dropped_while_the_lag_look_waits_gets_no_lag():
+    """The lag look waits for the brokers; a partition that leaves meanwhile must not have its
+    groups' lag put back by the answer (its new coordinator exports it)."""
+    provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    instruments = CoordinatorMetrics(provider.get_meter("test"))
+
+    class Partition(SimpleNamespace):
+        __hash__ = object.__hash__
+
+    stays = ConsumerGroup("stays")
+    stays.offsets[("t", 0)] = g.OffsetCommitValue(committed_offset=1)
+
+    class OffsetsLog:
+        async def list_offsets(self, partitions, spec):  # type: ignore[no-untyped-def]
+            instruments.dropped(moved)  # the partition moves while the brokers answer
+            return {key: OffsetResult(ErrorCode.NONE, 100) for key in partitions}
+
+    kept = Partition(
+        topic=CONSUMER_OFFSETS_TOPIC,
+        shard=SimpleNamespace(state=GroupShard(groups={"stays": stays})),
+        offsets_log=OffsetsLog(),
+    )
+    moved = Partition(
+        topic=CONSUMER_OFFSETS_TOPIC, shard=SimpleNamespace(state=shard()), offsets_log=OffsetsLog()
+    )
+    instruments.partitions.update({kept, moved})
+    asyncio.run(instruments.refresh_lags())
+    assert instruments.lags == (("stays", "t", 0, 99),)
+    provider.shutdown()
