@@ -159,6 +159,10 @@ class ControllerDriver:
                 return
             await asyncio.sleep(0.05)
 
+    def _reactivate(self) -> None:
+        if self.leadership.is_leader and (self._activation is None or self._activation.done()):
+            self._activation = asyncio.get_running_loop().create_task(self._activate())
+
     @property
     def active_node_id(self) -> int | None:
         """The active controller's node id as this controller sees it, or None."""
@@ -192,7 +196,12 @@ class ControllerDriver:
             finally:
                 self._records_in_flight = 0
             if outcome is not ApplyOutcome.APPLIED:
-                self.active = self.active and outcome is not None
+                if outcome is None and self.active:
+                    # The batch may still commit later: until a new barrier is applied, the
+                    # image may not be the whole log. Still the Raft leader (no leadership
+                    # change will come to restart it), so commit that barrier now.
+                    self.active = False
+                    self._reactivate()
                 raise self._not_controller()
             return Written(generated.response, self.image.end_offset)
 
