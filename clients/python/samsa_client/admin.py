@@ -42,7 +42,7 @@ from samsa.client.cluster_admin import (
 )
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config_values import parse_servers
-from samsa.client.controller_calls import ControllerCalls
+from samsa.client.controller_calls import ControllerCalls, admin_timeouts
 from samsa.client.coordinator_calls import CoordinatorCalls
 from samsa.client.errors import TopicError
 from samsa.client.group_admin import (
@@ -99,8 +99,9 @@ __all__ = [
     "TransactionListing",
 ]
 
-ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
-REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms for the admin client
+ADMIN_KEYS = frozenset(
+    {"bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms"}
+)
 DELETE_RECORDS_TIMEOUT_MS_MAX = 300_000  # what a broker accepts as DeleteRecords' timeout_ms
 TOPIC = 1
 BROKER = 2
@@ -120,17 +121,12 @@ class Admin:
                 "bootstrap.servers is required (host:port of brokers or controllers)"
             )
         endpoints = parse_servers("bootstrap.servers", config["bootstrap.servers"])
-        timeout_ms = config.get("request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT)
-        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | str):
-            raise InvalidConfigError(f"request.timeout.ms must be an integer, not {timeout_ms!r}")
-        if not str(timeout_ms).isdigit() or int(timeout_ms) < 1:
-            raise InvalidConfigError(f"request.timeout.ms must be a positive integer: {timeout_ms}")
-        request_timeout_ms = int(timeout_ms)
+        request_timeout_ms, api_timeout_ms = admin_timeouts(config)
         self._channels = Channels()
         metadata = ClusterMetadata(endpoints, self._channels)
-        self._controller = ControllerCalls(metadata, request_timeout_ms)
+        self._controller = ControllerCalls(metadata, request_timeout_ms, api_timeout_ms)
         coordinators = CoordinatorCalls(
-            self._channels, metadata.bootstrap, self._controller, request_timeout_ms
+            self._channels, metadata.bootstrap, self._controller, request_timeout_ms, api_timeout_ms
         )
         self._groups = GroupAdminCalls(coordinators)
         self._transactions = TransactionAdminCalls(coordinators, metadata)

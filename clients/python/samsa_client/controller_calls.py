@@ -9,9 +9,10 @@ election runs, or while a broker cannot reach the active controller. Each write 
 metadata offset it was committed at; reads ask for at least the highest one seen
 (`metadata_offset`), so Admin always reads its own writes, whichever server answers. A write gives
 up after request.timeout.ms (at most WRITE_TIMEOUT_S), a read after request.timeout.ms (at most
-READ_TIMEOUT_S), and either at once when no bootstrap server is a Samsa service, or when the
-request itself is refused as invalid or over a limit (INVALID_ARGUMENT, RESOURCE_EXHAUSTED:
-KafkaError INVALID_REQUEST).
+READ_TIMEOUT_S), or both after default.api.timeout.ms when it is set (Kafka's deadline of a whole
+call, retries included: `admin_timeouts`), and either at once when no bootstrap server is a
+Samsa service, or when the request itself is refused as invalid or over a limit
+(INVALID_ARGUMENT, RESOURCE_EXHAUSTED: KafkaError INVALID_REQUEST).
 
 What Admin asks and how it reads the answers lives in admin.py; this module only carries calls.
 """
@@ -19,29 +20,58 @@ What Admin asks and how it reads the answers lives in admin.py; this module only
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc
 
 from samsa.client.cluster_metadata import REFUSED_AS_SENT, ClusterMetadata, unreachable_reason
 from samsa.client.errors import KafkaError, NoBrokersAvailable
-from samsa.common.errors import ErrorCode
+from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.v1 import controller_pb2 as c
 
 WRITE_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 10.0
 # Between tries of the next bootstrap server: an election runs, or a server is down or starting.
 WRITE_RETRY_BACKOFF_S = 0.1
+REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms for the admin client
+
+
+def admin_timeouts(config: Mapping[str, object]) -> tuple[int, int | None]:
+    """request.timeout.ms (30 s unless set) and default.api.timeout.ms (None unless set: then
+    each call gives up after request.timeout.ms, as it always did here) of an Admin config.
+    As Kafka's admin, a default.api.timeout.ms below request.timeout.ms is refused."""
+    request_ms = _positive_ms(config, "request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT)
+    if "default.api.timeout.ms" not in config:
+        return request_ms, None
+    api_ms = _positive_ms(config, "default.api.timeout.ms", 0)
+    if api_ms < request_ms:
+        raise InvalidConfigError(
+            f"default.api.timeout.ms ({api_ms}) must be no smaller than request.timeout.ms "
+            f"({request_ms})"
+        )
+    return request_ms, api_ms
+
+
+def _positive_ms(config: Mapping[str, object], key: str, default: int) -> int:
+    value = config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidConfigError(f"{key} must be an integer, not {value!r}")
+    if not str(value).isdigit() or int(value) < 1:
+        raise InvalidConfigError(f"{key} must be a positive integer: {value}")
+    return int(value)
 
 
 class ControllerCalls:
     """Writes to the active controller and reads at or after the last write's metadata offset."""
 
-    def __init__(self, metadata: ClusterMetadata, request_timeout_ms: int) -> None:
+    def __init__(
+        self, metadata: ClusterMetadata, request_timeout_ms: int, api_timeout_ms: int | None = None
+    ) -> None:
         assert request_timeout_ms > 0, request_timeout_ms
         self._metadata = metadata
         self._request_timeout_ms = request_timeout_ms
+        self._api_timeout_ms = api_timeout_ms  # default.api.timeout.ms, when set
         self._active: str | None = None  # the endpoint that last answered a write
         self.metadata_offset = 0  # the highest any write answered: reads ask for at least it
 
@@ -50,6 +80,8 @@ class ControllerCalls:
         no active controller answered in time."""
         endpoints = self._metadata.bootstrap
         timeout_s = min(WRITE_TIMEOUT_S, self._request_timeout_ms / 1000)
+        if self._api_timeout_ms is not None:
+            timeout_s = self._api_timeout_ms / 1000
         deadline = time.monotonic() + timeout_s
         endpoint = self._active or endpoints[0]
         index = 0
@@ -101,6 +133,8 @@ class ControllerCalls:
         )
 
     def read_timeout_s(self) -> float:
+        if self._api_timeout_ms is not None:
+            return self._api_timeout_ms / 1000
         return min(READ_TIMEOUT_S, self._request_timeout_ms / 1000)
 
     def read(self, method: str, request: Any) -> Any:

@@ -3,7 +3,8 @@
 Consumer groups (group_admin_calls.py) and transactional ids (transaction_admin_calls.py) live on
 the coordinators, and both are asked the same way, with one CoordinatorCalls between them:
 
-- a whole request has request.timeout.ms (`deadline`); each call within it at most
+- a whole request has request.timeout.ms, or default.api.timeout.ms when set (`deadline`,
+  `within` names it in errors); each call within it at most
   CALL_TIMEOUT_S (`call_timeout_s`), so that a hung coordinator leaves time to find the key's
   coordinator again and retry; rounds of retries are RETRY_BACKOFF_S apart (`wait_before_retry`);
 - a key's coordinator is found with FindCoordinator on the first bootstrap server that answers,
@@ -58,17 +59,22 @@ class CoordinatorCalls:
         bootstrap: Sequence[str],
         controller: ControllerCalls,
         request_timeout_ms: int,
+        api_timeout_ms: int | None = None,
     ) -> None:
         assert request_timeout_ms > 0, request_timeout_ms
         self.channels = channels
         self.request_timeout_ms = request_timeout_ms
+        # The deadline of a whole request: default.api.timeout.ms when set, else as before.
+        self.deadline_ms = api_timeout_ms or request_timeout_ms
+        name = "request.timeout.ms" if api_timeout_ms is None else "default.api.timeout.ms"
+        self.within = f"{name} ({self.deadline_ms})"  # for the errors of a request given up
         self._bootstrap = list(bootstrap)
         self._controller = controller
         self._lookup_next = 0  # the bootstrap server FindCoordinator goes to first
 
     def deadline(self) -> float:
         """When a request started now must give up (time.monotonic())."""
-        return time.monotonic() + self.request_timeout_ms / 1000
+        return time.monotonic() + self.deadline_ms / 1000
 
     def wait_before_retry(self) -> None:
         time.sleep(RETRY_BACKOFF_S)
@@ -104,8 +110,8 @@ class CoordinatorCalls:
                 return answers
             if time.monotonic() >= deadline:
                 raise error(
-                    f"could not list every coordinator's {what} within request.timeout.ms "
-                    f"({self.request_timeout_ms}): {'; '.join(problems)}",
+                    f"could not list every coordinator's {what} within {self.within}: "
+                    f"{'; '.join(problems)}",
                     ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 )
             self.wait_before_retry()

@@ -177,8 +177,8 @@ class GroupAdminCalls:
                 return {group_id: answers[group_id] for group_id in dict.fromkeys(group_ids)}
             if time.monotonic() >= deadline:
                 raise GroupError(
-                    f"no coordinator answered for group(s) {pending} within request.timeout.ms "
-                    f"({self._calls.request_timeout_ms}): {problem[1]}",
+                    f"no coordinator answered for group(s) {pending} within "
+                    f"{self._calls.within}: {problem[1]}",
                     ErrorCode(problem[0]),
                 )
             self._calls.wait_before_retry()

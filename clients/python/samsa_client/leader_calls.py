@@ -75,8 +75,7 @@ def ask_leaders(
             continue
         if time.monotonic() >= deadline:
             raise error(
-                f"no leader {what} within request.timeout.ms ({calls.request_timeout_ms}): "
-                f"{problem}",
+                f"no leader {what} within {calls.within}: {problem}",
                 ErrorCode.LEADER_NOT_AVAILABLE,
             )
         calls.wait_before_retry()

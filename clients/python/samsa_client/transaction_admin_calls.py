@@ -200,8 +200,7 @@ class TransactionAdminCalls:
             if time.monotonic() >= deadline:
                 raise TransactionError(
                     f"could not abort the transaction of producer {producer_id} on "
-                    f"{topic}-{partition} within request.timeout.ms "
-                    f"({self._calls.request_timeout_ms}): {problem}",
+                    f"{topic}-{partition} within {self._calls.within}: {problem}",
                     ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 )
             self._calls.wait_before_retry()
@@ -244,7 +243,7 @@ class TransactionAdminCalls:
             if time.monotonic() >= deadline:
                 raise TransactionError(
                     f"no coordinator answered for transactional id {transactional_id!r} within "
-                    f"request.timeout.ms ({self._calls.request_timeout_ms}): {problem}",
+                    f"{self._calls.within}: {problem}",
                     ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 )
             self._calls.wait_before_retry()

@@ -1,0 +1,68 @@
+"""Goal: Admin takes Kafka's default.api.timeout.ms: the deadline of a whole call, retries
+included, which may not be shorter than request.timeout.ms (Kafka refuses that config); without
+it, a call gives up after request.timeout.ms as before.
+
+Method: Admins whose bootstrap server refuses connections (127.0.0.1:1), so every call retries
+until its deadline; the time each call takes to fail is measured.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from samsa.client.admin import Admin
+from samsa.client.errors import KafkaError
+from samsa.common.errors import InvalidConfigError
+
+REFUSED = "127.0.0.1:1"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda admin: admin.list_topics(),
+        lambda admin: admin.create_topic("t", 1, 1),
+        lambda admin: admin.describe_consumer_groups(["g"]),
+        lambda admin: admin.list_transactions(),
+    ],
+    ids=["read", "write", "group", "listing"],
+)
+def test_default_api_timeout_ms_is_the_whole_call_deadline(call) -> None:  # type: ignore[no-untyped-def]
+    config = {
+        "bootstrap.servers": REFUSED,
+        "request.timeout.ms": 500,
+        "default.api.timeout.ms": 1_500,
+    }
+    with Admin(config) as admin:
+        started = time.monotonic()
+        with pytest.raises(KafkaError, match=r"default\.api\.timeout\.ms|1\.5 s"):
+            call(admin)
+        took = time.monotonic() - started
+    assert 1.4 <= took < 4.0, f"gave up after {took:.2f} s, not default.api.timeout.ms"
+
+
+def test_without_it_request_timeout_ms_stays_the_deadline() -> None:
+    with Admin({"bootstrap.servers": REFUSED, "request.timeout.ms": 500}) as admin:
+        started = time.monotonic()
+        with pytest.raises(KafkaError):
+            admin.list_topics()
+        assert time.monotonic() - started < 1.4
+
+
+@pytest.mark.parametrize("value", [0, -1, "x", True, 1.5])
+def test_a_default_api_timeout_ms_that_is_not_a_positive_integer_is_refused(value) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidConfigError, match=r"default\.api\.timeout\.ms"):
+        Admin({"bootstrap.servers": REFUSED, "default.api.timeout.ms": value})
+
+
+def test_a_default_api_timeout_ms_below_request_timeout_ms_is_refused_as_kafka_does() -> None:
+    with pytest.raises(InvalidConfigError, match=r"default\.api\.timeout\.ms.*request\.timeout"):
+        Admin(
+            {
+                "bootstrap.servers": REFUSED,
+                "request.timeout.ms": 30_000,
+                "default.api.timeout.ms": 10_000,
+            }
+        )
