@@ -7,10 +7,11 @@ writes (RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds, â€
 answer NOT_CONTROLLER naming it when they know it. So reads go to the controller that answered
 last, and move to the next one when it is unreachable or did not answer in time (the read that
 found it so fails when its deadline is spent, the next one starts elsewhere); writes go to the
-active controller as last reported, follow a NOT_CONTROLLER redirect at once, and otherwise walk
-the list with a short backoff, from after the controller that last failed one (so a hung one
-costs one write its deadline, not every write). Every call has a deadline; the retry loop is
-bounded by the caller's own deadline, redirects included.
+active controller as last reported, follow a NOT_CONTROLLER redirect (at once the first time,
+after a backoff from then on: two controllers may name each other while an election runs), and
+otherwise walk the list with a short backoff, from after the controller that last failed one
+(so a hung one costs one write its deadline, not every write). Every call has a deadline; the
+retry loop is bounded by the caller's own deadline, redirects included.
 
 A read controller that answers a member's metadata fetch with nothing new while the active
 controller has said (in a write's status) that the log is committed further is behind the
@@ -107,6 +108,7 @@ class ControllerChannel:
         deadline = time.monotonic() + timeout_s
         backoff = RETRY_BACKOFF_S
         endpoint = self._active or self.endpoints[self._write_index % len(self.endpoints)]
+        redirected = False
         while True:
             call: Callable[..., Awaitable[Any]] = getattr(self._stubs[endpoint], method)
             try:
@@ -127,7 +129,12 @@ class ControllerChannel:
                 return response
             redirect = response.status.active_controller.endpoint if response else ""
             if redirect in self._stubs and redirect != endpoint and time.monotonic() < deadline:
-                endpoint = redirect  # the controller told us where to go: no backoff
+                # The controller told us where to go: at once the first time; after that with
+                # the backoff, since two controllers may name each other while an election runs.
+                if redirected:
+                    backoff = await _sleep_backoff(backoff, deadline)
+                redirected = True
+                endpoint = redirect
                 continue
             self._active = None
             # The next try, and the next write, start after this controller: one that hangs
