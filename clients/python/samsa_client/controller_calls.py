@@ -2,10 +2,11 @@
 
 The servers `bootstrap.servers` lists are brokers (as in Kafka) or controllers. Writes go to the
 active controller: a broker forwards them there and answers its answer (KIP-590); a controller that
-is not active answers NOT_CONTROLLER with the active one's address, and `write` follows it when it
-is one of the bootstrap servers (at once the first time, after WRITE_RETRY_BACKOFF_S from then on:
-two controllers may name each other while an election runs), or tries the next server while an
-election runs, or while a broker cannot reach the active controller. Each write answers with the
+is not active answers NOT_CONTROLLER with the active one's address, and `write` follows it,
+whether or not bootstrap.servers lists it (as Kafka's admin sends writes to the active controller
+it learns of; at once the first time, after WRITE_RETRY_BACKOFF_S from then on: two controllers
+may name each other while an election runs), or tries the next server while an election runs, or
+while a broker cannot reach the active controller. Each write answers with the
 metadata offset it was committed at; reads ask for at least the highest one seen
 (`metadata_offset`), so Admin always reads its own writes, whichever server answers. A write gives
 up after request.timeout.ms (at most WRITE_TIMEOUT_S), a read after request.timeout.ms (at most
@@ -98,7 +99,7 @@ class ControllerCalls:
                 if error.code() in REFUSED_AS_SENT:
                     raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                 last, answer = error, None
-                if not unreachable_reason(error)[1]:
+                if not unreachable_reason(error)[1] and endpoint in endpoints:
                     not_samsa.add(endpoint)
             else:
                 last = None
@@ -111,7 +112,7 @@ class ControllerCalls:
                 return answer
             redirect = answer.status.active_controller.endpoint if answer is not None else ""
             refusal = answer.status.error_message if answer is not None else refusal
-            if redirect and redirect != endpoint and redirect in endpoints:
+            if redirect and redirect != endpoint:
                 if redirected:  # controllers naming each other while an election runs
                     time.sleep(WRITE_RETRY_BACKOFF_S)
                 endpoint, redirected = redirect, True

@@ -1,0 +1,59 @@
+"""Goal: Admin's writes reach the active controller when bootstrap.servers names only another
+controller (a common `--bootstrap-server` of one host): the follower answers NOT_CONTROLLER with
+the active one's address, and the write goes there, as Kafka's admin sends its writes to the
+active controller it learns of. It must not ask the follower again until request.timeout.ms.
+
+Method: two gRPC servers on loopback, a follower answering NOT_CONTROLLER naming the other, and
+an active controller answering success; only the follower is in bootstrap.servers.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fake_controllers import serving_controllers
+
+from samsa.client.admin import Admin
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2 as c
+from samsa.v1 import controller_pb2_grpc
+
+
+class Follower(controller_pb2_grpc.ControllerServiceServicer):
+    def __init__(self) -> None:
+        self.active = ""
+        self.calls = 0
+
+    def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        answer = c.CreateTopicsResponse()
+        answer.status.error_code = ErrorCode.NOT_CONTROLLER  # type: ignore[assignment]
+        answer.status.error_message = "not the active controller"
+        answer.status.active_controller.endpoint = self.active
+        return answer
+
+
+class Active(controller_pb2_grpc.ControllerServiceServicer):
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
+        self.created.extend(topic.name for topic in request.topics)
+        answer = c.CreateTopicsResponse()
+        answer.status.metadata_offset = 7
+        for topic in request.topics:
+            answer.topics.add(name=topic.name)
+        return answer
+
+
+def test_a_write_follows_the_redirect_to_an_active_controller_not_in_bootstrap() -> None:
+    follower, active = Follower(), Active()
+    with serving_controllers(follower, active) as (follower_at, active_at):
+        follower.active = active_at
+        with Admin({"bootstrap.servers": follower_at, "request.timeout.ms": 3_000}) as admin:
+            started = time.monotonic()
+            admin.create_topic("t", 1, 1)
+            assert time.monotonic() - started < 1.0
+            admin.create_topic("u", 1, 1)  # straight to the active one now
+    assert active.created == ["t", "u"]
+    assert follower.calls == 1
