@@ -181,6 +181,11 @@ def _describe_topic(
     return min(budget, len(numbers))
 
 
+# A refusal of unknown config names quotes this many of them, each cut to this many characters.
+UNKNOWN_QUOTED = 5
+UNKNOWN_NAME_CHARS = 100
+
+
 def describe_configs(
     image: MetadataImage, request: c.DescribeConfigsRequest
 ) -> c.DescribeConfigsResponse:
@@ -196,13 +201,22 @@ def describe_configs(
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
             result.error_message = f"topic {wanted.resource.name!r} does not exist"
             continue
-        unknown = [name for name in wanted.names if name not in TOPIC_KEYS]
+        # Each name once, in the order asked: the answer is bounded by the configs that exist,
+        # not by how often a request names them.
+        names = list(dict.fromkeys(wanted.names))
+        unknown = [name for name in names if name not in TOPIC_KEYS]
         if unknown:
+            quoted = ", ".join(repr(name[:UNKNOWN_NAME_CHARS]) for name in unknown[:UNKNOWN_QUOTED])
+            more = (
+                f" and {len(unknown) - UNKNOWN_QUOTED} more"
+                if len(unknown) > UNKNOWN_QUOTED
+                else ""
+            )
             result.error_code = ErrorCode.INVALID_CONFIG  # type: ignore[assignment]
-            result.error_message = f"unknown topic configs: {', '.join(unknown)}"
+            result.error_message = f"unknown topic configs: {quoted}{more}"
             continue
         dynamic = image.topic_configs(wanted.resource.name)
-        for name in list(wanted.names) or sorted(TOPIC_KEYS):
+        for name in names or sorted(TOPIC_KEYS):
             key = TOPIC_KEYS[name]
             result.entries.add(
                 name=name,
