@@ -63,23 +63,33 @@ class TransactionAdminCalls:
     def list_transactions(
         self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int
     ) -> list[TransactionListing]:
-        request = txn.ListTransactionsRequest(
-            state_filters=[ta.state_of(name) for name in states],  # type: ignore[misc]
-            producer_id_filters=list(producer_ids),
-            duration_filter_ms=duration_ms,
-        )
+        # A coordinator filters on at most admin_request_items_max producer ids a request (it
+        # refuses more); Kafka's listTransactions takes any number, so they are asked in parts.
+        ids = sorted(set(producer_ids))
+        step = limits.admin_request_items_max
+        requests = [
+            txn.ListTransactionsRequest(
+                state_filters=[ta.state_of(name) for name in states],  # type: ignore[misc]
+                producer_id_filters=ids[start : start + step],
+                duration_filter_ms=duration_ms,
+            )
+            for start in range(0, max(1, len(ids)), step)
+        ]
 
         def ask(
             coordinator: c.DescribeClusterResponse.Coordinator, timeout_s: float
         ) -> tuple[txn.ListTransactionsResponse | None, str | None]:
             stub = self._transaction_stub(coordinator.endpoint)
-            answer = stub.ListTransactions(request, timeout=timeout_s)
-            if answer.partitions_loading:
-                return None, (
-                    f"partitions {list(answer.partitions_loading)} of __transaction_state are "
-                    "loading"
-                )
-            return answer, None
+            merged = txn.ListTransactionsResponse()
+            for request in requests:
+                answer = stub.ListTransactions(request, timeout=timeout_s)
+                if answer.partitions_loading:
+                    return None, (
+                        f"partitions {list(answer.partitions_loading)} of __transaction_state "
+                        "are loading"
+                    )
+                merged.transactions.extend(answer.transactions)
+            return merged, None
 
         answers = self._calls.ask_every_live(ask, "transactions", TransactionError)
         return ta.listings_of(answers)
