@@ -97,6 +97,7 @@ class ControllerDriver:
         self._activation: asyncio.Task[None] | None = None
         self._leader_hooks: list[Callable[[], None]] = []
         self._records_in_flight = 0  # records of the batch `write` is waiting on (one at a time)
+        self._pending: set[asyncio.Future[ApplyOutcome | None]] = set()  # proposals in flight
         # Gauges over the committed image (controller_metrics.py); nothing while metrics are off.
         controller_metrics.register_if_enabled(lambda: (self.image, self.active))
 
@@ -140,6 +141,12 @@ class ControllerDriver:
             if self._activation is not None:
                 self._activation.cancel()
                 self._activation = None
+            # pysyncobj settles a deposed leader's proposals only once their log index is
+            # applied (maybe never, cut off from the quorum): its writers learn of the new
+            # leader now, not after COMMIT_TIMEOUT_S with the write lock held meanwhile.
+            for pending in self._pending:
+                if not pending.done():
+                    pending.set_result(None)
 
     def on_fatal(self, message: str) -> None:
         if self.fatal is not None and not self.fatal.done():
@@ -215,12 +222,15 @@ class ControllerDriver:
             if not done.done():
                 done.set_result(outcome if fail_reason == FAIL_REASON.SUCCESS else None)
 
-        self.quorum.submit(payload, settle)
+        self._pending.add(done)
         try:
+            self.quorum.submit(payload, settle)
             return await asyncio.wait_for(done, COMMIT_TIMEOUT_S)
         except TimeoutError:
             log.warning("a metadata batch did not commit in time")
             return None
+        finally:
+            self._pending.discard(done)
 
     # --- reads -------------------------------------------------------------------------------
 

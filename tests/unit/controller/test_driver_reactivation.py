@@ -81,3 +81,35 @@ def test_a_leader_whose_write_failed_becomes_active_again() -> None:
         assert 2 in driver.image.brokers
 
     asyncio.run(run())
+
+
+class SilentQuorum(FakeQuorum):
+    """Commits barriers; writes never come back (the leader was cut off from its quorum)."""
+
+    def submit(self, payload: bytes, callback) -> None:
+        if not payload:
+            super().submit(payload, callback)
+
+
+def test_a_write_in_flight_when_leadership_is_lost_is_answered_not_controller_at_once() -> None:
+    async def run() -> None:
+        driver = ControllerDriver(node_id=1, raft_address_to_node={"b": 2})
+        driver.quorum = SilentQuorum(driver)  # type: ignore[assignment]
+        driver.on_leadership(Leadership(is_leader=True, leader_address="a", term=1))
+        await _wait_active(driver)
+        loop = asyncio.get_running_loop()
+        writes = [asyncio.create_task(driver.write(_register(n))) for n in (1, 2)]
+        await asyncio.sleep(0.05)
+        started = loop.time()
+        driver.on_leadership(Leadership(is_leader=False, leader_address="b", term=2))
+        for write in writes:
+            try:
+                await asyncio.wait_for(write, 2.0)
+            except NotControllerError as error:
+                assert error.active_node_id == 2
+            else:
+                raise AssertionError("a write that did not commit was answered")
+        # Not the 10 s commit timeout: the writers learn of the new leader at once.
+        assert loop.time() - started < 1.0
+
+    asyncio.run(run())
