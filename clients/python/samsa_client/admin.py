@@ -135,7 +135,9 @@ class Admin:
     # --- topics --------------------------------------------------------------------------------
 
     def create_topics(self, topics: Iterable[NewTopic], validate_only: bool = False) -> None:
-        """Create topics; TopicError for the first that failed (the others are created).
+        """Create topics; TopicError for the first that failed (the others are created), its
+        `errors` naming every topic that failed (as for every call about many topics, groups,
+        partitions or transactional ids).
         A name given twice is asked for once, as first given (Kafka's admin too). A replication
         factor of 0 is refused before anything is sent, as Kafka refuses it: on the wire it
         would read as unset, the cluster's default."""
@@ -201,8 +203,8 @@ class Admin:
         (above the high watermark), POLICY_VIOLATION (an internal topic, or cleanup.policy
         without delete), UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT (the replicas did not
         follow within request.timeout.ms; the leader's records are deleted anyway), for the
-        first partition refused: the others asked before it keep their deletion (send one
-        offset per call to know each outcome). Kafka's deleteRecords."""
+        first partition refused, once every partition was asked (the others keep their
+        deletion); its `errors` names each refused partition. Kafka's deleteRecords."""
 
         def ask(stub: Any, numbers: dict[str, list[int]], timeout_s: float) -> Any:
             request = broker_pb2.DeleteRecordsRequest(

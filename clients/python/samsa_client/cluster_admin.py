@@ -4,8 +4,9 @@ Admin (admin.py) builds the requests and sends them to the controllers (controll
 everything it makes of an answer lives here, without gRPC, so it is tested with protobuf messages
 built by hand:
 
-- `raise_first` turns the first failed per-topic or per-resource result into a TopicError (the
-  others were applied: Kafka's admin calls are not atomic across topics);
+- `raise_first` turns the first failed per-topic or per-resource result into a TopicError, whose
+  `errors` names every failed one (the others were applied: Kafka's admin calls are not atomic
+  across topics);
 - `topic_descriptions_of`, `cluster_description_of`, `config_entries_of` turn answers into the
   Kafka-named dataclasses below, which admin.py exports.
 """
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from samsa.client.errors import TopicError
+from samsa.client.errors import KafkaError, TopicError, first_of
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
 
@@ -97,14 +98,19 @@ class ConfigEntry:
 def raise_first(results: Iterable[Any]) -> None:
     """TopicError for the first result (anything with error_code, error_message, and a topic's
     `name` or a config `resource`) that failed, naming its topic when the message does not: one
-    call acts on many topics, and the caller must learn which one was refused."""
+    call acts on many topics, and the caller must learn which one was refused. Its `errors`
+    holds every failed topic's TopicError, by name, so no failure hides another."""
+    errors: dict[str, KafkaError] = {}
     for result in results:
         if result.error_code != ErrorCode.NONE:
             name = result.resource.name if hasattr(result, "resource") else result.name
             message = result.error_message or ErrorCode(result.error_code).name
             if repr(name) not in message:
                 message = f"topic {name!r}: {message}"
-            raise TopicError(message, ErrorCode(result.error_code))
+            errors.setdefault(name, TopicError(message, ErrorCode(result.error_code)))
+    error = first_of(errors)
+    if error is not None:
+        raise error
 
 
 def topic_descriptions_of(

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
+from types import MappingProxyType
+
 from samsa.common.errors import ErrorCode, SamsaError, is_retriable
 
-__all__ = ["KafkaError", "NoBrokersAvailable", "ProduceError", "TopicError"]
+__all__ = ["KafkaError", "NoBrokersAvailable", "ProduceError", "TopicError", "first_of"]
 
 
 class KafkaError(SamsaError):
-    """A request failed with a Kafka error code."""
+    """A request failed with a Kafka error code.
+
+    `errors`: when one call acted on many items (topics, groups, partitions, transactional ids),
+    every item that failed, by item in the order asked; the error raised is the first of them,
+    and each item not in `errors` succeeded (Kafka's admin answers a future per item)."""
+
+    errors: Mapping[Hashable, KafkaError] = MappingProxyType({})
 
     @classmethod
     def of(cls, code: int, message: str) -> KafkaError:
@@ -32,3 +41,12 @@ class NoBrokersAvailable(KafkaError):
     """No controller (or no leader) answered within the allowed time."""
 
     code = ErrorCode.NETWORK_EXCEPTION
+
+
+def first_of(errors: Mapping[Hashable, KafkaError]) -> KafkaError | None:
+    """The first of the items' `errors` (None when there are none), carrying all of them."""
+    if not errors:
+        return None
+    first = next(iter(errors.values()))
+    first.errors = MappingProxyType(dict(errors))
+    return first

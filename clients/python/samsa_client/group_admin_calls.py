@@ -23,6 +23,7 @@ import grpc
 
 from samsa.client import group_admin as ga
 from samsa.client.coordinator_calls import CoordinatorCalls, Problem, call_timeout_s, status
+from samsa.client.errors import KafkaError, first_of
 from samsa.client.group_admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -71,16 +72,14 @@ class GroupAdminCalls:
         answers = self._ask_coordinators(
             list(group_ids), _per_group("DescribeGroups", g.DescribeGroupsRequest), _group_error
         )
+        _raise_every_failure(answers)
         return {group_id: ga.description_of(answer) for group_id, answer in answers.items()}
 
     def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
         answers = self._ask_coordinators(
             list(group_ids), _per_group("DeleteGroups", g.DeleteGroupsRequest), _group_error
         )
-        for answer in answers.values():
-            error = ga.group_error_of(answer.error_code, answer.error_message)
-            if error is not None:
-                raise error
+        _raise_every_failure(answers)
 
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
@@ -225,6 +224,19 @@ def _per_group(method: str, request_type: Callable[..., Any]) -> Send:
         return {entry.group_id: entry for entry in answer.groups}
 
     return send
+
+
+def _raise_every_failure(answers: dict[str, Any]) -> None:
+    """The first failed group's GroupError, whose `errors` names every failed group (in request
+    order): one group refused must not hide what became of the others."""
+    errors: dict[str, KafkaError] = {}
+    for group_id, answer in answers.items():
+        error = ga.group_error_of(answer.error_code, answer.error_message)
+        if error is not None:
+            errors[group_id] = error
+    error = first_of(errors)
+    if error is not None:
+        raise error
 
 
 def _group_error(answer: Any) -> Problem:

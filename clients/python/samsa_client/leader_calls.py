@@ -3,8 +3,11 @@
 `ask_leaders` groups the partitions by leader from the client's metadata, sends one request to
 each leader (one per request_partitions_max partitions, the most a leader accepts), and asks
 again, after a metadata refresh, for the partitions whose leader moved, is unknown or did not
-answer, until the deadline. Any other error in an answer is final: it is raised at once with the
-broker's message.
+answer, until the deadline. Any other error in an answer is final for its partition, and so is a
+partition the metadata says does not exist: every other partition is still asked (one refusal
+hides no other outcome, as Kafka's admin answers a future per partition), and then the first
+refused partition's error is raised with the broker's message, its `errors` naming every refused
+partition.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import grpc
 
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
+from samsa.client.errors import KafkaError, first_of
 from samsa.client.transaction_admin import LEADER_ERRORS
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -27,7 +31,7 @@ PartitionKey = tuple[str, int]
 # and `partitions`, each with `partition`, `error_code` and `error_message`.
 Ask = Callable[[broker_pb2_grpc.BrokerServiceStub, dict[str, list[int]], float], Any]
 # error(message, code) -> the exception to raise.
-ErrorOf = Callable[[str, ErrorCode], Exception]
+ErrorOf = Callable[[str, ErrorCode], KafkaError]
 
 # The leader moved or is starting, or was just elected (OFFSET_NOT_AVAILABLE: ListOffsets).
 RETRIED = LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_NOT_AVAILABLE}
@@ -46,10 +50,14 @@ def ask_leaders(
     wanted = list(dict.fromkeys(partitions))
     deadline = calls.deadline()
     answers: dict[PartitionKey, Any] = {}
+    refused: dict[PartitionKey, KafkaError] = {}  # final errors, by partition
     problem = "no leader was found"
     while True:
-        pending = [key for key in wanted if key not in answers]
+        pending = [key for key in wanted if key not in answers and key not in refused]
         if not pending:
+            first = first_of({key: refused[key] for key in wanted if key in refused})
+            if first is not None:
+                raise first
             return {key: answers[key] for key in wanted}
         metadata.refresh({topic for topic, _ in pending}, call_timeout_s(deadline))
         by_leader: dict[tuple[str, int], dict[str, list[int]]] = {}
@@ -58,7 +66,8 @@ def ask_leaders(
             count = metadata.partition_counts.get(topic)
             if count is None or not 0 <= number < count:
                 missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                raise error(f"{topic}-{number} does not exist", missing)
+                refused[(topic, number)] = error(f"{topic}-{number} does not exist", missing)
+                continue
             leader = metadata.leaders.get((topic, number))
             endpoint = metadata.endpoints.get(leader) if leader is not None else None
             if endpoint is None:
@@ -69,15 +78,23 @@ def ask_leaders(
             counts[endpoint] = counts.get(endpoint, 0) + 1
             by_leader.setdefault((endpoint, piece), {}).setdefault(topic, []).append(number)
         for (endpoint, _), numbers in by_leader.items():
-            why = _ask_one(calls, metadata, endpoint, numbers, ask, error, answers, deadline)
+            why = _ask_one(
+                calls, metadata, endpoint, numbers, ask, error, answers, refused, deadline
+            )
             problem = why or problem
-        if all(key in answers for key in wanted):
+        if all(key in answers or key in refused for key in wanted):
             continue
         if time.monotonic() >= deadline:
-            raise error(
+            timed_out = error(
                 f"no leader {what} within {calls.within}: {problem}",
                 ErrorCode.LEADER_NOT_AVAILABLE,
             )
+            for key in wanted:
+                if key not in answers:
+                    refused.setdefault(key, timed_out)
+            first = first_of({key: refused[key] for key in wanted if key in refused})
+            assert first is not None
+            raise first
         calls.wait_before_retry()
 
 
@@ -89,10 +106,12 @@ def _ask_one(
     ask: Ask,
     error: ErrorOf,
     answers: dict[PartitionKey, Any],
+    refused: dict[PartitionKey, KafkaError],
     deadline: float,
 ) -> str | None:
-    """Ask the broker at `endpoint`; its answered partitions go into `answers`. Returns why the
-    others were not answered (None when all were); raises for an answer no retry cures."""
+    """Ask the broker at `endpoint`; its answered partitions go into `answers`, those refused
+    for good (an error no retry cures) into `refused`. Returns why the others were not
+    answered (None when all were)."""
     stub = broker_pb2_grpc.BrokerServiceStub(calls.channels.get(endpoint))
     try:
         response = ask(stub, numbers, call_timeout_s(deadline))
@@ -109,5 +128,6 @@ def _ask_one(
                 problem = f"{topic.name}-{answer.partition}: {answer.error_message}"
             else:
                 code = ErrorCode(answer.error_code)
-                raise error(f"{topic.name}-{answer.partition}: {answer.error_message}", code)
+                message = f"{topic.name}-{answer.partition}: {answer.error_message}"
+                refused[(topic.name, answer.partition)] = error(message, code)
     return problem

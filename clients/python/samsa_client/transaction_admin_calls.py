@@ -32,6 +32,7 @@ from samsa.client import group_admin as ga
 from samsa.client import transaction_admin as ta
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
+from samsa.client.errors import KafkaError, first_of
 from samsa.client.leader_calls import ask_leaders
 from samsa.client.transaction_admin import (
     OpenTransaction,
@@ -97,15 +98,32 @@ class TransactionAdminCalls:
     def describe_transactions(
         self, transactional_ids: Iterable[str]
     ) -> dict[str, TransactionDescription]:
-        return {name: self._describe_transaction(name) for name in dict.fromkeys(transactional_ids)}
+        """Every id is asked within one deadline; the first failed id's TransactionError names
+        every failed one in its `errors`, so one unknown id hides neither the others' failures
+        nor leaves them unasked."""
+        deadline = self._calls.deadline()
+        described: dict[str, TransactionDescription] = {}
+        errors: dict[str, KafkaError] = {}
+        for name in dict.fromkeys(transactional_ids):
+            try:
+                described[name] = self._describe_transaction(name, deadline)
+            except TransactionError as error:
+                errors[name] = error
+        error = first_of(errors)
+        if error is not None:
+            raise error
+        return described
 
-    def _describe_transaction(self, transactional_id: str) -> TransactionDescription:
+    def _describe_transaction(
+        self, transactional_id: str, deadline: float | None = None
+    ) -> TransactionDescription:
         def describe(stub: Any, timeout_s: float) -> tuple[Any, int, str]:
             request = txn.DescribeTransactionsRequest(transactional_ids=[transactional_id])
             described = stub.DescribeTransactions(request, timeout=timeout_s).transactions[0]
             return described, described.error_code, described.error_message
 
-        return ta.description_of(self._at_transaction_coordinator(transactional_id, describe))
+        answer = self._at_transaction_coordinator(transactional_id, describe, deadline)
+        return ta.description_of(answer)
 
     def complete_transaction(self, prepared: PreparedTransaction, commit: bool) -> None:
         def end(stub: Any, timeout_s: float) -> tuple[Any, int, str]:
@@ -220,10 +238,13 @@ class TransactionAdminCalls:
     def _transaction_stub(self, endpoint: str) -> txn_grpc.TransactionCoordinatorServiceStub:
         return txn_grpc.TransactionCoordinatorServiceStub(self._calls.channels.get(endpoint))
 
-    def _at_transaction_coordinator(self, transactional_id: str, send: Send) -> Any:
+    def _at_transaction_coordinator(
+        self, transactional_id: str, send: Send, deadline: float | None = None
+    ) -> Any:
         """`send(stub, timeout_s)` to the id's coordinator, finding it again and retrying while
-        the answer is a coordinator error, until request.timeout.ms; the first other answer."""
-        deadline = self._calls.deadline()
+        the answer is a coordinator error, until `deadline` (request.timeout.ms from now unless
+        given); the first other answer."""
+        deadline = self._calls.deadline() if deadline is None else deadline
         problem = "no coordinator was found"
         while True:
             find = g.FindCoordinatorRequest(
