@@ -131,8 +131,10 @@ class ProduceSender:
                 self._on_response(response, error, by_partition)
 
         traceparent = sampled_traceparent(b.headers for b in batches) if self._tracing else ""
-        timeout_s, reason = self._deadline(batches)
-        while not self._stream(endpoint).send(request, on_answer, timeout_s, traceparent, reason):
+        timeout_s, reason, breaks = self._deadline(batches)
+        while not self._stream(endpoint).send(
+            request, on_answer, timeout_s, traceparent, reason, breaks
+        ):
             self._streams.pop(endpoint, None)  # broken: the next call opens a new one
         if acks_zero:
             with self._lock:
@@ -143,22 +145,25 @@ class ProduceSender:
                 ]
             self._settle(completed)
 
-    def _deadline(self, batches: list[ProducerBatch]) -> tuple[float, str]:
+    def _deadline(self, batches: list[ProducerBatch]) -> tuple[float, str, bool]:
         """How long the request may wait for its answer: request.timeout.ms, or less when a
         batch's delivery deadline comes first. delivery.timeout.ms bounds the time to report
         an outcome after send(), for a batch in flight too (Kafka's Sender expires in-flight
         batches): a retry sent just before its deadline must not wait request.timeout.ms more.
-        Its failure then comes back past the deadline, so it is final (retry_policy.py)."""
+        Its failure then comes back past the deadline, so it is final (retry_policy.py). The
+        third value: whether missing the deadline breaks the stream (request.timeout.ms: the
+        broker is presumed gone), or fails this request alone (a delivery deadline)."""
         request_ms = self._config.request_timeout_ms
         created_ms = min(batch.created_ms for batch in batches)
         # +1: the failure must reach the accumulator at or after the deadline, never before.
         delivery_ms = created_ms + self._config.delivery_timeout_ms - now_ms() + 1
         if delivery_ms < request_ms:
-            return max(delivery_ms, 0) / 1000, (
+            reason = (
                 f"no answer by the delivery deadline (delivery.timeout.ms "
                 f"{self._config.delivery_timeout_ms} ms)"
             )
-        return request_ms / 1000, f"no answer within request.timeout.ms ({request_ms} ms)"
+            return max(delivery_ms, 0) / 1000, reason, False
+        return request_ms / 1000, f"no answer within request.timeout.ms ({request_ms} ms)", True
 
     def _stream(self, endpoint: str) -> ProduceStream:
         stream = self._streams.get(endpoint)

@@ -12,9 +12,10 @@ request an answer is for.
 
 A stream that breaks (the broker restarted, the network failed) fails every request still
 waiting on it with the gRPC error, and the driver opens a new one for the next request;
-`expire()` breaks the stream once a request is past its deadline (given to `send`: the request
-timeout, or sooner its batches' delivery deadline), failing what waits on it, as a unary
-deadline would. At most `limits.produce_stream_in_flight_max` requests wait on one
+`expire()` breaks the stream once a request is past its request timeout, failing what waits on
+it, as Kafka drops a connection past request.timeout.ms; a request whose deadline came sooner, its
+batches' delivery deadline (given to `send`), fails alone: the stream and its other requests go
+on. At most `limits.produce_stream_in_flight_max` requests wait on one
 stream (the broker's own bound): the driver asks `has_room()` before draining for its broker.
 """
 
@@ -97,8 +98,9 @@ class ProduceStream:
         self._requests: asyncio.Queue[bytes | None] = asyncio.Queue(
             maxsize=limits.produce_stream_in_flight_max + 1
         )
-        # correlation id -> (callback, time.monotonic() deadline, what that deadline is)
-        self._pending: dict[int, tuple[Callback, float, str]] = {}
+        # correlation id -> (callback, time.monotonic() deadline, what that deadline is,
+        # whether missing it breaks the stream)
+        self._pending: dict[int, tuple[Callback, float, str, bool]] = {}
         self._ids = itertools.count()
         self.broken = False
         self._call = open_call(self._outgoing())
@@ -119,16 +121,19 @@ class ProduceStream:
         timeout_s: float,
         traceparent: str = "",
         deadline_reason: str = "",
+        breaks: bool = True,
     ) -> bool:
         """Queue `request`, to be answered within `timeout_s` (`deadline_reason` names that
         limit); False (nothing sent) when the stream is broken: open another. `traceparent`: a
-        sampled record's, so that the broker's spans join its trace."""
+        sampled record's, so that the broker's spans join its trace. `breaks` False: missing
+        the deadline fails this request alone (a delivery deadline, which says nothing about
+        the broker); True, the stream breaks, as a connection past request.timeout.ms does."""
         if self.broken:
             return False
         assert len(self._pending) < limits.produce_stream_in_flight_max, "send without room"
         correlation_id = next(self._ids)
         reason = deadline_reason or f"no answer within {timeout_s * 1000:.0f} ms"
-        self._pending[correlation_id] = (callback, time.monotonic() + timeout_s, reason)
+        self._pending[correlation_id] = (callback, time.monotonic() + timeout_s, reason, breaks)
         self._requests.put_nowait(produce_stream_message(correlation_id, request, traceparent))
         return True
 
@@ -158,16 +163,22 @@ class ProduceStream:
         waiting = list(self._pending.values())
         self._pending.clear()
         self._requests.put_nowait(None)
-        for callback, _, _ in waiting:
+        for callback, _, _, _ in waiting:
             callback(None, error)
 
     def expire(self) -> None:
-        """Break the stream if a request is past its deadline without an answer."""
+        """Fail the requests past their deadline without an answer: break the stream if one
+        of them `breaks` it, else fail them alone (a late answer is then ignored)."""
         now = time.monotonic()
-        expired = [reason for _, deadline, reason in self._pending.values() if now >= deadline]
-        if expired:
+        expired = [cid for cid, entry in self._pending.items() if now >= entry[1]]
+        if any(self._pending[cid][3] for cid in expired):
+            reason = next(self._pending[cid][2] for cid in expired if self._pending[cid][3])
             self._call.cancel()
-            self._break(StreamBroken(grpc.StatusCode.DEADLINE_EXCEEDED, expired[0]))
+            self._break(StreamBroken(grpc.StatusCode.DEADLINE_EXCEEDED, reason))
+            return
+        for cid in expired:
+            callback, _, reason, _ = self._pending.pop(cid)
+            callback(None, StreamBroken(grpc.StatusCode.DEADLINE_EXCEEDED, reason))
 
     async def close(self) -> None:
         """End the stream; requests still waiting fail with CANCELLED."""

@@ -31,10 +31,13 @@ class FakeCall:
 
     async def __anext__(self) -> broker_pb2.ProduceStreamResponse:
         correlation_id = await self.answers.get()
+        if correlation_id < 0:  # cancelled: grpc.aio ends the iteration so
+            raise asyncio.CancelledError
         return broker_pb2.ProduceStreamResponse(correlation_id=correlation_id)
 
     def cancel(self) -> bool:
         self.cancelled = True
+        self.answers.put_nowait(-1)
         return True
 
 
@@ -67,6 +70,51 @@ def test_a_failing_answer_handler_breaks_the_stream_for_the_requests_still_waiti
         assert "handling an answer failed" in error.details()
         assert stream.broken and calls[0].cancelled
         assert not stream.send(request, broken_handler, timeout_s=30), "open another"
+        await stream.close()
+
+    asyncio.run(run())
+
+
+def test_a_request_past_its_delivery_deadline_fails_alone() -> None:
+    """A request whose deadline is its batches' delivery deadline (not request.timeout.ms) says
+    nothing about the broker: it fails alone and the stream goes on, so the other requests on
+    it (other partitions' batches, answered in time) are not failed and sent again. A request
+    past request.timeout.ms still breaks the stream, as Kafka drops the connection."""
+
+    async def run() -> None:
+        calls: list[FakeCall] = []
+
+        def open_call(outgoing: AsyncIterator[bytes]) -> FakeCall:
+            calls.append(FakeCall(outgoing))
+            return calls[-1]
+
+        stream = ProduceStream(open_call)  # type: ignore[arg-type]
+        late: list[tuple[object, object]] = []
+        on_time: list[tuple[object, object]] = []
+        request = EncodedRequest([], 0)
+        reason = "no answer by the delivery deadline"
+        assert stream.send(
+            request, lambda r, e: late.append((r, e)), 0.0, deadline_reason=reason, breaks=False
+        )
+        assert stream.send(request, lambda r, e: on_time.append((r, e)), timeout_s=30)
+        await asyncio.sleep(0.01)
+        stream.expire()
+        assert len(late) == 1 and late[0][0] is None
+        error = late[0][1]
+        assert isinstance(error, StreamBroken) and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert reason in error.details()
+        assert not stream.broken and not calls[0].cancelled and not on_time
+        calls[0].answers.put_nowait(0)  # the late answer comes after all: ignored
+        calls[0].answers.put_nowait(1)
+        for _ in range(100):
+            if on_time:
+                break
+            await asyncio.sleep(0.001)
+        assert on_time and on_time[0][1] is None and len(late) == 1
+        assert stream.send(request, lambda r, e: late.append((r, e)), 0.0)  # request.timeout.ms
+        await asyncio.sleep(0.01)
+        stream.expire()
+        assert stream.broken and calls[0].cancelled and len(late) == 2
         await stream.close()
 
     asyncio.run(run())
