@@ -424,19 +424,23 @@ def _report_answer(
 
 
 def _elections_on_return(image: MetadataImage, broker_id: int) -> list[m.MetadataRecord]:
-    """Offline partitions whose ISR holds the returning broker get it as leader; those of
-    topics allowing unclean election and without a live ISR member get their first live
-    replica (maybe the returning broker) as leader and sole ISR member, as Kafka does."""
-    records = [
-        m.MetadataRecord(
-            partition_change=m.PartitionChangeRecord(
-                topic_id=topic_id, partition=state.partition, leader=broker_id
-            )
-        )
-        for topic_id, state in _partitions(image)
-        if state.leader == NO_LEADER and broker_id in state.isr
-    ]
+    """Offline partitions whose ISR holds the returning broker get it as leader, with the live
+    members of the ISR (members fenced together with it stay fenced: the leader would wait for
+    them a whole replica.lag.time.max.ms before it may drop them); those of topics allowing
+    unclean election and without a live ISR member get their first live replica (maybe the
+    returning broker) as leader and sole ISR member, as Kafka does."""
     live = _live(image, set()) | {broker_id}
+    records = []
+    for topic_id, state in _partitions(image):
+        if state.leader != NO_LEADER or broker_id not in state.isr:
+            continue
+        change = m.PartitionChangeRecord(
+            topic_id=topic_id, partition=state.partition, leader=broker_id
+        )
+        isr = [replica for replica in state.isr if replica in live]
+        if tuple(isr) != state.isr:
+            change.isr.ids.extend(isr)
+        records.append(m.MetadataRecord(partition_change=change))
     for name in sorted(image.topics):
         if unclean_allowed(image, name):
             records += unclean_elections(image, name, live)
