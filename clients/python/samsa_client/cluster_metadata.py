@@ -68,6 +68,7 @@ class ClusterMetadata:
         self._topics: set[str] = set()
         self._next = 0
         self._lock = threading.Lock()
+        self._offset_lock = threading.Lock()
         self._refreshed_at = 0.0
         self._stale = False
         self._closing = threading.Event()  # set: reads in progress give up at their next retry
@@ -183,6 +184,13 @@ class ClusterMetadata:
         self.leaders, self.leader_epochs = leaders, epochs
         return True
 
+    def advance(self, metadata_offset: int) -> None:
+        """An answer came from `metadata_offset`: later reads ask for at least it. Only ever
+        raised (under a lock: threads sharing the client answer in any order), so no read is
+        answered from an older view than one already seen."""
+        with self._offset_lock:
+            self.metadata_offset = max(self.metadata_offset, metadata_offset)
+
     def stop_waiting(self) -> None:
         """The client is closing: a read retrying an unreachable cluster gives up now rather than
         hold close() for the rest of its timeout."""
@@ -219,7 +227,7 @@ class ClusterMetadata:
                 epochs[(topic.name, partition.partition)] = partition.leader_epoch
         self.endpoints = dict(answer.broker_endpoints)
         self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
-        self.metadata_offset = max(self.metadata_offset, answer.status.metadata_offset)
+        self.advance(answer.status.metadata_offset)
         self._refreshed_at = time.monotonic()
         self._stale = False
 

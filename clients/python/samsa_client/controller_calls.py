@@ -20,6 +20,7 @@ What Admin asks and how it reads the answers lives in admin.py; this module only
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -75,6 +76,7 @@ class ControllerCalls:
         self._api_timeout_ms = api_timeout_ms  # default.api.timeout.ms, when set
         self._active: str | None = None  # the endpoint that last answered a write
         self.metadata_offset = 0  # the highest any write answered: reads ask for at least it
+        self._offset_lock = threading.Lock()
 
     def write(self, method: str, request: Any) -> Any:
         """`method` at the active controller; KafkaError for a refusal, NoBrokersAvailable when
@@ -105,8 +107,9 @@ class ControllerCalls:
                 last = None
             if answer is not None and answer.status.error_code != ErrorCode.NOT_CONTROLLER:
                 self._active = endpoint
-                self.metadata_offset = max(self.metadata_offset, answer.status.metadata_offset)
-                self._metadata.metadata_offset = self.metadata_offset
+                with self._offset_lock:  # writes on several threads answer in any order
+                    self.metadata_offset = max(self.metadata_offset, answer.status.metadata_offset)
+                self._metadata.advance(answer.status.metadata_offset)
                 if answer.status.error_code != ErrorCode.NONE:
                     raise KafkaError.of(answer.status.error_code, answer.status.error_message)
                 return answer
