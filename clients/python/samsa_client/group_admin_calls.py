@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -143,8 +144,12 @@ class GroupAdminCalls:
         answers: dict[str, Any] = {}
         problem = (int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "no coordinator was found")
         while True:
-            located, lookup_problem = self._find_coordinators(pending, deadline)
+            located, lookup_problem, refused = self._find_coordinators(pending, deadline)
             problem = lookup_problem or problem
+            for group_id, (code, message) in refused.items():
+                if len(answers) + len(pending) == 1:  # the only group asked: its error at once
+                    raise GroupError.of(code, message)
+                answers[group_id] = _Refused(code, message)  # the others are still asked
             by_endpoint: dict[str, list[str]] = {}
             for group_id, endpoint in located.items():
                 by_endpoint.setdefault(endpoint, []).append(group_id)
@@ -184,12 +189,13 @@ class GroupAdminCalls:
 
     def _find_coordinators(
         self, group_ids: list[str], deadline: float
-    ) -> tuple[dict[str, str], Problem | None]:
+    ) -> tuple[dict[str, str], Problem | None, dict[str, Problem]]:
         """The coordinator endpoint of each group that has one now (remembered, else found with
-        FindCoordinator on a bootstrap server), and why some have none (the caller retries them). An
-        invalid group id raises GroupError."""
+        FindCoordinator on a bootstrap server), why some have none (the caller retries them), and
+        the groups refused for good (an invalid group id) with their error."""
         unknown = [group_id for group_id in group_ids if group_id not in self._group_coordinators]
         problem = None
+        refused: dict[str, Problem] = {}
         for keys in _chunks(unknown):
             request = g.FindCoordinatorRequest(key_type=g.COORDINATOR_KEY_TYPE_GROUP, keys=keys)
             answer, lookup_problem = self._calls.lookup(request, deadline)
@@ -200,12 +206,24 @@ class GroupAdminCalls:
                 elif ga.coordinator_retriable(location.error_code):
                     problem = (location.error_code, location.error_message)
                 else:
-                    raise GroupError.of(location.error_code, location.error_message)
+                    refused[location.key] = (location.error_code, location.error_message)
         # One get per group: another thread sharing this Admin may forget a coordinator between
         # a membership test and a lookup.
         remembered = {group_id: self._group_coordinators.get(group_id) for group_id in group_ids}
-        located = {group_id: at for group_id, at in remembered.items() if at is not None}
-        return located, problem
+        located = {
+            group_id: at
+            for group_id, at in remembered.items()
+            if at is not None and group_id not in refused
+        }
+        return located, problem, refused
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """The answer of a group FindCoordinator refused for good, as a per-group answer reads."""
+
+    error_code: int
+    error_message: str
 
 
 def _chunks(keys: list[str]) -> list[list[str]]:

@@ -165,3 +165,40 @@ def test_delete_records_asks_every_leader_and_names_each_refusal(
         ("t", 1): ErrorCode.OFFSET_OUT_OF_RANGE,
         ("t", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
+
+
+def test_a_group_id_refused_by_find_coordinator_does_not_stop_the_others(
+    admin: Admin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def lookup(request: Any, deadline: float) -> Any:
+        answer = g.FindCoordinatorResponse()
+        for key in request.keys:
+            if key == "":
+                answer.coordinators.add(
+                    key=key,
+                    error_code=ErrorCode.INVALID_GROUP_ID,  # type: ignore[arg-type]
+                    error_message="group ids are 1 to 255 characters",
+                )
+            else:
+                answer.coordinators.add(key=key, endpoint="c:1", coordinator_id=1)
+        return answer, None
+
+    class Stub(GroupStub):
+        def DeleteGroups(self, request: Any, timeout: float) -> Any:
+            asked.extend(request.group_ids)
+            return super().DeleteGroups(request, timeout)
+
+    monkeypatch.setattr(admin._groups._calls, "lookup", lookup)
+    monkeypatch.setattr(admin._groups, "_group_stub", lambda endpoint: Stub())
+    with pytest.raises(GroupError) as raised:
+        admin.delete_consumer_groups(["", "ok"])
+    assert asked == ["ok"], "the valid group was deleted"
+    assert raised.value.code == ErrorCode.INVALID_GROUP_ID
+    assert list(raised.value.errors) == [""]
+    with pytest.raises(GroupError) as raised:
+        admin.describe_consumer_groups(["ok", "", "gone"])
+    assert list(raised.value.errors) == ["", "gone"]
+    with pytest.raises(GroupError, match="1 to 255"):
+        admin.describe_consumer_group_lag("")
