@@ -65,8 +65,15 @@ def create_topics(
     live = [b.broker_id for b in image.live_brokers()]
     racks = {b.broker_id: b.rack for b in image.live_brokers()}
     taken = set(image.topics)
+    # A name given twice creates neither (Kafka's controller refuses every occurrence): which
+    # settings would win otherwise depends on the order of the caller's list.
+    counts = Counter(topic.name for topic in request.topics)
     for topic in request.topics:
         result = response.topics.add(name=topic.name)
+        if counts[topic.name] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
+            result.error_message = f"topic {topic.name!r} is named more than once in this request"
+            continue
         partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
         factor = (
             defaults.default_replication_factor
