@@ -86,6 +86,7 @@ class ControllerCalls:
         if self._api_timeout_ms is not None:
             timeout_s = self._api_timeout_ms / 1000
         deadline = time.monotonic() + timeout_s
+        attempt_s = self._request_timeout_ms / 1000  # each attempt's, within the deadline
         endpoint = self._active or endpoints[0]
         index = 0
         last: grpc.RpcError | None = None  # the last attempt's failure, when it had no answer
@@ -95,7 +96,7 @@ class ControllerCalls:
         while time.monotonic() < deadline and len(not_samsa) < len(endpoints):
             try:
                 answer = getattr(self._metadata.stub(endpoint), method)(
-                    request, timeout=max(0.1, min(10.0, deadline - time.monotonic()))
+                    request, timeout=max(0.1, min(10.0, attempt_s, deadline - time.monotonic()))
                 )
             except grpc.RpcError as error:
                 if error.code() in REFUSED_AS_SENT:

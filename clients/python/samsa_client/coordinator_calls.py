@@ -4,8 +4,8 @@ Consumer groups (group_admin_calls.py) and transactional ids (transaction_admin_
 the coordinators, and both are asked the same way, with one CoordinatorCalls between them:
 
 - a whole request has request.timeout.ms, or default.api.timeout.ms when set (`deadline`,
-  `within` names it in errors); each call within it at most
-  CALL_TIMEOUT_S (`call_timeout_s`), so that a hung coordinator leaves time to find the key's
+  `within` names it in errors); each call within it at most CALL_TIMEOUT_S and
+  request.timeout.ms (`attempt_s`), so that a hung coordinator leaves time to find the key's
   coordinator again and retry; rounds of retries are RETRY_BACKOFF_S apart (`wait_before_retry`);
 - a key's coordinator is found with FindCoordinator on the first bootstrap server that answers,
   starting from the last one that did (`lookup`);
@@ -76,6 +76,11 @@ class CoordinatorCalls:
         """When a request started now must give up (time.monotonic())."""
         return time.monotonic() + self.deadline_ms / 1000
 
+    def attempt_s(self, deadline: float) -> float:
+        """One call's timeout: CALL_TIMEOUT_S and request.timeout.ms, cut to what is left of the
+        request's `deadline` (default.api.timeout.ms may leave more than one attempt's time)."""
+        return min(call_timeout_s(deadline), max(0.1, self.request_timeout_ms / 1000))
+
     def wait_before_retry(self) -> None:
         time.sleep(RETRY_BACKOFF_S)
 
@@ -97,7 +102,7 @@ class CoordinatorCalls:
             answers = []
             for coordinator in live:
                 try:
-                    answer, problem = ask(coordinator, call_timeout_s(deadline))
+                    answer, problem = ask(coordinator, self.attempt_s(deadline))
                 except grpc.RpcError as rpc_error:
                     if rpc_error.code() in REFUSED_AS_SENT:  # every coordinator would refuse it
                         raise error(rpc_error.details() or "", ErrorCode.INVALID_REQUEST) from None
@@ -126,7 +131,7 @@ class CoordinatorCalls:
             endpoint = self._bootstrap[self._lookup_next % len(self._bootstrap)]
             stub = g_grpc.CoordinatorLookupServiceStub(self.channels.get(endpoint))
             try:
-                return stub.FindCoordinator(request, timeout=call_timeout_s(deadline)), None
+                return stub.FindCoordinator(request, timeout=self.attempt_s(deadline)), None
             except grpc.RpcError as error:
                 if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None

@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 
 from samsa.client import group_admin as ga
-from samsa.client.coordinator_calls import CoordinatorCalls, Problem, call_timeout_s, status
+from samsa.client.coordinator_calls import CoordinatorCalls, Problem, status
 from samsa.client.errors import KafkaError, first_of
 from samsa.client.group_admin import (
     ConsumerGroupDescription,
@@ -156,7 +156,7 @@ class GroupAdminCalls:
             batches = [(at, chunk) for at, owned in by_endpoint.items() for chunk in _chunks(owned)]
             for endpoint, ids in batches:
                 try:
-                    got = send(self._group_stub(endpoint), ids, call_timeout_s(deadline))
+                    got = send(self._group_stub(endpoint), ids, self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
                     if error.code() in (
                         grpc.StatusCode.INVALID_ARGUMENT,

@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 
 from samsa.client.cluster_metadata import ClusterMetadata
-from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
+from samsa.client.coordinator_calls import CoordinatorCalls, status
 from samsa.client.errors import KafkaError, first_of
 from samsa.client.transaction_admin import LEADER_ERRORS
 from samsa.common import limits
@@ -59,7 +59,7 @@ def ask_leaders(
             if first is not None:
                 raise first
             return {key: answers[key] for key in wanted}
-        metadata.refresh({topic for topic, _ in pending}, call_timeout_s(deadline))
+        metadata.refresh({topic for topic, _ in pending}, calls.attempt_s(deadline))
         by_leader: dict[tuple[str, int], dict[str, list[int]]] = {}
         counts: dict[str, int] = {}
         for topic, number in pending:
@@ -114,7 +114,7 @@ def _ask_one(
     answered (None when all were)."""
     stub = broker_pb2_grpc.BrokerServiceStub(calls.channels.get(endpoint))
     try:
-        response = ask(stub, numbers, call_timeout_s(deadline))
+        response = ask(stub, numbers, calls.attempt_s(deadline))
     except grpc.RpcError as failure:
         metadata.mark_stale()
         return f"the broker at {endpoint} did not answer ({status(failure)})"

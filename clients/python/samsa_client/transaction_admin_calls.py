@@ -31,7 +31,7 @@ import grpc
 from samsa.client import group_admin as ga
 from samsa.client import transaction_admin as ta
 from samsa.client.cluster_metadata import ClusterMetadata
-from samsa.client.coordinator_calls import CoordinatorCalls, call_timeout_s, status
+from samsa.client.coordinator_calls import CoordinatorCalls, status
 from samsa.client.errors import KafkaError, first_of
 from samsa.client.leader_calls import ask_leaders
 from samsa.client.transaction_admin import (
@@ -214,7 +214,7 @@ class TransactionAdminCalls:
             for coordinator in live:
                 stub = self._transaction_stub(coordinator.endpoint)
                 try:
-                    answer = stub.AbortTransaction(request, timeout=call_timeout_s(deadline))
+                    answer = stub.AbortTransaction(request, timeout=self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
                     problem = f"coordinator {coordinator.coordinator_id}: {status(error)}"
                     continue
@@ -255,7 +255,7 @@ class TransactionAdminCalls:
             if location is not None and location.error_code == ErrorCode.NONE:
                 stub = self._transaction_stub(location.endpoint)
                 try:
-                    got, code, message = send(stub, call_timeout_s(deadline))
+                    got, code, message = send(stub, self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
                     problem = f"the coordinator at {location.endpoint}: {status(error)}"
                 else:

@@ -66,3 +66,28 @@ def test_a_default_api_timeout_ms_below_request_timeout_ms_is_refused_as_kafka_d
                 "default.api.timeout.ms": 10_000,
             }
         )
+
+
+def test_each_attempt_within_default_api_timeout_ms_is_at_most_request_timeout_ms() -> None:
+    """Kafka: request.timeout.ms bounds each request, default.api.timeout.ms the whole call; a
+    hung server must not hold one attempt for the whole call (or for 10 s)."""
+    from fake_controllers import serving_controllers
+
+    from samsa.v1 import controller_pb2_grpc
+
+    deadlines: list[float] = []
+
+    class Hung(controller_pb2_grpc.ControllerServiceServicer):
+        def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
+            deadlines.append(context.time_remaining())
+            context.abort(__import__("grpc").StatusCode.UNAVAILABLE, "busy")
+
+    with serving_controllers(Hung()) as (endpoint,):
+        config = {
+            "bootstrap.servers": endpoint,
+            "request.timeout.ms": 400,
+            "default.api.timeout.ms": 1_000,
+        }
+        with Admin(config) as admin, pytest.raises(KafkaError):
+            admin.create_topic("t", 1, 1)
+    assert deadlines and max(deadlines) <= 0.45, deadlines

@@ -38,6 +38,9 @@ class Calls:
 
         return time.monotonic() + 30
 
+    def attempt_s(self, deadline: float) -> float:
+        return 10.0
+
     def wait_before_retry(self) -> None:
         raise AssertionError("nothing should be asked twice")
 
