@@ -89,11 +89,19 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             error_message=message,
             metadata_offset=self.driver.image.end_offset if offset is None else offset,
         )
-        active = self.driver.active_node_id if active_node_id is None else active_node_id
+        active = self._active_node_id() if active_node_id is None else active_node_id
         if active is not None and active in self.controller_endpoints:
             status.active_controller.node_id = active
             status.active_controller.endpoint = self.controller_endpoints[active]
         return status
+
+    def _active_node_id(self) -> int | None:
+        """The active controller as this one knows it; not itself while elected but not yet
+        active (its barrier is not applied), when it refuses writes NOT_CONTROLLER."""
+        active = self.driver.active_node_id
+        if active == self.driver.node_id and not self.driver.active:
+            return None
+        return active
 
     async def _write(
         self, response_type: type[Response], generate: Callable[[Any], Any]
@@ -398,14 +406,11 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     async def DescribeCluster(self, request, context):
         await self._read_at(request.min_metadata_offset, context)
-        active = self.driver.active_node_id
-        if active == self.driver.node_id and not self.driver.active:
-            active = None  # elected, but earlier terms' entries are not all applied yet
         response = control_plane.describe_cluster(
             self.driver.image,
             cluster_id=self.cluster_id,
             controllers=self.controller_endpoints,
-            active_node_id=active,
+            active_node_id=self._active_node_id(),
         )
         response.status.CopyFrom(self._status())
         return response
