@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from samsa.client.errors import KafkaError
+from samsa.client.errors import KafkaError, first_of
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 
@@ -266,21 +266,26 @@ def first_commit_error_of(answer: c.OffsetCommitResponse) -> tuple[int, str]:
     return ErrorCode.NONE, ""
 
 
-def commit_error_of(group_id: str, answer: c.OffsetCommitResponse) -> GroupError | None:
-    """The first partition's error of an admin OffsetCommit, in words a person acts on; None
-    when every offset was stored. A group with members refuses it with UNKNOWN_MEMBER_ID."""
+def commit_error_of(group_id: str, answer: c.OffsetCommitResponse) -> KafkaError | None:
+    """The first partition's error of an admin OffsetCommit, in words a person acts on, whose
+    `errors` names every refused partition (the others were stored); None when every offset
+    was stored. A group with members refuses it with UNKNOWN_MEMBER_ID."""
+    errors: dict[TopicPartition, KafkaError] = {}
     for topic in answer.topics:
         for p in topic.partitions:
             if p.error_code == ErrorCode.NONE:
                 continue
             if p.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
-                return GroupError(
+                error = GroupError(
                     f"{p.error_message or f'group {group_id!r} has members'}; "
                     "stop the group's consumers first",
                     ErrorCode.UNKNOWN_MEMBER_ID,
                 )
-            return GroupError.of(p.error_code, f"{topic.name}-{p.partition}: {p.error_message}")
-    return None
+            else:
+                message = f"{topic.name}-{p.partition}: {p.error_message}"
+                error = GroupError.of(p.error_code, message)
+            errors.setdefault((topic.name, p.partition), error)
+    return first_of(errors)
 
 
 def lag_of(answer: c.DescribeGroupLagResponse) -> list[PartitionLag]:

@@ -202,3 +202,27 @@ def test_a_group_id_refused_by_find_coordinator_does_not_stop_the_others(
     assert list(raised.value.errors) == ["", "gone"]
     with pytest.raises(GroupError, match="1 to 255"):
         admin.describe_consumer_group_lag("")
+
+
+def test_every_partition_an_admin_commit_refused_is_named() -> None:
+    from samsa.client.group_admin import commit_error_of
+
+    answer = g.OffsetCommitResponse()
+    topic = answer.topics.add(name="t")
+    topic.partitions.add(partition=0)
+    topic.partitions.add(
+        partition=1,
+        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,  # type: ignore[arg-type]
+        error_message="t-1 does not exist",
+    )
+    topic.partitions.add(
+        partition=2,
+        error_code=ErrorCode.INVALID_REQUEST,  # type: ignore[arg-type]
+        error_message="metadata too long",
+    )
+    error = commit_error_of("g", answer)
+    assert error is not None and error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert {k: e.code for k, e in error.errors.items()} == {
+        ("t", 1): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ("t", 2): ErrorCode.INVALID_REQUEST,
+    }
