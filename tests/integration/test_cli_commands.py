@@ -143,6 +143,20 @@ def test_an_unknown_topic_is_one_line_that_says_how_to_create_it(
     assert elapsed < HANG_S
 
 
+def test_producing_to_a_partition_the_topic_lacks_is_one_line_at_once(bootstrap: str) -> None:
+    """The producer waits max.block.ms for a partition to appear (one just added may not be in
+    its metadata yet, as in Kafka); the command knows the count and says so at once."""
+    samsa(bootstrap, "topics", "create", "two-partitions", "--partitions", "2")
+    result, elapsed = timed_samsa(
+        bootstrap, "produce", "two-partitions", "--partition", "2", stdin="hello\n"
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "samsa produce: partition 2 of 'two-partitions' does not exist (it has 2: 0 to 1)"
+    ), result.stderr
+    assert elapsed < HANG_S
+
+
 def unused_port() -> int:
     """A loopback port nothing listens on (bound, then released): connections are refused."""
     with socket.socket() as probe:

@@ -187,7 +187,13 @@ def run_console(args: argparse.Namespace) -> int:
 
 def _produce(args: argparse.Namespace) -> int:
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
-        require_topic(admin, args.topic)
+        count = len(require_topic(admin, args.topic).partitions)
+    if args.partition is not None and not 0 <= args.partition < count:
+        # Said at once: the producer would wait max.block.ms for the partition to appear.
+        raise SystemExit(
+            f"samsa produce: partition {args.partition} of {args.topic!r} does not exist "
+            f"(it has {count}: 0 to {count - 1})"
+        )
     settings = {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
     # Kafka's console producer habit: any setting by name, checked by the SDK (an unknown key or
     # a bad value is one line naming it). They win over --compression.
