@@ -104,10 +104,11 @@ def raise_first(results: Iterable[Any]) -> None:
     for result in results:
         if result.error_code != ErrorCode.NONE:
             name = result.resource.name if hasattr(result, "resource") else result.name
-            message = result.error_message or ErrorCode(result.error_code).name
+            error = TopicError.of(result.error_code, result.error_message)
+            message = str(error)
             if repr(name) not in message:
                 message = f"topic {name!r}: {message}"
-            errors.setdefault(name, TopicError(message, ErrorCode(result.error_code)))
+            errors.setdefault(name, TopicError(message, error.code))
     error = first_of(errors)
     if error is not None:
         raise error

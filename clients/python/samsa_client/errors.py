@@ -7,7 +7,16 @@ from types import MappingProxyType
 
 from samsa.common.errors import ErrorCode, SamsaError, is_retriable
 
-__all__ = ["KafkaError", "NoBrokersAvailable", "ProduceError", "TopicError", "first_of"]
+__all__ = ["KafkaError", "NoBrokersAvailable", "ProduceError", "TopicError", "code_of", "first_of"]
+
+
+def code_of(code: int) -> ErrorCode:
+    """The ErrorCode of an answer's code; UNKNOWN_SERVER_ERROR for one this client does not know
+    (a newer server's), as Kafka's clients read an unknown code, instead of a ValueError."""
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class KafkaError(SamsaError):
@@ -21,7 +30,9 @@ class KafkaError(SamsaError):
 
     @classmethod
     def of(cls, code: int, message: str) -> KafkaError:
-        error_code = ErrorCode(code)
+        error_code = code_of(code)
+        if error_code != code:  # a newer server's code: keep its number in the message
+            message = f"error code {code}{': ' if message else ''}{message}"
         return cls(message or error_code.name, error_code)
 
     @property

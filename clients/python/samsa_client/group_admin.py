@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from samsa.client.errors import KafkaError, first_of
+from samsa.client.errors import KafkaError, code_of, first_of
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 
@@ -299,7 +299,7 @@ def lag_of(answer: c.DescribeGroupLagResponse) -> list[PartitionLag]:
             row.log_end_offset,
             row.lag,
             row.member_id,
-            ErrorCode(row.error_code),
+            code_of(row.error_code),
         )
         for row in answer.partitions
     ]

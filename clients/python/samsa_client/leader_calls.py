@@ -127,7 +127,7 @@ def _ask_one(
                 metadata.mark_stale()
                 problem = f"{topic.name}-{answer.partition}: {answer.error_message}"
             else:
-                code = ErrorCode(answer.error_code)
-                message = f"{topic.name}-{answer.partition}: {answer.error_message}"
-                refused[(topic.name, answer.partition)] = error(message, code)
+                known = KafkaError.of(answer.error_code, answer.error_message)
+                message = f"{topic.name}-{answer.partition}: {known}"
+                refused[(topic.name, answer.partition)] = error(message, known.code)
     return problem
