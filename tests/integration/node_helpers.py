@@ -140,6 +140,8 @@ def start_node_script(
 # [method, request] (`asked_before(method)` counts them), and `endpoint` is its host:port (for
 # answers naming a broker). `client` (a SamsaClient bootstrapping from the fake, with
 # `options`) and `data` are in scope of BODY, whose return value is printed as JSON.
+# `topic_answer(request, partitions, brokers)` is a DescribeTopics answer naming the topic asked
+# about with `partitions`, every broker of `brokers` (default [1]) at the fake's endpoint.
 FAKE_SERVER_SCRIPT = """
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
@@ -163,6 +165,10 @@ const server_calls = [];
 // How many `method` requests came before the one being answered.
 const asked_before = (method) => server_calls.filter(([name]) => name === method).length - 1;
 let endpoint = null; // the fake's host:port, once it listens
+const topic_answer = (request, partitions, brokers = [1]) => ({
+  topics: [{ name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions }],
+  broker_endpoints: Object.fromEntries(brokers.map((id) => [id, endpoint])),
+});
 const handlers = (HANDLERS);
 const server = new grpc.Server();
 for (const [kind, methods] of Object.entries(handlers)) {

@@ -64,11 +64,10 @@ def test_a_topic_answered_in_pages_is_read_whole() -> None:
 # record "fresh" at offset 5, log start 5).
 DEPOSED_LEADER = """{
   controller: {
-    DescribeTopics(request) {
-      const partitions = [{ partition: 0, leader: 1, leader_epoch: 4, replicas: [1], isr: [1] }];
-      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
-      return { topics: [topic], broker_endpoints: { 1: endpoint } };
-    },
+    DescribeTopics: (request) => topic_answer(
+      request,
+      [{ partition: 0, leader: 1, leader_epoch: 4, replicas: [1], isr: [1] }],
+    ),
   },
   broker: {
     Fetch(request) {
@@ -117,14 +116,10 @@ def test_a_deposed_leader_not_yet_told_is_not_read() -> None:
 # is down); the leader answers every fetch with one record and every produce at offset 7.
 ONE_PARTITION_OFFLINE = """{
   controller: {
-    DescribeTopics(request) {
-      const partitions = [
-        { partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] },
-        { partition: 1, leader: -1, leader_epoch: 1, replicas: [2], isr: [2] },
-      ];
-      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
-      return { topics: [topic], broker_endpoints: { 1: endpoint } };
-    },
+    DescribeTopics: (request) => topic_answer(request, [
+      { partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] },
+      { partition: 1, leader: -1, leader_epoch: 1, replicas: [2], isr: [2] },
+    ]),
   },
   broker: {
     Fetch(request) {
@@ -201,11 +196,11 @@ def test_a_hung_bootstrap_server_is_waited_for_once() -> None:
 # one at epoch 4 is served.
 STALE_METADATA = """{
   controller: {
-    DescribeTopics(request) {
-      const partitions = [{ partition: 0, leader: 1, leader_epoch: 3, replicas: [1, 2], isr: [2] }];
-      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
-      return { topics: [topic], broker_endpoints: { 1: endpoint, 2: endpoint } };
-    },
+    DescribeTopics: (request) => topic_answer(
+      request,
+      [{ partition: 0, leader: 1, leader_epoch: 3, replicas: [1, 2], isr: [2] }],
+      [1, 2],
+    ),
   },
   broker: {
     Fetch(request) {

@@ -27,11 +27,10 @@ pytestmark = pytest.mark.timeout(60)
 # attempt of the second write is answered REQUEST_TIMED_OUT (it may have been written).
 FORGETFUL_LEADER = """{
   controller: {
-    DescribeTopics(request) {
-      const partitions = [{ partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] }];
-      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
-      return { topics: [topic], broker_endpoints: { 1: endpoint } };
-    },
+    DescribeTopics: (request) => topic_answer(
+      request,
+      [{ partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] }],
+    ),
   },
   broker: {
     InitProducerId() {

@@ -21,11 +21,10 @@ pytestmark = pytest.mark.timeout(60)
 # One partition led by the fake, which stores nothing and answers every produce at offset 0.
 ONE_PARTITION = """{
   controller: {
-    DescribeTopics(request) {
-      const partitions = [{ partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] }];
-      const topic = { name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions };
-      return { topics: [topic], broker_endpoints: { 1: endpoint } };
-    },
+    DescribeTopics: (request) => topic_answer(
+      request,
+      [{ partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] }],
+    ),
   },
   broker: {
     Produce(request) {
