@@ -21,6 +21,14 @@ from samsa.common.errors import ErrorCode
 TOPIC = "events"
 WAIT_S = 10
 BOOTSTRAP = "fake:9092"  # never dialled: the metadata is fake
+# A record of 1,500 bytes fills buffer.memory until its batch is answered; a second waits.
+ONE_BATCH_FILLS_MEMORY = {
+    "bootstrap.servers": BOOTSTRAP,
+    "linger.ms": 0,
+    "buffer.memory": 2_000,
+    "batch.size": 1_000,
+    "max.block.ms": WAIT_S * 1_000,
+}
 
 
 @pytest.fixture
@@ -58,14 +66,7 @@ def test_a_send_waiting_for_memory_when_close_ends_raises(cluster: FakeCluster) 
     close frees the memory it waited for: appending then would queue the record in a producer
     that never sends again, its future never settled."""
     cluster.brokers[1].answer_in_groups_of = 1_000  # no answer: memory is never freed
-    settings = {
-        "bootstrap.servers": BOOTSTRAP,
-        "linger.ms": 0,
-        "buffer.memory": 2_000,
-        "batch.size": 1_000,
-        "max.block.ms": WAIT_S * 1_000,
-    }
-    producer = Producer(settings)
+    producer = Producer(ONE_BATCH_FILLS_MEMORY)
     first = producer.send(TOPIC, b"x" * 1_500, partition=0)  # fills buffer.memory
     outcome: list[object] = []
     waiting = threading.Thread(target=lambda: outcome.append(_send(producer)))
@@ -91,16 +92,9 @@ def _send(producer: Producer) -> object:
 
 def test_an_async_send_waiting_for_memory_when_stop_ends_raises(cluster: FakeCluster) -> None:
     cluster.brokers[1].answer_in_groups_of = 1_000  # no answer: memory is never freed
-    settings = {
-        "bootstrap.servers": BOOTSTRAP,
-        "linger.ms": 0,
-        "buffer.memory": 2_000,
-        "batch.size": 1_000,
-        "max.block.ms": WAIT_S * 1_000,
-    }
 
     async def scenario() -> None:
-        producer = AsyncProducer(settings)
+        producer = AsyncProducer(ONE_BATCH_FILLS_MEMORY)
         await producer.start()
         await producer.send(TOPIC, b"x" * 1_500, partition=0)  # fills buffer.memory
         waiting = asyncio.create_task(producer.send(TOPIC, b"y" * 1_500, partition=0))
