@@ -41,15 +41,20 @@ class FakeCall:
         return True
 
 
+def stream_over_fake_calls() -> tuple[ProduceStream, list[FakeCall]]:
+    """A ProduceStream and the fake calls it opened (one, until it breaks)."""
+    calls: list[FakeCall] = []
+
+    def open_call(outgoing: AsyncIterator[bytes]) -> FakeCall:
+        calls.append(FakeCall(outgoing))
+        return calls[-1]
+
+    return ProduceStream(open_call), calls  # type: ignore[arg-type]
+
+
 def test_a_failing_answer_handler_breaks_the_stream_for_the_requests_still_waiting() -> None:
     async def run() -> None:
-        calls: list[FakeCall] = []
-
-        def open_call(outgoing: AsyncIterator[bytes]) -> FakeCall:
-            calls.append(FakeCall(outgoing))
-            return calls[-1]
-
-        stream = ProduceStream(open_call)  # type: ignore[arg-type]
+        stream, calls = stream_over_fake_calls()
         outcomes: list[tuple[object, object]] = []
 
         def broken_handler(response: object, error: object) -> None:
@@ -82,13 +87,7 @@ def test_a_request_past_its_delivery_deadline_fails_alone() -> None:
     past request.timeout.ms still breaks the stream, as Kafka drops the connection."""
 
     async def run() -> None:
-        calls: list[FakeCall] = []
-
-        def open_call(outgoing: AsyncIterator[bytes]) -> FakeCall:
-            calls.append(FakeCall(outgoing))
-            return calls[-1]
-
-        stream = ProduceStream(open_call)  # type: ignore[arg-type]
+        stream, calls = stream_over_fake_calls()
         late: list[tuple[object, object]] = []
         on_time: list[tuple[object, object]] = []
         request = EncodedRequest([], 0)
