@@ -3,11 +3,12 @@
 `ask_leaders` groups the partitions by leader from the client's metadata, sends one request to
 each leader (one per request_partitions_max partitions, the most a leader accepts), and asks
 again, after a metadata refresh, for the partitions whose leader moved, is unknown or did not
-answer, until the deadline. Any other error in an answer is final for its partition, and so is a
-partition the metadata says does not exist: every other partition is still asked (one refusal
-hides no other outcome, as Kafka's admin answers a future per partition), and then the first
-refused partition's error is raised with the broker's message, its `errors` naming every refused
-partition.
+answer, until the deadline; a request refused for what it is (INVALID_ARGUMENT,
+RESOURCE_EXHAUSTED) fails the call at once (INVALID_REQUEST). Any other error in an answer is
+final for its partition, and so is a partition the metadata says does not exist: every other
+partition is still asked (one refusal hides no other outcome, as Kafka's admin answers a future
+per partition), and then the first refused partition's error is raised with the broker's
+message, its `errors` naming every refused partition.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.cluster_metadata import REFUSED_AS_SENT, ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, status
 from samsa.client.errors import KafkaError, first_of
 from samsa.client.transaction_admin import LEADER_ERRORS
@@ -116,6 +117,8 @@ def _ask_one(
     try:
         response = ask(stub, numbers, calls.attempt_s(deadline))
     except grpc.RpcError as failure:
+        if failure.code() in REFUSED_AS_SENT:  # every leader would refuse it the same
+            raise error(failure.details() or "", ErrorCode.INVALID_REQUEST) from None
         metadata.mark_stale()
         return f"the broker at {endpoint} did not answer ({status(failure)})"
     problem = None

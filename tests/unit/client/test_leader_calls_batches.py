@@ -80,3 +80,32 @@ def test_a_leader_is_never_asked_more_partitions_than_a_request_may_name() -> No
 
 def _error(message: str, code: ErrorCode) -> Exception:
     return RuntimeError(f"{code.name}: {message}")
+
+
+class Refused(grpc.RpcError):
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.INVALID_ARGUMENT
+
+    def details(self) -> str:
+        return "timeout_ms 0 is not 1 to 300000"
+
+
+def test_a_request_refused_as_sent_is_raised_at_once_not_retried() -> None:
+    """INVALID_ARGUMENT or RESOURCE_EXHAUSTED: every leader would refuse it again, so the call
+    fails with the broker's message (INVALID_REQUEST), not after request.timeout.ms blaming the
+    leader (Calls.wait_before_retry fails the test on a second round)."""
+
+    def ask(stub: object, numbers: dict[str, list[int]], timeout_s: float):
+        raise Refused()
+
+    calls = Calls()
+    try:
+        try:
+            ask_leaders(calls, Metadata(2), [("t", 0)], ask, _error, "deleted records")  # type: ignore[arg-type]
+        except RuntimeError as error:
+            assert str(error) == "INVALID_REQUEST: timeout_ms 0 is not 1 to 300000"
+        else:
+            raise AssertionError("not raised")
+    finally:
+        for channel in calls.channels.values():
+            channel.close()
