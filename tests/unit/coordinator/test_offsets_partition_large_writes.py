@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from async_waits import until
 
 from samsa.common import limits
 from samsa.common.errors import RecordTooLargeError
@@ -83,16 +84,9 @@ def partition_over(offsets_log: LogBackedOffsetsLog, config: GroupConfig) -> Off
     )
 
 
-async def until(condition: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} within {WAIT_S:g} s"
-        await asyncio.sleep(0.01)
-
-
 async def loaded(partition: OffsetsPartition) -> None:
     partition.start()
-    await until(lambda: partition.loaded, "the partition loaded")
+    await until(lambda: partition.loaded, "the partition loaded", timeout_s=WAIT_S)
 
 
 async def commit_everything(partition: OffsetsPartition) -> None:
@@ -148,7 +142,9 @@ def test_offsets_expiring_together_beyond_one_batch_keep_the_partition(tmp_path:
         await loaded(live)
         try:
             await commit_everything(live)
-            await until(lambda: "g" not in live.shard.state.groups, "the offsets expired")
+            await until(
+                lambda: "g" not in live.shard.state.groups, "the offsets expired", timeout_s=WAIT_S
+            )
             await live.write([])  # the expiry's write is durable
             assert live.loaded, "the partition was given up"
             await reload_matches(offsets_log, live)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from async_waits import until
 
 from samsa.common.record.control_batches import CONTROL_TYPE_COMMIT, build_control_batch
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
@@ -88,13 +89,6 @@ def partition_over(offsets_log: LogBackedOffsetsLog) -> OffsetsPartition:
         config=GroupConfig(),
         on_ended=lambda _: None,
     )
-
-
-async def until(condition: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} within {WAIT_S:g} s"
-        await asyncio.sleep(0.01)
 
 
 async def loaded(partition: CoordinatorPartition) -> None:
