@@ -21,6 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
+from samsa.metadata.image import MetadataImage
 from samsa.services.controller import control_plane
 from samsa.services.controller.controller_config import ControllerConfig
 from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
@@ -147,26 +148,33 @@ async def _fence_expired_brokers(
         await asyncio.sleep(LIVENESS_CHECK_INTERVAL_S)
         if not driver.active:
             continue
-        registered = {
-            broker_id: broker.broker_epoch
-            for broker_id, broker in driver.image.brokers.items()
-            if not broker.fenced
-        }
-        expired = liveness.expired(_now_ms(), session_timeout_ms, registered)
-        live_expired = [
-            broker_id
-            for broker_id in expired
-            if (broker := driver.image.brokers.get(broker_id)) is not None and not broker.fenced
-        ]
+        live_expired = _expired_brokers(driver.image, liveness, session_timeout_ms)
         if not live_expired:
             continue
         log.warning("broker sessions expired, fencing", extra={"brokers": live_expired})
         try:
+            # Decided again once the write lock is held: a heartbeat that arrived while an
+            # earlier write committed keeps its broker.
             await driver.write(
-                lambda image, ids=tuple(live_expired): control_plane.fence_brokers(image, ids)
+                lambda image: control_plane.fence_brokers(
+                    image, _expired_brokers(image, liveness, session_timeout_ms)
+                )
             )
         except Exception:
             log.exception("fencing failed")
+
+
+def _expired_brokers(
+    image: MetadataImage, liveness: BrokerLiveness, session_timeout_ms: int
+) -> list[int]:
+    """The unfenced brokers of `image` whose sessions have expired now."""
+    registered = {
+        broker_id: broker.broker_epoch
+        for broker_id, broker in image.brokers.items()
+        if not broker.fenced
+    }
+    expired = liveness.expired(_now_ms(), session_timeout_ms, registered)
+    return [broker_id for broker_id in expired if broker_id in registered]
 
 
 async def _run_coordinators(

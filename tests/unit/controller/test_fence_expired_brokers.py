@@ -1,0 +1,107 @@
+"""Goal: the session-expiry loop fences only brokers still silent when its write is decided. It
+chose the brokers before waiting for the write lock (behind another write's commit, up to the
+10 s commit timeout), so a broker whose heartbeat arrived meanwhile was fenced anyway: its
+leaderships moved away and came back at its next heartbeat, for nothing.
+
+Method: `main._fence_expired_brokers` over a fake driver whose write lets a heartbeat arrive
+before it generates the batch (as the write lock's wait does), with the real liveness and
+control plane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from samsa.metadata.image import MetadataImage
+from samsa.metadata.records import make_batch
+from samsa.metadata.replay import replay
+from samsa.services.controller import control_plane as cp
+from samsa.services.controller import main
+from samsa.services.controller.liveness import BrokerLiveness
+from samsa.v1 import controller_pb2 as c
+
+TIMEOUT_MS = 1000
+
+
+def _live_broker() -> MetadataImage:
+    image = MetadataImage.empty()
+    request = c.RegisterBrokerRequest(broker_id=1, incarnation_id="a", endpoint="h:1")
+    result = cp.register_broker(
+        image, request, liveness=BrokerLiveness(), now_ms=0, session_timeout_ms=TIMEOUT_MS
+    )
+    image = replay(image, make_batch(image, result.records, 1))
+    beat = c.BrokerHeartbeatRequest(
+        broker_id=1, broker_epoch=image.brokers[1].broker_epoch, metadata_offset=image.end_offset
+    )
+    return replay(image, make_batch(image, cp.broker_heartbeat(image, beat).records, 1))
+
+
+class HeartbeatDuringTheWait:
+    """A driver whose write waits (for the lock) while broker 1's heartbeat arrives."""
+
+    def __init__(self, image: MetadataImage, liveness: BrokerLiveness) -> None:
+        self.active = True
+        self.image = image
+        self.liveness = liveness
+        self.decided: list[Any] = []
+
+    async def write(self, generate: Any) -> Any:
+        self.liveness.heartbeat(1, self.image.brokers[1].broker_epoch, main._now_ms())
+        decision = generate(self.image)
+        self.decided.append(decision)
+        return decision
+
+
+def test_a_broker_that_heartbeated_while_the_fence_waited_is_not_fenced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(main, "LIVENESS_CHECK_INTERVAL_S", 0.001)
+
+    async def run() -> None:
+        liveness = BrokerLiveness()
+        image = _live_broker()
+        liveness.heartbeat(1, image.brokers[1].broker_epoch, main._now_ms() - 5 * TIMEOUT_MS)
+        driver = HeartbeatDuringTheWait(image, liveness)
+        loop = asyncio.create_task(main._fence_expired_brokers(driver, liveness, TIMEOUT_MS))  # type: ignore[arg-type]
+        deadline = asyncio.get_running_loop().time() + 2.0
+        while not driver.decided:
+            assert asyncio.get_running_loop().time() < deadline, "the loop never tried to fence"
+            await asyncio.sleep(0.001)
+        loop.cancel()
+        assert list(driver.decided[0].records) == [], "fenced a broker that had heartbeated"
+
+    asyncio.run(run())
+
+
+class SilentDuringTheWait(HeartbeatDuringTheWait):
+    async def write(self, generate: Any) -> Any:
+        decision = generate(self.image)
+        self.decided.append(decision)
+        return decision
+
+
+def test_a_broker_still_silent_is_fenced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(main, "LIVENESS_CHECK_INTERVAL_S", 0.001)
+
+    async def run() -> None:
+        liveness = BrokerLiveness()
+        image = _live_broker()
+        liveness.heartbeat(1, image.brokers[1].broker_epoch, main._now_ms() - 5 * TIMEOUT_MS)
+        driver = SilentDuringTheWait(image, liveness)
+        loop = asyncio.create_task(main._fence_expired_brokers(driver, liveness, TIMEOUT_MS))  # type: ignore[arg-type]
+        deadline = asyncio.get_running_loop().time() + 2.0
+        while not driver.decided:
+            assert asyncio.get_running_loop().time() < deadline, "the loop never tried to fence"
+            await asyncio.sleep(0.001)
+        loop.cancel()
+        fenced = [
+            r.fence_broker.broker_id
+            for r in driver.decided[0].records
+            if r.HasField("fence_broker")
+        ]
+        assert fenced == [1]
+
+    asyncio.run(run())
