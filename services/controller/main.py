@@ -204,20 +204,19 @@ async def _coordinator_round(
     defaults: control_plane.ClusterDefaults,
     rng: random.Random,
 ) -> None:
-    live = {c.coordinator_id: c.coordinator_epoch for c in driver.image.live_coordinators()}
-    expired = [
-        coordinator_id
-        for coordinator_id in liveness.expired(
-            _now_ms(), defaults.coordinator_session_timeout_ms, live
-        )
-        if coordinator_id in live
-    ]
+    timeout_ms = defaults.coordinator_session_timeout_ms
+    expired = _expired_coordinators(driver.image, liveness, timeout_ms)
     if expired:
         log.warning("coordinator sessions expired, fencing", extra={"coordinators": expired})
-        await driver.write(
-            lambda image, ids=tuple(expired): control_plane.fence_coordinators(image, ids)
-        )
-        for coordinator_id in expired:
+        fenced: list[int] = []
+
+        def fence(image: MetadataImage) -> control_plane.ControlResult[None]:
+            # Decided again once the write lock is held, like brokers' (_fence_expired_brokers).
+            fenced[:] = _expired_coordinators(image, liveness, timeout_ms)
+            return control_plane.fence_coordinators(image, fenced)
+
+        await driver.write(fence)
+        for coordinator_id in fenced:
             liveness.forget(coordinator_id)
     await driver.write(
         lambda image: control_plane.plan_coordinator_topics(
@@ -225,6 +224,15 @@ async def _coordinator_round(
         )
     )
     await driver.write(control_plane.plan_coordinator_assignments)
+
+
+def _expired_coordinators(
+    image: MetadataImage, liveness: BrokerLiveness, session_timeout_ms: int
+) -> list[int]:
+    """The unfenced coordinators of `image` whose sessions have expired now."""
+    live = {c.coordinator_id: c.coordinator_epoch for c in image.live_coordinators()}
+    expired = liveness.expired(_now_ms(), session_timeout_ms, live)
+    return [coordinator_id for coordinator_id in expired if coordinator_id in live]
 
 
 async def _rebalance_leaders(driver: ControllerDriver, interval_ms: int) -> None:

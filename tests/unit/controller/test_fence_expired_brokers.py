@@ -11,6 +11,7 @@ control plane.
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
@@ -103,5 +104,49 @@ def test_a_broker_still_silent_is_fenced(monkeypatch: pytest.MonkeyPatch) -> Non
             if r.HasField("fence_broker")
         ]
         assert fenced == [1]
+
+    asyncio.run(run())
+
+
+class CoordinatorHeartbeatDuringTheWait:
+    """A driver whose first write waits while coordinator 1's heartbeat arrives."""
+
+    def __init__(self, image: MetadataImage, liveness: BrokerLiveness) -> None:
+        self.active = True
+        self.image = image
+        self.liveness = liveness
+        self.decided: list[Any] = []
+
+    async def write(self, generate: Any) -> Any:
+        if not self.decided:
+            epoch = self.image.coordinators[1].coordinator_epoch
+            self.liveness.heartbeat(1, epoch, main._now_ms())
+        decision = generate(self.image)
+        self.decided.append(decision)
+        return decision
+
+
+def test_a_coordinator_that_heartbeated_while_the_fence_waited_is_not_fenced() -> None:
+    async def run() -> None:
+        image = MetadataImage.empty()
+        request = c.RegisterCoordinatorRequest(coordinator_id=1, incarnation_id="a", endpoint="h")
+        registered = cp.register_coordinator(
+            image, request, liveness=BrokerLiveness(), now_ms=0, session_timeout_ms=TIMEOUT_MS
+        )
+        image = replay(image, make_batch(image, registered.records, 1))
+        liveness = BrokerLiveness()
+        epoch = image.coordinators[1].coordinator_epoch
+        liveness.heartbeat(1, epoch, main._now_ms() - 5 * TIMEOUT_MS)
+        driver = CoordinatorHeartbeatDuringTheWait(image, liveness)
+        defaults = cp.ClusterDefaults(coordinator_session_timeout_ms=TIMEOUT_MS)
+        await main._coordinator_round(driver, liveness, defaults, random.Random(1))  # type: ignore[arg-type]
+        fenced = [
+            record
+            for decision in driver.decided
+            for record in decision.records
+            if record.HasField("fence_coordinator")
+        ]
+        assert fenced == [], "fenced a coordinator that had heartbeated"
+        assert liveness.is_alive(1, epoch, main._now_ms(), TIMEOUT_MS), "its session was dropped"
 
     asyncio.run(run())
