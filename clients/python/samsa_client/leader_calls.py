@@ -32,6 +32,7 @@ PartitionKey = tuple[str, int]
 # and `partitions`, each with `partition`, `error_code` and `error_message`.
 Ask = Callable[[broker_pb2_grpc.BrokerServiceStub, dict[str, list[int]], float], Any]
 # error(message, code) -> the exception to raise.
+Problem = tuple[ErrorCode, str]
 ErrorOf = Callable[[str, ErrorCode], KafkaError]
 
 # The leader moved or is starting, or was just elected (OFFSET_NOT_AVAILABLE: ListOffsets).
@@ -52,7 +53,8 @@ def ask_leaders(
     deadline = calls.deadline()
     answers: dict[PartitionKey, Any] = {}
     refused: dict[PartitionKey, KafkaError] = {}  # final errors, by partition
-    problem = "no leader was found"
+    # Why the partitions still pending are: the last problem seen, and its code.
+    problem: Problem = (ErrorCode.LEADER_NOT_AVAILABLE, "no leader was found")
     while True:
         pending = [key for key in wanted if key not in answers and key not in refused]
         if not pending:
@@ -72,7 +74,7 @@ def ask_leaders(
             leader = metadata.leaders.get((topic, number))
             endpoint = metadata.endpoints.get(leader) if leader is not None else None
             if endpoint is None:
-                problem = f"{topic}-{number} has no leader"
+                problem = (ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{number} has no leader")
                 continue
             # At most request_partitions_max partitions a request: a leader refuses more.
             piece = counts.get(endpoint, 0) // limits.request_partitions_max
@@ -86,10 +88,8 @@ def ask_leaders(
         if all(key in answers or key in refused for key in wanted):
             continue
         if time.monotonic() >= deadline:
-            timed_out = error(
-                f"no leader {what} within {calls.within}: {problem}",
-                ErrorCode.LEADER_NOT_AVAILABLE,
-            )
+            message = f"not every partition's leader {what} within {calls.within}: {problem[1]}"
+            timed_out = error(message, problem[0])
             for key in wanted:
                 if key not in answers:
                     refused.setdefault(key, timed_out)
@@ -109,10 +109,10 @@ def _ask_one(
     answers: dict[PartitionKey, Any],
     refused: dict[PartitionKey, KafkaError],
     deadline: float,
-) -> str | None:
+) -> Problem | None:
     """Ask the broker at `endpoint`; its answered partitions go into `answers`, those refused
     for good (an error no retry cures) into `refused`. Returns why the others were not
-    answered (None when all were)."""
+    answered, with its code (None when all were)."""
     stub = broker_pb2_grpc.BrokerServiceStub(calls.channels.get(endpoint))
     try:
         response = ask(stub, numbers, calls.attempt_s(deadline))
@@ -120,15 +120,19 @@ def _ask_one(
         if failure.code() in REFUSED_AS_SENT:  # every leader would refuse it the same
             raise error(failure.details() or "", ErrorCode.INVALID_REQUEST) from None
         metadata.mark_stale()
-        return f"the broker at {endpoint} did not answer ({status(failure)})"
-    problem = None
+        return (
+            ErrorCode.LEADER_NOT_AVAILABLE,
+            f"the broker at {endpoint} did not answer ({status(failure)})",
+        )
+    problem: Problem | None = None
     for topic in response.topics:
         for answer in topic.partitions:
             if answer.error_code == ErrorCode.NONE:
                 answers[(topic.name, answer.partition)] = answer
             elif answer.error_code in RETRIED:
                 metadata.mark_stale()
-                problem = f"{topic.name}-{answer.partition}: {answer.error_message}"
+                text = f"{topic.name}-{answer.partition}: {answer.error_message}"
+                problem = (ErrorCode(answer.error_code), text)
             else:
                 known = KafkaError.of(answer.error_code, answer.error_message)
                 message = f"{topic.name}-{answer.partition}: {known}"

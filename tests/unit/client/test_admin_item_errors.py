@@ -226,3 +226,70 @@ def test_every_partition_an_admin_commit_refused_is_named() -> None:
         ("t", 1): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ("t", 2): ErrorCode.INVALID_REQUEST,
     }
+
+
+def test_delete_records_leaves_the_broker_time_to_answer_before_the_call_times_out(
+    admin: Admin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader waits timeout_ms for its followers and then answers REQUEST_TIMED_OUT saying
+    where they are; given the call's whole timeout it answered when the client had already given
+    up (DEADLINE_EXCEEDED, 'the broker did not answer'), so that message never arrived."""
+    calls, metadata = admin._leaders
+    monkeypatch.setattr(metadata, "refresh", lambda topics, timeout_s=0: None)
+    metadata.partition_counts = {"t": 1}
+    metadata.leaders = {("t", 0): 1}
+    metadata.endpoints = {1: "b1:1"}
+    seen: list[tuple[int, float]] = []
+
+    class Stub:
+        def __init__(self, endpoint: str) -> None:
+            pass
+
+        def DeleteRecords(self, request: Any, timeout: float) -> Any:
+            seen.append((request.timeout_ms, timeout))
+            answer = broker_pb2.DeleteRecordsResponse()
+            answer.topics.add(name="t").partitions.add(partition=0, low_watermark=5)
+            return answer
+
+    from samsa.client import leader_calls
+
+    monkeypatch.setattr(leader_calls.broker_pb2_grpc, "BrokerServiceStub", Stub)
+    monkeypatch.setattr(calls.channels, "get", lambda endpoint: endpoint)
+    assert admin.delete_records({("t", 0): 5}) == {("t", 0): 5}
+    ((timeout_ms, timeout_s),) = seen
+    assert timeout_ms / 1000 <= timeout_s - 0.2, seen
+
+
+def test_followers_that_do_not_catch_up_end_delete_records_with_request_timed_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As documented: REQUEST_TIMED_OUT with the leader's message saying where the followers
+    are, not LEADER_NOT_AVAILABLE blaming a leader that answered every time."""
+    monkeypatch.setattr(coordinator_calls, "RETRY_BACKOFF_S", 0.05)
+    admin = Admin({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": 300})
+    calls, metadata = admin._leaders
+    monkeypatch.setattr(metadata, "refresh", lambda topics, timeout_s=0: None)
+    metadata.partition_counts = {"t": 1}
+    metadata.leaders = {("t", 0): 1}
+    metadata.endpoints = {1: "b1:1"}
+
+    class Stub:
+        def __init__(self, endpoint: str) -> None:
+            pass
+
+        def DeleteRecords(self, request: Any, timeout: float) -> Any:
+            answer = broker_pb2.DeleteRecordsResponse()
+            answer.topics.add(name="t").partitions.add(
+                partition=0,
+                error_code=ErrorCode.REQUEST_TIMED_OUT,  # type: ignore[arg-type]
+                error_message="the ISR's replicas start at 0, not yet 5",
+            )
+            return answer
+
+    from samsa.client import leader_calls
+
+    monkeypatch.setattr(leader_calls.broker_pb2_grpc, "BrokerServiceStub", Stub)
+    monkeypatch.setattr(calls.channels, "get", lambda endpoint: endpoint)
+    with admin, pytest.raises(TopicError, match="not yet 5") as raised:
+        admin.delete_records({("t", 0): 5})
+    assert raised.value.code == ErrorCode.REQUEST_TIMED_OUT
