@@ -433,8 +433,8 @@ class Admin:
         TransactionError when refused: INVALID_TXN_STATE (no open transaction there at that
         epoch), CONCURRENT_TRANSACTIONS (written to too recently; the message says how long to
         wait). Unavailable coordinators and leaders are retried until request.timeout.ms; a
-        retry after an answer was lost may find the transaction already aborted
-        (INVALID_TXN_STATE)."""
+        retry that finds the transaction aborted by this call's lost attempt (the producer one
+        epoch up, nothing open) returns as done."""
         self._transactions.abort_transaction(topic, partition, producer_id, producer_epoch)
 
     def close(self) -> None:

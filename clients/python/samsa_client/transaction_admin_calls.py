@@ -209,6 +209,7 @@ class TransactionAdminCalls:
         )
         deadline = self._calls.deadline()
         problem = "no coordinator is live"
+        maybe_written = False  # an earlier attempt may have written the marker, answer lost
         while True:
             live = [x for x in self._calls.coordinators() if not x.is_fenced]
             for coordinator in live:
@@ -217,13 +218,21 @@ class TransactionAdminCalls:
                     answer = stub.AbortTransaction(request, timeout=self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
                     problem = f"coordinator {coordinator.coordinator_id}: {status(error)}"
+                    maybe_written = True
                     continue
                 if answer.error_code == ErrorCode.NONE:
                     return
+                if (
+                    answer.error_code == ErrorCode.INVALID_TXN_STATE
+                    and maybe_written
+                    and self._aborted_at(topic, partition, producer_id, producer_epoch + 1)
+                ):
+                    return  # nothing open now: an earlier attempt of this call aborted it
                 if not ta.abort_retriable(answer.error_code):
                     raise TransactionError.of(answer.error_code, answer.error_message)
                 problem = f"coordinator {coordinator.coordinator_id}: {answer.error_message}"
                 if answer.error_code in ta.LEADER_ERRORS:
+                    maybe_written = True
                     break  # the leader's problem: another coordinator will not do better now
             if time.monotonic() >= deadline:
                 raise TransactionError(
@@ -232,6 +241,20 @@ class TransactionAdminCalls:
                     ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 )
             self._calls.wait_before_retry()
+
+    def _aborted_at(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool:
+        """Whether the partition's leader shows `producer_id` at `epoch` (the ABORT marker's,
+        one above the aborted transaction's) with no transaction open."""
+        try:
+            states = self.describe_producers([(topic, partition)])[(topic, partition)]
+        except TransactionError:
+            return False
+        return any(
+            s.producer_id == producer_id
+            and s.producer_epoch == epoch
+            and s.current_txn_start_offset < 0
+            for s in states
+        )
 
     # --- reaching coordinators and leaders -------------------------------------------------------
 

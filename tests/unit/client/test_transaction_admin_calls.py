@@ -74,3 +74,81 @@ def test_list_transactions_filtering_on_more_producer_ids_than_one_request_takes
     listed = calls.list_transactions((), range(many), 0)
     assert sorted(filters) == [3, limits.admin_request_items_max, limits.admin_request_items_max]
     assert sorted(x.producer_id for x in listed) == [n for n in range(many) if n % 1000 == 7]
+
+
+class _Lost(tac.grpc.RpcError):
+    def code(self):  # type: ignore[no-untyped-def]
+        return tac.grpc.StatusCode.DEADLINE_EXCEEDED
+
+    def details(self) -> str:
+        return "Deadline Exceeded"
+
+
+def _abort_calls(monkeypatch, answers, producers):  # type: ignore[no-untyped-def]
+    """TransactionAdminCalls whose one coordinator answers AbortTransaction from `answers` in
+    turn (an exception is raised) and whose partition leader shows `producers`."""
+    from types import SimpleNamespace
+
+    from samsa.client import coordinator_calls
+    from samsa.v1 import transactions_pb2 as txn
+
+    monkeypatch.setattr(coordinator_calls, "RETRY_BACKOFF_S", 0.0)
+    coordinators = [SimpleNamespace(is_fenced=False, endpoint="c:1", coordinator_id=1)]
+    calls = SimpleNamespace(
+        coordinators=lambda: coordinators,
+        deadline=lambda: tac.time.monotonic() + 2,
+        attempt_s=lambda deadline: 1.0,
+        wait_before_retry=lambda: None,
+        request_timeout_ms=2000,
+        within="request.timeout.ms (2000)",
+    )
+    asked: list[int] = []
+
+    class Stub:
+        def AbortTransaction(self, request, timeout):  # type: ignore[no-untyped-def]
+            asked.append(request.producer_epoch)
+            answer = answers.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            code, message = answer
+            return txn.AbortTransactionResponse(error_code=code, error_message=message)
+
+    admin_calls = tac.TransactionAdminCalls(calls, None)  # type: ignore[arg-type]
+    admin_calls._transaction_stub = lambda endpoint: Stub()  # type: ignore[method-assign]
+    monkeypatch.setattr(admin_calls, "describe_producers", lambda partitions: producers)
+    return admin_calls, asked
+
+
+NOTHING_OPEN = "producer 7 has no open transaction on t-0 (its leader shows no open transaction)"
+
+
+def test_an_abort_whose_answer_was_lost_and_is_found_done_on_retry_succeeds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The first AbortTransaction wrote the marker (epoch 3 -> 4) but its answer was lost; the
+    retry finds nothing open. The leader shows the producer at epoch 4 with nothing open: this
+    call's abort, so it succeeds rather than raising 'nothing to abort'."""
+    producers = {("t", 0): [ProducerState(7, 4, -1, 0, -1)]}
+    answers = [_Lost(), (ErrorCode.INVALID_TXN_STATE, NOTHING_OPEN)]
+    calls, asked = _abort_calls(monkeypatch, answers, producers)
+    calls.abort_transaction("t", 0, 7, 3)
+    assert asked == [3, 3]
+
+
+def test_nothing_to_abort_without_an_earlier_attempt_is_still_an_error(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    producers = {("t", 0): [ProducerState(7, 4, -1, 0, -1)]}
+    answers = [(ErrorCode.INVALID_TXN_STATE, NOTHING_OPEN)]
+    calls, _ = _abort_calls(monkeypatch, answers, producers)
+    try:
+        calls.abort_transaction("t", 0, 7, 3)
+    except TransactionError as error:
+        assert error.code == ErrorCode.INVALID_TXN_STATE
+    else:
+        raise AssertionError("not raised")
+    producers = {("t", 0): [ProducerState(7, 3, -1, 0, -1)]}  # not bumped: not this call's
+    answers = [_Lost(), (ErrorCode.INVALID_TXN_STATE, NOTHING_OPEN)]
+    calls, _ = _abort_calls(monkeypatch, answers, producers)
+    try:
+        calls.abort_transaction("t", 0, 7, 3)
+    except TransactionError as error:
+        assert error.code == ErrorCode.INVALID_TXN_STATE
+    else:
+        raise AssertionError("not raised")
