@@ -74,7 +74,8 @@ def produce(monkeypatch: pytest.MonkeyPatch, producer: FakeProducer, lines: int)
             pass
 
     monkeypatch.setattr(console_commands, "Admin", NoAdmin)
-    monkeypatch.setattr(console_commands, "require_topic", lambda admin, topic: None)
+    one_partition = SimpleNamespace(partitions=[0])  # what the command reads of the topic
+    monkeypatch.setattr(console_commands, "require_topic", lambda admin, topic: one_partition)
     monkeypatch.setattr(console_commands, "Producer", lambda settings: producer)
     text = b"".join(b"line %d\n" % n for n in range(lines))
     monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(text)))
