@@ -10,6 +10,12 @@ learns a new leader epoch. `build()` turns that into the next request's parts:
   what the broker's session holds (`_sent`), those named always (`name_always`), and those to
   forget.
 
+A request names at most `limits.request_partitions_max` partitions (forgotten ones count), the
+most a broker accepts. When more are due, `build()` names the ones waiting longest and says so
+(`FetchParts.more`); the rest follow in the next incremental fetches. A full fetch of more than
+that opens the session with the first of them, and the others are added incrementally; to a
+broker that keeps no session, each full fetch names first those the previous ones left out.
+
 `on_answer` records what the broker now holds and moves to the next epoch. A failed request, or a
 session error from the broker, sends the fetcher back to a full fetch (`reset`): the broker may or
 may not have applied the request, and a full fetch makes both sides agree again. A broker that
@@ -23,7 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 
+from samsa.common import limits
 from samsa.v1 import broker_pb2
 
 PartitionKey = tuple[str, int]
@@ -52,6 +60,8 @@ class FetchParts:
     full: bool
     partitions: Mapping[PartitionKey, FetchPosition]
     forgotten: tuple[PartitionKey, ...]
+    # Partitions were left for later requests (the request limit): do not long-poll this one.
+    more: bool = False
 
 
 class FetchSessionClient:
@@ -62,8 +72,9 @@ class FetchSessionClient:
         self.next_epoch = 0  # 0: the next fetch is full and opens a session
         self._wanted: dict[PartitionKey, FetchPosition] = {}
         self._sent: dict[PartitionKey, FetchPosition] = {}
-        # Keys whose wanted position may differ from what the broker's session holds.
-        self._pending: set[PartitionKey] = set()
+        # Keys whose wanted position may differ from what the broker's session holds, those
+        # waiting longest first (a dict for its order: the request limit serves them in turn).
+        self._pending: dict[PartitionKey, None] = {}
         # Keys named in every request even when unchanged (see `name_always`).
         self._always: set[PartitionKey] = set()
 
@@ -79,10 +90,10 @@ class FetchSessionClient:
         """Fetch `key` at `position` from now on; None stops fetching it."""
         if position is None:
             if self._wanted.pop(key, None) is not None or key in self._sent:
-                self._pending.add(key)
+                self._pending.setdefault(key)
         elif self._wanted.get(key) != position:
             self._wanted[key] = position
-            self._pending.add(key)
+            self._pending.setdefault(key)
 
     def name_always(self, key: PartitionKey, always: bool) -> None:
         """Name `key` in every request, changed or not (or stop doing so). A follower outside a
@@ -95,18 +106,42 @@ class FetchSessionClient:
 
     def build(self) -> FetchParts:
         """The next request's parts (see the module doc)."""
+        limit = limits.request_partitions_max
+        wanted = self._wanted
         if self.next_epoch == 0:
-            return FetchParts(self.session_id, 0, True, dict(self._wanted), ())
-        changed = {
-            key: self._wanted[key]
-            for key in self._pending
-            if key in self._wanted and self._sent.get(key) != self._wanted[key]
-        }
-        changed.update((key, self._wanted[key]) for key in self._always if key in self._wanted)
-        forgotten = tuple(
-            key for key in self._pending if key not in self._wanted and key in self._sent
+            if len(wanted) <= limit:
+                return FetchParts(self.session_id, 0, True, dict(wanted), ())
+            chosen: dict[PartitionKey, FetchPosition] = {}
+            for key in chain(self._pending, wanted):
+                if key in wanted and key not in chosen:
+                    chosen[key] = wanted[key]
+                    if len(chosen) == limit:
+                        break
+            return FetchParts(self.session_id, 0, True, chosen, (), more=True)
+        sent = self._sent
+        changed = {key: wanted[key] for key in self._always if key in wanted}
+        forgotten: list[PartitionKey] = []
+        more = len(changed) > limit
+        if more:
+            changed = dict(list(changed.items())[:limit])
+        for key in self._pending:
+            if key in changed:
+                continue
+            position = wanted.get(key)
+            if position is None and key not in sent:
+                continue
+            if position is not None and sent.get(key) == position:
+                continue
+            if len(changed) + len(forgotten) >= limit:
+                more = True
+                break
+            if position is None:
+                forgotten.append(key)
+            else:
+                changed[key] = position
+        return FetchParts(
+            self.session_id, self.next_epoch, False, changed, tuple(forgotten), more=more
         )
-        return FetchParts(self.session_id, self.next_epoch, False, changed, forgotten)
 
     def on_answer(self, parts: FetchParts, session_id: int) -> None:
         """The broker answered `parts` (no session error); it keeps session `session_id`."""
@@ -120,9 +155,12 @@ class FetchSessionClient:
                 self._sent.pop(key, None)
             self.next_epoch = 1 if self.next_epoch >= EPOCH_MAX else self.next_epoch + 1
         # Settled: what the broker holds is what is wanted (set() may have moved since build).
+        # Those left out of this request stay ahead of those it named (the request limit).
+        named = parts.partitions.keys() | set(parts.forgotten)
+        left_out = (key for key in self._pending if key not in named)
         self._pending = {
-            key
-            for key in self._pending | set(parts.partitions) | set(parts.forgotten)
+            key: None
+            for key in chain(left_out, parts.partitions, parts.forgotten)
             if self._wanted.get(key) != self._sent.get(key)
         }
 
@@ -131,7 +169,7 @@ class FetchSessionClient:
         session (closing this one on the broker, which may still hold it)."""
         self.next_epoch = 0
         self._sent.clear()
-        self._pending = set(self._wanted)
+        self._pending = dict.fromkeys(chain(self._pending, self._wanted))
 
 
 def fetch_request(parts: FetchParts, **fields: object) -> broker_pb2.FetchRequest:

@@ -57,7 +57,7 @@ from samsa.client.fetch_state import (
     FetchState,
     isolation_level,
 )
-from samsa.client.group_driver import GroupDriver
+from samsa.client.group_driver import GroupDriver, parts_of
 from samsa.client.listed_offsets import list_offsets_request
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed, FetchLink
@@ -373,13 +373,18 @@ class ConsumerDriver:
         while pending:
             if metadata.needs_refresh() or any(tp not in metadata.leaders for tp in pending):
                 await asyncio.to_thread(metadata.refresh, {topic for topic, _ in pending})
-            by_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
-            for tp, spec in pending.items():
+            by_node: dict[int, list[TopicPartition]] = {}
+            for tp in pending:
                 leader = metadata.leaders.get(tp)
                 if leader is not None:
-                    by_node.setdefault(leader, {})[tp] = spec
+                    by_node.setdefault(leader, []).append(tp)
+            # At most request_partitions_max partitions a request: a leader refuses more.
             answers = await asyncio.gather(
-                *(self._list_offsets_at(node, specs) for node, specs in by_node.items())
+                *(
+                    self._list_offsets_at(node, {tp: pending[tp] for tp in part})
+                    for node, tps in by_node.items()
+                    for part in parts_of(tps)
+                )
             )
             for answer in answers:
                 if answer is not None:

@@ -12,6 +12,10 @@ whenever that is not so, even at the position the broker's session holds: fetche
 broker since (a read replica and back, a leader and back), or its last answer not taken (dropped
 by a seek or a reset, or an error `poll()` raised, `refetch`). Otherwise it would wait for the next
 append, for ever on a partition no longer written to.
+
+A fetch names at most `limits.request_partitions_max` partitions, the most a broker accepts
+(common/fetch_session_client.py serves the rest in the next fetches, which follow at once: a fetch
+that leaves partitions out does not long-poll).
 """
 
 from __future__ import annotations
@@ -65,6 +69,10 @@ class BrokerFetchSessions:
         parts = session.build()
         for tp in named:
             session.name_always(tp, False)
+            if tp not in parts.partitions:  # left for a later request (the request limit)
+                del fetched_from[tp]
+        if parts.more:  # the rest follow at once, not after a long poll of these
+            fields = {**fields, "max_wait_ms": 0}
         return fetch_request(parts, **fields), parts
 
     def refetch(self, tp: TopicPartition) -> None:
