@@ -177,6 +177,14 @@ class LogDurability:
         self._recovery_point = offset
         self._unflushed_records = 0
 
+    def on_delete_front(self, first_base_offset: int) -> None:
+        """The segments below `first_base_offset` are deleted (their deletion made durable):
+        nothing below it is left to recover, so the recovery point is at least there (Kafka's
+        updateLogStartOffset). Otherwise a restart after retention took every segment would
+        find the recovery point below the log end and drop the producer snapshot there, the
+        only record of the producers left."""
+        self._recovery_point = max(self._recovery_point, first_base_offset)
+
     def sync_directory(self) -> None:
         """Make segment files' creations and deletions durable now."""
         fsync_directory(self._directory)

@@ -165,6 +165,9 @@ class LogTruncation:
         )
         if count == len(segments):
             self._local_log.roll_at_end(config.index_interval_bytes)
+            # The state at the log end is all that will be left of every producer: the roll's
+            # snapshot is unsynced, and no record will remain to rebuild it from.
+            self._producer_txns.snapshot_durably(self._local_log.log_end_offset)
         return count, self._delete_oldest(count, log_start_offset)
 
     def _delete_oldest(self, count: int, log_start_offset: int) -> int:
@@ -179,5 +182,6 @@ class LogTruncation:
         if count:
             self._producer_txns.retain(self._local_log.base_offsets)
             self._durability.sync_directory()
+            self._durability.on_delete_front(self._local_log.base_offsets[0])
         self._durability.checkpoint(log_start_offset)
         return log_start_offset

@@ -12,7 +12,8 @@ its ProducerTransactions (producer_transactions.py), at each step that moves the
   marker stores nothing, a late one raises);
 - every stored append, leader's or follower's, is applied unchecked (`on_append`), which returns
   the transactions its markers ended (transaction_log_state.py indexes the aborted ones);
-- a roll snapshots the state at the new segment's base offset, without fsync (`on_roll`);
+- a roll snapshots the state at the new segment's base offset, without fsync (`on_roll`), and
+  with fsync when retention is about to delete every record (`snapshot_durably`);
 - a truncation rebuilds the state from the newest snapshot left and the batches after it
   (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`);
 - `close` snapshots it durably at the log end, or deletes every snapshot when it is empty;
@@ -126,6 +127,11 @@ class ProducerLogState:
         """Snapshot the state at the new segment's base offset (the log end offset before the
         append being rolled for), without fsync: a lost snapshot only makes a rebuild slower."""
         self._write_snapshot(base_offset, durable=False)
+
+    def snapshot_durably(self, offset: int) -> None:
+        """Snapshot the state at `offset` (the log end) with fsync: retention deleted every
+        record, so no replay could rebuild it should the roll's unsynced snapshot be lost."""
+        self._write_snapshot(offset, durable=True)
 
     def on_truncate(self, segments: Sequence[Segment]) -> Rebuilt:
         """After a truncation: drop the snapshots above the new log end and rebuild the state

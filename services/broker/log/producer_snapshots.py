@@ -10,7 +10,8 @@ When snapshots are written (log.py decides, producer_log_state.py writes them):
 - at each segment roll, at the new segment's base offset, so that a restart after a crash
   replays at most the active segment. Written without fsync: a snapshot that a crash tore or
   lost fails its CRC or is missing, and the rebuild falls back to an older one or the log start
-  (slower, never wrong);
+  (slower, never wrong). When retention takes every segment, the one at the new empty segment
+  is rewritten with fsync, since no record is left to replay;
 - at `close`, at the log end offset and durably, so that a clean restart replays nothing. A log
   whose state is empty at close keeps no snapshot at all, and a clean open without one starts
   empty: 10,000 partitions that never saw an idempotent producer cost no file each.
