@@ -94,8 +94,11 @@ class GroupMember {
       request.rebalance_timeout_ms = this.rebalanceTimeoutMs;
       request.client_id = this.client.clientId;
     }
-    // Unset means "unchanged"; an empty set is sent on join.
-    if (this.ownedChanged) request.owned_partitions = toOwnedPartitions(this.assignment);
+    // Unset means "unchanged". Required on every join (coordinator.proto), also a rejoin after
+    // a fence that found the member owning nothing, when nothing "changed".
+    if (this.ownedChanged || this.memberEpoch === 0) {
+      request.owned_partitions = toOwnedPartitions(this.assignment);
+    }
     return request;
   }
 
