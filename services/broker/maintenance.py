@@ -83,6 +83,9 @@ def retention_pass(host: PartitionHost, *, now_ms: int, producer_id_expiration_m
                 now_ms=now_ms, high_watermark=hosted.high_watermark
             )
             if deleted:
+                # Fetch sessions answer only partitions that changed: this carries the new log
+                # start to the followers (and consumers) of an idle partition, as DeleteRecords'.
+                hosted.notify_appended()
                 log.info(
                     "retention deleted segments",
                     extra={"partition": f"{hosted.topic}-{hosted.partition}", "n": deleted},
