@@ -12,7 +12,6 @@ adapter and the session client, and the maintenance pass's retention (`retention
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from pathlib import Path
 
 from samsa.common.fetch_session_client import FetchPosition, FetchSessionClient
@@ -56,8 +55,7 @@ def test_retention_of_an_idle_partition_reaches_the_followers_session(tmp_path: 
     assert hosted is not None
     hosted.log.append_as_leader(build_batch([b"a", b"b"], timestamps=5), leader_epoch=0, now_ms=5)
     hosted.notify_appended()
-    cache = FetchSessionClient(), FetchSessionCache()
-    client, sessions = cache
+    client, sessions = FetchSessionClient(), FetchSessionCache()
 
     async def fetched(offset: int) -> dict[int, object]:
         client.set(("t", 0), FetchPosition(offset, 0, -1, 1 << 20, log_start_offset=0))
