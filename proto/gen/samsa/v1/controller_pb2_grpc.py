@@ -126,7 +126,8 @@ class ControllerServiceServicer:
 
     def RegisterBroker(self, request, context):
         """A broker process announces itself at startup (and after it lost its registration). It
-        starts fenced and is unfenced once its heartbeats show it caught up with the metadata log.
+        starts fenced and is unfenced once a heartbeat shows it caught up: its metadata_offset is
+        past its own registration record (broker_epoch), as in Kafka.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
