@@ -164,6 +164,7 @@ class LogTruncation:
             now_ms=now_ms,
         )
         if count == len(segments):
+            self._durability.persist_marker_removal()  # the roll is the first change to files
             self._local_log.roll_at_end(config.index_interval_bytes)
             # The state at the log end is all that will be left of every producer: the roll's
             # snapshot is unsynced, and no record will remain to rebuild it from.

@@ -17,6 +17,8 @@ import pytest
 from log_helpers import batch, small_config
 
 from samsa.common.errors import SamsaError
+from samsa.services.broker.log import log_durability
+from samsa.services.broker.log.local_log import LocalLog
 from samsa.services.broker.log.log import Log
 
 NOW = 1_000_000
@@ -108,3 +110,31 @@ def test_a_fetch_at_the_log_end_answers_nothing(tmp_path: Path) -> None:
     result = log.read(4, 1000, max_offset=4)
     assert (result.records, result.next_offset) == (b"", 4)
     log.close()
+
+
+def test_the_marker_removal_is_durable_before_the_roll_at_the_log_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retention's roll at the log end is the first change to a cleanly opened log's files: the
+    clean-shutdown marker's removal must be durable before it, or an OS crash right after could
+    bring the marker back over files that are no longer what the close left."""
+    log = emptied_log(tmp_path)
+    log.append_as_leader(idempotent(7, 4), leader_epoch=3, now_ms=NOW)
+    log.close()
+    reopened = Log.open(tmp_path, CONFIG, now_ms=NOW)  # consumes the marker, fsync deferred
+    events: list[str] = []
+    real_fsync, real_roll = log_durability.fsync_directory, LocalLog.roll_at_end
+
+    def fsync(directory: Path) -> None:
+        events.append("fsync")
+        real_fsync(directory)
+
+    def roll(self: LocalLog, index_interval_bytes: int) -> None:
+        events.append("roll")
+        real_roll(self, index_interval_bytes)
+
+    monkeypatch.setattr(log_durability, "fsync_directory", fsync)
+    monkeypatch.setattr(LocalLog, "roll_at_end", roll)
+    assert reopened.apply_retention(now_ms=NOW + HOUR_MS + 1, high_watermark=5) == 1
+    assert events[:2] == ["fsync", "roll"]
+    reopened.close()
