@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 import time
 from collections.abc import Iterable, Mapping
 
@@ -34,9 +35,11 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
+    close_deadline,
     group_of,
     offsets_to_commit,
     poll_timer_wait_s,
+    within,
 )
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
 from samsa.client.consumer_records import ConsumerRecord
@@ -72,6 +75,7 @@ class AsyncConsumer:
         self._progress = asyncio.Event()  # set by the driver after it applied an answer
         self._driver: ConsumerDriver | None = None
         self._closed = False
+        self._close_deadline: float | None = None  # stop(timeout)'s, once stop() began
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
 
@@ -112,7 +116,7 @@ class AsyncConsumer:
             group.member.unsubscribe(now_ms())
         group.wake()
         await self._run_rebalance_steps(driver, group)
-        deadline = time.monotonic() + LEAVE_TIMEOUT_S
+        deadline = min(time.monotonic() + LEAVE_TIMEOUT_S, self._close_deadline or math.inf)
         while group.member.state is MemberState.LEAVING:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -333,8 +337,9 @@ class AsyncConsumer:
     async def _run_step(self, group: GroupDriver, step: RebalanceStep) -> Exception | None:
         """The commit before revocation, then the listener (what it raised: poll() raises it)."""
         if step.commit_first:
+            commit, what = group.commit(step.commit_first), "the commit before revocation"
             try:
-                await group.commit(step.commit_first)
+                await within(commit, self._close_deadline, group, what)
             except KafkaError as error:
                 log.warning("group %r: commit before revocation failed: %s", group.group_id, error)
         try:
@@ -350,11 +355,13 @@ class AsyncConsumer:
             async with asyncio.timeout(timeout_s):
                 await self._progress.wait()
 
-    async def stop(self) -> None:
+    async def stop(self, timeout: float | None = None) -> None:
         """Leave the group (or with assign() and a group.id auto-commit the positions), stop
-        the driver: fetches in flight end, fetch sessions are closed."""
+        the driver: fetches in flight end, fetch sessions are closed. `timeout` (seconds,
+        default 30) bounds the waits on the cluster, as Consumer.close(timeout) does."""
         if self._driver is None or self._closed:
             return
+        deadline = self._close_deadline = close_deadline(timeout)
         group = self._driver.group
         if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
             try:
@@ -362,15 +369,19 @@ class AsyncConsumer:
             except Exception:  # stopping goes on: the session timeout removes the member
                 log.exception("group %r: leaving at stop failed", group.group_id)
         if group is not None:
-            await group.commit_at_close()
+            await within(group.commit_at_close(), deadline, group, "the commit at close")
         self._closed = True
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         await self._driver.stop()
         self._channels.close()
 
-    async def close(self) -> None:
-        """The sync Consumer's name for stop(): leave the group, stop fetching."""
-        await self.stop()
+    async def close(self, timeout: float | None = None) -> None:
+        """The sync Consumer's name for stop(): leave the group, stop fetching. `timeout`
+        (seconds, default 30 as Kafka's close(Duration)) is one budget for the waits on the
+        cluster: the commit before revocation, the leave and the commit at close. What is not
+        done by then is given up (logged; the group then drops the member at its session
+        timeout) and close() returns."""
+        await self.stop(timeout)
 
     async def __aenter__(self) -> AsyncConsumer:
         await self.start()

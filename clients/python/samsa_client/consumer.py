@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import math
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Mapping
@@ -52,9 +53,11 @@ from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
     check_open,
+    close_deadline,
     group_of,
     offsets_to_commit,
     poll_timer_wait_s,
+    within,
 )
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
 from samsa.client.consumer_records import ConsumerRecord
@@ -102,6 +105,7 @@ class Consumer:
         self._state = self._driver.state  # touched only under self._progress (the driver's lock)
         self._progress = threading.Condition(self._driver.lock)
         self._closed = False
+        self._close_deadline: float | None = None  # close(timeout)'s, once close() began
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
         self._loop = event_loops.new_event_loop()
@@ -138,7 +142,7 @@ class Consumer:
             group.member.unsubscribe(now_ms())
         group.wake_threadsafe()
         self._run_rebalance_steps(group)
-        deadline = time.monotonic() + LEAVE_TIMEOUT_S
+        deadline = min(time.monotonic() + LEAVE_TIMEOUT_S, self._close_deadline or math.inf)
         with self._progress:
             while group.member.state is MemberState.LEAVING:
                 remaining = deadline - time.monotonic()
@@ -374,8 +378,9 @@ class Consumer:
     def _run_step(self, group: GroupDriver, step: RebalanceStep) -> Exception | None:
         """The commit before revocation, then the listener (what it raised: poll() raises it)."""
         if step.commit_first:
+            commit, what = group.commit(step.commit_first), "the commit before revocation"
             try:
-                self._on_loop(group.commit(step.commit_first))
+                self._on_loop(within(commit, self._close_deadline, group, what))
             except KafkaError as error:
                 log.warning("group %r: commit before revocation failed: %s", group.group_id, error)
         try:
@@ -384,11 +389,15 @@ class Consumer:
             return error
         return None
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Leave the group (after on_partitions_revoked and an auto-commit), or with assign()
-        and a group.id auto-commit the positions; stop fetching."""
+        and a group.id auto-commit the positions; stop fetching. `timeout` (seconds, default 30
+        as Kafka's close(Duration)) is one budget for the waits on the cluster: the commit before
+        revocation, the leave and the commit at close. What is not done by then is given up
+        (logged; the group then drops the member at its session timeout) and close() returns."""
         if self._closed:
             return
+        deadline = self._close_deadline = close_deadline(timeout)
         group = self._driver.group
         if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
             try:
@@ -396,7 +405,7 @@ class Consumer:
             except Exception:  # closing goes on: the session timeout removes the member
                 log.exception("group %r: leaving at close failed", group.group_id)
         if group is not None:
-            self._on_loop(group.commit_at_close())
+            self._on_loop(within(group.commit_at_close(), deadline, group, "the commit at close"))
         self._closed = True
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)

@@ -5,8 +5,11 @@ the facades call the driver and the network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any
 
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
@@ -17,12 +20,16 @@ if TYPE_CHECKING:
     from samsa.client.consumer_driver import ConsumerDriver
     from samsa.client.group_driver import GroupDriver
 
+log = logging.getLogger(__name__)
+
 TopicPartition = tuple[str, int]
 
 # position() waits for its lookup at most session.timeout.ms (the lookup's own limit) plus this.
 POSITION_WAIT_MARGIN_S = 5.0
 # unsubscribe() and close() wait this long at most for the leave heartbeat's answer.
 LEAVE_TIMEOUT_S = 5.0
+# close()'s budget when no timeout is given: Kafka's close() waits up to 30 s.
+CLOSE_TIMEOUT_S = 30.0
 
 
 def poll_timer_wait_s(config: ConsumerConfig) -> float:
@@ -59,3 +66,26 @@ def check_open(closed: bool) -> None:
     """Every call of a closed consumer is refused, as Kafka's (IllegalStateException)."""
     if closed:
         raise KafkaError("the consumer is closed", ErrorCode.INVALID_REQUEST)
+
+
+def close_deadline(timeout: float | None) -> float:
+    """The time.monotonic() by which close(timeout) gives up waiting for the cluster: its commit,
+    the revocation's commit and the group leave share the one budget (Kafka's close(Duration))."""
+    budget = CLOSE_TIMEOUT_S if timeout is None else timeout
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
+        raise ValueError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+    return time.monotonic() + min(float(budget), 1e9)  # inf: a deadline asyncio can hold
+
+
+async def within(
+    coroutine: Coroutine[Any, Any, None], deadline: float | None, group: GroupDriver, what: str
+) -> None:
+    """Await `coroutine`, but only until `deadline` (None: no limit): past it, it is cancelled
+    and a warning says `what` was not done. Used on close() for calls a cluster may not answer."""
+    if deadline is None:
+        await coroutine
+        return
+    try:
+        await asyncio.wait_for(coroutine, max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        log.warning("group %r: %s not done within close()'s timeout", group.group_id, what)
