@@ -67,9 +67,9 @@ function typedPartitionData(partition, records, producer = null) {
 
 function toTypedRecord(record) {
   const headers = (record.headers || []).map(([key, value]) => ({ key, value: toBytes(value) }));
-  // records.proto says 0 means "now", but the broker stores 0 as given: stamp the time here,
-  // as Kafka's producers do. proto3 `optional bytes`: leaving the field out is null, an empty
-  // Buffer is empty.
+  // A record without a timestamp is stamped here, when the application sent it, as Kafka's
+  // producers do (the broker would stamp 0 with its own clock as it builds the batch, a retry
+  // later). proto3 `optional bytes`: leaving the field out is null, an empty Buffer is empty.
   const typed = { headers, timestamp_ms: record.timestamp || Date.now() };
   if (record.key !== null && record.key !== undefined) typed.key = toBytes(record.key);
   if (record.value !== null && record.value !== undefined) typed.value = toBytes(record.value);
