@@ -56,25 +56,34 @@ class HeartbeatDuringTheWait:
         return decision
 
 
-def test_a_broker_that_heartbeated_while_the_fence_waited_is_not_fenced(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def first_fence_decision(
+    monkeypatch: pytest.MonkeyPatch, driver_type: type[HeartbeatDuringTheWait]
+) -> Any:
+    """Runs the session-expiry loop over a `driver_type` driver and broker 1, silent for five
+    session timeouts, until the loop decides its first write; returns that decision."""
     monkeypatch.setattr(main, "LIVENESS_CHECK_INTERVAL_S", 0.001)
 
-    async def run() -> None:
+    async def run() -> Any:
         liveness = BrokerLiveness()
         image = _live_broker()
         liveness.heartbeat(1, image.brokers[1].broker_epoch, main._now_ms() - 5 * TIMEOUT_MS)
-        driver = HeartbeatDuringTheWait(image, liveness)
+        driver = driver_type(image, liveness)
         loop = asyncio.create_task(main._fence_expired_brokers(driver, liveness, TIMEOUT_MS))  # type: ignore[arg-type]
         deadline = asyncio.get_running_loop().time() + 2.0
         while not driver.decided:
             assert asyncio.get_running_loop().time() < deadline, "the loop never tried to fence"
             await asyncio.sleep(0.001)
         loop.cancel()
-        assert list(driver.decided[0].records) == [], "fenced a broker that had heartbeated"
+        return driver.decided[0]
 
-    asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_a_broker_that_heartbeated_while_the_fence_waited_is_not_fenced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decision = first_fence_decision(monkeypatch, HeartbeatDuringTheWait)
+    assert list(decision.records) == [], "fenced a broker that had heartbeated"
 
 
 class SilentDuringTheWait(HeartbeatDuringTheWait):
@@ -85,27 +94,9 @@ class SilentDuringTheWait(HeartbeatDuringTheWait):
 
 
 def test_a_broker_still_silent_is_fenced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(main, "LIVENESS_CHECK_INTERVAL_S", 0.001)
-
-    async def run() -> None:
-        liveness = BrokerLiveness()
-        image = _live_broker()
-        liveness.heartbeat(1, image.brokers[1].broker_epoch, main._now_ms() - 5 * TIMEOUT_MS)
-        driver = SilentDuringTheWait(image, liveness)
-        loop = asyncio.create_task(main._fence_expired_brokers(driver, liveness, TIMEOUT_MS))  # type: ignore[arg-type]
-        deadline = asyncio.get_running_loop().time() + 2.0
-        while not driver.decided:
-            assert asyncio.get_running_loop().time() < deadline, "the loop never tried to fence"
-            await asyncio.sleep(0.001)
-        loop.cancel()
-        fenced = [
-            r.fence_broker.broker_id
-            for r in driver.decided[0].records
-            if r.HasField("fence_broker")
-        ]
-        assert fenced == [1]
-
-    asyncio.run(run())
+    decision = first_fence_decision(monkeypatch, SilentDuringTheWait)
+    fenced = [r.fence_broker.broker_id for r in decision.records if r.HasField("fence_broker")]
+    assert fenced == [1]
 
 
 class CoordinatorHeartbeatDuringTheWait:
