@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 import grpc
 
+from samsa.common.errors import ErrorCode
+from samsa.v1 import controller_pb2 as c
 from samsa.v1 import controller_pb2_grpc
 
 
@@ -32,3 +34,20 @@ def serving_controllers(
     finally:
         for server in servers:
             server.stop(None).wait(5)
+
+
+class NotController(controller_pb2_grpc.ControllerServiceServicer):
+    """A controller that is not the active one: answers every CreateTopics NOT_CONTROLLER naming
+    `active` (set once the test knows the endpoints) and counts the calls."""
+
+    def __init__(self) -> None:
+        self.active = ""
+        self.calls = 0
+
+    def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        answer = c.CreateTopicsResponse()
+        answer.status.error_code = ErrorCode.NOT_CONTROLLER  # type: ignore[assignment]
+        answer.status.error_message = "not the active controller"
+        answer.status.active_controller.endpoint = self.active
+        return answer

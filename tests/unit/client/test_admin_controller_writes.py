@@ -11,35 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fake_controllers import serving_controllers
+from fake_controllers import NotController, serving_controllers
 
 from samsa.client.admin import Admin
 from samsa.client.controller_calls import WRITE_RETRY_BACKOFF_S
 from samsa.client.errors import NoBrokersAvailable
-from samsa.common.errors import ErrorCode
-from samsa.v1 import controller_pb2 as c
-from samsa.v1 import controller_pb2_grpc
-
-
-class NamesTheOther(controller_pb2_grpc.ControllerServiceServicer):
-    def __init__(self) -> None:
-        self.other = ""
-        self.calls = 0
-
-    def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
-        self.calls += 1
-        answer = c.CreateTopicsResponse()
-        answer.status.error_code = ErrorCode.NOT_CONTROLLER  # type: ignore[assignment]
-        answer.status.error_message = "not the active controller"
-        answer.status.active_controller.endpoint = self.other
-        return answer
 
 
 @pytest.fixture
-def two_controllers_naming_each_other() -> Iterator[tuple[str, list[NamesTheOther]]]:
-    servicers = [NamesTheOther(), NamesTheOther()]
+def two_controllers_naming_each_other() -> Iterator[tuple[str, list[NotController]]]:
+    servicers = [NotController(), NotController()]
     with serving_controllers(*servicers) as endpoints:
-        servicers[0].other, servicers[1].other = endpoints[1], endpoints[0]
+        servicers[0].active, servicers[1].active = endpoints[1], endpoints[0]
         yield ",".join(endpoints), servicers
 
 

@@ -12,26 +12,11 @@ from __future__ import annotations
 
 import time
 
-from fake_controllers import serving_controllers
+from fake_controllers import NotController, serving_controllers
 
 from samsa.client.admin import Admin
-from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import controller_pb2_grpc
-
-
-class Follower(controller_pb2_grpc.ControllerServiceServicer):
-    def __init__(self) -> None:
-        self.active = ""
-        self.calls = 0
-
-    def CreateTopics(self, request, context):  # type: ignore[no-untyped-def]
-        self.calls += 1
-        answer = c.CreateTopicsResponse()
-        answer.status.error_code = ErrorCode.NOT_CONTROLLER  # type: ignore[assignment]
-        answer.status.error_message = "not the active controller"
-        answer.status.active_controller.endpoint = self.active
-        return answer
 
 
 class Active(controller_pb2_grpc.ControllerServiceServicer):
@@ -48,7 +33,7 @@ class Active(controller_pb2_grpc.ControllerServiceServicer):
 
 
 def test_a_write_follows_the_redirect_to_an_active_controller_not_in_bootstrap() -> None:
-    follower, active = Follower(), Active()
+    follower, active = NotController(), Active()
     with serving_controllers(follower, active) as (follower_at, active_at):
         follower.active = active_at
         with Admin({"bootstrap.servers": follower_at, "request.timeout.ms": 3_000}) as admin:
