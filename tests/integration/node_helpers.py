@@ -141,7 +141,11 @@ def start_node_script(
 # answers naming a broker). `client` (a SamsaClient bootstrapping from the fake, with
 # `options`) and `data` are in scope of BODY, whose return value is printed as JSON.
 # `topic_answer(request, partitions, brokers)` is a DescribeTopics answer naming the topic asked
-# about with `partitions`, every broker of `brokers` (default [1]) at the fake's endpoint.
+# about with `partitions`, every broker of `brokers` (default [1]) at the fake's endpoint;
+# `one_partition_answer(request, leader_epoch)` one whose partition 0 is led by the fake alone.
+# `partition_answer(request, fields)` answers a Produce, Fetch or ListOffsets of the topic it
+# names with partition 0 and `fields`. `the_fake_coordinates` is a CoordinatorLookupService
+# naming the fake coordinator of every key. `sleep(ms)` resolves after ms milliseconds.
 FAKE_SERVER_SCRIPT = """
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
@@ -169,6 +173,18 @@ const topic_answer = (request, partitions, brokers = [1]) => ({
   topics: [{ name: request.names[0], topic_id: Buffer.alloc(16, 7), partitions }],
   broker_endpoints: Object.fromEntries(brokers.map((id) => [id, endpoint])),
 });
+const one_partition_answer = (request, leader_epoch = 1) => topic_answer(
+  request, [{ partition: 0, leader: 1, leader_epoch, replicas: [1], isr: [1] }],
+);
+const partition_answer = (request, fields) => ({
+  topics: [{ name: request.topics[0].name, partitions: [{ partition: 0, ...fields }] }],
+});
+const the_fake_coordinates = {
+  FindCoordinator: (request) => ({
+    coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }],
+  }),
+};
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const handlers = (HANDLERS);
 const server = new grpc.Server();
 for (const [kind, methods] of Object.entries(handlers)) {

@@ -27,11 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 # of an offset above data.offset_max with INVALID_REQUEST. With data.join_delay_ms, a join is
 # answered that much later.
 EPOCH_MOVES_ON = """{
-  lookup: {
-    FindCoordinator(request) {
-      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
-    },
-  },
+  lookup: the_fake_coordinates,
   group: {
     ConsumerGroupHeartbeat(request) {
       const epoch = request.member_epoch === 0 ? 1 : 2;
@@ -104,11 +100,7 @@ def test_leaving_waits_for_the_revoke_callback_at_most_the_rebalance_timeout() -
 # onRevoke never settles, so after data.fenced_after heartbeats the coordinator has removed it
 # (FENCED_MEMBER_EPOCH). Rejoining (epoch 0) is answered epoch 3 with t[0] alone.
 FENCED_WHILE_REVOKING = """{
-  lookup: {
-    FindCoordinator(request) {
-      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
-    },
-  },
+  lookup: the_fake_coordinates,
   group: {
     ConsumerGroupHeartbeat(request) {
       const answer = (epoch, partitions) => ({ member_id: request.member_id, member_epoch: epoch,
@@ -127,7 +119,6 @@ FENCED_WHILE_REVOKING = """{
 }"""
 # Joins, waits (up to 5 s) for the member to own what epoch 3 assigns and to have reported it.
 REJOIN_PAST_A_STUCK_REVOCATION = """
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const member = await client.joinGroup('g', ['t'], {
   rebalanceTimeoutMs: 300,
   onRevoke: () => new Promise(() => {}), // never settles
@@ -152,11 +143,7 @@ def test_a_member_fenced_while_revoking_rejoins_and_owns_its_new_assignment() ->
 # owned_partitions (the answer that moved the epoch was lost), else fences the member; a rejoin
 # is answered epoch 5.
 ANSWER_LOST = """{
-  lookup: {
-    FindCoordinator(request) {
-      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
-    },
-  },
+  lookup: the_fake_coordinates,
   group: {
     ConsumerGroupHeartbeat(request) {
       const n = asked_before('ConsumerGroupHeartbeat');
@@ -174,7 +161,6 @@ ANSWER_LOST = """{
 }"""
 # Joins and waits (up to 5 s) for the member's epoch to move past 1; returns it.
 EPOCH_AFTER_A_LOST_ANSWER = """
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const member = await client.joinGroup('g', ['t']);
 const deadline = Date.now() + 5000;
 while (member.memberEpoch <= 1 && Date.now() < deadline) await sleep(20);
@@ -193,7 +179,6 @@ def test_a_lost_heartbeat_answer_does_not_fence_the_member() -> None:
 # Starts joining, closes the client once the coordinator has the join heartbeat (its answer on
 # its way), and returns how the join ended and the member epochs of the heartbeats sent.
 CLOSE_DURING_JOIN = """
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const joining = client.joinGroup('g', ['t']).then(() => 'joined', (error) => error.message);
 while (asked_before('ConsumerGroupHeartbeat') < 0) await sleep(10);
 await client.close();
@@ -218,11 +203,7 @@ def test_closing_during_a_join_leaves_the_group_again() -> None:
 # A coordinator whose group committed 7 on t[0]: an OffsetFetch naming no topic answers every
 # committed offset, as coordinator.proto says; one naming partitions answers those.
 COMMITTED_SEVEN = """{
-  lookup: {
-    FindCoordinator(request) {
-      return { coordinators: [{ key: request.keys[0], coordinator_id: 1, endpoint }] };
-    },
-  },
+  lookup: the_fake_coordinates,
   group: {
     OffsetFetch(request) {
       const asked = request.topics.length > 0 ? request.topics : [{ topic: 't', partitions: [0] }];

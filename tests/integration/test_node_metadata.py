@@ -64,16 +64,14 @@ def test_a_topic_answered_in_pages_is_read_whole() -> None:
 # record "fresh" at offset 5, log start 5).
 DEPOSED_LEADER = """{
   controller: {
-    DescribeTopics: (request) => topic_answer(
-      request,
-      [{ partition: 0, leader: 1, leader_epoch: 4, replicas: [1], isr: [1] }],
-    ),
+    DescribeTopics: (request) => one_partition_answer(request, 4),
   },
   broker: {
     Fetch(request) {
       const asked = request.topics[0].partitions[0];
-      const answer = (partition) => ({ topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, high_watermark: 10, next_fetch_offset: 10, ...partition }] }] });
+      const answer = (fields) => partition_answer(
+        request, { high_watermark: 10, next_fetch_offset: 10, ...fields },
+      );
       const stale = asked_before('Fetch') < data.stale_answers;
       if (stale && asked.current_leader_epoch > 3) {
         return answer({ error_code: 'ERROR_CODE_UNKNOWN_LEADER_EPOCH' });
@@ -83,8 +81,7 @@ DEPOSED_LEADER = """{
     },
     ListOffsets(request) {
       const asked = request.topics[0].partitions[0];
-      const answer = (partition) => ({ topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, leader_epoch: 4, ...partition }] }] });
+      const answer = (fields) => partition_answer(request, { leader_epoch: 4, ...fields });
       const stale = asked_before('ListOffsets') < data.stale_answers;
       if (stale && asked.current_leader_epoch > 3) {
         return answer({ error_code: 'ERROR_CODE_UNKNOWN_LEADER_EPOCH', offset: -1 });
@@ -124,13 +121,11 @@ ONE_PARTITION_OFFLINE = """{
   broker: {
     Fetch(request) {
       const record = { offset: 0, timestamp_ms: 1, value: Buffer.from('up') };
-      return { topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, high_watermark: 1, next_fetch_offset: 1, decoded_records: [record] }] }] };
+      return partition_answer(
+        request, { high_watermark: 1, next_fetch_offset: 1, decoded_records: [record] },
+      );
     },
-    Produce(request) {
-      return { topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, base_offset: 7 }] }] };
-    },
+    Produce: (request) => partition_answer(request, { base_offset: 7 }),
   },
 }"""
 
@@ -210,15 +205,13 @@ STALE_METADATA = """{
             decoded_records: [{ offset: 0, timestamp_ms: 1, value: Buffer.from('moved') }] }
         : { error_code: 'ERROR_CODE_NOT_LEADER_OR_FOLLOWER',
             current_leader: { leader_id: 2, leader_epoch: 4 } };
-      return { topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, ...result }] }] };
+      return partition_answer(request, result);
     },
     Produce(request) {
       const result = asked_before('Produce') > 0 ? { base_offset: 1 }
         : { error_code: 'ERROR_CODE_FENCED_LEADER_EPOCH', base_offset: -1,
             current_leader: { leader_id: 2, leader_epoch: 5 } };
-      return { topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, ...result }] }] };
+      return partition_answer(request, result);
     },
   },
 }"""

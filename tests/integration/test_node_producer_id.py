@@ -27,10 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 # attempt of the second write is answered REQUEST_TIMED_OUT (it may have been written).
 FORGETFUL_LEADER = """{
   controller: {
-    DescribeTopics: (request) => topic_answer(
-      request,
-      [{ partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] }],
-    ),
+    DescribeTopics: (request) => one_partition_answer(request),
   },
   broker: {
     InitProducerId() {
@@ -38,15 +35,12 @@ FORGETFUL_LEADER = """{
     },
     Produce(request) {
       const sent = request.topics[0].partitions[0];
-      const answer = (partition) => ({ topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, ...partition }] }] });
+      const refused = (code) => partition_answer(request, { error_code: code, base_offset: -1 });
       if (data.time_out_first && asked_before('Produce') === 1) {
-        return answer({ error_code: 'ERROR_CODE_REQUEST_TIMED_OUT', base_offset: -1 });
+        return refused('ERROR_CODE_REQUEST_TIMED_OUT');
       }
-      if (sent.base_sequence !== 0) {
-        return answer({ error_code: 'ERROR_CODE_UNKNOWN_PRODUCER_ID', base_offset: -1 });
-      }
-      return answer({ base_offset: String(asked_before('Produce')) });
+      if (sent.base_sequence !== 0) return refused('ERROR_CODE_UNKNOWN_PRODUCER_ID');
+      return partition_answer(request, { base_offset: String(asked_before('Produce')) });
     },
   },
 }"""

@@ -21,16 +21,10 @@ pytestmark = pytest.mark.timeout(60)
 # One partition led by the fake, which stores nothing and answers every produce at offset 0.
 ONE_PARTITION = """{
   controller: {
-    DescribeTopics: (request) => topic_answer(
-      request,
-      [{ partition: 0, leader: 1, leader_epoch: 1, replicas: [1], isr: [1] }],
-    ),
+    DescribeTopics: (request) => one_partition_answer(request),
   },
   broker: {
-    Produce(request) {
-      return { topics: [{ name: request.topics[0].name, partitions: [
-        { partition: 0, base_offset: 0 }] }] };
-    },
+    Produce: (request) => partition_answer(request, { base_offset: 0 }),
   },
 }"""
 
