@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from admin_call_kinds import each_kind_of_admin_call
 
 from samsa.client.admin import Admin
 from samsa.client.errors import KafkaError
@@ -19,16 +20,7 @@ from samsa.common.errors import InvalidConfigError
 REFUSED = "127.0.0.1:1"
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda admin: admin.list_topics(),
-        lambda admin: admin.create_topic("t", 1, 1),
-        lambda admin: admin.describe_consumer_groups(["g"]),
-        lambda admin: admin.list_transactions(),
-    ],
-    ids=["read", "write", "group", "listing"],
-)
+@each_kind_of_admin_call
 def test_default_api_timeout_ms_is_the_whole_call_deadline(call) -> None:  # type: ignore[no-untyped-def]
     config = {
         "bootstrap.servers": REFUSED,

@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from admin_call_kinds import each_kind_of_admin_call
 
 from samsa.client.admin import Admin
 from samsa.client.errors import KafkaError
@@ -24,16 +25,7 @@ def refused_admin() -> Admin:
     return Admin({"bootstrap.servers": REFUSED, "request.timeout.ms": 20_000})
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda admin: admin.list_topics(),
-        lambda admin: admin.create_topic("t", 1, 1),
-        lambda admin: admin.describe_consumer_groups(["g"]),
-        lambda admin: admin.list_transactions(),
-    ],
-    ids=["read", "write", "group", "listing"],
-)
+@each_kind_of_admin_call
 def test_a_call_after_close_is_refused_at_once(call) -> None:  # type: ignore[no-untyped-def]
     admin = refused_admin()
     admin.close()
