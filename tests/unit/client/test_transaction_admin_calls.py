@@ -8,6 +8,8 @@ replaced by fakes; the fake listing refuses more ids than a coordinator takes, a
 
 from __future__ import annotations
 
+import pytest
+
 from samsa.client import transaction_admin_calls as tac
 from samsa.client.transaction_admin import ProducerState, TransactionError
 from samsa.common import limits
@@ -133,22 +135,17 @@ def test_an_abort_whose_answer_was_lost_and_is_found_done_on_retry_succeeds(monk
     assert asked == [3, 3]
 
 
+def _abort_fails_as_invalid_txn_state(monkeypatch, answers, producers) -> None:  # type: ignore[no-untyped-def]
+    calls, _ = _abort_calls(monkeypatch, answers, producers)
+    with pytest.raises(TransactionError) as raised:
+        calls.abort_transaction("t", 0, 7, 3)
+    assert raised.value.code == ErrorCode.INVALID_TXN_STATE
+
+
 def test_nothing_to_abort_without_an_earlier_attempt_is_still_an_error(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     producers = {("t", 0): [ProducerState(7, 4, -1, 0, -1)]}
     answers = [(ErrorCode.INVALID_TXN_STATE, NOTHING_OPEN)]
-    calls, _ = _abort_calls(monkeypatch, answers, producers)
-    try:
-        calls.abort_transaction("t", 0, 7, 3)
-    except TransactionError as error:
-        assert error.code == ErrorCode.INVALID_TXN_STATE
-    else:
-        raise AssertionError("not raised")
+    _abort_fails_as_invalid_txn_state(monkeypatch, answers, producers)
     producers = {("t", 0): [ProducerState(7, 3, -1, 0, -1)]}  # not bumped: not this call's
     answers = [_Lost(), (ErrorCode.INVALID_TXN_STATE, NOTHING_OPEN)]
-    calls, _ = _abort_calls(monkeypatch, answers, producers)
-    try:
-        calls.abort_transaction("t", 0, 7, 3)
-    except TransactionError as error:
-        assert error.code == ErrorCode.INVALID_TXN_STATE
-    else:
-        raise AssertionError("not raised")
+    _abort_fails_as_invalid_txn_state(monkeypatch, answers, producers)
