@@ -209,21 +209,24 @@ class SamsaClient {
   // Every partition of one topic, and the brokers' endpoints, from DescribeTopics: an answer
   // carries at most partition_limit partitions (the server's default, 2,000, when unset) and a
   // cursor to go on from, so a larger topic is read page by page. Pages may come from different
-  // metadata offsets: a topic recreated in between (another topic_id) fails the read with a
-  // retriable error, and so does one deleted (the cursor's topic answers UNKNOWN_TOPIC).
+  // metadata offsets (each page asks for one at least as current as the page before, as
+  // controller.proto says): a topic recreated in between (another topic_id) fails the read with
+  // a retriable error, and so does one deleted (the cursor's topic answers UNKNOWN_TOPIC).
   async readTopicPages(name) {
     const partitions = [];
     const endpoints = {};
     let cursor = null;
     let topicId = null;
+    let minOffset = this.metadataOffset; // each page at least as current as the one before
     for (;;) {
       const request = {
         names: [name],
-        min_metadata_offset: this.metadataOffset,
+        min_metadata_offset: minOffset,
         partition_limit: DESCRIBE_PARTITIONS_MAX,
       };
       if (cursor !== null) request.cursor = cursor;
       const answer = await this.callAny('controller', 'DescribeTopics', request);
+      minOffset = Math.max(minOffset, toInt((answer.status && answer.status.metadata_offset) || 0));
       const topic = check(answer.topics[0] || {}, `topic ${name}`);
       if (topicId !== null && !topicId.equals(topic.topic_id)) {
         throw new SamsaError('ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION', `topic ${name} was recreated`);

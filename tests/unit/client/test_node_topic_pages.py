@@ -1,0 +1,68 @@
+"""Goal: the Node client reads DescribeTopics pages as controller.proto says: each page after
+the first asks for min_metadata_offset = the previous answer's status.metadata_offset, so that
+no page is older than the one before (a client that switches server between pages must not get
+an older image's view of the rest of the topic).
+
+Method: run clients/node/samsa.js under `node` with SamsaClient.callAny replaced by a script
+of two pages; check the requests it sent. No server, no gRPC channel.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+NODE_DIR = Path(__file__).resolve().parents[3] / "clients" / "node"
+NODE = shutil.which("node")
+
+pytestmark = pytest.mark.skipif(
+    NODE is None or not (NODE_DIR / "node_modules").is_dir(),
+    reason="needs `node` and clients/node/node_modules (npm ci --prefix clients/node)",
+)
+
+SCRIPT = """
+const { SamsaClient } = require(process.argv[1]);
+const NONE = 'ERROR_CODE_UNSPECIFIED';
+const id = Buffer.alloc(16, 7);
+const partition = (n) => ({ partition: n, leader: 1, leader_epoch: 0, replicas: [1], isr: [1] });
+const pages = [
+  { status: { error_code: NONE, metadata_offset: '120' },
+    topics: [{ name: 't', error_code: NONE, topic_id: id, partitions: [partition(0)] }],
+    broker_endpoints: { 1: 'b:1' }, next_cursor: { topic: 't', partition: 1 } },
+  { status: { error_code: NONE, metadata_offset: '125' },
+    topics: [{ name: 't', error_code: NONE, topic_id: id, partitions: [partition(1)] }],
+    broker_endpoints: { 1: 'b:1' }, next_cursor: null },
+];
+const client = new SamsaClient('a:1');
+const sent = [];
+client.callAny = async (kind, method, request) => {
+  sent.push(JSON.parse(JSON.stringify(request)));
+  return pages[sent.length - 1];
+};
+(async () => {
+  const partitions = await client.describeTopic('t');
+  console.log(JSON.stringify({ sent, partitions }));
+})().catch((error) => { console.error(error); process.exit(1); });
+"""
+
+
+def test_each_page_is_at_least_as_current_as_the_one_before() -> None:
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, "-e", SCRIPT, str(NODE_DIR / "samsa.js")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert [p["partition"] for p in out["partitions"]] == [0, 1], out
+    first, second = out["sent"]
+    assert first["min_metadata_offset"] == 0, first
+    assert "cursor" not in first, first
+    assert second["cursor"] == {"topic": "t", "partition": 1}, second
+    assert second["min_metadata_offset"] == 120, second
