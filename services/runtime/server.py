@@ -20,9 +20,11 @@ DecodeError is raised into whichever task iterates the requests, where it can di
 guard wraps each method handler once (cached by method name, so an RPC costs a dict lookup):
 - its request deserializer returns an `_Undecodable` sentinel instead of raising DecodeError;
 - its behaviour aborts with INVALID_ARGUMENT ("the request is not a valid samsa.v1.X: <reason>")
-  when the request is the sentinel. A request stream raises `UndecodableRequestError` into
-  whichever task reads it when it meets one; the behaviour turns that into the same abort once it
-  reaches the handler's own task. (Never abort from another task: grpc allows one operation batch
+  when the request is the sentinel; so it does, with RESOURCE_EXHAUSTED, for a request that would
+  parse into more than request_shape.ELEMENTS_MAX objects, counted before parsing (one 80 MiB
+  request of empty entries parsed into ~2 GB). A request stream raises `UndecodableRequestError`
+  into whichever task reads it when it meets one; the behaviour turns that into the same abort once
+  it reaches the handler's own task. (Never abort from another task: grpc allows one operation batch
   at a time per call, so an abort racing the handler's write fails with TOO_MANY_OPERATIONS.
   A handler that reads its requests in a task of its own must hand that task's failure back, as
   ProduceStream does);
@@ -57,6 +59,7 @@ from samsa.common.quiet_rpcs import CONNECTION_STREAMS
 from samsa.services.runtime import metrics
 from samsa.services.runtime.health_file import HealthFile, own_address
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
+from samsa.services.runtime.request_shape import elements_problem
 from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
 
 _LOGGER = logging.getLogger(__name__)
@@ -77,12 +80,16 @@ def _monotonic_ms() -> int:
 
 
 class _Undecodable:
-    """What a guarded deserializer returns for bytes that are not the method's request type."""
+    """What a guarded deserializer returns for bytes that are not the method's request type, or
+    that would parse into too many objects (request_shape.py: RESOURCE_EXHAUSTED)."""
 
-    __slots__ = ("message",)
+    __slots__ = ("code", "message")
 
-    def __init__(self, message: str) -> None:
+    def __init__(
+        self, message: str, code: grpc.StatusCode = grpc.StatusCode.INVALID_ARGUMENT
+    ) -> None:
         self.message = message
+        self.code = code
 
 
 def _guard_deserializer(deserializer: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
@@ -90,6 +97,8 @@ def _guard_deserializer(deserializer: Callable[[bytes], Any]) -> Callable[[bytes
     type_name = getattr(descriptor, "full_name", "request message")
 
     def deserialize(raw: bytes) -> Any:
+        if descriptor is not None and (problem := elements_problem(descriptor, raw)) is not None:
+            return _Undecodable(problem, grpc.StatusCode.RESOURCE_EXHAUSTED)
         try:
             return deserializer(raw)
         except DecodeError as error:
@@ -104,7 +113,14 @@ def _guard_deserializer(deserializer: Callable[[bytes], Any]) -> Callable[[bytes
 
 
 class UndecodableRequestError(Exception):
-    """Raised by a guarded request stream at an undecodable message; answered INVALID_ARGUMENT."""
+    """Raised by a guarded request stream at an undecodable message; answered with `code`
+    (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED for one too many objects to parse)."""
+
+    def __init__(
+        self, message: str, code: grpc.StatusCode = grpc.StatusCode.INVALID_ARGUMENT
+    ) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _RateLimitedLogger:
@@ -204,7 +220,7 @@ class RpcGuard(WrappingInterceptor):
                     async for response in behaviour(request, context):
                         yield response
                 except UndecodableRequestError as refused:
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(refused))
+                    await context.abort(refused.code, str(refused))
                 except grpc.aio.BaseError:
                     raise  # an abort, a stopped server: grpc's own control flow
                 except Exception as error:
@@ -218,7 +234,7 @@ class RpcGuard(WrappingInterceptor):
                     request = checked(request, context, method)
                     return await behaviour(request, context)
                 except UndecodableRequestError as refused:
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(refused))
+                    await context.abort(refused.code, str(refused))
                 except grpc.aio.BaseError:
                     raise
                 except Exception as error:
@@ -254,7 +270,7 @@ class RpcGuard(WrappingInterceptor):
             context.peer(),
             request.message,
         )
-        raise UndecodableRequestError(request.message)
+        raise UndecodableRequestError(request.message, request.code)
 
     async def _fail(self, error: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
         self._failure_log.log(

@@ -22,6 +22,7 @@ import pytest
 
 from samsa.common import limits
 from samsa.services.broker.servicer import BrokerServicer, add_broker_service
+from samsa.services.runtime import request_shape
 from samsa.services.runtime import server as server_module
 from samsa.services.runtime.server import GrpcServer, RpcGuard
 from samsa.v1 import broker_pb2
@@ -237,3 +238,36 @@ def test_a_flood_of_bad_requests_logs_a_bounded_number_of_lines(caplog, monkeypa
     assert all(r.levelno == logging.WARNING and r.exc_info is None for r in refused)
     assert [r.suppressed for r in summaries] == [200 - limits.rpc_failure_log_lines_max]
     assert not [r for r in caplog.records if r.name.startswith("grpc")], "grpc logged too"
+
+
+def _empty_fetch_topics(count: int) -> bytes:
+    """A FetchRequest of `count` empty topic entries: two bytes each on the wire, ~50 parsed."""
+    number = broker_pb2.FetchRequest.DESCRIPTOR.fields_by_name["topics"].number
+    return bytes([(number << 3) | 2, 0]) * count
+
+
+def test_a_request_that_would_parse_into_too_many_objects_is_refused_unparsed() -> None:
+    """2 MB of empty entries parsed into ~50 MB (80 MiB of them into ~2 GB, and the Fetch
+    answered OK): RESOURCE_EXHAUSTED naming the limit, before the parser or the handler runs;
+    the same mid-stream."""
+    hostile = _empty_fetch_topics(request_shape.ELEMENTS_MAX + 1)
+
+    async def scenario(channel: grpc.aio.Channel) -> None:
+        code, details = await unary_status(channel, "/samsa.v1.BrokerService/Fetch", hostile)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
+        assert f"at most {request_shape.ELEMENTS_MAX}" in details
+        produce = broker_pb2.ProduceStreamRequest.DESCRIPTOR.fields_by_name["request"].number
+        topics = broker_pb2.ProduceRequest.DESCRIPTOR.fields_by_name["topics"].number
+        inner = bytes([(topics << 3) | 2, 0]) * (request_shape.ELEMENTS_MAX + 1)
+        length, varint = len(inner), bytearray()
+        while True:
+            byte, length = length & 0x7F, length >> 7
+            varint.append(byte | (0x80 if length else 0))
+            if not length:
+                break
+        item = bytes([(produce << 3) | 2]) + bytes(varint) + inner
+        status, seconds = await produce_stream_status(channel, item)
+        assert status == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert seconds < 3
+
+    serve(scenario)

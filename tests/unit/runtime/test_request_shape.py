@@ -1,0 +1,99 @@
+"""Goal: no request, however small on the wire, parses into more than request_shape.ELEMENTS_MAX
+objects: one 80 MiB request of empty entries parsed into ~2 GB (about 50 bytes of memory per
+two-byte entry) before any handler could count them. And the count costs a legitimate large
+request (records travel as one bytes field) nothing worth measuring.
+
+Method: the pure `elements_problem` on crafted wire bytes: empty entries at the top level and
+nested, packed and unpacked repeated scalars, a maximal-size records field, malformed bytes.
+The guard's use of it, over a real server, is in test_rpc_guard.py.
+"""
+
+from __future__ import annotations
+
+import time
+
+from samsa.services.runtime.request_shape import ELEMENTS_MAX, elements_problem
+from samsa.v1 import broker_pb2, controller_pb2, coordinator_pb2
+
+
+def _field(message: type, name: str) -> int:
+    return message.DESCRIPTOR.fields_by_name[name].number
+
+
+def _len_field(number: int, payload: bytes) -> bytes:
+    assert len(payload) < 128 and number < 16
+    return bytes([(number << 3) | 2, len(payload)]) + payload
+
+
+def _empty_topics(count: int) -> bytes:
+    return _len_field(_field(broker_pb2.FetchRequest, "topics"), b"") * count
+
+
+def test_a_request_of_empty_entries_is_refused_before_it_is_parsed() -> None:
+    raw = _empty_topics(ELEMENTS_MAX + 1)
+    problem = elements_problem(broker_pb2.FetchRequest.DESCRIPTOR, raw)
+    assert problem is not None
+    assert f"at most {ELEMENTS_MAX}" in problem and str(len(raw)) in problem
+    assert elements_problem(broker_pb2.FetchRequest.DESCRIPTOR, _empty_topics(ELEMENTS_MAX)) is None
+
+
+def test_nested_entries_count_too() -> None:
+    partitions = _field(broker_pb2.ProduceRequest.TopicData, "partitions")
+    inner = bytes([(partitions << 3) | 2, 0]) * (ELEMENTS_MAX // 2 + 1)
+    topics = _field(broker_pb2.ProduceRequest, "topics")
+    one_topic = _varint_len_field(topics, inner)
+    raw = one_topic * 2
+    assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, raw) is not None
+
+
+def test_repeated_scalars_count_packed_or_not() -> None:
+    names = controller_pb2.DeleteTopicsRequest.DESCRIPTOR.fields_by_name["names"]
+    assert names.message_type is None  # strings: their memory is their bytes, not counted
+    raw = _len_field(names.number, b"") * (ELEMENTS_MAX + 1)
+    assert elements_problem(controller_pb2.DeleteTopicsRequest.DESCRIPTOR, raw) is None
+    # OffsetDelete's partitions are a repeated int32: a packed run of 1-byte varints.
+    topic = coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR.fields_by_name["topics"]
+    wanted = topic.message_type.fields_by_name["partitions"]
+    packed = bytes(ELEMENTS_MAX + 1)
+    inner = _varint_len_field(wanted.number, packed)
+    raw = _varint_len_field(topic.number, inner)
+    assert elements_problem(coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR, raw) is not None
+    unpacked = bytes([wanted.number << 3, 0]) * (ELEMENTS_MAX + 1)
+    raw = _varint_len_field(topic.number, unpacked)
+    assert elements_problem(coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR, raw) is not None
+
+
+def _varint_len_field(number: int, payload: bytes) -> bytes:
+    length, varint = len(payload), bytearray()
+    while True:
+        byte, length = length & 0x7F, length >> 7
+        varint.append(byte | (0x80 if length else 0))
+        if not length:
+            break
+    return bytes([(number << 3) | 2]) + bytes(varint) + payload
+
+
+def test_a_maximal_batch_costs_a_few_steps() -> None:
+    request = broker_pb2.ProduceRequest(
+        acks=-1,
+        topics=[
+            broker_pb2.ProduceRequest.TopicData(
+                name="t",
+                partitions=[
+                    broker_pb2.ProduceRequest.PartitionData(partition=0, records=bytes(64 << 20))
+                ],
+            )
+        ],
+    )
+    raw = request.SerializeToString()
+    started = time.perf_counter()
+    assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, raw) is None
+    assert time.perf_counter() - started < 0.01
+
+
+def test_bytes_that_are_not_protobuf_are_left_to_the_parser() -> None:
+    raw = b"\xff" * (ELEMENTS_MAX + 10)
+    assert elements_problem(broker_pb2.FetchRequest.DESCRIPTOR, raw) is None
+    # Empty entries, then garbage: the parser would build them all before failing.
+    raw = _empty_topics(ELEMENTS_MAX + 1) + b"\xff\xff\xff"
+    assert elements_problem(broker_pb2.FetchRequest.DESCRIPTOR, raw) is not None
