@@ -188,6 +188,9 @@ class TransactionCoordinatorServiceServicer:
         transaction.max.timeout.ms old: by then any coordinator that knew the transaction
         would have aborted it, so it surely hangs. A more recent one answers
         CONCURRENT_TRANSACTIONS (retry after the time its message names, if it still hangs).
+        last_timestamp_ms is the largest batch timestamp, which on a CreateTime topic is the
+        producer's: a live producer writing backdated timestamps passes this check, so look at
+        its transactional id (DescribeTransactions) before aborting on such a topic.
         The marker fences that epoch on the partition, as any transaction end does. Aborting a
         transaction whose coordinator is still retrying its COMMIT markers (a partition leader down
         for longer than transaction.max.timeout.ms) would lose that commit on this partition: check
