@@ -28,9 +28,13 @@ def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:
     simulation.heal()
     assert simulation.settled(), f"seed {seed}: the cluster did not settle after healing"
     logs = simulation.replica_logs()
-    # DeleteRecords moves each replica's log start on its own (a new leader that had not yet
-    # deleted keeps its records), so the replicas agree from the latest start on.
-    common = max((log[0][0] for log in logs.values() if log), default=0)
+    # DeleteRecords and retention move each replica's log start on its own (a new leader that
+    # had not yet deleted keeps its records), so the replicas agree from the latest start on: a
+    # replica whose retention took every record (the active segment too) starts at its log end.
+    common = max(
+        log[0][0] if log else replica_log_start(simulation, broker_id)
+        for broker_id, log in logs.items()
+    )
     first = [record for record in logs[BROKERS[0]] if record[0] >= common]
     kept = {o: v for o, v in simulation.acked.items() if o >= simulation.deleted_below}
     if simulation.compaction:
@@ -51,6 +55,12 @@ def run_to_end(simulation: Simulation, seed: int, steps: int) -> Counter[str]:
     assert sequences == expected, f"seed {seed}: {sequences}"
     simulation.counts["records stored"] = len(first)
     return simulation.counts
+
+
+def replica_log_start(simulation: Simulation, broker_id: int) -> int:
+    hosted = simulation.brokers[broker_id].hosted()
+    assert hosted is not None
+    return hosted.log.log_start_offset
 
 
 def check_compacted(
