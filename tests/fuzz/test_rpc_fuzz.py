@@ -1,10 +1,13 @@
 """Goal: no request, however malformed or absurd, gets UNKNOWN or INTERNAL (an unhandled bug),
 hangs past its deadline, stops a process, or changes data it should not: every call to every
-method of BrokerService and ControllerService ends, in time, with a status a client can act on.
+method of BrokerService, ControllerService and the coordinator's GroupCoordinatorService and
+TransactionCoordinatorService ends, in time, with a status a client can act on.
 
-Method: ONE real cluster for the module (1 controller + 1 broker, processes stopped by PID),
+Method: ONE real cluster for the module (1 controller, 1 broker and 1 coordinator, processes
+stopped by PID),
 holding a topic `fz-known` with known records and a topic `fz-target` for the fuzzer's produces.
-The methods are enumerated from the service descriptors in samsa.v1.broker_pb2/controller_pb2 and
+The methods are enumerated from the services' descriptors (samsa.v1.broker_pb2, controller_pb2,
+coordinator_pb2, transactions_pb2) and
 called with identity serializers (raw bytes), each with a deadline. Hypothesis draws:
 (a) bytes: random, or a well-formed request serialized and then mutated (bit flips, truncations,
     splices, absurd integers over fields: tests/fuzz/fuzz_inputs.py);
@@ -26,8 +29,8 @@ What a well-formed write may legitimately do is fenced off:
 - config names never include retention or cleanup settings (a broker-level retention.ms=1 would
   legitimately delete the known records).
 At the end the known records read back byte-identical, fz-known keeps its id, partitions and
-configs, and no process has exited. Counts: CI runs 1,200 RPCs (FUZZ_EXAMPLES per test);
-SAMSA_SLOW=1 runs the @slow sibling with >= 100,000. A status histogram is printed (pytest -s).
+configs, and no process has exited. Counts: CI runs 2,400 RPCs (FUZZ_EXAMPLES per test);
+SAMSA_SLOW=1 runs the @slow sibling with >= 200,000. A status histogram is printed (pytest -s).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from hypothesis import strategies as st
 
 from samsa.common import limits
 from samsa.common.record.codec import build_batch
-from samsa.v1 import broker_pb2, controller_pb2, metadata_pb2
+from samsa.v1 import broker_pb2, controller_pb2, coordinator_pb2, metadata_pb2, transactions_pb2
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -73,8 +76,8 @@ HANGS_OR_BUGS = {
     grpc.StatusCode.INTERNAL,
     grpc.StatusCode.DEADLINE_EXCEEDED,
 }
-FUZZ_EXAMPLES = int(os.environ.get("SAMSA_FUZZ_EXAMPLES", "300"))  # CI: 1,200 RPCs
-SLOW_EXAMPLES = 25_000  # per test, four tests: 100,000 RPCs
+FUZZ_EXAMPLES = int(os.environ.get("SAMSA_FUZZ_EXAMPLES", "300"))  # CI: 2,400 RPCs
+SLOW_EXAMPLES = 25_000  # per test, eight tests: 200,000 RPCs
 STATUSES: Counter[tuple[str, str]] = Counter()
 SECONDS: Counter[str] = Counter()  # time spent per method, to keep CI's run short
 CHANNEL_OPTIONS = [
@@ -85,7 +88,10 @@ CHANNEL_OPTIONS = [
 SERVICES = {
     "broker": broker_pb2.DESCRIPTOR.services_by_name["BrokerService"],
     "controller": controller_pb2.DESCRIPTOR.services_by_name["ControllerService"],
+    "group": coordinator_pb2.DESCRIPTOR.services_by_name["GroupCoordinatorService"],
+    "transaction": transactions_pb2.DESCRIPTOR.services_by_name["TransactionCoordinatorService"],
 }
+KINDS = list(SERVICES)
 METHODS = {kind: list(service.methods) for kind, service in SERVICES.items()}
 
 
@@ -149,7 +155,9 @@ class Caller:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    with local_cluster(tmp_path_factory.mktemp("fuzz"), controllers=1, brokers=1) as running:
+    with local_cluster(
+        tmp_path_factory.mktemp("fuzz"), controllers=1, brokers=1, coordinators=1
+    ) as running:
         created = admin_write(
             running.spec,
             "CreateTopics",
@@ -164,7 +172,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         )
         assert all(t.error_code == 0 for t in created.topics), created
         broker = running.spec.brokers[0].endpoint
-        caller = Caller({"broker": broker, "controller": running.spec.controllers[0].endpoint})
+        coordinator = running.spec.coordinators[0].endpoint
+        caller = Caller(
+            {
+                "broker": broker,
+                "controller": running.spec.controllers[0].endpoint,
+                "group": coordinator,
+                "transaction": coordinator,
+            }
+        )
         for partition in (0, 1):
             values = [b"known-%d-%d" % (partition, n) for n in range(50)]
             request = broker_pb2.ProduceRequest(
@@ -303,7 +319,7 @@ def fuzz_settings(examples: int) -> settings:
     )
 
 
-@pytest.mark.parametrize("kind", ["broker", "controller"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("strategy", [raw_payloads, well_formed], ids=["bytes", "well_formed"])
 def test_every_method_answers_any_request_in_time(cluster, kind, strategy) -> None:
     @fuzz_settings(FUZZ_EXAMPLES)
@@ -316,7 +332,7 @@ def test_every_method_answers_any_request_in_time(cluster, kind, strategy) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["broker", "controller"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("strategy", [raw_payloads, well_formed], ids=["bytes", "well_formed"])
 def test_every_method_answers_any_request_in_time_slow(cluster, kind, strategy) -> None:
     @fuzz_settings(SLOW_EXAMPLES)
