@@ -1,7 +1,8 @@
 """Goal: no request, however malformed or absurd, gets UNKNOWN or INTERNAL (an unhandled bug),
 hangs past its deadline, stops a process, or changes data it should not: every call to every
-method of BrokerService, ControllerService and the coordinator's GroupCoordinatorService and
-TransactionCoordinatorService ends, in time, with a status a client can act on.
+method of BrokerService, ControllerService, the coordinator's GroupCoordinatorService and
+TransactionCoordinatorService, and CoordinatorLookupService (on the broker) ends, in time, with
+a status a client can act on.
 
 Method: ONE real cluster for the module (1 controller, 1 broker and 1 coordinator, processes
 stopped by PID),
@@ -29,8 +30,8 @@ What a well-formed write may legitimately do is fenced off:
 - config names never include retention or cleanup settings (a broker-level retention.ms=1 would
   legitimately delete the known records).
 At the end the known records read back byte-identical, fz-known keeps its id, partitions and
-configs, and no process has exited. Counts: CI runs 2,400 RPCs (FUZZ_EXAMPLES per test);
-SAMSA_SLOW=1 runs the @slow sibling with >= 200,000. A status histogram is printed (pytest -s).
+configs, and no process has exited. Counts: CI runs 3,000 RPCs (FUZZ_EXAMPLES per test);
+SAMSA_SLOW=1 runs the @slow sibling with >= 250,000. A status histogram is printed (pytest -s).
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ HANGS_OR_BUGS = {
     grpc.StatusCode.INTERNAL,
     grpc.StatusCode.DEADLINE_EXCEEDED,
 }
-FUZZ_EXAMPLES = int(os.environ.get("SAMSA_FUZZ_EXAMPLES", "300"))  # CI: 2,400 RPCs
-SLOW_EXAMPLES = 25_000  # per test, eight tests: 200,000 RPCs
+FUZZ_EXAMPLES = int(os.environ.get("SAMSA_FUZZ_EXAMPLES", "300"))  # CI: 3,000 RPCs
+SLOW_EXAMPLES = 25_000  # per test, ten tests: 250,000 RPCs
 STATUSES: Counter[tuple[str, str]] = Counter()
 SECONDS: Counter[str] = Counter()  # time spent per method, to keep CI's run short
 CHANNEL_OPTIONS = [
@@ -90,6 +91,7 @@ SERVICES = {
     "controller": controller_pb2.DESCRIPTOR.services_by_name["ControllerService"],
     "group": coordinator_pb2.DESCRIPTOR.services_by_name["GroupCoordinatorService"],
     "transaction": transactions_pb2.DESCRIPTOR.services_by_name["TransactionCoordinatorService"],
+    "lookup": coordinator_pb2.DESCRIPTOR.services_by_name["CoordinatorLookupService"],
 }
 KINDS = list(SERVICES)
 METHODS = {kind: list(service.methods) for kind, service in SERVICES.items()}
@@ -179,6 +181,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                 "controller": running.spec.controllers[0].endpoint,
                 "group": coordinator,
                 "transaction": coordinator,
+                "lookup": broker,  # served by every service: the broker's answers from its image
             }
         )
         for partition in (0, 1):
