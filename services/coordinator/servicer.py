@@ -47,15 +47,17 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
             )
 
     async def _check_partitions(
-        self, count: int, rpc: str, context: grpc.aio.ServicerContext
+        self, count: int, rpc: str, context: grpc.aio.ServicerContext, topics: int = 0
     ) -> None:
-        """Refuse a request naming more partitions than any one may (a broker's Produce and
-        Fetch refuse them too): it would hold the event loop, and every group here, meanwhile."""
-        if count > limits.request_partitions_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{count} partitions in one {rpc}; send at most {limits.request_partitions_max}",
-            )
+        """Refuse a request naming more partitions, or more topic entries, than any one may (a
+        broker's Produce and Fetch refuse them too): it would hold the event loop, and every
+        group here, meanwhile (900,000 empty topic entries, 1.8 MB, held it 1.6 s)."""
+        for number, what in ((count, "partitions"), (topics, "topic entries")):
+            if number > limits.request_partitions_max:
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{number} {what} in one {rpc}; send at most {limits.request_partitions_max}",
+                )
 
     async def ConsumerGroupHeartbeat(self, request, context):
         size = request.ByteSize()
@@ -81,7 +83,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
 
     async def OffsetCommit(self, request, context):
         count = sum(len(topic.partitions) for topic in request.topics)
-        await self._check_partitions(count, "OffsetCommit", context)
+        await self._check_partitions(count, "OffsetCommit", context, len(request.topics))
         if (problem := commit_size_problem(request, _now_ms())) is not None:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, problem)
         try:
@@ -94,7 +96,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
 
     async def OffsetFetch(self, request, context):
         count = sum(len(topic.partitions) for topic in request.topics)
-        await self._check_partitions(count, "OffsetFetch", context)
+        await self._check_partitions(count, "OffsetFetch", context, len(request.topics))
         try:
             partition = self.coordinator.partition_for(request.group_id)
             await partition.write([])
@@ -176,8 +178,9 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return c.DeleteGroupsResponse(groups=[deleted[g] for g in request.group_ids])
 
     async def OffsetDelete(self, request, context):
+        count = sum(len(topic.partitions) for topic in request.topics)
+        await self._check_partitions(count, "OffsetDelete", context, len(request.topics))
         named = [(t.topic, number) for t in request.topics for number in t.partitions]
-        await self._check_partitions(len(named), "OffsetDelete", context)
         try:
             partition = self.coordinator.partition_for(request.group_id)
             result = partition.shard.delete_offsets(request.group_id, named)

@@ -201,3 +201,48 @@ def test_a_commit_too_large_for_one_batch_is_refused() -> None:
     assert limit * 0.8 < batch_bytes(fits) <= limit
     assert group_offsets.commit_size_problem(fits, 1) is None
     assert asyncio.run(servicer.OffsetCommit(commit_of(250, "m" * 4096), Context())) is not None
+
+
+def _empty_entries(request_type: type, field: str, count: int, **fields: object):  # type: ignore[no-untyped-def]
+    """`request_type` with `count` empty entries in repeated `field` (two bytes each)."""
+    number = request_type.DESCRIPTOR.fields_by_name[field].number
+    raw = request_type(**fields).SerializeToString() + bytes([(number << 3) | 2, 0]) * count
+    return request_type.FromString(raw)
+
+
+@pytest.mark.parametrize(
+    ("servicer_of", "method", "request_type", "field", "limit", "fields"),
+    [
+        (GroupCoordinatorServicer, "OffsetFetch", c.OffsetFetchRequest, "topics", None, {}),
+        (GroupCoordinatorServicer, "OffsetCommit", c.OffsetCommitRequest, "topics", None, {}),
+        (GroupCoordinatorServicer, "OffsetDelete", c.OffsetDeleteRequest, "topics", None, {}),
+        (
+            TransactionCoordinatorServicer,
+            "TxnOffsetCommit",
+            x.TxnOffsetCommitRequest,
+            "topics",
+            ITEMS,
+            {},
+        ),
+        (
+            TransactionCoordinatorServicer,
+            "AddPartitionsToTxn",
+            x.AddPartitionsToTxnRequest,
+            "partitions",
+            ITEMS,
+            {},
+        ),
+    ],
+)
+def test_a_request_of_too_many_empty_topic_entries_is_refused(
+    servicer_of, method, request_type, field, limit, fields
+) -> None:
+    """Topic entries naming no partition were not counted: one OffsetFetch of 900,000 of them
+    (1.8 MB) held the coordinator's event loop 1.6 s (every group's heartbeats, and its own to
+    the controller), answering each with an empty entry."""
+    limit = limits.request_partitions_max if limit is None else limit
+    call = getattr(servicer_of(OwnsNothing()), method)
+    with pytest.raises(Aborted) as refused:
+        asyncio.run(call(_empty_entries(request_type, field, limit + 1, **fields), Context()))
+    assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert str(limit) in str(refused.value)
