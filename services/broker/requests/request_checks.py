@@ -44,6 +44,17 @@ def too_many_partitions(request: PartitionRequest) -> Refusal | None:
             f"the request names {count} partitions; send at most "
             f"{limits.request_partitions_max} per request",
         )
+    # Topic entries naming no partition are looked at and answered too: 490,000 of them (1 MB)
+    # held the event loop about a second. No useful request has more entries than partitions.
+    entries = len(request.topics)
+    if isinstance(request, broker_pb2.FetchRequest):
+        entries += len(request.forgotten_topics)
+    if entries > limits.request_partitions_max:
+        return (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"the request has {entries} topic entries; send at most "
+            f"{limits.request_partitions_max} per request",
+        )
     return None
 
 
