@@ -130,8 +130,10 @@ class ProducerLogState:
 
     def snapshot_durably(self, offset: int) -> None:
         """Snapshot the state at `offset` (the log end) with fsync: retention deleted every
-        record, so no replay could rebuild it should the roll's unsynced snapshot be lost."""
-        self._write_snapshot(offset, durable=True)
+        record, so no replay could rebuild it should the roll's unsynced snapshot be lost. An
+        empty state needs no fsync: without the snapshot, the rebuild finds it empty too."""
+        if len(self._producers):
+            self._write_snapshot(offset, durable=True)
 
     def on_truncate(self, segments: Sequence[Segment]) -> Rebuilt:
         """After a truncation: drop the snapshots above the new log end and rebuild the state
