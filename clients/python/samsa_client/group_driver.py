@@ -198,9 +198,9 @@ class GroupDriver:
     async def stop(self) -> None:
         assert self._task is not None and self._wake is not None, "stop() before start()"
         self._stopping = True
-        self._wake.set()
-        await self._task
-        tasks, self._tasks = list(self._tasks), set()
+        # The loop too is cancelled, not awaited: its FindCoordinator to a silent cluster (5 s per
+        # bootstrap server) held close() past its timeout.
+        tasks, self._tasks = [self._task, *self._tasks], set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

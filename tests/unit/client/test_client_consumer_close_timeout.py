@@ -8,14 +8,19 @@ Method: real Consumer and AsyncConsumer whose bootstrap server refuses connectio
 nothing listens), so no coordinator is ever found and every commit retries until it gives up.
 Each consumer is given what makes close() commit: assigned partitions with a position (assign()
 with a group.id), or a member of a group that owns some (its heartbeat answer is fed to the pure
-member directly). close() is timed.
+member directly). A silent cluster is two loopback ports that accept connections and never
+answer (the test's own listening sockets): a FindCoordinator there waits out its 5 s deadline.
+close() is timed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from rebalance_helpers import T, answer
@@ -112,6 +117,61 @@ def test_async_close_with_a_timeout_gives_up_on_an_unreachable_coordinator_in_ti
                 driver.state.assign([TP])
         with driver.lock:
             driver.state.seek(TP, 5)
+        began = time.monotonic()
+        await consumer.close(timeout=1.0)
+        return time.monotonic() - began
+
+    assert asyncio.run(main()) < 1.0 + SLACK_S
+
+
+@pytest.fixture
+def silent_cluster() -> Iterator[str]:
+    """Bootstrap servers that accept connections and never answer."""
+    listeners = [socket.create_server(("127.0.0.1", 0), backlog=64) for _ in range(2)]
+    try:
+        yield ",".join(f"127.0.0.1:{s.getsockname()[1]}" for s in listeners)
+    finally:
+        for listener in listeners:
+            listener.close()
+
+
+def tracked_lookups(group: object) -> threading.Event:
+    """Set once the group driver's first FindCoordinator is under way."""
+    coordinator = group._coordinator  # type: ignore[attr-defined]
+    find = coordinator.find
+    started = threading.Event()
+
+    async def tracked() -> str | None:
+        started.set()
+        return await find()
+
+    coordinator.find = tracked
+    return started
+
+
+def test_close_is_not_held_by_a_coordinator_lookup_to_a_silent_cluster(silent_cluster: str) -> None:
+    """The group driver's FindCoordinator (5 s per bootstrap server) was awaited at stop: close()
+    took its 5 s past the timeout, and raised TimeoutError once the lookups outlasted them."""
+    consumer = Consumer({**UNREACHABLE, "bootstrap.servers": silent_cluster})
+    started = tracked_lookups(consumer._driver.group)
+    consumer.subscribe([T])
+    assert started.wait(5), "no lookup started"
+    assert timed_close(consumer, timeout=1.0) < 1.0 + SLACK_S
+
+
+def test_async_close_is_not_held_by_a_coordinator_lookup_to_a_silent_cluster(
+    silent_cluster: str,
+) -> None:
+    async def main() -> float:
+        consumer = AsyncConsumer({**UNREACHABLE, "bootstrap.servers": silent_cluster})
+        await consumer.start()
+        assert consumer._driver is not None
+        started = tracked_lookups(consumer._driver.group)
+        consumer.subscribe([T])
+        deadline = time.monotonic() + 5
+        while not started.is_set():
+            assert time.monotonic() < deadline, "no lookup started"
+            await asyncio.sleep(0.01)
         began = time.monotonic()
         await consumer.close(timeout=1.0)
         return time.monotonic() - began
