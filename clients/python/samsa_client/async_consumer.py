@@ -372,8 +372,8 @@ class AsyncConsumer:
             await within(group.commit_at_close(), deadline, group, "the commit at close")
         self._closed = True
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
+        self._channels.close()  # and its call under way to a silent one (up to 5 s) too
         await self._driver.stop()
-        self._channels.close()
 
     async def close(self, timeout: float | None = None) -> None:
         """The sync Consumer's name for stop(): leave the group, stop fetching. `timeout`

@@ -408,6 +408,7 @@ class Consumer:
             self._on_loop(within(group.commit_at_close(), deadline, group, "the commit at close"))
         self._closed = True
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
+        self._channels.close()  # and its call under way to a silent one (up to 5 s) too
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
         try:
             stopped.result(STOP_TIMEOUT_S)

@@ -177,3 +177,52 @@ def test_async_close_is_not_held_by_a_coordinator_lookup_to_a_silent_cluster(
         return time.monotonic() - began
 
     assert asyncio.run(main()) < 1.0 + SLACK_S
+
+
+def tracked_refreshes(consumer: Consumer | AsyncConsumer) -> threading.Event:
+    """Set once a metadata refresh is under way."""
+    metadata = consumer._metadata
+    refresh = metadata.refresh
+    started = threading.Event()
+
+    def tracked(*args: object, **kwargs: object) -> None:
+        started.set()
+        refresh(*args, **kwargs)  # type: ignore[arg-type]
+
+    metadata.refresh = tracked  # type: ignore[method-assign]
+    return started
+
+
+def test_close_is_not_held_by_a_metadata_refresh_to_a_silent_cluster(silent_cluster: str) -> None:
+    """A refresh's DescribeTopics in flight (5 s deadline) to a cluster that does not answer held
+    close() past its timeout: stop_waiting() ends a refresh's retries, not the call under way."""
+    consumer = Consumer({"bootstrap.servers": silent_cluster})
+    started = tracked_refreshes(consumer)
+    assigned(consumer)  # its leader is unknown: the driver refreshes
+    consumer._driver.wake_threadsafe()
+    assert started.wait(5), "no refresh started"
+    assert timed_close(consumer, timeout=1.0) < 1.0 + SLACK_S
+
+
+def test_async_close_is_not_held_by_a_metadata_refresh_to_a_silent_cluster(
+    silent_cluster: str,
+) -> None:
+    async def main() -> float:
+        consumer = AsyncConsumer({"bootstrap.servers": silent_cluster})
+        started = tracked_refreshes(consumer)
+        await consumer.start()
+        driver = consumer._driver
+        assert driver is not None
+        with driver.lock:
+            driver.state.assign([TP])
+            driver.state.seek(TP, 5)
+        driver.wake()
+        deadline = time.monotonic() + 5
+        while not started.is_set():
+            assert time.monotonic() < deadline, "no refresh started"
+            await asyncio.sleep(0.01)
+        began = time.monotonic()
+        await consumer.close(timeout=1.0)
+        return time.monotonic() - began
+
+    assert asyncio.run(main()) < 1.0 + SLACK_S
