@@ -11,13 +11,13 @@ not come back with partitions of two incarnations or a partial partition list.
 from __future__ import annotations
 
 import asyncio
-import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import grpc
 import pytest
+from topic_creation import create_topics_decided
 
 from samsa.cli.main import main
 from samsa.client import Admin, TopicError
@@ -66,14 +66,7 @@ def with_topics(image: MetadataImage, sizes: dict[str, int], first_id: int = 1) 
             for n, k in sizes.items()
         ]
     )
-    ids = iter(range(first_id, first_id + 1000))
-    result = cp.create_topics(
-        image,
-        request,
-        rng=random.Random(7),
-        defaults=DEFAULTS,
-        new_topic_id=lambda: next(ids).to_bytes(16, "big"),
-    )
+    result = create_topics_decided(image, request, DEFAULTS, first_id=first_id)
     assert all(t.error_code == ErrorCode.NONE for t in result.response.topics)
     return commit(image, result)
 

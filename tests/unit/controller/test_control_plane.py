@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from topic_creation import create_topics_decided
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import NO_LEADER, MetadataImage
@@ -64,14 +65,7 @@ def create(image: MetadataImage, name: str, partitions: int = 3, factor: int = 1
             )
         ]
     )
-    counter = iter(range(1, 1000))
-    result = cp.create_topics(
-        image,
-        request,
-        rng=random.Random(7),
-        defaults=DEFAULTS,
-        new_topic_id=lambda: next(counter).to_bytes(16, "big"),
-    )
+    result = create_topics_decided(image, request, DEFAULTS)
     return commit(image, result), result.response.topics[0]
 
 

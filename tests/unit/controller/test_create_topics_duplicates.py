@@ -9,10 +9,9 @@ Method: the pure control plane over a three-broker cluster image.
 
 from __future__ import annotations
 
-import random
+from topic_creation import create_topics_decided
 
 from samsa.common.errors import ErrorCode
-from samsa.services.controller import control_plane as cp
 from samsa.v1 import controller_pb2 as c
 from tests.unit.controller.test_control_plane import DEFAULTS, cluster
 
@@ -26,14 +25,7 @@ def test_a_topic_named_twice_is_created_by_neither() -> None:
             c.CreateTopicsRequest.Topic(name="t", num_partitions=6, replication_factor=2),
         ]
     )
-    ids = iter(range(1, 100))
-    result = cp.create_topics(
-        image,
-        request,
-        rng=random.Random(1),
-        defaults=DEFAULTS,
-        new_topic_id=lambda: next(ids).to_bytes(16, "big"),
-    )
+    result = create_topics_decided(image, request, DEFAULTS, seed=1)
     codes = [(topic.name, topic.error_code) for topic in result.response.topics]
     assert codes == [
         ("t", ErrorCode.INVALID_REQUEST),
