@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from async_waits import until
@@ -111,50 +112,51 @@ async def reload_matches(offsets_log: LogBackedOffsetsLog, live: OffsetsPartitio
         await reloaded.stop()
 
 
+def keeps_the_partition(
+    tmp_path: Path, config: GroupConfig, large_write: Callable[[OffsetsPartition], Awaitable[None]]
+) -> None:
+    """Commits an offset for every partition to a live partition over a real log, then runs
+    `large_write` on it: the partition must stay loaded, reload to the same state, and its log
+    must hold no refused batch nor one over the limit."""
+
+    async def run() -> None:
+        offsets_log = LogBackedOffsetsLog(Log.open(tmp_path, LogConfig(), now_ms=now_ms()))
+        live = partition_over(offsets_log, config)
+        await loaded(live)
+        try:
+            await commit_everything(live)
+            await large_write(live)
+            assert live.loaded, "the partition was given up"
+            await reload_matches(offsets_log, live)
+        finally:
+            await live.stop()
+        assert offsets_log.refused == 0
+        assert offsets_log.largest_batch() <= limits.max_message_bytes_default
+        offsets_log.log.close()
+
+    asyncio.run(run())
+
+
 def test_deleting_a_group_with_more_offsets_than_one_batch_holds_keeps_the_partition(
     tmp_path: Path,
 ) -> None:
-    async def run() -> None:
-        offsets_log = LogBackedOffsetsLog(Log.open(tmp_path, LogConfig(), now_ms=now_ms()))
-        live = partition_over(offsets_log, GroupConfig())
-        await loaded(live)
-        try:
-            await commit_everything(live)
-            result = live.shard.delete_groups(["g"])
-            assert result.response.groups[0].error_code == 0
-            await asyncio.wait_for(live.write(result.records), WAIT_S)
-            assert live.loaded, "the partition was given up"
-            assert "g" not in live.shard.state.groups
-            await reload_matches(offsets_log, live)
-        finally:
-            await live.stop()
-        assert offsets_log.refused == 0
-        assert offsets_log.largest_batch() <= limits.max_message_bytes_default
-        offsets_log.log.close()
+    async def delete_the_group(live: OffsetsPartition) -> None:
+        result = live.shard.delete_groups(["g"])
+        assert result.response.groups[0].error_code == 0
+        await asyncio.wait_for(live.write(result.records), WAIT_S)
+        assert "g" not in live.shard.state.groups
 
-    asyncio.run(run())
+    keeps_the_partition(tmp_path, GroupConfig(), delete_the_group)
 
 
 def test_offsets_expiring_together_beyond_one_batch_keep_the_partition(tmp_path: Path) -> None:
-    async def run() -> None:
-        offsets_log = LogBackedOffsetsLog(Log.open(tmp_path, LogConfig(), now_ms=now_ms()))
-        live = partition_over(offsets_log, GroupConfig(offsets_retention_ms=300))
-        await loaded(live)
-        try:
-            await commit_everything(live)
-            await until(
-                lambda: "g" not in live.shard.state.groups, "the offsets expired", timeout_s=WAIT_S
-            )
-            await live.write([])  # the expiry's write is durable
-            assert live.loaded, "the partition was given up"
-            await reload_matches(offsets_log, live)
-        finally:
-            await live.stop()
-        assert offsets_log.refused == 0
-        assert offsets_log.largest_batch() <= limits.max_message_bytes_default
-        offsets_log.log.close()
+    async def let_them_expire(live: OffsetsPartition) -> None:
+        await until(
+            lambda: "g" not in live.shard.state.groups, "the offsets expired", timeout_s=WAIT_S
+        )
+        await live.write([])  # the expiry's write is durable
 
-    asyncio.run(run())
+    keeps_the_partition(tmp_path, GroupConfig(offsets_retention_ms=300), let_them_expire)
 
 
 def test_a_write_that_fits_one_batch_stays_whole_and_a_larger_one_is_cut_in_order() -> None:
