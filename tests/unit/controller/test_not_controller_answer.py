@@ -25,24 +25,25 @@ def _service(driver: ControllerDriver) -> servicer.ControllerServicer:
     return service
 
 
-def test_an_elected_but_inactive_controller_names_no_active_controller() -> None:
-    async def run() -> None:
-        driver = ControllerDriver(node_id=1, raft_address_to_node={"a": 1, "b": 2})
-        driver.leadership = Leadership(is_leader=True, leader_address="a", term=3)
-        response = await _service(driver)._write(c.RegisterBrokerResponse, lambda image: None)
-        assert response.status.error_code == ErrorCode.NOT_CONTROLLER
-        assert not response.status.HasField("active_controller")
+def _write_answer(leadership: Leadership) -> c.RegisterBrokerResponse:
+    """What a write is answered by controller 1 (of two, a and b) under `leadership`."""
 
-    asyncio.run(run())
+    async def run() -> c.RegisterBrokerResponse:
+        driver = ControllerDriver(node_id=1, raft_address_to_node={"a": 1, "b": 2})
+        driver.leadership = leadership
+        return await _service(driver)._write(c.RegisterBrokerResponse, lambda image: None)
+
+    return asyncio.run(run())
+
+
+def test_an_elected_but_inactive_controller_names_no_active_controller() -> None:
+    response = _write_answer(Leadership(is_leader=True, leader_address="a", term=3))
+    assert response.status.error_code == ErrorCode.NOT_CONTROLLER
+    assert not response.status.HasField("active_controller")
 
 
 def test_a_follower_names_the_leader_it_follows() -> None:
-    async def run() -> None:
-        driver = ControllerDriver(node_id=1, raft_address_to_node={"a": 1, "b": 2})
-        driver.leadership = Leadership(is_leader=False, leader_address="b", term=3)
-        response = await _service(driver)._write(c.RegisterBrokerResponse, lambda image: None)
-        assert response.status.error_code == ErrorCode.NOT_CONTROLLER
-        assert response.status.active_controller.node_id == 2
-        assert response.status.active_controller.endpoint == "h:2"
-
-    asyncio.run(run())
+    response = _write_answer(Leadership(is_leader=False, leader_address="b", term=3))
+    assert response.status.error_code == ErrorCode.NOT_CONTROLLER
+    assert response.status.active_controller.node_id == 2
+    assert response.status.active_controller.endpoint == "h:2"
