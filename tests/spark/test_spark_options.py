@@ -386,25 +386,12 @@ def test_a_subscribed_topic_deleted_mid_stream_is_data_loss_not_a_bad_option(
     """subscribe=a,b and b is deleted while the stream runs: with failOnDataLoss=false the
     stream goes on with a (it failed: "subscribe names topics that do not exist"), else it stops
     naming b's partitions. A stream cannot start on a topic that does not exist."""
-    from types import SimpleNamespace
-
+    from only_topic_a import OnlyTopicA
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
     from samsa.spark import source, stream_source
 
-    class OnlyA:
-        def __init__(self, config: dict) -> None: ...
-        def __enter__(self) -> OnlyA:
-            return self
-
-        def __exit__(self, *exc: object) -> None: ...
-        def list_topics(self) -> list[str]:
-            return ["a"]
-
-        def describe_topics(self, names: list[str]) -> dict:
-            return {"a": SimpleNamespace(partitions=[SimpleNamespace(partition=0)])}
-
-    monkeypatch.setattr(source, "Admin", OnlyA)
+    monkeypatch.setattr(source, "Admin", OnlyTopicA)
     monkeypatch.setattr(
         stream_source,
         "partition_bounds",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
+from only_topic_a import OnlyTopicA
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from samsa.spark import source, stream_source
@@ -80,24 +81,6 @@ def test_both_admission_limits_apply_to_a_micro_batch(monkeypatch: pytest.Monkey
     ends[("t", 0)] = 30
     assert reader.latestOffset({"t": {"0": 0}}, limit) == {"t": {"0": 10}}
     assert source  # the module the monkeypatched names come from is importable
-
-
-class OnlyTopicA:
-    """An Admin whose cluster has topic a with partition 0 only."""
-
-    def __init__(self, config: dict) -> None: ...
-    def __enter__(self) -> OnlyTopicA:
-        return self
-
-    def __exit__(self, *exc: object) -> None: ...
-    def list_topics(self) -> list[str]:
-        return ["a"]
-
-    def describe_topics(self, names: list[str]) -> dict:
-        from types import SimpleNamespace
-
-        assert names == ["a"], names
-        return {"a": SimpleNamespace(partitions=[SimpleNamespace(partition=0)])}
 
 
 def test_assigned_partitions_the_cluster_lacks_are_named_or_data_loss(
