@@ -40,8 +40,9 @@ def _live_broker() -> MetadataImage:
     return replay(image, make_batch(image, cp.broker_heartbeat(image, beat).records, 1))
 
 
-class HeartbeatDuringTheWait:
-    """A driver whose write waits (for the lock) while broker 1's heartbeat arrives."""
+class SilentDuringTheWait:
+    """A driver whose write waits (for the lock) while `meanwhile` happens, then decides over
+    its image and keeps the decision; here nothing happens meanwhile."""
 
     def __init__(self, image: MetadataImage, liveness: BrokerLiveness) -> None:
         self.active = True
@@ -49,15 +50,25 @@ class HeartbeatDuringTheWait:
         self.liveness = liveness
         self.decided: list[Any] = []
 
+    def meanwhile(self) -> None:
+        pass
+
     async def write(self, generate: Any) -> Any:
-        self.liveness.heartbeat(1, self.image.brokers[1].broker_epoch, main._now_ms())
+        self.meanwhile()
         decision = generate(self.image)
         self.decided.append(decision)
         return decision
 
 
+class HeartbeatDuringTheWait(SilentDuringTheWait):
+    """Broker 1's heartbeat arrives while the write waits."""
+
+    def meanwhile(self) -> None:
+        self.liveness.heartbeat(1, self.image.brokers[1].broker_epoch, main._now_ms())
+
+
 def first_fence_decision(
-    monkeypatch: pytest.MonkeyPatch, driver_type: type[HeartbeatDuringTheWait]
+    monkeypatch: pytest.MonkeyPatch, driver_type: type[SilentDuringTheWait]
 ) -> Any:
     """Runs the session-expiry loop over a `driver_type` driver and broker 1, silent for five
     session timeouts, until the loop decides its first write; returns that decision."""
@@ -86,35 +97,19 @@ def test_a_broker_that_heartbeated_while_the_fence_waited_is_not_fenced(
     assert list(decision.records) == [], "fenced a broker that had heartbeated"
 
 
-class SilentDuringTheWait(HeartbeatDuringTheWait):
-    async def write(self, generate: Any) -> Any:
-        decision = generate(self.image)
-        self.decided.append(decision)
-        return decision
-
-
 def test_a_broker_still_silent_is_fenced(monkeypatch: pytest.MonkeyPatch) -> None:
     decision = first_fence_decision(monkeypatch, SilentDuringTheWait)
     fenced = [r.fence_broker.broker_id for r in decision.records if r.HasField("fence_broker")]
     assert fenced == [1]
 
 
-class CoordinatorHeartbeatDuringTheWait:
-    """A driver whose first write waits while coordinator 1's heartbeat arrives."""
+class CoordinatorHeartbeatDuringTheWait(SilentDuringTheWait):
+    """Coordinator 1's heartbeat arrives while the first write waits."""
 
-    def __init__(self, image: MetadataImage, liveness: BrokerLiveness) -> None:
-        self.active = True
-        self.image = image
-        self.liveness = liveness
-        self.decided: list[Any] = []
-
-    async def write(self, generate: Any) -> Any:
+    def meanwhile(self) -> None:
         if not self.decided:
             epoch = self.image.coordinators[1].coordinator_epoch
             self.liveness.heartbeat(1, epoch, main._now_ms())
-        decision = generate(self.image)
-        self.decided.append(decision)
-        return decision
 
 
 def test_a_coordinator_that_heartbeated_while_the_fence_waited_is_not_fenced() -> None:
