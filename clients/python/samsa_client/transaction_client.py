@@ -47,6 +47,13 @@ RETRIED = frozenset(
         ErrorCode.NETWORK_EXCEPTION,
     }
 )
+# TxnOffsetCommit also retries a partition its group coordinator does not know yet: a topic just
+# created reaches that coordinator's metadata a moment later (Kafka's TxnOffsetCommitHandler).
+# Like CONCURRENT_TRANSACTIONS, it keeps the coordinator it found.
+KEEP_COORDINATOR = frozenset(
+    {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+)
+RETRIED_TXN_OFFSET_COMMIT = RETRIED | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 TXN = c.COORDINATOR_KEY_TYPE_TRANSACTION
 CALL_TIMEOUT_S = 10.0
 BACKOFF_S = 0.02
@@ -159,6 +166,7 @@ class TransactionClient:
             deadline,
             key=group_id,
             code_of=_first_result_code,
+            retried=RETRIED_TXN_OFFSET_COMMIT,
         )
 
     async def end(self, identity: Identity, committed: bool, deadline: float) -> Identity:
@@ -178,6 +186,7 @@ class TransactionClient:
         *,
         key: str | None = None,
         code_of: Callable[[Any], tuple[int, str]] | None = None,
+        retried: frozenset[ErrorCode] = RETRIED,
     ) -> Any:
         key = self.transactional_id if key is None else key
         code_of = code_of or _top_code
@@ -202,9 +211,9 @@ class TransactionClient:
                     code, message = code_of(answer)
                     if code == ErrorCode.NONE:
                         return answer
-                    if code not in RETRIED:
+                    if code not in retried:
                         raise KafkaError.of(code, f"{method}: {message}")
-                    if code != ErrorCode.CONCURRENT_TRANSACTIONS:
+                    if code not in KEEP_COORDINATOR:
                         self._found.pop((key_type, key), None)
                     problem = (ErrorCode(code), message)
             if loop.time() + backoff >= deadline:

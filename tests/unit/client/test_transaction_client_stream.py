@@ -18,6 +18,7 @@ import grpc
 from samsa.client import transaction_client
 from samsa.client.channels import AioChannels
 from samsa.client.transaction_client import TransactionClient
+from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
 from samsa.v1 import transactions_pb2 as x
@@ -153,3 +154,34 @@ def test_calls_are_unary_while_the_application_traces() -> None:
         identities, _ = run_calls(servicer, 2)
     assert identities == [(7, 1), (7, 2)]
     assert (servicer.streams, servicer.unary) == (0, 4)
+
+
+class _TopicNotYetKnown(_UnaryOnly):
+    """A group coordinator whose metadata has not caught up with a new topic yet: its first two
+    TxnOffsetCommit answers name the partition UNKNOWN_TOPIC_OR_PARTITION."""
+
+    unknown_answers = 2
+
+    async def TxnOffsetCommit(self, request, context):  # type: ignore[no-untyped-def]
+        self.unary += 1
+        if self.unknown_answers:
+            self.unknown_answers -= 1
+            return x.TxnOffsetCommitResponse(
+                results=[
+                    x.TxnPartitionResult(
+                        topic="new",
+                        partition=0,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        error_message="not in this coordinator's metadata yet",
+                    )
+                ]
+            )
+        return x.TxnOffsetCommitResponse()
+
+
+def test_txn_offset_commit_retries_a_topic_its_coordinator_does_not_know_yet() -> None:
+    servicer = _TopicNotYetKnown()
+    identities, _ = run_calls(servicer, 1)  # raised KafkaError before the retry
+    assert identities == [(7, 1)]
+    assert servicer.unknown_answers == 0
+    assert servicer.unary == 5  # AddOffsetsToTxn, TxnOffsetCommit three times, EndTxn
