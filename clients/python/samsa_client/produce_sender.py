@@ -111,7 +111,7 @@ class ProduceSender:
         endpoint = self._metadata.endpoints.get(node)
         if endpoint is None:
             self._metadata.mark_stale()
-            self._fail_batches(by_partition, ErrorCode.BROKER_NOT_AVAILABLE, retriable=True)
+            self._fail_batches(by_partition, ErrorCode.LEADER_NOT_AVAILABLE, retriable=True)
             return
         request = produce_request(
             self._config.acks,

@@ -72,3 +72,29 @@ def test_an_attempt_in_flight_fails_at_the_delivery_deadline(cluster: FakeCluste
         assert elapsed_s < 3.0, f"settled {elapsed_s:.2f} s after send(), past delivery.timeout.ms"
     finally:
         producer.close(timeout=0)
+
+
+def test_a_leader_without_an_address_fails_as_a_retriable_error(cluster: FakeCluster):
+    """A partition whose leader the metadata names but gives no address for fails, once its
+    retries are spent, with an error that says it was retriable (what the producer treats it
+    as): LEADER_NOT_AVAILABLE, not BROKER_NOT_AVAILABLE, which errors.proto calls not
+    retriable. (With retries left it waits for new metadata until delivery.timeout.ms.)"""
+    config = {
+        "bootstrap.servers": "fake:9092",
+        "linger.ms": 0,
+        "acks": 1,
+        "enable.idempotence": False,
+        "retries": 0,
+    }
+    producer = Producer(config)
+    try:
+        assert cluster.metadata is not None
+        cluster.metadata.endpoints.clear()  # the leader is known, its address is not
+        with pytest.raises(KafkaError) as failed:
+            producer.send(TOPIC, b"nowhere", partition=0).result(timeout=10)
+        assert failed.value.code == ErrorCode.LEADER_NOT_AVAILABLE
+        assert failed.value.retriable
+        assert not cluster.brokers[1].received, "nothing reached a broker"
+        assert cluster.metadata.stale_marks >= 1, "it asked for fresh metadata"
+    finally:
+        producer.close(timeout=0)
