@@ -333,10 +333,12 @@ def _leader_behind(hosted: HostedPartition, result: FetchPartitionResult) -> boo
 
 
 def _request(broker_id: int, parts: FetchParts) -> broker_pb2.FetchRequest:
+    """The fetch for `parts`; one that leaves partitions out for the request limit (`more`) does
+    not long-poll, so the rest are named at once rather than one wait later each."""
     return fetch_request(
         parts,
         replica_id=broker_id,
-        max_wait_ms=FETCH_MAX_WAIT_MS,
+        max_wait_ms=0 if parts.more else FETCH_MAX_WAIT_MS,
         min_bytes=1,
         max_bytes=FETCH_RESPONSE_BYTES,
     )

@@ -338,3 +338,13 @@ def test_a_partition_left_out_of_a_full_answer_comes_in_the_next_fetch(
 
     asyncio.run(scenario())
     assert delivered == {0, 1, 2}
+
+
+def test_a_follower_fetch_that_leaves_partitions_for_later_does_not_long_poll() -> None:
+    """More partitions from one leader than a request may name: the fetch naming the first of
+    them answers at once, so the rest are named without a long poll's wait each."""
+    position = FetchPosition(0, -1, 0, 1 << 20)
+    some = FetchParts(0, 0, True, {("t", 0): position}, (), more=True)
+    every = FetchParts(0, 0, True, {("t", 0): position}, ())
+    assert _request(7, some).max_wait_ms == 0
+    assert _request(7, every).max_wait_ms > 0
