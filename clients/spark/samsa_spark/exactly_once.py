@@ -28,8 +28,12 @@ transaction (Admin.complete_transaction). What each failure does:
   micro-batch must end within it, or its commit fails naming the option).
 
 Read with isolation.level=read_committed, the output holds every input row exactly once. A task
-with no rows opens no transaction. Options: those of the plain sink (sink.py), plus
-`exactlyOnce` (true by default for writeStream; false falls back to at least once).
+with no rows opens no transaction. The replay's look relies on the coordinator still knowing the
+ids: each is kept for transactional.id.expiration.ms after its last use (7 days), so a batch
+replayed later than that after a driver died mid-commit writes its committed parts again, and
+ids accumulate at one per writing task per micro-batch over that period (the README has
+figures). Options: those of the plain sink (sink.py), plus `exactlyOnce` (true by default for
+writeStream; false falls back to at least once).
 """
 
 from __future__ import annotations
