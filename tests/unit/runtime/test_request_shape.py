@@ -48,8 +48,10 @@ def test_nested_entries_count_too() -> None:
 
 def test_repeated_scalars_count_packed_or_not() -> None:
     names = controller_pb2.DeleteTopicsRequest.DESCRIPTOR.fields_by_name["names"]
-    assert names.message_type is None  # strings: their memory is their bytes, not counted
+    assert names.message_type is None  # strings: an empty one parses into ~45 bytes, counted
     raw = _len_field(names.number, b"") * (ELEMENTS_MAX + 1)
+    assert elements_problem(controller_pb2.DeleteTopicsRequest.DESCRIPTOR, raw) is not None
+    raw = _len_field(names.number, b"") * ELEMENTS_MAX
     assert elements_problem(controller_pb2.DeleteTopicsRequest.DESCRIPTOR, raw) is None
     # OffsetDelete's partitions are a repeated int32: a packed run of 1-byte varints.
     topic = coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR.fields_by_name["topics"]
