@@ -13,7 +13,9 @@ byte of its own, its tag or, packed, its last byte): it walks the wire format al
 message's descriptor, counting embedded messages and repeated elements (packed ones exactly:
 varints by their last bytes, fixed-width ones by their width), and stops as soon as the count
 passes `ELEMENTS_MAX`, or as soon as the bytes left could not take it past (so a large request
-is walked at most until its last million bytes).
+is walked at most until its last million bytes). Fields that count nothing (unknown ones, a
+singular field sent again and again) cost a walk too, so the fields walked are bounded as well
+(`STEPS_MAX`): at most ~1 s of the event loop for the worst request.
 
 Which length-delimited fields are messages comes from the descriptor only: `bytes` and `string`
 fields (record batches) are skipped by their length, never looked into. A message type that can
@@ -39,6 +41,13 @@ from google.protobuf import descriptor as d
 # second to count. Far above what any legitimate request carries (a Fetch of
 # limits.request_partitions_max partitions is ~20,000; records travel as bytes).
 ELEMENTS_MAX = 1_000_000
+# At most this many fields walked per request, counted or not: the walk is Python, on the event
+# loop, ~0.25 us a field, and fields that count nothing (unknown ones, a singular field sent again
+# and again: both parse into nothing) were walked without bound, 80 MiB of two-byte ones for ~10 s.
+# A legitimate request walks at most a few fields per element (a typed Record: itself, offset,
+# timestamp, key, value); every field takes two bytes or more, so a request under 8 MB never gets
+# here.
+STEPS_MAX = 4 * ELEMENTS_MAX
 # Above protobuf's own recursion limit (100, messages and groups alike), so the walker never
 # gives up on a request the parser would take.
 _DEPTH_MAX = 128
@@ -127,15 +136,22 @@ def _varint(raw: bytes, at: int, end: int) -> tuple[int, int]:
     raise _Unwalkable
 
 
-def _walk(table: _Table, raw: bytes, at: int, end: int, count: int, depth: int) -> int:
-    """`count` plus the elements of the message in raw[at:end]; _TooMany past ELEMENTS_MAX,
-    _Enough once the rest of `raw` cannot take it past."""
+def _walk(
+    table: _Table, raw: bytes, at: int, end: int, count: int, steps: int, depth: int
+) -> tuple[int, int]:
+    """`count` plus the elements of the message in raw[at:end], and `steps` plus the fields
+    walked; _TooMany past ELEMENTS_MAX or STEPS_MAX, _Enough once the rest of `raw` cannot take
+    either past."""
     if depth > _DEPTH_MAX:
         raise _Unwalkable
     total = len(raw)
     while at < end:
-        if count + (total - at) <= ELEMENTS_MAX:
+        left = total - at
+        if count + left <= ELEMENTS_MAX and steps + left // 2 <= STEPS_MAX:
             raise _Enough
+        steps += 1
+        if steps > STEPS_MAX:
+            raise _TooMany
         tag = raw[at]
         if tag < 0x80:
             at += 1
@@ -158,7 +174,7 @@ def _walk(table: _Table, raw: bytes, at: int, end: int, count: int, depth: int) 
         elif wire_type == 5:
             at += 4
         elif wire_type == 3:
-            at = _skip_group(raw, at, end, tag >> 3, depth + 1)
+            at, steps = _skip_group(raw, at, end, tag >> 3, steps, depth + 1)
         else:
             raise _Unwalkable  # an end group outside its group, wire types 6 and 7
         action = table.get(tag)
@@ -168,7 +184,7 @@ def _walk(table: _Table, raw: bytes, at: int, end: int, count: int, depth: int) 
         if kind == _ONE:
             count += 1
         elif kind == _MESSAGE:
-            count = _walk(inner, raw, start, at, count + 1, depth + 1)  # type: ignore[arg-type]
+            count, steps = _walk(inner, raw, start, at, count + 1, steps, depth + 1)  # type: ignore[arg-type]
         elif kind == _PACKED_VARINTS:
             count += len(raw[start:at].translate(None, _CONTINUED))
         else:
@@ -177,15 +193,21 @@ def _walk(table: _Table, raw: bytes, at: int, end: int, count: int, depth: int) 
             raise _TooMany
     if at > end:
         raise _Unwalkable
-    return count
+    return count, steps
 
 
-def _skip_group(raw: bytes, at: int, end: int, number: int, depth: int) -> int:
-    """Where the group `number` opened just before raw[at] ends: after its end tag."""
+def _skip_group(
+    raw: bytes, at: int, end: int, number: int, steps: int, depth: int
+) -> tuple[int, int]:
+    """Where the group `number` opened just before raw[at] ends (after its end tag), and
+    `steps` plus the fields in it; _TooMany past STEPS_MAX."""
     numbers = [number]
     while at < end:
         if depth + len(numbers) - 1 > _DEPTH_MAX:
             raise _Unwalkable
+        steps += 1
+        if steps > STEPS_MAX:
+            raise _TooMany
         tag, at = _varint(raw, at, end)
         wire_type = tag & 7
         if wire_type == 0:
@@ -202,7 +224,7 @@ def _skip_group(raw: bytes, at: int, end: int, number: int, depth: int) -> int:
         elif wire_type == 4 and tag >> 3 == numbers[-1]:
             numbers.pop()
             if not numbers:
-                return at
+                return at, steps
         else:
             raise _Unwalkable
     raise _Unwalkable
@@ -213,11 +235,12 @@ def elements_problem(descriptor: d.Descriptor, raw: bytes) -> str | None:
     if len(raw) <= ELEMENTS_MAX:
         return None
     try:
-        _walk(_table(descriptor), raw, 0, len(raw), 0, 0)
+        _walk(_table(descriptor), raw, 0, len(raw), 0, 0, 0)
     except _TooMany:
         return (
             f"the request ({len(raw)} bytes) holds over {ELEMENTS_MAX} repeated elements or "
-            f"embedded messages; a request may hold at most {ELEMENTS_MAX} (split it)"
+            f"embedded messages, or over {STEPS_MAX} fields; a request may hold at most "
+            f"{ELEMENTS_MAX} and {STEPS_MAX} (split it)"
         )
     except (_Unwalkable, _Enough):
         return None

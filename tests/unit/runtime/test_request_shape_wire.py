@@ -13,6 +13,8 @@ string or None. Crafted groups, nested and unknown, and packed fixed-width scala
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from google.protobuf import descriptor as d
 from google.protobuf.message import DecodeError, Message
@@ -238,3 +240,17 @@ def test_packed_scalars_are_counted_exactly() -> None:
     raw = message.SerializeToString()
     assert len(raw) > ELEMENTS_MAX
     assert elements_problem(owner, raw) is None
+
+
+def test_fields_that_count_nothing_are_bounded_too() -> None:
+    """Unknown fields and a singular field sent again and again parse into nothing, but each
+    cost the walker (Python, on the event loop) a step: 80 MiB of them held it ~10 s."""
+    fields = request_shape.STEPS_MAX + 1
+    for raw in (b"\x78\x00" * fields, b"\x18\x01" * fields):  # unknown 15; timeout_ms
+        started = time.perf_counter()
+        assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, raw) is not None
+        assert time.perf_counter() - started < 5
+    inside_a_group = b"\x7b" + b"\x78\x00" * fields + b"\x7c"
+    assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, inside_a_group) is not None
+    # Under 8 MB the fields cannot pass the bound: not walked past the count's own bound.
+    assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, b"\x78\x00" * 3_999_999) is None
