@@ -141,14 +141,13 @@ def _walk(
 ) -> tuple[int, int]:
     """`count` plus the elements of the message in raw[at:end], and `steps` plus the fields
     walked; _TooMany past ELEMENTS_MAX or STEPS_MAX, _Enough once the rest of `raw` cannot take
-    either past."""
+    the count past."""
     if depth > _DEPTH_MAX:
         raise _Unwalkable
     total = len(raw)
     while at < end:
-        left = total - at
-        if count + left <= ELEMENTS_MAX and steps + left // 2 <= STEPS_MAX:
-            raise _Enough
+        if count + (total - at) <= ELEMENTS_MAX:
+            raise _Enough  # and not walking the rest costs nothing
         steps += 1
         if steps > STEPS_MAX:
             raise _TooMany
