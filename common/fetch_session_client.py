@@ -75,8 +75,9 @@ class FetchSessionClient:
         # Keys whose wanted position may differ from what the broker's session holds, those
         # waiting longest first (a dict for its order: the request limit serves them in turn).
         self._pending: dict[PartitionKey, None] = {}
-        # Keys named in every request even when unchanged (see `name_always`).
-        self._always: set[PartitionKey] = set()
+        # Keys named in every request even when unchanged (see `name_always`); a dict for its
+        # order: past the request limit they take turns, those named longest ago first.
+        self._always: dict[PartitionKey, None] = {}
 
     @property
     def wanted(self) -> Mapping[PartitionKey, FetchPosition]:
@@ -100,9 +101,9 @@ class FetchSessionClient:
         partition's ISR does this: the leader forgets the progress of a follower that leaves
         the ISR, and only a position named after that brings it back."""
         if always:
-            self._always.add(key)
+            self._always.setdefault(key)
         else:
-            self._always.discard(key)
+            self._always.pop(key, None)
 
     def build(self) -> FetchParts:
         """The next request's parts (see the module doc)."""
@@ -119,18 +120,20 @@ class FetchSessionClient:
                         break
             return FetchParts(self.session_id, 0, True, chosen, (), more=True)
         sent = self._sent
-        changed = {key: wanted[key] for key in self._always if key in wanted}
+        always = [key for key in self._always if key in wanted]
+        # Past the limit those named always take turns in half of each request, so partitions
+        # that moved are named too (else they waited for ever behind them).
+        first = always if len(always) <= limit else always[: limit // 2]
+        changed = {key: wanted[key] for key in first}
         forgotten: list[PartitionKey] = []
-        more = len(changed) > limit
-        if more:
-            changed = dict(list(changed.items())[:limit])
-        for key in self._pending:
+        more = False
+        for key in chain(self._pending, always[len(first) :]):
             if key in changed:
                 continue
             position = wanted.get(key)
             if position is None and key not in sent:
                 continue
-            if position is not None and sent.get(key) == position:
+            if position is not None and sent.get(key) == position and key not in self._always:
                 continue
             if len(changed) + len(forgotten) >= limit:
                 more = True
@@ -158,11 +161,27 @@ class FetchSessionClient:
         # Those left out of this request stay ahead of those it named (the request limit).
         named = parts.partitions.keys() | set(parts.forgotten)
         left_out = (key for key in self._pending if key not in named)
-        self._pending = {
-            key: None
-            for key in chain(left_out, parts.partitions, parts.forgotten)
-            if self._wanted.get(key) != self._sent.get(key)
-        }
+        if parts.full and not session_id:
+            # No session: the broker holds nothing for the next full fetch, so every wanted
+            # partition is due again, those this one left out first (else those left out while
+            # idle were never named again once the others had moved).
+            unnamed = (key for key in self._wanted if key not in named)
+            self._pending = dict.fromkeys(
+                key for key in chain(left_out, unnamed, parts.partitions) if key in self._wanted
+            )
+        else:
+            self._pending = {
+                key: None
+                for key in chain(left_out, parts.partitions, parts.forgotten)
+                if self._wanted.get(key) != self._sent.get(key)
+            }
+        if len(self._always) > limits.request_partitions_max:
+            # Those named go last: the next request names the others first.
+            self._always = dict.fromkeys(
+                chain(
+                    (key for key in self._always if key not in named), named & self._always.keys()
+                )
+            )
 
     def reset(self) -> None:
         """The request failed or the session is gone: the next fetch is full and opens a new

@@ -1,0 +1,74 @@
+"""Goal: with more partitions on one broker than one fetch may name, every partition keeps being
+named, however long the consumer or follower runs. Two ways one was left out for ever:
+
+- a broker keeping no session (session_id 0: its session cache is full) gets full fetches that
+  hold nothing between them, but once every partition had been named once, the partitions that
+  moved and then the first `limit` in order took every fetch: an idle partition left out of those
+  was never fetched again, so records written to it later were never read;
+- a follower names every partition outside the ISR in every fetch (`name_always`); past the limit
+  the same `limit` of them (a set's order) took every fetch, so the others never caught up and
+  stayed out of the ISR (after the restart of a broker leading more than the limit).
+
+Method: the pure FetchSessionClient with the limit lowered to 2, over many fetches.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from samsa.common import limits
+from samsa.common.fetch_session_client import FetchPosition, FetchSessionClient
+
+LIMIT = 2
+KEYS = [("t", number) for number in range(5)]
+ROUNDS = 20
+
+
+@pytest.fixture(autouse=True)
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "request_partitions_max", LIMIT)
+
+
+def at(offset: int) -> FetchPosition:
+    return FetchPosition(offset, -1, -1, 1024)
+
+
+def _longest_wait(client: FetchSessionClient, session_id: int, moving: list) -> int:
+    """The most fetches in a row (of ROUNDS) any key of KEYS went unnamed."""
+    last = dict.fromkeys(KEYS, 0)
+    longest = 0
+    for request in range(1, ROUNDS + 1):
+        for key in moving:
+            client.set(key, at(request))
+        parts = client.build()
+        assert len(parts.partitions) + len(parts.forgotten) <= LIMIT
+        for key in parts.partitions:
+            last[key] = request
+        client.on_answer(parts, session_id=session_id)
+        longest = max(longest, *(request - named for named in last.values()))
+    return longest
+
+
+def test_a_broker_keeping_no_session_has_every_partition_named_in_turn() -> None:
+    client = FetchSessionClient()
+    for key in KEYS:
+        client.set(key, at(0))
+    # One partition has news after every fetch; the others are idle.
+    assert _longest_wait(client, 0, KEYS[:1]) <= 3
+
+
+def test_partitions_named_always_past_the_limit_are_named_in_turn() -> None:
+    client = FetchSessionClient()
+    for key in KEYS:
+        client.set(key, at(0))
+        client.name_always(key, True)
+    assert _longest_wait(client, 7, []) <= 3
+
+
+def test_partitions_that_moved_are_named_while_more_than_the_limit_are_named_always() -> None:
+    """One partition in the ISR keeps moving while the other four are outside it."""
+    client = FetchSessionClient()
+    for key in KEYS:
+        client.set(key, at(0))
+        client.name_always(key, key != KEYS[0])
+    assert _longest_wait(client, 7, KEYS[:1]) <= 5
