@@ -72,3 +72,21 @@ def test_partitions_that_moved_are_named_while_more_than_the_limit_are_named_alw
         client.set(key, at(0))
         client.name_always(key, key != KEYS[0])
     assert _longest_wait(client, 7, KEYS[:1]) <= 5
+
+
+def test_exactly_the_limit_is_named_in_every_fetch_and_never_more() -> None:
+    """A fetcher of exactly the limit: every fetch names all it must, and long-polls."""
+    client = FetchSessionClient()
+    keys = KEYS[:LIMIT]
+    for key in keys:
+        client.set(key, at(0))
+        client.name_always(key, True)
+    for request in range(1, 5):
+        parts = client.build()
+        assert set(parts.partitions) == set(keys) and not parts.more
+        client.on_answer(parts, session_id=7 if request > 1 else 0)
+        for key in keys:
+            client.set(key, at(request))
+    client.reset()
+    parts = client.build()
+    assert parts.full and set(parts.partitions) == set(keys) and not parts.more
