@@ -280,6 +280,7 @@ class AsyncConsumer:
         state = driver.state
         group = driver.group
         while True:
+            self._started()  # stop() in another task ends a poll() waiting here
             if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
                 self._group_poll(group)
                 await self._run_rebalance_steps(driver, group)
@@ -371,6 +372,7 @@ class AsyncConsumer:
         if group is not None:
             await within(group.commit_at_close(), deadline, group, "the commit at close")
         self._closed = True
+        self._progress.set()  # a poll() waiting in another task ends now
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         self._channels.close()  # and its call under way to a silent one (up to 5 s) too
         await self._driver.stop()

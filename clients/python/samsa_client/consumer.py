@@ -52,6 +52,7 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
+    cancel_other_tasks,
     check_open,
     close_deadline,
     group_of,
@@ -271,8 +272,6 @@ class Consumer:
         lookup = self._driver.list_offsets(wanted, timeout_s)
         return asyncio.run_coroutine_threadsafe(lookup, self._loop).result()
 
-    # --- committed offsets ------------------------------------------------------------------------
-
     def commit(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
     ) -> None:
@@ -308,19 +307,21 @@ class Consumer:
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
         self._check_open()
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-
-    # --- fetching ---------------------------------------------------------------------------------
+        try:
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        except concurrent.futures.CancelledError:  # close() on another thread: say so
+            self._check_open()
+            raise
 
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
         """Up to `max.poll.records` records, waiting up to `timeout` seconds for some. With a
         group, listener calls run here first (see the module docstring)."""
-        self._check_open()
         deadline = time.monotonic() + timeout
         limit = self.config.max_poll_records
         state = self._state
         group = self._driver.group
         while True:
+            self._check_open()  # close() on another thread ends a poll() waiting here
             if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
                 self._group_poll(group)
                 self._run_rebalance_steps(group)
@@ -391,10 +392,10 @@ class Consumer:
 
     def close(self, timeout: float | None = None) -> None:
         """Leave the group (after on_partitions_revoked and an auto-commit), or with assign()
-        and a group.id auto-commit the positions; stop fetching. `timeout` (seconds, default 30
-        as Kafka's close(Duration)) is one budget for the waits on the cluster: the commit before
-        revocation, the leave and the commit at close. What is not done by then is given up
-        (logged; the group then drops the member at its session timeout) and close() returns."""
+        and a group.id auto-commit the positions; stop fetching (a poll() waiting on another
+        thread raises). `timeout` (seconds, default 30, as Kafka's close(Duration)) bounds the
+        revocation's commit, the leave and the commit at close together; what is not done by then
+        is given up (logged; the group drops the member at its session timeout)."""
         if self._closed:
             return
         deadline = self._close_deadline = close_deadline(timeout)
@@ -407,6 +408,7 @@ class Consumer:
         if group is not None:
             self._on_loop(within(group.commit_at_close(), deadline, group, "the commit at close"))
         self._closed = True
+        self._notify_progress()  # a poll() waiting on another thread ends now
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         self._channels.close()  # and its call under way to a silent one (up to 5 s) too
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
@@ -422,6 +424,7 @@ class Consumer:
     async def _stop_on_loop(self) -> None:
         """Stop the driver, then finish what asyncio.run() finishes before its loop closes."""
         await self._driver.stop()
+        await cancel_other_tasks()  # calls other threads wait for (poll()'s) end too
         await self._loop.shutdown_asyncgens()
         await self._loop.shutdown_default_executor()
 

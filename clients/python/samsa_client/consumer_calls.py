@@ -92,3 +92,15 @@ async def within(
             await coroutine
     except TimeoutError:
         log.warning("group %r: %s not done within close()'s timeout", group.group_id, what)
+
+
+async def cancel_other_tasks(timeout_s: float = 1.0) -> None:
+    """Cancel every task of the running loop but this one, as asyncio.run() does before it
+    closes its loop, and wait up to `timeout_s` for them to end. The sync Consumer's close()
+    does this: a call another thread was waiting for (poll()'s commit before revocation, which
+    has no deadline) would otherwise never end once the loop stopped, nor its caller."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in others:
+        task.cancel()
+    if others:
+        await asyncio.wait(others, timeout=timeout_s)
