@@ -99,16 +99,26 @@ def _counts_inside(descriptor: d.Descriptor) -> bool:
 
 
 def _table(descriptor: d.Descriptor) -> _Table:
-    """What to do for each tag of a `descriptor` message that counts; other tags are skipped."""
+    """What to do for each tag of a `descriptor` message that counts; other tags are skipped.
+    Built once per type; published only whole (servers on other threads' loops may ask)."""
     table = _TABLES.get(descriptor)
-    if table is not None:
-        return table
-    table = _TABLES[descriptor] = {}  # before the fields: a message type may hold itself
+    if table is None:
+        building: dict[d.Descriptor, _Table] = {}
+        table = _build(descriptor, building)
+        _TABLES.update(building)
+    return table
+
+
+def _build(descriptor: d.Descriptor, building: dict[d.Descriptor, _Table]) -> _Table:
+    for known in (_TABLES, building):
+        if descriptor in known:
+            return known[descriptor]
+    table = building[descriptor] = {}  # before the fields: a message type may hold itself
     for field in descriptor.fields:
         by_length = field.number << 3 | 2
         if field.message_type is not None:
             if _counts_inside(field.message_type):
-                table[by_length] = (_MESSAGE, _table(field.message_type))
+                table[by_length] = (_MESSAGE, _build(field.message_type, building))
             else:
                 table[by_length] = (_ONE, None)
         elif field.is_repeated:

@@ -254,3 +254,20 @@ def test_fields_that_count_nothing_are_bounded_too() -> None:
     assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, inside_a_group) is not None
     # Under 8 MB the fields cannot pass the bound: not walked past the count's own bound.
     assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, b"\x78\x00" * 3_999_999) is None
+
+
+def test_a_table_is_published_only_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers on other threads' loops share the tables: one seen half built (empty) while
+    another thread built it would have let that request through uncounted."""
+    monkeypatch.setattr(request_shape, "_TABLES", {})
+    seen_while_building: list[bool] = []
+    counts_inside = request_shape._counts_inside
+
+    def watching(descriptor: d.Descriptor) -> bool:
+        seen_while_building.append(broker_pb2.ProduceRequest.DESCRIPTOR in request_shape._TABLES)
+        return counts_inside(descriptor)
+
+    monkeypatch.setattr(request_shape, "_counts_inside", watching)
+    request_shape._table(broker_pb2.ProduceRequest.DESCRIPTOR)
+    assert seen_while_building and not any(seen_while_building)
+    assert request_shape._TABLES[broker_pb2.ProduceRequest.DESCRIPTOR]
