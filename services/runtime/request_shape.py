@@ -177,7 +177,10 @@ def _walk(
             if at > end:
                 raise _Unwalkable
         elif wire_type == 0:
-            _, at = _varint(raw, at, end)
+            if at < end and raw[at] < 0x80:
+                at += 1
+            else:
+                _, at = _varint(raw, at, end)
         elif wire_type == 1:
             at += 8
         elif wire_type == 5:
@@ -217,10 +220,17 @@ def _skip_group(
         steps += 1
         if steps > STEPS_MAX:
             raise _TooMany
-        tag, at = _varint(raw, at, end)
+        tag = raw[at]
+        if tag < 0x80:
+            at += 1
+        else:
+            tag, at = _varint(raw, at, end)
         wire_type = tag & 7
         if wire_type == 0:
-            _, at = _varint(raw, at, end)
+            if at < end and raw[at] < 0x80:
+                at += 1
+            else:
+                _, at = _varint(raw, at, end)
         elif wire_type == 1:
             at += 8
         elif wire_type == 5:
