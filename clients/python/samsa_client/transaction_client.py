@@ -151,23 +151,28 @@ class TransactionClient:
         producer = self.producer(identity)
         request = x.AddOffsetsToTxnRequest(producer=producer, group_id=group_id)
         await self._call(TXN, "AddOffsetsToTxn", request, deadline)
-        commit = x.TxnOffsetCommitRequest(
-            producer=producer, group_id=group_id, member_id=member_id, member_epoch=member_epoch
-        )
-        by_topic: dict[str, x.TxnOffsetCommitTopic] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            if topic not in by_topic:
-                by_topic[topic] = commit.topics.add(name=topic)
-            by_topic[topic].partitions.add(partition=partition, committed_offset=offset)
-        await self._call(
-            c.COORDINATOR_KEY_TYPE_GROUP,
-            "TxnOffsetCommit",
-            commit,
-            deadline,
-            key=group_id,
-            code_of=_first_result_code,
-            retried=RETRIED_TXN_OFFSET_COMMIT,
-        )
+        # A coordinator takes at most admin_request_items_max offsets per TxnOffsetCommit: more
+        # go in several, all pending in this transaction until its marker (Kafka's has no cap).
+        ordered = sorted(offsets.items())
+        step = limits.admin_request_items_max
+        for first in range(0, max(len(ordered), 1), step):  # none: one empty, as before
+            commit = x.TxnOffsetCommitRequest(
+                producer=producer, group_id=group_id, member_id=member_id, member_epoch=member_epoch
+            )
+            by_topic: dict[str, x.TxnOffsetCommitTopic] = {}
+            for (topic, partition), offset in ordered[first : first + step]:
+                if topic not in by_topic:
+                    by_topic[topic] = commit.topics.add(name=topic)
+                by_topic[topic].partitions.add(partition=partition, committed_offset=offset)
+            await self._call(
+                c.COORDINATOR_KEY_TYPE_GROUP,
+                "TxnOffsetCommit",
+                commit,
+                deadline,
+                key=group_id,
+                code_of=_first_result_code,
+                retried=RETRIED_TXN_OFFSET_COMMIT,
+            )
 
     async def end(self, identity: Identity, committed: bool, deadline: float) -> Identity:
         """EndTxn: the identity for the next transaction (its epoch bumped, KIP-890)."""

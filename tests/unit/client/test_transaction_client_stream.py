@@ -18,6 +18,7 @@ import grpc
 from samsa.client import transaction_client
 from samsa.client.channels import AioChannels
 from samsa.client.transaction_client import TransactionClient
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
@@ -185,3 +186,52 @@ def test_txn_offset_commit_retries_a_topic_its_coordinator_does_not_know_yet() -
     assert identities == [(7, 1)]
     assert servicer.unknown_answers == 0
     assert servicer.unary == 5  # AddOffsetsToTxn, TxnOffsetCommit three times, EndTxn
+
+
+class _CountsOffsets(_UnaryOnly):
+    """A coordinator that refuses a TxnOffsetCommit of more offsets than one may carry, as the
+    real one does, and records those it takes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+        self.offsets: dict[tuple[str, int], int] = {}
+
+    async def TxnOffsetCommit(self, request, context):  # type: ignore[no-untyped-def]
+        self.unary += 1
+        size = sum(len(topic.partitions) for topic in request.topics)
+        if size > limits.admin_request_items_max:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{size} offsets")
+        self.sizes.append(size)
+        for topic in request.topics:
+            for partition in topic.partitions:
+                self.offsets[topic.name, partition.partition] = partition.committed_offset
+        return x.TxnOffsetCommitResponse()
+
+
+def test_offsets_over_one_requests_limit_go_in_several_txn_offset_commits() -> None:
+    """A transaction that consumed more partitions than one TxnOffsetCommit may name commits
+    their offsets in several, every offset once (Kafka's sendOffsetsToTransaction has no cap)."""
+    servicer = _CountsOffsets()
+    wanted = {(f"in-{n % 7}", n): n * 10 for n in range(2 * limits.admin_request_items_max + 5)}
+
+    async def run() -> None:
+        server = grpc.aio.server()
+        lookup = _Lookup()
+        xg.add_TransactionCoordinatorServiceServicer_to_server(servicer, server)
+        cg.add_CoordinatorLookupServiceServicer_to_server(lookup, server)
+        lookup.endpoint = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        await server.start()
+        channels = AioChannels()
+        client = TransactionClient(channels, lambda: [lookup.endpoint], "t", 60_000)
+        try:
+            deadline = asyncio.get_running_loop().time() + 10
+            await client.add_offsets((7, 0), wanted, "g", "", -1, deadline)
+        finally:
+            await client.close()
+            await channels.close()
+            await server.stop(None)
+
+    asyncio.run(run())
+    assert servicer.sizes == [limits.admin_request_items_max] * 2 + [5]
+    assert servicer.offsets == wanted
