@@ -27,6 +27,7 @@ from cluster_helpers import TRANSACTION_SETTINGS, read_to_end, wait_until
 from samsa.cli.launcher import LocalCluster, load_or_create, wait_healthy
 from samsa.client import Admin, AsyncConsumer, AsyncProducer, Consumer, NewTopic, Producer
 from samsa.client.errors import KafkaError
+from samsa.client.group_admin import GroupError
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import CONTROL_TYPE_COMMIT as COMMIT
@@ -165,7 +166,8 @@ def test_async_producer_transactions_and_async_read_committed(cluster: LocalClus
 
 def test_offsets_sent_in_a_transaction_commit_with_it(cluster: LocalCluster) -> None:
     producer = transactional(cluster, "sdk-offsets")
-    admin = Admin({"bootstrap.servers": cluster.spec.bootstrap_servers})
+    admin_config = {"bootstrap.servers": cluster.spec.bootstrap_servers}
+    admin = Admin(admin_config)
     try:
         producer.init_transactions(30)
         producer.begin_transaction()
@@ -176,15 +178,15 @@ def test_offsets_sent_in_a_transaction_commit_with_it(cluster: LocalCluster) -> 
         producer.begin_transaction()
         producer.send(OUT, b"with-offsets-2", partition=0)
         producer.send_offsets_to_transaction({(OUT, 1): 42}, "sdk-group")
+        with Admin({**admin_config, "request.timeout.ms": 1000}) as impatient:
+            with pytest.raises(GroupError) as raised:  # the open transaction holds (OUT, 1)
+                impatient.list_consumer_group_offsets("sdk-group", [(OUT, 1)], True)
+        assert raised.value.code == ErrorCode.UNSTABLE_OFFSET_COMMIT
+        assert admin.list_consumer_group_offsets("sdk-group", [(OUT, 1)]) == {}  # not waiting
         producer.commit_transaction(30)
-        wait_until(
-            "the offset committed",
-            lambda: (
-                (found := admin.list_consumer_group_offsets("sdk-group").get((OUT, 1))) is not None
-                and found.offset == 42
-            ),
-            30,
-        )
+        # the markers may still be on their way: require_stable waits for them, nothing else
+        stable = admin.list_consumer_group_offsets("sdk-group", [(OUT, 1)], require_stable=True)
+        assert stable[(OUT, 1)].offset == 42
     finally:
         producer.close(10)
         admin.close()

@@ -1,6 +1,5 @@
 """Admin: topics, partitions, configs and the cluster, through the servers `bootstrap.servers`
-lists (brokers, as in Kafka, or controllers); consumer groups and transactions, through the
-coordinators.
+lists (brokers, as in Kafka, or controllers); groups and transactions, through the coordinators.
 
 `Admin` (Kafka's AdminClient, synchronous) is the one public class, and the one place its calls
 are documented. It checks its config, builds the requests about topics, configs and the cluster,
@@ -254,11 +253,9 @@ class Admin:
         return {key: listed_offset_of(answer) for key, answer in answers.items()}
 
     def _describe(self, names: list[str]) -> list[c.DescribeTopicsResponse.Topic]:
-        """The topics named (empty: all), every page of the controller's answer merged.
-
-        Listing all topics answers only those that exist: one deleted while the pages were read
-        (its UNKNOWN_TOPIC_OR_PARTITION, see ClusterMetadata.describe_topics) is left out.
-        """
+        """The topics named (empty: all), every page of the controller's answer merged. Listing
+        all answers only those that exist: one deleted while the pages were read (its
+        UNKNOWN_TOPIC_OR_PARTITION, see ClusterMetadata.describe_topics) is left out."""
         answer = self._controller.describe_topics(names)
         if names:
             return list(answer.topics)
@@ -340,11 +337,14 @@ class Admin:
         self._groups.delete_consumer_groups(group_ids)
 
     def list_consumer_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        require_stable: bool = False,
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The group's committed offsets (of `partitions`, or all when None); partitions
-        without one are left out."""
-        return self._groups.list_consumer_group_offsets(group_id, partitions)
+        """The group's committed offsets (of `partitions`, or all when None; none: left out);
+        require_stable waits out open transactions committing them (KIP-447)."""
+        return self._groups.list_consumer_group_offsets(group_id, partitions, require_stable)
 
     def delete_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]

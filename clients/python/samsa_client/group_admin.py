@@ -198,6 +198,15 @@ def offsets_of(answer: c.OffsetFetchResponse) -> dict[TopicPartition, OffsetAndM
     return offsets
 
 
+def unstable(answer: c.OffsetFetchResponse) -> bool:
+    """Whether an open transaction holds offsets of a partition asked with require_stable."""
+    return any(
+        p.error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
+        for topic in answer.topics
+        for p in topic.partitions
+    )
+
+
 def by_topic(partitions: Iterable[TopicPartition]) -> list[c.TopicPartitions]:
     """(topic, partition) pairs as the requests name them: per topic, ascending, no duplicates."""
     grouped: dict[str, set[int]] = {}

@@ -83,15 +83,20 @@ class GroupAdminCalls:
         _raise_every_failure(answers)
 
     def list_consumer_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         if partitions is not None:
             partitions = list(partitions)
             if not partitions:  # OffsetFetch without topics would answer every partition
                 return {}
         request = ga.offset_fetch_request(group_id, partitions)
-        answer = self._ask_coordinator(group_id, "OffsetFetch", request)
-        return ga.offsets_of(answer)
+        request.require_stable = require_stable
+        deadline = self._calls.deadline()
+        while True:  # UNSTABLE_OFFSET_COMMIT (only asked with require_stable) until it ends
+            answer = self._ask_coordinator(group_id, "OffsetFetch", request)
+            if not ga.unstable(answer) or time.monotonic() >= deadline:
+                return ga.offsets_of(answer)  # raises UNSTABLE_OFFSET_COMMIT past the deadline
+            self._calls.wait_before_retry()
 
     def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
