@@ -10,20 +10,9 @@ request is checked. No server, no gRPC channel.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
+from node_script import needs_node, run_node_script
 
-import pytest
-
-NODE_DIR = Path(__file__).resolve().parents[3] / "clients" / "node"
-NODE = shutil.which("node")
-
-pytestmark = pytest.mark.skipif(
-    NODE is None or not (NODE_DIR / "node_modules").is_dir(),
-    reason="needs `node` and clients/node/node_modules (npm ci --prefix clients/node)",
-)
+pytestmark = needs_node
 
 SCRIPT = """
 const { GroupMember } = require(process.argv[1]);
@@ -53,15 +42,7 @@ const client = {
 
 
 def test_every_join_carries_owned_partitions() -> None:
-    assert NODE is not None
-    done = subprocess.run(
-        [NODE, "-e", SCRIPT, str(NODE_DIR / "group.js")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
-    sent = json.loads(done.stdout)
+    sent = run_node_script(SCRIPT, "group.js")
     joins = [request for request in sent if request["member_epoch"] == 0]
     assert len(joins) == 2, sent
     for join in joins:

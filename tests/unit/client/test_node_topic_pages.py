@@ -9,20 +9,9 @@ of two pages; check the requests it sent. No server, no gRPC channel.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
+from node_script import needs_node, run_node_script
 
-import pytest
-
-NODE_DIR = Path(__file__).resolve().parents[3] / "clients" / "node"
-NODE = shutil.which("node")
-
-pytestmark = pytest.mark.skipif(
-    NODE is None or not (NODE_DIR / "node_modules").is_dir(),
-    reason="needs `node` and clients/node/node_modules (npm ci --prefix clients/node)",
-)
+pytestmark = needs_node
 
 SCRIPT = """
 const { SamsaClient } = require(process.argv[1]);
@@ -51,15 +40,7 @@ client.callAny = async (kind, method, request) => {
 
 
 def test_each_page_is_at_least_as_current_as_the_one_before() -> None:
-    assert NODE is not None
-    done = subprocess.run(
-        [NODE, "-e", SCRIPT, str(NODE_DIR / "samsa.js")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = run_node_script(SCRIPT, "samsa.js")
     assert [p["partition"] for p in out["partitions"]] == [0, 1], out
     first, second = out["sent"]
     assert first["min_metadata_offset"] == 0, first
