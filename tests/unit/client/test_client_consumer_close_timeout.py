@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from async_waits import until
 from rebalance_helpers import T, answer
 
 from samsa.client import AsyncConsumer, Consumer, consumer_calls
@@ -60,6 +61,15 @@ def owning(consumer: Consumer) -> None:
 def timed_close(consumer: Consumer, **timeout: float) -> float:
     began = time.monotonic()
     consumer.close(**timeout)
+    return time.monotonic() - began
+
+
+async def timed_close_after(consumer: AsyncConsumer, started: threading.Event, what: str) -> float:
+    """Once `started` is set (the call close() must not wait for is under way), how long
+    close(timeout=1.0) takes."""
+    await until(started.is_set, what, timeout_s=5)
+    began = time.monotonic()
+    await consumer.close(timeout=1.0)
     return time.monotonic() - began
 
 
@@ -168,13 +178,7 @@ def test_async_close_is_not_held_by_a_coordinator_lookup_to_a_silent_cluster(
         assert consumer._driver is not None
         started = tracked_lookups(consumer._driver.group)
         consumer.subscribe([T])
-        deadline = time.monotonic() + 5
-        while not started.is_set():
-            assert time.monotonic() < deadline, "no lookup started"
-            await asyncio.sleep(0.01)
-        began = time.monotonic()
-        await consumer.close(timeout=1.0)
-        return time.monotonic() - began
+        return await timed_close_after(consumer, started, "a lookup started")
 
     assert asyncio.run(main()) < 1.0 + SLACK_S
 
@@ -217,12 +221,6 @@ def test_async_close_is_not_held_by_a_metadata_refresh_to_a_silent_cluster(
             driver.state.assign([TP])
             driver.state.seek(TP, 5)
         driver.wake()
-        deadline = time.monotonic() + 5
-        while not started.is_set():
-            assert time.monotonic() < deadline, "no refresh started"
-            await asyncio.sleep(0.01)
-        began = time.monotonic()
-        await consumer.close(timeout=1.0)
-        return time.monotonic() - began
+        return await timed_close_after(consumer, started, "a refresh started")
 
     assert asyncio.run(main()) < 1.0 + SLACK_S
