@@ -5,6 +5,19 @@ const crypto = require('node:crypto');
 const { NO_ERROR, check, isTransient, sleep } = require('./errors');
 
 const REJOIN = new Set(['ERROR_CODE_UNKNOWN_MEMBER_ID', 'ERROR_CODE_FENCED_MEMBER_EPOCH']);
+// The most partitions one OffsetCommit or OffsetFetch may name (common/limits.py
+// request_partitions_max): the coordinator refuses more (RESOURCE_EXHAUSTED), and more topic
+// entries too, which a part of at most this many partitions cannot hold.
+const REQUEST_PARTITIONS_MAX = 10000;
+
+// `list` in runs of at most REQUEST_PARTITIONS_MAX, in order: one request each.
+function partsOf(list) {
+  const parts = [];
+  for (let at = 0; at < list.length; at += REQUEST_PARTITIONS_MAX) {
+    parts.push(list.slice(at, at + REQUEST_PARTITIONS_MAX));
+  }
+  return parts;
+}
 
 // [{topic, partition}] as a Map from topic to its ascending partition numbers.
 function groupByTopic(partitions) {
@@ -77,6 +90,7 @@ class GroupMember {
     this.lastError = null; // the last heartbeat failure that did not stop it
     this.listeners = [];
     this.stopped = false;
+    this.committing = Promise.resolve(); // the last commit's end: commits run one at a time
   }
 
   // Joins (member epoch 0) and starts heartbeating.
@@ -229,14 +243,30 @@ class GroupMember {
   // Only partitions the member owns now may be committed: one the coordinator took away was
   // given up at the next heartbeat and may belong to another member, whose commits this one
   // would overwrite (the coordinator checks the member epoch, not ownership). So a commit
-  // naming such a partition is refused whole, before anything is sent.
+  // naming such a partition is refused whole, before anything is sent. A commit goes in
+  // requests of at most REQUEST_PARTITIONS_MAX partitions (the coordinator's limit), one after
+  // the other in the order given, and stops at the first that failed (those before it stay
+  // committed). Commits run one at a time in call order, as Kafka's commitSync waits for those
+  // before it: a later part of an older commit never lands over a newer commit's offsets.
   async commit(offsets) {
     const entries = offsets instanceof Map
       ? [...offsets].map(([key, offset]) => {
           const at = key.lastIndexOf(':');
           return { topic: key.slice(0, at), partition: Number(key.slice(at + 1)), offset };
         })
-      : offsets;
+      : [...offsets]; // as given now, whenever the commits before it let it run
+    const run = async () => {
+      this.checkOwned(entries);
+      for (const part of partsOf(entries)) await this.commitPart(part);
+    };
+    const done = this.committing.then(run);
+    this.committing = done.catch(() => {}); // the next commit runs whether this one failed or not
+    return done;
+  }
+
+  // One OffsetCommit of `entries` (at most REQUEST_PARTITIONS_MAX), sent again at the member's
+  // new epoch after STALE_MEMBER_EPOCH.
+  async commitPart(entries) {
     const byTopic = new Map();
     for (const { topic, partition, offset } of entries) {
       if (!byTopic.has(topic)) byTopic.set(topic, []);
@@ -316,4 +346,4 @@ class GroupMember {
   }
 }
 
-module.exports = { GroupMember, groupByTopic };
+module.exports = { GroupMember, groupByTopic, partsOf };

@@ -9,7 +9,7 @@ const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const { NO_ERROR, SamsaError, check, toInt, withRetries } = require('./errors');
 const { murmur2, partitionForKey, fromTypedRecord, partitionResult } = require('./records');
-const { GroupMember, groupByTopic } = require('./group');
+const { GroupMember, groupByTopic, partsOf } = require('./group');
 const { producerMethods } = require('./producer');
 
 const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
@@ -362,18 +362,19 @@ class SamsaClient {
 
   // The group's committed offsets of `partitions` ([{topic, partition}]), as a Map from
   // "topic:partition" to the offset (-1 when nothing was committed). An empty list asks for
-  // nothing (an OffsetFetch naming no topic would answer every offset of the group).
+  // nothing (an OffsetFetch naming no topic would answer every offset of the group). Asked in
+  // requests of at most REQUEST_PARTITIONS_MAX partitions (group.js), the coordinator's limit.
   async committedOffsets(groupId, partitions) {
-    if (partitions.length === 0) return new Map();
-    const byTopic = groupByTopic(partitions);
-    const topics = [...byTopic].map(([topic, numbers]) => ({ topic, partitions: numbers }));
-    const answer = await this.groupCall(groupId, 'OffsetFetch', { group_id: groupId, topics }, (a) => a);
-    check(answer, `group ${groupId}`);
     const offsets = new Map();
-    for (const t of answer.topics) {
-      for (const p of t.partitions) {
-        check(p, `${t.name}[${p.partition}]`);
-        offsets.set(`${t.name}:${p.partition}`, toInt(p.committed_offset));
+    for (const part of partsOf(partitions)) {
+      const topics = [...groupByTopic(part)].map(([topic, numbers]) => ({ topic, partitions: numbers }));
+      const answer = await this.groupCall(groupId, 'OffsetFetch', { group_id: groupId, topics }, (a) => a);
+      check(answer, `group ${groupId}`);
+      for (const t of answer.topics) {
+        for (const p of t.partitions) {
+          check(p, `${t.name}[${p.partition}]`);
+          offsets.set(`${t.name}:${p.partition}`, toInt(p.committed_offset));
+        }
       }
     }
     return offsets;
