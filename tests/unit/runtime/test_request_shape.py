@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+from wire_fields import length_delimited
+
 from samsa.services.runtime.request_shape import ELEMENTS_MAX, elements_problem
 from samsa.v1 import broker_pb2, controller_pb2, coordinator_pb2
 
@@ -20,13 +22,8 @@ def _field(message: type, name: str) -> int:
     return message.DESCRIPTOR.fields_by_name[name].number
 
 
-def _len_field(number: int, payload: bytes) -> bytes:
-    assert len(payload) < 128 and number < 16
-    return bytes([(number << 3) | 2, len(payload)]) + payload
-
-
 def _empty_topics(count: int) -> bytes:
-    return _len_field(_field(broker_pb2.FetchRequest, "topics"), b"") * count
+    return length_delimited(_field(broker_pb2.FetchRequest, "topics"), b"") * count
 
 
 def test_a_request_of_empty_entries_is_refused_before_it_is_parsed() -> None:
@@ -41,7 +38,7 @@ def test_nested_entries_count_too() -> None:
     partitions = _field(broker_pb2.ProduceRequest.TopicData, "partitions")
     inner = bytes([(partitions << 3) | 2, 0]) * (ELEMENTS_MAX // 2 + 1)
     topics = _field(broker_pb2.ProduceRequest, "topics")
-    one_topic = _varint_len_field(topics, inner)
+    one_topic = length_delimited(topics, inner)
     raw = one_topic * 2
     assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, raw) is not None
 
@@ -49,30 +46,20 @@ def test_nested_entries_count_too() -> None:
 def test_repeated_scalars_count_packed_or_not() -> None:
     names = controller_pb2.DeleteTopicsRequest.DESCRIPTOR.fields_by_name["names"]
     assert names.message_type is None  # strings: an empty one parses into ~45 bytes, counted
-    raw = _len_field(names.number, b"") * (ELEMENTS_MAX + 1)
+    raw = length_delimited(names.number, b"") * (ELEMENTS_MAX + 1)
     assert elements_problem(controller_pb2.DeleteTopicsRequest.DESCRIPTOR, raw) is not None
-    raw = _len_field(names.number, b"") * ELEMENTS_MAX
+    raw = length_delimited(names.number, b"") * ELEMENTS_MAX
     assert elements_problem(controller_pb2.DeleteTopicsRequest.DESCRIPTOR, raw) is None
     # OffsetDelete's partitions are a repeated int32: a packed run of 1-byte varints.
     topic = coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR.fields_by_name["topics"]
     wanted = topic.message_type.fields_by_name["partitions"]
     packed = bytes(ELEMENTS_MAX + 1)
-    inner = _varint_len_field(wanted.number, packed)
-    raw = _varint_len_field(topic.number, inner)
+    inner = length_delimited(wanted.number, packed)
+    raw = length_delimited(topic.number, inner)
     assert elements_problem(coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR, raw) is not None
     unpacked = bytes([wanted.number << 3, 0]) * (ELEMENTS_MAX + 1)
-    raw = _varint_len_field(topic.number, unpacked)
+    raw = length_delimited(topic.number, unpacked)
     assert elements_problem(coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR, raw) is not None
-
-
-def _varint_len_field(number: int, payload: bytes) -> bytes:
-    length, varint = len(payload), bytearray()
-    while True:
-        byte, length = length & 0x7F, length >> 7
-        varint.append(byte | (0x80 if length else 0))
-        if not length:
-            break
-    return bytes([(number << 3) | 2]) + bytes(varint) + payload
 
 
 def test_a_maximal_batch_costs_a_few_steps() -> None:

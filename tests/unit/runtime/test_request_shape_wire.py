@@ -13,6 +13,8 @@ string or None. Crafted groups, nested and unknown, and packed fixed-width scala
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import time
 
 import pytest
@@ -22,20 +24,18 @@ from google.protobuf.message_factory import GetMessageClass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from samsa import v1
 from samsa.services.runtime import request_shape
 from samsa.services.runtime.request_shape import ELEMENTS_MAX, elements_problem
-from samsa.v1 import (
-    broker_pb2,
-    controller_pb2,
-    coordinator_pb2,
-    group_records_pb2,
-    metadata_pb2,
-    records_pb2,
-    transaction_records_pb2,
-    transactions_pb2,
-)
+from samsa.v1 import broker_pb2
 
 _F = d.FieldDescriptor
+# Every generated module of proto/samsa/v1, found rather than listed: a new .proto is walked too.
+_MODULES = [
+    importlib.import_module(f"samsa.v1.{name}")
+    for _, name, _ in pkgutil.iter_modules(v1.__path__)
+    if name.endswith("_pb2")
+]
 
 
 def _all_types() -> list[d.Descriptor]:
@@ -47,16 +47,7 @@ def _all_types() -> list[d.Descriptor]:
         for nested in descriptor.nested_types:
             add(nested)
 
-    for module in (
-        broker_pb2,
-        controller_pb2,
-        coordinator_pb2,
-        group_records_pb2,
-        metadata_pb2,
-        records_pb2,
-        transaction_records_pb2,
-        transactions_pb2,
-    ):
+    for module in _MODULES:
         for descriptor in module.DESCRIPTOR.message_types_by_name.values():
             add(descriptor)
     return found

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
 import pytest
+from wire_fields import length_delimited
 
 from samsa.common import limits
 from samsa.services.broker.servicer import BrokerServicer, add_broker_service
@@ -259,13 +260,7 @@ def test_a_request_that_would_parse_into_too_many_objects_is_refused_unparsed() 
         produce = broker_pb2.ProduceStreamRequest.DESCRIPTOR.fields_by_name["request"].number
         topics = broker_pb2.ProduceRequest.DESCRIPTOR.fields_by_name["topics"].number
         inner = bytes([(topics << 3) | 2, 0]) * (request_shape.ELEMENTS_MAX + 1)
-        length, varint = len(inner), bytearray()
-        while True:
-            byte, length = length & 0x7F, length >> 7
-            varint.append(byte | (0x80 if length else 0))
-            if not length:
-                break
-        item = bytes([(produce << 3) | 2]) + bytes(varint) + inner
+        item = length_delimited(produce, inner)
         status, seconds = await produce_stream_status(channel, item)
         assert status == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert seconds < 3
