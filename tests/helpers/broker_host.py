@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
+from samsa.metadata.image import (
+    TOPIC_RESOURCE,
+    BrokerRegistration,
+    MetadataImage,
+    PartitionState,
+    TopicImage,
+)
 from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
@@ -34,6 +40,24 @@ def single_broker_image(topics: Mapping[str, tuple[bytes, Partitions]]) -> Metad
         },
         topic_names={topic_id: name for name, (topic_id, _) in topics.items()},
         configs={},
+    )
+
+
+def two_broker_image(
+    topic_id: bytes, partitions: int, configs: Mapping[str, str] | None = None
+) -> MetadataImage:
+    """Brokers 1 and 2, and topic "t" (`topic_id`) whose `partitions` partitions both replicate,
+    led by broker 1 at epoch 0; `configs` are the topic's. The fetch-session tests' leader and
+    its follower."""
+    states = {p: PartitionState(p, (1, 2), (1, 2), 1, 0, 0) for p in range(partitions)}
+    return MetadataImage(
+        end_offset=10,
+        hash=b"\x00" * 16,
+        timestamp_ms=0,
+        brokers={b: BrokerRegistration(b, "i", f"h:{b}", "", 0, False) for b in (1, 2)},
+        topics={"t": TopicImage("t", topic_id, states)},
+        topic_names={topic_id: "t"},
+        configs={(TOPIC_RESOURCE, "t"): dict(configs)} if configs else {},
     )
 
 

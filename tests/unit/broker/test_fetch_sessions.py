@@ -18,14 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from broker_host import hosting, two_broker_image
 from loop_turns import turns
 
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_session_client import FetchParts, FetchPosition, FetchSessionClient
 from samsa.common.record.codec import build_batch
-from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
 from samsa.services.broker.log.log import Log
-from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.replica_fetcher import _request
 from samsa.services.broker.requests.fetch import fetch
@@ -37,26 +36,10 @@ LEADER, FOLLOWER = 1, 2
 PARTITIONS = 200
 
 
-def image(partitions: int = PARTITIONS) -> MetadataImage:
-    states = {p: PartitionState(p, (1, 2), (1, 2), LEADER, 0, 0) for p in range(partitions)}
-    return MetadataImage(
-        end_offset=10,
-        hash=b"\x00" * 16,
-        timestamp_ms=0,
-        brokers={b: BrokerRegistration(b, "i", f"h:{b}", "", 0, False) for b in (1, 2)},
-        topics={"t": TopicImage("t", TOPIC_ID, states)},
-        topic_names={TOPIC_ID: "t"},
-        configs={},
-    )
-
-
 @pytest.fixture
 def leader(tmp_path: Path) -> Iterator[PartitionHost]:
-    host = PartitionHost(tmp_path, LEADER)
-    new = image()
-    host.apply(new, partition_changes(host.image, new, LEADER), now_ms=0)
-    yield host
-    host.close_all()
+    with hosting(tmp_path, two_broker_image(TOPIC_ID, PARTITIONS), LEADER) as host:
+        yield host
 
 
 @pytest.fixture
