@@ -17,6 +17,7 @@ import asyncio
 
 import grpc
 import pytest
+from list_offsets_answers import list_offsets_answer
 
 from samsa.client import consumer_driver
 from samsa.client.config import ConsumerConfig
@@ -63,22 +64,7 @@ class FakeBroker:
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, timeout: float) -> object:
         code = ErrorCode.OFFSET_NOT_AVAILABLE if self.not_available else ErrorCode.NONE
         self.not_available = max(0, self.not_available - 1)
-        return broker_pb2.ListOffsetsResponse(
-            topics=[
-                broker_pb2.ListOffsetsResponse.TopicResponse(
-                    name=topic.name,
-                    partitions=[
-                        broker_pb2.ListOffsetsResponse.PartitionResponse(
-                            partition=p.partition,
-                            offset=-1 if code else self.log_end_offset,
-                            error_code=code,  # type: ignore[arg-type]
-                        )
-                        for p in topic.partitions
-                    ],
-                )
-                for topic in request.topics
-            ]
-        )
+        return list_offsets_answer(request, -1 if code else self.log_end_offset, code)
 
 
 class FakeLink:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from list_offsets_answers import list_offsets_answer
 
 from samsa.client import group_driver
 from samsa.client.config import ConsumerConfig
@@ -167,20 +168,7 @@ class Broker:
         size = sum(len(topic.partitions) for topic in request.topics)
         self.sizes.append(size)
         assert size <= limits.request_partitions_max, f"refused: {size} partitions"
-        return broker_pb2.ListOffsetsResponse(
-            topics=[
-                broker_pb2.ListOffsetsResponse.TopicResponse(
-                    name=topic.name,
-                    partitions=[
-                        broker_pb2.ListOffsetsResponse.PartitionResponse(
-                            partition=p.partition, offset=40
-                        )
-                        for p in topic.partitions
-                    ],
-                )
-                for topic in request.topics
-            ]
-        )
+        return list_offsets_answer(request, 40)
 
 
 def test_list_offsets_of_more_partitions_than_the_limit_is_sent_in_pieces() -> None:
