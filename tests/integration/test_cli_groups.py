@@ -9,7 +9,9 @@ reset prints its plan and changes nothing unless --execute (with Kafka's scopes 
 saying why) while the group has a live member, and work once it left. `list --state` keeps the
 groups in the states named; describe and lag show several groups (or --all-groups) one block
 each, saying which do not exist (exit 1); describe's --state, --members and --offsets show one
-part; delete --all-groups deletes the empty groups and says why not for the others.
+part; delete --all-groups deletes the empty groups and says why not for the others. The internal
+topics are listed only when asked for (`topics list` unless --exclude-internal, as
+kafka-topics.sh; Admin.list_topics only with list_internal, as Kafka's admin).
 
 Method: one controller, one broker and two coordinators (real processes from the launcher,
 stopped by PID also on failure), 4 partitions of `__consumer_offsets`. The group's one member is a
@@ -151,6 +153,20 @@ def join_and_commit(stub: cg.GroupCoordinatorServiceStub, member: RawMember) -> 
     commit = c.OffsetCommitRequest(group_id=GROUP, member_id="m1", member_epoch=member.epoch)
     commit.topics.add(name=TOPIC).partitions.add(partition=0, committed_offset=5)
     assert stub.OffsetCommit(commit, timeout=10).topics[0].partitions[0].error_code == 0
+
+
+def test_internal_topics_are_listed_only_when_asked(cluster: LocalCluster) -> None:
+    """As Kafka's: Admin.list_topics() leaves them out unless list_internal; `samsa topics
+    list` (kafka-topics.sh --list) shows them unless --exclude-internal."""
+    internal = {"__consumer_offsets", "__transaction_state"}
+    with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
+        assert TOPIC in admin.list_topics() and not internal & set(admin.list_topics())
+        assert internal | {TOPIC} <= set(admin.list_topics(list_internal=True))
+    shown = samsa(cluster, "topics", "list")
+    assert shown.returncode == 0 and internal | {TOPIC} <= set(shown.stdout.split()), shown.stderr
+    shown = samsa(cluster, "topics", "list", "--exclude-internal")
+    assert shown.returncode == 0, shown.stderr
+    assert TOPIC in shown.stdout.split() and not internal & set(shown.stdout.split())
 
 
 def test_cluster_shows_the_coordinators(cluster: LocalCluster) -> None:

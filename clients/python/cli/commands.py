@@ -51,6 +51,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     create.add_argument("--replication-factor", type=int32, default=-1)
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     listing = actions.add_parser("list", help="list topics")
+    listing.add_argument(
+        "--exclude-internal", action="store_true", help="leave out __consumer_offsets and the like"
+    )
     describe = actions.add_parser("describe", help="partitions, leaders, replicas, configs")
     describe.add_argument("names", nargs="*")
     delete = actions.add_parser("delete", help="delete topics and their data")
@@ -155,7 +158,7 @@ def _topics(args: argparse.Namespace) -> int:
             info = admin.describe_topics([args.name])[args.name]
             print(f"created {args.name} with {len(info.partitions)} partition(s)")
         elif args.action == "list":
-            for name in admin.list_topics():
+            for name in admin.list_topics(list_internal=not args.exclude_internal):
                 print(name)
         elif args.action == "describe":
             topics = admin.describe_topics(args.names or None)

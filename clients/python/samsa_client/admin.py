@@ -73,6 +73,7 @@ from samsa.client.transaction_admin import (
 )
 from samsa.client.transaction_admin_calls import TransactionAdminCalls
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.v1 import broker_pb2
 from samsa.v1 import controller_pb2 as c
 
@@ -102,16 +103,14 @@ ADMIN_KEYS = frozenset(
     {"bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms"}
 )
 DELETE_WAIT_MS_MAX = 300_000  # what a broker accepts as DeleteRecords' timeout_ms
-TOPIC = 1
-BROKER = 2
+TOPIC = 1  # ConfigResource type
 
 
 class Admin:
     """Kafka's AdminClient, synchronous: each call returns when the controller has answered."""
 
     def __init__(self, config: Mapping[str, object]) -> None:
-        unknown = sorted(set(config) - ADMIN_KEYS)
-        if unknown:
+        if unknown := sorted(set(config) - ADMIN_KEYS):
             raise InvalidConfigError(
                 f"unknown admin config key(s) {unknown}; known: {sorted(ADMIN_KEYS)}"
             )
@@ -261,8 +260,10 @@ class Admin:
             return list(answer.topics)
         return [topic for topic in answer.topics if topic.error_code == ErrorCode.NONE]
 
-    def list_topics(self) -> list[str]:
-        return [topic.name for topic in self._describe([])]
+    def list_topics(self, list_internal: bool = False) -> list[str]:
+        """Topic names; the internal ones only with list_internal (Kafka's listInternal)."""
+        names = [topic.name for topic in self._describe([])]
+        return names if list_internal else [n for n in names if n not in INTERNAL_TOPICS]
 
     def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicDescription]:
         """The topics named, or every topic when `names` is None; no names, none (as Kafka's
