@@ -188,7 +188,7 @@ def stream_copy(  # type: ignore[no-untyped-def]
 
 def query_transactions(bootstrap: str, query_id: str) -> int:
     """How many transactional ids the query's tasks used (the exactly-once sink names them
-    `spark-<query id>-<batch>-<task>`; the at-least-once sink uses none)."""
+    `spark-<query id>-<task>`, one a task for every batch; the at-least-once sink uses none)."""
     from samsa.client import Admin
 
     with Admin({"bootstrap.servers": bootstrap}) as admin:
@@ -263,7 +263,7 @@ def streaming_sinks(  # type: ignore[no-untyped-def]
     for column, result in results.items():
         if isinstance(result, dict):
             lines.append(
-                f"{column}: {result['transactions']} transactions; batches (ms): "
+                f"{column}: {result['transactions']} transactional ids; batches (ms): "
                 + " ".join(f"{ms:.0f}" for ms in result["batches_ms"])
             )
     alo = results[AT_LEAST_ONCE]

@@ -1,12 +1,16 @@
 """The exactly-once streaming sink: each micro-batch's rows become visible once, whatever fails.
 
-Theory of operation (KIP-939's shape; issue 14). A micro-batch's task P writes its rows in one
-transaction whose transactional.id is derived from (query id, batch id, P): `spark-<query>-
-<batch>-<P>`. The query id is Spark's persistent one (it survives a restart from the
-checkpoint), and Spark replays a failed batch with the same batch id and the same rows, so a
-replay uses the same ids. The task writes, *prepares* (sends everything, leaves the transaction
-open) and reports the identity; the driver's `commit(messages, batchId)` completes every task's
-transaction (Admin.complete_transaction). What each failure does:
+Theory of operation (KIP-939's shape; issue 14). Task P of a micro-batch writes its rows in one
+transaction under the transactional.id `spark-<query>-<P>`, the same in every micro-batch (the
+query id is Spark's persistent one, kept in the checkpoint), and commits in it, as the offsets of
+the group of the same name, the batch it writes: offset batch id + 1 on partition 0 of the
+topic its first row goes to (the coordinator takes offsets only of partitions that exist). So
+whether a batch's part committed is read from the group's offset, decided with the transaction,
+and a query keeps one id and one group per task, however many batches it runs (Kafka Streams
+records its input offsets in its transactions the same way). Spark replays a failed batch with
+the same batch id and the same rows. The task writes, *prepares* (sends everything, leaves the
+transaction open) and reports the identity; the driver's `commit(messages, batchId)` completes
+every task's transaction (Admin.complete_transaction). What each failure does:
 
 - a task fails after writing and is retried: the retry finds the failed attempt's transaction
   open and aborts it (EndTxn under the identity it was prepared with), then its
@@ -18,9 +22,9 @@ transaction (Admin.complete_transaction). What each failure does:
   the task then sees the part committed (left to init_transactions, the commit could land
   between the task's look and its fencing, and the part would be written twice);
 - the driver dies during its commit (some transactions committed, the batch not marked done):
-  on the replay a task first asks the coordinator for its id's state; CompleteCommit, or
-  PrepareCommit (decided: the coordinator finishes writing the markers on its own), means this
-  batch's part is visible or about to be, so the task writes nothing and reports it done;
+  on the replay a task reads its group's offset with require_stable (a transaction still
+  writing its markers is waited for); past this batch means its part is visible, so the task
+  writes nothing and reports it done;
 - the commit fails part-way: Spark calls abort() with the same messages, which aborts every
   transaction still open (those committed stay so) and the restarted query replays the batch;
 - nobody commits (the query is gone for good): the coordinator aborts the transactions at
@@ -28,12 +32,12 @@ transaction (Admin.complete_transaction). What each failure does:
   micro-batch must end within it, or its commit fails naming the option).
 
 Read with isolation.level=read_committed, the output holds every input row exactly once. A task
-with no rows opens no transaction. The replay's look relies on the coordinator still knowing the
-ids: each is kept for transactional.id.expiration.ms after its last use (7 days), so a batch
-replayed later than that after a driver died mid-commit writes its committed parts again, and
-ids accumulate at one per writing task per micro-batch over that period (the README has
-figures). Options: those of the plain sink (sink.py), plus `exactlyOnce` (true by default for
-writeStream; false falls back to at least once).
+with no rows opens no transaction (nor looks: an earlier run of it had no rows either). The
+replay's look relies on the group's offset, which the coordinators keep while the query runs
+(offsets.retention.minutes counts from the last commit): a query restarted more than that after
+its driver died mid-commit writes the committed parts of that batch again. Options: those of the
+plain sink (sink.py), plus `exactlyOnce` (true by default for writeStream; false falls back to at
+least once).
 """
 
 from __future__ import annotations
@@ -51,13 +55,12 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 
 from samsa.client import Admin, Producer
 from samsa.client.errors import KafkaError
+from samsa.client.group_admin import TopicPartition
 from samsa.client.transaction_admin import PreparedTransaction, TransactionError
 from samsa.common.errors import ErrorCode
 from samsa.spark.sink import WriteOptions, check_producer_options, send_with
 
 TRANSACTION_TIMEOUT_MS_DEFAULT = 300_000
-# A commit is decided once PrepareCommit is durable; the coordinator completes it on its own.
-COMMITTED = frozenset({"PrepareCommit", "CompleteCommit"})
 # An abort refused with these has nothing to end: the transaction committed (the commit that
 # failed part-way had ended it), or a newer instance of its id (or its timeout) aborted it.
 ENDED_ALREADY = frozenset({ErrorCode.INVALID_TXN_STATE, ErrorCode.PRODUCER_FENCED})
@@ -80,8 +83,9 @@ class TaskTransaction(WriterCommitMessage):
     rows: int
 
 
-def transactional_id(query_id: str, batch_id: str, partition: int) -> str:
-    return f"spark-{query_id}-{batch_id}-{partition}"
+def transactional_id(query_id: str, task: int) -> str:
+    """The task's transactional id, and the group its batches are committed in."""
+    return f"spark-{query_id}-{task}"
 
 
 def transactional_config(client: dict[str, str], name: str) -> dict[str, object]:
@@ -113,20 +117,26 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
                 "the exactly-once sink runs in a streaming query's tasks, whose local properties "
                 "sql.streaming.queryId and streaming.sql.batchId name its transactions: missing"
             )
-        name = transactional_id(query_id, batch_id, context.partitionId())
+        name = transactional_id(query_id, context.partitionId())
+        first = next((batch for batch in iterator if batch.num_rows), None)
+        if first is None:
+            return TaskTransaction(name, None, 0)
+        batch = int(batch_id)
+        topic = self.options.topic or first.column("topic")[0].as_py()
+        if topic is None:  # what send_with says of any row with no topic to go to
+            raise KafkaError("row 0 has a null topic and the topic option is not set")
+        mark = (topic, 0)
         with Admin(self._admin_config()) as admin:
-            if _committed_before(admin, name):
+            if _committed_before(admin, name, mark, batch):
                 for _ in iterator:  # an earlier run of this batch committed this part
                     pass
                 return TaskTransaction(name, None, 0)
-        first = next(iterator, None)
-        if first is None:
-            return TaskTransaction(name, None, 0)
         producer = Producer(transactional_config(self.options.client, name))
         try:
             producer.init_transactions()  # fences an earlier attempt, aborting what it left open
             producer.begin_transaction()
             rows = send_with(producer, self.options, chain((first,), iterator))
+            producer.send_offsets_to_transaction({mark: batch + 1}, name)
             prepared = producer.prepare_transaction()
         except BaseException:
             producer.close(5)
@@ -214,25 +224,25 @@ def _kill_driver() -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
-def _committed_before(admin: Admin, name: str) -> bool:
-    """Whether an earlier run of this batch committed this task's part. A part it prepared and
-    left open is aborted here, with the identity it was prepared under, before the answer is
-    taken: left to init_transactions, a driver of that run still alive (a zombie) could commit
-    it between this look and the fencing, and the part would then be written twice. The
-    coordinator orders the two EndTxns: a commit first refuses the abort, and the state says
-    committed."""
+def _committed_before(admin: Admin, name: str, mark: TopicPartition, batch: int) -> bool:
+    """Whether an earlier run of this batch committed this task's part: its group's offset on
+    `mark` is past `batch`. A part it prepared and left open is aborted first, with the identity
+    it was prepared under: left to init_transactions, a driver of that run still alive (a
+    zombie) could commit it between this look and the fencing, and the part would then be
+    written twice. The coordinator orders the two EndTxns (a commit first refuses the abort),
+    and require_stable waits for the one it took to reach the group's offsets."""
     try:
         described = admin.describe_transactions([name])[name]
     except TransactionError as error:
-        if error.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
-            return False
-        raise
-    if described.state != "Ongoing":
-        return described.state in COMMITTED
-    prepared = PreparedTransaction(name, described.producer_id, described.producer_epoch)
-    with contextlib.suppress(TransactionError):  # ended meanwhile: the state says how
-        admin.complete_transaction(prepared, False)
-    return _state(admin, name) in COMMITTED
+        if error.code != ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+            raise
+    else:
+        if described.state == "Ongoing":
+            prepared = PreparedTransaction(name, described.producer_id, described.producer_epoch)
+            with contextlib.suppress(TransactionError):  # ended meanwhile: the offset says how
+                admin.complete_transaction(prepared, False)
+    committed = admin.list_consumer_group_offsets(name, [mark], require_stable=True).get(mark)
+    return committed is not None and committed.offset > batch
 
 
 def _state(admin: Admin, name: str) -> str | None:
