@@ -45,6 +45,21 @@ group_id_length_max = 255
 # under 100 KiB; a larger subscription is better made by regex.
 group_heartbeat_request_bytes_max = 256 * KIB
 
+# An OffsetCommit's records are written as one batch of __consumer_offsets, which must fit the
+# topic's max.message.bytes, or the broker refuses it and fails the writer of the whole partition.
+# The coordinator refuses a commit over this bound (group_offsets.commit_size_problem; it builds
+# the batch to be exact only past the bound), and the SDKs split commits to stay under it:
+#   offset_commit_batch_overhead_bytes + group id bytes
+#     + per partition (group id + topic name + metadata bytes
+#                      + offset_commit_record_overhead_bytes_max)
+#   <= offset_commit_batch_bytes_max
+# (UTF-8 bytes). The clients/node/group.js copies these numbers. A record's share beyond its
+# group id, topic and metadata is at most 66 bytes measured (every field at its largest), 49 for
+# small ones; the overhead is the batch's header and the record of a group the commit creates.
+offset_commit_record_overhead_bytes_max = 72
+offset_commit_batch_overhead_bytes = 1024
+offset_commit_batch_bytes_max = max_message_bytes_default
+
 # --- transactions -------------------------------------------------------------------------------
 
 # The longest transactional id (transactions.proto, coordinator.proto): like a group id, it is the
@@ -282,6 +297,14 @@ assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max, (
     "one maximal AlterPartition must commit as one metadata batch"
 )
+assert (
+    offset_commit_batch_overhead_bytes
+    + 2 * 4 * group_id_length_max  # UTF-8 takes at most 4 bytes a character
+    + 4 * topic_name_length_max
+    + 4 * KIB  # an offset's metadata (group_offsets.OFFSET_METADATA_BYTES_MAX)
+    + offset_commit_record_overhead_bytes_max
+    <= offset_commit_batch_bytes_max
+), "a commit of one partition always fits the batch: a client can always split a commit"
 assert 0 < producer_id_block_size <= 2**31 - 1, "a block's length travels as an int32"
 assert (
     2 * topic_partitions_max * coordinator_assignment_record_bytes_max <= metadata_batch_bytes_max

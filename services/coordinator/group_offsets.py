@@ -46,11 +46,11 @@ OFFSET_METADATA_BYTES_MAX = 4096
 
 CommitResult = GroupResult[c.OffsetCommitResponse]
 
-# What one offset's record takes in a batch beyond its group id, topic and metadata: at most 66
-# bytes measured (every field at its largest), 49 for small ones.
-COMMIT_RECORD_OVERHEAD_BYTES_MAX = 72
-# The largest batch __consumer_offsets takes (its max.message.bytes): a commit is written as one.
-COMMIT_BATCH_BYTES_MAX = limits.max_message_bytes_default
+# What one offset's record takes in a batch beyond its group id, topic and metadata, and the
+# largest batch __consumer_offsets takes (a commit is written as one): common/limits.py, which
+# the SDKs read to split their commits under the same bound.
+COMMIT_RECORD_OVERHEAD_BYTES_MAX = limits.offset_commit_record_overhead_bytes_max
+COMMIT_BATCH_BYTES_MAX = limits.offset_commit_batch_bytes_max
 
 
 def commit_size_problem(request: c.OffsetCommitRequest, now_ms: int) -> str | None:
@@ -60,7 +60,8 @@ def commit_size_problem(request: c.OffsetCommitRequest, now_ms: int) -> str | No
     batch is built) only when a quick upper bound does not settle it."""
     group_id = request.group_id
     group_bytes = len(group_id.encode())
-    bound = 1024 + group_bytes  # the batch's header, and the record of a new group
+    # The batch's header, and the record of a new group.
+    bound = limits.offset_commit_batch_overhead_bytes + group_bytes
     for topic in request.topics:
         names_bytes = group_bytes + len(topic.name.encode()) + COMMIT_RECORD_OVERHEAD_BYTES_MAX
         for partition in topic.partitions:

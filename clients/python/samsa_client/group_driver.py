@@ -12,13 +12,12 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
   never wait for the application: `poll()` only runs listener calls (`_run_rebalance_steps` of
   the facades, consumer.py and async_consumer.py).
 - `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
-  coordinator (at most REQUEST_PARTITIONS_MAX partitions a request, as it takes), found again after
-  NOT_COORDINATOR and the like, retried until `default.api.timeout.ms`. A commit refused with
-  STALE_MEMBER_EPOCH is sent again with the epoch the next heartbeat brings, while the member is
-  still in the group and still owns the partitions it owned when the commit began (else
-  CommitFailedError: a revoked partition's offset, sent at the new epoch, would be accepted over its
-  new owner's); UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH mean its partitions may already be someone
-  else's: CommitFailedError.
+  coordinator (in parts it takes: offset_commit_parts.py), found again after NOT_COORDINATOR and the
+  like, retried until `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent
+  again with the epoch the next heartbeat brings, while the member is still in the group and still
+  owns the partitions it owned when the commit began (else CommitFailedError: a revoked partition's
+  offset, sent at the new epoch, would be accepted over its new owner's); UNKNOWN_MEMBER_ID or
+  FENCED_MEMBER_EPOCH mean its partitions may already be someone else's: CommitFailedError.
 - Finding the coordinator (FindCoordinator on the bootstrap servers: every service answers it),
   forgetting it after a coordinator error and asking it until an answer are
   group_coordinator_calls.py's.
@@ -42,6 +41,7 @@ from typing import Any
 
 import grpc
 
+from samsa.client import offset_commit_parts
 from samsa.client.channels import AioChannels
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
@@ -276,11 +276,12 @@ class GroupDriver:
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Commit these offsets: with this member's id and epoch while it is in the group, from
-        outside the group protocol while it is not subscribed (assign() with a group.id); in
-        requests of at most REQUEST_PARTITIONS_MAX partitions (the coordinator's limit), one commit
-        after the other (as Kafka's commitSync waits for those before it)."""
+        outside the group protocol while it is not subscribed (assign() with a group.id); in the
+        requests the coordinator takes (offset_commit_parts.py), one commit after the other (as
+        Kafka's commitSync waits for those before it)."""
+        parts = offset_commit_parts.commit_parts_of(self.group_id, offsets, REQUEST_PARTITIONS_MAX)
         async with self._commit_order:  # in order: an older retry never lands after a newer one
-            for part in parts_of(list(offsets)):
+            for part in parts:
                 await self._commit({tp: offsets[tp] for tp in part})
 
     async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
@@ -436,8 +437,7 @@ class GroupDriver:
 
 def parts_of(partitions: list[TopicPartition]) -> list[list[TopicPartition]]:
     """`partitions` in runs of at most REQUEST_PARTITIONS_MAX, the most one request may name."""
-    step = REQUEST_PARTITIONS_MAX
-    return [partitions[at : at + step] for at in range(0, len(partitions), step)]
+    return offset_commit_parts.parts_of(partitions, REQUEST_PARTITIONS_MAX)
 
 
 def _offset_fetch_error(answer: c.OffsetFetchResponse) -> int:

@@ -27,6 +27,7 @@ import grpc
 
 from samsa.client.channels import AioChannels, tracing_configured
 from samsa.client.errors import KafkaError
+from samsa.client.offset_commit_parts import commit_parts_of
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_stream import RequestStream, StreamBrokenError
@@ -151,19 +152,22 @@ class TransactionClient:
         producer = self.producer(identity)
         request = x.AddOffsetsToTxnRequest(producer=producer, group_id=group_id)
         await self._call(TXN, "AddOffsetsToTxn", request, deadline)
-        # A coordinator takes at most admin_request_items_max offsets per TxnOffsetCommit: more
+        # A coordinator takes at most admin_request_items_max offsets per TxnOffsetCommit, and
+        # their records must fit one batch of __consumer_offsets (offset_commit_parts.py): more
         # go in several, all pending in this transaction until its marker (Kafka's has no cap).
-        ordered = sorted(offsets.items())
-        step = limits.admin_request_items_max
-        for first in range(0, max(len(ordered), 1), step):  # none: one empty, as before
+        ordered = dict(sorted(offsets.items()))
+        parts = commit_parts_of(group_id, ordered, limits.admin_request_items_max)
+        for part in parts or [[]]:  # none: one empty, as before
             commit = x.TxnOffsetCommitRequest(
                 producer=producer, group_id=group_id, member_id=member_id, member_epoch=member_epoch
             )
             by_topic: dict[str, x.TxnOffsetCommitTopic] = {}
-            for (topic, partition), offset in ordered[first : first + step]:
+            for topic, partition in part:
                 if topic not in by_topic:
                     by_topic[topic] = commit.topics.add(name=topic)
-                by_topic[topic].partitions.add(partition=partition, committed_offset=offset)
+                by_topic[topic].partitions.add(
+                    partition=partition, committed_offset=ordered[topic, partition]
+                )
             await self._call(
                 c.COORDINATOR_KEY_TYPE_GROUP,
                 "TxnOffsetCommit",
