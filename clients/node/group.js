@@ -10,13 +10,47 @@ const REJOIN = new Set(['ERROR_CODE_UNKNOWN_MEMBER_ID', 'ERROR_CODE_FENCED_MEMBE
 // entries too, which a part of at most this many partitions cannot hold.
 const REQUEST_PARTITIONS_MAX = 10000;
 
-// `list` in runs of at most REQUEST_PARTITIONS_MAX, in order: one request each.
-function partsOf(list) {
+// A commit's records are written as one batch of __consumer_offsets, and the coordinator refuses
+// (RESOURCE_EXHAUSTED) a commit over this bound on their bytes, computed from the names alone
+// (services/coordinator/group_offsets.py commit_size_problem; these numbers mirror
+// common/limits.py offset_commit_record_overhead_bytes_max, offset_commit_batch_overhead_bytes
+// and offset_commit_batch_bytes_max):
+//   COMMIT_BATCH_OVERHEAD_BYTES + group id bytes
+//     + per partition (group id + topic name + metadata bytes + COMMIT_RECORD_OVERHEAD_BYTES_MAX)
+//   <= COMMIT_BATCH_BYTES_MAX (UTF-8 bytes; this client commits no metadata).
+const COMMIT_RECORD_OVERHEAD_BYTES_MAX = 72;
+const COMMIT_BATCH_OVERHEAD_BYTES = 1024;
+const COMMIT_BATCH_BYTES_MAX = 1048588; // 1 MiB + 12, Kafka's max.message.bytes default
+
+// `list` in runs, in order, of at most REQUEST_PARTITIONS_MAX and, given `sizeOf` (an entry's
+// size), of at most `sizeMax` in all (an entry larger than that goes alone): one request each.
+function partsOf(list, sizeOf = () => 0, sizeMax = 0) {
   const parts = [];
-  for (let at = 0; at < list.length; at += REQUEST_PARTITIONS_MAX) {
-    parts.push(list.slice(at, at + REQUEST_PARTITIONS_MAX));
+  let total = 0;
+  for (const entry of list) {
+    const size = sizeOf(entry);
+    const last = parts[parts.length - 1];
+    if (!last || last.length >= REQUEST_PARTITIONS_MAX || total + size > sizeMax) {
+      parts.push([]);
+      total = 0;
+    }
+    parts[parts.length - 1].push(entry);
+    total += size;
   }
   return parts;
+}
+
+// The entries of a commit ([{topic, partition, offset}]) in the requests it goes in, in order:
+// at most REQUEST_PARTITIONS_MAX each, and under the coordinator's byte bound (see above).
+function commitPartsOf(groupId, entries) {
+  const groupBytes = Buffer.byteLength(groupId, 'utf8');
+  const topicBytes = new Map();
+  const sizeOf = ({ topic }) => {
+    if (!topicBytes.has(topic)) topicBytes.set(topic, Buffer.byteLength(topic, 'utf8'));
+    return groupBytes + topicBytes.get(topic) + COMMIT_RECORD_OVERHEAD_BYTES_MAX;
+  };
+  const sizeMax = COMMIT_BATCH_BYTES_MAX - COMMIT_BATCH_OVERHEAD_BYTES - groupBytes;
+  return partsOf(entries, sizeOf, sizeMax);
 }
 
 // [{topic, partition}] as a Map from topic to its ascending partition numbers.
@@ -244,10 +278,11 @@ class GroupMember {
   // given up at the next heartbeat and may belong to another member, whose commits this one
   // would overwrite (the coordinator checks the member epoch, not ownership). So a commit
   // naming such a partition is refused whole, before anything is sent. A commit goes in
-  // requests of at most REQUEST_PARTITIONS_MAX partitions (the coordinator's limit), one after
-  // the other in the order given, and stops at the first that failed (those before it stay
-  // committed). Commits run one at a time in call order, as Kafka's commitSync waits for those
-  // before it: a later part of an older commit never lands over a newer commit's offsets.
+  // requests of at most REQUEST_PARTITIONS_MAX partitions whose records fit one batch (the
+  // coordinator's limits, commitPartsOf), one after the other in the order given, and stops at
+  // the first that failed (those before it stay committed). Commits run one at a time in call
+  // order, as Kafka's commitSync waits for those before it: a later part of an older commit
+  // never lands over a newer commit's offsets.
   async commit(offsets) {
     const entries = offsets instanceof Map
       ? [...offsets].map(([key, offset]) => {
@@ -257,14 +292,14 @@ class GroupMember {
       : [...offsets]; // as given now, whenever the commits before it let it run
     const run = async () => {
       this.checkOwned(entries);
-      for (const part of partsOf(entries)) await this.commitPart(part);
+      for (const part of commitPartsOf(this.groupId, entries)) await this.commitPart(part);
     };
     const done = this.committing.then(run);
     this.committing = done.catch(() => {}); // the next commit runs whether this one failed or not
     return done;
   }
 
-  // One OffsetCommit of `entries` (at most REQUEST_PARTITIONS_MAX), sent again at the member's
+  // One OffsetCommit of `entries` (a part of commitPartsOf), sent again at the member's
   // new epoch after STALE_MEMBER_EPOCH.
   async commitPart(entries) {
     const byTopic = new Map();

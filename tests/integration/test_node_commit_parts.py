@@ -10,16 +10,28 @@ refused partition and reports it as before; a STALE_MEMBER_EPOCH resends only th
 refused; commits run one after another, so an older commit's later request never lands over a
 newer commit's; an offset read goes in parts too and the answers are merged.
 
+A commit whose records would not fit the one batch of __consumer_offsets they are written as is
+refused too (RESOURCE_EXHAUSTED, group_offsets.commit_size_problem): 4,000 partitions of a
+200-character topic are 1.1 MB, under the count limit, so a group of a few thousand partitions
+with long names failed every commit. Now each request also stays under the coordinator's bound
+on bytes, which group.js computes as the coordinator does, from numbers it copies from
+common/limits.py (checked here).
+
 Method: a Node script runs a fake CoordinatorLookupService and GroupCoordinatorService (real
 gRPC on loopback, in the same process) that refuses requests as the coordinator does, with the
 coordinator's own limit (samsa.common.limits), and a SamsaClient whose member owns more
-partitions than that. Skipped when `node` or clients/node/node_modules is missing.
+partitions than that. For the byte bound, the fake is in Python (fake_offsets_coordinator.py),
+so that it refuses with the coordinator's own commit_size_problem. Skipped when `node` or
+clients/node/node_modules is missing.
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from node_helpers import node_with_fake_server, skip_module_without_node
+from fake_offsets_coordinator import FakeOffsetsCoordinator, serving
+from node_helpers import NODE_DIR, node_script, node_with_fake_server, skip_module_without_node
 
 from samsa.common import limits
 
@@ -174,3 +186,42 @@ def test_commits_run_one_after_the_other() -> None:
     outcome = node_with_limit(TWO_COMMITS, first_answer_delay_ms=300)
     a_range, b_range = f"a:0..a:{LIMIT - 1}", f"b:0..b:{SIZES['b'] - 1}"
     assert outcome == {"offsets": [2], "commits": [a_range, b_range, a_range, b_range]}
+
+
+# The member joins and commits data.offset plus the partition number for every partition it
+# owns, in order, then reads them back; returns the outcome and the offsets read that differ.
+COMMIT_AND_READ = """
+const member = await client.joinGroup(data.group, Object.keys(data.sizes));
+const offsets = member.assignment.map(({ topic, partition }) =>
+  ({ topic, partition, offset: data.offset + partition }));
+const outcome = await member.commit(offsets).then(() => 'committed', (error) => error.message);
+const read = await client.committedOffsets(data.group, member.assignment);
+const wrong = offsets.filter((o) => read.get(`${o.topic}:${o.partition}`) !== o.offset);
+return { outcome, owned: offsets.length, wrong: wrong.length };
+"""
+
+
+def test_a_commit_over_one_batch_goes_in_parts_under_the_bound_in_order() -> None:
+    topic, count = "t" * 200, 4_000
+    fake = FakeOffsetsCoordinator({topic: count})
+    data = {"group": "consumer-group-of-the-pipeline", "sizes": fake.sizes, "offset": 10**9}
+    with serving(fake) as endpoint:
+        outcome = node_script(endpoint, topic, COMMIT_AND_READ, data, timeout_s=50)
+    assert fake.refusals == []
+    assert outcome == {"outcome": "committed", "owned": count, "wrong": 0}
+    parts = [partitions for method, partitions in fake.requests if method == "OffsetCommit"]
+    assert len(parts) == 2
+    assert [tp for part in parts for tp in part] == [(topic, p) for p in range(count)]
+
+
+def test_group_js_copies_the_coordinators_limits() -> None:
+    # group.js cannot import common/limits.py: its copies must stay equal to the originals.
+    source = (NODE_DIR / "group.js").read_text()
+    found = re.findall(r"^const ([A-Z_]+) = ([0-9]+);", source, re.MULTILINE)
+    copied = {name: int(value) for name, value in found}
+    assert copied == {
+        "REQUEST_PARTITIONS_MAX": limits.request_partitions_max,
+        "COMMIT_RECORD_OVERHEAD_BYTES_MAX": limits.offset_commit_record_overhead_bytes_max,
+        "COMMIT_BATCH_OVERHEAD_BYTES": limits.offset_commit_batch_overhead_bytes,
+        "COMMIT_BATCH_BYTES_MAX": limits.offset_commit_batch_bytes_max,
+    }
