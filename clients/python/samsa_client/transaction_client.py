@@ -256,7 +256,7 @@ class TransactionClient:
             return await getattr(stub, method)(request, timeout=timeout_s)
         except grpc.RpcError as error:
             self.unary_only.discard(endpoint)  # it may come back upgraded: try the stream again
-            if isinstance(error, grpc.Call):
+            if isinstance(error, grpc.aio.AioRpcError):  # not a grpc.Call: its status is here
                 raise CallFailed(error.code(), error.details() or "") from None
             raise CallFailed(None, str(error)) from None
 
