@@ -291,7 +291,7 @@ def unreachable_reason(error: Exception | None) -> tuple[str, bool]:
     nothing listens (a server may be starting), no answer in time, a name not resolved yet, and
     anything else.
     """
-    if not isinstance(error, grpc.Call):
+    if not isinstance(error, (grpc.Call, grpc.aio.AioRpcError)):  # aio's is not a grpc.Call
         return (str(error) if error is not None else "no attempt was made"), True
     code, details = error.code(), error.details() or ""
     lowered = details.lower()

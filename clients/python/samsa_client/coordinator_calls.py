@@ -149,7 +149,8 @@ def call_timeout_s(deadline: float) -> float:
 
 
 def status(error: grpc.RpcError) -> str:
-    """A failed call's status in one line, for the error a retry loop gives up with."""
-    if isinstance(error, grpc.Call):
+    """A failed call's status in one line, for logs and the error a retry loop gives up with.
+    grpc's sync errors are grpc.Calls; grpc.aio's AioRpcError is not, but has the same two."""
+    if isinstance(error, (grpc.Call, grpc.aio.AioRpcError)):
         return f"{error.code().name}: {error.details()}"
     return str(error)

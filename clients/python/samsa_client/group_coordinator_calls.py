@@ -33,6 +33,7 @@ import grpc
 
 from samsa.client.channels import AioChannels
 from samsa.client.config import ConsumerConfig
+from samsa.client.coordinator_calls import status
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import COORDINATOR_ERRORS
 from samsa.common.errors import ErrorCode
@@ -126,10 +127,3 @@ class GroupCoordinatorCalls:
                     ErrorCode.REQUEST_TIMED_OUT,
                 )
             await asyncio.sleep(self._config.retry_backoff_ms / 1000)
-
-
-def status(error: grpc.RpcError) -> str:
-    """A failed call's status in one line, for logs and the error a retry loop gives up with."""
-    if isinstance(error, grpc.Call):
-        return f"{error.code().name}: {error.details()}"
-    return str(error)
