@@ -6,6 +6,10 @@ log start offset, leader epochs) and opens the segments; it returns them with wh
 are completed or undone first. Without the clean-shutdown marker (an unclean stop) every segment
 from the one holding the recovery point onward is re-checked batch by batch (framing, CRC,
 increasing offsets); the first bad byte truncates its segment and every later segment is deleted.
+The recovery point is taken as at least the first segment's base offset: the records below it
+are deleted, so none needs recovering, and the segments re-checked are the same either way; but
+a checkpoint below it (a crash after retention deleted segments and before it checkpointed,
+log_truncation.py) would otherwise make the producer snapshot at the first segment unusable.
 Segments below the recovery point, and all segments after a clean shutdown, load their index files
 after a sanity check (rebuilt from the log when they fail it) and have their tail re-framed; the
 active segment's last batch is CRC-checked. The leader-epoch cache is fed the epochs of re-checked
@@ -95,7 +99,7 @@ class LoadedLog(NamedTuple):
     epochs: LeaderEpochCache  # not yet trimmed to the log's offsets
     checkpointed: dict[str, bytes]  # what each checkpoint file holds on disk (or its default)
     log_start_offset: int | None  # checkpointed; None when that checkpoint is corrupt
-    recovery_point: int | None  # checkpointed; None when corrupt, 0 when the epochs were
+    recovery_point: int  # checkpointed (0 when it or the epochs' is corrupt), >= first base
     clean_shutdown: bool  # the segments were trusted without a re-check
     marker_found: bool  # the clean-shutdown marker is there, still to be consumed
     created: bool  # the directory held no segment: its one segment is new
@@ -133,6 +137,12 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
     created = not segments
     if created:
         segments = [Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)]
+    # Nothing below the first segment is left to recover (Kafka's UnifiedLog raises its recovery
+    # point to the local log start at open too). Retention makes its deletions durable before it
+    # checkpoints the raised recovery point, so a crash in between leaves a lower one on disk
+    # (as logs written before 51a2872 kept): taken as it is, it would drop the producer snapshot
+    # at the first segment, the only record of the producers of the deleted batches.
+    recovery_point = max(recovery_point or 0, segments[0].base_offset)
     snapshots = snapshot_offsets(names)
     transactions = TransactionLogState.load(directory, names)
     transactions.retain(segment.base_offset for segment in segments)
@@ -144,7 +154,7 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
             snapshots,
             segments,
             empty_without_snapshot=clean_shutdown,
-            newest_usable=None if clean_shutdown else recovery_point or 0,
+            newest_usable=None if clean_shutdown else recovery_point,
         )
     transactions.on_replayed(producers.replayed_from, producers.completed, producers.aborted)
     return LoadedLog(

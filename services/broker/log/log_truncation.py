@@ -18,9 +18,13 @@ producer state (rebuilt from the newest snapshot left and the batches after it) 
 aborted-transaction index (rebuilt from where that replay began; a deleted segment's entries are
 forgotten). Deleting segments from the front, or every segment (with the producer snapshots), is
 made durable by a directory fsync; the checkpoints are written last, so that none claims more
-than the log holds. A tail truncation leaves its directory changes to the next flush, since the
-recovery point moved down with it (the scrubber's repair, `cut_at_batch`, flushes at once,
-before it checkpoints).
+than the log holds. A crash between the two leaves a recovery point below the new first segment,
+which the next open raises to that segment's base (loading.py), as Kafka's open does: nothing
+below it is left to recover, and the producer snapshot there, the only record of the deleted
+batches' producers, stays usable. Checkpointing first would not need that, but would declare
+recovered the segments a crash left undeleted, unflushed ones among them. A tail truncation
+leaves its directory changes to the next flush, since the recovery point moved down with it (the
+scrubber's repair, `cut_at_batch`, flushes at once, before it checkpoints).
 
 This module only calls methods of the log's parts it is given and must not import log.py.
 """
