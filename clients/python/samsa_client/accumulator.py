@@ -32,7 +32,9 @@ full, or `linger.ms` old), a flush is in progress, or an append is waiting for b
 `ready()` reports the leaders of partitions with a sendable head batch; `drain(node)` then takes
 from every partition that node leads (sendable or not, as Kafka does: the request is going
 anyway) in rotating order for fairness, several batches per partition, until `max_request_bytes`
-(estimated sizes; the first batch always goes). Taking several batches of one partition per
+(estimated sizes; the first batch always goes) or `limits.request_partitions_max` partitions (a
+broker refuses a Produce naming more, whatever its bytes; the next drain starts with the first
+partition left out). Taking several batches of one partition per
 request is a deliberate difference from Kafka: an RPC costs ~0.5 ms here (DESIGN §12), so
 requests should carry more than one 16 KiB batch.
 
@@ -78,6 +80,7 @@ from samsa.client.producer_batch import (
 from samsa.client.producer_sequences import ProducerSequences
 from samsa.client.record_batcher import RecordBatcher
 from samsa.client.retry_policy import RandomSource, RetryBackoff, RetryPolicy
+from samsa.common import limits
 from samsa.common.record import header
 
 
@@ -131,6 +134,9 @@ class RecordAccumulator:
         # From the last ready(): each ready node -> its partitions with queued batches.
         self._node_partitions: dict[int, list[TopicPartition]] = {}
         self._drain_starts: dict[int, int] = {}
+        # Each node's first partition its last drain left out for the request limit: by key, as
+        # ready() lists a node's partitions anew every turn (emptied ones leave the list).
+        self._drain_resumes: dict[int, TopicPartition] = {}
         self.batch_retries = 0  # batches sent again after a failed attempt (Kafka's record-retry)
         # Outcomes back (batch_completion.py), on the same tables; bound, as append is.
         completion = BatchCompletion(
@@ -250,23 +256,34 @@ class RecordAccumulator:
     def drain(self, node_id: int, max_request_bytes: int, now_ms: int) -> list[ProducerBatch]:
         """Close, sequence and encode the batches to send to `node_id` in one request: from every
         partition it leads (per the last ready(), which must have reported it ready), in rotating
-        order, oldest first, until `max_request_bytes` (estimated; the first batch always goes).
-        They are now in flight. Called again for the same node, it fills another request."""
+        order, oldest first, until `max_request_bytes` (estimated; the first batch always goes)
+        or `limits.request_partitions_max` partitions. They are now in flight. Called again for
+        the same node, it fills another request."""
         topic_partitions = self._node_partitions.get(node_id)
         if not topic_partitions or not self._sequences.sending_allowed():
             return []
         count = len(topic_partitions)
-        start = self._drain_starts.get(node_id, 0) % count
+        start = self._drain_start(node_id, topic_partitions)
         self._drain_starts[node_id] = start + 1
         drained: list[ProducerBatch] = []
         request_bytes = 0
+        partitions_named = 0
         for position in range(count):
             topic_partition = topic_partitions[(start + position) % count]
             state = self._batcher.partitions[topic_partition]
+            named = False
             while state.queue:
                 batch = state.queue[0]
                 if batch.retry_at_ms > now_ms or not self._can_send_head(state, batch):
                     break
+                if not named:
+                    if partitions_named == limits.request_partitions_max:
+                        # A broker refuses the whole request past this: the rest go in the
+                        # next one, which starts here.
+                        self._drain_resumes[node_id] = topic_partition
+                        return drained
+                    partitions_named += 1
+                    named = True
                 if drained and request_bytes + batch.size_bytes > max_request_bytes:
                     return drained
                 self._batcher.take_head(topic_partition, state)
@@ -274,6 +291,19 @@ class RecordAccumulator:
                 drained.append(batch)
                 request_bytes += batch.size_bytes
         return drained
+
+    def _drain_start(self, node_id: int, topic_partitions: list[TopicPartition]) -> int:
+        """Where drain() starts in `topic_partitions`: at the first partition the node's last
+        drain left out for the request limit, if it still has batches (so every partition goes
+        within a few requests, however many the node leads); else one further along than the
+        last drain started (rotating, for fairness)."""
+        resume = self._drain_resumes.pop(node_id, None)
+        if resume is not None:
+            try:
+                return topic_partitions.index(resume)
+            except ValueError:
+                pass  # its batches are gone (expired, or aborted)
+        return self._drain_starts.get(node_id, 0) % len(topic_partitions)
 
     def encode(self, batches: list[ProducerBatch]) -> list[tuple[ProducerBatch, Exception]]:
         """Encode drained batches that need it (never encoded, or re-sequenced since; a retry
