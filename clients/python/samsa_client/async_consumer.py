@@ -280,13 +280,15 @@ class AsyncConsumer:
         state = driver.state
         group = driver.group
         while True:
+            # Cleared before this turn's first await, not after: a stop() or an answer during
+            # the rebalance steps leaves the event set, so the wait below returns at once.
+            self._progress.clear()
             self._started()  # stop() in another task ends a poll() waiting here
             if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
                 self._group_poll(group)
                 await self._run_rebalance_steps(driver, group)
             if state.request_resets():
                 driver.wake()
-            self._progress.clear()  # no await until the wait: no answer is missed
             try:
                 with driver.lock:  # uncontended: only this loop uses the core
                     records = take_records(state, limit)

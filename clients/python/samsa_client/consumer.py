@@ -63,11 +63,7 @@ from samsa.client.consumer_calls import (
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
-from samsa.client.fetch_state import (
-    EARLIEST,
-    LATEST,
-    OffsetAndTimestamp,
-)
+from samsa.client.fetch_state import EARLIEST, LATEST, OffsetAndTimestamp
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
 from samsa.client.group_member import MemberState
@@ -326,6 +322,9 @@ class Consumer:
                 self._group_poll(group)
                 self._run_rebalance_steps(group)
             with self._progress:
+                # Again, under the lock that close() sets _closed under and that is held until
+                # the wait: a close() since the check above is seen here, or its notify ends it.
+                self._check_open()
                 if state.request_resets():
                     self._driver.wake_threadsafe()
                 try:
@@ -407,8 +406,9 @@ class Consumer:
                 log.exception("group %r: leaving at close failed", group.group_id)
         if group is not None:
             self._on_loop(within(group.commit_at_close(), deadline, group, "the commit at close"))
-        self._closed = True
-        self._notify_progress()  # a poll() waiting on another thread ends now
+        with self._progress:  # poll() checks _closed under the lock and keeps it till it waits
+            self._closed = True
+            self._progress.notify_all()  # a poll() waiting on another thread ends now
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         self._channels.close()  # and its call under way to a silent one (up to 5 s) too
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)

@@ -6,7 +6,8 @@ long timeout stayed blocked that long (the SDK has no wakeup()).
 
 Method: real Consumer and AsyncConsumer whose bootstrap server refuses connections (nothing is
 ever fetched, so poll() only waits), assigned a partition with a position; poll(timeout=30) runs,
-close(timeout=1) is called, and poll()'s end is timed.
+close(timeout=1) is called once poll() is inside its wait (its wait says so: no guess of how long
+that takes), and poll()'s end is timed.
 """
 
 from __future__ import annotations
@@ -26,16 +27,29 @@ POLL_S = 30.0
 ENDED_WITHIN_S = 5.0  # close(timeout=1) and the driver's stop, far under POLL_S
 
 
+class SignalledCondition(threading.Condition):
+    """The sync Consumer's condition (on the driver's lock), which says when poll() waits on it."""
+
+    def __init__(self, lock: threading.Lock, waiting: threading.Event) -> None:
+        super().__init__(lock)
+        self.waiting = waiting
+
+    def wait(self, timeout: float | None = None) -> bool:
+        # Set under the lock, which close() takes to notify: its notify comes after this wait.
+        self.waiting.set()
+        return super().wait(timeout)
+
+
 def test_a_poll_waiting_on_another_thread_ends_when_the_consumer_closes() -> None:
     consumer = Consumer(CONFIG)
+    waiting = threading.Event()
+    consumer._progress = SignalledCondition(consumer._driver.lock, waiting)
     with consumer._progress:
         consumer._state.assign([(T, 0)])
         consumer._state.seek((T, 0), 5)
     outcome: list[object] = []
-    waiting = threading.Event()
 
     def poll() -> None:
-        waiting.set()
         try:
             outcome.append(consumer.poll(POLL_S))
         except KafkaError as error:
@@ -58,8 +72,16 @@ def test_an_async_poll_waiting_in_another_task_ends_when_the_consumer_closes() -
         await consumer.start()
         consumer._driver.state.assign([(T, 0)])
         consumer._driver.state.seek((T, 0), 5)
+        wait_for_progress = consumer._wait_for_progress
+        waiting = asyncio.Event()
+
+        async def signalled_wait(timeout_s: float) -> None:
+            waiting.set()
+            await wait_for_progress(timeout_s)
+
+        consumer._wait_for_progress = signalled_wait  # type: ignore[method-assign]
         polling = asyncio.create_task(consumer.poll(POLL_S))
-        await asyncio.sleep(0)  # poll() is waiting
+        await waiting.wait()  # poll() is waiting (set with no await before its wait)
         began = asyncio.get_running_loop().time()
         await consumer.close(timeout=1)
         with pytest.raises(KafkaError, match="stopped"):
