@@ -1,19 +1,21 @@
 """Goal: no request, however small on the wire, parses into more than request_shape.ELEMENTS_MAX
 objects: one 80 MiB request of empty entries parsed into ~2 GB (about 50 bytes of memory per
 two-byte entry) before any handler could count them. And the count costs a legitimate large
-request (records travel as one bytes field) nothing worth measuring.
+request (records travel as one bytes field) one step per field: its records are skipped by their
+length, never looked into.
 
 Method: the pure `elements_problem` on crafted wire bytes: empty entries at the top level and
-nested, packed and unpacked repeated scalars, a maximal-size records field, malformed bytes.
-The guard's use of it, over a real server, is in test_rpc_guard.py.
+nested, packed and unpacked repeated scalars, a maximal-size records field (its steps counted by
+lowering STEPS_MAX, not timed: speed is for bench/), malformed bytes. The guard's use of it, over
+a real server, is in test_rpc_guard.py.
 """
 
 from __future__ import annotations
 
-import time
-
+import pytest
 from wire_fields import length_delimited
 
+from samsa.services.runtime import request_shape
 from samsa.services.runtime.request_shape import ELEMENTS_MAX, elements_problem
 from samsa.v1 import broker_pb2, controller_pb2, coordinator_pb2
 
@@ -62,7 +64,10 @@ def test_repeated_scalars_count_packed_or_not() -> None:
     assert elements_problem(coordinator_pb2.OffsetDeleteRequest.DESCRIPTOR, raw) is not None
 
 
-def test_a_maximal_batch_costs_a_few_steps() -> None:
+def test_a_maximal_batch_costs_one_step_per_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walked into, its 64 MiB of zero bytes would be 32 Mi two-byte fields (steps); skipped, the
+    request is its 5 fields. The walk passes with STEPS_MAX at 5 and stops at 4: the second check
+    also shows that the walk reads the lowered bound, so the first one can fail."""
     request = broker_pb2.ProduceRequest(
         acks=-1,
         topics=[
@@ -75,9 +80,13 @@ def test_a_maximal_batch_costs_a_few_steps() -> None:
         ],
     )
     raw = request.SerializeToString()
-    started = time.perf_counter()
+    fields = 5  # acks, topics, the topic's name and partitions, records (partition 0 is not sent)
+    monkeypatch.setattr(request_shape, "STEPS_MAX", fields)
     assert elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, raw) is None
-    assert time.perf_counter() - started < 0.01
+    monkeypatch.setattr(request_shape, "STEPS_MAX", fields - 1)
+    problem = elements_problem(broker_pb2.ProduceRequest.DESCRIPTOR, raw)
+    assert problem is not None
+    assert f"over {fields - 1} fields" in problem
 
 
 def test_bytes_that_are_not_protobuf_are_left_to_the_parser() -> None:
