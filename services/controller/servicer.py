@@ -27,6 +27,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.request_counts import too_many
 from samsa.metadata.image import INITIAL_HASH
 from samsa.metadata.snapshot import to_snapshot
 from samsa.services.controller import control_plane
@@ -189,12 +190,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     @staticmethod
     async def _check_count(context: grpc.aio.ServicerContext, what: str, count: int) -> None:
-        if count > limits.admin_request_items_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{count} {what} in one request; send at most {limits.admin_request_items_max} "
-                "per request",
-            )
+        message = too_many(count, what, limits.admin_request_items_max)
+        if message is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     # --- broker lifecycle ---------------------------------------------------------------------
 
@@ -375,13 +373,14 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         await self._require_member(context, "AlterPartition", request.broker_id)
         # Refused whole rather than answered per item: our brokers chunk by this same limit, so
         # only a broken or hostile member sends more, and it learns at once, before any work.
-        if len(request.partitions) > limits.alter_partition_items_max:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"{len(request.partitions)} partitions in one AlterPartition; send at most "
-                f"limits.alter_partition_items_max = {limits.alter_partition_items_max} per "
-                "request",
-            )
+        message = too_many(
+            len(request.partitions),
+            "partitions",
+            limits.alter_partition_items_max,
+            " (limits.alter_partition_items_max)",
+        )
+        if message is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
         return await self._write(
             controller_pb2.AlterPartitionResponse,
             lambda image: control_plane.alter_partition(image, request),

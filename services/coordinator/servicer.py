@@ -20,6 +20,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.request_counts import too_many, too_many_nested
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.group_offsets import commit_size_problem
 from samsa.services.coordinator.offsets_log import OffsetResult
@@ -35,29 +36,36 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+OffsetsRequest = c.OffsetCommitRequest | c.OffsetFetchRequest | c.OffsetDeleteRequest
+
+
+def partitions_problem(request: OffsetsRequest) -> str | None:
+    """Why an offsets request is refused for the partitions or topic entries it names, if it is
+    (as a broker's Produce and Fetch are): looking at them would hold the event loop, and every
+    group here, meanwhile (common/request_counts.py). The SDK tests' fake coordinator calls it."""
+    return too_many_nested(
+        sum(len(topic.partitions) for topic in request.topics),
+        "partitions",
+        entries=len(request.topics),
+        limit=limits.request_partitions_max,
+    )
+
+
 class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServicer):
     def __init__(self, coordinator: Coordinator) -> None:
         self.coordinator = coordinator
 
     async def _check_items(self, count: int, what: str, context: grpc.aio.ServicerContext) -> None:
-        if count > limits.admin_request_items_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{count} {what} in one request; send at most {limits.admin_request_items_max}",
-            )
+        message = too_many(count, what, limits.admin_request_items_max)
+        if message is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     async def _check_partitions(
-        self, count: int, rpc: str, context: grpc.aio.ServicerContext, topics: int = 0
+        self, request: OffsetsRequest, context: grpc.aio.ServicerContext
     ) -> None:
-        """Refuse a request naming more partitions, or more topic entries, than any one may (a
-        broker's Produce and Fetch refuse them too): it would hold the event loop, and every
-        group here, meanwhile (900,000 empty topic entries, 1.8 MB, held it 1.6 s)."""
-        for number, what in ((count, "partitions"), (topics, "topic entries")):
-            if number > limits.request_partitions_max:
-                await context.abort(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"{number} {what} in one {rpc}; send at most {limits.request_partitions_max}",
-                )
+        message = partitions_problem(request)
+        if message is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     async def ConsumerGroupHeartbeat(self, request, context):
         size = request.ByteSize()
@@ -82,8 +90,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return result.response
 
     async def OffsetCommit(self, request, context):
-        count = sum(len(topic.partitions) for topic in request.topics)
-        await self._check_partitions(count, "OffsetCommit", context, len(request.topics))
+        await self._check_partitions(request, context)
         if (problem := commit_size_problem(request, _now_ms())) is not None:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, problem)
         try:
@@ -95,8 +102,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return result.response
 
     async def OffsetFetch(self, request, context):
-        count = sum(len(topic.partitions) for topic in request.topics)
-        await self._check_partitions(count, "OffsetFetch", context, len(request.topics))
+        await self._check_partitions(request, context)
         try:
             partition = self.coordinator.partition_for(request.group_id)
             await partition.write([])
@@ -178,8 +184,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return c.DeleteGroupsResponse(groups=[deleted[g] for g in request.group_ids])
 
     async def OffsetDelete(self, request, context):
-        count = sum(len(topic.partitions) for topic in request.topics)
-        await self._check_partitions(count, "OffsetDelete", context, len(request.topics))
+        await self._check_partitions(request, context)
         named = [(t.topic, number) for t in request.topics for number in t.partitions]
         try:
             partition = self.coordinator.partition_for(request.group_id)

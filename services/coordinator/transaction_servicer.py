@@ -40,6 +40,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.request_counts import too_many
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
     INTERNAL_TOPICS,
@@ -243,11 +244,9 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             (len(request.state_filters), "state filters"),
             (len(request.producer_id_filters), "producer id filters"),
         ):
-            if count > limits.admin_request_items_max:
-                await context.abort(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"{count} {what} in one request; send at most {limits.admin_request_items_max}",
-                )
+            message = too_many(count, what, limits.admin_request_items_max)
+            if message is not None:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
         response = x.ListTransactionsResponse()
         in_touch = self.coordinator.in_touch()
         now = _now_ms()
@@ -260,13 +259,11 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         return response
 
     async def DescribeTransactions(self, request, context):
-        count = len(request.transactional_ids)
-        if count > limits.admin_request_items_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{count} transactional ids in one request; send at most "
-                f"{limits.admin_request_items_max}",
-            )
+        message = too_many(
+            len(request.transactional_ids), "transactional ids", limits.admin_request_items_max
+        )
+        if message is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
         response = x.DescribeTransactionsResponse()
         for transactional_id in request.transactional_ids:
             try:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from samsa.common import limits
+from samsa.common.request_counts import too_many_nested
 from samsa.services.runtime.stream_answers import Refusal, StreamAnswers
 from samsa.v1 import transactions_pb2 as x
 
@@ -76,26 +77,21 @@ def stream_refusal(item: x.TransactionStreamRequest) -> Refusal | None:
 
 def txn_offsets_refusal(request: x.TxnOffsetCommitRequest) -> Refusal | None:
     """The status a TxnOffsetCommit too large to consider is refused with, if it is."""
-    count = sum(len(topic.partitions) for topic in request.topics)
-    # Empty topic entries count too: each is answered and looked at (900,000 took seconds).
-    count = max(count, len(request.topics))
-    if count <= limits.admin_request_items_max:
-        return None
-    return (
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        f"{count} offsets (or topic entries) in one request; send at most "
-        f"{limits.admin_request_items_max}",
+    message = too_many_nested(
+        sum(len(topic.partitions) for topic in request.topics),
+        "offsets",
+        entries=len(request.topics),
+        limit=limits.admin_request_items_max,
     )
+    return None if message is None else (grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
 def too_many_partitions(request: x.AddPartitionsToTxnRequest) -> Refusal | None:
     """The status an AddPartitionsToTxn too large to consider is refused with, if it is."""
-    count = sum(len(entry.partitions) for entry in request.partitions)
-    count = max(count, len(request.partitions))  # empty topic entries count too
-    if count <= limits.admin_request_items_max:
-        return None
-    return (
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        f"{count} partitions (or topic entries) in one request; add at most "
-        f"{limits.admin_request_items_max} at a time",
+    message = too_many_nested(
+        sum(len(entry.partitions) for entry in request.partitions),
+        "partitions",
+        entries=len(request.partitions),
+        limit=limits.admin_request_items_max,
     )
+    return None if message is None else (grpc.StatusCode.RESOURCE_EXHAUSTED, message)

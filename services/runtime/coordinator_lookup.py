@@ -20,6 +20,7 @@ from collections.abc import Callable
 import grpc
 
 from samsa.common import limits
+from samsa.common.request_counts import too_many
 from samsa.metadata.coordinators import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, find_coordinator
 from samsa.metadata.image import MetadataImage
 from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc
@@ -52,12 +53,11 @@ class CoordinatorLookupServicer(coordinator_pb2_grpc.CoordinatorLookupServiceSer
                 "COORDINATOR_KEY_TYPE_GROUP with group ids as keys, or "
                 "COORDINATOR_KEY_TYPE_TRANSACTION with transactional ids",
             )
-        if len(request.keys) > limits.admin_request_items_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{len(request.keys)} keys in one FindCoordinator; send at most "
-                f"{limits.admin_request_items_max} per request",
-            )
+        message = too_many(
+            len(request.keys), "keys", limits.admin_request_items_max, " per FindCoordinator"
+        )
+        if message is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
         image = self.image()  # one image for every key: one consistent answer
         response = coordinator_pb2.FindCoordinatorResponse()
         for key in request.keys:

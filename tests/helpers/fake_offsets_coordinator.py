@@ -3,13 +3,13 @@ TxnOffsetCommit for their size as the real one does, with the real one's checks:
 how commits are split (Python and Node) run against it instead of a cluster, where creating
 topics of thousands of partitions is slow.
 
-The size checks are the coordinator's own functions (`group_offsets.commit_size_problem`,
-`transaction_stream.txn_offsets_refusal`) and limits, so the fake cannot drift from it. The
-coordinator does not check a TxnOffsetCommit's bytes: it writes its records as one transactional
-batch of __consumer_offsets, which the broker refuses (MESSAGE_TOO_LARGE) past max.message.bytes,
-and answers every partition with that error; so does the fake. Anything else is accepted: it answers
-FindCoordinator with itself, assigns a member every partition of `sizes` at epoch 1, and keeps the
-offsets committed (plain and transactional alike).
+The size checks are the coordinator's own functions (`servicer.partitions_problem`,
+`group_offsets.commit_size_problem`, `transaction_stream.txn_offsets_refusal`), so the fake cannot
+drift from it. The coordinator does not check a TxnOffsetCommit's bytes: it writes its records as
+one transactional batch of __consumer_offsets, which the broker refuses (MESSAGE_TOO_LARGE) past
+max.message.bytes, and answers every partition with that error; so does the fake. Anything else is
+accepted: it answers FindCoordinator with itself, assigns a member every partition of `sizes` at
+epoch 1, and keeps the offsets committed (plain and transactional alike).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from contextlib import contextmanager
 
 import grpc
 
-from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator.group_offsets import commit_size_problem
+from samsa.services.coordinator.servicer import partitions_problem
 from samsa.services.coordinator.transaction_stream import txn_offsets_refusal
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
@@ -72,7 +72,7 @@ class FakeOffsetsCoordinator(
         )
 
     def OffsetCommit(self, request, context):  # type: ignore[no-untyped-def]
-        problem = too_many(request) or batch_problem(request)
+        problem = partitions_problem(request) or batch_problem(request)
         self._record("OffsetCommit", request, problem)
         if problem is not None:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, problem)
@@ -81,9 +81,8 @@ class FakeOffsetsCoordinator(
         return answer
 
     def OffsetFetch(self, request, context):  # type: ignore[no-untyped-def]
-        count = sum(len(topic.partitions) for topic in request.topics)
-        if max(count, len(request.topics)) > limits.request_partitions_max:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{count} partitions")
+        if (problem := partitions_problem(request)) is not None:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, problem)
         answer = c.OffsetFetchResponse()
         with self._lock:
             for topic in request.topics:
@@ -148,15 +147,6 @@ def batch_problem(request: c.OffsetCommitRequest | x.TxnOffsetCommitRequest) -> 
             )
     now_ms = int(time.time() * 1000)  # as the coordinator's: the timestamps' bytes count
     return commit_size_problem(as_commit, now_ms)
-
-
-def too_many(request: c.OffsetCommitRequest) -> str | None:
-    """The coordinator's refusal of a request naming too many partitions or topic entries."""
-    count = sum(len(topic.partitions) for topic in request.topics)
-    for number, what in ((count, "partitions"), (len(request.topics), "topic entries")):
-        if number > limits.request_partitions_max:
-            return f"{number} {what} in one OffsetCommit"
-    return None
 
 
 @contextmanager

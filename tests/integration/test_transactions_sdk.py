@@ -432,4 +432,4 @@ def test_the_transaction_stream_answers_each_kind_under_its_correlation_id(
             with pytest.raises(grpc.RpcError) as refused:
                 next(answers)
             assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-            assert "1001 offsets (or topic entries) in one request" in refused.value.details()
+            assert "1001 offsets in one request" in refused.value.details()

@@ -33,6 +33,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.common.request_counts import too_many
 from samsa.metadata.image import MetadataImage
 from samsa.services.runtime import metadata_reads
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
@@ -103,12 +104,9 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     @staticmethod
     async def _check_count(context: grpc.aio.ServicerContext, what: str, count: int) -> None:
-        if count > limits.admin_request_items_max:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{count} {what} in one request; send at most {limits.admin_request_items_max} "
-                "per request",
-            )
+        message = too_many(count, what, limits.admin_request_items_max)
+        if message is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     async def _forward(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import grpc
 
 from samsa.common import limits
+from samsa.common.request_counts import too_many, too_many_nested
 from samsa.services.broker.requests.fetch_session import CLOSE_EPOCH
 from samsa.v1 import broker_pb2
 
@@ -37,25 +38,18 @@ def partition_count(request: PartitionRequest) -> int:
 
 
 def too_many_partitions(request: PartitionRequest) -> Refusal | None:
-    count = partition_count(request)
-    if count > limits.request_partitions_max:
-        return (
-            grpc.StatusCode.RESOURCE_EXHAUSTED,
-            f"the request names {count} partitions; send at most "
-            f"{limits.request_partitions_max} per request",
-        )
-    # Topic entries naming no partition are looked at and answered too: 490,000 of them (1 MB)
-    # held the event loop about a second. No useful request has more entries than partitions.
+    """Why `request` is refused for the partitions or topic entries it names, if it is (see
+    common/request_counts.py: a Fetch's forgotten topics count as its topics do)."""
     entries = len(request.topics)
     if isinstance(request, broker_pb2.FetchRequest):
         entries += len(request.forgotten_topics)
-    if entries > limits.request_partitions_max:
-        return (
-            grpc.StatusCode.RESOURCE_EXHAUSTED,
-            f"the request has {entries} topic entries; send at most "
-            f"{limits.request_partitions_max} per request",
-        )
-    return None
+    message = too_many_nested(
+        partition_count(request),
+        "partitions",
+        entries=entries,
+        limit=limits.request_partitions_max,
+    )
+    return None if message is None else (grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
 def produce_refusal(request: broker_pb2.ProduceRequest) -> Refusal | None:
@@ -65,12 +59,17 @@ def produce_refusal(request: broker_pb2.ProduceRequest) -> Refusal | None:
         return refusal
     for topic in request.topics:
         for data in topic.partitions:
-            if len(data.typed_records) > limits.typed_records_per_partition_max:
+            # The partition is named only once refused: no string is formatted per partition.
+            message = too_many(
+                len(data.typed_records),
+                "typed records",
+                limits.typed_records_per_partition_max,
+                " per partition, or encoded batches",
+            )
+            if message is not None:
                 return (
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"{len(data.typed_records)} typed records for {topic.name}-"
-                    f"{data.partition}; send at most {limits.typed_records_per_partition_max}"
-                    " per partition per request, or encoded batches",
+                    f"{topic.name}-{data.partition}: {message}",
                 )
     return None
 

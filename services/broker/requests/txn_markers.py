@@ -24,6 +24,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
+from samsa.common.request_counts import too_many_nested
 from samsa.services.broker.hosted_partition import LeadershipError
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.produce import ReplicationWait, fail
@@ -38,14 +39,15 @@ def markers_refusal(
 ) -> tuple[grpc.StatusCode, str] | None:
     """Why the request is refused before anything is written, if it is."""
     # Each marker is answered with an entry even when it names no partition: count both.
-    count = sum(len(topic.partitions) for marker in request.markers for topic in marker.topics)
-    count = max(count, len(request.markers))
-    if count > limits.request_partitions_max:
-        return (
-            grpc.StatusCode.RESOURCE_EXHAUSTED,
-            f"the request names {count} partitions (or markers); send at most "
-            f"{limits.request_partitions_max} per request",
-        )
+    message = too_many_nested(
+        sum(len(topic.partitions) for marker in request.markers for topic in marker.topics),
+        "partitions",
+        entries=len(request.markers),
+        entries_what="markers",
+        limit=limits.request_partitions_max,
+    )
+    if message is not None:
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, message
     if request.timeout_ms < 0:
         return grpc.StatusCode.INVALID_ARGUMENT, f"timeout_ms={request.timeout_ms} is negative"
     return None
