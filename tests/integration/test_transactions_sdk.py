@@ -178,9 +178,9 @@ def test_offsets_sent_in_a_transaction_commit_with_it(cluster: LocalCluster) -> 
         producer.begin_transaction()
         producer.send(OUT, b"with-offsets-2", partition=0)
         producer.send_offsets_to_transaction({(OUT, 1): 42}, "sdk-group")
-        with Admin({**admin_config, "request.timeout.ms": 1000}) as impatient:
-            with pytest.raises(GroupError) as raised:  # the open transaction holds (OUT, 1)
-                impatient.list_consumer_group_offsets("sdk-group", [(OUT, 1)], True)
+        impatient = Admin({**admin_config, "request.timeout.ms": 1000})
+        with impatient, pytest.raises(GroupError) as raised:  # the open transaction holds it
+            impatient.list_consumer_group_offsets("sdk-group", [(OUT, 1)], True)
         assert raised.value.code == ErrorCode.UNSTABLE_OFFSET_COMMIT
         assert admin.list_consumer_group_offsets("sdk-group", [(OUT, 1)]) == {}  # not waiting
         producer.commit_transaction(30)
