@@ -14,7 +14,10 @@ A request names at most `limits.request_partitions_max` partitions (forgotten on
 most a broker accepts. When more are due, `build()` names the ones waiting longest and says so
 (`FetchParts.more`); the rest follow in the next incremental fetches. A full fetch of more than
 that opens the session with the first of them, and the others are added incrementally; to a
-broker that keeps no session, each full fetch names first those the previous ones left out.
+broker that keeps no session, each full fetch names first those the previous ones left out, and
+says `more` only until every wanted partition has been named since the last one that did not:
+each round of full fetches covering them all ends with one that long-polls, instead of fetches
+without a wait for ever (a busy loop while nothing is written; DESIGN.md section 4).
 
 `on_answer` records what the broker now holds and moves to the next epoch. A failed request, or a
 session error from the broker, sends the fetcher back to a full fetch (`reset`): the broker may or
@@ -61,6 +64,7 @@ class FetchParts:
     partitions: Mapping[PartitionKey, FetchPosition]
     forgotten: tuple[PartitionKey, ...]
     # Partitions were left for later requests (the request limit): do not long-poll this one.
+    # Without a session, only until every partition has been named since the last long-poll.
     more: bool = False
 
 
@@ -78,6 +82,9 @@ class FetchSessionClient:
         # Keys named in every request even when unchanged (see `name_always`); a dict for its
         # order: past the request limit they take turns, those named longest ago first.
         self._always: dict[PartitionKey, None] = {}
+        # Keys named by the full fetches answered without a session since the last one that
+        # said no `more` (it long-polled): those still out of it are why the next says `more`.
+        self._named_in_round: set[PartitionKey] = set()
 
     @property
     def wanted(self) -> Mapping[PartitionKey, FetchPosition]:
@@ -118,7 +125,9 @@ class FetchSessionClient:
                     chosen[key] = wanted[key]
                     if len(chosen) == limit:
                         break
-            return FetchParts(self.session_id, 0, True, chosen, (), more=True)
+            named = self._named_in_round
+            more = any(key not in chosen and key not in named for key in wanted)
+            return FetchParts(self.session_id, 0, True, chosen, (), more=more)
         sent = self._sent
         always = [key for key in self._always if key in wanted]
         # Past the limit those named always take turns in half of each request, so partitions
@@ -161,6 +170,10 @@ class FetchSessionClient:
         # Those left out of this request stay ahead of those it named (the request limit).
         named = parts.partitions.keys() | set(parts.forgotten)
         left_out = (key for key in self._pending if key not in named)
+        if parts.full and not session_id and parts.more:
+            self._named_in_round.update(parts.partitions)
+        else:
+            self._named_in_round.clear()
         if parts.full and not session_id:
             # No session: the broker holds nothing for the next full fetch, so every wanted
             # partition is due again, those this one left out first (else those left out while
@@ -177,9 +190,12 @@ class FetchSessionClient:
             }
         if len(self._always) > limits.request_partitions_max:
             # Those named go last: the next request names the others first.
+            # Both in their order there, so that they keep taking turns in one fixed rotation.
+            always = self._always
             self._always = dict.fromkeys(
                 chain(
-                    (key for key in self._always if key not in named), named & self._always.keys()
+                    (key for key in always if key not in named),
+                    (key for key in always if key in named),
                 )
             )
 

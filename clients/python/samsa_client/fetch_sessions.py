@@ -15,7 +15,8 @@ append, for ever on a partition no longer written to.
 
 A fetch names at most `limits.request_partitions_max` partitions, the most a broker accepts
 (common/fetch_session_client.py serves the rest in the next fetches, which follow at once: a fetch
-that leaves partitions out does not long-poll).
+that leaves partitions out does not long-poll; to a broker keeping no session, only until every
+partition has been named since the last fetch that did, else an idle consumer fetched non-stop).
 """
 
 from __future__ import annotations
