@@ -14,9 +14,9 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
 - `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
   coordinator (in parts it takes: offset_commit_parts.py), found again after NOT_COORDINATOR and the
   like, retried until `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent
-  again with the epoch the next heartbeat brings, while the member is still in the group and still
-  owns the partitions it owned when the commit began (else CommitFailedError: a revoked partition's
-  offset, sent at the new epoch, would be accepted over its new owner's); UNKNOWN_MEMBER_ID or
+  again with the epoch the next heartbeat brings, only while its offsets are still the member's own
+  (group_commit.py: still in the group, never out of it since the commit was handed over, still
+  owning the partitions it owned then; else CommitFailedError); UNKNOWN_MEMBER_ID or
   FENCED_MEMBER_EPOCH mean its partitions may already be someone else's: CommitFailedError.
 - Finding the coordinator (FindCoordinator on the bootstrap servers: every service answers it),
   forgetting it after a coordinator error and asking it until an answer are
@@ -50,10 +50,11 @@ from samsa.client.group_admin import (
     COORDINATOR_ERRORS,
     OffsetAndMetadata,
     first_commit_error_of,
-    offset_commit_request,
     offset_fetch_request,
     offsets_of,
 )
+from samsa.client.group_commit import IN_GROUP, CommitStart, commit_refused, commit_request
+from samsa.client.group_commit import CommitFailedError as CommitFailedError  # the public name
 from samsa.client.group_coordinator_calls import GroupCoordinatorCalls, status
 from samsa.client.group_member import GroupMember, MemberSettings, MemberState, Subscription
 from samsa.client.rebalance import member_error
@@ -71,16 +72,6 @@ REQUEST_PARTITIONS_MAX = limits.request_partitions_max
 HEARTBEAT_TIMEOUT_S = 5.0
 # The longest the group task sleeps with nothing scheduled.
 IDLE_WAIT_S = 0.5
-# The member states in which it owns partitions under its epoch (and auto-commits them).
-IN_GROUP = frozenset({MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING})
-# ... and in which it may commit: also while leaving, until the leave heartbeat was answered
-# (on_partitions_revoked commits then).
-MAY_COMMIT = IN_GROUP | {MemberState.LEAVING}
-
-
-class CommitFailedError(KafkaError):
-    """The offsets were not committed because this member is no longer in the group (fenced,
-    expired, or left): its partitions may have moved to another member."""
 
 
 @dataclass(frozen=True)
@@ -280,43 +271,21 @@ class GroupDriver:
         requests the coordinator takes (offset_commit_parts.py), one commit after the other (as
         Kafka's commitSync waits for those before it)."""
         parts = offset_commit_parts.commit_parts_of(self.group_id, offsets, REQUEST_PARTITIONS_MAX)
+        with self.lock:  # what the offsets were taken under, before waiting for earlier commits
+            start = CommitStart.of(self.member)
         async with self._commit_order:  # in order: an older retry never lands after a newer one
             for part in parts:
-                await self._commit({tp: offsets[tp] for tp in part})
+                await self._commit({tp: offsets[tp] for tp in part}, start)
 
-    async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    async def _commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], start: CommitStart
+    ) -> None:
         if not offsets:
             return
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
-        owned_at_start: frozenset[TopicPartition] | None = None
         while True:
             with self.lock:
-                member = self.member
-                subscribed = member.state is not MemberState.UNSUBSCRIBED
-                if subscribed and (member.state not in MAY_COMMIT or member.member_epoch <= 0):
-                    raise CommitFailedError(
-                        f"offsets not committed: this member is not in group {self.group_id!r} "
-                        f"now ({member.state.value}); its partitions may belong to another member",
-                        ErrorCode.UNKNOWN_MEMBER_ID,
-                    )
-                if owned_at_start is None:
-                    owned_at_start = member.owned
-                # A retry goes at the member's new epoch, which the coordinator accepts for any
-                # partition: not for one given up since, which its new owner may have committed.
-                given_up = sorted((owned_at_start & offsets.keys()) - member.owned)
-                if subscribed and given_up:
-                    names = ", ".join(f"{topic}-{number}" for topic, number in given_up)
-                    raise CommitFailedError(
-                        f"offsets not committed: {names} were revoked from this member while the "
-                        "commit waited for its new epoch (STALE_MEMBER_EPOCH)",
-                        ErrorCode.STALE_MEMBER_EPOCH,
-                    )
-                if subscribed:
-                    request = offset_commit_request(
-                        self.group_id, offsets, member.settings.member_id, member.member_epoch
-                    )
-                else:
-                    request = offset_commit_request(self.group_id, offsets)
+                request = commit_request(self.member, self.group_id, offsets, start)
             answer = await self._coordinator.ask(
                 "OffsetCommit", request, lambda x: first_commit_error_of(x)[0]
             )
@@ -326,15 +295,7 @@ class GroupDriver:
             if code == ErrorCode.STALE_MEMBER_EPOCH and time.monotonic() < deadline:
                 await asyncio.sleep(self.config.retry_backoff_ms / 1000)  # a heartbeat's epoch
                 continue
-            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH):
-                hint = (
-                    "the group has members: assign() with a group.id commits only while the "
-                    "group is empty"
-                    if not subscribed
-                    else "this member was fenced; its partitions may belong to another member"
-                )
-                raise CommitFailedError(f"offsets not committed: {message} ({hint})", code)
-            raise KafkaError.of(code, message)
+            raise commit_refused(code, message, subscribed=bool(request.member_id))
 
     async def fetch_committed(
         self, partitions: list[TopicPartition]

@@ -40,6 +40,11 @@ States, one table (STYLE habit 4); `_move` asserts every move:
     LEAVING        on_revoked for everything, then the leave heartbeat -> UNSUBSCRIBED
                    (and on to JOINING if subscribe() came meanwhile)
     FATAL          a non-retriable error; poll raises it             (terminal)
+
+`memberships_ended` counts the moves out of the group (into FENCED, STALE, FATAL, UNSUBSCRIBED):
+what the member owned before one is no longer its own, even when it rejoins under the same member
+id and is given the same partitions back, so a commit begun before it is never sent after it
+(group_commit.py).
 """
 
 from __future__ import annotations
@@ -96,6 +101,8 @@ _TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
     _S.LEAVING: frozenset({_S.UNSUBSCRIBED}),
     _S.FATAL: frozenset(),
 }
+# The states a membership ends in: what the member owned is no longer its own in the group.
+_OUT_OF_GROUP = frozenset({_S.FENCED, _S.STALE, _S.FATAL, _S.UNSUBSCRIBED})
 
 
 class CallbackKind(enum.Enum):
@@ -162,6 +169,7 @@ class GroupMember:
         self.error: tuple[ErrorCode, str] | None = None  # set in FATAL
         self.heartbeat_interval_ms = 0
         self.coordinator_needed = True
+        self.memberships_ended = 0  # moves into _OUT_OF_GROUP: see the module docstring
         self._callback: PendingCallback | None = None
         self._running: PendingCallback | None = None  # begun, not yet done
         self._heartbeat_due_ms: int | None = None
@@ -419,6 +427,8 @@ class GroupMember:
 
     def _move(self, target: MemberState) -> None:
         assert target in _TRANSITIONS[self.state], f"member: illegal move {self.state} -> {target}"
+        if target in _OUT_OF_GROUP:
+            self.memberships_ended += 1
         self.state = target
 
     def heartbeat_due_ms(self) -> int | None:
