@@ -10,7 +10,9 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
   not known, and sends the heartbeat the member asks for. The answer goes to the member; then
   `on_progress` wakes a waiting `poll()`, since a listener call may now be pending. Heartbeats
   never wait for the application: `poll()` only runs listener calls (`_run_rebalance_steps` of
-  the facades, consumer.py and async_consumer.py).
+  the facades, consumer.py and async_consumer.py). A heartbeat that fails is retried, except one
+  the coordinator refuses as sent (INVALID_ARGUMENT, RESOURCE_EXHAUSTED): sent again it would be
+  refused again, so the member fails (FATAL) with the coordinator's reason and `poll()` raises it.
 - `commit()` and `fetch_committed()` are the OffsetCommit and OffsetFetch loops: sent to the
   coordinator (in parts it takes: offset_commit_parts.py), found again after NOT_COORDINATOR and the
   like, retried until `default.api.timeout.ms`. A commit refused with STALE_MEMBER_EPOCH is sent
@@ -55,7 +57,7 @@ from samsa.client.group_admin import (
 )
 from samsa.client.group_commit import IN_GROUP, CommitStart, commit_refused, commit_request
 from samsa.client.group_commit import CommitFailedError as CommitFailedError  # the public name
-from samsa.client.group_coordinator_calls import GroupCoordinatorCalls, status
+from samsa.client.group_coordinator_calls import REFUSED_AS_SENT, GroupCoordinatorCalls, status
 from samsa.client.group_member import GroupMember, MemberSettings, MemberState, Subscription
 from samsa.client.rebalance import member_error
 from samsa.common import limits
@@ -248,12 +250,18 @@ class GroupDriver:
         try:
             answer = await stub.ConsumerGroupHeartbeat(request, timeout=HEARTBEAT_TIMEOUT_S)
         except grpc.RpcError as error:
-            log.info("heartbeat to the coordinator at %s failed: %s", endpoint, status(error))
-            self._coordinator.forget(endpoint)
-            with self.lock:
-                self.member.on_heartbeat_failed(
-                    ErrorCode.NETWORK_EXCEPTION, status(error), now_ms()
-                )
+            refusal = heartbeat_refusal(error)
+            if refusal is not None:  # sent again, it is refused again: the member fails
+                log.warning("group %r: %s", self.group_id, refusal)
+                with self.lock:
+                    self.member.on_heartbeat_failed(ErrorCode.INVALID_REQUEST, refusal, now_ms())
+            else:
+                log.info("heartbeat to the coordinator at %s failed: %s", endpoint, status(error))
+                self._coordinator.forget(endpoint)
+                with self.lock:
+                    self.member.on_heartbeat_failed(
+                        ErrorCode.NETWORK_EXCEPTION, status(error), now_ms()
+                    )
         else:
             if answer.error_code in COORDINATOR_ERRORS:
                 self._coordinator.forget(endpoint)
@@ -394,6 +402,23 @@ class GroupDriver:
             log.warning("auto-commit of group %r failed: %s", self.group_id, error)
             for tp in offsets:
                 self._auto_committed.pop(tp, None)
+
+
+def heartbeat_refusal(error: grpc.RpcError) -> str | None:
+    """Why the coordinator refused a heartbeat as sent (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED:
+    too big for its member's record), in the consumer's terms; None when a retry may pass."""
+    if not isinstance(error, (grpc.Call, grpc.aio.AioRpcError)):
+        return None
+    code = error.code()
+    if code not in REFUSED_AS_SENT:
+        return None
+    hint = ""
+    if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+        hint = " (its size is the subscription's, client.id's and group.instance.id's)"
+    return (
+        f"the coordinator refuses this member's heartbeat ({code.name}), as it will every time: "
+        f"{error.details() or 'no reason given'}{hint}"
+    )
 
 
 def parts_of(partitions: list[TopicPartition]) -> list[list[TopicPartition]]:
