@@ -68,6 +68,11 @@ class HostedPartition:
     # traced produce arrives, and always while tracing is off.
     traced: PartitionTraces | None = None
 
+    def __post_init__(self) -> None:
+        # The log learns the high watermark it starts with (a checkpoint's, at load): what a
+        # replay found below it is settled before anyone reads the LSO.
+        self.log.on_high_watermark(self.replica.high_watermark)
+
     @property
     def corrupt_from(self) -> int | None:
         """The offset this replica's log is known corrupt from, if any."""
@@ -140,20 +145,37 @@ class HostedPartition:
             self.notify_appended()
 
     def advance_high_watermark(self) -> bool:
-        """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved."""
+        """Leader: move the high watermark by the ISR's progress; wakes waiters if it moved.
+        Each move is told to the log, which settles the transactions it passed (so do the
+        follower's and a truncation's: `take_leader_high_watermark`, `log_changed`)."""
         moved = self.replica.advance_high_watermark(
             self.log.log_end_offset, self.min_insync_replicas
         )
         if moved:
+            self.log.on_high_watermark(self.replica.high_watermark)
             self.notify_appended()
             if self.traced is not None:
                 self.traced.high_watermark_moved(self.high_watermark)
         return moved
 
+    def take_leader_high_watermark(self, leader_high_watermark: int) -> bool:
+        """Follower: the leader's high watermark, kept within this replica's log; True if it
+        moved (the caller wakes the waiters)."""
+        log = self.log
+        moved = self.replica.take_leader_high_watermark(
+            leader_high_watermark, log.log_start_offset, log.log_end_offset
+        )
+        if moved:
+            log.on_high_watermark(self.replica.high_watermark)
+        return moved
+
     def log_changed(self) -> None:
-        """After a truncation or a new log start: the high watermark kept within the log, and
-        every waiter woken (a follower's next fetch asks from the new log end)."""
+        """After a truncation or a new log start: the high watermark kept within the log and
+        told to it, moved or not (the replay that rebuilt the log's transactions may have
+        brought back some it passed), and every waiter woken (a follower's next fetch asks
+        from the new log end)."""
         self.replica.log_changed(self.log.log_start_offset, self.log.log_end_offset)
+        self.log.on_high_watermark(self.replica.high_watermark)
         self.notify_appended()
 
     @property

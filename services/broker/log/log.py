@@ -1,10 +1,9 @@
 """The partition log: one partition's storage engine (Kafka's UnifiedLog).
 
 Theory of operation. A log is a directory of segments sorted by base offset, the last one active,
-held by a `LocalLog` (local_log.py, Kafka's LocalLog): lookups, reads, appends and rolls,
-truncation and deletion of segments. This module composes it with the other parts a partition's
-log keeps, each in its own module, and calls them between the steps that make each change
-durable:
+held by a `LocalLog` (local_log.py, Kafka's LocalLog): lookups, reads, appends and rolls, truncation
+and deletion of segments. This module composes it with the other parts a partition's log keeps, each
+in its own module, and calls them between the steps that make each change durable:
 
 - a LogDurability (log_durability.py): the recovery point, the checkpoint files, the
   clean-shutdown marker and every fsync (DESIGN.md §3). Checkpoints are written by `checkpoint`,
@@ -23,8 +22,7 @@ durable:
 
 Appends are validated and planned by append_info.py (all-or-nothing: a rejected append writes
 nothing) before local_log.py writes them. Loading and recovery (`open`) are loading.py's; `open`
-builds the log from what it found. Time (`now_ms`) is always passed in; the log never reads a
-clock.
+builds the log from what it found. Time (`now_ms`) is always passed in; the log never reads a clock.
 
 Invariants: log_start_offset <= log_end_offset; recovery_point <= log_end_offset; epochs in the
 cache start inside the log (the segments' invariants are local_log.py's).
@@ -87,6 +85,9 @@ class Log:
             ProducerLogState(directory, loaded.producers.producers, loaded.snapshot_offsets),
             loaded.transactions,
         )
+        # Told every high watermark move (Kafka's onHighWatermarkUpdated): the LSO only reads.
+        self.on_high_watermark = loaded.transactions.on_high_watermark
+        self.unstable_transaction_count = loaded.transactions.unstable_count
         # No checkpoint write fsyncs a new segment's directory entry now: the first flush does.
         self._durability = LogDurability(
             directory,
@@ -222,16 +223,15 @@ class Log:
         allow_control_batches: bool = False,
         allow_transactional: bool = False,
     ) -> AppendInfo:
-        """Validate producer batches, assign offsets from the log end offset, stamp the leader
-        epoch (and LogAppendTime when the topic uses it) and store them — or store nothing and
-        raise CorruptRecordError / RecordTooLargeError / InvalidRecordError /
-        UnsupportedFormatError / UnsupportedCompressionError. With flush.messages=1 the append
-        is fsynced before this returns. Control batches only when the broker writes them,
-        transactional batches only when the caller verified the producer's transaction holds
-        this partition (else INVALID_TXN_STATE). Idempotent batches are checked against the
-        producer state first: a stale epoch or a sequence gap raises SamsaError (its code says
-        which); batches the log already holds (a retry) store nothing and return their original
-        offsets, with record_count 0."""
+        """Validate producer batches, assign offsets from the log end offset, stamp the leader epoch
+        (and LogAppendTime when the topic uses it) and store them — or store nothing and raise
+        CorruptRecordError / RecordTooLargeError / InvalidRecordError / UnsupportedFormatError /
+        UnsupportedCompressionError. With flush.messages=1 the append is fsynced before this
+        returns. Control batches only when the broker writes them, transactional batches only when
+        the caller verified the producer's transaction holds this partition (else
+        INVALID_TXN_STATE). Idempotent batches are checked against the producer state first: a stale
+        epoch or a sequence gap raises SamsaError (its code says which); batches the log already
+        holds (a retry) store nothing and return their original offsets, with record_count 0."""
         self._check_open()
         assert leader_epoch >= max(0, self._epochs.latest_epoch), "fence stale leaders first"
         plan = plan_leader_append(

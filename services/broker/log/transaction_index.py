@@ -27,7 +27,8 @@ reaches the upper bound: no transaction aborted later can start below it (Kafka'
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, TypeVar
 
 import crc32c
@@ -163,32 +164,55 @@ def collect_aborted(
 
 
 class UnstableTransactions:
-    """Transactions ended by a marker not yet below the high watermark, for the LSO."""
+    """Transactions ended by a marker not yet below the high watermark, for the LSO.
+
+    Kept in marker order, hence by last offset: a move of the high watermark settles a prefix
+    and a truncation drops a suffix, each paying only for what it removes (a move that settles
+    nothing costs one comparison; the leader's moves come with every acks=all produce). The
+    partition tells every move (`on_high_watermark`, Kafka's
+    ProducerStateManager.onHighWatermarkUpdated), so the list holds what lies above the high
+    watermark, and reading the LSO changes nothing. What a replay of the log adds below the high
+    watermark (after a truncation, at load) stays until the partition tells it again, which
+    HostedPartition does at once (`log_changed`, and when it is created); the LSO never counts
+    it meanwhile."""
 
     __slots__ = ("_ended",)
 
     def __init__(self) -> None:
-        self._ended: list[CompletedTransaction] = []  # in marker order
+        self._ended: deque[CompletedTransaction] = deque()
 
-    def on_completed(self, transactions: Iterable[CompletedTransaction]) -> None:
-        self._ended.extend(transactions)
+    def on_completed(self, transactions: Sequence[CompletedTransaction]) -> None:
+        """Markers after every kept one ended `transactions`, in marker order."""
+        ended = self._ended
+        assert not ended or not transactions or ended[-1].last_offset < transactions[0].last_offset
+        ended.extend(transactions)
 
     def on_high_watermark(self, high_watermark: int) -> None:
-        """Forget the transactions whose marker is now below the high watermark: decided."""
-        if self._ended and self._ended[0].last_offset < high_watermark:
-            self._ended = [t for t in self._ended if t.last_offset >= high_watermark]
+        """The partition's high watermark moved: the transactions whose marker is now below it
+        are decided, and forgotten."""
+        ended = self._ended
+        while ended and ended[0].last_offset < high_watermark:
+            ended.popleft()
 
     def on_truncate(self, log_end_offset: int) -> None:
         """Forget the transactions whose marker was truncated away (they are open again, which
         the rebuilt producer table says)."""
-        self._ended = [t for t in self._ended if t.last_offset < log_end_offset]
+        ended = self._ended
+        while ended and ended[-1].last_offset >= log_end_offset:
+            ended.pop()
 
     def last_stable_offset(self, open_first_offsets: Iterable[int], high_watermark: int) -> int:
-        """min(high watermark, first offset of any open or unreplicated transaction)."""
+        """min(`high_watermark`, first offset of any open or unreplicated transaction). Only the
+        transactions whose marker is at or above `high_watermark` count (a suffix of the list),
+        so the answer is exact for any bound at or above the high watermark last told (a
+        replica's ListOffsets reads at the log end), and a replayed one not yet settled is
+        ignored."""
         stable = high_watermark
         for first_offset in open_first_offsets:
             stable = min(stable, first_offset)
-        for ended in self._ended:
+        for ended in reversed(self._ended):
+            if ended.last_offset < high_watermark:
+                break
             stable = min(stable, ended.first_offset)
         return stable
 

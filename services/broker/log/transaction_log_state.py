@@ -5,9 +5,10 @@ Theory of operation (DESIGN §3 and §5; Kafka's TransactionIndex files and unre
 transactions). `Log` (log.py) feeds this, through its ProducerTransactions
 (producer_transactions.py), at each step that moves the log end:
 
-- every append's ended transactions are kept as unstable until their marker is below the high
-  watermark (`on_appended`), and each aborted one's index entry is appended, without fsync, to
-  the `.txnindex` file of the segment holding its marker;
+- every append's ended transactions are kept as unstable until the partition says its high
+  watermark passed their marker (`on_appended`, `on_high_watermark`), and each aborted one's
+  index entry is appended, without fsync, to the `.txnindex` file of the segment holding its
+  marker;
 - `sync` fsyncs the files written since the last sync (and the directory when one was created);
   a flush calls it before it moves the recovery point (log_durability.py), so every entry whose
   marker lies below the recovery point is durable;
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from samsa.services.broker.log.checkpoint_file import fsync_directory, read_if_exists, write_all
@@ -54,6 +55,11 @@ class TransactionLogState:
         # segment base offset -> its entries in marker order; only segments that have some.
         self._entries = entries
         self._unstable = UnstableTransactions()
+        # The partition's high watermark moved (leader or follower): transactions whose marker
+        # it passed are settled, so the list holds what lies above it and the LSO only reads
+        # (UnstableTransactions; bound here: one call per move, a comparison when nothing
+        # settles).
+        self.on_high_watermark: Callable[[int], None] = self._unstable.on_high_watermark
         self._unsynced: set[int] = set()  # base offsets of files written since the last sync
         self._rewrite: set[int] = set()  # files a write failed on: `sync` rewrites them whole
         self._created = False  # a file was created since the last sync
@@ -127,7 +133,7 @@ class TransactionLogState:
         self._entries.clear()
         self._unsynced.clear()
         self._rewrite.clear()
-        self._unstable = UnstableTransactions()
+        self._unstable.on_truncate(0)  # every marker (kept: on_high_watermark is bound)
 
     def retain(self, base_offsets: Iterable[int]) -> None:
         """Forget the entries of segments that are gone (their files went with them)."""
@@ -158,7 +164,6 @@ class TransactionLogState:
 
     def last_stable_offset(self, open_first_offsets: Iterable[int], high_watermark: int) -> int:
         """min(high watermark, first offset of every open or not yet replicated transaction)."""
-        self._unstable.on_high_watermark(high_watermark)
         return self._unstable.last_stable_offset(open_first_offsets, high_watermark)
 
     def aborted(
@@ -169,6 +174,11 @@ class TransactionLogState:
         if not self._entries:
             return []
         return collect_aborted(self._segment_entries(base_offsets), fetch_offset, upper_bound)
+
+    def unstable_count(self) -> int:
+        """How many ended transactions wait for the high watermark to pass their marker: what
+        each LSO walks, held in memory (for tests and tools)."""
+        return len(self._unstable)
 
     def entries(self) -> dict[int, list[AbortedTransaction]]:
         """Every segment's entries (for tests and tools)."""

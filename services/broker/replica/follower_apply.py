@@ -12,7 +12,9 @@ replica_fetcher.py): out of range, it truncates or starts over at the leader's l
 diverging epoch truncates to where both logs still agree (`truncation_offset`: never blindly
 to the high watermark, KIP-101, and one epoch at a time, KIP-279); records are appended as the
 leader assigned them; the high watermark becomes the leader's kept within its own log
-(`PartitionReplica.take_leader_high_watermark`); a log start the leader moved is followed.
+(`HostedPartition.take_leader_high_watermark`, which tells the log: Kafka's follower settles the
+transactions its high watermark passed as its leader does); a log start the leader moved is
+followed.
 
 No gRPC and no clock here (time comes in as `now_ms`): the fetch loops (replica_fetcher.py) do
 the I/O around these, and the replication simulation (tests/unit/broker/
@@ -155,9 +157,7 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
         # The leader deleted records (DeleteRecords or its retention): so does this replica,
         # and its next fetch reports where it starts (the leader's low watermark).
         log_.delete_records(min(result.log_start_offset, log_.log_end_offset))
-    moved = hosted.replica.take_leader_high_watermark(
-        result.high_watermark, log_.log_start_offset, log_.log_end_offset
-    )
+    moved = hosted.take_leader_high_watermark(result.high_watermark)
     if records or moved:
         hosted.notify_appended()
     return True
