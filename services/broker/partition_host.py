@@ -238,7 +238,7 @@ class PartitionHost:
             if log_end_offset is None:  # rewritten or deleted since: the next pass re-checks it
                 log.info("corrupt segment gone", extra={"partition": f"{key[0]}-{key[1]}"})
                 continue
-            hosted.replica.log_changed(hosted.log.log_start_offset, log_end_offset)
+            hosted.log_changed()  # the high watermark kept within the log, and told to it
             if hosted.high_watermark_unsaved:  # moved back: a restart must not start above it
                 self.checkpoint_high_watermarks()
             log.warning(
