@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
 
 import pytest
+from stale_once_coordinator import StaleOnceCoordinator
 
 from samsa.client.channels import AioChannels
 from samsa.client.config import ConsumerConfig
@@ -37,29 +37,6 @@ from samsa.v1 import coordinator_pb2 as c
 
 T = "orders"
 NOW = 1_000
-
-
-class StaleOnceCoordinator:
-    """Answers the first OffsetCommit STALE_MEMBER_EPOCH (after running `meanwhile`), the rest
-    NONE; keeps every request."""
-
-    def __init__(self, meanwhile: Any) -> None:
-        self.requests: list[c.OffsetCommitRequest] = []
-        self.meanwhile = meanwhile
-
-    async def ask(self, method: str, request: Any, error_of: Any) -> c.OffsetCommitResponse:
-        assert method == "OffsetCommit"
-        self.requests.append(c.OffsetCommitRequest.FromString(request.SerializeToString()))
-        first = len(self.requests) == 1
-        if first:
-            self.meanwhile()
-        code = ErrorCode.STALE_MEMBER_EPOCH if first else ErrorCode.NONE
-        response = c.OffsetCommitResponse()
-        for topic in request.topics:
-            result = response.topics.add(name=topic.name)
-            for partition in topic.partitions:
-                result.partitions.add(partition=partition.partition, error_code=code)
-        return response
 
 
 def answered(member: GroupMember, epoch: int, partitions: list[int]) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
 
 import pytest
+from stale_once_coordinator import StaleOnceCoordinator
 
 from samsa.client.channels import AioChannels
 from samsa.client.config import ConsumerConfig
@@ -24,32 +24,9 @@ from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import CommitFailedError, GroupDriver
 from samsa.client.group_member import MemberState
-from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 
 T = "orders"
-
-
-class FakeCoordinator:
-    """Answers the first OffsetCommit STALE_MEMBER_EPOCH (after running `meanwhile`), the rest
-    NONE; keeps every request."""
-
-    def __init__(self, meanwhile: Any) -> None:
-        self.requests: list[c.OffsetCommitRequest] = []
-        self.meanwhile = meanwhile
-
-    async def ask(self, method: str, request: Any, error_of: Any) -> c.OffsetCommitResponse:
-        assert method == "OffsetCommit"
-        self.requests.append(c.OffsetCommitRequest.FromString(request.SerializeToString()))
-        code = ErrorCode.STALE_MEMBER_EPOCH if len(self.requests) == 1 else ErrorCode.NONE
-        if len(self.requests) == 1:
-            self.meanwhile()
-        response = c.OffsetCommitResponse()
-        for topic in request.topics:
-            result = response.topics.add(name=topic.name)
-            for partition in topic.partitions:
-                result.partitions.add(partition=partition.partition, error_code=code)
-        return response
 
 
 def driver() -> GroupDriver:
@@ -76,7 +53,7 @@ def committed_partitions(request: c.OffsetCommitRequest) -> set[tuple[str, int]]
 
 def test_a_stale_commit_is_not_retried_for_a_partition_revoked_meanwhile() -> None:
     group = driver()
-    fake = FakeCoordinator(lambda: revoke_partition_0(group))
+    fake = StaleOnceCoordinator(lambda: revoke_partition_0(group))
     group._coordinator = fake  # type: ignore[assignment]
     offsets = {(T, 0): OffsetAndMetadata(100), (T, 1): OffsetAndMetadata(200)}
     with pytest.raises(CommitFailedError, match="orders-0"):
@@ -86,7 +63,7 @@ def test_a_stale_commit_is_not_retried_for_a_partition_revoked_meanwhile() -> No
 
 def test_a_stale_commit_of_partitions_still_owned_is_retried_with_the_new_epoch() -> None:
     group = driver()
-    fake = FakeCoordinator(lambda: revoke_partition_0(group))
+    fake = StaleOnceCoordinator(lambda: revoke_partition_0(group))
     group._coordinator = fake  # type: ignore[assignment]
     asyncio.run(group.commit({(T, 1): OffsetAndMetadata(200)}))
     assert [r.member_epoch for r in fake.requests] == [5, 6]
