@@ -17,7 +17,11 @@ that opens the session with the first of them, and the others are added incremen
 broker that keeps no session, each full fetch names first those the previous ones left out, and
 says `more` only until every wanted partition has been named since the last one that did not:
 each round of full fetches covering them all ends with one that long-polls, instead of fetches
-without a wait for ever (a busy loop while nothing is written; DESIGN.md section 4).
+without a wait for ever (a busy loop while nothing is written; DESIGN.md section 4). Within a
+session the same holds for partitions named always (a follower outside their ISR): past the
+limit they take turns, and once each has been named since the last long-poll, the next fetch
+long-polls even though some are left out; only a position that changed, or a partition to
+forget, left out makes a fetch say `more` at once.
 
 `on_answer` records what the broker now holds and moves to the next epoch. A failed request, or a
 session error from the broker, sends the fetcher back to a full fetch (`reset`): the broker may or
@@ -82,8 +86,8 @@ class FetchSessionClient:
         # Keys named in every request even when unchanged (see `name_always`); a dict for its
         # order: past the request limit they take turns, those named longest ago first.
         self._always: dict[PartitionKey, None] = {}
-        # Keys named by the full fetches answered without a session since the last one that
-        # said no `more` (it long-polled): those still out of it are why the next says `more`.
+        # Keys named by the fetches answered since the last one that said no `more` (it
+        # long-polled): an unchanged key still out of it is why the next says `more`.
         self._named_in_round: set[PartitionKey] = set()
 
     @property
@@ -142,11 +146,14 @@ class FetchSessionClient:
             position = wanted.get(key)
             if position is None and key not in sent:
                 continue
-            if position is not None and sent.get(key) == position and key not in self._always:
+            unchanged = position is not None and sent.get(key) == position
+            if unchanged and key not in self._always:
                 continue
             if len(changed) + len(forgotten) >= limit:
-                more = True
-                break
+                if not unchanged or key not in self._named_in_round:
+                    more = True
+                    break
+                continue  # named always, unchanged, and named since the last long-poll
             if position is None:
                 forgotten.append(key)
             else:
@@ -170,7 +177,7 @@ class FetchSessionClient:
         # Those left out of this request stay ahead of those it named (the request limit).
         named = parts.partitions.keys() | set(parts.forgotten)
         left_out = (key for key in self._pending if key not in named)
-        if parts.full and not session_id and parts.more:
+        if parts.more:
             self._named_in_round.update(parts.partitions)
         else:
             self._named_in_round.clear()

@@ -90,3 +90,35 @@ def test_exactly_the_limit_is_named_in_every_fetch_and_never_more() -> None:
     client.reset()
     parts = client.build()
     assert parts.full and set(parts.partitions) == set(keys) and not parts.more
+
+
+def test_a_follower_naming_always_more_than_the_limit_still_long_polls_when_idle() -> None:
+    """Past the limit, partitions named always take turns: once each has been named since the
+    last long-poll, the next fetch long-polls (`more` false), or an idle follower outside the
+    ISR of more partitions than one fetch may name would fetch without waiting for ever."""
+    client = FetchSessionClient()
+    for key in KEYS:
+        client.set(key, at(0))
+        client.name_always(key, True)
+    parts = client.build()
+    client.on_answer(parts, session_id=7)
+    waits = []
+    for _ in range(ROUNDS):
+        parts = client.build()
+        waits.append(not parts.more)
+        client.on_answer(parts, session_id=7)
+    # Five partitions, two a fetch: a round of three fetches names them all and then waits.
+    assert all(any(waits[start : start + 3]) for start in range(ROUNDS - 2))
+
+
+def test_a_moved_partition_left_out_past_the_limit_is_fetched_at_once() -> None:
+    """A position that changed and did not fit still makes the fetch say `more`."""
+    client = FetchSessionClient()
+    for key in KEYS:
+        client.set(key, at(0))
+    parts = client.build()
+    client.on_answer(parts, session_id=7)
+    for key in KEYS:
+        client.set(key, at(1))
+    parts = client.build()
+    assert len(parts.partitions) == LIMIT and parts.more
