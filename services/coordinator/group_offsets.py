@@ -53,11 +53,14 @@ COMMIT_RECORD_OVERHEAD_BYTES_MAX = limits.offset_commit_record_overhead_bytes_ma
 COMMIT_BATCH_BYTES_MAX = limits.offset_commit_batch_bytes_max
 
 
-def commit_size_problem(request: c.OffsetCommitRequest, now_ms: int) -> str | None:
+def commit_size_problem(
+    request: c.OffsetCommitRequest | x.TxnOffsetCommitRequest, now_ms: int
+) -> str | None:
     """Why the records of `request` would not fit the one batch a commit is written as, or None.
     The broker would refuse that batch (MESSAGE_TOO_LARGE), which fails the writer of the whole
     partition, every group on it: such a commit is refused before it is applied. Exact (the
-    batch is built) only when a quick upper bound does not settle it."""
+    batch is built) only when a quick upper bound does not settle it. A TxnOffsetCommit's batch
+    (transactional, with no record of a new group) is never larger than the bound it is held to."""
     group_id = request.group_id
     group_bytes = len(group_id.encode())
     # The batch's header, and the record of a new group.

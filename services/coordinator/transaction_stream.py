@@ -14,6 +14,7 @@ set (INVALID_ARGUMENT). The answers, the tasks and the failure are stream_answer
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.request_counts import too_many_nested
+from samsa.services.coordinator.group_offsets import commit_size_problem
 from samsa.services.runtime.stream_answers import Refusal, StreamAnswers
 from samsa.v1 import transactions_pb2 as x
 
@@ -76,13 +78,15 @@ def stream_refusal(item: x.TransactionStreamRequest) -> Refusal | None:
 
 
 def txn_offsets_refusal(request: x.TxnOffsetCommitRequest) -> Refusal | None:
-    """The status a TxnOffsetCommit too large to consider is refused with, if it is."""
+    """The status a TxnOffsetCommit too large to consider is refused with, if it is: too many
+    offsets, or records that would not fit the one batch of `__consumer_offsets` they are
+    written as (the broker would refuse it, MESSAGE_TOO_LARGE, for every partition named)."""
     message = too_many_nested(
         sum(len(topic.partitions) for topic in request.topics),
         "offsets",
         entries=len(request.topics),
         limit=limits.admin_request_items_max,
-    )
+    ) or commit_size_problem(request, int(time.time() * 1000))
     return None if message is None else (grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 

@@ -38,6 +38,7 @@ from samsa.services.coordinator import group_offsets, group_records
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.servicer import GroupCoordinatorServicer
 from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
+from samsa.services.coordinator.transaction_stream import stream_refusal
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import group_records_pb2 as g
 from samsa.v1 import transactions_pb2 as x
@@ -201,6 +202,37 @@ def test_a_commit_too_large_for_one_batch_is_refused() -> None:
     assert limit * 0.8 < batch_bytes(fits) <= limit
     assert group_offsets.commit_size_problem(fits, 1) is None
     assert asyncio.run(servicer.OffsetCommit(commit_of(250, "m" * 4096), Context())) is not None
+
+
+def test_a_transactional_commit_too_large_for_one_batch_is_refused() -> None:
+    """TxnOffsetCommit was not held to the bound: its records went to the broker as one
+    transactional batch, refused there (MESSAGE_TOO_LARGE) for every partition named."""
+    servicer = TransactionCoordinatorServicer(OwnsNothing())  # type: ignore[arg-type]
+    plain = commit_of(300, "m" * 4096)
+    too_large = x.TxnOffsetCommitRequest(
+        producer=x.TransactionalProducer(transactional_id="tx", producer_id=1, producer_epoch=0),
+        group_id=plain.group_id,
+        member_epoch=-1,
+    )
+    too_large.topics.add(
+        name="t",
+        partitions=[
+            x.TxnOffsetCommitPartition(
+                partition=p.partition, committed_offset=p.committed_offset, metadata=p.metadata
+            )
+            for p in plain.topics[0].partitions
+        ],
+    )
+    with pytest.raises(Aborted) as refused:
+        asyncio.run(servicer.TxnOffsetCommit(too_large, Context()))
+    assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "commit fewer partitions" in str(refused.value)
+    # Over TransactionStream it ends the stream with the same status.
+    item = x.TransactionStreamRequest(correlation_id=1, txn_offset_commit=too_large)
+    assert stream_refusal(item) == (grpc.StatusCode.RESOURCE_EXHAUSTED, str(refused.value))
+    del too_large.topics[0].partitions[250:]
+    answer = asyncio.run(servicer.TxnOffsetCommit(too_large, Context()))
+    assert {result.error_code for result in answer.results} == {ErrorCode.NOT_COORDINATOR}
 
 
 def _empty_entries(request_type: type, field: str, count: int, **fields: object):  # type: ignore[no-untyped-def]

@@ -133,7 +133,9 @@ class TransactionCoordinatorServiceServicer:
 
     def TxnOffsetCommit(self, request, context):
         """Sent to the GROUP's coordinator: offsets that take effect if and when the transaction
-        commits (until then OffsetFetch with require_stable waits on them).
+        commits (until then OffsetFetch with require_stable waits on them). Refused with
+        RESOURCE_EXHAUSTED, like OffsetCommit, when its records would not fit one batch of
+        `__consumer_offsets` (common/limits.py gives the bound the SDKs split commits under).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
