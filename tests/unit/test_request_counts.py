@@ -103,3 +103,16 @@ def test_no_service_words_the_refusal_by_hand() -> None:
         and path != ROOT / "common" / "request_counts.py"
     ]
     assert hand_written == [], "word the refusal with common/request_counts.py"
+
+
+def test_a_marker_of_empty_topic_entries_is_refused() -> None:
+    """WriteTxnMarkers counted its markers and their partitions, not the topic entries inside a
+    marker: one marker of a million empty entries passed, each looked at on the event loop."""
+    marker = _empty_entries(b.WriteTxnMarkersRequest.TransactionMarker, "topics", PARTITIONS_MAX)
+    assert markers_refusal(b.WriteTxnMarkersRequest(markers=[marker])) is None
+    marker.topics.add(name="t")
+    refusal = markers_refusal(b.WriteTxnMarkersRequest(markers=[marker]))
+    assert refusal == (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"{PARTITIONS_MAX + 1} topic entries in one request; send at most {PARTITIONS_MAX}",
+    )

@@ -24,7 +24,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
-from samsa.common.request_counts import too_many_nested
+from samsa.common.request_counts import TOPIC_ENTRIES, too_many, too_many_nested
 from samsa.services.broker.hosted_partition import LeadershipError
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.produce import ReplicationWait, fail
@@ -38,13 +38,18 @@ def markers_refusal(
     request: broker_pb2.WriteTxnMarkersRequest,
 ) -> tuple[grpc.StatusCode, str] | None:
     """Why the request is refused before anything is written, if it is."""
-    # Each marker is answered with an entry even when it names no partition: count both.
+    # Each marker is answered with an entry even when it names no partition, and each of its
+    # topic entries is looked at: count all three.
     message = too_many_nested(
         sum(len(topic.partitions) for marker in request.markers for topic in marker.topics),
         "partitions",
         entries=len(request.markers),
         entries_what="markers",
         limit=limits.request_partitions_max,
+    ) or too_many(
+        sum(len(marker.topics) for marker in request.markers),
+        TOPIC_ENTRIES,
+        limits.request_partitions_max,
     )
     if message is not None:
         return grpc.StatusCode.RESOURCE_EXHAUSTED, message
