@@ -44,9 +44,12 @@ def single_broker_image(topics: Mapping[str, tuple[bytes, Partitions]]) -> Metad
 
 
 def two_broker_image(
-    topic_id: bytes, partitions: int, configs: Mapping[str, str] | None = None
+    topic_id: bytes,
+    partitions: int,
+    configs: Mapping[str, str] | None = None,
+    topic: str = "t",
 ) -> MetadataImage:
-    """Brokers 1 and 2, and topic "t" (`topic_id`) whose `partitions` partitions both replicate,
+    """Brokers 1 and 2, and `topic` (`topic_id`) whose `partitions` partitions both replicate,
     led by broker 1 at epoch 0; `configs` are the topic's. The fetch-session tests' leader and
     its follower."""
     states = {p: PartitionState(p, (1, 2), (1, 2), 1, 0, 0) for p in range(partitions)}
@@ -55,9 +58,9 @@ def two_broker_image(
         hash=b"\x00" * 16,
         timestamp_ms=0,
         brokers={b: BrokerRegistration(b, "i", f"h:{b}", "", 0, False) for b in (1, 2)},
-        topics={"t": TopicImage("t", topic_id, states)},
-        topic_names={topic_id: "t"},
-        configs={(TOPIC_RESOURCE, "t"): dict(configs)} if configs else {},
+        topics={topic: TopicImage(topic, topic_id, states)},
+        topic_names={topic_id: topic},
+        configs={(TOPIC_RESOURCE, topic): dict(configs)} if configs else {},
     )
 
 

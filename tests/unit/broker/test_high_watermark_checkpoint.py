@@ -14,15 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from broker_host import two_broker_image
 
 from samsa.common.record.codec import build_batch
-from samsa.metadata.image import (
-    TOPIC_RESOURCE,
-    BrokerRegistration,
-    MetadataImage,
-    PartitionState,
-    TopicImage,
-)
+from samsa.metadata.image import MetadataImage
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
 from samsa.services.broker.maintenance import (
     Pending,
@@ -42,23 +37,11 @@ TOPIC_ID = b"\x07" * 16
 PARTITIONS = 4
 
 
-def image(configs: dict[str, str] | None = None) -> MetadataImage:
-    # Broker 1 leads with broker 2 in the ISR: only the test moves the high watermarks.
-    states = {p: PartitionState(p, (1, 2), (1, 2), 1, 0, 0) for p in range(PARTITIONS)}
-    return MetadataImage(
-        end_offset=1,
-        hash=b"\x00" * 16,
-        timestamp_ms=0,
-        brokers={b: BrokerRegistration(b, "i", f"h:{b}", "", 0, False) for b in (1, 2)},
-        topics={"t.x-1": TopicImage("t.x-1", TOPIC_ID, states)},
-        topic_names={TOPIC_ID: "t.x-1"},
-        configs={(TOPIC_RESOURCE, "t.x-1"): configs or {}},
-    )
-
-
 def started_host(data_dir: Path, configs: dict[str, str] | None = None) -> PartitionHost:
     host = PartitionHost(data_dir, broker_id=1)
-    new = image(configs)
+    # Broker 1 leads with broker 2 in the ISR: only the test moves the high watermarks. The
+    # topic's dot and dash are there for the checkpoint file's parsing.
+    new = two_broker_image(TOPIC_ID, PARTITIONS, configs, topic="t.x-1")
     host.apply(new, partition_changes(MetadataImage.empty(), new, 1), now_ms=0)
     return host
 
