@@ -43,7 +43,7 @@ def assign_replicas(
             f"replication factor {replication_factor} is larger than the {len(brokers)} "
             "available (unfenced) brokers"
         )
-    if racks and all(racks.get(broker) for broker in brokers):
+    if racks is not None and _rack_aware_over(brokers, racks):
         return _rack_aware(
             partition_count,
             replication_factor,
@@ -68,6 +68,27 @@ def assign_replicas(
         ]
         assignment[partition] = replicas
     return assignment
+
+
+def _rack_aware_over(brokers: Sequence[int], racks: Mapping[int, str]) -> bool:
+    """Whether placement over `brokers` is rack-aware: only when every one of them has a rack."""
+    return all(racks.get(broker) for broker in brokers)
+
+
+def leader_start_index(
+    leader: int, brokers: Sequence[int], racks: Mapping[int, str] | None = None
+) -> int | None:
+    """The `start_index` under which `assign_replicas` gives partition 0 to `leader` (None when
+    it is not among `brokers`). Partition additions pass it, so the new partitions' leaders
+    continue the topic's round-robin (Kafka's addPartitions starts from partition 0's leader).
+    With racks, leaders go round the rack-alternated list, not the brokers by id: an index in
+    the latter restarts the round elsewhere, and some brokers lead a partition more than others.
+    """
+    if racks is not None and _rack_aware_over(brokers, racks):
+        order = rack_alternated(racks, brokers)
+    else:
+        order = sorted(brokers)
+    return order.index(leader) if leader in order else None
 
 
 def _rounds_before(first_partition: int, count: int) -> int:

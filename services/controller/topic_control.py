@@ -13,7 +13,7 @@ from samsa.metadata.image import (
     TOPIC_RESOURCE,
     MetadataImage,
 )
-from samsa.metadata.placement import PlacementError, assign_replicas
+from samsa.metadata.placement import PlacementError, assign_replicas, leader_start_index
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
 from samsa.services.runtime.topic_configs import validate_topic_configs
 from samsa.v1 import controller_pb2 as c
@@ -214,7 +214,9 @@ def create_partitions(
         factor = len(topic.partitions[0].replicas)
         first_leader = topic.partitions[0].replicas[0]
         try:
-            start = live.index(first_leader) if first_leader in live else rng.randrange(len(live))
+            start = leader_start_index(first_leader, live, racks)
+            if start is None:
+                start = rng.randrange(len(live))
             assignment = assign_replicas(
                 wanted.count - current,
                 factor,
