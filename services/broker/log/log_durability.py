@@ -4,10 +4,12 @@ Theory of operation (Kafka's recovery point and checkpoint files, as LocalLog an
 them; DESIGN.md §3). Nothing is fsynced on append unless flush.messages says so (1 = fsync every
 append): `on_append` counts the records and answers whether that many wait. `flush` fsyncs the
 log's segments from the one holding the recovery point on (after the transaction index files,
-producer_transactions.py, so that every index entry below the new recovery point is durable)
-and, when a segment file was created or deleted since the last flush, the directory; the recovery
-point then becomes the log end offset. `maybe_flush` is the periodic check (flush.messages or
-flush.ms). A truncation lowers the recovery point to the new log end offset, never raises it.
+producer_transactions.py, so that every index entry below the new recovery point is durable),
+then the producer snapshots the rolls since wrote without fsync (recovery trusts every snapshot
+at or below the recovery point: Kafka's flush after a roll fsyncs it too), then, when a file was
+created or deleted since the last flush, the directory; the recovery point then becomes the log
+end offset. `maybe_flush` is the periodic check (flush.messages or flush.ms). A truncation lowers
+the recovery point to the new log end offset, never raises it.
 
 Checkpoints (recovery point, log start offset, leader epochs; where the cleaner got to, through
 `checkpoint_cleaner`) are written atomically (checkpoint_file.py), and only those whose content
@@ -207,16 +209,20 @@ class LogDurability:
     def flush(self, *, now_ms: int | None) -> None:
         """fsync the transaction index files written since the last flush, then every segment
         from the one holding the recovery point on (closed ones' index files are written and
-        fsynced too) and the directory when it changed; the recovery point becomes the log end
-        offset. `now_ms` restarts flush.ms's clock; None leaves it (an explicit `Log.flush`)."""
+        fsynced too), the producer snapshots up to the log end written without, and the
+        directory when it changed; the recovery point becomes the log end offset. `now_ms`
+        restarts flush.ms's clock; None leaves it (an explicit `Log.flush`)."""
+        log_end_offset = self._local_log.log_end_offset
         unflushed = self._local_log.segments_from(self._recovery_point)
         self._producer_txns.sync()
         for segment in unflushed:
             segment.flush(indexes=segment.closed)
+        if self._producer_txns.sync_snapshots(self._recovery_point, log_end_offset):
+            self._directory_dirty = True  # their entries too (a roll set it already)
         if self._directory_dirty:
             fsync_directory(self._directory)
             self._directory_dirty = False
-        self._recovery_point = self._local_log.log_end_offset
+        self._recovery_point = log_end_offset
         self._unflushed_records = 0
         if now_ms is not None:
             self._last_flush_ms = now_ms

@@ -16,15 +16,17 @@ point (never above the new log end), the log start offset (never above the log e
 the first segment), the leader-epoch cache, where the cleaner got to (log_compaction.py), and the
 producer state (rebuilt from the newest snapshot left and the batches after it) with the
 aborted-transaction index (rebuilt from where that replay began; a deleted segment's entries are
-forgotten). Deleting segments from the front, or every segment (with the producer snapshots), is
-made durable by a directory fsync; the checkpoints are written last, so that none claims more
-than the log holds. A crash between the two leaves a recovery point below the new first segment,
-which the next open raises to that segment's base (loading.py), as Kafka's open does: nothing
-below it is left to recover, and the producer snapshot there, the only record of the deleted
+forgotten). Deleting segments from the front fsyncs the producer snapshot at the new first segment
+first, when the roll left it unsynced (it is then the only record of the deleted batches' producers;
+producer_log_state.py). Deleting segments from the front, or every segment (with the producer
+snapshots), is made durable by a directory fsync; the checkpoints are written last, so that none
+claims more than the log holds. A crash between the two leaves a recovery point below the new first
+segment, which the next open raises to that segment's base (loading.py), as Kafka's open does:
+nothing below it is left to recover, and the producer snapshot there, the only record of the deleted
 batches' producers, stays usable. Checkpointing first would not need that, but would declare
-recovered the segments a crash left undeleted, unflushed ones among them. A tail truncation
-leaves its directory changes to the next flush, since the recovery point moved down with it (the
-scrubber's repair, `cut_at_batch`, flushes at once, before it checkpoints).
+recovered the segments a crash left undeleted, unflushed ones among them. A tail truncation leaves
+its directory changes to the next flush, since the recovery point moved down with it (the scrubber's
+repair, `cut_at_batch`, flushes at once, before it checkpoints).
 
 This module only calls methods of the log's parts it is given and must not import log.py.
 """
@@ -170,9 +172,6 @@ class LogTruncation:
         if count == len(segments):
             self._durability.persist_marker_removal()  # the roll is the first change to files
             self._local_log.roll_at_end(config.index_interval_bytes)
-            # The state at the log end is all that will be left of every producer: the roll's
-            # snapshot is unsynced, and no record will remain to rebuild it from.
-            self._producer_txns.snapshot_durably(self._local_log.log_end_offset)
         return count, self._delete_oldest(count, log_start_offset)
 
     def _delete_oldest(self, count: int, log_start_offset: int) -> int:
@@ -181,6 +180,11 @@ class LogTruncation:
         assert 0 <= count < len(self._local_log.segments), "the active segment is never deleted"
         if count:
             self._durability.persist_marker_removal()
+            # The snapshot at the new first segment is all that will be left of the deleted
+            # batches' producers: made durable (with its directory entry) before they go.
+            first_base_offset = self._local_log.base_offsets[count]
+            if self._producer_txns.sync_snapshots(first_base_offset, first_base_offset):
+                self._durability.sync_directory()
         self._local_log.delete_oldest(count)
         log_start_offset = max(log_start_offset, self._local_log.base_offsets[0])
         self._epochs.truncate_from_start(log_start_offset)

@@ -12,8 +12,13 @@ its ProducerTransactions (producer_transactions.py), at each step that moves the
   marker stores nothing, a late one raises);
 - every stored append, leader's or follower's, is applied unchecked (`on_append`), which returns
   the transactions its markers ended (transaction_log_state.py indexes the aborted ones);
-- a roll snapshots the state at the new segment's base offset, without fsync (`on_roll`), and
-  with fsync when retention is about to delete every record (`snapshot_durably`);
+- a roll snapshots the state at the new segment's base offset, without fsync (`on_roll`); the
+  snapshot is fsynced later, once, by `sync_snapshots`: before a flush moves the recovery point
+  to or past it, and before retention or DeleteRecords deletes the segments below it (Kafka
+  fsyncs it in the flush that follows the roll). Recovery trusts the snapshots at or below the
+  recovery point, and once the segments below one are gone it is the only record of their
+  producers. Appends never fsync one. An empty state's snapshot is never fsynced: lost, the
+  rebuild falls back to an older snapshot or to the log start, and finds the same state;
 - a truncation rebuilds the state from the newest snapshot left and the batches after it
   (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`);
 - `close` snapshots it durably at the log end, or deletes every snapshot when it is empty;
@@ -62,6 +67,10 @@ class ProducerLogState:
         self._snapshot_offsets = snapshot_offsets
         # Whether the state changed since the newest snapshot was written.
         self._changed = False
+        # The offsets of the kept snapshots written without fsync that hold producers. Those
+        # found at open are durable: a flush or a deletion synced them before the recovery
+        # point passed them, the others were dropped by the rebuild (producer_snapshots.py).
+        self._unsynced: set[int] = set()
 
     @classmethod
     def empty(cls, directory: Path) -> ProducerLogState:
@@ -125,15 +134,21 @@ class ProducerLogState:
 
     def on_roll(self, base_offset: int) -> None:
         """Snapshot the state at the new segment's base offset (the log end offset before the
-        append being rolled for), without fsync: a lost snapshot only makes a rebuild slower."""
+        append being rolled for), without fsync: `sync_snapshots` fsyncs it later."""
         self._write_snapshot(base_offset, durable=False)
-
-    def snapshot_durably(self, offset: int) -> None:
-        """Snapshot the state at `offset` (the log end) with fsync: retention deleted every
-        record, so no replay could rebuild it should the roll's unsynced snapshot be lost. An
-        empty state needs no fsync: without the snapshot, the rebuild finds it empty too."""
         if len(self._producers):
-            self._write_snapshot(offset, durable=True)
+            self._unsynced.add(base_offset)
+        else:
+            self._unsynced.discard(base_offset)
+
+    def sync_snapshots(self, first_offset: int, last_offset: int) -> bool:
+        """fsync the unsynced snapshots at offsets in [first_offset, last_offset], each once;
+        True when there were any (the caller fsyncs the directory for their entries)."""
+        offsets = sorted(o for o in self._unsynced if first_offset <= o <= last_offset)
+        for offset in offsets:
+            producer_snapshots.sync_snapshot(self._directory, offset)
+            self._unsynced.discard(offset)
+        return bool(offsets)
 
     def on_truncate(self, segments: Sequence[Segment]) -> Rebuilt:
         """After a truncation: drop the snapshots above the new log end and rebuild the state
@@ -144,6 +159,7 @@ class ProducerLogState:
         )
         self._producers = rebuilt.producers
         self._changed = True
+        self._unsynced.intersection_update(self._snapshot_offsets)  # the rebuild deleted some
         return rebuilt
 
     def open_transaction_first_offsets(self) -> Iterable[int]:
@@ -154,6 +170,7 @@ class ProducerLogState:
         """The log restarts empty: forget every producer and delete every snapshot."""
         producer_snapshots.delete_snapshots(self._directory, self._snapshot_offsets)
         self._snapshot_offsets = []
+        self._unsynced.clear()
         self._producers = ProducerStateTable()
         self._changed = False
 
@@ -170,6 +187,7 @@ class ProducerLogState:
         if not len(self._producers):
             producer_snapshots.delete_snapshots(self._directory, self._snapshot_offsets)
             self._snapshot_offsets = []
+            self._unsynced.clear()
         elif self._changed or self._snapshot_offsets[-1:] != [log_end_offset]:
             self._write_snapshot(log_end_offset, durable=True)
 
@@ -178,9 +196,12 @@ class ProducerLogState:
         producer_snapshots.write_snapshot(self._directory, offset, self._producers, durable=durable)
         if offset not in self._snapshot_offsets:
             self._snapshot_offsets.append(offset)
+        if durable:
+            self._unsynced.discard(offset)
         old = self._snapshot_offsets[: -producer_snapshots.SNAPSHOTS_KEPT]
         producer_snapshots.delete_snapshots(self._directory, old)
         del self._snapshot_offsets[: len(old)]
+        self._unsynced.difference_update(old)
         self._changed = False
 
 

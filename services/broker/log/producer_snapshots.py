@@ -8,10 +8,14 @@ A snapshot named `<offset>.snapshot` holds the state after every batch below tha
 
 When snapshots are written (log.py decides, producer_log_state.py writes them):
 - at each segment roll, at the new segment's base offset, so that a restart after a crash
-  replays at most the active segment. Written without fsync: a snapshot that a crash tore or
-  lost fails its CRC or is missing, and the rebuild falls back to an older one or the log start
-  (slower, never wrong). When retention takes every segment, the one at the new empty segment
-  is rewritten with fsync, since no record is left to replay;
+  replays at most the active segment. Written without fsync, so that appends pay none; each
+  one holding producers is fsynced once, later (`sync_snapshot`, ProducerLogState decides):
+  before a flush moves the recovery point to or past it, since recovery trusts the snapshots
+  at or below the recovery point, and before retention or DeleteRecords deletes the segments
+  below it, since it is then the only record of their producers (Kafka fsyncs it in the flush
+  that follows the roll). A snapshot above the recovery point that an OS crash tore or lost
+  fails its CRC or is missing, and the rebuild falls back to an older one or the log start
+  (slower, never wrong);
 - at `close`, at the log end offset and durably, so that a clean restart replays nothing. A log
   whose state is empty at close keeps no snapshot at all, and a clean open without one starts
   empty: 10,000 partitions that never saw an idempotent producer cost no file each.
@@ -78,6 +82,16 @@ def write_snapshot(
     finally:
         os.close(fd)
     os.replace(temporary, path)
+
+
+def sync_snapshot(directory: Path, offset: int) -> None:
+    """fsync `<offset>.snapshot`, written by `write_snapshot` without (its directory entry is
+    the caller's to fsync)."""
+    fd = os.open(segment_path(directory, offset, SNAPSHOT_SUFFIX), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def delete_snapshots(directory: Path, offsets: Iterable[int]) -> None:

@@ -111,9 +111,10 @@ class ProducerTransactions:
         """A segment was created at `base_offset`: snapshot the producer state there."""
         self._producers.on_roll(base_offset)
 
-    def snapshot_durably(self, offset: int) -> None:
-        """Snapshot the producer state at `offset` with fsync (retention takes every record)."""
-        self._producers.snapshot_durably(offset)
+    def sync_snapshots(self, first_offset: int, last_offset: int) -> bool:
+        """fsync the producer snapshots in [first_offset, last_offset] written without; True
+        when there were any (the caller fsyncs the directory)."""
+        return self._producers.sync_snapshots(first_offset, last_offset)
 
     def on_truncate(self, segments: Sequence[Segment]) -> None:
         """The log lost its tail: rebuild the producer state from the newest snapshot left, and

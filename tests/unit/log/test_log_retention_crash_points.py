@@ -6,7 +6,7 @@ the recovery-point checkpoint on disk says (loading.py raises it to the first se
 Method: a real Log in two shapes: retention takes every segment (a new empty one is rolled at
 the log end first) or the two oldest of three. Producer 7 wrote offsets 0-3, all deleted. The
 crash is an exception raised at one step of `apply_retention`: before the roll, before the
-durable snapshot, before the k-th segment's deletion, before the directory fsync, or inside the
+snapshot's fsync, before the k-th segment's deletion, before the directory fsync, or inside the
 checkpoint write with any subset of its files replaced (each is old or new after a crash,
 independently: checkpoint_file.write_atomically_many). The log is then abandoned (descriptors
 closed, nothing written) and opened again; the reopened log must know producer 7's sequence (its
@@ -110,7 +110,8 @@ def crash_in_checkpoint(monkeypatch: pytest.MonkeyPatch, replaced: frozenset[str
 
 def crash_points(shape: str) -> list[str]:
     _, _, _, deleted, _ = SHAPES[shape]
-    points = ["roll_at_end", "snapshot_durably"] if shape == "every segment" else []
+    points = ["roll_at_end"] if shape == "every segment" else []
+    points.append("sync_snapshots")
     points += [f"delete {k}" for k in range(deleted)]
     points.append("sync_directory")
     subsets = itertools.chain.from_iterable(
@@ -123,7 +124,7 @@ def crash_points(shape: str) -> list[str]:
 def crash(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
     owners = {
         "roll_at_end": LocalLog,
-        "snapshot_durably": ProducerTransactions,
+        "sync_snapshots": ProducerTransactions,
         "sync_directory": LogDurability,
     }
     if point in owners:
