@@ -16,12 +16,8 @@ from collections import deque
 from samsa.common import limits
 from samsa.v1 import metadata_pb2
 
-# The serialized bytes of batches a controller keeps (with `max_batches`, whichever binds first).
-# Parsed, they take ~5x that in memory (measured: 70 MiB of batches each creating a 1,000-partition
-# topic held 379 MiB), so this is ~170 MiB per controller at most. A follower further behind than
-# four full FetchMetadata answers gets one snapshot instead, no larger than these batches for any
-# image up to ~800k partitions. It belongs beside metadata_history_batches_max in common/limits.py.
-HISTORY_BYTES_MAX = 4 * limits.metadata_fetch_bytes_max
+# common/limits.py says why this bound.
+HISTORY_BYTES_MAX = limits.metadata_history_bytes_max
 
 
 class MetadataHistory:
