@@ -48,7 +48,9 @@ TOPIC_VISIBLE_WAIT_S = 2.0
 
 
 def add_connection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", help="controller endpoints, host:port,...")
+    parser.add_argument(
+        "--bootstrap-server", help="brokers or controllers (or both), host:port,..."
+    )
     parser.add_argument("--data-dir", default="samsa-data", help="where `samsa up` runs")
 
 
