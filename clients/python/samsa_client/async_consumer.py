@@ -198,6 +198,7 @@ class AsyncConsumer:
             driver.wake()
         while True:
             self._progress.clear()
+            self._started()  # stop() sets the event after _closed: it ends the wait
             error = state.pop_lookup_error()
             if error is not None:
                 raise error

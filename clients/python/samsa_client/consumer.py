@@ -221,6 +221,7 @@ class Consumer:
             if self._state.request_resets():
                 self._driver.wake_threadsafe()
             while True:
+                self._check_open()  # close() notifies under this lock: it ends the wait
                 error = self._state.pop_lookup_error()
                 if error is not None:
                     raise error
