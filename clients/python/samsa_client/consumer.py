@@ -20,6 +20,9 @@ processed the last ones. This facade adds a loop thread and no rule:
   unreachable broker) mark the metadata stale and the partition is fetched from its new leader.
 - Errors found by the driver (an offset out of range with auto.offset.reset=none, a corrupt
   batch, a failed lookup) are raised by the next `poll()` (lookup errors also by `position()`).
+- Work for the loop (commits, lookups, the drivers' wakes) is handed over under the driver's
+  lock and only while open (consumer_loop.py): a call that a close() on another thread
+  overtakes raises the closed consumer's error, as one made after it does.
 
 Consumer groups (`group.id`). `subscribe()` joins the group; the group driver (group_driver.py)
 heartbeats on the loop, so a slow application never misses a heartbeat (only `max.poll.interval.ms`
@@ -43,8 +46,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
@@ -52,8 +54,6 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
-    cancel_other_tasks,
-    check_open,
     close_deadline,
     group_of,
     offsets_to_commit,
@@ -61,6 +61,7 @@ from samsa.client.consumer_calls import (
     within,
 )
 from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
+from samsa.client.consumer_loop import LoopCalls
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import EARLIEST, LATEST, OffsetAndTimestamp
@@ -85,13 +86,9 @@ from samsa.v1 import broker_pb2
 __all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerRecord", "OffsetAndTimestamp"]
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-# How long close() waits for the driver to stop and the loop thread to end.
-STOP_TIMEOUT_S = 5.0
 
 
-class Consumer:
+class Consumer(LoopCalls):
     """Kafka's consumer with manual assignment (see the module docstring)."""
 
     def __init__(self, config: Mapping[str, object]) -> None:
@@ -265,9 +262,9 @@ class Consumer:
         self, wanted: Mapping[TopicPartition, tuple[int, int]]
     ) -> dict[TopicPartition, tuple[int, int]]:
         self._check_open()
-        timeout_s = self.config.session_timeout_ms / 1000
-        lookup = self._driver.list_offsets(wanted, timeout_s)
-        return asyncio.run_coroutine_threadsafe(lookup, self._loop).result()
+        return self._on_loop(
+            self._driver.list_offsets(wanted, self.config.session_timeout_ms / 1000)
+        )
 
     def commit(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
@@ -285,8 +282,7 @@ class Consumer:
         """commit() without waiting: the future completes with the coordinator's answer."""
         group = group_of(self._driver, "commit_async()")
         self._check_open()
-        commit = group.commit(offsets_to_commit(self._driver, offsets))
-        return asyncio.run_coroutine_threadsafe(commit, self._loop)
+        return self._submit(group.commit(offsets_to_commit(self._driver, offsets)))
 
     def committed(
         self, partitions: Iterable[TopicPartition]
@@ -301,14 +297,6 @@ class Consumer:
         """This consumer's group id, member id and epoch."""
         self._check_open()
         return group_of(self._driver, "group_metadata()").metadata()
-
-    def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        self._check_open()
-        try:
-            return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-        except concurrent.futures.CancelledError:  # close() on another thread: say so
-            self._check_open()
-            raise
 
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
         """Up to `max.poll.records` records, waiting up to `timeout` seconds for some. With a
@@ -349,15 +337,18 @@ class Consumer:
         """At each poll: the poll timer restarts, a fatal group error is raised, and the
         auto-commit runs when due (positions returned by earlier polls, so processed)."""
         was_stale, due = group.on_poll()
-        if was_stale:
-            group.wake_threadsafe()
-        if due:
-            self._loop.call_soon_threadsafe(group.spawn, group.commit_in_background(due))
+        with self._progress:  # a hand-off to the loop only while open (consumer_loop.py)
+            self._check_open()
+            if was_stale:
+                group.wake_threadsafe()
+            if due:
+                self._loop.call_soon_threadsafe(group.spawn, group.commit_in_background(due))
 
     def _run_rebalance_steps(self, group: GroupDriver) -> None:
         """Run every pending listener call, on this thread (rebalance.py)."""
         while True:
             with self._progress:
+                self._check_open()  # no listener call begins once closed
                 step = begin_step(group.member, self._state, self.config.enable_auto_commit)
             if step is None:
                 return
@@ -366,29 +357,34 @@ class Consumer:
             except BaseException:  # KeyboardInterrupt: the step runs again at the next poll
                 with self._progress:
                     abandon_step(group.member, self._state, step, now_ms())
-                group.wake_threadsafe()
-                self._driver.wake_threadsafe()
+                    self._wake_drivers(group)
                 raise
             with self._progress:
                 end_step(group.member, self._state, step, now_ms())
-            group.wake_threadsafe()
-            self._driver.wake_threadsafe()
+                self._wake_drivers(group)
             if failure is not None:
                 raise failure
 
     def _run_step(self, group: GroupDriver, step: RebalanceStep) -> Exception | None:
         """The commit before revocation, then the listener (what it raised: poll() raises it)."""
         if step.commit_first:
-            commit, what = group.commit(step.commit_first), "the commit before revocation"
             try:
-                self._on_loop(within(commit, self._close_deadline, group, what))
+                self._on_loop(self._commit_first(group, step.commit_first))
             except KafkaError as error:
+                self._check_open()  # closed meanwhile: the step is abandoned, poll() raises
                 log.warning("group %r: commit before revocation failed: %s", group.group_id, error)
         try:
             step.listener_method(self._listener)(step.partitions)
         except Exception as error:
             return error
         return None
+
+    async def _commit_first(
+        self, group: GroupDriver, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        """On the loop, so that a refused hand-off leaves no inner coroutine never awaited."""
+        commit, what = group.commit(offsets), "the commit before revocation"
+        await within(commit, self._close_deadline, group, what)
 
     def close(self, timeout: float | None = None) -> None:
         """Leave the group (after on_partitions_revoked and an auto-commit), or with assign()
@@ -412,22 +408,10 @@ class Consumer:
             self._progress.notify_all()  # a poll() waiting on another thread ends now
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
         self._channels.close()  # and its call under way to a silent one (up to 5 s) too
-        stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
         try:
-            stopped.result(STOP_TIMEOUT_S)
+            self._stop_loop()
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._loop_thread.join(STOP_TIMEOUT_S)
-            if not self._loop.is_running():
-                self._loop.close()
             self._channels.close()
-
-    async def _stop_on_loop(self) -> None:
-        """Stop the driver, then finish what asyncio.run() finishes before its loop closes."""
-        await self._driver.stop()
-        await cancel_other_tasks()  # calls other threads wait for (poll()'s) end too
-        await self._loop.shutdown_asyncgens()
-        await self._loop.shutdown_default_executor()
 
     def __enter__(self) -> Consumer:
         return self
@@ -440,11 +424,3 @@ class Consumer:
         """The replicas leaders told this consumer to read from (KIP-392); for tests."""
         with self._progress:
             return self._state.read_replicas()
-
-    def _check_open(self) -> None:
-        check_open(self._closed)
-
-    def _notify_progress(self) -> None:
-        """On the loop: an answer was applied, so records, positions or errors may be ready."""
-        with self._progress:
-            self._progress.notify_all()

@@ -83,10 +83,13 @@ class RebalanceStep:
 
 
 def begin_step(member: GroupMember, state: FetchState, auto_commit: bool) -> RebalanceStep | None:
-    """Under the lock: the next listener call (None: none pending), after what goes first."""
-    callback = member.begin_callback()
+    """Under the lock: the next listener call (None: none pending, or one running), after what
+    goes first. Not begun while one runs (a poll() on another thread, and close()'s unsubscribe
+    runs steps too): begin_callback() would forget the running one, whose end_step then fails."""
+    callback = member.pending_callback()
     if callback is None:
         return None
+    member.begin_callback()
     partitions = sorted(callback.partitions)
     commit_first: dict[TopicPartition, OffsetAndMetadata] = {}
     assigned = state.assignment()
