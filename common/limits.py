@@ -68,13 +68,19 @@ offset_commit_batch_bytes_max = max_message_bytes_default
 # real name and keeps those records small.
 transactional_id_length_max = 255
 
+# The highest producer epoch: Kafka's is an int16. A producer that would pass it takes a new
+# producer id at epoch 0 (KIP-360). A coordinator partition's owner writes with its assignment
+# epoch as producer epoch, so the controller rotates the partition's producer id before its
+# epoch reaches this one, which is kept for fencing the retired id (coordinator_control.py).
+producer_epoch_max = 2**15 - 1
+
 # --- coordinator topics ---------------------------------------------------------------------------
 
-# The most bytes one CoordinatorAssignmentRecord takes in a metadata batch: five varint fields
-# (at most 43 bytes with their tags), the topic name (21 bytes for "__transaction_state") and the
-# record's framing: 66 bytes at worst, with room to spare. All partitions of both coordinator topics
-# (__consumer_offsets and __transaction_state) must change owner in one batch when the last
-# coordinator but one dies.
+# The most bytes one CoordinatorAssignmentRecord takes in a metadata batch: six varint fields
+# (at most 55 bytes with their tags; -1 takes ten bytes), the topic name (21 bytes for
+# "__transaction_state") and the record's framing: 78 bytes at worst, with room to spare. All
+# partitions of both coordinator topics (__consumer_offsets and __transaction_state) must change
+# owner in one batch when the last coordinator but one dies.
 coordinator_assignment_record_bytes_max = 96
 
 # --- segments and indexes --------------------------------------------------------------------

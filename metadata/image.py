@@ -20,6 +20,9 @@ INITIAL_HASH = bytes(16)
 # Leader id of a partition without a leader (offline).
 NO_LEADER = -1
 
+# CoordinatorAssignment.retired_producer_id of a partition that never rotated its producer id.
+NO_PRODUCER_ID = -1
+
 # ConfigResourceType values, repeated here so that pure code need not import protobuf enums.
 TOPIC_RESOURCE = 1
 BROKER_RESOURCE = 2
@@ -85,10 +88,13 @@ class CoordinatorAssignment:
     `__transaction_state`; NO_COORDINATOR: none).
 
     `assignment_epoch` counts the partition's owner changes (0 at its first assignment): it is
-    the producer epoch the owner writes the partition with, under `producer_id`, which the
-    partition keeps for ever. An assignment is *valid* only while its coordinator is registered
-    with `coordinator_epoch` and unfenced; otherwise the partition has no coordinator until the
-    controller reassigns it (see metadata/coordinators.py)."""
+    the producer epoch the owner writes the partition with, under `producer_id`. Before the epoch
+    would reach limits.producer_epoch_max the partition takes a new producer id at epoch 0, and
+    `retired_producer_id` names the old one (NO_PRODUCER_ID: none) until the next rotation: each
+    owner fences it, at epoch producer_epoch_max, before writing. An assignment is *valid* only
+    while its coordinator is registered with `coordinator_epoch` and unfenced; otherwise the
+    partition has no coordinator until the controller reassigns it (see metadata/coordinators.py).
+    """
 
     topic: str
     partition: int
@@ -96,6 +102,7 @@ class CoordinatorAssignment:
     coordinator_epoch: int
     assignment_epoch: int
     producer_id: int
+    retired_producer_id: int = NO_PRODUCER_ID
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,13 @@ is the producer epoch a coordinator writes its coordinator topic (`__consumer_of
 `__transaction_state`; a record without a topic names `__consumer_offsets`, as every record did
 before transactions) with: one whose topic is not a coordinator topic, whose assignment epoch
 does not move forward, whose partition does not exist, or whose coordinator (other than -1) is
-not registered and unfenced under that epoch is refused, and so is one that changes a
-partition's producer id, or whose first producer id lies below `next_producer_id` (it could
-belong to a block a broker already holds). Its first assignment moves `next_producer_id` past
-the partition's producer id.
+not registered and unfenced under that epoch is refused, and so is one whose new producer id
+lies below `next_producer_id` (it could belong to a block a broker already holds). A partition
+keeps its producer id until it rotates (coordinator_control.py): a record with another producer
+id must name the partition's current one as `retired_producer_id`, and every later record must
+name the same retired id until the next rotation, so each owner knows which id to fence. A
+record without the field retires nothing. A partition's first producer id, and each new one,
+moves `next_producer_id` past it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from samsa.metadata.coordinators import COORDINATOR_TOPICS, NO_COORDINATOR, assi
 from samsa.metadata.image import (
     BROKER_RESOURCE,
     NO_LEADER,
+    NO_PRODUCER_ID,
     TOPIC_RESOURCE,
     BrokerRegistration,
     CoordinatorAssignment,
@@ -325,6 +329,9 @@ class ImageBuilder:
             raise InvalidBatchError(f"{where}: no such partition of {name}")
         if record.producer_id < 0:
             raise InvalidBatchError(f"{where}: producer id {record.producer_id} is negative")
+        retired = _retired_producer_id(record)
+        if retired < NO_PRODUCER_ID:
+            raise InvalidBatchError(f"{where}: retired producer id {retired} is invalid")
         previous = self.coordinator_assignments.get((name, record.partition))
         if not from_snapshot:
             _check_assignment(record, previous, self.coordinators, self.next_producer_id, where)
@@ -335,6 +342,7 @@ class ImageBuilder:
             coordinator_epoch=record.coordinator_epoch,
             assignment_epoch=record.assignment_epoch,
             producer_id=record.producer_id,
+            retired_producer_id=retired,
         )
         self.next_producer_id = max(self.next_producer_id, record.producer_id + 1)
 
@@ -347,18 +355,28 @@ def _check_assignment(
     where: str,
 ) -> None:
     """Refuse an assignment that does not follow `previous` (see the module docstring)."""
-    first_epoch = 0 if previous is None else previous.assignment_epoch + 1
+    rotated = previous is not None and record.producer_id != previous.producer_id
+    if previous is None or rotated:
+        first_epoch, retired = 0, NO_PRODUCER_ID if previous is None else previous.producer_id
+    else:
+        first_epoch, retired = previous.assignment_epoch + 1, previous.retired_producer_id
     if record.assignment_epoch < first_epoch:
         raise InvalidBatchError(
             f"{where}: assignment epoch {record.assignment_epoch} does not move forward "
             f"(at least {first_epoch})"
         )
-    if previous is not None and record.producer_id != previous.producer_id:
+    named = _retired_producer_id(record)
+    if rotated and named != retired:
         raise InvalidBatchError(
-            f"{where}: producer id {record.producer_id} is not the partition's "
-            f"{previous.producer_id}"
+            f"{where}: producer id {record.producer_id} is not the partition's {retired}, "
+            "and the record does not retire that one"
         )
-    if previous is None and record.producer_id < next_producer_id:
+    if named != retired:
+        raise InvalidBatchError(
+            f"{where}: retired producer id {named} is not {retired}, the partition's until "
+            "its producer id rotates"
+        )
+    if (previous is None or rotated) and record.producer_id < next_producer_id:
         raise InvalidBatchError(
             f"{where}: producer id {record.producer_id} lies below next_producer_id "
             f"{next_producer_id} and may already be handed out"
@@ -375,6 +393,14 @@ def _check_assignment(
             f"{where}: coordinator {record.coordinator_id} epoch {record.coordinator_epoch} is "
             "not registered and live"
         )
+
+
+def _retired_producer_id(record: metadata_pb2.CoordinatorAssignmentRecord) -> int:
+    """The record's retired producer id: NO_PRODUCER_ID when unset, as in every record written
+    before producer ids rotated."""
+    if record.HasField("retired_producer_id"):
+        return record.retired_producer_id
+    return NO_PRODUCER_ID
 
 
 def _check_partition(state: PartitionState, topic: str, offset: int) -> None:

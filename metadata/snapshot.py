@@ -10,13 +10,14 @@ the next producer id. The image keeps only that id, not which broker took the la
 snapshot's ProducerIdsRecord names broker -1, epoch -1 (as Kafka's ProducerIdsImage writes it);
 it is left out while no block was ever given (next_producer_id 0). Coordinators follow (by id:
 RegisterCoordinatorRecord with its epoch, then a FenceCoordinatorRecord when fenced), then the
-coordinator assignments by partition, epochs and producer ids as they are; they come after the
-ProducerIdsRecord, whose next_producer_id already lies above every assignment's producer id.
+coordinator assignments by partition, epochs and producer ids (and retired ones, when set) as
+they are; they come after the ProducerIdsRecord, whose next_producer_id already lies above every
+assignment's producer id.
 """
 
 from __future__ import annotations
 
-from samsa.metadata.image import MetadataImage
+from samsa.metadata.image import NO_PRODUCER_ID, MetadataImage
 from samsa.metadata.replay import ImageBuilder, MetadataReplayError
 from samsa.v1 import metadata_pb2
 
@@ -120,18 +121,17 @@ def _coordinator_records(image: MetadataImage) -> list[metadata_pb2.MetadataReco
                 )
             )
     for (topic, partition), assignment in sorted(image.coordinator_assignments.items()):
-        records.append(
-            metadata_pb2.MetadataRecord(
-                coordinator_assignment=metadata_pb2.CoordinatorAssignmentRecord(
-                    topic=topic,
-                    partition=partition,
-                    coordinator_id=assignment.coordinator_id,
-                    coordinator_epoch=assignment.coordinator_epoch,
-                    assignment_epoch=assignment.assignment_epoch,
-                    producer_id=assignment.producer_id,
-                )
-            )
+        record = metadata_pb2.CoordinatorAssignmentRecord(
+            topic=topic,
+            partition=partition,
+            coordinator_id=assignment.coordinator_id,
+            coordinator_epoch=assignment.coordinator_epoch,
+            assignment_epoch=assignment.assignment_epoch,
+            producer_id=assignment.producer_id,
         )
+        if assignment.retired_producer_id != NO_PRODUCER_ID:
+            record.retired_producer_id = assignment.retired_producer_id
+        records.append(metadata_pb2.MetadataRecord(coordinator_assignment=record))
     return records
 
 

@@ -23,9 +23,17 @@ Pure decisions over the committed image (see control_plane.py). The rules:
   from the most to the least loaded coordinator until their counts differ by at most one. Each
   change of owner is one CoordinatorAssignmentRecord (naming the topic) with assignment epoch + 1
   (0 the first time) and the partition's producer id, taken from next_producer_id at its first
-  assignment and kept for ever: the owner writes the partition with (producer id, assignment
-  epoch), so the broker fences any write of an earlier owner. With no live coordinator,
-  partitions whose owner died go to -1.
+  assignment: the owner writes the partition with (producer id, assignment epoch), so the broker
+  fences any write of an earlier owner. With no live coordinator, partitions whose owner died go
+  to -1.
+- The producer epoch is an int16 (limits.producer_epoch_max), and a coordinator in a crash loop
+  changes owner every few seconds. When the next assignment epoch would reach the limit, the
+  partition instead takes a new producer id from next_producer_id at epoch 0 and names the old
+  one as `retired_producer_id` (KIP-360's answer to an exhausted epoch), kept in its later
+  records until the next rotation. Each owner first writes a writer-epoch record as (retired
+  id, producer_epoch_max, sequence 0): every earlier owner used a lower epoch under that id, so
+  the brokers refuse those owners from then on (coordinator_partition.py); a later owner's
+  repeat of it is answered as a duplicate.
 
 Registration and fencing plan the assignments in the same batch (`_with_assignments`): the
 planner runs over the image the first records produce (replay is pure, so every replica computes
@@ -47,7 +55,7 @@ from samsa.metadata.coordinators import (
     TRANSACTION_STATE_TOPIC,
     valid_assignment,
 )
-from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
+from samsa.metadata.image import NO_PRODUCER_ID, TOPIC_RESOURCE, MetadataImage
 from samsa.metadata.placement import assign_replicas
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
@@ -308,10 +316,15 @@ def _plan_topic_assignments(
         ):
             continue  # no owner before, none now: nothing changes
         if previous is None:
-            producer_id, assignment_epoch = next_producer_id, 0
+            producer_id, assignment_epoch, retired = next_producer_id, 0, NO_PRODUCER_ID
+            next_producer_id += 1
+        elif previous.assignment_epoch + 1 >= limits.producer_epoch_max:
+            # Epochs exhausted: a fresh id, and the owners fence the old one at the limit.
+            producer_id, assignment_epoch, retired = next_producer_id, 0, previous.producer_id
             next_producer_id += 1
         else:
             producer_id, assignment_epoch = previous.producer_id, previous.assignment_epoch + 1
+            retired = previous.retired_producer_id
         record = m.CoordinatorAssignmentRecord(
             topic=name,
             partition=partition,
@@ -320,6 +333,8 @@ def _plan_topic_assignments(
             assignment_epoch=assignment_epoch,
             producer_id=producer_id,
         )
+        if retired != NO_PRODUCER_ID:
+            record.retired_producer_id = retired
         if owner != NO_COORDINATOR:
             record.coordinator_epoch = image.coordinators[owner].coordinator_epoch
         records.append(m.MetadataRecord(coordinator_assignment=record))

@@ -12,7 +12,11 @@ before anything is served:
    before (a reload by the same owner continues its sequence; a new epoch starts at 0);
 2. fence: append a writer-epoch record with the new identity (acks=all). From then on every
    broker refuses the previous owner's writes with INVALID_PRODUCER_EPOCH, and every record it
-   ever got acknowledged lies below this one;
+   ever got acknowledged lies below this one. When the partition's producer id was rotated (its
+   epochs ran out, coordinator_control.py), a writer-epoch record as (retired id,
+   PRODUCER_EPOCH_MAX, sequence 0) comes first: the retired id's owners wrote with lower epochs,
+   so they are refused as well; a later owner's repeat of it is answered as a duplicate. Replay
+   takes it as any writer-epoch record and ignores it for this writer's sequence;
 3. read on up to and including that record, so the shard holds everything ever acknowledged;
 4. `on_loaded` (start the shard's timers, resume unfinished work), then serve. Until then the
    partition answers COORDINATOR_LOAD_IN_PROGRESS.
@@ -49,10 +53,11 @@ from samsa.common.record.codec import (
     read_control_marker,
 )
 from samsa.common.record.header import BatchHeader
-from samsa.metadata.image import CoordinatorAssignment
+from samsa.metadata.image import NO_PRODUCER_ID, CoordinatorAssignment
 from samsa.services.coordinator import coordinator_metrics
 from samsa.services.coordinator.offsets_log import OffsetsLog
 from samsa.services.coordinator.record_writer import (
+    PRODUCER_EPOCH_MAX,
     SEQUENCE_MODULUS,
     BatchToSend,
     Completed,
@@ -65,6 +70,7 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH_RECORDS = 2_000
 MAX_BATCH_BYTES = 512 * 1024  # below the topic's default max.message.bytes (1 MiB)
+BOUNDS = {"max_batch_records": MAX_BATCH_RECORDS, "max_batch_bytes": MAX_BATCH_BYTES}
 RETRY_BACKOFF_S = 0.05
 RETRY_BACKOFF_MAX_S = 1.0
 WRITER_KEEPALIVE_MS = 3_600_000
@@ -132,13 +138,10 @@ class CoordinatorPartition:
         """The records of one transactional batch read from the log, each with its offset
         (`next_sequence`: the producer's next sequence after it). Only `__consumer_offsets` has
         them."""
+        where = {"topic": self.topic, "partition": self.partition}
         log.error(
             "skipping an unexpected transactional batch",
-            extra={
-                "topic": self.topic,
-                "partition": self.partition,
-                "producer_id": head.producer_id,
-            },
+            extra={**where, "producer_id": head.producer_id},
         )
 
     def replay_marker(self, producer_id: int, committed: bool, offset: int) -> None:
@@ -226,15 +229,9 @@ class CoordinatorPartition:
             self.writer = writer
             self.on_loaded()
             coordinator_metrics.for_coordinator().loaded(self)  # its gauges count this one
-            log.info(
-                "partition loaded",
-                extra={
-                    "topic": self.topic,
-                    "partition": self.partition,
-                    "assignment_epoch": self.assignment.assignment_epoch,
-                    **self.describe_loaded(),
-                },
-            )
+            epoch = self.assignment.assignment_epoch
+            where = {"topic": self.topic, "partition": self.partition, "assignment_epoch": epoch}
+            log.info("partition loaded", extra={**where, **self.describe_loaded()})
             await _together(self._write_loop(writer), self.timer_loop())
         except asyncio.CancelledError:
             raise
@@ -257,20 +254,26 @@ class CoordinatorPartition:
 
     async def _load(self) -> RecordWriter[Token]:
         offset, next_sequence = await self._read(0, None)
+        retired_producer_id = self.assignment.retired_producer_id
+        if retired_producer_id != NO_PRODUCER_ID:  # its owners wrote with epochs below the max
+            await self._fence(RecordWriter(retired_producer_id, PRODUCER_EPOCH_MAX, **BOUNDS))
         writer: RecordWriter[Token] = RecordWriter(
             self.assignment.producer_id,
             self.assignment.assignment_epoch,
-            max_batch_records=MAX_BATCH_RECORDS,
-            max_batch_bytes=MAX_BATCH_BYTES,
             first_sequence=next_sequence,
+            **BOUNDS,
         )
-        fence_token: Token = asyncio.get_running_loop().create_future()
-        writer.append([self.writer_epoch_record()], fence_token)
-        await self._send_until_idle(writer)
-        fence_offset = fence_token.result()
+        fence_offset = await self._fence(writer)
         await self._read(offset, fence_offset + 1)
         self.loaded_end_offset = fence_offset + 1
         return writer
+
+    async def _fence(self, writer: RecordWriter[Token]) -> int:
+        """Write the writer-epoch record as `writer`'s identity (acks=all); its offset."""
+        token: Token = asyncio.get_running_loop().create_future()
+        writer.append([self.writer_epoch_record()], token)
+        await self._send_until_idle(writer)
+        return token.result()
 
     async def _read(self, offset: int, until: int | None) -> tuple[int, int]:
         """Replay committed records from `offset` up to `until` (None: the high watermark as
@@ -347,15 +350,8 @@ class CoordinatorPartition:
         try:
             self.replay_record(key or b"", value, offset)
         except ValueError as error:
-            log.error(
-                "skipping an unreadable record",
-                extra={
-                    "topic": self.topic,
-                    "partition": self.partition,
-                    "offset": offset,
-                    "error": str(error),
-                },
-            )
+            where = {"topic": self.topic, "partition": self.partition, "offset": offset}
+            log.error("skipping an unreadable record", extra={**where, "error": str(error)})
 
     async def _log_start(self) -> int:
         answers = await self.offsets_log.list_offsets(

@@ -4,7 +4,9 @@ Theory of operation (DESIGN §5, §6). A coordinator that owns a partition of `_
 writes it as an idempotent producer whose identity came with the assignment: the partition's
 producer id, and the assignment epoch as the producer epoch. A new owner's epoch is higher, and its
 first write (the writer-epoch record) makes every broker refuse the old owner's writes with
-INVALID_PRODUCER_EPOCH: a replaced owner never writes again, even if it has not noticed yet.
+INVALID_PRODUCER_EPOCH: a replaced owner never writes again, even if it has not noticed yet. (A
+new producer id, once the epochs run out, starts again at 0; the new owner then fences the retired
+id first, with a writer of its own at PRODUCER_EPOCH_MAX: coordinator_partition.py.)
 
 Writes are serialized, one batch in flight at a time, so sequences stay simple: a retry resends the
 same batch with the same base sequence, and the broker answers a duplicate with its original
@@ -27,14 +29,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 
 Token = TypeVar("Token")
 
 KeyValue = tuple[bytes, bytes | None]
 
-# Kafka's producer epoch is an int16; so is the assignment epoch that serves as one here.
-PRODUCER_EPOCH_MAX = 32767
+# Kafka's producer epoch is an int16; so is the assignment epoch that serves as one here (the
+# controller rotates the partition's producer id before it gets there).
+PRODUCER_EPOCH_MAX = limits.producer_epoch_max
 # Sequences wrap at int32, as in Kafka.
 SEQUENCE_MODULUS = 2**31
 

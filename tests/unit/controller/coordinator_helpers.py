@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from samsa.common import limits
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
     COORDINATOR_TOPICS,
@@ -139,13 +140,21 @@ def check_invariants(before: MetadataImage, after: MetadataImage) -> None:
             )
     for key, old in before.coordinator_assignments.items():
         new = after.coordinator_assignments[key]
+        if new.producer_id != old.producer_id:  # rotated: a fresh id, the old one retired
+            assert new.producer_id >= before.next_producer_id, f"{key} reused a producer id"
+            assert new.retired_producer_id == old.producer_id, f"{key} lost its retired id"
+            assert old.assignment_epoch + 1 >= limits.producer_epoch_max, f"{key} rotated early"
+            continue
+        assert new.retired_producer_id == old.retired_producer_id, f"{key} changed retired id"
         assert new.assignment_epoch >= old.assignment_epoch, f"partition {key} went back"
-        assert new.producer_id == old.producer_id, f"partition {key} changed producer id"
         if (new.coordinator_id, new.coordinator_epoch) != (
             old.coordinator_id,
             old.coordinator_epoch,
         ):
             assert new.assignment_epoch > old.assignment_epoch, f"{key} moved, same epoch"
-    producer_ids = [a.producer_id for a in after.coordinator_assignments.values()]
+            assert new.assignment_epoch < limits.producer_epoch_max, f"{key} epoch exhausted"
+    assignments = after.coordinator_assignments.values()
+    producer_ids = [a.producer_id for a in assignments]
+    producer_ids += [a.retired_producer_id for a in assignments if a.retired_producer_id >= 0]
     assert len(set(producer_ids)) == len(producer_ids), "two partitions share a producer id"
     assert all(0 <= pid < after.next_producer_id for pid in producer_ids)

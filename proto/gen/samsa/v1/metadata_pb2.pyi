@@ -179,20 +179,22 @@ class FenceCoordinatorRecord(_message.Message):
     def __init__(self, coordinator_id: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ...) -> None: ...
 
 class CoordinatorAssignmentRecord(_message.Message):
-    __slots__ = ("partition", "coordinator_id", "coordinator_epoch", "assignment_epoch", "producer_id", "topic")
+    __slots__ = ("partition", "coordinator_id", "coordinator_epoch", "assignment_epoch", "producer_id", "topic", "retired_producer_id")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENT_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
+    RETIRED_PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     partition: int
     coordinator_id: int
     coordinator_epoch: int
     assignment_epoch: int
     producer_id: int
     topic: str
-    def __init__(self, partition: _Optional[int] = ..., coordinator_id: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., producer_id: _Optional[int] = ..., topic: _Optional[str] = ...) -> None: ...
+    retired_producer_id: int
+    def __init__(self, partition: _Optional[int] = ..., coordinator_id: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., producer_id: _Optional[int] = ..., topic: _Optional[str] = ..., retired_producer_id: _Optional[int] = ...) -> None: ...
 
 class ConfigRecord(_message.Message):
     __slots__ = ("resource_type", "resource_name", "name", "value")
