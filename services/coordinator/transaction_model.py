@@ -18,11 +18,12 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import transaction_records_pb2 as t
 
 # Kafka's producer epoch is an int16: RecordBatch carries it in two bytes.
-PRODUCER_EPOCH_MAX = 32767
+PRODUCER_EPOCH_MAX = limits.producer_epoch_max
 # At or above this epoch a bump would leave no room for a fencing bump after it, so the next
 # identity comes from a new producer id at epoch 0 (Kafka's TransactionMetadata.isEpochExhausted).
 PRODUCER_EPOCH_EXHAUSTED = PRODUCER_EPOCH_MAX - 1
