@@ -16,11 +16,13 @@ active segment's last batch is CRC-checked. The leader-epoch cache is fed the ep
 batches that are newer than its checkpointed ones (a batch compaction removed would otherwise move
 its epoch's start up to the first batch left), then (by `Log.open`) trimmed to [log start offset,
 log end offset). The producer state is rebuilt last, from the newest snapshot and the batches
-after it (producer_snapshots.py; after an unclean stop, from one at or below the recovery point),
-and the aborted-transaction index entries from where that replay started are rebuilt with it
-(transaction_log_state.py). A corrupt leader-epoch checkpoint is rebuilt by re-checking the whole
-log; a corrupt offset checkpoint reads as None and the caller picks a safe value. An empty
-directory gets one empty segment at the checkpointed log start offset (0 when there is none).
+after it (producer_snapshots.py; after an unclean stop, from one at or below the recovery point,
+as Kafka's recovery does, and the snapshots above it are written again as the replay passes their
+segments), and the aborted-transaction index entries from where that replay started are rebuilt
+with it (transaction_log_state.py). A corrupt leader-epoch checkpoint is rebuilt by re-checking
+the whole log; a corrupt offset checkpoint reads as None and the caller picks a safe value. An
+empty directory gets one empty segment at the checkpointed log start offset (0 when there is
+none).
 
 Where the cleaner got to (log_compaction.py) is read from its own checkpoint; a missing, garbled
 or negative one reads as "never cleaned", so it never fails an open (Log.open then ignores one

@@ -82,7 +82,7 @@ class Log:
         self._log_start_offset = loaded.segments[0].base_offset
         self._closed = False
         self._producer_txns = ProducerTransactions(
-            ProducerLogState(directory, loaded.producers.producers, loaded.snapshot_offsets),
+            ProducerLogState.loaded(directory, loaded.producers, loaded.snapshot_offsets),
             loaded.transactions,
         )
         # Told every high watermark move (Kafka's onHighWatermarkUpdated): the LSO only reads.
@@ -278,7 +278,7 @@ class Log:
         """The LocalLog created the segment at `base_offset`, before an append goes into it: the
         next flush fsyncs the directory, and the producer state is snapshotted there."""
         self._durability.on_roll()
-        self._producer_txns.on_roll(base_offset)
+        self._producer_txns.on_roll(self._local_log.base_offsets)
 
     def reconfigure(self, config: LogConfig) -> None:
         """The topic's configuration changed: appends, rolls, retention, compaction and the

@@ -28,7 +28,8 @@ it) reads as never cleaned, and is checkpointed so; a missing or garbled checkpo
 (loading.py).
 
 Planning a pass makes the clean-shutdown marker's removal durable (log_durability.py), so before
-the swap may change any file; the swap is crash-safe by itself (cleaner.py). This module only
+the swap may change any file; the swap is crash-safe by itself (cleaner.py). A segment the swap
+deletes (emptied) takes its producer snapshot and index entries with it. This module only
 calls methods of the log's parts it is given and must not import log.py.
 """
 
@@ -127,6 +128,8 @@ class LogCompaction:
         result = cleaner.finish(job, cleaned, self._local_log)
         if result is None:
             return NOTHING_CLEANED
+        if result.segments_deleted:  # their producer snapshots and index entries go too
+            self._producer_txns.retain(self._local_log.base_offsets)
         self.cleaned_to = job.cleaned_to
         self._due_ms = cleaned.due_ms
         self._first_cleaned.on_pass(job.cleaned_to, job.now_ms)

@@ -275,12 +275,12 @@ class LogDurability:
             self.restore_clean_shutdown_marker()
         elif len(local_log.segments) == 1 and local_log.segments[0].size_bytes == 0:
             self.checkpoint(log_start_offset)
-            self._producer_txns.close(local_log.log_end_offset)
+            self._producer_txns.close(local_log.log_end_offset, local_log.base_offsets)
         else:
             self.flush(now_ms=None)
             local_log.write_indexes(fsync=True)
             self.checkpoint(log_start_offset)
-            self._producer_txns.close(local_log.log_end_offset)
+            self._producer_txns.close(local_log.log_end_offset, local_log.base_offsets)
             self.write_clean_shutdown_marker()
 
     def _write_checkpoints(self, contents: dict[str, bytes]) -> None:

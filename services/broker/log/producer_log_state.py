@@ -19,6 +19,9 @@ its ProducerTransactions (producer_transactions.py), at each step that moves the
   recovery point, and once the segments below one are gone it is the only record of their
   producers. Appends never fsync one. An empty state's snapshot is never fsynced: lost, the
   rebuild falls back to an older snapshot or to the log start, and finds the same state;
+- each segment keeps the snapshot at its base until it goes (Kafka's one per segment): a roll,
+  a deletion from the front or compaction's deletion of a segment drops those that belong to
+  no segment left (`retain`; producer_snapshots.stray_offsets), and so does `close`;
 - a truncation rebuilds the state from the newest snapshot left and the batches after it
   (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`);
 - `close` snapshots it durably at the log end, or deletes every snapshot when it is empty;
@@ -59,7 +62,11 @@ class ProducerLogState:
     method runs on the log's thread."""
 
     def __init__(
-        self, directory: Path, producers: ProducerStateTable, snapshot_offsets: list[int]
+        self,
+        directory: Path,
+        producers: ProducerStateTable,
+        snapshot_offsets: list[int],
+        unsynced: Iterable[int] = (),
     ) -> None:
         self._directory = directory
         self._producers = producers
@@ -67,14 +74,22 @@ class ProducerLogState:
         self._snapshot_offsets = snapshot_offsets
         # Whether the state changed since the newest snapshot was written.
         self._changed = False
-        # The offsets of the kept snapshots written without fsync that hold producers. Those
-        # found at open are durable: a flush or a deletion synced them before the recovery
-        # point passed them, the others were dropped by the rebuild (producer_snapshots.py).
-        self._unsynced: set[int] = set()
+        # The offsets of the kept snapshots written without fsync that hold producers: those
+        # the open's rebuild wrote (`unsynced`), then the rolls'. The others found at open are
+        # durable: a flush or a deletion synced them before the recovery point passed them, and
+        # an unclean open's rebuild replaced those above it (producer_snapshots.py).
+        self._unsynced: set[int] = set(unsynced)
 
     @classmethod
     def empty(cls, directory: Path) -> ProducerLogState:
         return cls(directory, ProducerStateTable(), [])
+
+    @classmethod
+    def loaded(
+        cls, directory: Path, rebuilt: Rebuilt, snapshot_offsets: list[int]
+    ) -> ProducerLogState:
+        """The state the open rebuilt, with the snapshots kept (some written by its replay)."""
+        return cls(directory, rebuilt.producers, snapshot_offsets, rebuilt.unsynced)
 
     def entries(self) -> list[ProducerEntry]:
         """Every idempotent producer the partition remembers, by producer id."""
@@ -132,14 +147,27 @@ class ProducerLogState:
         self._changed = True
         return apply_batches(self._producers, batches, _is_abort_marker)
 
-    def on_roll(self, base_offset: int) -> None:
-        """Snapshot the state at the new segment's base offset (the log end offset before the
-        append being rolled for), without fsync: `sync_snapshots` fsyncs it later."""
+    def on_roll(self, base_offsets: Sequence[int]) -> None:
+        """Snapshot the state at the new segment's base offset (the last of `base_offsets`, the
+        log end offset before the append being rolled for), without fsync: `sync_snapshots`
+        fsyncs it later. A snapshot above the previous segment's base (a close's) goes."""
+        base_offset = base_offsets[-1]
         self._write_snapshot(base_offset, durable=False)
         if len(self._producers):
             self._unsynced.add(base_offset)
         else:
             self._unsynced.discard(base_offset)
+        self.retain(base_offsets)
+
+    def retain(self, base_offsets: Sequence[int]) -> None:
+        """Delete the snapshots of segments that are gone (`base_offsets` are those left)."""
+        strays = producer_snapshots.stray_offsets(self._snapshot_offsets, base_offsets)
+        if not strays:
+            return
+        producer_snapshots.delete_snapshots(self._directory, strays)
+        gone = set(strays)
+        self._snapshot_offsets = [o for o in self._snapshot_offsets if o not in gone]
+        self._unsynced -= gone
 
     def sync_snapshots(self, first_offset: int, last_offset: int) -> bool:
         """fsync the unsynced snapshots at offsets in [first_offset, last_offset], each once;
@@ -160,6 +188,7 @@ class ProducerLogState:
         self._producers = rebuilt.producers
         self._changed = True
         self._unsynced.intersection_update(self._snapshot_offsets)  # the rebuild deleted some
+        self._unsynced.update(rebuilt.unsynced)
         return rebuilt
 
     def open_transaction_first_offsets(self) -> Iterable[int]:
@@ -181,27 +210,25 @@ class ProducerLogState:
             self._changed = True
         return expired
 
-    def close(self, log_end_offset: int) -> None:
-        """Snapshot the state durably at the log end (so a clean open replays nothing), or, when
-        it is empty, delete every snapshot (so a clean open without one starts empty)."""
+    def close(self, log_end_offset: int, base_offsets: Sequence[int]) -> None:
+        """Snapshot the state durably at the log end (so a clean open replays nothing; an older
+        close's goes), or, when it is empty, delete every snapshot (so a clean open without one
+        starts empty)."""
         if not len(self._producers):
             producer_snapshots.delete_snapshots(self._directory, self._snapshot_offsets)
             self._snapshot_offsets = []
             self._unsynced.clear()
         elif self._changed or self._snapshot_offsets[-1:] != [log_end_offset]:
             self._write_snapshot(log_end_offset, durable=True)
+            self.retain(base_offsets)
 
     def _write_snapshot(self, offset: int, *, durable: bool) -> None:
-        """Snapshot the state as of `offset` and keep only the newest SNAPSHOTS_KEPT snapshots."""
+        """Snapshot the state as of `offset` (the log end offset)."""
         producer_snapshots.write_snapshot(self._directory, offset, self._producers, durable=durable)
         if offset not in self._snapshot_offsets:
             self._snapshot_offsets.append(offset)
         if durable:
             self._unsynced.discard(offset)
-        old = self._snapshot_offsets[: -producer_snapshots.SNAPSHOTS_KEPT]
-        producer_snapshots.delete_snapshots(self._directory, old)
-        del self._snapshot_offsets[: len(old)]
-        self._unsynced.difference_update(old)
         self._changed = False
 
 

@@ -8,28 +8,38 @@ A snapshot named `<offset>.snapshot` holds the state after every batch below tha
 
 When snapshots are written (log.py decides, producer_log_state.py writes them):
 - at each segment roll, at the new segment's base offset, so that a restart after a crash
-  replays at most the active segment. Written without fsync, so that appends pay none; each
-  one holding producers is fsynced once, later (`sync_snapshot`, ProducerLogState decides):
-  before a flush moves the recovery point to or past it, since recovery trusts the snapshots
-  at or below the recovery point, and before retention or DeleteRecords deletes the segments
-  below it, since it is then the only record of their producers (Kafka fsyncs it in the flush
-  that follows the roll). A snapshot above the recovery point that an OS crash tore or lost
-  fails its CRC or is missing, and the rebuild falls back to an older one or the log start
-  (slower, never wrong);
+  replays at most from the segment holding the recovery point. Written without fsync, so that
+  appends pay none; each one holding producers is fsynced once, later (`sync_snapshot`,
+  ProducerLogState decides): before a flush moves the recovery point to or past it, since an
+  unclean open trusts the snapshots at or below the recovery point, and before retention or
+  DeleteRecords deletes the segments below it, since it is then the only record of their
+  producers (Kafka fsyncs it in the flush that follows the roll). A snapshot above the recovery
+  point that an OS crash tore or lost fails its CRC or is missing, and the rebuild falls back to
+  an older one or the log start (slower, never wrong). An empty table's snapshot is written too
+  and never fsynced: lost, the fallback finds the same state, but without it a truncation (a
+  follower's, at every leader change) would replay the whole log of a partition that never saw
+  an idempotent producer;
+- by a rebuild, at each segment base its replay passes (`rebuild`), so that the segments keep
+  theirs after an unclean open or a torn one (Kafka's recovery snapshots each segment it
+  recovers);
 - at `close`, at the log end offset and durably, so that a clean restart replays nothing. A log
   whose state is empty at close keeps no snapshot at all, and a clean open without one starts
   empty: 10,000 partitions that never saw an idempotent producer cost no file each.
 
-Only the newest `SNAPSHOTS_KEPT` snapshots are kept. Truncation deletes those above the new log
-end and rebuilds from what remains; retention deletes no state (KIP-360: a producer idle past
-the log's retention keeps its sequence until `producer.id.expiration.ms`).
+One snapshot is kept per segment, at its base offset, and goes with it (retention, DeleteRecords,
+truncation, compaction deleting an emptied segment; `stray_offsets`), plus the newest one when it
+lies above the active segment's base (a close's, at the log end): a segment's snapshot is what
+retention leaves of the producers of the segments below it, whatever their number. Truncation
+deletes those above the new log end and rebuilds from what remains; retention deletes no state
+(KIP-360: a producer idle past the log's retention keeps its sequence until
+`producer.id.expiration.ms`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
@@ -54,9 +64,6 @@ from samsa.services.broker.log.transaction_index import AbortedTransaction, appl
 log = logging.getLogger(__name__)
 
 SNAPSHOT_SUFFIX = ".snapshot"
-# Two, so that a follower truncating into the segment before the active one still finds a
-# snapshot below its new end (truncations reach back at most a few batches).
-SNAPSHOTS_KEPT = 2
 
 
 def snapshot_offsets(names: Iterable[str]) -> list[int]:
@@ -99,6 +106,17 @@ def delete_snapshots(directory: Path, offsets: Iterable[int]) -> None:
         segment_path(directory, offset, SNAPSHOT_SUFFIX).unlink(missing_ok=True)
 
 
+def stray_offsets(offsets: Sequence[int], base_offsets: Sequence[int]) -> list[int]:
+    """The kept snapshots (`offsets`, ascending) that belong to no segment (`base_offsets`, the
+    live ones, ascending): every one not at a segment's base, but the newest when it lies above
+    the active segment's base (the state at the log end a close wrote)."""
+    bases = set(base_offsets)
+    strays = [offset for offset in offsets if offset not in bases]
+    if strays and strays[-1] == offsets[-1] and strays[-1] > base_offsets[-1]:
+        strays.pop()
+    return strays
+
+
 class Rebuilt(NamedTuple):
     """The producer state at the log end, and what the replay that rebuilt it passed over."""
 
@@ -106,6 +124,8 @@ class Rebuilt(NamedTuple):
     replayed_from: int  # where the replay started (the log end when nothing was replayed)
     completed: list[CompletedTransaction]  # transactions markers ended in the replayed part
     aborted: list[tuple[int, AbortedTransaction]]  # (segment base offset, index entry)
+    # The snapshots the replay wrote, without fsync, of a state holding producers.
+    unsynced: tuple[int, ...] = ()
 
 
 def rebuild(
@@ -118,11 +138,14 @@ def rebuild(
 ) -> Rebuilt:
     """The producer state at the log end: the newest readable snapshot at or below it (those
     above it, or unreadable, are deleted from `offsets` and the directory), then a replay of the
-    batches after it. With no snapshot, `empty_without_snapshot` (a clean open: close keeps a
-    snapshot whenever the state is not empty) starts empty; otherwise the whole log is replayed.
+    batches after it, which snapshots the state at each segment base it passes (so each segment
+    keeps one). With no snapshot, `empty_without_snapshot` (a clean open: close keeps a snapshot
+    whenever the state is not empty) starts empty; otherwise the whole log is replayed.
     `newest_usable` deletes the snapshots above it too: after an unclean stop the replay must
-    start at or below the recovery point, so that it rebuilds the transaction index entries a
-    crash may have lost above it (transaction_log_state.py)."""
+    start at or below the recovery point, as Kafka's recovery of each unflushed segment starts
+    from the snapshot at or below its base, so that it rebuilds the transaction index entries a
+    crash may have lost above it (transaction_log_state.py); the snapshots it deleted are
+    written again as the replay passes their offsets."""
     log_end_offset = segments[-1].next_offset
     limit = log_end_offset if newest_usable is None else min(newest_usable, log_end_offset)
     above = [offset for offset in offsets if offset > limit]
@@ -147,25 +170,52 @@ def rebuild(
             delete_snapshots(directory, [offset])
             offsets.remove(offset)
             continue
-        return Rebuilt(state, offset, *replay(state, segments, offset))
+        return _replayed(directory, offsets, state, segments, offset)
     state = ProducerStateTable()
     if empty_without_snapshot:
         return Rebuilt(state, log_end_offset, [], [])
-    start = segments[0].base_offset
-    return Rebuilt(state, start, *replay(state, segments, start))
+    return _replayed(directory, offsets, state, segments, segments[0].base_offset)
+
+
+def _replayed(
+    directory: Path,
+    offsets: list[int],
+    state: ProducerStateTable,
+    segments: Sequence[Segment],
+    from_offset: int,
+) -> Rebuilt:
+    """`rebuild`'s replay from `from_offset` (every kept snapshot is at or below it), writing a
+    snapshot without fsync at each later segment base and adding it to `offsets`."""
+    unsynced: list[int] = []
+
+    def snapshot(base_offset: int) -> None:
+        write_snapshot(directory, base_offset, state, durable=False)
+        offsets.append(base_offset)
+        if len(state):
+            unsynced.append(base_offset)
+
+    completed, aborted = replay(state, segments, from_offset, on_segment=snapshot)
+    return Rebuilt(state, from_offset, completed, aborted, tuple(unsynced))
 
 
 def replay(
-    state: ProducerStateTable, segments: Sequence[Segment], from_offset: int
+    state: ProducerStateTable,
+    segments: Sequence[Segment],
+    from_offset: int,
+    *,
+    on_segment: Callable[[int], None] | None = None,
 ) -> tuple[list[CompletedTransaction], list[tuple[int, AbortedTransaction]]]:
     """Apply the header of every idempotent batch at or after `from_offset` (reads headers, and
     the one record of each marker that ends a transaction); returns the transactions ended and
-    the aborted ones' index entries with the base offset of the segment holding their marker."""
+    the aborted ones' index entries with the base offset of the segment holding their marker.
+    `on_segment` is told each segment base above `from_offset` before its batches are applied."""
     completed: list[CompletedTransaction] = []
     aborted: list[tuple[int, AbortedTransaction]] = []
     for segment in segments:
         if segment.next_offset <= from_offset:
             continue
+        if on_segment is not None and segment.base_offset > from_offset:
+            on_segment(segment.base_offset)
         applied = apply_batches(
             state,
             (header for header in segment.headers_from(from_offset) if header.producer_id >= 0),

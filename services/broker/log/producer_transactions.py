@@ -28,7 +28,7 @@ must not import log.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from samsa.services.broker.log.producer_state import NO_OFFSET
@@ -107,9 +107,10 @@ class ProducerTransactions:
         if applied.completed or applied.aborted:
             self._transactions.on_appended(applied.completed, applied.aborted, segment_base_offset)
 
-    def on_roll(self, base_offset: int) -> None:
-        """A segment was created at `base_offset`: snapshot the producer state there."""
-        self._producers.on_roll(base_offset)
+    def on_roll(self, base_offsets: Sequence[int]) -> None:
+        """A segment was created at the last of `base_offsets`: snapshot the producer state
+        there (and drop a snapshot that belongs to no segment, ProducerLogState.retain)."""
+        self._producers.on_roll(base_offsets)
 
     def sync_snapshots(self, first_offset: int, last_offset: int) -> bool:
         """fsync the producer snapshots in [first_offset, last_offset] written without; True
@@ -127,8 +128,10 @@ class ProducerTransactions:
         self._producers.on_truncate_fully()
         self._transactions.on_truncate_fully()
 
-    def retain(self, base_offsets: Iterable[int]) -> None:
-        """Forget the index entries of segments that are gone (retention, DeleteRecords)."""
+    def retain(self, base_offsets: Sequence[int]) -> None:
+        """Forget the producer snapshots and index entries of segments that are gone
+        (retention, DeleteRecords, compaction's deletion of an emptied segment)."""
+        self._producers.retain(base_offsets)
         self._transactions.retain(base_offsets)
 
     def sync(self) -> None:
@@ -140,7 +143,7 @@ class ProducerTransactions:
         """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
         return self._producers.expire(now_ms=now_ms, expiration_ms=expiration_ms)
 
-    def close(self, log_end_offset: int) -> None:
+    def close(self, log_end_offset: int, base_offsets: Sequence[int]) -> None:
         """Snapshot the producer state durably at the log end, or delete every snapshot when it
         is empty (ProducerLogState.close)."""
-        self._producers.close(log_end_offset)
+        self._producers.close(log_end_offset, base_offsets)

@@ -41,6 +41,11 @@ def snapshots(directory: Path) -> list[str]:
     return sorted(name for name in os.listdir(directory) if name.endswith(SNAPSHOT_SUFFIX))
 
 
+def rolled_snapshots(log: Log) -> list[str]:
+    """The names of the snapshots at each segment's base offset but the log's first."""
+    return [f"{s.base_offset:020d}{SNAPSHOT_SUFFIX}" for s in log.segments()[1:]]
+
+
 def fill(log: Log, pids: range, rounds: int) -> list[bytes]:
     """`rounds` batches of 2 records from each producer, sequences continuing; returns them."""
     sent = []
@@ -110,13 +115,11 @@ def test_a_follower_builds_the_leaders_state(tmp_path: Path) -> None:
     follower.close()
 
 
-def test_rolls_write_snapshots_and_keep_only_the_newest_two(tmp_path: Path) -> None:
+def test_each_roll_writes_a_snapshot_its_segment_keeps(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(), now_ms=NOW)
     fill(log, range(2), rounds=8)
     assert len(log.segments()) > 3
-    names = snapshots(tmp_path)
-    assert len(names) == 2
-    assert int(names[-1].split(".")[0]) == log.segments()[-1].base_offset
+    assert snapshots(tmp_path) == rolled_snapshots(log)
     log.close()
 
 
@@ -152,7 +155,8 @@ def test_a_crash_with_unreadable_snapshots_replays_the_whole_log(tmp_path: Path)
         (tmp_path / name).write_bytes(b"torn")
     reopened = Log.open(tmp_path, small_config(), now_ms=NOW)
     assert reopened.producer_entries() == entries
-    assert snapshots(tmp_path) == []
+    # The replay wrote each segment's snapshot again (a later retention needs them).
+    assert snapshots(tmp_path) == rolled_snapshots(reopened)
     reopened.close()
 
 

@@ -351,7 +351,7 @@ def test_a_crash_after_deletion_does_not_reopen_a_transaction_whose_marker_was_d
         append(log, plain())
     log.flush()  # the recovery point passes that snapshot
     append(log, marker(CONTROL_TYPE_ABORT, 1, 1))
-    while len(log.segments()) < 3:  # one more roll: the two newest snapshots are kept
+    while len(log.segments()) < 3:  # one more roll: a snapshot with it closed
         append(log, plain())
     log.delete_records(log.segments()[2].base_offset)  # the marker's segment is deleted
     end = log.log_end_offset
