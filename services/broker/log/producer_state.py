@@ -61,7 +61,7 @@ NO_PRODUCER_ID = -1
 NO_OFFSET = -1  # a producer with no open transaction on this partition
 BATCHES_KEPT = limits.producer_state_batches_max  # the dedupe window, per producer and partition
 SEQUENCE_MAX = 2**31 - 1  # sequences wrap from SEQUENCE_MAX to 0
-PRODUCER_EPOCH_MAX = 32767
+PRODUCER_EPOCH_MAX = limits.producer_epoch_max  # an int16, as in Kafka
 _SEQUENCE_MODULUS = SEQUENCE_MAX + 1
 
 
