@@ -15,11 +15,12 @@ happened, with numbers for time:
 - `heartbeat_request(now_ms)`: the heartbeat to send now, or None (not due, or one in flight);
 - `on_heartbeat_answer(answer, now_ms)` / `on_heartbeat_failed(code, message, now_ms)`;
 - `pending_callback()`, `begin_callback()` / `on_callback_done(now_ms)`: the one listener call to
-  run, at most one at a time, always from the application's `poll` (Kafka's rule: callbacks run
-  in the poll thread); `abandon_callback(now_ms)` when that poll was cancelled before the call
-  ended (it runs again at the next poll). Heartbeats go on while it runs: when the member is
-  fenced, goes stale or fails meanwhile, the call's end records what it did to the owned set,
-  and only then is what is left lost (on_lost) and the member rejoins;
+  run, at most one at a time (`begin_callback()` asserts none is running), always from the
+  application's `poll` (Kafka's rule: callbacks run in the poll thread);
+  `abandon_callback(now_ms)` when that poll was cancelled before the call ended (it runs again
+  at the next poll). Heartbeats go on while it runs: when the member is fenced, goes stale or
+  fails meanwhile, the call's end records what it did to the owned set, and only then is what
+  is left lost (on_lost) and the member rejoins;
 - `subscribe`, `unsubscribe` (`close` leaves through it), `on_poll`.
 
 States, one table (STYLE habit 4); `_move` asserts every move:
@@ -319,8 +320,12 @@ class GroupMember:
 
     def begin_callback(self) -> PendingCallback | None:
         """The pending listener call, which the caller now runs and ends with on_callback_done
-        (None: there is none, or one is running)."""
-        self._running = self.pending_callback()
+        or abandon_callback (None: there is none). Refused while one runs (ask
+        pending_callback() first): taking its place would forget it, and its end would then
+        find no call running and fail, or end the wrong one."""
+        running = self._running
+        assert running is None, f"member: begin_callback() while {running} runs"
+        self._running = self._callback
         return self._running
 
     def on_callback_done(self, now_ms: int) -> None:

@@ -85,7 +85,7 @@ class RebalanceStep:
 def begin_step(member: GroupMember, state: FetchState, auto_commit: bool) -> RebalanceStep | None:
     """Under the lock: the next listener call (None: none pending, or one running), after what
     goes first. Not begun while one runs (a poll() on another thread, and close()'s unsubscribe
-    runs steps too): begin_callback() would forget the running one, whose end_step then fails."""
+    runs steps too): begin_callback() refuses to, as it would forget the running one."""
     callback = member.pending_callback()
     if callback is None:
         return None

@@ -312,3 +312,38 @@ def test_on_assigned_is_told_of_every_new_assignment_even_an_empty_one() -> None
     m.heartbeat_request(1001)
     m.on_heartbeat_answer(answer(1), 1001)
     assert run_callbacks(m, 1001) == [], "the same assignment again is no news"
+
+
+@pytest.mark.parametrize("meanwhile", ["nothing", "a new assignment", "fenced"])
+def test_a_callback_is_not_begun_while_one_runs(meanwhile: str) -> None:
+    """One listener call at a time: a second begin_callback() while one runs (close()'s leave
+    on another thread runs steps too) is refused and changes nothing. It used to replace the
+    running call with None, so the running call's on_callback_done failed ("no callback is
+    running") and what it revoked or assigned was never recorded."""
+    m = member()
+    joined(m, 0, 1)
+    m.heartbeat_request(2000)
+    m.on_heartbeat_answer(answer(2, 0), 2000)
+    running = m.begin_callback()
+    assert running is not None and running.kind is CallbackKind.REVOKED
+    if meanwhile == "a new assignment":
+        m.heartbeat_request(3000)
+        m.on_heartbeat_answer(answer(3, 0, 2), 3000)
+    elif meanwhile == "fenced":
+        m.heartbeat_request(3000)
+        m.on_heartbeat_failed(ErrorCode.FENCED_MEMBER_EPOCH, "fenced", 3000)
+    state, owned, pending = m.state, m.owned, m.pending_callback()
+    assert pending is None, "nothing is pending while a call runs"
+    with pytest.raises(AssertionError, match=r"begin_callback\(\) while .*revoked"):
+        m.begin_callback()
+    assert (m.state, m.owned, m.pending_callback()) == (state, owned, pending)
+    m.on_callback_done(3001)  # the running call still ends, and what it did is recorded
+    if meanwhile == "fenced":
+        assert run_callbacks(m, 3002) == [(CallbackKind.LOST, {0})]
+        assert m.state is MemberState.JOINING and m.owned == frozenset()
+    elif meanwhile == "a new assignment":
+        assert run_callbacks(m, 3002) == [(CallbackKind.ASSIGNED, {2})]
+        assert m.owned == {(T, 0), (T, 2)}
+    else:
+        assert run_callbacks(m, 3002) == [(CallbackKind.ASSIGNED, set())]
+        assert m.owned == {(T, 0)}
