@@ -47,6 +47,7 @@ import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
@@ -99,6 +100,7 @@ class Consumer(LoopCalls):
         self._state = self._driver.state  # touched only under self._progress (the driver's lock)
         self._progress = threading.Condition(self._driver.lock)
         self._closed = False
+        self._handed_over: set[concurrent.futures.Future[Any]] = set()  # consumer_loop.py
         self._close_deadline: float | None = None  # close(timeout)'s, once close() began
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work

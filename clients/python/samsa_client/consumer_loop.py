@@ -10,6 +10,11 @@ coroutine still running when close() stops the drivers is cancelled, and its cal
 closed error); once closed it is refused with the closed error. Made after an unlocked check, a
 hand-off raced close(): RuntimeError('Event loop is closed'), or on a loop stopped but not yet
 closed a call that never ran and a caller waiting for it for ever.
+
+close() waits for the drivers' stop only up to STOP_TIMEOUT_S, then stops the loop anyway: a
+coroutine still running then is never cancelled by that stop and would never end. So the
+futures of every coroutine handed over are kept until done, and those left when the loop stops
+are cancelled: their callers raise the closed error (commit_async()'s future is cancelled).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class LoopCalls:
     _progress: threading.Condition  # on the driver's lock
     _closed: bool  # set under that lock
     _driver: ConsumerDriver
+    _handed_over: set[concurrent.futures.Future[Any]]  # not done yet (see the module docstring)
 
     def _check_open(self) -> None:
         check_open(self._closed)
@@ -50,7 +56,10 @@ class LoopCalls:
             if self._closed:
                 coroutine.close()  # never awaited: no warning
                 self._check_open()
-            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+            future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+            self._handed_over.add(future)
+        future.add_done_callback(self._handed_over.discard)
+        return future
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run `coroutine` on the loop and wait for it; the closed error when close() ends it."""
@@ -79,6 +88,8 @@ class LoopCalls:
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._loop_thread.join(STOP_TIMEOUT_S)
+            for future in self._handed_over.copy():  # before the loop closes: cancel() asks it
+                future.cancel()  # to cancel the task too; its caller raises the closed error
             if not self._loop.is_running():
                 self._loop.close()
 
