@@ -118,6 +118,7 @@ class AsyncConsumer:
         await self._run_rebalance_steps(driver, group)
         deadline = min(time.monotonic() + LEAVE_TIMEOUT_S, self._close_deadline or math.inf)
         while group.member.state is MemberState.LEAVING:
+            self._started()  # stop() in another task sets the event after _closed: it ends here
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 log.warning("group %r: the leave heartbeat was not answered", group.group_id)
@@ -136,6 +137,7 @@ class AsyncConsumer:
         await asyncio.to_thread(self._metadata.refresh, {topic for topic, _ in assigned})
         check_partitions_exist(self._metadata, assigned)
         with driver.lock:
+            self._started()  # stopped during the refresh: a stopped consumer assigns nothing
             driver.state.assign(assigned)
         driver.wake()
 

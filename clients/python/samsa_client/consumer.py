@@ -20,9 +20,10 @@ processed the last ones. This facade adds a loop thread and no rule:
   unreachable broker) mark the metadata stale and the partition is fetched from its new leader.
 - Errors found by the driver (an offset out of range with auto.offset.reset=none, a corrupt
   batch, a failed lookup) are raised by the next `poll()` (lookup errors also by `position()`).
-- Work for the loop (commits, lookups, the drivers' wakes) is handed over under the driver's
-  lock and only while open (consumer_loop.py): a call that a close() on another thread
-  overtakes raises the closed consumer's error, as one made after it does.
+- Work for the loop (commits, lookups, the drivers' wakes: every call that changes what the
+  drivers do) is handed over under the driver's lock and only while open (consumer_loop.py): a
+  call that a close() on another thread overtakes raises the closed consumer's error, as one
+  made after it does.
 
 Consumer groups (`group.id`). `subscribe()` joins the group; the group driver (group_driver.py)
 heartbeats on the loop, so a slow application never misses a heartbeat (only `max.poll.interval.ms`
@@ -125,8 +126,10 @@ class Consumer(LoopCalls):
         self._check_open()
         group = group_of(self._driver, "subscribe()")
         group.join(subscription_of(topics, pattern))
-        self._listener = listener or ConsumerRebalanceListener()
-        group.wake_threadsafe()
+        with self._progress:  # a hand-off to the loop only while open (consumer_loop.py)
+            self._check_open()
+            self._listener = listener or ConsumerRebalanceListener()
+            group.wake_threadsafe()
 
     def unsubscribe(self) -> None:
         """Give every partition back (on_partitions_revoked, after an auto-commit) and leave."""
@@ -135,12 +138,14 @@ class Consumer(LoopCalls):
         if group is None:
             return
         with self._progress:
+            self._check_open()
             group.member.unsubscribe(now_ms())
-        group.wake_threadsafe()
+            group.wake_threadsafe()
         self._run_rebalance_steps(group)
         deadline = min(time.monotonic() + LEAVE_TIMEOUT_S, self._close_deadline or math.inf)
         with self._progress:
             while group.member.state is MemberState.LEAVING:
+                self._check_open()  # a close() on another thread notifies: it ends the wait
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     log.warning("group %r: the leave heartbeat was not answered", group.group_id)
@@ -158,8 +163,9 @@ class Consumer(LoopCalls):
         self._metadata.refresh({topic for topic, _ in assigned})
         check_partitions_exist(self._metadata, assigned)
         with self._progress:
+            self._check_open()  # closed during the metadata refresh: nothing is handed over
             self._state.assign(assigned)
-        self._driver.wake_threadsafe()
+            self._driver.wake_threadsafe()
 
     def assignment(self) -> list[TopicPartition]:
         with self._progress:
@@ -175,19 +181,19 @@ class Consumer(LoopCalls):
             return subscribed_topics(subscription, self._state.assignment())
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._check_open()
-        with self._progress:
+        with self._progress:  # the wake only while open (consumer_loop.py)
+            self._check_open()
             self._state.seek(tp, offset)
-        self._driver.wake_threadsafe()
+            self._driver.wake_threadsafe()
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        self._check_open()
         with self._progress:
+            self._check_open()
             self._state.seek_to(partitions, EARLIEST)
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        self._check_open()
         with self._progress:
+            self._check_open()
             self._state.seek_to(partitions, LATEST)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
@@ -195,16 +201,16 @@ class Consumer(LoopCalls):
         driver is woken: records of theirs waiting for poll() held back their brokers' next
         fetch, which poll() no longer sends by taking them (the driver's idle turn did, 0.5 s
         later)."""
-        self._check_open()
         with self._progress:
+            self._check_open()
             self._state.pause(partitions)
-        self._driver.wake_threadsafe()
+            self._driver.wake_threadsafe()
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
-        self._check_open()
         with self._progress:
+            self._check_open()
             self._state.resume(partitions)
-        self._driver.wake_threadsafe()
+            self._driver.wake_threadsafe()
 
     def paused(self) -> list[TopicPartition]:
         with self._progress:
@@ -212,10 +218,10 @@ class Consumer(LoopCalls):
 
     def position(self, tp: TopicPartition) -> int:
         """The offset of the next record poll() returns for `tp` (looked up if need be)."""
-        self._check_open()
         deadline = time.monotonic() + self.config.session_timeout_ms / 1000
         deadline += POSITION_WAIT_MARGIN_S
         with self._progress:
+            self._check_open()  # before the wake below (consumer_loop.py)
             self._state.position(tp)  # not assigned: raises
             if self._state.request_resets():
                 self._driver.wake_threadsafe()
