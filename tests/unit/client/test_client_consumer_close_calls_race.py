@@ -18,11 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from rebalance_helpers import Recorder, T, answer
+from close_helpers import own_partition
+from rebalance_helpers import Recorder, T
 
 from samsa.client import Consumer
 from samsa.client.errors import KafkaError
-from samsa.client.group_driver import now_ms
 
 TP = (T, 0)
 PLAIN = {"bootstrap.servers": "127.0.0.1:1", "auto.offset.reset": "earliest"}
@@ -101,14 +101,7 @@ def assigned(consumer: Consumer) -> None:
 
 def owning(consumer: Consumer) -> None:
     """A member of group "g" owning TP at epoch 1, its on_partitions_assigned run."""
-    consumer.subscribe([T], listener=Recorder())
-    group = consumer._driver.group
-    assert group is not None
-    with consumer._progress:
-        group.member.on_heartbeat_answer(answer(1, 0), now_ms())
-    consumer._run_rebalance_steps(group)
-    with consumer._progress:
-        assert group.member.owned == frozenset({TP}), group.member.state
+    own_partition(consumer, Recorder())
 
 
 def known_topic(consumer: Consumer) -> None:

@@ -18,6 +18,7 @@ import asyncio
 import threading
 
 import pytest
+from close_helpers import SignalledCondition
 from rebalance_helpers import Recorder, T, answer
 
 from samsa.client import AsyncConsumer, Consumer, async_consumer, consumer
@@ -28,18 +29,6 @@ TP = (T, 0)
 CONFIG = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "enable.auto.commit": "false"}
 LEAVE_S = 600.0  # the leave's own bound here: a wait that reaches it fails the test
 WAIT_S = 5.0  # a bound on each wait for the other thread or task
-
-
-class SignalledCondition(threading.Condition):
-    """The sync Consumer's condition, which says when a call waits on it."""
-
-    def __init__(self, lock: threading.Lock) -> None:
-        super().__init__(lock)
-        self.waiting = threading.Event()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.waiting.set()
-        return super().wait(timeout)
 
 
 def test_a_close_during_unsubscribes_leave_wait_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:

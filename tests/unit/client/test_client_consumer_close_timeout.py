@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 import pytest
 from async_waits import until
+from close_helpers import own_partition
 from rebalance_helpers import T, answer
 
 from samsa.client import AsyncConsumer, Consumer, consumer_calls
@@ -46,15 +47,9 @@ def assigned(consumer: Consumer) -> None:
 
 
 def owning(consumer: Consumer) -> None:
-    """A member of group "g" owning TP at epoch 1, its on_partitions_assigned run."""
-    consumer.subscribe([T])
-    group = consumer._driver.group
-    assert group is not None
+    """A member of group "g" owning TP at epoch 1, its on_partitions_assigned run, at offset 5."""
+    own_partition(consumer)
     with consumer._progress:
-        group.member.on_heartbeat_answer(answer(1, 0), now_ms())
-    consumer._run_rebalance_steps(group)
-    with consumer._progress:
-        assert group.member.owned == frozenset({TP}), group.member.state
         consumer._state.seek(TP, 5)
 
 

@@ -17,6 +17,7 @@ import threading
 import time
 
 import pytest
+from close_helpers import SignalledCondition
 from rebalance_helpers import T
 
 from samsa.client import AsyncConsumer, Consumer
@@ -25,19 +26,6 @@ from samsa.client.errors import KafkaError
 CONFIG = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}
 POLL_S = 30.0
 ENDED_WITHIN_S = 5.0  # close(timeout=1) and the driver's stop, far under POLL_S
-
-
-class SignalledCondition(threading.Condition):
-    """The sync Consumer's condition (on the driver's lock), which says when poll() waits on it."""
-
-    def __init__(self, lock: threading.Lock, waiting: threading.Event) -> None:
-        super().__init__(lock)
-        self.waiting = waiting
-
-    def wait(self, timeout: float | None = None) -> bool:
-        # Set under the lock, which close() takes to notify: its notify comes after this wait.
-        self.waiting.set()
-        return super().wait(timeout)
 
 
 def test_a_poll_waiting_on_another_thread_ends_when_the_consumer_closes() -> None:
