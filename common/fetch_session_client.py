@@ -212,6 +212,9 @@ class FetchSessionClient:
         self.next_epoch = 0
         self._sent.clear()
         self._pending = dict.fromkeys(chain(self._pending, self._wanted))
+        # A new round: the old session's namings put nothing in the new one, whose first fetch
+        # must say `more` when it leaves partitions out (else it long-polls without them).
+        self._named_in_round.clear()
 
 
 def fetch_request(parts: FetchParts, **fields: object) -> broker_pb2.FetchRequest:

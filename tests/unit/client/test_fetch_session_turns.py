@@ -122,3 +122,23 @@ def test_a_moved_partition_left_out_past_the_limit_is_fetched_at_once() -> None:
         client.set(key, at(1))
     parts = client.build()
     assert len(parts.partitions) == LIMIT and parts.more
+
+
+@pytest.mark.parametrize("answered_before_reset", [2, 5])
+def test_the_full_fetch_after_a_reset_says_more_when_it_leaves_partitions_out(
+    answered_before_reset: int,
+) -> None:
+    """A failed request or a session error (`reset`) makes the next fetch a full one opening a
+    new session with only `limit` of the partitions: the others are in no session, so it must
+    say `more` (not long-poll, 500 ms for a follower) however many the old session's round had
+    named before the reset."""
+    client = FetchSessionClient()
+    for key in KEYS:
+        client.set(key, at(0))
+        client.name_always(key, True)
+    for _ in range(answered_before_reset):
+        client.on_answer(client.build(), session_id=7)
+    client.reset()
+    parts = client.build()
+    assert parts.full and len(parts.partitions) == LIMIT
+    assert parts.more, "three partitions are in no session yet"
