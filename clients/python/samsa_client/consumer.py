@@ -101,6 +101,7 @@ class Consumer(LoopCalls):
         self._state = self._driver.state  # touched only under self._progress (the driver's lock)
         self._progress = threading.Condition(self._driver.lock)
         self._closed = False
+        self._closing = False  # a close() runs: another returns at once (set under the lock)
         self._handed_over: set[concurrent.futures.Future[Any]] = set()  # consumer_loop.py
         self._close_deadline: float | None = None  # close(timeout)'s, once close() began
         self._listener = ConsumerRebalanceListener()
@@ -399,18 +400,22 @@ class Consumer(LoopCalls):
         and a group.id auto-commit the positions; stop fetching (a poll() waiting on another
         thread raises). `timeout` (seconds, default 30, as Kafka's close(Duration)) bounds the
         revocation's commit, the leave and the commit at close together; what is not done by then
-        is given up (logged; the group drops the member at its session timeout)."""
+        is given up (logged; the group drops the member at its session timeout). A close() while
+        another runs (another thread's, or a listener's inside it) returns at once."""
         if self._closed:
             return
-        deadline = self._close_deadline = close_deadline(timeout)
-        group = self._driver.group
-        if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
-            try:
-                self.unsubscribe()
-            except Exception:  # closing goes on: the session timeout removes the member
-                log.exception("group %r: leaving at close failed", group.group_id)
-        if group is not None:
-            self._on_loop(within(group.commit_at_close(), deadline, group, "the commit at close"))
+        deadline = close_deadline(timeout)
+        with self._progress:  # one close(): another thread's, or a listener's inside this one,
+            if self._closing:  # would stop the loop under it (or it under them)
+                return
+            self._closing = True
+        self._close_deadline = deadline
+        try:
+            self._leave_at_close(deadline)
+        except BaseException:  # not closed: a later close() tries again
+            with self._progress:
+                self._closing = False
+            raise
         with self._progress:  # poll() checks _closed under the lock and keeps it till it waits
             self._closed = True
             self._progress.notify_all()  # a poll() waiting on another thread ends now
@@ -420,6 +425,17 @@ class Consumer(LoopCalls):
             self._stop_loop()
         finally:
             self._channels.close()
+
+    def _leave_at_close(self, deadline: float) -> None:
+        """close()'s work with the group, apart so that a failure of it leaves close() undone."""
+        group = self._driver.group
+        if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
+            try:
+                self.unsubscribe()
+            except Exception:  # closing goes on: the session timeout removes the member
+                log.exception("group %r: leaving at close failed", group.group_id)
+        if group is not None:
+            self._on_loop(within(group.commit_at_close(), deadline, group, "the commit at close"))
 
     def __enter__(self) -> Consumer:
         return self
