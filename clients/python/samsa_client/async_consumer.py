@@ -75,6 +75,7 @@ class AsyncConsumer:
         self._progress = asyncio.Event()  # set by the driver after it applied an answer
         self._driver: ConsumerDriver | None = None
         self._closed = False
+        self._closing = False  # a stop() runs: another returns at once
         self._close_deadline: float | None = None  # stop(timeout)'s, once stop() began
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
@@ -364,10 +365,26 @@ class AsyncConsumer:
     async def stop(self, timeout: float | None = None) -> None:
         """Leave the group (or with assign() and a group.id auto-commit the positions), stop
         the driver: fetches in flight end, fetch sessions are closed. `timeout` (seconds,
-        default 30) bounds the waits on the cluster, as Consumer.close(timeout) does."""
-        if self._driver is None or self._closed:
+        default 30) bounds the waits on the cluster, as Consumer.close(timeout) does. A stop()
+        while another runs (another task's, or a listener's inside it) returns at once."""
+        if self._driver is None or self._closed or self._closing:
             return
         deadline = self._close_deadline = close_deadline(timeout)
+        self._closing = True
+        try:
+            await self._leave_at_stop(deadline)
+        except BaseException:  # not stopped: a later stop() tries again
+            self._closing = False
+            raise
+        self._closed = True
+        self._progress.set()  # a poll() waiting in another task ends now
+        self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
+        self._channels.close()  # and its call under way to a silent one (up to 5 s) too
+        await self._driver.stop()
+
+    async def _leave_at_stop(self, deadline: float) -> None:
+        """stop()'s work with the group, apart so that a failure of it leaves stop() undone."""
+        assert self._driver is not None
         group = self._driver.group
         if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
             try:
@@ -376,11 +393,6 @@ class AsyncConsumer:
                 log.exception("group %r: leaving at stop failed", group.group_id)
         if group is not None:
             await within(group.commit_at_close(), deadline, group, "the commit at close")
-        self._closed = True
-        self._progress.set()  # a poll() waiting in another task ends now
-        self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
-        self._channels.close()  # and its call under way to a silent one (up to 5 s) too
-        await self._driver.stop()
 
     async def close(self, timeout: float | None = None) -> None:
         """The sync Consumer's name for stop(): leave the group, stop fetching. `timeout`
