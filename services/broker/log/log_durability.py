@@ -217,7 +217,7 @@ class LogDurability:
         self._producer_txns.sync()
         for segment in unflushed:
             segment.flush(indexes=segment.closed)
-        if self._producer_txns.sync_snapshots(self._recovery_point, log_end_offset):
+        if self._producer_txns.sync_snapshots(0, log_end_offset):
             self._directory_dirty = True  # their entries too (a roll set it already)
         if self._directory_dirty:
             fsync_directory(self._directory)

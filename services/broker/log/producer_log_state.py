@@ -75,9 +75,11 @@ class ProducerLogState:
         # Whether the state changed since the newest snapshot was written.
         self._changed = False
         # The offsets of the kept snapshots written without fsync that hold producers: those
-        # the open's rebuild wrote (`unsynced`), then the rolls'. The others found at open are
-        # durable: a flush or a deletion synced them before the recovery point passed them, and
-        # an unclean open's rebuild replaced those above it (producer_snapshots.py).
+        # the open's rebuild wrote or, after an unclean stop, replayed from (`unsynced`: a roll
+        # at the recovery point wrote it after the flush that set it), then the rolls'. The
+        # others found at open are durable: a flush or a deletion synced them before the
+        # recovery point passed them, and an unclean open's rebuild replaced those above it
+        # (producer_snapshots.py).
         self._unsynced: set[int] = set(unsynced)
 
     @classmethod

@@ -170,7 +170,10 @@ def rebuild(
             delete_snapshots(directory, [offset])
             offsets.remove(offset)
             continue
-        return _replayed(directory, offsets, state, segments, offset)
+        # After an unclean stop the snapshot replayed from may be one a roll wrote at the
+        # recovery point after the flush that set it, unsynced, which only the dead process knew.
+        unsynced = (offset,) if newest_usable is not None and len(state) else ()
+        return _replayed(directory, offsets, state, segments, offset, unsynced)
     state = ProducerStateTable()
     if empty_without_snapshot:
         return Rebuilt(state, log_end_offset, [], [])
@@ -183,10 +186,12 @@ def _replayed(
     state: ProducerStateTable,
     segments: Sequence[Segment],
     from_offset: int,
+    start_unsynced: tuple[int, ...] = (),
 ) -> Rebuilt:
     """`rebuild`'s replay from `from_offset` (every kept snapshot is at or below it), writing a
-    snapshot without fsync at each later segment base and adding it to `offsets`."""
-    unsynced: list[int] = []
+    snapshot without fsync at each later segment base and adding it to `offsets`;
+    `start_unsynced` names the snapshot replayed from when it may be unsynced."""
+    unsynced = list(start_unsynced)
 
     def snapshot(base_offset: int) -> None:
         write_snapshot(directory, base_offset, state, durable=False)

@@ -148,3 +148,38 @@ def test_a_log_without_producers_fsyncs_no_snapshot(os_crash: OsCrash) -> None:
         assert (reopened.log_start_offset, reopened.log_end_offset) == (4, 4)
     finally:
         reopened.close()
+
+
+@pytest.mark.parametrize("settled_by", ["flush and checkpoint", "clean restart"])
+def test_a_snapshot_rolled_at_the_recovery_point_is_fsynced_after_a_process_crash(
+    os_crash: OsCrash, settled_by: str
+) -> None:
+    """A flush (with the periodic checkpoint) or a clean close leaves the recovery point at the
+    log end, so the next roll writes its snapshot exactly there (over a close's durable one),
+    unsynced, and only the process remembers that. After a kill -9 the unclean open trusts the
+    snapshots at or below the recovery point: the one it replays from must still be fsynced
+    before retention deletes the segments below it, or an OS crash then tears it and producer 7
+    (whose batches are gone) is lost."""
+    log = Log.open(os_crash.directory, CONFIG, now_ms=NOW)
+    log.start_leader_epoch(3)
+    for sequence in (0, 2):
+        log.append_as_leader(idempotent(7, sequence, 2, at=NOW), leader_epoch=3, now_ms=NOW)
+    if settled_by == "clean restart":
+        log.close()
+        log = Log.open(os_crash.directory, CONFIG, now_ms=NOW)
+    else:
+        log.flush()
+        log.checkpoint()
+    log.append_as_leader(idempotent(8, 0, 1, at=LATE), leader_epoch=3, now_ms=LATE)
+    assert [segment.base_offset for segment in log.segments()] == [0, 4]
+    assert log.recovery_point == 4, "the roll's snapshot lies at the recovery point"
+    for segment in log._local_log.segments:  # kill -9: no close, the page cache stays
+        if segment.fd >= 0:
+            segment.close()
+    log = Log.open(os_crash.directory, CONFIG, now_ms=LATE + 1_000)
+    assert log.apply_retention(now_ms=NOW + HOUR_MS + 5_000, high_watermark=5) == 1
+    reopened = crashed(log, os_crash)
+    try:
+        assert_producer_7_known(reopened)
+    finally:
+        reopened.close()
