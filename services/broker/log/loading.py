@@ -50,7 +50,12 @@ from samsa.services.broker.log.checkpoint_format import (
 from samsa.services.broker.log.compaction import NEVER
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
-from samsa.services.broker.log.producer_snapshots import Rebuilt, rebuild, snapshot_offsets
+from samsa.services.broker.log.producer_snapshots import (
+    Rebuilt,
+    rebuild,
+    snapshot_offsets,
+    sync_snapshot,
+)
 from samsa.services.broker.log.producer_state import ProducerStateTable
 from samsa.services.broker.log.segment import (
     CLEANED_SUFFIX,
@@ -159,6 +164,8 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
             newest_usable=None if clean_shutdown else recovery_point,
         )
     transactions.on_replayed(producers.replayed_from, producers.completed, producers.aborted)
+    if not clean_shutdown:
+        producers = _sync_repaired(directory, producers, snapshots, transactions, recovery_point)
     return LoadedLog(
         segments,
         epochs,
@@ -173,6 +180,27 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
         transactions,
         cleaner,
     )
+
+
+def _sync_repaired(
+    directory: Path,
+    producers: Rebuilt,
+    snapshots: list[int],
+    transactions: TransactionLogState,
+    recovery_point: int,
+) -> Rebuilt:
+    """After an unclean stop, a replay that wrote a snapshot at or below the recovery point (the
+    one there was torn or missing) makes it and the index files it rebuilt durable now: the next
+    unclean open replays from that snapshot and trusts every index file below it as synced, so
+    a kill -9 before the next flush would leave them to an OS crash. Rare (a snapshot lost)."""
+    repaired = [o for o in snapshots if producers.replayed_from < o <= recovery_point]
+    if not repaired:
+        return producers
+    transactions.sync()
+    for offset in repaired:
+        sync_snapshot(directory, offset)
+    fsync_directory(directory)
+    return producers._replace(unsynced=tuple(o for o in producers.unsynced if o not in repaired))
 
 
 def _list_directory(directory: Path) -> set[str]:
