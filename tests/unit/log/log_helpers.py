@@ -5,6 +5,7 @@ Not a test module: imported by the tests beside it (pytest puts this folder on s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,6 +33,14 @@ def batch(
 ) -> bytes:
     """One batch of `values` (default one value), every record at `timestamp` unless a list."""
     return build_batch(list(values) or [b"v"], keys=keys, timestamps=timestamp, **fields)  # type: ignore[arg-type]
+
+
+def idempotent_batch(producer_id: int, sequence: int, count: int, *, at: int) -> bytes:
+    """An idempotent producer's batch (epoch 0) of `count` random 50-byte values at time `at`."""
+    values = [os.urandom(50) for _ in range(count)]
+    return batch(
+        *values, timestamp=at, producer_id=producer_id, producer_epoch=0, base_sequence=sequence
+    )
 
 
 def read_all(log: Log, *, max_bytes: int = 4096) -> list[Record]:

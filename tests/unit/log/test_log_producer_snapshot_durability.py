@@ -15,11 +15,11 @@ reopened log must still know producer 7: its retry of sequences 2-3 is stored no
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from log_helpers import batch, small_config
+from log_helpers import idempotent_batch as idempotent
 from os_crash import OsCrash
 
 from samsa.services.broker.log.log import Log
@@ -30,20 +30,6 @@ NOW = 1_000_000
 HOUR_MS = 3_600_000
 LATE = NOW + HOUR_MS + 4_000  # producer 8's batch: a new segment (segment.ms), kept
 CONFIG = small_config(retention_ms=HOUR_MS, segment_bytes=1 << 20, segment_ms=1_000)
-
-
-@pytest.fixture
-def os_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OsCrash]:
-    recorder = OsCrash(tmp_path / "log", monkeypatch)
-    yield recorder
-    recorder.close()
-
-
-def idempotent(producer_id: int, sequence: int, count: int, *, at: int) -> bytes:
-    values = [os.urandom(50) for _ in range(count)]
-    return batch(
-        *values, timestamp=at, producer_id=producer_id, producer_epoch=0, base_sequence=sequence
-    )
 
 
 def filled(directory: Path) -> Log:

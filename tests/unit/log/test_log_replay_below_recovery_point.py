@@ -16,10 +16,8 @@ at 5 must still be there (it passes before 15a748c and ad5e927: no replay wrote 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from log_helpers import batch, small_config
 from os_crash import OsCrash
 
@@ -29,13 +27,6 @@ from samsa.services.broker.log.log import Log
 
 NOW = 1_000_000
 CONFIG = small_config(segment_bytes=1 << 20, segment_ms=1_000)
-
-
-@pytest.fixture
-def os_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OsCrash]:
-    recorder = OsCrash(tmp_path / "log", monkeypatch)
-    yield recorder
-    recorder.close()
 
 
 def killed(log: Log, directory: Path, *, os_crash: OsCrash | None = None) -> Log:
