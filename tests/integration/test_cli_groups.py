@@ -160,6 +160,13 @@ def test_internal_topics_are_listed_only_when_asked(cluster: LocalCluster) -> No
     list` (kafka-topics.sh --list) shows them unless --exclude-internal."""
     internal = {"__consumer_offsets", "__transaction_state"}
     with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
+        # The controller creates the internal topics once a coordinator is live: in a random
+        # order this test may run before anything else waited for them.
+        wait_until(
+            "the internal topics",
+            lambda: internal <= set(admin.list_topics(list_internal=True)),
+            timeout_s=30,
+        )
         assert TOPIC in admin.list_topics() and not internal & set(admin.list_topics())
         assert internal | {TOPIC} <= set(admin.list_topics(list_internal=True))
     shown = samsa(cluster, "topics", "list")

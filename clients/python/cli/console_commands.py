@@ -341,10 +341,21 @@ def _print_records(
             for record in taken:
                 out.write(render(record) + b"\n")
                 written_up_to[(record.topic, record.partition)] = record.offset + 1
-            out.flush()
+            before = printed, None if printed_up_to is None else dict(printed_up_to)
+            # Counted before the flush: a Ctrl-C or SIGTERM lands as soon as the flush's write
+            # returns (its reader may send it on seeing the lines), and counted after, the lines
+            # the reader already has were neither counted nor committed.
             printed += len(taken)
             if printed_up_to is not None:
                 printed_up_to.update(written_up_to)
+            try:
+                out.flush()
+            except OSError:  # not written (a full disk, a reader gone): left for the next run
+                printed = before[0]
+                if printed_up_to is not None and before[1] is not None:
+                    printed_up_to.clear()
+                    printed_up_to.update(before[1])
+                raise
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (command_support.Terminated): stop
         pass
     print(f"consumed {printed:,} records", file=sys.stderr)

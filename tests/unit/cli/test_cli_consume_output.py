@@ -69,6 +69,32 @@ def test_records_whose_lines_were_not_written_are_not_committed(
     assert printed_up_to == {("t", 0): 2}, "offsets 2 and 3 were never written"
 
 
+class InterruptedAfterFlush(FullDisk):
+    """A binary stdout whose first flush writes, then a SIGTERM lands (command_support's
+    Terminated is a KeyboardInterrupt) before the flush's caller runs another line: the reader
+    that saw the lines sent it."""
+
+    def flush(self) -> None:
+        self.written, self.pending = self.written + self.pending, b""
+        raise KeyboardInterrupt
+
+
+def test_lines_out_when_a_stop_lands_are_counted_and_committed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`samsa consume` stopped right as its lines reached the reader said "consumed 0 records"
+    and committed nothing, so the group's next run printed them again."""
+    out = InterruptedAfterFlush(fail_from=99)
+    monkeypatch.setattr(sys, "stdout", SimpleNamespace(buffer=out))
+    consumer = FakeConsumer([[record(0), record(1)]])
+    args = argparse.Namespace(format="value", record_format=VALUE_FORMAT, count=None, timeout=0)
+    printed_up_to: dict[tuple[str, int], int] = {}
+    assert _print_records(consumer, args, printed_up_to) == 0  # type: ignore[arg-type]
+    assert out.written == b"v0\nv1\n"
+    assert printed_up_to == {("t", 0): 2}
+    assert "consumed 2 records" in capsys.readouterr().err
+
+
 def test_a_negative_offset_is_a_usage_error_before_connecting(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
