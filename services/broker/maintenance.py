@@ -26,6 +26,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.partition_host import PartitionHost
 
 log = logging.getLogger(__name__)
@@ -75,9 +76,15 @@ def flush_pending(host: PartitionHost, pending: Pending, *, now_ms: int) -> None
 
 def retention_pass(host: PartitionHost, *, now_ms: int, producer_id_expiration_ms: int) -> None:
     """Forget expired idempotent producers, and delete the segments retention.ms /
-    retention.bytes let go (below each partition's high watermark only), in every partition."""
-    for hosted in list(host.partitions.values()):
-        hosted.log.expire_producers(now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
+    retention.bytes let go (below each partition's high watermark only), in every partition.
+    On the coordinator topics a producer at the largest epoch never expires: it is the fence of
+    a retired writer id (ProducerStateTable.expire)."""
+    for (topic, _), hosted in list(host.partitions.items()):
+        hosted.log.expire_producers(
+            now_ms=now_ms,
+            expiration_ms=producer_id_expiration_ms,
+            keep_exhausted=topic in INTERNAL_TOPICS,
+        )
         if hosted.config.delete:
             deleted = hosted.log.apply_retention(
                 now_ms=now_ms, high_watermark=hosted.high_watermark

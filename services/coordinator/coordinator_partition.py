@@ -15,7 +15,8 @@ before anything is served:
    ever got acknowledged lies below this one. When the partition's producer id was rotated (its
    epochs ran out, coordinator_control.py), a writer-epoch record as (retired id,
    PRODUCER_EPOCH_MAX, sequence 0) comes first: the retired id's owners wrote with lower epochs,
-   so they are refused as well; a later owner's repeat of it is answered as a duplicate. Replay
+   so they are refused as well (the brokers never expire that entry on a coordinator topic,
+   ProducerStateTable.expire); a later owner's repeat is answered as a duplicate. Replay
    takes it as any writer-epoch record and ignores it for this writer's sequence;
 3. read on up to and including that record, so the shard holds everything ever acknowledged;
 4. `on_loaded` (start the shard's timers, resume unfinished work), then serve. Until then the

@@ -170,8 +170,7 @@ class Log:
 
     def has_open_transaction(self, producer_id: int, producer_epoch: int) -> bool:
         """Whether the producer, at exactly this epoch, has a transaction open here: its next
-        transactional batches need no new check with the coordinator (KIP-890), since the
-        partition is already in that transaction and a marker ends it."""
+        transactional batches need no new check with the coordinator (KIP-890)."""
         return self._producer_txns.has_open_transaction(producer_id, producer_epoch)
 
     def last_stable_offset(self, high_watermark: int) -> int:
@@ -205,9 +204,8 @@ class Log:
         maybeAssignEpochStartOffset at makeLeader). Without the entry, a follower holding
         batches of the previous epoch that this replica never got would ask for an epoch it
         does not know, be answered "undefined", and truncate to its high watermark, which may
-        lie below records the previous leader acknowledged (the replication simulation found
-        it). With it, the answer is where this log leaves that follower's (KIP-101). Kept in
-        memory until the epoch's first record (LogDurability.checkpoint says why)."""
+        lie below records the previous leader acknowledged. With it, the answer is where this
+        log leaves that follower's (KIP-101). In memory until the epoch's first record."""
         self._check_open()
         if leader_epoch > self._epochs.latest_epoch:
             self._epochs.assign(leader_epoch, self.log_end_offset)
@@ -229,9 +227,8 @@ class Log:
         UnsupportedCompressionError. With flush.messages=1 the append is fsynced before this
         returns. Control batches only when the broker writes them, transactional batches only when
         the caller verified the producer's transaction holds this partition (else
-        INVALID_TXN_STATE). Idempotent batches are checked against the producer state first: a stale
-        epoch or a sequence gap raises SamsaError (its code says which); batches the log already
-        holds (a retry) store nothing and return their original offsets, with record_count 0."""
+        INVALID_TXN_STATE). Idempotent batches are checked against the producer state first
+        (SamsaError); a retry of what the log holds stores nothing and returns its offsets."""
         self._check_open()
         assert leader_epoch >= max(0, self._epochs.latest_epoch), "fence stale leaders first"
         plan = plan_leader_append(
@@ -281,14 +278,17 @@ class Log:
         self._producer_txns.on_roll(self._local_log.base_offsets)
 
     def reconfigure(self, config: LogConfig) -> None:
-        """The topic's configuration changed: appends, rolls, retention, compaction and the
-        flush policy (flush.messages, flush.ms) follow `config` from now on."""
+        """Appends, rolls, retention, compaction and flushes follow `config` from now on."""
         self.config = config
         self._durability.reconfigure(config)
 
-    def expire_producers(self, *, now_ms: int, expiration_ms: int) -> list[int]:
-        """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
-        return self._producer_txns.expire(now_ms=now_ms, expiration_ms=expiration_ms)
+    def expire_producers(
+        self, *, now_ms: int, expiration_ms: int, keep_exhausted: bool = False
+    ) -> list[int]:
+        """Forget silent producers (producer.id.expiration.ms; ProducerStateTable.expire)."""
+        return self._producer_txns.expire(
+            now_ms=now_ms, expiration_ms=expiration_ms, keep_exhausted=keep_exhausted
+        )
 
     # --- reading -------------------------------------------------------------------------------
 

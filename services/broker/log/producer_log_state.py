@@ -205,9 +205,10 @@ class ProducerLogState:
         self._producers = ProducerStateTable()
         self._changed = False
 
-    def expire(self, *, now_ms: int, expiration_ms: int) -> list[int]:
-        """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
-        expired = self._producers.expire(now_ms, expiration_ms)
+    def expire(self, *, now_ms: int, expiration_ms: int, keep_exhausted: bool = False) -> list[int]:
+        """Forget producers whose newest batch is `producer.id.expiration.ms` old
+        (ProducerStateTable.expire)."""
+        expired = self._producers.expire(now_ms, expiration_ms, keep_exhausted=keep_exhausted)
         if expired:
             self._changed = True
         return expired

@@ -25,7 +25,10 @@ largest batch timestamp seen (for expiry). Validate, then apply:
   A new epoch drops the old epoch's batches, as in Kafka.
 - `expire(now_ms, expiration_ms)` forgets producers silent for expiration_ms
   (transactional.id.expiration / producer.id.expiration.ms in Kafka), except those with an open
-  transaction.
+  transaction and, on the coordinator topics (`keep_exhausted`), those at PRODUCER_EPOCH_MAX: a
+  coordinator partition whose writer id was rotated fences the retired id at that epoch
+  (services/coordinator/coordinator_partition.py), and nobody writes with that id again to keep
+  its entry fresh, so it must outlive any earlier owner however long that one sleeps.
 - Snapshots (producer_snapshot_codec.py) hold every entry with all its kept batches, so that a
   table rebuilt from a snapshot plus the batches after it equals the one that saw everything.
 
@@ -384,14 +387,17 @@ class ProducerStateTable:
         """The first offsets of the open transactions (a view: do not keep it across changes)."""
         return self._open.values()
 
-    def expire(self, now_ms: int, expiration_ms: int) -> list[int]:
+    def expire(self, now_ms: int, expiration_ms: int, *, keep_exhausted: bool = False) -> list[int]:
         """Forget producers whose last batch timestamp is expiration_ms or more before now_ms
-        and that have no open transaction; the removed producer ids, sorted."""
+        and that have no open transaction; the removed producer ids, sorted. With
+        `keep_exhausted`, producers at PRODUCER_EPOCH_MAX are kept however old: no epoch above
+        theirs exists, so their entry is a fence that refuses every earlier epoch for good."""
         expired = sorted(
             producer_id
             for producer_id, entry in self._entries.items()
             if entry.last_timestamp + expiration_ms <= now_ms
             and entry.current_txn_first_offset == NO_OFFSET
+            and not (keep_exhausted and entry.producer_epoch == PRODUCER_EPOCH_MAX)
         )
         for producer_id in expired:
             del self._entries[producer_id]

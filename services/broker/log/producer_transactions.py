@@ -139,9 +139,12 @@ class ProducerTransactions:
         point, so that every entry below it is durable)."""
         self._transactions.sync()
 
-    def expire(self, *, now_ms: int, expiration_ms: int) -> list[int]:
-        """Forget producers whose newest batch is `producer.id.expiration.ms` old."""
-        return self._producers.expire(now_ms=now_ms, expiration_ms=expiration_ms)
+    def expire(self, *, now_ms: int, expiration_ms: int, keep_exhausted: bool = False) -> list[int]:
+        """Forget producers whose newest batch is `producer.id.expiration.ms` old
+        (ProducerStateTable.expire)."""
+        return self._producers.expire(
+            now_ms=now_ms, expiration_ms=expiration_ms, keep_exhausted=keep_exhausted
+        )
 
     def close(self, log_end_offset: int, base_offsets: Sequence[int]) -> None:
         """Snapshot the producer state durably at the log end, or delete every snapshot when it

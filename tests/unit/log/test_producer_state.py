@@ -17,6 +17,7 @@ from samsa.services.broker.log.append_info import PlannedBatch, plan_leader_appe
 from samsa.services.broker.log.producer_state import (
     BATCHES_KEPT,
     NO_PRODUCER_ID,
+    PRODUCER_EPOCH_MAX,
     SEQUENCE_MAX,
     AppendRefused,
     BatchMetadata,
@@ -216,6 +217,18 @@ def test_expire_removes_producers_silent_for_the_expiration() -> None:
     assert [entry.producer_id for entry in table.entries()] == [2]
     refused(table.check_leader_append([batch(1, 0, 1, 3)]), ErrorCode.UNKNOWN_PRODUCER_ID)
     assert table.check_leader_append([batch(1, 1, 0, 3)]) is None
+
+
+def test_expire_keeps_a_producer_at_the_largest_epoch_when_asked() -> None:
+    # The coordinator topics' rule: an exhausted writer id's entry is a fence for good.
+    table = written(
+        batch(1, PRODUCER_EPOCH_MAX, 0, 0, max_timestamp=1_000),
+        batch(2, PRODUCER_EPOCH_MAX - 1, 0, 1, max_timestamp=1_000),
+    )
+    assert table.expire(now_ms=1 << 40, expiration_ms=500, keep_exhausted=True) == [2]
+    refused(table.check_leader_append([batch(1, 5, 0, 2)]), ErrorCode.INVALID_PRODUCER_EPOCH)
+    assert table.expire(now_ms=1 << 40, expiration_ms=500) == [1]
+    assert table.check_leader_append([batch(1, 5, 0, 2)]) is None
 
 
 # --- appends of several batches --------------------------------------------------------------
