@@ -5,7 +5,9 @@ its leader at a shift that grows by one every time the partitions have gone once
 brokers, so that replicas of consecutive partitions do not pile onto the same pairs of brokers.
 With racks, the broker list is first interleaved rack by rack, and a follower is skipped while its
 rack (or the broker itself) already holds a replica of the partition, unless every rack (or
-broker) does. Randomness (the start index and the first shift) comes in as arguments, so that
+broker) does. A broker without a rack counts as one more rack, shared by every such broker
+(as in KRaft's striped placer): a cluster half-way to racks still spreads each partition over
+the racks it has. Randomness (the start index and the first shift) comes in as arguments, so that
 placement is deterministic given them and Kafka's published examples can be checked.
 """
 
@@ -47,7 +49,7 @@ def assign_replicas(
         return _rack_aware(
             partition_count,
             replication_factor,
-            racks,
+            _racks_of(brokers, racks),
             brokers,
             start_index,
             first_shift,
@@ -71,8 +73,13 @@ def assign_replicas(
 
 
 def _rack_aware_over(brokers: Sequence[int], racks: Mapping[int, str]) -> bool:
-    """Whether placement over `brokers` is rack-aware: only when every one of them has a rack."""
-    return all(racks.get(broker) for broker in brokers)
+    """Whether placement over `brokers` is rack-aware: when any one of them has a rack."""
+    return any(racks.get(broker) for broker in brokers)
+
+
+def _racks_of(brokers: Sequence[int], racks: Mapping[int, str]) -> dict[int, str]:
+    """Each broker's rack, "" (one rack of their own) for the brokers without one."""
+    return {broker: racks.get(broker) or "" for broker in brokers}
 
 
 def leader_start_index(
@@ -85,7 +92,7 @@ def leader_start_index(
     the latter restarts the round elsewhere, and some brokers lead a partition more than others.
     """
     if racks is not None and _rack_aware_over(brokers, racks):
-        order = rack_alternated(racks, brokers)
+        order = rack_alternated(_racks_of(brokers, racks), brokers)
     else:
         order = sorted(brokers)
     return order.index(leader) if leader in order else None

@@ -120,6 +120,16 @@ def test_rack_aware_placement_spreads_replicas_over_racks():
         assert {racks[r] for r in state.replicas} == {"a", "b"}
 
 
+def test_brokers_without_a_rack_count_as_one_more_rack():
+    # A cluster half-way to racks: brokers 3 and 4 have none yet. Placement stays rack-aware,
+    # with them as one rack of their own (KRaft's placer), instead of ignoring every rack and
+    # putting some partitions' replicas all in rack "a".
+    image, _ = create(cluster(4, racks=["a", "a", "", ""]), "t", partitions=8, factor=2)
+    racks = {1: "a", 2: "a", 3: "", 4: ""}
+    for state in image.topics["t"].partitions.values():
+        assert {racks[r] for r in state.replicas} == {"a", ""}, state.replicas
+
+
 @pytest.mark.parametrize(
     ("name", "partitions", "factor", "configs", "code"),
     [
