@@ -34,6 +34,7 @@ from samsa.services.coordinator.group_model import (
     GroupConfig,
     GroupShard,
     TopicPartition,
+    members_counted,
     to_topic_partitions,
 )
 from samsa.services.coordinator.group_writer import GroupResult, RecordCollector, delete_group
@@ -119,7 +120,8 @@ def delete_groups(
         elif group.members:
             code, message = (
                 ErrorCode.NON_EMPTY_GROUP,
-                (f"group {group_id!r} has {len(group.members)} members: they must leave first"),
+                f"group {group_id!r} has {members_counted(len(group.members))}: they must leave "
+                "first",
             )
         else:
             delete_group(writer, group)

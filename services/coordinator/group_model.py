@@ -223,3 +223,8 @@ def from_topic_partitions(topic_partitions: Iterable[c.TopicPartitions]) -> Part
     for entry in topic_partitions:
         by_topic.setdefault(entry.topic, set()).update(entry.partitions)
     return normal(by_topic)
+
+
+def members_counted(count: int) -> str:
+    """Say "1 member" or "3 members", in the messages telling a user why a group refused."""
+    return f"{count} member" if count == 1 else f"{count} members"

@@ -34,6 +34,7 @@ from samsa.services.coordinator.group_model import (
     GroupConfig,
     GroupShard,
     TopicPartition,
+    members_counted,
 )
 from samsa.services.coordinator.group_writer import GroupResult, RecordCollector
 from samsa.v1 import coordinator_pb2 as c
@@ -152,8 +153,9 @@ def group_error(
     if not request.member_id and request.member_epoch == LEAVE_EPOCH:
         if members:
             return ErrorCode.UNKNOWN_MEMBER_ID, (
-                f"group {request.group_id!r} has {len(members)} members: a commit from outside "
-                "the group protocol (empty member_id, epoch -1) is allowed only while it has none"
+                f"group {request.group_id!r} has {members_counted(len(members))}: a commit from "
+                "outside the group protocol (empty member_id, epoch -1) is allowed only while it "
+                "has none"
             )
         return None
     member = members.get(request.member_id)

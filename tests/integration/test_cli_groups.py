@@ -380,7 +380,7 @@ def several_groups_and_views(
     assert f"deleted {IDLE}" in deleted.stdout.splitlines()
     assert f"deleted {GROUP}" not in deleted.stdout
     assert (
-        f"group '{GROUP}' has 1 members" in deleted.stderr and "NON_EMPTY_GROUP" in deleted.stderr
+        f"group '{GROUP}' has 1 member:" in deleted.stderr and "NON_EMPTY_GROUP" in deleted.stderr
     )
     assert IDLE not in names(samsa(cluster, "groups", "list"))
     assert member.heartbeat(stub).error_code == ErrorCode.NONE
