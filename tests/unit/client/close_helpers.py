@@ -1,5 +1,6 @@
 """What the consumer close() race tests share: a condition that says when a call waits on it, and
-a sync Consumer made a group member owning one partition without a cluster."""
+a sync Consumer (or a started AsyncConsumer) made a group member given one partition without a
+cluster."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import threading
 
 from rebalance_helpers import T, answer
 
-from samsa.client import Consumer
+from samsa.client import AsyncConsumer, Consumer
+from samsa.client.consumer_driver import ConsumerDriver
 from samsa.client.group_driver import now_ms
+from samsa.client.group_member import Subscription
 from samsa.client.rebalance import ConsumerRebalanceListener
 
 TP = (T, 0)
@@ -42,3 +45,17 @@ def own_partition(consumer: Consumer, listener: ConsumerRebalanceListener | None
     consumer._run_rebalance_steps(group)
     with consumer._progress:
         assert group.member.owned == frozenset({TP}), group.member.state
+
+
+async def started_member_given_one(consumer: AsyncConsumer) -> ConsumerDriver:
+    """Start `consumer` (whose cluster never answers) and feed its member a heartbeat answer
+    giving it TP at epoch 1; its listener has not run yet. Returns the consumer's driver."""
+    await consumer.start()
+    driver = consumer._driver
+    assert driver is not None and driver.group is not None
+    member, now = driver.group.member, now_ms()
+    with driver.lock:
+        member.subscribe(Subscription(topics=frozenset({T})), now)
+        assert member.heartbeat_request(now) is not None
+        member.on_heartbeat_answer(answer(1, 0), now)
+    return driver

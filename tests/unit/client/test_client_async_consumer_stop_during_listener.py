@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from rebalance_helpers import Recorder, T, answer
+from close_helpers import started_member_given_one
+from rebalance_helpers import Recorder
 
 from samsa.client import AsyncConsumer
 from samsa.client.errors import KafkaError
-from samsa.client.group_driver import now_ms
-from samsa.client.group_member import Subscription
 
 CONFIG = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "auto.offset.reset": "earliest"}
 POLL_S = 5.0
@@ -30,14 +29,7 @@ POLL_S = 5.0
 def test_a_stop_while_the_listener_runs_ends_the_poll() -> None:
     async def scenario() -> None:
         consumer = AsyncConsumer(CONFIG)
-        await consumer.start()
-        driver = consumer._driver
-        assert driver is not None and driver.group is not None
-        member, now = driver.group.member, now_ms()
-        with driver.lock:
-            member.subscribe(Subscription(topics=frozenset({T})), now)
-            assert member.heartbeat_request(now) is not None
-            member.on_heartbeat_answer(answer(1, 0), now)
+        await started_member_given_one(consumer)
         in_listener, release = asyncio.Event(), asyncio.Event()
 
         class Waiting(Recorder):

@@ -15,11 +15,10 @@ import asyncio
 import logging
 
 import pytest
-from rebalance_helpers import Recorder, T, answer
+from close_helpers import TP, started_member_given_one
+from rebalance_helpers import Recorder
 
 from samsa.client import AsyncConsumer
-from samsa.client.group_driver import now_ms
-from samsa.client.group_member import Subscription
 
 CONFIG = {
     "bootstrap.servers": "127.0.0.1:1",
@@ -31,18 +30,12 @@ STOP_TIMEOUT_S = 0.5  # stop()'s budget for the cluster, which never answers her
 
 
 async def member_owning_one(consumer: AsyncConsumer, listener: Recorder) -> None:
-    """Start `consumer` and make it a member owning (T, 0), `listener` told of it."""
-    await consumer.start()
-    driver = consumer._driver
-    assert driver is not None and driver.group is not None
-    member, now = driver.group.member, now_ms()
-    with driver.lock:
-        member.subscribe(Subscription(topics=frozenset({T})), now)
-        assert member.heartbeat_request(now) is not None
-        member.on_heartbeat_answer(answer(1, 0), now)
+    """Start `consumer` and make it a member owning TP, `listener` told of it."""
+    driver = await started_member_given_one(consumer)
+    assert driver.group is not None
     consumer._listener = listener
     await consumer._run_rebalance_steps(driver, driver.group)
-    assert member.owned == frozenset({(T, 0)})
+    assert driver.group.member.owned == frozenset({TP})
 
 
 def test_a_listener_stopping_during_stop_leaves_the_stop_to_it(
