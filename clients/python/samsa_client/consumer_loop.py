@@ -11,7 +11,8 @@ closed error); once closed it is refused with the closed error. Made after an un
 hand-off raced close(): RuntimeError('Event loop is closed'), or on a loop stopped but not yet
 closed a call that never ran and a caller waiting for it for ever.
 
-close() waits for the drivers' stop only up to STOP_TIMEOUT_S, then stops the loop anyway: a
+close() waits for the drivers' stop only up to STOP_TIMEOUT_S, then stops the loop anyway (and
+says so in a warning, not an error: the consumer is closed all the same): a
 coroutine still running then is never cancelled by that stop and would never end. So the
 futures of every coroutine handed over are kept until done, and those left when the loop stops
 are cancelled: their callers raise the closed error (commit_async()'s future is cancelled).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from samsa.client.group_driver import GroupDriver
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 # How long close() waits for the driver to stop and the loop thread to end.
 STOP_TIMEOUT_S = 5.0
@@ -85,6 +89,10 @@ class LoopCalls:
         stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
         try:
             stopped.result(STOP_TIMEOUT_S)
+        except TimeoutError:  # closed all the same, as Kafka's close() is: no error to raise
+            log.warning(
+                "the consumer's drivers did not stop within %s s; stopped anyway", STOP_TIMEOUT_S
+            )
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._loop_thread.join(STOP_TIMEOUT_S)

@@ -14,15 +14,13 @@ the order they were drained. This facade adds three threads' worth of plumbing a
 - The callback thread runs `add_done_callback` callbacks, in settlement order, so a slow callback
   delays other callbacks but never an answer, a send or a retry.
 
-Why a sync facade over asyncio rather than threads and sync gRPC: DESIGN §12 measured a sync
-caller over a grpc.aio stream on a loop thread nearly as fast as sync gRPC with a reader thread
-(~0.1 ms more at p50, as here: docs/benchmarks.md "Where the time goes"), and an asyncio caller
-faster. One driver buys ordering and simplicity, and `AsyncProducer` (async_producer.py) runs the
-same driver on the caller's own loop, with no thread hand-off at all.
+Why a sync facade over asyncio: DESIGN §12 measured a sync caller over a grpc.aio stream on a
+loop thread nearly as fast as sync gRPC with a reader thread (~0.1 ms more at p50), and an
+asyncio caller faster. One driver buys ordering and simplicity; `AsyncProducer` runs the same
+driver on the caller's own loop, with no thread hand-off at all.
 
 Idempotence is on by default, as in Kafka >= 3.0 (config.py turns it off when acks is not all
-and enable.idempotence was not set): the driver gets a producer id from InitProducerId and
-numbers each partition's batches, so a retried batch is written once and in order.
+and enable.idempotence was not set): a retried batch is written once and in order.
 """
 
 from __future__ import annotations
@@ -131,12 +129,11 @@ class Producer:
         outcome, index, partition, wake = self._append(
             topic, partition, key, value, headers, timestamp, now, count
         )
-        if outcome is None:
-            while outcome is None:
-                self._wait_for_memory(deadline)
-                outcome, index, partition, wake = self._append(
-                    topic, partition, key, value, headers, timestamp, now_ms(), count
-                )
+        while outcome is None:
+            self._wait_for_memory(deadline)
+            outcome, index, partition, wake = self._append(
+                topic, partition, key, value, headers, timestamp, now_ms(), count
+            )
         if wake:
             self._driver.wake_threadsafe()
         return RecordFuture(outcome, index, topic, partition, timestamp)
@@ -373,6 +370,8 @@ class Producer:
             stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
             try:
                 stopped.result(STOP_TIMEOUT_S)
+            except TimeoutError:  # closed all the same, as Kafka's close() is: no error to raise
+                log.warning("the producer's driver did not stop in %s s", STOP_TIMEOUT_S)
             finally:
                 self._loop.call_soon_threadsafe(self._loop.stop)
                 self._loop_thread.join(STOP_TIMEOUT_S)

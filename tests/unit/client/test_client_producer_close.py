@@ -9,12 +9,14 @@ with generous timeouts, never fixed sleeps.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 
 import pytest
 from fake_produce_cluster import FakeCluster
 
 from samsa.client import AsyncProducer, KafkaError, ProduceError, Producer
+from samsa.client import producer as producer_module
 from samsa.client.record_future import RecordFuture
 from samsa.common.errors import ErrorCode
 
@@ -159,3 +161,22 @@ def test_close_finishes_a_commit_whose_call_failed(cluster: FakeCluster, facade:
 
         asyncio.run(scenario())
     assert ends == [True, True], "close() asked for the commit's outcome again"
+
+
+def test_a_driver_stop_past_its_bound_is_a_warning_not_an_error(
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Kafka's close(Duration) gives up on what did not finish and returns: it does not throw.
+    monkeypatch.setattr(producer_module, "STOP_TIMEOUT_S", 0.2)
+    producer = Producer({"bootstrap.servers": BOOTSTRAP})
+
+    async def stuck_stop() -> None:
+        await asyncio.Event().wait()
+
+    producer._driver.stop = stuck_stop  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="samsa.client.producer"):
+        producer.close(WAIT_S)
+    assert "did not stop" in caplog.text
+    assert not producer._loop_thread.is_alive()
+    with pytest.raises(KafkaError):
+        producer.send(TOPIC, b"after")
