@@ -116,6 +116,21 @@ fetch_partition_bytes_max = 64 * MIB
 # plus its envelope. Servers and clients set both send and receive limits to this.
 grpc_message_bytes_max = 80 * MIB
 
+# Requests one client connection may have in progress at once on any service (HTTP/2's
+# SETTINGS_MAX_CONCURRENT_STREAMS; gRPC's own default is unlimited). Anyone may open them
+# (FetchMetadata and Fetch need no cluster secret), and a parked long-poll costs ~22 KiB (an
+# asyncio task and gRPC's buffers, measured on a controller): one stranger's connection held
+# tens of thousands and the memory grew without bound (20,000: +105 MiB; bounded, +22 MiB). The
+# server refuses a stream beyond it (REFUSED_STREAM) and a gRPC client queues its calls beyond it
+# instead, so a stream that never ends holds its slot for good: the bound must exceed what any
+# process keeps open to one service, since its channels there share one connection (grpc's
+# global subchannel pool, for channels with the same options). An SDK producer or consumer keeps
+# one ProduceStream or FetchStream per broker and a few unary calls; a coordinator its produce
+# and marker streams and at most one load fetch per partition it owns (100 by default); a broker
+# one replica fetch stream per leader and one metadata long-poll. 1,000 leaves one process room
+# for hundreds of clients; RFC 9113 asks for no less than 100, nginx allows 128.
+grpc_streams_per_connection_max = 1_000
+
 
 # --- the controller and the metadata log -------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """One gRPC server per service process, with what every Samsa service serves besides its own API.
 
 - message size limits from `samsa.common.limits` (a request over them is refused by gRPC with
-  RESOURCE_EXHAUSTED before it reaches our code);
+  RESOURCE_EXHAUSTED before it reaches our code), and the requests one connection may have in
+  progress at once (`grpc_streams_per_connection_max`; a gRPC client queues the rest);
 - `grpc.health.v1` (SERVING once started, NOT_SERVING while stopping), for load balancers,
   docker-compose health checks and `samsa up`; with `health_file`, a file kept fresh while it
   answers SERVING (health_file.py), which a container's health check reads for the cost of a
@@ -67,6 +68,7 @@ _LOGGER = logging.getLogger(__name__)
 SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
+    ("grpc.max_concurrent_streams", limits.grpc_streams_per_connection_max),
     ("grpc.so_reuseport", 0),
 ]
 
