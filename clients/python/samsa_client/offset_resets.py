@@ -88,13 +88,13 @@ class OffsetResets:
         return newly_due
 
     def lookups_due(self) -> bool:
-        return any(reset.due and not reset.in_flight for reset in self._resets.values())
+        return any(_lookup_due(reset) for reset in self._resets.values())
 
     def offsets_to_look_up(self) -> dict[TopicPartition, tuple[int, int]]:
         """Due resets not yet being looked up: tp -> (OFFSET_SPEC, token); now in flight."""
         lookups = {}
         for tp, reset in self._resets.items():
-            if reset.due and not reset.in_flight:
+            if _lookup_due(reset):
                 reset.in_flight = True
                 lookups[tp] = (reset.spec, reset.token)
         return lookups
@@ -129,3 +129,9 @@ class OffsetResets:
     def pop_lookup_error(self) -> Exception | None:
         error, self.lookup_error = self.lookup_error, None
         return error
+
+
+def _lookup_due(reset: _Reset) -> bool:
+    """A NO_RESET is never looked up (the broker knows no such spec): only a seek resolves it,
+    and until then `request_resets` raises."""
+    return reset.due and not reset.in_flight and reset.spec != NO_RESET
