@@ -6,16 +6,24 @@ accepts its storage keys together (compression.type among them: the leader recom
 other keys (replication) are checked here.
 The controller validates a whole topic's configuration at once, so `max.message.bytes` larger than
 `segment.bytes` is refused whichever of the two was changed.
+
+Numbers are held to Kafka's types here, at the edge where values come in (CreateTopics,
+IncrementalAlterConfigs): a LONG fits in int64, an INT in int32, and both are written in ASCII
+digits (Java's parseLong; Python's int() also reads '1_000' and other scripts' digits). Every
+client reads a stored value back through DescribeConfigs, so one that Kafka's types cannot hold
+must not be stored. `LogConfig` does not check this: a broker replays whatever an older
+controller stored, and refusing it there would stop the broker at every start.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from samsa.common import limits
 from samsa.common.errors import InvalidConfigError
-from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.config import LONG_MAX, LogConfig
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,31 @@ TOPIC_KEYS |= {
 }
 
 
+# Kafka's INT keys among the log's (the other integers are LONGs).
+INT_KEYS = frozenset({"segment.bytes", "index.interval.bytes", "max.message.bytes"})
+INT_MAX = 2**31 - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
+_LOG_DEFAULTS = LogConfig()
+
+
+def _check_kafka_type(key: str, text: str) -> None:
+    """Raise when Kafka's type of `key` cannot hold `text` (see the module doc)."""
+    default = getattr(_LOG_DEFAULTS, LOG_KEYS[key])
+    if isinstance(default, float):
+        if not _DECIMAL.fullmatch(text.strip()):
+            raise InvalidConfigError(f"{key}={text!r} is not a decimal number (such as 0.5)")
+        return
+    if not isinstance(default, int):
+        return
+    largest = INT_MAX if key in INT_KEYS else LONG_MAX
+    if not _INTEGER.fullmatch(text.strip()) or not -largest - 1 <= int(text) <= largest:
+        kind = "a 32-bit" if key in INT_KEYS else "a 64-bit"
+        raise InvalidConfigError(
+            f"{key}={text[:40]!r} is not {kind} integer in ASCII digits (at most {largest})"
+        )
+
+
 def validate_topic_configs(configs: Mapping[str, str], replication_factor: int) -> None:
     """Raise InvalidConfigError naming the key when `configs` is not a valid topic config."""
     if len(configs) > limits.topic_configs_per_request_max:
@@ -88,6 +121,9 @@ def validate_topic_configs(configs: Mapping[str, str], replication_factor: int) 
             raise InvalidConfigError(
                 f"{key}: value of {len(value)} characters; at most {limits.config_value_length_max}"
             )
+    for key, value in configs.items():
+        if key in LOG_KEYS:
+            _check_kafka_type(key, value)
     LogConfig.from_properties({k: v for k, v in configs.items() if k in LOG_KEYS})
     if "min.insync.replicas" in configs:
         text = configs["min.insync.replicas"]
