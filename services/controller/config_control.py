@@ -90,11 +90,11 @@ def _alter_topic(
         elif alteration.op in (c.ALTER_CONFIG_OP_APPEND, c.ALTER_CONFIG_OP_SUBTRACT):
             if name not in LIST_CONFIGS:
                 return ErrorCode.INVALID_CONFIG, f"{name} is not a list; use SET or DELETE"
-            items = updated.get(name, TOPIC_KEYS[name].default).split(",")
+            items = _list_items(updated.get(name, TOPIC_KEYS[name].default))
             if alteration.op == c.ALTER_CONFIG_OP_APPEND:
-                items += [value] if value not in items else []
+                items += [item for item in dict.fromkeys(_list_items(value)) if item not in items]
             else:
-                items = [item for item in items if item != value]
+                items = [item for item in items if item not in _list_items(value)]
             updated[name] = ",".join(items)
         else:
             return ErrorCode.INVALID_REQUEST, f"alteration of {name} has no op (SET, DELETE, …)"
@@ -116,3 +116,11 @@ def _alter_topic(
             record.value = updated[name]
         records.append(m.MetadataRecord(config=record))
     return records
+
+
+def _list_items(text: str) -> list[str]:
+    """A list config's items, as KIP-339's APPEND and SUBTRACT take them, from its value or
+    from the operation's (both comma-separated lists, as in Kafka's controller): without the
+    spaces and empty items that the list parser (LogConfig) ignores too, so that SUBTRACT
+    'delete' removes ' delete' from 'compact, delete' instead of answering success unchanged."""
+    return [item for item in (part.strip() for part in text.split(",")) if item]
