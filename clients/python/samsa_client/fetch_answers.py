@@ -17,7 +17,8 @@ its old offset is ignored. Each partition's result is, in this order of preceden
   election truncated it), so the partition goes back to where the logs agree, or is reset when
   the leader does not say where; with auto.offset.reset=none it is an error `poll()` raises;
 - a preferred read replica (KIP-392): the partition is fetched from that replica from then on
-  (until an error, or a failed fetch from it);
+  (until an error, a failed fetch from it, another leader, or READ_REPLICA_MAX_AGE_MS:
+  fetch_state.py);
 - records: decoded (consumer_records.py) and buffered for `poll()`; the fetch offset moves past
   them. A corrupt batch ends what is buffered: fetched again once the records before it were
   taken, it fails alone, an error `poll()` raises. Batches that hide all their records (markers,
@@ -151,6 +152,8 @@ class FetchAnswers:
                     self._on_truncation(tp, partition, result.diverging_epoch)
                 elif result.HasField("preferred_read_replica"):
                     partition.read_replica = result.preferred_read_replica
+                    partition.read_replica_leader = node
+                    partition.read_replica_until_ms = None  # aged from the next planning
                 elif self._on_records(tp, partition, result, asked):
                     ready = ready or not partition.paused
         return AnswerEffects(stale, ready, tuple(new_leaders))

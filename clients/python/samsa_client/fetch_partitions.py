@@ -41,6 +41,8 @@ class Partition:
         "paused",
         "position",
         "read_replica",
+        "read_replica_leader",
+        "read_replica_until_ms",
         "refused_by",
         "retry_at_ms",
     )
@@ -50,6 +52,10 @@ class Partition:
         self.fetch_offset: int | None = None
         self.leader_epoch = -1  # of the last batch handed out; -1: none yet
         self.read_replica: int | None = None  # the replica the leader told us to read from
+        # The leader that named it, and when it is forgotten (None: set at the next planning):
+        # the leader is asked again then, or as soon as another leads (fetch_state.py).
+        self.read_replica_leader: int | None = None
+        self.read_replica_until_ms: int | None = None
         self.paused = False
         # The broker that last refused to serve it (a leader that moved, a failed disk): not
         # asked again before retry_at_ms (None: set at the next planning) while it still leads.

@@ -3,10 +3,11 @@
 Theory of operation. For each assigned partition the core keeps a *position* (the next offset
 `poll()` returns) and a *fetch offset* (where the next fetch starts: past what is already
 buffered), the leader epoch of the last batch handed out (sent with fetches so a leader whose log
-diverged from what we read says so, KIP-320), the replica a leader told us to read from (KIP-392),
-a paused flag, and its decoded batches waiting to be handed out. It does no I/O and reads no
-clock: the driver (consumer_driver.py) feeds it answers, with `now_ms` where time matters, and
-does what its outputs say.
+diverged from what we read says so, KIP-320), the replica a leader told us to read from (KIP-392:
+forgotten once another broker leads, or READ_REPLICA_MAX_AGE_MS after it was named), a paused
+flag, and its decoded batches waiting to be handed out. It does no I/O and reads no clock: the
+driver (consumer_driver.py) feeds it answers, with `now_ms` where time matters, and does what
+its outputs say.
 
 Where each part lives. This module owns the partition table (its records are in
 fetch_partitions.py) and `FetchState`, the one object the drivers use: assignment, positions,
@@ -78,6 +79,7 @@ __all__ = [
     "LATEST",
     "NO_EFFECTS",
     "NO_RESET",
+    "READ_REPLICA_MAX_AGE_MS",
     "RETRY_AFTER_REFRESH",
     "AnswerEffects",
     "FetchPlan",
@@ -86,6 +88,13 @@ __all__ = [
     "TopicPartition",
     "isolation_level",
 ]
+
+
+# A preferred read replica (KIP-392) is read from for at most this long; then the leader is
+# asked again and picks again. Kafka's consumer forgets it after metadata.max.age.ms (this, its
+# default): a replica that fell out of the ISR keeps serving up to its own high watermark, which
+# may no longer move, and only the leader knows.
+READ_REPLICA_MAX_AGE_MS = 300_000
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -255,6 +264,8 @@ class FetchState:
             if offset is None or partition.paused or tp in errors:
                 continue
             node = partition.read_replica
+            if node is not None:
+                node = self._read_replica_of(partition, leaders.get(tp), now_ms)
             if node is None:
                 node = leaders.get(tp)
                 if node is None:
@@ -278,6 +289,20 @@ class FetchState:
             requests.append((node, request))
         later = [due for due in backoff.values() if due > now_ms] + refused_until
         return FetchPlan(requests, stale, min(later) if later else None)
+
+    def _read_replica_of(self, partition: Partition, leader: int | None, now_ms: int) -> int | None:
+        """The partition's preferred read replica, or None once another broker leads (or none
+        is known) or READ_REPLICA_MAX_AGE_MS after it was named: then it is forgotten and the
+        leader is asked, as Kafka's consumer does (SubscriptionState)."""
+        if partition.read_replica_leader == leader:
+            until_ms = partition.read_replica_until_ms
+            if until_ms is None:
+                partition.read_replica_until_ms = now_ms + READ_REPLICA_MAX_AGE_MS
+                return partition.read_replica
+            if now_ms < until_ms:
+                return partition.read_replica
+        partition.read_replica = None
+        return None
 
     def _retry_at(self, partition: Partition, node: int, now_ms: int) -> int | None:
         """A partition its broker refused (fetch_answers.py: a leader that moved, a failed
