@@ -34,7 +34,9 @@ from samsa.client.cluster_admin import (
     NewTopic,
     PartitionInfo,
     TopicDescription,
+    check_config_strings,
     cluster_description_of,
+    config_alterations,
     config_entries_of,
     raise_first,
     topic_descriptions_of,
@@ -144,6 +146,7 @@ class Admin:
             unique.setdefault(topic.name, topic)
         topics = list(unique.values())
         for topic in topics:
+            check_config_strings(topic.name, topic.configs)
             if topic.replication_factor == 0:
                 raise TopicError(
                     f"topic {topic.name!r}: replication factor 0: use 1 or more, or -1 for the "
@@ -300,13 +303,7 @@ class Admin:
         self, topic: str, set: Mapping[str, str] | None = None, delete: Iterable[str] = ()
     ) -> None:
         """Set and/or delete (back to default) topic configs, validated together."""
-        alterations = [
-            c.IncrementalAlterConfigsRequest.Alteration(name=k, op=c.ALTER_CONFIG_OP_SET, value=v)
-            for k, v in (set or {}).items()
-        ] + [
-            c.IncrementalAlterConfigsRequest.Alteration(name=k, op=c.ALTER_CONFIG_OP_DELETE)
-            for k in delete
-        ]
+        alterations = config_alterations(topic, set or {}, delete)
         request = c.IncrementalAlterConfigsRequest(
             resources=[
                 c.IncrementalAlterConfigsRequest.Resource(

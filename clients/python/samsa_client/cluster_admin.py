@@ -8,7 +8,9 @@ built by hand:
   `errors` names every failed one (the others were applied: Kafka's admin calls are not atomic
   across topics);
 - `topic_descriptions_of`, `cluster_description_of`, `config_entries_of` turn answers into the
-  Kafka-named dataclasses below, which admin.py exports.
+  Kafka-named dataclasses below, which admin.py exports;
+- `check_config_strings` and `config_alterations` check the configs a request carries, before
+  anything is sent, and build IncrementalAlterConfigs' alterations.
 """
 
 from __future__ import annotations
@@ -93,6 +95,39 @@ class ConfigEntry:
     value: str
     source: str  # "dynamic", "default", ...
     documentation: str
+
+
+def check_config_strings(topic: str, configs: Mapping[Any, Any], names: Iterable[Any] = ()) -> None:
+    """TopicError (INVALID_CONFIG) for a config name or value that is not a string: configs
+    are strings on the wire, as Kafka's are, and protobuf's TypeError for an int named neither
+    the topic nor the key."""
+    for name in [*configs, *names]:
+        if not isinstance(name, str):
+            raise TopicError(
+                f"topic {topic!r}: config name {name!r} is a {type(name).__name__}, not a string",
+                ErrorCode.INVALID_CONFIG,
+            )
+    for name, value in configs.items():
+        if not isinstance(value, str):
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            raise TopicError(
+                f"topic {topic!r}: config {name}={value!r} is a {type(value).__name__}: config "
+                f"values are strings, as in Kafka ({text!r})",
+                ErrorCode.INVALID_CONFIG,
+            )
+
+
+def config_alterations(
+    topic: str, values: Mapping[str, str], delete: Iterable[str]
+) -> list[c.IncrementalAlterConfigsRequest.Alteration]:
+    """IncrementalAlterConfigs' alterations of `topic`: SET each of `values`, DELETE each of
+    `delete` (back to its default)."""
+    deleted = list(delete)
+    check_config_strings(topic, values, deleted)
+    Alteration = c.IncrementalAlterConfigsRequest.Alteration
+    return [Alteration(name=k, op=c.ALTER_CONFIG_OP_SET, value=v) for k, v in values.items()] + [
+        Alteration(name=k, op=c.ALTER_CONFIG_OP_DELETE) for k in deleted
+    ]
 
 
 def raise_first(results: Iterable[Any]) -> None:

@@ -43,6 +43,22 @@ def test_a_replication_factor_of_zero_is_refused_not_taken_as_the_default() -> N
             admin.create_topic("orders", 3, replication_factor=-1)  # the default: sent
 
 
+def test_a_config_value_that_is_not_a_string_is_refused_naming_its_key() -> None:
+    """Config values are strings on the wire (Kafka's are too); an int reached protobuf, which
+    raised "TypeError: bad argument type for built-in operation", naming neither the topic
+    nor the key."""
+    with refused_admin() as admin:
+        started = time.monotonic()
+        with pytest.raises(TopicError, match=r"'orders'.*retention\.ms=1000.*'1000'") as raised:
+            admin.create_topics([NewTopic("orders", 3, 1, {"retention.ms": 1000})])  # type: ignore[dict-item]
+        assert raised.value.code == ErrorCode.INVALID_CONFIG
+        with pytest.raises(TopicError, match=r"'orders'.*flush\.messages=True"):
+            admin.alter_configs("orders", set={"flush.messages": True})  # type: ignore[dict-item]
+        with pytest.raises(TopicError, match=r"'orders'.*None"):
+            admin.alter_configs("orders", delete=[None])  # type: ignore[list-item]
+        assert time.monotonic() - started < 1.0, "refused before anything was sent"
+
+
 @pytest.mark.parametrize("servers", [" , ", ",", [""], "localhost", "host:0", "host:http", 9092])
 def test_bootstrap_servers_without_a_host_port_address_are_refused_as_config(servers) -> None:  # type: ignore[no-untyped-def]
     """As the producer's and consumer's: a list of host:port; not an IndexError at the first
