@@ -161,23 +161,24 @@ class TransactionPartition(CoordinatorPartition):
         self, request: x.InitTransactionsRequest
     ) -> TxnStep[x.InitTransactionsResponse]:
         """The InitTransactions step, with a new producer id taken first when it needs one."""
-        name = request.transactional_id
+        max_timeout_ms = self.config.max_timeout_ms
         new_producer_id = None
         while True:
             self.check_serving()
-            if new_producer_id is not None or not self.shard.needs_producer_id(name):
+            if new_producer_id is not None or not self.shard.init_needs_producer_id(
+                request, max_timeout_ms
+            ):
                 return self.shard.init_transactions(
-                    request, now_ms(), new_producer_id, self.config.max_timeout_ms
+                    request, now_ms(), new_producer_id, max_timeout_ms
                 )
             new_producer_id = await self.allocate_producer_id()
 
     async def end_transaction(self, request: x.EndTxnRequest) -> TxnStep[x.EndTxnResponse]:
         """The EndTxn step, with a new producer id taken first when the epoch is exhausted."""
-        name = request.producer.transactional_id
         new_producer_id = None
         while True:
             self.check_serving()
-            if new_producer_id is not None or not self.shard.needs_producer_id(name, ending=True):
+            if new_producer_id is not None or not self.shard.end_needs_producer_id(request):
                 return self.shard.end_transaction(request, now_ms(), new_producer_id)
             new_producer_id = await self.allocate_producer_id()
 

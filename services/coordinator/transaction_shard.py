@@ -28,7 +28,8 @@ own record (ONGOING at the bumped epoch) supersedes COMPLETE_x, which then is ne
 one write instead of two.
 
 Producer ids: `init_transactions` and `end_transaction` need a fresh producer id when the epoch
-is exhausted; the runtime asks `needs_producer_id` first and allocates one (I/O) before calling.
+is exhausted; the runtime asks `init_needs_producer_id` / `end_needs_producer_id` first and
+allocates one (I/O) before calling.
 No I/O, no clock (time comes in as `now_ms`).
 """
 
@@ -113,12 +114,32 @@ class TransactionShard:
 
     # --- the protocol -----------------------------------------------------------------------
 
-    def needs_producer_id(self, transactional_id: str, *, ending: bool = False) -> bool:
-        """Whether init (or, `ending`, EndTxn) will take a new producer id: allocate one first."""
-        current = self.transactions.get(transactional_id)
-        if ending:
-            return transaction_state.end_needs_new_producer_id(current)
-        return transaction_state.init_needs_new_producer_id(current)
+    def init_needs_producer_id(
+        self,
+        request: x.InitTransactionsRequest,
+        max_timeout_ms: int = transaction_state.TRANSACTION_TIMEOUT_MS_MAX,
+    ) -> bool:
+        """Whether `init_transactions(request)` will take a new producer id: allocate one first.
+        Never for a request refused (or busy), whose answer must not wait on the allocation."""
+        name = request.transactional_id
+        if name in self.pending or transaction_state.init_refusal(
+            name, request.transaction_timeout_ms, max_timeout_ms
+        ):
+            return False
+        return transaction_state.init_needs_new_producer_id(self.transactions.get(name))
+
+    def end_needs_producer_id(self, request: x.EndTxnRequest) -> bool:
+        """Whether `end_transaction(request)` will take a new producer id: allocate one first.
+        Never for a retry, a refusal or a busy id (see init_needs_producer_id)."""
+        producer = request.producer
+        if producer.transactional_id in self.pending:
+            return False
+        return transaction_state.end_needs_new_producer_id(
+            self.transactions.get(producer.transactional_id),
+            producer.producer_id,
+            producer.producer_epoch,
+            request.committed,
+        )
 
     def init_transactions(
         self,

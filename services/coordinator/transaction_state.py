@@ -28,7 +28,9 @@ InitProducerId over an open transaction, and the abort of a timed-out transactio
 PREPARE_ABORT at the bumped epoch, so the old instance's next request carries an older epoch and
 is refused with PRODUCER_FENCED. When the epoch is exhausted (transaction_model
 .PRODUCER_EPOCH_EXHAUSTED) the producer's next identity is a new producer id at epoch 0: the caller
-allocates it when `init_needs_new_producer_id` / `end_needs_new_producer_id` say so.
+allocates it when `init_needs_new_producer_id` / `end_needs_new_producer_id` say so, which they
+do only for a request that decides (never for a refusal or a retry, whose answer must not
+depend on whether an id can be taken now).
 
 Idempotent EndTxn. An EndTxn whose answer was lost is retried with the epoch from before the
 bump. PREPARE_x and COMPLETE_x remember that identity (previous_producer_id/epoch): the same
@@ -150,17 +152,34 @@ def _transition(current: TransactionMetadata, **changes: object) -> TransactionM
 
 
 def init_needs_new_producer_id(current: TransactionMetadata | None) -> bool:
-    """True when `init_producer_id` will take the new producer id (the caller allocates one)."""
+    """True when `init_producer_id` of a valid request will take the new producer id (the
+    caller allocates one, after `init_refusal` passed the request)."""
     return current is None or (current.state in IDLE and is_epoch_exhausted(current.producer_epoch))
 
 
-def end_needs_new_producer_id(current: TransactionMetadata | None) -> bool:
-    """True when an `end_transaction` would take the new producer id (the caller allocates one)."""
-    return (
-        current is not None
-        and current.state in IDLE | {ONGOING}
-        and is_epoch_exhausted(current.producer_epoch)
-    )
+def end_needs_new_producer_id(
+    current: TransactionMetadata | None, producer_id: int, producer_epoch: int, txn_commit: bool
+) -> bool:
+    """True when `end_transaction` with these arguments will take the new producer id (the
+    caller allocates one): a decision at an exhausted epoch. A retry or a refusal takes none, so
+    that its answer never depends on whether an id can be taken now."""
+    if _end_without_decision(current, producer_id, producer_epoch, txn_commit) is not None:
+        return False
+    assert current is not None
+    return is_epoch_exhausted(current.producer_epoch)
+
+
+def init_refusal(transactional_id: str, timeout_ms: int, max_timeout_ms: int) -> Outcome | None:
+    """The refusal of a malformed InitProducerId, whatever the id's state, or None."""
+    if not transactional_id:
+        return refusal(ErrorCode.INVALID_REQUEST, "a transactional id must not be empty")
+    if not 0 < timeout_ms <= max_timeout_ms:
+        return refusal(
+            ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+            f"transaction.timeout.ms {timeout_ms} is outside 1..{max_timeout_ms} "
+            "(the coordinator's transaction.max.timeout.ms): lower it",
+        )
+    return None
 
 
 def init_producer_id(
@@ -174,14 +193,9 @@ def init_producer_id(
     """InitProducerId for a transactional id: a new identity, fencing any older instance.
     `new_producer_id` is used only when `init_needs_new_producer_id(current)`; else None will do.
     `max_timeout_ms` is the coordinator's transaction.max.timeout.ms."""
-    if not transactional_id:
-        return refusal(ErrorCode.INVALID_REQUEST, "a transactional id must not be empty")
-    if not 0 < timeout_ms <= max_timeout_ms:
-        return refusal(
-            ErrorCode.INVALID_TRANSACTION_TIMEOUT,
-            f"transaction.timeout.ms {timeout_ms} is outside 1..{max_timeout_ms} "
-            "(the coordinator's transaction.max.timeout.ms): lower it",
-        )
+    refused = init_refusal(transactional_id, timeout_ms, max_timeout_ms)
+    if refused is not None:
+        return refused
     if init_needs_new_producer_id(current):
         assert new_producer_id is not None and new_producer_id >= 0, "allocate a producer id"
     if current is None:
@@ -301,25 +315,13 @@ def end_transaction(
     new_producer_id: int | None = None,
 ) -> Outcome:
     """EndTxn: decide (PREPARE_x at the bumped epoch) and hand the markers to the caller."""
-    if current is None or current.state == DEAD:
-        return invalid_producer_id_mapping(current)
-    if is_end_retry(current, producer_id, producer_epoch):
-        wanted = PREPARE_COMMIT if txn_commit else PREPARE_ABORT
-        done = COMPLETE_COMMIT if txn_commit else COMPLETE_ABORT
-        if current.state in (wanted, done):
-            answer = current.answer_identity()
-            return Outcome(producer_id=answer[0], producer_epoch=answer[1])
-        return invalid_txn_state(current, txn_commit)
-    refused = identity_refusal(current, producer_id, producer_epoch)
-    if refused is not None:
-        return refused
-    if current.state not in IDLE | {ONGOING}:
-        return concurrent_transactions(current)
-    if current.state in IDLE and txn_commit:
-        return invalid_txn_state(current, txn_commit)
-    if end_needs_new_producer_id(current):
-        assert new_producer_id is not None and new_producer_id >= 0, "allocate a producer id"
+    answered = _end_without_decision(current, producer_id, producer_epoch, txn_commit)
+    if answered is not None:
+        return answered
+    assert current is not None
     rotating = is_epoch_exhausted(current.producer_epoch)
+    if rotating:
+        assert new_producer_id is not None and new_producer_id >= 0, "allocate a producer id"
     if current.state in IDLE:
         # Empty abort: no partitions, so no markers; the identity moves on at once.
         producer_id_after, epoch_after = (
@@ -352,6 +354,30 @@ def end_transaction(
         producer_epoch=answer[1],
         markers=marker_write_of(metadata),
     )
+
+
+def _end_without_decision(
+    current: TransactionMetadata | None, producer_id: int, producer_epoch: int, txn_commit: bool
+) -> Outcome | None:
+    """EndTxn's answer when it decides nothing (a retry of the decision on record, or a
+    refusal), or None when it decides."""
+    if current is None or current.state == DEAD:
+        return invalid_producer_id_mapping(current)
+    if is_end_retry(current, producer_id, producer_epoch):
+        wanted = PREPARE_COMMIT if txn_commit else PREPARE_ABORT
+        done = COMPLETE_COMMIT if txn_commit else COMPLETE_ABORT
+        if current.state in (wanted, done):
+            answer = current.answer_identity()
+            return Outcome(producer_id=answer[0], producer_epoch=answer[1])
+        return invalid_txn_state(current, txn_commit)
+    refused = identity_refusal(current, producer_id, producer_epoch)
+    if refused is not None:
+        return refused
+    if current.state not in IDLE | {ONGOING}:
+        return concurrent_transactions(current)
+    if current.state in IDLE and txn_commit:
+        return invalid_txn_state(current, txn_commit)
+    return None
 
 
 def markers_written(current: TransactionMetadata, now_ms: int) -> Outcome:

@@ -54,7 +54,9 @@ def producer(pid: int, epoch: int, name: str = "t1") -> x.TransactionalProducer:
 
 def init(shard: TransactionShard, name: str = "t1", pid: int | None = 42, now: int = T0):
     request = x.InitTransactionsRequest(transactional_id=name, transaction_timeout_ms=60_000)
-    return shard.init_transactions(request, now, pid if shard.needs_producer_id(name) else None)
+    return shard.init_transactions(
+        request, now, pid if shard.init_needs_producer_id(request) else None
+    )
 
 
 def add(

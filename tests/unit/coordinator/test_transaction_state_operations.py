@@ -133,7 +133,7 @@ def test_init_at_the_exhausted_epoch_takes_a_new_producer_id() -> None:
 
 def test_end_at_the_exhausted_epoch_moves_to_a_new_producer_id_after_the_markers() -> None:
     transactions = {TXN: metadata(ONGOING, producer_epoch=32766)}
-    assert s.end_needs_new_producer_id(transactions[TXN])
+    assert s.end_needs_new_producer_id(transactions[TXN], 7, 32766, True)
     with pytest.raises(AssertionError):
         s.end_transaction(transactions[TXN], 7, 32766, True, NOW)
     end = s.end_transaction(transactions[TXN], 7, 32766, True, NOW, new_producer_id=NEW_ID)
@@ -142,6 +142,7 @@ def test_end_at_the_exhausted_epoch_moves_to_a_new_producer_id_after_the_markers
     write_and_apply(transactions, end)
     prepared = transactions[TXN]
     assert (prepared.producer_id, prepared.next_producer_id) == (7, NEW_ID)
+    assert not s.end_needs_new_producer_id(prepared, 7, 32766, True), "a retry takes none"
     retry = s.end_transaction(prepared, 7, 32766, True, NOW)
     assert (retry.error, retry.metadata, retry.producer_id, retry.producer_epoch) == (
         E.NONE,
@@ -165,9 +166,48 @@ def test_end_at_the_exhausted_epoch_moves_to_a_new_producer_id_after_the_markers
     assert s.add_partitions(complete, NEW_ID, 0, [PART], NOW).metadata is not None
 
 
+@pytest.mark.parametrize(
+    ("md", "producer_epoch", "txn_commit"),
+    [
+        (
+            metadata(COMPLETE_COMMIT, producer_epoch=32766, previous_producer_epoch=32765),
+            32765,
+            True,
+        ),
+        (
+            metadata(COMPLETE_COMMIT, producer_epoch=32766, previous_producer_epoch=32765),
+            32765,
+            False,
+        ),
+        (metadata(ONGOING, producer_epoch=32766), 32765, True),
+        (metadata(PREPARE_ABORT, producer_epoch=32767, previous_producer_epoch=-1), 32766, False),
+    ],
+    ids=["retry", "retry-otherwise", "fenced", "finishing"],
+)
+def test_an_end_that_decides_nothing_takes_no_producer_id_at_the_exhausted_epoch(
+    md: TransactionMetadata, producer_epoch: int, txn_commit: bool
+) -> None:
+    """Its answer must not depend on whether a producer id can be taken (the allocation is a
+    broker round trip that may fail)."""
+    assert not s.end_needs_new_producer_id(md, 7, producer_epoch, txn_commit)
+    outcome = s.end_transaction(md, 7, producer_epoch, txn_commit, NOW)  # no id: no assertion
+    assert outcome.metadata is None
+
+
+def test_init_refusals_come_first_and_take_no_producer_id() -> None:
+    """A malformed InitProducerId is refused whatever the id's state, so the runtime checks it
+    before allocating."""
+    assert s.init_refusal(TXN, 60_000, 60_000) is None
+    for name, timeout_ms in ((TXN, 60_001), (TXN, 0), ("", 60_000)):
+        refused = s.init_refusal(name, timeout_ms, 60_000)
+        assert refused is not None
+        assert s.init_producer_id(None, name, timeout_ms, NOW, None, 60_000) == refused
+
+
 def test_an_empty_abort_at_the_exhausted_epoch_moves_to_the_new_id_at_once() -> None:
     md = metadata(EMPTY, producer_epoch=32766)
-    assert s.end_needs_new_producer_id(md)
+    assert s.end_needs_new_producer_id(md, 7, 32766, False)
+    assert not s.end_needs_new_producer_id(md, 7, 32766, True), "refused: nothing to commit"
     outcome = s.end_transaction(md, 7, 32766, False, NOW, new_producer_id=NEW_ID)
     assert outcome.metadata is not None
     assert (outcome.metadata.state, outcome.producer_id, outcome.producer_epoch) == (
