@@ -219,6 +219,9 @@ class FetchAnswers:
             self._resets.set_reset(tp, self._resets.default_reset(), due=True)
         else:
             partition.position = partition.fetch_offset = min(end_offset, position)
+            # The epoch the leader's log holds there, sent with the next fetch as Kafka's
+            # consumer keeps it: a second truncation (another unclean election) is seen too.
+            partition.leader_epoch = diverging.leader_epoch
 
     def _on_partition_error(
         self,
