@@ -348,8 +348,10 @@ class GroupDriver:
                 self.state.on_lookup_failed(tokens, error)
             return
         with self.lock:
+            committed = {tp: at for tp, at in found.items() if at is not None}
             self.state.on_offsets_found(
-                {tp: (tokens[tp], at.offset) for tp, at in found.items() if at is not None}
+                {tp: (tokens[tp], at.offset) for tp, at in committed.items()},
+                {tp: at.leader_epoch for tp, at in committed.items()},
             )
             self.state.on_committed_missing(
                 {tp: tokens[tp] for tp, at in found.items() if at is None}

@@ -99,8 +99,16 @@ class OffsetResets:
                 lookups[tp] = (reset.spec, reset.token)
         return lookups
 
-    def on_offsets_found(self, found: Mapping[TopicPartition, tuple[int, int]]) -> None:
-        """ListOffsets answered: tp -> (token, offset). Resets replaced since are left alone."""
+    def on_offsets_found(
+        self,
+        found: Mapping[TopicPartition, tuple[int, int]],
+        epochs: Mapping[TopicPartition, int] | None = None,
+    ) -> None:
+        """The lookup answered: tp -> (token, offset), and the leader epoch of the record before
+        each offset where known (`epochs`: a group's committed offsets carry it). Resets replaced
+        since are left alone. With the epoch, the next fetch carries it, so the leader detects a
+        log truncated below that position (KIP-320: after an unclean election) instead of
+        answering out of range, which would reset the position per auto.offset.reset."""
         for tp, (token, offset) in found.items():
             reset = self._resets.get(tp)
             if reset is None or reset.token != token:
@@ -108,6 +116,7 @@ class OffsetResets:
             del self._resets[tp]
             partition = self._partitions[tp]
             partition.position = partition.fetch_offset = offset
+            partition.leader_epoch = -1 if epochs is None else epochs.get(tp, -1)
 
     def on_committed_missing(self, tokens: Mapping[TopicPartition, int]) -> None:
         """The group has no committed offset for these (tp -> token): start per
