@@ -122,6 +122,11 @@ def config_alterations(
 ) -> list[c.IncrementalAlterConfigsRequest.Alteration]:
     """IncrementalAlterConfigs' alterations of `topic`: SET each of `values`, DELETE each of
     `delete` (back to its default)."""
+    if isinstance(delete, str):  # its letters would go as names: "e, n, t is altered twice"
+        raise TopicError(
+            f"topic {topic!r}: delete takes a list of config names, such as [{delete!r}]",
+            ErrorCode.INVALID_REQUEST,
+        )
     deleted = list(delete)
     check_config_strings(topic, values, deleted)
     Alteration = c.IncrementalAlterConfigsRequest.Alteration

@@ -56,6 +56,9 @@ def test_a_config_value_that_is_not_a_string_is_refused_naming_its_key() -> None
             admin.alter_configs("orders", set={"flush.messages": True})  # type: ignore[dict-item]
         with pytest.raises(TopicError, match=r"'orders'.*None"):
             admin.alter_configs("orders", delete=[None])  # type: ignore[list-item]
+        # One name, not a list of them: its letters went as names ("e, n, t is altered twice").
+        with pytest.raises(TopicError, match=r"'orders'.*\['retention\.ms'\]"):
+            admin.alter_configs("orders", delete="retention.ms")
         assert time.monotonic() - started < 1.0, "refused before anything was sent"
 
 
