@@ -4,8 +4,9 @@ Theory of operation. Every operation of transaction_state.py first decides wheth
 may touch the transactional id's metadata at all; when it may not, it answers one of the errors
 below and changes nothing (an `Outcome` with an error and no metadata or markers). Which state
 refuses what is the state machine's table and stays there; this module only knows who the
-request's producer is against the current metadata, and how each refusal is worded — so that a
-client (or an operator reading its log) learns what to do next.
+request's producer is against the current metadata, which InitProducerId is malformed whatever
+the state (`init_refusal`, checked before a producer id is taken for it), and how each refusal
+is worded — so that a client (or an operator reading its log) learns what to do next.
 
 Fencing rules. Before any state rule, AddPartitionsToTxn and EndTxn check the producer's identity
 against `TransactionMetadata.answer_identity()` (`identity_refusal`):
@@ -41,6 +42,19 @@ def concurrent_transactions(current: TransactionMetadata) -> Outcome:
         f"transactional id {current.transactional_id!r} is finishing a transaction "
         f"({current.state.name}): retry after a backoff",
     )
+
+
+def init_refusal(transactional_id: str, timeout_ms: int, max_timeout_ms: int) -> Outcome | None:
+    """The refusal of a malformed InitProducerId, whatever the id's state, or None."""
+    if not transactional_id:
+        return refusal(ErrorCode.INVALID_REQUEST, "a transactional id must not be empty")
+    if not 0 < timeout_ms <= max_timeout_ms:
+        return refusal(
+            ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+            f"transaction.timeout.ms {timeout_ms} is outside 1..{max_timeout_ms} "
+            "(the coordinator's transaction.max.timeout.ms): lower it",
+        )
+    return None
 
 
 def identity_refusal(

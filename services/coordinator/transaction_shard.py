@@ -49,6 +49,7 @@ from samsa.services.coordinator.transaction_model import (
     TransactionMetadata,
     apply,
 )
+from samsa.services.coordinator.transaction_refusals import init_refusal
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import transactions_pb2 as x
 
@@ -122,7 +123,7 @@ class TransactionShard:
         """Whether `init_transactions(request)` will take a new producer id: allocate one first.
         Never for a request refused (or busy), whose answer must not wait on the allocation."""
         name = request.transactional_id
-        if name in self.pending or transaction_state.init_refusal(
+        if name in self.pending or init_refusal(
             name, request.transaction_timeout_ms, max_timeout_ms
         ):
             return False

@@ -107,6 +107,7 @@ from samsa.services.coordinator.transaction_model import (
 from samsa.services.coordinator.transaction_refusals import (
     concurrent_transactions,
     identity_refusal,
+    init_refusal,
     invalid_producer_id_mapping,
     invalid_txn_state,
     is_end_retry,
@@ -167,19 +168,6 @@ def end_needs_new_producer_id(
         return False
     assert current is not None
     return is_epoch_exhausted(current.producer_epoch)
-
-
-def init_refusal(transactional_id: str, timeout_ms: int, max_timeout_ms: int) -> Outcome | None:
-    """The refusal of a malformed InitProducerId, whatever the id's state, or None."""
-    if not transactional_id:
-        return refusal(ErrorCode.INVALID_REQUEST, "a transactional id must not be empty")
-    if not 0 < timeout_ms <= max_timeout_ms:
-        return refusal(
-            ErrorCode.INVALID_TRANSACTION_TIMEOUT,
-            f"transaction.timeout.ms {timeout_ms} is outside 1..{max_timeout_ms} "
-            "(the coordinator's transaction.max.timeout.ms): lower it",
-        )
-    return None
 
 
 def init_producer_id(

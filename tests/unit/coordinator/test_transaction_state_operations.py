@@ -31,6 +31,7 @@ from samsa.services.coordinator.transaction_model import (
     TransactionState,
     apply,
 )
+from samsa.services.coordinator.transaction_refusals import init_refusal
 
 
 def write_and_apply(transactions: dict[str, TransactionMetadata], outcome: Outcome) -> None:
@@ -197,9 +198,9 @@ def test_an_end_that_decides_nothing_takes_no_producer_id_at_the_exhausted_epoch
 def test_init_refusals_come_first_and_take_no_producer_id() -> None:
     """A malformed InitProducerId is refused whatever the id's state, so the runtime checks it
     before allocating."""
-    assert s.init_refusal(TXN, 60_000, 60_000) is None
+    assert init_refusal(TXN, 60_000, 60_000) is None
     for name, timeout_ms in ((TXN, 60_001), (TXN, 0), ("", 60_000)):
-        refused = s.init_refusal(name, timeout_ms, 60_000)
+        refused = init_refusal(name, timeout_ms, 60_000)
         assert refused is not None
         assert s.init_producer_id(None, name, timeout_ms, NOW, None, 60_000) == refused
 
