@@ -19,11 +19,15 @@ written, so that a rejected append stores nothing:
   result is checked against max.message.bytes again. Then offsets are assigned from the log end
   offset and the leader epoch (and, under LogAppendTime, the append time) are stamped into the
   headers. Records are never decoded (a recompressed section is moved, not parsed).
-- follower appends (`plan_follower_append`): offsets were assigned by the leader; every batch
+- follower appends (`plan_follower_appends`): offsets were assigned by the leader; every batch
   passes check_batch against the hard batch limit (not the topic's max.message.bytes, so that a
   lowered setting cannot wedge replication of what the leader accepted), the first starts at or
   after the log end offset and each starts after the previous one ended. The records sections are
   not re-checked: the leader checked them, and the CRC proves they arrived as it stored them.
+  For the same reason a fetched range larger than segment.bytes is not refused but planned as
+  several appends of at most segment.bytes each, cut between batches, a lone batch larger than
+  it alone (the leader wrote those under a larger segment.bytes): a follower catching up after
+  segment.bytes was lowered refused them with RECORD_LIST_TOO_LARGE and refetched them for ever.
 
 Copies: one bytearray copy of the append when headers must be rewritten across several batches or
 re-signed (LogAppendTime); a single batch under CreateTime is stamped through a 61-byte header
@@ -99,6 +103,17 @@ def validate_batches(
     data: bytes, *, max_batch_bytes: int, segment_bytes: int
 ) -> list[tuple[int, BatchHeader]]:
     """(position, header) of every batch in `data`, each checked by check_batch."""
+    found = _checked_batches(data, max_batch_bytes)
+    if len(data) > segment_bytes:  # after the per-batch checks: a lone big batch is one of them
+        raise RecordTooLargeError(
+            f"an append of {len(data)} bytes exceeds segment.bytes={segment_bytes}: send fewer "
+            f"batches per request",
+            ErrorCode.RECORD_LIST_TOO_LARGE,
+        )
+    return found
+
+
+def _checked_batches(data: bytes, max_batch_bytes: int) -> list[tuple[int, BatchHeader]]:
     if not data:
         raise InvalidRecordError("an append needs at least one record batch; got 0 bytes")
     found = []
@@ -107,12 +122,6 @@ def validate_batches(
         header = check_batch(data, position, max_batch_bytes=max_batch_bytes)
         found.append((position, header))
         position += header.size_bytes
-    if len(data) > segment_bytes:  # after the per-batch checks: a lone big batch is one of them
-        raise RecordTooLargeError(
-            f"an append of {len(data)} bytes exceeds segment.bytes={segment_bytes}: send fewer "
-            f"batches per request",
-            ErrorCode.RECORD_LIST_TOO_LARGE,
-        )
     return found
 
 
@@ -211,33 +220,72 @@ def _needs_recompression(header: BatchHeader, compression: int) -> bool:
     return not header.attributes & CONTROL and header.compression != compression
 
 
-def plan_follower_append(data: bytes, *, log_end_offset: int, segment_bytes: int) -> AppendPlan:
-    """Validate replicated batches, whose offsets the leader assigned."""
-    found = validate_batches(
-        data, max_batch_bytes=limits.batch_bytes_max, segment_bytes=segment_bytes
-    )
+def plan_follower_appends(
+    data: bytes, *, log_end_offset: int, segment_bytes: int
+) -> list[AppendPlan]:
+    """Validate replicated batches, whose offsets the leader assigned, and plan them as appends
+    of at most `segment_bytes` each (one, unless the leader's segments were larger)."""
+    found = _checked_batches(data, limits.batch_bytes_max)
     next_offset = log_end_offset
-    batches = []
     for position, header in found:
         if header.base_offset < next_offset:
             raise InvalidRecordError(
                 f"replicated batch at position {position} starts at offset {header.base_offset}, "
                 f"below {next_offset} (the log end offset or the previous batch's end)"
             )
-        batches.append(
-            PlannedBatch(
-                position,
-                header.base_offset,
-                header.last_offset,
-                header.max_timestamp,
-                header.size_bytes,
-                header.partition_leader_epoch,
-                *_producer_fields(header),
-                _control_type(data, position, header),
-            )
-        )
         next_offset = header.next_offset
-    return AppendPlan([data], batches, _summarise(batches, found, None))
+    if len(data) <= segment_bytes:
+        return [_follower_plan(data, data, found, 0)]
+    plans, chunk = [], found[:1]
+    for position, header in found[1:]:
+        if position + header.size_bytes - chunk[0][0] > segment_bytes:
+            plans.append(_follower_chunk(data, chunk))
+            chunk = []
+        chunk.append((position, header))
+    plans.append(_follower_chunk(data, chunk))
+    return plans
+
+
+def _follower_chunk(data: bytes, chunk: list[tuple[int, BatchHeader]]) -> AppendPlan:
+    start = chunk[0][0]
+    end = chunk[-1][0] + chunk[-1][1].size_bytes
+    return _follower_plan(memoryview(data)[start:end], data, chunk, start)
+
+
+def _follower_plan(
+    piece: Piece, data: bytes, found: list[tuple[int, BatchHeader]], start: int
+) -> AppendPlan:
+    """The append of `piece`, the bytes of `found`'s batches, which begin at `start` in `data`."""
+    batches = [
+        PlannedBatch(
+            position - start,
+            header.base_offset,
+            header.last_offset,
+            header.max_timestamp,
+            header.size_bytes,
+            header.partition_leader_epoch,
+            *_producer_fields(header),
+            _control_type(data, position, header),
+        )
+        for position, header in found
+    ]
+    return AppendPlan([piece], batches, _summarise(batches, found, None))
+
+
+def combined_info(infos: list[AppendInfo]) -> AppendInfo:
+    """One AppendInfo for consecutive appends."""
+    if len(infos) == 1:
+        return infos[0]
+    latest = max(infos, key=lambda info: info.max_timestamp)
+    return AppendInfo(
+        first_offset=infos[0].first_offset,
+        last_offset=infos[-1].last_offset,
+        max_timestamp=latest.max_timestamp,
+        offset_of_max_timestamp=latest.offset_of_max_timestamp,
+        log_append_time_ms=-1,
+        record_count=sum(info.record_count for info in infos),
+        size_bytes=sum(info.size_bytes for info in infos),
+    )
 
 
 def _producer_fields(header: BatchHeader) -> tuple[int, int, int, bool, bool]:

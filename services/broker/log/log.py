@@ -38,7 +38,8 @@ from samsa.common.errors import OffsetOutOfRangeError
 from samsa.services.broker.log.append_info import (
     AppendInfo,
     AppendPlan,
-    plan_follower_append,
+    combined_info,
+    plan_follower_appends,
     plan_leader_append,
 )
 from samsa.services.broker.log.cleaner import NOTHING_CLEANED
@@ -141,8 +142,7 @@ class Log:
         return self._durability.recovery_point
 
     @property
-    def has_unflushed_records(self) -> bool:
-        """Records were appended since the last flush (the flush policy has work to check)."""
+    def has_unflushed_records(self) -> bool:  # the flush policy has work to check
         return self._durability.has_unflushed_records
 
     @property
@@ -184,8 +184,7 @@ class Log:
         )
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTransaction]:
-        """The aborted transactions whose records may lie in [fetch_offset, upper_bound), by
-        first offset: what a read_committed fetch returns beside its batches."""
+        """Aborted transactions that may lie in [fetch_offset, upper_bound), by first offset."""
         self._check_open()
         return self._producer_txns.aborted(
             self._local_log.base_offsets_from(fetch_offset), fetch_offset, upper_bound
@@ -249,13 +248,14 @@ class Log:
         return plan.info
 
     def append_as_follower(self, batches: bytes, *, now_ms: int) -> AppendInfo:
-        """Store batches whose offsets the leader assigned (at or after the log end offset)."""
+        """Store batches the leader gave offsets, in appends of at most segment.bytes each."""
         self._check_open()
-        plan = plan_follower_append(
+        plans = plan_follower_appends(
             batches, log_end_offset=self.log_end_offset, segment_bytes=self.config.segment_bytes
         )
-        self._append(plan, now_ms)
-        return plan.info
+        for plan in plans:
+            self._append(plan, now_ms)
+        return combined_info([plan.info for plan in plans])
 
     def _append(self, plan: AppendPlan, now_ms: int) -> None:
         """Write, then update the in-memory state, then checkpoint and fsync (which may fail)."""

@@ -13,7 +13,7 @@ import pytest
 from samsa.common.errors import InvalidRecordError
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.common.record.header import HEADER_BYTES, check_batch
-from samsa.services.broker.log.append_info import plan_follower_append, plan_leader_append
+from samsa.services.broker.log.append_info import plan_follower_appends, plan_leader_append
 
 
 def leader_plan(data: bytes, *, log_append_time_ms: int | None = None, **allowed: bool):
@@ -64,11 +64,11 @@ def test_log_append_time_is_stamped_and_signed() -> None:
 
 def test_follower_plan_keeps_the_bytes_and_checks_order() -> None:
     data = build_batch([b"a"], base_offset=600) + build_batch([b"b"], base_offset=605)
-    plan = plan_follower_append(data, log_end_offset=600, segment_bytes=100_000)
+    (plan,) = plan_follower_appends(data, log_end_offset=600, segment_bytes=100_000)
     assert plan.pieces == [data]
     assert (plan.info.first_offset, plan.info.last_offset) == (600, 605)
     with pytest.raises(InvalidRecordError, match="below 601"):
-        plan_follower_append(
+        plan_follower_appends(
             build_batch([b"a"], base_offset=600) + build_batch([b"b"], base_offset=600),
             log_end_offset=600,
             segment_bytes=100_000,
@@ -87,5 +87,5 @@ def test_planned_batches_carry_the_producer_fields_the_producer_state_checks() -
     ]
     assert fields == [(7, 2, 40, False), (8, 0, 0, True), (-1, -1, -1, False)]
     stored = b"".join(bytes(piece) for piece in plan.pieces)
-    replicated = plan_follower_append(stored, log_end_offset=500, segment_bytes=100_000)
+    (replicated,) = plan_follower_appends(stored, log_end_offset=500, segment_bytes=100_000)
     assert [b[6:] for b in replicated.batches] == [b[6:] for b in plan.batches]
