@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
 
-from samsa.common.errors import ErrorCode
+from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker import broker_metrics
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
@@ -77,14 +77,35 @@ LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
 
 def log_config(configs: Mapping[str, str]) -> LogConfig:
     """The log settings among a topic's configs (the controller validated them)."""
-    return _log_config(frozenset((k, v) for k, v in configs.items() if k in LOG_KEYS))
+    return _log_config(tuple((k, v) for k, v in configs.items() if k in LOG_KEYS))
 
 
 @functools.lru_cache(maxsize=1024)
-def _log_config(settings: frozenset[tuple[str, str]]) -> LogConfig:
+def _log_config(settings: tuple[tuple[str, str], ...]) -> LogConfig:
     """Parsed and validated once per distinct settings (LogConfig is frozen): a leadership
-    change of a topic's thousands of partitions parses its configs once, not once each."""
-    return LogConfig.from_properties(dict(settings))
+    change of a topic's thousands of partitions parses its configs once, not once each.
+
+    Settings this broker refuses although the controller stored them (an older controller
+    validated less, or a bound was tightened since) fall back to their defaults, one by one,
+    with an error logged once: refusing them stopped the broker at every start, as the metadata
+    replays them (Kafka's broker logs a bad stored config too and goes on)."""
+    try:
+        return LogConfig.from_properties(dict(settings))
+    except InvalidConfigError as error:
+        kept: dict[str, str] = {}
+        for key, value in settings:  # each one kept when it still holds with those before it
+            try:
+                LogConfig.from_properties({**kept, key: value})
+            except InvalidConfigError:
+                continue
+            kept[key] = value
+        ignored = sorted(key for key, _ in settings if key not in kept)
+        log.error(
+            "a topic's stored log configs are refused here; using the defaults for %s: %s",
+            ", ".join(ignored),
+            error,
+        )
+        return LogConfig.from_properties(kept)
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
