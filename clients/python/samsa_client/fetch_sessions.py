@@ -51,17 +51,20 @@ class BrokerFetchSessions:
         node: int,
         offsets: Mapping[TopicPartition, int],
         epochs: Mapping[TopicPartition, int],
+        leader_epochs: Mapping[TopicPartition, int] | None = None,
         **fields: object,
     ) -> tuple[broker_pb2.FetchRequest, FetchParts]:
-        """The fetch to send `node` for exactly `offsets` (with the leader epoch of each
-        partition's last batch read, KIP-320); `fields` set max_wait_ms and the like."""
+        """The fetch to send `node` for exactly `offsets`, with the leader epoch of each
+        partition's last batch read (`epochs`) and the current leader epoch the metadata gives
+        (`leader_epochs`), both per KIP-320; `fields` set max_wait_ms and the like."""
         session = self._sessions.setdefault(node, FetchSessionClient())
         for tp in [tp for tp in session.wanted if tp not in offsets]:
             session.set(tp, None)
         named = []  # named even when unchanged (module doc)
         fetched_from = self._fetched_from
         for tp, offset in offsets.items():
-            position = FetchPosition(offset, -1, epochs.get(tp, -1), self.partition_max_bytes)
+            current = -1 if leader_epochs is None else leader_epochs.get(tp, -1)
+            position = FetchPosition(offset, current, epochs.get(tp, -1), self.partition_max_bytes)
             session.set(tp, position)
             if fetched_from.get(tp) != node:
                 fetched_from[tp] = node

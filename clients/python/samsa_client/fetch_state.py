@@ -244,8 +244,16 @@ class FetchState:
 
     # --- fetching -------------------------------------------------------------------------------
 
-    def fetches_to_send(self, leaders: Mapping[TopicPartition, int], now_ms: int) -> FetchPlan:
-        """A fetch for every broker with fetchable partitions and none in flight (module doc)."""
+    def fetches_to_send(
+        self,
+        leaders: Mapping[TopicPartition, int],
+        now_ms: int,
+        leader_epochs: Mapping[TopicPartition, int] | None = None,
+    ) -> FetchPlan:
+        """A fetch for every broker with fetchable partitions and none in flight (module doc).
+        Each names its partitions' current leader epochs from the metadata (`leader_epochs`,
+        KIP-320), so a broker whose leadership is older or newer than the consumer knows
+        answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH instead of serving."""
         wanted: dict[int, dict[TopicPartition, int]] = {}
         buffered: set[int | None] = set()  # brokers with a partition waiting in the buffer
         stale = False
@@ -282,7 +290,9 @@ class FetchState:
         requests = []
         for node, offsets in wanted.items():
             epochs = {tp: self._partitions[tp].leader_epoch for tp in offsets}
-            request, parts = self._sessions.request(node, offsets, epochs, **self._fetch_fields)
+            request, parts = self._sessions.request(
+                node, offsets, epochs, leader_epochs, **self._fetch_fields
+            )
             if node in buffered and not parts.full and not parts.partitions:
                 continue  # it would only long-poll idle partitions (module doc)
             in_flight[node] = InFlight(offsets, parts)

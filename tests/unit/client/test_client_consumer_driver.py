@@ -1,7 +1,8 @@
 """Goal: the consumer driver keeps one fetch in flight per broker, sends the next one at once after
 an answer without records but only after poll() took the records of one that had some (a long
-poll sent earlier would hold the broker's one fetch slot), resolves resets with ListOffsets when
-poll asks, and backs off after a failed fetch.
+poll sent earlier would hold the broker's one fetch slot), names the leader epochs the metadata
+gives (KIP-320), resolves resets with ListOffsets when poll asks, and backs off after a failed
+fetch.
 
 Method: run ConsumerDriver on an event loop against an in-memory broker (no ports): the driver's
 fetch link (common/fetch_link.py, tested against real servers in tests/integration/
@@ -34,6 +35,7 @@ T1 = ("t", 1)
 class FakeMetadata:
     def __init__(self) -> None:
         self.leaders = {T0: 1, T1: 1}
+        self.leader_epochs = {T0: 3, T1: 3}
         self.endpoints = {1: "broker-1"}
         self.partition_counts = {"t": 2}
         self.stale = False
@@ -135,6 +137,8 @@ def test_records_are_fetched_again_only_after_poll_took_them() -> None:
         driver.wake()
         await turns()
         assert [asked(r) for r, _ in broker.fetches] == [{T0: 0, T1: 0}], "one fetch per broker"
+        epochs = [p.current_leader_epoch for t in broker.fetches[0][0].topics for p in t.partitions]
+        assert epochs == [3, 3], "the metadata's leader epochs (KIP-320)"
         broker.fetches.pop()[1].set_result(answer(p0=build_batch([b"a", b"b"])))
         await turns()
         assert broker.fetches == [], "T1 waits for T0's records to be taken, as it always did"
