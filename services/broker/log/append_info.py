@@ -160,6 +160,11 @@ def plan_leader_append(
                 "AddPartitionsToTxn first",
                 ErrorCode.INVALID_TXN_STATE,
             )
+        if log_append_time_ms is None and header.is_log_append_time:
+            raise InvalidRecordError(
+                f"batch at position {position} is marked LogAppendTime, but the topic's "
+                "message.timestamp.type is CreateTime: a producer sends CreateTime batches"
+            )
         if header.attributes & CONTROL and not allow_control_batches:
             raise InvalidRecordError(
                 f"batch at position {position} is a control batch: only the broker writes "

@@ -12,7 +12,7 @@ import pytest
 
 from samsa.common.errors import InvalidRecordError
 from samsa.common.record.codec import build_batch, decode_batches
-from samsa.common.record.header import HEADER_BYTES, check_batch
+from samsa.common.record.header import HEADER_BYTES, check_batch, stamp_log_append_time
 from samsa.services.broker.log.append_info import plan_follower_appends, plan_leader_append
 
 
@@ -60,6 +60,16 @@ def test_log_append_time_is_stamped_and_signed() -> None:
     header = check_batch(stored)
     assert header.is_log_append_time and header.max_timestamp == 1234
     assert plan.info.log_append_time_ms == 1234
+
+
+def test_a_producer_batch_marked_log_append_time_is_refused_on_a_create_time_topic() -> None:
+    # Its max_timestamp would go unchecked against its records, and the time index, lookups
+    # and retention trust it: a producer cannot choose the topic's timestamp type.
+    marked = bytearray(build_batch([b"a"], timestamps=5))
+    stamp_log_append_time(marked, 0, len(marked), 10**12)
+    with pytest.raises(InvalidRecordError, match="LogAppendTime"):
+        leader_plan(bytes(marked))
+    assert leader_plan(bytes(marked), log_append_time_ms=1234).info.max_timestamp == 1234
 
 
 def test_follower_plan_keeps_the_bytes_and_checks_order() -> None:
