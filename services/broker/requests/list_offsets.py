@@ -9,9 +9,10 @@ visible answers offset and timestamp -1 with no error. Each answer carries the l
 the batch holding the offset found (KIP-320), as Kafka's; a request naming an older or newer
 current leader epoch than the leader's is refused (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
 A leader just elected whose high watermark has not yet reached the start of its epoch answers
-every spec but EARLIEST with OFFSET_NOT_AVAILABLE (retriable), as Kafka's: its high watermark is
-still the one it had as a follower, and an end read from it could go backwards (a streaming
-reader would take that for truncated data)."""
+every spec but EARLIEST with OFFSET_NOT_AVAILABLE (retriable): its high watermark is still the
+one it had as a follower, and an end read from it could go backwards (a streaming reader would
+take that for truncated data). Kafka's does so for LATEST and the like; for a TIMESTAMP whose
+record lies below that high watermark it answers, where this one asks the client to retry."""
 
 from __future__ import annotations
 
