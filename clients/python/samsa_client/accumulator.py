@@ -49,7 +49,10 @@ Ordering per partition, under retries:
   be written, and leave it to be written again, after it, by a leader that lost our producer
   state (the long seeded simulation found that case);
 - a batch the broker found too large goes on in pieces (batch_completion.py), each alone, as a
-  retry does.
+  retry does;
+- no new batch goes while the partition's sequence is unresolved: a batch failed for good after
+  it went out, and the sequenced batches after it have not yet said whether it was written
+  (producer_sequences.py).
 
 Delivery timeout (retry_policy.py). `expire(now)` fails queued batches past their deadline, and a
 failure reported after it is final. In-flight batches are not expired here: the driver gives each
@@ -120,7 +123,7 @@ class RecordAccumulator:
         self._adaptive_partitioning = config.partitioner_adaptive_partitioning_enable
         self._availability_timeout_ms = config.partitioner_availability_timeout_ms
         self._batcher = RecordBatcher(config)
-        self._sequences = ProducerSequences(self._idempotent)
+        self._sequences = ProducerSequences(self._idempotent, self._transactional)
         # The hottest call goes straight to the batcher: no extra Python frame per record. So do
         # the column calls of send_many (check_records outside the driver's lock, then
         # append_many per partition under it).
@@ -219,6 +222,7 @@ class RecordAccumulator:
         unknown_leader_topics: set[str] = set()
         next_check_ms: int | None = None
         node_partitions: dict[int, list[TopicPartition]] = {}
+        self._sequences.resolve_sequences()
         sending = self._sequences.sending_allowed()
         everything_sendable = self._batcher.flushes_in_progress > 0 or self._batcher.memory_waiting
         for topic_partition, state in self._batcher.queued.items():
@@ -335,6 +339,8 @@ class RecordAccumulator:
         of a split batch) goes alone."""
         if len(state.in_flight) >= self._partition_in_flight_max:
             return False
+        if state.unresolved_batch_id >= 0 and batch.base_sequence == header.NO_SEQUENCE:
+            return False  # nothing new while the sequences before it are unknown (Kafka)
         if batch.attempts or batch.split_records:
             return not state.in_flight  # a retry waits for everything of its partition
         return not (state.in_flight and _goes_alone(state.in_flight[0]))  # nothing overtakes it
@@ -372,6 +378,9 @@ class RecordAccumulator:
             for batch in state.queue:
                 written = self._sequences.known_written(state, batch)
                 assert not written, "a written batch would be re-sent"
+            if state.unresolved_batch_id >= 0:  # waits for its resolution, or for a reset
+                unresolved = self._sequences.unresolved
+                assert state.reset_required or any(state is other for other in unresolved)
             if any(_goes_alone(batch) for batch in state.in_flight):
                 assert len(state.in_flight) == 1, "a retry in flight with other batches"
             for batch in state.in_flight:

@@ -119,12 +119,19 @@ class BatchCompletion:
                 f"{error_code.name} for {batch.topic}-{batch.partition} after {batch.attempts} "
                 f"attempt(s): {self._retry.final_reason(batch, retriable, now_ms)}"
             )
+        # Refused on its only attempt: not in the log. Else maybe (producer_sequences.py).
+        refused = not retriable and batch.attempts == 1
         if batch.piece_count < batch.record_count:  # the piece fails; the rest goes on
-            self._sequences.on_final_failure(state, batch)  # a gap: the next epoch renumbers
+            # Maybe written: the rest keeps the sequences after the piece's, so a broker that
+            # wrote it takes the rest in order, and one that did not finds the gap.
+            self._sequences.on_final_failure(state, batch, refused)
+            count = batch.piece_count
             piece = batch.settle_piece(NO_OFFSET, NO_TIMESTAMP, error_code, message)
+            if batch.base_sequence != header.NO_SEQUENCE:
+                batch.base_sequence = (batch.base_sequence + count) % SEQUENCE_MODULUS
             self._requeue_piece(state, batch)
             return [piece]
-        return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message)]
+        return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, error_code, message, refused)]
 
     def _too_large_message(self, batch: ProducerBatch, error_code: ErrorCode) -> str:
         """A batch of one record the broker refused: the sizes, and what to change."""
@@ -228,9 +235,10 @@ class BatchCompletion:
         log_append_time_ms: int,
         error_code: ErrorCode,
         message: str,
+        refused: bool = False,
     ) -> Completed:
         if error_code is not ErrorCode.NONE:
             state = self._batcher.partitions[(batch.topic, batch.partition)]
-            self._sequences.on_final_failure(state, batch)
+            self._sequences.on_final_failure(state, batch, refused)
         self._batcher.release(batch)
         return batch.complete(base_offset, log_append_time_ms, error_code, message)

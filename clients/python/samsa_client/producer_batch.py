@@ -233,6 +233,7 @@ class PartitionState:
         "producer_id",
         "queue",
         "reset_required",
+        "unresolved_batch_id",
     )
 
     def __init__(self) -> None:
@@ -250,6 +251,9 @@ class PartitionState:
         # The broker lost our sequence here, or a sequenced batch failed for good: this
         # partition's next batches need a new epoch, starting again at sequence 0.
         self.reset_required = False
+        # The newest batch that failed for good after it went out with a sequence, until a
+        # later batch is acked (no gap) or a reset; -1 when none (producer_sequences.py).
+        self.unresolved_batch_id = -1
 
     def requeue(self, batch: ProducerBatch) -> None:
         """Put a failed batch back at its place: the queue stays sorted by batch id."""

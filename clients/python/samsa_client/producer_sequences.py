@@ -6,15 +6,27 @@ the current (producer id, epoch) — and keep it on every retry, so the broker d
 rejects gaps (OUT_OF_ORDER_SEQUENCE_NUMBER). Without idempotence, order under retries holds only
 with max.in.flight.requests.per.connection=1, exactly as in Kafka.
 
-Resets. When a batch that was sent with a sequence fails for good (a non-retriable error, retries
-or delivery.timeout.ms exhausted), or the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER /
-UNKNOWN_PRODUCER_ID for the oldest unfinished batch of a partition (it lost our state), that
-partition's sequences can no longer be trusted. `reset_required` then stops draining; once what is
-in flight has finished the driver gets a new epoch and calls `set_producer_id`. The driver bumps
-the epoch itself (KIP-360: an idempotent producer needs no broker to reset its sequences,
+Resets. When the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER / UNKNOWN_PRODUCER_ID for the oldest
+unfinished batch of a partition (it lost our state, or an earlier batch never arrived), that
+partition's sequences can no longer be trusted. `reset_required` then stops draining; once what
+is in flight has finished the driver gets a new epoch and calls `set_producer_id`. The driver
+bumps the epoch itself (KIP-360: an idempotent producer needs no broker to reset its sequences,
 `bumped_producer_epoch`) and calls InitProducerId only for the first id, when the epoch would
-pass PRODUCER_EPOCH_MAX, or after INVALID_PRODUCER_EPOCH. OUT_OF_ORDER_SEQUENCE_NUMBER for a batch
-behind an unfinished one is only that earlier batch's failure echoing, and is retried.
+pass PRODUCER_EPOCH_MAX, or after INVALID_PRODUCER_EPOCH. OUT_OF_ORDER_SEQUENCE_NUMBER for a
+batch behind an unfinished one is only that earlier batch's failure echoing, and is retried.
+
+Unresolved sequences (Kafka's markSequenceUnresolved and maybeResolveSequences). A batch that
+fails for good after it went out with a sequence (retries or delivery.timeout.ms exhausted, or
+a non-retriable answer after an attempt whose outcome is unknown) may or may not be in the log,
+so its partition's sequence is *unresolved*: no new batch is drained there, but the sequenced
+batches after it go on, retries with the epoch and sequence they were sent with (a broker that
+wrote them answers with a duplicate; re-sequenced in a new epoch they would be written twice).
+A later batch acked proves no gap: resolved. OUT_OF_ORDER_SEQUENCE_NUMBER for the oldest batch
+left proves one: a reset. When no sequenced batch of the partition is left and neither came,
+`resolve_sequences` requires a reset. A batch the broker refused on its only attempt is not in
+the log: a reset at once when no older batch of its partition is unfinished (an older one's
+outcome may be unknown). A transactional producer resets at once: its transaction can only
+abort, and nothing queued is sent again.
 
 Per partition, as in Kafka (each partition entry keeps its own producer id and epoch): brokers
 check epochs and sequences per partition, so only the partitions that need it move to the new
@@ -28,9 +40,9 @@ same epoch was written (the broker takes sequences only in order) and its respon
 completes as a success without an offset (Kafka's rule for DUPLICATE_SEQUENCE_NUMBER, which also
 completes that way) as soon as that newer ack arrives, and is never re-sent — re-sending would
 trust the broker to still remember its sequence, and one that lost it (an unclean election) would
-append it twice, after records already acked behind it. As in Kafka, a batch of a partition that
-needs a new epoch, whose earlier attempt had an unknown outcome and no such proof, may be written
-twice.
+append it twice, after records already acked behind it. As in Kafka, a batch of a partition whose
+broker lost our state (UNKNOWN_PRODUCER_ID), whose earlier attempt had an unknown outcome and no
+such proof, may be written twice: only then is a batch in doubt moved to a new epoch.
 """
 
 from __future__ import annotations
@@ -58,8 +70,12 @@ SEQUENCE_ERRORS = frozenset(
 class ProducerSequences:
     """The producer's identity and the sequence rules; partitions keep their own counters."""
 
-    def __init__(self, idempotent: bool) -> None:
+    def __init__(self, idempotent: bool, transactional: bool = False) -> None:
         self.idempotent = idempotent
+        self.transactional = transactional
+        # Partitions whose sequence is unresolved, once each (or was, until an ack: pruned by
+        # resolve_sequences).
+        self.unresolved: list[PartitionState] = []
         self.producer_id = header.NO_PRODUCER_ID
         self.producer_epoch = header.NO_PRODUCER_EPOCH
         # Idempotence needs a (new) producer id and epoch before anything is drained.
@@ -78,8 +94,14 @@ class ProducerSequences:
             batch.encoded = None
 
     def on_acked(self, state: PartitionState, batch: ProducerBatch) -> bool:
-        """True when this ack proves older batches of the partition written."""
-        if self.idempotent and batch.batch_id > state.last_acked_batch_id:
+        """True when this ack proves older batches of the partition written. It also resolves
+        the partition's sequence: what failed for good before it was written (a piece that
+        failed shares its batch's id; the rest's sequences follow it)."""
+        if not self.idempotent:
+            return False
+        if batch.batch_id >= state.unresolved_batch_id:
+            state.unresolved_batch_id = -1
+        if batch.batch_id > state.last_acked_batch_id:
             state.last_acked_batch_id = batch.batch_id
             return True
         return False
@@ -110,16 +132,41 @@ class ProducerSequences:
         state); behind an unfinished batch it is that batch's failure echoing."""
         if not (self.idempotent and error_code in SEQUENCE_ERRORS):
             return False
-        older_in_flight = bool(state.in_flight) and state.in_flight[0].batch_id < batch.batch_id
-        older_queued = bool(state.queue) and state.queue[0].batch_id < batch.batch_id
-        if not older_in_flight and not older_queued:
+        if _oldest_unfinished(state, batch):
             self.reset_required = state.reset_required = True
         return True
 
-    def on_final_failure(self, state: PartitionState, batch: ProducerBatch) -> None:
-        """The batch went out with a sequence and will never be acked: later ones have a gap."""
-        if self.idempotent and batch.base_sequence != header.NO_SEQUENCE:
+    def on_final_failure(
+        self, state: PartitionState, batch: ProducerBatch, refused: bool = False
+    ) -> None:
+        """The batch went out with a sequence and will never be acked. `refused`: the broker
+        refused its only attempt, so it is not in the log and the next sequences have a gap;
+        with no older batch unfinished (whose outcome may be unknown) that is a reset now, as
+        Kafka's adjustSequenceNumbers. Otherwise the partition's sequence is unresolved
+        (module docstring)."""
+        if not (self.idempotent and batch.base_sequence != header.NO_SEQUENCE):
+            return
+        if self.transactional or (refused and _oldest_unfinished(state, batch)):
             self.reset_required = state.reset_required = True
+            return
+        if not any(state is other for other in self.unresolved):
+            self.unresolved.append(state)
+        state.unresolved_batch_id = max(state.unresolved_batch_id, batch.batch_id)
+
+    def resolve_sequences(self) -> None:
+        """Kafka's maybeResolveSequences: an unresolved partition with no sequenced batch left
+        (in flight or waiting for its retry) and no later ack may have a gap: a reset."""
+        if not self.unresolved:
+            return
+        waiting = []
+        for state in self.unresolved:
+            if state.unresolved_batch_id < 0:
+                continue  # resolved by an ack
+            if state.in_flight or any(b.base_sequence != header.NO_SEQUENCE for b in state.queue):
+                waiting.append(state)
+            else:
+                self.reset_required = state.reset_required = True
+        self.unresolved = waiting
 
     def set_producer_id(
         self, producer_id: int, producer_epoch: int, partitions: list[PartitionState]
@@ -147,6 +194,14 @@ class ProducerSequences:
             state.next_sequence = 0
             state.last_acked_batch_id = -1
             state.reset_required = False
+            state.unresolved_batch_id = -1
+
+
+def _oldest_unfinished(state: PartitionState, batch: ProducerBatch) -> bool:
+    """No older batch of the partition is in flight or queued (`batch` is neither now)."""
+    older_in_flight = bool(state.in_flight) and state.in_flight[0].batch_id < batch.batch_id
+    older_queued = bool(state.queue) and state.queue[0].batch_id < batch.batch_id
+    return not older_in_flight and not older_queued
 
 
 def bumped_producer_epoch(producer_id: int, producer_epoch: int) -> int | None:

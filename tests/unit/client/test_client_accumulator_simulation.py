@@ -144,7 +144,8 @@ class Simulation:
         self.batch_records: dict[int, list[int]] = {}  # batch_id -> record ids by index
         self.outcomes: dict[int, tuple[ErrorCode, int]] = {}  # record id -> (error, offset)
         self.appended_by_partition: dict[int, list[int]] = {p: [] for p in range(PARTITION_COUNT)}
-        self.unsafe_events = 0  # epoch bumps, lost producer state: duplicates become possible
+        self.unsafe_events = 0  # epoch bumps, lost producer state: a log may lack records
+        self.lost_state_events = 0  # lost producer state: only this may write a record twice
         self.failed_records = 0
         self.flush_target: int | None = None
 
@@ -226,6 +227,7 @@ class Simulation:
         if self.idempotent:
             self.broker.forget_producers(partition)
             self.unsafe_events += 1
+            self.lost_state_events += 1
 
     def begin_flush(self) -> None:
         if self.flush_target is None:
@@ -300,6 +302,13 @@ class Simulation:
         assert sorted(self.outcomes) == list(range(self.next_record_id)), "a handle was lost"
         assert self.accumulator.buffered_bytes == 0
         self.check_invariants()
+        if self.idempotent and self.lost_state_events == 0:
+            # Failures and epoch bumps may leave records out, never write one twice: a batch
+            # whose earlier attempt may have been written keeps its sequence (Kafka's
+            # unresolved sequences) until the broker says where the partition stands.
+            for partition, log in self.broker.logs.items():
+                record_ids = [value.split(b":", 1)[0] for value in log]
+                assert len(set(record_ids)) == len(record_ids), f"partition {partition}: duplicate"
         if self.idempotent and self.failed_records == 0 and self.unsafe_events == 0:
             for partition, record_ids in self.appended_by_partition.items():
                 expected = [b"%d:" % r for r in record_ids]
