@@ -161,6 +161,12 @@ class InvalidRecordError(SamsaError):
     code = ErrorCode.INVALID_RECORD
 
 
+class InvalidTimestampError(SamsaError):
+    """A record timestamp outside the range the topic accepts (KIP-937's bounds)."""
+
+    code = ErrorCode.INVALID_TIMESTAMP
+
+
 class UnsupportedFormatError(SamsaError):
     """A batch whose magic byte this version does not know."""
 

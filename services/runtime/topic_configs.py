@@ -52,6 +52,11 @@ _LOG_DOCS = {
     "flush.ms": "fsync the log at least this often (default: leave it to the OS).",
     "max.message.bytes": "The largest record batch the topic accepts, after compression.",
     "message.timestamp.type": "CreateTime (the producer's) or LogAppendTime (the broker's).",
+    "message.timestamp.before.max.ms": "A CreateTime record older than the broker's clock by "
+    "more than this is refused (INVALID_TIMESTAMP).",
+    "message.timestamp.after.max.ms": "A CreateTime record ahead of the broker's clock by more "
+    "than this is refused (INVALID_TIMESTAMP): one far-future record would hold back time "
+    "retention of its segment.",
     "cleanup.policy": "delete (by retention), compact (newest record per key), or both.",
     "delete.retention.ms": "How long tombstones and emptied transactions' COMMIT markers "
     "survive compaction.",

@@ -118,6 +118,7 @@ EXCEPTION_CODES: dict[type[SamsaError], ErrorCode] = {
     errors.CorruptRecordError: ErrorCode.CORRUPT_MESSAGE,
     errors.RecordTooLargeError: ErrorCode.MESSAGE_TOO_LARGE,
     errors.InvalidRecordError: ErrorCode.INVALID_RECORD,
+    errors.InvalidTimestampError: ErrorCode.INVALID_TIMESTAMP,
     errors.UnsupportedFormatError: ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
     errors.UnsupportedCompressionError: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
     errors.OffsetOutOfRangeError: ErrorCode.OFFSET_OUT_OF_RANGE,

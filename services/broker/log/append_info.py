@@ -12,7 +12,10 @@ written, so that a rejected append stores nothing:
   producer's transaction (`allow_transactional`, KIP-890), has a records section that
   every reader can decode (section_check.check_records: arrays, lengths, offset deltas, header
   keys; a compressed section is inflated once for it) and, under CreateTime, a max_timestamp that
-  is its records' largest (the time index trusts it), and the whole append fits in one segment.
+  is its records' largest (the time index trusts it) and records whose timestamps lie within the
+  topic's bounds around the broker's clock (`timestamp_bounds`: KIP-937's
+  message.timestamp.before.max.ms / after.max.ms, else INVALID_TIMESTAMP; markers, which the
+  broker writes, are not held to them), and the whole append fits in one segment.
   A topic whose compression.type is `zstd` or `uncompressed` (`record_compression`) then gets
   each data batch of another codec recompressed (codec.recompress_batch: the section is
   inflated, compressed again, the header re-signed; Kafka's broker-side recompression), and the
@@ -42,7 +45,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from samsa.common import limits
-from samsa.common.errors import ErrorCode, InvalidRecordError, RecordTooLargeError, SamsaError
+from samsa.common.errors import (
+    ErrorCode,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordTooLargeError,
+    SamsaError,
+)
 from samsa.common.record.codec import decode_batch, read_control_marker, recompress_batch
 from samsa.common.record.header import (
     CONTROL,
@@ -136,6 +145,7 @@ def plan_leader_append(
     allow_control_batches: bool = False,
     allow_transactional: bool = False,
     record_compression: int | None = None,
+    timestamp_bounds: tuple[int, int] | None = None,
 ) -> AppendPlan:
     """Validate producer batches and assign them offsets from `log_end_offset`. Control batches
     (transaction markers) are refused unless the broker itself writes them (Kafka's origin);
@@ -170,9 +180,11 @@ def plan_leader_append(
                 f"batch at position {position} is a control batch: only the broker writes "
                 "transaction markers"
             )
-        check_records(data, position, header)
+        timestamps = check_records(data, position, header)
         if header.attributes & CONTROL:
             _check_marker(data, position, header)
+        elif timestamps is not None and timestamp_bounds is not None:
+            _check_timestamp_bounds(position, timestamps, timestamp_bounds)
     if record_compression is not None and any(
         _needs_recompression(header, record_compression) for _, header in found
     ):
@@ -218,6 +230,27 @@ def plan_leader_append(
         )
         base_offset = last_offset + 1
     return AppendPlan(pieces, batches, _summarise(batches, found, log_append_time_ms))
+
+
+def _check_timestamp_bounds(
+    position: int, timestamps: tuple[int, int], bounds: tuple[int, int]
+) -> None:
+    """Kafka's LogValidator.validateTimestamp (KIP-937), on a batch's extremes."""
+    (smallest, largest), (lowest, highest) = timestamps, bounds
+    if smallest < lowest:
+        raise InvalidTimestampError(
+            f"batch at position {position} has a record timestamp {smallest}, older than the "
+            f"oldest this topic accepts now ({lowest}, the broker's clock minus "
+            "message.timestamp.before.max.ms): fix the producer's timestamps or clock, or raise "
+            "the topic's message.timestamp.before.max.ms"
+        )
+    if largest > highest:
+        raise InvalidTimestampError(
+            f"batch at position {position} has a record timestamp {largest}, later than the "
+            f"latest this topic accepts now ({highest}, the broker's clock plus "
+            "message.timestamp.after.max.ms): fix the producer's timestamps or clock, or raise "
+            "the topic's message.timestamp.after.max.ms"
+        )
 
 
 def _needs_recompression(header: BatchHeader, compression: int) -> bool:

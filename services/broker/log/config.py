@@ -13,6 +13,8 @@ Invariants of a LogConfig:
   segment), and at least one batch header;
 - retention_ms, retention_bytes >= -1 (-1 = no limit); the time settings are >= 0 (segment.ms and
   flush.messages >= 1);
+- message.timestamp.before.max.ms and message.timestamp.after.max.ms >= 0 (KIP-937; the
+  after bound defaults to one hour, as in Kafka 4.0);
 - cleanup_policy is a non-empty subset of {"delete", "compact"};
 - 0 <= min_cleanable_dirty_ratio <= 1 (the share of a compacted log's cleanable bytes written
   since its last compaction pass at which the broker's cleaner compacts it again, as Kafka's).
@@ -29,7 +31,8 @@ from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD, HEADE
 
 # Kafka's "never": Long.MAX_VALUE, the default of flush.messages and flush.ms.
 LONG_MAX = 2**63 - 1
-DAY_MS = 24 * 60 * 60 * 1000
+HOUR_MS = 60 * 60 * 1000
+DAY_MS = 24 * HOUR_MS
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
@@ -68,6 +71,12 @@ class LogConfig:
     message_timestamp_type: str = field(
         default=CREATE_TIME, metadata=_key("message.timestamp.type")
     )
+    message_timestamp_before_max_ms: int = field(
+        default=LONG_MAX, metadata=_key("message.timestamp.before.max.ms")
+    )
+    message_timestamp_after_max_ms: int = field(
+        default=HOUR_MS, metadata=_key("message.timestamp.after.max.ms")
+    )
     cleanup_policy: frozenset[str] = field(
         default=frozenset({POLICY_DELETE}), metadata=_key("cleanup.policy")
     )
@@ -83,6 +92,16 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    def timestamp_bounds(self, now_ms: int) -> tuple[int, int] | None:
+        """The record timestamps a leader accepts at broker time `now_ms`, inclusive (KIP-937);
+        None under LogAppendTime, where the broker's clock replaces them."""
+        if self.log_append_time:
+            return None
+        return (
+            now_ms - self.message_timestamp_before_max_ms,
+            now_ms + self.message_timestamp_after_max_ms,
+        )
 
     @property
     def record_compression(self) -> int | None:
@@ -122,6 +141,8 @@ class LogConfig:
         _at_least("max.message.bytes", self.max_message_bytes, HEADER_BYTES)
         _at_most("max.message.bytes", self.max_message_bytes, limits.batch_bytes_max)
         _at_least("delete.retention.ms", self.delete_retention_ms, 0)
+        _at_least("message.timestamp.before.max.ms", self.message_timestamp_before_max_ms, 0)
+        _at_least("message.timestamp.after.max.ms", self.message_timestamp_after_max_ms, 0)
         ratio = self.min_cleanable_dirty_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
             raise InvalidConfigError(

@@ -221,10 +221,9 @@ class Log:
         allow_transactional: bool = False,
     ) -> AppendInfo:
         """Validate producer batches, assign offsets from the log end offset, stamp the leader epoch
-        (and LogAppendTime when the topic uses it) and store them — or store nothing and raise
-        CorruptRecordError / RecordTooLargeError / InvalidRecordError / UnsupportedFormatError /
-        UnsupportedCompressionError. With flush.messages=1 the append is fsynced before this
-        returns. Control batches only when the broker writes them, transactional batches only when
+        (and LogAppendTime when the topic uses it) and store them — or store nothing and raise a
+        SamsaError (append_info.py's checks; INVALID_TIMESTAMP outside the topic's bounds around
+        `now_ms`). With flush.messages=1 the append is fsynced before this returns. Control batches only when the broker writes them, transactional batches only when
         the caller verified the producer's transaction holds this partition (else
         INVALID_TXN_STATE). Idempotent batches are checked against the producer state first
         (SamsaError); a retry of what the log holds stores nothing and returns its offsets."""
@@ -240,6 +239,7 @@ class Log:
             allow_control_batches=allow_control_batches,
             allow_transactional=allow_transactional,
             record_compression=self.config.record_compression,
+            timestamp_bounds=self.config.timestamp_bounds(now_ms),
         )
         duplicate = self._producer_txns.check_leader_append(plan.batches)
         if duplicate is not None:

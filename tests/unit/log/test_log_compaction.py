@@ -17,6 +17,7 @@ from log_helpers import batch, read_all, small_config
 
 from samsa.common.record.codec import build_control_batch, decode_batches
 from samsa.common.record.header import COMPRESSION_ZSTD
+from samsa.services.broker.log.config import LONG_MAX
 from samsa.services.broker.log.log import Log
 
 DAY_MS = 86_400_000
@@ -193,7 +194,11 @@ def test_an_emptied_first_segment_stays_so_the_log_start_does_not_move(tmp_path:
 def test_retention_takes_an_emptied_first_segment_with_the_next(tmp_path: Path) -> None:
     """cleanup.policy=compact,delete: the kept empty segment neither expires by itself nor
     holds back time retention of the segments after it."""
-    config = small_config(cleanup_policy=frozenset({"compact", "delete"}), retention_ms=DAY_MS)
+    config = small_config(
+        cleanup_policy=frozenset({"compact", "delete"}),
+        retention_ms=DAY_MS,
+        message_timestamp_after_max_ms=LONG_MAX,  # records from days ahead of the appends' now_ms
+    )
     log = Log.open(tmp_path, config, now_ms=0)
     fill(log, rounds=24, keys=1, keyless=False, timestamp=1_000)  # k0, all superseded
     for key in range(7):  # distinct keys: they all survive, in an old segment of their own

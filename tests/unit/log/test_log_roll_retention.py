@@ -15,6 +15,7 @@ from log_helpers import batch, read_all, small_config
 
 from samsa.common.errors import OffsetOutOfRangeError
 from samsa.services.broker.log import time_index
+from samsa.services.broker.log.config import LONG_MAX
 from samsa.services.broker.log.log import Log
 
 HOUR_MS = 3_600_000
@@ -71,9 +72,11 @@ def test_a_restart_does_not_restart_segment_ms(tmp_path: Path, clean: bool) -> N
 
 
 def test_a_restart_with_future_timestamps_rolls_from_the_first_append(tmp_path: Path) -> None:
-    config = small_config(segment_bytes=1 << 20, segment_ms=HOUR_MS)
+    config = small_config(
+        segment_bytes=1 << 20, segment_ms=HOUR_MS, message_timestamp_after_max_ms=LONG_MAX
+    )
     log = Log.open(tmp_path, config, now_ms=0)
-    fill(log, 1, timestamp=10**15, now_ms=10_000)  # a producer's clock far ahead
+    fill(log, 1, timestamp=10**15, now_ms=10_000)  # a producer's clock far ahead, accepted
     log.close()
     log = Log.open(tmp_path, config, now_ms=20_000)
     fill(log, 1, timestamp=1, now_ms=30_000)
@@ -95,7 +98,7 @@ def test_retention_ms_deletes_old_closed_segments_only(tmp_path: Path) -> None:
     log = Log.open(tmp_path, config, now_ms=0)
     fill(log, 20, timestamp=1_000, now_ms=1)  # old records
     old_segments = len(log.segments()) - 1
-    fill(log, 20, timestamp=30 * HOUR_MS, now_ms=2)  # new records
+    fill(log, 20, timestamp=30 * HOUR_MS, now_ms=30 * HOUR_MS)  # new records
     now_ms = 30 * HOUR_MS + 1
     deleted = log.apply_retention(now_ms=now_ms, high_watermark=log.log_end_offset)
     assert deleted >= old_segments
@@ -176,7 +179,7 @@ def test_delete_policy_off_means_no_time_or_size_retention(tmp_path: Path) -> No
 def test_retention_moves_log_start_durably(tmp_path: Path) -> None:
     log = Log.open(tmp_path, small_config(retention_ms=HOUR_MS), now_ms=0)
     fill(log, 20, timestamp=1, now_ms=1)
-    fill(log, 20, timestamp=10 * HOUR_MS, now_ms=1)
+    fill(log, 20, timestamp=10 * HOUR_MS, now_ms=10 * HOUR_MS)
     log.apply_retention(now_ms=10 * HOUR_MS, high_watermark=log.log_end_offset)
     start = log.log_start_offset
     assert start > 0
