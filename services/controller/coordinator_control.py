@@ -61,6 +61,7 @@ from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
 from samsa.services.controller.liveness import BrokerLiveness
+from samsa.services.runtime.topic_configs import LONG_MAX
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -68,8 +69,15 @@ from samsa.v1 import metadata_pb2 as m
 # compaction cleans closed segments only, so they roll at 100 MiB, as Kafka's
 # offsets.topic.segment.bytes and transaction.state.log.segment.bytes, not at the 1 GiB of
 # other topics: a busy group or transactional id leaves a smaller log behind, and a new owner
-# loads it faster.
-COORDINATOR_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * limits.MIB)}
+# loads it faster. Their records carry the coordinator's clock, not the leader's: the
+# coordinator is a service of its own, maybe on another host, so a clock ahead of a broker's must
+# not have a group's commits refused (message.timestamp.after.max.ms, KIP-937); compaction, not
+# time, removes their records.
+COORDINATOR_TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "segment.bytes": str(100 * limits.MIB),
+    "message.timestamp.after.max.ms": str(LONG_MAX),
+}
 
 
 # --- registration and sessions -------------------------------------------------------------------

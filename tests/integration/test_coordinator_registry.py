@@ -155,6 +155,7 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
                 assert split.topic_configs(name) == {
                     "cleanup.policy": "compact",
                     "segment.bytes": "104857600",
+                    "message.timestamp.after.max.ms": "9223372036854775807",
                 }
             assert all(a.assignment_epoch == 0 for a in split.coordinator_assignments.values())
             check_find_coordinator(endpoint, split, coordinators)

@@ -141,7 +141,7 @@ def test_the_coordinator_topics_wait_for_a_live_coordinator_and_enough_brokers()
     image = with_brokers(2, image)
     image, created = create_coordinator_topics(image)
     kinds = Counter(record.WhichOneof("record") for record in created.records)
-    assert kinds == {"topic": 2, "partition": 16, "config": 4}, "both topics in one batch"
+    assert kinds == {"topic": 2, "partition": 16, "config": 6}, "both topics in one batch"
     for topic, count in ((CONSUMER_OFFSETS_TOPIC, 10), (TRANSACTION_STATE_TOPIC, 6)):
         partitions = image.topics[topic].partitions
         assert sorted(partitions) == list(range(count))
@@ -151,6 +151,7 @@ def test_the_coordinator_topics_wait_for_a_live_coordinator_and_enough_brokers()
         assert image.configs[(TOPIC_RESOURCE, topic)] == {
             "cleanup.policy": "compact",
             "segment.bytes": "104857600",
+            "message.timestamp.after.max.ms": "9223372036854775807",
         }
         assert cp.coordinator_topic_problem(image, DEFAULTS, topic) == f"{topic} exists"
     assert (
