@@ -131,6 +131,22 @@ grpc_message_bytes_max = 80 * MIB
 # for hundreds of clients; RFC 9113 asks for no less than 100, nginx allows 128.
 grpc_streams_per_connection_max = 1_000
 
+# Client connections one service process keeps at once (the service setting max.connections,
+# Kafka's broker key of that name, whose default is unlimited). Each costs a file descriptor and
+# ~17 KiB while idle (1,000 idle connections to a grpc.aio server: +16.5 MiB); unbounded, a
+# stranger opening connections in a loop ran the process out of file descriptors, and then a
+# broker could no longer open a segment file. gRPC closes a connection beyond it as it is
+# accepted (the client sees UNAVAILABLE and retries with its backoff). The bound in force is
+# also at most half the process's open-files limit (runtime/open_files.py), which a service
+# raises to its hard limit as it starts.
+grpc_connections_max = 10_000
+
+# A connection with no request in progress for this long is closed (HTTP/2 GOAWAY; a gRPC client
+# reconnects at its next call without failing it): Kafka's connections.max.idle.ms, 10 minutes.
+# Every Samsa client keeps a stream open to the services it uses, so only a forgotten or idle
+# client's connection goes, and its slot under grpc_connections_max with it.
+grpc_connection_idle_ms = 600_000
+
 
 # --- the controller and the metadata log -------------------------------------------------------
 

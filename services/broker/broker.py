@@ -24,6 +24,7 @@ from pathlib import Path
 
 from opentelemetry import trace
 
+from samsa.common import limits
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.broker_config import (
     LOG_CLEANER_BACKOFF_MS_DEFAULT,
@@ -97,8 +98,10 @@ class Broker:
         log_cleaner_backoff_ms: int = LOG_CLEANER_BACKOFF_MS_DEFAULT,
         log_retention_check_interval_ms: int = LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
         health_file: str | None = None,
+        connections_max: int = limits.grpc_connections_max,
     ) -> None:
         self.health_file = health_file
+        self.connections_max = connections_max
         self.log_cleaner_backoff_ms = log_cleaner_backoff_ms
         self.log_retention_check_interval_ms = log_retention_check_interval_ms
         self.log_scrub_bytes_per_second = log_scrub_bytes_per_second
@@ -166,6 +169,7 @@ class Broker:
             [service, LOOKUP_SERVICE_NAME, metadata_service],
             tracing=self.tracing,
             health_file=self.health_file,
+            connections_max=self.connections_max,
         )
         add_broker_service(
             BrokerServicer(

@@ -85,6 +85,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         ],
         tracing=tracing,
         health_file=config.health_file,
+        connections_max=config.max_connections,
     )
     controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.server)
     coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(

@@ -24,6 +24,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
@@ -87,9 +88,11 @@ class Coordinator:
         transaction_config: TransactionConfig | None = None,
         tracing: bool = False,
         health_file: str | None = None,
+        connections_max: int = limits.grpc_connections_max,
     ) -> None:
         self.coordinator_id = coordinator_id
         self.health_file = health_file
+        self.connections_max = connections_max
         self.listen = listen
         # What the coordinator registers: the address others dial (listen may be 0.0.0.0:PORT).
         self.advertised_listener = advertised_listener or listen
@@ -297,7 +300,11 @@ class Coordinator:
             transactions_pb2.DESCRIPTOR.services_by_name["TransactionCoordinatorService"].full_name
         )
         server = GrpcServer(
-            self.listen, services, tracing=self.tracing, health_file=self.health_file
+            self.listen,
+            services,
+            tracing=self.tracing,
+            health_file=self.health_file,
+            connections_max=self.connections_max,
         )
         coordinator_pb2_grpc.add_GroupCoordinatorServiceServicer_to_server(
             GroupCoordinatorServicer(self), server.server

@@ -48,6 +48,7 @@ async def run(config: CoordinatorConfig, member_key: bytes, tracing: bool) -> in
         ),
         tracing=tracing,
         health_file=config.health_file,
+        connections_max=config.max_connections,
     )
     return await coordinator.run(stop)
 

@@ -59,6 +59,7 @@ from samsa.common import limits
 from samsa.common.quiet_rpcs import CONNECTION_STREAMS
 from samsa.services.runtime import metrics
 from samsa.services.runtime.health_file import HealthFile, own_address
+from samsa.services.runtime.open_files import connections_bound, open_files_limit
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
 from samsa.services.runtime.request_shape import elements_problem
 from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
@@ -69,6 +70,7 @@ SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
     ("grpc.max_concurrent_streams", limits.grpc_streams_per_connection_max),
+    ("grpc.max_connection_idle_ms", limits.grpc_connection_idle_ms),
     ("grpc.so_reuseport", 0),
 ]
 
@@ -307,6 +309,7 @@ class GrpcServer:
         *,
         tracing: bool,
         health_file: str | None = None,
+        connections_max: int = limits.grpc_connections_max,
     ) -> None:
         self.listen = listen
         self.health_file_path = health_file
@@ -322,7 +325,10 @@ class GrpcServer:
         if metrics.enabled():  # outside the guard, so it sees the status the guard chose
             interceptors.append(metrics.RpcMetrics())
         interceptors.append(self.guard)
-        self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
+        # max.connections, within the open-files limit (open_files.py; limits.py says why).
+        self.connections_max = connections_bound(connections_max, open_files_limit())
+        options = [*SERVER_OPTIONS, ("grpc.max_allowed_incoming_connections", self.connections_max)]
+        self.server = grpc.aio.server(options=options, interceptors=interceptors)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self.service_names = list(service_names)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from samsa.common import limits
 from samsa.services.runtime.config import (
     address,
     address_list,
     advertisable_address,
     check_advertised,
+    integer,
     key,
     non_empty,
     optional_listen,
@@ -43,6 +45,13 @@ class ServiceConfig:
         optional_listen,
         default=None,
         help="serve Prometheus metrics at HOST:PORT/metrics; off by default",
+    )
+    max_connections: int = key(
+        "max.connections",
+        integer(1, 1 << 20),
+        default=limits.grpc_connections_max,
+        help="client connections served at once, at most half the open-files limit; one more "
+        "is closed as it is accepted (Kafka's max.connections)",
     )
     health_file: str | None = key(
         "health.file",

@@ -1,6 +1,7 @@
 """What every service's `main` does before its own work: load the config (flags, SAMSA_*, a
 --config file), configure the JSON logs, lock the data directory (one process per directory:
-data_dir_lock.py), load the cluster secret, set up tracing and metrics,
+data_dir_lock.py), raise the open-files limit (open_files.py), load the cluster secret, set up
+tracing and metrics,
 keep large buffers in the heap (common/allocator.py: record batches are allocated and freed
 once per request), then run the service until SIGTERM. Any mistake found on the way stops the
 process with one line, `samsa <kind>: <what is wrong>`, and exit code 2 — a listen address that
@@ -24,6 +25,7 @@ from samsa.common import allocator, event_loops, grpc_experiments
 from samsa.services.runtime import config_loading, faults, logs, metrics, telemetry
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.data_dir_lock import DataDirError, DataDirLock, lock_data_dir
+from samsa.services.runtime.open_files import raise_open_files_limit
 from samsa.services.runtime.secret import ClusterSecretError, load_secret
 from samsa.services.runtime.server import ServerStartError
 from samsa.services.runtime.service_config import ServiceConfig
@@ -65,6 +67,7 @@ def run_service(
         event_loop = event_loops.chosen()  # first: a bad SAMSA_EVENT_LOOP says so at once
         faults.check()  # and a bad SAMSA_FAULTS
         heap = allocator.tune_for_large_buffers()  # record batches stay in the heap
+        open_files = raise_open_files_limit()  # files and connections (open_files.py)
         config = config_loading.load(config_class, kind, argv, os.environ)
         logs.configure(f"{kind}-{number(config)}")
         if data_dir is not None:
@@ -78,6 +81,7 @@ def run_service(
             extra={
                 "event_loop": event_loop,
                 "allocator": heap,
+                "open_files_limit": open_files,
                 "grpc_experiments": os.environ.get(grpc_experiments.VARIABLE, ""),
             },
         )

@@ -221,12 +221,12 @@ class Log:
         allow_transactional: bool = False,
     ) -> AppendInfo:
         """Validate producer batches, assign offsets from the log end offset, stamp the leader epoch
-        (and LogAppendTime when the topic uses it) and store them — or store nothing and raise a
-        SamsaError (append_info.py's checks; INVALID_TIMESTAMP outside the topic's bounds around
-        `now_ms`). With flush.messages=1 the append is fsynced before this returns. Control batches only when the broker writes them, transactional batches only when
-        the caller verified the producer's transaction holds this partition (else
-        INVALID_TXN_STATE). Idempotent batches are checked against the producer state first
-        (SamsaError); a retry of what the log holds stores nothing and returns its offsets."""
+        (and LogAppendTime when the topic uses it) and store them, or store nothing and raise a
+        SamsaError (append_info.py's checks; timestamps are bounded around `now_ms`). fsynced
+        before returning under flush.messages=1. Control batches only when the broker writes
+        them, transactional ones only when the caller verified the producer's transaction holds
+        this partition (else INVALID_TXN_STATE). Idempotent batches are checked against the
+        producer state first: a retry of what the log holds stores nothing, returns its offsets."""
         self._check_open()
         assert leader_epoch >= max(0, self._epochs.latest_epoch), "fence stale leaders first"
         plan = plan_leader_append(
