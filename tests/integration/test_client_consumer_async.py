@@ -128,6 +128,8 @@ def test_seeks_pauses_and_offset_lookups(cluster, produced) -> None:
             assert await consumer.beginning_offsets([tp0]) == {tp0: 0}
             found = await consumer.offsets_for_times({tp0: BASE_TS + 100})
             assert found[tp0] is not None and found[tp0].offset == 50
+            with pytest.raises(ValueError, match="the target time for"):
+                await consumer.offsets_for_times({tp0: -5})
             with pytest.raises(KafkaError, match=r"needs a group\.id"):
                 consumer.subscribe([TOPIC])
 

@@ -92,6 +92,8 @@ def test_seek_position_and_offsets_for_times(cluster, produced):
         found = consumer.offsets_for_times({tp: target})[tp]
         assert found is not None and (found.offset, found.timestamp) == (50, target)
         assert consumer.offsets_for_times({tp: BASE_TS + 10 * RECORDS})[tp] is None
+        with pytest.raises(ValueError, match="must be an int of ms since the epoch, >= 0"):
+            consumer.offsets_for_times({tp: -1})
 
 
 def test_client_errors_are_clear(cluster):

@@ -48,6 +48,7 @@ from samsa.client.fetch_state import EARLIEST, LATEST, OffsetAndTimestamp
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
 from samsa.client.group_member import MemberState
+from samsa.client.listed_offsets import timestamp_specs
 from samsa.client.rebalance import (
     ConsumerRebalanceListener,
     RebalanceStep,
@@ -60,7 +61,6 @@ from samsa.client.rebalance import (
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
 from samsa.common.errors import ErrorCode
-from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
 
@@ -219,10 +219,9 @@ class AsyncConsumer:
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset whose timestamp is >= the given one, per partition (None: none)."""
-        answers = await self._list_offsets(
-            {tp: (broker_pb2.OFFSET_SPEC_TIMESTAMP, ts) for tp, ts in timestamps.items()}
-        )
+        """The first offset whose timestamp is >= the given one, per partition (None: none);
+        ValueError for a negative timestamp."""
+        answers = await self._list_offsets(timestamp_specs(timestamps))
         return {
             tp: None if offset < 0 else OffsetAndTimestamp(offset, timestamp)
             for tp, (offset, timestamp) in answers.items()

@@ -70,6 +70,7 @@ from samsa.client.fetch_state import EARLIEST, LATEST, OffsetAndTimestamp
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
 from samsa.client.group_member import MemberState
+from samsa.client.listed_offsets import timestamp_specs
 from samsa.client.rebalance import (
     ConsumerRebalanceListener,
     RebalanceStep,
@@ -83,7 +84,6 @@ from samsa.client.rebalance import (
 from samsa.client.record_tracing import poll_tracer, record_spans
 from samsa.common import event_loops
 from samsa.common.errors import ErrorCode
-from samsa.v1 import broker_pb2
 
 __all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerRecord", "OffsetAndTimestamp"]
 
@@ -250,10 +250,9 @@ class Consumer(LoopCalls):
     def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset whose timestamp is >= the given one, per partition (None: none)."""
-        answers = self._list_offsets(
-            {tp: (broker_pb2.OFFSET_SPEC_TIMESTAMP, ts) for tp, ts in timestamps.items()}
-        )
+        """The first offset whose timestamp is >= the given one, per partition (None: none);
+        ValueError for a negative timestamp."""
+        answers = self._list_offsets(timestamp_specs(timestamps))
         return {
             tp: None if offset < 0 else OffsetAndTimestamp(offset, timestamp)
             for tp, (offset, timestamp) in answers.items()

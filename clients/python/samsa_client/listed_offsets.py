@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.v1 import broker_pb2, records_pb2
 
 OffsetSpec = str | int  # "earliest", "latest", "max_timestamp", or a timestamp in ms
+K = TypeVar("K")
 
 NAMED_SPECS = {
     "earliest": broker_pb2.OFFSET_SPEC_EARLIEST,
@@ -56,6 +58,18 @@ def offset_spec_of(spec: OffsetSpec) -> tuple[int, int]:
 
 
 _ACCEPTED = "use 'earliest', 'latest', 'max_timestamp' or a timestamp in ms"
+
+
+def timestamp_specs(timestamps: Mapping[K, int]) -> dict[K, tuple[int, int]]:
+    """A consumer's offsets_for_times, as specs per partition; ValueError for a timestamp that
+    is not an int >= 0, as Kafka's consumer refuses a negative target time."""
+    for partition, timestamp in timestamps.items():
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+            raise ValueError(
+                f"the target time for {partition} is {timestamp!r}: it must be an int of ms "
+                "since the epoch, >= 0"
+            )
+    return {key: (broker_pb2.OFFSET_SPEC_TIMESTAMP, ts) for key, ts in timestamps.items()}
 
 
 def isolation_of(level: str) -> int:

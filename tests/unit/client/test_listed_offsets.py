@@ -12,6 +12,7 @@ from samsa.client.listed_offsets import (
     list_offsets_request,
     listed_offset_of,
     offset_spec_of,
+    timestamp_specs,
 )
 from samsa.common.errors import InvalidConfigError
 from samsa.v1 import broker_pb2, records_pb2
@@ -90,3 +91,14 @@ def test_cli_time_values(text: str, expected: str | int) -> None:
 def test_cli_time_that_is_neither_refused() -> None:
     with pytest.raises(SystemExit, match="--time 'soon'"):
         offset_spec("soon")
+
+
+def test_offsets_for_times_takes_timestamps_of_zero_and_more_only() -> None:
+    """As Kafka's consumer, which refuses a negative target time."""
+    assert timestamp_specs({("t", 0): 0, ("t", 1): 7}) == {
+        ("t", 0): (broker_pb2.OFFSET_SPEC_TIMESTAMP, 0),
+        ("t", 1): (broker_pb2.OFFSET_SPEC_TIMESTAMP, 7),
+    }
+    for bad in (-1, True, 1.5, "5"):
+        with pytest.raises(ValueError, match=r"the target time for \('t', 1\)"):
+            timestamp_specs({("t", 0): 0, ("t", 1): bad})  # type: ignore[dict-item]
