@@ -16,7 +16,7 @@ import pytest
 from log_helpers import batch, file_bytes, read_all, small_config
 
 from samsa.common.errors import ErrorCode, InvalidConfigError, InvalidTimestampError
-from samsa.common.record.codec import CONTROL_TYPE_COMMIT, build_batch, build_control_batch
+from samsa.common.record.codec import CONTROL_TYPE_COMMIT, build_control_batch
 from samsa.services.broker.log.config import HOUR_MS, LONG_MAX, LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.runtime.topic_configs import TOPIC_KEYS, validate_topic_configs
@@ -98,13 +98,8 @@ def test_a_log_append_time_topic_takes_any_producer_timestamp(tmp_path: Path) ->
 def test_a_marker_is_not_held_to_the_bounds(tmp_path: Path) -> None:
     """The broker writes markers with the coordinator's time; the bounds are the producers'."""
     log = open_log(tmp_path, message_timestamp_before_max_ms=0, message_timestamp_after_max_ms=0)
-    data = build_batch(
-        [b"t"],
-        timestamps=NOW,
-        producer_id=7,
-        producer_epoch=0,
-        base_sequence=0,
-        transactional=True,
+    data = batch(
+        b"t", timestamp=NOW, producer_id=7, producer_epoch=0, base_sequence=0, transactional=True
     )
     log.append_as_leader(data, leader_epoch=0, now_ms=NOW, allow_transactional=True)
     marker = build_control_batch(
