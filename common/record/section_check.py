@@ -16,7 +16,7 @@ partition fails on it. So before a leader stores a batch it checks every rule th
 
 Timestamp deltas are not checked (any int64 delta decodes, as in the decoder), but a CreateTime
 batch's header max_timestamp must be its records' largest timestamp (`check_records`, which
-returns the smallest and largest, for the topic's bounds on them: append_info.py).
+returns the largest, and the smallest when asked, for the topic's bounds: append_info.py).
 
 Cost: a constant number of C-level calls per batch, and no Python object per record on the
 common path. The producer's dense offset deltas are one memcmp. A length column is summed
@@ -62,24 +62,31 @@ __all__ = ["check_records", "section_of"]
 
 
 def check_records(
-    buffer: bytes | bytearray | memoryview, position: int, batch_header: header.BatchHeader
-) -> tuple[int, int] | None:
+    buffer: bytes | bytearray | memoryview,
+    position: int,
+    batch_header: header.BatchHeader,
+    *,
+    with_smallest: bool = False,
+) -> tuple[int | None, int] | None:
     """Raise CorruptRecordError unless the records section of the batch at `position` (whose
     framing and CRC the caller checked) decodes: see the module docstring for every rule; and
     InvalidRecordError unless a CreateTime batch's max_timestamp is its records' largest.
-    Returns a CreateTime batch's (smallest, largest) record timestamps; None under
+    Returns a CreateTime batch's (smallest, largest) record timestamps, smallest None unless
+    `with_smallest` (one more pass over the deltas: ~22 µs for 1,000 records); None under
     LogAppendTime."""
     data, start, end = section_of(buffer, position, batch_header)
     _check_section(data, start, end, batch_header)
     if batch_header.is_log_append_time:
         return None
-    return _timestamp_range(data, start, batch_header)
+    return _timestamp_range(data, start, batch_header, with_smallest)
 
 
-def _timestamp_range(data: bytes, start: int, batch_header: header.BatchHeader) -> tuple[int, int]:
+def _timestamp_range(
+    data: bytes, start: int, batch_header: header.BatchHeader, with_smallest: bool
+) -> tuple[int | None, int]:
     """The header's max_timestamp is what the log indexes, looks up and expires segments by
     (Kafka's broker recomputes it from the records): one that understates the records would
-    let retention delete them early and time lookups skip them. An array min and max, in C."""
+    let retention delete them early and time lookups skip them. An array max (and min), in C."""
     deltas = _load(_INT64, data, start + 4 * batch_header.record_count, batch_header.record_count)
     largest = batch_header.base_timestamp + max(deltas)
     if largest != batch_header.max_timestamp:
@@ -87,7 +94,8 @@ def _timestamp_range(data: bytes, start: int, batch_header: header.BatchHeader) 
             f"batch max_timestamp {batch_header.max_timestamp} is not its records' largest "
             f"timestamp {largest} (base_timestamp + the largest timestamp delta)"
         )
-    return batch_header.base_timestamp + min(deltas), largest
+    smallest = batch_header.base_timestamp + min(deltas) if with_smallest else None
+    return smallest, largest
 
 
 def section_of(

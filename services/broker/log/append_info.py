@@ -145,7 +145,7 @@ def plan_leader_append(
     allow_control_batches: bool = False,
     allow_transactional: bool = False,
     record_compression: int | None = None,
-    timestamp_bounds: tuple[int, int] | None = None,
+    timestamp_bounds: tuple[int | None, int] | None = None,
 ) -> AppendPlan:
     """Validate producer batches and assign them offsets from `log_end_offset`. Control batches
     (transaction markers) are refused unless the broker itself writes them (Kafka's origin);
@@ -180,7 +180,8 @@ def plan_leader_append(
                 f"batch at position {position} is a control batch: only the broker writes "
                 "transaction markers"
             )
-        timestamps = check_records(data, position, header)
+        lowest = None if timestamp_bounds is None else timestamp_bounds[0]
+        timestamps = check_records(data, position, header, with_smallest=lowest is not None)
         if header.attributes & CONTROL:
             _check_marker(data, position, header)
         elif timestamps is not None and timestamp_bounds is not None:
@@ -233,11 +234,12 @@ def plan_leader_append(
 
 
 def _check_timestamp_bounds(
-    position: int, timestamps: tuple[int, int], bounds: tuple[int, int]
+    position: int, timestamps: tuple[int | None, int], bounds: tuple[int | None, int]
 ) -> None:
-    """Kafka's LogValidator.validateTimestamp (KIP-937), on a batch's extremes."""
+    """Kafka's LogValidator.validateTimestamp (KIP-937), on a batch's extremes (no lower
+    bound: None, and the smallest was not taken)."""
     (smallest, largest), (lowest, highest) = timestamps, bounds
-    if smallest < lowest:
+    if smallest is not None and lowest is not None and smallest < lowest:
         raise InvalidTimestampError(
             f"batch at position {position} has a record timestamp {smallest}, older than the "
             f"oldest this topic accepts now ({lowest}, the broker's clock minus "

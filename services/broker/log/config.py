@@ -93,15 +93,16 @@ class LogConfig:
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
-    def timestamp_bounds(self, now_ms: int) -> tuple[int, int] | None:
-        """The record timestamps a leader accepts at broker time `now_ms`, inclusive (KIP-937);
-        None under LogAppendTime, where the broker's clock replaces them."""
+    def timestamp_bounds(self, now_ms: int) -> tuple[int | None, int] | None:
+        """The record timestamps a leader accepts at broker time `now_ms`, inclusive (KIP-937):
+        (lowest, highest), lowest None under the default before.max.ms (2^63 - 1: any age, and
+        no pass over the timestamps to find the smallest); None under LogAppendTime, where the
+        broker's clock replaces them."""
         if self.log_append_time:
             return None
-        return (
-            now_ms - self.message_timestamp_before_max_ms,
-            now_ms + self.message_timestamp_after_max_ms,
-        )
+        before = self.message_timestamp_before_max_ms
+        lowest = None if before == LONG_MAX else now_ms - before
+        return lowest, now_ms + self.message_timestamp_after_max_ms
 
     @property
     def record_compression(self) -> int | None:

@@ -126,4 +126,5 @@ def test_the_bounds_are_topic_configs_of_at_least_zero(key: str) -> None:
 def test_the_bounds_around_the_clock() -> None:
     config = LogConfig(message_timestamp_before_max_ms=10, message_timestamp_after_max_ms=20)
     assert config.timestamp_bounds(1_000) == (990, 1_020)
+    assert LogConfig(message_timestamp_after_max_ms=20).timestamp_bounds(1_000) == (None, 1_020)
     assert LogConfig(message_timestamp_type="LogAppendTime").timestamp_bounds(1_000) is None
