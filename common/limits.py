@@ -147,6 +147,14 @@ grpc_connections_max = 10_000
 # client's connection goes, and its slot under grpc_connections_max with it.
 grpc_connection_idle_ms = 600_000
 
+# Requests (unary calls and streams) one service process has in progress at once, over all its
+# connections. The per-connection bound times the connection bound is no memory bound (1,000 x
+# 10,000 parked long-polls at ~22 KiB each would be 220 GB): this is, ~440 MiB at most. A request
+# beyond it is refused at once with UNAVAILABLE, which every client retries after its backoff
+# (RESOURCE_EXHAUSTED would tell Samsa's clients the request itself is too large). An SDK
+# client keeps a few streams open to a service, so this serves thousands of them.
+grpc_requests_in_progress_max = 20_000
+
 
 # --- the controller and the metadata log -------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 - message size limits from `samsa.common.limits` (a request over them is refused by gRPC with
   RESOURCE_EXHAUSTED before it reaches our code), and the requests one connection may have in
-  progress at once (`grpc_streams_per_connection_max`; a gRPC client queues the rest);
+  progress at once (`grpc_streams_per_connection_max`; a gRPC client queues the rest), the
+  connections it serves (`max.connections`, open_files.py) and, in the guard, the requests in
+  progress over all of them (`grpc_requests_in_progress_max`: UNAVAILABLE beyond it);
 - `grpc.health.v1` (SERVING once started, NOT_SERVING while stopping), for load balancers,
   docker-compose health checks and `samsa up`; with `health_file`, a file kept fresh while it
   answers SERVING (health_file.py), which a container's health check reads for the cost of a
@@ -185,12 +187,19 @@ class RpcGuard(WrappingInterceptor):
     """Undecodable requests answer INVALID_ARGUMENT, unexpected exceptions INTERNAL; both are
     logged at a bounded rate (see the module docstring)."""
 
-    def __init__(self, clock_ms: Callable[[], int] = _monotonic_ms) -> None:
+    def __init__(
+        self,
+        clock_ms: Callable[[], int] = _monotonic_ms,
+        requests_max: int = limits.grpc_requests_in_progress_max,
+    ) -> None:
         super().__init__()
+        self.requests_max = requests_max
+        self.in_progress = 0  # calls between their handler's start and end
         self._undecodable_log = _RateLimitedLogger(
             logging.WARNING, "undecodable requests", clock_ms
         )
         self._failure_log = _RateLimitedLogger(logging.ERROR, "unexpected exceptions", clock_ms)
+        self._busy_log = _RateLimitedLogger(logging.WARNING, "requests refused as busy", clock_ms)
 
     def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
         streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
@@ -219,6 +228,9 @@ class RpcGuard(WrappingInterceptor):
         if inspect.isasyncgenfunction(behaviour):
 
             async def stream_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if self.in_progress >= self.requests_max:
+                    await self._refuse_busy(context, method)
+                self.in_progress += 1
                 try:
                     request = checked(request, context, method)
                     async for response in behaviour(request, context):
@@ -229,11 +241,16 @@ class RpcGuard(WrappingInterceptor):
                     raise  # an abort, a stopped server: grpc's own control flow
                 except Exception as error:
                     await self._fail(error, context, method)
+                finally:
+                    self.in_progress -= 1
 
             return stream_out
         if inspect.iscoroutinefunction(behaviour):
 
             async def unary_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if self.in_progress >= self.requests_max:
+                    await self._refuse_busy(context, method)
+                self.in_progress += 1
                 try:
                     request = checked(request, context, method)
                     return await behaviour(request, context)
@@ -243,9 +260,20 @@ class RpcGuard(WrappingInterceptor):
                     raise
                 except Exception as error:
                     await self._fail(error, context, method)
+                finally:
+                    self.in_progress -= 1
 
             return unary_out
         return None
+
+    async def _refuse_busy(self, context: grpc.aio.ServicerContext, method: str) -> None:
+        """A call beyond requests_max (limits.grpc_requests_in_progress_max says why)."""
+        self._busy_log.log("refused %s from %s: busy", method, context.peer())
+        await context.abort(
+            grpc.StatusCode.UNAVAILABLE,
+            f"this service has {self.in_progress} requests in progress, its most "
+            "(limits.grpc_requests_in_progress_max): retry after a backoff",
+        )
 
     def _check_request(self, request: Any, context: grpc.aio.ServicerContext, method: str) -> Any:
         if type(request) is _Undecodable:

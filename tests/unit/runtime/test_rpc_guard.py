@@ -266,3 +266,63 @@ def test_a_request_that_would_parse_into_too_many_objects_is_refused_unparsed() 
         assert seconds < 3
 
     serve(scenario)
+
+
+def test_requests_beyond_the_bound_answer_unavailable_and_a_slot_freed_is_served() -> None:
+    """The guard's bound on requests in progress over every connection (limits.py says why):
+    calls and streams alike hold a slot until their handler ends, and the call beyond it gets
+    UNAVAILABLE (which clients retry), not RESOURCE_EXHAUSTED (which says the request is too
+    large)."""
+    release = asyncio.Event()
+
+    async def hold(request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext):
+        await release.wait()
+        return request
+
+    async def main() -> None:
+        server = GrpcServer("127.0.0.1:0", [SERVICE], tracing=False)
+        server.guard.requests_max = 3
+        server.server.add_generic_rpc_handlers((_handlers(),))
+        write = broker_pb2.ProduceRequest.SerializeToString
+        server.server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    "test.Held",
+                    {
+                        "Hold": grpc.unary_unary_rpc_method_handler(
+                            hold,
+                            request_deserializer=broker_pb2.ProduceRequest.FromString,
+                            response_serializer=write,
+                        )
+                    },
+                ),
+            )
+        )
+        await server.start()
+        valid = write(broker_pb2.ProduceRequest(timeout_ms=7))
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                held = [
+                    asyncio.ensure_future(channel.unary_unary("/test.Held/Hold")(valid, timeout=10))
+                    for _ in range(2)
+                ]
+                stream = channel.stream_unary(f"/{SERVICE}/Count")(timeout=10)  # the third slot
+                await stream.write(valid)
+                while server.guard.in_progress < 3:
+                    await asyncio.sleep(0.01)
+                code, details = await unary_status(channel, f"/{SERVICE}/Echo", valid)
+                assert code == grpc.StatusCode.UNAVAILABLE
+                assert "3 requests in progress" in details and "retry" in details
+                release.set()
+                await asyncio.gather(*held)
+                assert await unary_status(channel, f"/{SERVICE}/Echo", valid) == (
+                    grpc.StatusCode.OK,
+                    "",
+                )
+                await stream.done_writing()
+                assert broker_pb2.ProduceRequest.FromString(await stream).timeout_ms == 1
+                assert server.guard.in_progress == 0
+        finally:
+            await server.server.stop(0)
+
+    asyncio.run(main())
