@@ -375,3 +375,4 @@ assert raft_snapshot_chunk_bytes * 2 + 1 * KIB <= raft_frame_bytes_max
 assert metadata_batch_bytes_max < raft_append_entries_batch_bytes, "never chunk a lone entry"
 assert raft_handshake_frame_bytes_max < raft_frame_bytes_max
 assert raft_frame_bytes_max + 4 <= raft_connection_buffer_bytes_max, "a maximal frame must fit"
+assert grpc_requests_in_progress_max >= grpc_streams_per_connection_max, "one full connection fits"
