@@ -39,6 +39,9 @@ from samsa.common.record import header
 
 # The broker refused the append as too large: smaller pieces may pass (Kafka splits the batch).
 TOO_LARGE_ERRORS = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE})
+# No answer from the broker (a stream that failed, also with a status not retried): the attempt
+# may have been written, on a first attempt too, so it is never taken as a refusal.
+UNKNOWN_OUTCOME_ERRORS = frozenset({ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
 
 
 class BatchCompletion:
@@ -120,7 +123,7 @@ class BatchCompletion:
                 f"attempt(s): {self._retry.final_reason(batch, retriable, now_ms)}"
             )
         # Refused on its only attempt: not in the log. Else maybe (producer_sequences.py).
-        refused = not retriable and batch.attempts == 1
+        refused = not retriable and batch.attempts == 1 and error_code not in UNKNOWN_OUTCOME_ERRORS
         if batch.piece_count < batch.record_count:  # the piece fails; the rest goes on
             # Maybe written: the rest keeps the sequences after the piece's, so a broker that
             # wrote it takes the rest in order, and one that did not finds the gap.

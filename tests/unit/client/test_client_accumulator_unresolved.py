@@ -123,3 +123,29 @@ def test_a_piece_that_fails_for_good_leaves_its_sequences_behind() -> None:
     assert not accumulator.ready(0, LEADERS).producer_id_required
     (rest,) = drain_all(accumulator, 0)
     assert _identity(rest) == (PRODUCER_EPOCH, 2)
+
+
+def test_a_stream_that_failed_on_a_first_attempt_leaves_the_outcome_unknown() -> None:
+    """NETWORK_EXCEPTION not retriable is a produce stream that ended with a status the client
+    does not retry (UNKNOWN: the broker's handler raised, maybe after the append;
+    produce_stream.py), not the broker's refusal: the batch may be in the log even on its first
+    attempt. The batch after it, whose own answer was lost, keeps its epoch and sequence: in a
+    new epoch it would be written a second time by a broker that has both."""
+    accumulator = make(
+        random_source=FixedRandom(),
+        batch_size=batch_size_for(1),
+        retry_backoff_ms=BACKOFF_MS,
+        retry_backoff_max_ms=BACKOFF_MS,
+    )
+    append(accumulator, now_ms=0)
+    append(accumulator, now_ms=0)
+    accumulator.ready(0, LEADERS)
+    (first,) = accumulator.drain(1, 1, 0)  # one batch per request
+    (second,) = accumulator.drain(1, 1, 0)
+    accumulator.encode([first, second])
+    assert accumulator.on_batch_failed(second.batch_id, ErrorCode.REQUEST_TIMED_OUT, True, 0) == []
+    (failed,) = accumulator.on_batch_failed(first.batch_id, ErrorCode.NETWORK_EXCEPTION, False, 0)
+    assert failed.error_code is ErrorCode.NETWORK_EXCEPTION
+    assert not accumulator.ready(BACKOFF_MS, LEADERS).producer_id_required
+    (retry,) = drain_all(accumulator, BACKOFF_MS)
+    assert retry is second and _identity(retry) == (PRODUCER_EPOCH, 1)  # as first sent
