@@ -96,12 +96,17 @@ class BatchCompletion:
         if self._sequences.written_before(state, batch, error_code):
             # Written by an earlier attempt, and this answer does not say where: a success
             # without an offset (Kafka's rule for DUPLICATE_SEQUENCE_NUMBER), never re-sent.
-            # A duplicate piece proves that piece written, not the rest of its batch.
+            # A duplicate piece proves that piece written, not the rest of its batch. As an
+            # ack, it resolves the partition's sequence and proves older batches written.
             if batch.piece_count < batch.record_count and not self._sequences.known_written(
                 state, batch
             ):
-                return self._piece_written(state, batch, NO_OFFSET, NO_TIMESTAMP)
-            return [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.NONE, "")]
+                completed = self._piece_written(state, batch, NO_OFFSET, NO_TIMESTAMP)
+            else:
+                completed = [self._complete(batch, NO_OFFSET, NO_TIMESTAMP, ErrorCode.NONE, "")]
+            if self._sequences.on_acked(state, batch):
+                completed += self._complete_known_written(state)
+            return completed
         if error_code in TOO_LARGE_ERRORS and (not alone or batch.piece_count > 1):
             # Alone: half as many records per attempt. Not alone: the same, alone.
             batch.split_records = batch.piece_count // 2 if alone else batch.piece_count

@@ -149,3 +149,20 @@ def test_a_stream_that_failed_on_a_first_attempt_leaves_the_outcome_unknown() ->
     assert not accumulator.ready(BACKOFF_MS, LEADERS).producer_id_required
     (retry,) = drain_all(accumulator, BACKOFF_MS)
     assert retry is second and _identity(retry) == (PRODUCER_EPOCH, 1)  # as first sent
+
+
+def test_a_retry_answered_as_a_duplicate_resolves_the_sequence_as_an_ack_does() -> None:
+    """DUPLICATE_SEQUENCE_NUMBER (written, offsets forgotten) proves the batch and so the one
+    that failed before it written, as its ack would: the partition runs on in its epoch."""
+    accumulator, second = _first_times_out_with_the_second()
+    now_ms = DELIVERY_TIMEOUT_MS + BACKOFF_MS
+    (retry,) = drain_all(accumulator, now_ms)
+    assert retry is second
+    (written,) = accumulator.on_batch_failed(
+        retry.batch_id, ErrorCode.DUPLICATE_SEQUENCE_NUMBER, False, now_ms
+    )
+    assert written.error_code is ErrorCode.NONE
+    append(accumulator, now_ms=now_ms)
+    assert not accumulator.ready(now_ms, LEADERS).producer_id_required
+    (new,) = drain_all(accumulator, now_ms)
+    assert _identity(new) == (PRODUCER_EPOCH, 2)
