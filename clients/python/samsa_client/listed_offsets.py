@@ -8,6 +8,7 @@ largest timestamp, KIP-734) or a timestamp in ms (the first record at or after i
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,6 +18,7 @@ from samsa.v1 import broker_pb2, records_pb2
 
 OffsetSpec = str | int  # "earliest", "latest", "max_timestamp", or a timestamp in ms
 K = TypeVar("K")
+TIMESTAMP_MAX = 2**63 - 1  # int64, the field's type
 
 NAMED_SPECS = {
     "earliest": broker_pb2.OFFSET_SPEC_EARLIEST,
@@ -62,14 +64,18 @@ _ACCEPTED = "use 'earliest', 'latest', 'max_timestamp' or a timestamp in ms"
 
 def timestamp_specs(timestamps: Mapping[K, int]) -> dict[K, tuple[int, int]]:
     """A consumer's offsets_for_times, as specs per partition; ValueError for a timestamp that
-    is not an int >= 0, as Kafka's consumer refuses a negative target time."""
+    is not an int (a numpy integer is one, as for send()) from 0 to int64's largest, as Kafka's
+    consumer refuses a negative target time."""
+    specs = {}
     for partition, timestamp in timestamps.items():
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+        is_int = not isinstance(timestamp, bool) and hasattr(timestamp, "__index__")
+        if not is_int or not 0 <= operator.index(timestamp) <= TIMESTAMP_MAX:
             raise ValueError(
                 f"the target time for {partition} is {timestamp!r}: it must be an int of ms "
-                "since the epoch, >= 0"
+                "since the epoch, >= 0 (an int64)"
             )
-    return {key: (broker_pb2.OFFSET_SPEC_TIMESTAMP, ts) for key, ts in timestamps.items()}
+        specs[partition] = (broker_pb2.OFFSET_SPEC_TIMESTAMP, operator.index(timestamp))
+    return specs
 
 
 def isolation_of(level: str) -> int:

@@ -102,3 +102,15 @@ def test_offsets_for_times_takes_timestamps_of_zero_and_more_only() -> None:
     for bad in (-1, True, 1.5, "5"):
         with pytest.raises(ValueError, match=r"the target time for \('t', 1\)"):
             timestamp_specs({("t", 0): 0, ("t", 1): bad})  # type: ignore[dict-item]
+
+
+def test_offsets_for_times_takes_a_numpy_integer_and_refuses_one_past_int64() -> None:
+    """A numpy integer is an int, as send() takes one for a record's timestamp
+    (record_checks.checked_int), and the lookup took it before the check came; a target past
+    int64 is refused naming its partition, not by protobuf's "Value out of range"."""
+    numpy = pytest.importorskip("numpy")
+    assert timestamp_specs({("t", 0): numpy.int64(7)}) == {
+        ("t", 0): (broker_pb2.OFFSET_SPEC_TIMESTAMP, 7)
+    }
+    with pytest.raises(ValueError, match=r"the target time for \('t', 0\)"):
+        timestamp_specs({("t", 0): 2**63})
