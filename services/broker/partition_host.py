@@ -44,12 +44,13 @@ from dataclasses import fields
 from pathlib import Path
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker import broker_metrics
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
-from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.config import LONG_MAX, LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.metadata.metadata_diff import (
@@ -75,8 +76,16 @@ TOPIC_ID_FILE = "topic_id"
 LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
 
 
-def log_config(configs: Mapping[str, str]) -> LogConfig:
+# The coordinator topics' records carry the coordinator service's clock, not the leader's: they
+# take any future time, also when created before the controller set this for them
+# (coordinator_control.COORDINATOR_TOPIC_CONFIGS).
+INTERNAL_LOG_DEFAULTS = {"message.timestamp.after.max.ms": str(LONG_MAX)}
+
+
+def log_config(configs: Mapping[str, str], topic: str = "") -> LogConfig:
     """The log settings among a topic's configs (the controller validated them)."""
+    if topic in INTERNAL_TOPICS:
+        configs = {**INTERNAL_LOG_DEFAULTS, **configs}
     return _log_config(tuple((k, v) for k, v in configs.items() if k in LOG_KEYS))
 
 
@@ -282,7 +291,7 @@ class PartitionHost:
     @staticmethod
     def _configure(hosted: HostedPartition, configs: Mapping[str, str]) -> None:
         hosted.topic_configs = dict(configs)
-        hosted.config = log_config(configs)
+        hosted.config = log_config(configs, hosted.topic)
         hosted.log.reconfigure(hosted.config)
 
     def _open(self, action: BecomeLeader | BecomeFollower, now_ms: int) -> HostedPartition:
@@ -291,7 +300,7 @@ class PartitionHost:
         if directory.exists() and (not id_file.exists() or id_file.read_bytes() != action.topic_id):
             log.warning("removing the log of a deleted topic", extra={"dir": str(directory)})
             shutil.rmtree(directory)
-        config = log_config(action.configs)
+        config = log_config(action.configs, action.topic)
         partition_log = Log.open(directory, config, now_ms=now_ms)
         if not id_file.exists():
             id_file.write_bytes(action.topic_id)
