@@ -93,6 +93,9 @@ class BatchCompletion:
         `alone` False: the attempt carried other batches of its partition too."""
         batch, state = self._take_in_flight(batch_id)
         error_code = ErrorCode(error_code)
+        # Refused unwritten, as far as every attempt's answer shows (producer_sequences.py).
+        refused = not (retriable or batch.maybe_written or error_code in UNKNOWN_OUTCOME_ERRORS)
+        batch.maybe_written |= error_code not in TOO_LARGE_ERRORS
         if self._sequences.written_before(state, batch, error_code):
             # Written by an earlier attempt, and this answer does not say where: a success
             # without an offset (Kafka's rule for DUPLICATE_SEQUENCE_NUMBER), never re-sent.
@@ -127,8 +130,6 @@ class BatchCompletion:
                 f"{error_code.name} for {batch.topic}-{batch.partition} after {batch.attempts} "
                 f"attempt(s): {self._retry.final_reason(batch, retriable, now_ms)}"
             )
-        # Refused on its only attempt: not in the log. Else maybe (producer_sequences.py).
-        refused = not retriable and batch.attempts == 1 and error_code not in UNKNOWN_OUTCOME_ERRORS
         if batch.piece_count < batch.record_count:  # the piece fails; the rest goes on
             # Maybe written: the rest keeps the sequences after the piece's, so a broker that
             # wrote it takes the rest in order, and one that did not finds the gap.

@@ -92,6 +92,7 @@ class ProducerBatch:
         "first_index",
         "headers",
         "keys",
+        "maybe_written",
         "node_id",
         "partition",
         "retry_at_ms",
@@ -115,7 +116,10 @@ class ProducerBatch:
         # None until a record with headers arrives; then one tuple of pairs per record.
         self.headers: list[tuple[tuple[str, bytes | None], ...]] | None = None
         self.size_bytes = BATCH_OVERHEAD_BYTES
-        self.attempts = 0  # times drained
+        self.attempts = 0  # times drained (since its last split: a split is no retry)
+        # An attempt failed with an answer that does not prove it unwritten (all but a
+        # too-large refusal): kept across splits, since it may have written the batch whole.
+        self.maybe_written = False
         self.retry_at_ms = 0  # not sendable before this (retry backoff)
         self.base_sequence = header.NO_SEQUENCE
         self.encoded: bytes | None = None

@@ -23,10 +23,11 @@ batches after it go on, retries with the epoch and sequence they were sent with 
 wrote them answers with a duplicate; re-sequenced in a new epoch they would be written twice).
 A later batch acked proves no gap: resolved. OUT_OF_ORDER_SEQUENCE_NUMBER for the oldest batch
 left proves one: a reset. When no sequenced batch of the partition is left and neither came,
-`resolve_sequences` requires a reset. A batch the broker refused on its only attempt is not in
-the log: a reset at once when no older batch of its partition is unfinished (an older one's
-outcome may be unknown). A transactional producer resets at once: its transaction can only
-abort, and nothing queued is sent again.
+`resolve_sequences` requires a reset. A batch the broker refused, every earlier attempt refused
+as too large (batch_completion.py: `maybe_written`), is not in the log: a reset at once when no
+older batch of its partition is unfinished (an older one's outcome may be unknown). A
+transactional producer resets at once: its transaction can only abort, and nothing queued is
+sent again.
 
 Per partition, as in Kafka (each partition entry keeps its own producer id and epoch): brokers
 check epochs and sequences per partition, so only the partitions that need it move to the new
@@ -140,7 +141,7 @@ class ProducerSequences:
         self, state: PartitionState, batch: ProducerBatch, refused: bool = False
     ) -> None:
         """The batch went out with a sequence and will never be acked. `refused`: the broker
-        refused its only attempt, so it is not in the log and the next sequences have a gap;
+        refused it and no earlier attempt may have written it, so the next sequences have a gap;
         with no older batch unfinished (whose outcome may be unknown) that is a reset now, as
         Kafka's adjustSequenceNumbers. Otherwise the partition's sequence is unresolved
         (module docstring)."""

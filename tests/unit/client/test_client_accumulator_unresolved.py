@@ -166,3 +166,24 @@ def test_a_retry_answered_as_a_duplicate_resolves_the_sequence_as_an_ack_does() 
     assert not accumulator.ready(now_ms, LEADERS).producer_id_required
     (new,) = drain_all(accumulator, now_ms)
     assert _identity(new) == (PRODUCER_EPOCH, 2)
+
+
+def test_a_piece_refused_after_its_batch_went_out_whole_leaves_the_outcome_unknown() -> None:
+    """A split starts a batch's attempts again, but not what its earlier sends may have
+    written: the batch went out whole (no answer), was refused as too large when retried (the
+    topic's max.message.bytes was lowered), and its first piece is refused on the piece's first
+    attempt. The whole batch may be in the log, so the rest keeps its sequences: renumbered in a
+    new epoch, a broker that has the batch would write those records again."""
+    accumulator = make(random_source=FixedRandom(), retries=3, retry_backoff_ms=0)
+    for _ in range(4):
+        append(accumulator)
+    (batch,) = drain_all(accumulator, 0)
+    assert accumulator.on_batch_failed(batch.batch_id, ErrorCode.REQUEST_TIMED_OUT, True, 0) == []
+    (retry,) = drain_all(accumulator, 0)
+    accumulator.on_batch_failed(retry.batch_id, ErrorCode.MESSAGE_TOO_LARGE, False, 0)
+    (piece,) = drain_all(accumulator, 0)  # records 0-1, sequence 0, the piece's first attempt
+    (failed,) = accumulator.on_batch_failed(piece.batch_id, ErrorCode.INVALID_RECORD, False, 0)
+    assert (failed.record_count, failed.error_code) == (2, ErrorCode.INVALID_RECORD)
+    assert not accumulator.ready(0, LEADERS).producer_id_required
+    (rest,) = drain_all(accumulator, 0)
+    assert _identity(rest) == (PRODUCER_EPOCH, 2)
