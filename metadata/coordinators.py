@@ -40,6 +40,13 @@ COORDINATOR_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 # Topics only the controller creates, and nobody deletes or resizes.
 INTERNAL_TOPICS = frozenset(COORDINATOR_TOPICS)
 
+# Their log settings beside the defaults. Their records carry the coordinator service's clock,
+# maybe another host's, not the leader's: a clock ahead of a broker's must not have a group's
+# commits refused (message.timestamp.after.max.ms, KIP-937, 2^63 - 1: any future time);
+# compaction, not time, removes their records. The controller creates the topics with these;
+# brokers apply them also to the topics created before they were set.
+INTERNAL_TOPIC_LOG_DEFAULTS = {"message.timestamp.after.max.ms": str(2**63 - 1)}
+
 # CoordinatorAssignment.coordinator_id of a partition with no owner (no live coordinator).
 NO_COORDINATOR = -1
 

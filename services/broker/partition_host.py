@@ -44,13 +44,13 @@ from dataclasses import fields
 from pathlib import Path
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
-from samsa.metadata.coordinators import INTERNAL_TOPICS
+from samsa.metadata.coordinators import INTERNAL_TOPIC_LOG_DEFAULTS, INTERNAL_TOPICS
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker import broker_metrics
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
-from samsa.services.broker.log.config import LONG_MAX, LogConfig
+from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.metadata.metadata_diff import (
@@ -76,16 +76,10 @@ TOPIC_ID_FILE = "topic_id"
 LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
 
 
-# The coordinator topics' records carry the coordinator service's clock, not the leader's: they
-# take any future time, also when created before the controller set this for them
-# (coordinator_control.COORDINATOR_TOPIC_CONFIGS).
-INTERNAL_LOG_DEFAULTS = {"message.timestamp.after.max.ms": str(LONG_MAX)}
-
-
 def log_config(configs: Mapping[str, str], topic: str = "") -> LogConfig:
     """The log settings among a topic's configs (the controller validated them)."""
     if topic in INTERNAL_TOPICS:
-        configs = {**INTERNAL_LOG_DEFAULTS, **configs}
+        configs = {**INTERNAL_TOPIC_LOG_DEFAULTS, **configs}
     return _log_config(tuple((k, v) for k, v in configs.items() if k in LOG_KEYS))
 
 

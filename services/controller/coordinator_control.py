@@ -51,6 +51,7 @@ from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
     COORDINATOR_TOPICS,
+    INTERNAL_TOPIC_LOG_DEFAULTS,
     NO_COORDINATOR,
     TRANSACTION_STATE_TOPIC,
     valid_assignment,
@@ -61,7 +62,6 @@ from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
 from samsa.services.controller.liveness import BrokerLiveness
-from samsa.services.runtime.topic_configs import LONG_MAX
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -69,14 +69,11 @@ from samsa.v1 import metadata_pb2 as m
 # compaction cleans closed segments only, so they roll at 100 MiB, as Kafka's
 # offsets.topic.segment.bytes and transaction.state.log.segment.bytes, not at the 1 GiB of
 # other topics: a busy group or transactional id leaves a smaller log behind, and a new owner
-# loads it faster. Their records carry the coordinator's clock, not the leader's: the
-# coordinator is a service of its own, maybe on another host, so a clock ahead of a broker's must
-# not have a group's commits refused (message.timestamp.after.max.ms, KIP-937); compaction, not
-# time, removes their records.
+# loads it faster. Then the timestamp bound of every internal topic (INTERNAL_TOPIC_LOG_DEFAULTS).
 COORDINATOR_TOPIC_CONFIGS = {
     "cleanup.policy": "compact",
     "segment.bytes": str(100 * limits.MIB),
-    "message.timestamp.after.max.ms": str(LONG_MAX),
+    **INTERNAL_TOPIC_LOG_DEFAULTS,
 }
 
 
