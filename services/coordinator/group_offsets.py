@@ -77,7 +77,7 @@ def commit_size_problem(
         for partition in topic.partitions:
             value = g.OffsetCommitValue(
                 committed_offset=partition.committed_offset,
-                committed_leader_epoch=partition.committed_leader_epoch,
+                committed_leader_epoch=committed_epoch_of(partition),
                 metadata=partition.metadata,
                 commit_timestamp_ms=now_ms,
             )
@@ -129,7 +129,7 @@ def commit_offsets(
                 created = True
             value = g.OffsetCommitValue(
                 committed_offset=partition.committed_offset,
-                committed_leader_epoch=partition.committed_leader_epoch,
+                committed_leader_epoch=committed_epoch_of(partition),
                 metadata=partition.metadata,
                 commit_timestamp_ms=now_ms,
             )
@@ -174,6 +174,17 @@ def group_error(
             f"{member.member_epoch}: heartbeat, then commit what the member still owns"
         )
     return None
+
+
+def committed_epoch_of(partition: c.OffsetCommitPartition | x.TxnOffsetCommitPartition) -> int:
+    """The leader epoch a commit names, -1 when it names none. The field is optional because
+    proto3 would read an unset one as 0, a real epoch: a member starting at the offset then
+    fetched with last_fetched_epoch 0, and once the partition had a later leader the broker
+    answered that epoch 0 ended below the offset, so the member went back there and read the
+    records again (a transactional pipeline copied them twice)."""
+    if partition.HasField("committed_leader_epoch"):
+        return partition.committed_leader_epoch
+    return -1
 
 
 def partition_error(

@@ -124,7 +124,7 @@ def commit_txn_offsets(
                 continue
             value = g.OffsetCommitValue(
                 committed_offset=partition.committed_offset,
-                committed_leader_epoch=partition.committed_leader_epoch,
+                committed_leader_epoch=group_offsets.committed_epoch_of(partition),
                 metadata=partition.metadata,
                 commit_timestamp_ms=now_ms,
             )

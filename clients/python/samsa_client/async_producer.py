@@ -32,6 +32,7 @@ from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
+from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
 from samsa.client.producer import WAIT_POLL_S, group_identity, transactions_of
@@ -197,7 +198,7 @@ class AsyncProducer:
 
     async def send_offsets_to_transaction(
         self,
-        offsets: Mapping[tuple[str, int], int],
+        offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
         group: str | GroupMetadata,
         timeout: float | None = None,
     ) -> None:

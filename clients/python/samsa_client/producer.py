@@ -36,6 +36,7 @@ from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
+from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
 from samsa.client.partitioner import partition_groups
@@ -97,9 +98,8 @@ class Producer:
         # Read once: with no tracer provider, send() does no tracing work (record_tracing.py).
         self._tracing = tracing_configured()
         self._loop = event_loops.new_event_loop()
-        self._loop_thread = threading.Thread(
-            target=self._loop.run_forever, name="samsa-producer", daemon=True
-        )
+        run = self._loop.run_forever
+        self._loop_thread = threading.Thread(target=run, name="samsa-producer", daemon=True)
         self._loop_thread.start()
         asyncio.run_coroutine_threadsafe(self._driver.start(), self._loop).result()
 
@@ -290,15 +290,16 @@ class Producer:
 
     def send_offsets_to_transaction(
         self,
-        offsets: Mapping[tuple[str, int], int],
+        offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
         group: str | GroupMetadata,
         timeout: float | None = None,
     ) -> None:
-        """Commit the group's consumed `offsets` ((topic, partition) -> next offset to read) in
-        the transaction: they take effect if and only if it commits. Pass the consumer's
-        `group_metadata()`: its member id and epoch prove it still owns the partitions
-        (KIP-447), so a zombie's transaction cannot commit them. A group id alone is for a
-        consumer outside the group protocol (assign() with a group.id)."""
+        """Commit the group's consumed `offsets` ((topic, partition) -> next offset to read, or
+        an OffsetAndMetadata also naming the last record's leader epoch) in the transaction:
+        they take effect if and only if it commits. Pass the consumer's `group_metadata()`: its
+        member id and epoch prove it still owns the partitions (KIP-447), so a zombie's
+        transaction cannot commit them. A group id alone is for a consumer outside the group
+        protocol (assign() with a group.id)."""
         txn = self._transactions()
         txn.check_send()
         timeout_s = self._timeout_s(timeout)

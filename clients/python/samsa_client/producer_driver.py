@@ -46,6 +46,7 @@ from samsa.client.channels import AioChannels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError
+from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.produce_sender import ProduceSender
 from samsa.client.producer_batch import Completed
 from samsa.client.producer_ids import ProducerIds
@@ -297,7 +298,7 @@ class ProducerDriver:
 
     async def send_offsets(
         self,
-        offsets: dict[tuple[str, int], int],
+        offsets: dict[tuple[str, int], int | OffsetAndMetadata],
         group_id: str,
         member_id: str,
         member_epoch: int,

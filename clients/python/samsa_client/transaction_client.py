@@ -27,6 +27,7 @@ import grpc
 
 from samsa.client.channels import AioChannels, tracing_configured
 from samsa.client.errors import KafkaError
+from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.offset_commit_parts import commit_parts_of
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -142,13 +143,14 @@ class TransactionClient:
     async def add_offsets(
         self,
         identity: Identity,
-        offsets: Mapping[TopicPartition, int],
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
         group_id: str,
         member_id: str,
         member_epoch: int,
         deadline: float,
     ) -> None:
-        """AddOffsetsToTxn, then TxnOffsetCommit at the group's coordinator (KIP-447)."""
+        """AddOffsetsToTxn, then TxnOffsetCommit at the group's coordinator (KIP-447). A bare
+        offset is committed with no leader epoch (-1), as Kafka's OffsetAndMetadata(offset) is."""
         producer = self.producer(identity)
         request = x.AddOffsetsToTxnRequest(producer=producer, group_id=group_id)
         await self._call(TXN, "AddOffsetsToTxn", request, deadline)
@@ -165,8 +167,14 @@ class TransactionClient:
             for topic, partition in part:
                 if topic not in by_topic:
                     by_topic[topic] = commit.topics.add(name=topic)
+                at = ordered[topic, partition]
+                if isinstance(at, int):
+                    at = OffsetAndMetadata(at)
                 by_topic[topic].partitions.add(
-                    partition=partition, committed_offset=ordered[topic, partition]
+                    partition=partition,
+                    committed_offset=at.offset,
+                    committed_leader_epoch=at.leader_epoch,
+                    metadata=at.metadata,
                 )
             await self._call(
                 c.COORDINATOR_KEY_TYPE_GROUP,

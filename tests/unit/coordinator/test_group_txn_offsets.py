@@ -285,3 +285,32 @@ def test_deleting_a_group_cancels_the_offsets_its_open_transactions_wrote() -> N
     in_flight.delete_groups(["h"])  # not durable yet when the marker is resolved
     assert in_flight.complete_transaction(7, committed=True, marker_offset=12) == 0
     assert "h" not in in_flight.state.groups
+
+
+def stored_epochs(shard: GroupCoordinatorShard, group: str) -> dict[int, int]:
+    request = c.OffsetFetchRequest(
+        group_id=group, topics=[c.TopicPartitions(topic="t", partitions=[0, 1])]
+    )
+    response = shard.fetch_offsets(request)
+    return {p.partition: p.committed_leader_epoch for p in response.topics[0].partitions}
+
+
+def test_a_commit_naming_no_leader_epoch_stores_none_not_epoch_0() -> None:
+    """proto3 reads an unset int as 0, a real epoch: a member starting at the offset would then
+    fetch with last_fetched_epoch 0 and, once the partition had another leader, be sent back to
+    where epoch 0 ended (and read those records again). Unset is -1; a set 0 stays 0."""
+    shard = GroupCoordinatorShard()
+    txn = txn_commit("g", {("t", 0): 10, ("t", 1): 4})
+    txn.topics[1].partitions[0].committed_leader_epoch = 0  # txn_commit: a topic entry each
+    result = shard.commit_txn_offsets(txn, NOW, TOPICS)
+    pending(shard, 100, result.records)
+    shard.complete_transaction(7, committed=True, marker_offset=200)
+    assert stored_epochs(shard, "g") == {0: -1, 1: 0}
+
+    plain = c.OffsetCommitRequest(group_id="p", member_epoch=-1)
+    partitions = plain.topics.add(name="t").partitions
+    partitions.add(partition=0, committed_offset=10)
+    partitions.add(partition=1, committed_offset=4, committed_leader_epoch=3)
+    for record in shard.commit_offsets(plain, NOW, TOPICS).records:
+        shard.replay(record, 300)
+    assert stored_epochs(shard, "p") == {0: -1, 1: 3}
