@@ -93,6 +93,7 @@ def first_offsets_read(cluster: LocalCluster, group: str) -> list[int]:
             "group.id": group,
             "isolation.level": "read_committed",
             "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,  # the group's offset stays what the test committed
         }
     )
     try:
