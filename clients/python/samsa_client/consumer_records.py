@@ -39,6 +39,10 @@ class ConsumerRecord(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...]
     # CREATE_TIME (the producer's) or LOG_APPEND_TIME (the broker's, stamped on append).
     timestamp_type: int = CREATE_TIME
+    # The leader epoch of the batch holding it (Kafka's leaderEpoch()), -1 when unknown: commit
+    # it beside offset + 1 (OffsetAndMetadata) so that a member resuming there can tell a log
+    # truncated below it (KIP-320).
+    leader_epoch: int = -1
 
 
 def decode_records(
@@ -87,6 +91,7 @@ def decode_records(
             batch.values,
             batch.headers,
             repeat(LOG_APPEND_TIME if batch.header.is_log_append_time else CREATE_TIME),
+            repeat(leader_epoch),
             strict=False,
         )
         chunk = list(map(new_tuple, repeat(ConsumerRecord), columns))

@@ -190,8 +190,9 @@ class FetchAnswers:
                 # Everything fetched was hidden (markers, aborted records): consumed, as in
                 # Kafka, so that the position and a commit move past it.
                 partition.position = result.next_fetch_offset
-                if leader_epoch >= 0:  # the epoch ending at the new fetch offset (KIP-320)
-                    partition.leader_epoch = leader_epoch
+                # The epoch ending at the new fetch offset (KIP-320); none known when the answer
+                # skipped ahead without a batch (an epoch may have begun in the gap).
+                partition.leader_epoch = leader_epoch
         return False
 
     def _on_truncation(
@@ -204,6 +205,13 @@ class FetchAnswers:
         election truncated it): go back there rather than silently skipping what replaced it."""
         end_offset = diverging.end_offset
         self._sessions.refetch(tp)  # fetched again, at the same offset with `none`
+        position = partition.position if partition.position is not None else end_offset
+        if end_offset >= position >= 0:
+            # The leader's log agrees up to our position under an epoch we did not name (ours
+            # began later, or was never its): no truncation, as Kafka's consumer judges it. The
+            # next fetch names the leader's epoch.
+            partition.leader_epoch = diverging.leader_epoch
+            return
         if self._config.auto_offset_reset == "none":
             self._errors[tp] = OffsetOutOfRangeError(
                 f"log truncation detected on {tp[0]}-{tp[1]}: the leader's log ends epoch "
@@ -213,7 +221,6 @@ class FetchAnswers:
         log.warning(
             "log truncation detected on %s-%d: resetting to offset %d", tp[0], tp[1], end_offset
         )
-        position = partition.position if partition.position is not None else end_offset
         self._drop(tp)
         if end_offset < 0:
             self._resets.set_reset(tp, self._resets.default_reset(), due=True)

@@ -352,11 +352,14 @@ class FetchState:
                 chunk = head.records[head.start : end]
                 taken += chunk
                 head.start = end
-                partition.position = chunk[-1].offset + 1
+                last = chunk[-1]
+                partition.position = last.offset + 1
+                # The epoch of the record before the position: what a commit names (KIP-320).
+                partition.leader_epoch = last.leader_epoch
                 if end >= len(head.records):
                     buffers.popleft()
                     partition.position = max(partition.position, head.end_offset)
-                partition.leader_epoch = head.leader_epoch
+                    partition.leader_epoch = head.leader_epoch  # past hidden batches too
             if len(taken) >= limit:
                 self._take_from = index if buffers else index + 1
                 break
