@@ -133,7 +133,7 @@ class TransactionShard:
         """Whether `end_transaction(request)` will take a new producer id: allocate one first.
         Never for a retry, a refusal or a busy id (see init_needs_producer_id)."""
         producer = request.producer
-        if producer.transactional_id in self.pending or _undecided(request):
+        if producer.transactional_id in self.pending:
             return False
         return transaction_state.end_needs_new_producer_id(
             self.transactions.get(producer.transactional_id),
@@ -239,17 +239,13 @@ class TransactionShard:
         self, request: x.EndTxnRequest, now_ms: int, new_producer_id: int | None
     ) -> TxnStep[x.EndTxnResponse]:
         producer = request.producer
-        outcome = (
-            _undecided(request)
-            or self._busy(producer.transactional_id)
-            or transaction_state.end_transaction(
-                self.transactions.get(producer.transactional_id),
-                producer.producer_id,
-                producer.producer_epoch,
-                request.committed,
-                now_ms,
-                new_producer_id,
-            )
+        outcome = self._busy(producer.transactional_id) or transaction_state.end_transaction(
+            self.transactions.get(producer.transactional_id),
+            producer.producer_id,
+            producer.producer_epoch,
+            request.committed,
+            now_ms,
+            new_producer_id,
         )
         return self._step(
             producer.transactional_id, outcome, _identity_answer(x.EndTxnResponse, outcome)
@@ -390,15 +386,3 @@ def _identity_answer(kind: type[R], outcome: Outcome) -> R:
             producer_epoch=-1,
         )
     return kind(producer_id=outcome.producer_id, producer_epoch=outcome.producer_epoch)  # type: ignore[call-arg]
-
-
-def _undecided(request: x.EndTxnRequest) -> Outcome | None:
-    """An EndTxn that does not say commit or abort is refused: proto3 would read the unset
-    field as false, and the caller, told its transaction ended, would never learn that it
-    was aborted."""
-    if request.HasField("committed"):
-        return None
-    return Outcome(
-        error=ErrorCode.INVALID_REQUEST,
-        message="EndTxn must set committed: true to commit the transaction, false to abort it",
-    )

@@ -258,21 +258,3 @@ def test_init_ignores_the_kip_360_identity_fields() -> None:
         answer = log.durable(shard.init_transactions(request, T0, None)).response
         assert answer.error_code == ErrorCode.NONE
         assert (answer.producer_id, answer.producer_epoch) == (first.producer_id, epoch)
-
-
-def test_an_end_that_says_neither_commit_nor_abort_is_refused_and_changes_nothing():
-    """proto3 reads an unset bool as false: taken as an abort, a client that forgot the field
-    would be told its transaction ended and never learn that its records were discarded."""
-    shard = TransactionShard()
-    log = Log(shard)
-    log.durable(init(shard))
-    me = producer(42, 0)
-    log.durable(add(shard, me, ("orders", 0)))
-    undecided = x.EndTxnRequest(producer=me)
-    assert not shard.end_needs_producer_id(undecided)
-    refused = shard.end_transaction(undecided, T0 + 20, None)
-    assert refused.response.error_code == ErrorCode.INVALID_REQUEST
-    assert "committed" in refused.response.error_message and refused.record is None
-    assert shard.transactions["t1"].state == ONGOING
-    assert log.durable(end(shard, me, commit=False)).outcome.markers is not None
-    assert shard.transactions["t1"].state == PREPARE_ABORT
