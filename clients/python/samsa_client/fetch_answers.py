@@ -205,11 +205,13 @@ class FetchAnswers:
         election truncated it): go back there rather than silently skipping what replaced it."""
         end_offset = diverging.end_offset
         self._sessions.refetch(tp)  # fetched again, at the same offset with `none`
-        position = partition.position if partition.position is not None else end_offset
-        if end_offset >= position >= 0:
-            # The leader's log agrees up to our position under an epoch we did not name (ours
-            # began later, or was never its): no truncation, as Kafka's consumer judges it. The
-            # next fetch names the leader's epoch.
+        position = partition.position
+        if position is None:  # a reset is pending: it decides where to start
+            return
+        if end_offset >= position:
+            # The leader's log reaches our position under an epoch we did not name (ours began
+            # later there, or never became its): no truncation, as Kafka's consumer judges it
+            # (SubscriptionState.maybeCompleteValidation). The next fetch names its epoch.
             partition.leader_epoch = diverging.leader_epoch
             return
         if self._config.auto_offset_reset == "none":

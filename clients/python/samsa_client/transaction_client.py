@@ -168,8 +168,8 @@ class TransactionClient:
                 if topic not in by_topic:
                     by_topic[topic] = commit.topics.add(name=topic)
                 at = ordered[topic, partition]
-                if isinstance(at, int):
-                    at = OffsetAndMetadata(at)
+                if not isinstance(at, OffsetAndMetadata):  # any integer (numpy's too)
+                    at = OffsetAndMetadata(int(at))
                 by_topic[topic].partitions.add(
                     partition=partition,
                     committed_offset=at.offset,

@@ -6,8 +6,8 @@ truncated log only when the log was truncated. Each check below failed before:
   answer's last batch): after an unclean election that lost only that epoch, a member starting
   at the commit was told its intact position was truncated (an error under
   auto.offset.reset=none);
-- a diverging answer whose end offset is at or past the position (the leader's log agrees up
-  to it under another epoch) was taken as a truncation: Kafka's consumer only adopts the epoch;
+- a diverging answer whose end offset is at or past the position (the leader's log reaches it
+  under another epoch) was taken as a truncation: Kafka's consumer only adopts the epoch;
 - an answer that skipped ahead without a batch kept the epoch of the last batch read, although
   an epoch may have begun in the gap.
 
@@ -79,8 +79,9 @@ def test_a_partial_take_names_the_epoch_of_the_last_record_taken() -> None:
 
 
 def test_a_leader_that_agrees_up_to_the_position_is_no_truncation() -> None:
-    """The member fetches (4, epoch 5); the leader never had epoch 5 (an unclean election lost
-    it) but its epoch 3 runs to offset 6: the records below 4 are intact."""
+    """The member fetches (4, epoch 5); the leader never had epoch 5 but its epoch 3 runs to
+    offset 6, past the position. Kafka's consumer takes that as no truncation (it cannot tell
+    whether what it read at 2-3 is what the leader holds there) and names epoch 3 from then on."""
     for reset in ("none", "earliest"):
         state = fetching_from(0, reset)
         state.on_fetch_answer(1, records(TWO_EPOCHS, 4))

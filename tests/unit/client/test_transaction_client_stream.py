@@ -17,6 +17,7 @@ import grpc
 
 from samsa.client import transaction_client
 from samsa.client.channels import AioChannels
+from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.transaction_client import TransactionClient
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -235,3 +236,51 @@ def test_offsets_over_one_requests_limit_go_in_several_txn_offset_commits() -> N
     asyncio.run(run())
     assert servicer.sizes == [limits.admin_request_items_max] * 2 + [5]
     assert servicer.offsets == wanted
+
+
+class _IntLike:
+    """An integer that is no int (numpy's int64 is one)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __int__(self) -> int:
+        return self.value
+
+
+def test_txn_offset_commits_name_the_epoch_given_and_minus_one_for_a_bare_offset() -> None:
+    """A bare offset goes with committed_leader_epoch -1, set on the wire: left unset, proto3
+    read it as epoch 0, and a member resuming there was sent back to where epoch 0 ended."""
+    sent: list[x.TxnOffsetCommitPartition] = []
+
+    class Keeps(_UnaryOnly):
+        async def TxnOffsetCommit(self, request, context):  # type: ignore[no-untyped-def]
+            sent.extend(p for topic in request.topics for p in topic.partitions)
+            return x.TxnOffsetCommitResponse()
+
+    offsets = {("in", 0): 5, ("in", 1): OffsetAndMetadata(9, 4, "m"), ("in", 2): _IntLike(7)}
+
+    async def run() -> None:
+        server = grpc.aio.server()
+        lookup = _Lookup()
+        xg.add_TransactionCoordinatorServiceServicer_to_server(Keeps(), server)
+        cg.add_CoordinatorLookupServiceServicer_to_server(lookup, server)
+        lookup.endpoint = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        await server.start()
+        channels = AioChannels()
+        client = TransactionClient(channels, lambda: [lookup.endpoint], "t", 60_000)
+        try:
+            deadline = asyncio.get_running_loop().time() + 10
+            await client.add_offsets((7, 0), offsets, "g", "", -1, deadline)  # type: ignore[arg-type]
+        finally:
+            await client.close()
+            await channels.close()
+            await server.stop(None)
+
+    asyncio.run(run())
+    assert all(p.HasField("committed_leader_epoch") for p in sent)
+    assert [(p.committed_offset, p.committed_leader_epoch, p.metadata) for p in sent] == [
+        (5, -1, ""),
+        (9, 4, "m"),
+        (7, -1, ""),
+    ]
