@@ -210,11 +210,8 @@ class _CountsOffsets(_UnaryOnly):
         return x.TxnOffsetCommitResponse()
 
 
-def test_offsets_over_one_requests_limit_go_in_several_txn_offset_commits() -> None:
-    """A transaction that consumed more partitions than one TxnOffsetCommit may name commits
-    their offsets in several, every offset once (Kafka's sendOffsetsToTransaction has no cap)."""
-    servicer = _CountsOffsets()
-    wanted = {(f"in-{n % 7}", n): n * 10 for n in range(2 * limits.admin_request_items_max + 5)}
+def add_offsets_at(servicer: _UnaryOnly, offsets: dict) -> None:
+    """One TransactionClient.add_offsets of `offsets` against `servicer`."""
 
     async def run() -> None:
         server = grpc.aio.server()
@@ -227,13 +224,22 @@ def test_offsets_over_one_requests_limit_go_in_several_txn_offset_commits() -> N
         client = TransactionClient(channels, lambda: [lookup.endpoint], "t", 60_000)
         try:
             deadline = asyncio.get_running_loop().time() + 10
-            await client.add_offsets((7, 0), wanted, "g", "", -1, deadline)
+            await client.add_offsets((7, 0), offsets, "g", "", -1, deadline)
         finally:
             await client.close()
             await channels.close()
             await server.stop(None)
 
     asyncio.run(run())
+
+
+def test_offsets_over_one_requests_limit_go_in_several_txn_offset_commits() -> None:
+    """A transaction that consumed more partitions than one TxnOffsetCommit may name commits
+    their offsets in several, every offset once (Kafka's sendOffsetsToTransaction has no cap)."""
+    servicer = _CountsOffsets()
+    wanted = {(f"in-{n % 7}", n): n * 10 for n in range(2 * limits.admin_request_items_max + 5)}
+
+    add_offsets_at(servicer, wanted)
     assert servicer.sizes == [limits.admin_request_items_max] * 2 + [5]
     assert servicer.offsets == wanted
 
@@ -259,25 +265,7 @@ def test_txn_offset_commits_name_the_epoch_given_and_minus_one_for_a_bare_offset
             return x.TxnOffsetCommitResponse()
 
     offsets = {("in", 0): 5, ("in", 1): OffsetAndMetadata(9, 4, "m"), ("in", 2): _IntLike(7)}
-
-    async def run() -> None:
-        server = grpc.aio.server()
-        lookup = _Lookup()
-        xg.add_TransactionCoordinatorServiceServicer_to_server(Keeps(), server)
-        cg.add_CoordinatorLookupServiceServicer_to_server(lookup, server)
-        lookup.endpoint = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-        await server.start()
-        channels = AioChannels()
-        client = TransactionClient(channels, lambda: [lookup.endpoint], "t", 60_000)
-        try:
-            deadline = asyncio.get_running_loop().time() + 10
-            await client.add_offsets((7, 0), offsets, "g", "", -1, deadline)  # type: ignore[arg-type]
-        finally:
-            await client.close()
-            await channels.close()
-            await server.stop(None)
-
-    asyncio.run(run())
+    add_offsets_at(Keeps(), offsets)
     assert all(p.HasField("committed_leader_epoch") for p in sent)
     assert [(p.committed_offset, p.committed_leader_epoch, p.metadata) for p in sent] == [
         (5, -1, ""),
