@@ -273,14 +273,23 @@ class GroupDriver:
 
     # --- offsets ----------------------------------------------------------------------------------
 
-    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> Coroutine[Any, Any, None]:
         """Commit these offsets: with this member's id and epoch while it is in the group, from
         outside the group protocol while it is not subscribed (assign() with a group.id); in the
         requests the coordinator takes (offset_commit_parts.py), one commit after the other (as
-        Kafka's commitSync waits for those before it)."""
-        parts = offset_commit_parts.commit_parts_of(self.group_id, offsets, REQUEST_PARTITIONS_MAX)
-        with self.lock:  # what the offsets were taken under, before waiting for earlier commits
+        Kafka's commitSync waits for those before it). What the member owns is taken now, as the
+        offsets were, not when the coroutine first runs: a commit_async() task could start after
+        a revocation, and then commit (and retry at the new epoch) a partition it gave away."""
+        with self.lock:
             start = CommitStart.of(self.member)
+        return self._commit_in_order(offsets, start)
+
+    async def _commit_in_order(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], start: CommitStart
+    ) -> None:
+        parts = offset_commit_parts.commit_parts_of(self.group_id, offsets, REQUEST_PARTITIONS_MAX)
         async with self._commit_order:  # in order: an older retry never lands after a newer one
             for part in parts:
                 await self._commit({tp: offsets[tp] for tp in part}, start)
