@@ -52,9 +52,7 @@ def offsets_to_commit(
     """Under no lock: the given offsets, or the consumed positions of every assigned partition."""
     if offsets is not None:
         return {
-            (topic, int(partition)): at
-            if isinstance(at, OffsetAndMetadata)
-            else OffsetAndMetadata(at)
+            (topic, int(partition)): OffsetAndMetadata.of(at)
             for (topic, partition), at in offsets.items()
         }
     with driver.lock:

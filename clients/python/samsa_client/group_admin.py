@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import SupportsInt
 
 from samsa.client.errors import KafkaError, code_of, first_of
 from samsa.common.errors import ErrorCode
@@ -110,6 +111,12 @@ class OffsetAndMetadata:
     offset: int  # the next offset the group reads
     leader_epoch: int = -1  # of the last record processed; -1 when not known
     metadata: str = ""
+
+    @staticmethod
+    def of(at: OffsetAndMetadata | SupportsInt) -> OffsetAndMetadata:
+        """`at` itself, or a bare offset (any integer, numpy's too) with no leader epoch, as
+        Kafka's OffsetAndMetadata(offset)."""
+        return at if isinstance(at, OffsetAndMetadata) else OffsetAndMetadata(int(at))
 
 
 @dataclass(frozen=True)
@@ -252,8 +259,7 @@ def offset_commit_request(
     )
     by_topic: dict[str, c.OffsetCommitTopic] = {}
     for (topic, partition), value in sorted(offsets.items()):
-        if isinstance(value, int):
-            value = OffsetAndMetadata(value)
+        value = OffsetAndMetadata.of(value)
         if topic not in by_topic:
             by_topic[topic] = request.topics.add(name=topic)
         by_topic[topic].partitions.add(

@@ -167,9 +167,7 @@ class TransactionClient:
             for topic, partition in part:
                 if topic not in by_topic:
                     by_topic[topic] = commit.topics.add(name=topic)
-                at = ordered[topic, partition]
-                if not isinstance(at, OffsetAndMetadata):  # any integer (numpy's too)
-                    at = OffsetAndMetadata(int(at))
+                at = OffsetAndMetadata.of(ordered[topic, partition])
                 by_topic[topic].partitions.add(
                     partition=partition,
                     committed_offset=at.offset,
