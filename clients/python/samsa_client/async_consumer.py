@@ -299,7 +299,7 @@ class AsyncConsumer:
                 driver.wake()  # the partition is fetched again
                 raise
             if records:
-                driver.wake()  # fetch what is no longer buffered
+                driver.wake_soon()  # fetch what is no longer buffered
                 if self._tracer is not None:
                     record_spans(self._tracer, records, self.config.group_id)
                 return records

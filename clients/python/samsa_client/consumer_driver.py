@@ -156,6 +156,14 @@ class ConsumerDriver:
         self._wake_scheduled = True
         self._loop.call_soon_threadsafe(self.wake)
 
+    def wake_soon(self) -> None:
+        """`wake()` at the loop's next turn, from the loop: poll() hands its records over first
+        (the fetch it starts could not be written before the caller awaits anyway)."""
+        if self._wake_scheduled or self._loop is None:
+            return
+        self._wake_scheduled = True
+        self._loop.call_soon(self.wake)
+
     # --- the loop ---------------------------------------------------------------------------------
 
     def wake(self) -> None:
