@@ -15,9 +15,10 @@ observer per output topic reads throughout and keeps every read. Each round feed
 then injects one fault, in turn: kill -9 of the leader of an input or output partition (restarted),
 of the coordinator owning a pipeline's transactional.id (restarted; its partitions move to the
 other), or of a pipeline process (a successor with the same transactional.id fences it and
-finishes its work). Then the pipelines drain the input, and the history checker
-(txn_history_checker.py) judges each pipeline. CI runs `ROUNDS` rounds; `SAMSA_SLOW=1` runs
-`SLOW_ROUNDS`.
+finishes its work; it is killed only once it has committed past its input's last leader change,
+so that the successor resumes in a later leader epoch). Then the pipelines drain the input, and
+the history checker (txn_history_checker.py) judges each pipeline. CI runs `ROUNDS` rounds;
+`SAMSA_SLOW=1` runs `SLOW_ROUNDS`.
 """
 
 from __future__ import annotations
@@ -234,9 +235,15 @@ def transaction_coordinator(cluster: LocalCluster, transactional_id: str) -> int
 
 
 def inject(
-    fault: str, round_: int, cluster: LocalCluster, admin: Admin, pipelines: Pipelines
+    fault: str,
+    round_: int,
+    cluster: LocalCluster,
+    admin: Admin,
+    pipelines: Pipelines,
+    epoch_starts: dict[tuple[str, int], int],
 ) -> str:
-    """One fault, then recovery; what was done, for the report."""
+    """One fault, then recovery; what was done, for the report. `epoch_starts`: for each input
+    partition whose leader was killed, an offset its new leader epoch had reached."""
     index = round_ % PIPELINES
     topics = [names(i)[kind] for i in range(PIPELINES) for kind in ("input", "output")]
     if fault == "leader":
@@ -249,6 +256,10 @@ def inject(
         time.sleep(0.5)
         cluster.start(f"broker-{leader}")
         wait_until("a full ISR again", lambda: full_isr(admin, topics), 90)
+        inputs = [i for i in range(PIPELINES) if names(i)["input"] == topic]
+        if inputs:  # how far its new leader epoch has got
+            ends = input_ends(cluster.spec.bootstrap_servers)[inputs[0]]
+            epoch_starts[(topic, partition)] = ends[partition]
         return f"broker-{leader} (leader of {topic}-{partition})"
     if fault == "coordinator":
         owner = transaction_coordinator(cluster, names(index)["transactional_id"])
@@ -257,6 +268,15 @@ def inject(
         cluster.start(f"coordinator-{owner}")
         wait_healthy(cluster, timeout_s=60)
         return f"coordinator-{owner} (of {names(index)['transactional_id']})"
+    # The successor resumes where the killed one committed. Past an input partition's leader
+    # change, that offset lies in a later leader epoch than the first, where a wrong committed
+    # epoch (KIP-320) makes the successor rewind and copy records twice: wait until it is so.
+    starts = {p: at for (t, p), at in epoch_starts.items() if t == names(index)["input"]}
+    wait_until(
+        f"pipeline {index} committed past its input's last leader change",
+        lambda: all(committed_offsets(admin, index).get(p, 0) > at for p, at in starts.items()),
+        120,
+    )
     pipelines.kill_mid_transaction(index)
     pipelines.start(index)  # the successor: init_transactions fences the killed instance
     return f"pipeline {index}"
@@ -308,10 +328,12 @@ def test_transactional_pipelines_under_kills(tmp_path: Path, rounds: int) -> Non
                 pipelines.start(index)
             feeder.start()
             faults: list[tuple[str, str]] = []  # (kind, what was killed)
+            epoch_starts: dict[tuple[str, int], int] = {}
             for round_ in range(rounds):
                 time.sleep(1.5)  # the pipelines are mid-transaction
                 fault = FAULTS[round_ % len(FAULTS)]
-                killed = inject(fault, round_ // len(FAULTS), cluster, admin, pipelines)
+                cycle = round_ // len(FAULTS)
+                killed = inject(fault, cycle, cluster, admin, pipelines, epoch_starts)
                 faults.append((fault, killed))
             time.sleep(1.0)
             feeder.stopping.set()
