@@ -36,6 +36,12 @@ Outputs:
   OffsetFetch (COMMITTED) (offset_resets.py).
 - `take(limit)`: at most `limit` records, the partitions in turn; it moves positions. The
   partitions it empties may be fetched again.
+- Pending revocation (`mark_pending_revocation`, rebalance.py): from the moment the revocation
+  of partitions begins (before the commit that goes first and on_partitions_revoked) until they
+  leave, they are neither fetched nor handed out, as Kafka's SubscriptionState marks them
+  (KAFKA-14196): a poll() inside the listener would otherwise return records past the offsets
+  just committed, which the next owner reads again. seek(), position() and consumed() still
+  work on them.
 - `pop_error()`: the next error `poll()` raises (bad offsets, corrupt batches, failed lookups).
 - `on_fetch_answer(...)` -> AnswerEffects: refresh the metadata (a leader moved), and whether
   records `poll()` can take were buffered (fetch_answers.py).
@@ -119,6 +125,7 @@ class FetchState:
         self._partitions: dict[TopicPartition, Partition] = {}
         self._errors: dict[TopicPartition, Exception] = {}  # fetch errors poll() must raise
         self._take_from = 0  # the index in _assigned the next take starts at (take's doc)
+        self._revoking: set[TopicPartition] = set()  # pending revocation (module doc)
         self._in_flight: dict[int, InFlight] = {}
         self._backoff_until_ms: dict[int, int] = {}
         self._sessions = BrokerFetchSessions(partition_max_bytes=config.max_partition_fetch_bytes)
@@ -165,6 +172,7 @@ class FetchState:
             del self._partitions[tp]
             self._resets.cancel(tp)
         self._assigned = assigned
+        self._revoking &= keep
         initial = COMMITTED if self.config.group_id is not None else self.default_reset()
         for tp in assigned:
             if tp not in self._partitions:
@@ -231,6 +239,16 @@ class FetchState:
     def paused(self) -> list[TopicPartition]:
         return [tp for tp in self._assigned if self._partitions[tp].paused]
 
+    def mark_pending_revocation(self, partitions: Iterable[TopicPartition], pending: bool) -> None:
+        """The revocation of these partitions began (True): they are no longer fetched or
+        handed out until they leave the assignment; or it was abandoned before it ended (False:
+        as before). Partitions not assigned are ignored (they are neither fetched nor taken)."""
+        chosen = {tp for tp in partitions if tp in self._partitions}
+        if pending:
+            self._revoking |= chosen
+        else:
+            self._revoking -= chosen
+
     # --- errors ---------------------------------------------------------------------------------
 
     def pop_error(self) -> Exception | None:
@@ -261,9 +279,12 @@ class FetchState:
         in_flight = self._in_flight
         backoff = self._backoff_until_ms
         errors = self._errors
+        revoking = self._revoking
         for tp in self._assigned:
             partition = self._partitions[tp]
             offset = partition.fetch_offset
+            if revoking and tp in revoking:
+                continue  # neither fetched nor handed out: its buffer must not block either
             if partition.buffers:
                 if not partition.paused:  # a paused one keeps its buffer: it must not block
                     replica = partition.read_replica
@@ -332,19 +353,22 @@ class FetchState:
     # --- handing out ----------------------------------------------------------------------------
 
     def take(self, limit: int) -> list[ConsumerRecord]:
-        """At most `limit` buffered records (not of paused partitions), partitions in turn: from
-        where the last take that reached its limit stopped, in assignment order, so a partition
-        refilled as fast as it is emptied does not keep the others' records waiting."""
+        """At most `limit` buffered records (none of paused partitions or of those pending
+        revocation), partitions in turn: from where the last take that reached its limit
+        stopped, in assignment order, so a partition refilled as fast as it is emptied does not
+        keep the others' records waiting."""
         taken: list[ConsumerRecord] = []
         partitions = self._partitions
         assigned = self._assigned
         count = len(assigned)
         start = self._take_from % count if count else 0
+        revoking = self._revoking
         for turn in range(count):
             index = start + turn
-            partition = partitions[assigned[index % count]]
+            tp = assigned[index % count]
+            partition = partitions[tp]
             buffers = partition.buffers
-            if not buffers or partition.paused:
+            if not buffers or partition.paused or (revoking and tp in revoking):
                 continue
             while buffers and len(taken) < limit:
                 head = buffers[0]

@@ -6,19 +6,23 @@ Kafka's rule is that it runs on the application's thread, inside `poll()` (or `u
 
 1. `begin_step` (under the consumer's lock): what goes before the listener. Newly assigned
    partitions join the fetch state, starting at the group's committed offsets (their reset is
-   COMMITTED); lost partitions leave it, uncommitted. For revoked partitions with auto-commit on,
-   it returns their consumed positions, which the facade commits before the listener runs.
+   COMMITTED); lost partitions leave it, uncommitted. Revoked partitions are marked pending
+   revocation: from now on no poll() returns their records and they are not fetched (Kafka's
+   markPendingRevocation, KAFKA-14196), so a poll() inside on_partitions_revoked cannot hand out
+   records past the offsets committed before it. With auto-commit on, it returns their consumed
+   positions, which the facade commits before the listener runs.
 2. The facade calls the listener (and awaits it for the AsyncConsumer).
 3. `end_step` (under the lock): revoked partitions leave the fetch state, and the member moves
    on — its acknowledging heartbeat is then due at once, which lets the coordinator give the
    revoked partitions to others. The move happens even when the listener raised (then poll()
    raises it after the move), as in Kafka.
 
-A partition is therefore fetched until `on_partitions_revoked` returned, and reported as given
-back only after it. A poll cancelled before its step ended (an asyncio task cancelled while it
-awaited the commit or a coroutine listener, or a KeyboardInterrupt) calls `abandon_step`: the step
-runs again, from its start, at the next poll (or unsubscribe, close) rather than stay "running"
-for ever, which left the member unable to acknowledge anything or leave. No I/O here: the
+A revoked partition is therefore reported as given back only after `on_partitions_revoked`
+returned, and handed out by no poll() once its revocation began. A poll cancelled before its
+step ended (an asyncio task cancelled while it awaited the commit or a coroutine listener, or a
+KeyboardInterrupt) calls `abandon_step`: the step runs again, from its start, at the next poll
+(or unsubscribe, close) rather than stay "running" for ever, which left the member unable to
+acknowledge anything or leave. No I/O here: the
 facades do the committing and the waking.
 """
 
@@ -97,9 +101,11 @@ def begin_step(member: GroupMember, state: FetchState, auto_commit: bool) -> Reb
         state.assign(assigned + [tp for tp in partitions if tp not in set(assigned)])
     elif callback.kind is CallbackKind.LOST:
         state.assign([tp for tp in assigned if tp not in callback.partitions])
-    elif auto_commit:
-        consumed = state.consumed(partitions)
-        commit_first = {tp: OffsetAndMetadata(at, epoch) for tp, (at, epoch) in consumed.items()}
+    else:
+        state.mark_pending_revocation(partitions, True)
+        if auto_commit:
+            consumed = state.consumed(partitions)
+            commit_first = {tp: OffsetAndMetadata(at, e) for tp, (at, e) in consumed.items()}
     return RebalanceStep(callback, partitions, commit_first)
 
 
@@ -114,14 +120,17 @@ def abandon_step(member: GroupMember, state: FetchState, step: RebalanceStep, no
     """Under the lock: the facade's poll was cancelled (or interrupted) before the step ended.
     It runs again from its start at the next poll: partitions `begin_step` added for
     on_partitions_assigned leave the fetch state until then (the member does not own them yet:
-    lost meanwhile, they would stay behind). When the member moved on meanwhile, the step ends
-    as `end_step` ends it."""
+    lost meanwhile, they would stay behind); partitions it marked pending revocation are
+    fetched and handed out again (the step marks them again when it runs). When the member
+    moved on meanwhile, the step ends as `end_step` ends it."""
     if not member.abandon_callback(now_ms):
         if step.callback.kind is CallbackKind.REVOKED:
             state.assign([tp for tp in state.assignment() if tp not in step.callback.partitions])
         return
     if step.callback.kind is CallbackKind.ASSIGNED:
         state.assign([tp for tp in state.assignment() if tp not in step.callback.partitions])
+    elif step.callback.kind is CallbackKind.REVOKED:
+        state.mark_pending_revocation(step.partitions, False)
 
 
 def check_not_subscribed(group: Any) -> None:
