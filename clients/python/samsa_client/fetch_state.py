@@ -42,6 +42,8 @@ Outputs:
   (KAFKA-14196): a poll() inside the listener would otherwise return records past the offsets
   just committed, which the next owner reads again. seek(), position() and consumed() still
   work on them.
+- `auto_committed` (auto_commit_memory.py): what auto-commit last committed of each partition,
+  forgotten as the partition leaves the assignment.
 - `pop_error()`: the next error `poll()` raises (bad offsets, corrupt batches, failed lookups).
 - `on_fetch_answer(...)` -> AnswerEffects: refresh the metadata (a leader moved), and whether
   records `poll()` can take were buffered (fetch_answers.py).
@@ -61,6 +63,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from samsa.client.auto_commit_memory import AutoCommitMemory
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
@@ -126,6 +129,7 @@ class FetchState:
         self._errors: dict[TopicPartition, Exception] = {}  # fetch errors poll() must raise
         self._take_from = 0  # the index in _assigned the next take starts at (take's doc)
         self._revoking: set[TopicPartition] = set()  # pending revocation (module doc)
+        self.auto_committed = AutoCommitMemory()  # the group driver's, kept with the partitions
         self._in_flight: dict[int, InFlight] = {}
         self._backoff_until_ms: dict[int, int] = {}
         self._sessions = BrokerFetchSessions(partition_max_bytes=config.max_partition_fetch_bytes)
@@ -171,6 +175,7 @@ class FetchState:
             self._drop(tp)
             del self._partitions[tp]
             self._resets.cancel(tp)
+            self.auto_committed.forget((tp,))
         self._assigned = assigned
         self._revoking &= keep
         initial = COMMITTED if self.config.group_id is not None else self.default_reset()

@@ -123,7 +123,6 @@ class GroupDriver:
         self._coordinator = GroupCoordinatorCalls(config, bootstrap, channels)
         self._on_progress = on_progress
         self._auto_commit_due_ms = now_ms() + config.auto_commit_interval_ms
-        self._auto_committed: dict[TopicPartition, int] = {}
         self._commit_order = asyncio.Lock()  # commits go one after the other (commit())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -388,20 +387,16 @@ class GroupDriver:
     def _moved_since_auto_commit(self) -> dict[TopicPartition, OffsetAndMetadata] | None:
         """The consumed positions that moved since the last auto-commit: of the partitions owned
         in the group, or with assign() (no subscription) of every assigned partition, committed
-        from outside the group protocol as Kafka's consumer does."""
+        from outside the group protocol as Kafka's consumer does. A partition that left the
+        consumer since is committed whatever its position (auto_commit_memory.py)."""
         if self.member.state is MemberState.UNSUBSCRIBED:
             consumed = self.state.consumed()
         elif self.member.state in IN_GROUP:
             consumed = self.state.consumed(self.member.owned)
         else:
             return None
-        moved = {
-            tp: OffsetAndMetadata(offset, epoch)
-            for tp, (offset, epoch) in consumed.items()
-            if self._auto_committed.get(tp) != offset
-        }
-        self._auto_committed.update((tp, at.offset) for tp, at in moved.items())
-        return moved or None
+        moved = self.state.auto_committed.moved(consumed)
+        return {tp: OffsetAndMetadata(at, epoch) for tp, (at, epoch) in moved.items()} or None
 
     async def commit_in_background(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
@@ -411,8 +406,8 @@ class GroupDriver:
             await self.commit(offsets)
         except KafkaError as error:
             log.warning("auto-commit of group %r failed: %s", self.group_id, error)
-            for tp in offsets:
-                self._auto_committed.pop(tp, None)
+            with self.lock:
+                self.state.auto_committed.forget(offsets)
 
 
 def heartbeat_refusal(error: grpc.RpcError) -> str | None:

@@ -27,6 +27,7 @@ CORE_MODULES = (
     "group_member.py",
     "fetch_state.py",
     "fetch_partitions.py",
+    "auto_commit_memory.py",
     "fetch_answers.py",
     "offset_resets.py",
     "consumer_records.py",
