@@ -120,8 +120,6 @@ class ProduceSender:
             transactional_id=self._config.transactional_id or "",
             add_partitions_to_txn=self._txn is not None,
         )
-        if self._txn is not None:
-            self._txn.on_started()  # the leader may add partitions to the transaction now
         acks_zero = self._config.acks == 0
 
         def on_answer(

@@ -244,6 +244,8 @@ class ProducerDriver:
                     for node in ready.ready_nodes
                     if self._sender.has_room(node)
                 ]
+                if self.txn is not None and any(batches for _, batches in requests):
+                    self.txn.on_started()
             self._settle(expired)
             for node, batches in requests:
                 if batches:
@@ -374,7 +376,7 @@ class ProducerDriver:
     async def end_transaction(self, committed: bool, timeout_s: float) -> None:
         """EndTxn, once nothing of the transaction is queued or in flight (the caller flushed or
         aborted the queue); adopts the bumped epoch for the next transaction. A transaction
-        that sent nothing never reached the coordinator: it ends here, without a call."""
+        that drained nothing never reached the coordinator: it ends here, without a call."""
         assert self._txn_client is not None and self.txn is not None
         if not self.txn.started:
             with self.lock:

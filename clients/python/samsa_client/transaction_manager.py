@@ -96,8 +96,10 @@ class TransactionManager:
         self.transactional_id = transactional_id
         self.state = TxnState.UNINITIALIZED
         self.error: KafkaError | None = None
-        # Whether the coordinator may know of the open transaction: a batch of it went to a
-        # leader (which adds its partition) or its offsets were added. If not, it ends locally.
+        # Whether the transaction must end with an EndTxn: a batch of it was drained (so it
+        # may reach a leader, which adds its partition, and it took sequences that only the
+        # epoch EndTxn brings resets, sent or not) or its offsets were added. If not, it ends
+        # locally.
         self.started = False
 
     def _require(self, action: str, *allowed: TxnState) -> None:
@@ -159,7 +161,7 @@ class TransactionManager:
         self._require("prepare_transaction", TxnState.IN_TRANSACTION)
 
     def on_started(self) -> None:
-        """A request of the transaction left for a broker or the coordinator."""
+        """A batch of the transaction was drained, or a request left for the coordinator."""
         self.started = True
 
     def on_prepared(self) -> None:
