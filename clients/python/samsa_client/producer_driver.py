@@ -86,9 +86,6 @@ class ProducerDriver:
         self._run_callbacks = run_callbacks
         self._on_completions = on_completions
         self._outcomes = BatchOutcomes()
-        self.appender = RecordAppender(
-            config, self.lock, self.accumulator, self._outcomes, lambda: metadata.leaders
-        )
         self._channels = AioChannels()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -117,6 +114,9 @@ class ProducerDriver:
                 config.transactional_id,
                 config.transaction_timeout_ms,
             )
+        self.appender = RecordAppender(
+            config, self.lock, self.accumulator, self._outcomes, lambda: metadata.leaders, self.txn
+        )
         self._sender = ProduceSender(
             config,
             metadata,

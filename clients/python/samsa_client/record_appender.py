@@ -25,6 +25,7 @@ from samsa.client.partitioner import UNAVAILABLE, Partitioner
 from samsa.client.record_batcher import AppendRefusal
 from samsa.client.record_checks import CheckedRecords, as_bytes, checked_int
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
+from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode
 
 # The enum member, read once: on CPython 3.11 reading an Enum member off its class costs ~0.2 us,
@@ -76,6 +77,7 @@ class RecordAppender:
         accumulator: RecordAccumulator,
         outcomes: BatchOutcomes,
         leaders: Callable[[], Mapping[tuple[str, int], int]],
+        txn: TransactionManager | None = None,
     ) -> None:
         self.lock = lock
         self.accumulator = accumulator
@@ -96,6 +98,12 @@ class RecordAppender:
         # for the memory the stop freed, or raced with close()) would queue a record nothing
         # sends, its future never settled; it raises instead, as Kafka's producer does.
         self.closed = False
+        # A transactional producer's state, checked again under `lock` at each append: a send()
+        # checks it when called, then may wait (metadata, buffer.memory) while another thread
+        # or task commits or aborts. begin_commit/begin_abort take `lock` too, so a record is
+        # appended before the transaction's end starts (its flush covers it) or is refused, as
+        # Kafka's append is (maybeAddPartition) — never sent outside, or into the next, one.
+        self._txn = txn
 
     def _loads(self, topic: str, partition_count: int) -> list[int]:
         """Each partition's load for the sticky partitioner's next draw (partitioner.py): the
@@ -136,6 +144,8 @@ class RecordAppender:
         try:
             if self.closed:
                 raise_closed()
+            if self._txn is not None:
+                self._txn.check_send()
             if sticky:
                 partition = self._sticky_partition(topic, count)
             elif partition is None:
@@ -185,6 +195,8 @@ class RecordAppender:
         with self.lock:
             if self.closed:
                 raise_closed()
+            if self._txn is not None:
+                self._txn.check_send()
             while start < end:
                 sticky = partition is None
                 target = self.partitioner.partition(topic, None, count) if sticky else partition
