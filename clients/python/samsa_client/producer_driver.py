@@ -53,6 +53,7 @@ from samsa.client.producer_ids import ProducerIds
 from samsa.client.record_appender import RecordAppender, now_ms
 from samsa.client.record_future import BatchOutcomes
 from samsa.client.transaction_client import TransactionClient
+from samsa.client.transaction_driver import TransactionDriver
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.v1 import broker_pb2_grpc
@@ -106,6 +107,7 @@ class ProducerDriver:
         # 2): no AddPartitionsToTxn of ours, and no batch waits for one.
         self.txn: TransactionManager | None = None
         self._txn_client: TransactionClient | None = None
+        self.transactions: TransactionDriver | None = None
         if config.transactional_id is not None:
             self.txn = TransactionManager(config.transactional_id)
             self._txn_client = TransactionClient(
@@ -113,6 +115,14 @@ class ProducerDriver:
                 lambda: list(metadata.bootstrap),
                 config.transactional_id,
                 config.transaction_timeout_ms,
+            )
+            self.transactions = TransactionDriver(
+                self.txn,
+                self._txn_client,
+                self.lock,
+                self.accumulator,
+                self.flush,
+                self.abort_queued,
             )
         self.appender = RecordAppender(
             config, self.lock, self.accumulator, self._outcomes, lambda: metadata.leaders, self.txn
@@ -288,44 +298,6 @@ class ProducerDriver:
             self.accumulator.set_producer_id(identity.producer_id, identity.producer_epoch)
         return True
 
-    # --- transactions -----------------------------------------------------------------------------
-
-    async def init_transactions(self, timeout_s: float) -> None:
-        assert self._txn_client is not None and self.txn is not None
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        identity = await self._txn_client.init(deadline)
-        with self.lock:
-            self.accumulator.set_producer_id(*identity)
-            self.txn.on_initialized()
-
-    async def send_offsets(
-        self,
-        offsets: dict[tuple[str, int], int | OffsetAndMetadata],
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        timeout_s: float,
-    ) -> None:
-        assert self._txn_client is not None and self.txn is not None
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        self.txn.on_started()
-        try:
-            await self._txn_client.add_offsets(
-                self.accumulator.producer_identity,
-                offsets,
-                group_id,
-                member_id,
-                member_epoch,
-                deadline,
-            )
-        except KafkaError as error:
-            with self.lock:
-                self.txn.on_error(error)
-                raised = self.txn.to_raise(error)
-            if raised is error:
-                raise
-            raise raised from error
-
     async def flush(self, timeout_s: float | None) -> None:
         """On the loop: send everything buffered now and wait until every record sent so far is
         settled (AsyncProducer.flush, and the transaction ends of both facades). Raises
@@ -355,47 +327,32 @@ class ProducerDriver:
             with self.lock:
                 self.accumulator.flush_done()
 
+    # --- transactions (transaction_driver.py) ---------------------------------------------------
+
+    def _transactions(self) -> TransactionDriver:
+        assert self.transactions is not None, "no transactional.id"
+        return self.transactions
+
+    async def init_transactions(self, timeout_s: float) -> None:
+        await self._transactions().init(timeout_s)
+
+    async def send_offsets(
+        self,
+        offsets: dict[tuple[str, int], int | OffsetAndMetadata],
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        timeout_s: float,
+    ) -> None:
+        await self._transactions().send_offsets(
+            offsets, group_id, member_id, member_epoch, timeout_s
+        )
+
     async def commit_transaction(self, timeout_s: float) -> None:
-        """Flush, then EndTxn(commit), in one coroutine: a sync caller hands over to the loop
-        once for both, not once for each (its flush would otherwise wake the caller's thread
-        only for it to hand EndTxn straight back). The facade checked `begin_commit()` first;
-        it is checked again after the flush, which raises if a batch of the transaction failed
-        meanwhile. Each step has `timeout_s`, as the two calls had."""
-        assert self.txn is not None
-        await self.flush(timeout_s)
-        with self.lock:
-            self.txn.begin_commit()
-        await self.end_transaction(True, timeout_s)
+        await self._transactions().commit(timeout_s)
 
     async def abort_transaction(self, timeout_s: float) -> None:
-        """Drop what was not sent, wait for what was, then EndTxn(abort), in one coroutine."""
-        self.abort_queued("the transaction was aborted before this record was sent")
-        await self.flush(timeout_s)
-        await self.end_transaction(False, timeout_s)
-
-    async def end_transaction(self, committed: bool, timeout_s: float) -> None:
-        """EndTxn, once nothing of the transaction is queued or in flight (the caller flushed or
-        aborted the queue); adopts the bumped epoch for the next transaction. A transaction
-        that drained nothing never reached the coordinator: it ends here, without a call."""
-        assert self._txn_client is not None and self.txn is not None
-        if not self.txn.started:
-            with self.lock:
-                self.txn.on_ended()
-            return
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        try:
-            identity = await self._txn_client.end(
-                self.accumulator.producer_identity, committed, deadline
-            )
-        except KafkaError as error:
-            with self.lock:
-                raised = self.txn.on_end_failed(error)
-            if raised is error:
-                raise
-            raise raised from error
-        with self.lock:
-            self.accumulator.set_producer_id(*identity)
-            self.txn.on_ended()
+        await self._transactions().abort(timeout_s)
 
     def abort_queued(self, message: str) -> None:
         with self.lock:
