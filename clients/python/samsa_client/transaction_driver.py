@@ -2,9 +2,15 @@
 
 transaction_manager.py (pure) decides which call is legal when and transaction_client.py carries
 each request to the coordinator; this module runs what the facades ask for (init_transactions,
-send_offsets_to_transaction, commit_transaction, abort_transaction) and keeps a rule of
+send_offsets_to_transaction, commit_transaction, abort_transaction) and keeps two rules of
 Kafka's TransactionManager that the calls of several threads or tasks would otherwise break:
 
+- One coordinator request at a time (`_calls`, an asyncio.Lock, first come first served), as
+  Kafka's sends its transactional requests one by one, AddOffsetsToTxn and TxnOffsetCommit
+  ahead of EndTxn: a send_offsets_to_transaction() that began before a commit has its offsets
+  answered before the commit's EndTxn goes out, so a committed transaction never lacks offsets
+  whose call then reports success. One that gets its turn once a commit or abort has begun is
+  refused (INVALID_TXN_STATE): the state is checked again under the lock, in its turn.
 - One end at a time (`_ending`): a commit_transaction() (or abort_transaction()) called while the
   same one is in progress, from another thread or task or from close(), awaits that one's
   outcome instead of sending a second EndTxn (Kafka's cached TransactionalRequestResult): one
@@ -42,15 +48,18 @@ class TransactionDriver:
         self._accumulator = accumulator
         self._flush = flush
         self._abort_queued = abort_queued
+        # Held for each coordinator request (bound to the loop at its first use).
+        self._calls = asyncio.Lock()
         # The commit (True) or abort (False) in progress, shared by every call that asks for it.
         self._ending: tuple[bool, asyncio.Task[None]] | None = None
 
     async def init(self, timeout_s: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout_s
-        identity = await self._client.init(deadline)
-        with self._lock:
-            self._accumulator.set_producer_id(*identity)
-            self.txn.on_initialized()
+        async with self._calls:
+            identity = await self._client.init(deadline)
+            with self._lock:
+                self._accumulator.set_producer_id(*identity)
+                self.txn.on_initialized()
 
     async def send_offsets(
         self,
@@ -61,29 +70,32 @@ class TransactionDriver:
         timeout_s: float,
     ) -> None:
         deadline = asyncio.get_running_loop().time() + timeout_s
-        self.txn.on_started()
-        try:
-            await self._client.add_offsets(
-                self._accumulator.producer_identity,
-                offsets,
-                group_id,
-                member_id,
-                member_epoch,
-                deadline,
-            )
-        except KafkaError as error:
+        async with self._calls:
             with self._lock:
-                self.txn.on_error(error)
-                raised = self.txn.to_raise(error)
-            if raised is error:
-                raise
-            raise raised from error
+                self.txn.check_send()  # a commit or abort begun while this waited refuses it
+                self.txn.on_started()
+            try:
+                await self._client.add_offsets(
+                    self._accumulator.producer_identity,
+                    offsets,
+                    group_id,
+                    member_id,
+                    member_epoch,
+                    deadline,
+                )
+            except KafkaError as error:
+                with self._lock:
+                    self.txn.on_error(error)
+                    raised = self.txn.to_raise(error)
+                if raised is error:
+                    raise
+                raise raised from error
 
     async def commit(self, timeout_s: float) -> None:
         """Flush, then EndTxn(commit), in one coroutine: a sync caller hands over to the loop
         once for both, not once for each. The facade checked `begin_commit()` first; it is
-        checked again after the flush, which raises if a batch of the transaction failed
-        meanwhile. Each step has `timeout_s`, as the two calls had."""
+        checked again in EndTxn's turn, which raises if a batch of the transaction, or its
+        offsets, failed meanwhile. Each step has `timeout_s`, as the two calls had."""
         await self._shared_end(True, timeout_s)
 
     async def abort(self, timeout_s: float) -> None:
@@ -108,14 +120,16 @@ class TransactionDriver:
 
     async def _commit(self, timeout_s: float) -> None:
         await self._flush(timeout_s)
-        with self._lock:
-            self.txn.begin_commit()
-        await self._end(True, timeout_s)
+        async with self._calls:
+            with self._lock:
+                self.txn.begin_commit()
+            await self._end(True, timeout_s)
 
     async def _abort(self, timeout_s: float) -> None:
         self._abort_queued("the transaction was aborted before this record was sent")
         await self._flush(timeout_s)
-        await self._end(False, timeout_s)
+        async with self._calls:
+            await self._end(False, timeout_s)
 
     async def _end(self, committed: bool, timeout_s: float) -> None:
         """EndTxn, once nothing of the transaction is queued or in flight (the caller flushed or
