@@ -35,13 +35,15 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
+    check_partitions_exist,
     close_deadline,
     group_of,
     offsets_to_commit,
     poll_timer_wait_s,
+    take_records,
     within,
 )
-from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
+from samsa.client.consumer_driver import ConsumerDriver
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import EARLIEST, LATEST, OffsetAndTimestamp

@@ -3,9 +3,8 @@
 Theory of operation. Everything about positions, resets, buffers and which fetches to send is
 decided by the fetch state (fetch_state.py, a pure core); everything about the network by the
 driver (consumer_driver.py): one event loop on `grpc.aio` that alone sends Fetch and ListOffsets
-and feeds their answers to the core. Fetches are pipelined: every broker leading an assigned
-partition without buffered data always has one Fetch in flight, each in that broker's fetch
-session (fetch_sessions.py), so `poll()` normally returns records fetched while the application
+and feeds their answers to the core. Fetches are pipelined, each in its broker's fetch session
+(fetch_sessions.py), so `poll()` normally returns records fetched while the application
 processed the last ones. This facade adds a loop thread and no rule:
 
 - `poll()` runs on the caller's thread: under the driver's lock it raises the next pending error
@@ -56,13 +55,15 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
     POSITION_WAIT_MARGIN_S,
+    check_partitions_exist,
     close_deadline,
     group_of,
     offsets_to_commit,
     poll_timer_wait_s,
+    take_records,
     within,
 )
-from samsa.client.consumer_driver import ConsumerDriver, check_partitions_exist, take_records
+from samsa.client.consumer_driver import ConsumerDriver
 from samsa.client.consumer_loop import LoopCalls
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError

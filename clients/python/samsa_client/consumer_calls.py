@@ -8,16 +8,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ConsumerConfig
+from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.common.errors import ErrorCode
 
 if TYPE_CHECKING:
     from samsa.client.consumer_driver import ConsumerDriver
+    from samsa.client.fetch_state import FetchState
     from samsa.client.group_driver import GroupDriver
 
 log = logging.getLogger(__name__)
@@ -102,3 +105,22 @@ async def cancel_other_tasks(timeout_s: float = 1.0) -> None:
         task.cancel()
     if others:
         await asyncio.wait(others, timeout=timeout_s)
+
+
+def check_partitions_exist(metadata: ClusterMetadata, assigned: Iterable[TopicPartition]) -> None:
+    """assign()'s check: every partition named exists, else UNKNOWN_TOPIC_OR_PARTITION."""
+    for topic, partition in assigned:
+        count = metadata.partition_counts.get(topic)
+        if count is None or not 0 <= partition < count:
+            raise KafkaError(
+                f"{topic}-{partition} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+
+
+def take_records(state: FetchState, limit: int) -> list[ConsumerRecord]:
+    """Under the lock: raise the next pending error, else take up to `limit` records. The
+    caller wakes the driver when it raised or took records: fetches may be sent now."""
+    error = state.pop_error()
+    if error is not None:
+        raise error
+    return state.take(limit)

@@ -41,7 +41,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import grpc
@@ -49,7 +49,6 @@ import grpc
 from samsa.client.channels import AioChannels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
-from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import (
     COMMITTED,
@@ -92,24 +91,6 @@ LIST_OFFSETS_RETRIABLE = frozenset(
 
 def now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
-
-
-def check_partitions_exist(metadata: ClusterMetadata, assigned: Iterable[TopicPartition]) -> None:
-    for topic, partition in assigned:
-        count = metadata.partition_counts.get(topic)
-        if count is None or not 0 <= partition < count:
-            raise KafkaError(
-                f"{topic}-{partition} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            )
-
-
-def take_records(state: FetchState, limit: int) -> list[ConsumerRecord]:
-    """Under the lock: raise the next pending error, else take up to `limit` records. The
-    caller wakes the driver when it raised or took records: fetches may be sent now."""
-    error = state.pop_error()
-    if error is not None:
-        raise error
-    return state.take(limit)
 
 
 class ConsumerDriver:

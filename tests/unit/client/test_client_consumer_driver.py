@@ -22,7 +22,8 @@ from list_offsets_answers import list_offsets_answer
 
 from samsa.client import consumer_driver
 from samsa.client.config import ConsumerConfig
-from samsa.client.consumer_driver import ConsumerDriver, take_records
+from samsa.client.consumer_calls import take_records
+from samsa.client.consumer_driver import ConsumerDriver
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed
 from samsa.common.record.codec import build_batch
