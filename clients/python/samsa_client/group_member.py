@@ -272,6 +272,8 @@ class GroupMember:
             return
         self._in_flight = False
         self.coordinator_needed = False
+        if self._late_leave_answer():
+            return
         if self.state in (MemberState.LEAVING, MemberState.STALE):
             # The answer to a heartbeat sent before the member decided to leave says nothing
             # that matters now: the leave heartbeat is still due.
@@ -292,6 +294,8 @@ class GroupMember:
     def on_heartbeat_failed(self, code: ErrorCode, message: str, now_ms: int) -> None:
         """An error answer, or a transport failure (pass NETWORK_EXCEPTION)."""
         self._in_flight = False
+        if self._late_leave_answer():
+            return
         if self.state is MemberState.LEAVING and self._in_flight_leave:
             self._finish_leaving(now_ms)  # best effort: the session timeout removes us anyway
             return
@@ -311,6 +315,15 @@ class GroupMember:
         self._move(MemberState.FATAL)
         self.error = (code, message)
         self._callback = None
+
+    def _late_leave_answer(self) -> bool:
+        """The answer is to a leave heartbeat of a member no longer leaving (a stale member
+        that polled since, and is rejoining): it says nothing about the join, which goes out
+        next. Kafka ignores it too."""
+        if not self._in_flight_leave or self.state is MemberState.LEAVING:
+            return False
+        self._in_flight_leave = False
+        return self.state is not MemberState.STALE
 
     # --- reconciliation -----------------------------------------------------------------------
 
