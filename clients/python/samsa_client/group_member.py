@@ -54,6 +54,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from samsa.client.heartbeat_fields import SentFields, Subscription, partitions_from_proto
+from samsa.client.heartbeat_fields import partitions_to_proto as partitions_to_proto
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as cp
 
@@ -130,33 +132,6 @@ class MemberSettings:
     retry_backoff_ms: int
 
 
-@dataclass(frozen=True)
-class Subscription:
-    topics: frozenset[str] = frozenset()
-    pattern: str = ""
-
-    def to_proto(self) -> cp.ConsumerGroupSubscription:
-        return cp.ConsumerGroupSubscription(
-            topic_names=sorted(self.topics), topic_regex=self.pattern
-        )
-
-
-def partitions_to_proto(partitions: frozenset[TopicPartition]) -> cp.OwnedPartitions:
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in partitions:
-        by_topic.setdefault(topic, []).append(partition)
-    return cp.OwnedPartitions(
-        topics=[
-            cp.TopicPartitions(topic=topic, partitions=sorted(numbers))
-            for topic, numbers in sorted(by_topic.items())
-        ]
-    )
-
-
-def partitions_from_proto(owned: cp.OwnedPartitions) -> frozenset[TopicPartition]:
-    return frozenset((t.topic, p) for t in owned.topics for p in t.partitions)
-
-
 class GroupMember:
     """One consumer's membership; see the module docstring."""
 
@@ -176,7 +151,7 @@ class GroupMember:
         self._heartbeat_due_ms: int | None = None
         self._in_flight = False
         self._in_flight_leave = False
-        self._subscription_sent = False
+        self._sent = SentFields()  # what the coordinator was last told (heartbeat_fields.py)
         self._last_poll_ms: int | None = None
         self._assigned_due = False  # a new assignment's on_assigned is still to be asked for
 
@@ -185,7 +160,6 @@ class GroupMember:
     def subscribe(self, subscription: Subscription, now_ms: int) -> None:
         """Join (or change what this member subscribes to)."""
         self.subscription = subscription
-        self._subscription_sent = False
         if self.state is MemberState.UNSUBSCRIBED:
             self._move(MemberState.JOINING)
             self.member_epoch = JOIN_EPOCH
@@ -251,10 +225,7 @@ class GroupMember:
         if request.member_epoch == JOIN_EPOCH:
             request.rebalance_timeout_ms = settings.rebalance_timeout_ms
             request.server_assignor = settings.server_assignor
-        if self.subscription is not None and (
-            request.member_epoch == JOIN_EPOCH or not self._subscription_sent
-        ):
-            request.subscription.CopyFrom(self.subscription.to_proto())
+        self._sent.fill(request, self.subscription if request.member_epoch >= 0 else None)
         self._in_flight = True
         self._in_flight_leave = request.member_epoch < 0
         self._heartbeat_due_ms = None
@@ -280,7 +251,6 @@ class GroupMember:
             if self._in_flight_leave and self.state is MemberState.LEAVING:
                 self._finish_leaving(now_ms)
             return
-        self._subscription_sent = True
         self.member_epoch = answer.member_epoch
         self.heartbeat_interval_ms = answer.heartbeat_interval_ms
         self._heartbeat_due_ms = now_ms + answer.heartbeat_interval_ms
@@ -294,6 +264,7 @@ class GroupMember:
     def on_heartbeat_failed(self, code: ErrorCode, message: str, now_ms: int) -> None:
         """An error answer, or a transport failure (pass NETWORK_EXCEPTION)."""
         self._in_flight = False
+        self._sent.reset()  # it may not have reached the coordinator: the next one says all
         if self._late_leave_answer():
             return
         if self.state is MemberState.LEAVING and self._in_flight_leave:
@@ -422,7 +393,6 @@ class GroupMember:
 
     def _rejoin(self, now_ms: int) -> None:
         self.target = None
-        self._subscription_sent = False
         if self.subscription is None:
             return
         self._move(MemberState.JOINING)
@@ -436,7 +406,6 @@ class GroupMember:
         self._heartbeat_due_ms = None
         if self.subscription is not None:  # subscribe() came while leaving: join now
             self._move(MemberState.JOINING)
-            self._subscription_sent = False
             self._heartbeat_due_ms = now_ms
 
     def _move_if_needed(self, target: MemberState) -> None:

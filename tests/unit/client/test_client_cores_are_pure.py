@@ -25,6 +25,7 @@ CORE_MODULES = (
     "producer_sequences.py",
     "retry_policy.py",
     "group_member.py",
+    "heartbeat_fields.py",
     "fetch_state.py",
     "fetch_partitions.py",
     "auto_commit_memory.py",

@@ -1,0 +1,67 @@
+"""What a consumer-group heartbeat carries besides the member's id and epoch — a pure core.
+
+Theory of operation. Some fields of ConsumerGroupHeartbeatRequest are optional after the join:
+"unset means unchanged" (proto/samsa/v1/coordinator.proto), and the coordinator keeps what it was
+last told. `SentFields` is the member's record of what that is (Kafka's HeartbeatState and its
+SentFields): a field goes into a heartbeat only when it differs from what an earlier heartbeat
+carried, and is recorded as sent when the heartbeat is *built* (not when answered, which would
+take a change made while a heartbeat was in flight for one it carried). A heartbeat that failed
+may or may not have reached the coordinator: `reset()` forgets everything, so the next one
+carries every field again, as does a join (epoch 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from samsa.v1 import coordinator_pb2 as cp
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Subscription:
+    topics: frozenset[str] = frozenset()
+    pattern: str = ""
+
+    def to_proto(self) -> cp.ConsumerGroupSubscription:
+        return cp.ConsumerGroupSubscription(
+            topic_names=sorted(self.topics), topic_regex=self.pattern
+        )
+
+
+def partitions_to_proto(partitions: frozenset[TopicPartition]) -> cp.OwnedPartitions:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return cp.OwnedPartitions(
+        topics=[
+            cp.TopicPartitions(topic=topic, partitions=sorted(numbers))
+            for topic, numbers in sorted(by_topic.items())
+        ]
+    )
+
+
+def partitions_from_proto(owned: cp.OwnedPartitions) -> frozenset[TopicPartition]:
+    return frozenset((t.topic, p) for t in owned.topics for p in t.partitions)
+
+
+class SentFields:
+    """What the coordinator was last told; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.subscription: Subscription | None = None
+
+    def reset(self) -> None:
+        self.subscription = None
+
+    def fill(
+        self, request: cp.ConsumerGroupHeartbeatRequest, subscription: Subscription | None
+    ) -> None:
+        """Put into `request` what changed since the last heartbeat built (everything on a
+        join), and record it as sent."""
+        if request.member_epoch == 0:
+            self.reset()
+        if subscription is not None and subscription != self.subscription:
+            request.subscription.CopyFrom(subscription.to_proto())
+            self.subscription = subscription
