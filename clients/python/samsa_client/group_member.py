@@ -220,16 +220,32 @@ class GroupMember:
             group_instance_id=settings.instance_id,
             client_id=settings.client_id,
         )
-        if request.member_epoch >= 0:
-            request.owned_partitions.CopyFrom(partitions_to_proto(self.owned))
         if request.member_epoch == JOIN_EPOCH:
             request.rebalance_timeout_ms = settings.rebalance_timeout_ms
             request.server_assignor = settings.server_assignor
-        self._sent.fill(request, self.subscription if request.member_epoch >= 0 else None)
+        if request.member_epoch >= 0:
+            acknowledging = self.state is MemberState.ACKNOWLEDGING
+            self._sent.fill(
+                request, self.subscription, self._owned_to_report(), owned_always=acknowledging
+            )
         self._in_flight = True
         self._in_flight_leave = request.member_epoch < 0
         self._heartbeat_due_ms = None
         return request
+
+    def _owned_to_report(self) -> frozenset[TopicPartition] | None:
+        """What this heartbeat says the member owns (heartbeat_fields.SentFields sends it only
+        when changed). Mid-reconciliation nothing, as Kafka's consumer: the coordinator would take
+        an owned set without the partitions on_assigned is about to take for ones already given
+        up, and hand them to another member. When everything must be said again (after a failed
+        heartbeat) those partitions are counted as owned, so they are asked back first."""
+        if self.state is not MemberState.RECONCILING:
+            return self.owned
+        if self._sent.owned is not None:
+            return None
+        calls = (self._callback, self._running)
+        taking = [c.partitions for c in calls if c is not None and c.kind is CallbackKind.ASSIGNED]
+        return self.owned.union(*taking)
 
     def _epoch_to_send(self) -> int:
         if self.state in (MemberState.LEAVING, MemberState.STALE):
@@ -257,6 +273,8 @@ class GroupMember:
         target = partitions_from_proto(answer.assignment)
         if target != self.target:  # a new assignment, or the first one since joining
             self._assigned_due = True  # on_assigned ends its reconciliation, even if empty
+            if self._running is None:  # a listener call not begun: recomputed from this one
+                self._callback = None
         self.target = target
         if self._callback is None:
             self._next_reconcile_step(now_ms)

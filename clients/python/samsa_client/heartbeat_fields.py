@@ -51,17 +51,29 @@ class SentFields:
 
     def __init__(self) -> None:
         self.subscription: Subscription | None = None
+        self.owned: frozenset[TopicPartition] | None = None
 
     def reset(self) -> None:
         self.subscription = None
+        self.owned = None
 
     def fill(
-        self, request: cp.ConsumerGroupHeartbeatRequest, subscription: Subscription | None
+        self,
+        request: cp.ConsumerGroupHeartbeatRequest,
+        subscription: Subscription | None,
+        owned: frozenset[TopicPartition] | None,
+        *,
+        owned_always: bool = False,
     ) -> None:
         """Put into `request` what changed since the last heartbeat built (everything on a
-        join), and record it as sent."""
+        join), and record it as sent. None: nothing to say (a leave; owned partitions in the
+        middle of a reconciliation). `owned_always`: a reconciliation just ended, which the
+        owned set says even when it is the same as before (Kafka's local assignment epoch)."""
         if request.member_epoch == 0:
             self.reset()
         if subscription is not None and subscription != self.subscription:
             request.subscription.CopyFrom(subscription.to_proto())
             self.subscription = subscription
+        if owned is not None and (owned_always or owned != self.owned):
+            request.owned_partitions.CopyFrom(partitions_to_proto(owned))
+            self.owned = owned

@@ -126,11 +126,25 @@ def test_an_answer_during_a_callback_is_reconciled_after_it() -> None:
     joined(m, 0, 1)
     m.heartbeat_request(2000)
     m.on_heartbeat_answer(answer(1, 0), 2000)
+    running = m.begin_callback()  # on_revoked([1]) runs
+    assert running is not None and running.partitions == {(T, 1)}
+    m.heartbeat_request(3000)
+    m.on_heartbeat_answer(answer(1), 3000)  # a newer target arrives meanwhile
+    m.on_callback_done(3001)
+    assert run_callbacks(m, 3001) == [(CallbackKind.REVOKED, {0}), (CallbackKind.ASSIGNED, set())]
+    assert m.owned == frozenset() and m.state is MemberState.ACKNOWLEDGING
+
+
+def test_a_listener_call_not_begun_is_recomputed_from_a_newer_answer() -> None:
+    """As Kafka's consumer, which reconciles the latest target: on_revoked once, with both."""
+    m = member()
+    joined(m, 0, 1)
+    m.heartbeat_request(2000)
+    m.on_heartbeat_answer(answer(1, 0), 2000)
     m.heartbeat_request(3000)
     m.on_heartbeat_answer(answer(1), 3000)  # newer target arrives before on_revoked ran
     assert run_callbacks(m, 3001) == [
-        (CallbackKind.REVOKED, {1}),
-        (CallbackKind.REVOKED, {0}),
+        (CallbackKind.REVOKED, {0, 1}),
         (CallbackKind.ASSIGNED, set()),
     ]
     assert m.owned == frozenset() and m.state is MemberState.ACKNOWLEDGING
