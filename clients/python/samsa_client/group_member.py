@@ -51,7 +51,6 @@ id and is given the same partitions back, so a commit begun before it is never s
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from samsa.client.heartbeat_fields import SentFields, Subscription, partitions_from_proto
@@ -142,7 +141,8 @@ class GroupMember:
         self.subscription: Subscription | None = None
         self.owned: frozenset[TopicPartition] = frozenset()
         self.target: frozenset[TopicPartition] | None = None  # the last assignment received
-        self.error: tuple[ErrorCode, str] | None = None  # set in FATAL
+        self.error: tuple[ErrorCode, str] | None = None  # set in FATAL once nothing is owned
+        self._failure: tuple[ErrorCode, str] | None = None  # the FATAL error, until then
         self.heartbeat_interval_ms = 0
         self.coordinator_needed = True
         self.memberships_ended = 0  # moves into _OUT_OF_GROUP: see the module docstring
@@ -223,29 +223,21 @@ class GroupMember:
         if request.member_epoch == JOIN_EPOCH:
             request.rebalance_timeout_ms = settings.rebalance_timeout_ms
             request.server_assignor = settings.server_assignor
-        if request.member_epoch >= 0:
-            acknowledging = self.state is MemberState.ACKNOWLEDGING
+        if request.member_epoch >= 0:  # with what changed since the last one said
+            calls = (self._callback, self._running)
+            taking = [c.partitions for c in calls if c and c.kind is CallbackKind.ASSIGNED]
             self._sent.fill(
-                request, self.subscription, self._owned_to_report(), owned_always=acknowledging
+                request,
+                self.subscription,
+                self.owned,
+                reconciling=self.state is MemberState.RECONCILING,
+                acknowledging=self.state is MemberState.ACKNOWLEDGING,
+                taking=frozenset().union(*taking),
             )
         self._in_flight = True
         self._in_flight_leave = request.member_epoch < 0
         self._heartbeat_due_ms = None
         return request
-
-    def _owned_to_report(self) -> frozenset[TopicPartition] | None:
-        """What this heartbeat says the member owns (heartbeat_fields.SentFields sends it only
-        when changed). Mid-reconciliation nothing, as Kafka's consumer: the coordinator would take
-        an owned set without the partitions on_assigned is about to take for ones already given
-        up, and hand them to another member. When everything must be said again (after a failed
-        heartbeat) those partitions are counted as owned, so they are asked back first."""
-        if self.state is not MemberState.RECONCILING:
-            return self.owned
-        if self._sent.owned is not None:
-            return None
-        calls = (self._callback, self._running)
-        taking = [c.partitions for c in calls if c is not None and c.kind is CallbackKind.ASSIGNED]
-        return self.owned.union(*taking)
 
     def _epoch_to_send(self) -> int:
         if self.state in (MemberState.LEAVING, MemberState.STALE):
@@ -302,8 +294,10 @@ class GroupMember:
             self._heartbeat_due_ms = now_ms + self.settings.retry_backoff_ms
             return
         self._move(MemberState.FATAL)
-        self.error = (code, message)
+        self._failure = (code, message)
+        self.target = None
         self._callback = None
+        self._release_and_fail()
 
     def _late_leave_answer(self) -> bool:
         """The answer is to a leave heartbeat of a member no longer leaving (a stale member
@@ -351,6 +345,9 @@ class GroupMember:
             if self.state in (MemberState.FENCED, MemberState.STALE):
                 self._rejoin(now_ms)
                 return
+        if self.state is MemberState.FATAL:
+            self._release_and_fail()
+            return
         if interrupted:
             if self.state is MemberState.FENCED:
                 self._callback = None
@@ -409,6 +406,15 @@ class GroupMember:
             self.member_epoch = JOIN_EPOCH
             self._rejoin(now_ms)
 
+    def _release_and_fail(self) -> None:
+        """FATAL: what is owned is lost first (Kafka's transitionToFatal), then poll() raises."""
+        if self._running is not None:
+            return  # on_callback_done comes back here once the running listener call ended
+        if self.owned:
+            self._callback = PendingCallback(CallbackKind.LOST, self.owned)
+        else:
+            self.error = self._failure
+
     def _rejoin(self, now_ms: int) -> None:
         self.target = None
         if self.subscription is None:
@@ -439,9 +445,3 @@ class GroupMember:
     def heartbeat_due_ms(self) -> int | None:
         """When the next heartbeat is due (None: nothing to send until something happens)."""
         return None if self._in_flight else self._heartbeat_due_ms
-
-    def owned_by_topic(self) -> Mapping[str, frozenset[int]]:
-        by_topic: dict[str, set[int]] = {}
-        for topic, partition in self.owned:
-            by_topic.setdefault(topic, set()).add(partition)
-        return {topic: frozenset(numbers) for topic, numbers in by_topic.items()}

@@ -61,19 +61,29 @@ class SentFields:
         self,
         request: cp.ConsumerGroupHeartbeatRequest,
         subscription: Subscription | None,
-        owned: frozenset[TopicPartition] | None,
+        owned: frozenset[TopicPartition],
         *,
-        owned_always: bool = False,
+        reconciling: bool,
+        acknowledging: bool,
+        taking: frozenset[TopicPartition],
     ) -> None:
         """Put into `request` what changed since the last heartbeat built (everything on a
-        join), and record it as sent. None: nothing to say (a leave; owned partitions in the
-        middle of a reconciliation). `owned_always`: a reconciliation just ended, which the
-        owned set says even when it is the same as before (Kafka's local assignment epoch)."""
+        join), and record it as sent. The owned partitions are not said in the middle of a
+        reconciliation (`reconciling`), as by Kafka's consumer: the coordinator would take an
+        owned set without the partitions on_assigned is `taking` for ones already given up
+        (Kafka's ownsRevokedPartitions) and hand them to another member. When everything must
+        be said again (after a failed heartbeat) they are, with `taking` counted in, so those
+        are asked back first. `acknowledging`: a reconciliation just ended, which the owned set
+        says even when it is the same as before (Kafka's local assignment epoch)."""
         if request.member_epoch == 0:
             self.reset()
         if subscription is not None and subscription != self.subscription:
             request.subscription.CopyFrom(subscription.to_proto())
             self.subscription = subscription
-        if owned is not None and (owned_always or owned != self.owned):
+        if reconciling:
+            if self.owned is not None:
+                return
+            owned = owned | taking
+        if acknowledging or owned != self.owned:
             request.owned_partitions.CopyFrom(partitions_to_proto(owned))
             self.owned = owned

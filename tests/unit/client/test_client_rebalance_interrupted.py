@@ -124,5 +124,9 @@ def test_a_fatal_error_during_a_listener_is_what_poll_raises_next() -> None:
     m.on_heartbeat_failed(ErrorCode.GROUP_MAX_SIZE_REACHED, "the group is full", 2000)
     step.listener_method(listener)(step.partitions)
     end_step(m, state, step, 3000)  # no AssertionError
+    assert member_error(m) is None  # what it still owns is lost first (Kafka's transitionToFatal)
+    listener.calls.clear()
+    run_steps(m, state, listener, 3000)
+    assert listener.calls == [("lost", [(T, 1)])] and state.assignment() == []
     error = member_error(m)
     assert error is not None and error.code == ErrorCode.GROUP_MAX_SIZE_REACHED
