@@ -180,6 +180,8 @@ class GroupMember:
             else:
                 self.owned = frozenset()
                 self._callback = None
+        elif self._running is None:  # a listener call not begun: Kafka's leaveGroup drops it
+            self._callback = None  # (gives back only what is owned, takes nothing new)
         self._move(MemberState.LEAVING)
         self.target = frozenset()
         if self._callback is None:
