@@ -7,7 +7,8 @@ reconciles: first it gives up what is no longer its own (the application's `on_r
 commits there if it wants), then it takes what is new (`on_assigned`, which Kafka's consumer calls
 after every new assignment, the first after joining included, even with nothing new: here too),
 then it heartbeats at once with what it now owns, which lets the coordinator hand the revoked
-partitions to others. A partition is therefore never consumed by two members at once.
+partitions to others (owned partitions are said only then, on join and after a failed heartbeat:
+heartbeat_fields.py). A partition is therefore never consumed by two members at once.
 
 The driver (I/O, timers, the application's callbacks) asks this core what to do and tells it what
 happened, with numbers for time:
@@ -37,10 +38,10 @@ States, one table (STYLE habit 4); `_move` asserts every move:
     FENCED         the coordinator dropped this member: on_lost (no commit), then rejoin
                                                                    -> JOINING, LEAVING
     STALE          the application missed max.poll.interval.ms: the member left; the next poll
-                   runs on_lost and rejoins                         -> JOINING, LEAVING
-    LEAVING        on_revoked for everything, then the leave heartbeat -> UNSUBSCRIBED
+                   runs on_lost and rejoins; a late leave answer is ignored -> JOINING, LEAVING
+    LEAVING        on_revoked for what it owns, then the leave heartbeat -> UNSUBSCRIBED
                    (and on to JOINING if subscribe() came meanwhile)
-    FATAL          a non-retriable error; poll raises it             (terminal)
+    FATAL          a non-retriable error: on_lost for what it owns, then poll raises it (terminal)
 
 `memberships_ended` counts the moves out of the group (into FENCED, STALE, FATAL, UNSUBSCRIBED):
 what the member owned before one is no longer its own, even when it rejoins under the same member
