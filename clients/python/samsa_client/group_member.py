@@ -234,7 +234,6 @@ class GroupMember:
                 self.subscription,
                 self.owned,
                 reconciling=self.state is MemberState.RECONCILING,
-                acknowledging=self.state is MemberState.ACKNOWLEDGING,
                 taking=frozenset().union(*taking),
             )
         self._in_flight = True
@@ -396,6 +395,7 @@ class GroupMember:
             return
         if self.state is MemberState.RECONCILING:
             self._move(MemberState.ACKNOWLEDGING)
+            self._sent.reconciled()
             self._heartbeat_due_ms = now_ms  # report what we own at once
         elif self.state in (MemberState.JOINING, MemberState.ACKNOWLEDGING):
             self._move(MemberState.STABLE)

@@ -57,6 +57,12 @@ class SentFields:
         self.subscription = None
         self.owned = None
 
+    def reconciled(self) -> None:
+        """A reconciliation ended: the next heartbeat says what is owned, even if the same set
+        as before (Kafka's local assignment epoch), also when the member is STABLE by then (an
+        answer to a heartbeat in flight came first); the coordinator may be waiting for it."""
+        self.owned = None
+
     def fill(
         self,
         request: cp.ConsumerGroupHeartbeatRequest,
@@ -64,7 +70,6 @@ class SentFields:
         owned: frozenset[TopicPartition],
         *,
         reconciling: bool,
-        acknowledging: bool,
         taking: frozenset[TopicPartition],
     ) -> None:
         """Put into `request` what changed since the last heartbeat built (everything on a
@@ -73,8 +78,7 @@ class SentFields:
         owned set without the partitions on_assigned is `taking` for ones already given up
         (Kafka's ownsRevokedPartitions) and hand them to another member. When everything must
         be said again (after a failed heartbeat) they are, with `taking` counted in, so those
-        are asked back first. `acknowledging`: a reconciliation just ended, which the owned set
-        says even when it is the same as before (Kafka's local assignment epoch)."""
+        are asked back first."""
         if request.member_epoch == 0:
             self.reset()
         if subscription is not None and subscription != self.subscription:
@@ -84,6 +88,6 @@ class SentFields:
             if self.owned is not None:
                 return
             owned = owned | taking
-        if acknowledging or owned != self.owned:
+        if owned != self.owned:
             request.owned_partitions.CopyFrom(partitions_to_proto(owned))
             self.owned = owned

@@ -135,3 +135,28 @@ def test_owned_partitions_are_reported_on_join_on_acknowledging_and_after_a_fail
     s.beat()
     assert s.sent[-1].HasField("owned_partitions") and m.owned == {(T, 0), (T, 1)}
     assert m.state is MemberState.STABLE
+
+
+def test_the_end_of_a_reconciliation_is_reported_when_a_heartbeat_was_in_flight() -> None:
+    """The reconciliation ends while a regular heartbeat is in flight; its answer (same target)
+    makes the member STABLE before the acknowledging heartbeat goes out: that one still says
+    what the member owns, or the coordinator would wait for it until the rebalance timeout."""
+    s = Setup()
+    h, m = s.harness, s.member
+    s.joined_with_a_second_partition_due()
+    h.join("n-1")
+    h.now_ms += 1000
+    s.beat()  # partition 1 now pending revocation at the coordinator; on_assigned([]) due
+    due = m.heartbeat_due_ms()
+    assert due is not None
+    h.now_ms = due
+    in_flight = m.heartbeat_request(h.now_ms)
+    assert in_flight is not None and not in_flight.HasField("owned_partitions")
+    s.poll()  # on_partitions_assigned([]): the reconciliation ends, the heartbeat is in flight
+    result = h.keep(h.coordinator.heartbeat(in_flight, h.now_ms, h.topics))
+    m.on_heartbeat_answer(result.response, h.now_ms)
+    assert m.state is MemberState.STABLE
+    s.beat()
+    assert s.sent[-1].HasField("owned_partitions"), "the end of the reconciliation is said"
+    answer_n = h.heartbeat("n-1", h.member("n-1").member_epoch, owned={})
+    assert assignment_of(answer_n) == {T: {1}}
