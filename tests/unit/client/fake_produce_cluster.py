@@ -11,7 +11,8 @@ whole answer (leave a partition out, add one), and `max_batch_bytes` refuse a ba
 that with MESSAGE_TOO_LARGE (a topic's max.message.bytes). Like a leader, a broker answers a
 batch that repeats the last one it appended for that producer and partition (same producer id,
 epoch and base sequence: a retry after a lost answer) with the first write's offset, and
-appends nothing.
+appends nothing. `refuse_to_encode(monkeypatch)` makes the producer's batch encoder refuse any
+batch holding `POISON` (standing in for any record the codec cannot encode).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from samsa.client import async_producer, produce_sender, producer, producer_driver
+from samsa.client import async_producer, produce_sender, producer, producer_batch, producer_driver
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.common.errors import ErrorCode
 from samsa.common.record import codec
@@ -226,3 +227,17 @@ class FakeCluster:
 
     def log(self, topic: str, partition: int) -> list[bytes | None]:
         return [v for b in self.brokers.values() for v in b.logs.get((topic, partition), [])]
+
+
+POISON = b"cannot be encoded"
+
+
+def refuse_to_encode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The producer's batch encoder raises for any batch holding POISON (see the module doc)."""
+
+    def refusing_build_batch(values: list[bytes | None], **kwargs: object) -> bytes:
+        if POISON in values:
+            raise ValueError("the codec refused this batch")
+        return codec.build_batch(values, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(producer_batch, "codec", SimpleNamespace(build_batch=refusing_build_batch))

@@ -15,36 +15,23 @@ the same partition, must be written under the new epoch from sequence 0 and comm
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
-from fake_produce_cluster import FakeCluster
+from fake_produce_cluster import POISON, FakeCluster, refuse_to_encode
 
 from samsa.client import Producer
-from samsa.client import producer_batch as producer_batch_module
 from samsa.client.transaction_manager import TransactionAbortableError
-from samsa.common.record import codec
 
 TOPIC = "events"
 WAIT_S = 10
 BOOTSTRAP = "fake:9092"  # never dialled: the metadata is fake
-POISON = b"cannot be encoded"
 PRODUCER_ID = 7
-
-
-def refusing_build_batch(values: list[bytes | None], **kwargs: object) -> bytes:
-    if POISON in values:
-        raise ValueError("the codec refused this batch")
-    return codec.build_batch(values, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     fake = FakeCluster(TOPIC, partitions=2, brokers=1)
     fake.install(monkeypatch)
-    monkeypatch.setattr(
-        producer_batch_module, "codec", SimpleNamespace(build_batch=refusing_build_batch)
-    )
+    refuse_to_encode(monkeypatch)
     return fake
 
 
