@@ -57,20 +57,24 @@ class Driver:
         while m.begin_callback() is not None:
             m.on_callback_done(self.harness.now_ms)
 
+    def join_and_go_stale(self) -> None:
+        """Join and own both partitions, then miss max.poll.interval.ms (the member leaves)."""
+        m, h = self.member, self.harness
+        m.subscribe(Subscription(topics=frozenset({"t"})), h.now_ms)
+        self.poll()
+        self.answer(self.send())
+        self.poll()
+        self.answer(self.send())
+        assert m.state is MemberState.STABLE and len(m.owned) == 2
+        h.now_ms += MAX_POLL_MS + 1  # the application spent longer than max.poll.interval.ms
+        m.check_poll_interval(h.now_ms)
+        assert m.state is MemberState.STALE
+
 
 def test_a_stale_member_rejoins_when_its_leave_is_answered_after_the_next_poll() -> None:
     d = Driver()
     m, h = d.member, d.harness
-    m.subscribe(Subscription(topics=frozenset({"t"})), h.now_ms)
-    d.poll()
-    d.answer(d.send())
-    d.poll()
-    d.answer(d.send())
-    assert m.state is MemberState.STABLE and len(m.owned) == 2
-
-    h.now_ms += MAX_POLL_MS + 1  # the application spent longer than max.poll.interval.ms
-    m.check_poll_interval(h.now_ms)
-    assert m.state is MemberState.STALE
+    d.join_and_go_stale()
     leave = d.send()
     assert leave.member_epoch == -1
     d.poll()  # the application polls again before the leave is answered
@@ -92,13 +96,7 @@ def test_a_stale_member_rejoins_when_its_leave_fails_after_the_next_poll() -> No
     """The same race with the leave's answer lost (a transport error): the join goes out."""
     d = Driver()
     m, h = d.member, d.harness
-    m.subscribe(Subscription(topics=frozenset({"t"})), h.now_ms)
-    d.poll()
-    d.answer(d.send())
-    d.poll()
-    d.answer(d.send())
-    h.now_ms += MAX_POLL_MS + 1
-    m.check_poll_interval(h.now_ms)
+    d.join_and_go_stale()
     leave = d.send()
     d.answer(leave)  # the coordinator removes the member; its answer is lost:
     d.poll()

@@ -95,20 +95,25 @@ class Coordinator:
         self.log.append("offsets answered")
 
 
+async def offsets_in_flight(producer: AsyncProducer) -> tuple[Coordinator, asyncio.Task[None]]:
+    """A transaction with a record written and its send_offsets_to_transaction() sent, not yet
+    answered (the stand-in coordinator holds it)."""
+    assert producer._driver is not None
+    coordinator = Coordinator(producer._driver)
+    producer.begin_transaction()
+    await (await producer.send(TOPIC, b"a", partition=0))
+    offsets = asyncio.create_task(producer.send_offsets_to_transaction(OFFSETS, "group", WAIT_S))
+    await coordinator.offsets_out.wait()
+    return coordinator, offsets
+
+
 @pytest.mark.parametrize("committed", [True, False])
 def test_the_end_txn_waits_for_offsets_in_progress(cluster: FakeCluster, committed: bool) -> None:
     async def scenario() -> list[str]:
         producer = AsyncProducer(CONFIG)
         await producer.start()
         try:
-            assert producer._driver is not None
-            coordinator = Coordinator(producer._driver)
-            producer.begin_transaction()
-            await (await producer.send(TOPIC, b"a", partition=0))
-            offsets = asyncio.create_task(
-                producer.send_offsets_to_transaction(OFFSETS, "group", WAIT_S)
-            )
-            await coordinator.offsets_out.wait()
+            coordinator, offsets = await offsets_in_flight(producer)
             if committed:
                 await producer.commit_transaction(WAIT_S)
             else:
@@ -132,14 +137,7 @@ def test_offsets_whose_turn_comes_after_the_commit_began_are_refused(
         producer = AsyncProducer(CONFIG)
         await producer.start()
         try:
-            assert producer._driver is not None
-            coordinator = Coordinator(producer._driver)
-            producer.begin_transaction()
-            await (await producer.send(TOPIC, b"a", partition=0))
-            first = asyncio.create_task(
-                producer.send_offsets_to_transaction(OFFSETS, "group", WAIT_S)
-            )
-            await coordinator.offsets_out.wait()
+            coordinator, first = await offsets_in_flight(producer)
             second = asyncio.create_task(
                 producer.send_offsets_to_transaction({("in", 1): 9}, "group", WAIT_S)
             )
