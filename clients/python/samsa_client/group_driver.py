@@ -280,18 +280,27 @@ class GroupDriver:
         requests the coordinator takes (offset_commit_parts.py), one commit after the other (as
         Kafka's commitSync waits for those before it). What the member owns is taken now, as the
         offsets were, not when the coroutine first runs: a commit_async() task could start after
-        a revocation, and then commit (and retry at the new epoch) a partition it gave away."""
+        a revocation, and then commit (and retry at the new epoch) a partition it gave away.
+        Auto-commit remembers the offsets as the group's until the commit fails
+        (auto_commit_memory.py)."""
         with self.lock:
             start = CommitStart.of(self.member)
+            committing = {tp: at.offset for tp, at in offsets.items()}
+            self.state.auto_committed.remember(committing, set(self.state.assignment()))
         return self._commit_in_order(offsets, start)
 
     async def _commit_in_order(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], start: CommitStart
     ) -> None:
         parts = offset_commit_parts.commit_parts_of(self.group_id, offsets, REQUEST_PARTITIONS_MAX)
-        async with self._commit_order:  # in order: an older retry never lands after a newer one
-            for part in parts:
-                await self._commit({tp: offsets[tp] for tp in part}, start)
+        try:
+            async with self._commit_order:  # in order: an older retry never lands after a newer
+                for part in parts:
+                    await self._commit({tp: offsets[tp] for tp in part}, start)
+        except BaseException:  # failed or cancelled: the group's offset may be what it was
+            with self.lock:
+                self.state.auto_committed.forget(offsets)
+            raise
 
     async def _commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], start: CommitStart
@@ -404,10 +413,8 @@ class GroupDriver:
         """An auto-commit: failures are logged (the next one, or a revocation's, covers them)."""
         try:
             await self.commit(offsets)
-        except KafkaError as error:
+        except KafkaError as error:  # commit() forgot the offsets: the next one sends them
             log.warning("auto-commit of group %r failed: %s", self.group_id, error)
-            with self.lock:
-                self.state.auto_committed.forget(offsets)
 
 
 def heartbeat_refusal(error: grpc.RpcError) -> str | None:
