@@ -58,6 +58,7 @@ from samsa.client.rebalance import (
     begin_step,
     check_not_subscribed,
     end_step,
+    raise_member_error,
     subscribed_topics,
     subscription_of,
 )
@@ -292,6 +293,7 @@ class AsyncConsumer:
             if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
                 self._group_poll(group)
                 await self._run_rebalance_steps(driver, group)
+                raise_member_error(group.member, driver.lock)
             if state.request_resets():
                 driver.wake()
             try:

@@ -29,11 +29,10 @@ heartbeats on the loop, so a slow application never misses a heartbeat (only `ma
 without a poll makes it leave; waiting inside poll() counts as polling). What the coordinator
 assigns reaches the fetch state through listener steps (rebalance.py) that `poll()` runs on the
 caller's thread before taking records: revoked partitions are auto-committed (with
-`enable.auto.commit`), the listener is told, and only then are they given back. Newly assigned
-partitions start at the group's committed offsets. `commit()` commits the consumed positions (or
-given offsets) with the member's epoch; auto-commit runs from `poll()` every
-`auto.commit.interval.ms`, so what it commits was returned by an earlier poll. `close()` gives
-everything back and leaves the group.
+`enable.auto.commit`), the listener is told, and only then are they given back. New partitions
+start at the group's committed offsets. `commit()` commits the consumed positions (or given
+offsets) with the member's epoch; auto-commit runs from `poll()`, so it commits what was
+returned by an earlier poll. A fatal group error is raised once on_partitions_lost ran.
 
 `AsyncConsumer` (async_consumer.py) runs the same drivers on the caller's own loop.
 """
@@ -79,6 +78,7 @@ from samsa.client.rebalance import (
     begin_step,
     check_not_subscribed,
     end_step,
+    raise_member_error,
     subscribed_topics,
     subscription_of,
 )
@@ -108,9 +108,8 @@ class Consumer(LoopCalls):
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
         self._loop = event_loops.new_event_loop()
-        self._loop_thread = threading.Thread(
-            target=self._loop.run_forever, name="samsa-consumer", daemon=True
-        )
+        run_loop = self._loop.run_forever
+        self._loop_thread = threading.Thread(target=run_loop, name="samsa-consumer", daemon=True)
         self._loop_thread.start()
         asyncio.run_coroutine_threadsafe(self._driver.start(), self._loop).result()
 
@@ -319,6 +318,7 @@ class Consumer(LoopCalls):
             if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
                 self._group_poll(group)
                 self._run_rebalance_steps(group)
+                raise_member_error(group.member, self._progress)
             with self._progress:
                 # Again, under the lock that close() sets _closed under and that is held until
                 # the wait: a close() since the check above is seen here, or its notify ends it.

@@ -151,6 +151,16 @@ def member_error(member: GroupMember) -> KafkaError | None:
     return None
 
 
+def raise_member_error(member: GroupMember, lock: Any) -> None:
+    """After poll()'s listener calls: a fatal error whose partitions on_partitions_lost just
+    released is raised by this poll(), not by the next one (this one would first wait out its
+    timeout with nothing to return)."""
+    with lock:
+        error = member_error(member)
+    if error is not None:
+        raise error
+
+
 def subscription_of(topics: str | Iterable[str], pattern: str | None) -> Subscription:
     """What subscribe() was given, checked: topic names, or one regex in RE2 syntax (Kafka's,
     RE2/J) that must match a whole topic name (as Kafka's does)."""

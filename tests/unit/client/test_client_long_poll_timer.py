@@ -22,6 +22,7 @@ import time
 from samsa.client import AsyncConsumer, Consumer
 from samsa.client.config import ConsumerConfig
 from samsa.client.fetch_state import FetchState
+from samsa.client.group_member import MemberState
 from samsa.client.rebalance import ConsumerRebalanceListener
 
 MAX_POLL_INTERVAL_MS = 200
@@ -35,6 +36,8 @@ CONFIG = {
 
 
 class FakeMember:
+    state = MemberState.STABLE  # in the group, no error
+
     def pending_callback(self) -> None:
         return None
 
