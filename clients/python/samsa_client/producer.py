@@ -321,9 +321,9 @@ class Producer:
     def prepare_transaction(self, timeout: float | None = None) -> PreparedTransaction:
         """Send everything of the open transaction and leave it open for another process to
         complete (`Admin.complete_transaction`, KIP-939's idea: the Spark sink's tasks prepare,
-        its driver commits). Raises the transaction's first failure (then abort it). Afterwards
-        this producer takes no more transactional calls: close it. Not completed within
-        transaction.timeout.ms, the coordinator aborts the transaction."""
+        its driver commits). send() is refused from the call on. Raises the transaction's first
+        failure (then abort it); after a timeout, call it again or abort. Then close the
+        producer. Not completed in transaction.timeout.ms, the coordinator aborts it."""
         txn = self._transactions()
         with self._space:
             txn.begin_prepare()

@@ -6,8 +6,11 @@
     IN_TRANSACTION / ABORTABLE_ERROR --abort_transaction--> ABORTING --(EndTxn)--> READY
     any --fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)--> FATAL_ERROR
     COMMITTING / ABORTING --EndTxn timed out (retriable)--> the same: call it again
-    IN_TRANSACTION --prepare_transaction (flushed)--> PREPARED: another process completes it
-    IN_TRANSACTION / ABORTABLE_ERROR / ABORTING --close()--> ABORTING --(EndTxn)--> READY
+    IN_TRANSACTION --prepare_transaction--> PREPARING --(flushed)--> PREPARED: another process
+        completes it; PREPARING refuses send() (a record sent meanwhile would join the prepared
+        transaction unseen), a timed-out prepare_transaction() is called again or aborted
+    IN_TRANSACTION / PREPARING / ABORTABLE_ERROR / ABORTING --close()--> ABORTING --(EndTxn)-->
+        READY
 
 An *abortable* error (a batch of the transaction failed, or its leader could not add its
 partition to the transaction) leaves the transaction unable to commit: commit_transaction raises
@@ -71,6 +74,7 @@ class TxnState(enum.Enum):
     ABORTING = "aborting"
     ABORTABLE_ERROR = "failed (abort the transaction)"
     FATAL_ERROR = "fenced"
+    PREPARING = "preparing"
     PREPARED = "prepared (another process completes it)"
 
 
@@ -78,6 +82,10 @@ class TxnState(enum.Enum):
 # 0.1 µs each time, and check_send() runs for every record (the whole old check was ~0.3 µs a
 # record, ~15 % of a transactional producer's send()).
 _IN_TRANSACTION = TxnState.IN_TRANSACTION
+# Still open, not handed to anyone: close() aborts it (a prepare that never finished included).
+_ABORTED_ON_CLOSE = frozenset(
+    {TxnState.IN_TRANSACTION, TxnState.PREPARING, TxnState.ABORTABLE_ERROR, TxnState.ABORTING}
+)
 
 HINTS = {
     TxnState.UNINITIALIZED: "call init_transactions() first",
@@ -87,6 +95,8 @@ HINTS = {
     TxnState.ABORTING: "let abort_transaction() finish (call it again after a timeout)",
     TxnState.ABORTABLE_ERROR: "call abort_transaction()",
     TxnState.FATAL_ERROR: "close this producer",
+    TxnState.PREPARING: "let prepare_transaction() finish (call it again after a timeout), or "
+    "call abort_transaction()",
     TxnState.PREPARED: "complete it with Admin.complete_transaction, and close this producer",
 }
 
@@ -158,7 +168,8 @@ class TransactionManager:
                 f"the transaction cannot be prepared ({self.error}): call abort_transaction()",
                 self.error.code,
             )
-        self._require("prepare_transaction", TxnState.IN_TRANSACTION)
+        self._require("prepare_transaction", TxnState.IN_TRANSACTION, TxnState.PREPARING)
+        self.state = TxnState.PREPARING
 
     def on_started(self) -> None:
         """A batch of the transaction was drained, or a request left for the coordinator."""
@@ -166,13 +177,14 @@ class TransactionManager:
 
     def on_prepared(self) -> None:
         """Everything of the transaction is written: it is someone else's to complete now."""
-        assert self.state is TxnState.IN_TRANSACTION, self.state
+        assert self.state is TxnState.PREPARING, self.state
         self.state = TxnState.PREPARED
 
     def begin_abort(self) -> None:
         self._require(
             "abort_transaction",
             TxnState.IN_TRANSACTION,
+            TxnState.PREPARING,
             TxnState.ABORTABLE_ERROR,
             TxnState.ABORTING,
         )
@@ -183,7 +195,7 @@ class TransactionManager:
         open (or failed, or being aborted) would otherwise hold back read_committed readers of
         its partitions until transaction.timeout.ms. A commit in progress is finished instead
         (commits_on_close), and a prepared transaction is another process's to complete."""
-        return self.state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.ABORTING)
+        return self.state in _ABORTED_ON_CLOSE
 
     def commits_on_close(self) -> bool:
         """Whether close() must finish a commit first: commit_transaction() failed retriably (a
@@ -233,10 +245,15 @@ class TransactionManager:
                 f"({error}); close it",
                 error.code,
             )
-        elif self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+        elif self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING, TxnState.PREPARING):
             self.state = TxnState.ABORTABLE_ERROR
             self.error = error
 
     @property
     def in_transaction(self) -> bool:
-        return self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING, TxnState.ABORTING)
+        return self.state in (
+            TxnState.IN_TRANSACTION,
+            TxnState.PREPARING,
+            TxnState.COMMITTING,
+            TxnState.ABORTING,
+        )

@@ -192,3 +192,49 @@ def test_an_async_send_appending_after_the_commit_is_refused(cluster: FakeCluste
 
     asyncio.run(scenario())
     assert cluster.log(LATE, 0) == []
+
+
+def test_a_send_appending_while_the_transaction_is_prepared_is_refused(
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prepare_transaction() flushes, then hands the transaction over. A send() released after
+    the flush but before the hand-off appended to the transaction about to be prepared: its
+    record sat unsent in a transaction another process completes, and was sent into it (or
+    into nothing) later. Refused instead, as a send racing commit_transaction() is."""
+    producer = Producer(CONFIG)
+    held = hold_metadata(cluster)
+    outcome: list[object] = []
+    sent = threading.Event()
+
+    def racing_send() -> None:
+        try:
+            outcome.append(producer.send(LATE, b"late", partition=0))
+        except KafkaError as error:
+            outcome.append(error)
+        sent.set()
+
+    flush = producer.flush
+
+    def flush_then_release(timeout: float | None = None) -> None:
+        flush(timeout)
+        held.release.set()  # the racing send appends now, between the flush and the hand-off
+        assert sent.wait(WAIT_S)
+
+    try:
+        initialized(producer._driver, None)  # type: ignore[arg-type]
+        producer.begin_transaction()
+        producer.send(TOPIC, b"in", partition=0).result(WAIT_S)
+        thread = threading.Thread(target=racing_send)
+        thread.start()
+        assert held.entered.wait(WAIT_S)
+        monkeypatch.setattr(producer, "flush", flush_then_release)
+        prepared = producer.prepare_transaction(WAIT_S)
+        thread.join(WAIT_S)
+        [error] = outcome
+        assert_refused(error)
+        assert prepared.producer_id == 7
+        assert producer._txn.state is TxnState.PREPARED  # type: ignore[union-attr]
+        assert cluster.log(TOPIC, 0) == [b"in"]
+        assert cluster.log(LATE, 0) == [], "nothing joined the transaction after its flush"
+    finally:
+        producer.close(WAIT_S)

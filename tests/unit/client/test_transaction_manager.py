@@ -120,6 +120,32 @@ def test_a_prepared_transaction_is_someone_elses_to_complete() -> None:
         failed.begin_prepare()
 
 
+def test_a_transaction_being_prepared_refuses_sends_and_can_be_retried_or_aborted() -> None:
+    """prepare_transaction() flushes, then hands the transaction over: a record sent meanwhile
+    (another thread) would join the prepared transaction unseen, or sit unsent in it. Kafka's
+    producer refuses send() once commitTransaction() began; so does prepare here."""
+    manager = ready()
+    manager.begin()
+    manager.begin_prepare()
+    assert manager.state is TxnState.PREPARING
+    for call in ("check_send", "begin_commit", "begin"):
+        with pytest.raises(KafkaError, match=r"let prepare_transaction\(\) finish") as refused:
+            getattr(manager, call)()
+        assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+    manager.begin_prepare()  # its flush timed out: prepare_transaction() is called again
+    manager.on_error(KafkaError("t-0 failed", ErrorCode.MESSAGE_TOO_LARGE))  # a batch failed
+    assert manager.state is TxnState.ABORTABLE_ERROR
+    with pytest.raises(TransactionAbortableError, match="cannot be prepared"):
+        manager.begin_prepare()
+    manager.begin_abort()
+    manager.on_ended()
+    timed_out = ready()
+    timed_out.begin()
+    timed_out.begin_prepare()
+    timed_out.begin_abort()  # given up after a timeout
+    assert timed_out.state is TxnState.ABORTING
+
+
 def test_a_transaction_is_started_once_a_request_of_it_leaves() -> None:
     """Only a started transaction needs EndTxn (the driver ends the others locally): started
     when a batch goes to a leader (which adds the partition) or offsets go to the coordinator,
@@ -153,6 +179,8 @@ def _in_state(state: TxnState) -> TransactionManager:
         manager.on_error(KafkaError("t-0 failed", ErrorCode.MESSAGE_TOO_LARGE))
     elif state is TxnState.FATAL_ERROR:
         manager.on_error(KafkaError("fenced", ErrorCode.PRODUCER_FENCED))
+    elif state is TxnState.PREPARING:
+        manager.begin_prepare()
     elif state is TxnState.PREPARED:
         manager.begin_prepare()
         manager.on_prepared()
@@ -169,6 +197,7 @@ ABORTS_ON_CLOSE = {
     TxnState.ABORTING: True,  # an abort that timed out: close() asks again
     TxnState.COMMITTING: False,  # a commit whose call failed: close() finishes it instead
     TxnState.FATAL_ERROR: False,  # fenced: the new instance already aborted it
+    TxnState.PREPARING: True,  # a prepare that failed: never handed to anyone
     TxnState.PREPARED: False,  # another process completes it
 }
 
