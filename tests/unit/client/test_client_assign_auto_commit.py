@@ -27,8 +27,11 @@ T = "orders"
 
 
 class RecordingCoordinator:
-    def __init__(self) -> None:
+    """Keeps every OffsetCommit and answers each partition `code` (NONE unless told)."""
+
+    def __init__(self, code: ErrorCode = ErrorCode.NONE) -> None:
         self.requests: list[c.OffsetCommitRequest] = []
+        self.code = code
 
     async def ask(self, method: str, request: Any, error_of: Any) -> c.OffsetCommitResponse:
         assert method == "OffsetCommit"
@@ -37,7 +40,7 @@ class RecordingCoordinator:
         for topic in request.topics:
             result = response.topics.add(name=topic.name)
             for partition in topic.partitions:
-                result.partitions.add(partition=partition.partition, error_code=ErrorCode.NONE)
+                result.partitions.add(partition=partition.partition, error_code=self.code)
         return response
 
 

@@ -7,45 +7,36 @@ the next auto-commit sends the position whatever it is.
 
 Method: a GroupDriver over a real FetchState, joined through a pure GroupMember fed heartbeat
 answers (as in test_client_auto_commit_after_reassignment.py); its coordinator calls go to a
-stand-in that answers every OffsetCommit with the code the test chooses. No cluster, no network.
+stand-in that answers every OffsetCommit with the code the test chooses (RecordingCoordinator).
+No cluster, no network.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
+from test_client_assign_auto_commit import RecordingCoordinator
 from test_client_auto_commit_after_reassignment import P0, driver, due, joined
 
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
+from samsa.client.group_driver import GroupDriver
 from samsa.common.errors import ErrorCode
-from samsa.v1 import coordinator_pb2 as c
 
 
-class AnsweringCoordinator:
-    """Answers every OffsetCommit with `code`."""
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-    async def ask(self, method: str, request: Any, error_of: Any) -> c.OffsetCommitResponse:
-        assert method == "OffsetCommit"
-        response = c.OffsetCommitResponse()
-        for topic in request.topics:
-            result = response.topics.add(name=topic.name)
-            for partition in topic.partitions:
-                result.partitions.add(partition=partition.partition, error_code=self.code)
-        return response
+def joined_driver(code: ErrorCode = ErrorCode.NONE) -> GroupDriver:
+    """A member owning P0 at epoch 5, whose commits are answered `code`."""
+    group = driver()
+    joined(group, 5, 0)
+    group._coordinator = RecordingCoordinator(code)  # type: ignore[assignment]
+    return group
 
 
 def test_a_position_committed_by_hand_below_the_auto_committed_one_is_auto_committed_again() -> (
     None
 ):
-    group = driver()
-    joined(group, 5, 0)
-    group._coordinator = AnsweringCoordinator(ErrorCode.NONE)  # type: ignore[assignment]
+    group = joined_driver()
     group.state.seek(P0, 15)  # as if polled up to 15
     assert due(group) == {P0: 15}
     group.state.seek(P0, 10)
@@ -55,21 +46,17 @@ def test_a_position_committed_by_hand_below_the_auto_committed_one_is_auto_commi
 
 
 def test_a_position_committed_by_hand_is_not_auto_committed_again() -> None:
-    group = driver()
-    joined(group, 5, 0)
-    group._coordinator = AnsweringCoordinator(ErrorCode.NONE)  # type: ignore[assignment]
+    group = joined_driver()
     group.state.seek(P0, 15)
     asyncio.run(group.commit({P0: OffsetAndMetadata(15)}))
     assert due(group) == {}, "the group has 15 already"
 
 
 def test_a_failed_commit_by_hand_leaves_the_position_to_the_next_auto_commit() -> None:
-    group = driver()
-    joined(group, 5, 0)
-    group._coordinator = AnsweringCoordinator(ErrorCode.NONE)  # type: ignore[assignment]
+    group = joined_driver()
     group.state.seek(P0, 15)
     assert due(group) == {P0: 15}
-    group._coordinator = AnsweringCoordinator(ErrorCode.UNKNOWN_MEMBER_ID)  # type: ignore[assignment]
+    group._coordinator = RecordingCoordinator(ErrorCode.UNKNOWN_MEMBER_ID)  # type: ignore[assignment]
     group.state.seek(P0, 20)
     with pytest.raises(KafkaError):
         asyncio.run(group.commit({P0: OffsetAndMetadata(20)}))
@@ -77,9 +64,7 @@ def test_a_failed_commit_by_hand_leaves_the_position_to_the_next_auto_commit() -
 
 
 def test_a_failed_auto_commit_leaves_the_position_to_the_next_one() -> None:
-    group = driver()
-    joined(group, 5, 0)
-    group._coordinator = AnsweringCoordinator(ErrorCode.UNKNOWN_MEMBER_ID)  # type: ignore[assignment]
+    group = joined_driver(ErrorCode.UNKNOWN_MEMBER_ID)
     group.state.seek(P0, 15)
     offsets = group.auto_commit_due(group._auto_commit_due_ms)
     assert offsets is not None
@@ -89,7 +74,7 @@ def test_a_failed_auto_commit_leaves_the_position_to_the_next_one() -> None:
 
 def test_a_commit_of_a_partition_not_assigned_is_not_remembered() -> None:
     group = driver()  # assign() with a group.id: auto-commit covers every assigned partition
-    group._coordinator = AnsweringCoordinator(ErrorCode.NONE)  # type: ignore[assignment]
+    group._coordinator = RecordingCoordinator()  # type: ignore[assignment]
     group.state.assign([P0])
     other = ("other", 3)
     asyncio.run(group.commit({other: OffsetAndMetadata(7), P0: OffsetAndMetadata(4)}))

@@ -73,6 +73,24 @@ def hold_metadata(cluster: FakeCluster) -> HeldMetadata:
     return held
 
 
+class RacingSend:
+    """One send() to LATE on its own thread (`thread`, started by the test): what it returned
+    or raised goes to `outcome`, and `sent` is set once it did."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self.outcome: list[object] = []
+        self.sent = threading.Event()
+        self.thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        try:
+            self.outcome.append(self.producer.send(LATE, b"late", partition=0))
+        except KafkaError as error:
+            self.outcome.append(error)
+        self.sent.set()
+
+
 def assert_refused(error: object) -> None:
     assert isinstance(error, KafkaError), error
     assert error.code is ErrorCode.INVALID_TXN_STATE, error
@@ -131,32 +149,23 @@ def test_a_send_appending_while_end_txn_is_awaited_is_refused(cluster: FakeClust
     ends: list[bool] = []
     producer = Producer(CONFIG)
     held = hold_metadata(cluster)
-    outcome: list[object] = []
-    sent = threading.Event()
+    racing = RacingSend(producer)
 
     async def end(identity: tuple[int, int], commit: bool, deadline: float) -> tuple[int, int]:
         ends.append(commit)
         held.release.set()
-        assert await asyncio.to_thread(sent.wait, WAIT_S)  # the send has returned or raised
+        assert await asyncio.to_thread(racing.sent.wait, WAIT_S)  # it has returned or raised
         return identity[0], identity[1] + 1
-
-    def racing_send() -> None:
-        try:
-            outcome.append(producer.send(LATE, b"late", partition=0))
-        except KafkaError as error:
-            outcome.append(error)
-        sent.set()
 
     try:
         initialized(producer._driver, end)
         producer.begin_transaction()
         producer.send(TOPIC, b"in", partition=0).result(WAIT_S)
-        thread = threading.Thread(target=racing_send)
-        thread.start()
+        racing.thread.start()
         assert held.entered.wait(WAIT_S)
         producer.commit_transaction(WAIT_S)
-        thread.join(WAIT_S)
-        [error] = outcome
+        racing.thread.join(WAIT_S)
+        [error] = racing.outcome
         assert_refused(error)
         assert ends == [True]
         assert producer._txn.state is TxnState.READY  # type: ignore[union-attr]
@@ -203,34 +212,24 @@ def test_a_send_appending_while_the_transaction_is_prepared_is_refused(
     into nothing) later. Refused instead, as a send racing commit_transaction() is."""
     producer = Producer(CONFIG)
     held = hold_metadata(cluster)
-    outcome: list[object] = []
-    sent = threading.Event()
-
-    def racing_send() -> None:
-        try:
-            outcome.append(producer.send(LATE, b"late", partition=0))
-        except KafkaError as error:
-            outcome.append(error)
-        sent.set()
-
+    racing = RacingSend(producer)
     flush = producer.flush
 
     def flush_then_release(timeout: float | None = None) -> None:
         flush(timeout)
         held.release.set()  # the racing send appends now, between the flush and the hand-off
-        assert sent.wait(WAIT_S)
+        assert racing.sent.wait(WAIT_S)
 
     try:
         initialized(producer._driver, None)  # type: ignore[arg-type]
         producer.begin_transaction()
         producer.send(TOPIC, b"in", partition=0).result(WAIT_S)
-        thread = threading.Thread(target=racing_send)
-        thread.start()
+        racing.thread.start()
         assert held.entered.wait(WAIT_S)
         monkeypatch.setattr(producer, "flush", flush_then_release)
         prepared = producer.prepare_transaction(WAIT_S)
-        thread.join(WAIT_S)
-        [error] = outcome
+        racing.thread.join(WAIT_S)
+        [error] = racing.outcome
         assert_refused(error)
         assert prepared.producer_id == 7
         assert producer._txn.state is TxnState.PREPARED  # type: ignore[union-attr]
