@@ -188,7 +188,7 @@ class AsyncProducer:
         with driver.lock:
             txn.check_init()
         timeout_s = self._timeout_s(timeout)
-        await self._within(driver.init_transactions(timeout_s), timeout_s)
+        await self._within(driver.transaction_driver().init(timeout_s), timeout_s)
 
     def begin_transaction(self) -> None:
         """Open a transaction: every send() until commit or abort belongs to it."""
@@ -206,7 +206,9 @@ class AsyncProducer:
         driver, txn = self._transactional()
         txn.check_send()
         timeout_s = self._timeout_s(timeout)
-        coroutine = driver.send_offsets(dict(offsets), *group_identity(group), timeout_s)
+        coroutine = driver.transaction_driver().send_offsets(
+            dict(offsets), *group_identity(group), timeout_s
+        )
         await self._within(coroutine, timeout_s)
 
     async def commit_transaction(self, timeout: float | None = None) -> None:
@@ -215,7 +217,7 @@ class AsyncProducer:
         with driver.lock:
             txn.begin_commit()
         timeout_s = self._timeout_s(timeout)
-        await self._within(driver.commit_transaction(timeout_s), 2 * timeout_s)
+        await self._within(driver.transaction_driver().commit(timeout_s), 2 * timeout_s)
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop what was not sent, wait for what was, and abort."""
@@ -223,7 +225,7 @@ class AsyncProducer:
         with driver.lock:
             txn.begin_abort()
         timeout_s = self._timeout_s(timeout)
-        await self._within(driver.abort_transaction(timeout_s), 2 * timeout_s)
+        await self._within(driver.transaction_driver().abort(timeout_s), 2 * timeout_s)
 
     def _transactional(self) -> tuple[ProducerDriver, TransactionManager]:
         driver = self._started()
@@ -266,13 +268,13 @@ class AsyncProducer:
         try:
             if commit:
                 try:
-                    await self._within(driver.commit_transaction(timeout_s), 2 * timeout_s)
+                    await self._within(driver.transaction_driver().commit(timeout_s), 2 * timeout_s)
                     return
                 except TransactionAbortableError:
                     pass
             with driver.lock:
                 txn.begin_abort()
-            await self._within(driver.abort_transaction(timeout_s), 2 * timeout_s)
+            await self._within(driver.transaction_driver().abort(timeout_s), 2 * timeout_s)
         except (KafkaError, TimeoutError) as error:
             log.warning(
                 "stop(): could not end the transaction of transactional.id %r (%s); its "

@@ -280,7 +280,7 @@ class Producer:
         with self._space:
             txn.check_init()
         timeout_s = self._timeout_s(timeout)
-        self._on_loop(self._driver.init_transactions(timeout_s), timeout_s)
+        self._on_loop(self._driver.transaction_driver().init(timeout_s), timeout_s)
 
     def begin_transaction(self) -> None:
         """Open a transaction: every send() until commit or abort belongs to it."""
@@ -300,11 +300,11 @@ class Producer:
         member id and epoch prove it still owns the partitions (KIP-447), so a zombie's
         transaction cannot commit them. A group id alone is for a consumer outside the group
         protocol (assign() with a group.id)."""
-        txn = self._transactions()
-        txn.check_send()
-        timeout_s = self._timeout_s(timeout)
-        coroutine = self._driver.send_offsets(dict(offsets), *group_identity(group), timeout_s)
-        self._on_loop(coroutine, timeout_s)
+        self._transactions().check_send()
+        timeout_s, calls = self._timeout_s(timeout), self._driver.transaction_driver()
+        self._on_loop(
+            calls.send_offsets(dict(offsets), *group_identity(group), timeout_s), timeout_s
+        )
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Send everything of the transaction, then commit it. Raises the first failure of the
@@ -315,8 +315,8 @@ class Producer:
         with self._space:
             txn.begin_commit()
         timeout_s = self._timeout_s(timeout)
-        # The flush and EndTxn in one hand-over to the loop (ProducerDriver.commit_transaction).
-        self._on_loop(self._driver.commit_transaction(timeout_s), 2 * timeout_s)
+        # The flush and EndTxn in one hand-over to the loop (TransactionDriver.commit).
+        self._on_loop(self._driver.transaction_driver().commit(timeout_s), 2 * timeout_s)
 
     def prepare_transaction(self, timeout: float | None = None) -> PreparedTransaction:
         """Send everything of the open transaction and leave it open for another process to
@@ -341,7 +341,7 @@ class Producer:
         with self._space:
             txn.begin_abort()
         timeout_s = self._timeout_s(timeout)
-        self._on_loop(self._driver.abort_transaction(timeout_s), 2 * timeout_s)
+        self._on_loop(self._driver.transaction_driver().abort(timeout_s), 2 * timeout_s)
 
     def _transactions(self) -> TransactionManager:
         if self._closed:
@@ -393,17 +393,17 @@ class Producer:
             commit = txn.commits_on_close()
             if not (commit or txn.aborts_on_close()):
                 return
-        timeout_s = self._timeout_s(timeout)
+        timeout_s, calls = self._timeout_s(timeout), self._driver.transaction_driver()
         try:
             if commit:
                 try:
-                    self._on_loop(self._driver.commit_transaction(timeout_s), 2 * timeout_s)
+                    self._on_loop(calls.commit(timeout_s), 2 * timeout_s)
                     return
                 except TransactionAbortableError:
                     pass
             with self._space:
                 txn.begin_abort()
-            self._on_loop(self._driver.abort_transaction(timeout_s), 2 * timeout_s)
+            self._on_loop(calls.abort(timeout_s), 2 * timeout_s)
         except (KafkaError, TimeoutError) as error:
             log.warning(
                 "close(): could not end the transaction of transactional.id %r (%s); its "

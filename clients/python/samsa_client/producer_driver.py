@@ -46,7 +46,6 @@ from samsa.client.channels import AioChannels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError
-from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.produce_sender import ProduceSender
 from samsa.client.producer_batch import Completed
 from samsa.client.producer_ids import ProducerIds
@@ -329,30 +328,10 @@ class ProducerDriver:
 
     # --- transactions (transaction_driver.py) ---------------------------------------------------
 
-    def _transactions(self) -> TransactionDriver:
+    def transaction_driver(self) -> TransactionDriver:
+        """The transactional calls' driver (the facades call it directly)."""
         assert self.transactions is not None, "no transactional.id"
         return self.transactions
-
-    async def init_transactions(self, timeout_s: float) -> None:
-        await self._transactions().init(timeout_s)
-
-    async def send_offsets(
-        self,
-        offsets: dict[tuple[str, int], int | OffsetAndMetadata],
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        timeout_s: float,
-    ) -> None:
-        await self._transactions().send_offsets(
-            offsets, group_id, member_id, member_epoch, timeout_s
-        )
-
-    async def commit_transaction(self, timeout_s: float) -> None:
-        await self._transactions().commit(timeout_s)
-
-    async def abort_transaction(self, timeout_s: float) -> None:
-        await self._transactions().abort(timeout_s)
 
     def abort_queued(self, message: str) -> None:
         with self.lock:

@@ -50,7 +50,8 @@ class HeldEnd:
         with driver.lock:  # as init_transactions() leaves it (no coordinator here)
             driver.accumulator.set_producer_id(7, 0)
             driver.txn.on_initialized()  # type: ignore[union-attr]
-        real: Callable[[float], Awaitable[None]] = getattr(driver, name)
+        calls = driver.transaction_driver()
+        real: Callable[[float], Awaitable[None]] = getattr(calls, name)
 
         async def counted(timeout_s: float) -> None:
             self.starts += 1
@@ -58,7 +59,7 @@ class HeldEnd:
                 self.second.set()
             await real(timeout_s)
 
-        setattr(driver, name, counted)
+        setattr(calls, name, counted)
 
     async def end(
         self, identity: tuple[int, int], commit: bool, deadline: float
@@ -74,7 +75,7 @@ def test_two_threads_ending_the_transaction_share_one_end_txn(
     cluster: FakeCluster, committed: bool
 ) -> None:
     producer = Producer(CONFIG)
-    held = HeldEnd(producer._driver, "commit_transaction" if committed else "abort_transaction")
+    held = HeldEnd(producer._driver, "commit" if committed else "abort")
     errors: list[BaseException] = []
 
     def end() -> None:
@@ -107,7 +108,7 @@ def test_two_threads_ending_the_transaction_share_one_end_txn(
 def test_close_during_another_threads_commit_awaits_it(cluster: FakeCluster) -> None:
     """close() finishes a commit in progress (commits_on_close): it joins the one running."""
     producer = Producer(CONFIG)
-    held = HeldEnd(producer._driver, "commit_transaction")
+    held = HeldEnd(producer._driver, "commit")
     errors: list[BaseException] = []
 
     def commit() -> None:
@@ -134,7 +135,7 @@ def test_two_tasks_committing_share_one_end_txn(cluster: FakeCluster) -> None:
         await producer.start()
         try:
             assert producer._driver is not None and producer._driver.txn is not None
-            held = HeldEnd(producer._driver, "commit_transaction")
+            held = HeldEnd(producer._driver, "commit")
             producer.begin_transaction()
             await (await producer.send(TOPIC, b"a", partition=0))
             results = await asyncio.gather(

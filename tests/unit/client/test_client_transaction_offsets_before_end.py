@@ -60,7 +60,7 @@ class Coordinator:
             self.flushed.set()
 
         transactions._flush = flush_then_signal
-        send_offsets = driver.send_offsets
+        send_offsets = transactions.send_offsets
         starts: list[None] = []
 
         async def counted_send_offsets(*args: object) -> None:
@@ -69,7 +69,7 @@ class Coordinator:
                 self.second_offsets.set()
             await send_offsets(*args)  # type: ignore[arg-type]
 
-        driver.send_offsets = counted_send_offsets  # type: ignore[method-assign]
+        transactions.send_offsets = counted_send_offsets  # type: ignore[method-assign]
         with driver.lock:  # as init_transactions() leaves it (no coordinator here)
             driver.accumulator.set_producer_id(7, 0)
             driver.txn.on_initialized()  # type: ignore[union-attr]
