@@ -28,8 +28,8 @@ class ClusterDefaults:
     settings of the internal topics __consumer_offsets and __transaction_state and of
     coordinator sessions (Kafka's `offsets.topic.num.partitions`,
     `offsets.topic.replication.factor`, `transaction.state.log.num.partitions`,
-    `transaction.state.log.replication.factor`; coordinators have their own session timeout,
-    like brokers)."""
+    `transaction.state.log.replication.factor`, `transaction.state.log.min.isr`; coordinators
+    have their own session timeout, like brokers)."""
 
     num_partitions: int = 1
     default_replication_factor: int = 1
@@ -39,3 +39,4 @@ class ClusterDefaults:
     coordinator_session_timeout_ms: int = 9000
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2

@@ -105,6 +105,13 @@ class ControllerConfig(ServiceConfig):
         help="replicas per partition of __transaction_state; it is created once this many "
         "brokers are live",
     )
+    transaction_state_log_min_isr: int = key(
+        "transaction.state.log.min.isr",
+        integer(1),
+        default=ClusterDefaults.transaction_state_log_min_isr,
+        help="min.insync.replicas of __transaction_state when created (at most its replication "
+        "factor): a coordinator's commit or abort decision is acknowledged by this many replicas",
+    )
     num_partitions: int = key("num.partitions", _partitions, default=1)
     default_replication_factor: int = key("default.replication.factor", integer(1), default=1)
     leader_imbalance_check_interval_ms: int = key(

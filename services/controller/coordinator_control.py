@@ -184,6 +184,7 @@ class CoordinatorTopicSettings:
     num_partitions: int
     replication_factor: int
     replication_factor_setting: str
+    configs: dict[str, str]  # beyond COORDINATOR_TOPIC_CONFIGS
 
 
 def coordinator_topic_settings(defaults: ClusterDefaults) -> list[CoordinatorTopicSettings]:
@@ -194,12 +195,24 @@ def coordinator_topic_settings(defaults: ClusterDefaults) -> list[CoordinatorTop
             defaults.offsets_topic_num_partitions,
             defaults.offsets_topic_replication_factor,
             "offsets.topic.replication.factor",
+            {},  # min.insync.replicas: the cluster's, as Kafka's offsets topic
         ),
         CoordinatorTopicSettings(
             TRANSACTION_STATE_TOPIC,
             defaults.transaction_state_log_num_partitions,
             defaults.transaction_state_log_replication_factor,
             "transaction.state.log.replication.factor",
+            # Kafka's transaction.state.log.min.isr: a decision (PrepareCommit) that one replica
+            # alone acknowledged dies with that replica's unflushed tail, and a coordinator
+            # that reloads without it aborts a transaction whose markers were partly written.
+            {
+                "min.insync.replicas": str(
+                    min(
+                        defaults.transaction_state_log_min_isr,
+                        defaults.transaction_state_log_replication_factor,
+                    )
+                )
+            },
         ),
     ]
     assert tuple(topic.name for topic in settings) == COORDINATOR_TOPICS
@@ -278,7 +291,7 @@ def _coordinator_topic_records(
                 value=value,
             )
         )
-        for name, value in sorted(COORDINATOR_TOPIC_CONFIGS.items())
+        for name, value in sorted((COORDINATOR_TOPIC_CONFIGS | settings.configs).items())
     ]
     return records
 

@@ -67,6 +67,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         coordinator_session_timeout_ms=config.coordinator_session_timeout_ms,
         transaction_state_log_num_partitions=config.transaction_state_log_num_partitions,
         transaction_state_log_replication_factor=config.transaction_state_log_replication_factor,
+        transaction_state_log_min_isr=config.transaction_state_log_min_isr,
     )
     servicer = ControllerServicer(
         driver=driver,

@@ -152,10 +152,13 @@ def test_coordinators_register_own_the_offsets_topic_and_take_over_from_a_silent
                 topic = split.topics[name]
                 assert sorted(topic.partitions) == list(range(count))
                 assert all(len(state.replicas) == 1 for state in topic.partitions.values())
+                # __transaction_state's min ISR: transaction.state.log.min.isr within RF 1.
+                min_isr = {"min.insync.replicas": "1"} if name == TRANSACTION_STATE_TOPIC else {}
                 assert split.topic_configs(name) == {
                     "cleanup.policy": "compact",
                     "segment.bytes": "104857600",
                     "message.timestamp.after.max.ms": "9223372036854775807",
+                    **min_isr,
                 }
             assert all(a.assignment_epoch == 0 for a in split.coordinator_assignments.values())
             check_find_coordinator(endpoint, split, coordinators)

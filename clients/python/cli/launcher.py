@@ -230,6 +230,7 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
         "offsets.topic.replication.factor",
         "transaction.state.log.num.partitions",
         "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
         "coordinator.session.timeout.ms",
     ):
         if name in spec.settings:

@@ -141,17 +141,21 @@ def test_the_coordinator_topics_wait_for_a_live_coordinator_and_enough_brokers()
     image = with_brokers(2, image)
     image, created = create_coordinator_topics(image)
     kinds = Counter(record.WhichOneof("record") for record in created.records)
-    assert kinds == {"topic": 2, "partition": 16, "config": 6}, "both topics in one batch"
+    assert kinds == {"topic": 2, "partition": 16, "config": 7}, "both topics in one batch"
     for topic, count in ((CONSUMER_OFFSETS_TOPIC, 10), (TRANSACTION_STATE_TOPIC, 6)):
         partitions = image.topics[topic].partitions
         assert sorted(partitions) == list(range(count))
         assert all(len(state.replicas) == 2 for state in partitions.values())
         leaders = Counter(state.leader for state in partitions.values())
         assert leaders == {1: count // 2, 2: count // 2}, "placed like create_topics"
+        # Kafka's transaction.state.log.min.isr (2) for the decisions; the offsets topic keeps
+        # the cluster's min.insync.replicas, as Kafka's does.
+        min_isr = {"min.insync.replicas": "2"} if topic == TRANSACTION_STATE_TOPIC else {}
         assert image.configs[(TOPIC_RESOURCE, topic)] == {
             "cleanup.policy": "compact",
             "segment.bytes": "104857600",
             "message.timestamp.after.max.ms": "9223372036854775807",
+            **min_isr,
         }
         assert cp.coordinator_topic_problem(image, DEFAULTS, topic) == f"{topic} exists"
     assert (
@@ -159,6 +163,26 @@ def test_the_coordinator_topics_wait_for_a_live_coordinator_and_enough_brokers()
         != image.topics[TRANSACTION_STATE_TOPIC].topic_id
     )
     assert create_coordinator_topics(image)[1].records == []  # exist: nothing more
+
+
+@pytest.mark.parametrize(
+    ("replication_factor", "min_isr", "expected"),
+    [(1, 2, "1"), (2, 2, "2"), (3, 2, "2"), (2, 3, "2")],
+)
+def test_transaction_state_takes_its_min_isr_within_its_replication_factor(
+    replication_factor: int, min_isr: int, expected: str
+) -> None:
+    """transaction.state.log.min.isr, at most the replication factor: a one-broker cluster can
+    still write its transactions' decisions, and a larger one needs two replicas to."""
+    defaults = replace(
+        DEFAULTS,
+        transaction_state_log_replication_factor=replication_factor,
+        transaction_state_log_min_isr=min_isr,
+    )
+    image, _ = register(with_brokers(replication_factor), 1)
+    image, _ = create_coordinator_topics(image, defaults)
+    configs = image.configs[(TOPIC_RESOURCE, TRANSACTION_STATE_TOPIC)]
+    assert configs["min.insync.replicas"] == expected
 
 
 def test_each_coordinator_topic_waits_for_its_own_replication_factor():
