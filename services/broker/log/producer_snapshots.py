@@ -23,8 +23,12 @@ When snapshots are written (log.py decides, producer_log_state.py writes them):
   theirs after an unclean open or a torn one (Kafka's recovery snapshots each segment it
   recovers);
 - at `close`, at the log end offset and durably, so that a clean restart replays nothing. A log
-  whose state is empty at close keeps no snapshot at all, and a clean open without one starts
-  empty: 10,000 partitions that never saw an idempotent producer cost no file each.
+  whose state is empty at close keeps no snapshot at all, and a clean open that finds none starts
+  empty: 10,000 partitions that never saw an idempotent producer cost no file each. A clean open
+  that finds snapshots but can use none (torn, or above the log end after it cut a corrupt tail)
+  replays the whole log instead, as Kafka's does when any snapshot file exists, and snapshots a
+  state holding producers at the log end durably: a close of a log left untouched since writes
+  none, and the next clean open, finding no file, would start empty.
 
 One snapshot is kept per segment, at its base offset, and goes with it (retention, DeleteRecords,
 truncation, compaction deleting an emptied segment; `stray_offsets`), plus the newest one when it
@@ -139,14 +143,16 @@ def rebuild(
     """The producer state at the log end: the newest readable snapshot at or below it (those
     above it, or unreadable, are deleted from `offsets` and the directory), then a replay of the
     batches after it, which snapshots the state at each segment base it passes (so each segment
-    keeps one). With no snapshot, `empty_without_snapshot` (a clean open: close keeps a snapshot
-    whenever the state is not empty) starts empty; otherwise the whole log is replayed.
+    keeps one). With no snapshot file at all, `empty_without_snapshot` (a clean open: close keeps
+    a snapshot whenever the state is not empty) starts empty; otherwise the whole log is replayed
+    (for a clean open, with a durable snapshot at the log end: the module docstring says why).
     `newest_usable` deletes the snapshots above it too: after an unclean stop the replay must
     start at or below the recovery point, as Kafka's recovery of each unflushed segment starts
     from the snapshot at or below its base, so that it rebuilds the transaction index entries a
     crash may have lost above it (transaction_log_state.py); the snapshots it deleted are
     written again as the replay passes their offsets."""
     log_end_offset = segments[-1].next_offset
+    found_snapshot = bool(offsets)
     limit = log_end_offset if newest_usable is None else min(newest_usable, log_end_offset)
     above = [offset for offset in offsets if offset > limit]
     delete_snapshots(directory, above)
@@ -175,9 +181,17 @@ def rebuild(
         unsynced = (offset,) if newest_usable is not None and len(state) else ()
         return _replayed(directory, offsets, state, segments, offset, unsynced)
     state = ProducerStateTable()
-    if empty_without_snapshot:
+    if empty_without_snapshot and not found_snapshot:
         return Rebuilt(state, log_end_offset, [], [])
-    return _replayed(directory, offsets, state, segments, segments[0].base_offset)
+    rebuilt = _replayed(directory, offsets, state, segments, segments[0].base_offset)
+    if empty_without_snapshot and len(state):
+        # A clean open that could use none of the snapshots it found (module docstring).
+        write_snapshot(directory, log_end_offset, state, durable=True)
+        if log_end_offset not in offsets:
+            offsets.append(log_end_offset)
+        unsynced = tuple(o for o in rebuilt.unsynced if o != log_end_offset)
+        return rebuilt._replace(unsynced=unsynced)
+    return rebuilt
 
 
 def _replayed(
