@@ -5,7 +5,8 @@ log start offset, leader epochs) and opens the segments; it returns them with wh
 (`LoadedLog`), and `Log.open` (log.py) builds the running log from that. Interrupted compactions
 are completed or undone first. Without the clean-shutdown marker (an unclean stop) every segment
 from the one holding the recovery point onward is re-checked batch by batch (framing, CRC,
-increasing offsets); the first bad byte truncates its segment and every later segment is deleted.
+increasing offsets); the first bad byte truncates its segment and every later segment is deleted,
+the deletions made durable at once by a directory fsync (rare: only a cut with segments after it).
 The recovery point is taken as at least the first segment's base offset: the records below it
 are deleted, so none needs recovering, and the segments re-checked are the same either way; but
 a checkpoint below it (a crash after retention deleted segments and before it checkpointed,
@@ -278,6 +279,11 @@ def _load_segments(
             _log_dropped_segments(directory, base_offsets[index + 1 :])
             for later in segments_after(directory, base_offsets[index + 1 :]):
                 later.unlink(missing_ok=True)
+            if index + 1 < len(base_offsets):
+                # No flush would fsync the directory for them (only a roll or a truncation sets
+                # that), so an OS crash after records were flushed into the cut segment would
+                # bring a deleted segment back over them, and the next open would cut them.
+                fsync_directory(directory)
             break
     for segment in segments[:-1]:
         segment.closed = True
