@@ -9,7 +9,8 @@ then the producer snapshots the rolls since wrote without fsync (recovery trusts
 at or below the recovery point: Kafka's flush after a roll fsyncs it too), then, when a file was
 created or deleted since the last flush, the directory; the recovery point then becomes the log
 end offset. `maybe_flush` is the periodic check (flush.messages or flush.ms). A truncation lowers
-the recovery point to the new log end offset, never raises it.
+the recovery point to the new log end offset, never raises it; replication's fdatasyncs the segment
+it cut first (`sync_tail_cut`).
 
 Checkpoints (recovery point, log start offset, leader epochs; where the cleaner got to, through
 `checkpoint_cleaner`) are written atomically (checkpoint_file.py), and only those whose content
@@ -186,6 +187,15 @@ class LogDurability:
         find the recovery point below the log end and drop the producer snapshot there, the
         only record of the producers left."""
         self._recovery_point = max(self._recovery_point, first_base_offset)
+
+    def sync_tail_cut(self) -> None:
+        """fdatasync the segment a replication truncation just cut (its new size), before any
+        checkpoint can outlive it: the leader-epoch checkpoint the next append writes is
+        durable, and after an OS crash that brought the cut batches back the new epoch would
+        claim the old epoch's records at its offsets, which KIP-101 then never truncates. The
+        segments it deleted need no fsync here: that checkpoint fsyncs the directory, and so
+        does the next flush (`on_truncate`)."""
+        self._local_log.segments[-1].flush(indexes=False)
 
     def sync_directory(self) -> None:
         """Make segment files' creations and deletions durable now."""

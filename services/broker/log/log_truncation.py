@@ -24,9 +24,13 @@ claims more than the log holds. A crash between the two leaves a recovery point 
 segment, which the next open raises to that segment's base (loading.py), as Kafka's open does:
 nothing below it is left to recover, and the producer snapshot there, the only record of the deleted
 batches' producers, stays usable. Checkpointing first would not need that, but would declare
-recovered the segments a crash left undeleted, unflushed ones among them. A tail truncation leaves
-its directory changes to the next flush, since the recovery point moved down with it (the scrubber's
-repair, `cut_at_batch`, flushes at once, before it checkpoints).
+recovered the segments a crash left undeleted, unflushed ones among them. A tail truncation
+fdatasyncs the segment it cut before it checkpoints (one fsync per truncation): the leader-epoch
+checkpoint the next append writes is durable, and an OS crash that brought the cut batches back
+would leave the new epoch claiming the old epoch's records, which KIP-101 never truncates. Its
+segment deletions wait for the next flush (the recovery point moved down with it) or for the
+directory fsync of the next checkpoint written, that one's included (the scrubber's repair,
+`cut_at_batch`, flushes at once, before it checkpoints).
 
 This module only calls methods of the log's parts it is given and must not import log.py.
 """
@@ -95,6 +99,7 @@ class LogTruncation:
             return self.truncate_fully_and_start_at(offset, config)
         self._durability.persist_marker_removal()
         self._local_log.truncate_to(offset)
+        self._durability.sync_tail_cut()
         log_start_offset = self._after_tail_cut(log_start_offset, forget_unflushed=False)
         self._durability.checkpoint(log_start_offset)
         return log_start_offset
