@@ -19,7 +19,7 @@ that the controller enforces is here, where it is tested directly:
   one, each change of owner bumping the partition's assignment epoch (coordinator_control.py);
   FindCoordinator is answered from the image (metadata/coordinators.py).
 
-The decisions live in broker_control.py, topic_control.py, config_control.py,
+The decisions live in broker_control.py, isr_control.py, topic_control.py, config_control.py,
 producer_id_control.py and coordinator_control.py; this module is the one place the adapter
 imports them from. The plain reads (DescribeCluster, DescribeTopics, DescribeConfigs) are shared
 with the brokers, which answer them too: services/runtime/metadata_reads.py, re-exported here.
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from samsa.metadata.coordinators import CoordinatorLookup, find_coordinator
 from samsa.services.controller.broker_control import (
-    alter_partition,
     broker_heartbeat,
     fence_brokers,
     preferred_leader_elections,
@@ -46,6 +45,7 @@ from samsa.services.controller.coordinator_control import (
     plan_coordinator_topics,
     register_coordinator,
 )
+from samsa.services.controller.isr_control import alter_partition
 from samsa.services.controller.producer_id_control import allocate_producer_ids
 from samsa.services.controller.topic_control import (
     create_partitions,
