@@ -35,7 +35,11 @@ _EMPTY: Mapping = MappingProxyType({})
 
 @dataclass(frozen=True)
 class BrokerRegistration:
-    """A registered broker. Its epoch is the offset of its latest RegisterBrokerRecord."""
+    """A registered broker. Its epoch is the offset of its latest RegisterBrokerRecord.
+
+    `in_controlled_shutdown` (KIP-841): it asked to shut down, so it is fenced and stays so
+    until it registers again, whatever heartbeat of this epoch comes later (it implies `fenced`).
+    """
 
     broker_id: int
     incarnation_id: str
@@ -43,6 +47,7 @@ class BrokerRegistration:
     rack: str
     broker_epoch: int
     fenced: bool = True
+    in_controlled_shutdown: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ the same image at the same offset. Replay is pure and total over its input:
   Records are all-or-nothing per batch, like a Raft entry.
 
 Records naming a broker epoch that is no longer the broker's (a FenceBroker racing a
-re-registration) are applied as no-ops: they are valid history, just overtaken. A
+re-registration) are applied as no-ops: they are valid history, just overtaken. So is an
+UnfenceBroker for a registration in controlled shutdown (a FenceBroker with
+`in_controlled_shutdown`, KIP-841): only a new registration clears that mark. A
 ProducerIdsRecord is the exception: its block was answered once committed, so it always moves
 `next_producer_id` on, and one that would not move it forward is refused.
 
@@ -166,13 +168,16 @@ class ImageBuilder:
     ) -> None:
         broker = self._current(record.broker_id, record.broker_epoch)
         if broker is not None:
-            self.brokers[record.broker_id] = replace(broker, fenced=True)
+            shutting_down = broker.in_controlled_shutdown or record.in_controlled_shutdown
+            self.brokers[record.broker_id] = replace(
+                broker, fenced=True, in_controlled_shutdown=shutting_down
+            )
 
     def _unfence_broker(
         self, record: metadata_pb2.UnfenceBrokerRecord, offset: int, from_snapshot: bool
     ) -> None:
         broker = self._current(record.broker_id, record.broker_epoch)
-        if broker is not None:
+        if broker is not None and not broker.in_controlled_shutdown:
             self.brokers[record.broker_id] = replace(broker, fenced=False)
 
     # --- topics and partitions --------------------------------------------------------------

@@ -8,11 +8,13 @@ snapshot carry the state the log built up: a broker's epoch (RegisterBrokerRecor
 since the record no longer sits at that offset), a partition's leader and partition epochs, and
 the next producer id. The image keeps only that id, not which broker took the last block, so the
 snapshot's ProducerIdsRecord names broker -1, epoch -1 (as Kafka's ProducerIdsImage writes it);
-it is left out while no block was ever given (next_producer_id 0). Coordinators follow (by id:
-RegisterCoordinatorRecord with its epoch, then a FenceCoordinatorRecord when fenced), then the
-coordinator assignments by partition, epochs and producer ids (and retired ones, when set) as
-they are; they come after the ProducerIdsRecord, whose next_producer_id already lies above every
-assignment's producer id.
+it is left out while no block was ever given (next_producer_id 0). An unfenced broker's
+registration is followed by an UnfenceBrokerRecord, one in controlled shutdown by a
+FenceBrokerRecord marking it so (KIP-841: no heartbeat of that epoch may unfence it).
+Coordinators follow (by id: RegisterCoordinatorRecord with its epoch, then a
+FenceCoordinatorRecord when fenced), then the coordinator assignments by partition, epochs and
+producer ids (and retired ones, when set) as they are; they come after the ProducerIdsRecord,
+whose next_producer_id already lies above every assignment's producer id.
 """
 
 from __future__ import annotations
@@ -46,6 +48,16 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
                 metadata_pb2.MetadataRecord(
                     unfence_broker=metadata_pb2.UnfenceBrokerRecord(
                         broker_id=broker_id, broker_epoch=broker.broker_epoch
+                    )
+                )
+            )
+        elif broker.in_controlled_shutdown:
+            records.append(
+                metadata_pb2.MetadataRecord(
+                    fence_broker=metadata_pb2.FenceBrokerRecord(
+                        broker_id=broker_id,
+                        broker_epoch=broker.broker_epoch,
+                        in_controlled_shutdown=True,
                     )
                 )
             )

@@ -3,13 +3,15 @@
 Pure decisions over the committed image (see control_plane.py). The rules (DESIGN §2, §4):
 brokers register fenced (epoch = the registration's offset) and are unfenced once a heartbeat shows
 they applied the log up to their own registration; a second live process with the same id is
-refused. Fencing a broker (session expired, controlled shutdown, re-registration) moves each
-leadership it holds to the first live ISR member in replica order, leader epoch + 1; with none, the
-partition goes offline and keeps its last ISR member (KIP-966), which leads again when it comes
-back, unless the topic allows unclean election. ISR changes come from leaders (AlterPartition,
-isr_control.py). A replica that found its own log corrupt (ReportCorruptReplica) leaves the ISR
-— and hands its leadership to a live ISR member — before it truncates; with no other live ISR
-member the report is refused and it keeps its log.
+refused. A broker asking to shut down is fenced and marked in controlled shutdown (KIP-841):
+until it registers again no heartbeat unfences it. Fencing a broker (session expired, controlled
+shutdown, re-registration) moves each leadership it holds to the first live ISR member in
+replica order, leader epoch + 1; with none, the partition goes offline and keeps its last ISR
+member (KIP-966), which leads again when it comes back, unless the topic allows unclean
+election. ISR changes come from leaders (AlterPartition, isr_control.py). A replica that found
+its own log corrupt (ReportCorruptReplica) leaves the ISR — and hands its leadership to a live
+ISR member — before it truncates; with no other live ISR member the report is refused and it
+keeps its log.
 """
 
 from __future__ import annotations
@@ -83,12 +85,12 @@ def broker_heartbeat(
         return ControlResult([], response)
     caught_up = request.metadata_offset > broker.broker_epoch
     response.is_caught_up = caught_up
-    if request.want_shutdown:
+    if request.want_shutdown or broker.in_controlled_shutdown:
+        # KIP-841: a heartbeat without want_shutdown for a registration in controlled shutdown
+        # was sent before it and overtaken (retried across controllers): it unfences nothing.
         response.is_fenced = True
         response.should_shut_down = True
-        return ControlResult(
-            [] if broker.fenced else fence_brokers(image, [broker.broker_id]).records, response
-        )
+        return ControlResult(_controlled_shutdown(image, broker.broker_id), response)
     if broker.fenced and caught_up:
         records = [
             m.MetadataRecord(
@@ -121,6 +123,20 @@ def fence_brokers(image: MetadataImage, broker_ids: Iterable[int]) -> ControlRes
     ]
     records += _leadership_moves(image, fenced)
     return ControlResult(records, None)
+
+
+def _controlled_shutdown(image: MetadataImage, broker_id: int) -> list[m.MetadataRecord]:
+    """Fence the broker marked in controlled shutdown, and move its leaderships. Why the mark,
+    in the log: a heartbeat of the same epoch sent before want_shutdown may land after it; with
+    the mark no controller, this one or the next after a failover, unfences the broker for it,
+    so no election picks it and no leader adds it to an ISR while it stops (isr_control.py)."""
+    broker = image.brokers[broker_id]
+    if broker.in_controlled_shutdown:
+        return []
+    fence = m.FenceBrokerRecord(
+        broker_id=broker_id, broker_epoch=broker.broker_epoch, in_controlled_shutdown=True
+    )
+    return [m.MetadataRecord(fence_broker=fence), *_leadership_moves(image, {broker_id})]
 
 
 def _live(image: MetadataImage, excluded: set[int]) -> set[int]:

@@ -6,7 +6,8 @@ that the controller enforces is here, where it is tested directly:
 
 - brokers register fenced (epoch = the registration's offset) and are unfenced once a heartbeat
   shows they applied the log up to their own registration; a second live process with the same
-  id is refused;
+  id is refused; one that asked to shut down is fenced and marked so (KIP-841), and no heartbeat
+  of that registration unfences it;
 - fencing a broker (session expired, controlled shutdown, re-registration) moves each leadership
   it holds to the first live ISR member in replica order, leader epoch + 1; with none, the
   partition goes offline and keeps its last ISR member (KIP-966), which leads again when it

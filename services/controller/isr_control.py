@@ -3,7 +3,7 @@
 Pure decisions (see control_plane.py). A leader proposes ISRs for many partitions per request,
 committed as one batch (KIP-497); each proposal is checked against the broker, leader and
 partition epochs, and each replica joining the ISR against its current broker epoch (KIP-903).
-Fenced brokers never join an ISR.
+Fenced brokers never join an ISR, nor do brokers in controlled shutdown (KIP-841).
 """
 
 from __future__ import annotations
@@ -117,6 +117,21 @@ def _alter_problem(
             f"{state.partition_epoch}",
         )
     new_isr = list(item.new_isr)
+    stopping = [
+        r
+        for r in new_isr
+        if r not in state.isr
+        and (registered := image.brokers.get(r)) is not None
+        and registered.in_controlled_shutdown
+    ]
+    if stopping:
+        # KIP-841: it may fetch while it drains, but it stops soon; in the ISR, acks=all
+        # writes would wait for it until replica.lag.time.max.ms.
+        return (
+            ErrorCode.INELIGIBLE_REPLICA,
+            f"broker(s) {stopping} would join the ISR of {where} while in controlled shutdown; "
+            "a broker joins again once it registers anew",
+        )
     ineligible = [
         r
         for r in new_isr

@@ -19,8 +19,12 @@ Controlled shutdown: `shutdown()` heartbeats with want_shutdown until the contro
 the broker (its leaderships moved away), then keeps following the log until its own image shows
 the fence — so the partitions have applied the leadership moves and answered their waiting acks=all
 produces NOT_LEADER_OR_FOLLOWER before the broker stops serving (KIP-631's controlled shutdown
-waits for the same). From then on every heartbeat carries want_shutdown, so a routine heartbeat
-can never unfence a broker on its way out. Both waits share one deadline.
+waits for the same). From then on every heartbeat carries want_shutdown; and before its first one
+it waits for the routine heartbeat in flight (sent without it, and retried across controllers for
+up to an interval), which would otherwise land after it. A routine heartbeat can still reach a
+controller late (one this side gave up on may yet be applied there), so the controller keeps the
+broker's registration marked in controlled shutdown and no heartbeat of it unfences the broker
+again (KIP-841, services/controller/broker_control.py). All the waits share one deadline.
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ class MetadataFollower:
         self.fenced = True
         self._shutting_down = False
         self._failed = False  # run ended with a loop's failure: the image follows no more
+        # The heartbeat loop's call in flight, which shutdown() lets land before its own.
+        self._routine_heartbeat: asyncio.Task[controller_pb2.BrokerHeartbeatResponse] | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -97,9 +103,12 @@ class MetadataFollower:
         """Controlled shutdown: ask to be fenced so leaderships move before the process stops."""
         if self.broker_epoch < 0:
             return
-        self._shutting_down = True
+        self._shutting_down = True  # every heartbeat built from now on carries want_shutdown
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SHUTDOWN_TIMEOUT_S
+        routine = self._routine_heartbeat  # sent without want_shutdown: it must land first
+        if routine is not None and not routine.done():
+            await asyncio.wait([routine], timeout=deadline - loop.time())
         while loop.time() < deadline:
             try:
                 response = await self._heartbeat(
@@ -171,8 +180,9 @@ class MetadataFollower:
         interval_s = self.heartbeat_interval_ms / 1000
         while not stop.is_set():
             offset_sent = self.image.end_offset
+            self._routine_heartbeat = asyncio.create_task(self._heartbeat())
             try:
-                response = await self._heartbeat()
+                response = await self._routine_heartbeat
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
                 log.warning("heartbeat failed: %s", error)
             else:

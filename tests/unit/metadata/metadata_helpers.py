@@ -27,10 +27,12 @@ def unfence(broker_id: int, epoch: int) -> m.MetadataRecord:
     )
 
 
-def fence(broker_id: int, epoch: int) -> m.MetadataRecord:
-    return m.MetadataRecord(
-        fence_broker=m.FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch)
-    )
+def fence(broker_id: int, epoch: int, *, shutdown: bool = False) -> m.MetadataRecord:
+    """`shutdown`: marked in controlled shutdown (KIP-841)."""
+    record = m.FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch)
+    if shutdown:
+        record.in_controlled_shutdown = True
+    return m.MetadataRecord(fence_broker=record)
 
 
 def topic(name: str, topic_id: bytes) -> m.MetadataRecord:

@@ -58,6 +58,20 @@ def test_fence_and_unfence_apply_only_to_the_current_epoch() -> None:
     assert image.brokers[1].fenced
 
 
+def test_a_controlled_shutdown_fence_holds_until_the_broker_registers_again() -> None:
+    # KIP-841. A FenceBrokerRecord without the mark (every one written before it existed) is
+    # the plain fence it always was: a later unfence applies.
+    image = apply(MetadataImage.empty(), register(1), unfence(1, 0), fence(1, 0))
+    assert not image.brokers[1].in_controlled_shutdown
+    assert not apply(image, unfence(1, 0)).brokers[1].fenced
+    image = apply(image, fence(1, 0, shutdown=True))  # on a fenced broker too
+    assert image.brokers[1].fenced and image.brokers[1].in_controlled_shutdown
+    image = apply(image, unfence(1, 0), fence(1, 0))  # overtaken; a plain fence keeps the mark
+    assert image.brokers[1].fenced and image.brokers[1].in_controlled_shutdown
+    image = apply(image, register(1, incarnation="restart"), unfence(1, 6))  # epoch 6
+    assert not image.brokers[1].fenced and not image.brokers[1].in_controlled_shutdown
+
+
 def test_topic_partitions_and_changes_bump_the_right_epochs() -> None:
     image = apply(
         cluster(), topic("orders", T1), partition(T1, 0, [1, 2]), partition(T1, 1, [2, 3])

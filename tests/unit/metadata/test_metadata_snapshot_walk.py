@@ -5,9 +5,10 @@ followers and restarted controllers load snapshots; any difference would be a si
 that only the running hash notices later.
 
 Method: a seeded random walk of 250 batches per seed over all thirteen record kinds (brokers
-registering, restarting, fenced, unfenced, unregistered; topics created, grown, changed, deleted
-and re-created under the same name; topic and broker configs set, emptied and removed; producer
-id blocks; coordinators registering and fenced; assignments of both coordinator topics), some
+registering, restarting, fenced (in controlled shutdown or not), unfenced, unregistered; topics
+created, grown, changed, deleted and re-created under the same name; topic and broker configs
+set, emptied and removed; producer id blocks; coordinators registering and fenced; assignments
+of both coordinator topics), some
 deliberately stale or invalid, each batch replayed with the real `replay`. After every applied
 batch the image goes through a snapshot and the next batch is replayed on both. A failure names
 its seed and step.
@@ -43,7 +44,7 @@ def _broker_record(rng: random.Random, image: MetadataImage) -> m.MetadataRecord
     if kind == 0:
         return unfence(broker.broker_id, epoch)
     if kind == 1:
-        return fence(broker.broker_id, epoch)
+        return fence(broker.broker_id, epoch, shutdown=rng.random() < 0.3)
     record = m.UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=epoch)
     return m.MetadataRecord(unregister_broker=record)
 

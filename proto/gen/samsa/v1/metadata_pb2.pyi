@@ -81,12 +81,14 @@ class UnregisterBrokerRecord(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class FenceBrokerRecord(_message.Message):
-    __slots__ = ("broker_id", "broker_epoch")
+    __slots__ = ("broker_id", "broker_epoch", "in_controlled_shutdown")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     broker_epoch: int
-    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+    in_controlled_shutdown: bool
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
 
 class UnfenceBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
