@@ -9,7 +9,8 @@ turns each new image into actions, and `apply` carries them out here:
   left by a deleted topic of the same name (deleted while this broker was down) is wiped before
   the new topic's log is created there.
 - StopReplica(delete) closes the log and removes its directory; UpdateConfig reopens nothing, it
-  just swaps the configuration the maintenance loop and appends use.
+  swaps the configuration the maintenance loop and appends use, and re-checks the high watermark
+  and the waiting acks=all produces against a min.insync.replicas that may have changed.
 
 Corruption at rest (the scrubber, services/broker/scrubber.py). A replica whose own log holds a
 bad batch remembers where it went bad (`corrupt`, in memory: after a restart the
@@ -209,7 +210,13 @@ class PartitionHost:
                 )
                 hosted.notify_appended()  # waiting fetches re-check who leads
             elif isinstance(action, UpdateConfig) and key in self.partitions:
-                self._configure(self.partitions[key], action.configs)
+                hosted = self.partitions[key]
+                self._configure(hosted, action.configs)
+                # min.insync.replicas may have changed, and nothing else re-checks it on an idle
+                # partition: lowered, the high watermark may move now; raised above the ISR,
+                # waiting acks=all produces are over (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+                if not hosted.advance_high_watermark():
+                    hosted.notify_appended()
         self._refresh_states(topics, previous)
         self.repair_corrupt()
 
