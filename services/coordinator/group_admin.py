@@ -10,10 +10,13 @@ Theory of operation. A group's state is derived, never stored:
 - STABLE: every member owns its target at the assignment epoch.
 
 DeleteGroups deletes only groups without members (NON_EMPTY_GROUP otherwise), writing tombstones
-for everything the group still has (group_writer.delete_group). The group tombstone's log offset
-outlives the group (GroupShard.deleted_positions), so the COMMIT marker of a transaction that
-wrote the group's offsets before it applies none of them (Kafka's deleteAllOffsets cancels
-them too) instead of bringing the group back.
+for everything the group still has (group_writer.delete_group): also, before the group's, one
+for each partition an open transaction committed for it, which cancels that pending offset live
+and on a load alike (Kafka's deleteAllOffsets). Without it, a COMMIT marker already in the log
+but not yet read when the group is deleted applies the offset, on a load, before the group
+tombstone, which replay then refuses: the group would come back after a failover. The group
+tombstone's log offset outlives the group (GroupShard.deleted_positions), so a transaction's
+offset that landed before it, not yet pending when it was written, is not applied either.
 
 OffsetDelete (KIP-496) writes a tombstone for each committed offset it names, except for the
 partitions of topics a member subscribes to, by name or by regex (GROUP_SUBSCRIBED_TO_TOPIC):
@@ -23,7 +26,7 @@ member to auto.offset.reset instead. An empty group subscribes to nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Set
 
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator import group_records as records
@@ -109,8 +112,10 @@ def describe_groups(
 
 
 def delete_groups(
-    shard: GroupShard, group_ids: Iterable[str]
+    shard: GroupShard, group_ids: Iterable[str], pending: Callable[[str], Set[TopicPartition]]
 ) -> GroupResult[c.DeleteGroupsResponse]:
+    """DeleteGroups; `pending(group_id)`: the group's partitions an open transaction committed
+    (tombstoned too: see the module docstring)."""
     writer = RecordCollector(shard)
     response = c.DeleteGroupsResponse()
     for group_id in group_ids:
@@ -124,7 +129,7 @@ def delete_groups(
                 "first",
             )
         else:
-            delete_group(writer, group)
+            delete_group(writer, group, pending(group_id))
             code, message = ErrorCode.NONE, ""
         response.groups.add(
             group_id=group_id,

@@ -66,6 +66,7 @@ class GroupCoordinatorShard:
     def replay(self, record: GroupRecord, offset: int) -> None:
         """Apply one record read from the log at `offset` (loading)."""
         replay(self.state, record, offset)
+        self._cancel_pending([record])
 
     def mark_durable(self, records: list[GroupRecord], first_offset: int) -> None:
         """The records of a GroupResult (or of `expire`) are durable in the log, the first at
@@ -136,12 +137,23 @@ class GroupCoordinatorShard:
         return group_admin.describe_groups(self.state, group_ids, self.config)
 
     def delete_groups(self, group_ids: Iterable[str]) -> GroupResult[c.DeleteGroupsResponse]:
-        return group_admin.delete_groups(self.state, group_ids)
+        result = group_admin.delete_groups(self.state, group_ids, self.txn_offsets.unstable)
+        self._cancel_pending(result.records)
+        return result
 
     def delete_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]]
     ) -> GroupResult[c.OffsetDeleteResponse]:
         return group_admin.delete_offsets(self.state, group_id, partitions)
+
+    def _cancel_pending(self, written: list[GroupRecord]) -> None:
+        """An offset tombstone cancels the offsets pending for its partition (written before
+        it), live as on a load: the marker of their transaction, even one already in the log,
+        leaves the partition deleted (group_admin.py)."""
+        for key, value in written:
+            if value is None and records.key_kind(key) == "offset_commit":
+                commit = key.offset_commit
+                self.txn_offsets.cancel(commit.group_id, (commit.topic, commit.partition))
 
     # --- timers -----------------------------------------------------------------------------
 

@@ -83,6 +83,18 @@ class PendingTxnOffsets:
             applied += 1
         return applied
 
+    def cancel(self, group_id: str, topic_partition: TopicPartition) -> None:
+        """A tombstone of the partition's offset, newer than every pending record of it (they
+        are durable before it is written, or read before it): no marker applies them any more,
+        as Kafka's replay of an offset tombstone cancels the pending transactional ones."""
+        cancelled = (group_id, *topic_partition)
+        for producer_id, pending in list(self.by_producer.items()):
+            kept = [entry for entry in pending if _identity(entry[1]) != cancelled]
+            if kept:
+                self.by_producer[producer_id] = kept
+            else:
+                del self.by_producer[producer_id]  # nothing pending: the watcher may stop
+
     def unstable(self, group_id: str) -> set[TopicPartition]:
         """The group's partitions with offsets pending in an open transaction."""
         found = set()
@@ -95,6 +107,11 @@ class PendingTxnOffsets:
 
     def __bool__(self) -> bool:
         return bool(self.by_producer)
+
+
+def _identity(record: GroupRecord) -> tuple[str, str, int]:
+    commit = record[0].offset_commit
+    return commit.group_id, commit.topic, commit.partition
 
 
 def commit_txn_offsets(

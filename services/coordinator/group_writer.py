@@ -12,11 +12,17 @@ partition up) — the same recovery as a failover.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from samsa.services.coordinator import group_records as records
-from samsa.services.coordinator.group_model import IN_FLIGHT, ConsumerGroup, GroupShard
+from samsa.services.coordinator.group_model import (
+    IN_FLIGHT,
+    ConsumerGroup,
+    GroupShard,
+    TopicPartition,
+)
 from samsa.services.coordinator.group_records import GroupRecord
 from samsa.services.coordinator.group_replay import replay
 from samsa.v1 import group_records_pb2 as g
@@ -73,11 +79,15 @@ def remove_member(
     bump_group_epoch(writer, group, None, 0 if group.members else now_ms)
 
 
-def delete_group(writer: RecordCollector, group: ConsumerGroup) -> None:
-    """Tombstones for everything a group without members still has: its offsets, then the group.
-    The caller checks that it has no members."""
+def delete_group(
+    writer: RecordCollector, group: ConsumerGroup, pending: Set[TopicPartition] = frozenset()
+) -> None:
+    """Tombstones for everything a group without members still has: its offsets, and the
+    partitions `pending` in an open transaction (a COMMIT marker already in the log would apply
+    them, on a load, before the group's tombstone), then the group. The caller checks that it
+    has no members."""
     assert not group.members, group.group_id
-    for topic, partition in sorted(group.offsets):
+    for topic, partition in sorted(set(group.offsets) | set(pending)):
         writer.write(records.offset_commit(group.group_id, topic, partition, None))
     for member_id in sorted(group.target):  # targets outliving members: none, but be total
         writer.write(records.target_assignment_member(group.group_id, member_id, None))
