@@ -18,10 +18,12 @@ tombstone, which replay then refuses: the group would come back after a failover
 tombstone's log offset outlives the group (GroupShard.deleted_positions), so a transaction's
 offset that landed before it, not yet pending when it was written, is not applied either.
 
-OffsetDelete (KIP-496) writes a tombstone for each committed offset it names, except for the
-partitions of topics a member subscribes to, by name or by regex (GROUP_SUBSCRIBED_TO_TOPIC):
-their owner may commit again at any moment, and a deleted offset would send a newly assigned
-member to auto.offset.reset instead. An empty group subscribes to nothing.
+OffsetDelete (KIP-496) writes a tombstone for each committed offset it names, and for each it
+names that an open transaction committed, cancelling it as Kafka's removeOffsets does (else its
+marker would set the offset the admin was told is deleted), except for the partitions of topics
+a member subscribes to, by name or by regex (GROUP_SUBSCRIBED_TO_TOPIC): their owner may commit
+again at any moment, and a deleted offset would send a newly assigned member to
+auto.offset.reset instead. An empty group subscribes to nothing.
 """
 
 from __future__ import annotations
@@ -140,10 +142,14 @@ def delete_groups(
 
 
 def delete_offsets(
-    shard: GroupShard, group_id: str, partitions: Iterable[TopicPartition]
+    shard: GroupShard,
+    group_id: str,
+    partitions: Iterable[TopicPartition],
+    pending: Set[TopicPartition],
 ) -> GroupResult[c.OffsetDeleteResponse]:
-    """OffsetDelete: tombstones for the named committed offsets that no member's subscription
-    covers (see the module docstring); a partition with nothing committed succeeds as it is."""
+    """OffsetDelete: tombstones for the named offsets, committed or `pending` in an open
+    transaction, that no member's subscription covers (see the module docstring); a partition
+    with neither succeeds as it is."""
     group = shard.groups.get(group_id)
     if group is None:
         return GroupResult(
@@ -169,7 +175,7 @@ def delete_offsets(
                 f"a member of group {group_id!r} subscribes to {topic!r}: its offsets stay while "
                 "it does (stop the group's consumers first)"
             )
-        elif (topic, partition) in group.offsets:
+        elif (topic, partition) in group.offsets or (topic, partition) in pending:
             writer.write(records.offset_commit(group_id, topic, partition, None))
         response.partitions.add(
             topic=topic,

@@ -144,7 +144,10 @@ class GroupCoordinatorShard:
     def delete_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]]
     ) -> GroupResult[c.OffsetDeleteResponse]:
-        return group_admin.delete_offsets(self.state, group_id, partitions)
+        pending = self.txn_offsets.unstable(group_id)
+        result = group_admin.delete_offsets(self.state, group_id, partitions, pending)
+        self._cancel_pending(result.records)
+        return result
 
     def _cancel_pending(self, written: list[GroupRecord]) -> None:
         """An offset tombstone cancels the offsets pending for its partition (written before

@@ -1,8 +1,9 @@
 """Goal: DeleteGroups cancels the offsets an open transaction committed for the group, as
-Kafka's deleteAllOffsets does, so that the transaction's COMMIT marker never brings the group
-back — not even a marker already in the log that the coordinator's watcher (it polls) has not
-read when the deletion is handled: a coordinator that loads the log must hold what the live one
-holds, and not refuse a record the live one wrote.
+Kafka's deleteAllOffsets does, and OffsetDelete those of the partitions it names (Kafka's
+removeOffsets), so that the transaction's COMMIT marker never brings them back — not even a
+marker already in the log that the coordinator's watcher (it polls) has not read when the
+deletion is handled: a coordinator that loads the log must hold what the live one holds, and not
+refuse a record the live one wrote.
 
 Method: the pure GroupCoordinatorShard and a list standing for `__consumer_offsets` in log order
 (plain records, the producer's transactional batch, its marker). The live shard resolves the
@@ -106,3 +107,26 @@ def test_a_group_deleted_before_its_commit_marker_is_read_stays_deleted_on_a_loa
     assert pending_of(log.live) == pending_of(loaded) == set(), "cancelled, not left to the marker"
     assert log.live.complete_transaction(PRODUCER, True, marker) == 0
     assert log.live.state.groups == {}
+
+
+def test_an_offset_deleted_before_its_commit_marker_is_read_stays_deleted() -> None:
+    """t-1 is only pending when OffsetDelete names it, the marker already in the log: the
+    answer is success, so the offset must not appear once the marker is read (nor on a load)."""
+    log = Log()
+    commit(log, 0, 5)
+    txn_commit(log, 1, 42)
+    marker = log.marker(committed=True)
+
+    deleted = log.live.delete_offsets("g", [("t", 1)])
+    assert deleted.response.error_code == ErrorCode.NONE
+    assert [p.error_code for p in deleted.response.partitions] == [ErrorCode.NONE]
+    log.plain(deleted.records)
+    cancelled = pending_of(log.live)
+    log.live.complete_transaction(PRODUCER, True, marker)
+    assert set(log.live.state.groups["g"].offsets) == {("t", 0)}, "the marker set it again"
+    assert cancelled == set(), "cancelled at once: require_stable no longer waits for it"
+
+    loaded, refused = log.load()
+    assert refused == []
+    assert loaded.state.groups == log.live.state.groups
+    assert pending_of(loaded) == set()
