@@ -8,8 +8,9 @@ request's producer is against the current metadata, which InitProducerId is malf
 the state (`init_refusal`, checked before a producer id is taken for it), and how each refusal
 is worded — so that a client (or an operator reading its log) learns what to do next.
 
-Fencing rules. Before any state rule, AddPartitionsToTxn and EndTxn check the producer's identity
-against `TransactionMetadata.answer_identity()` (`identity_refusal`):
+Fencing rules. Before any state rule, AddPartitionsToTxn (a broker's verify_only check too:
+`verify_refusal`) and EndTxn check the producer's identity against
+`TransactionMetadata.answer_identity()` (`identity_refusal`):
 - another producer id is INVALID_PRODUCER_ID_MAPPING (call InitProducerId again), except the id
   the transactional id held before a rotation to a new producer id, which is PRODUCER_FENCED;
 - the right id at another epoch is PRODUCER_FENCED: a newer instance (or a timeout abort) bumped
@@ -26,8 +27,11 @@ from __future__ import annotations
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator.transaction_model import (
     COMPLETED,
+    DEAD,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    ONGOING,
+    PREPARE_EPOCH_FENCE,
     PREPARED,
     Outcome,
     TransactionMetadata,
@@ -83,6 +87,30 @@ def identity_refusal(
             ErrorCode.PRODUCER_FENCED,
             f"producer epoch {producer_epoch} of transactional id {name!r} is not the current "
             f"{expected_epoch}: another instance took over, close this producer",
+        )
+    return None
+
+
+def verify_refusal(
+    current: TransactionMetadata | None, producer_id: int, producer_epoch: int
+) -> Outcome | None:
+    """KIP-890 verification's refusal of the whole request, or None, in Kafka's order (its
+    handleVerifyPartitionsInTransaction): the id, then the producer's identity (PRODUCER_FENCED:
+    the broker fails the produce and the producer closes), then a decided transaction whose
+    markers are being written (CONCURRENT_TRANSACTIONS: asked again), then no transaction open
+    (INVALID_TXN_STATE, as for a partition not in the open one)."""
+    if current is None or current.state == DEAD:
+        return invalid_producer_id_mapping(current)
+    refused = identity_refusal(current, producer_id, producer_epoch)
+    if refused is not None:
+        return refused
+    if current.state in PREPARED or current.state == PREPARE_EPOCH_FENCE:
+        return concurrent_transactions(current)
+    if current.state != ONGOING:
+        return refusal(
+            ErrorCode.INVALID_TXN_STATE,
+            f"producer {producer_id} (epoch {producer_epoch}) has no open transaction under "
+            f"{current.transactional_id!r}",
         )
     return None
 

@@ -212,9 +212,9 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         refusal = verdicts[where]
         if refusal is not None:
             code, message = refusal
-            raise TxnWriteRefusedError(
-                code, f"{message} (call AddOffsetsToTxn for the group before TxnOffsetCommit)"
-            )
+            if code == ErrorCode.INVALID_TXN_STATE:  # not for a fenced producer or a retry
+                message += " (call AddOffsetsToTxn for the group before TxnOffsetCommit)"
+            raise TxnWriteRefusedError(code, message)
 
     async def EndTxn(self, request, context):
         return await self.end_txn(request)

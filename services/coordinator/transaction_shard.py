@@ -43,13 +43,12 @@ from samsa.common.errors import ErrorCode
 from samsa.services.coordinator import transaction_records, transaction_state
 from samsa.services.coordinator.transaction_model import (
     NO_TIMESTAMP,
-    ONGOING,
     Outcome,
     TopicPartition,
     TransactionMetadata,
     apply,
 )
-from samsa.services.coordinator.transaction_refusals import init_refusal
+from samsa.services.coordinator.transaction_refusals import init_refusal, verify_refusal
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import transactions_pb2 as x
 
@@ -188,25 +187,18 @@ class TransactionShard:
     ) -> x.AddPartitionsToTxnResponse:
         """KIP-890 verification for a broker: is each partition in the producer's open
         transaction, at this producer id and epoch? Changes nothing. A write in flight for the
-        id may be adding them: CONCURRENT_TRANSACTIONS, and the broker retries."""
+        id may be adding them: CONCURRENT_TRANSACTIONS, and the broker retries; a fenced
+        producer is told so, not that the partition is missing (transaction_refusals)."""
         producer = request.producer
         current = self.transactions.get(producer.transactional_id)
-        busy = self._busy(producer.transactional_id)
-        if busy is not None:
-            return x.AddPartitionsToTxnResponse(error_code=busy.error, error_message=busy.message)
-        if (
-            current is None
-            or current.state != ONGOING
-            or (current.producer_id, current.producer_epoch)
-            != (producer.producer_id, producer.producer_epoch)
-        ):
+        refused = self._busy(producer.transactional_id) or verify_refusal(
+            current, producer.producer_id, producer.producer_epoch
+        )
+        if refused is not None:
             return x.AddPartitionsToTxnResponse(
-                error_code=ErrorCode.INVALID_TXN_STATE,
-                error_message=(
-                    f"producer {producer.producer_id} (epoch {producer.producer_epoch}) has no "
-                    f"open transaction under {producer.transactional_id!r}"
-                ),
+                error_code=refused.error, error_message=refused.message
             )
+        assert current is not None
         response = x.AddPartitionsToTxnResponse()
         for topic, partition in _partitions(request.partitions):
             result = response.results.add(topic=topic, partition=partition)

@@ -13,9 +13,11 @@ The coordinator is found from the caller's metadata image and asked over one lon
 AddPartitionsToTxnStream per coordinator (common/request_stream.py: a stream message costs about
 half of a new unary call, and the produce waits on the answer); CONCURRENT_TRANSACTIONS and the
 coordinator errors (a broken stream among them) are asked again, with a backoff, within
-`VERIFY_TIMEOUT_S`. Each partition
-ends confirmed (None) or refused with the error the caller answers: INVALID_TXN_STATE (not in
-the transaction) or a retriable one (no coordinator now).
+`VERIFY_TIMEOUT_S` (CONCURRENT_TRANSACTIONS: the id has a write in flight, or its decided
+transaction's markers are being written). Each partition ends confirmed (None) or refused with
+the error the caller answers: INVALID_TXN_STATE (not in the transaction), PRODUCER_FENCED or
+INVALID_PRODUCER_ID_MAPPING (the producer is not the id's current one), or a retriable one (no
+coordinator now, or still CONCURRENT_TRANSACTIONS at the deadline).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def test_a_commit_writes_markers_and_a_second_instance_fences_the_first(
         transactional_id=name, producer_id=me.producer_id, producer_epoch=me.producer_epoch + 1
     )
     not_it = call(cluster, name, "AddPartitionsToTxn", add(stranger, 1, verify=True))
-    assert not_it.error_code == ErrorCode.INVALID_TXN_STATE, not_it  # type: ignore[attr-defined]
+    assert not_it.error_code == ErrorCode.PRODUCER_FENCED, not_it  # type: ignore[attr-defined]
 
     described = describe(cluster, name)
     assert described.state == t.TRANSACTION_STATE_ONGOING

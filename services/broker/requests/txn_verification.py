@@ -23,8 +23,11 @@ reader would wait at its first offset for ever (a *hanging transaction*). So bef
    coordinator refuses an older epoch, so only the open transaction's batches are added.
 
 Each partition ends verified (appended with `allow_transactional`) or refused with an error the
-producer acts on: INVALID_TXN_STATE (not in the transaction: a bug in the producer, which aborts)
-or a retriable one (no coordinator now: retry). Non-transactional produce never gets here.
+producer acts on: INVALID_TXN_STATE (not in the transaction: a bug in the producer, which aborts),
+PRODUCER_FENCED or INVALID_PRODUCER_ID_MAPPING (another instance took the transactional id
+over, or it expired: the producer is fenced and closes), or a retriable one (no coordinator now,
+or CONCURRENT_TRANSACTIONS past the check's retries: the producer retries the batch).
+Non-transactional produce never gets here.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The transaction shard: transactions.proto requests in, records and answers out.
 
 Goal: a transactional producer's whole life through the shard — init, add partitions, verify
-(as a broker does, KIP-890), add a group's offsets, end, markers written — gives the answers
-Kafka's coordinator gives; a second request for an id whose write is in flight answers
-CONCURRENT_TRANSACTIONS and writes nothing; a new instance fences the old one's open
-transaction; timeouts abort and expiry forgets; a shard that replays the records written equals
-the one that wrote them, and resumes phase 2.
+(as a broker does, KIP-890: PRODUCER_FENCED for a fenced producer, CONCURRENT_TRANSACTIONS while
+a decided transaction's markers are written), add a group's offsets, end, markers written —
+gives the answers Kafka's coordinator gives; a second request for an id whose write is in
+flight answers CONCURRENT_TRANSACTIONS and writes nothing; a new instance fences the old one's
+open transaction; timeouts abort and expiry forgets; a shard that replays the records written
+equals the one that wrote them, and resumes phase 2.
 
 Method: the runtime's part is played by hand: each step's record is "written" by keeping it,
 then `on_durable` is called; a fresh shard replays the kept records.
@@ -190,6 +191,34 @@ def test_a_new_instance_fences_the_old_one_and_aborts_its_transaction():
     assert (again.response.producer_id, again.response.producer_epoch) == (42, 2)
     late = end(shard, producer(42, 0), commit=True)
     assert late.response.error_code == ErrorCode.PRODUCER_FENCED
+
+
+def verified_code(shard: TransactionShard, who: x.TransactionalProducer) -> str:
+    return ErrorCode(add(shard, who, ("orders", 0), verify=True).error_code).name
+
+
+def test_verification_answers_the_code_the_broker_and_the_producer_act_on():
+    """Kafka's order (handleVerifyPartitionsInTransaction): an unknown id, then the producer's
+    identity (a fenced epoch is PRODUCER_FENCED: the producer closes, not aborts), then a
+    decided transaction whose markers are being written (CONCURRENT_TRANSACTIONS: the broker
+    asks again), INVALID_TXN_STATE only when no open transaction holds the partition."""
+    shard = TransactionShard()
+    log = Log(shard)
+    log.durable(init(shard))
+    log.durable(add(shard, producer(42, 0), ("orders", 0)))
+    log.durable(end(shard, producer(42, 0), commit=True))  # PREPARE_COMMIT at epoch 1
+    assert verified_code(shard, producer(42, 1)) == "CONCURRENT_TRANSACTIONS"
+    assert verified_code(shard, producer(42, 0)) == "PRODUCER_FENCED"
+    assert verified_code(shard, producer(43, 1)) == "INVALID_PRODUCER_ID_MAPPING"
+    assert verified_code(shard, producer(42, 0, "t2")) == "INVALID_PRODUCER_ID_MAPPING"
+    log.durable(complete(shard, "t1", T0 + 30))
+    assert verified_code(shard, producer(42, 1)) == "INVALID_TXN_STATE", "none open"
+
+    log.durable(add(shard, producer(42, 1), ("orders", 0)))
+    log.durable(init(shard))  # a new instance fences the open transaction: PREPARE_ABORT
+    assert verified_code(shard, producer(42, 1)) == "PRODUCER_FENCED"
+    shard.markers_written("t1", T0 + 40)
+    assert verified_code(shard, producer(42, 1)) == "PRODUCER_FENCED"
 
 
 def test_a_loaded_shard_resumes_phase_two():

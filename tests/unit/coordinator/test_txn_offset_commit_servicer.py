@@ -1,11 +1,13 @@
 """Goal: TxnOffsetCommit decides against the group as it is when the offsets are written, not as
 it was before the transaction coordinator answered the KIP-890 check: a member that left (or was
 fenced) while the check was in flight must not commit (KIP-447, a zombie's offsets), as Kafka
-validates the commit after its verification.
+validates the commit after its verification. A refused check is answered with the transaction
+coordinator's code, the hint to call AddOffsetsToTxn only when that is what is missing (not to a
+fenced producer).
 
 Method: the servicer's TxnOffsetCommit over a fake coordinator whose group partition is a real
 GroupCoordinatorShard (group_harness) and whose transaction check makes the member leave before
-it confirms; the transactional writes are recorded, not sent.
+it confirms, or refuses; the transactional writes are recorded, not sent.
 """
 
 from __future__ import annotations
@@ -31,19 +33,20 @@ class FakePartition:
 
 
 class FakeCheck:
-    def __init__(self, meanwhile) -> None:
+    def __init__(self, meanwhile, verdict=None) -> None:
         self.meanwhile = meanwhile
+        self.verdict = verdict
 
     async def ask(self, transactional_id, producer_id, epoch, partitions, *, add=False):
         self.meanwhile()  # the group moves on while the transaction coordinator answers
-        return dict.fromkeys(partitions)
+        return dict.fromkeys(partitions, self.verdict)
 
 
 class FakeCoordinator:
-    def __init__(self, harness: GroupHarness, meanwhile) -> None:
+    def __init__(self, harness: GroupHarness, meanwhile, verdict=None) -> None:
         self.topics = harness.topics
         self.partition = FakePartition(harness)
-        self.transaction_check = FakeCheck(meanwhile)
+        self.transaction_check = FakeCheck(meanwhile, verdict)
 
     def partition_for(self, group_id: str) -> FakePartition:
         return self.partition
@@ -79,3 +82,21 @@ def test_a_member_still_in_the_group_commits() -> None:
     assert [r.error_code for r in response.results] == [ErrorCode.NONE]
     [(producer_id, producer_epoch, records)] = coordinator.partition.written
     assert (producer_id, producer_epoch, len(records)) == (7, 2, 1)
+
+
+def test_a_refused_check_answers_its_code_and_names_add_offsets_only_when_it_is_missing() -> None:
+    harness = GroupHarness()
+    epoch = harness.join("m").member_epoch
+    for code, hinted in (
+        (ErrorCode.PRODUCER_FENCED, False),
+        (ErrorCode.CONCURRENT_TRANSACTIONS, False),
+        (ErrorCode.INVALID_TXN_STATE, True),
+    ):
+        verdict = (code, "the transaction coordinator: refused")
+        coordinator = FakeCoordinator(harness, lambda: None, verdict)
+        servicer = TransactionCoordinatorServicer(coordinator)  # type: ignore[arg-type]
+        response = asyncio.run(servicer.txn_offset_commit(request("m", epoch)))
+        [result] = response.results
+        assert result.error_code == code
+        assert ("AddOffsetsToTxn" in result.error_message) == hinted, result.error_message
+        assert coordinator.partition.written == []
