@@ -16,6 +16,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import BinaryIO
 
 from samsa.cli.command_support import (
     add_client_property,
@@ -337,19 +338,19 @@ def _print_records(
                 continue
             idle_since = time.monotonic()
             taken = records[: None if args.count is None else args.count - printed]
-            written_up_to: dict[TopicPartition, int] = {}
-            for record in taken:
-                out.write(render(record) + b"\n")
-                written_up_to[(record.topic, record.partition)] = record.offset + 1
+            lines = b"".join(render(record) + b"\n" for record in taken)
+            written_up_to = {(r.topic, r.partition): r.offset + 1 for r in taken}
             before = printed, None if printed_up_to is None else dict(printed_up_to)
-            # Counted before the flush: a Ctrl-C or SIGTERM lands as soon as the flush's write
-            # returns (its reader may send it on seeing the lines), and counted after, the lines
-            # the reader already has were neither counted nor committed.
+            # Counted before the write: a Ctrl-C or SIGTERM lands as soon as the write returns
+            # (its reader may send it on seeing the lines), and counted after, the lines the
+            # reader already has were neither counted nor committed. One write for the lot:
+            # stdout may be unbuffered (PYTHONUNBUFFERED), and a line written per record would
+            # reach the reader before it is counted.
             printed += len(taken)
             if printed_up_to is not None:
                 printed_up_to.update(written_up_to)
             try:
-                out.flush()
+                _write_all(out, lines)
             except OSError:  # not written (a full disk, a reader gone): left for the next run
                 printed = before[0]
                 if printed_up_to is not None and before[1] is not None:
@@ -360,6 +361,14 @@ def _print_records(
         pass
     print(f"consumed {printed:,} records", file=sys.stderr)
     return 0
+
+
+def _write_all(out: BinaryIO, data: bytes) -> None:
+    """Write and flush all of `data`: a raw (unbuffered) stdout may take part of it a call."""
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view) :]
+    out.flush()
 
 
 def _json(record: ConsumerRecord) -> bytes:

@@ -95,6 +95,42 @@ def test_lines_out_when_a_stop_lands_are_counted_and_committed(
     assert "consumed 2 records" in capsys.readouterr().err
 
 
+class RawInterrupted:
+    """An unbuffered binary stdout (PYTHONUNBUFFERED: a FileIO, each write goes to the reader at
+    once) taking at most `chunk` bytes a call, whose reader sends SIGTERM on seeing the first."""
+
+    def __init__(self, chunk: int) -> None:
+        self.chunk = chunk
+        self.written = b""
+
+    def write(self, data: bytes | memoryview) -> int:
+        self.written += bytes(data[: self.chunk])
+        if len(self.written) >= len(b"v0\nv1\n"):
+            raise KeyboardInterrupt
+        return min(len(data), self.chunk)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+def test_lines_out_on_an_unbuffered_stdout_are_counted_and_committed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], chunk: int
+) -> None:
+    """Under PYTHONUNBUFFERED a line written per record reached the reader before it was
+    counted: stopped there, `samsa consume --group` said "consumed 0 records" and committed
+    none of the lines its reader had (seen in CI)."""
+    out = RawInterrupted(chunk)
+    monkeypatch.setattr(sys, "stdout", SimpleNamespace(buffer=out))
+    consumer = FakeConsumer([[record(0), record(1)]])
+    args = argparse.Namespace(format="value", record_format=VALUE_FORMAT, count=None, timeout=0)
+    printed_up_to: dict[tuple[str, int], int] = {}
+    assert _print_records(consumer, args, printed_up_to) == 0  # type: ignore[arg-type]
+    assert out.written == b"v0\nv1\n", "a partial write is written on"
+    assert printed_up_to == {("t", 0): 2}
+    assert "consumed 2 records" in capsys.readouterr().err
+
+
 def test_a_negative_offset_is_a_usage_error_before_connecting(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
