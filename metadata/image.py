@@ -52,7 +52,11 @@ class BrokerRegistration:
 
 @dataclass(frozen=True)
 class PartitionState:
-    """One partition's placement and leadership; `leader` is NO_LEADER when offline."""
+    """One partition's placement and leadership; `leader` is NO_LEADER when offline.
+
+    `elr`: the eligible leader replicas (KIP-966), out of the ISR but holding every committed
+    record: they left it by a change that took it below min.insync.replicas, after which the
+    high watermark stands still (services/controller/eligible_leaders.py keeps it)."""
 
     partition: int
     replicas: tuple[int, ...]
@@ -60,6 +64,7 @@ class PartitionState:
     leader: int
     leader_epoch: int
     partition_epoch: int
+    elr: tuple[int, ...] = ()
 
     @property
     def is_offline(self) -> bool:

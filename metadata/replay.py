@@ -11,7 +11,9 @@ the same image at the same offset. Replay is pure and total over its input:
 - a batch whose records do not fit the image (a partition of an unknown topic, a leader outside
   the replicas, …) is refused whole (`InvalidBatchError`, a kind of stale batch): the controller
   validates before generating, so this only happens to a batch generated against another image.
-  Records are all-or-nothing per batch, like a Raft entry.
+  Records are all-or-nothing per batch, like a Raft entry. Among the checks: a partition's
+  eligible leader replicas (KIP-966) are distinct replicas outside its ISR, so a change moving
+  one into the ISR sets both lists; a change without them keeps them (older logs have none).
 
 Records naming a broker epoch that is no longer the broker's (a FenceBroker racing a
 re-registration) are applied as no-ops: they are valid history, just overtaken. So is an
@@ -214,6 +216,7 @@ class ImageBuilder:
             leader=record.leader,
             leader_epoch=record.leader_epoch,
             partition_epoch=record.partition_epoch,
+            elr=tuple(record.eligible_leader_replicas),
         )
         _check_partition(state, topic.name, offset)
         self._put_partition(topic, state)
@@ -232,6 +235,8 @@ class ImageBuilder:
             changed = replace(changed, replicas=tuple(record.replicas.ids))
         if record.HasField("isr"):
             changed = replace(changed, isr=tuple(record.isr.ids))
+        if record.HasField("eligible_leader_replicas"):
+            changed = replace(changed, elr=tuple(record.eligible_leader_replicas.ids))
         if record.HasField("leader"):
             changed = replace(changed, leader=record.leader, leader_epoch=state.leader_epoch + 1)
         if changed is state:
@@ -414,5 +419,8 @@ def _check_partition(state: PartitionState, topic: str, offset: int) -> None:
         raise InvalidBatchError(f"{where}: replicas must be non-empty and distinct")
     if not set(state.isr) <= set(state.replicas) or len(set(state.isr)) != len(state.isr):
         raise InvalidBatchError(f"{where}: the ISR must be distinct replicas")
+    elr = set(state.elr)
+    if len(elr) != len(state.elr) or not elr <= set(state.replicas) - set(state.isr):
+        raise InvalidBatchError(f"{where}: eligible leaders must be distinct non-ISR replicas")
     if state.leader != NO_LEADER and state.leader not in state.replicas:
         raise InvalidBatchError(f"{where}: leader {state.leader} is not a replica")

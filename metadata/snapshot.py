@@ -14,7 +14,9 @@ FenceBrokerRecord marking it so (KIP-841: no heartbeat of that epoch may unfence
 Coordinators follow (by id: RegisterCoordinatorRecord with its epoch, then a
 FenceCoordinatorRecord when fenced), then the coordinator assignments by partition, epochs and
 producer ids (and retired ones, when set) as they are; they come after the ProducerIdsRecord,
-whose next_producer_id already lies above every assignment's producer id.
+whose next_producer_id already lies above every assignment's producer id. A partition's
+eligible leader replicas (KIP-966) ride in its PartitionRecord; none, the field is absent, as in
+snapshots written before it.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
                         leader=state.leader,
                         leader_epoch=state.leader_epoch,
                         partition_epoch=state.partition_epoch,
+                        eligible_leader_replicas=state.elr,
                     )
                 )
             )

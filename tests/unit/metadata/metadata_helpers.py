@@ -61,6 +61,8 @@ def change(topic_id: bytes, number: int, **fields: object) -> m.MetadataRecord:
         record.isr.ids.extend(fields["isr"])  # type: ignore[arg-type]
     if "replicas" in fields:
         record.replicas.ids.extend(fields["replicas"])  # type: ignore[arg-type]
+    if "elr" in fields:  # eligible leader replicas (KIP-966)
+        record.eligible_leader_replicas.ids.extend(fields["elr"])  # type: ignore[arg-type]
     return m.MetadataRecord(partition_change=record)
 
 

@@ -6,7 +6,8 @@ that only the running hash notices later.
 
 Method: a seeded random walk of 250 batches per seed over all thirteen record kinds (brokers
 registering, restarting, fenced (in controlled shutdown or not), unfenced, unregistered; topics
-created, grown, changed, deleted and re-created under the same name; topic and broker configs
+created, grown, changed (eligible leader replicas too), deleted and re-created under the same
+name; topic and broker configs
 set, emptied and removed; producer id blocks; coordinators registering and fenced; assignments
 of both coordinator topics), some
 deliberately stale or invalid, each batch replayed with the real `replay`. After every applied
@@ -66,6 +67,11 @@ def _topic_record(rng: random.Random, image: MetadataImage) -> m.MetadataRecord:
         fields["leader"] = rng.choice([*state.replicas, NO_LEADER, 9])  # 9: not a replica
     if rng.random() < 0.5:
         fields["isr"] = rng.sample(state.replicas, rng.randint(0, len(state.replicas)))
+    if rng.random() < 0.3:  # eligible leader replicas: refused when they overlap the ISR
+        outside = [r for r in state.replicas if r not in fields.get("isr", state.isr)]  # type: ignore[operator]
+        fields["elr"] = rng.sample(outside, rng.randint(0, len(outside)))
+        if rng.random() < 0.1:
+            fields["elr"] = [*fields["elr"], state.replicas[0]]  # maybe in the ISR: refused
     if not fields:
         fields["replicas"] = [*state.replicas, 7]
     return change(chosen.topic_id, state.partition, **fields)
