@@ -6,25 +6,37 @@ they applied the log up to their own registration; a second live process with th
 refused. A broker asking to shut down is fenced and marked in controlled shutdown (KIP-841):
 until it registers again no heartbeat unfences it. Fencing a broker (session expired, controlled
 shutdown, re-registration) moves each leadership it holds to the first live ISR member in
-replica order, leader epoch + 1; with none, the partition goes offline and keeps its last ISR
-member (KIP-966), which leads again when it comes back, unless the topic allows unclean
-election. ISR changes come from leaders (AlterPartition, isr_control.py). A replica that found
-its own log corrupt (ReportCorruptReplica) leaves the ISR — and hands its leadership to a live
-ISR member — before it truncates; with no other live ISR member the report is refused and it
-keeps its log.
+replica order, leader epoch + 1; with none, to a live eligible leader replica (KIP-966,
+eligible_leaders.py: a replica that left the ISR while it was below min.insync.replicas); with
+none, the partition goes offline and keeps its last ISR member, which leads again when it comes
+back, unless the topic allows unclean election. A broker registering after an unclean shutdown
+(its clean-shutdown file does not name its previous registration) leaves every ELR, and leaves
+an ISR even as its last member when another replica is eligible: it may have lost its unflushed
+tail. ISR changes come from leaders (AlterPartition, isr_control.py). A replica that found its
+own log corrupt (ReportCorruptReplica) leaves the ISR (or the ELR) — and hands its leadership to
+a live ISR member — before it truncates; with no other live ISR member the report is refused and
+it keeps its log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import (
     NO_LEADER,
+    BrokerRegistration,
     MetadataImage,
     PartitionState,
+    TopicImage,
 )
 from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.eligible_leaders import (
+    elect_without_isr,
+    eligible_after,
+    min_insync_replicas,
+    partition_change,
+)
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.unclean_election import unclean_allowed, unclean_elections
 from samsa.v1 import controller_pb2 as c
@@ -66,8 +78,25 @@ def register_broker(
         )
     ]
     # The new incarnation starts fenced: whatever the old one led must move or go offline.
-    records += _leadership_moves(image, {request.broker_id})
+    unclean = set() if _shut_down_cleanly(existing, request) else {request.broker_id}
+    records += _leadership_moves(image, {request.broker_id}, unclean=unclean)
     return ControlResult(records, c.RegisterBrokerResponse(broker_epoch=image.end_offset))
+
+
+def _shut_down_cleanly(
+    existing: BrokerRegistration | None, request: c.RegisterBrokerRequest
+) -> bool:
+    """Whether the registering broker holds everything its previous registration held (KIP-966):
+    its clean-shutdown file names that registration's epoch, or it is the same process (a retry,
+    or registering again after STALE_BROKER_EPOCH: its page cache never went away)."""
+    if existing is None:
+        return False
+    if existing.incarnation_id == request.incarnation_id:
+        return True
+    return (
+        request.HasField("previous_broker_epoch")
+        and request.previous_broker_epoch == existing.broker_epoch
+    )
 
 
 def broker_heartbeat(
@@ -147,43 +176,55 @@ def _live(image: MetadataImage, excluded: set[int]) -> set[int]:
     }
 
 
-def _partitions(image: MetadataImage) -> Iterable[tuple[bytes, PartitionState]]:
+def _topic_partitions(image: MetadataImage) -> Iterable[tuple[TopicImage, PartitionState]]:
     for _, topic in sorted(image.topics.items()):
         for _, state in sorted(topic.partitions.items()):
-            yield topic.topic_id, state
+            yield topic, state
 
 
-def _leadership_moves(image: MetadataImage, leaving: set[int]) -> list[m.MetadataRecord]:
-    """PartitionChanges taking `leaving` out of leaderships and ISRs (never emptying an ISR)."""
+def _leadership_moves(
+    image: MetadataImage, leaving: set[int], *, unclean: Set[int] = frozenset()
+) -> list[m.MetadataRecord]:
+    """PartitionChanges taking `leaving` out of leaderships and ISRs, and `unclean` (a broker
+    registering after an unclean shutdown) out of the ELRs too (eligible_leaders.py). An ISR
+    keeps its last members (they may come back), unless they come back unclean and another
+    replica is eligible: then it may be empty, the partition offline until one is live. When
+    none would be left in either, the ISR keeps (or takes back) the last ones anyone knows of:
+    nothing better exists, and an offline partition nobody may lead helps no one (Kafka elects
+    its last known leader then)."""
     live = _live(image, leaving)
     records = []
-    for topic_id, state in _partitions(image):
-        if state.leader not in leaving and not leaving.intersection(state.isr):
+    for topic, state in _topic_partitions(image):
+        if (
+            state.leader not in leaving
+            and not leaving.intersection(state.isr)
+            and not unclean.intersection(state.elr)
+        ):
             continue
+        min_isr = min_insync_replicas(image, topic.name)
         isr = [replica for replica in state.isr if replica not in leaving]
         if not isr:
-            isr = list(state.isr)  # KIP-966: keep the last members; they may come back
-        change = m.PartitionChangeRecord(topic_id=topic_id, partition=state.partition)
-        if tuple(isr) != state.isr:
-            change.isr.ids.extend(isr)
+            isr = [replica for replica in state.isr if replica not in unclean]  # clean: kept
+        elr = eligible_after(state, isr, min_isr, unclean=unclean)
+        if not isr and not elr:  # the only copies anyone knows of
+            isr = list(state.isr) or [r for r in state.replicas if r in state.elr]
+        leader = state.leader
         if state.leader in leaving:
-            change.leader = next((r for r in state.replicas if r in isr and r in live), NO_LEADER)
-            if change.leader == NO_LEADER and _unclean_allowed(image, topic_id):
-                # No live ISR member: an out-of-sync replica leads and may have lost records
-                # (the operator chose availability); the ISR restarts from it alone.
-                unclean = next((r for r in state.replicas if r in live), NO_LEADER)
-                if unclean != NO_LEADER:
-                    change.leader = unclean
-                    change.ClearField("isr")
-                    change.isr.ids.append(unclean)
-        if change.HasField("isr") or change.HasField("leader"):
-            records.append(m.MetadataRecord(partition_change=change))
+            leader = next((r for r in state.replicas if r in isr and r in live), NO_LEADER)
+            if leader == NO_LEADER:
+                # No live ISR member: an eligible replica leads; else, if the operator chose
+                # availability, an out-of-sync one, which may have lost records.
+                leader, isr, elr = elect_without_isr(
+                    state, isr, elr, live, min_isr, unclean_allowed=_unclean_allowed(image, topic)
+                )
+        record = partition_change(topic.topic_id, state, leader=leader, isr=isr, elr=elr)
+        if record is not None:
+            records.append(record)
     return records
 
 
-def _unclean_allowed(image: MetadataImage, topic_id: bytes) -> bool:
-    topic = image.topic_by_id(topic_id)
-    return topic is not None and unclean_allowed(image, topic.name)
+def _unclean_allowed(image: MetadataImage, topic: TopicImage) -> bool:
+    return unclean_allowed(image, topic.name)
 
 
 def preferred_leader_elections(image: MetadataImage) -> ControlResult[None]:
@@ -194,10 +235,10 @@ def preferred_leader_elections(image: MetadataImage) -> ControlResult[None]:
     records = [
         m.MetadataRecord(
             partition_change=m.PartitionChangeRecord(
-                topic_id=topic_id, partition=state.partition, leader=state.replicas[0]
+                topic_id=topic.topic_id, partition=state.partition, leader=state.replicas[0]
             )
         )
-        for topic_id, state in _partitions(image)
+        for topic, state in _topic_partitions(image)
         if state.leader not in (state.replicas[0], NO_LEADER)
         and state.replicas[0] in live
         and state.replicas[0] in state.isr
@@ -208,8 +249,9 @@ def preferred_leader_elections(image: MetadataImage) -> ControlResult[None]:
 def report_corrupt_replica(
     image: MetadataImage, request: c.ReportCorruptReplicaRequest
 ) -> ControlResult[c.ReportCorruptReplicaResponse]:
-    """Take a replica whose own log is corrupt out of the ISR, and out of the leadership if it
-    leads (the first live ISR member in replica order takes over, leader epoch + 1).
+    """Take a replica whose own log is corrupt out of the ISR (or the ELR), and out of the
+    leadership if it leads (the first live ISR member in replica order takes over, leader
+    epoch + 1).
 
     Why before it truncates (DESIGN §4): an ISR member with a shortened log could be elected and
     lose acknowledged records. Why refuse when no other live ISR member exists: the reporter's
@@ -238,12 +280,13 @@ def report_corrupt_replica(
             ErrorCode.INELIGIBLE_REPLICA,
             f"broker {request.broker_id} holds no replica of {where}",
         )
-    if request.broker_id not in state.isr:
+    reporter = {request.broker_id}
+    if request.broker_id not in state.isr and request.broker_id not in state.elr:
         return _report_answer(response, state, ErrorCode.NONE, "")  # already out: truncate
-    live = _live(image, {request.broker_id})
+    live = _live(image, reporter)
     isr = [replica for replica in state.isr if replica != request.broker_id]
     successors = [replica for replica in state.replicas if replica in isr and replica in live]
-    if not successors:
+    if request.broker_id in state.isr and not successors:
         return _report_answer(
             response,
             state,
@@ -251,16 +294,16 @@ def report_corrupt_replica(
             f"broker {request.broker_id} is the only live in-sync replica of {where}: its log "
             f"(corrupt from offset {request.first_corrupt_offset}) is the best copy; keep it",
         )
-    change = m.PartitionChangeRecord(topic_id=topic.topic_id, partition=state.partition)
-    change.isr.ids.extend(isr)
-    leader, leader_epoch = state.leader, state.leader_epoch
-    if state.leader == request.broker_id:
-        change.leader = leader = successors[0]
-        leader_epoch += 1
-    response.leader, response.leader_epoch = leader, leader_epoch
+    # It truncates once answered: never eligible to lead on what it is about to cut (KIP-966).
+    elr = eligible_after(state, isr, min_insync_replicas(image, topic.name), unclean=reporter)
+    leader = successors[0] if state.leader == request.broker_id else state.leader
+    record = partition_change(topic.topic_id, state, leader=leader, isr=isr, elr=elr)
+    assert record is not None  # it leaves the ISR or the ELR
+    response.leader = leader
+    response.leader_epoch = state.leader_epoch + (leader != state.leader)
     response.partition_epoch = state.partition_epoch + 1
     response.isr.extend(isr)
-    return ControlResult([m.MetadataRecord(partition_change=change)], response)
+    return ControlResult([record], response)
 
 
 def _report_answer(
@@ -282,21 +325,25 @@ def _report_answer(
 def _elections_on_return(image: MetadataImage, broker_id: int) -> list[m.MetadataRecord]:
     """Offline partitions whose ISR holds the returning broker get it as leader, with the live
     members of the ISR (members fenced together with it stay fenced: the leader would wait for
-    them a whole replica.lag.time.max.ms before it may drop them); those of topics allowing
-    unclean election and without a live ISR member get their first live replica (maybe the
-    returning broker) as leader and sole ISR member, as Kafka does."""
+    them a whole replica.lag.time.max.ms before it may drop them); those whose ELR holds it and
+    whose ISR has no live member get it as leader alone in the ISR (KIP-966); those of topics
+    allowing unclean election and without a live ISR or ELR member get their first live
+    replica (maybe the returning broker) as leader and sole ISR member, as Kafka does."""
     live = _live(image, set()) | {broker_id}
     records = []
-    for topic_id, state in _partitions(image):
-        if state.leader != NO_LEADER or broker_id not in state.isr:
+    for topic, state in _topic_partitions(image):
+        if state.leader != NO_LEADER or broker_id not in (*state.isr, *state.elr):
             continue
-        change = m.PartitionChangeRecord(
-            topic_id=topic_id, partition=state.partition, leader=broker_id
-        )
+        min_isr = min_insync_replicas(image, topic.name)
         isr = [replica for replica in state.isr if replica in live]
-        if tuple(isr) != state.isr:
-            change.isr.ids.extend(isr)
-        records.append(m.MetadataRecord(partition_change=change))
+        if broker_id not in isr:
+            if isr:
+                continue  # a live ISR member leads (it would have been elected already)
+            isr = [broker_id]  # an eligible leader replica
+        elr = eligible_after(state, isr, min_isr)
+        record = partition_change(topic.topic_id, state, leader=broker_id, isr=isr, elr=elr)
+        if record is not None:
+            records.append(record)
     for name in sorted(image.topics):
         if unclean_allowed(image, name):
             records += unclean_elections(image, name, live)

@@ -8,6 +8,7 @@ from collections import Counter
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
 from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.eligible_leaders import cleared_on_min_isr_change
 from samsa.services.controller.unclean_election import UNCLEAN_CONFIG, unclean_elections
 from samsa.services.runtime.topic_configs import TOPIC_KEYS, validate_topic_configs
 from samsa.v1 import controller_pb2 as c
@@ -41,6 +42,7 @@ def incremental_alter_configs(
             result.error_code, result.error_message = outcome  # type: ignore[assignment]
         elif not request.validate_only:
             records += outcome
+            records += cleared_on_min_isr_change(image, resource.resource.name, outcome)
             records += _elections_once_unclean(image, resource.resource.name, outcome)
     return ControlResult(records, response)
 

@@ -9,9 +9,11 @@ that the controller enforces is here, where it is tested directly:
   id is refused; one that asked to shut down is fenced and marked so (KIP-841), and no heartbeat
   of that registration unfences it;
 - fencing a broker (session expired, controlled shutdown, re-registration) moves each leadership
-  it holds to the first live ISR member in replica order, leader epoch + 1; with none, the
-  partition goes offline and keeps its last ISR member (KIP-966), which leads again when it
-  comes back;
+  it holds to the first live ISR member in replica order, leader epoch + 1; with none, to a live
+  eligible leader replica (KIP-966: out of the ISR since it went below min.insync.replicas, so
+  holding every committed record); with none, the partition goes offline and keeps its last ISR
+  member, which leads again when it comes back, unless it registers after an unclean shutdown
+  while another replica is eligible (eligible_leaders.py);
 - topics are placed with Kafka's assignment (metadata/placement.py) over unfenced brokers and
   validated with Kafka's rules and names;
 - producer ids go to current brokers in blocks that never overlap, across failover too;
@@ -20,10 +22,11 @@ that the controller enforces is here, where it is tested directly:
   one, each change of owner bumping the partition's assignment epoch (coordinator_control.py);
   FindCoordinator is answered from the image (metadata/coordinators.py).
 
-The decisions live in broker_control.py, isr_control.py, topic_control.py, config_control.py,
-producer_id_control.py and coordinator_control.py; this module is the one place the adapter
-imports them from. The plain reads (DescribeCluster, DescribeTopics, DescribeConfigs) are shared
-with the brokers, which answer them too: services/runtime/metadata_reads.py, re-exported here.
+The decisions live in broker_control.py, isr_control.py, eligible_leaders.py, topic_control.py,
+config_control.py, producer_id_control.py and coordinator_control.py; this module is the one
+place the adapter imports them from. The plain reads (DescribeCluster, DescribeTopics,
+DescribeConfigs) are shared with the brokers, which answer them too:
+services/runtime/metadata_reads.py, re-exported here.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Pure decisions (see control_plane.py). A leader proposes ISRs for many partitions per request,
 committed as one batch (KIP-497); each proposal is checked against the broker, leader and
 partition epochs, and each replica joining the ISR against its current broker epoch (KIP-903).
-Fenced brokers never join an ISR, nor do brokers in controlled shutdown (KIP-841).
+Fenced brokers never join an ISR, nor do brokers in controlled shutdown (KIP-841). An ISR
+shrinking below min.insync.replicas keeps the replicas it drops as eligible leaders, and one
+reaching it again clears them (KIP-966, eligible_leaders.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from __future__ import annotations
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.eligible_leaders import (
+    eligible_after,
+    min_insync_replicas,
+    partition_change,
+)
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -88,11 +95,12 @@ def _alter_one(
         result.partition_epoch = state.partition_epoch
         result.isr.extend(state.isr)
         return None
-    change = m.PartitionChangeRecord(topic_id=topic.topic_id, partition=state.partition)
-    change.isr.ids.extend(item.new_isr)
+    # KIP-966: below min.insync.replicas the replicas dropped stay eligible to lead.
+    new_isr = list(item.new_isr)
+    elr = eligible_after(state, new_isr, min_insync_replicas(image, topic.name))
     result.partition_epoch = state.partition_epoch + 1
     result.isr.extend(item.new_isr)
-    return m.MetadataRecord(partition_change=change)
+    return partition_change(topic.topic_id, state, leader=state.leader, isr=new_isr, elr=elr)
 
 
 def _alter_problem(

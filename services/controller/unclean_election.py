@@ -1,10 +1,10 @@
 """Unclean leader election of offline partitions, for topics with unclean.leader.election.enable.
 
-Kafka elects an out-of-sync replica whenever a partition has no live ISR member and its topic
-allows it, not only at the moment the last leader is fenced: when a replica comes back (its
-unfencing) and when the config is turned on for a partition that is already offline (the
-operator's way out of an outage). Both cases are here; fencing's own election is in
-broker_control.py.
+Kafka elects an out-of-sync replica whenever a partition has no live ISR member (nor eligible
+leader replica, KIP-966: one of those leads cleanly) and its topic allows it, not only at the
+moment the last leader is fenced: when a replica comes back (its unfencing) and when the config
+is turned on for a partition that is already offline (the operator's way out of an outage).
+Both cases are here; fencing's own election is in broker_control.py.
 """
 
 from __future__ import annotations
@@ -24,16 +24,17 @@ def unclean_allowed(image: MetadataImage, topic: str) -> bool:
 
 def unclean_leader(state: PartitionState, live: Set[int]) -> int:
     """The replica an unclean election picks for an offline partition: the first live one in
-    replica order, and only while no ISR member is live (one would lead cleanly); NO_LEADER
-    when there is none."""
-    if state.leader != NO_LEADER or any(replica in live for replica in state.isr):
+    replica order, and only while no ISR or eligible leader replica is live (one would lead
+    cleanly); NO_LEADER when there is none."""
+    if state.leader != NO_LEADER or any(r in live for r in (*state.isr, *state.elr)):
         return NO_LEADER
     return next((replica for replica in state.replicas if replica in live), NO_LEADER)
 
 
 def unclean_elections(image: MetadataImage, topic: str, live: Set[int]) -> list[m.MetadataRecord]:
-    """PartitionChanges electing an unclean leader (ISR: itself alone) for each offline
-    partition of `topic` that has a live replica (the caller checks the topic allows it)."""
+    """PartitionChanges electing an unclean leader (ISR: itself alone, no eligible leader
+    replicas: its log now defines what is committed) for each offline partition of `topic`
+    that has a live replica (the caller checks the topic allows it)."""
     records = []
     topic_image = image.topics[topic]
     for _, state in sorted(topic_image.partitions.items()):
@@ -44,5 +45,7 @@ def unclean_elections(image: MetadataImage, topic: str, live: Set[int]) -> list[
             topic_id=topic_image.topic_id, partition=state.partition, leader=leader
         )
         change.isr.ids.append(leader)
+        if state.elr:
+            change.eligible_leader_replicas.SetInParent()
         records.append(m.MetadataRecord(partition_change=change))
     return records

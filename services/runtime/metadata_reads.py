@@ -173,6 +173,7 @@ def _describe_topic(
             leader_epoch=state.leader_epoch,
             replicas=state.replicas,
             isr=state.isr,
+            eligible_leader_replicas=state.elr,
         )
     if len(numbers) > budget:
         response.next_cursor.CopyFrom(

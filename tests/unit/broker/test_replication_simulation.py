@@ -99,7 +99,7 @@ def test_one_broker_losing_power_loses_no_acknowledged_record(tmp_path: Path) ->
     assert totals["records acknowledged"] > 0
 
 
-@pytest.mark.parametrize("seed", (75, 297), ids=lambda seed: f"seed_{seed}")
+@pytest.mark.parametrize("seed", (75, 618), ids=lambda seed: f"seed_{seed}")
 def test_a_leader_behind_on_metadata_cannot_add_a_restarted_broker_on_its_old_progress(
     tmp_path: Path, seed: int
 ) -> None:
@@ -107,8 +107,9 @@ def test_a_leader_behind_on_metadata_cannot_add_a_restarted_broker_on_its_old_pr
     fetches of its earlier life pass the leader's own check, and the controller sees it
     unfenced. AlterPartition carries the broker epoch the leader saw it fetch under, and the
     controller refuses it (INELIGIBLE_REPLICA, KIP-903); the leader proposes again once its
-    metadata and the broker's fetches show the new registration. These seeds lost acknowledged
-    records without the controller's check."""
+    metadata and the broker's fetches show the new registration. These seeds lose acknowledged
+    records without the controller's check (seed 297 did until eligible leader replicas
+    changed the schedules; 75, 582 and 618 of 0-999 do now)."""
     counts = run(tmp_path, seed, broker_power_loss=True)
     assert counts["isr changes refused as ineligible"] > 0
 

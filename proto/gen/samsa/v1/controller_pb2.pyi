@@ -54,16 +54,18 @@ class ControllerStatus(_message.Message):
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., active_controller: _Optional[_Union[ControllerEndpoint, _Mapping]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack")
+    __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack", "previous_broker_epoch")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     endpoint: str
     rack: str
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ...) -> None: ...
+    previous_broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ..., previous_broker_epoch: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
     __slots__ = ("status", "broker_epoch")
@@ -304,18 +306,20 @@ class DescribeTopicsRequest(_message.Message):
 class DescribeTopicsResponse(_message.Message):
     __slots__ = ("status", "topics", "broker_endpoints", "next_cursor")
     class Partition(_message.Message):
-        __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr")
+        __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr", "eligible_leader_replicas")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
         LEADER_FIELD_NUMBER: _ClassVar[int]
         LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
         REPLICAS_FIELD_NUMBER: _ClassVar[int]
         ISR_FIELD_NUMBER: _ClassVar[int]
+        ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
         partition: int
         leader: int
         leader_epoch: int
         replicas: _containers.RepeatedScalarFieldContainer[int]
         isr: _containers.RepeatedScalarFieldContainer[int]
-        def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ...) -> None: ...
+        eligible_leader_replicas: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
     class Topic(_message.Message):
         __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions")
         NAME_FIELD_NUMBER: _ClassVar[int]
