@@ -4,8 +4,10 @@ MetadataFollower registers, heartbeats and replays the metadata log; every new i
 through `metadata_diff.partition_changes` to the PartitionHost, which opens, leads, follows or
 deletes partition logs. Once this broker is unfenced (it has caught up with the log), directories
 of partitions it no longer hosts are removed. On SIGTERM it asks the controller to move its
-leaderships away (controlled shutdown), stops serving, and closes every log (checkpoints written);
-so it does, exiting 3, when following the metadata log failed (metadata_follower.py).
+leaderships away (controlled shutdown), stops serving, closes every log (checkpoints written),
+and only then writes its clean-shutdown file, which the next start reads and deletes before it
+registers (clean_shutdown.py, KIP-966); so it does, exiting 3, when following the metadata log
+failed (metadata_follower.py).
 Besides BrokerService it serves FindCoordinator, answered from that same image, and
 ControllerService for clients that bootstrap from brokers: metadata reads from that image, admin
 writes forwarded to the active controller (metadata_servicer.py, KIP-590).
@@ -31,6 +33,7 @@ from samsa.services.broker.broker_config import (
     LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
     REPLICA_LAG_TIME_MAX_MS_DEFAULT,
 )
+from samsa.services.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from samsa.services.broker.log_cleaner import run_log_cleaner
 from samsa.services.broker.maintenance import run_maintenance
 from samsa.services.broker.metadata.metadata_diff import changed_topics, partition_changes
@@ -161,6 +164,8 @@ class Broker:
 
     async def run(self, stop: asyncio.Event) -> int:
         """Serve until `stop`; the exit code (EXIT_METADATA_FAILED: following the log failed)."""
+        # Before registering: whether the last run closed every log (KIP-966, clean_shutdown.py).
+        self.follower.previous_broker_epoch = take_previous_broker_epoch(self.host.data_dir)
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
         draining = Draining()
@@ -263,6 +268,7 @@ class Broker:
         await self.producer_ids.close()
         await self.txn_verifier.close()
         self.host.close_all()
+        mark_clean_shutdown(self.host.data_dir, self.follower.broker_epoch)  # every log closed
         await self.channel.close()
         log.info("broker stopped")
         return EXIT_METADATA_FAILED if failed else 0

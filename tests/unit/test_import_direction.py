@@ -104,6 +104,7 @@ IO_MODULE_NAMES = {
     "hosted_partition.py",  # the asyncio event that wakes a partition's waiters
     "fetch.py",  # long-poll waits on appends
     "broker.py",  # the broker's composition
+    "clean_shutdown.py",  # the broker's clean-shutdown file (KIP-966): read, delete, write
     "maintenance.py",  # retention and flush loop
     "log_cleaner.py",  # compaction passes, their reading and writing on a worker thread
     "cleaner.py",  # a pass reads segments through its own descriptors, writes .cleaned files

@@ -1,8 +1,10 @@
 """The broker's side of the control plane: register, heartbeat, and follow the metadata log.
 
 Theory of operation (DESIGN §2, KIP-631). At startup the broker registers with the active
-controller under a fresh incarnation id and gets its broker epoch; it starts fenced. Two loops
-then run until shutdown:
+controller under a fresh incarnation id and gets its broker epoch; it starts fenced. It names
+the epoch its data directory last stopped cleanly under (`previous_broker_epoch`, -1: not
+clean), so that the controller knows whether it may have lost its unflushed tail (KIP-966). Two
+loops then run until shutdown:
 
 - the fetch loop (services/runtime/metadata_log.py) long-polls FetchMetadata and replays what it
   gets, handing (old image, new image) to `on_change`, which turns the difference into partition
@@ -67,6 +69,9 @@ class MetadataFollower:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.log = MetadataLogFollower(controllers, on_change)
         self.broker_epoch = -1
+        # The epoch the data directory last stopped cleanly under (-1: not clean), which the
+        # broker reads before `run` (clean_shutdown.py); the first registration sends it.
+        self.previous_broker_epoch = -1
         self.fenced = True
         self._shutting_down = False
         self._failed = False  # run ended with a loop's failure: the image follows no more
@@ -142,6 +147,10 @@ class MetadataFollower:
             incarnation_id=self.incarnation_id,
             endpoint=self.endpoint,
             rack=self.rack,
+            # KIP-966: registering again (STALE_BROKER_EPOCH), this process lost nothing.
+            previous_broker_epoch=(
+                self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
+            ),
         )
         while not stop.is_set():
             try:
