@@ -6,7 +6,8 @@ every step: what must hold in any cluster, whatever the faults.
 - committed records never change: each replica's log below its high watermark equals what
   every other replica ever showed below its own (the first to show an offset fixes it);
 - an acknowledged record (acks=all, answered success) is committed at the offset it was
-  answered with, and every live replica the controller could elect (its ISR) holds it;
+  answered with, and every live replica the controller could elect (its ISR and its eligible
+  leader replicas) holds it;
 - the idempotent producer's records (one producer id, up to IN_FLIGHT_MAX batches in flight,
   each failed or cut-off batch sent again in order to whoever leads then) are committed with
   sequences 0, 1, 2, ...: no retry stored twice, none skipped, none reordered (a record is
@@ -180,24 +181,26 @@ class ReplicationChecks(ClusterState):
         self.checked[broker_id] = hosted.high_watermark
 
     def _check_electable_replicas(self) -> None:
-        """Every live replica the controller could elect holds every acknowledged record."""
+        """Every live replica the controller could elect (its ISR and its eligible leader
+        replicas, KIP-966) holds every acknowledged record."""
         if not self.acked:
             return
         needed = max(self.acked) + 1
         state = self.state()
-        for replica in state.isr:
+        where = f"the ISR {list(state.isr)} or ELR {list(state.elr)}"
+        for replica in (*state.isr, *state.elr):
             hosted = self.brokers[replica].hosted()
             if hosted is None:
                 continue
             if hosted.log.log_end_offset < needed:
                 raise SafetyViolation(
-                    f"broker {replica} is in the ISR {list(state.isr)} (leader {state.leader}, "
-                    f"epoch {state.leader_epoch}) but its log ends at "
-                    f"{hosted.log.log_end_offset}, below acknowledged offset {needed - 1}"
+                    f"broker {replica} is in {where} (leader {state.leader}, epoch "
+                    f"{state.leader_epoch}) but its log ends at {hosted.log.log_end_offset}, "
+                    f"below acknowledged offset {needed - 1}"
                 )
             for offset, value, _ in log_records(hosted, needed - 1, needed):
                 if offset >= self.deleted_below and self.acked.get(offset) != value:
                     raise SafetyViolation(
-                        f"broker {replica} in the ISR holds {value!r} at acknowledged offset "
+                        f"broker {replica} in {where} holds {value!r} at acknowledged offset "
                         f"{offset}, not {self.acked[offset]!r}"
                     )

@@ -62,6 +62,9 @@ class Broker:
     durable_end: int = 0
     # After a power loss: the offset its log was fsynced up to; the rest is lost at restart.
     fsynced_end: int | None = None
+    # After a controlled shutdown: the broker epoch its clean-shutdown file names (KIP-966),
+    # which its next registration sends; -1 after a kill or a power loss (no file).
+    clean_shutdown_epoch: int = -1
     # A compaction pass planned and not yet swapped in (the cleaner's worker thread runs it
     # meanwhile): the job, and what it made once it ran.
     cleaning: tuple[CleaningJob, Cleaned | None] | None = None
@@ -81,11 +84,20 @@ def commit(image: MetadataImage, result: cp.ControlResult) -> MetadataImage:  # 
 
 
 def registered(
-    image: MetadataImage, broker_id: int, incarnation: str, *, now_ms: int
+    image: MetadataImage,
+    broker_id: int,
+    incarnation: str,
+    *,
+    now_ms: int,
+    previous_broker_epoch: int = -1,
 ) -> MetadataImage:
-    """`image` after broker `broker_id` registers (fenced) as `incarnation`."""
+    """`image` after broker `broker_id` registers (fenced) as `incarnation`, naming the epoch
+    its data directory last stopped cleanly under (-1: a crash, or a new directory)."""
     request = c.RegisterBrokerRequest(
-        broker_id=broker_id, incarnation_id=incarnation, endpoint=f"h:{broker_id}"
+        broker_id=broker_id,
+        incarnation_id=incarnation,
+        endpoint=f"h:{broker_id}",
+        previous_broker_epoch=previous_broker_epoch,
     )
     registration = cp.register_broker(
         image, request, liveness=BrokerLiveness(), now_ms=now_ms, session_timeout_ms=LAG_MAX_MS

@@ -1,6 +1,7 @@
 """The faults of the replication simulation (replication_sim.py), and the recoveries from them:
 a broker killed (kill -9: what it wrote stays in the page cache, its memory is gone) or shut down
-cleanly (the controller moves its leaderships first), the whole cluster or one broker losing
+cleanly (the controller moves its leaderships first; its next registration names the epoch it
+stopped under, as the clean-shutdown file does, KIP-966), the whole cluster or one broker losing
 power (each keeps only what it fsynced), the controller expiring a dead broker's session, and a
 broker started again (it registers and opens its logs).
 
@@ -78,6 +79,7 @@ class ReplicationFaults(ClusterState):
         assert broker.host is not None
         self._stop_cleaning(broker, discard=True)
         broker.host.close_all()
+        broker.clean_shutdown_epoch = self.image.brokers[broker.broker_id].broker_epoch
         broker.host = None
         broker.fetch = None
         self._forget_produces(broker.broker_id)

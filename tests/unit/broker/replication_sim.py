@@ -189,7 +189,10 @@ class Simulation(
         broker = self.brokers[broker_id]
         broker.incarnation += 1
         incarnation = f"i{broker.incarnation}"
-        self.image = registered(self.image, broker_id, incarnation, now_ms=self.now_ms)
+        previous, broker.clean_shutdown_epoch = broker.clean_shutdown_epoch, -1  # read, deleted
+        self.image = registered(
+            self.image, broker_id, incarnation, now_ms=self.now_ms, previous_broker_epoch=previous
+        )
 
     def _heartbeat(self, broker_id: int) -> None:
         host = self.brokers[broker_id].host
