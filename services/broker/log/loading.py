@@ -20,10 +20,11 @@ log end offset). The producer state is rebuilt last, from the newest snapshot an
 after it (producer_snapshots.py; after an unclean stop, from one at or below the recovery point,
 as Kafka's recovery does, and the snapshots above it are written again as the replay passes their
 segments), and the aborted-transaction index entries from where that replay started are rebuilt
-with it (transaction_log_state.py). A corrupt leader-epoch checkpoint is rebuilt by re-checking
-the whole log; a corrupt offset checkpoint reads as None and the caller picks a safe value. An
-empty directory gets one empty segment at the checkpointed log start offset (0 when there is
-none).
+with it (transaction_log_state.py); a `.txnindex` file that fails its check, clean shutdown or
+not, makes the replay start at or below its segment. A corrupt leader-epoch checkpoint is rebuilt
+by re-checking the whole log; a corrupt offset checkpoint reads as None and the caller picks a
+safe value. An empty directory gets one empty segment at the checkpointed log start offset (0
+when there is none).
 
 Where the cleaner got to (log_compaction.py) is read from its own checkpoint; a missing, garbled
 or negative one reads as "never cleaned", so it never fails an open (Log.open then ignores one
@@ -152,8 +153,15 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
     # at the first segment, the only record of the producers of the deleted batches.
     recovery_point = max(recovery_point or 0, segments[0].base_offset)
     snapshots = snapshot_offsets(names)
-    transactions = TransactionLogState.load(directory, names)
-    transactions.retain(segment.base_offset for segment in segments)
+    transactions, cut = TransactionLogState.load(directory, names)
+    base_offsets = [segment.base_offset for segment in segments]
+    transactions.retain(base_offsets)
+    # The replay must start at or below the recovery point after an unclean stop, and at or
+    # below every segment whose index file was cut, to rebuild what it lost (clean or not).
+    bounds = set(cut).intersection(base_offsets)
+    if not clean_shutdown:
+        bounds.add(recovery_point)
+    newest_usable = min(bounds, default=None)
     if created:
         producers = Rebuilt(ProducerStateTable(), segments[0].base_offset, [], [])
     else:
@@ -161,12 +169,11 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
             directory,
             snapshots,
             segments,
-            empty_without_snapshot=clean_shutdown,
-            newest_usable=None if clean_shutdown else recovery_point,
+            empty_without_snapshot=newest_usable is None,
+            newest_usable=newest_usable,
         )
     transactions.on_replayed(producers.replayed_from, producers.completed, producers.aborted)
-    if not clean_shutdown:
-        producers = _sync_repaired(directory, producers, snapshots, transactions, recovery_point)
+    producers = _sync_repaired(directory, producers, snapshots, transactions, recovery_point)
     return LoadedLog(
         segments,
         epochs,
@@ -190,10 +197,12 @@ def _sync_repaired(
     transactions: TransactionLogState,
     recovery_point: int,
 ) -> Rebuilt:
-    """After an unclean stop, a replay that wrote a snapshot at or below the recovery point (the
-    one there was torn or missing) makes it and the index files it rebuilt durable now: the next
-    unclean open replays from that snapshot and trusts every index file below it as synced, so
-    a kill -9 before the next flush would leave them to an OS crash. Rare (a snapshot lost)."""
+    """A replay that wrote a snapshot at or below the recovery point (after an unclean stop,
+    the one there was torn or missing; after a clean one, every snapshot above a cut index file
+    or none usable) makes it and the index files it rebuilt durable now: the next unclean open
+    replays from that snapshot and trusts every index file below it as synced, so a kill -9
+    before the next flush would leave them to an OS crash. Rare (a snapshot or an index file
+    lost); a clean open that replayed nothing returns at once."""
     repaired = [o for o in snapshots if producers.replayed_from < o <= recovery_point]
     if not repaired:
         return producers

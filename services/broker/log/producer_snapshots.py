@@ -149,8 +149,9 @@ def rebuild(
     `newest_usable` deletes the snapshots above it too: after an unclean stop the replay must
     start at or below the recovery point, as Kafka's recovery of each unflushed segment starts
     from the snapshot at or below its base, so that it rebuilds the transaction index entries a
-    crash may have lost above it (transaction_log_state.py); the snapshots it deleted are
-    written again as the replay passes their offsets."""
+    crash may have lost above it (transaction_log_state.py), and below a segment whose index
+    file was cut, clean shutdown or not; the snapshots it deleted are written again as the
+    replay passes their offsets."""
     log_end_offset = segments[-1].next_offset
     found_snapshot = bool(offsets)
     limit = log_end_offset if newest_usable is None else min(newest_usable, log_end_offset)

@@ -12,11 +12,13 @@ transactions). `Log` (log.py) feeds this, through its ProducerTransactions
 - `sync` fsyncs the files written since the last sync (and the directory when one was created);
   a flush calls it before it moves the recovery point (log_durability.py), so every entry whose
   marker lies below the recovery point is durable;
-- a replay of the log from offset S (loading after an unclean stop, truncation) rebuilds every
-  entry from S on (`on_replayed`): entries whose marker is below S are kept, the rest are
-  dropped and written again from what the replay found. After an unclean stop the loader replays
-  from a producer snapshot at or below the recovery point, so whatever a crash lost or tore above
-  it is rebuilt, and what lies below it was synced;
+- a replay of the log from offset S (loading, truncation) rebuilds every entry from S on
+  (`on_replayed`): entries whose marker is below S are kept, the rest are dropped and written
+  again from what the replay found. After an unclean stop the loader replays from a producer
+  snapshot at or below the recovery point, so whatever a crash lost or tore above it is rebuilt,
+  and what lies below it was synced. A file that fails its check anywhere (`load` cuts it at its
+  first bad entry) makes the loader replay from at most its segment's base, after a clean
+  shutdown too: the log, not the index, says what was aborted (DESIGN §3);
 - truncation drops the entries (and unstable transactions) at or above the new log end
   (`on_truncate`); a full truncation forgets everything (`on_truncate_fully`); a deleted segment
   takes its file with it (Segment.delete) and `retain` forgets its entries.
@@ -69,10 +71,15 @@ class TransactionLogState:
         return cls(directory, {})
 
     @classmethod
-    def load(cls, directory: Path, names: Iterable[str]) -> TransactionLogState:
-        """Read every `.txnindex` file among `names`; a torn or corrupt tail is cut off (the
-        entries it held are above the recovery point, and the loader's replay rebuilds them)."""
+    def load(cls, directory: Path, names: Iterable[str]) -> tuple[TransactionLogState, list[int]]:
+        """Read every `.txnindex` file among `names`; one that fails its check is cut at its
+        first bad entry. Returns the state and the base offsets of the segments whose file was
+        cut: the loader must replay from at most the lowest (a torn tail after a crash lies
+        above the recovery point, but bit rot can hit a file far below it, or after a clean
+        shutdown). A missing file reads as no entry (as in Kafka): nothing tells it from a
+        segment without aborts."""
         entries: dict[int, list[AbortedTransaction]] = {}
+        cut: list[int] = []
         for name in names:
             base_offset = parse_base_offset(name, TXN_INDEX_SUFFIX)
             if base_offset is None:
@@ -88,9 +95,10 @@ class TransactionLogState:
                     extra={"segment": str(path), "discarded_bytes": len(data) - valid},
                 )
                 os.truncate(path, valid)
+                cut.append(base_offset)
             if found:
                 entries[base_offset] = found
-        return cls(directory, entries)
+        return cls(directory, entries), cut
 
     # --- feeding -------------------------------------------------------------------------------
 
