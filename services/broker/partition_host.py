@@ -302,11 +302,12 @@ class PartitionHost:
             log.warning("removing the log of a deleted topic", extra={"dir": str(directory)})
             shutil.rmtree(directory)
         config = log_config(action.configs, action.topic)
-        partition_log = Log.open(directory, config, now_ms=now_ms)
+        # A missing entry means 0, as the file would say if it held one. The log settles the
+        # transactions ended below it (those above still hold the LSO after a restart).
+        checkpointed = self.high_watermarks_at_start.pop((action.topic, action.partition), 0)
+        partition_log = Log.open(directory, config, now_ms=now_ms, high_watermark=checkpointed)
         if not id_file.exists():
             id_file.write_bytes(action.topic_id)
-        # A missing entry means 0, as the file would say if it held one.
-        checkpointed = self.high_watermarks_at_start.pop((action.topic, action.partition), 0)
         hosted = HostedPartition(
             topic=action.topic,
             partition=action.partition,

@@ -2,8 +2,8 @@
 fenced and bumped epochs, unknown producers, followers' replicated batches near the sequence wrap,
 multi-batch appends and expiry — the producer state table answers exactly what a dumb model says,
 keeps what the model keeps, and a snapshot taken at any point plus the replay of what came after
-rebuilds the same table. Any bytes handed to decode_snapshot give a table (whose encoding is those
-same bytes) or CorruptSnapshotError, nothing else.
+rebuilds the same table. Any bytes handed to decode_snapshot give a table and a list of unsettled
+transactions (whose encoding is those same bytes) or CorruptSnapshotError, nothing else.
 
 Method: hypothesis draws a list of operations, each turned into an append against the current
 state (offsets from a log end offset, timestamps from a clock that only moves forward). The model
@@ -27,7 +27,11 @@ from hypothesis import strategies as st
 
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.log.append_info import PlannedBatch
-from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot, encode_snapshot
+from samsa.services.broker.log.producer_snapshot_codec import (
+    SNAPSHOT_VERSION,
+    decode_snapshot,
+    encode_snapshot,
+)
 from samsa.services.broker.log.producer_state import (
     BATCHES_KEPT,
     NO_PRODUCER_ID,
@@ -313,26 +317,26 @@ def test_the_table_answers_as_the_model_and_snapshots_replay(
         run.now_ms += 5
         assert run.table.entries() == model_entries(run.producers)
         assert len(run.table) == len(run.producers)
-    rebuilt = decode_snapshot(snapshot)
+    rebuilt = decode_snapshot(snapshot).producers
     replay(rebuilt, run.mutations[mutations_before:])
     assert rebuilt == run.table
-    assert decode_snapshot(encode_snapshot(run.table)) == run.table
+    assert decode_snapshot(encode_snapshot(run.table)).producers == run.table
 
 
 def decoded_or_refused(data: bytes) -> ProducerStateTable | None:
-    """decode_snapshot's answer: a table whose encoding is `data` exactly (for the current
-    version; a version 1 snapshot is re-encoded as the current version, which decodes to the
-    same table), or None when it raised CorruptSnapshotError (any other exception fails the
-    test)."""
+    """decode_snapshot's answer: a table and unsettled transactions whose encoding is `data`
+    exactly (for the current version; an older snapshot is re-encoded as the current version,
+    which decodes to the same), or None when it raised CorruptSnapshotError (any other exception
+    fails the test)."""
     try:
-        table = decode_snapshot(data)
+        decoded = decode_snapshot(data)
     except CorruptSnapshotError:
         return None
-    if data[4:6] == struct.pack(">h", 1):
-        assert decode_snapshot(encode_snapshot(table)) == table
+    if data[4:6] == struct.pack(">h", SNAPSHOT_VERSION):
+        assert encode_snapshot(*decoded) == data
     else:
-        assert encode_snapshot(table) == data
-    return table
+        assert decode_snapshot(encode_snapshot(*decoded)) == decoded
+    return decoded.producers
 
 
 def signed(body: bytes) -> bytes:
@@ -346,7 +350,7 @@ def test_decode_gives_a_canonical_table_or_a_corrupt_snapshot_error(
 ) -> None:
     """Random bytes, and random entries behind a valid CRC and header (to reach the parser)."""
     decoded_or_refused(data)
-    for version in (1, 2):
+    for version in (1, 2, SNAPSHOT_VERSION):
         decoded_or_refused(signed(struct.pack(">hi", version, entry_count) + data))
 
 

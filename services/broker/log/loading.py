@@ -21,7 +21,9 @@ after it (producer_snapshots.py; after an unclean stop, from one at or below the
 as Kafka's recovery does, and the snapshots above it are written again as the replay passes their
 segments), and the aborted-transaction index entries from where that replay started are rebuilt
 with it (transaction_log_state.py); a `.txnindex` file that fails its check, clean shutdown or
-not, makes the replay start at or below its segment. A corrupt leader-epoch checkpoint is rebuilt
+not, makes the replay start at or below its segment. The transactions ended by a marker still at
+or above the partition's checkpointed high watermark (the caller passes it) stay unstable: those
+the snapshot lists and those the replay ended. A corrupt leader-epoch checkpoint is rebuilt
 by re-checking the whole log; a corrupt offset checkpoint reads as None and the caller picks a
 safe value. An empty directory gets one empty segment at the checkpointed log start offset (0
 when there is none).
@@ -119,8 +121,10 @@ class LoadedLog(NamedTuple):
     cleaner: tuple[int, int, list[tuple[int, int]]]
 
 
-def load_log(directory: Path, config: LogConfig) -> LoadedLog:
-    """Create the log's first segment in `directory`, or load and recover the ones there."""
+def load_log(directory: Path, config: LogConfig, high_watermark: int = 0) -> LoadedLog:
+    """Create the log's first segment in `directory`, or load and recover the ones there.
+    `high_watermark` is the partition's checkpointed one (0 when unknown: nothing is settled
+    until the partition says): the transactions ended below it are settled."""
     names = _list_directory(directory)
     marker_found = CLEAN_SHUTDOWN_FILE in names
     clean_shutdown = marker_found
@@ -171,8 +175,13 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
             segments,
             empty_without_snapshot=newest_usable is None,
             newest_usable=newest_usable,
+            high_watermark=high_watermark,
         )
-    transactions.on_replayed(producers.replayed_from, producers.completed, producers.aborted)
+    # Unsettled: what the snapshot replayed from lists (below where the replay began), then the
+    # transactions the replay ended; those the high watermark passed are settled at once.
+    completed = [*producers.unsettled, *producers.completed]
+    transactions.on_replayed(producers.replayed_from, completed, producers.aborted)
+    transactions.on_high_watermark(high_watermark)
     producers = _sync_repaired(directory, producers, snapshots, transactions, recovery_point)
     return LoadedLog(
         segments,

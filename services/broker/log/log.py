@@ -89,12 +89,11 @@ class Log:
         # Told every high watermark move (Kafka's onHighWatermarkUpdated): the LSO only reads.
         self.on_high_watermark = loaded.transactions.on_high_watermark
         self.unstable_transaction_count = loaded.transactions.unstable_count
-        # No checkpoint write fsyncs a new segment's directory entry now: the first flush does.
         self._durability = LogDurability(
             directory,
             config,
             loaded.checkpointed,
-            directory_dirty=loaded.created,
+            directory_dirty=loaded.created,  # a new segment's entry: fsynced by the first flush
             local_log=self._local_log,
             epochs=self._epochs,
             producer_txns=self._producer_txns,
@@ -113,9 +112,12 @@ class Log:
     # --- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, *, now_ms: int) -> Log:
-        """Create the log in `directory`, or load and recover the one that is there."""
-        loaded = load_log(directory, config)
+    def open(
+        cls, directory: Path, config: LogConfig, *, now_ms: int, high_watermark: int = 0
+    ) -> Log:
+        """Create the log in `directory`, or load and recover the one that is there (load_log); the
+        transactions ended below the partition's checkpointed `high_watermark` are settled."""
+        loaded = load_log(directory, config, high_watermark)
         log = cls(directory, config, loaded)
         if loaded.marker_found:
             log._durability.consume_clean_shutdown_marker()
@@ -175,10 +177,9 @@ class Log:
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The last stable offset (LSO) given the partition's high watermark: no read_committed
-        reader sees an offset at or above it, because a transaction there is still open or its
-        marker is not yet replicated (transaction_index.py). Never below the log start: a
-        transaction open across a DeleteRecords (or retention) keeps its records beyond it
-        unstable, not the offsets that are gone (Kafka clamps its first unstable offset too)."""
+        reader sees an offset at or above it, as a transaction there is open or its marker not yet
+        replicated (transaction_index.py). Never below the log start: a transaction open across a
+        DeleteRecords (or retention) holds only the records it has left (Kafka clamps too)."""
         return self._producer_txns.last_stable_offset(
             high_watermark, self.log_end_offset, self._log_start_offset
         )
@@ -295,10 +296,9 @@ class Log:
     def read(
         self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
     ) -> ReadResult:
-        """Whole batches from the one holding `start_offset`, up to `max_bytes` (at least one
-        whole batch, KIP-74), only those whose last offset is below `max_offset` (the high
-        watermark or LSO; None = the log end offset). Raises OffsetOutOfRangeError outside
-        [log_start_offset, log_end_offset]."""
+        """Whole batches from the one holding `start_offset`, up to `max_bytes` (at least one whole
+        batch, KIP-74), only those whose last offset is below `max_offset` (the high watermark or
+        LSO; None = the log end offset); OffsetOutOfRangeError outside the log."""
         self._check_open()
         if not self._log_start_offset <= start_offset <= self.log_end_offset:
             raise OffsetOutOfRangeError(

@@ -25,6 +25,8 @@ its ProducerTransactions (producer_transactions.py), at each step that moves the
 - a truncation rebuilds the state from the newest snapshot left and the batches after it
   (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`);
 - `close` snapshots it durably at the log end, or deletes every snapshot when it is empty;
+- every snapshot also lists the transactions ended by a marker the high watermark has not yet
+  passed (the caller's, transaction_log_state.py), which a restart must not forget;
 - expiry (`expire`) forgets silent producers; retention never touches the state (KIP-360).
 
 Whether the state changed since the newest snapshot was written is tracked so that `close` writes
@@ -43,6 +45,7 @@ from samsa.services.broker.log import producer_snapshots
 from samsa.services.broker.log.append_info import AppendInfo, PlannedBatch
 from samsa.services.broker.log.producer_snapshots import Rebuilt
 from samsa.services.broker.log.producer_state import (
+    CompletedTransaction,
     DuplicateAppend,
     MarkerWrittenBefore,
     ProducerBatchInfo,
@@ -149,12 +152,15 @@ class ProducerLogState:
         self._changed = True
         return apply_batches(self._producers, batches, _is_abort_marker)
 
-    def on_roll(self, base_offsets: Sequence[int]) -> None:
-        """Snapshot the state at the new segment's base offset (the last of `base_offsets`, the
-        log end offset before the append being rolled for), without fsync: `sync_snapshots`
-        fsyncs it later. A snapshot above the previous segment's base (a close's) goes."""
+    def on_roll(
+        self, base_offsets: Sequence[int], unsettled: Sequence[CompletedTransaction]
+    ) -> None:
+        """Snapshot the state, with the `unsettled` transactions, at the new segment's base
+        offset (the last of `base_offsets`, the log end offset before the append being rolled
+        for), without fsync: `sync_snapshots` fsyncs it later. A snapshot above the previous
+        segment's base (a close's) goes."""
         base_offset = base_offsets[-1]
-        self._write_snapshot(base_offset, durable=False)
+        self._write_snapshot(base_offset, durable=False, unsettled=unsettled)
         if len(self._producers):
             self._unsynced.add(base_offset)
         else:
@@ -180,12 +186,17 @@ class ProducerLogState:
             self._unsynced.discard(offset)
         return bool(offsets)
 
-    def on_truncate(self, segments: Sequence[Segment]) -> Rebuilt:
+    def on_truncate(self, segments: Sequence[Segment], high_watermark: int) -> Rebuilt:
         """After a truncation: drop the snapshots above the new log end and rebuild the state
         from the newest one left (or the log start) and the batches after it; returns what the
-        replay passed over (the transaction index is rebuilt from it)."""
+        replay passed over (the transaction index is rebuilt from it). The transactions ended
+        below `high_watermark` are settled (the snapshots the replay writes leave them out)."""
         rebuilt = producer_snapshots.rebuild(
-            self._directory, self._snapshot_offsets, segments, empty_without_snapshot=False
+            self._directory,
+            self._snapshot_offsets,
+            segments,
+            empty_without_snapshot=False,
+            high_watermark=high_watermark,
         )
         self._producers = rebuilt.producers
         self._changed = True
@@ -213,21 +224,32 @@ class ProducerLogState:
             self._changed = True
         return expired
 
-    def close(self, log_end_offset: int, base_offsets: Sequence[int]) -> None:
-        """Snapshot the state durably at the log end (so a clean open replays nothing; an older
-        close's goes), or, when it is empty, delete every snapshot (so a clean open without one
-        starts empty)."""
+    def close(
+        self,
+        log_end_offset: int,
+        base_offsets: Sequence[int],
+        unsettled: Sequence[CompletedTransaction],
+    ) -> None:
+        """Snapshot the state, with the `unsettled` transactions, durably at the log end (so a
+        clean open replays nothing; an older close's goes), or, when it is empty, delete every
+        snapshot (so a clean open without one starts empty). A snapshot at the log end that the
+        state has not changed since is kept, though it may list transactions settled since: the
+        open settles them again with the checkpointed high watermark."""
         if not len(self._producers):
             producer_snapshots.delete_snapshots(self._directory, self._snapshot_offsets)
             self._snapshot_offsets = []
             self._unsynced.clear()
         elif self._changed or self._snapshot_offsets[-1:] != [log_end_offset]:
-            self._write_snapshot(log_end_offset, durable=True)
+            self._write_snapshot(log_end_offset, durable=True, unsettled=unsettled)
             self.retain(base_offsets)
 
-    def _write_snapshot(self, offset: int, *, durable: bool) -> None:
+    def _write_snapshot(
+        self, offset: int, *, durable: bool, unsettled: Sequence[CompletedTransaction]
+    ) -> None:
         """Snapshot the state as of `offset` (the log end offset)."""
-        producer_snapshots.write_snapshot(self._directory, offset, self._producers, durable=durable)
+        producer_snapshots.write_snapshot(
+            self._directory, offset, self._producers, durable=durable, unsettled=unsettled
+        )
         if offset not in self._snapshot_offsets:
             self._snapshot_offsets.append(offset)
         if durable:

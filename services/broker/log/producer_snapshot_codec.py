@@ -4,20 +4,28 @@ Layout, big-endian, fixed-width (the widths of the batch header's fields):
 
     crc uint32 (CRC-32C of everything after it) | version int16 | entry_count int32
     entry_count x (producer_id int64 | producer_epoch int16 | last_timestamp int64 |
-                   current_txn_first_offset int64 (version 2 only) |
+                   current_txn_first_offset int64 (version 2 on) |
                    batch_count uint8 | batch_count x
                    (first_sequence int32 | last_sequence int32 | base_offset int64 |
                     last_offset int64 | max_timestamp int64))
+    unsettled_count int32 (version 3) | unsettled_count x
+                   (producer_id int64 | first_offset int64 | last_offset int64)
 
 Entries are sorted by producer id, batches oldest first. Version 2 added the first offset of the
 producer's open transaction (-1: none; Kafka keeps it in its snapshots too), and entries with no
-batch (a producer known only from a transaction marker). Version 1 snapshots, written before
-transactions, still load: no producer had an open transaction then.
+batch (a producer known only from a transaction marker). Version 3 added the transactions ended
+by a marker the high watermark had not passed yet, in marker order (the last stable offset still
+stops at them: transaction_index.UnstableTransactions; a restart must not forget them, and
+nothing but the snapshot says where they began). Older snapshots still load: a version 1 one
+was written before transactions, and a version 2 one lists no unsettled transaction (as the
+open before version 3 assumed).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import crc32c
 
@@ -26,12 +34,14 @@ from samsa.services.broker.log.producer_state import (
     NO_OFFSET,
     SEQUENCE_MAX,
     BatchMetadata,
+    CompletedTransaction,
     CorruptSnapshotError,
     ProducerEntry,
     ProducerStateTable,
 )
 
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3
+_VERSION_WITHOUT_UNSETTLED = 2
 _VERSION_WITHOUT_TRANSACTIONS = 1
 
 _CRC = struct.Struct(">I")
@@ -39,11 +49,23 @@ _HEADER = struct.Struct(">hi")
 _ENTRY_V1 = struct.Struct(">qhqB")
 _ENTRY = struct.Struct(">qhqqB")
 _BATCH = struct.Struct(">iiqqq")
+_COUNT = struct.Struct(">i")
+_UNSETTLED = struct.Struct(">qqq")
 
 
-def encode_snapshot(table: ProducerStateTable) -> bytes:
+class ProducerSnapshot(NamedTuple):
+    """What a snapshot holds: the producer table, and the transactions ended by a marker that
+    the high watermark had not passed when it was written (in marker order)."""
+
+    producers: ProducerStateTable
+    unsettled: tuple[CompletedTransaction, ...] = ()
+
+
+def encode_snapshot(
+    table: ProducerStateTable, unsettled: Sequence[CompletedTransaction] = ()
+) -> bytes:
     """Every entry with all its kept batches, so that a table rebuilt from a snapshot plus the
-    batches after it equals the one that saw everything."""
+    batches after it equals the one that saw everything, then the `unsettled` transactions."""
     entries = table.entries()
     parts = [_HEADER.pack(SNAPSHOT_VERSION, len(entries))]
     for entry in entries:
@@ -58,18 +80,22 @@ def encode_snapshot(table: ProducerStateTable) -> bytes:
             )
         )
         parts.extend(_BATCH.pack(*batch) for batch in entry.batches)
+    parts.append(_COUNT.pack(len(unsettled)))
+    parts.extend(_UNSETTLED.pack(*transaction) for transaction in unsettled)
     body = b"".join(parts)
     return _CRC.pack(crc32c.crc32c(body)) + body
 
 
-def decode_snapshot(data: bytes) -> ProducerStateTable:
-    """The table a snapshot holds; CorruptSnapshotError for anything malformed."""
-    return ProducerStateTable.from_entries(_decode_entries(data))
+def decode_snapshot(data: bytes) -> ProducerSnapshot:
+    """The table and unsettled transactions a snapshot holds; CorruptSnapshotError for anything
+    malformed."""
+    entries, unsettled = _decode(data)
+    return ProducerSnapshot(ProducerStateTable.from_entries(entries), unsettled)
 
 
-def _decode_entries(data: bytes) -> list[ProducerEntry]:
-    """The entries of a snapshot, sorted by producer id. Allocates at most one entry per
-    entry-header size of input."""
+def _decode(data: bytes) -> tuple[list[ProducerEntry], tuple[CompletedTransaction, ...]]:
+    """The entries of a snapshot, sorted by producer id, and its unsettled transactions.
+    Allocates at most one entry per entry-header size of input."""
     view = memoryview(data)
     if len(view) < _CRC.size + _HEADER.size:
         raise CorruptSnapshotError(f"producer snapshot of {len(view)} bytes is truncated")
@@ -77,7 +103,7 @@ def _decode_entries(data: bytes) -> list[ProducerEntry]:
     if crc32c.crc32c(view[_CRC.size :]) != crc:
         raise CorruptSnapshotError("producer snapshot fails its CRC-32C check")
     version, entry_count = _HEADER.unpack_from(view, _CRC.size)
-    if version == SNAPSHOT_VERSION:
+    if version in (SNAPSHOT_VERSION, _VERSION_WITHOUT_UNSETTLED):
         entry_format = _ENTRY
     elif version == _VERSION_WITHOUT_TRANSACTIONS:
         entry_format = _ENTRY_V1
@@ -97,11 +123,42 @@ def _decode_entries(data: bytes) -> list[ProducerEntry]:
                 f"{entries[-1].producer_id}: entries must be sorted and unique"
             )
         entries.append(entry)
+    unsettled: tuple[CompletedTransaction, ...] = ()
+    if version == SNAPSHOT_VERSION:
+        unsettled, position = _decode_unsettled(view, position)
     if position != len(view):
         raise CorruptSnapshotError(
             f"producer snapshot has {len(view) - position} bytes after its last entry"
         )
-    return entries
+    return entries, unsettled
+
+
+def _decode_unsettled(
+    view: memoryview, position: int
+) -> tuple[tuple[CompletedTransaction, ...], int]:
+    if position + _COUNT.size > len(view):
+        raise CorruptSnapshotError(f"producer snapshot is truncated at byte {position}")
+    (count,) = _COUNT.unpack_from(view, position)
+    position += _COUNT.size
+    if not 0 <= count <= (len(view) - position) // _UNSETTLED.size:
+        raise CorruptSnapshotError(
+            f"producer snapshot declares {count} unsettled transactions in "
+            f"{len(view) - position} bytes"
+        )
+    found: list[CompletedTransaction] = []
+    for _ in range(count):
+        transaction = CompletedTransaction(*_UNSETTLED.unpack_from(view, position))
+        position += _UNSETTLED.size
+        if not (
+            transaction.producer_id >= 0
+            and 0 <= transaction.first_offset < transaction.last_offset
+            and (not found or found[-1].last_offset < transaction.last_offset)
+        ):
+            raise CorruptSnapshotError(
+                f"producer snapshot holds an inconsistent unsettled transaction {transaction}"
+            )
+        found.append(transaction)
+    return tuple(found), position
 
 
 def _decode_entry(

@@ -4,7 +4,9 @@ Theory of operation. The producer state of a partition (producer_state.py, a pur
 survive restarts, or a producer retrying after a broker restart would write its batch twice. It
 is rebuilt as Kafka rebuilds it: load the newest snapshot at or below the log end offset, then
 replay the headers of every batch from the snapshot's offset to the log end (`rebuild`).
-A snapshot named `<offset>.snapshot` holds the state after every batch below that offset.
+A snapshot named `<offset>.snapshot` holds the state after every batch below that offset, and
+the transactions ended below it by a marker the high watermark had not yet passed (their first
+offsets still hold the last stable offset, and no later replay would find them).
 
 When snapshots are written (log.py decides, producer_log_state.py writes them):
 - at each segment roll, at the new segment's base offset, so that a restart after a crash
@@ -77,11 +79,17 @@ def snapshot_offsets(names: Iterable[str]) -> list[int]:
 
 
 def write_snapshot(
-    directory: Path, offset: int, state: ProducerStateTable, *, durable: bool
+    directory: Path,
+    offset: int,
+    state: ProducerStateTable,
+    *,
+    durable: bool,
+    unsettled: Sequence[CompletedTransaction] = (),
 ) -> None:
-    """Write the state as `<offset>.snapshot`, atomically (temp file, rename); fsynced, with the
-    directory, only when `durable`."""
-    data = encode_snapshot(state)
+    """Write the state and the transactions ended below `offset` that the high watermark has
+    not passed (`unsettled`) as `<offset>.snapshot`, atomically (temp file, rename); fsynced,
+    with the directory, only when `durable`."""
+    data = encode_snapshot(state, unsettled)
     path = segment_path(directory, offset, SNAPSHOT_SUFFIX)
     if durable:
         write_atomically(path, data)
@@ -130,6 +138,8 @@ class Rebuilt(NamedTuple):
     aborted: list[tuple[int, AbortedTransaction]]  # (segment base offset, index entry)
     # The snapshots the replay wrote, without fsync, of a state holding producers.
     unsynced: tuple[int, ...] = ()
+    # What the snapshot replayed from listed as ended below it and not yet settled.
+    unsettled: tuple[CompletedTransaction, ...] = ()
 
 
 def rebuild(
@@ -139,6 +149,7 @@ def rebuild(
     *,
     empty_without_snapshot: bool,
     newest_usable: int | None = None,
+    high_watermark: int = 0,
 ) -> Rebuilt:
     """The producer state at the log end: the newest readable snapshot at or below it (those
     above it, or unreadable, are deleted from `offsets` and the directory), then a replay of the
@@ -151,7 +162,8 @@ def rebuild(
     from the snapshot at or below its base, so that it rebuilds the transaction index entries a
     crash may have lost above it (transaction_log_state.py), and below a segment whose index
     file was cut, clean shutdown or not; the snapshots it deleted are written again as the
-    replay passes their offsets."""
+    replay passes their offsets. The snapshots the replay writes list the transactions ended
+    at or above `high_watermark` (the partition's, as last known) as unsettled."""
     log_end_offset = segments[-1].next_offset
     found_snapshot = bool(offsets)
     limit = log_end_offset if newest_usable is None else min(newest_usable, log_end_offset)
@@ -168,7 +180,7 @@ def rebuild(
     for offset in reversed(list(offsets)):
         data = read_if_exists(segment_path(directory, offset, SNAPSHOT_SUFFIX))
         try:
-            state = decode_snapshot(data or b"")
+            state, unsettled = decode_snapshot(data or b"")
         except CorruptSnapshotError as error:
             log.warning(
                 "producer-state snapshot unreadable; using an older one",
@@ -180,14 +192,17 @@ def rebuild(
         # After an unclean stop the snapshot replayed from may be one a roll wrote at the
         # recovery point after the flush that set it, unsynced, which only the dead process knew.
         unsynced = (offset,) if newest_usable is not None and len(state) else ()
-        return _replayed(directory, offsets, state, segments, offset, unsynced)
+        start = _Start(offset, unsettled, unsynced)
+        return _replayed(directory, offsets, state, segments, start, high_watermark)
     state = ProducerStateTable()
     if empty_without_snapshot and not found_snapshot:
         return Rebuilt(state, log_end_offset, [], [])
-    rebuilt = _replayed(directory, offsets, state, segments, segments[0].base_offset)
+    start = _Start(segments[0].base_offset)
+    rebuilt = _replayed(directory, offsets, state, segments, start, high_watermark)
     if empty_without_snapshot and len(state):
         # A clean open that could use none of the snapshots it found (module docstring).
-        write_snapshot(directory, log_end_offset, state, durable=True)
+        unsettled = [t for t in rebuilt.completed if t.last_offset >= high_watermark]
+        write_snapshot(directory, log_end_offset, state, durable=True, unsettled=unsettled)
         if log_end_offset not in offsets:
             offsets.append(log_end_offset)
         unsynced = tuple(o for o in rebuilt.unsynced if o != log_end_offset)
@@ -195,27 +210,42 @@ def rebuild(
     return rebuilt
 
 
+class _Start(NamedTuple):
+    """Where `rebuild`'s replay starts: the offset, what the snapshot there lists as unsettled,
+    and that snapshot's offset when it may be unsynced."""
+
+    offset: int
+    unsettled: tuple[CompletedTransaction, ...] = ()
+    unsynced: tuple[int, ...] = ()
+
+
 def _replayed(
     directory: Path,
     offsets: list[int],
     state: ProducerStateTable,
     segments: Sequence[Segment],
-    from_offset: int,
-    start_unsynced: tuple[int, ...] = (),
+    start: _Start,
+    high_watermark: int,
 ) -> Rebuilt:
-    """`rebuild`'s replay from `from_offset` (every kept snapshot is at or below it), writing a
-    snapshot without fsync at each later segment base and adding it to `offsets`;
-    `start_unsynced` names the snapshot replayed from when it may be unsynced."""
-    unsynced = list(start_unsynced)
+    """`rebuild`'s replay from `start` (every kept snapshot is at or below it), writing a
+    snapshot without fsync at each later segment base and adding it to `offsets`; each lists
+    the transactions ended below it and at or above `high_watermark` (in marker order, each
+    looked at once: a long replay must not write every transaction it met into each one)."""
+    unsynced = list(start.unsynced)
+    unsettled = [t for t in start.unsettled if t.last_offset >= high_watermark]
+    seen = 0  # how many of the replay's ended transactions `unsettled` took in
 
-    def snapshot(base_offset: int) -> None:
-        write_snapshot(directory, base_offset, state, durable=False)
+    def snapshot(base_offset: int, completed: list[CompletedTransaction]) -> None:
+        nonlocal seen
+        unsettled.extend(t for t in completed[seen:] if t.last_offset >= high_watermark)
+        seen = len(completed)
+        write_snapshot(directory, base_offset, state, durable=False, unsettled=unsettled)
         offsets.append(base_offset)
         if len(state):
             unsynced.append(base_offset)
 
-    completed, aborted = replay(state, segments, from_offset, on_segment=snapshot)
-    return Rebuilt(state, from_offset, completed, aborted, tuple(unsynced))
+    completed, aborted = replay(state, segments, start.offset, on_segment=snapshot)
+    return Rebuilt(state, start.offset, completed, aborted, tuple(unsynced), tuple(start.unsettled))
 
 
 def replay(
@@ -223,19 +253,20 @@ def replay(
     segments: Sequence[Segment],
     from_offset: int,
     *,
-    on_segment: Callable[[int], None] | None = None,
+    on_segment: Callable[[int, list[CompletedTransaction]], None] | None = None,
 ) -> tuple[list[CompletedTransaction], list[tuple[int, AbortedTransaction]]]:
     """Apply the header of every idempotent batch at or after `from_offset` (reads headers, and
     the one record of each marker that ends a transaction); returns the transactions ended and
     the aborted ones' index entries with the base offset of the segment holding their marker.
-    `on_segment` is told each segment base above `from_offset` before its batches are applied."""
+    `on_segment` is told each segment base above `from_offset` before its batches are applied,
+    with the transactions ended so far."""
     completed: list[CompletedTransaction] = []
     aborted: list[tuple[int, AbortedTransaction]] = []
     for segment in segments:
         if segment.next_offset <= from_offset:
             continue
         if on_segment is not None and segment.base_offset > from_offset:
-            on_segment(segment.base_offset)
+            on_segment(segment.base_offset, completed)
         applied = apply_batches(
             state,
             (header for header in segment.headers_from(from_offset) if header.producer_id >= 0),

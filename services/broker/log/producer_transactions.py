@@ -14,7 +14,8 @@ both, producer state first:
 - Transactions: the markers that end transactions are applied with the producer state, which
   answers the transactions they ended; a TransactionLogState (transaction_log_state.py) keeps
   each aborted one's entry in the `.txnindex` file of the segment holding its marker, and the
-  ended transactions whose marker the high watermark has not passed. From them and the open
+  ended transactions whose marker the high watermark has not passed (which every producer
+  snapshot lists, so that a restart keeps them). From them and the open
   transactions come the last stable offset (`last_stable_offset`) and what a read_committed
   fetch must skip (`aborted`). The index is synced before a flush moves the recovery point
   (`sync`) and rebuilt from where every replay of the log began (`on_truncate`).
@@ -109,8 +110,9 @@ class ProducerTransactions:
 
     def on_roll(self, base_offsets: Sequence[int]) -> None:
         """A segment was created at the last of `base_offsets`: snapshot the producer state
-        there (and drop a snapshot that belongs to no segment, ProducerLogState.retain)."""
-        self._producers.on_roll(base_offsets)
+        there, with the transactions not yet settled (and drop a snapshot that belongs to no
+        segment, ProducerLogState.retain)."""
+        self._producers.on_roll(base_offsets, self._transactions.unsettled())
 
     def sync_snapshots(self, first_offset: int, last_offset: int) -> bool:
         """fsync the producer snapshots in [first_offset, last_offset] written without; True
@@ -120,7 +122,7 @@ class ProducerTransactions:
     def on_truncate(self, segments: Sequence[Segment]) -> None:
         """The log lost its tail: rebuild the producer state from the newest snapshot left, and
         the transaction index from where that replay began."""
-        rebuilt = self._producers.on_truncate(segments)
+        rebuilt = self._producers.on_truncate(segments, self._transactions.high_watermark)
         self._transactions.on_replayed(rebuilt.replayed_from, rebuilt.completed, rebuilt.aborted)
 
     def on_truncate_fully(self) -> None:
@@ -147,6 +149,6 @@ class ProducerTransactions:
         )
 
     def close(self, log_end_offset: int, base_offsets: Sequence[int]) -> None:
-        """Snapshot the producer state durably at the log end, or delete every snapshot when it
-        is empty (ProducerLogState.close)."""
-        self._producers.close(log_end_offset, base_offsets)
+        """Snapshot the producer state and the transactions not yet settled durably at the log
+        end, or delete every snapshot when it is empty (ProducerLogState.close)."""
+        self._producers.close(log_end_offset, base_offsets, self._transactions.unsettled())

@@ -168,18 +168,21 @@ class UnstableTransactions:
 
     Kept in marker order, hence by last offset: a move of the high watermark settles a prefix
     and a truncation drops a suffix, each paying only for what it removes (a move that settles
-    nothing costs one comparison; the leader's moves come with every acks=all produce). The
-    partition tells every move (`on_high_watermark`, Kafka's
+    nothing costs a store and one comparison; the leader's moves come with every acks=all
+    produce). The partition tells every move (`on_high_watermark`, Kafka's
     ProducerStateManager.onHighWatermarkUpdated), so the list holds what lies above the high
     watermark, and reading the LSO changes nothing. What a replay of the log adds below the high
     watermark (after a truncation, at load) stays until the partition tells it again, which
     HostedPartition does at once (`log_changed`, and when it is created); the LSO never counts
-    it meanwhile."""
+    it meanwhile. The list is kept across restarts in the producer snapshots (`unsettled`,
+    producer_snapshot_codec.py), since a marker is not stable until replicated, restart or not."""
 
-    __slots__ = ("_ended",)
+    __slots__ = ("_ended", "high_watermark")
 
     def __init__(self) -> None:
         self._ended: deque[CompletedTransaction] = deque()
+        # The last one told: a replay after a truncation snapshots only what lies above it.
+        self.high_watermark = 0
 
     def on_completed(self, transactions: Sequence[CompletedTransaction]) -> None:
         """Markers after every kept one ended `transactions`, in marker order."""
@@ -190,6 +193,7 @@ class UnstableTransactions:
     def on_high_watermark(self, high_watermark: int) -> None:
         """The partition's high watermark moved: the transactions whose marker is now below it
         are decided, and forgotten."""
+        self.high_watermark = high_watermark
         ended = self._ended
         while ended and ended[0].last_offset < high_watermark:
             ended.popleft()
@@ -215,6 +219,10 @@ class UnstableTransactions:
                 break
             stable = min(stable, ended.first_offset)
         return stable
+
+    def unsettled(self) -> list[CompletedTransaction]:
+        """The transactions kept, in marker order (what a producer snapshot lists)."""
+        return list(self._ended)
 
     def __len__(self) -> int:
         return len(self._ended)

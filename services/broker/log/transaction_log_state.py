@@ -8,7 +8,9 @@ transactions). `Log` (log.py) feeds this, through its ProducerTransactions
 - every append's ended transactions are kept as unstable until the partition says its high
   watermark passed their marker (`on_appended`, `on_high_watermark`), and each aborted one's
   index entry is appended, without fsync, to the `.txnindex` file of the segment holding its
-  marker;
+  marker. Each producer snapshot lists the unstable ones (`unsettled`), and a load takes them
+  back from the one it starts from with what its replay found, then settles those below the
+  partition's checkpointed high watermark (loading.py);
 - `sync` fsyncs the files written since the last sync (and the directory when one was created);
   a flush calls it before it moves the recovery point (log_durability.py), so every entry whose
   marker lies below the recovery point is durable;
@@ -182,6 +184,16 @@ class TransactionLogState:
         if not self._entries:
             return []
         return collect_aborted(self._segment_entries(base_offsets), fetch_offset, upper_bound)
+
+    def unsettled(self) -> list[CompletedTransaction]:
+        """The ended transactions the high watermark has not passed, in marker order (each
+        producer snapshot lists them: a restart must not forget them)."""
+        return self._unstable.unsettled()
+
+    @property
+    def high_watermark(self) -> int:
+        """The last high watermark the partition told (0 before the first)."""
+        return self._unstable.high_watermark
 
     def unstable_count(self) -> int:
         """How many ended transactions wait for the high watermark to pass their marker: what

@@ -4,8 +4,10 @@ reading the last stable offset changes nothing.
 
 Goal: with the list settled only by `on_high_watermark`, the LSO is what it was when each read
 settled it, through appends, moves, truncations (above the high watermark, and below it as after
-an unclean election, whose high watermark the partition then keeps within the log) and a crash
-and reload; and the log holds only the transactions still above the high watermark.
+an unclean election, whose high watermark the partition then keeps within the log) and restarts,
+clean or after a crash (a marker the high watermark has not passed holds the LSO across one:
+the producer snapshots list it); and the log holds only the transactions still above the high
+watermark.
 
 Method: a real log on disk (tmp_path, 2 KiB segments) driven by a seeded walk, told each move
 as HostedPartition tells it, against a model recomputed from the batches it holds: LSO =
@@ -90,7 +92,7 @@ class Model:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_the_lso_needs_no_pruning_read_through_moves_truncations_and_a_crash(
+def test_the_lso_needs_no_pruning_read_through_moves_truncations_and_restarts(
     tmp_path: Path, seed: int
 ) -> None:
     rng = random.Random(seed)
@@ -141,10 +143,13 @@ def test_the_lso_needs_no_pruning_read_through_moves_truncations_and_a_crash(
             if told:
                 log.on_high_watermark(high_watermark)
         else:
-            # A crash: the log is opened again from its files without a clean close (the
-            # replay starts at a snapshot at or below the recovery point), and the partition
-            # tells it the high watermark it starts with (HostedPartition.__post_init__).
-            log = Log.open(tmp_path, small_config(), now_ms=NOW)
+            # A restart: a clean close, or a crash (the log is opened again from its files
+            # without one: the replay starts at a snapshot at or below the recovery point).
+            # The log is opened with the partition's high watermark (PartitionHost._open), which
+            # tells it again (HostedPartition.__post_init__).
+            if rng.random() < 0.5:
+                log.close()
+            log = Log.open(tmp_path, small_config(), now_ms=NOW, high_watermark=high_watermark)
             log.on_high_watermark(high_watermark)
             told = True
         where = f"seed {seed}, step {step}"

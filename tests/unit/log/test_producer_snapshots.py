@@ -1,5 +1,6 @@
-"""Goal: a producer state snapshot round-trips every kept batch exactly, an older version still
-loads, and every kind of damage is refused with CorruptSnapshotError alone.
+"""Goal: a producer state snapshot round-trips every kept batch and every unsettled transaction
+exactly, older versions still load, and every kind of damage is refused with CorruptSnapshotError
+alone.
 
 Method: tables built from append_info.PlannedBatch values (test_producer_state.py's helpers);
 damage is made by hand: bytes are flipped, cut or appended, and `signed` recomputes the CRC so
@@ -18,6 +19,7 @@ from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot, e
 from samsa.services.broker.log.producer_state import (
     SEQUENCE_MAX,
     BatchMetadata,
+    CompletedTransaction,
     CorruptSnapshotError,
     ProducerEntry,
     ProducerStateTable,
@@ -42,13 +44,17 @@ def sample_table() -> ProducerStateTable:
     return table
 
 
-def test_snapshots_round_trip_every_kept_batch() -> None:
+UNSETTLED = (CompletedTransaction(3, 150, 207), CompletedTransaction(0, 0, 2**63 - 1))
+
+
+def test_snapshots_round_trip_every_kept_batch_and_unsettled_transaction() -> None:
     table = sample_table()
-    data = encode_snapshot(table)
+    data = encode_snapshot(table, UNSETTLED)
     decoded = decode_snapshot(data)
-    assert decoded == table and decoded.entries() == table.entries()
-    assert encode_snapshot(decoded) == data
-    assert decode_snapshot(encode_snapshot(ProducerStateTable())) == (ProducerStateTable())
+    assert decoded.producers == table and decoded.producers.entries() == table.entries()
+    assert decoded.unsettled == UNSETTLED
+    assert encode_snapshot(*decoded) == data
+    assert decode_snapshot(encode_snapshot(ProducerStateTable())) == (ProducerStateTable(), ())
 
 
 def test_a_version_1_snapshot_loads_with_no_open_transaction() -> None:
@@ -58,8 +64,21 @@ def test_a_version_1_snapshot_loads_with_no_open_transaction() -> None:
         + struct.pack(">qhqB", 7, 2, 10, 1)
         + struct.pack(">iiqqq", 0, 3, 10, 13, 10)
     )
-    table = decode_snapshot(version_1)
+    table, unsettled = decode_snapshot(version_1)
     assert table.entries() == [ProducerEntry(7, 2, (BatchMetadata(0, 3, 10, 13, 10),), 10, -1)]
+    assert unsettled == ()
+
+
+def test_a_version_2_snapshot_loads_with_no_unsettled_transaction() -> None:
+    # Written before version 3: the entries (with the open transaction's first offset), no list.
+    version_2 = signed(
+        struct.pack(">hi", 2, 1)
+        + struct.pack(">qhqqB", 7, 2, 10, 12, 1)
+        + struct.pack(">iiqqq", 0, 0, 12, 12, 10)
+    )
+    table, unsettled = decode_snapshot(version_2)
+    assert table.entries() == [ProducerEntry(7, 2, (BatchMetadata(0, 0, 12, 12, 10),), 10, 12)]
+    assert unsettled == ()
 
 
 def corruptions() -> list[tuple[str, bytes, str]]:
@@ -75,7 +94,7 @@ def corruptions() -> list[tuple[str, bytes, str]]:
         ("flipped body byte", data[:20] + bytes([data[20] ^ 1]) + data[21:], "CRC"),
         ("flipped crc byte", bytes([data[0] ^ 0x80]) + data[1:], "CRC"),
         ("unsigned trailing byte", data + b"\0", "CRC"),
-        ("wrong version", signed(struct.pack(">h", 3) + body[2:]), "version 3"),
+        ("wrong version", signed(struct.pack(">h", 4) + body[2:]), "version 4"),
         ("trailing bytes", signed(body + b"\0"), "after its last entry"),
         (
             "count beyond the length",
@@ -130,6 +149,32 @@ def corruptions() -> list[tuple[str, bytes, str]]:
             signed(header + entry + struct.pack(">iiqqq", 0, 0, 5, 5, 11)),
             "inconsistent",
         ),
+        *unsettled_corruptions(),
+    ]
+
+
+def unsettled_corruptions() -> list[tuple[str, bytes, str]]:
+    """Damage to version 3's list of unsettled transactions (behind no producer entry)."""
+    empty = struct.pack(">hi", 3, 0)
+
+    def listing(*transactions: tuple[int, int, int], after: bytes = b"") -> bytes:
+        count = struct.pack(">i", len(transactions))
+        listed = b"".join(struct.pack(">qqq", *t) for t in transactions)
+        return signed(empty + count + listed + after)
+
+    return [
+        ("no unsettled count", signed(empty), "truncated at byte 10"),
+        (
+            "unsettled count beyond the length",
+            signed(empty + struct.pack(">i", 2) + struct.pack(">qqq", 1, 0, 1)),
+            "declares 2 unsettled",
+        ),
+        ("negative unsettled count", signed(empty + struct.pack(">i", -1)), "declares -1"),
+        ("negative unsettled producer", listing((-1, 0, 1)), "inconsistent unsettled"),
+        ("marker not after the first offset", listing((1, 5, 5)), "inconsistent unsettled"),
+        ("negative first offset", listing((1, -1, 5)), "inconsistent unsettled"),
+        ("markers out of order", listing((1, 0, 5), (2, 1, 5)), "inconsistent unsettled"),
+        ("bytes after the list", listing((1, 0, 5), after=b"\0"), "after its last entry"),
     ]
 
 
@@ -142,7 +187,7 @@ def test_a_damaged_snapshot_is_refused(case: str, data: bytes, match: str) -> No
 
 
 def test_every_truncation_of_a_snapshot_is_refused() -> None:
-    data = encode_snapshot(sample_table())
+    data = encode_snapshot(sample_table(), UNSETTLED)
     for length in range(len(data)):
         with pytest.raises(CorruptSnapshotError):
             decode_snapshot(data[:length])
