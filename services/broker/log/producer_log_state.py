@@ -231,11 +231,13 @@ class ProducerLogState:
         unsettled: Sequence[CompletedTransaction],
     ) -> None:
         """Snapshot the state, with the `unsettled` transactions, durably at the log end (so a
-        clean open replays nothing; an older close's goes), or, when it is empty, delete every
-        snapshot (so a clean open without one starts empty). A snapshot at the log end that the
-        state has not changed since is kept, though it may list transactions settled since: the
-        open settles them again with the checkpointed high watermark."""
-        if not len(self._producers):
+        clean open replays nothing; an older close's goes), or, when both are empty, delete every
+        snapshot (so a clean open without one starts empty). Not when only the table is: expiry
+        forgets a producer whose transaction ended, its marker maybe still above the high
+        watermark, and the open must still know that transaction. A snapshot at the log end that
+        the state has not changed since is kept, though it may list transactions settled since:
+        the open settles them again with the checkpointed high watermark."""
+        if not len(self._producers) and not unsettled:
             producer_snapshots.delete_snapshots(self._directory, self._snapshot_offsets)
             self._snapshot_offsets = []
             self._unsynced.clear()

@@ -143,3 +143,26 @@ def test_the_snapshots_a_replay_writes_list_what_lies_above_the_high_watermark(
     log = reopened(tmp_path, high_watermark)
     assert log.last_stable_offset(high_watermark) == (first if expected else high_watermark)
     log.close()
+
+
+def test_a_transaction_whose_producer_expired_still_holds_the_lso_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """Producer expiry forgets a producer whose transaction ended (only an open one keeps it),
+    though its marker is still above the high watermark. With the table empty, close() deleted
+    every snapshot, the list of such transactions with them, and the clean open, finding none,
+    started empty: the LSO jumped past the transaction (found by a review)."""
+    log = Log.open(tmp_path, small_config(), now_ms=NOW)
+    first = append(log, opening(1))  # 0
+    append(log, plain())  # 1
+    high_watermark = append(log, commit(1))  # 2: the marker is not replicated yet
+    log.on_high_watermark(high_watermark)
+    assert log.expire_producers(now_ms=NOW + 10_000, expiration_ms=1_000) == [1]
+    assert log.last_stable_offset(high_watermark) == first  # in memory, still held
+    log.close()
+    log = reopened(tmp_path, high_watermark)
+    try:
+        assert log.unstable_transaction_count() == 1
+        assert log.last_stable_offset(high_watermark) == first
+    finally:
+        log.close()
