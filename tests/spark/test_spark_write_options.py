@@ -66,3 +66,15 @@ def test_a_batch_write_refuses_to_promise_exactly_once() -> None:
         SamsaDataSource(BOOT | {"exactlyOnce": "true"}).writer(SCHEMA, False)
     SamsaDataSource(BOOT | {"exactlyOnce": "false"}).writer(SCHEMA, False)
     SamsaDataSource(BOOT | {"exactlyOnce": "true"}).streamWriter(SCHEMA, False)
+
+
+def test_the_refusal_of_a_transactional_id_states_the_ids_the_sink_uses() -> None:
+    """The refusal said the sink's ids were spark-<query id>-<batch id>-<task>: one id serves
+    every micro-batch of a task (exactly_once.transactional_id), so a user looking for the
+    transactions of batch 7 was sent after ids that do not exist."""
+    from samsa.spark.exactly_once import transactional_id
+
+    with pytest.raises(OptionError) as refused:
+        SamsaDataSource(BOOT | {"samsa.transactional.id": "mine"}).streamWriter(SCHEMA, False)
+    assert "(spark-<query id>-<task>)" in str(refused.value)
+    assert transactional_id("q", 3) == "spark-q-3"

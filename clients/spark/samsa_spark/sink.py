@@ -60,7 +60,7 @@ def write_options(options: dict[str, str], schema: StructType) -> WriteOptions:
     if "transactional.id" in client:
         raise OptionError(
             "samsa.transactional.id cannot be set: the exactly-once sink names its transactions "
-            "itself (spark-<query id>-<batch id>-<task>), and the other writes use none"
+            "itself (spark-<query id>-<task>), and the other writes use none"
         )
     check_producer_options({**TASK_PRODUCER_DEFAULTS, **client})
     fields = {field.name: field.dataType for field in schema.fields}
