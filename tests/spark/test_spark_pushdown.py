@@ -83,6 +83,19 @@ def test_a_naive_timestamp_is_taken_as_utc_and_the_later_bound_wins() -> None:
     assert push([early, late])[0].timestamp_from_ms == 2000
 
 
+def test_a_timestamp_bound_before_1970_is_not_pushed() -> None:
+    """timestamp > '1969-12-31 23:00' is a filter every record passes; pushed as a negative
+    ListOffsets time, it failed the query (the consumer refuses a time below 0). It is handed
+    back to Spark and narrows nothing; a later bound beside it still does."""
+    before = GreaterThan(("timestamp",), datetime.datetime(1969, 12, 31, 23, tzinfo=datetime.UTC))
+    pushed, remaining = push([before])
+    assert pushed == Pushed() and remaining == [before]
+    assert narrowed(before)[0] == [(r.topic, r.partition, r.start, r.end) for r in RANGES]
+    later = EqualTo(("timestamp",), datetime.datetime(1970, 1, 1, 0, 0, 3))
+    assert push([before, later])[0].timestamp_from_ms == 3000
+    assert push([later, before])[0].timestamp_from_ms == 3000
+
+
 @pytest.mark.parametrize(
     "unsupported",
     [

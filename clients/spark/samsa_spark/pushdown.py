@@ -10,10 +10,10 @@ apply and gives back the rest for Spark to evaluate:
   `offset IN (...)`: the range is cut to the interval holding the values, and Spark drops the
   offsets between them.
 - `timestamp` (=, >, >=) gives a lower bound: a range starts at the first offset whose
-  timestamp is at least the bound (ListOffsets by timestamp). Record timestamps need not grow
-  with offsets, so records after that offset may still be older: the filter is also returned,
-  and Spark drops them. An upper bound cannot cut a range for the same reason; it is left to
-  Spark.
+  timestamp is at least the bound (ListOffsets by timestamp; a bound before 1970 is not used).
+  Record timestamps need not grow with offsets, so records after that offset may still be
+  older: the filter is also returned, and Spark drops them. An upper bound cannot cut a range
+  for the same reason; it is left to Spark.
 
 Anything else (NOT, IS NULL, strings, other columns) is returned untouched.
 """
@@ -183,7 +183,9 @@ def _min(a: int | None, b: int | None) -> int | None:
 
 
 def _timestamp_floor_ms(f: Filter) -> int | None:
-    """The earliest record timestamp (ms) that can pass a timestamp filter, or None."""
+    """The earliest record timestamp (ms) that can pass a timestamp filter, or None. A bound
+    before 1970 is none: ListOffsets takes no negative time (the read failed), and no record
+    stored with a timestamp falls below it (Spark still applies the filter)."""
     if not isinstance(f, EqualTo | GreaterThan | GreaterThanOrEqual):
         return None
     value = f.value
@@ -192,4 +194,5 @@ def _timestamp_floor_ms(f: Filter) -> int | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=datetime.UTC)
     micros = (value - _EPOCH) // datetime.timedelta(microseconds=1)
-    return micros // 1000  # a record of this ms may still be later than the bound in µs
+    ms = micros // 1000  # a record of this ms may still be later than the bound in µs
+    return ms if ms >= 0 else None
