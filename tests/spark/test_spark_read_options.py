@@ -4,7 +4,8 @@ names nothing, minOffsetsPerTrigger above maxOffsetsPerTrigger, a samsa.* client
 is misspelt or that the source decides itself. samsa.isolation.level (the connector's
 kafka.isolation.level) sets the isolation level. With both admission limits set, a micro-batch
 waits for the minimum and reads at most the maximum, as the Kafka connector's composite limit.
-Pure: no Spark session, no cluster."""
+An ending by time on a live topic stops at the end read, and is not refused as an endingOffsets
+past the end. Pure: no Spark session, no cluster."""
 
 from __future__ import annotations
 
@@ -187,3 +188,21 @@ def test_a_range_wholly_deleted_is_empty_without_failondataloss() -> None:
     with pytest.raises(OptionError, match="offset 2 was deleted"):
         resolve(tps, spec, end, first, last, True, True)
     assert resolve(tps, spec, end, first, last, False, True)[0].size == 0
+
+
+def test_an_ending_by_time_on_a_live_topic_stops_at_the_end_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The read asks each partition's end (100), then the first offset at endingTimestamp:
+    records written in between, older ones then one that late, put it at 105, and the read
+    failed with "endingOffsets: t-0 ends at 100, not 105 (use -1: latest)", an option never
+    set. It stops at the end read, as endingOffsets=latest would; an endingOffsets past the end
+    is still refused."""
+    monkeypatch.setattr(source, "subscribed_partitions", lambda options: [("t", 0)])
+    monkeypatch.setattr(source, "partition_bounds", lambda o, tps: ({("t", 0): 0}, {("t", 0): 100}))
+    monkeypatch.setattr(source, "offsets_for_times", lambda options, times: {("t", 0): 105})
+    by_time = parse_options(BOOT | {"subscribe": "t", "endingTimestamp": "1700000000000"})
+    assert [(r.start, r.end) for r in source.offset_ranges(by_time)] == [(0, 100)]
+    past = parse_options(BOOT | {"subscribe": "t", "endingOffsets": '{"t": {"0": 105}}'})
+    with pytest.raises(OptionError, match="endingOffsets: t-0 ends at 100, not 105"):
+        source.offset_ranges(past)

@@ -89,10 +89,13 @@ def offsets_at_times(
     wanted: Mapping[TopicPartition, int],
     option: str,
     latest_when_none: bool,
+    ends: Mapping[TopicPartition, int] | None = None,
 ) -> dict[str, dict[int, int]]:
     """Offsets JSON (for `resolve`) from each partition's first offset at or after its
     timestamp. A partition with no record that late ends up at its end (`latest_when_none`),
-    else it is an error naming it."""
+    else it is an error naming it. `ends` (an ending by time): the ends read before the look
+    by time; an offset found past one (records came in between the two looks) is that end,
+    where `latest` would have stopped the read, not an ending past the end."""
     offsets: dict[str, dict[int, int]] = {}
     for tp, offset in sorted(found.items()):
         if offset is None:
@@ -102,6 +105,8 @@ def offsets_at_times(
                     "set startingOffsetsByTimestampStrategy=latest to start at its end"
                 )
             offset = LATEST
+        elif ends is not None and tp in ends:
+            offset = min(offset, ends[tp])
         offsets.setdefault(tp[0], {})[tp[1]] = offset
     return offsets
 

@@ -244,7 +244,7 @@ def offset_ranges(
     if options.ending_times is not None:
         times = timestamps_for(options.ending_times, partitions, "endingOffsetsByTimestamp")
         found = offsets_for_times(options, times)
-        ending = offsets_at_times(found, times, "endingOffsetsByTimestamp", True)
+        ending = offsets_at_times(found, times, "endingOffsetsByTimestamp", True, last)
     by_offsets = options.starting_times is None and options.ending_times is None
     return resolve(partitions, starting, ending, first, last, options.fail_on_data_loss, by_offsets)
 
