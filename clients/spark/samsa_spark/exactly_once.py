@@ -3,14 +3,16 @@
 Theory of operation (KIP-939's shape; issue 14). Task P of a micro-batch writes its rows in one
 transaction under the transactional.id `spark-<query>-<P>`, the same in every micro-batch (the
 query id is Spark's persistent one, kept in the checkpoint), and commits in it, as the offsets of
-the group of the same name, the batch it writes: offset batch id + 1 on partition 0 of the
-topic its first row goes to (the coordinator takes offsets only of partitions that exist). So
-whether a batch's part committed is read from the group's offset, decided with the transaction,
-and a query keeps one id and one group per task, however many batches it runs (Kafka Streams
-records its input offsets in its transactions the same way). Spark replays a failed batch with
-the same batch id and the same rows. The task writes, *prepares* (sends everything, leaves the
-transaction open) and reports the identity; the driver's `commit(messages, batchId)` completes
-every task's transaction (Admin.complete_transaction). What each failure does:
+the group of the same name, the batch it writes: offset batch id + 1 on partition 0 of every
+topic it wrote to (the coordinator takes offsets only of partitions that exist). So whether a
+batch's part committed is read from the group's offsets, decided with the transaction, and a
+query keeps one id and one group per task, however many batches it runs (Kafka Streams records
+its input offsets in its transactions the same way). Spark replays a failed batch with the
+same batch id and the same rows, though not always in the same order (after a shuffle): every
+topic carries the mark, so the replay may look at the topic of its own first row. The task
+writes, *prepares* (sends everything, leaves the transaction open) and reports the identity;
+the driver's `commit(messages, batchId)` completes every task's transaction
+(Admin.complete_transaction). What each failure does:
 
 - a task fails after writing and is retried: the retry finds the failed attempt's transaction
   open and aborts it (EndTxn under the identity it was prepared with), then its
@@ -22,9 +24,9 @@ every task's transaction (Admin.complete_transaction). What each failure does:
   the task then sees the part committed (left to init_transactions, the commit could land
   between the task's look and its fencing, and the part would be written twice);
 - the driver dies during its commit (some transactions committed, the batch not marked done):
-  on the replay a task reads its group's offset with require_stable (a transaction still
-  writing its markers is waited for); past this batch means its part is visible, so the task
-  writes nothing and reports it done;
+  on the replay a task reads its group's offsets with require_stable (a transaction still
+  writing its markers is waited for); one past this batch means its part is visible, so the
+  task writes nothing and reports it done;
 - the commit fails part-way: Spark calls abort() with the same messages, which aborts every
   transaction still open (those committed stay so) and the restarted query replays the batch;
 - nobody commits (the query is gone for good): the coordinator aborts the transactions at
@@ -125,18 +127,20 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
         topic = self.options.topic or first.column("topic")[0].as_py()
         if topic is None:  # what send_with says of any row with no topic to go to
             raise KafkaError("row 0 has a null topic and the topic option is not set")
-        mark = (topic, 0)
         with Admin(self._admin_config()) as admin:
-            if _committed_before(admin, name, mark, batch):
+            if _committed_before(admin, name, (topic, 0), batch):
                 for _ in iterator:  # an earlier run of this batch committed this part
                     pass
                 return TaskTransaction(name, None, 0)
         producer = Producer(transactional_config(self.options.client, name))
+        topics: set[str] = set()
         try:
             producer.init_transactions()  # fences an earlier attempt, aborting what it left open
             producer.begin_transaction()
-            rows = send_with(producer, self.options, chain((first,), iterator))
-            producer.send_offsets_to_transaction({mark: batch + 1}, name)
+            batches = _noting_topics(self.options, chain((first,), iterator), topics)
+            rows = send_with(producer, self.options, batches)
+            marks = {(written, 0): batch + 1 for written in sorted(topics)}
+            producer.send_offsets_to_transaction(marks, name)
             prepared = producer.prepare_transaction()
         except BaseException:
             producer.close(5)
@@ -224,13 +228,30 @@ def _kill_driver() -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
+def _noting_topics(
+    options: WriteOptions, batches: Iterator[pa.RecordBatch], topics: set[str]
+) -> Iterator[pa.RecordBatch]:
+    """`batches`, adding to `topics` each topic their rows go to (send_with refuses a null)."""
+    for batch in batches:
+        if options.topic:
+            topics.add(options.topic)
+        else:
+            topics.update(t for t in batch.column("topic").unique().to_pylist() if t is not None)
+        yield batch
+
+
 def _committed_before(admin: Admin, name: str, mark: TopicPartition, batch: int) -> bool:
-    """Whether an earlier run of this batch committed this task's part: its group's offset on
-    `mark` is past `batch`. A part it prepared and left open is aborted first, with the identity
-    it was prepared under: left to init_transactions, a driver of that run still alive (a
-    zombie) could commit it between this look and the fencing, and the part would then be
-    written twice. The coordinator orders the two EndTxns (a commit first refuses the abort),
-    and require_stable waits for the one it took to reach the group's offsets."""
+    """Whether an earlier run of this batch committed this task's part: an offset of its group
+    (the task's own, which only its batches commit, in order) is past `batch`. A part it
+    prepared and left open is aborted first, with the identity it was prepared under: left to
+    init_transactions, a driver of that run still alive (a zombie) could commit it between this
+    look and the fencing, and the part would then be written twice. The coordinator orders the
+    two EndTxns (a commit first refuses the abort), and require_stable waits for the one it
+    took to reach the group's offsets; but a listing of all of them leaves out a partition the
+    group holds no offset of yet, so `mark` (partition 0 of this replay's first topic, which
+    the earlier run marked too: it marks every topic it wrote) is then asked by name. Any
+    offset, not only `mark`'s: a group written before every topic was marked holds the mark on
+    the earlier run's first topic only."""
     try:
         described = admin.describe_transactions([name])[name]
     except TransactionError as error:
@@ -241,8 +262,10 @@ def _committed_before(admin: Admin, name: str, mark: TopicPartition, batch: int)
             prepared = PreparedTransaction(name, described.producer_id, described.producer_epoch)
             with contextlib.suppress(TransactionError):  # ended meanwhile: the offset says how
                 admin.complete_transaction(prepared, False)
-    committed = admin.list_consumer_group_offsets(name, [mark], require_stable=True).get(mark)
-    return committed is not None and committed.offset > batch
+    committed = admin.list_consumer_group_offsets(name, None, require_stable=True)
+    if mark not in committed:
+        committed |= admin.list_consumer_group_offsets(name, [mark], require_stable=True)
+    return any(offset.offset > batch for offset in committed.values())
 
 
 def _state(admin: Admin, name: str) -> str | None:
