@@ -105,8 +105,9 @@ def test_the_exactly_once_sink_survives_failed_tasks_and_a_dying_driver(  # type
         assert query.exception() is None
     finally:
         query.stop()
-    # One transactional id and group per task, whatever the number of batches (three here, one
-    # written four times); each group's offset is the batch after the last its task committed.
+    # One transactional id and group per task, whatever the number of batches (four here: the
+    # first reads nothing, one is written four times); each group's offset is the batch after
+    # the last its task committed.
     names = [f"spark-{query.id}-{task}" for task in range(2)]
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         used = [
@@ -115,7 +116,7 @@ def test_the_exactly_once_sink_survives_failed_tasks_and_a_dying_driver(  # type
         assert sorted(used) == names
         for name in names:
             committed = admin.list_consumer_group_offsets(name, require_stable=True)
-            assert {tp: o.offset for tp, o in committed.items()} == {(target, 0): 3}
+            assert {tp: o.offset for tp, o in committed.items()} == {(target, 0): 4}
     outputs = [(target, 0), (target, 1)]
     committed = sorted(v for _, _, v in read_to_end(bootstrap, outputs, "read_committed"))
     assert committed == sorted(b"eo-%d" % i for i in range(120)), "every record exactly once"

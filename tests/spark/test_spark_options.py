@@ -405,4 +405,4 @@ def test_a_subscribed_topic_deleted_mid_stream_is_data_loss_not_a_bad_option(
     with pytest.raises(OptionError, match="b-0 no longer exist"):
         strict.latestOffset(start, ReadAllAvailable())
     with pytest.raises(OptionError, match=r"subscribe names topics that do not exist: \['b'\]"):
-        lenient.initialOffset()
+        lenient.latestOffset(lenient.initialOffset(), ReadAllAvailable())

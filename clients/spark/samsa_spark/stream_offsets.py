@@ -15,6 +15,14 @@ micro-batch committed for nothing). A micro-batch reads [start, end) per partiti
 - under Trigger.AvailableNow, never past the ends seen when the trigger started (a partition
   new since is not read until the next run).
 
+A new query starts from INITIAL, which names no position. Spark keeps no initial offset of a
+Python source: it plans the first micro-batch (at the first trigger, even with nothing new)
+from `initialOffset()`, and runs it, or replays it after a restart, from `initialOffset()` asked
+again (PySpark 4.3, measured). Resolved against the cluster at each call (startingOffsets=latest,
+say), batch 0 ran from where the partitions ended by then, and the records written while it was
+planned, or before the restart, were never read. So the first micro-batch reads nothing: it ends
+at startingOffsets resolved (Spark checkpoints that end), and the next one reads from there.
+
 A partition new since `start` (the topic grew, or a new topic matches the pattern) starts at its
 first offset. A start below a partition's first offset means retention deleted records, and a
 partition of `start` the cluster no longer has was deleted: the caller decides (failOnDataLoss).
@@ -27,6 +35,12 @@ from collections.abc import Mapping
 
 TopicPartition = tuple[str, int]
 Positions = dict[TopicPartition, int]
+# The offset a new query starts from: startingOffsets, not resolved yet. "$" is in no topic name.
+INITIAL: dict[str, dict[str, int]] = {"$startingOffsets": {}}
+
+
+def is_initial(offset: Mapping[str, object]) -> bool:
+    return offset == INITIAL
 
 
 def to_offset(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:

@@ -1,14 +1,16 @@
 """`readStream.format("samsa")`: micro-batches of offset ranges, checkpointed by Spark.
 
 Theory of operation (stream_offsets.py has the offset rules). Every call runs in Spark's one
-long-lived driver-side Python process for the query: `initialOffset` resolves the starting
-timestamps or startingOffsets (latest by default, as the Kafka connector's); `latestOffset` asks
-the partitions' ends at the read's isolation level and applies the read limit; `partitions`
-turns [start, end) into one RangePartition per partition with records waiting (split into at
-least minPartitions tasks, as a batch read is); `read` runs in a
-task, exactly as the batch read does. A restarted query resumes from the end Spark
-checkpointed: Spark asks for the same ranges again for a batch it had not committed, so nothing
-is lost or read twice.
+long-lived driver-side Python process for the query: `initialOffset` is the same every time
+(stream_offsets.INITIAL), and `latestOffset` from it resolves the starting timestamps or
+startingOffsets (latest by default, as the Kafka connector's) into the first micro-batch's end,
+which reads nothing; from then on `latestOffset` asks the partitions' ends at the read's
+isolation level and applies the read limit; `partitions` turns [start, end) into one
+RangePartition per partition with records waiting (split into at least minPartitions tasks, as
+a batch read is); `read` runs in a task, exactly as the batch read does. A restarted query
+resumes from the end Spark checkpointed: Spark asks for the same ranges again for a batch it had
+not committed (the first one too, its start being INITIAL again), so nothing is lost or read
+twice.
 `failOnDataLoss`: a start that retention has deleted is an error naming the partition, or (false)
 the range starts at the first offset still stored; likewise a partition of the checkpointed
 offset that no longer exists (its topic was deleted) is an error, or (false) is left out of the
@@ -52,13 +54,18 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger = time.monotonic()  # the last micro-batch planned, or the start
 
     def initialOffset(self) -> dict:
+        """Unresolved: Spark asks again to run the first micro-batch (stream_offsets.py)."""
+        return so.INITIAL
+
+    def _starting_positions(self) -> so.Positions:
+        """Where startingOffsets (or the starting timestamps) say the stream starts, now."""
         partitions = subscribed_partitions(self.options)
         first, last = partition_bounds(self.options, partitions)
         starting = starting_offsets(self.options, partitions, "latest")
         ranges = resolve(
             partitions, starting, "latest", first, last, self.options.fail_on_data_loss
         )
-        return so.to_offset({(r.topic, r.partition): r.start for r in ranges})
+        return {(r.topic, r.partition): r.start for r in ranges}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -68,6 +75,9 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if so.is_initial(start):  # the first micro-batch: it only fixes where the stream starts
+            self._last_trigger = time.monotonic()
+            return so.to_offset(self._starting_positions())
         partitions = subscribed_partitions(self.options, missing_ok=True)
         first, last = partition_bounds(self.options, partitions)
         positions = self._without_deleted(so.from_offset(start), first)
@@ -112,6 +122,8 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now = partition_bounds(self.options, partitions)[1]
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        if so.is_initial(start):  # the first micro-batch reads nothing (stream_offsets.py)
+            return []
         begin, stops = so.from_offset(start), so.from_offset(end)
         new = [tp for tp in stops if tp not in begin]
         if new:  # appeared since `start` was taken: read from their first offset
