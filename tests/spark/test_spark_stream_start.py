@@ -6,7 +6,8 @@ runs it, in that run or in a replay after a restart, from `initialOffset()` aske
 review's probe replayed [100, 150) as [170, 150)), so an initial offset resolved against the
 cluster lost the records of batch 0. The initial offset is now the same whatever the cluster
 holds; batch 0 reads nothing and ends where startingOffsets resolves (what Spark checkpoints),
-whatever the read limits say.
+whatever the read limits say. A starting offset past a partition's end is refused there, naming
+startingOffsets, as a batch read refuses it.
 
 Method: SamsaStreamReader over a stand-in cluster (its subscribed partitions and their
 bounds), driven as Spark's micro-batch loop drives it: an offset log, a commit log, batch 0
@@ -166,3 +167,22 @@ def test_the_first_micro_batch_refuses_or_skips_deleted_starting_offsets(
         reader(**deleted).latestOffset(initial, ReadAllAvailable())
     lenient = reader(**deleted, failOnDataLoss="false")
     assert lenient.latestOffset(initial, ReadAllAvailable()) == {"t": {"0": 10}}
+
+
+def test_a_starting_offset_past_the_end_is_refused_naming_startingoffsets(
+    cluster: Cluster,
+) -> None:
+    """startingOffsets 500 where the partition ends at 100, as a batch read refuses it: the
+    stream took it, and its next micro-batch failed blaming an unclean leader election or a
+    re-created topic (with failOnDataLoss=false it went on from 100 in silence). An offset at
+    the end, or found by time past the end read (records came in between), is a start."""
+    initial = reader().initialOffset()
+    for lenient in ("true", "false"):
+        past = reader(startingOffsets='{"t": {"0": 500}}', failOnDataLoss=lenient)
+        with pytest.raises(OptionError, match=r"t-0: startingOffsets 500 is after the end, 100"):
+            past.latestOffset(initial, ReadAllAvailable())
+    at_end = reader(startingOffsets='{"t": {"0": 100}}')
+    assert at_end.latestOffset(initial, ReadAllAvailable()) == {"t": {"0": 100}}
+    cluster.found = 104
+    by_time = reader(startingTimestamp="1700000000000")
+    assert by_time.latestOffset(initial, ReadAllAvailable()) == {"t": {"0": 104}}

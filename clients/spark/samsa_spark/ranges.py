@@ -43,8 +43,9 @@ def resolve(
     fail_on_data_loss: bool,
     refuse_crossed: bool = False,
 ) -> list[OffsetRange]:
-    """One [start, end) per partition. `refuse_crossed` (a batch read of explicit offsets): a
-    start past the end is an error naming it, as in Kafka's connector, not an empty range."""
+    """One [start, end) per partition. `refuse_crossed` (explicit offsets): a start past the end
+    is an error naming it, as in Kafka's connector: a batch read of it read nothing, a stream
+    failed later blaming a truncation."""
     ranges = []
     for tp in partitions:
         start = _pick(starting, tp, first[tp], last[tp])
@@ -54,9 +55,12 @@ def resolve(
                 f"endingOffsets: {tp[0]}-{tp[1]} ends at {last[tp]}, not {end} (use -1: latest)"
             )
         if refuse_crossed and start > end:
+            if ending == "latest":
+                why = "the partition's end offset: it holds no such offset yet"
+            else:
+                why = "endingOffsets, or the partition's end offset: nothing could be read"
             raise OptionError(
-                f"{tp[0]}-{tp[1]}: startingOffsets {start} is after the end, {end} "
-                "(endingOffsets, or the partition's end offset): nothing could be read"
+                f"{tp[0]}-{tp[1]}: startingOffsets {start} is after the end, {end} ({why})"
             )
         if start < first[tp]:
             if fail_on_data_loss:

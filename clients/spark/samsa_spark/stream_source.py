@@ -58,12 +58,15 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return so.INITIAL
 
     def _starting_positions(self) -> so.Positions:
-        """Where startingOffsets (or the starting timestamps) say the stream starts, now."""
+        """Where startingOffsets (or the starting timestamps) say the stream starts, now. An
+        offset past a partition's end is refused, as in a batch read (one found by time may lie
+        past the end read before it: records came in between)."""
         partitions = subscribed_partitions(self.options)
         first, last = partition_bounds(self.options, partitions)
         starting = starting_offsets(self.options, partitions, "latest")
+        by_offsets = self.options.starting_times is None
         ranges = resolve(
-            partitions, starting, "latest", first, last, self.options.fail_on_data_loss
+            partitions, starting, "latest", first, last, self.options.fail_on_data_loss, by_offsets
         )
         return {(r.topic, r.partition): r.start for r in ranges}
 
