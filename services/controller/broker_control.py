@@ -30,7 +30,7 @@ from samsa.metadata.image import (
     PartitionState,
     TopicImage,
 )
-from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.control_result import ControlResult, refused_with_state
 from samsa.services.controller.eligible_leaders import (
     elect_without_isr,
     eligible_after,
@@ -312,13 +312,7 @@ def _report_answer(
     code: int,
     message: str,
 ) -> ControlResult[c.ReportCorruptReplicaResponse]:
-    response.error_code = code  # type: ignore[assignment]
-    response.error_message = message
-    if state is not None:
-        response.leader = state.leader
-        response.leader_epoch = state.leader_epoch
-        response.partition_epoch = state.partition_epoch
-        response.isr.extend(state.isr)
+    refused_with_state(response, state, code, message)
     return ControlResult([], response)
 
 

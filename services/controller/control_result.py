@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from samsa.metadata.image import PartitionState
 from samsa.v1 import metadata_pb2 as m
 
 R = TypeVar("R")
@@ -40,3 +41,16 @@ class ClusterDefaults:
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_replication_factor: int = 3
     transaction_state_log_min_isr: int = 2
+
+
+def refused_with_state(answer: Any, state: PartitionState | None, code: int, message: str) -> None:
+    """Fill a refused partition answer (AlterPartition's result, ReportCorruptReplica's) with
+    the partition's committed state, when it exists: the broker learns which leader, epochs
+    and ISR its next request must start from."""
+    answer.error_code = code
+    answer.error_message = message
+    if state is not None:
+        answer.leader = state.leader
+        answer.leader_epoch = state.leader_epoch
+        answer.partition_epoch = state.partition_epoch
+        answer.isr.extend(state.isr)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
-from samsa.services.controller.control_result import ControlResult
+from samsa.services.controller.control_result import ControlResult, refused_with_state
 from samsa.services.controller.eligible_leaders import (
     eligible_after,
     min_insync_replicas,
@@ -42,7 +42,7 @@ def alter_partition(
     for item in request.partitions:
         result = response.partitions.add(topic=item.topic, partition=item.partition)
         if (item.topic, item.partition) in named:
-            _alter_refused(
+            refused_with_state(
                 result,
                 None,
                 ErrorCode.INVALID_REQUEST,
@@ -77,7 +77,7 @@ def _alter_one(
     state = None if topic is None else topic.partitions.get(item.partition)
     where = f"{item.topic}-{item.partition}"
     if topic is None or state is None:
-        _alter_refused(
+        refused_with_state(
             result, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{where} does not exist"
         )
         return None
@@ -87,7 +87,7 @@ def _alter_one(
         else _alter_problem(image, broker_id, item, state, where)
     )
     if problem is not None:
-        _alter_refused(result, state, *problem)
+        refused_with_state(result, state, *problem)
         return None
     result.leader = state.leader
     result.leader_epoch = state.leader_epoch
@@ -177,20 +177,3 @@ def _stale_joiner(
                 "restarted and lost them; propose it once the leader sees it fetch under it",
             )
     return None
-
-
-def _alter_refused(
-    result: c.AlterPartitionResponse.PartitionResult,
-    state: PartitionState | None,
-    code: int,
-    message: str,
-) -> None:
-    """Answer a refused proposal with the partition's committed state (when it exists), so the
-    leader learns which epochs and ISR its next proposal must start from."""
-    result.error_code = code  # type: ignore[assignment]
-    result.error_message = message
-    if state is not None:
-        result.leader = state.leader
-        result.leader_epoch = state.leader_epoch
-        result.partition_epoch = state.partition_epoch
-        result.isr.extend(state.isr)

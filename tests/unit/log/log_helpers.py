@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from samsa.common.record.codec import Record, build_batch, decode_batches
+from samsa.common.record.codec import Record, build_batch, build_control_batch, decode_batches
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 
@@ -40,6 +40,35 @@ def idempotent_batch(producer_id: int, sequence: int, count: int, *, at: int) ->
     values = [os.urandom(50) for _ in range(count)]
     return batch(
         *values, timestamp=at, producer_id=producer_id, producer_epoch=0, base_sequence=sequence
+    )
+
+
+TXN_NOW = 1_000_000  # the time of the transactional helpers' batches
+
+
+def txn_append(log: Log, data: bytes) -> int:
+    """Append as leader, transactions and markers allowed; the batch's first offset."""
+    return log.append_as_leader(
+        data, leader_epoch=0, now_ms=TXN_NOW, allow_control_batches=True, allow_transactional=True
+    ).first_offset
+
+
+def txn_opening(pid: int) -> bytes:
+    """A transactional batch that opens the producer's transaction (epoch 0)."""
+    return build_batch(
+        [b"t"],
+        timestamps=TXN_NOW,
+        producer_id=pid,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
+
+
+def txn_marker(kind: int, pid: int) -> bytes:
+    """The COMMIT or ABORT marker that ends it (KIP-890: at the bumped epoch)."""
+    return build_control_batch(
+        kind, producer_id=pid, producer_epoch=1, coordinator_epoch=0, timestamp=TXN_NOW
     )
 
 

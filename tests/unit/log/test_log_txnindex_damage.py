@@ -21,40 +21,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from log_helpers import small_config
+from log_helpers import TXN_NOW, small_config, txn_append, txn_marker, txn_opening
 from os_crash import OsCrash
 
-from samsa.common.record.codec import CONTROL_TYPE_ABORT, build_batch, build_control_batch
+from samsa.common.record.codec import CONTROL_TYPE_ABORT, build_batch
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.segment import TXN_INDEX_SUFFIX, segment_path
 from samsa.services.broker.log.transaction_index import ENTRY_BYTES, AbortedTransaction
 
-NOW = 1_000_000
-
-
-def append(log: Log, batch: bytes) -> int:
-    return log.append_as_leader(
-        batch, leader_epoch=0, now_ms=NOW, allow_control_batches=True, allow_transactional=True
-    ).first_offset
-
-
-def opening(pid: int) -> bytes:
-    """A transactional batch that opens the producer's transaction (epoch 0)."""
-    return build_batch(
-        [b"t"],
-        timestamps=NOW,
-        producer_id=pid,
-        producer_epoch=0,
-        base_sequence=0,
-        transactional=True,
-    )
+NOW = TXN_NOW
+append, opening = txn_append, txn_opening
 
 
 def aborting(pid: int) -> bytes:
-    """The ABORT marker that ends it (KIP-890: at the bumped epoch)."""
-    return build_control_batch(
-        CONTROL_TYPE_ABORT, producer_id=pid, producer_epoch=1, coordinator_epoch=0, timestamp=NOW
-    )
+    return txn_marker(CONTROL_TYPE_ABORT, pid)
 
 
 def written(directory: Path) -> tuple[Log, list[AbortedTransaction], bytes]:

@@ -18,39 +18,21 @@ import os
 from pathlib import Path
 
 import pytest
-from log_helpers import small_config
+from log_helpers import TXN_NOW, small_config, txn_append, txn_marker, txn_opening
 
-from samsa.common.record.codec import CONTROL_TYPE_COMMIT, build_batch, build_control_batch
+from samsa.common.record.codec import CONTROL_TYPE_COMMIT, build_batch
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot
 from samsa.services.broker.log.producer_snapshots import SNAPSHOT_SUFFIX
 from samsa.services.broker.log.producer_state import CompletedTransaction
 from samsa.services.broker.log.segment import segment_path
 
-NOW = 1_000_000
-
-
-def append(log: Log, batch: bytes) -> int:
-    return log.append_as_leader(
-        batch, leader_epoch=0, now_ms=NOW, allow_control_batches=True, allow_transactional=True
-    ).first_offset
-
-
-def opening(pid: int) -> bytes:
-    return build_batch(
-        [b"t"],
-        timestamps=NOW,
-        producer_id=pid,
-        producer_epoch=0,
-        base_sequence=0,
-        transactional=True,
-    )
+NOW = TXN_NOW
+append, opening = txn_append, txn_opening
 
 
 def commit(pid: int) -> bytes:
-    return build_control_batch(
-        CONTROL_TYPE_COMMIT, producer_id=pid, producer_epoch=1, coordinator_epoch=0, timestamp=NOW
-    )
+    return txn_marker(CONTROL_TYPE_COMMIT, pid)
 
 
 def plain() -> bytes:
