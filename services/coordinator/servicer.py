@@ -5,16 +5,20 @@ hash(group) mod N of `__consumer_offsets` (`Coordinator.partition_for`), which t
 own and have loaded — otherwise the answer is NOT_COORDINATOR (find the coordinator again) or
 COORDINATOR_LOAD_IN_PROGRESS (retry shortly). The handler runs on that partition's shard, its
 records are queued with `OffsetsPartition.write` before any await, and the answer goes out once they
-are durable. Reads wait the same way (with no records), so no answer shows state the log does not
-hold yet. Requests naming several groups (DescribeGroups, DeleteGroups) are split by partition and
-answered in request order; ListGroups merges every owned partition.
+are durable. A read (`read_durable`) takes its answer from the shard first, then waits the same
+way, with no records, for the writes queued before it: the shard then held their records and no
+later ones, so no answer shows state the log does not hold yet. (Read after the wait, it showed
+what handlers applied meanwhile, still in flight: a commit or a deletion a fenced writer then
+never wrote.) Requests naming several groups (DescribeGroups, DeleteGroups) are split by
+partition and answered in request order; ListGroups merges every owned partition.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
@@ -37,6 +41,16 @@ def _now_ms() -> int:
 
 
 OffsetsRequest = c.OffsetCommitRequest | c.OffsetFetchRequest | c.OffsetDeleteRequest
+Answer = TypeVar("Answer")
+
+
+async def read_durable(partition: OffsetsPartition, read: Callable[[], Answer]) -> Answer:
+    """`read()` of the partition's shard as it is now, returned once every write queued so far
+    (what that state rests on) is durable. Raises PartitionUnavailableError as `write` does."""
+    partition.check_serving()
+    answer = read()
+    await partition.write([])
+    return answer
 
 
 def partitions_problem(request: OffsetsRequest) -> str | None:
@@ -105,13 +119,12 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         await self._check_partitions(request, context)
         try:
             partition = self.coordinator.partition_for(request.group_id)
-            await partition.write([])
+            return await read_durable(partition, lambda: partition.shard.fetch_offsets(request))
         except PartitionUnavailableError as error:
             return c.OffsetFetchResponse(
                 error_code=error.code,  # type: ignore[arg-type]
                 error_message=error.message,
             )
-        return partition.shard.fetch_offsets(request)
 
     async def ListGroups(self, request, context):
         # Each owned partition filters by it: a huge one would hold the event loop meanwhile.
@@ -125,11 +138,13 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
             )
         for partition in self.coordinator.owned_partitions():
             try:
-                await partition.write([])
+                listed = await read_durable(
+                    partition, lambda p=partition: p.shard.list_groups(request.states_filter)
+                )
             except PartitionUnavailableError:
                 loading.append(partition.partition)
                 continue
-            response.groups.extend(partition.shard.list_groups(request.states_filter).groups)
+            response.groups.extend(listed.groups)
         response.groups.sort(key=lambda group: group.group_id)
         if loading:
             response.error_code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS  # type: ignore[assignment]
@@ -144,20 +159,22 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         for partition, group_ids, error in self._by_partition(request.group_ids):
             if partition is not None and error is None:
                 try:
-                    await partition.write([])
+                    answer = await read_durable(
+                        partition, lambda p=partition, ids=group_ids: p.shard.describe_groups(ids)
+                    )
                 except PartitionUnavailableError as failed:
                     error = failed
-            if error is not None:
-                for group_id in group_ids:
-                    described[group_id] = c.DescribedGroup(
-                        group_id=group_id,
-                        error_code=error.code,  # type: ignore[arg-type]
-                        error_message=error.message,
-                    )
-                continue
-            assert partition is not None
-            for group in partition.shard.describe_groups(group_ids).groups:
-                described[group.group_id] = group
+                else:
+                    for group in answer.groups:
+                        described[group.group_id] = group
+                    continue
+            assert error is not None
+            for group_id in group_ids:
+                described[group_id] = c.DescribedGroup(
+                    group_id=group_id,
+                    error_code=error.code,  # type: ignore[arg-type]
+                    error_message=error.message,
+                )
         return c.DescribeGroupsResponse(groups=[described[g] for g in request.group_ids])
 
     async def DeleteGroups(self, request, context):
@@ -200,13 +217,14 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
     async def DescribeGroupLag(self, request, context):
         try:
             partition = self.coordinator.partition_for(request.group_id)
-            await partition.write([])
+            rows = await read_durable(
+                partition, lambda: partition.shard.lag_inputs(request.group_id)
+            )
         except PartitionUnavailableError as error:
             return c.DescribeGroupLagResponse(
                 error_code=error.code,  # type: ignore[arg-type]
                 error_message=error.message,
             )
-        rows = partition.shard.lag_inputs(request.group_id)
         if rows is None:
             return c.DescribeGroupLagResponse(
                 error_code=ErrorCode.GROUP_ID_NOT_FOUND,  # type: ignore[arg-type]
