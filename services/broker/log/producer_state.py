@@ -17,7 +17,9 @@ largest batch timestamp seen (for expiry). Validate, then apply:
   * the same epoch: a duplicate when a kept batch has the same first and last sequence; written
     when it continues the last kept sequence; DUPLICATE_SEQUENCE_NUMBER when it lies at or below
     the last kept sequence but left the window (written, offsets forgotten); else
-    OUT_OF_ORDER_SEQUENCE_NUMBER (a gap).
+    OUT_OF_ORDER_SEQUENCE_NUMBER (a gap);
+  * a new non-transactional batch of a producer whose transaction is open here:
+    INVALID_TXN_STATE (Kafka's rule; it would move the epoch under the open transaction).
   A duplicate is answered only when the whole append is duplicates whose original batches are
   consecutive in the log; a retried batch mixed with others is refused with INVALID_REQUEST.
 - `apply(batches)` is the only mutator and checks nothing: the leader calls it after a successful
@@ -291,6 +293,17 @@ def _check_same_epoch(
     )
 
 
+def _check_outside_transaction(
+    entry: ProducerEntry | None, batch: ProducerBatchInfo
+) -> AppendRefused | None:
+    """Kafka's rule: written, such a batch could move the epoch under the open transaction,
+    and the coordinator's marker (at the epoch it bumped) would be refused as late."""
+    if entry is None or entry.current_txn_first_offset == NO_OFFSET:
+        return None
+    why = f"is open here since offset {entry.current_txn_first_offset}: send transactional batches"
+    return AppendRefused(ErrorCode.INVALID_TXN_STATE, f"producer {batch.producer_id}'s txn {why}")
+
+
 def _duplicate_append(
     duplicates: list[BatchMetadata], batch_count: int
 ) -> DuplicateAppend | AppendRefused:
@@ -337,6 +350,8 @@ class ProducerStateTable:
                 continue
             entry = pending.get(batch.producer_id, self._entries.get(batch.producer_id))
             outcome = _check_batch(entry, batch)
+            if outcome is None and not batch.is_transactional:
+                outcome = _check_outside_transaction(entry, batch)
             if isinstance(outcome, AppendRefused):
                 return outcome
             if outcome is None:

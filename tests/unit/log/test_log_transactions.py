@@ -148,6 +148,20 @@ def test_producers_cannot_write_markers_or_unverified_transactions(tmp_path: Pat
     log.close()
 
 
+def test_a_plain_batch_cannot_move_an_open_transactions_epoch(tmp_path: Path) -> None:
+    # A client that knows producer 3's id (DescribeProducers) writes a plain batch at the next
+    # epoch: stored, it left the coordinator's marker at that epoch refused as late, and the
+    # last stable offset stopped at 0 for good.
+    log = Log.open(tmp_path, small_config(), now_ms=NOW)
+    append(log, data(3, 0, 0))
+    with pytest.raises(SamsaError) as refused:
+        log.append_as_leader(data(3, 1, 0, transactional=False), leader_epoch=0, now_ms=NOW)
+    assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+    append(log, marker(CONTROL_TYPE_COMMIT, 3, 1))
+    assert log.last_stable_offset(log.log_end_offset) == log.log_end_offset == 2
+    log.close()
+
+
 def test_a_follower_indexes_what_it_replicates(tmp_path: Path) -> None:
     leader = Log.open(tmp_path / "leader", small_config(), now_ms=NOW)
     for pid in range(1, 4):

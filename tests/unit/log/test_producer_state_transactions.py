@@ -1,8 +1,9 @@
 """Goal: the producer-state table tracks each producer's open transaction on a partition and
 ends it only with a marker that may end it (producer_state.py, KIP-98 and KIP-890): the first
 transactional batch opens it, a marker closes it and reports it, a late or stale marker is
-refused, a retried one is recognised, a late produce of the ended transaction is refused, and
-the state survives a snapshot and replay. Method: the pure table, driven with planned batches.
+refused, a retried one is recognised, a late produce of the ended transaction is refused, so is
+a plain batch of a producer whose transaction is open, and the state survives a snapshot and
+replay. Method: the pure table, driven with planned batches.
 """
 
 from __future__ import annotations
@@ -126,6 +127,21 @@ def test_a_late_produce_of_an_ended_transaction_is_refused() -> None:
     late = table.check_leader_append([data(2, 0, 1, 2)])
     assert isinstance(late, AppendRefused) and late.code == ErrorCode.INVALID_PRODUCER_EPOCH
     assert table.open_transactions() == {}
+
+
+def test_a_non_transactional_batch_of_a_producer_with_an_open_transaction_is_refused() -> None:
+    # Any client can read a producer's id and epoch (DescribeProducers). A plain batch at the
+    # next epoch, written, moved the epoch under the open transaction, and the coordinator's
+    # marker at that epoch was then refused as late: the transaction stayed open for good.
+    table = ProducerStateTable()
+    appended(table, data(4, 0, 0, 0))
+    for hostile in (data(4, 1, 0, 1, txn=False), data(4, 0, 1, 1, txn=False)):
+        refused = table.check_leader_append([hostile])
+        assert isinstance(refused, AppendRefused), hostile
+        assert refused.code == ErrorCode.INVALID_TXN_STATE
+    assert table.check_marker(4, 1) is None  # the coordinator's marker still ends it
+    assert table.apply([marker(4, 1, 1)]) == [CompletedTransaction(4, 0, 1)]
+    assert table.check_leader_append([data(4, 1, 0, 2, txn=False)]) is None  # nothing open
 
 
 def test_producers_with_an_open_transaction_do_not_expire() -> None:
