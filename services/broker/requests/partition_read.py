@@ -17,6 +17,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.common.record.codec import RecordBatch, decode_batch
 from samsa.common.record.header import unreadable_batch_offsets
+from samsa.common.record.record_batch import ARRAY_BYTES_PER_HEADER, ARRAY_BYTES_PER_RECORD
 from samsa.common.record.transaction_filter import AbortedTransactionFilter
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.transaction_index import AbortedTransaction
@@ -154,8 +155,6 @@ class PartitionReader:
             # client's receive limit, on every retry of the same fetch. Its progress above
             # still counts; the batch comes in a later fetch.
             return Outcome.SKIPPED
-        if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
-            hosted.traced.served(wanted.fetch_offset, read.next_offset, replica_id)
         result.next_fetch_offset = read.next_offset
         if read.records:
             aborted = (
@@ -163,19 +162,31 @@ class PartitionReader:
                 if self.read_committed
                 else []
             )
+            size_bytes = len(read.records)
             if request.decode_records:
-                _decode_into(result, read.records, wanted.fetch_offset, aborted)
+                # The records count as they decode, not as stored: a zstd batch of a few
+                # hundred bytes may inflate to limits.batch_uncompressed_bytes_max.
+                first_max = self.budget - self.total if self.total else None
+                decoded = _decode_into(
+                    result, read.records, wanted.fetch_offset, aborted, partition_budget, first_max
+                )
+                if decoded is None:
+                    return Outcome.SKIPPED
+                if result.error_code:
+                    return Outcome.FAILED
+                size_bytes = decoded
             else:
                 self.records[(topic, wanted.partition)] = read.records
                 for transaction in aborted:
                     result.aborted_transactions.add(
                         producer_id=transaction.producer_id, first_offset=transaction.first_offset
                     )
-            size_bytes = len(read.records)
             self.total += size_bytes
             self.bytes_by_topic[topic] = self.bytes_by_topic.get(topic, 0) + size_bytes
-            sent = read.next_offset - wanted.fetch_offset
+            sent = result.next_fetch_offset - wanted.fetch_offset
             self.records_by_topic[topic] = self.records_by_topic.get(topic, 0) + sent
+        if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
+            hosted.traced.served(wanted.fetch_offset, result.next_fetch_offset, replica_id)
         return Outcome.READ
 
 
@@ -277,15 +288,24 @@ def _decode_into(
     records: bytes,
     from_offset: int,
     aborted: list[AbortedTransaction],
-) -> None:
+    budget: int,
+    first_max: int | None,
+) -> int | None:
     """Typed records for clients with only the generated code: control batches (transaction
     markers) are left out, and so, under read_committed, are the batches of the `aborted`
     transactions. A stored batch that cannot be decoded (written by an older version, or
     damaged on disk) ends the answer before it, so the records ahead of it are still served;
     when it comes first, the partition answers CORRUPT_MESSAGE naming its offset, and the
-    client can seek past it."""
+    client can seek past it.
+
+    Returns the bytes the records decoded to (`decoded_bytes`): within `budget` but for the
+    first batch (KIP-74); a later batch that does not fit ends the answer before it. The first
+    batch may take `first_max` (what the answer has left; past it, None is returned, nothing is
+    added, and the partition waits for a later fetch), or, with None, any size up to
+    limits.fetch_response_bytes_max, past which it is answered MESSAGE_TOO_LARGE: no answer
+    could carry it."""
     visible = AbortedTransactionFilter((t.producer_id, t.first_offset) for t in aborted)
-    position = 0
+    position = total = 0
     while position < len(records):
         try:
             batch = decode_batch(records, position)
@@ -300,10 +320,41 @@ def _decode_into(
                 )
             else:
                 result.next_fetch_offset = bad_offset
-            return
-        if visible.batch_is_visible(batch):
+            return total
+        # Hidden batches count too: decoding them is the work the budget bounds.
+        size, shown = decoded_bytes(batch), visible.batch_is_visible(batch)
+        if position and total + size > budget:
+            result.next_fetch_offset = max(batch.header.base_offset, from_offset)
+            return total
+        if not position and shown and first_max is not None and size > first_max:
+            return None
+        if not position and shown and size > limits.fetch_response_bytes_max:
+            _fail(
+                result,
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"the stored batch at offset {max(batch.header.base_offset, from_offset)} "
+                f"decodes to {size} bytes, more than one answer carries "
+                f"({limits.fetch_response_bytes_max}): fetch it without decode_records, or "
+                "seek past it",
+            )
+            return total
+        if shown:
             _add_typed(result, batch, from_offset)
+        total += size
         position += batch.header.size_bytes
+    return total
+
+
+def decoded_bytes(batch: RecordBatch) -> int:
+    """What a batch's records take in a decoded answer, near enough: their keys', values' and
+    headers' bytes, plus the 24 bytes per record and 8 per header of the section's arrays
+    (about what the protobuf fields around them cost). C-level sums, except per header."""
+    size = ARRAY_BYTES_PER_RECORD * len(batch)
+    size += sum(map(len, filter(None, batch.keys))) + sum(map(len, filter(None, batch.values)))
+    for headers in filter(None, batch.headers):
+        for key, value in headers:
+            size += ARRAY_BYTES_PER_HEADER + len(key) + (len(value) if value else 0)
+    return size
 
 
 def _add_typed(result: FetchPartition, batch: RecordBatch, from_offset: int) -> None:

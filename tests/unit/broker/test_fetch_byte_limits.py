@@ -4,6 +4,8 @@ answer past that limit fails to arrive, again on every retry of the same fetch.
 
 Method: real logs in a temp dir, one batch of ~1 KiB in each of two partitions, fetched with a
 max_bytes that holds one of them; sessionless and in a fetch session (the two passes of fetch.py).
+With decode_records, the records count as they decode (a zstd batch of a few hundred bytes may
+decode to megabytes).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from pathlib import Path
 import pytest
 from broker_host import hosting, led_partitions, single_broker_image
 
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
+from samsa.common.record.header import COMPRESSION_ZSTD
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.fetch import fetch
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
@@ -124,3 +129,48 @@ def test_a_partition_left_out_goes_first_next_time_behind_a_busy_one(host):
         append(host, 0, batch)  # partition 0 stays busy
     assert any(1 in got for got in delivered), f"partition 1 was never delivered: {delivered}"
     assert positions[1] == 1
+
+
+# A zstd batch of a few hundred stored bytes whose one record decodes to 1 MiB.
+INFLATING = build_batch([bytes(1024 * 1024)], compression=COMPRESSION_ZSTD)
+
+
+def decoded_fetch(max_bytes: int, offsets: dict[int, int]) -> broker_pb2.FetchRequest:
+    request = broker_pb2.FetchRequest(max_bytes=max_bytes, decode_records=True)
+    for partition, offset in offsets.items():
+        request.topics.add(name="t").partitions.add(partition=partition, fetch_offset=offset)
+    return request
+
+
+def test_decoded_answers_count_the_bytes_records_decode_to(host):
+    """decode_records answers counted stored bytes: eight batches of a few hundred bytes each
+    came back as 8 MiB of records for max_bytes=64 KiB (and, with max_bytes at its 64 MiB
+    limit, as many as ~190,000 such batches inflated at once on the broker). The decoded
+    records count: the first batch whole (KIP-74), the rest within max_bytes, and a later
+    partition's first batch waits for a later fetch when it does not fit."""
+    assert len(INFLATING) < 1024
+    for _ in range(8):
+        append(host, 0, INFLATING)
+    append(host, 1, INFLATING)
+    response = asyncio.run(fetch(host, decoded_fetch(64 * 1024, {0: 0, 1: 0})))
+    first, second = response.topics[0].partitions[0], response.topics[1].partitions[0]
+    assert [len(r.value) for r in first.decoded_records] == [1024 * 1024]
+    assert first.next_fetch_offset == 1  # the next fetch goes on from the batch left out
+    assert (second.error_code, len(second.decoded_records)) == (0, 0)
+    assert response.ByteSize() < 1024 * 1024 + 64 * 1024
+
+    response = asyncio.run(fetch(host, decoded_fetch(64 * 1024, {0: 1})))
+    assert [r.offset for r in response.topics[0].partitions[0].decoded_records] == [1]
+
+
+def test_a_batch_decoding_past_what_an_answer_carries_is_refused(host, monkeypatch):
+    """A first batch whose records decode to more than fetch_response_bytes_max could not be
+    sent (the answer outgrows the gRPC message limit) on any retry: it is refused with
+    MESSAGE_TOO_LARGE, naming its offset, so the reader can seek past it."""
+    monkeypatch.setattr(limits, "fetch_response_bytes_max", 512 * 1024)
+    append(host, 0, INFLATING)
+    response = asyncio.run(fetch(host, decoded_fetch(64 * 1024, {0: 0})))
+    result = response.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert "offset 0 decodes to" in result.error_message
+    assert len(result.decoded_records) == 0
