@@ -63,10 +63,12 @@ async def fetch_answer(
     (fetch_wire.py)."""
     if sessions is None or not request.HasField("session_id"):
         return await _fetch_sessionless(host, request)
-    if request.session_epoch == CLOSE_EPOCH:
-        _unwatch(host, sessions.close(request.session_id))
-        return await _fetch_sessionless(host, request)
     replica_id = replica_id_of(request)
+    if request.session_epoch == CLOSE_EPOCH:
+        # Only its own fetcher closes a session (as `get` and a restart check): a consumer
+        # naming a follower's session id must not make it start over with a full fetch.
+        _unwatch(host, sessions.close_if_owned(request.session_id, replica_id))
+        return await _fetch_sessionless(host, request)
     now_ms = int(time.time() * 1000)
     opening = request.session_epoch == 0
     try:

@@ -194,6 +194,10 @@ def test_lost_repeated_and_foreign_requests_are_caught_by_the_session_epoch(
         assert (await fetch(leader, foreign, cache)).error_code == (
             ErrorCode.FETCH_SESSION_ID_NOT_FOUND
         )
+        # Nor may another fetcher close it: a consumer naming the follower's session.
+        stranger = broker_pb2.FetchRequest(session_id=session_id, session_epoch=-1)
+        await fetch(leader, stranger, cache)
+        assert len(cache) == 1
         # Starting over with the old id and epoch 0 closes the old session.
         restart = await fetch(
             leader, request(FetchParts(session_id, 0, True, {("t", 0): position(0)}, ())), cache
