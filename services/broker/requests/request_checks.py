@@ -57,8 +57,19 @@ def produce_refusal(request: broker_pb2.ProduceRequest) -> Refusal | None:
     refusal = too_many_partitions(request)
     if refusal is not None:
         return refusal
+    named: set[tuple[str, int]] = set()
     for topic in request.topics:
         for data in topic.partitions:
+            # Once each: the transactional check (txn_verification.py) gives a partition one
+            # verdict, which an entry of another producer's batches would otherwise ride on.
+            key = (topic.name, data.partition)
+            if key in named:
+                return (
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{topic.name}-{data.partition} is named twice: name each partition once "
+                    "(several batches of one partition go concatenated in its `records`)",
+                )
+            named.add(key)
             # The partition is named only once refused: no string is formatted per partition.
             message = too_many(
                 len(data.typed_records),

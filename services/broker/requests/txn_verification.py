@@ -64,9 +64,12 @@ def transactional_partitions(request: broker_pb2.ProduceRequest) -> dict[TopicPa
         for data in topic.partitions:
             records = data.records  # read once: each read of a bytes field copies it
             identities = _transactional_identities(records)
+            key = (topic.name, data.partition)
+            if key in found:  # named twice (produce_refusal refuses that): one verdict for both
+                identities.add(found[key])
             if identities:
                 one = len(identities) == 1
-                found[(topic.name, data.partition)] = next(iter(identities)) if one else MIXED
+                found[key] = next(iter(identities)) if one else MIXED
     return found
 
 

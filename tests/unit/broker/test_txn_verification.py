@@ -1,16 +1,20 @@
 """Goal: the broker finds the transactional partitions of a Produce from batch headers alone
 (non-transactional and unreadable ones are not its business), and turns the coordinator's
 verify_only answer into one verdict per partition: confirmed, refused with the coordinator's
-error and words, or refused because the coordinator did not mention it.
+error and words, or refused because the coordinator did not mention it. A partition named twice
+in one Produce is refused whole, and gets one identity for both of its entries.
 
 Method: hand-built requests (real batches from the codec) and hand-built answers; no gRPC.
 """
 
 from __future__ import annotations
 
+import grpc
+
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
-from samsa.services.broker.requests.txn_verification import transactional_partitions
+from samsa.services.broker.requests.request_checks import produce_refusal
+from samsa.services.broker.requests.txn_verification import MIXED, transactional_partitions
 from samsa.services.runtime.txn_added_check import verdicts_of
 from samsa.v1 import broker_pb2
 from samsa.v1 import transactions_pb2 as x
@@ -31,6 +35,25 @@ def test_only_transactional_batches_are_found_with_their_identity() -> None:
     plain = build_batch([b"v"], producer_id=8, producer_epoch=0, base_sequence=0)
     request = request_with({("a", 0): txn, ("a", 1): plain, ("b", 2): b"\x00\x01", ("b", 3): txn})
     assert transactional_partitions(request) == {("a", 0): (7, 3), ("b", 3): (7, 3)}
+
+
+def test_a_partition_named_twice_gets_one_identity_for_both_entries() -> None:
+    # The second entry's identity replaced the first's: producer 5's open transaction verified
+    # the partition, and producer 999's transactional batch in the first entry was appended
+    # with it, opening a transaction no coordinator knew (and no marker would end).
+    request = broker_pb2.ProduceRequest(transactional_id="tx")
+    topic = request.topics.add(name="a")
+    for producer_id, epoch in ((999, 0), (5, 2)):
+        batch = build_batch(
+            [b"v"], producer_id=producer_id, producer_epoch=epoch, transactional=True
+        )
+        topic.partitions.add(partition=0, records=batch)
+    assert transactional_partitions(request) == {("a", 0): MIXED}
+    assert produce_refusal(request) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "a-0 is named twice: name each partition once (several batches of one partition go "
+        "concatenated in its `records`)",
+    )
 
 
 def test_verdicts_follow_the_answer() -> None:
