@@ -28,11 +28,15 @@ class BrokerLiveness:
         self._reset_at_ms = now_ms
 
     def is_alive(self, broker_id: int, broker_epoch: int, now_ms: int, timeout_ms: int) -> bool:
-        """Whether this incarnation of the broker heartbeated within the timeout."""
+        """Whether this incarnation of the broker heartbeated within the timeout. One this
+        controller has not heard from under that epoch since it became active (the broker's
+        heartbeats went to its predecessor) has a session from that moment, as in `expired`:
+        otherwise, for a session timeout after every failover, a second process taking a live
+        broker's id would be let in (register_broker), and the first one thrown out."""
         session = self._sessions.get(broker_id)
-        if session is None or session[0] != broker_epoch:
-            return False
-        return now_ms - session[1] <= timeout_ms
+        if session is not None and session[0] == broker_epoch:
+            return now_ms - session[1] <= timeout_ms
+        return self._reset_at_ms is not None and now_ms - self._reset_at_ms <= timeout_ms
 
     def expired(
         self, now_ms: int, timeout_ms: int, registered: dict[int, int] | None = None
