@@ -23,7 +23,9 @@ Snapshots. pysyncobj compacts its journal by writing a "full dump"; we give it `
 Raft entries pysyncobj needs to resume, the peer addresses) around a protobuf
 `MetadataSnapshot`, with a CRC. The same file is what a leader streams to a follower that is too
 far behind. With a custom serializer pysyncobj does not fork: the dump is written on the tick
-thread, between two applies, so it is consistent with the log index it names.
+thread, between two applies, so it is consistent with the log index it names. A dump that cannot
+be read stops the controller (poisoned, below); so does a missing one once the journal was
+compacted (`missing_dump_problem`): pysyncobj would start empty and never apply again.
 
 Threads. pysyncobj runs its own tick thread. Everything the asyncio side must know (a batch
 applied, a snapshot loaded, a leadership change, a submission's outcome, a fatal error) is posted
@@ -55,6 +57,7 @@ from typing import Any, Protocol
 from google.protobuf.message import DecodeError
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.config import FAIL_REASON
+from pysyncobj.journal import FIRST_RECORD_OFFSET, LAST_RECORD_OFFSET_OFFSET
 
 from samsa.common import limits
 from samsa.metadata.image import MetadataImage
@@ -168,6 +171,8 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
         self._image = MetadataImage.empty()  # owned by the tick thread
         self._poisoned = False
         self._leadership: Leadership | None = None
+        if (problem := missing_dump_problem(data_dir)) is not None:
+            self._poison(problem)  # before the tick thread: nothing is applied, nothing dumped
         timings = timings.for_quorum_of(1 + len(peer_raft_addresses))
         conf = SyncObjConf(
             password=password,
@@ -294,6 +299,45 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
         self._post(self._listener.on_snapshot_loaded, image)
         log.info("metadata snapshot loaded", extra={"end_offset": image.end_offset})
         return last_entry, previous_entry, set(addresses)
+
+
+# --- the journal's first entry -------------------------------------------------------------------
+
+
+def missing_dump_problem(data_dir: Path) -> str | None:
+    """Why this controller cannot start from `data_dir`, when its dump is gone but needed: the
+    journal starts after entry 1, so a compaction dropped the entries before it, and only the
+    dump holds what they built. Without it pysyncobj starts from an empty state and never
+    applies again (the entries it would apply first are gone), so the controller would serve
+    an empty image for ever and, elected, never become active; stop instead, as for a corrupt
+    dump. None when the dump exists or nothing was compacted."""
+    first_index = journal_first_index(data_dir / JOURNAL_FILE_NAME)
+    if first_index is None or first_index <= 1 or (data_dir / DUMP_FILE_NAME).exists():
+        return None
+    return (
+        f"the Raft journal in {data_dir} starts at entry {first_index}, after a compaction, but "
+        f"{DUMP_FILE_NAME}, which holds the state of the entries before it, is missing: restore "
+        "it, or remove this controller's data directory so that it reloads the metadata from "
+        "the other controllers"
+    )
+
+
+def journal_first_index(path: Path) -> int | None:
+    """The Raft index of the first entry of pysyncobj's journal file (FileJournal: a header
+    whose last u32 is where the records end, then each record as u32 size, u64 index, u64
+    term, the command, u32 size); None when there is no file or no entry."""
+    try:
+        with open(path, "rb") as journal:
+            head = journal.read(FIRST_RECORD_OFFSET + 4 + 8)
+    except FileNotFoundError:
+        return None
+    if len(head) < FIRST_RECORD_OFFSET + 4 + 8:
+        return None
+    (records_end,) = struct.unpack_from("<I", head, LAST_RECORD_OFFSET_OFFSET)
+    if records_end <= FIRST_RECORD_OFFSET:
+        return None
+    (index,) = struct.unpack_from("<Q", head, FIRST_RECORD_OFFSET + 4)
+    return int(index)
 
 
 # --- the dump file -----------------------------------------------------------------------------
