@@ -203,7 +203,6 @@ class GroupMember {
         this.onTarget(this.target); // the latest target: what came, and what else went meanwhile
         // Report at once rather than an interval later (a heartbeat in flight reschedules).
         if (this.ownedChanged && !this.inFlight) {
-          clearTimeout(this.timer);
           this.schedule(0);
         }
       });
@@ -225,9 +224,16 @@ class GroupMember {
   // keeps its partitions, as Kafka's consumer does: the coordinator holds its session, and
   // fences it (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: rejoin) once that expired. Any other
   // failure stops the member (see stop).
+  //
+  // One heartbeat loop: a timer still pending is replaced, not joined by a second one. A
+  // revocation that settles between a heartbeat's end and its scheduling the next (an onRevoke
+  // that returns at once) schedules one too, and two timers would each go on heartbeating.
   schedule(delayMs = this.ownedChanged ? 0 : this.intervalMs) {
     if (this.stopped) return;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.stopped) return;
       this.inFlight = true;
       this.beating = this.heartbeat()
         .finally(() => {

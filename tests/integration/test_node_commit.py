@@ -5,7 +5,7 @@ Goal: an OffsetCommit refused with STALE_MEMBER_EPOCH (the coordinator moved the
 newer epoch, which the member learns at its next heartbeat) is sent again at the new epoch for
 the partitions the member still owns, as Kafka's consumer does, instead of failing the commit;
 any other refusal still fails it. And leaving waits for an onRevoke callback at most the
-rebalance timeout.
+rebalance timeout; a revocation whose callback settles at once leaves one heartbeat loop.
 
 Method: a Node script runs a fake CoordinatorLookupService and GroupCoordinatorService (real
 gRPC on loopback, in the same process) and a SamsaClient whose member joins and commits. Skipped
@@ -136,6 +136,47 @@ def test_a_member_fenced_while_revoking_rejoins_and_owns_its_new_assignment() ->
         FENCED_WHILE_REVOKING, REJOIN_PAST_A_STUCK_REVOCATION, {"fenced_after": 3}, timeout_s=20
     )
     assert outcome == {"owned": [0], "epoch": 3}
+
+
+# Assigns t[0] and t[1] on join, t[0] alone afterwards (t[1] is revoked); each answer takes 30 ms,
+# and the fake keeps the most heartbeats it had in flight at once.
+REVOKES_ONE = """{
+  lookup: the_fake_coordinates,
+  group: {
+    async ConsumerGroupHeartbeat(request) {
+      globalThis.inFlight = (globalThis.inFlight || 0) + 1;
+      globalThis.mostInFlight = Math.max(globalThis.mostInFlight || 0, globalThis.inFlight);
+      await sleep(30);
+      globalThis.inFlight -= 1;
+      const partitions = request.member_epoch === 0 ? [0, 1] : [0];
+      return { member_id: request.member_id, member_epoch: request.member_epoch === -1 ? -1 : 1,
+        heartbeat_interval_ms: 200, assignment: { topics: [{ topic: 't', partitions }] } };
+    },
+  },
+}"""
+# Joins with an onRevoke that returns at once, heartbeats for 2 s, leaves and waits 500 ms.
+REVOKE_AT_ONCE = """
+const member = await client.joinGroup('g', ['t'], { onRevoke: () => {} });
+await sleep(2000);
+const beats = server_calls.filter(([method]) => method === 'ConsumerGroupHeartbeat').length;
+await member.leave();
+await sleep(500);
+const epochs = server_calls.filter(([method]) => method === 'ConsumerGroupHeartbeat')
+  .map(([, request]) => request.member_epoch);
+const afterLeave = epochs.slice(epochs.indexOf(-1));
+return { beats, mostInFlight: globalThis.mostInFlight, afterLeave };
+"""
+
+
+def test_a_revocation_that_settles_at_once_keeps_one_heartbeat_loop() -> None:
+    # Such a callback settled between a heartbeat's end and its scheduling the next; both set a
+    # timer, and the member heartbeat in two loops for good (twice the rate, two heartbeats in
+    # flight at once), one of them going on after leave() had cleared the other's timer.
+    outcome = node_with_fake_server(REVOKES_ONE, REVOKE_AT_ONCE, {})
+    assert isinstance(outcome, dict)
+    assert outcome["mostInFlight"] == 1
+    assert outcome["beats"] <= 14  # join, report, then one every 200 ms (20 with two loops)
+    assert outcome["afterLeave"] == [-1]
 
 
 # The member joins (epoch 1, t[0]); its third heartbeat moves it to epoch 2 but the answer comes
