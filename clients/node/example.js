@@ -19,7 +19,8 @@
 //   consume TOPIC [--partition P] [--from OFFSET] [--count N] [--timeout-ms MS]
 //                                         reads from OFFSET, or without it from the log start
 //   group-consume GROUP TOPIC [--count N] [--timeout-ms MS]
-//                                         joins GROUP, reads what it is assigned from the
+//                                         joins GROUP, reads what it is assigned (as it is
+//                                         assigned, handed over later too) from the
 //                                         committed offset (or the log start when there is none
 //                                         or it was deleted), commits what it printed (of a
 //                                         partition handed to another member: before it goes),
@@ -148,36 +149,50 @@ async function consume(client, topic, values) {
 async function groupConsume(client, group, topic, values) {
   const positions = new Map(); // partition -> the offset after the last record printed
   const start = new Map(); // partition -> where its reading started (nothing to commit there)
+  const leaving = new Set(); // partitions whose onRevoke runs: still owned, not to be read again
   // Before a partition goes to another member (or the member leaves): commit what was printed
   // of it and read it no more, so that its next owner starts right after.
   const onRevoke = async (revoked) => {
-    const mine = revoked.filter((tp) => tp.topic === topic && positions.has(tp.partition));
-    const moved = mine.filter(({ partition }) => positions.get(partition) !== start.get(partition));
-    const offsets = moved.map(({ partition }) => ({ topic, partition, offset: positions.get(partition) }));
-    for (const { partition } of mine) positions.delete(partition);
-    if (offsets.length > 0) await member.commit(offsets);
+    const mine = revoked.filter((tp) => tp.topic === topic).map((tp) => tp.partition);
+    for (const p of mine) leaving.add(p);
+    try {
+      const held = mine.filter((p) => positions.has(p));
+      const moved = held.filter((p) => positions.get(p) !== start.get(p));
+      const offsets = moved.map((partition) => ({ topic, partition, offset: positions.get(partition) }));
+      for (const p of held) positions.delete(p);
+      if (offsets.length > 0) await member.commit(offsets);
+    } finally {
+      for (const p of mine) leaving.delete(p);
+    }
   };
   const member = await client.joinGroup(group, [topic], { onRevoke });
-  let failure = null;
-  try {
-    const assigned = (await member.waitForAssignment(intFlag(values, 'timeout-ms'))).filter(
-      (tp) => tp.topic === topic,
-    );
+  const owns = (p) => member.assignment.some((tp) => tp.topic === topic && tp.partition === p);
+  const unread = (p) => owns(p) && !positions.has(p) && !leaving.has(p);
+  // Reads the partitions assigned and not read yet, the first ones and those handed over later
+  // (by a member that left or had too many): from the committed offset, or with Kafka's
+  // auto.offset.reset=earliest from the log start when nothing was committed (-1) or the
+  // committed offset was deleted since. A partition given up meanwhile is not read.
+  const readAssigned = async () => {
+    const assigned = member.assignment.filter((tp) => tp.topic === topic && unread(tp.partition));
+    if (assigned.length === 0) return;
     const committed = await client.committedOffsets(group, assigned);
-    const owns = (p) => member.assignment.some((tp) => tp.topic === topic && tp.partition === p);
-    // Kafka's auto.offset.reset=earliest: the log start when nothing was committed (-1) or
-    // the committed offset was deleted since. A partition given up meanwhile is not read.
     for (const { partition } of assigned) {
-      if (!owns(partition)) continue;
       const logStart = await client.listOffset(topic, partition, 'earliest');
+      if (!unread(partition)) continue;
       positions.set(partition, Math.max(committed.get(`${topic}:${partition}`), logStart));
       start.set(partition, positions.get(partition));
     }
+  };
+  let failure = null;
+  try {
+    await member.waitForAssignment(intFlag(values, 'timeout-ms'));
+    await readAssigned();
     try {
-      await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'), () => {
+      await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'), async () => {
         if (member.error) throw member.error;
         // A partition the coordinator took away is another member's now: stop reading it.
         for (const p of [...positions.keys()]) if (!owns(p)) positions.delete(p);
+        await readAssigned();
       });
     } catch (error) {
       failure = error;

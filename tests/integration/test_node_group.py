@@ -5,7 +5,8 @@ Goal: a member commits only the partitions it owns (one it gave up is another me
 commits it would overwrite: the coordinator checks the member epoch, not ownership); closing a
 client whose member never called leave() ends the member (it leaves the group, as Kafka's
 consumer.close() does) and lets Node exit, instead of heartbeating on channels it reopens for
-ever.
+ever. example.js group-consume commits what it printed before handing a partition over, and
+reads a partition handed to it later (by a member that left) as it reads its first ones.
 
 Method: short Node scripts over samsa.js against a local cluster of 1 controller, 2 brokers and
 1 coordinator (real processes, real gRPC); the Python Admin describes the group and reads its
@@ -14,7 +15,9 @@ committed offsets. Skipped when `node` or clients/node/node_modules is missing.
 
 from __future__ import annotations
 
+import json
 import subprocess
+import time
 
 import pytest
 from node_helpers import (
@@ -24,6 +27,7 @@ from node_helpers import (
     node,
     node_script,
     skip_module_without_node,
+    start_node_script,
 )
 
 from samsa.client import Admin, NewTopic, Producer
@@ -201,3 +205,53 @@ def test_group_consume_commits_what_it_printed_before_handing_over(bootstrap: st
     assert first.returncode == 0, errors
     assert second.returncode == 0, second.stderr
     assert (len(printed), rest, second.stdout) == (12, "", "")
+
+
+# Joins group `data`, prints "holding" once it owns both partitions (alone in the group), holds
+# what it owns until its stdin closes, then leaves.
+HOLD_UNTIL_STDIN_CLOSES = """
+const member = await client.joinGroup(data, [topic]);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+while (member.assignment.length < 2 || member.ownedChanged) await sleep(50);
+console.log('holding');
+await new Promise((resolve) => process.stdin.on('end', resolve).resume());
+await member.leave();
+return 'left';
+"""
+
+
+def test_group_consume_reads_a_partition_handed_to_it_later(bootstrap: str) -> None:
+    topic, group = "handed-later", "handed-later-group"
+    create_topic(bootstrap, topic, 2)
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for n in range(6):
+            producer.send(topic, f"v{n}".encode(), partition=n % 2)
+        producer.flush()
+    # The holder owns both partitions; group-consume joins and is handed one of them, reads
+    # its 3 records, and gets the other once the holder leaves: it reads that one too (it
+    # read only the partitions of its first assignment, and stopped with "got 3 of 6").
+    holder = start_node_script(bootstrap, topic, HOLD_UNTIL_STDIN_CLOSES, group)
+    assert holder.stdout is not None and holder.stdin is not None
+    command = [NODE, str(NODE_DIR / "example.js"), "--bootstrap", bootstrap]
+    consumer = None
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        consumer = subprocess.Popen(
+            [*command, "group-consume", group, topic, "--count", "6", "--timeout-ms", "8000"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(4)  # the consumer was handed one partition and read it
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+        printed, errors = consumer.communicate(timeout=60)
+    finally:
+        for process in (holder, consumer):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+    assert consumer.returncode == 0, errors
+    lines = [json.loads(line) for line in printed.splitlines()]
+    rows = sorted((line["partition"], line["offset"]) for line in lines)
+    assert rows == [(p, o) for p in (0, 1) for o in range(3)]
