@@ -4,7 +4,7 @@
 
 const { NO_ERROR, RETRIABLE, RETRIABLE_IF_IDEMPOTENT, SamsaError, check, toInt, withRetries } =
   require('./errors');
-const { partitionForKey, typedPartitionData } = require('./records');
+const { partitionForKey, typedPartitionData, typedRecords } = require('./records');
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
 const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
@@ -13,7 +13,9 @@ const WROTE_NOTHING = new Set([...RETRIABLE, UNKNOWN_PRODUCER_ID]);
 
 const producerMethods = {
   // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or bytes) to one
-  // partition through its leader; resolves with the offset of the first (-1 with acks 0).
+  // partition through its leader; resolves with the offset of the first (-1 with acks 0). The
+  // records are taken as they are when produce() is called (bytes copied, timestamps stamped):
+  // the application may reuse its arrays and buffers at once, before the call settled.
   //
   // With acks -1 and idempotence on (the default, as in Kafka >= 3.0), each call is written at
   // most once even though it is retried: it carries this client's producer id, epoch and a
@@ -24,8 +26,9 @@ const producerMethods = {
   // or may not have been written; resending it is the caller's choice, and may store it twice.
   // With acks 0 or 1, or `idempotence: false`, a retry after a lost answer may store it twice.
   async produce(topic, partition, records, acks = -1) {
-    if (acks === -1 && this.idempotence) return this.produceIdempotent(topic, partition, records);
-    const data = typedPartitionData(partition, records);
+    const typed = typedRecords(records); // as they are now, whenever they are sent
+    if (acks === -1 && this.idempotence) return this.produceIdempotent(topic, partition, typed);
+    const data = typedPartitionData(partition, typed);
     return withRetries(this.timeoutMs, () => this.sendProduce(topic, data, acks));
   },
 
@@ -53,14 +56,14 @@ const producerMethods = {
   // sequence but 0. When no attempt of the call may have been written, the call is sent once
   // more with a new producer id from sequence 0, as Kafka's producer resets its id (KIP-360),
   // rather than failing a write after a quiet spell.
-  produceIdempotent(topic, partition, records) {
+  produceIdempotent(topic, partition, typed) {
     const key = `${topic}:${partition}`;
     return this.inPartitionOrder(key, async () => {
       for (let renewed = false; ; renewed = true) {
         const identity = this.producerIdentity();
         const producer = await identity;
         const baseSequence = producer.sequences.get(key) || 0;
-        const data = typedPartitionData(partition, records, { ...producer, baseSequence });
+        const data = typedPartitionData(partition, typed, { ...producer, baseSequence });
         let maybeWritten = false;
         try {
           const baseOffset = await withRetries(this.timeoutMs, async () => {
@@ -73,7 +76,7 @@ const producerMethods = {
               throw error;
             }
           });
-          producer.sequences.set(key, (baseSequence + records.length) % SEQUENCE_MODULUS);
+          producer.sequences.set(key, (baseSequence + typed.length) % SEQUENCE_MODULUS);
           return baseOffset;
         } catch (error) {
           this.dropProducer(identity);
@@ -140,7 +143,7 @@ const producerMethods = {
   // no sequence bookkeeping), with `producer` ({producerId, producerEpoch, baseSequence}) or
   // without, and resolves with {errorCode, baseOffset} as the leader answered.
   async produceOnce(topic, partition, records, { acks = -1, producer = null } = {}) {
-    const data = typedPartitionData(partition, records, producer);
+    const data = typedPartitionData(partition, typedRecords(records), producer);
     try {
       return { errorCode: NO_ERROR, baseOffset: await this.sendProduce(topic, data, acks) };
     } catch (error) {

@@ -5,13 +5,16 @@ const { toInt } = require('./errors');
 
 // A record as the application gives it: bytes (a Buffer, any other Uint8Array or an
 // ArrayBuffer) as they are, anything else as the UTF-8 of its string; null stays null (a null
-// key or value differs from an empty one).
-function toBytes(data) {
+// key or value differs from an empty one). With `copy`, bytes are copied rather than shared with
+// the application's buffer.
+function toBytes(data, copy = false) {
   if (data === null || data === undefined) return null;
-  if (Buffer.isBuffer(data)) return data;
-  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  if (data instanceof ArrayBuffer) return Buffer.from(data);
-  return Buffer.from(String(data), 'utf8');
+  let shared;
+  if (Buffer.isBuffer(data)) shared = data;
+  else if (ArrayBuffer.isView(data)) shared = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  else if (data instanceof ArrayBuffer) shared = Buffer.from(data);
+  else return Buffer.from(String(data), 'utf8');
+  return copy ? Buffer.from(shared) : shared;
 }
 
 // Kafka's default partitioner for keyed records, bit-exact with the Python SDK's
@@ -53,10 +56,18 @@ function partitionForKey(key, count) {
   return (murmur2(toBytes(key)) & 0x7fffffff) % count;
 }
 
-// The PartitionData of `records` on the portable path. With `producer` ({producerId,
-// producerEpoch, baseSequence}) the leader builds an idempotent batch of them.
-function typedPartitionData(partition, records, producer = null) {
-  const data = { partition, typed_records: records.map(toTypedRecord) };
+// `records` as the proto's typed Records, taken as they are now: the call that sends them may
+// send them later (after the metadata read, behind earlier produces to the partition) and again
+// (a retry), and must send what the application gave, as Kafka's send() does, whatever it does
+// with its records, arrays and buffers once the call returned.
+function typedRecords(records) {
+  return Array.from(records, toTypedRecord);
+}
+
+// The PartitionData of `typed` (typedRecords) on the portable path. With `producer`
+// ({producerId, producerEpoch, baseSequence}) the leader builds an idempotent batch of them.
+function typedPartitionData(partition, typed, producer = null) {
+  const data = { partition, typed_records: typed };
   if (producer) {
     data.producer_id = producer.producerId;
     data.producer_epoch = producer.producerEpoch;
@@ -66,13 +77,13 @@ function typedPartitionData(partition, records, producer = null) {
 }
 
 function toTypedRecord(record) {
-  const headers = (record.headers || []).map(([key, value]) => ({ key, value: toBytes(value) }));
+  const headers = Array.from(record.headers || [], ([key, value]) => ({ key, value: toBytes(value, true) }));
   // A record without a timestamp is stamped here, when the application sent it, as Kafka's
   // producers do (the broker would stamp 0 with its own clock as it builds the batch, a retry
   // later). proto3 `optional bytes`: leaving the field out is null, an empty Buffer is empty.
   const typed = { headers, timestamp_ms: record.timestamp || Date.now() };
-  if (record.key !== null && record.key !== undefined) typed.key = toBytes(record.key);
-  if (record.value !== null && record.value !== undefined) typed.value = toBytes(record.value);
+  if (record.key !== null && record.key !== undefined) typed.key = toBytes(record.key, true);
+  if (record.value !== null && record.value !== undefined) typed.value = toBytes(record.value, true);
   return typed;
 }
 
@@ -100,6 +111,7 @@ module.exports = {
   toBytes,
   murmur2,
   partitionForKey,
+  typedRecords,
   typedPartitionData,
   fromTypedRecord,
   partitionResult,
