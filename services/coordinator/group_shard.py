@@ -21,6 +21,7 @@ at -2 too: its partitions stop waiting for it).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from samsa.services.coordinator import (
@@ -60,6 +61,9 @@ class GroupCoordinatorShard:
         assert self.config.default_assignor in ASSIGNORS, self.config.default_assignor
         self.state = GroupShard()
         self.txn_offsets = group_txn_offsets.PendingTxnOffsets()
+        # Group id -> transactional batches of its offsets being written: landed or not, their
+        # records are not pending yet (the runtime's `transactional_write_started`).
+        self.txn_writes: Counter[str] = Counter()
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -79,6 +83,17 @@ class GroupCoordinatorShard:
         """Records of a producer's transactional batch, each with its log offset (read from the
         log, or just written): pending until its marker."""
         self.txn_offsets.add(producer_id, written)
+
+    def transactional_write_started(self, group_id: str) -> None:
+        """The runtime sends a transactional batch of the group's offsets: it may land below a
+        deletion of the group written meanwhile, and be pending only once answered."""
+        self.txn_writes[group_id] += 1
+
+    def transactional_write_ended(self, group_id: str) -> None:
+        """That batch is pending now (`replay_transactional`), or was given up."""
+        self.txn_writes[group_id] -= 1
+        if self.txn_writes[group_id] <= 0:
+            del self.txn_writes[group_id]
 
     def complete_transaction(self, producer_id: int, committed: bool, marker_offset: int) -> int:
         """A producer's COMMIT (apply its pending offsets) or ABORT (drop them) marker at
@@ -208,12 +223,16 @@ class GroupCoordinatorShard:
 
     def _forget_deletions(self) -> None:
         """A deleted group's position matters only to offsets an open transaction wrote before
-        it (group_model.GroupShard.deleted_positions): drop it once none is pending."""
+        it (group_model.GroupShard.deleted_positions): drop it once none is pending, nor being
+        written (a batch that landed before the deletion, its answer lost, is answered by the
+        retry only after it: kept, the marker drops it as a load does; forgotten, the marker
+        brought the group back)."""
         pending_groups = {
             key.offset_commit.group_id
             for written in self.txn_offsets.by_producer.values()
             for _, (key, _) in written
         }
+        pending_groups.update(self.txn_writes)
         state = self.state
         for group_id in list(state.deleted_positions):
             if group_id not in pending_groups and group_id not in state.deletions_in_flight:

@@ -118,9 +118,17 @@ class OffsetsPartition(CoordinatorPartition):
         and make them pending once durable. Raises PartitionUnavailableError when the partition
         was given up, TxnWriteRefusedError when the broker refused the batch."""
         self.check_serving()
+        groups = sorted({key.offset_commit.group_id for key, _ in written})
+        for group_id in groups:  # from now until pending: see GroupCoordinatorShard.expire
+            self.shard.transactional_write_started(group_id)
         writing = self._write_transactional(producer_id, producer_epoch, written)
         task = asyncio.ensure_future(writing)
+        task.add_done_callback(lambda _: self._transactional_write_ended(groups))
         await asyncio.shield(task)
+
+    def _transactional_write_ended(self, groups: list[str]) -> None:
+        for group_id in groups:
+            self.shard.transactional_write_ended(group_id)
 
     async def _write_transactional(
         self, producer_id: int, producer_epoch: int, written: list[GroupRecord]
