@@ -6,7 +6,10 @@ controllers (coordinator_membership.py), follows the metadata log
 (services/runtime/metadata_log.py), and on every new image or epoch works out which partitions of
 both topics it owns (ownership.py): new ones are loaded (offsets_partition.py,
 transaction_partition.py), lost ones dropped. A partition that fails (its writer was fenced, or a
-write was refused) is loaded again from the log while it is still owned, once in touch. It serves
+write was refused) is loaded again from the log while it is still owned, once in touch. A topic
+an image deletes (or creates again under its name) takes every group's offsets of it along, in the
+partitions loaded or loading here (OffsetsPartition.on_topics_deleted), as Kafka's
+onPartitionsDeleted does. It serves
 GroupCoordinatorService (servicer.py), TransactionCoordinatorService (transaction_servicer.py)
 and, like every service, FindCoordinator from its own image.
 
@@ -45,6 +48,7 @@ from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.offsets_log import OffsetsLog
 from samsa.services.coordinator.offsets_partition import OffsetsPartition
 from samsa.services.coordinator.ownership import (
+    deleted_topics,
     owned_partitions,
     ownership_changes,
     subscribable_topics,
@@ -218,6 +222,10 @@ class Coordinator:
         if old.topics is not new.topics:
             self.topics = subscribable_topics(new)
         self._reconcile(new)
+        deleted = deleted_topics(old, new)
+        if deleted:  # their offsets go, before any commit of a topic created again is taken
+            for partition in self.owned_partitions():
+                partition.on_topics_deleted(deleted)
 
     def _reconcile(self, image: MetadataImage) -> None:
         epoch = self.membership.coordinator_epoch

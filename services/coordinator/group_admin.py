@@ -18,6 +18,11 @@ tombstone, which replay then refuses: the group would come back after a failover
 tombstone's log offset outlives the group (GroupShard.deleted_positions), so a transaction's
 offset that landed before it, not yet pending when it was written, is not applied either.
 
+A deleted topic's offsets go with it, in every group (Kafka's onPartitionsDeleted): a topic
+created again under the name is another topic, whose consumers must not start at the old one's
+offsets. `delete_topic_offsets` tombstones them, the committed ones and those an open
+transaction committed (whose marker would set them on the new topic); subscriptions stay.
+
 OffsetDelete (KIP-496) writes a tombstone for each committed offset it names, and for each it
 names that an open transaction committed, cancelling it as Kafka's removeOffsets does (else its
 marker would set the offset the admin was told is deleted), except for the partitions of topics
@@ -28,7 +33,7 @@ auto.offset.reset instead. An empty group subscribes to nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator import group_records as records
@@ -184,3 +189,17 @@ def delete_offsets(
             error_message=message,
         )
     return writer.result(response)
+
+
+def delete_topic_offsets(
+    shard: GroupShard, topics: Set[str], pending: Mapping[str, Set[TopicPartition]]
+) -> GroupResult[None]:
+    """Tombstones for every group's offsets of the deleted `topics`: committed, or in
+    `pending` (group id -> the partitions an open transaction committed for it)."""
+    writer = RecordCollector(shard)
+    for group_id in sorted(set(shard.groups) | set(pending)):
+        group = shard.groups.get(group_id)
+        named = set(pending.get(group_id, ())) | (set() if group is None else set(group.offsets))
+        for topic, partition in sorted(tp for tp in named if tp[0] in topics):
+            writer.write(records.offset_commit(group_id, topic, partition, None))
+    return writer.result(None)

@@ -22,7 +22,7 @@ at -2 too: its partitions stop waiting for it).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 
 from samsa.services.coordinator import (
     group_admin,
@@ -161,6 +161,18 @@ class GroupCoordinatorShard:
     ) -> GroupResult[c.OffsetDeleteResponse]:
         pending = self.txn_offsets.unstable(group_id)
         result = group_admin.delete_offsets(self.state, group_id, partitions, pending)
+        self._cancel_pending(result.records)
+        return result
+
+    def delete_topics(self, topics: Set[str]) -> GroupResult[None]:
+        """The topics were deleted (or created again under their name): every group's offsets
+        of them go, pending ones too (group_admin.delete_topic_offsets)."""
+        pending: dict[str, set[tuple[str, int]]] = {}
+        for written in self.txn_offsets.by_producer.values():
+            for _, (key, _) in written:
+                commit = key.offset_commit
+                pending.setdefault(commit.group_id, set()).add((commit.topic, commit.partition))
+        result = group_admin.delete_topic_offsets(self.state, topics, pending)
         self._cancel_pending(result.records)
         return result
 

@@ -98,18 +98,37 @@ class OffsetsPartition(CoordinatorPartition):
         self._txn_locks: dict[int, asyncio.Lock] = {}
         self._watch_from: int | None = None  # the oldest pending transactional batch's offset
         self._watcher: asyncio.Task[None] | None = None
+        self._topics_deleted: frozenset[str] = frozenset()  # seen while loading: see on_loaded
 
     async def write(self, records: list[GroupRecord]) -> None:
         """Queue `records` (already applied to the shard) and return once they, and everything
         queued before them, are durable. Must be called right after the handler, with no await
         in between. Raises PartitionUnavailableError when the partition failed or was dropped.
         Records that would not fit one batch go as several (`split_write`)."""
-        durable = [
+        durable = self._queue(records)
+        await asyncio.shield(asyncio.gather(*durable))
+        coordinator_metrics.for_coordinator().rebalanced(rebalances_in(records))
+
+    def _queue(self, records: list[GroupRecord]) -> list[asyncio.Future[int]]:
+        return [
             self.queue_encoded(encoded, self._on_durable(part))
             for part, encoded in split_write(records)
         ]
-        await asyncio.shield(asyncio.gather(*durable))
-        coordinator_metrics.for_coordinator().rebalanced(rebalances_in(records))
+
+    def on_topics_deleted(self, topics: frozenset[str]) -> None:
+        """The metadata image deleted `topics` (or created them again under their names): every
+        group's offsets of them are deleted now, once loaded if the partition is loading. The
+        tombstones are written in the background; a partition that fails meanwhile is loaded
+        again from the log, where they may be missing, as in Kafka."""
+        if self.ended:
+            return
+        if self.writer is None:
+            self._topics_deleted |= topics
+            return
+        written = self.shard.delete_topics(topics).records
+        if written:
+            for durable in self._queue(written):
+                durable.add_done_callback(_ignore_failure)  # a failed partition is reloaded
 
     async def write_transactional(
         self, producer_id: int, producer_epoch: int, written: list[GroupRecord]
@@ -274,6 +293,9 @@ class OffsetsPartition(CoordinatorPartition):
 
     def on_loaded(self) -> None:
         self.shard.start_timers(now_ms())
+        deleted, self._topics_deleted = self._topics_deleted, frozenset()
+        if deleted:
+            self.on_topics_deleted(deleted)
         if self.shard.txn_offsets:
             self._watch(self.loaded_end_offset)
 
@@ -299,6 +321,12 @@ class OffsetsPartition(CoordinatorPartition):
                     await self.write_encoded(keepalive)
             except PartitionUnavailableError:
                 return
+
+
+def _ignore_failure(durable: asyncio.Future[int]) -> None:
+    """Retrieve a background write's failure: the partition that failed reports it."""
+    if not durable.cancelled():
+        durable.exception()
 
 
 def split_write(records: list[GroupRecord]) -> list[tuple[list[GroupRecord], list[KeyValue]]]:

@@ -14,7 +14,8 @@ incarnation's writer.
 assignment epoch or producer id changed is dropped and loaded again: its writer identity changed.
 
 Also here, since the servicer and the loader need them from the same image: the leader endpoint
-of a partition and the topics a group may subscribe to. Pure: no I/O.
+of a partition, the topics a group may subscribe to, and the topics an image change deleted (whose
+committed offsets go with them). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -85,6 +86,19 @@ def leader_endpoint(image: MetadataImage, topic: str, partition: int) -> str | N
     if broker is None or broker.fenced:
         return None
     return broker.endpoint
+
+
+def deleted_topics(old: MetadataImage, new: MetadataImage) -> frozenset[str]:
+    """The topics `old` has and `new` no longer has under the same topic id: deleted, or
+    deleted and created again under their name (a new topic, whose offsets start again)."""
+    if old.topics is new.topics:
+        return frozenset()
+    gone = []
+    for name, topic in old.topics.items():
+        now = new.topics.get(name)
+        if now is None or now.topic_id != topic.topic_id:
+            gone.append(name)
+    return frozenset(gone)
 
 
 def subscribable_topics(image: MetadataImage) -> dict[str, int]:
