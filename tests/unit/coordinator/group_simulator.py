@@ -12,7 +12,8 @@ member id or the same one, crashes (silent; the session timeout removes the memb
 client keeps its partitions and stops heartbeating, then wakes up and tries to commit before it
 heartbeats), lost answers, subscription changes, partition count increases, new and deleted
 topics (some matching the regex), and coordinator failover (a new shard rebuilt from the encoded
-records, timers restarted).
+records, timers restarted; half the time from the log as the cleaner leaves it: a prefix compacted
+to the newest record of each key, tombstones kept or, past delete.retention.ms, dropped).
 
 Invariants, checked after every step (`check_safety`), and after a quiet period at the end
 (`settle` then `check_liveness`): group_simulator_checks.py and test_group_simulation.py.
@@ -359,12 +360,29 @@ class GroupSimulation(SimulationChecks):
 
     def on_failover(self) -> bool:
         fresh = GroupCoordinatorShard(CONFIG)
-        for offset, (key, value) in enumerate(self.log):
+        for offset, (key, value) in self.compacted():
             fresh.replay(decode(key, value), offset)
         assert fresh.state == self.coordinator.state, self.seed
         fresh.start_timers(self.now_ms)
         self.coordinator = fresh
         return True
+
+    def compacted(self) -> list[tuple[int, tuple[bytes, bytes | None]]]:
+        """The log with its offsets, half the time as log compaction may leave it: in a prefix
+        (the cleaned segments) only the newest record of each key there, tombstones too unless
+        they are old enough to go. Its own Random, so the run's events stay those of its seed."""
+        rng = random.Random(self.seed * 1_000_003 + self.steps)
+        if rng.random() < 0.5:
+            return list(enumerate(self.log))
+        cleaned = rng.randint(0, len(self.log))
+        drop_tombstones = rng.random() < 0.5
+        newest = {key: offset for offset, (key, _) in enumerate(self.log[:cleaned])}
+        kept = [
+            (offset, (key, value))
+            for offset, (key, value) in enumerate(self.log[:cleaned])
+            if newest[key] == offset and not (value is None and drop_tombstones)
+        ]
+        return kept + list(enumerate(self.log))[cleaned:]
 
     def on_quiet(self) -> bool:
         return True

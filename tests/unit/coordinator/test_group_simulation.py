@@ -1,9 +1,9 @@
 """Goal: under any interleaving of protocol-following clients and faults (joins, leaves, static
 leave and rejoin, crashes, stalls, lost answers, subscription changes, partition growth, new
-topics, coordinator failover), the group coordinator core never lets two members own a partition,
-never accepts a commit from anyone but the partition's one owner, never moves a committed offset
-backwards, and once the faults stop, converges: every subscribed partition owned by exactly one
-live client and every member STABLE at the assignment epoch.
+topics, coordinator failover, from a compacted log too), the group coordinator core never lets
+two members own a partition, never accepts a commit from anyone but the partition's one owner,
+never moves a committed offset backwards, and once the faults stop, converges: every subscribed
+partition owned by exactly one live client and every member STABLE at the assignment epoch.
 
 Method: group_simulator.GroupSimulation, one random.Random(seed) per run (a failure names its
 seed and step; rerun it with that seed). After every step: (1) no partition in two members'
