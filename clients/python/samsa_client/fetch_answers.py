@@ -4,7 +4,9 @@ Theory of operation. The fetch state (fetch_state.py) sends at most one fetch pe
 remembers, per broker, the fetch offset it asked of each partition (`InFlight`). An answer is read
 only for the partitions still fetched from that offset: one sought, reset or unassigned since the
 fetch was sent is left out of the fetch in flight (the fetch state's `_drop`), so the answer for
-its old offset is ignored. Each partition's result is, in this order of precedence:
+its old offset is ignored. So is one whose new offset the request limit left out of the fetch: the
+broker's session reads it at the old offset (fetch_sessions.py's `answered_at`). Each partition's
+result is, in this order of precedence:
 - an error: OFFSET_OUT_OF_RANGE from the leader resets the partition per `auto.offset.reset` (a
   reset due at once: offset_resets.py), or with `none` is an error `poll()` raises; from a read
   replica (which may only lag) it sends the partition back to the leader at the same offset;

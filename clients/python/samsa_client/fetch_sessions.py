@@ -17,6 +17,9 @@ A fetch names at most `limits.request_partitions_max` partitions, the most a bro
 (common/fetch_session_client.py serves the rest in the next fetches, which follow at once: a fetch
 that leaves partitions out does not long-poll; to a broker keeping no session, only until every
 partition has been named since the last fetch that did, else an idle consumer fetched non-stop).
+Meanwhile the broker's session holds a partition left out at its old offset, and answers it from
+there when it changes: such an answer is not read (`answered_at`), the partition is read once
+named.
 """
 
 from __future__ import annotations
@@ -78,6 +81,24 @@ class BrokerFetchSessions:
         if parts.more:  # the rest follow at once, not after a long poll of these
             fields = {**fields, "max_wait_ms": 0}
         return fetch_request(parts, **fields), parts
+
+    def answered_at(
+        self, node: int, offsets: Mapping[TopicPartition, int], parts: FetchParts
+    ) -> dict[TopicPartition, int]:
+        """Of `offsets` (what `request` was given), those an answer to `parts` reads at that
+        offset: the partitions it names, and in an incremental fetch those the broker's session
+        already holds there. One whose new offset the request limit left for a later fetch is
+        held, and may be answered (it changed since), at its old offset: that answer is no
+        answer at the new one (a seek back taking it skipped the records between)."""
+        if parts.full:
+            return {tp: offsets[tp] for tp in parts.partitions if tp in offsets}
+        session = self._sessions[node]
+        answered = {}
+        for tp, offset in offsets.items():
+            held = session.sent(tp)
+            if tp in parts.partitions or (held is not None and held.fetch_offset == offset):
+                answered[tp] = offset
+        return answered
 
     def refetch(self, tp: TopicPartition) -> None:
         """What a broker last answered of `tp` was not taken: name it in its next fetch."""

@@ -321,7 +321,7 @@ class FetchState:
             )
             if node in buffered and not parts.full and not parts.partitions:
                 continue  # it would only long-poll idle partitions (module doc)
-            in_flight[node] = InFlight(offsets, parts)
+            in_flight[node] = InFlight(self._sessions.answered_at(node, offsets, parts), parts)
             requests.append((node, request))
         later = [due for due in backoff.values() if due > now_ms] + refused_until
         return FetchPlan(requests, stale, min(later) if later else None)
