@@ -60,6 +60,7 @@ Decoding the fetched bytes into records is consumer_records.py's.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
@@ -104,6 +105,7 @@ __all__ = [
 # default): a replica that fell out of the ISR keeps serving up to its own high watermark, which
 # may no longer move, and only the leader knows.
 READ_REPLICA_MAX_AGE_MS = 300_000
+OFFSET_MAX = 2**63 - 1  # an offset is an int64 on the wire
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -188,9 +190,15 @@ class FetchState:
         return list(self._assigned)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Fetch `tp` from `offset` on: an int (a numpy integer is one) from 0 to int64's
+        largest. Anything else is refused here: no fetch could carry it, and the plan of every
+        fetch (all partitions) would fail on it."""
         partition = self._assigned_partition(tp)
-        if offset < 0:
-            raise ValueError(f"offset must be >= 0, not {offset}")
+        if isinstance(offset, bool) or not hasattr(offset, "__index__"):
+            raise TypeError(f"offset must be an int, not {offset!r}")
+        offset = operator.index(offset)
+        if not 0 <= offset <= OFFSET_MAX:
+            raise ValueError(f"offset must be >= 0 and at most {OFFSET_MAX}, not {offset}")
         self._drop(tp)
         self._resets.cancel(tp)
         partition.position = partition.fetch_offset = offset
