@@ -134,11 +134,13 @@ class FetchState:
         self.auto_committed = AutoCommitMemory()  # the group driver's, kept with the partitions
         self._in_flight: dict[int, InFlight] = {}
         self._backoff_until_ms: dict[int, int] = {}
-        self._sessions = BrokerFetchSessions(partition_max_bytes=config.max_partition_fetch_bytes)
+        # 0 (Kafka's lowest, a batch a fetch: KIP-74) goes out as 1: the broker reads 0 as unset.
+        partition_max_bytes = max(config.max_partition_fetch_bytes, 1)
+        self._sessions = BrokerFetchSessions(partition_max_bytes=partition_max_bytes)
         self._fetch_fields: dict[str, object] = {
             "max_wait_ms": config.fetch_max_wait_ms,
             "min_bytes": config.fetch_min_bytes,
-            "max_bytes": config.fetch_max_bytes,
+            "max_bytes": max(config.fetch_max_bytes, 1),
             "rack_id": config.client_rack,
             "isolation_level": isolation_level(config),
         }
