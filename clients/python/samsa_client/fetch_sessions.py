@@ -89,7 +89,11 @@ class BrokerFetchSessions:
         offset: the partitions it names, and in an incremental fetch those the broker's session
         already holds there. One whose new offset the request limit left for a later fetch is
         held, and may be answered (it changed since), at its old offset: that answer is no
-        answer at the new one (a seek back taking it skipped the records between)."""
+        answer at the new one (a seek back taking it skipped the records between). Without
+        the limit at work (`more` unset) every partition is named or held where it is wanted:
+        all of `offsets`, with no loop over them on every fetch."""
+        if not parts.more:
+            return dict(offsets)
         if parts.full:
             return {tp: offsets[tp] for tp in parts.partitions if tp in offsets}
         session = self._sessions[node]
