@@ -96,12 +96,22 @@ class StreamAnswers(Generic[Answer]):
 
     async def in_background(self, wait: Coroutine[Any, Any, None]) -> None:
         """Run `wait` (which puts its answer, or fails the stream) as a task, once there is
-        room for one more."""
+        room for one more. An exception `wait` lets out (a bug) fails the stream with it: its
+        request would otherwise never be answered, and the client would wait for it until its
+        own deadline."""
         if len(self._waiting) >= limits.produce_stream_in_flight_max:
             await asyncio.wait(self._waiting, return_when=asyncio.FIRST_COMPLETED)
         task = asyncio.create_task(wait)
         self._waiting.add(task)
         task.add_done_callback(self._waiting.discard)
+        task.add_done_callback(self._fail_on_error)
+
+    def _fail_on_error(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if isinstance(error, Exception):
+            self.fail(StreamFailure(None, str(error), error))
 
     async def answer_each(
         self,
