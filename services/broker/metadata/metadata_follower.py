@@ -3,7 +3,8 @@
 Theory of operation (DESIGN §2, KIP-631). At startup the broker registers with the active
 controller under a fresh incarnation id and gets its broker epoch; it starts fenced. It names
 the epoch its data directory last stopped cleanly under (`previous_broker_epoch`, -1: not
-clean), so that the controller knows whether it may have lost its unflushed tail (KIP-966). Two
+clean), so that the controller knows whether it may have lost its unflushed tail (KIP-966); a
+stop before that (SIGTERM while no controller answers) ends the registration at once. Two
 loops then run until shutdown:
 
 - the fetch loop (services/runtime/metadata_log.py) long-polls FetchMetadata and replays what it
@@ -40,12 +41,18 @@ import grpc
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
-from samsa.services.runtime.metadata_log import ImageListener, MetadataLogFollower, sleep_or_stop
+from samsa.services.runtime.metadata_log import (
+    ImageListener,
+    MetadataLogFollower,
+    sleep_or_stop,
+    unless_stopped,
+)
 from samsa.v1 import controller_pb2
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_S = 10.0
+REGISTER_BACKOFF_S = 0.5  # between two registration attempts
 
 
 class MetadataFollower:
@@ -154,11 +161,17 @@ class MetadataFollower:
         )
         while not stop.is_set():
             try:
-                response = await self.controllers.write("RegisterBroker", request)
+                # Not finished once stopping: a write may wait its whole deadline for a
+                # controller, and a broker stopped before it registered has nothing to hand over.
+                response = await unless_stopped(
+                    stop, self.controllers.write("RegisterBroker", request)
+                )
             except (ControllerUnavailableError, grpc.aio.AioRpcError) as error:
                 log.warning("registration failed, retrying: %s", error)
-                await asyncio.sleep(0.5)
+                await sleep_or_stop(stop, REGISTER_BACKOFF_S)
                 continue
+            if response is None:
+                return  # stopped
             if response.status.error_code == ErrorCode.NONE:
                 self.broker_epoch = response.broker_epoch
                 log.info("registered", extra={"broker_epoch": self.broker_epoch})
@@ -168,7 +181,7 @@ class MetadataFollower:
                 ErrorCode(response.status.error_code).name,
                 response.status.error_message,
             )
-            await asyncio.sleep(0.5)
+            await sleep_or_stop(stop, REGISTER_BACKOFF_S)
 
     async def _heartbeat(
         self, *, want_shutdown: bool = False, timeout_s: float | None = None

@@ -6,7 +6,7 @@ long as it ran, whatever the controller decided since. `MetadataFollower.run` mu
 failure (so the broker stops, services/broker/broker.py, exit code 3) and heartbeat no more.
 
 And its controlled shutdown (SIGTERM) ends within SHUTDOWN_TIMEOUT_S when no controller
-answers, whatever broker.heartbeat.interval.ms is.
+answers, whatever broker.heartbeat.interval.ms is; a stop before it registered ends `run` at once.
 
 Method: MetadataFollower over a fake controller channel (registration, heartbeats, one
 FetchMetadata answer with a batch) and an `on_change` that raises OSError.
@@ -110,6 +110,37 @@ def test_a_controlled_shutdown_waits_no_longer_than_its_deadline_for_a_controlle
 
     asyncio.run(scenario())
     assert asked and max(asked) <= 0.2
+
+
+def test_a_stop_while_registering_ends_the_follower_at_once() -> None:
+    # SIGTERM before the broker registered (its controllers silent, or still electing): the
+    # registration's write went on for its whole deadline (5 s) and then its backoff, so the
+    # broker took up to 5.5 s to stop, with nothing to hand over. A coordinator stopped at once.
+    class Silent(FakeControllers):
+        async def write(self, method: str, request: Any, timeout_s: float = 5.0) -> Any:
+            await asyncio.sleep(timeout_s)
+            raise ControllerUnavailableError(method)
+
+    async def scenario() -> float:
+        follower = MetadataFollower(
+            broker_id=1,
+            endpoint="127.0.0.1:9",
+            rack="",
+            controllers=Silent(),  # type: ignore[arg-type]
+            on_change=_ignore,
+            heartbeat_interval_ms=2000,
+        )
+        stop = asyncio.Event()
+        running = asyncio.create_task(follower.run(stop))
+        await asyncio.sleep(0.1)
+        stop.set()
+        loop = asyncio.get_running_loop()
+        stopped_at = loop.time()
+        await asyncio.wait_for(running, 10)
+        assert follower.broker_epoch == -1
+        return loop.time() - stopped_at
+
+    assert asyncio.run(scenario()) < 0.5
 
 
 async def _ignore(old: MetadataImage, new: MetadataImage) -> None:
