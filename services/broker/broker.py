@@ -51,6 +51,7 @@ from samsa.services.broker.scrubber import (
     run_scrubber,
 )
 from samsa.services.broker.servicer import BrokerServicer, add_broker_service
+from samsa.services.runtime.config import with_bound_port
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
@@ -201,6 +202,9 @@ class Broker:
             server.server,
         )
         await server.start()
+        # listeners=HOST:0 (any free port) advertises the port bound, not one nobody can dial.
+        self.advertised_listener = with_bound_port(self.advertised_listener, server.port)
+        self.follower.endpoint = self.advertised_listener
         log.info(
             "broker serving",
             extra={

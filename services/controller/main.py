@@ -29,6 +29,7 @@ from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.servicer import ControllerServicer
 from samsa.services.runtime import membership, shutdown
+from samsa.services.runtime.config import with_bound_port
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
     CoordinatorLookupServicer,
@@ -100,6 +101,10 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         server.server,
     )
     await server.start()
+    # listeners=HOST:0 (any free port) advertises the port bound, not one nobody can dial.
+    servicer.controller_endpoints[config.node_id] = with_bound_port(
+        config.advertised_listener, server.port
+    )
     quorum = MetadataQuorum(
         raft_address=config.raft_address,
         peer_raft_addresses=[peer.raft_address for peer in peers],
@@ -122,7 +127,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         extra={
             "node_id": config.node_id,
             "listen": config.listeners,
-            "advertised_listener": config.advertised_listener,
+            "advertised_listener": servicer.controller_endpoints[config.node_id],
         },
     )
     assert driver.fatal is not None

@@ -59,6 +59,7 @@ from samsa.services.coordinator.transaction_partition import (
     TransactionPartition,
 )
 from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
+from samsa.services.runtime.config import with_bound_port
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import CoordinatorLookupServicer
 from samsa.services.runtime.member_auth import MemberSigner
@@ -329,6 +330,9 @@ class Coordinator:
             server.server,
         )
         await server.start()
+        # listeners=HOST:0 (any free port) advertises the port bound, not one nobody can dial.
+        self.advertised_listener = with_bound_port(self.advertised_listener, server.port)
+        self.membership.endpoint = self.advertised_listener
         log.info(
             "coordinator serving",
             extra={

@@ -239,6 +239,14 @@ def optional_listen(text: str) -> str | None:
     return text.strip()
 
 
+def with_bound_port(address: str, bound_port: int) -> str:
+    """`address` with the port a listener bound in place of port 0 ("any free port"): what a
+    service whose `listeners` asked for any port, and which names no `advertised.listeners`,
+    tells the others (as Kafka corrects an ephemeral advertised port to the bound one)."""
+    host, port = split_address(address, port_min=0)
+    return f"{host}:{bound_port}" if port == 0 else address
+
+
 def is_wildcard(listener: str) -> bool:
     return split_address(listener, port_min=0)[0] in WILDCARD_HOSTS
 

@@ -139,6 +139,58 @@ def test_a_broker_configured_by_environment_and_file_advertises_its_address(
         cluster.stop_all()
 
 
+def test_a_broker_listening_on_any_free_port_advertises_the_port_it_bound(
+    tmp_path: Path,
+) -> None:
+    # listeners=127.0.0.1:0 without advertised.listeners registered 127.0.0.1:0: the broker
+    # ran, and no client or replica could ever reach it.
+    spec = load_or_create(tmp_path / "cluster", 1, 0, dict(FAST_SETTINGS))
+    cluster = LocalCluster(spec, tmp_path / "cluster")
+    properties = write_properties(tmp_path / "broker.properties", cluster)
+    environ = broker_environment(SAMSA_BROKER_ID="1", SAMSA_LISTENERS=f"{HOST}:0")
+    broker: subprocess.Popen[bytes] | None = None
+    log_path = tmp_path / "broker-1.log"
+    try:
+        cluster.start("controller-1")
+        with open(log_path, "wb") as log_file:
+            broker = subprocess.Popen(
+                broker_command(properties),
+                env=environ,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+
+        def registered() -> controller_pb2.DescribeClusterResponse.Broker | None:
+            assert broker is not None and broker.poll() is None, log_path.read_text()
+            try:
+                answer = controller_stub(spec.controllers[0].endpoint).DescribeCluster(
+                    controller_pb2.DescribeClusterRequest(), timeout=2
+                )
+            except Exception:
+                return None
+            return next((b for b in answer.brokers if not b.is_fenced), None)
+
+        listed = wait_until("the broker registered and unfenced", registered, timeout_s=60)
+        host, _, port = listed.endpoint.rpartition(":")
+        assert host == HOST and int(port) != 0, listed.endpoint
+        with Admin({"bootstrap.servers": spec.bootstrap_servers}) as admin:
+            admin.create_topics([NewTopic(TOPIC, 1, 1)])
+        with Producer({"bootstrap.servers": spec.bootstrap_servers}) as producer:
+            sent = producer.send(TOPIC, b"reached")
+            producer.flush(30)
+        assert sent.result(timeout=0).offset == 0
+    finally:
+        if broker is not None and broker.poll() is None:
+            broker.send_signal(signal.SIGTERM)
+            try:
+                broker.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                broker.kill()
+                broker.wait()
+        cluster.stop_all()
+
+
 @pytest.mark.parametrize(
     ("environ", "extra", "line"),
     [

@@ -124,6 +124,11 @@ def test_a_listener_may_ask_for_any_free_port_but_an_advertised_one_may_not() ->
     assert broker(flags={"listeners": "127.0.0.1:0"}).listeners == "127.0.0.1:0"
     with pytest.raises(ConfigError, match=r"advertised\.listeners must be host:port with a port"):
         broker(environ={"SAMSA_ADVERTISED_LISTENERS": "broker-1:0"})
+    # What a service on any free port advertises once bound: that port (it registered
+    # 127.0.0.1:0, which nobody can dial); an address with a port of its own is kept.
+    assert config.with_bound_port("127.0.0.1:0", 40123) == "127.0.0.1:40123"
+    assert config.with_bound_port("[::1]:0", 40123) == "[::1]:40123"
+    assert config.with_bound_port("broker-1:9093", 40123) == "broker-1:9093"
 
 
 def test_an_advertised_listener_must_be_dialable() -> None:
