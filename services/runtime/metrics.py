@@ -162,10 +162,12 @@ def add_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def serve(flag: str | None, service_name: str) -> MetricsServer | None:
-    """Start serving when the flag or SAMSA_METRICS_LISTEN asks for it (MetricsConfigError
-    when the address is malformed or taken); None when metrics are off."""
-    endpoint = endpoint_from(flag)
+def serve(listen: str | None, service_name: str) -> MetricsServer | None:
+    """Start serving at `listen`, a service's resolved `metrics.listen` (MetricsConfigError
+    when the address is malformed or taken); None when metrics are off. SAMSA_METRICS_LISTEN
+    is not read again here: the config weighed it against the flag and the file already, and
+    a flag that turned metrics off (`--metrics-listen ""`) must stay off."""
+    endpoint = parse_listen(listen)
     if endpoint is None:
         return None
     served = start(service_name, endpoint)

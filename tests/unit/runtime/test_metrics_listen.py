@@ -3,11 +3,14 @@ else is refused with a message saying what to write."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
+from samsa.services.broker.broker_config import BrokerConfig
+from samsa.services.runtime import config_loading, metrics
 from samsa.services.runtime.metrics import (
     ENV_LISTEN,
     MetricsConfigError,
@@ -45,6 +48,30 @@ def test_the_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert endpoint_from(None) == MetricsEndpoint("127.0.0.1", 1)
     monkeypatch.delenv(ENV_LISTEN)
     assert endpoint_from(None) is None
+
+
+def test_a_service_whose_flag_turned_metrics_off_serves_none_whatever_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--metrics-listen ""` resolves metrics.listen to off (flags win over SAMSA_* variables),
+    but serve() read SAMSA_METRICS_LISTEN again when handed that None, and served metrics at
+    the variable's address."""
+    monkeypatch.setenv(ENV_LISTEN, "127.0.0.1:9100")
+    flags = ["--broker-id", "1", "--listen", "127.0.0.1:9093", "--controllers", "127.0.0.1:9090"]
+    flags += ["--data-dir", "d", "--secret-file", "s", "--metrics-listen", ""]
+    config = config_loading.load(BrokerConfig, "broker", flags, os.environ)
+    assert config.metrics_listen is None
+    started: list[MetricsEndpoint] = []
+
+    def start(name: str, endpoint: MetricsEndpoint) -> metrics.MetricsServer:
+        started.append(endpoint)
+        return metrics.MetricsServer(endpoint.port, lambda: None)
+
+    monkeypatch.setattr(metrics, "start", start)
+    assert metrics.serve(config.metrics_listen, "samsa-broker-1") is None  # as run_service does
+    assert started == []
+    metrics.serve("127.0.0.1:9101", "samsa-broker-1")
+    assert started == [MetricsEndpoint("127.0.0.1", 9101)]
 
 
 def test_an_ipv6_address_is_served() -> None:
