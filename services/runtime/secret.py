@@ -65,6 +65,10 @@ def load_secret(path: Path) -> str:
             f"`python -c 'import secrets; print(secrets.token_urlsafe(32))' > {path}` "
             f"and `chmod 600 {path}`, and give every controller and broker the same file"
         ) from None
+    except OSError as error:  # a file where a directory should be, no permission, a loop
+        raise ClusterSecretError(
+            f"cannot read the cluster secret file {path} ({error.strerror})"
+        ) from None
     if not stat.S_ISREG(mode):
         raise ClusterSecretError(f"the cluster secret {path} is not a regular file")
     if mode & (stat.S_IRWXG | stat.S_IRWXO):

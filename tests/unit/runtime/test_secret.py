@@ -2,9 +2,9 @@
 missing, unsafe, empty or short one with a message saying what to do.
 
 Method: generate and load secrets in a temporary directory, then break one property at a time
-(no file, mode 0644, a directory, whitespace only, too few characters, bytes that are not
-UTF-8 text: a ClusterSecretError, never another exception that would end a service in a
-traceback).
+(no file, a path through a file, mode 0644, a directory, whitespace only, too few characters,
+bytes that are not UTF-8 text: a ClusterSecretError, never another exception that would end a
+service in a traceback).
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def write_bytes(path: Path, content: bytes) -> Path:
         (lambda d: write(d / "s", "  \n"), "is empty"),
         (lambda d: write(d / "s", "short"), "use at least"),
         (lambda d: write_bytes(d / "s", b"\xff\xfe" * 30), "is not text"),
+        # A path through a file: stat() raised NotADirectoryError, and the service ended in a
+        # traceback with exit code 1 instead of its one line and 2 (so did EACCES, ELOOP).
+        (lambda d: write(d / "s", "x" * 43) / "inside", r"cannot read .* \(Not a directory\)"),
     ],
 )
 def test_an_unusable_secret_is_refused_saying_what_to_do(tmp_path: Path, make, message) -> None:  # type: ignore[no-untyped-def]
