@@ -34,7 +34,7 @@ from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
     CoordinatorLookupServicer,
 )
-from samsa.services.runtime.server import GrpcServer
+from samsa.services.runtime.server import GrpcServer, check_bindable
 from samsa.services.runtime.service_process import run_service
 from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
@@ -46,6 +46,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
     stop = shutdown.stop_event()
     data_dir = Path(config.metadata_log_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
+    # The Raft port's library retries a failed bind every second, in silence: a controller on
+    # a taken raft.address would serve for ever without taking part in the quorum.
+    check_bindable(config.raft_address, "raft.address")
     peers = config.peers
     # What DescribeCluster lists: the addresses others dial (this one may listen on 0.0.0.0).
     endpoints = {config.node_id: config.advertised_listener} | {

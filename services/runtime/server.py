@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -320,11 +321,28 @@ class ServerStartError(RuntimeError):
     """The listener could not be bound; the message names the address."""
 
 
-def _cannot_listen(listen: str) -> str:
+def _cannot_listen(listen: str, key: str = "listeners") -> str:
     return (
         f"cannot listen on {listen}: the port is in use by another process, or the host is "
-        "not an address of this machine (set listeners to a free host:port)"
+        f"not an address of this machine (set {key} to a free host:port)"
     )
+
+
+def check_bindable(address: str, key: str) -> None:
+    """ServerStartError unless a listener could bind `address` (host:port, an IPv6 host in
+    brackets) now: for a listener bound by a library that only retries in silence (a
+    controller's Raft port: pysyncobj tries again every second, for ever). SO_REUSEADDR, as
+    that library binds, so a port a previous run left in TIME_WAIT passes."""
+    host, _, port = address.rpartition(":")
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(
+            host.strip("[]") or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(where)
+    except OSError as error:
+        raise ServerStartError(_cannot_listen(address, key)) from error
 
 
 class GrpcServer:

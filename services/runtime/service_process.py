@@ -5,7 +5,8 @@ tracing and metrics,
 keep large buffers in the heap (common/allocator.py: record batches are allocated and freed
 once per request), then run the service until SIGTERM. Any mistake found on the way stops the
 process with one line, `samsa <kind>: <what is wrong>`, and exit code 2 — a listen address that
-cannot be bound (found once the service starts its gRPC server) too.
+cannot be bound (found once the service starts its gRPC server, or before a controller starts
+its Raft port) too.
 
 A service refuses to run under `python -O` (or PYTHONOPTIMIZE): that drops every `assert`, and
 the asserts are checks, not comments — the relations between the bounds in common/limits.py,

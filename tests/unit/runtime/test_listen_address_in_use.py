@@ -1,6 +1,8 @@
 """Goal: a service whose gRPC listen address cannot be bound (another process holds the port)
 stops at start as for any other bad setting: one line `samsa <kind>: cannot listen on ...` and
-exit code 2, no traceback (services/runtime/service_process.py).
+exit code 2, no traceback (services/runtime/service_process.py); so does a controller whose Raft
+address is taken, which ran for ever without a word, outside the quorum (pysyncobj retries a
+failed bind every second, in silence).
 
 Method: a socket of this test holds a loopback port; each service is started on that port in a
 subprocess (bounded by a timeout, so it is gone when the test ends) and its exit is checked.
@@ -59,3 +61,22 @@ def test_a_listen_address_in_use_stops_the_service_with_one_line(
     assert "Traceback" not in result.stderr, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"samsa {service}: cannot listen on 127.0.0.1:{busy_port}"), last
+
+
+def test_a_raft_address_in_use_stops_the_controller_with_one_line(
+    busy_port: int, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "samsa.services.controller", "--node-id", "1",
+         "--listen", "127.0.0.1:0", "--raft-address", f"127.0.0.1:{busy_port}", "--peers", "",
+         "--data-dir", str(tmp_path / "data"), "--secret-file", str(secret_file(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,  # it used to run until here: the test fails, the controller is killed
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"samsa controller: cannot listen on 127.0.0.1:{busy_port}"), last
+    assert "set raft.address to a free host:port" in last
