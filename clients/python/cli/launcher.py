@@ -4,6 +4,7 @@ integration tests run.
 Theory of operation. A cluster lives in one data directory:
 
     <data-dir>/cluster.json        node ids and the loopback ports chosen at first start
+                                   (cluster_spec.py; one it did not write is refused)
     <data-dir>/cluster.secret      the cluster secret (0600), given to every controller and broker:
                                    the Raft password, and the key of the proofs members' calls
                                    carry; neither starts without it
@@ -25,7 +26,6 @@ the composition of processes, kept small.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import signal
@@ -34,14 +34,21 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
 
+from samsa.cli.cluster_spec import (
+    HOST,
+    BrokerSpec,
+    ClusterSpec,
+    ControllerSpec,
+    CoordinatorSpec,
+    read_spec,
+)
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
-HOST = "127.0.0.1"
 STOP_GRACE_S = 10.0
 # How much of the end of a log `log_tail` reads: its 20 lines, however long the log has grown.
 LOG_TAIL_BYTES = 64 * 1024
@@ -55,78 +62,6 @@ PER_PROCESS_ENV = frozenset({"SAMSA_HEALTH_FILE", "SAMSA_METRICS_LISTEN", "OTEL_
 def child_environment(environ: dict[str, str]) -> dict[str, str]:
     """The environment a launched service gets: the launcher's, without PER_PROCESS_ENV."""
     return {key: value for key, value in environ.items() if key not in PER_PROCESS_ENV}
-
-
-@dataclass(frozen=True)
-class ControllerSpec:
-    node_id: int
-    grpc_port: int
-    raft_port: int
-
-    @property
-    def endpoint(self) -> str:
-        return f"{HOST}:{self.grpc_port}"
-
-    @property
-    def raft_address(self) -> str:
-        return f"{HOST}:{self.raft_port}"
-
-
-@dataclass(frozen=True)
-class BrokerSpec:
-    broker_id: int
-    grpc_port: int
-    rack: str = ""
-
-    @property
-    def endpoint(self) -> str:
-        return f"{HOST}:{self.grpc_port}"
-
-
-@dataclass(frozen=True)
-class CoordinatorSpec:
-    coordinator_id: int
-    grpc_port: int
-
-    @property
-    def endpoint(self) -> str:
-        return f"{HOST}:{self.grpc_port}"
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    controllers: tuple[ControllerSpec, ...]
-    brokers: tuple[BrokerSpec, ...]
-    settings: dict[str, str] = field(default_factory=dict)
-    coordinators: tuple[CoordinatorSpec, ...] = ()
-
-    @property
-    def ports(self) -> set[int]:
-        """Every port the cluster's processes listen on (gRPC and Raft)."""
-        return (
-            {c.grpc_port for c in self.controllers}
-            | {c.raft_port for c in self.controllers}
-            | {b.grpc_port for b in self.brokers}
-            | {c.grpc_port for c in self.coordinators}
-        )
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """What clients are given: the controllers serve cluster metadata (DESIGN §2)."""
-        return ",".join(controller.endpoint for controller in self.controllers)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2) + "\n"
-
-    @classmethod
-    def from_json(cls, text: str) -> ClusterSpec:
-        data = json.loads(text)
-        return cls(
-            tuple(ControllerSpec(**c) for c in data["controllers"]),
-            tuple(BrokerSpec(**b) for b in data["brokers"]),
-            dict(data.get("settings", {})),
-            tuple(CoordinatorSpec(**c) for c in data.get("coordinators", [])),
-        )
 
 
 def free_ports(count: int, taken: Iterable[int] = ()) -> list[int]:
@@ -180,7 +115,7 @@ def load_or_create(
     ensure_secret(data_dir / "cluster.secret")
     spec_file = data_dir / "cluster.json"
     if spec_file.exists():
-        spec = ClusterSpec.from_json(spec_file.read_text())
+        spec = read_spec(spec_file)
         if (len(spec.controllers), len(spec.brokers)) != (controllers, brokers):
             raise ValueError(
                 f"{data_dir} holds a cluster of {len(spec.controllers)} controllers and "

@@ -22,6 +22,7 @@ from samsa.cli.launcher import (
     load_or_create,
     new_cluster_spec,
 )
+from samsa.cli.up import up
 
 
 def test_a_second_start_reuses_ids_ports_and_secret(tmp_path: Path) -> None:
@@ -46,6 +47,25 @@ def test_a_different_topology_on_the_same_directory_is_refused(tmp_path: Path) -
     load_or_create(tmp_path, 3, 3)
     with pytest.raises(ValueError, match="--controllers 3 --brokers 3"):
         load_or_create(tmp_path, 1, 3)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{}", '{"controllers": [{"node_id": 1, "grpc_port": 1}], "brokers": []}', "[1, 2]", "nope"],
+)
+def test_a_cluster_json_samsa_up_did_not_write_is_one_line(
+    tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another program's JSON, an older layout or a torn file in --data-dir: `samsa up` says
+    which file in one line (exit 2) and starts nothing, instead of a KeyError's traceback."""
+    (tmp_path / "cluster.json").write_text(text)
+    with pytest.raises(ValueError, match=r"cluster\.json is not a cluster\.json `samsa up` wrote"):
+        load_or_create(tmp_path, 1, 1)
+    assert up(tmp_path, 1, 1, coordinators=0) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"samsa up: {tmp_path / 'cluster.json'} is not a cluster.json")
+    assert len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "logs").exists()  # no process was started
 
 
 def test_the_spec_survives_json() -> None:
