@@ -14,7 +14,7 @@ import re
 import signal
 import time
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from samsa.client import Admin, TopicError
@@ -219,11 +219,18 @@ def parse_offsets_csv(text: str, source: str) -> dict[tuple[str, int], int]:
     return offsets
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def parse_time(text: str, flag: str) -> int:
-    """ms since epoch, or ISO 8601 (local time when it names no zone, as Kafka's tools)."""
+    """ms since epoch, or ISO 8601: UTC when it names no zone, as Kafka's tools read it
+    (Utils.getDateTime appends "Z"), so a command means the same instant on every machine."""
     if text.isdigit():
         return int(text)
     try:
-        return int(datetime.fromisoformat(text).timestamp() * 1000)
+        at = datetime.fromisoformat(text)
     except ValueError:
         raise SystemExit(f"samsa: {flag} {text!r} is neither ms since epoch nor ISO 8601") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return (at - EPOCH) // timedelta(milliseconds=1)

@@ -69,7 +69,10 @@ def add_console_commands(
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true")
     start.add_argument("--offset", type=int64, help="start at this offset (each partition)")
-    start.add_argument("--from-time", help="start at this time: ms since epoch or ISO 8601")
+    start.add_argument(
+        "--from-time",
+        help="start at this time: ms since epoch or ISO 8601 (UTC unless it names a zone)",
+    )
     consume.add_argument("--partition", type=int32, action="append", help="only these partitions")
     consume.add_argument(
         "--count", "--max-messages", type=int, help="stop after this many records (-1: no limit)"

@@ -93,7 +93,9 @@ def add_group_commands(
     )
     target.add_argument("--to-offset", type=int64, metavar="N", help="this offset (each partition)")
     target.add_argument(
-        "--to-datetime", metavar="TIME", help="the first offset at or after TIME (ISO 8601 or ms)"
+        "--to-datetime",
+        metavar="TIME",
+        help="the first offset at or after TIME (ISO 8601, UTC unless it names a zone; or ms)",
     )
     target.add_argument(
         "--by-duration",

@@ -22,7 +22,7 @@ def add_topic_offsets_parser(actions: argparse._SubParsersAction) -> argparse.Ar
         default="latest",
         help="latest (-1, the default: the next offset to be written and read), earliest (-2, "
         "the log start), max-timestamp (-3, the record with the largest timestamp), or a time "
-        "(ms since epoch or ISO 8601): the first record at or after it",
+        "(ms since epoch or ISO 8601, UTC unless it names a zone): the first record at or after it",
     )
     offsets.add_argument(
         "--partition",

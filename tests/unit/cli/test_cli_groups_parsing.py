@@ -12,10 +12,17 @@ test_cli_group_format.py).
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Iterator
 
 import pytest
 
-from samsa.cli.command_support import offsets_csv, parse_duration_ms, parse_offsets_csv
+from samsa.cli.command_support import (
+    offsets_csv,
+    parse_duration_ms,
+    parse_offsets_csv,
+    parse_time,
+)
 from samsa.cli.commands import add_commands, run
 from samsa.cli.group_commands import (
     groups_usage_error,
@@ -76,6 +83,28 @@ def test_reset_strategies_and_their_values() -> None:
     assert (strategy, at_ms) == ("to-datetime", 1_704_164_645_000)
     with pytest.raises(SystemExit, match="--to-datetime 'yesterday' is neither"):
         reset_strategy(parse(*base, "--to-datetime", "yesterday"))
+
+
+@pytest.fixture
+def new_york_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone is New York's (UTC-5 in January) for the test."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("new_york_time")
+def test_a_time_that_names_no_zone_is_utc_on_every_machine() -> None:
+    """Kafka's tools read `2024-01-02T03:04:05.000` as UTC (Utils.getDateTime appends "Z"); read
+    as the machine's local time, a reset run in New York moved the group 5 hours off."""
+    for text in ("2024-01-02T03:04:05.000", "2024-01-02T03:04:05", "2024-01-02T03:04:05Z"):
+        assert parse_time(text, "--to-datetime") == 1_704_164_645_000, text
+    assert parse_time("2024-01-02T03:04:05.123+01:00", "--to-datetime") == 1_704_161_045_123
+    assert parse_time("2024-01-02", "--from-time") == 1_704_153_600_000
+    base = ("groups", "reset-offsets", "g", "--topic", "t", "--to-datetime")
+    assert reset_strategy(parse(*base, "2024-01-02T03:04:05")) == ("to-datetime", 1_704_164_645_000)
 
 
 def test_partitions_are_a_comma_separated_list(capsys: pytest.CaptureFixture[str]) -> None:
