@@ -222,15 +222,27 @@ def parse_offsets_csv(text: str, source: str) -> dict[tuple[str, int], int]:
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def parse_time(text: str, flag: str) -> int:
+def parse_time(text: str, flag: str, unreadable: str | None = None) -> int:
     """ms since epoch, or ISO 8601: UTC when it names no zone, as Kafka's tools read it
-    (Utils.getDateTime appends "Z"), so a command means the same instant on every machine."""
+    (Utils.getDateTime appends "Z"), so a command means the same instant on every machine.
+    Exits with `unreadable` (else a line naming these forms) for a text of neither form."""
     if text.isdigit():
-        return int(text)
+        return time_in_range(int(text), flag, text)
     try:
         at = datetime.fromisoformat(text)
     except ValueError:
-        raise SystemExit(f"samsa: {flag} {text!r} is neither ms since epoch nor ISO 8601") from None
+        raise SystemExit(
+            unreadable or f"samsa: {flag} {text!r} is neither ms since epoch nor ISO 8601"
+        ) from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
-    return (at - EPOCH) // timedelta(milliseconds=1)
+    return time_in_range((at - EPOCH) // timedelta(milliseconds=1), flag, text)
+
+
+def time_in_range(at_ms: int, flag: str, text: str) -> int:
+    """`at_ms`, or exit with one line when no record's timestamp can be there: before 1970 or
+    past int64 ms (ListOffsets refuses such a target time, as Kafka's offsetsForTimes does)."""
+    if not 0 <= at_ms <= INT64_MAX:
+        where = "before 1970" if at_ms < 0 else "past the last time ms since epoch can hold"
+        raise SystemExit(f"samsa: {flag} {text!r} is {where}: a time is 1970 or later")
+    return at_ms

@@ -28,6 +28,7 @@ from samsa.cli.command_support import (
     parse_time,
     require_topic,
     table,
+    time_in_range,
 )
 from samsa.cli.group_format import (
     GROUP_STATES,
@@ -266,7 +267,8 @@ def reset_strategy(args: argparse.Namespace, now_ms: int | None = None) -> tuple
         return "to-datetime", parse_time(args.to_datetime, "--to-datetime")
     if args.by_duration is not None:
         ago_ms = parse_duration_ms(args.by_duration, "--by-duration")
-        return "to-datetime", (int(time.time() * 1000) if now_ms is None else now_ms) - ago_ms
+        at_ms = (int(time.time() * 1000) if now_ms is None else now_ms) - ago_ms
+        return "to-datetime", time_in_range(at_ms, "--by-duration", args.by_duration)
     if args.from_file is not None:
         return "from-file", 0
     assert args.shift_by is not None, "argparse requires one strategy"

@@ -66,10 +66,8 @@ def offset_spec(text: str) -> str | int:
     name = TIME_NAMES.get(text.strip(), text.strip().lower().replace("-", "_"))
     if name in ("latest", "earliest", "max_timestamp"):
         return name
-    try:
-        return parse_time(text.strip(), "--time")
-    except SystemExit:  # parse_time's message names only the time forms
-        raise SystemExit(
-            f"samsa: --time {text!r} is not earliest (-2), latest (-1), max-timestamp (-3), "
-            "ms since epoch or ISO 8601"
-        ) from None
+    unreadable = (  # parse_time's own message names only the time forms
+        f"samsa: --time {text!r} is not earliest (-2), latest (-1), max-timestamp (-3), "
+        "ms since epoch or ISO 8601"
+    )
+    return parse_time(text.strip(), "--time", unreadable)

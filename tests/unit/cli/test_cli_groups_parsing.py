@@ -31,6 +31,7 @@ from samsa.cli.group_commands import (
     reset_usage_error,
 )
 from samsa.cli.group_format import describe_lines, format_partitions, lag_lines
+from samsa.cli.topic_offsets import offset_spec
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import MemberDescription
 from samsa.common.errors import ErrorCode
@@ -105,6 +106,23 @@ def test_a_time_that_names_no_zone_is_utc_on_every_machine() -> None:
     assert parse_time("2024-01-02", "--from-time") == 1_704_153_600_000
     base = ("groups", "reset-offsets", "g", "--topic", "t", "--to-datetime")
     assert reset_strategy(parse(*base, "2024-01-02T03:04:05")) == ("to-datetime", 1_704_164_645_000)
+
+
+def test_a_time_no_record_can_have_is_one_line() -> None:
+    """Before 1970, or past int64 ms: ListOffsets refuses such a target time (Kafka's
+    offsetsForTimes too), and the SDK's ValueError was a traceback from --to-datetime,
+    --by-duration, consume --from-time and topics offsets --time."""
+    for text in ("1960-01-01T00:00:00", "1969-12-31T23:59:59.999Z", "99999999999999999999"):
+        with pytest.raises(SystemExit, match=f"--from-time '{text}' is (before 1970|past)"):
+            parse_time(text, "--from-time")
+    assert parse_time("1970-01-01T00:00:00Z", "--from-time") == 0
+    base = ("groups", "reset-offsets", "g", "--topic", "t")
+    with pytest.raises(SystemExit, match="--by-duration 'P100000D' is before 1970"):
+        reset_strategy(parse(*base, "--by-duration", "P100000D"))
+    with pytest.raises(SystemExit, match="--to-datetime '1960-01-01' is before 1970"):
+        reset_strategy(parse(*base, "--to-datetime", "1960-01-01"))
+    with pytest.raises(SystemExit, match="--time '1960-01-01' is before 1970"):
+        offset_spec("1960-01-01")
 
 
 def test_partitions_are_a_comma_separated_list(capsys: pytest.CaptureFixture[str]) -> None:
