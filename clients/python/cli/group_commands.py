@@ -311,18 +311,26 @@ def _partitions_to_reset(
     admin: Admin, args: argparse.Namespace, from_file: Mapping[TopicPartition, int] | None
 ) -> list[TopicPartition]:
     """The partitions in scope: those of each --topic (checked to exist), with --all-topics
-    every partition the group has committed (Kafka's tool does the same), or the file's."""
+    every partition the group has committed that still exists (Kafka's tool does the same, its
+    coordinator having dropped the offsets of deleted topics), or the file's."""
     if from_file is not None:
         topics: dict[str, list[int]] = {}
         for topic, partition in sorted(from_file):
             topics.setdefault(topic, []).append(partition)
         return _named_partitions(admin, list(topics.items()))
     if args.all_topics:
+        # A partition deleted since its commit is left out, as Kafka's coordinator drops the
+        # offsets of a deleted topic: it has no log offsets to list (they were waited for).
+        topics = admin.describe_topics()
+        existing = {(name, p.partition) for name, x in topics.items() for p in x.partitions}
         committed = sorted(admin.list_consumer_group_offsets(args.group))
+        if gone := [f"{t}-{p}" for t, p in committed if (t, p) not in existing]:
+            print(f"left out {', '.join(gone)}: deleted since committed", file=sys.stderr)
+        committed = [tp for tp in committed if tp in existing]
         if not committed:
             raise SystemExit(
-                f"samsa groups reset-offsets: group {args.group} has committed no offsets, so "
-                "--all-topics names nothing: name the topics with --topic"
+                f"samsa groups reset-offsets: group {args.group} has committed no offsets of "
+                "existing partitions, so --all-topics names nothing: name the topics with --topic"
             )
         return committed
     return _named_partitions(admin, reset_scope(args.topic, args.partitions))
