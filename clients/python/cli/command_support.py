@@ -169,6 +169,26 @@ def int64(text: str) -> int:
     return _bounded_int(text, INT64_MAX, "a 64-bit field")
 
 
+def seconds(text: str) -> float:
+    """An argparse type for a wait in seconds: a finite number, 0 or more ("nan" compared false
+    with every deadline, so such a wait never ended; a negative one ended at once)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a wait: give 0 or more seconds")
+    return value
+
+
+def milliseconds_as_seconds(text: str) -> float:
+    """An argparse type for a wait given in ms (Kafka's tools' *-ms flags), in seconds."""
+    value = _bounded_int(text, INT64_MAX, "a 64-bit field")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a wait: give 0 or more ms")
+    return value / 1000
+
+
 def parse_duration_ms(text: str, flag: str) -> int:
     """An ISO 8601 duration as Kafka's tools take it (`PT1H`, `P1DT12H`, `PT0.5S`), in ms."""
     match = _DURATION.fullmatch(text.strip())

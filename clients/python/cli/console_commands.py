@@ -24,8 +24,10 @@ from samsa.cli.command_support import (
     int32,
     int64,
     key_value,
+    milliseconds_as_seconds,
     parse_time,
     require_topic,
+    seconds,
 )
 from samsa.cli.console_format import (
     KAFKA_FORMAT,
@@ -78,11 +80,11 @@ def add_console_commands(
         "--count", "--max-messages", type=int, help="stop after this many records (-1: no limit)"
     )
     idle = consume.add_mutually_exclusive_group()
-    idle.add_argument("--timeout", type=float, help="stop after this many idle seconds")
+    idle.add_argument("--timeout", type=seconds, help="stop after this many idle seconds")
     idle.add_argument(
         "--timeout-ms",
         dest="timeout",
-        type=lambda text: int(text) / 1000,
+        type=milliseconds_as_seconds,
         metavar="MS",
         help="the same in milliseconds (kafka-console-consumer's flag)",
     )

@@ -1,6 +1,7 @@
 """Goal: `samsa produce` and `samsa consume` take the flags of Kafka's console producer and
 consumer beside their own: `--topic` for the positional topic, `--max-messages` for `--count`,
-`--timeout-ms` for `--timeout` (in milliseconds); a missing or doubled topic is a usage error that
+`--timeout-ms` for `--timeout` (in milliseconds; either is a finite wait of 0 or more, else
+a usage error); a missing or doubled topic is a usage error that
 says what to type, before anything connects. `consume`'s `--consumer-property` settings merge with
 the flags that set one (`--group`, `--from-beginning`, `--isolation-level`), and a flag and a
 property that disagree are refused before connecting.
@@ -61,6 +62,27 @@ def test_both_idle_timeouts_are_refused(capsys: pytest.CaptureFixture[str]) -> N
         parse("consume", "t", "--timeout", "1", "--timeout-ms", "1000")
     assert exited.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--timeout", "nan"),  # compared false with every deadline: it never stopped
+        ("--timeout", "inf"),
+        ("--timeout", "-1"),  # stopped at once
+        ("--timeout", "soon"),
+        ("--timeout-ms", "-5"),
+        ("--timeout-ms", "1.5"),
+    ],
+)
+def test_an_idle_timeout_that_is_no_wait_is_a_usage_error(
+    argv: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse("consume", "t", *argv)
+    assert exited.value.code == 2
+    assert argv[0] in capsys.readouterr().err
+    assert parse("consume", "t", "--timeout", "0").timeout == 0.0
 
 
 def test_consumer_properties_merge_with_the_flags_that_set_them() -> None:
