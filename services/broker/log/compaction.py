@@ -18,6 +18,12 @@ Choices a reviewer should know:
 - The newest batch of each idempotent producer the log remembers is kept whole (`keep_whole`, by
   base offset): should the producer state ever be rebuilt from the log alone, its last sequence
   is still there (a re-encoded batch's last_offset_delta, hence its last sequence, can shrink).
+  Such a batch may keep a record its key's newest superseded; should that newest be a
+  tombstone, it stays past its horizon while an older record of its key is left (and goes
+  at the earliest in the pass after the one that removes that record): removed first, it
+  would leave the older value as the last a reader from the log start sees, and the deleted
+  key would come back (Kafka keeps the batch too, but filters its records, which Samsa's
+  codec cannot do without shrinking the last offset).
 - Transactions (Kafka's transaction-aware cleaning). The cleanable range ends at the last stable
   offset, so every transactional batch in it belongs to a transaction whose marker is written and
   replicated; the aborted-transaction index (`AbortedRanges`: producer id, first offset, marker
@@ -175,6 +181,10 @@ class CleaningRules:
     aborted: AbortedRanges = NO_ABORTED
     removed_markers: Container[int] = ()
     first_cleaned: FirstCleaned = field(default_factory=FirstCleaned)
+    # Filled by `compact_batch` as the pass goes, in log order: the keys with a record older than
+    # their newest that an earlier pass left (only a batch kept whole keeps one), so that their
+    # tombstone stays whatever its horizon.
+    shadowed: set[bytes] = field(default_factory=set)
 
     def tombstone_horizon_ms(self, header: BatchHeader) -> int:
         """When the batch's tombstones may go: delete.retention.ms after the pass that first
@@ -191,26 +201,45 @@ def compact_batch(raw: bytes, batch: RecordBatch, rules: CleaningRules) -> bytes
     header = batch.header
     if header.is_control:
         return None if header.base_offset in rules.removed_markers else raw
+    offsets = batch.offsets()
     if header.base_offset in rules.keep_whole:
+        _note_shadowed(batch.keys, offsets, rules)
         return raw
     if rules.aborted.contains(header):
         return None
     tombstones_expired = rules.tombstone_horizon_ms(header) <= rules.now_ms
     key_map = rules.key_map
-    offsets = batch.offsets()
     survivors = [
         index
         for index, (key, value, offset) in enumerate(
             zip(batch.keys, batch.values, offsets, strict=True)
         )
         if key is None
-        or (key_map.get(key) == offset and not (value is None and tombstones_expired))
+        or (
+            key_map.get(key) == offset
+            and not (value is None and tombstones_expired and key not in rules.shadowed)
+        )
     ]
+    if tombstones_expired and len(survivors) < len(offsets):
+        _note_shadowed(batch.keys, offsets, rules)
     if len(survivors) == len(offsets):
         return raw
     if not survivors:
         return None
     return _rebuild(batch, survivors)
+
+
+def _note_shadowed(keys: list[bytes | None], offsets: list[int], rules: CleaningRules) -> None:
+    """Note in `rules.shadowed` the keys of the batch's records that are not their key's newest
+    while that newest lies where an earlier pass cleaned: only a batch kept whole leaves one
+    there (any other pass removes it), and a tombstone of the key removed past its horizon
+    would let that older record be what a reader from the log start sees last (the key would
+    come back)."""
+    cleaned_end = rules.first_cleaned.end
+    for key, offset in zip(keys, offsets, strict=True):
+        newest = rules.key_map.get(key) if key is not None else None
+        if newest is not None and newest != offset and newest < cleaned_end:
+            rules.shadowed.add(key)  # type: ignore[arg-type]
 
 
 def _rebuild(batch: RecordBatch, survivors: list[int]) -> bytes:

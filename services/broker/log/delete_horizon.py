@@ -47,6 +47,11 @@ class FirstCleaned:
     def copy(self) -> FirstCleaned:
         return FirstCleaned(self.entries())
 
+    @property
+    def end(self) -> int:
+        """Where the passes so far ended: every offset below it was cleaned (0: none)."""
+        return self._ends[-1] if self._ends else 0
+
     def first_cleaned_ms(self, offset: int) -> int | None:
         """When the pass that first cleaned `offset` ran, or None when none has yet."""
         index = bisect.bisect_right(self._ends, offset)

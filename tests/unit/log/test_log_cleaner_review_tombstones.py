@@ -101,3 +101,37 @@ def test_first_cleaned_ranges_truncate_forget_and_merge_towards_later() -> None:
         ranges.on_pass(21 + n, n)
     assert len(ranges.entries()) == ENTRIES_MAX
     assert ranges.first_cleaned_ms(0) >= 300, "a merged range keeps its later time"
+
+
+def test_a_deleted_key_stays_deleted_while_a_batch_kept_whole_holds_its_old_value(
+    tmp_path: Path,
+) -> None:
+    """An idempotent producer's newest batch stays whole (its last sequence must survive), so
+    it keeps a value its key's tombstone superseded: that tombstone stays past its horizon while
+    the value is there, and goes only in a pass after the one that removes the value (once the
+    producer has written again), or a reader from the log start would see the key come back."""
+    log = Log.open(tmp_path, CONFIG, now_ms=NOW)
+    old_value = batch(
+        b"v" * 100, keys=[b"k"], timestamp=NOW, producer_id=7, producer_epoch=0, base_sequence=0
+    )
+    log.append_as_leader(old_value, leader_epoch=0, now_ms=NOW)
+    tombstone = put(log, b"k", None)
+    for n in range(40):
+        put(log, b"o%d" % (n % 4), b"w" * 100)
+    end = log.log_end_offset
+    for now in (NOW, NOW + RETENTION_MS, NOW + 5 * RETENTION_MS):
+        log.compact(now_ms=now, high_watermark=end)
+        assert [r.value for r in read_all(log) if r.key == b"k"] == [b"v" * 100, None]
+    later_batch = batch(
+        b"x", keys=[b"p"], timestamp=NOW, producer_id=7, producer_epoch=0, base_sequence=1
+    )
+    log.append_as_leader(later_batch, leader_epoch=0, now_ms=NOW)
+    for n in range(40):
+        put(log, b"o%d" % (n % 4), b"w" * 100)
+    end = log.log_end_offset
+    log.compact(now_ms=NOW + 6 * RETENTION_MS, high_watermark=end)
+    assert tombstones(log) == [tombstone], "the value went, its tombstone stays one more pass"
+    assert [r.value for r in read_all(log) if r.key == b"k"] == [None]
+    log.compact(now_ms=NOW + 6 * RETENTION_MS, high_watermark=end)
+    assert tombstones(log) == []
+    log.close()
