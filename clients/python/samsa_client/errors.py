@@ -7,7 +7,15 @@ from types import MappingProxyType
 
 from samsa.common.errors import ErrorCode, SamsaError, is_retriable
 
-__all__ = ["KafkaError", "NoBrokersAvailable", "ProduceError", "TopicError", "code_of", "first_of"]
+__all__ = [
+    "KafkaError",
+    "NoBrokersAvailable",
+    "ProduceError",
+    "TopicError",
+    "code_of",
+    "coded_message",
+    "first_of",
+]
 
 
 def code_of(code: int) -> ErrorCode:
@@ -17,6 +25,15 @@ def code_of(code: int) -> ErrorCode:
         return ErrorCode(code)
     except ValueError:
         return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def coded_message(code: int, message: str) -> tuple[ErrorCode, str]:
+    """`code_of(code)`, and `message` with the number in front when the code is unknown (a newer
+    server's), so that it is not lost."""
+    error_code = code_of(code)
+    if error_code != code:
+        message = f"error code {code}{': ' if message else ''}{message}"
+    return error_code, message
 
 
 class KafkaError(SamsaError):
@@ -30,9 +47,7 @@ class KafkaError(SamsaError):
 
     @classmethod
     def of(cls, code: int, message: str) -> KafkaError:
-        error_code = code_of(code)
-        if error_code != code:  # a newer server's code: keep its number in the message
-            message = f"error code {code}{': ' if message else ''}{message}"
+        error_code, message = coded_message(code, message)
         return cls(message or error_code.name, error_code)
 
     @property

@@ -10,7 +10,8 @@ reader task, on the driver's loop, and goes to the accumulator under the lock:
   delivery.timeout.ms). NOT_LEADER_OR_FOLLOWER and the like mark the metadata stale, unless the
   answer names a newer leader (KIP-951): then that partition's leader is updated at once and the
   batch retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`).
-  MESSAGE_TOO_LARGE for a batch sent alone in its partition splits it (batch_completion.py);
+  MESSAGE_TOO_LARGE for a batch sent alone in its partition splits it (batch_completion.py); a
+  code this client does not know (a newer broker's) is UNKNOWN_SERVER_ERROR, as in Kafka's;
 - a stream that failed: every batch of the request, with the stream's error; so does a request
   unanswered within request.timeout.ms, or by its oldest batch's delivery deadline if sooner;
 - a partition the request carried and the answer leaves out: its batches fail as retriable
@@ -37,6 +38,7 @@ from samsa.client.cluster_metadata import (
     ClusterMetadata,
 )
 from samsa.client.config import ProducerConfig
+from samsa.client.errors import coded_message
 from samsa.client.produce_message import produce_request
 from samsa.client.produce_stream import (
     ByPartition,
@@ -235,7 +237,10 @@ class ProduceSender:
                 )
                 base += count
             return completed
-        code = ErrorCode(result.error_code)
+        # A newer broker's code this client does not know reads as UNKNOWN_SERVER_ERROR (not
+        # retried), its number kept in the message, as Kafka's clients read it: a ValueError
+        # here would leave the request's batches in flight for ever, their futures unsettled.
+        code, message = coded_message(result.error_code, result.error_message)
         # KIP-951: the answer names the new leader; go there now, no backoff, no refresh.
         retry_now = (
             code in NEW_LEADER_ERRORS
@@ -255,7 +260,7 @@ class ProduceSender:
             completed += self._accumulator.on_batch_failed(
                 batch.batch_id, code, is_retriable(code), now, retry_now=retry_now, alone=alone
             )
-            self._outcomes.note_message(batch.batch_id, result.error_message)
+            self._outcomes.note_message(batch.batch_id, message)
         return completed
 
     def fail_unencodable(self, failed: list[tuple[ProducerBatch, Exception]]) -> None:

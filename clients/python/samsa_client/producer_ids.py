@@ -24,6 +24,7 @@ from typing import NamedTuple
 import grpc
 
 from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.errors import coded_message
 from samsa.client.producer_sequences import bumped_producer_epoch
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -99,9 +100,11 @@ class ProducerIds:
             return ProducerIdentity(
                 code, f"{endpoint}: {error.code().name} {error.details()}", -1, -1
             )
+        # A newer broker's code this client does not know: UNKNOWN_SERVER_ERROR, not retried.
+        code, message = coded_message(response.error_code, response.error_message)
         return ProducerIdentity(
-            ErrorCode(response.error_code),
-            response.error_message,
+            code,
+            message,
             response.producer_id,
             response.producer_epoch,
         )

@@ -4,7 +4,10 @@ a batch its response omits): it is retried in order, with the sequence it was se
 a lost answer, and its records are acknowledged once. A partition the answer names but the
 request never carried, or names twice, is ignored (before, a second answer for one partition
 hit the accumulator's "fed twice" assertion on the stream's reader, which then hung every request
-waiting on that stream).
+waiting on that stream). An error code the client does not know (a newer broker's) fails its
+batch as UNKNOWN_SERVER_ERROR, the number in the message, as Kafka's clients read it (before, a
+ValueError on the stream's reader left the request's batches in flight for ever: their futures
+never settled, and every flush and close timed out).
 
 Method: the sync Producer (idempotent, the default) against the in-memory brokers
 (fake_produce_cluster.py), whose `rewrite_answer` edits the first answer; the fake broker, like
@@ -106,3 +109,25 @@ def test_a_partition_answered_twice_takes_the_first_answer(cluster: FakeCluster)
     rewrite_first_answer(cluster, answer_partition_0_twice)
     assert send_to_both_partitions(cluster) == [(0, 0), (1, 0), (0, 1), (1, 1)]
     assert len(cluster.brokers[1].received) == 2  # nothing re-sent
+
+
+def test_an_unknown_error_code_fails_its_batch_and_settles_the_others(cluster: FakeCluster):
+    def unknown_code_for_partition_0(answer: broker_pb2.ProduceResponse) -> None:
+        for result in answer.topics[0].partitions:
+            if result.partition == 0:
+                result.error_code, result.error_message = 999, "added since"
+
+    rewrite_first_answer(cluster, unknown_code_for_partition_0)
+    producer = Producer(SETTINGS)
+    try:
+        refused = producer.send(TOPIC, b"p0", partition=0)
+        acked = producer.send(TOPIC, b"p1", partition=1)
+        producer.flush(timeout=WAIT_S)  # one request, one answer for both partitions
+        error = refused.exception(timeout=0)
+        assert error is not None and error.code == ErrorCode.UNKNOWN_SERVER_ERROR
+        assert "error code 999: added since" in str(error)
+        assert acked.result(timeout=0).offset == 0
+        assert producer._driver.accumulator.buffered_bytes == 0
+    finally:
+        producer.close(timeout=WAIT_S)  # bounded: it waited for ever for the stranded batch
+    assert len(cluster.brokers[1].received) == 2  # not retried

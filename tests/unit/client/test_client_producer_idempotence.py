@@ -129,6 +129,26 @@ def test_a_non_retriable_init_producer_id_answer_fails_the_records(cluster: Fake
     assert cluster.brokers[1].received == []
 
 
+def test_an_init_producer_id_answer_with_an_unknown_code_fails_the_records(cluster: FakeCluster):
+    """A newer broker's code this client does not know reads as UNKNOWN_SERVER_ERROR, as Kafka's
+    clients read it: not retried (before, a ValueError in every turn of the driver, which asked
+    again for ever while the records waited for delivery.timeout.ms)."""
+    cluster.init_producer_id_answers += [
+        broker_pb2.InitProducerIdResponse(error_code=999, error_message="new", producer_id=-1)
+        for _ in range(1_000)
+    ]
+    producer = Producer(SETTINGS)
+    try:
+        with pytest.raises(KafkaError) as failed:
+            producer.send(TOPIC, b"x", partition=0).result(timeout=WAIT_S)
+    finally:
+        producer.close(timeout=WAIT_S)
+    assert failed.value.code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert "error code 999: new" in str(failed.value)
+    assert cluster.init_producer_id_calls == 1
+    assert cluster.brokers[1].received == []
+
+
 @pytest.mark.parametrize("status", [grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN])
 def test_init_producer_id_cut_off_by_a_dying_broker_is_retried(
     cluster: FakeCluster, status: grpc.StatusCode
