@@ -142,11 +142,19 @@ class ProducerDriver:
     # --- any thread -------------------------------------------------------------------------------
 
     def wake_threadsafe(self) -> None:
-        """Wake the driver from another thread; one loop hand-off however many callers ask."""
-        if self._wake_scheduled or self._loop is None:
+        """Wake the driver from another thread; one loop hand-off however many callers ask.
+        Once the producer closed its loop there is no driver to wake, nor anything to send: its
+        stop settled every record, and refuses appends (a flush() after close() returns, as
+        Kafka's does, and a send() that appended just before the stop holds a failed future)."""
+        loop = self._loop
+        if self._wake_scheduled or loop is None:
             return
         self._wake_scheduled = True
-        self._loop.call_soon_threadsafe(self.wake)
+        try:
+            loop.call_soon_threadsafe(self.wake)
+        except RuntimeError:
+            if not loop.is_closed():
+                raise
 
     # --- the loop ---------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Goal: Producer.close() ends the producer from wherever an application calls it, a send()
 callback included (Kafka's producer allows close() in a callback: it cannot wait there for the
-callback thread, which is the caller).
+callback thread, which is the caller). A flush() after close() returns, as Kafka's does: close()
+settled every record.
 
 Method: the sync Producer against in-memory brokers (fake_produce_cluster.py); waits on events
 with generous timeouts, never fixed sleeps.
@@ -180,3 +181,13 @@ def test_a_driver_stop_past_its_bound_is_a_warning_not_an_error(
     assert not producer._loop_thread.is_alive()
     with pytest.raises(KafkaError):
         producer.send(TOPIC, b"after")
+
+
+def test_flush_after_close_returns(cluster: FakeCluster) -> None:
+    """It raised RuntimeError('Event loop is closed'): flush() woke the closed loop's driver."""
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 0})
+    future = producer.send(TOPIC, b"first", partition=0)
+    producer.close(WAIT_S)
+    producer.flush(WAIT_S)
+    producer.flush()
+    assert future.result(timeout=0).offset == 0
