@@ -42,7 +42,7 @@ from samsa.client.partition_wait import partition_count_showing
 from samsa.client.partitioner import partition_groups
 from samsa.client.producer_driver import ProducerDriver
 from samsa.client.record_appender import checked_partition, now_ms
-from samsa.client.record_checks import CheckedRecords, checked_int
+from samsa.client.record_checks import CheckedRecords, checked_int, checked_partitions_column
 from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction
@@ -159,7 +159,7 @@ class Producer:
         if timestamp is None:
             timestamp = now
         if partitions is not None:
-            named = [None if p is None else checked_int("partition", p) for p in partitions]
+            named = checked_partitions_column(partitions, len(values))
             wanted = [p for p in named if p is not None and p >= count]
             count = partition_count_showing(self._metadata, topic, wanted, count, deadline)
             partitions = [None if p is None else checked_partition(topic, p, count) for p in named]

@@ -113,6 +113,17 @@ def check_columns(
     return CheckedRecords(keys, values, headers_checked, cumulative)
 
 
+def checked_partitions_column(
+    partitions: Sequence[int | None], value_count: int
+) -> list[int | None]:
+    """send_many's `partitions` column: one int or None per value (InvalidRecordError otherwise,
+    as `check_columns` refuses a keys column of another length: the records past its end would
+    be dropped unsaid)."""
+    if len(partitions) != value_count:
+        raise InvalidRecordError(f"{len(partitions)} partitions for {value_count} values")
+    return [None if p is None else checked_int("partition", p) for p in partitions]
+
+
 def as_bytes(name: str, item: object) -> bytes:
     """bytes from a bytearray or memoryview (copied: the caller may reuse its buffer)."""
     if isinstance(item, bytearray):

@@ -286,6 +286,12 @@ def test_bad_records_and_partitions_raise_before_anything_is_queued(cluster: Fak
         with pytest.raises(KafkaError) as error:
             producer.send_many(TOPIC, [b"a", b"b"], partitions=[0, 9])
         assert error.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # A partitions column of another length than the values (it dropped the records past
+        # its end, the future counting only those queued, or raised an IndexError).
+        with pytest.raises(InvalidRecordError, match="1 partitions for 3 values"):
+            producer.send_many(TOPIC, [b"a", b"b", b"c"], partitions=[0])
+        with pytest.raises(InvalidRecordError, match="3 partitions for 1 values"):
+            producer.send_many(TOPIC, [b"a"], partitions=[0, 1, 2])
         assert producer.send_many(TOPIC, []).result(0) == 0
         producer.flush(WAIT_S)
     assert all(not cluster.log(TOPIC, p) for p in range(4))
