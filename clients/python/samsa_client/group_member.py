@@ -54,8 +54,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from samsa.client.errors import coded_message
 from samsa.client.heartbeat_fields import SentFields, Subscription, partitions_from_proto
-from samsa.client.heartbeat_fields import partitions_to_proto as partitions_to_proto
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as cp
 
@@ -247,9 +247,9 @@ class GroupMember:
         return self.member_epoch
 
     def on_heartbeat_answer(self, answer: cp.ConsumerGroupHeartbeatResponse, now_ms: int) -> None:
-        code = ErrorCode(answer.error_code)
-        if code is not ErrorCode.NONE:
-            self.on_heartbeat_failed(code, answer.error_message, now_ms)
+        code, message = coded_message(answer.error_code, answer.error_message)
+        if code is not ErrorCode.NONE:  # one unknown here (a newer server's): UNKNOWN_SERVER_ERROR
+            self.on_heartbeat_failed(code, message, now_ms)
             return
         self._in_flight = False
         self.coordinator_needed = False

@@ -34,7 +34,7 @@ from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.consumer import ConsumerRecord
 from samsa.client.consumer_records import decode_records
-from samsa.client.errors import KafkaError
+from samsa.client.errors import KafkaError, coded_message
 from samsa.common.errors import CorruptRecordError, ErrorCode, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc, records_pb2
 
@@ -201,10 +201,10 @@ class PartitionRangeReader:
         result = answer.topics[0].partitions[0]
         if result.error_code == ErrorCode.NONE:
             return result, ""
-        code = ErrorCode(result.error_code)
+        code, message = coded_message(result.error_code, result.error_message)  # a newer one's
         if code == ErrorCode.OFFSET_OUT_OF_RANGE or not is_retriable(code):
             raise KafkaError(
-                f"reading {topic}-{partition} at {offset}: {code.name} {result.error_message} "
+                f"reading {topic}-{partition} at {offset}: {code.name} {message} "
                 f"(log start {result.log_start_offset})",
                 code,
             )

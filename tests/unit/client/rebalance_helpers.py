@@ -3,7 +3,8 @@ heartbeat answers that assign it partitions of one topic, and a listener that re
 
 from __future__ import annotations
 
-from samsa.client.group_member import GroupMember, MemberSettings, partitions_to_proto
+from samsa.client.group_member import GroupMember, MemberSettings
+from samsa.client.heartbeat_fields import partitions_to_proto
 from samsa.client.rebalance import ConsumerRebalanceListener
 from samsa.v1 import coordinator_pb2 as cp
 

@@ -21,7 +21,8 @@ from samsa.client.consumer_calls import offsets_to_commit
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_commit import CommitFailedError
 from samsa.client.group_driver import GroupDriver
-from samsa.client.group_member import GroupMember, Subscription, partitions_to_proto
+from samsa.client.group_member import GroupMember, Subscription
+from samsa.client.heartbeat_fields import partitions_to_proto
 from samsa.client.rebalance import begin_step, end_step
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c

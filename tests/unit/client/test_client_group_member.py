@@ -19,8 +19,8 @@ from samsa.client.group_member import (
     MemberState,
     Subscription,
     partitions_from_proto,
-    partitions_to_proto,
 )
+from samsa.client.heartbeat_fields import partitions_to_proto
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as cp
 
@@ -193,6 +193,19 @@ def test_a_non_retriable_answer_is_fatal_and_kept_for_poll_to_raise() -> None:
     assert m.state is MemberState.FATAL
     assert m.error == (ErrorCode.UNSUPPORTED_ASSIGNOR, "why")
     assert m.heartbeat_request(10_000) is None
+
+
+def test_an_error_code_this_client_does_not_know_is_fatal_not_a_crash() -> None:
+    """A newer coordinator's code: UNKNOWN_SERVER_ERROR with its number kept, as Kafka's
+    clients read one (ErrorCode(999) raised ValueError in the driver, every heartbeat)."""
+    m = member()
+    m.subscribe(Subscription(topics=frozenset({T})), 0)
+    m.heartbeat_request(0)
+    unknown = cp.ConsumerGroupHeartbeatResponse(error_message="why")
+    unknown.error_code = 999  # type: ignore[assignment]
+    m.on_heartbeat_answer(unknown, 0)
+    assert m.state is MemberState.FATAL
+    assert m.error == (ErrorCode.UNKNOWN_SERVER_ERROR, "error code 999: why")
 
 
 @pytest.mark.parametrize(("instance_id", "leave_epoch"), [("", -1), ("static-1", -2)])

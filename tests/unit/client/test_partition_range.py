@@ -154,3 +154,32 @@ def test_a_negative_start_is_refused_at_once() -> None:
         next(reader.chunks("t", 0, -1, 10))
     assert raised.value.code == ErrorCode.INVALID_REQUEST
     assert log.asked == []
+
+
+def test_an_error_code_this_client_does_not_know_is_raised_as_unknown_server_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A newer broker's code: KafkaError UNKNOWN_SERVER_ERROR naming its number (ErrorCode(999)
+    raised ValueError out of the read instead)."""
+
+    class Stub:
+        def __init__(self, channel: object) -> None:
+            pass
+
+        def Fetch(self, request: object, timeout: float) -> broker_pb2.FetchResponse:
+            answer = broker_pb2.FetchResponse()
+            topic = answer.topics.add(name="t")
+            result = topic.partitions.add(partition=0, error_message="why")
+            result.error_code = 999  # type: ignore[assignment]
+            return answer
+
+    reader = PartitionRangeReader({"bootstrap.servers": "127.0.0.1:1"})
+    monkeypatch.setattr(reader, "_leader", lambda topic, partition: "127.0.0.1:1")
+    monkeypatch.setattr("samsa.client.partition_range.broker_pb2_grpc.BrokerServiceStub", Stub)
+    try:
+        with pytest.raises(KafkaError) as raised:
+            reader._fetch_once("t", 0, 0, 0)
+    finally:
+        reader.close()
+    assert raised.value.code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert "error code 999: why" in str(raised.value)
