@@ -412,9 +412,11 @@ def test_consume_in_a_group_resumes_where_the_last_run_stopped(cluster: LocalClu
 
 
 def test_all_topics_leaves_out_a_topic_deleted_since_the_commit(cluster: LocalCluster) -> None:
-    """A group's offsets of a topic deleted since (Kafka's coordinator drops them, so its
-    --all-topics never names them) are left out, said on stderr: the others are reset at once.
-    Their log offsets were waited for instead, 45 s, before a LEADER_NOT_AVAILABLE failure."""
+    """A group's offsets of a topic deleted since are not reset: the coordinator deletes them
+    with the topic (as Kafka's), and a reset that lists them before it did leaves them out,
+    said on stderr (test_cli_groups_reset_scope.py has that case alone); the others are reset
+    at once. Their log offsets were waited for instead, 45 s, before a LEADER_NOT_AVAILABLE
+    failure."""
     with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
         admin.create_topic("gone", num_partitions=1, replication_factor=1)
         admin.alter_consumer_group_offsets("leaver", {(TOPIC, 0): 5, ("gone", 0): 0})
@@ -423,6 +425,6 @@ def test_all_topics_leaves_out_a_topic_deleted_since_the_commit(cluster: LocalCl
     reset = samsa(cluster, "groups", "reset-offsets", "leaver", "--all-topics", "--to-earliest")
     assert time.monotonic() - started < 20, reset.stderr
     assert reset.returncode == 0, reset.stderr
-    assert "left out gone-0" in reset.stderr
+    assert "left out" not in reset.stderr or "left out gone-0" in reset.stderr
     assert reset.stdout.splitlines()[1].split() == [TOPIC, "0", "5", "0"]
     assert len(reset.stdout.splitlines()) == 2
