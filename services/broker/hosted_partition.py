@@ -176,6 +176,8 @@ class HostedPartition:
         from the new log end)."""
         self.replica.log_changed(self.log.log_start_offset, self.log.log_end_offset)
         self.log.on_high_watermark(self.replica.high_watermark)
+        if self.traced is not None:  # a traced batch cut away gets no later span
+            self.traced.truncated(self.log.log_end_offset)
         self.notify_appended()
 
     @property

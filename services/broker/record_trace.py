@@ -20,7 +20,9 @@ and remembers at most BATCHES_REMEMBERED of them, each for at most REMEMBERED_NS
 fetches can find theirs; nothing per record, nothing when tracing is off (the host's
 `record_tracer` is None). Spans are made when the step completes, with the step's start time, so
 none stays open: a batch whose replication never completes (its leader moved, say) simply has no
-replicate span. Pure: the tracer and the clock are passed in.
+replicate span. A batch the log loses to a truncation (this replica followed a leader that never
+had it) is forgotten with it: the records that later take its offsets are not its journey. Pure:
+the tracer and the clock are passed in.
 """
 
 from __future__ import annotations
@@ -102,6 +104,14 @@ class PartitionTraces:
         while self.batches and self.batches[0].appended_ns < ended_ns - REMEMBERED_NS:
             self.batches.popleft()
         self.batches.append(_TracedBatch(first_offset, end_offset, context, ended_ns))
+
+    def truncated(self, log_end_offset: int) -> None:
+        """The log was cut back to `log_end_offset` (a follower's truncation, a corrupt replica's
+        repair): the batches not wholly below it are gone from it, and another leader's records
+        may take their offsets, so they get no later span."""
+        kept = [batch for batch in self.batches if batch.end_offset <= log_end_offset]
+        if len(kept) < len(self.batches):
+            self.batches = deque(kept, maxlen=BATCHES_REMEMBERED)
 
     def high_watermark_moved(self, high_watermark: int) -> None:
         """The batches the high watermark now passes get their `high watermark` span."""
