@@ -22,6 +22,7 @@ from samsa.common.record.transaction_filter import AbortedTransactionFilter
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.transaction_index import AbortedTransaction
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.record_trace import PartitionTraces
 from samsa.v1 import broker_pb2, records_pb2
 
 PARTITION_MAX_BYTES_DEFAULT = 1024 * 1024  # Kafka's max.partition.fetch.bytes
@@ -63,6 +64,10 @@ class PartitionReader:
         # Offsets sent, by topic, from each partition's fetch offset: the records-out counter
         # without reading a batch (offsets a compaction removed count too).
         self.records_by_topic: dict[str, int] = {}
+        # A consumer's reads of partitions with traced batches, (traces, fetch offset, next
+        # offset): their `fetch` spans, once this pass answers. A long-poll pass that is read
+        # again later was never sent, and each pass made a span for the same answer.
+        self.traced_reads: list[tuple[PartitionTraces, int, int]] = []
         # A partition failed or has an answer of its own (a diverging epoch, a preferred read
         # replica): the fetch is answered at once, never parked until max_wait_ms. A follower
         # that must truncate after a leader change would otherwise wait out the whole wait
@@ -82,11 +87,14 @@ class PartitionReader:
         return outcome
 
     def count_answer(self) -> None:
-        """Count this pass's bytes as sent (call once, for the pass that answers)."""
+        """Count this pass's bytes as sent, and make the `fetch` spans of the traced batches it
+        returns (call once, for the pass that answers)."""
         if self.bytes_by_topic:
             self.host.metrics.fetched(
                 self.bytes_by_topic, self.records_by_topic, follower=self.replica_id >= 0
             )
+        for traces, fetch_offset, next_offset in self.traced_reads:
+            traces.served(fetch_offset, next_offset, -1)
 
     def _read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
         host, request, replica_id = self.host, self.request, self.replica_id
@@ -186,7 +194,12 @@ class PartitionReader:
             sent = result.next_fetch_offset - wanted.fetch_offset
             self.records_by_topic[topic] = self.records_by_topic.get(topic, 0) + sent
         if hosted.traced is not None:  # a traced batch may be in this answer (record_trace.py)
-            hosted.traced.served(wanted.fetch_offset, result.next_fetch_offset, replica_id)
+            if replica_id >= 0:  # the fetch offset says what the follower holds: true now
+                hosted.traced.served(wanted.fetch_offset, result.next_fetch_offset, replica_id)
+            else:  # spans for what the answer returns, if this pass is the one answered
+                self.traced_reads.append(
+                    (hosted.traced, wanted.fetch_offset, result.next_fetch_offset)
+                )
         return Outcome.READ
 
 

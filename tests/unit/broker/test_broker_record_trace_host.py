@@ -1,6 +1,7 @@
 """Goal: the broker's record-trace spans (record_trace.py) tell where a traced batch went as the
 broker hosting it sees it: a batch its log lost to a truncation gets no later span, though other
-records take its offsets.
+records take its offsets; a consumer fetch that long-polls gets one `fetch` span for its one
+answer, however many passes it read before answering.
 
 Method: a PartitionHost over a real log in tmp_path, following images from the controller's own
 decisions (replication_cluster's builders), with a RecordTracer over an in-memory exporter; the
@@ -9,6 +10,7 @@ produce and fetch go through the request code (`produce`, `PartitionReader`).
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from samsa.common.record.codec import build_batch
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.record_trace import RecordTracer
+from samsa.services.broker.requests.fetch import fetch
 from samsa.services.broker.requests.partition_read import PartitionReader
 from samsa.services.broker.requests.produce import produce
 from samsa.services.controller import control_plane as cp
@@ -96,3 +99,28 @@ def test_a_traced_batch_truncated_away_gets_no_later_span(tmp_path: Path) -> Non
         f"append {TOPIC}-0",
         f"produce {TOPIC}",
     ]
+
+
+def test_a_long_polled_consumer_fetch_gets_one_fetch_span(tmp_path: Path) -> None:
+    """A consumer's fetch with fewer bytes than its min_bytes reads the partition, waits, and
+    reads it again before it answers (here when max_wait_ms runs out): the traced batch goes out
+    in one answer, which is one `fetch` span (each pass made one, the unanswered one too)."""
+    image = cluster_with_topic({"min.insync.replicas": "1"}, random.Random(1))
+    state = image.topics[TOPIC].partitions[0]
+    me = state.leader
+    image = commit(image, cp.fence_brokers(image, [r for r in state.replicas if r != me]))
+    host = PartitionHost(tmp_path, me)
+    host.apply(image, partition_changes(host.image, image, me), now_ms=0)
+    hosted = host.get(*KEY)
+    assert hosted is not None and hosted.isr == (me,)
+    exporter = traced(host, me)
+    traced_produce(host, [b"v"])
+    assert hosted.high_watermark == 1
+
+    parts = FetchParts(0, -1, True, {KEY: FetchPosition(0, -1, -1, 1 << 20)}, ())
+    request = fetch_request(parts, max_wait_ms=50, min_bytes=1 << 20)
+    answer = asyncio.run(fetch(host, request))
+    host.close_all()
+    assert answer.topics[0].partitions[0].records, "the batch is in the answer"
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert names.count(f"fetch {TOPIC}-0") == 1, names
