@@ -121,6 +121,8 @@ class PartitionTraces:
                 continue
             batch.replicated = True
             now = self.clock() if now is None else now
+            if batch.appended_ns < now - REMEMBERED_NS:
+                continue  # forgotten (the batches are dropped at the next traced append)
             self.tracer.start_span(
                 f"high watermark {self.name}",
                 context=batch.parent,
@@ -153,6 +155,8 @@ class PartitionTraces:
                 attributes = {"samsa.fetch_offset": fetch_offset}
                 start_ns = None
             now = self.clock() if now is None else now
+            if batch.appended_ns < now - REMEMBERED_NS:
+                continue  # forgotten (the batches are dropped at the next traced append)
             self.tracer.start_span(
                 name,
                 context=batch.parent,

@@ -134,3 +134,19 @@ def test_the_broker_remembers_a_bounded_number_of_batches_for_a_bounded_time():
     exporter.clear()
     traces.served(0, 20, replica_id=-1)
     assert exporter.get_finished_spans() == ()
+
+
+def test_a_step_past_the_remembered_time_gets_no_span_without_a_later_append():
+    """A batch is remembered for REMEMBERED_NS even when no traced append follows it on its
+    partition (the append is what drops old batches): a consumer fetch, a follower's catch-up
+    or the high watermark's move after that time makes no span (each did)."""
+    tracer, clock, exporter = setup()
+    parent = tracer.start_produce(SAMPLED, request()).get_span_context()
+    traces = tracer.partition_traces("orders", 0)
+    traces.appended(parent, 0, 1, 70, started_ns=1_000, ended_ns=1_000)
+    exporter.clear()
+    clock.now_ns = 1_000 + record_trace.REMEMBERED_NS + 1
+    traces.served(0, 1, replica_id=-1)
+    traces.served(1, 1, replica_id=2)
+    traces.high_watermark_moved(1)
+    assert exporter.get_finished_spans() == ()
