@@ -24,8 +24,9 @@ before anything is served:
 
 Serving: `write_encoded` queues records in the partition's `RecordWriter` *before any await*, so
 the log order is the order in which they were queued. One writer task sends the writer's
-batches, one at a time, with acks=all, and completes each caller's future once its records (and
-every record queued before them) are durable. Reads pass through `write_encoded([])` too, so an
+batches, one at a time, with acks=all (each in its first traced write's span, whose trace the
+broker's spans join), and completes each caller's future once its records (and every record
+queued before them) are durable. Reads pass through `write_encoded([])` too, so an
 answer never shows state the log does not hold yet.
 
 Failure: a retriable produce error (leader moved, timeout, broker down) resends the same batch
@@ -56,6 +57,7 @@ from samsa.common.record.codec import (
 from samsa.common.record.header import BatchHeader
 from samsa.metadata.image import NO_PRODUCER_ID, CoordinatorAssignment
 from samsa.services.coordinator import coordinator_metrics
+from samsa.services.coordinator.internal_produce_stream import joined, sampled_span_context
 from samsa.services.coordinator.offsets_log import OffsetsLog
 from samsa.services.coordinator.record_writer import (
     PRODUCER_EPOCH_MAX,
@@ -208,7 +210,7 @@ class CoordinatorPartition:
         if on_durable is not None:
             future.add_done_callback(_when_written(on_durable))
         try:
-            done = self.writer.append(records, future)
+            done = self.writer.append(records, future, sampled_span_context())
         except WriterFailedError as error:
             raise PartitionUnavailableError(ErrorCode.NOT_COORDINATOR, str(error)) from error
         _settle(done)
@@ -383,7 +385,8 @@ class CoordinatorPartition:
             base_sequence=batch.base_sequence,
         )
         while True:
-            result = await self.offsets_log.produce(self.topic, self.partition, encoded)
+            with joined(batch.trace_parent):  # the caller's trace, which the broker's span joins
+                result = await self.offsets_log.produce(self.topic, self.partition, encoded)
             if not result.error_code:
                 _settle(writer.on_success(result.base_offset))
                 self._last_write_ms = now_ms()

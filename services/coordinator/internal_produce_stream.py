@@ -15,12 +15,18 @@ breaking on a timeout) is common/request_stream.py's.
   the broker answers a duplicate with its first offsets.
 - Tracing: a write made while a sampled span is current carries that span's context in the
   request's `traceparent`, so the broker's produce span joins the caller's trace (the stream's
-  channel has no interceptor, which would cost every message).
+  channel has no interceptor, which would cost every message). A partition's writes are sent by
+  its writer task, not by the handlers that queued them: the partition takes the context each
+  write was queued in (`sampled_span_context`) and sends a batch `joined` to its first traced
+  write's (coordinator_partition.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+
 from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from samsa.common import limits
 from samsa.common.request_stream import RequestStream, StreamBrokenError
@@ -58,9 +64,20 @@ class InternalProduceStream(RequestStream[broker_pb2.ProduceRequest, broker_pb2.
         )
 
 
+def sampled_span_context() -> SpanContext | None:
+    """The current span's context when it is sampled, else None (nothing to join)."""
+    context = trace.get_current_span().get_span_context()
+    return context if context.is_valid and context.trace_flags.sampled else None
+
+
+def joined(parent: SpanContext | None) -> contextlib.AbstractContextManager[object]:
+    """`parent` current for the block (the writes sent in it carry it), or nothing if None."""
+    if parent is None:
+        return contextlib.nullcontext()
+    return trace.use_span(NonRecordingSpan(parent), end_on_exit=False)
+
+
 def _current_traceparent() -> str:
     """The current span's W3C context when it is sampled, else "" (nothing to join)."""
-    context = trace.get_current_span().get_span_context()
-    if not context.is_valid or not context.trace_flags.sampled:
-        return ""
-    return format_traceparent(context)
+    context = sampled_span_context()
+    return "" if context is None else format_traceparent(context)

@@ -29,6 +29,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from opentelemetry.trace import SpanContext
+
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 
@@ -52,12 +54,16 @@ class BatchToSend:
     base_sequence: int
     keys: list[bytes]
     values: list[bytes | None]
+    # The sampled span the batch's first traced write was queued in (the adapter sends the
+    # batch inside it, so the broker's produce span joins that caller's trace); None: untraced.
+    trace_parent: SpanContext | None = None
 
 
 @dataclass
 class _Write(Generic[Token]):
     records: list[KeyValue]
     tokens: list[Token] = field(default_factory=list)
+    trace_parent: SpanContext | None = None
 
 
 @dataclass(frozen=True)
@@ -108,13 +114,16 @@ class RecordWriter(Generic[Token]):
     def idle(self) -> bool:
         return not self._in_flight and not self._queue
 
-    def append(self, records: list[KeyValue], token: Token) -> list[Completed[Token]]:
-        """Queue `records` (possibly none) for `token`. Returns the completions due at once: an
-        empty write behind nothing completes immediately."""
+    def append(
+        self, records: list[KeyValue], token: Token, trace_parent: SpanContext | None = None
+    ) -> list[Completed[Token]]:
+        """Queue `records` (possibly none) for `token`, written while `trace_parent` (a sampled
+        span's context) was current if given. Returns the completions due at once: an empty
+        write behind nothing completes immediately."""
         if self.failure is not None:
             raise self.failure
         if records:
-            self._queue.append(_Write(list(records), [token]))
+            self._queue.append(_Write(list(records), [token], trace_parent))
             return []
         waiting = self._queue or self._in_flight
         if not waiting:
@@ -152,6 +161,7 @@ class RecordWriter(Generic[Token]):
             self.next_sequence,
             [key for key, _ in records],
             [value for _, value in records],
+            next((w.trace_parent for w in taken if w.trace_parent is not None), None),
         )
         return self._in_flight_batch
 
