@@ -11,7 +11,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 TRACEPARENT = "traceparent"
 TRACEPARENT_BYTES_MAX = 512
-_TRACEPARENT_RE = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
+_TRACEPARENT_RE = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
 
 
 def format_traceparent(context: SpanContext) -> str:
@@ -23,7 +23,7 @@ def parse_traceparent(value: str | bytes | None) -> SpanContext | None:
     if value is None or len(value) > TRACEPARENT_BYTES_MAX:
         return None
     text = value.decode("ascii", errors="replace") if isinstance(value, bytes) else value
-    match = _TRACEPARENT_RE.match(text)
+    match = _TRACEPARENT_RE.fullmatch(text)  # not `$`, which lets a trailing newline by
     if match is None:
         return None
     version, trace_id, span_id, flags, rest = match.groups()

@@ -27,6 +27,8 @@ def test_malformed_traceparents_are_ignored():
         b"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  # zero span id
         b"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  # upper case
         b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",  # v00 has four fields
+        b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n",  # nothing after the flags
+        b"cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x\n",
         b"\xff\xfe",
     ):
         assert parse_traceparent(value) is None, value
