@@ -12,6 +12,10 @@ loop swaps the result in (`Log.finish_compaction`), unless retention, DeleteReco
 a scrubber repair changed those segments meanwhile, or the partition went away: then the pass is
 discarded and the next interval starts over (cleaner.py).
 
+A partition the metadata stops hosting while another one's pass runs (its topic deleted, or
+re-created under the same name) is passed over: its log is closed, and the walk's list was taken
+before the pass.
+
 The worker holds the GIL while it decodes, so the loop gets it back every switch interval (5 ms):
 a pass slows the broker's answers a little instead of stopping them. On stop the running pass is
 cancelled between two batches and discarded; the task returns once the worker has.
@@ -50,6 +54,8 @@ async def run_log_cleaner(
             for hosted in list(host.partitions.values()):
                 if stop.is_set():
                     return
+                if host.get(hosted.topic, hosted.partition) is not hosted:
+                    continue  # stopped (deleted, or re-created) while a pass awaited its worker
                 if hosted.config.compact and hosted.log.compaction_due(
                     now_ms=int(time.time() * 1000), high_watermark=hosted.high_watermark
                 ):
