@@ -179,16 +179,20 @@ class PartitionHost:
 
     def apply(self, image: MetadataImage, actions: Iterable[PartitionAction], now_ms: int) -> None:
         """Carry out the actions that take this broker from the previous image to `image`, then
-        refresh the partitions of the topics that changed (and of those the actions name)."""
+        refresh the partitions of the topics that changed and those the actions lead or follow.
+        The broker applies a large change as several calls with the same `image`, a slice of
+        its actions each (broker.py): the first refreshes every changed partition hosted then,
+        each later one only the partitions its own actions name."""
         previous = self.image
         topics = changed_topics(previous, image)
         self.image = image
+        named: set[tuple[str, int]] = set()
         for action in actions:
-            topics.add(action.topic)
             key = (action.topic, action.partition)
             if isinstance(action, StopReplica):
                 self._stop(key, delete=action.delete)
             elif isinstance(action, BecomeLeader | BecomeFollower):
+                named.add(key)
                 hosted = self.partitions.get(key) or self._open(action, now_ms)
                 self._configure(hosted, action.configs)
                 if isinstance(action, BecomeLeader):
@@ -217,16 +221,24 @@ class PartitionHost:
                 # waiting acks=all produces are over (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
                 if not hosted.advance_high_watermark():
                     hosted.notify_appended()
-        self._refresh_states(topics, previous)
+        self._refresh_states(topics, previous, named)
         self.repair_corrupt()
 
-    def _refresh_states(self, topics: Iterable[str], previous: MetadataImage) -> None:
+    def _refresh_states(
+        self,
+        topics: Iterable[str],
+        previous: MetadataImage,
+        named: Iterable[tuple[str, int]] = (),
+    ) -> None:
         """Take the hosted partitions of `topics` to their state in the image (ISR and partition
-        epoch changes): a replica that left the ISR must fetch again to rejoin (see the module
-        doc), and a smaller ISR may let the high watermark move. Every other topic is the same
-        object as in the previous image (replay shares unchanged topics, and a changed topic's
-        unchanged partitions), so a metadata batch costs the partitions it changed: a controlled
-        shutdown moving 5,000 leaderships in many batches refreshed all 5,000 on each."""
+        epoch changes), and the `named` ones (just led or followed) too: a replica that left the
+        ISR must fetch again to rejoin (see the module doc), and a smaller ISR, or a new leader
+        whose ISR is itself alone, may let the high watermark move (Kafka's makeLeader moves it:
+        nothing else does on an idle partition). Every other topic is the same object as in the
+        previous image (replay shares unchanged topics, and a changed topic's unchanged
+        partitions), so a metadata batch costs the partitions it changed: a controlled shutdown
+        moving 5,000 leaderships in many batches refreshed all 5,000 on each."""
+        refreshed: set[tuple[str, int]] = set()
         for topic in sorted(topics):
             before = previous.topics.get(topic)
             before_states = {} if before is None else before.partitions
@@ -238,7 +250,13 @@ class PartitionHost:
                 state = self._state_of(key)
                 if state is not None and state is hosted.state is before_states.get(partition):
                     continue  # untouched by the batch (replay shares unchanged partitions)
+                refreshed.add(key)
                 hosted.replica.state_changed(state)
+                hosted.advance_high_watermark()
+        for key in sorted(set(named) - refreshed):
+            hosted = self.partitions.get(key)
+            if hosted is not None:
+                hosted.replica.state_changed(self._state_of(key))
                 hosted.advance_high_watermark()
 
     def mark_corrupt(self, hosted: HostedPartition, corrupt: CorruptBatch) -> bool:

@@ -32,7 +32,12 @@ ME = 1
 class FullWalkHost(PartitionHost):
     """The reference: refreshes every hosted partition after each metadata change."""
 
-    def _refresh_states(self, topics: Iterable[str], previous: MetadataImage) -> None:
+    def _refresh_states(
+        self,
+        topics: Iterable[str],
+        previous: MetadataImage,
+        named: Iterable[tuple[str, int]] = (),
+    ) -> None:
         for key, hosted in self.partitions.items():
             hosted.replica.state_changed(self._state_of(key))
             hosted.advance_high_watermark()
