@@ -184,7 +184,9 @@ class PartitionHost:
         its actions each (broker.py): the first refreshes every changed partition hosted then,
         each later one only the partitions its own actions name."""
         previous = self.image
-        topics = changed_topics(previous, image)
+        # A later slice of the same change: nothing differs (and walking every topic name
+        # again per slice cost a cluster of 10,000 topics a second per change).
+        topics = set() if previous is image else changed_topics(previous, image)
         self.image = image
         named: set[tuple[str, int]] = set()
         for action in actions:

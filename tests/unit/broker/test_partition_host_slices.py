@@ -2,12 +2,13 @@
 APPLY_SLICE) ends as one applied whole would: every partition it leads with an ISR of itself
 alone has its high watermark at its log end (Kafka's makeLeader moves it; nothing else does on
 an idle partition), and a later slice refreshes only the partitions it names, not every hosted
-partition of their topic again.
+partition of their topic again, nor compares every topic of the image with itself.
 
 Method: a Broker's own `_on_change` (no server, no controller: the slices and the host only)
 over real logs of 30 partitions, after a restart that lost the high-watermark checkpoint; and a
-PartitionHost fed the slices of a 60-partition leadership move by hand, its refreshes counted
-on HostedPartition.advance_high_watermark.
+PartitionHost fed the slices of a 200-partition leadership move by hand, its refreshes counted
+on HostedPartition.advance_high_watermark, and one over 100 one-partition topics, its topic
+comparisons counted on metadata_diff._same_configs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from samsa.common.record.codec import build_batch
 from samsa.metadata.image import MetadataImage, PartitionState, TopicImage
 from samsa.services.broker.broker import APPLY_SLICE, Broker
 from samsa.services.broker.hosted_partition import HostedPartition
+from samsa.services.broker.metadata import metadata_diff
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.high_watermark_checkpoint import (
@@ -103,4 +105,41 @@ def test_a_later_slice_refreshes_only_the_partitions_it_names(
     for number in range(2 * APPLY_SLICE):
         hosted = host.get("t", number)
         assert hosted is not None and not hosted.is_leader and hosted.leader_epoch == 1
+    host.close_all()
+
+
+def test_a_later_slice_does_not_walk_every_topic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: each slice compared every topic of the image with itself (changed_topics of the
+    same image twice), so a change of n one-partition topics cost n * n / APPLY_SLICE topic
+    comparisons (5,000 topics' leaderships moved: 0.25 s of 0.30 s; 10,000: about a second)."""
+    topics = 4 * APPLY_SLICE
+
+    def image(leader: int, epoch: int) -> MetadataImage:
+        state = PartitionState(0, (1, 2), (1, 2), leader, epoch, epoch)
+        base = two_broker_image(b"\x00" * 16, 1)
+        named = {f"t{n}": TopicImage(f"t{n}", bytes([n]) * 16, {0: state}) for n in range(topics)}
+        return replace(
+            base, topics=named, topic_names={t.topic_id: name for name, t in named.items()}
+        )
+
+    led, moved = image(1, 0), image(2, 1)
+    host = PartitionHost(tmp_path, 1)
+    host.apply(led, partition_changes(MetadataImage.empty(), led, 1), now_ms=0)
+    actions = partition_changes(led, moved, 1)
+    assert len(actions) == topics
+    compared: list[str] = []
+    same_configs = metadata_diff._same_configs
+
+    def counting(old: MetadataImage, new: MetadataImage, topic: str) -> bool:
+        compared.append(topic)
+        return same_configs(old, new, topic)
+
+    monkeypatch.setattr(metadata_diff, "_same_configs", counting)
+    host.apply(moved, actions[:APPLY_SLICE], now_ms=0)
+    compared.clear()
+    host.apply(moved, actions[APPLY_SLICE:], now_ms=0)
+    assert compared == [], "a later slice of the same image compares no topic"
+    assert all(not hosted.is_leader for hosted in host.partitions.values())
     host.close_all()
