@@ -46,16 +46,20 @@ def test_a_sole_isr_leader_of_a_later_slice_starts_at_its_log_end(tmp_path: Path
     host.close_all()
     (tmp_path / HIGH_WATERMARK_CHECKPOINT_FILE).unlink()  # lost: every partition starts at 0
 
-    broker = Broker(
-        broker_id=1,
-        listen="127.0.0.1:0",
-        controllers=["127.0.0.1:1"],
-        data_dir=tmp_path,
-        rack="",
-        heartbeat_interval_ms=10,
-        member_key=b"k" * 32,
-    )
-    asyncio.run(broker._on_change(MetadataImage.empty(), image))
+    async def started_broker() -> Broker:  # its channels need a running loop
+        broker = Broker(
+            broker_id=1,
+            listen="127.0.0.1:0",
+            controllers=["127.0.0.1:1"],
+            data_dir=tmp_path,
+            rack="",
+            heartbeat_interval_ms=10,
+            member_key=b"k" * 32,
+        )
+        await broker._on_change(MetadataImage.empty(), image)
+        return broker
+
+    broker = asyncio.run(started_broker())
     try:
         assert len(broker.host.partitions) == partitions
         behind = sorted(p for (_, p), h in broker.host.partitions.items() if h.high_watermark != 1)
