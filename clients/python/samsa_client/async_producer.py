@@ -35,12 +35,13 @@ from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
-from samsa.client.producer import WAIT_POLL_S, group_identity, transactions_of
+from samsa.client.producer import WAIT_POLL_S
 from samsa.client.producer_driver import ProducerDriver
 from samsa.client.record_appender import Appended, checked_partition, now_ms
 from samsa.client.record_checks import checked_int
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
 from samsa.client.record_tracing import headers_with_traceparent
+from samsa.client.transaction_driver import group_identity, transactions_of
 from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
 from samsa.common.errors import ErrorCode
 

@@ -46,6 +46,7 @@ from samsa.client.record_checks import CheckedRecords, checked_int, checked_part
 from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.transaction_admin import PreparedTransaction
+from samsa.client.transaction_driver import group_identity, transactions_of
 from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
 from samsa.common import event_loops
 from samsa.common.errors import ErrorCode
@@ -59,24 +60,6 @@ WAIT_POLL_S = 0.1
 # send_many() checks, places and appends records this many at a time: bounds the lists it builds
 # and how long it holds the driver's lock (one partition's share of a chunk, ~1 ms).
 SEND_MANY_CHUNK_RECORDS = 8192
-
-
-def group_identity(group: str | GroupMetadata) -> tuple[str, str, int]:
-    """(group id, member id, member epoch) for send_offsets_to_transaction: a consumer's
-    group_metadata(), or a group id alone (a consumer outside the group protocol)."""
-    if isinstance(group, str):
-        return group, "", -1
-    return group.group_id, group.member_id, group.member_epoch
-
-
-def transactions_of(txn: TransactionManager | None) -> TransactionManager:
-    """The producer's transaction state, or the error saying that it has no transactional.id."""
-    if txn is None:
-        raise KafkaError(
-            "this producer has no transactional.id: set one to use transactions",
-            ErrorCode.INVALID_TXN_STATE,
-        )
-    return txn
 
 
 class Producer:
@@ -359,27 +342,34 @@ class Producer:
 
     def close(self, timeout: float | None = None) -> None:
         """Abort a transaction still open (as Kafka's producer does), flush, then stop the
-        driver. Records still unsettled after `timeout` fail."""
+        driver. Records still unsettled after `timeout` fail. A close() on another thread at
+        the same time flushes too (within its own timeout) but leaves the stop to the first."""
         if self._closed:
             return
         try:
             self._abort_on_close(timeout)
             self.flush(timeout)
         finally:
-            self._closed = True
-            self._metadata.stop_waiting()
-            stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
-            try:
-                stopped.result(STOP_TIMEOUT_S)
-            except TimeoutError:  # closed all the same, as Kafka's close() is: no error to raise
-                log.warning("the producer's driver did not stop in %s s", STOP_TIMEOUT_S)
-            finally:
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._loop_thread.join(STOP_TIMEOUT_S)
-                if not self._loop.is_running():
-                    self._loop.close()
-                self._callbacks.stop()
-                self._channels.close()
+            with self._space:  # one stop: a second would find the loop stopped or closed
+                stopping, self._closed = not self._closed, True
+            if stopping:
+                self._stop()
+
+    def _stop(self) -> None:
+        """close()'s end, run once: stop the driver, the loop and the threads."""
+        self._metadata.stop_waiting()
+        stopped = asyncio.run_coroutine_threadsafe(self._stop_on_loop(), self._loop)
+        try:
+            stopped.result(STOP_TIMEOUT_S)
+        except TimeoutError:  # closed all the same, as Kafka's close() is: no error to raise
+            log.warning("the producer's driver did not stop in %s s", STOP_TIMEOUT_S)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop_thread.join(STOP_TIMEOUT_S)
+            if not self._loop.is_running():
+                self._loop.close()
+            self._callbacks.stop()
+            self._channels.close()
 
     def _abort_on_close(self, timeout: float | None) -> None:
         """End the transaction, if close() must: abort one left open (aborts_on_close), finish

@@ -22,12 +22,35 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from samsa.client.accumulator import RecordAccumulator
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_manager import TransactionManager
+from samsa.common.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from samsa.client.group_driver import GroupMetadata
+
+
+def group_identity(group: str | GroupMetadata) -> tuple[str, str, int]:
+    """(group id, member id, member epoch) for send_offsets_to_transaction: a consumer's
+    group_metadata(), or a group id alone (a consumer outside the group protocol)."""
+    if isinstance(group, str):
+        return group, "", -1
+    return group.group_id, group.member_id, group.member_epoch
+
+
+def transactions_of(txn: TransactionManager | None) -> TransactionManager:
+    """The producer's transaction state, or the error saying that it has no transactional.id."""
+    if txn is None:
+        raise KafkaError(
+            "this producer has no transactional.id: set one to use transactions",
+            ErrorCode.INVALID_TXN_STATE,
+        )
+    return txn
 
 
 class TransactionDriver:

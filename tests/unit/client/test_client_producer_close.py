@@ -1,7 +1,7 @@
 """Goal: Producer.close() ends the producer from wherever an application calls it, a send()
 callback included (Kafka's producer allows close() in a callback: it cannot wait there for the
 callback thread, which is the caller). A flush() after close() returns, as Kafka's does: close()
-settled every record.
+settled every record. Two close() calls at once both return, and the producer stops once.
 
 Method: the sync Producer against in-memory brokers (fake_produce_cluster.py); waits on events
 with generous timeouts, never fixed sleeps.
@@ -14,6 +14,7 @@ import logging
 import threading
 
 import pytest
+from close_helpers import SignalledCondition
 from fake_produce_cluster import FakeCluster
 
 from samsa.client import AsyncProducer, KafkaError, ProduceError, Producer
@@ -191,3 +192,32 @@ def test_flush_after_close_returns(cluster: FakeCluster) -> None:
     producer.flush(WAIT_S)
     producer.flush()
     assert future.result(timeout=0).offset == 0
+
+
+def test_a_close_while_another_close_flushes_returns(cluster: FakeCluster) -> None:
+    """Both closes went on to stop the producer: the second, its flush ended by the first's
+    stop, handed its stop to a loop the first had stopped (5 s lost waiting for it) and then
+    raised RuntimeError('Event loop is closed')."""
+    cluster.brokers[1].answer_in_groups_of = 1_000  # nothing is ever answered
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 0})
+    producer._space = waiting = SignalledCondition(producer._driver.lock)
+    future = producer.send(TOPIC, b"first", partition=0)
+    outcome: list[BaseException | None] = []
+
+    def close_without_timeout() -> None:
+        try:
+            producer.close()  # waits for the record, which the other close fails
+        except BaseException as error:
+            outcome.append(error)
+        else:
+            outcome.append(None)
+
+    second = threading.Thread(target=close_without_timeout)
+    second.start()
+    assert waiting.waiting.wait(WAIT_S)  # in its flush
+    with pytest.raises(TimeoutError):
+        producer.close(0.2)
+    second.join(WAIT_S)
+    assert outcome == [None]
+    assert isinstance(future.exception(timeout=0), ProduceError)
+    assert not producer._loop_thread.is_alive()
