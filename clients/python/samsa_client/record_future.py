@@ -197,7 +197,8 @@ class _RecordHandle:
 
     def add_done_callback(self, callback: Callable[[Any], Any]) -> None:
         """Call `callback(self)` once settled: at once (on this thread) if it is, else on the
-        producer's callback runner, off the I/O path."""
+        producer's callback runner, off the I/O path. What a callback raises is logged and
+        ignored either way, as concurrent.futures does (it reached the caller when settled)."""
         outcome = self._outcome
         with _EVENT_LOCK:
             if not outcome.done:
@@ -205,7 +206,7 @@ class _RecordHandle:
                     outcome.callbacks = []
                 outcome.callbacks.append(lambda: callback(self))
                 return
-        callback(self)
+        run_callback(lambda: callback(self))
 
 
 class RecordFuture(_RecordHandle):

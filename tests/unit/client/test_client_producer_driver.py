@@ -77,6 +77,27 @@ def test_a_settled_future_calls_back_at_once_on_the_callers_thread(cluster: Fake
         assert seen == [threading.current_thread().name]
 
 
+@pytest.mark.parametrize("settled", [False, True])
+def test_what_a_callback_raises_is_logged_whenever_it_was_added(
+    cluster: FakeCluster, caplog: pytest.LogCaptureFixture, settled: bool
+):
+    """As concurrent.futures' add_done_callback: a callback that raises is logged and ignored.
+    On a settled future it raised out of add_done_callback into the application, while the
+    same callback added a moment earlier was logged on the callback thread."""
+
+    def raising(_: RecordFuture) -> None:
+        raise ValueError("from the callback")
+
+    with Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 60_000}) as producer:
+        future = producer.send(TOPIC, b"x", partition=0)
+        if settled:
+            producer.flush(timeout=WAIT_S)
+        future.add_done_callback(raising)
+        producer.flush(timeout=WAIT_S)
+    assert "a send() callback raised" in caplog.text
+    assert "from the callback" in caplog.text
+
+
 def test_async_producer_sends_awaits_and_calls_back_on_its_loop(cluster: FakeCluster):
     async def main() -> None:
         loop_thread = threading.current_thread().name
