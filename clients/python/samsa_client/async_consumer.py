@@ -29,6 +29,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 
+from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
@@ -77,6 +78,7 @@ class AsyncConsumer:
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
         self._progress = asyncio.Event()  # set by the driver after it applied an answer
         self._driver: ConsumerDriver | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # start()'s (async_lifecycle.py)
         self._closed = False
         self._closing = False  # a stop() runs: another returns at once
         self._close_deadline: float | None = None  # stop(timeout)'s, once stop() began
@@ -84,6 +86,8 @@ class AsyncConsumer:
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
 
     async def start(self) -> None:
+        check_not_started(self._loop, "AsyncConsumer")
+        self._loop = asyncio.get_running_loop()
         self._driver = ConsumerDriver(self.config, self._metadata, self._progress.set)
         await self._driver.start()
 
@@ -93,6 +97,7 @@ class AsyncConsumer:
                 "the consumer is not started (await start()) or is stopped",
                 ErrorCode.INVALID_REQUEST,
             )
+        check_loop(self._loop, "AsyncConsumer")
         return self._driver
 
     # --- assignment and positions -----------------------------------------------------------------
@@ -372,6 +377,7 @@ class AsyncConsumer:
         while another runs (another task's, or a listener's inside it) returns at once."""
         if self._driver is None or self._closed or self._closing:
             return
+        check_loop(self._loop, "AsyncConsumer")
         deadline = self._close_deadline = close_deadline(timeout)
         self._closing = True
         try:

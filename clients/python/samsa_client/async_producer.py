@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
@@ -56,13 +57,15 @@ class AsyncProducer:
         self._channels = Channels()
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
         self._driver: ProducerDriver | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # start()'s (async_lifecycle.py)
         # Set by the driver after completions: memory was freed, a flush may be done.
         self._progress = asyncio.Event()
         self._closed = False
         self._tracing = tracing_configured()  # read once (record_tracing.py)
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        check_not_started(self._loop, "AsyncProducer")
+        loop = self._loop = asyncio.get_running_loop()
 
         def run_callbacks(callbacks: list[Callable[[], None]]) -> None:
             for callback in callbacks:
@@ -84,6 +87,7 @@ class AsyncProducer:
                 "the producer is not started (await start()) or is stopped",
                 ErrorCode.INVALID_REQUEST,
             )
+        check_loop(self._loop, "AsyncProducer")
         return self._driver
 
     async def send(
@@ -247,6 +251,7 @@ class AsyncProducer:
         Records still unsettled after `timeout` fail."""
         if self._driver is None or self._closed:
             return
+        check_loop(self._loop, "AsyncProducer")
         try:
             await self._abort_on_close(timeout)
             await self.flush(timeout)
