@@ -8,6 +8,7 @@ present (it is a dependency here) and made absent by replacing the module's impo
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -64,3 +65,28 @@ def test_without_uvloop_the_standard_loop_runs_and_asking_for_uvloop_says_what_t
         return type(asyncio.get_running_loop()).__module__
 
     assert not event_loops.run(kind()).startswith("uvloop")
+
+
+@pytest.mark.parametrize("kind", ["uvloop", "asyncio"])
+def test_a_thread_loops_to_thread_calls_run_on_daemon_threads(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+):
+    """The sync clients' loops: the interpreter does not wait for their calls at exit
+    (test_client_exit_without_close.py), and shutting the executor down waits for them."""
+    monkeypatch.setenv("SAMSA_EVENT_LOOP", kind)
+    loop = event_loops.new_thread_loop("test")
+    release = threading.Event()
+
+    async def calls() -> list[bool]:
+        first = asyncio.create_task(asyncio.to_thread(release.wait, 10))
+        daemon = await asyncio.to_thread(lambda: threading.current_thread().daemon)
+        release.set()
+        return [daemon, await first]
+
+    try:
+        assert loop.run_until_complete(calls()) == [True, True]
+        loop.run_until_complete(loop.shutdown_default_executor())
+        with pytest.raises(RuntimeError, match="shutdown"):
+            loop.run_until_complete(asyncio.to_thread(int))
+    finally:
+        loop.close()

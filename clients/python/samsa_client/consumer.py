@@ -107,7 +107,7 @@ class Consumer(LoopCalls):
         self._close_deadline: float | None = None  # close(timeout)'s, once close() began
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
-        self._loop = event_loops.new_event_loop()
+        self._loop = event_loops.new_thread_loop("samsa-consumer")
         run_loop = self._loop.run_forever
         self._loop_thread = threading.Thread(target=run_loop, name="samsa-consumer", daemon=True)
         self._loop_thread.start()

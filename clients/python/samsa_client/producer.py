@@ -80,7 +80,7 @@ class Producer:
         self._closed = False
         # Read once: with no tracer provider, send() does no tracing work (record_tracing.py).
         self._tracing = tracing_configured()
-        self._loop = event_loops.new_event_loop()
+        self._loop = event_loops.new_thread_loop("samsa-producer")
         run = self._loop.run_forever
         self._loop_thread = threading.Thread(target=run, name="samsa-producer", daemon=True)
         self._loop_thread.start()
