@@ -83,7 +83,6 @@ from samsa.client.rebalance import (
     subscription_of,
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
-from samsa.common import event_loops
 from samsa.common.errors import ErrorCode
 
 __all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerRecord", "OffsetAndTimestamp"]
@@ -107,10 +106,7 @@ class Consumer(LoopCalls):
         self._close_deadline: float | None = None  # close(timeout)'s, once close() began
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
-        self._loop = event_loops.new_thread_loop("samsa-consumer")
-        run_loop = self._loop.run_forever
-        self._loop_thread = threading.Thread(target=run_loop, name="samsa-consumer", daemon=True)
-        self._loop_thread.start()
+        self._start_loop()  # and its thread (consumer_loop.py)
         asyncio.run_coroutine_threadsafe(self._driver.start(), self._loop).result()
 
     # --- assignment and positions -----------------------------------------------------------------

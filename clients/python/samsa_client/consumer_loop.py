@@ -27,7 +27,9 @@ import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from samsa.client import fork_safety
 from samsa.client.consumer_calls import cancel_other_tasks, check_open
+from samsa.common import event_loops
 
 if TYPE_CHECKING:
     from samsa.client.consumer_driver import ConsumerDriver
@@ -51,7 +53,19 @@ class LoopCalls:
     _driver: ConsumerDriver
     _handed_over: set[concurrent.futures.Future[Any]]  # not done yet (see the module docstring)
 
+    _forked = False  # in a process forked after the consumer was made (fork_safety.py)
+
+    def _start_loop(self) -> None:
+        """Make the loop and start its thread (the Consumer's constructor)."""
+        self._loop = event_loops.new_thread_loop("samsa-consumer")
+        run_loop = self._loop.run_forever
+        self._loop_thread = threading.Thread(target=run_loop, name="samsa-consumer", daemon=True)
+        self._loop_thread.start()
+        fork_safety.track(self)
+
     def _check_open(self) -> None:
+        if self._forked:
+            raise fork_safety.forked_error("Consumer")
         check_open(self._closed)
 
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:

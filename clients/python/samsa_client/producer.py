@@ -32,6 +32,7 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
+from samsa.client import fork_safety
 from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
@@ -84,6 +85,8 @@ class Producer:
         run = self._loop.run_forever
         self._loop_thread = threading.Thread(target=run, name="samsa-producer", daemon=True)
         self._loop_thread.start()
+        self._forked = False  # in a process forked after it was made (fork_safety.py)
+        fork_safety.track(self)
         asyncio.run_coroutine_threadsafe(self._driver.start(), self._loop).result()
 
     def send(
@@ -206,8 +209,7 @@ class Producer:
         unknown topic's metadata is waited for until `deadline` (time.monotonic()): the
         call's max.block.ms, which a wait for memory then gets only the rest of (Kafka's
         producer blocks for max.block.ms in all, metadata and memory together)."""
-        if self._closed:
-            raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
+        self._check_open()
         if self._txn is not None:
             self._txn.check_send()
         now = now_ms()
@@ -234,6 +236,8 @@ class Producer:
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until every record sent so far is settled."""
+        if self._forked:
+            raise fork_safety.forked_error("Producer")
         deadline = None if timeout is None else time.monotonic() + timeout
         accumulator = self._driver.accumulator
         with self._space:
@@ -327,9 +331,14 @@ class Producer:
         self._on_loop(self._driver.transaction_driver().abort(timeout_s), 2 * timeout_s)
 
     def _transactions(self) -> TransactionManager:
+        self._check_open()
+        return transactions_of(self._txn)
+
+    def _check_open(self) -> None:
+        if self._forked:
+            raise fork_safety.forked_error("Producer")
         if self._closed:
             raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
-        return transactions_of(self._txn)
 
     def _timeout_s(self, timeout: float | None) -> float:
         return self.config.max_block_ms / 1000 if timeout is None else timeout
