@@ -40,6 +40,7 @@ from samsa.client.consumer_calls import (
     close_deadline,
     group_of,
     offsets_to_commit,
+    poll_timeout,
     poll_timer_wait_s,
     take_records,
     within,
@@ -282,11 +283,11 @@ class AsyncConsumer:
     # --- fetching ---------------------------------------------------------------------------------
 
     async def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
-        """Up to `max.poll.records` records, waiting up to `timeout` seconds for some. With a
-        group, listener calls run here first."""
+        """Up to `max.poll.records` records, waiting up to `timeout` seconds (>= 0) for some.
+        With a group, listener calls run here first."""
         driver = self._started()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + poll_timeout(timeout)
         limit = self.config.max_poll_records
         state = driver.state
         group = driver.group

@@ -58,6 +58,7 @@ from samsa.client.consumer_calls import (
     close_deadline,
     group_of,
     offsets_to_commit,
+    poll_timeout,
     poll_timer_wait_s,
     take_records,
     within,
@@ -303,9 +304,9 @@ class Consumer(LoopCalls):
         return group_of(self._driver, "group_metadata()").metadata()
 
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
-        """Up to `max.poll.records` records, waiting up to `timeout` seconds for some. With a
-        group, listener calls run here first (see the module docstring)."""
-        deadline = time.monotonic() + timeout
+        """Up to `max.poll.records` records, waiting up to `timeout` seconds (>= 0) for some.
+        With a group, listener calls run here first (see the module docstring)."""
+        deadline = time.monotonic() + poll_timeout(timeout)
         limit = self.config.max_poll_records
         state = self._state
         group = self._driver.group

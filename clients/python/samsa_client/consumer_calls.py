@@ -69,6 +69,14 @@ def check_open(closed: bool) -> None:
         raise KafkaError("the consumer is closed", ErrorCode.INVALID_REQUEST)
 
 
+def poll_timeout(timeout: float) -> float:
+    """poll()'s `timeout`, checked: seconds >= 0, as Kafka's poll(Duration) refuses a negative
+    one. NaN never ran out (every wait given it returns at once): poll() spun for ever."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise ValueError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+    return timeout
+
+
 def close_deadline(timeout: float | None) -> float:
     """The time.monotonic() by which close(timeout) gives up waiting for the cluster: its commit,
     the revocation's commit and the group leave share the one budget (Kafka's close(Duration))."""
