@@ -13,6 +13,7 @@ line on stderr. Timeouts are generous bounds, never assertions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -21,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,19 +65,13 @@ def broker_command(properties: Path) -> list[str]:
     return [sys.executable, "-m", "samsa.services.broker", "--config", str(properties)]
 
 
-def test_a_broker_configured_by_environment_and_file_advertises_its_address(
-    tmp_path: Path,
-) -> None:
-    spec = load_or_create(tmp_path / "cluster", 1, 0, dict(FAST_SETTINGS))
-    cluster = LocalCluster(spec, tmp_path / "cluster")
-    properties = write_properties(tmp_path / "broker.properties", cluster)
-    (port,) = free_ports(1)
-    advertised = f"{HOST}:{port}"
-    environ = broker_environment(
-        SAMSA_BROKER_ID="1",
-        SAMSA_LISTENERS=f"0.0.0.0:{port}",
-        SAMSA_ADVERTISED_LISTENERS=advertised,
-    )
+@contextlib.contextmanager
+def registered_broker(
+    tmp_path: Path, cluster: LocalCluster, properties: Path, environ: dict[str, str]
+) -> Iterator[tuple[controller_pb2.DescribeClusterResponse.Broker, Path]]:
+    """The cluster's controller, and a broker started by hand with `properties` and `environ`;
+    yields the broker as DescribeCluster lists it once registered and unfenced, and its log.
+    Both are stopped by PID on the way out, whatever happens in between."""
     broker: subprocess.Popen[bytes] | None = None
     log_path = tmp_path / "broker-1.log"
     try:
@@ -92,14 +88,39 @@ def test_a_broker_configured_by_environment_and_file_advertises_its_address(
         def registered() -> controller_pb2.DescribeClusterResponse.Broker | None:
             assert broker is not None and broker.poll() is None, log_path.read_text()
             try:
-                answer = controller_stub(spec.controllers[0].endpoint).DescribeCluster(
+                answer = controller_stub(cluster.spec.controllers[0].endpoint).DescribeCluster(
                     controller_pb2.DescribeClusterRequest(), timeout=2
                 )
             except Exception:
                 return None
             return next((b for b in answer.brokers if not b.is_fenced), None)
 
-        listed = wait_until("the broker registered and unfenced", registered, timeout_s=60)
+        yield wait_until("the broker registered and unfenced", registered, timeout_s=60), log_path
+    finally:
+        if broker is not None and broker.poll() is None:
+            broker.send_signal(signal.SIGTERM)
+            try:
+                broker.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                broker.kill()
+                broker.wait()
+        cluster.stop_all()
+
+
+def test_a_broker_configured_by_environment_and_file_advertises_its_address(
+    tmp_path: Path,
+) -> None:
+    spec = load_or_create(tmp_path / "cluster", 1, 0, dict(FAST_SETTINGS))
+    cluster = LocalCluster(spec, tmp_path / "cluster")
+    properties = write_properties(tmp_path / "broker.properties", cluster)
+    (port,) = free_ports(1)
+    advertised = f"{HOST}:{port}"
+    environ = broker_environment(
+        SAMSA_BROKER_ID="1",
+        SAMSA_LISTENERS=f"0.0.0.0:{port}",
+        SAMSA_ADVERTISED_LISTENERS=advertised,
+    )
+    with registered_broker(tmp_path, cluster, properties, environ) as (listed, log_path):
         assert (listed.broker_id, listed.endpoint) == (1, advertised)
         (starting,) = [
             line
@@ -128,15 +149,6 @@ def test_a_broker_configured_by_environment_and_file_advertises_its_address(
             while len(received) < RECORDS and time.monotonic() < deadline:
                 received += [int(record.value) for record in consumer.poll(timeout=1)]
         assert received == list(range(RECORDS))
-    finally:
-        if broker is not None and broker.poll() is None:
-            broker.send_signal(signal.SIGTERM)
-            try:
-                broker.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                broker.kill()
-                broker.wait()
-        cluster.stop_all()
 
 
 def test_a_broker_listening_on_any_free_port_advertises_the_port_it_bound(
@@ -148,30 +160,7 @@ def test_a_broker_listening_on_any_free_port_advertises_the_port_it_bound(
     cluster = LocalCluster(spec, tmp_path / "cluster")
     properties = write_properties(tmp_path / "broker.properties", cluster)
     environ = broker_environment(SAMSA_BROKER_ID="1", SAMSA_LISTENERS=f"{HOST}:0")
-    broker: subprocess.Popen[bytes] | None = None
-    log_path = tmp_path / "broker-1.log"
-    try:
-        cluster.start("controller-1")
-        with open(log_path, "wb") as log_file:
-            broker = subprocess.Popen(
-                broker_command(properties),
-                env=environ,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-
-        def registered() -> controller_pb2.DescribeClusterResponse.Broker | None:
-            assert broker is not None and broker.poll() is None, log_path.read_text()
-            try:
-                answer = controller_stub(spec.controllers[0].endpoint).DescribeCluster(
-                    controller_pb2.DescribeClusterRequest(), timeout=2
-                )
-            except Exception:
-                return None
-            return next((b for b in answer.brokers if not b.is_fenced), None)
-
-        listed = wait_until("the broker registered and unfenced", registered, timeout_s=60)
+    with registered_broker(tmp_path, cluster, properties, environ) as (listed, _):
         host, _, port = listed.endpoint.rpartition(":")
         assert host == HOST and int(port) != 0, listed.endpoint
         with Admin({"bootstrap.servers": spec.bootstrap_servers}) as admin:
@@ -180,15 +169,6 @@ def test_a_broker_listening_on_any_free_port_advertises_the_port_it_bound(
             sent = producer.send(TOPIC, b"reached")
             producer.flush(30)
         assert sent.result(timeout=0).offset == 0
-    finally:
-        if broker is not None and broker.poll() is None:
-            broker.send_signal(signal.SIGTERM)
-            try:
-                broker.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                broker.kill()
-                broker.wait()
-        cluster.stop_all()
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from standalone_coordinator import standalone_coordinator
+
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.records import make_batch
 from samsa.services.coordinator import coordinator as coordinator_module
-from samsa.services.coordinator.coordinator import Coordinator
-from samsa.services.coordinator.group_model import GroupConfig
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -61,15 +61,7 @@ class FakeControllers:
 
 def test_a_failure_to_apply_the_metadata_stops_the_coordinator() -> None:
     async def scenario() -> None:
-        coordinator = Coordinator(
-            coordinator_id=1,
-            listen="127.0.0.1:0",
-            controllers=["127.0.0.1:2"],
-            member_key=b"k" * 32,
-            heartbeat_interval_ms=10,
-            session_timeout_ms=3000,
-            group_config=GroupConfig(),
-        )
+        coordinator = standalone_coordinator(listen="127.0.0.1:0", heartbeat_interval_ms=10)
         controllers = FakeControllers()
         coordinator.channel = controllers  # type: ignore[assignment]
         coordinator.metadata.controllers = controllers  # type: ignore[assignment]

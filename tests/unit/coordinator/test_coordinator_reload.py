@@ -17,13 +17,12 @@ import asyncio
 from dataclasses import replace
 
 import pytest
+from standalone_coordinator import standalone_coordinator
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.coordinators import TRANSACTION_STATE_TOPIC
 from samsa.metadata.image import CoordinatorAssignment, CoordinatorRegistration, MetadataImage
 from samsa.services.coordinator import coordinator as coordinator_module
-from samsa.services.coordinator.coordinator import Coordinator
-from samsa.services.coordinator.group_model import GroupConfig
 
 OWNED = CoordinatorAssignment(TRANSACTION_STATE_TOPIC, 0, 1, 10, 0, 100)
 
@@ -34,15 +33,7 @@ def test_a_failed_partition_is_reloaded_only_once_in_touch_again(
     monkeypatch.setattr(coordinator_module, "RELOAD_DELAY_S", 0.01)
 
     async def run() -> None:
-        coordinator = Coordinator(
-            coordinator_id=1,
-            listen="127.0.0.1:1",
-            controllers=["127.0.0.1:2"],
-            member_key=b"k" * 32,
-            heartbeat_interval_ms=300,
-            session_timeout_ms=3000,
-            group_config=GroupConfig(),
-        )
+        coordinator = standalone_coordinator()
         in_touch = [False]
         coordinator.in_touch = lambda: in_touch[0]  # type: ignore[method-assign]
         try:

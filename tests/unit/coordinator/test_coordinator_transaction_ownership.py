@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+from standalone_coordinator import standalone_coordinator
+
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from samsa.metadata.image import CoordinatorAssignment, CoordinatorRegistration, MetadataImage
-from samsa.services.coordinator.coordinator import Coordinator
-from samsa.services.coordinator.group_model import GroupConfig
 
 TXN = TRANSACTION_STATE_TOPIC
 
@@ -38,15 +38,7 @@ def image_with(*assignments: CoordinatorAssignment) -> MetadataImage:
 
 def test_owned_transaction_partitions_follow_the_image_and_are_not_loaded() -> None:
     async def run() -> None:
-        coordinator = Coordinator(
-            coordinator_id=1,
-            listen="127.0.0.1:1",
-            controllers=["127.0.0.1:2"],
-            member_key=b"k" * 32,
-            heartbeat_interval_ms=300,
-            session_timeout_ms=3000,
-            group_config=GroupConfig(),
-        )
+        coordinator = standalone_coordinator()
         try:
             image = image_with(
                 assignment(CONSUMER_OFFSETS_TOPIC, 0, 2, 20),

@@ -20,6 +20,7 @@ import asyncio
 from dataclasses import replace
 
 from group_harness import GroupHarness
+from standalone_coordinator import standalone_coordinator
 
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import decode_batches
@@ -32,7 +33,6 @@ from samsa.metadata.image import (
     TopicImage,
 )
 from samsa.services.coordinator import group_records
-from samsa.services.coordinator.coordinator import Coordinator
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.offsets_log import ProduceResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition
@@ -99,15 +99,7 @@ def commit(partition: OffsetsPartition, topic_name: str, number: int, offset: in
 
 def test_a_deleted_or_recreated_topic_loses_its_committed_offsets() -> None:
     async def scenario() -> None:
-        coordinator = Coordinator(
-            coordinator_id=1,
-            listen="127.0.0.1:1",
-            controllers=["127.0.0.1:2"],
-            member_key=b"k" * 32,
-            heartbeat_interval_ms=300,
-            session_timeout_ms=3000,
-            group_config=GroupConfig(),
-        )
+        coordinator = standalone_coordinator()
         offsets_log = AppendingLog()
         before = image_with(topic("t", b"t-1"), topic("u", b"u-1", 1))
         try:
