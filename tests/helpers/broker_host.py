@@ -16,6 +16,7 @@ from samsa.metadata.image import (
     PartitionState,
     TopicImage,
 )
+from samsa.services.broker.broker import Broker
 from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
@@ -89,3 +90,17 @@ def hosted_partition(host: PartitionHost, number: int = 0) -> HostedPartition:
     found = host.get("t", number)
     assert found is not None
     return found
+
+
+def standalone_broker(data_dir: Path) -> Broker:
+    """Broker 1 on `data_dir`, its controller at a port nobody serves: for tests that drive its
+    metadata handling or its stop by hand. Make it inside a running loop (it opens channels)."""
+    return Broker(
+        broker_id=1,
+        listen="127.0.0.1:0",
+        controllers=["127.0.0.1:1"],
+        data_dir=data_dir,
+        rack="",
+        heartbeat_interval_ms=10,
+        member_key=b"k" * 32,
+    )

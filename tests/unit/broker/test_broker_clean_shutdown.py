@@ -14,7 +14,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from samsa.services.broker.broker import Broker
+from broker_host import standalone_broker
+
 from samsa.services.broker.clean_shutdown import (
     BROKER_CLEAN_SHUTDOWN_FILE,
     NO_EPOCH,
@@ -71,15 +72,7 @@ class RecordingControllers(FakeControllers):
 
 async def _run_once(data_dir: Path) -> RecordingControllers:
     """One broker process on `data_dir`: start, register, stop cleanly (SIGTERM)."""
-    broker = Broker(
-        broker_id=1,
-        listen="127.0.0.1:0",
-        controllers=["127.0.0.1:1"],
-        data_dir=data_dir,
-        rack="",
-        heartbeat_interval_ms=10,
-        member_key=b"k" * 32,
-    )
+    broker = standalone_broker(data_dir)
     controllers = RecordingControllers(data_dir)
     broker.channel = broker.follower.controllers = broker.follower.log.controllers = controllers  # type: ignore[assignment]
     stop = asyncio.Event()

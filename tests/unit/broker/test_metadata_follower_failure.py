@@ -15,6 +15,7 @@ FetchMetadata answer with a batch) and an `on_change` that raises OSError.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -54,20 +55,34 @@ class FakeControllers:
         return response
 
 
+async def _ignore(old: MetadataImage, new: MetadataImage) -> None:
+    pass
+
+
+def follower_over(
+    controllers: FakeControllers,
+    *,
+    heartbeat_interval_ms: int = 10,
+    on_change: Callable[[MetadataImage, MetadataImage], Awaitable[None]] = _ignore,
+) -> MetadataFollower:
+    """Broker 1's follower over stand-in controllers (nothing listens at its endpoint)."""
+    return MetadataFollower(
+        broker_id=1,
+        endpoint="127.0.0.1:9",
+        rack="",
+        controllers=controllers,  # type: ignore[arg-type]
+        on_change=on_change,
+        heartbeat_interval_ms=heartbeat_interval_ms,
+    )
+
+
 def test_a_failure_to_apply_the_metadata_ends_the_follower_and_its_heartbeats() -> None:
     async def on_change(old: MetadataImage, new: MetadataImage) -> None:
         raise OSError(28, "No space left on device")
 
     async def scenario() -> None:
         controllers = FakeControllers()
-        follower = MetadataFollower(
-            broker_id=1,
-            endpoint="127.0.0.1:9",
-            rack="",
-            controllers=controllers,  # type: ignore[arg-type]
-            on_change=on_change,
-            heartbeat_interval_ms=10,
-        )
+        follower = follower_over(controllers, on_change=on_change)
         stop = asyncio.Event()
         with pytest.raises(OSError, match="No space left"):
             await asyncio.wait_for(follower.run(stop), 2)
@@ -97,14 +112,7 @@ def test_a_controlled_shutdown_waits_no_longer_than_its_deadline_for_a_controlle
             raise ControllerUnavailableError(method)
 
     async def scenario() -> None:
-        follower = MetadataFollower(
-            broker_id=1,
-            endpoint="127.0.0.1:9",
-            rack="",
-            controllers=Unanswered(),  # type: ignore[arg-type]
-            on_change=_ignore,
-            heartbeat_interval_ms=60_000,
-        )
+        follower = follower_over(Unanswered(), heartbeat_interval_ms=60_000)
         follower.broker_epoch = 0  # registered
         await asyncio.wait_for(follower.shutdown(), 1)
 
@@ -122,14 +130,7 @@ def test_a_stop_while_registering_ends_the_follower_at_once() -> None:
             raise ControllerUnavailableError(method)
 
     async def scenario() -> float:
-        follower = MetadataFollower(
-            broker_id=1,
-            endpoint="127.0.0.1:9",
-            rack="",
-            controllers=Silent(),  # type: ignore[arg-type]
-            on_change=_ignore,
-            heartbeat_interval_ms=2000,
-        )
+        follower = follower_over(Silent(), heartbeat_interval_ms=2000)
         stop = asyncio.Event()
         running = asyncio.create_task(follower.run(stop))
         await asyncio.sleep(0.1)
@@ -141,7 +142,3 @@ def test_a_stop_while_registering_ends_the_follower_at_once() -> None:
         return loop.time() - stopped_at
 
     assert asyncio.run(scenario()) < 0.5
-
-
-async def _ignore(old: MetadataImage, new: MetadataImage) -> None:
-    pass

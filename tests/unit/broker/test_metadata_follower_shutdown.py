@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from samsa.metadata.image import MetadataImage
-from samsa.services.broker.metadata.metadata_follower import MetadataFollower
-from tests.unit.broker.test_metadata_follower_failure import FakeControllers
+from tests.unit.broker.test_metadata_follower_failure import FakeControllers, follower_over
 
 
 class HeldControllers(FakeControllers):
@@ -43,14 +41,7 @@ class HeldControllers(FakeControllers):
 def test_shutdown_lets_the_routine_heartbeat_in_flight_land_before_asking_to_be_fenced() -> None:
     async def scenario() -> list[tuple[str, bool]]:
         controllers = HeldControllers()
-        follower = MetadataFollower(
-            broker_id=1,
-            endpoint="127.0.0.1:9",
-            rack="",
-            controllers=controllers,  # type: ignore[arg-type]
-            on_change=_ignore,
-            heartbeat_interval_ms=10,
-        )
+        follower = follower_over(controllers)
         stop = asyncio.Event()
         running = asyncio.create_task(follower.run(stop))
         await asyncio.wait_for(controllers.held.wait(), 1)
@@ -67,7 +58,3 @@ def test_shutdown_lets_the_routine_heartbeat_in_flight_land_before_asking_to_be_
     events = asyncio.run(scenario())
     assert events[:2] == [("sent", False), ("landed", False)], events
     assert all(want_shutdown for _, want_shutdown in events[2:]), events
-
-
-async def _ignore(old: MetadataImage, new: MetadataImage) -> None:
-    pass

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from broker_host import led_partitions, single_broker_image, two_broker_image
+from broker_host import led_partitions, single_broker_image, standalone_broker, two_broker_image
 
 from samsa.common.record.codec import build_batch
 from samsa.metadata.image import MetadataImage, PartitionState, TopicImage
@@ -47,15 +47,7 @@ def test_a_sole_isr_leader_of_a_later_slice_starts_at_its_log_end(tmp_path: Path
     (tmp_path / HIGH_WATERMARK_CHECKPOINT_FILE).unlink()  # lost: every partition starts at 0
 
     async def started_broker() -> Broker:  # its channels need a running loop
-        broker = Broker(
-            broker_id=1,
-            listen="127.0.0.1:0",
-            controllers=["127.0.0.1:1"],
-            data_dir=tmp_path,
-            rack="",
-            heartbeat_interval_ms=10,
-            member_key=b"k" * 32,
-        )
+        broker = standalone_broker(tmp_path)
         await broker._on_change(MetadataImage.empty(), image)
         return broker
 
