@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
 from node_helpers import (
@@ -242,10 +241,14 @@ def test_group_consume_reads_a_partition_handed_to_it_later(bootstrap: str) -> N
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(4)  # the consumer was handed one partition and read it
+        assert consumer.stdout is not None
+        # The consumer was handed one partition and printed its 3 records (the pytest timeout
+        # bounds this wait should it never be), then the holder leaves.
+        first = [consumer.stdout.readline() for _ in range(3)]
         holder.stdin.close()
         assert holder.wait(timeout=30) == 0
-        printed, errors = consumer.communicate(timeout=60)
+        rest, errors = consumer.communicate(timeout=60)
+        printed = "".join(first) + rest
     finally:
         for process in (holder, consumer):
             if process is not None and process.poll() is None:
