@@ -256,7 +256,9 @@ def report_corrupt_replica(
     Why before it truncates (DESIGN §4): an ISR member with a shortened log could be elected and
     lose acknowledged records. Why refuse when no other live ISR member exists: the reporter's
     log, corrupt batch and all, is then the best copy of the acknowledged records; truncating it
-    would lose them, and an empty ISR would leave nobody to elect cleanly."""
+    would lose them, and an empty ISR would leave nobody to elect cleanly. The same holds for
+    an eligible leader replica (KIP-966) when the ISR is empty and no other replica is
+    eligible: once out of the ELR, only an unclean election could bring the partition back."""
     response = c.ReportCorruptReplicaResponse()
     topic = image.topics.get(request.topic)
     state = None if topic is None else topic.partitions.get(request.partition)
@@ -293,6 +295,14 @@ def report_corrupt_replica(
             ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
             f"broker {request.broker_id} is the only live in-sync replica of {where}: its log "
             f"(corrupt from offset {request.first_corrupt_offset}) is the best copy; keep it",
+        )
+    if request.broker_id not in state.isr and not (set(state.isr) | set(state.elr)) - reporter:
+        return _report_answer(
+            response,
+            state,
+            ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            f"broker {request.broker_id} is the only eligible leader replica of {where}: its "
+            f"log (corrupt from offset {request.first_corrupt_offset}) is the best copy; keep it",
         )
     # It truncates once answered: never eligible to lead on what it is about to cut (KIP-966).
     elr = eligible_after(state, isr, min_insync_replicas(image, topic.name), unclean=reporter)

@@ -283,3 +283,23 @@ def test_describe_topics_shows_the_eligible_leader_replicas() -> None:
     response = cp.describe_topics(image, c.DescribeTopicsRequest(names=["t"]))
     (described,) = response.topics[0].partitions
     assert set(described.eligible_leader_replicas) == set(followers)
+
+
+def test_the_only_eligible_replica_of_an_empty_isr_is_refused_and_stays_eligible() -> None:
+    image, leader, (f1, _) = three_replicas(**MIN_ISR_2)
+    image, _ = alter(image, leader, [leader, f1])  # f2 out while at min ISR: not eligible
+    image = fence(image, f1, leader)
+    image = restart(image, leader, clean=False)  # it may have lost records: leaves the ISR
+    assert (state(image).isr, state(image).elr) == ((), (f1,))
+    request = c.ReportCorruptReplicaRequest(
+        broker_id=f1,
+        broker_epoch=image.brokers[f1].broker_epoch,
+        topic="t",
+        partition=0,
+        first_corrupt_offset=7,
+    )
+    result = cp.report_corrupt_replica(image, request)
+    assert result.response.error_code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    assert "best copy" in result.response.error_message and not result.records
+    image, _ = heartbeat(image, f1)
+    assert state(image).leader == f1, "still the clean copy to elect when it comes back"
