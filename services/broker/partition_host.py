@@ -270,15 +270,18 @@ class PartitionHost:
         return True
 
     def repair_corrupt(self) -> list[tuple[str, int]]:
-        """Truncate every corrupt replica the applied metadata has taken out of the ISR (and out
-        of the leadership) to where its corruption starts; the partitions truncated."""
+        """Truncate every corrupt replica the applied metadata has taken out of the ISR, the
+        eligible leader replicas and the leadership to where its corruption starts; the
+        partitions truncated. (An eligible replica may be elected cleanly: truncated while
+        still one, it could lead without records it had acknowledged.)"""
         repaired = []
         for key in sorted(self.corrupt_partitions):
             hosted = self.partitions.get(key)
             if hosted is None or hosted.corrupt is None:  # stopped, re-opened or reset since
                 self.corrupt_partitions.discard(key)
                 continue
-            if hosted.is_leader or hosted.state is None or self.broker_id in hosted.state.isr:
+            state = hosted.state
+            if hosted.is_leader or state is None or self.broker_id in (*state.isr, *state.elr):
                 continue
             self.corrupt_partitions.discard(key)
             corrupt, hosted.corrupt = hosted.corrupt, None

@@ -16,13 +16,14 @@ whole, as the scan needs it).
 A segment found bad is scanned a second time, unbudgeted (the file may have changed under the
 first scan), and when both agree the partition is marked corrupt from the base offset of the
 first bad batch (`PartitionHost.mark_corrupt`, remembering the segment and byte position, so the
-truncation later cuts there without re-reading the segment). While this replica is
-in the ISR it reports itself with ReportCorruptReplica (through ControllerChannel.write, signed
-like every member call): the controller takes it out of the ISR and, if it led, elects a live
-ISR member. Only once the metadata shows that does `PartitionHost.repair_corrupt` truncate the
-log, and the fetcher re-fetches. A refusal (ELIGIBLE_LEADERS_NOT_AVAILABLE: no other live
-in-sync replica) is logged at ERROR once per partition; the replica keeps serving its log, the
-best copy there is, and asks again every `REPORT_RETRY_S`.
+truncation later cuts there without re-reading the segment). While this replica is in the ISR
+or among the eligible leader replicas (KIP-966) it reports itself with ReportCorruptReplica
+(through ControllerChannel.write, signed like every member call): the controller takes it out
+of them and, if it led, elects a live ISR member. Only once the metadata shows that does
+`PartitionHost.repair_corrupt` truncate the log, and the fetcher re-fetches. A refusal
+(ELIGIBLE_LEADERS_NOT_AVAILABLE: no other live in-sync replica, or, for an eligible replica,
+no other in-sync or eligible one) is logged at ERROR once per partition; the replica keeps
+serving its log, the best copy there is, and asks again every `REPORT_RETRY_S`.
 """
 
 from __future__ import annotations
@@ -219,7 +220,8 @@ class Scrubber:
         return ScrubVerdict.of(scan, target.size_bytes)
 
     async def _report_corrupt(self) -> None:
-        """Ask the controller to take each corrupt replica still in its ISR out of it."""
+        """Ask the controller to take each corrupt replica still in its ISR or its eligible
+        leader replicas out of them."""
         now_s = time.monotonic()
         # Only partitions known corrupt, or with a report to forget: corruption is rare.
         for key in list(self.host.corrupt_partitions | self._next_report_s.keys()):
@@ -229,7 +231,8 @@ class Scrubber:
                 self._next_report_s.pop(key, None)
                 self._refusal_logged.discard(key)
                 continue
-            if self.host.broker_id not in state.isr or self._next_report_s.get(key, 0) > now_s:
+            listed = self.host.broker_id in state.isr or self.host.broker_id in state.elr
+            if not listed or self._next_report_s.get(key, 0) > now_s:
                 continue
             self._next_report_s[key] = now_s + REPORT_RETRY_S
             await self._report(key, hosted, hosted.corrupt_from)
@@ -266,7 +269,7 @@ class Scrubber:
             if key not in self._refusal_logged:
                 self._refusal_logged.add(key)
                 log.error(
-                    "corrupt replica is the only in-sync copy: keeping its log",
+                    "corrupt replica is the only in-sync or eligible copy: keeping its log",
                     extra={"partition": where, "error_message": response.error_message},
                 )
         else:

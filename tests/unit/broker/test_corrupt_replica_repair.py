@@ -27,8 +27,14 @@ TOPIC_ID = b"\x09" * 16
 ME = 1
 
 
-def image(leader: int, isr: tuple[int, ...], epoch: int, partition_epoch: int) -> MetadataImage:
-    state = PartitionState(0, (1, 2, 3), isr, leader, epoch, partition_epoch)
+def image(
+    leader: int,
+    isr: tuple[int, ...],
+    epoch: int,
+    partition_epoch: int,
+    elr: tuple[int, ...] = (),
+) -> MetadataImage:
+    state = PartitionState(0, (1, 2, 3), isr, leader, epoch, partition_epoch, elr)
     return MetadataImage(
         end_offset=10 + partition_epoch,
         hash=b"\x00" * 16,
@@ -83,6 +89,18 @@ def test_a_corrupt_follower_truncates_only_once_out_of_the_isr(tmp_path: Path) -
     hosted = step(host, image(2, (2, 3), 0, 2))  # the controller committed the report
     assert hosted.log.log_end_offset == bad_offset and hosted.corrupt_from is None
     assert hosted.high_watermark == bad_offset
+    host.close_all()
+
+
+def test_a_corrupt_eligible_replica_truncates_only_once_out_of_the_elr(tmp_path: Path) -> None:
+    host, hosted, bad_offset = corrupt_replica(tmp_path, leader=2)
+    end = hosted.log.log_end_offset
+    hosted = step(host, image(2, (2,), 0, 1, elr=(1, 3)))  # out of the ISR, still eligible
+    assert hosted.log.log_end_offset == end and hosted.corrupt_from == bad_offset, (
+        "an eligible replica may be elected cleanly: it keeps every record until it leaves"
+    )
+    hosted = step(host, image(2, (2,), 0, 2, elr=(3,)))  # the controller committed the report
+    assert hosted.log.log_end_offset == bad_offset and hosted.corrupt_from is None
     host.close_all()
 
 

@@ -84,7 +84,7 @@ def test_a_refused_report_keeps_the_log_and_retries_then_the_repair_follows(
 
     with caplog.at_level(logging.ERROR, logger="samsa.services.broker.scrubber"):
         asyncio.run(scenario())
-    refusals = [r for r in caplog.records if "only in-sync copy" in r.getMessage()]
+    refusals = [r for r in caplog.records if "only in-sync or eligible copy" in r.getMessage()]
     found = [r for r in caplog.records if "corrupt batch at rest" in r.getMessage()]
     assert len(refusals) == 1 and len(found) == 1
     assert decode_cursor((tmp_path / CURSOR_FILE).read_bytes()) is not None
@@ -129,6 +129,34 @@ def test_a_short_pass_interval_also_shortens_the_wait_for_segments_to_appear(
         await until("the first, empty listing", lambda: scrubber._listed_s > float("-inf"))
         host.partitions.update(loading)  # loaded
         await until("the bad batch found", lambda: hosted.corrupt_from == bad_offset, 3.0)
+        stop.set()
+        await task
+
+    asyncio.run(scenario())
+    host.close_all()
+
+
+def test_a_corrupt_eligible_replica_reports_itself_and_truncates_once_out_of_the_elr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of the ISR but eligible to lead (KIP-966), the replica keeps its log and reports
+    itself; once the controller takes it out of the ELR it truncates."""
+    monkeypatch.setattr(scrubber_module, "REPAIR_CHECK_S", 0.01)
+    host, hosted, bad_offset = corrupt_replica(tmp_path, leader=2)
+    hosted = step(host, image(2, (2,), 0, 1, elr=(1, 3)))
+    end = hosted.log.log_end_offset
+    channel = FakeChannel()
+    channel.code = ErrorCode.NONE
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        scrubber = Scrubber(host, channel, lambda: 7, bytes_per_second=1 << 30, interval_ms=60_000)  # type: ignore[arg-type]
+        task = asyncio.create_task(scrubber.run(stop))
+        await until("the report", lambda: len(channel.requests) >= 1)
+        assert channel.requests[0].first_corrupt_offset == bad_offset
+        assert hosted.log.log_end_offset == end, "still eligible: nothing cut yet"
+        step(host, image(2, (2,), 0, 2, elr=(3,)))  # the controller committed the report
+        assert hosted.log.log_end_offset == bad_offset and hosted.corrupt_from is None
         stop.set()
         await task
 
