@@ -48,6 +48,13 @@ class BrokerRegistration:
     broker_epoch: int
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    # Its internal listener (services/runtime/listeners.py), or "" when it has none.
+    internal_endpoint: str = ""
+
+    @property
+    def member_endpoint(self) -> str:
+        """What the cluster's own members dial: the internal listener, else the public one."""
+        return self.internal_endpoint or self.endpoint
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,13 @@ class CoordinatorRegistration:
     endpoint: str
     coordinator_epoch: int
     fenced: bool = False
+    # Its internal listener (services/runtime/listeners.py), or "" when it has none.
+    internal_endpoint: str = ""
+
+    @property
+    def member_endpoint(self) -> str:
+        """What the cluster's own members dial: the internal listener, else the public one."""
+        return self.internal_endpoint or self.endpoint
 
 
 @dataclass(frozen=True)

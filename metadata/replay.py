@@ -153,6 +153,7 @@ class ImageBuilder:
             rack=record.rack,
             broker_epoch=record.broker_epoch if from_snapshot else offset,
             fenced=True,
+            internal_endpoint=record.internal_endpoint,
         )
 
     def _current(self, broker_id: int, broker_epoch: int) -> BrokerRegistration | None:
@@ -318,6 +319,7 @@ class ImageBuilder:
             endpoint=record.endpoint,
             coordinator_epoch=record.coordinator_epoch if from_snapshot else offset,
             fenced=False,
+            internal_endpoint=record.internal_endpoint,
         )
 
     def _fence_coordinator(

@@ -42,6 +42,7 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
                     endpoint=broker.endpoint,
                     rack=broker.rack,
                     broker_epoch=broker.broker_epoch,
+                    internal_endpoint=broker.internal_endpoint,
                 )
             )
         )
@@ -123,6 +124,7 @@ def _coordinator_records(image: MetadataImage) -> list[metadata_pb2.MetadataReco
                     incarnation_id=coordinator.incarnation_id,
                     endpoint=coordinator.endpoint,
                     coordinator_epoch=coordinator.coordinator_epoch,
+                    internal_endpoint=coordinator.internal_endpoint,
                 )
             )
         )

@@ -57,8 +57,8 @@ from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
     CoordinatorLookupServicer,
 )
+from samsa.services.runtime.listeners import Listeners
 from samsa.services.runtime.member_auth import MemberSigner
-from samsa.services.runtime.server import GrpcServer
 from samsa.services.runtime.stream_answers import Draining
 from samsa.v1 import (
     broker_pb2,
@@ -103,8 +103,13 @@ class Broker:
         log_retention_check_interval_ms: int = LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
         health_file: str | None = None,
         connections_max: int = limits.grpc_connections_max,
+        internal_listen: str | None = None,
+        internal_advertised_listener: str | None = None,
     ) -> None:
         self.health_file = health_file
+        # The internal listener (runtime/listeners.py), and what members dial for it.
+        self.internal_listen = internal_listen
+        self.internal_advertised_listener = internal_advertised_listener or internal_listen
         self.connections_max = connections_max
         self.log_cleaner_backoff_ms = log_cleaner_backoff_ms
         self.log_retention_check_interval_ms = log_retention_check_interval_ms
@@ -170,12 +175,13 @@ class Broker:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
         draining = Draining()
-        server = GrpcServer(
+        server = Listeners(
             self.listen,
             [service, LOOKUP_SERVICE_NAME, metadata_service],
             tracing=self.tracing,
             health_file=self.health_file,
             connections_max=self.connections_max,
+            internal_listen=self.internal_listen,
         )
         add_broker_service(
             BrokerServicer(
@@ -185,32 +191,38 @@ class Broker:
                 txn_verifier=self.txn_verifier,
                 draining=draining,
             ),
-            server.server,
+            server.handlers,
         )
         # FindCoordinator from this broker's image: a client asks whichever broker it knows.
         coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
             CoordinatorLookupServicer(
                 image=lambda: self.follower.image, offsets_topic_replication_factor=None
             ),
-            server.server,
+            server.handlers,
         )
         # Metadata reads and forwarded admin writes, for clients bootstrapped from brokers.
         controller_pb2_grpc.add_ControllerServiceServicer_to_server(
             BrokerMetadataServicer(
                 broker_id=self.broker_id, metadata=self.follower.log, controllers=self.channel
             ),
-            server.server,
+            server.handlers,
         )
         await server.start()
         # listeners=HOST:0 (any free port) advertises the port bound, not one nobody can dial.
         self.advertised_listener = with_bound_port(self.advertised_listener, server.port)
         self.follower.endpoint = self.advertised_listener
+        if self.internal_advertised_listener is not None and server.internal_port is not None:
+            self.internal_advertised_listener = with_bound_port(
+                self.internal_advertised_listener, server.internal_port
+            )
+            self.follower.internal_endpoint = self.internal_advertised_listener
         log.info(
             "broker serving",
             extra={
                 "broker_id": self.broker_id,
                 "listen": self.listen,
                 "advertised_listener": self.advertised_listener,
+                "internal_advertised_listener": self.internal_advertised_listener,
             },
         )
         follower_stop = asyncio.Event()

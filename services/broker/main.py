@@ -36,6 +36,8 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         log_retention_check_interval_ms=config.log_retention_check_interval_ms,
         health_file=config.health_file,
         connections_max=config.max_connections,
+        internal_listen=config.internal_listeners,
+        internal_advertised_listener=config.internal_advertised_listener,
     )
     return await broker.run(stop)
 

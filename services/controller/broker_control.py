@@ -74,6 +74,7 @@ def register_broker(
                 incarnation_id=request.incarnation_id,
                 endpoint=request.endpoint,
                 rack=request.rack,
+                internal_endpoint=request.internal_endpoint,
             )
         )
     ]

@@ -34,22 +34,31 @@ class Peer:
     node_id: int
     raft_address: str
     endpoint: str  # the controller's advertised gRPC address
+    internal_endpoint: str = ""  # its advertised internal listener, "" when none is named
 
 
 def parse_voters(text: str) -> tuple[Peer, ...]:
-    """`id=raft-host:port@grpc-host:port,...` -> controllers of the quorum (this one may be
-    among them: one list can then serve every controller of a deployment)."""
+    """`id=raft-host:port@grpc-host:port[@internal-host:port],...` -> controllers of the quorum
+    (this one may be among them: one list can then serve every controller of a deployment).
+    The optional third address is the controller's internal listener: a NOT_CONTROLLER
+    redirect names it too, for members that dial the controllers' internal listeners."""
     voters = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         try:
             node, addresses = item.split("=", 1)
-            raft_address, endpoint = addresses.split("@", 1)
+            raft_address, endpoint, *internal = addresses.split("@")
             split_address(raft_address)
             advertisable_address(endpoint)
-            voters.append(Peer(member_id(node), raft_address.strip(), endpoint.strip()))
+            if len(internal) > 1:
+                raise ValueError("more than three addresses")
+            internal_endpoint = advertisable_address(internal[0]) if internal else ""
+            voters.append(
+                Peer(member_id(node), raft_address.strip(), endpoint.strip(), internal_endpoint)
+            )
         except ValueError:
             raise ValueProblem(
-                f"list id=raft-host:port@grpc-host:port items, comma-separated ({item!r} is not)"
+                "list id=raft-host:port@grpc-host:port[@internal-host:port] items, "
+                f"comma-separated ({item!r} is not)"
             ) from None
     return tuple(voters)
 
@@ -68,7 +77,8 @@ class ControllerConfig(ServiceConfig):
         flags=["--peers"],
         default=(),
         help="the controllers of the quorum, id=raft-host:port@grpc-host:port,... "
-        "(this one's own entry may be included)",
+        "(this one's own entry may be included); @internal-host:port after an entry names "
+        "that controller's internal listener, for NOT_CONTROLLER redirects",
     )
     metadata_log_dir: str = key("metadata.log.dir", non_empty, flags=["--data-dir"])
     cluster_id: str = key("cluster.id", non_empty, default="samsa-local")

@@ -109,6 +109,7 @@ def register_coordinator(
             coordinator_id=request.coordinator_id,
             incarnation_id=request.incarnation_id,
             endpoint=request.endpoint,
+            internal_endpoint=request.internal_endpoint,
         )
     )
     return ControlResult(

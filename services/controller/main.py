@@ -34,7 +34,8 @@ from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
     CoordinatorLookupServicer,
 )
-from samsa.services.runtime.server import GrpcServer, check_bindable
+from samsa.services.runtime.listeners import Listeners
+from samsa.services.runtime.server import check_bindable
 from samsa.services.runtime.service_process import run_service
 from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
@@ -53,6 +54,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
     # What DescribeCluster lists: the addresses others dial (this one may listen on 0.0.0.0).
     endpoints = {config.node_id: config.advertised_listener} | {
         peer.node_id: peer.endpoint for peer in peers
+    }
+    internal_endpoints = {
+        peer.node_id: peer.internal_endpoint for peer in peers if peer.internal_endpoint
     }
     raft_to_node = {config.raft_address: config.node_id} | {
         peer.raft_address: peer.node_id for peer in peers
@@ -81,8 +85,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         defaults=defaults,
         cluster_id=config.cluster_id,
         member_key=membership.derive_key(password),
+        controller_internal_endpoints=internal_endpoints,
     )
-    server = GrpcServer(
+    server = Listeners(
         config.listeners,
         service_names=[
             controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name,
@@ -91,8 +96,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         tracing=tracing,
         health_file=config.health_file,
         connections_max=config.max_connections,
+        internal_listen=config.internal_listeners,
     )
-    controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.server)
+    controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.handlers)
     coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
         CoordinatorLookupServicer(
             image=lambda: driver.image,
@@ -101,13 +107,17 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
                 defaults.transaction_state_log_replication_factor
             ),
         ),
-        server.server,
+        server.handlers,
     )
     await server.start()
     # listeners=HOST:0 (any free port) advertises the port bound, not one nobody can dial.
     servicer.controller_endpoints[config.node_id] = with_bound_port(
         config.advertised_listener, server.port
     )
+    if config.internal_advertised_listener is not None and server.internal_port is not None:
+        servicer.controller_internal_endpoints[config.node_id] = with_bound_port(
+            config.internal_advertised_listener, server.internal_port
+        )
     quorum = MetadataQuorum(
         raft_address=config.raft_address,
         peer_raft_addresses=[peer.raft_address for peer in peers],
@@ -131,6 +141,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
             "node_id": config.node_id,
             "listen": config.listeners,
             "advertised_listener": servicer.controller_endpoints[config.node_id],
+            "internal_advertised_listener": servicer.controller_internal_endpoints.get(
+                config.node_id
+            ),
         },
     )
     assert driver.fatal is not None

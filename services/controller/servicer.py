@@ -65,6 +65,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         defaults: control_plane.ClusterDefaults,
         cluster_id: str,
         member_key: bytes,
+        controller_internal_endpoints: Mapping[int, str] | None = None,
     ) -> None:
         self.member_key = member_key  # membership.derive_key(cluster secret)
         self.driver = driver
@@ -72,6 +73,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         # Coordinator sessions: the same mechanism as brokers', keyed by coordinator id.
         self.coordinator_liveness = coordinator_liveness or BrokerLiveness()
         self.controller_endpoints = dict(controller_endpoints)
+        # The controllers' internal listeners, where known: redirects name them too.
+        self.controller_internal_endpoints = dict(controller_internal_endpoints or {})
         self.defaults = defaults
         self.cluster_id = cluster_id
         self.rng = random.Random()
@@ -94,6 +97,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         if active is not None and active in self.controller_endpoints:
             status.active_controller.node_id = active
             status.active_controller.endpoint = self.controller_endpoints[active]
+            status.active_controller.internal_endpoint = self.controller_internal_endpoints.get(
+                active, ""
+            )
         return status
 
     def _active_node_id(self) -> int | None:

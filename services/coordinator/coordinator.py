@@ -62,9 +62,9 @@ from samsa.services.coordinator.transaction_servicer import TransactionCoordinat
 from samsa.services.runtime.config import with_bound_port
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import CoordinatorLookupServicer
+from samsa.services.runtime.listeners import Listeners
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.metadata_log import MetadataLogFollower
-from samsa.services.runtime.server import GrpcServer
 from samsa.services.runtime.stream_answers import Draining
 from samsa.services.runtime.txn_added_check import TransactionMembershipCheck
 from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc, transactions_pb2, transactions_pb2_grpc
@@ -94,8 +94,13 @@ class Coordinator:
         tracing: bool = False,
         health_file: str | None = None,
         connections_max: int = limits.grpc_connections_max,
+        internal_listen: str | None = None,
+        internal_advertised_listener: str | None = None,
     ) -> None:
         self.coordinator_id = coordinator_id
+        # The internal listener (runtime/listeners.py), and what members dial for it.
+        self.internal_listen = internal_listen
+        self.internal_advertised_listener = internal_advertised_listener or internal_listen
         self.health_file = health_file
         self.connections_max = connections_max
         self.listen = listen
@@ -308,18 +313,19 @@ class Coordinator:
         services.append(
             transactions_pb2.DESCRIPTOR.services_by_name["TransactionCoordinatorService"].full_name
         )
-        server = GrpcServer(
+        server = Listeners(
             self.listen,
             services,
             tracing=self.tracing,
             health_file=self.health_file,
             connections_max=self.connections_max,
+            internal_listen=self.internal_listen,
         )
         coordinator_pb2_grpc.add_GroupCoordinatorServiceServicer_to_server(
-            GroupCoordinatorServicer(self), server.server
+            GroupCoordinatorServicer(self), server.handlers
         )
         transactions_pb2_grpc.add_TransactionCoordinatorServiceServicer_to_server(
-            TransactionCoordinatorServicer(self), server.server
+            TransactionCoordinatorServicer(self), server.handlers
         )
         coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
             CoordinatorLookupServicer(
@@ -327,18 +333,24 @@ class Coordinator:
                 offsets_topic_replication_factor=None,
                 transaction_state_log_replication_factor=None,
             ),
-            server.server,
+            server.handlers,
         )
         await server.start()
         # listeners=HOST:0 (any free port) advertises the port bound, not one nobody can dial.
         self.advertised_listener = with_bound_port(self.advertised_listener, server.port)
         self.membership.endpoint = self.advertised_listener
+        if self.internal_advertised_listener is not None and server.internal_port is not None:
+            self.internal_advertised_listener = with_bound_port(
+                self.internal_advertised_listener, server.internal_port
+            )
+            self.membership.internal_endpoint = self.internal_advertised_listener
         log.info(
             "coordinator serving",
             extra={
                 "coordinator_id": self.coordinator_id,
                 "listen": self.listen,
                 "advertised_listener": self.advertised_listener,
+                "internal_advertised_listener": self.internal_advertised_listener,
             },
         )
         follower_stop = asyncio.Event()

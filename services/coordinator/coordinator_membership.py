@@ -57,6 +57,8 @@ class CoordinatorMembership:
     ) -> None:
         self.coordinator_id = coordinator_id
         self.endpoint = endpoint
+        # The internal listener's advertised address ("" without one), set once it is bound.
+        self.internal_endpoint = ""
         self.controllers = controllers
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.session_timeout_s = session_timeout_ms / 1000
@@ -124,6 +126,7 @@ class CoordinatorMembership:
             coordinator_id=self.coordinator_id,
             incarnation_id=str(uuid.uuid4()),
             endpoint=self.endpoint,
+            internal_endpoint=self.internal_endpoint,
         )
         while not stop.is_set():
             sent = asyncio.get_running_loop().time()

@@ -49,6 +49,8 @@ async def run(config: CoordinatorConfig, member_key: bytes, tracing: bool) -> in
         tracing=tracing,
         health_file=config.health_file,
         connections_max=config.max_connections,
+        internal_listen=config.internal_listeners,
+        internal_advertised_listener=config.internal_advertised_listener,
     )
     return await coordinator.run(stop)
 

@@ -346,7 +346,7 @@ class OffsetsLog:
         if not brokers:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no live broker to take a producer id", -1
         self._next_broker = (self._next_broker + 1) % len(brokers)
-        endpoint = brokers[self._next_broker].endpoint
+        endpoint = brokers[self._next_broker].member_endpoint
         try:
             response = await self._stub(endpoint).InitProducerId(
                 broker_pb2.InitProducerIdRequest(), timeout=CALL_TIMEOUT_S

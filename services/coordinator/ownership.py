@@ -77,7 +77,8 @@ def _same_writer(a: CoordinatorAssignment, b: CoordinatorAssignment) -> bool:
 
 
 def leader_endpoint(image: MetadataImage, topic: str, partition: int) -> str | None:
-    """The endpoint of the partition's leader, or None when it has no live leader in `image`."""
+    """The endpoint the partition's leader serves members on (its internal listener when it has
+    one: runtime/listeners.py), or None when it has no live leader in `image`."""
     topic_image = image.topics.get(topic)
     state = topic_image.partitions.get(partition) if topic_image else None
     if state is None or state.leader < 0:
@@ -85,7 +86,7 @@ def leader_endpoint(image: MetadataImage, topic: str, partition: int) -> str | N
     broker = image.brokers.get(state.leader)
     if broker is None or broker.fenced:
         return None
-    return broker.endpoint
+    return broker.member_endpoint
 
 
 def deleted_topics(old: MetadataImage, new: MetadataImage) -> frozenset[str]:

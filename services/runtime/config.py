@@ -206,6 +206,16 @@ def advertisable_address(text: str) -> str:
     return text.strip()
 
 
+def optional_address(text: str) -> str | None:
+    """An address to bind, or empty for none."""
+    return address(text) if text.strip() else None
+
+
+def optional_advertisable_address(text: str) -> str | None:
+    """An address others can dial, or empty for none."""
+    return advertisable_address(text) if text.strip() else None
+
+
 def named_address(text: str) -> str:
     """An address to bind that also names this process to its peers (the Raft port): no
     wildcard host; port 0 is let through, as for any address to bind."""
@@ -258,6 +268,34 @@ def check_advertised(listeners: str, advertised: str | None) -> None:
             ("listeners", "advertised.listeners"),
             f"listeners={listeners!r} binds every interface, so advertised.listeners must say "
             "which host:port others dial (e.g. SAMSA_ADVERTISED_LISTENERS=broker-1:9093)",
+        )
+
+
+def check_internal(listeners: str, internal: str | None, internal_advertised: str | None) -> None:
+    """The internal listener is a second port (not the public one), and needs an advertised
+    address when it binds every interface; internal.advertised.listeners alone means nothing."""
+    if internal is None:
+        if internal_advertised is not None:
+            raise RelationProblem(
+                ("internal.advertised.listeners", "internal.listeners"),
+                "internal.advertised.listeners is set without internal.listeners: there is no "
+                "internal listener to advertise",
+            )
+        return
+    host, port = split_address(internal, port_min=0)
+    public_host, public_port = split_address(listeners, port_min=0)
+    same_host = host == public_host or is_wildcard(internal) or is_wildcard(listeners)
+    if port != 0 and port == public_port and same_host:
+        raise RelationProblem(
+            ("internal.listeners", "listeners"),
+            f"internal.listeners={internal!r} has the port of listeners={listeners!r}: the "
+            "internal listener needs a port of its own",
+        )
+    if not internal_advertised and is_wildcard(internal):
+        raise RelationProblem(
+            ("internal.listeners", "internal.advertised.listeners"),
+            f"internal.listeners={internal!r} binds every interface, so "
+            "internal.advertised.listeners must say which host:port members dial",
         )
 
 

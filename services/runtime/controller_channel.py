@@ -11,7 +11,9 @@ active controller as last reported, follow a NOT_CONTROLLER redirect (at once th
 after a backoff from then on: two controllers may name each other while an election runs), and
 otherwise walk the list with a short backoff, from after the controller that last failed one
 (so a hung one costs one write its deadline, not every write). Every call has a deadline; the
-retry loop is bounded by the caller's own deadline, redirects included.
+retry loop is bounded by the caller's own deadline, redirects included. A redirect goes to the
+active controller's internal listener when the member dials the controllers at theirs (its
+bootstrap servers are their internal listeners: runtime/listeners.py), else to its public one.
 
 A read controller that answers a member's metadata fetch with nothing new while the active
 controller has said (in a write's status) that the log is committed further is behind the
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from typing import Any
 
 import grpc
@@ -127,7 +129,7 @@ class ControllerChannel:
                     self.committed_offset_seen, response.status.metadata_offset
                 )
                 return response
-            redirect = response.status.active_controller.endpoint if response else ""
+            redirect = _redirect(response.status.active_controller, self._stubs) if response else ""
             if redirect in self._stubs and redirect != endpoint and time.monotonic() < deadline:
                 # The controller told us where to go: at once the first time; after that with
                 # the backoff, since two controllers may name each other while an election runs.
@@ -161,6 +163,15 @@ class ControllerChannel:
             "AllocateProducerIds", request, timeout_s
         )
         return response
+
+
+def _redirect(active: controller_pb2.ControllerEndpoint, known: Container[str]) -> str:
+    """Where a NOT_CONTROLLER answer sends a write: the active controller's internal listener
+    when this member dials the controllers there (it is one of its bootstrap servers), else its
+    public one."""
+    if active.internal_endpoint and active.internal_endpoint in known:
+        return active.internal_endpoint
+    return active.endpoint
 
 
 _RETRIABLE_STATUS = {

@@ -356,8 +356,10 @@ class GrpcServer:
         tracing: bool,
         health_file: str | None = None,
         connections_max: int = limits.grpc_connections_max,
+        listen_key: str = "listeners",
     ) -> None:
         self.listen = listen
+        self.listen_key = listen_key  # the setting named when the address cannot be bound
         self.health_file_path = health_file
         self._health_file: HealthFile | None = None
         # The tracing interceptor costs ~0.3 ms per RPC even with nowhere to send spans: installed
@@ -387,9 +389,9 @@ class GrpcServer:
         try:
             self.port = self.server.add_insecure_port(self.listen)
         except RuntimeError as error:  # grpc's text only says to turn on its debug logs
-            raise ServerStartError(_cannot_listen(self.listen)) from error
+            raise ServerStartError(_cannot_listen(self.listen, self.listen_key)) from error
         if self.port == 0:
-            raise ServerStartError(_cannot_listen(self.listen))
+            raise ServerStartError(_cannot_listen(self.listen, self.listen_key))
         await self.server.start()
         await self._set_status(health_pb2.HealthCheckResponse.SERVING)
         if self.health_file_path is not None:

@@ -1,6 +1,7 @@
 """The settings every service process has, as bases of BrokerConfig, ControllerConfig and
-CoordinatorConfig: where it listens and what it advertises, the cluster secret, the metrics
-address; members (brokers, coordinators) also name the controllers they register with. Pure."""
+CoordinatorConfig: where it listens and what it advertises (and, optionally, the same for an
+internal listener: listeners.py), the cluster secret, the metrics address; members (brokers,
+coordinators) also name the controllers they register with. Pure."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from samsa.services.runtime.config import (
     address_list,
     advertisable_address,
     check_advertised,
+    check_internal,
     integer,
     key,
     non_empty,
+    optional_address,
+    optional_advertisable_address,
     optional_listen,
     optional_path,
 )
@@ -33,6 +37,22 @@ class ServiceConfig:
         advertisable_address,
         default=None,
         help="host:port others dial for this service (default: listeners)",
+    )
+    internal_listeners: str | None = key(
+        "internal.listeners",
+        optional_address,
+        default=None,
+        help="host:port of a second gRPC listener for the cluster's own traffic (replication, "
+        "registration and heartbeats, coordinator<->broker streams), with its own connection "
+        "and request bounds so that strangers filling max.connections cannot cut it (Kafka's "
+        "inter.broker.listener.name, KIP-291); off by default",
+    )
+    internal_advertised_listeners: str | None = key(
+        "internal.advertised.listeners",
+        optional_advertisable_address,
+        default=None,
+        help="host:port members dial for this service's internal listener (default: "
+        "internal.listeners)",
     )
     secret_file: str = key(
         "cluster.secret.file",
@@ -64,11 +84,18 @@ class ServiceConfig:
 
     def __post_init__(self) -> None:
         check_advertised(self.listeners, self.advertised_listeners)
+        check_internal(self.listeners, self.internal_listeners, self.internal_advertised_listeners)
 
     @property
     def advertised_listener(self) -> str:
         """The address others dial: advertised.listeners, else listeners."""
         return self.advertised_listeners or self.listeners
+
+    @property
+    def internal_advertised_listener(self) -> str | None:
+        """The address members dial for the internal listener: internal.advertised.listeners,
+        else internal.listeners; None when this process has no internal listener."""
+        return self.internal_advertised_listeners or self.internal_listeners
 
 
 @dataclass(frozen=True, kw_only=True)

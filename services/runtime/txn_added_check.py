@@ -162,15 +162,18 @@ class TransactionMembershipCheck:
         asked: list[TopicPartition],
         deadline: float,
     ) -> dict[TopicPartition, Refusal | None]:
-        lookup = find_coordinator(self.image(), TRANSACTION_KEY_TYPE, transactional_id)
+        image = self.image()
+        lookup = find_coordinator(image, TRANSACTION_KEY_TYPE, transactional_id)
         if lookup.error_code:
             message = f"no transaction coordinator: {lookup.error_message}"
             return dict.fromkeys(asked, (ErrorCode(lookup.error_code), message))
+        # Its internal listener when it has one (runtime/listeners.py).
+        endpoint = image.coordinators[lookup.coordinator_id].member_endpoint
         timeout = max(0.05, deadline - asyncio.get_running_loop().time())
         try:
-            answer = await self._stream(lookup.endpoint).send(request, timeout)
+            answer = await self._stream(endpoint).send(request, timeout)
         except StreamBrokenError as error:
-            message = f"the transaction coordinator at {lookup.endpoint}: {error}"
+            message = f"the transaction coordinator at {endpoint}: {error}"
             return dict.fromkeys(asked, (ErrorCode.COORDINATOR_NOT_AVAILABLE, message))
         return verdicts_of(asked, answer)
 

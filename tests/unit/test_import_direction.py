@@ -68,6 +68,7 @@ IO_MODULE_NAMES = {
     "producer_transactions.py",  # a log's producer snapshots and .txnindex files, fed together
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
+    "listeners.py",  # the public and internal gRPC servers of a service
     "health_file.py",  # touches a file while the service's own listener answers SERVING
     "service_process.py",  # a service's start: config, logs, secret, tracing, metrics, run
     "data_dir_lock.py",  # flock on a data directory's .lock file

@@ -70,6 +70,8 @@ class MetadataFollower:
     ) -> None:
         self.broker_id = broker_id
         self.endpoint = endpoint
+        # The internal listener's advertised address ("" without one), set once it is bound.
+        self.internal_endpoint = ""
         self.rack = rack
         self.incarnation_id = str(uuid.uuid4())
         self.controllers = controllers
@@ -154,6 +156,7 @@ class MetadataFollower:
             incarnation_id=self.incarnation_id,
             endpoint=self.endpoint,
             rack=self.rack,
+            internal_endpoint=self.internal_endpoint,
             # KIP-966: registering again (STALE_BROKER_EPOCH), this process lost nothing.
             previous_broker_epoch=(
                 self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch

@@ -190,11 +190,12 @@ class ReplicaFetchers:
         broker = self.host.image.brokers.get(leader_id)
         if broker is None:
             return None
-        channel = self._channels.get(broker.endpoint)
+        # Its internal listener when it has one (runtime/listeners.py): strangers filling the
+        # public one's max.connections must not cut replication.
+        endpoint = broker.member_endpoint
+        channel = self._channels.get(endpoint)
         if channel is None:
-            channel = self._channels[broker.endpoint] = service_channel(
-                broker.endpoint, traced=False
-            )
+            channel = self._channels[endpoint] = service_channel(endpoint, traced=False)
         return channel
 
     async def _run(self, leader_id: int) -> None:

@@ -22,6 +22,7 @@ def _service(driver: ControllerDriver) -> servicer.ControllerServicer:
     service = object.__new__(servicer.ControllerServicer)
     service.driver = driver
     service.controller_endpoints = {1: "h:1", 2: "h:2"}
+    service.controller_internal_endpoints = {2: "h:12"}
     return service
 
 
@@ -47,3 +48,5 @@ def test_a_follower_names_the_leader_it_follows() -> None:
     assert response.status.error_code == ErrorCode.NOT_CONTROLLER
     assert response.status.active_controller.node_id == 2
     assert response.status.active_controller.endpoint == "h:2"
+    # and its internal listener, for members that dial the controllers there
+    assert response.status.active_controller.internal_endpoint == "h:12"

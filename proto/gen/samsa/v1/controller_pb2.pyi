@@ -34,12 +34,14 @@ ALTER_CONFIG_OP_APPEND: AlterConfigOp
 ALTER_CONFIG_OP_SUBTRACT: AlterConfigOp
 
 class ControllerEndpoint(_message.Message):
-    __slots__ = ("node_id", "endpoint")
+    __slots__ = ("node_id", "endpoint", "internal_endpoint")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    INTERNAL_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     endpoint: str
-    def __init__(self, node_id: _Optional[int] = ..., endpoint: _Optional[str] = ...) -> None: ...
+    internal_endpoint: str
+    def __init__(self, node_id: _Optional[int] = ..., endpoint: _Optional[str] = ..., internal_endpoint: _Optional[str] = ...) -> None: ...
 
 class ControllerStatus(_message.Message):
     __slots__ = ("error_code", "error_message", "active_controller", "metadata_offset")
@@ -54,18 +56,20 @@ class ControllerStatus(_message.Message):
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., active_controller: _Optional[_Union[ControllerEndpoint, _Mapping]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack", "previous_broker_epoch")
+    __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack", "previous_broker_epoch", "internal_endpoint")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    INTERNAL_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     endpoint: str
     rack: str
     previous_broker_epoch: int
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ..., previous_broker_epoch: _Optional[int] = ...) -> None: ...
+    internal_endpoint: str
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., rack: _Optional[str] = ..., previous_broker_epoch: _Optional[int] = ..., internal_endpoint: _Optional[str] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
     __slots__ = ("status", "broker_epoch")
@@ -560,14 +564,16 @@ class AllocateProducerIdsResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., producer_id_start: _Optional[int] = ..., producer_id_len: _Optional[int] = ...) -> None: ...
 
 class RegisterCoordinatorRequest(_message.Message):
-    __slots__ = ("coordinator_id", "incarnation_id", "endpoint")
+    __slots__ = ("coordinator_id", "incarnation_id", "endpoint", "internal_endpoint")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    INTERNAL_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: int
     incarnation_id: str
     endpoint: str
-    def __init__(self, coordinator_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ...) -> None: ...
+    internal_endpoint: str
+    def __init__(self, coordinator_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., internal_endpoint: _Optional[str] = ...) -> None: ...
 
 class RegisterCoordinatorResponse(_message.Message):
     __slots__ = ("status", "coordinator_epoch")

@@ -1,0 +1,103 @@
+"""A service's gRPC listeners: the public one, and the internal one when `internal.listeners`
+is set (Kafka's separate inter-broker and control-plane listeners, KIP-291, KIP-402).
+
+Why. `max.connections` (and the guard's bound on requests in progress) protect a process from
+strangers, but on one listener they count the cluster's own connections too: a stranger holding
+max.connections idle connections to a partition leader shuts its followers out (the ISR shrinks,
+acks=all stalls), and to the controller shuts out the brokers' heartbeats (they are fenced). The
+internal listener is a second grpc.aio server serving the same servicers, with its own
+connection bound (`limits.grpc_connections_max`, not max.connections) and its own RpcGuard, so
+the public quota never counts internal traffic. Members advertise it when they register, and
+members dial it: replica fetches, the coordinators' produce and marker streams to brokers, the
+brokers' transaction checks with coordinators; calls to the controllers go wherever
+`controller.quorum.bootstrap.servers` points (the controllers' internal listeners, when they
+have them), and NOT_CONTROLLER redirects follow that choice (controller_channel.py).
+
+It is not an authentication boundary: member-only calls prove membership with the cluster
+secret on either listener (membership.py), and a stranger reaching the internal port is served
+as on the public one. Keeping strangers off it is the network's job (bind it on a private
+interface, or firewall it), as with Kafka's inter-broker listener.
+
+`handlers` is what the services register their servicers on: it forwards each registration to
+every listener, so that both serve the same API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from samsa.common import limits
+from samsa.services.runtime.server import GrpcServer
+
+
+class _EveryServer:
+    """Takes a servicer's registration (the generated `add_*_to_server` calls these two) and
+    makes it on every listener."""
+
+    def __init__(self, servers: Sequence[GrpcServer]) -> None:
+        self._servers = list(servers)
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        for server in self._servers:
+            server.server.add_generic_rpc_handlers(handlers)
+
+    def add_registered_method_handlers(self, service: str, handlers: Any) -> None:
+        for server in self._servers:
+            server.server.add_registered_method_handlers(service, handlers)
+
+
+class Listeners:
+    """The public GrpcServer on `listen` (max.connections, the health file) and, with
+    `internal_listen`, an internal one serving the same services."""
+
+    def __init__(
+        self,
+        listen: str,
+        service_names: Sequence[str],
+        *,
+        tracing: bool,
+        health_file: str | None = None,
+        connections_max: int = limits.grpc_connections_max,
+        internal_listen: str | None = None,
+    ) -> None:
+        self.public = GrpcServer(
+            listen,
+            service_names,
+            tracing=tracing,
+            health_file=health_file,
+            connections_max=connections_max,
+        )
+        self.internal: GrpcServer | None = None
+        if internal_listen is not None:
+            self.internal = GrpcServer(
+                internal_listen, service_names, tracing=tracing, listen_key="internal.listeners"
+            )
+        servers = [self.public] if self.internal is None else [self.public, self.internal]
+        self.servers = servers
+        self.handlers: Any = _EveryServer(servers)
+
+    @property
+    def port(self) -> int:
+        """The public listener's bound port (0 before start)."""
+        return self.public.port
+
+    @property
+    def internal_port(self) -> int | None:
+        """The internal listener's bound port; None without one."""
+        return None if self.internal is None else self.internal.port
+
+    async def start(self) -> None:
+        """Start every listener; ServerStartError naming the address one could not bind."""
+        await self.public.start()
+        if self.internal is None:
+            return
+        try:
+            await self.internal.start()
+        except BaseException:
+            await self.public.stop(0)
+            raise
+
+    async def stop(self, grace_s: float) -> None:
+        await asyncio.gather(*(server.stop(grace_s) for server in self.servers))
