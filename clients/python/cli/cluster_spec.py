@@ -1,6 +1,11 @@
 """What `<data-dir>/cluster.json` holds: the ids and loopback ports of a local cluster's
 controllers, brokers and coordinators, and the settings given to them (launcher.py writes it at
 the first start and reads it at every later one).
+
+Each process has an internal listener (services/runtime/listeners.py) on `internal_port`, which
+the cluster's own members dial, so that clients filling a process's max.connections cannot cut
+replication or heartbeats. 0 means none: a cluster.json written before internal listeners
+existed has none, and its processes keep one listener.
 """
 
 from __future__ import annotations
@@ -12,15 +17,24 @@ from pathlib import Path
 HOST = "127.0.0.1"
 
 
+def _internal(port: int) -> str | None:
+    return f"{HOST}:{port}" if port else None
+
+
 @dataclass(frozen=True)
 class ControllerSpec:
     node_id: int
     grpc_port: int
     raft_port: int
+    internal_port: int = 0
 
     @property
     def endpoint(self) -> str:
         return f"{HOST}:{self.grpc_port}"
+
+    @property
+    def internal_endpoint(self) -> str | None:
+        return _internal(self.internal_port)
 
     @property
     def raft_address(self) -> str:
@@ -32,20 +46,30 @@ class BrokerSpec:
     broker_id: int
     grpc_port: int
     rack: str = ""
+    internal_port: int = 0
 
     @property
     def endpoint(self) -> str:
         return f"{HOST}:{self.grpc_port}"
+
+    @property
+    def internal_endpoint(self) -> str | None:
+        return _internal(self.internal_port)
 
 
 @dataclass(frozen=True)
 class CoordinatorSpec:
     coordinator_id: int
     grpc_port: int
+    internal_port: int = 0
 
     @property
     def endpoint(self) -> str:
         return f"{HOST}:{self.grpc_port}"
+
+    @property
+    def internal_endpoint(self) -> str | None:
+        return _internal(self.internal_port)
 
 
 @dataclass(frozen=True)
@@ -57,18 +81,24 @@ class ClusterSpec:
 
     @property
     def ports(self) -> set[int]:
-        """Every port the cluster's processes listen on (gRPC and Raft)."""
+        """Every port the cluster's processes listen on (gRPC, internal gRPC and Raft)."""
+        processes = [*self.controllers, *self.brokers, *self.coordinators]
         return (
-            {c.grpc_port for c in self.controllers}
+            {p.grpc_port for p in processes}
             | {c.raft_port for c in self.controllers}
-            | {b.grpc_port for b in self.brokers}
-            | {c.grpc_port for c in self.coordinators}
+            | {p.internal_port for p in processes if p.internal_port}
         )
 
     @property
     def bootstrap_servers(self) -> str:
         """What clients are given: the controllers serve cluster metadata (DESIGN §2)."""
         return ",".join(controller.endpoint for controller in self.controllers)
+
+    @property
+    def member_bootstrap_servers(self) -> str:
+        """What brokers and coordinators are given: the controllers' internal listeners (their
+        public ones for a controller without one)."""
+        return ",".join(c.internal_endpoint or c.endpoint for c in self.controllers)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"

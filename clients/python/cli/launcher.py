@@ -84,19 +84,25 @@ def free_ports(count: int, taken: Iterable[int] = ()) -> list[int]:
 def new_cluster_spec(
     controllers: int, brokers: int, settings: dict[str, str] | None = None, coordinators: int = 0
 ) -> ClusterSpec:
-    ports = iter(free_ports(2 * controllers + brokers))
+    """Every process with a public and an internal gRPC port (cluster_spec.py)."""
+    ports = iter(free_ports(3 * controllers + 2 * brokers))
     spec = ClusterSpec(
-        tuple(ControllerSpec(i, next(ports), next(ports)) for i in range(1, controllers + 1)),
-        tuple(BrokerSpec(i, next(ports)) for i in range(1, brokers + 1)),
+        tuple(
+            ControllerSpec(i, next(ports), next(ports), internal_port=next(ports))
+            for i in range(1, controllers + 1)
+        ),
+        tuple(BrokerSpec(i, next(ports), internal_port=next(ports)) for i in range(1, brokers + 1)),
         dict(settings or {}),
     )
     return replace(spec, coordinators=new_coordinator_specs(coordinators, spec.ports))
 
 
 def new_coordinator_specs(count: int, taken: Iterable[int]) -> tuple[CoordinatorSpec, ...]:
-    """`count` coordinators on ports that are free now and not among `taken`."""
-    ports = free_ports(count, taken)
-    return tuple(CoordinatorSpec(i, port) for i, port in enumerate(ports, start=1))
+    """`count` coordinators on ports (public and internal) free now and not among `taken`."""
+    ports = iter(free_ports(2 * count, taken))
+    return tuple(
+        CoordinatorSpec(i, next(ports), internal_port=next(ports)) for i in range(1, count + 1)
+    )
 
 
 def load_or_create(
@@ -144,11 +150,13 @@ def ensure_secret(path: Path) -> Path:
 def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: Path) -> list[str]:
     peers = ",".join(
         f"{peer.node_id}={peer.raft_address}@{peer.endpoint}"
+        + (f"@{peer.internal_endpoint}" if peer.internal_endpoint else "")
         for peer in spec.controllers
         if peer.node_id != controller.node_id
     )
     command = [sys.executable, "-m", "samsa.services.controller"]
     command += ["--node-id", str(controller.node_id), "--listen", controller.endpoint]
+    command += _internal_listener(controller.internal_endpoint)
     command += ["--raft-address", controller.raft_address, "--peers", peers]
     command += ["--data-dir", str(data_dir / f"controller-{controller.node_id}")]
     command += ["--secret-file", str(data_dir / "cluster.secret")]
@@ -176,7 +184,8 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
 def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> list[str]:
     command = [sys.executable, "-m", "samsa.services.broker"]
     command += ["--broker-id", str(broker.broker_id), "--listen", broker.endpoint]
-    command += ["--controllers", spec.bootstrap_servers]
+    command += _internal_listener(broker.internal_endpoint)
+    command += ["--controllers", spec.member_bootstrap_servers]
     command += ["--data-dir", str(data_dir / f"broker-{broker.broker_id}")]
     command += ["--secret-file", str(data_dir / "cluster.secret")]
     if broker.rack:
@@ -199,7 +208,8 @@ def coordinator_command(
 ) -> list[str]:
     command = [sys.executable, "-m", "samsa.services.coordinator"]
     command += ["--coordinator-id", str(coordinator.coordinator_id)]
-    command += ["--listen", coordinator.endpoint, "--controllers", spec.bootstrap_servers]
+    command += ["--listen", coordinator.endpoint, "--controllers", spec.member_bootstrap_servers]
+    command += _internal_listener(coordinator.internal_endpoint)
     command += ["--secret-file", str(data_dir / "cluster.secret")]
     for name in (
         "coordinator.heartbeat.interval.ms",
@@ -214,6 +224,10 @@ def coordinator_command(
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
     return command
+
+
+def _internal_listener(endpoint: str | None) -> list[str]:
+    return [] if endpoint is None else ["--internal-listeners", endpoint]
 
 
 class LocalCluster:

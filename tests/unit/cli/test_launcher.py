@@ -6,6 +6,7 @@ Method: the launcher's file handling and command building, on tmp_path; no proce
 
 from __future__ import annotations
 
+import json
 import stat
 import tracemalloc
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from samsa.cli import launcher
 from samsa.cli.launcher import (
     ClusterSpec,
+    LocalCluster,
     broker_command,
     controller_command,
     coordinator_command,
@@ -81,9 +83,18 @@ def test_commands_name_every_peer_and_the_controllers(tmp_path: Path) -> None:
     peers = command[command.index("--peers") + 1].split(",")
     assert sorted(p.split("=")[0] for p in peers) == ["2", "3"]
     assert all("@127.0.0.1:" in p for p in peers)
+    # each peer with its internal listener, which redirects name for the members
+    assert all(p.count("@") == 2 for p in peers)
+    assert command[command.index("--internal-listeners") + 1] == first.internal_endpoint
     assert command[command.index("--secret-file") + 1] == str(tmp_path / "cluster.secret")
     broker = broker_command(spec, spec.brokers[0], tmp_path)
-    assert broker[broker.index("--controllers") + 1] == spec.bootstrap_servers
+    # members dial the controllers' internal listeners; clients get the public ones
+    assert broker[broker.index("--controllers") + 1] == spec.member_bootstrap_servers
+    assert spec.member_bootstrap_servers == ",".join(
+        c.internal_endpoint or "" for c in spec.controllers
+    )
+    assert spec.bootstrap_servers == ",".join(c.endpoint for c in spec.controllers)
+    assert broker[broker.index("--internal-listeners") + 1] == spec.brokers[0].internal_endpoint
     assert broker[broker.index("--secret-file") + 1] == str(tmp_path / "cluster.secret")
 
 
@@ -151,11 +162,16 @@ def test_every_command_the_launcher_builds_loads_as_its_services_config(tmp_path
     )
     assert controller.advertised_listener == spec.controllers[0].endpoint
     assert [peer.node_id for peer in controller.peers] == [2, 3]
+    assert controller.internal_advertised_listener == spec.controllers[0].internal_endpoint
+    assert [peer.internal_endpoint for peer in controller.peers] == [
+        c.internal_endpoint for c in spec.controllers[1:]
+    ]
     assert controller.broker_session_timeout_ms == 3000
     broker = load(BrokerConfig, "broker", broker_command(spec, spec.brokers[1], tmp_path)[3:], {})
     assert (broker.broker_id, broker.advertised_listener) == (2, spec.brokers[1].endpoint)
     assert broker.heartbeat_interval_ms == 300
-    assert ",".join(broker.controllers) == spec.bootstrap_servers
+    assert ",".join(broker.controllers) == spec.member_bootstrap_servers
+    assert broker.internal_advertised_listener == spec.brokers[1].internal_endpoint
     coordinator = load(
         CoordinatorConfig,
         "coordinator",
@@ -163,6 +179,8 @@ def test_every_command_the_launcher_builds_loads_as_its_services_config(tmp_path
         {},
     )
     assert coordinator.advertised_listener == spec.coordinators[0].endpoint
+    assert coordinator.internal_advertised_listener == spec.coordinators[0].internal_endpoint
+    assert ",".join(coordinator.controllers) == spec.member_bootstrap_servers
 
 
 class ReusingSocket:
@@ -188,12 +206,20 @@ class ReusingSocket:
 
 def test_coordinators_never_get_a_port_the_cluster_already_has(monkeypatch) -> None:
     # The kernel may hand a closed port out again: the coordinator's must skip the cluster's.
-    ReusingSocket.script = [4001, 4002, 4003, 4002, 4004, 4005]
+    ReusingSocket.script = [4001, 4002, 4003, 4004, 4005, 4002, 4006, 4007, 4008, 4009]
     monkeypatch.setattr(launcher.socket, "socket", ReusingSocket)
     spec = launcher.new_cluster_spec(1, 1, coordinators=2)
-    assert (spec.controllers[0].grpc_port, spec.controllers[0].raft_port) == (4001, 4002)
-    assert spec.brokers[0].grpc_port == 4003
-    assert [c.grpc_port for c in spec.coordinators] == [4004, 4005]
+    controller = spec.controllers[0]
+    assert (controller.grpc_port, controller.raft_port, controller.internal_port) == (
+        4001,
+        4002,
+        4003,
+    )
+    assert (spec.brokers[0].grpc_port, spec.brokers[0].internal_port) == (4004, 4005)
+    assert [(c.grpc_port, c.internal_port) for c in spec.coordinators] == [
+        (4006, 4007),
+        (4008, 4009),
+    ]
     assert ReusingSocket.script == []
 
 
@@ -225,3 +251,20 @@ def test_a_log_tail_reads_the_end_of_the_file_only(tmp_path: Path) -> None:
     ]
     assert peak < 2_000_000, f"{peak:,} bytes to show 3 lines"
     assert cluster.log_tail("broker-2") == "", "no log yet"
+
+
+def test_a_cluster_json_from_before_internal_listeners_keeps_one_listener(tmp_path: Path) -> None:
+    # A cluster.json written before internal listeners existed names no internal ports: its
+    # processes start as before (one listener each, members dialling the public ones).
+    spec = load_or_create(tmp_path, 2, 1, coordinators=1)
+    data = json.loads(spec.to_json())
+    for role in ("controllers", "brokers", "coordinators"):
+        for process in data[role]:
+            del process["internal_port"]
+    (tmp_path / "cluster.json").write_text(json.dumps(data))
+    old = load_or_create(tmp_path, 2, 1, coordinators=1)
+    assert old.member_bootstrap_servers == old.bootstrap_servers
+    commands = LocalCluster(old, tmp_path).commands()
+    assert all("--internal-listeners" not in command for command in commands.values())
+    peers = controller_command(old, old.controllers[0], tmp_path)
+    assert peers[peers.index("--peers") + 1].count("@") == 1
