@@ -68,16 +68,26 @@ function isTransient(error) {
   return Boolean(error.retriable) || status === grpc.status.UNAVAILABLE || status === grpc.status.DEADLINE_EXCEEDED;
 }
 
-// Runs `attempt` until it returns, retrying retriable SamsaErrors and unreachable servers
-// (gRPC UNAVAILABLE) with a growing backoff until `timeoutMs` passed; then throws the last error.
-async function withRetries(timeoutMs, attempt) {
-  const deadline = Date.now() + timeoutMs;
+// What withRetries retries by default: a retriable SamsaError, or an unreachable server (gRPC
+// UNAVAILABLE).
+function isRetried(error) {
+  return Boolean(error.retriable) || error.code === grpc.status.UNAVAILABLE;
+}
+
+// Runs `attempt` until it returns, retrying the errors `retried` accepts with a growing backoff
+// until `timeoutMs` passed; then throws the last error.
+async function withRetries(timeoutMs, attempt, retried = isRetried) {
+  return retryUntil(Date.now() + timeoutMs, attempt, retried);
+}
+
+// withRetries up to `deadline` (a Date.now() time): no attempt starts after it. The first
+// attempt is always made.
+async function retryUntil(deadline, attempt, retried = isRetried) {
   for (let backoff = 100; ; backoff = Math.min(backoff * 2, 1000)) {
     try {
       return await attempt();
     } catch (error) {
-      const unreachable = error.code === grpc.status.UNAVAILABLE;
-      if (!(error.retriable || unreachable) || Date.now() + backoff > deadline) throw error;
+      if (!retried(error) || Date.now() + backoff > deadline) throw error;
       await sleep(backoff);
     }
   }
@@ -89,7 +99,9 @@ module.exports = {
   RETRIABLE_IF_IDEMPOTENT,
   SamsaError,
   check,
+  isRetried,
   isTransient,
+  retryUntil,
   toInt,
   sleep,
   withRetries,

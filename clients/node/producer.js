@@ -2,14 +2,28 @@
 // The produce side of SamsaClient (mixed into its prototype by samsa.js): typed produce on the
 // portable path, idempotent by default (KIP-98).
 
-const { NO_ERROR, RETRIABLE, RETRIABLE_IF_IDEMPOTENT, SamsaError, check, toInt, withRetries } =
-  require('./errors');
+const grpc = require('@grpc/grpc-js');
+const {
+  NO_ERROR,
+  RETRIABLE,
+  RETRIABLE_IF_IDEMPOTENT,
+  SamsaError,
+  check,
+  retryUntil,
+  toInt,
+  withRetries,
+} = require('./errors');
 const { partitionForKey, typedPartitionData, typedRecords } = require('./records');
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
 const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
 // The partition errors after which the leader has written nothing of the request.
 const WROTE_NOTHING = new Set([...RETRIABLE, UNKNOWN_PRODUCER_ID]);
+// The gRPC statuses of an attempt that got no answer, which an idempotent produce sends again
+// with the same sequence (the leader dedupes it if the first was written): the server was
+// unreachable or cut off (UNAVAILABLE), or did not answer within the call's deadline
+// (DEADLINE_EXCEEDED, as the Python SDK's producer takes for REQUEST_TIMED_OUT).
+const UNANSWERED = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]);
 
 const producerMethods = {
   // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or bytes) to one
@@ -25,19 +39,29 @@ const producerMethods = {
   // records are stored in call order. What it does not promise: a call that fails (rejects) may
   // or may not have been written; resending it is the caller's choice, and may store it twice.
   // With acks 0 or 1, or `idempotence: false`, a retry after a lost answer may store it twice.
+  //
+  // A call settles within about deliveryTimeoutMs (Kafka's delivery.timeout.ms) of being made,
+  // its wait behind the earlier calls to its partition included: attempts are retried until
+  // then, and the last one's gRPC deadline is cut short so as not to pass it. A call still
+  // queued then fails with REQUEST_TIMED_OUT, unsent.
   async produce(topic, partition, records, acks = -1) {
     const typed = typedRecords(records); // as they are now, whenever they are sent
-    if (acks === -1 && this.idempotence) return this.produceIdempotent(topic, partition, typed);
+    const deadline = Date.now() + this.deliveryTimeoutMs;
+    if (acks === -1 && this.idempotence) {
+      return this.produceIdempotent(topic, partition, typed, deadline);
+    }
     const data = typedPartitionData(partition, typed);
-    return withRetries(this.timeoutMs, () => this.sendProduce(topic, data, acks));
+    return retryUntil(deadline, () => this.sendProduce(topic, data, acks, RETRIABLE, deadline));
   },
 
   // One Produce of one PartitionData to its partition's leader (found again at every call);
-  // resolves with the base offset, throws a SamsaError for the partition's error.
-  async sendProduce(topic, data, acks, retriable = RETRIABLE) {
+  // resolves with the base offset, throws a SamsaError for the partition's error. The call's
+  // gRPC deadline is twice the leader's timeout_ms, or `deadline` if sooner.
+  async sendProduce(topic, data, acks, retriable = RETRIABLE, deadline = Infinity) {
     const request = { acks, timeout_ms: this.timeoutMs, topics: [{ name: topic, partitions: [data] }] };
     const leader = await this.leaderOf(topic, data.partition);
-    const answer = await this.call('broker', leader.endpoint, 'Produce', request, 2 * this.timeoutMs);
+    const callMs = Math.max(Math.min(2 * this.timeoutMs, deadline - Date.now()), 1);
+    const answer = await this.call('broker', leader.endpoint, 'Produce', request, callMs);
     const result = this.leaderResult(answer, topic, data.partition);
     try {
       check(result, `${topic}[${data.partition}]`);
@@ -48,17 +72,26 @@ const producerMethods = {
     return toInt(result.base_offset);
   },
 
-  // produce() with acks -1 and a producer id. The base_sequence is fixed before the retry loop,
-  // so every retry sends the identical request, which the leader dedupes.
+  // produce() with acks -1 and a producer id, settled by `deadline`. The base_sequence is fixed
+  // before the retry loop, so every retry sends the identical request, which the leader
+  // dedupes: a retriable error, or no answer at all (UNANSWERED: the attempt may have been
+  // written), is sent again until the deadline, as Kafka's idempotent producer retries within
+  // delivery.timeout.ms. A call that failed for good drops the producer id (dropProducer).
   //
   // UNKNOWN_PRODUCER_ID means the leader holds no state for this producer id (it expired after
   // producer.id.expiration.ms without a write, or its batches were deleted), so it refuses any
   // sequence but 0. When no attempt of the call may have been written, the call is sent once
   // more with a new producer id from sequence 0, as Kafka's producer resets its id (KIP-360),
   // rather than failing a write after a quiet spell.
-  produceIdempotent(topic, partition, typed) {
+  produceIdempotent(topic, partition, typed, deadline) {
     const key = `${topic}:${partition}`;
+    const retried = (error) => Boolean(error.retriable) || UNANSWERED.has(error.code);
     return this.inPartitionOrder(key, async () => {
+      if (Date.now() >= deadline) {
+        // Nothing was sent: the sequences stay as they are.
+        const waited = `not sent within deliveryTimeoutMs (${this.deliveryTimeoutMs} ms)`;
+        throw new SamsaError('ERROR_CODE_REQUEST_TIMED_OUT', `${topic}[${partition}] ${waited}`);
+      }
       for (let renewed = false; ; renewed = true) {
         const identity = this.producerIdentity();
         const producer = await identity;
@@ -66,16 +99,16 @@ const producerMethods = {
         const data = typedPartitionData(partition, typed, { ...producer, baseSequence });
         let maybeWritten = false;
         try {
-          const baseOffset = await withRetries(this.timeoutMs, async () => {
+          const baseOffset = await retryUntil(deadline, async () => {
             try {
-              return await this.sendProduce(topic, data, -1, RETRIABLE_IF_IDEMPOTENT);
+              return await this.sendProduce(topic, data, -1, RETRIABLE_IF_IDEMPOTENT, deadline);
             } catch (error) {
               // Only these codes say the leader wrote nothing; an attempt answered otherwise, or
               // not answered, may have been written.
               if (!(error instanceof SamsaError && WROTE_NOTHING.has(error.code))) maybeWritten = true;
               throw error;
             }
-          });
+          }, retried);
           producer.sequences.set(key, (baseSequence + typed.length) % SEQUENCE_MODULUS);
           return baseOffset;
         } catch (error) {

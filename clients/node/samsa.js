@@ -40,6 +40,9 @@ const MAX_MESSAGE_BYTES = 80 * 1024 * 1024 + 1024 * 1024;
 // larger partition_limit to its own maximum, and answers a cursor to go on from.
 const DESCRIBE_PARTITIONS_MAX = 10000;
 
+// Kafka's delivery.timeout.ms default: a produce() call's time in all, retries included.
+const DELIVERY_TIMEOUT_MS = 120000;
+
 let services = null;
 
 // The service constructors, loaded from the .proto files once per process.
@@ -67,10 +70,18 @@ function splitEndpoints(bootstrap) {
 class SamsaClient {
   // bootstrap: "host:port,host:port" or an array of them (brokers, or controllers).
   // idempotence (default true): produce with acks -1 is idempotent; see produce().
-  constructor(bootstrap, { timeoutMs = 15000, clientId = 'samsa-node', idempotence = true } = {}) {
+  // deliveryTimeoutMs: how long a produce() call may take in all, retries included (Kafka's
+  // delivery.timeout.ms, 120 s); at least one produce attempt's deadline, 2 * timeoutMs.
+  constructor(bootstrap, options = {}) {
+    const { timeoutMs = 15000, clientId = 'samsa-node', idempotence = true } = options;
+    const { deliveryTimeoutMs = Math.max(DELIVERY_TIMEOUT_MS, 2 * timeoutMs) } = options;
+    if (deliveryTimeoutMs < 2 * timeoutMs) {
+      throw new RangeError(`deliveryTimeoutMs (${deliveryTimeoutMs}) must be at least 2 * timeoutMs (${2 * timeoutMs})`);
+    }
     this.bootstrap = splitEndpoints(bootstrap);
     this.bootstrapAnswered = 0; // the index of the bootstrap server that answered last
     this.timeoutMs = timeoutMs;
+    this.deliveryTimeoutMs = deliveryTimeoutMs;
     this.clientId = clientId;
     this.idempotence = idempotence;
     this.stubs = new Map();
