@@ -4,29 +4,41 @@
 const grpc = require('@grpc/grpc-js');
 
 const NO_ERROR = 'ERROR_CODE_UNSPECIFIED';
-// The codes errors.proto marks "Retriable: yes" that leave nothing written, so a retry of a
-// non-idempotent typed produce cannot store the records twice (REQUEST_TIMED_OUT and
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND are left out on purpose: see RETRIABLE_IF_IDEMPOTENT).
+// The codes errors.proto marks "Retriable: yes", as common/errors.py RETRIABLE lists them
+// (tests/unit/client/test_node_errors.py keeps the three equal): a SamsaError's `retriable`.
+// Asking again may succeed; what a call retries on its own is its choice, since some of these
+// leave the outcome unknown (a non-idempotent produce retries only MAYBE_WRITTEN's complement)
+// and one means another thing where it is answered (a Fetch's CORRUPT_MESSAGE).
 const RETRIABLE = new Set([
+  'ERROR_CODE_CORRUPT_MESSAGE',
   'ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION',
   'ERROR_CODE_LEADER_NOT_AVAILABLE',
   'ERROR_CODE_NOT_LEADER_OR_FOLLOWER',
-  'ERROR_CODE_NOT_ENOUGH_REPLICAS',
-  'ERROR_CODE_FENCED_LEADER_EPOCH',
-  'ERROR_CODE_UNKNOWN_LEADER_EPOCH',
-  'ERROR_CODE_KAFKA_STORAGE_ERROR',
+  'ERROR_CODE_REQUEST_TIMED_OUT',
+  'ERROR_CODE_REPLICA_NOT_AVAILABLE',
+  'ERROR_CODE_NETWORK_EXCEPTION',
   'ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS',
   'ERROR_CODE_COORDINATOR_NOT_AVAILABLE',
   'ERROR_CODE_NOT_COORDINATOR',
+  'ERROR_CODE_NOT_ENOUGH_REPLICAS',
+  'ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND',
   'ERROR_CODE_NOT_CONTROLLER',
+  'ERROR_CODE_CONCURRENT_TRANSACTIONS',
+  'ERROR_CODE_KAFKA_STORAGE_ERROR',
+  'ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND',
+  'ERROR_CODE_INVALID_FETCH_SESSION_EPOCH',
+  'ERROR_CODE_FENCED_LEADER_EPOCH',
+  'ERROR_CODE_UNKNOWN_LEADER_EPOCH',
   'ERROR_CODE_OFFSET_NOT_AVAILABLE',
+  'ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE',
+  'ERROR_CODE_UNSTABLE_OFFSET_COMMIT',
 ]);
-// What an idempotent produce retries: RETRIABLE and the retriable codes whose records may have
-// been written (and may still be committed), since the leader dedupes a retry by its producer
-// id and sequence.
-const RETRIABLE_IF_IDEMPOTENT = new Set([
-  ...RETRIABLE,
+// The retriable codes of a write whose records may have been written (and may still be
+// committed): a retry may store them twice, unless the leader dedupes it by its producer id
+// and sequence (an idempotent produce).
+const MAYBE_WRITTEN = new Set([
   'ERROR_CODE_REQUEST_TIMED_OUT',
+  'ERROR_CODE_NETWORK_EXCEPTION',
   'ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND',
 ]);
 
@@ -95,8 +107,8 @@ async function retryUntil(deadline, attempt, retried = isRetried) {
 
 module.exports = {
   NO_ERROR,
+  MAYBE_WRITTEN,
   RETRIABLE,
-  RETRIABLE_IF_IDEMPOTENT,
   SamsaError,
   check,
   isRetried,

@@ -4,11 +4,12 @@
 
 const grpc = require('@grpc/grpc-js');
 const {
+  MAYBE_WRITTEN,
   NO_ERROR,
   RETRIABLE,
-  RETRIABLE_IF_IDEMPOTENT,
   SamsaError,
   check,
+  isRetried,
   retryUntil,
   toInt,
   withRetries,
@@ -17,8 +18,11 @@ const { partitionForKey, typedPartitionData, typedRecords } = require('./records
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
 const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
+// The retriable partition errors after which the leader has written nothing of the request:
+// what a produce without a sequence retries.
+const RETRIABLE_UNWRITTEN = new Set([...RETRIABLE].filter((code) => !MAYBE_WRITTEN.has(code)));
 // The partition errors after which the leader has written nothing of the request.
-const WROTE_NOTHING = new Set([...RETRIABLE, UNKNOWN_PRODUCER_ID]);
+const WROTE_NOTHING = new Set([...RETRIABLE_UNWRITTEN, UNKNOWN_PRODUCER_ID]);
 // The gRPC statuses of an attempt that got no answer, which an idempotent produce sends again
 // with the same sequence (the leader dedupes it if the first was written): the server was
 // unreachable or cut off (UNAVAILABLE), or did not answer within the call's deadline
@@ -50,25 +54,23 @@ const producerMethods = {
     if (acks === -1 && this.idempotence) {
       return this.produceIdempotent(topic, partition, typed, deadline);
     }
+    // Without a sequence, only what says nothing was written is retried (and an unreachable
+    // server: a lost answer, which README says may store the records twice).
     const data = typedPartitionData(partition, typed);
-    return retryUntil(deadline, () => this.sendProduce(topic, data, acks, RETRIABLE, deadline));
+    const retried = (error) =>
+      error instanceof SamsaError ? RETRIABLE_UNWRITTEN.has(error.code) : isRetried(error);
+    return retryUntil(deadline, () => this.sendProduce(topic, data, acks, deadline), retried);
   },
 
   // One Produce of one PartitionData to its partition's leader (found again at every call);
   // resolves with the base offset, throws a SamsaError for the partition's error. The call's
   // gRPC deadline is twice the leader's timeout_ms, or `deadline` if sooner.
-  async sendProduce(topic, data, acks, retriable = RETRIABLE, deadline = Infinity) {
+  async sendProduce(topic, data, acks, deadline = Infinity) {
     const request = { acks, timeout_ms: this.timeoutMs, topics: [{ name: topic, partitions: [data] }] };
     const leader = await this.leaderOf(topic, data.partition);
     const callMs = Math.max(Math.min(2 * this.timeoutMs, deadline - Date.now()), 1);
     const answer = await this.call('broker', leader.endpoint, 'Produce', request, callMs);
-    const result = this.leaderResult(answer, topic, data.partition);
-    try {
-      check(result, `${topic}[${data.partition}]`);
-    } catch (error) {
-      if (retriable.has(error.code)) error.retriable = true;
-      throw error;
-    }
+    const result = check(this.leaderResult(answer, topic, data.partition), `${topic}[${data.partition}]`);
     return toInt(result.base_offset);
   },
 
@@ -101,7 +103,7 @@ const producerMethods = {
         try {
           const baseOffset = await retryUntil(deadline, async () => {
             try {
-              return await this.sendProduce(topic, data, -1, RETRIABLE_IF_IDEMPOTENT, deadline);
+              return await this.sendProduce(topic, data, -1, deadline);
             } catch (error) {
               // Only these codes say the leader wrote nothing; an attempt answered otherwise, or
               // not answered, may have been written.

@@ -7,7 +7,7 @@
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
-const { NO_ERROR, SamsaError, check, toInt, withRetries } = require('./errors');
+const { NO_ERROR, SamsaError, check, isRetried, toInt, withRetries } = require('./errors');
 const { murmur2, partitionForKey, fromTypedRecord, partitionResult } = require('./records');
 const { GroupMember, groupByTopic, partsOf } = require('./group');
 const { producerMethods } = require('./producer');
@@ -310,7 +310,10 @@ class SamsaClient {
   // names the leader epoch its leader was found at (KIP-320), so that a broker that no longer
   // leads at that epoch, or does not lead yet, refuses (FENCED_LEADER_EPOCH,
   // UNKNOWN_LEADER_EPOCH, retried) instead of answering from a deposed leader's log.
+  // CORRUPT_MESSAGE, retriable elsewhere, is thrown at once: the batch stored at `offset` does
+  // not decode, and fetching it again fails the same way (errors.proto).
   async fetch(topic, partition, offset, maxWaitMs = 500) {
+    const retried = (error) => isRetried(error) && error.code !== 'ERROR_CODE_CORRUPT_MESSAGE';
     return withRetries(this.timeoutMs, async () => {
       const leader = await this.leaderOf(topic, partition);
       const data = { partition, fetch_offset: offset, partition_max_bytes: 1024 * 1024 };
@@ -330,7 +333,7 @@ class SamsaClient {
         nextFetchOffset: toInt(result.next_fetch_offset),
         highWatermark: toInt(result.high_watermark),
       };
-    });
+    }, retried);
   }
 
   // One partition's offset as ListOffsets finds it: 'earliest' is the log start (the first
