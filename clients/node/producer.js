@@ -15,6 +15,7 @@ const {
   withRetries,
 } = require('./errors');
 const { partitionForKey, typedPartitionData, typedRecords } = require('./records');
+const { checkAcks, checkPartition } = require('./checks');
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
 const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
@@ -48,7 +49,12 @@ const producerMethods = {
   // its wait behind the earlier calls to its partition included: attempts are retried until
   // then, and the last one's gRPC deadline is cut short so as not to pass it. A call still
   // queued then fails with REQUEST_TIMED_OUT, unsent.
+  //
+  // acks: -1 (or Kafka's 'all'), 0 or 1. A partition that is not an integer >= 0, or acks not
+  // an integer, is a RangeError (checks.js).
   async produce(topic, partition, records, acks = -1) {
+    checkPartition(partition);
+    acks = checkAcks(acks);
     const typed = typedRecords(records); // as they are now, whenever they are sent
     const deadline = Date.now() + this.deliveryTimeoutMs;
     if (acks === -1 && this.idempotence) {

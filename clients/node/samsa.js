@@ -11,6 +11,7 @@ const { NO_ERROR, SamsaError, check, isRetried, toInt, withRetries } = require('
 const { murmur2, partitionForKey, fromTypedRecord, partitionResult } = require('./records');
 const { GroupMember, groupByTopic, partsOf } = require('./group');
 const { producerMethods } = require('./producer');
+const { checkMs, checkOffset, checkPartition } = require('./checks');
 
 const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
 const PROTO_FILES = ['broker.proto', 'controller.proto', 'coordinator.proto'].map((name) =>
@@ -73,8 +74,12 @@ class SamsaClient {
   // deliveryTimeoutMs: how long a produce() call may take in all, retries included (Kafka's
   // delivery.timeout.ms, 120 s); at least one produce attempt's deadline, 2 * timeoutMs.
   constructor(bootstrap, options = {}) {
-    const { timeoutMs = 15000, clientId = 'samsa-node', idempotence = true } = options;
-    const { deliveryTimeoutMs = Math.max(DELIVERY_TIMEOUT_MS, 2 * timeoutMs) } = options;
+    const { clientId = 'samsa-node', idempotence = true } = options;
+    const timeoutMs = checkMs('timeoutMs', options.timeoutMs ?? 15000);
+    const deliveryTimeoutMs = checkMs(
+      'deliveryTimeoutMs',
+      options.deliveryTimeoutMs ?? Math.max(DELIVERY_TIMEOUT_MS, 2 * timeoutMs),
+    );
     if (deliveryTimeoutMs < 2 * timeoutMs) {
       throw new RangeError(`deliveryTimeoutMs (${deliveryTimeoutMs}) must be at least 2 * timeoutMs (${2 * timeoutMs})`);
     }
@@ -293,6 +298,8 @@ class SamsaClient {
   // as Kafka's DeleteRecords (KIP-107). Resolves with the partition's low watermark once the
   // leader and its in-sync followers all start there, so no later leader serves what went.
   async deleteRecords(topic, partition, offset) {
+    checkPartition(partition);
+    checkOffset(offset, true);
     const request = {
       topics: [{ name: topic, partitions: [{ partition, offset }] }],
       timeout_ms: this.timeoutMs,
@@ -313,6 +320,8 @@ class SamsaClient {
   // CORRUPT_MESSAGE, retriable elsewhere, is thrown at once: the batch stored at `offset` does
   // not decode, and fetching it again fails the same way (errors.proto).
   async fetch(topic, partition, offset, maxWaitMs = 500) {
+    checkPartition(partition);
+    checkOffset(offset);
     const retried = (error) => isRetried(error) && error.code !== 'ERROR_CODE_CORRUPT_MESSAGE';
     return withRetries(this.timeoutMs, async () => {
       const leader = await this.leaderOf(topic, partition);
@@ -341,6 +350,7 @@ class SamsaClient {
   // A leader just elected answers OFFSET_NOT_AVAILABLE until its high watermark is its own
   // (retried); the leader epoch is checked as in fetch().
   async listOffset(topic, partition, spec) {
+    checkPartition(partition);
     const specs = { earliest: 'OFFSET_SPEC_EARLIEST', latest: 'OFFSET_SPEC_LATEST' };
     if (!specs[spec]) throw new Error(`listOffset takes 'earliest' or 'latest', not ${spec}`);
     return withRetries(this.timeoutMs, async () => {
