@@ -3,6 +3,7 @@
 
 const crypto = require('node:crypto');
 const { NO_ERROR, check, isTransient, sleep } = require('./errors');
+const { checkOffset, checkPartition } = require('./checks');
 
 const REJOIN = new Set(['ERROR_CODE_UNKNOWN_MEMBER_ID', 'ERROR_CODE_FENCED_MEMBER_EPOCH']);
 // The most partitions one OffsetCommit or OffsetFetch may name (common/limits.py
@@ -288,7 +289,8 @@ class GroupMember {
   // coordinator's limits, commitPartsOf), one after the other in the order given, and stops at
   // the first that failed (those before it stay committed). Commits run one at a time in call
   // order, as Kafka's commitSync waits for those before it: a later part of an older commit
-  // never lands over a newer commit's offsets.
+  // never lands over a newer commit's offsets. An offset that is not an integer >= 0 (or a
+  // partition that is not one) is a RangeError, and nothing of the commit is sent.
   async commit(offsets) {
     const entries = offsets instanceof Map
       ? [...offsets].map(([key, offset]) => {
@@ -296,6 +298,10 @@ class GroupMember {
           return { topic: key.slice(0, at), partition: Number(key.slice(at + 1)), offset };
         })
       : [...offsets]; // as given now, whenever the commits before it let it run
+    for (const { partition, offset } of entries) {
+      checkPartition(partition); // a RangeError, as Kafka's OffsetAndMetadata refuses one < 0
+      checkOffset(offset); // the encoder would send NaN or undefined as 0: a rewind
+    }
     const run = async () => {
       this.checkOwned(entries);
       for (const part of commitPartsOf(this.groupId, entries)) await this.commitPart(part);
