@@ -7,7 +7,9 @@ of partitions it no longer hosts are removed. On SIGTERM it asks the controller 
 leaderships away (controlled shutdown), stops serving, closes every log (checkpoints written),
 and only then writes its clean-shutdown file, which the next start reads and deletes before it
 registers (clean_shutdown.py, KIP-966); so it does, exiting 3, when following the metadata log
-failed (metadata_follower.py).
+failed (metadata_follower.py). Its background loops (maintenance, log cleaner, ISR manager,
+scrubber) are supervised: one that raises is logged and started again after a backoff
+(services/runtime/supervisor.py), where it used to stay dead until shutdown.
 Besides BrokerService it serves FindCoordinator, answered from that same image, and
 ControllerService for clients that bootstrap from brokers: metadata reads from that image, admin
 writes forwarded to the active controller (metadata_servicer.py, KIP-590).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 
 from opentelemetry import trace
@@ -60,6 +63,7 @@ from samsa.services.runtime.coordinator_lookup import (
 from samsa.services.runtime.listeners import Listeners
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.stream_answers import Draining
+from samsa.services.runtime.supervisor import supervise
 from samsa.v1 import (
     broker_pb2,
     controller_pb2,
@@ -168,6 +172,35 @@ class Broker:
             if removed:
                 log.info("removed logs of deleted partitions", extra={"dirs": removed})
 
+    def _background_loops(
+        self, stop: asyncio.Event
+    ) -> dict[str, Callable[[], Coroutine[object, object, None]]]:
+        """The loops `run` supervises (restarted after an unexpected error, supervisor.py), by
+        name; each returns once `stop` is set."""
+        return {
+            "maintenance": lambda: run_maintenance(
+                self.host, stop, retention_interval_s=self.log_retention_check_interval_ms / 1000
+            ),
+            "log-cleaner": lambda: run_log_cleaner(
+                self.host, stop, interval_s=self.log_cleaner_backoff_ms / 1000
+            ),
+            "isr-manager": lambda: run_isr_manager(
+                self.host,
+                self.channel,
+                lambda: self.follower.broker_epoch,
+                stop,
+                lag_max_ms=self.replica_lag_time_max_ms,
+            ),
+            "scrubber": lambda: run_scrubber(
+                self.host,
+                self.channel,
+                lambda: self.follower.broker_epoch,
+                stop,
+                bytes_per_second=self.log_scrub_bytes_per_second,
+                interval_ms=self.log_scrub_interval_ms,
+            ),
+        }
+
     async def run(self, stop: asyncio.Event) -> int:
         """Serve until `stop`; the exit code (EXIT_METADATA_FAILED: following the log failed)."""
         # Before registering: whether the last run closed every log (KIP-966, clean_shutdown.py).
@@ -228,38 +261,9 @@ class Broker:
         follower_stop = asyncio.Event()
         tasks = [
             asyncio.create_task(self.follower.run(follower_stop), name="metadata"),
-            asyncio.create_task(
-                run_maintenance(
-                    self.host,
-                    stop,
-                    retention_interval_s=self.log_retention_check_interval_ms / 1000,
-                ),
-                name="maintenance",
-            ),
-            asyncio.create_task(
-                run_log_cleaner(self.host, stop, interval_s=self.log_cleaner_backoff_ms / 1000),
-                name="log-cleaner",
-            ),
-            asyncio.create_task(
-                run_isr_manager(
-                    self.host,
-                    self.channel,
-                    lambda: self.follower.broker_epoch,
-                    stop,
-                    lag_max_ms=self.replica_lag_time_max_ms,
-                ),
-                name="isr-manager",
-            ),
-            asyncio.create_task(
-                run_scrubber(
-                    self.host,
-                    self.channel,
-                    lambda: self.follower.broker_epoch,
-                    stop,
-                    bytes_per_second=self.log_scrub_bytes_per_second,
-                    interval_ms=self.log_scrub_interval_ms,
-                ),
-                name="scrubber",
+            *(
+                asyncio.create_task(supervise(name, run, stop=stop), name=name)
+                for name, run in self._background_loops(stop).items()
             ),
         ]
         following = tasks[0]

@@ -298,11 +298,7 @@ async def run_scrubber(
     scrubber = Scrubber(
         host, channel, broker_epoch, bytes_per_second=bytes_per_second, interval_ms=interval_ms
     )
-    try:
-        await scrubber.run(stop)
-    except Exception:
-        log.exception("the scrubber stopped")  # a programmer error: say so, then stop
-        raise
+    await scrubber.run(stop)  # an error is logged, and the scrubber restarted, by the broker
 
 
 def _now_ms() -> int:

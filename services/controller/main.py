@@ -9,7 +9,9 @@ secret, fence brokers whose sessions expire while this controller is active, run
 side (fence expired coordinator sessions, create __consumer_offsets, keep its partitions on live
 coordinators; FindCoordinator is served too), and stop cleanly on SIGTERM. A fatal quorum error
 (a diverged metadata log, an unreadable snapshot) exits non-zero: the operator wipes this
-controller's directory and it reloads from the others.
+controller's directory and it reloads from the others. The background loops (broker fencing,
+leader rebalancing, the coordinators' side) are restarted after an unexpected error
+(services/runtime/supervisor.py), where one used to stay dead until the process stopped.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from samsa.services.runtime.coordinator_lookup import (
 from samsa.services.runtime.listeners import Listeners
 from samsa.services.runtime.server import check_bindable
 from samsa.services.runtime.service_process import run_service
+from samsa.services.runtime.supervisor import supervise
 from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
 log = logging.getLogger("samsa.controller")
@@ -128,13 +131,25 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         timings=RaftTimings(compaction_entries_min=config.metadata_snapshot_entries),
     )
     driver.attach(quorum)
+    # Supervised: one that raises is logged and started again (supervisor.py), not dead for good.
     fencing = asyncio.create_task(
-        _fence_expired_brokers(driver, liveness, config.broker_session_timeout_ms)
+        supervise(
+            "fence-expired-brokers",
+            lambda: _fence_expired_brokers(driver, liveness, config.broker_session_timeout_ms),
+        )
     )
     rebalancing = asyncio.create_task(
-        _rebalance_leaders(driver, config.leader_imbalance_check_interval_ms)
+        supervise(
+            "rebalance-leaders",
+            lambda: _rebalance_leaders(driver, config.leader_imbalance_check_interval_ms),
+        )
     )
-    coordinating = asyncio.create_task(_run_coordinators(driver, coordinator_liveness, defaults))
+    coordinating = asyncio.create_task(
+        supervise(
+            "coordinator-housekeeping",
+            lambda: _run_coordinators(driver, coordinator_liveness, defaults),
+        )
+    )
     log.info(
         "controller started",
         extra={

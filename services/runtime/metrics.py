@@ -13,8 +13,9 @@ What every service gets (`RpcMetrics`, a server interceptor installed beside the
   CANCELLED when grpc cancelled the handler for the client);
 - `rpc_server_messages_total`: messages received and sent per streaming RPC (method, direction),
   since a stream's own duration says nothing about the requests in it.
-Services add their own instruments from `meter()`, and series labelled by what comes and goes
-(a topic, a group) through `register_collector` (labelled_series.py).
+Brokers and controllers count their background loops' restarts (`samsa.task.restarts` {task},
+supervisor.py). Services add their own instruments from `meter()`, and series labelled by what
+comes and goes (a topic, a group) through `register_collector` (labelled_series.py).
 """
 
 from __future__ import annotations

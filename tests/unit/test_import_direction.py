@@ -89,6 +89,7 @@ IO_MODULE_NAMES = {
     "request_stream.py",  # one long-lived stream to a server, answers by correlation id
     "stream_answers.py",  # a served request stream's answers, wait tasks and failure
     "config_loading.py",  # reads the --config file, splits the command line (argparse)
+    "supervisor.py",  # runs background loops again after an error: waits, event-loop sleeps
     # services/controller
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
     "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds
