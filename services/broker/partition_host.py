@@ -7,7 +7,8 @@ turns each new image into actions, and `apply` carries them out here:
   `<data-dir>/<topic>-<partition>/` and record who leads at which leader epoch. Opening an
   existing directory recovers it (Log.open). Each directory holds a `topic_id` file: a directory
   left by a deleted topic of the same name (deleted while this broker was down) is wiped before
-  the new topic's log is created there.
+  the new topic's log is created there, and one holding records under an unreadable id is
+  refused (partition_directory.py).
 - StopReplica(delete) closes the log and removes its directory; UpdateConfig reopens nothing, it
   swaps the configuration the maintenance loop and appends use, and re-checks the high watermark
   and the waiting acks=all produces against a min.insync.replicas that may have changed.
@@ -62,6 +63,11 @@ from samsa.services.broker.metadata.metadata_diff import (
     UpdateConfig,
     changed_topics,
 )
+from samsa.services.broker.partition_directory import (
+    TOPIC_ID_FILE,
+    prepare_partition_directory,
+    write_topic_id,
+)
 from samsa.services.broker.record_trace import RecordTracer
 from samsa.services.broker.replica.high_watermark_checkpoint import (
     HIGH_WATERMARK_CHECKPOINT_FILE,
@@ -73,7 +79,6 @@ from samsa.services.broker.replica.replication import high_watermark_within
 
 log = logging.getLogger(__name__)
 
-TOPIC_ID_FILE = "topic_id"
 LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
 
 
@@ -320,17 +325,17 @@ class PartitionHost:
 
     def _open(self, action: BecomeLeader | BecomeFollower, now_ms: int) -> HostedPartition:
         directory = self.data_dir / partition_dir_name(action.topic, action.partition)
-        id_file = directory / TOPIC_ID_FILE
-        if directory.exists() and (not id_file.exists() or id_file.read_bytes() != action.topic_id):
-            log.warning("removing the log of a deleted topic", extra={"dir": str(directory)})
-            shutil.rmtree(directory)
+        created = prepare_partition_directory(directory, action.topic_id)
         config = log_config(action.configs, action.topic)
         # A missing entry means 0, as the file would say if it held one. The log settles the
         # transactions ended below it (those above still hold the LSO after a restart).
         checkpointed = self.high_watermarks_at_start.pop((action.topic, action.partition), 0)
         partition_log = Log.open(directory, config, now_ms=now_ms, high_watermark=checkpointed)
-        if not id_file.exists():
-            id_file.write_bytes(action.topic_id)
+        if created:
+            write_topic_id(directory, action.topic_id)
+        if created or partition_log.size_bytes() == 0:  # perhaps never fsynced: a new log's
+            # id is durable before its first flushed record (partition_directory.py)
+            partition_log.sync_before_records(directory / TOPIC_ID_FILE)
         hosted = HostedPartition(
             topic=action.topic,
             partition=action.partition,

@@ -103,6 +103,7 @@ IO_MODULE_NAMES = {
     "metadata_follower.py",  # registration, heartbeats
     "metadata_log.py",  # the metadata long-poll
     "partition_host.py",  # opens, creates and deletes partition directories
+    "partition_directory.py",  # a partition directory's topic_id file: reads, wipes, writes
     "hosted_partition.py",  # the asyncio event that wakes a partition's waiters
     "fetch.py",  # long-poll waits on appends
     "broker.py",  # the broker's composition

@@ -26,6 +26,15 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def fsync_file(path: Path) -> None:
+    """Make `path`'s contents durable (its directory entry needs `fsync_directory` too)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """os.write until every byte is written (a regular file may take fewer per call)."""
     with memoryview(data) as view:

@@ -65,6 +65,16 @@ class SegmentInfo(NamedTuple):
     max_timestamp: int
 
 
+class ReadResult(NamedTuple):
+    """What `Log.read` returns; the next read starts at `next_offset` (see `LocalLog.read`)."""
+
+    records: bytes
+    first_offset: int
+    next_offset: int
+    log_start_offset: int
+    log_end_offset: int
+
+
 class LocalLog:
     """One log's open segments. `segments` and `base_offsets` are for reading: only this class's
     methods change them, both at once. Every method runs on the log's thread."""

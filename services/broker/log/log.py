@@ -31,7 +31,7 @@ cache start inside the log (the segments' invariants are local_log.py's).
 from __future__ import annotations
 
 from contextlib import closing
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from samsa.common import limits
 from samsa.common.errors import OffsetOutOfRangeError
@@ -44,7 +44,7 @@ from samsa.services.broker.log.append_info import (
 )
 from samsa.services.broker.log.cleaner import NOTHING_CLEANED
 from samsa.services.broker.log.loading import load_log
-from samsa.services.broker.log.local_log import LocalLog
+from samsa.services.broker.log.local_log import LocalLog, ReadResult
 from samsa.services.broker.log.log_compaction import LogCompaction
 from samsa.services.broker.log.log_durability import LogDurability
 from samsa.services.broker.log.log_truncation import LogTruncation
@@ -60,16 +60,6 @@ if TYPE_CHECKING:
     from samsa.services.broker.log.local_log import SegmentInfo
     from samsa.services.broker.log.producer_state import ProducerEntry
     from samsa.services.broker.log.transaction_index import AbortedTransaction
-
-
-class ReadResult(NamedTuple):
-    """What `read` returns; the next read starts at `next_offset` (see LocalLog.read)."""
-
-    records: bytes
-    first_offset: int
-    next_offset: int
-    log_start_offset: int
-    log_end_offset: int
 
 
 class Log:
@@ -425,6 +415,11 @@ class Log:
         end offset. Closed segments' index files are written and fsynced too."""
         self._check_open()
         self._durability.flush(now_ms=None)
+
+    def sync_before_records(self, path: Path) -> None:
+        """Make `path`, a file the partition wrote beside the log without an fsync (its topic
+        id), durable before the log's records are first flushed (LogDurability)."""
+        self._durability.sync_before_records(path)
 
     def maybe_flush(self, *, now_ms: int) -> bool:
         """Flush when flush.messages records are unflushed or flush.ms has passed."""

@@ -3,6 +3,8 @@
 Theory of operation (Kafka's recovery point and checkpoint files, as LocalLog and UnifiedLog keep
 them; DESIGN.md §3). Nothing is fsynced on append unless flush.messages says so (1 = fsync every
 append): `on_append` counts the records and answers whether that many wait. `flush` fsyncs the
+files the partition wrote beside a new log without fsync (its topic id, with the directory and
+its entry in the data directory: once per created log, `persist_partition_files`), then the
 log's segments from the one holding the recovery point on (after the transaction index files,
 producer_transactions.py, so that every index entry below the new recovery point is durable),
 then the producer snapshots the rolls since wrote without fsync (recovery trusts every snapshot
@@ -46,6 +48,7 @@ from typing import TYPE_CHECKING
 from samsa.services.broker.log import policy
 from samsa.services.broker.log.checkpoint_file import (
     fsync_directory,
+    fsync_file,
     write_atomically,
     write_atomically_many,
 )
@@ -97,6 +100,8 @@ class LogDurability:
         self._directory_dirty = directory_dirty
         # The clean-shutdown marker was unlinked at open and no directory fsync has followed yet.
         self._marker_removal_unsynced = False
+        # Files the partition keeps beside the log (its topic id) not yet made durable.
+        self._unsynced_partition_files: list[Path] = []
 
     @property
     def recovery_point(self) -> int:
@@ -203,6 +208,25 @@ class LogDurability:
 
     # --- flushing ------------------------------------------------------------------------------
 
+    def sync_before_records(self, path: Path) -> None:
+        """`path`, written beside the log without an fsync, is made durable by the next flush
+        before any record (`persist_partition_files`)."""
+        self._unsynced_partition_files.append(path)
+
+    def persist_partition_files(self) -> None:
+        """fsync the files `sync_before_records` named, the directory, and its entry in the data
+        directory: a flushed record never outlives the topic id that says whose it is (a
+        directory whose id an OS crash emptied holding flushed records is refused at open, not
+        wiped). Once per created log, at its first flush: creating partitions costs no fsync."""
+        if not self._unsynced_partition_files:
+            return
+        for path in self._unsynced_partition_files:
+            fsync_file(path)
+        fsync_directory(self._directory)
+        fsync_directory(self._directory.parent)
+        self._unsynced_partition_files.clear()
+        self._directory_dirty = False  # every entry so far is durable
+
     def maybe_flush(self, *, now_ms: int) -> bool:
         """Flush when flush.messages records are unflushed or flush.ms has passed since the
         last flush; answers whether it did."""
@@ -222,6 +246,7 @@ class LogDurability:
         fsynced too), the producer snapshots up to the log end written without, and the
         directory when it changed; the recovery point becomes the log end offset. `now_ms`
         restarts flush.ms's clock; None leaves it (an explicit `Log.flush`)."""
+        self.persist_partition_files()
         log_end_offset = self._local_log.log_end_offset
         unflushed = self._local_log.segments_from(self._recovery_point)
         self._producer_txns.sync()
