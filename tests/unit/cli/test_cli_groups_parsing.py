@@ -24,13 +24,9 @@ from samsa.cli.command_support import (
     parse_time,
 )
 from samsa.cli.commands import add_commands, run
-from samsa.cli.group_commands import (
-    groups_usage_error,
-    reset_scope,
-    reset_strategy,
-    reset_usage_error,
-)
+from samsa.cli.group_commands import groups_usage_error
 from samsa.cli.group_format import describe_lines, format_partitions, lag_lines
+from samsa.cli.group_reset import reset_scope, reset_strategy, reset_usage_error
 from samsa.cli.topic_offsets import offset_spec
 from samsa.client.admin import ConsumerGroupDescription, PartitionLag
 from samsa.client.group_admin import MemberDescription

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from samsa.cli.group_commands import _partitions_to_reset
+from samsa.cli.group_reset import partitions_to_reset
 
 
 class StandInAdmin:
@@ -41,11 +41,11 @@ def test_a_deleted_topics_partitions_are_left_out_and_named(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     admin = StandInAdmin({"kept": 2}, [("kept", 0), ("gone", 0), ("kept", 1), ("gone", 1)])
-    assert _partitions_to_reset(admin, all_topics(), None) == [("kept", 0), ("kept", 1)]  # type: ignore[arg-type]
+    assert partitions_to_reset(admin, all_topics(), None) == [("kept", 0), ("kept", 1)]  # type: ignore[arg-type]
     assert "left out gone-0, gone-1: deleted since committed" in capsys.readouterr().err
 
 
 def test_a_group_whose_partitions_are_all_gone_is_told_to_name_its_topics() -> None:
     admin = StandInAdmin({}, [("gone", 0)])
     with pytest.raises(SystemExit, match="name the topics with --topic"):
-        _partitions_to_reset(admin, all_topics(), None)  # type: ignore[arg-type]
+        partitions_to_reset(admin, all_topics(), None)  # type: ignore[arg-type]
