@@ -3,7 +3,7 @@ kafka-consumer-groups.sh — thin over Admin's group calls; what they print is g
 `list --state` asks the coordinators for the groups in some states only.
 `describe`, `lag` and `delete` take group names or --all-groups (every listed group); a group
 that fails gets its line on stderr and the others go on. `reset-offsets` is a dry run (the plan,
-printed) until --execute, and the coordinator refuses it while the group has members. Its scope
+printed) until --execute, and refuses both while the group has members (as Kafka's). Its scope
 and strategies take Kafka's flags: --topic (repeatable, `topic:0,1` for some partitions) or
 --all-topics; --to-earliest, --to-latest, --to-current, --to-offset, --to-datetime,
 --by-duration, --shift-by or --from-file (which names the partitions itself); --dry-run or

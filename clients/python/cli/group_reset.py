@@ -1,7 +1,8 @@
 """`samsa groups reset-offsets`: Kafka's `kafka-consumer-groups.sh --reset-offsets`. Its flags'
 checks (before connecting), the partitions in scope, and the plan: printed (a dry run, the
-default) or committed with --execute; plan_offset_resets (samsa.client.group_admin) chooses
-each new offset. group_commands.py declares the flags and runs the command.
+default) or committed with --execute, either only while the group has no members, as Kafka's
+tool allows; plan_offset_resets (samsa.client.group_admin) chooses each new offset.
+group_commands.py declares the flags and runs the command.
 """
 
 from __future__ import annotations
@@ -23,7 +24,16 @@ from samsa.cli.command_support import (
     time_in_range,
 )
 from samsa.client import Admin, Consumer
-from samsa.client.group_admin import TopicPartition, plan_offset_resets
+from samsa.client.group_admin import (
+    GroupError,
+    TopicPartition,
+    plan_offset_resets,
+)
+from samsa.common.errors import ErrorCode
+
+# The states in which a group's offsets may be reset (Kafka's tool: Empty, or Dead for a group
+# that does not exist, whose offsets the commit creates).
+INACTIVE_STATES = ("Empty", "Dead")
 
 
 def reset_strategy(args: argparse.Namespace, now_ms: int | None = None) -> tuple[str, int]:
@@ -129,11 +139,12 @@ def named_partitions(
 
 def reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     """Kafka's `kafka-consumer-groups.sh --reset-offsets`: print the plan; commit it with
-    --execute (the coordinator refuses while the group has members)."""
+    --execute. Refused, dry run or not, while the group is active (require_inactive)."""
     strategy, value = reset_strategy(args)
     from_file = None
     if strategy == "from-file":
         from_file = parse_offsets_csv(_read_text(args.from_file), args.from_file)
+    require_inactive(admin, args.group)
     partitions = partitions_to_reset(admin, args, from_file)
     committed = admin.list_consumer_group_offsets(args.group, partitions)
     with Consumer({"bootstrap.servers": bootstrap(args)}) as consumer:
@@ -166,7 +177,7 @@ def reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     if not args.execute:
         print(
             f"\ndry run: nothing changed; add --execute to commit these offsets for group "
-            f"{args.group} (its consumers must be stopped)",
+            f"{args.group}",
             file=sys.stderr,
         )
         return 0
@@ -175,6 +186,25 @@ def reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     )
     print(f"\ncommitted {len(plan)} offset(s) for group {args.group}", file=sys.stderr)
     return 0
+
+
+def require_inactive(admin: Admin, group_id: str) -> None:
+    """Exit (status 1) unless the group is Empty or does not exist (Kafka's Dead), with Kafka's
+    line: its tool refuses a dry run as well as --execute for a group with members, since the
+    plan of an active group is stale at once (its members go on committing) and could not be
+    committed anyway (the coordinator takes an outside commit only while the group has none)."""
+    try:
+        state = admin.describe_consumer_groups([group_id])[group_id].state
+    except GroupError as error:
+        if error.code != ErrorCode.GROUP_ID_NOT_FOUND:
+            raise
+        state = "Dead"
+    if state not in INACTIVE_STATES:
+        raise SystemExit(
+            f"samsa groups reset-offsets: Assignments can only be reset if the group "
+            f"'{group_id}' is inactive, but the current state is {state}: stop its consumers "
+            "first"
+        )
 
 
 def _read_text(path: str) -> str:

@@ -16,7 +16,8 @@
 `describe GROUP` (state, epochs, assignor, members and their partitions), `lag GROUP` (committed
 offset, log end offset and lag per partition), `reset-offsets GROUP --topic T [--partitions 0,1]
 (--to-earliest|--to-latest|--to-offset N|--to-datetime T|--shift-by N) [--execute]` (prints the
-plan; --execute commits it, refused while the group has members), `delete GROUP...` (empty groups).
+plan; --execute commits it; both refused while the group has members), `delete GROUP...`
+(empty groups).
 
 The cluster commands find the cluster through --bootstrap-server, $SAMSA_BOOTSTRAP, or the
 cluster.json that `samsa up` wrote in --data-dir (default ./samsa-data).
