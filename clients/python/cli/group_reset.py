@@ -1,7 +1,8 @@
 """`samsa groups reset-offsets`: Kafka's `kafka-consumer-groups.sh --reset-offsets`. Its flags'
 checks (before connecting), the partitions in scope, and the plan: printed (a dry run, the
 default) or committed with --execute, either only while the group has no members, as Kafka's
-tool allows; plan_offset_resets (samsa.client.group_admin) chooses each new offset.
+tool allows; plan_offset_resets (samsa.client.group_admin) chooses each new offset, and one
+clamped to its log gets Kafka's warning on stderr.
 group_commands.py declares the flags and runs the command.
 """
 
@@ -26,6 +27,7 @@ from samsa.cli.command_support import (
 from samsa.client import Admin, Consumer
 from samsa.client.group_admin import (
     GroupError,
+    OffsetReset,
     TopicPartition,
     plan_offset_resets,
 )
@@ -166,6 +168,8 @@ def reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
         )
     except ValueError as error:
         raise SystemExit(f"samsa groups reset-offsets: {error}") from None
+    for line in clamped_lines(plan):
+        print(f"samsa groups reset-offsets: warning: {line}", file=sys.stderr)
     if args.export:
         print(offsets_csv((r.topic, r.partition, r.new_offset) for r in plan), end="")
     else:
@@ -186,6 +190,21 @@ def reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     )
     print(f"\ncommitted {len(plan)} offset(s) for group {args.group}", file=sys.stderr)
     return 0
+
+
+def clamped_lines(plan: Sequence[OffsetReset]) -> list[str]:
+    """Kafka's tool's warning for each partition whose chosen offset lay outside its log and
+    was clamped to the log's end or start: which partition, and the offset it gets instead."""
+    lines = []
+    for r in plan:
+        if r.clamped_from is None:
+            continue
+        side = "higher than latest" if r.clamped_from > r.new_offset else "lower than earliest"
+        lines.append(
+            f"New offset ({r.clamped_from}) is {side} offset for topic partition "
+            f"{r.topic}-{r.partition}. Value will be set to {r.new_offset}"
+        )
+    return lines
 
 
 def require_inactive(admin: Admin, group_id: str) -> None:

@@ -138,6 +138,9 @@ class OffsetReset:
     partition: int
     current_offset: int  # -1 when nothing is committed
     new_offset: int
+    # The offset the strategy chose when it lay outside the log's [earliest, latest] and
+    # new_offset is the end it was clamped to; None when it was taken as it was.
+    clamped_from: int | None = None
 
 
 def coordinator_retriable(code: int) -> bool:
@@ -334,7 +337,8 @@ def plan_offset_resets(
     value: int = 0,
     found: Mapping[TopicPartition, int | None] | None = None,
 ) -> list[OffsetReset]:
-    """The new offset of each partition, clamped to [earliest, latest] (Kafka's tool does so).
+    """The new offset of each partition, clamped to [earliest, latest] (Kafka's tool does so;
+    `clamped_from` keeps the offset chosen before, for the warning Kafka's tool prints).
 
     `strategy` is one of RESET_STRATEGIES; `value` is the offset of to-offset or the shift of
     shift-by; `found` holds, for to-datetime, the first offset at or after the time per partition
@@ -371,5 +375,6 @@ def plan_offset_resets(
                     "(use --to-earliest, --to-latest or --to-offset)"
                 )
             target = current + value
-        plan.append(OffsetReset(tp[0], tp[1], current, min(max(target, low), high)))
+        new = min(max(target, low), high)
+        plan.append(OffsetReset(tp[0], tp[1], current, new, None if new == target else target))
     return plan

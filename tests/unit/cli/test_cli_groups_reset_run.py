@@ -1,7 +1,8 @@
 """Goal: `samsa groups reset-offsets` refuses a group with members, dry run or --execute, with
 Kafka's line and exit status 1, before it prints or commits any plan (kafka-consumer-groups.sh
 resets only an Empty or Dead group); an Empty group and one that does not exist (Dead) are
-reset.
+reset. An offset clamped to its partition's log gets Kafka's warning on stderr, naming the
+partition and the offset used (the plan shows it), dry run, --export or --execute.
 
 Method: group_reset.reset_offsets over a stand-in Admin and Consumer (no cluster); the command
 end to end is in tests/integration/test_cli_groups.py.
@@ -111,3 +112,27 @@ def test_an_empty_group_or_one_that_does_not_exist_is_reset(
     args = reset_args("--topic", "t", "--to-earliest", "--execute")
     assert group_reset.reset_offsets(admin, args) == 0  # type: ignore[arg-type]
     assert admin.altered == {("t", 0): EARLIEST, ("t", 1): EARLIEST}
+
+
+@pytest.mark.parametrize("mode", [(), ("--export",), ("--execute",)])
+def test_an_offset_clamped_to_the_log_is_warned_of(
+    mode: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin = StandInAdmin("Empty", {("t", 0): 20, ("t", 1): 30})
+    args = reset_args("--topic", "t", "--to-offset", "99", *mode)
+    assert group_reset.reset_offsets(admin, args) == 0  # type: ignore[arg-type]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warnings == [
+        "samsa groups reset-offsets: warning: New offset (99) is higher than latest offset for "
+        f"topic partition t-{p}. Value will be set to {LATEST}"
+        for p in (0, 1)
+    ]
+    args = reset_args("--topic", "t:0", "--shift-by", "-15", *mode)
+    assert group_reset.reset_offsets(admin, args) == 0  # type: ignore[arg-type]
+    assert (
+        "samsa groups reset-offsets: warning: New offset (5) is lower than earliest offset for "
+        f"topic partition t-0. Value will be set to {EARLIEST}"
+    ) in capsys.readouterr().err.splitlines()
+    args = reset_args("--topic", "t", "--to-offset", "25", *mode)
+    assert group_reset.reset_offsets(admin, args) == 0  # type: ignore[arg-type]
+    assert "warning" not in capsys.readouterr().err  # within every log: nothing to say

@@ -46,6 +46,13 @@ def test_reset_to_an_offset_is_clamped_to_the_log() -> None:
     assert _plan("to-offset", 70) == [(40, 70), (45, 50)]
 
 
+def test_a_clamped_offset_keeps_the_one_chosen_before() -> None:
+    plan = plan_offset_resets([TP0, TP1], {}, EARLIEST, LATEST, "to-offset", 70)
+    assert [r.clamped_from for r in plan] == [None, 70]  # 70 is in TP0's log, past TP1's end
+    plan = plan_offset_resets([TP0], {TP0: 40}, EARLIEST, LATEST, "shift-by", -35)
+    assert plan == [OffsetReset("t", 0, 40, 10, clamped_from=5)]
+
+
 def test_shift_by_moves_from_the_committed_offset_and_is_clamped() -> None:
     assert _plan("shift-by", -35) == [(40, 10), (45, 10)]
     assert _plan("shift-by", 10) == [(40, 50), (45, 50)]
