@@ -206,6 +206,15 @@ def test_produce_takes_kafka_producer_properties(bootstrap: str) -> None:
     assert "produced 20 records" in ok.stderr
     consumed = samsa(bootstrap, "consume", "props", "--from-beginning", "--count", "20")
     assert consumed.stdout.splitlines() == [f"value {n}" for n in range(20)]
+    # --bootstrap-server wins over a bootstrap.servers property (nothing listens on port 1).
+    elsewhere = "bootstrap.servers=127.0.0.1:1"
+    flagged = samsa(bootstrap, "produce", "props", "--producer-property", elsewhere, stdin="x\n")
+    assert flagged.returncode == 0 and "produced 1 records" in flagged.stderr, flagged.stderr
+    read = samsa(
+        bootstrap, "consume", "props", "--offset", "20", "--count", "1",
+        "--consumer-property", elsewhere,
+    )  # fmt: skip
+    assert read.returncode == 0 and read.stdout == "x\n", read.stderr
 
     bad = samsa(bootstrap, "produce", "props", "--producer-property", "acks=2", stdin="x\n")
     assert bad.returncode == 1 and "acks" in bad.stderr and len(bad.stderr.splitlines()) == 1

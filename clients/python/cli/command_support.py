@@ -1,8 +1,9 @@
 """What the cluster commands share: where to connect, a topic that must exist, times, tables.
 
-Where to connect: `--bootstrap-server host:port,...`, else $SAMSA_BOOTSTRAP, else the cluster that
-`samsa up` runs from `--data-dir` (default ./samsa-data, read from its cluster.json), so that in
-the README's flow no address needs to be typed.
+Where to connect: `--bootstrap-server host:port,...`, else a `bootstrap.servers` among the
+command's --producer-property / --consumer-property items, else $SAMSA_BOOTSTRAP, else the cluster
+that `samsa up` runs from `--data-dir` (default ./samsa-data, read from its cluster.json), so that
+in the README's flow no address needs to be typed. Every client of a command connects there.
 """
 
 from __future__ import annotations
@@ -55,8 +56,13 @@ def add_connection(parser: argparse.ArgumentParser) -> None:
 
 
 def bootstrap(args: argparse.Namespace) -> str:
+    """Where the command's clients connect (the module docstring's order). The flag wins over a
+    bootstrap.servers property, as in Kafka's console and perf tools, which set the flag's value
+    after the properties; the property, where no flag is given, as in Kafka's perf tools."""
     if args.bootstrap_server:
         return args.bootstrap_server
+    if servers := bootstrap_property(args):
+        return servers
     if os.environ.get("SAMSA_BOOTSTRAP"):
         return os.environ["SAMSA_BOOTSTRAP"]
     spec_file = Path(args.data_dir) / "cluster.json"
@@ -92,6 +98,27 @@ def add_client_property(parser: argparse.ArgumentParser, client: str) -> None:
         help=f"a {client} setting by its Kafka name, e.g. {CLIENT_PROPERTY_EXAMPLES[client]} "
         "(repeatable)",
     )
+
+
+def bootstrap_property(args: argparse.Namespace) -> str | None:
+    """The last `bootstrap.servers=...` of the command's --producer-property and
+    --consumer-property items (the last of a repeated key wins, as in the settings), or None."""
+    found = None
+    for client in ("producer", "consumer"):
+        flag = f"--{client}-property"
+        for item in getattr(args, f"{client}_property", None) or ():
+            key, value = key_value(item, flag)
+            if key == "bootstrap.servers" and value.strip():
+                found = value
+    return found
+
+
+def client_settings(args: argparse.Namespace, items: list[str], flag: str) -> dict[str, str]:
+    """The --producer-property or --consumer-property items as a client's settings, with
+    bootstrap.servers where the command connects (`bootstrap`): the flag wins over the item."""
+    settings = dict(key_value(item, flag) for item in items)
+    settings["bootstrap.servers"] = bootstrap(args)
+    return settings
 
 
 def key_value(item: str, flag: str) -> tuple[str, str]:

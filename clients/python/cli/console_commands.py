@@ -21,6 +21,7 @@ from typing import BinaryIO
 from samsa.cli.command_support import (
     add_client_property,
     bootstrap,
+    client_settings,
     int32,
     int64,
     key_value,
@@ -169,7 +170,8 @@ def consumer_settings(args: argparse.Namespace) -> dict[str, str] | str:
     (Kafka's names, checked by the SDK when the consumer is made) with the flags that set one
     of them merged in — --group (group.id), --from-beginning (auto.offset.reset=earliest) and
     --isolation-level. A flag and a property that disagree are refused, as Kafka's console
-    consumer refuses them; `args.group` takes a group.id given as a property."""
+    consumer refuses them; `args.group` takes a group.id given as a property. bootstrap.servers
+    is left out: `bootstrap` reads it (where no --bootstrap-server is given) for every client."""
     settings = dict(key_value(item, "--consumer-property") for item in args.consumer_property)
     flags = {
         "group.id": ("--group", args.group),
@@ -183,6 +185,7 @@ def consumer_settings(args: argparse.Namespace) -> dict[str, str] | str:
             return f"{flag} and --consumer-property {key}={settings[key]} disagree: give one"
         settings[key] = value
     args.group = settings.pop("group.id", None)
+    settings.pop("bootstrap.servers", None)
     return settings
 
 
@@ -200,10 +203,12 @@ def _produce(args: argparse.Namespace) -> int:
             f"samsa produce: partition {args.partition} of {args.topic!r} does not exist "
             f"(it has {count}: 0 to {count - 1})"
         )
-    settings = {"bootstrap.servers": bootstrap(args), "compression.type": args.compression}
     # Kafka's console producer habit: any setting by name, checked by the SDK (an unknown key or
-    # a bad value is one line naming it). They win over --compression.
-    settings.update(key_value(item, "--producer-property") for item in args.producer_property)
+    # a bad value is one line naming it). They win over --compression, not --bootstrap-server.
+    settings = {
+        "compression.type": args.compression,
+        **client_settings(args, args.producer_property, "--producer-property"),
+    }
     producer = Producer(settings)
     split = args.line_format.split
     sent = 0

@@ -19,8 +19,9 @@ offset, log end offset and lag per partition), `reset-offsets GROUP --topic T [-
 plan; --execute commits it; both refused while the group has members), `delete GROUP...`
 (empty groups).
 
-The cluster commands find the cluster through --bootstrap-server, $SAMSA_BOOTSTRAP, or the
-cluster.json that `samsa up` wrote in --data-dir (default ./samsa-data).
+The cluster commands find the cluster through --bootstrap-server, a bootstrap.servers among the
+--producer-property / --consumer-property items, $SAMSA_BOOTSTRAP, or the cluster.json that
+`samsa up` wrote in --data-dir (default ./samsa-data), in that order.
 
 The demo writes a real partition log on disk (segments, indexes, checkpoints), reads it back and
 checks every record, looks records up by timestamp, then reopens the log as a restarted broker

@@ -30,7 +30,12 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from samsa.cli.command_support import add_client_property, bootstrap, key_value, require_topic
+from samsa.cli.command_support import (
+    add_client_property,
+    bootstrap,
+    client_settings,
+    require_topic,
+)
 from samsa.cli.perf_stats import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -235,8 +240,7 @@ def _produce(args: argparse.Namespace) -> int:
     servers = bootstrap(args)
     with Admin({"bootstrap.servers": servers}) as admin:
         require_topic(admin, args.topic)
-    settings = {"bootstrap.servers": servers}
-    settings.update(key_value(item, "--producer-property") for item in args.producer_property)
+    settings = client_settings(args, args.producer_property, "--producer-property")
     transactional_id, duration_ms = transactions_of(
         args.transactional_id, args.transaction_duration_ms, settings
     )
@@ -329,8 +333,10 @@ def _consume(args: argparse.Namespace) -> int:
         info = require_topic(admin, args.topic)
     partitions = [(args.topic, p.partition) for p in info.partitions]
     # Larger polls than the SDK's default 500, as `samsa consume`: fewer calls per record.
-    settings: dict[str, object] = {"bootstrap.servers": servers, "max.poll.records": 5000}
-    settings.update(key_value(item, "--consumer-property") for item in args.consumer_property)
+    settings: dict[str, object] = {
+        "max.poll.records": 5000,
+        **client_settings(args, args.consumer_property, "--consumer-property"),
+    }
     wanted = args.messages
     messages = size = 0
     print(CONSUMER_DETAILED_HEADER if args.show_detailed_stats else CONSUMER_HEADER, flush=True)
