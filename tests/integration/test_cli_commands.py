@@ -105,6 +105,14 @@ def test_errors_are_one_clear_line(bootstrap: str) -> None:
     missing = samsa(bootstrap, "topics", "delete", "nope")
     assert missing.returncode == 1
     assert "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr and "Traceback" not in missing.stderr
+    # The controller deletes the topics it can: the deleted one is named, beside the error.
+    assert samsa(bootstrap, "topics", "create", "doomed", "--partitions", "1").returncode == 0
+    partly = samsa(bootstrap, "topics", "delete", "doomed", "nope")
+    assert partly.returncode == 1 and partly.stdout == "deleted doomed\n", partly.stderr
+    assert partly.stderr == (
+        "samsa topics: topic 'nope' does not exist (UNKNOWN_TOPIC_OR_PARTITION)\n"
+    )
+    assert "doomed" not in samsa(bootstrap, "topics", "list").stdout.split()
     bad = samsa(bootstrap, "topics", "create", "x", "--config", "cleanup.policy=shred")
     assert bad.returncode == 1 and "cleanup.policy" in bad.stderr
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Hashable, Mapping
 
 import grpc
 
@@ -28,10 +29,11 @@ from samsa.cli.transaction_commands import (
     run_transactions,
     transactions_usage_error,
 )
-from samsa.client import Admin, NewTopic, NoBrokersAvailable
+from samsa.client import Admin, NewTopic, NoBrokersAvailable, TopicError
 from samsa.client.channels import Channels
 from samsa.client.cluster_admin import PartitionInfo
 from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
+from samsa.client.errors import KafkaError
 from samsa.common.errors import SamsaError
 from samsa.v1 import controller_pb2
 
@@ -187,9 +189,28 @@ def _topics(args: argparse.Namespace) -> int:
         elif args.action == "offsets":
             return topic_offsets(admin, args)
         elif args.action == "delete":
-            admin.delete_topics(args.names)
-            print(f"deleted {', '.join(args.names)}")
+            return delete_topics(admin, args.names)
     return 0
+
+
+def delete_topics(admin: Admin, names: list[str]) -> int:
+    """Delete the topics in one request and say what became of each: the controller deletes
+    those it can even when it refuses another (an unknown name), so the deleted ones get their
+    line on stdout and each refused one its line on stderr (exit status 1)."""
+    names = list(dict.fromkeys(names))
+    try:
+        admin.delete_topics(names)
+        refused: Mapping[Hashable, KafkaError] = {}
+    except TopicError as error:
+        if not error.errors:  # the request as a whole failed: nothing is known deleted
+            raise
+        refused = error.errors
+    deleted = [name for name in names if name not in refused]
+    if deleted:
+        print(f"deleted {', '.join(deleted)}")
+    for error in refused.values():
+        print(f"samsa topics: {error} ({error.code.name})", file=sys.stderr)
+    return 1 if refused else 0
 
 
 def partition_status(partition: PartitionInfo) -> str:
