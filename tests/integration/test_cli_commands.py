@@ -343,3 +343,20 @@ def test_topics_delete_records_moves_the_log_start_and_refuses_uncommitted_offse
     above = samsa(bootstrap, "topics", "delete-records", "trimmed", "--offset", "101")
     assert above.returncode == 1 and "Traceback" not in above.stderr
     assert "high watermark 100" in above.stderr
+
+    # One partition refused (10 records, not 40): the other's records are deleted all the same,
+    # and its new low watermark is shown beside the refusal.
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic("halves", 2, 1)])
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for n in range(60):
+            producer.send("halves", b"%d" % n, partition=0 if n < 50 else 1)
+    partly = samsa(bootstrap, "topics", "delete-records", "halves", "--offset", "40")
+    assert partly.returncode == 1
+    assert [line.split() for line in partly.stdout.splitlines()][1:] == [["0", "40"]]
+    assert "halves-1" in partly.stderr and "OFFSET_OUT_OF_RANGE" in partly.stderr
+    with Consumer({"bootstrap.servers": bootstrap}) as consumer:
+        assert consumer.beginning_offsets([("halves", 0), ("halves", 1)]) == {
+            ("halves", 0): 40,
+            ("halves", 1): 0,
+        }

@@ -4,9 +4,12 @@ a topic holds (partitions, configs, records), thin over Admin."""
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Hashable, Mapping
 
 from samsa.cli.command_support import INT64_MAX, int32, key_value, require_topic, table
-from samsa.client import Admin
+from samsa.client import Admin, TopicError
+from samsa.client.errors import KafkaError
 
 HIGH_WATERMARK = -1  # DeleteRecords' offset for "every committed record"
 
@@ -70,7 +73,11 @@ def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
 
 
 def delete_records(admin: Admin, args: argparse.Namespace) -> int:
-    """Each partition's new low watermark, in a table, once its in-sync replicas reached it."""
+    """Each partition's new low watermark, in a table, once its in-sync replicas reached it; a
+    refused partition gets its line on stderr (exit status 1). The leaders delete the records
+    of the partitions they accept even when another is refused, so those are shown too, as
+    Kafka's kafka-delete-records.sh shows each partition's outcome: their log start offset,
+    asked of their leaders (a refusal carries no low watermark)."""
     offset = records_offset(args.offset)
     count = len(require_topic(admin, args.name).partitions)
     partitions = args.partition or list(range(count))
@@ -80,10 +87,23 @@ def delete_records(admin: Admin, args: argparse.Namespace) -> int:
             f"samsa topics delete-records: {args.name} has partitions 0 to {count - 1}, "
             f"not {', '.join(map(str, unknown))}"
         )
-    low = admin.delete_records({(args.name, p): offset for p in dict.fromkeys(partitions)})
-    rows = [(partition, start) for (_, partition), start in low.items()]
-    print(table(("partition", "low watermark"), rows))
-    return 0
+    asked = [(args.name, p) for p in dict.fromkeys(partitions)]
+    refused: Mapping[Hashable, KafkaError] = {}
+    try:
+        low = admin.delete_records(dict.fromkeys(asked, offset))
+    except TopicError as error:
+        if not error.errors:  # nothing known of any partition: run()'s error line
+            raise
+        refused = error.errors
+        kept = [key for key in asked if key not in refused]
+        starts = admin.list_offsets(dict.fromkeys(kept, "earliest")) if kept else {}
+        low = {key: found.offset for key, found in starts.items()}
+    if low:
+        rows = [(partition, start) for (_, partition), start in low.items()]
+        print(table(("partition", "low watermark"), rows))
+    for error in refused.values():
+        print(f"samsa topics delete-records: {error} ({error.code.name})", file=sys.stderr)
+    return 1 if refused else 0
 
 
 def records_offset(text: str) -> int:
