@@ -81,6 +81,7 @@ class ErrorCode(enum.IntEnum):
     UNSTABLE_OFFSET_COMMIT = 88
     PRODUCER_FENCED = 90
     INVALID_UPDATE_VERSION = 95
+    UNKNOWN_TOPIC_ID = 100
     DUPLICATE_BROKER_REGISTRATION = 101
     TRANSACTIONAL_ID_NOT_FOUND = 105
     INELIGIBLE_REPLICA = 107
@@ -115,6 +116,7 @@ RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.OFFSET_NOT_AVAILABLE,
         ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
         ErrorCode.UNSTABLE_OFFSET_COMMIT,
+        ErrorCode.UNKNOWN_TOPIC_ID,  # the broker's or the client's metadata is behind
     }
 )
 

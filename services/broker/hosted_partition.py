@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from samsa.common.errors import ErrorCode
-from samsa.metadata.image import PartitionState
+from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
@@ -32,6 +32,24 @@ class LeadershipError(NamedTuple):
     message: str
     leader_id: int
     leader_epoch: int
+
+    @classmethod
+    def unknown_topic_id(
+        cls, topic: str, asked_id: bytes, known_id: bytes, image: MetadataImage
+    ) -> LeadershipError:
+        """KIP-516: a request named `topic` by `asked_id`, and this broker holds it as
+        `known_id` (empty: no topic of that name): the topic was deleted and created again
+        under the same name, and this broker or the client is behind on metadata. Both ids in
+        hex (broker.proto); no leader to name, the client refreshes its metadata."""
+        here = f"topic id {known_id.hex()}" if known_id else "no topic of that name"
+        return cls(
+            ErrorCode.UNKNOWN_TOPIC_ID,
+            f"{topic}: the request names topic id {asked_id.hex()}, this broker has {here} (as "
+            f"of metadata offset {image.end_offset}): was the topic deleted and created again? "
+            "Refresh metadata",
+            -1,
+            -1,
+        )
 
     def refuse(self, result: Any) -> None:
         """Write this refusal into one partition's result (of Produce, Fetch, DeleteRecords or

@@ -159,9 +159,18 @@ class PartitionHost:
     def get(self, topic: str, partition: int) -> HostedPartition | None:
         return self.partitions.get((topic, partition))
 
-    def leader(self, topic: str, partition: int) -> HostedPartition | LeadershipError:
-        """The partition if this broker leads it, else why not (and who does)."""
+    def leader(
+        self, topic: str, partition: int, topic_id: bytes = b""
+    ) -> HostedPartition | LeadershipError:
+        """The partition if this broker leads it, else why not (and who does). With `topic_id`
+        (KIP-516), a partition hosted, or a topic known, here under another id is refused
+        (LeadershipError.unknown_topic_id). Empty: not checked."""
         hosted = self.partitions.get((topic, partition))
+        if topic_id:
+            # The hosted partition's id, else the id of the topic in the image, else none.
+            known = getattr(hosted or self.image.topics.get(topic), "topic_id", b"")
+            if topic_id != known:
+                return LeadershipError.unknown_topic_id(topic, topic_id, known, self.image)
         if hosted is not None and hosted.is_leader:
             return hosted
         image_topic = self.image.topics.get(topic)

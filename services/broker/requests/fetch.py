@@ -161,9 +161,10 @@ def _update_session(
     for old in evicted:
         _unwatch(host, old)
     for topic in request.topics:
+        topic_id = topic.topic_id
         for wanted in topic.partitions:
             key = (topic.name, wanted.partition)
-            if session.update(key, wanted):
+            if session.update(key, wanted, topic_id):
                 host.watch(key, session.wake)
 
 
@@ -258,7 +259,7 @@ def _read_session_pass(
     for key in keys:
         known = session.partitions[key]
         result = FetchPartition(partition=key[1], next_fetch_offset=known.wanted.fetch_offset)
-        if reader.read(key[0], known.wanted, result) is Outcome.SKIPPED:
+        if reader.read(key[0], known.wanted, result, known.topic_id) is Outcome.SKIPPED:
             # No room left in the answer: the next fetch must read it, and it may name it no
             # more (its position did not move) nor change meanwhile.
             session.dirty.add(key)
@@ -292,11 +293,12 @@ def _read_pass(
     waits: list[asyncio.Event] = []
     for topic in request.topics:
         topic_response = response.topics.add(name=topic.name)
+        topic_id = topic.topic_id  # read once: each read of a bytes field copies it
         for wanted in topic.partitions:
             result = topic_response.partitions.add(
                 partition=wanted.partition, next_fetch_offset=wanted.fetch_offset
             )
-            if reader.read(topic.name, wanted, result) is Outcome.READ:
+            if reader.read(topic.name, wanted, result, topic_id) is Outcome.READ:
                 hosted = host.get(topic.name, wanted.partition)
                 if hosted is not None:
                     waits.append(hosted.data_arrived)

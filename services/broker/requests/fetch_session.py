@@ -48,6 +48,8 @@ class SessionPartition:
     """One partition of a session: what the fetcher asks, and what it was last told."""
 
     wanted: WantedPartition
+    # The topic id of the last request that named the partition (KIP-516; empty: not checked).
+    topic_id: bytes = b""
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
@@ -95,13 +97,15 @@ class FetchSession:
         if self.on_wake is not None:
             self.on_wake()
 
-    def update(self, key: PartitionKey, wanted: WantedPartition) -> bool:
-        """Add the partition or take its new position; True when it is new to the session."""
+    def update(self, key: PartitionKey, wanted: WantedPartition, topic_id: bytes = b"") -> bool:
+        """Add the partition or take its new position (and the topic id the request names for
+        it); True when it is new to the session."""
         known = self.partitions.get(key)
         if known is not None:
             known.wanted = wanted
+            known.topic_id = topic_id
             return False
-        self.partitions[key] = SessionPartition(wanted)
+        self.partitions[key] = SessionPartition(wanted, topic_id)
         return True
 
     def forget(self, key: PartitionKey) -> bool:

@@ -80,8 +80,13 @@ class PartitionReader:
             self.previous_fetch_ms = host.replica_fetch_ms.get(self.replica_id, -1)
             host.replica_fetch_ms[self.replica_id] = self.now_ms
 
-    def read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
-        outcome = self._read(topic, wanted, result)
+    def read(
+        self, topic: str, wanted: WantedPartition, result: FetchPartition, topic_id: bytes = b""
+    ) -> Outcome:
+        """Read one partition into `result`. `topic_id`: the id the fetcher's metadata shows
+        for the topic (KIP-516); a partition hosted here under another one answers
+        UNKNOWN_TOPIC_ID with no records. Empty: not checked."""
+        outcome = self._read(topic, wanted, result, topic_id)
         if outcome is Outcome.FAILED or outcome is Outcome.ANSWERED:
             self.answer_now = True
         return outcome
@@ -96,13 +101,20 @@ class PartitionReader:
         for traces, fetch_offset, next_offset in self.traced_reads:
             traces.served(fetch_offset, next_offset, -1)
 
-    def _read(self, topic: str, wanted: WantedPartition, result: FetchPartition) -> Outcome:
+    def _read(
+        self, topic: str, wanted: WantedPartition, result: FetchPartition, topic_id: bytes
+    ) -> Outcome:
         host, request, replica_id = self.host, self.request, self.replica_id
-        hosted = host.leader(topic, wanted.partition)
-        if isinstance(hosted, LeadershipError) and replica_id < 0:
+        hosted = host.leader(topic, wanted.partition, topic_id)
+        if (
+            isinstance(hosted, LeadershipError)
+            and replica_id < 0
+            and hosted.code != ErrorCode.UNKNOWN_TOPIC_ID
+        ):
             # Any replica serves consumers up to its own high watermark (KIP-392): a consumer
             # sent here by its leader's preferred_read_replica, or one whose metadata is a
-            # little stale. Committed data only, so it is never wrong.
+            # little stale. Committed data only, so it is never wrong. (Never another topic's
+            # log: `leader` checked the id against the hosted partition's.)
             hosted = host.get(topic, wanted.partition) or hosted
         if isinstance(hosted, LeadershipError):
             hosted.refuse(result)

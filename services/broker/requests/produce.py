@@ -95,6 +95,7 @@ def produce(
     waits: list[ReplicationWait] = []
     for topic in request.topics:
         topic_response = response.topics.add(name=topic.name)
+        topic_id = topic.topic_id  # read once: each read of a bytes field copies it
         for data in topic.partitions:
             result = topic_response.partitions.add(partition=data.partition, base_offset=-1)
             if acks not in ACKS_ALLOWED:
@@ -120,6 +121,7 @@ def produce(
                 acks,
                 allow_transactional=allow,
                 trace_parent=trace_parent,
+                topic_id=topic_id,
             )
             if appended is None:
                 continue
@@ -140,10 +142,12 @@ def _append(
     *,
     allow_transactional: bool = False,
     trace_parent: SpanContext | None = None,
+    topic_id: bytes = b"",
 ) -> tuple[HostedPartition, int] | None:
     """The partition and the offset the high watermark must reach for the append to count as
-    replicated (for a retried idempotent batch the log already holds: its original end)."""
-    hosted = host.leader(topic, data.partition)
+    replicated (for a retried idempotent batch the log already holds: its original end). The
+    `topic_id`, when the request names one, must be the hosted partition's (KIP-516)."""
+    hosted = host.leader(topic, data.partition, topic_id)
     if isinstance(hosted, LeadershipError):
         hosted.refuse(result)
         return None

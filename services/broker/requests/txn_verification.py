@@ -110,8 +110,10 @@ class TransactionVerifier:
             mixed, (ErrorCode.INVALID_REQUEST, MIXED_MESSAGE)
         )
         ask: dict[TopicPartition, Identity] = {}
+        # A partition of another topic id (KIP-516) is never added: produce() refuses it.
+        topic_ids = {topic.name: topic.topic_id for topic in request.topics}
         for key, (producer_id, epoch) in wanted.items():
-            hosted = host.leader(*key)
+            hosted = host.leader(*key, topic_ids.get(key[0], b""))
             if key in mixed or isinstance(hosted, LeadershipError):
                 continue  # produce() answers the leadership error
             if hosted.log.has_open_transaction(producer_id, epoch):

@@ -33,12 +33,14 @@ class LeaderIdAndEpoch(_message.Message):
 class ProduceRequest(_message.Message):
     __slots__ = ("transactional_id", "acks", "timeout_ms", "topics", "add_partitions_to_txn")
     class TopicData(_message.Message):
-        __slots__ = ("name", "partitions")
+        __slots__ = ("name", "partitions", "topic_id")
         NAME_FIELD_NUMBER: _ClassVar[int]
         PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
         name: str
         partitions: _containers.RepeatedCompositeFieldContainer[ProduceRequest.PartitionData]
-        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ProduceRequest.PartitionData, _Mapping]]] = ...) -> None: ...
+        topic_id: bytes
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ProduceRequest.PartitionData, _Mapping]]] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
     class PartitionData(_message.Message):
         __slots__ = ("partition", "records", "typed_records", "compression", "producer_id", "producer_epoch", "base_sequence")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -230,12 +232,14 @@ class DescribeProducersResponse(_message.Message):
 class FetchRequest(_message.Message):
     __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "decode_records", "rack_id", "topics", "session_id", "session_epoch", "forgotten_topics")
     class TopicData(_message.Message):
-        __slots__ = ("name", "partitions")
+        __slots__ = ("name", "partitions", "topic_id")
         NAME_FIELD_NUMBER: _ClassVar[int]
         PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
         name: str
         partitions: _containers.RepeatedCompositeFieldContainer[FetchRequest.PartitionData]
-        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchRequest.PartitionData, _Mapping]]] = ...) -> None: ...
+        topic_id: bytes
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchRequest.PartitionData, _Mapping]]] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
     class PartitionData(_message.Message):
         __slots__ = ("partition", "fetch_offset", "current_leader_epoch", "last_fetched_epoch", "log_start_offset", "partition_max_bytes")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
