@@ -56,6 +56,10 @@ class FetchPosition:
     partition_max_bytes: int
     # A follower's own log start offset (the leader's low watermark counts it); -1 otherwise.
     log_start_offset: int = -1
+    # The topic's id in the fetcher's metadata (KIP-516), sent as its TopicData.topic_id: a
+    # broker hosting another topic of the same name answers UNKNOWN_TOPIC_ID rather than its
+    # records. A new id is a new position, so a session names the partition again. Empty: none.
+    topic_id: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -218,8 +222,10 @@ class FetchSessionClient:
 
 
 def fetch_request(parts: FetchParts, **fields: object) -> broker_pb2.FetchRequest:
-    """The FetchRequest carrying `parts`; `fields` set the rest (replica_id, max_wait_ms, ...)."""
-    by_topic: dict[str, list[broker_pb2.FetchRequest.PartitionData]] = {}
+    """The FetchRequest carrying `parts`; `fields` set the rest (replica_id, max_wait_ms, ...).
+    One TopicData per topic and topic id (partitions of one name whose positions carry two ids,
+    while metadata changes, go in two entries: each partition is still named once)."""
+    by_topic: dict[tuple[str, bytes], list[broker_pb2.FetchRequest.PartitionData]] = {}
     for (topic, partition), position in parts.partitions.items():
         wanted = broker_pb2.FetchRequest.PartitionData(
             partition=partition,
@@ -232,14 +238,14 @@ def fetch_request(parts: FetchParts, **fields: object) -> broker_pb2.FetchReques
             wanted.last_fetched_epoch = position.last_fetched_epoch
         if position.log_start_offset >= 0:
             wanted.log_start_offset = position.log_start_offset
-        by_topic.setdefault(topic, []).append(wanted)
+        by_topic.setdefault((topic, position.topic_id), []).append(wanted)
     forgotten: dict[str, list[int]] = {}
     for topic, partition in parts.forgotten:
         forgotten.setdefault(topic, []).append(partition)
     return broker_pb2.FetchRequest(
         topics=[
-            broker_pb2.FetchRequest.TopicData(name=topic, partitions=wanted)
-            for topic, wanted in by_topic.items()
+            broker_pb2.FetchRequest.TopicData(name=topic, topic_id=topic_id, partitions=wanted)
+            for (topic, topic_id), wanted in by_topic.items()
         ],
         session_id=parts.session_id,
         session_epoch=parts.session_epoch,

@@ -97,3 +97,29 @@ def test_a_followers_log_start_is_named_when_it_moves_and_sent_when_known() -> N
     assert parts.partitions == {A: FetchPosition(0, 3, 2, 1024, 40)}, "a moved log start is news"
     request = fetch_request(parts, replica_id=2)
     assert request.topics[0].partitions[0].log_start_offset == 40
+
+
+def test_a_new_topic_id_names_the_partition_again_under_that_id() -> None:
+    """KIP-516: a position carries its topic's id; a new id (the topic was deleted and created
+    again) is a new position, named in the next incremental fetch under it, and partitions of
+    one name whose ids differ for a moment go in two TopicData entries, each named once."""
+    old_id, new_id = b"\x0a" * 16, b"\x0b" * 16
+    client = FetchSessionClient()
+    for key in (A, B):
+        client.set(key, FetchPosition(0, 3, 2, 1024, topic_id=old_id))
+    parts = client.build()
+    request = fetch_request(parts)
+    assert [(t.name, t.topic_id, len(t.partitions)) for t in request.topics] == [("t", old_id, 2)]
+    client.on_answer(parts, session_id=77)
+    client.set(A, FetchPosition(0, 3, 2, 1024, topic_id=new_id))
+    parts = client.build()
+    assert not parts.full and set(parts.partitions) == {A}
+    request = fetch_request(parts)
+    assert [(t.name, t.topic_id) for t in request.topics] == [("t", new_id)]
+    client.reset()
+    named = {
+        (t.topic_id, p.partition)
+        for t in fetch_request(client.build()).topics
+        for p in t.partitions
+    }
+    assert named == {(new_id, 0), (old_id, 1)}

@@ -46,6 +46,7 @@ def follower_position(hosted: HostedPartition) -> FetchPosition:
         last_fetched_epoch=hosted.log.latest_epoch,
         partition_max_bytes=FETCH_PARTITION_BYTES,
         log_start_offset=hosted.log.log_start_offset,
+        topic_id=hosted.topic_id,  # never the records of another topic of this name (KIP-516)
     )
 
 
@@ -94,13 +95,16 @@ def answer_is_current(
     hosted: HostedPartition | None, leader_id: int, sent: FetchPosition | None
 ) -> bool:
     """Whether an answer from `leader_id` to the fetch that asked `sent` still applies: this
-    broker still follows the partition from that leader, and its log ends where it did."""
+    broker still follows the partition from that leader, and its log ends where it did, and it
+    is still the topic the fetch named (deleted and created again meanwhile, the new log may
+    end where the old one did, and the answer holds the old topic's records)."""
     return (
         hosted is not None
         and sent is not None
         and not hosted.is_leader
         and hosted.leader_id == leader_id
         and hosted.log.log_end_offset == sent.fetch_offset
+        and sent.topic_id == hosted.topic_id
     )
 
 

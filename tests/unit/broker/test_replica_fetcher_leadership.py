@@ -37,6 +37,7 @@ def hosted(leader_epoch: int = 1) -> SimpleNamespace:
         isr=(LEADER, FOLLOWER),
         corrupt_from=None,
         log=log,
+        topic_id=b"\x01" * 16,
     )
 
 
