@@ -5,7 +5,7 @@ controllers, which both answer from their replica of the metadata log. Every pag
 answers a bounded number of partitions at a time and says where to continue (`describe_topics`,
 `merge_page`).
 Refreshed when a request says our view is stale (NOT_LEADER_OR_FOLLOWER,
-UNKNOWN_TOPIC_OR_PARTITION, a broker that does not answer) and at least every
+UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, a broker that does not answer) and at least every
 `metadata.max.age.ms`; a produce answer that names the new leader with a newer leader epoch
 updates that one partition at once instead (KIP-951, `update_leader`). Readers on other threads
 see whole dicts swapped in, never a dict being filled.
@@ -44,6 +44,7 @@ STALE_METADATA_ERRORS = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.NETWORK_EXCEPTION,
         ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.UNKNOWN_TOPIC_ID,  # a topic deleted and created again: learn its new id
     }
 )
 # Errors whose answer may name the partition's new leader (KIP-951, `update_leader`).
@@ -63,6 +64,9 @@ class ClusterMetadata:
         self.leaders: dict[TopicPartition, int] = {}
         self.leader_epochs: dict[TopicPartition, int] = {}
         self.partition_counts: dict[str, int] = {}
+        # Each topic's id (KIP-516), sent with Produce and Fetch: a broker hosting another topic
+        # of the same name (deleted and created again) refuses rather than serve or write it.
+        self.topic_ids: dict[str, bytes] = {}
         self.endpoints: dict[int, str] = {}
         self.metadata_offset = 0
         self._topics: set[str] = set()
@@ -214,19 +218,23 @@ class ClusterMetadata:
         leaders = dict(self.leaders)
         epochs = dict(self.leader_epochs)
         counts = dict(self.partition_counts)
+        topic_ids = dict(self.topic_ids)
         for topic in answer.topics:
             for key in [k for k in leaders if k[0] == topic.name]:
                 del leaders[key]
             if topic.error_code != ErrorCode.NONE:
                 counts.pop(topic.name, None)
+                topic_ids.pop(topic.name, None)
                 continue
             counts[topic.name] = len(topic.partitions)
+            topic_ids[topic.name] = topic.topic_id
             for partition in topic.partitions:
                 if partition.leader >= 0:
                     leaders[(topic.name, partition.partition)] = partition.leader
                 epochs[(topic.name, partition.partition)] = partition.leader_epoch
         self.endpoints = dict(answer.broker_endpoints)
         self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
+        self.topic_ids = topic_ids
         self.advance(answer.status.metadata_offset)
         self._refreshed_at = time.monotonic()
         self._stale = False

@@ -12,7 +12,7 @@ The layout is protobuf's wire format for the fields the SDK sets (proto/samsa/v1
     ProduceStreamRequest  1 correlation_id (varint)  2 request (bytes)  3 traceparent (bytes)
     ProduceRequest        1 transactional_id  2 acks (optional: always written)  3 timeout_ms
                           4 topics (repeated)  5 add_partitions_to_txn
-    TopicData             1 name  2 partitions (repeated)
+    TopicData             1 name  2 partitions (repeated)  3 topic_id (KIP-516; when known)
     PartitionData         1 partition  2 records
 
 Fields at their default (0, "", false) are left out, as protobuf's own serializer leaves them
@@ -37,6 +37,7 @@ _TOPICS = tag(4, LENGTH_DELIMITED)  # ProduceRequest.topics
 _ADD_PARTITIONS_TO_TXN_TRUE = tag(5, VARINT) + varint(1)  # ProduceRequest.add_partitions_to_txn
 _TOPIC_NAME = tag(1, LENGTH_DELIMITED)  # TopicData.name
 _TOPIC_PARTITIONS = tag(2, LENGTH_DELIMITED)  # TopicData.partitions
+_TOPIC_ID = tag(3, LENGTH_DELIMITED)  # TopicData.topic_id
 _PARTITION = tag(1, VARINT)  # PartitionData.partition
 _RECORDS = tag(2, LENGTH_DELIMITED)  # PartitionData.records
 
@@ -55,11 +56,15 @@ def produce_request(
     *,
     transactional_id: str = "",
     add_partitions_to_txn: bool = False,
+    topic_ids: Mapping[str, bytes] | None = None,
 ) -> EncodedRequest:
     """One request; `by_partition` maps (topic, partition) to its encoded batches, oldest
     first: several batches of one partition travel concatenated in one PartitionData (the
     broker appends them together, the offsets of the second following the first's). With
-    `add_partitions_to_txn` the leader adds the partitions to the open transaction itself."""
+    `add_partitions_to_txn` the leader adds the partitions to the open transaction itself.
+    `topic_ids`: each topic's id as the metadata shows it, so that a broker hosting another
+    topic of that name refuses the write (UNKNOWN_TOPIC_ID); a topic without one is sent
+    without, and not checked."""
     parts: list[bytes] = []
     if transactional_id:
         _length_delimited(parts, _TRANSACTIONAL_ID, transactional_id.encode())
@@ -76,6 +81,9 @@ def produce_request(
             topic_parts += (_TOPIC_PARTITIONS, varint(sum(map(len, head)) + records_size))
             topic_parts += head
             topic_parts += batches
+        topic_id = topic_ids.get(topic) if topic_ids else None
+        if topic_id:
+            _length_delimited(topic_parts, _TOPIC_ID, topic_id)
         parts += (_TOPICS, varint(sum(map(len, topic_parts))))
         parts += topic_parts
     if add_partitions_to_txn:

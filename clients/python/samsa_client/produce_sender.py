@@ -7,9 +7,10 @@ reader task, on the driver's loop, and goes to the accumulator under the lock:
 
 - success: the batches' offsets, counted from the partition's base offset;
 - an error: the accumulator retries or fails the batch (retriable errors, within retries and
-  delivery.timeout.ms). NOT_LEADER_OR_FOLLOWER and the like mark the metadata stale, unless the
-  answer names a newer leader (KIP-951): then that partition's leader is updated at once and the
-  batch retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`).
+  delivery.timeout.ms). NOT_LEADER_OR_FOLLOWER and the like mark the metadata stale (so does
+  UNKNOWN_TOPIC_ID: the request names each topic's id, KIP-516), unless the answer names a
+  newer leader (KIP-951): then that partition's leader is updated at once and the batch
+  retried to it with no backoff. INVALID_PRODUCER_EPOCH asks for a new epoch (`on_fenced`).
   MESSAGE_TOO_LARGE for a batch sent alone in its partition splits it (batch_completion.py); a
   code this client does not know (a newer broker's) is UNKNOWN_SERVER_ERROR, as in Kafka's;
 - a stream that failed: every batch of the request, with the stream's error; so does a request
@@ -121,6 +122,7 @@ class ProduceSender:
             {tp: [batch.encoded for batch in group] for tp, group in by_partition.items()},  # type: ignore[misc]
             transactional_id=self._config.transactional_id or "",
             add_partitions_to_txn=self._txn is not None,
+            topic_ids=self._metadata.topic_ids,
         )
         acks_zero = self._config.acks == 0
 

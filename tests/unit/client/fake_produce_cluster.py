@@ -8,7 +8,10 @@ broker decodes every batch it receives, appends it to its partition's log and an
 offsets, like a leader would; `received` keeps what reached it, in arrival order, and
 `answer_hook` lets a test answer a partition with an error instead, `rewrite_answer` change a
 whole answer (leave a partition out, add one), and `max_batch_bytes` refuse a batch larger than
-that with MESSAGE_TOO_LARGE (a topic's max.message.bytes). Like a leader, a broker answers a
+that with MESSAGE_TOO_LARGE (a topic's max.message.bytes). `hosted_topic_ids` makes a broker
+answer UNKNOWN_TOPIC_ID to a request naming another id for that topic (KIP-516), and
+`topic_ids_received` keeps the (topic, id) of every request; the cluster's `topic_ids` are what
+the metadata shows, learnt again at each `mark_stale` (a refresh). Like a leader, a broker answers a
 batch that repeats the last one it appended for that producer and partition (same producer id,
 epoch and base sequence: a retry after a lost answer) with the first write's offset, and
 appends nothing. `refuse_to_encode(monkeypatch)` makes the producer's batch encoder refuse any
@@ -55,12 +58,25 @@ class FakeBroker:
     # (topic, partition) -> (producer id, epoch, base sequence, base offset) of the last batch
     # appended with a sequence.
     last_sequenced: dict[TopicPartition, tuple[int, int, int, int]] = field(default_factory=dict)
+    # topic -> the id this broker hosts it under; a request naming another is refused.
+    hosted_topic_ids: dict[str, bytes] = field(default_factory=dict)
+    topic_ids_received: list[tuple[str, bytes]] = field(default_factory=list)
 
     def produce(self, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
         self.requests += 1
         topics = []
         for topic in request.topics:
-            results = [self._partition(topic.name, data) for data in topic.partitions]
+            self.topic_ids_received.append((topic.name, topic.topic_id))
+            hosted = self.hosted_topic_ids.get(topic.name, topic.topic_id)
+            if topic.topic_id and topic.topic_id != hosted:
+                results = [
+                    broker_pb2.ProduceResponse.PartitionResponse(
+                        partition=data.partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    )
+                    for data in topic.partitions
+                ]
+            else:
+                results = [self._partition(topic.name, data) for data in topic.partitions]
             topics.append(
                 broker_pb2.ProduceResponse.TopicResponse(name=topic.name, partitions=results)
             )
@@ -155,7 +171,9 @@ class FakeMetadata:
         self.leader_epochs: dict[TopicPartition, int] = {tp: 0 for tp in cluster.leaders}
         self.partition_counts = cluster.partition_counts
         self.endpoints = {broker_id: f"fake:{broker_id}" for broker_id in cluster.brokers}
+        self.topic_ids = dict(cluster.topic_ids)
         self.stale_marks = 0
+        self._cluster = cluster
 
     def needs_refresh(self) -> bool:
         return False
@@ -168,6 +186,7 @@ class FakeMetadata:
 
     def mark_stale(self) -> None:
         self.stale_marks += 1
+        self.topic_ids = dict(self._cluster.topic_ids)  # what the refresh would learn
 
     update_leader = ClusterMetadata.update_leader
 
@@ -180,6 +199,7 @@ class FakeCluster:
         self.brokers = {broker_id: FakeBroker(broker_id) for broker_id in range(1, brokers + 1)}
         self.partition_counts = {topic: partitions}
         self.leaders = {(topic, p): 1 + p % brokers for p in range(partitions)}
+        self.topic_ids: dict[str, bytes] = {}  # what the metadata shows (none: not sent)
         self.metadata: FakeMetadata | None = None
         # InitProducerId: these answers first, in order; then a new producer id at epoch 0.
         self.init_producer_id_answers: list[broker_pb2.InitProducerIdResponse] = []
