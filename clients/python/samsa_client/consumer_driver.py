@@ -266,7 +266,9 @@ class ConsumerDriver:
         """Start every fetch the core allows now. Synchronous, on the loop only."""
         metadata = self.metadata
         with self.lock:
-            plan = self.state.fetches_to_send(metadata.leaders, now_ms(), metadata.leader_epochs)
+            plan = self.state.fetches_to_send(
+                metadata.leaders, now_ms(), metadata.leader_epochs, metadata.topic_ids
+            )
         if plan.metadata_stale:
             metadata.mark_stale()
         for node, request in plan.requests:

@@ -68,6 +68,7 @@ RETRY_AFTER_REFRESH = frozenset(
         ErrorCode.KAFKA_STORAGE_ERROR,
         ErrorCode.REPLICA_NOT_AVAILABLE,
         ErrorCode.OFFSET_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_ID,  # deleted and created again: the refresh shows the new id
     }
 )
 

@@ -55,11 +55,13 @@ class BrokerFetchSessions:
         offsets: Mapping[TopicPartition, int],
         epochs: Mapping[TopicPartition, int],
         leader_epochs: Mapping[TopicPartition, int] | None = None,
+        topic_ids: Mapping[str, bytes] | None = None,
         **fields: object,
     ) -> tuple[broker_pb2.FetchRequest, FetchParts]:
         """The fetch to send `node` for exactly `offsets`, with the leader epoch of each
         partition's last batch read (`epochs`) and the current leader epoch the metadata gives
-        (`leader_epochs`), both per KIP-320; `fields` set max_wait_ms and the like."""
+        (`leader_epochs`), both per KIP-320, and each topic's id (`topic_ids`, KIP-516: a new
+        one names the partition again); `fields` set max_wait_ms and the like."""
         session = self._sessions.setdefault(node, FetchSessionClient())
         for tp in [tp for tp in session.wanted if tp not in offsets]:
             session.set(tp, None)
@@ -67,7 +69,10 @@ class BrokerFetchSessions:
         fetched_from = self._fetched_from
         for tp, offset in offsets.items():
             current = -1 if leader_epochs is None else leader_epochs.get(tp, -1)
-            position = FetchPosition(offset, current, epochs.get(tp, -1), self.partition_max_bytes)
+            topic_id = b"" if topic_ids is None else topic_ids.get(tp[0], b"")
+            position = FetchPosition(
+                offset, current, epochs.get(tp, -1), self.partition_max_bytes, topic_id=topic_id
+            )
             session.set(tp, position)
             if fetched_from.get(tp) != node:
                 fetched_from[tp] = node

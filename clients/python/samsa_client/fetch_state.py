@@ -78,6 +78,7 @@ from samsa.client.fetch_answers import (
 from samsa.client.fetch_partitions import InFlight, Partition, TopicPartition
 from samsa.client.fetch_sessions import BrokerFetchSessions
 from samsa.client.offset_resets import COMMITTED, EARLIEST, LATEST, NO_RESET, OffsetResets
+from samsa.client.topic_identities import TopicIdentities
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, records_pb2
 
@@ -131,6 +132,7 @@ class FetchState:
         self._errors: dict[TopicPartition, Exception] = {}  # fetch errors poll() must raise
         self._take_from = 0  # the index in _assigned the next take starts at (take's doc)
         self._revoking: set[TopicPartition] = set()  # pending revocation (module doc)
+        self._topic_identities = TopicIdentities()  # topics deleted and created again
         self.auto_committed = AutoCommitMemory()  # the group driver's, kept with the partitions
         self._in_flight: dict[int, InFlight] = {}
         self._backoff_until_ms: dict[int, int] = {}
@@ -181,6 +183,7 @@ class FetchState:
             self._resets.cancel(tp)
             self.auto_committed.forget((tp,))
         self._assigned = assigned
+        self._topic_identities.reassigned(assigned)
         self._revoking &= keep
         initial = COMMITTED if self.config.group_id is not None else self.default_reset()
         for tp in assigned:
@@ -282,11 +285,18 @@ class FetchState:
         leaders: Mapping[TopicPartition, int],
         now_ms: int,
         leader_epochs: Mapping[TopicPartition, int] | None = None,
+        topic_ids: Mapping[str, bytes] | None = None,
     ) -> FetchPlan:
         """A fetch for every broker with fetchable partitions and none in flight (module doc).
         Each names its partitions' current leader epochs from the metadata (`leader_epochs`,
         KIP-320), so a broker whose leadership is older or newer than the consumer knows
-        answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH instead of serving."""
+        answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH instead of serving; and their
+        topics' ids (`topic_ids`, KIP-516): a topic whose id changed is reset first
+        (topic_identities.py), and a broker hosting the old one answers UNKNOWN_TOPIC_ID."""
+        if topic_ids is not None:
+            for tp in self._topic_identities.recreated(topic_ids, self._assigned):
+                self._drop(tp)
+                self._resets.set_reset(tp, self.default_reset(), due=True)
         wanted: dict[int, dict[TopicPartition, int]] = {}
         buffered: set[int | None] = set()  # brokers with a partition waiting in the buffer
         stale = False
@@ -327,7 +337,7 @@ class FetchState:
         for node, offsets in wanted.items():
             epochs = {tp: self._partitions[tp].leader_epoch for tp in offsets}
             request, parts = self._sessions.request(
-                node, offsets, epochs, leader_epochs, **self._fetch_fields
+                node, offsets, epochs, leader_epochs, topic_ids, **self._fetch_fields
             )
             if node in buffered and not parts.full and not parts.partitions:
                 continue  # it would only long-poll idle partitions (module doc)

@@ -1,8 +1,9 @@
 """Goal: the consumer driver keeps one fetch in flight per broker, sends the next one at once after
 an answer without records but only after poll() took the records of one that had some (a long
 poll sent earlier would hold the broker's one fetch slot), names the leader epochs the metadata
-gives (KIP-320), resolves resets with ListOffsets when poll asks, and backs off after a failed
-fetch.
+gives (KIP-320) and the topic ids (KIP-516: a refusal for another id refreshes the metadata, and
+a new id there resets the partition), resolves resets with ListOffsets when poll asks, and backs
+off after a failed fetch.
 
 Method: run ConsumerDriver on an event loop against an in-memory broker (no ports): the driver's
 fetch link (common/fetch_link.py, tested against real servers in tests/integration/
@@ -37,6 +38,7 @@ class FakeMetadata:
     def __init__(self) -> None:
         self.leaders = {T0: 1, T1: 1}
         self.leader_epochs = {T0: 3, T1: 3}
+        self.topic_ids: dict[str, bytes] = {}
         self.endpoints = {1: "broker-1"}
         self.partition_counts = {"t": 2}
         self.stale = False
@@ -233,5 +235,53 @@ def test_a_leader_just_elected_is_asked_again_for_its_offsets() -> None:
         broker.not_available = 2
         found = await driver.list_offsets({T0: (broker_pb2.OFFSET_SPEC_LATEST, -1)}, 5)
         assert found == {T0: (broker.log_end_offset, 0)} and broker.not_available == 0
+
+    run(test)
+
+
+def test_a_topic_created_again_is_refetched_under_its_new_id_from_a_reset_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker hosts "t" under another id than the consumer's metadata shows: it answers
+    UNKNOWN_TOPIC_ID, the consumer marks its metadata stale, and once the metadata shows the
+    new id the partition's old position (meaningless in the new topic) is reset per
+    auto.offset.reset (latest here: ListOffsets) and fetched under the new id."""
+    old_id, new_id = b"\x0a" * 16, b"\x0b" * 16
+    clock = [1_000]
+    monkeypatch.setattr(consumer_driver, "now_ms", lambda: clock[0])
+
+    async def test(driver: ConsumerDriver, broker: FakeBroker) -> None:
+        metadata = driver.metadata
+        metadata.topic_ids = {"t": old_id}  # type: ignore[misc]
+        with driver.lock:
+            driver.state.assign([T0])
+            driver.state.seek(T0, 5)
+        driver.wake()
+        await turns()
+        request, pending = broker.fetches.pop()
+        assert [(t.name, t.topic_id) for t in request.topics] == [("t", old_id)]
+        refusal = broker_pb2.FetchResponse.PartitionResponse(
+            partition=0, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+        )
+        pending.set_result(
+            broker_pb2.FetchResponse(
+                topics=[broker_pb2.FetchResponse.TopicResponse(name="t", partitions=[refusal])]
+            )
+        )
+        await turns()
+        assert metadata.stale  # type: ignore[attr-defined]
+        with driver.lock:
+            assert driver.state.pop_error() is None, "retried after a refresh, never raised"
+        metadata.topic_ids = {"t": new_id}  # type: ignore[misc]  # what the refresh learnt
+        for _, waiting in broker.fetches:
+            waiting.cancel()
+        broker.fetches.clear()
+        clock[0] += 1_000  # past retry.backoff.ms: the broker that refused it leads still
+        driver.wake()
+        await turns(60)
+        assert driver.state.position(T0) == broker.log_end_offset, "reset, not kept at 5"
+        request = broker.fetches[-1][0]
+        assert [(t.name, t.topic_id) for t in request.topics] == [("t", new_id)]
+        assert asked(request) == {T0: broker.log_end_offset}
 
     run(test)

@@ -31,6 +31,7 @@ CORE_MODULES = (
     "auto_commit_memory.py",
     "fetch_answers.py",
     "offset_resets.py",
+    "topic_identities.py",
     "consumer_records.py",
     "rebalance.py",
     "cluster_admin.py",

@@ -119,6 +119,7 @@ def test_the_consumer_driver_fetches_from_the_leader_a_refusal_names_at_once() -
         def __init__(self) -> None:
             self.leaders = {T0: 1}
             self.leader_epochs = {T0: 4}
+            self.topic_ids: dict[str, bytes] = {}
             self.endpoints = {1: "broker-1", 2: "broker-2"}
 
         def needs_refresh(self) -> bool:

@@ -27,6 +27,7 @@ class LeaderlessMetadata:
     def __init__(self) -> None:
         self.leaders = {T0: 1}
         self.leader_epochs = {T0: 0}
+        self.topic_ids: dict[str, bytes] = {}
         self.endpoints = {1: "broker-1"}
         self.partition_counts = {"t": 2}
         self.stale = False
