@@ -32,6 +32,7 @@ const RETRIABLE = new Set([
   'ERROR_CODE_OFFSET_NOT_AVAILABLE',
   'ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE',
   'ERROR_CODE_UNSTABLE_OFFSET_COMMIT',
+  'ERROR_CODE_UNKNOWN_TOPIC_ID', // the topic was created again: leaderOf reads its new id
 ]);
 // The retriable codes of a write whose records may have been written (and may still be
 // committed): a retry may store them twice, unless the leader dedupes it by its producer id

@@ -72,8 +72,10 @@ const producerMethods = {
   // resolves with the base offset, throws a SamsaError for the partition's error. The call's
   // gRPC deadline is twice the leader's timeout_ms, or `deadline` if sooner.
   async sendProduce(topic, data, acks, deadline = Infinity) {
-    const request = { acks, timeout_ms: this.timeoutMs, topics: [{ name: topic, partitions: [data] }] };
     const leader = await this.leaderOf(topic, data.partition);
+    // The topic's id (KIP-516): a broker still hosting a deleted topic of this name refuses.
+    const topics = [{ name: topic, topic_id: Buffer.from(leader.topicId, 'hex'), partitions: [data] }];
+    const request = { acks, timeout_ms: this.timeoutMs, topics };
     const callMs = Math.max(Math.min(2 * this.timeoutMs, deadline - Date.now()), 1);
     const answer = await this.call('broker', leader.endpoint, 'Produce', request, callMs);
     const result = check(this.leaderResult(answer, topic, data.partition), `${topic}[${data.partition}]`);

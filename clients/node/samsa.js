@@ -208,16 +208,19 @@ class SamsaClient {
     return true;
   }
 
-  // The topic's partitions with their leaders: [{partition, leader, leaderEpoch, endpoint}];
-  // a partition without a leader (offline, or just created) has leader -1 and endpoint null.
-  // Retried while the topic is unknown.
+  // The topic's partitions with their leaders: [{partition, leader, leaderEpoch, endpoint,
+  // topicId}]; a partition without a leader (offline, or just created) has leader -1 and
+  // endpoint null. topicId (hex, KIP-516) is what Produce and Fetch send, so that a broker
+  // still hosting a deleted topic of the same name refuses them (UNKNOWN_TOPIC_ID, retried
+  // after describing the topic again). Retried while the topic is unknown.
   async describeTopic(name) {
     return withRetries(this.timeoutMs, async () => {
-      const { partitions, endpoints } = await this.readTopicPages(name);
+      const { partitions, endpoints, topicId } = await this.readTopicPages(name);
       return partitions.map((p) => {
         const endpoint = (p.leader >= 0 && endpoints[p.leader]) || null;
         const leader = endpoint === null ? -1 : p.leader;
-        return { partition: p.partition, leader, leaderEpoch: p.leader_epoch, endpoint };
+        const id = topicId.toString('hex');
+        return { partition: p.partition, leader, leaderEpoch: p.leader_epoch, endpoint, topicId: id };
       });
     });
   }
@@ -252,7 +255,7 @@ class SamsaClient {
       Object.assign(endpoints, answer.broker_endpoints);
       Object.assign(this.brokerEndpoints, answer.broker_endpoints);
       const next = answer.next_cursor;
-      if (!next || next.topic !== name) return { partitions, endpoints };
+      if (!next || next.topic !== name) return { partitions, endpoints, topicId };
       if (cursor !== null && next.partition <= cursor.partition) {
         throw new Error(`DescribeTopics of ${name} did not move on from partition ${next.partition}`);
       }
@@ -272,7 +275,7 @@ class SamsaClient {
     const named = this.namedLeaders.get(key);
     if (named && named.leaderEpoch <= found.leaderEpoch) this.namedLeaders.delete(key);
     else if (named && this.brokerEndpoints[named.leader]) {
-      return { partition, ...named, endpoint: this.brokerEndpoints[named.leader] };
+      return { ...found, ...named, endpoint: this.brokerEndpoints[named.leader] };
     }
     if (found.endpoint === null) throw new SamsaError('ERROR_CODE_LEADER_NOT_AVAILABLE', `${topic}[${partition}]`);
     return found;
@@ -332,7 +335,7 @@ class SamsaClient {
         min_bytes: 1,
         max_bytes: 16 * 1024 * 1024,
         decode_records: true,
-        topics: [{ name: topic, partitions: [data] }],
+        topics: [{ name: topic, topic_id: Buffer.from(leader.topicId, 'hex'), partitions: [data] }],
       };
       const answer = await this.call('broker', leader.endpoint, 'Fetch', request, maxWaitMs + this.timeoutMs);
       check(answer, 'Fetch');

@@ -1,0 +1,63 @@
+"""Goal: the Node client names the topic's id (KIP-516) in Produce and Fetch, from the
+DescribeTopics it reads for the leader, and a broker's UNKNOWN_TOPIC_ID (the topic was deleted
+and created again, and one side's metadata was behind) is retried after describing the topic
+again, under the new id.
+
+Method: run clients/node/samsa.js under `node` with SamsaClient.callAny (metadata) and
+SamsaClient.call (the broker) replaced by scripts: the first description shows the old id and
+the broker refuses it, the next shows the new one. No server, no gRPC channel.
+"""
+
+from __future__ import annotations
+
+from node_script import needs_node, run_node_script
+
+pytestmark = needs_node
+
+SCRIPT = """
+const { SamsaClient } = require(process.argv[1]);
+const NONE = 'ERROR_CODE_UNSPECIFIED';
+const OLD = Buffer.alloc(16, 10);
+const NEW = Buffer.alloc(16, 11);
+let described = 0;
+const partition = { partition: 0, leader: 1, leader_epoch: 0, replicas: [1], isr: [1] };
+const client = new SamsaClient('a:1', { timeoutMs: 5000, idempotence: false });
+client.callAny = async () => {
+  described += 1;
+  const id = described === 1 ? OLD : NEW;
+  return {
+    status: { error_code: NONE, metadata_offset: String(described) },
+    topics: [{ name: 't', error_code: NONE, topic_id: id, partitions: [partition] }],
+    broker_endpoints: { 1: 'b:1' }, next_cursor: null,
+  };
+};
+const sent = [];
+client.call = async (kind, endpoint, method, request) => {
+  const topicId = Buffer.from(request.topics[0].topic_id).toString('hex');
+  sent.push({ method, topicId });
+  const refused = topicId !== NEW.toString('hex');
+  const result = refused
+    ? { partition: 0, error_code: 'ERROR_CODE_UNKNOWN_TOPIC_ID', error_message: 'another id' }
+    : { partition: 0, error_code: NONE, base_offset: '0', high_watermark: '0',
+        next_fetch_offset: '0', decoded_records: [] };
+  return { topics: [{ name: 't', partitions: [result] }] };
+};
+(async () => {
+  const offset = await client.produce('t', 0, [{ value: 'v' }], 1);
+  described = 0;  // the next description shows the old id again, for the fetch
+  const fetched = await client.fetch('t', 0, 0, 0);
+  console.log(JSON.stringify({ sent, offset, next: fetched.nextFetchOffset }));
+})().catch((error) => { console.error(error); process.exit(1); });
+"""
+
+
+def test_produce_and_fetch_name_the_topic_id_and_retry_under_the_new_one() -> None:
+    out = run_node_script(SCRIPT, "samsa.js")
+    old, new = "0a" * 16, "0b" * 16
+    assert out["sent"] == [
+        {"method": "Produce", "topicId": old},
+        {"method": "Produce", "topicId": new},
+        {"method": "Fetch", "topicId": old},
+        {"method": "Fetch", "topicId": new},
+    ], out
+    assert out["offset"] == 0 and out["next"] == 0, out
