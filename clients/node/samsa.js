@@ -208,19 +208,17 @@ class SamsaClient {
     return true;
   }
 
-  // The topic's partitions with their leaders: [{partition, leader, leaderEpoch, endpoint,
-  // topicId}]; a partition without a leader (offline, or just created) has leader -1 and
-  // endpoint null. topicId (hex, KIP-516) is what Produce and Fetch send, so that a broker
-  // still hosting a deleted topic of the same name refuses them (UNKNOWN_TOPIC_ID, retried
-  // after describing the topic again). Retried while the topic is unknown.
+  // The topic's partitions: [{partition, leader, leaderEpoch, endpoint, topicId}]; leader -1
+  // and endpoint null when offline or just created. topicId (hex, KIP-516) goes with Produce
+  // and Fetch: a broker still hosting a deleted topic of this name refuses them
+  // (UNKNOWN_TOPIC_ID, retried after describing again). Retried while the topic is unknown.
   async describeTopic(name) {
     return withRetries(this.timeoutMs, async () => {
       const { partitions, endpoints, topicId } = await this.readTopicPages(name);
       return partitions.map((p) => {
         const endpoint = (p.leader >= 0 && endpoints[p.leader]) || null;
         const leader = endpoint === null ? -1 : p.leader;
-        const id = topicId.toString('hex');
-        return { partition: p.partition, leader, leaderEpoch: p.leader_epoch, endpoint, topicId: id };
+        return { partition: p.partition, leader, leaderEpoch: p.leader_epoch, endpoint, topicId: topicId.toString('hex') };
       });
     });
   }
