@@ -212,7 +212,10 @@ class OffsetsPartition(CoordinatorPartition):
         return lambda first_offset: self.shard.mark_durable(records, first_offset)
 
     def _watch(self, offset: int) -> None:
-        """Read from `offset` (at the latest) for markers until nothing is pending."""
+        """Read from `offset` (at the latest) for markers until nothing is pending. Records
+        made pending after the watcher read past them (their write's answer came after a marker
+        that resolves them, which an abort by timeout or fencing can write meanwhile) are
+        resolved: the watcher goes back to `offset`, even from a read in flight."""
         if self._watch_from is None or offset < self._watch_from:
             self._watch_from = offset
         if self._watcher is None or self._watcher.done():
@@ -241,6 +244,12 @@ class OffsetsPartition(CoordinatorPartition):
                     await self.write_encoded([])
                 except PartitionUnavailableError:
                     return
+            if self._watch_from is not None and self._watch_from < offset:
+                # `_watch` rewound while this read was in flight: records made pending then
+                # may lie before markers this read (or an earlier one) passed, so read again
+                # from there rather than move past them (resolving a marker twice is harmless:
+                # its producer's records before it are gone after the first time).
+                continue
             for batch in batches:
                 head = batch.header
                 if head.is_control:
