@@ -1,17 +1,20 @@
-"""Goal: under any sequence of appends, reads, truncations, DeleteRecords, compactions and clean or
-unclean reopens, the log serves exactly what a dumb in-memory model says it holds: the same
-records at the same offsets, the same log start and end, the same timestamp lookups.
+"""Goal: under any sequence of appends, reads, truncations, DeleteRecords, compactions, changes of
+cleanup.policy and clean or unclean reopens, the log serves exactly what a dumb in-memory model
+says it holds: the same records at the same offsets, the same log start and end, the same
+timestamp lookups.
 
 Method: hypothesis draws a list of operations; each is applied to a real Log (small segments, so
 rolls happen) and to the model — a list of batches, each a list of (offset, timestamp, key, value).
 The model's compaction is the rule written out naively (newest record per key below the active
-segment, tombstones dropped delete.retention.ms after the pass that first cleaned them). After
-every operation the whole log is read back and compared. fsync is skipped: nothing here simulates a
-power loss.
+segment, tombstones dropped delete.retention.ms after the pass that first cleaned them). While the
+log is compacted an append with a keyless record is refused (INVALID_RECORD) and stores nothing;
+keyless records get in while cleanup.policy is delete. After every operation the whole log is read
+back and compared. fsync is skipped: nothing here simulates a power loss.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -19,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from samsa.common.errors import InvalidRecordError
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
@@ -30,6 +34,7 @@ CONFIG = LogConfig(
     cleanup_policy=frozenset({"compact", "delete"}),
     delete_retention_ms=500,
 )
+DELETE_CONFIG = dataclasses.replace(CONFIG, cleanup_policy=frozenset({"delete"}))
 Record = tuple[int, int, bytes | None, bytes | None]  # offset, timestamp, key, value
 
 KEYS = st.none() | st.sampled_from([b"a", b"b", b"c", b"d"])
@@ -44,6 +49,7 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("truncate"), st.floats(0, 1)),
     st.tuples(st.just("delete_records"), st.floats(0, 1)),
     st.tuples(st.just("compact"), st.integers(0, 2_000)),
+    st.tuples(st.just("compacted"), st.booleans()),  # cleanup.policy changed (AlterConfigs)
     st.tuples(st.just("reopen"), st.booleans()),
 )
 
@@ -58,6 +64,7 @@ class Model:
     def __init__(self) -> None:
         self.batches: list[list[Record]] = []
         self.log_start_offset = 0
+        self.compacted = True  # cleanup.policy includes compact
         # offset -> when the compaction pass that first cleaned it ran (a tombstone's horizon).
         self.first_cleaned: dict[int, int] = {}
 
@@ -79,6 +86,8 @@ class Model:
         self.first_cleaned = {o: t for o, t in self.first_cleaned.items() if o < log_end_offset}
 
     def compact(self, cleanable_end: int, now_ms: int) -> None:
+        if not self.compacted:
+            return
         newest: dict[bytes, int] = {}
         for batch in self.batches:
             for offset, _, key, _ in batch:
@@ -134,6 +143,10 @@ def apply(log: Log, model: Model, operation: tuple, directory: Path) -> Log:
             keys=[key for _, key, _ in argument],
             timestamps=[ts for ts, _, _ in argument],
         )
+        if model.compacted and any(key is None for _, key, _ in argument):
+            with pytest.raises(InvalidRecordError, match="null key"):
+                log.append_as_leader(raw, leader_epoch=0, now_ms=0)
+            return log
         info = log.append_as_leader(raw, leader_epoch=0, now_ms=0)
         model.append(info.first_offset, argument)
     elif kind == "truncate":
@@ -153,12 +166,15 @@ def apply(log: Log, model: Model, operation: tuple, directory: Path) -> Log:
         cleanable_end = log.segments()[-1].base_offset
         log.compact(now_ms=argument, high_watermark=log.log_end_offset)
         model.compact(cleanable_end, argument)
+    elif kind == "compacted":
+        log.reconfigure(CONFIG if argument else DELETE_CONFIG)
+        model.compacted = argument
     elif kind == "reopen":
         if argument:
             log.close()
         else:
             log._local_log.close()  # an unclean stop: descriptors closed, nothing else
-        log = Log.open(directory, CONFIG, now_ms=0)
+        log = Log.open(directory, CONFIG if model.compacted else DELETE_CONFIG, now_ms=0)
     return log
 
 

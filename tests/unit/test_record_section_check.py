@@ -14,7 +14,7 @@ import struct
 import pytest
 import zstandard
 
-from samsa.common.errors import CorruptRecordError
+from samsa.common.errors import CorruptRecordError, InvalidRecordError
 from samsa.common.record import header
 from samsa.common.record.codec import build_batch
 from samsa.common.record.section_check import _bounded_sum, check_records
@@ -118,3 +118,38 @@ def test_ordinary_columns_take_the_fast_path() -> None:
     assert _bounded_sum(struct.pack("<2i", 2**28 - 1, 2**28 - 1), 2) == 2**29 - 2
     assert _bounded_sum(struct.pack("<2i", 2**28, 2**28 + 1), 2) is None  # past the bound
     assert _bounded_sum(struct.pack("<3i", 5, -1, 5), 3) is None  # a null: the exact path
+
+
+def check_keyed(raw: bytes) -> None:
+    check_records(raw, 0, header.check_batch(raw), keys_required=True)
+
+
+@pytest.mark.parametrize("compression", [header.COMPRESSION_NONE, header.COMPRESSION_ZSTD])
+def test_keys_required_refuses_a_null_key_naming_the_record(compression: int) -> None:
+    """A compacted topic's check (Kafka's INVALID_RECORD), compressed or not, wherever the
+    null key is; an empty key is a key."""
+    keys: list[bytes | None] = [b"k%d" % index for index in range(500)]
+    check_keyed(build_batch([b"v"] * 500, keys=keys, compression=compression))
+    check_keyed(build_batch([b"v"], keys=[b""], compression=compression))
+    for index in (0, 257, 499):
+        keys[index] = None
+        raw = build_batch([b"v"] * 500, keys=keys, compression=compression)
+        with pytest.raises(InvalidRecordError, match=f"record {index} has a null key"):
+            check_keyed(raw)
+        check(raw)  # without keys_required: accepted
+        keys[index] = b"k"
+
+
+def test_keys_required_never_misreads_long_keys_as_a_null() -> None:
+    """Lengths whose low bytes are 0xff (255, 65,535) side by side never make four 0xff bytes
+    in a row: once the section is checked, only a -1 has a 0xff high byte."""
+    lengths = [255, 65_535, 255, 255, 65_535, 65_535]
+    keys = [b"k" * length for length in lengths]
+    check_keyed(build_batch([b"v"] * len(keys), keys=keys))  # type: ignore[arg-type]
+
+
+def test_a_corrupt_key_length_is_corrupt_before_it_is_a_missing_key() -> None:
+    raw = three_records()
+    struct.pack_into("<i", raw, SECTION + 4 * (3 + 2 * 3 + 0), -2)
+    with pytest.raises(CorruptRecordError, match="key_lengths\\[0\\] = -2 is negative"):
+        check_keyed(resign(raw))

@@ -11,11 +11,13 @@ written, so that a rejected append stores nothing:
   record of a transactional producer), is not transactional unless the caller verified the
   producer's transaction (`allow_transactional`, KIP-890), has a records section that
   every reader can decode (section_check.check_records: arrays, lengths, offset deltas, header
-  keys; a compressed section is inflated once for it) and, under CreateTime, a max_timestamp that
-  is its records' largest (the time index trusts it) and records whose timestamps lie within the
-  topic's bounds around the broker's clock (`timestamp_bounds`: KIP-937's
-  message.timestamp.before.max.ms / after.max.ms, else INVALID_TIMESTAMP; markers, which the
-  broker writes, are not held to them), and the whole append fits in one segment.
+  keys; a compressed section is inflated once for it), on a compacted topic (`keys_required`)
+  keys every record (Kafka's LogValidator refuses a null key there with INVALID_RECORD: the
+  cleaner keeps the newest record per key, and drops keyless ones), and, under CreateTime, has a
+  max_timestamp that is its records' largest (the time index trusts it) and records whose
+  timestamps lie within the topic's bounds around the broker's clock (`timestamp_bounds`:
+  KIP-937's message.timestamp.before.max.ms / after.max.ms, else INVALID_TIMESTAMP; markers,
+  which the broker writes, are not held to them), and the whole append fits in one segment.
   A topic whose compression.type is `zstd` or `uncompressed` (`record_compression`) then gets
   each data batch of another codec recompressed (codec.recompress_batch: the section is
   inflated, compressed again, the header re-signed; Kafka's broker-side recompression), and the
@@ -146,12 +148,14 @@ def plan_leader_append(
     allow_transactional: bool = False,
     record_compression: int | None = None,
     timestamp_bounds: tuple[int | None, int] | None = None,
+    keys_required: bool = False,
 ) -> AppendPlan:
     """Validate producer batches and assign them offsets from `log_end_offset`. Control batches
     (transaction markers) are refused unless the broker itself writes them (Kafka's origin);
     transactional data batches unless the caller verified that the transaction coordinator
     added the partition to the producer's transaction (KIP-890): an unverified one would open a
-    transaction nobody ends, and hold every read_committed reader at its first offset."""
+    transaction nobody ends, and hold every read_committed reader at its first offset. With
+    `keys_required` (cleanup.policy=compact) a data batch with a keyless record is refused."""
     found = validate_batches(data, max_batch_bytes=max_message_bytes, segment_bytes=segment_bytes)
     for position, header in found:
         if header.last_offset_delta != header.record_count - 1:
@@ -181,7 +185,13 @@ def plan_leader_append(
                 "transaction markers"
             )
         lowest = None if timestamp_bounds is None else timestamp_bounds[0]
-        timestamps = check_records(data, position, header, with_smallest=lowest is not None)
+        timestamps = check_records(
+            data,
+            position,
+            header,
+            with_smallest=lowest is not None,
+            keys_required=keys_required and not header.attributes & CONTROL,
+        )
         if header.attributes & CONTROL:
             _check_marker(data, position, header)
         elif timestamps is not None and timestamp_bounds is not None:

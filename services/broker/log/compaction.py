@@ -12,9 +12,8 @@ segment's base offset, whichever is lower: cleaner.py) in two passes:
    its record timestamp), so that consumers have that long to see the delete.
 
 Choices a reviewer should know:
-- Keyless records are kept. Kafka refuses them on compacted topics at produce time; Samsa's log
-  accepts them (the broker may refuse them later) and compaction has no key to compare, so the
-  only safe choice is to keep them.
+- Keyless records are kept. A compacted topic's leader refuses them (append_info.py, as Kafka's
+  LogValidator does), but a topic whose cleanup.policy became compact may hold some from before.
 - The newest batch of each idempotent producer the log remembers is kept whole (`keep_whole`, by
   base offset): should the producer state ever be rebuilt from the log alone, its last sequence
   is still there (a re-encoded batch's last_offset_delta, hence its last sequence, can shrink).

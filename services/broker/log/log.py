@@ -213,11 +213,11 @@ class Log:
     ) -> AppendInfo:
         """Validate producer batches, assign offsets from the log end offset, stamp the leader epoch
         (and LogAppendTime when the topic uses it) and store them, or store nothing and raise a
-        SamsaError (append_info.py's checks; timestamps are bounded around `now_ms`). fsynced
-        before returning under flush.messages=1. Control batches only when the broker writes
-        them, transactional ones only when the caller verified the producer's transaction holds
-        this partition (else INVALID_TXN_STATE). Idempotent batches are checked against the
-        producer state first: a retry of what the log holds stores nothing, returns its offsets."""
+        SamsaError (append_info.py's checks: timestamps bounded around `now_ms`, keys required by
+        cleanup.policy=compact). fsynced before returning under flush.messages=1. Control batches
+        only when the broker writes them, transactional ones only when the caller verified the
+        producer's transaction holds this partition (else INVALID_TXN_STATE). Idempotent batches
+        are checked against the producer state first: a retry stores nothing, gets its offsets."""
         self._check_open()
         assert leader_epoch >= max(0, self._epochs.latest_epoch), "fence stale leaders first"
         plan = plan_leader_append(
@@ -231,10 +231,10 @@ class Log:
             allow_transactional=allow_transactional,
             record_compression=self.config.record_compression,
             timestamp_bounds=self.config.timestamp_bounds(now_ms),
+            keys_required=self.config.compact,
         )
-        duplicate = self._producer_txns.check_leader_append(plan.batches)
-        if duplicate is not None:
-            return duplicate
+        if (duplicate := self._producer_txns.check_leader_append(plan.batches)) is not None:
+            return duplicate  # a retry of what the log holds
         self._append(plan, now_ms)
         return plan.info
 

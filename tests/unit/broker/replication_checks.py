@@ -36,10 +36,13 @@ class SafetyViolation(AssertionError):
 
 def compaction_key(value: bytes | None) -> bytes | None:
     """A record's key in the compaction mode: plain records b"v<n>" and transactional ones
-    b"t<txn>.<i>" (transaction_sim.py) share COMPACTION_KEYS keys; the idempotent producer's
-    records have none."""
+    b"t<txn>.<i>" (transaction_sim.py) share COMPACTION_KEYS keys; each of the idempotent
+    producer's records b"p<n>" is its own key (a compacted topic refuses a keyless record), so
+    that compaction keeps every one. None: a marker, or a record the leader must refuse."""
     if not value:
         return None
+    if value.startswith(b"p"):
+        return value
     if value.startswith(b"v"):
         return b"k%d" % (int(value[1:]) % COMPACTION_KEYS)
     if value.startswith(b"t"):

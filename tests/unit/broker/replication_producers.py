@@ -8,6 +8,8 @@ IN_FLIGHT_MAX batches unacknowledged, sends its oldest unsent batch first, and s
 again, in order, after a failure or when its broker goes down (`_forget_produces`). When the
 leader lost its state (its records deleted) it resets its sequences as KIP-360 does. Every
 acknowledged record is recorded in `acked`, the offset it was answered with, for the checks.
+On a compacted topic every record is keyed (replication_checks.compaction_key), and after each
+produce the leader appended, a batch with a keyless record must be refused (INVALID_RECORD).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from samsa.common.record.codec import build_batch
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import settled
 from samsa.v1 import broker_pb2
-from tests.unit.broker.replication_checks import compaction_key
-from tests.unit.broker.replication_cluster import TOPIC, ClusterState
+from tests.unit.broker.replication_checks import SafetyViolation, compaction_key
+from tests.unit.broker.replication_cluster import TOPIC, Broker, ClusterState
 
 # The idempotent producer (KIP-98): one producer id and epoch, at most 5 batches unacknowledged.
 PRODUCER_ID = 7
@@ -99,7 +101,31 @@ class ReplicationProducers(ClusterState):
             self._acknowledge(values, result.base_offset)
         else:
             self.counts["produce refused"] += 1
+            return True
+        if self.compaction:
+            self._produce_keyless(target)
         return True
+
+    def _produce_keyless(self, leader: Broker) -> None:
+        """Compaction mode, to the leader that just appended a produce: a batch with a keyless
+        record is refused whole, INVALID_RECORD (Kafka's "Compacted topic cannot accept message
+        without key"), and nothing of it is stored."""
+        hosted = leader.hosted()
+        assert hosted is not None and leader.host is not None
+        end_before = hosted.log.log_end_offset
+        request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
+        records = build_batch([b"keyed", b"keyless"], keys=[b"k0", None])
+        request.topics.add(name=TOPIC).partitions.add(partition=0, records=records)
+        response, waits = produce(leader.host, request, self.now_ms, internal_write_refusal=None)
+        result = response.topics[0].partitions[0]
+        if waits or result.error_code != ErrorCode.INVALID_RECORD:
+            raise SafetyViolation(
+                f"broker {leader.broker_id} answered {ErrorCode(result.error_code).name} to a "
+                "keyless record on the compacted topic, not INVALID_RECORD"
+            )
+        if hosted.log.log_end_offset != end_before:
+            raise SafetyViolation(f"broker {leader.broker_id} stored a refused keyless batch")
+        self.counts["keyless produces refused"] += 1
 
     def _step_idempotent(self) -> bool:
         """The idempotent producer sends its first batch not in flight (a retry, in order), or
@@ -140,6 +166,7 @@ class ReplicationProducers(ClusterState):
             return False
         records = build_batch(
             batch.values,
+            keys=[compaction_key(value) for value in batch.values] if self.compaction else None,
             producer_id=PRODUCER_ID,
             producer_epoch=self.producer_epoch,
             base_sequence=batch.sequence - self.epoch_first_sequence,

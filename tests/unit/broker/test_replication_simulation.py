@@ -150,10 +150,12 @@ def test_compaction_never_drops_a_record_for_an_uncommitted_one(tmp_path: Path) 
     """A compacted topic, each replica compacting at its own pace: after every step each ISR
     member holds every committed record or a newer committed one of its key, and at the end
     the replicas agree on each key's newest record. With the cleaner not bounded by the last
-    stable offset, 19 of seeds 0-39 fail (seed 2 among these)."""
+    stable offset, 19 of seeds 0-39 fail (seed 2 among these). Every leader that appends a
+    produce refuses a batch with a keyless record (INVALID_RECORD), and no replica holds one."""
     totals = run_mode(run, tmp_path, "compaction", range(CI_SEEDS["compaction"]))
     assert totals["records removed by compaction"] > 0
     assert totals["records acknowledged"] > 0
+    assert totals["keyless produces refused"] > 0
 
 
 def test_without_flushing_a_cluster_power_loss_can_lose_acknowledged_records(

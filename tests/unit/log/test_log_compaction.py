@@ -33,17 +33,18 @@ def fill(
     rounds: int,
     keys: int,
     timestamp: int = 1_000,
-    keyless: bool = True,
+    unique: bool = True,
     epoch: int = 0,
 ) -> None:
-    """`rounds` x `keys` batches of ~250 bytes: a keyed record (plus a keyless one)."""
+    """`rounds` x `keys` batches of ~250 bytes: a record of key k<key> (plus, when `unique`, one
+    whose key no other record has, which survives every pass)."""
     for round_index in range(rounds):
         for key in range(keys):
             values = [b"r%d-%d " % (round_index, key) + b"." * 200]
-            record_keys: list[bytes | None] = [b"k%d" % key]
-            if keyless:
-                values.append(b"keyless")
-                record_keys.append(None)
+            record_keys = [b"k%d" % key]
+            if unique:
+                values.append(b"unique")
+                record_keys.append(b"u%d-%d" % (round_index, key))
             log.append_as_leader(
                 batch(*values, keys=record_keys, timestamp=timestamp), leader_epoch=epoch, now_ms=1
             )
@@ -55,7 +56,7 @@ def expected_survivors(log: Log, *, tombstones_expired: bool) -> list[tuple[int,
     newest = {r.key: r.offset for r in records if r.key is not None and r.offset < cleanable_end}
     kept = []
     for r in records:
-        superseded = r.key is not None and newest[r.key] != r.offset
+        superseded = r.key is not None and newest.get(r.key, r.offset) != r.offset
         expired_tombstone = r.value is None and tombstones_expired
         if r.offset >= cleanable_end or r.key is None or not (superseded or expired_tombstone):
             kept.append((r.offset, r.value))
@@ -156,7 +157,7 @@ def test_control_batches_are_kept_untouched(tmp_path: Path) -> None:
 
 def test_emptied_segment_is_deleted_and_reads_skip_the_gap(tmp_path: Path) -> None:
     log = Log.open(tmp_path, compact_config(), now_ms=0)
-    fill(log, rounds=24, keys=1, keyless=False)  # one key: only its newest record survives
+    fill(log, rounds=24, keys=1, unique=False)  # one key: only its newest record survives
     before = len(log.segments())
     result = log.compact(now_ms=2, high_watermark=log.log_end_offset)
     assert result.segments_deleted > 0
@@ -172,7 +173,7 @@ def test_an_emptied_first_segment_stays_so_the_log_start_does_not_move(tmp_path:
     OFFSET_OUT_OF_RANGE (and skip what survived, with auto.offset.reset=latest) after a
     retention pass or a restart moves the log start up to the first segment left."""
     log = Log.open(tmp_path, compact_config(), now_ms=0)
-    fill(log, rounds=24, keys=1, keyless=False)
+    fill(log, rounds=24, keys=1, unique=False)
     log.compact(now_ms=2, high_watermark=log.log_end_offset)
     assert log.segments()[0].base_offset == 0 and log.segments()[0].size_bytes == 0
     survivor = read_all(log)[0].offset
@@ -200,11 +201,11 @@ def test_retention_takes_an_emptied_first_segment_with_the_next(tmp_path: Path) 
         message_timestamp_after_max_ms=LONG_MAX,  # records from days ahead of the appends' now_ms
     )
     log = Log.open(tmp_path, config, now_ms=0)
-    fill(log, rounds=24, keys=1, keyless=False, timestamp=1_000)  # k0, all superseded
+    fill(log, rounds=24, keys=1, unique=False, timestamp=1_000)  # k0, all superseded
     for key in range(7):  # distinct keys: they all survive, in an old segment of their own
         x = batch(b"x", keys=[b"x%d" % key], timestamp=1_000)
         log.append_as_leader(x, leader_epoch=0, now_ms=1)
-    fill(log, rounds=8, keys=1, keyless=False, timestamp=3 * DAY_MS)  # k0's newest
+    fill(log, rounds=8, keys=1, unique=False, timestamp=3 * DAY_MS)  # k0's newest
     log.compact(now_ms=2, high_watermark=log.log_end_offset)
     assert log.segments()[0].size_bytes == 0
     log.apply_retention(now_ms=DAY_MS // 2, high_watermark=log.log_end_offset)
