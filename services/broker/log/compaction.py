@@ -6,14 +6,15 @@ segment's base offset, whichever is lower: cleaner.py) in two passes:
 
 1. `build_key_map` reads every decoded batch of that range and maps each key to the offset of
    its newest record.
-2. `compact_batch` rewrites one batch: a keyed record survives only if it is its key's newest;
-   a newest record with a null value (a tombstone) survives until delete.retention.ms after the
-   pass that first cleaned it (Kafka's delete horizon, KIP-534; delete_horizon.py says why not
-   its record timestamp), so that consumers have that long to see the delete.
+2. `compact_batch` rewrites one batch: a record survives only if it has a key and is its key's
+   newest; a newest record with a null value (a tombstone) survives until delete.retention.ms
+   after the pass that first cleaned it (Kafka's delete horizon, KIP-534; delete_horizon.py says
+   why not its record timestamp), so that consumers have that long to see the delete.
 
 Choices a reviewer should know:
-- Keyless records are kept. A compacted topic's leader refuses them (append_info.py, as Kafka's
-  LogValidator does), but a topic whose cleanup.policy became compact may hold some from before.
+- Keyless records go, as Kafka's cleaner drops them. A compacted topic's leader refuses them
+  (append_info.py, as Kafka's LogValidator does), but a topic whose cleanup.policy became compact
+  (AlterConfigs) may hold some from before; a batch kept whole (below) keeps its own.
 - The newest batch of each idempotent producer the log remembers is kept whole (`keep_whole`, by
   base offset): should the producer state ever be rebuilt from the log alone, its last sequence
   is still there (a re-encoded batch's last_offset_delta, hence its last sequence, can shrink).
@@ -195,8 +196,8 @@ class CleaningRules:
 
 
 def compact_batch(raw: bytes, batch: RecordBatch, rules: CleaningRules) -> bytes | None:
-    """The batch without superseded records: `raw` itself, a re-encoded batch, or None (an
-    aborted transaction's batch, a marker to remove, or every record superseded)."""
+    """The batch without superseded or keyless records: `raw` itself, a re-encoded batch, or
+    None (an aborted transaction's batch, a marker to remove, or no record left)."""
     header = batch.header
     if header.is_control:
         return None if header.base_offset in rules.removed_markers else raw
@@ -213,11 +214,9 @@ def compact_batch(raw: bytes, batch: RecordBatch, rules: CleaningRules) -> bytes
         for index, (key, value, offset) in enumerate(
             zip(batch.keys, batch.values, offsets, strict=True)
         )
-        if key is None
-        or (
-            key_map.get(key) == offset
-            and not (value is None and tombstones_expired and key not in rules.shadowed)
-        )
+        if key is not None
+        and key_map.get(key) == offset
+        and not (value is None and tombstones_expired and key not in rules.shadowed)
     ]
     if tombstones_expired and len(survivors) < len(offsets):
         _note_shadowed(batch.keys, offsets, rules)

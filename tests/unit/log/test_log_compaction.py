@@ -56,9 +56,9 @@ def expected_survivors(log: Log, *, tombstones_expired: bool) -> list[tuple[int,
     newest = {r.key: r.offset for r in records if r.key is not None and r.offset < cleanable_end}
     kept = []
     for r in records:
-        superseded = r.key is not None and newest.get(r.key, r.offset) != r.offset
+        superseded = r.key is None or newest.get(r.key, r.offset) != r.offset
         expired_tombstone = r.value is None and tombstones_expired
-        if r.offset >= cleanable_end or r.key is None or not (superseded or expired_tombstone):
+        if r.offset >= cleanable_end or not (superseded or expired_tombstone):
             kept.append((r.offset, r.value))
     return kept
 
@@ -80,6 +80,30 @@ def test_newest_record_per_key_survives_with_its_offset(tmp_path: Path) -> None:
     log.close()
     reopened = Log.open(tmp_path, compact_config(), now_ms=0)
     assert [(r.offset, r.value) for r in read_all(reopened)] == expected
+
+
+def test_keyless_records_from_before_the_policy_changed_go_but_a_live_producers_newest_batch(
+    tmp_path: Path,
+) -> None:
+    """cleanup.policy changed to compact at runtime (AlterConfigs): the keyless records written
+    before go in the next pass, as Kafka's cleaner drops them, except in the newest batch of an
+    idempotent producer the log remembers (kept whole, cleaner.py) and in the active segment."""
+    log = Log.open(tmp_path, small_config(), now_ms=0)
+    for index in range(12):
+        keyless = batch(
+            b"x" * 200, keys=[None], producer_id=3, producer_epoch=0, base_sequence=index
+        )
+        log.append_as_leader(keyless, leader_epoch=0, now_ms=1)
+    newest_of_producer = log.log_end_offset - 1
+    fill(log, rounds=12, keys=2)  # keyed records after it: its batch leaves the active segment
+    log.reconfigure(compact_config())
+    expected = expected_survivors(log, tombstones_expired=False)
+    expected.append((newest_of_producer, b"x" * 200))
+    expected.sort()
+    result = log.compact(now_ms=2, high_watermark=log.log_end_offset)
+    assert result.records_removed >= 11
+    assert [(r.offset, r.value) for r in read_all(log)] == expected
+    assert log.compact(now_ms=3, high_watermark=log.log_end_offset).records_removed == 0
 
 
 def test_tombstones_stay_for_delete_retention_ms(tmp_path: Path) -> None:

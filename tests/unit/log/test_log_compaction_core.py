@@ -1,8 +1,9 @@
-"""Goal: the pure compaction step keeps exactly the newest record per key (and keyless records),
-drops expired tombstones and aborted transactions, compacts committed transactions like plain
-records, keeps every surviving record's offset and every batch field, and leaves batches it cannot
-clean untouched; a COMMIT marker goes only once its transaction is empty, delete.retention.ms
-old and not its producer's last batch, an ABORT marker never.
+"""Goal: the pure compaction step keeps exactly the newest record per key, drops keyless records
+(as Kafka's cleaner does: a topic made compact at runtime holds some; a batch kept whole keeps
+its own), drops expired tombstones and aborted transactions, compacts committed transactions
+like plain records, keeps every surviving record's offset and every batch field, and leaves
+batches it cannot clean untouched; a COMMIT marker goes only once its transaction is empty,
+delete.retention.ms old and not its producer's last batch, an ABORT marker never.
 
 Method: batches built by the codec, compacted with a key map, decoded again and compared record by
 record; "untouched" means the very same bytes object comes back.
@@ -64,11 +65,13 @@ def compact(
     aborted: AbortedRanges | None = None,
     removed_markers: Container[int] = (),
     first_cleaned: FirstCleaned | None = None,
+    keep_whole: Container[int] = (),
 ) -> bytes | None:
     rules = CleaningRules(
         key_map,
         now_ms,
         delete_retention_ms,
+        keep_whole=keep_whole,
         aborted=aborted or AbortedRanges(),
         removed_markers=removed_markers,
         first_cleaned=first_cleaned or FirstCleaned(),
@@ -77,8 +80,33 @@ def compact(
 
 
 def test_a_fully_live_batch_comes_back_as_the_same_bytes() -> None:
-    raw = build_batch([b"1", b"2"], keys=[b"a", None], base_offset=10)
-    assert compact(raw, {b"a": 10}) is raw
+    raw = build_batch([b"1", b"2"], keys=[b"a", b""], base_offset=10)
+    assert compact(raw, {b"a": 10, b"": 11}) is raw, "an empty key is a key"
+
+
+def test_keyless_records_are_dropped_unless_the_batch_is_kept_whole() -> None:
+    """Written before the topic's cleanup.policy became compact (its leader refuses them since):
+    Kafka's cleaner drops them. A live idempotent producer's newest batch stays whole."""
+    raw = build_batch([b"1", b"2", b"3"], keys=[None, b"a", None], base_offset=10)
+    out = compact(raw, {b"a": 11})
+    assert out is not None
+    assert [(r.offset, r.key) for r in decode_batch(out)] == [(11, b"a")]
+    keyless = build_batch([b"1", None], keys=[None, None], base_offset=20)
+    assert compact(keyless, {}) is None, "a keyless tombstone goes too"
+    assert compact(keyless, {}, keep_whole={20}) is keyless
+    committed = build_batch(
+        [b"x", b"y"],
+        keys=[None, b"b"],
+        base_offset=30,
+        producer_id=4,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
+    out = compact(committed, {b"b": 31})
+    assert out is not None
+    assert [(r.offset, r.key) for r in decode_batch(out)] == [(31, b"b")]
+    assert decode_batch(out).header.is_transactional
 
 
 def test_a_fully_dead_batch_is_dropped() -> None:
