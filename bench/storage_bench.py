@@ -98,7 +98,7 @@ def _records_section_check(enabled: bool) -> Iterator[None]:
     path as it was before the check existed (for the bench's before/after figures only)."""
     saved = append_info.check_records
     if not enabled:
-        append_info.check_records = lambda *_: None  # type: ignore[assignment]
+        append_info.check_records = lambda *_, **__: None  # type: ignore[assignment]
     try:
         yield
     finally:
