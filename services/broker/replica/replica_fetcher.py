@@ -210,10 +210,13 @@ class ReplicaFetchers:
         """One fetch from the leader and what follows it: apply, or back off."""
         session = self._sessions.get(leader_id)
         channel = self._channel(leader_id)
+        if session is not None:
+            # Before the check for an empty session: a session whose every partition was left
+            # out as corrupt is empty, and only this brings them back once repaired.
+            self._follow_corruption(leader_id, session)
         if session is None or not session.wanted or channel is None:
             await asyncio.sleep(ERROR_BACKOFF_S)
             return
-        self._follow_corruption(leader_id, session)
         parts = session.build()
         try:
             response = await self._fetch_unless_cut(leader_id, link, channel, parts)
