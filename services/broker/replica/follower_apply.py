@@ -152,6 +152,9 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
             # append it (Kafka handles UnexpectedAppendOffsetException the same way). Its next
             # fetch reports it and the leader's log start moves it up again.
             log_.truncate_fully_and_start_at(start_at)
+            # Its high watermark (at the old start) is now above its log end: kept within the
+            # log, as after any truncation, in case the append below fails.
+            hosted.log_changed()
         try:
             log_.append_as_follower(records, now_ms=now_ms)
         except SamsaError as error:

@@ -2,7 +2,8 @@
 start == log end, a74ea3e), ends where the leader is: behind it, it starts over empty at the
 leader's log start with its high watermark there and no epoch to check, then takes the new
 epoch's records; caught up, it moves its log start and keeps its records' producer state until
-its own retention takes them, keeping its log end.
+its own retention takes them, keeping its log end. One that starts over at a batch straddling
+the leader's log start keeps its high watermark within its log.
 
 Method: `apply_leader_answer` on a follower's real log (a PartitionHost in tmp_path), with the
 leader's answers written out as a leader with an emptied log gives them.
@@ -94,3 +95,26 @@ def test_a_caught_up_follower_follows_the_log_start_then_retains_its_own_way(
     )
     assert apply_leader_answer(follower, follow_on, now_ms=0)
     assert (follower.log.log_end_offset, follower.high_watermark) == (5, 5)
+
+
+def test_a_follower_restarted_at_a_straddling_batch_keeps_its_high_watermark_in_its_log(
+    follower: HostedPartition,
+) -> None:
+    """DeleteRecords(5) put the leader's log start inside its batch 3..7; a follower that started
+    over at 5 must start at 3 to take that batch. If the append then fails (the batch is damaged
+    on the leader's disk), the high watermark it had at 5 must not stay above its log end (3):
+    it did, as nothing kept it within the log after that restart."""
+    behind = Answer(partition=0, error_code=ErrorCode.OFFSET_OUT_OF_RANGE)
+    behind.high_watermark, behind.log_start_offset = 6, 5
+    assert apply_leader_answer(follower, behind, now_ms=0)
+    assert (follower.log.log_end_offset, follower.high_watermark) == (5, 5)
+    damaged = bytearray(records(3, 5, epoch=2))
+    damaged[-1] ^= 0xFF  # fails the CRC check
+    answer = Answer(partition=0, high_watermark=6, log_start_offset=5, records=bytes(damaged))
+    assert not apply_leader_answer(follower, answer, now_ms=0)
+    assert (follower.log.log_start_offset, follower.log.log_end_offset) == (3, 3)
+    assert follower.high_watermark == 3
+    answer.records = records(3, 5, epoch=2)  # sent again, sound
+    assert apply_leader_answer(follower, answer, now_ms=0)
+    assert (follower.log.log_start_offset, follower.log.log_end_offset) == (5, 8)
+    assert follower.high_watermark == 6
