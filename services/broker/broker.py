@@ -143,6 +143,7 @@ class Broker:
         )
         self._strays_removed = False
         self.fetchers = ReplicaFetchers(self.host, broker_id, signer)
+        self.host.on_repaired = self.fetchers.repaired
         self.producer_ids = ProducerIdManager(
             broker_id, self.channel, lambda: self.follower.broker_epoch
         )

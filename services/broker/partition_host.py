@@ -18,9 +18,10 @@ bad batch remembers where it went bad (`corrupt`, in memory: after a restart the
 scrubber finds it again), stops fetching it, and asks the controller to take it out of the ISR.
 `repair_corrupt` truncates the log to that offset only once the applied metadata shows this
 broker neither leading nor in the ISR (DESIGN §4: an ISR member with a shortened log could be
-elected and lose acknowledged records); the replica fetcher then re-fetches from there and the
-leader's ISR upkeep lets it back in once caught up. A leader forgets a follower's progress when
-the follower leaves the ISR, so only a fetch made after leaving can bring it back.
+elected and lose acknowledged records); the replica fetcher, told at once (`on_repaired`),
+then re-fetches from there and the leader's ISR upkeep lets it back in once caught up. A leader
+forgets a follower's progress when the follower leaves the ISR, so only a fetch made after
+leaving can bring it back.
 
 Each hosted partition is a HostedPartition (hosted_partition.py): its log, its waiters and its
 `PartitionReplica`. Every partition's leadership, ISR and high watermark live in that replica
@@ -136,6 +137,10 @@ class PartitionHost:
         # Partitions marked corrupt (by mark_corrupt; a key stays until repair_corrupt finds it
         # repaired, stopped or re-opened): corruption is rare, so repair looks only at these.
         self.corrupt_partitions: set[tuple[str, int]] = set()
+        # Told the partitions `repair_corrupt` truncated, at once (the broker sets it to the
+        # replica fetchers'): their fetch sessions must name the new log end before the leader
+        # reads the old one again, which it would count as this replica's progress.
+        self.on_repaired: Callable[[list[tuple[str, int]]], None] | None = None
         self.image = MetadataImage.empty()
         # Partitions whose log, high watermark or leadership changed since the periodic work
         # (flush policy, high-watermark checkpoint) last looked: an idle partition costs nothing.
@@ -286,8 +291,9 @@ class PartitionHost:
     def repair_corrupt(self) -> list[tuple[str, int]]:
         """Truncate every corrupt replica the applied metadata has taken out of the ISR, the
         eligible leader replicas and the leadership to where its corruption starts; the
-        partitions truncated. (An eligible replica may be elected cleanly: truncated while
-        still one, it could lead without records it had acknowledged.)"""
+        partitions truncated, also told to `on_repaired`. (An eligible replica may be elected
+        cleanly: truncated while still one, it could lead without records it had
+        acknowledged.)"""
         repaired = []
         for key in sorted(self.corrupt_partitions):
             hosted = self.partitions.get(key)
@@ -320,6 +326,8 @@ class PartitionHost:
             )
             hosted.notify_appended()
             repaired.append(key)
+        if repaired and self.on_repaired is not None:
+            self.on_repaired(repaired)
         return repaired
 
     def _state_of(self, key: tuple[str, int]) -> PartitionState | None:

@@ -16,7 +16,8 @@ idle partition costs neither side anything per fetch. `reconcile` (on each metad
 the sessions what to follow; a partition that answers an error stays in the session and the loop
 backs off until the metadata log moves it. A partition whose ISR this broker is not in is named in
 every request: that is how the leader, which forgets a follower's progress when it leaves the ISR,
-learns that it may rejoin (and a corrupt replica, left out of its session, never is).
+learns that it may rejoin (and a corrupt replica, left out of its session, never is; once
+repaired, `repaired` names its new log end at once, before the leader reads its old one again).
 
 Leadership changes. Leader and followers learn a new leadership from the metadata log each on
 its own, so for a moment they may disagree, and an acks=all write at the new leader waits for
@@ -144,6 +145,15 @@ class ReplicaFetchers:
             self._loops.pop(leader_id).cancel()
             self._sessions.pop(leader_id, None)
             self._follow_counts.pop(leader_id, None)
+
+    def repaired(self, keys: list[PartitionKey]) -> None:
+        """`PartitionHost.repair_corrupt` truncated these partitions: their logs end lower
+        than their sessions say. Each is fetched from its new log end, and a fetch of its
+        leader parked meanwhile is cut short, so the leader's session, which would read the
+        partition at the old position (counting it as this replica's progress, enough to
+        bring it back into the ISR without the records it cut), starts over from the new one."""
+        self._grown.update(self._leader_of[key] for key in keys if key in self._leader_of)
+        self.reconcile(keys)
 
     def _follow(self, key: PartitionKey) -> None:
         hosted = self.host.get(*key)

@@ -135,3 +135,15 @@ def test_a_follower_that_leaves_the_isr_must_fetch_again_to_rejoin(tmp_path: Pat
     proposal = hosted.replica.isr_to_propose(now_ms=2, **rejoin)
     assert proposal == (1, 2, 3)
     host.close_all()
+
+
+def test_the_partitions_repaired_are_told_to_the_fetchers(tmp_path: Path) -> None:
+    """The broker sets `on_repaired` to ReplicaFetchers.repaired: a repair must re-position the
+    partition in its fetch session at once (test_replica_fetcher_corrupt.py says why)."""
+    host, hosted, bad_offset = corrupt_replica(tmp_path, leader=2)
+    told: list[list[tuple[str, int]]] = []
+    host.on_repaired = told.append
+    assert host.repair_corrupt() == [] and told == [], "still in the ISR: nothing to tell"
+    hosted = step(host, image(2, (2, 3), 0, 1))  # out of the ISR: repaired within apply
+    assert hosted.log.log_end_offset == bad_offset and told == [[("t", 0)]]
+    host.close_all()
