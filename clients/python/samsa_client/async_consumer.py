@@ -40,7 +40,6 @@ from samsa.client.consumer_calls import (
     close_deadline,
     group_of,
     offsets_to_commit,
-    poll_timeout,
     poll_timer_wait_s,
     take_records,
     within,
@@ -65,6 +64,7 @@ from samsa.client.rebalance import (
     subscription_of,
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
+from samsa.client.timeouts import checked_timeout
 from samsa.common.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -287,7 +287,7 @@ class AsyncConsumer:
         With a group, listener calls run here first."""
         driver = self._started()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + poll_timeout(timeout)
+        deadline = loop.time() + checked_timeout(timeout)
         limit = self.config.max_poll_records
         state = driver.state
         group = driver.group

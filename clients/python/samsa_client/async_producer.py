@@ -42,6 +42,7 @@ from samsa.client.record_appender import Appended, checked_partition, now_ms
 from samsa.client.record_checks import checked_int
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
 from samsa.client.record_tracing import headers_with_traceparent
+from samsa.client.timeouts import checked_timeout
 from samsa.client.transaction_driver import group_identity, transactions_of
 from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
 from samsa.common.errors import ErrorCode
@@ -182,8 +183,10 @@ class AsyncProducer:
                 await self._progress.wait()
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered now and wait until every record sent so far is settled."""
-        await self._started().flush(timeout)
+        """Send everything buffered now and wait until every record sent so far is settled:
+        up to `timeout` seconds (>= 0, else ValueError; None: no limit), then TimeoutError."""
+        driver = self._started()
+        await driver.flush(None if timeout is None else checked_timeout(timeout))
 
     # --- transactions (the sync Producer's calls, as coroutines) ---------------------------------
 
@@ -218,18 +221,18 @@ class AsyncProducer:
 
     async def commit_transaction(self, timeout: float | None = None) -> None:
         """Send everything of the transaction, then commit it (see Producer's)."""
+        timeout_s = self._timeout_s(timeout)  # checked before the state moves
         driver, txn = self._transactional()
         with driver.lock:
             txn.begin_commit()
-        timeout_s = self._timeout_s(timeout)
         await self._within(driver.transaction_driver().commit(timeout_s), 2 * timeout_s)
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop what was not sent, wait for what was, and abort."""
+        timeout_s = self._timeout_s(timeout)  # checked before the state moves
         driver, txn = self._transactional()
         with driver.lock:
             txn.begin_abort()
-        timeout_s = self._timeout_s(timeout)
         await self._within(driver.transaction_driver().abort(timeout_s), 2 * timeout_s)
 
     def _transactional(self) -> tuple[ProducerDriver, TransactionManager]:
@@ -237,7 +240,7 @@ class AsyncProducer:
         return driver, transactions_of(driver.txn)
 
     def _timeout_s(self, timeout: float | None) -> float:
-        return self.config.max_block_ms / 1000 if timeout is None else timeout
+        return self.config.max_block_ms / 1000 if timeout is None else checked_timeout(timeout)
 
     @staticmethod
     async def _within(coroutine: Coroutine[Any, Any, None], timeout_s: float) -> None:
@@ -249,6 +252,7 @@ class AsyncProducer:
     async def stop(self, timeout: float | None = None) -> None:
         """Abort a transaction still open (see Producer.close), flush, then stop the driver.
         Records still unsettled after `timeout` fail."""
+        self._timeout_s(timeout)  # a bad one is refused before anything is stopped
         if self._driver is None or self._closed:
             return
         check_loop(self._loop, "AsyncProducer")

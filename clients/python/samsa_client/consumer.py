@@ -58,7 +58,6 @@ from samsa.client.consumer_calls import (
     close_deadline,
     group_of,
     offsets_to_commit,
-    poll_timeout,
     poll_timer_wait_s,
     take_records,
     within,
@@ -84,6 +83,7 @@ from samsa.client.rebalance import (
     subscription_of,
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
+from samsa.client.timeouts import checked_timeout
 from samsa.common.errors import ErrorCode
 
 __all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerRecord", "OffsetAndTimestamp"]
@@ -306,7 +306,7 @@ class Consumer(LoopCalls):
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
         """Up to `max.poll.records` records, waiting up to `timeout` seconds (>= 0) for some.
         With a group, listener calls run here first (see the module docstring)."""
-        deadline = time.monotonic() + poll_timeout(timeout)
+        deadline = time.monotonic() + checked_timeout(timeout)
         limit = self.config.max_poll_records
         state = self._state
         group = self._driver.group

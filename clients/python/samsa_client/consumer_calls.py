@@ -16,6 +16,7 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
+from samsa.client.timeouts import checked_timeout
 from samsa.common.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -69,20 +70,10 @@ def check_open(closed: bool) -> None:
         raise KafkaError("the consumer is closed", ErrorCode.INVALID_REQUEST)
 
 
-def poll_timeout(timeout: float) -> float:
-    """poll()'s `timeout`, checked: seconds >= 0, as Kafka's poll(Duration) refuses a negative
-    one. NaN never ran out (every wait given it returns at once): poll() spun for ever."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-        raise ValueError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
-    return timeout
-
-
 def close_deadline(timeout: float | None) -> float:
     """The time.monotonic() by which close(timeout) gives up waiting for the cluster: its commit,
     the revocation's commit and the group leave share the one budget (Kafka's close(Duration))."""
-    budget = CLOSE_TIMEOUT_S if timeout is None else timeout
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
-        raise ValueError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+    budget = CLOSE_TIMEOUT_S if timeout is None else checked_timeout(timeout)
     return time.monotonic() + min(float(budget), 1e9)  # inf: a deadline asyncio can hold
 
 

@@ -36,7 +36,7 @@ from samsa.client import fork_safety
 from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
-from samsa.client.errors import KafkaError, ProduceError
+from samsa.client.errors import ProduceError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
@@ -46,9 +46,10 @@ from samsa.client.record_appender import checked_partition, now_ms
 from samsa.client.record_checks import CheckedRecords, checked_int, checked_partitions_column
 from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
+from samsa.client.timeouts import checked_timeout
 from samsa.client.transaction_admin import PreparedTransaction
 from samsa.client.transaction_driver import group_identity, transactions_of
-from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
+from samsa.client.transaction_manager import TransactionManager
 from samsa.common import event_loops
 from samsa.common.errors import ErrorCode
 
@@ -235,10 +236,11 @@ class Producer:
             self._space.wait(min(remaining, WAIT_POLL_S))
 
     def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered now and wait until every record sent so far is settled."""
+        """Send everything buffered now and wait until every record sent so far is settled:
+        up to `timeout` seconds (>= 0, else ValueError; None: no limit), then TimeoutError."""
         if self._forked:
             raise fork_safety.forked_error("Producer")
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + checked_timeout(timeout)
         accumulator = self._driver.accumulator
         with self._space:
             target = accumulator.begin_flush()
@@ -298,10 +300,10 @@ class Producer:
         transaction (then call abort_transaction()), or, once fenced, the fencing error. A
         timeout (TimeoutError, or a retriable KafkaError from the coordinator) leaves the commit
         in progress: call commit_transaction() again for its outcome."""
+        timeout_s = self._timeout_s(timeout)  # checked before the state moves
         txn = self._transactions()
         with self._space:
             txn.begin_commit()
-        timeout_s = self._timeout_s(timeout)
         # The flush and EndTxn in one hand-over to the loop (TransactionDriver.commit).
         self._on_loop(self._driver.transaction_driver().commit(timeout_s), 2 * timeout_s)
 
@@ -311,10 +313,11 @@ class Producer:
         its driver commits). send() is refused from the call on. Raises the transaction's first
         failure (then abort it); after a timeout, call it again or abort. Then close the
         producer. Not completed in transaction.timeout.ms, the coordinator aborts it."""
+        timeout_s = self._timeout_s(timeout)  # checked before the state moves
         txn = self._transactions()
         with self._space:
             txn.begin_prepare()
-        self.flush(self._timeout_s(timeout))
+        self.flush(timeout_s)
         with self._space:
             txn.begin_prepare()  # raises if a batch of the transaction failed meanwhile
             producer_id, producer_epoch = self._driver.accumulator.producer_identity
@@ -324,10 +327,10 @@ class Producer:
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop what was not sent, wait for what was, and abort: read_committed consumers never
         see any record of the transaction."""
+        timeout_s = self._timeout_s(timeout)  # checked before the state moves
         txn = self._transactions()
         with self._space:
             txn.begin_abort()
-        timeout_s = self._timeout_s(timeout)
         self._on_loop(self._driver.transaction_driver().abort(timeout_s), 2 * timeout_s)
 
     def _transactions(self) -> TransactionManager:
@@ -341,7 +344,7 @@ class Producer:
             raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
 
     def _timeout_s(self, timeout: float | None) -> float:
-        return self.config.max_block_ms / 1000 if timeout is None else timeout
+        return self.config.max_block_ms / 1000 if timeout is None else checked_timeout(timeout)
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, None], timeout_s: float) -> None:
         """Run one of the driver's coroutines on its loop; its own deadlines end by `timeout_s`
@@ -353,6 +356,7 @@ class Producer:
         """Abort a transaction still open (as Kafka's producer does), flush, then stop the
         driver. Records still unsettled after `timeout` fail. A close() on another thread at
         the same time flushes too (within its own timeout) but leaves the stop to the first."""
+        self._timeout_s(timeout)  # a bad one is refused before anything is closed
         if self._closed:
             return
         try:
@@ -381,35 +385,10 @@ class Producer:
             self._channels.close()
 
     def _abort_on_close(self, timeout: float | None) -> None:
-        """End the transaction, if close() must: abort one left open (aborts_on_close), finish
-        a commit whose call failed (commits_on_close; aborted if it cannot commit), so that
-        read_committed readers do not wait for transaction.timeout.ms. A failure is logged:
-        close() still closes, and the coordinator aborts the transaction at its timeout."""
-        txn = self._txn
-        if txn is None:
-            return
-        with self._space:
-            commit = txn.commits_on_close()
-            if not (commit or txn.aborts_on_close()):
-                return
-        timeout_s, calls = self._timeout_s(timeout), self._driver.transaction_driver()
-        try:
-            if commit:
-                try:
-                    self._on_loop(calls.commit(timeout_s), 2 * timeout_s)
-                    return
-                except TransactionAbortableError:
-                    pass
-            with self._space:
-                txn.begin_abort()
-            self._on_loop(calls.abort(timeout_s), 2 * timeout_s)
-        except (KafkaError, TimeoutError) as error:
-            log.warning(
-                "close(): could not end the transaction of transactional.id %r (%s); its "
-                "coordinator aborts it after transaction.timeout.ms",
-                txn.transactional_id,
-                error,
-            )
+        """End the transaction, if close() must (TransactionDriver.end_at_close)."""
+        if self._txn is not None:
+            calls = self._driver.transaction_driver()
+            calls.end_at_close(self._on_loop, self._timeout_s(timeout))
 
     async def _stop_on_loop(self) -> None:
         """Stop the driver, then finish what asyncio.run() finishes before its loop closes (the

@@ -20,19 +20,22 @@ Kafka's TransactionManager that the calls of several threads or tasks would othe
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from samsa.client.accumulator import RecordAccumulator
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.transaction_client import TransactionClient
-from samsa.client.transaction_manager import TransactionManager
+from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
 from samsa.common.errors import ErrorCode
 
 if TYPE_CHECKING:
     from samsa.client.group_driver import GroupMetadata
+
+log = logging.getLogger(__name__)
 
 
 def group_identity(group: str | GroupMetadata) -> tuple[str, str, int]:
@@ -176,6 +179,40 @@ class TransactionDriver:
         with self._lock:
             self._accumulator.set_producer_id(*identity)
             self.txn.on_ended()
+
+    def end_at_close(
+        self,
+        run: Callable[[Coroutine[Any, Any, None], float], None],
+        timeout_s: float,
+    ) -> None:
+        """On the sync Producer's thread, for its close(): end the transaction, if it must:
+        abort one left open (aborts_on_close), finish a commit whose call failed
+        (commits_on_close; aborted if it cannot commit), so that read_committed readers do not
+        wait for transaction.timeout.ms. `run` runs one of these coroutines on the loop and
+        bounds the wait. A failure is logged: close() still closes, and the
+        coordinator aborts the transaction at its timeout."""
+        txn = self.txn
+        with self._lock:
+            commit = txn.commits_on_close()
+            if not (commit or txn.aborts_on_close()):
+                return
+        try:
+            if commit:
+                try:
+                    run(self.commit(timeout_s), 2 * timeout_s)
+                    return
+                except TransactionAbortableError:
+                    pass
+            with self._lock:
+                txn.begin_abort()
+            run(self.abort(timeout_s), 2 * timeout_s)
+        except (KafkaError, TimeoutError) as error:
+            log.warning(
+                "close(): could not end the transaction of transactional.id %r (%s); its "
+                "coordinator aborts it after transaction.timeout.ms",
+                txn.transactional_id,
+                error,
+            )
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
