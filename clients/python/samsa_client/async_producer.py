@@ -38,7 +38,7 @@ from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
 from samsa.client.producer import WAIT_POLL_S
 from samsa.client.producer_driver import ProducerDriver
-from samsa.client.record_appender import Appended, checked_partition, now_ms
+from samsa.client.record_appender import Appended, checked_partition, now_ms, raise_closed
 from samsa.client.record_checks import checked_int
 from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
 from samsa.client.record_tracing import headers_with_traceparent
@@ -104,6 +104,8 @@ class AsyncProducer:
         be, max.block.ms in all); await the result for its RecordMetadata."""
         deadline = time.monotonic() + self.config.max_block_ms / 1000
         driver = self._started()
+        if driver.appender.closed:  # stop() began: it flushes only what came before
+            raise_closed()
         if driver.txn is not None:
             driver.txn.check_send()
         if self._tracing:
@@ -251,11 +253,13 @@ class AsyncProducer:
 
     async def stop(self, timeout: float | None = None) -> None:
         """Abort a transaction still open (see Producer.close), flush, then stop the driver.
-        Records still unsettled after `timeout` fail."""
+        Records still unsettled after `timeout` fail; a send() once stop() began raises."""
         self._timeout_s(timeout)  # a bad one is refused before anything is stopped
         if self._driver is None or self._closed:
             return
         check_loop(self._loop, "AsyncProducer")
+        with self._driver.lock:  # from now on send() raises (see Producer.close)
+            self._driver.appender.closed = True
         try:
             await self._abort_on_close(timeout)
             await self.flush(timeout)

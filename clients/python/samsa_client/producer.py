@@ -42,7 +42,7 @@ from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
 from samsa.client.partitioner import partition_groups
 from samsa.client.producer_driver import ProducerDriver
-from samsa.client.record_appender import checked_partition, now_ms
+from samsa.client.record_appender import checked_partition, now_ms, raise_closed
 from samsa.client.record_checks import CheckedRecords, checked_int, checked_partitions_column
 from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
@@ -340,8 +340,8 @@ class Producer:
     def _check_open(self) -> None:
         if self._forked:
             raise fork_safety.forked_error("Producer")
-        if self._closed:
-            raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
+        if self._closed or self._driver.appender.closed:
+            raise_closed()
 
     def _timeout_s(self, timeout: float | None) -> float:
         return self.config.max_block_ms / 1000 if timeout is None else checked_timeout(timeout)
@@ -354,11 +354,15 @@ class Producer:
 
     def close(self, timeout: float | None = None) -> None:
         """Abort a transaction still open (as Kafka's producer does), flush, then stop the
-        driver. Records still unsettled after `timeout` fail. A close() on another thread at
-        the same time flushes too (within its own timeout) but leaves the stop to the first."""
+        driver. Records still unsettled after `timeout` fail. A send() once close() began
+        raises (another thread's, a callback's): only what was sent before is delivered. A
+        close() on another thread at the same time flushes too (within its own timeout) but
+        leaves the stop to the first."""
         self._timeout_s(timeout)  # a bad one is refused before anything is closed
         if self._closed:
             return
+        with self._space:  # from now on send() raises: close() flushes only what came before
+            self._driver.appender.closed = True
         try:
             self._abort_on_close(timeout)
             self.flush(timeout)

@@ -64,7 +64,10 @@ def raise_no_partition(topic: str, partition: int, count: int) -> NoReturn:
 
 
 def raise_closed() -> NoReturn:
-    raise ProduceError("the producer is closed", ErrorCode.INVALID_REQUEST)
+    raise ProduceError(
+        "the producer is closed (or closing): no record is accepted once close() began",
+        ErrorCode.INVALID_REQUEST,
+    )
 
 
 class RecordAppender:
@@ -94,9 +97,12 @@ class RecordAppender:
         self._outcomes_by_batch_id = outcomes.by_batch_id  # read by append(), hot
         self._ignore_keys = config.partitioner_ignore_keys
         self._wake_every_record = config.linger_ms == 0
-        # Set under `lock` when the driver stops: an append after that (a send() that waited
-        # for the memory the stop freed, or raced with close()) would queue a record nothing
-        # sends, its future never settled; it raises instead, as Kafka's producer does.
+        # Set under `lock` when the facade's close() (or stop()) begins, and again when the
+        # driver stops: a record appended after that (by another thread, a callback, or a send()
+        # that waited for the memory the stop freed) would miss close()'s flush and fail at the
+        # stop, or be queued where nothing sends it; it raises instead, as Kafka's producer
+        # refuses a send() once close() began (IllegalStateException). What was appended
+        # before is flushed by close(), within its timeout.
         self.closed = False
         # A transactional producer's state, checked again under `lock` at each append: a send()
         # checks it when called, then may wait (metadata, buffer.memory) while another thread

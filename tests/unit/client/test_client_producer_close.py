@@ -221,3 +221,53 @@ def test_a_close_while_another_close_flushes_returns(cluster: FakeCluster) -> No
     assert outcome == [None]
     assert isinstance(future.exception(timeout=0), ProduceError)
     assert not producer._loop_thread.is_alive()
+
+
+def test_a_send_once_close_began_raises_and_what_came_before_is_delivered(
+    cluster: FakeCluster,
+) -> None:
+    """Kafka's producer refuses a send() once close() began (IllegalStateException) and
+    delivers, within close()'s timeout, what was sent before. A send() on another thread while
+    close() flushed was accepted: the flush did not wait for it, so the stop that followed
+    could fail it ("the producer was closed before delivery") though the timeout allowed it."""
+    release = threading.Event()
+
+    def hold_first_answer(*_: object) -> None:  # on the loop: close() is in its flush meanwhile
+        release.wait(WAIT_S)
+
+    cluster.brokers[1].answer_hook = hold_first_answer  # type: ignore[assignment]
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 60_000})
+    producer._space = waiting = SignalledCondition(producer._driver.lock)
+    before = [producer.send(TOPIC, b"%d" % n, partition=0) for n in range(3)]
+    closer = threading.Thread(target=producer.close, args=(WAIT_S,))
+    closer.start()
+    try:
+        assert waiting.waiting.wait(WAIT_S)  # close() waits in its flush
+        with pytest.raises(ProduceError, match="closed"):
+            producer.send(TOPIC, b"during close", partition=0)
+        with pytest.raises(ProduceError, match="closed"):
+            producer.send_many(TOPIC, [b"during close"])
+    finally:
+        release.set()
+        closer.join(WAIT_S)
+    assert [future.result(timeout=0).offset for future in before] == [0, 1, 2]
+    assert cluster.log(TOPIC, 0) == [b"0", b"1", b"2"]
+
+
+def test_an_async_send_once_stop_began_raises(cluster: FakeCluster) -> None:
+    cluster.brokers[1].answer_in_groups_of = 2  # the first answer waits for a second request
+
+    async def scenario() -> None:
+        producer = AsyncProducer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 60_000})
+        await producer.start()
+        first = await producer.send(TOPIC, b"first", partition=0)
+        stopping = asyncio.create_task(producer.stop(0.5))
+        await asyncio.sleep(0)  # stop() begins, then waits in its flush
+        assert not stopping.done()
+        with pytest.raises(ProduceError, match="closed"):
+            await producer.send(TOPIC, b"during stop", partition=0)
+        with pytest.raises(TimeoutError):  # nothing answers the first: it fails at the stop
+            await stopping
+        assert isinstance(first.exception(), ProduceError)
+
+    asyncio.run(scenario())
