@@ -122,7 +122,7 @@ class Admin:
             )
         endpoints = parse_servers("bootstrap.servers", config["bootstrap.servers"])
         request_timeout_ms, api_timeout_ms = admin_timeouts(config)
-        self._channels = Channels()
+        self._channels = Channels("Admin")  # refuses calls in a forked child
         metadata = ClusterMetadata(endpoints, self._channels)
         self._controller = ControllerCalls(metadata, request_timeout_ms, api_timeout_ms)
         coordinators = CoordinatorCalls(

@@ -29,6 +29,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 
+from samsa.client import fork_safety
 from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
@@ -73,6 +74,8 @@ log = logging.getLogger(__name__)
 class AsyncConsumer:
     """Kafka's consumer with manual assignment, for asyncio callers (see the module doc)."""
 
+    _forked = False  # set in a process forked after it was made (fork_safety.py)
+
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ConsumerConfig.from_dict(config)
         self._channels = Channels()
@@ -81,18 +84,25 @@ class AsyncConsumer:
         self._driver: ConsumerDriver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # start()'s (async_lifecycle.py)
         self._closed = False
+        fork_safety.track(self)
         self._closing = False  # a stop() runs: another returns at once
         self._close_deadline: float | None = None  # stop(timeout)'s, once stop() began
         self._listener = ConsumerRebalanceListener()
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
 
     async def start(self) -> None:
+        self._check_not_forked()
         check_not_started(self._loop, "AsyncConsumer")
         self._loop = asyncio.get_running_loop()
         self._driver = ConsumerDriver(self.config, self._metadata, self._progress.set)
         await self._driver.start()
 
+    def _check_not_forked(self) -> None:
+        if self._forked:  # in a process forked after it was made (fork_safety.py)
+            raise fork_safety.forked_error("AsyncConsumer")
+
     def _started(self) -> ConsumerDriver:
+        self._check_not_forked()
         if self._driver is None or self._closed:
             raise KafkaError(
                 "the consumer is not started (await start()) or is stopped",

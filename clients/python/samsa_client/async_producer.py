@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+from samsa.client import fork_safety
 from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels, tracing_configured
 from samsa.client.cluster_metadata import ClusterMetadata
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 class AsyncProducer:
     """Kafka's producer for asyncio callers, with Kafka's configuration keys (see config.py)."""
 
+    _forked = False  # set in a process forked after it was made (fork_safety.py)
+
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ProducerConfig.from_dict(config)
         self._channels = Channels()
@@ -62,9 +65,11 @@ class AsyncProducer:
         # Set by the driver after completions: memory was freed, a flush may be done.
         self._progress = asyncio.Event()
         self._closed = False
+        fork_safety.track(self)
         self._tracing = tracing_configured()  # read once (record_tracing.py)
 
     async def start(self) -> None:
+        self._check_not_forked()
         check_not_started(self._loop, "AsyncProducer")
         loop = self._loop = asyncio.get_running_loop()
 
@@ -82,7 +87,12 @@ class AsyncProducer:
         """As `Producer.failed_records`: records whose batch failed for good (0 before start)."""
         return 0 if self._driver is None else self._driver.failed_records
 
+    def _check_not_forked(self) -> None:
+        if self._forked:  # in a process forked after it was made (fork_safety.py)
+            raise fork_safety.forked_error("AsyncProducer")
+
     def _started(self) -> ProducerDriver:
+        self._check_not_forked()
         if self._driver is None or self._closed:
             raise ProduceError(
                 "the producer is not started (await start()) or is stopped",

@@ -24,6 +24,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, client_interceptor, grpcext
 from opentelemetry.instrumentation.grpc.filters import any_of, full_method_name, negate
 
+from samsa.client import fork_safety
 from samsa.client.errors import KafkaError
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -44,17 +45,23 @@ class Channels:
     """Channels by endpoint (host:port), created on first use and closed together.
 
     Once closed, `get` raises instead of opening a channel that nothing would close: a call made
-    after the client's close(), or one still retrying on another thread, ends there."""
+    after the client's close(), or one still retrying on another thread, ends there. In a child
+    process forked meanwhile it raises the fork error (fork_safety.py), naming `client`."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: str = "client") -> None:
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._closed = False
+        self._client = client
+        self._forked: list[grpc.Channel] | None = None  # the parent's, in a forked child
+        fork_safety.call_in_child(self)
 
     def get(self, endpoint: str) -> grpc.Channel:
         channel = self._channels.get(endpoint)
         if channel is None:
             with self._lock:
+                if self._forked is not None:
+                    raise fork_safety.forked_error(self._client)
                 if self._closed:
                     raise KafkaError("the client is closed", ErrorCode.INVALID_REQUEST)
                 channel = self._channels.get(endpoint)
@@ -71,6 +78,14 @@ class Channels:
             for channel in self._channels.values():
                 channel.close()
             self._channels.clear()
+
+    def after_fork_in_child(self) -> None:
+        """The parent's channels are neither used nor closed here (gRPC's core did not follow
+        the fork); they are kept, so that no finalizer closes them either. The lock is new: a
+        parent thread may have held it at the fork."""
+        self._lock = threading.Lock()
+        self._forked, self._channels = list(self._channels.values()), {}
+        self._closed = True
 
 
 def tracing_configured() -> bool:

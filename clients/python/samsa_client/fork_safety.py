@@ -1,4 +1,5 @@
-"""The sync clients (Producer, Consumer) in a process forked after they were made.
+"""The clients (Producer, Consumer, their asyncio twins, Admin) in a process forked after they
+were made.
 
 Why. A sync client's work is done by its threads (the loop thread, the producer's callback
 thread), and os.fork() copies none of them into the child: only the client's state, with the
@@ -8,6 +9,13 @@ a consumer's poll() returned no records, without an error. Kafka's clients canno
 librdkafka's (confluent-kafka) must not be used across a fork either; here every call of such a
 client in the child raises an error that says so, and close() returns at once (the threads and
 the loop it would stop are the parent's). Make the clients in the child, after the fork.
+
+The same holds for what is not a thread. A sent record's future (record_future.py) from before
+the fork is settled by the parent's driver only: in the child every one still pending fails at
+once with that error (waiting on it hung for ever). The gRPC channels (channels.py), which
+gRPC does not carry across a fork, refuse every call: the Admin's calls raise the error instead
+of retrying on them until their timeout. The asyncio clients, whose driver task stayed on the
+parent's loop, refuse their calls as the sync ones do (a send hung, a poll returned nothing).
 """
 
 from __future__ import annotations
@@ -28,7 +36,14 @@ class Forkable(Protocol):
     _forked: bool
 
 
+class AfterFork(Protocol):
+    """What has more to undo in a child than a client's flags (channels, futures)."""
+
+    def after_fork_in_child(self) -> None: ...
+
+
 _clients: weakref.WeakSet[Forkable] = weakref.WeakSet()
+_parts: weakref.WeakSet[AfterFork] = weakref.WeakSet()
 
 
 def track(client: Forkable) -> None:
@@ -36,10 +51,15 @@ def track(client: Forkable) -> None:
     _clients.add(client)
 
 
+def call_in_child(part: AfterFork) -> None:
+    """Call `part.after_fork_in_child()` in any child process forked while it lives."""
+    _parts.add(part)
+
+
 def forked_error(client: str) -> KafkaError:
     return KafkaError(
-        f"this {client} was made in another process, before os.fork(): its threads did not "
-        f"follow into this one; make a new {client} here",
+        f"this {client} was made in another process, before os.fork(): its threads and "
+        f"connections did not follow into this one; make a new {client} here",
         ErrorCode.INVALID_REQUEST,
     )
 
@@ -48,6 +68,9 @@ def _in_child() -> None:
     for client in list(_clients):
         client._forked = client._closed = True
     _clients.clear()
+    for part in list(_parts):
+        part.after_fork_in_child()
+    _parts.clear()
 
 
 os.register_at_fork(after_in_child=_in_child)

@@ -34,6 +34,7 @@ from collections.abc import Callable, Generator
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from samsa.client import fork_safety
 from samsa.client.errors import KafkaError, ProduceError
 from samsa.client.producer_batch import NO_OFFSET, Completed
 from samsa.common.errors import ErrorCode
@@ -150,6 +151,21 @@ class BatchOutcomes:
         # Filled by the driver's append() (inline: it is the hottest path), emptied by settle().
         self.by_batch_id: dict[int, BatchOutcome] = {}
         self._messages: dict[int, str] = {}  # batch id -> the broker's last error message
+        fork_safety.call_in_child(self)
+
+    def after_fork_in_child(self) -> None:
+        """In a child process forked while these batches were unsettled: the driver that would
+        settle them stayed in the parent, so each fails here at once with the fork error (a
+        result() waited for ever). No thread of the parent's waits here, and the callbacks are
+        the parent's to run: both are dropped. The lock is new: a parent thread may have held
+        it at the fork."""
+        global _EVENT_LOCK
+        _EVENT_LOCK = threading.Lock()
+        error = fork_safety.forked_error("producer")
+        for outcome in self.by_batch_id.values():
+            outcome.error, outcome.pieces, outcome.done = error, None, True
+            outcome.event = outcome.wakers = outcome.callbacks = None
+        self.by_batch_id.clear()
 
     def note_message(self, batch_id: int, message: str) -> None:
         self._messages[batch_id] = message

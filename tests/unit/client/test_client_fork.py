@@ -1,5 +1,6 @@
 """Goal: a Producer or Consumer made before os.fork() and used in the child raises an error that
-says so (fork_safety.py), and its close() returns at once. Before, the child's producer queued
+says so (fork_safety.py), and its close() returns at once; so do a record's future from before
+the fork, the Admin and the asyncio clients. Before, the child's producer queued
 records that nothing sent (a flush() or a close() without a timeout waited for ever, one with a
 timeout raised TimeoutError after it and then waited 5 s more for a loop that was not running),
 and the child's consumer returned no records from poll(), without an error.
@@ -53,3 +54,69 @@ def test_clients_made_before_a_fork_refuse_calls_in_the_child() -> None:
         "seek raised True",
         "close returned",
     ], child.stderr[-3000:]
+
+
+# The parent keeps its asyncio clients on a loop of its own (run_until_complete per call) and
+# forks between two calls; the child goes on with that loop, so the clients' loop checks pass.
+SCRIPT_MORE = r"""
+import asyncio, os
+from samsa.client import Admin, AsyncConsumer, AsyncProducer, KafkaError, Producer
+producer = Producer({"bootstrap.servers": "127.0.0.1:1", "linger.ms": 60000})
+producer._metadata.partition_counts["events"] = 1  # known: the record is queued, lingering
+future = producer.send("events", b"x", partition=0)
+many = producer.send_many("events", [b"y"])
+admin = Admin({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": 20000})
+loop = asyncio.new_event_loop()
+async_producer = AsyncProducer({"bootstrap.servers": "127.0.0.1:1"})
+async_consumer = AsyncConsumer({"bootstrap.servers": "127.0.0.1:1"})
+loop.run_until_complete(async_producer.start())
+loop.run_until_complete(async_consumer.start())
+if os.fork() == 0:
+    run = lambda coroutine: loop.run_until_complete(asyncio.wait_for(coroutine, 10))
+    calls = {
+        "future": lambda: future.result(10),
+        "send_many future": lambda: many.result(10),
+        "admin": lambda: admin.list_topics(),
+        "async send": lambda: run(async_producer.send_and_wait("events", b"x", partition=0)),
+        "async poll": lambda: run(async_consumer.poll(0.5)),
+        "async close": lambda: (run(async_producer.stop()), run(async_consumer.stop())),
+        "admin close": lambda: admin.close(),
+    }
+    for name, call in calls.items():
+        try:
+            call()
+            print(name, "returned", flush=True)
+        except KafkaError as error:
+            print(name, "raised", "os.fork()" in str(error), flush=True)
+        except TimeoutError:
+            print(name, "timed out", flush=True)
+    os._exit(0)
+os.wait()
+loop.run_until_complete(async_producer.stop(1))
+loop.run_until_complete(async_consumer.stop(1))
+try:
+    producer.close(0)
+except TimeoutError:  # the lingering records, never answered
+    pass
+admin.close()
+"""
+
+
+def test_futures_the_admin_and_the_asyncio_clients_from_before_a_fork_refuse_it_too() -> None:
+    """A record's future from before the fork waited for ever in the child (nothing there
+    settles it); the Admin's calls went out on the parent's gRPC channels (retrying until
+    request.timeout.ms when refused); in the asyncio clients a send hung and a poll returned
+    nothing, without an error. Each raises the fork error at once now; close() returns."""
+    child = subprocess.run(
+        [sys.executable, "-c", SCRIPT_MORE], capture_output=True, text=True, timeout=60
+    )
+    assert child.stdout.splitlines() == [
+        "future raised True",
+        "send_many future raised True",
+        "admin raised True",
+        "async send raised True",
+        "async poll raised True",
+        "async close returned",
+        "admin close returned",
+    ], child.stderr[-3000:]
+    assert child.returncode == 0, child.stderr[-3000:]
