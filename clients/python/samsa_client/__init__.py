@@ -17,7 +17,13 @@ from samsa.client.async_consumer import AsyncConsumer
 from samsa.client.async_producer import AsyncProducer
 from samsa.client.consumer import Consumer, ConsumerRecord, OffsetAndTimestamp
 from samsa.client.consumer_records import CREATE_TIME, LOG_APPEND_TIME
-from samsa.client.errors import KafkaError, NoBrokersAvailable, ProduceError, TopicError
+from samsa.client.errors import (
+    ConcurrentAccessError,
+    KafkaError,
+    NoBrokersAvailable,
+    ProduceError,
+    TopicError,
+)
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import CommitFailedError, GroupMetadata
 from samsa.client.producer import Producer
@@ -33,6 +39,7 @@ __all__ = [
     "AsyncConsumer",
     "AsyncProducer",
     "CommitFailedError",
+    "ConcurrentAccessError",
     "Consumer",
     "ConsumerRebalanceListener",
     "ConsumerRecord",

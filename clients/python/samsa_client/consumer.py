@@ -19,6 +19,9 @@ processed the last ones. This facade adds a loop thread and no rule:
   unreachable broker) mark the metadata stale and the partition is fetched from its new leader.
 - Errors found by the driver (an offset out of range with auto.offset.reset=none, a corrupt
   batch, a failed lookup) are raised by the next `poll()` (lookup errors also by `position()`).
+- One thread at a time is inside the consumer's calls, as in Kafka (thread_owner.py): a call
+  while another thread is inside one raises ConcurrentAccessError; `close()` may come from any
+  thread and ends a `poll()` waiting on another.
 - Work for the loop (commits, lookups, the drivers' wakes: every call that changes what the
   drivers do) is handed over under the driver's lock and only while open (consumer_loop.py): a
   call that a close() on another thread overtakes raises the closed consumer's error, as one
@@ -63,14 +66,13 @@ from samsa.client.consumer_calls import (
     within,
 )
 from samsa.client.consumer_driver import ConsumerDriver
-from samsa.client.consumer_loop import LoopCalls
+from samsa.client.consumer_offsets import OffsetLookups
 from samsa.client.consumer_records import ConsumerRecord
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import EARLIEST, LATEST, OffsetAndTimestamp
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupDriver, GroupMetadata, now_ms
 from samsa.client.group_member import MemberState
-from samsa.client.listed_offsets import timestamp_specs
 from samsa.client.rebalance import (
     ConsumerRebalanceListener,
     RebalanceStep,
@@ -83,6 +85,7 @@ from samsa.client.rebalance import (
     subscription_of,
 )
 from samsa.client.record_tracing import poll_tracer, record_spans
+from samsa.client.thread_owner import one_thread_at_a_time
 from samsa.client.timeouts import checked_timeout
 from samsa.common.errors import ErrorCode
 
@@ -91,7 +94,8 @@ __all__ = ["EARLIEST", "LATEST", "Consumer", "ConsumerRecord", "OffsetAndTimesta
 log = logging.getLogger(__name__)
 
 
-class Consumer(LoopCalls):
+@one_thread_at_a_time(exempt={"close"})  # thread_owner.py
+class Consumer(OffsetLookups):
     """Kafka's consumer with manual assignment (see the module docstring)."""
 
     def __init__(self, config: Mapping[str, object]) -> None:
@@ -102,6 +106,7 @@ class Consumer(LoopCalls):
         self._state = self._driver.state  # touched only under self._progress (the driver's lock)
         self._progress = threading.Condition(self._driver.lock)
         self._closed = False
+        self._owner = threading.RLock()  # the thread inside a call, if any (thread_owner.py)
         self._closing = False  # a close() runs: another returns at once (set under the lock)
         self._handed_over: set[concurrent.futures.Future[Any]] = set()  # consumer_loop.py
         self._close_deadline: float | None = None  # close(timeout)'s, once close() began
@@ -131,6 +136,9 @@ class Consumer(LoopCalls):
 
     def unsubscribe(self) -> None:
         """Give every partition back (on_partitions_revoked, after an auto-commit) and leave."""
+        self._unsubscribe()
+
+    def _unsubscribe(self) -> None:  # close() calls it from any thread: not owned by one
         self._check_open()
         group = self._driver.group
         if group is None:
@@ -243,33 +251,6 @@ class Consumer(LoopCalls):
         """The known position of every assigned partition (none while a reset is pending)."""
         with self._progress:
             return self._state.positions()
-
-    def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset whose timestamp is >= the given one, per partition (None: none);
-        ValueError for a negative timestamp."""
-        answers = self._list_offsets(timestamp_specs(timestamps))
-        return {
-            tp: None if offset < 0 else OffsetAndTimestamp(offset, timestamp)
-            for tp, (offset, timestamp) in answers.items()
-        }
-
-    def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        answers = self._list_offsets({tp: (EARLIEST, 0) for tp in partitions})
-        return {tp: offset for tp, (offset, _) in answers.items()}
-
-    def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        answers = self._list_offsets({tp: (LATEST, 0) for tp in partitions})
-        return {tp: offset for tp, (offset, _) in answers.items()}
-
-    def _list_offsets(
-        self, wanted: Mapping[TopicPartition, tuple[int, int]]
-    ) -> dict[TopicPartition, tuple[int, int]]:
-        self._check_open()
-        return self._on_loop(
-            self._driver.list_offsets(wanted, self.config.session_timeout_ms / 1000)
-        )
 
     def commit(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
@@ -428,7 +409,7 @@ class Consumer(LoopCalls):
         group = self._driver.group
         if group is not None and group.member.state is not MemberState.UNSUBSCRIBED:
             try:
-                self.unsubscribe()
+                self._unsubscribe()
             except Exception:  # closing goes on: the session timeout removes the member
                 log.exception("group %r: leaving at close failed", group.group_id)
         if group is not None:

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from samsa.common.errors import ErrorCode, SamsaError, is_retriable
 
 __all__ = [
+    "ConcurrentAccessError",
     "KafkaError",
     "NoBrokersAvailable",
     "ProduceError",
@@ -67,6 +68,13 @@ class NoBrokersAvailable(KafkaError):
     """No controller (or no leader) answered within the allowed time."""
 
     code = ErrorCode.NETWORK_EXCEPTION
+
+
+class ConcurrentAccessError(KafkaError):
+    """A sync Consumer was called on one thread while another was inside a call of it (Kafka's
+    ConcurrentModificationException: "KafkaConsumer is not safe for multi-threaded access")."""
+
+    code = ErrorCode.INVALID_REQUEST
 
 
 def first_of(errors: Mapping[Hashable, KafkaError]) -> KafkaError | None:

@@ -41,6 +41,7 @@ def test_the_sync_consumers_pause_wakes_the_driver() -> None:
     consumer._state = driver.state
     consumer._progress = threading.Condition(driver.lock)
     consumer._closed = False
+    consumer._owner = threading.RLock()  # thread_owner.py
     consumer.pause([T0])
     assert consumer.paused() == [T0]
     assert driver.wakes == 1

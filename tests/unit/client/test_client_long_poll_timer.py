@@ -86,6 +86,7 @@ def sync_consumer(driver: FakeDriver) -> Consumer:
     consumer._state = driver.state
     consumer._progress = threading.Condition(driver.lock)
     consumer._closed = False
+    consumer._owner = threading.RLock()  # thread_owner.py
     consumer._listener = ConsumerRebalanceListener()
     consumer._tracer = None
     return consumer

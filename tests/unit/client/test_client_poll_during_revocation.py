@@ -177,6 +177,7 @@ def test_the_sync_consumers_poll_inside_on_revoked_returns_none_of_the_revoked_r
     consumer._state = state
     consumer._progress = threading.Condition(driver.lock)
     consumer._closed = False
+    consumer._owner = threading.RLock()  # thread_owner.py
     consumer._tracer = None
     consumer._close_deadline = None
     consumer._on_loop = asyncio.run  # type: ignore[method-assign]

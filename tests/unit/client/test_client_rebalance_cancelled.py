@@ -179,6 +179,7 @@ def test_a_sync_poll_interrupted_in_on_revoked_runs_the_step_again() -> None:
     consumer._state = state
     consumer._progress = threading.Condition(driver.lock)
     consumer._closed = False
+    consumer._owner = threading.RLock()  # thread_owner.py
     consumer._tracer = None
     listener = Interrupted()
     consumer._listener = listener
