@@ -1,16 +1,16 @@
 """Background loops that outlive their errors: `supervise` runs one again after it raised.
 
 Theory of operation. A service's background loops (the broker's maintenance, log cleaner, ISR
-manager and scrubber; the controller's session fencing, leader rebalancing and coordinator
-housekeeping) run for the life of the process. Each catches the failures it expects, but an
-unexpected one (a bug, a file gone under it) used to end its task for good, in silence: the
-exception sat in the task until shutdown gathered it, while the work stopped — a log cleaner
-dead after one bad pass let `__consumer_offsets` grow without bound. Under `supervise` such an
-error is logged once at ERROR with its traceback (the service's JSON log) and counted
-(`samsa.task.restarts` {task}, when metrics are on), and the loop is started again after a
-backoff: 1 s, doubling up to 30 s while it keeps failing, back to 1 s once a run lasted a
-healthy minute (`RestartBackoff`, pure). The loop starts from scratch: whatever it keeps in
-locals is rebuilt, which is what each of them does at process start anyway.
+manager and scrubber, and its replica fetch loops, one per leader; the controller's session
+fencing, leader rebalancing and coordinator housekeeping) run for the life of the process.
+Each catches the failures it expects, but an unexpected one (a bug, a file gone under it) used
+to end its task for good, in silence: the exception sat in the task until shutdown gathered it,
+while the work stopped — a log cleaner dead after one bad pass let `__consumer_offsets` grow
+without bound. Under `supervise` such an error is logged once at ERROR with its traceback (the
+service's JSON log) and counted (`samsa.task.restarts` {task}, when metrics are on), and the
+loop is started again after a backoff: 1 s, doubling up to 30 s while it keeps failing, back to
+1 s once a run lasted a healthy minute (`RestartBackoff`, pure). The loop starts from scratch:
+whatever it keeps in locals is rebuilt, which is what each of them does at process start anyway.
 
 What is not restarted: a loop that returns (it stops when told to, or has nothing to do), and
 cancellation, which passes straight through, so stopping a service still stops its loops at

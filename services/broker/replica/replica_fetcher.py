@@ -74,6 +74,7 @@ from samsa.services.broker.replica.replica_stream import STREAM_METHOD
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel
+from samsa.services.runtime.supervisor import supervise
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -137,9 +138,7 @@ class ReplicaFetchers:
         for leader_id in leaders:
             loop = self._loops.get(leader_id)
             if loop is None or loop.done():  # a loop that ended is started again
-                self._loops[leader_id] = asyncio.get_running_loop().create_task(
-                    self._run(leader_id), name=f"replica-fetcher-{leader_id}"
-                )
+                self._loops[leader_id] = self._start(leader_id)
         for leader_id in self._loops.keys() - leaders:
             self._cutting.discard(leader_id)  # this cancellation ends the loop
             self._loops.pop(leader_id).cancel()
@@ -154,6 +153,21 @@ class ReplicaFetchers:
         bring it back into the ISR without the records it cut), starts over from the new one."""
         self._grown.update(self._leader_of[key] for key in keys if key in self._leader_of)
         self.reconcile(keys)
+
+    def _start(self, leader_id: int) -> asyncio.Task[None]:
+        """The fetch loop for `leader_id`, supervised (services/runtime/supervisor.py): an
+        unexpected error is logged at ERROR with its traceback and the loop runs again after a
+        backoff, rather than ending until the next metadata change touching its partitions.
+        Each run starts a new fetch session (a failure may have left the old one mid-answer)."""
+        name = f"replica-fetcher-{leader_id}"
+
+        async def run() -> None:
+            session = self._sessions.get(leader_id)
+            if session is not None:
+                session.reset()
+            await self._run(leader_id)
+
+        return asyncio.get_running_loop().create_task(supervise(name, run), name=name)
 
     def _follow(self, key: PartitionKey) -> None:
         hosted = self.host.get(*key)
