@@ -15,7 +15,16 @@ the next is asked for on a thread (gRPC waits without the GIL), so the broker re
 while the caller decodes; at most one fetch is in flight and two answers are held. A leader
 change or a coordinator-free retriable error refreshes the metadata and asks again, within
 `request.timeout.ms` of no progress. Offsets below the log start (deleted by retention) raise
-OFFSET_OUT_OF_RANGE: the caller decides whether that is data loss. `records` decodes the chunks
+OFFSET_OUT_OF_RANGE: the caller decides whether that is data loss.
+
+A range is read under one topic id (KIP-516): the caller's (`topic_id`: the id it planned the
+range under, as the Spark source does), else the one the reader's metadata shows when the range
+starts. Each fetch names it, so a broker hosting another topic of that name answers
+UNKNOWN_TOPIC_ID instead of its records; the reader then refreshes its metadata, and when that
+shows another id the topic was deleted and created again: the rest of the range's offsets name
+records of a topic that is gone, so `chunks` raises KafkaError UNKNOWN_TOPIC_ID (not retried)
+rather than read the new topic's records in their place. The same id: a broker behind on
+metadata, asked again. `records` decodes the chunks
 (markers and, at read_committed, aborted records left out) and cuts them to [A, B); a batch that
 cannot be decoded raises CorruptRecordError once the records before it were yielded.
 """
@@ -89,36 +98,53 @@ class PartitionRangeReader:
         start: int,
         end: int,
         isolation: str = "read_uncommitted",
+        topic_id: bytes | None = None,
     ) -> Iterator[Chunk]:
         """The batches holding offsets [start, end), answer by answer. The next answer is
-        fetched on a thread while the caller works on this one (one fetch in flight at most)."""
+        fetched on a thread while the caller works on this one (one fetch in flight at most).
+        `topic_id`: the topic's id the range belongs to (None: the one the metadata shows)."""
         level = _isolation(isolation)
         if start < 0:  # the broker refuses it, and the refusal would be retried for a timeout
             raise KafkaError(f"start offset {start} is negative", ErrorCode.INVALID_REQUEST)
         if start >= end:
             return  # an empty range: nothing to fetch (a Spark task may be handed one)
+        pinned = self._topic_id(topic) if topic_id is None else topic_id
         with ThreadPoolExecutor(1, thread_name_prefix="samsa-range-fetch") as pool:
             pending: Future[tuple[Chunk, int]] | None = pool.submit(
-                self._next_chunk, topic, partition, start, end, level, isolation
+                self._next_chunk, topic, partition, start, end, level, isolation, pinned
             )
             while pending is not None:
                 chunk, position = pending.result()
                 pending = None
                 if position < end:
                     pending = pool.submit(
-                        self._next_chunk, topic, partition, position, end, level, isolation
+                        self._next_chunk,
+                        topic,
+                        partition,
+                        position,
+                        end,
+                        level,
+                        isolation,
+                        pinned,
                     )
                 yield chunk
 
     def _next_chunk(
-        self, topic: str, partition: int, position: int, end: int, level: int, isolation: str
+        self,
+        topic: str,
+        partition: int,
+        position: int,
+        end: int,
+        level: int,
+        isolation: str,
+        topic_id: bytes,
     ) -> tuple[Chunk, int]:
         """The next answer with batches at `position` (< end), and where the one after starts;
         retried within request.timeout.ms."""
         assert position < end
         deadline = time.monotonic() + self.timeout_s
         while True:
-            result, problem = self._fetch_once(topic, partition, position, level)
+            result, problem = self._fetch_once(topic, partition, position, level, topic_id)
             if result is not None:
                 records = result.records  # read once: each read of a bytes field copies it
                 if records:
@@ -151,11 +177,12 @@ class PartitionRangeReader:
         start: int,
         end: int,
         isolation: str = "read_uncommitted",
+        topic_id: bytes | None = None,
     ) -> Iterator[ConsumerRecord]:
         """The records of [start, end) in offset order: markers never, and at read_committed
-        no record of an aborted transaction."""
+        no record of an aborted transaction (`topic_id` as for `chunks`)."""
         tp = (topic, partition)
-        for chunk in self.chunks(topic, partition, start, end, isolation):
+        for chunk in self.chunks(topic, partition, start, end, isolation, topic_id):
             records, _, corrupt_at = decode_records(tp, chunk.data, start, chunk.aborted)
             for record in records:
                 if record.offset >= end:
@@ -169,9 +196,10 @@ class PartitionRangeReader:
                 raise CorruptRecordError(f"{topic}-{partition}: batch at {corrupt_at} unreadable")
 
     def _fetch_once(
-        self, topic: str, partition: int, offset: int, level: int
+        self, topic: str, partition: int, offset: int, level: int, topic_id: bytes = b""
     ) -> tuple[broker_pb2.FetchResponse.PartitionResponse | None, str]:
-        """(the partition's answer, "") or (None, why there is none: retried)."""
+        """(the partition's answer, "") or (None, why there is none: retried), fetched under
+        `topic_id` (empty: unchecked)."""
         leader = self._leader(topic, partition)
         if leader is None:
             return None, f"{topic}-{partition} has no leader now"
@@ -182,6 +210,7 @@ class PartitionRangeReader:
             topics=[
                 broker_pb2.FetchRequest.TopicData(
                     name=topic,
+                    topic_id=topic_id,
                     partitions=[
                         broker_pb2.FetchRequest.PartitionData(
                             partition=partition,
@@ -209,11 +238,23 @@ class PartitionRangeReader:
                 code,
             )
         self._refresh(topic)
+        if code == ErrorCode.UNKNOWN_TOPIC_ID and topic_id:
+            _check_same_topic(topic, partition, offset, topic_id, self._metadata.topic_ids)
         return None, f"{code.name} {result.error_message}"
 
     def _refresh(self, topic: str) -> None:
         with contextlib.suppress(KafkaError, grpc.RpcError):  # asked again on the next try
             self._metadata.refresh([topic], min(self.timeout_s, 5.0))
+
+    def _topic_id(self, topic: str) -> bytes:
+        """The topic's id as the metadata shows it (asked when unknown); empty when it shows
+        none, and the range is read unchecked (its topic does not exist yet, or its metadata
+        came from a server that names no ids)."""
+        known = self._metadata.topic_ids.get(topic)
+        if not known:
+            self._refresh(topic)
+            known = self._metadata.topic_ids.get(topic)
+        return known or b""
 
     def _leader(self, topic: str, partition: int) -> str | None:
         leader = self._metadata.leaders.get((topic, partition))
@@ -221,6 +262,22 @@ class PartitionRangeReader:
             self._refresh(topic)
             leader = self._metadata.leaders.get((topic, partition))
         return None if leader is None else self._metadata.endpoints.get(leader)
+
+
+def _check_same_topic(
+    topic: str, partition: int, offset: int, topic_id: bytes, topic_ids: Mapping[str, bytes]
+) -> None:
+    """After an UNKNOWN_TOPIC_ID answer and a metadata refresh: raise when the topic now has
+    another id than the range's (deleted and created again: not retried), else return (a broker
+    or the metadata is behind, or the topic is gone for now: retried)."""
+    now = topic_ids.get(topic)
+    if now and now != topic_id:
+        raise KafkaError(
+            f"reading {topic}-{partition} at {offset}: the topic was deleted and created again "
+            f"(its id is now {now.hex()}, the range's was {topic_id.hex()}); the range's offsets "
+            "from here name records that no longer exist",
+            ErrorCode.UNKNOWN_TOPIC_ID,
+        )
 
 
 def _isolation(isolation: str) -> int:

@@ -34,7 +34,7 @@ class FakeLog:
         self._lock = threading.Lock()
 
     def fetch_once(
-        self, topic: str, partition: int, offset: int, level: int
+        self, topic: str, partition: int, offset: int, level: int, topic_id: bytes = b""
     ) -> tuple[broker_pb2.FetchResponse.PartitionResponse, str]:
         with self._lock:
             self.asked.append(offset)
@@ -117,7 +117,7 @@ class BatchLog:
         self.next_offset = next_offset
 
     def fetch_once(
-        self, topic: str, partition: int, offset: int, level: int
+        self, topic: str, partition: int, offset: int, level: int, topic_id: bytes = b""
     ) -> tuple[broker_pb2.FetchResponse.PartitionResponse, str]:
         answer = broker_pb2.FetchResponse.PartitionResponse(
             partition=partition,
