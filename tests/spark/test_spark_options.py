@@ -9,11 +9,18 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from samsa.spark import source
 from samsa.spark.options import OptionError, canonical, parse_options
 from samsa.spark.ranges import OffsetRange, offsets_at_times, resolve, split, timestamps_for
 from samsa.spark.stream_offsets import capped, from_offset, next_end, to_offset, with_new_partitions
 
 BOOT = {"samsa.bootstrap.servers": "h:1"}
+
+
+@pytest.fixture(autouse=True)
+def no_topic_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning tasks asks their topics' ids (source.topic_ids): there is no cluster here."""
+    monkeypatch.setattr(source, "topic_ids", lambda options, topics: {})
 
 
 def test_subscribe_and_defaults() -> None:

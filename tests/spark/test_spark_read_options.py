@@ -55,6 +55,12 @@ def test_read_options_the_kafka_connector_refuses_are_refused_by_name(
         parse_options(BOOT | options)
 
 
+@pytest.fixture(autouse=True)
+def no_topic_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning tasks asks their topics' ids (source.topic_ids): there is no cluster here."""
+    monkeypatch.setattr(source, "topic_ids", lambda options, topics: {})
+
+
 def test_the_kafka_connectors_spelling_of_the_isolation_level_is_taken() -> None:
     """Spark's Kafka connector is told `kafka.isolation.level`: samsa.isolation.level was
     ignored, and the read stayed read_committed."""

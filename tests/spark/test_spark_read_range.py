@@ -1,11 +1,13 @@
 """Goal: a task whose range retention deleted (wholly or while it read) fails with
 failOnDataLoss, and with failOnDataLoss=false goes on from the partition's first offset, never
 yielding an offset twice. This is the stream's usual case: its next range starts at the
-checkpointed end of the batch before, whatever retention deleted since.
+checkpointed end of the batch before, whatever retention deleted since. And a task whose topic was
+deleted and created again since its range was planned never yields the new topic's records.
 
 Method: a stand-in for the worker's PartitionRangeReader serves codec batches of 10 records and
-answers OFFSET_OUT_OF_RANGE below its log start, which a test may move while a task reads.
-Pure: no Spark session, no cluster."""
+answers OFFSET_OUT_OF_RANGE below its log start, which a test may move while a task reads; for a
+topic created again, the SDK's reader over a stand-in broker hosting the new topic
+(test_partition_range_topic_id.py). Pure: no Spark session, no cluster."""
 
 from __future__ import annotations
 
@@ -13,13 +15,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from samsa.client import KafkaError
+from samsa.client import KafkaError, partition_range
 from samsa.client.partition_range import Chunk
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.spark import source
 from samsa.spark.options import parse_options
 from samsa.spark.source import RangePartition, read_range
+from tests.unit.client.test_partition_range_topic_id import NEW, OLD, Broker, reader_on
 
 BOOT = {"samsa.bootstrap.servers": "h:1", "subscribe": "t"}
 
@@ -33,7 +36,13 @@ class Retention:
         self.moves = moves or {}
 
     def chunks(
-        self, topic: str, partition: int, start: int, end: int, isolation: str
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        isolation: str,
+        topic_id: bytes | None = None,
     ) -> Iterator[Chunk]:
         fetch = start  # the offset each Fetch asks for
         while fetch < end:
@@ -97,3 +106,25 @@ def test_data_loss_in_a_task_names_the_partition_and_failondataloss(
     with pytest.raises(KafkaError, match=r"t-0: offsets from 20 .*failOnDataLoss=false") as raised:
         offsets(monkeypatch, Retention(0, {20: 50}), lenient=False)
     assert raised.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["failOnDataLoss", "lenient"])
+def test_a_range_whose_topic_was_created_again_never_reads_the_new_one(
+    monkeypatch: pytest.MonkeyPatch, lenient: bool
+) -> None:
+    """Planned while t had the id OLD, its task runs once t was deleted and created again: the
+    reader's metadata (refreshed by a failed first attempt, say) shows NEW. The task read the
+    new topic's records at the planned offsets; now it reads under the planned id: an error
+    naming the partition and failOnDataLoss, or (false) an empty range."""
+    broker = Broker()
+    monkeypatch.setattr(partition_range.broker_pb2_grpc, "BrokerServiceStub", lambda _: broker)
+    broker.hosted = broker.cluster_id = NEW
+    reader = reader_on(broker)
+    monkeypatch.setattr(source, "range_reader", lambda client: reader)
+    options = parse_options(BOOT | {"failOnDataLoss": "false" if lenient else "true"})
+    batches = read_range(options, RangePartition("t", 0, 0, 20, topic_id=OLD))
+    if lenient:
+        assert list(batches) == []
+        return
+    with pytest.raises(KafkaError, match=r"t-0: the topic was deleted and created again .*0\.\.19"):
+        list(batches)

@@ -28,6 +28,12 @@ from samsa.spark.stream_source import SamsaStreamReader
 BOOT = {"samsa.bootstrap.servers": "h:1"}
 
 
+@pytest.fixture(autouse=True)
+def no_topic_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning tasks asks their topics' ids (source.topic_ids): there is no cluster here."""
+    monkeypatch.setattr(source, "topic_ids", lambda options, topics: {})
+
+
 class Cluster:
     """The partitions the stream subscribes to: their first and end offsets, as the test sets."""
 

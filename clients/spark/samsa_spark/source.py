@@ -8,10 +8,15 @@ partition, offset and timestamp and narrows the ranges first (pushdown.py).
 On a worker, `read()` reads its range with the SDK's PartitionRangeReader (one per worker
 process and bootstrap list, reused across tasks: nothing live is pickled) and yields Arrow
 batches straight from the stored batches (arrow_batches.py), no Python object per record.
+Each range carries the id (KIP-516) its topic had when the tasks were planned, and is read
+under it: a topic deleted and created again under the same name before or while a task reads
+fails the task (failOnDataLoss) or ends its range there, never yielding the new topic's records
+at the planned offsets, also when Spark retries the task (read_range).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -50,6 +55,8 @@ from samsa.spark.options import (
 )
 from samsa.spark.pushdown import Pushed, push
 from samsa.spark.ranges import OffsetRange, offsets_at_times, resolve, split, timestamps_for
+
+log = logging.getLogger(__name__)
 
 PUSHDOWN_PLANNER = "pyspark.sql.worker.data_source_pushdown_filters"
 _FIELDS = [
@@ -115,12 +122,35 @@ class SamsaDataSource(DataSource):
 
 @dataclass
 class RangePartition(InputPartition):
-    """One task's offset range (picklable: plain values only)."""
+    """One task's offset range (picklable: plain values only) in the topic whose id is
+    `topic_id` (empty: unknown, the worker's reader takes the one its metadata shows)."""
 
     topic: str
     partition: int
     start: int
     end: int
+    topic_id: bytes = b""
+
+
+def planned(options: SourceOptions, ranges: list[OffsetRange]) -> list[InputPartition]:
+    """The tasks reading `ranges`, each with its topic's id now (see the module docstring)."""
+    ids = topic_ids(options, {r.topic for r in ranges})
+    return [
+        RangePartition(r.topic, r.partition, r.start, r.end, ids.get(r.topic, b"")) for r in ranges
+    ]
+
+
+def topic_ids(options: SourceOptions, topics: Iterable[str]) -> dict[str, bytes]:
+    """Each of `topics`' id now; one deleted since it was looked at has none."""
+    names = sorted(topics)
+    if not names:
+        return {}
+    with Admin({"bootstrap.servers": options.client["bootstrap.servers"]}) as admin:
+        try:
+            described = admin.describe_topics(names)
+        except KafkaError:  # one is gone: every topic, to keep the others'
+            described = admin.describe_topics(None)
+    return {name: d.topic_id for name, d in described.items() if name in names}
 
 
 class SamsaBatchReader(DataSourceReader):
@@ -129,7 +159,7 @@ class SamsaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         ranges = split(offset_ranges(self.options), self.options.min_partitions)
-        return [RangePartition(r.topic, r.partition, r.start, r.end) for r in ranges]
+        return planned(self.options, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
@@ -157,7 +187,7 @@ class SamsaPushdownReader(SamsaBatchReader):
                 self.options, dict.fromkeys(tps, self.pushed.timestamp_from_ms)
             )
         ranges = split(self.pushed.narrow(ranges, time_starts), self.options.min_partitions)
-        return [RangePartition(r.topic, r.partition, r.start, r.end) for r in ranges]
+        return planned(self.options, ranges)
 
 
 def _planning_with_pushdown() -> bool:
@@ -182,7 +212,12 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
     checkpointed end of the batch before, whatever was deleted since). The reader then fails
     with OFFSET_OUT_OF_RANGE: with failOnDataLoss that fails the task, else the read goes on
     from the partition's first offset, as Kafka's connector does. Every offset yielded lies
-    below the one that failed, which lies below the new first offset: nothing is read twice."""
+    below the one that failed, which lies below the new first offset: nothing is read twice.
+
+    A topic deleted and created again since the range was planned (the reader's
+    UNKNOWN_TOPIC_ID: another id than the range's) lost the rest of the range: with
+    failOnDataLoss that fails the task, else the range ends there, as the stream leaves out a
+    deleted topic; the new topic's records are never read at the planned offsets."""
     start = read_to = partition.start
     while start < partition.end:
         try:
@@ -191,6 +226,9 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
                 yield batch
             return
         except KafkaError as error:
+            if error.code == ErrorCode.UNKNOWN_TOPIC_ID:
+                _recreated(options, partition, read_to, error)
+                return
             if error.code != ErrorCode.OFFSET_OUT_OF_RANGE:
                 raise
             if options.fail_on_data_loss:
@@ -208,12 +246,32 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
             start = first
 
 
+def _recreated(
+    options: SourceOptions, partition: RangePartition, read_to: int, error: KafkaError
+) -> None:
+    """The range's topic was deleted and created again: raise with failOnDataLoss, else say
+    so and let the range end (read_range)."""
+    what = (
+        f"{partition.topic}-{partition.partition}: the topic was deleted and created again "
+        f"since the range {partition.start}..{partition.end - 1} was planned; offsets from "
+        f"{read_to} on name records that no longer exist"
+    )
+    if options.fail_on_data_loss:
+        raise KafkaError(
+            f"{what}: records may be lost; set failOnDataLoss=false to go on without them "
+            f"({error})",
+            ErrorCode.UNKNOWN_TOPIC_ID,
+        ) from error
+    log.warning("%s: the range ends there (failOnDataLoss=false)", what)
+
+
 def _read_from(
     options: SourceOptions, partition: RangePartition, start: int
 ) -> Iterator[pa.RecordBatch]:
     reader = range_reader(options.client)
     topic, number = partition.topic, partition.partition
-    for chunk in reader.chunks(topic, number, start, partition.end, options.isolation):
+    topic_id = partition.topic_id or None
+    for chunk in reader.chunks(topic, number, start, partition.end, options.isolation, topic_id):
         yield from chunk_to_arrow(
             chunk.data,
             chunk.aborted,

@@ -41,6 +41,7 @@ from samsa.spark.ranges import OffsetRange, resolve, split
 from samsa.spark.source import (
     RangePartition,
     partition_bounds,
+    planned,
     read_range,
     starting_offsets,
     subscribed_partitions,
@@ -137,10 +138,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             OffsetRange(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in stops.items()
         ]
-        return [
-            RangePartition(r.topic, r.partition, r.start, r.end)
-            for r in split(ranges, self.options.min_partitions)
-        ]
+        return planned(self.options, split(ranges, self.options.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
