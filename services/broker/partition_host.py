@@ -39,21 +39,17 @@ once when one moves backwards (`repair_corrupt`), and by `close_all`."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import fields
 from pathlib import Path
 
-from samsa.common.errors import ErrorCode, InvalidConfigError
-from samsa.metadata.coordinators import INTERNAL_TOPIC_LOG_DEFAULTS, INTERNAL_TOPICS
+from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker import broker_metrics
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
-from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.metadata.metadata_diff import (
@@ -69,6 +65,7 @@ from samsa.services.broker.partition_directory import (
     prepare_partition_directory,
     write_topic_id,
 )
+from samsa.services.broker.partition_log_config import log_config
 from samsa.services.broker.record_trace import RecordTracer
 from samsa.services.broker.replica.high_watermark_checkpoint import (
     HIGH_WATERMARK_CHECKPOINT_FILE,
@@ -79,43 +76,6 @@ from samsa.services.broker.replica.partition_replica import PartitionReplica
 from samsa.services.broker.replica.replication import high_watermark_within
 
 log = logging.getLogger(__name__)
-
-LOG_KEYS = frozenset(f.metadata["key"] for f in fields(LogConfig))
-
-
-def log_config(configs: Mapping[str, str], topic: str = "") -> LogConfig:
-    """The log settings among a topic's configs (the controller validated them)."""
-    if topic in INTERNAL_TOPICS:
-        configs = {**INTERNAL_TOPIC_LOG_DEFAULTS, **configs}
-    return _log_config(tuple((k, v) for k, v in configs.items() if k in LOG_KEYS))
-
-
-@functools.lru_cache(maxsize=1024)
-def _log_config(settings: tuple[tuple[str, str], ...]) -> LogConfig:
-    """Parsed and validated once per distinct settings (LogConfig is frozen): a leadership
-    change of a topic's thousands of partitions parses its configs once, not once each.
-
-    Settings this broker refuses although the controller stored them (an older controller
-    validated less, or a bound was tightened since) fall back to their defaults, one by one,
-    with an error logged once: refusing them stopped the broker at every start, as the metadata
-    replays them (Kafka's broker logs a bad stored config too and goes on)."""
-    try:
-        return LogConfig.from_properties(dict(settings))
-    except InvalidConfigError as error:
-        kept: dict[str, str] = {}
-        for key, value in settings:  # each one kept when it still holds with those before it
-            try:
-                LogConfig.from_properties({**kept, key: value})
-            except InvalidConfigError:
-                continue
-            kept[key] = value
-        ignored = sorted(key for key, _ in settings if key not in kept)
-        log.error(
-            "a topic's stored log configs are refused here; using the defaults for %s: %s",
-            ", ".join(ignored),
-            error,
-        )
-        return LogConfig.from_properties(kept)
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
