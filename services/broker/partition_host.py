@@ -16,6 +16,9 @@ turns each new image into actions, and `apply` carries them out here:
 Corruption at rest (the scrubber, services/broker/scrubber.py). A replica whose own log holds a
 bad batch remembers where it went bad (`corrupt`, in memory: after a restart the
 scrubber finds it again), stops fetching it, and asks the controller to take it out of the ISR.
+The scrubber finds it in closed segments; opening a log finds it in a durable segment that
+failed its index check and its re-check (loading.py keeps that segment whole and the log
+exposes the bad batch, `Log.corrupt_at_open`), and `_open` marks the replica the same way.
 `repair_corrupt` truncates the log to that offset only once the applied metadata shows this
 broker neither leading nor in the ISR (DESIGN §4: an ISR member with a shortened log could be
 elected and lose acknowledged records); the replica fetcher, told at once (`on_repaired`),
@@ -333,6 +336,8 @@ class PartitionHost:
         )
         self.partitions[(action.topic, action.partition)] = hosted
         self.partitions_by_topic.setdefault(action.topic, set()).add(action.partition)
+        if partition_log.corrupt_at_open is not None:  # a durable segment found bad, kept
+            self.mark_corrupt(hosted, partition_log.corrupt_at_open)
         return hosted
 
     def partitions_of(self, topics: Iterable[str]) -> set[tuple[str, int]]:

@@ -24,6 +24,10 @@ of them and, if it led, elects a live ISR member. Only once the metadata shows t
 (ELIGIBLE_LEADERS_NOT_AVAILABLE: no other live in-sync replica, or, for an eligible replica,
 no other in-sync or eligible one) is logged at ERROR once per partition; the replica keeps
 serving its log, the best copy there is, and asks again every `REPORT_RETRY_S`.
+
+Opening a log finds corruption at rest too: a durable segment whose index files fail their check
+is re-read, and a bad batch found then is kept (loading.py), not cut; PartitionHost marks the
+replica corrupt with it as it opens the partition, and this loop reports and repairs it alike.
 """
 
 from __future__ import annotations

@@ -7,6 +7,13 @@ are completed or undone first. Without the clean-shutdown marker (an unclean sto
 from the one holding the recovery point onward is re-checked batch by batch (framing, CRC,
 increasing offsets); the first bad byte truncates its segment and every later segment is deleted,
 the deletions made durable at once by a directory fsync (rare: only a cut with segments after it).
+A trusted segment (below) re-read because its index files fail their check is different: its bytes
+were durable, so a bad batch there is corruption at rest, and this replica may be in the ISR
+(after a clean stop the broker registers as clean), where a shortened log loses acknowledged
+records (DESIGN §4). Nothing is cut and no later segment deleted (segment_loading.py keeps the
+segment whole, and no read skips the bad batch's offsets); the first such batch is returned
+(`LoadedLog.corrupt`, a CorruptBatch as the scrubber's) and PartitionHost marks the replica
+corrupt with it: the scrubber reports it, and the repair cuts there once it is out of the ISR.
 The recovery point is taken as at least the first segment's base offset: the records below it
 are deleted, so none needs recovering, and the segments re-checked are the same either way; but
 a checkpoint below it (a crash after retention deleted segments and before it checkpointed,
@@ -61,6 +68,7 @@ from samsa.services.broker.log.producer_snapshots import (
     sync_snapshot,
 )
 from samsa.services.broker.log.producer_state import ProducerStateTable
+from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.log.segment import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
@@ -119,6 +127,8 @@ class LoadedLog(NamedTuple):
     transactions: TransactionLogState  # the aborted-transaction index, rebuilt where replayed
     # Checkpointed (cleaned_to, due_ms, first-cleaned ranges); NEVER_CLEANED when missing or bad.
     cleaner: tuple[int, int, list[tuple[int, int]]]
+    # The first bad batch found in a trusted segment, kept whole (None when none was found).
+    corrupt: CorruptBatch | None = None
 
 
 def load_log(directory: Path, config: LogConfig, high_watermark: int = 0) -> LoadedLog:
@@ -139,7 +149,7 @@ def load_log(directory: Path, config: LogConfig, high_watermark: int = 0) -> Loa
     except CorruptCheckpointError:
         # Rebuild the cache from every batch's leader epoch: re-check the whole log.
         epochs, clean_shutdown, recovery_point = LeaderEpochCache(), False, 0
-    segments = _load_segments(
+    segments, corrupt = _load_segments(
         directory,
         names,
         config,
@@ -196,6 +206,7 @@ def load_log(directory: Path, config: LogConfig, high_watermark: int = 0) -> Loa
         snapshots,
         transactions,
         cleaner,
+        corrupt,
     )
 
 
@@ -266,18 +277,20 @@ def _load_segments(
     *,
     recovery_point: int,
     clean: bool,
-) -> list[Segment]:
-    """Open every segment; re-check the unflushed ones; drop what follows a bad byte."""
+) -> tuple[list[Segment], CorruptBatch | None]:
+    """Open every segment; re-check the unflushed ones; drop what follows a bad byte there.
+    Also answers where the first trusted segment found bad at rest is (kept whole)."""
     base_offsets = sorted(
         base_offset
         for name in names
         if (base_offset := parse_base_offset(name, LOG_SUFFIX)) is not None
     )
     segments: list[Segment] = []
+    corrupt: CorruptBatch | None = None
     for index, base_offset in enumerate(base_offsets):
         next_base_offset = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
         trusted = clean or (next_base_offset is not None and next_base_offset <= recovery_point)
-        segment, scan = open_segment(
+        segment, scan, found = open_segment(
             directory,
             base_offset,
             config.index_interval_bytes,
@@ -285,6 +298,7 @@ def _load_segments(
             trusted=trusted,
         )
         segments.append(segment)
+        corrupt = corrupt or found
         if scan is None:
             continue
         for leader_epoch, start_offset in scan.epoch_starts:
@@ -306,7 +320,7 @@ def _load_segments(
     for segment in segments[:-1]:
         segment.closed = True
         segment.indexes.on_roll()
-    return segments
+    return segments, corrupt
 
 
 def _log_dropped_segments(directory: Path, base_offsets: list[int]) -> None:

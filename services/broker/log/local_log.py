@@ -5,17 +5,19 @@ one active. `LocalLog` holds the `Segment` objects and, beside them, the sorted 
 offsets that lookups bisect; it is the only code that adds or drops a segment, and every method
 that does edits both lists together.
 
-Reads find the segment by bisect over the base offsets, the batch by the segment's sparse index,
-and return stored batches as one bytes object; a read that starts in a gap compaction left at a
-segment's end goes on to the next segment. An append (validated and planned by append_info.py,
-all-or-nothing) goes to the active segment, which writes the stamped bytes with one system call;
-when policy.py says so, the segment rolls first: the active one is closed (its index files written,
-not fsynced) or, empty, deleted (a follower's offset gap), and a new one is created at the
-append's first offset. Truncation deletes whole later segments and cuts the last one kept: at an
-offset (replication) or at a byte position (the scrubber's repair). Retention and DeleteRecords
-delete the oldest closed segments (retention.py decides how many; retention that takes the active
-one too has it rolled at the log end first); compaction (cleaner.py) deletes
-a closed segment it emptied. The scrubber reads closed segments as they are now.
+Reads find the segment by bisect over the base offsets, the batch by the segment's sparse index, and
+return stored batches as one bytes object; a read that starts in a gap compaction left at a
+segment's end goes on to the next segment, but one reaching a segment's `unframed_tail` (corrupt
+bytes loading kept) is refused with StorageError, as are appends to such an active segment. An
+append (validated and planned by append_info.py, all-or-nothing) goes to the active segment, which
+writes the stamped bytes with one system call; when policy.py says so, the segment rolls first: the
+active one is closed (its index files written, not fsynced) or, empty, deleted (a follower's offset
+gap), and a new one is created at the append's first offset. Truncation deletes whole later segments
+and cuts the last one kept: at an offset (replication) or at a byte position (the scrubber's
+repair). Retention and DeleteRecords delete the oldest closed segments (retention.py decides how
+many; retention that takes the active one too has it rolled at the log end first); compaction
+(cleaner.py) deletes a closed segment it emptied. The scrubber reads closed segments as they are
+now.
 
 What makes each change durable is `Log`'s (log.py) and its other parts' (log_durability.py,
 log_truncation.py, log_compaction.py): the clean-shutdown marker's removal before any change to the
@@ -38,10 +40,11 @@ from collections.abc import Callable
 from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple
 
+from samsa.common.errors import StorageError
 from samsa.common.record.codec import decode_batch
 from samsa.common.record.header import NO_TIMESTAMP
 from samsa.services.broker.log import policy
-from samsa.services.broker.log.segment import Segment
+from samsa.services.broker.log.segment import LOG_SUFFIX, Segment
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -121,6 +124,8 @@ class LocalLog:
         if start_offset < upper:
             for segment in self.segments_from(start_offset):
                 found = segment.find_batch(start_offset)
+                if found is None and segment.unframed_tail:
+                    raise _unframed(segment)
                 if found is None:
                     continue  # the offset is in a gap at this segment's end (compaction)
                 position, header = found
@@ -170,6 +175,8 @@ class LocalLog:
         """Write the planned batches to the active segment, rolling first when policy.py says
         so; returns the base offset of the segment they went to."""
         active = self.segments[-1]
+        if active.unframed_tail:  # its end is unknown: no offset can be assigned after it
+            raise _unframed(active)
         if active.first_append_ms is None and active.size_bytes:
             # Loaded (or cut by a truncation): its age counts from its first batch's timestamp,
             # as Kafka's LogSegment rolls by record time, or a broker restarted more often than
@@ -238,10 +245,11 @@ class LocalLog:
         """The segment at `base_offset` is still there with `size_bytes` bytes, and `position`
         lies inside it (what `cut_at` needs)."""
         index = self._index_of(base_offset)
+        segment = None if index is None else self.segments[index]
         return (
-            index is not None
-            and self.segments[index].size_bytes == size_bytes
-            and 0 <= position < size_bytes
+            segment is not None
+            and segment.size_bytes == size_bytes
+            and 0 <= position <= size_bytes - (not segment.unframed_tail)
         )
 
     def cut_at(self, base_offset: int, position: int) -> None:
@@ -263,12 +271,14 @@ class LocalLog:
         del self.base_offsets[:count]
 
     def closed_below(self, offset: int) -> list[Segment]:
-        """The closed segments wholly below `offset` (what compaction may clean)."""
-        return [
-            segment
-            for segment, next_base in zip(self.segments, self.base_offsets[1:], strict=False)
-            if next_base <= offset
-        ]
+        """The closed segments wholly below `offset` (what compaction may clean), up to the
+        first with an unframed tail (a rewrite would keep only its framed part)."""
+        closed = []
+        for segment, next_base in zip(self.segments, self.base_offsets[1:], strict=False):
+            if next_base > offset or segment.unframed_tail:
+                break
+            closed.append(segment)
+        return closed
 
     def remove_segment(self, segment: Segment) -> None:
         """Delete `segment`, a closed segment compaction emptied."""
@@ -316,6 +326,14 @@ class LocalLog:
         """Close every segment's file descriptor; nothing is written."""
         for segment in self.segments:
             segment.close()
+
+
+def _unframed(segment: Segment) -> StorageError:
+    return StorageError(
+        f"{segment.path(LOG_SUFFIX)}: offsets from {segment.next_offset} are unreadable here, the "
+        f"bytes from position {segment.size_bytes} being corrupt at rest (kept until this "
+        f"replica, marked corrupt, is out of the ISR and re-fetches them)"
+    )
 
 
 # --- MAX_TIMESTAMP (KIP-734) ----------------------------------------------------------------------

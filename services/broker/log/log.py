@@ -72,6 +72,9 @@ class Log:
         self._epochs = loaded.epochs
         self._log_start_offset = loaded.segments[0].base_offset
         self._closed = False
+        # A bad batch the open found in a durable segment and kept (loading.py): the partition
+        # marks the replica corrupt with it, for the scrubber's report and repair.
+        self.corrupt_at_open = loaded.corrupt
         self._producer_txns = ProducerTransactions(
             ProducerLogState.loaded(directory, loaded.producers, loaded.snapshot_offsets),
             loaded.transactions,

@@ -174,7 +174,9 @@ class LogTruncation:
             config=config,
             now_ms=now_ms,
         )
-        if count == len(segments):
+        if count == len(segments) and segments[-1].unframed_tail:
+            count -= 1  # its end is unknown: a roll there could reuse its offsets; kept
+        elif count == len(segments):
             self._durability.persist_marker_removal()  # the roll is the first change to files
             self._local_log.roll_at_end(config.index_interval_bytes)
         return count, self._delete_oldest(count, log_start_offset)

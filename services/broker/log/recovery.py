@@ -18,14 +18,20 @@ Per batch the work is one header unpack and one crc32c call over the batch (chec
 are never decoded. Pure: bytes in, a valid-prefix length and rebuilt indexes out.
 
 Invariants: valid_bytes only grows and always ends on a batch boundary; once `error` is set the
-scan accepts nothing more.
+scan accepts nothing more (unless told to `resume_after` the bad batch: loading a trusted segment).
 """
 
 from __future__ import annotations
 
 from samsa.common import limits
 from samsa.common.errors import SamsaError
-from samsa.common.record.header import LOG_OVERHEAD, batch_size_at, check_batch
+from samsa.common.record.header import (
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    BatchHeader,
+    batch_size_at,
+    check_batch,
+)
 from samsa.services.broker.log.segment_index import SegmentIndexes
 
 
@@ -112,6 +118,20 @@ class SegmentScan:
             header.size_bytes,
         )
         return True
+
+    def resume_after(self, header: BatchHeader) -> None:
+        """Index the bad batch the scan stopped at from its header alone, its timestamps not
+        trusted, and go on after it: a trusted segment kept whole although corrupt at rest
+        (segment_loading.py says when its offsets are pinned enough for that)."""
+        assert self.done and self.error is not None, "only a scan stopped at a bad batch"
+        self.indexes.on_batch(
+            self.valid_bytes,
+            header.base_offset,
+            header.last_offset,
+            NO_TIMESTAMP,
+            header.size_bytes,
+        )
+        self.error, self.done = None, False
 
     def _finish(self, error: str | None) -> int:
         self.error = error

@@ -19,8 +19,9 @@ survivors go to `X.log.cleaned` (fsynced), which is renamed to `X.log.swap` — 
 the old index files are deleted and the swap file is renamed over `X.log`. Loading (loading.py)
 deletes `.cleaned` leftovers and finishes any `.swap`.
 
-Invariants: the .log file's size is `indexes.size_bytes` (whole valid batches only); index files
-hold a prefix of the in-memory entries or are marked for rewrite.
+Invariants: the .log file's size is `indexes.size_bytes` (whole valid batches only, but for a bad
+batch or an `unframed_tail` loading kept: segment_loading.py); index files hold a prefix of the
+in-memory entries or are marked for rewrite.
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ class Segment:
         # that a compaction planned before can tell its input is gone (cleaner.py).
         self.version = 0
         self._indexes_synced = False  # the index files hold their entries durably
+        # The file holds bytes after `size_bytes` that no batch frames: a trusted segment found
+        # corrupt at open and kept for the repair (segment_loading.py). Reads reaching them and
+        # appends are refused; a truncation ends it.
+        self.unframed_tail = False
         # Entries of each index file known to be on disk; None = rewrite the file.
         self._offset_entries_on_disk: int | None = None
         self._time_entries_on_disk: int | None = None
@@ -156,6 +161,7 @@ class Segment:
         assert 0 <= position <= self.size_bytes
         self.version += 1
         os.ftruncate(self.fd, position)
+        self.unframed_tail = False
         self.indexes.truncate_to_position(position)
         tail = list(self.walk(self.indexes.offset_index.last_entry()[1], position))
         self.indexes.restore_after_truncation(tail, position)

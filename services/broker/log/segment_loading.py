@@ -5,16 +5,19 @@ recovery point, or after a clean shutdown): the index files are loaded and sanit
 (offset_index / time_index `decode`), the batches after the last index entry are walked to find
 the segment's end, the time index's last entry is checked against the batches after it (a prefix
 of whole entries is sane but stale), and — for the active segment — the last batch is CRC-checked;
-any failure falls back to the other path. *Recover*: the whole file is re-read in large chunks
-through `SegmentScan` (framing + one crc32c per batch, `Segment.scan`), the file is truncated at
-the first bad byte and the indexes are rebuilt from what remains.
+any failure re-reads the whole file as below, but a bad batch found then is corruption at rest of
+durable bytes: nothing is cut (`_keep_bad_batch` says what is indexed and served, and returns the
+CorruptBatch for the partition to mark the replica corrupt). *Recover* (the unflushed part): the
+whole file is re-read in large chunks through `SegmentScan` (framing + one crc32c per batch,
+`Segment.scan`), the file is truncated at the first bad byte and the indexes are rebuilt from
+what remains.
 
 Which segments are opened, on which path, and what happens to the segments after a cut is
 loading.py's business; the running segment (append, read, truncate, compaction) is segment.py's.
 
 Invariant on return: the `Segment` satisfies segment.py's invariants — its .log file holds whole
-valid batches only, and its index files hold a prefix of the in-memory entries or are marked for
-rewrite.
+valid batches only (but for a trusted segment's bad batch, kept), and its index files hold a
+prefix of the in-memory entries or are marked for rewrite.
 """
 
 from __future__ import annotations
@@ -26,14 +29,17 @@ from pathlib import Path
 
 from samsa.common import limits
 from samsa.common.errors import CorruptRecordError, SamsaError
-from samsa.common.record.header import NO_TIMESTAMP, BatchHeader, check_batch
+from samsa.common.record.header import HEADER_BYTES, NO_TIMESTAMP, BatchHeader, check_batch
 from samsa.services.broker.log.checkpoint_file import read_if_exists
+from samsa.services.broker.log.framing import read_frame
 from samsa.services.broker.log.offset_index import CorruptIndexError, OffsetIndex
 from samsa.services.broker.log.recovery import SegmentScan
+from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.log.segment import (
     INDEX_SUFFIX,
     LOG_FILE_FLAGS,
     LOG_SUFFIX,
+    RECOVERY_CHUNK_BYTES,
     TIME_INDEX_SUFFIX,
     Segment,
     segment_path,
@@ -53,12 +59,13 @@ def open_segment(
     *,
     next_offset_end: int | None,
     trusted: bool,
-) -> tuple[Segment, SegmentScan | None]:
-    """Load an existing segment; the scan is returned when the file was re-checked."""
+) -> tuple[Segment, SegmentScan | None, CorruptBatch | None]:
+    """Load an existing segment; the scan is returned when the file was re-checked, and where it
+    found a trusted segment bad (kept whole: `_keep_bad_batch`)."""
     fd = os.open(segment_path(directory, base_offset, LOG_SUFFIX), LOG_FILE_FLAGS, 0o644)
     segment = Segment(directory, SegmentIndexes(base_offset, index_interval_bytes), fd)
     if trusted and _load_indexes(segment, next_offset_end):
-        return segment, None
+        return segment, None, None
     if not trusted:
         log.info(
             "%s: recovering a segment written since the last flush: re-checking its batches "
@@ -66,7 +73,83 @@ def open_segment(
             segment.path(LOG_SUFFIX),
             extra={"segment": str(segment.path(LOG_SUFFIX))},
         )
-    return segment, _recover(segment, next_offset_end)
+        return segment, _recover(segment, next_offset_end), None
+    file_size = os.fstat(segment.fd).st_size
+    scan = segment.scan(next_offset_end, file_size)
+    if scan.error is None and scan.valid_bytes == file_size:
+        segment.replace_indexes(scan.indexes)
+        return segment, scan, None
+    return segment, *_keep_bad_batch(segment, scan, next_offset_end, file_size)
+
+
+def _keep_bad_batch(
+    segment: Segment, scan: SegmentScan, next_offset_end: int | None, file_size: int
+) -> tuple[SegmentScan, CorruptBatch]:
+    """A trusted segment whose re-check stopped at a bad batch: durable bytes corrupt at rest.
+    Nothing is cut, as this replica may be in the ISR: the log exposes where (`CorruptBatch`),
+    PartitionHost marks it corrupt, and the scrubber's repair cuts there once the controller
+    took it out of the ISR. The bad batch is indexed from its header (its timestamps not
+    trusted) and served as stored, readers' CRC checks failing on it as on any corruption at
+    rest, when other bytes pin its offsets (`_pinned_header`) and the rest of the segment
+    re-checks sound. Otherwise the indexes end before it and the file's rest is kept, unframed
+    (`Segment.unframed_tail`: reads reaching it and appends are refused, never skipped; in the
+    active segment the log end offset is then the bad batch's base offset until the repair)."""
+    position, offset = scan.valid_bytes, scan.indexes.next_offset
+    log.error(
+        "%s: a trusted segment fails its re-check at offset %d (byte position %d of segment "
+        "%d): %s; kept whole, the replica is marked corrupt",
+        segment.directory,
+        offset,
+        position,
+        segment.base_offset,
+        scan.error,
+        extra={
+            "log_dir": str(segment.directory),
+            "segment_base_offset": segment.base_offset,
+            "offset": offset,
+            "position": position,
+            "reason": scan.error,
+        },
+    )
+    header = _pinned_header(segment, scan, next_offset_end)
+    if header is not None:
+        scan.resume_after(header)
+        want = RECOVERY_CHUNK_BYTES
+        while want:
+            chunk = os.pread(segment.fd, max(want, RECOVERY_CHUNK_BYTES), scan.valid_bytes)
+            want = scan.feed(chunk, end_of_file=scan.valid_bytes + len(chunk) >= file_size)
+        if scan.error is not None or scan.valid_bytes != file_size:
+            scan = segment.scan(next_offset_end, file_size)  # only the sound prefix, again
+            header = None
+    segment.replace_indexes(scan.indexes)
+    segment.unframed_tail = header is None
+    return scan, CorruptBatch(offset, segment.base_offset, segment.size_bytes, position)
+
+
+def _pinned_header(
+    segment: Segment, scan: SegmentScan, next_offset_end: int | None
+) -> BatchHeader | None:
+    """The header of the bad batch the scan stopped at, if other bytes pin its offsets: it
+    starts where the batch before it ended, and the batch after it starts right after its last
+    offset; the last batch of a closed segment ends right before the next segment, and that of
+    the active one (which sets the log end) frames the file's end exactly and counts a record
+    per offset (two header fields agree)."""
+    try:
+        header = read_frame(segment.read_bytes(scan.valid_bytes, HEADER_BYTES), 0)
+        end, file_size = scan.valid_bytes + header.size_bytes, os.fstat(segment.fd).st_size
+        if header.base_offset != scan.indexes.next_offset or end > file_size:
+            return None
+        if end < file_size:
+            after = read_frame(segment.read_bytes(end, HEADER_BYTES), 0).base_offset
+        elif next_offset_end is not None:
+            after = next_offset_end
+        else:
+            after = header.base_offset + header.record_count
+    except SamsaError:
+        return None
+    last_offset = header.last_offset
+    bound = next_offset_end if next_offset_end is not None else after
+    return header if header.base_offset <= last_offset < after == last_offset + 1 <= bound else None
 
 
 def _load_indexes(segment: Segment, next_offset_end: int | None) -> bool:

@@ -19,7 +19,7 @@ from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionSta
 from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.scrub import CorruptBatch
-from samsa.services.broker.log.segment import LOG_SUFFIX, segment_path
+from samsa.services.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, segment_path
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 
@@ -146,4 +146,38 @@ def test_the_partitions_repaired_are_told_to_the_fetchers(tmp_path: Path) -> Non
     assert host.repair_corrupt() == [] and told == [], "still in the ISR: nothing to tell"
     hosted = step(host, image(2, (2, 3), 0, 1))  # out of the ISR: repaired within apply
     assert hosted.log.log_end_offset == bad_offset and told == [[("t", 0)]]
+    host.close_all()
+
+
+def test_a_durable_segment_found_bad_at_open_is_marked_and_cut_only_once_out(
+    tmp_path: Path,
+) -> None:
+    """After a clean stop the broker re-registers in the ISR: a bad batch the open finds in a
+    durable segment (its .index lost, so re-read) is kept, every segment with it, and the
+    replica marked corrupt as on a scrubber finding; the cut waits for the metadata."""
+    host = PartitionHost(tmp_path, ME)
+    hosted = step(host, image(2, (1, 2, 3), 0, 0))
+    hosted.log.reconfigure(
+        LogConfig(segment_bytes=2048, index_interval_bytes=128, max_message_bytes=1024)
+    )
+    for n in range(60):
+        hosted.log.append_as_leader(build_batch([b"v" * 50 + b"%d" % n]), leader_epoch=0, now_ms=0)
+    directory, end = hosted.log.directory, hosted.log.log_end_offset
+    base_offset = hosted.log.closed_segments()[1][0]
+    host.close_all()
+    path = segment_path(directory, base_offset, LOG_SUFFIX)
+    data = bytearray(path.read_bytes())
+    second = check_batch(data, 0).size_bytes
+    bad_offset = check_batch(data, second).base_offset
+    data[second + 70] ^= 1
+    path.write_bytes(bytes(data))
+    segment_path(directory, base_offset, INDEX_SUFFIX).unlink()
+
+    host = PartitionHost(tmp_path, ME)
+    hosted = step(host, image(2, (1, 2, 3), 0, 1))
+    assert hosted.corrupt == CorruptBatch(bad_offset, base_offset, len(data), second)
+    assert ("t", 0) in host.corrupt_partitions, "the scrubber's report loop takes it from here"
+    assert host.repair_corrupt() == [] and hosted.log.log_end_offset == end, "still in the ISR"
+    hosted = step(host, image(2, (2, 3), 0, 2))  # the controller committed the report
+    assert hosted.log.log_end_offset == bad_offset and hosted.corrupt_from is None
     host.close_all()

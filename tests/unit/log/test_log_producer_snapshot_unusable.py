@@ -2,13 +2,13 @@
 from the log instead of starting with none (a producer's retry would then be stored twice), and
 keeps them through a later close and clean open. A clean open starts empty only when it finds no
 snapshot file at all (close keeps one whenever the state holds producers); one it found and had to
-drop (its CRC fails, or it lies above the log end after the open cut a corrupt tail) means the
+drop (its CRC fails, or it lies above the log end after the open found a corrupt tail) means the
 state was not empty, so the log is replayed, as Kafka's open does when any snapshot file exists.
 The replayed state is snapshotted at the log end: the close of a log untouched since a clean open
 writes no snapshot, so the next clean open would otherwise find none and start empty again.
 
 Method: a real Log in tmp_path. Producer 7 writes offsets 0-1, the log is closed cleanly, then the
-close's snapshot (or the segment's last batch, a plain one) is damaged by flipping a byte. The log
+close's snapshot (or the magic byte of the segment's last batch, a plain one) is damaged. The log
 is opened, closed untouched and opened again; each open must know producer 7, and a retry of its
 batch must store nothing and answer its original offsets.
 """
@@ -52,8 +52,10 @@ def test_a_clean_open_with_no_usable_snapshot_replays_the_log(tmp_path: Path, da
     assert snapshots == [segment_path(tmp_path, log_end_offset, SNAPSHOT_SUFFIX).name]
     if damage == "close snapshot fails its CRC":
         flip_byte(tmp_path / snapshots[0], -1)
-    else:  # the open cuts the batch, and drops the close's snapshot (above the new log end)
-        flip_byte(segment_path(tmp_path, 0, LOG_SUFFIX), -2)
+    else:  # the open keeps the unframeable batch out of the log (its end offset 2: loading
+        # keeps a durable segment's bad bytes for the repair), and drops the close's snapshot
+        path = segment_path(tmp_path, 0, LOG_SUFFIX)
+        flip_byte(path, int.from_bytes(path.read_bytes()[8:12], "little") + 12 + 16)  # magic
 
     log = Log.open(tmp_path, CONFIG, now_ms=NOW)
     assert log.log_end_offset == 2

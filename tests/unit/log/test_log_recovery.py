@@ -124,6 +124,9 @@ def test_segments_below_the_recovery_point_are_trusted_and_the_rest_rechecked(
 
 
 def test_a_clean_marker_does_not_hide_a_damaged_last_batch(tmp_path: Path) -> None:
+    """The open CRC-checks the active segment's last batch; bad after a clean close, it is
+    corruption at rest of durable records: found, kept as stored and exposed for the partition
+    to mark the replica corrupt (test_log_corrupt_at_open.py), not cut."""
     log = filled(tmp_path)
     stored = read_batches(log)
     log.close()
@@ -132,7 +135,11 @@ def test_a_clean_marker_does_not_hide_a_damaged_last_batch(tmp_path: Path) -> No
     data[-1] ^= 0xFF
     active.write_bytes(bytes(data))
     reopened = Log.open(tmp_path, small_config(), now_ms=0)
-    assert read_batches(reopened) == stored[:-1]
+    found = reopened.corrupt_at_open
+    assert found is not None and found.offset == 39
+    assert found.position == len(data) - len(stored[-1]) and found.segment_size_bytes == len(data)
+    assert reopened.log_end_offset == 40
+    assert reopened.read(39, 4096).records == bytes(data[found.position :])  # served as stored
 
 
 DAMAGE = {
