@@ -294,7 +294,9 @@ def test_a_broker_refuses_to_start_without_a_valid_secret_file(tmp_path: Path, m
 
 
 def offsets_produce(value: bytes) -> broker_pb2.ProduceRequest:
-    data = broker_pb2.ProduceRequest.PartitionData(partition=0, records=build_batch([value]))
+    data = broker_pb2.ProduceRequest.PartitionData(
+        partition=0, records=build_batch([value], keys=[b"k"])
+    )
     return broker_pb2.ProduceRequest(
         acks=-1,
         timeout_ms=10_000,
