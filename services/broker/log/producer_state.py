@@ -2,9 +2,10 @@
 
 Theory of operation (Kafka's ProducerStateManager and ProducerAppendInfo). An idempotent producer
 stamps each batch with (producer_id, producer_epoch, base_sequence); sequences count records per
-partition and wrap from SEQUENCE_MAX to 0. For each producer the table keeps one ProducerEntry:
-its current epoch, the metadata of its last BATCHES_KEPT batches (the dedupe window) and the
-largest batch timestamp seen (for expiry). Validate, then apply:
+partition and wrap from SEQUENCE_MAX to 0. For each producer the table keeps one ProducerEntry
+(producer_entry.py, with the types this module answers in): its current epoch, the metadata of its
+last BATCHES_KEPT batches (the dedupe window) and the largest batch timestamp seen (for expiry).
+Validate, then apply:
 
 - `check_leader_append(batches)` changes nothing. It answers None (write the append),
   DuplicateAppend (the append was written before: answer with its original offsets) or
@@ -57,136 +58,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import NamedTuple, Protocol
 
-from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.services.broker.log.producer_entry import (
+    BATCHES_KEPT,
+    NO_OFFSET,
+    NO_PRODUCER_ID,
+    PRODUCER_EPOCH_MAX,
+    SEQUENCE_MAX,
+    SEQUENCE_MODULUS,
+    AppendRefused,
+    BatchMetadata,
+    CompletedTransaction,
+    CorruptSnapshotError,
+    DuplicateAppend,
+    MarkerWrittenBefore,
+    ProducerBatchInfo,
+    ProducerEntry,
+    after_marker,
+    last_sequence_of,
+    next_entry,
+)
 
-NO_PRODUCER_ID = -1
-NO_OFFSET = -1  # a producer with no open transaction on this partition
-BATCHES_KEPT = limits.producer_state_batches_max  # the dedupe window, per producer and partition
-SEQUENCE_MAX = 2**31 - 1  # sequences wrap from SEQUENCE_MAX to 0
-PRODUCER_EPOCH_MAX = limits.producer_epoch_max  # an int16, as in Kafka
-_SEQUENCE_MODULUS = SEQUENCE_MAX + 1
-
-
-class ProducerBatchInfo(Protocol):
-    """The producer fields of one stored batch (append_info.PlannedBatch has them). Read-only
-    properties, so that NamedTuples satisfy the protocol."""
-
-    @property
-    def producer_id(self) -> int: ...
-    @property
-    def producer_epoch(self) -> int: ...
-    @property
-    def base_sequence(self) -> int: ...
-    @property
-    def base_offset(self) -> int: ...
-    @property
-    def last_offset(self) -> int: ...
-    @property
-    def max_timestamp(self) -> int: ...
-    @property
-    def is_transactional(self) -> bool: ...
-    @property
-    def is_control(self) -> bool: ...
-
-
-class BatchMetadata(NamedTuple):
-    """One kept batch: its sequence range (last_sequence wrapped) and its offsets (inclusive)."""
-
-    first_sequence: int
-    last_sequence: int
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-
-
-class ProducerEntry(NamedTuple):
-    producer_id: int
-    producer_epoch: int
-    batches: tuple[BatchMetadata, ...]  # oldest first, at most BATCHES_KEPT
-    last_timestamp: int  # the largest max_timestamp of its batches seen (Kafka's rule)
-    # The offset of the first batch of the producer's open transaction here; NO_OFFSET: none.
-    current_txn_first_offset: int = NO_OFFSET
-
-
-class CompletedTransaction(NamedTuple):
-    """A transaction a marker ended on this partition: its records span first_offset to the
-    marker at last_offset. Whether it committed or aborted is in the marker's record, which the
-    log reads (this table sees batch headers only)."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-
-
-class MarkerWrittenBefore(NamedTuple):
-    """A retried marker (same producer epoch, no transaction open since): write nothing, answer
-    success."""
-
-
-class DuplicateAppend(NamedTuple):
-    """The whole append is already in the log, at these offsets (inclusive)."""
-
-    base_offset: int
-    last_offset: int
-
-
-class AppendRefused(NamedTuple):
-    code: ErrorCode
-    message: str  # says what happened and what the producer should do
-
-
-class CorruptSnapshotError(ValueError):
-    """Snapshot bytes that do not decode: the caller rebuilds the state from the log instead."""
-
-
-def _last_sequence(batch: ProducerBatchInfo) -> int:
-    """Kafka's baseSequence + lastOffsetDelta, wrapped past SEQUENCE_MAX to 0."""
-    return (batch.base_sequence + batch.last_offset - batch.base_offset) % _SEQUENCE_MODULUS
-
-
-def _next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo) -> ProducerEntry:
-    """The entry after `batch` is written: the same for apply and for checking an append."""
-    assert batch.last_offset >= batch.base_offset, batch
-    metadata = BatchMetadata(
-        batch.base_sequence,
-        _last_sequence(batch),
-        batch.base_offset,
-        batch.last_offset,
-        batch.max_timestamp,
-    )
-    open_at = NO_OFFSET if entry is None else entry.current_txn_first_offset
-    if open_at == NO_OFFSET and batch.is_transactional:
-        open_at = batch.base_offset  # the producer's first batch of a transaction here
-    if entry is None:
-        return ProducerEntry(
-            batch.producer_id, batch.producer_epoch, (metadata,), batch.max_timestamp, open_at
-        )
-    kept = entry.batches if entry.producer_epoch == batch.producer_epoch else ()
-    return ProducerEntry(
-        entry.producer_id,
-        batch.producer_epoch,
-        (*kept, metadata)[-BATCHES_KEPT:],
-        max(entry.last_timestamp, batch.max_timestamp),
-        open_at,
-    )
-
-
-def _after_marker(entry: ProducerEntry | None, marker: ProducerBatchInfo) -> ProducerEntry:
-    """The entry after a transaction marker: the transaction is closed and the marker's epoch
-    (bumped at every transaction end, KIP-890) is the producer's; a new epoch restarts the
-    sequences, as for data batches."""
-    if entry is None:
-        return ProducerEntry(marker.producer_id, marker.producer_epoch, (), marker.max_timestamp)
-    kept = entry.batches if entry.producer_epoch == marker.producer_epoch else ()
-    return ProducerEntry(
-        entry.producer_id,
-        marker.producer_epoch,
-        kept,
-        max(entry.last_timestamp, marker.max_timestamp),
-    )
+# Re-exported: the table's users import its types from here.
+__all__ = [
+    "BATCHES_KEPT",
+    "NO_OFFSET",
+    "NO_PRODUCER_ID",
+    "PRODUCER_EPOCH_MAX",
+    "SEQUENCE_MAX",
+    "AppendRefused",
+    "BatchMetadata",
+    "CompletedTransaction",
+    "CorruptSnapshotError",
+    "DuplicateAppend",
+    "MarkerWrittenBefore",
+    "ProducerBatchInfo",
+    "ProducerEntry",
+    "ProducerStateTable",
+]
 
 
 def _check_marker(
@@ -226,7 +136,7 @@ def _check_batch(
     """One idempotent batch against its producer's entry: None when it is new and may be
     written, the kept BatchMetadata it duplicates, or why it is refused."""
     producer_id, epoch, sequence = batch.producer_id, batch.producer_epoch, batch.base_sequence
-    last_sequence = _last_sequence(batch)
+    last_sequence = last_sequence_of(batch)
     if not (0 <= epoch <= PRODUCER_EPOCH_MAX and 0 <= sequence <= SEQUENCE_MAX):
         return AppendRefused(
             ErrorCode.INVALID_RECORD,
@@ -269,7 +179,7 @@ def _check_same_epoch(
         if kept.first_sequence == sequence and kept.last_sequence == last_sequence:
             return kept
     latest = entry.batches[-1].last_sequence if entry.batches else -1
-    expected = (latest + 1) % _SEQUENCE_MODULUS
+    expected = (latest + 1) % SEQUENCE_MODULUS
     if sequence == expected:
         return None
     where = f"producer {entry.producer_id} epoch {entry.producer_epoch}: batch "
@@ -278,7 +188,7 @@ def _check_same_epoch(
     # changes nothing: a batch whose last sequence is less than half the ring behind the latest
     # is stale; one ahead of it (a gap, even across the wrap) is out of order. Never a duplicate
     # answer for a gap: the producer takes DUPLICATE_SEQUENCE_NUMBER as written.
-    if entry.batches and (latest - last_sequence) % _SEQUENCE_MODULUS < _SEQUENCE_MODULUS // 2:
+    if entry.batches and (latest - last_sequence) % SEQUENCE_MODULUS < SEQUENCE_MODULUS // 2:
         return AppendRefused(
             ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
             f"{where} lies at or below the last written sequence {latest} but matches none of "
@@ -355,7 +265,7 @@ class ProducerStateTable:
             if isinstance(outcome, AppendRefused):
                 return outcome
             if outcome is None:
-                pending[batch.producer_id] = _next_entry(entry, batch)
+                pending[batch.producer_id] = next_entry(entry, batch)
             else:
                 duplicates.append(outcome)
         if not duplicates:
@@ -380,7 +290,7 @@ class ProducerStateTable:
                 continue
             entry = entries.get(producer_id)
             if not batch.is_control:
-                entries[producer_id] = after = _next_entry(entry, batch)
+                entries[producer_id] = after = next_entry(entry, batch)
                 if after.current_txn_first_offset != NO_OFFSET:
                     opened[producer_id] = after.current_txn_first_offset
                 continue
@@ -390,7 +300,7 @@ class ProducerStateTable:
                         producer_id, entry.current_txn_first_offset, batch.last_offset
                     )
                 )
-            entries[producer_id] = _after_marker(entry, batch)
+            entries[producer_id] = after_marker(entry, batch)
             opened.pop(producer_id, None)
         return completed
 
