@@ -174,7 +174,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def DescribeProducers(self, request, context):
         await _check_partitions(request, context)
-        return describe_producers(self.host, request)
+        return describe_producers(self.host, request, int(time.time() * 1000))
 
     async def DeleteRecords(self, request, context):
         await _check_partitions(request, context)

@@ -13,13 +13,19 @@ checks the leader's answer with `abort_decision` before writing the marker
   coordinator knows is aborted by that coordinator within the producer's transaction.timeout.ms
   (at most transaction.max.timeout.ms), and the transaction's first write to the partition came
   after it began; so only then is it surely hanging. A more recent one is refused with
-  CONCURRENT_TRANSACTIONS: not yet, retry later if it still hangs. The timestamp is the largest
-  batch timestamp the leader saw (the producer's clock with CreateTime): a skewed clock only
-  makes the check stricter when it runs ahead.
+  CONCURRENT_TRANSACTIONS: not yet, retry later if it still hangs. The age is the leader's
+  `last_append_age_ms`, measured by the leader's own clock from its last append of the
+  producer's batch or marker there (services/broker/log/producer_entry.py), never the record
+  timestamps (`last_timestamp_ms`): those are the producer's to choose under CreateTime, and a
+  live transaction stamping an old time would pass at once, its ABORT marker would land, and its
+  coordinator's COMMIT would then be refused there (INVALID_PRODUCER_EPOCH): a committed
+  transaction with that partition's records aborted. An age, not a time, so that no clock is
+  compared with another machine's; where the leader does not know it (after a restart or
+  truncation replayed the batches) it reads young, which only delays the abort.
 - the marker carries epoch + 1: a marker must be above the producer's epoch on the partition
   (KIP-890, producer_state.py), and a producer at PRODUCER_EPOCH_MAX cannot have one.
 
-Pure: no I/O, no clock (the caller passes now_ms).
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -69,7 +75,6 @@ def abort_decision(
     *,
     producer_id: int,
     producer_epoch: int,
-    now_ms: int,
     max_timeout_ms: int,
 ) -> AbortRefused | AbortMarker:
     """Whether to abort `producer_id`'s open transaction on the partition `where` ("topic-N"),
@@ -96,18 +101,13 @@ def abort_decision(
             f"producer {producer_id} is at epoch {PRODUCER_EPOCH_MAX} on {where}: an ABORT marker "
             "must carry a higher epoch, and there is none",
         )
-    silent_ms = now_ms - state.last_timestamp_ms
+    silent_ms = state.last_append_age_ms
     if silent_ms < max_timeout_ms:
         return AbortRefused(
             ErrorCode.CONCURRENT_TRANSACTIONS,
-            f"producer {producer_id} last wrote to {where} {_ago(silent_ms)}, within "
+            f"producer {producer_id} last wrote to {where} {silent_ms} ms ago by its leader's "
+            "clock, within "
             f"transaction.max.timeout.ms ({max_timeout_ms} ms): its coordinator may still end "
             f"the transaction; if it still hangs, retry in {max_timeout_ms - silent_ms} ms",
         )
     return AbortMarker(producer_id, producer_epoch + 1, state.current_txn_start_offset)
-
-
-def _ago(elapsed_ms: int) -> str:
-    if elapsed_ms < 0:
-        return f"{-elapsed_ms} ms in the future by this coordinator's clock"
-    return f"{elapsed_ms} ms ago"

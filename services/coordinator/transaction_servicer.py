@@ -315,7 +315,6 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
             described.producers,
             producer_id=request.producer_id,
             producer_epoch=request.producer_epoch,
-            now_ms=_now_ms(),
             max_timeout_ms=self.coordinator.transaction_config.max_timeout_ms,
         )
         if isinstance(decision, hanging_transactions.AbortRefused):

@@ -5,14 +5,14 @@ keeps what the model keeps, and a snapshot taken at any point plus the replay of
 rebuilds the same table. Any bytes handed to decode_snapshot give a table and a list of unsettled
 transactions (whose encoding is those same bytes) or CorruptSnapshotError, nothing else.
 
-Method: hypothesis draws a list of operations, each turned into an append against the current
-state (offsets from a log end offset, timestamps from a clock that only moves forward). The model
-keeps, per producer, its epoch, every batch it accepted in that epoch and its largest timestamp,
-and judges each batch by the rules written out over the full history (the window is the last five
-of the list). Both answers must be equal; accepted appends are applied to both, and their entries
-compared after every operation. Retries of a batch among the last five also check the answer
-against the operation's intent: the original offsets. A snapshot is encoded at a drawn step, then
-decoded and fed every later mutation; at the end it must equal the table.
+Method: hypothesis draws a list of operations, each turned into an append against the current state
+(offsets from a log end offset, timestamps from a clock that only moves forward). The model keeps,
+per producer, its epoch, every batch it accepted in that epoch, its largest timestamp and the clock
+at its last batch, and judges each batch by the rules written out over the full history (the window
+is the last five of the list). Both answers must be equal; accepted appends are applied to both, and
+their entries compared after every operation. Retries of a batch among the last five also check the
+answer against the operation's intent: the original offsets. A snapshot is encoded at a drawn step,
+then decoded and fed every later mutation; at the end it must equal the table.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class ModelProducer:
     producer_epoch: int
     batches: list[BatchMetadata] = field(default_factory=list)  # all of this epoch, oldest first
     last_timestamp: int = 0
+    last_append_ms: int = 0  # the clock at its last applied batch
 
 
 Producers = dict[int, ModelProducer]
@@ -88,8 +89,9 @@ def metadata(batch: PlannedBatch) -> BatchMetadata:
     )
 
 
-def accept(producers: Producers, batch: PlannedBatch) -> None:
-    """The model's apply: a different epoch starts a new list; every batch is remembered."""
+def accept(producers: Producers, batch: PlannedBatch, now_ms: int) -> None:
+    """The model's apply at `now_ms`: a different epoch starts a new list; every batch is
+    remembered."""
     if batch.producer_id < 0:
         return
     producer = producers.get(batch.producer_id)
@@ -100,6 +102,7 @@ def accept(producers: Producers, batch: PlannedBatch) -> None:
         producer.producer_epoch, producer.batches = batch.producer_epoch, []
     producer.batches.append(metadata(batch))
     producer.last_timestamp = max(producer.last_timestamp, batch.max_timestamp)
+    producer.last_append_ms = now_ms
 
 
 def judge(producers: Producers, batch: PlannedBatch) -> BatchMetadata | ErrorCode | None:
@@ -140,7 +143,7 @@ def model_answer(producers: Producers, batches: list[PlannedBatch]) -> object:
         if isinstance(verdict, ErrorCode):
             return verdict
         if verdict is None:
-            accept(scratch, batch)
+            accept(scratch, batch, 0)  # a scratch state: its times are never looked at
         else:
             duplicates.append(verdict)
     if not duplicates:
@@ -155,7 +158,9 @@ def model_answer(producers: Producers, batches: list[PlannedBatch]) -> object:
 
 def copy_producers(producers: Producers) -> Producers:
     return {
-        producer_id: ModelProducer(p.producer_epoch, list(p.batches), p.last_timestamp)
+        producer_id: ModelProducer(
+            p.producer_epoch, list(p.batches), p.last_timestamp, p.last_append_ms
+        )
         for producer_id, p in producers.items()
     }
 
@@ -167,6 +172,7 @@ def model_entries(producers: Producers) -> list[ProducerEntry]:
             producers[producer_id].producer_epoch,
             tuple(producers[producer_id].batches[-BATCHES_KEPT:]),
             producers[producer_id].last_timestamp,
+            last_append_ms=producers[producer_id].last_append_ms,
         )
         for producer_id in sorted(producers)
     ]
@@ -219,7 +225,7 @@ class Run:
         if judge(scratch, batch) is None:
             if producer and producer.batches and batch.base_sequence < last:
                 event("sequence wrapped")
-            accept(scratch, batch)
+            accept(scratch, batch, self.now_ms)
         return batch
 
     def append(self, singles: list[tuple]) -> None:
@@ -237,10 +243,10 @@ class Run:
             assert answer == expected, (answer, expected)
         self.check_retry_intent(singles, batches, answer)
         if answer is None:
-            self.table.apply(batches)
+            self.table.apply(batches, self.now_ms)
             for batch in batches:
-                accept(self.producers, batch)
-            self.mutations.append(("apply", batches))
+                accept(self.producers, batch, self.now_ms)
+            self.mutations.append(("apply", (batches, self.now_ms)))
         else:
             self.log_end_offset = log_end_offset  # nothing was written
 
@@ -268,9 +274,9 @@ class Run:
             sequence = producer.batches[-1].last_sequence + 1
         epoch = producer.producer_epoch if producer else producer_id
         batch = self.planned(producer_id, epoch, sequence, 3)
-        self.table.apply([batch])
-        accept(self.producers, batch)
-        self.mutations.append(("apply", [batch]))
+        self.table.apply([batch], self.now_ms)
+        accept(self.producers, batch, self.now_ms)
+        self.mutations.append(("apply", ([batch], self.now_ms)))
 
     def expire(self, advance_ms: int | None) -> None:
         if advance_ms is None and self.producers:  # exactly the first deadline: `<=`, not `<`
@@ -292,7 +298,7 @@ class Run:
 def replay(table: ProducerStateTable, mutations: list[tuple[str, object]]) -> None:
     for kind, argument in mutations:
         if kind == "apply":
-            table.apply(argument)  # type: ignore[arg-type]
+            table.apply(*argument)  # type: ignore[arg-type]
         else:
             table.expire(argument, EXPIRATION_MS)  # type: ignore[arg-type]
 
@@ -317,10 +323,10 @@ def test_the_table_answers_as_the_model_and_snapshots_replay(
         run.now_ms += 5
         assert run.table.entries() == model_entries(run.producers)
         assert len(run.table) == len(run.producers)
-    rebuilt = decode_snapshot(snapshot).producers
+    rebuilt = decode_snapshot(snapshot, loaded_ms=0).producers
     replay(rebuilt, run.mutations[mutations_before:])
     assert rebuilt == run.table
-    assert decode_snapshot(encode_snapshot(run.table)).producers == run.table
+    assert decode_snapshot(encode_snapshot(run.table), loaded_ms=0).producers == run.table
 
 
 def decoded_or_refused(data: bytes) -> ProducerStateTable | None:
@@ -329,13 +335,13 @@ def decoded_or_refused(data: bytes) -> ProducerStateTable | None:
     which decodes to the same), or None when it raised CorruptSnapshotError (any other exception
     fails the test)."""
     try:
-        decoded = decode_snapshot(data)
+        decoded = decode_snapshot(data, loaded_ms=0)
     except CorruptSnapshotError:
         return None
     if data[4:6] == struct.pack(">h", SNAPSHOT_VERSION):
         assert encode_snapshot(*decoded) == data
     else:
-        assert decode_snapshot(encode_snapshot(*decoded)) == decoded
+        assert decode_snapshot(encode_snapshot(*decoded), loaded_ms=0) == decoded
     return decoded.producers
 
 

@@ -76,7 +76,7 @@ class Partition:
 
     def append(self, batch: Batch) -> None:
         self.history.append(batch)
-        for ended in self.table.apply([batch.planned()]):
+        for ended in self.table.apply([batch.planned()], 0):
             self.unstable.on_completed([ended])
             if batch.marker == "abort":
                 self.index.append(aborted_entry(ended, self.table.open_transactions().values()))
@@ -84,7 +84,7 @@ class Partition:
     def truncate(self, offset: int) -> None:
         self.history = [b for b in self.history if b.base_offset < offset]
         self.table = ProducerStateTable()  # rebuilt by replay, as after a truncation
-        self.table.apply(b.planned() for b in self.history)
+        self.table.apply((b.planned() for b in self.history), 0)
         self.unstable.on_truncate(offset)
         self.index = [e for e in self.index if e.last_offset < offset]
 

@@ -127,14 +127,18 @@ class LoadedLog(NamedTuple):
     transactions: TransactionLogState  # the aborted-transaction index, rebuilt where replayed
     # Checkpointed (cleaned_to, due_ms, first-cleaned ranges); NEVER_CLEANED when missing or bad.
     cleaner: tuple[int, int, list[tuple[int, int]]]
+    loaded_ms: int  # the clock at the load: the append time of what the rebuild replayed
     # The first bad batch found in a trusted segment, kept whole (None when none was found).
     corrupt: CorruptBatch | None = None
 
 
-def load_log(directory: Path, config: LogConfig, high_watermark: int = 0) -> LoadedLog:
+def load_log(
+    directory: Path, config: LogConfig, high_watermark: int = 0, *, now_ms: int
+) -> LoadedLog:
     """Create the log's first segment in `directory`, or load and recover the ones there.
     `high_watermark` is the partition's checkpointed one (0 when unknown: nothing is settled
-    until the partition says): the transactions ended below it are settled."""
+    until the partition says): the transactions ended below it are settled. `now_ms` is the
+    producers' append time where the snapshots do not hold it (producer_entry.py)."""
     names = _list_directory(directory)
     marker_found = CLEAN_SHUTDOWN_FILE in names
     clean_shutdown = marker_found
@@ -186,6 +190,7 @@ def load_log(directory: Path, config: LogConfig, high_watermark: int = 0) -> Loa
             empty_without_snapshot=newest_usable is None,
             newest_usable=newest_usable,
             high_watermark=high_watermark,
+            clock_ms=now_ms,
         )
     # Unsettled: what the snapshot replayed from lists (below where the replay began), then the
     # transactions the replay ended; those the high watermark passed are settled at once.
@@ -206,6 +211,7 @@ def load_log(directory: Path, config: LogConfig, high_watermark: int = 0) -> Loa
         snapshots,
         transactions,
         cleaner,
+        now_ms,
         corrupt,
     )
 

@@ -76,7 +76,9 @@ class Log:
         # marks the replica corrupt with it, for the scrubber's report and repair.
         self.corrupt_at_open = loaded.corrupt
         self._producer_txns = ProducerTransactions(
-            ProducerLogState.loaded(directory, loaded.producers, loaded.snapshot_offsets),
+            ProducerLogState.loaded(
+                directory, loaded.producers, loaded.snapshot_offsets, loaded.loaded_ms
+            ),
             loaded.transactions,
         )
         # Told every high watermark move (Kafka's onHighWatermarkUpdated): the LSO only reads.
@@ -110,7 +112,7 @@ class Log:
     ) -> Log:
         """Create the log in `directory`, or load and recover the one that is there (load_log); the
         transactions ended below the partition's checkpointed `high_watermark` are settled."""
-        loaded = load_log(directory, config, high_watermark)
+        loaded = load_log(directory, config, high_watermark, now_ms=now_ms)
         log = cls(directory, config, loaded)
         if loaded.marker_found:
             log._durability.consume_clean_shutdown_marker()
@@ -259,7 +261,7 @@ class Log:
             (batch.partition_leader_epoch, batch.base_offset) for batch in plan.batches
         )
         flush_due = self._durability.on_append(plan.info.record_count)
-        self._producer_txns.on_append(plan.batches, segment_base_offset)
+        self._producer_txns.on_append(plan.batches, segment_base_offset, now_ms)
         if epochs_changed:
             self._durability.checkpoint_epochs(self._epochs.entries())
         if flush_due:

@@ -3,9 +3,22 @@ batch or transaction marker changes it. Pure.
 
 An entry holds what the partition remembers of one idempotent producer (Kafka's
 ProducerStateEntry): its epoch, the metadata of its last BATCHES_KEPT batches (the dedupe
-window), the largest batch timestamp seen (`last_timestamp`, for expiry) and the first offset of
-its open transaction here. `next_entry` and `after_marker` are the one way an entry changes, for
-the table's apply and for its checks alike; the invariants are producer_state.py's.
+window), the largest batch timestamp seen (`last_timestamp`, for expiry), the first offset of
+its open transaction here, and `last_append_ms`. `next_entry` and `after_marker` are the one way
+an entry changes, for the table's apply and for its checks alike; the invariants are
+producer_state.py's.
+
+`last_append_ms` is the broker's own clock when it last appended a batch or marker of the
+producer here, the leader's at its append and each follower's at its own. `last_timestamp` is the
+producer's clock under CreateTime (Kafka's lastTimestamp, which DescribeProducers shows and
+expiry reads): a producer may stamp any time there (message.timestamp.before.max.ms is unlimited
+by default), so it cannot say how long the producer has been silent, and AbortTransaction's guard
+(services/coordinator/hanging_transactions.py) reads `last_append_ms` instead. Where the true
+append time is unknown (batches replayed at an open or a truncation, entries of a snapshot
+written before version 4) the state takes the time of that open or truncation, which no append
+before it exceeds: the age then reads too young, never too old. Too young only makes an operator
+wait up to transaction.max.timeout.ms longer; too old would let an abort of a live transaction
+through, whose records would be lost.
 """
 
 from __future__ import annotations
@@ -17,6 +30,7 @@ from samsa.common.errors import ErrorCode
 
 NO_PRODUCER_ID = -1
 NO_OFFSET = -1  # a producer with no open transaction on this partition
+NO_APPEND_TIME = -1  # ProducerEntry.last_append_ms unknown: read as "just now" (the safe side)
 BATCHES_KEPT = limits.producer_state_batches_max  # the dedupe window, per producer and partition
 SEQUENCE_MAX = 2**31 - 1  # sequences wrap from SEQUENCE_MAX to 0
 PRODUCER_EPOCH_MAX = limits.producer_epoch_max  # an int16, as in Kafka
@@ -62,6 +76,9 @@ class ProducerEntry(NamedTuple):
     last_timestamp: int  # the largest max_timestamp of its batches seen (Kafka's rule)
     # The offset of the first batch of the producer's open transaction here; NO_OFFSET: none.
     current_txn_first_offset: int = NO_OFFSET
+    # The broker's clock when it last appended a batch or marker of the producer here (module
+    # docstring); NO_APPEND_TIME only in an entry built by hand, which counts as just written.
+    last_append_ms: int = NO_APPEND_TIME
 
 
 class CompletedTransaction(NamedTuple):
@@ -100,8 +117,9 @@ def last_sequence_of(batch: ProducerBatchInfo) -> int:
     return (batch.base_sequence + batch.last_offset - batch.base_offset) % SEQUENCE_MODULUS
 
 
-def next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo) -> ProducerEntry:
-    """The entry after `batch` is written: the same for apply and for checking an append."""
+def next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo, now_ms: int) -> ProducerEntry:
+    """The entry after `batch` is written at `now_ms` (the broker's clock): the same for apply
+    and for checking an append."""
     assert batch.last_offset >= batch.base_offset, batch
     metadata = BatchMetadata(
         batch.base_sequence,
@@ -115,7 +133,12 @@ def next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo) -> Produce
         open_at = batch.base_offset  # the producer's first batch of a transaction here
     if entry is None:
         return ProducerEntry(
-            batch.producer_id, batch.producer_epoch, (metadata,), batch.max_timestamp, open_at
+            batch.producer_id,
+            batch.producer_epoch,
+            (metadata,),
+            batch.max_timestamp,
+            open_at,
+            now_ms,
         )
     kept = entry.batches if entry.producer_epoch == batch.producer_epoch else ()
     return ProducerEntry(
@@ -124,19 +147,26 @@ def next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo) -> Produce
         (*kept, metadata)[-BATCHES_KEPT:],
         max(entry.last_timestamp, batch.max_timestamp),
         open_at,
+        now_ms,
     )
 
 
-def after_marker(entry: ProducerEntry | None, marker: ProducerBatchInfo) -> ProducerEntry:
-    """The entry after a transaction marker: the transaction is closed and the marker's epoch
-    (bumped at every transaction end, KIP-890) is the producer's; a new epoch restarts the
-    sequences, as for data batches."""
+def after_marker(
+    entry: ProducerEntry | None, marker: ProducerBatchInfo, now_ms: int
+) -> ProducerEntry:
+    """The entry after a transaction marker written at `now_ms`: the transaction is closed and
+    the marker's epoch (bumped at every transaction end, KIP-890) is the producer's; a new epoch
+    restarts the sequences, as for data batches."""
     if entry is None:
-        return ProducerEntry(marker.producer_id, marker.producer_epoch, (), marker.max_timestamp)
+        return ProducerEntry(
+            marker.producer_id, marker.producer_epoch, (), marker.max_timestamp, NO_OFFSET, now_ms
+        )
     kept = entry.batches if entry.producer_epoch == marker.producer_epoch else ()
     return ProducerEntry(
         entry.producer_id,
         marker.producer_epoch,
         kept,
         max(entry.last_timestamp, marker.max_timestamp),
+        NO_OFFSET,
+        now_ms,
     )

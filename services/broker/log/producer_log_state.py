@@ -23,7 +23,10 @@ its ProducerTransactions (producer_transactions.py), at each step that moves the
   a deletion from the front or compaction's deletion of a segment drops those that belong to
   no segment left (`retain`; producer_snapshots.stray_offsets), and so does `close`;
 - a truncation rebuilds the state from the newest snapshot left and the batches after it
-  (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`);
+  (`on_truncate`), a full truncation forgets it and its snapshots (`on_truncate_fully`). It has
+  no clock: the replayed batches take the latest time the state was given (the open's, an
+  append's or an expiry's), at or after each one's true append, so their age reads young, the
+  safe side (producer_entry.py);
 - `close` snapshots it durably at the log end, or deletes every snapshot when it is empty;
 - every snapshot also lists the transactions ended by a marker the high watermark has not yet
   passed (the caller's, transaction_log_state.py), which a restart must not forget;
@@ -70,8 +73,12 @@ class ProducerLogState:
         producers: ProducerStateTable,
         snapshot_offsets: list[int],
         unsynced: Iterable[int] = (),
+        clock_ms: int = 0,
     ) -> None:
         self._directory = directory
+        # The latest clock reading given (the open's, each append's and expiry's): what a
+        # truncation's replay takes as the append time of the batches it passes.
+        self._clock_ms = clock_ms
         self._producers = producers
         # The offsets of the snapshot files kept, ascending (producer_snapshots.py).
         self._snapshot_offsets = snapshot_offsets
@@ -91,10 +98,11 @@ class ProducerLogState:
 
     @classmethod
     def loaded(
-        cls, directory: Path, rebuilt: Rebuilt, snapshot_offsets: list[int]
+        cls, directory: Path, rebuilt: Rebuilt, snapshot_offsets: list[int], now_ms: int
     ) -> ProducerLogState:
-        """The state the open rebuilt, with the snapshots kept (some written by its replay)."""
-        return cls(directory, rebuilt.producers, snapshot_offsets, rebuilt.unsynced)
+        """The state the open at `now_ms` rebuilt, with the snapshots kept (some written by its
+        replay)."""
+        return cls(directory, rebuilt.producers, snapshot_offsets, rebuilt.unsynced, now_ms)
 
     def entries(self) -> list[ProducerEntry]:
         """Every idempotent producer the partition remembers, by producer id."""
@@ -144,13 +152,14 @@ class ProducerLogState:
             return MARKER_WRITTEN_BEFORE
         raise SamsaError(verdict.message, verdict.code)
 
-    def on_append(self, batches: Sequence[PlannedBatch]) -> AppliedTransactions:
-        """Record stored batches, unchecked (leader writes, follower writes alike); returns the
-        transactions their markers ended, with the aborted ones' index entries."""
+    def on_append(self, batches: Sequence[PlannedBatch], now_ms: int) -> AppliedTransactions:
+        """Record batches stored at `now_ms`, unchecked (leader writes, follower writes alike);
+        returns the transactions their markers ended, with the aborted ones' index entries."""
+        self._clock_ms = max(self._clock_ms, now_ms)
         if not any(batch.producer_id >= 0 for batch in batches):
             return AppliedTransactions([], [])
         self._changed = True
-        return apply_batches(self._producers, batches, _is_abort_marker)
+        return apply_batches(self._producers, batches, _is_abort_marker, now_ms)
 
     def on_roll(
         self, base_offsets: Sequence[int], unsettled: Sequence[CompletedTransaction]
@@ -197,6 +206,7 @@ class ProducerLogState:
             segments,
             empty_without_snapshot=False,
             high_watermark=high_watermark,
+            clock_ms=self._clock_ms,
         )
         self._producers = rebuilt.producers
         self._changed = True
@@ -219,6 +229,7 @@ class ProducerLogState:
     def expire(self, *, now_ms: int, expiration_ms: int, keep_exhausted: bool = False) -> list[int]:
         """Forget producers whose newest batch is `producer.id.expiration.ms` old
         (ProducerStateTable.expire)."""
+        self._clock_ms = max(self._clock_ms, now_ms)
         expired = self._producers.expire(now_ms, expiration_ms, keep_exhausted=keep_exhausted)
         if expired:
             self._changed = True

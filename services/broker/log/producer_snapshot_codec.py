@@ -4,11 +4,12 @@ Layout, big-endian, fixed-width (the widths of the batch header's fields):
 
     crc uint32 (CRC-32C of everything after it) | version int16 | entry_count int32
     entry_count x (producer_id int64 | producer_epoch int16 | last_timestamp int64 |
+                   last_append_ms int64 (version 4) |
                    current_txn_first_offset int64 (version 2 on) |
                    batch_count uint8 | batch_count x
                    (first_sequence int32 | last_sequence int32 | base_offset int64 |
                     last_offset int64 | max_timestamp int64))
-    unsettled_count int32 (version 3) | unsettled_count x
+    unsettled_count int32 (version 3 on) | unsettled_count x
                    (producer_id int64 | first_offset int64 | last_offset int64)
 
 Entries are sorted by producer id, batches oldest first. Version 2 added the first offset of the
@@ -16,9 +17,13 @@ producer's open transaction (-1: none; Kafka keeps it in its snapshots too), and
 batch (a producer known only from a transaction marker). Version 3 added the transactions ended
 by a marker the high watermark had not passed yet, in marker order (the last stable offset still
 stops at them: transaction_index.UnstableTransactions; a restart must not forget them, and
-nothing but the snapshot says where they began). Older snapshots still load: a version 1 one
-was written before transactions, and a version 2 one lists no unsettled transaction (as the
-open before version 3 assumed).
+nothing but the snapshot says where they began). Version 4 added each producer's last append
+time by the broker's clock (producer_entry.py). Older snapshots still load: a version 1 one
+was written before transactions, a version 2 one lists no unsettled transaction (as the
+open before version 3 assumed), and the entries of one before version 4 take the loader's clock
+as their last append (`loaded_ms`): later than the true one, so the producer looks silent for
+less time than it was, which only delays an operator's abort of a hanging transaction; the
+record timestamp instead could look far older and let an abort of a live one through.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import crc32c
 
 from samsa.services.broker.log.producer_state import (
     BATCHES_KEPT,
+    NO_APPEND_TIME,
     NO_OFFSET,
     SEQUENCE_MAX,
     BatchMetadata,
@@ -40,14 +46,16 @@ from samsa.services.broker.log.producer_state import (
     ProducerStateTable,
 )
 
-SNAPSHOT_VERSION = 3
+SNAPSHOT_VERSION = 4
+_VERSION_WITHOUT_APPEND_TIME = 3
 _VERSION_WITHOUT_UNSETTLED = 2
 _VERSION_WITHOUT_TRANSACTIONS = 1
 
 _CRC = struct.Struct(">I")
 _HEADER = struct.Struct(">hi")
 _ENTRY_V1 = struct.Struct(">qhqB")
-_ENTRY = struct.Struct(">qhqqB")
+_ENTRY_V2 = struct.Struct(">qhqqB")
+_ENTRY = struct.Struct(">qhqqqB")
 _BATCH = struct.Struct(">iiqqq")
 _COUNT = struct.Struct(">i")
 _UNSETTLED = struct.Struct(">qqq")
@@ -75,6 +83,7 @@ def encode_snapshot(
                 entry.producer_id,
                 entry.producer_epoch,
                 entry.last_timestamp,
+                entry.last_append_ms,
                 entry.current_txn_first_offset,
                 len(entry.batches),
             )
@@ -86,14 +95,17 @@ def encode_snapshot(
     return _CRC.pack(crc32c.crc32c(body)) + body
 
 
-def decode_snapshot(data: bytes) -> ProducerSnapshot:
+def decode_snapshot(data: bytes, *, loaded_ms: int) -> ProducerSnapshot:
     """The table and unsettled transactions a snapshot holds; CorruptSnapshotError for anything
-    malformed."""
-    entries, unsettled = _decode(data)
+    malformed. `loaded_ms` (the loader's clock) is the last append time of the entries of a
+    snapshot older than version 4."""
+    entries, unsettled = _decode(data, loaded_ms)
     return ProducerSnapshot(ProducerStateTable.from_entries(entries), unsettled)
 
 
-def _decode(data: bytes) -> tuple[list[ProducerEntry], tuple[CompletedTransaction, ...]]:
+def _decode(
+    data: bytes, loaded_ms: int
+) -> tuple[list[ProducerEntry], tuple[CompletedTransaction, ...]]:
     """The entries of a snapshot, sorted by producer id, and its unsettled transactions.
     Allocates at most one entry per entry-header size of input."""
     view = memoryview(data)
@@ -103,8 +115,10 @@ def _decode(data: bytes) -> tuple[list[ProducerEntry], tuple[CompletedTransactio
     if crc32c.crc32c(view[_CRC.size :]) != crc:
         raise CorruptSnapshotError("producer snapshot fails its CRC-32C check")
     version, entry_count = _HEADER.unpack_from(view, _CRC.size)
-    if version in (SNAPSHOT_VERSION, _VERSION_WITHOUT_UNSETTLED):
+    if version == SNAPSHOT_VERSION:
         entry_format = _ENTRY
+    elif version in (_VERSION_WITHOUT_APPEND_TIME, _VERSION_WITHOUT_UNSETTLED):
+        entry_format = _ENTRY_V2
     elif version == _VERSION_WITHOUT_TRANSACTIONS:
         entry_format = _ENTRY_V1
     else:
@@ -116,7 +130,7 @@ def _decode(data: bytes) -> tuple[list[ProducerEntry], tuple[CompletedTransactio
         )
     entries: list[ProducerEntry] = []
     for _ in range(entry_count):
-        entry, position = _decode_entry(view, position, entry_format)
+        entry, position = _decode_entry(view, position, entry_format, loaded_ms)
         if entries and entry.producer_id <= entries[-1].producer_id:
             raise CorruptSnapshotError(
                 f"producer snapshot lists producer {entry.producer_id} after "
@@ -124,7 +138,7 @@ def _decode(data: bytes) -> tuple[list[ProducerEntry], tuple[CompletedTransactio
             )
         entries.append(entry)
     unsettled: tuple[CompletedTransaction, ...] = ()
-    if version == SNAPSHOT_VERSION:
+    if version >= _VERSION_WITHOUT_APPEND_TIME:
         unsettled, position = _decode_unsettled(view, position)
     if position != len(view):
         raise CorruptSnapshotError(
@@ -162,15 +176,19 @@ def _decode_unsettled(
 
 
 def _decode_entry(
-    view: memoryview, position: int, entry_format: struct.Struct
+    view: memoryview, position: int, entry_format: struct.Struct, loaded_ms: int
 ) -> tuple[ProducerEntry, int]:
     if position + entry_format.size > len(view):
         raise CorruptSnapshotError(f"producer snapshot is truncated at byte {position}")
+    last_append_ms, least_batches = loaded_ms, 0
     if entry_format is _ENTRY:
+        producer_id, epoch, last_timestamp, last_append_ms, txn_first_offset, batch_count = (
+            entry_format.unpack_from(view, position)
+        )
+    elif entry_format is _ENTRY_V2:
         producer_id, epoch, last_timestamp, txn_first_offset, batch_count = (
             entry_format.unpack_from(view, position)
         )
-        least_batches = 0
     else:
         producer_id, epoch, last_timestamp, batch_count = entry_format.unpack_from(view, position)
         txn_first_offset, least_batches = NO_OFFSET, 1
@@ -179,6 +197,11 @@ def _decode_entry(
         raise CorruptSnapshotError(
             f"producer snapshot entry for producer {producer_id} with {batch_count} batches: "
             f"ids are >= 0 and an entry keeps {least_batches} to {BATCHES_KEPT} batches"
+        )
+    if last_append_ms < NO_APPEND_TIME:
+        raise CorruptSnapshotError(
+            f"producer snapshot entry for producer {producer_id} was last appended at "
+            f"{last_append_ms} ms"
         )
     if txn_first_offset < NO_OFFSET:
         raise CorruptSnapshotError(
@@ -202,5 +225,7 @@ def _decode_entry(
                 f"batch {batch}"
             )
         batches.append(batch)
-    entry = ProducerEntry(producer_id, epoch, tuple(batches), last_timestamp, txn_first_offset)
+    entry = ProducerEntry(
+        producer_id, epoch, tuple(batches), last_timestamp, txn_first_offset, last_append_ms
+    )
     return entry, position

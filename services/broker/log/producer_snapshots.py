@@ -150,6 +150,7 @@ def rebuild(
     empty_without_snapshot: bool,
     newest_usable: int | None = None,
     high_watermark: int = 0,
+    clock_ms: int,
 ) -> Rebuilt:
     """The producer state at the log end: the newest readable snapshot at or below it (those
     above it, or unreadable, are deleted from `offsets` and the directory), then a replay of the
@@ -163,7 +164,10 @@ def rebuild(
     crash may have lost above it (transaction_log_state.py), and below a segment whose index
     file was cut, clean shutdown or not; the snapshots it deleted are written again as the
     replay passes their offsets. The snapshots the replay writes list the transactions ended
-    at or above `high_watermark` (the partition's, as last known) as unsettled."""
+    at or above `high_watermark` (the partition's, as last known) as unsettled. `clock_ms` (the
+    open's clock, or the latest a truncated state was given) is the append time of the batches
+    replayed and of the entries of a snapshot older than version 4: at or after their true one,
+    so that their age reads young, never old (producer_entry.py)."""
     log_end_offset = segments[-1].next_offset
     found_snapshot = bool(offsets)
     limit = log_end_offset if newest_usable is None else min(newest_usable, log_end_offset)
@@ -180,7 +184,7 @@ def rebuild(
     for offset in reversed(list(offsets)):
         data = read_if_exists(segment_path(directory, offset, SNAPSHOT_SUFFIX))
         try:
-            state, unsettled = decode_snapshot(data or b"")
+            state, unsettled = decode_snapshot(data or b"", loaded_ms=clock_ms)
         except CorruptSnapshotError as error:
             log.warning(
                 "producer-state snapshot unreadable; using an older one",
@@ -192,12 +196,12 @@ def rebuild(
         # After an unclean stop the snapshot replayed from may be one a roll wrote at the
         # recovery point after the flush that set it, unsynced, which only the dead process knew.
         unsynced = (offset,) if newest_usable is not None and len(state) else ()
-        start = _Start(offset, unsettled, unsynced)
+        start = _Start(offset, clock_ms, unsettled, unsynced)
         return _replayed(directory, offsets, state, segments, start, high_watermark)
     state = ProducerStateTable()
     if empty_without_snapshot and not found_snapshot:
         return Rebuilt(state, log_end_offset, [], [])
-    start = _Start(segments[0].base_offset)
+    start = _Start(segments[0].base_offset, clock_ms)
     rebuilt = _replayed(directory, offsets, state, segments, start, high_watermark)
     if empty_without_snapshot and len(state):
         # A clean open that could use none of the snapshots it found (module docstring).
@@ -211,10 +215,11 @@ def rebuild(
 
 
 class _Start(NamedTuple):
-    """Where `rebuild`'s replay starts: the offset, what the snapshot there lists as unsettled,
-    and that snapshot's offset when it may be unsynced."""
+    """Where `rebuild`'s replay starts: the offset, the append time the replay gives, what the
+    snapshot there lists as unsettled, and that snapshot's offset when it may be unsynced."""
 
     offset: int
+    clock_ms: int
     unsettled: tuple[CompletedTransaction, ...] = ()
     unsynced: tuple[int, ...] = ()
 
@@ -244,7 +249,9 @@ def _replayed(
         if len(state):
             unsynced.append(base_offset)
 
-    completed, aborted = replay(state, segments, start.offset, on_segment=snapshot)
+    completed, aborted = replay(
+        state, segments, start.offset, now_ms=start.clock_ms, on_segment=snapshot
+    )
     return Rebuilt(state, start.offset, completed, aborted, tuple(unsynced), tuple(start.unsettled))
 
 
@@ -253,11 +260,13 @@ def replay(
     segments: Sequence[Segment],
     from_offset: int,
     *,
+    now_ms: int,
     on_segment: Callable[[int, list[CompletedTransaction]], None] | None = None,
 ) -> tuple[list[CompletedTransaction], list[tuple[int, AbortedTransaction]]]:
-    """Apply the header of every idempotent batch at or after `from_offset` (reads headers, and
-    the one record of each marker that ends a transaction); returns the transactions ended and
-    the aborted ones' index entries with the base offset of the segment holding their marker.
+    """Apply the header of every idempotent batch at or after `from_offset`, as appended at
+    `now_ms` (reads headers, and the one record of each marker that ends a transaction); returns
+    the transactions ended and the aborted ones' index entries with the base offset of the
+    segment holding their marker.
     `on_segment` is told each segment base above `from_offset` before its batches are applied,
     with the transactions ended so far."""
     completed: list[CompletedTransaction] = []
@@ -271,6 +280,7 @@ def replay(
             state,
             (header for header in segment.headers_from(from_offset) if header.producer_id >= 0),
             partial(_is_abort_marker, segment),
+            now_ms,
         )
         completed += applied.completed
         aborted += [(segment.base_offset, entry) for entry in applied.aborted]

@@ -23,9 +23,11 @@ Validate, then apply:
     INVALID_TXN_STATE (Kafka's rule; it would move the epoch under the open transaction).
   A duplicate is answered only when the whole append is duplicates whose original batches are
   consecutive in the log; a retried batch mixed with others is refused with INVALID_REQUEST.
-- `apply(batches)` is the only mutator and checks nothing: the leader calls it after a successful
-  write, followers for replicated batches, the log for replay at load (one code path, DESIGN §5).
-  A new epoch drops the old epoch's batches, as in Kafka.
+- `apply(batches, now_ms)` is the only mutator and checks nothing: the leader calls it after a
+  successful write, followers for replicated batches, the log for replay at load (one code path,
+  DESIGN §5). A new epoch drops the old epoch's batches, as in Kafka. `now_ms` is the broker's
+  clock at the append, the entries' last_append_ms (producer_entry.py says why, and what a
+  replay passes).
 - `expire(now_ms, expiration_ms)` forgets producers silent for expiration_ms
   (transactional.id.expiration / producer.id.expiration.ms in Kafka), except those with an open
   transaction and, on the coordinator topics (`keep_exhausted`), those at PRODUCER_EPOCH_MAX: a
@@ -62,6 +64,7 @@ from itertools import pairwise
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.log.producer_entry import (
     BATCHES_KEPT,
+    NO_APPEND_TIME,
     NO_OFFSET,
     NO_PRODUCER_ID,
     PRODUCER_EPOCH_MAX,
@@ -83,6 +86,7 @@ from samsa.services.broker.log.producer_entry import (
 # Re-exported: the table's users import its types from here.
 __all__ = [
     "BATCHES_KEPT",
+    "NO_APPEND_TIME",
     "NO_OFFSET",
     "NO_PRODUCER_ID",
     "PRODUCER_EPOCH_MAX",
@@ -265,7 +269,8 @@ class ProducerStateTable:
             if isinstance(outcome, AppendRefused):
                 return outcome
             if outcome is None:
-                pending[batch.producer_id] = next_entry(entry, batch)
+                # The append's own entries serve its later batches' checks only: no time.
+                pending[batch.producer_id] = next_entry(entry, batch, NO_APPEND_TIME)
             else:
                 duplicates.append(outcome)
         if not duplicates:
@@ -279,9 +284,12 @@ class ProducerStateTable:
         answer it as written before, or refuses it. Changes nothing."""
         return _check_marker(self._entries.get(producer_id), producer_id, producer_epoch)
 
-    def apply(self, batches: Iterable[ProducerBatchInfo]) -> list[CompletedTransaction]:
-        """Record written batches, unchecked: after a leader write, on followers, in replay.
-        Returns the transactions the batches' markers ended (those with records here)."""
+    def apply(
+        self, batches: Iterable[ProducerBatchInfo], now_ms: int
+    ) -> list[CompletedTransaction]:
+        """Record written batches, unchecked: after a leader write, on followers, in replay;
+        `now_ms` is the broker's clock at their append (the entries' last_append_ms). Returns
+        the transactions the batches' markers ended (those with records here)."""
         entries, opened = self._entries, self._open
         completed: list[CompletedTransaction] = []
         for batch in batches:
@@ -290,7 +298,7 @@ class ProducerStateTable:
                 continue
             entry = entries.get(producer_id)
             if not batch.is_control:
-                entries[producer_id] = after = next_entry(entry, batch)
+                entries[producer_id] = after = next_entry(entry, batch, now_ms)
                 if after.current_txn_first_offset != NO_OFFSET:
                     opened[producer_id] = after.current_txn_first_offset
                 continue
@@ -300,7 +308,7 @@ class ProducerStateTable:
                         producer_id, entry.current_txn_first_offset, batch.last_offset
                     )
                 )
-            entries[producer_id] = after_marker(entry, batch)
+            entries[producer_id] = after_marker(entry, batch, now_ms)
             opened.pop(producer_id, None)
         return completed
 

@@ -101,10 +101,13 @@ class ProducerTransactions:
 
     # --- the log's steps -----------------------------------------------------------------------
 
-    def on_append(self, batches: Sequence[PlannedBatch], segment_base_offset: int) -> None:
+    def on_append(
+        self, batches: Sequence[PlannedBatch], segment_base_offset: int, now_ms: int
+    ) -> None:
         """Stored batches (leader's or follower's), unchecked, in the segment at
-        `segment_base_offset`: the aborted transactions their markers ended are indexed there."""
-        applied = self._producers.on_append(batches)
+        `segment_base_offset`, at `now_ms`: the aborted transactions their markers ended are
+        indexed there."""
+        applied = self._producers.on_append(batches, now_ms)
         if applied.completed or applied.aborted:
             self._transactions.on_appended(applied.completed, applied.aborted, segment_base_offset)
 

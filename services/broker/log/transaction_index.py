@@ -118,12 +118,16 @@ Batch = TypeVar("Batch", bound=ProducerBatchInfo)
 
 
 def apply_batches(
-    table: ProducerStateTable, batches: Iterable[Batch], is_abort: Callable[[Batch], bool]
+    table: ProducerStateTable,
+    batches: Iterable[Batch],
+    is_abort: Callable[[Batch], bool],
+    now_ms: int,
 ) -> AppliedTransactions:
-    """`table.apply` over `batches`, one marker at a time: each aborted transaction's entry
-    needs the transactions still open right after its own marker (`aborted_entry`), not after
-    the whole append. `is_abort(marker)` says whether a control batch is an ABORT marker (the
-    caller reads the marker's record); it is asked only for markers that end a transaction."""
+    """`table.apply` over `batches` appended at `now_ms`, one marker at a time: each aborted
+    transaction's entry needs the transactions still open right after its own marker
+    (`aborted_entry`), not after the whole append. `is_abort(marker)` says whether a control
+    batch is an ABORT marker (the caller reads the marker's record); it is asked only for
+    markers that end a transaction."""
     completed: list[CompletedTransaction] = []
     aborted: list[AbortedTransaction] = []
     run: list[Batch] = []
@@ -131,19 +135,19 @@ def apply_batches(
         if not batch.is_control:
             run.append(batch)
             if len(run) >= _RUN_MAX:
-                table.apply(run)
+                table.apply(run, now_ms)
                 run.clear()
             continue
         if run:
-            table.apply(run)
+            table.apply(run, now_ms)
             run.clear()
-        ended = table.apply((batch,))
+        ended = table.apply((batch,), now_ms)
         completed += ended
         if ended and is_abort(batch):
             open_first_offsets = list(table.open_first_offsets())
             aborted += [aborted_entry(transaction, open_first_offsets) for transaction in ended]
     if run:
-        table.apply(run)
+        table.apply(run, now_ms)
     return AppliedTransactions(completed, aborted)
 
 

@@ -235,13 +235,15 @@ def test_describe_producers_names_the_open_transaction_that_holds_the_lso(host):
     request = b.DescribeProducersRequest(
         topics=[b.DescribeProducersRequest.TopicRequest(name="t", partitions=[0, 5])]
     )
-    answer = describe_producers(host, request).topics[0]
+    answer = describe_producers(host, request, 5 + 2_000).topics[0]
     found, missing = answer.partitions
     producers = {
         p.producer_id: (p.producer_epoch, p.last_sequence, p.current_txn_start_offset)
         for p in found.active_producers
     }
     assert producers == {7: (1, -1, -1), 8: (2, 0, open_at)}
+    (open_one,) = [p for p in found.active_producers if p.producer_id == 8]
+    assert open_one.last_append_age_ms == 2_000, "by the leader's clock (appended at 5)"
     assert fetch(host, isolation_level=READ_COMMITTED).last_stable_offset == open_at
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 

@@ -4,8 +4,9 @@ transaction.max.timeout.ms — and at an epoch the broker's marker check accepts
 producer's); every refusal carries the documented code and says what to do.
 
 Method: `abort_decision` fed hand-built DescribeProducers entries (producer 7 at epoch 3 with a
-transaction open at offset 40 whose last write was at LAST_WRITE), with numbers for time;
-the marker epoch is checked against the broker's own marker check (producer_state.py).
+transaction open at offset 40, whose leader last appended for it `age` ms ago by its own clock,
+and whose records carry LAST_WRITE); the marker epoch is checked against the broker's own marker
+check (producer_state.py).
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ WHERE = "payments-1"
 
 
 def producer(
-    producer_id: int = 7, epoch: int = 3, txn_start: int = 40, last: int = LAST_WRITE
+    producer_id: int = 7,
+    epoch: int = 3,
+    txn_start: int = 40,
+    last: int = LAST_WRITE,
+    age: int = MAX_MS,
 ) -> ProducerState:
     return ProducerState(
         producer_id=producer_id,
@@ -43,14 +48,13 @@ def producer(
         last_sequence=9,
         last_timestamp_ms=last,
         current_txn_start_offset=txn_start,
+        last_append_age_ms=age,
     )
 
 
-def decide(
-    producers: list[ProducerState], *, epoch: int = 3, now_ms: int = LAST_WRITE + MAX_MS
-) -> AbortRefused | AbortMarker:
+def decide(producers: list[ProducerState], *, epoch: int = 3) -> AbortRefused | AbortMarker:
     return abort_decision(
-        WHERE, producers, producer_id=7, producer_epoch=epoch, now_ms=now_ms, max_timeout_ms=MAX_MS
+        WHERE, producers, producer_id=7, producer_epoch=epoch, max_timeout_ms=MAX_MS
     )
 
 
@@ -94,18 +98,32 @@ def test_another_epoch_is_invalid_txn_state_naming_the_one_shown(epoch: int) -> 
     assert f"at epoch 3, not {epoch}" in refused.message
 
 
-@pytest.mark.parametrize("silent_ms", [0, 1, MAX_MS - 1, -5_000])
+@pytest.mark.parametrize("silent_ms", [0, 1, MAX_MS - 1])
 def test_a_recent_write_is_concurrent_transactions_with_the_wait_left(silent_ms: int) -> None:
-    refused = decide([producer()], now_ms=LAST_WRITE + silent_ms)
+    refused = decide([producer(age=silent_ms)])
     assert isinstance(refused, AbortRefused)
     assert refused.code == ErrorCode.CONCURRENT_TRANSACTIONS
     assert f"retry in {MAX_MS - silent_ms} ms" in refused.message
 
 
-def test_a_future_timestamp_is_called_so() -> None:
-    refused = decide([producer()], now_ms=LAST_WRITE - 5_000)
+@pytest.mark.parametrize("record_timestamp", [0, LAST_WRITE - 10 * MAX_MS, -1])
+def test_the_age_is_the_leaders_not_the_record_timestamps(record_timestamp: int) -> None:
+    # A live transaction stamping old times (CreateTime) looked silent for ages when the guard
+    # read last_timestamp_ms: its ABORT marker landed, and its coordinator's COMMIT after it.
+    refused = decide([producer(last=record_timestamp, age=1_000)])
     assert isinstance(refused, AbortRefused)
-    assert "5000 ms in the future" in refused.message
+    assert refused.code == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert "1000 ms ago by its leader's clock" in refused.message
+    assert decide([producer(last=LAST_WRITE + 10 * MAX_MS, age=MAX_MS)]) == AbortMarker(7, 4, 40)
+
+
+def test_an_answer_without_the_age_is_refused() -> None:
+    # A leader that predates last_append_age_ms leaves it 0: the abort waits, never slips through.
+    state = producer()
+    state.ClearField("last_append_age_ms")
+    refused = decide([state])
+    assert isinstance(refused, AbortRefused)
+    assert refused.code == ErrorCode.CONCURRENT_TRANSACTIONS
 
 
 def test_an_exhausted_epoch_cannot_take_a_marker() -> None:

@@ -97,7 +97,9 @@ def test_a_restart_settles_what_the_checkpointed_high_watermark_passed(tmp_path:
 
 
 def listed(directory: Path, offset: int) -> tuple[CompletedTransaction, ...]:
-    return decode_snapshot(segment_path(directory, offset, SNAPSHOT_SUFFIX).read_bytes()).unsettled
+    return decode_snapshot(
+        segment_path(directory, offset, SNAPSHOT_SUFFIX).read_bytes(), loaded_ms=0
+    ).unsettled
 
 
 @pytest.mark.parametrize("high_watermark", [1, 2])

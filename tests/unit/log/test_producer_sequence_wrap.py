@@ -49,7 +49,7 @@ def history(first_sequence: int, sizes: list[int]) -> ProducerStateTable:
     table = ProducerStateTable()
     sequence, offset = first_sequence, 0
     for records in sizes:
-        table.apply([planned(sequence, offset, records)])
+        table.apply([planned(sequence, offset, records)], 0)
         sequence, offset = sequence + records, offset + records
     return table
 
@@ -77,7 +77,7 @@ def test_a_stale_retry_from_before_the_wrap_is_a_duplicate_sequence() -> None:
 
 def test_without_a_kept_batch_nothing_is_a_duplicate_sequence() -> None:
     table = history(0, [1])
-    table.apply([planned(0, 1, 1)._replace(producer_epoch=1, is_control=True)])  # a marker
+    table.apply([planned(0, 1, 1)._replace(producer_epoch=1, is_control=True)], 0)  # a marker
     answer = table.check_leader_append(
         [planned(SEQUENCE_MAX - 3, 100, 2)._replace(producer_epoch=1)]
     )

@@ -25,6 +25,8 @@ from samsa.services.broker.log.producer_state import (
     ProducerStateTable,
 )
 
+LOADED_MS = 5_000_000  # the loader's clock
+
 
 def signed(body: bytes) -> bytes:
     """A snapshot with a correct CRC over `body` (version onwards)."""
@@ -39,7 +41,8 @@ def sample_table() -> ProducerStateTable:
             batch(2**63 - 1, 4, 0, 204, max_timestamp=2**62),
             batch(3, 0, 0, 205, max_timestamp=9),
             batch(3, 1, 0, 206, max_timestamp=3),  # epoch bump: one batch kept, last_timestamp 9
-        ]
+        ],
+        2**62 + 1,  # the broker's clock: these four entries' last_append_ms
     )
     return table
 
@@ -50,11 +53,14 @@ UNSETTLED = (CompletedTransaction(3, 150, 207), CompletedTransaction(0, 0, 2**63
 def test_snapshots_round_trip_every_kept_batch_and_unsettled_transaction() -> None:
     table = sample_table()
     data = encode_snapshot(table, UNSETTLED)
-    decoded = decode_snapshot(data)
+    decoded = decode_snapshot(data, loaded_ms=0)
     assert decoded.producers == table and decoded.producers.entries() == table.entries()
     assert decoded.unsettled == UNSETTLED
     assert encode_snapshot(*decoded) == data
-    assert decode_snapshot(encode_snapshot(ProducerStateTable())) == (ProducerStateTable(), ())
+    assert decode_snapshot(encode_snapshot(ProducerStateTable()), loaded_ms=0) == (
+        ProducerStateTable(),
+        (),
+    )
 
 
 def test_a_version_1_snapshot_loads_with_no_open_transaction() -> None:
@@ -64,8 +70,9 @@ def test_a_version_1_snapshot_loads_with_no_open_transaction() -> None:
         + struct.pack(">qhqB", 7, 2, 10, 1)
         + struct.pack(">iiqqq", 0, 3, 10, 13, 10)
     )
-    table, unsettled = decode_snapshot(version_1)
-    assert table.entries() == [ProducerEntry(7, 2, (BatchMetadata(0, 3, 10, 13, 10),), 10, -1)]
+    table, unsettled = decode_snapshot(version_1, loaded_ms=LOADED_MS)
+    batches = (BatchMetadata(0, 3, 10, 13, 10),)
+    assert table.entries() == [ProducerEntry(7, 2, batches, 10, -1, LOADED_MS)]
     assert unsettled == ()
 
 
@@ -76,9 +83,29 @@ def test_a_version_2_snapshot_loads_with_no_unsettled_transaction() -> None:
         + struct.pack(">qhqqB", 7, 2, 10, 12, 1)
         + struct.pack(">iiqqq", 0, 0, 12, 12, 10)
     )
-    table, unsettled = decode_snapshot(version_2)
-    assert table.entries() == [ProducerEntry(7, 2, (BatchMetadata(0, 0, 12, 12, 10),), 10, 12)]
+    table, unsettled = decode_snapshot(version_2, loaded_ms=LOADED_MS)
+    batches = (BatchMetadata(0, 0, 12, 12, 10),)
+    assert table.entries() == [ProducerEntry(7, 2, batches, 10, 12, LOADED_MS)]
     assert unsettled == ()
+
+
+def test_a_version_3_snapshot_takes_the_loaders_clock_as_the_last_append() -> None:
+    # Written before version 4: no append time. The record timestamp (10: the producer's clock,
+    # any value under CreateTime) would make an open transaction look silent for ages and let
+    # AbortTransaction abort it; the loader's clock makes it look just written (producer_entry.py).
+    version_3 = signed(
+        struct.pack(">hi", 3, 1)
+        + struct.pack(">qhqqB", 7, 2, 10, 12, 1)
+        + struct.pack(">iiqqq", 0, 0, 12, 12, 10)
+        + struct.pack(">i", 1)
+        + struct.pack(">qqq", 4, 2, 8)
+    )
+    table, unsettled = decode_snapshot(version_3, loaded_ms=LOADED_MS)
+    batches = (BatchMetadata(0, 0, 12, 12, 10),)
+    assert table.entries() == [ProducerEntry(7, 2, batches, 10, 12, LOADED_MS)]
+    assert unsettled == (CompletedTransaction(4, 2, 8),)
+    current = decode_snapshot(encode_snapshot(table, unsettled), loaded_ms=LOADED_MS + 1)
+    assert current == (table, unsettled), "version 4 keeps the time it holds"
 
 
 def corruptions() -> list[tuple[str, bytes, str]]:
@@ -94,7 +121,7 @@ def corruptions() -> list[tuple[str, bytes, str]]:
         ("flipped body byte", data[:20] + bytes([data[20] ^ 1]) + data[21:], "CRC"),
         ("flipped crc byte", bytes([data[0] ^ 0x80]) + data[1:], "CRC"),
         ("unsigned trailing byte", data + b"\0", "CRC"),
-        ("wrong version", signed(struct.pack(">h", 4) + body[2:]), "version 4"),
+        ("wrong version", signed(struct.pack(">h", 5) + body[2:]), "version 5"),
         ("trailing bytes", signed(body + b"\0"), "after its last entry"),
         (
             "count beyond the length",
@@ -133,6 +160,11 @@ def corruptions() -> list[tuple[str, bytes, str]]:
             "an open transaction below -1",
             signed(struct.pack(">hi", 2, 1) + struct.pack(">qhqqB", 1, 0, 10, -2, 0)),
             "open transaction at offset -2",
+        ),
+        (
+            "an append time below -1",
+            signed(struct.pack(">hi", 4, 1) + struct.pack(">qhqqqB", 1, 0, 10, -2, -1, 0)),
+            "last appended at -2",
         ),
         (
             "last offset below base",
@@ -183,13 +215,13 @@ def unsettled_corruptions() -> list[tuple[str, bytes, str]]:
 )
 def test_a_damaged_snapshot_is_refused(case: str, data: bytes, match: str) -> None:
     with pytest.raises(CorruptSnapshotError, match=match):
-        decode_snapshot(data)
+        decode_snapshot(data, loaded_ms=0)
 
 
 def test_every_truncation_of_a_snapshot_is_refused() -> None:
     data = encode_snapshot(sample_table(), UNSETTLED)
     for length in range(len(data)):
         with pytest.raises(CorruptSnapshotError):
-            decode_snapshot(data[:length])
+            decode_snapshot(data[:length], loaded_ms=0)
         with pytest.raises(CorruptSnapshotError):
-            decode_snapshot(signed(data[4:length]) if length >= 4 else b"")
+            decode_snapshot(signed(data[4:length]) if length >= 4 else b"", loaded_ms=0)

@@ -61,7 +61,7 @@ def written(*batches: PlannedBatch) -> ProducerStateTable:
     table = ProducerStateTable()
     for item in batches:
         assert table.check_leader_append([item]) is None, item
-        table.apply([item])
+        table.apply([item], 0)
     return table
 
 
@@ -77,8 +77,9 @@ def test_a_new_producer_starts_at_sequence_zero() -> None:
     table = ProducerStateTable()
     assert table.check_leader_append([batch(7, 0, 0, 10, records=4, max_timestamp=5)]) is None
     assert len(table) == 0, "check changes nothing"
-    table.apply([batch(7, 0, 0, 10, records=4, max_timestamp=5)])
-    assert table.entry(7) == ProducerEntry(7, 0, (BatchMetadata(0, 3, 10, 13, 5),), 5)
+    table.apply([batch(7, 0, 0, 10, records=4, max_timestamp=5)], 900)
+    metadata = (BatchMetadata(0, 3, 10, 13, 5),)
+    assert table.entry(7) == ProducerEntry(7, 0, metadata, 5, last_append_ms=900)
 
 
 def test_an_unknown_producer_not_at_sequence_zero_must_bump_its_epoch() -> None:
@@ -99,7 +100,7 @@ def test_batches_without_a_producer_id_are_ignored() -> None:
     assert table.check_leader_append([plain]) is None
     assert table.check_leader_append([plain, batch(7, 0, 1, 4)]) is None
     before = table.entries()
-    table.apply([plain])
+    table.apply([plain], 0)
     assert table.entries() == before and len(table) == 1
 
 
@@ -152,12 +153,12 @@ def test_a_batch_below_the_last_sequence_that_matches_no_kept_batch_is_a_duplica
 
 def test_sequences_wrap_from_the_maximum_to_zero() -> None:
     table = ProducerStateTable()
-    table.apply([batch(1, 0, SEQUENCE_MAX - 1, 0, records=2)])  # a follower's replicated batch
+    table.apply([batch(1, 0, SEQUENCE_MAX - 1, 0, records=2)], 0)  # a follower's replicated batch
     refused(table.check_leader_append([batch(1, 0, SEQUENCE_MAX + 1, 2)]), ErrorCode.INVALID_RECORD)
     assert table.check_leader_append([batch(1, 0, 0, 2, records=4)]) is None
     straddling = batch(1, 0, SEQUENCE_MAX - 1, 0, records=4)
     table = ProducerStateTable()
-    table.apply([straddling])
+    table.apply([straddling], 0)
     entry = table.entry(1)
     assert entry is not None and entry.batches[0][:2] == (SEQUENCE_MAX - 1, 1)
     assert table.check_leader_append([batch(1, 0, 2, 4)]) is None
@@ -192,8 +193,9 @@ def test_a_new_epoch_restarts_at_sequence_zero_and_drops_the_old_batches() -> No
         "expected sequence 0",
     )
     assert table.check_leader_append([batch(1, 1, 0, 6)]) is None
-    table.apply([batch(1, 1, 0, 6, max_timestamp=7)])
-    assert table.entry(1) == ProducerEntry(1, 1, (BatchMetadata(0, 0, 6, 6, 7),), 50)
+    table.apply([batch(1, 1, 0, 6, max_timestamp=7)], 0)
+    metadata = (BatchMetadata(0, 0, 6, 6, 7),)
+    assert table.entry(1) == ProducerEntry(1, 1, metadata, 50, last_append_ms=0)
     refused(table.check_leader_append([batch(1, 0, 0, 9)]), ErrorCode.INVALID_PRODUCER_EPOCH)
 
 
@@ -258,7 +260,7 @@ def test_six_new_batches_in_one_append_slide_the_window_as_they_go() -> None:
     append = [batch(1, 0, i, i) for i in range(6)]
     table = ProducerStateTable()
     assert table.check_leader_append(append) is None
-    table.apply(append)
+    table.apply(append, 0)
     entry = table.entry(1)
     assert entry is not None
     assert [kept.first_sequence for kept in entry.batches] == [1, 2, 3, 4, 5]
@@ -267,7 +269,7 @@ def test_six_new_batches_in_one_append_slide_the_window_as_they_go() -> None:
 def test_a_retried_append_of_consecutive_batches_answers_their_span() -> None:
     table = written(batch(1, 0, 0, 0))
     first, second = batch(1, 0, 1, 1, records=2), batch(2, 0, 0, 3, records=3)
-    table.apply([first, second])
+    table.apply([first, second], 0)
     retried = [
         first._replace(base_offset=50, last_offset=51),
         second._replace(base_offset=52, last_offset=54),
@@ -312,7 +314,7 @@ def test_planned_leader_batches_drive_the_table() -> None:
     )
     table = ProducerStateTable()
     assert table.check_leader_append(plan.batches) is None
-    table.apply(plan.batches)
+    table.apply(plan.batches, 0)
     assert table.check_leader_append(plan.batches) == DuplicateAppend(30, 32)
     entry = table.entry(7)
     assert entry is not None
@@ -327,6 +329,6 @@ def test_entries_are_sorted_and_tables_compare_by_entries() -> None:
     other = written(batch(2, 0, 0, 1), batch(5, 0, 0, 0))
     assert [entry.producer_id for entry in one.entries()] == [2, 5]
     assert one == other and len(one) == 2
-    other.apply([batch(5, 0, 1, 2)])
+    other.apply([batch(5, 0, 1, 2)], 0)
     assert one != other
     assert one.entry(3) is None

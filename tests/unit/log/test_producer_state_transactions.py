@@ -60,7 +60,7 @@ def appended(table: ProducerStateTable, *batches: PlannedBatch) -> list[Complete
     for item in batches:
         if not item.is_control:
             assert table.check_leader_append([item]) is None, item
-        completed += table.apply([item])
+        completed += table.apply([item], 0)
     return completed
 
 
@@ -72,7 +72,7 @@ def test_the_first_transactional_batch_opens_the_transaction_and_a_marker_ends_i
     assert table.entry(7).current_txn_first_offset == 10  # type: ignore[union-attr]
 
     assert table.check_marker(7, 1) is None
-    assert table.apply([marker(7, 1, 30)]) == [CompletedTransaction(7, 10, 30)]
+    assert table.apply([marker(7, 1, 30)], 0) == [CompletedTransaction(7, 10, 30)]
     assert table.open_transactions() == {}
     entry = table.entry(7)
     assert entry is not None
@@ -88,14 +88,14 @@ def test_non_transactional_batches_open_nothing() -> None:
     appended(table, data(3, 0, 0, 0, txn=False), data(3, 0, 1, 1, txn=False))
     assert table.open_transactions() == {}
     assert table.check_marker(3, 1) is None  # a marker with nothing open ends nothing
-    assert table.apply([marker(3, 1, 2)]) == []
+    assert table.apply([marker(3, 1, 2)], 0) == []
 
 
 def test_a_marker_for_a_producer_never_seen_here_creates_an_entry_without_batches() -> None:
     table = ProducerStateTable()
     assert table.check_marker(9, 4) is None
-    assert table.apply([marker(9, 4, 0)]) == []
-    assert table.entry(9) == ProducerEntry(9, 4, (), 0, NO_OFFSET)
+    assert table.apply([marker(9, 4, 0)], 700) == []
+    assert table.entry(9) == ProducerEntry(9, 4, (), 0, NO_OFFSET, last_append_ms=700)
     # Its retry is recognised, and written nowhere.
     assert table.check_marker(9, 4) == MarkerWrittenBefore()
 
@@ -103,7 +103,7 @@ def test_a_marker_for_a_producer_never_seen_here_creates_an_entry_without_batche
 def test_a_retried_marker_is_recognised_and_a_late_one_is_refused() -> None:
     table = ProducerStateTable()
     appended(table, data(5, 0, 0, 0))
-    table.apply([marker(5, 1, 1)])
+    table.apply([marker(5, 1, 1)], 0)
     assert table.check_marker(5, 1) == MarkerWrittenBefore()  # the same marker, again
 
     appended(table, data(5, 1, 0, 2))  # the next transaction opened at epoch 1
@@ -123,7 +123,7 @@ def test_a_retried_marker_is_recognised_and_a_late_one_is_refused() -> None:
 def test_a_late_produce_of_an_ended_transaction_is_refused() -> None:
     table = ProducerStateTable()
     appended(table, data(2, 0, 0, 0))
-    table.apply([marker(2, 1, 1)])
+    table.apply([marker(2, 1, 1)], 0)
     late = table.check_leader_append([data(2, 0, 1, 2)])
     assert isinstance(late, AppendRefused) and late.code == ErrorCode.INVALID_PRODUCER_EPOCH
     assert table.open_transactions() == {}
@@ -140,7 +140,7 @@ def test_a_non_transactional_batch_of_a_producer_with_an_open_transaction_is_ref
         assert isinstance(refused, AppendRefused), hostile
         assert refused.code == ErrorCode.INVALID_TXN_STATE
     assert table.check_marker(4, 1) is None  # the coordinator's marker still ends it
-    assert table.apply([marker(4, 1, 1)]) == [CompletedTransaction(4, 0, 1)]
+    assert table.apply([marker(4, 1, 1)], 0) == [CompletedTransaction(4, 0, 1)]
     assert table.check_leader_append([data(4, 1, 0, 2, txn=False)]) is None  # nothing open
 
 
@@ -149,7 +149,7 @@ def test_producers_with_an_open_transaction_do_not_expire() -> None:
     appended(table, data(1, 0, 0, 0), data(2, 0, 0, 1, txn=False))
     assert table.expire(now_ms=10_000, expiration_ms=1_000) == [2]
     assert table.open_transactions() == {1: 0}
-    table.apply([marker(1, 1, 2)])
+    table.apply([marker(1, 1, 2)], 0)
     assert table.expire(now_ms=10_000, expiration_ms=1_000) == [1]
 
 
@@ -165,12 +165,12 @@ def test_open_transactions_survive_a_snapshot_and_replay() -> None:
         marker(2, 1, 8),
     ]
     whole = ProducerStateTable()
-    whole.apply(history)
+    whole.apply(history, 0)
     for cut in range(len(history) + 1):
         before = ProducerStateTable()
-        before.apply(history[:cut])
-        rebuilt = decode_snapshot(encode_snapshot(before)).producers
+        before.apply(history[:cut], 0)
+        rebuilt = decode_snapshot(encode_snapshot(before), loaded_ms=0).producers
         assert rebuilt == before, cut
-        rebuilt.apply(history[cut:])
+        rebuilt.apply(history[cut:], 0)
         assert rebuilt == whole, cut
     assert whole.open_transactions() == {1: 6}

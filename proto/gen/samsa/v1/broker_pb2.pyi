@@ -195,18 +195,20 @@ class DescribeProducersRequest(_message.Message):
 class DescribeProducersResponse(_message.Message):
     __slots__ = ("topics",)
     class ProducerState(_message.Message):
-        __slots__ = ("producer_id", "producer_epoch", "last_sequence", "last_timestamp_ms", "current_txn_start_offset")
+        __slots__ = ("producer_id", "producer_epoch", "last_sequence", "last_timestamp_ms", "current_txn_start_offset", "last_append_age_ms")
         PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
         PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
         LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
         LAST_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
         CURRENT_TXN_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        LAST_APPEND_AGE_MS_FIELD_NUMBER: _ClassVar[int]
         producer_id: int
         producer_epoch: int
         last_sequence: int
         last_timestamp_ms: int
         current_txn_start_offset: int
-        def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., last_sequence: _Optional[int] = ..., last_timestamp_ms: _Optional[int] = ..., current_txn_start_offset: _Optional[int] = ...) -> None: ...
+        last_append_age_ms: int
+        def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., last_sequence: _Optional[int] = ..., last_timestamp_ms: _Optional[int] = ..., current_txn_start_offset: _Optional[int] = ..., last_append_age_ms: _Optional[int] = ...) -> None: ...
     class PartitionResponse(_message.Message):
         __slots__ = ("partition", "error_code", "error_message", "active_producers")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
