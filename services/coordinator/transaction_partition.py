@@ -19,7 +19,9 @@ leave a transactional id pending forever):
 Phase 2 retries forever while the partition is owned: the decision is durable, and read_committed
 consumers wait on every partition of the transaction until its marker is there. A marker is moot
 when the topic is gone from the image, or the broker refuses it as late (INVALID_PRODUCER_EPOCH:
-the producer already wrote at a newer epoch there). After a failover the new owner resumes phase
+the producer already wrote at a newer epoch there, or a marker of the other type ended the
+transaction there at that epoch, as an operator's AbortTransaction does; the warning logged
+names it). After a failover the new owner resumes phase
 2 of everything decided (`on_loaded`); so does this owner when its work fails unexpectedly
 (`_give_up` ends the partition, and the coordinator loads it again). The timer aborts
 transactions past their timeout (which fences the producer: the abort bumps its epoch) every

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samsa.services.broker.log.append_info import PlannedBatch
+from samsa.common.record.codec import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT
+from samsa.services.broker.log.append_info import NO_CONTROL_TYPE, PlannedBatch
 from samsa.services.broker.log.producer_state import ProducerStateTable
 from samsa.services.broker.log.transaction_index import (
     ENTRY_BYTES,
@@ -32,6 +33,8 @@ from samsa.services.broker.log.transaction_index import (
 
 SEGMENT_SPAN = 5
 PRODUCERS = 2
+
+MARKER_TYPES = {"commit": CONTROL_TYPE_COMMIT, "abort": CONTROL_TYPE_ABORT}
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Batch:
             base_sequence=self.sequence,
             is_transactional=self.transactional,
             is_control=self.marker is not None,
+            control_type=MARKER_TYPES.get(self.marker, NO_CONTROL_TYPE),
         )
 
 
@@ -76,7 +80,8 @@ class Partition:
 
     def append(self, batch: Batch) -> None:
         self.history.append(batch)
-        for ended in self.table.apply([batch.planned()], 0):
+        planned = batch.planned()
+        for ended in self.table.apply([planned], 0, planned.control_type):
             self.unstable.on_completed([ended])
             if batch.marker == "abort":
                 self.index.append(aborted_entry(ended, self.table.open_transactions().values()))
@@ -84,7 +89,8 @@ class Partition:
     def truncate(self, offset: int) -> None:
         self.history = [b for b in self.history if b.base_offset < offset]
         self.table = ProducerStateTable()  # rebuilt by replay, as after a truncation
-        self.table.apply((b.planned() for b in self.history), 0)
+        for planned in (b.planned() for b in self.history):
+            self.table.apply([planned], 0, planned.control_type)
         self.unstable.on_truncate(offset)
         self.index = [e for e in self.index if e.last_offset < offset]
 
@@ -183,7 +189,8 @@ def test_lso_and_aborted_index_match_the_model(operations: list[tuple]) -> None:
             _, producer, kind = op
             epochs[producer] += 1  # the coordinator bumps the epoch at every end (KIP-890)
             sequences[producer] = 0
-            assert partition.table.check_marker(producer, epochs[producer]) is None
+            kind_type = MARKER_TYPES[kind]
+            assert partition.table.check_marker(producer, epochs[producer], kind_type) is None
             partition.append(
                 Batch(producer, epochs[producer], -1, partition.log_end, 1, True, kind)
             )

@@ -1,11 +1,12 @@
 """One producer's entry in a partition's producer state (producer_state.py), and how one written
 batch or transaction marker changes it. Pure.
 
-An entry holds what the partition remembers of one idempotent producer (Kafka's
-ProducerStateEntry): its epoch, the metadata of its last BATCHES_KEPT batches (the dedupe
-window), the largest batch timestamp seen (`last_timestamp`, for expiry), the first offset of
-its open transaction here, and `last_append_ms`. `next_entry` and `after_marker` are the one way
-an entry changes, for the table's apply and for its checks alike; the invariants are
+An entry holds what the partition remembers of one idempotent producer (Kafka's ProducerStateEntry):
+its epoch, the metadata of its last BATCHES_KEPT batches (the dedupe window), the largest batch
+timestamp seen (`last_timestamp`, for expiry), the first offset of its open transaction here,
+`last_append_ms`, and the type of the marker written at its current epoch (`last_marker_type`: a
+marker at that epoch again is a retry only when of the same type). `next_entry` and `after_marker`
+are the one way an entry changes, for the table's apply and for its checks alike; the invariants are
 producer_state.py's.
 
 `last_append_ms` is the broker's own clock when it last appended a batch or marker of the
@@ -31,6 +32,9 @@ from samsa.common.errors import ErrorCode
 NO_PRODUCER_ID = -1
 NO_OFFSET = -1  # a producer with no open transaction on this partition
 NO_APPEND_TIME = -1  # ProducerEntry.last_append_ms unknown: read as "just now" (the safe side)
+# ProducerEntry.last_marker_type when no marker of its epoch is known (none written, or an entry
+# of a snapshot older than version 5); else CONTROL_TYPE_ABORT or CONTROL_TYPE_COMMIT.
+NO_MARKER_TYPE = -1
 BATCHES_KEPT = limits.producer_state_batches_max  # the dedupe window, per producer and partition
 SEQUENCE_MAX = 2**31 - 1  # sequences wrap from SEQUENCE_MAX to 0
 PRODUCER_EPOCH_MAX = limits.producer_epoch_max  # an int16, as in Kafka
@@ -79,6 +83,8 @@ class ProducerEntry(NamedTuple):
     # The broker's clock when it last appended a batch or marker of the producer here (module
     # docstring); NO_APPEND_TIME only in an entry built by hand, which counts as just written.
     last_append_ms: int = NO_APPEND_TIME
+    # The control type of the marker written at producer_epoch here; NO_MARKER_TYPE: none known.
+    last_marker_type: int = NO_MARKER_TYPE
 
 
 class CompletedTransaction(NamedTuple):
@@ -140,26 +146,33 @@ def next_entry(entry: ProducerEntry | None, batch: ProducerBatchInfo, now_ms: in
             open_at,
             now_ms,
         )
-    kept = entry.batches if entry.producer_epoch == batch.producer_epoch else ()
+    same_epoch = entry.producer_epoch == batch.producer_epoch
     return ProducerEntry(
         entry.producer_id,
         batch.producer_epoch,
-        (*kept, metadata)[-BATCHES_KEPT:],
+        (*(entry.batches if same_epoch else ()), metadata)[-BATCHES_KEPT:],
         max(entry.last_timestamp, batch.max_timestamp),
         open_at,
         now_ms,
+        entry.last_marker_type if same_epoch else NO_MARKER_TYPE,
     )
 
 
 def after_marker(
-    entry: ProducerEntry | None, marker: ProducerBatchInfo, now_ms: int
+    entry: ProducerEntry | None, marker: ProducerBatchInfo, now_ms: int, marker_type: int
 ) -> ProducerEntry:
-    """The entry after a transaction marker written at `now_ms`: the transaction is closed and
-    the marker's epoch (bumped at every transaction end, KIP-890) is the producer's; a new epoch
-    restarts the sequences, as for data batches."""
+    """The entry after a transaction marker of `marker_type` written at `now_ms`: the
+    transaction is closed and the marker's epoch (bumped at every transaction end, KIP-890) is
+    the producer's; a new epoch restarts the sequences, as for data batches."""
     if entry is None:
         return ProducerEntry(
-            marker.producer_id, marker.producer_epoch, (), marker.max_timestamp, NO_OFFSET, now_ms
+            marker.producer_id,
+            marker.producer_epoch,
+            (),
+            marker.max_timestamp,
+            NO_OFFSET,
+            now_ms,
+            marker_type,
         )
     kept = entry.batches if entry.producer_epoch == marker.producer_epoch else ()
     return ProducerEntry(
@@ -169,4 +182,5 @@ def after_marker(
         max(entry.last_timestamp, marker.max_timestamp),
         NO_OFFSET,
         now_ms,
+        marker_type,
     )

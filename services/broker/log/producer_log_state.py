@@ -43,7 +43,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from samsa.common.errors import InvalidRecordError, SamsaError
-from samsa.common.record.codec import CONTROL_TYPE_ABORT
 from samsa.services.broker.log import producer_snapshots
 from samsa.services.broker.log.append_info import AppendInfo, PlannedBatch
 from samsa.services.broker.log.producer_snapshots import Rebuilt
@@ -145,7 +144,9 @@ class ProducerLogState:
                 "is appended alone"
             )
         marker = batches[0]
-        verdict = self._producers.check_marker(marker.producer_id, marker.producer_epoch)
+        verdict = self._producers.check_marker(
+            marker.producer_id, marker.producer_epoch, marker.control_type
+        )
         if verdict is None:
             return None
         if isinstance(verdict, MarkerWrittenBefore):
@@ -159,7 +160,7 @@ class ProducerLogState:
         if not any(batch.producer_id >= 0 for batch in batches):
             return AppliedTransactions([], [])
         self._changed = True
-        return apply_batches(self._producers, batches, _is_abort_marker, now_ms)
+        return apply_batches(self._producers, batches, _marker_type, now_ms)
 
     def on_roll(
         self, base_offsets: Sequence[int], unsettled: Sequence[CompletedTransaction]
@@ -282,8 +283,8 @@ MARKER_WRITTEN_BEFORE = AppendInfo(
 )
 
 
-def _is_abort_marker(batch: PlannedBatch) -> bool:
-    return batch.control_type == CONTROL_TYPE_ABORT
+def _marker_type(batch: PlannedBatch) -> int:
+    return batch.control_type
 
 
 def _duplicate_info(duplicate: DuplicateAppend) -> AppendInfo:

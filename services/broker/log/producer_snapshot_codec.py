@@ -4,7 +4,7 @@ Layout, big-endian, fixed-width (the widths of the batch header's fields):
 
     crc uint32 (CRC-32C of everything after it) | version int16 | entry_count int32
     entry_count x (producer_id int64 | producer_epoch int16 | last_timestamp int64 |
-                   last_append_ms int64 (version 4) |
+                   last_append_ms int64 (version 4 on) | last_marker_type int8 (version 5) |
                    current_txn_first_offset int64 (version 2 on) |
                    batch_count uint8 | batch_count x
                    (first_sequence int32 | last_sequence int32 | base_offset int64 |
@@ -18,12 +18,15 @@ batch (a producer known only from a transaction marker). Version 3 added the tra
 by a marker the high watermark had not passed yet, in marker order (the last stable offset still
 stops at them: transaction_index.UnstableTransactions; a restart must not forget them, and
 nothing but the snapshot says where they began). Version 4 added each producer's last append
-time by the broker's clock (producer_entry.py). Older snapshots still load: a version 1 one
-was written before transactions, a version 2 one lists no unsettled transaction (as the
-open before version 3 assumed), and the entries of one before version 4 take the loader's clock
-as their last append (`loaded_ms`): later than the true one, so the producer looks silent for
-less time than it was, which only delays an operator's abort of a hanging transaction; the
-record timestamp instead could look far older and let an abort of a live one through.
+time by the broker's clock (producer_entry.py), version 5 the type of the marker written at its
+epoch (-1: none known). Older snapshots still load: a version 1 one was written before
+transactions, a version 2 one lists no unsettled transaction (as the open before version 3
+assumed), and the entries of one before version 4 take the loader's clock as their last append
+(`loaded_ms`): later than the true one, so the producer looks silent for less time than it was,
+which only delays an operator's abort of a hanging transaction; the record timestamp instead
+could look far older and let an abort of a live one through. The entries of one before version 5
+know no marker type, so a marker at an entry's epoch is refused rather than taken for a retry
+(its coordinator counts a refused marker as moot: nothing is lost).
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ from typing import NamedTuple
 
 import crc32c
 
+from samsa.common.record.codec import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT
 from samsa.services.broker.log.producer_state import (
     BATCHES_KEPT,
     NO_APPEND_TIME,
+    NO_MARKER_TYPE,
     NO_OFFSET,
     SEQUENCE_MAX,
     BatchMetadata,
@@ -46,7 +51,8 @@ from samsa.services.broker.log.producer_state import (
     ProducerStateTable,
 )
 
-SNAPSHOT_VERSION = 4
+SNAPSHOT_VERSION = 5
+_VERSION_WITHOUT_MARKER_TYPE = 4
 _VERSION_WITHOUT_APPEND_TIME = 3
 _VERSION_WITHOUT_UNSETTLED = 2
 _VERSION_WITHOUT_TRANSACTIONS = 1
@@ -55,7 +61,8 @@ _CRC = struct.Struct(">I")
 _HEADER = struct.Struct(">hi")
 _ENTRY_V1 = struct.Struct(">qhqB")
 _ENTRY_V2 = struct.Struct(">qhqqB")
-_ENTRY = struct.Struct(">qhqqqB")
+_ENTRY_V4 = struct.Struct(">qhqqqB")
+_ENTRY = struct.Struct(">qhqqbqB")
 _BATCH = struct.Struct(">iiqqq")
 _COUNT = struct.Struct(">i")
 _UNSETTLED = struct.Struct(">qqq")
@@ -84,6 +91,7 @@ def encode_snapshot(
                 entry.producer_epoch,
                 entry.last_timestamp,
                 entry.last_append_ms,
+                entry.last_marker_type,
                 entry.current_txn_first_offset,
                 len(entry.batches),
             )
@@ -117,6 +125,8 @@ def _decode(
     version, entry_count = _HEADER.unpack_from(view, _CRC.size)
     if version == SNAPSHOT_VERSION:
         entry_format = _ENTRY
+    elif version == _VERSION_WITHOUT_MARKER_TYPE:
+        entry_format = _ENTRY_V4
     elif version in (_VERSION_WITHOUT_APPEND_TIME, _VERSION_WITHOUT_UNSETTLED):
         entry_format = _ENTRY_V2
     elif version == _VERSION_WITHOUT_TRANSACTIONS:
@@ -180,8 +190,18 @@ def _decode_entry(
 ) -> tuple[ProducerEntry, int]:
     if position + entry_format.size > len(view):
         raise CorruptSnapshotError(f"producer snapshot is truncated at byte {position}")
-    last_append_ms, least_batches = loaded_ms, 0
+    last_append_ms, marker_type, least_batches = loaded_ms, NO_MARKER_TYPE, 0
     if entry_format is _ENTRY:
+        (
+            producer_id,
+            epoch,
+            last_timestamp,
+            last_append_ms,
+            marker_type,
+            txn_first_offset,
+            batch_count,
+        ) = entry_format.unpack_from(view, position)
+    elif entry_format is _ENTRY_V4:
         producer_id, epoch, last_timestamp, last_append_ms, txn_first_offset, batch_count = (
             entry_format.unpack_from(view, position)
         )
@@ -202,6 +222,10 @@ def _decode_entry(
         raise CorruptSnapshotError(
             f"producer snapshot entry for producer {producer_id} was last appended at "
             f"{last_append_ms} ms"
+        )
+    if marker_type not in (NO_MARKER_TYPE, CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+        raise CorruptSnapshotError(
+            f"producer snapshot entry for producer {producer_id} has marker type {marker_type}"
         )
     if txn_first_offset < NO_OFFSET:
         raise CorruptSnapshotError(
@@ -226,6 +250,12 @@ def _decode_entry(
             )
         batches.append(batch)
     entry = ProducerEntry(
-        producer_id, epoch, tuple(batches), last_timestamp, txn_first_offset, last_append_ms
+        producer_id,
+        epoch,
+        tuple(batches),
+        last_timestamp,
+        txn_first_offset,
+        last_append_ms,
+        marker_type,
     )
     return entry, position

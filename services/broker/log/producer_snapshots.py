@@ -50,7 +50,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from samsa.common.record.codec import CONTROL_TYPE_ABORT, decode_batch, read_control_marker
+from samsa.common.record.codec import decode_batch, read_control_marker
 from samsa.services.broker.log.checkpoint_file import (
     TEMP_SUFFIX,
     read_if_exists,
@@ -59,6 +59,7 @@ from samsa.services.broker.log.checkpoint_file import (
 )
 from samsa.services.broker.log.producer_snapshot_codec import decode_snapshot, encode_snapshot
 from samsa.services.broker.log.producer_state import (
+    NO_MARKER_TYPE,
     CompletedTransaction,
     CorruptSnapshotError,
     ProducerBatchInfo,
@@ -264,11 +265,10 @@ def replay(
     on_segment: Callable[[int, list[CompletedTransaction]], None] | None = None,
 ) -> tuple[list[CompletedTransaction], list[tuple[int, AbortedTransaction]]]:
     """Apply the header of every idempotent batch at or after `from_offset`, as appended at
-    `now_ms` (reads headers, and the one record of each marker that ends a transaction); returns
-    the transactions ended and the aborted ones' index entries with the base offset of the
-    segment holding their marker.
-    `on_segment` is told each segment base above `from_offset` before its batches are applied,
-    with the transactions ended so far."""
+    `now_ms` (reads headers, and the one record of each marker, for its type); returns the
+    transactions ended and the aborted ones' index entries with the base offset of the segment
+    holding their marker. `on_segment` is told each segment base above `from_offset` before its
+    batches are applied, with the transactions ended so far."""
     completed: list[CompletedTransaction] = []
     aborted: list[tuple[int, AbortedTransaction]] = []
     for segment in segments:
@@ -279,7 +279,7 @@ def replay(
         applied = apply_batches(
             state,
             (header for header in segment.headers_from(from_offset) if header.producer_id >= 0),
-            partial(_is_abort_marker, segment),
+            partial(_marker_type, segment),
             now_ms,
         )
         completed += applied.completed
@@ -287,11 +287,11 @@ def replay(
     return completed, aborted
 
 
-def _is_abort_marker(segment: Segment, header: ProducerBatchInfo) -> bool:
+def _marker_type(segment: Segment, header: ProducerBatchInfo) -> int:
     found = segment.find_batch(header.base_offset)
     if found is None:
-        return False
+        return NO_MARKER_TYPE
     position, stored = found
     data = segment.read_bytes(position, stored.size_bytes)
     marker_type, _ = read_control_marker(decode_batch(data, verify_crc=False))
-    return marker_type == CONTROL_TYPE_ABORT
+    return marker_type

@@ -43,8 +43,10 @@ epoch, no sequence, written by the broker for the coordinator) closes it, and `a
 as a CompletedTransaction for the log's last stable offset and aborted-transaction index
 (transaction_index.py). Markers carry the epoch the coordinator bumped at the transaction's end
 (KIP-890), so `check_marker` refuses one that is not above the producer's epoch unless it is a
-retry of the last marker; a late produce of the ended transaction then fails the data batches'
-own epoch check.
+retry of the last marker (no transaction opened since, and the same type: a COMMIT at the epoch
+of an ABORT written here, say by an operator's AbortTransaction, is refused as
+INVALID_PRODUCER_EPOCH, which its coordinator takes as moot and logs, as Kafka's does); a late
+produce of the ended transaction then fails the data batches' own epoch check.
 
 Batches whose producer_id is negative (NO_PRODUCER_ID) are not idempotent and are ignored by both
 check and apply; `check_leader_append` passes over markers, which have their own check.
@@ -62,9 +64,11 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
 from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT
 from samsa.services.broker.log.producer_entry import (
     BATCHES_KEPT,
     NO_APPEND_TIME,
+    NO_MARKER_TYPE,
     NO_OFFSET,
     NO_PRODUCER_ID,
     PRODUCER_EPOCH_MAX,
@@ -83,10 +87,13 @@ from samsa.services.broker.log.producer_entry import (
     next_entry,
 )
 
+_MARKER_NAMES = {CONTROL_TYPE_ABORT: "ABORT", CONTROL_TYPE_COMMIT: "COMMIT"}
+
 # Re-exported: the table's users import its types from here.
 __all__ = [
     "BATCHES_KEPT",
     "NO_APPEND_TIME",
+    "NO_MARKER_TYPE",
     "NO_OFFSET",
     "NO_PRODUCER_ID",
     "PRODUCER_EPOCH_MAX",
@@ -104,13 +111,16 @@ __all__ = [
 
 
 def _check_marker(
-    entry: ProducerEntry | None, producer_id: int, producer_epoch: int
+    entry: ProducerEntry | None, producer_id: int, producer_epoch: int, marker_type: int
 ) -> AppendRefused | MarkerWrittenBefore | None:
     """Whether a transaction marker of (producer_id, producer_epoch) may be written. The
     coordinator bumps the epoch at every transaction end and writes the markers with the new
     epoch, so a marker must carry an epoch above the producer's: one at its epoch either was
-    written already (no transaction open since: a retry) or is late and would close the next
-    transaction (refused, KIP-890)."""
+    written already (no transaction open since, and the marker written then of the same type: a
+    retry) or is late and would close the next transaction (refused, KIP-890). One of the other
+    type at that epoch is refused too: that transaction already ended the other way here (an
+    operator's AbortTransaction, then its coordinator's COMMIT), and answering it as written
+    would hide the conflict."""
     if not 0 <= producer_epoch <= PRODUCER_EPOCH_MAX:
         return AppendRefused(
             ErrorCode.INVALID_RECORD,
@@ -120,7 +130,15 @@ def _check_marker(
     if entry is None or producer_epoch > entry.producer_epoch:
         return None
     if producer_epoch == entry.producer_epoch and entry.current_txn_first_offset == NO_OFFSET:
-        return MarkerWrittenBefore()
+        if marker_type == entry.last_marker_type:
+            return MarkerWrittenBefore()
+        written = _MARKER_NAMES.get(entry.last_marker_type, "no marker known")
+        return AppendRefused(
+            ErrorCode.INVALID_PRODUCER_EPOCH,
+            f"a {_MARKER_NAMES.get(marker_type, str(marker_type))} marker for producer "
+            f"{producer_id} at epoch {producer_epoch}, whose transaction at that epoch ended "
+            f"here with {written}: the outcomes conflict; it is not written",
+        )
     return AppendRefused(
         ErrorCode.INVALID_PRODUCER_EPOCH,
         f"a marker for producer {producer_id} at epoch {producer_epoch} arrived after epoch "
@@ -278,18 +296,25 @@ class ProducerStateTable:
         return _duplicate_append(duplicates, len(batches))
 
     def check_marker(
-        self, producer_id: int, producer_epoch: int
+        self, producer_id: int, producer_epoch: int, marker_type: int
     ) -> AppendRefused | MarkerWrittenBefore | None:
-        """Whether the leader may write a transaction marker for this producer (None), must
-        answer it as written before, or refuses it. Changes nothing."""
-        return _check_marker(self._entries.get(producer_id), producer_id, producer_epoch)
+        """Whether the leader may write a transaction marker of `marker_type` for this producer
+        (None), must answer it as written before, or refuses it. Changes nothing."""
+        entry = self._entries.get(producer_id)
+        return _check_marker(entry, producer_id, producer_epoch, marker_type)
 
     def apply(
-        self, batches: Iterable[ProducerBatchInfo], now_ms: int
+        self,
+        batches: Iterable[ProducerBatchInfo],
+        now_ms: int,
+        marker_type: int = NO_MARKER_TYPE,
     ) -> list[CompletedTransaction]:
         """Record written batches, unchecked: after a leader write, on followers, in replay;
-        `now_ms` is the broker's clock at their append (the entries' last_append_ms). Returns
-        the transactions the batches' markers ended (those with records here)."""
+        `now_ms` is the broker's clock at their append (the entries' last_append_ms), and
+        `marker_type` the control type of the marker among them (transaction_index.apply_batches
+        applies each marker alone, with its type; NO_MARKER_TYPE: a later marker at its epoch
+        is refused, never taken for its retry). Returns the transactions the batches' markers
+        ended (those with records here)."""
         entries, opened = self._entries, self._open
         completed: list[CompletedTransaction] = []
         for batch in batches:
@@ -308,7 +333,7 @@ class ProducerStateTable:
                         producer_id, entry.current_txn_first_offset, batch.last_offset
                     )
                 )
-            entries[producer_id] = after_marker(entry, batch, now_ms)
+            entries[producer_id] = after_marker(entry, batch, now_ms, marker_type)
             opened.pop(producer_id, None)
         return completed
 

@@ -33,6 +33,7 @@ from typing import NamedTuple, TypeVar
 
 import crc32c
 
+from samsa.common.record.codec import CONTROL_TYPE_ABORT
 from samsa.services.broker.log.producer_state import (
     CompletedTransaction,
     ProducerBatchInfo,
@@ -120,14 +121,14 @@ Batch = TypeVar("Batch", bound=ProducerBatchInfo)
 def apply_batches(
     table: ProducerStateTable,
     batches: Iterable[Batch],
-    is_abort: Callable[[Batch], bool],
+    marker_type: Callable[[Batch], int],
     now_ms: int,
 ) -> AppliedTransactions:
     """`table.apply` over `batches` appended at `now_ms`, one marker at a time: each aborted
     transaction's entry needs the transactions still open right after its own marker
-    (`aborted_entry`), not after the whole append. `is_abort(marker)` says whether a control
-    batch is an ABORT marker (the caller reads the marker's record); it is asked only for
-    markers that end a transaction."""
+    (`aborted_entry`), not after the whole append. `marker_type(marker)` is a control batch's
+    control type (the caller reads the marker's record): the table keeps it, so that a marker
+    at that epoch again is taken for a retry only when of the same type."""
     completed: list[CompletedTransaction] = []
     aborted: list[AbortedTransaction] = []
     run: list[Batch] = []
@@ -141,9 +142,10 @@ def apply_batches(
         if run:
             table.apply(run, now_ms)
             run.clear()
-        ended = table.apply((batch,), now_ms)
+        kind = marker_type(batch)
+        ended = table.apply((batch,), now_ms, kind)
         completed += ended
-        if ended and is_abort(batch):
+        if ended and kind == CONTROL_TYPE_ABORT:
             open_first_offsets = list(table.open_first_offsets())
             aborted += [aborted_entry(transaction, open_first_offsets) for transaction in ended]
     if run:

@@ -1,16 +1,17 @@
 """WriteTxnMarkers: a transaction coordinator's phase 2, the COMMIT/ABORT markers on partitions.
 
-Theory of operation (DESIGN §5; Kafka's WriteTxnMarkers and KIP-890). Once a transaction's
-decision (PrepareCommit or PrepareAbort) is durable in `__transaction_state`, its coordinator
-asks each partition leader to write one marker per partition of the transaction: a control batch
-of one record, carrying the producer id and the epoch the coordinator bumped at the end. The
-log checks the marker before writing it (producer_state.py): a marker at an epoch not above the
-producer's is a retry (nothing written, success) when no transaction opened since, and late
-otherwise (INVALID_PRODUCER_EPOCH), so a marker delayed past the next transaction can never end
-it. Each marker is acknowledged once the high watermark passes it, as an acks=all produce is, and
-a partition whose ISR is below min.insync.replicas refuses it (NOT_ENOUGH_REPLICAS): the
-coordinator writes CompleteCommit/CompleteAbort only when every marker is replicated, and a
-marker that could still be truncated away decides nothing.
+Theory of operation (DESIGN §5; Kafka's WriteTxnMarkers and KIP-890). Once a transaction's decision
+(PrepareCommit or PrepareAbort) is durable in `__transaction_state`, its coordinator asks each
+partition leader to write one marker per partition of the transaction: a control batch of one
+record, carrying the producer id and the epoch the coordinator bumped at the end. The log checks the
+marker before writing it (producer_state.py): a marker at an epoch not above the producer's is a
+retry (nothing written, success) when no transaction opened since and the marker written at that
+epoch is of the same type, and refused otherwise (INVALID_PRODUCER_EPOCH), so a marker delayed past
+the next transaction can never end it, and a COMMIT never passes for written where an ABORT was.
+Each marker is acknowledged once the high watermark passes it, as an acks=all produce is, and a
+partition whose ISR is below min.insync.replicas refuses it (NOT_ENOUGH_REPLICAS): the coordinator
+writes CompleteCommit/CompleteAbort only when every marker is replicated, and a marker that could
+still be truncated away decides nothing.
 
 Only cluster members may call it (the servicer checks the membership proof): a forged marker
 would commit or abort someone else's transaction. Markers go to internal topics too

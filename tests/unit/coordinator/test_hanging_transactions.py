@@ -14,6 +14,8 @@ from __future__ import annotations
 import pytest
 
 from samsa.common.errors import ErrorCode
+from samsa.common.record.codec import CONTROL_TYPE_ABORT as ABORT
+from samsa.common.record.codec import CONTROL_TYPE_COMMIT as COMMIT
 from samsa.services.broker.log.producer_state import (
     NO_OFFSET,
     AppendRefused,
@@ -68,11 +70,15 @@ def test_the_marker_epoch_is_one_the_broker_writes_and_then_treats_a_retry_as_wr
     assert isinstance(marker, AbortMarker)
     open_at_3 = ProducerEntry(7, 3, (), LAST_WRITE, current_txn_first_offset=40)
     table = ProducerStateTable.from_entries([open_at_3])
-    assert table.check_marker(7, marker.marker_epoch) is None
-    assert isinstance(table.check_marker(7, 3), AppendRefused), "the producer's own epoch: late"
-    aborted = ProducerEntry(7, marker.marker_epoch, (), LAST_WRITE, NO_OFFSET)
+    assert table.check_marker(7, marker.marker_epoch, ABORT) is None
+    late = table.check_marker(7, 3, ABORT)
+    assert isinstance(late, AppendRefused), "the producer's own epoch: late"
+    aborted = ProducerEntry(7, marker.marker_epoch, (), LAST_WRITE, NO_OFFSET, 0, ABORT)
     after = ProducerStateTable.from_entries([aborted])
-    assert isinstance(after.check_marker(7, marker.marker_epoch), MarkerWrittenBefore)
+    assert isinstance(after.check_marker(7, marker.marker_epoch, ABORT), MarkerWrittenBefore)
+    # Its coordinator's COMMIT at that epoch (it did not know): refused, not taken as written.
+    conflict = after.check_marker(7, marker.marker_epoch, COMMIT)
+    assert isinstance(conflict, AppendRefused) and conflict.code == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 @pytest.mark.parametrize(
