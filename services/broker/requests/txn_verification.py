@@ -10,7 +10,8 @@ reader would wait at its first offset for ever (a *hanging transaction*). So bef
    producer id and epoch its transactional batches carry. All of them must carry the same one
    (else the partition is refused, INVALID_REQUEST): the verdict below is for that identity,
    and a batch of another producer or epoch riding behind a verified one would open a
-   transaction nobody added;
+   transaction nobody added. That one must be a producer's (id and epoch not negative, else
+   INVALID_RECORD): a transactional batch carries what InitTransactions gave;
 2. a partition where that producer already has a transaction open at that epoch passes at once:
    the coordinator added it when that transaction's first batch was checked, and its marker will
    end it (a late batch of an ended transaction carries an older epoch: the epoch is bumped at
@@ -47,26 +48,32 @@ from samsa.services.runtime.txn_added_check import (
 from samsa.v1 import broker_pb2
 
 Identity = tuple[int, int]  # (producer id, producer epoch)
-# The identity of a partition whose transactional batches carry more than one (refused).
-MIXED: Identity = (-1, -1)
+# The identity of a partition whose transactional batches carry more than one (refused). None,
+# not a pair: a batch may carry any pair, (-1, -1) too, and must not be called mixed for it.
+MIXED = None
 MIXED_MESSAGE = (
     "the partition's transactional batches carry more than one producer id and epoch: one "
     "Produce carries the batches of one transactional producer"
 )
 
 
-def transactional_partitions(request: broker_pb2.ProduceRequest) -> dict[TopicPartition, Identity]:
+def transactional_partitions(
+    request: broker_pb2.ProduceRequest,
+) -> dict[TopicPartition, Identity | None]:
     """The partitions holding a transactional batch, with the identity those carry (MIXED when
     they carry several). Headers are read up to the first unreadable one: the log's validation
     refuses the partition's bytes from there."""
-    found: dict[TopicPartition, Identity] = {}
+    found: dict[TopicPartition, Identity | None] = {}
     for topic in request.topics:
         for data in topic.partitions:
             records = data.records  # read once: each read of a bytes field copies it
             identities = _transactional_identities(records)
             key = (topic.name, data.partition)
             if key in found:  # named twice (produce_refusal refuses that): one verdict for both
-                identities.add(found[key])
+                earlier = found[key]
+                if earlier is MIXED:
+                    continue
+                identities.add(earlier)
             if identities:
                 one = len(identities) == 1
                 found[key] = next(iter(identities)) if one else MIXED
@@ -90,6 +97,15 @@ def _transactional_identities(records: bytes) -> set[Identity]:
     return identities
 
 
+def _unidentified_message(identity: Identity) -> str:
+    producer_id, epoch = identity
+    return (
+        f"the partition's transactional batches carry producer id {producer_id} and epoch "
+        f"{epoch}: a transactional batch carries the producer id and epoch InitTransactions "
+        "gave; fix the producer"
+    )
+
+
 class TransactionVerifier:
     """Checks transactional produce with the coordinators (see the module docstring)."""
 
@@ -105,16 +121,20 @@ class TransactionVerifier:
         """(partitions that may take transactional batches, partitions refused and why)."""
         wanted = transactional_partitions(request)
         verified: set[TopicPartition] = set()
-        mixed = {key for key, identity in wanted.items() if identity == MIXED}
-        refused: dict[TopicPartition, Refusal] = dict.fromkeys(
-            mixed, (ErrorCode.INVALID_REQUEST, MIXED_MESSAGE)
-        )
+        refused: dict[TopicPartition, Refusal] = {}
         ask: dict[TopicPartition, Identity] = {}
         # A partition of another topic id (KIP-516) is never added: produce() refuses it.
         topic_ids = {topic.name: topic.topic_id for topic in request.topics}
-        for key, (producer_id, epoch) in wanted.items():
+        for key, identity in wanted.items():
+            if identity is MIXED:
+                refused[key] = (ErrorCode.INVALID_REQUEST, MIXED_MESSAGE)
+                continue
+            producer_id, epoch = identity
+            if producer_id < 0 or epoch < 0:
+                refused[key] = (ErrorCode.INVALID_RECORD, _unidentified_message(identity))
+                continue
             hosted = host.leader(*key, topic_ids.get(key[0], b""))
-            if key in mixed or isinstance(hosted, LeadershipError):
+            if isinstance(hosted, LeadershipError):
                 continue  # produce() answers the leadership error
             if hosted.log.has_open_transaction(producer_id, epoch):
                 verified.add(key)

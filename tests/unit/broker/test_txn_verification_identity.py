@@ -2,7 +2,8 @@
 first: a Produce whose records for one partition carry transactional batches of more than one
 (producer id, epoch) is refused whole, so that a batch riding behind a verified one can never open
 a transaction no coordinator knows of (a hanging transaction, which holds the last stable offset
-and every read_committed reader for ever).
+and every read_committed reader for ever). A transactional batch whose producer id or epoch is
+negative is refused as such (INVALID_RECORD), not as one of several producers.
 
 Method: a PartitionHost over a real log (one replica). Producer 7 has a transaction open at
 epoch 0, so its next batch is verified without asking a coordinator (the shortcut); the request
@@ -25,6 +26,7 @@ from samsa.common.record.codec import build_batch
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.produce import produce
 from samsa.services.broker.requests.txn_verification import (
+    MIXED,
     TransactionVerifier,
     transactional_partitions,
 )
@@ -97,3 +99,29 @@ def test_a_batch_riding_behind_a_verified_one_is_refused(host: PartitionHost, ri
 def test_batches_of_one_producer_and_epoch_keep_their_identity() -> None:
     request = request_of(txn_batch(7, 0, 1) + txn_batch(7, 0, 2))
     assert transactional_partitions(request) == {("t", 0): (7, 0)}
+
+
+@pytest.mark.parametrize("identity", [(-1, -1), (-1, 0), (7, -1)])
+def test_a_transactional_batch_without_a_producer_is_refused_for_that(
+    host: PartitionHost, identity: tuple[int, int]
+) -> None:
+    # (-1, -1) was the MIXED sentinel: such a batch was refused as carrying "more than one
+    # producer id and epoch"; (-1, 0) was sent to the coordinator as producer -1.
+    hosted = host.get("t", 0)
+    assert hosted is not None
+    request = request_of(txn_batch(*identity, sequence=-1 if identity[0] < 0 else 0))
+    assert transactional_partitions(request) == {("t", 0): identity}
+    verifier = TransactionVerifier(lambda: host.image)
+    verifier.check = NoCoordinator()  # type: ignore[assignment]
+    transactional = asyncio.run(verifier.verify(host, request))
+    response, _ = produce(host, request, 10, transactional=transactional)
+    result = response.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.INVALID_RECORD, result
+    assert f"producer id {identity[0]} and epoch {identity[1]}" in result.error_message
+    assert "more than one" not in result.error_message
+    assert hosted.log.log_end_offset == 0
+
+
+def test_a_batch_without_a_producer_beside_another_is_mixed() -> None:
+    request = request_of(txn_batch(7, 0, 0) + txn_batch(-1, -1, -1))
+    assert transactional_partitions(request) == {("t", 0): MIXED}
