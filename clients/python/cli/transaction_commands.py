@@ -119,7 +119,7 @@ def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
         elif args.action == "describe-producers":
             key = (args.topic, args.partition)
             states = admin.describe_producers([key])[key]
-            rows = [producer_row(state, time.time()) for state in states]
+            rows = [producer_row(state) for state in states]
             header = ("producer id", "epoch", "last sequence", "last write", "open txn start")
             print(table(header, rows) if rows else f"no producers on {args.topic}-{args.partition}")
         elif args.action == "find-hanging":
@@ -152,10 +152,10 @@ def _find_hanging(admin: Admin, args: argparse.Namespace) -> str:
             if p.leader == args.broker_id
         ]
     max_timeout_ms = round(args.max_transaction_timeout * 60_000)
-    return hanging_lines(admin.find_hanging_transactions(partitions, max_timeout_ms), time.time())
+    return hanging_lines(admin.find_hanging_transactions(partitions, max_timeout_ms))
 
 
-def hanging_lines(found: Sequence[OpenTransaction], now_s: float) -> str:
+def hanging_lines(found: Sequence[OpenTransaction]) -> str:
     """Kafka's find-hanging table, and how to abort each transaction found."""
     if not found:
         return "no hanging transactions"
@@ -166,7 +166,7 @@ def hanging_lines(found: Sequence[OpenTransaction], now_s: float) -> str:
             x.producer_id,
             x.producer_epoch,
             x.start_offset,
-            f"{(now_s - x.last_timestamp_ms / 1000) / 60:.1f}",
+            f"{x.silent_ms / 60_000:.1f}",
         )
         for x in found
     ]
@@ -181,8 +181,8 @@ def hanging_lines(found: Sequence[OpenTransaction], now_s: float) -> str:
     )
 
 
-def producer_row(state: ProducerState, now_s: float) -> tuple[object, ...]:
-    last_write = f"{now_s - state.last_timestamp_ms / 1000:.1f}s ago"
+def producer_row(state: ProducerState) -> tuple[object, ...]:
+    last_write = f"{state.last_append_age_ms / 1000:.1f}s ago"
     open_at = state.current_txn_start_offset if state.current_txn_start_offset >= 0 else "-"
     return (state.producer_id, state.producer_epoch, state.last_sequence, last_write, open_at)
 

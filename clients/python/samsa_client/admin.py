@@ -20,7 +20,6 @@ and hands everything else to the parts it owns, one job each:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -406,7 +405,6 @@ class Admin:
         self,
         partitions: Iterable[tuple[str, int]],
         max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-        now_ms: int | None = None,
     ) -> list[OpenTransaction]:
         """The hanging transactions on `partitions`, by partition and producer id (Kafka's
         `kafka-transactions.sh find-hanging`, KIP-664): each one open there, its producer silent
@@ -415,11 +413,7 @@ class Admin:
         transactional id of its producer is known, or the id's coordinator is not ending a
         transaction on that partition. `abort_transaction` ends each. TransactionError as for
         describe_producers and list_transactions."""
-        if now_ms is None:
-            now_ms = int(time.time() * 1000)
-        return self._transactions.find_hanging_transactions(
-            partitions, max_transaction_timeout_ms, now_ms
-        )
+        return self._transactions.find_hanging_transactions(partitions, max_transaction_timeout_ms)
 
     def abort_transaction(
         self, topic: str, partition: int, producer_id: int, producer_epoch: int

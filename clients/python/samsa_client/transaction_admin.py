@@ -99,8 +99,11 @@ class ProducerState:
     producer_id: int
     producer_epoch: int
     last_sequence: int  # -1 when it wrote only markers since its epoch began
-    last_timestamp_ms: int  # its largest batch timestamp on the partition
+    last_timestamp_ms: int  # its largest batch timestamp on the partition (its own clock)
     current_txn_start_offset: int  # the first offset of its open transaction there, or -1
+    # How long ago the leader appended its last batch there, by the leader's clock: how long it
+    # has been silent (0 from a broker that predates it: never silent).
+    last_append_age_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,19 +116,20 @@ class OpenTransaction:
     producer_id: int
     producer_epoch: int
     start_offset: int  # the transaction's first offset on the partition
-    last_timestamp_ms: int  # the producer's last write there
+    silent_ms: int  # how long ago the producer last wrote there, by the leader's clock
 
 
 def silent_open_transactions(
     producers: Mapping[tuple[str, int], Sequence[ProducerState]],
-    now_ms: int,
     max_transaction_timeout_ms: int,
 ) -> list[OpenTransaction]:
     """The open transactions whose producer has written nothing to the partition for at least
     `max_transaction_timeout_ms`, by partition and producer id: the candidates for hanging. A
     coordinator ends any transaction it knows within its transaction.timeout.ms, which may not
-    exceed the coordinator's transaction.max.timeout.ms, so a younger one is not looked at."""
-    silent_since_ms = now_ms - max_transaction_timeout_ms
+    exceed the coordinator's transaction.max.timeout.ms, so a younger one is not looked at.
+    Silence is the leader's age of the last append, not the record timestamps, which are the
+    producer's clock (an old CreateTime would make a live transaction look silent), as the
+    coordinator's AbortTransaction guard reads it."""
     return [
         OpenTransaction(
             topic,
@@ -133,11 +137,12 @@ def silent_open_transactions(
             state.producer_id,
             state.producer_epoch,
             state.current_txn_start_offset,
-            state.last_timestamp_ms,
+            state.last_append_age_ms,
         )
         for (topic, partition), states in sorted(producers.items())
         for state in states
-        if state.current_txn_start_offset >= 0 and state.last_timestamp_ms <= silent_since_ms
+        if state.current_txn_start_offset >= 0
+        and state.last_append_age_ms >= max_transaction_timeout_ms
     ]
 
 
@@ -214,6 +219,7 @@ def producers_of(
                 last_sequence=entry.last_sequence,
                 last_timestamp_ms=entry.last_timestamp_ms,
                 current_txn_start_offset=entry.current_txn_start_offset,
+                last_append_age_ms=entry.last_append_age_ms,
             )
             for entry in answer.active_producers
         ),

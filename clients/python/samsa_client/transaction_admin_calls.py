@@ -167,10 +167,10 @@ class TransactionAdminCalls:
         return {key: ta.producers_of(answer) for key, answer in answers.items()}
 
     def find_hanging_transactions(
-        self, partitions: Iterable[tuple[str, int]], max_transaction_timeout_ms: int, now_ms: int
+        self, partitions: Iterable[tuple[str, int]], max_transaction_timeout_ms: int
     ) -> list[OpenTransaction]:
         candidates = ta.silent_open_transactions(
-            self.describe_producers(partitions), now_ms, max_transaction_timeout_ms
+            self.describe_producers(partitions), max_transaction_timeout_ms
         )
         if not candidates:
             return []

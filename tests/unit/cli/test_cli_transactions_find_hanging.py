@@ -77,14 +77,14 @@ def test_an_unknown_state_to_list_is_a_usage_error_before_connecting(
 
 def test_the_table_says_what_abort_takes() -> None:
     found = [
-        OpenTransaction("out", 0, 4001, 7, 120, 1_000_000),
-        OpenTransaction("out", 3, 4002, 0, 9, 1_600_000),
+        OpenTransaction("out", 0, 4001, 7, 120, 1_800_000),
+        OpenTransaction("out", 3, 4002, 0, 9, 1_200_000),
     ]
-    lines = hanging_lines(found, now_s=2_800.0).splitlines()
+    lines = hanging_lines(found).splitlines()
     assert lines[0].split() == [
         "topic", "partition", "producer", "id", "epoch", "start", "offset", "silent", "(min)"
     ]  # fmt: skip
     assert lines[1].split() == ["out", "0", "4001", "7", "120", "30.0"]
     assert lines[2].split() == ["out", "3", "4002", "0", "9", "20.0"]
     assert lines[-1] == "(e.g. --topic out --partition 0 --producer-id 4001 --producer-epoch 7)"
-    assert hanging_lines([], now_s=0.0) == "no hanging transactions"
+    assert hanging_lines([]) == "no hanging transactions"

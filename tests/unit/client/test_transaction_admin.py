@@ -74,21 +74,31 @@ def test_descriptions_and_their_errors() -> None:
     assert raised.value.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
 
-def producer(pid: int, start: int, last_ms: int, epoch: int = 0) -> ta.ProducerState:
-    return ta.ProducerState(pid, epoch, 4, last_ms, start)
+def producer(
+    pid: int, start: int, age_ms: int, epoch: int = 0, timestamp_ms: int = 0
+) -> ta.ProducerState:
+    return ta.ProducerState(pid, epoch, 4, timestamp_ms, start, age_ms)
 
 
 def test_candidates_are_open_and_silent_for_the_longest_timeout() -> None:
     producers = {
-        ("out", 1): [producer(7, 40, 1_000), producer(8, -1, 0)],  # 8: nothing open
-        ("out", 0): [producer(9, 12, 5_001, epoch=3), producer(7, 3, 5_000)],
+        ("out", 1): [producer(7, 40, 9_000), producer(8, -1, 10_000)],  # 8: nothing open
+        ("out", 0): [producer(9, 12, 4_999, epoch=3), producer(7, 3, 5_000)],
     }
-    found = ta.silent_open_transactions(producers, now_ms=10_000, max_transaction_timeout_ms=5_000)
+    found = ta.silent_open_transactions(producers, max_transaction_timeout_ms=5_000)
     assert found == [
         ta.OpenTransaction("out", 0, 7, 0, 3, 5_000),  # silent exactly 5 s: a candidate
-        ta.OpenTransaction("out", 1, 7, 0, 40, 1_000),
+        ta.OpenTransaction("out", 1, 7, 0, 40, 9_000),
     ]  # 9 wrote 4.999 s ago: its coordinator may still end it
-    assert ta.silent_open_transactions(producers, 10_000, 9_001) == []
+    assert ta.silent_open_transactions(producers, 9_001) == []
+
+
+def test_silence_is_the_leaders_age_of_the_last_append_not_the_record_timestamps() -> None:
+    """A live producer stamping an hour-old CreateTime is not silent; a broker that predates
+    the age (0) makes no candidate."""
+    hour_old = producer(7, 3, age_ms=10, timestamp_ms=1)
+    assert ta.silent_open_transactions({("out", 0): [hour_old]}, 5_000) == []
+    assert ta.silent_open_transactions({("out", 0): [producer(7, 3, age_ms=0)]}, 1) == []
 
 
 def described(state: str, pid: int = 7, partitions=(("out", 0),)) -> ta.TransactionDescription:

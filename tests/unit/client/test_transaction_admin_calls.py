@@ -15,14 +15,13 @@ from samsa.client.transaction_admin import ProducerState, TransactionError
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 
-NOW_MS = 10_000_000
 MAX_TIMEOUT_MS = 900_000
 
 
 def test_more_open_transactions_than_one_listing_may_filter_on_are_all_judged(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     many = limits.admin_request_items_max + 5
     producers = {
-        ("t", partition): [ProducerState(1000 + partition, 0, 3, 0, 42)]
+        ("t", partition): [ProducerState(1000 + partition, 0, 3, 0, 42, MAX_TIMEOUT_MS)]
         for partition in range(many)
     }
     listed_filters: list[int] = []
@@ -37,7 +36,7 @@ def test_more_open_transactions_than_one_listing_may_filter_on_are_all_judged(mo
     calls = tac.TransactionAdminCalls(None, None)  # type: ignore[arg-type]
     monkeypatch.setattr(calls, "describe_producers", lambda partitions: producers)
     monkeypatch.setattr(calls, "list_transactions", list_transactions)
-    hanging = calls.find_hanging_transactions(list(producers), MAX_TIMEOUT_MS, NOW_MS)
+    hanging = calls.find_hanging_transactions(list(producers), MAX_TIMEOUT_MS)
     assert len(hanging) == many, "no transactional id is known for any: every one hangs"
     assert sorted(listed_filters) == [5, limits.admin_request_items_max]
 
