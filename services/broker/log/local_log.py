@@ -206,6 +206,15 @@ class LocalLog:
         assert self.segments[-1].size_bytes, "an empty active segment is not rolled"
         self._roll(self.log_end_offset, index_interval_bytes)
 
+    def set_aside(self, base_offset: int, index_interval_bytes: int) -> None:
+        """Roll the active segment when it is the one at `base_offset` holding a bad batch the
+        open kept with its frame sound: appends then go to a new segment, and this one keeps
+        the size its repair (`cut_at` after `can_cut_at`) expects. A frame that is not sound
+        already refuses appends (its end is unknown), so it is left as it is."""
+        active = self.segments[-1]
+        if active.base_offset == base_offset and not active.unframed_tail:
+            self._roll(self.log_end_offset, index_interval_bytes)
+
     def _roll(self, base_offset: int, index_interval_bytes: int) -> Segment:
         """Close the active segment and start a new one at `base_offset`."""
         active = self.segments[-1]

@@ -72,9 +72,7 @@ class Log:
         self._epochs = loaded.epochs
         self._log_start_offset = loaded.segments[0].base_offset
         self._closed = False
-        # A bad batch the open found in a durable segment and kept (loading.py): the partition
-        # marks the replica corrupt with it, for the scrubber's report and repair.
-        self.corrupt_at_open = loaded.corrupt
+        self.corrupt_at_open = loaded.corrupt  # kept at open (loading.py): the partition marks it
         self._producer_txns = ProducerTransactions(
             ProducerLogState.loaded(
                 directory, loaded.producers, loaded.snapshot_offsets, loaded.loaded_ms
@@ -118,6 +116,8 @@ class Log:
             log._durability.consume_clean_shutdown_marker()
         log._log_start_offset = log._truncation.on_open(loaded.log_start_offset, config)
         log._durability.on_open(loaded.recovery_point, clean=loaded.clean_shutdown, now_ms=now_ms)
+        if (corrupt := loaded.corrupt) is not None:
+            log._local_log.set_aside(corrupt.segment_base_offset, config.index_interval_bytes)
         log.checkpoint()
         return log
 

@@ -137,3 +137,24 @@ def test_a_bad_frame_in_the_active_segment_refuses_appends_until_repaired(
     assert [s.base_offset for s in reopened.segments()] == bases[-1:], "no roll over it"
     assert reopened.truncate_at_batch(bases[-1], position, position) == bases[-1] + 5
     assert reopened.append_as_leader(batch(b"more"), leader_epoch=4, now_ms=2).first_offset == 35
+
+
+def test_a_bad_batch_kept_in_the_active_segment_is_set_aside_so_appends_leave_its_size(
+    tmp_path: Path,
+) -> None:
+    """Appends to the segment holding the kept batch would change the size the repair checks
+    (`can_cut_at`), and the repair would then be dropped as if the segment were gone: the open
+    rolls it, and the repair still cuts there after appends."""
+    log = filled(tmp_path)
+    bases = [s.base_offset for s in log.segments()]
+    stored = read_batches(log)
+    log.close()
+    position, size = damage(tmp_path, bases[-1], 5, PAYLOAD)
+    reopened = Log.open(tmp_path, small_config(), now_ms=0)
+    found = reopened.corrupt_at_open
+    assert found == CorruptBatch(bases[-1] + 5, bases[-1], size, position)
+    assert [s.base_offset for s in reopened.segments()] == [*bases, 40], "rolled at its end"
+    assert reopened.append_as_leader(batch(b"more"), leader_epoch=4, now_ms=2).first_offset == 40
+    assert log_files(tmp_path)[f"{bases[-1]:020d}.log"] == size
+    assert reopened.truncate_at_batch(bases[-1], size, position) == bases[-1] + 5
+    assert read_batches(reopened) == stored[: bases[-1] + 5]
