@@ -6,11 +6,16 @@ from __future__ import annotations
 from collections import Counter
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
 from samsa.services.controller.control_result import ControlResult
 from samsa.services.controller.eligible_leaders import cleared_on_min_isr_change
 from samsa.services.controller.unclean_election import UNCLEAN_CONFIG, unclean_elections
-from samsa.services.runtime.topic_configs import TOPIC_KEYS, validate_topic_configs
+from samsa.services.runtime.topic_configs import (
+    TOPIC_KEYS,
+    validate_internal_topic_configs,
+    validate_topic_configs,
+)
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -103,6 +108,8 @@ def _alter_topic(
     factor = min((len(p.replicas) for p in topic.partitions.values()), default=1)
     try:
         validate_topic_configs(updated, factor)
+        if target.name in INTERNAL_TOPICS:
+            validate_internal_topic_configs(updated)
     except InvalidConfigError as error:
         return ErrorCode.INVALID_CONFIG, str(error)
     records = []

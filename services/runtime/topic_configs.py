@@ -5,7 +5,9 @@ invariants live in `LogConfig`, and a topic config is valid only if `LogConfig.f
 accepts its storage keys together (compression.type among them: the leader recompresses). The
 other keys (replication) are checked here.
 The controller validates a whole topic's configuration at once, so `max.message.bytes` larger than
-`segment.bytes` is refused whichever of the two was changed.
+`segment.bytes` is refused whichever of the two was changed. The internal topics are held to more
+(`validate_internal_topic_configs`): the coordinators write them, and their writes need
+what those topics are created with.
 
 Numbers are held to Kafka's types here, at the edge where values come in (CreateTopics,
 IncrementalAlterConfigs): a LONG fits in int64, an INT in int32, and both are written in ASCII
@@ -23,6 +25,7 @@ from dataclasses import dataclass, fields
 
 from samsa.common import limits
 from samsa.common.errors import InvalidConfigError
+from samsa.metadata.coordinators import INTERNAL_TOPIC_LOG_DEFAULTS
 from samsa.services.broker.log.config import LONG_MAX, LogConfig
 
 
@@ -144,4 +147,32 @@ def validate_topic_configs(configs: Mapping[str, str], replication_factor: int) 
         if text not in ("true", "false"):
             raise InvalidConfigError(
                 f"unclean.leader.election.enable={text!r} must be true or false"
+            )
+
+
+# What the coordinators' writes to the internal topics need of them. A write a leader refuses
+# for its size or timestamps (MESSAGE_TOO_LARGE, INVALID_TIMESTAMP: not retriable) fails the
+# coordinator's writer, and with it every group or transactional id of the partition, at each
+# retry. They size their batches to the default max.message.bytes (offsets_partition.split_write,
+# limits.offset_commit_batch_bytes_max, group_assignment.TARGET_RECORD_BYTES_MAX) and stamp them
+# with their own clock, which may run ahead of or behind a broker's (INTERNAL_TOPIC_LOG_DEFAULTS).
+INTERNAL_TIMESTAMP_KEYS = ("message.timestamp.after.max.ms", "message.timestamp.before.max.ms")
+
+
+def validate_internal_topic_configs(configs: Mapping[str, str]) -> None:
+    """Raise InvalidConfigError naming the key when an internal topic's `configs` (already
+    valid for a topic) would have the coordinators' writes refused (see above)."""
+    effective = LogConfig.from_properties(
+        {**INTERNAL_TOPIC_LOG_DEFAULTS, **{k: v for k, v in configs.items() if k in LOG_KEYS}}
+    )
+    if effective.max_message_bytes < limits.max_message_bytes_default:
+        raise InvalidConfigError(
+            f"max.message.bytes={effective.max_message_bytes}: an internal topic takes at least "
+            f"{limits.max_message_bytes_default}, the size of the batches its coordinators write"
+        )
+    for key in INTERNAL_TIMESTAMP_KEYS:
+        if getattr(effective, LOG_KEYS[key]) != LONG_MAX:
+            raise InvalidConfigError(
+                f"{key}={configs[key]}: an internal topic's records carry the coordinators' clock, "
+                f"which may differ from a broker's; it stays {LONG_MAX} (delete the setting)"
             )
