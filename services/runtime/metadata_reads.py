@@ -15,7 +15,12 @@ from collections.abc import Iterator, Mapping
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC, valid_assignment
+from samsa.metadata.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    INTERNAL_TOPIC_LOG_DEFAULTS,
+    INTERNAL_TOPICS,
+    valid_assignment,
+)
 from samsa.metadata.image import BROKER_RESOURCE, MetadataImage
 from samsa.services.runtime.topic_configs import TOPIC_KEYS
 from samsa.v1 import controller_pb2 as c
@@ -217,11 +222,14 @@ def describe_configs(
             result.error_message = f"unknown topic configs: {quoted}{more}"
             continue
         dynamic = image.topic_configs(wanted.resource.name)
+        # The internal topics' defaults are the brokers' (partition_log_config.log_config).
+        internal = wanted.resource.name in INTERNAL_TOPICS
+        defaults = INTERNAL_TOPIC_LOG_DEFAULTS if internal else {}
         for name in names or sorted(TOPIC_KEYS):
             key = TOPIC_KEYS[name]
             result.entries.add(
                 name=name,
-                value=dynamic.get(name, key.default),
+                value=dynamic.get(name, defaults.get(name, key.default)),
                 source=c.CONFIG_SOURCE_DYNAMIC if name in dynamic else c.CONFIG_SOURCE_DEFAULT,
                 documentation=key.documentation,
             )
