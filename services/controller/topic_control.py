@@ -38,6 +38,14 @@ def topic_name_problem(name: str) -> str | None:
     return None
 
 
+def unified_topic_name(name: str) -> str:
+    """`name` with '.' as '_': Kafka's collision rule (Topic.unifyCollisionChars). Two names
+    equal so are refused as one topic, as KRaft's controller refuses them: Kafka's metric names
+    and the tools built on them (JMX, MirrorMaker's replication to Kafka) tell them apart only
+    by such characters."""
+    return name.replace(".", "_")
+
+
 def internal_topic_problem(name: str, action: str) -> str | None:
     """Why `action` (create, delete, add partitions to) is refused on `name`, or None: internal
     topics are the controller's alone (it creates __consumer_offsets and __transaction_state
@@ -65,6 +73,7 @@ def create_topics(
     live = [b.broker_id for b in image.live_brokers()]
     racks = {b.broker_id: b.rack for b in image.live_brokers()}
     taken = set(image.topics)
+    unified = {unified_topic_name(name): name for name in image.topics}
     # A name given twice creates neither (Kafka's controller refuses every occurrence): which
     # settings would win otherwise depends on the order of the caller's list.
     counts = Counter(topic.name for topic in request.topics)
@@ -80,7 +89,9 @@ def create_topics(
             if topic.replication_factor in (-1, 0)
             else topic.replication_factor
         )
-        problem = _topic_problem(topic.name, taken, partitions, factor, dict(topic.configs))
+        problem = _topic_problem(
+            topic.name, taken, unified, partitions, factor, dict(topic.configs)
+        )
         if problem is None and factor > len(live):
             problem = (
                 ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -95,6 +106,7 @@ def create_topics(
         )
         topic_id = new_topic_id()
         taken.add(topic.name)
+        unified[unified_topic_name(topic.name)] = topic.name
         result.topic_id = topic_id
         result.num_partitions = partitions
         result.replication_factor = factor
@@ -117,7 +129,12 @@ def create_topics(
 
 
 def _topic_problem(
-    name: str, taken: set[str], partitions: int, factor: int, configs: dict[str, str]
+    name: str,
+    taken: set[str],
+    unified: dict[str, str],
+    partitions: int,
+    factor: int,
+    configs: dict[str, str],
 ) -> tuple[int, str] | None:
     if (problem := topic_name_problem(name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
@@ -125,6 +142,12 @@ def _topic_problem(
         return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
     if name in taken:
         return ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
+    if (other := unified.get(unified_topic_name(name))) is not None:
+        return (
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"topic {name!r} collides with existing topic {other!r}: names that differ only "
+            "in '.' and '_' are refused, as in Kafka (its metric names cannot tell them apart)",
+        )
     if not 1 <= partitions <= limits.topic_partitions_max:
         return (
             ErrorCode.INVALID_PARTITIONS,

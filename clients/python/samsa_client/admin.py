@@ -137,7 +137,9 @@ class Admin:
         """Create topics; TopicError for the first that failed (the others are created), its
         `errors` naming every topic that failed (as for every call about many topics, groups,
         partitions or transactional ids).
-        A name given twice is asked for once, as first given (Kafka's admin too). A replication
+        A name given twice is asked for once, as first given (Kafka's admin too). A name that
+        differs from another topic's only in '.' and '_' is refused (INVALID_TOPIC_EXCEPTION),
+        as Kafka refuses it: its metric names cannot tell the two apart. A replication
         factor of 0 is refused before anything is sent, as Kafka refuses it: on the wire it
         would read as unset, the cluster's default."""
         unique: dict[str, NewTopic] = {}
