@@ -12,6 +12,13 @@ from samsa.client import Admin, TopicError
 from samsa.client.errors import KafkaError
 
 HIGH_WATERMARK = -1  # DeleteRecords' offset for "every committed record"
+# Kafka's kafka-topics.sh says as much when it adds partitions: the default partitioner hashes a
+# key over the partition count, so many keys now go to another partition than their past records.
+KEYED_PARTITIONS_WARNING = (
+    "WARNING: if the topic's records have keys, many keys now go to another partition: their "
+    "records from before stay where they were (a consumer may read a key's new records before "
+    "its old ones, and a compacted topic keeps a key's old value beside its new one)"
+)
 
 
 def add_topic_change_parsers(actions: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
@@ -47,7 +54,8 @@ def add_topic_change_parsers(actions: argparse._SubParsersAction) -> list[argpar
 
 def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
     """Configs first, then partitions: each is one controller write, validated whole (a bad
-    config changes nothing); what changed is printed, one line each."""
+    config changes nothing); what changed is printed, one line each, and added partitions get
+    Kafka's warning about keyed records on stderr."""
     configs = dict(key_value(item, "--config") for item in args.config)
     if args.partitions is None and not configs and not args.delete_config:
         raise SystemExit(
@@ -67,6 +75,7 @@ def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
     if args.partitions is not None and args.partitions != before:
         admin.create_partitions({args.name: args.partitions})
         print(f"{args.name}: partitions {before} -> {args.partitions}")
+        print(KEYED_PARTITIONS_WARNING, file=sys.stderr)
     elif args.partitions is not None:
         print(f"{args.name}: already has {before} partition(s)")
     return 0
