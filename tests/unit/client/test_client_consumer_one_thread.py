@@ -2,7 +2,8 @@
 acquire(): ConcurrentModificationException, "KafkaConsumer is not safe for multi-threaded
 access"). A call made while another thread is inside one raises ConcurrentAccessError; the
 thread inside may call again (a listener inside poll() does), another thread may call once it
-left, and close() may come from any thread (it ends the other's poll()). Before, a second
+left, and close() may come from any thread (it ends the other's poll()), the listener it runs
+on its thread calling the consumer as a listener inside poll() does. Before, a second
 thread's poll() ran alongside the first, taking records from the same buffers and moving the
 same positions, without an error.
 
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from close_helpers import SignalledCondition
+from close_helpers import SignalledCondition, own_partition
 from rebalance_helpers import T, answer
 
 from samsa.client import ConcurrentAccessError, Consumer, ConsumerRebalanceListener, KafkaError
@@ -110,3 +111,36 @@ def test_the_thread_inside_may_call_again() -> None:
         assert consumer.poll(0) == []  # runs on_partitions_assigned
         assert listener.seen == [[(T, 0)], [(T, 0)], []]
         consumer.close(0)
+
+
+class RevokedListener(ConsumerRebalanceListener):
+    """Reads the consumer back from on_partitions_revoked, as a listener committing there does."""
+
+    def __init__(self) -> None:
+        self.consumer: Consumer | None = None
+        self.seen: list[object] = []
+
+    def on_partitions_revoked(self, partitions: list[tuple[str, int]]) -> None:
+        assert self.consumer is not None
+        try:
+            self.seen.append(self.consumer.assignment())
+        except Exception as error:
+            self.seen.append(error)
+
+
+def test_the_listener_close_runs_on_another_thread_may_call_while_a_poll_waits() -> None:
+    """close() on another thread leaves the group there, running on_partitions_revoked on its
+    own thread while the first thread's poll() waits inside: the listener's calls are close()'s,
+    not refused as another thread's (they were: ConcurrentAccessError)."""
+    listener = RevokedListener()
+    consumer = Consumer({**CONFIG, "group.id": "g", "enable.auto.commit": "false"})
+    listener.consumer = consumer
+    try:
+        own_partition(consumer, listener)
+        poller, raised = polling_elsewhere(consumer)
+    finally:
+        consumer.close(0)
+    poller.join(WAIT_S)
+    assert listener.seen == [[(T, 0)]]
+    [error] = raised
+    assert isinstance(error, KafkaError) and "closed" in str(error), error
