@@ -6,7 +6,8 @@ deletes partition logs. Once this broker is unfenced (it has caught up with the 
 of partitions it no longer hosts are removed. On SIGTERM it asks the controller to move its
 leaderships away (controlled shutdown), stops serving, closes every log (checkpoints written),
 and only then writes its clean-shutdown file, which the next start reads and deletes before it
-registers (clean_shutdown.py, KIP-966); so it does, exiting 3, when following the metadata log
+registers, once its listeners are bound (clean_shutdown.py, KIP-966: a start that cannot bind
+one touched no log and leaves the file); so it does, exiting 3, when following the metadata log
 failed (metadata_follower.py). Its background loops (maintenance, log cleaner, ISR manager,
 scrubber) are supervised: one that raises is logged and started again after a backoff
 (services/runtime/supervisor.py), where it used to stay dead until shutdown.
@@ -204,8 +205,6 @@ class Broker:
 
     async def run(self, stop: asyncio.Event) -> int:
         """Serve until `stop`; the exit code (EXIT_METADATA_FAILED: following the log failed)."""
-        # Before registering: whether the last run closed every log (KIP-966, clean_shutdown.py).
-        self.follower.previous_broker_epoch = take_previous_broker_epoch(self.host.data_dir)
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
         draining = Draining()
@@ -242,6 +241,10 @@ class Broker:
             server.handlers,
         )
         await server.start()
+        # Before registering: whether the last run closed every log (KIP-966, clean_shutdown.py).
+        # Only once listening: a run that cannot bind a listener (ServerStartError) touched no
+        # log, and must leave the file for the next start, or that one registers unclean.
+        self.follower.previous_broker_epoch = take_previous_broker_epoch(self.host.data_dir)
         # listeners=HOST:0 (any free port) advertises the port bound, not one nobody can dial.
         self.advertised_listener = with_bound_port(self.advertised_listener, server.port)
         self.follower.endpoint = self.advertised_listener

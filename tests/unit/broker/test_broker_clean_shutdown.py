@@ -5,23 +5,28 @@ so a crash of that run leaves no file, and its next registration says -1 (unclea
 
 Method: the file's functions on a temporary directory; then a whole `Broker.run`, twice on one
 data directory, over a fake controller channel that records each RegisterBroker request and
-whether the file was on disk when it arrived.
+whether the file was on disk when it arrived; and a `Broker.run` whose internal listener's port
+is taken, which must leave the file for the next start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
 from broker_host import standalone_broker
 
+from samsa.services.broker.broker import Broker
 from samsa.services.broker.clean_shutdown import (
     BROKER_CLEAN_SHUTDOWN_FILE,
     NO_EPOCH,
     mark_clean_shutdown,
     take_previous_broker_epoch,
 )
+from samsa.services.runtime.server import ServerStartError
 from samsa.v1 import controller_pb2 as c
 from tests.unit.broker.test_metadata_follower_failure import FakeControllers
 
@@ -93,3 +98,36 @@ def test_a_clean_stop_is_named_by_the_next_registration_and_deleted_before_it(
     assert second.registrations == [(first.EPOCH, False)], (
         "clean, and the file was deleted before registering: a crash now would leave none"
     )
+
+
+def test_a_start_whose_listener_cannot_bind_leaves_the_clean_stop_for_the_next(
+    tmp_path: Path,
+) -> None:
+    """A start that stops at a listener it cannot bind (here the internal one, whose port is
+    taken) touched no log: the file is still there for the next start, which registers clean.
+    It was read and deleted first, so the next start, the port freed, registered unclean
+    (KIP-966: out of the ELR, though every log was closed cleanly)."""
+    mark_clean_shutdown(tmp_path, 42)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        internal = f"127.0.0.1:{taken.getsockname()[1]}"
+
+        async def start() -> None:
+            broker = Broker(
+                broker_id=1,
+                listen="127.0.0.1:0",
+                controllers=["127.0.0.1:1"],
+                data_dir=tmp_path,
+                rack="",
+                heartbeat_interval_ms=10,
+                member_key=b"k" * 32,
+                internal_listen=internal,
+                internal_advertised_listener=internal,
+            )
+            with pytest.raises(ServerStartError, match=r"internal\.listeners"):
+                await broker.run(asyncio.Event())
+            await broker.channel.close()
+
+        asyncio.run(start())
+    assert take_previous_broker_epoch(tmp_path) == 42
