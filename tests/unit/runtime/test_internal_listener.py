@@ -198,8 +198,8 @@ def test_coordinators_dial_a_leaders_internal_listener_when_it_has_one() -> None
 
 # --- redirects -----------------------------------------------------------------------------
 
-PUBLIC_A, PUBLIC_B = "127.0.0.1:1", "127.0.0.1:2"
-INTERNAL_A, INTERNAL_B = "127.0.0.1:11", "127.0.0.1:12"
+PUBLIC_A, PUBLIC_B, PUBLIC_C = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"
+INTERNAL_A, INTERNAL_B, INTERNAL_C = "127.0.0.1:11", "127.0.0.1:12", "127.0.0.1:13"
 
 
 class Stub:
@@ -223,17 +223,25 @@ class Stub:
 
 @pytest.mark.parametrize(
     ("bootstrap", "target"),
-    [((INTERNAL_A, INTERNAL_B), INTERNAL_B), ((PUBLIC_A, PUBLIC_B), PUBLIC_B)],
+    [
+        ((INTERNAL_A, INTERNAL_C, INTERNAL_B), INTERNAL_B),
+        ((PUBLIC_A, PUBLIC_C, PUBLIC_B), PUBLIC_B),
+    ],
 )
 def test_a_redirect_goes_to_the_listener_the_member_dials(
-    bootstrap: tuple[str, str], target: str
+    bootstrap: tuple[str, str, str], target: str
 ) -> None:
+    """The redirect is followed, not the list walked: the controller listed between the first
+    and the active one is never asked (with the redirect to a listener the member does not
+    dial, the walk asked it first)."""
+
     async def scenario() -> None:
         channel = ControllerChannel(list(bootstrap), MemberSigner(b"k" * 32, 1))
-        stubs = {bootstrap[0]: Stub(active=False), target: Stub(active=True)}
+        first, between = bootstrap[0], bootstrap[1]
+        stubs = {first: Stub(active=False), between: Stub(active=False), target: Stub(True)}
         channel._stubs = stubs  # type: ignore[assignment]
         await channel.write("BrokerHeartbeat", c.BrokerHeartbeatRequest(), 0.5)
-        assert (stubs[bootstrap[0]].calls, stubs[target].calls) == (1, 1)
+        assert [stubs[e].calls for e in (first, between, target)] == [1, 0, 1]
         assert channel._active == target
         await channel.close()
 
