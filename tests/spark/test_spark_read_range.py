@@ -2,7 +2,8 @@
 failOnDataLoss, and with failOnDataLoss=false goes on from the partition's first offset, never
 yielding an offset twice. This is the stream's usual case: its next range starts at the
 checkpointed end of the batch before, whatever retention deleted since. And a task whose topic was
-deleted and created again since its range was planned never yields the new topic's records.
+deleted and created again since its range was planned never yields the new topic's records, and
+a batch read planned while it is re-created plans the old topic's offsets under the old id.
 
 Method: a stand-in for the worker's PartitionRangeReader serves codec batches of 10 records and
 answers OFFSET_OUT_OF_RANGE below its log start, which a test may move while a task reads; for a
@@ -12,6 +13,7 @@ topic created again, the SDK's reader over a stand-in broker hosting the new top
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,7 +23,7 @@ from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.spark import source
 from samsa.spark.options import parse_options
-from samsa.spark.source import RangePartition, read_range
+from samsa.spark.source import RangePartition, SamsaBatchReader, read_range
 from tests.unit.client.test_partition_range_topic_id import NEW, OLD, Broker, reader_on
 
 BOOT = {"samsa.bootstrap.servers": "h:1", "subscribe": "t"}
@@ -128,3 +130,46 @@ def test_a_range_whose_topic_was_created_again_never_reads_the_new_one(
         return
     with pytest.raises(KafkaError, match=r"t-0: the topic was deleted and created again .*0\.\.19"):
         list(batches)
+
+
+class RecreatedWhilePlanned:
+    """A cluster whose topic t is deleted and created again right after the batch read asked its
+    offsets: an Admin answering t's id as it is (monkeypatched into samsa.spark.source), and
+    partition_bounds reading the offsets of t as it is, then re-creating it."""
+
+    def __init__(self) -> None:
+        self.topic_id = OLD
+        self.offsets_of: bytes | None = None
+
+    def admin(self, config: dict) -> RecreatedWhilePlanned:
+        return self
+
+    def __enter__(self) -> RecreatedWhilePlanned:
+        return self
+
+    def __exit__(self, *exc: object) -> None: ...
+    def list_topics(self) -> list[str]:
+        return ["t"]
+
+    def describe_topics(self, names: list[str]) -> dict:
+        partitions = [SimpleNamespace(partition=0)]
+        return {"t": SimpleNamespace(partitions=partitions, topic_id=self.topic_id)}
+
+    def bounds(self, options: object, partitions: list) -> tuple[dict, dict]:
+        self.offsets_of, self.topic_id = self.topic_id, NEW
+        return dict.fromkeys(partitions, 0), dict.fromkeys(partitions, 20)
+
+
+def test_a_batch_read_plans_a_range_under_the_id_of_the_topic_its_offsets_are_of(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ids were asked after the offsets: t's offsets 0..19 of OLD were planned under NEW,
+    and the task read the new topic's records at them as the old topic's. Asked before, the
+    range has OLD, and its task fails or ends as the test above shows."""
+    cluster = RecreatedWhilePlanned()
+    monkeypatch.setattr(source, "Admin", cluster.admin)
+    monkeypatch.setattr(source, "partition_bounds", cluster.bounds)
+    [task] = SamsaBatchReader(parse_options(BOOT)).partitions()
+    assert isinstance(task, RangePartition)
+    assert (task.start, task.end, cluster.offsets_of) == (0, 20, OLD)
+    assert task.topic_id == OLD

@@ -8,10 +8,11 @@ partition, offset and timestamp and narrows the ranges first (pushdown.py).
 On a worker, `read()` reads its range with the SDK's PartitionRangeReader (one per worker
 process and bootstrap list, reused across tasks: nothing live is pickled) and yields Arrow
 batches straight from the stored batches (arrow_batches.py), no Python object per record.
-Each range carries the id (KIP-516) its topic had when the tasks were planned, and is read
-under it: a topic deleted and created again under the same name before or while a task reads
-fails the task (failOnDataLoss) or ends its range there, never yielding the new topic's records
-at the planned offsets, also when Spark retries the task (read_range).
+Each range carries the id (KIP-516) its topic had when the tasks were planned (a batch read
+asks the ids before it resolves the offsets: `planned`), and is read under it: a topic deleted
+and created again under the same name before or while a task reads fails the task
+(failOnDataLoss) or ends its range there, never yielding the new topic's records at the planned
+offsets, also when Spark retries the task (read_range).
 """
 
 from __future__ import annotations
@@ -132,12 +133,32 @@ class RangePartition(InputPartition):
     topic_id: bytes = b""
 
 
-def planned(options: SourceOptions, ranges: list[OffsetRange]) -> list[InputPartition]:
-    """The tasks reading `ranges`, each with its topic's id now (see the module docstring)."""
-    ids = topic_ids(options, {r.topic for r in ranges})
+def planned(
+    options: SourceOptions,
+    ranges: list[OffsetRange],
+    ids_before: Mapping[str, bytes] | None = None,
+) -> list[InputPartition]:
+    """The tasks reading `ranges`, each with its topic's id (see the module docstring):
+    `ids_before`'s, taken before the ranges' offsets were resolved, else the id now. Taken
+    after, a topic deleted and created again in between had the old topic's offsets planned
+    under the new topic's id, and its tasks read the new records at them as the old ones;
+    taken before, such a task fails (failOnDataLoss) or ends its range, as when the topic is
+    re-created after planning."""
+    ids = dict(ids_before or {})
+    unknown = {r.topic for r in ranges} - ids.keys()
+    if unknown:
+        ids |= topic_ids(options, unknown)
     return [
         RangePartition(r.topic, r.partition, r.start, r.end, ids.get(r.topic, b"")) for r in ranges
     ]
+
+
+def subscribed_topic_ids(options: SourceOptions) -> dict[str, bytes]:
+    """The id of each topic the options name, now: a batch read asks them before it resolves
+    its ranges' offsets (`planned`)."""
+    with Admin({"bootstrap.servers": options.client["bootstrap.servers"]}) as admin:
+        names = _named_topics(admin, options)
+    return topic_ids(options, names)
 
 
 def topic_ids(options: SourceOptions, topics: Iterable[str]) -> dict[str, bytes]:
@@ -158,8 +179,9 @@ class SamsaBatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> list[InputPartition]:
+        ids = subscribed_topic_ids(self.options)  # before the offsets (planned)
         ranges = split(offset_ranges(self.options), self.options.min_partitions)
-        return planned(self.options, ranges)
+        return planned(self.options, ranges, ids)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
@@ -179,6 +201,7 @@ class SamsaPushdownReader(SamsaBatchReader):
         return remaining
 
     def partitions(self) -> list[InputPartition]:
+        ids = subscribed_topic_ids(self.options)  # before the offsets (planned)
         ranges = offset_ranges(self.options, self.pushed.wants)
         time_starts: dict[tuple[str, int], int | None] = {}
         if self.pushed.timestamp_from_ms is not None and ranges:
@@ -187,7 +210,7 @@ class SamsaPushdownReader(SamsaBatchReader):
                 self.options, dict.fromkeys(tps, self.pushed.timestamp_from_ms)
             )
         ranges = split(self.pushed.narrow(ranges, time_starts), self.options.min_partitions)
-        return planned(self.options, ranges)
+        return planned(self.options, ranges, ids)
 
 
 def _planning_with_pushdown() -> bool:
@@ -339,9 +362,8 @@ def subscribed_partitions(
     assigned partition that does not exist is an error, unless `missing_ok` (a running stream:
     one deleted since is the caller's data loss to judge, failOnDataLoss)."""
     config = {"bootstrap.servers": options.client["bootstrap.servers"]}
-    assigned = {topic for topic, _ in options.assign}
     with Admin(config) as admin:
-        topics = [t for t in admin.list_topics() if t in assigned or options.matches(t)]
+        topics = _named_topics(admin, options)
         described = admin.describe_topics(topics) if topics else {}
     partitions = sorted(
         (topic, p.partition) for topic, d in described.items() for p in d.partitions
@@ -357,6 +379,12 @@ def subscribed_partitions(
     if missing and not missing_ok:
         raise OptionError(f"subscribe names topics that do not exist: {missing}")
     return partitions
+
+
+def _named_topics(admin: Admin, options: SourceOptions) -> list[str]:
+    """The cluster's topics that the options subscribe to or assign partitions of."""
+    assigned = {topic for topic, _ in options.assign}
+    return [t for t in admin.list_topics() if t in assigned or options.matches(t)]
 
 
 def partition_bounds(
