@@ -4,10 +4,16 @@ Theory of operation (DESIGN §2). Controllers apply committed Raft entries with 
 and clients apply what FetchMetadata sends them with the same function, so all of them compute
 the same image at the same offset. Replay is pure and total over its input:
 
-- a batch whose `base_offset` is not the image's end offset is *stale* (`StaleBatchError`): a
-  deposed leader generated it, or it follows a batch that never committed. It changes nothing;
-- a batch at the right offset whose `previous_hash` is not the image's hash means this replica's
-  log differs from the leader's (`MetadataDivergenceError`): the replica must reload a snapshot;
+- a batch whose `base_offset` lies below the image's end offset is *stale* (`StaleBatchError`):
+  a deposed leader generated it, or this replica applied it already. It changes nothing;
+- a batch whose `base_offset` lies beyond the image's end offset (a gap), or at the right offset
+  with a `previous_hash` that is not the image's hash, means this replica's log differs from the
+  leader's (`MetadataDivergenceError`): the replica must reload a snapshot. A gap is never stale:
+  the leader generated the batch against its image of every batch before it in the log, so a
+  replica that applied that same log ends where the batch begins. One that ends elsewhere applied
+  something else there, such as a batch of another record count than the quorum committed
+  (pysyncobj truncating an applied entry, DESIGN §2); skipping the gap, it would skip every later
+  batch alike, its image frozen for good without the hash ever being compared;
 - a batch whose records do not fit the image (a partition of an unknown topic, a leader outside
   the replicas, …) is refused whole (`InvalidBatchError`, a kind of stale batch): the controller
   validates before generating, so this only happens to a batch generated against another image.
@@ -63,7 +69,7 @@ class MetadataReplayError(Exception):
 
 
 class StaleBatchError(MetadataReplayError):
-    """The batch does not start at the image's end offset; skip it."""
+    """The batch starts below the image's end offset; skip it."""
 
 
 class InvalidBatchError(StaleBatchError):
@@ -76,9 +82,14 @@ class MetadataDivergenceError(MetadataReplayError):
 
 def replay(image: MetadataImage, batch: metadata_pb2.MetadataRecordBatch) -> MetadataImage:
     """The image after `batch` (see the module docstring for the errors)."""
-    if batch.base_offset != image.end_offset:
+    if batch.base_offset < image.end_offset:
         raise StaleBatchError(
             f"batch at offset {batch.base_offset}, the image ends at {image.end_offset}"
+        )
+    if batch.base_offset > image.end_offset:
+        raise MetadataDivergenceError(
+            f"batch at offset {batch.base_offset}, beyond the image's end {image.end_offset}: "
+            "this replica lacks records the leader had applied, or applied others in their place"
         )
     if batch.previous_hash != image.hash:
         raise MetadataDivergenceError(

@@ -157,7 +157,8 @@ def apply_fetch(
     image: MetadataImage, response: controller_pb2.FetchMetadataResponse
 ) -> MetadataImage:
     """The image after a FetchMetadata answer: its snapshot, or its batches replayed in order
-    (a deposed leader's stale batch is skipped, as every replica skips it)."""
+    (a deposed leader's stale batch is skipped, as every replica skips it; a gap before a batch
+    raises MetadataDivergenceError, as a hash that does not match does)."""
     if response.HasField("snapshot"):
         return from_snapshot(response.snapshot)
     for batch in response.batches:
