@@ -7,8 +7,12 @@ answers a bounded number of partitions at a time and says where to continue (`de
 Refreshed when a request says our view is stale (NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, a broker that does not answer) and at least every
 `metadata.max.age.ms`; a produce answer that names the new leader with a newer leader epoch
-updates that one partition at once instead (KIP-951, `update_leader`). Readers on other threads
-see whole dicts swapped in, never a dict being filled.
+updates that one partition at once instead (KIP-951, `update_leader`). A refresh never takes a
+partition back to an older leader epoch of the same topic id than the one known (KIP-320): the
+server that answers it may lag behind the broker that named the new leader (a broker cut off from
+the controllers answers from its last image), and would otherwise send the client back to the
+old leader at each refresh. Readers on other threads see whole dicts swapped in, never a dict
+being filled.
 
 A bootstrap server that cannot answer at all fails the call with one line naming it and why
 (`unreachable_reason`): at once when it is not a Samsa broker or controller (another gRPC service,
@@ -226,12 +230,20 @@ class ClusterMetadata:
                 counts.pop(topic.name, None)
                 topic_ids.pop(topic.name, None)
                 continue
+            same_topic = self.topic_ids.get(topic.name) == topic.topic_id
             counts[topic.name] = len(topic.partitions)
             topic_ids[topic.name] = topic.topic_id
             for partition in topic.partitions:
+                key = (topic.name, partition.partition)
+                if same_topic and partition.leader_epoch < self.leader_epochs.get(key, -1):
+                    # KIP-320: a server behind what we know (a produce or fetch answer named the
+                    # new leader, KIP-951) must not put the old leader back.
+                    if key in self.leaders:
+                        leaders[key] = self.leaders[key]
+                    continue
                 if partition.leader >= 0:
-                    leaders[(topic.name, partition.partition)] = partition.leader
-                epochs[(topic.name, partition.partition)] = partition.leader_epoch
+                    leaders[key] = partition.leader
+                epochs[key] = partition.leader_epoch
         self.endpoints = dict(answer.broker_endpoints)
         self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
         self.topic_ids = topic_ids
