@@ -2,8 +2,9 @@
 failOnDataLoss, and with failOnDataLoss=false goes on from the partition's first offset, never
 yielding an offset twice. This is the stream's usual case: its next range starts at the
 checkpointed end of the batch before, whatever retention deleted since. And a task whose topic was
-deleted and created again since its range was planned never yields the new topic's records, and
-a batch read planned while it is re-created plans the old topic's offsets under the old id.
+deleted (or deleted and created again) since its range was planned never yields the new topic's
+records, and ends (failOnDataLoss=false) rather than time out; a batch read planned while it is
+re-created plans the old topic's offsets under the old id.
 
 Method: a stand-in for the worker's PartitionRangeReader serves codec batches of 10 records and
 answers OFFSET_OUT_OF_RANGE below its log start, which a test may move while a task reads; for a
@@ -128,7 +129,32 @@ def test_a_range_whose_topic_was_created_again_never_reads_the_new_one(
     if lenient:
         assert list(batches) == []
         return
-    with pytest.raises(KafkaError, match=r"t-0: the topic was deleted and created again .*0\.\.19"):
+    with pytest.raises(KafkaError, match=r"t-0: the topic was deleted .*0\.\.19"):
+        list(batches)
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["failOnDataLoss", "lenient"])
+@pytest.mark.parametrize("planned_id", [OLD, b""], ids=["planned-before", "planned-after"])
+def test_a_range_whose_topic_was_deleted_ends_or_fails_naming_it(
+    monkeypatch: pytest.MonkeyPatch, lenient: bool, planned_id: bytes
+) -> None:
+    """t was deleted once its range was planned (under its id), or between the stream's
+    latestOffset and the planning (no id: a replayed batch after a restart). The reader asked
+    again until request.timeout.ms and the task failed with REQUEST_TIMED_OUT ("no leader now"),
+    failOnDataLoss=false or not, so a stream stopped on a deleted topic it is meant to leave
+    out; now it fails naming the deletion and failOnDataLoss, or (false) the range ends."""
+    broker = Broker()
+    broker.deleted = True
+    monkeypatch.setattr(partition_range.broker_pb2_grpc, "BrokerServiceStub", lambda _: broker)
+    reader = reader_on(broker)
+    reader.timeout_s = 0.3
+    monkeypatch.setattr(source, "range_reader", lambda client: reader)
+    options = parse_options(BOOT | {"failOnDataLoss": "false" if lenient else "true"})
+    batches = read_range(options, RangePartition("t", 0, 0, 20, topic_id=planned_id))
+    if lenient:
+        assert list(batches) == []
+        return
+    with pytest.raises(KafkaError, match=r"t-0: the topic was deleted .*failOnDataLoss=false"):
         list(batches)
 
 

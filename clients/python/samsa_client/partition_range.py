@@ -23,8 +23,10 @@ starts. Each fetch names it, so a broker hosting another topic of that name answ
 UNKNOWN_TOPIC_ID instead of its records; the reader then refreshes its metadata, and when that
 shows another id the topic was deleted and created again: the rest of the range's offsets name
 records of a topic that is gone, so `chunks` raises KafkaError UNKNOWN_TOPIC_ID (not retried)
-rather than read the new topic's records in their place. The same id: a broker behind on
-metadata, asked again. `records` decodes the chunks
+rather than read the new topic's records in their place. The same id, or no topic of that name:
+a broker behind on metadata, asked again; still no such topic when request.timeout.ms ends, it
+was deleted: UNKNOWN_TOPIC_ID (UNKNOWN_TOPIC_OR_PARTITION when the range has no id) instead of
+REQUEST_TIMED_OUT. `records` decodes the chunks
 (markers and, at read_committed, aborted records left out) and cuts them to [A, B); a batch that
 cannot be decoded raises CorruptRecordError once the records before it were yielded.
 """
@@ -163,6 +165,7 @@ class PartitionRangeReader:
                     f"asked up to {end}"
                 )
             if time.monotonic() >= deadline:
+                self._raise_if_deleted(topic, partition, position, topic_id)
                 raise KafkaError(
                     f"reading {topic}-{partition} up to {end} stopped at {position}: "
                     f"{problem} (for request.timeout.ms, {self.timeout_s * 1000:.0f})",
@@ -241,6 +244,29 @@ class PartitionRangeReader:
         if code == ErrorCode.UNKNOWN_TOPIC_ID and topic_id:
             _check_same_topic(topic, partition, offset, topic_id, self._metadata.topic_ids)
         return None, f"{code.name} {result.error_message}"
+
+    def _raise_if_deleted(self, topic: str, partition: int, position: int, topic_id: bytes) -> None:
+        """At the end of the retries: raise when the cluster (its metadata, asked now) has no
+        topic of that name, with UNKNOWN_TOPIC_ID when the range was read under an id (that
+        topic was deleted), else UNKNOWN_TOPIC_OR_PARTITION; return when it has one, or does
+        not answer (the timeout stands)."""
+        try:
+            self._metadata.refresh([topic], min(self.timeout_s, 5.0))
+        except (KafkaError, grpc.RpcError):
+            return
+        if topic in self._metadata.partition_counts:
+            return
+        if topic_id:
+            raise KafkaError(
+                f"reading {topic}-{partition} at {position}: the topic was deleted (the cluster "
+                f"has no topic of that name, the range's id was {topic_id.hex()}); the range's "
+                "offsets from here name records that no longer exist",
+                ErrorCode.UNKNOWN_TOPIC_ID,
+            )
+        raise KafkaError(
+            f"reading {topic}-{partition} at {position}: the cluster has no topic of that name",
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        )
 
     def _refresh(self, topic: str) -> None:
         with contextlib.suppress(KafkaError, grpc.RpcError):  # asked again on the next try

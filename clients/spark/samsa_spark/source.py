@@ -10,7 +10,7 @@ process and bootstrap list, reused across tasks: nothing live is pickled) and yi
 batches straight from the stored batches (arrow_batches.py), no Python object per record.
 Each range carries the id (KIP-516) its topic had when the tasks were planned (a batch read
 asks the ids before it resolves the offsets: `planned`), and is read under it: a topic deleted
-and created again under the same name before or while a task reads fails the task
+(or deleted and created again under the same name) before or while a task reads fails the task
 (failOnDataLoss) or ends its range there, never yielding the new topic's records at the planned
 offsets, also when Spark retries the task (read_range).
 """
@@ -60,6 +60,9 @@ from samsa.spark.ranges import OffsetRange, offsets_at_times, resolve, split, ti
 log = logging.getLogger(__name__)
 
 PUSHDOWN_PLANNER = "pyspark.sql.worker.data_source_pushdown_filters"
+# The range reader's errors for a range whose topic no longer exists: deleted (no topic of that
+# name, or none under the range's id), or deleted and created again (another id).
+TOPIC_GONE = frozenset({ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 _FIELDS = [
     StructField("key", BinaryType()),
     StructField("value", BinaryType()),
@@ -237,8 +240,9 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
     from the partition's first offset, as Kafka's connector does. Every offset yielded lies
     below the one that failed, which lies below the new first offset: nothing is read twice.
 
-    A topic deleted and created again since the range was planned (the reader's
-    UNKNOWN_TOPIC_ID: another id than the range's) lost the rest of the range: with
+    A topic deleted, or deleted and created again, since the range was planned (the reader's
+    UNKNOWN_TOPIC_ID: no topic under the range's id, or UNKNOWN_TOPIC_OR_PARTITION: none of
+    that name, once request.timeout.ms ran out) lost the rest of the range: with
     failOnDataLoss that fails the task, else the range ends there, as the stream leaves out a
     deleted topic; the new topic's records are never read at the planned offsets."""
     start = read_to = partition.start
@@ -249,8 +253,8 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
                 yield batch
             return
         except KafkaError as error:
-            if error.code == ErrorCode.UNKNOWN_TOPIC_ID:
-                _recreated(options, partition, read_to, error)
+            if error.code in TOPIC_GONE:
+                _topic_gone(options, partition, read_to, error)
                 return
             if error.code != ErrorCode.OFFSET_OUT_OF_RANGE:
                 raise
@@ -269,15 +273,15 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator[pa
             start = first
 
 
-def _recreated(
+def _topic_gone(
     options: SourceOptions, partition: RangePartition, read_to: int, error: KafkaError
 ) -> None:
-    """The range's topic was deleted and created again: raise with failOnDataLoss, else say
-    so and let the range end (read_range)."""
+    """The range's topic was deleted (and maybe created again): raise with failOnDataLoss,
+    else say so and let the range end (read_range)."""
     what = (
-        f"{partition.topic}-{partition.partition}: the topic was deleted and created again "
-        f"since the range {partition.start}..{partition.end - 1} was planned; offsets from "
-        f"{read_to} on name records that no longer exist"
+        f"{partition.topic}-{partition.partition}: the topic was deleted (or deleted and "
+        f"created again) since the range {partition.start}..{partition.end - 1} was planned; "
+        f"offsets from {read_to} on name records that no longer exist"
     )
     if options.fail_on_data_loss:
         raise KafkaError(

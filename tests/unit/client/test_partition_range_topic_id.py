@@ -33,6 +33,7 @@ class Broker:
         self.recreate_at = recreate_at
         self.lag = lag
         self.requests: list[broker_pb2.FetchRequest] = []
+        self.deleted = False  # t deleted: no topic of that name (UNKNOWN_TOPIC_ID to an id)
 
     def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> broker_pb2.FetchResponse:
         self.requests.append(request)
@@ -45,7 +46,7 @@ class Broker:
                 self.hosted = self.cluster_id
             self.lag -= 1
         result = broker_pb2.FetchResponse.PartitionResponse(partition=0, high_watermark=100)
-        if topic.topic_id and topic.topic_id != self.hosted:
+        if self.deleted or (topic.topic_id and topic.topic_id != self.hosted):
             result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             base = offset - offset % 10
@@ -58,15 +59,20 @@ class Broker:
 
 
 class Metadata:
-    """The reader's metadata: t-0 led by broker 1; a refresh shows the cluster's id."""
+    """The reader's metadata: t-0 led by broker 1; a refresh shows the cluster's id, or no
+    topic t once the broker's `deleted` is set."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.leaders = {("t", 0): 1}
         self.endpoints = {1: "b:1"}
         self.topic_ids = {"t": broker.cluster_id}
+        self.partition_counts = {"t": 1}
 
     def refresh(self, topics: object = (), timeout_s: float = 0) -> None:
+        if self.broker.deleted:
+            self.leaders, self.topic_ids, self.partition_counts = {}, {}, {}
+            return
         self.topic_ids = {"t": self.broker.cluster_id}
 
 
@@ -125,3 +131,35 @@ def test_the_callers_topic_id_wins_over_the_metadata(broker: Broker) -> None:
     with reader_on(broker) as reader:
         assert values_read(reader, 20, topic_id=NEW) == [b"UNKNOWN_TOPIC_ID"]
         assert values_read(reader, 20, topic_id=OLD) == old(0, 20)
+
+
+def test_a_topic_deleted_mid_range_is_an_error_once_the_timeout_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The range's topic is deleted after offset 20 was read. The reader asked again for
+    request.timeout.ms (a broker may be behind on metadata), then failed with REQUEST_TIMED_OUT,
+    "t-0 has no leader now", which a caller (the Spark source's failOnDataLoss=false) cannot
+    tell from a cluster that does not answer; now it says the topic was deleted."""
+
+    class DeletedAt20(Broker):
+        def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> object:
+            if request.topics[0].partitions[0].fetch_offset == 20:
+                self.deleted = True
+            return super().Fetch(request, timeout)
+
+    gone = DeletedAt20()
+    monkeypatch.setattr(partition_range.broker_pb2_grpc, "BrokerServiceStub", lambda _: gone)
+    with reader_on(gone) as reader:
+        reader.timeout_s = 0.3
+        assert values_read(reader, 40) == [*old(0, 20), b"UNKNOWN_TOPIC_ID"]
+        # read under no id, a topic the cluster does not have is named as such
+        assert values_read(reader, 10, topic_id=b"") == [b"UNKNOWN_TOPIC_OR_PARTITION"]
+
+
+def test_a_topic_without_a_leader_still_times_out(broker: Broker) -> None:
+    """The topic exists (its partition has no leader for now): not taken as deleted."""
+    with reader_on(broker) as reader:
+        reader.timeout_s = 0.3
+        reader._metadata.leaders = {}  # type: ignore[attr-defined]
+        reader._metadata.refresh = lambda *args: None  # type: ignore[method-assign]
+        assert values_read(reader, 20) == [b"REQUEST_TIMED_OUT"]
