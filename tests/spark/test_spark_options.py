@@ -56,6 +56,27 @@ def test_mistakes_are_refused_naming_the_option(options: dict, words: str) -> No
         parse_options(options)
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('{"a": {"0": true}}', "must be"),  # was offset 1
+        ('{"a": {"0": 12.9}}', "must be"),  # was 12
+        ('{"a": {"0": "12"}}', "must be"),  # was 12
+        ('{"a": {"0": 99999999999999999999}}', "must be"),  # not a long
+        ('{"a": {"00": 7}}', "must be"),  # was partition 0
+        ('{"a": {" 1": 5}}', "must be"),  # was partition 1
+        ('{"a": {"0": 5, "0": 7}}', "names '0' twice"),  # was 7
+        ('{"a": {"0": 5}, "a": {"1": 7}}', "names 'a' twice"),  # was a-1 only
+    ],
+)
+@pytest.mark.parametrize("name", ["startingOffsets", "endingOffsets", "endingOffsetsByTimestamp"])
+def test_offsets_json_is_read_strictly(name: str, text: str, words: str) -> None:
+    """Each was read as something (in the comment) in silence: json.loads keeps the last of
+    two keys, and int() takes true, floats and strings."""
+    with pytest.raises(OptionError, match=f"{name} {words}"):
+        parse_options(BOOT | {"subscribe": "a", name: text})
+
+
 def test_offsets_json_is_canonical() -> None:
     assert canonical({"b": {1: 5, 0: 3}, "a": {0: 1}}) == '{"a":{"0":1},"b":{"0":3,"1":5}}'
 

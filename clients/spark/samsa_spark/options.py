@@ -27,6 +27,9 @@ checked: each error names the option and what to write instead.
   minOffsetsPerTrigger may hold records back; a number with ms, s, m, h or d).
 
 Offsets travel as canonical JSON (sorted keys, no spaces): Spark compares offsets as strings.
+The JSON options are read strictly: an offset or timestamp is a JSON integer (true, 12.5 and
+"12" are refused, not read as 1, 12 and 12), a partition is a number as Spark writes it ("0",
+not "00" or " 0"), and a topic or partition named twice is refused, not the last one taken.
 Pure: no I/O.
 """
 
@@ -42,6 +45,7 @@ from samsa.common.errors import InvalidConfigError
 from samsa.common.topic_regex import matcher, pattern_error
 
 EARLIEST, LATEST = -2, -1
+LONG_LIMIT = 2**63  # offsets and timestamps are longs (int64) on the wire
 TopicPartition = tuple[str, int]
 Times = int | dict[str, dict[int, int]]  # one timestamp (ms) for all, or per partition
 # Internal topics (__consumer_offsets, __transaction_state) match no pattern, as in a group's
@@ -195,20 +199,16 @@ def _offsets(name: str, text: str, *, ending: bool = False) -> str | dict[str, d
         if ending and text == "earliest":
             raise OptionError(f"{name} cannot be earliest: use latest or JSON offsets")
         return text
-    try:
-        parsed = json.loads(text)
-        offsets = {
-            str(topic): {int(p): int(o) for p, o in ps.items()} for topic, ps in parsed.items()
-        }
-    except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
-        raise OptionError(
-            f'{name} must be earliest, latest or JSON like {{"topic": {{"0": 23, "1": -2}}}} '
-            f"(-2 earliest, -1 latest); got {text!r}"
-        ) from None
+    offsets = _per_partition(
+        name,
+        text,
+        f'{name} must be earliest, latest or JSON like {{"topic": {{"0": 23, "1": -2}}}} '
+        "(-2 earliest, -1 latest)",
+    )
     floor = LATEST if ending else EARLIEST
     for topic, ps in offsets.items():
         for partition, offset in ps.items():
-            if offset < floor or partition < 0:
+            if offset < floor:
                 raise OptionError(f"{name}: {topic}-{partition} offset {offset} is below {floor}")
     return offsets
 
@@ -217,25 +217,61 @@ def _times(get: Callable[[str], str | None], one: str, each: str) -> Times | Non
     """`one` (a timestamp for every partition) if set, else `each` (JSON per partition)."""
     text = get(one)
     if text is not None:
-        if not text.isdigit():
+        if not _DECIMAL.fullmatch(text) or int(text) >= LONG_LIMIT:
             raise OptionError(f"{one} must be milliseconds since the epoch, not {text!r}")
         return int(text)
     text = get(each)
     if text is None:
         return None
-    try:
-        parsed = json.loads(text)
-        times = {str(tp): {int(p): int(t) for p, t in ps.items()} for tp, ps in parsed.items()}
-    except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
-        raise OptionError(
-            f'{each} must be JSON like {{"topic": {{"0": 1700000000000}}}} (ms since the '
-            f"epoch); got {text!r}"
-        ) from None
+    times = _per_partition(
+        each,
+        text,
+        f'{each} must be JSON like {{"topic": {{"0": 1700000000000}}}} (ms since the epoch)',
+    )
     for topic, ps in times.items():
         for partition, ms in ps.items():
-            if ms < 0 or partition < 0:
+            if ms < 0:
                 raise OptionError(f"{each}: {topic}-{partition} timestamp {ms} is negative")
     return times
+
+
+_DECIMAL = re.compile(r"[0-9]+")  # ASCII digits only (str.isdigit takes "²", which int refuses)
+_PARTITION = re.compile(r"0|[1-9][0-9]*")  # a partition key as canonical() writes it
+
+
+class _Repeated(ValueError):
+    """A JSON object names a key twice (json.loads would keep the last in silence)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _Repeated(next(key for key in keys if keys.count(key) > 1))
+    return dict(pairs)
+
+
+def _per_partition(name: str, text: str, expected: str) -> dict[str, dict[int, int]]:
+    """`{"topic": {"partition": integer}}` parsed strictly: an integer is a JSON integer that
+    fits a long (not true, 12.5 or "12", which int() would turn into 1, 12 and 12), a
+    partition is written as a number (not " 1", "01" or "-1", which name no partition as
+    Spark's checkpoint writes it), and no topic or partition is named twice (JSON keeps the
+    last in silence). `expected` says what to write; the message adds what was given."""
+    try:
+        parsed = json.loads(text, object_pairs_hook=_unique_keys)
+    except _Repeated as repeated:
+        raise OptionError(f"{name} names {str(repeated)!r} twice in one object: {text!r}") from None
+    except json.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict) and all(
+        isinstance(ps, dict)
+        and all(
+            _PARTITION.fullmatch(p) and type(n) is int and abs(n) < LONG_LIMIT
+            for p, n in ps.items()
+        )
+        for ps in parsed.values()
+    ):
+        return {topic: {int(p): n for p, n in ps.items()} for topic, ps in parsed.items()}
+    raise OptionError(f"{expected}; got {text!r}")
 
 
 def _strategy(text: str | None) -> str:
@@ -310,6 +346,6 @@ def _duration_ms(name: str, text: str) -> int:
 def _positive(name: str, text: str | None) -> int | None:
     if text is None:
         return None
-    if not text.isdigit() or int(text) < 1:
+    if not _DECIMAL.fullmatch(text) or int(text) < 1:
         raise OptionError(f"{name} must be a positive integer, not {text!r}")
     return int(text)
