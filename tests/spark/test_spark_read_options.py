@@ -212,3 +212,28 @@ def test_an_ending_by_time_on_a_live_topic_stops_at_the_end_read(
     past = parse_options(BOOT | {"subscribe": "t", "endingOffsets": '{"t": {"0": 105}}'})
     with pytest.raises(OptionError, match="endingOffsets: t-0 ends at 100, not 105"):
         source.offset_ranges(past)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"startingOffsets": '{"a": {"0": 2, "1": 5}}'},  # a has partition 0 only
+        {"startingOffsets": '{"a": {"0": 2}, "b": {"0": 5}}'},  # b is not subscribed
+        {"endingOffsets": '{"a": {"0": 8, "3": 5}}'},
+        {"startingOffsetsByTimestamp": '{"a": {"0": 2, "1": 5}}'},
+        {"endingOffsetsByTimestamp": '{"a": {"0": 2}, "b": {"0": 5}}'},
+    ],
+)
+def test_offsets_json_naming_a_partition_not_read_is_refused(
+    monkeypatch: pytest.MonkeyPatch, options: dict
+) -> None:
+    """Kafka's connector asserts that such JSON names exactly the partitions read; the entries
+    of others were left out in silence, the read going on as if they had been taken."""
+    monkeypatch.setattr(source, "Admin", OnlyTopicA)
+    parsed = parse_options(BOOT | {"subscribe": "a"} | options)
+    with pytest.raises(OptionError, match=r"does not cover \((a-1|b-0|a-3)\)"):
+        source.offset_ranges(parsed)
+    if "ending" not in next(iter(options)):
+        reader = SamsaStreamReader(parsed)
+        with pytest.raises(OptionError, match="names partitions this read does not cover"):
+            reader.latestOffset(reader.initialOffset(), ReadMaxRows(10))

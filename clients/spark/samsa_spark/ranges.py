@@ -4,7 +4,8 @@
 JSON with -2/-1) into one [start, end) per partition, given each partition's first and end
 offsets at the read's isolation level. A start below the first offset means retention deleted
 records: with failOnDataLoss it is an error naming the partition, else the range starts at the
-first offset. Offsets by time (startingTimestamp and the like) become such JSON first:
+first offset; JSON naming a partition the read does not cover is refused (`refuse_unread`),
+as in Kafka's connector. Offsets by time (startingTimestamp and the like) become such JSON first:
 `timestamps_for` says which timestamp each partition asks for, and `offsets_at_times` turns the
 cluster's answers (the first offset at or after it, or none) into offsets. `split` cuts the
 ranges so that there are at least `min_partitions` tasks, each range into pieces proportional
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 
-from samsa.spark.options import EARLIEST, LATEST, OptionError, Times
+from samsa.spark.options import EARLIEST, LATEST, OptionError, SourceOptions, Times
 
 TopicPartition = tuple[str, int]
 
@@ -71,6 +72,32 @@ def resolve(
             start = first[tp]  # past an end below it: an empty range (all of it was deleted)
         ranges.append(OffsetRange(tp[0], tp[1], start, max(start, end)))
     return ranges
+
+
+def refuse_unread(options: SourceOptions, partitions: list[TopicPartition]) -> None:
+    """Refuse per-partition JSON (of the options in use: by time wins over startingOffsets)
+    naming a partition the read does not cover, as Kafka's connector does (it asserts that the
+    JSON names exactly the partitions read): a topic the subscription does not name, or a
+    partition its topic does not have, was left out in silence, as if read from there."""
+    named: list[tuple[str, object]] = [
+        ("startingOffsetsByTimestamp", options.starting_times),
+        ("endingOffsetsByTimestamp", options.ending_times),
+    ]
+    if options.starting_times is None:
+        named.append(("startingOffsets", options.starting))
+    if options.ending_times is None:
+        named.append(("endingOffsets", options.ending))
+    read = set(partitions)
+    for option, spec in named:
+        if not isinstance(spec, Mapping):
+            continue
+        extra = sorted((t, p) for t, ps in spec.items() for p in ps if (t, p) not in read)
+        if extra:
+            names = ", ".join(f"{topic}-{partition}" for topic, partition in extra)
+            raise OptionError(
+                f"{option} names partitions this read does not cover ({names}): the "
+                "subscription names no such topic, or the topic has no such partition"
+            )
 
 
 def timestamps_for(

@@ -55,7 +55,14 @@ from samsa.spark.options import (
     stream_checked,
 )
 from samsa.spark.pushdown import Pushed, push
-from samsa.spark.ranges import OffsetRange, offsets_at_times, resolve, split, timestamps_for
+from samsa.spark.ranges import (
+    OffsetRange,
+    offsets_at_times,
+    refuse_unread,
+    resolve,
+    split,
+    timestamps_for,
+)
 
 log = logging.getLogger(__name__)
 
@@ -320,7 +327,9 @@ def offset_ranges(
 ) -> list[OffsetRange]:
     """The ranges the options ask for (of the partitions `wanted`), resolved against the
     cluster now (the driver's side)."""
-    partitions = [tp for tp in subscribed_partitions(options) if wanted(tp)]
+    subscribed = subscribed_partitions(options)
+    refuse_unread(options, subscribed)
+    partitions = [tp for tp in subscribed if wanted(tp)]
     if not partitions:
         return []
     first, last = partition_bounds(options, partitions)

@@ -37,7 +37,7 @@ from pyspark.sql.streaming.datasource import (
 
 from samsa.spark import stream_offsets as so
 from samsa.spark.options import OptionError, SourceOptions
-from samsa.spark.ranges import OffsetRange, resolve, split
+from samsa.spark.ranges import OffsetRange, refuse_unread, resolve, split
 from samsa.spark.source import (
     RangePartition,
     partition_bounds,
@@ -63,6 +63,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset past a partition's end is refused, as in a batch read (one found by time may lie
         past the end read before it: records came in between)."""
         partitions = subscribed_partitions(self.options)
+        refuse_unread(self.options, partitions)
         first, last = partition_bounds(self.options, partitions)
         starting = starting_offsets(self.options, partitions, "latest")
         by_offsets = self.options.starting_times is None
