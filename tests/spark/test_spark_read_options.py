@@ -17,6 +17,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from samsa.spark import source, stream_source
 from samsa.spark.options import OptionError, parse_options
+from samsa.spark.stream_offsets import from_offset
 from samsa.spark.stream_source import SamsaStreamReader
 
 BOOT = {"samsa.bootstrap.servers": "h:1"}
@@ -88,6 +89,37 @@ def test_both_admission_limits_apply_to_a_micro_batch(monkeypatch: pytest.Monkey
     ends[("t", 0)] = 30
     assert reader.latestOffset({"t": {"0": 0}}, limit) == {"t": {"0": 10}}
     assert source  # the module the monkeypatched names come from is importable
+
+
+@pytest.mark.parametrize(("rates", "limit"), [([100, 1, 0, 1, 3], 3), ([9, 1, 1, 1, 1, 1, 1], 2)])
+def test_a_partition_is_not_starved_by_a_limit_below_the_partitions_waiting(
+    monkeypatch: pytest.MonkeyPatch, rates: list[int], limit: int
+) -> None:
+    """Partitions fed `rates` records a micro-batch, `limit` read per micro-batch. The
+    proportional share of the small ones is 0, and what rounding left went to the one with the
+    largest remainder, the same one each time: with [100, 1, 0, 1, 3] and 3, t-1 and t-3 were
+    never read. Now each partition with records waiting is read at least once in every
+    len(partitions) micro-batches, and each reads exactly the limit."""
+    tps = [("t", i) for i in range(len(rates))]
+    ends = dict.fromkeys(tps, 0)
+    monkeypatch.setattr(stream_source, "subscribed_partitions", lambda o, missing_ok=False: tps)
+    bounds = lambda o, p: (dict.fromkeys(p, 0), dict(ends))  # noqa: E731
+    monkeypatch.setattr(stream_source, "partition_bounds", bounds)
+    options = BOOT | {"subscribe": "t", "maxOffsetsPerTrigger": str(limit)}
+    reader = SamsaStreamReader(parse_options(options))
+    offset = reader.latestOffset(reader.initialOffset(), ReadMaxRows(limit))
+    passed_over = dict.fromkeys(tps, 0)
+    for _ in range(100):
+        for tp, rate in zip(tps, rates, strict=True):
+            ends[tp] += rate
+        before = from_offset(offset)
+        offset = reader.latestOffset(offset, ReadMaxRows(limit))
+        after = from_offset(offset)
+        assert sum(after.values()) - sum(before.values()) == limit
+        for tp in tps:
+            waited = ends[tp] > before[tp] and after[tp] == before[tp]
+            passed_over[tp] = passed_over[tp] + 1 if waited else 0
+            assert passed_over[tp] < len(tps), f"{tp} starves"
 
 
 def test_assigned_partitions_the_cluster_lacks_are_named_or_data_loss(

@@ -10,7 +10,9 @@ micro-batch committed for nothing). A micro-batch reads [start, end) per partiti
   shared between the partitions in proportion to what each has waiting (Spark's Kafka connector
   does the same), after one record each to every partition with records waiting, so none
   starves while n is at least their number; what rounding leaves goes first to partitions that
-  would get nothing;
+  would get nothing, those passed over in the most micro-batches in a row first (`passed_over`),
+  so that none starves when n is below their number either (Kafka's connector then reads more
+  than n: at least one record of each);
 - with `minOffsetsPerTrigger` (ReadMinRows n): the start itself (no batch) until n records wait;
 - under Trigger.AvailableNow, never past the ends seen when the trigger started (a partition
   new since is not read until the next run).
@@ -68,9 +70,12 @@ def next_end(
     *,
     max_rows: int | None = None,
     min_rows: int | None = None,
+    passed_over: Mapping[TopicPartition, int] | None = None,
 ) -> Positions:
     """Where the next micro-batch ends (see the module docstring). `start` must hold every
-    partition of `latest` (with_new_partitions)."""
+    partition of `latest` (with_new_partitions). `passed_over`: how many micro-batches in a row
+    each partition had records waiting and got none (`passed_over_after`)."""
+    passed_over = passed_over or {}
     waiting = {tp: max(0, latest[tp] - start[tp]) for tp in latest}
     total = sum(waiting.values())
     if min_rows is not None and total < min_rows:
@@ -89,11 +94,31 @@ def next_end(
     left = max_rows - sum(shares.values())
     order = sorted(
         (tp for tp in busy if waiting[tp] > shares[tp]),
-        key=lambda tp: (shares[tp] > 0, -(rest[tp] * budget % left_total), tp),
+        key=lambda tp: (
+            shares[tp] > 0,
+            -passed_over.get(tp, 0),
+            -(rest[tp] * budget % left_total),
+            tp,
+        ),
     )
     for tp in order[:left]:
         shares[tp] += 1
     return {tp: start[tp] + shares[tp] for tp in latest}
+
+
+def passed_over_after(
+    passed_over: Mapping[TopicPartition, int],
+    start: Positions,
+    latest: Mapping[TopicPartition, int],
+    end: Positions,
+) -> dict[TopicPartition, int]:
+    """`passed_over` once the micro-batch [start, end) is planned: one more for each partition
+    with records waiting that it reads none of, 0 for the others."""
+    return {
+        tp: passed_over.get(tp, 0) + 1
+        for tp in latest
+        if latest[tp] > start[tp] and end[tp] == start[tp]
+    }
 
 
 def capped(end: Positions, cap: Mapping[TopicPartition, int] | None, start: Positions) -> Positions:

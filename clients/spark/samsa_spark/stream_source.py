@@ -53,6 +53,9 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._available_now: so.Positions | None = None
         self._last_trigger = time.monotonic()  # the last micro-batch planned, or the start
+        # Micro-batches in a row each partition had records waiting and got none of them
+        # (maxOffsetsPerTrigger below their number): next_end serves the longest passed over.
+        self._passed_over: dict[tuple[str, int], int] = {}
 
     def initialOffset(self) -> dict:
         """Unresolved: Spark asks again to run the first micro-batch (stream_offsets.py)."""
@@ -101,9 +104,11 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if self._available_now is None and not self._delayed_too_long()
                 else None
             ),
+            passed_over=self._passed_over,
         )
         if end != positions:
             self._last_trigger = time.monotonic()
+            self._passed_over = so.passed_over_after(self._passed_over, positions, latest, end)
         return so.to_offset(end)
 
     def _min_rows(self, limit: ReadLimit) -> int | None:
