@@ -21,6 +21,7 @@ from samsa.spark.stream_offsets import from_offset
 from samsa.spark.stream_source import SamsaStreamReader
 
 BOOT = {"samsa.bootstrap.servers": "h:1"}
+BOOT_CLIENT = {"bootstrap.servers": "h:1"}
 
 
 @pytest.mark.parametrize(
@@ -74,6 +75,11 @@ def test_the_kafka_connectors_spelling_of_the_isolation_level_is_taken() -> None
 def test_the_range_readers_request_timeout_is_taken() -> None:
     parsed = parse_options(BOOT | {"subscribe": "a", "samsa.request.timeout.ms": "5000"})
     assert parsed.client["request.timeout.ms"] == "5000"
+    # by each query's reader in a reused worker, not only the first one's
+    first = source.range_reader(BOOT_CLIENT | {"request.timeout.ms": "1000"})
+    later = source.range_reader(BOOT_CLIENT | {"request.timeout.ms": "9000"})
+    assert (first.timeout_s, later.timeout_s) == (1.0, 9.0)
+    assert source.range_reader(BOOT_CLIENT | {"request.timeout.ms": "1000"}) is first
 
 
 def test_both_admission_limits_apply_to_a_micro_batch(monkeypatch: pytest.MonkeyPatch) -> None:

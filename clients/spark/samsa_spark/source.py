@@ -6,7 +6,7 @@ group), resolves and splits the ranges (ranges.py) and hands Spark one `RangePar
 `spark.sql.python.filterPushdown.enabled` on, the reader also takes the filters on topic,
 partition, offset and timestamp and narrows the ranges first (pushdown.py).
 On a worker, `read()` reads its range with the SDK's PartitionRangeReader (one per worker
-process and bootstrap list, reused across tasks: nothing live is pickled) and yields Arrow
+process and samsa.* settings, reused across tasks: nothing live is pickled) and yields Arrow
 batches straight from the stored batches (arrow_batches.py), no Python object per record.
 Each range carries the id (KIP-516) its topic had when the tasks were planned (a batch read
 asks the ids before it resolves the offsets: `planned`), and is read under it: a topic deleted
@@ -416,8 +416,11 @@ _READERS: dict[str, PartitionRangeReader] = {}
 
 
 def range_reader(client: dict[str, str]) -> PartitionRangeReader:
-    """This worker process's reader for the cluster (gRPC channels are opened once, lazily)."""
-    key = client["bootstrap.servers"]
+    """This worker process's reader for the cluster and settings (gRPC channels are opened
+    once, lazily). Keyed by every samsa.* setting, as task_producer is: Spark reuses a Python
+    worker across queries, and one keyed by the bootstrap list served a later query with the
+    first one's samsa.request.timeout.ms."""
+    key = repr(sorted(client.items()))
     reader = _READERS.get(key)
     if reader is None:
         reader = _READERS[key] = PartitionRangeReader(client)
