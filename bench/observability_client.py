@@ -83,6 +83,7 @@ def produce(
 ) -> dict:
     """`count` records to partition 0; when `tracer` is set, in one application span per
     CHUNK_RECORDS sends (`spans` chunk) or per send (`spans` send)."""
+    from bench.client_bench import failed_for_good
     from samsa.client import Producer
 
     values = [os.urandom(size) for _ in range(1024)]
@@ -115,6 +116,7 @@ def produce(
                     send(topic, values[index & mask], partition=0)
         producer.flush(TIMEOUT_S)
         elapsed = time.perf_counter() - started
+        failed_for_good(producer, count)
     finally:
         producer.close(TIMEOUT_S)
     return {"records_per_s": count / elapsed, "mb_per_s": count * size / elapsed / 1e6}

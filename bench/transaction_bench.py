@@ -53,7 +53,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.client_bench import read_from_start
+from bench.client_bench import failed_for_good, read_from_start
 from bench.figures import percentile
 from bench.harness import failure_reason, measure_or_reason, print_tables, running_samsa
 from bench.tables import (
@@ -278,6 +278,7 @@ def produce(
                     send(topic, values[index & mask], partition=0)
                 producer.commit_transaction(TIMEOUT_S)
         elapsed = time.perf_counter() - started
+        failed_for_good(producer, count)
     finally:
         producer.close(TIMEOUT_S)
     return {"records_per_s": count / elapsed, "mb_per_s": count * SIZE / elapsed / 1e6}
