@@ -1,13 +1,14 @@
 """The figures every measurement of the cluster benches reports, computed the same way for
 Samsa and for the peers so that they compare: throughput as `records_per_s` and `mb_per_s` (MB/s
-of record values, 10^6 bytes), latency as the nearest-rank `p50_us` and `p99_us`; and the record
+of record values, 10^6 bytes), latency as the nearest-rank `p50_us` and `p99_us`; the
+produce->consume latencies of a run that must have read every record it sent; and the record
 values the peers' writers cycle through.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 def percentile(samples: Sequence[float], fraction: float) -> float:
@@ -29,6 +30,18 @@ def latency_summary(samples_ns: Sequence[int]) -> dict:
         "p99_us": percentile(samples_ns, 0.99) / 1000,
         "samples": len(samples_ns),
     }
+
+
+def arrival_latencies(
+    sent_at: Mapping[bytes, float], arrived_at: Mapping[bytes, float], count: int
+) -> list[float]:
+    """Each record's arrival minus its send (keyed by the record's id, the first arrival of
+    each), once all `count` records sent arrived: a record that never reached the consumer is
+    a failed run, not a sample left out (the peers' measurements wait for every record too)."""
+    received = sum(1 for key in sent_at if key in arrived_at)
+    if received != count:
+        raise RuntimeError(f"{count - received:,} of {count:,} records never reached the consumer")
+    return [arrived_at[key] - started for key, started in sent_at.items()]
 
 
 def throughput(records: int, payload_bytes: int, seconds: float) -> dict:

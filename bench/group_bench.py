@@ -48,7 +48,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from bench.figures import percentile
+from bench.figures import arrival_latencies, percentile
 from bench.group_member_proc import FailoverPlan, failover, is_balanced
 from bench.group_tables import (
     ASSIGN,
@@ -256,7 +256,9 @@ def warm_up(bootstrap: str, topic: str, timeout_s: float = 60.0) -> float:
 
 def end_to_end_latency(bootstrap: str, topic: str, n: int, interval_s: float, group: bool) -> dict:
     """One record per `interval_s` to partition 0; a consumer thread stamps each arrival. The
-    consumer first reads a warm-up record, so that a group consumer has joined before timing."""
+    consumer first reads a warm-up record, so that a group consumer has joined before timing;
+    a run that does not read every timed record fails (client_bench's method)."""
+    from bench.client_bench import arrive, record_id
     from samsa.client import Producer
 
     create_topics(bootstrap, {topic: 1})
@@ -264,7 +266,7 @@ def end_to_end_latency(bootstrap: str, topic: str, n: int, interval_s: float, gr
     consumer = new_consumer(bootstrap, fresh_group("latency") if group else None,
                             **{"fetch.max.wait.ms": 100})  # fmt: skip
     sent_at: dict[bytes, float] = {}
-    latencies: list[float] = []
+    arrived_at: dict[bytes, float] = {}
     done = threading.Event()
     try:
         if group:
@@ -278,16 +280,14 @@ def end_to_end_latency(bootstrap: str, topic: str, n: int, interval_s: float, gr
                 raise RuntimeError("the warm-up record did not arrive in 60 s")
 
         def consume() -> None:
-            while len(latencies) < n and not done.is_set():
+            while len(arrived_at) < n and not done.is_set():
                 for record in consumer.poll(timeout=0.5):
-                    started = sent_at.get(record.value[:8])
-                    if started is not None:
-                        latencies.append(time.perf_counter() - started)
+                    arrive(sent_at, arrived_at, record.value[:8])
 
         reader = threading.Thread(target=consume, daemon=True)
         reader.start()
-        for index in range(1, n + 1):
-            value = index.to_bytes(8, "big") + bytes(92)
+        for index in range(n):
+            value = record_id(index) + bytes(92)
             sent_at[value[:8]] = time.perf_counter()
             producer.send(topic, value, partition=0)
             time.sleep(interval_s)
@@ -297,8 +297,7 @@ def end_to_end_latency(bootstrap: str, topic: str, n: int, interval_s: float, gr
         done.set()
         producer.close()
         consumer.close()
-    if not latencies:
-        raise RuntimeError("no record reached the consumer")
+    latencies = arrival_latencies(sent_at, arrived_at, n)  # every record read, or no figure
     return {"p50_us": percentile(latencies, 0.5) * 1e6, "p99_us": percentile(latencies, 0.99) * 1e6}
 
 

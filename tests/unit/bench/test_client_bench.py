@@ -1,5 +1,7 @@
 """Goal: Samsa's measurements in the cluster bench count only what was verified, as the peers'
-do — a produce run whose records failed reports no rate.
+do — a produce run whose records failed reports no rate, and a produce->consume run reports
+percentiles only once every timed record arrived, each timed once (the warm-up record the
+consumer also reads is never taken for one of them).
 
 Method: the SDK's Producer and Consumer are replaced by fakes sharing an in-memory log (no
 cluster); the fake consumer can drop a record or lag, and the samples handed to the percentiles
@@ -114,3 +116,24 @@ def test_a_produce_run_with_failed_records_reports_no_rate(
 def test_a_produce_run_whose_records_were_all_acked_reports_its_rate(fakes: list[int]) -> None:
     figures = client_bench.samsa_produce("boot", "t", 1000, 100, "none")
     assert figures["records_per_s"] > 0
+
+
+def test_a_record_that_never_arrives_fails_the_produce_to_consume_run(
+    fakes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_Consumer, "drop", client_bench.record_id(5))
+    monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: time.sleep(0.2))
+    with pytest.raises(RuntimeError, match="1 of 20 records never reached the consumer"):
+        client_bench.samsa_end_to_end_latency("boot", "t", 20, 100, 0.0)
+    assert fakes == []
+
+
+def test_the_warm_up_record_is_never_timed_as_a_record(
+    fakes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to carry record 0's id (zeros): read after record 0 was stamped, it was timed as
+    record 0, and record 0 again: 21 samples of 20 records."""
+    monkeypatch.setattr(_Consumer, "first_delay_s", 0.3)
+    client_bench.samsa_end_to_end_latency("boot", "t", 20, 100, 0.005)
+    assert fakes == [20]
+    assert bytes(8) not in {client_bench.record_id(index) for index in range(20)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.figures import latency_summary, make_values, percentile, throughput
+from bench.figures import arrival_latencies, latency_summary, make_values, percentile, throughput
 
 
 def test_percentile_is_nearest_rank_over_unsorted_samples() -> None:
@@ -56,3 +56,14 @@ def test_values_have_the_requested_size_and_differ() -> None:
     values = make_values(1024, distinct=16)
     assert {len(value) for value in values} == {1024}
     assert len(set(values)) == 16
+
+
+def test_arrival_latencies_need_every_record_sent() -> None:
+    sent = {b"a": 1.0, b"b": 2.0, b"c": 3.0}
+    assert arrival_latencies(sent, {b"a": 1.5, b"b": 2.25, b"c": 3.0, b"x": 9.0}, 3) == [
+        0.5,
+        0.25,
+        0.0,
+    ]
+    with pytest.raises(RuntimeError, match="1 of 3 records never reached the consumer"):
+        arrival_latencies(sent, {b"a": 1.5, b"c": 3.5, b"x": 9.0}, 3)
