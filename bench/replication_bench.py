@@ -154,7 +154,8 @@ def stall_table(result: RollingRestartResult | str, plan: Plan) -> Table:
     title = (
         f"rolling restart of the 3 brokers, Samsa only (each in turn: SIGTERM, restart, wait for "
         f"a full ISR, {plan.settle_s:g} s steady) under an acks=all producer sending one 14-byte "
-        f"record per {plan.interval_s * 1000:g} ms; lost = acked but not read back at its offset"
+        f"record per {plan.interval_s * 1000:g} ms; lost = acked but not read back (at the offset "
+        "its ack named, if it named one)"
     )
     return Table(title, stall_rows(result), STALL_COLUMN, ())
 

@@ -10,7 +10,9 @@ leaderships away — a controlled shutdown — and exits), start the same broker
 and data directory), wait until the partition has a leader and a full ISR again, and let the
 producer run steadily for `settle_s`.
 Then the producer stops, flushes, and the partition is read back from its start: an acked record
-is lost unless its value is at the offset its ack named.
+is lost unless its value is at the offset its ack named. A record acked without an offset (a
+retried batch its partition's sequences prove written, whose first answer was lost: Kafka's
+DUPLICATE_SEQUENCE_NUMBER rule) is lost unless its value is stored at some offset.
 
 The stall is the longest time between two consecutive acks. It is reported per window: "steady"
 (before the first restart, the baseline) and one window per broker, from its SIGTERM to the next
@@ -98,12 +100,16 @@ class ReadBack:
     duplicated: int  # stored records whose value is stored more than once (retried batches)
 
 
-def compare_read_back(acked: dict[int, bytes], stored: dict[int, bytes]) -> ReadBack:
-    """Every acked (offset, value) must be stored as such; duplicates are counted apart."""
+def compare_read_back(
+    acked: dict[int, bytes], stored: dict[int, bytes], acked_without_offset: Sequence[bytes] = ()
+) -> ReadBack:
+    """Every acked (offset, value) must be stored as such, and every value acked without an
+    offset stored somewhere; duplicates are counted apart."""
     lost = sum(1 for offset, value in acked.items() if stored.get(offset) != value)
     copies = Counter(stored.values())
+    lost += sum(1 for value in acked_without_offset if value not in copies)
     duplicated = sum(count - 1 for count in copies.values() if count > 1)
-    return ReadBack(len(acked), lost, duplicated)
+    return ReadBack(len(acked) + len(acked_without_offset), lost, duplicated)
 
 
 @dataclass
@@ -171,7 +177,8 @@ class _SteadyProducer:
         self.bootstrap, self.topic, self.interval_s = bootstrap, topic, interval_s
         self.stop = threading.Event()
         self.ack_times_s: list[float] = []
-        self.acked: dict[int, bytes] = {}
+        self.acked: dict[int, bytes] = {}  # offset -> value
+        self.acked_without_offset: list[bytes] = []  # RecordMetadata.offset -1
         self.sent = self.failed = 0
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="bench-steady-producer", daemon=True)
@@ -197,8 +204,12 @@ class _SteadyProducer:
         self.sent = len(futures)
         for value, future in futures:
             if future.done() and future.exception(timeout=0) is None:
-                self.acked[future.result(timeout=0).offset] = value
-        self.failed = self.sent - len(self.acked)
+                offset = future.result(timeout=0).offset
+                if offset < 0:  # written, its offset unknown: checked by value
+                    self.acked_without_offset.append(value)
+                else:
+                    self.acked[offset] = value
+        self.failed = self.sent - len(self.acked) - len(self.acked_without_offset)
 
 
 def read_partition(bootstrap: str, topic: str) -> dict[int, bytes]:
@@ -249,10 +260,11 @@ def run_rolling_restart(
     if producer.error is not None:
         raise producer.error
     result.ack_times_s = producer.ack_times_s
-    result.sent, result.acked, result.failed = producer.sent, len(producer.acked), producer.failed
+    acked = len(producer.acked) + len(producer.acked_without_offset)
+    result.sent, result.acked, result.failed = producer.sent, acked, producer.failed
     try:
         stored = read_partition(cluster.spec.bootstrap_servers, topic)
-        result.read_back = compare_read_back(producer.acked, stored)
+        result.read_back = compare_read_back(producer.acked, stored, producer.acked_without_offset)
     except (KafkaError, grpc.RpcError, TimeoutError) as error:
         result.read_back_error = f"not checked: {type(error).__name__}: {error}"
     return result

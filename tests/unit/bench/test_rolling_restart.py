@@ -1,18 +1,23 @@
 """Goal: the rolling-restart scenario reports the stall it saw and no more — the longest pause
 between consecutive acks in each window (a restart's window runs from its SIGTERM to the next
 one's), a producer that never recovered as an open gap rather than a short one — and calls an
-acked record lost exactly when its offset does not hold its value.
+acked record lost exactly when its offset does not hold its value (or, acked without an offset,
+when its value is stored nowhere).
 
 Method: the pure functions of bench/rolling_restart.py are called on hand-made ack timestamps
-and offset -> value maps with known answers; no cluster, no thread, no clock.
+and offset -> value maps with known answers; no cluster, no clock. The producer thread's
+bookkeeping runs once, inline, over a fake Producer.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
+from bench import rolling_restart
 from bench.rolling_restart import (
     ReadBack,
     RollingRestartResult,
@@ -82,3 +87,59 @@ def test_duplicates_from_retried_batches_are_counted_apart_from_losses() -> None
     acked = {0: b"a", 2: b"b"}
     stored = {0: b"a", 1: b"b", 2: b"b", 3: b"b"}  # b stored three times: two extra copies
     assert compare_read_back(acked, stored) == ReadBack(checked=2, lost=0, duplicated=2)
+
+
+def test_a_record_acked_without_an_offset_is_checked_by_its_value() -> None:
+    """A retried batch proven written completes without an offset (-1): such records used to
+    share the key -1, so all but one counted as failed and the one as lost."""
+    acked = {0: b"a", 3: b"d"}
+    stored = {0: b"a", 1: b"b", 2: b"c", 3: b"d"}
+    assert compare_read_back(acked, stored, [b"b", b"c"]) == ReadBack(4, 0, 0)
+    assert compare_read_back(acked, stored, [b"b", b"x"]) == ReadBack(4, 1, 0)
+
+
+def test_the_producer_counts_records_acked_without_an_offset_as_acked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Acked:
+        def __init__(self, offset: int) -> None:
+            self.offset = offset
+
+        def done(self) -> bool:
+            return True
+
+        def exception(self, timeout: float | None = None) -> None:
+            return None
+
+        def result(self, timeout: float | None = None) -> SimpleNamespace:
+            return SimpleNamespace(offset=self.offset)
+
+        def add_done_callback(self, callback: Callable[[Acked], None]) -> None:
+            callback(self)
+
+    class Producer:
+        """Acks records 3 to 5 without an offset; stops the run after 10."""
+
+        def __init__(self, config: dict) -> None:
+            self.count = 0
+
+        def __enter__(self) -> Producer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def send(self, topic: str, value: bytes, partition: int) -> Acked:
+            offset, self.count = self.count, self.count + 1
+            if self.count == 10:
+                steady.stop.set()
+            return Acked(-1 if 3 <= offset <= 5 else offset)
+
+        def flush(self, timeout: float | None = None) -> None:
+            pass
+
+    monkeypatch.setattr(rolling_restart, "Producer", Producer)
+    steady = rolling_restart._SteadyProducer("boot", "t", 0.0)
+    steady._run()
+    assert (steady.sent, steady.failed, len(steady.acked)) == (10, 0, 7)
+    assert steady.acked_without_offset == [b"roll-%09d" % index for index in (3, 4, 5)]
