@@ -13,7 +13,9 @@ failure. Records: 100 B values with 8 B keys, 4 partitions, produced once before
    sink (the JVM's ceiling here), beside the ceiling of a Python data source of the same schema
    (bench/spark_ceiling.py: prebuilt Arrow batches, no I/O: what Spark itself costs per row of
    a Python source), and beside the SDK's own read of the same records
-   (PartitionRangeReader.records, one process, no Spark). Target: ≥ 1 M rows/s.
+   (PartitionRangeReader.records, one process, no Spark). Target: ≥ 1 M rows/s. Every rate
+   counts rows really there: the produce fails if a record failed, the source and the ceiling
+   are counted once untimed (the noop sink counts nothing), the SDK's read counts its own.
 2. Batch write: a DataFrame of the same shape (built once, cached) written with
    `df.write.format("samsa")`, best of 3. Target: ≥ 300 k rows/s.
 3. The exactly-once streaming sink beside the at-least-once one (`exactlyOnce=false`), one run
@@ -75,9 +77,21 @@ def best(runs: list[dict | str]) -> dict | str:
 
 
 def timed(count: int, work: Callable[[], object]) -> dict:
+    """`count` rows over the time `work` took; a work that returns how many rows it read (an
+    int) must have read `count`, else no rate (it would count rows never read)."""
     started = time.perf_counter()
-    work()
-    return {"rows_per_s": count / (time.perf_counter() - started)}
+    done = work()
+    elapsed = time.perf_counter() - started
+    if isinstance(done, int) and done != count:
+        raise RuntimeError(f"read {done:,} rows of {count:,}")
+    return {"rows_per_s": count / elapsed}
+
+
+def checked_rows(frame, count: int) -> None:  # type: ignore[no-untyped-def]
+    """The rows a DataFrame holds, counted untimed: the noop sink reports none, so the timed
+    reads into it are set against a count checked once here."""
+    if (rows := frame.count()) != count:
+        raise RuntimeError(f"the read holds {rows:,} rows, {count:,} were produced")
 
 
 def spark_session():  # type: ignore[no-untyped-def]
@@ -107,6 +121,7 @@ def create_topic(bootstrap: str, topic: str) -> None:
 
 
 def produce(bootstrap: str, topic: str, count: int) -> None:
+    from bench.client_bench import failed_for_good
     from samsa.client import Producer
 
     create_topic(bootstrap, topic)
@@ -115,6 +130,7 @@ def produce(bootstrap: str, topic: str, count: int) -> None:
         for i in range(count):
             p.send(topic, value, key=b"%08d" % i, partition=i % PARTITIONS)
         p.flush(120)
+        failed_for_good(p, count)  # every read below counts `count` rows
 
 
 def sdk_read(bootstrap: str, topic: str, per_partition: dict[int, int]) -> int:
@@ -303,6 +319,8 @@ def run_spark_bench(quick: bool = False) -> Iterator[str]:
             per_partition = {p: count // PARTITIONS for p in range(PARTITIONS)}
             source.write.format("noop").mode("overwrite").save()  # untimed: starts the workers
             ceiling.write.format("noop").mode("overwrite").save()
+            checked_rows(source, count)
+            checked_rows(ceiling, count)
             reads: dict[str, list[dict | str]] = {SAMSA: [], RANGE: [], CEILING: [], SDK: []}
             for _ in range(rounds):
                 reads[SAMSA].append(
