@@ -2,7 +2,7 @@
 
 python -m bench scale                  steps of 0, 1,000 and 3,000 idle partitions
 python -m bench scale --quick          0 and 1,000 only
-python -m bench scale --scale-max N    every default step up to N, and N (e.g. 10000)
+python -m bench scale --scale-max N    every default step up to N, and N (a multiple of 100)
 
 One local cluster (1 controller, 3 brokers) for the whole run. Each step creates its idle
 partitions as topics of 100 partitions at RF 3 (nothing is ever written to them), waits until
@@ -66,13 +66,14 @@ RSS_PER_REPLICA_TARGET_KIB = 50.0
 
 def steps_for(quick: bool, scale_max: int | None) -> tuple[int, ...]:
     """The run's partition counts: --quick's two, or the defaults capped at and ending with
-    --scale-max when given."""
+    --scale-max, a multiple of TOPIC_PARTITIONS (a step creates whole topics of that many)."""
     if quick:
         return QUICK_STEPS
     if scale_max is None:
         return DEFAULT_STEPS
-    below = tuple(step for step in DEFAULT_STEPS if step < scale_max)
-    return (*below, scale_max)
+    if scale_max < 0 or scale_max % TOPIC_PARTITIONS:  # 1,250 would create 1,200
+        raise ValueError(f"--scale-max must be a multiple of {TOPIC_PARTITIONS}, not {scale_max}")
+    return (*(step for step in DEFAULT_STEPS if step < scale_max), scale_max)
 
 
 def cpu_ticks(stat_line: str) -> int:
@@ -423,7 +424,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scale-max",
         type=int,
         default=None,
-        help="scale bench: largest step of idle partitions (e.g. 10000)",
+        help=f"scale bench: largest step of idle partitions, a multiple of {TOPIC_PARTITIONS}",
     )
 
 

@@ -8,6 +8,8 @@ answers; no cluster is started.
 
 from __future__ import annotations
 
+import pytest
+
 from bench import scale_bench as sb
 
 # A /proc/<pid>/stat line whose comm holds a space and a parenthesis; utime 250, stime 50.
@@ -35,6 +37,14 @@ def test_steps_follow_quick_and_scale_max() -> None:
     assert sb.steps_for(quick=True, scale_max=10_000) == (0, 1_000)
     assert sb.steps_for(quick=False, scale_max=10_000) == (0, 1_000, 3_000, 10_000)
     assert sb.steps_for(quick=False, scale_max=2_000) == (0, 1_000, 2_000)
+
+
+@pytest.mark.parametrize("scale_max", [1_250, 50, -100])
+def test_a_step_that_is_not_whole_topics_is_refused(scale_max: int) -> None:
+    """A step creates topics of TOPIC_PARTITIONS: --scale-max 1250 created 1,200 partitions and
+    reported (and divided RSS growth by) 1,250."""
+    with pytest.raises(ValueError, match="multiple of 100"):
+        sb.steps_for(quick=False, scale_max=scale_max)
 
 
 def _step(partitions: int, p50_ms: float, cpu: float, broker_rss_kib: int) -> sb.StepFigures:
