@@ -62,12 +62,16 @@ class ConsumingThread(threading.Thread):
         self.commit_ok_ns: list[int] = []  # when each successful commit was started
         self.commit_errors: list[str] = []
         self.failure: BaseException | None = None
+        # Partitions it owns, as of its last poll: the test thread reads this, never the
+        # consumer (a Consumer refuses a second thread while the polling one is inside a call).
+        self.owned = 0
 
     def run(self) -> None:
         try:
             self.consumer.subscribe([COORDINATOR_TOPIC])
             while not self.stop.is_set():
                 records = self.consumer.poll(timeout=0.2)
+                self.owned = len(self.consumer.assignment())
                 with self.seen_lock:
                     self.seen |= {int(r.value) for r in records}
                 if records:
@@ -104,6 +108,9 @@ class ProducingThread(threading.Thread):
         self.acked: dict[int, int] = {}  # id -> partition
         self.end_offsets: dict[int, int] = {}
         self.failure: BaseException | None = None
+        # Partitions it owns, as of its last poll: the test thread reads this, never the
+        # consumer (a Consumer refuses a second thread while the polling one is inside a call).
+        self.owned = 0
 
     def run(self) -> None:
         futures = []
@@ -154,7 +161,7 @@ def test_kill_9_of_the_group_coordinator_under_load_loses_no_record(tmp_path: Pa
                 member.start()
             wait_until(
                 "both members owning partitions",
-                lambda: all(len(m.consumer.assignment()) == 2 for m in members),
+                lambda: all(m.owned == 2 for m in members),
                 timeout_s=30,
             )
             producer.start()
