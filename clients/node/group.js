@@ -152,14 +152,21 @@ class GroupMember {
   }
 
   async heartbeat() {
-    const sentOwned = this.ownedChanged;
-    const sentVersion = this.ownedVersion;
-    const answer = await this.client.groupCall(
-      this.groupId,
-      'ConsumerGroupHeartbeat',
-      this.request(),
-      (a) => a,
-    );
+    let sentOwned = false;
+    let sentVersion = 0;
+    let attempts = 0;
+    // Built for each attempt: groupCall sends the heartbeat again after the coordinator moved
+    // or did not answer, and the attempt before may have been applied with its answer lost
+    // (the epoch moved on). The coordinator then takes the previous epoch only with
+    // owned_partitions, so a retry reports them, as after a failed heartbeat (see schedule).
+    const build = () => {
+      if (attempts > 0) this.ownedChanged = true;
+      attempts += 1;
+      sentOwned = this.ownedChanged;
+      sentVersion = this.ownedVersion;
+      return this.request();
+    };
+    const answer = await this.client.groupCall(this.groupId, 'ConsumerGroupHeartbeat', build, (a) => a);
     if (REJOIN.has(answer.error_code)) {
       // Drop every partition without committing and join again with epoch 0. A revocation
       // under way is abandoned: what it would give up is gone already (its callback's commits

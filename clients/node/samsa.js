@@ -374,11 +374,13 @@ class SamsaClient {
     });
   }
 
-  // One call to the group's coordinator, finding it again while it moves or loads.
+  // One call to the group's coordinator, finding it again while it moves or loads. `request`
+  // is the request, or a function that builds it for each attempt (a heartbeat: see group.js).
   async groupCall(groupId, method, request, errorOf) {
     return withRetries(this.timeoutMs, async () => {
       const endpoint = await this.findCoordinator(groupId);
-      const answer = await this.call('group', endpoint, method, request);
+      const sent = typeof request === 'function' ? request() : request;
+      const answer = await this.call('group', endpoint, method, sent);
       const error = errorOf(answer);
       if (error && COORDINATOR_MOVED.has(error.error_code)) check(error, `group ${groupId}`);
       return answer;

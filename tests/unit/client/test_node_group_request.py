@@ -27,7 +27,9 @@ const sent = [];
 const client = {
   clientId: 'test',
   async groupCall(groupId, method, request) {
-    sent.push(JSON.parse(JSON.stringify(request)));
+    // A heartbeat's request is built per attempt (SamsaClient.groupCall).
+    const built = typeof request === 'function' ? request() : request;
+    sent.push(JSON.parse(JSON.stringify(built)));
     return answers[sent.length - 1];
   },
 };
