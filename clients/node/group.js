@@ -205,9 +205,11 @@ class GroupMember {
       .then(() => {
         if (this.revoking !== revoking) return; // abandoned: the member was fenced meanwhile
         this.revoking = null;
-        if (this.stopped) return; // left or failed meanwhile: it owns nothing now
+        // Given up, also when the member is leaving meanwhile: leave() then revokes only what
+        // is left (onRevoke is never called twice for a partition).
         const given = new Set(revoked.map((tp) => `${tp.topic}:${tp.partition}`));
         this.setAssignment(this.assignment.filter((tp) => !given.has(`${tp.topic}:${tp.partition}`)));
+        if (this.stopped) return; // left or failed meanwhile: it takes nothing new
         this.onTarget(this.target); // the latest target: what came, and what else went meanwhile
         // Report at once rather than an interval later (a heartbeat in flight reschedules).
         if (this.ownedChanged && !this.inFlight) {
