@@ -97,8 +97,7 @@ class SamsaClient {
     this.producer = null;
     this.partitionQueues = new Map(); // "topic:partition" -> the tail of its idempotent produces
     this.brokerEndpoints = {}; // broker id -> host:port, from every metadata read
-    // "topic:partition" -> {leader, leaderEpoch} a broker named newer than the metadata read
-    // then; dropped once the metadata names that epoch or a later one.
+    // "topic:partition" -> {leader, leaderEpoch} a broker named, until the metadata names it.
     this.namedLeaders = new Map();
     this.members = new Set(); // the GroupMembers joined through this client, until they leave
     this.joins = new Set(); // joinGroup's joins under way (each leaves again if close() came)
@@ -374,13 +373,12 @@ class SamsaClient {
     });
   }
 
-  // One call to the group's coordinator, finding it again while it moves or loads. `request`
-  // is the request, or a function that builds it for each attempt (a heartbeat: see group.js).
+  // One call to the group's coordinator, finding it again while it moves or loads; `request`
+  // may be a function building each attempt's request (a heartbeat's: see group.js).
   async groupCall(groupId, method, request, errorOf) {
     return withRetries(this.timeoutMs, async () => {
       const endpoint = await this.findCoordinator(groupId);
-      const sent = typeof request === 'function' ? request() : request;
-      const answer = await this.call('group', endpoint, method, sent);
+      const answer = await this.call('group', endpoint, method, typeof request === 'function' ? request() : request);
       const error = errorOf(answer);
       if (error && COORDINATOR_MOVED.has(error.error_code)) check(error, `group ${groupId}`);
       return answer;
