@@ -154,11 +154,13 @@ class AsyncConsumer:
         driver = self._started()
         check_not_subscribed(driver.group)
         assigned = [(topic, int(partition)) for topic, partition in partitions]
-        await asyncio.to_thread(self._metadata.refresh, {topic for topic, _ in assigned})
-        check_partitions_exist(self._metadata, assigned)
-        with driver.lock:
-            self._started()  # stopped during the refresh: a stopped consumer assigns nothing
-            driver.state.assign(assigned)
+        topics = {topic for topic, _ in assigned}
+        with self._metadata.transient(topics):  # until they are the assignment's, kept
+            await asyncio.to_thread(self._metadata.refresh, topics)
+            check_partitions_exist(self._metadata, assigned)
+            with driver.lock:
+                self._started()  # stopped during the refresh: a stopped consumer assigns nothing
+                driver.state.assign(assigned)
         driver.wake()
 
     def assignment(self) -> list[TopicPartition]:

@@ -59,7 +59,9 @@ class AsyncProducer:
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ProducerConfig.from_dict(config)
         self._channels = Channels()
-        self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
+        self._metadata = ClusterMetadata(
+            self.config.bootstrap_servers, self._channels, self.config.metadata_max_idle_ms
+        )
         self._driver: ProducerDriver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # start()'s (async_lifecycle.py)
         # Set by the driver after completions: memory was freed, a flush may be done.

@@ -14,6 +14,12 @@ the controllers answers from its last image), and would otherwise send the clien
 old leader at each refresh. Readers on other threads see whole dicts swapped in, never a dict
 being filled.
 
+A refresh describes only the topics the client uses (metadata_topics.py), and the view it swaps in
+holds those only: a consumer's assignment (`keep`), the topics a call asks for, while it works
+with them (`transient`), and a producer's topics until unused for `metadata.max.idle.ms`
+(`topic_idle_ms`; `use`). A topic deleted, unassigned or no longer produced to is forgotten, not
+described at every refresh for the client's whole life; used again, it is described again.
+
 A bootstrap server that cannot answer at all fails the call with one line naming it and why
 (`unreachable_reason`): at once when it is not a Samsa broker or controller (another gRPC service,
 or not gRPC), else when the caller's timeout ends (nothing listening may mean not started yet).
@@ -21,15 +27,17 @@ or not gRPC), else when the caller's timeout ends (nothing listening may mean no
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
 
 import grpc
 
 from samsa.client.channels import Channels
 from samsa.client.errors import KafkaError, NoBrokersAvailable
+from samsa.client.metadata_topics import MetadataTopics
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2, controller_pb2_grpc
@@ -62,7 +70,11 @@ REFUSED_AS_SENT = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.R
 class ClusterMetadata:
     """Leaders by partition, partition counts by topic, endpoints by broker id."""
 
-    def __init__(self, bootstrap_servers: Sequence[str], channels: Channels) -> None:
+    def __init__(
+        self, bootstrap_servers: Sequence[str], channels: Channels, topic_idle_ms: int = 0
+    ) -> None:
+        """`topic_idle_ms`: how long a topic no call asks for stays described after its last
+        use (the producer's metadata.max.idle.ms; 0: until the next refresh)."""
         self.bootstrap = list(bootstrap_servers)
         self.channels = channels
         self.leaders: dict[TopicPartition, int] = {}
@@ -73,7 +85,8 @@ class ClusterMetadata:
         self.topic_ids: dict[str, bytes] = {}
         self.endpoints: dict[int, str] = {}
         self.metadata_offset = 0
-        self._topics: set[str] = set()
+        self._topics = MetadataTopics(topic_idle_ms)  # under _lock
+        self._kept: Callable[[], Iterable[str]] = tuple  # the topics the client keeps
         self._next = 0
         self._lock = threading.Lock()
         self._offset_lock = threading.Lock()
@@ -211,21 +224,50 @@ class ClusterMetadata:
         age_ms = (time.monotonic() - self._refreshed_at) * 1000
         return self._stale or age_ms > METADATA_MAX_AGE_MS
 
-    def refresh(self, topics: Iterable[str] = (), timeout_s: float = CALL_TIMEOUT_S) -> None:
-        """Describe the topics we use (plus `topics`) and swap the new view in."""
+    def keep(self, topics: Callable[[], Iterable[str]]) -> None:
+        """Describe at every refresh the topics `topics()` names then (a consumer's assignment).
+        Called outside any lock of ours: it may take the caller's."""
+        self._kept = topics
+
+    def use(self, topics: Iterable[str], now_ms: int) -> None:
+        """These topics were used at `now_ms` (time.monotonic_ns() // 10**6): they stay
+        described for `topic_idle_ms` more. The producer calls it per drain, not per record."""
         with self._lock:
-            self._topics.update(topics)
-            names = sorted(self._topics)
-        if not names:
+            self._topics.use(topics, now_ms)
+
+    @contextlib.contextmanager
+    def transient(self, topics: Iterable[str]) -> Iterator[None]:
+        """Within: every refresh describes `topics` too, so that a refresh on another thread
+        does not drop them between a call's refresh and its reads of the view."""
+        held = list(topics)
+        with self._lock:
+            self._topics.hold(held)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._topics.release(held)
+
+    def refresh(self, topics: Iterable[str] = (), timeout_s: float = CALL_TIMEOUT_S) -> None:
+        """Describe the topics we use (plus `topics`) and swap the new view in: a view of
+        those topics only (the others are forgotten, module doc)."""
+        kept = list(self._kept())
+        with self._lock:
+            names = self._topics.to_describe(topics, kept, time.monotonic_ns() // 1_000_000)
+        described = set(names)
+        if not names:  # nothing in use: an empty view, and nothing to ask
+            self._swap(self.endpoints, {}, {}, {}, {})
             return
         answer = self.describe_topics(names, self.metadata_offset, timeout_s)
-        leaders = dict(self.leaders)
-        epochs = dict(self.leader_epochs)
-        counts = dict(self.partition_counts)
-        topic_ids = dict(self.topic_ids)
+        answered = {topic.name for topic in answer.topics}
+        # Only the topics described; an answered topic's partitions come from the answer alone.
+        leaders = {
+            k: v for k, v in self.leaders.items() if k[0] in described and k[0] not in answered
+        }
+        epochs = {k: v for k, v in self.leader_epochs.items() if k[0] in described}
+        counts = {k: v for k, v in self.partition_counts.items() if k in described}
+        topic_ids = {k: v for k, v in self.topic_ids.items() if k in described}
         for topic in answer.topics:
-            for key in [k for k in leaders if k[0] == topic.name]:
-                del leaders[key]
             if topic.error_code != ErrorCode.NONE:
                 counts.pop(topic.name, None)
                 topic_ids.pop(topic.name, None)
@@ -244,10 +286,21 @@ class ClusterMetadata:
                 if partition.leader >= 0:
                     leaders[key] = partition.leader
                 epochs[key] = partition.leader_epoch
-        self.endpoints = dict(answer.broker_endpoints)
+        self._swap(dict(answer.broker_endpoints), leaders, epochs, counts, topic_ids)
+        self.advance(answer.status.metadata_offset)
+
+    def _swap(
+        self,
+        endpoints: dict[int, str],
+        leaders: dict[TopicPartition, int],
+        epochs: dict[TopicPartition, int],
+        counts: dict[str, int],
+        topic_ids: dict[str, bytes],
+    ) -> None:
+        """A refresh's new view, swapped in whole dict by whole dict."""
+        self.endpoints = endpoints
         self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
         self.topic_ids = topic_ids
-        self.advance(answer.status.metadata_offset)
         self._refreshed_at = time.monotonic()
         self._stale = False
 

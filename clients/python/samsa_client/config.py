@@ -49,6 +49,7 @@ from samsa.client.config_values import (
     parse_servers,
     parse_string,
 )
+from samsa.client.metadata_topics import METADATA_MAX_IDLE_MS
 from samsa.common import limits
 from samsa.common.errors import InvalidConfigError
 
@@ -102,6 +103,9 @@ PRODUCER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("partitioner.adaptive.partitioning.enable", parse_boolean, True),
     _Setting("partitioner.availability.timeout.ms", _LONG, 0),  # 0: off, as in Kafka
     _Setting("buffer.memory", _LONG, 32 * limits.MIB),
+    # A topic not produced to for this long leaves the metadata (metadata_topics.py); Kafka's
+    # lower bound.
+    _Setting("metadata.max.idle.ms", integer_between(5_000, LONG_MAX), METADATA_MAX_IDLE_MS),
 )
 
 CONSUMER_SETTINGS: tuple[_Setting, ...] = (
@@ -288,6 +292,7 @@ class ProducerConfig:
     partitioner_adaptive_partitioning_enable: bool
     partitioner_availability_timeout_ms: int
     buffer_memory: int
+    metadata_max_idle_ms: int
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:

@@ -166,12 +166,14 @@ class Consumer(OffsetLookups):
         assigned = [(topic, int(partition)) for topic, partition in partitions]
         with self._progress:
             check_not_subscribed(self._driver.group)
-        self._metadata.refresh({topic for topic, _ in assigned})
-        check_partitions_exist(self._metadata, assigned)
-        with self._progress:
-            self._check_open()  # closed during the metadata refresh: nothing is handed over
-            self._state.assign(assigned)
-            self._driver.wake_threadsafe()
+        topics = {topic for topic, _ in assigned}
+        with self._metadata.transient(topics):  # until they are the assignment's, kept
+            self._metadata.refresh(topics)
+            check_partitions_exist(self._metadata, assigned)
+            with self._progress:
+                self._check_open()  # closed during the metadata refresh: nothing is handed over
+                self._state.assign(assigned)
+                self._driver.wake_threadsafe()
 
     def assignment(self) -> list[TopicPartition]:
         with self._progress:

@@ -127,6 +127,12 @@ class ConsumerDriver:
         self._task: asyncio.Task[None] | None = None
         self._refresh_after = 0.0  # monotonic: no refresh before (a leader stays unknown)
         self._refresh_backoff_s = config.retry_backoff_ms / 1000
+        metadata.keep(self._assigned_topics)  # the metadata describes the assignment's topics
+
+    def _assigned_topics(self) -> set[str]:
+        """The metadata's refresh asks it, on a thread holding no lock of ours."""
+        with self.lock:
+            return {topic for topic, _ in self.state.assignment()}
 
     # --- any thread -------------------------------------------------------------------------------
 
@@ -244,10 +250,9 @@ class ConsumerDriver:
         return min(IDLE_WAIT_S, max(0.001, (plan.next_due_ms - now_ms()) / 1000))
 
     async def _refresh(self) -> None:
-        with self.lock:
-            topics = {topic for topic, _ in self.state.assignment()}
+        """The assignment's topics (`_assigned_topics`, which the metadata keeps)."""
         try:
-            await asyncio.to_thread(self.metadata.refresh, topics)
+            await asyncio.to_thread(self.metadata.refresh)
         except KafkaError as error:
             log.warning("metadata refresh failed: %s", error)
 
@@ -356,37 +361,39 @@ class ConsumerDriver:
         self, wanted: Mapping[TopicPartition, tuple[int, int]], timeout_s: float
     ) -> dict[TopicPartition, tuple[int, int]]:
         """ListOffsets for `wanted` (tp -> (OFFSET_SPEC, timestamp_ms)) from each partition's
-        leader, retried after metadata refreshes until `timeout_s`: tp -> (offset, timestamp)."""
+        leader, retried after metadata refreshes until `timeout_s`: tp -> (offset, timestamp).
+        The metadata describes their topics meanwhile (`transient`), assigned or not."""
         results: dict[TopicPartition, tuple[int, int]] = {}
         pending = dict(wanted)
         deadline = time.monotonic() + timeout_s
         metadata = self.metadata
-        while pending:
-            if metadata.needs_refresh() or any(tp not in metadata.leaders for tp in pending):
-                await asyncio.to_thread(metadata.refresh, {topic for topic, _ in pending})
-            by_node: dict[int, list[TopicPartition]] = {}
-            for tp in pending:
-                leader = metadata.leaders.get(tp)
-                if leader is not None:
-                    by_node.setdefault(leader, []).append(tp)
-            # At most request_partitions_max partitions a request: a leader refuses more.
-            answers = await asyncio.gather(
-                *(
-                    self._list_offsets_at(node, {tp: pending[tp] for tp in part})
-                    for node, tps in by_node.items()
-                    for part in parts_of(tps)
-                )
-            )
-            for answer in answers:
-                if answer is not None:
-                    self._on_list_offsets_answer(answer, pending, results)
-            if pending:
-                if time.monotonic() > deadline:
-                    raise KafkaError(
-                        f"no leader answered ListOffsets for {sorted(pending)}",
-                        ErrorCode.LEADER_NOT_AVAILABLE,
+        with metadata.transient({topic for topic, _ in wanted}):
+            while pending:
+                if metadata.needs_refresh() or any(tp not in metadata.leaders for tp in pending):
+                    await asyncio.to_thread(metadata.refresh, {topic for topic, _ in pending})
+                by_node: dict[int, list[TopicPartition]] = {}
+                for tp in pending:
+                    leader = metadata.leaders.get(tp)
+                    if leader is not None:
+                        by_node.setdefault(leader, []).append(tp)
+                # At most request_partitions_max partitions a request: a leader refuses more.
+                answers = await asyncio.gather(
+                    *(
+                        self._list_offsets_at(node, {tp: pending[tp] for tp in part})
+                        for node, tps in by_node.items()
+                        for part in parts_of(tps)
                     )
-                await asyncio.sleep(LIST_OFFSETS_RETRY_S)
+                )
+                for answer in answers:
+                    if answer is not None:
+                        self._on_list_offsets_answer(answer, pending, results)
+                if pending:
+                    if time.monotonic() > deadline:
+                        raise KafkaError(
+                            f"no leader answered ListOffsets for {sorted(pending)}",
+                            ErrorCode.LEADER_NOT_AVAILABLE,
+                        )
+                    await asyncio.sleep(LIST_OFFSETS_RETRY_S)
         return results
 
     async def _list_offsets_at(

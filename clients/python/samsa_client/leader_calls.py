@@ -55,48 +55,49 @@ def ask_leaders(
     refused: dict[PartitionKey, KafkaError] = {}  # final errors, by partition
     # Why the partitions still pending are: the last problem seen, and its code.
     problem: Problem = (ErrorCode.LEADER_NOT_AVAILABLE, "no leader was found")
-    while True:
-        pending = [key for key in wanted if key not in answers and key not in refused]
-        if not pending:
-            first = first_of({key: refused[key] for key in wanted if key in refused})
-            if first is not None:
+    with metadata.transient({topic for topic, _ in wanted}):  # described until answered
+        while True:
+            pending = [key for key in wanted if key not in answers and key not in refused]
+            if not pending:
+                first = first_of({key: refused[key] for key in wanted if key in refused})
+                if first is not None:
+                    raise first
+                return {key: answers[key] for key in wanted}
+            metadata.refresh({topic for topic, _ in pending}, calls.attempt_s(deadline))
+            by_leader: dict[tuple[str, int], dict[str, list[int]]] = {}
+            counts: dict[str, int] = {}
+            for topic, number in pending:
+                count = metadata.partition_counts.get(topic)
+                if count is None or not 0 <= number < count:
+                    missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    refused[(topic, number)] = error(f"{topic}-{number} does not exist", missing)
+                    continue
+                leader = metadata.leaders.get((topic, number))
+                endpoint = metadata.endpoints.get(leader) if leader is not None else None
+                if endpoint is None:
+                    problem = (ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{number} has no leader")
+                    continue
+                # At most request_partitions_max partitions a request: a leader refuses more.
+                piece = counts.get(endpoint, 0) // limits.request_partitions_max
+                counts[endpoint] = counts.get(endpoint, 0) + 1
+                by_leader.setdefault((endpoint, piece), {}).setdefault(topic, []).append(number)
+            for (endpoint, _), numbers in by_leader.items():
+                why = _ask_one(
+                    calls, metadata, endpoint, numbers, ask, error, answers, refused, deadline
+                )
+                problem = why or problem
+            if all(key in answers or key in refused for key in wanted):
+                continue
+            if time.monotonic() >= deadline:
+                message = f"not every partition's leader {what} within {calls.within}: {problem[1]}"
+                timed_out = error(message, problem[0])
+                for key in wanted:
+                    if key not in answers:
+                        refused.setdefault(key, timed_out)
+                first = first_of({key: refused[key] for key in wanted if key in refused})
+                assert first is not None
                 raise first
-            return {key: answers[key] for key in wanted}
-        metadata.refresh({topic for topic, _ in pending}, calls.attempt_s(deadline))
-        by_leader: dict[tuple[str, int], dict[str, list[int]]] = {}
-        counts: dict[str, int] = {}
-        for topic, number in pending:
-            count = metadata.partition_counts.get(topic)
-            if count is None or not 0 <= number < count:
-                missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                refused[(topic, number)] = error(f"{topic}-{number} does not exist", missing)
-                continue
-            leader = metadata.leaders.get((topic, number))
-            endpoint = metadata.endpoints.get(leader) if leader is not None else None
-            if endpoint is None:
-                problem = (ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{number} has no leader")
-                continue
-            # At most request_partitions_max partitions a request: a leader refuses more.
-            piece = counts.get(endpoint, 0) // limits.request_partitions_max
-            counts[endpoint] = counts.get(endpoint, 0) + 1
-            by_leader.setdefault((endpoint, piece), {}).setdefault(topic, []).append(number)
-        for (endpoint, _), numbers in by_leader.items():
-            why = _ask_one(
-                calls, metadata, endpoint, numbers, ask, error, answers, refused, deadline
-            )
-            problem = why or problem
-        if all(key in answers or key in refused for key in wanted):
-            continue
-        if time.monotonic() >= deadline:
-            message = f"not every partition's leader {what} within {calls.within}: {problem[1]}"
-            timed_out = error(message, problem[0])
-            for key in wanted:
-                if key not in answers:
-                    refused.setdefault(key, timed_out)
-            first = first_of({key: refused[key] for key in wanted if key in refused})
-            assert first is not None
-            raise first
-        calls.wait_before_retry()
+            calls.wait_before_retry()
 
 
 def _ask_one(

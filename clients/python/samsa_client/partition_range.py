@@ -46,6 +46,7 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.consumer import ConsumerRecord
 from samsa.client.consumer_records import decode_records
 from samsa.client.errors import KafkaError, coded_message
+from samsa.client.metadata_topics import METADATA_MAX_IDLE_MS
 from samsa.common.errors import CorruptRecordError, ErrorCode, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc, records_pb2
 
@@ -82,7 +83,8 @@ class PartitionRangeReader:
         timeout_ms = int(config.get("request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT))  # type: ignore[call-overload]
         self.timeout_s = timeout_ms / 1000
         self._channels = Channels()
-        self._metadata = ClusterMetadata(bootstrap, self._channels)
+        # The topics it reads stay described while read, as a producer's (metadata_topics.py).
+        self._metadata = ClusterMetadata(bootstrap, self._channels, METADATA_MAX_IDLE_MS)
 
     def close(self) -> None:
         self._channels.close()

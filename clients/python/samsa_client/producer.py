@@ -70,7 +70,9 @@ class Producer:
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ProducerConfig.from_dict(config)
         self._channels = Channels()
-        self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
+        self._metadata = ClusterMetadata(
+            self.config.bootstrap_servers, self._channels, self.config.metadata_max_idle_ms
+        )
         self._callbacks = CallbackThread(STOP_TIMEOUT_S)
         self._driver = ProducerDriver(
             self.config, self._metadata, self._callbacks.submit, self._notify_completions

@@ -263,6 +263,8 @@ class ProducerDriver:
                 ]
                 if self.txn is not None and any(batches for _, batches in requests):
                     self.txn.on_started()
+            if requests:  # their topics stay in the metadata (metadata.max.idle.ms): per drain
+                self.metadata.use({b.topic for _, batches in requests for b in batches}, now)
             self._settle(expired)
             for node, batches in requests:
                 if batches:

@@ -21,7 +21,7 @@ batch holding `POISON` (standing in for any record the codec cannot encode).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -173,6 +173,7 @@ class FakeMetadata:
         self.endpoints = {broker_id: f"fake:{broker_id}" for broker_id in cluster.brokers}
         self.topic_ids = dict(cluster.topic_ids)
         self.stale_marks = 0
+        self.used: dict[str, int] = {}  # topic -> when the driver last said it used it
         self._cluster = cluster
 
     def needs_refresh(self) -> bool:
@@ -187,6 +188,9 @@ class FakeMetadata:
     def mark_stale(self) -> None:
         self.stale_marks += 1
         self.topic_ids = dict(self._cluster.topic_ids)  # what the refresh would learn
+
+    def use(self, topics: Iterable[str], now_ms: int) -> None:
+        self.used.update(dict.fromkeys(topics, now_ms))
 
     update_leader = ClusterMetadata.update_leader
 

@@ -73,6 +73,7 @@ def test_producer_defaults_are_kafkas() -> None:
         "partitioner.adaptive.partitioning.enable": True,
         "partitioner.availability.timeout.ms": 0,
         "buffer.memory": 33554432,
+        "metadata.max.idle.ms": 300000,
     }
 
 
@@ -231,6 +232,8 @@ PRODUCER_BAD_VALUES = [
     ("retry.backoff.ms", "x", "must be an integer"),
     ("retry.backoff.max.ms", -1, "must be an integer"),
     ("buffer.memory", -1, "must be an integer"),
+    ("metadata.max.idle.ms", 4_999, "between 5000 and 9223372036854775807"),  # Kafka's bound
+    ("metadata.max.idle.ms", "5m", "must be an integer"),
     ("max.block.ms", [], "must be an integer"),
     ("transaction.timeout.ms", 0, "between 1 and"),
     ("acks", 2, 'must be one of "all", -1, 0, 1'),

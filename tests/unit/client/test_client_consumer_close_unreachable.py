@@ -38,7 +38,7 @@ def test_close_during_a_metadata_refresh_of_an_unreachable_cluster_is_prompt() -
         refresh(*args, **kwargs)  # type: ignore[arg-type]
 
     metadata.refresh = tracked  # type: ignore[method-assign]
-    metadata._topics.add("events")
+    metadata.keep(lambda: ["events"])  # as if assigned
     metadata.mark_stale()
     consumer._driver.wake_threadsafe()
     wait_until(lambda: bool(started))
@@ -53,7 +53,7 @@ def test_async_stop_during_a_metadata_refresh_of_an_unreachable_cluster_is_promp
         consumer = AsyncConsumer(UNREACHABLE)
         await consumer.start()
         metadata = consumer._metadata
-        metadata._topics.add("events")
+        metadata.keep(lambda: ["events"])  # as if assigned
         metadata.mark_stale()
         assert consumer._driver is not None
         consumer._driver.wake()

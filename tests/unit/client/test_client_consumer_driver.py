@@ -16,6 +16,7 @@ a fetch it would send is in the queue once the answering task has run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import grpc
 import pytest
@@ -51,6 +52,12 @@ class FakeMetadata:
 
     def refresh(self, topics: object = ()) -> None:
         pass
+
+    def keep(self, topics: object) -> None:
+        pass
+
+    def transient(self, topics: object) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
 
 
 class FakeBroker:

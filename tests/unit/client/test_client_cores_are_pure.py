@@ -32,6 +32,7 @@ CORE_MODULES = (
     "fetch_answers.py",
     "offset_resets.py",
     "topic_identities.py",
+    "metadata_topics.py",
     "consumer_records.py",
     "rebalance.py",
     "cluster_admin.py",

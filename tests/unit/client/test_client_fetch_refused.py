@@ -128,6 +128,9 @@ def test_the_consumer_driver_fetches_from_the_leader_a_refusal_names_at_once() -
         def mark_stale(self) -> None:
             pass
 
+        def keep(self, topics: object) -> None:
+            pass
+
         def update_leader(self, tp: tuple[str, int], leader_id: int, leader_epoch: int) -> bool:
             if leader_epoch <= self.leader_epochs.get(tp, -1):
                 return False

@@ -11,6 +11,7 @@ in-memory broker (test_client_consumer_driver.py's fakes), with the limit lowere
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from list_offsets_answers import list_offsets_answer
@@ -156,6 +157,12 @@ class Metadata:
 
     def refresh(self, topics: object = ()) -> None:
         pass
+
+    def keep(self, topics: object) -> None:
+        pass
+
+    def transient(self, topics: object) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
 
 
 class Broker:

@@ -33,6 +33,7 @@ def answer(leader: int, epoch: int, topic_id: bytes = OLD_ID) -> c.DescribeTopic
 
 def metadata_answering(*answers: c.DescribeTopicsResponse) -> ClusterMetadata:
     metadata = ClusterMetadata(["localhost:9092"], Channels())
+    metadata.keep(lambda: [TOPIC])  # as a consumer assigned it: every refresh describes it
     queue = list(answers)
     metadata.read = lambda method, request, timeout_s=5.0: queue.pop(0)  # type: ignore[method-assign]
     metadata.refresh([TOPIC])

@@ -43,6 +43,9 @@ class LeaderlessMetadata:
         self.refreshes += 1
         self.stale = False
 
+    def keep(self, topics: object) -> None:
+        pass
+
 
 def test_a_leaderless_partition_does_not_refresh_the_metadata_on_every_turn() -> None:
     async def main() -> None:

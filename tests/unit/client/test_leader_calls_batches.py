@@ -6,6 +6,8 @@ refusing a request over the limit."""
 
 from __future__ import annotations
 
+import contextlib
+
 import grpc
 
 from samsa.client.leader_calls import ask_leaders
@@ -25,6 +27,9 @@ class Metadata:
 
     def mark_stale(self) -> None:
         pass
+
+    def transient(self, topics: object) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
 
 
 class Calls:
