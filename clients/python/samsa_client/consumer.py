@@ -35,7 +35,9 @@ caller's thread before taking records: revoked partitions are auto-committed (wi
 `enable.auto.commit`), the listener is told, and only then are they given back. New partitions
 start at the group's committed offsets. `commit()` commits the consumed positions (or given
 offsets) with the member's epoch; auto-commit runs from `poll()`, so it commits what was
-returned by an earlier poll. A fatal group error is raised once on_partitions_lost ran.
+returned by an earlier poll. `commit_async()`'s callbacks run on the caller's thread, inside a
+later `poll()`, `commit()` or `close()` (commit_callbacks.py). A fatal group error is raised once
+on_partitions_lost ran.
 
 `AsyncConsumer` (async_consumer.py) runs the same drivers on the caller's own loop.
 """
@@ -53,6 +55,7 @@ from typing import Any
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
+from samsa.client.commit_callbacks import CommitCallbacks
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
     LEAVE_TIMEOUT_S,
@@ -111,6 +114,7 @@ class Consumer(OffsetLookups):
         self._handed_over: set[concurrent.futures.Future[Any]] = set()  # consumer_loop.py
         self._close_deadline: float | None = None  # close(timeout)'s, once close() began
         self._listener = ConsumerRebalanceListener()
+        self._commit_callbacks = CommitCallbacks(self._notify_progress)  # commit_callbacks.py
         self._tracer = poll_tracer()  # None: no tracer provider, no per-record work
         self._start_loop()  # and its thread (consumer_loop.py)
         asyncio.run_coroutine_threadsafe(self._driver.start(), self._loop).result()
@@ -259,18 +263,28 @@ class Consumer(OffsetLookups):
     ) -> None:
         """Commit these offsets (the next offsets to read), or the consumed positions of every
         assigned partition; waits for the coordinator's answer. CommitFailedError when this
-        member is no longer in the group."""
+        member is no longer in the group. The callbacks of the commit_async() calls before it
+        have run when it returns (as Kafka's commitSync guarantees)."""
         self._check_open()
         group = group_of(self._driver, "commit()")
-        self._on_loop(group.commit(offsets_to_commit(self._driver, offsets)))
+        self._commit_callbacks.run_completed()
+        try:
+            self._on_loop(group.commit(offsets_to_commit(self._driver, offsets)))
+        finally:  # the commits before it ended before it (they are sent in order)
+            self._commit_callbacks.run_completed()
 
     def commit_async(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
     ) -> concurrent.futures.Future[None]:
-        """commit() without waiting: the future completes with the coordinator's answer."""
+        """commit() without waiting: the future completes with the coordinator's answer, and
+        its `add_done_callback` callbacks run on this consumer's thread, inside the next poll(),
+        commit() or close() after that (Kafka's OffsetCommitCallback), in the order of the
+        commit_async() calls, so they may call the consumer (commit_callbacks.py)."""
         group = group_of(self._driver, "commit_async()")
         self._check_open()
-        return self._submit(group.commit(offsets_to_commit(self._driver, offsets)))
+        self._commit_callbacks.run_completed()
+        commit = self._submit(group.commit(offsets_to_commit(self._driver, offsets)))
+        return self._commit_callbacks.track(commit)
 
     def committed(
         self, partitions: Iterable[TopicPartition]
@@ -295,6 +309,7 @@ class Consumer(OffsetLookups):
         group = self._driver.group
         while True:
             self._check_open()  # close() on another thread ends a poll() waiting here
+            self._commit_callbacks.run_completed()  # commit_async()'s, ended since
             if group is not None:  # each turn: waiting in poll() is polling (as in Kafka)
                 self._group_poll(group)
                 self._run_rebalance_steps(group)
@@ -405,6 +420,7 @@ class Consumer(OffsetLookups):
             self._stop_loop()
         finally:
             self._channels.close()
+        self._commit_callbacks.run_completed()  # every commit ended (or was cancelled) by now
 
     def _leave_at_close(self, deadline: float) -> None:
         """close()'s work with the group, apart so that a failure of it leaves close() undone."""

@@ -20,6 +20,7 @@ import threading
 import time
 
 from samsa.client import AsyncConsumer, Consumer
+from samsa.client.commit_callbacks import CommitCallbacks
 from samsa.client.config import ConsumerConfig
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_member import MemberState
@@ -87,6 +88,7 @@ def sync_consumer(driver: FakeDriver) -> Consumer:
     consumer._progress = threading.Condition(driver.lock)
     consumer._closed = False
     consumer._owner = threading.RLock()  # thread_owner.py
+    consumer._commit_callbacks = CommitCallbacks(lambda: None)  # commit_callbacks.py
     consumer._listener = ConsumerRebalanceListener()
     consumer._tracer = None
     return consumer

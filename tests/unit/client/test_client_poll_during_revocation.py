@@ -21,6 +21,7 @@ from typing import Any
 from rebalance_helpers import T, answer, member
 
 from samsa.client import AsyncConsumer, Consumer
+from samsa.client.commit_callbacks import CommitCallbacks
 from samsa.client.config import ConsumerConfig
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import OffsetAndMetadata
@@ -178,6 +179,7 @@ def test_the_sync_consumers_poll_inside_on_revoked_returns_none_of_the_revoked_r
     consumer._progress = threading.Condition(driver.lock)
     consumer._closed = False
     consumer._owner = threading.RLock()  # thread_owner.py
+    consumer._commit_callbacks = CommitCallbacks(lambda: None)  # commit_callbacks.py
     consumer._tracer = None
     consumer._close_deadline = None
     consumer._on_loop = asyncio.run  # type: ignore[method-assign]

@@ -21,6 +21,7 @@ from typing import Any
 from rebalance_helpers import Recorder, T, answer, member
 
 from samsa.client import AsyncConsumer, Consumer
+from samsa.client.commit_callbacks import CommitCallbacks
 from samsa.client.config import ConsumerConfig
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import OffsetAndMetadata
@@ -180,6 +181,7 @@ def test_a_sync_poll_interrupted_in_on_revoked_runs_the_step_again() -> None:
     consumer._progress = threading.Condition(driver.lock)
     consumer._closed = False
     consumer._owner = threading.RLock()  # thread_owner.py
+    consumer._commit_callbacks = CommitCallbacks(lambda: None)  # commit_callbacks.py
     consumer._tracer = None
     listener = Interrupted()
     consumer._listener = listener
