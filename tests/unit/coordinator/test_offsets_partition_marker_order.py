@@ -62,9 +62,11 @@ class LogBackedOffsetsLog:
         self.served_through = max(self.served_through, read.next_offset)
         return FetchResult(0, "", read.records, self.log.log_end_offset, self.log.log_start_offset)
 
-    def append_marker(self, producer_id: int, producer_epoch: int) -> int:
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, kind: int = CONTROL_TYPE_COMMIT
+    ) -> int:
         marker = build_control_batch(
-            CONTROL_TYPE_COMMIT,
+            kind,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             coordinator_epoch=0,

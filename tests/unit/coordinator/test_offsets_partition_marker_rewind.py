@@ -32,7 +32,6 @@ from samsa.common.record.codec import build_batch
 from samsa.common.record.control_batches import (
     CONTROL_TYPE_ABORT,
     CONTROL_TYPE_COMMIT,
-    build_control_batch,
 )
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
@@ -59,19 +58,6 @@ class HeldFetchLog(LogBackedOffsetsLog):
             self.fetch_held.set()
             await gate.wait()
         return await super().fetch(topic, partition, offset)
-
-    def append_marker_of(self, kind: int, producer_id: int, producer_epoch: int) -> int:
-        marker = build_control_batch(
-            kind,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            coordinator_epoch=0,
-            timestamp=now_ms(),
-        )
-        info = self.log.append_as_leader(
-            marker, leader_epoch=0, now_ms=now_ms(), allow_control_batches=True
-        )
-        return info.first_offset
 
 
 def txn_offsets(partition: OffsetsPartition, group_id: str, offset: int) -> list[GroupRecord]:
@@ -108,7 +94,7 @@ def test_offsets_answered_after_their_abort_marker_was_read_are_dropped_by_it(
                 live.write_transactional(B, 0, txn_offsets(live, "g", 17))
             )
             await asyncio.wait_for(offsets_log.held_appended.wait(), WAIT_S)
-            aborted_at = offsets_log.append_marker_of(CONTROL_TYPE_ABORT, B, 1)
+            aborted_at = offsets_log.append_marker(B, 1, CONTROL_TYPE_ABORT)
             await until(lambda: offsets_log.served_through > aborted_at, "the watcher read it")
 
             offsets_log.fetch_gate = gate = asyncio.Event()
@@ -122,7 +108,7 @@ def test_offsets_answered_after_their_abort_marker_was_read_are_dropped_by_it(
             assert A in live.shard.txn_offsets.by_producer
 
             await live.write_transactional(B, 1, txn_offsets(live, "h", 40))
-            committed_at = offsets_log.append_marker_of(CONTROL_TYPE_COMMIT, B, 2)
+            committed_at = offsets_log.append_marker(B, 2, CONTROL_TYPE_COMMIT)
             await until(lambda: offsets_log.served_through > committed_at, "the watcher read it")
             await until(lambda: B not in live.shard.txn_offsets.by_producer, "B's resolved")
             assert fetched(live, "h") == (40, 0)
