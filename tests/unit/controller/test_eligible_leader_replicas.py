@@ -49,6 +49,18 @@ def state(image: MetadataImage) -> PartitionState:
     return image.topics["t"].partitions[0]
 
 
+def report_corrupt(image: MetadataImage, broker_id: int):  # type: ignore[no-untyped-def]
+    """`broker_id` reports its replica of t-0 corrupt from offset 7; the control plane's result."""
+    request = c.ReportCorruptReplicaRequest(
+        broker_id=broker_id,
+        broker_epoch=image.brokers[broker_id].broker_epoch,
+        topic="t",
+        partition=0,
+        first_corrupt_offset=7,
+    )
+    return cp.report_corrupt_replica(image, request)
+
+
 def three_replicas(**configs: str) -> tuple[MetadataImage, int, list[int]]:
     """t-0 on brokers 1-3, all in sync; its leader and the two followers."""
     image, _ = create(cluster(3), "t", partitions=1, factor=3, **configs)
@@ -243,14 +255,7 @@ def test_an_unclean_election_prefers_a_live_eligible_replica_and_clears_the_elr(
 
 def test_a_corrupt_eligible_replica_leaves_the_elr_before_it_truncates() -> None:
     image, _, (f1, f2) = leader_alone()
-    request = c.ReportCorruptReplicaRequest(
-        broker_id=f1,
-        broker_epoch=image.brokers[f1].broker_epoch,
-        topic="t",
-        partition=0,
-        first_corrupt_offset=7,
-    )
-    result = cp.report_corrupt_replica(image, request)
+    result = report_corrupt(image, f1)
     assert result.response.error_code == ErrorCode.NONE
     image = commit(image, result)
     assert state(image).elr == (f2,)
@@ -291,14 +296,7 @@ def test_the_only_eligible_replica_of_an_empty_isr_is_refused_and_stays_eligible
     image = fence(image, f1, leader)
     image = restart(image, leader, clean=False)  # it may have lost records: leaves the ISR
     assert (state(image).isr, state(image).elr) == ((), (f1,))
-    request = c.ReportCorruptReplicaRequest(
-        broker_id=f1,
-        broker_epoch=image.brokers[f1].broker_epoch,
-        topic="t",
-        partition=0,
-        first_corrupt_offset=7,
-    )
-    result = cp.report_corrupt_replica(image, request)
+    result = report_corrupt(image, f1)
     assert result.response.error_code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
     assert "best copy" in result.response.error_message and not result.records
     image, _ = heartbeat(image, f1)
