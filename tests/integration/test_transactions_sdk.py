@@ -234,7 +234,9 @@ def test_a_compacted_consumer_offsets_keeps_each_transactions_offsets_until_supe
     admin = Admin({"bootstrap.servers": cluster.spec.bootstrap_servers})
     admin.alter_configs(
         "__consumer_offsets",
-        {"segment.bytes": "2048", "max.message.bytes": "2048", "delete.retention.ms": "0"},
+        # Small segments by age: an internal topic's max.message.bytes (and so its
+        # segment.bytes) stays at least the coordinators' batch size.
+        {"segment.ms": "10", "delete.retention.ms": "0"},
     )
     group = "sdk-compacted-group"
     producer = transactional(cluster, "sdk-compacted")
