@@ -17,16 +17,12 @@ from pathlib import Path
 HOST = "127.0.0.1"
 
 
-def _internal(port: int) -> str | None:
-    return f"{HOST}:{port}" if port else None
+class _Listening:
+    """A process's addresses on loopback: its gRPC listener and its internal one (None when
+    `internal_port` is 0)."""
 
-
-@dataclass(frozen=True)
-class ControllerSpec:
-    node_id: int
     grpc_port: int
-    raft_port: int
-    internal_port: int = 0
+    internal_port: int
 
     @property
     def endpoint(self) -> str:
@@ -34,7 +30,15 @@ class ControllerSpec:
 
     @property
     def internal_endpoint(self) -> str | None:
-        return _internal(self.internal_port)
+        return f"{HOST}:{self.internal_port}" if self.internal_port else None
+
+
+@dataclass(frozen=True)
+class ControllerSpec(_Listening):
+    node_id: int
+    grpc_port: int
+    raft_port: int
+    internal_port: int = 0
 
     @property
     def raft_address(self) -> str:
@@ -42,34 +46,18 @@ class ControllerSpec:
 
 
 @dataclass(frozen=True)
-class BrokerSpec:
+class BrokerSpec(_Listening):
     broker_id: int
     grpc_port: int
     rack: str = ""
     internal_port: int = 0
 
-    @property
-    def endpoint(self) -> str:
-        return f"{HOST}:{self.grpc_port}"
-
-    @property
-    def internal_endpoint(self) -> str | None:
-        return _internal(self.internal_port)
-
 
 @dataclass(frozen=True)
-class CoordinatorSpec:
+class CoordinatorSpec(_Listening):
     coordinator_id: int
     grpc_port: int
     internal_port: int = 0
-
-    @property
-    def endpoint(self) -> str:
-        return f"{HOST}:{self.grpc_port}"
-
-    @property
-    def internal_endpoint(self) -> str | None:
-        return _internal(self.internal_port)
 
 
 @dataclass(frozen=True)
