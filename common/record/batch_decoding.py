@@ -20,7 +20,7 @@ import zstandard
 
 from samsa.common import limits
 from samsa.common.errors import CorruptRecordError, UnsupportedFormatError
-from samsa.common.record import header
+from samsa.common.record import header, zstd_contexts
 from samsa.common.record.record_batch import (
     _BYTESWAP,
     _DENSE_CACHE_COUNT,
@@ -117,7 +117,7 @@ def _decompress_section(frame: memoryview) -> bytes:
         if content_size == 0:
             # No records section is empty (N >= 1). This is also what a skippable frame reports.
             raise CorruptRecordError("zstd frame declares 0 bytes (or is a skippable frame)")
-        data = zstandard.ZstdDecompressor().decompress(
+        data = zstd_contexts.decompressor().decompress(
             frame, max_output_size=content_size, allow_extra_data=False
         )
     except zstandard.ZstdError as error:

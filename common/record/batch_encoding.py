@@ -18,11 +18,9 @@ from itertools import chain, islice, repeat
 from operator import lt, sub
 from typing import NamedTuple
 
-import zstandard
-
 from samsa.common import limits
 from samsa.common.errors import InvalidRecordError, RecordTooLargeError
-from samsa.common.record import header
+from samsa.common.record import header, zstd_contexts
 from samsa.common.record.batch_decoding import _decompress_section
 from samsa.common.record.record_batch import (
     _BYTESWAP,
@@ -84,7 +82,7 @@ def build_batch(
         parts += column.items
     section = _join_section(parts, section_bytes)
     if compression == header.COMPRESSION_ZSTD:
-        section = zstandard.ZstdCompressor(level=compression_level).compress(section)
+        section = zstd_contexts.compressor(compression_level).compress(section)
     attributes = compression
     attributes |= header.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time else 0
     attributes |= header.TRANSACTIONAL if transactional else 0
@@ -126,7 +124,7 @@ def recompress_batch(
     else:
         section = bytes(frame)
     if compression == header.COMPRESSION_ZSTD:
-        section = zstandard.ZstdCompressor(level=compression_level).compress(section)
+        section = zstd_contexts.compressor(compression_level).compress(section)
     fields = list(batch_header)
     fields[1] = header.HEADER_BYTES - header.LOG_OVERHEAD + len(section)  # batch_length
     fields[4] = 0  # the CRC, computed by _sign_batch
