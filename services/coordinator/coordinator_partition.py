@@ -30,12 +30,14 @@ queued before them) are durable. Reads pass through `write_encoded([])` too, so 
 answer never shows state the log does not hold yet.
 
 Failure: a retriable produce error (leader moved, timeout, broker down) resends the same batch
-(same sequence: the broker deduplicates). Anything else (fenced by a newer owner, the broker's
-producer state lost) fails the writer: every waiting caller gets NOT_COORDINATOR, and the
-partition ends; its owner reloads it from the log when it still owns it, since the shard may be
-ahead of the log. The writer-epoch record is rewritten when the partition has been idle for an
-hour, so that the brokers' producer state for this writer never expires (which would make its
-next write UNKNOWN_PRODUCER_ID).
+(same sequence: the broker deduplicates). A batch refused as too large that merged several
+writes is sent again one write per batch; one write refused so answers its request
+MESSAGE_TOO_LARGE (not retriable), then fails the writer as below (the shard holds it already).
+Anything else (fenced by a newer owner, the broker's producer state lost) fails the writer: every
+waiting caller gets NOT_COORDINATOR, and the partition ends; its owner reloads it from the log
+when it still owns it, since the shard may be ahead of the log. The writer-epoch record is
+rewritten when the partition has been idle for an hour, so that the brokers' producer state for
+this writer never expires (which would make its next write UNKNOWN_PRODUCER_ID).
 """
 
 from __future__ import annotations
@@ -44,8 +46,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.common.record.codec import (
@@ -59,6 +60,7 @@ from samsa.metadata.image import NO_PRODUCER_ID, CoordinatorAssignment
 from samsa.services.coordinator import coordinator_metrics
 from samsa.services.coordinator.internal_produce_stream import joined, sampled_span_context
 from samsa.services.coordinator.offsets_log import OffsetsLog
+from samsa.services.coordinator.partition_tasks import together
 from samsa.services.coordinator.record_writer import (
     PRODUCER_EPOCH_MAX,
     SEQUENCE_MODULUS,
@@ -77,6 +79,8 @@ BOUNDS = {"max_batch_records": MAX_BATCH_RECORDS, "max_batch_bytes": MAX_BATCH_B
 RETRY_BACKOFF_S = 0.05
 RETRY_BACKOFF_MAX_S = 1.0
 WRITER_KEEPALIVE_MS = 3_600_000
+# A batch the broker refuses for its size: it wrote none of it (record_writer.split_in_flight).
+TOO_LARGE = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE})
 
 Token = asyncio.Future[int]
 KeyValue = tuple[bytes, bytes | None]
@@ -235,7 +239,7 @@ class CoordinatorPartition:
             epoch = self.assignment.assignment_epoch
             where = {"topic": self.topic, "partition": self.partition, "assignment_epoch": epoch}
             log.info("partition loaded", extra={**where, **self.describe_loaded()})
-            await _together(self._write_loop(writer), self.timer_loop())
+            await together(self._write_loop(writer), self.timer_loop())
         except asyncio.CancelledError:
             raise
         except (LoadFailedError, WriterFailedError) as error:
@@ -392,16 +396,27 @@ class CoordinatorPartition:
                 self._last_write_ms = now_ms()
                 return
             code = ErrorCode(result.error_code)
+            if code in TOO_LARGE and writer.split_in_flight():
+                return  # its writes go again, one per batch
             if not is_retriable(code):
                 message = (
                     f"writing partition {self.partition} of {self.topic} failed: "
                     f"{code.name} {result.error_message}"
                 )
+                if code in TOO_LARGE:  # the request's fault: the others retry once reloaded
+                    _fail(writer.refused_token(), code, self._too_large(result.error_message))
                 for token in writer.on_fatal(code, message):
                     _fail(token, ErrorCode.NOT_COORDINATOR, message)
                 return
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+
+    def _too_large(self, refusal: str) -> str:
+        return (
+            f"the request's records are too large for one batch of partition {self.partition} "
+            f"of {self.topic} ({refusal}): send less in one request (fewer partitions or less "
+            "metadata per commit), or raise the topic's max.message.bytes"
+        )
 
     async def _write_loop(self, writer: RecordWriter[Token]) -> None:
         while True:
@@ -432,19 +447,3 @@ def _settle(completions: list[Completed[Token]]) -> None:
 def _fail(token: Token, code: ErrorCode, message: str) -> None:
     if token is not None and not token.done():
         token.set_exception(PartitionUnavailableError(code, message))
-
-
-async def _together(*coroutines: Coroutine[Any, Any, None]) -> None:
-    """Run the coroutines until all return or one raises; then the others are cancelled (and
-    awaited) and its exception raised. (asyncio.gather leaves the others running: a timer loop
-    outlived its partition's failed write loop, ticking on a dead shard.)"""
-    tasks = [asyncio.ensure_future(coroutine) for coroutine in coroutines]
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    for task in done:
-        if not task.cancelled() and (error := task.exception()) is not None:
-            raise error

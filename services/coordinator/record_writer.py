@@ -17,10 +17,15 @@ An answer is given only once every write queued before it is acknowledged, even 
 wrote nothing itself: it may show state that an earlier, still unacknowledged write produced
 (Kafka's coordinator does the same). So an empty write completes with the last write before it.
 
-A retriable failure resends the same batch. Any other failure (fenced, the producer's state lost
-on the broker, a batch refused) fails the batch in flight and everything queued behind it, and the
-writer stays failed: the coordinator drops the partition's state, and reloads it from the log if it
-still owns the partition. Pure: no I/O; the adapter sends what `next_batch` hands it.
+A retriable failure resends the same batch. A batch the broker refuses as too large
+(MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE: the topic's max.message.bytes is below what the writer
+merged) wrote nothing and used no sequence: when it merged several writes, they are sent again one
+write per batch (`split_in_flight`), so writes that fit are never failed for a neighbour's size.
+A single write refused so is the fault of the request that made it (`refused_token`). Any other
+failure (fenced, the producer's state lost on the broker, a write refused) fails the batch in
+flight and everything queued behind it, and the writer stays failed: the coordinator drops the
+partition's state, and reloads it from the log if it still owns the partition. Pure: no I/O; the
+adapter sends what `next_batch` hands it.
 """
 
 from __future__ import annotations
@@ -109,6 +114,8 @@ class RecordWriter(Generic[Token]):
         # Writes whose records are in the batch in flight (with the tokens waiting on them).
         self._in_flight: list[_Write[Token]] = []
         self._in_flight_batch: BatchToSend | None = None
+        # How many writes at the queue's head go one per batch (a refused batch's, split).
+        self._alone = 0
 
     @property
     def idle(self) -> bool:
@@ -145,6 +152,8 @@ class RecordWriter(Generic[Token]):
         while self._queue:
             write = self._queue[0]
             write_size = sum(len(k) + len(v or b"") for k, v in write.records)
+            if taken and self._alone:
+                break
             if taken and (
                 count + len(write.records) > self.max_batch_records
                 or size + write_size > self.max_batch_bytes
@@ -153,6 +162,7 @@ class RecordWriter(Generic[Token]):
             taken.append(self._queue.popleft())
             count += len(write.records)
             size += write_size
+        self._alone = max(self._alone - 1, 0)
         self._in_flight = taken
         records = [record for write in taken for record in write.records]
         self._in_flight_batch = BatchToSend(
@@ -179,6 +189,26 @@ class RecordWriter(Generic[Token]):
         self._in_flight = []
         self._in_flight_batch = None
         return completed
+
+    def split_in_flight(self) -> bool:
+        """The broker refused the batch in flight as too large, having written none of it (its
+        sequence stays unused). When it merged several writes, they go back to the head of the
+        queue, to be sent one write per batch, in order; True. False for a batch of one write,
+        which cannot be sent smaller (see `refused_token`)."""
+        assert self._in_flight_batch is not None, "no batch in flight"
+        if len(self._in_flight) < 2:
+            return False
+        self._queue.extendleft(reversed(self._in_flight))
+        self._alone = len(self._in_flight)
+        self._in_flight = []
+        self._in_flight_batch = None
+        return True
+
+    def refused_token(self) -> Token:
+        """The token of the request whose one write is the batch in flight (not the tokens of
+        the empty writes that only wait behind it)."""
+        assert len(self._in_flight) == 1, "one write in flight"
+        return self._in_flight[0].tokens[0]
 
     def on_fatal(self, code: ErrorCode, message: str) -> list[Token]:
         """The batch in flight failed for good: every waiting token fails, and so does the

@@ -4,7 +4,8 @@ when one raises, the other is cancelled and awaited, and the error reaches the p
 left an OffsetsPartition's timer loop ticking once a second for ever on the shard of a partition
 whose write loop had failed.
 
-Method: `_together` with small coroutines on a real event loop; no sleeps beyond a few ms.
+Method: `partition_tasks.together` with small coroutines on a real event loop; no sleeps
+beyond a few ms.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 
 import pytest
 
-from samsa.services.coordinator.coordinator_partition import _together
+from samsa.services.coordinator.partition_tasks import together
 
 
 def test_one_loop_failing_cancels_the_other_and_raises() -> None:
@@ -35,7 +36,7 @@ def test_one_loop_failing_cancels_the_other_and_raises() -> None:
 
     async def run() -> None:
         with pytest.raises(RuntimeError, match="newer owner"):
-            await _together(write_loop(), timer_loop())
+            await together(write_loop(), timer_loop())
         assert cancelled.is_set(), "the timer loop ended with the partition"
         before = len(ticks)
         await asyncio.sleep(0.02)
@@ -55,7 +56,7 @@ def test_a_loop_that_returns_leaves_the_other_running_to_its_end() -> None:
         await asyncio.sleep(0.02)
         finished.append("slow")
 
-    asyncio.run(_together(quick(), slow()))
+    asyncio.run(together(quick(), slow()))
     assert finished == ["quick", "slow"]
 
 
@@ -70,7 +71,7 @@ def test_cancelling_the_run_cancels_both_loops() -> None:
             raise
 
     async def run() -> None:
-        task = asyncio.create_task(_together(forever("write"), forever("timer")))
+        task = asyncio.create_task(together(forever("write"), forever("timer")))
         await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -5,6 +5,10 @@ the broker (MESSAGE_TOO_LARGE), which failed the writer, so every group of the p
 NOT_COORDINATOR while it reloaded, and the retry (or the next expiry) failed it again. Such a
 write is now sent as several batches, each within the limit (offsets_partition.py).
 
+A batch the broker refuses as too large all the same (an internal topic whose max.message.bytes
+was lowered before the controller refused that) fails only the request whose write is too large,
+with MESSAGE_TOO_LARGE (not retriable): a batch of several writes is sent again one per batch.
+
 Method: a real OffsetsPartition over a real broker Log (default max.message.bytes, which refuses
 larger batches as a broker does) through a stand-in for OffsetsLog. The partition must stay
 loaded, its log must hold no batch over the limit, and a fresh load of the log must give the same
@@ -21,14 +25,18 @@ from pathlib import Path
 from async_waits import until
 
 from samsa.common import limits
-from samsa.common.errors import RecordTooLargeError
+from samsa.common.errors import ErrorCode, RecordTooLargeError
 from samsa.common.record.codec import decode_batches
 from samsa.metadata.coordinators import CONSUMER_OFFSETS_TOPIC
 from samsa.metadata.image import CoordinatorAssignment
 from samsa.services.broker.log.config import LogConfig
 from samsa.services.broker.log.log import Log
 from samsa.services.coordinator import group_records
-from samsa.services.coordinator.coordinator_partition import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
+from samsa.services.coordinator.coordinator_partition import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_RECORDS,
+    PartitionUnavailableError,
+)
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.offsets_log import FetchResult, ProduceResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition, split_write
@@ -72,6 +80,15 @@ class LogBackedOffsetsLog:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def commit(partition: OffsetsPartition, group: str, count: int) -> Awaitable[None]:
+    """Commit offsets 0..count-1 of TOPIC for `group`, from outside the group protocol."""
+    request = c.OffsetCommitRequest(group_id=group, member_epoch=-1)
+    topic = request.topics.add(name=TOPIC)
+    for number in range(count):
+        topic.partitions.add(partition=number, committed_offset=number)
+    return partition.write(partition.shard.commit_offsets(request, now_ms(), TOPICS).records)
 
 
 def partition_over(offsets_log: LogBackedOffsetsLog, config: GroupConfig) -> OffsetsPartition:
@@ -172,3 +189,51 @@ def test_a_write_that_fits_one_batch_stays_whole_and_a_larger_one_is_cut_in_orde
     for part, encoded in parts:
         assert len(part) == len(encoded) <= MAX_BATCH_RECORDS
         assert sum(len(key) + len(value or b"") for key, value in encoded) <= MAX_BATCH_BYTES
+
+
+def test_writes_merged_past_a_lowered_max_message_bytes_are_sent_one_by_one(
+    tmp_path: Path,
+) -> None:
+    async def run() -> None:
+        config = LogConfig(max_message_bytes=64 * 1024)
+        offsets_log = LogBackedOffsetsLog(Log.open(tmp_path, config, now_ms=now_ms()))
+        live = partition_over(offsets_log, GroupConfig())
+        await loaded(live)
+        try:
+            # ~26 KB each, under the limit; queued together, they merge into one ~130 KB batch.
+            writes = [commit(live, f"g{number}", 100) for number in range(5)]
+            await asyncio.wait_for(asyncio.gather(*writes), WAIT_S)
+            assert offsets_log.refused == 1 and live.loaded
+            await reload_matches(offsets_log, live)
+        finally:
+            await live.stop()
+        offsets_log.log.close()
+
+    asyncio.run(run())
+
+
+def test_a_write_over_a_lowered_max_message_bytes_fails_its_request_not_retriable(
+    tmp_path: Path,
+) -> None:
+    async def run() -> None:
+        config = LogConfig(max_message_bytes=64 * 1024)
+        offsets_log = LogBackedOffsetsLog(Log.open(tmp_path, config, now_ms=now_ms()))
+        live = partition_over(offsets_log, GroupConfig())
+        await loaded(live)
+        try:
+            # Queued together (one batch, refused); the small one goes alone, first.
+            small, big = await asyncio.wait_for(
+                asyncio.gather(
+                    commit(live, "small", 10), commit(live, "big", 400), return_exceptions=True
+                ),
+                WAIT_S,
+            )
+            assert small is None, small
+            assert isinstance(big, PartitionUnavailableError), big
+            assert big.code == ErrorCode.MESSAGE_TOO_LARGE  # not retriable: no retry loop
+            assert "max.message.bytes" in big.message
+        finally:
+            await live.stop()
+        offsets_log.log.close()
+
+    asyncio.run(run())

@@ -108,3 +108,36 @@ def test_sequences_wrap_at_int32_as_in_kafka() -> None:
     assert batch is not None and batch.base_sequence == 2**31 - 1
     w.on_success(0)
     assert w.next_sequence == 1
+
+
+def test_a_merged_batch_refused_as_too_large_is_sent_again_one_write_per_batch() -> None:
+    w = writer()
+    w.append([(b"a", b"1")], "a")
+    w.next_batch()
+    w.append([(b"b", b"2"), (b"b", b"3")], "b")
+    w.append([(b"c", b"4")], "c")
+    w.append([], "read")  # waits behind "c"
+    w.on_success(10)
+    merged = w.next_batch()
+    assert merged is not None and merged.keys == [b"b", b"b", b"c"]
+    assert w.split_in_flight(), "a batch of two writes is split"
+    first = w.next_batch()
+    assert first is not None and first.keys == [b"b", b"b"]
+    assert first.base_sequence == merged.base_sequence == 1, "the refused batch used no sequence"
+    assert w.on_success(11) == [Completed("b", 11)]
+    w.append([(b"d", b"5")], "d")  # queued meanwhile: not merged with "c" either
+    second = w.next_batch()
+    assert second is not None and second.keys == [b"c"] and second.base_sequence == 3
+    assert w.on_success(13) == [Completed("c", 13), Completed("read", 13)]
+    third = w.next_batch()
+    assert third is not None and third.keys == [b"d"]
+
+
+def test_a_single_write_refused_as_too_large_names_its_own_token_only() -> None:
+    w = writer()
+    w.append([(b"big", b"x")], "big")
+    w.append([], "read")  # an empty write waiting on it is not its request
+    w.next_batch()
+    assert not w.split_in_flight()
+    assert w.refused_token() == "big"
+    assert w.on_fatal(ErrorCode.MESSAGE_TOO_LARGE, "too large") == ["big", "read"]
