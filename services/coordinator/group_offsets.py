@@ -101,6 +101,18 @@ def commit_size_problem(
     )
 
 
+def commit_write_error(code: ErrorCode, message: str) -> tuple[ErrorCode, str]:
+    """What an OffsetCommit or TxnOffsetCommit answers when writing its records failed with
+    `code`: a batch refused as too large for `__consumer_offsets` is the request's own fault,
+    Kafka's INVALID_COMMIT_OFFSET_SIZE (not retriable: commit fewer partitions per request)."""
+    if code not in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+        return code, message
+    return ErrorCode.INVALID_COMMIT_OFFSET_SIZE, (
+        f"the commit's records were refused as too large for __consumer_offsets ({message}): "
+        "commit fewer partitions (or less metadata) per request"
+    )
+
+
 def commit_offsets(
     shard: GroupShard,
     request: c.OffsetCommitRequest,
@@ -202,7 +214,7 @@ def partition_error(
         )
     metadata_bytes = len(partition.metadata.encode())
     if metadata_bytes > OFFSET_METADATA_BYTES_MAX:
-        return ErrorCode.INVALID_REQUEST, (
+        return ErrorCode.OFFSET_METADATA_TOO_LARGE, (
             f"metadata is {metadata_bytes} bytes of UTF-8, over {OFFSET_METADATA_BYTES_MAX}"
         )
     return ErrorCode.NONE, ""

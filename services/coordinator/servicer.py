@@ -26,7 +26,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many, too_many_nested
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
-from samsa.services.coordinator.group_offsets import commit_size_problem
+from samsa.services.coordinator.group_offsets import commit_size_problem, commit_write_error
 from samsa.services.coordinator.offsets_log import OffsetResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition
 from samsa.v1 import broker_pb2, coordinator_pb2_grpc
@@ -282,6 +282,7 @@ def _commit_failed(
     request: c.OffsetCommitRequest, error: PartitionUnavailableError
 ) -> c.OffsetCommitResponse:
     """Every partition of the request answers the same error."""
+    code, message = commit_write_error(error.code, error.message)
     return c.OffsetCommitResponse(
         topics=[
             c.OffsetCommitTopicResult(
@@ -289,8 +290,8 @@ def _commit_failed(
                 partitions=[
                     c.OffsetCommitPartitionResult(
                         partition=p.partition,
-                        error_code=error.code,  # type: ignore[arg-type]
-                        error_message=error.message,
+                        error_code=code,  # type: ignore[arg-type]
+                        error_message=message,
                     )
                     for p in topic.partitions
                 ],

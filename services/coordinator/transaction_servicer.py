@@ -49,6 +49,7 @@ from samsa.metadata.coordinators import (
 )
 from samsa.services.coordinator import hanging_transactions
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
+from samsa.services.coordinator.group_offsets import commit_write_error
 from samsa.services.coordinator.offsets_partition import TxnWriteRefusedError
 from samsa.services.coordinator.transaction_partition import TransactionPartition
 from samsa.services.coordinator.transaction_stream import (
@@ -198,7 +199,7 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
                     producer.producer_id, producer.producer_epoch, result.records
                 )
         except (PartitionUnavailableError, TxnWriteRefusedError) as error:
-            return _offsets_failed(request, error.code, error.message)
+            return _offsets_failed(request, *commit_write_error(error.code, error.message))
         return result.response
 
     async def _check_offsets_added(self, producer: x.TransactionalProducer, number: int) -> None:

@@ -275,12 +275,12 @@ def offset_commit_request(
 
 
 def first_commit_error_of(answer: c.OffsetCommitResponse) -> tuple[int, str]:
-    """An OffsetCommit's first partition error and its message, or NONE: what the retry loop
-    reads (coordinator errors come for every partition alike)."""
+    """An OffsetCommit's first partition error and its message naming that partition, or NONE:
+    what the retry loop reads (coordinator errors come for every partition alike)."""
     for topic in answer.topics:
         for p in topic.partitions:
             if p.error_code != ErrorCode.NONE:
-                return p.error_code, p.error_message
+                return p.error_code, f"{topic.name}-{p.partition}: {p.error_message}"
     return ErrorCode.NONE, ""
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from samsa.client import coordinator_calls
 from samsa.client.admin import Admin
+from samsa.client.errors import KafkaError
 from samsa.client.group_admin import (
     ConsumerGroupListing,
     GroupError,
@@ -189,6 +190,16 @@ def test_commit_errors_say_to_stop_the_consumers_when_the_group_has_members() ->
         ErrorCode.NOT_COORDINATOR
     )
     assert first_commit_error_of(_commit_answer(ErrorCode.NONE))[0] == ErrorCode.NONE
+
+
+def test_a_commit_too_large_raises_a_non_retriable_error_naming_its_partition() -> None:
+    """A consumer's commit() raises KafkaError.of(first_commit_error_of(...)) for a final
+    refusal: INVALID_COMMIT_OFFSET_SIZE (records too large for __consumer_offsets) and
+    OFFSET_METADATA_TOO_LARGE are not retried and say which partition."""
+    for code in (ErrorCode.INVALID_COMMIT_OFFSET_SIZE, ErrorCode.OFFSET_METADATA_TOO_LARGE):
+        error = KafkaError.of(*first_commit_error_of(_commit_answer(ErrorCode.NONE, code)))
+        assert error.code == code and not error.retriable
+        assert str(error).startswith(f"t-1: why {code.name}")
 
 
 def test_lag_rows_and_whole_group_errors() -> None:

@@ -79,7 +79,7 @@ def test_bad_partitions_and_values_are_refused_one_by_one() -> None:
         ErrorCode.NONE,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.INVALID_REQUEST,
-        ErrorCode.INVALID_REQUEST,
+        ErrorCode.OFFSET_METADATA_TOO_LARGE,  # Kafka's, for offset.metadata.max.bytes
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ]
     assert "4098 bytes of UTF-8, over 4096" in response.topics[0].partitions[3].error_message

@@ -40,6 +40,7 @@ from samsa.services.coordinator.coordinator_partition import (
 from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.offsets_log import FetchResult, ProduceResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition, split_write
+from samsa.services.coordinator.servicer import _commit_failed
 from samsa.v1 import coordinator_pb2 as c
 
 TOPIC = "t" * 200  # long names make big records
@@ -232,6 +233,11 @@ def test_a_write_over_a_lowered_max_message_bytes_fails_its_request_not_retriabl
             assert isinstance(big, PartitionUnavailableError), big
             assert big.code == ErrorCode.MESSAGE_TOO_LARGE  # not retriable: no retry loop
             assert "max.message.bytes" in big.message
+            request = c.OffsetCommitRequest(group_id="big")
+            request.topics.add(name=TOPIC).partitions.add(partition=0)
+            [answer] = _commit_failed(request, big).topics[0].partitions  # what OffsetCommit says
+            assert answer.error_code == ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+            assert "commit fewer partitions" in answer.error_message
         finally:
             await live.stop()
         offsets_log.log.close()

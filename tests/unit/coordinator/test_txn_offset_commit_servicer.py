@@ -17,6 +17,7 @@ import asyncio
 from group_harness import GroupHarness
 
 from samsa.common.errors import ErrorCode
+from samsa.services.coordinator.offsets_partition import TxnWriteRefusedError
 from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
 from samsa.v1 import transactions_pb2 as x
 
@@ -100,3 +101,22 @@ def test_a_refused_check_answers_its_code_and_names_add_offsets_only_when_it_is_
         assert result.error_code == code
         assert ("AddOffsetsToTxn" in result.error_message) == hinted, result.error_message
         assert coordinator.partition.written == []
+
+
+class RefusingPartition(FakePartition):
+    async def write_transactional(self, producer_id: int, producer_epoch: int, records) -> None:
+        raise TxnWriteRefusedError(ErrorCode.MESSAGE_TOO_LARGE, "batch of 2 MB exceeds 1 MiB")
+
+
+def test_offsets_refused_as_too_large_answer_invalid_commit_offset_size() -> None:
+    """Kafka's answer for a commit whose records the log refuses as too large: not retriable,
+    saying what to fix."""
+    harness = GroupHarness()
+    epoch = harness.join("m").member_epoch
+    coordinator = FakeCoordinator(harness, lambda: None)
+    coordinator.partition = RefusingPartition(harness)
+    servicer = TransactionCoordinatorServicer(coordinator)  # type: ignore[arg-type]
+    [result] = asyncio.run(servicer.txn_offset_commit(request("m", epoch))).results
+    assert result.error_code == ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    assert "batch of 2 MB exceeds 1 MiB" in result.error_message
+    assert "commit fewer partitions" in result.error_message
