@@ -249,7 +249,8 @@ class Admin:
 
         def ask(stub: Any, numbers: dict[str, list[int]], timeout_s: float) -> Any:
             asked = {(t, p): wanted[(t, p)] for t, ps in numbers.items() for p in ps}
-            return stub.ListOffsets(list_offsets_request(asked, isolation), timeout=timeout_s)
+            request = list_offsets_request(asked, isolation, metadata.topic_ids)
+            return stub.ListOffsets(request, timeout=timeout_s)
 
         calls, metadata = self._leaders
         answers = ask_leaders(calls, metadata, wanted, ask, TopicError, "listed offsets")

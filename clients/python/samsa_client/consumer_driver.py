@@ -85,6 +85,7 @@ LIST_OFFSETS_RETRIABLE = frozenset(
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.LEADER_NOT_AVAILABLE,
         ErrorCode.OFFSET_NOT_AVAILABLE,  # a leader just elected: ask it again shortly
+        ErrorCode.UNKNOWN_TOPIC_ID,  # deleted and created again: the refresh shows the new id
     }
 )
 
@@ -403,11 +404,10 @@ class ConsumerDriver:
         if endpoint is None:
             self.metadata.mark_stale()
             return None
+        isolation = isolation_level(self.state.config)
+        request = list_offsets_request(specs, isolation, self.metadata.topic_ids)  # KIP-516
         try:
-            return await self._stub(endpoint).ListOffsets(
-                list_offsets_request(specs, isolation_level(self.state.config)),
-                timeout=LIST_OFFSETS_TIMEOUT_S,
-            )
+            return await self._stub(endpoint).ListOffsets(request, timeout=LIST_OFFSETS_TIMEOUT_S)
         except grpc.RpcError as error:
             log.warning("ListOffsets to broker %d failed: %s", node, error.code())
             self.metadata.mark_stale()

@@ -35,8 +35,14 @@ Ask = Callable[[broker_pb2_grpc.BrokerServiceStub, dict[str, list[int]], float],
 Problem = tuple[ErrorCode, str]
 ErrorOf = Callable[[str, ErrorCode], KafkaError]
 
-# The leader moved or is starting, or was just elected (OFFSET_NOT_AVAILABLE: ListOffsets).
-RETRIED = LEADER_ERRORS | {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_NOT_AVAILABLE}
+# The leader moved or is starting, or was just elected (OFFSET_NOT_AVAILABLE: ListOffsets), or
+# the request named a topic id the broker does not host the topic under (UNKNOWN_TOPIC_ID,
+# ListOffsets: the refresh shows the new id, or the broker catches up).
+RETRIED = LEADER_ERRORS | {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.OFFSET_NOT_AVAILABLE,
+    ErrorCode.UNKNOWN_TOPIC_ID,
+}
 
 
 def ask_leaders(

@@ -96,10 +96,14 @@ def listed_offset_of(answer: broker_pb2.ListOffsetsResponse.PartitionResponse) -
 
 
 def list_offsets_request(
-    specs: Mapping[tuple[str, int], tuple[int, int]], isolation: int
+    specs: Mapping[tuple[str, int], tuple[int, int]],
+    isolation: int,
+    topic_ids: Mapping[str, bytes] | None = None,
 ) -> broker_pb2.ListOffsetsRequest:
     """ListOffsets for `specs` ((OffsetSpec, timestamp) per partition); under read_committed
-    the latest offset is the last stable offset."""
+    the latest offset is the last stable offset. `topic_ids`: each topic's id as the metadata
+    shows it (KIP-516), so that a broker still hosting a deleted topic of that name answers
+    UNKNOWN_TOPIC_ID rather than the old log's offsets; a topic without one is not checked."""
     by_topic: dict[str, list[broker_pb2.ListOffsetsRequest.PartitionData]] = {}
     for (topic, partition), (spec, timestamp) in specs.items():
         by_topic.setdefault(topic, []).append(
@@ -112,7 +116,9 @@ def list_offsets_request(
     return broker_pb2.ListOffsetsRequest(
         isolation_level=isolation,  # type: ignore[arg-type]
         topics=[
-            broker_pb2.ListOffsetsRequest.TopicData(name=t, partitions=p)
+            broker_pb2.ListOffsetsRequest.TopicData(
+                name=t, partitions=p, topic_id=(topic_ids or {}).get(t, b"")
+            )
             for t, p in by_topic.items()
         ],
     )

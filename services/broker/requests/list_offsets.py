@@ -12,7 +12,11 @@ A leader just elected whose high watermark has not yet reached the start of its 
 every spec but EARLIEST with OFFSET_NOT_AVAILABLE (retriable): its high watermark is still the
 one it had as a follower, and an end read from it could go backwards (a streaming reader would
 take that for truncated data). Kafka's does so for LATEST and the like; for a TIMESTAMP whose
-record lies below that high watermark it answers, where this one asks the client to retry."""
+record lies below that high watermark it answers, where this one asks the client to retry.
+A topic named with its id (KIP-516), as Produce and Fetch name it, is answered only by a
+partition hosted under that id, else UNKNOWN_TOPIC_ID (PartitionHost.leader): a broker behind on
+metadata, still hosting a deleted topic of the same name, does not hand the old log's offsets to
+a client of the re-created topic."""
 
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ def list_offsets(
             result = topic_response.partitions.add(
                 partition=wanted.partition, offset=-1, timestamp_ms=-1, leader_epoch=-1
             )
-            hosted = host.leader(topic.name, wanted.partition)
+            hosted = host.leader(topic.name, wanted.partition, topic.topic_id)
             if isinstance(hosted, LeadershipError):
                 result.error_code = hosted.code  # type: ignore[assignment]
                 result.error_message = hosted.message

@@ -1,13 +1,14 @@
-"""Goal: Produce and Fetch name the topic's id (KIP-516, broker.proto's TopicData.topic_id), so a
-broker behind on metadata, still hosting a deleted topic of the same name, neither serves the
-old topic's records to a client of the new one nor writes the new topic's records into the old
-log (which vanishes when the broker applies the deletion). Leader epochs cannot tell: a new
-topic's restart at 0. A partition whose hosted id differs answers UNKNOWN_TOPIC_ID (both ids in
-hex, nothing read or written); an empty id is not checked, as before.
+"""Goal: Produce, Fetch and ListOffsets name the topic's id (KIP-516, broker.proto's
+TopicData.topic_id), so a broker behind on metadata, still hosting a deleted topic of the same
+name, neither serves the old topic's records (or its offsets) to a client of the new one nor
+writes the new topic's records into the old log (which vanishes when the broker applies the
+deletion). Leader epochs cannot tell: a new topic's restart at 0. A partition whose hosted id
+differs answers UNKNOWN_TOPIC_ID (both ids in hex, nothing read or written); an empty id is not
+checked, as before.
 
 Method: real logs in tmp_path hosted from hand-made images (broker_host.py): topic "t" hosted
-under OLD_ID, asked for under NEW_ID; the produce and fetch adapters called directly, sessionless
-and in a fetch session, as leader and as a follower serving a consumer (KIP-392).
+under OLD_ID, asked for under NEW_ID; the produce, fetch and list-offsets adapters called directly,
+sessionless and in a fetch session, as leader and as a follower serving a consumer (KIP-392).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from samsa.common.record.codec import build_batch
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.fetch import fetch, read_once
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
+from samsa.services.broker.requests.list_offsets import list_offsets
 from samsa.services.broker.requests.produce import produce
 from samsa.v1 import broker_pb2 as b
 
@@ -133,3 +135,24 @@ def test_a_fetch_session_keeps_and_updates_each_partitions_topic_id(host):
     assert_unknown_topic_id(renamed.topics[0].partitions[0], NEW_ID, OLD_ID)
     assert_unknown_topic_id(again.topics[0].partitions[0], NEW_ID, OLD_ID)
     assert not renamed.topics[0].partitions[0].records and not again.topics[0].partitions[0].records
+
+
+@pytest.mark.parametrize(
+    "spec", [b.OFFSET_SPEC_EARLIEST, b.OFFSET_SPEC_LATEST, b.OFFSET_SPEC_MAX_TIMESTAMP]
+)
+def test_list_offsets_naming_another_topic_id_answers_none_of_the_old_logs_offsets(host, spec):
+    """A consumer of the re-created topic resetting its position (auto.offset.reset,
+    seek_to_end, offsets_for_times) must not be handed the old log's offsets; with the hosted
+    id, or none, the offsets are answered as before."""
+
+    def ask(topic_id: bytes) -> b.ListOffsetsResponse.PartitionResponse:
+        wanted = b.ListOffsetsRequest.PartitionData(partition=0, offset_spec=spec)
+        topic = b.ListOffsetsRequest.TopicData(name="t", topic_id=topic_id, partitions=[wanted])
+        return list_offsets(host, b.ListOffsetsRequest(topics=[topic])).topics[0].partitions[0]
+
+    refused = ask(NEW_ID)
+    assert_unknown_topic_id(refused, NEW_ID, OLD_ID)
+    assert refused.offset == -1 and refused.leader_epoch == -1
+    for topic_id in (b"", OLD_ID):
+        answered = ask(topic_id)
+        assert answered.error_code == ErrorCode.NONE and answered.offset in (0, 1)

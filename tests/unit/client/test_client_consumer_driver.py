@@ -2,8 +2,8 @@
 an answer without records but only after poll() took the records of one that had some (a long
 poll sent earlier would hold the broker's one fetch slot), names the leader epochs the metadata
 gives (KIP-320) and the topic ids (KIP-516: a refusal for another id refreshes the metadata, and
-a new id there resets the partition), resolves resets with ListOffsets when poll asks, and backs
-off after a failed fetch.
+a new id there resets the partition), resolves resets with ListOffsets when poll asks (naming the
+topic ids too), and backs off after a failed fetch.
 
 Method: run ConsumerDriver on an event loop against an in-memory broker (no ports): the driver's
 fetch link (common/fetch_link.py, tested against real servers in tests/integration/
@@ -67,6 +67,8 @@ class FakeBroker:
         self.fetches: list[tuple[broker_pb2.FetchRequest, asyncio.Future]] = []
         self.log_end_offset = 40
         self.not_available = 0  # how many ListOffsets to answer OFFSET_NOT_AVAILABLE first
+        self.listed: list[broker_pb2.ListOffsetsRequest] = []
+        self.other_id_answers = 0  # how many ListOffsets naming an id to answer UNKNOWN_TOPIC_ID
 
     async def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> object:
         answer = asyncio.get_running_loop().create_future()
@@ -74,8 +76,12 @@ class FakeBroker:
         return await answer
 
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, timeout: float) -> object:
+        self.listed.append(request)
         code = ErrorCode.OFFSET_NOT_AVAILABLE if self.not_available else ErrorCode.NONE
         self.not_available = max(0, self.not_available - 1)
+        if self.other_id_answers and all(t.topic_id for t in request.topics):
+            self.other_id_answers -= 1
+            code = ErrorCode.UNKNOWN_TOPIC_ID
         return list_offsets_answer(request, -1 if code else self.log_end_offset, code)
 
 
@@ -242,6 +248,24 @@ def test_a_leader_just_elected_is_asked_again_for_its_offsets() -> None:
         broker.not_available = 2
         found = await driver.list_offsets({T0: (broker_pb2.OFFSET_SPEC_LATEST, -1)}, 5)
         assert found == {T0: (broker.log_end_offset, 0)} and broker.not_available == 0
+
+    run(test)
+
+
+def test_list_offsets_names_the_topic_id_and_asks_again_after_unknown_topic_id() -> None:
+    """KIP-516: a reset's ListOffsets names the id the metadata shows, so a broker still hosting
+    the deleted topic of that name refuses (UNKNOWN_TOPIC_ID) rather than answer the old log's
+    offsets; the driver marks its metadata stale and asks again, and is answered once the
+    broker hosts the topic under that id."""
+    new_id = b"\x0b" * 16
+
+    async def test(driver: ConsumerDriver, broker: FakeBroker) -> None:
+        driver.metadata.topic_ids = {"t": new_id}  # type: ignore[misc]
+        broker.other_id_answers = 2
+        found = await driver.list_offsets({T0: (broker_pb2.OFFSET_SPEC_LATEST, -1)}, 5)
+        assert found == {T0: (broker.log_end_offset, 0)} and broker.other_id_answers == 0
+        assert driver.metadata.stale  # type: ignore[attr-defined]
+        assert [t.topic_id for r in broker.listed for t in r.topics] == [new_id] * 3
 
     run(test)
 

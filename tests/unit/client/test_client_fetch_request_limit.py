@@ -148,6 +148,7 @@ class Metadata:
         self.leaders = dict.fromkeys(KEYS, 1)
         self.endpoints = {1: "broker-1"}
         self.partition_counts = {"t": len(KEYS)}
+        self.topic_ids: dict[str, bytes] = {}
 
     def needs_refresh(self) -> bool:
         return False

@@ -61,6 +61,15 @@ def test_request_groups_partitions_by_topic() -> None:
     assert [t.name for t in request.topics] == ["a", "b"]
 
 
+def test_request_names_each_topics_id_the_metadata_knows() -> None:
+    """KIP-516: a broker hosting another topic of the name answers UNKNOWN_TOPIC_ID rather
+    than its offsets; a topic the metadata has no id for is sent without one (not checked)."""
+    specs = {("a", 0): (broker_pb2.OFFSET_SPEC_LATEST, -1), ("b", 0): (1, -1)}
+    request = list_offsets_request(specs, 0, {"a": b"\x0a" * 16, "c": b"\x0c" * 16})
+    assert {t.name: t.topic_id for t in request.topics} == {"a": b"\x0a" * 16, "b": b""}
+    assert all(not t.topic_id for t in list_offsets_request(specs, 0).topics)
+
+
 def test_answers_become_listed_offsets() -> None:
     answer = broker_pb2.ListOffsetsResponse.PartitionResponse(
         partition=0, offset=12, timestamp_ms=5_000, leader_epoch=3

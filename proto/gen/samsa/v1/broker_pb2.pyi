@@ -355,12 +355,14 @@ class FetchResponse(_message.Message):
 class ListOffsetsRequest(_message.Message):
     __slots__ = ("replica_id", "isolation_level", "topics")
     class TopicData(_message.Message):
-        __slots__ = ("name", "partitions")
+        __slots__ = ("name", "partitions", "topic_id")
         NAME_FIELD_NUMBER: _ClassVar[int]
         PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
         name: str
         partitions: _containers.RepeatedCompositeFieldContainer[ListOffsetsRequest.PartitionData]
-        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ListOffsetsRequest.PartitionData, _Mapping]]] = ...) -> None: ...
+        topic_id: bytes
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ListOffsetsRequest.PartitionData, _Mapping]]] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
     class PartitionData(_message.Message):
         __slots__ = ("partition", "current_leader_epoch", "offset_spec", "timestamp_ms")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
