@@ -54,9 +54,10 @@ group_heartbeat_request_bytes_max = 256 * KIB
 #                      + offset_commit_record_overhead_bytes_max)
 #   <= offset_commit_batch_bytes_max
 # (UTF-8 bytes). The clients/node/group.js copies these numbers. A record's share beyond its
-# group id, topic and metadata is at most 66 bytes measured (every field at its largest), 49 for
-# small ones; the overhead is the batch's header and the record of a group the commit creates.
-offset_commit_record_overhead_bytes_max = 72
+# group id, topic and metadata is at most 94 bytes measured (every field at its largest, the
+# names and metadata too, whose lengths take more bytes; its topic id, KIP-516, 18 of them); the
+# overhead is the batch's header and the record of a group the commit creates.
+offset_commit_record_overhead_bytes_max = 96
 offset_commit_batch_overhead_bytes = 1024
 offset_commit_batch_bytes_max = max_message_bytes_default
 

@@ -9,7 +9,8 @@ transaction_partition.py), lost ones dropped. A partition that fails (its writer
 write was refused) is loaded again from the log while it is still owned, once in touch. A topic
 an image deletes (or creates again under its name) takes every group's offsets of it along, in the
 partitions loaded or loading here (OffsetsPartition.on_topics_deleted), as Kafka's
-onPartitionsDeleted does. It serves
+onPartitionsDeleted does; a partition loaded after such an image drops the offsets recorded under
+a topic id the image no longer shows (OffsetsPartition.on_loaded). It serves
 GroupCoordinatorService (servicer.py), TransactionCoordinatorService (transaction_servicer.py)
 and, like every service, FindCoordinator from its own image.
 
@@ -51,6 +52,7 @@ from samsa.services.coordinator.ownership import (
     deleted_topics,
     owned_partitions,
     ownership_changes,
+    subscribable_topic_ids,
     subscribable_topics,
 )
 from samsa.services.coordinator.servicer import GroupCoordinatorServicer
@@ -125,6 +127,7 @@ class Coordinator:
         self.offsets_log = OffsetsLog(lambda: self.metadata.image, signer)
         self.transaction_check = TransactionMembershipCheck(lambda: self.metadata.image)
         self.topics: dict[str, int] = {}
+        self.topic_ids: dict[str, bytes] = {}  # of the same topics: recorded with their offsets
         # What this process owns now (updated on every image and epoch) and what it has
         # loaded or is loading, per coordinator topic, by partition number.
         self._owned: dict[str, dict[int, CoordinatorAssignment]] = {
@@ -227,6 +230,7 @@ class Coordinator:
     async def _on_image(self, old: MetadataImage, new: MetadataImage) -> None:
         if old.topics is not new.topics:
             self.topics = subscribable_topics(new)
+            self.topic_ids = subscribable_topic_ids(new)
         self._reconcile(new)
         deleted = deleted_topics(old, new)
         if deleted:  # their offsets go, before any commit of a topic created again is taken
@@ -270,6 +274,7 @@ class Coordinator:
                 config=self.group_config,
                 on_ended=self._on_partition_ended,
                 in_touch=self.in_touch,
+                topic_ids=lambda: self.topic_ids,
             )
         self._partitions[assignment.topic][assignment.partition] = partition
         log.info(

@@ -21,7 +21,9 @@ offset that landed before it, not yet pending when it was written, is not applie
 A deleted topic's offsets go with it, in every group (Kafka's onPartitionsDeleted): a topic
 created again under the name is another topic, whose consumers must not start at the old one's
 offsets. `delete_topic_offsets` tombstones them, the committed ones and those an open
-transaction committed (whose marker would set them on the new topic); subscriptions stay.
+transaction committed (whose marker would set them on the new topic); subscriptions stay. Which
+they are is the caller's test of each offset: of a topic the image deleted, or recorded under a
+topic id (OffsetCommitValue.topic_id) the image no longer shows for its topic.
 
 OffsetDelete (KIP-496) writes a tombstone for each committed offset it names, and for each it
 names that an open transaction committed, cancelling it as Kafka's removeOffsets does (else its
@@ -49,6 +51,12 @@ from samsa.services.coordinator.group_model import (
 )
 from samsa.services.coordinator.group_writer import GroupResult, RecordCollector, delete_group
 from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import group_records_pb2 as g
+
+# Whether an offset (its partition, its value) is of a deleted topic; an open transaction's
+# offset, by its partition and value.
+OffsetTest = Callable[[TopicPartition, g.OffsetCommitValue], bool]
+PendingOffset = tuple[TopicPartition, g.OffsetCommitValue]
 
 EMPTY = c.CONSUMER_GROUP_STATE_EMPTY
 ASSIGNING = c.CONSUMER_GROUP_STATE_ASSIGNING
@@ -192,14 +200,17 @@ def delete_offsets(
 
 
 def delete_topic_offsets(
-    shard: GroupShard, topics: Set[str], pending: Mapping[str, Set[TopicPartition]]
+    shard: GroupShard, doomed: OffsetTest, pending: Mapping[str, Iterable[PendingOffset]]
 ) -> GroupResult[None]:
-    """Tombstones for every group's offsets of the deleted `topics`: committed, or in
-    `pending` (group id -> the partitions an open transaction committed for it)."""
+    """Tombstones for every group's offsets of deleted topics, those `doomed` says are (by
+    partition and value): committed, or in `pending` (group id -> the partitions and values an
+    open transaction committed for it)."""
     writer = RecordCollector(shard)
     for group_id in sorted(set(shard.groups) | set(pending)):
         group = shard.groups.get(group_id)
-        named = set(pending.get(group_id, ())) | (set() if group is None else set(group.offsets))
-        for topic, partition in sorted(tp for tp in named if tp[0] in topics):
+        named = {tp for tp, value in pending.get(group_id, ()) if doomed(tp, value)}
+        if group is not None:
+            named |= {tp for tp, value in group.offsets.items() if doomed(tp, value)}
+        for topic, partition in sorted(named):
             writer.write(records.offset_commit(group_id, topic, partition, None))
     return writer.result(None)

@@ -52,6 +52,8 @@ CommitResult = GroupResult[c.OffsetCommitResponse]
 # the SDKs read to split their commits under the same bound.
 COMMIT_RECORD_OVERHEAD_BYTES_MAX = limits.offset_commit_record_overhead_bytes_max
 COMMIT_BATCH_BYTES_MAX = limits.offset_commit_batch_bytes_max
+# A topic id's bytes (16, KIP-516), as each offset's record carries it: for measuring a batch.
+TOPIC_ID_SIZED = bytes(16)
 
 
 def commit_size_problem(
@@ -80,6 +82,7 @@ def commit_size_problem(
                 committed_leader_epoch=committed_epoch_of(partition),
                 metadata=partition.metadata,
                 commit_timestamp_ms=now_ms,
+                topic_id=TOPIC_ID_SIZED,
             )
             written.append(records.offset_commit(group_id, topic.name, partition.partition, value))
     encoded = [records.encode(record) for record in written]
@@ -118,7 +121,12 @@ def commit_offsets(
     request: c.OffsetCommitRequest,
     now_ms: int,
     topics: Mapping[str, int],
+    topic_ids: Mapping[str, bytes] | None = None,
 ) -> CommitResult:
+    """`topic_ids`: the metadata's topic ids (name -> id), recorded with each offset
+    (OffsetCommitValue.topic_id, KIP-516) so that a coordinator loading the partition after the
+    topic was deleted or created again drops it (GroupCoordinatorShard.
+    delete_offsets_of_other_topics)."""
     group = shard.groups.get(request.group_id)
     refusal = group_error(group, request)
     writer = RecordCollector(shard)
@@ -144,6 +152,7 @@ def commit_offsets(
                 committed_leader_epoch=committed_epoch_of(partition),
                 metadata=partition.metadata,
                 commit_timestamp_ms=now_ms,
+                topic_id=(topic_ids or {}).get(topic_request.name, b""),
             )
             writer.write(
                 records.offset_commit(

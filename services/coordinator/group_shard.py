@@ -122,9 +122,13 @@ class GroupCoordinatorShard:
         return group_heartbeat.heartbeat(self.state, self.config, request, now_ms, topics)
 
     def commit_offsets(
-        self, request: c.OffsetCommitRequest, now_ms: int, topics: Mapping[str, int]
+        self,
+        request: c.OffsetCommitRequest,
+        now_ms: int,
+        topics: Mapping[str, int],
+        topic_ids: Mapping[str, bytes] | None = None,
     ) -> GroupResult[c.OffsetCommitResponse]:
-        return group_offsets.commit_offsets(self.state, request, now_ms, topics)
+        return group_offsets.commit_offsets(self.state, request, now_ms, topics, topic_ids)
 
     def fetch_offsets(self, request: c.OffsetFetchRequest) -> c.OffsetFetchResponse:
         response = group_offsets.fetch_offsets(self.state, request)
@@ -134,11 +138,15 @@ class GroupCoordinatorShard:
         return response
 
     def commit_txn_offsets(
-        self, request: x.TxnOffsetCommitRequest, now_ms: int, topics: Mapping[str, int]
+        self,
+        request: x.TxnOffsetCommitRequest,
+        now_ms: int,
+        topics: Mapping[str, int],
+        topic_ids: Mapping[str, bytes] | None = None,
     ) -> GroupResult[x.TxnOffsetCommitResponse]:
         """TxnOffsetCommit: the records to write as the producer's transactional batch; the
         runtime passes them to `replay_transactional` once durable."""
-        return group_txn_offsets.commit_txn_offsets(self.state, request, now_ms, topics)
+        return group_txn_offsets.commit_txn_offsets(self.state, request, now_ms, topics, topic_ids)
 
     def lag_inputs(self, group_id: str) -> list[tuple[str, int, int, str]] | None:
         return group_offsets.lag_inputs(self.state, group_id)
@@ -167,12 +175,25 @@ class GroupCoordinatorShard:
     def delete_topics(self, topics: Set[str]) -> GroupResult[None]:
         """The topics were deleted (or created again under their name): every group's offsets
         of them go, pending ones too (group_admin.delete_topic_offsets)."""
-        pending: dict[str, set[tuple[str, int]]] = {}
+        return self._delete_offsets_where(lambda tp, _: tp[0] in topics)
+
+    def delete_offsets_of_other_topics(self, topic_ids: Mapping[str, bytes]) -> GroupResult[None]:
+        """Every group's offsets, pending ones too, recorded under a topic id (KIP-516) that
+        `topic_ids` (the metadata's, name -> id) does not show for their topic: the topic was
+        deleted, or created again under its name, while no coordinator had them loaded. Offsets
+        recorded without an id (written before ids were) are kept."""
+        return self._delete_offsets_where(
+            lambda tp, value: bool(value.topic_id) and topic_ids.get(tp[0]) != value.topic_id
+        )
+
+    def _delete_offsets_where(self, doomed: group_admin.OffsetTest) -> GroupResult[None]:
+        pending: dict[str, list[group_admin.PendingOffset]] = {}
         for written in self.txn_offsets.by_producer.values():
-            for _, (key, _) in written:
+            for _, (key, value) in written:
                 commit = key.offset_commit
-                pending.setdefault(commit.group_id, set()).add((commit.topic, commit.partition))
-        result = group_admin.delete_topic_offsets(self.state, topics, pending)
+                tp = (commit.topic, commit.partition)
+                pending.setdefault(commit.group_id, []).append((tp, value.offset_commit))
+        result = group_admin.delete_topic_offsets(self.state, doomed, pending)
         self._cancel_pending(result.records)
         return result
 

@@ -119,9 +119,11 @@ def commit_txn_offsets(
     request: x.TxnOffsetCommitRequest,
     now_ms: int,
     topics: Mapping[str, int],
+    topic_ids: Mapping[str, bytes] | None = None,
 ) -> GroupResult[x.TxnOffsetCommitResponse]:
     """The records to write as the producer's transactional batch (NOT applied: they become
-    pending once durable) and the answer. Checked like OffsetCommit."""
+    pending once durable) and the answer. Checked like OffsetCommit, and recorded with their
+    topic's id as OffsetCommit's are (group_offsets.commit_offsets)."""
     group = shard.groups.get(request.group_id)
     group_error = group_offsets.group_error(group, request)
     written: list[GroupRecord] = []
@@ -144,6 +146,7 @@ def commit_txn_offsets(
                 committed_leader_epoch=group_offsets.committed_epoch_of(partition),
                 metadata=partition.metadata,
                 commit_timestamp_ms=now_ms,
+                topic_id=(topic_ids or {}).get(topic_request.name, b""),
             )
             written.append(
                 records.offset_commit(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, is_retriable
@@ -85,6 +85,7 @@ class OffsetsPartition(CoordinatorPartition):
         config: GroupConfig,
         on_ended: Callable[[CoordinatorPartition], None],
         in_touch: Callable[[], bool] = lambda: True,
+        topic_ids: Callable[[], Mapping[str, bytes]] | None = None,
     ) -> None:
         super().__init__(
             assignment, coordinator_id=coordinator_id, offsets_log=offsets_log, on_ended=on_ended
@@ -93,6 +94,9 @@ class OffsetsPartition(CoordinatorPartition):
         # Whether this process may still own the partition (Coordinator.in_touch): asked before
         # each attempt of a transactional batch, which the next owner's fence does not stop.
         self.in_touch = in_touch
+        # The metadata's topic ids now (Coordinator.topic_ids), checked once loaded: see
+        # on_loaded. None: not checked (tests that load a partition by hand).
+        self.topic_ids = topic_ids
         # Per producer id with transactional batches here: (epoch, next sequence).
         self._txn_sequences: dict[int, tuple[int, int]] = {}
         self._txn_locks: dict[int, asyncio.Lock] = {}
@@ -125,10 +129,13 @@ class OffsetsPartition(CoordinatorPartition):
         if self.writer is None:
             self._topics_deleted |= topics
             return
-        written = self.shard.delete_topics(topics).records
-        if written:
-            for durable in self._queue(written):
-                durable.add_done_callback(_ignore_failure)  # a failed partition is reloaded
+        self._write_in_background(self.shard.delete_topics(topics).records)
+
+    def _write_in_background(self, written: list[GroupRecord]) -> None:
+        if not written:
+            return
+        for durable in self._queue(written):
+            durable.add_done_callback(_ignore_failure)  # a failed partition is reloaded
 
     async def write_transactional(
         self, producer_id: int, producer_epoch: int, written: list[GroupRecord]
@@ -301,10 +308,19 @@ class OffsetsPartition(CoordinatorPartition):
         return group_records.encode(group_records.writer_epoch(self.coordinator_id, epoch))
 
     def on_loaded(self) -> None:
+        """Also deletes the offsets of topics deleted, or created again, while no coordinator
+        had the partition loaded, which no image change here told of: those recorded under a
+        topic id the metadata no longer shows for their topic. The metadata is current enough to
+        judge by: this process owns the partition by an assignment its image holds, later than
+        any image a previous owner committed under, and each image since reached
+        `on_topics_deleted`."""
         self.shard.start_timers(now_ms())
         deleted, self._topics_deleted = self._topics_deleted, frozenset()
         if deleted:
             self.on_topics_deleted(deleted)
+        if self.topic_ids is not None:
+            stale = self.shard.delete_offsets_of_other_topics(self.topic_ids()).records
+            self._write_in_background(stale)
         if self.shard.txn_offsets:
             self._watch(self.loaded_end_offset)
 

@@ -14,8 +14,8 @@ incarnation's writer.
 assignment epoch or producer id changed is dropped and loaded again: its writer identity changed.
 
 Also here, since the servicer and the loader need them from the same image: the leader endpoint
-of a partition, the topics a group may subscribe to, and the topics an image change deleted (whose
-committed offsets go with them). Pure: no I/O.
+of a partition, the topics a group may subscribe to (and their ids), and the topics an image change
+deleted (whose committed offsets go with them). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -100,6 +100,14 @@ def deleted_topics(old: MetadataImage, new: MetadataImage) -> frozenset[str]:
         if now is None or now.topic_id != topic.topic_id:
             gone.append(name)
     return frozenset(gone)
+
+
+def subscribable_topic_ids(image: MetadataImage) -> dict[str, bytes]:
+    """Topic name -> topic id (KIP-516), for every topic a group may subscribe to: recorded with
+    each committed offset (group_records.proto's OffsetCommitValue.topic_id)."""
+    return {
+        name: topic.topic_id for name, topic in image.topics.items() if name not in INTERNAL_TOPICS
+    }
 
 
 def subscribable_topics(image: MetadataImage) -> dict[str, int]:

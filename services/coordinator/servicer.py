@@ -109,7 +109,10 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, problem)
         try:
             partition = self.coordinator.partition_for(request.group_id)
-            result = partition.shard.commit_offsets(request, _now_ms(), self.coordinator.topics)
+            coordinator = self.coordinator
+            result = partition.shard.commit_offsets(
+                request, _now_ms(), coordinator.topics, coordinator.topic_ids
+            )
             await partition.write(result.records)
         except PartitionUnavailableError as error:
             return _commit_failed(request, error)

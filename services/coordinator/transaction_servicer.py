@@ -185,14 +185,15 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
                     "(from InitTransactions or its last EndTxn)",
                 )
             partition = self.coordinator.partition_for(request.group_id)
-            result = partition.shard.commit_txn_offsets(request, _now_ms(), self.coordinator.topics)
+            topics, topic_ids = self.coordinator.topics, self.coordinator.topic_ids
+            result = partition.shard.commit_txn_offsets(request, _now_ms(), topics, topic_ids)
             if result.records:
                 await self._check_offsets_added(producer, partition.partition)
                 # Checked again as the offsets are written, as Kafka validates after its
                 # verification: the member may have left or been fenced while the transaction
                 # coordinator answered, and a zombie's offsets must not commit (KIP-447).
                 result = partition.shard.commit_txn_offsets(
-                    request, _now_ms(), self.coordinator.topics
+                    request, _now_ms(), self.coordinator.topics, self.coordinator.topic_ids
                 )
             if result.records:
                 await partition.write_transactional(

@@ -82,6 +82,7 @@ class OwnsOne:
         self.partition = partition
         self.offsets_log = offsets_log
         self.topics = TOPICS
+        self.topic_ids: dict[str, bytes] = {}
 
     def partition_for(self, group_id: str) -> OffsetsPartition:
         self.partition.check_serving()

@@ -164,12 +164,16 @@ def commit_of(partitions: int, metadata: str, topic: str = "t") -> c.OffsetCommi
 
 
 def batch_bytes(request: c.OffsetCommitRequest) -> int:
-    """The size of the batch the commit is written as (with the record of a new group)."""
+    """The size of the batch the commit is written as (with the record of a new group, and
+    each offset's topic id, KIP-516)."""
     written = [group_records.group_metadata(request.group_id, g.GroupMetadataValue())]
     for topic in request.topics:
         for p in topic.partitions:
             value = g.OffsetCommitValue(
-                committed_offset=p.committed_offset, metadata=p.metadata, commit_timestamp_ms=1
+                committed_offset=p.committed_offset,
+                metadata=p.metadata,
+                commit_timestamp_ms=1,
+                topic_id=b"\x0a" * 16,
             )
             written.append(
                 group_records.offset_commit(request.group_id, topic.name, p.partition, value)
@@ -198,10 +202,11 @@ def test_a_commit_too_large_for_one_batch_is_refused() -> None:
     assert batch_bytes(long_names) > limit
     assert group_offsets.commit_size_problem(long_names, 1) is not None
     # What fits one batch is considered, even near the limit (the exact size decides).
-    fits = commit_of(limits.request_partitions_max, "", "t" * 20)
+    fits = commit_of(limits.request_partitions_max, "", "t" * 10)
     assert limit * 0.8 < batch_bytes(fits) <= limit
     assert group_offsets.commit_size_problem(fits, 1) is None
-    assert asyncio.run(servicer.OffsetCommit(commit_of(250, "m" * 4096), Context())) is not None
+    assert batch_bytes(commit_of(230, "m" * 4096)) <= limit
+    assert asyncio.run(servicer.OffsetCommit(commit_of(230, "m" * 4096), Context())) is not None
 
 
 def test_a_transactional_commit_too_large_for_one_batch_is_refused() -> None:
@@ -230,7 +235,7 @@ def test_a_transactional_commit_too_large_for_one_batch_is_refused() -> None:
     # Over TransactionStream it ends the stream with the same status.
     item = x.TransactionStreamRequest(correlation_id=1, txn_offset_commit=too_large)
     assert stream_refusal(item) == (grpc.StatusCode.RESOURCE_EXHAUSTED, str(refused.value))
-    del too_large.topics[0].partitions[250:]
+    del too_large.topics[0].partitions[230:]
     answer = asyncio.run(servicer.TxnOffsetCommit(too_large, Context()))
     assert {result.error_code for result in answer.results} == {ErrorCode.NOT_COORDINATOR}
 

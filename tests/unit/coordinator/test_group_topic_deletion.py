@@ -12,6 +12,10 @@ by hand over a stand-in for OffsetsLog; images made by hand go through `_on_imag
 metadata follower calls it. The partition is also told of a deletion while it is loading. The
 pure parts (`ownership.deleted_topics`, `GroupCoordinatorShard.delete_topics`) are checked on
 their own, the latter against a replay of its records.
+
+A coordinator that loads the partition after the image changed (it did not own it then, or was
+down) was told nothing: each offset records its topic's id (OffsetCommitValue.topic_id), and the
+load drops those the metadata no longer shows under that id.
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ from samsa.metadata.image import (
 )
 from samsa.services.coordinator import group_records
 from samsa.services.coordinator.group_model import GroupConfig
+from samsa.services.coordinator.group_records import GroupRecord
 from samsa.services.coordinator.offsets_log import ProduceResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition
-from samsa.services.coordinator.ownership import deleted_topics
+from samsa.services.coordinator.ownership import deleted_topics, subscribable_topic_ids
 from samsa.services.coordinator.record_writer import RecordWriter
 from samsa.v1 import coordinator_pb2 as c
+from samsa.v1 import group_records_pb2 as g
 from samsa.v1 import transactions_pb2 as x
 
 OWNED = CoordinatorAssignment(CONSUMER_OFFSETS_TOPIC, 0, 1, 10, 0, 100)
@@ -194,3 +200,84 @@ def test_the_shard_deletes_committed_and_pending_offsets_of_the_topics() -> None
     assert harness.coordinator.complete_transaction(PRODUCER, True, landed + 1) == 0
     assert sorted(harness.group().offsets) == [("u", 0)]
     assert harness.member("m1").topic_names == frozenset({"t", "u"}), "subscriptions stay"
+
+
+def recorded(topic_name: str, number: int, offset: int, topic_id: bytes) -> GroupRecord:
+    """A commit as a previous owner wrote it, under `topic_id` (b"": before ids were recorded)."""
+    value = g.OffsetCommitValue(committed_offset=offset, committed_leader_epoch=-1)
+    value.topic_id = topic_id
+    return group_records.offset_commit("g", topic_name, number, value)
+
+
+def test_a_partition_loaded_after_the_topic_changed_drops_the_old_topics_offsets() -> None:
+    """No image change told this coordinator: t was deleted and created again (t-1 -> t-2),
+    and u deleted, while no coordinator had the partition loaded; its first image already
+    shows the result. The load drops what was committed under t-1 and u-1, committed or
+    pending in an open transaction, and keeps t-2's and those recorded with no id."""
+
+    async def scenario() -> None:
+        coordinator = standalone_coordinator()
+        offsets_log = AppendingLog()
+        try:
+            coordinator.membership.coordinator_epoch = 10
+            now = image_with(topic("t", b"t-2"), topic("v", b"v-1"))
+            await coordinator._on_image(MetadataImage.empty(), now)
+            [partition] = coordinator.owned_partitions()
+            assert partition._task is not None
+            partition._task.cancel()  # loaded by hand instead
+            await asyncio.gather(partition._task, return_exceptions=True)
+            partition.offsets_log = offsets_log  # type: ignore[assignment]
+            shard = partition.shard
+            shard.replay(group_records.group_metadata("g", g.GroupMetadataValue()), 0)
+            for position, record in enumerate(
+                [
+                    recorded("t", 0, 50, b"t-1"),
+                    recorded("t", 1, 7, b"t-2"),
+                    recorded("u", 0, 60, b"u-1"),
+                    recorded("v", 0, 70, b""),
+                ],
+                start=1,
+            ):
+                shard.replay(record, position)
+            landed = 10
+            shard.replay_transactional(PRODUCER, [(landed, recorded("t", 2, 80, b"t-1"))])
+            writer: RecordWriter[asyncio.Future[int]] = RecordWriter(
+                100, 10, max_batch_records=100, max_batch_bytes=1 << 20
+            )
+            partition.writer = writer
+            partition.on_loaded()
+            write_loop = asyncio.ensure_future(partition._write_loop(writer))
+            await partition.write([])
+            offsets = shard.state.groups["g"].offsets
+            assert {tp: v.committed_offset for tp, v in offsets.items()} == {
+                ("t", 1): 7,
+                ("v", 0): 70,
+            }, "the old topics' offsets outlived them"
+            assert sorted(offsets_log.tombstones()) == [("g", "t", 0), ("g", "t", 2), ("g", "u", 0)]
+            assert shard.txn_offsets.unstable("g") == set()
+            shard.complete_transaction(PRODUCER, True, landed + 1)
+            assert ("t", 2) not in shard.state.groups["g"].offsets, "the marker set it"
+            write_loop.cancel()
+            await asyncio.gather(write_loop, return_exceptions=True)
+        finally:
+            await coordinator.offsets_log.close()
+            await coordinator.channel.close()
+
+    asyncio.run(scenario())
+
+
+def test_commits_record_the_topic_id_the_metadata_shows() -> None:
+    """What the check at load compares against: OffsetCommit and TxnOffsetCommit record the
+    metadata's id of each topic with its offset; a coordinator's ids are its image's."""
+    harness = GroupHarness(topics={"t": 2})
+    ids = {"t": b"t-1"}
+    request = c.OffsetCommitRequest(group_id="g", member_epoch=-1)
+    request.topics.add(name="t").partitions.add(partition=0, committed_offset=5)
+    written = harness.coordinator.commit_offsets(request, 1_000, harness.topics, ids).records
+    assert [v.offset_commit.topic_id for _, v in written if v.HasField("offset_commit")] == [b"t-1"]
+    txn = x.TxnOffsetCommitRequest(group_id="g", member_epoch=-1)
+    txn.topics.add(name="t").partitions.add(partition=1, committed_offset=6)
+    written = harness.coordinator.commit_txn_offsets(txn, 1_000, harness.topics, ids).records
+    assert [v.offset_commit.topic_id for _, v in written if v is not None] == [b"t-1"]
+    image = image_with(topic("t", b"t-1"), topic("u", b"u-1"))
+    assert subscribable_topic_ids(image) == {"t": b"t-1", "u": b"u-1"}

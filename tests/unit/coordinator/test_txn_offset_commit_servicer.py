@@ -46,6 +46,7 @@ class FakeCheck:
 class FakeCoordinator:
     def __init__(self, harness: GroupHarness, meanwhile, verdict=None) -> None:
         self.topics = harness.topics
+        self.topic_ids: dict[str, bytes] = {}
         self.partition = FakePartition(harness)
         self.transaction_check = FakeCheck(meanwhile, verdict)
 

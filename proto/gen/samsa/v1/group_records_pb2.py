@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from samsa.v1 import coordinator_pb2 as samsa_dot_v1_dot_coordinator__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1csamsa/v1/group_records.proto\x12\x08samsa.v1\x1a\x1asamsa/v1/coordinator.proto\"\x90\x03\n\x0eGroupRecordKey\x12\x32\n\roffset_commit\x18\x01 \x01(\x0b\x32\x19.samsa.v1.OffsetCommitKeyH\x00\x12,\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x12.samsa.v1.GroupKeyH\x00\x12\x33\n\x0fmember_metadata\x18\x03 \x01(\x0b\x32\x18.samsa.v1.GroupMemberKeyH\x00\x12\x38\n\x1atarget_assignment_metadata\x18\x04 \x01(\x0b\x32\x12.samsa.v1.GroupKeyH\x00\x12<\n\x18target_assignment_member\x18\x05 \x01(\x0b\x32\x18.samsa.v1.GroupMemberKeyH\x00\x12\x36\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32\x18.samsa.v1.GroupMemberKeyH\x00\x12\x30\n\x0cwriter_epoch\x18\x07 \x01(\x0b\x32\x18.samsa.v1.WriterEpochKeyH\x00\x42\x05\n\x03key\"E\n\x0fOffsetCommitKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\x05\"\x1c\n\x08GroupKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\"5\n\x0eGroupMemberKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x11\n\tmember_id\x18\x02 \x01(\t\"\x10\n\x0eWriterEpochKey\"\xd1\x03\n\x10GroupRecordValue\x12\x34\n\roffset_commit\x18\x01 \x01(\x0b\x32\x1b.samsa.v1.OffsetCommitValueH\x00\x12\x36\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x1c.samsa.v1.GroupMetadataValueH\x00\x12\x38\n\x0fmember_metadata\x18\x03 \x01(\x0b\x32\x1d.samsa.v1.MemberMetadataValueH\x00\x12M\n\x1atarget_assignment_metadata\x18\x04 \x01(\x0b\x32\'.samsa.v1.TargetAssignmentMetadataValueH\x00\x12I\n\x18target_assignment_member\x18\x05 \x01(\x0b\x32%.samsa.v1.TargetAssignmentMemberValueH\x00\x12>\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32 .samsa.v1.CurrentAssignmentValueH\x00\x12\x32\n\x0cwriter_epoch\x18\x07 \x01(\x0b\x32\x1a.samsa.v1.WriterEpochValueH\x00\x42\x07\n\x05value\"|\n\x11OffsetCommitValue\x12\x18\n\x10\x63ommitted_offset\x18\x01 \x01(\x03\x12\x1e\n\x16\x63ommitted_leader_epoch\x18\x02 \x01(\x05\x12\x10\n\x08metadata\x18\x03 \x01(\t\x12\x1b\n\x13\x63ommit_timestamp_ms\x18\x04 \x01(\x03\"^\n\x12GroupMetadataValue\x12\x13\n\x0bgroup_epoch\x18\x01 \x01(\x05\x12\x1b\n\x13subscription_digest\x18\x02 \x01(\x0c\x12\x16\n\x0e\x65mpty_since_ms\x18\x03 \x01(\x03\"\xb5\x01\n\x13MemberMetadataValue\x12\x19\n\x11group_instance_id\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x39\n\x0csubscription\x18\x03 \x01(\x0b\x32#.samsa.v1.ConsumerGroupSubscription\x12\x1c\n\x14rebalance_timeout_ms\x18\x04 \x01(\x05\x12\x17\n\x0fserver_assignor\x18\x05 \x01(\t\"9\n\x1dTargetAssignmentMetadataValue\x12\x18\n\x10\x61ssignment_epoch\x18\x01 \x01(\x05\"L\n\x1bTargetAssignmentMemberValue\x12-\n\npartitions\x18\x01 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\"\xf6\x01\n\x16\x43urrentAssignmentValue\x12\x14\n\x0cmember_epoch\x18\x01 \x01(\x05\x12\x1d\n\x15previous_member_epoch\x18\x02 \x01(\x05\x12-\n\x05state\x18\x03 \x01(\x0e\x32\x1e.samsa.v1.MemberReconcileState\x12\x36\n\x13\x61ssigned_partitions\x18\x04 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\x12@\n\x1dpartitions_pending_revocation\x18\x05 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\"D\n\x10WriterEpochValue\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x18\n\x10\x61ssignment_epoch\x18\x02 \x01(\x05*\xc4\x01\n\x14MemberReconcileState\x12&\n\"MEMBER_RECONCILE_STATE_UNSPECIFIED\x10\x00\x12!\n\x1dMEMBER_RECONCILE_STATE_STABLE\x10\x01\x12/\n+MEMBER_RECONCILE_STATE_UNREVOKED_PARTITIONS\x10\x02\x12\x30\n,MEMBER_RECONCILE_STATE_UNRELEASED_PARTITIONS\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1csamsa/v1/group_records.proto\x12\x08samsa.v1\x1a\x1asamsa/v1/coordinator.proto\"\x90\x03\n\x0eGroupRecordKey\x12\x32\n\roffset_commit\x18\x01 \x01(\x0b\x32\x19.samsa.v1.OffsetCommitKeyH\x00\x12,\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x12.samsa.v1.GroupKeyH\x00\x12\x33\n\x0fmember_metadata\x18\x03 \x01(\x0b\x32\x18.samsa.v1.GroupMemberKeyH\x00\x12\x38\n\x1atarget_assignment_metadata\x18\x04 \x01(\x0b\x32\x12.samsa.v1.GroupKeyH\x00\x12<\n\x18target_assignment_member\x18\x05 \x01(\x0b\x32\x18.samsa.v1.GroupMemberKeyH\x00\x12\x36\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32\x18.samsa.v1.GroupMemberKeyH\x00\x12\x30\n\x0cwriter_epoch\x18\x07 \x01(\x0b\x32\x18.samsa.v1.WriterEpochKeyH\x00\x42\x05\n\x03key\"E\n\x0fOffsetCommitKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\x05\"\x1c\n\x08GroupKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\"5\n\x0eGroupMemberKey\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x11\n\tmember_id\x18\x02 \x01(\t\"\x10\n\x0eWriterEpochKey\"\xd1\x03\n\x10GroupRecordValue\x12\x34\n\roffset_commit\x18\x01 \x01(\x0b\x32\x1b.samsa.v1.OffsetCommitValueH\x00\x12\x36\n\x0egroup_metadata\x18\x02 \x01(\x0b\x32\x1c.samsa.v1.GroupMetadataValueH\x00\x12\x38\n\x0fmember_metadata\x18\x03 \x01(\x0b\x32\x1d.samsa.v1.MemberMetadataValueH\x00\x12M\n\x1atarget_assignment_metadata\x18\x04 \x01(\x0b\x32\'.samsa.v1.TargetAssignmentMetadataValueH\x00\x12I\n\x18target_assignment_member\x18\x05 \x01(\x0b\x32%.samsa.v1.TargetAssignmentMemberValueH\x00\x12>\n\x12\x63urrent_assignment\x18\x06 \x01(\x0b\x32 .samsa.v1.CurrentAssignmentValueH\x00\x12\x32\n\x0cwriter_epoch\x18\x07 \x01(\x0b\x32\x1a.samsa.v1.WriterEpochValueH\x00\x42\x07\n\x05value\"\x8e\x01\n\x11OffsetCommitValue\x12\x18\n\x10\x63ommitted_offset\x18\x01 \x01(\x03\x12\x1e\n\x16\x63ommitted_leader_epoch\x18\x02 \x01(\x05\x12\x10\n\x08metadata\x18\x03 \x01(\t\x12\x1b\n\x13\x63ommit_timestamp_ms\x18\x04 \x01(\x03\x12\x10\n\x08topic_id\x18\x05 \x01(\x0c\"^\n\x12GroupMetadataValue\x12\x13\n\x0bgroup_epoch\x18\x01 \x01(\x05\x12\x1b\n\x13subscription_digest\x18\x02 \x01(\x0c\x12\x16\n\x0e\x65mpty_since_ms\x18\x03 \x01(\x03\"\xb5\x01\n\x13MemberMetadataValue\x12\x19\n\x11group_instance_id\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x39\n\x0csubscription\x18\x03 \x01(\x0b\x32#.samsa.v1.ConsumerGroupSubscription\x12\x1c\n\x14rebalance_timeout_ms\x18\x04 \x01(\x05\x12\x17\n\x0fserver_assignor\x18\x05 \x01(\t\"9\n\x1dTargetAssignmentMetadataValue\x12\x18\n\x10\x61ssignment_epoch\x18\x01 \x01(\x05\"L\n\x1bTargetAssignmentMemberValue\x12-\n\npartitions\x18\x01 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\"\xf6\x01\n\x16\x43urrentAssignmentValue\x12\x14\n\x0cmember_epoch\x18\x01 \x01(\x05\x12\x1d\n\x15previous_member_epoch\x18\x02 \x01(\x05\x12-\n\x05state\x18\x03 \x01(\x0e\x32\x1e.samsa.v1.MemberReconcileState\x12\x36\n\x13\x61ssigned_partitions\x18\x04 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\x12@\n\x1dpartitions_pending_revocation\x18\x05 \x03(\x0b\x32\x19.samsa.v1.TopicPartitions\"D\n\x10WriterEpochValue\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x18\n\x10\x61ssignment_epoch\x18\x02 \x01(\x05*\xc4\x01\n\x14MemberReconcileState\x12&\n\"MEMBER_RECONCILE_STATE_UNSPECIFIED\x10\x00\x12!\n\x1dMEMBER_RECONCILE_STATE_STABLE\x10\x01\x12/\n+MEMBER_RECONCILE_STATE_UNREVOKED_PARTITIONS\x10\x02\x12\x30\n,MEMBER_RECONCILE_STATE_UNRELEASED_PARTITIONS\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'samsa.v1.group_records_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MEMBERRECONCILESTATE']._serialized_start=1978
-  _globals['_MEMBERRECONCILESTATE']._serialized_end=2174
+  _globals['_MEMBERRECONCILESTATE']._serialized_start=1997
+  _globals['_MEMBERRECONCILESTATE']._serialized_end=2193
   _globals['_GROUPRECORDKEY']._serialized_start=71
   _globals['_GROUPRECORDKEY']._serialized_end=471
   _globals['_OFFSETCOMMITKEY']._serialized_start=473
@@ -46,18 +46,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WRITEREPOCHKEY']._serialized_end=645
   _globals['_GROUPRECORDVALUE']._serialized_start=648
   _globals['_GROUPRECORDVALUE']._serialized_end=1113
-  _globals['_OFFSETCOMMITVALUE']._serialized_start=1115
-  _globals['_OFFSETCOMMITVALUE']._serialized_end=1239
-  _globals['_GROUPMETADATAVALUE']._serialized_start=1241
-  _globals['_GROUPMETADATAVALUE']._serialized_end=1335
-  _globals['_MEMBERMETADATAVALUE']._serialized_start=1338
-  _globals['_MEMBERMETADATAVALUE']._serialized_end=1519
-  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_start=1521
-  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_end=1578
-  _globals['_TARGETASSIGNMENTMEMBERVALUE']._serialized_start=1580
-  _globals['_TARGETASSIGNMENTMEMBERVALUE']._serialized_end=1656
-  _globals['_CURRENTASSIGNMENTVALUE']._serialized_start=1659
-  _globals['_CURRENTASSIGNMENTVALUE']._serialized_end=1905
-  _globals['_WRITEREPOCHVALUE']._serialized_start=1907
-  _globals['_WRITEREPOCHVALUE']._serialized_end=1975
+  _globals['_OFFSETCOMMITVALUE']._serialized_start=1116
+  _globals['_OFFSETCOMMITVALUE']._serialized_end=1258
+  _globals['_GROUPMETADATAVALUE']._serialized_start=1260
+  _globals['_GROUPMETADATAVALUE']._serialized_end=1354
+  _globals['_MEMBERMETADATAVALUE']._serialized_start=1357
+  _globals['_MEMBERMETADATAVALUE']._serialized_end=1538
+  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_start=1540
+  _globals['_TARGETASSIGNMENTMETADATAVALUE']._serialized_end=1597
+  _globals['_TARGETASSIGNMENTMEMBERVALUE']._serialized_start=1599
+  _globals['_TARGETASSIGNMENTMEMBERVALUE']._serialized_end=1675
+  _globals['_CURRENTASSIGNMENTVALUE']._serialized_start=1678
+  _globals['_CURRENTASSIGNMENTVALUE']._serialized_end=1924
+  _globals['_WRITEREPOCHVALUE']._serialized_start=1926
+  _globals['_WRITEREPOCHVALUE']._serialized_end=1994
 # @@protoc_insertion_point(module_scope)

@@ -84,16 +84,18 @@ class GroupRecordValue(_message.Message):
     def __init__(self, offset_commit: _Optional[_Union[OffsetCommitValue, _Mapping]] = ..., group_metadata: _Optional[_Union[GroupMetadataValue, _Mapping]] = ..., member_metadata: _Optional[_Union[MemberMetadataValue, _Mapping]] = ..., target_assignment_metadata: _Optional[_Union[TargetAssignmentMetadataValue, _Mapping]] = ..., target_assignment_member: _Optional[_Union[TargetAssignmentMemberValue, _Mapping]] = ..., current_assignment: _Optional[_Union[CurrentAssignmentValue, _Mapping]] = ..., writer_epoch: _Optional[_Union[WriterEpochValue, _Mapping]] = ...) -> None: ...
 
 class OffsetCommitValue(_message.Message):
-    __slots__ = ("committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp_ms")
+    __slots__ = ("committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp_ms", "topic_id")
     COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     COMMIT_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     committed_offset: int
     committed_leader_epoch: int
     metadata: str
     commit_timestamp_ms: int
-    def __init__(self, committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., metadata: _Optional[str] = ..., commit_timestamp_ms: _Optional[int] = ...) -> None: ...
+    topic_id: bytes
+    def __init__(self, committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., metadata: _Optional[str] = ..., commit_timestamp_ms: _Optional[int] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
 
 class GroupMetadataValue(_message.Message):
     __slots__ = ("group_epoch", "subscription_digest", "empty_since_ms")
