@@ -19,7 +19,7 @@ const REQUEST_PARTITIONS_MAX = 10000;
 //   COMMIT_BATCH_OVERHEAD_BYTES + group id bytes
 //     + per partition (group id + topic name + metadata bytes + COMMIT_RECORD_OVERHEAD_BYTES_MAX)
 //   <= COMMIT_BATCH_BYTES_MAX (UTF-8 bytes; this client commits no metadata).
-const COMMIT_RECORD_OVERHEAD_BYTES_MAX = 72;
+const COMMIT_RECORD_OVERHEAD_BYTES_MAX = 96;
 const COMMIT_BATCH_OVERHEAD_BYTES = 1024;
 const COMMIT_BATCH_BYTES_MAX = 1048588; // 1 MiB + 12, Kafka's max.message.bytes default
 
