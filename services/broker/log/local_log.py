@@ -8,16 +8,17 @@ that does edits both lists together.
 Reads find the segment by bisect over the base offsets, the batch by the segment's sparse index, and
 return stored batches as one bytes object; a read that starts in a gap compaction left at a
 segment's end goes on to the next segment, but one reaching a segment's `unframed_tail` (corrupt
-bytes loading kept) is refused with StorageError, as are appends to such an active segment. An
-append (validated and planned by append_info.py, all-or-nothing) goes to the active segment, which
-writes the stamped bytes with one system call; when policy.py says so, the segment rolls first: the
-active one is closed (its index files written, not fsynced) or, empty, deleted (a follower's offset
-gap), and a new one is created at the append's first offset. Truncation deletes whole later segments
-and cuts the last one kept: at an offset (replication) or at a byte position (the scrubber's
-repair). Retention and DeleteRecords delete the oldest closed segments (retention.py decides how
-many; retention that takes the active one too has it rolled at the log end first); compaction
-(cleaner.py) deletes a closed segment it emptied. The scrubber reads closed segments as they are
-now.
+bytes loading kept) is refused with StorageError, as are appends to such an active segment and
+timestamp look-ups that would need its records (never answered past them as if they were not there).
+An append (validated and planned by append_info.py, all-or-nothing) goes to the active segment,
+which writes the stamped bytes with one system call; when policy.py says so, the segment rolls
+first: the active one is closed (its index files written, not fsynced) or, empty, deleted (a
+follower's offset gap), and a new one is created at the append's first offset. Truncation deletes
+whole later segments and cuts the last one kept: at an offset (replication) or at a byte position
+(the scrubber's repair). Retention and DeleteRecords delete the oldest closed segments (retention.py
+decides how many; retention that takes the active one too has it rolled at the log end first);
+compaction (cleaner.py) deletes a closed segment it emptied. The scrubber reads closed segments as
+they are now.
 
 What makes each change durable is `Log`'s (log.py) and its other parts' (log_durability.py,
 log_truncation.py, log_compaction.py): the clean-shutdown marker's removal before any change to the
@@ -143,18 +144,22 @@ class LocalLog:
         self, timestamp_ms: int, log_start_offset: int
     ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `log_start_offset` whose
-        timestamp is >= `timestamp_ms`."""
-        for segment in self.segments:
-            if segment.next_offset <= log_start_offset or segment.max_timestamp < timestamp_ms:
-                continue
-            found = segment.find_by_timestamp(timestamp_ms, log_start_offset)
-            if found is not None:
-                return found
+        timestamp is >= `timestamp_ms`. A search that reaches a segment's `unframed_tail`
+        without an answer is refused with StorageError, as a read there is: its records'
+        timestamps are unknown, and the next segment's answer could skip some."""
+        for segment in self.segments_from(log_start_offset):
+            if segment.max_timestamp >= timestamp_ms:
+                found = segment.find_by_timestamp(timestamp_ms, log_start_offset)
+                if found is not None:
+                    return found
+            if segment.unframed_tail:
+                raise _unframed(segment)
         return None
 
     def max_timestamp_record(self, start: int, end: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp in [start, end), the
         lowest offset among equals, control batches aside (KIP-734); None when there is none.
+        StorageError when an `unframed_tail` holds offsets in the range.
 
         A segment's max timestamp bounds its records', and a batch's header max its records':
         segments are visited by decreasing max and the visit stops at the first that cannot beat
@@ -163,6 +168,9 @@ class LocalLog:
             return None
         best: _Rank | None = None
         segments = [s for s in self.segments_from(start) if s.base_offset < end]
+        for segment in segments:  # unknown records in range: refused, as a read of them is
+            if segment.unframed_tail and segment.next_offset < end:
+                raise _unframed(segment)
         for segment in sorted(segments, key=_rank_bound):
             if best is not None and best <= _rank_bound(segment):
                 break  # nor can any later one: they are sorted by that bound

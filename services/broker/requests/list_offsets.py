@@ -5,7 +5,9 @@ a read_committed consumer that resets to the end starts where it can read, and i
 only what it may see. The timestamp lookups are bounded the same way: MAX_TIMESTAMP (KIP-734,
 as Kafka answers it since KAFKA-16310) is the record with the largest timestamp, the first of
 equals, among those from the log start up to that end, transaction markers aside; none
-visible answers offset and timestamp -1 with no error. Each answer carries the leader epoch of
+visible answers offset and timestamp -1 with no error. A search that needs records whose bytes
+are corrupt at rest (a segment's unframed tail, local_log.py) answers KAFKA_STORAGE_ERROR, as a
+fetch of them does, never an offset past them. Each answer carries the leader epoch of
 the batch holding the offset found (KIP-320), as Kafka's; a request naming an older or newer
 current leader epoch than the leader's is refused (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
 A leader just elected whose high watermark has not yet reached the start of its epoch answers
@@ -20,7 +22,7 @@ a client of the re-created topic."""
 
 from __future__ import annotations
 
-from samsa.common.errors import ErrorCode
+from samsa.common.errors import ErrorCode, SamsaError
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.leader_epoch import epoch_of
 from samsa.services.broker.partition_host import PartitionHost
@@ -68,12 +70,13 @@ def list_offsets(
                 result.offset = hosted.log.log_start_offset
             elif spec == broker_pb2.OFFSET_SPEC_LATEST:
                 result.offset = visible_end
-            elif spec == broker_pb2.OFFSET_SPEC_TIMESTAMP:
-                found = hosted.log.offset_for_timestamp(wanted.timestamp_ms)
-                if found is not None and found[0] < visible_end:
-                    result.offset, result.timestamp_ms = found
-            elif spec == broker_pb2.OFFSET_SPEC_MAX_TIMESTAMP:
-                found = hosted.log.max_timestamp_record(visible_end)
+            elif spec in (broker_pb2.OFFSET_SPEC_TIMESTAMP, broker_pb2.OFFSET_SPEC_MAX_TIMESTAMP):
+                try:
+                    found = _timestamp_lookup(hosted, spec, wanted.timestamp_ms, visible_end)
+                except SamsaError as error:  # records corrupt at rest: as a fetch of them is
+                    result.error_code = error.code  # type: ignore[assignment]
+                    result.error_message = str(error)
+                    continue
                 if found is not None:
                     result.offset, result.timestamp_ms = found
             else:
@@ -85,6 +88,17 @@ def list_offsets(
                 continue
             result.leader_epoch = answered_epoch(hosted, spec, result.offset)
     return response
+
+
+def _timestamp_lookup(
+    hosted: HostedPartition, spec: int, timestamp_ms: int, visible_end: int
+) -> tuple[int, int] | None:
+    """The record a TIMESTAMP or MAX_TIMESTAMP spec finds below `visible_end`, or None; a
+    StorageError when the search needs records whose bytes are corrupt at rest."""
+    if spec == broker_pb2.OFFSET_SPEC_MAX_TIMESTAMP:
+        return hosted.log.max_timestamp_record(visible_end)
+    found = hosted.log.offset_for_timestamp(timestamp_ms)
+    return found if found is not None and found[0] < visible_end else None
 
 
 def answered_epoch(hosted: HostedPartition, spec: int, offset: int) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.common.record.header import check_batch
 from samsa.metadata.image import BrokerRegistration, MetadataImage, PartitionState, TopicImage
@@ -22,6 +23,8 @@ from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, segment_path
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.requests.list_offsets import list_offsets
+from samsa.v1 import broker_pb2 as b
 
 TOPIC_ID = b"\x09" * 16
 ME = 1
@@ -180,4 +183,57 @@ def test_a_durable_segment_found_bad_at_open_is_marked_and_cut_only_once_out(
     assert host.repair_corrupt() == [] and hosted.log.log_end_offset == end, "still in the ISR"
     hosted = step(host, image(2, (2, 3), 0, 2))  # the controller committed the report
     assert hosted.log.log_end_offset == bad_offset and hosted.corrupt_from is None
+    host.close_all()
+
+
+def unframed_leader(tmp_path: Path) -> tuple[PartitionHost, HostedPartition, int]:
+    """A host that led t-0 with 60 acknowledged records, restarted (cleanly) with the length of
+    a batch of its active segment flipped and its .index lost: the open keeps the bytes after
+    the bad batch unframed, and the log end offset drops to that batch's base offset."""
+    host = PartitionHost(tmp_path, ME)
+    hosted = step(host, image(ME, (1, 2, 3), 0, 0))
+    hosted.log.reconfigure(
+        LogConfig(segment_bytes=2048, index_interval_bytes=128, max_message_bytes=1024)
+    )
+    for n in range(60):
+        hosted.log.append_as_leader(build_batch([b"v" * 50 + b"%d" % n]), leader_epoch=0, now_ms=0)
+    hosted.replica.high_watermark = 60
+    directory, active = hosted.log.directory, hosted.log.segments()[-1].base_offset
+    host.close_all()
+    path = segment_path(directory, active, LOG_SUFFIX)
+    data = bytearray(path.read_bytes())
+    second = check_batch(data, 0).size_bytes
+    bad_offset = check_batch(data, second).base_offset
+    data[second + 9] ^= 0x55  # in the batch's length: its framing is lost
+    path.write_bytes(bytes(data))
+    segment_path(directory, active, INDEX_SUFFIX).unlink()
+    host = PartitionHost(tmp_path, ME)
+    hosted = step(host, image(ME, (1, 2, 3), 1, 1))
+    assert hosted.corrupt_from == bad_offset and hosted.log.log_end_offset == bad_offset < 60
+    return host, hosted, bad_offset
+
+
+def test_a_timestamp_lookup_past_an_unframed_tail_answers_a_storage_error(
+    tmp_path: Path,
+) -> None:
+    host, _, bad_offset = unframed_leader(tmp_path)
+    spec = b.ListOffsetsRequest.PartitionData
+    request = b.ListOffsetsRequest(
+        replica_id=2,  # answered up to the log end
+        topics=[
+            b.ListOffsetsRequest.TopicData(
+                name="t",
+                partitions=[
+                    spec(partition=0, offset_spec=b.OFFSET_SPEC_TIMESTAMP, timestamp_ms=0),
+                    spec(partition=0, offset_spec=b.OFFSET_SPEC_TIMESTAMP, timestamp_ms=10**15),
+                    spec(partition=0, offset_spec=b.OFFSET_SPEC_MAX_TIMESTAMP),
+                ],
+            )
+        ],
+    )
+    first, past, newest = list_offsets(host, request).topics[0].partitions
+    assert (first.error_code, first.offset) == (ErrorCode.NONE, 0)
+    assert past.error_code == ErrorCode.KAFKA_STORAGE_ERROR and past.offset == -1
+    assert "unreadable" in past.error_message
+    assert newest.error_code == ErrorCode.NONE and newest.offset < bad_offset
     host.close_all()

@@ -158,3 +158,28 @@ def test_a_bad_batch_kept_in_the_active_segment_is_set_aside_so_appends_leave_it
     assert log_files(tmp_path)[f"{bases[-1]:020d}.log"] == size
     assert reopened.truncate_at_batch(bases[-1], size, position) == bases[-1] + 5
     assert read_batches(reopened) == stored[: bases[-1] + 5]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_timestamp_lookup_never_answers_past_an_unframed_tail(
+    tmp_path: Path, clean: bool
+) -> None:
+    """A lookup whose answer the unframed records could hold was answered from the next segment,
+    as if they were not there (offset 20 for the timestamp of offset 12); MAX_TIMESTAMP ignored
+    them too. Both are refused, as a read of them is; a lookup the framed part answers is not."""
+    log = filled(tmp_path)  # offset n is stamped 1_000 + n
+    bases = [s.base_offset for s in log.segments()]
+    stop(log, clean=clean)
+    damage(tmp_path, bases[1], 2, LENGTH)
+    reopened = Log.open(tmp_path, small_config(), now_ms=0)
+    bad = bases[1] + 2
+    assert reopened.offset_for_timestamp(1_000 + bad - 1) == (bad - 1, 1_000 + bad - 1)
+    for timestamp in (1_000 + bad, 1_000 + bases[2], 10**6):
+        with pytest.raises(StorageError, match=f"offsets from {bad} are unreadable"):
+            reopened.offset_for_timestamp(timestamp)
+    assert reopened.max_timestamp_record(bad) == (bad - 1, 1_000 + bad - 1)
+    with pytest.raises(StorageError, match=f"offsets from {bad} are unreadable"):
+        reopened.max_timestamp_record(bad + 1)
+    reopened.delete_records(bases[2])  # the unframed records are below the log start now
+    assert reopened.offset_for_timestamp(0) == (bases[2], 1_000 + bases[2])
+    assert reopened.max_timestamp_record(40) == (39, 1_039)
