@@ -51,6 +51,24 @@ class LeadershipError(NamedTuple):
             -1,
         )
 
+    @classmethod
+    def log_end_unknown(cls, hosted: HostedPartition) -> LeadershipError:
+        """This broker leads the partition, but its log's end is unknown (bytes past a bad batch
+        of its active segment no frame bounds, kept at open: segment_loading.py), so its log end
+        offset may lie below records it acknowledged. As a Kafka log directory taken offline by
+        a KafkaStorageException, it serves no leader request (KAFKA_STORAGE_ERROR, retriable, no
+        leader named): a follower answered from that end (a diverging epoch, OFFSET_OUT_OF_RANGE
+        with a high watermark kept within it) would truncate acknowledged records. It is marked
+        corrupt, and the scrubber asks the controller to elect another leader."""
+        return cls(
+            ErrorCode.KAFKA_STORAGE_ERROR,
+            f"{hosted.topic}-{hosted.partition}: this leader's log end is unknown (the records "
+            f"from offset {hosted.log.log_end_offset} are corrupt at rest): it serves no leader "
+            f"request until another replica leads; refresh metadata",
+            -1,
+            -1,
+        )
+
     def refuse(self, result: Any) -> None:
         """Write this refusal into one partition's result (of Produce, Fetch, DeleteRecords or
         WriteTxnMarkers: each has error_code, error_message and current_leader), with the

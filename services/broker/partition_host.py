@@ -19,6 +19,9 @@ scrubber finds it again), stops fetching it, and asks the controller to take it 
 The scrubber finds it in closed segments; opening a log finds it in a durable segment that
 failed its index check and its re-check (loading.py keeps that segment whole and the log
 exposes the bad batch, `Log.corrupt_at_open`), and `_open` marks the replica the same way.
+When that batch lost its framing in the active segment, the log end is unknown (it stops at the
+bad batch, below records this replica may have acknowledged): `leader` then refuses every leader
+request (LeadershipError.log_end_unknown), so no follower truncates to that end.
 `repair_corrupt` truncates the log to that offset only once the applied metadata shows this
 broker neither leading nor in the ISR (DESIGN §4: an ISR member with a shortened log could be
 elected and lose acknowledged records); the replica fetcher, told at once (`on_repaired`),
@@ -132,7 +135,8 @@ class PartitionHost:
     ) -> HostedPartition | LeadershipError:
         """The partition if this broker leads it, else why not (and who does). With `topic_id`
         (KIP-516), a partition hosted, or a topic known, here under another id is refused
-        (LeadershipError.unknown_topic_id). Empty: not checked."""
+        (LeadershipError.unknown_topic_id). Empty: not checked. A leader whose log end is
+        unknown is refused too (LeadershipError.log_end_unknown)."""
         hosted = self.partitions.get((topic, partition))
         if topic_id:
             # The hosted partition's id, else the id of the topic in the image, else none.
@@ -140,6 +144,8 @@ class PartitionHost:
             if topic_id != known:
                 return LeadershipError.unknown_topic_id(topic, topic_id, known, self.image)
         if hosted is not None and hosted.is_leader:
+            if hosted.log.log_end_unknown:
+                return LeadershipError.log_end_unknown(hosted)
             return hosted
         image_topic = self.image.topics.get(topic)
         state = None if image_topic is None else image_topic.partitions.get(partition)

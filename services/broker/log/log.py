@@ -134,6 +134,12 @@ class Log:
         return self._local_log.segments[-1].next_offset
 
     @property
+    def log_end_unknown(self) -> bool:
+        """Bytes no frame bounds follow the log end offset (an active segment found corrupt at
+        open, segment_loading.py): it may lie below records this replica acknowledged."""
+        return self._local_log.segments[-1].unframed_tail
+
+    @property
     def recovery_point(self) -> int:
         """Every offset below it is on disk (fsynced); recovery re-checks from here."""
         return self._durability.recovery_point
@@ -149,8 +155,7 @@ class Log:
     def leader_epoch_entries(self) -> list[tuple[int, int]]:
         return self._epochs.entries()
 
-    def segments(self) -> list[SegmentInfo]:
-        """The segments, oldest first (for tests and tools)."""
+    def segments(self) -> list[SegmentInfo]:  # oldest first (for tests and tools)
         return self._local_log.segment_infos()
 
     def size_bytes(self) -> int:
@@ -172,9 +177,8 @@ class Log:
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The last stable offset (LSO) given the partition's high watermark: no read_committed
-        reader sees an offset at or above it, as a transaction there is open or its marker not yet
-        replicated (transaction_index.py). Never below the log start: a transaction open across a
-        DeleteRecords (or retention) holds only the records it has left (Kafka clamps too)."""
+        reader sees an offset at or above it, as a transaction there is open or its marker not
+        replicated (transaction_index.py). Never below the log start (Kafka clamps too)."""
         return self._producer_txns.last_stable_offset(
             high_watermark, self.log_end_offset, self._log_start_offset
         )
@@ -308,7 +312,8 @@ class Log:
         )
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`."""
+        """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`
+        (StorageError when an unframed tail could hold it: LocalLog.offset_for_timestamp)."""
         self._check_open()
         return self._local_log.offset_for_timestamp(timestamp_ms, self._log_start_offset)
 
@@ -326,18 +331,16 @@ class Log:
     def read_closed_segment(
         self, base_offset: int, size_bytes: int, position: int, length: int
     ) -> bytes | None:
-        """Up to `length` bytes at `position` of the closed segment at `base_offset`, read from
-        the file as it is now; None when that segment is gone or changed size (retention,
-        compaction) since the scrubber started on it."""
+        """Up to `length` bytes at `position` of the closed segment at `base_offset` as it is now
+        (None when gone or resized since: retention, compaction)."""
         self._check_open()
         return self._local_log.read_closed_segment(base_offset, size_bytes, position, length)
 
     def truncate_at_batch(self, base_offset: int, size_bytes: int, position: int) -> int | None:
-        """Cut the log at byte `position` of the segment at `base_offset` (the start of a bad
-        batch the scrubber found; everything before it checked sound) and drop every later
-        segment (a log is a prefix). Returns the new log end offset, or None — nothing changed —
-        when that segment is gone or changed size since (retention, compaction, truncation).
-        Only a replica outside the ISR may call this: it re-fetches everything it drops."""
+        """Cut the log at byte `position` of the segment at `base_offset` (a bad batch's start,
+        all before it sound) and drop every later segment; the new log end offset, or None (no
+        change) when that segment is gone or changed size since (retention, compaction,
+        truncation). Only a replica outside the ISR may: it re-fetches all it drops."""
         self._check_open()
         log_start_offset = self._truncation.cut_at_batch(
             base_offset, size_bytes, position, self._log_start_offset
@@ -384,8 +387,8 @@ class Log:
     # --- compaction (log_compaction.py; cleanup.policy=compact) ---------------------------------
 
     def compact(self, *, now_ms: int, high_watermark: int) -> CompactionResult:
-        """One whole pass on this thread, due or not: `plan_compaction`, the job's `run` (which
-        the broker's cleaner task runs on a worker thread), then `finish_compaction`."""
+        """One whole pass here, due or not: `plan_compaction`, the job's `run` (the broker's
+        cleaner task runs it on a worker thread), `finish_compaction`."""
         job = self.plan_compaction(now_ms=now_ms, high_watermark=high_watermark)
         if job is None:
             return NOTHING_CLEANED
@@ -406,8 +409,8 @@ class Log:
         )
 
     def finish_compaction(self, job: CleaningJob, cleaned: Cleaned) -> CompactionResult:
-        """Swap in what `job` cleaned, crash-safely, unless its segments changed meanwhile or
-        the log was closed (then its files are discarded and the pass counts for nothing)."""
+        """Swap in what `job` cleaned, crash-safely; discarded (a pass for nothing) when its
+        segments changed meanwhile or the log was closed."""
         if self._closed:
             job.discard()
             return NOTHING_CLEANED
@@ -422,8 +425,7 @@ class Log:
         self._durability.flush(now_ms=None)
 
     def sync_before_records(self, path: Path) -> None:
-        """Make `path`, a file the partition wrote beside the log without an fsync (its topic
-        id), durable before the log's records are first flushed (LogDurability)."""
+        """`path` (the topic id, written unsynced) is durable before the first flushed record."""
         self._durability.sync_before_records(path)
 
     def maybe_flush(self, *, now_ms: int) -> bool:
@@ -432,14 +434,12 @@ class Log:
         return self._durability.maybe_flush(now_ms=now_ms)
 
     def checkpoint(self) -> None:
-        """Write the recovery point, log start offset and leader-epoch checkpoints atomically
-        (those whose content changed since they were last written)."""
+        """Write each changed checkpoint (recovery point, log start, leader epochs), atomically."""
         self._durability.checkpoint(self._log_start_offset)
 
     def close(self) -> None:
-        """Flush, write every index file, checkpoint and the producer state, then the
-        clean-shutdown marker (LogDurability.close: which logs skip the fsyncs). The files
-        are closed even when that fails (a full disk), so that a deleted log frees its space."""
+        """Flush, write every index file, checkpoint and the producer state, then the clean-
+        shutdown marker (LogDurability.close), closing the files even when that fails."""
         if self._closed:
             return
         self._closed = True

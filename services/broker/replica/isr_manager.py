@@ -180,7 +180,10 @@ def decide_proposals(
     decided = []
     for key in sorted(keys):
         hosted = host.partitions.get(key)
-        if hosted is None:
+        if hosted is None or hosted.log.log_end_unknown:
+            # A leader whose log end is unknown refuses its followers' fetches (PartitionHost
+            # .leader): their silence is not lag, and the ISR stays for the controller to pick
+            # the next leader from.
             continue
         isr = hosted.replica.isr_to_propose(
             eligible=eligible,

@@ -109,12 +109,13 @@ class PartitionReader:
         if (
             isinstance(hosted, LeadershipError)
             and replica_id < 0
-            and hosted.code != ErrorCode.UNKNOWN_TOPIC_ID
+            and hosted.code not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.KAFKA_STORAGE_ERROR)
         ):
             # Any replica serves consumers up to its own high watermark (KIP-392): a consumer
             # sent here by its leader's preferred_read_replica, or one whose metadata is a
             # little stale. Committed data only, so it is never wrong. (Never another topic's
-            # log: `leader` checked the id against the hosted partition's.)
+            # log: `leader` checked the id against the hosted partition's; nor a leader whose
+            # log end is unknown: its high watermark was cut to that end.)
             hosted = host.get(topic, wanted.partition) or hosted
         if isinstance(hosted, LeadershipError):
             hosted.refuse(result)

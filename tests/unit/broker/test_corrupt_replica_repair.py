@@ -11,6 +11,7 @@ log end offset.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from samsa.common.errors import ErrorCode
@@ -23,6 +24,8 @@ from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, segment_path
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.replica.isr_manager import decide_proposals
+from samsa.services.broker.requests.fetch import fetch
 from samsa.services.broker.requests.list_offsets import list_offsets
 from samsa.v1 import broker_pb2 as b
 
@@ -186,10 +189,13 @@ def test_a_durable_segment_found_bad_at_open_is_marked_and_cut_only_once_out(
     host.close_all()
 
 
-def unframed_leader(tmp_path: Path) -> tuple[PartitionHost, HostedPartition, int]:
+def unframed_leader(
+    tmp_path: Path, segment: int = -1
+) -> tuple[PartitionHost, HostedPartition, int]:
     """A host that led t-0 with 60 acknowledged records, restarted (cleanly) with the length of
-    a batch of its active segment flipped and its .index lost: the open keeps the bytes after
-    the bad batch unframed, and the log end offset drops to that batch's base offset."""
+    a batch of its `segment` (the active one by default) flipped and its .index lost: the open
+    keeps the bytes after the bad batch unframed (in the active segment, the log end offset
+    drops to that batch's base offset)."""
     host = PartitionHost(tmp_path, ME)
     hosted = step(host, image(ME, (1, 2, 3), 0, 0))
     hosted.log.reconfigure(
@@ -198,25 +204,26 @@ def unframed_leader(tmp_path: Path) -> tuple[PartitionHost, HostedPartition, int
     for n in range(60):
         hosted.log.append_as_leader(build_batch([b"v" * 50 + b"%d" % n]), leader_epoch=0, now_ms=0)
     hosted.replica.high_watermark = 60
-    directory, active = hosted.log.directory, hosted.log.segments()[-1].base_offset
+    directory, damaged = hosted.log.directory, hosted.log.segments()[segment].base_offset
     host.close_all()
-    path = segment_path(directory, active, LOG_SUFFIX)
+    path = segment_path(directory, damaged, LOG_SUFFIX)
     data = bytearray(path.read_bytes())
     second = check_batch(data, 0).size_bytes
     bad_offset = check_batch(data, second).base_offset
     data[second + 9] ^= 0x55  # in the batch's length: its framing is lost
     path.write_bytes(bytes(data))
-    segment_path(directory, active, INDEX_SUFFIX).unlink()
+    segment_path(directory, damaged, INDEX_SUFFIX).unlink()
     host = PartitionHost(tmp_path, ME)
     hosted = step(host, image(ME, (1, 2, 3), 1, 1))
-    assert hosted.corrupt_from == bad_offset and hosted.log.log_end_offset == bad_offset < 60
+    assert hosted.corrupt_from == bad_offset
+    assert hosted.log.log_end_offset == (bad_offset if segment == -1 else 60)
     return host, hosted, bad_offset
 
 
 def test_a_timestamp_lookup_past_an_unframed_tail_answers_a_storage_error(
     tmp_path: Path,
 ) -> None:
-    host, _, bad_offset = unframed_leader(tmp_path)
+    host, _, bad_offset = unframed_leader(tmp_path, segment=1)
     spec = b.ListOffsetsRequest.PartitionData
     request = b.ListOffsetsRequest(
         replica_id=2,  # answered up to the log end
@@ -233,7 +240,57 @@ def test_a_timestamp_lookup_past_an_unframed_tail_answers_a_storage_error(
     )
     first, past, newest = list_offsets(host, request).topics[0].partitions
     assert (first.error_code, first.offset) == (ErrorCode.NONE, 0)
-    assert past.error_code == ErrorCode.KAFKA_STORAGE_ERROR and past.offset == -1
-    assert "unreadable" in past.error_message
-    assert newest.error_code == ErrorCode.NONE and newest.offset < bad_offset
+    for refused in (past, newest):
+        assert refused.error_code == ErrorCode.KAFKA_STORAGE_ERROR and refused.offset == -1
+        assert f"offsets from {bad_offset} are unreadable" in refused.error_message
+    host.close_all()
+
+
+def fetch_one(
+    host: PartitionHost, offset: int, last_fetched_epoch: int = -1, replica_id: int = 2
+) -> b.FetchResponse.PartitionResponse:
+    """A fetch of t-0 by replica 2 (a consumer with replica_id -1)."""
+    wanted = b.FetchRequest.PartitionData(
+        partition=0, fetch_offset=offset, last_fetched_epoch=last_fetched_epoch
+    )
+    request = b.FetchRequest(
+        replica_id=replica_id, topics=[b.FetchRequest.TopicData(name="t", partitions=[wanted])]
+    )
+    return asyncio.run(fetch(host, request)).topics[0].partitions[0]
+
+
+def test_a_leader_whose_log_end_is_unknown_serves_no_leader_request(tmp_path: Path) -> None:
+    """Elected with its log end at the bad batch (58 of 60 acknowledged), the leader answered a
+    follower holding 0..59 with a diverging epoch ending at 58, or OFFSET_OUT_OF_RANGE with a
+    high watermark of 58: the follower truncated acknowledged records. It refuses every leader
+    request now (KAFKA_STORAGE_ERROR, as Kafka's offline log directory), consumers included,
+    proposes no ISR shrink for followers it refuses, and repairs once another replica leads."""
+    host, hosted, bad_offset = unframed_leader(tmp_path)
+    assert hosted.log.log_end_offset == bad_offset < 60 and hosted.log.log_end_unknown
+    for last_fetched_epoch in (0, -1):
+        result = fetch_one(host, 60, last_fetched_epoch)
+        assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert not result.HasField("diverging_epoch") and "log end is unknown" in (
+            result.error_message
+        )
+    consumer = fetch_one(host, 0, replica_id=-1)
+    assert consumer.error_code == ErrorCode.KAFKA_STORAGE_ERROR and not consumer.records
+    latest = b.ListOffsetsRequest(
+        topics=[
+            b.ListOffsetsRequest.TopicData(
+                name="t",
+                partitions=[
+                    b.ListOffsetsRequest.PartitionData(
+                        partition=0, offset_spec=b.OFFSET_SPEC_LATEST
+                    )
+                ],
+            )
+        ]
+    )
+    answered = list_offsets(host, latest).topics[0].partitions[0]
+    assert answered.error_code == ErrorCode.KAFKA_STORAGE_ERROR and answered.offset == -1
+    assert decide_proposals(host, {("t", 0)}, now_ms=10**9, lag_max_ms=1) == []
+    hosted = step(host, image(2, (2, 3), 2, 2))  # the controller took the report: 2 leads
+    assert not hosted.is_leader and hosted.corrupt_from is None, "repaired"
+    assert hosted.log.log_end_offset == bad_offset and not hosted.log.log_end_unknown
     host.close_all()
