@@ -14,8 +14,9 @@ turns each new image into actions, and `apply` carries them out here:
   and the waiting acks=all produces against a min.insync.replicas that may have changed.
 
 Corruption at rest (the scrubber, services/broker/scrubber.py). A replica whose own log holds a
-bad batch remembers where it went bad (`corrupt`, in memory: after a restart the
-scrubber finds it again), stops fetching it, and asks the controller to take it out of the ISR.
+bad batch remembers where it went bad (`corrupt`, and on disk until the repair, so that a
+restart does not forget it: corrupt_mark.py), stops fetching it, and asks the controller to take
+it out of the ISR.
 The scrubber finds it in closed segments; opening a log finds it in a durable segment that
 failed its index check and its re-check (loading.py keeps that segment whole and the log
 exposes the bad batch, `Log.corrupt_at_open`), and `_open` marks the replica the same way.
@@ -56,6 +57,7 @@ from samsa.services.broker import broker_metrics
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
 from samsa.services.broker.log.checkpoint_file import read_if_exists, write_atomically
 from samsa.services.broker.log.checkpoint_format import CorruptCheckpointError
+from samsa.services.broker.log.corrupt_mark import write_mark
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
 from samsa.services.broker.metadata.metadata_diff import (
@@ -250,11 +252,14 @@ class PartitionHost:
                 hosted.advance_high_watermark()
 
     def mark_corrupt(self, hosted: HostedPartition, corrupt: CorruptBatch) -> bool:
-        """Remember where this replica's log went bad; True when that is news."""
+        """Remember where this replica's log went bad, on disk too (corrupt_mark.py: a restart
+        must not forget it); True when that is news."""
         if hosted.corrupt is not None and hosted.corrupt.offset <= corrupt.offset:
             return False
         hosted.corrupt = corrupt
         self.corrupt_partitions.add((hosted.topic, hosted.partition))
+        if corrupt != hosted.log.corrupt_at_open:  # that one the open wrote
+            write_mark(hosted.log.directory, corrupt)
         return True
 
     def repair_corrupt(self) -> list[tuple[str, int]]:

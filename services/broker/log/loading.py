@@ -14,6 +14,9 @@ records (DESIGN §4). Nothing is cut and no later segment deleted (segment_loadi
 segment whole, and no read skips the bad batch's offsets); the first such batch is returned
 (`LoadedLog.corrupt`, a CorruptBatch as the scrubber's) and PartitionHost marks the replica
 corrupt with it: the scrubber reports it, and the repair cuts there once it is out of the ISR.
+A mark made before (by the scrubber, or by an earlier open) is read back from its file, and the
+lower of the two kept and written (corrupt_mark.py): no open re-checks a trusted closed segment
+whose index files pass, so a restart would otherwise forget it until the scrubber's next pass.
 The recovery point is taken as at least the first segment's base offset: the records below it
 are deleted, so none needs recovering, and the segments re-checked are the same either way; but
 a checkpoint below it (a crash after retention deleted segments and before it checkpointed,
@@ -60,6 +63,7 @@ from samsa.services.broker.log.checkpoint_format import (
 )
 from samsa.services.broker.log.compaction import NEVER
 from samsa.services.broker.log.config import LogConfig
+from samsa.services.broker.log.corrupt_mark import load_mark
 from samsa.services.broker.log.leader_epoch import LeaderEpochCache
 from samsa.services.broker.log.producer_snapshots import (
     Rebuilt,
@@ -128,7 +132,8 @@ class LoadedLog(NamedTuple):
     # Checkpointed (cleaned_to, due_ms, first-cleaned ranges); NEVER_CLEANED when missing or bad.
     cleaner: tuple[int, int, list[tuple[int, int]]]
     loaded_ms: int  # the clock at the load: the append time of what the rebuild replayed
-    # The first bad batch found in a trusted segment, kept whole (None when none was found).
+    # The first bad batch found in a trusted segment, kept whole, or marked so before (None
+    # when none is known): persisted (corrupt_mark.py).
     corrupt: CorruptBatch | None = None
 
 
@@ -164,6 +169,7 @@ def load_log(
     created = not segments
     if created:
         segments = [Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)]
+    corrupt = load_mark(directory, names, segments, corrupt)  # a mark made before, kept too
     # Nothing below the first segment is left to recover (Kafka's UnifiedLog raises its recovery
     # point to the local log start at open too). Retention makes its deletions durable before it
     # checkpoints the raised recovery point, so a crash in between leaves a lower one on disk

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from samsa.common.errors import OffsetOutOfRangeError
 from samsa.services.broker.log import retention
+from samsa.services.broker.log.corrupt_mark import clear_mark
 
 if TYPE_CHECKING:
     from samsa.services.broker.log.config import LogConfig
@@ -109,14 +110,17 @@ class LogTruncation:
     ) -> int | None:
         """Cut the segment at `base_offset` at byte `position` and drop every later segment,
         then flush and checkpoint; answers the log start offset, or None (nothing changed) when
-        that segment is gone or changed size since the scrubber read it."""
+        that segment is gone or changed size since the scrubber read it. Either way the corrupt
+        mark is deleted last (corrupt_mark.py: a crash before leaves it stale, dropped at open)."""
         if not self._local_log.can_cut_at(base_offset, size_bytes, position):
+            clear_mark(self._local_log.directory)
             return None
         self._durability.persist_marker_removal()
         self._local_log.cut_at(base_offset, position)
         log_start_offset = self._after_tail_cut(log_start_offset, forget_unflushed=True)
         self._durability.flush(now_ms=None)
         self._durability.checkpoint(log_start_offset)
+        clear_mark(self._local_log.directory)
         return log_start_offset
 
     def _after_tail_cut(self, log_start_offset: int, *, forget_unflushed: bool) -> int:

@@ -294,3 +294,20 @@ def test_a_leader_whose_log_end_is_unknown_serves_no_leader_request(tmp_path: Pa
     assert not hosted.is_leader and hosted.corrupt_from is None, "repaired"
     assert hosted.log.log_end_offset == bad_offset and not hosted.log.log_end_unknown
     host.close_all()
+
+
+def test_a_scrubber_mark_survives_a_restart_until_the_repair(tmp_path: Path) -> None:
+    """The mark was in memory only: after a restart the replica, back in the ISR, served the bad
+    batch as sound until the scrubber's next pass (its cursor had moved past the segment)."""
+    host, hosted, bad_offset = corrupt_replica(tmp_path, leader=2)
+    found = hosted.corrupt
+    host.close_all()
+    host = PartitionHost(tmp_path, ME)
+    hosted = step(host, image(2, (1, 2, 3), 0, 1))
+    assert hosted.corrupt == found and ("t", 0) in host.corrupt_partitions
+    hosted = step(host, image(2, (2, 3), 0, 2))  # the controller committed the report
+    assert hosted.log.log_end_offset == bad_offset and hosted.corrupt is None
+    host.close_all()
+    host = PartitionHost(tmp_path, ME)
+    assert step(host, image(2, (2, 3), 0, 3)).corrupt is None, "repaired: forgotten"
+    host.close_all()

@@ -21,6 +21,7 @@ from log_helpers import batch, read_batches, small_config
 
 from samsa.common.errors import StorageError
 from samsa.common.record.header import check_batch
+from samsa.services.broker.log.corrupt_mark import CORRUPT_MARK_FILE, write_mark
 from samsa.services.broker.log.log import Log
 from samsa.services.broker.log.scrub import CorruptBatch
 
@@ -183,3 +184,44 @@ def test_a_timestamp_lookup_never_answers_past_an_unframed_tail(
     reopened.delete_records(bases[2])  # the unframed records are below the log start now
     assert reopened.offset_for_timestamp(0) == (bases[2], 1_000 + bases[2])
     assert reopened.max_timestamp_record(40) == (39, 1_039)
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_kept_bad_batch_is_remembered_across_restarts_until_the_repair(
+    tmp_path: Path, clean: bool
+) -> None:
+    """The close wrote index files that describe the kept batch as sound, so the next open
+    trusted the closed segment and re-checked nothing: it forgot the corruption (and the
+    broker registered clean). The mark is kept in a file (corrupt_mark.py) until the repair."""
+    log = filled(tmp_path)
+    bases = [s.base_offset for s in log.segments()]
+    log.close()
+    position, size = damage(tmp_path, bases[0], 1, PAYLOAD)
+    reopened = Log.open(tmp_path, small_config(), now_ms=0)
+    found = reopened.corrupt_at_open
+    assert found == CorruptBatch(1, bases[0], size, position)
+    assert (tmp_path / CORRUPT_MARK_FILE).exists()
+    stop(reopened, clean=clean)
+    again = Log.open(tmp_path, small_config(), now_ms=0)
+    assert again.corrupt_at_open == found, "remembered"
+    assert again.truncate_at_batch(bases[0], size, position) == 1
+    assert not (tmp_path / CORRUPT_MARK_FILE).exists(), "the repair deletes it"
+    stop(again, clean=clean)
+    assert Log.open(tmp_path, small_config(), now_ms=0).corrupt_at_open is None
+
+
+def test_a_corrupt_mark_whose_segment_changed_is_dropped_at_open(tmp_path: Path) -> None:
+    """A crash between the repair's cut and the mark's deletion leaves a mark naming a segment
+    that no longer has its size (or is gone): it is stale, and the open drops it."""
+    log = filled(tmp_path)
+    bases = [s.base_offset for s in log.segments()]
+    (_, _, size), *_ = log.closed_segments()
+    log.close()
+    write_mark(tmp_path, CorruptBatch(3, bases[0], size - 1, 300))
+    assert Log.open(tmp_path, small_config(), now_ms=0).corrupt_at_open is None
+    assert not (tmp_path / CORRUPT_MARK_FILE).exists()
+    write_mark(tmp_path, CorruptBatch(bases[1] + 1, bases[1] + 1, size, 300))  # no such segment
+    assert Log.open(tmp_path, small_config(), now_ms=0).corrupt_at_open is None
+    mark = CorruptBatch(bases[1] + 2, bases[1], log.closed_segments()[1][2], 300)
+    write_mark(tmp_path, mark)  # as the scrubber's: the segment re-checks sound at open
+    assert Log.open(tmp_path, small_config(), now_ms=0).corrupt_at_open == mark
