@@ -265,7 +265,8 @@ class AsyncProducer:
 
     async def stop(self, timeout: float | None = None) -> None:
         """Abort a transaction still open (see Producer.close), flush, then stop the driver.
-        Records still unsettled after `timeout` fail; a send() once stop() began raises."""
+        Records still unsettled after `timeout` fail and stop() returns without an error (as
+        Producer.close does); a send() once stop() began raises."""
         self._timeout_s(timeout)  # a bad one is refused before anything is stopped
         if self._driver is None or self._closed:
             return
@@ -275,6 +276,8 @@ class AsyncProducer:
         try:
             await self._abort_on_close(timeout)
             await self.flush(timeout)
+        except TimeoutError:  # as Kafka's close(Duration): the unsettled records fail
+            log.warning("stop(): records not delivered within %s s fail", timeout)
         finally:
             self._closed = True
             await self._driver.stop()

@@ -356,10 +356,11 @@ class Producer:
 
     def close(self, timeout: float | None = None) -> None:
         """Abort a transaction still open (as Kafka's producer does), flush, then stop the
-        driver. Records still unsettled after `timeout` fail. A send() once close() began
-        raises (another thread's, a callback's): only what was sent before is delivered. A
-        close() on another thread at the same time flushes too (within its own timeout) but
-        leaves the stop to the first."""
+        driver. Records still unsettled after `timeout` fail (ProduceError, REQUEST_TIMED_OUT)
+        and close() returns without an error, as Kafka's close(Duration) does (a warning is
+        logged). A send() once close() began raises (another thread's, a callback's): only
+        what was sent before is delivered. A close() on another thread at the same time
+        flushes too (within its own timeout) but leaves the stop to the first."""
         self._timeout_s(timeout)  # a bad one is refused before anything is closed
         if self._closed:
             return
@@ -368,6 +369,8 @@ class Producer:
         try:
             self._abort_on_close(timeout)
             self.flush(timeout)
+        except TimeoutError:  # Kafka's close(Duration): the unsettled records fail, no error
+            log.warning("close(): records not delivered within %s s fail", timeout)
         finally:
             with self._space:  # one stop: a second would find the loop stopped or closed
                 stopping, self._closed = not self._closed, True

@@ -46,8 +46,7 @@ def test_the_producer_refuses_a_bad_timeout(cluster: FakeCluster, timeout: objec
         assert not producer._closed, "close() refused its timeout after it began"
         assert not future.done()
     finally:
-        with pytest.raises(TimeoutError):
-            producer.close(0.1)
+        producer.close(0.1)
 
 
 @pytest.mark.parametrize("timeout", REFUSED)
@@ -64,8 +63,7 @@ def test_the_async_producer_refuses_a_bad_timeout(cluster: FakeCluster, timeout:
             with pytest.raises(ValueError, match=MESSAGE):
                 await producer.stop(timeout)  # type: ignore[arg-type]
         assert not producer._closed
-        with pytest.raises(TimeoutError):
-            await producer.stop(0.1)
+        await producer.stop(0.1)
 
     asyncio.run(main())
 

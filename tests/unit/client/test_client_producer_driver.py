@@ -211,8 +211,7 @@ def test_a_flush_whose_answers_never_come_times_out(cluster: FakeCluster, facade
         with pytest.raises(TimeoutError):
             producer.flush(timeout=0.3)
         assert not future.done()
-        with pytest.raises(TimeoutError):
-            producer.close(timeout=0.1)
+        producer.close(timeout=0.1)
         return
 
     async def main() -> None:
@@ -222,8 +221,7 @@ def test_a_flush_whose_answers_never_come_times_out(cluster: FakeCluster, facade
         with pytest.raises(TimeoutError):
             await producer.flush(timeout=0.3)
         assert not future.done()
-        with pytest.raises(TimeoutError):
-            await producer.stop(timeout=0.1)
+        await producer.stop(timeout=0.1)
 
     asyncio.run(main())
 

@@ -84,8 +84,7 @@ def test_send_blocks_max_block_ms_in_all_for_metadata_and_memory(
     assert "max.block.ms (200 ms" in str(blocked.value)
     assert took_s <= MAX_BLOCK_S + 2 * TICK_S  # before: the metadata wait + a full max.block.ms
     assert clock.metadata_timeouts[-1] <= MAX_BLOCK_S
-    with pytest.raises(TimeoutError):
-        producer.close(timeout=0.1)
+    producer.close(timeout=0.1)
 
 
 def test_send_many_shares_max_block_ms_with_the_metadata_wait(
@@ -100,8 +99,7 @@ def test_send_many_shares_max_block_ms_with_the_metadata_wait(
     with pytest.raises(ProduceError):
         producer.send_many(TOPIC, [BIG])
     assert clock.now_s - started_s <= MAX_BLOCK_S + 2 * TICK_S
-    with pytest.raises(TimeoutError):
-        producer.close(timeout=0.1)
+    producer.close(timeout=0.1)
 
 
 def test_async_send_blocks_max_block_ms_in_all_for_metadata_and_memory(
@@ -120,8 +118,7 @@ def test_async_send_blocks_max_block_ms_in_all_for_metadata_and_memory(
             await producer.send(TOPIC, BIG)
         took_s = clock.now_s - started_s
         assert blocked.value.code == ErrorCode.REQUEST_TIMED_OUT
-        with pytest.raises(TimeoutError):
-            await producer.stop(timeout=0.1)
+        await producer.stop(timeout=0.1)
         return took_s
 
     assert asyncio.run(main()) <= MAX_BLOCK_S + 2 * TICK_S
