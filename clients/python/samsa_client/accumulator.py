@@ -171,6 +171,10 @@ class RecordAccumulator:
     def has_unfinished(self) -> bool:
         return bool(self._batcher.unfinished)
 
+    def unfinished_topics(self) -> set[str]:
+        """The topics of every unfinished batch, queued or in flight (under the driver's lock)."""
+        return {batch.topic for batch in self._batcher.unfinished.values()}
+
     def has_queued(self) -> bool:
         """Batches wait to be sent (not in flight): an outcome may let them out."""
         return bool(self._batcher.queued)

@@ -17,8 +17,9 @@ being filled.
 A refresh describes only the topics the client uses (metadata_topics.py), and the view it swaps in
 holds those only: a consumer's assignment (`keep`), the topics a call asks for, while it works
 with them (`transient`), and a producer's topics until unused for `metadata.max.idle.ms`
-(`topic_idle_ms`; `use`). A topic deleted, unassigned or no longer produced to is forgotten, not
-described at every refresh for the client's whole life; used again, it is described again.
+(`topic_idle_ms`; `use`) and while a batch of theirs is unfinished (`keep`). A topic deleted,
+unassigned or no longer produced to is forgotten, not described at every refresh for the client's
+whole life; used again, it is described again.
 
 A bootstrap server that cannot answer at all fails the call with one line naming it and why
 (`unreachable_reason`): at once when it is not a Samsa broker or controller (another gRPC service,

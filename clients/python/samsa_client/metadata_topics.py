@@ -6,7 +6,8 @@ swaps in holds those topics only: a topic forgotten is gone from the requests an
 and one used again is simply described again. A topic is described while
 
 - the client keeps it (`kept`, given at each refresh): a consumer's assignment, as Kafka's
-  consumer keeps its subscription;
+  consumer keeps its subscription; a producer's topics with a batch queued or in flight, which
+  are not idle however long ago they were drained (a retry keeps its topic's id);
 - a call works with it (`hold` ... `release`: from the call's refresh to its last read of the
   view), so that a refresh on another thread meanwhile does not drop it from under the call:
   Kafka's consumer's transient topics (offsetsForTimes and the like), the admin's lookups;

@@ -100,6 +100,10 @@ class ProducerDriver:
         # Records whose batch failed for good (Kafka's record-error-total), counted per batch.
         self.failed_records = 0
         self._producer_ids = ProducerIds(metadata, self._stub, config.request_timeout_ms / 1000)
+        # A topic with a batch unfinished is not idle: metadata.max.idle.ms counts from its last
+        # drain, and a batch in flight longer (request.timeout.ms above it) would be retried
+        # after its topic was forgotten, without its topic id (KIP-516).
+        metadata.keep(self._unfinished_topics)
         self._task: asyncio.Task[None] | None = None
         # Transactions (transactional.id set): the state machine and the coordinator calls. The
         # partitions join the transaction at their leaders (add_partitions_to_txn, KIP-890 part
@@ -350,6 +354,11 @@ class ProducerDriver:
 
     def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
         return broker_pb2_grpc.BrokerServiceStub(self._channels.get(endpoint))
+
+    def _unfinished_topics(self) -> set[str]:
+        """The metadata's refresh asks it, on a thread holding no lock of ours."""
+        with self.lock:
+            return self.accumulator.unfinished_topics()
 
     async def _refresh(self, topics: Sequence[str] | frozenset[str]) -> None:
         try:

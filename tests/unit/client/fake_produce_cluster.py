@@ -192,6 +192,9 @@ class FakeMetadata:
     def use(self, topics: Iterable[str], now_ms: int) -> None:
         self.used.update(dict.fromkeys(topics, now_ms))
 
+    def keep(self, topics: object) -> None:
+        pass
+
     update_leader = ClusterMetadata.update_leader
 
     def partition_count(self, topic: str, timeout_s: float) -> int:

@@ -183,3 +183,25 @@ def test_the_producer_marks_the_topics_it_drains_used(monkeypatch: pytest.Monkey
         producer.send("events", b"x").result(10)
         assert cluster.metadata is not None
         assert cluster.metadata.used["events"] >= before_ms
+
+
+def test_the_producer_keeps_the_topics_of_its_unfinished_batches() -> None:
+    """A batch drained (its topic marked used) and in flight for longer than
+    metadata.max.idle.ms (request.timeout.ms above it): before, a refresh then forgot its topic,
+    and the retry, once an answer named the new leader (KIP-951), went out without the topic's
+    id (KIP-516). A topic with a batch queued or in flight is not idle."""
+    producer = Producer(
+        {"bootstrap.servers": "127.0.0.1:1", "metadata.max.idle.ms": 5_000, "linger.ms": 0}
+    )
+    metadata = producer._metadata
+    answering(metadata, [])
+    try:
+        producer.send("t", b"x", partition=0)  # never delivered: host-1:9092 is not a broker
+        with metadata._lock:  # as if drained 5 s ago, in flight since
+            metadata._topics._used_ms["t"] = time.monotonic_ns() // 1_000_000 - 5_000
+        metadata.refresh()
+        assert "t" in metadata.topic_ids, "forgotten with a batch unfinished"
+    finally:
+        producer.close(0)
+    metadata.refresh()  # the batch failed at the close: now idle, forgotten
+    assert "t" not in metadata.topic_ids
