@@ -23,8 +23,13 @@ python -m bench compose            deploy/docker-compose.yml: cold start to heal
                                    the same cluster on loopback (needs root and Docker; see
                                    bench/compose_bench.py)
 python -m bench all                all of them but scale, spark, observability and compose
-python -m bench [MODE] --quick     a tenth of the data (a fifth for cluster and replication),
-                                   for a smoke run
+python -m bench [MODE] --quick     a smoke run: a tenth of the data (local, observability, compose);
+                                   a fifth of the records (cluster, replication, spark), with 2
+                                   idempotence rounds instead of 3 (cluster); groups: a fifth of
+                                   the records and 2 runs of each kind (instead of 5 consumption,
+                                   3 join and 3 latency runs); transactions: a fifth of the
+                                   records and of the transactions timed (commit latency 40,
+                                   where the time goes 10 of each size); scale: 0 and 1,000 only
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the same run on the same machine (it is shared and noisy), one table per scenario.
 
 python -m bench cluster            every scenario (or: python -m bench.cluster_bench)
-python -m bench cluster --quick    a fifth of the records, for a smoke run
+python -m bench cluster --quick    a fifth of the records, 2 idempotence rounds, for a smoke run
 
 Scenarios: 100-byte and 1 KiB records, 1 and 6 partitions, acks=1, from one Python process.
 Samsa runs twice, with compression none and zstd; the peers have no compression, so both Samsa
@@ -284,7 +284,11 @@ def run_cluster_bench(quick: bool = False, install: bool = True, brokers: int = 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quick", action="store_true", help="a fifth of the records")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: less data and fewer runs, as the usage above says for each mode",
+    )
     parser.add_argument(
         "--no-install",
         action="store_true",

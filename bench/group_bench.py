@@ -3,7 +3,8 @@ group takes to settle, and how long partitions stay unread when a member dies or
 figure beside its baseline or the setting that bounds it, measured in one run.
 
 python -m bench groups            every scenario (under a minute; also part of `all`)
-python -m bench groups --quick    a fifth of the records, for a smoke run
+python -m bench groups --quick    a fifth of the records and 2 runs of each kind (consumption,
+                                  join, latency), for a smoke run
 
 The cluster: 1 controller, 2 brokers and 2 coordinators from the launcher, `__consumer_offsets`
 with 4 partitions, a realistic member session (group.consumer.session.timeout.ms 6000,
@@ -14,19 +15,20 @@ load of a `__consumer_offsets` partition are not counted anywhere).
 1. Group consumption beside assign(): one 6-partition topic per record size, pre-produced; one
    consumer reads it all, alternately with assign() of the 6 partitions and subscribe() in a
    fresh group (auto.offset.reset earliest, the SDK's defaults otherwise: auto-commit on), 5
-   runs each after one untimed assign() read. Each run is timed from its first poll() to its
-   last record, so the group's join is inside the rate; "first record ms" is subscribe() (or
-   assign()) to the first record; "steady" is the rate after the first batch (no join, no
-   connecting). Target: group median records/s at least 90 % of assign()'s. The machine is
-   shared: single runs of the same kind differ by up to 2x, read the medians. 400,000 records of
-   100 B and 200,000 of 1 KiB make a run last about half a second: with a quarter of that
-   (until 2026-12-03) a run was ~18 polls in 0.12-0.2 s, and its rate measured the join and the
-   machine's noise more than consumption (1 KiB group/assign 0.75x at 50,000 records, 0.99x at
-   200,000, the same cluster and hour).
+   runs each (--quick: 2) after one untimed assign() read. Each run is timed from its first
+   poll() to its last record, so the group's join is inside the rate; "first record ms" is
+   subscribe() (or assign()) to the first record; "steady" is the rate after the first batch
+   (no join, no connecting). Target: group median records/s at least 90 % of assign()'s. The
+   machine is shared: single runs of the same kind differ by up to 2x, read the medians. 400,000
+   records of 100 B and 200,000 of 1 KiB make a run last about half a second: with a quarter of
+   that (until 2026-12-03) a run was ~18 polls in 0.12-0.2 s, and its rate measured the join and
+   the machine's noise more than consumption (1 KiB group/assign 0.75x at 50,000 records, 0.99x
+   at 200,000, the same cluster and hour).
 2. Join time: 4 consumers (a thread each, subscribe() released together) on a 12-partition
    topic; from the first subscribe() to the last listener call, once every member owns its final
-   3 partitions (assignment(), disjoint, all 12) and has for 1.5 s. Beside the heartbeat interval:
-   with KIP-848 a member learns of a change on its next heartbeat.
+   3 partitions (assignment(), disjoint, all 12) and has for 1.5 s; 3 rounds (--quick: 2), their
+   median beside the heartbeat interval: with KIP-848 a member learns of a change on its next
+   heartbeat.
 3. Failover: 3 member processes (bench/group_member_proc.py) on a 12-partition topic produced
    to steadily (one record per ms, round robin); one close()s (leaves), later another is
    SIGKILLed. From the close() call (or the kill) to every one of its partitions assigned to a
@@ -379,7 +381,9 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true", help="a fifth of the records")
+    parser.add_argument(
+        "--quick", action="store_true", help="a fifth of the records, 2 runs of each kind"
+    )
     run(parser.parse_args(argv))
 
 

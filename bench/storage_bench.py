@@ -23,6 +23,9 @@ Recovery: a child process writes a log and exits with `os._exit` (no close, no c
 marker, recovery point 0 — a real unclean stop), then the parent times `Log.open`, which re-checks
 every batch's framing and CRC and rebuilds the indexes. The page cache is warm, as it is after a
 process crash (not after a power loss), so this measures the CPU cost of recovery.
+
+Units: throughput is MiB/s (2^20 bytes) of batch bytes, as the labels say; the cluster benches'
+MB/s (figures.py) are 10^6 bytes of record values.
 """
 
 from __future__ import annotations
@@ -157,7 +160,7 @@ def bench_append(root: Path, batch_bytes: int, total_bytes: int, rounds: int = 3
 def bench_append_check(
     root: Path, batch: bytes, total_bytes: int, block_appends: int = 64
 ) -> tuple[float, float]:
-    """(checked MB/s, header-only MB/s): the same appends to one log, alternating in blocks of
+    """(checked MiB/s, header-only MiB/s): the same appends to one log, alternating in blocks of
     `block_appends` between the check and the no-op, median per block, so the log's growth and
     the machine's noise hit both alike."""
     blocks = max(2, total_bytes // (len(batch) * block_appends))
@@ -315,7 +318,7 @@ def run_storage_bench(scale: float = 1.0) -> list[str]:
     root = Path(tempfile.mkdtemp(prefix="samsa-bench-", dir=os.environ.get("SAMSA_BENCH_DIR")))
     lines = [
         f"storage (directory {root}, no fsync on either side, median of 3 interleaved rounds)",
-        f"{'append':<22}{'samsa MB/s':>12}{'batches/s':>12}{'raw MB/s':>12}{'ratio':>8}",
+        f"{'append':<22}{'samsa MiB/s':>12}{'batches/s':>12}{'raw MiB/s':>12}{'ratio':>8}",
     ]
     try:
         for batch_bytes, total in ((1024, 16 * MIB), (64 * 1024, 128 * MIB), (MIB, 256 * MIB)):
@@ -338,7 +341,7 @@ def run_storage_bench(scale: float = 1.0) -> list[str]:
         ):
             checked, header_only = bench_append_check(root, batch, int(128 * MIB * scale))
             lines.append(
-                f"{label:<22}{checked:>12,.0f}{header_only:>12,.0f}{'MB/s':>12}"
+                f"{label:<22}{checked:>12,.0f}{header_only:>12,.0f}{'MiB/s':>12}"
                 f"{checked / header_only:>8.0%}"
             )
         log_seconds, raw_seconds, read_bytes = bench_read(root, int(256 * MIB * scale))
@@ -348,7 +351,7 @@ def run_storage_bench(scale: float = 1.0) -> list[str]:
         )
         compaction = bench_compaction(root, int(96 * MIB * scale))
         lines.append(
-            f"{'compaction':<22}{'pass s':>12}{'MB/s':>12}{'loop max ms':>12}{'p99 ms':>8}"
+            f"{'compaction':<22}{'pass s':>12}{'MiB/s':>12}{'loop max ms':>12}{'p99 ms':>8}"
         )
         for label, seconds, gap_max, gap_p99 in (
             ("on the event loop", compaction.inline_seconds, compaction.inline_seconds, None),

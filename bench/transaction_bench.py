@@ -3,7 +3,8 @@ records produced without one, how long commit_transaction() takes, and what read
 a consumer beside read_uncommitted — every figure beside its baseline, measured in one run.
 
 python -m bench transactions            every scenario (also part of `all`)
-python -m bench transactions --quick    a fifth of the records, for a smoke run
+python -m bench transactions --quick    a fifth of the records and of the transactions timed
+                                        (3. and 2.), for a smoke run
 
 The cluster: 1 controller, 1 broker and 1 coordinator from the launcher, `__transaction_state`
 and `__consumer_offsets` with 2 partitions each (the transaction tests' settings); every process
