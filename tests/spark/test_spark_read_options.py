@@ -178,6 +178,49 @@ def test_a_new_partition_that_does_not_start_at_0_is_data_loss(
     assert [(p.partition, p.start) for p in strict.partitions(start, end)] == [(0, 3), (1, 0)]
 
 
+def test_the_driver_clients_take_the_samsa_keys_they_use_and_the_rest_is_warned_of(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The driver's Admin and Consumer were given samsa.bootstrap.servers only (and the
+    isolation level): samsa.client.id, samsa.request.timeout.ms and samsa.default.api.timeout.ms
+    were checked, then dropped there, and a consumer setting the source has no use for
+    (samsa.fetch.max.bytes) was accepted without a word."""
+    seen: list[dict] = []
+
+    class RecordingAdmin(OnlyTopicA):
+        def __init__(self, config: dict) -> None:
+            seen.append(dict(config))
+
+    monkeypatch.setattr(source, "Admin", RecordingAdmin)
+    keys = {
+        "samsa.client.id": "job-7",
+        "samsa.request.timeout.ms": "1000",
+        "samsa.default.api.timeout.ms": "2000",
+        "samsa.retry.backoff.ms": "50",
+    }
+    with caplog.at_level("WARNING"):
+        options = parse_options(BOOT | keys | {"subscribe": "a"})
+    assert caplog.text == ""
+    source.subscribed_partitions(options)
+    assert seen == [
+        BOOT_CLIENT
+        | {"client.id": "job-7", "request.timeout.ms": "1000", "default.api.timeout.ms": "2000"}
+    ]
+    assert options.consumer_config() == BOOT_CLIENT | {
+        "client.id": "job-7",
+        "default.api.timeout.ms": "2000",
+        "retry.backoff.ms": "50",
+        "isolation.level": "read_committed",
+    }
+    with caplog.at_level("WARNING"):
+        parse_options(BOOT | {"subscribe": "a", "samsa.fetch.max.bytes": "1024"})
+    assert "samsa.fetch.max.bytes: taken by a consumer but not used by the Samsa source" in (
+        caplog.text
+    )
+    with pytest.raises(OptionError, match=r"samsa\.default\.api\.timeout\.ms: .*no smaller than"):
+        parse_options(BOOT | {"subscribe": "a", "samsa.default.api.timeout.ms": "2000"})
+
+
 def test_a_stream_splits_its_micro_batches_into_min_partitions_tasks() -> None:
     """minPartitions applies to a stream's micro-batches as to a batch read (the Kafka
     connector's too); a stream took it and read each partition's range in one task."""

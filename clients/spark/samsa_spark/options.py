@@ -1,11 +1,15 @@
 """The source's options, as Spark's Kafka connector (spark-sql-kafka) names them, parsed and
 checked: each error names the option and what to write instead.
 
-- `samsa.bootstrap.servers` (required); every `samsa.*` key goes to the client without the
-  prefix, as the Kafka connector passes `kafka.*` keys, checked here as a consumer checks its
-  settings (a misspelt key is an error naming it); `samsa.auto.offset.reset` and
+- `samsa.bootstrap.servers` (required); every `samsa.*` key is checked here as a consumer checks
+  its settings (a misspelt key is an error naming it); `samsa.auto.offset.reset` and
   `samsa.enable.auto.commit` are refused (the source decides those, as the Kafka connector
-  does), and `samsa.isolation.level` is the `isolation.level` option.
+  does), and `samsa.isolation.level` is the `isolation.level` option. The source reads with an
+  Admin and a Consumer on the driver and a range reader in the tasks, which take
+  `samsa.client.id`, `samsa.request.timeout.ms` (the Admin's and the tasks'),
+  `samsa.default.api.timeout.ms` and `samsa.retry.backoff.ms` (the Consumer's) without the
+  prefix (`admin_config`, `consumer_config`); any other key a consumer takes changes nothing
+  here, and a warning names it (Kafka's clients warn of a setting supplied but not used).
 - Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`
   (JSON `{"topic": [0, 1]}`). The pattern is RE2 matched against whole topic names, internal
   topics (`__*`) never, exactly as a consumer group's regex (samsa.common.topic_regex): the same
@@ -36,11 +40,13 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from samsa.client.config import ConsumerConfig
+from samsa.client.controller_calls import admin_timeouts
 from samsa.common.errors import InvalidConfigError
 from samsa.common.topic_regex import matcher, pattern_error
 
@@ -51,6 +57,13 @@ Times = int | dict[str, dict[int, int]]  # one timestamp (ms) for all, or per pa
 # Internal topics (__consumer_offsets, __transaction_state) match no pattern, as in a group's
 # subscription and Kafka's consumer (exclude.internal.topics).
 INTERNAL_TOPIC_PREFIX = "__"
+
+
+# The samsa.* keys (without the prefix) that the source's own clients take (see the module doc).
+_ADMIN_KEYS = ("bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms")
+_CONSUMER_KEYS = ("bootstrap.servers", "client.id", "default.api.timeout.ms", "retry.backoff.ms")
+USED_CLIENT_KEYS = frozenset(_ADMIN_KEYS + _CONSUMER_KEYS + ("isolation.level",))
+log = logging.getLogger(__name__)
 
 
 class OptionError(ValueError):
@@ -75,6 +88,16 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
+
+    def admin_config(self) -> dict[str, str]:
+        """The driver's Admin settings: the samsa.* keys an Admin takes."""
+        return {key: value for key, value in self.client.items() if key in _ADMIN_KEYS}
+
+    def consumer_config(self) -> dict[str, str]:
+        """The driver's Consumer settings (offsets by time, partition bounds): the samsa.* keys
+        it uses, at the read's isolation level."""
+        config = {key: value for key, value in self.client.items() if key in _CONSUMER_KEYS}
+        return config | {"isolation.level": self.isolation}
 
     def matches(self, topic: str) -> bool:
         """Whether a topic is read (subscribe or subscribePattern; assign lists partitions)."""
@@ -322,6 +345,18 @@ def _check_client(client: dict[str, str]) -> None:
         culprit = next((key for key in consumer if _refused_alone(consumer, key)), None)
         where = f"samsa.{culprit}" if culprit else "the samsa.* options"
         raise OptionError(f"{where}: {error}") from None
+    try:  # the driver's Admin refuses a default.api.timeout.ms below request.timeout.ms
+        admin_timeouts({key: value for key, value in client.items() if key in _ADMIN_KEYS})
+    except InvalidConfigError as error:
+        raise OptionError(f"samsa.default.api.timeout.ms: {error}") from None
+    unused = sorted(set(client) - USED_CLIENT_KEYS)
+    if unused:
+        log.warning(
+            "%s: taken by a consumer but not used by the Samsa source, which reads with "
+            "samsa.%s only; ignored",
+            ", ".join(f"samsa.{key}" for key in unused),
+            ", samsa.".join(sorted(USED_CLIENT_KEYS)),
+        )
 
 
 def _refused_alone(client: dict[str, str], key: str) -> bool:

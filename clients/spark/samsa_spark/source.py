@@ -166,7 +166,7 @@ def planned(
 def subscribed_topic_ids(options: SourceOptions) -> dict[str, bytes]:
     """The id of each topic the options name, now: a batch read asks them before it resolves
     its ranges' offsets (`planned`)."""
-    with Admin({"bootstrap.servers": options.client["bootstrap.servers"]}) as admin:
+    with Admin(options.admin_config()) as admin:
         names = _named_topics(admin, options)
     return topic_ids(options, names)
 
@@ -176,7 +176,7 @@ def topic_ids(options: SourceOptions, topics: Iterable[str]) -> dict[str, bytes]
     names = sorted(topics)
     if not names:
         return {}
-    with Admin({"bootstrap.servers": options.client["bootstrap.servers"]}) as admin:
+    with Admin(options.admin_config()) as admin:
         try:
             described = admin.describe_topics(names)
         except KafkaError:  # one is gone: every topic, to keep the others'
@@ -359,11 +359,7 @@ def offsets_for_times(
     options: SourceOptions, times: Mapping[tuple[str, int], int]
 ) -> dict[tuple[str, int], int | None]:
     """Each partition's first offset whose timestamp is at least the given ms (None: none)."""
-    config = {
-        "bootstrap.servers": options.client["bootstrap.servers"],
-        "isolation.level": options.isolation,
-    }
-    with Consumer(config) as consumer:
+    with Consumer(options.consumer_config()) as consumer:
         found = consumer.offsets_for_times(times)
     return {tp: None if at is None else at.offset for tp, at in found.items()}
 
@@ -374,8 +370,7 @@ def subscribed_partitions(
     """The partitions the options name, as the cluster has them now. A subscribed topic or an
     assigned partition that does not exist is an error, unless `missing_ok` (a running stream:
     one deleted since is the caller's data loss to judge, failOnDataLoss)."""
-    config = {"bootstrap.servers": options.client["bootstrap.servers"]}
-    with Admin(config) as admin:
+    with Admin(options.admin_config()) as admin:
         topics = _named_topics(admin, options)
         described = admin.describe_topics(topics) if topics else {}
     partitions = sorted(
@@ -404,11 +399,7 @@ def partition_bounds(
     options: SourceOptions, partitions: list[tuple[str, int]]
 ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
     """Each partition's first offset and end offset (at the read's isolation level) now."""
-    config = {
-        "bootstrap.servers": options.client["bootstrap.servers"],
-        "isolation.level": options.isolation,
-    }
-    with Consumer(config) as consumer:
+    with Consumer(options.consumer_config()) as consumer:
         return consumer.beginning_offsets(partitions), consumer.end_offsets(partitions)
 
 
