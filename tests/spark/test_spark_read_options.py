@@ -167,6 +167,9 @@ def test_a_new_partition_that_does_not_start_at_0_is_data_loss(
     monkeypatch.setattr(
         stream_source, "partition_bounds", lambda options, tps: ({tp: 4 for tp in tps}, {})
     )
+    monkeypatch.setattr(
+        stream_source, "subscribed_partitions", lambda options, missing_ok: [("t", 0), ("t", 1)]
+    )
     start, end = {"t": {"0": 3}}, {"t": {"0": 7, "1": 9}}
     strict = SamsaStreamReader(parse_options(BOOT | {"subscribe": "t"}))
     with pytest.raises(OptionError, match=r"t-1 starts at 4, not 0.*failOnDataLoss=false"):
@@ -176,6 +179,36 @@ def test_a_new_partition_that_does_not_start_at_0_is_data_loss(
     assert got == [(0, 3, 7), (1, 4, 9)]
     monkeypatch.setattr(stream_source, "partition_bounds", lambda o, tps: ({("t", 1): 0}, {}))
     assert [(p.partition, p.start) for p in strict.partitions(start, end)] == [(0, 3), (1, 0)]
+
+
+def test_a_replayed_new_partition_of_a_deleted_topic_fails_at_once_or_is_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A micro-batch planned with u-0 new (its end logged), replayed after topic u was deleted:
+    its first offset was asked for, which a missing partition answers only when the consumer
+    gives up (session.timeout.ms, 45 s), then with a bare "no leader answered". Now the
+    partition's absence is data loss at once, naming it, as Kafka's connector reports it
+    ("Cannot find earliest offsets"), or (failOnDataLoss=false) the batch goes on without it."""
+    asked: list[list] = []
+
+    def partition_bounds(options: object, tps: list) -> tuple[dict, dict]:
+        asked.append(list(tps))
+        return {tp: 0 for tp in tps}, {}
+
+    monkeypatch.setattr(stream_source, "partition_bounds", partition_bounds)
+    monkeypatch.setattr(
+        stream_source, "subscribed_partitions", lambda options, missing_ok: [("t", 0), ("t", 1)]
+    )
+    start, end = {"t": {"0": 3}}, {"t": {"0": 7, "1": 2}, "u": {"0": 5}}
+    strict = SamsaStreamReader(parse_options(BOOT | {"subscribePattern": ".*"}))
+    with pytest.raises(OptionError, match="u-0 appeared after the previous micro-batch and no"):
+        strict.partitions(start, end)
+    assert asked == [], "nothing asked of a partition that is not there"
+    options = BOOT | {"subscribePattern": ".*", "failOnDataLoss": "false"}
+    lenient = SamsaStreamReader(parse_options(options))
+    got = [(p.topic, p.partition, p.start, p.end) for p in lenient.partitions(start, end)]
+    assert got == [("t", 0, 3, 7), ("t", 1, 0, 2)]
+    assert asked == [[("t", 1)]]
 
 
 def test_the_driver_clients_take_the_samsa_keys_they_use_and_the_rest_is_warned_of(

@@ -15,9 +15,10 @@ twice.
 the range starts at the first offset still stored; likewise a partition of the checkpointed
 offset that no longer exists (its topic was deleted) is an error, or (false) is left out of the
 offsets from then on (created again, it is a new partition, read from its start; a new
-partition whose first offset is not 0 lost records before the stream saw it, likewise), and a
-partition whose end went below the checkpointed position (truncated, or re-created between two
-looks) is an error, or (false) is read on from its new end.
+partition whose first offset is not 0 lost records before the stream saw it, likewise, and so
+does one new in a batch that is replayed after its topic was deleted), and a partition whose end
+went below the checkpointed position (truncated, or re-created between two looks) is an error,
+or (false) is read on from its new end.
 """
 
 from __future__ import annotations
@@ -137,7 +138,10 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, stops = so.from_offset(start), so.from_offset(end)
         new = [tp for tp in stops if tp not in begin]
         if new:  # appeared since `start` was taken: read from their first offset
-            firsts = partition_bounds(self.options, new)[0]
+            there = set(subscribed_partitions(self.options, missing_ok=True))
+            stops = self._without_gone_new(stops, [tp for tp in new if tp not in there])
+            new = [tp for tp in new if tp in there]
+            firsts = partition_bounds(self.options, new)[0] if new else {}
             self._check_new(firsts)
             begin |= firsts
         ranges = [
@@ -164,6 +168,20 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"partitions added while the stream ran lost records before it read them ({names}"
                 ", not 0); set failOnDataLoss=false to read them from their first offset"
             )
+
+    def _without_gone_new(self, stops: so.Positions, gone: list[tuple[str, int]]) -> so.Positions:
+        """`stops` less the partitions new in this micro-batch that the cluster no longer has
+        (a replay after their topic was deleted): their records are lost, an error naming them
+        (failOnDataLoss), or the batch goes on without them, as Kafka's connector does ("Cannot
+        find earliest offsets"). Before, their first offsets were asked for, which a missing
+        partition answers only when the consumer gives up: session.timeout.ms, 45 s."""
+        if gone and self.options.fail_on_data_loss:
+            names = ", ".join(f"{topic}-{partition}" for topic, partition in sorted(gone))
+            raise OptionError(
+                f"{names} appeared after the previous micro-batch and no longer exist (deleted?): "
+                "their records cannot be read; set failOnDataLoss=false to go on without them"
+            )
+        return {tp: stop for tp, stop in stops.items() if tp not in gone}
 
     def _without_deleted(
         self, positions: so.Positions, first: dict[tuple[str, int], int]
