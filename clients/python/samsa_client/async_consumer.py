@@ -85,6 +85,7 @@ class AsyncConsumer:
         self._loop: asyncio.AbstractEventLoop | None = None  # start()'s (async_lifecycle.py)
         self._closed = False
         fork_safety.track(self)
+        fork_safety.call_in_child(self)
         self._closing = False  # a stop() runs: another returns at once
         self._close_deadline: float | None = None  # stop(timeout)'s, once stop() began
         self._listener = ConsumerRebalanceListener()
@@ -96,6 +97,11 @@ class AsyncConsumer:
         self._loop = asyncio.get_running_loop()
         self._driver = ConsumerDriver(self.config, self._metadata, self._progress.set)
         await self._driver.start()
+
+    def after_fork_in_child(self) -> None:
+        """A child that runs the parent's loop on gives the drivers no turn (fork_safety.py)."""
+        if self._driver is not None:
+            fork_safety.stop_in_child(self._driver, self._driver.group)
 
     def _check_not_forked(self) -> None:
         if self._forked:  # in a process forked after it was made (fork_safety.py)

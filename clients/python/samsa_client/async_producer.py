@@ -68,6 +68,7 @@ class AsyncProducer:
         self._progress = asyncio.Event()
         self._closed = False
         fork_safety.track(self)
+        fork_safety.call_in_child(self)
         self._tracing = tracing_configured()  # read once (record_tracing.py)
 
     async def start(self) -> None:
@@ -88,6 +89,10 @@ class AsyncProducer:
     def failed_records(self) -> int:
         """As `Producer.failed_records`: records whose batch failed for good (0 before start)."""
         return 0 if self._driver is None else self._driver.failed_records
+
+    def after_fork_in_child(self) -> None:
+        """A child that runs the parent's loop on gives the driver no turn (fork_safety.py)."""
+        fork_safety.stop_in_child(self._driver)
 
     def _check_not_forked(self) -> None:
         if self._forked:  # in a process forked after it was made (fork_safety.py)

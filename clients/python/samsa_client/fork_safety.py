@@ -16,13 +16,19 @@ once with that error (waiting on it hung for ever). The gRPC channels (channels.
 gRPC does not carry across a fork, refuse every call: the Admin's calls raise the error instead
 of retrying on them until their timeout. The asyncio clients, whose driver task stayed on the
 parent's loop, refuse their calls as the sync ones do (a send hung, a poll returned nothing).
+A child that goes on running that loop (the copy of it the fork made) would still give their
+drivers turns: sending the parent's queued batches again from the child, over the parent's
+connections. Their drivers are stopped in the child (`stop_in_child`): each driver task is
+cancelled, so that its next step raises at the await it waits in, and its loop-side wake() finds
+it stopping.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import weakref
-from typing import Protocol
+from typing import Any, Protocol
 
 from samsa.client.errors import KafkaError
 from samsa.common.errors import ErrorCode
@@ -44,6 +50,22 @@ class AfterFork(Protocol):
 
 _clients: weakref.WeakSet[Forkable] = weakref.WeakSet()
 _parts: weakref.WeakSet[AfterFork] = weakref.WeakSet()
+
+
+class Driver(Protocol):
+    """A driver of an asyncio client: its loop's task, and the flag its turns and wakes check."""
+
+    _stopping: bool
+    _task: asyncio.Task[Any] | None
+
+
+def stop_in_child(*drivers: Driver | None) -> None:
+    """In a forked child: none of `drivers` takes another turn, should the child run the loop."""
+    for driver in drivers:
+        if driver is not None:
+            driver._stopping = True
+            if driver._task is not None:
+                driver._task.cancel()
 
 
 def track(client: Forkable) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 SCRIPT = r"""
 import os
@@ -117,3 +118,63 @@ def test_futures_the_admin_and_the_asyncio_clients_from_before_a_fork_refuse_it_
         "admin close returned",
     ], child.stderr[-3000:]
     assert child.returncode == 0, child.stderr[-3000:]
+
+
+# A child that goes on running the parent's loop: asyncio finds no running loop in a forked child,
+# but the policy's loop (the copy) still runs once the coroutine that forked awaits a future of it.
+# The producer's brokers are the in-memory ones (fake_produce_cluster.py).
+RUNNING_LOOP_SCRIPT = r"""
+import asyncio
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, {tests!r})
+from fake_produce_cluster import FakeCluster
+from samsa.client import AsyncConsumer, AsyncProducer
+from samsa.client.producer_driver import ProducerDriver
+
+FakeCluster("events", partitions=1, brokers=1).install(pytest.MonkeyPatch())
+parent, turns = os.getpid(), []
+turn = ProducerDriver._turn
+
+async def counted(self):
+    turns.append(os.getpid() != parent)
+    return await turn(self)
+
+ProducerDriver._turn = counted
+
+async def main():
+    producer = AsyncProducer({{"bootstrap.servers": "fake:9092", "linger.ms": 300}})
+    consumer = AsyncConsumer({{"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}})
+    await producer.start()
+    await consumer.start()
+    await producer.send("events", b"x", partition=0)  # lingering at the fork; wakes the driver
+    if os.fork() == 0:
+        loop = asyncio.get_event_loop()
+        ran = loop.create_future()
+        loop.call_later(1.0, ran.set_result, None)
+        await ran  # the loop ran for 1 s in the child, past the batch's linger.ms
+        drivers = (consumer._driver, consumer._driver.group)
+        stopped = [d._stopping and d._task.done() for d in drivers]
+        print(sum(turns), stopped, flush=True)
+        os._exit(0)
+    os.wait()
+    await producer.stop(0)
+    await consumer.stop(0)
+
+asyncio.run(main())
+"""
+
+
+def test_a_child_running_the_parents_loop_gives_the_asyncio_drivers_no_turn() -> None:
+    """Before, the drivers' tasks took their turns in such a child: the producer's drained the
+    parent's lingering batch and sent it again, from the child, over the parent's connections;
+    the consumer's and its group's would fetch and heartbeat as the parent's member."""
+    script = RUNNING_LOOP_SCRIPT.format(tests=str(Path(__file__).parent))
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.splitlines() == ["0 [True, True]"], child.stderr[-3000:]
