@@ -65,6 +65,8 @@ IO_MODULE_NAMES = {
     "log_durability.py",  # a log's fsyncs, checkpoint files and clean-shutdown marker
     "log_truncation.py",  # truncates a log's tail, deletes its front: files, fsyncs, checkpoints
     "log_compaction.py",  # plans compaction passes and swaps their files in
+    "corrupt_mark.py",  # a log's fsynced corrupt-batch file, kept until the repair
+    "zstd_contexts.py",  # no I/O, but per-thread zstd contexts (threading.local)
     "producer_transactions.py",  # a log's producer snapshots and .txnindex files, fed together
     # services/runtime: what every service process shares
     "server.py",  # the gRPC server, health, reflection, tracing interceptor
@@ -133,6 +135,7 @@ IO_MODULE_NAMES = {
     "internal_produce_stream.py",  # the coordinator's writes over one ProduceStream per broker
     "internal_markers_stream.py",  # and its transaction markers over one stream per broker
     "coordinator_partition.py",  # one owned partition's load, writer and keepalive
+    "partition_tasks.py",  # runs a coordinator partition's asyncio tasks together
     "offsets_partition.py",  # the groups' partition: timers over coordinator_partition
     "transaction_partition.py",  # a transactions partition: steps, markers, timeouts
     "transaction_servicer.py",  # TransactionCoordinatorService's gRPC adapter
