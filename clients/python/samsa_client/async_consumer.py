@@ -268,7 +268,7 @@ class AsyncConsumer:
         self, wanted: Mapping[TopicPartition, tuple[int, int]]
     ) -> dict[TopicPartition, tuple[int, int]]:
         driver = self._started()
-        return await driver.list_offsets(wanted, self.config.session_timeout_ms / 1000)
+        return await driver.list_offsets(wanted, self.config.default_api_timeout_ms / 1000)
 
     # --- committed offsets ------------------------------------------------------------------------
 

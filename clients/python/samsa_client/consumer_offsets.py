@@ -1,6 +1,7 @@
 """The sync Consumer's lookups of offsets by timestamp and of the log's ends (ListOffsets at
 each partition's leader, run on the consumer's loop): Kafka's offsetsForTimes,
-beginningOffsets and endOffsets. A base class of the Consumer, apart only to keep consumer.py
+beginningOffsets and endOffsets, each bounded by default.api.timeout.ms as Kafka's are (a
+KafkaError past it). A base class of the Consumer, apart only to keep consumer.py
 short; the state is the Consumer's.
 """
 
@@ -44,5 +45,5 @@ class OffsetLookups(LoopCalls):
     ) -> dict[TopicPartition, tuple[int, int]]:
         self._check_open()
         return self._on_loop(
-            self._driver.list_offsets(wanted, self.config.session_timeout_ms / 1000)
+            self._driver.list_offsets(wanted, self.config.default_api_timeout_ms / 1000)
         )
