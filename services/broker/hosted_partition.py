@@ -52,6 +52,20 @@ class LeadershipError(NamedTuple):
         )
 
     @classmethod
+    def malformed_topic_id(cls, topic: str, asked_id: bytes, id_bytes: int) -> LeadershipError:
+        """A request named `topic` by an id that is not `id_bytes` long: no topic has it, and no
+        metadata refresh makes it one, so it is the request's fault (INVALID_REQUEST, not
+        retriable), not UNKNOWN_TOPIC_ID, which a client retries after a refresh."""
+        return cls(
+            ErrorCode.INVALID_REQUEST,
+            f"{topic}: the request's topic_id has {len(asked_id)} bytes; a topic id is "
+            f"{id_bytes} (the metadata's topic_id, a UUID): send it as the metadata shows it, "
+            "or leave it empty",
+            -1,
+            -1,
+        )
+
+    @classmethod
     def log_end_unknown(cls, hosted: HostedPartition) -> LeadershipError:
         """This broker leads the partition, but its log's end is unknown (bytes past a bad batch
         of its active segment no frame bounds, kept at open: segment_loading.py), so its log end

@@ -69,6 +69,7 @@ from samsa.services.broker.metadata.metadata_diff import (
     changed_topics,
 )
 from samsa.services.broker.partition_directory import (
+    TOPIC_ID_BYTES,
     TOPIC_ID_FILE,
     prepare_partition_directory,
     write_topic_id,
@@ -137,10 +138,13 @@ class PartitionHost:
     ) -> HostedPartition | LeadershipError:
         """The partition if this broker leads it, else why not (and who does). With `topic_id`
         (KIP-516), a partition hosted, or a topic known, here under another id is refused
-        (LeadershipError.unknown_topic_id). Empty: not checked. A leader whose log end is
+        (LeadershipError.unknown_topic_id), an id not 16 bytes long as malformed
+        (LeadershipError.malformed_topic_id). Empty: not checked. A leader whose log end is
         unknown is refused too (LeadershipError.log_end_unknown)."""
         hosted = self.partitions.get((topic, partition))
         if topic_id:
+            if len(topic_id) != TOPIC_ID_BYTES:
+                return LeadershipError.malformed_topic_id(topic, topic_id, TOPIC_ID_BYTES)
             # The hosted partition's id, else the id of the topic in the image, else none.
             known = getattr(hosted or self.image.topics.get(topic), "topic_id", b"")
             if topic_id != known:

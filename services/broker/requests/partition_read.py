@@ -27,6 +27,12 @@ from samsa.v1 import broker_pb2, records_pb2
 
 PARTITION_MAX_BYTES_DEFAULT = 1024 * 1024  # Kafka's max.partition.fetch.bytes
 MAX_BYTES_DEFAULT = 50 * 1024 * 1024  # Kafka's fetch.max.bytes
+# A leader's refusals that no replica's read may stand in for (KIP-392's fallback, `_read`).
+_NOT_SERVED_BY_REPLICAS = (
+    ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.INVALID_REQUEST,
+    ErrorCode.KAFKA_STORAGE_ERROR,
+)
 
 FetchPartition = broker_pb2.FetchResponse.PartitionResponse
 WantedPartition = broker_pb2.FetchRequest.PartitionData
@@ -109,13 +115,13 @@ class PartitionReader:
         if (
             isinstance(hosted, LeadershipError)
             and replica_id < 0
-            and hosted.code not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.KAFKA_STORAGE_ERROR)
+            and hosted.code not in _NOT_SERVED_BY_REPLICAS
         ):
             # Any replica serves consumers up to its own high watermark (KIP-392): a consumer
             # sent here by its leader's preferred_read_replica, or one whose metadata is a
             # little stale. Committed data only, so it is never wrong. (Never another topic's
-            # log: `leader` checked the id against the hosted partition's; nor a leader whose
-            # log end is unknown: its high watermark was cut to that end.)
+            # log: `leader` checked the id against the hosted partition's, nor for a malformed
+            # id; nor a leader whose log end is unknown: its high watermark was cut to that end.)
             hosted = host.get(topic, wanted.partition) or hosted
         if isinstance(hosted, LeadershipError):
             hosted.refuse(result)

@@ -156,3 +156,39 @@ def test_list_offsets_naming_another_topic_id_answers_none_of_the_old_logs_offse
     for topic_id in (b"", OLD_ID):
         answered = ask(topic_id)
         assert answered.error_code == ErrorCode.NONE and answered.offset in (0, 1)
+
+
+MALFORMED_IDS = [b"\x0a" * 3, b"\x0a" * 15, b"\x0a" * 17]
+
+
+def assert_malformed_topic_id(result: Any, asked: bytes) -> None:
+    """INVALID_REQUEST (not retriable), not UNKNOWN_TOPIC_ID: no refresh makes the id right."""
+    assert result.error_code == ErrorCode.INVALID_REQUEST, result.error_message
+    assert f"has {len(asked)} bytes" in result.error_message, result.error_message
+
+
+@pytest.mark.parametrize("topic_id", MALFORMED_IDS)
+def test_a_topic_id_not_16_bytes_is_refused_as_invalid_everywhere(host, topic_id):
+    """A buggy client's id (truncated, padded, hex text) is the request's fault: answered
+    UNKNOWN_TOPIC_ID, it would be retried after every metadata refresh, told the topic was
+    deleted and created again. Nothing is written, read or looked up."""
+    answer, waits = produce(host, produce_request(b"x", topic_id), 5)
+    assert_malformed_topic_id(answer.topics[0].partitions[0], topic_id)
+    assert waits == [] and host.get("t", 0).log.log_end_offset == 1  # type: ignore[union-attr]
+    response, _, _ = read_once(host, fetch_request(topic_id))
+    assert_malformed_topic_id(response.topics[0].partitions[0], topic_id)
+    assert not response.topics[0].partitions[0].records
+    wanted = b.ListOffsetsRequest.PartitionData(partition=0, offset_spec=b.OFFSET_SPEC_LATEST)
+    topic = b.ListOffsetsRequest.TopicData(name="t", topic_id=topic_id, partitions=[wanted])
+    listed = list_offsets(host, b.ListOffsetsRequest(topics=[topic])).topics[0].partitions[0]
+    assert_malformed_topic_id(listed, topic_id)
+    assert listed.offset == -1
+
+
+def test_a_follower_serving_a_consumer_refuses_a_malformed_topic_id(tmp_path):
+    """KIP-392's fallback (any replica serves consumers) must not serve the records of a
+    request whose id was refused as malformed."""
+    with hosting(tmp_path, two_broker_image(OLD_ID, 1), broker_id=2) as follower:
+        response, _, _ = read_once(follower, fetch_request(OLD_ID[:8]))
+        assert_malformed_topic_id(response.topics[0].partitions[0], OLD_ID[:8])
+        assert not response.topics[0].partitions[0].records
