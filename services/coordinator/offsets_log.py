@@ -24,6 +24,7 @@ from typing import TypeVar
 
 import grpc
 
+from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_stream import RequestStream, StreamBrokenError
 from samsa.metadata.image import MetadataImage
@@ -199,7 +200,9 @@ class OffsetsLog:
     async def list_offsets(
         self, partitions: Iterable[tuple[str, int]], spec: int
     ) -> dict[tuple[str, int], OffsetResult]:
-        """One offset per partition (`spec`: an OffsetSpec), asking each leader once."""
+        """One offset per partition (`spec`: an OffsetSpec), asking each leader once per
+        `limits.request_partitions_max` partitions: a broker refuses a ListOffsets naming more
+        whole (RESOURCE_EXHAUSTED), and a group may have committed offsets of more."""
         image = self.image()
         by_leader: dict[str, list[tuple[str, int]]] = defaultdict(list)
         results: dict[tuple[str, int], OffsetResult] = {}
@@ -209,8 +212,13 @@ class OffsetsLog:
                 results[(topic, partition)] = OffsetResult(ErrorCode.LEADER_NOT_AVAILABLE)
             else:
                 by_leader[endpoint].append((topic, partition))
+        step = limits.request_partitions_max
         answers = await asyncio.gather(
-            *(self._list_at(endpoint, wanted, spec) for endpoint, wanted in by_leader.items())
+            *(
+                self._list_at(endpoint, wanted[start : start + step], spec)
+                for endpoint, wanted in by_leader.items()
+                for start in range(0, len(wanted), step)
+            )
         )
         for answer in answers:
             results.update(answer)
