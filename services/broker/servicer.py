@@ -36,7 +36,7 @@ from samsa.services.broker.requests.produce_stream import (
 )
 from samsa.services.broker.requests.produce_wait import await_replication
 from samsa.services.broker.requests.producer_ids import ProducerIdManager, init_producer_id
-from samsa.services.broker.requests.request_checks import fetch_refusal, too_many_partitions
+from samsa.services.broker.requests.request_checks import fetch_refusal, partitions_refusal
 from samsa.services.broker.requests.txn_markers import markers_refusal, write_txn_markers
 from samsa.services.broker.requests.txn_markers import timeout_s as txn_markers_timeout_s
 from samsa.services.broker.requests.txn_markers_stream import serve_markers_stream
@@ -55,7 +55,7 @@ WRITE_TXN_MARKERS_STREAM_METHOD = method_path(BROKER_SERVICE, "WriteTxnMarkersSt
 
 
 async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:  # type: ignore[no-untyped-def]
-    refusal = too_many_partitions(request)
+    refusal = partitions_refusal(request)
     if refusal is not None:
         await context.abort(*refusal)
 

@@ -23,6 +23,7 @@ PartitionRequest = (
     | broker_pb2.FetchRequest
     | broker_pb2.ListOffsetsRequest
     | broker_pb2.DescribeProducersRequest
+    | broker_pb2.DeleteRecordsRequest
 )
 
 
@@ -50,6 +51,32 @@ def too_many_partitions(request: PartitionRequest) -> Refusal | None:
         limit=limits.request_partitions_max,
     )
     return None if message is None else (grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+
+def partitions_refusal(
+    request: broker_pb2.ListOffsetsRequest
+    | broker_pb2.DescribeProducersRequest
+    | broker_pb2.DeleteRecordsRequest,
+) -> Refusal | None:
+    """Why ListOffsets, DescribeProducers or DeleteRecords refuses `request` before looking at a
+    partition, if it does: too many partitions, or one named twice (each answer holds one
+    result per partition named, so a partition named 10,000 times in a 10 KB DescribeProducers
+    had its whole producer table built into the answer 10,000 times)."""
+    refusal = too_many_partitions(request)
+    if refusal is not None:
+        return refusal
+    named: set[tuple[str, int]] = set()
+    for topic in request.topics:
+        for entry in topic.partitions:
+            number = entry if isinstance(entry, int) else entry.partition
+            key = (topic.name, number)
+            if key in named:
+                return (
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{topic.name}-{number} is named twice: name each partition once",
+                )
+            named.add(key)
+    return None
 
 
 def produce_refusal(request: broker_pb2.ProduceRequest) -> Refusal | None:
