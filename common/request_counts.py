@@ -20,6 +20,8 @@ how many to send at most, so a client knows how to split.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 TOPIC_ENTRIES = "topic entries"
 
 
@@ -49,3 +51,16 @@ def too_many_nested(
     if refusal is not None:
         return refusal
     return too_many(entries, entries_what, limit, suffix)
+
+
+def named_twice(names: Iterable[str], what: str) -> str | None:
+    """Why a request naming one of `names` (each `what`, e.g. "group id") twice is refused, or
+    None. An answer holds one entry per name asked, so a name repeated up to the count limit
+    multiplied the answer by that much: a 10 KB DescribeGroups naming one group 1,000 times,
+    whose member subscribed to 188 KB of topic names, built a 188 MB answer."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return f"{what} {name!r} is named twice: name each once"
+        seen.add(name)
+    return None

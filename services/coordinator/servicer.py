@@ -24,7 +24,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.common.request_counts import too_many, too_many_nested
+from samsa.common.request_counts import named_twice, too_many, too_many_nested
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.group_offsets import commit_size_problem, commit_write_error
 from samsa.services.coordinator.offsets_log import OffsetResult
@@ -73,6 +73,14 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         message = too_many(count, what, limits.admin_request_items_max)
         if message is not None:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+    async def _check_group_ids(
+        self, group_ids: list[str], context: grpc.aio.ServicerContext
+    ) -> None:
+        """DescribeGroups and DeleteGroups: at most admin_request_items_max ids, each once."""
+        await self._check_items(len(group_ids), "group ids", context)
+        if (message := named_twice(group_ids, "group id")) is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
 
     async def _check_partitions(
         self, request: OffsetsRequest, context: grpc.aio.ServicerContext
@@ -157,7 +165,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return response
 
     async def DescribeGroups(self, request, context):
-        await self._check_items(len(request.group_ids), "group ids", context)
+        await self._check_group_ids(request.group_ids, context)
         described: dict[str, c.DescribedGroup] = {}
         for partition, group_ids, error in self._by_partition(request.group_ids):
             if partition is not None and error is None:
@@ -181,7 +189,7 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         return c.DescribeGroupsResponse(groups=[described[g] for g in request.group_ids])
 
     async def DeleteGroups(self, request, context):
-        await self._check_items(len(request.group_ids), "group ids", context)
+        await self._check_group_ids(request.group_ids, context)
         deleted: dict[str, c.DeletedGroup] = {}
         for partition, group_ids, error in self._by_partition(request.group_ids):
             if partition is not None and error is None:

@@ -40,7 +40,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.common.request_counts import too_many
+from samsa.common.request_counts import named_twice, too_many
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
     INTERNAL_TOPICS,
@@ -266,6 +266,9 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         )
         if message is not None:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+        # Each once: a transaction's description lists its partitions (up to 10,000).
+        if (message := named_twice(request.transactional_ids, "transactional id")) is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
         response = x.DescribeTransactionsResponse()
         for transactional_id in request.transactional_ids:
             try:
