@@ -73,18 +73,26 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-// Whether asking again may succeed: a retriable SamsaError, or a server that did not answer
-// (gRPC UNAVAILABLE) or not in time (DEADLINE_EXCEEDED). Not for calls that may have written
-// something and must not be sent twice.
-function isTransient(error) {
-  const status = error.code;
-  return Boolean(error.retriable) || status === grpc.status.UNAVAILABLE || status === grpc.status.DEADLINE_EXCEEDED;
-}
+// The gRPC statuses of a call that got no answer, after which another attempt may succeed, as
+// the Python SDK takes them (producer_ids.py INIT_RETRIABLE_STATUSES; its metadata, coordinator,
+// fetch and heartbeat calls retry these too): the server unreachable or the connection dropped
+// (UNAVAILABLE, also a server's bound on requests in progress), no answer in time
+// (DEADLINE_EXCEEDED), the call cut off by a server stopping (CANCELLED) or killed mid-call
+// (INTERNAL, UNKNOWN). Not RESOURCE_EXHAUSTED nor INVALID_ARGUMENT: the server refused the
+// request as sent (over a limit, or malformed), and sent again it is refused again.
+const TRANSIENT_STATUSES = new Set([
+  grpc.status.UNAVAILABLE,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.CANCELLED,
+  grpc.status.INTERNAL,
+  grpc.status.UNKNOWN,
+]);
 
-// What withRetries retries by default: a retriable SamsaError, or an unreachable server (gRPC
-// UNAVAILABLE).
+// Whether asking again may succeed: a retriable SamsaError, or a call that got no answer
+// (TRANSIENT_STATUSES). What withRetries retries by default; not for calls that may have
+// written something and must not be sent twice.
 function isRetried(error) {
-  return Boolean(error.retriable) || error.code === grpc.status.UNAVAILABLE;
+  return Boolean(error.retriable) || TRANSIENT_STATUSES.has(error.code);
 }
 
 // Runs `attempt` until it returns, retrying the errors `retried` accepts with a growing backoff
@@ -111,9 +119,9 @@ module.exports = {
   MAYBE_WRITTEN,
   RETRIABLE,
   SamsaError,
+  TRANSIENT_STATUSES,
   check,
   isRetried,
-  isTransient,
   retryUntil,
   toInt,
   sleep,

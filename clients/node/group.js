@@ -2,7 +2,7 @@
 // A consumer-group member on the server-side assignment protocol (KIP-848).
 
 const crypto = require('node:crypto');
-const { NO_ERROR, check, isTransient, sleep } = require('./errors');
+const { NO_ERROR, check, isRetried, sleep } = require('./errors');
 const { checkOffset, checkPartition } = require('./checks');
 
 const REJOIN = new Set(['ERROR_CODE_UNKNOWN_MEMBER_ID', 'ERROR_CODE_FENCED_MEMBER_EPOCH']);
@@ -230,7 +230,7 @@ class GroupMember {
   // Heartbeats again after `delayMs`, by default at once when the assignment changed (so the
   // group reaches its target sooner), else after the coordinator's interval. A heartbeat that
   // failed on what passes (the coordinator moving, loading or unreachable for longer than the
-  // client's timeout, a call past its deadline) is sent again an interval later and the member
+  // client's timeout, a call past its deadline or cut off: errors.js TRANSIENT_STATUSES) is sent again an interval later and the member
   // keeps its partitions, as Kafka's consumer does: the coordinator holds its session, and
   // fences it (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: rejoin) once that expired. Any other
   // failure stops the member (see stop).
@@ -255,7 +255,7 @@ class GroupMember {
         })
         .catch((error) => {
           if (this.stopped) return;
-          if (isTransient(error)) {
+          if (isRetried(error)) {
             this.lastError = error;
             // The answer may have been lost after the coordinator moved the member's epoch on:
             // it then takes the old epoch only with owned_partitions (within what it assigned),

@@ -9,7 +9,6 @@ const {
   RETRIABLE,
   SamsaError,
   check,
-  isRetried,
   retryUntil,
   toInt,
   withRetries,
@@ -25,10 +24,20 @@ const RETRIABLE_UNWRITTEN = new Set([...RETRIABLE].filter((code) => !MAYBE_WRITT
 // The partition errors after which the leader has written nothing of the request.
 const WROTE_NOTHING = new Set([...RETRIABLE_UNWRITTEN, UNKNOWN_PRODUCER_ID]);
 // The gRPC statuses of an attempt that got no answer, which an idempotent produce sends again
-// with the same sequence (the leader dedupes it if the first was written): the server was
-// unreachable or cut off (UNAVAILABLE), or did not answer within the call's deadline
-// (DEADLINE_EXCEEDED, as the Python SDK's producer takes for REQUEST_TIMED_OUT).
-const UNANSWERED = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]);
+// with the same sequence (the leader dedupes it if the first was written), as the Python SDK's
+// producer retries them (produce_stream.py STREAM_RETRIABLE_STATUSES): the server unreachable
+// or the connection dropped (UNAVAILABLE), no answer within the call's deadline
+// (DEADLINE_EXCEEDED, which the Python SDK's producer takes for REQUEST_TIMED_OUT), the call cut
+// off by a server stopping (CANCELLED) or killed mid-call (INTERNAL).
+const UNANSWERED = new Set([
+  grpc.status.UNAVAILABLE,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.CANCELLED,
+  grpc.status.INTERNAL,
+]);
+// What a produce without a sequence sends again of those: a call cut off, not one past its
+// deadline, which it takes as the leader's REQUEST_TIMED_OUT (MAYBE_WRITTEN: not retried).
+const CUT_OFF = new Set([...UNANSWERED].filter((status) => status !== grpc.status.DEADLINE_EXCEEDED));
 
 const producerMethods = {
   // Appends records ([{key, value, headers: [[k, v]], timestamp}], strings or bytes) to one
@@ -60,11 +69,11 @@ const producerMethods = {
     if (acks === -1 && this.idempotence) {
       return this.produceIdempotent(topic, partition, typed, deadline);
     }
-    // Without a sequence, only what says nothing was written is retried (and an unreachable
-    // server: a lost answer, which README says may store the records twice).
+    // Without a sequence, only what says nothing was written is retried (and a call cut off:
+    // a lost answer, which README says may store the records twice).
     const data = typedPartitionData(partition, typed);
     const retried = (error) =>
-      error instanceof SamsaError ? RETRIABLE_UNWRITTEN.has(error.code) : isRetried(error);
+      error instanceof SamsaError ? RETRIABLE_UNWRITTEN.has(error.code) : CUT_OFF.has(error.code);
     return retryUntil(deadline, () => this.sendProduce(topic, data, acks, deadline), retried);
   },
 
