@@ -17,7 +17,9 @@ const { partitionForKey, typedPartitionData, typedRecords } = require('./records
 const { checkAcks, checkPartition } = require('./checks');
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
+const PRODUCER_EPOCH_MAX = 2 ** 15 - 1; // the epoch is an int16 (Kafka's Short.MAX_VALUE)
 const UNKNOWN_PRODUCER_ID = 'ERROR_CODE_UNKNOWN_PRODUCER_ID';
+const INVALID_PRODUCER_EPOCH = 'ERROR_CODE_INVALID_PRODUCER_EPOCH';
 // The retriable partition errors after which the leader has written nothing of the request:
 // what a produce without a sequence retries.
 const RETRIABLE_UNWRITTEN = new Set([...RETRIABLE].filter((code) => !MAYBE_WRITTEN.has(code)));
@@ -95,13 +97,14 @@ const producerMethods = {
   // before the retry loop, so every retry sends the identical request, which the leader
   // dedupes: a retriable error, or no answer at all (UNANSWERED: the attempt may have been
   // written), is sent again until the deadline, as Kafka's idempotent producer retries within
-  // delivery.timeout.ms. A call that failed for good drops the producer id (dropProducer).
+  // delivery.timeout.ms. A call that failed for good resets the producer's sequences under a
+  // new epoch (resetProducer).
   //
   // UNKNOWN_PRODUCER_ID means the leader holds no state for this producer id (it expired after
   // producer.id.expiration.ms without a write, or its batches were deleted), so it refuses any
   // sequence but 0. When no attempt of the call may have been written, the call is sent once
-  // more with a new producer id from sequence 0, as Kafka's producer resets its id (KIP-360),
-  // rather than failing a write after a quiet spell.
+  // more under the bumped epoch from sequence 0, as Kafka's producer resets (KIP-360), rather
+  // than failing a write after a quiet spell.
   produceIdempotent(topic, partition, typed, deadline) {
     const key = `${topic}:${partition}`;
     const retried = (error) => Boolean(error.retriable) || UNANSWERED.has(error.code);
@@ -131,7 +134,7 @@ const producerMethods = {
           producer.sequences.set(key, (baseSequence + typed.length) % SEQUENCE_MODULUS);
           return baseOffset;
         } catch (error) {
-          this.dropProducer(identity);
+          this.resetProducer(identity, producer, error);
           const unknown = error instanceof SamsaError && error.code === UNKNOWN_PRODUCER_ID;
           if (!unknown || maybeWritten || renewed) throw error;
         }
@@ -169,17 +172,33 @@ const producerMethods = {
     return this.producer;
   },
 
-  // Forgets the producer identity (the Promise producerIdentity() gave) after a produce made
-  // with it failed, so that the next produce asks for a new producer id and starts every
-  // partition at sequence 0. OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID and
-  // INVALID_PRODUCER_EPOCH mean the leader cannot go on with these sequences; and after any
-  // other failure (retries exhausted on a timeout, an unreachable leader) the records may or may
-  // not have been written, so sending other records with the same sequence could be taken for a
-  // retry and silently dropped. A new producer id is safe because it continues nothing: no
-  // record of the failed call is assumed written, and the caller decides whether to resend.
-  // Produces already under way with the old identity finish with it.
-  dropProducer(identity) {
-    if (this.producer === identity) this.producer = null;
+  // Resets the producer's sequences after a produce made with `identity` (the Promise
+  // producerIdentity() gave, resolved to `producer`) failed for good with `error`: the next
+  // produce starts every partition at sequence 0 under the epoch after this one, with the same
+  // producer id, as Kafka's idempotent producer bumps its own epoch (KIP-360, broker.proto
+  // InitProducerIdResponse; the Python SDK's bumped_producer_epoch): a leader takes a known
+  // producer id's higher epoch from sequence 0 as a fresh start, and one that forgot the id takes
+  // sequence 0 of any epoch. OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID mean the leader
+  // cannot go on with these sequences; and after any other failure (retries exhausted on a
+  // timeout, an unreachable leader) the records may or may not have been written, so sending
+  // other records with the same sequence could be taken for a retry and silently dropped. The new
+  // epoch continues nothing (no record of the failed call is assumed written, and the caller
+  // decides whether to resend), and it fences the old one: an attempt of the failed call still
+  // on its way to the leader is refused (INVALID_PRODUCER_EPOCH) once the new epoch wrote there,
+  // rather than written after later calls. A new producer id is asked for instead (the next
+  // produce calls InitProducerId) when the epoch cannot go higher, or after
+  // INVALID_PRODUCER_EPOCH: a newer epoch of this id exists, and ours may not pass it. Produces
+  // already under way with the old identity finish with it, and a second failure of it resets
+  // nothing more.
+  resetProducer(identity, producer, error) {
+    if (this.producer !== identity) return;
+    const fenced = error instanceof SamsaError && error.code === INVALID_PRODUCER_EPOCH;
+    if (fenced || producer.producerEpoch >= PRODUCER_EPOCH_MAX) {
+      this.producer = null;
+      return;
+    }
+    const { producerId } = producer;
+    this.producer = Promise.resolve({ producerId, producerEpoch: producer.producerEpoch + 1, sequences: new Map() });
   },
 
   // A new idempotent producer identity from any broker (InitProducerId with no transactional

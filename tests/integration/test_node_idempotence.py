@@ -5,8 +5,8 @@ records are stored once, in call order, even when concurrent calls share a parti
 answer is lost and the request is sent again; a replay of a request with the same producer id,
 epoch and base sequence is answered with the first write's offsets and stores nothing (and the
 same replay without them stores the records twice); a sequence gap is refused with
-OUT_OF_ORDER_SEQUENCE_NUMBER, writes nothing, and the client's next produce starts over with a
-new producer id.
+OUT_OF_ORDER_SEQUENCE_NUMBER, writes nothing, and the client's next produce starts over from
+sequence 0 under the next epoch of its producer id (KIP-360), which the leader takes.
 
 Method: short Node scripts over samsa.js against a local cluster of 1 controller, 2 brokers and
 1 coordinator (real processes, real gRPC); the Python Consumer reads back whole records
@@ -222,8 +222,8 @@ def test_a_sequence_gap_is_refused_writes_nothing_and_the_next_produce_starts_an
     assert read_partition(bootstrap, topic, 0) == rows_of(0, 0, first)
 
     # Through produce(): the second call's request reaches the leader with its base_sequence
-    # raised by 5 (a gap). The caller gets the error; the client drops its producer id, so the
-    # third call writes with a new one from sequence 0.
+    # raised by 5 (a gap). The caller gets the error; the client bumps its producer epoch, so
+    # the third call writes with the same producer id, the next epoch, from sequence 0.
     calls = [make_records(f"call{n}", 2) for n in range(3)]
     outcome = node_script(
         bootstrap,
@@ -242,15 +242,16 @@ def test_a_sequence_gap_is_refused_writes_nothing_and_the_next_produce_starts_an
         const ids = [];
         const outcomes = [];
         for (const records of data) {
-          ids.push((await client.producerIdentity()).producerId);
+          const { producerId, producerEpoch } = await client.producerIdentity();
+          ids.push([producerId, producerEpoch]);
           outcomes.push(await client.produce(topic, 1, records).catch((error) => error.code));
         }
         return { ids, outcomes };
         """,
         calls,
     )
-    first_id, _, new_id = (int(n) for n in outcome["ids"])
-    assert outcome["ids"][0] == outcome["ids"][1] and new_id != first_id
+    first_id = int(outcome["ids"][0][0])
+    assert outcome["ids"] == [[str(first_id), 0], [str(first_id), 0], [str(first_id), 1]]
     assert outcome["outcomes"] == [0, "ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER", 2]
     assert read_partition(bootstrap, topic, 1) == rows_of(1, 0, calls[0]) + rows_of(1, 2, calls[2])
-    assert producers_of(bootstrap, topic, 1) == sorted([(first_id, 0, 1), (new_id, 0, 1)])
+    assert producers_of(bootstrap, topic, 1) == [(first_id, 1, 1)]

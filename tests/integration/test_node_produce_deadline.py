@@ -5,8 +5,8 @@ Goal: an attempt that passes its gRPC deadline (DEADLINE_EXCEEDED) may have been
 sent again with the same producer id, epoch and base sequence (the leader dedupes it), as Kafka's
 idempotent producer retries a timed-out request within delivery.timeout.ms; the call fails only
 once deliveryTimeoutMs is spent (its last attempt's deadline cut short to it), and then the
-client drops its producer id, so the next call starts under a new one from sequence 0 instead of
-reusing a sequence that may be in the log.
+client bumps its producer epoch (KIP-360), so the next call starts under the next epoch from
+sequence 0 instead of reusing a sequence that may be in the log.
 
 Method: a Node script runs a fake ControllerService and BrokerService (real gRPC on loopback, in
 the same process) whose leader holds Produce calls unanswered (for a while, or until told), and
@@ -58,7 +58,7 @@ def test_an_attempt_past_its_deadline_is_sent_again_with_its_sequence() -> None:
     assert outcome == {"first": {"offset": 0}, "sent": [["100", 0, 0], ["100", 0, 0]]}
 
 
-def test_a_call_fails_at_its_delivery_timeout_and_the_next_takes_a_new_producer_id() -> None:
+def test_a_call_fails_at_its_delivery_timeout_and_the_next_takes_the_next_epoch() -> None:
     body = (
         SENT
         + """
@@ -80,7 +80,7 @@ def test_a_call_fails_at_its_delivery_timeout_and_the_next_takes_a_new_producer_
         "first": {"error": 4},  # gRPC DEADLINE_EXCEEDED
         "inTime": True,
         "second": {"offset": 0},
-        "last": ["101", 0, 0],
+        "last": ["100", 1, 0],
     }
 
 
