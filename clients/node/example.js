@@ -22,9 +22,10 @@
 //                                         joins GROUP, reads what it is assigned (as it is
 //                                         assigned, handed over later too) from the
 //                                         committed offset (or the log start when there is none
-//                                         or it was deleted), commits what it printed (of a
-//                                         partition handed to another member: before it goes),
-//                                         leaves
+//                                         or it was deleted; a topic deleted and created
+//                                         again meanwhile: from its start), commits what it
+//                                         printed (of a partition handed to another member:
+//                                         before it goes), leaves
 // consume and group-consume print one JSON object per record. Without --count they stop once
 // nothing new came for --timeout-ms; with it, not reaching N in time is an error. Errors are one
 // line on stderr and exit code 1.
@@ -32,7 +33,7 @@
 const readline = require('node:readline');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { parseArgs } = require('node:util');
-const { SamsaClient } = require('./samsa');
+const { Positions, SamsaClient } = require('./samsa');
 
 const OPTIONS = {
   bootstrap: { type: 'string', default: process.env.SAMSA_BOOTSTRAP },
@@ -99,31 +100,33 @@ async function produce(client, topic, values) {
   }
 }
 
-// Reads `positions` (a Map partition -> next offset) round-robin until `count` records were
-// printed or nothing new came for timeoutMs. Keeps `positions` at the offset after the last
-// printed record of each partition, which is what a group commits.
-async function readPartitions(client, topic, positions, count, timeoutMs, onIdle = () => {}) {
+// Reads `positions` (a Positions of `topic`'s partitions) round-robin until `count` records
+// were printed or nothing new came for timeoutMs. Keeps each position at the offset after the
+// last printed record of its partition, which is what a group commits; a topic deleted and
+// created again meanwhile is read from its start (Positions, auto.offset.reset=earliest).
+async function readPartitions(topic, positions, count, timeoutMs, onIdle = () => {}) {
   let printed = 0;
   let lastNews = Date.now();
   while (count === undefined || printed < count) {
     if (Date.now() - lastNews > timeoutMs) break;
-    for (const [partition, offset] of positions) {
-      const answer = await client.fetch(topic, partition, offset, 200);
-      if (!positions.has(partition)) continue; // given up while it was read: not ours to print
+    for (const partition of positions.partitionsOf(topic)) {
+      if (!positions.has(topic, partition)) continue; // given up by an earlier read's wait
+      const answer = await positions.read(topic, partition, 200);
+      if (!positions.has(topic, partition)) continue; // given up while it was read: not ours to print
       for (const record of answer.records) {
         if (count !== undefined && printed >= count) break;
         printRecord(topic, partition, record);
-        positions.set(partition, record.offset + 1);
+        positions.set(topic, partition, record.offset + 1);
         printed += 1;
         lastNews = Date.now();
       }
       // Skip past batches with nothing visible (offsets may have gaps).
-      if (answer.records.length === 0) positions.set(partition, answer.nextFetchOffset);
+      if (answer.records.length === 0) positions.set(topic, partition, answer.nextFetchOffset);
       if (count !== undefined && printed >= count) break;
     }
     // Nothing to read (every partition given up): wait as a fetch would, rather than spin and
     // starve the timers, the group member's heartbeat among them.
-    if (positions.size === 0) await sleep(200);
+    if (positions.partitionsOf(topic).length === 0) await sleep(200);
     await onIdle();
   }
   if (count !== undefined && printed < count) {
@@ -139,15 +142,17 @@ async function consume(client, topic, values) {
     .filter((p) => only === undefined || p === only);
   if (partitions.length === 0) throw new Error(`${topic} has no partition ${only}`);
   const from = intFlag(values, 'from');
-  const positions = new Map();
+  // An offset asked for that is out of range is an error; the log start, when it moves on (a
+  // delete-records meanwhile), is looked up again.
+  const positions = new Positions(client, { autoOffsetReset: from === undefined ? 'earliest' : 'none' });
   for (const p of partitions) {
-    positions.set(p, from === undefined ? await client.listOffset(topic, p, 'earliest') : from);
+    positions.set(topic, p, from === undefined ? await client.listOffset(topic, p, 'earliest') : from);
   }
-  await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'));
+  await readPartitions(topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'));
 }
 
 async function groupConsume(client, group, topic, values) {
-  const positions = new Map(); // partition -> the offset after the last record printed
+  const positions = new Positions(client); // the offset after the last record printed
   const start = new Map(); // partition -> where its reading started (nothing to commit there)
   const leaving = new Set(); // partitions whose onRevoke runs: still owned, not to be read again
   // Before a partition goes to another member (or the member leaves): commit what was printed
@@ -156,10 +161,10 @@ async function groupConsume(client, group, topic, values) {
     const mine = revoked.filter((tp) => tp.topic === topic).map((tp) => tp.partition);
     for (const p of mine) leaving.add(p);
     try {
-      const held = mine.filter((p) => positions.has(p));
-      const moved = held.filter((p) => positions.get(p) !== start.get(p));
-      const offsets = moved.map((partition) => ({ topic, partition, offset: positions.get(partition) }));
-      for (const p of held) positions.delete(p);
+      const held = mine.filter((p) => positions.has(topic, p));
+      const moved = held.filter((p) => positions.get(topic, p) !== start.get(p));
+      const offsets = moved.map((partition) => ({ topic, partition, offset: positions.get(topic, partition) }));
+      for (const p of held) positions.delete(topic, p);
       if (offsets.length > 0) await member.commit(offsets);
     } finally {
       for (const p of mine) leaving.delete(p);
@@ -167,7 +172,7 @@ async function groupConsume(client, group, topic, values) {
   };
   const member = await client.joinGroup(group, [topic], { onRevoke });
   const owns = (p) => member.assignment.some((tp) => tp.topic === topic && tp.partition === p);
-  const unread = (p) => owns(p) && !positions.has(p) && !leaving.has(p);
+  const unread = (p) => owns(p) && !positions.has(topic, p) && !leaving.has(p);
   // Reads the partitions assigned and not read yet, the first ones and those handed over later
   // (by a member that left or had too many): from the committed offset, or with Kafka's
   // auto.offset.reset=earliest from the log start when nothing was committed (-1) or the
@@ -179,8 +184,8 @@ async function groupConsume(client, group, topic, values) {
     for (const { partition } of assigned) {
       const logStart = await client.listOffset(topic, partition, 'earliest');
       if (!unread(partition)) continue;
-      positions.set(partition, Math.max(committed.get(`${topic}:${partition}`), logStart));
-      start.set(partition, positions.get(partition));
+      positions.set(topic, partition, Math.max(committed.get(`${topic}:${partition}`), logStart));
+      start.set(partition, positions.get(topic, partition));
     }
   };
   let failure = null;
@@ -188,10 +193,10 @@ async function groupConsume(client, group, topic, values) {
     await member.waitForAssignment(intFlag(values, 'timeout-ms'));
     await readAssigned();
     try {
-      await readPartitions(client, topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'), async () => {
+      await readPartitions(topic, positions, intFlag(values, 'count'), intFlag(values, 'timeout-ms'), async () => {
         if (member.error) throw member.error;
         // A partition the coordinator took away is another member's now: stop reading it.
-        for (const p of [...positions.keys()]) if (!owns(p)) positions.delete(p);
+        for (const p of positions.partitionsOf(topic)) if (!owns(p)) positions.delete(topic, p);
         await readAssigned();
       });
     } catch (error) {
@@ -199,9 +204,9 @@ async function groupConsume(client, group, topic, values) {
     }
     // Commit what was printed and is still ours, even when the count was not reached (leaving
     // calls onRevoke with the same partitions: nothing is left to commit then).
-    const moved = [...positions].filter(([p, offset]) => offset !== start.get(p) && owns(p));
-    if (moved.length > 0) await member.commit(moved.map(([partition, offset]) => ({ topic, partition, offset })));
-    for (const [partition] of moved) start.set(partition, positions.get(partition));
+    const moved = positions.entries().filter(({ partition, offset }) => offset !== start.get(partition) && owns(partition));
+    if (moved.length > 0) await member.commit(moved);
+    for (const { partition, offset } of moved) start.set(partition, offset);
   } finally {
     await member.leave();
   }

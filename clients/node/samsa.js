@@ -12,6 +12,7 @@ const { murmur2, partitionForKey, fromTypedRecord, partitionResult } = require('
 const { GroupMember } = require('./group');
 const { groupMethods } = require('./group_calls');
 const { producerMethods } = require('./producer');
+const { Positions } = require('./positions');
 const { checkMs, checkOffset, checkPartition } = require('./checks');
 
 const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
@@ -309,7 +310,8 @@ class SamsaClient {
   }
 
   // Reads one partition from `offset`, waiting up to maxWaitMs for data. Resolves with
-  // {records, nextFetchOffset, highWatermark}; records are at or after `offset`. Each attempt
+  // {records, nextFetchOffset, highWatermark, topicId}; records are at or after `offset`, of
+  // the topic whose id is topicId (see Positions, positions.js, for one deleted and re-created). Each attempt
   // names the leader epoch its leader was found at (KIP-320), so that a broker that no longer
   // leads at that epoch, or does not lead yet, refuses (FENCED_LEADER_EPOCH,
   // UNKNOWN_LEADER_EPOCH, retried) instead of answering from a deposed leader's log.
@@ -337,6 +339,7 @@ class SamsaClient {
         records: result.decoded_records.map(fromTypedRecord),
         nextFetchOffset: toInt(result.next_fetch_offset),
         highWatermark: toInt(result.high_watermark),
+        topicId: leader.topicId, // the topic fetched (hex): Positions tells a re-created one
       };
     }, retried);
   }
@@ -378,4 +381,4 @@ class SamsaClient {
 
 Object.assign(SamsaClient.prototype, producerMethods, groupMethods);
 
-module.exports = { SamsaClient, GroupMember, SamsaError, NO_ERROR, murmur2, partitionForKey };
+module.exports = { SamsaClient, GroupMember, Positions, SamsaError, NO_ERROR, murmur2, partitionForKey };

@@ -5,8 +5,10 @@ Goal: a member commits only the partitions it owns (one it gave up is another me
 commits it would overwrite: the coordinator checks the member epoch, not ownership); closing a
 client whose member never called leave() ends the member (it leaves the group, as Kafka's
 consumer.close() does) and lets Node exit, instead of heartbeating on channels it reopens for
-ever. example.js group-consume commits what it printed before handing a partition over, and
-reads a partition handed to it later (by a member that left) as it reads its first ones.
+ever. example.js group-consume commits what it printed before handing a partition over, reads
+a partition handed to it later (by a member that left) as it reads its first ones, and reads a
+topic deleted and created again under its name from the new topic's start (Positions,
+auto.offset.reset=earliest, as the Python consumer does), not from the old topic's position.
 
 Method: short Node scripts over samsa.js against a local cluster of 1 controller, 2 brokers and
 1 coordinator (real processes, real gRPC); the Python Admin describes the group and reads its
@@ -16,9 +18,12 @@ committed offsets. Skipped when `node` or clients/node/node_modules is missing.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 
 import pytest
+from cluster_helpers import wait_until
 from node_helpers import (
     NODE,
     NODE_DIR,
@@ -258,3 +263,44 @@ def test_group_consume_reads_a_partition_handed_to_it_later(bootstrap: str) -> N
     lines = [json.loads(line) for line in printed.splitlines()]
     rows = sorted((line["partition"], line["offset"]) for line in lines)
     assert rows == [(p, o) for p in (0, 1) for o in range(3)]
+
+
+def test_group_consume_reads_a_topic_created_again_from_its_start(bootstrap: str) -> None:
+    topic, group = "created-again", "created-again-group"
+    create_topic(bootstrap, topic, 1)
+    admin = Admin({"bootstrap.servers": bootstrap})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    command = [NODE, str(NODE_DIR / "example.js"), "--bootstrap", bootstrap, "group-consume"]
+    consumer = subprocess.Popen(
+        [*command, group, topic, "--count", "8", "--timeout-ms", "30000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert consumer.stdout is not None
+    try:
+        for n in range(3):
+            producer.send(topic, b"old-%d" % n, partition=0).result(timeout=30)
+        printed = [json.loads(consumer.stdout.readline())["value"] for _ in range(3)]
+        # Stopped while the topic is deleted, created again and given 5 records (as the Python
+        # test pauses its consumer): its position, 3, is the middle of the new topic. It
+        # printed new-3 and new-4 and then waited for 3 more ("got 5 of 8").
+        os.kill(consumer.pid, signal.SIGSTOP)
+        try:
+            admin.delete_topics([topic])
+            wait_until("the deletion", lambda: topic not in admin.list_topics())
+            admin.create_topics([NewTopic(topic, 1, 1)])
+            for n in range(5):
+                producer.send(topic, b"new-%d" % n, partition=0).result(timeout=60)
+        finally:
+            os.kill(consumer.pid, signal.SIGCONT)
+        rest, errors = consumer.communicate(timeout=60)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+        producer.close()
+        admin.close()
+    assert consumer.returncode == 0, errors
+    printed += [json.loads(line)["value"] for line in rest.splitlines()]
+    assert printed == [f"old-{n}" for n in range(3)] + [f"new-{n}" for n in range(5)]
