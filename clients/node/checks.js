@@ -2,8 +2,9 @@
 // The public API's arguments, checked before anything is sent. The proto's encoder takes what
 // it is given as best it can (NaN or undefined as 0, 'all' as 0, 1.5 as 1), so a wrong argument
 // would otherwise be sent as another, valid one: acks 'all' as acks 0, a NaN offset as offset 0.
-// Kafka refuses these in the producer and consumer calls (ProducerRecord's partition, seek's
-// offset, the acks config), and so does this client, with a RangeError naming the argument.
+// Kafka refuses these in the producer and consumer calls (ProducerRecord's partition and
+// timestamp, seek's offset, the acks config), and so does this client, with a RangeError naming
+// the argument.
 
 const INT32_MAX = 2 ** 31 - 1;
 // Kafka's acks config spells -1 'all'; a string of a number is that number.
@@ -32,6 +33,17 @@ function checkOffset(offset, allowLatest = false) {
   return offset;
 }
 
+// A record's timestamp in milliseconds since the epoch: an integer from 0 to 2^53 - 1, as Kafka's
+// ProducerRecord and the Python SDK take it (0 is a time like any other); null or undefined is
+// none, for the client to stamp.
+function checkTimestamp(timestamp) {
+  if (timestamp === null || timestamp === undefined) return timestamp;
+  if (!(Number.isSafeInteger(timestamp) && timestamp >= 0)) {
+    throw new RangeError(`timestamp must be an integer >= 0 (ms) or null, not ${String(timestamp)}`);
+  }
+  return timestamp;
+}
+
 // Produce's acks as the number the proto carries: 'all' is -1. An integer goes as it is (the
 // leader refuses one but -1, 0 and 1 with INVALID_REQUIRED_ACKS); anything else is refused.
 function checkAcks(acks) {
@@ -51,4 +63,4 @@ function checkMs(name, ms) {
   return ms;
 }
 
-module.exports = { checkAcks, checkMs, checkOffset, checkPartition };
+module.exports = { checkAcks, checkMs, checkOffset, checkPartition, checkTimestamp };

@@ -14,7 +14,7 @@ const {
   withRetries,
 } = require('./errors');
 const { partitionForKey, typedPartitionData, typedRecords } = require('./records');
-const { checkAcks, checkPartition } = require('./checks');
+const { checkAcks, checkPartition, checkTimestamp } = require('./checks');
 
 const SEQUENCE_MODULUS = 2 ** 31; // base_sequence is an int32 that wraps to 0 after 2^31 - 1
 const PRODUCER_EPOCH_MAX = 2 ** 15 - 1; // the epoch is an int16 (Kafka's Short.MAX_VALUE)
@@ -226,8 +226,11 @@ const producerMethods = {
   // Appends records to the partitions their keys choose (partitionForKey, as every Samsa and
   // Kafka client does); records without a key all go to one partition picked at random for the
   // call (Kafka's sticky partitioner does the same per batch). Resolves with one
-  // {partition, baseOffset, count} per partition written, in partition order.
+  // {partition, baseOffset, count} per partition written, in partition order. A record whose
+  // timestamp is not one is a RangeError before any partition is written.
   async produceByKey(topic, records, acks = -1) {
+    records = Array.from(records);
+    for (const record of records) checkTimestamp(record.timestamp);
     const count = (await this.describeTopic(topic)).length;
     const keyless = Math.floor(Math.random() * count);
     const byPartition = new Map();

@@ -2,6 +2,7 @@
 // Records between the application and the proto's typed Record, and the partitioner.
 
 const { toInt } = require('./errors');
+const { checkTimestamp } = require('./checks');
 
 // A record as the application gives it: bytes (a Buffer, any other Uint8Array or an
 // ArrayBuffer) as they are, anything else as the UTF-8 of its string; null stays null (a null
@@ -78,10 +79,12 @@ function typedPartitionData(partition, typed, producer = null) {
 
 function toTypedRecord(record) {
   const headers = Array.from(record.headers || [], ([key, value]) => ({ key, value: toBytes(value, true) }));
-  // A record without a timestamp is stamped here, when the application sent it, as Kafka's
-  // producers do (the broker would stamp 0 with its own clock as it builds the batch, a retry
-  // later). proto3 `optional bytes`: leaving the field out is null, an empty Buffer is empty.
-  const typed = { headers, timestamp_ms: record.timestamp || Date.now() };
+  // A record without a timestamp (null or undefined; 0 is the epoch) is stamped here, when the
+  // application sent it, as Kafka's producers do (the broker would stamp 0 with its own clock as
+  // it builds the batch, a retry later); one that is not a time is a RangeError (checks.js).
+  // proto3 `optional bytes`: leaving the field out is null, an empty Buffer is empty.
+  const timestamp = checkTimestamp(record.timestamp);
+  const typed = { headers, timestamp_ms: timestamp === null || timestamp === undefined ? Date.now() : timestamp };
   if (record.key !== null && record.key !== undefined) typed.key = toBytes(record.key, true);
   if (record.value !== null && record.value !== undefined) typed.value = toBytes(record.value, true);
   return typed;

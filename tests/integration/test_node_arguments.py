@@ -8,7 +8,10 @@ partition was looked up, not found, and retried as UNKNOWN_TOPIC_OR_PARTITION un
 timeout (two minutes for a produce). Now 'all' is -1, and a partition, offset, acks (not an
 integer: the leader answers INVALID_REQUIRED_ACKS to an integer it does not take) or client
 timeout the call cannot take is a RangeError before anything is sent, as Kafka refuses them
-(ProducerRecord's partition, seek's offset, the acks config).
+(ProducerRecord's partition, seek's offset, the acks config). A record's timestamp 0 (the epoch)
+was replaced by the time of sending, and a negative, fractional or non-numeric one was sent as
+-5, 1 or 0; now 0 is sent as 0, and a timestamp that is not an integer >= 0 (ms) is a
+RangeError before anything is sent, as Kafka's ProducerRecord and the Python SDK refuse it.
 
 Method: a Node script runs a fake ControllerService and BrokerService (real gRPC on loopback, in
 the same process), calls the client with each argument and reports the outcome and what the
@@ -83,6 +86,25 @@ def test_a_partition_that_is_not_one_is_refused_unsent(partition: str) -> None:
 @pytest.mark.parametrize("offset", ["NaN", "undefined", "-1", "1.5", "'5'", "2 ** 53"])
 def test_a_fetch_offset_that_is_not_one_is_refused_unsent(offset: str) -> None:
     assert run_each([f"client.fetch('t', 0, {offset}, 0)"]) == [["RangeError", []]]
+
+
+@pytest.mark.parametrize("timestamp", ["-5", "1.5", "'x'", "NaN", "2 ** 53"])
+def test_a_record_timestamp_that_is_not_a_time_is_refused_unsent(timestamp: str) -> None:
+    calls = [
+        f"client.produce('t', 0, [{{ value: 'v', timestamp: {timestamp} }}])",
+        f"client.produce('t', 0, [{{ value: 'v', timestamp: {timestamp} }}], 1)",
+        f"client.produceByKey('t', [{{ key: 'k', value: 'v', timestamp: {timestamp} }}])",
+    ]
+    assert run_each(calls) == [["RangeError", []]] * len(calls)
+
+
+def test_a_record_timestamp_of_0_is_sent_as_0() -> None:
+    body = """
+    await client.produce('t', 0, [{ value: 'a', timestamp: 0 }, { value: 'b', timestamp: null }]);
+    const [, request] = server_calls.find(([method]) => method === 'Produce');
+    return request.topics[0].partitions[0].typed_records.map((r) => r.timestamp_ms !== '0');
+    """
+    assert node_with_fake_server(LEADER, body, {}, timeoutMs=500) == [False, True]
 
 
 def test_delete_records_takes_minus_1_and_valid_calls_are_sent() -> None:
