@@ -89,7 +89,7 @@ const producerMethods = {
     const request = { acks, timeout_ms: this.timeoutMs, topics };
     const callMs = Math.max(Math.min(2 * this.timeoutMs, deadline - Date.now()), 1);
     const answer = await this.call('broker', leader.endpoint, 'Produce', request, callMs);
-    const result = check(this.leaderResult(answer, topic, data.partition), `${topic}[${data.partition}]`);
+    const result = check(this.leaderResult(answer, topic, data.partition, leader), `${topic}[${data.partition}]`);
     return toInt(result.base_offset);
   },
 

@@ -261,30 +261,35 @@ class SamsaClient {
   // has none. Only this partition's leader matters: the topic's other partitions may be offline.
   // A later leadership a broker named (leaderResult) is taken over the metadata's until the
   // metadata catches up with it: the broker answering metadata may lag (or be cut off from the
-  // controllers), and asking the deposed leader again would be answered the same.
+  // controllers), and asking the deposed leader again would be answered the same. One named for
+  // another topic id (the topic was deleted and created again, its leader epochs starting over)
+  // is dropped: its epoch says nothing of the new topic's.
   async leaderOf(topic, partition) {
     const found = (await this.describeTopic(topic)).find((p) => p.partition === partition);
     if (!found) throw new SamsaError('ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION', `${topic}[${partition}]`);
     const key = `${topic}:${partition}`;
     const named = this.namedLeaders.get(key);
-    if (named && named.leaderEpoch <= found.leaderEpoch) this.namedLeaders.delete(key);
-    else if (named && this.brokerEndpoints[named.leader]) {
-      return { ...found, ...named, endpoint: this.brokerEndpoints[named.leader] };
+    if (named && (named.leaderEpoch <= found.leaderEpoch || named.topicId !== found.topicId)) {
+      this.namedLeaders.delete(key);
+    } else if (named && this.brokerEndpoints[named.leader]) {
+      const endpoint = this.brokerEndpoints[named.leader];
+      return { ...found, leader: named.leader, leaderEpoch: named.leaderEpoch, endpoint };
     }
     if (found.endpoint === null) throw new SamsaError('ERROR_CODE_LEADER_NOT_AVAILABLE', `${topic}[${partition}]`);
     return found;
   }
 
   // The result for one partition of a leader's answer (Produce, Fetch, ListOffsets,
-  // DeleteRecords). One refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH may name the
-  // current leader (KIP-951): kept for leaderOf.
-  leaderResult(answer, topic, partition) {
+  // DeleteRecords) asked of `leader` (leaderOf's). One refused with NOT_LEADER_OR_FOLLOWER or
+  // FENCED_LEADER_EPOCH may name the current leader (KIP-951): kept for leaderOf, with the topic
+  // id the call was made under.
+  leaderResult(answer, topic, partition, leader) {
     const result = partitionResult(answer, topic, partition);
     const current = result.current_leader;
     if (current && current.leader_id >= 0 && current.leader_epoch >= 0) {
       const known = this.namedLeaders.get(`${topic}:${partition}`);
-      if (!known || known.leaderEpoch < current.leader_epoch) {
-        const named = { leader: current.leader_id, leaderEpoch: current.leader_epoch };
+      if (!known || known.topicId !== leader.topicId || known.leaderEpoch < current.leader_epoch) {
+        const named = { leader: current.leader_id, leaderEpoch: current.leader_epoch, topicId: leader.topicId };
         this.namedLeaders.set(`${topic}:${partition}`, named);
       }
     }
@@ -304,7 +309,7 @@ class SamsaClient {
     return withRetries(this.timeoutMs, async () => {
       const leader = await this.leaderOf(topic, partition);
       const answer = await this.call('broker', leader.endpoint, 'DeleteRecords', request, 2 * this.timeoutMs);
-      const result = check(this.leaderResult(answer, topic, partition), `${topic}[${partition}]`);
+      const result = check(this.leaderResult(answer, topic, partition, leader), `${topic}[${partition}]`);
       return toInt(result.low_watermark);
     });
   }
@@ -334,7 +339,7 @@ class SamsaClient {
       };
       const answer = await this.call('broker', leader.endpoint, 'Fetch', request, maxWaitMs + this.timeoutMs);
       check(answer, 'Fetch');
-      const result = check(this.leaderResult(answer, topic, partition), `${topic}[${partition}]`);
+      const result = check(this.leaderResult(answer, topic, partition, leader), `${topic}[${partition}]`);
       return {
         records: result.decoded_records.map(fromTypedRecord),
         nextFetchOffset: toInt(result.next_fetch_offset),
@@ -357,7 +362,7 @@ class SamsaClient {
       const data = { partition, offset_spec: specs[spec], current_leader_epoch: leader.leaderEpoch };
       const request = { topics: [{ name: topic, partitions: [data] }] };
       const answer = await this.call('broker', leader.endpoint, 'ListOffsets', request);
-      return toInt(check(this.leaderResult(answer, topic, partition), `${topic}[${partition}]`).offset);
+      return toInt(check(this.leaderResult(answer, topic, partition, leader), `${topic}[${partition}]`).offset);
     });
   }
 
