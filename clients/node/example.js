@@ -204,7 +204,7 @@ async function groupConsume(client, group, topic, values) {
     }
     // Commit what was printed and is still ours, even when the count was not reached (leaving
     // calls onRevoke with the same partitions: nothing is left to commit then).
-    const moved = positions.entries().filter(({ partition, offset }) => offset !== start.get(partition) && owns(partition));
+    const moved = positions.entries().filter((p) => p.offset !== start.get(p.partition) && owns(p.partition));
     if (moved.length > 0) await member.commit(moved);
     for (const { partition, offset } of moved) start.set(partition, offset);
   } finally {

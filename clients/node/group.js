@@ -230,10 +230,10 @@ class GroupMember {
   // Heartbeats again after `delayMs`, by default at once when the assignment changed (so the
   // group reaches its target sooner), else after the coordinator's interval. A heartbeat that
   // failed on what passes (the coordinator moving, loading or unreachable for longer than the
-  // client's timeout, a call past its deadline or cut off: errors.js TRANSIENT_STATUSES) is sent again an interval later and the member
-  // keeps its partitions, as Kafka's consumer does: the coordinator holds its session, and
-  // fences it (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: rejoin) once that expired. Any other
-  // failure stops the member (see stop).
+  // client's timeout, a call past its deadline or cut off: errors.js TRANSIENT_STATUSES) is sent
+  // again an interval later and the member keeps its partitions, as Kafka's consumer does: the
+  // coordinator holds its session, and fences it (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH:
+  // rejoin) once that expired. Any other failure stops the member (see stop).
   //
   // One heartbeat loop: a timer still pending is replaced, not joined by a second one. A
   // revocation that settles between a heartbeat's end and its scheduling the next (an onRevoke

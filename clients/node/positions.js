@@ -23,7 +23,8 @@ class Positions {
   // 'none' (the read throws OFFSET_OUT_OF_RANGE and the position stays).
   constructor(client, { autoOffsetReset = 'earliest' } = {}) {
     if (!RESETS.has(autoOffsetReset)) {
-      throw new RangeError(`autoOffsetReset must be 'earliest', 'latest' or 'none', not ${String(autoOffsetReset)}`);
+      const given = String(autoOffsetReset);
+      throw new RangeError(`autoOffsetReset must be 'earliest', 'latest' or 'none', not ${given}`);
     }
     this.client = client;
     this.autoOffsetReset = autoOffsetReset;
@@ -63,7 +64,8 @@ class Positions {
   }
 
   partitionsOf(topic) {
-    return [...this.offsets.values()].filter((entry) => entry.topic === topic).map((entry) => entry.partition);
+    const entries = [...this.offsets.values()].filter((entry) => entry.topic === topic);
+    return entries.map((entry) => entry.partition);
   }
 
   // Moves the partition's position per autoOffsetReset; with 'none', throws `error`.

@@ -198,7 +198,8 @@ const producerMethods = {
       return;
     }
     const { producerId } = producer;
-    this.producer = Promise.resolve({ producerId, producerEpoch: producer.producerEpoch + 1, sequences: new Map() });
+    const producerEpoch = producer.producerEpoch + 1;
+    this.producer = Promise.resolve({ producerId, producerEpoch, sequences: new Map() });
   },
 
   // A new idempotent producer identity from any broker (InitProducerId with no transactional

@@ -83,8 +83,8 @@ function toTypedRecord(record) {
   // application sent it, as Kafka's producers do (the broker would stamp 0 with its own clock as
   // it builds the batch, a retry later); one that is not a time is a RangeError (checks.js).
   // proto3 `optional bytes`: leaving the field out is null, an empty Buffer is empty.
-  const timestamp = checkTimestamp(record.timestamp);
-  const typed = { headers, timestamp_ms: timestamp === null || timestamp === undefined ? Date.now() : timestamp };
+  const timestamp = checkTimestamp(record.timestamp) ?? Date.now();
+  const typed = { headers, timestamp_ms: timestamp };
   if (record.key !== null && record.key !== undefined) typed.key = toBytes(record.key, true);
   if (record.value !== null && record.value !== undefined) typed.value = toBytes(record.value, true);
   return typed;
