@@ -78,3 +78,24 @@ def test_the_refusal_of_a_transactional_id_states_the_ids_the_sink_uses() -> Non
         SamsaDataSource(BOOT | {"samsa.transactional.id": "mine"}).streamWriter(SCHEMA, False)
     assert "(spark-<query id>-<task>)" in str(refused.value)
     assert transactional_id("q", 3) == "spark-q-3"
+
+
+def test_the_sinks_admin_takes_the_client_id_and_request_timeout() -> None:
+    """The exactly-once sink's Admin (its replay check and its commit of the tasks'
+    transactions) gets the samsa.* keys an Admin shares with a producer, not only the bootstrap
+    servers; the producer-only ones stay out (an Admin would refuse them)."""
+    from samsa.spark.exactly_once import ExactlyOnceStreamWriter
+    from samsa.spark.sink import WriteOptions
+
+    client = {
+        "bootstrap.servers": "h:1",
+        "client.id": "etl",
+        "request.timeout.ms": "5000",
+        "linger.ms": "5",
+    }
+    writer = ExactlyOnceStreamWriter(WriteOptions(client, "out"))
+    assert writer._admin_config() == {
+        "bootstrap.servers": "h:1",
+        "client.id": "etl",
+        "request.timeout.ms": "5000",
+    }

@@ -99,6 +99,10 @@ def transactional_config(client: dict[str, str], name: str) -> dict[str, object]
     }
 
 
+# The sink's samsa.* keys (producer settings) that its Admin takes too.
+_ADMIN_KEYS = ("bootstrap.servers", "client.id", "request.timeout.ms")
+
+
 class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: WriteOptions) -> None:
         # on the driver: what transactions need (idempotence, acks=all) before a task starts
@@ -190,7 +194,9 @@ class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
             raise failures[0]
 
     def _admin_config(self) -> dict[str, str]:
-        return {"bootstrap.servers": self.options.client["bootstrap.servers"]}
+        """The driver's and the tasks' Admin: the samsa.* keys an Admin shares with a producer
+        (its timeouts otherwise the Admin's defaults)."""
+        return {k: v for k, v in self.options.client.items() if k in _ADMIN_KEYS}
 
 
 def _prepared(messages: list[WriterCommitMessage | None]) -> list[PreparedTransaction]:
