@@ -12,7 +12,9 @@ partition back to an older leader epoch of the same topic id than the one known 
 server that answers it may lag behind the broker that named the new leader (a broker cut off from
 the controllers answers from its last image), and would otherwise send the client back to the
 old leader at each refresh. Readers on other threads see whole dicts swapped in, never a dict
-being filled.
+being filled. A refresh clears only the stale marks made before it asked: a mark made while its
+DescribeTopics was in flight may report what the answer predates, so it asks again (Kafka's
+Metadata keys its update requests by version the same way).
 
 A refresh describes only the topics the client uses (metadata_topics.py), and the view it swaps in
 holds those only: a consumer's assignment (`keep`), the topics a call asks for, while it works
@@ -92,7 +94,11 @@ class ClusterMetadata:
         self._lock = threading.Lock()
         self._offset_lock = threading.Lock()
         self._refreshed_at = 0.0
-        self._stale = False
+        # Stale marks are counted, and a refresh clears those counted before it asked: one made
+        # while it was in flight stays (mark_stale, refresh). Both only ever raised.
+        self._marks_lock = threading.Lock()
+        self._stale_marks = 0
+        self._stale_marks_cleared = 0
         self._closing = threading.Event()  # set: reads in progress give up at their next retry
 
     def stub(self, endpoint: str) -> controller_pb2_grpc.ControllerServiceStub:
@@ -219,11 +225,14 @@ class ClusterMetadata:
         self._closing.set()
 
     def mark_stale(self) -> None:
-        self._stale = True
+        """The view is probably wrong (a request met a moved leader): refresh it. A refresh
+        already in flight does not clear this mark, since its answer may predate what made it."""
+        with self._marks_lock:
+            self._stale_marks += 1
 
     def needs_refresh(self) -> bool:
         age_ms = (time.monotonic() - self._refreshed_at) * 1000
-        return self._stale or age_ms > METADATA_MAX_AGE_MS
+        return self._stale_marks != self._stale_marks_cleared or age_ms > METADATA_MAX_AGE_MS
 
     def keep(self, topics: Callable[[], Iterable[str]]) -> None:
         """Describe at every refresh the topics `topics()` names then (a consumer's assignment).
@@ -252,12 +261,13 @@ class ClusterMetadata:
     def refresh(self, topics: Iterable[str] = (), timeout_s: float = CALL_TIMEOUT_S) -> None:
         """Describe the topics we use (plus `topics`) and swap the new view in: a view of
         those topics only (the others are forgotten, module doc)."""
+        marks = self._stale_marks  # the marks this refresh answers; later ones stay
         kept = list(self._kept())
         with self._lock:
             names = self._topics.to_describe(topics, kept, time.monotonic_ns() // 1_000_000)
         described = set(names)
         if not names:  # nothing in use: an empty view, and nothing to ask
-            self._swap(self.endpoints, {}, {}, {}, {})
+            self._swap(self.endpoints, {}, {}, {}, {}, marks)
             return
         answer = self.describe_topics(names, self.metadata_offset, timeout_s)
         answered = {topic.name for topic in answer.topics}
@@ -287,7 +297,7 @@ class ClusterMetadata:
                 if partition.leader >= 0:
                     leaders[key] = partition.leader
                 epochs[key] = partition.leader_epoch
-        self._swap(dict(answer.broker_endpoints), leaders, epochs, counts, topic_ids)
+        self._swap(dict(answer.broker_endpoints), leaders, epochs, counts, topic_ids, marks)
         self.advance(answer.status.metadata_offset)
 
     def _swap(
@@ -297,13 +307,16 @@ class ClusterMetadata:
         epochs: dict[TopicPartition, int],
         counts: dict[str, int],
         topic_ids: dict[str, bytes],
+        marks: int,
     ) -> None:
-        """A refresh's new view, swapped in whole dict by whole dict."""
+        """A refresh's new view, swapped in whole dict by whole dict; it answers the stale
+        marks counted up to `marks` (those made before it asked), not any made since."""
         self.endpoints = endpoints
         self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
         self.topic_ids = topic_ids
         self._refreshed_at = time.monotonic()
-        self._stale = False
+        with self._marks_lock:
+            self._stale_marks_cleared = max(self._stale_marks_cleared, marks)
 
     def partition_count(self, topic: str, timeout_s: float) -> int:
         """Partitions of `topic`, fetching metadata (up to `timeout_s`) when unknown."""
