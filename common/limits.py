@@ -181,8 +181,19 @@ metadata_long_poll_ms_max = 30_000
 metadata_history_batches_max = 10_000
 
 # The most metadata a FetchMetadata answer carries as batches before it is cut (the follower
-# fetches again at once); a snapshot is never cut.
+# fetches again at once); a snapshot is fetched in chunks instead (metadata_snapshot_chunk_bytes).
 metadata_fetch_bytes_max = 8 * MIB
+
+# A metadata snapshot crosses to a follower in chunks of at most this many bytes (FetchSnapshot,
+# KIP-630; metadata/snapshot_transfer.py), so no answer nears the gRPC message bound whatever
+# the image's size: whole, a snapshot passed it at ~2 million partitions (~41 bytes each at
+# replication factor 3). 4 MiB: gRPC's own default message size, ~100k partitions a chunk.
+metadata_snapshot_chunk_bytes = 4 * MIB
+
+# The largest metadata snapshot a follower assembles (it holds the bytes, then the parsed
+# records, before it loads them): ~25 million partitions, far beyond what a controller's
+# replay keeps up with. A snapshot announced larger is refused before any chunk is fetched.
+metadata_snapshot_bytes_max = 1024 * MIB
 
 # The serialized bytes of committed batches a controller keeps for followers (with
 # metadata_history_batches_max, whichever binds first). Parsed, they take ~5x that in memory
@@ -347,6 +358,7 @@ assert batch_bytes_max < segment_bytes_max, "one batch must fit in one segment"
 assert segment_bytes_min < max_message_bytes_default
 assert metadata_batch_bytes_max <= metadata_fetch_bytes_max, "a batch fits one metadata fetch"
 assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
+assert metadata_snapshot_chunk_bytes + 1 * MIB <= grpc_message_bytes_max
 assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max, (
     "one maximal AlterPartition must commit as one metadata batch"
 )

@@ -5,7 +5,8 @@ this driver, on the event loop and in order, what was applied, when a snapshot w
 who leads. The driver keeps:
 
 - the committed image and the recent batches (`MetadataHistory`), which every controller serves
-  to FetchMetadata long-polls and Describe* reads;
+  to FetchMetadata long-polls and Describe* reads, and the snapshots followers beyond those
+  batches fetch in chunks (`SnapshotCache`, metadata/snapshot_transfer.py);
 - on the active controller only, the write path. Writes are serialized: `write` generates records
   against the committed image with a pure function of the control plane, proposes them as one
   batch, and answers once the batch is applied here — so every decision is taken against exactly
@@ -35,6 +36,7 @@ from samsa.common import limits
 from samsa.metadata.history import MetadataHistory
 from samsa.metadata.image import INITIAL_HASH, MetadataImage
 from samsa.metadata.records import make_batch
+from samsa.metadata.snapshot_transfer import SnapshotCache
 from samsa.services.controller import controller_metrics
 from samsa.services.controller.quorum import ApplyOutcome, Leadership, MetadataQuorum
 from samsa.v1 import metadata_pb2
@@ -88,6 +90,8 @@ class ControllerDriver:
             start_hash=INITIAL_HASH,
             max_batches=limits.metadata_history_batches_max,
         )
+        # The snapshots followers beyond the history fetch, in chunks (metadata_fetch.py).
+        self.snapshots = SnapshotCache()
         self.quorum: MetadataQuorum | None = None
         self.leadership = Leadership(is_leader=False, leader_address=None, term=0)
         self.active = False

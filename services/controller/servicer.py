@@ -3,7 +3,7 @@
 Thin on purpose: every decision is a pure function of `control_plane` over the committed image;
 this module checks request sizes, routes writes through `ControllerDriver.write` (which answers
 NOT_CONTROLLER on a controller that is not active), fills the `ControllerStatus` every answer
-carries, and long-polls FetchMetadata.
+carries, and answers the metadata log's followers (FetchMetadata, FetchSnapshot: metadata_fetch.py).
 
 Calls that act as a broker (RegisterBroker, BrokerHeartbeat — which also carries controlled
 shutdown —, AlterPartition, ReportCorruptReplica and AllocateProducerIds) first prove that they
@@ -28,15 +28,13 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many
-from samsa.metadata.image import INITIAL_HASH
-from samsa.metadata.snapshot import to_snapshot
-from samsa.services.controller import control_plane
+from samsa.services.controller import control_plane, metadata_fetch
 from samsa.services.controller.driver import ControllerDriver, NotControllerError
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
 from samsa.services.runtime import member_auth, membership
-from samsa.v1 import controller_pb2, controller_pb2_grpc, metadata_pb2
+from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -295,20 +293,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "end_offset and max_wait_ms must be >= 0"
             )
-        wait_s = min(request.max_wait_ms, limits.metadata_long_poll_ms_max) / 1000
-        # A follower with nothing sends no hash; the log's hash before offset 0 is all zeros.
-        known_hash = request.hash or (INITIAL_HASH if request.end_offset == 0 else b"")
-        if request.end_offset > self.driver.image.end_offset:
-            batches = await self._fetch_ahead(request.end_offset, known_hash, wait_s)
-        else:
-            batches = self.driver.history.batches_since(
-                request.end_offset, known_hash, limits.metadata_fetch_bytes_max
-            )
-            if batches == [] and wait_s > 0:
-                await self.driver.wait_for_change(wait_s)
-                batches = self.driver.history.batches_since(
-                    request.end_offset, known_hash, limits.metadata_fetch_bytes_max
-                )
+        answer = await metadata_fetch.answer_fetch(self.driver, request)
         response = controller_pb2.FetchMetadataResponse(
             status=self._status(),
             committed_end_offset=self.driver.image.end_offset,
@@ -317,27 +302,20 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         # Brokers answer DescribeCluster with the quorum they learn here (metadata_servicer.py).
         for node_id, endpoint in sorted(self.controller_endpoints.items()):
             response.controllers.add(node_id=node_id, endpoint=endpoint)
-        if batches is None:
-            response.snapshot.CopyFrom(to_snapshot(self.driver.image))
+        if isinstance(answer, controller_pb2.SnapshotId):
+            response.snapshot_id.CopyFrom(answer)
         else:
-            response.batches.extend(batches)
+            response.batches.extend(answer)
         return response
 
-    async def _fetch_ahead(
-        self, end_offset: int, known_hash: bytes, wait_s: float
-    ) -> list[metadata_pb2.MetadataRecordBatch] | None:
-        """Batches for a caller whose log is ahead of this controller's: it fetched from a
-        controller further on (this one lags, or was just deposed). This one's snapshot would
-        move the caller's image back, so it waits to catch up and otherwise answers nothing
-        (the caller asks again). Only a caller beyond what the active controller can have
-        committed has a log that differs from the quorum's: it gets the snapshot (None)."""
-        await self.driver.wait_for_offset(end_offset, wait_s)
-        if end_offset <= self.driver.image.end_offset:
-            return self.driver.history.batches_since(
-                end_offset, known_hash, limits.metadata_fetch_bytes_max
-            )
-        bound = self.driver.metadata_offset_bound()
-        return None if bound is not None and end_offset > bound else []
+    async def FetchSnapshot(self, request, context):
+        try:
+            chunk = metadata_fetch.snapshot_chunk(self.driver, request)
+        except metadata_fetch.SnapshotNotFoundError as error:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(error))
+        except ValueError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        return controller_pb2.FetchSnapshotResponse(status=self._status(), chunk=chunk)
 
     # --- administration -------------------------------------------------------------------------
 

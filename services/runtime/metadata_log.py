@@ -1,11 +1,13 @@
 """Following the metadata log from the controllers: the image a member process serves from.
 
 Theory of operation (DESIGN §2). A broker or a coordinator long-polls FetchMetadata with the end
-offset and hash of its image, replays the batches it gets (or loads the snapshot it gets when it
-is behind or diverged) with the same pure `replay` the controllers use, and hands (old image, new
-image) to `on_change`. At start, and when it re-reads the log after a divergence, it hands
-nothing before the image reached the committed end the controller named (a long log comes in
-pieces, and a prefix is an older cluster, as Kafka's metadata loader also waits). The new image
+offset and hash of its image, replays the batches it gets with the same pure `replay` the
+controllers use (or, when it is behind or diverged, loads the snapshot the answer names, fetched
+in chunks with FetchSnapshot and checked whole against its id before anything of it is applied:
+metadata/snapshot_transfer.py), and hands (old image, new image) to `on_change`. At start, and
+when it re-reads the log after a divergence, it hands nothing before the image reached the
+committed end the controller named (a long log comes in pieces, and a prefix is an older
+cluster, as Kafka's metadata loader also waits). The new image
 becomes `image` only once `on_change` returns, so whatever the process reports (a heartbeat's
 metadata offset) is what it has acted on. Registration and heartbeats are the caller's: they
 differ between brokers and coordinators.
@@ -28,7 +30,8 @@ import grpc
 
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.replay import MetadataDivergenceError, StaleBatchError, replay
-from samsa.metadata.snapshot import from_snapshot
+from samsa.metadata.snapshot import InvalidSnapshotError
+from samsa.metadata.snapshot_transfer import SnapshotAssembler
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.v1 import controller_pb2
 
@@ -37,6 +40,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 FETCH_MAX_WAIT_MS = 1_000
+# The deadline of one FetchSnapshot chunk (limits.metadata_snapshot_chunk_bytes at most).
+SNAPSHOT_CHUNK_TIMEOUT_S = 30.0
 
 ImageListener = Callable[[MetadataImage, MetadataImage], Awaitable[None]]
 
@@ -109,14 +114,20 @@ class MetadataLogFollower:
             if response is None:
                 return  # stopped during the long-poll
             self.quorum = QuorumView.of(response)
-            try:
-                new = apply_fetch(base, response)
-            except MetadataDivergenceError:
-                # The log is read again from offset 0 into a fresh image; the listener only
-                # sees the difference between the old image and the rebuilt, caught-up one.
-                log.error("metadata diverged at offset %d: re-reading the log", base.end_offset)
-                base, catch_up_to = MetadataImage.empty(), -1
-                continue
+            if response.HasField("snapshot_id"):
+                loaded = await self._load_snapshot(stop, response.snapshot_id)
+                if loaded is None:
+                    continue  # stopped, or the transfer failed: ask FetchMetadata again
+                new = loaded
+            else:
+                try:
+                    new = apply_fetch(base, response)
+                except MetadataDivergenceError:
+                    # The log is read again from offset 0 into a fresh image; the listener
+                    # only sees the difference between the old image and the rebuilt one.
+                    log.error("metadata diverged at offset %d: re-reading the log", base.end_offset)
+                    base, catch_up_to = MetadataImage.empty(), -1
+                    continue
             if (
                 new is base
                 and response.committed_end_offset < self.controllers.committed_offset_seen
@@ -152,15 +163,43 @@ class MetadataLogFollower:
                 self._image_changed.set()
                 self._image_changed = asyncio.Event()
 
+    async def _load_snapshot(
+        self, stop: asyncio.Event, snapshot_id: controller_pb2.SnapshotId
+    ) -> MetadataImage | None:
+        """The image of the snapshot `snapshot_id` names, fetched chunk by chunk and checked
+        whole; None when `stop` is set or the transfer fails (the controller no longer holds the
+        snapshot, the reads moved to another one, the bytes do not match the id)."""
+        try:
+            assembler = SnapshotAssembler(snapshot_id)
+            while not assembler.done:
+                request = controller_pb2.FetchSnapshotRequest(
+                    snapshot_id=snapshot_id, position=assembler.position
+                )
+                response = await unless_stopped(
+                    stop,
+                    self.controllers.read("FetchSnapshot", request, SNAPSHOT_CHUNK_TIMEOUT_S),
+                )
+                if response is None:
+                    return None
+                assembler.accept(response.chunk)
+            return assembler.image()
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND:
+                log.warning("metadata snapshot fetch failed: %s", error.details())
+                await sleep_or_stop(stop, 0.5)
+        except InvalidSnapshotError as error:
+            log.error("metadata snapshot at offset %d refused: %s", snapshot_id.end_offset, error)
+            await sleep_or_stop(stop, 0.5)
+        return None
+
 
 def apply_fetch(
     image: MetadataImage, response: controller_pb2.FetchMetadataResponse
 ) -> MetadataImage:
-    """The image after a FetchMetadata answer: its snapshot, or its batches replayed in order
-    (a deposed leader's stale batch is skipped, as every replica skips it; a gap before a batch
-    raises MetadataDivergenceError, as a hash that does not match does)."""
-    if response.HasField("snapshot"):
-        return from_snapshot(response.snapshot)
+    """The image after a FetchMetadata answer's batches, replayed in order (a deposed leader's
+    stale batch is skipped, as every replica skips it; a gap before a batch raises
+    MetadataDivergenceError, as a hash that does not match does). An answer naming a snapshot
+    is the follower's to fetch (`MetadataLogFollower._load_snapshot`)."""
     for batch in response.batches:
         try:
             image = replay(image, batch)

@@ -19,7 +19,7 @@ from samsa.client import Consumer
 from samsa.common.errors import ErrorCode
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.replay import replay
-from samsa.metadata.snapshot import from_snapshot
+from samsa.metadata.snapshot_transfer import SnapshotAssembler
 from samsa.services.runtime import membership
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.secret import load_secret
@@ -257,6 +257,19 @@ class FakeCoordinator:
             self._thread.join(timeout=5)
 
 
+def fetch_snapshot(
+    stub: controller_pb2_grpc.ControllerServiceStub, snapshot_id: controller_pb2.SnapshotId
+) -> MetadataImage:
+    """The image of the snapshot a FetchMetadata answer named, fetched in chunks."""
+    assembler = SnapshotAssembler(snapshot_id)
+    while not assembler.done:
+        request = controller_pb2.FetchSnapshotRequest(
+            snapshot_id=snapshot_id, position=assembler.position
+        )
+        assembler.accept(stub.FetchSnapshot(request, timeout=5).chunk)
+    return assembler.image()
+
+
 def controller_image(endpoint: str) -> MetadataImage:
     """The controller's image, rebuilt here from its metadata log with the real replay."""
     stub = controller_stub(endpoint)
@@ -266,8 +279,8 @@ def controller_image(endpoint: str) -> MetadataImage:
             controller_pb2.FetchMetadataRequest(end_offset=image.end_offset, hash=image.hash),
             timeout=5,
         )
-        if answer.HasField("snapshot"):
-            image = from_snapshot(answer.snapshot)
+        if answer.HasField("snapshot_id"):
+            image = fetch_snapshot(stub, answer.snapshot_id)
         for batch in answer.batches:
             image = replay(image, batch)
         if image.end_offset >= answer.committed_end_offset:

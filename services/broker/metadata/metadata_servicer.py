@@ -17,8 +17,9 @@ controller:
   carries the metadata offset of the write, which the client then asks its reads for. When no
   active controller answers in time the answer is NOT_CONTROLLER, which clients retry; a
   controller's refusal with a gRPC status (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
-- The RPCs only cluster members send (registration, heartbeats, FetchMetadata, AlterPartition, …)
-  are not forwarded: a broker answers them UNIMPLEMENTED, saying to send them to a controller.
+- The RPCs only cluster members send (registration, heartbeats, FetchMetadata, FetchSnapshot,
+  AlterPartition, …) are not forwarded: a broker answers them UNIMPLEMENTED, saying to send them
+  to a controller.
 
 The limits on topics and resources per request are the controller's, checked before forwarding.
 """
@@ -204,6 +205,9 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     async def FetchMetadata(self, request, context):
         await _refuse_member_rpc(context, "FetchMetadata")
+
+    async def FetchSnapshot(self, request, context):
+        await _refuse_member_rpc(context, "FetchSnapshot")
 
     async def AlterPartition(self, request, context):
         await _refuse_member_rpc(context, "AlterPartition")

@@ -299,6 +299,7 @@ def test_an_oversized_write_is_refused_before_it_is_forwarded() -> None:
         "RegisterBroker",
         "BrokerHeartbeat",
         "FetchMetadata",
+        "FetchSnapshot",
         "AlterPartition",
         "ReportCorruptReplica",
         "AllocateProducerIds",

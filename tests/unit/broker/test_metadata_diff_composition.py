@@ -6,7 +6,8 @@ prefix of the log (KRaft's property: replaying the log equals applying its delta
 
 Method: seeded random logs (metadata_batches.py: topics created, grown, deleted and re-created,
 leaders, ISRs, replicas and configs changed, brokers fenced). Images come from the real follower
-path, `apply_fetch`, fed the log cut into random answers, some of them snapshots; each image
+path, `apply_fetch` and the chunked snapshot transfer, fed the log cut into random answers,
+some of them snapshots (served and assembled in chunks of 64 bytes); each image
 must equal the one replayed batch by batch. A model of one broker's partitions applies the
 actions `partition_changes` gives between the images it saw; after each step it must equal what
 the image says, and so must the model of a broker that jumped there from any earlier image
@@ -32,6 +33,7 @@ from samsa.services.broker.metadata.metadata_diff import (
     partition_changes,
     topic_configs,
 )
+from samsa.metadata.snapshot_transfer import ServedSnapshot, SnapshotAssembler
 from samsa.services.runtime.metadata_log import apply_fetch
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
@@ -88,6 +90,15 @@ def random_log(rng: random.Random) -> tuple[MetadataImage, list[m.MetadataRecord
     return start, log
 
 
+def transferred(image: MetadataImage) -> MetadataImage:
+    """`image` sent as a controller sends a snapshot and loaded as a follower loads it."""
+    served = ServedSnapshot(to_snapshot(image))
+    assembler = SnapshotAssembler(served.snapshot_id)
+    while not assembler.done:
+        assembler.accept(served.chunk(assembler.position, 64))
+    return assembler.image()
+
+
 def followed_images(
     rng: random.Random, start: MetadataImage, log: list[m.MetadataRecordBatch]
 ) -> list[MetadataImage]:
@@ -99,12 +110,12 @@ def followed_images(
     images, position = [start], 0
     while position < len(log):
         reached = min(len(log), position + rng.randint(1, 3))
-        answer = c.FetchMetadataResponse()
         if rng.random() < 0.3:
-            answer.snapshot.CopyFrom(to_snapshot(replayed[reached]))
+            image = transferred(replayed[reached])
         else:
+            answer = c.FetchMetadataResponse()
             answer.batches.extend(log[position:reached])
-        image = apply_fetch(images[-1], answer)
+            image = apply_fetch(images[-1], answer)
         assert image == replayed[reached], "a follower's image differs from the replayed one"
         images.append(image)
         position = reached

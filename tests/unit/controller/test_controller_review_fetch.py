@@ -52,11 +52,11 @@ def fetch(*, active: bool, controller_records: int, caller_offset: int) -> c.Fet
 
 def test_a_caller_ahead_of_a_lagging_controller_gets_no_older_snapshot() -> None:
     response = fetch(active=False, controller_records=3, caller_offset=5)
-    assert not response.HasField("snapshot")
+    assert not response.HasField("snapshot_id")
     assert list(response.batches) == []
     assert response.committed_end_offset == 3
 
 
 def test_a_caller_ahead_of_everything_the_active_controller_committed_gets_the_snapshot() -> None:
     response = fetch(active=True, controller_records=3, caller_offset=5)
-    assert response.HasField("snapshot") and response.snapshot.end_offset == 3
+    assert response.HasField("snapshot_id") and response.snapshot_id.end_offset == 3

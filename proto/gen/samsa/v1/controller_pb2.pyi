@@ -114,20 +114,50 @@ class FetchMetadataRequest(_message.Message):
     def __init__(self, end_offset: _Optional[int] = ..., hash: _Optional[bytes] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class FetchMetadataResponse(_message.Message):
-    __slots__ = ("status", "batches", "snapshot", "committed_end_offset", "controllers", "cluster_id")
+    __slots__ = ("status", "batches", "snapshot_id", "committed_end_offset", "controllers", "cluster_id")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
-    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CONTROLLERS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     status: ControllerStatus
     batches: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.MetadataRecordBatch]
-    snapshot: _metadata_pb2.MetadataSnapshot
+    snapshot_id: SnapshotId
     committed_end_offset: int
     controllers: _containers.RepeatedCompositeFieldContainer[ControllerEndpoint]
     cluster_id: str
-    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., batches: _Optional[_Iterable[_Union[_metadata_pb2.MetadataRecordBatch, _Mapping]]] = ..., snapshot: _Optional[_Union[_metadata_pb2.MetadataSnapshot, _Mapping]] = ..., committed_end_offset: _Optional[int] = ..., controllers: _Optional[_Iterable[_Union[ControllerEndpoint, _Mapping]]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., batches: _Optional[_Iterable[_Union[_metadata_pb2.MetadataRecordBatch, _Mapping]]] = ..., snapshot_id: _Optional[_Union[SnapshotId, _Mapping]] = ..., committed_end_offset: _Optional[int] = ..., controllers: _Optional[_Iterable[_Union[ControllerEndpoint, _Mapping]]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+
+class SnapshotId(_message.Message):
+    __slots__ = ("end_offset", "hash", "size_bytes", "crc32")
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    HASH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CRC32_FIELD_NUMBER: _ClassVar[int]
+    end_offset: int
+    hash: bytes
+    size_bytes: int
+    crc32: int
+    def __init__(self, end_offset: _Optional[int] = ..., hash: _Optional[bytes] = ..., size_bytes: _Optional[int] = ..., crc32: _Optional[int] = ...) -> None: ...
+
+class FetchSnapshotRequest(_message.Message):
+    __slots__ = ("snapshot_id", "position", "max_bytes")
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    snapshot_id: SnapshotId
+    position: int
+    max_bytes: int
+    def __init__(self, snapshot_id: _Optional[_Union[SnapshotId, _Mapping]] = ..., position: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class FetchSnapshotResponse(_message.Message):
+    __slots__ = ("status", "chunk")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    chunk: bytes
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
 
 class CreateTopicsRequest(_message.Message):
     __slots__ = ("topics", "validate_only")

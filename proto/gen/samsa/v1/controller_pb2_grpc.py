@@ -54,6 +54,11 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.FetchMetadataRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.FetchMetadataResponse.FromString,
                 _registered_method=True)
+        self.FetchSnapshot = channel.unary_unary(
+                '/samsa.v1.ControllerService/FetchSnapshot',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.FetchSnapshotRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.FetchSnapshotResponse.FromString,
+                _registered_method=True)
         self.CreateTopics = channel.unary_unary(
                 '/samsa.v1.ControllerService/CreateTopics',
                 request_serializer=samsa_dot_v1_dot_controller__pb2.CreateTopicsRequest.SerializeToString,
@@ -142,8 +147,19 @@ class ControllerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def FetchMetadata(self, request, context):
-        """Long-polls the metadata log from an offset: returns the batches committed since, a snapshot
-        when the caller is too far behind, or nothing after max_wait_ms.
+        """Long-polls the metadata log from an offset: returns the batches committed since, the id of
+        a snapshot (FetchSnapshot) when the caller is too far behind, or nothing after max_wait_ms.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchSnapshot(self, request, context):
+        """Reads a chunk of the snapshot a FetchMetadata answer named (KIP-630's FetchSnapshot): the
+        bytes of the serialized MetadataSnapshot from a position, at most
+        samsa.common.limits.metadata_snapshot_chunk_bytes of them, so a snapshot of any size
+        crosses in messages of bounded size. NOT_FOUND when this controller no longer holds that
+        snapshot (its log moved past it, or it is another controller): ask FetchMetadata again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -266,6 +282,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.FetchMetadata,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.FetchMetadataRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.FetchMetadataResponse.SerializeToString,
+            ),
+            'FetchSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchSnapshot,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.FetchSnapshotRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.FetchSnapshotResponse.SerializeToString,
             ),
             'CreateTopics': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateTopics,
@@ -414,6 +435,33 @@ class ControllerService:
             '/samsa.v1.ControllerService/FetchMetadata',
             samsa_dot_v1_dot_controller__pb2.FetchMetadataRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.FetchMetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/FetchSnapshot',
+            samsa_dot_v1_dot_controller__pb2.FetchSnapshotRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.FetchSnapshotResponse.FromString,
             options,
             channel_credentials,
             insecure,
