@@ -11,8 +11,9 @@ updates that one partition at once instead (KIP-951, `update_leader`). A refresh
 partition back to an older leader epoch of the same topic id than the one known (KIP-320): the
 server that answers it may lag behind the broker that named the new leader (a broker cut off from
 the controllers answers from its last image), and would otherwise send the client back to the
-old leader at each refresh. Readers on other threads see whole dicts swapped in, never a dict
-being filled. A refresh clears only the stale marks made before it asked: a mark made while its
+old leader at each refresh; nor does one that merged its answer while another thread's
+`update_leader` moved the leader (it merges again). Readers on other threads see whole dicts
+swapped in, never a dict being filled. A refresh clears only the stale marks made before it asked: a mark made while its
 DescribeTopics was in flight may report what the answer predates, so it asks again (Kafka's
 Metadata keys its update requests by version the same way).
 
@@ -97,6 +98,10 @@ class ClusterMetadata:
         # Stale marks are counted, and a refresh clears those counted before it asked: one made
         # while it was in flight stays (mark_stale, refresh). Both only ever raised.
         self._marks_lock = threading.Lock()
+        # Held by update_leader and a refresh's swap; `_view_version` counts the changes to the
+        # leaders, so a refresh merged against an older view merges again (refresh).
+        self._view_lock = threading.Lock()
+        self._view_version = 0
         self._stale_marks = 0
         self._stale_marks_cleared = 0
         self._closing = threading.Event()  # set: reads in progress give up at their next retry
@@ -200,17 +205,19 @@ class ClusterMetadata:
         once, without waiting for a refresh. Whole dicts are swapped in, as refresh does."""
         if leader_id < 0 or leader_id not in self.endpoints:
             return False
-        known_epoch = self.leader_epochs.get(topic_partition, -1)
-        if leader_epoch == known_epoch:
-            return self.leaders.get(topic_partition) == leader_id
-        if leader_epoch < known_epoch:
-            return False
-        leaders = dict(self.leaders)
-        epochs = dict(self.leader_epochs)
-        leaders[topic_partition] = leader_id
-        epochs[topic_partition] = leader_epoch
-        self.leaders, self.leader_epochs = leaders, epochs
-        return True
+        with self._view_lock:  # a refresh merging meanwhile merges again (refresh)
+            known_epoch = self.leader_epochs.get(topic_partition, -1)
+            if leader_epoch == known_epoch:
+                return self.leaders.get(topic_partition) == leader_id
+            if leader_epoch < known_epoch:
+                return False
+            leaders = dict(self.leaders)
+            epochs = dict(self.leader_epochs)
+            leaders[topic_partition] = leader_id
+            epochs[topic_partition] = leader_epoch
+            self.leaders, self.leader_epochs = leaders, epochs
+            self._view_version += 1
+            return True
 
     def advance(self, metadata_offset: int) -> None:
         """An answer came from `metadata_offset`: later reads ask for at least it. Only ever
@@ -267,9 +274,32 @@ class ClusterMetadata:
             names = self._topics.to_describe(topics, kept, time.monotonic_ns() // 1_000_000)
         described = set(names)
         if not names:  # nothing in use: an empty view, and nothing to ask
-            self._swap(self.endpoints, {}, {}, {}, {}, marks)
+            with self._view_lock:
+                self._swap(self.endpoints, {}, {}, {}, {}, marks)
             return
         answer = self.describe_topics(names, self.metadata_offset, timeout_s)
+        while True:
+            # Merged against the view as it is, and swapped in only if no update_leader (or
+            # other refresh) changed it meanwhile: one on another thread between this merge's
+            # reads and its swap would be lost, the old leader put back at the new epoch's
+            # place (KIP-320). Merged again on top of such a change.
+            version = self._view_version
+            leaders, epochs, counts, topic_ids = self._merged(answer, described)
+            with self._view_lock:
+                if version == self._view_version:
+                    self._swap(
+                        dict(answer.broker_endpoints), leaders, epochs, counts, topic_ids, marks
+                    )
+                    break
+        self.advance(answer.status.metadata_offset)
+
+    def _merged(
+        self, answer: controller_pb2.DescribeTopicsResponse, described: set[str]
+    ) -> tuple[
+        dict[TopicPartition, int], dict[TopicPartition, int], dict[str, int], dict[str, bytes]
+    ]:
+        """The view after `answer`, of the `described` topics only: leaders, leader epochs,
+        partition counts and topic ids."""
         answered = {topic.name for topic in answer.topics}
         # Only the topics described; an answered topic's partitions come from the answer alone.
         leaders = {
@@ -297,8 +327,7 @@ class ClusterMetadata:
                 if partition.leader >= 0:
                     leaders[key] = partition.leader
                 epochs[key] = partition.leader_epoch
-        self._swap(dict(answer.broker_endpoints), leaders, epochs, counts, topic_ids, marks)
-        self.advance(answer.status.metadata_offset)
+        return leaders, epochs, counts, topic_ids
 
     def _swap(
         self,
@@ -309,8 +338,10 @@ class ClusterMetadata:
         topic_ids: dict[str, bytes],
         marks: int,
     ) -> None:
-        """A refresh's new view, swapped in whole dict by whole dict; it answers the stale
-        marks counted up to `marks` (those made before it asked), not any made since."""
+        """A refresh's new view, swapped in whole dict by whole dict (under `_view_lock`); it
+        answers the stale marks counted up to `marks` (those made before it asked), not any made
+        since."""
+        self._view_version += 1
         self.endpoints = endpoints
         self.leaders, self.leader_epochs, self.partition_counts = leaders, epochs, counts
         self.topic_ids = topic_ids

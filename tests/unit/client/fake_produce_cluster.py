@@ -21,6 +21,7 @@ batch holding `POISON` (standing in for any record the codec cannot encode).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -173,6 +174,8 @@ class FakeMetadata:
         self.endpoints = {broker_id: f"fake:{broker_id}" for broker_id in cluster.brokers}
         self.topic_ids = dict(cluster.topic_ids)
         self.stale_marks = 0
+        self._view_lock = threading.Lock()  # what update_leader, borrowed below, takes
+        self._view_version = 0
         self.used: dict[str, int] = {}  # topic -> when the driver last said it used it
         self._cluster = cluster
 

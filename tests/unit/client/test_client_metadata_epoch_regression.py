@@ -68,3 +68,34 @@ def test_a_topic_created_again_starts_its_epochs_over() -> None:
     metadata.refresh()
     assert (metadata.leaders[PARTITION], metadata.leader_epochs[PARTITION]) == (2, 0)
     assert metadata.topic_ids[TOPIC] == NEW_ID
+
+
+class MergedWhileALeaderMoves:
+    """A DescribeTopics answer whose topics, when the refresh's merge loop reads them (the
+    second read of each merge), first let `update_leader` run, as the sender thread may between
+    the merge's reads of the view and its swap."""
+
+    def __init__(self, response: c.DescribeTopicsResponse, metadata: ClusterMetadata) -> None:
+        self.response, self.metadata = response, metadata
+        self.status, self.broker_endpoints = response.status, response.broker_endpoints
+        self.reads = 0
+
+    @property
+    def topics(self) -> object:
+        self.reads += 1
+        if self.reads == 2:
+            assert self.metadata.update_leader(PARTITION, 2, 6)
+        return self.response.topics
+
+
+def test_a_leader_named_while_a_refresh_merges_is_kept() -> None:
+    # The refresh's merge had copied the epochs (5) before the new leader was named, and its
+    # swap put leader 2 back at epoch 5: the next lagging answer at 5 then restored leader 1.
+    metadata = metadata_answering(answer(1, 5))
+    racing = MergedWhileALeaderMoves(answer(1, 5), metadata)
+    metadata.describe_topics = lambda names, offset, timeout_s=5.0: racing  # type: ignore[method-assign,assignment,return-value]
+    metadata.refresh()
+    assert (metadata.leaders[PARTITION], metadata.leader_epochs[PARTITION]) == (2, 6)
+    metadata.describe_topics = lambda names, offset, timeout_s=5.0: answer(1, 5)  # type: ignore[method-assign]
+    metadata.refresh()
+    assert (metadata.leaders[PARTITION], metadata.leader_epochs[PARTITION]) == (2, 6)
