@@ -141,6 +141,7 @@ MEMBER_ONLY_REQUESTS = {
     "RegisterBroker": controller_pb2.RegisterBrokerRequest(broker_id=9),
     "BrokerHeartbeat": controller_pb2.BrokerHeartbeatRequest(broker_id=9),
     "FetchMetadata": controller_pb2.FetchMetadataRequest(),
+    "FetchSnapshot": controller_pb2.FetchSnapshotRequest(),
     "AlterPartition": controller_pb2.AlterPartitionRequest(broker_id=9),
     "ReportCorruptReplica": controller_pb2.ReportCorruptReplicaRequest(broker_id=9),
     "AllocateProducerIds": controller_pb2.AllocateProducerIdsRequest(broker_id=9),
