@@ -13,9 +13,9 @@ server that answers it may lag behind the broker that named the new leader (a br
 the controllers answers from its last image), and would otherwise send the client back to the
 old leader at each refresh; nor does one that merged its answer while another thread's
 `update_leader` moved the leader (it merges again). Readers on other threads see whole dicts
-swapped in, never a dict being filled. A refresh clears only the stale marks made before it asked: a mark made while its
-DescribeTopics was in flight may report what the answer predates, so it asks again (Kafka's
-Metadata keys its update requests by version the same way).
+swapped in, never a dict being filled. A refresh clears only the stale marks made before it
+asked: a mark made while its DescribeTopics was in flight may report what the answer predates,
+so it asks again (Kafka's Metadata keys its update requests by version the same way).
 
 A refresh describes only the topics the client uses (metadata_topics.py), and the view it swaps in
 holds those only: a consumer's assignment (`keep`), the topics a call asks for, while it works

@@ -25,6 +25,7 @@ from samsa.metadata.image import MetadataImage
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
 from samsa.metadata.snapshot import from_snapshot, to_snapshot
+from samsa.metadata.snapshot_transfer import ServedSnapshot, SnapshotAssembler
 from samsa.services.broker.metadata.metadata_diff import (
     BecomeFollower,
     BecomeLeader,
@@ -33,7 +34,6 @@ from samsa.services.broker.metadata.metadata_diff import (
     partition_changes,
     topic_configs,
 )
-from samsa.metadata.snapshot_transfer import ServedSnapshot, SnapshotAssembler
 from samsa.services.runtime.metadata_log import apply_fetch
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
