@@ -352,7 +352,8 @@ class SamsaClient {
   // One partition's offset as ListOffsets finds it: 'earliest' is the log start (the first
   // offset still stored, where auto.offset.reset=earliest starts), 'latest' the high watermark.
   // A leader just elected answers OFFSET_NOT_AVAILABLE until its high watermark is its own
-  // (retried); the leader epoch is checked as in fetch().
+  // (retried); the leader epoch is checked as in fetch(), and the topic id as there (KIP-516:
+  // UNKNOWN_TOPIC_ID, retried after describing the topic again).
   async listOffset(topic, partition, spec) {
     checkPartition(partition);
     const specs = { earliest: 'OFFSET_SPEC_EARLIEST', latest: 'OFFSET_SPEC_LATEST' };
@@ -360,7 +361,8 @@ class SamsaClient {
     return withRetries(this.timeoutMs, async () => {
       const leader = await this.leaderOf(topic, partition);
       const data = { partition, offset_spec: specs[spec], current_leader_epoch: leader.leaderEpoch };
-      const request = { topics: [{ name: topic, partitions: [data] }] };
+      const topicId = Buffer.from(leader.topicId, 'hex');
+      const request = { topics: [{ name: topic, topic_id: topicId, partitions: [data] }] };
       const answer = await this.call('broker', leader.endpoint, 'ListOffsets', request);
       return toInt(check(this.leaderResult(answer, topic, partition, leader), `${topic}[${partition}]`).offset);
     });

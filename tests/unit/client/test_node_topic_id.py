@@ -1,4 +1,4 @@
-"""Goal: the Node client names the topic's id (KIP-516) in Produce and Fetch, from the
+"""Goal: the Node client names the topic's id (KIP-516) in Produce, Fetch and ListOffsets, from the
 DescribeTopics it reads for the leader, and a broker's UNKNOWN_TOPIC_ID (the topic was deleted
 and created again, and one side's metadata was behind) is retried after describing the topic
 again, under the new id. A leader a broker named (KIP-951) for the old topic is not followed
@@ -41,19 +41,21 @@ client.call = async (kind, endpoint, method, request) => {
   const result = refused
     ? { partition: 0, error_code: 'ERROR_CODE_UNKNOWN_TOPIC_ID', error_message: 'another id' }
     : { partition: 0, error_code: NONE, base_offset: '0', high_watermark: '0',
-        next_fetch_offset: '0', decoded_records: [] };
+        next_fetch_offset: '0', decoded_records: [], offset: '7' };
   return { topics: [{ name: 't', partitions: [result] }] };
 };
 (async () => {
   const offset = await client.produce('t', 0, [{ value: 'v' }], 1);
   described = 0;  // the next description shows the old id again, for the fetch
   const fetched = await client.fetch('t', 0, 0, 0);
-  console.log(JSON.stringify({ sent, offset, next: fetched.nextFetchOffset }));
+  described = 0;  // and again for the ListOffsets
+  const latest = await client.listOffset('t', 0, 'latest');
+  console.log(JSON.stringify({ sent, offset, next: fetched.nextFetchOffset, latest }));
 })().catch((error) => { console.error(error); process.exit(1); });
 """
 
 
-def test_produce_and_fetch_name_the_topic_id_and_retry_under_the_new_one() -> None:
+def test_produce_fetch_and_list_offsets_name_the_topic_id_and_retry_under_the_new_one() -> None:
     out = run_node_script(SCRIPT, "samsa.js")
     old, new = "0a" * 16, "0b" * 16
     assert out["sent"] == [
@@ -61,8 +63,10 @@ def test_produce_and_fetch_name_the_topic_id_and_retry_under_the_new_one() -> No
         {"method": "Produce", "topicId": new},
         {"method": "Fetch", "topicId": old},
         {"method": "Fetch", "topicId": new},
+        {"method": "ListOffsets", "topicId": old},
+        {"method": "ListOffsets", "topicId": new},
     ], out
-    assert out["offset"] == 0 and out["next"] == 0, out
+    assert out["offset"] == 0 and out["next"] == 0 and out["latest"] == 7, out
 
 
 # Before the re-creation broker 2 leads at epoch 5 while the metadata lags at 3, so the client
