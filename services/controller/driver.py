@@ -92,6 +92,7 @@ class ControllerDriver:
         )
         # The snapshots followers beyond the history fetch, in chunks (metadata_fetch.py).
         self.snapshots = SnapshotCache()
+        self.snapshot_build_lock = asyncio.Lock()  # one snapshot built at a time
         self.quorum: MetadataQuorum | None = None
         self.leadership = Leadership(is_leader=False, leader_address=None, term=0)
         self.active = False

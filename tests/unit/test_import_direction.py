@@ -96,6 +96,7 @@ IO_MODULE_NAMES = {
     "quorum.py",  # pysyncobj: the Raft port, journal and snapshot files
     "raft_transport.py",  # pysyncobj's TCP transport with the Raft port's bounds
     "driver.py",  # asyncio side of the quorum: commits, leadership, waits
+    "metadata_fetch.py",  # a controller's FetchMetadata answers: snapshots built on a thread
     "servicer.py",  # gRPC adapters (controller, broker and coordinator)
     "lookup_servicer.py",  # the controller's check of coordinators' proofs (clock, aborts)
     "main.py",  # process composition (controller, broker and coordinator)

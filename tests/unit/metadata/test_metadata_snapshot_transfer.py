@@ -143,26 +143,37 @@ def test_a_snapshot_announced_beyond_the_follower_bound_is_refused_before_any_ch
         SnapshotAssembler(named)
 
 
+def snapshot_for(
+    cache: SnapshotCache, image: MetadataImage, history: MetadataHistory, end_offset_min: int
+) -> c.SnapshotId:
+    """What a controller names to a follower (metadata_fetch.py): the cached one, else one built."""
+    cached = cache.cached_for(image, history, end_offset_min)
+    return cached if cached is not None else cache.add(ServedSnapshot.of(image))
+
+
 def test_the_cache_serves_a_snapshot_while_it_lies_on_the_log() -> None:
     cache = SnapshotCache()
-    first = cache.for_follower(IMAGES[2], HISTORY, end_offset_min=0)
+    assert cache.cached_for(IMAGES[2], HISTORY, end_offset_min=0) is None, "none built yet"
+    first = snapshot_for(cache, IMAGES[2], HISTORY, end_offset_min=0)
     assert first.end_offset == IMAGES[2].end_offset
     # The log moved on; the batches after the snapshot are in the history: the same one.
-    assert cache.for_follower(IMAGES[3], HISTORY, end_offset_min=0) == first
+    assert cache.cached_for(IMAGES[3], HISTORY, end_offset_min=0) == first
     assert cache.find(first) is not None
     # Not to a follower that has applied more than it holds: that would take it back.
-    newer = cache.for_follower(IMAGES[3], HISTORY, end_offset_min=IMAGES[3].end_offset)
+    assert cache.cached_for(IMAGES[3], HISTORY, end_offset_min=IMAGES[3].end_offset) is None
+    newer = snapshot_for(cache, IMAGES[3], HISTORY, end_offset_min=IMAGES[3].end_offset)
     assert newer.end_offset == IMAGES[3].end_offset
     assert cache.find(first) is not None, "a transfer under way still finishes"
 
 
 def test_the_cache_builds_a_new_snapshot_once_the_history_left_the_old_one() -> None:
     cache = SnapshotCache(max_cached=1)
-    first = cache.for_follower(IMAGES[1], HISTORY, end_offset_min=0)
+    first = snapshot_for(cache, IMAGES[1], HISTORY, end_offset_min=0)
     history = MetadataHistory(
         start_offset=IMAGES[2].end_offset, start_hash=IMAGES[2].hash, max_batches=100
     )
-    newer = cache.for_follower(IMAGES[2], history, end_offset_min=0)
+    assert cache.cached_for(IMAGES[2], history, end_offset_min=0) is None
+    newer = snapshot_for(cache, IMAGES[2], history, end_offset_min=0)
     assert newer.end_offset == IMAGES[2].end_offset
     assert cache.find(first) is None, "one cached: the older is gone"
     unknown = c.SnapshotId()
