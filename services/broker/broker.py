@@ -33,6 +33,7 @@ from opentelemetry import trace
 from samsa.common import limits
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.broker_config import (
+    FETCH_ANSWERS_BYTES_MAX_DEFAULT,
     LOG_CLEANER_BACKOFF_MS_DEFAULT,
     LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
     REPLICA_LAG_TIME_MAX_MS_DEFAULT,
@@ -47,6 +48,7 @@ from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.record_trace import TRACER_NAME, RecordTracer
 from samsa.services.broker.replica.isr_manager import run_isr_manager
 from samsa.services.broker.replica.replica_fetcher import ReplicaFetchers
+from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.producer_ids import ProducerIdManager
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.broker.scrubber import (
@@ -110,7 +112,10 @@ class Broker:
         connections_max: int = limits.grpc_connections_max,
         internal_listen: str | None = None,
         internal_advertised_listener: str | None = None,
+        fetch_answers_bytes_max: int = FETCH_ANSWERS_BYTES_MAX_DEFAULT,
     ) -> None:
+        # Consumers' fetch answers held at once (requests/answer_budget.py).
+        self.answer_gate = AnswerGate(fetch_answers_bytes_max)
         self.health_file = health_file
         # The internal listener (runtime/listeners.py), and what members dial for it.
         self.internal_listen = internal_listen
@@ -223,6 +228,7 @@ class Broker:
                 producer_ids=self.producer_ids,
                 txn_verifier=self.txn_verifier,
                 draining=draining,
+                answer_gate=self.answer_gate,
             ),
             server.handlers,
         )

@@ -34,6 +34,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         log_scrub_interval_ms=config.log_scrub_interval_ms,
         log_cleaner_backoff_ms=config.log_cleaner_backoff_ms,
         log_retention_check_interval_ms=config.log_retention_check_interval_ms,
+        fetch_answers_bytes_max=config.fetch_answers_bytes_max,
         health_file=config.health_file,
         connections_max=config.max_connections,
         internal_listen=config.internal_listeners,

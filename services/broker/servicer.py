@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import secrets
 import time
+from contextlib import aclosing
 
 import grpc
 
 from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.replica_stream import serve_replica_fetch_stream
+from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.delete_records import delete_records, timeout_refusal
 from samsa.services.broker.requests.describe_producers import describe_producers
 from samsa.services.broker.requests.fetch import fetch_answer
@@ -73,8 +75,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         producer_ids: ProducerIdManager,
         txn_verifier: TransactionVerifier | None = None,
         draining: Draining | None = None,
+        answer_gate: AnswerGate | None = None,
     ) -> None:
         self.host = host
+        # The bytes of consumers' fetch answers held at once (answer_budget.py); None: no bound.
+        self.answer_gate = answer_gate
         # Set as the broker stops: its produce and marker streams then end (stream_answers.py).
         self.draining = draining
         self.txn_verifier = txn_verifier
@@ -148,14 +153,23 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         refusal = fetch_refusal(request)
         if refusal is not None:
             await context.abort(*refusal)
+        gate = self.answer_gate
+        answer = await fetch_answer(self.host, request, self.fetch_sessions, gate)
+        if gate is not None and answer.held_bytes:
+            # Held until the call ends: gRPC has then written the answer (or dropped it).
+            held_bytes = answer.held_bytes
+            context.add_done_callback(lambda _: gate.release(held_bytes))
         # Serialized here, records spliced in (fetch_wire.py): see add_broker_service.
-        return response_bytes(await fetch_answer(self.host, request, self.fetch_sessions))
+        return response_bytes(answer)
 
     async def FetchStream(self, request_iterator, context):
         # Consumers' fetches on one stream: fetch_stream.py.
-        stream = serve_fetch_stream(self.host, self.fetch_sessions, request_iterator, context)
-        async for answer in stream:
-            yield answer
+        stream = serve_fetch_stream(
+            self.host, self.fetch_sessions, request_iterator, context, self.answer_gate
+        )
+        async with aclosing(stream):  # ended with this one: it releases the answer it held
+            async for answer in stream:
+                yield answer
 
     async def ReplicaFetchStream(self, request_iterator, context):
         # Followers' fetches on one stream, membership proved once: replica_stream.py.

@@ -13,6 +13,13 @@ A fetch may belong to a fetch session (KIP-227, fetch_session.py): then it names
 changed, is answered with only what is new, and parks until one of the session's partitions
 changes, so that its cost follows what changed rather than how many partitions the fetcher
 holds. Followers always use one; a fetch without one works as before.
+
+A consumer's answer is read within the room the broker's answer budget leaves it (AnswerGate,
+answer_budget.py says why): the answer's bytes are held from the pass that read them until the
+caller has written the answer and releases `FetchAnswer.held_bytes`. A pass that could read
+nothing for lack of room waits in line for it (within max_wait_ms) instead of for data; at the
+deadline it answers what it has, possibly nothing. Followers' fetches (their replica_id proved
+by the cluster secret) are exempt: strangers must not be able to stall replication.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import NamedTuple
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.fetch_session import (
     CLOSE_EPOCH,
     FetchSession,
@@ -49,7 +57,7 @@ async def fetch(
     request: broker_pb2.FetchRequest,
     sessions: FetchSessionCache | None = None,
 ) -> broker_pb2.FetchResponse:
-    """`fetch_answer` as one FetchResponse, records inside (unary Fetch)."""
+    """`fetch_answer` as one FetchResponse, records inside (tests: no answer budget)."""
     return with_records(await fetch_answer(host, request, sessions))
 
 
@@ -57,18 +65,22 @@ async def fetch_answer(
     host: PartitionHost,
     request: broker_pb2.FetchRequest,
     sessions: FetchSessionCache | None = None,
+    gate: AnswerGate | None = None,
 ) -> FetchAnswer:
     """Answer `request`, waiting for data as its max_wait_ms and min_bytes ask; in its fetch
     session when it names one (see fetch_session.py). The records travel beside the response
-    (fetch_wire.py)."""
-    if sessions is None or not request.HasField("session_id"):
-        return await _fetch_sessionless(host, request)
+    (fetch_wire.py); with a `gate`, the caller releases the answer's `held_bytes` to it once
+    the answer is written."""
     replica_id = replica_id_of(request)
+    if replica_id >= 0:
+        gate = None  # a member's fetch: never held back by strangers' answers
+    if sessions is None or not request.HasField("session_id"):
+        return await _fetch_sessionless(host, request, gate)
     if request.session_epoch == CLOSE_EPOCH:
         # Only its own fetcher closes a session (as `get` and a restart check): a consumer
         # naming a follower's session id must not make it start over with a full fetch.
         _unwatch(host, sessions.close_if_owned(request.session_id, replica_id))
-        return await _fetch_sessionless(host, request)
+        return await _fetch_sessionless(host, request, gate)
     now_ms = int(time.time() * 1000)
     opening = request.session_epoch == 0
     try:
@@ -77,7 +89,7 @@ async def fetch_answer(
                 _unwatch(host, sessions.close_if_owned(request.session_id, replica_id))
             session = _open_session(host, sessions, request, replica_id, now_ms)
             if session is None:  # no room: a full fetch without a session still works
-                return await _fetch_sessionless(host, request)
+                return await _fetch_sessionless(host, request, gate)
         else:
             session = sessions.get(request.session_id, request.session_epoch, replica_id)
         _update_session(host, sessions, session, request, now_ms)
@@ -87,7 +99,7 @@ async def fetch_answer(
         return FetchAnswer(response, {})
     session.busy = True
     try:
-        return await _fetch_in_session(host, request, session, full=opening)
+        return await _fetch_in_session(host, request, session, gate, full=opening)
     except BaseException:
         if opening:  # the fetcher never learnt its id: nobody will use it
             _unwatch(host, sessions.close(session.session_id))
@@ -96,16 +108,39 @@ async def fetch_answer(
         session.busy = False
 
 
-async def _fetch_sessionless(host: PartitionHost, request: broker_pb2.FetchRequest) -> FetchAnswer:
+async def _fetch_sessionless(
+    host: PartitionHost, request: broker_pb2.FetchRequest, gate: AnswerGate | None
+) -> FetchAnswer:
     wait_s = min(request.max_wait_ms, limits.fetch_wait_ms_max) / 1000
     deadline = time.monotonic() + wait_s
-    while True:
-        response, reader, waits = _read_pass(host, request)
-        remaining = deadline - time.monotonic()
-        if reader.total >= max(request.min_bytes, 1) or remaining <= 0 or not waits:
-            reader.count_answer()
-            return FetchAnswer(response, reader.records)
-        await first_of(waits, remaining)
+    ticket: int | None = None  # its place in line for the answer budget's room
+    try:
+        while True:
+            room = None if gate is None else gate.room_bytes(ticket)
+            response, reader, waits = _read_pass(host, request, room)
+            remaining = deadline - time.monotonic()
+            if _waits_for_room(reader, remaining):
+                ticket = await gate.wait(reader.room_needed, ticket, remaining)  # type: ignore[union-attr]
+                continue
+            if reader.total >= max(request.min_bytes, 1) or remaining <= 0 or not waits:
+                held = 0 if gate is None else gate.hold(reader.total, ticket)
+                reader.count_answer()
+                return FetchAnswer(response, reader.records, held)
+            await first_of(waits, remaining)
+    finally:
+        if gate is not None:
+            gate.leave(ticket)
+
+
+def _waits_for_room(reader: PartitionReader, remaining_s: float) -> bool:
+    """Whether the pass read nothing for lack of room (and failed nowhere), and may wait in
+    line for it rather than answer empty."""
+    return (
+        bool(reader.room_needed)
+        and not reader.total
+        and not reader.answer_now
+        and (remaining_s > 0)
+    )
 
 
 def _open_session(
@@ -175,27 +210,50 @@ def _unwatch(host: PartitionHost, session: FetchSession | None) -> None:
 
 
 async def _fetch_in_session(
-    host: PartitionHost, request: broker_pb2.FetchRequest, session: FetchSession, *, full: bool
+    host: PartitionHost,
+    request: broker_pb2.FetchRequest,
+    session: FetchSession,
+    gate: AnswerGate | None,
+    *,
+    full: bool,
 ) -> FetchAnswer:
     wait_s = min(request.max_wait_ms, limits.fetch_wait_ms_max) / 1000
     deadline = time.monotonic() + wait_s
     named = [
         (topic.name, wanted.partition) for topic in request.topics for wanted in topic.partitions
     ]
-    while True:
-        keys = list(session.partitions) if full else _incremental_keys(session, named)
-        answer = _read_session_pass(host, request, session, keys, full=full)
-        remaining = deadline - time.monotonic()
-        if answer.size >= max(request.min_bytes, 1) or remaining <= 0 or answer.answer_now:
-            for key, result in answer.told:
-                session.partitions[key].remember(result)
-            session.dirty.difference_update(answer.examined)
-            session.left_out = answer.left_out
-            session.answered(int(time.time() * 1000), opening=full)
-            answer.reader.count_answer()
-            answer.response.session_id = session.session_id
-            return FetchAnswer(answer.response, answer.reader.records)
-        await _park(session, remaining)
+    ticket: int | None = None  # its place in line for the answer budget's room
+    try:
+        while True:
+            keys = list(session.partitions) if full else _incremental_keys(session, named)
+            room = None if gate is None else gate.room_bytes(ticket)
+            answer = _read_session_pass(host, request, session, keys, room, full=full)
+            remaining = deadline - time.monotonic()
+            if _waits_for_room(answer.reader, remaining):
+                ticket = await gate.wait(answer.reader.room_needed, ticket, remaining)  # type: ignore[union-attr]
+                continue
+            if answer.size >= max(request.min_bytes, 1) or remaining <= 0 or answer.answer_now:
+                held = 0 if gate is None else gate.hold(answer.size, ticket)
+                return _session_answer(session, answer, held, full=full)
+            await _park(session, remaining)
+    finally:
+        if gate is not None:
+            gate.leave(ticket)
+
+
+def _session_answer(
+    session: FetchSession, answer: _SessionPass, held_bytes: int, *, full: bool
+) -> FetchAnswer:
+    """The pass `answer` as the session's answer: what it told is remembered, and what it
+    left out is read first next time."""
+    for key, result in answer.told:
+        session.partitions[key].remember(result)
+    session.dirty.difference_update(answer.examined)
+    session.left_out = answer.left_out
+    session.answered(int(time.time() * 1000), opening=full)
+    answer.reader.count_answer()
+    answer.response.session_id = session.session_id
+    return FetchAnswer(answer.response, answer.reader.records, held_bytes)
 
 
 async def _park(session: FetchSession, timeout_s: float) -> None:
@@ -247,11 +305,12 @@ def _read_session_pass(
     request: broker_pb2.FetchRequest,
     session: FetchSession,
     keys: list[PartitionKey],
+    room_bytes: int | None,
     *,
     full: bool,
 ) -> _SessionPass:
     response = broker_pb2.FetchResponse()
-    reader = PartitionReader(host, request, int(time.time() * 1000))
+    reader = PartitionReader(host, request, int(time.time() * 1000), room_bytes)
     topics: dict[str, broker_pb2.FetchResponse.TopicResponse] = {}
     examined: list[PartitionKey] = []
     told: list[tuple[PartitionKey, FetchPartition]] = []
@@ -280,16 +339,17 @@ def read_once(
 ) -> tuple[broker_pb2.FetchResponse, int, list[asyncio.Event]]:
     """One pass over the partitions: the answer (records inside), its record bytes, and events
     to wait on."""
-    response, reader, waits = _read_pass(host, request)
+    response, reader, waits = _read_pass(host, request, None)
     return with_records(FetchAnswer(response, reader.records)), reader.total, waits
 
 
 def _read_pass(
-    host: PartitionHost, request: broker_pb2.FetchRequest
+    host: PartitionHost, request: broker_pb2.FetchRequest, room_bytes: int | None
 ) -> tuple[broker_pb2.FetchResponse, PartitionReader, list[asyncio.Event]]:
-    """`read_once`, with the pass's reader (its size and the bytes to count once answered)."""
+    """`read_once`, with the pass's reader (its size and the bytes to count once answered),
+    within `room_bytes` of the answer budget (None: unbounded)."""
     response = broker_pb2.FetchResponse()
-    reader = PartitionReader(host, request, int(time.time() * 1000))
+    reader = PartitionReader(host, request, int(time.time() * 1000), room_bytes)
     waits: list[asyncio.Event] = []
     for topic in request.topics:
         topic_response = response.topics.add(name=topic.name)

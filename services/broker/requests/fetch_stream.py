@@ -13,6 +13,11 @@ Followers have their own stream (replica_stream.py), which proves membership: a 
 replica_id moves the high watermark. This one is open to every client, so a request carrying a
 replica_id ends it with a status saying so, before anything is read.
 
+Memory. Each answer holds its bytes of the broker's answer budget (answer_budget.py) until the
+`yield` returns, which is once gRPC has written it: a client that stops reading its answers
+keeps at most one answer's bytes, the write never completes, and its other fetches wait in line.
+Nothing else refers to the answer while it is written (the records beside it are dropped).
+
 Limits. Every request passes the checks Fetch applies (partitions per request, no negative
 sizes, offsets or session fields; gRPC bounds the message size); the long-poll is bounded by
 limits.fetch_wait_ms_max; a stream that sends no request for `REQUEST_WAIT_S` is ended, so an
@@ -30,6 +35,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.services.broker.requests.fetch_wire import stream_message
@@ -92,6 +98,7 @@ async def serve_fetch_stream(
     sessions: FetchSessionCache,
     requests: AsyncIterator[broker_pb2.FetchStreamRequest],
     context: grpc.aio.ServicerContext,
+    gate: AnswerGate | None = None,
 ) -> AsyncIterator[bytes]:
     """Answer each request of one stream in turn, as Fetch would (see the module doc); each
     answer is a serialized FetchStreamResponse (fetch_wire.py)."""
@@ -99,4 +106,12 @@ async def serve_fetch_stream(
         refusal = consumer_refusal(item)
         if refusal is not None:
             await context.abort(*refusal)
-        yield stream_message(await fetch_answer(host, item.request, sessions))
+        answer = await fetch_answer(host, item.request, sessions, gate)
+        held_bytes = answer.held_bytes
+        try:
+            message = stream_message(answer)
+            del answer  # its records: only the message is held while it is written
+            yield message
+        finally:  # written, or the stream ended (cancelled, closed) with it unwritten
+            if gate is not None:
+                gate.release(held_bytes)

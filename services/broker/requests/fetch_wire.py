@@ -34,10 +34,13 @@ _RECORDS = tag(8, LENGTH_DELIMITED)  # PartitionResponse.records
 
 class FetchAnswer(NamedTuple):
     """A FetchResponse without its partitions' records, and those records by (topic,
-    partition): each is the `records` of the partition of that name in `response`."""
+    partition): each is the `records` of the partition of that name in `response`; and the
+    bytes it holds of the broker's answer budget (answer_budget.py), which whoever writes the
+    answer releases once it is written."""
 
     response: broker_pb2.FetchResponse
     records: dict[tuple[str, int], bytes]
+    held_bytes: int = 0
 
 
 def with_records(answer: FetchAnswer) -> broker_pb2.FetchResponse:
@@ -69,7 +72,7 @@ def response_bytes(answer: FetchAnswer) -> bytes:
 def _response_parts(answer: FetchAnswer) -> tuple[list[bytes], int]:
     """The FetchResponse's serialization in pieces (the records among them, uncopied), and
     its size."""
-    response, records = answer
+    response, records = answer.response, answer.records
     topic_parts: list[bytes] = []
     for topic in response.topics:
         parts: list[bytes] = []

@@ -48,7 +48,13 @@ class Outcome(enum.Enum):
 class PartitionReader:
     """One pass's reads of single partitions, sharing the answer's byte budget."""
 
-    def __init__(self, host: PartitionHost, request: broker_pb2.FetchRequest, now_ms: int) -> None:
+    def __init__(
+        self,
+        host: PartitionHost,
+        request: broker_pb2.FetchRequest,
+        now_ms: int,
+        room_bytes: int | None = None,
+    ) -> None:
         self.host = host
         self.request = request
         self.replica_id = replica_id_of(request)
@@ -64,6 +70,13 @@ class PartitionReader:
         # so a batch is not copied into the message, its copy and its serialization.
         self.records: dict[tuple[str, int], bytes] = {}
         self.budget = min(request.max_bytes or MAX_BYTES_DEFAULT, limits.fetch_response_bytes_max)
+        # What the broker's answer budget lets this answer hold (answer_budget.py), KIP-74's
+        # first batch included; None: unbounded (a follower's fetch, exempt). A partition whose
+        # first batch does not fit is skipped, and `room_needed` says how much it needs.
+        self.room_bytes = room_bytes
+        self.room_needed = 0
+        if room_bytes is not None:
+            self.budget = min(self.budget, room_bytes)
         self.total = 0
         # Stored bytes read, by topic: the broker's bytes-out counter, once this pass answers.
         self.bytes_by_topic: dict[str, int] = {}
@@ -106,6 +119,19 @@ class PartitionReader:
             )
         for traces, fetch_offset, next_offset in self.traced_reads:
             traces.served(fetch_offset, next_offset, -1)
+
+    def _cut(self, need_bytes: int) -> Outcome:
+        """Skip a partition whose first batch needs `need_bytes` of room; the fetch may wait
+        for the least any cut partition needs."""
+        assert self.room_bytes is not None and not self.total
+        self.room_needed = min(self.room_needed or need_bytes, need_bytes)
+        return Outcome.SKIPPED
+
+    def _first_room(self) -> int | None:
+        """How large a decoded first batch may be: the room, when it is below what one answer
+        carries at most (above it, a batch too large for any answer is MESSAGE_TOO_LARGE)."""
+        room = self.room_bytes
+        return room if room is not None and room < limits.fetch_response_bytes_max else None
 
     def _read(
         self, topic: str, wanted: WantedPartition, result: FetchPartition, topic_id: bytes
@@ -150,6 +176,8 @@ class PartitionReader:
         )
         if self.total and partition_budget <= 0:
             return Outcome.SKIPPED
+        if self.room_bytes == 0:  # no room at all: not even a read
+            return self._cut(1)
         # Followers read up to the log end (that is how the high watermark advances);
         # consumers only up to the high watermark, or the last stable offset (read_committed).
         upper = None if replica_id >= 0 else stable if self.read_committed else high_watermark
@@ -182,6 +210,8 @@ class PartitionReader:
             # client's receive limit, on every retry of the same fetch. Its progress above
             # still counts; the batch comes in a later fetch.
             return Outcome.SKIPPED
+        if self.room_bytes is not None and len(read.records) > self.room_bytes - self.total:
+            return self._cut(len(read.records))  # a first batch larger than the room
         result.next_fetch_offset = read.next_offset
         if read.records:
             aborted = (
@@ -193,12 +223,16 @@ class PartitionReader:
             if request.decode_records:
                 # The records count as they decode, not as stored: a zstd batch of a few
                 # hundred bytes may inflate to limits.batch_uncompressed_bytes_max.
-                first_max = self.budget - self.total if self.total else None
+                first_max = self.budget - self.total if self.total else self._first_room()
                 decoded = _decode_into(
                     result, read.records, wanted.fetch_offset, aborted, partition_budget, first_max
                 )
                 if decoded is None:
-                    return Outcome.SKIPPED
+                    # The answer's first batch cut by the room decodes to more than it: to
+                    # how much more is not known, so the fetch waits for more room than now.
+                    if self.total or first_max is None:
+                        return Outcome.SKIPPED
+                    return self._cut(first_max + 1)
                 if result.error_code:
                     return Outcome.FAILED
                 size_bytes = decoded
