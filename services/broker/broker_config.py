@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from samsa.common import limits
+from samsa.services.broker.requests.answer_budget import ANSWER_COPIES
 from samsa.services.runtime.config import integer, key, member_id, non_empty, text
 from samsa.services.runtime.service_config import MemberConfig
 
@@ -17,11 +18,12 @@ SCRUB_INTERVAL_MS_DEFAULT = 60 * 60 * 1000
 LOG_CLEANER_BACKOFF_MS_DEFAULT = 15_000  # Kafka's log.cleaner.backoff.ms
 # Kafka's log.retention.check.interval.ms is 5 minutes; a local cluster is checked more often.
 LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT = 30_000
-# Samsa's own (Kafka sends from the page cache and has quotas instead): the bytes of consumers'
-# fetch answers a broker holds at once, from their read until gRPC wrote them
-# (requests/answer_budget.py). Eight maximal answers; at least one, so one can always proceed.
+# Samsa's own (Kafka sends from the page cache and has quotas instead): the memory consumers'
+# fetch answers may take at once, from their read until gRPC wrote them, each costing twice its
+# bytes (requests/answer_budget.py, answer_gate.py). 512 MiB: four maximal answers; at least
+# one, so that one can always proceed.
 FETCH_ANSWERS_BYTES_MAX_DEFAULT = 8 * limits.fetch_response_bytes_max
-FETCH_ANSWERS_BYTES_MAX_MIN = limits.fetch_response_bytes_max
+FETCH_ANSWERS_BYTES_MAX_MIN = ANSWER_COPIES * limits.fetch_response_bytes_max
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +66,7 @@ class BrokerConfig(MemberConfig):
         "fetch.answers.bytes.max",
         integer(FETCH_ANSWERS_BYTES_MAX_MIN),
         default=FETCH_ANSWERS_BYTES_MAX_DEFAULT,
-        help="the bytes of consumers' fetch answers held at once, read but not yet written "
-        "(followers' fetches are not counted); beyond it fetches wait or answer smaller",
+        help="the memory consumers' fetch answers may take at once, read but not yet written "
+        "(each costs twice its bytes; followers' are not counted); beyond it fetches answer "
+        "smaller, or wait",
     )

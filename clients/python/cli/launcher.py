@@ -197,6 +197,7 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
         "log.scrub.interval.ms",
         "log.cleaner.backoff.ms",
         "log.retention.check.interval.ms",
+        "fetch.answers.bytes.max",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]

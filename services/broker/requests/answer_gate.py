@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 
-from samsa.services.broker.requests.answer_budget import AnswerBudget
+from samsa.services.broker.requests.answer_budget import ANSWER_COPIES, AnswerBudget
 
 
 class AnswerGate:
-    def __init__(self, capacity_bytes: int) -> None:
-        self.budget = AnswerBudget(capacity_bytes)
+    def __init__(self, memory_bytes_max: int) -> None:
+        """`memory_bytes_max`: what answers may cost at once (fetch.answers.bytes.max); the
+        budget counts answer bytes, each costing ANSWER_COPIES of them."""
+        self.budget = AnswerBudget(memory_bytes_max // ANSWER_COPIES)
         self._wakes: dict[int, asyncio.Future[None]] = {}
 
     @property

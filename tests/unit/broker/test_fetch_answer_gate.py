@@ -67,7 +67,7 @@ def record_bytes(answer: object) -> int:
 
 @pytest.mark.parametrize("session", [False, True], ids=["sessionless", "in-session"])
 def test_an_answer_holds_its_bytes_until_released(host: PartitionHost, session: bool) -> None:
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
     sessions = FetchSessionCache() if session else None
     answer = asyncio.run(fetch_answer(host, request(0, 1, session=session), sessions, gate))
     assert record_bytes(answer) == 6 * len(BATCH)
@@ -78,7 +78,7 @@ def test_an_answer_holds_its_bytes_until_released(host: PartitionHost, session: 
 
 @pytest.mark.parametrize("session", [False, True], ids=["sessionless", "in-session"])
 def test_an_answer_is_cut_to_the_room_left(host: PartitionHost, session: bool) -> None:
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
     gate.hold(gate.room_bytes(None) - int(2.5 * len(BATCH)), None)
     sessions = FetchSessionCache() if session else None
     answer = asyncio.run(fetch_answer(host, request(0, 1, session=session), sessions, gate))
@@ -90,7 +90,7 @@ def test_a_first_batch_larger_than_the_room_is_not_read_and_the_fetch_answers_em
     host: PartitionHost,
 ) -> None:
     # KIP-74 returns a first batch whole even past max_bytes; past the budget it must not.
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
     others = gate.hold(gate.room_bytes(None) - len(BATCH) // 2, None)
     answer = asyncio.run(fetch_answer(host, request(0, max_wait_ms=20), None, gate))
     assert answer.records == {} and answer.held_bytes == 0
@@ -100,7 +100,7 @@ def test_a_first_batch_larger_than_the_room_is_not_read_and_the_fetch_answers_em
 
 
 def test_a_waiting_fetch_is_served_once_bytes_are_released(host: PartitionHost) -> None:
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
 
     async def scenario() -> int:
         others = gate.hold(gate.room_bytes(None), None)
@@ -119,7 +119,7 @@ def test_a_waiting_fetch_is_served_once_bytes_are_released(host: PartitionHost) 
 
 
 def test_a_cancelled_fetch_leaves_the_line_and_holds_nothing(host: PartitionHost) -> None:
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
 
     async def scenario() -> None:
         others = gate.hold(gate.room_bytes(None), None)
@@ -139,7 +139,7 @@ def test_a_cancelled_fetch_leaves_the_line_and_holds_nothing(host: PartitionHost
 
 
 def test_followers_fetches_are_exempt(tmp_path: Path) -> None:
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
     gate.hold(gate.room_bytes(None), None)
     with hosting(tmp_path, two_broker_image(TOPIC_ID, 1)) as leader:  # broker 2 follows
         for _ in range(3):
@@ -151,7 +151,7 @@ def test_followers_fetches_are_exempt(tmp_path: Path) -> None:
 
 def test_a_decoded_first_batch_larger_than_the_room_is_not_returned(host: PartitionHost) -> None:
     # With decode_records the records count as they decode: the room bounds those bytes.
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
     others = gate.hold(gate.room_bytes(None) - len(BATCH) // 2, None)
     typed = request(0, max_wait_ms=20, decode_records=True)
     answer = asyncio.run(fetch_answer(host, typed, None, gate))
@@ -176,7 +176,7 @@ async def requests_of(*fetches: broker_pb2.FetchRequest) -> AsyncIterator[object
 def test_a_stream_releases_an_answer_once_written_and_when_it_ends_unwritten(
     host: PartitionHost,
 ) -> None:
-    gate = AnswerGate(100_000)
+    gate = AnswerGate(200_000)  # 100,000 answer bytes
 
     async def scenario() -> None:
         stream = serve_fetch_stream(
