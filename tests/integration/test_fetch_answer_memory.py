@@ -6,10 +6,12 @@ Method: one controller and one broker with the budget at its floor (128 MiB of m
 of answers); 36 MiB of records in one partition. A client opens STREAMS FetchStreams on four
 connections, each asking for 8 MiB from offset 0, and never reads an answer (gRPC's flow
 control then holds each written answer in the broker). The broker's VmRSS is sampled over a
-few seconds: its growth must stay within the budget plus slack. Unbounded, the same attack grew
-it by ~370 MiB (24 x 8 MiB answers, each costing twice its bytes); bounded, by ~124 MiB. A
-unary fetch meanwhile gets an answer within its max_wait (empty: the budget is taken). Then the
-stranger goes away, and an SDK consumer reads all the records.
+few seconds: its growth must stay within the budget plus slack. Unbounded, the same attack
+grew it by 367 MiB (24 x 8 MiB answers, each costing twice its bytes); bounded, by 124 MiB.
+Before the attack, 32 unary fetches of 8 MiB in turn all come whole: a unary answer's bytes
+are released when its call ends (a leak would starve the ninth). A unary fetch during the
+attack gets an answer within its max_wait (empty: the budget is taken). Then the stranger goes
+away, and an SDK consumer reads all the records.
 """
 
 from __future__ import annotations
@@ -96,6 +98,14 @@ def test_unread_answers_stay_within_the_budget_and_a_consumer_reads_everything(
             for value in values:
                 producer.send(TOPIC, value, partition=0).result(timeout=30)
         pid = cluster.processes["broker-1"].pid
+        # Unary answers are released when their call ends: more of them, one after another,
+        # than the budget holds at once all come whole (a leak would starve the ninth).
+        with grpc.insecure_channel(cluster.spec.brokers[0].endpoint, options=OPTIONS) as channel:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            for number in range(2 * BUDGET_BYTES // ANSWER_BYTES):
+                answer = stub.Fetch(big_fetch(), timeout=30)
+                held = len(answer.topics[0].partitions[0].records)
+                assert held > ANSWER_BYTES // 2, f"unary fetch {number} got {held} bytes"
         before = rss_bytes(pid)
         peak, meanwhile = asyncio.run(hold_answers(cluster.spec.brokers[0].endpoint, pid))
         growth = peak - before
