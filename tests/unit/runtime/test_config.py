@@ -389,3 +389,15 @@ def test_every_samsa_variable_in_the_repository_is_a_key_or_known_not_to_be_one(
         if not name.startswith(config.NOT_CONFIG_PREFIXES)
     }
     assert unlisted <= {"SAMSA_BROKER_RAKC"}, unlisted  # the typo of a test above
+
+
+def test_the_fetch_answer_budget_defaults_to_512_mib_and_holds_at_least_one_maximal_answer() -> (
+    None
+):
+    assert broker().fetch_answers_bytes_max == 512 * 1024 * 1024
+    floor = 2 * 64 * 1024 * 1024  # one maximal answer (limits.fetch_response_bytes_max), twice
+    assert broker(file=f"fetch.answers.bytes.max={floor}\n").fetch_answers_bytes_max == floor
+    with pytest.raises(
+        ConfigError, match=rf"fetch.answers.bytes.max must be an integer >= {floor}"
+    ):
+        broker(file=f"fetch.answers.bytes.max={floor - 1}\n")
