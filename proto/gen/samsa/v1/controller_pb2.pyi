@@ -263,6 +263,78 @@ class CreatePartitionsResponse(_message.Message):
     topics: _containers.RepeatedCompositeFieldContainer[CreatePartitionsResponse.Result]
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., topics: _Optional[_Iterable[_Union[CreatePartitionsResponse.Result, _Mapping]]] = ...) -> None: ...
 
+class AlterPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("partitions",)
+    class Partition(_message.Message):
+        __slots__ = ("topic", "partition", "replicas", "cancel")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        CANCEL_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        replicas: _containers.RepeatedScalarFieldContainer[int]
+        cancel: bool
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., cancel: _Optional[bool] = ...) -> None: ...
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[AlterPartitionReassignmentsRequest.Partition]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[AlterPartitionReassignmentsRequest.Partition, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("status", "partitions")
+    class Result(_message.Message):
+        __slots__ = ("topic", "partition", "error_code", "error_message")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    partitions: _containers.RepeatedCompositeFieldContainer[AlterPartitionReassignmentsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[AlterPartitionReassignmentsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class ListPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("topics", "min_metadata_offset")
+    class Topic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[ListPartitionReassignmentsRequest.Topic]
+    min_metadata_offset: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[ListPartitionReassignmentsRequest.Topic, _Mapping]]] = ..., min_metadata_offset: _Optional[int] = ...) -> None: ...
+
+class ListPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("metadata_offset", "reassignments")
+    class Reassignment(_message.Message):
+        __slots__ = ("topic", "partition", "replicas", "adding_replicas", "removing_replicas")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        replicas: _containers.RepeatedScalarFieldContainer[int]
+        adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+        removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+    METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    metadata_offset: int
+    reassignments: _containers.RepeatedCompositeFieldContainer[ListPartitionReassignmentsResponse.Reassignment]
+    def __init__(self, metadata_offset: _Optional[int] = ..., reassignments: _Optional[_Iterable[_Union[ListPartitionReassignmentsResponse.Reassignment, _Mapping]]] = ...) -> None: ...
+
 class DescribeClusterRequest(_message.Message):
     __slots__ = ("min_metadata_offset",)
     MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -340,20 +412,24 @@ class DescribeTopicsRequest(_message.Message):
 class DescribeTopicsResponse(_message.Message):
     __slots__ = ("status", "topics", "broker_endpoints", "next_cursor")
     class Partition(_message.Message):
-        __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr", "eligible_leader_replicas")
+        __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr", "eligible_leader_replicas", "adding_replicas", "removing_replicas")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
         LEADER_FIELD_NUMBER: _ClassVar[int]
         LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
         REPLICAS_FIELD_NUMBER: _ClassVar[int]
         ISR_FIELD_NUMBER: _ClassVar[int]
         ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
         partition: int
         leader: int
         leader_epoch: int
         replicas: _containers.RepeatedScalarFieldContainer[int]
         isr: _containers.RepeatedScalarFieldContainer[int]
         eligible_leader_replicas: _containers.RepeatedScalarFieldContainer[int]
-        def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+        adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+        removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
     class Topic(_message.Message):
         __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions")
         NAME_FIELD_NUMBER: _ClassVar[int]

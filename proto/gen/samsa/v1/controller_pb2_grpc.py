@@ -74,6 +74,16 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.CreatePartitionsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.CreatePartitionsResponse.FromString,
                 _registered_method=True)
+        self.AlterPartitionReassignments = channel.unary_unary(
+                '/samsa.v1.ControllerService/AlterPartitionReassignments',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.ListPartitionReassignments = channel.unary_unary(
+                '/samsa.v1.ControllerService/ListPartitionReassignments',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
         self.DescribeCluster = channel.unary_unary(
                 '/samsa.v1.ControllerService/DescribeCluster',
                 request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeClusterRequest.SerializeToString,
@@ -182,6 +192,24 @@ class ControllerServiceServicer:
 
     def CreatePartitions(self, request, context):
         """Adds partitions to existing topics (a count can only grow).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterPartitionReassignments(self, request, context):
+        """Moves partitions' replicas to other brokers, or cancels such a move (KIP-455, Kafka's
+        kafka-reassign-partitions). A reassignment adds the target's new replicas at once; they
+        follow the leader and join the ISR as they catch up, and once every one has, the replicas
+        the target leaves out are removed (and delete their copies), the leader moving to a target
+        replica in the ISR if it was among them. Producers and consumers go on meanwhile.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionReassignments(self, request, context):
+        """The reassignments in progress, of the partitions named or of all.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -302,6 +330,16 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.CreatePartitions,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.CreatePartitionsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.CreatePartitionsResponse.SerializeToString,
+            ),
+            'AlterPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartitionReassignments,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'ListPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionReassignments,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
             ),
             'DescribeCluster': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeCluster,
@@ -543,6 +581,60 @@ class ControllerService:
             '/samsa.v1.ControllerService/CreatePartitions',
             samsa_dot_v1_dot_controller__pb2.CreatePartitionsRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.CreatePartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/AlterPartitionReassignments',
+            samsa_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/ListPartitionReassignments',
+            samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
             options,
             channel_credentials,
             insecure,
