@@ -63,7 +63,12 @@ class PartitionState:
 
     `elr`: the eligible leader replicas (KIP-966), out of the ISR but holding every committed
     record: they left it by a change that took it below min.insync.replicas, after which the
-    high watermark stands still (services/controller/eligible_leaders.py keeps it)."""
+    high watermark stands still (services/controller/eligible_leaders.py keeps it).
+
+    `adding` and `removing`: a reassignment in progress (KIP-455), members of `replicas` and
+    disjoint; the target replica list is `replicas` without `removing` (in order, so its first
+    is the preferred leader). Both empty when none is in progress
+    (services/controller/reassignment_control.py moves them)."""
 
     partition: int
     replicas: tuple[int, ...]
@@ -72,10 +77,42 @@ class PartitionState:
     leader_epoch: int
     partition_epoch: int
     elr: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
 
     @property
     def is_offline(self) -> bool:
         return self.leader == NO_LEADER
+
+    @property
+    def is_reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The replicas once the reassignment in progress completes (`replicas` when none is)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    def problem(self) -> str | None:
+        """Which invariant of a partition this state breaks, or None (replay refuses it)."""
+        replicas = set(self.replicas)
+        if not self.replicas or len(replicas) != len(self.replicas):
+            return "replicas must be non-empty and distinct"
+        if not set(self.isr) <= replicas or len(set(self.isr)) != len(self.isr):
+            return "the ISR must be distinct replicas"
+        elr = set(self.elr)
+        if len(elr) != len(self.elr) or not elr <= replicas - set(self.isr):
+            return "eligible leaders must be distinct non-ISR replicas"
+        if self.leader != NO_LEADER and self.leader not in replicas:
+            return f"leader {self.leader} is not a replica"
+        adding, removing = set(self.adding), set(self.removing)
+        if len(adding) != len(self.adding) or len(removing) != len(self.removing):
+            return "adding and removing replicas must be distinct"
+        if not adding <= replicas or not removing <= replicas or adding & removing:
+            return "adding and removing replicas must be disjoint sets of replicas"
+        if self.removing and not self.target_replicas:
+            return "a reassignment must leave at least one replica"
+        return None
 
 
 @dataclass(frozen=True)

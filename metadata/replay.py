@@ -20,6 +20,7 @@ the same image at the same offset. Replay is pure and total over its input:
   Records are all-or-nothing per batch, like a Raft entry. Among the checks: a partition's
   eligible leader replicas (KIP-966) are distinct replicas outside its ISR, so a change moving
   one into the ISR sets both lists; a change without them keeps them (older logs have none).
+  A reassignment's adding and removing replicas (KIP-455) are disjoint sets of replicas.
 
 Records naming a broker epoch that is no longer the broker's (a FenceBroker racing a
 re-registration) are applied as no-ops: they are valid history, just overtaken. So is an
@@ -50,7 +51,6 @@ from dataclasses import replace
 from samsa.metadata.coordinators import COORDINATOR_TOPICS, NO_COORDINATOR, assignment_topic
 from samsa.metadata.image import (
     BROKER_RESOURCE,
-    NO_LEADER,
     NO_PRODUCER_ID,
     TOPIC_RESOURCE,
     BrokerRegistration,
@@ -229,6 +229,8 @@ class ImageBuilder:
             leader_epoch=record.leader_epoch,
             partition_epoch=record.partition_epoch,
             elr=tuple(record.eligible_leader_replicas),
+            adding=tuple(record.adding_replicas),
+            removing=tuple(record.removing_replicas),
         )
         _check_partition(state, topic.name, offset)
         self._put_partition(topic, state)
@@ -249,6 +251,10 @@ class ImageBuilder:
             changed = replace(changed, isr=tuple(record.isr.ids))
         if record.HasField("eligible_leader_replicas"):
             changed = replace(changed, elr=tuple(record.eligible_leader_replicas.ids))
+        if record.HasField("adding_replicas"):
+            changed = replace(changed, adding=tuple(record.adding_replicas.ids))
+        if record.HasField("removing_replicas"):
+            changed = replace(changed, removing=tuple(record.removing_replicas.ids))
         if record.HasField("leader"):
             changed = replace(changed, leader=record.leader, leader_epoch=state.leader_epoch + 1)
         if changed is state:
@@ -427,13 +433,6 @@ def _retired_producer_id(record: metadata_pb2.CoordinatorAssignmentRecord) -> in
 
 
 def _check_partition(state: PartitionState, topic: str, offset: int) -> None:
-    where = f"{topic}-{state.partition} (record at {offset})"
-    if not state.replicas or len(set(state.replicas)) != len(state.replicas):
-        raise InvalidBatchError(f"{where}: replicas must be non-empty and distinct")
-    if not set(state.isr) <= set(state.replicas) or len(set(state.isr)) != len(state.isr):
-        raise InvalidBatchError(f"{where}: the ISR must be distinct replicas")
-    elr = set(state.elr)
-    if len(elr) != len(state.elr) or not elr <= set(state.replicas) - set(state.isr):
-        raise InvalidBatchError(f"{where}: eligible leaders must be distinct non-ISR replicas")
-    if state.leader != NO_LEADER and state.leader not in state.replicas:
-        raise InvalidBatchError(f"{where}: leader {state.leader} is not a replica")
+    problem = state.problem()
+    if problem is not None:
+        raise InvalidBatchError(f"{topic}-{state.partition} (record at {offset}): {problem}")

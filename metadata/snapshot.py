@@ -15,8 +15,9 @@ Coordinators follow (by id: RegisterCoordinatorRecord with its epoch, then a
 FenceCoordinatorRecord when fenced), then the coordinator assignments by partition, epochs and
 producer ids (and retired ones, when set) as they are; they come after the ProducerIdsRecord,
 whose next_producer_id already lies above every assignment's producer id. A partition's
-eligible leader replicas (KIP-966) ride in its PartitionRecord; none, the field is absent, as in
-snapshots written before it.
+eligible leader replicas (KIP-966) and a reassignment in progress (KIP-455: adding and removing
+replicas) ride in its PartitionRecord; none, the fields are absent, as in snapshots written
+before them.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
                         leader_epoch=state.leader_epoch,
                         partition_epoch=state.partition_epoch,
                         eligible_leader_replicas=state.elr,
+                        adding_replicas=state.adding,
+                        removing_replicas=state.removing,
                     )
                 )
             )

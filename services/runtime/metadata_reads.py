@@ -179,6 +179,8 @@ def _describe_topic(
             replicas=state.replicas,
             isr=state.isr,
             eligible_leader_replicas=state.elr,
+            adding_replicas=state.adding,
+            removing_replicas=state.removing,
         )
     if len(numbers) > budget:
         response.next_cursor.CopyFrom(
