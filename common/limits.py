@@ -30,6 +30,13 @@ max_message_bytes_default = 1 * MIB + 12
 # leaves room for the partition suffix inside a 255-byte file name.
 topic_name_length_max = 249
 
+# The most replicas a reassignment's target list may name (Kafka bounds it only by the broker
+# count); real clusters use 3 to 5. While it runs a partition holds the target and the replicas
+# it removes, up to twice this; each id costs at most 5 bytes in each of `replicas`, `isr`, the
+# ELR and the adding or removing list, so a described partition stays inside
+# describe_topics_partition_bytes_max and its records inside alter_partition_record_bytes_max.
+replication_factor_max = 50
+
 # --- consumer groups ----------------------------------------------------------------------------
 
 # The longest group id (coordinator.proto): a group id is a key of every record the coordinator
@@ -357,6 +364,8 @@ assert fetch_response_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert batch_bytes_max < segment_bytes_max, "one batch must fit in one segment"
 assert segment_bytes_min < max_message_bytes_default
 assert metadata_batch_bytes_max <= metadata_fetch_bytes_max, "a batch fits one metadata fetch"
+assert 2 * replication_factor_max * 5 * 3 + 40 <= describe_topics_partition_bytes_max
+assert 2 * replication_factor_max * 5 + 35 <= alter_partition_record_bytes_max
 assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert metadata_snapshot_chunk_bytes + 1 * MIB <= grpc_message_bytes_max
 assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max, (

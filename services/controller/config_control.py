@@ -105,7 +105,7 @@ def _alter_topic(
             updated[name] = ",".join(items)
         else:
             return ErrorCode.INVALID_REQUEST, f"alteration of {name} has no op (SET, DELETE, …)"
-    factor = min((len(p.replicas) for p in topic.partitions.values()), default=1)
+    factor = min((len(p.target_replicas) for p in topic.partitions.values()), default=1)
     try:
         validate_topic_configs(updated, factor)
         if target.name in INTERNAL_TOPICS:

@@ -20,12 +20,14 @@ that the controller enforces is here, where it is tested directly:
 - coordinators register live, are fenced when their sessions expire, and own the partitions of
   __consumer_offsets (created once a coordinator and enough brokers are live), balanced within
   one, each change of owner bumping the partition's assignment epoch (coordinator_control.py);
-  FindCoordinator is answered from the image (metadata/coordinators.py).
+  FindCoordinator is answered from the image (metadata/coordinators.py);
+- partitions move to other brokers (KIP-455) by adding the target's new replicas, which catch
+  up and join the ISR, then removing the replicas the target leaves out (reassignment_control.py).
 
 The decisions live in broker_control.py, isr_control.py, eligible_leaders.py, topic_control.py,
-config_control.py, producer_id_control.py and coordinator_control.py; this module is the one
-place the adapter imports them from. The plain reads (DescribeCluster, DescribeTopics,
-DescribeConfigs) are shared with the brokers, which answer them too:
+config_control.py, producer_id_control.py, coordinator_control.py and reassignment_control.py;
+this module is the one place the adapter imports them from. The plain reads (DescribeCluster,
+DescribeTopics, DescribeConfigs) are shared with the brokers, which answer them too:
 services/runtime/metadata_reads.py, re-exported here.
 """
 
@@ -51,6 +53,11 @@ from samsa.services.controller.coordinator_control import (
 )
 from samsa.services.controller.isr_control import alter_partition
 from samsa.services.controller.producer_id_control import allocate_producer_ids
+from samsa.services.controller.reassignment_control import (
+    alter_partition_reassignments,
+    complete_reassignments,
+    list_partition_reassignments,
+)
 from samsa.services.controller.topic_control import (
     create_partitions,
     create_topics,
@@ -72,7 +79,9 @@ __all__ = [
     "RandomSource",
     "allocate_producer_ids",
     "alter_partition",
+    "alter_partition_reassignments",
     "broker_heartbeat",
+    "complete_reassignments",
     "coordinator_heartbeat",
     "coordinator_topic_problem",
     "create_partitions",
@@ -87,6 +96,7 @@ __all__ = [
     "fence_coordinators",
     "find_coordinator",
     "incremental_alter_configs",
+    "list_partition_reassignments",
     "plan_coordinator_assignments",
     "plan_coordinator_topics",
     "preferred_leader_elections",

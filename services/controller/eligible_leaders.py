@@ -16,9 +16,9 @@ there is never an ELR: Kafka promises nothing more there either.
 
 Elections (`elect_without_isr`): a live ISR member first (the callers' own rule), else the first
 live ELR member in replica order, alone in the ISR (the others stay eligible), else, where the
-topic allows it, an unclean election (the first live replica, alone in the ISR, and the ELR
-cleared: its log now defines what is committed). Live means unfenced, so a broker in controlled
-shutdown (always fenced) is never elected.
+topic allows it, an unclean election (the first live replica, replicas a reassignment is adding
+last, alone in the ISR, and the ELR cleared: its log now defines what is committed). Live means
+unfenced, so a broker in controlled shutdown (always fenced) is never elected.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections.abc import Set
 from dataclasses import replace
 
 from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
+from samsa.services.controller.unclean_election import unclean_order
 from samsa.v1 import metadata_pb2 as m
 
 MIN_ISR_CONFIG = "min.insync.replicas"
@@ -65,7 +66,7 @@ def elect_without_isr(
         before = replace(state, isr=tuple(isr), elr=elr)
         return chosen, [chosen], eligible_after(before, [chosen], min_isr)
     if unclean_allowed:
-        chosen = next((r for r in state.replicas if r in live), NO_LEADER)
+        chosen = next((r for r in unclean_order(state) if r in live), NO_LEADER)
         if chosen != NO_LEADER:
             return chosen, [chosen], ()
     return NO_LEADER, isr, elr

@@ -234,8 +234,10 @@ def create_partitions(
                 f"(partitions can only be added) and at most {limits.topic_partitions_max}"
             )
             continue
-        factor = len(topic.partitions[0].replicas)
-        first_leader = topic.partitions[0].replicas[0]
+        # The target's, while partition 0 is being reassigned (KIP-455): its replicas then
+        # also hold the ones the reassignment removes.
+        factor = len(topic.partitions[0].target_replicas)
+        first_leader = topic.partitions[0].target_replicas[0]
         try:
             start = leader_start_index(first_leader, live, racks)
             if start is None:

@@ -4,7 +4,8 @@ Kafka elects an out-of-sync replica whenever a partition has no live ISR member 
 leader replica, KIP-966: one of those leads cleanly) and its topic allows it, not only at the
 moment the last leader is fenced: when a replica comes back (its unfencing) and when the config
 is turned on for a partition that is already offline (the operator's way out of an outage).
-Both cases are here; fencing's own election is in broker_control.py.
+Both cases are here; fencing's own election is in broker_control.py. During a reassignment
+(KIP-455) the replicas being added come last: out of the ISR they may hold nothing at all.
 """
 
 from __future__ import annotations
@@ -22,13 +23,20 @@ def unclean_allowed(image: MetadataImage, topic: str) -> bool:
     return image.topic_configs(topic).get(UNCLEAN_CONFIG) == "true"
 
 
+def unclean_order(state: PartitionState) -> list[int]:
+    """The replicas in the order an unclean election tries them: replica order, the ones a
+    reassignment is adding last (they may never have copied anything)."""
+    adding = set(state.adding)
+    return [r for r in state.replicas if r not in adding] + list(state.adding)
+
+
 def unclean_leader(state: PartitionState, live: Set[int]) -> int:
     """The replica an unclean election picks for an offline partition: the first live one in
-    replica order, and only while no ISR or eligible leader replica is live (one would lead
+    `unclean_order`, and only while no ISR or eligible leader replica is live (one would lead
     cleanly); NO_LEADER when there is none."""
     if state.leader != NO_LEADER or any(r in live for r in (*state.isr, *state.elr)):
         return NO_LEADER
-    return next((replica for replica in state.replicas if replica in live), NO_LEADER)
+    return next((replica for replica in unclean_order(state) if replica in live), NO_LEADER)
 
 
 def unclean_elections(image: MetadataImage, topic: str, live: Set[int]) -> list[m.MetadataRecord]:
