@@ -27,8 +27,8 @@ that the controller enforces is here, where it is tested directly:
 The decisions live in broker_control.py, isr_control.py, eligible_leaders.py, topic_control.py,
 config_control.py, producer_id_control.py, coordinator_control.py and reassignment_control.py;
 this module is the one place the adapter imports them from. The plain reads (DescribeCluster,
-DescribeTopics, DescribeConfigs) are shared with the brokers, which answer them too:
-services/runtime/metadata_reads.py, re-exported here.
+DescribeTopics, DescribeConfigs, ListPartitionReassignments) are shared with the brokers, which
+answer them too: services/runtime/metadata_reads.py, re-exported here.
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ from samsa.services.controller.producer_id_control import allocate_producer_ids
 from samsa.services.controller.reassignment_control import (
     alter_partition_reassignments,
     complete_reassignments,
-    list_partition_reassignments,
 )
 from samsa.services.controller.topic_control import (
     create_partitions,
@@ -70,6 +69,7 @@ from samsa.services.runtime.metadata_reads import (
     describe_topics,
     describe_topics_limit,
     describe_topics_problem,
+    list_partition_reassignments,
 )
 
 __all__ = [

@@ -10,7 +10,8 @@ side (fence expired coordinator sessions, create __consumer_offsets, keep its pa
 coordinators; FindCoordinator is served too), and stop cleanly on SIGTERM. A fatal quorum error
 (a diverged metadata log, an unreadable snapshot) exits non-zero: the operator wipes this
 controller's directory and it reloads from the others. The background loops (broker fencing,
-leader rebalancing, the coordinators' side) are restarted after an unexpected error
+leader rebalancing, completing partition reassignments, the coordinators' side) are restarted
+after an unexpected error
 (services/runtime/supervisor.py), where one used to stay dead until the process stopped.
 """
 
@@ -43,6 +44,9 @@ from samsa.services.runtime.supervisor import supervise
 from samsa.v1 import controller_pb2, controller_pb2_grpc, coordinator_pb2_grpc
 
 log = logging.getLogger("samsa.controller")
+
+# How long the reassignment completion loop sleeps when no commit wakes it (see its doc).
+REASSIGNMENT_IDLE_CHECK_S = 1.0
 
 
 async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
@@ -144,6 +148,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
             lambda: _rebalance_leaders(driver, config.leader_imbalance_check_interval_ms),
         )
     )
+    reassigning = asyncio.create_task(
+        supervise("complete-reassignments", lambda: _complete_reassignments(driver))
+    )
     coordinating = asyncio.create_task(
         supervise(
             "coordinator-housekeeping",
@@ -170,6 +177,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         exit_code = 3
     fencing.cancel()
     rebalancing.cancel()
+    reassigning.cancel()
     coordinating.cancel()
     stopped.cancel()
     await server.stop(grace_s=2.0)
@@ -285,6 +293,29 @@ async def _rebalance_leaders(driver: ControllerDriver, interval_ms: int) -> None
             await driver.write(control_plane.preferred_leader_elections)
         except Exception:
             log.exception("preferred leader election failed")
+
+
+async def _complete_reassignments(driver: ControllerDriver) -> None:
+    """While active, after every change of the image, complete the partition reassignments it
+    allows (every added replica in the ISR: reassignment_control.py).
+
+    Why a loop woken by commits rather than inside AlterPartition: the ISR expansion is one
+    trigger among several (a broker unfenced to take over a removed leader, a new target that
+    is in sync already, a new active controller inheriting reassignments), and AlterPartition's
+    answer tells the leader the ISR it proposed; completing in the same record would change
+    that ISR and the leadership under it. One more Raft commit per reassignment is nothing.
+    The idle timeout catches a change that landed while the previous completion was written."""
+    seen = -1
+    while True:
+        if driver.image.end_offset == seen:
+            await driver.wait_for_change(REASSIGNMENT_IDLE_CHECK_S)
+        seen = driver.image.end_offset
+        if not driver.active:
+            continue
+        try:
+            await driver.write(control_plane.complete_reassignments)
+        except Exception:
+            log.exception("completing partition reassignments failed")
 
 
 def _now_ms() -> int:

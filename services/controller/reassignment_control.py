@@ -26,12 +26,14 @@ unclean election could follow, which Kafka too refuses unless the topic allows i
 Other paths keep their rules during a reassignment: elections pick from the ISR in replica
 order (the target's first), the preferred leader is the target's first, an unclean election
 prefers replicas that are not being added (unclean_election.py), CreatePartitions places new
-partitions with the target's length, and deleting the topic deletes every replica.
+partitions with the target's length, and deleting the topic deletes every replica. Listing the
+reassignments in progress is a plain read, shared with the brokers
+(services/runtime/metadata_reads.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Set
 from dataclasses import replace
 
 from samsa.common import limits
@@ -222,46 +224,6 @@ def change_record(
         change.leader = after.leader
         changed = True
     return m.MetadataRecord(partition_change=change) if changed else None
-
-
-def list_partition_reassignments(
-    image: MetadataImage, request: c.ListPartitionReassignmentsRequest
-) -> c.ListPartitionReassignmentsResponse:
-    """The reassignments in progress among the partitions named (all when none are), by topic
-    and partition; a partition named without one, or that does not exist, is left out. The
-    answer's metadata offset is the caller's to fill."""
-    response = c.ListPartitionReassignmentsResponse()
-    for name, state in _named_partitions(image, request):
-        if state.is_reassigning:
-            response.reassignments.add(
-                topic=name,
-                partition=state.partition,
-                replicas=state.replicas,
-                adding_replicas=state.adding,
-                removing_replicas=state.removing,
-            )
-    return response
-
-
-def _named_partitions(
-    image: MetadataImage, request: c.ListPartitionReassignmentsRequest
-) -> Iterable[tuple[str, PartitionState]]:
-    wanted: dict[str, set[int] | None] = {}  # topic -> partitions named (None: all)
-    for topic in request.topics:
-        numbers = wanted.setdefault(topic.name, set())
-        if numbers is None or not topic.partitions:
-            wanted[topic.name] = None
-        else:
-            numbers.update(topic.partitions)
-    names = sorted(wanted) if request.topics else sorted(image.topics)
-    for name in names:
-        topic_image = image.topics.get(name)
-        if topic_image is None:
-            continue
-        numbers = wanted.get(name)
-        for number, state in sorted(topic_image.partitions.items()):
-            if numbers is None or number in numbers:
-                yield name, state
 
 
 def _live(image: MetadataImage) -> set[int]:

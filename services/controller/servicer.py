@@ -346,6 +346,13 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             lambda image: control_plane.create_partitions(image, request, rng=self.rng),
         )
 
+    async def AlterPartitionReassignments(self, request, context):
+        await self._check_count(context, "partitions", len(request.partitions))
+        return await self._write(
+            controller_pb2.AlterPartitionReassignmentsResponse,
+            lambda image: control_plane.alter_partition_reassignments(image, request),
+        )
+
     async def IncrementalAlterConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
         return await self._write(
@@ -413,4 +420,12 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         await self._read_at(request.min_metadata_offset, context)
         response = control_plane.describe_configs(self.driver.image, request)
         response.status.CopyFrom(self._status())
+        return response
+
+    async def ListPartitionReassignments(self, request, context):
+        await self._check_count(context, "topics", len(request.topics))
+        await self._read_at(request.min_metadata_offset, context)
+        image = self.driver.image
+        response = control_plane.list_partition_reassignments(image, request)
+        response.metadata_offset = image.end_offset
         return response

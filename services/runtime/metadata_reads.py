@@ -1,4 +1,5 @@
-"""The plain metadata reads: DescribeCluster, DescribeTopics and DescribeConfigs over one image.
+"""The plain metadata reads: DescribeCluster, DescribeTopics, DescribeConfigs and
+ListPartitionReassignments over one image.
 
 Pure (no I/O): a controller answers them from its committed image and a broker from its replayed
 one (KIP-590's brokers answer metadata themselves and forward only writes), so a client gets the
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -21,7 +22,7 @@ from samsa.metadata.coordinators import (
     INTERNAL_TOPICS,
     valid_assignment,
 )
-from samsa.metadata.image import BROKER_RESOURCE, MetadataImage
+from samsa.metadata.image import BROKER_RESOURCE, MetadataImage, PartitionState
 from samsa.services.runtime.topic_configs import TOPIC_KEYS
 from samsa.v1 import controller_pb2 as c
 
@@ -31,6 +32,7 @@ __all__ = [
     "describe_topics",
     "describe_topics_limit",
     "describe_topics_problem",
+    "list_partition_reassignments",
 ]
 
 
@@ -236,3 +238,43 @@ def describe_configs(
                 documentation=key.documentation,
             )
     return response
+
+
+def list_partition_reassignments(
+    image: MetadataImage, request: c.ListPartitionReassignmentsRequest
+) -> c.ListPartitionReassignmentsResponse:
+    """The reassignments in progress among the partitions named (all when none are), by topic
+    and partition; a partition named without one, or that does not exist, is left out. The
+    answer's metadata offset is the caller's to fill."""
+    response = c.ListPartitionReassignmentsResponse()
+    for name, state in _named_partitions(image, request):
+        if state.is_reassigning:
+            response.reassignments.add(
+                topic=name,
+                partition=state.partition,
+                replicas=state.replicas,
+                adding_replicas=state.adding,
+                removing_replicas=state.removing,
+            )
+    return response
+
+
+def _named_partitions(
+    image: MetadataImage, request: c.ListPartitionReassignmentsRequest
+) -> Iterable[tuple[str, PartitionState]]:
+    wanted: dict[str, set[int] | None] = {}  # topic -> partitions named (None: all)
+    for topic in request.topics:
+        numbers = wanted.setdefault(topic.name, set())
+        if numbers is None or not topic.partitions:
+            wanted[topic.name] = None
+        else:
+            numbers.update(topic.partitions)
+    names = sorted(wanted) if request.topics else sorted(image.topics)
+    for name in names:
+        topic_image = image.topics.get(name)
+        if topic_image is None:
+            continue
+        numbers = wanted.get(name)
+        for number, state in sorted(topic_image.partitions.items()):
+            if numbers is None or number in numbers:
+                yield name, state

@@ -3,20 +3,22 @@
 Theory of operation (KIP-590). A client that knows only brokers asks them what it would ask a
 controller:
 
-- DescribeCluster, DescribeTopics and DescribeConfigs are answered from this broker's own replica
-  of the metadata log, with the same pure functions a controller uses
-  (services/runtime/metadata_reads.py), so the answers are the same as of the image's offset. The
-  controllers listed, the active one and the cluster id are those the last FetchMetadata answer
-  named (`MetadataLogFollower.quorum`). A read asking for a `min_metadata_offset` this broker has
-  not applied waits up to READ_YOUR_WRITES_WAIT_S for the log to bring it, then answers
-  UNAVAILABLE (the client retries, on another server when it has one); so does a read before the
-  broker has followed the log at all, rather than answer from an empty image.
-- CreateTopics, DeleteTopics, CreatePartitions and IncrementalAlterConfigs are forwarded to the
-  active controller through the channel the broker already keeps (`ControllerChannel.write`, which
-  follows NOT_CONTROLLER redirects), and the controller's answer is answered as it is: its status
-  carries the metadata offset of the write, which the client then asks its reads for. When no
-  active controller answers in time the answer is NOT_CONTROLLER, which clients retry; a
-  controller's refusal with a gRPC status (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
+- DescribeCluster, DescribeTopics, DescribeConfigs and ListPartitionReassignments are answered
+  from this broker's own replica of the metadata log, with the same pure functions a controller
+  uses (services/runtime/metadata_reads.py), so the answers are the same as of the image's
+  offset. The controllers listed, the active one and the cluster id are those the last
+  FetchMetadata answer named (`MetadataLogFollower.quorum`). A read asking for a
+  `min_metadata_offset` this broker has not applied waits up to READ_YOUR_WRITES_WAIT_S for the
+  log to bring it, then answers UNAVAILABLE (the client retries, on another server when it has
+  one); so does a read before the broker has followed the log at all, rather than answer from an
+  empty image.
+- CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs and
+  AlterPartitionReassignments are forwarded to the active controller through the channel the
+  broker already keeps (`ControllerChannel.write`, which follows NOT_CONTROLLER redirects), and
+  the controller's answer is answered as it is: its status carries the metadata offset of the
+  write, which the client then asks its reads for. When no active controller answers in time
+  the answer is NOT_CONTROLLER, which clients retry; a controller's refusal with a gRPC status
+  (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
 - The RPCs only cluster members send (registration, heartbeats, FetchMetadata, FetchSnapshot,
   AlterPartition, …) are not forwarded: a broker answers them UNIMPLEMENTED, saying to send them
   to a controller.
@@ -166,6 +168,13 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
         response.status.CopyFrom(self._status())
         return response
 
+    async def ListPartitionReassignments(self, request, context):
+        await self._check_count(context, "topics", len(request.topics))
+        image = await self._image_at(request.min_metadata_offset, context)
+        response = metadata_reads.list_partition_reassignments(image, request)
+        response.metadata_offset = image.end_offset
+        return response
+
     # --- writes, forwarded to the active controller ---------------------------------------------
 
     async def CreateTopics(self, request, context):
@@ -192,6 +201,15 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
             "IncrementalAlterConfigs",
             request,
             controller_pb2.IncrementalAlterConfigsResponse,
+            context,
+        )
+
+    async def AlterPartitionReassignments(self, request, context):
+        await self._check_count(context, "partitions", len(request.partitions))
+        return await self._forward(
+            "AlterPartitionReassignments",
+            request,
+            controller_pb2.AlterPartitionReassignmentsResponse,
             context,
         )
 
@@ -230,6 +248,6 @@ async def _refuse_member_rpc(context: grpc.aio.ServicerContext, method: str) -> 
     await context.abort(
         grpc.StatusCode.UNIMPLEMENTED,
         f"{method} is served by the controllers only and brokers do not forward it: send it to a "
-        "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions and "
-        "IncrementalAlterConfigs)",
+        "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions, "
+        "IncrementalAlterConfigs and AlterPartitionReassignments)",
     )
