@@ -167,7 +167,12 @@ class HostedPartition:
 
     @property
     def replica_count(self) -> int:
-        return 0 if self.state is None else len(self.state.replicas)
+        """The replicas the ISR should hold: those being added by a reassignment (KIP-455) do
+        not count until it completes, as in Kafka (OngoingReassignmentState.replicationFactor),
+        so a move alone does not show the partition under-replicated."""
+        if self.state is None:
+            return 0
+        return len(self.state.replicas) - len(self.state.adding)
 
     @property
     def producer_count(self) -> int:

@@ -22,9 +22,10 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from test_broker_requests import fetch_request, image, produce_request, replicated_host
 
 from samsa.common.record.codec import build_batch
-from samsa.metadata.image import MetadataImage
+from samsa.metadata.image import MetadataImage, PartitionState
 from samsa.services.broker.broker_gauges import BrokerGauges, broker_gauges, isr_change_counts
 from samsa.services.broker.broker_metrics import NO_METRICS, BrokerMetrics, for_broker
+from samsa.services.broker.hosted_partition import HostedPartition
 from samsa.services.broker.metadata.metadata_diff import partition_changes
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica import isr_manager
@@ -208,3 +209,16 @@ def test_isr_changes_are_counted_once_accepted(tmp_path):
     assert points["samsa.broker.isr.shrinks"] == {(): 1}
     assert points["samsa.broker.isr.expands"] == {(): 1}
     meter.provider.shutdown()
+
+
+def test_replicas_a_reassignment_adds_do_not_make_a_partition_under_replicated():
+    """KIP-455, as Kafka counts it: while a move runs, the ISR is measured against the replicas
+    without the ones still being added, so a partition moving off a healthy broker is not
+    reported under-replicated before anything is wrong."""
+    moving = PartitionState(0, (2, 3, 1), (1,), 1, 0, 1, adding=(2, 3), removing=(1,))
+    count = HostedPartition.replica_count.fget(SimpleNamespace(state=moving))  # type: ignore[attr-defined]
+    assert count == 1
+    gauges = broker_gauges([hosted(True, isr=1, replicas=count)])
+    assert gauges.under_replicated == 0
+    settled = PartitionState(0, (2, 3), (2,), 2, 1, 2)
+    assert HostedPartition.replica_count.fget(SimpleNamespace(state=settled)) == 2  # type: ignore[attr-defined]
