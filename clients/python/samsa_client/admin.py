@@ -20,7 +20,7 @@ and hands everything else to the parts it owns, one job each:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from samsa.client.channels import Channels
@@ -33,10 +33,10 @@ from samsa.client.cluster_admin import (
     NewTopic,
     PartitionInfo,
     TopicDescription,
-    check_config_strings,
     cluster_description_of,
     config_alterations,
     config_entries_of,
+    create_topics_request,
     raise_first,
     topic_descriptions_of,
 )
@@ -62,6 +62,13 @@ from samsa.client.listed_offsets import (
     list_offsets_request,
     listed_offset_of,
     offset_spec_of,
+)
+from samsa.client.reassignments import (
+    PartitionReassignment,
+    alter_requests,
+    list_requests,
+    raise_partition_errors,
+    reassignments_of,
 )
 from samsa.client.transaction_admin import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
@@ -93,6 +100,7 @@ __all__ = [
     "OffsetAndMetadata",
     "PartitionInfo",
     "PartitionLag",
+    "PartitionReassignment",
     "ProducerState",
     "TopicDescription",
     "TransactionDescription",
@@ -142,30 +150,7 @@ class Admin:
         as Kafka refuses it: its metric names cannot tell the two apart. A replication
         factor of 0 is refused before anything is sent, as Kafka refuses it: on the wire it
         would read as unset, the cluster's default."""
-        unique: dict[str, NewTopic] = {}
-        for topic in topics:
-            unique.setdefault(topic.name, topic)
-        topics = list(unique.values())
-        for topic in topics:
-            check_config_strings(topic.name, topic.configs)
-            if topic.replication_factor == 0:
-                raise TopicError(
-                    f"topic {topic.name!r}: replication factor 0: use 1 or more, or -1 for the "
-                    "cluster's default.replication.factor",
-                    ErrorCode.INVALID_REPLICATION_FACTOR,
-                )
-        request = c.CreateTopicsRequest(
-            topics=[
-                c.CreateTopicsRequest.Topic(
-                    name=t.name,
-                    num_partitions=t.num_partitions,
-                    replication_factor=t.replication_factor,
-                    configs=dict(t.configs),
-                )
-                for t in topics
-            ],
-            validate_only=validate_only,
-        )
+        request = create_topics_request(topics, validate_only)
         raise_first(self._controller.write("CreateTopics", request).topics)
 
     def create_topic(
@@ -194,6 +179,27 @@ class Admin:
             validate_only=validate_only,
         )
         raise_first(self._controller.write("CreatePartitions", request).topics)
+
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[tuple[str, int], Sequence[int] | None]
+    ) -> None:
+        """Move each partition's replicas to its target list (the first is the preferred leader)
+        or, with None, cancel its reassignment in progress (Kafka's alterPartitionReassignments,
+        KIP-455); returns once the controller began each. TopicError for the first partition
+        refused (UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT, or for a cancel
+        NO_REASSIGNMENT_IN_PROGRESS), its `errors` naming each refused (topic, partition)."""
+        requests = alter_requests(reassignments)
+        answers = [self._controller.write("AlterPartitionReassignments", r) for r in requests]
+        raise_partition_errors(requests, answers)
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], PartitionReassignment]:
+        """The reassignments in progress (of `partitions`, or all when None) by partition; one
+        with none, or that does not exist, is left out. Kafka's listPartitionReassignments."""
+        requests = list_requests(partitions, self._controller.metadata_offset)
+        read = self._controller.read
+        return reassignments_of([read("ListPartitionReassignments", r) for r in requests])
 
     def delete_records(self, offsets: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """Delete each partition's records below its offset (-1: below the high watermark, so

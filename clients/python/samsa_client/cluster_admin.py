@@ -10,7 +10,8 @@ built by hand:
 - `topic_descriptions_of`, `cluster_description_of`, `config_entries_of` turn answers into the
   Kafka-named dataclasses below, which admin.py exports;
 - `check_config_strings` and `config_alterations` check the configs a request carries, before
-  anything is sent, and build IncrementalAlterConfigs' alterations.
+  anything is sent, and build IncrementalAlterConfigs' alterations; `create_topics_request`
+  checks and builds CreateTopics'.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ class PartitionInfo:
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    # A reassignment in progress (KIP-455; Kafka's describe shows "Adding Replicas" and
+    # "Removing Replicas"): the replicas it adds, members of `replicas` catching up, and those
+    # it removes once they have. Both empty when none is in progress.
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,35 @@ def check_config_strings(topic: str, configs: Mapping[Any, Any], names: Iterable
             )
 
 
+def create_topics_request(topics: Iterable[NewTopic], validate_only: bool) -> c.CreateTopicsRequest:
+    """CreateTopics for `topics`, a name given twice asked for once, as first given (Kafka's
+    admin too); TopicError, before anything is sent, for a config that is not a string or a
+    replication factor of 0 (on the wire it would read as unset, the cluster's default)."""
+    unique: dict[str, NewTopic] = {}
+    for topic in topics:
+        unique.setdefault(topic.name, topic)
+    for topic in unique.values():
+        check_config_strings(topic.name, topic.configs)
+        if topic.replication_factor == 0:
+            raise TopicError(
+                f"topic {topic.name!r}: replication factor 0: use 1 or more, or -1 for the "
+                "cluster's default.replication.factor",
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+            )
+    return c.CreateTopicsRequest(
+        topics=[
+            c.CreateTopicsRequest.Topic(
+                name=t.name,
+                num_partitions=t.num_partitions,
+                replication_factor=t.replication_factor,
+                configs=dict(t.configs),
+            )
+            for t in unique.values()
+        ],
+        validate_only=validate_only,
+    )
+
+
 def config_alterations(
     topic: str, values: Mapping[str, str], delete: Iterable[str]
 ) -> list[c.IncrementalAlterConfigsRequest.Alteration]:
@@ -164,7 +199,13 @@ def topic_descriptions_of(
             topic.topic_id,
             tuple(
                 PartitionInfo(
-                    p.partition, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr)
+                    p.partition,
+                    p.leader,
+                    p.leader_epoch,
+                    tuple(p.replicas),
+                    tuple(p.isr),
+                    tuple(p.adding_replicas),
+                    tuple(p.removing_replicas),
                 )
                 for p in topic.partitions
             ),

@@ -36,6 +36,7 @@ CORE_MODULES = (
     "consumer_records.py",
     "rebalance.py",
     "cluster_admin.py",
+    "reassignments.py",
     "group_admin.py",
     "transaction_admin.py",
     "transaction_manager.py",
