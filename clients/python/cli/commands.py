@@ -1,15 +1,16 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions and perf commands in group_commands.py, transaction_commands.py and
-perf_commands.py, and what they all share (where to connect, tables, times) in command_support.py.
+transactions, perf and reassign commands in group_commands.py, transaction_commands.py,
+perf_commands.py and reassign_commands.py, and what they all share (where to connect, tables,
+times) in command_support.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 
 import grpc
 
@@ -22,6 +23,7 @@ from samsa.cli.console_commands import (
 )
 from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
 from samsa.cli.perf_commands import add_perf_commands, run_perf
+from samsa.cli.reassign_commands import add_reassign_command, prepare_reassign, run_reassign
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
 from samsa.cli.topic_offsets import add_topic_offsets_parser, topic_offsets
 from samsa.cli.transaction_commands import (
@@ -68,6 +70,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_group_commands(commands, add_connection)
     add_transaction_commands(commands, add_connection)
     add_perf_commands(commands, add_connection)
+    add_reassign_command(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster",
@@ -94,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "transactions" and (problem := transactions_usage_error(args)):
         print(f"samsa transactions {problem}", file=sys.stderr)
         return 2
+    if args.command == "reassign" and (problem := prepare_reassign(args)):
+        print(f"samsa reassign: {problem}", file=sys.stderr)
+        return 2
     servers = bootstrap(args)
     try:
         _check_reachable(servers)
@@ -109,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
             return _cluster(args)
         if args.command == "perf":
             return run_perf(args)
+        if args.command == "reassign":
+            return run_reassign(args, servers)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
@@ -171,17 +179,7 @@ def _topics(args: argparse.Namespace) -> int:
                     if e.source != "default"
                 }
                 print(f"{name}  id={info.topic_id.hex()}  configs={configs or '{}'}")
-                rows = [
-                    (
-                        p.partition,
-                        p.leader if p.leader >= 0 else "offline",
-                        p.leader_epoch,
-                        ",".join(map(str, p.replicas)),
-                        ",".join(map(str, p.isr)),
-                    )
-                    for p in info.partitions
-                ]
-                print(table(("partition", "leader", "epoch", "replicas", "isr"), rows))
+                print(partitions_table(info.partitions))
         elif args.action == "alter":
             return alter_topic(admin, args)
         elif args.action == "delete-records":
@@ -191,6 +189,22 @@ def _topics(args: argparse.Namespace) -> int:
         elif args.action == "delete":
             return delete_topics(admin, args.names)
     return 0
+
+
+def partitions_table(partitions: Sequence[PartitionInfo]) -> str:
+    """`topics describe`'s partition table; with the replicas a reassignment adds and removes
+    when one is in progress (Kafka's describe shows "Adding Replicas" and "Removing Replicas")."""
+    headers = ["partition", "leader", "epoch", "replicas", "isr"]
+    moving = any(p.adding_replicas or p.removing_replicas for p in partitions)
+    rows = []
+    for p in partitions:
+        row = [p.partition, p.leader if p.leader >= 0 else "offline", p.leader_epoch]
+        row += [",".join(map(str, p.replicas)), ",".join(map(str, p.isr))]
+        if moving:
+            row += [",".join(map(str, p.adding_replicas)) or "-"]
+            row += [",".join(map(str, p.removing_replicas)) or "-"]
+        rows.append(row)
+    return table(headers + ["adding", "removing"] * moving, rows)
 
 
 def delete_topics(admin: Admin, names: list[str]) -> int:

@@ -9,6 +9,7 @@
     samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
     samsa transactions list|describe|describe-producers|abort  transactional ids (hanging?)
     samsa cluster [--partitions]        members, topics, partitions not in sync (or all)
+    samsa reassign --generate|--execute|--verify|--cancel|--list ...  move partitions' replicas
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
@@ -54,7 +55,16 @@ DEMO_BATCH_RECORDS = 500
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 # The commands that talk to a cluster, run by commands.run().
-CLUSTER_COMMANDS = ("topics", "produce", "consume", "groups", "transactions", "cluster", "perf")
+CLUSTER_COMMANDS = (
+    "topics",
+    "produce",
+    "consume",
+    "groups",
+    "transactions",
+    "cluster",
+    "perf",
+    "reassign",
+)
 
 
 def _now_ms() -> int:
