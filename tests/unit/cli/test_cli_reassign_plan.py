@@ -130,3 +130,9 @@ def test_verify_says_complete_in_progress_or_elsewhere_and_whether_all_are_done(
     assert not done
     _, done = verify_lines({("t", 0): (3, 2)}, found)
     assert not done, "replica order is the leader preference: Kafka's tool compares it too"
+    # A shrink adds nothing: it moves while its old replicas wait to be removed.
+    shrinking = {("t", 3): PartitionInfo(3, 2, 1, (2, 1), (2, 1), (), (1,))}
+    assert verify_lines({("t", 3): (2,)}, shrinking) == (
+        ["Reassignment of partition t-3 is still in progress."],
+        False,
+    )
