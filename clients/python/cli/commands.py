@@ -228,10 +228,16 @@ def delete_topics(admin: Admin, names: list[str]) -> int:
 
 
 def partition_status(partition: PartitionInfo) -> str:
+    """OFFLINE, under-replicated, reassigning or ok. Replicas a reassignment is adding are still
+    catching up, so they are not counted missing from the ISR (as Kafka's --describe leaves
+    them out of its under-replicated check); the partition is listed as reassigning instead."""
     if partition.leader < 0:
         return "OFFLINE"
-    if len(partition.isr) < len(partition.replicas):
+    assigned = [r for r in partition.replicas if r not in partition.adding_replicas]
+    if not set(assigned) <= set(partition.isr):
         return "under-replicated"
+    if partition.adding_replicas or partition.removing_replicas:
+        return "reassigning"
     return "ok"
 
 

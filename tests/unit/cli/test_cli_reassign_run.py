@@ -1,10 +1,12 @@
-"""Goal: `samsa reassign` says what Kafka's kafka-reassign-partitions.sh says, in the CLI's
-style: --execute prints the current assignment to roll back to before it starts anything,
-refuses while other reassignments run unless --additional, and names each partition refused
-(exit 1) beside those started; --verify exits 1 while any is still moving; --cancel says which
-had nothing to cancel without calling that an error; --list and `topics describe` show the
-replicas being added and removed; --generate prints both plans and refuses a broker that is not
-registered. Usage and file errors end the command before it connects (exit 2, exit 1).
+"""Goal: `samsa reassign` says what Kafka's kafka-reassign-partitions.sh says, in the CLI's style:
+--execute prints the current assignment to roll back to before it starts anything, refuses while
+other reassignments run unless --additional, and names each partition refused (exit 1) beside
+those started; --verify exits 1 while any is still moving; --cancel says which had nothing to
+cancel without calling that an error; --list and `topics describe` show the replicas being added
+and removed, and `cluster` counts a partition whose only replicas out of the ISR are those being
+added as reassigning, not under-replicated; --generate prints both plans and refuses a broker
+that is not registered. Usage and file errors end the command before it connects (exit 2, exit
+1).
 
 Method: cli/reassign_commands.reassign over a stand-in Admin (no cluster), and commands.run for
 the usage errors; the command against a real cluster is tests/integration/test_cli_reassign.py.
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from samsa.cli.commands import add_commands, partitions_table, run
+from samsa.cli.commands import add_commands, partition_status, partitions_table, run
 from samsa.cli.reassign_commands import prepare_reassign, reassign
 from samsa.client import TopicError
 from samsa.client.admin import PartitionReassignment
@@ -239,3 +241,13 @@ def test_usage_errors_end_the_command_before_it_connects(
     assert run(args) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"samsa reassign: {words}") and err.count("\n") == 1, err
+
+
+def test_cluster_status_does_not_count_replicas_being_added_as_missing() -> None:
+    """A partition moving to [2, 3]: replicas 2,3,1, ISR 1, adding 2,3 — the new replicas are
+    catching up, not lost; it is listed as reassigning until the move ends."""
+    assert partition_status(PartitionInfo(0, 1, 1, (2, 3, 1), (1,), (2, 3), (1,))) == "reassigning"
+    assert partition_status(PartitionInfo(0, 1, 1, (2, 1), (2,), (2,), (1,))) == "under-replicated"
+    assert partition_status(PartitionInfo(0, 1, 1, (1, 2), (1,))) == "under-replicated"
+    assert partition_status(PartitionInfo(0, 1, 1, (1, 2), (2, 1))) == "ok"
+    assert partition_status(PartitionInfo(0, -1, 1, (1,), ())) == "OFFLINE"
