@@ -22,6 +22,7 @@ import logging
 import random
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 from samsa.metadata.image import MetadataImage
@@ -30,6 +31,7 @@ from samsa.services.controller.controller_config import ControllerConfig
 from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, ControllerDriver
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
+from samsa.services.controller.reassignment_control import topics_reassigning
 from samsa.services.controller.servicer import ControllerServicer
 from samsa.services.runtime import membership, shutdown
 from samsa.services.runtime.config import with_bound_port
@@ -303,17 +305,22 @@ async def _complete_reassignments(driver: ControllerDriver) -> None:
     trigger among several (a broker unfenced to take over a removed leader, a new target that
     is in sync already, a new active controller inheriting reassignments), and AlterPartition's
     answer tells the leader the ISR it proposed; completing in the same record would change
-    that ISR and the leadership under it. One more Raft commit per reassignment is nothing.
-    The idle timeout catches a change that landed while the previous completion was written."""
-    seen = -1
+    that ISR and the leadership under it. One more Raft commit per reassignment is nothing; the
+    check after each commit looks only into the topics it changed and those moving
+    (`topics_reassigning`). The idle timeout catches a change that landed while the previous
+    completion was written."""
+    seen = MetadataImage.empty()
+    reassigning: frozenset[str] = frozenset()
     while True:
-        if driver.image.end_offset == seen:
+        if driver.image is seen:
             await driver.wait_for_change(REASSIGNMENT_IDLE_CHECK_S)
-        seen = driver.image.end_offset
-        if not driver.active:
+        image = driver.image
+        reassigning = topics_reassigning(seen, image, reassigning)
+        seen = image
+        if not driver.active or not reassigning:
             continue
         try:
-            await driver.write(control_plane.complete_reassignments)
+            await driver.write(partial(control_plane.complete_reassignments, topics=reassigning))
         except Exception:
             log.exception("completing partition reassignments failed")
 

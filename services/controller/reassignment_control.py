@@ -33,7 +33,7 @@ reassignments in progress is a plain read, shared with the brokers
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import replace
 
 from samsa.common import limits
@@ -181,12 +181,17 @@ def completed(state: PartitionState, min_isr: int, live: Set[int]) -> PartitionS
     )
 
 
-def complete_reassignments(image: MetadataImage) -> ControlResult[None]:
-    """PartitionChanges completing every reassignment that can complete now (run after commits
-    by the active controller: an ISR expansion, a fencing or a new reassignment may allow it)."""
+def complete_reassignments(
+    image: MetadataImage, topics: Iterable[str] | None = None
+) -> ControlResult[None]:
+    """PartitionChanges completing every reassignment that can complete now, of `topics` (None:
+    every topic; the completion loop passes `topics_reassigning`'s). Run after commits by the
+    active controller: an ISR expansion, a fencing or a new reassignment may allow it."""
     live = _live(image)
     records = []
-    for _, topic in sorted(image.topics.items()):
+    names = sorted(image.topics) if topics is None else sorted(set(topics) & image.topics.keys())
+    for name in names:
+        topic = image.topics[name]
         min_isr: int | None = None
         for _, state in sorted(topic.partitions.items()):
             if not state.is_reassigning:
@@ -199,6 +204,22 @@ def complete_reassignments(image: MetadataImage) -> ControlResult[None]:
                 if record is not None:
                     records.append(record)
     return ControlResult(records, None)
+
+
+def topics_reassigning(
+    old: MetadataImage, new: MetadataImage, known: frozenset[str]
+) -> frozenset[str]:
+    """The topics of `new` with a reassignment in progress, given `known`, those of `old`. Only
+    the topics whose image changed are looked into: replay shares every unchanged TopicImage
+    between images, so the completion loop's cost after a commit follows what the commit
+    touched, not the cluster's size (a scan of every partition took ~15-27 ms at 100,000)."""
+    found = {name for name in known if new.topics.get(name) is old.topics.get(name) is not None}
+    for name, topic in new.topics.items():
+        if old.topics.get(name) is not topic and any(
+            state.is_reassigning for state in topic.partitions.values()
+        ):
+            found.add(name)
+    return frozenset(found)
 
 
 def change_record(

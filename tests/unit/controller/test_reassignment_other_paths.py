@@ -16,8 +16,9 @@ from reassignment_helpers import join, listed, placed, reassign_ok, state
 from test_control_plane import alter, commit
 
 from samsa.common.errors import ErrorCode
-from samsa.metadata.image import NO_LEADER
+from samsa.metadata.image import NO_LEADER, MetadataImage
 from samsa.services.controller import control_plane as cp
+from samsa.services.controller.reassignment_control import topics_reassigning
 from samsa.v1 import controller_pb2 as c
 
 
@@ -88,3 +89,36 @@ def test_deleting_a_topic_mid_reassignment_removes_it_whole() -> None:
     image = join(reassign_ok(placed([1]), [2, 3]), 2)
     image = commit(image, cp.delete_topics(image, c.DeleteTopicsRequest(names=["t"])))
     assert "t" not in image.topics and listed(image) == []
+
+
+def test_the_completion_loop_tracks_moving_topics_from_what_each_commit_changed() -> None:
+    # The loop looks only into topics a commit changed and those it knows are moving
+    # (topics_reassigning); along begin, catch-up, completion, cancel and deletion its set must
+    # equal a scan of every partition, or a move would never be completed.
+    def scanned(image: MetadataImage) -> frozenset[str]:
+        return frozenset(
+            name
+            for name, topic in image.topics.items()
+            if any(p.is_reassigning for p in topic.partitions.values())
+        )
+
+    steps = [placed([1])]
+    steps.append(reassign_ok(steps[-1], [2, 3]))
+    steps.append(join(steps[-1], 2))  # 3 still catching up: in progress
+    steps.append(join(steps[-1], 3))  # completes
+    steps.append(reassign_ok(steps[-1], [4]))
+    steps.append(reassign_ok(steps[-1], None))  # cancelled
+    steps.append(reassign_ok(steps[-1], [5]))
+    steps.append(commit(steps[-1], cp.delete_topics(steps[-1], c.DeleteTopicsRequest(names=["t"]))))
+    known: frozenset[str] = frozenset()
+    seen = MetadataImage.empty()
+    tracked = []
+    for image in steps:
+        known = topics_reassigning(seen, image, known)
+        seen = image
+        assert known == scanned(image)
+        tracked.append(bool(known))
+    assert tracked == [False, True, True, False, True, False, True, False]
+    # A topic no commit touched is never scanned again: its image is the very same object.
+    moving = steps[1]
+    assert topics_reassigning(moving, moving, frozenset()) == frozenset()
