@@ -335,6 +335,18 @@ class ListPartitionReassignmentsResponse(_message.Message):
     reassignments: _containers.RepeatedCompositeFieldContainer[ListPartitionReassignmentsResponse.Reassignment]
     def __init__(self, metadata_offset: _Optional[int] = ..., reassignments: _Optional[_Iterable[_Union[ListPartitionReassignmentsResponse.Reassignment, _Mapping]]] = ...) -> None: ...
 
+class UnregisterBrokerRequest(_message.Message):
+    __slots__ = ("broker_id",)
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    def __init__(self, broker_id: _Optional[int] = ...) -> None: ...
+
+class UnregisterBrokerResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ...) -> None: ...
+
 class DescribeClusterRequest(_message.Message):
     __slots__ = ("min_metadata_offset",)
     MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]

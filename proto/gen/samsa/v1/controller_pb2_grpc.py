@@ -28,9 +28,10 @@ if _version_not_supported:
 class ControllerServiceStub:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
-    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions and
-    IncrementalAlterConfigs to the active controller (KIP-590) and answer its answer, and answer
-    the other RPCs, which only cluster members send to controllers, UNIMPLEMENTED.
+    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
+    IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker to the active
+    controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
+    members send to controllers, UNIMPLEMENTED.
     """
 
     def __init__(self, channel):
@@ -84,6 +85,11 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
                 _registered_method=True)
+        self.UnregisterBroker = channel.unary_unary(
+                '/samsa.v1.ControllerService/UnregisterBroker',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerResponse.FromString,
+                _registered_method=True)
         self.DescribeCluster = channel.unary_unary(
                 '/samsa.v1.ControllerService/DescribeCluster',
                 request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeClusterRequest.SerializeToString,
@@ -134,9 +140,10 @@ class ControllerServiceStub:
 class ControllerServiceServicer:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
-    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions and
-    IncrementalAlterConfigs to the active controller (KIP-590) and answer its answer, and answer
-    the other RPCs, which only cluster members send to controllers, UNIMPLEMENTED.
+    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
+    IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker to the active
+    controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
+    members send to controllers, UNIMPLEMENTED.
     """
 
     def RegisterBroker(self, request, context):
@@ -210,6 +217,16 @@ class ControllerServiceServicer:
 
     def ListPartitionReassignments(self, request, context):
         """The reassignments in progress, of the partitions named or of all.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterBroker(self, request, context):
+        """Forgets a broker stopped for good (KIP-631's UnregisterBroker, Kafka's `kafka-cluster.sh
+        unregister`): it leaves DescribeCluster and placement, and a broker later started with its
+        id registers as a new one. Refused while it runs (unfenced, or still heartbeating: stop it
+        first) or holds any replica (move them away with AlterPartitionReassignments first).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -341,6 +358,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
             ),
+            'UnregisterBroker': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterBroker,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerResponse.SerializeToString,
+            ),
             'DescribeCluster': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeCluster,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeClusterRequest.FromString,
@@ -397,9 +419,10 @@ def add_ControllerServiceServicer_to_server(servicer, server):
 class ControllerService:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
-    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions and
-    IncrementalAlterConfigs to the active controller (KIP-590) and answer its answer, and answer
-    the other RPCs, which only cluster members send to controllers, UNIMPLEMENTED.
+    replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
+    IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker to the active
+    controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
+    members send to controllers, UNIMPLEMENTED.
     """
 
     @staticmethod
@@ -635,6 +658,33 @@ class ControllerService:
             '/samsa.v1.ControllerService/ListPartitionReassignments',
             samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterBroker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/UnregisterBroker',
+            samsa_dot_v1_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.UnregisterBrokerResponse.FromString,
             options,
             channel_credentials,
             insecure,
