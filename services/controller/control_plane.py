@@ -22,10 +22,13 @@ that the controller enforces is here, where it is tested directly:
   one, each change of owner bumping the partition's assignment epoch (coordinator_control.py);
   FindCoordinator is answered from the image (metadata/coordinators.py);
 - partitions move to other brokers (KIP-455) by adding the target's new replicas, which catch
-  up and join the ISR, then removing the replicas the target leaves out (reassignment_control.py).
+  up and join the ISR, then removing the replicas the target leaves out (reassignment_control.py);
+- a broker stopped for good and holding no replica is unregistered on request (KIP-631,
+  unregister_control.py); a running one, or one still holding replicas, is refused.
 
 The decisions live in broker_control.py, isr_control.py, eligible_leaders.py, topic_control.py,
-config_control.py, producer_id_control.py, coordinator_control.py and reassignment_control.py;
+config_control.py, producer_id_control.py, coordinator_control.py, reassignment_control.py and
+unregister_control.py;
 this module is the one place the adapter imports them from. The plain reads (DescribeCluster,
 DescribeTopics, DescribeConfigs, ListPartitionReassignments) are shared with the brokers, which
 answer them too: services/runtime/metadata_reads.py, re-exported here.
@@ -63,6 +66,7 @@ from samsa.services.controller.topic_control import (
     delete_topics,
     topic_name_problem,
 )
+from samsa.services.controller.unregister_control import unregister_broker
 from samsa.services.runtime.metadata_reads import (
     describe_cluster,
     describe_configs,
@@ -104,4 +108,5 @@ __all__ = [
     "register_coordinator",
     "report_corrupt_replica",
     "topic_name_problem",
+    "unregister_broker",
 ]

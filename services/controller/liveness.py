@@ -8,6 +8,8 @@ moment: a broker is fenced only after a full session timeout of silence towards 
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 
 class BrokerLiveness:
     """broker id -> (broker epoch, last heartbeat in ms) of the current sessions."""
@@ -22,9 +24,15 @@ class BrokerLiveness:
     def forget(self, broker_id: int) -> None:
         self._sessions.pop(broker_id, None)
 
-    def reset_all(self, now_ms: int) -> None:
-        """Every known session restarts now; brokers not yet heard of get one from `now_ms`."""
-        self._sessions = {broker: (epoch, now_ms) for broker, (epoch, _) in self._sessions.items()}
+    def reset_all(self, now_ms: int, registered: Collection[int] | None = None) -> None:
+        """Every known session restarts now; brokers not yet heard of get one from `now_ms`.
+        Given `registered`, the sessions of ids not in it are dropped: a broker unregistered
+        while another controller was active is forgotten here too (its id may come back new)."""
+        self._sessions = {
+            broker: (epoch, now_ms)
+            for broker, (epoch, _) in self._sessions.items()
+            if registered is None or broker in registered
+        }
         self._reset_at_ms = now_ms
 
     def is_alive(self, broker_id: int, broker_epoch: int, now_ms: int, timeout_ms: int) -> bool:

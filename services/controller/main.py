@@ -73,7 +73,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
     driver = ControllerDriver(node_id=config.node_id, raft_address_to_node=raft_to_node)
     liveness = BrokerLiveness()
     coordinator_liveness = BrokerLiveness()
-    driver.on_becoming_active(lambda: liveness.reset_all(_now_ms()))
+    driver.on_becoming_active(lambda: liveness.reset_all(_now_ms(), driver.image.brokers))
     driver.on_becoming_active(lambda: coordinator_liveness.reset_all(_now_ms()))
     defaults = control_plane.ClusterDefaults(
         num_partitions=config.num_partitions,

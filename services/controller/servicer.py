@@ -353,6 +353,23 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             lambda image: control_plane.alter_partition_reassignments(image, request),
         )
 
+    async def UnregisterBroker(self, request, context):
+        now = now_ms()
+        response = await self._write(
+            controller_pb2.UnregisterBrokerResponse,
+            lambda image: control_plane.unregister_broker(
+                image,
+                request,
+                liveness=self.liveness,
+                now_ms=now,
+                session_timeout_ms=self.defaults.broker_session_timeout_ms,
+            ),
+        )
+        if response.status.error_code == ErrorCode.NONE:
+            # Committed: no session of it is left to expire (its id may come back as new).
+            self.liveness.forget(request.broker_id)
+        return response
+
     async def IncrementalAlterConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
         return await self._write(

@@ -12,13 +12,13 @@ controller:
   log to bring it, then answers UNAVAILABLE (the client retries, on another server when it has
   one); so does a read before the broker has followed the log at all, rather than answer from an
   empty image.
-- CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs and
-  AlterPartitionReassignments are forwarded to the active controller through the channel the
-  broker already keeps (`ControllerChannel.write`, which follows NOT_CONTROLLER redirects), and
-  the controller's answer is answered as it is: its status carries the metadata offset of the
-  write, which the client then asks its reads for. When no active controller answers in time
-  the answer is NOT_CONTROLLER, which clients retry; a controller's refusal with a gRPC status
-  (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
+- CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs,
+  AlterPartitionReassignments and UnregisterBroker are forwarded to the active controller
+  through the channel the broker already keeps (`ControllerChannel.write`, which follows
+  NOT_CONTROLLER redirects), and the controller's answer is answered as it is: its status
+  carries the metadata offset of the write, which the client then asks its reads for. When
+  no active controller answers in time the answer is NOT_CONTROLLER, which clients retry; a
+  controller's refusal with a gRPC status (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
 - The RPCs only cluster members send (registration, heartbeats, FetchMetadata, FetchSnapshot,
   AlterPartition, …) are not forwarded: a broker answers them UNIMPLEMENTED, saying to send them
   to a controller.
@@ -211,6 +211,11 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
             request,
             controller_pb2.AlterPartitionReassignmentsResponse,
             context,
+        )
+
+    async def UnregisterBroker(self, request, context):
+        return await self._forward(
+            "UnregisterBroker", request, controller_pb2.UnregisterBrokerResponse, context
         )
 
     # --- what only cluster members send, to a controller: not forwarded -----------------------

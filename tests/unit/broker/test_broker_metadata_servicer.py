@@ -277,6 +277,18 @@ def test_a_controllers_refusal_is_passed_on() -> None:
     assert refused.value.details == "too much metadata"
 
 
+def test_unregister_broker_is_forwarded_and_its_refusal_answered() -> None:
+    answer = c.UnregisterBrokerResponse(status=c.ControllerStatus(metadata_offset=12))
+    answer.status.error_code = ErrorCode.BROKER_ID_NOT_REGISTERED
+    channel = FakeChannel(answer=answer)
+    request = c.UnregisterBrokerRequest(broker_id=4)
+    got = run(servicer(channel=channel).UnregisterBroker(request, FakeContext(3.0)))
+    assert got is answer
+    assert [(method, sent) for method, sent, _ in channel.forwarded] == [
+        ("UnregisterBroker", request)
+    ]
+
+
 def test_an_oversized_write_is_refused_before_it_is_forwarded() -> None:
     channel = FakeChannel()
     resources = [
