@@ -39,6 +39,7 @@ from samsa.client.cluster_admin import (
     create_topics_request,
     raise_first,
     topic_descriptions_of,
+    unregister_broker_request,
 )
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config_values import parse_servers
@@ -292,18 +293,19 @@ class Admin:
     def describe_cluster(self) -> ClusterDescription:
         return cluster_description_of(self._controller.describe_cluster())
 
+    def unregister_broker(self, broker_id: int) -> None:
+        """Forget a broker stopped for good (Kafka's unregisterBroker, KIP-631): it leaves
+        describe_cluster. KafkaError: BROKER_ID_NOT_REGISTERED, or INVALID_REQUEST while it
+        runs or holds replicas (move them with alter_partition_reassignments first)."""
+        self._controller.write("UnregisterBroker", unregister_broker_request(broker_id))
+
     def describe_configs(self, topic: str) -> dict[str, ConfigEntry]:
-        answer = self._controller.read(
-            "DescribeConfigs",
-            c.DescribeConfigsRequest(
-                resources=[
-                    c.DescribeConfigsRequest.Resource(
-                        resource=c.ConfigResource(type=TOPIC, name=topic)
-                    )
-                ],
-                min_metadata_offset=self._controller.metadata_offset,
-            ),
+        resource = c.ConfigResource(type=TOPIC, name=topic)
+        request = c.DescribeConfigsRequest(
+            resources=[c.DescribeConfigsRequest.Resource(resource=resource)],
+            min_metadata_offset=self._controller.metadata_offset,
         )
+        answer = self._controller.read("DescribeConfigs", request)
         raise_first(answer.results)
         return config_entries_of(answer.results[0])
 
@@ -312,13 +314,9 @@ class Admin:
     ) -> None:
         """Set and/or delete (back to default) topic configs, validated together."""
         alterations = config_alterations(topic, set or {}, delete)
-        request = c.IncrementalAlterConfigsRequest(
-            resources=[
-                c.IncrementalAlterConfigsRequest.Resource(
-                    resource=c.ConfigResource(type=TOPIC, name=topic), alterations=alterations
-                )
-            ]
-        )
+        resource = c.ConfigResource(type=TOPIC, name=topic)
+        item = c.IncrementalAlterConfigsRequest.Resource(resource=resource, alterations=alterations)
+        request = c.IncrementalAlterConfigsRequest(resources=[item])
         raise_first(self._controller.write("IncrementalAlterConfigs", request).results)
 
     # --- consumer groups: at their coordinators (group_admin_calls.py) --------------------------

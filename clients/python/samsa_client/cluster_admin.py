@@ -11,7 +11,7 @@ built by hand:
   Kafka-named dataclasses below, which admin.py exports;
 - `check_config_strings` and `config_alterations` check the configs a request carries, before
   anything is sent, and build IncrementalAlterConfigs' alterations; `create_topics_request`
-  checks and builds CreateTopics'.
+  checks and builds CreateTopics', and `unregister_broker_request` UnregisterBroker's.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from samsa.client.errors import KafkaError, TopicError, first_of
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
 
+INT32_MAX = 2**31 - 1
 # How DescribeConfigs says where a value comes from, in the words ConfigEntry.source uses.
 CONFIG_SOURCE_NAMES = {
     c.CONFIG_SOURCE_DYNAMIC: "dynamic",
@@ -168,6 +169,20 @@ def config_alterations(
     return [Alteration(name=k, op=c.ALTER_CONFIG_OP_SET, value=v) for k, v in values.items()] + [
         Alteration(name=k, op=c.ALTER_CONFIG_OP_DELETE) for k in deleted
     ]
+
+
+def unregister_broker_request(broker_id: object) -> c.UnregisterBrokerRequest:
+    """UnregisterBroker's request, or KafkaError (INVALID_REQUEST) for an id that is not a
+    broker id: a bool or a str would go on the wire as some other number, or not at all."""
+    if isinstance(broker_id, bool) or not isinstance(broker_id, int):
+        raise KafkaError(
+            f"broker id {broker_id!r} is not a broker id (an int)", ErrorCode.INVALID_REQUEST
+        )
+    if not 0 <= broker_id <= INT32_MAX:
+        raise KafkaError(
+            f"broker id {broker_id} is out of range (0 to {INT32_MAX})", ErrorCode.INVALID_REQUEST
+        )
+    return c.UnregisterBrokerRequest(broker_id=broker_id)
 
 
 def raise_first(results: Iterable[Any]) -> None:
