@@ -48,11 +48,21 @@ def raise_terminated(signum: int, frame: object) -> None:
 TOPIC_VISIBLE_WAIT_S = 2.0
 
 
-def add_connection(parser: argparse.ArgumentParser) -> None:
+def add_connection(parser: argparse.ArgumentParser, *, inherited: bool = False) -> None:
+    """--bootstrap-server and --data-dir. `inherited`: `parser` is an action of a command that
+    has them too (`samsa cluster unregister`): without defaults of its own, since argparse
+    copies an action's defaults over what the command's own flags parsed, so the flags count
+    on either side of the action's name."""
     parser.add_argument(
-        "--bootstrap-server", help="brokers or controllers (or both), host:port,..."
+        "--bootstrap-server",
+        help="brokers or controllers (or both), host:port,...",
+        default=argparse.SUPPRESS if inherited else None,
     )
-    parser.add_argument("--data-dir", default="samsa-data", help="where `samsa up` runs")
+    parser.add_argument(
+        "--data-dir",
+        help="where `samsa up` runs",
+        default=argparse.SUPPRESS if inherited else "samsa-data",
+    )
 
 
 def bootstrap(args: argparse.Namespace) -> str:

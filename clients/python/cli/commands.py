@@ -83,6 +83,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "or offline",
     )
     add_connection(cluster)
+    # Optional: `samsa cluster` alone describes the cluster, as it always has.
+    cluster_actions = cluster.add_subparsers(dest="cluster_action", metavar="{unregister}")
+    unregister = cluster_actions.add_parser(
+        "unregister",
+        help="forget a broker stopped for good that holds no replica (kafka-cluster.sh unregister)",
+    )
+    unregister.add_argument("--id", type=int32, required=True, dest="broker_id")
+    add_connection(unregister, inherited=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
             return run_groups(args)
         if args.command == "transactions":
             return run_transactions(args, servers)
+        if args.command == "cluster" and args.cluster_action == "unregister":
+            return _unregister_broker(args)
         if args.command == "cluster":
             return _cluster(args)
         if args.command == "perf":
@@ -250,6 +260,15 @@ def partition_row(topic: str, partition: PartitionInfo, status: str) -> tuple[ob
         ",".join(map(str, partition.isr)),
         status,
     )
+
+
+def _unregister_broker(args: argparse.Namespace) -> int:
+    """Retire a broker for good (Kafka's kafka-cluster.sh unregister --id N); the controller's
+    refusal (still running, still holding replicas) is run()'s one line on stderr."""
+    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        admin.unregister_broker(args.broker_id)
+    print(f"broker {args.broker_id} unregistered")
+    return 0
 
 
 def _cluster(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@
     samsa groups list|describe|lag|reset-offsets|delete ...    consumer groups (see below)
     samsa transactions list|describe|describe-producers|abort  transactional ids (hanging?)
     samsa cluster [--partitions]        members, topics, partitions not in sync (or all)
+    samsa cluster unregister --id N     forget a broker stopped for good (holding no replica)
     samsa reassign --generate|--execute|--verify|--cancel|--list ...  move partitions' replicas
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
