@@ -89,6 +89,7 @@ def test_a_broker_is_retired_after_its_replicas_moved_and_its_id_comes_back_new(
 
         admin.unregister_broker(2)
         assert [b.broker_id for b in admin.describe_cluster().brokers] == [1]
+        assert cluster.exited() == {}, "broker 1 and the controller took the record in stride"
         error = refusal(admin, 2)
         assert error.code == ErrorCode.BROKER_ID_NOT_REGISTERED, "already unregistered"
 
@@ -108,3 +109,4 @@ def test_a_broker_is_retired_after_its_replicas_moved_and_its_id_comes_back_new(
     argv = ["cluster", "unregister", "--id", "2", "--bootstrap-server", via]
     assert samsa_main(argv) == 1, "a live broker is refused"
     assert "broker 2 is running" in capsys.readouterr().err
+    assert cluster.exited() == {}
