@@ -333,6 +333,14 @@ fetch_session_idle_ms = 120_000
 # message with room for the envelope.
 fetch_response_bytes_max = 64 * MIB
 
+# The longest gRPC may take to write a consumer's fetch answer (services/broker/requests/
+# answer_write_deadline.py). An unwritten answer holds its bytes of the broker's answer budget,
+# and a client that never reads keeps the write from completing (HTTP/2 flow control): without a
+# deadline a stranger could fill the budget and starve every consumer for as long as it liked.
+# The SDK consumer's own request timeout is 30 s, so one that has not taken an answer for twice
+# that is gone or stuck; 60 s also leaves a slow link ~1 MiB/s for a maximal 64 MiB answer.
+fetch_answer_write_ms_max = 60_000
+
 # Requests one ProduceStream may have in progress at once (the SDK keeps a handful per broker);
 # beyond it the broker stops reading the stream until one completes (back-pressure).
 produce_stream_in_flight_max = 64

@@ -49,6 +49,7 @@ from samsa.services.broker.record_trace import TRACER_NAME, RecordTracer
 from samsa.services.broker.replica.isr_manager import run_isr_manager
 from samsa.services.broker.replica.replica_fetcher import ReplicaFetchers
 from samsa.services.broker.requests.answer_gate import AnswerGate
+from samsa.services.broker.requests.answer_write_deadline import AnswerWriteDeadline
 from samsa.services.broker.requests.producer_ids import ProducerIdManager
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.broker.scrubber import (
@@ -113,9 +114,13 @@ class Broker:
         internal_listen: str | None = None,
         internal_advertised_listener: str | None = None,
         fetch_answers_bytes_max: int = FETCH_ANSWERS_BYTES_MAX_DEFAULT,
+        fetch_answer_write_timeout_ms: int = limits.fetch_answer_write_ms_max,
     ) -> None:
         # Consumers' fetch answers held at once (requests/answer_budget.py).
-        self.answer_gate = AnswerGate(fetch_answers_bytes_max)
+        # ... and how long one may hold them unwritten (requests/answer_write_deadline.py).
+        self.answer_gate = AnswerGate(
+            fetch_answers_bytes_max, AnswerWriteDeadline(fetch_answer_write_timeout_ms)
+        )
         self.health_file = health_file
         # The internal listener (runtime/listeners.py), and what members dial for it.
         self.internal_listen = internal_listen
@@ -213,6 +218,8 @@ class Broker:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
         draining = Draining()
+        if self.answer_gate.write_deadline is not None:  # before the server: see its module doc
+            self.answer_gate.write_deadline.install(asyncio.get_running_loop())
         server = Listeners(
             self.listen,
             [service, LOOKUP_SERVICE_NAME, metadata_service],

@@ -24,6 +24,9 @@ LOG_RETENTION_CHECK_INTERVAL_MS_DEFAULT = 30_000
 # one, so that one can always proceed.
 FETCH_ANSWERS_BYTES_MAX_DEFAULT = 8 * limits.fetch_response_bytes_max
 FETCH_ANSWERS_BYTES_MAX_MIN = ANSWER_COPIES * limits.fetch_response_bytes_max
+# An answer not written by then ends its fetch (requests/answer_write_deadline.py); at least a
+# second, so that a test can lower it and no consumer is cut for a moment's stall.
+FETCH_ANSWER_WRITE_TIMEOUT_MS_MIN = 1000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,4 +72,11 @@ class BrokerConfig(MemberConfig):
         help="the memory consumers' fetch answers may take at once, read but not yet written "
         "(each costs twice its bytes; followers' are not counted); beyond it fetches answer "
         "smaller, or wait",
+    )
+    fetch_answer_write_timeout_ms: int = key(
+        "fetch.answer.write.timeout.ms",
+        integer(FETCH_ANSWER_WRITE_TIMEOUT_MS_MIN, limits.fetch_answer_write_ms_max),
+        default=limits.fetch_answer_write_ms_max,
+        help="the longest a consumer's fetch answer may wait for the client to read it; then "
+        "its fetch or stream ends with CANCELLED and the answer's bytes are released",
     )

@@ -35,6 +35,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         log_cleaner_backoff_ms=config.log_cleaner_backoff_ms,
         log_retention_check_interval_ms=config.log_retention_check_interval_ms,
         fetch_answers_bytes_max=config.fetch_answers_bytes_max,
+        fetch_answer_write_timeout_ms=config.fetch_answer_write_timeout_ms,
         health_file=config.health_file,
         connections_max=config.max_connections,
         internal_listen=config.internal_listeners,

@@ -155,10 +155,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             await context.abort(*refusal)
         gate = self.answer_gate
         answer = await fetch_answer(self.host, request, self.fetch_sessions, gate)
-        if gate is not None and answer.held_bytes:
-            # Held until the call ends: gRPC has then written the answer (or dropped it).
-            held_bytes = answer.held_bytes
-            context.add_done_callback(lambda _: gate.release(held_bytes))
+        if gate is not None:
+            # Held until the call ends: gRPC has then written the answer (or dropped it, or
+            # the gate's write deadline ended the call: answer_write_deadline.py).
+            gate.release_when_written(answer.held_bytes, context)
         # Serialized here, records spliced in (fetch_wire.py): see add_broker_service.
         return response_bytes(answer)
 

@@ -110,6 +110,7 @@ IO_MODULE_NAMES = {
     "hosted_partition.py",  # the asyncio event that wakes a partition's waiters
     "fetch.py",  # long-poll waits on appends
     "answer_gate.py",  # fetches waiting (asyncio futures, timers) for the answer budget's room
+    "answer_write_deadline.py",  # ends a fetch whose answer gRPC has not written in time
     "broker.py",  # the broker's composition
     "clean_shutdown.py",  # the broker's clean-shutdown file (KIP-966): read, delete, write
     "maintenance.py",  # retention and flush loop

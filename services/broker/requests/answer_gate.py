@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import asyncio
 
+import grpc
+
 from samsa.services.broker.requests.answer_budget import ANSWER_COPIES, AnswerBudget
+from samsa.services.broker.requests.answer_write_deadline import AnswerWriteDeadline
 
 
 class AnswerGate:
-    def __init__(self, memory_bytes_max: int) -> None:
+    def __init__(
+        self, memory_bytes_max: int, write_deadline: AnswerWriteDeadline | None = None
+    ) -> None:
         """`memory_bytes_max`: what answers may cost at once (fetch.answers.bytes.max); the
-        budget counts answer bytes, each costing ANSWER_COPIES of them."""
+        budget counts answer bytes, each costing ANSWER_COPIES of them. `write_deadline`: how
+        long an answer may hold them unwritten (answer_write_deadline.py); None: no bound."""
         self.budget = AnswerBudget(memory_bytes_max // ANSWER_COPIES)
+        self.write_deadline = write_deadline
         self._wakes: dict[int, asyncio.Future[None]] = {}
 
     @property
@@ -34,6 +41,21 @@ class AnswerGate:
         if size_bytes:
             self.budget.release(size_bytes)
             self._wake()
+
+    def release_when_written(self, held_bytes: int, context: grpc.aio.ServicerContext) -> None:
+        """For a unary Fetch's answer, about to be returned to gRPC: its bytes are released once
+        the call's task ends (written, dropped, or ended by the write deadline)."""
+        deadline = self.write_deadline
+        timer = deadline.arm("Fetch", held_bytes, context) if deadline is not None else None
+
+        def written(_: object) -> None:
+            if timer is not None:
+                timer.cancel()
+            self.release(held_bytes)
+
+        task = asyncio.current_task()
+        assert task is not None, "called from a handler"
+        task.add_done_callback(written)
 
     async def wait(self, need_bytes: int, ticket: int | None, timeout_s: float) -> int:
         """Wait in line until `need_bytes` are free for this fetch, at most `timeout_s`;

@@ -17,6 +17,8 @@ Memory. Each answer holds its bytes of the broker's answer budget (answer_budget
 `yield` returns, which is once gRPC has written it: a client that stops reading its answers
 keeps at most one answer's bytes, the write never completes, and its other fetches wait in line.
 Nothing else refers to the answer while it is written (the records beside it are dropped).
+An answer not written within the gate's write deadline ends the stream (answer_write_deadline.py):
+gRPC then drops it, and the client's next read raises CANCELLED.
 
 Limits. Every request passes the checks Fetch applies (partitions per request, no negative
 sizes, offsets or session fields; gRPC bounds the message size); the long-poll is bounded by
@@ -36,6 +38,7 @@ import grpc
 from samsa.common import limits
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.answer_gate import AnswerGate
+from samsa.services.broker.requests.answer_write_deadline import close_requests
 from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.services.broker.requests.fetch_wire import stream_message
@@ -102,16 +105,26 @@ async def serve_fetch_stream(
 ) -> AsyncIterator[bytes]:
     """Answer each request of one stream in turn, as Fetch would (see the module doc); each
     answer is a serialized FetchStreamResponse (fetch_wire.py)."""
-    async for item in requests_in_turn(requests, context, "FetchStream"):
-        refusal = consumer_refusal(item)
-        if refusal is not None:
-            await context.abort(*refusal)
-        answer = await fetch_answer(host, item.request, sessions, gate)
-        held_bytes = answer.held_bytes
-        try:
-            message = stream_message(answer)
-            del answer  # its records: only the message is held while it is written
-            yield message
-        finally:  # written, or the stream ended (cancelled, closed) with it unwritten
-            if gate is not None:
-                gate.release(held_bytes)
+    deadline = gate.write_deadline if gate is not None else None
+    try:
+        async for item in requests_in_turn(requests, context, "FetchStream"):
+            refusal = consumer_refusal(item)
+            if refusal is not None:
+                await context.abort(*refusal)
+            answer = await fetch_answer(host, item.request, sessions, gate)
+            held_bytes = answer.held_bytes
+            timer = None
+            try:
+                message = stream_message(answer)
+                del answer  # its records: only the message is held while it is written
+                if deadline is not None:
+                    timer = deadline.arm("FetchStream", held_bytes, context)
+                yield message
+            finally:  # written, or the stream ended (cancelled, closed) with it unwritten
+                if timer is not None:
+                    timer.cancel()
+                if gate is not None:
+                    gate.release(held_bytes)
+    finally:
+        if deadline is not None:  # the write deadline's end of the call needs it closed
+            await close_requests(requests)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from samsa.common import limits
 from samsa.services.broker.broker_config import BrokerConfig
 from samsa.services.controller.controller_config import ControllerConfig, Peer, parse_voters
 from samsa.services.coordinator.coordinator_config import CoordinatorConfig
@@ -401,3 +402,14 @@ def test_the_fetch_answer_budget_defaults_to_512_mib_and_holds_at_least_one_maxi
         ConfigError, match=rf"fetch.answers.bytes.max must be an integer >= {floor}"
     ):
         broker(file=f"fetch.answers.bytes.max={floor - 1}\n")
+
+
+def test_the_fetch_answer_write_deadline_defaults_to_its_limit_and_may_only_be_lowered() -> None:
+    assert broker().fetch_answer_write_timeout_ms == limits.fetch_answer_write_ms_max == 60_000
+    assert broker(file="fetch.answer.write.timeout.ms=1000\n").fetch_answer_write_timeout_ms == 1000
+    for refused in ("999", str(limits.fetch_answer_write_ms_max + 1)):
+        with pytest.raises(
+            ConfigError,
+            match=r"fetch.answer.write.timeout.ms must be an integer from 1000 to 60000",
+        ):
+            broker(file=f"fetch.answer.write.timeout.ms={refused}\n")
