@@ -98,7 +98,7 @@ async def unread_calls_end_with_cancelled() -> None:
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=OPTIONS)
     try:
         # gRPC's accept loop keeps the first call a server accepts for its whole life (a local
-        # of `_server_main_loop`): a broker's is its launcher's health check, so here too.
+        # of `_server_main_loop`, see answer_write_deadline.py): not a stranger's here.
         small = channel.unary_unary(f"/{SERVICE}/Small")
         assert await small(b"", timeout=10) == b"small"
         calls = []

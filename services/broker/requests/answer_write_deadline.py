@@ -22,6 +22,9 @@ server, 8 MiB answers, a client that writes requests and never reads, asyncio an
 With that, 10 unread answers of 8 MiB (+160 MiB of RSS) were freed at their deadline but the
 last one or two accepted, whose state gRPC's accept loop keeps until it accepts its next call
 (the next fetch of any consumer). The connection stays open and serves the client's other calls.
+gRPC's accept loop also keeps, for the server's life, the first call it accepts through its
+generic handlers and the first of its last registered method (locals of `_server_main_loop`):
+at worst two answers per listener, whose budget is released while gRPC still holds them.
 If gRPC's structure changes so that the second task is not found, `arm` arms nothing and logs
 why: the budget must never be released while gRPC still holds the bytes.
 """
