@@ -35,6 +35,7 @@ import grpc
 from opentelemetry import metrics
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
+from samsa.services.runtime.request_iterators import close_requests
 from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
 
 _LOGGER = logging.getLogger(__name__)
@@ -265,9 +266,12 @@ class RpcMetrics(WrappingInterceptor):
         messages = self._messages
 
         async def counting(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-            async for request in requests:
-                messages.add(1, received)
-                yield request
+            try:
+                async for request in requests:
+                    messages.add(1, received)
+                    yield request
+            finally:
+                await close_requests(requests)  # closed with this one: request_iterators.py
 
         async def counted(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
             async for response in behaviour(counting(requests), context):

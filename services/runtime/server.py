@@ -64,6 +64,7 @@ from samsa.services.runtime import metrics
 from samsa.services.runtime.health_file import HealthFile, own_address
 from samsa.services.runtime.open_files import connections_bound, open_files_limit
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
+from samsa.services.runtime.request_iterators import close_requests
 from samsa.services.runtime.request_shape import elements_problem
 from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
 
@@ -289,10 +290,13 @@ class RpcGuard(WrappingInterceptor):
     async def _checked_stream(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str
     ) -> AsyncIterator[Any]:
-        async for request in requests:
-            if type(request) is _Undecodable:
-                self._refuse(request, context, method)
-            yield request
+        try:
+            async for request in requests:
+                if type(request) is _Undecodable:
+                    self._refuse(request, context, method)
+                yield request
+        finally:
+            await close_requests(requests)  # closed with this one: request_iterators.py
 
     def _refuse(
         self, request: _Undecodable, context: grpc.aio.ServicerContext, method: str

@@ -24,10 +24,8 @@ import pytest
 
 from samsa.common import event_loops
 from samsa.services.broker.requests.answer_gate import AnswerGate
-from samsa.services.broker.requests.answer_write_deadline import (
-    AnswerWriteDeadline,
-    close_requests,
-)
+from samsa.services.broker.requests.answer_write_deadline import AnswerWriteDeadline
+from samsa.services.runtime.request_iterators import close_requests
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,7 +18,7 @@ server, 8 MiB answers, a client that writes requests and never reads, asyncio an
   task that started it and then awaits the call's close. The deadline cancels both. The second is
   learnt from a task factory on the broker's loop (`install`), which notes the creator of every
   gRPC handler task. A stream's request iterator also holds the state, in a reference cycle,
-  until the handler closes it (`close_requests`).
+  until the handler closes it (services/runtime/request_iterators.py).
 With that, 10 unread answers of 8 MiB (+160 MiB of RSS) were freed at their deadline but the
 last one or two accepted, whose state gRPC's accept loop keeps until it accepts its next call
 (the next fetch of any consumer). The connection stays open and serves the client's other calls.
@@ -35,7 +35,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Coroutine, Generator
+from collections.abc import Coroutine, Generator
 from typing import Any
 
 import grpc
@@ -139,12 +139,3 @@ class AnswerWriteDeadline:
             )
         if admission.write:
             _LOGGER.warning(message, *args)
-
-
-async def close_requests(requests: AsyncIterator[Any]) -> None:
-    """Close a stream's request iterator: gRPC's holds the call in a reference cycle until
-    closed (see the module doc)."""
-    iterator = aiter(requests)
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()

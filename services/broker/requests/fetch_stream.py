@@ -38,11 +38,11 @@ import grpc
 from samsa.common import limits
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.answer_gate import AnswerGate
-from samsa.services.broker.requests.answer_write_deadline import close_requests
 from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.services.broker.requests.fetch_wire import stream_message
 from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
+from samsa.services.runtime.request_iterators import close_requests
 from samsa.v1 import broker_pb2
 
 # A fetcher sends its next fetch as soon as it handled the previous answer, and every answer
