@@ -198,6 +198,7 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
         "log.cleaner.backoff.ms",
         "log.retention.check.interval.ms",
         "fetch.answers.bytes.max",
+        "fetch.answer.write.timeout.ms",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
