@@ -13,7 +13,9 @@ much it may hold (`room_bytes`), reads within that, and takes exactly what it re
 before anything else runs: the budget is never exceeded, not even by KIP-74's first batch,
 which the reader returns whole only when it fits the room. `reserve(wanted) -> granted` is the
 same in one step, for callers that know their size before reading. The bytes are released once
-the answer has been written (after the stream's write; after the unary call ended).
+the answer has been written (after the stream's write; after the unary call ended), or once the
+write deadline ended its RPC (answer_write_deadline.py): a client that never reads holds them
+for at most that long.
 
 Fairness. A fetch that could read nothing (the room was smaller than its first batch, or zero)
 takes a ticket and waits, in arrival order, for `need_bytes` to be free; while anyone waits, a

@@ -15,7 +15,7 @@ replica_id ends it with a status saying so, before anything is read.
 
 Memory. Each answer holds its bytes of the broker's answer budget (answer_budget.py) until the
 `yield` returns, which is once gRPC has written it: a client that stops reading its answers
-keeps at most one answer's bytes, the write never completes, and its other fetches wait in line.
+keeps at most one answer's bytes, the write does not complete, and its other fetches wait in line.
 Nothing else refers to the answer while it is written (the records beside it are dropped).
 An answer not written within the gate's write deadline ends the stream (answer_write_deadline.py):
 gRPC then drops it, and the client's next read raises CANCELLED.
