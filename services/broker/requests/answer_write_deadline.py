@@ -26,7 +26,7 @@ gRPC's accept loop also keeps, for the server's life, the first call it accepts 
 generic handlers and the first of its last registered method (locals of `_server_main_loop`):
 at worst two answers per listener, whose budget is released while gRPC still holds them.
 If gRPC's structure changes so that the second task is not found, `arm` arms nothing and logs
-why: the budget must never be released while gRPC still holds the bytes.
+why: else every ended call's budget would be released while gRPC still held its bytes.
 """
 
 from __future__ import annotations
