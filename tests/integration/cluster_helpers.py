@@ -105,6 +105,15 @@ def wait_until(what: str, probe: Callable[[], T | None], timeout_s: float = 30.0
     raise AssertionError(f"timed out waiting for {what} (last error: {last_error})")
 
 
+def broker_log_count(data_dir: Path, message: str) -> int:
+    """How many times `message` appears in the brokers' logs of the cluster in `data_dir` (every
+    restart appends to the same file): a fault test counts the faults that fired."""
+    return sum(
+        path.read_text(errors="replace").count(message)
+        for path in (data_dir / "logs").glob("broker-*.log")
+    )
+
+
 def read_to_end(
     bootstrap: str, partitions: list[tuple[str, int]], isolation: str, timeout_s: float = 120
 ) -> list[tuple[int, int, bytes]]:

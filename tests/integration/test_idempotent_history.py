@@ -23,7 +23,13 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_helpers import FAST_SETTINGS, admin_write, local_cluster, wait_until
+from cluster_helpers import (
+    FAST_SETTINGS,
+    admin_write,
+    broker_log_count,
+    local_cluster,
+    wait_until,
+)
 from history_checker import History, check, value_of
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
@@ -110,13 +116,6 @@ def read_partitions(cluster) -> dict[int, list[tuple[int, bytes]]]:
             for record in consumer.poll(timeout=5):
                 stored[record.partition].append((record.offset, record.value))
     return stored
-
-
-def broker_log_count(data_dir: Path, message: str) -> int:
-    return sum(
-        path.read_text(errors="replace").count(message)
-        for path in (data_dir / "logs").glob("broker-*.log")
-    )
 
 
 @pytest.mark.parametrize("rounds", [pytest.param(SLOW_ROUNDS if SLOW else ROUNDS, id="rounds")])

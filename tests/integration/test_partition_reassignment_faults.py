@@ -11,14 +11,16 @@ back (A, B: its replicas, A the leader; C: the third broker). C is stopped (SIGT
 move, so the reassignment is observably in progress (C cannot join the ISR) when the fault
 lands; C starts again after it, and the move completes only then. One SDK producer (idempotent,
 acks=all, 5 requests in flight) sends unique values (history_checker.py) from before the move
-until after it completed.
+until after it completed, and the brokers drop some Produce answers after appending
+(`SAMSA_FAULTS=produce.drop_answer`), so the producer retries batches a log already holds.
 - Leader case (1 controller, 3 brokers): the leader A, which the move removes, is killed with
   kill -9 by PID; B takes over, A restarts and rejoins as a follower (truncating what it had
   not replicated), then C starts and catches up from B.
-- Controller case (3 controllers, 3 brokers): the active controller is killed with kill -9 once
-  the move is in progress; C starts while the quorum elects another, whose completion loop
-  inherits the reassignment and completes it when C joins the ISR. The killed controller stays
-  down until the move has completed.
+- Controller case (3 controllers, 3 brokers), target [C, B]: the active controller is killed
+  with kill -9 once the move is in progress; C starts while the quorum elects another, whose
+  completion loop inherits the reassignment and completes it when C joins the ISR, handing
+  leadership from A to C (a replica that only copied the log: its producer state must answer
+  retries). The killed controller stays down until the move has completed.
 At the end the partition is read in full from its leader and the history checker compares it
 with the acknowledgements. CI runs one round per case; `SAMSA_SLOW=1` runs `SLOW_ROUNDS` more.
 """
@@ -34,7 +36,8 @@ import pytest
 from cluster_helpers import (
     FAST_SETTINGS,
     active_controller,
-    admin_write,
+    broker_log_count,
+    controller_stub,
     local_cluster,
     read_to_end,
     wait_until,
@@ -53,11 +56,27 @@ TOPIC = "moving"
 SETTINGS = FAST_SETTINGS | {"replica.lag.time.max.ms": "2000"}
 # The producer's bound: it stops well before this unless the move hangs.
 SENDS_MAX = 50_000
+# Brokers drop a Produce answer after appending with this probability (services/runtime/faults.py),
+# so that the producer retries batches the log already holds, some of them across the leader
+# change: without it a kill -9 only loses requests that never reached a log, and a producer
+# without idempotence passed this test too (measured: 2 runs, 0 duplicates).
+DROP_ANSWER_PROBABILITY = 0.05
+# The broker log lines counted: a dropped answer, and a retried batch found in producer state.
+ANSWER_DROPPED = '"fault": "produce.drop_answer"'
+RETRY_ANSWERED = "a retried batch is already in the log"
 
 
 def describe(cluster: LocalCluster) -> c.DescribeTopicsResponse.Partition:
-    """The partition as the active controller describes it (following redirects)."""
-    answer = admin_write(cluster.spec, "DescribeTopics", c.DescribeTopicsRequest(names=[TOPIC]))
+    """The partition as the active controller describes it. Why not any controller: a standby
+    may not have applied the latest records yet (it answered a topic just created with none)."""
+    alive = {x.node_id for x in cluster.spec.controllers} - {
+        int(name.split("-")[1]) for name in cluster.killed if name.startswith("controller-")
+    }
+    active = wait_until("an active controller", lambda: active_controller(cluster.spec, alive))
+    endpoint = next(x.endpoint for x in cluster.spec.controllers if x.node_id == active)
+    request = c.DescribeTopicsRequest(names=[TOPIC])
+    answer = controller_stub(endpoint).DescribeTopics(request, timeout=5)
+    assert answer.topics and answer.topics[0].partitions, f"no {TOPIC} at the active controller"
     return answer.topics[0].partitions[0]
 
 
@@ -131,22 +150,26 @@ def create_topic(cluster: LocalCluster) -> tuple[int, int, int]:
     return a, b, c_
 
 
-def begin_move(cluster: LocalCluster, a: int, b: int, c_: int) -> None:
-    """Stop C, then reassign [A, B] to [B, C] through the SDK and check it is in progress."""
+def begin_move(cluster: LocalCluster, a: int, target: list[int], c_: int) -> None:
+    """Stop C, then reassign [A, B] to `target` ([B, C] or [C, B]) through the SDK and check
+    that it is in progress."""
     cluster.kill(f"broker-{c_}", signal.SIGTERM)
     with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
-        admin.alter_partition_reassignments({(TOPIC, 0): [b, c_]})
+        admin.alter_partition_reassignments({(TOPIC, 0): target})
         (moving,) = admin.list_partition_reassignments([(TOPIC, 0)]).values()
     assert (moving.replicas, moving.adding_replicas, moving.removing_replicas) == (
-        (b, c_, a),
+        (*target, a),
         (c_,),
         (a,),
     ), "C is down: the move cannot complete"
 
 
-def finish_move(cluster: LocalCluster, producer: HistoryProducer, a: int, b: int, c_: int) -> None:
+def finish_move(
+    cluster: LocalCluster, producer: HistoryProducer, a: int, target: list[int]
+) -> None:
     """Wait for the move to complete, stop the producer and check the outcome: the partition on
-    [B, C] with nothing listed, A's copy deleted, every acknowledged record once and in order."""
+    `target` with nothing listed, A's copy deleted, every acknowledged record once and in
+    order."""
     with Admin({"bootstrap.servers": cluster.spec.bootstrap_servers}) as admin:
         wait_until(
             "the move to complete",
@@ -159,22 +182,30 @@ def finish_move(cluster: LocalCluster, producer: HistoryProducer, a: int, b: int
         lambda: len(producer.history.acked) > acked_at_completion + 200,
         60,
     )
+    # A run proves nothing about retried batches until an answer was dropped after an append:
+    # the producer goes on until then (a few Produce answers a second are dropped).
+    wait_until(
+        "a Produce answer dropped", lambda: broker_log_count(cluster.data_dir, ANSWER_DROPPED), 60
+    )
     producer.finish()
     state = describe(cluster)
-    assert list(state.replicas) == [b, c_] and state.leader in (b, c_), state
+    assert list(state.replicas) == target and state.leader in target, state
     assert not state.adding_replicas and not state.removing_replicas, state
     assert a not in state.isr, state
     gone = partition_dir(cluster, a)
     wait_until(f"broker {a} to delete its copy", lambda: not gone.exists())
     leader = next(x.endpoint for x in cluster.spec.brokers if x.broker_id == state.leader)
     stored = {0: [(o, v) for _, o, v in read_to_end(leader, [(TOPIC, 0)], "read_uncommitted")]}
-    assert_history(check(producer.history, stored), producer)
+    assert_history(check(producer.history, stored), producer, cluster.data_dir)
 
 
-def assert_history(report: Report, producer: HistoryProducer) -> None:
+def assert_history(report: Report, producer: HistoryProducer, data_dir: Path) -> None:
     history = producer.history
+    dropped = broker_log_count(data_dir, ANSWER_DROPPED)
+    answered = broker_log_count(data_dir, RETRY_ANSWERED)
     print(  # the figures the issue note reports
-        f"\n{report.summary()}; batches retried {producer.retries}; "
+        f"\n{report.summary()}; batches retried {producer.retries}, answers dropped {dropped}, "
+        f"retried batches the broker answered from its state {answered}; "
         f"failed sends {dict(history.failed)}"
     )
     assert report.ok, (
@@ -185,6 +216,8 @@ def assert_history(report: Report, producer: HistoryProducer) -> None:
     # is retried until it is acknowledged.
     assert not history.failed, f"sends failed: {dict(history.failed)}"
     assert report.records_acked == report.records_sent, report.summary()
+    assert dropped > 0, "no answer was dropped: the fault hook did not fire"
+    assert answered > 0, "no retried batch reached a broker that already had it"
 
 
 def leader_killed_during_move(data_dir: Path) -> None:
@@ -193,7 +226,7 @@ def leader_killed_during_move(data_dir: Path) -> None:
         producer = HistoryProducer(cluster)
         try:
             wait_until("records sent before the move", lambda: producer.sent() >= 500)
-            begin_move(cluster, a, b, c_)
+            begin_move(cluster, a, [b, c_], c_)
             try:
                 cluster.kill(f"broker-{a}")  # kill -9 the leader, which the move removes
                 wait_until(f"broker {b} to lead", lambda: describe(cluster).leader == b, 60)
@@ -202,7 +235,7 @@ def leader_killed_during_move(data_dir: Path) -> None:
                 assert list(describe(cluster).adding_replicas) == [c_], "C is down: still moving"
             finally:
                 cluster.start(f"broker-{c_}")
-            finish_move(cluster, producer, a, b, c_)
+            finish_move(cluster, producer, a, [b, c_])
         finally:
             producer.stop.set()
 
@@ -213,7 +246,8 @@ def active_controller_killed_during_move(data_dir: Path) -> None:
         producer = HistoryProducer(cluster)
         try:
             wait_until("records sent before the move", lambda: producer.sent() >= 500)
-            begin_move(cluster, a, b, c_)
+            # C first: completing hands leadership from A to C, a replica that only copied.
+            begin_move(cluster, a, [c_, b], c_)
             old = wait_until("an active controller", lambda: active_controller(cluster.spec))
             cluster.kill(f"controller-{old}")  # kill -9 the controller that began the move
             cluster.start(f"broker-{c_}")  # C catches up while the quorum elects another
@@ -222,9 +256,15 @@ def active_controller_killed_during_move(data_dir: Path) -> None:
                 "a new active controller", lambda: active_controller(cluster.spec, alive), 60
             )
             assert new != old
-            finish_move(cluster, producer, a, b, c_)
+            finish_move(cluster, producer, a, [c_, b])
         finally:
             producer.stop.set()
+
+
+@pytest.fixture(autouse=True)
+def dropped_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The brokers these tests start drop some Produce answers (DROP_ANSWER_PROBABILITY)."""
+    monkeypatch.setenv("SAMSA_FAULTS", f"produce.drop_answer={DROP_ANSWER_PROBABILITY}")
 
 
 def test_leader_killed_during_a_move_loses_and_duplicates_nothing(tmp_path: Path) -> None:
