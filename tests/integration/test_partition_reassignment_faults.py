@@ -182,10 +182,13 @@ def finish_move(
         lambda: len(producer.history.acked) > acked_at_completion + 200,
         60,
     )
-    # A run proves nothing about retried batches until an answer was dropped after an append:
-    # the producer goes on until then (a few Produce answers a second are dropped).
+    # A run proves nothing about retried batches until one whose answer was dropped after its
+    # append reached a broker that had it: the producer goes on until then (a few Produce
+    # answers a second are dropped, and with no more kills each one's retry finds its batch).
     wait_until(
-        "a Produce answer dropped", lambda: broker_log_count(cluster.data_dir, ANSWER_DROPPED), 60
+        "a retried batch answered from the broker's producer state",
+        lambda: broker_log_count(cluster.data_dir, RETRY_ANSWERED),
+        60,
     )
     producer.finish()
     state = describe(cluster)
