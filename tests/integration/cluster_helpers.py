@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import grpc
+from history_checker import History, Report
 
 from samsa.cli.launcher import ClusterSpec, LocalCluster, load_or_create, wait_healthy
 from samsa.client import Consumer
@@ -112,6 +113,37 @@ def broker_log_count(data_dir: Path, message: str) -> int:
         path.read_text(errors="replace").count(message)
         for path in (data_dir / "logs").glob("broker-*.log")
     )
+
+
+# The broker log lines an idempotence fault test counts: a Produce answer the fault hook dropped
+# after the append, and a retried batch the broker found already in the log (SAMSA_FAULTS).
+ANSWER_DROPPED = '"fault": "produce.drop_answer"'
+RETRY_ANSWERED = "a retried batch is already in the log"
+
+
+def assert_idempotent_history(
+    report: Report, history: History, retries: int, data_dir: Path, label: str = ""
+) -> None:
+    """What every idempotence fault test asserts of its run, after printing its figures (the
+    issue notes report them): nothing lost, duplicated or reordered; every send acknowledged (a
+    crashed node is back within seconds and delivery.timeout.ms is 2 minutes, so each is
+    retried until it is); and the faults really fired: an answer was dropped, and a retried
+    batch reached a broker that already had it."""
+    dropped = broker_log_count(data_dir, ANSWER_DROPPED)
+    answered = broker_log_count(data_dir, RETRY_ANSWERED)
+    print(
+        f"\n{label}{report.summary()}; batches retried {retries}, answers dropped {dropped}, "
+        f"retried batches the broker answered from its state {answered}; "
+        f"failed sends {dict(history.failed)}"
+    )
+    assert report.ok, (
+        f"{report.summary()}: lost {report.lost[:3]}, duplicated {report.duplicated[:3]}, "
+        f"reordered {report.reordered[:3]}"
+    )
+    assert not history.failed, f"sends failed: {dict(history.failed)}"
+    assert report.records_acked == report.records_sent, report.summary()
+    assert dropped > 0, "no answer was dropped: the fault hook did not fire"
+    assert answered > 0, "no retried batch reached a broker that already had it"
 
 
 def read_to_end(

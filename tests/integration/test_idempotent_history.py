@@ -26,7 +26,7 @@ import pytest
 from cluster_helpers import (
     FAST_SETTINGS,
     admin_write,
-    broker_log_count,
+    assert_idempotent_history,
     local_cluster,
     wait_until,
 )
@@ -150,21 +150,4 @@ def test_idempotent_producers_under_kills_and_lost_answers(
             thread.join(timeout=240)
             assert not thread.is_alive(), "a producer did not finish"
         report = check(history, read_partitions(cluster))
-        faults = broker_log_count(tmp_path, '"fault": "produce.drop_answer"')
-        duplicates = broker_log_count(tmp_path, "a retried batch is already in the log")
-        print(  # the figures the issue note reports
-            f"\n{rounds} rounds: {report.summary()}; batches retried {sum(retries)}, "
-            f"answers dropped {faults}, "
-            f"retried batches the broker answered from its state {duplicates}; "
-            f"failed sends {dict(history.failed)}"
-        )
-        assert report.ok, (
-            f"{report.summary()}: lost {report.lost[:3]}, duplicated {report.duplicated[:3]}, "
-            f"reordered {report.reordered[:3]}"
-        )
-        # Leaders come back within seconds and delivery.timeout.ms is 2 minutes: every send
-        # is retried until it is acknowledged.
-        assert not history.failed, f"sends failed: {dict(history.failed)}"
-        assert report.records_acked == report.records_sent, report.summary()
-        assert faults > 0, "no answer was dropped: the fault hook did not fire"
-        assert duplicates > 0, "no retried batch reached a broker that already had it"
+        assert_idempotent_history(report, history, sum(retries), tmp_path, f"{rounds} rounds: ")

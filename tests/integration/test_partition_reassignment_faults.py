@@ -35,7 +35,9 @@ from pathlib import Path
 import pytest
 from cluster_helpers import (
     FAST_SETTINGS,
+    RETRY_ANSWERED,
     active_controller,
+    assert_idempotent_history,
     broker_log_count,
     controller_stub,
     local_cluster,
@@ -61,9 +63,6 @@ SENDS_MAX = 50_000
 # change: without it a kill -9 only loses requests that never reached a log, and a producer
 # without idempotence passed this test too (measured: 2 runs, 0 duplicates).
 DROP_ANSWER_PROBABILITY = 0.05
-# The broker log lines counted: a dropped answer, and a retried batch found in producer state.
-ANSWER_DROPPED = '"fault": "produce.drop_answer"'
-RETRY_ANSWERED = "a retried batch is already in the log"
 
 
 def describe(cluster: LocalCluster) -> c.DescribeTopicsResponse.Partition:
@@ -203,24 +202,7 @@ def finish_move(
 
 
 def assert_history(report: Report, producer: HistoryProducer, data_dir: Path) -> None:
-    history = producer.history
-    dropped = broker_log_count(data_dir, ANSWER_DROPPED)
-    answered = broker_log_count(data_dir, RETRY_ANSWERED)
-    print(  # the figures the issue note reports
-        f"\n{report.summary()}; batches retried {producer.retries}, answers dropped {dropped}, "
-        f"retried batches the broker answered from its state {answered}; "
-        f"failed sends {dict(history.failed)}"
-    )
-    assert report.ok, (
-        f"{report.summary()}: lost {report.lost[:3]}, duplicated {report.duplicated[:3]}, "
-        f"reordered {report.reordered[:3]}"
-    )
-    # A crashed node is back within seconds and delivery.timeout.ms is 2 minutes: every send
-    # is retried until it is acknowledged.
-    assert not history.failed, f"sends failed: {dict(history.failed)}"
-    assert report.records_acked == report.records_sent, report.summary()
-    assert dropped > 0, "no answer was dropped: the fault hook did not fire"
-    assert answered > 0, "no retried batch reached a broker that already had it"
+    assert_idempotent_history(report, producer.history, producer.retries, data_dir)
 
 
 def leader_killed_during_move(data_dir: Path) -> None:
