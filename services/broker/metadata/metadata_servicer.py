@@ -254,5 +254,5 @@ async def _refuse_member_rpc(context: grpc.aio.ServicerContext, method: str) -> 
         grpc.StatusCode.UNIMPLEMENTED,
         f"{method} is served by the controllers only and brokers do not forward it: send it to a "
         "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions, "
-        "IncrementalAlterConfigs and AlterPartitionReassignments)",
+        "IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker)",
     )

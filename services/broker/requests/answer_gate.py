@@ -44,7 +44,10 @@ class AnswerGate:
 
     def release_when_written(self, held_bytes: int, context: grpc.aio.ServicerContext) -> None:
         """For a unary Fetch's answer, about to be returned to gRPC: its bytes are released once
-        the call's task ends (written, dropped, or ended by the write deadline)."""
+        the call's task ends (written, dropped, or ended by the write deadline). An answer
+        holding none needs neither the release nor the deadline."""
+        if not held_bytes:
+            return
         deadline = self.write_deadline
         timer = deadline.arm("Fetch", held_bytes, context) if deadline is not None else None
 
