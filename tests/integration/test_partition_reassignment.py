@@ -172,7 +172,12 @@ def test_a_partition_moves_to_two_other_brokers_under_acks_all_writes(cluster) -
     finally:
         cluster.start(f"broker-{c_}")
     wait_until("the move to complete", lambda: not listed(controller, topic), 90)
-    time.sleep(0.5)  # a few more writes at the new leader
+    sent_at_completion = producer.sent
+    wait_until(  # a few more writes, to the new leader
+        "more sends after the move",
+        lambda: producer.sent >= min(sent_at_completion + 100, RECORDS_MAX),
+        60,
+    )
     producer.finish()
     state = describe(cluster, topic)
     assert list(state.replicas) == [b, c_] and state.leader in (b, c_)
