@@ -8,9 +8,9 @@ and hands everything else to the parts it owns, one job each:
 - controller_calls.py carries the requests to the controllers: writes to the active one
   (following NOT_CONTROLLER), reads at or after the last write's metadata offset, so this client
   always reads its own writes, whichever server answers;
-- leader_calls.py carries the requests each partition's leader answers (DeleteRecords and
-  ListOffsets here, DescribeProducers for the transaction methods); listed_offsets.py is the
-  pure half of list_offsets;
+- partition_admin_calls.py sends DeleteRecords and ListOffsets to each partition's leader
+  (through leader_calls.py, which the transaction methods' DescribeProducers uses too);
+  listed_offsets.py is the pure half of list_offsets;
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
 - group_admin_calls.py runs the consumer-group methods at the groups' coordinators, and
   transaction_admin_calls.py the transaction methods at coordinators and partitions' leaders;
@@ -21,7 +21,6 @@ and hands everything else to the parts it owns, one job each:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from samsa.client.channels import Channels
 from samsa.client.cluster_admin import (
@@ -45,7 +44,6 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config_values import parse_servers
 from samsa.client.controller_calls import ControllerCalls, admin_timeouts
 from samsa.client.coordinator_calls import CoordinatorCalls
-from samsa.client.errors import TopicError
 from samsa.client.group_admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -55,15 +53,8 @@ from samsa.client.group_admin import (
     TopicPartition,
 )
 from samsa.client.group_admin_calls import GroupAdminCalls
-from samsa.client.leader_calls import ask_leaders
-from samsa.client.listed_offsets import (
-    ListedOffset,
-    OffsetSpec,
-    isolation_of,
-    list_offsets_request,
-    listed_offset_of,
-    offset_spec_of,
-)
+from samsa.client.listed_offsets import ListedOffset, OffsetSpec
+from samsa.client.partition_admin_calls import PartitionAdminCalls
 from samsa.client.reassignments import (
     PartitionReassignment,
     alter_requests,
@@ -83,7 +74,6 @@ from samsa.client.transaction_admin import (
 from samsa.client.transaction_admin_calls import TransactionAdminCalls
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.coordinators import INTERNAL_TOPICS
-from samsa.v1 import broker_pb2
 from samsa.v1 import controller_pb2 as c
 
 __all__ = [
@@ -112,7 +102,6 @@ __all__ = [
 ADMIN_KEYS = frozenset(
     {"bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms"}
 )
-DELETE_WAIT_MS_MAX = 300_000  # what a broker accepts as DeleteRecords' timeout_ms
 TOPIC = 1  # ConfigResource type
 
 
@@ -138,7 +127,7 @@ class Admin:
         )
         self._groups = GroupAdminCalls(coordinators)
         self._transactions = TransactionAdminCalls(coordinators, metadata)
-        self._leaders = (coordinators, metadata)  # for the requests leaders answer
+        self._partitions = PartitionAdminCalls(coordinators, metadata)  # leaders answer these
 
     # --- topics --------------------------------------------------------------------------------
 
@@ -215,30 +204,7 @@ class Admin:
         first partition refused, once every partition was asked (the others keep their
         deletion); its `errors` names each refused partition. Kafka's deleteRecords."""
 
-        def ask(stub: Any, numbers: dict[str, list[int]], timeout_s: float) -> Any:
-            # The leader's wait ends before the call's (at most 0.5 s earlier), so its answer
-            # (REQUEST_TIMED_OUT, saying where the followers are) still arrives.
-            wait_ms = int(max(timeout_s * 0.75, timeout_s - 0.5) * 1000)
-            request = broker_pb2.DeleteRecordsRequest(
-                topics=[
-                    broker_pb2.DeleteRecordsRequest.TopicData(
-                        name=topic,
-                        partitions=[
-                            broker_pb2.DeleteRecordsRequest.PartitionData(
-                                partition=number, offset=offsets[(topic, number)]
-                            )
-                            for number in numbers
-                        ],
-                    )
-                    for topic, numbers in numbers.items()
-                ],
-                timeout_ms=max(1, min(wait_ms, DELETE_WAIT_MS_MAX)),
-            )
-            return stub.DeleteRecords(request, timeout=timeout_s)
-
-        calls, metadata = self._leaders
-        answers = ask_leaders(calls, metadata, offsets, ask, TopicError, "deleted records")
-        return {key: answer.low_watermark for key, answer in answers.items()}
+        return self._partitions.delete_records(offsets)
 
     def list_offsets(
         self,
@@ -251,17 +217,7 @@ class Admin:
         record at or after it). Records a read_committed consumer may not read yet are not
         found. ValueError for a spec it cannot read; TopicError for a partition refused
         (UNKNOWN_TOPIC_OR_PARTITION when it does not exist). Kafka's listOffsets."""
-        wanted = {key: offset_spec_of(spec) for key, spec in specs.items()}
-        isolation = isolation_of(isolation_level)
-
-        def ask(stub: Any, numbers: dict[str, list[int]], timeout_s: float) -> Any:
-            asked = {(t, p): wanted[(t, p)] for t, ps in numbers.items() for p in ps}
-            request = list_offsets_request(asked, isolation, metadata.topic_ids)
-            return stub.ListOffsets(request, timeout=timeout_s)
-
-        calls, metadata = self._leaders
-        answers = ask_leaders(calls, metadata, wanted, ask, TopicError, "listed offsets")
-        return {key: listed_offset_of(answer) for key, answer in answers.items()}
+        return self._partitions.list_offsets(specs, isolation_level)
 
     def _describe(self, names: list[str]) -> list[c.DescribeTopicsResponse.Topic]:
         """The topics named (empty: all), every page of the controller's answer merged. Listing

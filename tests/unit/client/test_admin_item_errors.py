@@ -126,7 +126,7 @@ def test_every_transactional_id_is_described_and_each_failure_named(admin: Admin
 def test_delete_records_asks_every_leader_and_names_each_refusal(
     admin: Admin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls, metadata = admin._leaders
+    calls, metadata = admin._partitions._calls, admin._partitions._metadata
     monkeypatch.setattr(metadata, "refresh", lambda topics, timeout_s=0: None)
     metadata.partition_counts = {"t": 3}
     metadata.leaders = {("t", 0): 1, ("t", 1): 2, ("t", 2): 2}
@@ -234,7 +234,7 @@ def test_delete_records_leaves_the_broker_time_to_answer_before_the_call_times_o
     """The leader waits timeout_ms for its followers and then answers REQUEST_TIMED_OUT saying
     where they are; given the call's whole timeout it answered when the client had already given
     up (DEADLINE_EXCEEDED, 'the broker did not answer'), so that message never arrived."""
-    calls, metadata = admin._leaders
+    calls, metadata = admin._partitions._calls, admin._partitions._metadata
     monkeypatch.setattr(metadata, "refresh", lambda topics, timeout_s=0: None)
     metadata.partition_counts = {"t": 1}
     metadata.leaders = {("t", 0): 1}
@@ -267,7 +267,7 @@ def test_followers_that_do_not_catch_up_end_delete_records_with_request_timed_ou
     are, not LEADER_NOT_AVAILABLE blaming a leader that answered every time."""
     monkeypatch.setattr(coordinator_calls, "RETRY_BACKOFF_S", 0.05)
     admin = Admin({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": 300})
-    calls, metadata = admin._leaders
+    calls, metadata = admin._partitions._calls, admin._partitions._metadata
     monkeypatch.setattr(metadata, "refresh", lambda topics, timeout_s=0: None)
     metadata.partition_counts = {"t": 1}
     metadata.leaders = {("t", 0): 1}

@@ -54,7 +54,7 @@ def test_a_write_answered_at_an_older_offset_does_not_take_reads_back_in_time() 
     with serving_controllers(active) as (active_at,):
         admin = Admin({"bootstrap.servers": active_at, "request.timeout.ms": 3_000})
         with admin:
-            metadata = admin._leaders[1]
+            metadata = admin._partitions._metadata
             metadata.metadata_offset = 100  # as a refresh answered at offset 100 leaves it
             admin.create_topic("t", 1, 1)  # answered at offset 7
             assert metadata.metadata_offset == 100
