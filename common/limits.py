@@ -316,6 +316,14 @@ alter_partition_record_bytes_max = 1 * KIB
 # request pin the event loop.
 request_partitions_max = 10_000
 
+# Partitions one DescribeLogDirs answer carries (its paging: a cursor, as DescribeTopics'). A
+# broker may host more partitions than any request names, and "every partition" must still fit
+# one gRPC message: an answered partition is ~35 bytes, plus its topic's name (up to 249
+# characters, 4 bytes each in UTF-8) where each partition is of another topic, so a page of
+# 10,000 stays near 10 MiB at worst, a few hundred KiB for real topic names.
+log_dirs_answer_partitions_max = request_partitions_max
+log_dirs_answer_partition_bytes_max = 4 * topic_name_length_max + 64
+
 # The longest a Fetch long-poll waits (Kafka's fetch.max.wait.ms is 500 by default; 30 s is
 # plenty for idle consumers and bounds how long a request holds server resources).
 fetch_wait_ms_max = 30_000
@@ -396,6 +404,10 @@ assert (
     describe_topics_partitions_max * describe_topics_partition_bytes_max + 1 * MIB
     <= grpc_message_bytes_max
 ), "a maximal DescribeTopics answer must fit one gRPC message"
+assert (
+    log_dirs_answer_partitions_max * log_dirs_answer_partition_bytes_max + 1 * MIB
+    <= grpc_message_bytes_max
+), "a maximal DescribeLogDirs page must fit one gRPC message"
 # The largest legitimate Raft frame (see raft_frame_bytes_max): entries and envelope, at most 2x
 # once pickled, zlib'd and base64'd (1.87x measured), plus Fernet's framing.
 assert (metadata_batch_bytes_max + raft_append_entries_batch_bytes + 1 * KIB) * 2 + 1 * KIB <= (

@@ -10,21 +10,33 @@ writes internal topics when its call metadata carried such a proof, signed for P
 checked once as the stream opens (produce_stream.py): coordinators write over one.
 WriteTxnMarkers (txn_markers.py) always needs a member's proof: a forged marker would commit or
 abort someone else's transaction. So does WriteTxnMarkersStream, checked once as it opens
-(txn_markers_stream.py): coordinators write their markers over one."""
+(txn_markers_stream.py): coordinators write their markers over one.
+DescribeLogDirs is a read open to any client, as DescribeProducers: it reads the disk's figures
+(a statvfs, which a hung file system can stall) on a worker thread, never on the event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import shutil
 import time
 from contextlib import aclosing
+from pathlib import Path
 
 import grpc
 
+from samsa.common import limits
 from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.replica_stream import serve_replica_fetch_stream
 from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.delete_records import delete_records, timeout_refusal
+from samsa.services.broker.requests.describe_log_dirs import (
+    DiskSpace,
+    ReplicaFigures,
+    describe_log_dirs,
+    page_limit,
+)
 from samsa.services.broker.requests.describe_producers import describe_producers
 from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import EPOCH_MAX, FetchSessionCache
@@ -38,7 +50,11 @@ from samsa.services.broker.requests.produce_stream import (
 )
 from samsa.services.broker.requests.produce_wait import await_replication
 from samsa.services.broker.requests.producer_ids import ProducerIdManager, init_producer_id
-from samsa.services.broker.requests.request_checks import fetch_refusal, partitions_refusal
+from samsa.services.broker.requests.request_checks import (
+    fetch_refusal,
+    log_dirs_refusal,
+    partitions_refusal,
+)
 from samsa.services.broker.requests.txn_markers import markers_refusal, write_txn_markers
 from samsa.services.broker.requests.txn_markers import timeout_s as txn_markers_timeout_s
 from samsa.services.broker.requests.txn_markers_stream import serve_markers_stream
@@ -64,8 +80,8 @@ async def _check_partitions(request, context: grpc.aio.ServicerContext) -> None:
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     """Serves Produce, Fetch (unary and streamed), ListOffsets, WriteTxnMarkers (unary and
-    streamed), DescribeProducers and DeleteRecords for the partitions this broker leads, and
-    InitProducerId."""
+    streamed), DescribeProducers and DeleteRecords for the partitions this broker leads,
+    InitProducerId, and DescribeLogDirs for every partition it hosts."""
 
     def __init__(
         self,
@@ -197,6 +213,21 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal)
         return await delete_records(self.host, request, context.time_remaining())
 
+    async def DescribeLogDirs(self, request, context):
+        refusal = log_dirs_refusal(request)
+        if refusal is not None:
+            await context.abort(*refusal)
+        path, disk = await asyncio.to_thread(_disk_space, self.host.data_dir)
+        limit = page_limit(request.partition_limit, limits.log_dirs_answer_partitions_max)
+        hosted = self.host.partitions_by_topic
+        return describe_log_dirs(request, hosted, self._replica_figures, path, disk, limit)
+
+    def _replica_figures(self, topic: str, partition: int) -> ReplicaFigures:
+        hosted = self.host.partitions[(topic, partition)]
+        return ReplicaFigures(
+            hosted.log.size_bytes(), hosted.high_watermark, hosted.log.log_end_offset
+        )
+
     async def _require_coordinator(
         self, context: grpc.aio.ServicerContext, method: str, name: str
     ) -> None:
@@ -231,6 +262,17 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if waits:
             await await_replication(waits, txn_markers_timeout_s(request))
         return response
+
+
+def _disk_space(data_dir: Path) -> tuple[str, DiskSpace | str]:
+    """The data dir's absolute path and its file system's total and usable bytes (what an
+    unprivileged writer may use: statvfs's f_bavail, Kafka's usable space), or why not."""
+    path = str(data_dir.absolute())
+    try:
+        usage = shutil.disk_usage(data_dir)
+    except OSError as error:
+        return path, f"cannot read the disk space of {path}: {error.strerror or error}"
+    return path, DiskSpace(usage.total, usage.free)
 
 
 # The methods whose answers the servicer returns or yields already serialized (fetch_wire.py).

@@ -254,6 +254,10 @@ def test_generated_modules_import_as_samsa_v1() -> None:
             "samsa.v1.DescribeProducersResponse",
         ),
         "DeleteRecords": ("samsa.v1.DeleteRecordsRequest", "samsa.v1.DeleteRecordsResponse"),
+        "DescribeLogDirs": (
+            "samsa.v1.DescribeLogDirsRequest",
+            "samsa.v1.DescribeLogDirsResponse",
+        ),
     }
     for name in methods:
         assert callable(getattr(broker_pb2_grpc.BrokerServiceServicer, name))

@@ -24,6 +24,7 @@ PartitionRequest = (
     | broker_pb2.ListOffsetsRequest
     | broker_pb2.DescribeProducersRequest
     | broker_pb2.DeleteRecordsRequest
+    | broker_pb2.DescribeLogDirsRequest
 )
 
 
@@ -76,6 +77,34 @@ def partitions_refusal(
                     f"{topic.name}-{number} is named twice: name each partition once",
                 )
             named.add(key)
+    return None
+
+
+def log_dirs_refusal(request: broker_pb2.DescribeLogDirsRequest) -> Refusal | None:
+    """Why DescribeLogDirs refuses `request`, if it does: too many partitions or topic entries,
+    a topic or partition named twice (a topic listing no partitions stands for all it hosts, so
+    a second entry would answer them twice), a negative partition_limit or cursor partition."""
+    refusal = too_many_partitions(request)
+    if refusal is not None:
+        return refusal
+    names: set[str] = set()
+    for topic in request.topics:
+        if topic.name in names:
+            return (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"topic {topic.name!r} is named twice: name each topic once",
+            )
+        names.add(topic.name)
+        if len(set(topic.partitions)) != len(topic.partitions):
+            return (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"a partition of {topic.name} is named twice: name each partition once",
+            )
+    if request.partition_limit < 0 or request.cursor.partition < 0:
+        return (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "partition_limit and cursor.partition must not be negative",
+        )
     return None
 
 

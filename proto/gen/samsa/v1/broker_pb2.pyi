@@ -517,3 +517,72 @@ class ProduceStreamResponse(_message.Message):
     correlation_id: int
     response: ProduceResponse
     def __init__(self, correlation_id: _Optional[int] = ..., response: _Optional[_Union[ProduceResponse, _Mapping]] = ...) -> None: ...
+
+class DescribeLogDirsRequest(_message.Message):
+    __slots__ = ("topics", "partition_limit", "cursor")
+    class TopicRequest(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+    class Cursor(_message.Message):
+        __slots__ = ("topic", "partition")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DescribeLogDirsRequest.TopicRequest]
+    partition_limit: int
+    cursor: DescribeLogDirsRequest.Cursor
+    def __init__(self, topics: _Optional[_Iterable[_Union[DescribeLogDirsRequest.TopicRequest, _Mapping]]] = ..., partition_limit: _Optional[int] = ..., cursor: _Optional[_Union[DescribeLogDirsRequest.Cursor, _Mapping]] = ...) -> None: ...
+
+class DescribeLogDirsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "log_dirs", "next_cursor")
+    class PartitionResult(_message.Message):
+        __slots__ = ("partition", "size_bytes", "offset_lag", "is_future")
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_LAG_FIELD_NUMBER: _ClassVar[int]
+        IS_FUTURE_FIELD_NUMBER: _ClassVar[int]
+        partition: int
+        size_bytes: int
+        offset_lag: int
+        is_future: bool
+        def __init__(self, partition: _Optional[int] = ..., size_bytes: _Optional[int] = ..., offset_lag: _Optional[int] = ..., is_future: _Optional[bool] = ...) -> None: ...
+    class TopicResult(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[DescribeLogDirsResponse.PartitionResult]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[DescribeLogDirsResponse.PartitionResult, _Mapping]]] = ...) -> None: ...
+    class LogDir(_message.Message):
+        __slots__ = ("error_code", "error_message", "path", "topics", "total_bytes", "usable_bytes")
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        PATH_FIELD_NUMBER: _ClassVar[int]
+        TOPICS_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+        USABLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        path: str
+        topics: _containers.RepeatedCompositeFieldContainer[DescribeLogDirsResponse.TopicResult]
+        total_bytes: int
+        usable_bytes: int
+        def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., path: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[DescribeLogDirsResponse.TopicResult, _Mapping]]] = ..., total_bytes: _Optional[int] = ..., usable_bytes: _Optional[int] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    log_dirs: _containers.RepeatedCompositeFieldContainer[DescribeLogDirsResponse.LogDir]
+    next_cursor: DescribeLogDirsRequest.Cursor
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., log_dirs: _Optional[_Iterable[_Union[DescribeLogDirsResponse.LogDir, _Mapping]]] = ..., next_cursor: _Optional[_Union[DescribeLogDirsRequest.Cursor, _Mapping]] = ...) -> None: ...

@@ -91,6 +91,11 @@ class BrokerServiceStub:
                 request_serializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
                 _registered_method=True)
+        self.DescribeLogDirs = channel.unary_unary(
+                '/samsa.v1.BrokerService/DescribeLogDirs',
+                request_serializer=samsa_dot_v1_dot_broker__pb2.DescribeLogDirsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_broker__pb2.DescribeLogDirsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -231,6 +236,20 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeLogDirs(self, request, context):
+        """What this broker stores (Kafka's DescribeLogDirs, `kafka-log-dirs.sh --describe`): its log
+        directory (a broker has one, its data dir), the directory's disk space (total and usable
+        bytes, KIP-827), and the size of each partition replica it hosts there, leader or follower.
+        A read, open to any client as DescribeProducers is; sent to each broker to be described. A
+        request naming more than 10,000 partitions (samsa.common.limits.request_partitions_max) or
+        topic entries is refused RESOURCE_EXHAUSTED, one naming a topic or partition twice
+        INVALID_ARGUMENT. The answer is paged (see DescribeLogDirsRequest.cursor), so that a broker
+        hosting very many partitions answers within one gRPC message.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -288,6 +307,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.DeleteRecords,
                     request_deserializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_broker__pb2.DeleteRecordsResponse.SerializeToString,
+            ),
+            'DescribeLogDirs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeLogDirs,
+                    request_deserializer=samsa_dot_v1_dot_broker__pb2.DescribeLogDirsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_broker__pb2.DescribeLogDirsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -589,6 +613,33 @@ class BrokerService:
             '/samsa.v1.BrokerService/DeleteRecords',
             samsa_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
             samsa_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeLogDirs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.BrokerService/DescribeLogDirs',
+            samsa_dot_v1_dot_broker__pb2.DescribeLogDirsRequest.SerializeToString,
+            samsa_dot_v1_dot_broker__pb2.DescribeLogDirsResponse.FromString,
             options,
             channel_credentials,
             insecure,
