@@ -11,6 +11,7 @@ and hands everything else to the parts it owns, one job each:
 - partition_admin_calls.py sends DeleteRecords and ListOffsets to each partition's leader
   (through leader_calls.py, which the transaction methods' DescribeProducers uses too);
   listed_offsets.py is the pure half of list_offsets;
+- log_dir_calls.py asks each broker for its log dirs (log_dirs.py: the pure half);
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
 - group_admin_calls.py runs the consumer-group methods at the groups' coordinators, and
   transaction_admin_calls.py the transaction methods at coordinators and partitions' leaders;
@@ -54,6 +55,8 @@ from samsa.client.group_admin import (
 )
 from samsa.client.group_admin_calls import GroupAdminCalls
 from samsa.client.listed_offsets import ListedOffset, OffsetSpec
+from samsa.client.log_dir_calls import LogDirCalls
+from samsa.client.log_dirs import LogDirDescription, ReplicaInfo
 from samsa.client.partition_admin_calls import PartitionAdminCalls
 from samsa.client.reassignments import (
     PartitionReassignment,
@@ -87,12 +90,14 @@ __all__ = [
     "CoordinatorInfo",
     "GroupError",
     "ListedOffset",
+    "LogDirDescription",
     "NewTopic",
     "OffsetAndMetadata",
     "PartitionInfo",
     "PartitionLag",
     "PartitionReassignment",
     "ProducerState",
+    "ReplicaInfo",
     "TopicDescription",
     "TransactionDescription",
     "TransactionError",
@@ -128,6 +133,7 @@ class Admin:
         self._groups = GroupAdminCalls(coordinators)
         self._transactions = TransactionAdminCalls(coordinators, metadata)
         self._partitions = PartitionAdminCalls(coordinators, metadata)  # leaders answer these
+        self._log_dirs = LogDirCalls(coordinators, self._controller)  # each broker answers
 
     # --- topics --------------------------------------------------------------------------------
 
@@ -254,6 +260,15 @@ class Admin:
         describe_cluster. KafkaError: BROKER_ID_NOT_REGISTERED, or INVALID_REQUEST while it
         runs or holds replicas (move them with alter_partition_reassignments first)."""
         self._controller.write("UnregisterBroker", unregister_broker_request(broker_id))
+
+    def describe_log_dirs(
+        self, broker_ids: Iterable[int] | None = None, topics: Iterable[str] | None = None
+    ) -> dict[int, dict[str, LogDirDescription]]:
+        """What each broker (of `broker_ids`, or every registered one) stores, by log dir path:
+        its disk's total and usable bytes and each replica there (of `topics`, or all) with its
+        size and offset lag. KafkaError: BROKER_NOT_AVAILABLE for an id not registered (nothing
+        is sent) or a broker silent for request.timeout.ms. Kafka's describeLogDirs."""
+        return self._log_dirs.describe_log_dirs(broker_ids, topics)
 
     def describe_configs(self, topic: str) -> dict[str, ConfigEntry]:
         resource = c.ConfigResource(type=TOPIC, name=topic)

@@ -40,6 +40,7 @@ CORE_MODULES = (
     "group_admin.py",
     "transaction_admin.py",
     "transaction_manager.py",
+    "log_dirs.py",
 )
 FORBIDDEN = {
     "asyncio",
