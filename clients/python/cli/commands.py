@@ -1,9 +1,9 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions, perf and reassign commands in group_commands.py, transaction_commands.py,
-perf_commands.py and reassign_commands.py, and what they all share (where to connect, tables,
-times) in command_support.py.
+transactions, perf, reassign and log-dirs commands in group_commands.py,
+transaction_commands.py, perf_commands.py, reassign_commands.py and log_dirs_commands.py, and
+what they all share (where to connect, tables, times) in command_support.py.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from samsa.cli.console_commands import (
     run_console,
 )
 from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
+from samsa.cli.log_dirs_commands import add_log_dirs_command, log_dirs_usage_error, run_log_dirs
 from samsa.cli.perf_commands import add_perf_commands, run_perf
 from samsa.cli.reassign_commands import add_reassign_command, prepare_reassign, run_reassign
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
@@ -71,6 +72,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_transaction_commands(commands, add_connection)
     add_perf_commands(commands, add_connection)
     add_reassign_command(commands, add_connection)
+    add_log_dirs_command(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster",
@@ -108,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "reassign" and (problem := prepare_reassign(args)):
         print(f"samsa reassign: {problem}", file=sys.stderr)
         return 2
+    if args.command == "log-dirs" and (problem := log_dirs_usage_error(args)):
+        print(f"samsa log-dirs: {problem}", file=sys.stderr)
+        return 2
     servers = bootstrap(args)
     try:
         _check_reachable(servers)
@@ -127,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
             return run_perf(args)
         if args.command == "reassign":
             return run_reassign(args, servers)
+        if args.command == "log-dirs":
+            return run_log_dirs(args, servers)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)

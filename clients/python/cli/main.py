@@ -11,6 +11,7 @@
     samsa cluster [--partitions]        members, topics, partitions not in sync (or all)
     samsa cluster unregister --id N     forget a broker stopped for good (holding no replica)
     samsa reassign --generate|--execute|--verify|--cancel|--list ...  move partitions' replicas
+    samsa log-dirs --describe [--broker-list 1,2] [--topic-list a,b] [--json]  what brokers store
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
@@ -65,6 +66,7 @@ CLUSTER_COMMANDS = (
     "cluster",
     "perf",
     "reassign",
+    "log-dirs",
 )
 
 
