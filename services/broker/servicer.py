@@ -12,7 +12,8 @@ WriteTxnMarkers (txn_markers.py) always needs a member's proof: a forged marker 
 abort someone else's transaction. So does WriteTxnMarkersStream, checked once as it opens
 (txn_markers_stream.py): coordinators write their markers over one.
 DescribeLogDirs is a read open to any client, as DescribeProducers: it reads the disk's figures
-(a statvfs, which a hung file system can stall) on a worker thread, never on the event loop."""
+(a statvfs, which a hung file system can stall) on a worker thread, never on the event loop, one
+read at a time shared by the calls that arrive meanwhile."""
 
 from __future__ import annotations
 
@@ -102,6 +103,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self.producer_ids = producer_ids
         self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
         self.fetch_sessions = FetchSessionCache(new_id=lambda: secrets.randbelow(EPOCH_MAX) + 1)
+        # DescribeLogDirs' read of the disk's figures in progress, shared by the calls meanwhile.
+        self._disk_read: asyncio.Future[tuple[str, DiskSpace | str]] | None = None
 
     async def Produce(self, request, context):
         refusal = self._internal_write_refusal(request, context)
@@ -217,10 +220,23 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         refusal = log_dirs_refusal(request)
         if refusal is not None:
             await context.abort(*refusal)
-        path, disk = await asyncio.to_thread(_disk_space, self.host.data_dir)
+        path, disk = await self._read_disk()
         limit = page_limit(request.partition_limit, limits.log_dirs_answer_partitions_max)
         hosted = self.host.partitions_by_topic
         return describe_log_dirs(request, hosted, self._replica_figures, path, disk, limit)
+
+    async def _read_disk(self) -> tuple[str, DiskSpace | str]:
+        """The data dir's path and disk space, read on a worker thread; one read at a time,
+        shared by the calls that arrive meanwhile, so that a hung file system holds one thread
+        of the loop's default executor (which the log cleaner uses too), not one per call."""
+        if self._disk_read is None:
+            read = asyncio.ensure_future(asyncio.to_thread(_disk_space, self.host.data_dir))
+            read.add_done_callback(self._disk_read_done)
+            self._disk_read = read
+        return await asyncio.shield(self._disk_read)  # a caller gone does not cancel the read
+
+    def _disk_read_done(self, _: asyncio.Future[tuple[str, DiskSpace | str]]) -> None:
+        self._disk_read = None
 
     def _replica_figures(self, topic: str, partition: int) -> ReplicaFigures:
         hosted = self.host.partitions[(topic, partition)]
