@@ -2,11 +2,12 @@
 
 The brokers and their endpoints come from DescribeCluster (read at or after Admin's last write,
 controller_calls.py); a broker id not registered fails the call before anything is sent. Each
-broker is then asked for its pages in turn (log_dirs.py merges them), each call within what is
-left of the request's deadline (coordinator_calls.py's deadlines, which every Admin call
-shares). A broker that does not answer is asked again, from the page it was at, until
-request.timeout.ms; a request it refuses for what it is (INVALID_ARGUMENT, RESOURCE_EXHAUSTED)
-fails at once (INVALID_REQUEST), since every broker would refuse it the same. Every broker is
+broker is then asked for its pages in turn (log_dirs.py merges them), each broker within a
+deadline of its own (coordinator_calls.py's deadlines), so that a broker that is down spends its
+own request.timeout.ms and not the time of the brokers asked after it. A broker that does not
+answer is asked again, from the page it was at, until that deadline; a request it refuses
+for what it is (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) fails at once (INVALID_REQUEST), since
+every broker would refuse it the same. Every broker is
 asked even when one fails: the first failure is raised, its `errors` naming each broker that
 failed (one refusal hides no other outcome, as for Admin's other calls about many items).
 """
@@ -47,11 +48,11 @@ class LogDirCalls:
         brokers = self._controller.describe_cluster().brokers
         targets = brokers_to_ask(broker_ids, {b.broker_id: b.endpoint for b in brokers})
         request = log_dirs_request(topics, partition_limit)
-        deadline = self._calls.deadline()
         described: dict[int, LogDirs] = {}
         failed: dict[int, KafkaError] = {}
         for broker_id, endpoint in targets.items():
             try:
+                deadline = self._calls.deadline()  # each broker its own (see the module doc)
                 described[broker_id] = self._describe_one(broker_id, endpoint, request, deadline)
             except KafkaError as error:
                 failed[broker_id] = error
