@@ -75,7 +75,9 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_COMPRESSION_TYPE = 76
     STALE_BROKER_EPOCH = 77
     OFFSET_NOT_AVAILABLE = 78
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
     NO_REASSIGNMENT_IN_PROGRESS = 85
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     GROUP_MAX_SIZE_REACHED = 81
@@ -119,6 +121,7 @@ RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.OFFSET_NOT_AVAILABLE,
         ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,  # the preferred replica may come back
         ErrorCode.UNSTABLE_OFFSET_COMMIT,
         ErrorCode.UNKNOWN_TOPIC_ID,  # the broker's or the client's metadata is behind
     }

@@ -24,11 +24,13 @@ that the controller enforces is here, where it is tested directly:
 - partitions move to other brokers (KIP-455) by adding the target's new replicas, which catch
   up and join the ISR, then removing the replicas the target leaves out (reassignment_control.py);
 - a broker stopped for good and holding no replica is unregistered on request (KIP-631,
-  unregister_control.py); a running one, or one still holding replicas, is refused.
+  unregister_control.py); a running one, or one still holding replicas, is refused;
+- an operator may ask for preferred or unclean leader elections (KIP-460,
+  elect_leaders_control.py), answered partition by partition.
 
 The decisions live in broker_control.py, isr_control.py, eligible_leaders.py, topic_control.py,
-config_control.py, producer_id_control.py, coordinator_control.py, reassignment_control.py and
-unregister_control.py;
+config_control.py, producer_id_control.py, coordinator_control.py, reassignment_control.py,
+unregister_control.py and elect_leaders_control.py;
 this module is the one place the adapter imports them from. The plain reads (DescribeCluster,
 DescribeTopics, DescribeConfigs, ListPartitionReassignments) are shared with the brokers, which
 answer them too: services/runtime/metadata_reads.py, re-exported here.
@@ -54,6 +56,7 @@ from samsa.services.controller.coordinator_control import (
     plan_coordinator_topics,
     register_coordinator,
 )
+from samsa.services.controller.elect_leaders_control import elect_leaders
 from samsa.services.controller.isr_control import alter_partition
 from samsa.services.controller.producer_id_control import allocate_producer_ids
 from samsa.services.controller.reassignment_control import (
@@ -96,6 +99,7 @@ __all__ = [
     "describe_topics",
     "describe_topics_limit",
     "describe_topics_problem",
+    "elect_leaders",
     "fence_brokers",
     "fence_coordinators",
     "find_coordinator",

@@ -7,12 +7,13 @@
 - FetchSnapshot(snapshot_id, position): a bounded chunk of that snapshot's bytes, served from
   the driver's `SnapshotCache` (metadata/snapshot_transfer.py says how long one is held).
 
-The servicer (servicer.py) decodes, calls these and encodes.
+The servicer (servicer.py) decodes, calls these, and `fetch_response` encodes the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from samsa.common import limits
 from samsa.metadata.image import INITIAL_HASH
@@ -21,6 +22,27 @@ from samsa.services.controller.driver import ControllerDriver
 from samsa.v1 import controller_pb2, metadata_pb2
 
 Answer = list[metadata_pb2.MetadataRecordBatch] | controller_pb2.SnapshotId
+
+
+def fetch_response(
+    answer: Answer,
+    status: controller_pb2.ControllerStatus,
+    cluster_id: str,
+    controllers: Mapping[int, str],
+) -> controller_pb2.FetchMetadataResponse:
+    """The FetchMetadata answer carrying `answer`; the committed end offset is the status's
+    (the image's end offset when it was made)."""
+    response = controller_pb2.FetchMetadataResponse(
+        status=status, committed_end_offset=status.metadata_offset, cluster_id=cluster_id
+    )
+    # Brokers answer DescribeCluster with the quorum they learn here (metadata_servicer.py).
+    for node_id, endpoint in sorted(controllers.items()):
+        response.controllers.add(node_id=node_id, endpoint=endpoint)
+    if isinstance(answer, controller_pb2.SnapshotId):
+        response.snapshot_id.CopyFrom(answer)
+    else:
+        response.batches.extend(answer)
+    return response
 
 
 async def answer_fetch(

@@ -125,7 +125,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             response.status.CopyFrom(  # type: ignore[attr-defined]
                 self._status(
                     ErrorCode.INVALID_REQUEST,
-                    f"this request would commit too much metadata at once ({error}): create "
+                    f"this request would commit too much metadata at once ({error}): name "
                     "fewer topics or partitions per request",
                 )
             )
@@ -294,19 +294,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT, "end_offset and max_wait_ms must be >= 0"
             )
         answer = await metadata_fetch.answer_fetch(self.driver, request)
-        response = controller_pb2.FetchMetadataResponse(
-            status=self._status(),
-            committed_end_offset=self.driver.image.end_offset,
-            cluster_id=self.cluster_id,
+        return metadata_fetch.fetch_response(
+            answer, self._status(), self.cluster_id, self.controller_endpoints
         )
-        # Brokers answer DescribeCluster with the quorum they learn here (metadata_servicer.py).
-        for node_id, endpoint in sorted(self.controller_endpoints.items()):
-            response.controllers.add(node_id=node_id, endpoint=endpoint)
-        if isinstance(answer, controller_pb2.SnapshotId):
-            response.snapshot_id.CopyFrom(answer)
-        else:
-            response.batches.extend(answer)
-        return response
 
     async def FetchSnapshot(self, request, context):
         try:
@@ -351,6 +341,13 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         return await self._write(
             controller_pb2.AlterPartitionReassignmentsResponse,
             lambda image: control_plane.alter_partition_reassignments(image, request),
+        )
+
+    async def ElectLeaders(self, request, context):
+        await self._check_count(context, "partitions", len(request.partitions))
+        return await self._write(
+            controller_pb2.ElectLeadersResponse,
+            lambda image: control_plane.elect_leaders(image, request),
         )
 
     async def UnregisterBroker(self, request, context):

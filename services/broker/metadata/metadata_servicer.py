@@ -13,9 +13,9 @@ controller:
   one); so does a read before the broker has followed the log at all, rather than answer from an
   empty image.
 - CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs,
-  AlterPartitionReassignments and UnregisterBroker are forwarded to the active controller
-  through the channel the broker already keeps (`ControllerChannel.write`, which follows
-  NOT_CONTROLLER redirects), and the controller's answer is answered as it is: its status
+  AlterPartitionReassignments, UnregisterBroker and ElectLeaders are forwarded to the active
+  controller through the channel the broker already keeps (`ControllerChannel.write`, which
+  follows NOT_CONTROLLER redirects), and the controller's answer is answered as it is: its status
   carries the metadata offset of the write, which the client then asks its reads for. When
   no active controller answers in time the answer is NOT_CONTROLLER, which clients retry; a
   controller's refusal with a gRPC status (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
@@ -218,6 +218,12 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
             "UnregisterBroker", request, controller_pb2.UnregisterBrokerResponse, context
         )
 
+    async def ElectLeaders(self, request, context):
+        await self._check_count(context, "partitions", len(request.partitions))
+        return await self._forward(
+            "ElectLeaders", request, controller_pb2.ElectLeadersResponse, context
+        )
+
     # --- what only cluster members send, to a controller: not forwarded -----------------------
 
     async def RegisterBroker(self, request, context):
@@ -254,5 +260,5 @@ async def _refuse_member_rpc(context: grpc.aio.ServicerContext, method: str) -> 
         grpc.StatusCode.UNIMPLEMENTED,
         f"{method} is served by the controllers only and brokers do not forward it: send it to a "
         "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions, "
-        "IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker)",
+        "IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders)",
     )

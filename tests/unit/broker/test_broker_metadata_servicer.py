@@ -289,6 +289,16 @@ def test_unregister_broker_is_forwarded_and_its_refusal_answered() -> None:
     ]
 
 
+def test_elect_leaders_is_forwarded_and_its_answer_answered() -> None:
+    answer = c.ElectLeadersResponse(status=c.ControllerStatus(metadata_offset=9))
+    answer.partitions.add(topic="t", partition=0)
+    channel = FakeChannel(answer=answer)
+    request = c.ElectLeadersRequest(election_type=c.ELECTION_TYPE_UNCLEAN)
+    got = run(servicer(channel=channel).ElectLeaders(request, FakeContext(3.0)))
+    assert got is answer
+    assert [(method, sent) for method, sent, _ in channel.forwarded] == [("ElectLeaders", request)]
+
+
 def test_an_oversized_write_is_refused_before_it_is_forwarded() -> None:
     channel = FakeChannel()
     resources = [

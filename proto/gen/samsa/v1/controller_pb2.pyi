@@ -9,6 +9,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ElectionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ELECTION_TYPE_UNSPECIFIED: _ClassVar[ElectionType]
+    ELECTION_TYPE_PREFERRED: _ClassVar[ElectionType]
+    ELECTION_TYPE_UNCLEAN: _ClassVar[ElectionType]
+
 class ConfigSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     CONFIG_SOURCE_UNSPECIFIED: _ClassVar[ConfigSource]
@@ -23,6 +29,9 @@ class AlterConfigOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ALTER_CONFIG_OP_DELETE: _ClassVar[AlterConfigOp]
     ALTER_CONFIG_OP_APPEND: _ClassVar[AlterConfigOp]
     ALTER_CONFIG_OP_SUBTRACT: _ClassVar[AlterConfigOp]
+ELECTION_TYPE_UNSPECIFIED: ElectionType
+ELECTION_TYPE_PREFERRED: ElectionType
+ELECTION_TYPE_UNCLEAN: ElectionType
 CONFIG_SOURCE_UNSPECIFIED: ConfigSource
 CONFIG_SOURCE_DYNAMIC: ConfigSource
 CONFIG_SOURCE_DYNAMIC_DEFAULT: ConfigSource
@@ -346,6 +355,40 @@ class UnregisterBrokerResponse(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     status: ControllerStatus
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ...) -> None: ...
+
+class ElectLeadersRequest(_message.Message):
+    __slots__ = ("election_type", "partitions")
+    class Partition(_message.Message):
+        __slots__ = ("topic", "partition")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+    ELECTION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    election_type: ElectionType
+    partitions: _containers.RepeatedCompositeFieldContainer[ElectLeadersRequest.Partition]
+    def __init__(self, election_type: _Optional[_Union[ElectionType, str]] = ..., partitions: _Optional[_Iterable[_Union[ElectLeadersRequest.Partition, _Mapping]]] = ...) -> None: ...
+
+class ElectLeadersResponse(_message.Message):
+    __slots__ = ("status", "partitions")
+    class Result(_message.Message):
+        __slots__ = ("topic", "partition", "error_code", "error_message")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    partitions: _containers.RepeatedCompositeFieldContainer[ElectLeadersResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[ElectLeadersResponse.Result, _Mapping]]] = ...) -> None: ...
 
 class DescribeClusterRequest(_message.Message):
     __slots__ = ("min_metadata_offset",)

@@ -29,7 +29,7 @@ class ControllerServiceStub:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker to the active
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to the active
     controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
     members send to controllers, UNIMPLEMENTED.
     """
@@ -90,6 +90,11 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerResponse.FromString,
                 _registered_method=True)
+        self.ElectLeaders = channel.unary_unary(
+                '/samsa.v1.ControllerService/ElectLeaders',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.ElectLeadersRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.ElectLeadersResponse.FromString,
+                _registered_method=True)
         self.DescribeCluster = channel.unary_unary(
                 '/samsa.v1.ControllerService/DescribeCluster',
                 request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeClusterRequest.SerializeToString,
@@ -141,7 +146,7 @@ class ControllerServiceServicer:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker to the active
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to the active
     controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
     members send to controllers, UNIMPLEMENTED.
     """
@@ -227,6 +232,17 @@ class ControllerServiceServicer:
         unregister`): it leaves DescribeCluster and placement, and a broker later started with its
         id registers as a new one. Refused while it runs (unfenced, or still heartbeating: stop it
         first) or holds any replica (move them away with AlterPartitionReassignments first).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ElectLeaders(self, request, context):
+        """Elects leaders on an operator's request (KIP-460's ElectLeaders, Kafka's
+        kafka-leader-election.sh). PREFERRED gives each partition's leadership to its preferred
+        replica (the first of its replica list) when that one is live and in the ISR; UNCLEAN gives
+        a partition without a live leader to a live replica even out of the ISR (it may lack
+        acknowledged records, which are then lost), whatever unclean.leader.election.enable says.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -363,6 +379,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.UnregisterBrokerResponse.SerializeToString,
             ),
+            'ElectLeaders': grpc.unary_unary_rpc_method_handler(
+                    servicer.ElectLeaders,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.ElectLeadersRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.ElectLeadersResponse.SerializeToString,
+            ),
             'DescribeCluster': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeCluster,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeClusterRequest.FromString,
@@ -420,7 +441,7 @@ class ControllerService:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments and UnregisterBroker to the active
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to the active
     controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
     members send to controllers, UNIMPLEMENTED.
     """
@@ -685,6 +706,33 @@ class ControllerService:
             '/samsa.v1.ControllerService/UnregisterBroker',
             samsa_dot_v1_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.UnregisterBrokerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ElectLeaders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/ElectLeaders',
+            samsa_dot_v1_dot_controller__pb2.ElectLeadersRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.ElectLeadersResponse.FromString,
             options,
             channel_credentials,
             insecure,
