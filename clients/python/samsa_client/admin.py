@@ -8,6 +8,7 @@ and hands everything else to the parts it owns, one job each:
 - controller_calls.py carries the requests to the controllers: writes to the active one
   (following NOT_CONTROLLER), reads at or after the last write's metadata offset, so this client
   always reads its own writes, whichever server answers;
+- leader_elections.py is the pure half of elect_leaders (ElectLeaders, KIP-460);
 - partition_admin_calls.py sends DeleteRecords and ListOffsets to each partition's leader
   (through leader_calls.py, which the transaction methods' DescribeProducers uses too);
   listed_offsets.py is the pure half of list_offsets;
@@ -45,6 +46,7 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config_values import parse_servers
 from samsa.client.controller_calls import ControllerCalls, admin_timeouts
 from samsa.client.coordinator_calls import CoordinatorCalls
+from samsa.client.errors import KafkaError
 from samsa.client.group_admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -54,6 +56,7 @@ from samsa.client.group_admin import (
     TopicPartition,
 )
 from samsa.client.group_admin_calls import GroupAdminCalls
+from samsa.client.leader_elections import ElectionError, election_requests, election_results
 from samsa.client.listed_offsets import ListedOffset, OffsetSpec
 from samsa.client.log_dir_calls import LogDirCalls
 from samsa.client.log_dirs import LogDirDescription, ReplicaInfo
@@ -88,6 +91,7 @@ __all__ = [
     "ConsumerGroupListing",
     "ControllerInfo",
     "CoordinatorInfo",
+    "ElectionError",
     "GroupError",
     "ListedOffset",
     "LogDirDescription",
@@ -196,6 +200,20 @@ class Admin:
         requests = list_requests(partitions, self._controller.metadata_offset)
         read = self._controller.read
         return reassignments_of([read("ListPartitionReassignments", r) for r in requests])
+
+    def elect_leaders(
+        self, election_type: str, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], KafkaError | None]:
+        """Elect leaders now (Kafka's electLeaders, KIP-460). "preferred": each partition's
+        first replica leads, if live and in the ISR. "unclean": a partition without a live leader
+        gets any live replica, in sync or not (acknowledged records only the lost ones held are
+        gone). `partitions` None: every partition (those needing no election are left out).
+        Each outcome is None (elected) or its error, ELECTION_NOT_NEEDED when the leader asked
+        for leads already; ElectionError (a TopicError; `results` holds every outcome) for the
+        first other refusal. leader_elections.py is the pure half."""
+        requests = election_requests(election_type, partitions)
+        answers = [self._controller.write("ElectLeaders", r) for r in requests]
+        return election_results(requests, answers)
 
     def delete_records(self, offsets: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """Delete each partition's records below its offset (-1: below the high watermark, so

@@ -35,7 +35,7 @@ class PartitionReassignment:
     removing_replicas: tuple[int, ...]
 
 
-def _checked_partition(key: object) -> TopicPartition:
+def checked_topic_partition(key: object) -> TopicPartition:
     """A (topic, partition) key, or TopicError saying how partitions are named."""
     if (
         not isinstance(key, tuple)
@@ -95,7 +95,7 @@ def alter_requests(
     Partition = c.AlterPartitionReassignmentsRequest.Partition
     partitions = []
     for key, target in reassignments.items():
-        topic, number = _checked_partition(key)
+        topic, number = checked_topic_partition(key)
         if target is None:
             partitions.append(Partition(topic=topic, partition=number, cancel=True))
         else:
@@ -152,7 +152,7 @@ def list_requests(
     admin_request_items_max partitions per request."""
     if partitions is None:
         return [c.ListPartitionReassignmentsRequest(min_metadata_offset=min_metadata_offset)]
-    keys = list(dict.fromkeys(_checked_partition(key) for key in partitions))
+    keys = list(dict.fromkeys(checked_topic_partition(key) for key in partitions))
     step = limits.admin_request_items_max
     requests = []
     for start in range(0, len(keys), step):

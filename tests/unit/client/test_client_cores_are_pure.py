@@ -37,6 +37,7 @@ CORE_MODULES = (
     "rebalance.py",
     "cluster_admin.py",
     "reassignments.py",
+    "leader_elections.py",
     "group_admin.py",
     "transaction_admin.py",
     "transaction_manager.py",
