@@ -1,9 +1,10 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions, perf, reassign and log-dirs commands in group_commands.py,
-transaction_commands.py, perf_commands.py, reassign_commands.py and log_dirs_commands.py, and
-what they all share (where to connect, tables, times) in command_support.py.
+transactions, perf, reassign, log-dirs and leader-election commands in group_commands.py,
+transaction_commands.py, perf_commands.py, reassign_commands.py, log_dirs_commands.py and
+election_commands.py, and what they all share (where to connect, tables, times) in
+command_support.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from samsa.cli.console_commands import (
     add_console_commands,
     prepare_console,
     run_console,
+)
+from samsa.cli.election_commands import (
+    add_election_command,
+    election_usage_error,
+    run_election,
 )
 from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
 from samsa.cli.log_dirs_commands import add_log_dirs_command, log_dirs_usage_error, run_log_dirs
@@ -73,6 +79,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_perf_commands(commands, add_connection)
     add_reassign_command(commands, add_connection)
     add_log_dirs_command(commands, add_connection)
+    add_election_command(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster",
@@ -112,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.command == "log-dirs" and (problem := log_dirs_usage_error(args)):
         print(f"samsa log-dirs: {problem}", file=sys.stderr)
+    if args.command == "leader-election" and (problem := election_usage_error(args)):
+        print(f"samsa leader-election: {problem}", file=sys.stderr)
         return 2
     servers = bootstrap(args)
     try:
@@ -134,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             return run_reassign(args, servers)
         if args.command == "log-dirs":
             return run_log_dirs(args, servers)
+        if args.command == "leader-election":
+            return run_election(args, servers)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)

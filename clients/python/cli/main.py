@@ -12,6 +12,8 @@
     samsa cluster unregister --id N     forget a broker stopped for good (holding no replica)
     samsa reassign --generate|--execute|--verify|--cancel|--list ...  move partitions' replicas
     samsa log-dirs --describe [--broker-list 1,2] [--topic-list a,b] [--json]  what brokers store
+    samsa leader-election --election-type preferred|unclean (--topic T [--partition P]
+                          | --all-topic-partitions)   elect leaders now
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
@@ -67,6 +69,7 @@ CLUSTER_COMMANDS = (
     "perf",
     "reassign",
     "log-dirs",
+    "leader-election",
 )
 
 
