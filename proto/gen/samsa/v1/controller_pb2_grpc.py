@@ -29,9 +29,9 @@ class ControllerServiceStub:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to the active
-    controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
-    members send to controllers, UNIMPLEMENTED.
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to
+    the active controller (KIP-590) and answer its answer, and answer the other RPCs, which only
+    cluster members send to controllers, UNIMPLEMENTED.
     """
 
     def __init__(self, channel):
@@ -146,9 +146,9 @@ class ControllerServiceServicer:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to the active
-    controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
-    members send to controllers, UNIMPLEMENTED.
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to
+    the active controller (KIP-590) and answer its answer, and answer the other RPCs, which only
+    cluster members send to controllers, UNIMPLEMENTED.
     """
 
     def RegisterBroker(self, request, context):
@@ -441,9 +441,9 @@ class ControllerService:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to the active
-    controller (KIP-590) and answer its answer, and answer the other RPCs, which only cluster
-    members send to controllers, UNIMPLEMENTED.
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to
+    the active controller (KIP-590) and answer its answer, and answer the other RPCs, which only
+    cluster members send to controllers, UNIMPLEMENTED.
     """
 
     @staticmethod
