@@ -1,4 +1,5 @@
-"""Topic decisions: create (Kafka's placement and validation), delete, add partitions."""
+"""Topic decisions: create (Kafka's placement and validation, or the caller's placement:
+replica_assignment.py), delete, add partitions."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from samsa.metadata.image import (
 )
 from samsa.metadata.placement import PlacementError, assign_replicas, leader_start_index
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
+from samsa.services.controller.replica_assignment import (
+    Problem,
+    manual_assignment,
+    partition_records,
+)
 from samsa.services.runtime.topic_configs import validate_topic_configs
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
@@ -68,6 +74,9 @@ def create_topics(
     defaults: ClusterDefaults,
     new_topic_id: Callable[[], bytes],
 ) -> ControlResult[c.CreateTopicsResponse]:
+    """Create each topic of `request`, its partitions placed by the controller (Kafka's
+    placement over the unfenced brokers) or by the request's assignments
+    (replica_assignment.py); answered topic by topic."""
     response = c.CreateTopicsResponse()
     records: list[m.MetadataRecord] = []
     live = [b.broker_id for b in image.live_brokers()]
@@ -83,37 +92,25 @@ def create_topics(
             result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
             result.error_message = f"topic {topic.name!r} is named more than once in this request"
             continue
-        partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
-        factor = (
-            defaults.default_replication_factor
-            if topic.replication_factor in (-1, 0)
-            else topic.replication_factor
+        outcome = _name_problem(topic.name, taken, unified) or (
+            _assigned(topic, image, set(live))
+            if topic.assignments
+            else _placed(topic, defaults, live, racks, rng)
         )
-        problem = _topic_problem(
-            topic.name, taken, unified, partitions, factor, dict(topic.configs)
-        )
-        if problem is None and factor > len(live):
-            problem = (
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"replication factor {factor} is larger than the {len(live)} unfenced brokers",
-            )
-        if problem is not None:
-            result.error_code, result.error_message = problem  # type: ignore[assignment]
+        if isinstance(outcome, tuple):
+            result.error_code, result.error_message = outcome  # type: ignore[assignment]
             continue
-        start, shift = _placement_start(rng, live)
-        assignment = assign_replicas(
-            partitions, factor, live, start_index=start, first_shift=shift, racks=racks
-        )
+        assignment = outcome
         topic_id = new_topic_id()
         taken.add(topic.name)
         unified[unified_topic_name(topic.name)] = topic.name
         result.topic_id = topic_id
-        result.num_partitions = partitions
-        result.replication_factor = factor
+        result.num_partitions = len(assignment)
+        result.replication_factor = len(assignment[0])
         if request.validate_only:
             continue
         records.append(m.MetadataRecord(topic=m.TopicRecord(name=topic.name, topic_id=topic_id)))
-        records += _partition_records(topic_id, assignment)
+        records += partition_records(topic_id, assignment, set(live))
         records += [
             m.MetadataRecord(
                 config=m.ConfigRecord(
@@ -128,14 +125,60 @@ def create_topics(
     return ControlResult(records, response)
 
 
-def _topic_problem(
-    name: str,
-    taken: set[str],
-    unified: dict[str, str],
-    partitions: int,
-    factor: int,
-    configs: dict[str, str],
-) -> tuple[int, str] | None:
+def _placed(
+    topic: c.CreateTopicsRequest.Topic,
+    defaults: ClusterDefaults,
+    live: list[int],
+    racks: dict[int, str],
+    rng: RandomSource,
+) -> dict[int, list[int]] | Problem:
+    """The topic's partitions placed by the controller over the `live` brokers, or why not."""
+    partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    factor = (
+        defaults.default_replication_factor
+        if topic.replication_factor in (-1, 0)
+        else topic.replication_factor
+    )
+    if not 1 <= partitions <= limits.topic_partitions_max:
+        return (
+            ErrorCode.INVALID_PARTITIONS,
+            f"num_partitions={partitions}: use 1 to {limits.topic_partitions_max} (or -1 for "
+            "the cluster default)",
+        )
+    if factor < 1:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor {factor} is below 1"
+    if (problem := _configs_problem(topic, factor)) is not None:
+        return problem
+    if factor > len(live):
+        return (
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor {factor} is larger than the {len(live)} unfenced brokers",
+        )
+    start, shift = _placement_start(rng, live)
+    return assign_replicas(
+        partitions, factor, live, start_index=start, first_shift=shift, racks=racks
+    )
+
+
+def _assigned(
+    topic: c.CreateTopicsRequest.Topic, image: MetadataImage, live: set[int]
+) -> dict[int, list[int]] | Problem:
+    """The topic's partitions where its assignments place them, or why not."""
+    plan = manual_assignment(topic, image.brokers, live)
+    if isinstance(plan, tuple):
+        return plan
+    return _configs_problem(topic, len(plan[0])) or plan
+
+
+def _configs_problem(topic: c.CreateTopicsRequest.Topic, factor: int) -> Problem | None:
+    try:
+        validate_topic_configs(dict(topic.configs), factor)
+    except InvalidConfigError as error:
+        return ErrorCode.INVALID_CONFIG, str(error)
+    return None
+
+
+def _name_problem(name: str, taken: set[str], unified: dict[str, str]) -> Problem | None:
     if (problem := topic_name_problem(name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
     if (problem := internal_topic_problem(name, "create")) is not None:
@@ -148,34 +191,7 @@ def _topic_problem(
             f"topic {name!r} collides with existing topic {other!r}: names that differ only "
             "in '.' and '_' are refused, as in Kafka (its metric names cannot tell them apart)",
         )
-    if not 1 <= partitions <= limits.topic_partitions_max:
-        return (
-            ErrorCode.INVALID_PARTITIONS,
-            f"num_partitions={partitions}: use 1 to {limits.topic_partitions_max} (or -1 for "
-            "the cluster default)",
-        )
-    if factor < 1:
-        return ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor {factor} is below 1"
-    try:
-        validate_topic_configs(configs, factor)
-    except InvalidConfigError as error:
-        return ErrorCode.INVALID_CONFIG, str(error)
     return None
-
-
-def _partition_records(topic_id: bytes, assignment: dict[int, list[int]]) -> list[m.MetadataRecord]:
-    return [
-        m.MetadataRecord(
-            partition=m.PartitionRecord(
-                topic_id=topic_id,
-                partition=partition,
-                replicas=replicas,
-                isr=replicas,
-                leader=replicas[0],
-            )
-        )
-        for partition, replicas in sorted(assignment.items())
-    ]
 
 
 def delete_topics(
@@ -256,5 +272,5 @@ def create_partitions(
             result.error_message = str(error)
             continue
         if not request.validate_only:
-            records += _partition_records(topic.topic_id, assignment)
+            records += partition_records(topic.topic_id, assignment, set(live))
     return ControlResult(records, response)

@@ -170,8 +170,15 @@ class FetchSnapshotResponse(_message.Message):
 
 class CreateTopicsRequest(_message.Message):
     __slots__ = ("topics", "validate_only")
+    class ReplicaAssignment(_message.Message):
+        __slots__ = ("partition_index", "broker_ids")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        BROKER_IDS_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        broker_ids: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, partition_index: _Optional[int] = ..., broker_ids: _Optional[_Iterable[int]] = ...) -> None: ...
     class Topic(_message.Message):
-        __slots__ = ("name", "num_partitions", "replication_factor", "configs")
+        __slots__ = ("name", "num_partitions", "replication_factor", "configs", "assignments")
         class ConfigsEntry(_message.Message):
             __slots__ = ("key", "value")
             KEY_FIELD_NUMBER: _ClassVar[int]
@@ -183,11 +190,13 @@ class CreateTopicsRequest(_message.Message):
         NUM_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
         REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
         CONFIGS_FIELD_NUMBER: _ClassVar[int]
+        ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
         name: str
         num_partitions: int
         replication_factor: int
         configs: _containers.ScalarMap[str, str]
-        def __init__(self, name: _Optional[str] = ..., num_partitions: _Optional[int] = ..., replication_factor: _Optional[int] = ..., configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
+        assignments: _containers.RepeatedCompositeFieldContainer[CreateTopicsRequest.ReplicaAssignment]
+        def __init__(self, name: _Optional[str] = ..., num_partitions: _Optional[int] = ..., replication_factor: _Optional[int] = ..., configs: _Optional[_Mapping[str, str]] = ..., assignments: _Optional[_Iterable[_Union[CreateTopicsRequest.ReplicaAssignment, _Mapping]]] = ...) -> None: ...
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[CreateTopicsRequest.Topic]

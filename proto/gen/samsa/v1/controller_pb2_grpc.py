@@ -189,7 +189,8 @@ class ControllerServiceServicer:
 
     def CreateTopics(self, request, context):
         """Creates topics with their partitions placed on brokers (Kafka's assignment: round-robin
-        leaders from a random start broker, followers shifted, rack-aware when racks are set).
+        leaders from a random start broker, followers shifted, rack-aware when racks are set), or
+        where the request's replica assignments place them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
