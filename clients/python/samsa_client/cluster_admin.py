@@ -11,12 +11,13 @@ built by hand:
   Kafka-named dataclasses below, which admin.py exports;
 - `check_config_strings` and `config_alterations` check the configs a request carries, before
   anything is sent, and build IncrementalAlterConfigs' alterations; `create_topics_request`
-  checks and builds CreateTopics', and `unregister_broker_request` UnregisterBroker's.
+  checks and builds CreateTopics' (with `replica_assignments_of`, the replicas placed by hand),
+  and `unregister_broker_request` UnregisterBroker's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,10 @@ class NewTopic:
     num_partitions: int = -1  # the cluster's num.partitions
     replication_factor: int = -1  # the cluster's default.replication.factor
     configs: Mapping[str, str] = field(default_factory=dict)
+    # Replicas placed by hand (Kafka's NewTopic(name, replicasAssignments)): partition -> broker
+    # ids, the first the preferred leader; partitions 0..n-1, every list as long. With it,
+    # num_partitions and replication_factor stay -1: the map sets both.
+    replica_assignments: Mapping[int, Sequence[int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -146,11 +151,65 @@ def create_topics_request(topics: Iterable[NewTopic], validate_only: bool) -> c.
                 num_partitions=t.num_partitions,
                 replication_factor=t.replication_factor,
                 configs=dict(t.configs),
+                assignments=replica_assignments_of(t),
             )
             for t in unique.values()
         ],
         validate_only=validate_only,
     )
+
+
+def replica_assignments_of(topic: NewTopic) -> list[c.CreateTopicsRequest.ReplicaAssignment]:
+    """The wire form of `topic.replica_assignments`, by partition; TopicError for a map the wire
+    cannot carry as meant (a key or id that is not an int, a str as a list, nothing in it) or
+    given beside a count or factor. Whether it can be placed (partitions 0..n-1, registered
+    brokers, lists of one length) is the controller's to say: it knows the brokers."""
+    plan = topic.replica_assignments
+    if plan is None:
+        return []
+    where = f"topic {topic.name!r}: replica_assignments"
+    if topic.num_partitions != -1 or topic.replication_factor != -1:
+        raise TopicError(
+            f"{where} sets the partition count and replication factor: leave num_partitions and "
+            f"replication_factor at -1 (they are {topic.num_partitions} and "
+            f"{topic.replication_factor})",
+            ErrorCode.INVALID_REQUEST,
+        )
+    if not isinstance(plan, Mapping) or not plan:
+        raise TopicError(
+            f"{where} must be a non-empty mapping of partition -> broker ids, such as "
+            f"{{0: [1, 2], 1: [2, 3]}}; got {plan!r}",
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        )
+    wire = []
+    for partition, brokers in plan.items():
+        if not _is_int32(partition) or not _is_id_list(brokers):
+            raise TopicError(
+                f"{where}: {partition!r}: {brokers!r} is not a partition number with a list of "
+                "broker ids (such as 0: [1, 2], the first the preferred leader)",
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            )
+        ids = list(brokers)
+        if not all(_is_int32(broker) for broker in ids):
+            raise TopicError(
+                f"{where}: partition {partition}'s replicas {ids!r} must be broker ids (ints)",
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            )
+        wire.append((partition, ids))
+    return [
+        c.CreateTopicsRequest.ReplicaAssignment(partition_index=p, broker_ids=ids)
+        for p, ids in sorted(wire)
+    ]
+
+
+def _is_id_list(value: object) -> bool:
+    """A list or tuple, not a str (whose letters are no broker ids) nor a set (no order: the
+    first replica is the preferred leader)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _is_int32(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= INT32_MAX
 
 
 def config_alterations(
