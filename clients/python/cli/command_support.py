@@ -201,6 +201,29 @@ def int32(text: str) -> int:
     return _bounded_int(text, INT32_MAX, "a 32-bit field")
 
 
+def replica_assignment(text: str) -> dict[int, list[int]]:
+    """An argparse type for Kafka's `--replica-assignment`: partitions separated by commas, the
+    broker ids of one partition by colons, the first its preferred leader ("1:2,2:3,3:1": three
+    partitions of two replicas). A list that is empty or names a broker twice is a usage error
+    here, as in Kafka's tool; whether the brokers exist, and every list is as long, the
+    controller says (it knows the brokers)."""
+    plan: dict[int, list[int]] = {}
+    for partition, part in enumerate(text.split(",")):
+        ids = [item.strip() for item in part.split(":")]
+        if not all(ids):
+            raise argparse.ArgumentTypeError(
+                f"partition {partition} ({part.strip()!r}) has an empty broker id: write broker "
+                "ids separated by ':', partitions by ',', as in 1:2,2:3"
+            )
+        brokers = [_bounded_int(item, INT32_MAX, "a broker id") for item in ids]
+        if len(set(brokers)) != len(brokers):
+            raise argparse.ArgumentTypeError(
+                f"partition {partition} ({part.strip()}) names a broker more than once"
+            )
+        plan[partition] = brokers
+    return plan
+
+
 def int64(text: str) -> int:
     """An argparse type for what the wire carries as int64 (offsets, producer ids, times)."""
     return _bounded_int(text, INT64_MAX, "a 64-bit field")

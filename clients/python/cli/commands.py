@@ -15,7 +15,14 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import grpc
 
-from samsa.cli.command_support import add_connection, bootstrap, int32, key_value, table
+from samsa.cli.command_support import (
+    add_connection,
+    bootstrap,
+    int32,
+    key_value,
+    replica_assignment,
+    table,
+)
 from samsa.cli.console_commands import (
     CONSOLE_COMMANDS,
     add_console_commands,
@@ -58,8 +65,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     actions = topics.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="create a topic")
     create.add_argument("name")
-    create.add_argument("--partitions", type=int32, default=-1)
-    create.add_argument("--replication-factor", type=int32, default=-1)
+    create.add_argument("--partitions", type=int32, help="default: the cluster's num.partitions")
+    create.add_argument(
+        "--replication-factor", type=int32, help="default: the cluster's default.replication.factor"
+    )
+    create.add_argument(
+        "--replica-assignment",
+        type=replica_assignment,
+        metavar="B:B,B:B",
+        help="each partition's broker ids, the first the preferred leader (1:2,2:3: two "
+        "partitions of two replicas); instead of --partitions and --replication-factor",
+    )
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     listing = actions.add_parser("list", help="list topics")
     listing.add_argument(
@@ -113,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.command == "transactions" and (problem := transactions_usage_error(args)):
         print(f"samsa transactions {problem}", file=sys.stderr)
+        return 2
+    if args.command == "topics" and (problem := topics_usage_error(args)):
+        print(f"samsa topics {args.action}: {problem}", file=sys.stderr)
         return 2
     if args.command == "reassign" and (problem := prepare_reassign(args)):
         print(f"samsa reassign: {problem}", file=sys.stderr)
@@ -190,8 +209,17 @@ def _topics(args: argparse.Namespace) -> int:
     with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
         if args.action == "create":
             configs = dict(key_value(item, "--config") for item in args.config)
+            partitions, factor = args.partitions, args.replication_factor
             admin.create_topics(
-                [NewTopic(args.name, args.partitions, args.replication_factor, configs)]
+                [
+                    NewTopic(
+                        args.name,
+                        -1 if partitions is None else partitions,
+                        -1 if factor is None else factor,
+                        configs,
+                        replica_assignments=args.replica_assignment,
+                    )
+                ]
             )
             info = admin.describe_topics([args.name])[args.name]
             print(f"created {args.name} with {len(info.partitions)} partition(s)")
@@ -217,6 +245,28 @@ def _topics(args: argparse.Namespace) -> int:
         elif args.action == "delete":
             return delete_topics(admin, args.names)
     return 0
+
+
+def topics_usage_error(args: argparse.Namespace) -> str | None:
+    """Why a `samsa topics` command line cannot run, or None: `create` takes its partitions
+    from --replica-assignment or from --partitions and --replication-factor, never both (Kafka's
+    kafka-topics.sh refuses the mix too: which would win?)."""
+    if args.action != "create" or args.replica_assignment is None:
+        return None
+    given = [
+        flag
+        for flag, value in (
+            ("--partitions", args.partitions),
+            ("--replication-factor", args.replication_factor),
+        )
+        if value is not None
+    ]
+    if given:
+        return (
+            f"{' and '.join(given)} cannot be used with --replica-assignment, which sets the "
+            "partitions and their replicas: leave them out"
+        )
+    return None
 
 
 def partitions_table(partitions: Sequence[PartitionInfo]) -> str:
