@@ -13,6 +13,7 @@ sleeps; the cluster's processes are stopped by PID (local_cluster).
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -86,3 +87,30 @@ def test_the_cli_places_a_topic_and_refuses_a_bad_plan(
     assert samsa_main([*argv, "--bootstrap-server", via]) == 1
     err = capsys.readouterr().err
     assert "same replication factor" in err and "INVALID_REPLICA_ASSIGNMENT" in err
+
+
+def test_a_fenced_broker_in_the_plan_joins_the_isr_once_it_is_back(
+    cluster: LocalCluster, via: str
+) -> None:
+    """Last in the module: it stops broker 3 (controlled shutdown fences it at once)."""
+    cluster.kill("broker-3", signal.SIGTERM)
+    with Admin({"bootstrap.servers": via}) as admin:
+        wait_until(
+            "broker 3 fenced",
+            lambda: any(b.broker_id == 3 and b.fenced for b in admin.describe_cluster().brokers),
+        )
+        admin.create_topics([NewTopic("waiting", replica_assignments={0: [3, 1]})])
+        assert placement(admin, "waiting") == [([3, 1], 1, [1])], "broker 1 leads meanwhile"
+        with pytest.raises(TopicError, match="fenced"):
+            admin.create_topics([NewTopic("offline", replica_assignments={0: [3]})])
+        with Producer({"bootstrap.servers": via, "acks": "all"}) as producer:
+            producer.send("waiting", b"before", partition=0).result(timeout=30)
+        cluster.start("broker-3")
+        wait_until(
+            "broker 3 back in the ISR",
+            lambda: placement(admin, "waiting")[0][2] == [1, 3],
+            timeout_s=60,
+        )
+    records = read_to_end(via, [("waiting", 0)], "read_uncommitted")
+    assert [value for _, _, value in records] == [b"before"]
+    assert cluster.exited() == {}
