@@ -1,4 +1,5 @@
-"""Replicas placed by hand: CreateTopics' `assignments` (Kafka's `--replica-assignment`). Pure.
+"""Replicas placed by hand: CreateTopics' and CreatePartitions' `assignments` (Kafka's
+`kafka-topics.sh --replica-assignment`). Pure.
 
 Theory of operation. Kafka lets an operator name each partition's replicas instead of letting
 the controller place them (racks or disks the controller does not know about, a layout copied
@@ -12,6 +13,9 @@ preferred leader), or why it cannot be placed, with what to change:
 - each list non-empty, distinct, at most `limits.replication_factor_max` registered brokers, and
   every list as long as the others: Kafka keeps one replication factor per topic, which
   CreatePartitions and the min.insync.replicas checks rely on.
+
+CreatePartitions' plan (`added_assignment`) is one list per new partition, in order, each as
+long as the topic's replication factor, checked list by list the same way.
 
 Fenced brokers (registered, not live) may be named, as Kafka allows: the plan is the operator's
 and a broker restarting or in controlled shutdown at that moment is still part of it. The
@@ -77,11 +81,37 @@ def manual_assignment(
     return plan
 
 
+def added_assignment(
+    wanted: c.CreatePartitionsRequest.Topic,
+    current: int,
+    factor: int,
+    registered: Collection[int],
+    live: Set[int],
+) -> dict[int, list[int]] | Problem:
+    """CreatePartitions' `assignments` as partition -> replicas for the partitions from
+    `current` on (one list per new partition, in order, each of the topic's replication factor
+    `factor`), or why they cannot be placed. The count is the caller's to check first."""
+    added = wanted.count - current
+    if len(wanted.assignments) != added:
+        return (
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"{len(wanted.assignments)} replica lists for the {added} partitions added to "
+            f"{wanted.name!r} ({current} -> {wanted.count}): give one per new partition, in order",
+        )
+    plan: dict[int, list[int]] = {}
+    for index, item in enumerate(wanted.assignments, start=current):
+        problem = replica_list_problem(index, item.broker_ids, factor, registered, live)
+        if problem is not None:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+        plan[index] = list(item.broker_ids)
+    return plan
+
+
 def replica_list_problem(
     index: int, replicas: Sequence[int], factor: int, registered: Collection[int], live: Set[int]
 ) -> str | None:
     """Why `replicas` cannot be partition `index`'s in a topic of replication factor `factor`
-    (the first partition's list length), or None."""
+    (partition 0's list length), or None."""
     where = f"partition {index}"
     if not replicas:
         return f"the replica list of {where} is empty: name at least one broker"

@@ -13,11 +13,13 @@ from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.metadata.image import (
     TOPIC_RESOURCE,
     MetadataImage,
+    TopicImage,
 )
 from samsa.metadata.placement import PlacementError, assign_replicas, leader_start_index
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
 from samsa.services.controller.replica_assignment import (
     Problem,
+    added_assignment,
     manual_assignment,
     partition_records,
 )
@@ -253,24 +255,43 @@ def create_partitions(
         # The target's, while partition 0 is being reassigned (KIP-455): its replicas then
         # also hold the ones the reassignment removes.
         factor = len(topic.partitions[0].target_replicas)
-        first_leader = topic.partitions[0].target_replicas[0]
-        try:
-            start = leader_start_index(first_leader, live, racks)
-            if start is None:
-                start = rng.randrange(len(live))
-            assignment = assign_replicas(
-                wanted.count - current,
-                factor,
-                live,
-                start_index=start,
-                first_shift=rng.randrange(len(live)),
-                first_partition=current,
-                racks=racks,
-            )
-        except (PlacementError, ValueError) as error:
-            result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR  # type: ignore[assignment]
-            result.error_message = str(error)
+        outcome = (
+            added_assignment(wanted, current, factor, image.brokers, set(live))
+            if wanted.assignments
+            else _added_placed(topic, current, wanted.count, factor, live, racks, rng)
+        )
+        if isinstance(outcome, tuple):
+            result.error_code, result.error_message = outcome  # type: ignore[assignment]
             continue
         if not request.validate_only:
-            records += partition_records(topic.topic_id, assignment, set(live))
+            records += partition_records(topic.topic_id, outcome, set(live))
     return ControlResult(records, response)
+
+
+def _added_placed(
+    topic: TopicImage,
+    current: int,
+    count: int,
+    factor: int,
+    live: list[int],
+    racks: dict[int, str],
+    rng: RandomSource,
+) -> dict[int, list[int]] | Problem:
+    """Partitions `current`..`count - 1` placed by the controller, continuing the topic's
+    round-robin from partition 0's preferred leader, or why they cannot be."""
+    first_leader = topic.partitions[0].target_replicas[0]
+    try:
+        start = leader_start_index(first_leader, live, racks)
+        if start is None:
+            start = rng.randrange(len(live))
+        return assign_replicas(
+            count - current,
+            factor,
+            live,
+            start_index=start,
+            first_shift=rng.randrange(len(live)),
+            first_partition=current,
+            racks=racks,
+        )
+    except (PlacementError, ValueError) as error:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, str(error)

@@ -3,7 +3,9 @@ placed exactly so by real processes: describe_topics shows the given replica lis
 each led by its first replica; records produced with acks=all to every partition are read back;
 a plan naming an unregistered broker is refused with a message saying so and creates nothing,
 and validate_only creates nothing; the CLI form `samsa topics create --replica-assignment`
-does the same, and refuses a bad plan in one line (exit 1).
+does the same, and refuses a bad plan in one line (exit 1). Partitions added to a topic
+(CreatePartitions, `samsa topics alter --partitions N --replica-assignment`) are placed as
+given too. A fenced broker may be named beside a live one: it joins the ISR once it is back.
 
 Method: 1 controller, 3 brokers (FAST_SETTINGS). Every call goes through broker 1 (the SDK's
 Admin and the CLI bootstrapped from it alone), so the writes are forwarded to the controller
@@ -87,6 +89,21 @@ def test_the_cli_places_a_topic_and_refuses_a_bad_plan(
     assert samsa_main([*argv, "--bootstrap-server", via]) == 1
     err = capsys.readouterr().err
     assert "same replication factor" in err and "INVALID_REPLICA_ASSIGNMENT" in err
+
+
+def test_added_partitions_are_placed_as_given(via: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with Admin({"bootstrap.servers": via}) as admin:
+        admin.create_topics([NewTopic("growing", replica_assignments={0: [1, 2]})])
+        admin.create_partitions({"growing": 2}, replica_assignments={"growing": [[3, 2]]})
+        with pytest.raises(TopicError, match=r"brokers \[9\] that are not registered") as refused:
+            admin.create_partitions({"growing": 3}, replica_assignments={"growing": [[9, 1]]})
+        assert refused.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        argv = ["topics", "alter", "growing", "--partitions", "3"]
+        argv += ["--replica-assignment", "1:2,3:2,2:3", "--bootstrap-server", via]
+        assert samsa_main(argv) == 0
+        assert "growing: partitions 2 -> 3" in capsys.readouterr().out
+        expected = [([1, 2], 1, [1, 2]), ([3, 2], 3, [2, 3]), ([2, 3], 2, [2, 3])]
+        wait_until("placed as given", lambda: placement(admin, "growing") == expected)
 
 
 def test_a_fenced_broker_in_the_plan_joins_the_isr_once_it_is_back(

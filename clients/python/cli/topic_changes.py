@@ -7,7 +7,14 @@ import argparse
 import sys
 from collections.abc import Hashable, Mapping
 
-from samsa.cli.command_support import INT64_MAX, int32, key_value, require_topic, table
+from samsa.cli.command_support import (
+    INT64_MAX,
+    int32,
+    key_value,
+    replica_assignment,
+    require_topic,
+    table,
+)
 from samsa.client import Admin, TopicError
 from samsa.client.errors import KafkaError
 
@@ -28,6 +35,13 @@ def add_topic_change_parsers(actions: argparse._SubParsersAction) -> list[argpar
     )
     alter.add_argument("name")
     alter.add_argument("--partitions", type=int32, help="the new partition count (only grows)")
+    alter.add_argument(
+        "--replica-assignment",
+        type=replica_assignment,
+        metavar="B:B,B:B",
+        help="with --partitions: every partition's broker ids, the existing ones first (they "
+        "stay where they are), the first of each the preferred leader, as Kafka's kafka-topics",
+    )
     alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     alter.add_argument(
         "--delete-config", action="append", default=[], metavar="KEY", help="back to default"
@@ -57,6 +71,11 @@ def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
     config changes nothing); what changed is printed, one line each, and added partitions get
     Kafka's warning about keyed records on stderr."""
     configs = dict(key_value(item, "--config") for item in args.config)
+    if args.replica_assignment is not None and args.partitions is None:
+        raise SystemExit(
+            "samsa topics alter: --replica-assignment places added partitions: give the new "
+            "count with --partitions N too (to move existing ones, see `samsa reassign`)"
+        )
     if args.partitions is None and not configs and not args.delete_config:
         raise SystemExit(
             "samsa topics alter: say what to change: --partitions N, --config KEY=VALUE or "
@@ -66,6 +85,7 @@ def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
     if both:
         raise SystemExit(f"samsa topics alter: {', '.join(both)} both set and deleted: choose one")
     before = len(require_topic(admin, args.name).partitions)
+    placed = added_assignments(args.replica_assignment, before)
     if configs or args.delete_config:
         admin.alter_configs(args.name, set=configs, delete=args.delete_config)
         for key, value in configs.items():
@@ -73,12 +93,28 @@ def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
         for key in args.delete_config:
             print(f"{args.name}: {key} back to its default")
     if args.partitions is not None and args.partitions != before:
-        admin.create_partitions({args.name: args.partitions})
+        plans = None if placed is None else {args.name: placed}
+        admin.create_partitions({args.name: args.partitions}, replica_assignments=plans)
         print(f"{args.name}: partitions {before} -> {args.partitions}")
         print(KEYED_PARTITIONS_WARNING, file=sys.stderr)
     elif args.partitions is not None:
         print(f"{args.name}: already has {before} partition(s)")
     return 0
+
+
+def added_assignments(plan: dict[int, list[int]] | None, current: int) -> list[list[int]] | None:
+    """The lists of the partitions to add, from a --replica-assignment that lists every
+    partition, the `current` ones first (Kafka's kafka-topics skips them: an alter adds
+    partitions and moves none), or exit saying it lists no new partition."""
+    if plan is None:
+        return None
+    if len(plan) <= current:
+        raise SystemExit(
+            f"samsa topics alter: --replica-assignment lists {len(plan)} partition(s), but the "
+            f"topic has {current} already: list every partition, the existing ones first, then "
+            "one per partition to add"
+        )
+    return [plan[p] for p in range(current, len(plan))]
 
 
 def delete_records(admin: Admin, args: argparse.Namespace) -> int:

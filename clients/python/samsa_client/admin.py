@@ -37,6 +37,7 @@ from samsa.client.cluster_admin import (
     cluster_description_of,
     config_alterations,
     config_entries_of,
+    create_partitions_request,
     create_topics_request,
     raise_first,
     topic_descriptions_of,
@@ -171,13 +172,15 @@ class Admin:
             ).topics
         )
 
-    def create_partitions(self, new_counts: Mapping[str, int], validate_only: bool = False) -> None:
-        request = c.CreatePartitionsRequest(
-            topics=[
-                c.CreatePartitionsRequest.Topic(name=n, count=k) for n, k in new_counts.items()
-            ],
-            validate_only=validate_only,
-        )
+    def create_partitions(
+        self,
+        new_counts: Mapping[str, int],
+        validate_only: bool = False,
+        replica_assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
+    ) -> None:
+        """Grow topics to `new_counts`; `replica_assignments` places a topic's new partitions by
+        hand, one broker id list per new partition (Kafka's NewPartitions.increaseTo)."""
+        request = create_partitions_request(new_counts, validate_only, replica_assignments)
         raise_first(self._controller.write("CreatePartitions", request).topics)
 
     def alter_partition_reassignments(

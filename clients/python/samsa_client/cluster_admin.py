@@ -12,7 +12,8 @@ built by hand:
 - `check_config_strings` and `config_alterations` check the configs a request carries, before
   anything is sent, and build IncrementalAlterConfigs' alterations; `create_topics_request`
   checks and builds CreateTopics' (with `replica_assignments_of`, the replicas placed by hand),
-  and `unregister_broker_request` UnregisterBroker's.
+  `create_partitions_request` CreatePartitions', and `unregister_broker_request`
+  UnregisterBroker's.
 """
 
 from __future__ import annotations
@@ -159,6 +160,39 @@ def create_topics_request(topics: Iterable[NewTopic], validate_only: bool) -> c.
     )
 
 
+def create_partitions_request(
+    new_counts: Mapping[str, int],
+    validate_only: bool,
+    replica_assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
+) -> c.CreatePartitionsRequest:
+    """CreatePartitions for `new_counts`, with each topic's new partitions placed by hand when
+    `replica_assignments` names it (Kafka's NewPartitions.increaseTo(count, assignments): one
+    broker id list per new partition, in order); TopicError, before anything is sent, for
+    lists the wire cannot carry as meant or a topic they name without a new count."""
+    plans = dict(replica_assignments or {})
+    unknown = sorted(set(plans) - set(new_counts), key=str)
+    if unknown:
+        raise TopicError(
+            f"replica_assignments names {unknown} without a new partition count: give each "
+            "topic's count in new_counts too",
+            ErrorCode.INVALID_REQUEST,
+        )
+    topics = []
+    for name, count in new_counts.items():
+        wire = c.CreatePartitionsRequest.Topic(name=name, count=count)
+        lists = plans.get(name, ())
+        if isinstance(lists, (str, bytes)) or not isinstance(lists, Sequence):
+            raise TopicError(
+                f"topic {name!r}: replica_assignments must be a list of broker id lists, one "
+                f"per new partition, such as [[1, 2], [2, 3]]; got {lists!r}",
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            )
+        for number, brokers in enumerate(lists):
+            wire.assignments.add(broker_ids=_broker_ids(name, f"new partition {number}", brokers))
+        topics.append(wire)
+    return c.CreatePartitionsRequest(topics=topics, validate_only=validate_only)
+
+
 def replica_assignments_of(topic: NewTopic) -> list[c.CreateTopicsRequest.ReplicaAssignment]:
     """The wire form of `topic.replica_assignments`, by partition; TopicError for a map the wire
     cannot carry as meant (a key or id that is not an int, a str as a list, nothing in it) or
@@ -183,29 +217,36 @@ def replica_assignments_of(topic: NewTopic) -> list[c.CreateTopicsRequest.Replic
         )
     wire = []
     for partition, brokers in plan.items():
-        if not _is_int32(partition) or not _is_id_list(brokers):
+        if not _is_int32(partition):
             raise TopicError(
-                f"{where}: {partition!r}: {brokers!r} is not a partition number with a list of "
-                "broker ids (such as 0: [1, 2], the first the preferred leader)",
+                f"{where}: {partition!r} is not a partition number (such as 0: [1, 2], the "
+                "first broker the preferred leader)",
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             )
-        ids = list(brokers)
-        if not all(_is_int32(broker) for broker in ids):
-            raise TopicError(
-                f"{where}: partition {partition}'s replicas {ids!r} must be broker ids (ints)",
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            )
-        wire.append((partition, ids))
+        wire.append((partition, _broker_ids(topic.name, f"partition {partition}", brokers)))
     return [
         c.CreateTopicsRequest.ReplicaAssignment(partition_index=p, broker_ids=ids)
         for p, ids in sorted(wire)
     ]
 
 
-def _is_id_list(value: object) -> bool:
-    """A list or tuple, not a str (whose letters are no broker ids) nor a set (no order: the
-    first replica is the preferred leader)."""
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+def _broker_ids(topic: str, where: str, brokers: object) -> list[int]:
+    """`brokers` as a list of broker ids, or TopicError: a str's letters or a set's order
+    (the first replica is the preferred leader) cannot stand for one."""
+    if isinstance(brokers, (str, bytes)) or not isinstance(brokers, Sequence):
+        raise TopicError(
+            f"topic {topic!r}: replica_assignments: {where}'s replicas {brokers!r} are not a "
+            "list of broker ids (such as [1, 2], the first the preferred leader)",
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        )
+    ids = list(brokers)
+    if not all(_is_int32(broker) for broker in ids):
+        raise TopicError(
+            f"topic {topic!r}: replica_assignments: {where}'s replicas {ids!r} must be broker "
+            "ids (ints)",
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        )
+    return ids
 
 
 def _is_int32(value: object) -> bool:

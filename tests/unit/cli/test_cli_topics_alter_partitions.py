@@ -28,7 +28,7 @@ class StandInAdmin:
     def describe_topics(self, names: list[str]) -> dict[str, SimpleNamespace]:
         return {name: SimpleNamespace(partitions=[0] * self.count) for name in names}
 
-    def create_partitions(self, counts: dict[str, int]) -> None:
+    def create_partitions(self, counts: dict[str, int], replica_assignments: object = None) -> None:
         (wanted,) = counts.values()
         if wanted <= self.count:
             raise TopicError("partitions can only be added", ErrorCode.INVALID_PARTITIONS)

@@ -2,11 +2,12 @@
 by commas, replicas by colons, the first the preferred leader) into partition -> replicas and
 sends it as NewTopic's replica_assignments; a malformed list is a usage error naming the
 partition, and --partitions or --replication-factor beside it is refused (exit 2), as Kafka's
-kafka-topics.sh refuses the mix.
+kafka-topics.sh refuses the mix. `samsa topics alter --partitions N --replica-assignment ...`
+lists every partition, as Kafka's --alter does, and sends the added partitions' lists only.
 
 Method: the pure argparse type `replica_assignment`, the real argparse tree of `samsa` with
-`topics_usage_error`, and `run` over a stand-in Admin (no cluster); the command against a real
-cluster is in tests/integration/test_topic_replica_assignment.py.
+`topics_usage_error`, and `run` and `alter_topic` over stand-in Admins (no cluster); the
+command against a real cluster is in tests/integration/test_topic_replica_assignment.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from samsa.cli import commands
 from samsa.cli.command_support import replica_assignment
 from samsa.cli.commands import add_commands, topics_usage_error
+from samsa.cli.topic_changes import added_assignments, alter_topic
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -134,3 +136,41 @@ def test_the_command_refuses_the_mix_with_exit_2_before_connecting(
     args = parse("--replica-assignment", "1:2", "--partitions", "1", "--bootstrap-server", "h:1")
     assert commands.run(args) == 2
     assert "samsa topics create: --partitions cannot be used" in capsys.readouterr().err
+
+
+class GrowingAdmin:
+    """A topic "t" of 2 partitions; records what create_partitions was given."""
+
+    def __init__(self) -> None:
+        self.grown: list[tuple[dict[str, int], object]] = []
+
+    def describe_topics(self, names: list[str]) -> dict[str, SimpleNamespace]:
+        return {name: SimpleNamespace(partitions=[0, 1]) for name in names}
+
+    def create_partitions(self, counts: dict[str, int], replica_assignments: object) -> None:
+        self.grown.append((counts, replica_assignments))
+
+
+def alter_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="samsa")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["topics", "alter", "t", *argv])
+
+
+def test_alter_sends_the_lists_of_the_added_partitions_only() -> None:
+    """Kafka's kafka-topics --alter lists every partition and skips the existing ones."""
+    admin = GrowingAdmin()
+    args = alter_args("--partitions", "4", "--replica-assignment", "1:2,2:3,3:1,1:3")
+    assert alter_topic(admin, args) == 0  # type: ignore[arg-type]
+    assert admin.grown == [({"t": 4}, {"t": [[3, 1], [1, 3]]})]
+    assert added_assignments(None, 2) is None
+
+
+def test_alter_refuses_an_assignment_without_a_count_or_without_new_partitions() -> None:
+    admin = GrowingAdmin()
+    with pytest.raises(SystemExit, match="give the new count with --partitions N"):
+        alter_topic(admin, alter_args("--replica-assignment", "1:2,2:3,3:1"))  # type: ignore[arg-type]
+    args = alter_args("--partitions", "3", "--replica-assignment", "1:2,2:3")
+    with pytest.raises(SystemExit, match=r"lists 2 partition\(s\), but the topic has 2 already"):
+        alter_topic(admin, args)  # type: ignore[arg-type]
+    assert admin.grown == [], "nothing sent"

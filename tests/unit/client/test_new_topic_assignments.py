@@ -1,7 +1,8 @@
 """Goal: NewTopic's replica_assignments (Kafka's NewTopic(name, replicasAssignments)) go on the
 wire as CreateTopics' assignments, by partition, the replicas in the given order; a map the
 wire cannot carry as meant, or one given beside a count or factor, is refused before anything is
-sent with a TopicError naming the topic and what to change.
+sent with a TopicError naming the topic and what to change. The same for create_partitions'
+replica_assignments (Kafka's NewPartitions.increaseTo(count, assignments)).
 
 Method: the pure request builder (create_topics_request), then one Admin whose bootstrap
 server refuses connections, to see the refusal comes before any send.
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from samsa.client.admin import Admin, NewTopic
-from samsa.client.cluster_admin import create_topics_request
+from samsa.client.cluster_admin import create_partitions_request, create_topics_request
 from samsa.client.errors import TopicError
 from samsa.common.errors import ErrorCode
 
@@ -47,7 +48,7 @@ def test_without_assignments_nothing_is_sent_for_them() -> None:
         ({"replica_assignments": {"0": [1]}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "'0'"),
         ({"replica_assignments": {True: [1]}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "True"),
         ({"replica_assignments": {0: "12"}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "'12'"),
-        ({"replica_assignments": {0: 1}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "0: 1 is not"),
+        ({"replica_assignments": {0: 1}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "1 are not"),
         ({"replica_assignments": {0: {1, 2}}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "{1, 2}"),
         ({"replica_assignments": {0: [1, "2"]}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "ints"),
         ({"replica_assignments": {0: [1, 2**31]}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "ints"),
@@ -69,3 +70,32 @@ def test_admin_refuses_a_malformed_map_before_sending_anything() -> None:
         with pytest.raises(TopicError, match="replica_assignments"):
             admin.create_topics([NewTopic("t", 1, -1, replica_assignments={0: [1]})])
         assert time.monotonic() - started < 1.0, "refused before anything was sent"
+
+
+def test_create_partitions_sends_one_list_per_new_partition_in_order() -> None:
+    request = create_partitions_request({"t": 4, "u": 2}, False, {"t": [(3, 1), [1, 2]]})
+    t, u = request.topics
+    assert (t.name, t.count, [list(a.broker_ids) for a in t.assignments]) == (
+        "t",
+        4,
+        [[3, 1], [1, 2]],
+    )
+    assert (u.name, u.count, list(u.assignments)) == ("u", 2, [])
+
+
+@pytest.mark.parametrize(
+    ("plans", "code", "words"),
+    [
+        ({"v": [[1]]}, ErrorCode.INVALID_REQUEST, "names ['v'] without a new partition count"),
+        ({"t": "1:2"}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "a list of broker id lists"),
+        ({"t": {0: [1]}}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "a list of broker id lists"),
+        ({"t": [[1], 2]}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "new partition 1's replicas 2"),
+        ({"t": [[1, None]]}, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "must be broker ids"),
+    ],
+)
+def test_create_partitions_refuses_lists_the_wire_cannot_carry(
+    plans: dict[str, Any], code: ErrorCode, words: str
+) -> None:
+    with pytest.raises(TopicError) as raised:
+        create_partitions_request({"t": 3}, False, plans)
+    assert raised.value.code == code and words in str(raised.value)

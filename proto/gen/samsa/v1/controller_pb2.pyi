@@ -251,13 +251,20 @@ class DeleteTopicsResponse(_message.Message):
 
 class CreatePartitionsRequest(_message.Message):
     __slots__ = ("topics", "validate_only")
+    class Assignment(_message.Message):
+        __slots__ = ("broker_ids",)
+        BROKER_IDS_FIELD_NUMBER: _ClassVar[int]
+        broker_ids: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, broker_ids: _Optional[_Iterable[int]] = ...) -> None: ...
     class Topic(_message.Message):
-        __slots__ = ("name", "count")
+        __slots__ = ("name", "count", "assignments")
         NAME_FIELD_NUMBER: _ClassVar[int]
         COUNT_FIELD_NUMBER: _ClassVar[int]
+        ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
         name: str
         count: int
-        def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+        assignments: _containers.RepeatedCompositeFieldContainer[CreatePartitionsRequest.Assignment]
+        def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., assignments: _Optional[_Iterable[_Union[CreatePartitionsRequest.Assignment, _Mapping]]] = ...) -> None: ...
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[CreatePartitionsRequest.Topic]

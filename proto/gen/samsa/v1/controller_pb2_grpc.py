@@ -204,7 +204,8 @@ class ControllerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CreatePartitions(self, request, context):
-        """Adds partitions to existing topics (a count can only grow).
+        """Adds partitions to existing topics (a count can only grow), placed as CreateTopics places
+        them, or where the request's assignments place them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
