@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.command == "log-dirs" and (problem := log_dirs_usage_error(args)):
         print(f"samsa log-dirs: {problem}", file=sys.stderr)
+        return 2
     if args.command == "leader-election" and (problem := election_usage_error(args)):
         print(f"samsa leader-election: {problem}", file=sys.stderr)
         return 2
