@@ -282,6 +282,21 @@ raft_handshake_ms_max = 3_000
 raft_guard_log_lines_max = 5
 raft_guard_log_window_ms = 60_000
 
+# --- client quotas (KIP-13) ------------------------------------------------------------------
+
+# The longest client.id a client may send (the samsa-client-id gRPC metadata) or a quota may
+# name. Kafka bounds it only by its request header's 16-bit string length; 255 characters is far
+# beyond real ids ("producer-12", "consumer-orders-3") and keeps quota records and the brokers'
+# per-client byte counts small. The SDK refuses a longer client.id; a broker counts a longer one
+# it receives under the default entity, like a client that sends none.
+client_id_length_max = 255
+
+# The most (client.id, kind) byte counts a broker keeps at once (services/broker/quotas.py), each
+# a few hundred bytes: client ids are whatever clients send, so without a bound random ids would
+# grow a broker's memory for ever. A count idle for a whole quota window is forgotten first;
+# past the bound the least recently used one is, and that client starts a fresh window.
+quota_tracked_clients_max = 100_000
+
 # Names, counts and configs one admin request may carry: far beyond any real use, small enough
 # that a careless or hostile caller cannot make the controller generate a huge batch.
 admin_request_items_max = 1_000

@@ -189,6 +189,9 @@ class MetadataImage:
     coordinator_assignments: Mapping[CoordinatorPartition, CoordinatorAssignment] = field(
         default_factory=lambda: _EMPTY
     )
+    # Client quotas (metadata/client_quotas.py): entity (a client.id, or None for the default
+    # entity) -> {quota key: bytes per second}.
+    client_quotas: Mapping[str | None, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
 
     @staticmethod
     def empty() -> MetadataImage:

@@ -41,13 +41,15 @@ keeps its producer id until it rotates (coordinator_control.py): a record with a
 id must name the partition's current one as `retired_producer_id`, and every later record must
 name the same retired id until the next rotation, so each owner knows which id to fence. A
 record without the field retires nothing. A partition's first producer id, and each new one,
-moves `next_producer_id` past it.
+moves `next_producer_id` past it. A ClientQuotaRecord must name an entity and one of Kafka's
+two keys, with a whole value > 0 to set (metadata/client_quotas.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from samsa.metadata.client_quotas import replay_client_quota
 from samsa.metadata.coordinators import COORDINATOR_TOPICS, NO_COORDINATOR, assignment_topic
 from samsa.metadata.image import (
     BROKER_RESOURCE,
@@ -122,6 +124,7 @@ class ImageBuilder:
         self.next_producer_id = image.next_producer_id
         self.coordinators = dict(image.coordinators)
         self.coordinator_assignments = dict(image.coordinator_assignments)
+        self.client_quotas = dict(image.client_quotas)
         # Partition maps this builder made (a copy of the old image's, or a new topic's), by
         # topic name. No image holds them until `build`, so later records of the batch change
         # them in place: a batch creating or changing P partitions of one topic costs O(P), not
@@ -140,6 +143,7 @@ class ImageBuilder:
             next_producer_id=self.next_producer_id,
             coordinators=self.coordinators,
             coordinator_assignments=self.coordinator_assignments,
+            client_quotas=self.client_quotas,
         )
 
     def apply(
@@ -305,6 +309,12 @@ class ImageBuilder:
             self.configs[key] = values
         else:
             self.configs.pop(key, None)
+
+    def _client_quota(self, record: metadata_pb2.ClientQuotaRecord, offset: int, _: bool) -> None:
+        try:
+            replay_client_quota(self.client_quotas, record)
+        except ValueError as error:
+            raise InvalidBatchError(f"client quota record at {offset}: {error}") from error
 
     # --- producer ids -------------------------------------------------------------------------
 

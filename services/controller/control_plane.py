@@ -26,11 +26,13 @@ that the controller enforces is here, where it is tested directly:
 - a broker stopped for good and holding no replica is unregistered on request (KIP-631,
   unregister_control.py); a running one, or one still holding replicas, is refused;
 - an operator may ask for preferred or unclean leader elections (KIP-460,
-  elect_leaders_control.py), answered partition by partition.
+  elect_leaders_control.py), answered partition by partition;
+- client quotas (KIP-13, KIP-546) are set and removed per client.id or for the default entity
+  (quota_control.py; the RPCs are quota_servicer.py's, a mixin of the servicer).
 
 The decisions live in broker_control.py, isr_control.py, eligible_leaders.py, topic_control.py,
 config_control.py, producer_id_control.py, coordinator_control.py, reassignment_control.py,
-unregister_control.py and elect_leaders_control.py;
+unregister_control.py, elect_leaders_control.py and quota_control.py;
 this module is the one place the adapter imports them from. The plain reads (DescribeCluster,
 DescribeTopics, DescribeConfigs, ListPartitionReassignments) are shared with the brokers, which
 answer them too: services/runtime/metadata_reads.py, re-exported here.

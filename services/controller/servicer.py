@@ -33,6 +33,7 @@ from samsa.services.controller.driver import ControllerDriver, NotControllerErro
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
+from samsa.services.controller.quota_servicer import ClientQuotaRpcs
 from samsa.services.runtime import member_auth, membership
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
@@ -50,8 +51,8 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
-    """Serves ControllerService from one controller's driver."""
+class ControllerServicer(ClientQuotaRpcs, controller_pb2_grpc.ControllerServiceServicer):
+    """Serves ControllerService from one controller's driver (client quotas: the mixin)."""
 
     def __init__(
         self,

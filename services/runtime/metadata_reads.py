@@ -1,5 +1,5 @@
-"""The plain metadata reads: DescribeCluster, DescribeTopics, DescribeConfigs and
-ListPartitionReassignments over one image.
+"""The plain metadata reads: DescribeCluster, DescribeTopics, DescribeConfigs,
+ListPartitionReassignments and DescribeClientQuotas over one image.
 
 Pure (no I/O): a controller answers them from its committed image and a broker from its replayed
 one (KIP-590's brokers answer metadata themselves and forward only writes), so a client gets the
@@ -16,6 +16,12 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.metadata.client_quotas import (
+    InvalidEntityError,
+    entity_key,
+    entity_message,
+    sorted_entities,
+)
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
     INTERNAL_TOPIC_LOG_DEFAULTS,
@@ -27,6 +33,8 @@ from samsa.services.runtime.topic_configs import TOPIC_KEYS
 from samsa.v1 import controller_pb2 as c
 
 __all__ = [
+    "describe_client_quotas",
+    "describe_client_quotas_problem",
     "describe_cluster",
     "describe_configs",
     "describe_topics",
@@ -278,3 +286,32 @@ def _named_partitions(
         for number, state in sorted(topic_image.partitions.items()):
             if numbers is None or number in numbers:
                 yield name, state
+
+
+def describe_client_quotas_problem(request: c.DescribeClientQuotasRequest) -> str | None:
+    """Why the request's filter is not an entity (INVALID_ARGUMENT), or None."""
+    if not request.HasField("entity"):
+        return None
+    try:
+        entity_key(request.entity)
+    except InvalidEntityError as error:
+        return f"DescribeClientQuotas' entity: {error} (leave it unset to describe every entity)"
+    return None
+
+
+def describe_client_quotas(
+    image: MetadataImage, request: c.DescribeClientQuotasRequest
+) -> c.DescribeClientQuotasResponse:
+    """The quotas of the entity the request names (every entity when it names none), in
+    canonical order: the default entity first, then by client.id. The filter is valid
+    (describe_client_quotas_problem)."""
+    quotas = image.client_quotas
+    entities = sorted_entities(quotas)
+    if request.HasField("entity"):
+        wanted = entity_key(request.entity)
+        entities = [key for key in entities if key == wanted]
+    response = c.DescribeClientQuotasResponse()
+    for key in entities:
+        entry = response.entries.add(entity=entity_message(key))
+        entry.values.update(quotas[key])
+    return response

@@ -99,6 +99,7 @@ IO_MODULE_NAMES = {
     "metadata_fetch.py",  # a controller's FetchMetadata answers: snapshots built on a thread
     "servicer.py",  # gRPC adapters (controller, broker and coordinator)
     "lookup_servicer.py",  # the controller's check of coordinators' proofs (clock, aborts)
+    "quota_servicer.py",  # the controller's client quota RPCs (gRPC aborts), a servicer mixin
     "main.py",  # process composition (controller, broker and coordinator)
     "__main__.py",
     # services/broker

@@ -3,7 +3,8 @@
 Theory of operation (KIP-590). A client that knows only brokers asks them what it would ask a
 controller:
 
-- DescribeCluster, DescribeTopics, DescribeConfigs and ListPartitionReassignments are answered
+- DescribeCluster, DescribeTopics, DescribeConfigs, ListPartitionReassignments and
+  DescribeClientQuotas are answered
   from this broker's own replica of the metadata log, with the same pure functions a controller
   uses (services/runtime/metadata_reads.py), so the answers are the same as of the image's
   offset. The controllers listed, the active one and the cluster id are those the last
@@ -13,10 +14,11 @@ controller:
   one); so does a read before the broker has followed the log at all, rather than answer from an
   empty image.
 - CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs,
-  AlterPartitionReassignments, UnregisterBroker and ElectLeaders are forwarded to the active
-  controller through the channel the broker already keeps (`ControllerChannel.write`, which
-  follows NOT_CONTROLLER redirects), and the controller's answer is answered as it is: its status
-  carries the metadata offset of the write, which the client then asks its reads for. When
+  AlterPartitionReassignments, UnregisterBroker, ElectLeaders and AlterClientQuotas are
+  forwarded to the active controller through the channel the broker already keeps
+  (`ControllerChannel.write`, which follows NOT_CONTROLLER redirects), and the controller's
+  answer is answered as it is: its status carries the metadata offset of the write, which the
+  client then asks its reads for. When
   no active controller answers in time the answer is NOT_CONTROLLER, which clients retry; a
   controller's refusal with a gRPC status (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
 - The RPCs only cluster members send (registration, heartbeats, FetchMetadata, FetchSnapshot,
@@ -175,6 +177,15 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
         response.metadata_offset = image.end_offset
         return response
 
+    async def DescribeClientQuotas(self, request, context):
+        problem = metadata_reads.describe_client_quotas_problem(request)
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        image = await self._image_at(request.min_metadata_offset, context)
+        response = metadata_reads.describe_client_quotas(image, request)
+        response.status.CopyFrom(self._status())
+        return response
+
     # --- writes, forwarded to the active controller ---------------------------------------------
 
     async def CreateTopics(self, request, context):
@@ -224,6 +235,12 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
             "ElectLeaders", request, controller_pb2.ElectLeadersResponse, context
         )
 
+    async def AlterClientQuotas(self, request, context):
+        await self._check_count(context, "entries", len(request.entries))
+        return await self._forward(
+            "AlterClientQuotas", request, controller_pb2.AlterClientQuotasResponse, context
+        )
+
     # --- what only cluster members send, to a controller: not forwarded -----------------------
 
     async def RegisterBroker(self, request, context):
@@ -260,5 +277,6 @@ async def _refuse_member_rpc(context: grpc.aio.ServicerContext, method: str) -> 
         grpc.StatusCode.UNIMPLEMENTED,
         f"{method} is served by the controllers only and brokers do not forward it: send it to a "
         "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions, "
-        "IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders)",
+        "IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders "
+        "and AlterClientQuotas)",
     )

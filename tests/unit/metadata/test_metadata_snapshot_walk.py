@@ -4,12 +4,12 @@ is byte for byte the same, and the next batch (valid or refused) does the same t
 followers and restarted controllers load snapshots; any difference would be a silent divergence
 that only the running hash notices later.
 
-Method: a seeded random walk of 250 batches per seed over all thirteen record kinds (brokers
+Method: a seeded random walk of 250 batches per seed over all fourteen record kinds (brokers
 registering, restarting, fenced (in controlled shutdown or not), unfenced, unregistered; topics
 created, grown, changed (eligible leader replicas too), deleted and re-created under the same
 name; topic and broker configs
 set, emptied and removed; producer id blocks; coordinators registering and fenced; assignments
-of both coordinator topics), some
+of both coordinator topics; client quotas set and removed), some
 deliberately stale or invalid, each batch replayed with the real `replay`. After every applied
 batch the image goes through a snapshot and the next batch is replayed on both. A failure names
 its seed and step.
@@ -127,8 +127,18 @@ def _coordinator_record(rng: random.Random, image: MetadataImage) -> m.MetadataR
     return m.MetadataRecord(fence_coordinator=fenced)
 
 
+def _quota_record(rng: random.Random, image: MetadataImage) -> m.MetadataRecord:
+    entity = rng.choice([m.ClientQuotaEntity(default_client=True), m.ClientQuotaEntity()])
+    if rng.random() < 0.8:
+        entity = m.ClientQuotaEntity(client_id=rng.choice(["a", "b"]))  # else maybe none: refused
+    record = m.ClientQuotaRecord(entity=entity, key=rng.choice(["producer_byte_rate", "x"]))
+    if rng.random() < 0.7:
+        record.value = rng.choice([1024.0, 2048.0, 0.5])  # 0.5: not a whole number, refused
+    return m.MetadataRecord(client_quota=record)
+
+
 MAKERS = (_broker_record, _topic_record, _topic_record, _config_record, _producer_record)
-MAKERS += (_producer_record, _coordinator_record)
+MAKERS += (_producer_record, _coordinator_record, _quota_record)
 
 
 def _batch(rng: random.Random, image: MetadataImage) -> m.MetadataRecordBatch:

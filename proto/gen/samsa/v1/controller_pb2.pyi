@@ -781,3 +781,74 @@ class CoordinatorHeartbeatResponse(_message.Message):
     is_fenced: bool
     should_shut_down: bool
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., is_fenced: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ...) -> None: ...
+
+class AlterClientQuotasRequest(_message.Message):
+    __slots__ = ("entries", "validate_only")
+    class Op(_message.Message):
+        __slots__ = ("key", "value", "remove")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        REMOVE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        remove: bool
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ..., remove: _Optional[bool] = ...) -> None: ...
+    class Entry(_message.Message):
+        __slots__ = ("entity", "ops")
+        ENTITY_FIELD_NUMBER: _ClassVar[int]
+        OPS_FIELD_NUMBER: _ClassVar[int]
+        entity: _metadata_pb2.ClientQuotaEntity
+        ops: _containers.RepeatedCompositeFieldContainer[AlterClientQuotasRequest.Op]
+        def __init__(self, entity: _Optional[_Union[_metadata_pb2.ClientQuotaEntity, _Mapping]] = ..., ops: _Optional[_Iterable[_Union[AlterClientQuotasRequest.Op, _Mapping]]] = ...) -> None: ...
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[AlterClientQuotasRequest.Entry]
+    validate_only: bool
+    def __init__(self, entries: _Optional[_Iterable[_Union[AlterClientQuotasRequest.Entry, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class AlterClientQuotasResponse(_message.Message):
+    __slots__ = ("status", "results")
+    class Result(_message.Message):
+        __slots__ = ("entity", "error_code", "error_message")
+        ENTITY_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        entity: _metadata_pb2.ClientQuotaEntity
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, entity: _Optional[_Union[_metadata_pb2.ClientQuotaEntity, _Mapping]] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    results: _containers.RepeatedCompositeFieldContainer[AlterClientQuotasResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[AlterClientQuotasResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class DescribeClientQuotasRequest(_message.Message):
+    __slots__ = ("entity", "min_metadata_offset")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    entity: _metadata_pb2.ClientQuotaEntity
+    min_metadata_offset: int
+    def __init__(self, entity: _Optional[_Union[_metadata_pb2.ClientQuotaEntity, _Mapping]] = ..., min_metadata_offset: _Optional[int] = ...) -> None: ...
+
+class DescribeClientQuotasResponse(_message.Message):
+    __slots__ = ("status", "entries")
+    class Entry(_message.Message):
+        __slots__ = ("entity", "values")
+        class ValuesEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: float
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+        ENTITY_FIELD_NUMBER: _ClassVar[int]
+        VALUES_FIELD_NUMBER: _ClassVar[int]
+        entity: _metadata_pb2.ClientQuotaEntity
+        values: _containers.ScalarMap[str, float]
+        def __init__(self, entity: _Optional[_Union[_metadata_pb2.ClientQuotaEntity, _Mapping]] = ..., values: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    entries: _containers.RepeatedCompositeFieldContainer[DescribeClientQuotasResponse.Entry]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[DescribeClientQuotasResponse.Entry, _Mapping]]] = ...) -> None: ...

@@ -140,6 +140,16 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatResponse.FromString,
                 _registered_method=True)
+        self.AlterClientQuotas = channel.unary_unary(
+                '/samsa.v1.ControllerService/AlterClientQuotas',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+                _registered_method=True)
+        self.DescribeClientQuotas = channel.unary_unary(
+                '/samsa.v1.ControllerService/DescribeClientQuotas',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -328,6 +338,25 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterClientQuotas(self, request, context):
+        """Sets or removes client quotas (KIP-546's AlterClientQuotas, client-id entities only): the
+        byte rates brokers hold each client.id to (KIP-13). Each entry is applied on its own, its
+        operations all or none. INVALID_REQUEST for an unknown key, a value that is not a whole
+        number > 0, a key changed twice in one entry, or an entity named twice in the request.
+        Brokers forward it to the active controller, as CreateTopics.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeClientQuotas(self, request, context):
+        """The client quotas set: of one client.id, of the default entity, or all of them. Served from
+        the answering server's replica of the metadata log (a broker's too), like DescribeConfigs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -430,6 +459,16 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.CoordinatorHeartbeat,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatResponse.SerializeToString,
+            ),
+            'AlterClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterClientQuotas,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.SerializeToString,
+            ),
+            'DescribeClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeClientQuotas,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -978,6 +1017,60 @@ class ControllerService:
             '/samsa.v1.ControllerService/CoordinatorHeartbeat',
             samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.CoordinatorHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/AlterClientQuotas',
+            samsa_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/DescribeClientQuotas',
+            samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
             options,
             channel_credentials,
             insecure,

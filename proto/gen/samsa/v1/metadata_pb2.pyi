@@ -29,7 +29,7 @@ class MetadataRecordBatch(_message.Message):
     def __init__(self, base_offset: _Optional[int] = ..., previous_hash: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
 
 class MetadataRecord(_message.Message):
-    __slots__ = ("register_broker", "unregister_broker", "fence_broker", "unfence_broker", "topic", "partition", "partition_change", "remove_topic", "config", "producer_ids", "register_coordinator", "fence_coordinator", "coordinator_assignment")
+    __slots__ = ("register_broker", "unregister_broker", "fence_broker", "unfence_broker", "topic", "partition", "partition_change", "remove_topic", "config", "producer_ids", "register_coordinator", "fence_coordinator", "coordinator_assignment", "client_quota")
     REGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     UNREGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     FENCE_BROKER_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class MetadataRecord(_message.Message):
     REGISTER_COORDINATOR_FIELD_NUMBER: _ClassVar[int]
     FENCE_COORDINATOR_FIELD_NUMBER: _ClassVar[int]
     COORDINATOR_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_QUOTA_FIELD_NUMBER: _ClassVar[int]
     register_broker: RegisterBrokerRecord
     unregister_broker: UnregisterBrokerRecord
     fence_broker: FenceBrokerRecord
@@ -56,7 +57,8 @@ class MetadataRecord(_message.Message):
     register_coordinator: RegisterCoordinatorRecord
     fence_coordinator: FenceCoordinatorRecord
     coordinator_assignment: CoordinatorAssignmentRecord
-    def __init__(self, register_broker: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., fence_broker: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., topic: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., remove_topic: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., register_coordinator: _Optional[_Union[RegisterCoordinatorRecord, _Mapping]] = ..., fence_coordinator: _Optional[_Union[FenceCoordinatorRecord, _Mapping]] = ..., coordinator_assignment: _Optional[_Union[CoordinatorAssignmentRecord, _Mapping]] = ...) -> None: ...
+    client_quota: ClientQuotaRecord
+    def __init__(self, register_broker: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., fence_broker: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., topic: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., remove_topic: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., register_coordinator: _Optional[_Union[RegisterCoordinatorRecord, _Mapping]] = ..., fence_coordinator: _Optional[_Union[FenceCoordinatorRecord, _Mapping]] = ..., coordinator_assignment: _Optional[_Union[CoordinatorAssignmentRecord, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuotaRecord, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack", "broker_epoch", "internal_endpoint")
@@ -237,3 +239,21 @@ class MetadataSnapshot(_message.Message):
     timestamp_ms: int
     records: _containers.RepeatedCompositeFieldContainer[MetadataRecord]
     def __init__(self, end_offset: _Optional[int] = ..., hash: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
+
+class ClientQuotaEntity(_message.Message):
+    __slots__ = ("client_id", "default_client")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    default_client: bool
+    def __init__(self, client_id: _Optional[str] = ..., default_client: _Optional[bool] = ...) -> None: ...
+
+class ClientQuotaRecord(_message.Message):
+    __slots__ = ("entity", "key", "value")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    entity: ClientQuotaEntity
+    key: str
+    value: float
+    def __init__(self, entity: _Optional[_Union[ClientQuotaEntity, _Mapping]] = ..., key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
