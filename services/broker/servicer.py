@@ -51,6 +51,7 @@ from samsa.services.broker.requests.produce_stream import (
 )
 from samsa.services.broker.requests.produce_wait import await_replication
 from samsa.services.broker.requests.producer_ids import ProducerIdManager, init_producer_id
+from samsa.services.broker.requests.quota_throttle import QuotaThrottle, delay
 from samsa.services.broker.requests.request_checks import (
     fetch_refusal,
     log_dirs_refusal,
@@ -102,19 +103,26 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self.txn_verifier = txn_verifier
         self.producer_ids = producer_ids
         self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
+        # Client quotas (quota_throttle.py): one check per request while none is set.
+        self.quotas = QuotaThrottle(host)
         self.fetch_sessions = FetchSessionCache(new_id=lambda: secrets.randbelow(EPOCH_MAX) + 1)
         # DescribeLogDirs' read of the disk's figures in progress, shared by the calls meanwhile.
         self._disk_read: asyncio.Future[tuple[str, DiskSpace | str]] | None = None
 
     async def Produce(self, request, context):
         refusal = self._internal_write_refusal(request, context)
-        return await produce_once(
+        response = await produce_once(
             self.host,
             request,
             context,
             internal_write_refusal=refusal,
             verifier=self.txn_verifier,
         )
+        if self.quotas.active():
+            throttle_ms = self.quotas.produced(self.quotas.client_id(context), request)
+            response.throttle_time_ms = throttle_ms
+            await delay(throttle_ms)
+        return response
 
     def _internal_write_refusal(
         self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext
@@ -155,13 +163,15 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             self.txn_verifier,
             internal_write_refusal=refusal,
             draining=self.draining,
+            quotas=self.quotas,
         ):
             yield answer
 
     async def Fetch(self, request, context):
         # A replica_id counts the fetch towards the ISR and the high watermark and reads past it:
         # only a member of the cluster may claim one. Consumers (unset or -1) stay open.
-        if request.HasField("replica_id") and request.replica_id >= 0:
+        follower = request.HasField("replica_id") and request.replica_id >= 0
+        if follower:
             await member_auth.require_member(
                 context,
                 self.member_key,
@@ -174,6 +184,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             await context.abort(*refusal)
         gate = self.answer_gate
         answer = await fetch_answer(self.host, request, self.fetch_sessions, gate)
+        if not follower and self.quotas.active():  # a throttled answer waits holding its bytes
+            await delay(self.quotas.fetched(self.quotas.client_id(context), answer))
         if gate is not None:
             # Held until the call ends: gRPC has then written the answer (or dropped it, or
             # the gate's write deadline ended the call: answer_write_deadline.py).
@@ -184,7 +196,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def FetchStream(self, request_iterator, context):
         # Consumers' fetches on one stream: fetch_stream.py.
         stream = serve_fetch_stream(
-            self.host, self.fetch_sessions, request_iterator, context, self.answer_gate
+            self.host, self.fetch_sessions, request_iterator, context, self.answer_gate, self.quotas
         )
         async with aclosing(stream):  # ended with this one: it releases the answer it held
             async for answer in stream:

@@ -121,6 +121,7 @@ IO_MODULE_NAMES = {
     "fetch_link.py",  # a fetcher's long-lived fetch stream to one server (grpc.aio)
     "replica_stream.py",  # ReplicaFetchStream: followers' fetches on a long-lived gRPC stream
     "fetch_stream.py",  # FetchStream: consumers' fetches on a long-lived gRPC stream
+    "quota_throttle.py",  # client quotas at the adapters: call metadata, clock, delayed answers
     "isr_manager.py",  # AlterPartition proposals to the controller
     "scrubber.py",  # re-reads closed segments at a bounded rate, ReportCorruptReplica
     "produce_wait.py",  # acks=all waits for the high watermark

@@ -41,6 +41,7 @@ from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.services.broker.requests.fetch_wire import stream_message
+from samsa.services.broker.requests.quota_throttle import QuotaThrottle, delay
 from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
 from samsa.services.runtime.request_iterators import close_requests
 from samsa.v1 import broker_pb2
@@ -102,10 +103,14 @@ async def serve_fetch_stream(
     requests: AsyncIterator[broker_pb2.FetchStreamRequest],
     context: grpc.aio.ServicerContext,
     gate: AnswerGate | None = None,
+    quotas: QuotaThrottle | None = None,
 ) -> AsyncIterator[bytes]:
     """Answer each request of one stream in turn, as Fetch would (see the module doc); each
-    answer is a serialized FetchStreamResponse (fetch_wire.py)."""
+    answer is a serialized FetchStreamResponse (fetch_wire.py). A client over its
+    consumer_byte_rate gets its answer late by its throttle time (`quotas`), which delays its
+    next fetch too: the stream has one in flight. Its client.id is read once, as it opens."""
     deadline = gate.write_deadline if gate is not None else None
+    client_id = None if quotas is None else quotas.client_id(context)
     try:
         async for item in requests_in_turn(requests, context, "FetchStream"):
             refusal = consumer_refusal(item)
@@ -113,6 +118,8 @@ async def serve_fetch_stream(
                 await context.abort(*refusal)
             answer = await fetch_answer(host, item.request, sessions, gate)
             held_bytes = answer.held_bytes
+            if quotas is not None and quotas.active():
+                await delay(quotas.fetched(client_id, answer))
             timer = None
             try:
                 message = stream_message(answer)

@@ -44,6 +44,7 @@ from samsa.services.broker.record_trace import (
 )
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import await_replication
+from samsa.services.broker.requests.quota_throttle import QuotaThrottle, delay
 from samsa.services.broker.requests.request_checks import produce_refusal
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
@@ -105,12 +106,17 @@ async def serve_produce_stream(
     *,
     internal_write_refusal: str | None = STREAM_INTERNAL_WRITE_REFUSAL,
     draining: Draining | None = None,
+    quotas: QuotaThrottle | None = None,
 ) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
     """The handler's generator: yields answers as they complete; see the module docstring.
     `internal_write_refusal`: why internal topics are refused, None if this stream proved it may
-    write them. `draining`: set when the broker stops (stream_answers.py)."""
+    write them. `draining`: set when the broker stops (stream_answers.py). `quotas`: a client
+    over its producer_byte_rate has the reader wait its throttle time after the append, so its
+    answer and the reading of its next request come that much later (Kafka mutes the
+    connection of a throttled client alike); its client.id is read once, as the stream opens."""
     stream: StreamAnswers[broker_pb2.ProduceStreamResponse] = StreamAnswers(draining)
     fail = stream.fail
+    client_id = None if quotas is None else quotas.client_id(context)
 
     async def answer_when_replicated(
         correlation_id: int,
@@ -166,6 +172,9 @@ async def serve_produce_stream(
                     transactional=transactional,
                     trace_parent=None if span is None else span.get_span_context(),
                 )
+                if quotas is not None and quotas.active():
+                    response.throttle_time_ms = quotas.produced(client_id, item.request)
+                    await delay(response.throttle_time_ms)
                 if not waits:
                     await answer(item.correlation_id, response, span)
                     continue
