@@ -22,6 +22,11 @@ PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
 
+# The gRPC metadata key a client sends its client.id under: the SDK sets it on each stream as it
+# opens and on unary calls; brokers read it only while some quota is set
+# (services/broker/quotas.py).
+CLIENT_ID_METADATA_KEY = "samsa-client-id"
+
 # The default entity's key in MetadataImage.client_quotas.
 DEFAULT_ENTITY = None
 

@@ -37,10 +37,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from samsa.common import limits
-from samsa.metadata.client_quotas import ClientQuotas, quota_for
-
-# The gRPC metadata key a client sends its client.id under (read once per stream, per unary call).
-CLIENT_ID_METADATA_KEY = "samsa-client-id"
+from samsa.metadata.client_quotas import CLIENT_ID_METADATA_KEY, ClientQuotas, quota_for
 
 # Kafka's quota.window.size.seconds and quota.window.num.
 WINDOW_MS = 1000

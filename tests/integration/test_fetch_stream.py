@@ -22,7 +22,7 @@ import pytest
 from cluster_helpers import local_cluster
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
-from samsa.client.consumer_driver import consumer_fetch_link
+from samsa.client.client_identity import consumer_fetch_link
 from samsa.common.record.codec import decode_batches
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 

@@ -1,10 +1,10 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions, perf, reassign, log-dirs and leader-election commands in group_commands.py,
-transaction_commands.py, perf_commands.py, reassign_commands.py, log_dirs_commands.py and
-election_commands.py, and what they all share (where to connect, tables, times) in
-command_support.py.
+transactions, perf, reassign, log-dirs, leader-election and quotas commands in
+group_commands.py, transaction_commands.py, perf_commands.py, reassign_commands.py,
+log_dirs_commands.py, election_commands.py and quota_commands.py, and what they all share
+(where to connect, tables, times) in command_support.py.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from samsa.cli.election_commands import (
 from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
 from samsa.cli.log_dirs_commands import add_log_dirs_command, log_dirs_usage_error, run_log_dirs
 from samsa.cli.perf_commands import add_perf_commands, run_perf
+from samsa.cli.quota_commands import add_quota_command, quotas_usage_error, run_quotas
 from samsa.cli.reassign_commands import add_reassign_command, prepare_reassign, run_reassign
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
 from samsa.cli.topic_offsets import add_topic_offsets_parser, topic_offsets
@@ -96,6 +97,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_reassign_command(commands, add_connection)
     add_log_dirs_command(commands, add_connection)
     add_election_command(commands, add_connection)
+    add_quota_command(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster",
@@ -142,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "leader-election" and (problem := election_usage_error(args)):
         print(f"samsa leader-election: {problem}", file=sys.stderr)
         return 2
+    if args.command == "quotas" and (problem := quotas_usage_error(args)):
+        print(f"samsa quotas: {problem}", file=sys.stderr)
+        return 2
     servers = bootstrap(args)
     try:
         _check_reachable(servers)
@@ -165,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
             return run_log_dirs(args, servers)
         if args.command == "leader-election":
             return run_election(args, servers)
+        if args.command == "quotas":
+            return run_quotas(args, servers)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)

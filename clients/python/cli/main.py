@@ -14,6 +14,8 @@
     samsa log-dirs --describe [--broker-list 1,2] [--topic-list a,b] [--json]  what brokers store
     samsa leader-election --election-type preferred|unclean (--topic T [--partition P]
                           | --all-topic-partitions)   elect leaders now
+    samsa quotas --describe|--alter [--client-id X|--client-defaults] [--add K=N,..] [--delete K,..]
+                                                               client quotas (byte rates)
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
@@ -70,6 +72,7 @@ CLUSTER_COMMANDS = (
     "reassign",
     "log-dirs",
     "leader-election",
+    "quotas",
 )
 
 

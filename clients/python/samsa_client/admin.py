@@ -13,6 +13,7 @@ and hands everything else to the parts it owns, one job each:
   (through leader_calls.py, which the transaction methods' DescribeProducers uses too);
   listed_offsets.py is the pure half of list_offsets;
 - log_dir_calls.py asks each broker for its log dirs (log_dirs.py: the pure half);
+- client_quota_admin.py builds the client quota requests and reads their answers (pure);
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
 - group_admin_calls.py runs the consumer-group methods at the groups' coordinators, and
   transaction_admin_calls.py the transaction methods at coordinators and partitions' leaders;
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from samsa.client import client_quota_admin as quotas
 from samsa.client.channels import Channels
 from samsa.client.cluster_admin import (
     BrokerInfo,
@@ -310,6 +312,24 @@ class Admin:
         item = c.IncrementalAlterConfigsRequest.Resource(resource=resource, alterations=alterations)
         request = c.IncrementalAlterConfigsRequest(resources=[item])
         raise_first(self._controller.write("IncrementalAlterConfigs", request).results)
+
+    def alter_client_quotas(
+        self, alterations: Mapping[str | None, quotas.QuotaChanges], validate_only: bool = False
+    ) -> None:
+        """Set (a number) or remove (None) client quotas, by client.id or None for the default
+        entity: {"slow": {"producer_byte_rate": 262144}} (Kafka's alterClientQuotas). KafkaError
+        INVALID_REQUEST for the first entity refused; the others are applied."""
+        request = quotas.alter_quotas_request(alterations, validate_only)
+        quotas.raise_first_refusal(self._controller.write("AlterClientQuotas", request))
+
+    def describe_client_quotas(
+        self, client_id: str | None = None, default: bool = False
+    ) -> dict[str | None, dict[str, float]]:
+        """Client quotas by entity (None: the default entity): every entity's, `client_id`'s
+        own, or the default entity's (`default`). Kafka's describeClientQuotas."""
+        offset = self._controller.metadata_offset
+        request = quotas.describe_quotas_request(client_id, default, offset)
+        return quotas.quotas_of(self._controller.read("DescribeClientQuotas", request))
 
     # --- consumer groups: at their coordinators (group_admin_calls.py) --------------------------
 

@@ -43,6 +43,7 @@ from samsa.client.config_values import (
     one_of,
     parse_acks,
     parse_boolean,
+    parse_client_id,
     parse_compression,
     parse_optional_id,
     parse_optional_nonempty,
@@ -82,7 +83,7 @@ _LONG = integer_between(0, LONG_MAX)
 
 PRODUCER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("bootstrap.servers", parse_servers, REQUIRED),
-    _Setting("client.id", parse_string, ""),
+    _Setting("client.id", parse_client_id, ""),
     _Setting("acks", parse_acks, -1),  # "all" since Kafka 3.0 (KIP-679)
     _Setting("batch.size", _INT, 16_384),
     _Setting("linger.ms", _LONG, 5),  # 5 since Kafka 4.0 (KIP-1030), was 0
@@ -110,7 +111,7 @@ PRODUCER_SETTINGS: tuple[_Setting, ...] = (
 
 CONSUMER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("bootstrap.servers", parse_servers, REQUIRED),
-    _Setting("client.id", parse_string, ""),
+    _Setting("client.id", parse_client_id, ""),
     _Setting("group.id", parse_optional_nonempty, None),
     _Setting("group.instance.id", parse_optional_id, None),
     _Setting("auto.offset.reset", one_of("latest", "earliest", "none"), "latest"),

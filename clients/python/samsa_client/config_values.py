@@ -83,6 +83,15 @@ def parse_string(key: str, value: object) -> str:
     return value
 
 
+def parse_client_id(key: str, value: object) -> str:
+    """A string of at most limits.client_id_length_max characters: brokers count a longer one
+    under the default quota entity, and quotas cannot name it."""
+    text = parse_string(key, value)
+    if len(text) > limits.client_id_length_max:
+        raise invalid_value(key, value, f"must be at most {limits.client_id_length_max} characters")
+    return text
+
+
 def parse_optional_id(key: str, value: object) -> str | None:
     """None, or a non-empty string of Kafka's legal id characters."""
     if value is None:

@@ -47,6 +47,7 @@ from typing import Any
 import grpc
 
 from samsa.client.channels import AioChannels
+from samsa.client.client_identity import consumer_client_id, consumer_fetch_link
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
@@ -120,7 +121,8 @@ class ConsumerDriver:
         self._fetch_timeout_s = config.fetch_max_wait_ms / 1000 + FETCH_TIMEOUT_MARGIN_S
         self._tasks: set[asyncio.Task[None]] = set()  # fetches and lookups in flight
         self._links: dict[int, FetchLink] = {}  # each broker's FetchStream, by node id
-        self._new_link: Callable[[], FetchLink] = consumer_fetch_link
+        client_id = consumer_client_id(config.client_id, config.group_id)  # Kafka's default
+        self._new_link: Callable[[], FetchLink] = lambda: consumer_fetch_link(client_id)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
@@ -429,20 +431,3 @@ class ConsumerDriver:
                     self.metadata.mark_stale()
                 else:
                     raise KafkaError.of(result.error_code, result.error_message)
-
-
-def consumer_fetch_link() -> FetchLink:
-    """A broker's fetches on one FetchStream, or unary Fetch calls if it has none (common/
-    fetch_link.py)."""
-
-    async def unary(
-        channel: grpc.aio.Channel, request: broker_pb2.FetchRequest, timeout_s: float
-    ) -> broker_pb2.FetchResponse:
-        return await broker_pb2_grpc.BrokerServiceStub(channel).Fetch(request, timeout=timeout_s)
-
-    return FetchLink(
-        open_stream=lambda channel: broker_pb2_grpc.BrokerServiceStub(channel).FetchStream(),
-        wrap=lambda request: broker_pb2.FetchStreamRequest(request=request),
-        unary=unary,
-        rpc="FetchStream",
-    )

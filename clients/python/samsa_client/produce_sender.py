@@ -33,6 +33,7 @@ import grpc
 
 from samsa.client.accumulator import RecordAccumulator
 from samsa.client.channels import AioChannels, tracing_configured
+from samsa.client.client_identity import client_metadata, producer_client_id
 from samsa.client.cluster_metadata import (
     NEW_LEADER_ERRORS,
     STALE_METADATA_ERRORS,
@@ -90,6 +91,8 @@ class ProduceSender:
         self._settle = settle
         self._wake_task = wake_task
         self._streams: dict[str, ProduceStream] = {}  # by broker endpoint
+        # Names the producer to brokers, for their client quotas (client_identity.py).
+        self._identity = client_metadata(producer_client_id(config.client_id))
         self._tracing = tracing_configured()  # read once, as the producer does
 
     def expire(self) -> None:
@@ -170,8 +173,10 @@ class ProduceSender:
     def _stream(self, endpoint: str) -> ProduceStream:
         stream = self._streams.get(endpoint)
         if stream is None or stream.broken:
-            channel = self._channels.get(endpoint, traced=False)
-            stream = self._streams[endpoint] = ProduceStream(raw_produce_stream(channel))
+            open_call = raw_produce_stream(self._channels.get(endpoint, traced=False))
+            stream = self._streams[endpoint] = ProduceStream(
+                lambda requests: open_call(requests, metadata=self._identity)
+            )
         return stream
 
     def _on_response(

@@ -14,9 +14,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from samsa.metadata.client_quotas import CONSUMER_BYTE_RATE, DEFAULT_ENTITY, PRODUCER_BYTE_RATE
-from samsa.services.broker.quotas import (
+from samsa.metadata.client_quotas import (
     CLIENT_ID_METADATA_KEY,
+    CONSUMER_BYTE_RATE,
+    DEFAULT_ENTITY,
+    PRODUCER_BYTE_RATE,
+)
+from samsa.services.broker.quotas import (
     THROTTLE_MS_MAX,
     WINDOW_COUNT,
     WINDOW_MS,

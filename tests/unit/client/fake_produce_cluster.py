@@ -248,7 +248,7 @@ class FakeCluster:
         monkeypatch.setattr(
             produce_sender,
             "raw_produce_stream",
-            lambda endpoint: lambda requests: _FakeCall(cluster.broker_of(endpoint), requests),
+            lambda endpoint: lambda requests, **_: _FakeCall(cluster.broker_of(endpoint), requests),
         )
 
     def broker_of(self, endpoint: object) -> FakeBroker:

@@ -42,6 +42,7 @@ CORE_MODULES = (
     "transaction_admin.py",
     "transaction_manager.py",
     "log_dirs.py",
+    "client_quota_admin.py",
 )
 FORBIDDEN = {
     "asyncio",

@@ -1,0 +1,130 @@
+"""Goal: client quotas hold real clients to their byte rates (KIP-13, KIP-219): a producer whose
+client.id has producer_byte_rate=262144 produces at most about that fast, and a consumer with a
+consumer_byte_rate likewise, their answers carrying throttle_time_ms > 0; removing the quota
+lifts the throttle (the answers carry 0).
+
+Method: 1 controller, 1 broker (real processes, killed by PID on the way out). Quotas are set
+with the SDK's Admin bootstrapped from the broker (the write is forwarded to the controller);
+reading them back through the broker waits until the broker applied them (read your writes
+from its own image), so the clients start only once the broker throttles. The SDK producer
+(client.id "slow", acks=1) sends ~1.5 MB to one partition; the SDK consumer (client.id
+"slow-reader") reads it all back. Each rate is measured from the first send (or the
+assignment) to the last acknowledgement (or record) and bounded one way only, at 1.6x the quota:
+a slow machine only lowers it. The answers are observed in the SDK itself, by wrapping the
+producer's answer handler and the consumer's fetch link, so the throttle_time_ms seen is what
+the broker put in the answers those clients got.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from cluster_helpers import FAST_SETTINGS, local_cluster, wait_until
+
+from samsa.cli.launcher import LocalCluster
+from samsa.client import Admin, Consumer, Producer
+from samsa.client.produce_sender import ProduceSender
+from samsa.common.fetch_link import FetchLink
+
+pytestmark = pytest.mark.timeout(300)
+
+TOPIC = "quota-bound"
+QUOTA = 262_144  # bytes per second
+RECORD = b"q" * 8_000
+RECORDS = 190  # ~1.5 MB
+RATE_FACTOR_MAX = 1.6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with local_cluster(tmp_path_factory.mktemp("quotas"), 1, 1, FAST_SETTINGS) as running:
+        yield running
+
+
+@pytest.fixture
+def throttles(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
+    """The throttle_time_ms of every produce and fetch answer the SDK's clients get."""
+    seen: dict[str, list[int]] = {"produce": [], "fetch": []}
+    on_response, fetch = ProduceSender._on_response, FetchLink.fetch
+
+    def record_produce(self, response, error, by_partition):  # type: ignore[no-untyped-def]
+        if response is not None:
+            seen["produce"].append(response.throttle_time_ms)
+        return on_response(self, response, error, by_partition)
+
+    async def record_fetch(self, channel, request, timeout_s):  # type: ignore[no-untyped-def]
+        response = await fetch(self, channel, request, timeout_s)
+        seen["fetch"].append(response.throttle_time_ms)
+        return response
+
+    monkeypatch.setattr(ProduceSender, "_on_response", record_produce)
+    monkeypatch.setattr(FetchLink, "fetch", record_fetch)
+    return seen
+
+
+def set_quota(admin: Admin, client_id: str, key: str, value: float | None) -> None:
+    """Set (or remove) the quota and wait until the broker answers from an image that has it."""
+    admin.alter_client_quotas({client_id: {key: value}})
+    wanted = {} if value is None else {client_id: {key: value}}
+    wait_until(
+        f"the broker to apply {key} of {client_id}",
+        lambda: admin.describe_client_quotas(client_id) == wanted or None,
+    )
+
+
+def produce(bootstrap: str, client_id: str, count: int) -> float:
+    """Send `count` records as `client_id` (acks=1); the seconds from the first send to the
+    last acknowledgement."""
+    config = {"bootstrap.servers": bootstrap, "client.id": client_id, "acks": "1"}
+    with Producer(config) as producer:
+        producer.send(TOPIC, b"warm-up", partition=0).get(timeout=30)  # metadata, stream open
+        started = time.monotonic()
+        futures = [producer.send(TOPIC, RECORD, partition=0) for _ in range(count)]
+        producer.flush(60)
+        for future in futures:
+            future.get(timeout=0)
+        return time.monotonic() - started
+
+
+def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throttle(
+    cluster: LocalCluster, throttles: dict[str, list[int]]
+) -> None:
+    bootstrap = cluster.spec.brokers[0].endpoint
+    admin = Admin({"bootstrap.servers": bootstrap})
+    try:
+        admin.create_topic(TOPIC, num_partitions=1, replication_factor=1)
+        set_quota(admin, "slow", "producer_byte_rate", QUOTA)
+
+        elapsed_s = produce(bootstrap, "slow", RECORDS)
+        rate = RECORDS * len(RECORD) / elapsed_s
+        assert rate <= RATE_FACTOR_MAX * QUOTA, f"produced at {rate:.0f} B/s over {elapsed_s:.1f} s"
+        assert max(throttles["produce"]) > 0, throttles["produce"]
+
+        set_quota(admin, "slow-reader", "consumer_byte_rate", QUOTA)
+        config = {
+            "bootstrap.servers": bootstrap,
+            "client.id": "slow-reader",
+            "auto.offset.reset": "earliest",
+            "max.partition.fetch.bytes": 65_536,
+        }
+        read = 0
+        with Consumer(config) as consumer:
+            consumer.assign([(TOPIC, 0)])
+            started = time.monotonic()
+            while read < RECORDS * len(RECORD):
+                assert time.monotonic() - started < 120, f"read only {read} bytes"
+                read += sum(len(r.value or b"") for r in consumer.poll(timeout=1))
+            elapsed_s = time.monotonic() - started
+        rate = read / elapsed_s
+        assert rate <= RATE_FACTOR_MAX * QUOTA, f"consumed at {rate:.0f} B/s over {elapsed_s:.1f} s"
+        assert max(throttles["fetch"]) > 0, throttles["fetch"]
+
+        set_quota(admin, "slow", "producer_byte_rate", None)
+        throttles["produce"].clear()
+        produce(bootstrap, "slow", 40)
+        assert throttles["produce"] and set(throttles["produce"]) == {0}, throttles["produce"]
+    finally:
+        admin.close()
+    assert cluster.exited() == {}
