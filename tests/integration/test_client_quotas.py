@@ -79,12 +79,12 @@ def produce(bootstrap: str, client_id: str, count: int) -> float:
     last acknowledgement."""
     config = {"bootstrap.servers": bootstrap, "client.id": client_id, "acks": "1"}
     with Producer(config) as producer:
-        producer.send(TOPIC, b"warm-up", partition=0).get(timeout=30)  # metadata, stream open
+        producer.send(TOPIC, b"warm-up", partition=0).result(timeout=30)  # metadata, stream open
         started = time.monotonic()
         futures = [producer.send(TOPIC, RECORD, partition=0) for _ in range(count)]
         producer.flush(60)
         for future in futures:
-            future.get(timeout=0)
+            future.result(timeout=0)
         return time.monotonic() - started
 
 
@@ -99,6 +99,7 @@ def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throt
 
         elapsed_s = produce(bootstrap, "slow", RECORDS)
         rate = RECORDS * len(RECORD) / elapsed_s
+        print(f"produced {rate:.0f} B/s ({rate / QUOTA:.2f}x the quota) in {elapsed_s:.1f} s")
         assert rate <= RATE_FACTOR_MAX * QUOTA, f"produced at {rate:.0f} B/s over {elapsed_s:.1f} s"
         assert max(throttles["produce"]) > 0, throttles["produce"]
 
@@ -118,6 +119,7 @@ def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throt
                 read += sum(len(r.value or b"") for r in consumer.poll(timeout=1))
             elapsed_s = time.monotonic() - started
         rate = read / elapsed_s
+        print(f"consumed {rate:.0f} B/s ({rate / QUOTA:.2f}x the quota) in {elapsed_s:.1f} s")
         assert rate <= RATE_FACTOR_MAX * QUOTA, f"consumed at {rate:.0f} B/s over {elapsed_s:.1f} s"
         assert max(throttles["fetch"]) > 0, throttles["fetch"]
 
