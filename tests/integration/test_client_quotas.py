@@ -1,7 +1,8 @@
 """Goal: client quotas hold real clients to their byte rates (KIP-13, KIP-219): a producer whose
 client.id has producer_byte_rate=262144 produces at most about that fast, and a consumer with a
 consumer_byte_rate likewise, their answers carrying throttle_time_ms > 0; removing the quota
-lifts the throttle (the answers carry 0).
+lifts the throttle (the answers carry 0). Unary Produce and Fetch calls that name the client in
+their metadata are held to quotas too, the default entity's for a client.id without its own.
 
 Method: 1 controller, 1 broker (real processes, killed by PID on the way out). Quotas are set
 with the SDK's Admin bootstrapped from the broker (the write is forwarded to the controller);
@@ -21,12 +22,15 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from cluster_helpers import FAST_SETTINGS, local_cluster, wait_until
+from cluster_helpers import FAST_SETTINGS, local_cluster, open_channel, wait_until
 
 from samsa.cli.launcher import LocalCluster
 from samsa.client import Admin, Consumer, Producer
 from samsa.client.produce_sender import ProduceSender
 from samsa.common.fetch_link import FetchLink
+from samsa.common.record.codec import build_batch
+from samsa.metadata.client_quotas import CLIENT_ID_METADATA_KEY
+from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -64,14 +68,17 @@ def throttles(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
     return seen
 
 
-def set_quota(admin: Admin, client_id: str, key: str, value: float | None) -> None:
-    """Set (or remove) the quota and wait until the broker answers from an image that has it."""
-    admin.alter_client_quotas({client_id: {key: value}})
-    wanted = {} if value is None else {client_id: {key: value}}
-    wait_until(
-        f"the broker to apply {key} of {client_id}",
-        lambda: admin.describe_client_quotas(client_id) == wanted or None,
-    )
+def set_quotas(admin: Admin, entity: str | None, changes: dict[str, float | None]) -> None:
+    """Set (or remove: None) the entity's quotas (None: the default entity) and wait until the
+    broker answers from an image that has the change."""
+    admin.alter_client_quotas({entity: changes})
+
+    def applied() -> bool:
+        described = admin.describe_client_quotas(entity, default=entity is None)
+        values = described.get(entity, {})
+        return all(values.get(key) == value for key, value in changes.items())
+
+    wait_until(f"the broker to apply {changes} of {entity}", applied)
 
 
 def produce(bootstrap: str, client_id: str, count: int) -> float:
@@ -88,6 +95,26 @@ def produce(bootstrap: str, client_id: str, count: int) -> float:
         return time.monotonic() - started
 
 
+def unary_throttles(bootstrap: str, client_id: str) -> tuple[int, int]:
+    """throttle_time_ms of a unary Produce (~400 KB, over one second of QUOTA) and then a unary
+    Fetch of up to 1 MiB from offset 0, naming `client_id` in their metadata as a client without
+    the SDK would."""
+    stub = broker_pb2_grpc.BrokerServiceStub(open_channel(bootstrap))
+    metadata = ((CLIENT_ID_METADATA_KEY, client_id),)
+    produce = broker_pb2.ProduceRequest(acks=1, timeout_ms=30_000)
+    data = produce.topics.add(name=TOPIC).partitions.add(partition=0)
+    data.records = build_batch([RECORD] * 50)
+    produced = stub.Produce(produce, metadata=metadata, timeout=60)
+    assert produced.topics[0].partitions[0].error_code == 0, produced
+    fetch = broker_pb2.FetchRequest(max_wait_ms=0, max_bytes=1 << 20)
+    fetch.topics.add(name=TOPIC).partitions.add(
+        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+    )
+    fetched = stub.Fetch(fetch, metadata=metadata, timeout=60)
+    assert fetched.topics[0].partitions[0].records, fetched.topics[0].partitions[0].error_message
+    return produced.throttle_time_ms, fetched.throttle_time_ms
+
+
 def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throttle(
     cluster: LocalCluster, throttles: dict[str, list[int]]
 ) -> None:
@@ -95,7 +122,7 @@ def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throt
     admin = Admin({"bootstrap.servers": bootstrap})
     try:
         admin.create_topic(TOPIC, num_partitions=1, replication_factor=1)
-        set_quota(admin, "slow", "producer_byte_rate", QUOTA)
+        set_quotas(admin, "slow", {"producer_byte_rate": QUOTA})
 
         elapsed_s = produce(bootstrap, "slow", RECORDS)
         rate = RECORDS * len(RECORD) / elapsed_s
@@ -103,7 +130,7 @@ def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throt
         assert rate <= RATE_FACTOR_MAX * QUOTA, f"produced at {rate:.0f} B/s over {elapsed_s:.1f} s"
         assert max(throttles["produce"]) > 0, throttles["produce"]
 
-        set_quota(admin, "slow-reader", "consumer_byte_rate", QUOTA)
+        set_quotas(admin, "slow-reader", {"consumer_byte_rate": QUOTA})
         config = {
             "bootstrap.servers": bootstrap,
             "client.id": "slow-reader",
@@ -123,10 +150,21 @@ def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throt
         assert rate <= RATE_FACTOR_MAX * QUOTA, f"consumed at {rate:.0f} B/s over {elapsed_s:.1f} s"
         assert max(throttles["fetch"]) > 0, throttles["fetch"]
 
-        set_quota(admin, "slow", "producer_byte_rate", None)
+        # Unary calls name the client per call; a client.id without quotas of its own (new to
+        # the broker: one second counted, whatever the machine's speed) gets the default's.
+        both = {"producer_byte_rate": QUOTA, "consumer_byte_rate": QUOTA}
+        set_quotas(admin, None, both)
+        produced_ms, fetched_ms = unary_throttles(bootstrap, "unary-1")
+        assert produced_ms > 0 and fetched_ms > 0, (produced_ms, fetched_ms)
+
+        set_quotas(admin, "slow", {"producer_byte_rate": None})
+        set_quotas(admin, "slow-reader", {"consumer_byte_rate": None})
+        set_quotas(admin, None, {"producer_byte_rate": None, "consumer_byte_rate": None})
+        assert admin.describe_client_quotas() == {}
         throttles["produce"].clear()
         produce(bootstrap, "slow", 40)
         assert throttles["produce"] and set(throttles["produce"]) == {0}, throttles["produce"]
+        assert unary_throttles(bootstrap, "unary-1") == (0, 0)
     finally:
         admin.close()
     assert cluster.exited() == {}
