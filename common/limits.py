@@ -433,3 +433,6 @@ assert metadata_batch_bytes_max < raft_append_entries_batch_bytes, "never chunk 
 assert raft_handshake_frame_bytes_max < raft_frame_bytes_max
 assert raft_frame_bytes_max + 4 <= raft_connection_buffer_bytes_max, "a maximal frame must fit"
 assert grpc_requests_in_progress_max >= grpc_streams_per_connection_max, "one full connection fits"
+assert admin_request_items_max * 2 * (4 * client_id_length_max + 64) <= metadata_batch_bytes_max, (
+    "a maximal AlterClientQuotas (two keys per entity, UTF-8 client ids) commits as one batch"
+)
