@@ -3,6 +3,7 @@ client.id has producer_byte_rate=262144 produces at most about that fast, and a 
 consumer_byte_rate likewise, their answers carrying throttle_time_ms > 0; removing the quota
 lifts the throttle (the answers carry 0). Unary Produce and Fetch calls that name the client in
 their metadata are held to quotas too, the default entity's for a client.id without its own.
+`samsa quotas` sets, describes and removes them in Kafka's words, and refuses a key Samsa lacks.
 
 Method: 1 controller, 1 broker (real processes, killed by PID on the way out). Quotas are set
 with the SDK's Admin bootstrapped from the broker (the write is forwarded to the controller);
@@ -25,6 +26,7 @@ import pytest
 from cluster_helpers import FAST_SETTINGS, local_cluster, open_channel, wait_until
 
 from samsa.cli.launcher import LocalCluster
+from samsa.cli.main import main as samsa_main
 from samsa.client import Admin, Consumer, Producer
 from samsa.client.produce_sender import ProduceSender
 from samsa.common.fetch_link import FetchLink
@@ -168,3 +170,32 @@ def test_quotas_bound_a_producer_and_a_consumer_and_lifting_them_lifts_the_throt
     finally:
         admin.close()
     assert cluster.exited() == {}
+
+
+def test_the_cli_sets_describes_and_removes_quotas(
+    cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    via = ["--bootstrap-server", cluster.spec.brokers[0].endpoint]
+
+    def described(*flags: str) -> str:
+        """What `samsa quotas --describe` prints (each run is a new client: the broker may
+        not have applied the last change yet, so callers wait for what they expect)."""
+        capsys.readouterr()
+        assert samsa_main(["quotas", "--describe", *flags, *via]) == 0
+        return capsys.readouterr().out.strip()
+
+    add = ["--add", "producer_byte_rate=1048576,consumer_byte_rate=2097152"]
+    assert samsa_main(["quotas", "--alter", "--client-id", "cli", *add, *via]) == 0
+    assert "Completed updating quotas for client-id 'cli'" in capsys.readouterr().out
+    expected = (
+        "Quota configs for client-id 'cli' are consumer_byte_rate=2097152.0, "
+        "producer_byte_rate=1048576.0"
+    )
+    wait_until("the quotas described", lambda: described("--client-id", "cli") == expected)
+    delete = ["--delete", "producer_byte_rate,consumer_byte_rate"]
+    assert samsa_main(["quotas", "--alter", "--client-id", "cli", *delete, *via]) == 0
+    wait_until("no quotas described", lambda: described() == "no client quotas are set")
+    capsys.readouterr()
+    refused = ["--alter", "--client-defaults", "--add", "request_percentage=50"]
+    assert samsa_main(["quotas", *refused, *via]) == 1
+    assert "unknown quota key 'request_percentage'" in capsys.readouterr().err
