@@ -184,8 +184,14 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             await context.abort(*refusal)
         gate = self.answer_gate
         answer = await fetch_answer(self.host, request, self.fetch_sessions, gate)
-        if not follower and self.quotas.active():  # a throttled answer waits holding its bytes
-            await delay(self.quotas.fetched(self.quotas.client_id(context), answer))
+        if not follower and self.quotas.active():
+            # Throttled: the answer waits holding its bytes, before its write deadline starts.
+            try:
+                await delay(self.quotas.fetched(self.quotas.client_id(context), answer))
+            except BaseException:  # the call ended meanwhile (cancelled): nothing to write
+                if gate is not None:
+                    gate.release(answer.held_bytes)
+                raise
         if gate is not None:
             # Held until the call ends: gRPC has then written the answer (or dropped it, or
             # the gate's write deadline ended the call: answer_write_deadline.py).

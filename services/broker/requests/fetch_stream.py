@@ -118,10 +118,10 @@ async def serve_fetch_stream(
                 await context.abort(*refusal)
             answer = await fetch_answer(host, item.request, sessions, gate)
             held_bytes = answer.held_bytes
-            if quotas is not None and quotas.active():
-                await delay(quotas.fetched(client_id, answer))
             timer = None
             try:
+                if quotas is not None and quotas.active():  # throttled: waits holding its bytes
+                    await delay(quotas.fetched(client_id, answer))
                 message = stream_message(answer)
                 del answer  # its records: only the message is held while it is written
                 if deadline is not None:
