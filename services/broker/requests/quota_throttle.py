@@ -3,10 +3,10 @@ bytes its request counts, and the delay of a throttled answer (services/broker/q
 the rules; this is its I/O side: the call metadata, the clock and the event loop's timers).
 
 Hot path. `active()` is one attribute read and one truth test of the image's quota map, and is
-all an adapter does while no quota is set anywhere; the client.id is read from the call's
-metadata only when one is. The bytes counted are those of the non-internal topics: the
+all an adapter does while no quota is set anywhere: a unary call's client.id is read from its
+metadata only when one is (a stream's once, as it opens). The bytes counted are those of the non-internal topics: the
 coordinators' writes and reads of __consumer_offsets and __transaction_state are exempt, and
-so are followers, whose fetches never come here.
+so are followers: the adapters never count their fetches.
 """
 
 from __future__ import annotations
