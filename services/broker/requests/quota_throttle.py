@@ -4,9 +4,9 @@ the rules; this is its I/O side: the call metadata, the clock and the event loop
 
 Hot path. `active()` is one attribute read and one truth test of the image's quota map, and is
 all an adapter does while no quota is set anywhere: a unary call's client.id is read from its
-metadata only when one is (a stream's once, as it opens). The bytes counted are those of the non-internal topics: the
-coordinators' writes and reads of __consumer_offsets and __transaction_state are exempt, and
-so are followers: the adapters never count their fetches.
+metadata only when one is (a stream's once, as it opens). The bytes counted are those of the
+non-internal topics: the coordinators' writes and reads of __consumer_offsets and
+__transaction_state are exempt, and so are followers: the adapters never count their fetches.
 """
 
 from __future__ import annotations
