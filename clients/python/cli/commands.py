@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import grpc
 
@@ -123,29 +123,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run one cluster command; every failure is one line on stderr and exit code 1 (a usage
     error, code 2, as argparse's own)."""
-    if args.command in CONSOLE_COMMANDS and (problem := prepare_console(args)):
-        print(f"samsa {args.command}: {problem}", file=sys.stderr)
-        return 2
-    if args.command == "groups" and (problem := groups_usage_error(args)):
-        print(f"samsa groups {problem}", file=sys.stderr)
-        return 2
-    if args.command == "transactions" and (problem := transactions_usage_error(args)):
-        print(f"samsa transactions {problem}", file=sys.stderr)
-        return 2
-    if args.command == "topics" and (problem := topics_usage_error(args)):
-        print(f"samsa topics {args.action}: {problem}", file=sys.stderr)
-        return 2
-    if args.command == "reassign" and (problem := prepare_reassign(args)):
-        print(f"samsa reassign: {problem}", file=sys.stderr)
-        return 2
-    if args.command == "log-dirs" and (problem := log_dirs_usage_error(args)):
-        print(f"samsa log-dirs: {problem}", file=sys.stderr)
-        return 2
-    if args.command == "leader-election" and (problem := election_usage_error(args)):
-        print(f"samsa leader-election: {problem}", file=sys.stderr)
-        return 2
-    if args.command == "quotas" and (problem := quotas_usage_error(args)):
-        print(f"samsa quotas: {problem}", file=sys.stderr)
+    problem = _usage_problem(args)
+    if problem is not None:
+        print(problem, file=sys.stderr)
         return 2
     servers = bootstrap(args)
     try:
@@ -275,6 +255,33 @@ def topics_usage_error(args: argparse.Namespace) -> str | None:
             "partitions and their replicas: leave them out"
         )
     return None
+
+
+# Each command's check of its arguments before the cluster is asked: a usage error, or None.
+USAGE_CHECKS: dict[str, Callable[[argparse.Namespace], str | None]] = {
+    "groups": groups_usage_error,
+    "transactions": transactions_usage_error,
+    "topics": topics_usage_error,
+    "reassign": prepare_reassign,
+    "log-dirs": log_dirs_usage_error,
+    "leader-election": election_usage_error,
+    "quotas": quotas_usage_error,
+}
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """The usage error `args` make, as the line to print, or None. The groups and transactions
+    checks' problems begin with the subcommand they are about; topics' are about args.action."""
+    command = args.command
+    check = prepare_console if command in CONSOLE_COMMANDS else USAGE_CHECKS.get(command)
+    problem = None if check is None else check(args)
+    if problem is None:
+        return None
+    if command in ("groups", "transactions"):
+        return f"samsa {command} {problem}"
+    if command == "topics":
+        return f"samsa topics {args.action}: {problem}"
+    return f"samsa {command}: {problem}"
 
 
 def partitions_table(partitions: Sequence[PartitionInfo]) -> str:
