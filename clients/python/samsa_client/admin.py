@@ -15,7 +15,8 @@ and hands everything else to the parts it owns, one job each:
 - log_dir_calls.py asks each broker for its log dirs (log_dirs.py: the pure half);
 - client_quota_admin.py builds the client quota requests and reads their answers (pure);
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
-- group_admin_calls.py runs the consumer-group methods at the groups' coordinators, and
+- group_admin_calls.py runs the consumer-group methods (admin_groups.py, a base class of
+  Admin that documents them) at the groups' coordinators, and
   transaction_admin_calls.py the transaction methods at coordinators and partitions' leaders;
   they share deadlines, FindCoordinator and the coordinator list (coordinator_calls.py), and
   their pure halves are group_admin.py and transaction_admin.py.
@@ -26,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from samsa.client import client_quota_admin as quotas
+from samsa.client.admin_groups import ConsumerGroupAdmin
 from samsa.client.channels import Channels
 from samsa.client.cluster_admin import (
     BrokerInfo,
@@ -56,7 +58,6 @@ from samsa.client.group_admin import (
     GroupError,
     OffsetAndMetadata,
     PartitionLag,
-    TopicPartition,
 )
 from samsa.client.group_admin_calls import GroupAdminCalls
 from samsa.client.leader_elections import ElectionError, election_requests, election_results
@@ -117,8 +118,9 @@ ADMIN_KEYS = frozenset(
 TOPIC = 1  # ConfigResource type
 
 
-class Admin:
-    """Kafka's AdminClient, synchronous: each call returns when the controller has answered."""
+class Admin(ConsumerGroupAdmin):
+    """Kafka's AdminClient, synchronous: each call returns when the controller has answered.
+    Its consumer-group methods are ConsumerGroupAdmin's (admin_groups.py)."""
 
     def __init__(self, config: Mapping[str, object]) -> None:
         if unknown := sorted(set(config) - ADMIN_KEYS):
@@ -330,58 +332,6 @@ class Admin:
         offset = self._controller.metadata_offset
         request = quotas.describe_quotas_request(client_id, default, offset)
         return quotas.quotas_of(self._controller.read("DescribeClientQuotas", request))
-
-    # --- consumer groups: at their coordinators (group_admin_calls.py) --------------------------
-
-    def list_consumer_groups(self, states: Iterable[str] = ()) -> list[ConsumerGroupListing]:
-        """Every group of every live coordinator (only those in `states` when given: Kafka's
-        names, "Stable", "Empty", …, which the coordinators filter on), sorted by group id.
-        ValueError for a state of no such name. A coordinator that does not answer, or is still
-        loading partitions, is asked again until request.timeout.ms."""
-        return self._groups.list_consumer_groups(states)
-
-    def describe_consumer_groups(
-        self, group_ids: Iterable[str]
-    ) -> dict[str, ConsumerGroupDescription]:
-        """State, epochs, assignor and members of each group; GroupError for the first that
-        failed (GROUP_ID_NOT_FOUND for one that does not exist)."""
-        return self._groups.describe_consumer_groups(group_ids)
-
-    def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
-        """Delete empty groups and their committed offsets; GroupError for the first that failed
-        (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND), the others are deleted — as delete_topics."""
-        self._groups.delete_consumer_groups(group_ids)
-
-    def list_consumer_group_offsets(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition] | None = None,
-        require_stable: bool = False,
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The group's committed offsets (of `partitions`, or all when None; none: left out);
-        require_stable waits out open transactions committing them (KIP-447)."""
-        return self._groups.list_consumer_group_offsets(group_id, partitions, require_stable)
-
-    def delete_consumer_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, GroupError | None]:
-        """Delete the group's committed offsets of `partitions` (Kafka's
-        deleteConsumerGroupOffsets, KIP-496): per partition None (deleted, or there was none) or
-        the GroupError saying why it stays (GROUP_SUBSCRIBED_TO_TOPIC: a member subscribes to
-        its topic). A missing group raises GroupError (GROUP_ID_NOT_FOUND)."""
-        return self._groups.delete_consumer_group_offsets(group_id, partitions)
-
-    def alter_consumer_group_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
-    ) -> None:
-        """Commit `offsets` for the group from outside it: allowed only while the group has no
-        members (GroupError saying to stop its consumers first otherwise), as in Kafka."""
-        self._groups.alter_consumer_group_offsets(group_id, offsets)
-
-    def describe_consumer_group_lag(self, group_id: str) -> list[PartitionLag]:
-        """Committed offset, log end offset and lag of every partition the group committed for
-        or owns, sorted by topic and partition."""
-        return self._groups.describe_consumer_group_lag(group_id)
 
     # --- transactions: at coordinators and leaders (transaction_admin_calls.py) ----------------
 
