@@ -47,7 +47,11 @@ from typing import Any
 import grpc
 
 from samsa.client.channels import AioChannels
-from samsa.client.client_identity import consumer_client_id, consumer_fetch_link
+from samsa.client.client_identity import (
+    client_metadata,
+    consumer_client_id,
+    consumer_fetch_link,
+)
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
@@ -111,9 +115,19 @@ class ConsumerDriver:
         self.state = FetchState(config)
         self._on_progress = on_progress
         self._channels = AioChannels()
+        # Computed once: the fetches, the session closes and the group's heartbeats all name the
+        # consumer by this id, the one brokers count its quotas under (client_identity.py).
+        self.client_id = consumer_client_id(config.client_id, config.group_id)
+        self._identity = client_metadata(self.client_id)
         self.group = (
             GroupDriver(
-                config, self.lock, self.state, metadata.bootstrap, self._channels, on_progress
+                config,
+                self.lock,
+                self.state,
+                metadata.bootstrap,
+                self._channels,
+                on_progress,
+                client_id=self.client_id,
             )
             if config.group_id is not None
             else None
@@ -121,8 +135,7 @@ class ConsumerDriver:
         self._fetch_timeout_s = config.fetch_max_wait_ms / 1000 + FETCH_TIMEOUT_MARGIN_S
         self._tasks: set[asyncio.Task[None]] = set()  # fetches and lookups in flight
         self._links: dict[int, FetchLink] = {}  # each broker's FetchStream, by node id
-        client_id = consumer_client_id(config.client_id, config.group_id)  # Kafka's default
-        self._new_link: Callable[[], FetchLink] = lambda: consumer_fetch_link(client_id)
+        self._new_link: Callable[[], FetchLink] = lambda: consumer_fetch_link(self.client_id)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False
@@ -206,7 +219,9 @@ class ConsumerDriver:
         endpoint = self.metadata.endpoints.get(node)
         if endpoint is not None:
             with contextlib.suppress(grpc.RpcError):
-                await self._stub(endpoint).Fetch(request, timeout=SESSION_CLOSE_TIMEOUT_S)
+                await self._stub(endpoint).Fetch(
+                    request, timeout=SESSION_CLOSE_TIMEOUT_S, metadata=self._identity
+                )
 
     async def _run(self) -> None:
         assert self._wake is not None

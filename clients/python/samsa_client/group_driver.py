@@ -21,8 +21,7 @@ group's I/O on `grpc.aio`, on the same loop as the fetches, under the consumer d
   owning the partitions it owned then; else CommitFailedError); UNKNOWN_MEMBER_ID or
   FENCED_MEMBER_EPOCH mean its partitions may already be someone else's: CommitFailedError.
 - Finding the coordinator (FindCoordinator on the bootstrap servers: every service answers it),
-  forgetting it after a coordinator error and asking it until an answer are
-  group_coordinator_calls.py's.
+  forgetting it after a coordinator error and asking it until answered: group_coordinator_calls.py.
 - The consumer driver resolves the COMMITTED resets of the fetch state through
   `fetch_committed()` (a partition newly assigned starts at the group's committed offset).
 
@@ -45,6 +44,7 @@ import grpc
 
 from samsa.client import offset_commit_parts
 from samsa.client.channels import AioChannels
+from samsa.client.client_identity import consumer_client_id
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import FetchState
@@ -102,6 +102,7 @@ class GroupDriver:
         bootstrap: Sequence[str],
         channels: AioChannels,
         on_progress: Callable[[], None],
+        client_id: str | None = None,  # the consumer's effective one, as its fetches send
     ) -> None:
         assert config.group_id is not None, "a group driver needs a group.id"
         self.config = config
@@ -113,7 +114,7 @@ class GroupDriver:
                 group_id=config.group_id,
                 member_id=str(uuid.uuid4()),
                 instance_id=config.group_instance_id or "",
-                client_id=config.client_id,
+                client_id=client_id or consumer_client_id(config.client_id, config.group_id),
                 rebalance_timeout_ms=config.max_poll_interval_ms,
                 max_poll_interval_ms=config.max_poll_interval_ms,
                 server_assignor=config.group_remote_assignor,

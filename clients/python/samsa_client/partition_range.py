@@ -29,6 +29,10 @@ was deleted: UNKNOWN_TOPIC_ID (UNKNOWN_TOPIC_OR_PARTITION when the range has no 
 REQUEST_TIMED_OUT. `records` decodes the chunks
 (markers and, at read_committed, aborted records left out) and cuts them to [A, B); a batch that
 cannot be decoded raises CorruptRecordError once the records before it were yielded.
+
+Each fetch names the reader to the broker by its `client.id` (Kafka's default consumer id,
+"consumer-N", when none is set), so client quotas hold the Spark source as any consumer
+(client_identity.py).
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ from dataclasses import dataclass
 import grpc
 
 from samsa.client.channels import Channels
+from samsa.client.client_identity import client_metadata, consumer_client_id
 from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.config_values import parse_client_id
 from samsa.client.consumer import ConsumerRecord
 from samsa.client.consumer_records import decode_records
 from samsa.client.errors import KafkaError, coded_message
@@ -82,6 +88,9 @@ class PartitionRangeReader:
             raise KafkaError("bootstrap.servers is required", ErrorCode.INVALID_REQUEST)
         timeout_ms = int(config.get("request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT))  # type: ignore[call-overload]
         self.timeout_s = timeout_ms / 1000
+        configured = parse_client_id("client.id", config.get("client.id", ""))
+        self.client_id = consumer_client_id(configured, None)  # one id for all its fetches
+        self._identity = client_metadata(self.client_id)
         self._channels = Channels()
         # The topics it reads stay described while read, as a producer's (metadata_topics.py).
         self._metadata = ClusterMetadata(bootstrap, self._channels, METADATA_MAX_IDLE_MS)
@@ -228,7 +237,7 @@ class PartitionRangeReader:
         )
         stub = broker_pb2_grpc.BrokerServiceStub(self._channels.get(leader))
         try:
-            answer = stub.Fetch(request, timeout=min(self.timeout_s, 10.0))
+            answer = stub.Fetch(request, timeout=min(self.timeout_s, 10.0), metadata=self._identity)
         except grpc.RpcError as error:
             self._refresh(topic)
             return None, f"the leader at {leader}: {error.code().name}"  # type: ignore[attr-defined]

@@ -70,7 +70,9 @@ class FakeBroker:
         self.listed: list[broker_pb2.ListOffsetsRequest] = []
         self.other_id_answers = 0  # how many ListOffsets naming an id to answer UNKNOWN_TOPIC_ID
 
-    async def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> object:
+    async def Fetch(
+        self, request: broker_pb2.FetchRequest, timeout: float, metadata: object = None
+    ) -> object:
         answer = asyncio.get_running_loop().create_future()
         self.fetches.append((request, answer))
         return await answer

@@ -166,7 +166,7 @@ def test_an_error_code_this_client_does_not_know_is_raised_as_unknown_server_err
         def __init__(self, channel: object) -> None:
             pass
 
-        def Fetch(self, request: object, timeout: float) -> broker_pb2.FetchResponse:
+        def Fetch(self, request: object, timeout: float, metadata: object = None) -> object:
             answer = broker_pb2.FetchResponse()
             topic = answer.topics.add(name="t")
             result = topic.partitions.add(partition=0, error_message="why")

@@ -35,7 +35,9 @@ class Broker:
         self.requests: list[broker_pb2.FetchRequest] = []
         self.deleted = False  # t deleted: no topic of that name (UNKNOWN_TOPIC_ID to an id)
 
-    def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> broker_pb2.FetchResponse:
+    def Fetch(
+        self, request: broker_pb2.FetchRequest, timeout: float, metadata: object = None
+    ) -> broker_pb2.FetchResponse:
         self.requests.append(request)
         topic = request.topics[0]
         offset = topic.partitions[0].fetch_offset
@@ -142,7 +144,9 @@ def test_a_topic_deleted_mid_range_is_an_error_once_the_timeout_ends(
     tell from a cluster that does not answer; now it says the topic was deleted."""
 
     class DeletedAt20(Broker):
-        def Fetch(self, request: broker_pb2.FetchRequest, timeout: float) -> object:
+        def Fetch(
+            self, request: broker_pb2.FetchRequest, timeout: float, metadata: object = None
+        ) -> object:
             if request.topics[0].partitions[0].fetch_offset == 20:
                 self.deleted = True
             return super().Fetch(request, timeout)
