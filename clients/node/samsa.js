@@ -40,6 +40,15 @@ const DESCRIBE_PARTITIONS_MAX = 10000;
 
 // Kafka's delivery.timeout.ms default: a produce() call's time in all, retries included.
 const DELIVERY_TIMEOUT_MS = 120000;
+// The metadata key that names a client to the servers (metadata/client_quotas.py
+// CLIENT_ID_METADATA_KEY): brokers hold its produces and fetches to the client quotas of that id
+// (KIP-13). An id longer than common/limits.py client_id_length_max would be counted under the
+// default entity, where no quota can name it: refused here, as the Python SDK's config does.
+const CLIENT_ID_METADATA_KEY = 'samsa-client-id';
+const CLIENT_ID_LENGTH_MAX = 255;
+// Kafka's default client ids count the clients of a process ("producer-1", "consumer-2"): a
+// SamsaClient without clientId is "samsa-node-N", N counting this process's SamsaClients from 1.
+let clientsMade = 0;
 
 let services = null;
 
@@ -65,13 +74,27 @@ function splitEndpoints(bootstrap) {
   return endpoints;
 }
 
+// The clientId option: a string of at most CLIENT_ID_LENGTH_MAX characters, or none (undefined,
+// null or '') for the default "samsa-node-N".
+function clientIdOf(clientId) {
+  if (clientId === undefined || clientId === null || clientId === '') return `samsa-node-${clientsMade}`;
+  if (typeof clientId !== 'string' || clientId.length > CLIENT_ID_LENGTH_MAX) {
+    throw new RangeError(`clientId must be a string of at most ${CLIENT_ID_LENGTH_MAX} characters, not ${String(clientId).slice(0, 40)}`);
+  }
+  return clientId;
+}
+
 class SamsaClient {
   // bootstrap: "host:port,host:port" or an array of them (brokers, or controllers).
   // idempotence (default true): produce with acks -1 is idempotent; see produce().
   // deliveryTimeoutMs: how long a produce() call may take in all, retries included (Kafka's
   // delivery.timeout.ms, 120 s); at least one produce attempt's deadline, 2 * timeoutMs.
+  // clientId: the name every call gives the servers (samsa-client-id metadata), that client
+  // quotas and a group's description know this client by; default "samsa-node-N".
   constructor(bootstrap, options = {}) {
-    const { clientId = 'samsa-node', idempotence = true } = options;
+    const { idempotence = true } = options;
+    clientsMade += 1;
+    const clientId = clientIdOf(options.clientId);
     const timeoutMs = checkMs('timeoutMs', options.timeoutMs ?? 15000);
     const deliveryTimeoutMs = checkMs(
       'deliveryTimeoutMs',
@@ -85,6 +108,8 @@ class SamsaClient {
     this.timeoutMs = timeoutMs;
     this.deliveryTimeoutMs = deliveryTimeoutMs;
     this.clientId = clientId;
+    this.identity = new grpc.Metadata(); // sent with every call
+    this.identity.set(CLIENT_ID_METADATA_KEY, clientId);
     this.idempotence = idempotence;
     this.stubs = new Map();
     this.metadataOffset = 0; // of our last admin write, so that reads see it
@@ -117,7 +142,8 @@ class SamsaClient {
   call(kind, endpoint, method, request, timeoutMs = this.timeoutMs) {
     const stub = this.stub(kind, endpoint);
     return new Promise((resolve, reject) => {
-      stub[method](request, { deadline: Date.now() + timeoutMs }, (error, answer) => {
+      const options = { deadline: Date.now() + timeoutMs };
+      stub[method](request, this.identity.clone(), options, (error, answer) => {
         if (error) {
           error.message = `${method} at ${endpoint}: ${error.details || error.message}`;
           reject(error);
