@@ -5,8 +5,11 @@ A producer or consumer without a client.id of its own takes Kafka's default: "pr
 "consumer-<group.id>-N" ("consumer-N" without a group), N counting the clients of this process
 from 1, so that each is told apart in a broker's byte counts and quotas can name it. The id
 travels as the `samsa-client-id` metadata (metadata/client_quotas.CLIENT_ID_METADATA_KEY) of
-each stream as it opens (ProduceStream, FetchStream) and of each unary Fetch: one header per
-stream, nothing per message. The configuration refuses an id over limits.client_id_length_max.
+each stream as it opens (ProduceStream, FetchStream) and of each unary Fetch (a consumer's
+session-closing ones and the Spark source's range reads, partition_range.py, included): one
+header per stream, nothing per message. A consumer computes its id once (consumer_driver.py) and
+its group heartbeats carry the same one, so DescribeGroups shows the id its quotas count under.
+The configuration refuses an id over limits.client_id_length_max.
 """
 
 from __future__ import annotations
