@@ -9,6 +9,12 @@ failed unary call. A server that answers UNIMPLEMENTED (a broker from before the
 rolling upgrade) gets unary Fetch calls from then on, until one of those fails (it may come back
 upgraded). A fetch cancelled while it waits drops the stream, whose next message would be the
 cancelled fetch's answer.
+
+A server that ends a stream at once (UNIMPLEMENTED) can end it while the client still writes the
+first request; grpc then fails that write with its own INTERNAL status, and the server's status
+is lost. So a stream opened for a request whose first write fails INTERNAL is opened once more
+for the same request (nothing was read on it: the request is safe to send again), and the
+second stream's status decides.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ UnaryFetch = Callable[
 
 
 class FetchFailed(Exception):
-    """A fetch that got no answer: the status the call or stream ended with."""
+    """A fetch that got no answer: the status the call or stream ended with. `first_write`: the
+    write of a stream's first request failed (see the module doc)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    def __init__(self, code: grpc.StatusCode, details: str, first_write: bool = False) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
+        self.first_write = first_write
 
 
 class FetchLink:
@@ -65,7 +73,14 @@ class FetchLink:
         """The server's answer to `request` within `timeout_s`; FetchFailed when none came."""
         if not self.unary_only:
             try:
-                return await self._fetch_on_stream(channel, request, timeout_s)
+                try:
+                    return await self._fetch_on_stream(channel, request, timeout_s)
+                except FetchFailed as failed:
+                    if not (failed.first_write and failed.code == grpc.StatusCode.INTERNAL):
+                        raise
+                    # The server may have ended the stream as it opened: a new one's status
+                    # says why (see the module doc).
+                    return await self._fetch_on_stream(channel, request, timeout_s)
             except FetchFailed as failed:
                 if failed.code != grpc.StatusCode.UNIMPLEMENTED:
                     raise
@@ -81,20 +96,24 @@ class FetchLink:
     async def _fetch_on_stream(
         self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest, timeout_s: float
     ) -> broker_pb2.FetchResponse:
-        if self._call is None or self._channel is not channel or self._call.done():
+        opened = self._call is None or self._channel is not channel or self._call.done()
+        if opened:
             # A stream the server ended while it sat idle (fetch_stream.REQUEST_WAIT_S, a
             # restart) read none of our requests: a fresh one carries this request as well.
             self.close()
             self._call = self._open_stream(channel)
             self._channel = channel
         call = self._call
+        written = False
         try:
             async with asyncio.timeout(timeout_s):  # a write blocks if the server stops reading
                 await call.write(self._wrap(request))
+                written = True
                 answer = await call.read()
         except grpc.aio.AioRpcError as error:
             self.close()
-            raise FetchFailed(error.code(), error.details() or "") from None
+            first_write = opened and not written
+            raise FetchFailed(error.code(), error.details() or "", first_write) from None
         except TimeoutError:
             self.close()
             raise FetchFailed(
