@@ -10,11 +10,12 @@ rolling upgrade) gets unary Fetch calls from then on, until one of those fails (
 upgraded). A fetch cancelled while it waits drops the stream, whose next message would be the
 cancelled fetch's answer.
 
-A server that ends a stream at once (UNIMPLEMENTED) can end it while the client still writes the
-first request; grpc then fails that write with its own INTERNAL status, and the server's status
-is lost. So a stream opened for a request whose first write fails INTERNAL is opened once more
-for the same request (nothing was read on it: the request is safe to send again), and the
-second stream's status decides.
+A server that ends a stream at once (UNIMPLEMENTED) often ends it while the client still writes
+the first request; grpc then fails that write with its own INTERNAL status, and the server's
+status is lost (measured: against a server without the stream, a second stream raced the same
+way). So a request whose fresh stream failed its first write with INTERNAL goes as a unary Fetch
+(nothing was read on the stream: the request is safe to send again); the next request tries a
+stream again, since a server that serves streams may have ended that one for a passing reason.
 """
 
 from __future__ import annotations
@@ -73,20 +74,21 @@ class FetchLink:
         """The server's answer to `request` within `timeout_s`; FetchFailed when none came."""
         if not self.unary_only:
             try:
-                try:
-                    return await self._fetch_on_stream(channel, request, timeout_s)
-                except FetchFailed as failed:
-                    if not (failed.first_write and failed.code == grpc.StatusCode.INTERNAL):
-                        raise
-                    # The server may have ended the stream as it opened: a new one's status
-                    # says why (see the module doc).
-                    return await self._fetch_on_stream(channel, request, timeout_s)
+                return await self._fetch_on_stream(channel, request, timeout_s)
             except FetchFailed as failed:
+                if failed.first_write and failed.code == grpc.StatusCode.INTERNAL:
+                    # The server's status was lost in a race (see the module doc).
+                    return await self._unary_fetch(channel, request, timeout_s)
                 if failed.code != grpc.StatusCode.UNIMPLEMENTED:
                     raise
             # Refused before anything was read: the same request is safe to send again.
             log.info("the server serves no %s: fetching with unary Fetch calls", self._rpc)
             self.unary_only = True
+        return await self._unary_fetch(channel, request, timeout_s)
+
+    async def _unary_fetch(
+        self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest, timeout_s: float
+    ) -> broker_pb2.FetchResponse:
         try:
             return await self._unary(channel, request, timeout_s)
         except grpc.aio.AioRpcError as error:
