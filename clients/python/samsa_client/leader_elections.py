@@ -22,6 +22,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from samsa.client.errors import KafkaError, TopicError
+from samsa.client.partition_outcomes import partition_outcomes
 from samsa.client.reassignments import checked_topic_partition
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -70,23 +71,7 @@ def election_results(
     """Every partition's outcome, by (topic, partition): the answered ones in answer order, then
     any partition asked for and left unanswered (UNKNOWN_SERVER_ERROR); ElectionError when any
     was refused other than ELECTION_NOT_NEEDED."""
-    results: dict[TopicPartition, KafkaError | None] = {}
-    for answer in answers:
-        for result in answer.partitions:
-            key = (result.topic, result.partition)
-            if result.error_code == ErrorCode.NONE:
-                results.setdefault(key, None)
-            else:
-                error = TopicError.of(result.error_code, result.error_message)
-                results.setdefault(key, _naming(key, error))
-    for request in requests:
-        for asked in request.partitions:
-            key = (asked.topic, asked.partition)
-            if key not in results:
-                left_out = TopicError(
-                    "the controller's answer left it out", ErrorCode.UNKNOWN_SERVER_ERROR
-                )
-                results[key] = _naming(key, left_out)
+    results: dict[TopicPartition, KafkaError | None] = dict(partition_outcomes(requests, answers))
     refused: dict[Hashable, KafkaError] = {
         key: error
         for key, error in results.items()
@@ -99,10 +84,3 @@ def election_results(
         raised.results = MappingProxyType(results)
         raise raised
     return results
-
-
-def _naming(key: TopicPartition, error: KafkaError) -> TopicError:
-    """`error` with its partition named in front, unless its message names it already."""
-    name = f"{key[0]}-{key[1]}"
-    message = str(error)
-    return TopicError(message if name in message else f"partition {name}: {message}", error.code)

@@ -16,6 +16,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from samsa.client.errors import KafkaError, TopicError, first_of
+from samsa.client.partition_outcomes import partition_outcomes
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
@@ -114,33 +115,11 @@ def raise_partition_errors(
 ) -> None:
     """TopicError for the first partition refused (or left unanswered), once all are read; its
     `errors` names every refused partition by (topic, partition), each message naming it."""
-    errors: dict[Hashable, KafkaError] = {}
-    answered: set[TopicPartition] = set()
-    for answer in answers:
-        for result in answer.partitions:
-            key = (result.topic, result.partition)
-            answered.add(key)
-            if result.error_code != ErrorCode.NONE:
-                error = TopicError.of(result.error_code, result.error_message)
-                errors.setdefault(key, _naming(key, error))
-    for request in requests:
-        for asked in request.partitions:
-            key = (asked.topic, asked.partition)
-            if key not in answered:
-                error = TopicError(
-                    "the controller's answer left it out", ErrorCode.UNKNOWN_SERVER_ERROR
-                )
-                errors.setdefault(key, _naming(key, error))
+    outcomes = partition_outcomes(requests, answers)
+    errors: dict[Hashable, KafkaError] = {k: e for k, e in outcomes.items() if e is not None}
     error = first_of(errors)
     if error is not None:
         raise error
-
-
-def _naming(key: TopicPartition, error: KafkaError) -> TopicError:
-    """`error` with its partition named in front, unless its message names it already."""
-    name = f"{key[0]}-{key[1]}"
-    message = str(error)
-    return TopicError(message if name in message else f"partition {name}: {message}", error.code)
 
 
 def list_requests(
