@@ -69,7 +69,9 @@ def add_topic_change_parsers(actions: argparse._SubParsersAction) -> list[argpar
 def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
     """Configs first, then partitions: each is one controller write, validated whole (a bad
     config changes nothing); what changed is printed, one line each, and added partitions get
-    Kafka's warning about keyed records on stderr."""
+    Kafka's warning about keyed records on stderr. When both change, the partitions are checked
+    first (validate_only), so that a refused count or placement leaves the configs as they were
+    too (only a change made by someone else in between can still refuse them after)."""
     configs = dict(key_value(item, "--config") for item in args.config)
     if args.replica_assignment is not None and args.partitions is None:
         raise SystemExit(
@@ -86,14 +88,19 @@ def alter_topic(admin: Admin, args: argparse.Namespace) -> int:
         raise SystemExit(f"samsa topics alter: {', '.join(both)} both set and deleted: choose one")
     before = len(require_topic(admin, args.name).partitions)
     placed = added_assignments(args.replica_assignment, before)
+    plans = None if placed is None else {args.name: placed}
+    adding = args.partitions is not None and args.partitions != before
     if configs or args.delete_config:
+        if adding:  # refused now rather than after the configs changed
+            admin.create_partitions(
+                {args.name: args.partitions}, validate_only=True, replica_assignments=plans
+            )
         admin.alter_configs(args.name, set=configs, delete=args.delete_config)
         for key, value in configs.items():
             print(f"{args.name}: set {key}={value}")
         for key in args.delete_config:
             print(f"{args.name}: {key} back to its default")
-    if args.partitions is not None and args.partitions != before:
-        plans = None if placed is None else {args.name: placed}
+    if adding:
         admin.create_partitions({args.name: args.partitions}, replica_assignments=plans)
         print(f"{args.name}: partitions {before} -> {args.partitions}")
         print(KEYED_PARTITIONS_WARNING, file=sys.stderr)
