@@ -109,12 +109,9 @@ class OffsetIndex:
         return interleaved.tobytes()
 
     @classmethod
-    def decode(cls, data: bytes, *, log_size_bytes: int, relative_offset_end: int) -> OffsetIndex:
-        """Parse and sanity-check a .index file; CorruptIndexError says what is wrong.
-
-        `relative_offset_end` is an exclusive bound on relative offsets (the segment's next
-        offset minus its base, or the relative offset limit when unknown).
-        """
+    def parse(cls, data: bytes) -> OffsetIndex:
+        """The entries of a .index file as they are, unchecked but for the file's size: what
+        `decode` checks, and what `samsa dump-log` shows of an index however wrong it is."""
         if len(data) % ENTRY_BYTES:
             raise CorruptIndexError(f"size {len(data)} is not a multiple of {ENTRY_BYTES}")
         if len(data) > limits.index_bytes_max:
@@ -123,7 +120,16 @@ class OffsetIndex:
         interleaved.frombytes(data)
         if _BYTESWAP:
             interleaved.byteswap()
-        index = cls(interleaved[0::2], interleaved[1::2])
+        return cls(interleaved[0::2], interleaved[1::2])
+
+    @classmethod
+    def decode(cls, data: bytes, *, log_size_bytes: int, relative_offset_end: int) -> OffsetIndex:
+        """Parse and sanity-check a .index file; CorruptIndexError says what is wrong.
+
+        `relative_offset_end` is an exclusive bound on relative offsets (the segment's next
+        offset minus its base, or the relative offset limit when unknown).
+        """
+        index = cls.parse(data)
         if not index.positions:
             return index
         if not strictly_increasing(index.relative_offsets):

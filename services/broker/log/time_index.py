@@ -139,8 +139,9 @@ class TimeIndex:
         return bytes(out)
 
     @classmethod
-    def decode(cls, data: bytes, *, relative_offset_end: int) -> TimeIndex:
-        """Parse and sanity-check a .timeindex file; CorruptIndexError says what is wrong."""
+    def parse(cls, data: bytes) -> TimeIndex:
+        """The entries of a .timeindex file as they are, unchecked but for the file's size: what
+        `decode` checks, and what `samsa dump-log` shows of an index however wrong it is."""
         if len(data) % ENTRY_BYTES:
             raise CorruptIndexError(f"size {len(data)} is not a multiple of {ENTRY_BYTES}")
         if len(data) > limits.index_bytes_max:
@@ -156,7 +157,13 @@ class TimeIndex:
         if _BYTESWAP:
             index.timestamps.byteswap()
             index.relative_offsets.byteswap()
-        if not count:
+        return index
+
+    @classmethod
+    def decode(cls, data: bytes, *, relative_offset_end: int) -> TimeIndex:
+        """Parse and sanity-check a .timeindex file; CorruptIndexError says what is wrong."""
+        index = cls.parse(data)
+        if not len(index):
             return index
         if index.timestamps[0] <= NO_TIMESTAMP:
             raise CorruptIndexError(f"timestamp {index.timestamps[0]} is not a real timestamp")
