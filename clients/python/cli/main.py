@@ -17,6 +17,8 @@
     samsa quotas --describe|--alter [--client-id X|--client-defaults] [--add K=N,..] [--delete K,..]
                                                                client quotas (byte rates)
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
+    samsa dump-log --files F[,F...] [--print-data-log] [--deep-iteration] [--index-sanity-check]
+                   [--verify-index-only] [--max-bytes N] [--json]  a partition's files on disk
     samsa demo [--data-dir DIR] [--records N]                  the storage engine alone
 
 `samsa groups` administers consumer groups as Kafka's kafka-consumer-groups.sh does: `list`,
@@ -48,6 +50,7 @@ from typing import TYPE_CHECKING
 from samsa.cli.command_support import STOP_SIGNALS, Terminated, raise_terminated
 from samsa.cli.commands import add_commands
 from samsa.cli.commands import run as run_command
+from samsa.cli.dump_log_command import add_dump_log_command, run_dump_log
 from samsa.cli.trace_command import add_trace_command, run_trace
 from samsa.common.record.codec import build_batch, decode_batches
 from samsa.common.record.header import COMPRESSION_NONE, COMPRESSION_ZSTD
@@ -198,9 +201,12 @@ def _run(argv: list[str] | None) -> int:
     )
     add_commands(commands)
     add_trace_command(commands)
+    add_dump_log_command(commands)
     args = parser.parse_args(argv)
     if args.command == "trace":
         return run_trace(args)
+    if args.command == "dump-log":
+        return run_dump_log(args)
     if args.command in CLUSTER_COMMANDS:
         return run_command(args)
     if args.command == "up":
