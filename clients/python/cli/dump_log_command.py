@@ -13,8 +13,9 @@ startup check instead), `.txnindex` (aborted transactions) and `.snapshot` (prod
 The decoding is the broker's own (services/broker/log/dump.py, dump_indexes.py); this module
 reads the files — a `.log` in chunks, never whole — and prints.
 
-Exit status: 0, or 1 when a file has a corrupt region, an index disagrees with its log, or a
-file cannot be read; 2 for a usage error (no file, an unknown suffix, --max-bytes below 1).
+Exit status: 0, or 1 when a file has a corrupt region, an index disagrees with its log (or
+--verify-index-only finds no `.log` beside it), or a file cannot be read; 2 for a usage error
+(no file, an unknown suffix, --max-bytes below 1).
 """
 
 from __future__ import annotations

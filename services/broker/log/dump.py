@@ -223,6 +223,9 @@ class LogDump:
         error = scan.error
         if error is not None:  # the scan read each batch from a buffer of its own
             error = _at_file_position(error, 0, scan.valid_bytes)
+            prefix = f"at position {scan.valid_bytes}: "
+            if error.startswith(prefix) and f"position {scan.valid_bytes} " in error[len(prefix) :]:
+                error = error[len(prefix) :]  # the codec's message names the position already
         self.verdict = LogVerdict(position, stop, limited, error, scan.valid_bytes)
 
 
