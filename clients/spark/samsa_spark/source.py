@@ -171,6 +171,15 @@ def subscribed_topic_ids(options: SourceOptions) -> dict[str, bytes]:
     return topic_ids(options, names)
 
 
+def partition_topic_ids(
+    options: SourceOptions, partitions: Iterable[tuple[str, int]]
+) -> dict[str, bytes]:
+    """The id of each topic of `partitions` now: a stream asks them before its partitions'
+    offsets, for the same reason as a batch read (`planned`), and records them in its offsets
+    (stream_offsets.py)."""
+    return topic_ids(options, {topic for topic, _ in partitions})
+
+
 def topic_ids(options: SourceOptions, topics: Iterable[str]) -> dict[str, bytes]:
     """Each of `topics`' id now; one deleted since it was looked at has none."""
     names = sorted(topics)

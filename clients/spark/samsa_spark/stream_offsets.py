@@ -3,7 +3,14 @@
 Theory of operation. An offset is `{topic: {partition: next offset}}` with every key a string
 and inserted in sorted order, so that its JSON is canonical: Spark compares offsets as JSON
 text, and the same position written in another key order would count as new data (an empty
-micro-batch committed for nothing). A micro-batch reads [start, end) per partition. `end`:
+micro-batch committed for nothing). Beside the positions, `"$topicIds": {topic: id in hex}`
+records the id (KIP-516) each topic had when the offset was taken ("$" is in no topic name, and
+sorts before every character one may hold, so the key comes first and the JSON is the same as
+`json.dumps(offset, sort_keys=True)`). A topic whose id now differs from the one its position
+was taken under was deleted and created again under the same name (`recreated`): its position
+names records of another log, which the caller treats as data loss (failOnDataLoss). An offset
+checkpointed before the ids were recorded has none: its topics are never found re-created
+(as then). A micro-batch reads [start, end) per partition. `end`:
 
 - every partition's end offset now, at the read's isolation level (ReadAllAvailable);
 - with `maxOffsetsPerTrigger` (ReadMaxRows n): exactly n records in all (when more wait),
@@ -33,21 +40,30 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 TopicPartition = tuple[str, int]
 Positions = dict[TopicPartition, int]
+TopicIds = Mapping[str, bytes]
+# Spark's offset dict: {topic: {partition: position}}, and IDS: {topic: id in hex}.
+Offset = dict[str, dict[str, int | str]]
 # The offset a new query starts from: startingOffsets, not resolved yet. "$" is in no topic name.
 INITIAL: dict[str, dict[str, int]] = {"$startingOffsets": {}}
+IDS = "$topicIds"  # the topics' ids in an offset (module docstring)
 
 
 def is_initial(offset: Mapping[str, object]) -> bool:
     return offset == INITIAL
 
 
-def to_offset(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
-    """Positions as Spark's offset dict, keys sorted (canonical JSON)."""
-    offset: dict[str, dict[str, int]] = {}
+def to_offset(positions: Mapping[TopicPartition, int], ids: TopicIds | None = None) -> Offset:
+    """Positions as Spark's offset dict, keys sorted (canonical JSON), with the id in `ids` of
+    each topic they name (a topic with none, or an empty one, is recorded without)."""
+    offset: Offset = {}
+    ids = ids or {}
+    named = {t: ids[t].hex() for t in sorted({t for t, _ in positions}) if ids.get(t)}
+    if named:
+        offset[IDS] = dict(named)
     for (topic, partition), position in sorted(
         positions.items(), key=lambda i: (i[0][0], str(i[0][1]))
     ):
@@ -55,8 +71,35 @@ def to_offset(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, in
     return offset
 
 
-def from_offset(offset: Mapping[str, Mapping[str, int]]) -> Positions:
-    return {(topic, int(p)): int(o) for topic, ps in offset.items() for p, o in ps.items()}
+def from_offset(offset: Mapping[str, Mapping[str, object]]) -> Positions:
+    """The positions of an offset (its ids left out; an offset without them reads the same)."""
+    return {
+        (topic, int(p)): int(str(o))
+        for topic, ps in offset.items()
+        if not topic.startswith("$")
+        for p, o in ps.items()
+    }
+
+
+def ids_of(offset: Mapping[str, Mapping[str, object]]) -> dict[str, bytes]:
+    """The topic ids an offset records: none for one checkpointed before they were."""
+    return {topic: bytes.fromhex(str(h)) for topic, h in offset.get(IDS, {}).items()}
+
+
+def recreated(before: TopicIds, now: TopicIds) -> dict[str, tuple[bytes, bytes]]:
+    """The topics whose id now differs from the one `before` records, as (then, now): deleted
+    and created again under the same name since. A topic either side does not know (deleted,
+    new, or recorded before the ids were) is not: the other checks judge it."""
+    return {
+        topic: (then, now[topic])
+        for topic, then in sorted(before.items())
+        if then and now.get(topic) and now[topic] != then
+    }
+
+
+def without_topics(positions: Mapping[TopicPartition, int], topics: Collection[str]) -> Positions:
+    """`positions` less every partition of `topics`."""
+    return {tp: p for tp, p in positions.items() if tp[0] not in topics}
 
 
 def with_new_partitions(start: Positions, first: Mapping[TopicPartition, int]) -> Positions:

@@ -17,14 +17,26 @@ offset that no longer exists (its topic was deleted) is an error, or (false) is 
 offsets from then on (created again, it is a new partition, read from its start; a new
 partition whose first offset is not 0 lost records before the stream saw it, likewise, and so
 does one new in a batch that is replayed after its topic was deleted), and a partition whose end
-went below the checkpointed position (truncated, or re-created between two looks) is an error,
-or (false) is read on from its new end.
+went below the checkpointed position (truncated by an unclean leader election) is an error, or
+(false) is read on from its new end.
+Topic ids (KIP-516): each offset records the id every topic had when it was taken, asked before
+the partitions' offsets (as a batch read asks them: source.planned). A topic whose id now is
+not the one `start` records was deleted and created again under the same name: its position is
+the old log's, and read on from it the new topic's records below it were skipped in silence (or,
+past its end, waited for). That is an error naming the topic and both ids, or (false) a warning
+and the new topic is read from its first offset, as a new partition is. The tasks read their
+ranges under the ids of the end offset, the ones the plan saw, so a topic re-created while a
+micro-batch is planned or read (or before it is replayed) fails the task or ends its range
+(source.read_range), and the next micro-batch finds the new id. An offset checkpointed without
+ids (before they were recorded) is read as before: a re-created topic shows only as an end gone
+back.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -42,17 +54,21 @@ from samsa.spark.ranges import OffsetRange, refuse_unread, resolve, split
 from samsa.spark.source import (
     RangePartition,
     partition_bounds,
+    partition_topic_ids,
     planned,
     read_range,
     starting_offsets,
     subscribed_partitions,
 )
 
+log = logging.getLogger(__name__)
+
 
 class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._available_now: so.Positions | None = None
+        self._available_now_ids: dict[str, bytes] = {}  # the topics' ids when it started
         self._last_trigger = time.monotonic()  # the last micro-batch planned, or the start
         # Micro-batches in a row each partition had records waiting and got none of them
         # (maxOffsetsPerTrigger below their number): next_end serves the longest passed over.
@@ -62,19 +78,20 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Unresolved: Spark asks again to run the first micro-batch (stream_offsets.py)."""
         return so.INITIAL
 
-    def _starting_positions(self) -> so.Positions:
-        """Where startingOffsets (or the starting timestamps) say the stream starts, now. An
-        offset past a partition's end is refused, as in a batch read (one found by time may lie
-        past the end read before it: records came in between)."""
+    def _starting_offset(self) -> so.Offset:
+        """Where startingOffsets (or the starting timestamps) say the stream starts, now, with
+        the topics' ids. An offset past a partition's end is refused, as in a batch read (one
+        found by time may lie past the end read before it: records came in between)."""
         partitions = subscribed_partitions(self.options)
         refuse_unread(self.options, partitions)
+        ids = partition_topic_ids(self.options, partitions)  # before the offsets (planned)
         first, last = partition_bounds(self.options, partitions)
         starting = starting_offsets(self.options, partitions, "latest")
         by_offsets = self.options.starting_times is None
         ranges = resolve(
             partitions, starting, "latest", first, last, self.options.fail_on_data_loss, by_offsets
         )
-        return {(r.topic, r.partition): r.start for r in ranges}
+        return so.to_offset({(r.topic, r.partition): r.start for r in ranges}, ids)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -86,15 +103,16 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if so.is_initial(start):  # the first micro-batch: it only fixes where the stream starts
             self._last_trigger = time.monotonic()
-            return so.to_offset(self._starting_positions())
+            return self._starting_offset()
         partitions = subscribed_partitions(self.options, missing_ok=True)
+        ids = partition_topic_ids(self.options, partitions)  # before the offsets (planned)
         first, last = partition_bounds(self.options, partitions)
-        positions = self._without_deleted(so.from_offset(start), first)
+        positions = self._without_deleted(self._without_recreated(start, ids), first)
         positions = so.with_new_partitions(positions, first)
         positions = {tp: self._checked_start(tp, p, first) for tp, p in positions.items()}
         positions = {tp: self._checked_end(tp, p, last) for tp, p in positions.items()}
         latest = so.capped(
-            {tp: last.get(tp, p) for tp, p in positions.items()}, self._available_now, positions
+            {tp: last.get(tp, p) for tp, p in positions.items()}, self._cap(ids), positions
         )
         end = so.next_end(
             positions,
@@ -110,7 +128,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if end != positions:
             self._last_trigger = time.monotonic()
             self._passed_over = so.passed_over_after(self._passed_over, positions, latest, end)
-        return so.to_offset(end)
+        return so.to_offset(end, ids)
 
     def _min_rows(self, limit: ReadLimit) -> int | None:
         """The records a micro-batch waits for. With both maxOffsetsPerTrigger and
@@ -130,12 +148,25 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         partitions = subscribed_partitions(self.options, missing_ok=True)
+        self._available_now_ids = partition_topic_ids(self.options, partitions)
         self._available_now = partition_bounds(self.options, partitions)[1]
+
+    def _cap(self, ids: Mapping[str, bytes]) -> so.Positions | None:
+        """The ends Trigger.AvailableNow stops at, less those of topics created again since it
+        started: they were another log's (the new topic is new since, as a new partition)."""
+        if self._available_now is None:
+            return None
+        again = so.recreated(self._available_now_ids, ids)
+        return so.without_topics(self._available_now, again)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         if so.is_initial(start):  # the first micro-batch reads nothing (stream_offsets.py)
             return []
+        ids = so.ids_of(end)  # the ids seen when the end was planned: the tasks read under them
         begin, stops = so.from_offset(start), so.from_offset(end)
+        # A topic created again between start and end (failOnDataLoss=false) is new: read from
+        # its first offset (latestOffset), not from the old topic's position.
+        begin = so.without_topics(begin, so.recreated(so.ids_of(start), ids))
         new = [tp for tp in stops if tp not in begin]
         if new:  # appeared since `start` was taken: read from their first offset
             there = set(subscribed_partitions(self.options, missing_ok=True))
@@ -148,7 +179,7 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             OffsetRange(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in stops.items()
         ]
-        return planned(self.options, split(ranges, self.options.min_partitions))
+        return planned(self.options, split(ranges, self.options.min_partitions), ids)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
@@ -183,6 +214,32 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
         return {tp: stop for tp, stop in stops.items() if tp not in gone}
 
+    def _without_recreated(self, start: dict, ids: Mapping[str, bytes]) -> so.Positions:
+        """The positions of `start`, less those of topics deleted and created again under the
+        same name since (their id now is not the one `start` records): they name the old log's
+        records, so the new topic's below them would be skipped, and past its end the stream
+        would wait for nothing. An error naming the topic and both ids (failOnDataLoss), or
+        (false) a warning, and the new topic is read from its first offset, as a new partition
+        is. Kafka's connector sees only an end gone back (`_checked_end`, still the check for
+        an offset checkpointed without ids)."""
+        positions = so.from_offset(start)
+        again = so.recreated(so.ids_of(start), ids)
+        if not again:
+            return positions
+        what = "; ".join(
+            f"topic {topic} was deleted and created again since the last micro-batch (its id "
+            f"was {then.hex()}, it is {now.hex()} now)"
+            for topic, (then, now) in again.items()
+        )
+        if self.options.fail_on_data_loss:
+            raise OptionError(
+                f"{what}: records of the old topic may be lost, and the checkpointed offsets "
+                "are not the new topic's; set failOnDataLoss=false to read the new topic from "
+                "its first offset"
+            )
+        log.warning("%s: the new topic is read from its first offset (failOnDataLoss=false)", what)
+        return so.without_topics(positions, again)
+
     def _without_deleted(
         self, positions: so.Positions, first: dict[tuple[str, int], int]
     ) -> so.Positions:
@@ -201,9 +258,10 @@ class SamsaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, tp: tuple[str, int], position: int, last: dict[tuple[str, int], int]
     ) -> int:
         """A partition whose end is now below the position read to lost records it had (an
-        unclean leader election truncated it, or its topic was deleted and created again under
-        the same name): an error naming it, or (failOnDataLoss=false) the stream goes on from
-        the end, reading what is written there from now on, as Spark's Kafka connector does.
+        unclean leader election truncated it, or, in an offset checkpointed without topic ids,
+        its topic was deleted and created again under the same name): an error naming it, or
+        (failOnDataLoss=false) the stream goes on from the end, reading what is written there
+        from now on, as Spark's Kafka connector does.
         (An end read from a leader just elected never goes backwards: the broker answers
         OFFSET_NOT_AVAILABLE until its high watermark caught up, and the read asks again.)"""
         end = last.get(tp)
