@@ -56,6 +56,17 @@ def test_an_offset_checkpointed_without_ids_reads_as_before() -> None:
     assert so.from_offset(so.INITIAL) == {}
 
 
+def test_an_offset_copied_from_a_checkpoint_is_taken_as_startingoffsets() -> None:
+    """A query's progress and checkpoint show offsets with their ids: pasted into
+    startingOffsets (as Kafka's users restart from a printed endOffset), the positions are
+    taken; the ids were refused as a topic that is not subscribed."""
+    copied = json.dumps(so.to_offset({("t", 0): 5, ("t", 1): 7}, {"t": NEW}))
+    assert "$topicIds" in copied
+    options = parse_options(BOOT | {"startingOffsets": copied, "endingOffsets": copied})
+    assert options.starting == {"t": {0: 5, 1: 7}}
+    assert options.ending == {"t": {0: 5, 1: 7}}
+
+
 def test_only_a_topic_whose_id_changed_is_recreated() -> None:
     before = {"same": OLD, "again": OLD, "deleted": OLD}
     now = {"same": OLD, "again": NEW, "new": NEW}

@@ -285,6 +285,11 @@ def _per_partition(name: str, text: str, expected: str) -> dict[str, dict[int, i
         raise OptionError(f"{name} names {str(repeated)!r} twice in one object: {text!r}") from None
     except json.JSONDecodeError:
         parsed = None
+    if isinstance(parsed, dict):
+        # An offset copied from a stream's checkpoint or progress names its topics' ids beside
+        # the positions (stream_offsets.IDS, the only key with a "$": no topic name has one);
+        # the positions are what an option takes.
+        parsed = {topic: ps for topic, ps in parsed.items() if not topic.startswith("$")}
     if isinstance(parsed, dict) and all(
         isinstance(ps, dict)
         and all(
