@@ -39,6 +39,7 @@ from samsa.metadata.records import make_batch
 from samsa.metadata.snapshot_transfer import SnapshotCache
 from samsa.services.controller import controller_metrics
 from samsa.services.controller.quorum import ApplyOutcome, Leadership, MetadataQuorum
+from samsa.services.controller.quorum_status import RaftStatus
 from samsa.v1 import metadata_pb2
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,8 @@ class ControllerDriver:
         self.quorum: MetadataQuorum | None = None
         self.leadership = Leadership(is_leader=False, leader_address=None, term=0)
         self.active = False
+        # The leader's last sample of its replication state (DescribeQuorum); None otherwise.
+        self.raft_status: RaftStatus | None = None
         self.fatal: asyncio.Future[str] | None = None
         self._changed = asyncio.Event()
         self._write_lock = asyncio.Lock()
@@ -143,6 +146,7 @@ class ControllerDriver:
             self._activation = asyncio.get_running_loop().create_task(self._activate())
         elif not leadership.is_leader:
             self.active = False
+            self.raft_status = None
             if self._activation is not None:
                 self._activation.cancel()
                 self._activation = None
@@ -152,6 +156,9 @@ class ControllerDriver:
             for pending in self._pending:
                 if not pending.done():
                     pending.set_result(None)
+
+    def on_raft_status(self, status: RaftStatus) -> None:
+        self.raft_status = status if self.leadership.is_leader else None
 
     def on_fatal(self, message: str) -> None:
         if self.fatal is not None and not self.fatal.done():

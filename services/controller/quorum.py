@@ -31,8 +31,10 @@ compacted (`missing_dump_problem`): pysyncobj would start empty and never apply 
 Threads. pysyncobj runs its own tick thread. Everything the asyncio side must know (a batch
 applied, a snapshot loaded, a leadership change, a submission's outcome, a fatal error) is posted
 to the loop with `call_soon_threadsafe`, in the order it happened; the asyncio side never reads
-this object's state directly. The Raft port binds only the configured address and always requires
-the cluster secret (`password`: Fernet-authenticated and encrypted, see services/runtime/secret.py).
+this object's state directly; so is, every tick while leader, a sample of the replication state
+for DescribeQuorum (`RaftStatus`, quorum_status.py). The Raft port binds only the configured
+address and always requires the cluster secret (`password`: Fernet-authenticated and encrypted,
+see services/runtime/secret.py).
 
 Bounds. pysyncobj buffers a frame whole before it can authenticate it, so the transport is
 `GuardedTcpTransport` (raft_transport.py, policy in raft_guard.py): frame sizes, buffered bytes
@@ -49,6 +51,7 @@ import enum
 import logging
 import os
 import struct
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -64,10 +67,16 @@ from samsa.common import limits
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.replay import MetadataDivergenceError, StaleBatchError, replay
 from samsa.metadata.snapshot import from_snapshot, to_snapshot
+from samsa.services.controller.quorum_status import RaftStatus, ReplicationClock
 from samsa.services.controller.raft_transport import GuardedTcpTransport
 from samsa.v1 import metadata_pb2
 
 log = logging.getLogger(__name__)
+
+_RAFT_LOG_ATTRIBUTE = "_SyncObj__raftLog"
+assert _RAFT_LOG_ATTRIBUTE in SyncObj.__init__.__code__.co_names, (
+    "pysyncobj's SyncObj no longer keeps its log where quorum.py reads its last index"
+)
 
 JOURNAL_FILE_NAME = "raft.journal"
 DUMP_FILE_NAME = "metadata.snapshot"
@@ -142,6 +151,8 @@ class QuorumListener(Protocol):
 
     def on_fatal(self, message: str) -> None: ...
 
+    def on_raft_status(self, status: RaftStatus) -> None: ...
+
 
 SubmitCallback = Callable[[ApplyOutcome | None, int], None]
 
@@ -172,6 +183,8 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
         self._image = MetadataImage.empty()  # owned by the tick thread
         self._poisoned = False
         self._leadership: Leadership | None = None
+        self._clock = ReplicationClock(peer_raft_addresses)  # tick thread
+        self._transport: GuardedTcpTransport | None = None  # set as SyncObj starts
         if (problem := missing_dump_problem(data_dir)) is not None:
             self._poison(problem)  # before the tick thread: nothing is applied, nothing dumped
         timings = timings.for_quorum_of(1 + len(peer_raft_addresses))
@@ -203,7 +216,7 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
             raft_address,
             list(peer_raft_addresses),
             conf,
-            transportClass=GuardedTcpTransport,
+            transportClass=self._make_transport,
         )
         self.addOnTickCallback(self._observe_leadership)
 
@@ -259,6 +272,28 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
         if view != self._leadership:
             self._leadership = view
             self._post(self._listener.on_leadership, view)
+        self._sample_replication(view.is_leader)
+
+    def _make_transport(self, *args: Any) -> GuardedTcpTransport:
+        """SyncObj's transport (it calls this as the transport class); kept to read its peers'
+        last message times on the tick thread."""
+        self._transport = GuardedTcpTransport(*args)
+        return self._transport
+
+    def _sample_replication(self, is_leader: bool) -> None:
+        """Post a RaftStatus while leader: the loop never reads pysyncobj's state itself."""
+        if not is_leader:
+            self._clock.reset()  # a follower knows nothing of its peers' progress
+            return
+        heard = self._transport.last_message_ms if self._transport is not None else {}
+        sample = self._clock.sample(
+            self.getStatus(),
+            # getStatus() has the log's length since its last compaction, not its last index.
+            last_index=int(getattr(self, _RAFT_LOG_ATTRIBUTE)[-1][1]),
+            last_message_ms=heard,
+            now_ms=int(time.time() * 1000),
+        )
+        self._post(self._listener.on_raft_status, sample)
 
     def _poison(self, message: str) -> None:
         self._poisoned = True

@@ -62,6 +62,10 @@ def _monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class GuardedSocket:
     """A socket whose `recv` is metered by a FrameGuard; everything else is the socket's own."""
 
@@ -124,7 +128,14 @@ class GuardedTcpTransport(TCPTransport):  # type: ignore[misc]
             bound: LogRateLimiter(limits.raft_guard_log_lines_max, limits.raft_guard_log_window_ms)
             for bound in Bound
         }
+        # Peer Raft address -> when a Raft message from it last arrived (ms since the epoch; tick
+        # thread): DescribeQuorum's last fetch time of a voter (quorum_status.py).
+        self.last_message_ms: dict[str, int] = {}
         super().__init__(syncObj, selfNode, otherNodes)
+
+    def _onMessageReceived(self, node: Any, message: Any) -> None:
+        self.last_message_ms[str(node.id)] = _wall_ms()
+        super()._onMessageReceived(node, message)
 
     # --- incoming connections ------------------------------------------------------------------
 

@@ -33,9 +33,11 @@ from samsa.services.controller.driver import ControllerDriver, NotControllerErro
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
+from samsa.services.controller.quorum_servicer import QuorumRpcs
 from samsa.services.controller.quota_servicer import ClientQuotaRpcs
 from samsa.services.runtime import member_auth, membership
-from samsa.v1 import controller_pb2, controller_pb2_grpc
+from samsa.v1 import controller_pb2
+from samsa.v1.controller_pb2_grpc import ControllerServiceServicer
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +53,8 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ControllerServicer(ClientQuotaRpcs, controller_pb2_grpc.ControllerServiceServicer):
-    """Serves ControllerService from one controller's driver (client quotas: the mixin)."""
+class ControllerServicer(ClientQuotaRpcs, QuorumRpcs, ControllerServiceServicer):
+    """Serves ControllerService from one controller's driver (mixins: quotas, DescribeQuorum)."""
 
     def __init__(
         self,
@@ -233,6 +235,7 @@ class ControllerServicer(ClientQuotaRpcs, controller_pb2_grpc.ControllerServiceS
             and broker.broker_epoch == request.broker_epoch
         ):
             self.liveness.heartbeat(request.broker_id, request.broker_epoch, now_ms())
+            self.broker_observed(request)
         return await self._write(
             controller_pb2.BrokerHeartbeatResponse,
             lambda image: control_plane.broker_heartbeat(image, request),
@@ -282,6 +285,7 @@ class ControllerServicer(ClientQuotaRpcs, controller_pb2_grpc.ControllerServiceS
             self.coordinator_liveness.heartbeat(
                 request.coordinator_id, request.coordinator_epoch, now_ms()
             )
+            self.coordinator_observed(request)
         return await self._write(
             controller_pb2.CoordinatorHeartbeatResponse,
             lambda image: control_plane.coordinator_heartbeat(image, request),

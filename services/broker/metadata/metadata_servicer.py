@@ -15,8 +15,9 @@ controller:
   empty image.
 - CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs,
   AlterPartitionReassignments, UnregisterBroker, ElectLeaders and AlterClientQuotas are
-  forwarded to the active controller through the channel the broker already keeps
-  (`ControllerChannel.write`, which follows NOT_CONTROLLER redirects), and the controller's
+  forwarded to the active controller, and so is DescribeQuorum, which only it can answer,
+  through the channel the broker already keeps (`ControllerChannel.write`, which follows
+  NOT_CONTROLLER redirects), and the controller's
   answer is answered as it is: its status carries the metadata offset of the write, which the
   client then asks its reads for. When
   no active controller answers in time the answer is NOT_CONTROLLER, which clients retry; a
@@ -241,6 +242,12 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
             "AlterClientQuotas", request, controller_pb2.AlterClientQuotasResponse, context
         )
 
+    async def DescribeQuorum(self, request, context):
+        # Only the active controller knows the quorum's replication state: forwarded, as a write.
+        return await self._forward(
+            "DescribeQuorum", request, controller_pb2.DescribeQuorumResponse, context
+        )
+
     # --- what only cluster members send, to a controller: not forwarded -----------------------
 
     async def RegisterBroker(self, request, context):
@@ -277,6 +284,6 @@ async def _refuse_member_rpc(context: grpc.aio.ServicerContext, method: str) -> 
         grpc.StatusCode.UNIMPLEMENTED,
         f"{method} is served by the controllers only and brokers do not forward it: send it to a "
         "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions, "
-        "IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders "
-        "and AlterClientQuotas)",
+        "IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders, "
+        "AlterClientQuotas and DescribeQuorum)",
     )

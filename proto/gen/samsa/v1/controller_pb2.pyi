@@ -29,6 +29,13 @@ class AlterConfigOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ALTER_CONFIG_OP_DELETE: _ClassVar[AlterConfigOp]
     ALTER_CONFIG_OP_APPEND: _ClassVar[AlterConfigOp]
     ALTER_CONFIG_OP_SUBTRACT: _ClassVar[AlterConfigOp]
+
+class QuorumReplicaKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    QUORUM_REPLICA_KIND_UNSPECIFIED: _ClassVar[QuorumReplicaKind]
+    QUORUM_REPLICA_KIND_CONTROLLER: _ClassVar[QuorumReplicaKind]
+    QUORUM_REPLICA_KIND_BROKER: _ClassVar[QuorumReplicaKind]
+    QUORUM_REPLICA_KIND_COORDINATOR: _ClassVar[QuorumReplicaKind]
 ELECTION_TYPE_UNSPECIFIED: ElectionType
 ELECTION_TYPE_PREFERRED: ElectionType
 ELECTION_TYPE_UNCLEAN: ElectionType
@@ -41,6 +48,10 @@ ALTER_CONFIG_OP_SET: AlterConfigOp
 ALTER_CONFIG_OP_DELETE: AlterConfigOp
 ALTER_CONFIG_OP_APPEND: AlterConfigOp
 ALTER_CONFIG_OP_SUBTRACT: AlterConfigOp
+QUORUM_REPLICA_KIND_UNSPECIFIED: QuorumReplicaKind
+QUORUM_REPLICA_KIND_CONTROLLER: QuorumReplicaKind
+QUORUM_REPLICA_KIND_BROKER: QuorumReplicaKind
+QUORUM_REPLICA_KIND_COORDINATOR: QuorumReplicaKind
 
 class ControllerEndpoint(_message.Message):
     __slots__ = ("node_id", "endpoint", "internal_endpoint")
@@ -852,3 +863,45 @@ class DescribeClientQuotasResponse(_message.Message):
     status: ControllerStatus
     entries: _containers.RepeatedCompositeFieldContainer[DescribeClientQuotasResponse.Entry]
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[DescribeClientQuotasResponse.Entry, _Mapping]]] = ...) -> None: ...
+
+class DescribeQuorumRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QuorumReplicaState(_message.Message):
+    __slots__ = ("node_id", "kind", "log_end_offset", "lag", "last_fetch_timestamp_ms", "last_caught_up_timestamp_ms", "connected")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAG_FIELD_NUMBER: _ClassVar[int]
+    LAST_FETCH_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CAUGHT_UP_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    kind: QuorumReplicaKind
+    log_end_offset: int
+    lag: int
+    last_fetch_timestamp_ms: int
+    last_caught_up_timestamp_ms: int
+    connected: bool
+    def __init__(self, node_id: _Optional[int] = ..., kind: _Optional[_Union[QuorumReplicaKind, str]] = ..., log_end_offset: _Optional[int] = ..., lag: _Optional[int] = ..., last_fetch_timestamp_ms: _Optional[int] = ..., last_caught_up_timestamp_ms: _Optional[int] = ..., connected: _Optional[bool] = ...) -> None: ...
+
+class DescribeQuorumResponse(_message.Message):
+    __slots__ = ("status", "cluster_id", "leader_id", "leader_epoch", "high_watermark", "metadata_offset", "voters", "observers")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVERS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    cluster_id: str
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    metadata_offset: int
+    voters: _containers.RepeatedCompositeFieldContainer[QuorumReplicaState]
+    observers: _containers.RepeatedCompositeFieldContainer[QuorumReplicaState]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., cluster_id: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumReplicaState, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumReplicaState, _Mapping]]] = ...) -> None: ...

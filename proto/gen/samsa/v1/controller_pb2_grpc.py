@@ -29,9 +29,10 @@ class ControllerServiceStub:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to
-    the active controller (KIP-590) and answer its answer, and answer the other RPCs, which only
-    cluster members send to controllers, UNIMPLEMENTED.
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders,
+    AlterClientQuotas and DescribeQuorum to the active controller (KIP-590) and answer its
+    answer, and answer the other RPCs, which only cluster members send to controllers,
+    UNIMPLEMENTED.
     """
 
     def __init__(self, channel):
@@ -150,15 +151,21 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
                 _registered_method=True)
+        self.DescribeQuorum = channel.unary_unary(
+                '/samsa.v1.ControllerService/DescribeQuorum',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to
-    the active controller (KIP-590) and answer its answer, and answer the other RPCs, which only
-    cluster members send to controllers, UNIMPLEMENTED.
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders,
+    AlterClientQuotas and DescribeQuorum to the active controller (KIP-590) and answer its
+    answer, and answer the other RPCs, which only cluster members send to controllers,
+    UNIMPLEMENTED.
     """
 
     def RegisterBroker(self, request, context):
@@ -357,6 +364,17 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeQuorum(self, request, context):
+        """The controller quorum's replication state (KIP-595's DescribeQuorum, Kafka's
+        kafka-metadata-quorum.sh): the Raft leader and term, and how far each controller (voter)
+        and each broker and coordinator (observer) has followed the metadata log. Answered by the
+        active controller only, which alone knows its followers' progress: another controller
+        answers NOT_CONTROLLER with the active one named, and brokers forward it there.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -470,6 +488,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.SerializeToString,
             ),
+            'DescribeQuorum': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeQuorum,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'samsa.v1.ControllerService', rpc_method_handlers)
@@ -482,9 +505,10 @@ class ControllerService:
     """Served by every controller. Brokers serve it too, for clients that bootstrap from brokers
     (as in Kafka): they answer DescribeCluster, DescribeTopics and DescribeConfigs from their own
     replica of the metadata log, forward CreateTopics, DeleteTopics, CreatePartitions,
-    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker and ElectLeaders to
-    the active controller (KIP-590) and answer its answer, and answer the other RPCs, which only
-    cluster members send to controllers, UNIMPLEMENTED.
+    IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders,
+    AlterClientQuotas and DescribeQuorum to the active controller (KIP-590) and answer its
+    answer, and answer the other RPCs, which only cluster members send to controllers,
+    UNIMPLEMENTED.
     """
 
     @staticmethod
@@ -1071,6 +1095,33 @@ class ControllerService:
             '/samsa.v1.ControllerService/DescribeClientQuotas',
             samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeQuorum(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/DescribeQuorum',
+            samsa_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
             options,
             channel_credentials,
             insecure,
