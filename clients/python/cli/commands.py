@@ -1,10 +1,10 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions, perf, reassign, log-dirs, leader-election and quotas commands in
+transactions, perf, reassign, log-dirs, leader-election, quotas and metadata-quorum commands in
 group_commands.py, transaction_commands.py, perf_commands.py, reassign_commands.py,
-log_dirs_commands.py, election_commands.py and quota_commands.py, and what they all share
-(where to connect, tables, times) in command_support.py.
+log_dirs_commands.py, election_commands.py, quota_commands.py and quorum_commands.py, and what
+they all share (where to connect, tables, times) in command_support.py.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from samsa.cli.election_commands import (
 from samsa.cli.group_commands import add_group_commands, groups_usage_error, run_groups
 from samsa.cli.log_dirs_commands import add_log_dirs_command, log_dirs_usage_error, run_log_dirs
 from samsa.cli.perf_commands import add_perf_commands, run_perf
+from samsa.cli.quorum_commands import add_quorum_command, quorum_usage_error, run_quorum
 from samsa.cli.quota_commands import add_quota_command, quotas_usage_error, run_quotas
 from samsa.cli.reassign_commands import add_reassign_command, prepare_reassign, run_reassign
 from samsa.cli.topic_changes import add_topic_change_parsers, alter_topic, delete_records
@@ -98,6 +99,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_log_dirs_command(commands, add_connection)
     add_election_command(commands, add_connection)
     add_quota_command(commands, add_connection)
+    add_quorum_command(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster",
@@ -152,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
             return run_election(args, servers)
         if args.command == "quotas":
             return run_quotas(args, servers)
+        if args.command == "metadata-quorum":
+            return run_quorum(args, servers)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
@@ -266,6 +270,7 @@ USAGE_CHECKS: dict[str, Callable[[argparse.Namespace], str | None]] = {
     "log-dirs": log_dirs_usage_error,
     "leader-election": election_usage_error,
     "quotas": quotas_usage_error,
+    "metadata-quorum": quorum_usage_error,
 }
 
 

@@ -16,6 +16,8 @@
                           | --all-topic-partitions)   elect leaders now
     samsa quotas --describe|--alter [--client-id X|--client-defaults] [--add K=N,..] [--delete K,..]
                                                                client quotas (byte rates)
+    samsa metadata-quorum describe --status|--replication [--human-readable]
+                                                               the controller quorum's health
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa dump-log --files F[,F...] [--print-data-log] [--deep-iteration] [--index-sanity-check]
                    [--verify-index-only] [--max-bytes N] [--json]  a partition's files on disk
@@ -76,6 +78,7 @@ CLUSTER_COMMANDS = (
     "log-dirs",
     "leader-election",
     "quotas",
+    "metadata-quorum",
 )
 
 

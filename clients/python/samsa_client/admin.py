@@ -9,6 +9,7 @@ and hands everything else to the parts it owns, one job each:
   (following NOT_CONTROLLER), reads at or after the last write's metadata offset, so this client
   always reads its own writes, whichever server answers;
 - leader_elections.py is the pure half of elect_leaders (ElectLeaders, KIP-460);
+- metadata_quorum.py is the pure half of describe_metadata_quorum (DescribeQuorum, KIP-595);
 - partition_admin_calls.py sends DeleteRecords and ListOffsets to each partition's leader
   (through leader_calls.py, which the transaction methods' DescribeProducers uses too);
   listed_offsets.py is the pure half of list_offsets;
@@ -64,6 +65,7 @@ from samsa.client.leader_elections import ElectionError, election_requests, elec
 from samsa.client.listed_offsets import ListedOffset, OffsetSpec
 from samsa.client.log_dir_calls import LogDirCalls
 from samsa.client.log_dirs import LogDirDescription, ReplicaInfo
+from samsa.client.metadata_quorum import QuorumInfo, ReplicaState, quorum_info_of
 from samsa.client.partition_admin_calls import PartitionAdminCalls
 from samsa.client.reassignments import (
     PartitionReassignment,
@@ -105,7 +107,9 @@ __all__ = [
     "PartitionLag",
     "PartitionReassignment",
     "ProducerState",
+    "QuorumInfo",
     "ReplicaInfo",
+    "ReplicaState",
     "TopicDescription",
     "TransactionDescription",
     "TransactionError",
@@ -279,6 +283,12 @@ class Admin(ConsumerGroupAdmin):
 
     def describe_cluster(self) -> ClusterDescription:
         return cluster_description_of(self._controller.describe_cluster())
+
+    def describe_metadata_quorum(self) -> QuorumInfo:
+        """The controller quorum's replication state, from its leader, the active controller
+        (Kafka's describeMetadataQuorum): voters (controllers) in Raft indices, observers
+        (brokers, coordinators) in metadata offsets; metadata_quorum.py says which is which."""
+        return quorum_info_of(self._controller.write("DescribeQuorum", c.DescribeQuorumRequest()))
 
     def unregister_broker(self, broker_id: int) -> None:
         """Forget a broker stopped for good (Kafka's unregisterBroker, KIP-631): it leaves

@@ -38,6 +38,7 @@ CORE_MODULES = (
     "cluster_admin.py",
     "reassignments.py",
     "leader_elections.py",
+    "metadata_quorum.py",
     "partition_outcomes.py",
     "group_admin.py",
     "transaction_admin.py",
