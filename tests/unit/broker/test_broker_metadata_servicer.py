@@ -299,6 +299,17 @@ def test_elect_leaders_is_forwarded_and_its_answer_answered() -> None:
     assert [(method, sent) for method, sent, _ in channel.forwarded] == [("ElectLeaders", request)]
 
 
+def test_describe_quorum_is_forwarded_to_the_active_controller() -> None:
+    answer = c.DescribeQuorumResponse(leader_id=2, status=c.ControllerStatus(metadata_offset=9))
+    channel = FakeChannel(answer=answer)
+    request = c.DescribeQuorumRequest()
+    got = run(servicer(channel=channel).DescribeQuorum(request, FakeContext(3.0)))
+    assert got is answer, "only the active controller knows the quorum's replication"
+    assert [(method, sent) for method, sent, _ in channel.forwarded] == [
+        ("DescribeQuorum", request)
+    ]
+
+
 def test_an_oversized_write_is_refused_before_it_is_forwarded() -> None:
     channel = FakeChannel()
     resources = [
