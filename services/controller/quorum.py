@@ -20,8 +20,8 @@ its own envelope, `(method id, (payload,))`, around our bytes).
   true committed image (Raft §8, KRaft's leader-change record).
 
 Snapshots. pysyncobj compacts its journal by writing a "full dump"; we give it `serializer` /
-`deserializer` hooks, so the dump is our own file: a small framed header (magic, format, the two
-Raft entries pysyncobj needs to resume, the peer addresses) around a protobuf
+`deserializer` hooks, so the dump is our own file (quorum_dump.py): a small framed header (magic,
+format, the two Raft entries pysyncobj needs to resume, the peer addresses) around a protobuf
 `MetadataSnapshot`, with a CRC. The same file is what a leader streams to a follower that is too
 far behind. With a custom serializer pysyncobj does not fork: the dump is written on the tick
 thread, between two applies, so it is consistent with the log index it names. A dump that cannot
@@ -31,8 +31,8 @@ compacted (`missing_dump_problem`): pysyncobj would start empty and never apply 
 Threads. pysyncobj runs its own tick thread. Everything the asyncio side must know (a batch
 applied, a snapshot loaded, a leadership change, a submission's outcome, a fatal error) is posted
 to the loop with `call_soon_threadsafe`, in the order it happened; the asyncio side never reads
-this object's state directly; so is, every tick while leader, a sample of the replication state
-for DescribeQuorum (`RaftStatus`, quorum_status.py). The Raft port binds only the configured
+this object's state directly; so is, once a tick period while leader, a sample of the replication
+state for DescribeQuorum (`RaftStatus`, quorum_status.py). The Raft port binds only the configured
 address and always requires the cluster secret (`password`: Fernet-authenticated and encrypted,
 see services/runtime/secret.py).
 
@@ -52,7 +52,6 @@ import logging
 import os
 import struct
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -67,6 +66,7 @@ from samsa.common import limits
 from samsa.metadata.image import MetadataImage
 from samsa.metadata.replay import MetadataDivergenceError, StaleBatchError, replay
 from samsa.metadata.snapshot import from_snapshot, to_snapshot
+from samsa.services.controller.quorum_dump import decode_dump, encode_dump
 from samsa.services.controller.quorum_status import RaftStatus, ReplicationClock
 from samsa.services.controller.raft_transport import GuardedTcpTransport
 from samsa.v1 import metadata_pb2
@@ -185,6 +185,10 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
         self._leadership: Leadership | None = None
         self._clock = ReplicationClock(peer_raft_addresses)  # tick thread
         self._transport: GuardedTcpTransport | None = None  # set as SyncObj starts
+        # A tick runs on every Raft message as well as every tick period: under load that is
+        # thousands a second, so the replication state is sampled once a period at most.
+        self._sample_period_s = timings.tick_period_s
+        self._next_sample_s = 0.0  # time.monotonic()
         if (problem := missing_dump_problem(data_dir)) is not None:
             self._poison(problem)  # before the tick thread: nothing is applied, nothing dumped
         timings = timings.for_quorum_of(1 + len(peer_raft_addresses))
@@ -285,6 +289,10 @@ class MetadataQuorum(SyncObj):  # type: ignore[misc]
         if not is_leader:
             self._clock.reset()  # a follower knows nothing of its peers' progress
             return
+        now_s = time.monotonic()
+        if now_s < self._next_sample_s:
+            return
+        self._next_sample_s = now_s + self._sample_period_s
         heard = self._transport.last_message_ms if self._transport is not None else {}
         sample = self._clock.sample(
             self.getStatus(),
@@ -374,74 +382,6 @@ def journal_first_index(path: Path) -> int | None:
         return None
     (index,) = struct.unpack_from("<Q", head, FIRST_RECORD_OFFSET + 4)
     return int(index)
-
-
-# --- the dump file -----------------------------------------------------------------------------
-#
-#   magic "SAMSADMP" | u32 format | entry last | entry previous | u32 n | n x (u32 len, address)
-#   | u32 len, MetadataSnapshot | u32 crc32 of everything before it
-#
-# where an entry is u64 raft index, u64 raft term, u32 len, pysyncobj's command bytes. All
-# integers little-endian. pysyncobj needs the two entries to resume its journal after the dump.
-
-DUMP_MAGIC = b"SAMSADMP"
-DUMP_FORMAT = 1
-RaftEntry = tuple[bytes, int, int]
-
-
-def encode_dump(
-    last_entry: RaftEntry, previous_entry: RaftEntry, addresses: list[str], snapshot: bytes
-) -> bytes:
-    parts = [DUMP_MAGIC, struct.pack("<I", DUMP_FORMAT)]
-    for command, index, term in (last_entry, previous_entry):
-        command = bytes(command)
-        parts.append(struct.pack("<QQI", index, term, len(command)) + command)
-    parts.append(struct.pack("<I", len(addresses)))
-    for address in addresses:
-        encoded = address.encode()
-        parts.append(struct.pack("<I", len(encoded)) + encoded)
-    parts.append(struct.pack("<I", len(snapshot)) + snapshot)
-    body = b"".join(parts)
-    return body + struct.pack("<I", zlib.crc32(body))
-
-
-def decode_dump(data: bytes) -> tuple[RaftEntry, RaftEntry, list[str], bytes]:
-    """The parts of a dump file; ValueError when it is truncated, corrupt or not ours."""
-    if len(data) < len(DUMP_MAGIC) + 8 or not data.startswith(DUMP_MAGIC):
-        raise ValueError("not a Samsa metadata snapshot file")
-    body, (crc,) = data[:-4], struct.unpack("<I", data[-4:])
-    if zlib.crc32(body) != crc:
-        raise ValueError("snapshot file checksum mismatch")
-    reader = _Reader(body, len(DUMP_MAGIC))
-    (format_version,) = reader.unpack("<I")
-    if format_version != DUMP_FORMAT:
-        raise ValueError(f"snapshot file format {format_version} is not {DUMP_FORMAT}")
-    entries = []
-    for _ in range(2):
-        index, term, size = reader.unpack("<QQI")
-        entries.append((reader.take(size), index, term))
-    (count,) = reader.unpack("<I")
-    addresses = [reader.take(reader.unpack("<I")[0]).decode() for _ in range(count)]
-    snapshot = reader.take(reader.unpack("<I")[0])
-    if reader.position != len(body):
-        raise ValueError("trailing bytes in snapshot file")
-    return entries[0], entries[1], addresses, snapshot
-
-
-class _Reader:
-    def __init__(self, data: bytes, position: int) -> None:
-        self.data = data
-        self.position = position
-
-    def take(self, size: int) -> bytes:
-        if self.position + size > len(self.data):
-            raise ValueError("snapshot file truncated")
-        chunk = self.data[self.position : self.position + size]
-        self.position += size
-        return chunk
-
-    def unpack(self, layout: str) -> tuple[int, ...]:
-        return struct.unpack(layout, self.take(struct.calcsize(layout)))
 
 
 FAIL_REASON_NAMES = {
