@@ -410,7 +410,9 @@ class Admin(ConsumerGroupAdmin):
 
     def close(self) -> None:
         """Close every channel. A call made afterwards, or still retrying on another thread,
-        raises KafkaError (INVALID_REQUEST) saying the client is closed."""
+        raises KafkaError (INVALID_REQUEST) saying the client is closed; one under way there is
+        cancelled, and its channel closed once it left (closing it under the call races grpc's
+        C core: channels.py)."""
         self._channels.close()
 
     def __enter__(self) -> Admin:

@@ -11,7 +11,8 @@ calls the driver's `wake()`, which sends that partition's next fetch at once. Wi
 buffered, `poll()` waits on an event the driver sets when it applied an answer. Calls that only
 change the core (seek, pause, resume) are plain methods; calls that need the network (assign
 checks the partitions exist, position may look an offset up, offsets_for_times) are coroutines.
-Only metadata reads leave the loop: they use sync gRPC in a worker thread (`asyncio.to_thread`).
+Only metadata reads leave the loop: they use sync gRPC in a worker thread (`asyncio.to_thread`),
+which stop() cancels rather than close the channel under it (that races grpc's C core: channels.py).
 
 Groups work as in the sync Consumer (consumer.py's docstring): `subscribe()` joins, `poll()` runs
 the listener steps first (a listener's methods may be coroutines: they are awaited), `commit()`
@@ -407,7 +408,9 @@ class AsyncConsumer:
         self._closed = True
         self._progress.set()  # a poll() waiting in another task ends now
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
-        self._channels.close()  # and its call under way to a silent one (up to 5 s) too
+        # and its call under way to a silent one (up to 5 s) too: cancelled, not closed under
+        # (channels.py); the channels close once that call has left.
+        self._channels.close()
         await self._driver.stop()
 
     async def _leave_at_stop(self, deadline: float) -> None:

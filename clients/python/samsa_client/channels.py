@@ -1,8 +1,10 @@
 """gRPC channels of the SDK: one per endpoint, sized for maximal batches, traced with OpenTelemetry.
 
 `Channels` holds sync channels (metadata and admin reads, on the caller's or a worker thread);
-`AioChannels` holds grpc.aio channels for the producer driver's event loop, which alone uses and
-closes them.
+their close() cancels the calls in flight on other threads and closes the channels only once no
+call is in flight (cancellable_channel.py: closing a channel under a call races grpc's C core,
+grpc/grpc issues 16290, 19235, 19973). `AioChannels` holds grpc.aio channels for the producer
+driver's event loop, which alone uses and closes them.
 
 The OTel client interceptor starts a span per call and injects the W3C `traceparent` into the call
 metadata, so a request can be followed from the application into the broker (whose server
@@ -25,9 +27,9 @@ from opentelemetry.instrumentation.grpc import aio_client_interceptors, client_i
 from opentelemetry.instrumentation.grpc.filters import any_of, full_method_name, negate
 
 from samsa.client import fork_safety
-from samsa.client.errors import KafkaError
+from samsa.client.cancellable_channel import CallRegistry, CancellableChannel
+from samsa.client.inflight_calls import closed_error
 from samsa.common import limits
-from samsa.common.errors import ErrorCode
 from samsa.common.quiet_rpcs import CONNECTION_STREAMS, QUIET_METHODS
 
 CHANNEL_OPTIONS = [
@@ -45,14 +47,18 @@ class Channels:
     """Channels by endpoint (host:port), created on first use and closed together.
 
     Once closed, `get` raises instead of opening a channel that nothing would close: a call made
-    after the client's close(), or one still retrying on another thread, ends there. In a child
-    process forked meanwhile it raises the fork error (fork_safety.py), naming `client`."""
+    after the client's close(), or one still retrying on another thread, ends there. A call in
+    flight at close() is cancelled (its thread sees an RpcError, CANCELLED), and the channels are
+    closed once none is in flight (cancellable_channel.py). In a child process forked meanwhile
+    `get` raises the fork error (fork_safety.py), naming `client`."""
 
     def __init__(self, client: str = "client") -> None:
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._closed = False
         self._client = client
+        self._raw: list[grpc.Channel] = []  # under the registry: closed once no call is in flight
+        self._calls = CallRegistry(self._close_raw)
         self._forked: list[grpc.Channel] | None = None  # the parent's, in a forked child
         fork_safety.call_in_child(self)
 
@@ -63,28 +69,41 @@ class Channels:
                 if self._forked is not None:
                     raise fork_safety.forked_error(self._client)
                 if self._closed:
-                    raise KafkaError("the client is closed", ErrorCode.INVALID_REQUEST)
+                    raise closed_error()
                 channel = self._channels.get(endpoint)
                 if channel is None:
                     raw = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+                    self._raw.append(raw)
                     interceptor = client_interceptor(filter_=TRACED_CALLS)
-                    channel = grpcext.intercept_channel(raw, interceptor)
+                    cancellable = CancellableChannel(raw, self._calls)
+                    channel = grpcext.intercept_channel(cancellable, interceptor)
                     self._channels[endpoint] = channel
         return channel
 
     def close(self) -> None:
+        """Refuse new calls, cancel those in flight (on any thread), and close the channels now
+        if none is in flight, else on the thread of the last one as it leaves. Idempotent."""
         with self._lock:
             self._closed = True
-            for channel in self._channels.values():
-                channel.close()
             self._channels.clear()
+            if self._forked is not None:  # the parent's calls and channels: not this process's
+                return
+        self._calls.close()
+
+    def _close_raw(self) -> None:
+        """Run once, with no call in flight and none to come (CallRegistry)."""
+        with self._lock:
+            raw, self._raw = self._raw, []
+        for channel in raw:
+            channel.close()
 
     def after_fork_in_child(self) -> None:
         """The parent's channels are neither used nor closed here (gRPC's core did not follow
         the fork); they are kept, so that no finalizer closes them either. The lock is new: a
         parent thread may have held it at the fork."""
         self._lock = threading.Lock()
-        self._forked, self._channels = list(self._channels.values()), {}
+        self._forked, self._channels = self._raw, {}
+        self._raw = []
         self._closed = True
 
 

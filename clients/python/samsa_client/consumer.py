@@ -21,7 +21,8 @@ processed the last ones. This facade adds a loop thread and no rule:
   batch, a failed lookup) are raised by the next `poll()` (lookup errors also by `position()`).
 - One thread at a time is inside the consumer's calls, as in Kafka (thread_owner.py): a call
   while another thread is inside one raises ConcurrentAccessError; `close()` may come from any
-  thread and ends a `poll()` waiting on another.
+  thread and ends a `poll()` waiting on another, and a metadata call under way on another thread
+  (cancelled: closing its channel under it races grpc's C core, channels.py).
 - Work for the loop (commits, lookups, the drivers' wakes: every call that changes what the
   drivers do) is handed over under the driver's lock and only while open (consumer_loop.py): a
   call that a close() on another thread overtakes raises the closed consumer's error, as one
@@ -415,11 +416,10 @@ class Consumer(OffsetLookups):
             self._closed = True
             self._progress.notify_all()  # a poll() waiting on another thread ends now
         self._metadata.stop_waiting()  # a refresh retrying an unreachable cluster ends now
-        self._channels.close()  # and its call under way to a silent one (up to 5 s) too
-        try:
-            self._stop_loop()
-        finally:
-            self._channels.close()
+        # and its call under way to a silent one (up to 5 s) too: cancelled, not closed under
+        # (channels.py); the channels close once that call has left.
+        self._channels.close()
+        self._stop_loop()
         self._commit_callbacks.run_completed()  # every commit ended (or was cancelled) by now
 
     def _leave_at_close(self, deadline: float) -> None:

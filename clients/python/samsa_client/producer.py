@@ -10,7 +10,8 @@ the order they were drained. This facade adds three threads' worth of plumbing a
   outcome (record_future.py). It hands nothing to the loop unless the driver must be woken (a
   batch filled, a new batch needs its linger timer, or linger.ms=0), and even then at most one
   `call_soon_threadsafe` is pending at a time; the woken driver drains and sends at once.
-- The loop thread runs the driver (and the gRPC streams).
+- The loop thread runs the driver (and the gRPC streams). Its metadata refreshes run on a worker
+  thread; close() cancels one under way rather than close the channel under it (channels.py).
 - The callback thread runs `add_done_callback` callbacks, in settlement order, so a slow callback
   delays other callbacks but never an answer, a send or a retry.
 
@@ -391,6 +392,8 @@ class Producer:
             if not self._loop.is_running():
                 self._loop.close()
             self._callbacks.stop()
+            # A refresh still in flight (a send() waiting for metadata, the driver's worker
+            # thread) is cancelled, not closed under; the channels close once it left.
             self._channels.close()
 
     def _abort_on_close(self, timeout: float | None) -> None:
