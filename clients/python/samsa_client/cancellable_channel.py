@@ -49,6 +49,8 @@ class CallRegistry:
             except grpc.FutureCancelledError:  # close() cancelled it: the call's own RpcError
                 raise future from None  # type: ignore[misc]  # a grpc.Call too, code CANCELLED
         finally:
+            if future is not None and not future.done():  # the wait was interrupted (Ctrl-C)
+                future.cancel()  # no call left behind on a channel about to close
             with self._lock:
                 closable = self._calls.end(future)
             if closable:
