@@ -9,6 +9,12 @@ waiting on a silent cluster). So every unary call is issued as a future (`Method
 CANCELLED as they saw one with a closed channel before, and the raw channels close on the thread
 of the last call to leave (or at once when none is in flight).
 
+A stub's making touches the channel too: grpc registers each method with the channel's C core
+(`unary_unary(..., _registered_method=True)`), which on a closed channel is a segmentation fault
+(seen in grpcio 1.85 when a refresh made its stub as another thread's close() closed the
+channel). So a method is registered only inside a call, once counted (the channel then stays
+open), and once per channel, under a lock (grpc says that registration is not thread-safe).
+
 The SDK's sync code makes unary calls only (streams are the aio drivers'): a stream call here is
 refused, since close() could neither cancel it nor know when it ends.
 """
@@ -73,9 +79,23 @@ class CancellableChannel(grpc.Channel):
     def __init__(self, channel: grpc.Channel, registry: CallRegistry) -> None:
         self._channel = channel
         self._registry = registry
+        self._lock = threading.Lock()
+        self._methods: dict[str, grpc.UnaryUnaryMultiCallable] = {}  # registered, by method
 
     def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> grpc.UnaryUnaryMultiCallable:
-        return CancellableUnaryUnary(self._channel.unary_unary(method, *args, **kwargs), self)
+        """The raw channel is not touched here (a stub is made on a channel that may be closed
+        meanwhile): only by a call, once counted (`registered`)."""
+        return CancellableUnaryUnary(method, args, kwargs, self)
+
+    def registered(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The raw channel's callable for `method`, made once; only inside a counted call."""
+        with self._lock:
+            callable_ = self._methods.get(method)
+            if callable_ is None:
+                callable_ = self._methods[method] = self._channel.unary_unary(
+                    method, *args, **kwargs
+                )
+            return callable_
 
     def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return RefusedStream(method)
@@ -106,15 +126,26 @@ class CancellableChannel(grpc.Channel):
 class CancellableUnaryUnary(grpc.UnaryUnaryMultiCallable):
     """A blocking unary call made as a future its channel's registry can cancel."""
 
-    def __init__(self, inner: grpc.UnaryUnaryMultiCallable, channel: CancellableChannel) -> None:
-        self._inner = inner
+    def __init__(
+        self,
+        method: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        channel: CancellableChannel,
+    ) -> None:
+        self._method, self._args, self._kwargs = method, args, kwargs
+        self._channel = channel
         self._registry = channel._registry
 
     def __call__(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         return self.with_call(request, *args, **kwargs)[0]
 
     def with_call(self, request: Any, *args: Any, **kwargs: Any) -> tuple[Any, grpc.Call]:
-        return self._registry.wait(lambda: self._inner.future(request, *args, **kwargs))
+        def issue() -> grpc.Future:  # counted: the channel is open until this call ends
+            inner = self._channel.registered(self._method, self._args, self._kwargs)
+            return inner.future(request, *args, **kwargs)
+
+        return self._registry.wait(issue)
 
     def future(self, request: Any, *args: Any, **kwargs: Any) -> grpc.Future:
         raise TypeError(

@@ -1,13 +1,17 @@
 """Goal: closing a client's sync channels while calls are in flight on other threads never takes
 the process down (grpc/grpc issues 16290, 19235, 19973: a channel closed under a blocked call
-races grpc's C core) and never ends a call with anything but its cancellation or the closed
-client's error (before, at times, a ValueError: "Cannot invoke RPC on closed channel!").
+races grpc's C core; a stub made on a closed channel crashes it every time) and never ends a
+call with anything but its cancellation or the closed client's error (before, at times, a
+ValueError: "Cannot invoke RPC on closed channel!").
 
 Method: a child process (so that a crash is a return code, with faulthandler's traceback) closes
 `Channels` again and again for a few seconds, each time under two threads' DescribeTopics to a
-server that never answers (one a bare stub call, one ClusterMetadata's retrying read), at varying
-moments: before, as and after they issue their calls (for BUDGET_S, and MIN_ITERATIONS times at
-least). It exits 0 only if every iteration ended every call that way.
+server that never answers (one a bare stub call, one ClusterMetadata's retrying read) and a third
+thread making stubs on the channel (a stub made on a closed channel was a segmentation fault,
+after a few hundred iterations at most; every other time that thread runs alone, so nothing holds
+the channel open), at varying moments: before, as and after they issue
+their calls (for BUDGET_S, and MIN_ITERATIONS times at least). It exits 0 only if every
+iteration ended every call that way.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ CHILD = textwrap.dedent(
     def read(channels):
         ClusterMetadata([endpoint], channels).read("DescribeTopics", request, 60)
 
+    def stubs(channels):  # as read() makes one per attempt, until the closed client refuses
+        while True:
+            controller_pb2_grpc.ControllerServiceStub(channels.get(endpoint))
+
     def run(call, channels, started):
         started.set()
         try:
@@ -58,12 +66,13 @@ CHILD = textwrap.dedent(
     while time.monotonic() < end or iterations < least:
         channels = Channels()
         threads = []
-        for call in (bare, read):
+        # Every other time, stubs alone: nothing in flight, so close() closes the channel at once.
+        for call in (bare, read, stubs) if iterations % 2 else (stubs,):
             started = threading.Event()
             threads.append(threading.Thread(target=run, args=(call, channels, started)))
             threads[-1].start()
             started.wait()
-        time.sleep(0.0005 * (iterations % 8))
+        time.sleep(0.0005 * (iterations % 8) * (iterations % 2))
         channels.close()
         for thread in threads:
             thread.join(10)
