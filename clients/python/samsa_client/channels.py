@@ -3,8 +3,8 @@
 `Channels` holds sync channels (metadata and admin reads, on the caller's or a worker thread);
 their close() cancels the calls in flight on other threads and closes the channels only once no
 call is in flight (cancellable_channel.py: closing a channel under a call races grpc's C core,
-grpc/grpc issues 16290, 19235, 19973). `AioChannels` holds grpc.aio channels for the producer
-driver's event loop, which alone uses and closes them.
+grpc/grpc issues 16290, 19235, 19973, and a stub made on a closed one crashes it). `AioChannels`
+holds grpc.aio channels for the producer driver's event loop, which alone uses and closes them.
 
 The OTel client interceptor starts a span per call and injects the W3C `traceparent` into the call
 metadata, so a request can be followed from the application into the broker (whose server
