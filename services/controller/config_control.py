@@ -6,21 +6,17 @@ from __future__ import annotations
 from collections import Counter
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
-from samsa.metadata.coordinators import INTERNAL_TOPICS
-from samsa.metadata.image import TOPIC_RESOURCE, MetadataImage
+from samsa.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
+from samsa.metadata.topic_defaults import cluster_defaults
+from samsa.services.controller.cluster_defaults_control import alter_cluster_defaults
+from samsa.services.controller.config_alterations import altered, config_records
 from samsa.services.controller.control_result import ControlResult
 from samsa.services.controller.eligible_leaders import cleared_on_min_isr_change
 from samsa.services.controller.unclean_election import UNCLEAN_CONFIG, unclean_elections
-from samsa.services.runtime.topic_configs import (
-    TOPIC_KEYS,
-    validate_internal_topic_configs,
-    validate_topic_configs,
-)
+from samsa.services.runtime.topic_configs import TOPIC_KEYS
+from samsa.services.runtime.topic_defaults_check import replication_factor, validate_effective
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
-
-LIST_CONFIGS = frozenset({"cleanup.policy"})
-
 
 # --- configs ---------------------------------------------------------------------------------
 
@@ -41,6 +37,13 @@ def incremental_alter_configs(
         if named[(resource.resource.type, resource.resource.name)] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
             result.error_message = f"{resource.resource.name!r} is named twice in the request"
+            continue
+        if resource.resource.type == BROKER_RESOURCE:
+            defaults = alter_cluster_defaults(image, resource)
+            if isinstance(defaults, tuple):
+                result.error_code, result.error_message = defaults  # type: ignore[assignment]
+            elif not request.validate_only:
+                records += defaults
             continue
         outcome = _alter_topic(image, resource)
         if isinstance(outcome, tuple):
@@ -72,11 +75,7 @@ def _alter_topic(
 ) -> list[m.MetadataRecord] | tuple[int, str]:
     target = resource.resource
     if target.type != TOPIC_RESOURCE:
-        return (
-            ErrorCode.INVALID_REQUEST,
-            "only topic configs are dynamic in this version; broker settings are given on the "
-            "broker's command line",
-        )
+        return ErrorCode.INVALID_REQUEST, "the resource is neither a topic nor a broker"
     topic = image.topics.get(target.name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {target.name!r} does not exist"
@@ -85,51 +84,16 @@ def _alter_topic(
     if twice:
         return ErrorCode.INVALID_REQUEST, f"config {', '.join(twice)} is altered twice"
     current = dict(image.topic_configs(target.name))
-    updated = dict(current)
     for alteration in resource.alterations:
-        name, value = alteration.name, alteration.value
-        if name not in TOPIC_KEYS:
-            return ErrorCode.INVALID_CONFIG, f"unknown topic config {name!r}"
-        if alteration.op == c.ALTER_CONFIG_OP_SET:
-            updated[name] = value
-        elif alteration.op == c.ALTER_CONFIG_OP_DELETE:
-            updated.pop(name, None)
-        elif alteration.op in (c.ALTER_CONFIG_OP_APPEND, c.ALTER_CONFIG_OP_SUBTRACT):
-            if name not in LIST_CONFIGS:
-                return ErrorCode.INVALID_CONFIG, f"{name} is not a list; use SET or DELETE"
-            items = _list_items(updated.get(name, TOPIC_KEYS[name].default))
-            if alteration.op == c.ALTER_CONFIG_OP_APPEND:
-                items += [item for item in dict.fromkeys(_list_items(value)) if item not in items]
-            else:
-                items = [item for item in items if item not in _list_items(value)]
-            updated[name] = ",".join(items)
-        else:
-            return ErrorCode.INVALID_REQUEST, f"alteration of {name} has no op (SET, DELETE, …)"
-    factor = min((len(p.target_replicas) for p in topic.partitions.values()), default=1)
+        if alteration.name not in TOPIC_KEYS:
+            return ErrorCode.INVALID_CONFIG, f"unknown topic config {alteration.name!r}"
+    updated = altered(current, resource.alterations, lambda name: TOPIC_KEYS[name].default)
+    if isinstance(updated, tuple):
+        return updated
     try:
-        validate_topic_configs(updated, factor)
-        if target.name in INTERNAL_TOPICS:
-            validate_internal_topic_configs(updated)
+        validate_effective(
+            target.name, updated, replication_factor(image, target.name), cluster_defaults(image)
+        )
     except InvalidConfigError as error:
         return ErrorCode.INVALID_CONFIG, str(error)
-    records = []
-    for name in sorted(current.keys() | updated.keys()):
-        if current.get(name) == updated.get(name):
-            continue
-        record = m.ConfigRecord(
-            resource_type=TOPIC_RESOURCE,  # type: ignore[arg-type]
-            resource_name=target.name,
-            name=name,
-        )
-        if name in updated:
-            record.value = updated[name]
-        records.append(m.MetadataRecord(config=record))
-    return records
-
-
-def _list_items(text: str) -> list[str]:
-    """A list config's items, as KIP-339's APPEND and SUBTRACT take them, from its value or
-    from the operation's (both comma-separated lists, as in Kafka's controller): without the
-    spaces and empty items that the list parser (LogConfig) ignores too, so that SUBTRACT
-    'delete' removes ' delete' from 'compact, delete' instead of answering success unchanged."""
-    return [item for item in (part.strip() for part in text.split(",")) if item]
+    return config_records(TOPIC_RESOURCE, target.name, current, updated)

@@ -27,6 +27,7 @@ from collections.abc import Set
 from dataclasses import replace
 
 from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
+from samsa.metadata.topic_defaults import effective_topic_configs
 from samsa.services.controller.unclean_election import unclean_order
 from samsa.v1 import metadata_pb2 as m
 
@@ -35,8 +36,9 @@ MIN_ISR_DEFAULT = 1  # the broker's default too (hosted_partition.py)
 
 
 def min_insync_replicas(image: MetadataImage, topic: str) -> int:
-    """The topic's committed min.insync.replicas (validated when set), else the default."""
-    return int(image.topic_configs(topic).get(MIN_ISR_CONFIG, MIN_ISR_DEFAULT))
+    """The topic's committed min.insync.replicas (validated when set): its own, else the
+    cluster-wide default, else the built-in one."""
+    return int(effective_topic_configs(image, topic).get(MIN_ISR_CONFIG, MIN_ISR_DEFAULT))
 
 
 def eligible_after(
@@ -106,7 +108,17 @@ def cleared_on_min_isr_change(
     changed = [record.config for record in configs if record.config.name == MIN_ISR_CONFIG]
     if not changed:
         return []
-    new_min = int(changed[-1].value) if changed[-1].HasField("value") else MIN_ISR_DEFAULT
+    if changed[-1].HasField("value"):
+        new_min = int(changed[-1].value)
+    else:  # removed: the cluster-wide default applies again, else the built-in one
+        defaults = effective_topic_configs(image, topic, overrides={})
+        new_min = int(defaults.get(MIN_ISR_CONFIG, MIN_ISR_DEFAULT))
+    return cleared_for_min_isr(image, topic, new_min)
+
+
+def cleared_for_min_isr(image: MetadataImage, topic: str, new_min: int) -> list[m.MetadataRecord]:
+    """PartitionChanges clearing the ELRs of the topic's partitions whose ISR reaches
+    `new_min`, the topic's new min.insync.replicas (see cleared_on_min_isr_change)."""
     topic_image = image.topics[topic]
     records = []
     for _, state in sorted(topic_image.partitions.items()):

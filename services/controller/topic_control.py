@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, InvalidConfigError
@@ -16,6 +16,7 @@ from samsa.metadata.image import (
     TopicImage,
 )
 from samsa.metadata.placement import PlacementError, assign_replicas, leader_start_index
+from samsa.metadata.topic_defaults import cluster_defaults
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
 from samsa.services.controller.replica_assignment import (
     Problem,
@@ -23,7 +24,7 @@ from samsa.services.controller.replica_assignment import (
     manual_assignment,
     partition_records,
 )
-from samsa.services.runtime.topic_configs import validate_topic_configs
+from samsa.services.runtime.topic_defaults_check import validate_effective
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -97,7 +98,7 @@ def create_topics(
         outcome = _name_problem(topic.name, taken, unified) or (
             _assigned(topic, image, set(live))
             if topic.assignments
-            else _placed(topic, defaults, live, racks, rng)
+            else _placed(topic, defaults, live, racks, rng, cluster_defaults(image))
         )
         if isinstance(outcome, tuple):
             result.error_code, result.error_message = outcome  # type: ignore[assignment]
@@ -133,8 +134,10 @@ def _placed(
     live: list[int],
     racks: dict[int, str],
     rng: RandomSource,
+    broker_configs: Mapping[str, str],
 ) -> dict[int, list[int]] | Problem:
-    """The topic's partitions placed by the controller over the `live` brokers, or why not."""
+    """The topic's partitions placed by the controller over the `live` brokers, or why not
+    (its configs checked under the cluster-wide defaults `broker_configs`)."""
     partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     factor = (
         defaults.default_replication_factor
@@ -149,7 +152,7 @@ def _placed(
         )
     if factor < 1:
         return ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor {factor} is below 1"
-    if (problem := _configs_problem(topic, factor)) is not None:
+    if (problem := _configs_problem(topic, factor, broker_configs)) is not None:
         return problem
     if factor > len(live):
         return (
@@ -169,12 +172,14 @@ def _assigned(
     plan = manual_assignment(topic, image.brokers, live)
     if isinstance(plan, tuple):
         return plan
-    return _configs_problem(topic, len(plan[0])) or plan
+    return _configs_problem(topic, len(plan[0]), cluster_defaults(image)) or plan
 
 
-def _configs_problem(topic: c.CreateTopicsRequest.Topic, factor: int) -> Problem | None:
+def _configs_problem(
+    topic: c.CreateTopicsRequest.Topic, factor: int, broker_configs: Mapping[str, str]
+) -> Problem | None:
     try:
-        validate_topic_configs(dict(topic.configs), factor)
+        validate_effective(topic.name, dict(topic.configs), factor, broker_configs)
     except InvalidConfigError as error:
         return ErrorCode.INVALID_CONFIG, str(error)
     return None

@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Set
 
 from samsa.metadata.image import NO_LEADER, MetadataImage, PartitionState
+from samsa.metadata.topic_defaults import effective_topic_configs
 from samsa.v1 import metadata_pb2 as m
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 
 
 def unclean_allowed(image: MetadataImage, topic: str) -> bool:
-    """Whether the topic's committed configs allow an out-of-sync replica to lead."""
-    return image.topic_configs(topic).get(UNCLEAN_CONFIG) == "true"
+    """Whether the topic's committed configs allow an out-of-sync replica to lead: its own
+    setting, else the cluster-wide default (metadata/topic_defaults.py)."""
+    return effective_topic_configs(image, topic).get(UNCLEAN_CONFIG) == "true"
 
 
 def unclean_order(state: PartitionState) -> list[int]:

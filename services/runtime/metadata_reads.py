@@ -29,6 +29,14 @@ from samsa.metadata.coordinators import (
     valid_assignment,
 )
 from samsa.metadata.image import BROKER_RESOURCE, MetadataImage, PartitionState
+from samsa.metadata.topic_defaults import (
+    BROKER_DEFAULT_KEYS,
+    CLUSTER_DEFAULT_NAME,
+    SYNONYMS,
+    cluster_defaults,
+    default_sources,
+    topic_defaults,
+)
 from samsa.services.runtime.topic_configs import TOPIC_KEYS
 from samsa.v1 import controller_pb2 as c
 
@@ -212,8 +220,7 @@ def describe_configs(
         result = response.results.add()
         result.resource.CopyFrom(wanted.resource)
         if wanted.resource.type == BROKER_RESOURCE:
-            result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
-            result.error_message = "broker configs are static in this version (command line)"
+            _describe_cluster_defaults(image, wanted, result)
             continue
         if wanted.resource.name not in image.topics:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[assignment]
@@ -233,19 +240,83 @@ def describe_configs(
             result.error_code = ErrorCode.INVALID_CONFIG  # type: ignore[assignment]
             result.error_message = f"unknown topic configs: {quoted}{more}"
             continue
-        dynamic = image.topic_configs(wanted.resource.name)
-        # The internal topics' defaults are the brokers' (partition_log_config.log_config).
-        internal = wanted.resource.name in INTERNAL_TOPICS
-        defaults = INTERNAL_TOPIC_LOG_DEFAULTS if internal else {}
-        for name in names or sorted(TOPIC_KEYS):
-            key = TOPIC_KEYS[name]
-            result.entries.add(
-                name=name,
-                value=dynamic.get(name, defaults.get(name, key.default)),
-                source=c.CONFIG_SOURCE_DYNAMIC if name in dynamic else c.CONFIG_SOURCE_DEFAULT,
-                documentation=key.documentation,
-            )
+        _describe_topic_configs(image, wanted.resource.name, names, result)
     return response
+
+
+def _describe_topic_configs(
+    image: MetadataImage, topic: str, names: list[str], result: c.DescribeConfigsResponse.Result
+) -> None:
+    """The topic's configs: its own (DYNAMIC), else the cluster-wide default of the key
+    (DYNAMIC_DEFAULT, Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG), else the built-in default (an
+    internal topic's own first: partition_log_config.log_config)."""
+    dynamic = image.topic_configs(topic)
+    broker_configs = cluster_defaults(image)
+    values = topic_defaults(broker_configs)
+    from_cluster = {key: values[key] for key in default_sources(topic, broker_configs)}
+    defaults = INTERNAL_TOPIC_LOG_DEFAULTS if topic in INTERNAL_TOPICS else {}
+    for name in names or sorted(TOPIC_KEYS):
+        key = TOPIC_KEYS[name]
+        if name in dynamic:
+            value, source = dynamic[name], c.CONFIG_SOURCE_DYNAMIC
+        elif name in from_cluster:
+            value, source = from_cluster[name], c.CONFIG_SOURCE_DYNAMIC_DEFAULT
+        else:
+            value, source = defaults.get(name, key.default), c.CONFIG_SOURCE_DEFAULT
+        result.entries.add(
+            name=name,
+            value=value,
+            source=source,  # type: ignore[arg-type]
+            documentation=key.documentation,
+        )
+
+
+def _describe_cluster_defaults(
+    image: MetadataImage,
+    wanted: c.DescribeConfigsRequest.Resource,
+    result: c.DescribeConfigsResponse.Result,
+) -> None:
+    """The broker resource named "" (--entity-default): each settable cluster default, its
+    value when set (DYNAMIC_DEFAULT), else the built-in value of the topic key it defaults
+    (DEFAULT). A broker named by its id has no topic defaults of its own (refused)."""
+    if wanted.resource.name != CLUSTER_DEFAULT_NAME:
+        result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
+        result.error_message = (
+            "Samsa keeps topic defaults cluster-wide only: describe the broker resource named '' "
+            "(--entity-default); other broker settings are given on the broker's command line"
+        )
+        return
+    names = list(dict.fromkeys(wanted.names))
+    unknown = [name for name in names if name not in BROKER_DEFAULT_KEYS]
+    if unknown:
+        quoted = ", ".join(repr(name[:UNKNOWN_NAME_CHARS]) for name in unknown[:UNKNOWN_QUOTED])
+        result.error_code = ErrorCode.INVALID_CONFIG  # type: ignore[assignment]
+        result.error_message = f"not cluster-wide topic defaults: {quoted}"
+        return
+    broker_configs = cluster_defaults(image)
+    for name in names or sorted(BROKER_DEFAULT_KEYS):
+        key = TOPIC_KEYS[BROKER_DEFAULT_KEYS[name]]
+        if name in broker_configs:
+            value, source = broker_configs[name], c.CONFIG_SOURCE_DYNAMIC_DEFAULT
+        else:
+            value, source = _built_in(name, key.default), c.CONFIG_SOURCE_DEFAULT
+        result.entries.add(
+            name=name,
+            value=value,
+            source=source,  # type: ignore[arg-type]
+            documentation=f"The default of the topic config {key.name}: {key.documentation}",
+        )
+
+
+def _built_in(broker_key: str, topic_default: str) -> str:
+    """A cluster default's built-in value, in its own unit (the synonyms in minutes or hours
+    count the topic key's milliseconds in theirs; -1 stays -1)."""
+    for synonyms in SYNONYMS.values():
+        for key, unit_ms in synonyms:
+            if key == broker_key and unit_ms != 1:
+                millis = int(topic_default)
+                return str(millis // unit_ms if millis >= 0 else -1)
+    return topic_default
 
 
 def list_partition_reassignments(

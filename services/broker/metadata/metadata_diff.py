@@ -14,7 +14,10 @@ Rules (Kafka's, for a broker with replicas of a partition):
 - it was a replica and is not any more, or the topic is gone: StopReplica(delete=True) — also when
   the topic was deleted and re-created under the same name (a new topic id), so the old data never
   mixes with the new topic's;
-- the topic's dynamic configs changed and the broker keeps hosting it: UpdateConfig.
+- the topic's dynamic configs changed and the broker keeps hosting it: UpdateConfig. The configs
+  are the effective ones: the cluster-wide defaults below the topic's own
+  (metadata/topic_defaults.py), so a change of a default reaches every topic without its own
+  value of that key, at run time.
 
 Invariant: actions on one partition come in a safe order — a StopReplica comes before a
 BecomeLeader/BecomeFollower of the same directory — and partitions are sorted so the output is
@@ -24,7 +27,8 @@ Cost. Replay shares every unchanged `TopicImage` between images, so a topic whos
 same object in both and whose configs are the same (or equal) has nothing to do: only the topics
 that changed (`changed_topics`) are walked, after one cheap pass over the topic names. A metadata
 batch that fences a broker or changes one ISR costs the size of the topics it touched, not of the
-cluster (10,000 partitions per broker is the target).
+cluster (10,000 partitions per broker is the target). A change of the cluster-wide defaults
+walks every topic once (rare: an operator's command).
 """
 
 from __future__ import annotations
@@ -33,8 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from samsa.metadata.image import MetadataImage, PartitionState, TopicImage
-
-TOPIC_RESOURCE = 1  # ConfigResourceType.CONFIG_RESOURCE_TYPE_TOPIC
+from samsa.metadata.topic_defaults import cluster_defaults, effective_topic_configs
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,9 @@ PartitionAction = BecomeLeader | BecomeFollower | StopReplica | UpdateConfig
 
 
 def topic_configs(image: MetadataImage, topic: str) -> Mapping[str, str]:
-    """The topic's dynamic configs (Kafka names → values); empty when none are set."""
-    return image.configs.get((TOPIC_RESOURCE, topic), {})
+    """The topic's configs as they apply (Kafka names → values): its own over the cluster-wide
+    defaults; empty when neither sets any."""
+    return effective_topic_configs(image, topic)
 
 
 def changed_topics(old: MetadataImage, new: MetadataImage) -> set[str]:
@@ -83,8 +87,10 @@ def changed_topics(old: MetadataImage, new: MetadataImage) -> set[str]:
     (created, deleted, re-created, partitions or configs changed). Any other topic is the very
     same `TopicImage` in both, so nothing about its partitions can have changed."""
     changed = old.topics.keys() - new.topics.keys()
+    defaults_changed = cluster_defaults(old) != cluster_defaults(new)
     for name, topic in new.topics.items():
-        if old.topics.get(name) is not topic or not _same_configs(old, new, name):
+        same = old.topics.get(name) is topic and _same_configs(old, new, name)
+        if not same or (defaults_changed and topic_configs(old, name) != topic_configs(new, name)):
             changed.add(name)
     return changed
 
@@ -92,7 +98,7 @@ def changed_topics(old: MetadataImage, new: MetadataImage) -> set[str]:
 def _same_configs(old: MetadataImage, new: MetadataImage, topic: str) -> bool:
     """Replay replaces a config map only when a record touches it: identity is the usual answer,
     equality covers a record that set a value it already had."""
-    before, after = topic_configs(old, topic), topic_configs(new, topic)
+    before, after = old.topic_configs(topic), new.topic_configs(topic)
     return before is after or before == after
 
 
@@ -120,6 +126,7 @@ def partition_changes(
             and new_topic is not None
             and old_topic.topic_id == new_topic.topic_id
         )
+        configs = (topic_configs(old, topic_name), topic_configs(new, topic_name))
         for partition in sorted(before.keys() | after.keys()):
             old_state, new_state = before.get(partition), after.get(partition)
             if old_state is not None and (new_state is None or not same_topic):
@@ -128,19 +135,18 @@ def partition_changes(
             if new_state is None:
                 continue
             assert new_topic is not None
-            starts.extend(_hosted_changes(old, new, old_state, new_state, new_topic, broker_id))
+            starts.extend(_hosted_changes(configs, old_state, new_state, new_topic, broker_id))
     return stops + starts
 
 
 def _hosted_changes(
-    old: MetadataImage,
-    new: MetadataImage,
+    old_and_new_configs: tuple[Mapping[str, str], Mapping[str, str]],
     old_state: PartitionState | None,
     new_state: PartitionState,
     topic: TopicImage,
     broker_id: int,
 ) -> list[PartitionAction]:
-    configs = topic_configs(new, topic.name)
+    old_configs, configs = old_and_new_configs
     leadership_changed = (
         old_state is None
         or old_state.leader != new_state.leader
@@ -163,6 +169,6 @@ def _hosted_changes(
                 configs,
             )
         ]
-    if topic_configs(old, topic.name) != configs:
+    if old_configs != configs:
         return [UpdateConfig(topic.name, new_state.partition, configs)]
     return []
