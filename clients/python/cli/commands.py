@@ -1,10 +1,10 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions, perf, reassign, log-dirs, leader-election, quotas and metadata-quorum commands in
-group_commands.py, transaction_commands.py, perf_commands.py, reassign_commands.py,
-log_dirs_commands.py, election_commands.py, quota_commands.py and quorum_commands.py, and what
-they all share (where to connect, tables, times) in command_support.py.
+transactions, perf, reassign, log-dirs, leader-election, quotas, metadata-quorum and configs
+commands in group_commands.py, transaction_commands.py, perf_commands.py, reassign_commands.py,
+log_dirs_commands.py, election_commands.py, quota_commands.py, quorum_commands.py and
+config_commands.py, and what they all share (where to connect, tables, times) in command_support.py.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from samsa.cli.command_support import (
     replica_assignment,
     table,
 )
+from samsa.cli.config_commands import add_config_command, configs_usage_error, run_configs
 from samsa.cli.console_commands import (
     CONSOLE_COMMANDS,
     add_console_commands,
@@ -100,6 +101,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_election_command(commands, add_connection)
     add_quota_command(commands, add_connection)
     add_quorum_command(commands, add_connection)
+    add_config_command(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster",
@@ -156,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
             return run_quotas(args, servers)
         if args.command == "metadata-quorum":
             return run_quorum(args, servers)
+        if args.command == "configs":
+            return run_configs(args, servers)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
@@ -271,6 +275,7 @@ USAGE_CHECKS: dict[str, Callable[[argparse.Namespace], str | None]] = {
     "leader-election": election_usage_error,
     "quotas": quotas_usage_error,
     "metadata-quorum": quorum_usage_error,
+    "configs": configs_usage_error,
 }
 
 

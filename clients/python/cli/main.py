@@ -18,6 +18,9 @@
                                                                client quotas (byte rates)
     samsa metadata-quorum describe --status|--replication [--human-readable]
                                                                the controller quorum's health
+    samsa configs --entity-type brokers --entity-default (--describe [--all] | --alter
+                  [--add-config K=V,..] [--delete-config K,..])  cluster-wide topic defaults
+                  (or --entity-type topics --entity-name T: a topic's configs)
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa dump-log --files F[,F...] [--print-data-log] [--deep-iteration] [--index-sanity-check]
                    [--verify-index-only] [--max-bytes N] [--json]  a partition's files on disk
@@ -79,6 +82,7 @@ CLUSTER_COMMANDS = (
     "leader-election",
     "quotas",
     "metadata-quorum",
+    "configs",
 )
 
 

@@ -15,6 +15,7 @@ prefer_legacy_poller()
 from samsa.client.admin import Admin, NewTopic
 from samsa.client.async_consumer import AsyncConsumer
 from samsa.client.async_producer import AsyncProducer
+from samsa.client.config_resources import BROKER_DEFAULTS, ConfigResource
 from samsa.client.consumer import Consumer, ConsumerRecord, OffsetAndTimestamp
 from samsa.client.consumer_records import CREATE_TIME, LOG_APPEND_TIME
 from samsa.client.errors import (
@@ -33,6 +34,7 @@ from samsa.client.transaction_manager import TransactionAbortableError, Transact
 from samsa.common.allocator import tune_for_large_buffers as tune_allocator
 
 __all__ = [
+    "BROKER_DEFAULTS",
     "CREATE_TIME",
     "LOG_APPEND_TIME",
     "Admin",
@@ -40,6 +42,7 @@ __all__ = [
     "AsyncProducer",
     "CommitFailedError",
     "ConcurrentAccessError",
+    "ConfigResource",
     "Consumer",
     "ConsumerRebalanceListener",
     "ConsumerRecord",

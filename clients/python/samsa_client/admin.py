@@ -49,6 +49,7 @@ from samsa.client.cluster_admin import (
     unregister_broker_request,
 )
 from samsa.client.cluster_metadata import ClusterMetadata
+from samsa.client.config_resources import ConfigResource, resource_label, resource_message
 from samsa.client.config_values import parse_servers
 from samsa.client.controller_calls import ControllerCalls, admin_timeouts
 from samsa.client.coordinator_calls import CoordinatorCalls
@@ -119,7 +120,6 @@ __all__ = [
 ADMIN_KEYS = frozenset(
     {"bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms"}
 )
-TOPIC = 1  # ConfigResource type
 
 
 class Admin(ConsumerGroupAdmin):
@@ -305,8 +305,11 @@ class Admin(ConsumerGroupAdmin):
         is sent) or a broker silent for request.timeout.ms. Kafka's describeLogDirs."""
         return self._log_dirs.describe_log_dirs(broker_ids, topics)
 
-    def describe_configs(self, topic: str) -> dict[str, ConfigEntry]:
-        resource = c.ConfigResource(type=TOPIC, name=topic)
+    def describe_configs(self, topic: str | ConfigResource) -> dict[str, ConfigEntry]:
+        """A topic's configs (source "dynamic": its own, "dynamic default": the cluster-wide
+        default, "default": built in), or with BROKER_DEFAULTS the cluster-wide topic defaults
+        (config_resources.py)."""
+        resource = resource_message(topic)
         request = c.DescribeConfigsRequest(
             resources=[c.DescribeConfigsRequest.Resource(resource=resource)],
             min_metadata_offset=self._controller.metadata_offset,
@@ -316,13 +319,18 @@ class Admin(ConsumerGroupAdmin):
         return config_entries_of(answer.results[0])
 
     def alter_configs(
-        self, topic: str, set: Mapping[str, str] | None = None, delete: Iterable[str] = ()
+        self,
+        topic: str | ConfigResource,
+        set: Mapping[str, str] | None = None,
+        delete: Iterable[str] = (),
+        validate_only: bool = False,
     ) -> None:
-        """Set and/or delete (back to default) topic configs, validated together."""
-        alterations = config_alterations(topic, set or {}, delete)
-        resource = c.ConfigResource(type=TOPIC, name=topic)
+        """Set and/or delete (back to default) a topic's configs, or with BROKER_DEFAULTS the
+        cluster-wide topic defaults (log.retention.ms=…), validated together."""
+        resource = resource_message(topic)
+        alterations = config_alterations(resource_label(topic), set or {}, delete)
         item = c.IncrementalAlterConfigsRequest.Resource(resource=resource, alterations=alterations)
-        request = c.IncrementalAlterConfigsRequest(resources=[item])
+        request = c.IncrementalAlterConfigsRequest(resources=[item], validate_only=validate_only)
         raise_first(self._controller.write("IncrementalAlterConfigs", request).results)
 
     def alter_client_quotas(

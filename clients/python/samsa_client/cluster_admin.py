@@ -28,6 +28,8 @@ from samsa.v1 import controller_pb2 as c
 
 INT32_MAX = 2**31 - 1
 # How DescribeConfigs says where a value comes from, in the words ConfigEntry.source uses.
+BROKER = 2  # ConfigResourceType.CONFIG_RESOURCE_TYPE_BROKER
+
 CONFIG_SOURCE_NAMES = {
     c.CONFIG_SOURCE_DYNAMIC: "dynamic",
     c.CONFIG_SOURCE_DEFAULT: "default",
@@ -296,7 +298,9 @@ def raise_first(results: Iterable[Any]) -> None:
             name = result.resource.name if hasattr(result, "resource") else result.name
             error = TopicError.of(result.error_code, result.error_message)
             message = str(error)
-            if repr(name) not in message:
+            if hasattr(result, "resource") and result.resource.type == BROKER:
+                message = f"broker {name!r}: {message}" if name else f"broker defaults: {message}"
+            elif repr(name) not in message:
                 message = f"topic {name!r}: {message}"
             errors.setdefault(name, TopicError(message, error.code))
     error = first_of(errors)
