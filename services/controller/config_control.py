@@ -7,12 +7,16 @@ from collections import Counter
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
-from samsa.metadata.topic_defaults import cluster_defaults
+from samsa.metadata.topic_defaults import cluster_defaults, effective_topic_configs
 from samsa.services.controller.cluster_defaults_control import alter_cluster_defaults
 from samsa.services.controller.config_alterations import altered, config_records
 from samsa.services.controller.control_result import ControlResult
 from samsa.services.controller.eligible_leaders import cleared_on_min_isr_change
-from samsa.services.controller.unclean_election import UNCLEAN_CONFIG, unclean_elections
+from samsa.services.controller.unclean_election import (
+    UNCLEAN_CONFIG,
+    unclean_allowed,
+    unclean_elections,
+)
 from samsa.services.runtime.topic_configs import TOPIC_KEYS
 from samsa.services.runtime.topic_defaults_check import replication_factor, validate_effective
 from samsa.v1 import controller_pb2 as c
@@ -60,11 +64,16 @@ def _elections_once_unclean(
 ) -> list[m.MetadataRecord]:
     """Turning unclean.leader.election.enable on elects a live replica of each offline
     partition of the topic at once, as Kafka's controller does: it is how an operator brings
-    back a partition whose in-sync replicas are all gone."""
-    turned_on = any(
-        record.config.name == UNCLEAN_CONFIG and record.config.value == "true" for record in changes
-    )
-    if not turned_on:
+    back a partition whose in-sync replicas are all gone. On is the topic's own value, else the
+    cluster-wide default (deleting an own "false" under a default "true" turns it on too)."""
+    own = dict(image.topic_configs(topic))
+    for record in changes:
+        if record.config.HasField("value"):
+            own[record.config.name] = record.config.value
+        else:
+            own.pop(record.config.name, None)
+    after = effective_topic_configs(image, topic, overrides=own).get(UNCLEAN_CONFIG) == "true"
+    if not after or unclean_allowed(image, topic):
         return []
     live = {broker.broker_id for broker in image.live_brokers()}
     return unclean_elections(image, topic, live)

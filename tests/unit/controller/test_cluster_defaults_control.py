@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from test_control_plane import DEFAULTS, cluster, commit
+from test_control_plane import DEFAULTS, alter_config, cluster, commit, heartbeat
+from test_controller_review import _offline_with_out_of_sync_follower_fenced
 from topic_creation import create_topics_decided
 
 from samsa.common.errors import ErrorCode
@@ -211,3 +212,23 @@ def test_lowering_the_min_isr_default_clears_the_eligible_leaders() -> None:
     assert result.error_code == ErrorCode.NONE
     changes = [r.partition_change for r in records if r.HasField("partition_change")]
     assert len(changes) == 1 and changes[0].HasField("eligible_leader_replicas")
+
+
+def test_an_unclean_default_turned_on_elects_a_live_replica_of_an_offline_partition() -> None:
+    image, _, follower = _offline_with_out_of_sync_follower_fenced()
+    image, _ = heartbeat(image, follower)  # back, but not allowed to lead yet
+    image, result, _ = alter_defaults(image, ("unclean.leader.election.enable", SET, "true"))
+    assert result.error_code == ErrorCode.NONE
+    state = image.topics["t"].partitions[0]
+    assert (state.leader, state.isr) == (follower, (follower,))
+
+
+def test_deleting_a_topics_own_false_under_an_unclean_default_elects_as_well() -> None:
+    image, _, follower = _offline_with_out_of_sync_follower_fenced()
+    image, _ = alter_config(image, "t", ("unclean.leader.election.enable", SET, "false"))
+    image, _, _ = alter_defaults(image, ("unclean.leader.election.enable", SET, "true"))
+    image, _ = heartbeat(image, follower)
+    assert image.topics["t"].partitions[0].leader == -1, "its own false still holds"
+    image, _ = alter_config(image, "t", ("unclean.leader.election.enable", DELETE, ""))
+    state = image.topics["t"].partitions[0]
+    assert (state.leader, state.isr) == (follower, (follower,))
