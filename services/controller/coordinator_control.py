@@ -60,7 +60,9 @@ from samsa.metadata.image import NO_PRODUCER_ID, TOPIC_RESOURCE, MetadataImage
 from samsa.metadata.placement import assign_replicas
 from samsa.metadata.records import make_batch
 from samsa.metadata.replay import replay
+from samsa.metadata.topic_defaults import cluster_defaults, defaults_for_topic
 from samsa.services.controller.control_result import ClusterDefaults, ControlResult, RandomSource
+from samsa.services.controller.eligible_leaders import MIN_ISR_CONFIG
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
@@ -292,9 +294,23 @@ def _coordinator_topic_records(
                 value=value,
             )
         )
-        for name, value in sorted((COORDINATOR_TOPIC_CONFIGS | settings.configs).items())
+        for name, value in sorted(_coordinator_topic_configs(image, settings).items())
     ]
     return records
+
+
+def _coordinator_topic_configs(
+    image: MetadataImage, settings: CoordinatorTopicSettings
+) -> dict[str, str]:
+    """The topic's own configs. A cluster-wide min.insync.replicas default above its replication
+    factor would have every acks=all write of its coordinators refused (NOT_ENOUGH_REPLICAS) and
+    its configs invalid: the topic then gets its replication factor as its own value, capped
+    as __transaction_state's transaction.state.log.min.isr is."""
+    configs = COORDINATOR_TOPIC_CONFIGS | settings.configs
+    default = defaults_for_topic(settings.name, cluster_defaults(image)).get(MIN_ISR_CONFIG)
+    if MIN_ISR_CONFIG not in configs and default and int(default) > settings.replication_factor:
+        configs[MIN_ISR_CONFIG] = str(settings.replication_factor)
+    return configs
 
 
 # --- assignments ---------------------------------------------------------------------------------

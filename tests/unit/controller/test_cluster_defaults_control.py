@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import coordinator_helpers
 from test_control_plane import DEFAULTS, alter_config, cluster, commit, heartbeat
 from test_controller_review import _offline_with_out_of_sync_follower_fenced
 from topic_creation import create_topics_decided
@@ -232,3 +233,13 @@ def test_deleting_a_topics_own_false_under_an_unclean_default_elects_as_well() -
     image, _ = alter_config(image, "t", ("unclean.leader.election.enable", DELETE, ""))
     state = image.topics["t"].partitions[0]
     assert (state.leader, state.isr) == (follower, (follower,))
+
+
+def test_an_internal_topic_created_under_a_min_isr_default_above_its_factor_is_capped() -> None:
+    image = coordinator_helpers.with_brokers(2)
+    image, _ = coordinator_helpers.register(image, 1)
+    image, result, _ = alter_defaults(image, ("min.insync.replicas", SET, "3"))
+    assert result.error_code == ErrorCode.NONE, "no topic yet that it would break"
+    image, _ = coordinator_helpers.create_coordinator_topics(image)
+    assert image.topic_configs("__consumer_offsets")["min.insync.replicas"] == "2"
+    assert min_insync_replicas(image, "__consumer_offsets") == 2
