@@ -91,22 +91,29 @@ def first_broken_topic(
 ) -> str | None:
     """Why the cluster defaults `new_configs` would make a topic's configs invalid, naming the
     first such topic by name; None when every topic stays valid. A topic already invalid under
-    the defaults `old_configs` (stored by an older controller) does not block the change."""
+    the defaults `old_configs` (stored by an older controller) does not block the change.
+    Topics alike (the same own configs, replication factor and internal or not) are checked
+    once: a cluster of thousands of topics mostly has a few kinds."""
+    seen: dict[tuple[object, ...], str | None] = {}
     for name in sorted(image.topics):
-        problem = _problem(image, name, new_configs)
-        if problem is not None and _problem(image, name, old_configs) is None:
-            return f"the new defaults would make topic {name!r} invalid: {problem}"
+        own = image.topic_configs(name)
+        factor = replication_factor(image, name)
+        kind = (tuple(sorted(own.items())), factor, name in INTERNAL_TOPICS)
+        if kind not in seen:
+            problem = _problem(name, own, factor, new_configs)
+            if problem is not None and _problem(name, own, factor, old_configs) is not None:
+                problem = None
+            seen[kind] = problem
+        if seen[kind] is not None:
+            return f"the new defaults would make topic {name!r} invalid: {seen[kind]}"
     return None
 
 
-def _problem(image: MetadataImage, topic: str, broker_configs: Mapping[str, str]) -> str | None:
+def _problem(
+    topic: str, own: Mapping[str, str], factor: int, broker_configs: Mapping[str, str]
+) -> str | None:
     try:
-        validate_effective(
-            topic,
-            image.topic_configs(topic),
-            replication_factor(image, topic),
-            broker_configs,
-        )
+        validate_effective(topic, own, factor, broker_configs)
     except InvalidConfigError as error:
         return str(error)
     return None
