@@ -6,11 +6,13 @@ topic with its own retention.ms keeps its records.
 
 Method: 1 controller, 1 broker, retention checked every 300 ms. Two topics are created with no
 defaults set: `plain` (no configs) and `own` (retention.ms=-1, keep forever). Then, at run time
-through the SDK (bootstrapped from the broker, so the write is forwarded), the defaults
-message.max.bytes=4096 and log.segment.bytes=16384; records with a 2020 CreateTime go to both
-topics until each holds several segments on disk (a condition, not a count: the broker applies
-the defaults when its metadata long-poll brings them). Then log.retention.ms=60000 by the CLI:
-`plain`'s log start moves past 0 (waited for) while `own`'s stays 0 in the same state. Last,
+through the SDK (bootstrapped from the broker, so the write is forwarded, and the broker's own
+replica answers the describe), the defaults message.max.bytes=4096, log.segment.bytes=16384 and
+log.retention.hours=-1 (nothing goes while filling: the records' 2020 CreateTime is past the
+built-in 7 days); records go to both topics until each holds several segments on disk (a
+condition, not a count). Then log.retention.ms=60000 by the CLI, which wins over
+log.retention.hours as in Kafka: `plain`'s log start moves past 0 (waited for) while `own`'s
+stays 0 in the same state. Last,
 the controller and the broker are stopped (SIGTERM) and started again, and the defaults are
 still described, by the controller and by the broker's own replica.
 """
@@ -67,14 +69,15 @@ def test_defaults_apply_at_run_time_to_topics_without_their_own_value_and_surviv
         admin.create_topics(
             [NewTopic("plain", 1, 1), NewTopic("own", 1, 1, {"retention.ms": "-1"})]
         )
-        admin.alter_configs(
-            BROKER_DEFAULTS, set={"message.max.bytes": "4096", "log.segment.bytes": "16384"}
-        )
+        # Keep everything while filling: the records' 2020 CreateTime is past the built-in 7 days.
+        small = {"message.max.bytes": "4096", "log.segment.bytes": "16384"}
+        admin.alter_configs(BROKER_DEFAULTS, set=small | {"log.retention.hours": "-1"})
         described = admin.describe_configs("plain")
         assert described["segment.bytes"].value == "16384"
         assert described["segment.bytes"].source == "dynamic default"
         wait_until("plain rolled small segments", lambda: fill(producer, cluster, "plain"))
         wait_until("own rolled small segments", lambda: fill(producer, cluster, "own"))
+        assert log_start(admin, "plain") == 0, "log.retention.hours=-1 kept everything"
 
         argv = ["configs", "--bootstrap-server", broker, "--entity-type", "brokers"]
         argv += ["--entity-default", "--alter", "--add-config", "log.retention.ms=60000"]
