@@ -131,7 +131,11 @@ def apply_leader_answer(hosted: HostedPartition, result: FetchPartitionResult, n
             log_.log_end_offset,
             hosted.high_watermark,
         )
-        log.warning(
+        # Records dropped are worth a warning; an epoch this replica began as a leader and wrote
+        # nothing in (start_leader_epoch), which the new leader never had, is routine after a
+        # leadership change: only the epoch entry at the log end goes.
+        log.log(
+            logging.WARNING if target < log_.log_end_offset else logging.INFO,
             "follower log diverged from the leader's: truncating",
             extra={
                 "partition": where,
