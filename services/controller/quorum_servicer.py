@@ -2,7 +2,7 @@
 observers' reports it reads, which the servicer's heartbeat handlers feed.
 
 Only the active controller answers: it alone is the Raft leader with a sample of its followers'
-progress (`ControllerDriver.raft_status`, posted by quorum.py every Raft tick) and it alone
+progress (`ControllerDriver.raft_status`, posted by quorum.py once a tick period) and it alone
 receives the brokers' and coordinators' heartbeats. Another controller answers NOT_CONTROLLER
 naming the active one, as for a write, so that clients follow it there (brokers forward the
 call). The answer itself is quorum_status.describe_quorum's, a pure function.

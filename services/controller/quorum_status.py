@@ -6,10 +6,10 @@ follow the metadata log, each measured in its own unit:
 - Voters, the controllers, hold the Raft log. The Raft leader alone knows how far each follower
   got: pysyncobj's match index of it (the last Raft index the follower is known to hold). Their
   log end and lag count Raft indices; one index is one metadata batch (or a leader barrier).
-  `ReplicationClock` turns what the tick thread samples every Raft tick (pysyncobj's
+  `ReplicationClock` turns what the tick thread samples once a tick period (pysyncobj's
   `getStatus()`, the leader's last index, when the transport last received a Raft message from
   each peer) into an immutable `RaftStatus`; pysyncobj keeps no caught-up time, so the clock
-  derives it: the last tick at which a follower's match index was the leader's last index.
+  derives it: the last sample at which a follower's match index was the leader's last index.
   A controller that is not the leader knows nothing of its peers' progress: it samples nothing
   and the clock forgets every caught-up time (`reset`).
 - Observers, the brokers and coordinators, follow the applied metadata by FetchMetadata long
