@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from samsa.common import limits
+from samsa.common import limits, tls
 from samsa.services.runtime.config import (
+    RelationProblem,
     address,
     address_list,
     advertisable_address,
@@ -17,6 +18,7 @@ from samsa.services.runtime.config import (
     integer,
     key,
     non_empty,
+    one_of,
     optional_address,
     optional_advertisable_address,
     optional_listen,
@@ -82,9 +84,45 @@ class ServiceConfig:
         "off by default",
     )
 
+    security_protocol: str = key(
+        "security.protocol",
+        one_of(tls.PROTOCOLS),
+        default=tls.PLAINTEXT,
+        help="PLAINTEXT, or SSL: every listener serves TLS and every call to a peer uses it "
+        "(common/tls.py)",
+    )
+    ssl_ca_location: str | None = key(
+        "ssl.ca.location",
+        optional_path,
+        default=None,
+        help="PEM file of the CA certificates that verify peers (and clients, with "
+        "ssl.client.auth=required); default: the system's roots",
+    )
+    ssl_certificate_location: str | None = key(
+        "ssl.certificate.location",
+        optional_path,
+        default=None,
+        help="PEM file of this process's certificate chain, served on every listener and "
+        "presented to peers; it must name every address this process is dialled at",
+    )
+    ssl_key_location: str | None = key(
+        "ssl.key.location",
+        optional_path,
+        default=None,
+        help="PEM file of the certificate's unencrypted private key (keep it 0600)",
+    )
+    ssl_client_auth: str = key(
+        "ssl.client.auth",
+        one_of(tls.CLIENT_AUTH_MODES),
+        default="none",
+        help="required: refuse any connection without a certificate ssl.ca.location signs "
+        "(clients and peers alike); none: any client may connect",
+    )
+
     def __post_init__(self) -> None:
         check_advertised(self.listeners, self.advertised_listeners)
         check_internal(self.listeners, self.internal_listeners, self.internal_advertised_listeners)
+        check_tls(self)
 
     @property
     def advertised_listener(self) -> str:
@@ -108,3 +146,36 @@ class MemberConfig(ServiceConfig):
         flags=["--controllers"],
         help="controller endpoints, comma-separated",
     )
+
+
+def check_tls(config: ServiceConfig) -> None:
+    """The ssl.* keys fit security.protocol: SSL needs a certificate and its key, client
+    authentication needs the CA that signs clients, and ssl.* with PLAINTEXT is a mistake."""
+    ssl_keys = {
+        "ssl.ca.location": config.ssl_ca_location,
+        "ssl.certificate.location": config.ssl_certificate_location,
+        "ssl.key.location": config.ssl_key_location,
+    }
+    if config.security_protocol == tls.PLAINTEXT:
+        given = [name for name, value in ssl_keys.items() if value]
+        if config.ssl_client_auth != "none":
+            given.append("ssl.client.auth")
+        if given:
+            raise RelationProblem(
+                ("security.protocol", given[0]),
+                f"{given[0]} is set but security.protocol is PLAINTEXT: set "
+                "security.protocol=SSL to serve TLS",
+            )
+        return
+    if not config.ssl_certificate_location or not config.ssl_key_location:
+        raise RelationProblem(
+            ("security.protocol", "ssl.certificate.location", "ssl.key.location"),
+            "security.protocol=SSL needs ssl.certificate.location and ssl.key.location: the "
+            "certificate this process serves with, and its key",
+        )
+    if config.ssl_client_auth == "required" and not config.ssl_ca_location:
+        raise RelationProblem(
+            ("ssl.client.auth", "ssl.ca.location"),
+            "ssl.client.auth=required needs ssl.ca.location: the CA that signs the clients' "
+            "and peers' certificates",
+        )

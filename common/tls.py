@@ -1,0 +1,172 @@
+"""TLS for every gRPC connection Samsa makes or accepts: the settings, the PEM files they name,
+and the grpc credentials made from them. Services (services/runtime/transport.py), the SDK
+(samsa_client/channels.py), the CLI and `samsa up` all build theirs here, so that one setting
+means the same thing everywhere.
+
+The settings take Kafka's and librdkafka's names, so that a Kafka user's properties carry over:
+- `security.protocol`: PLAINTEXT (the default) or SSL. SASL_* are refused: Samsa has no SASL.
+- `ssl.ca.location`: PEM file of the CA certificates that verify the other side; without it,
+  the system's roots (gRPC's default).
+- `ssl.certificate.location` and `ssl.key.location`: this side's certificate chain and its
+  unencrypted private key, PEM. A server needs both; a client presents them when the server
+  asks for a client certificate (`ssl.client.auth`).
+- `ssl.client.auth` (servers only): none or required, as Kafka's broker setting. `required`
+  refuses any connection without a certificate signed by `ssl.ca.location`. Kafka's third
+  value, `requested`, is refused: gRPC's Python API can ask for a client certificate only by
+  requiring it.
+
+One protocol per process: a service serves every listener (public and internal) with the same
+credentials and dials its peers with them. gRPC checks the server's name against the
+certificate's subject alternative names, so a certificate must name every address it is dialled
+at (127.0.0.1 for `samsa up`, the host names a compose file gives). Files are read once, at
+start: a rotated certificate takes a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+PLAINTEXT = "PLAINTEXT"
+SSL = "SSL"
+PROTOCOLS = (PLAINTEXT, SSL)
+CLIENT_AUTH_MODES = ("none", "required")
+
+# The client-side keys, as a client's configuration names them (the SDK, the CLI, Spark).
+SECURITY_PROTOCOL = "security.protocol"
+CA_LOCATION = "ssl.ca.location"
+CERTIFICATE_LOCATION = "ssl.certificate.location"
+KEY_LOCATION = "ssl.key.location"
+CLIENT_KEYS = (SECURITY_PROTOCOL, CA_LOCATION, CERTIFICATE_LOCATION, KEY_LOCATION)
+
+# A PEM file larger than this is not a certificate chain or a key (a chain of ten 4 KiB certs
+# is 40 KiB): refused before it is read whole.
+PEM_BYTES_MAX = 1 << 20
+
+
+class TlsConfigError(ValueError):
+    """A TLS setting or file that cannot work; the message names the setting and the fix."""
+
+
+def protocol(value: str) -> str:
+    """`security.protocol` normalised (case-insensitive, as Kafka's), or TlsConfigError."""
+    upper = value.strip().upper()
+    if upper in PROTOCOLS:
+        return upper
+    if upper.startswith("SASL"):
+        raise TlsConfigError(
+            f"security.protocol={value}: Samsa has no SASL; use SSL (with a client certificate "
+            "where the cluster requires one) or PLAINTEXT"
+        )
+    raise TlsConfigError(f"security.protocol={value}: expected PLAINTEXT or SSL")
+
+
+def read_pem(path: str, setting: str, *, key: bool = False) -> bytes:
+    """The PEM file `path` names, checked enough that a mistake is named here rather than
+    surfacing later as an opaque handshake failure."""
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > PEM_BYTES_MAX:
+            raise TlsConfigError(f"{setting}={path}: {size} bytes, not a PEM file")
+        data = file.read_bytes()
+    except OSError as error:
+        raise TlsConfigError(f"{setting}={path}: cannot read it ({error.strerror})") from None
+    if b"-----BEGIN " not in data:
+        raise TlsConfigError(f"{setting}={path}: not a PEM file (no -----BEGIN line)")
+    if key and (b"ENCRYPTED" in data):
+        raise TlsConfigError(
+            f"{setting}={path}: the key is encrypted; gRPC needs an unencrypted PEM key "
+            "(openssl pkey -in KEY -out KEY.plain), kept readable by this user only"
+        )
+    if key and b"PRIVATE KEY-----" not in data:
+        raise TlsConfigError(f"{setting}={path}: no PRIVATE KEY block in it")
+    if not key and b"-----BEGIN CERTIFICATE-----" not in data:
+        raise TlsConfigError(f"{setting}={path}: no CERTIFICATE block in it")
+    return data
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """One side's TLS, as files' contents. `None` fields are not set."""
+
+    ca: bytes | None = None
+    certificate: bytes | None = None
+    key: bytes | None = None
+    client_auth: str = "none"
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        ca_location: str | None,
+        certificate_location: str | None,
+        key_location: str | None,
+        client_auth: str = "none",
+    ) -> TlsSettings:
+        """Read the files the settings name (TlsConfigError naming the one that is wrong)."""
+        if (certificate_location is None) != (key_location is None):
+            raise TlsConfigError(
+                "ssl.certificate.location and ssl.key.location go together: set both or neither"
+            )
+        if client_auth == "requested":
+            raise TlsConfigError(
+                "ssl.client.auth=requested: gRPC can ask for a client certificate only by "
+                "requiring it; use required or none"
+            )
+        if client_auth not in CLIENT_AUTH_MODES:
+            raise TlsConfigError(
+                f"ssl.client.auth={client_auth}: expected one of {', '.join(CLIENT_AUTH_MODES)}"
+            )
+        if client_auth != "none" and ca_location is None:
+            raise TlsConfigError(
+                f"ssl.client.auth={client_auth} needs ssl.ca.location: the CA that signs the "
+                "clients' certificates"
+            )
+        ca = None if ca_location is None else read_pem(ca_location, CA_LOCATION)
+        certificate = key = None
+        if certificate_location is not None and key_location is not None:
+            certificate = read_pem(certificate_location, CERTIFICATE_LOCATION)
+            key = read_pem(key_location, KEY_LOCATION, key=True)
+        return cls(ca=ca, certificate=certificate, key=key, client_auth=client_auth)
+
+    @classmethod
+    def from_client_config(cls, config: dict[str, str]) -> TlsSettings | None:
+        """A client's TLS from its configuration keys (CLIENT_KEYS); None for PLAINTEXT. An
+        ssl.* key without security.protocol=SSL is refused, not silently ignored."""
+        chosen = protocol(config.get(SECURITY_PROTOCOL, PLAINTEXT))
+        given = [k for k in (CA_LOCATION, CERTIFICATE_LOCATION, KEY_LOCATION) if config.get(k)]
+        if chosen == PLAINTEXT:
+            if given:
+                raise TlsConfigError(
+                    f"{given[0]} is set but security.protocol is PLAINTEXT: set "
+                    "security.protocol=SSL to connect with TLS"
+                )
+            return None
+        return cls.load(
+            ca_location=config.get(CA_LOCATION) or None,
+            certificate_location=config.get(CERTIFICATE_LOCATION) or None,
+            key_location=config.get(KEY_LOCATION) or None,
+        )
+
+    def channel_credentials(self) -> grpc.ChannelCredentials:
+        """For dialling a TLS server: verify it with `ca` (else the system roots) and present
+        this side's certificate when there is one."""
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca, private_key=self.key, certificate_chain=self.certificate
+        )
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        """For serving TLS; needs a certificate and key."""
+        if self.certificate is None or self.key is None:
+            raise TlsConfigError(
+                "security.protocol=SSL on a service needs ssl.certificate.location and "
+                "ssl.key.location: the certificate it serves with"
+            )
+        return grpc.ssl_server_credentials(
+            [(self.key, self.certificate)],
+            root_certificates=self.ca if self.client_auth == "required" else None,
+            require_client_auth=self.client_auth == "required",
+        )
