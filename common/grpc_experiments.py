@@ -18,6 +18,11 @@ chose gRPC's setup before it imported Samsa). The variable stays set, so process
 this one (the launcher's services, Spark's workers) inherit it. A grpcio release that drops these
 experiments would log "Unknown experiment" at start: tests/unit/test_grpc_experiments.py fails
 then, and this module should go.
+
+Services also default GRPC_VERBOSITY to ERROR (`quiet_core_logs`): gRPC's core otherwise writes
+an INFO line to stderr, outside the JSON logs, for every failed TLS handshake, so that any
+stranger dialling a TLS listener in plaintext could fill a service's log. An operator who wants
+those lines sets GRPC_VERBOSITY=INFO; clients see their own handshake failures in the error.
 """
 
 from __future__ import annotations
@@ -44,3 +49,11 @@ def prefer_legacy_poller(environ: MutableMapping[str, str] = os.environ) -> str:
     if value is not None:
         environ[VARIABLE] = value
     return environ.get(VARIABLE, "")
+
+
+VERBOSITY = "GRPC_VERBOSITY"
+
+
+def quiet_core_logs(environ: MutableMapping[str, str] = os.environ) -> None:
+    """GRPC_VERBOSITY=ERROR unless the environment chose (module docstring); call it first."""
+    environ.setdefault(VERBOSITY, "ERROR")

@@ -23,6 +23,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from samsa.services.runtime import transport
 from samsa.services.runtime.config import WILDCARD_HOSTS
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class HealthFile:
 
     async def _keep_fresh(self) -> None:
         request = health_pb2.HealthCheckRequest(service="")
-        async with grpc.aio.insecure_channel(self.address) as channel:
+        async with transport.dial_self(self.address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while True:
                 try:

@@ -60,7 +60,7 @@ from opentelemetry.instrumentation.grpc.filters import any_of, full_method_name,
 
 from samsa.common import limits
 from samsa.common.quiet_rpcs import CONNECTION_STREAMS
-from samsa.services.runtime import metrics
+from samsa.services.runtime import metrics, transport
 from samsa.services.runtime.health_file import HealthFile, own_address
 from samsa.services.runtime.open_files import connections_bound, open_files_limit
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
@@ -391,7 +391,7 @@ class GrpcServer:
 
     async def start(self) -> None:
         try:
-            self.port = self.server.add_insecure_port(self.listen)
+            self.port = transport.bind(self.server, self.listen)
         except RuntimeError as error:  # grpc's text only says to turn on its debug logs
             raise ServerStartError(_cannot_listen(self.listen, self.listen_key)) from error
         if self.port == 0:

@@ -1,12 +1,14 @@
 """The grpc.aio channels a service dials its peers with: sized for the largest message Samsa
-sends, and traced when tracing is on (telemetry.outgoing_interceptors), so that a call made while
-serving a traced request carries the trace on."""
+sends, TLS when the process is (transport.py), and traced when tracing is on
+(telemetry.outgoing_interceptors), so that a call made while serving a traced request carries
+the trace on."""
 
 from __future__ import annotations
 
 import grpc
 
 from samsa.common import limits
+from samsa.services.runtime import transport
 from samsa.services.runtime.telemetry import outgoing_interceptors
 
 CHANNEL_OPTIONS = [
@@ -21,4 +23,4 @@ def service_channel(endpoint: str, *, traced: bool = True) -> grpc.aio.Channel:
     fetcher's): those run in the background with no context to carry, and an interceptor would
     cost every message (common/quiet_rpcs.py)."""
     interceptors = outgoing_interceptors() if traced else None
-    return grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS, interceptors=interceptors)
+    return transport.dial(endpoint, options=CHANNEL_OPTIONS, interceptors=interceptors)

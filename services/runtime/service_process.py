@@ -1,12 +1,12 @@
 """What every service's `main` does before its own work: load the config (flags, SAMSA_*, a
 --config file), configure the JSON logs, lock the data directory (one process per directory:
-data_dir_lock.py), raise the open-files limit (open_files.py), load the cluster secret, set up
-tracing and metrics,
-keep large buffers in the heap (common/allocator.py: record batches are allocated and freed
-once per request), then run the service until SIGTERM. Any mistake found on the way stops the
-process with one line, `samsa <kind>: <what is wrong>`, and exit code 2 — a listen address that
-cannot be bound (found once the service starts its gRPC server, or before a controller starts
-its Raft port) too.
+data_dir_lock.py), raise the open-files limit (open_files.py), load the cluster secret and the
+TLS files (transport.py), set up tracing and metrics, keep large buffers in the heap
+(common/allocator.py: record batches are allocated and freed once per request), then run the
+service until SIGTERM. Any mistake found on the way stops the process with one line,
+`samsa <kind>: <what is wrong>`, and exit code 2 — a listen address that cannot be bound
+(found once the service starts its gRPC server, or before a controller starts its Raft port)
+too.
 
 A service refuses to run under `python -O` (or PYTHONOPTIMIZE): that drops every `assert`, and
 the asserts are checks, not comments — the relations between the bounds in common/limits.py,
@@ -22,8 +22,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from samsa.common import allocator, event_loops, grpc_experiments
-from samsa.services.runtime import config_loading, faults, logs, metrics, telemetry
+from samsa.common import allocator, event_loops, grpc_experiments, tls
+from samsa.services.runtime import config_loading, faults, logs, metrics, telemetry, transport
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.data_dir_lock import DataDirError, DataDirLock, lock_data_dir
 from samsa.services.runtime.open_files import raise_open_files_limit
@@ -41,6 +41,7 @@ STARTUP_ERRORS = (
     DataDirError,
     faults.FaultsConfigError,
     logs.LogConfigError,
+    tls.TlsConfigError,
 )
 
 
@@ -74,6 +75,7 @@ def run_service(
         if data_dir is not None:
             locked = lock_data_dir(Path(data_dir(config)), f"{kind} {number(config)}")
         secret = load_secret(Path(config.secret_file))
+        secured = transport.configure(config)  # before any listener or channel exists
         name = f"samsa-{kind}-{number(config)}"
         tracing = telemetry.configure(name)
         served = metrics.serve(config.metrics_listen, name)
@@ -84,6 +86,8 @@ def run_service(
                 "allocator": heap,
                 "open_files_limit": open_files,
                 "grpc_experiments": os.environ.get(grpc_experiments.VARIABLE, ""),
+                "security_protocol": config.security_protocol,
+                "ssl_client_auth": config.ssl_client_auth if secured else None,
             },
         )
     except STARTUP_ERRORS as error:

@@ -20,8 +20,10 @@ import pytest
 from samsa.common.grpc_experiments import (
     LEGACY_POLLER,
     VARIABLE,
+    VERBOSITY,
     experiments_to_set,
     prefer_legacy_poller,
+    quiet_core_logs,
 )
 
 
@@ -73,3 +75,55 @@ def test_a_fresh_process_chooses_as_documented(
         "this grpcio no longer has the experiments common/grpc_experiments.py turns off: "
         "measure again without them and drop the module"
     )
+
+
+def test_services_keep_grpcs_core_info_lines_out_unless_the_operator_asks() -> None:
+    environ: dict[str, str] = {}
+    quiet_core_logs(environ)
+    assert environ == {VERBOSITY: "ERROR"}
+    chosen = {VERBOSITY: "INFO"}
+    quiet_core_logs(chosen)
+    assert chosen == {VERBOSITY: "INFO"}
+
+
+# A TLS listener dialled in plaintext: gRPC's core writes "Handshake failed" at INFO to stderr.
+PLAINTEXT_TO_TLS = """
+import sys
+from samsa.common.grpc_experiments import quiet_core_logs
+if sys.argv[1] == "quiet":
+    quiet_core_logs()
+import tempfile, pathlib, grpc
+from concurrent import futures
+from samsa.cli.certificates import create_ca, issue
+from samsa.common.tls import TlsSettings
+d = pathlib.Path(tempfile.mkdtemp())
+ca = create_ca(d)
+pair = issue(ca, d, "server", ["127.0.0.1"])
+settings = TlsSettings.load(ca_location=None, certificate_location=str(pair.certificate),
+                            key_location=str(pair.key))
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+port = server.add_secure_port("127.0.0.1:0", settings.server_credentials())
+server.start()
+with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    try:
+        grpc.channel_ready_future(channel).result(timeout=2)
+    except grpc.FutureTimeoutError:
+        pass
+server.stop(0)
+"""
+
+
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "grpc-default"])
+def test_a_failed_handshake_writes_no_core_line_once_quieted(quiet: bool) -> None:
+    env = {name: value for name, value in os.environ.items() if name != VERBOSITY}
+    done = subprocess.run(
+        [sys.executable, "-c", PLAINTEXT_TO_TLS, "quiet" if quiet else "loud"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    # The default run shows what quieting removes, so that this test fails if gRPC stops
+    # writing the line (and the setting becomes pointless) as well as if quieting stops working.
+    assert ("Handshake failed" in done.stderr) is not quiet, done.stderr
