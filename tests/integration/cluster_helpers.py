@@ -77,10 +77,15 @@ def local_cluster(
     brokers: int,
     settings: dict[str, str] | None = None,
     coordinators: int = 0,
+    tls: bool = False,
 ) -> Iterator[LocalCluster]:
-    """A started, healthy cluster; every process is stopped by PID on the way out."""
+    """A started, healthy cluster; every process is stopped by PID on the way out. `tls`: every
+    process serves TLS and requires a client certificate (spec.client_security(data_dir) is a
+    client's configuration)."""
     settings = NO_RETENTION_CHECK | (settings or FAST_SETTINGS)
-    spec = load_or_create(data_dir, controllers, brokers, settings, coordinators=coordinators)
+    spec = load_or_create(
+        data_dir, controllers, brokers, settings, coordinators=coordinators, tls=tls
+    )
     cluster = LocalCluster(spec, data_dir)
     try:
         cluster.start_all()

@@ -6,6 +6,11 @@ Each process has an internal listener (services/runtime/listeners.py) on `intern
 the cluster's own members dial, so that clients filling a process's max.connections cannot cut
 replication or heartbeats. 0 means none: a cluster.json written before internal listeners
 existed has none, and its processes keep one listener.
+
+`tls`: every process serves and dials TLS with client certificates required (`samsa up --tls`),
+from the private CA and the certificates in `<data-dir>/tls/` (cluster_tls.py makes them): one
+pair per process, named as the process (controller-1, broker-1, coordinator-1), and `client`,
+which the CLI and the SDK present. A cluster.json without the key is a plaintext cluster.
 """
 
 from __future__ import annotations
@@ -14,7 +19,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from samsa.common import tls as tls_settings
+
 HOST = "127.0.0.1"
+TLS_DIR = "tls"
+# The certificate the CLI (and an application of the README's flow) presents to a TLS cluster.
+CLIENT_CERTIFICATE = "client"
 
 
 class _Listening:
@@ -66,6 +76,17 @@ class ClusterSpec:
     brokers: tuple[BrokerSpec, ...]
     settings: dict[str, str] = field(default_factory=dict)
     coordinators: tuple[CoordinatorSpec, ...] = ()
+    tls: bool = False
+
+    @property
+    def process_names(self) -> list[str]:
+        """Every process by its name: its log's, its certificate's (controller-1, broker-1,
+        coordinator-1)."""
+        return (
+            [f"controller-{c.node_id}" for c in self.controllers]
+            + [f"broker-{b.broker_id}" for b in self.brokers]
+            + [f"coordinator-{c.coordinator_id}" for c in self.coordinators]
+        )
 
     @property
     def ports(self) -> set[int]:
@@ -88,18 +109,61 @@ class ClusterSpec:
         public ones for a controller without one)."""
         return ",".join(c.internal_endpoint or c.endpoint for c in self.controllers)
 
+    def client_security(self, data_dir: Path) -> dict[str, str]:
+        """The security settings a client of this cluster needs (the CLI's, the SDK's keys):
+        TLS with the `client` certificate for a TLS cluster, none for a plaintext one."""
+        if not self.tls:
+            return {}
+        certificate, key = tls_pair(data_dir, CLIENT_CERTIFICATE)
+        return {
+            tls_settings.SECURITY_PROTOCOL: tls_settings.SSL,
+            tls_settings.CA_LOCATION: str(tls_pair(data_dir, "ca")[0]),
+            tls_settings.CERTIFICATE_LOCATION: str(certificate),
+            tls_settings.KEY_LOCATION: str(key),
+        }
+
+    def service_security(self, data_dir: Path, name: str) -> list[str]:
+        """The flags that make process `name` serve and dial TLS with its own certificate and
+        require one from every client; none for a plaintext cluster."""
+        if not self.tls:
+            return []
+        certificate, key = tls_pair(data_dir, name)
+        return [
+            "--security-protocol",
+            tls_settings.SSL,
+            "--ssl-ca-location",
+            str(tls_pair(data_dir, "ca")[0]),
+            "--ssl-certificate-location",
+            str(certificate),
+            "--ssl-key-location",
+            str(key),
+            "--ssl-client-auth",
+            "required",
+        ]
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> ClusterSpec:
         data = json.loads(text)
+        tls = data.get("tls", False)  # absent: written before TLS, a plaintext cluster
+        if not isinstance(tls, bool):
+            raise TypeError(f"tls is {tls!r}, not true or false")
         return cls(
             tuple(ControllerSpec(**c) for c in data["controllers"]),
             tuple(BrokerSpec(**b) for b in data["brokers"]),
             dict(data.get("settings", {})),
             tuple(CoordinatorSpec(**c) for c in data.get("coordinators", [])),
+            tls,
         )
+
+
+def tls_pair(data_dir: Path, name: str) -> tuple[Path, Path]:
+    """Where `<data-dir>/tls/` keeps `name`'s certificate and key (certificates.py's names:
+    NAME.pem and NAME-key.pem; the CA's are ca.pem and ca-key.pem)."""
+    directory = data_dir / TLS_DIR
+    return directory / f"{name}.pem", directory / f"{name}-key.pem"
 
 
 def read_spec(spec_file: Path) -> ClusterSpec:

@@ -8,6 +8,8 @@ Theory of operation. A cluster lives in one data directory:
     <data-dir>/cluster.secret      the cluster secret (0600), given to every controller and broker:
                                    the Raft password, and the key of the proofs members' calls
                                    carry; neither starts without it
+    <data-dir>/tls/                with --tls: the cluster's private CA, a certificate per process
+                                   and one for clients (cluster_tls.py)
     <data-dir>/controller-<id>/    a controller's Raft journal and snapshots
     <data-dir>/broker-<id>/        a broker's partition logs
                                    (coordinators keep no local state: their groups live in
@@ -47,6 +49,7 @@ from samsa.cli.cluster_spec import (
     CoordinatorSpec,
     read_spec,
 )
+from samsa.cli.cluster_tls import ensure_certificates, open_channel
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 STOP_GRACE_S = 10.0
@@ -82,9 +85,14 @@ def free_ports(count: int, taken: Iterable[int] = ()) -> list[int]:
 
 
 def new_cluster_spec(
-    controllers: int, brokers: int, settings: dict[str, str] | None = None, coordinators: int = 0
+    controllers: int,
+    brokers: int,
+    settings: dict[str, str] | None = None,
+    coordinators: int = 0,
+    tls: bool = False,
 ) -> ClusterSpec:
-    """Every process with a public and an internal gRPC port (cluster_spec.py)."""
+    """Every process with a public and an internal gRPC port (cluster_spec.py); `tls`: all of
+    them serve TLS and require client certificates."""
     ports = iter(free_ports(3 * controllers + 2 * brokers))
     spec = ClusterSpec(
         tuple(
@@ -93,6 +101,7 @@ def new_cluster_spec(
         ),
         tuple(BrokerSpec(i, next(ports), internal_port=next(ports)) for i in range(1, brokers + 1)),
         dict(settings or {}),
+        tls=tls,
     )
     return replace(spec, coordinators=new_coordinator_specs(coordinators, spec.ports))
 
@@ -112,11 +121,16 @@ def load_or_create(
     settings: dict[str, str] | None = None,
     *,
     coordinators: int = 0,
+    tls: bool = False,
 ) -> ClusterSpec:
-    """The cluster of `data_dir`: the one it already holds, or a new one with fresh ports.
+    """The cluster of `data_dir`: the one it already holds, or a new one with fresh ports (and,
+    with `tls`, its certificates: cluster_tls.py).
 
     Coordinators keep no state, so an existing cluster may be started with another number of
-    them: their ids and ports are chosen again and written back."""
+    them: their ids and ports are chosen again and written back. Its TLS may not change: a
+    cluster made with TLS started without it (or the reverse) is refused, as another topology
+    is, rather than a flag silently overridden by the stored cluster (whose clients would then
+    need settings the command line did not ask for)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     ensure_secret(data_dir / "cluster.secret")
     spec_file = data_dir / "cluster.json"
@@ -128,13 +142,20 @@ def load_or_create(
                 f"{len(spec.brokers)} brokers; start it with --controllers "
                 f"{len(spec.controllers)} --brokers {len(spec.brokers)} or use another --data-dir"
             )
+        if spec.tls != tls:
+            made, asked = ("with", "without") if spec.tls else ("without", "with")
+            raise ValueError(
+                f"{data_dir} holds a cluster made {made} --tls; start it {made} --tls as before, "
+                f"or use another --data-dir for a cluster {asked} it"
+            )
         if len(spec.coordinators) != coordinators:
             others = replace(spec, coordinators=()).ports
             spec = replace(spec, coordinators=new_coordinator_specs(coordinators, others))
             spec_file.write_text(spec.to_json())
-        return spec
-    spec = new_cluster_spec(controllers, brokers, settings, coordinators)
-    spec_file.write_text(spec.to_json())
+    else:
+        spec = new_cluster_spec(controllers, brokers, settings, coordinators, tls)
+        spec_file.write_text(spec.to_json())
+    ensure_certificates(spec, data_dir)
     return spec
 
 
@@ -241,6 +262,7 @@ class LocalCluster:
         self.data_dir = data_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.killed: set[str] = set()  # stopped on purpose (a test's kill): not a failure
+        ensure_certificates(spec, data_dir)  # a spec not from load_or_create (a test's)
 
     def commands(self) -> dict[str, list[str]]:
         commands = {
@@ -255,7 +277,10 @@ class LocalCluster:
             f"coordinator-{c.coordinator_id}": coordinator_command(self.spec, c, self.data_dir)
             for c in self.spec.coordinators
         }
-        return commands
+        return {
+            name: command + self.spec.service_security(self.data_dir, name)
+            for name, command in commands.items()
+        }
 
     def start_all(self) -> None:
         for name in self.commands():
@@ -334,12 +359,16 @@ class ClusterNotHealthyError(RuntimeError):
     """The cluster did not become healthy in time; the message says what was missing."""
 
 
-def cluster_health(spec: ClusterSpec) -> tuple[bool, str]:
+def cluster_health(spec: ClusterSpec, data_dir: Path | None = None) -> tuple[bool, str]:
     """(healthy, what is missing): healthy = a controller is active and every broker and
-    coordinator of the spec is registered and unfenced, as the active controller sees it."""
+    coordinator of the spec is registered and unfenced, as the active controller sees it. A TLS
+    cluster is dialled with the client certificate of `data_dir`."""
+    if spec.tls and data_dir is None:
+        raise ValueError("a TLS cluster's health is asked with its data directory's certificates")
+    security = spec.client_security(data_dir) if data_dir is not None else {}
     missing = "no controller answered"
     for controller in spec.controllers:
-        with grpc.insecure_channel(controller.endpoint) as channel:
+        with open_channel(controller.endpoint, security) as channel:
             stub = controller_pb2_grpc.ControllerServiceStub(channel)
             try:
                 answer = stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=2)
@@ -373,7 +402,7 @@ def wait_healthy(cluster: LocalCluster, timeout_s: float = 60.0) -> None:
                 f"{name} exited with code {dead[name]}; its log ends with:\n"
                 + cluster.log_tail(name)
             )
-        healthy, missing = cluster_health(cluster.spec)
+        healthy, missing = cluster_health(cluster.spec, cluster.data_dir)
         if healthy:
             return
         if time.monotonic() > deadline:
