@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from samsa.client import client_quota_admin as quotas
 from samsa.client.admin_groups import ConsumerGroupAdmin
 from samsa.client.channels import Channels
+from samsa.client.client_tls import CLIENT_KEYS, client_tls
 from samsa.client.cluster_admin import (
     BrokerInfo,
     ClusterDescription,
@@ -118,7 +119,7 @@ __all__ = [
 ]
 
 ADMIN_KEYS = frozenset(
-    {"bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms"}
+    {"bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms", *CLIENT_KEYS}
 )
 
 
@@ -137,7 +138,8 @@ class Admin(ConsumerGroupAdmin):
             )
         endpoints = parse_servers("bootstrap.servers", config["bootstrap.servers"])
         request_timeout_ms, api_timeout_ms = admin_timeouts(config)
-        self._channels = Channels("Admin")  # refuses calls in a forked child
+        # Refuses calls in a forked child; TLS files are read here, once (client_tls.py).
+        self._channels = Channels("Admin", client_tls(config))
         metadata = ClusterMetadata(endpoints, self._channels)
         self._controller = ControllerCalls(metadata, request_timeout_ms, api_timeout_ms)
         coordinators = CoordinatorCalls(

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from samsa.client import fork_safety
 from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels
+from samsa.client.client_tls import client_tls
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
@@ -79,7 +80,7 @@ class AsyncConsumer:
 
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ConsumerConfig.from_dict(config)
-        self._channels = Channels()
+        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
         self._progress = asyncio.Event()  # set by the driver after it applied an answer
         self._driver: ConsumerDriver | None = None
@@ -96,7 +97,9 @@ class AsyncConsumer:
         self._check_not_forked()
         check_not_started(self._loop, "AsyncConsumer")
         self._loop = asyncio.get_running_loop()
-        self._driver = ConsumerDriver(self.config, self._metadata, self._progress.set)
+        self._driver = ConsumerDriver(
+            self.config, self._metadata, self._progress.set, self._channels.security
+        )
         await self._driver.start()
 
     def after_fork_in_child(self) -> None:

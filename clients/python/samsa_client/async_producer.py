@@ -31,6 +31,7 @@ from typing import Any
 from samsa.client import fork_safety
 from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels, tracing_configured
+from samsa.client.client_tls import client_tls
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError, ProduceError
@@ -58,7 +59,7 @@ class AsyncProducer:
 
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ProducerConfig.from_dict(config)
-        self._channels = Channels()
+        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
         self._metadata = ClusterMetadata(
             self.config.bootstrap_servers, self._channels, self.config.metadata_max_idle_ms
         )
@@ -81,7 +82,7 @@ class AsyncProducer:
                 loop.call_soon(run_callback, callback)
 
         self._driver = ProducerDriver(
-            self.config, self._metadata, run_callbacks, self._progress.set
+            self.config, self._metadata, run_callbacks, self._progress.set, self._channels.security
         )
         await self._driver.start()
 

@@ -15,6 +15,10 @@ the application set a tracer provider before the producer started (`tracing_conf
 services install theirs only when an exporter is configured. Heartbeats and fetches
 (common/quiet_rpcs.py) are never intercepted: a consumer polls all the time, and its records are
 traced one by one instead (record_tracing.py).
+
+TLS: a client with `security.protocol=SSL` (client_tls.py) hands both its channel sets its
+`TlsSettings`, read once when the client was built; each makes its credentials from them once and
+dials every endpoint with `secure_channel`. Without them (PLAINTEXT), channels are insecure.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from samsa.client.cancellable_channel import CallRegistry, CancellableChannel
 from samsa.client.inflight_calls import closed_error
 from samsa.common import limits
 from samsa.common.quiet_rpcs import CONNECTION_STREAMS, QUIET_METHODS
+from samsa.common.tls import TlsSettings
 
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
@@ -50,9 +55,12 @@ class Channels:
     after the client's close(), or one still retrying on another thread, ends there. A call in
     flight at close() is cancelled (its thread sees an RpcError, CANCELLED), and the channels are
     closed once none is in flight (cancellable_channel.py). In a child process forked meanwhile
-    `get` raises the fork error (fork_safety.py), naming `client`."""
+    `get` raises the fork error (fork_safety.py), naming `client`. With `security` (TLS), every
+    channel is a secure one made with its credentials."""
 
-    def __init__(self, client: str = "client") -> None:
+    def __init__(self, client: str = "client", security: TlsSettings | None = None) -> None:
+        self.security = security
+        self._credentials = None if security is None else security.channel_credentials()
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._closed = False
@@ -72,7 +80,7 @@ class Channels:
                     raise closed_error()
                 channel = self._channels.get(endpoint)
                 if channel is None:
-                    raw = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+                    raw = _channel(endpoint, self._credentials)
                     self._raw.append(raw)
                     interceptor = client_interceptor(filter_=TRACED_CALLS)
                     cancellable = CancellableChannel(raw, self._calls)
@@ -107,15 +115,23 @@ class Channels:
         self._closed = True
 
 
+def _channel(endpoint: str, credentials: grpc.ChannelCredentials | None) -> grpc.Channel:
+    if credentials is None:
+        return grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+    return grpc.secure_channel(endpoint, credentials, options=CHANNEL_OPTIONS)
+
+
 def tracing_configured() -> bool:
     """True once the application set a tracer provider (the default is a proxy to nothing)."""
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 class AioChannels:
-    """grpc.aio channels by endpoint, for one event loop (no lock: only that loop touches them)."""
+    """grpc.aio channels by endpoint, for one event loop (no lock: only that loop touches them);
+    secure ones with `security` (TLS)."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: TlsSettings | None = None) -> None:
+        self._credentials = None if security is None else security.channel_credentials()
         self._channels: dict[tuple[str, bool], grpc.aio.Channel] = {}
         self._interceptors = (
             aio_client_interceptors(filter_=TRACED_CALLS) if tracing_configured() else None
@@ -128,11 +144,16 @@ class AioChannels:
         key = (endpoint, traced and self._interceptors is not None)
         channel = self._channels.get(key)
         if channel is None:
-            channel = self._channels[key] = grpc.aio.insecure_channel(
-                endpoint,
-                options=CHANNEL_OPTIONS,
-                interceptors=self._interceptors if key[1] else None,
-            )
+            interceptors = self._interceptors if key[1] else None
+            if self._credentials is None:
+                channel = grpc.aio.insecure_channel(
+                    endpoint, options=CHANNEL_OPTIONS, interceptors=interceptors
+                )
+            else:
+                channel = grpc.aio.secure_channel(
+                    endpoint, self._credentials, options=CHANNEL_OPTIONS, interceptors=interceptors
+                )
+            self._channels[key] = channel
         return channel
 
     async def close(self) -> None:

@@ -81,6 +81,16 @@ class _Setting:
 _INT = integer_between(0, INT_MAX)
 _LONG = integer_between(0, LONG_MAX)
 
+# TLS, as Kafka's clients name it (samsa.common.tls.CLIENT_KEYS), for producers and consumers
+# alike. Only their shape is checked here: the client checks them together and reads the files
+# they name when it is built (client_tls.py), as this module does no I/O.
+TLS_SETTINGS: tuple[_Setting, ...] = (
+    _Setting("security.protocol", parse_string, "PLAINTEXT"),
+    _Setting("ssl.ca.location", parse_optional_nonempty, None),
+    _Setting("ssl.certificate.location", parse_optional_nonempty, None),
+    _Setting("ssl.key.location", parse_optional_nonempty, None),
+)
+
 PRODUCER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("bootstrap.servers", parse_servers, REQUIRED),
     _Setting("client.id", parse_client_id, ""),
@@ -107,6 +117,7 @@ PRODUCER_SETTINGS: tuple[_Setting, ...] = (
     # A topic not produced to for this long leaves the metadata (metadata_topics.py); Kafka's
     # lower bound.
     _Setting("metadata.max.idle.ms", integer_between(5_000, LONG_MAX), METADATA_MAX_IDLE_MS),
+    *TLS_SETTINGS,
 )
 
 CONSUMER_SETTINGS: tuple[_Setting, ...] = (
@@ -134,6 +145,7 @@ CONSUMER_SETTINGS: tuple[_Setting, ...] = (
     _Setting("group.remote.assignor", one_of("", "uniform", "range", "roundrobin"), ""),
     _Setting("default.api.timeout.ms", integer_between(1, INT_MAX), 60_000),
     _Setting("retry.backoff.ms", _INT, 100),
+    *TLS_SETTINGS,
 )
 
 
@@ -294,6 +306,10 @@ class ProducerConfig:
     partitioner_availability_timeout_ms: int
     buffer_memory: int
     metadata_max_idle_ms: int
+    security_protocol: str
+    ssl_ca_location: str | None
+    ssl_certificate_location: str | None
+    ssl_key_location: str | None
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:
@@ -335,6 +351,10 @@ class ConsumerConfig:
     group_remote_assignor: str
     default_api_timeout_ms: int
     retry_backoff_ms: int
+    security_protocol: str
+    ssl_ca_location: str | None
+    ssl_certificate_location: str | None
+    ssl_key_location: str | None
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:

@@ -65,6 +65,7 @@ from samsa.client.group_driver import GroupDriver, parts_of
 from samsa.client.listed_offsets import list_offsets_request
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed, FetchLink
+from samsa.common.tls import TlsSettings
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -108,13 +109,14 @@ class ConsumerDriver:
         config: ConsumerConfig,
         metadata: ClusterMetadata,
         on_progress: Callable[[], None],
+        security: TlsSettings | None = None,  # the client's TLS (client_tls.py); None: PLAINTEXT
     ) -> None:
         self.config = config
         self.metadata = metadata
         self.lock = threading.Lock()
         self.state = FetchState(config)
         self._on_progress = on_progress
-        self._channels = AioChannels()
+        self._channels = AioChannels(security)
         # Computed once: the fetches, the session closes and the group's heartbeats all name the
         # consumer by this id, the one brokers count its quotas under (client_identity.py).
         self.client_id = consumer_client_id(config.client_id, config.group_id)

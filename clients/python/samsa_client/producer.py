@@ -35,6 +35,7 @@ from typing import Any
 
 from samsa.client import fork_safety
 from samsa.client.channels import Channels, tracing_configured
+from samsa.client.client_tls import client_tls
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import ProduceError
@@ -70,13 +71,17 @@ class Producer:
 
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ProducerConfig.from_dict(config)
-        self._channels = Channels()
+        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
         self._metadata = ClusterMetadata(
             self.config.bootstrap_servers, self._channels, self.config.metadata_max_idle_ms
         )
         self._callbacks = CallbackThread(STOP_TIMEOUT_S)
         self._driver = ProducerDriver(
-            self.config, self._metadata, self._callbacks.submit, self._notify_completions
+            self.config,
+            self._metadata,
+            self._callbacks.submit,
+            self._notify_completions,
+            self._channels.security,
         )
         self._append = self._driver.appender.append  # send() is the hot path: one lookup less
         self._txn = self._driver.txn  # None unless transactional.id is set

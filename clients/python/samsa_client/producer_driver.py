@@ -55,6 +55,7 @@ from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_driver import TransactionDriver
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode, is_retriable
+from samsa.common.tls import TlsSettings
 from samsa.v1 import broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class ProducerDriver:
         metadata: ClusterMetadata,
         run_callbacks: Callable[[Callbacks], None],
         on_completions: Callable[[], None],
+        security: TlsSettings | None = None,  # the client's TLS (client_tls.py); None: PLAINTEXT
     ) -> None:
         self.config = config
         self.metadata = metadata
@@ -86,7 +88,7 @@ class ProducerDriver:
         self._run_callbacks = run_callbacks
         self._on_completions = on_completions
         self._outcomes = BatchOutcomes()
-        self._channels = AioChannels()
+        self._channels = AioChannels(security)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         # Set on the loop whenever batches settle: what flush() waits on between its checks.

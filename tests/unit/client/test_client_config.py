@@ -74,6 +74,10 @@ def test_producer_defaults_are_kafkas() -> None:
         "partitioner.availability.timeout.ms": 0,
         "buffer.memory": 33554432,
         "metadata.max.idle.ms": 300000,
+        "security.protocol": "PLAINTEXT",
+        "ssl.ca.location": None,
+        "ssl.certificate.location": None,
+        "ssl.key.location": None,
     }
 
 
@@ -100,6 +104,10 @@ def test_consumer_defaults_are_kafkas() -> None:
         "group.remote.assignor": "",
         "default.api.timeout.ms": 60000,
         "retry.backoff.ms": 100,
+        "security.protocol": "PLAINTEXT",
+        "ssl.ca.location": None,
+        "ssl.certificate.location": None,
+        "ssl.key.location": None,
     }
 
 
