@@ -60,6 +60,7 @@ from samsa.client.errors import KafkaError
 from samsa.client.group_admin import TopicPartition
 from samsa.client.transaction_admin import PreparedTransaction, TransactionError
 from samsa.common.errors import ErrorCode
+from samsa.common.tls import CLIENT_KEYS
 from samsa.spark.sink import WriteOptions, check_producer_options, send_with
 
 TRANSACTION_TIMEOUT_MS_DEFAULT = 300_000
@@ -99,8 +100,8 @@ def transactional_config(client: dict[str, str], name: str) -> dict[str, object]
     }
 
 
-# The sink's samsa.* keys (producer settings) that its Admin takes too.
-_ADMIN_KEYS = ("bootstrap.servers", "client.id", "request.timeout.ms")
+# The sink's samsa.* keys (producer settings) that its Admin takes too, TLS's among them.
+_ADMIN_KEYS = ("bootstrap.servers", "client.id", "request.timeout.ms", *CLIENT_KEYS)
 
 
 class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):

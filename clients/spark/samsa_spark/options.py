@@ -10,6 +10,9 @@ checked: each error names the option and what to write instead.
   `samsa.default.api.timeout.ms` and `samsa.retry.backoff.ms` (the Consumer's) without the
   prefix (`admin_config`, `consumer_config`); any other key a consumer takes changes nothing
   here, and a warning names it (Kafka's clients warn of a setting supplied but not used).
+  TLS (`samsa.security.protocol`, `samsa.ssl.ca.location`, `samsa.ssl.certificate.location`,
+  `samsa.ssl.key.location`, samsa.common.tls.CLIENT_KEYS) goes to every one of those clients,
+  the tasks' producers included, which read the files and refuse a setting that cannot work.
 - Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`
   (JSON `{"topic": [0, 1]}`). The pattern is RE2 matched against whole topic names, internal
   topics (`__*`) never, exactly as a consumer group's regex (samsa.common.topic_regex): the same
@@ -48,6 +51,7 @@ from dataclasses import dataclass
 from samsa.client.config import ConsumerConfig
 from samsa.client.controller_calls import admin_timeouts
 from samsa.common.errors import InvalidConfigError
+from samsa.common.tls import CLIENT_KEYS
 from samsa.common.topic_regex import matcher, pattern_error
 
 EARLIEST, LATEST = -2, -1
@@ -60,8 +64,20 @@ INTERNAL_TOPIC_PREFIX = "__"
 
 
 # The samsa.* keys (without the prefix) that the source's own clients take (see the module doc).
-_ADMIN_KEYS = ("bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms")
-_CONSUMER_KEYS = ("bootstrap.servers", "client.id", "default.api.timeout.ms", "retry.backoff.ms")
+_ADMIN_KEYS = (
+    "bootstrap.servers",
+    "client.id",
+    "request.timeout.ms",
+    "default.api.timeout.ms",
+    *CLIENT_KEYS,
+)
+_CONSUMER_KEYS = (
+    "bootstrap.servers",
+    "client.id",
+    "default.api.timeout.ms",
+    "retry.backoff.ms",
+    *CLIENT_KEYS,
+)
 USED_CLIENT_KEYS = frozenset(_ADMIN_KEYS + _CONSUMER_KEYS + ("isolation.level",))
 log = logging.getLogger(__name__)
 
