@@ -26,6 +26,9 @@
 //                                         again meanwhile: from its start), commits what it
 //                                         printed (of a partition handed to another member:
 //                                         before it goes), leaves
+// TLS: --security-protocol SSL [--ssl-ca-location CA.pem] [--ssl-certificate-location CERT.pem
+// --ssl-key-location KEY.pem] (or $SAMSA_SECURITY_PROTOCOL, $SAMSA_SSL_CA_LOCATION, ...), the
+// client's security.protocol and ssl.* settings (tls.js).
 // consume and group-consume print one JSON object per record. Without --count they stop once
 // nothing new came for --timeout-ms; with it, not reaching N in time is an error. Errors are one
 // line on stderr and exit code 1.
@@ -48,6 +51,12 @@ const OPTIONS = {
   'timeout-ms': { type: 'string', default: '10000' },
   offset: { type: 'string' },
 };
+// The client's TLS settings (tls.js), each a flag named like it (--ssl-ca-location) whose
+// default is the SAMSA_* variable the services read it from (SAMSA_SSL_CA_LOCATION).
+const TLS_SETTINGS = ['security.protocol', 'ssl.ca.location', 'ssl.certificate.location', 'ssl.key.location'];
+for (const setting of TLS_SETTINGS) {
+  OPTIONS[setting.replaceAll('.', '-')] = { type: 'string', default: process.env[`SAMSA_${setting.replaceAll('.', '_').toUpperCase()}`] };
+}
 
 // A whole number from a flag, or an error naming the flag.
 function intFlag(values, name) {
@@ -216,7 +225,9 @@ async function groupConsume(client, group, topic, values) {
 async function main() {
   const { values, positionals } = parseArgs({ options: OPTIONS, allowPositionals: true });
   if (!values.bootstrap) throw new Error('--bootstrap HOST:PORT[,HOST:PORT] is required (or $SAMSA_BOOTSTRAP)');
-  const client = new SamsaClient(values.bootstrap, { idempotence: !values['no-idempotence'] });
+  const options = { idempotence: !values['no-idempotence'] };
+  for (const setting of TLS_SETTINGS) options[setting] = values[setting.replaceAll('.', '-')];
+  const client = new SamsaClient(values.bootstrap, options);
   try {
     const [command, ...args] = positionals;
     if (command === 'create-topic') {

@@ -14,6 +14,7 @@ const { groupMethods } = require('./group_calls');
 const { producerMethods } = require('./producer');
 const { Positions } = require('./positions');
 const { checkMs, checkOffset, checkPartition } = require('./checks');
+const { TlsConfigError, channelCredentials, missingCertificateHint, tlsLocations } = require('./tls');
 
 const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
 const PROTO_FILES = ['broker.proto', 'controller.proto', 'coordinator.proto'].map((name) =>
@@ -91,6 +92,9 @@ class SamsaClient {
   // delivery.timeout.ms, 120 s); at least one produce attempt's deadline, 2 * timeoutMs.
   // clientId: the name every call gives the servers (samsa-client-id metadata), that client
   // quotas and a group's description know this client by; default "samsa-node-N".
+  // 'security.protocol' ('PLAINTEXT' or 'SSL'), 'ssl.ca.location', 'ssl.certificate.location',
+  // 'ssl.key.location': TLS, as the Python SDK and librdkafka name it (tls.js); the files are
+  // read here, and a wrong setting or file is a TlsConfigError naming it.
   constructor(bootstrap, options = {}) {
     const { idempotence = true } = options;
     clientsMade += 1;
@@ -104,6 +108,8 @@ class SamsaClient {
       throw new RangeError(`deliveryTimeoutMs (${deliveryTimeoutMs}) must be at least 2 * timeoutMs (${2 * timeoutMs})`);
     }
     this.bootstrap = splitEndpoints(bootstrap);
+    this.tls = tlsLocations(options); // the TLS files, or null for PLAINTEXT
+    this.credentials = channelCredentials(this.tls); // every channel's, insecure or TLS
     this.bootstrapAnswered = 0; // the index of the bootstrap server that answered last
     this.timeoutMs = timeoutMs;
     this.deliveryTimeoutMs = deliveryTimeoutMs;
@@ -133,7 +139,7 @@ class SamsaClient {
     if (!this.stubs.has(key)) {
       const Service = loadServices()[kind];
       const options = { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES };
-      this.stubs.set(key, new Service(endpoint, grpc.credentials.createInsecure(), options));
+      this.stubs.set(key, new Service(endpoint, this.credentials, options));
     }
     return this.stubs.get(key);
   }
@@ -145,7 +151,8 @@ class SamsaClient {
       const options = { deadline: Date.now() + timeoutMs };
       stub[method](request, this.identity.clone(), options, (error, answer) => {
         if (error) {
-          error.message = `${method} at ${endpoint}: ${error.details || error.message}`;
+          const hint = missingCertificateHint(this.tls, error);
+          error.message = `${method} at ${endpoint}: ${hint}${error.details || error.message}`;
           reject(error);
         } else resolve(answer);
       });
@@ -414,4 +421,4 @@ class SamsaClient {
 
 Object.assign(SamsaClient.prototype, producerMethods, groupMethods);
 
-module.exports = { SamsaClient, GroupMember, Positions, SamsaError, NO_ERROR, murmur2, partitionForKey };
+module.exports = { SamsaClient, GroupMember, Positions, SamsaError, TlsConfigError, NO_ERROR, murmur2, partitionForKey };
