@@ -63,7 +63,8 @@ def principal_rules(text: str) -> PrincipalRules:
         return PrincipalRules.parse(text)
     except ValueError as error:
         raise ValueProblem(
-            f"be RULE:pattern/replacement/[LU] and DEFAULT, comma-separated: {error}"
+            "be RULE:pattern/replacement/[LU] and DEFAULT, comma-separated: "
+            + str(error).removeprefix("ssl.principal.mapping.rules: ")
         ) from None
 
 
