@@ -1,6 +1,6 @@
 """`samsa`: the command line.
 
-    samsa up [--data-dir DIR] [--controllers 3] [--brokers 3] [--coordinators 2]
+    samsa up [--data-dir DIR] [--controllers 3] [--brokers 3] [--coordinators 2] [--tls]
                                                                run a local cluster
     samsa topics create|list|describe|delete ...               manage topics
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
@@ -206,6 +206,12 @@ def _run(argv: list[str] | None) -> int:
     up_parser.add_argument(
         "--coordinators", type=int, default=2, help="consumer-group coordinators (0 to 8)"
     )
+    up_parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve TLS and require client certificates, from a CA and certificates made in "
+        "DATA_DIR/tls/ at the first start (a directory keeps the choice it was made with)",
+    )
     add_commands(commands)
     add_trace_command(commands)
     add_dump_log_command(commands)
@@ -223,7 +229,7 @@ def _run(argv: list[str] | None) -> int:
             parser.error("--coordinators must be from 0 to 8")
         from samsa.cli.up import up
 
-        return up(args.data_dir, args.controllers, args.brokers, args.coordinators)
+        return up(args.data_dir, args.controllers, args.brokers, args.coordinators, tls=args.tls)
     if args.command == "demo":
         if args.records < 1:
             parser.error("--records must be at least 1")
