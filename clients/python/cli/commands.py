@@ -18,9 +18,11 @@ import grpc
 from samsa.cli.command_support import (
     add_connection,
     bootstrap,
+    client_config,
     int32,
     key_value,
     replica_assignment,
+    security,
     table,
 )
 from samsa.cli.config_commands import add_config_command, configs_usage_error, run_configs
@@ -54,6 +56,7 @@ from samsa.client.cluster_admin import PartitionInfo
 from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
 from samsa.client.errors import KafkaError
 from samsa.common.errors import SamsaError
+from samsa.common.tls import TlsSettings
 from samsa.v1 import controller_pb2
 
 # How long a command waits for any controller to answer before saying the cluster cannot be
@@ -133,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     servers = bootstrap(args)
     try:
-        _check_reachable(servers)
+        _check_reachable(servers, security(args))
         if args.command == "topics":
             return _topics(args)
         if args.command in CONSOLE_COMMANDS:
@@ -179,10 +182,12 @@ def run(args: argparse.Namespace) -> int:
     return 2
 
 
-def _check_reachable(servers: str) -> None:
-    """Ask any controller to describe the cluster, for at most CLUSTER_REACH_WAIT_S: raises
-    NoBrokersAvailable (caused by the last gRPC error) when none answers."""
-    channels = Channels()
+def _check_reachable(servers: str, settings: dict[str, str]) -> None:
+    """Ask any controller to describe the cluster, for at most CLUSTER_REACH_WAIT_S, connecting
+    as the command's clients do (`settings`: security's): raises NoBrokersAvailable (caused by
+    the last gRPC error) when none answers."""
+    tls_settings = TlsSettings.from_client_config(settings)
+    channels = Channels() if tls_settings is None else Channels(security=tls_settings)
     try:
         endpoints = [e.strip() for e in servers.split(",") if e.strip()]
         ClusterMetadata(endpoints, channels).read(
@@ -202,7 +207,7 @@ def _unreachable(servers: str, error: grpc.Call) -> str:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         if args.action == "create":
             configs = dict(key_value(item, "--config") for item in args.config)
             partitions, factor = args.partitions, args.replication_factor
@@ -358,7 +363,7 @@ def partition_row(topic: str, partition: PartitionInfo, status: str) -> tuple[ob
 def _unregister_broker(args: argparse.Namespace) -> int:
     """Retire a broker for good (Kafka's kafka-cluster.sh unregister --id N); the controller's
     refusal (still running, still holding replicas) is run()'s one line on stderr."""
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         admin.unregister_broker(args.broker_id)
     print(f"broker {args.broker_id} unregistered")
     return 0
@@ -368,7 +373,7 @@ def _cluster(args: argparse.Namespace) -> int:
     """The cluster at a glance: its members, one line per topic, and the partitions that need
     attention (every partition with --partitions), as Kafka's kafka-topics --describe
     --under-replicated-partitions / --unavailable-partitions would list them."""
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         cluster = admin.describe_cluster()
         print(f"cluster {cluster.cluster_id}  metadata offset {cluster.metadata_offset}\n")
         print(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from samsa.cli import up as up_module
+from samsa.cli.command_config import read_command_config
 from samsa.cli.launcher import LocalCluster
 from samsa.cli.main import main as samsa_main
 
@@ -46,6 +47,9 @@ def test_up_tls_prints_the_client_settings_and_writes_them(
     assert all(f"                  {line}\n" in out for line in expected), out
     written = (tls / "client.properties").read_text().splitlines()
     assert written[0].startswith("#") and written[1:] == expected
+    assert read_command_config(tls / "client.properties") == dict(
+        line.split("=", 1) for line in expected
+    )  # what --command-config reads
     # a restart with --tls reuses the directory
     assert samsa_main(argv) == 0
 
