@@ -136,4 +136,5 @@ def test_a_client_without_a_certificate_is_refused(cluster: LocalCluster, tmp_pa
     listed = samsa(cluster, "topics", "list", "--command-config", str(properties))
     assert listed.returncode == 1
     assert listed.stderr.startswith("samsa: cannot reach the cluster at 127.0.0.1:")
+    assert listed.stderr.strip().endswith("(the CA, a client certificate it signed)")
     assert len(listed.stderr.strip().splitlines()) == 1

@@ -135,8 +135,10 @@ def run(args: argparse.Namespace) -> int:
         print(problem, file=sys.stderr)
         return 2
     servers = bootstrap(args)
+    settings = security(args)
+    tls = settings.get("security.protocol", "").upper() == "SSL"
     try:
-        _check_reachable(servers, security(args))
+        _check_reachable(servers, settings)
         if args.command == "topics":
             return _topics(args)
         if args.command in CONSOLE_COMMANDS:
@@ -167,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
         else:
-            print(_unreachable(servers, error.__cause__), file=sys.stderr)
+            print(_unreachable(servers, error.__cause__, tls), file=sys.stderr)
         return 1
     except SamsaError as error:
         print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
@@ -175,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     except grpc.RpcError as error:
         assert isinstance(error, grpc.Call)
         if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            print(_unreachable(servers, error), file=sys.stderr)
+            print(_unreachable(servers, error, tls), file=sys.stderr)
         else:
             print(f"samsa {args.command}: {error.details()} ({error.code().name})", file=sys.stderr)
         return 1
@@ -197,12 +199,14 @@ def _check_reachable(servers: str, settings: dict[str, str]) -> None:
         channels.close()
 
 
-def _unreachable(servers: str, error: grpc.Call) -> str:
-    """One line for a cluster that does not answer: why, in words, and what to check."""
+def _unreachable(servers: str, error: grpc.Call, tls: bool = False) -> str:
+    """One line for a cluster that does not answer: why, in words, and what to check (with
+    TLS, the settings too: gRPC reports a refused certificate as a broken connection)."""
     reason, _ = unreachable_reason(error)
+    check = ", and --command-config (the CA, a client certificate it signed)" if tls else ""
     return (
         f"samsa: cannot reach the cluster at {servers} ({reason}); is `samsa up` running? "
-        "check --bootstrap-server or $SAMSA_BOOTSTRAP"
+        f"check --bootstrap-server or $SAMSA_BOOTSTRAP{check}"
     )
 
 
