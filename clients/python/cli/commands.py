@@ -188,8 +188,7 @@ def _check_reachable(servers: str, settings: dict[str, str]) -> None:
     """Ask any controller to describe the cluster, for at most CLUSTER_REACH_WAIT_S, connecting
     as the command's clients do (`settings`: security's): raises NoBrokersAvailable (caused by
     the last gRPC error) when none answers."""
-    tls_settings = TlsSettings.from_client_config(settings)
-    channels = Channels() if tls_settings is None else Channels(security=tls_settings)
+    channels = Channels(security=TlsSettings.from_client_config(settings))
     try:
         endpoints = [e.strip() for e in servers.split(",") if e.strip()]
         ClusterMetadata(endpoints, channels).read(
