@@ -297,14 +297,10 @@ client_id_length_max = 255
 # past the bound the least recently used one is, and that client starts a fresh window.
 quota_tracked_clients_max = 100_000
 
-# ACLs: Kafka bounds their strings only by 16-bit lengths. A resource name as long as the longest
-# topic, group or transactional id; a principal: "User:" and a DN (real ones < 200 characters).
-# Each request commits as one batch, and DescribeAcls answers all bindings in one message (below).
-acl_resource_name_length_max = 255
-acl_principal_length_max = 1_024
-acl_host_length_max = 255
-acl_bindings_per_request_max = 500
-acl_bindings_max = 10_000
+# ACLs (Kafka bounds none): a resource name or host as long as a topic name; a principal "User:"+DN.
+acl_name_length_max = 255
+acl_principal_length_max = 512
+acl_bindings_max = 10_000  # DescribeAcls answers every binding in one message
 
 # Names, counts and configs one admin request may carry: far beyond any real use, small enough
 # that a careless or hostile caller cannot make the controller generate a huge batch.
@@ -449,6 +445,6 @@ assert grpc_requests_in_progress_max >= grpc_streams_per_connection_max, "one fu
 assert admin_request_items_max * 2 * (4 * client_id_length_max + 64) <= metadata_batch_bytes_max, (
     "a maximal AlterClientQuotas (two keys per entity, UTF-8 client ids) commits as one batch"
 )
-_acl_chars = acl_resource_name_length_max + acl_principal_length_max + acl_host_length_max
-assert acl_bindings_per_request_max * (4 * _acl_chars + 64) <= metadata_batch_bytes_max
-assert acl_bindings_max * (4 * _acl_chars + 64) + 1 * MIB <= grpc_message_bytes_max
+_acl_binding_bytes = 4 * (2 * acl_name_length_max + acl_principal_length_max) + 64  # UTF-8
+assert admin_request_items_max * _acl_binding_bytes <= metadata_batch_bytes_max, "one batch"
+assert acl_bindings_max * _acl_binding_bytes + 1 * MIB <= grpc_message_bytes_max

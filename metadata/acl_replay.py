@@ -8,10 +8,10 @@ zero: 0 is "not set" and refused everywhere, never read as ANY, so a client that
 never selects (or deletes) more than it meant. ANY (resource type 1 is proto-only: the core says
 None) and MATCH exist only in filters.
 
-Replay checks what makes a record meaningless (a value outside the enums, ANY or MATCH in a
-binding) and refuses the batch (ValueError here, InvalidBatchError in replay.py); it does not
-re-run AclBinding.problem or the request limits, which the active controller checked before
-writing, so a log written under older rules still replays. Adding a binding the image holds,
+Replay refuses the batch (InvalidBatchError, replay.py's) of a record no binding can be: a
+value outside the enums, ANY or MATCH, or an added binding AclBinding.problem refuses (`Acls`
+holds no other); not the request limits, which the active controller checked before writing,
+so a log written under other limits still replays. Adding a binding the image holds,
 or removing one it does not hold, changes nothing (the controller writes neither; the running
 hash, not replay, is what detects a log that differs). Snapshots carry every binding as an
 AccessControlEntryRecord, in the bindings' sort order. Pure: no I/O.
@@ -172,7 +172,11 @@ class AclReplay:
     def _access_control_entry(
         self, record: m.AccessControlEntryRecord, offset: int, _: bool
     ) -> None:
-        self.acls.add(self._acl_binding(record, offset))
+        binding = self._acl_binding(record, offset)
+        problem = binding.problem()
+        if problem is not None:
+            raise self.acl_error(f"ACL record at {offset}: {problem}")
+        self.acls.add(binding)
 
     def _remove_access_control_entry(
         self, record: m.RemoveAccessControlEntryRecord, offset: int, _: bool

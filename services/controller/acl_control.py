@@ -18,7 +18,7 @@ applied. Creating a binding that exists (or naming one twice) succeeds and commi
 A creation that would take the cluster past limits.acl_bindings_max bindings is refused. Each
 DeleteAcls filter deletes exactly the bindings `Acls.matching` selects in the image, each binding
 once (a binding two filters select is answered under both); a filter whose bindings would take
-the request past limits.acl_bindings_per_request_max deletions is refused (narrow it, or delete in
+the request past limits.admin_request_items_max deletions is refused (narrow it, or delete in
 several requests), so every request commits as one bounded batch. DescribeAcls is a plain read
 of the image. Pure: no I/O.
 """
@@ -48,9 +48,9 @@ SECURITY_DISABLED_MESSAGE = (
 )
 
 _LENGTHS = (
-    ("resource_name", limits.acl_resource_name_length_max, "acl_resource_name_length_max"),
+    ("resource_name", limits.acl_name_length_max, "acl_name_length_max"),
     ("principal", limits.acl_principal_length_max, "acl_principal_length_max"),
-    ("host", limits.acl_host_length_max, "acl_host_length_max"),
+    ("host", limits.acl_name_length_max, "acl_name_length_max"),
 )
 
 
@@ -131,7 +131,7 @@ def delete_acls(
     if _refuse(response, authorizer_enabled):
         return ControlResult([], response)
     deleted: dict[AclBinding, None] = {}  # in the order the filters select them
-    most = limits.acl_bindings_per_request_max
+    most = limits.admin_request_items_max
     for message in request.filters:
         result = response.results.add()
         acl_filter = filter_of(message)
@@ -144,7 +144,7 @@ def delete_acls(
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = (
                 f"this filter selects {len(selected)} ACL bindings, more than one request may "
-                f"delete with the others ({most}, limits.acl_bindings_per_request_max): narrow "
+                f"delete with the others ({most}, limits.admin_request_items_max): narrow "
                 "it, or delete in several requests"
             )
             continue

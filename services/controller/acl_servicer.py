@@ -3,7 +3,7 @@ ControllerServicer (servicer.py), whose helpers they use: writes go through `_wr
 NOT_CONTROLLER on a controller that is not active), reads wait for `min_metadata_offset` with
 `_read_at`. The decisions are pure (acl_control.py), given whether this controller's
 authorization is on (`authorizer_enabled`, from authorizer.class.name: off, every call answers
-SECURITY_DISABLED). A request naming more than limits.acl_bindings_per_request_max bindings or
+SECURITY_DISABLED). A request naming more than limits.admin_request_items_max bindings or
 filters is refused whole, RESOURCE_EXHAUSTED, before anything is read."""
 
 from __future__ import annotations
@@ -59,6 +59,6 @@ class AclRpcs:
 
 
 async def _check_count(context: grpc.aio.ServicerContext, what: str, count: int) -> None:
-    message = too_many(count, what, limits.acl_bindings_per_request_max)
+    message = too_many(count, what, limits.admin_request_items_max)
     if message is not None:
         await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
