@@ -103,6 +103,7 @@ IO_MODULE_NAMES = {
     "servicer.py",  # gRPC adapters (controller, broker and coordinator)
     "lookup_servicer.py",  # the controller's check of coordinators' proofs (clock, aborts)
     "quota_servicer.py",  # the controller's client quota RPCs (gRPC aborts), a servicer mixin
+    "acl_servicer.py",  # the controller's ACL RPCs (gRPC aborts), a servicer mixin
     "quorum_servicer.py",  # the controller's DescribeQuorum (clock), a servicer mixin
     "main.py",  # process composition (controller, broker and coordinator)
     "__main__.py",
