@@ -97,7 +97,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         cluster_id=config.cluster_id,
         member_key=membership.derive_key(password),
         controller_internal_endpoints=internal_endpoints,
-        authorizer_enabled=False,  # until ServiceConfig has authorizer.class.name (aclenforce)
+        authorizer_enabled=config.authorizer_enabled,
     )
     server = Listeners(
         config.listeners,

@@ -166,6 +166,9 @@ CASES: list[tuple[str, object, set[object] | str]] = [
             ("DescribeQuorum", Op.DESCRIBE),
             ("AlterClientQuotas", Op.ALTER_CONFIGS),
             ("DescribeClientQuotas", Op.DESCRIBE_CONFIGS),
+            ("CreateAcls", Op.ALTER),
+            ("DeleteAcls", Op.ALTER),
+            ("DescribeAcls", Op.DESCRIBE),
         )
     ],
     (CONTROLLER + "DescribeCluster", c.DescribeClusterRequest(), set()),
