@@ -165,7 +165,7 @@ def test_security_disabled_is_raised(disabled_admin) -> None:  # type: ignore[no
         lambda: client.describe_acls(),
         lambda: client.delete_acls([AclFilter()]),
     ):
-        with pytest.raises(KafkaError, match="authorizer.class.name") as refused:
+        with pytest.raises(KafkaError, match=r"authorizer\.class\.name") as refused:
             call()
         assert refused.value.code == ErrorCode.SECURITY_DISABLED
     assert controller.image.end_offset == 0
