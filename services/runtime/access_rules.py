@@ -163,7 +163,7 @@ def _produce(request: Any, _names: TopicNames) -> Requirement:
 
 
 def _fetch(request: Any, names: TopicNames) -> Requirement:
-    if request.replica_id >= 0:
+    if request.HasField("replica_id") and request.replica_id >= 0:  # unset: a consumer
         return _members("a fetch with a replica_id is a follower's")
     return _needs(_on(_O.READ, _T, _topic_names(request.topics, names)))
 

@@ -60,7 +60,8 @@ def produce(*topics: str, txn: str = "") -> b.ProduceRequest:
     )
 
 
-def fetch(*topics: str, replica_id: int = -1, topic_id: bytes = b"") -> b.FetchRequest:
+def fetch(*topics: str, replica_id: int | None = None, topic_id: bytes = b"") -> b.FetchRequest:
+    """A consumer's fetch (replica_id unset, as the SDK sends it) unless `replica_id` is given."""
     data = [b.FetchRequest.TopicData(name=name) for name in topics]
     if topic_id:
         data.append(b.FetchRequest.TopicData(topic_id=topic_id))
@@ -92,6 +93,8 @@ CASES: list[tuple[str, object, set[object] | str]] = [
     ),
     (BROKER + "Fetch", fetch(topic_id=b"\x02" * 16), set()),  # unknown id: the broker says so
     (BROKER + "Fetch", fetch("orders", replica_id=2), "members"),
+    (BROKER + "Fetch", fetch("orders", replica_id=0), "members"),  # broker 0 is a broker
+    (BROKER + "Fetch", fetch("orders", replica_id=-1), {a(Op.READ, R.TOPIC, "orders")}),
     (
         BROKER + "FetchStream",
         b.FetchStreamRequest(request=fetch("orders")),
