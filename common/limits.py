@@ -385,6 +385,10 @@ produce_timeout_ms_max = 300_000
 # encoded by the broker, so this bounds the broker's per-request work.
 typed_records_per_partition_max = 100_000
 
+# The longest rule of ssl.principal.mapping.rules: its regex runs on every client certificate's
+# subject DN; real rules are under 200 characters, and a bound keeps a typo'd paste from compiling.
+acl_principal_rule_chars_max = 1 * KIB
+
 # --- relations --------------------------------------------------------------------------------
 
 assert max_message_bytes_default <= batch_bytes_max
