@@ -44,9 +44,13 @@ class _Rule:
         match = self.pattern.fullmatch(subject_dn)
         if match is None:
             return None
-        name = _REFERENCE.sub(
-            lambda m: m.group(1) or match.group(int(m.group(2))) or "", self.replacement
-        )
+
+        def substitute(reference: re.Match[str]) -> str:
+            if reference.group(1) is not None:  # an escaped character stands for itself
+                return reference.group(1)
+            return match.group(int(reference.group(2))) or ""  # a group that took no part: ""
+
+        name = _REFERENCE.sub(substitute, self.replacement)
         if self.case == "L":
             return name.lower()
         if self.case == "U":
