@@ -112,15 +112,7 @@ class ClusterSpec:
     def client_security(self, data_dir: Path) -> dict[str, str]:
         """The security settings a client of this cluster needs (the CLI's, the SDK's keys):
         TLS with the `client` certificate for a TLS cluster, none for a plaintext one."""
-        if not self.tls:
-            return {}
-        certificate, key = tls_pair(data_dir, CLIENT_CERTIFICATE)
-        return {
-            tls_settings.SECURITY_PROTOCOL: tls_settings.SSL,
-            tls_settings.CA_LOCATION: str(tls_pair(data_dir, "ca")[0]),
-            tls_settings.CERTIFICATE_LOCATION: str(certificate),
-            tls_settings.KEY_LOCATION: str(key),
-        }
+        return tls_client_security(data_dir) if self.tls else {}
 
     def service_security(self, data_dir: Path, name: str) -> list[str]:
         """The flags that make process `name` serve and dial TLS with its own certificate and
@@ -157,6 +149,17 @@ class ClusterSpec:
             tuple(CoordinatorSpec(**c) for c in data.get("coordinators", [])),
             tls,
         )
+
+
+def tls_client_security(data_dir: Path) -> dict[str, str]:
+    """A client's settings for the TLS cluster of `data_dir`: its CA and the `client` pair."""
+    certificate, key = tls_pair(data_dir, CLIENT_CERTIFICATE)
+    return {
+        tls_settings.SECURITY_PROTOCOL: tls_settings.SSL,
+        tls_settings.CA_LOCATION: str(tls_pair(data_dir, "ca")[0]),
+        tls_settings.CERTIFICATE_LOCATION: str(certificate),
+        tls_settings.KEY_LOCATION: str(key),
+    }
 
 
 def tls_pair(data_dir: Path, name: str) -> tuple[Path, Path]:

@@ -4,6 +4,13 @@ Where to connect: `--bootstrap-server host:port,...`, else a `bootstrap.servers`
 command's --producer-property / --consumer-property items, else $SAMSA_BOOTSTRAP, else the cluster
 that `samsa up` runs from `--data-dir` (default ./samsa-data, read from its cluster.json), so that
 in the README's flow no address needs to be typed. Every client of a command connects there.
+
+How to connect (TLS, client certificates: common/tls.py's keys): `--command-config FILE`, a
+properties file as Kafka's admin tools take (command_config.py), else, when the address comes
+from `samsa up`'s cluster.json, that cluster's client settings (`samsa up --tls` made them), else
+plaintext; a TLS key among the --producer-property / --consumer-property items wins over both.
+`client_config` builds every client's configuration with them, so that no command connects
+another way.
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from samsa.cli.cluster_spec import tls_client_security
+from samsa.cli.command_config import CommandConfigError, check_security, read_command_config
 from samsa.client import Admin, TopicError
 from samsa.client.admin import TopicDescription
+from samsa.common import tls
 from samsa.common.errors import ErrorCode
 
 # The signals that stop a command as Ctrl-C does (main() installs raise_terminated for them).
@@ -62,6 +72,14 @@ def add_connection(parser: argparse.ArgumentParser, *, inherited: bool = False) 
         "--data-dir",
         help="where `samsa up` runs",
         default=argparse.SUPPRESS if inherited else "samsa-data",
+    )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="how to connect: a properties file (KEY=VALUE lines, # comments) of "
+        f"{', '.join(tls.CLIENT_KEYS)}; default: the `samsa up` cluster's, when the address "
+        "comes from --data-dir (`samsa up --tls` writes DATA_DIR/tls/client.properties)",
+        default=argparse.SUPPRESS if inherited else None,
     )
 
 
@@ -125,10 +143,56 @@ def bootstrap_property(args: argparse.Namespace) -> str | None:
 
 def client_settings(args: argparse.Namespace, items: list[str], flag: str) -> dict[str, str]:
     """The --producer-property or --consumer-property items as a client's settings, with
-    bootstrap.servers where the command connects (`bootstrap`): the flag wins over the item."""
+    bootstrap.servers where the command connects (`bootstrap`): the flag wins over the item;
+    and how it connects (`security`)."""
     settings = dict(key_value(item, flag) for item in items)
-    settings["bootstrap.servers"] = bootstrap(args)
+    return settings | client_config(args)
+
+
+def client_config(args: argparse.Namespace, servers: str | None = None) -> dict[str, str]:
+    """Where and how a command's client connects: bootstrap.servers (`servers`, else
+    `bootstrap`) and the security settings (`security`). Every Admin, Producer and Consumer
+    of a command is configured from it."""
+    return {"bootstrap.servers": servers or bootstrap(args), **security(args)}
+
+
+def security(args: argparse.Namespace) -> dict[str, str]:
+    """How the command connects (the module docstring's order), checked as a client's TLS:
+    exits with one line naming where a wrong setting came from."""
+    sources = []
+    settings: dict[str, str] = {}
+    command_config = getattr(args, "command_config", None)
+    try:
+        if command_config:
+            settings = read_command_config(Path(command_config))
+            sources.append(f"--command-config {command_config}")
+        elif (spec_tls := _cluster_json_tls(args)) is not None:
+            settings = tls_client_security(Path(args.data_dir)) if spec_tls else {}
+            sources.append(str(Path(args.data_dir) / "cluster.json"))
+        for client in ("producer", "consumer"):
+            flag = f"--{client}-property"
+            for item in getattr(args, f"{client}_property", None) or ():
+                key, value = key_value(item, flag)
+                if key in tls.CLIENT_KEYS:
+                    settings[key] = value
+                    if flag not in sources:
+                        sources.append(flag)
+        check_security(settings, " and ".join(sources) or "the settings")
+    except CommandConfigError as error:
+        raise SystemExit(f"samsa: {error}") from None
     return settings
+
+
+def _cluster_json_tls(args: argparse.Namespace) -> bool | None:
+    """Whether the `samsa up` cluster the command connects to serves TLS; None when the address
+    does not come from its cluster.json (`bootstrap`'s order)."""
+    if args.bootstrap_server or bootstrap_property(args) or os.environ.get("SAMSA_BOOTSTRAP"):
+        return None
+    spec_file = Path(args.data_dir) / "cluster.json"
+    try:
+        return json.loads(spec_file.read_text()).get("tls") is True
+    except (OSError, ValueError, AttributeError):  # bootstrap() says what is wrong with it
+        return None
 
 
 def key_value(item: str, flag: str) -> tuple[str, str]:

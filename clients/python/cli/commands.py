@@ -20,9 +20,11 @@ from samsa.cli.acl_commands import acls_usage_error, add_acl_command, run_acls
 from samsa.cli.command_support import (
     add_connection,
     bootstrap,
+    client_config,
     int32,
     key_value,
     replica_assignment,
+    security,
     table,
 )
 from samsa.cli.config_commands import add_config_command, configs_usage_error, run_configs
@@ -56,6 +58,7 @@ from samsa.client.cluster_admin import PartitionInfo
 from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
 from samsa.client.errors import KafkaError
 from samsa.common.errors import SamsaError
+from samsa.common.tls import TlsSettings
 from samsa.v1 import controller_pb2
 
 # How long a command waits for any controller to answer before saying the cluster cannot be
@@ -135,8 +138,10 @@ def run(args: argparse.Namespace) -> int:
         print(problem, file=sys.stderr)
         return 2
     servers = bootstrap(args)
+    settings = security(args)
+    tls = settings.get("security.protocol", "").upper() == "SSL"
     try:
-        _check_reachable(servers)
+        _check_reachable(servers, settings)
         if args.command == "topics":
             return _topics(args)
         if args.command in CONSOLE_COMMANDS:
@@ -169,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
         else:
-            print(_unreachable(servers, error.__cause__), file=sys.stderr)
+            print(_unreachable(servers, error.__cause__, tls), file=sys.stderr)
         return 1
     except SamsaError as error:
         print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
@@ -177,17 +182,18 @@ def run(args: argparse.Namespace) -> int:
     except grpc.RpcError as error:
         assert isinstance(error, grpc.Call)
         if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            print(_unreachable(servers, error), file=sys.stderr)
+            print(_unreachable(servers, error, tls), file=sys.stderr)
         else:
             print(f"samsa {args.command}: {error.details()} ({error.code().name})", file=sys.stderr)
         return 1
     return 2
 
 
-def _check_reachable(servers: str) -> None:
-    """Ask any controller to describe the cluster, for at most CLUSTER_REACH_WAIT_S: raises
-    NoBrokersAvailable (caused by the last gRPC error) when none answers."""
-    channels = Channels()
+def _check_reachable(servers: str, settings: dict[str, str]) -> None:
+    """Ask any controller to describe the cluster, for at most CLUSTER_REACH_WAIT_S, connecting
+    as the command's clients do (`settings`: security's): raises NoBrokersAvailable (caused by
+    the last gRPC error) when none answers."""
+    channels = Channels(security=TlsSettings.from_client_config(settings))
     try:
         endpoints = [e.strip() for e in servers.split(",") if e.strip()]
         ClusterMetadata(endpoints, channels).read(
@@ -197,17 +203,19 @@ def _check_reachable(servers: str) -> None:
         channels.close()
 
 
-def _unreachable(servers: str, error: grpc.Call) -> str:
-    """One line for a cluster that does not answer: why, in words, and what to check."""
+def _unreachable(servers: str, error: grpc.Call, tls: bool = False) -> str:
+    """One line for a cluster that does not answer: why, in words, and what to check (with
+    TLS, the settings too: gRPC reports a refused certificate as a broken connection)."""
     reason, _ = unreachable_reason(error)
+    check = ", and --command-config (the CA, a client certificate it signed)" if tls else ""
     return (
         f"samsa: cannot reach the cluster at {servers} ({reason}); is `samsa up` running? "
-        "check --bootstrap-server or $SAMSA_BOOTSTRAP"
+        f"check --bootstrap-server or $SAMSA_BOOTSTRAP{check}"
     )
 
 
 def _topics(args: argparse.Namespace) -> int:
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         if args.action == "create":
             configs = dict(key_value(item, "--config") for item in args.config)
             partitions, factor = args.partitions, args.replication_factor
@@ -364,7 +372,7 @@ def partition_row(topic: str, partition: PartitionInfo, status: str) -> tuple[ob
 def _unregister_broker(args: argparse.Namespace) -> int:
     """Retire a broker for good (Kafka's kafka-cluster.sh unregister --id N); the controller's
     refusal (still running, still holding replicas) is run()'s one line on stderr."""
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         admin.unregister_broker(args.broker_id)
     print(f"broker {args.broker_id} unregistered")
     return 0
@@ -374,7 +382,7 @@ def _cluster(args: argparse.Namespace) -> int:
     """The cluster at a glance: its members, one line per topic, and the partitions that need
     attention (every partition with --partitions), as Kafka's kafka-topics --describe
     --under-replicated-partitions / --unavailable-partitions would list them."""
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         cluster = admin.describe_cluster()
         print(f"cluster {cluster.cluster_id}  metadata offset {cluster.metadata_offset}\n")
         print(

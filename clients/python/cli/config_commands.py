@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 
+from samsa.cli.command_support import client_config
 from samsa.client import BROKER_DEFAULTS, Admin, ConfigResource
 
 SOURCE_WORDS = {
@@ -107,7 +108,7 @@ def run_configs(args: argparse.Namespace, bootstrap: str) -> int:
         if resource is BROKER_DEFAULTS
         else f"config for topic {resource.name}"
     )
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         if args.alter:
             admin.alter_configs(resource, set=args.set_configs, delete=args.deleted)
             print(f"Completed updating {words}.")

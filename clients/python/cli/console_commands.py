@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from samsa.cli.command_support import (
     add_client_property,
-    bootstrap,
+    client_config,
     client_settings,
     int32,
     int64,
@@ -195,7 +195,7 @@ def run_console(args: argparse.Namespace) -> int:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         count = len(require_topic(admin, args.topic).partitions)
     if args.partition is not None and not 0 <= args.partition < count:
         # Said at once: the producer would wait max.block.ms for the partition to appear.
@@ -263,10 +263,10 @@ class _Outcomes:
 def _consume(args: argparse.Namespace) -> int:
     if args.group is not None:
         return _consume_in_group(args)
-    config = {"bootstrap.servers": bootstrap(args), "auto.offset.reset": "latest"}
+    config = {**client_config(args), "auto.offset.reset": "latest"}
     consumer = Consumer({**config, "max.poll.records": 5000, **args.consumer_settings})
     with consumer:
-        with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+        with Admin(client_config(args)) as admin:
             info = require_topic(admin, args.topic)
         partitions = args.partition or [p.partition for p in info.partitions]
         assigned = [(args.topic, p) for p in partitions]
@@ -292,14 +292,14 @@ def _consume_in_group(args: argparse.Namespace) -> int:
             "decides what each member reads, from its committed offsets"
         )
     config = {
-        "bootstrap.servers": bootstrap(args),
+        **client_config(args),
         "group.id": args.group,
         "auto.offset.reset": "latest",
         "enable.auto.commit": False,
         "max.poll.records": 5000,
         **args.consumer_settings,
     }
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         require_topic(admin, args.topic)
     printed_up_to: dict[TopicPartition, int] = {}
     with Consumer(config) as consumer:

@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Iterable, Mapping
 
-from samsa.cli.command_support import int32
+from samsa.cli.command_support import client_config, int32
 from samsa.client import Admin
 from samsa.client.admin import ElectionError
 from samsa.client.errors import KafkaError
@@ -59,7 +59,7 @@ def election_usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run_election(args: argparse.Namespace, bootstrap: str) -> int:
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         return leader_election(admin, args)
 
 

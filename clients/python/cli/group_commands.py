@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from samsa.cli.command_support import bootstrap, int64
+from samsa.cli.command_support import client_config, int64
 from samsa.cli.group_format import (
     GROUP_STATES,
     delete_offsets_lines,
@@ -186,7 +186,7 @@ def groups_usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run_groups(args: argparse.Namespace) -> int:
-    with Admin({"bootstrap.servers": bootstrap(args)}) as admin:
+    with Admin(client_config(args)) as admin:
         if not any(not x.fenced for x in admin.describe_cluster().coordinators):
             raise SystemExit(
                 "samsa groups: no coordinator is live, and consumer groups live on coordinators "

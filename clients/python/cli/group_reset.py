@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from samsa.cli.command_support import (
-    bootstrap,
+    client_config,
     offsets_csv,
     parse_duration_ms,
     parse_offsets_csv,
@@ -149,7 +149,7 @@ def reset_offsets(admin: Admin, args: argparse.Namespace) -> int:
     require_inactive(admin, args.group)
     partitions = partitions_to_reset(admin, args, from_file)
     committed = admin.list_consumer_group_offsets(args.group, partitions)
-    with Consumer({"bootstrap.servers": bootstrap(args)}) as consumer:
+    with Consumer(client_config(args)) as consumer:
         earliest = consumer.beginning_offsets(partitions)
         latest = consumer.end_offsets(partitions)
         found: Mapping[TopicPartition, int | None] | None = from_file

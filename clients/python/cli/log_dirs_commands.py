@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Mapping
 
-from samsa.cli.command_support import table
+from samsa.cli.command_support import client_config, table
 from samsa.client import Admin
 from samsa.client.log_dirs import LogDirDescription
 
@@ -61,7 +61,7 @@ def log_dirs_usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run_log_dirs(args: argparse.Namespace, bootstrap: str) -> int:
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         described = admin.describe_log_dirs(args.brokers, args.topics)
     print(log_dirs_json(described) if args.json else log_dirs_tables(described))
     failed = [d.error for dirs in described.values() for d in dirs.values() if d.error]

@@ -1,6 +1,6 @@
 """`samsa`: the command line.
 
-    samsa up [--data-dir DIR] [--controllers 3] [--brokers 3] [--coordinators 2]
+    samsa up [--data-dir DIR] [--controllers 3] [--brokers 3] [--coordinators 2] [--tls]
                                                                run a local cluster
     samsa topics create|list|describe|delete ...               manage topics
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
@@ -37,7 +37,9 @@ plan; --execute commits it; both refused while the group has members), `delete G
 
 The cluster commands find the cluster through --bootstrap-server, a bootstrap.servers among the
 --producer-property / --consumer-property items, $SAMSA_BOOTSTRAP, or the cluster.json that
-`samsa up` wrote in --data-dir (default ./samsa-data), in that order.
+`samsa up` wrote in --data-dir (default ./samsa-data), in that order. They connect with TLS as
+`--command-config FILE` says (security.protocol, ssl.*.location lines), else as that cluster.json
+says (`samsa up --tls`: its client certificate), else in plaintext.
 
 The demo writes a real partition log on disk (segments, indexes, checkpoints), reads it back and
 checks every record, looks records up by timestamp, then reopens the log as a restarted broker
@@ -209,6 +211,12 @@ def _run(argv: list[str] | None) -> int:
     up_parser.add_argument(
         "--coordinators", type=int, default=2, help="consumer-group coordinators (0 to 8)"
     )
+    up_parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve TLS and require client certificates, from a CA and certificates made in "
+        "DATA_DIR/tls/ at the first start (a directory keeps the choice it was made with)",
+    )
     add_commands(commands)
     add_trace_command(commands)
     add_dump_log_command(commands)
@@ -226,7 +234,7 @@ def _run(argv: list[str] | None) -> int:
             parser.error("--coordinators must be from 0 to 8")
         from samsa.cli.up import up
 
-        return up(args.data_dir, args.controllers, args.brokers, args.coordinators)
+        return up(args.data_dir, args.controllers, args.brokers, args.coordinators, tls=args.tls)
     if args.command == "demo":
         if args.records < 1:
             parser.error("--records must be at least 1")

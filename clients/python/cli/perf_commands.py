@@ -33,6 +33,7 @@ from pathlib import Path
 from samsa.cli.command_support import (
     add_client_property,
     bootstrap,
+    client_config,
     client_settings,
     require_topic,
 )
@@ -238,7 +239,7 @@ class _Acknowledgements:
 
 def _produce(args: argparse.Namespace) -> int:
     servers = bootstrap(args)
-    with Admin({"bootstrap.servers": servers}) as admin:
+    with Admin(client_config(args, servers)) as admin:
         require_topic(admin, args.topic)
     settings = client_settings(args, args.producer_property, "--producer-property")
     transactional_id, duration_ms = transactions_of(
@@ -329,7 +330,7 @@ def _abort(producer: Producer, error: KafkaError) -> None:
 
 def _consume(args: argparse.Namespace) -> int:
     servers = bootstrap(args)
-    with Admin({"bootstrap.servers": servers}) as admin:
+    with Admin(client_config(args, servers)) as admin:
         info = require_topic(admin, args.topic)
     partitions = [(args.topic, p.partition) for p in info.partitions]
     # Larger polls than the SDK's default 500, as `samsa consume`: fewer calls per record.

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from samsa.cli.command_support import table
+from samsa.cli.command_support import client_config, table
 from samsa.client import Admin
 from samsa.client.metadata_quorum import QuorumInfo, ReplicaState
 
@@ -54,7 +54,7 @@ def quorum_usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run_quorum(args: argparse.Namespace, bootstrap: str) -> int:
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         info = admin.describe_metadata_quorum()
     print(replication(info, args.human_readable) if args.replication else status(info))
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
+from samsa.cli.command_support import client_config
 from samsa.client import Admin
 
 Quotas = Mapping[str | None, Mapping[str, float]]
@@ -78,7 +79,7 @@ def _items(text: str | None) -> list[str]:
 
 def run_quotas(args: argparse.Namespace, bootstrap: str) -> int:
     entity = None if args.client_defaults else args.client_id
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         if args.alter:
             admin.alter_client_quotas({entity: args.changes})
             print(f"Completed updating quotas for {entity_words(entity)}.")

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
-from samsa.cli.command_support import table
+from samsa.cli.command_support import client_config, table
 from samsa.cli.reassignment_plan import (
     parse_broker_list,
     parse_reassignment_json,
@@ -120,7 +120,7 @@ def _read(path: str) -> str:
 
 
 def run_reassign(args: argparse.Namespace, bootstrap: str) -> int:
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         return reassign(admin, args)
 
 

@@ -10,7 +10,7 @@ import math
 import time
 from collections.abc import Sequence
 
-from samsa.cli.command_support import int32, int64, require_topic, table
+from samsa.cli.command_support import client_config, int32, int64, require_topic, table
 from samsa.client import Admin
 from samsa.client.transaction_admin import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
@@ -104,7 +104,7 @@ def transactions_usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run_transactions(args: argparse.Namespace, bootstrap: str) -> int:
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         if args.action == "list":
             listings = admin.list_transactions(args.state, args.producer_id, args.duration_ms)
             rows = [(x.transactional_id, x.producer_id, x.state) for x in listings]

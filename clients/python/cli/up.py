@@ -8,6 +8,12 @@ running, as a real cluster would. Ctrl-C, SIGTERM or SIGHUP (the terminal closed
 process cleanly. One `samsa up` per data directory: a second one on it is refused at once, naming
 the first one's pid (and each broker and controller locks its own directory too:
 runtime/data_dir_lock.py).
+
+`--tls`: every process serves TLS and requires a client certificate signed by the cluster's own
+CA, all made in `<data-dir>/tls/` at the first start (cluster_tls.py). `samsa up` prints the
+client settings that connect (the `samsa` commands find them in cluster.json by themselves) and
+writes them to `<data-dir>/tls/client.properties`, for `--command-config`. A directory keeps the
+TLS it was made with: `samsa up` with the other choice is refused (launcher.load_or_create).
 """
 
 from __future__ import annotations
@@ -18,12 +24,21 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from samsa.cli.cluster_spec import TLS_DIR
 from samsa.cli.launcher import ClusterNotHealthyError, LocalCluster, load_or_create, wait_healthy
 from samsa.services.runtime.data_dir_lock import DataDirError, lock_data_dir
 
+CLIENT_PROPERTIES = "client.properties"
+
 
 def up(
-    data_dir: Path, controllers: int, brokers: int, coordinators: int = 2, timeout_s: float = 90.0
+    data_dir: Path,
+    controllers: int,
+    brokers: int,
+    coordinators: int = 2,
+    timeout_s: float = 90.0,
+    *,
+    tls: bool = False,
 ) -> int:
     data_dir = data_dir.resolve()
     try:
@@ -32,13 +47,18 @@ def up(
         print(f"samsa up: {error}", file=sys.stderr)
         return 2
     with held:
-        return _up(data_dir, controllers, brokers, coordinators, timeout_s)
+        return _up(data_dir, controllers, brokers, coordinators, timeout_s, tls)
 
 
-def _up(data_dir: Path, controllers: int, brokers: int, coordinators: int, timeout_s: float) -> int:
+def _up(
+    data_dir: Path, controllers: int, brokers: int, coordinators: int, timeout_s: float, tls: bool
+) -> int:
     try:
-        spec = load_or_create(data_dir, controllers, brokers, coordinators=coordinators)
-    except ValueError as error:
+        spec = load_or_create(data_dir, controllers, brokers, coordinators=coordinators, tls=tls)
+        security = spec.client_security(data_dir)
+        if security:
+            (data_dir / TLS_DIR / CLIENT_PROPERTIES).write_text(client_properties(security))
+    except (ValueError, OSError) as error:
         print(f"samsa up: {error}", file=sys.stderr)
         return 2
     cluster = LocalCluster(spec, data_dir)
@@ -54,6 +74,12 @@ def _up(data_dir: Path, controllers: int, brokers: int, coordinators: int, timeo
         wait_healthy(cluster, timeout_s)
         print(f"healthy         after {time.monotonic() - started:.1f} s")
         print(f"bootstrap       {spec.bootstrap_servers}")
+        if security:
+            print(
+                f"tls             clients connect with ({data_dir / TLS_DIR / CLIENT_PROPERTIES}):"
+            )
+            for key, value in security.items():
+                print(f"                  {key}={value}")
         print("                Ctrl-C stops it; `samsa up` on this directory restarts it")
         _watch(cluster)
     except ClusterNotHealthyError as error:
@@ -65,6 +91,12 @@ def _up(data_dir: Path, controllers: int, brokers: int, coordinators: int, timeo
         _stop(cluster)
     print("stopped")
     return 0
+
+
+def client_properties(security: dict[str, str]) -> str:
+    """A client's settings as a properties file (`--command-config`, Kafka's tools' format)."""
+    lines = ["# samsa up --tls: the settings a client of this cluster connects with"]
+    return "\n".join([*lines, *(f"{key}={value}" for key, value in security.items())]) + "\n"
 
 
 def _stop(cluster: LocalCluster) -> None:

@@ -85,7 +85,7 @@ class StandInAdmin:
 def admin(monkeypatch: pytest.MonkeyPatch) -> type[StandInAdmin]:
     StandInAdmin.made, StandInAdmin.refusal = [], None
     monkeypatch.setattr(commands, "Admin", StandInAdmin)
-    monkeypatch.setattr(commands, "_check_reachable", lambda servers: None)
+    monkeypatch.setattr(commands, "_check_reachable", lambda servers, settings: None)
     return StandInAdmin
 
 

@@ -117,7 +117,7 @@ def test_the_command_sends_the_plan_as_new_topic_replica_assignments(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(commands, "Admin", StandInAdmin)
-    monkeypatch.setattr(commands, "_check_reachable", lambda servers: None)
+    monkeypatch.setattr(commands, "_check_reachable", lambda servers, settings: None)
     args = parse("--replica-assignment", "1:2,2:3,3:1", "--bootstrap-server", "h:1")
     assert commands.run(args) == 0
     (topic,) = StandInAdmin.created
@@ -129,7 +129,7 @@ def test_the_command_sends_the_plan_as_new_topic_replica_assignments(
 def test_the_command_refuses_the_mix_with_exit_2_before_connecting(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def unreachable(servers: str) -> None:
+    def unreachable(servers: str, settings: dict[str, str]) -> None:
         raise AssertionError("connected")
 
     monkeypatch.setattr(commands, "_check_reachable", unreachable)

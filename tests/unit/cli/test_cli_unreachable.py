@@ -47,3 +47,5 @@ def test_each_cause_is_one_line_with_the_reason_in_words(
         "check --bootstrap-server or $SAMSA_BOOTSTRAP"
     )
     assert "\n" not in line
+    with_tls = _unreachable("127.0.0.1:1", FakeRpcError(code, details), tls=True)
+    assert with_tls == f"{line}, and --command-config (the CA, a client certificate it signed)"
