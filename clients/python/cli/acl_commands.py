@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterable
 from itertools import groupby
 
+from samsa.cli.command_support import client_config
 from samsa.client import (
     AclBinding,
     AclFilter,
@@ -256,7 +257,7 @@ def acl_lines(heading: str, bindings: Iterable[AclBinding]) -> list[str]:
 
 
 def run_acls(args: argparse.Namespace, bootstrap: str) -> int:
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
+    with Admin(client_config(args, bootstrap)) as admin:
         if args.list:
             found: dict[AclBinding, None] = {}
             for acl_filter in args.filters:
