@@ -8,11 +8,12 @@ describe_acls and delete_acls.
 
 RESOURCES: --topic T, --group G, --transactional-id ID (each repeatable) and --cluster, their
 names matched as --resource-pattern-type says (literal, the default; prefixed; any and match to
-list or remove). Operations by Kafka's names, any case (Read, Write, Create, Delete, Alter,
-Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, All; All when none is
-given). A principal's hosts are * unless --allow-host/--deny-host say. --producer grants WRITE,
-DESCRIBE and CREATE on the topics and IDEMPOTENT_WRITE on the cluster (and WRITE, DESCRIBE on
-the --transactional-id ones); --consumer READ and DESCRIBE on the topics and READ on the groups.
+list or remove; the cluster is always literal). Operations by Kafka's names, any case (Read,
+Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs,
+IdempotentWrite, All; All when none is given). A principal's hosts are * unless
+--allow-host/--deny-host say. --producer grants WRITE, DESCRIBE and CREATE on the topics and
+IDEMPOTENT_WRITE on the cluster (and WRITE, DESCRIBE on the --transactional-id ones);
+--consumer READ and DESCRIBE on the topics and READ on the groups.
 
 --remove without principals removes every ACL of the resources; with them, only the entries they
 name. It deletes without asking, so it needs --force. Output is Kafka's, which people grep:
@@ -118,7 +119,7 @@ def acls_usage_error(args: argparse.Namespace) -> str | None:
         args.filters = [_resource_filter(resource, pattern) for resource in resources]
         return None
     fields = [
-        (kind, name, pattern, principal, host, operation, permission)
+        (kind, name, _pattern_of(kind, pattern), principal, host, operation, permission)
         for (kind, name), ops in _wanted(args, resources, operations)
         for operation in ops
         for principal, host, permission in _entries(args)
@@ -214,7 +215,10 @@ def _wanted(
 def _resource_filter(resource: Resource, pattern: PatternType, principal: str | None = None):  # type: ignore[no-untyped-def]
     kind, name = resource
     return AclFilter(
-        resource_type=kind, resource_name=name, pattern_type=pattern, principal=principal
+        resource_type=kind,
+        resource_name=name,
+        pattern_type=_pattern_of(kind, pattern),
+        principal=principal,
     )
 
 
@@ -226,6 +230,11 @@ def _list_filters(
     if not resources:
         return [AclFilter(principal=principal) for principal in who]
     return [_resource_filter(r, pattern, principal) for r in resources for principal in who]
+
+
+def _pattern_of(kind: ResourceType, pattern: PatternType) -> PatternType:
+    """The cluster is one resource, always LITERAL (as Kafka's tool names it)."""
+    return PatternType.LITERAL if kind == ResourceType.CLUSTER else pattern
 
 
 def pattern_text(binding: AclBinding) -> str:

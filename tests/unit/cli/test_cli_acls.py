@@ -139,6 +139,11 @@ def test_producer_and_consumer_grant_kafkas_operations() -> None:
         (X, "tx", Operation.WRITE), (X, "tx", Operation.DESCRIBE),
         (C, "kafka-cluster", Operation.IDEMPOTENT_WRITE),
     }  # fmt: skip
+    prefixed = parsed("--add", "--producer", "--allow-principal", "User:p", "--topic", "t-",
+                      "--resource-pattern-type", "prefixed")  # fmt: skip
+    assert acls_usage_error(prefixed) is None
+    patterns = {(b.resource_type, b.pattern_type) for b in prefixed.bindings}
+    assert patterns == {(T, PatternType.PREFIXED), (C, LIT)}, "the cluster stays literal"
     consumer = parsed(
         "--add", "--consumer", "--allow-principal", "User:c", "--topic", "t", "--group", "g"
     )
