@@ -17,6 +17,8 @@
                           | --all-topic-partitions)   elect leaders now
     samsa quotas --describe|--alter [--client-id X|--client-defaults] [--add K=N,..] [--delete K,..]
                                                                client quotas (byte rates)
+    samsa acls --add|--remove|--list [--allow-principal P] [--operation OP] [--topic T] ...
+                                                               ACLs, as kafka-acls.sh
     samsa metadata-quorum describe --status|--replication [--human-readable]
                                                                the controller quorum's health
     samsa configs --entity-type brokers --entity-default (--describe [--all] | --alter
@@ -84,6 +86,7 @@ CLUSTER_COMMANDS = (
     "log-dirs",
     "leader-election",
     "quotas",
+    "acls",
     "metadata-quorum",
     "configs",
 )

@@ -11,10 +11,10 @@ real replay, behind a second controller that answers NOT_CONTROLLER naming it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
+from fake_acl_controller import AclController
 from fake_controllers import serving_controllers
 
 from samsa.client import (
@@ -29,46 +29,8 @@ from samsa.client import (
     ResourceType,
 )
 from samsa.common.errors import ErrorCode
-from samsa.metadata.image import MetadataImage
-from samsa.metadata.records import make_batch
-from samsa.metadata.replay import replay
-from samsa.services.controller import acl_control
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import controller_pb2_grpc
-
-
-class AclController(controller_pb2_grpc.ControllerServiceServicer):
-    """The active controller: the real decisions, committed at once with the real replay."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.image = MetadataImage.empty()
-        self.lock = threading.Lock()
-        self.read_at: list[int] = []
-
-    def _write(self, decide):  # type: ignore[no-untyped-def]
-        with self.lock:
-            result = decide(self.image)
-            if result.records:
-                self.image = replay(self.image, make_batch(self.image, result.records, 1))
-            result.response.status.metadata_offset = self.image.end_offset
-            return result.response
-
-    def CreateAcls(self, request, context):  # type: ignore[no-untyped-def]
-        enabled = self.enabled
-        return self._write(
-            lambda i: acl_control.create_acls(i, request, authorizer_enabled=enabled)
-        )
-
-    def DeleteAcls(self, request, context):  # type: ignore[no-untyped-def]
-        enabled = self.enabled
-        return self._write(
-            lambda i: acl_control.delete_acls(i, request, authorizer_enabled=enabled)
-        )
-
-    def DescribeAcls(self, request, context):  # type: ignore[no-untyped-def]
-        self.read_at.append(request.min_metadata_offset)
-        return acl_control.describe_acls(self.image, request, authorizer_enabled=self.enabled)
 
 
 class Elsewhere(controller_pb2_grpc.ControllerServiceServicer):
