@@ -36,6 +36,8 @@ from samsa.v1 import (
     controller_pb2_grpc,
     coordinator_pb2,
     coordinator_pb2_grpc,
+    transactions_pb2,
+    transactions_pb2_grpc,
 )
 
 pytestmark = pytest.mark.timeout(300)
@@ -251,3 +253,81 @@ def test_a_group_consumer_needs_read_on_its_group(cluster: LocalCluster) -> None
         wait_until("carol reads events in her group", read_all, timeout_s=60)
         consumer.commit()  # OffsetCommit: READ on the group and on the topic
     assert sorted(values) == sorted(b"e%d" % n for n in range(RECORDS))
+
+
+def test_a_transactional_producer_needs_write_on_its_id(cluster: LocalCluster) -> None:
+    """Its id and its topic granted, dave commits a transaction: the coordinator decides his
+    calls, while the cluster's own steps (the broker's check with the coordinator, markers,
+    the transaction log) pass on their membership proofs; read_committed sees it all."""
+    dave = "User:CN=dave,O=samsa"
+    with Admin(super_user(cluster)) as admin:
+        admin.create_topic("ledger", 1, 1)
+    grant(
+        cluster,
+        allow(dave, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, "dave-tx"),
+        allow(dave, Operation.WRITE, ResourceType.TOPIC, "ledger"),
+        allow(dave, Operation.DESCRIBE, ResourceType.TOPIC, "ledger"),
+    )
+    config = {**as_client(cluster, "dave"), "transactional.id": "dave-tx"}
+
+    def committed() -> bool:
+        try:
+            with Producer(config) as producer:
+                producer.init_transactions(10)
+                producer.begin_transaction()
+                for n in range(RECORDS):
+                    producer.send("ledger", b"l%d" % n)
+                producer.commit_transaction(30)
+            return True
+        except Exception:  # the grants not yet applied where the producer asked
+            return False
+
+    wait_until("dave's transaction committed", committed, timeout_s=60)
+    reader = {**super_user(cluster), "isolation.level": "read_committed"}
+    with Consumer({**reader, "auto.offset.reset": "earliest"}) as consumer:
+        consumer.assign([("ledger", 0)])
+        values: list[bytes] = []
+
+        def read_all() -> bool:
+            values.extend(record.value for record in consumer.poll(1.0))
+            return len(values) >= RECORDS
+
+        wait_until("the committed transaction read", read_all)
+    assert values[:RECORDS] == [b"l%d" % n for n in range(RECORDS)]
+    coordinator = open_channel(
+        cluster.spec.coordinators[0].endpoint, issue_client(cluster.data_dir, "bob")
+    )
+    transactions = transactions_pb2_grpc.TransactionCoordinatorServiceStub(coordinator)
+    answer = refusal(
+        lambda: transactions.InitTransactions(
+            transactions_pb2.InitTransactionsRequest(
+                transactional_id="dave-tx", transaction_timeout_ms=10000
+            ),
+            timeout=10,
+        )
+    )
+    assert answer.startswith(
+        "PERMISSION_DENIED: User:CN=bob,O=samsa may not WRITE transactional id dave-tx ("
+    ), answer
+
+
+def test_a_broker_decides_the_admin_calls_it_forwards(cluster: LocalCluster) -> None:
+    """KIP-590: the broker, which sees the client's certificate, decides; its forwarded call to
+    the controller carries its membership proof, so the broker's own principal (which has no
+    ACL) is never checked there."""
+    broker = cluster.spec.brokers[0].endpoint
+    config = {"bootstrap.servers": broker, **cluster.spec.client_security(cluster.data_dir)}
+    with Admin(config) as admin:  # the super user, through a broker only
+        admin.create_topic("forwarded", 1, 1)
+        assert "forwarded" in admin.list_topics()
+    stub = controller_pb2_grpc.ControllerServiceStub(
+        open_channel(broker, issue_client(cluster.data_dir, "bob"))
+    )
+    answer = refusal(
+        lambda: stub.DeleteTopics(
+            controller_pb2.DeleteTopicsRequest(names=["forwarded"]), timeout=10
+        )
+    )
+    assert answer.startswith(
+        "PERMISSION_DENIED: User:CN=bob,O=samsa may not DELETE topic forwarded"
+    )
