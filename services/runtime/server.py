@@ -381,6 +381,7 @@ class GrpcServer:
         # Inside the guard (the authorizer, authorization.py): a refusal it raises in a request
         # stream is aborted by the guard from the handler's task.
         interceptors.extend(inner_interceptors)
+        self.interceptors = tuple(interceptors)  # outermost first
         # max.connections, within the open-files limit (open_files.py; limits.py says why).
         self.connections_max = connections_bound(connections_max, open_files_limit())
         options = [*SERVER_OPTIONS, ("grpc.max_allowed_incoming_connections", self.connections_max)]
