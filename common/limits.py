@@ -297,6 +297,11 @@ client_id_length_max = 255
 # past the bound the least recently used one is, and that client starts a fresh window.
 quota_tracked_clients_max = 100_000
 
+# ACLs (Kafka bounds none): a resource name or host as long as a topic name; a principal "User:"+DN.
+acl_name_length_max = 255
+acl_principal_length_max = 512
+acl_bindings_max = 10_000  # DescribeAcls answers every binding in one message
+
 # Names, counts and configs one admin request may carry: far beyond any real use, small enough
 # that a careless or hostile caller cannot make the controller generate a huge batch.
 admin_request_items_max = 1_000
@@ -440,3 +445,6 @@ assert grpc_requests_in_progress_max >= grpc_streams_per_connection_max, "one fu
 assert admin_request_items_max * 2 * (4 * client_id_length_max + 64) <= metadata_batch_bytes_max, (
     "a maximal AlterClientQuotas (two keys per entity, UTF-8 client ids) commits as one batch"
 )
+_acl_binding_bytes = 4 * (2 * acl_name_length_max + acl_principal_length_max) + 64  # UTF-8
+assert admin_request_items_max * _acl_binding_bytes <= metadata_batch_bytes_max, "one batch"
+assert acl_bindings_max * _acl_binding_bytes + 1 * MIB <= grpc_message_bytes_max

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from samsa.metadata.acls import Acls
+
 # The running hash before offset 0 (see proto/samsa/v1/metadata.proto).
 INITIAL_HASH = bytes(16)
 
@@ -192,6 +194,8 @@ class MetadataImage:
     # Client quotas (metadata/client_quotas.py): entity (a client.id, or None for the default
     # entity) -> {quota key: bytes per second}.
     client_quotas: Mapping[str | None, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
+    # ACL bindings (metadata/acls.py; records: metadata/acl_replay.py).
+    acls: Acls = field(default_factory=Acls.empty)
 
     @staticmethod
     def empty() -> MetadataImage:

@@ -42,13 +42,14 @@ id must name the partition's current one as `retired_producer_id`, and every lat
 name the same retired id until the next rotation, so each owner knows which id to fence. A
 record without the field retires nothing. A partition's first producer id, and each new one,
 moves `next_producer_id` past it. A ClientQuotaRecord must name an entity and one of Kafka's
-two keys, with a whole value > 0 to set (metadata/client_quotas.py).
+two keys, with a whole value > 0 to set (metadata/client_quotas.py); ACL records: acl_replay.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from samsa.metadata.acl_replay import AclChanges, AclReplay
 from samsa.metadata.client_quotas import replay_client_quota
 from samsa.metadata.coordinators import COORDINATOR_TOPICS, NO_COORDINATOR, assignment_topic
 from samsa.metadata.image import (
@@ -110,11 +111,11 @@ def replay(image: MetadataImage, batch: metadata_pb2.MetadataRecordBatch) -> Met
     )
 
 
-class ImageBuilder:
+class ImageBuilder(AclReplay):
     """A mutable copy of an image's maps; unchanged topics and brokers are shared, not copied.
+    A builder makes one image: `build` hands its maps to that image, so it is not used again."""
 
-    A builder makes one image: `build` hands its maps to that image, so it is not used again.
-    """
+    acl_error = InvalidBatchError
 
     def __init__(self, image: MetadataImage) -> None:
         self.brokers = dict(image.brokers)
@@ -125,10 +126,10 @@ class ImageBuilder:
         self.coordinators = dict(image.coordinators)
         self.coordinator_assignments = dict(image.coordinator_assignments)
         self.client_quotas = dict(image.client_quotas)
-        # Partition maps this builder made (a copy of the old image's, or a new topic's), by
-        # topic name. No image holds them until `build`, so later records of the batch change
-        # them in place: a batch creating or changing P partitions of one topic costs O(P), not
-        # a copy of the topic per record (O(P²)), and the image we started from is never touched.
+        self.acls = AclChanges(image.acls)
+        # Partition maps this builder made (a copy of the old image's, or a new topic's), by topic
+        # name. No image holds them until `build`, so later records of the batch change them in
+        # place: P partitions of one topic cost O(P), not O(P²), and the old image is never touched.
         self._own_partitions: dict[str, dict[int, PartitionState]] = {}
 
     def build(self, *, end_offset: int, hash: bytes, timestamp_ms: int) -> MetadataImage:
@@ -144,6 +145,7 @@ class ImageBuilder:
             coordinators=self.coordinators,
             coordinator_assignments=self.coordinator_assignments,
             client_quotas=self.client_quotas,
+            acls=self.acls.build(),
         )
 
     def apply(

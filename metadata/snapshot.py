@@ -17,11 +17,13 @@ producer ids (and retired ones, when set) as they are; they come after the Produ
 whose next_producer_id already lies above every assignment's producer id. A partition's
 eligible leader replicas (KIP-966) and a reassignment in progress (KIP-455: adding and removing
 replicas) ride in its PartitionRecord; none, the fields are absent, as in snapshots written
-before them. Client quotas come last (the default entity first, then by client.id, keys by name).
+before them. Client quotas follow (the default entity first, then by client.id, keys by name),
+and the ACL bindings come last, in their sort order (metadata/acl_replay.py).
 """
 
 from __future__ import annotations
 
+from samsa.metadata.acl_replay import snapshot_records as acl_records
 from samsa.metadata.client_quotas import snapshot_records as client_quota_records
 from samsa.metadata.image import NO_PRODUCER_ID, MetadataImage
 from samsa.metadata.replay import ImageBuilder, MetadataReplayError
@@ -111,6 +113,7 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
         )
     records += _coordinator_records(image)
     records += client_quota_records(image.client_quotas)
+    records += acl_records(image.acls)
     return metadata_pb2.MetadataSnapshot(
         end_offset=image.end_offset,
         hash=image.hash,

@@ -58,6 +58,7 @@ from samsa.services.broker.scrubber import (
     run_scrubber,
 )
 from samsa.services.broker.servicer import BrokerServicer, add_broker_service
+from samsa.services.runtime.authorization import AuthorizerConfig
 from samsa.services.runtime.config import with_bound_port
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import (
@@ -113,6 +114,7 @@ class Broker:
         connections_max: int = limits.grpc_connections_max,
         internal_listen: str | None = None,
         internal_advertised_listener: str | None = None,
+        authorizer: AuthorizerConfig | None = None,
         fetch_answers_bytes_max: int = FETCH_ANSWERS_BYTES_MAX_DEFAULT,
         fetch_answer_write_timeout_ms: int = limits.fetch_answer_write_ms_max,
     ) -> None:
@@ -126,6 +128,7 @@ class Broker:
         self.internal_listen = internal_listen
         self.internal_advertised_listener = internal_advertised_listener or internal_listen
         self.connections_max = connections_max
+        self.authorizer = authorizer  # None: ACLs off (authorization.py)
         self.log_cleaner_backoff_ms = log_cleaner_backoff_ms
         self.log_retention_check_interval_ms = log_retention_check_interval_ms
         self.log_scrub_bytes_per_second = log_scrub_bytes_per_second
@@ -159,7 +162,7 @@ class Broker:
             broker_id, self.channel, lambda: self.follower.broker_epoch
         )
         # KIP-890: transactional produce is checked with the coordinator of its id.
-        self.txn_verifier = TransactionVerifier(lambda: self.follower.image)
+        self.txn_verifier = TransactionVerifier(lambda: self.follower.image, signer)
 
     async def _on_change(self, old: MetadataImage, new: MetadataImage) -> None:
         actions = partition_changes(old, new, self.broker_id)
@@ -227,6 +230,13 @@ class Broker:
             health_file=self.health_file,
             connections_max=self.connections_max,
             internal_listen=self.internal_listen,
+            authorization=None
+            if self.authorizer is None
+            else self.authorizer.authorization(
+                self.member_key,
+                acls=lambda: self.follower.image.acls,
+                topic_name=lambda topic_id: self.follower.image.topic_names.get(topic_id),
+            ),
         )
         add_broker_service(
             BrokerServicer(

@@ -14,6 +14,7 @@ from pathlib import Path
 from samsa.services.broker.broker import Broker
 from samsa.services.broker.broker_config import BrokerConfig
 from samsa.services.runtime import membership, shutdown
+from samsa.services.runtime.authorization import AuthorizerConfig
 from samsa.services.runtime.service_process import run_service
 
 
@@ -40,6 +41,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         connections_max=config.max_connections,
         internal_listen=config.internal_listeners,
         internal_advertised_listener=config.internal_advertised_listener,
+        authorizer=AuthorizerConfig.of(config),
     )
     return await broker.run(stop)
 

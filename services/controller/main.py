@@ -34,6 +34,7 @@ from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.reassignment_control import topics_reassigning
 from samsa.services.controller.servicer import ControllerServicer
 from samsa.services.runtime import membership, shutdown
+from samsa.services.runtime.authorization import AuthorizerConfig
 from samsa.services.runtime.config import with_bound_port
 from samsa.services.runtime.coordinator_lookup import (
     LOOKUP_SERVICE_NAME,
@@ -86,6 +87,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         transaction_state_log_replication_factor=config.transaction_state_log_replication_factor,
         transaction_state_log_min_isr=config.transaction_state_log_min_isr,
     )
+    authorizer = AuthorizerConfig.of(config)
     servicer = ControllerServicer(
         driver=driver,
         liveness=liveness,
@@ -95,6 +97,7 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         cluster_id=config.cluster_id,
         member_key=membership.derive_key(password),
         controller_internal_endpoints=internal_endpoints,
+        authorizer_enabled=config.authorizer_enabled,
     )
     server = Listeners(
         config.listeners,
@@ -106,6 +109,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         health_file=config.health_file,
         connections_max=config.max_connections,
         internal_listen=config.internal_listeners,
+        authorization=None
+        if authorizer is None
+        else authorizer.authorization(servicer.member_key, acls=lambda: driver.image.acls),
     )
     controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.handlers)
     coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(

@@ -1,17 +1,14 @@
 """The ControllerService gRPC adapter: requests in, control-plane decisions through the driver.
 
-Thin on purpose: every decision is a pure function of `control_plane` over the committed image;
-this module checks request sizes, routes writes through `ControllerDriver.write` (which answers
-NOT_CONTROLLER on a controller that is not active), fills the `ControllerStatus` every answer
-carries, and answers the metadata log's followers (FetchMetadata, FetchSnapshot: metadata_fetch.py).
+Thin: decisions are pure functions of `control_plane` over the committed image; this checks
+request sizes, routes writes through `ControllerDriver.write` (NOT_CONTROLLER when not active),
+fills each answer's `ControllerStatus`, and serves FetchMetadata, FetchSnapshot (metadata_fetch.py).
 
-Calls that act as a broker (RegisterBroker, BrokerHeartbeat — which also carries controlled
-shutdown —, AlterPartition, ReportCorruptReplica and AllocateProducerIds) first prove that they
-come from that broker with the cluster's membership proof (`_require_member`, see
-services/runtime/membership.py); a caller without it gets PERMISSION_DENIED before anything is
-read or written. Metadata reads and admin calls stay open (client authentication comes with TLS).
-Coordinators prove membership the same way for RegisterCoordinator and CoordinatorHeartbeat,
-signed as their coordinator id (`_require_coordinator`).
+Calls that act as a broker (RegisterBroker, BrokerHeartbeat with its controlled shutdown,
+AlterPartition, ReportCorruptReplica, AllocateProducerIds) first prove that they come from that
+broker with the cluster's membership proof (`_require_member`, services/runtime/membership.py),
+else PERMISSION_DENIED before anything is read or written; coordinators likewise, signed as
+their id (`_require_coordinator`). Admin calls and reads: ACLs decide, when authorization is on.
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many
 from samsa.services.controller import control_plane, metadata_fetch
+from samsa.services.controller.acl_servicer import AclRpcs
 from samsa.services.controller.driver import ControllerDriver, NotControllerError
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.lookup_servicer import require_coordinator
@@ -53,8 +51,8 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ControllerServicer(ClientQuotaRpcs, QuorumRpcs, ControllerServiceServicer):
-    """Serves ControllerService from one controller's driver (mixins: quotas, DescribeQuorum)."""
+class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerServiceServicer):
+    """Serves ControllerService from one controller's driver (mixins: ACLs, quotas, quorum)."""
 
     def __init__(
         self,
@@ -67,7 +65,9 @@ class ControllerServicer(ClientQuotaRpcs, QuorumRpcs, ControllerServiceServicer)
         cluster_id: str,
         member_key: bytes,
         controller_internal_endpoints: Mapping[int, str] | None = None,
+        authorizer_enabled: bool = False,
     ) -> None:
+        self.authorizer_enabled = authorizer_enabled  # authorizer.class.name is set
         self.member_key = member_key  # membership.derive_key(cluster secret)
         self.driver = driver
         self.liveness = liveness

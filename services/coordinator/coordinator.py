@@ -61,6 +61,7 @@ from samsa.services.coordinator.transaction_partition import (
     TransactionPartition,
 )
 from samsa.services.coordinator.transaction_servicer import TransactionCoordinatorServicer
+from samsa.services.runtime.authorization import AuthorizerConfig
 from samsa.services.runtime.config import with_bound_port
 from samsa.services.runtime.controller_channel import ControllerChannel
 from samsa.services.runtime.coordinator_lookup import CoordinatorLookupServicer
@@ -98,6 +99,7 @@ class Coordinator:
         connections_max: int = limits.grpc_connections_max,
         internal_listen: str | None = None,
         internal_advertised_listener: str | None = None,
+        authorizer: AuthorizerConfig | None = None,
     ) -> None:
         self.coordinator_id = coordinator_id
         # The internal listener (runtime/listeners.py), and what members dial for it.
@@ -105,6 +107,8 @@ class Coordinator:
         self.internal_advertised_listener = internal_advertised_listener or internal_listen
         self.health_file = health_file
         self.connections_max = connections_max
+        self.authorizer = authorizer  # None: ACLs off (authorization.py)
+        self.member_key = member_key  # checks members' calls when ACLs are on
         self.listen = listen
         # What the coordinator registers: the address others dial (listen may be 0.0.0.0:PORT).
         self.advertised_listener = advertised_listener or listen
@@ -125,7 +129,7 @@ class Coordinator:
         )
         self.session_timeout_s = session_timeout_ms / 1000
         self.offsets_log = OffsetsLog(lambda: self.metadata.image, signer)
-        self.transaction_check = TransactionMembershipCheck(lambda: self.metadata.image)
+        self.transaction_check = TransactionMembershipCheck(lambda: self.metadata.image, signer)
         self.topics: dict[str, int] = {}
         self.topic_ids: dict[str, bytes] = {}  # of the same topics: recorded with their offsets
         # What this process owns now (updated on every image and epoch) and what it has
@@ -325,6 +329,11 @@ class Coordinator:
             health_file=self.health_file,
             connections_max=self.connections_max,
             internal_listen=self.internal_listen,
+            authorization=None
+            if self.authorizer is None
+            else self.authorizer.authorization(
+                self.member_key, acls=lambda: self.metadata.image.acls
+            ),
         )
         coordinator_pb2_grpc.add_GroupCoordinatorServiceServicer_to_server(
             GroupCoordinatorServicer(self), server.handlers

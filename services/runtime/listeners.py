@@ -20,6 +20,9 @@ interface, or firewall it), as with Kafka's inter-broker listener.
 
 `handlers` is what the services register their servicers on: it forwards each registration to
 every listener, so that both serve the same API.
+
+With `authorization` (authorizer.class.name set: authorization.py), every listener decides each
+call against the ACLs, inside its guard; members' calls (membership proof) pass on either.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from samsa.common import limits
+from samsa.services.runtime.authorization import Authorization, AuthorizingInterceptor
 from samsa.services.runtime.server import GrpcServer
 
 
@@ -61,18 +65,27 @@ class Listeners:
         health_file: str | None = None,
         connections_max: int = limits.grpc_connections_max,
         internal_listen: str | None = None,
+        authorization: Authorization | None = None,
     ) -> None:
+        def inner() -> list[AuthorizingInterceptor]:
+            return [] if authorization is None else [AuthorizingInterceptor(authorization)]
+
         self.public = GrpcServer(
             listen,
             service_names,
             tracing=tracing,
             health_file=health_file,
             connections_max=connections_max,
+            inner_interceptors=inner(),
         )
         self.internal: GrpcServer | None = None
         if internal_listen is not None:
             self.internal = GrpcServer(
-                internal_listen, service_names, tracing=tracing, listen_key="internal.listeners"
+                internal_listen,
+                service_names,
+                tracing=tracing,
+                listen_key="internal.listeners",
+                inner_interceptors=inner(),
             )
         servers = [self.public] if self.internal is None else [self.public, self.internal]
         self.servers = servers

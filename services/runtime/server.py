@@ -361,6 +361,7 @@ class GrpcServer:
         health_file: str | None = None,
         connections_max: int = limits.grpc_connections_max,
         listen_key: str = "listeners",
+        inner_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     ) -> None:
         self.listen = listen
         self.listen_key = listen_key  # the setting named when the address cannot be bound
@@ -377,6 +378,10 @@ class GrpcServer:
         if metrics.enabled():  # outside the guard, so it sees the status the guard chose
             interceptors.append(metrics.RpcMetrics())
         interceptors.append(self.guard)
+        # Inside the guard (the authorizer, authorization.py): a refusal it raises in a request
+        # stream is aborted by the guard from the handler's task.
+        interceptors.extend(inner_interceptors)
+        self.interceptors = tuple(interceptors)  # outermost first
         # max.connections, within the open-files limit (open_files.py; limits.py says why).
         self.connections_max = connections_bound(connections_max, open_files_limit())
         options = [*SERVER_OPTIONS, ("grpc.max_allowed_incoming_connections", self.connections_max)]

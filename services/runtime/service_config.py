@@ -8,8 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from samsa.common import limits, tls
+from samsa.metadata.acls import parse_super_users
+from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.runtime.config import (
     RelationProblem,
+    ValueProblem,
     address,
     address_list,
     advertisable_address,
@@ -24,6 +27,45 @@ from samsa.services.runtime.config import (
     optional_listen,
     optional_path,
 )
+
+# authorizer.class.name: the values that turn ACL enforcement on (Kafka's class name accepted, so
+# that a Kafka properties file works unchanged); "" is off.
+AUTHORIZER_STANDARD = "standard"
+AUTHORIZER_NAMES = (AUTHORIZER_STANDARD, "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+
+
+def authorizer_name(text: str) -> str:
+    """ "" (off) or "standard" (any accepted spelling of the standard authorizer)."""
+    name = text.strip()
+    if not name:
+        return ""
+    if name not in AUTHORIZER_NAMES:
+        raise ValueProblem("be empty (off) or one of " + ", ".join(AUTHORIZER_NAMES))
+    return AUTHORIZER_STANDARD
+
+
+def super_users(text: str) -> frozenset[str]:
+    try:
+        return parse_super_users(text)
+    except ValueError as error:
+        raise ValueProblem(f"be ;-separated principals (User:name): {error}") from None
+
+
+def boolean(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueProblem("be true or false")
+    return value == "true"
+
+
+def principal_rules(text: str) -> PrincipalRules:
+    try:
+        return PrincipalRules.parse(text)
+    except ValueError as error:
+        raise ValueProblem(
+            "be RULE:pattern/replacement/[LU] and DEFAULT, comma-separated: "
+            + str(error).removeprefix("ssl.principal.mapping.rules: ")
+        ) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,10 +161,47 @@ class ServiceConfig:
         "(clients and peers alike); none: any client may connect",
     )
 
+    authorizer_class_name: str = key(
+        "authorizer.class.name",
+        authorizer_name,
+        default="",
+        help="standard (or Kafka's org.apache.kafka.metadata.authorizer.StandardAuthorizer): "
+        "every call is decided against the ACLs in the metadata log (authorization.py); "
+        "empty (the default): ACLs are off",
+    )
+    super_users: frozenset[str] = key(
+        "super.users",
+        super_users,
+        default=frozenset(),
+        help="principals allowed everything whatever the ACLs, ;-separated "
+        "(User:CN=admin,O=example;User:ops)",
+    )
+    allow_everyone_if_no_acl_found: bool = key(
+        "allow.everyone.if.no.acl.found",
+        boolean,
+        default=False,
+        help="true: a resource without any ACL is open to everyone (Kafka's key); false (the "
+        "default): only super users may use it",
+    )
+    # PrincipalRules is immutable (slots, a tuple of rules): one default shared by every config.
+    ssl_principal_mapping_rules: PrincipalRules = key(  # noqa: RUF009
+        "ssl.principal.mapping.rules",
+        principal_rules,
+        default=PrincipalRules.parse("DEFAULT"),
+        help="how a client certificate's subject becomes a principal's name (KIP-371): "
+        "RULE:pattern/replacement/[LU] rules and DEFAULT (the whole subject), comma-separated, "
+        "first match wins",
+    )
+
     def __post_init__(self) -> None:
         check_advertised(self.listeners, self.advertised_listeners)
         check_internal(self.listeners, self.internal_listeners, self.internal_advertised_listeners)
         check_tls(self)
+
+    @property
+    def authorizer_enabled(self) -> bool:
+        """Whether ACLs are enforced (authorizer.class.name set)."""
+        return self.authorizer_class_name != ""
 
     @property
     def advertised_listener(self) -> str:

@@ -32,8 +32,15 @@ from samsa.common.errors import ErrorCode
 from samsa.common.request_stream import RequestStream, StreamBrokenError
 from samsa.metadata.coordinators import TRANSACTION_KEY_TYPE, find_coordinator
 from samsa.metadata.image import MetadataImage
+from samsa.services.runtime.member_auth import MemberSigner
+from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel
 from samsa.v1 import coordinator_pb2, transactions_pb2, transactions_pb2_grpc
+
+STREAM_METHOD = method_path(
+    transactions_pb2.DESCRIPTOR.services_by_name["TransactionCoordinatorService"].full_name,
+    "AddPartitionsToTxnStream",
+)
 
 TopicPartition = tuple[str, int]
 Refusal = tuple[ErrorCode, str]
@@ -80,9 +87,13 @@ class AddPartitionsStream(
 ):
     """One AddPartitionsToTxnStream to one coordinator; create and use it on one event loop."""
 
-    def __init__(self, stub: transactions_pb2_grpc.TransactionCoordinatorServiceStub) -> None:
+    def __init__(
+        self,
+        stub: transactions_pb2_grpc.TransactionCoordinatorServiceStub,
+        proof: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         super().__init__(
-            stub.AddPartitionsToTxnStream,
+            lambda requests: stub.AddPartitionsToTxnStream(requests, metadata=proof or None),
             limits.produce_stream_in_flight_max,
             transactions_pb2.AddPartitionsToTxnStreamRequest,
         )
@@ -91,8 +102,13 @@ class AddPartitionsStream(
 class TransactionMembershipCheck:
     """Asks the coordinators (see the module docstring); one stream per coordinator endpoint."""
 
-    def __init__(self, image: Callable[[], MetadataImage]) -> None:
+    def __init__(
+        self, image: Callable[[], MetadataImage], signer: MemberSigner | None = None
+    ) -> None:
         self.image = image
+        # Signs each stream as this member, so that with ACLs on the coordinator lets the check
+        # through without an ACL for this broker's own principal (authorization.py).
+        self.signer = signer
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._streams: dict[str, AddPartitionsStream] = {}
 
@@ -186,5 +202,6 @@ class TransactionMembershipCheck:
             if channel is None:
                 channel = self._channels[endpoint] = service_channel(endpoint, traced=False)
             stub = transactions_pb2_grpc.TransactionCoordinatorServiceStub(channel)
-            stream = self._streams[endpoint] = AddPartitionsStream(stub)
+            proof = () if self.signer is None else self.signer.metadata(STREAM_METHOD)
+            stream = self._streams[endpoint] = AddPartitionsStream(stub, proof)
         return stream

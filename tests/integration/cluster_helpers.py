@@ -78,13 +78,21 @@ def local_cluster(
     settings: dict[str, str] | None = None,
     coordinators: int = 0,
     tls: bool = False,
+    authorizer: bool = False,
 ) -> Iterator[LocalCluster]:
     """A started, healthy cluster; every process is stopped by PID on the way out. `tls`: every
     process serves TLS and requires a client certificate (spec.client_security(data_dir) is a
-    client's configuration)."""
+    client's configuration); `authorizer` (with tls): and enforces ACLs, that client being the
+    super user (cluster_tls.issue_client makes other principals' certificates)."""
     settings = NO_RETENTION_CHECK | (settings or FAST_SETTINGS)
     spec = load_or_create(
-        data_dir, controllers, brokers, settings, coordinators=coordinators, tls=tls
+        data_dir,
+        controllers,
+        brokers,
+        settings,
+        coordinators=coordinators,
+        tls=tls,
+        authorizer=authorizer,
     )
     cluster = LocalCluster(spec, data_dir)
     try:

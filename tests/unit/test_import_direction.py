@@ -52,6 +52,7 @@ FORBIDDEN_IN_CORES = {
 
 # The only modules under common/, metadata/ and services/ allowed to do I/O: drivers and adapters.
 IO_MODULE_NAMES = {
+    "authorization.py",  # the ACL interceptor: the principal from a call's TLS session
     "segment.py",  # one segment's files
     "service_channels.py",  # a service's grpc.aio channels to its peers
     "segment_loading.py",  # opens a segment's files: index-file checks, recovery, the cut
@@ -102,6 +103,7 @@ IO_MODULE_NAMES = {
     "servicer.py",  # gRPC adapters (controller, broker and coordinator)
     "lookup_servicer.py",  # the controller's check of coordinators' proofs (clock, aborts)
     "quota_servicer.py",  # the controller's client quota RPCs (gRPC aborts), a servicer mixin
+    "acl_servicer.py",  # the controller's ACL RPCs (gRPC aborts), a servicer mixin
     "quorum_servicer.py",  # the controller's DescribeQuorum (clock), a servicer mixin
     "main.py",  # process composition (controller, broker and coordinator)
     "__main__.py",

@@ -11,6 +11,11 @@ existed has none, and its processes keep one listener.
 from the private CA and the certificates in `<data-dir>/tls/` (cluster_tls.py makes them): one
 pair per process, named as the process (controller-1, broker-1, coordinator-1), and `client`,
 which the CLI and the SDK present. A cluster.json without the key is a plaintext cluster.
+
+`authorizer` (`samsa up --tls --authorizer`, only with `tls`): every process enforces ACLs
+(services/runtime/authorization.py) with the `client` certificate's principal as its only super
+user, so that the CLI (and the README's flow) can do everything, grants included; any other
+certificate of the cluster's CA (`cluster_tls.issue_client`) is a principal that needs ACLs.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ HOST = "127.0.0.1"
 TLS_DIR = "tls"
 # The certificate the CLI (and an application of the README's flow) presents to a TLS cluster.
 CLIENT_CERTIFICATE = "client"
+# The principal the client certificate's subject gives (its DN as gRPC renders it, mapped by the
+# default ssl.principal.mapping.rules): a local authorizing cluster's one super user.
+CLIENT_PRINCIPAL = f"User:CN={CLIENT_CERTIFICATE},O=samsa"
 
 
 class _Listening:
@@ -77,6 +85,7 @@ class ClusterSpec:
     settings: dict[str, str] = field(default_factory=dict)
     coordinators: tuple[CoordinatorSpec, ...] = ()
     tls: bool = False
+    authorizer: bool = False
 
     @property
     def process_names(self) -> list[str]:
@@ -116,11 +125,18 @@ class ClusterSpec:
 
     def service_security(self, data_dir: Path, name: str) -> list[str]:
         """The flags that make process `name` serve and dial TLS with its own certificate and
-        require one from every client; none for a plaintext cluster."""
+        require one from every client (and, with `authorizer`, enforce ACLs with the client
+        certificate as super user); none for a plaintext cluster."""
         if not self.tls:
             return []
         certificate, key = tls_pair(data_dir, name)
+        authorizer = (
+            ["--authorizer-class-name", "standard", "--super-users", CLIENT_PRINCIPAL]
+            if self.authorizer
+            else []
+        )
         return [
+            *authorizer,
             "--security-protocol",
             tls_settings.SSL,
             "--ssl-ca-location",
@@ -142,12 +158,16 @@ class ClusterSpec:
         tls = data.get("tls", False)  # absent: written before TLS, a plaintext cluster
         if not isinstance(tls, bool):
             raise TypeError(f"tls is {tls!r}, not true or false")
+        authorizer = data.get("authorizer", False)  # absent: written before ACLs, none
+        if not isinstance(authorizer, bool):
+            raise TypeError(f"authorizer is {authorizer!r}, not true or false")
         return cls(
             tuple(ControllerSpec(**c) for c in data["controllers"]),
             tuple(BrokerSpec(**b) for b in data["brokers"]),
             dict(data.get("settings", {})),
             tuple(CoordinatorSpec(**c) for c in data.get("coordinators", [])),
             tls,
+            authorizer,
         )
 
 

@@ -19,6 +19,7 @@ import grpc
 
 from samsa.cli import certificates
 from samsa.cli.cluster_spec import CLIENT_CERTIFICATE, TLS_DIR, ClusterSpec, tls_pair
+from samsa.common import tls as tls_settings
 from samsa.common.tls import TlsSettings
 
 HOSTS = ["127.0.0.1", "localhost"]
@@ -42,6 +43,25 @@ def ensure_certificates(spec: ClusterSpec, data_dir: Path) -> None:
         certificate, key = tls_pair(data_dir, name)
         if not (certificate.exists() and key.exists()):
             certificates.issue(ca, directory, name, HOSTS)
+
+
+def issue_client(data_dir: Path, name: str) -> dict[str, str]:
+    """A client certificate for `name` (principal User:CN=<name>,O=samsa) from the TLS cluster's
+    CA in `data_dir`, made once, and a client's settings presenting it: for tests and for trying
+    ACLs with principals other than the CLI's super user."""
+    directory = data_dir / TLS_DIR
+    if name in ("ca", CLIENT_CERTIFICATE):
+        raise ValueError(f"{name!r} is taken: the CA's or the CLI's certificate")
+    certificate, key = tls_pair(data_dir, name)
+    if not (certificate.exists() and key.exists()):
+        ca = certificates.KeyPair(*tls_pair(data_dir, "ca"))
+        certificates.issue(ca, directory, name, HOSTS)
+    return {
+        tls_settings.SECURITY_PROTOCOL: tls_settings.SSL,
+        tls_settings.CA_LOCATION: str(tls_pair(data_dir, "ca")[0]),
+        tls_settings.CERTIFICATE_LOCATION: str(certificate),
+        tls_settings.KEY_LOCATION: str(key),
+    }
 
 
 def open_channel(endpoint: str, security: dict[str, str]) -> grpc.Channel:

@@ -1,10 +1,11 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions, perf, reassign, log-dirs, leader-election, quotas, metadata-quorum and configs
-commands in group_commands.py, transaction_commands.py, perf_commands.py, reassign_commands.py,
-log_dirs_commands.py, election_commands.py, quota_commands.py, quorum_commands.py and
-config_commands.py, and what they all share (where to connect, tables, times) in command_support.py.
+transactions, perf, reassign, log-dirs, leader-election, quotas, acls, metadata-quorum and
+configs commands in group_commands.py, transaction_commands.py, perf_commands.py,
+reassign_commands.py, log_dirs_commands.py, election_commands.py, quota_commands.py,
+acl_commands.py, quorum_commands.py and config_commands.py, and what they all share (where to
+connect, tables, times) in command_support.py.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import grpc
 
+from samsa.cli.acl_commands import acls_usage_error, add_acl_command, run_acls
 from samsa.cli.command_support import (
     add_connection,
     bootstrap,
@@ -103,6 +105,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_log_dirs_command(commands, add_connection)
     add_election_command(commands, add_connection)
     add_quota_command(commands, add_connection)
+    add_acl_command(commands, add_connection)
     add_quorum_command(commands, add_connection)
     add_config_command(commands, add_connection)
 
@@ -161,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
             return run_election(args, servers)
         if args.command == "quotas":
             return run_quotas(args, servers)
+        if args.command == "acls":
+            return run_acls(args, servers)
         if args.command == "metadata-quorum":
             return run_quorum(args, servers)
         if args.command == "configs":
@@ -282,6 +287,7 @@ USAGE_CHECKS: dict[str, Callable[[argparse.Namespace], str | None]] = {
     "log-dirs": log_dirs_usage_error,
     "leader-election": election_usage_error,
     "quotas": quotas_usage_error,
+    "acls": acls_usage_error,
     "metadata-quorum": quorum_usage_error,
     "configs": configs_usage_error,
 }

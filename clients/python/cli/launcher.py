@@ -90,9 +90,10 @@ def new_cluster_spec(
     settings: dict[str, str] | None = None,
     coordinators: int = 0,
     tls: bool = False,
+    authorizer: bool = False,
 ) -> ClusterSpec:
     """Every process with a public and an internal gRPC port (cluster_spec.py); `tls`: all of
-    them serve TLS and require client certificates."""
+    them serve TLS and require client certificates; `authorizer`: and enforce ACLs."""
     ports = iter(free_ports(3 * controllers + 2 * brokers))
     spec = ClusterSpec(
         tuple(
@@ -102,6 +103,7 @@ def new_cluster_spec(
         tuple(BrokerSpec(i, next(ports), internal_port=next(ports)) for i in range(1, brokers + 1)),
         dict(settings or {}),
         tls=tls,
+        authorizer=authorizer,
     )
     return replace(spec, coordinators=new_coordinator_specs(coordinators, spec.ports))
 
@@ -122,6 +124,7 @@ def load_or_create(
     *,
     coordinators: int = 0,
     tls: bool = False,
+    authorizer: bool = False,
 ) -> ClusterSpec:
     """The cluster of `data_dir`: the one it already holds, or a new one with fresh ports (and,
     with `tls`, its certificates: cluster_tls.py).
@@ -131,6 +134,11 @@ def load_or_create(
     cluster made with TLS started without it (or the reverse) is refused, as another topology
     is, rather than a flag silently overridden by the stored cluster (whose clients would then
     need settings the command line did not ask for)."""
+    if authorizer and not tls:
+        raise ValueError(
+            "--authorizer needs --tls: ACLs name principals by their client certificates, and "
+            "without TLS every caller is User:ANONYMOUS"
+        )
     data_dir.mkdir(parents=True, exist_ok=True)
     ensure_secret(data_dir / "cluster.secret")
     spec_file = data_dir / "cluster.json"
@@ -148,12 +156,18 @@ def load_or_create(
                 f"{data_dir} holds a cluster made {made} --tls; start it {made} --tls as before, "
                 f"or use another --data-dir for a cluster {asked} it"
             )
+        if spec.authorizer != authorizer:
+            made = "with" if spec.authorizer else "without"
+            raise ValueError(
+                f"{data_dir} holds a cluster made {made} --authorizer; start it {made} "
+                "--authorizer as before, or use another --data-dir"
+            )
         if len(spec.coordinators) != coordinators:
             others = replace(spec, coordinators=()).ports
             spec = replace(spec, coordinators=new_coordinator_specs(coordinators, others))
             spec_file.write_text(spec.to_json())
     else:
-        spec = new_cluster_spec(controllers, brokers, settings, coordinators, tls)
+        spec = new_cluster_spec(controllers, brokers, settings, coordinators, tls, authorizer)
         spec_file.write_text(spec.to_json())
     ensure_certificates(spec, data_dir)
     return spec

@@ -1,6 +1,7 @@
 """`samsa`: the command line.
 
     samsa up [--data-dir DIR] [--controllers 3] [--brokers 3] [--coordinators 2] [--tls]
+             [--authorizer]
                                                                run a local cluster
     samsa topics create|list|describe|delete ...               manage topics
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
@@ -16,6 +17,8 @@
                           | --all-topic-partitions)   elect leaders now
     samsa quotas --describe|--alter [--client-id X|--client-defaults] [--add K=N,..] [--delete K,..]
                                                                client quotas (byte rates)
+    samsa acls --add|--remove|--list [--allow-principal P] [--operation OP] [--topic T] ...
+                                                               ACLs, as kafka-acls.sh
     samsa metadata-quorum describe --status|--replication [--human-readable]
                                                                the controller quorum's health
     samsa configs --entity-type brokers --entity-default (--describe [--all] | --alter
@@ -83,6 +86,7 @@ CLUSTER_COMMANDS = (
     "log-dirs",
     "leader-election",
     "quotas",
+    "acls",
     "metadata-quorum",
     "configs",
 )
@@ -214,6 +218,12 @@ def _run(argv: list[str] | None) -> int:
         help="serve TLS and require client certificates, from a CA and certificates made in "
         "DATA_DIR/tls/ at the first start (a directory keeps the choice it was made with)",
     )
+    up_parser.add_argument(
+        "--authorizer",
+        action="store_true",
+        help="with --tls: enforce ACLs, the CLI's client certificate being the one super user "
+        "(a directory keeps the choice it was made with)",
+    )
     add_commands(commands)
     add_trace_command(commands)
     add_dump_log_command(commands)
@@ -231,7 +241,19 @@ def _run(argv: list[str] | None) -> int:
             parser.error("--coordinators must be from 0 to 8")
         from samsa.cli.up import up
 
-        return up(args.data_dir, args.controllers, args.brokers, args.coordinators, tls=args.tls)
+        if args.authorizer and not args.tls:
+            parser.error(
+                "--authorizer needs --tls: ACLs name principals by their client certificates, "
+                "and without TLS every caller is User:ANONYMOUS"
+            )
+        return up(
+            args.data_dir,
+            args.controllers,
+            args.brokers,
+            args.coordinators,
+            tls=args.tls,
+            authorizer=args.authorizer,
+        )
     if args.command == "demo":
         if args.records < 1:
             parser.error("--records must be at least 1")

@@ -14,6 +14,10 @@ CA, all made in `<data-dir>/tls/` at the first start (cluster_tls.py). `samsa up
 client settings that connect (the `samsa` commands find them in cluster.json by themselves) and
 writes them to `<data-dir>/tls/client.properties`, for `--command-config`. A directory keeps the
 TLS it was made with: `samsa up` with the other choice is refused (launcher.load_or_create).
+
+`--authorizer` (with `--tls` only): every process enforces ACLs, the client certificate's
+principal (User:CN=client,O=samsa) being the one super user, so that the `samsa` commands keep
+doing everything, `samsa acls` included; other principals need ACLs (README "Access control").
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from samsa.cli.cluster_spec import TLS_DIR
+from samsa.cli.cluster_spec import CLIENT_PRINCIPAL, TLS_DIR
 from samsa.cli.launcher import ClusterNotHealthyError, LocalCluster, load_or_create, wait_healthy
 from samsa.services.runtime.data_dir_lock import DataDirError, lock_data_dir
 
@@ -39,6 +43,7 @@ def up(
     timeout_s: float = 90.0,
     *,
     tls: bool = False,
+    authorizer: bool = False,
 ) -> int:
     data_dir = data_dir.resolve()
     try:
@@ -47,14 +52,27 @@ def up(
         print(f"samsa up: {error}", file=sys.stderr)
         return 2
     with held:
-        return _up(data_dir, controllers, brokers, coordinators, timeout_s, tls)
+        return _up(data_dir, controllers, brokers, coordinators, timeout_s, tls, authorizer)
 
 
 def _up(
-    data_dir: Path, controllers: int, brokers: int, coordinators: int, timeout_s: float, tls: bool
+    data_dir: Path,
+    controllers: int,
+    brokers: int,
+    coordinators: int,
+    timeout_s: float,
+    tls: bool,
+    authorizer: bool,
 ) -> int:
     try:
-        spec = load_or_create(data_dir, controllers, brokers, coordinators=coordinators, tls=tls)
+        spec = load_or_create(
+            data_dir,
+            controllers,
+            brokers,
+            coordinators=coordinators,
+            tls=tls,
+            authorizer=authorizer,
+        )
         security = spec.client_security(data_dir)
         if security:
             (data_dir / TLS_DIR / CLIENT_PROPERTIES).write_text(client_properties(security))
@@ -80,6 +98,8 @@ def _up(
             )
             for key, value in security.items():
                 print(f"                  {key}={value}")
+        if spec.authorizer:
+            print(f"authorizer      ACLs enforced; super user {CLIENT_PRINCIPAL} (samsa acls)")
         print("                Ctrl-C stops it; `samsa up` on this directory restarts it")
         _watch(cluster)
     except ClusterNotHealthyError as error:

@@ -12,6 +12,7 @@ from samsa.common.grpc_experiments import prefer_legacy_poller
 
 prefer_legacy_poller()
 
+from samsa.client.acl_admin import AclDeletion
 from samsa.client.admin import Admin, NewTopic
 from samsa.client.async_consumer import AsyncConsumer
 from samsa.client.async_producer import AsyncProducer
@@ -32,11 +33,22 @@ from samsa.client.rebalance import ConsumerRebalanceListener
 from samsa.client.record_future import RecordMetadata
 from samsa.client.transaction_manager import TransactionAbortableError, TransactionFatalError
 from samsa.common.allocator import tune_for_large_buffers as tune_allocator
+from samsa.metadata.acls import (
+    AclBinding,
+    AclFilter,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
 
 __all__ = [
     "BROKER_DEFAULTS",
     "CREATE_TIME",
     "LOG_APPEND_TIME",
+    "AclBinding",
+    "AclDeletion",
+    "AclFilter",
     "Admin",
     "AsyncConsumer",
     "AsyncProducer",
@@ -52,9 +64,13 @@ __all__ = [
     "NoBrokersAvailable",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
+    "Operation",
+    "PatternType",
+    "Permission",
     "ProduceError",
     "Producer",
     "RecordMetadata",
+    "ResourceType",
     "TopicError",
     "TransactionAbortableError",
     "TransactionFatalError",

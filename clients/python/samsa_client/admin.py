@@ -15,6 +15,7 @@ and hands everything else to the parts it owns, one job each:
   listed_offsets.py is the pure half of list_offsets;
 - log_dir_calls.py asks each broker for its log dirs (log_dirs.py: the pure half);
 - client_quota_admin.py builds the client quota requests and reads their answers (pure);
+- admin_acls.py (a base class of Admin) holds the ACL methods, acl_admin.py their pure half;
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
 - group_admin_calls.py runs the consumer-group methods (admin_groups.py, a base class of
   Admin that documents them) at the groups' coordinators, and
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from samsa.client import client_quota_admin as quotas
+from samsa.client.admin_acls import AclAdmin
 from samsa.client.admin_groups import ConsumerGroupAdmin
 from samsa.client.channels import Channels
 from samsa.client.client_tls import CLIENT_KEYS, client_tls
@@ -123,7 +125,7 @@ ADMIN_KEYS = frozenset(
 )
 
 
-class Admin(ConsumerGroupAdmin):
+class Admin(AclAdmin, ConsumerGroupAdmin):
     """Kafka's AdminClient, synchronous: each call returns when the controller has answered.
     Its consumer-group methods are ConsumerGroupAdmin's (admin_groups.py)."""
 

@@ -40,6 +40,7 @@ from samsa.common.record.header import TRANSACTIONAL, batch_size_at, read_header
 from samsa.metadata.image import MetadataImage
 from samsa.services.broker.hosted_partition import LeadershipError
 from samsa.services.broker.partition_host import PartitionHost
+from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.txn_added_check import (
     Refusal,
     TopicPartition,
@@ -109,8 +110,10 @@ def _unidentified_message(identity: Identity) -> str:
 class TransactionVerifier:
     """Checks transactional produce with the coordinators (see the module docstring)."""
 
-    def __init__(self, image: Callable[[], MetadataImage]) -> None:
-        self.check = TransactionMembershipCheck(image)
+    def __init__(
+        self, image: Callable[[], MetadataImage], signer: MemberSigner | None = None
+    ) -> None:
+        self.check = TransactionMembershipCheck(image, signer)
 
     async def close(self) -> None:
         await self.check.close()

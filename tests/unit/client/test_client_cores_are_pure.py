@@ -45,6 +45,7 @@ CORE_MODULES = (
     "transaction_manager.py",
     "log_dirs.py",
     "client_quota_admin.py",
+    "acl_admin.py",
     "inflight_calls.py",
     "config_resources.py",
 )

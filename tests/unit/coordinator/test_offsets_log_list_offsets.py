@@ -19,6 +19,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.requests.request_checks import too_many_partitions
 from samsa.services.coordinator.offsets_log import OffsetsLog
+from samsa.services.runtime.member_auth import MemberSigner
 from samsa.v1 import broker_pb2 as b
 
 
@@ -32,7 +33,10 @@ class _FakeBroker:
         self.sizes: list[int] = []
 
     async def ListOffsets(
-        self, request: b.ListOffsetsRequest, timeout: float | None = None
+        self,
+        request: b.ListOffsetsRequest,
+        timeout: float | None = None,
+        metadata: object = None,  # the coordinator's membership proof
     ) -> b.ListOffsetsResponse:
         refusal = too_many_partitions(request)
         if refusal is not None:
@@ -49,7 +53,7 @@ class _FakeBroker:
 def test_a_leader_is_asked_in_requests_of_at_most_request_partitions_max(monkeypatch):
     monkeypatch.setattr(limits, "request_partitions_max", 3)
     image = single_broker_image({"t": (b"\x01" * 16, led_partitions(7))})
-    offsets_log = OffsetsLog(lambda: image, signer=None)  # type: ignore[arg-type]
+    offsets_log = OffsetsLog(lambda: image, signer=MemberSigner(b"k" * 32, 1))
     broker = _FakeBroker()
     offsets_log._stub = lambda endpoint: broker  # type: ignore[assignment,method-assign,return-value]
     wanted = [("t", p) for p in range(7)]

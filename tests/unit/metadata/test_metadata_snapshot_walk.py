@@ -4,12 +4,12 @@ is byte for byte the same, and the next batch (valid or refused) does the same t
 followers and restarted controllers load snapshots; any difference would be a silent divergence
 that only the running hash notices later.
 
-Method: a seeded random walk of 250 batches per seed over all fourteen record kinds (brokers
+Method: a seeded random walk of 250 batches per seed over all sixteen record kinds (brokers
 registering, restarting, fenced (in controlled shutdown or not), unfenced, unregistered; topics
 created, grown, changed (eligible leader replicas too), deleted and re-created under the same
 name; topic and broker configs
 set, emptied and removed; producer id blocks; coordinators registering and fenced; assignments
-of both coordinator topics; client quotas set and removed), some
+of both coordinator topics; client quotas set and removed; ACL bindings added and removed), some
 deliberately stale or invalid, each batch replayed with the real `replay`. After every applied
 batch the image goes through a snapshot and the next batch is replayed on both. A failure names
 its seed and step.
@@ -18,10 +18,13 @@ its seed and step.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from metadata_helpers import change, config, fence, partition, register, remove, topic, unfence
 
+from samsa.metadata.acl_replay import add_record, binding_fields, remove_record
+from samsa.metadata.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 from samsa.metadata.coordinators import COORDINATOR_TOPICS
 from samsa.metadata.image import BROKER_RESOURCE, NO_LEADER, TOPIC_RESOURCE, MetadataImage
 from samsa.metadata.records import make_batch
@@ -137,8 +140,26 @@ def _quota_record(rng: random.Random, image: MetadataImage) -> m.MetadataRecord:
     return m.MetadataRecord(client_quota=record)
 
 
+def _acl_record(rng: random.Random, image: MetadataImage) -> m.MetadataRecord:
+    binding = AclBinding(
+        rng.choice([ResourceType.TOPIC, ResourceType.GROUP]),
+        rng.choice(["a", "b", "*"]),
+        rng.choice([PatternType.LITERAL, PatternType.PREFIXED]),
+        rng.choice(["User:x", "User:*"]),
+        "*",
+        rng.choice([Operation.READ, Operation.DESCRIBE]),
+        rng.choice([Permission.ALLOW, Permission.DENY]),
+    )
+    if rng.random() < 0.1:  # not a binding (PREFIXED *, or no operation): refused
+        fields = binding_fields(binding) | rng.choice([{"operation": 0}, {"pattern_type": 1}])
+        return m.MetadataRecord(access_control_entry=m.AccessControlEntryRecord(**fields))
+    if binding.problem() is not None:
+        binding = replace(binding, resource_name="a")  # a PREFIXED * is no pattern
+    return remove_record(binding) if rng.random() < 0.4 else add_record(binding)
+
+
 MAKERS = (_broker_record, _topic_record, _topic_record, _config_record, _producer_record)
-MAKERS += (_producer_record, _coordinator_record, _quota_record)
+MAKERS += (_producer_record, _coordinator_record, _quota_record, _acl_record)
 
 
 def _batch(rng: random.Random, image: MetadataImage) -> m.MetadataRecordBatch:

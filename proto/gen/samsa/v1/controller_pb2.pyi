@@ -905,3 +905,99 @@ class DescribeQuorumResponse(_message.Message):
     voters: _containers.RepeatedCompositeFieldContainer[QuorumReplicaState]
     observers: _containers.RepeatedCompositeFieldContainer[QuorumReplicaState]
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., cluster_id: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumReplicaState, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumReplicaState, _Mapping]]] = ...) -> None: ...
+
+class AclBinding(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    resource_type: _metadata_pb2.AclResourceType
+    resource_name: str
+    pattern_type: _metadata_pb2.AclPatternType
+    principal: str
+    host: str
+    operation: _metadata_pb2.AclOperation
+    permission: _metadata_pb2.AclPermission
+    def __init__(self, resource_type: _Optional[_Union[_metadata_pb2.AclResourceType, str]] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[_Union[_metadata_pb2.AclPatternType, str]] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[_Union[_metadata_pb2.AclOperation, str]] = ..., permission: _Optional[_Union[_metadata_pb2.AclPermission, str]] = ...) -> None: ...
+
+class AclBindingFilter(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    resource_type: _metadata_pb2.AclResourceType
+    resource_name: str
+    pattern_type: _metadata_pb2.AclPatternType
+    principal: str
+    host: str
+    operation: _metadata_pb2.AclOperation
+    permission: _metadata_pb2.AclPermission
+    def __init__(self, resource_type: _Optional[_Union[_metadata_pb2.AclResourceType, str]] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[_Union[_metadata_pb2.AclPatternType, str]] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[_Union[_metadata_pb2.AclOperation, str]] = ..., permission: _Optional[_Union[_metadata_pb2.AclPermission, str]] = ...) -> None: ...
+
+class CreateAclsRequest(_message.Message):
+    __slots__ = ("creations",)
+    CREATIONS_FIELD_NUMBER: _ClassVar[int]
+    creations: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    def __init__(self, creations: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+
+class CreateAclsResponse(_message.Message):
+    __slots__ = ("status", "results")
+    class Result(_message.Message):
+        __slots__ = ("error_code", "error_message")
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    results: _containers.RepeatedCompositeFieldContainer[CreateAclsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[CreateAclsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class DescribeAclsRequest(_message.Message):
+    __slots__ = ("filter", "min_metadata_offset")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    filter: AclBindingFilter
+    min_metadata_offset: int
+    def __init__(self, filter: _Optional[_Union[AclBindingFilter, _Mapping]] = ..., min_metadata_offset: _Optional[int] = ...) -> None: ...
+
+class DescribeAclsResponse(_message.Message):
+    __slots__ = ("status", "bindings")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    bindings: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., bindings: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsRequest(_message.Message):
+    __slots__ = ("filters",)
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    filters: _containers.RepeatedCompositeFieldContainer[AclBindingFilter]
+    def __init__(self, filters: _Optional[_Iterable[_Union[AclBindingFilter, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsResponse(_message.Message):
+    __slots__ = ("status", "results")
+    class Result(_message.Message):
+        __slots__ = ("error_code", "error_message", "deleted")
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        DELETED_FIELD_NUMBER: _ClassVar[int]
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        deleted: _containers.RepeatedCompositeFieldContainer[AclBinding]
+        def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., deleted: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    results: _containers.RepeatedCompositeFieldContainer[DeleteAclsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[DeleteAclsResponse.Result, _Mapping]]] = ...) -> None: ...

@@ -156,6 +156,21 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
                 _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/samsa.v1.ControllerService/CreateAcls',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/samsa.v1.ControllerService/DescribeAcls',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/samsa.v1.ControllerService/DeleteAcls',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -375,6 +390,38 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAcls(self, request, context):
+        """Creates ACL bindings (KIP-11's CreateAcls; KIP-290's prefixed patterns). Each binding
+        succeeds or fails on its own: INVALID_REQUEST for one samsa.metadata.acls refuses (ANY or
+        MATCH, a cluster not named kafka-cluster, an operation the resource type has not, a
+        principal not "Type:name", ...) or over a length limit, while the valid ones of the request
+        are stored. A binding that exists already succeeds without change. The whole request is
+        refused with SECURITY_DISABLED (in status) on a controller whose authorization is off.
+        Brokers do not forward it yet: send it to a controller.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAcls(self, request, context):
+        """The ACL bindings a filter selects (KIP-11's DescribeAcls), from the answering controller's
+        replica of the metadata log. SECURITY_DISABLED (in status) while authorization is off;
+        INVALID_ARGUMENT for a filter samsa.metadata.acls refuses.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Deletes the ACL bindings each filter selects (KIP-11's DeleteAcls) and answers them, per
+        filter; a filter that selects nothing deletes nothing and succeeds. INVALID_REQUEST for a
+        filter samsa.metadata.acls refuses (the others still apply); SECURITY_DISABLED (in status)
+        while authorization is off.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -492,6 +539,21 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.DescribeQuorum,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.DescribeQuorumResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.CreateAclsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeAclsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1122,6 +1184,87 @@ class ControllerService:
             '/samsa.v1.ControllerService/DescribeQuorum',
             samsa_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/CreateAcls',
+            samsa_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/DescribeAcls',
+            samsa_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/DeleteAcls',
+            samsa_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -24,51 +24,63 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17samsa/v1/metadata.proto\x12\x08samsa.v1\"\x82\x01\n\x13MetadataRecordBatch\x12\x13\n\x0b\x62\x61se_offset\x18\x01 \x01(\x03\x12\x15\n\rprevious_hash\x18\x02 \x01(\x0c\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12)\n\x07records\x18\x04 \x03(\x0b\x32\x18.samsa.v1.MetadataRecord\"\xad\x06\n\x0eMetadataRecord\x12\x39\n\x0fregister_broker\x18\x01 \x01(\x0b\x32\x1e.samsa.v1.RegisterBrokerRecordH\x00\x12=\n\x11unregister_broker\x18\x02 \x01(\x0b\x32 .samsa.v1.UnregisterBrokerRecordH\x00\x12\x33\n\x0c\x66\x65nce_broker\x18\x03 \x01(\x0b\x32\x1b.samsa.v1.FenceBrokerRecordH\x00\x12\x37\n\x0eunfence_broker\x18\x04 \x01(\x0b\x32\x1d.samsa.v1.UnfenceBrokerRecordH\x00\x12&\n\x05topic\x18\x05 \x01(\x0b\x32\x15.samsa.v1.TopicRecordH\x00\x12.\n\tpartition\x18\x06 \x01(\x0b\x32\x19.samsa.v1.PartitionRecordH\x00\x12;\n\x10partition_change\x18\x07 \x01(\x0b\x32\x1f.samsa.v1.PartitionChangeRecordH\x00\x12\x33\n\x0cremove_topic\x18\x08 \x01(\x0b\x32\x1b.samsa.v1.RemoveTopicRecordH\x00\x12(\n\x06\x63onfig\x18\t \x01(\x0b\x32\x16.samsa.v1.ConfigRecordH\x00\x12\x33\n\x0cproducer_ids\x18\n \x01(\x0b\x32\x1b.samsa.v1.ProducerIdsRecordH\x00\x12\x43\n\x14register_coordinator\x18\x0b \x01(\x0b\x32#.samsa.v1.RegisterCoordinatorRecordH\x00\x12=\n\x11\x66\x65nce_coordinator\x18\x0c \x01(\x0b\x32 .samsa.v1.FenceCoordinatorRecordH\x00\x12G\n\x16\x63oordinator_assignment\x18\r \x01(\x0b\x32%.samsa.v1.CoordinatorAssignmentRecordH\x00\x12\x33\n\x0c\x63lient_quota\x18\x0e \x01(\x0b\x32\x1b.samsa.v1.ClientQuotaRecordH\x00\x42\x08\n\x06record\"\x92\x01\n\x14RegisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12\x0c\n\x04rack\x18\x04 \x01(\t\x12\x14\n\x0c\x62roker_epoch\x18\x05 \x01(\x03\x12\x19\n\x11internal_endpoint\x18\x06 \x01(\t\"A\n\x16UnregisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"\\\n\x11\x46\x65nceBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x1e\n\x16in_controlled_shutdown\x18\x03 \x01(\x08\">\n\x13UnfenceBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"-\n\x0bTopicRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\"\xea\x01\n\x0fPartitionRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x10\n\x08replicas\x18\x03 \x03(\x05\x12\x0b\n\x03isr\x18\x04 \x03(\x05\x12\x0e\n\x06leader\x18\x05 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\x07 \x01(\x05\x12 \n\x18\x65ligible_leader_replicas\x18\x08 \x03(\x05\x12\x17\n\x0f\x61\x64\x64ing_replicas\x18\t \x03(\x05\x12\x19\n\x11removing_replicas\x18\n \x03(\x05\"\x1b\n\x0c\x42rokerIdList\x12\x0b\n\x03ids\x18\x01 \x03(\x05\"\xc9\x02\n\x15PartitionChangeRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x13\n\x06leader\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12#\n\x03isr\x18\x04 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12(\n\x08replicas\x18\x05 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12\x38\n\x18\x65ligible_leader_replicas\x18\x06 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12/\n\x0f\x61\x64\x64ing_replicas\x18\x07 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12\x31\n\x11removing_replicas\x18\x08 \x01(\x0b\x32\x16.samsa.v1.BrokerIdListB\t\n\x07_leader\"%\n\x11RemoveTopicRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\"V\n\x11ProducerIdsRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x18\n\x10next_producer_id\x18\x03 \x01(\x03\"\x93\x01\n\x19RegisterCoordinatorRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12\x19\n\x11\x63oordinator_epoch\x18\x04 \x01(\x03\x12\x19\n\x11internal_endpoint\x18\x05 \x01(\t\"K\n\x16\x46\x65nceCoordinatorRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x19\n\x11\x63oordinator_epoch\x18\x02 \x01(\x03\"\xdb\x01\n\x1b\x43oordinatorAssignmentRecord\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x16\n\x0e\x63oordinator_id\x18\x02 \x01(\x05\x12\x19\n\x11\x63oordinator_epoch\x18\x03 \x01(\x03\x12\x18\n\x10\x61ssignment_epoch\x18\x04 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x05 \x01(\x03\x12\r\n\x05topic\x18\x06 \x01(\t\x12 \n\x13retired_producer_id\x18\x07 \x01(\x03H\x00\x88\x01\x01\x42\x16\n\x14_retired_producer_id\"\x86\x01\n\x0c\x43onfigRecord\x12\x33\n\rresource_type\x18\x01 \x01(\x0e\x32\x1c.samsa.v1.ConfigResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x12\n\x05value\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_value\"u\n\x10MetadataSnapshot\x12\x12\n\nend_offset\x18\x01 \x01(\x03\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12)\n\x07records\x18\x04 \x03(\x0b\x32\x18.samsa.v1.MetadataRecord\"L\n\x11\x43lientQuotaEntity\x12\x13\n\tclient_id\x18\x01 \x01(\tH\x00\x12\x18\n\x0e\x64\x65\x66\x61ult_client\x18\x02 \x01(\x08H\x00\x42\x08\n\x06\x65ntity\"k\n\x11\x43lientQuotaRecord\x12+\n\x06\x65ntity\x18\x01 \x01(\x0b\x32\x1b.samsa.v1.ClientQuotaEntity\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x12\n\x05value\x18\x03 \x01(\x01H\x00\x88\x01\x01\x42\x08\n\x06_value*{\n\x12\x43onfigResourceType\x12$\n CONFIG_RESOURCE_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43ONFIG_RESOURCE_TYPE_TOPIC\x10\x01\x12\x1f\n\x1b\x43ONFIG_RESOURCE_TYPE_BROKER\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17samsa/v1/metadata.proto\x12\x08samsa.v1\"\x82\x01\n\x13MetadataRecordBatch\x12\x13\n\x0b\x62\x61se_offset\x18\x01 \x01(\x03\x12\x15\n\rprevious_hash\x18\x02 \x01(\x0c\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12)\n\x07records\x18\x04 \x03(\x0b\x32\x18.samsa.v1.MetadataRecord\"\xc2\x07\n\x0eMetadataRecord\x12\x39\n\x0fregister_broker\x18\x01 \x01(\x0b\x32\x1e.samsa.v1.RegisterBrokerRecordH\x00\x12=\n\x11unregister_broker\x18\x02 \x01(\x0b\x32 .samsa.v1.UnregisterBrokerRecordH\x00\x12\x33\n\x0c\x66\x65nce_broker\x18\x03 \x01(\x0b\x32\x1b.samsa.v1.FenceBrokerRecordH\x00\x12\x37\n\x0eunfence_broker\x18\x04 \x01(\x0b\x32\x1d.samsa.v1.UnfenceBrokerRecordH\x00\x12&\n\x05topic\x18\x05 \x01(\x0b\x32\x15.samsa.v1.TopicRecordH\x00\x12.\n\tpartition\x18\x06 \x01(\x0b\x32\x19.samsa.v1.PartitionRecordH\x00\x12;\n\x10partition_change\x18\x07 \x01(\x0b\x32\x1f.samsa.v1.PartitionChangeRecordH\x00\x12\x33\n\x0cremove_topic\x18\x08 \x01(\x0b\x32\x1b.samsa.v1.RemoveTopicRecordH\x00\x12(\n\x06\x63onfig\x18\t \x01(\x0b\x32\x16.samsa.v1.ConfigRecordH\x00\x12\x33\n\x0cproducer_ids\x18\n \x01(\x0b\x32\x1b.samsa.v1.ProducerIdsRecordH\x00\x12\x43\n\x14register_coordinator\x18\x0b \x01(\x0b\x32#.samsa.v1.RegisterCoordinatorRecordH\x00\x12=\n\x11\x66\x65nce_coordinator\x18\x0c \x01(\x0b\x32 .samsa.v1.FenceCoordinatorRecordH\x00\x12G\n\x16\x63oordinator_assignment\x18\r \x01(\x0b\x32%.samsa.v1.CoordinatorAssignmentRecordH\x00\x12\x33\n\x0c\x63lient_quota\x18\x0e \x01(\x0b\x32\x1b.samsa.v1.ClientQuotaRecordH\x00\x12\x42\n\x14\x61\x63\x63\x65ss_control_entry\x18\x0f \x01(\x0b\x32\".samsa.v1.AccessControlEntryRecordH\x00\x12O\n\x1bremove_access_control_entry\x18\x10 \x01(\x0b\x32(.samsa.v1.RemoveAccessControlEntryRecordH\x00\x42\x08\n\x06record\"\x92\x01\n\x14RegisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12\x0c\n\x04rack\x18\x04 \x01(\t\x12\x14\n\x0c\x62roker_epoch\x18\x05 \x01(\x03\x12\x19\n\x11internal_endpoint\x18\x06 \x01(\t\"A\n\x16UnregisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"\\\n\x11\x46\x65nceBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x1e\n\x16in_controlled_shutdown\x18\x03 \x01(\x08\">\n\x13UnfenceBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"-\n\x0bTopicRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\"\xea\x01\n\x0fPartitionRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x10\n\x08replicas\x18\x03 \x03(\x05\x12\x0b\n\x03isr\x18\x04 \x03(\x05\x12\x0e\n\x06leader\x18\x05 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\x07 \x01(\x05\x12 \n\x18\x65ligible_leader_replicas\x18\x08 \x03(\x05\x12\x17\n\x0f\x61\x64\x64ing_replicas\x18\t \x03(\x05\x12\x19\n\x11removing_replicas\x18\n \x03(\x05\"\x1b\n\x0c\x42rokerIdList\x12\x0b\n\x03ids\x18\x01 \x03(\x05\"\xc9\x02\n\x15PartitionChangeRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x13\n\x06leader\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12#\n\x03isr\x18\x04 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12(\n\x08replicas\x18\x05 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12\x38\n\x18\x65ligible_leader_replicas\x18\x06 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12/\n\x0f\x61\x64\x64ing_replicas\x18\x07 \x01(\x0b\x32\x16.samsa.v1.BrokerIdList\x12\x31\n\x11removing_replicas\x18\x08 \x01(\x0b\x32\x16.samsa.v1.BrokerIdListB\t\n\x07_leader\"%\n\x11RemoveTopicRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\"V\n\x11ProducerIdsRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x18\n\x10next_producer_id\x18\x03 \x01(\x03\"\x93\x01\n\x19RegisterCoordinatorRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12\x19\n\x11\x63oordinator_epoch\x18\x04 \x01(\x03\x12\x19\n\x11internal_endpoint\x18\x05 \x01(\t\"K\n\x16\x46\x65nceCoordinatorRecord\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12\x19\n\x11\x63oordinator_epoch\x18\x02 \x01(\x03\"\xdb\x01\n\x1b\x43oordinatorAssignmentRecord\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x16\n\x0e\x63oordinator_id\x18\x02 \x01(\x05\x12\x19\n\x11\x63oordinator_epoch\x18\x03 \x01(\x03\x12\x18\n\x10\x61ssignment_epoch\x18\x04 \x01(\x05\x12\x13\n\x0bproducer_id\x18\x05 \x01(\x03\x12\r\n\x05topic\x18\x06 \x01(\t\x12 \n\x13retired_producer_id\x18\x07 \x01(\x03H\x00\x88\x01\x01\x42\x16\n\x14_retired_producer_id\"\x86\x01\n\x0c\x43onfigRecord\x12\x33\n\rresource_type\x18\x01 \x01(\x0e\x32\x1c.samsa.v1.ConfigResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x12\n\x05value\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_value\"u\n\x10MetadataSnapshot\x12\x12\n\nend_offset\x18\x01 \x01(\x03\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12)\n\x07records\x18\x04 \x03(\x0b\x32\x18.samsa.v1.MetadataRecord\"L\n\x11\x43lientQuotaEntity\x12\x13\n\tclient_id\x18\x01 \x01(\tH\x00\x12\x18\n\x0e\x64\x65\x66\x61ult_client\x18\x02 \x01(\x08H\x00\x42\x08\n\x06\x65ntity\"k\n\x11\x43lientQuotaRecord\x12+\n\x06\x65ntity\x18\x01 \x01(\x0b\x32\x1b.samsa.v1.ClientQuotaEntity\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x12\n\x05value\x18\x03 \x01(\x01H\x00\x88\x01\x01\x42\x08\n\x06_value\"\x8c\x02\n\x18\x41\x63\x63\x65ssControlEntryRecord\x12\x30\n\rresource_type\x18\x01 \x01(\x0e\x32\x19.samsa.v1.AclResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12.\n\x0cpattern_type\x18\x03 \x01(\x0e\x32\x18.samsa.v1.AclPatternType\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\t\x12)\n\toperation\x18\x06 \x01(\x0e\x32\x16.samsa.v1.AclOperation\x12+\n\npermission\x18\x07 \x01(\x0e\x32\x17.samsa.v1.AclPermission\"\x92\x02\n\x1eRemoveAccessControlEntryRecord\x12\x30\n\rresource_type\x18\x01 \x01(\x0e\x32\x19.samsa.v1.AclResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12.\n\x0cpattern_type\x18\x03 \x01(\x0e\x32\x18.samsa.v1.AclPatternType\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\t\x12)\n\toperation\x18\x06 \x01(\x0e\x32\x16.samsa.v1.AclOperation\x12+\n\npermission\x18\x07 \x01(\x0e\x32\x17.samsa.v1.AclPermission*{\n\x12\x43onfigResourceType\x12$\n CONFIG_RESOURCE_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43ONFIG_RESOURCE_TYPE_TOPIC\x10\x01\x12\x1f\n\x1b\x43ONFIG_RESOURCE_TYPE_BROKER\x10\x02*\xd0\x01\n\x0f\x41\x63lResourceType\x12!\n\x1d\x41\x43L_RESOURCE_TYPE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x41\x43L_RESOURCE_TYPE_ANY\x10\x01\x12\x1b\n\x17\x41\x43L_RESOURCE_TYPE_TOPIC\x10\x02\x12\x1b\n\x17\x41\x43L_RESOURCE_TYPE_GROUP\x10\x03\x12\x1d\n\x19\x41\x43L_RESOURCE_TYPE_CLUSTER\x10\x04\x12&\n\"ACL_RESOURCE_TYPE_TRANSACTIONAL_ID\x10\x05*\xa5\x01\n\x0e\x41\x63lPatternType\x12 \n\x1c\x41\x43L_PATTERN_TYPE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41\x43L_PATTERN_TYPE_ANY\x10\x01\x12\x1a\n\x16\x41\x43L_PATTERN_TYPE_MATCH\x10\x02\x12\x1c\n\x18\x41\x43L_PATTERN_TYPE_LITERAL\x10\x03\x12\x1d\n\x19\x41\x43L_PATTERN_TYPE_PREFIXED\x10\x04*\x80\x03\n\x0c\x41\x63lOperation\x12\x1d\n\x19\x41\x43L_OPERATION_UNSPECIFIED\x10\x00\x12\x15\n\x11\x41\x43L_OPERATION_ANY\x10\x01\x12\x15\n\x11\x41\x43L_OPERATION_ALL\x10\x02\x12\x16\n\x12\x41\x43L_OPERATION_READ\x10\x03\x12\x17\n\x13\x41\x43L_OPERATION_WRITE\x10\x04\x12\x18\n\x14\x41\x43L_OPERATION_CREATE\x10\x05\x12\x18\n\x14\x41\x43L_OPERATION_DELETE\x10\x06\x12\x17\n\x13\x41\x43L_OPERATION_ALTER\x10\x07\x12\x1a\n\x16\x41\x43L_OPERATION_DESCRIBE\x10\x08\x12 \n\x1c\x41\x43L_OPERATION_CLUSTER_ACTION\x10\t\x12\"\n\x1e\x41\x43L_OPERATION_DESCRIBE_CONFIGS\x10\n\x12\x1f\n\x1b\x41\x43L_OPERATION_ALTER_CONFIGS\x10\x0b\x12\"\n\x1e\x41\x43L_OPERATION_IDEMPOTENT_WRITE\x10\x0c*z\n\rAclPermission\x12\x1e\n\x1a\x41\x43L_PERMISSION_UNSPECIFIED\x10\x00\x12\x16\n\x12\x41\x43L_PERMISSION_ANY\x10\x01\x12\x17\n\x13\x41\x43L_PERMISSION_DENY\x10\x02\x12\x18\n\x14\x41\x43L_PERMISSION_ALLOW\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'samsa.v1.metadata_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CONFIGRESOURCETYPE']._serialized_start=3024
-  _globals['_CONFIGRESOURCETYPE']._serialized_end=3147
+  _globals['_CONFIGRESOURCETYPE']._serialized_start=3721
+  _globals['_CONFIGRESOURCETYPE']._serialized_end=3844
+  _globals['_ACLRESOURCETYPE']._serialized_start=3847
+  _globals['_ACLRESOURCETYPE']._serialized_end=4055
+  _globals['_ACLPATTERNTYPE']._serialized_start=4058
+  _globals['_ACLPATTERNTYPE']._serialized_end=4223
+  _globals['_ACLOPERATION']._serialized_start=4226
+  _globals['_ACLOPERATION']._serialized_end=4610
+  _globals['_ACLPERMISSION']._serialized_start=4612
+  _globals['_ACLPERMISSION']._serialized_end=4734
   _globals['_METADATARECORDBATCH']._serialized_start=38
   _globals['_METADATARECORDBATCH']._serialized_end=168
   _globals['_METADATARECORD']._serialized_start=171
-  _globals['_METADATARECORD']._serialized_end=984
-  _globals['_REGISTERBROKERRECORD']._serialized_start=987
-  _globals['_REGISTERBROKERRECORD']._serialized_end=1133
-  _globals['_UNREGISTERBROKERRECORD']._serialized_start=1135
-  _globals['_UNREGISTERBROKERRECORD']._serialized_end=1200
-  _globals['_FENCEBROKERRECORD']._serialized_start=1202
-  _globals['_FENCEBROKERRECORD']._serialized_end=1294
-  _globals['_UNFENCEBROKERRECORD']._serialized_start=1296
-  _globals['_UNFENCEBROKERRECORD']._serialized_end=1358
-  _globals['_TOPICRECORD']._serialized_start=1360
-  _globals['_TOPICRECORD']._serialized_end=1405
-  _globals['_PARTITIONRECORD']._serialized_start=1408
-  _globals['_PARTITIONRECORD']._serialized_end=1642
-  _globals['_BROKERIDLIST']._serialized_start=1644
-  _globals['_BROKERIDLIST']._serialized_end=1671
-  _globals['_PARTITIONCHANGERECORD']._serialized_start=1674
-  _globals['_PARTITIONCHANGERECORD']._serialized_end=2003
-  _globals['_REMOVETOPICRECORD']._serialized_start=2005
-  _globals['_REMOVETOPICRECORD']._serialized_end=2042
-  _globals['_PRODUCERIDSRECORD']._serialized_start=2044
-  _globals['_PRODUCERIDSRECORD']._serialized_end=2130
-  _globals['_REGISTERCOORDINATORRECORD']._serialized_start=2133
-  _globals['_REGISTERCOORDINATORRECORD']._serialized_end=2280
-  _globals['_FENCECOORDINATORRECORD']._serialized_start=2282
-  _globals['_FENCECOORDINATORRECORD']._serialized_end=2357
-  _globals['_COORDINATORASSIGNMENTRECORD']._serialized_start=2360
-  _globals['_COORDINATORASSIGNMENTRECORD']._serialized_end=2579
-  _globals['_CONFIGRECORD']._serialized_start=2582
-  _globals['_CONFIGRECORD']._serialized_end=2716
-  _globals['_METADATASNAPSHOT']._serialized_start=2718
-  _globals['_METADATASNAPSHOT']._serialized_end=2835
-  _globals['_CLIENTQUOTAENTITY']._serialized_start=2837
-  _globals['_CLIENTQUOTAENTITY']._serialized_end=2913
-  _globals['_CLIENTQUOTARECORD']._serialized_start=2915
-  _globals['_CLIENTQUOTARECORD']._serialized_end=3022
+  _globals['_METADATARECORD']._serialized_end=1133
+  _globals['_REGISTERBROKERRECORD']._serialized_start=1136
+  _globals['_REGISTERBROKERRECORD']._serialized_end=1282
+  _globals['_UNREGISTERBROKERRECORD']._serialized_start=1284
+  _globals['_UNREGISTERBROKERRECORD']._serialized_end=1349
+  _globals['_FENCEBROKERRECORD']._serialized_start=1351
+  _globals['_FENCEBROKERRECORD']._serialized_end=1443
+  _globals['_UNFENCEBROKERRECORD']._serialized_start=1445
+  _globals['_UNFENCEBROKERRECORD']._serialized_end=1507
+  _globals['_TOPICRECORD']._serialized_start=1509
+  _globals['_TOPICRECORD']._serialized_end=1554
+  _globals['_PARTITIONRECORD']._serialized_start=1557
+  _globals['_PARTITIONRECORD']._serialized_end=1791
+  _globals['_BROKERIDLIST']._serialized_start=1793
+  _globals['_BROKERIDLIST']._serialized_end=1820
+  _globals['_PARTITIONCHANGERECORD']._serialized_start=1823
+  _globals['_PARTITIONCHANGERECORD']._serialized_end=2152
+  _globals['_REMOVETOPICRECORD']._serialized_start=2154
+  _globals['_REMOVETOPICRECORD']._serialized_end=2191
+  _globals['_PRODUCERIDSRECORD']._serialized_start=2193
+  _globals['_PRODUCERIDSRECORD']._serialized_end=2279
+  _globals['_REGISTERCOORDINATORRECORD']._serialized_start=2282
+  _globals['_REGISTERCOORDINATORRECORD']._serialized_end=2429
+  _globals['_FENCECOORDINATORRECORD']._serialized_start=2431
+  _globals['_FENCECOORDINATORRECORD']._serialized_end=2506
+  _globals['_COORDINATORASSIGNMENTRECORD']._serialized_start=2509
+  _globals['_COORDINATORASSIGNMENTRECORD']._serialized_end=2728
+  _globals['_CONFIGRECORD']._serialized_start=2731
+  _globals['_CONFIGRECORD']._serialized_end=2865
+  _globals['_METADATASNAPSHOT']._serialized_start=2867
+  _globals['_METADATASNAPSHOT']._serialized_end=2984
+  _globals['_CLIENTQUOTAENTITY']._serialized_start=2986
+  _globals['_CLIENTQUOTAENTITY']._serialized_end=3062
+  _globals['_CLIENTQUOTARECORD']._serialized_start=3064
+  _globals['_CLIENTQUOTARECORD']._serialized_end=3171
+  _globals['_ACCESSCONTROLENTRYRECORD']._serialized_start=3174
+  _globals['_ACCESSCONTROLENTRYRECORD']._serialized_end=3442
+  _globals['_REMOVEACCESSCONTROLENTRYRECORD']._serialized_start=3445
+  _globals['_REMOVEACCESSCONTROLENTRYRECORD']._serialized_end=3719
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,333 @@
+"""ACLs enforced end to end on a local cluster made with `samsa up --tls --authorizer`.
+
+Goal: every process decides each call against the ACLs of its own metadata image, by the
+principal of the caller's client certificate: alice, granted WRITE and DESCRIBE on `orders`,
+produces to it and is refused reading it and producing to `other`; once the super user (the
+CLI's certificate) grants her READ through Admin.create_acls, the grant reaches the brokers
+through the metadata log and she reads; bob, with no ACL, is refused everything but
+DescribeCluster; a group consumer needs READ on its group too (the coordinator decides). The
+cluster's own traffic (replication, the coordinator's __consumer_offsets, registration) keeps
+working with no ACL for the processes' certificates: their membership proofs skip the ACLs.
+
+Method: 1 controller, 2 brokers and 1 coordinator started by the launcher with tls=True and
+authorizer=True (real processes, stopped by PID also on failure); alice's and bob's certificates
+issued from the cluster's CA (cluster_tls.issue_client); the SDK for what is allowed; raw gRPC
+stubs with the same certificates for refusals, to read the status and message as they are sent
+(the SDK retries a refused metadata read until its deadline). A new ACL is waited for, never
+slept on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from cluster_helpers import local_cluster, wait_until
+
+from samsa.cli.cluster_tls import issue_client, open_channel
+from samsa.cli.launcher import LocalCluster
+from samsa.client import Admin, Consumer, Producer
+from samsa.metadata.acls import AclBinding, Operation, PatternType, Permission, ResourceType
+from samsa.v1 import (
+    broker_pb2,
+    broker_pb2_grpc,
+    controller_pb2,
+    controller_pb2_grpc,
+    coordinator_pb2,
+    coordinator_pb2_grpc,
+    transactions_pb2,
+    transactions_pb2_grpc,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+ALICE = "User:CN=alice,O=samsa"
+RECORDS = 10
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("acl-cluster")
+    with local_cluster(data_dir, 1, 2, coordinators=1, tls=True, authorizer=True) as running:
+        with Admin(super_user(running)) as admin:
+            admin.create_topic("orders", 1, 2)
+            admin.create_topic("other", 1, 1)
+            admin.create_topic("events", 1, 1)
+        yield running
+
+
+def super_user(cluster: LocalCluster) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.spec.bootstrap_servers,
+        **cluster.spec.client_security(cluster.data_dir),
+    }
+
+
+def as_client(cluster: LocalCluster, name: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.spec.bootstrap_servers,
+        **issue_client(cluster.data_dir, name),
+    }
+
+
+def allow(principal: str, operation: Operation, resource_type: ResourceType, name: str):
+    return AclBinding(
+        resource_type, name, PatternType.LITERAL, principal, "*", operation, Permission.ALLOW
+    )
+
+
+def grant(cluster: LocalCluster, *bindings: AclBinding) -> None:
+    with Admin(super_user(cluster)) as admin:
+        assert set(admin.create_acls(bindings).values()) == {None}
+
+
+def refusal(call) -> str:
+    """The call's refusal, "<code>: <details>"; "OK" when it was answered."""
+    try:
+        call()
+    except grpc.RpcError as error:
+        return f"{error.code().name}: {error.details()}"  # type: ignore[attr-defined]
+    return "OK"
+
+
+def broker_stub(cluster: LocalCluster, name: str, leader_of: str = "orders"):
+    """A stub to the leader of `leader_of`'s partition 0, as `name`."""
+    with Admin(super_user(cluster)) as admin:
+        leader = admin.describe_topics([leader_of])[leader_of].partitions[0].leader
+    endpoint = next(b.endpoint for b in cluster.spec.brokers if b.broker_id == leader)
+    channel = open_channel(endpoint, issue_client(cluster.data_dir, name))
+    return broker_pb2_grpc.BrokerServiceStub(channel)
+
+
+def fetch_request(topic: str) -> broker_pb2.FetchRequest:
+    return broker_pb2.FetchRequest(
+        replica_id=-1,
+        max_bytes=1 << 20,
+        topics=[
+            broker_pb2.FetchRequest.TopicData(
+                name=topic,
+                partitions=[
+                    broker_pb2.FetchRequest.PartitionData(
+                        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def produce_request(topic: str) -> broker_pb2.ProduceRequest:
+    data = broker_pb2.ProduceRequest.TopicData(name=topic)
+    return broker_pb2.ProduceRequest(acks=1, timeout_ms=5000, topics=[data])
+
+
+def test_alice_produces_where_granted_and_reads_once_granted(cluster: LocalCluster) -> None:
+    grant(
+        cluster,
+        allow(ALICE, Operation.WRITE, ResourceType.TOPIC, "orders"),
+        allow(ALICE, Operation.DESCRIBE, ResourceType.TOPIC, "orders"),
+    )
+    alice = as_client(cluster, "alice")
+
+    def produced() -> bool:
+        try:
+            with Producer({**alice, "acks": "all", "max.block.ms": 5000}) as producer:
+                futures = [producer.send("orders", b"o%d" % n) for n in range(RECORDS)]
+                producer.flush(30)
+            return [f.result(timeout=0).offset for f in futures] == list(range(RECORDS))
+        except Exception:  # the grant not yet applied where the producer asked
+            return False
+
+    # Idempotent (the SDK's default): InitProducerId allowed by WRITE on some topic (KIP-679).
+    wait_until("alice's grant applied and her records written", produced, timeout_s=60)
+    stub = broker_stub(cluster, "alice")
+    refused = refusal(lambda: stub.Fetch(fetch_request("orders"), timeout=10))
+    assert refused == (
+        f"PERMISSION_DENIED: {ALICE} may not READ topic orders (no ALLOW ACL, or a DENY one; "
+        f"samsa acls --add --allow-principal {ALICE} --operation Read --topic orders)"
+    )
+    other = broker_stub(cluster, "alice", leader_of="other")
+    refused = refusal(lambda: other.Produce(produce_request("other"), timeout=10))
+    assert refused.startswith(f"PERMISSION_DENIED: {ALICE} may not WRITE topic other (")
+
+    grant(cluster, allow(ALICE, Operation.READ, ResourceType.TOPIC, "orders"))
+    # The grant travels through the metadata log to the leader: wait for it there.
+    wait_until(
+        "alice's READ applied on the leader",
+        lambda: refusal(lambda: stub.Fetch(fetch_request("orders"), timeout=10)) == "OK",
+    )
+    with Consumer({**alice, "auto.offset.reset": "earliest"}) as consumer:
+        consumer.assign([("orders", 0)])
+        values: list[bytes] = []
+
+        def read_all() -> bool:
+            values.extend(record.value for record in consumer.poll(1.0))
+            return len(values) >= RECORDS
+
+        wait_until("alice reads orders", read_all)
+    assert values[:RECORDS] == [b"o%d" % n for n in range(RECORDS)]
+
+
+def test_bob_is_refused_everything_but_describe_cluster(cluster: LocalCluster) -> None:
+    security = issue_client(cluster.data_dir, "bob")
+    controller = open_channel(cluster.spec.controllers[0].endpoint, security)
+    stub = controller_pb2_grpc.ControllerServiceStub(controller)
+    described = stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=10)
+    assert len(described.brokers) == 2
+    bob = "User:CN=bob,O=samsa"
+    calls = {
+        "DESCRIBE topic orders": lambda: stub.DescribeTopics(
+            controller_pb2.DescribeTopicsRequest(names=["orders"]), timeout=10
+        ),
+        "DESCRIBE cluster": lambda: stub.DescribeTopics(
+            controller_pb2.DescribeTopicsRequest(), timeout=10
+        ),
+        "CREATE topic bobs": lambda: stub.CreateTopics(
+            controller_pb2.CreateTopicsRequest(
+                topics=[controller_pb2.CreateTopicsRequest.Topic(name="bobs", num_partitions=1)]
+            ),
+            timeout=10,
+        ),
+        "DELETE topic orders": lambda: stub.DeleteTopics(
+            controller_pb2.DeleteTopicsRequest(names=["orders"]), timeout=10
+        ),
+        "ALTER cluster": lambda: stub.CreateAcls(controller_pb2.CreateAclsRequest(), timeout=10),
+    }
+    broker = broker_stub(cluster, "bob")
+    calls |= {
+        "WRITE topic orders": lambda: broker.Produce(produce_request("orders"), timeout=10),
+        "READ topic orders": lambda: broker.Fetch(fetch_request("orders"), timeout=10),
+        "IDEMPOTENT_WRITE cluster": lambda: broker.InitProducerId(
+            broker_pb2.InitProducerIdRequest(), timeout=10
+        ),
+    }
+    for what, call in calls.items():
+        answer = refusal(call)
+        assert answer.startswith(f"PERMISSION_DENIED: {bob} may not {what}"), (what, answer)
+    # A member-only call is refused without the cluster's proof, whatever the ACLs.
+    answer = refusal(lambda: stub.FetchMetadata(controller_pb2.FetchMetadataRequest(), timeout=10))
+    assert answer.startswith(f"PERMISSION_DENIED: {bob} may not call FetchMetadata")
+
+
+def test_a_group_consumer_needs_read_on_its_group(cluster: LocalCluster) -> None:
+    with Producer({**super_user(cluster), "acks": "all"}) as producer:
+        for n in range(RECORDS):
+            producer.send("events", b"e%d" % n)
+        producer.flush(30)
+    grant(
+        cluster,
+        allow("User:CN=carol,O=samsa", Operation.READ, ResourceType.TOPIC, "events"),
+    )
+    carol = as_client(cluster, "carol")
+    coordinator = open_channel(
+        cluster.spec.coordinators[0].endpoint, issue_client(cluster.data_dir, "carol")
+    )
+    groups = coordinator_pb2_grpc.GroupCoordinatorServiceStub(coordinator)
+    heartbeat = coordinator_pb2.ConsumerGroupHeartbeatRequest(
+        group_id="carols", member_epoch=0, rebalance_timeout_ms=30000,
+        subscription=coordinator_pb2.ConsumerGroupSubscription(topic_names=["events"]),
+    )  # fmt: skip
+    answer = refusal(lambda: groups.ConsumerGroupHeartbeat(heartbeat, timeout=10))
+    assert answer.startswith(
+        "PERMISSION_DENIED: User:CN=carol,O=samsa may not READ group carols ("
+    ), answer
+    grant(cluster, allow("User:CN=carol,O=samsa", Operation.READ, ResourceType.GROUP, "carols"))
+    wait_until(
+        "carol's group grant applied on the coordinator",
+        lambda: refusal(lambda: groups.ConsumerGroupHeartbeat(heartbeat, timeout=10)) == "OK",
+    )
+    config = {**carol, "group.id": "carols-readers", "auto.offset.reset": "earliest"}
+    grant(
+        cluster,
+        allow("User:CN=carol,O=samsa", Operation.READ, ResourceType.GROUP, "carols-readers"),
+    )
+    with Consumer(config) as consumer:
+        consumer.subscribe(["events"])
+        values: list[bytes] = []
+
+        def read_all() -> bool:
+            values.extend(record.value for record in consumer.poll(1.0))
+            return len(values) >= RECORDS
+
+        wait_until("carol reads events in her group", read_all, timeout_s=60)
+        consumer.commit()  # OffsetCommit: READ on the group and on the topic
+    assert sorted(values) == sorted(b"e%d" % n for n in range(RECORDS))
+
+
+def test_a_transactional_producer_needs_write_on_its_id(cluster: LocalCluster) -> None:
+    """Its id and its topic granted, dave commits a transaction: the coordinator decides his
+    calls, while the cluster's own steps (the broker's check with the coordinator, markers,
+    the transaction log) pass on their membership proofs; read_committed sees it all."""
+    dave = "User:CN=dave,O=samsa"
+    with Admin(super_user(cluster)) as admin:
+        admin.create_topic("ledger", 1, 1)
+    grant(
+        cluster,
+        allow(dave, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, "dave-tx"),
+        allow(dave, Operation.WRITE, ResourceType.TOPIC, "ledger"),
+        allow(dave, Operation.DESCRIBE, ResourceType.TOPIC, "ledger"),
+    )
+    config = {**as_client(cluster, "dave"), "transactional.id": "dave-tx"}
+
+    def committed() -> bool:
+        try:
+            with Producer(config) as producer:
+                producer.init_transactions(10)
+                producer.begin_transaction()
+                for n in range(RECORDS):
+                    producer.send("ledger", b"l%d" % n)
+                producer.commit_transaction(30)
+            return True
+        except Exception:  # the grants not yet applied where the producer asked
+            return False
+
+    wait_until("dave's transaction committed", committed, timeout_s=60)
+    reader = {**super_user(cluster), "isolation.level": "read_committed"}
+    with Consumer({**reader, "auto.offset.reset": "earliest"}) as consumer:
+        consumer.assign([("ledger", 0)])
+        values: list[bytes] = []
+
+        def read_all() -> bool:
+            values.extend(record.value for record in consumer.poll(1.0))
+            return len(values) >= RECORDS
+
+        wait_until("the committed transaction read", read_all)
+    assert values[:RECORDS] == [b"l%d" % n for n in range(RECORDS)]
+    coordinator = open_channel(
+        cluster.spec.coordinators[0].endpoint, issue_client(cluster.data_dir, "bob")
+    )
+    transactions = transactions_pb2_grpc.TransactionCoordinatorServiceStub(coordinator)
+    answer = refusal(
+        lambda: transactions.InitTransactions(
+            transactions_pb2.InitTransactionsRequest(
+                transactional_id="dave-tx", transaction_timeout_ms=10000
+            ),
+            timeout=10,
+        )
+    )
+    assert answer.startswith(
+        "PERMISSION_DENIED: User:CN=bob,O=samsa may not WRITE transactional id dave-tx ("
+    ), answer
+
+
+def test_a_broker_decides_the_admin_calls_it_forwards(cluster: LocalCluster) -> None:
+    """KIP-590: the broker, which sees the client's certificate, decides; its forwarded call to
+    the controller carries its membership proof, so the broker's own principal (which has no
+    ACL) is never checked there."""
+    broker = cluster.spec.brokers[0].endpoint
+    config = {"bootstrap.servers": broker, **cluster.spec.client_security(cluster.data_dir)}
+    with Admin(config) as admin:  # the super user, through a broker only
+        admin.create_topic("forwarded", 1, 1)
+        assert "forwarded" in admin.list_topics()
+    stub = controller_pb2_grpc.ControllerServiceStub(
+        open_channel(broker, issue_client(cluster.data_dir, "bob"))
+    )
+    answer = refusal(
+        lambda: stub.DeleteTopics(
+            controller_pb2.DeleteTopicsRequest(names=["forwarded"]), timeout=10
+        )
+    )
+    assert answer.startswith(
+        "PERMISSION_DENIED: User:CN=bob,O=samsa may not DELETE topic forwarded"
+    )
