@@ -14,8 +14,9 @@ controller:
   one); so does a read before the broker has followed the log at all, rather than answer from an
   empty image.
 - CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs,
-  AlterPartitionReassignments, UnregisterBroker, ElectLeaders and AlterClientQuotas are
-  forwarded to the active controller, and so is DescribeQuorum, which only it can answer,
+  AlterPartitionReassignments, UnregisterBroker, ElectLeaders, AlterClientQuotas, CreateAcls and
+  DeleteAcls are forwarded to the active controller, and so are DescribeQuorum, which only it
+  can answer, and DescribeAcls (whose SECURITY_DISABLED is the controller's to say),
   through the channel the broker already keeps (`ControllerChannel.write`, which follows
   NOT_CONTROLLER redirects), and the controller's
   answer is answered as it is: its status carries the metadata offset of the write, which the
@@ -242,6 +243,23 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
             "AlterClientQuotas", request, controller_pb2.AlterClientQuotasResponse, context
         )
 
+    async def CreateAcls(self, request, context):
+        await self._check_count(context, "ACL bindings", len(request.creations))
+        return await self._forward(
+            "CreateAcls", request, controller_pb2.CreateAclsResponse, context
+        )
+
+    async def DeleteAcls(self, request, context):
+        await self._check_count(context, "ACL filters", len(request.filters))
+        return await self._forward(
+            "DeleteAcls", request, controller_pb2.DeleteAclsResponse, context
+        )
+
+    async def DescribeAcls(self, request, context):
+        return await self._forward(
+            "DescribeAcls", request, controller_pb2.DescribeAclsResponse, context
+        )
+
     async def DescribeQuorum(self, request, context):
         # Only the active controller knows the quorum's replication state: forwarded, as a write.
         return await self._forward(
@@ -285,5 +303,5 @@ async def _refuse_member_rpc(context: grpc.aio.ServicerContext, method: str) -> 
         f"{method} is served by the controllers only and brokers do not forward it: send it to a "
         "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions, "
         "IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders, "
-        "AlterClientQuotas and DescribeQuorum)",
+        "AlterClientQuotas, CreateAcls, DeleteAcls, DescribeAcls and DescribeQuorum)",
     )

@@ -397,7 +397,7 @@ class ControllerServiceServicer:
         principal not "Type:name", ...) or over a length limit, while the valid ones of the request
         are stored. A binding that exists already succeeds without change. The whole request is
         refused with SECURITY_DISABLED (in status) on a controller whose authorization is off.
-        Brokers do not forward it yet: send it to a controller.
+        Brokers forward it to the active controller, as CreateTopics.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -406,7 +406,8 @@ class ControllerServiceServicer:
     def DescribeAcls(self, request, context):
         """The ACL bindings a filter selects (KIP-11's DescribeAcls), from the answering controller's
         replica of the metadata log. SECURITY_DISABLED (in status) while authorization is off;
-        INVALID_ARGUMENT for a filter samsa.metadata.acls refuses.
+        INVALID_ARGUMENT for a filter samsa.metadata.acls refuses. Brokers forward it to the active
+        controller, whose authorization decides whether it answers SECURITY_DISABLED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -416,7 +417,7 @@ class ControllerServiceServicer:
         """Deletes the ACL bindings each filter selects (KIP-11's DeleteAcls) and answers them, per
         filter; a filter that selects nothing deletes nothing and succeeds. INVALID_REQUEST for a
         filter samsa.metadata.acls refuses (the others still apply); SECURITY_DISABLED (in status)
-        while authorization is off.
+        while authorization is off. Brokers forward it to the active controller.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
