@@ -33,7 +33,7 @@ from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
 from samsa.services.controller.quorum_servicer import QuorumRpcs
 from samsa.services.controller.quota_servicer import ClientQuotaRpcs
-from samsa.services.runtime import member_auth, membership
+from samsa.services.runtime import caller, member_auth, membership
 from samsa.v1 import controller_pb2
 from samsa.v1.controller_pb2_grpc import ControllerServiceServicer
 
@@ -98,9 +98,8 @@ class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerService
         if active is not None and active in self.controller_endpoints:
             status.active_controller.node_id = active
             status.active_controller.endpoint = self.controller_endpoints[active]
-            status.active_controller.internal_endpoint = self.controller_internal_endpoints.get(
-                active, ""
-            )
+            internal = self.controller_internal_endpoints.get(active, "")
+            status.active_controller.internal_endpoint = internal
         return status
 
     def _active_node_id(self) -> int | None:
@@ -430,7 +429,8 @@ class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerService
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         await self._read_at(request.min_metadata_offset, context)
-        response = control_plane.describe_topics(self.driver.image, request)
+        image, visible = self.driver.image, caller.topics_visible()  # filtered: caller.py
+        response = control_plane.describe_topics(image, request, visible)
         response.status.CopyFrom(self._status())
         return response
 

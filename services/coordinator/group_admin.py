@@ -50,6 +50,7 @@ from samsa.services.coordinator.group_model import (
     to_topic_partitions,
 )
 from samsa.services.coordinator.group_writer import GroupResult, RecordCollector, delete_group
+from samsa.services.runtime.caller import Visible, everything
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import group_records_pb2 as g
 
@@ -76,10 +77,16 @@ def group_state(group: ConsumerGroup) -> int:
     return STABLE_GROUP
 
 
-def list_groups(shard: GroupShard, states_filter: Iterable[int]) -> c.ListGroupsResponse:
+def list_groups(
+    shard: GroupShard, states_filter: Iterable[int], visible: Visible = everything
+) -> c.ListGroupsResponse:
+    """The shard's groups in the wanted states that `visible` admits (the caller may DESCRIBE:
+    caller.listing_filter)."""
     wanted = set(states_filter)
     response = c.ListGroupsResponse()
     for group_id in sorted(shard.groups):
+        if not visible(group_id):
+            continue
         group = shard.groups[group_id]
         state = group_state(group)
         if not wanted or state in wanted:

@@ -37,6 +37,7 @@ from samsa.services.coordinator.group_model import (
     members_counted,
 )
 from samsa.services.coordinator.group_writer import GroupResult, RecordCollector
+from samsa.services.runtime.caller import Visible, everything
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import group_records_pb2 as g
 from samsa.v1 import transactions_pb2 as x
@@ -229,8 +230,12 @@ def partition_error(
     return ErrorCode.NONE, ""
 
 
-def fetch_offsets(shard: GroupShard, request: c.OffsetFetchRequest) -> c.OffsetFetchResponse:
-    """The requested offsets (-1 where nothing is committed), or every committed one."""
+def fetch_offsets(
+    shard: GroupShard, request: c.OffsetFetchRequest, visible: Visible = everything
+) -> c.OffsetFetchResponse:
+    """The requested offsets (-1 where nothing is committed), or every committed one of the
+    topics `visible` admits (Kafka leaves out those the caller may not DESCRIBE; named topics
+    were decided before the handler)."""
     if not 1 <= len(request.group_id) <= limits.group_id_length_max:
         return c.OffsetFetchResponse(
             error_code=int(ErrorCode.INVALID_GROUP_ID),  # type: ignore[arg-type]
@@ -243,8 +248,12 @@ def fetch_offsets(shard: GroupShard, request: c.OffsetFetchRequest) -> c.OffsetF
         wanted = [(t.topic, list(t.partitions)) for t in request.topics]
     else:
         by_topic: dict[str, list[int]] = {}
+        shown: dict[str, bool] = {}  # each topic asked once
         for topic, partition in sorted(offsets):
-            by_topic.setdefault(topic, []).append(partition)
+            if topic not in shown:
+                shown[topic] = visible(topic)
+            if shown[topic]:
+                by_topic.setdefault(topic, []).append(partition)
         wanted = list(by_topic.items())
     for topic, partitions in wanted:
         topic_result = response.topics.add(name=topic)
@@ -264,14 +273,18 @@ def fetch_offsets(shard: GroupShard, request: c.OffsetFetchRequest) -> c.OffsetF
     return response
 
 
-def lag_inputs(shard: GroupShard, group_id: str) -> list[tuple[str, int, int, str]] | None:
+def lag_inputs(
+    shard: GroupShard, group_id: str, visible: Visible = everything
+) -> list[tuple[str, int, int, str]] | None:
     """(topic, partition, committed offset or -1, owning member or "") for every partition with
-    a committed offset or an owner, sorted; None when the group does not exist. The adapter adds
-    the log end offsets."""
+    a committed offset or an owner of the topics `visible` admits, sorted; None when the group
+    does not exist. The adapter adds the log end offsets."""
     group = shard.groups.get(group_id)
     if group is None:
         return None
     keys: set[TopicPartition] = set(group.offsets) | set(group.owners)
+    shown = {topic: visible(topic) for topic in {topic for topic, _ in keys}}
+    keys = {key for key in keys if shown[key[0]]}
     rows = []
     for topic_partition in sorted(keys):
         value = group.offsets.get(topic_partition)

@@ -45,6 +45,7 @@ from samsa.services.coordinator.group_writer import (
     delete_group,
     remove_member,
 )
+from samsa.services.runtime.caller import Visible, everything
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import transactions_pb2 as x
 
@@ -130,8 +131,10 @@ class GroupCoordinatorShard:
     ) -> GroupResult[c.OffsetCommitResponse]:
         return group_offsets.commit_offsets(self.state, request, now_ms, topics, topic_ids)
 
-    def fetch_offsets(self, request: c.OffsetFetchRequest) -> c.OffsetFetchResponse:
-        response = group_offsets.fetch_offsets(self.state, request)
+    def fetch_offsets(
+        self, request: c.OffsetFetchRequest, visible: Visible = everything
+    ) -> c.OffsetFetchResponse:
+        response = group_offsets.fetch_offsets(self.state, request, visible)
         if request.require_stable and not response.error_code:
             unstable = self.txn_offsets.unstable(request.group_id)
             group_txn_offsets.mark_unstable(response, unstable)
@@ -148,13 +151,17 @@ class GroupCoordinatorShard:
         runtime passes them to `replay_transactional` once durable."""
         return group_txn_offsets.commit_txn_offsets(self.state, request, now_ms, topics, topic_ids)
 
-    def lag_inputs(self, group_id: str) -> list[tuple[str, int, int, str]] | None:
-        return group_offsets.lag_inputs(self.state, group_id)
+    def lag_inputs(
+        self, group_id: str, visible: Visible = everything
+    ) -> list[tuple[str, int, int, str]] | None:
+        return group_offsets.lag_inputs(self.state, group_id, visible)
 
     # --- administration ---------------------------------------------------------------------
 
-    def list_groups(self, states_filter: Iterable[int] = ()) -> c.ListGroupsResponse:
-        return group_admin.list_groups(self.state, states_filter)
+    def list_groups(
+        self, states_filter: Iterable[int] = (), visible: Visible = everything
+    ) -> c.ListGroupsResponse:
+        return group_admin.list_groups(self.state, states_filter, visible)
 
     def describe_groups(self, group_ids: Iterable[str]) -> c.DescribeGroupsResponse:
         return group_admin.describe_groups(self.state, group_ids, self.config)

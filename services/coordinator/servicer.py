@@ -25,10 +25,12 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import named_twice, too_many, too_many_nested
+from samsa.metadata.acls import ResourceType
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.group_offsets import commit_size_problem, commit_write_error
 from samsa.services.coordinator.offsets_log import OffsetResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition
+from samsa.services.runtime import caller
 from samsa.v1 import broker_pb2, coordinator_pb2_grpc
 from samsa.v1 import coordinator_pb2 as c
 
@@ -130,7 +132,10 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         await self._check_partitions(request, context)
         try:
             partition = self.coordinator.partition_for(request.group_id)
-            return await read_durable(partition, lambda: partition.shard.fetch_offsets(request))
+            topics = caller.topics_visible()  # every topic of the group: those it may DESCRIBE
+            return await read_durable(
+                partition, lambda: partition.shard.fetch_offsets(request, topics)
+            )
         except PartitionUnavailableError as error:
             return c.OffsetFetchResponse(
                 error_code=error.code,  # type: ignore[arg-type]
@@ -147,10 +152,12 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
                 error_code=ErrorCode.NOT_COORDINATOR,  # type: ignore[arg-type]
                 error_message="this coordinator has lost touch with the controllers; retry",
             )
+        visible = caller.listing_filter(caller.current_caller(), ResourceType.GROUP)
         for partition in self.coordinator.owned_partitions():
             try:
                 listed = await read_durable(
-                    partition, lambda p=partition: p.shard.list_groups(request.states_filter)
+                    partition,
+                    lambda p=partition: p.shard.list_groups(request.states_filter, visible),
                 )
             except PartitionUnavailableError:
                 loading.append(partition.partition)
@@ -228,8 +235,9 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
     async def DescribeGroupLag(self, request, context):
         try:
             partition = self.coordinator.partition_for(request.group_id)
+            topics = caller.topics_visible()  # the group's topics the caller may DESCRIBE
             rows = await read_durable(
-                partition, lambda: partition.shard.lag_inputs(request.group_id)
+                partition, lambda: partition.shard.lag_inputs(request.group_id, topics)
             )
         except PartitionUnavailableError as error:
             return c.DescribeGroupLagResponse(

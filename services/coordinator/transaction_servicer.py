@@ -41,6 +41,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import named_twice, too_many
+from samsa.metadata.acls import ResourceType
 from samsa.metadata.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
     INTERNAL_TOPICS,
@@ -57,6 +58,7 @@ from samsa.services.coordinator.transaction_stream import (
     too_many_partitions,
     txn_offsets_refusal,
 )
+from samsa.services.runtime import caller
 from samsa.services.runtime.stream_answers import Refusal, StreamAnswers
 from samsa.v1 import transactions_pb2 as x
 from samsa.v1 import transactions_pb2_grpc
@@ -252,11 +254,13 @@ class TransactionCoordinatorServicer(transactions_pb2_grpc.TransactionCoordinato
         response = x.ListTransactionsResponse()
         in_touch = self.coordinator.in_touch()
         now = _now_ms()
+        visible = caller.listing_filter(caller.current_caller(), ResourceType.TRANSACTIONAL_ID)
         for partition in self.coordinator.owned_transaction_partitions():
             if not in_touch or not partition.loaded:  # not listed: retry shortly
                 response.partitions_loading.append(partition.partition)
                 continue
-            response.transactions.extend(partition.shard.list_transactions(request, now))
+            listed = partition.shard.list_transactions(request, now, visible)
+            response.transactions.extend(listed)
         response.transactions.sort(key=lambda listed: listed.transactional_id)
         return response
 

@@ -49,6 +49,7 @@ from samsa.services.coordinator.transaction_model import (
     apply,
 )
 from samsa.services.coordinator.transaction_refusals import init_refusal, verify_refusal
+from samsa.services.runtime.caller import Visible, everything
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import transactions_pb2 as x
 
@@ -292,12 +293,16 @@ class TransactionShard:
     # --- administration ---------------------------------------------------------------------
 
     def list_transactions(
-        self, request: x.ListTransactionsRequest, now_ms: int
+        self, request: x.ListTransactionsRequest, now_ms: int, visible: Visible = everything
     ) -> list[x.ListedTransaction]:
+        """The ids matching the request's filters that `visible` admits (KIP-664: those the
+        caller may DESCRIBE, unless it may DESCRIBE the cluster: caller.listing_filter)."""
         states = set(request.state_filters)
         producers = set(request.producer_id_filters)
         listed = []
         for name, metadata in sorted(self.transactions.items()):
+            if not visible(name):
+                continue
             if states and metadata.state not in states:
                 continue
             if producers and metadata.producer_id not in producers:

@@ -8,9 +8,13 @@ already-parsed request and answers a `Requirement`:
 - otherwise `needs`: every `Need` must be met, and a Need is met by any one of its `Access`
   alternatives (CreateTopics: CREATE on the cluster *or* on the topic). No needs: anyone.
 All-or-nothing per request in this step: one unmet Need refuses the whole call (Kafka answers
-per resource, and filters lists; see the README). Names are deduplicated, so a produce of 100
-partitions of one topic is one decision. Topics named by id (Fetch) are resolved through
-`topic_name` (the image); an unknown id needs nothing (the broker answers UNKNOWN_TOPIC_ID).
+per resource; see the README). The listing calls are Kafka's exception: DescribeTopics with no
+names, ListGroups and ListTransactions are "anyone, filtered by the handler", and OffsetFetch and
+DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
+answer what the caller may DESCRIBE (caller.py), as Kafka filters them rather than refusing.
+Names are deduplicated, so a produce of 100 partitions of one topic is one decision. Topics
+named by id (Fetch) are resolved through `topic_name` (the image); an unknown id needs nothing
+(the broker answers UNKNOWN_TOPIC_ID).
 
 Every RPC of every service has an entry (tests/unit/test_access_rules.py walks the descriptors).
 Pure: no I/O, no grpc.
@@ -265,9 +269,13 @@ def _group_rule(
     return rule
 
 
+# Anyone may list; the handler shows the caller what it may DESCRIBE (caller.py).
+FILTERED_BY_HANDLER = ANYONE
+
+
 def _describe_topics(request: Any, _names: TopicNames) -> Requirement:
-    if not request.names:  # all topics: Kafka filters the list; here it needs the cluster
-        return Requirement(needs=(_cluster(_O.DESCRIBE),))
+    if not request.names:  # all topics: the handler answers those the caller may DESCRIBE
+        return FILTERED_BY_HANDLER
     return _needs(_on(_O.DESCRIBE, _T, request.names))
 
 
@@ -335,12 +343,14 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _GROUPS + "OffsetCommit": _group_rule(
         _O.READ, lambda r: [r.group_id], _O.READ, lambda r: (t.name for t in r.topics)
     ),
-    # All topics (none named): the group's DESCRIBE only; Kafka also filters the topics.
+    # All topics (none named): the group's DESCRIBE; the handler leaves out the topics the
+    # caller may not DESCRIBE, as Kafka does (and so does DescribeGroupLag's).
     _GROUPS + "OffsetFetch": _group_rule(
         _O.DESCRIBE, lambda r: [r.group_id], _O.DESCRIBE, lambda r: (t.topic for t in r.topics)
     ),
     _GROUPS + "DescribeGroupLag": _group_rule(_O.DESCRIBE, lambda r: [r.group_id]),
-    _GROUPS + "ListGroups": _cluster_rule(_O.DESCRIBE),
+    # DESCRIBE on the cluster lists every group, else the handler lists those it may DESCRIBE.
+    _GROUPS + "ListGroups": _fixed(FILTERED_BY_HANDLER),
     _GROUPS + "DescribeGroups": _group_rule(_O.DESCRIBE, lambda r: r.group_ids),
     _GROUPS + "DeleteGroups": _group_rule(_O.DELETE, lambda r: r.group_ids),
     _GROUPS + "OffsetDelete": _group_rule(
@@ -354,7 +364,9 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _TXNS + "TxnOffsetCommit": lambda r, _n: _txn_offset_commit(r),
     _TXNS + "EndTxn": lambda r, _n: _needs(_txn(r.producer)),
     _TXNS + "TransactionStream": _transaction_stream,
-    _TXNS + "ListTransactions": _cluster_rule(_O.DESCRIBE),
+    # KIP-664: DESCRIBE on the cluster lists every id, else the handler lists those it may
+    # DESCRIBE.
+    _TXNS + "ListTransactions": _fixed(FILTERED_BY_HANDLER),
     _TXNS + "DescribeTransactions": lambda r, _n: _needs(_on(_O.DESCRIBE, _X, r.transactional_ids)),
     _TXNS + "AbortTransaction": _cluster_rule(_O.ALTER),
     # What every server also serves (server.py): load balancers' health checks, and the schema.

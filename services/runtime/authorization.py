@@ -19,6 +19,10 @@ each message is decided as it is read; a refused message ends the call through t
 path for a bad message (UndecodableRequestError, with PERMISSION_DENIED), raised in whichever
 task reads the stream and aborted from the handler's own.
 
+Around the servicer's call, the wrapper sets caller.CALLER to an `AclCaller` for the call, so
+that the handlers of listing calls (whose rule is "anyone") can filter what they answer by what
+the caller may DESCRIBE (caller.py). It computes nothing until a handler asks.
+
 With authorization off there is no interceptor at all: zero cost.
 """
 
@@ -32,9 +36,17 @@ from typing import Any
 
 import grpc
 
-from samsa.metadata.acls import ANONYMOUS, Acls, AuthorizerSettings, authorize
+from samsa.metadata.acls import (
+    ANONYMOUS,
+    Acls,
+    AuthorizerSettings,
+    Operation,
+    ResourceType,
+    authorize,
+)
 from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.runtime import access_rules, membership
+from samsa.services.runtime.caller import CALLER
 from samsa.services.runtime.member_auth import proof_in
 from samsa.services.runtime.request_iterators import close_requests
 from samsa.services.runtime.server import UndecodableRequestError
@@ -127,6 +139,34 @@ class Authorization:
         return None if need is None else access_rules.refusal(principal, need)
 
 
+class AclCaller:
+    """The caller of one call, for its handler (caller.Caller): a member's call may do
+    anything, anyone else what the process's ACLs allow its principal at its host. Lazy: the
+    membership proof, the principal and the ACLs are read at the first question, once."""
+
+    def __init__(
+        self, authorization: Authorization, context: grpc.aio.ServicerContext, method: str
+    ) -> None:
+        self._authorization, self._context, self._method = authorization, context, method
+        self._who: tuple[str, str, Acls] | None = None
+        self._member: bool | None = None
+
+    def may(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        authorization = self._authorization
+        if self._member is None:
+            self._member = authorization.is_member(self._context, self._method)
+        if self._member:
+            return True
+        if self._who is None:
+            # The interceptor has already answered UNAUTHENTICATED where this raises.
+            principal = principal_of(self._context, authorization.rules)
+            self._who = (principal, host_of(self._context.peer()), authorization.acls())
+        principal, host, acls = self._who
+        return authorize(
+            acls, authorization.settings, principal, host, operation, resource_type, name
+        )
+
+
 @dataclass(frozen=True)
 class AuthorizerConfig:
     """A process's authorizer settings, from its config; `authorization` binds them to where
@@ -199,6 +239,7 @@ class AuthorizingInterceptor(WrappingInterceptor):
 
             async def stream_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 request = await admitted(request, context, method)
+                self._set_caller(context, method)  # the call's own task: no reset needed
                 async for response in behaviour(request, context):
                     yield response
 
@@ -207,10 +248,15 @@ class AuthorizingInterceptor(WrappingInterceptor):
 
             async def unary_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 request = await admitted(request, context, method)
+                self._set_caller(context, method)  # the call's own task: no reset needed
                 return await behaviour(request, context)
 
             return unary_out
         return None
+
+    def _set_caller(self, context: grpc.aio.ServicerContext, method: str) -> None:
+        """Let the servicer ask about its caller (caller.py): listing calls filter by it."""
+        CALLER.set(AclCaller(self.authorization, context, method))
 
     async def _admitted_request(
         self, request: Any, context: grpc.aio.ServicerContext, method: str

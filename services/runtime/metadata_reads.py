@@ -37,6 +37,7 @@ from samsa.metadata.topic_defaults import (
     default_sources,
     topic_defaults,
 )
+from samsa.services.runtime.caller import Visible, everything
 from samsa.services.runtime.topic_configs import TOPIC_KEYS
 from samsa.v1 import controller_pb2 as c
 
@@ -94,7 +95,9 @@ def describe_cluster(
 
 
 def describe_topics(
-    image: MetadataImage, request: c.DescribeTopicsRequest
+    image: MetadataImage,
+    request: c.DescribeTopicsRequest,
+    visible: Visible = everything,
 ) -> c.DescribeTopicsResponse:
     """One page of topics: at most the request's partition limit of partitions, from its cursor.
 
@@ -102,10 +105,18 @@ def describe_topics(
     count; `next_cursor` is set when the page stopped at the limit with topics or partitions
     left, and points at the first of them. The request must have passed
     `describe_topics_problem`.
+
+    With no names, only the topics `visible` admits are answered (Kafka's Metadata for every
+    topic: those the caller may DESCRIBE), filtered before paging: a page holds the next
+    visible topics, and its cursor names one, so a page is never empty only because of
+    filtering. Named topics were decided whole before the handler (access_rules.py).
     """
     response = c.DescribeTopicsResponse()
     budget = describe_topics_limit(request.partition_limit)
-    for name, first in _topics_from_cursor(image, request):
+    topics = _topics_from_cursor(image, request)
+    if not request.names:
+        topics = ((name, first) for name, first in topics if visible(name))
+    for name, first in topics:
         if budget == 0:
             response.next_cursor.CopyFrom(
                 c.DescribeTopicsRequest.Cursor(topic=name, partition=first)

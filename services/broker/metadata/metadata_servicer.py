@@ -42,7 +42,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many
 from samsa.metadata.image import MetadataImage
-from samsa.services.runtime import metadata_reads
+from samsa.services.runtime import caller, metadata_reads
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.services.runtime.metadata_log import MetadataLogFollower
 from samsa.v1 import controller_pb2, controller_pb2_grpc
@@ -161,7 +161,7 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         image = await self._image_at(request.min_metadata_offset, context)
-        response = metadata_reads.describe_topics(image, request)
+        response = metadata_reads.describe_topics(image, request, caller.topics_visible())
         response.status.CopyFrom(self._status())
         return response
 

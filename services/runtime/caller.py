@@ -1,0 +1,90 @@
+"""Who is calling, for the handlers that answer each caller with what it may see.
+
+Theory of operation. Kafka filters its listing calls by the caller's ACLs rather than refusing
+them: Metadata for every topic answers the topics the caller may DESCRIBE, ListGroups the groups,
+ListTransactions the transactional ids. Here the interceptor (authorization.py) decides before
+the handler, and for these calls its rule is "anyone" (access_rules.py); the handler filters.
+To do so without grpc plumbing in its pure parts, the interceptor sets `CALLER` around the
+servicer's call to a `Caller` whose `may(operation, resource_type, name)` answers for that
+caller; the handler asks `current_caller()` and passes a plain predicate (`visible`) down to its
+pure core, which filters before it pages.
+
+Unset (authorization off: no interceptor at all) the caller is `EVERYONE`, who may do anything;
+the interceptor's caller for a cluster member's call may do anything too. Every gRPC call runs
+in its own task, whose context holds its own value.
+
+Pure: no I/O, no grpc.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Protocol
+
+from samsa.metadata.acls import CLUSTER_NAME, Operation, ResourceType
+
+__all__ = [
+    "CALLER",
+    "EVERYONE",
+    "Caller",
+    "current_caller",
+    "everything",
+    "listing_filter",
+    "topics_visible",
+    "visible",
+]
+
+# Whether a name (of a topic, a group, a transactional id) may be shown to the caller.
+Visible = Callable[[str], bool]
+
+
+class Caller(Protocol):
+    """The caller of the current call, as its handler may ask about it."""
+
+    def may(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        """Whether the caller may do `operation` on the resource (its ACLs allow it)."""
+        ...
+
+
+class _Everyone:
+    """Authorization off, or a cluster member's call: may do anything."""
+
+    def may(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        return True
+
+
+EVERYONE: Caller = _Everyone()
+CALLER: ContextVar[Caller] = ContextVar("samsa_caller", default=EVERYONE)
+
+
+def current_caller() -> Caller:
+    """The caller of the call being handled (EVERYONE when authorization is off)."""
+    return CALLER.get()
+
+
+def everything(_name: str) -> bool:
+    """The predicate that shows every name (the pure cores' default)."""
+    return True
+
+
+def visible(caller: Caller, operation: Operation, resource_type: ResourceType) -> Visible:
+    """The predicate "the caller may do `operation` on the `resource_type` named"; a constant
+    True for EVERYONE, so that the cores skip nothing and ask nothing."""
+    if caller is EVERYONE:
+        return everything
+    return lambda name: caller.may(operation, resource_type, name)
+
+
+def listing_filter(caller: Caller, resource_type: ResourceType) -> Visible:
+    """What a list-all call of `resource_type` shows (Kafka's ListGroups, KIP-664's
+    ListTransactions): everything to a caller with DESCRIBE on the cluster, otherwise the
+    resources it may DESCRIBE."""
+    if caller is EVERYONE or caller.may(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return everything
+    return visible(caller, Operation.DESCRIBE, resource_type)
+
+
+def topics_visible() -> Visible:
+    """The topics the current caller may DESCRIBE: what DescribeTopics for every topic shows."""
+    return visible(current_caller(), Operation.DESCRIBE, ResourceType.TOPIC)
