@@ -40,11 +40,18 @@ class FetchFailed(Exception):
     """A fetch that got no answer: the status the call or stream ended with. `first_write`: the
     write of a stream's first request failed (see the module doc)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str, first_write: bool = False) -> None:
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        details: str,
+        first_write: bool = False,
+        trailing: tuple[tuple[str, str | bytes], ...] = (),
+    ) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
         self.first_write = first_write
+        self.trailing = trailing  # the status's trailing metadata (an ACL refusal's code)
 
 
 class FetchLink:
@@ -93,7 +100,9 @@ class FetchLink:
             return await self._unary(channel, request, timeout_s)
         except grpc.aio.AioRpcError as error:
             self.unary_only = False  # the server may have restarted upgraded: try the stream
-            raise FetchFailed(error.code(), error.details() or "") from None
+            raise FetchFailed(
+                error.code(), error.details() or "", trailing=_trailing(error)
+            ) from None
 
     async def _fetch_on_stream(
         self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest, timeout_s: float
@@ -115,7 +124,9 @@ class FetchLink:
         except grpc.aio.AioRpcError as error:
             self.close()
             first_write = opened and not written
-            raise FetchFailed(error.code(), error.details() or "", first_write) from None
+            raise FetchFailed(
+                error.code(), error.details() or "", first_write, _trailing(error)
+            ) from None
         except TimeoutError:
             self.close()
             raise FetchFailed(
@@ -123,8 +134,9 @@ class FetchLink:
             ) from None
         except asyncio.InvalidStateError:  # the server ended the stream before this write
             code, details = await call.code(), await call.details()
+            trailing = tuple(await call.trailing_metadata() or ())
             self.close()
-            raise FetchFailed(code, details) from None
+            raise FetchFailed(code, details, trailing=trailing) from None
         except BaseException:  # cancelled: the stream's next message would be this answer
             self.close()
             raise
@@ -139,3 +151,7 @@ class FetchLink:
             self._call.cancel()
         self._call = None
         self._channel = None
+
+
+def _trailing(error: grpc.aio.AioRpcError) -> tuple[tuple[str, str | bytes], ...]:
+    return tuple(error.trailing_metadata() or ())

@@ -41,11 +41,18 @@ Response = TypeVar("Response")
 
 class StreamBrokenError(Exception):
     """The stream ended, or a request on it timed out: the request's outcome is unknown. `code`
-    is the status the server ended the stream with (None: no status, e.g. a timeout)."""
+    is the status the server ended the stream with (None: no status, e.g. a timeout);
+    `rpc_error` the failure itself, whose trailing metadata may say more (an ACL refusal's)."""
 
-    def __init__(self, why: str, code: grpc.StatusCode | None = None) -> None:
+    def __init__(
+        self,
+        why: str,
+        code: grpc.StatusCode | None = None,
+        rpc_error: grpc.RpcError | None = None,
+    ) -> None:
         super().__init__(why)
         self.code = code
+        self.rpc_error = rpc_error
 
 
 class RequestStream(Generic[Request, Response]):
@@ -68,6 +75,7 @@ class RequestStream(Generic[Request, Response]):
         self.broken = False
         self._broken_why = ""
         self._broken_code: grpc.StatusCode | None = None
+        self._broken_error: grpc.RpcError | None = None
         self._call = open_call(self._outgoing())
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
@@ -91,7 +99,9 @@ class RequestStream(Generic[Request, Response]):
         async with self._room:
             if self.broken:
                 raise StreamBrokenError(
-                    f"the stream is closed ({self._broken_why})", self._broken_code
+                    f"the stream is closed ({self._broken_why})",
+                    self._broken_code,
+                    self._broken_error,
                 )
             correlation_id = next(self._ids)
             answer: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
@@ -107,6 +117,7 @@ class RequestStream(Generic[Request, Response]):
 
     async def _read(self) -> None:
         code = None
+        failure = None
         try:
             async for item in self._call:
                 waiter = self._pending.pop(item.correlation_id, None)
@@ -114,18 +125,21 @@ class RequestStream(Generic[Request, Response]):
                     waiter.set_result(self._answer(item))
             why = "the server ended the stream"
         except grpc.aio.AioRpcError as error:
-            code = error.code()
+            code, failure = error.code(), error
             why = f"{code.name}: {error.details()}"
         except asyncio.CancelledError:
             why = "the stream was closed"
-        self._break(why, code)
+        self._break(why, code, failure)
 
-    def _break(self, why: str, code: grpc.StatusCode | None = None) -> None:
+    def _break(
+        self, why: str, code: grpc.StatusCode | None = None, failure: grpc.RpcError | None = None
+    ) -> None:
         if self.broken:
             return
         self.broken = True
         self._broken_why = why
         self._broken_code = code
+        self._broken_error = failure
         self._call.cancel()
         with contextlib.suppress(asyncio.QueueFull):  # gRPC stopped reading it: nothing waits
             self._requests.put_nowait(None)
@@ -133,7 +147,7 @@ class RequestStream(Generic[Request, Response]):
         self._pending.clear()
         for waiter in waiting:
             if not waiter.done():
-                waiter.set_exception(StreamBrokenError(why, code))
+                waiter.set_exception(StreamBrokenError(why, code, failure))
 
     async def close(self) -> None:
         self._break("the stream was closed")

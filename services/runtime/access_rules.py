@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from samsa.common.errors import ErrorCode
 from samsa.metadata.acls import (
     CLUSTER_NAME,
     WILDCARD,
@@ -138,7 +139,51 @@ def _named(access: Access) -> str:
     return f"{access.operation.name} {_KIND[access.resource_type]} {name}"
 
 
-def refusal(principal: str, need: Need) -> str:
+# What a refused client is told in trailing metadata (errors.proto, README), beside the message.
+ERROR_CODE_KEY = "samsa-error-code"
+RESOURCE_KEY = "samsa-resource"
+_CODE = {
+    _T: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    _G: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    _C: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    _X: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+_RESOURCE_PREFIX = {_T: "topic", _G: "group", _C: "cluster", _X: "transactional-id"}
+CLUSTER_RESOURCE = f"cluster:{CLUSTER_NAME}"
+
+
+class Refusal(str):
+    """A PERMISSION_DENIED message (a str, as before) that also carries the Kafka error code and
+    the refused resource (`topic:orders`) the server sends as trailing metadata, so that a
+    client acts on the refusal without parsing the message."""
+
+    code: ErrorCode
+    resource: str
+
+    def __new__(cls, message: str, code: ErrorCode, resource: str) -> Refusal:
+        refusal = super().__new__(cls, message)
+        refusal.code = code
+        refusal.resource = resource
+        return refusal
+
+    @property
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ((ERROR_CODE_KEY, str(int(self.code))), (RESOURCE_KEY, self.resource))
+
+
+def refusal_code(need: Need) -> tuple[ErrorCode, str]:
+    """The error code and `<type>:<name>` resource of an unmet need (its first alternative's)."""
+    first = need[0]
+    return _CODE[first.resource_type], f"{_RESOURCE_PREFIX[first.resource_type]}:{first.name}"
+
+
+def members_only_refusal(message: str) -> Refusal:
+    """A call only the cluster itself may make, or a certificate no rule maps to a principal:
+    CLUSTER_AUTHORIZATION_FAILED on the cluster."""
+    return Refusal(message, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_RESOURCE)
+
+
+def refusal(principal: str, need: Need) -> Refusal:
     """The PERMISSION_DENIED message for an unmet need: who, what, on what, and how to grant it."""
     first = need[0]
     others = "".join(f" (nor {_named(access)})" for access in need[1:])
@@ -146,10 +191,11 @@ def refusal(principal: str, need: Need) -> str:
     if first.resource_type != _C:
         resource += f" {first.name}"
     operation = first.operation.name.title().replace("_", "")
-    return (
+    message = (
         f"{principal} may not {_named(first)}{others} (no ALLOW ACL, or a DENY one; samsa acls "
         f"--add --allow-principal {principal} --operation {operation} {resource})"
     )
+    return Refusal(message, *refusal_code(need))
 
 
 # --- the table --------------------------------------------------------------------------------

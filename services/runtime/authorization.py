@@ -83,7 +83,10 @@ async def _principal(context: grpc.aio.ServicerContext, rules: PrincipalRules) -
     try:
         return principal_of(context, rules)
     except ValueError as error:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(error))
+        refused = access_rules.members_only_refusal(str(error))
+        await context.abort(
+            grpc.StatusCode.UNAUTHENTICATED, str(refused), refused.trailing_metadata
+        )
         raise  # abort raises; this is for the type checker
 
 
@@ -108,11 +111,14 @@ class Authorization:
             return False
         return membership.verify_any(self.member_key, proof, method, _now_ms()) is None
 
-    def refusal(self, method: str, request: Any, principal: str, host: str) -> str | None:
-        """Why `principal` at `host` may not make this call; None when it may."""
+    def refusal(
+        self, method: str, request: Any, principal: str, host: str
+    ) -> access_rules.Refusal | None:
+        """Why `principal` at `host` may not make this call (with the code and resource sent as
+        trailing metadata); None when it may."""
         requirement = access_rules.requirement(method, request, self.topic_name)
         if requirement.members_only is not None:
-            return (
+            return access_rules.members_only_refusal(
                 f"{principal} may not call {method.rpartition('/')[2]}: "
                 f"{requirement.members_only} (only calls with the cluster's membership proof)"
             )
@@ -196,10 +202,11 @@ class AuthorizerConfig:
 
 class AccessDeniedError(UndecodableRequestError):
     """A stream's message refused: the guard (server.py) aborts with PERMISSION_DENIED from the
-    handler's task."""
+    handler's task, with the refusal's code and resource as trailing metadata."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, grpc.StatusCode.PERMISSION_DENIED)
+        trailing = message.trailing_metadata if isinstance(message, access_rules.Refusal) else ()
+        super().__init__(str(message), grpc.StatusCode.PERMISSION_DENIED, trailing)
 
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext], Any]
@@ -267,7 +274,9 @@ class AuthorizingInterceptor(WrappingInterceptor):
         principal = await _principal(context, authorization.rules)
         refusal = authorization.refusal(method, request, principal, host_of(context.peer()))
         if refusal is not None:
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
+            await context.abort(  # grpc takes an exact str
+                grpc.StatusCode.PERMISSION_DENIED, str(refusal), refusal.trailing_metadata
+            )
         return request
 
     async def _admitted_stream(

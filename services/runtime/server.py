@@ -125,10 +125,14 @@ class UndecodableRequestError(Exception):
     (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED for one too many objects to parse)."""
 
     def __init__(
-        self, message: str, code: grpc.StatusCode = grpc.StatusCode.INVALID_ARGUMENT
+        self,
+        message: str,
+        code: grpc.StatusCode = grpc.StatusCode.INVALID_ARGUMENT,
+        trailing_metadata: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(message)
         self.code = code
+        self.trailing_metadata = trailing_metadata  # an ACL refusal's code and resource
 
 
 class _RateLimitedLogger:
@@ -238,7 +242,7 @@ class RpcGuard(WrappingInterceptor):
                     async for response in behaviour(request, context):
                         yield response
                 except UndecodableRequestError as refused:
-                    await context.abort(refused.code, str(refused))
+                    await context.abort(refused.code, str(refused), refused.trailing_metadata)
                 except grpc.aio.BaseError:
                     raise  # an abort, a stopped server: grpc's own control flow
                 except Exception as error:
@@ -257,7 +261,7 @@ class RpcGuard(WrappingInterceptor):
                     request = checked(request, context, method)
                     return await behaviour(request, context)
                 except UndecodableRequestError as refused:
-                    await context.abort(refused.code, str(refused))
+                    await context.abort(refused.code, str(refused), refused.trailing_metadata)
                 except grpc.aio.BaseError:
                     raise
                 except Exception as error:
