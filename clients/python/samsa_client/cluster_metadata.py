@@ -42,6 +42,7 @@ import grpc
 from samsa.client.channels import Channels
 from samsa.client.errors import KafkaError, NoBrokersAvailable
 from samsa.client.metadata_topics import MetadataTopics
+from samsa.client.refusals import authorization_error
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2, controller_pb2_grpc
@@ -131,6 +132,8 @@ class ClusterMetadata:
             except grpc.RpcError as error:
                 if error.code() in REFUSED_AS_SENT:
                     raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                if refused := authorization_error(error):  # so would every server
+                    raise refused from None
                 last = error
                 self._next += 1
                 reason, retriable = unreachable_reason(error)

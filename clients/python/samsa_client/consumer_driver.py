@@ -11,27 +11,26 @@ positions, resets, buffers and which fetches to send. This module does its I/O o
   processed the last ones).
 - Each broker's fetches go on one long-lived FetchStream (common/fetch_link.py): one fetch at a
   time per broker is what the core sends anyway, and a message on an open stream costs about
-  half a unary call, which is what a record waits for between its append and its poll(). A
-  broker without the stream gets unary Fetch calls.
+  half a unary call (what a record waits for between its append and its poll()). A broker
+  without the stream gets unary Fetch calls. A fetch or a metadata refresh the ACLs refused is
+  not retried: the next poll() raises its AuthorizationError (refusals.py), as does ListOffsets.
 - A fetch's answer goes to the core under `lock` (decoding happens there, column-wise); then the
   facade's `on_progress` wakes a waiting `poll()`. An answer that brought no records is followed
   by the next fetch at once; one that did, once `poll()` took records (it calls `wake()`), as
   the consumer always did: sent earlier, a long poll for the partitions that had nothing would
   hold the broker's one fetch slot while the others' records wait to be taken.
-- `_run` refreshes metadata when it is stale (sync ClusterMetadata in `asyncio.to_thread`, as
-  the producer driver does; while a partition stays without a leader, at most every
-  retry.backoff.ms, doubling up to REFRESH_BACKOFF_MAX_S) and starts a lookup task for the
-  resets the core says are due.
-  `list_offsets()` is the one ListOffsets loop: grouped by leader, retried after metadata
-  refreshes until `session.timeout.ms`, as the consumer always did; the facades'
-  `offsets_for_times`, `beginning_offsets` and `end_offsets` run it on the loop too.
+- `_run` refreshes stale metadata (sync ClusterMetadata in `asyncio.to_thread`; while a
+  partition stays leaderless, at most every retry.backoff.ms, doubling up to
+  REFRESH_BACKOFF_MAX_S) and starts a lookup task for the resets the core says are due.
+  `list_offsets()` is the one ListOffsets loop: grouped by leader, retried after refreshes until
+  `session.timeout.ms`; `offsets_for_times`, `beginning_offsets`, `end_offsets` run it too.
 
-`lock` guards the core; it is held for pure calls only, never across I/O or an await. A sync
-facade calls the core from its own thread under `lock` (take, seek, pause, assign) and wakes the
-loop with `wake_threadsafe()`. Assignment comes from outside through the same core calls: the
-facade's `assign`, or a group member's reconciliation (rebalance.py, run from `poll()`). With a
-`group.id`, the group driver (group_driver.py) runs beside this one on the same loop: it
-heartbeats, commits, and resolves the core's COMMITTED resets with OffsetFetch.
+`lock` guards the core, held for pure calls only, never across I/O or an await. A sync facade
+calls the core from its thread under `lock` (take, seek, pause, assign) and wakes the loop with
+`wake_threadsafe()`. Assignment comes through the same core calls: the facade's `assign`, or a
+group member's reconciliation (rebalance.py, from `poll()`). With a `group.id`, the group driver
+(group_driver.py) runs beside this one on the loop: it heartbeats, commits, and resolves the
+core's COMMITTED resets with OffsetFetch.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ from samsa.client.client_identity import (
 )
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
-from samsa.client.errors import KafkaError
+from samsa.client.errors import AuthorizationError, KafkaError
 from samsa.client.fetch_state import (
     COMMITTED,
     FetchPlan,
@@ -62,7 +61,8 @@ from samsa.client.fetch_state import (
     isolation_level,
 )
 from samsa.client.group_driver import GroupDriver, parts_of
-from samsa.client.listed_offsets import list_offsets_request
+from samsa.client.listed_offsets import LIST_OFFSETS_RETRIABLE, list_offsets_request
+from samsa.client.refusals import authorization_error, refusal_of
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed, FetchLink
 from samsa.common.tls import TlsSettings
@@ -74,9 +74,8 @@ log = logging.getLogger(__name__)
 IDLE_WAIT_S = 0.5
 # After a partition without a known leader: how soon to look again once metadata was refreshed.
 UNKNOWN_LEADER_WAIT_S = 0.05
-# Refreshes that leave a partition without a leader are spaced retry.backoff.ms apart, doubling
-# up to this (Kafka's metadata backoff, KIP-580): a deleted topic under assign() stays leaderless.
-REFRESH_BACKOFF_MAX_S = 1.0
+# Refreshes leaving a partition leaderless are spaced retry.backoff.ms apart, doubling up to this
+REFRESH_BACKOFF_MAX_S = 1.0  # (KIP-580): a deleted topic under assign() stays leaderless.
 # ListOffsets: each call's deadline, and the pause between rounds while leaders are unknown.
 LIST_OFFSETS_TIMEOUT_S = 10.0
 LIST_OFFSETS_RETRY_S = 0.1
@@ -84,16 +83,6 @@ LIST_OFFSETS_RETRY_S = 0.1
 SESSION_CLOSE_TIMEOUT_S = 0.5
 # A fetch may wait fetch.max.wait.ms at the broker; beyond that, this long for the answer.
 FETCH_TIMEOUT_MARGIN_S = 30.0
-# ListOffsets errors after which the leader is looked up again and the lookup retried.
-LIST_OFFSETS_RETRIABLE = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.OFFSET_NOT_AVAILABLE,  # a leader just elected: ask it again shortly
-        ErrorCode.UNKNOWN_TOPIC_ID,  # deleted and created again: the refresh shows the new id
-    }
-)
 
 
 def now_ms() -> int:
@@ -275,6 +264,10 @@ class ConsumerDriver:
             await asyncio.to_thread(self.metadata.refresh)
         except KafkaError as error:
             log.warning("metadata refresh failed: %s", error)
+            if isinstance(error, AuthorizationError):  # not retried: poll() raises it
+                with self.lock:
+                    self.state.on_refused(error)
+                self._on_progress()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         assert self._loop is not None
@@ -319,9 +312,10 @@ class ConsumerDriver:
             response = await link.fetch(channel, request, self._fetch_timeout_s)
         except FetchFailed as failed:
             log.warning("fetch from broker %d failed: %s", node, failed)
+            refused = refusal_of(failed.code, failed.details, failed.trailing)  # raised by poll()
             self.metadata.mark_stale()
             with self.lock:
-                self.state.on_fetch_failed(node, now_ms())
+                self.state.on_fetch_failed(node, now_ms(), refused)
             assert self._wake is not None
             self._wake.set()  # refresh, then fetch again after the backoff
             return
@@ -363,9 +357,7 @@ class ConsumerDriver:
                 {tp: (spec, 0) for tp, (spec, _) in lookups.items()},
                 self.config.session_timeout_ms / 1000,
             )
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
+        except Exception as error:  # not CancelledError, a BaseException
             with self.lock:
                 self.state.on_lookup_failed(tokens, error)
         else:
@@ -428,6 +420,8 @@ class ConsumerDriver:
         try:
             return await self._stub(endpoint).ListOffsets(request, timeout=LIST_OFFSETS_TIMEOUT_S)
         except grpc.RpcError as error:
+            if refused := authorization_error(error):  # every broker refuses it the same
+                raise refused from None
             log.warning("ListOffsets to broker %d failed: %s", node, error.code())
             self.metadata.mark_stale()
             return None

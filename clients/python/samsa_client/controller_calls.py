@@ -27,8 +27,13 @@ from typing import Any
 
 import grpc
 
-from samsa.client.cluster_metadata import REFUSED_AS_SENT, ClusterMetadata, unreachable_reason
+from samsa.client.cluster_metadata import (
+    REFUSED_AS_SENT,
+    ClusterMetadata,
+    unreachable_reason,
+)
 from samsa.client.errors import KafkaError, NoBrokersAvailable
+from samsa.client.refusals import authorization_error
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.v1 import controller_pb2 as c
 
@@ -101,6 +106,8 @@ class ControllerCalls:
             except grpc.RpcError as error:
                 if error.code() in REFUSED_AS_SENT:
                     raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                if refused := authorization_error(error):  # so would every server
+                    raise refused from None
                 last, answer = error, None
                 if not unreachable_reason(error)[1] and endpoint in endpoints:
                     not_samsa.add(endpoint)

@@ -30,6 +30,7 @@ from samsa.client.channels import Channels
 from samsa.client.cluster_metadata import REFUSED_AS_SENT
 from samsa.client.controller_calls import ControllerCalls
 from samsa.client.group_admin import GroupError
+from samsa.client.refusals import authorization_error
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import coordinator_pb2 as g
@@ -106,6 +107,8 @@ class CoordinatorCalls:
                 except grpc.RpcError as rpc_error:
                     if rpc_error.code() in REFUSED_AS_SENT:  # every coordinator would refuse it
                         raise error(rpc_error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    if refused := authorization_error(rpc_error):  # so would every server
+                        raise refused from None
                     answer, problem = None, status(rpc_error)
                 if problem is not None:
                     problems.append(f"coordinator {coordinator.coordinator_id}: {problem}")

@@ -8,6 +8,8 @@ from types import MappingProxyType
 from samsa.common.errors import ErrorCode, SamsaError, is_retriable
 
 __all__ = [
+    "AUTHORIZATION_CODES",
+    "AuthorizationError",
     "ConcurrentAccessError",
     "KafkaError",
     "NoBrokersAvailable",
@@ -62,6 +64,36 @@ class ProduceError(KafkaError):
 
 class TopicError(KafkaError):
     """An admin operation on a topic failed (exists, unknown, invalid config, …)."""
+
+
+# The codes of an ACL refusal, by the kind of resource refused (errors.proto).
+AUTHORIZATION_CODES = frozenset(
+    {
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    }
+)
+
+
+class AuthorizationError(KafkaError):
+    """The cluster's ACLs refused this client's principal (Kafka's TopicAuthorizationException,
+    GroupAuthorizationException, ClusterAuthorizationException,
+    TransactionalIdAuthorizationException): `code` says which kind of resource, `resource`
+    which one (`topic:orders`; "" when the server did not say). Not retriable: raised at once."""
+
+    def __init__(self, message: str, code: ErrorCode, resource: str = "") -> None:
+        super().__init__(message, code)
+        self.resource = resource
+
+    @property
+    def topic(self) -> str | None:
+        """The refused topic (`topic:orders`); None when it refused something else."""
+        kind, _, name = self.resource.partition(":")
+        if kind != "topic" or self.code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+            return None
+        return name
 
 
 class NoBrokersAvailable(KafkaError):

@@ -36,12 +36,12 @@ FETCH_RETRY_BACKOFF_MS. Pure: no I/O, no clock (the driver passes `now_ms`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_records import decode_records
-from samsa.client.errors import KafkaError
+from samsa.client.errors import AuthorizationError, KafkaError
 from samsa.client.fetch_partitions import Buffered, InFlight, Partition, TopicPartition
 from samsa.client.fetch_sessions import BrokerFetchSessions
 from samsa.client.offset_resets import NO_RESET, OffsetResets
@@ -114,15 +114,31 @@ class FetchAnswers:
         self._resets = resets
         self._drop = drop
 
-    def on_fetch_failed(self, node: int, now_ms: int) -> None:
+    def on_fetch_failed(
+        self, node: int, now_ms: int, refused: AuthorizationError | None = None
+    ) -> None:
         """The fetch to `node` failed or could not be sent: start its session over, back off,
-        and read from leaders rather than from `node` as a preferred read replica."""
-        self._in_flight.pop(node, None)
+        and read from leaders rather than from `node` as a preferred read replica. `refused`:
+        the ACLs refused it (its topic, or whatever it asked), which the next poll() raises for
+        the partitions it asked (Kafka's consumer throws from poll)."""
+        in_flight = self._in_flight.pop(node, None)
+        if refused is not None and in_flight is not None:
+            self.on_refused(refused, in_flight.offsets)
         self._sessions.on_failure(node)
         self._backoff_until_ms[node] = now_ms + FETCH_RETRY_BACKOFF_MS
         for partition in self._partitions.values():
             if partition.read_replica == node:
                 partition.read_replica = None
+
+    def on_refused(
+        self, refused: AuthorizationError, asked: Iterable[TopicPartition] | None = None
+    ) -> None:
+        """The ACLs refused the partitions `asked` (None: every assigned one) of its topic (all of
+        them when it names none): the next poll() raises it (then they are asked again)."""
+        topic = refused.topic
+        for tp in self._partitions if asked is None else asked:
+            if topic is None or tp[0] == topic:
+                self._errors[tp] = refused
 
     def on_fetch_answer(self, node: int, response: broker_pb2.FetchResponse) -> AnswerEffects:
         """Apply a fetch answer. When it buffered records poll() can take, the next fetch to

@@ -170,6 +170,7 @@ class FetchState:
         )
         self.on_fetch_answer = answers.on_fetch_answer
         self.on_fetch_failed = answers.on_fetch_failed
+        self.on_refused = answers.on_refused
 
     # --- assignment and positions ---------------------------------------------------------------
 

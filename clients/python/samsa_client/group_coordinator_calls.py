@@ -36,6 +36,7 @@ from samsa.client.config import ConsumerConfig
 from samsa.client.coordinator_calls import status
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import COORDINATOR_ERRORS
+from samsa.client.refusals import authorization_error
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 from samsa.v1 import coordinator_pb2_grpc as cg
@@ -112,6 +113,8 @@ class GroupCoordinatorCalls:
                 except grpc.RpcError as error:
                     if error.code() in REFUSED_AS_SENT:  # asked again, it is refused again
                         raise KafkaError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    if refused := authorization_error(error):  # so would every server
+                        raise refused from None
                     self.forget(endpoint)
                     problem = f"the coordinator at {endpoint} did not answer ({status(error)})"
                 else:
@@ -127,3 +130,23 @@ class GroupCoordinatorCalls:
                     ErrorCode.REQUEST_TIMED_OUT,
                 )
             await asyncio.sleep(self._config.retry_backoff_ms / 1000)
+
+
+def heartbeat_refusal(error: grpc.RpcError) -> tuple[ErrorCode, str | None]:
+    """Why the coordinator refused a heartbeat as sent (INVALID_ARGUMENT, RESOURCE_EXHAUSTED: too
+    big for its member's record, or the group's ACLs), in the consumer's terms, with the code
+    poll() raises; None when a retry may pass."""
+    if not isinstance(error, (grpc.Call, grpc.aio.AioRpcError)):
+        return ErrorCode.NETWORK_EXCEPTION, None
+    if refused := authorization_error(error):
+        return refused.code, str(refused)
+    code = error.code()
+    if code not in REFUSED_AS_SENT:
+        return ErrorCode.NETWORK_EXCEPTION, None
+    hint = ""
+    if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+        hint = " (its size is the subscription's, client.id's and group.instance.id's)"
+    return ErrorCode.INVALID_REQUEST, (
+        f"the coordinator refuses this member's heartbeat ({code.name}), as it will every time: "
+        f"{error.details() or 'no reason given'}{hint}"
+    )

@@ -57,7 +57,7 @@ from samsa.client.group_admin import (
 )
 from samsa.client.group_commit import IN_GROUP, CommitStart, commit_refused, commit_request
 from samsa.client.group_commit import CommitFailedError as CommitFailedError  # the public name
-from samsa.client.group_coordinator_calls import REFUSED_AS_SENT, GroupCoordinatorCalls, status
+from samsa.client.group_coordinator_calls import GroupCoordinatorCalls, heartbeat_refusal, status
 from samsa.client.group_member import GroupMember, MemberSettings, MemberState, Subscription
 from samsa.client.rebalance import member_error
 from samsa.common import limits
@@ -250,11 +250,11 @@ class GroupDriver:
         try:
             answer = await stub.ConsumerGroupHeartbeat(request, timeout=HEARTBEAT_TIMEOUT_S)
         except grpc.RpcError as error:
-            refusal = heartbeat_refusal(error)
+            code, refusal = heartbeat_refusal(error)
             if refusal is not None:  # sent again, it is refused again: the member fails
                 log.warning("group %r: %s", self.group_id, refusal)
                 with self.lock:
-                    self.member.on_heartbeat_failed(ErrorCode.INVALID_REQUEST, refusal, now_ms())
+                    self.member.on_heartbeat_failed(code, refusal, now_ms())
             else:
                 log.info("heartbeat to the coordinator at %s failed: %s", endpoint, status(error))
                 self._coordinator.forget(endpoint)
@@ -416,23 +416,6 @@ class GroupDriver:
             await self.commit(offsets)
         except KafkaError as error:  # commit() forgot the offsets: the next one sends them
             log.warning("auto-commit of group %r failed: %s", self.group_id, error)
-
-
-def heartbeat_refusal(error: grpc.RpcError) -> str | None:
-    """Why the coordinator refused a heartbeat as sent (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED:
-    too big for its member's record), in the consumer's terms; None when a retry may pass."""
-    if not isinstance(error, (grpc.Call, grpc.aio.AioRpcError)):
-        return None
-    code = error.code()
-    if code not in REFUSED_AS_SENT:
-        return None
-    hint = ""
-    if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
-        hint = " (its size is the subscription's, client.id's and group.instance.id's)"
-    return (
-        f"the coordinator refuses this member's heartbeat ({code.name}), as it will every time: "
-        f"{error.details() or 'no reason given'}{hint}"
-    )
 
 
 def parts_of(partitions: list[TopicPartition]) -> list[list[TopicPartition]]:

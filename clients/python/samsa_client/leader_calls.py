@@ -22,6 +22,7 @@ import grpc
 from samsa.client.cluster_metadata import REFUSED_AS_SENT, ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, status
 from samsa.client.errors import KafkaError, first_of
+from samsa.client.refusals import authorization_error
 from samsa.client.transaction_admin import LEADER_ERRORS
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -126,6 +127,8 @@ def _ask_one(
     except grpc.RpcError as failure:
         if failure.code() in REFUSED_AS_SENT:  # every leader would refuse it the same
             raise error(failure.details() or "", ErrorCode.INVALID_REQUEST) from None
+        if refused := authorization_error(failure):  # so would every server
+            raise refused from None
         metadata.mark_stale()
         return (
             ErrorCode.LEADER_NOT_AVAILABLE,

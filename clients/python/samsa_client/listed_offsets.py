@@ -43,6 +43,18 @@ class ListedOffset:
     leader_epoch: int | None
 
 
+# ListOffsets errors after which the leader is looked up again and the lookup retried.
+LIST_OFFSETS_RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.OFFSET_NOT_AVAILABLE,  # a leader just elected: ask it again shortly
+        ErrorCode.UNKNOWN_TOPIC_ID,  # deleted and created again: the refresh shows the new id
+    }
+)
+
+
 def offset_spec_of(spec: OffsetSpec) -> tuple[int, int]:
     """(OffsetSpec enum, timestamp_ms) for one partition's spec; ValueError saying what is
     accepted for anything else."""

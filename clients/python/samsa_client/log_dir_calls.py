@@ -24,6 +24,7 @@ from samsa.client.controller_calls import ControllerCalls
 from samsa.client.coordinator_calls import CoordinatorCalls, status
 from samsa.client.errors import KafkaError, first_of
 from samsa.client.log_dirs import LogDirDescription, brokers_to_ask, log_dirs_request, merge_page
+from samsa.client.refusals import authorization_error
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -79,6 +80,8 @@ class LogDirCalls:
             except grpc.RpcError as failure:
                 if failure.code() in REFUSED_AS_SENT:  # every broker would refuse it the same
                     raise KafkaError(failure.details() or "", ErrorCode.INVALID_REQUEST) from None
+                if refused := authorization_error(failure):  # so would every server
+                    raise refused from None
                 if time.monotonic() >= deadline:
                     raise KafkaError(
                         f"broker {broker_id} at {endpoint} did not describe its log dirs within "

@@ -40,7 +40,7 @@ from samsa.client.cluster_metadata import (
     ClusterMetadata,
 )
 from samsa.client.config import ProducerConfig
-from samsa.client.errors import coded_message
+from samsa.client.errors import AuthorizationError, coded_message
 from samsa.client.produce_message import produce_request
 from samsa.client.produce_stream import (
     ByPartition,
@@ -52,6 +52,7 @@ from samsa.client.producer_batch import NO_OFFSET, Completed, ProducerBatch
 from samsa.client.record_appender import now_ms
 from samsa.client.record_future import BatchOutcomes
 from samsa.client.record_tracing import sampled_traceparent
+from samsa.client.refusals import authorization_error
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode, is_retriable
 from samsa.v1 import broker_pb2
@@ -187,6 +188,10 @@ class ProduceSender:
     ) -> None:
         if error is not None:
             log.warning("produce request failed: %s %s", error.code(), error.details())
+            refused = authorization_error(error)
+            if refused is not None:
+                self._fail_refused(by_partition, refused)
+                return
             self._metadata.mark_stale()
             code, retriable = stream_error_outcome(error)
             self._fail_batches(by_partition, code, retriable=retriable)
@@ -286,6 +291,31 @@ class ProduceSender:
                     batch.batch_id, ErrorCode.INVALID_RECORD, False, now
                 )
         self._settle(completed)
+
+    def _fail_refused(self, by_partition: ByPartition, refused: AuthorizationError) -> None:
+        """The broker's ACLs refused a message of the stream, which ended every request on it:
+        the refused topic's batches fail now, not retried (Kafka's TopicAuthorizationException;
+        a transactional id or the cluster refused: every batch); the others were not refused and
+        are retried on a new stream, as after any stream failure."""
+        refused_topic = refused.topic
+        now = now_ms()
+        completed: list[Completed] = []
+        retried: ByPartition = {}
+        with self._lock:
+            for (topic, partition), group in by_partition.items():
+                if refused_topic is not None and topic != refused_topic:
+                    retried[(topic, partition)] = group
+                    continue
+                for batch in group:
+                    self._outcomes.note_message(batch.batch_id, str(refused))
+                    completed += self._accumulator.on_batch_failed(
+                        batch.batch_id, refused.code, False, now
+                    )
+        self._settle(completed)
+        if retried:
+            self._fail_batches(retried, ErrorCode.NETWORK_EXCEPTION, retriable=True)
+        else:
+            self._wake_task()
 
     def _fail_batches(self, by_partition: ByPartition, code: ErrorCode, *, retriable: bool) -> None:
         now = now_ms()

@@ -26,6 +26,7 @@ import grpc
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.errors import coded_message
 from samsa.client.producer_sequences import bumped_producer_epoch
+from samsa.client.refusals import authorization_error
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -91,7 +92,10 @@ class ProducerIds:
             )
         except grpc.RpcError as error:
             status = error.code()
-            if status in INIT_RETRIABLE_STATUSES:
+            refused = authorization_error(error)
+            if refused is not None:  # an ACL refusal: every broker refuses it the same
+                code = refused.code
+            elif status in INIT_RETRIABLE_STATUSES:
                 code = ErrorCode.NETWORK_EXCEPTION
             elif status in INIT_REFUSED_STATUSES:
                 code = ErrorCode.INVALID_REQUEST

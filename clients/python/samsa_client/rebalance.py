@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from samsa.client.errors import KafkaError
+from samsa.client.errors import AUTHORIZATION_CODES, AuthorizationError, KafkaError
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_member import (
@@ -147,7 +147,10 @@ def member_error(member: GroupMember) -> KafkaError | None:
     """Under the lock: the error poll() raises once the member hit a non-retriable one."""
     if member.state is MemberState.FATAL and member.error is not None:
         code, message = member.error
-        return KafkaError.of(code, f"consumer group {member.settings.group_id!r}: {message}")
+        message = f"consumer group {member.settings.group_id!r}: {message}"
+        if code in AUTHORIZATION_CODES:  # the group's (or a topic's) ACLs refused the member
+            return AuthorizationError(message, code)
+        return KafkaError.of(code, message)
     return None
 
 

@@ -29,6 +29,7 @@ from samsa.client.channels import AioChannels, tracing_configured
 from samsa.client.errors import KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.offset_commit_parts import commit_parts_of
+from samsa.client.refusals import authorization_error
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_stream import RequestStream, StreamBrokenError
@@ -74,10 +75,14 @@ REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
 class CallFailed(Exception):
     """A call (or stream message) that got no answer: the status it ended with, if any."""
 
-    def __init__(self, code: grpc.StatusCode | None, details: str) -> None:
+    def __init__(
+        self, code: grpc.StatusCode | None, details: str, rpc_error: grpc.RpcError | None = None
+    ) -> None:
         super().__init__(details)
         self.code = code
         self.details = details
+        # An ACL refusal: raised at once, never retried (every coordinator refuses it the same).
+        self.refused = None if rpc_error is None else authorization_error(rpc_error)
 
 
 class TransactionStream(RequestStream[Any, Any]):
@@ -217,6 +222,8 @@ class TransactionClient:
                 except CallFailed as failed:
                     if failed.code in REFUSED:
                         raise KafkaError(failed.details, ErrorCode.INVALID_REQUEST) from None
+                    if failed.refused is not None:
+                        raise failed.refused from None
                     self._found.pop((key_type, key), None)
                     problem = (
                         ErrorCode.NETWORK_EXCEPTION,
@@ -250,7 +257,7 @@ class TransactionClient:
                 answer = await self._stream_to(endpoint).send(request, timeout_s)
             except StreamBrokenError as error:
                 if error.code != grpc.StatusCode.UNIMPLEMENTED:
-                    raise CallFailed(error.code, str(error)) from None
+                    raise CallFailed(error.code, str(error), error.rpc_error) from None
                 # Refused as the stream opened, before any request was read: send it unary.
                 self.unary_only.add(endpoint)
             else:
@@ -263,7 +270,7 @@ class TransactionClient:
         except grpc.RpcError as error:
             self.unary_only.discard(endpoint)  # it may come back upgraded: try the stream again
             if isinstance(error, grpc.aio.AioRpcError):  # not a grpc.Call: its status is here
-                raise CallFailed(error.code(), error.details() or "") from None
+                raise CallFailed(error.code(), error.details() or "", error) from None
             raise CallFailed(None, str(error)) from None
 
     def _stream_to(self, endpoint: str) -> TransactionStream:
@@ -288,7 +295,9 @@ class TransactionClient:
             answer = await stub.FindCoordinator(
                 c.FindCoordinatorRequest(key_type=key_type, keys=[key]), timeout=timeout
             )
-        except grpc.RpcError:
+        except grpc.RpcError as error:
+            if refused := authorization_error(error):  # every server refuses it the same
+                raise refused from None
             return None
         location = answer.coordinators[0]
         if location.error_code:

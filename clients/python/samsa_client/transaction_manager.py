@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 
-from samsa.client.errors import KafkaError
+from samsa.client.errors import AUTHORIZATION_CODES, KafkaError
 from samsa.common.errors import ErrorCode
 
 
@@ -62,6 +62,10 @@ FATAL_ERRORS = frozenset(
         ErrorCode.INVALID_PRODUCER_EPOCH,
         ErrorCode.INVALID_PRODUCER_ID_MAPPING,
         ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+        # Refused by the ACLs (Kafka's TransactionManager makes these fatal; a topic's or a
+        # group's refusal is abortable: the transaction aborts, the producer goes on).
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
     }
 )
 
@@ -240,8 +244,9 @@ class TransactionManager:
             return
         if error.code in FATAL_ERRORS:
             self.state = TxnState.FATAL_ERROR
+            why = "was refused by the ACLs" if error.code in AUTHORIZATION_CODES else "was fenced"
             self.error = TransactionFatalError(
-                f"this producer of transactional.id {self.transactional_id!r} was fenced "
+                f"this producer of transactional.id {self.transactional_id!r} {why} "
                 f"({error}); close it",
                 error.code,
             )

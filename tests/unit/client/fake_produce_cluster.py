@@ -10,7 +10,9 @@ offsets, like a leader would; `received` keeps what reached it, in arrival order
 whole answer (leave a partition out, add one), and `max_batch_bytes` refuse a batch larger than
 that with MESSAGE_TOO_LARGE (a topic's max.message.bytes). `hosted_topic_ids` makes a broker
 answer UNKNOWN_TOPIC_ID to a request naming another id for that topic (KIP-516), and
-`topic_ids_received` keeps the (topic, id) of every request; the cluster's `topic_ids` are what
+`topic_ids_received` keeps the (topic, id) of every request; `refused_topics` end the stream at a
+request naming one with the authorizer's PERMISSION_DENIED and trailing metadata (`acl_refusal`),
+counted in `refusals`; the cluster's `topic_ids` are what
 the metadata shows, learnt again at each `mark_stale` (a refresh). Like a leader, a broker answers a
 batch that repeats the last one it appended for that producer and partition (same producer id,
 epoch and base sequence: a retry after a lost answer) with the first write's offset, and
@@ -26,6 +28,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+import grpc
 import pytest
 
 from samsa.client import async_producer, produce_sender, producer, producer_batch, producer_driver
@@ -56,6 +59,8 @@ class FakeBroker:
     answer_in_groups_of: int = 1
     rewrite_answer: RewriteAnswer | None = None
     max_batch_bytes: int | None = None
+    refused_topics: set[str] = field(default_factory=set)
+    refusals: int = 0
     # (topic, partition) -> (producer id, epoch, base sequence, base offset) of the last batch
     # appended with a sequence.
     last_sequenced: dict[TopicPartition, tuple[int, int, int, int]] = field(default_factory=dict)
@@ -131,13 +136,20 @@ class _FakeCall:
 
     def __init__(self, broker: FakeBroker, requests: AsyncIterator) -> None:
         self._broker = broker
-        self._answers: asyncio.Queue[broker_pb2.ProduceStreamResponse | None] = asyncio.Queue()
+        self._answers: asyncio.Queue[
+            broker_pb2.ProduceStreamResponse | grpc.aio.AioRpcError | None
+        ] = asyncio.Queue()
         self._task = asyncio.get_running_loop().create_task(self._serve(requests))
 
     async def _serve(self, requests: AsyncIterator) -> None:
         held: list[broker_pb2.ProduceStreamResponse] = []
         async for message in requests:  # serialized by hand (produce_message.py)
             item = broker_pb2.ProduceStreamRequest.FromString(message)
+            names = [t.name for t in item.request.topics if t.name in self._broker.refused_topics]
+            if names:  # the authorizer ends the stream, as authorization.py does
+                self._broker.refusals += 1
+                self._answers.put_nowait(acl_refusal("29", f"topic:{names[0]}"))
+                return
             response = self._broker.produce(item.request)
             held.append(
                 broker_pb2.ProduceStreamResponse(
@@ -157,6 +169,8 @@ class _FakeCall:
         answer = await self._answers.get()
         if answer is None:
             raise StopAsyncIteration
+        if isinstance(answer, grpc.aio.AioRpcError):
+            raise answer
         return answer
 
     def cancel(self) -> None:
@@ -257,6 +271,18 @@ class FakeCluster:
 
     def log(self, topic: str, partition: int) -> list[bytes | None]:
         return [v for b in self.brokers.values() for v in b.logs.get((topic, partition), [])]
+
+
+def acl_refusal(code: str, resource: str) -> grpc.aio.AioRpcError:
+    """What the authorizer answers: PERMISSION_DENIED with the code and resource as trailing
+    metadata (services/runtime/authorization.py)."""
+    trailing = grpc.aio.Metadata(("samsa-error-code", code), ("samsa-resource", resource))
+    return grpc.aio.AioRpcError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.aio.Metadata(),
+        trailing,
+        f"User:bob may not WRITE {resource}",
+    )
 
 
 POISON = b"cannot be encoded"

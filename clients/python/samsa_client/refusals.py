@@ -1,0 +1,56 @@
+"""ACL refusals as the SDK raises them: a server's PERMISSION_DENIED (or UNAUTHENTICATED) answer,
+with the trailing metadata `samsa-error-code` and `samsa-resource` (proto/samsa/v1/errors.proto),
+turned into an AuthorizationError carrying Kafka's code (TOPIC_, GROUP_, CLUSTER_ or
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and the refused resource.
+
+Every retry loop of the SDK asks `authorization_error` about a failed call beside its check of
+REFUSED_AS_SENT (cluster_metadata.py): asked again, or asked of another server, an ACL refusal
+is refused again, so it is raised at once instead of waiting out the caller's deadline (as
+Kafka's clients raise TopicAuthorizationException and its siblings at once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+
+import grpc
+
+from samsa.client.errors import AuthorizationError
+from samsa.common.errors import ErrorCode
+
+ERROR_CODE_KEY = "samsa-error-code"
+RESOURCE_KEY = "samsa-resource"
+Trailing = Iterable[tuple[str, str | bytes]]
+# Refused by the cluster's ACLs: every server refuses it the same (`authorization_error`).
+REFUSED_BY_ACLS = frozenset({grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED})
+
+
+def authorization_error(error: grpc.RpcError) -> AuthorizationError | None:
+    """The AuthorizationError of an ACL refusal (PERMISSION_DENIED or UNAUTHENTICATED), from the
+    server's trailing metadata `samsa-error-code` and `samsa-resource` (errors.proto); None for
+    any other failure. Every retry loop raises it at once: asked again, it is refused again."""
+    code = error.code() if callable(getattr(error, "code", None)) else None
+    if code not in REFUSED_BY_ACLS:
+        return None
+    trailing: Trailing = ()
+    with contextlib.suppress(Exception):  # a call that never reached a server has none
+        trailing = tuple(error.trailing_metadata() or ())
+    return refusal_of(code, error.details() or "", trailing)
+
+
+def refusal_of(
+    code: grpc.StatusCode, details: str, trailing_metadata: Trailing
+) -> AuthorizationError | None:
+    """`authorization_error` of a status already taken apart (a fetch stream's)."""
+    if code not in REFUSED_BY_ACLS:
+        return None
+    trailing = dict(trailing_metadata)
+    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    with contextlib.suppress(ValueError, TypeError):
+        error_code = ErrorCode(int(trailing.get(ERROR_CODE_KEY, error_code)))
+    resource = trailing.get(RESOURCE_KEY, "")
+    if isinstance(resource, bytes):
+        resource = resource.decode("utf-8", "replace")
+    message = details or code.name
+    return AuthorizationError(message, error_code, str(resource))
