@@ -14,7 +14,7 @@ Method: 1 controller, 2 brokers and 1 coordinator started by the launcher with t
 authorizer=True (real processes, stopped by PID also on failure); alice's and bob's certificates
 issued from the cluster's CA (cluster_tls.issue_client); the SDK for what is allowed; raw gRPC
 stubs with the same certificates for refusals, to read the status and message as they are sent
-(the SDK retries a refused metadata read until its deadline). A new ACL is waited for, never
+(the SDK's AuthorizationError is test_acl_client_errors.py's). A new ACL is waited for, never
 slept on.
 """
 

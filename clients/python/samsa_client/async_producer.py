@@ -34,7 +34,7 @@ from samsa.client.channels import Channels, tracing_configured
 from samsa.client.client_tls import client_tls
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
-from samsa.client.errors import KafkaError, ProduceError
+from samsa.client.errors import AuthorizationError, KafkaError, ProduceError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
@@ -42,7 +42,12 @@ from samsa.client.producer import WAIT_POLL_S
 from samsa.client.producer_driver import ProducerDriver
 from samsa.client.record_appender import Appended, checked_partition, now_ms, raise_closed
 from samsa.client.record_checks import checked_int
-from samsa.client.record_future import AsyncRecordFuture, RecordMetadata, run_callback
+from samsa.client.record_future import (
+    AsyncRecordFuture,
+    BatchOutcome,
+    RecordMetadata,
+    run_callback,
+)
 from samsa.client.record_tracing import headers_with_traceparent
 from samsa.client.timeouts import checked_timeout
 from samsa.client.transaction_driver import group_identity, transactions_of
@@ -134,7 +139,11 @@ class AsyncProducer:
         count = self._metadata.partition_counts.get(topic)
         if count is None:
             remaining_s = max(0.0, deadline - time.monotonic())
-            count = await asyncio.to_thread(self._metadata.partition_count, topic, remaining_s)
+            try:
+                count = await asyncio.to_thread(self._metadata.partition_count, topic, remaining_s)
+            except AuthorizationError as refused:  # a failed future, as Kafka's send()
+                outcome = BatchOutcome.refused(refused)
+                return AsyncRecordFuture(outcome, 0, topic, partition or -1, timestamp)
         if partition is not None:
             partition = checked_int("partition", partition)
             if partition >= count:  # added since our metadata? (Kafka's waitOnMetadata)

@@ -86,6 +86,8 @@ class GroupCoordinatorCalls:
             try:
                 answer = await stub.FindCoordinator(request, timeout=CALL_TIMEOUT_S)
             except grpc.RpcError as error:
+                if refused := authorization_error(error):  # so would every server
+                    raise refused from None
                 log.info("FindCoordinator at %s failed: %s", endpoint, status(error))
                 self._lookup_next += 1
                 continue

@@ -38,7 +38,7 @@ from samsa.client.channels import Channels, tracing_configured
 from samsa.client.client_tls import client_tls
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
-from samsa.client.errors import ProduceError
+from samsa.client.errors import AuthorizationError, ProduceError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_driver import GroupMetadata
 from samsa.client.partition_wait import partition_count_showing
@@ -46,7 +46,7 @@ from samsa.client.partitioner import partition_groups
 from samsa.client.producer_driver import ProducerDriver
 from samsa.client.record_appender import checked_partition, now_ms, raise_closed
 from samsa.client.record_checks import CheckedRecords, checked_int, checked_partitions_column
-from samsa.client.record_future import CallbackThread, RecordFuture, RecordsFuture
+from samsa.client.record_future import BatchOutcome, CallbackThread, RecordFuture, RecordsFuture
 from samsa.client.record_tracing import headers_column_with_traceparent, headers_with_traceparent
 from samsa.client.timeouts import checked_timeout
 from samsa.client.transaction_admin import PreparedTransaction
@@ -110,7 +110,10 @@ class Producer:
         """Queue one record; the future says where it was written (or why it was not). Blocks
         at most max.block.ms in all, waiting for the topic's metadata and then for memory."""
         deadline = time.monotonic() + self.config.max_block_ms / 1000
-        now, count = self._before_send(topic, deadline)
+        try:
+            now, count = self._before_send(topic, deadline)
+        except AuthorizationError as refused:  # a failed future, as Kafka's send()
+            return RecordFuture(BatchOutcome.refused(refused), 0, topic, partition or -1, -1)
         if self._tracing:
             headers = headers_with_traceparent(headers)
         if timestamp is None:

@@ -86,6 +86,14 @@ class BatchOutcome:
         # None unless the batch was split: its pieces, by first index (the last one included).
         self.pieces: list[Piece] | None = None
 
+    @classmethod
+    def refused(cls, refused: KafkaError) -> BatchOutcome:
+        """A record refused before it was queued (the ACLs refused its topic's metadata):
+        settled at once, as Kafka's send() answers a failed future rather than raise."""
+        outcome = cls()
+        outcome.settle(NO_OFFSET, -1, ProduceError(str(refused), refused.code))
+        return outcome
+
     def add_piece(self, piece: Piece) -> None:
         """A piece of the split batch settled (by the driver, before `settle`)."""
         if self.pieces is None:

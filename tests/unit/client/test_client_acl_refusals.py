@@ -230,3 +230,24 @@ def test_a_transaction_refused_aborts_or_ends_the_producer(
     error: KafkaError = AuthorizationError("refused", code)
     txn.on_error(error)
     assert txn.state is state
+
+
+def test_a_topic_whose_metadata_is_refused_fails_the_future_not_send(
+    cluster: FakeCluster,
+) -> None:
+    """Kafka's send() answers a failed future (TopicAuthorizationException) for a topic whose
+    metadata the ACLs refuse; it does not raise, nor wait max.block.ms."""
+    asked: list[str] = []
+
+    def refused_count(topic: str, timeout_s: float) -> int:
+        asked.append(topic)
+        raise authorization_error(acl_refusal("29", f"topic:{topic}"))  # type: ignore[misc]
+
+    with Producer({"bootstrap.servers": "fake:9092", "max.block.ms": 120_000}) as producer:
+        assert cluster.metadata is not None
+        cluster.metadata.partition_count = refused_count  # type: ignore[method-assign]
+        future = producer.send("hidden", b"x")
+        with pytest.raises(ProduceError) as raised:
+            future.result(timeout=0)
+    assert raised.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert asked == ["hidden"]

@@ -1,0 +1,162 @@
+"""A client the ACLs refuse fails at once with Kafka's code, through every SDK path and the CLI.
+
+Goal: on a cluster enforcing ACLs, bob (a certificate with no ACL, or with DESCRIBE only) is
+told at once, not after a deadline: Producer.send(...).result() raises ProduceError
+TOPIC_AUTHORIZATION_FAILED, Consumer.poll raises AuthorizationError TOPIC_AUTHORIZATION_FAILED,
+Admin.create_topic raises AuthorizationError naming the refused resource's code, a group
+consumer refused its group raises GROUP_AUTHORIZATION_FAILED from poll, and `samsa topics
+create` as bob prints one line naming the refusal and exits 1. Before, each retried the refused
+call until its deadline (60 s of metadata reads, then NoBrokersAvailable).
+
+Method: 1 controller, 2 brokers, 1 coordinator started by the launcher with tls=True and
+authorizer=True (real processes, stopped by PID also on failure); certificates issued from the
+cluster's CA (cluster_tls.issue_client); no ACL is granted to bob or erin. Each test's body has
+a 30 s pytest timeout, well under the SDK's deadlines it used to wait out: no timing asserts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_helpers import local_cluster, wait_until
+
+from samsa.cli.cluster_tls import issue_client
+from samsa.cli.launcher import LocalCluster
+from samsa.client import Admin, AuthorizationError, Consumer, ProduceError, Producer
+from samsa.common.errors import ErrorCode
+from samsa.metadata.acls import AclBinding, Operation, PatternType, Permission, ResourceType
+
+pytestmark = pytest.mark.timeout(240)
+BODY_TIMEOUT = pytest.mark.timeout(30, func_only=True)
+SAMSA = Path(sys.executable).with_name("samsa")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("acl-errors-cluster")
+    with local_cluster(data_dir, 1, 2, coordinators=1, tls=True, authorizer=True) as running:
+        with Admin(super_user(running)) as admin:
+            admin.create_topic("orders", 1, 2)
+            with Producer({**super_user(running), "acks": "all"}) as producer:
+                producer.send("orders", b"o").result(timeout=30)
+        yield running
+
+
+def super_user(cluster: LocalCluster) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.spec.bootstrap_servers,
+        **cluster.spec.client_security(cluster.data_dir),
+    }
+
+
+def as_client(cluster: LocalCluster, name: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.spec.bootstrap_servers,
+        **issue_client(cluster.data_dir, name),
+    }
+
+
+@BODY_TIMEOUT
+def test_bobs_records_fail_with_topic_authorization_failed(cluster: LocalCluster) -> None:
+    config = {**as_client(cluster, "bob"), "max.block.ms": 60_000}
+    with Producer(config) as producer, pytest.raises(ProduceError) as raised:
+        producer.send("orders", b"x").result(timeout=60)
+    assert raised.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED, raised.value
+
+
+@BODY_TIMEOUT
+def test_bobs_assign_is_refused_at_once(cluster: LocalCluster) -> None:
+    """assign() reads the partitions' metadata (it checks they exist): refused DESCRIBE."""
+    with (
+        Consumer(as_client(cluster, "bob")) as consumer,
+        pytest.raises(AuthorizationError) as raised,
+    ):
+        consumer.assign([("orders", 0)])
+    assert raised.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED, raised.value
+
+
+def test_poll_raises_topic_authorization_failed(cluster: LocalCluster) -> None:
+    """frank may DESCRIBE orders, not READ it: his fetch (or offset lookup) is refused."""
+    frank = "User:CN=frank,O=samsa"
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        "orders",
+        PatternType.LITERAL,
+        frank,
+        "*",
+        Operation.DESCRIBE,
+        Permission.ALLOW,
+    )
+    with Admin(super_user(cluster)) as admin:
+        assert set(admin.create_acls([binding]).values()) == {None}
+    config = {**as_client(cluster, "frank"), "auto.offset.reset": "earliest"}
+    with Consumer(config) as consumer:
+
+        def assigned() -> bool:
+            try:
+                consumer.assign([("orders", 0)])
+            except AuthorizationError:  # the grant not yet applied where the consumer asked
+                return False
+            return True
+
+        wait_until("frank's DESCRIBE applied", assigned)
+        raised = polled_refusal(consumer)
+    assert raised.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED, raised
+    assert "may not READ topic orders" in str(raised)
+
+
+@BODY_TIMEOUT
+def polled_refusal(consumer: Consumer) -> AuthorizationError:
+    with pytest.raises(AuthorizationError) as raised:
+        for _ in range(60):
+            consumer.poll(1.0)
+    return raised.value
+
+
+@BODY_TIMEOUT
+def test_bobs_create_topic_is_refused(cluster: LocalCluster) -> None:
+    with Admin(as_client(cluster, "bob")) as admin, pytest.raises(AuthorizationError) as raised:
+        admin.create_topic("bobs", 1, 1)
+    assert raised.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED, raised.value
+    assert raised.value.resource == "topic:bobs"
+    assert "may not CREATE topic bobs" in str(raised.value)
+
+
+@BODY_TIMEOUT
+def test_the_cli_prints_one_line_naming_the_refusal(cluster: LocalCluster, tmp_path: Path) -> None:
+    properties = tmp_path / "bob.properties"
+    properties.write_text(
+        "".join(f"{key}={value}\n" for key, value in issue_client(cluster.data_dir, "bob").items())
+    )
+    created = subprocess.run(
+        [
+            *(str(SAMSA), "topics", "create", "bobs", "--partitions", "1"),
+            *("--replication-factor", "1", "--bootstrap-server", cluster.spec.bootstrap_servers),
+            *("--command-config", str(properties)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=25,
+    )
+    assert created.returncode == 1, created
+    lines = created.stderr.strip().splitlines()
+    assert len(lines) == 1, created.stderr
+    assert "may not CREATE topic bobs" in lines[0], lines
+    assert lines[0].endswith("(TOPIC_AUTHORIZATION_FAILED)"), lines
+
+
+@BODY_TIMEOUT
+def test_a_consumer_refused_its_group_raises_group_authorization_failed(
+    cluster: LocalCluster,
+) -> None:
+    config = {**as_client(cluster, "erin"), "group.id": "erins", "auto.offset.reset": "earliest"}
+    with Consumer(config) as consumer:
+        consumer.subscribe(["orders"])
+        with pytest.raises(AuthorizationError) as raised:
+            for _ in range(60):
+                consumer.poll(1.0)
+    assert raised.value.code == ErrorCode.GROUP_AUTHORIZATION_FAILED, raised.value
