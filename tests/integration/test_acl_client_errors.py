@@ -26,7 +26,14 @@ from cluster_helpers import local_cluster, wait_until
 
 from samsa.cli.cluster_tls import issue_client
 from samsa.cli.launcher import LocalCluster
-from samsa.client import Admin, AuthorizationError, Consumer, ProduceError, Producer
+from samsa.client import (
+    Admin,
+    AuthorizationError,
+    Consumer,
+    ProduceError,
+    Producer,
+    TransactionFatalError,
+)
 from samsa.common.errors import ErrorCode
 from samsa.metadata.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 
@@ -160,3 +167,14 @@ def test_a_consumer_refused_its_group_raises_group_authorization_failed(
             for _ in range(60):
                 consumer.poll(1.0)
     assert raised.value.code == ErrorCode.GROUP_AUTHORIZATION_FAILED, raised.value
+
+
+@BODY_TIMEOUT
+def test_a_refused_transactional_id_is_fatal(cluster: LocalCluster) -> None:
+    config = {**as_client(cluster, "bob"), "transactional.id": "bobs-tx"}
+    with Producer(config) as producer:
+        with pytest.raises(AuthorizationError) as raised:
+            producer.init_transactions(25)
+        assert raised.value.code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, raised.value
+        with pytest.raises(TransactionFatalError):  # the producer can only be closed
+            producer.begin_transaction()

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from samsa.client.accumulator import RecordAccumulator
-from samsa.client.errors import KafkaError
+from samsa.client.errors import AuthorizationError, KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_manager import TransactionAbortableError, TransactionManager
@@ -82,7 +82,12 @@ class TransactionDriver:
     async def init(self, timeout_s: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout_s
         async with self._calls:
-            identity = await self._client.init(deadline)
+            try:
+                identity = await self._client.init(deadline)
+            except AuthorizationError as refused:  # fatal, as Kafka's initTransactions
+                with self._lock:
+                    self.txn.on_error(refused)
+                raise
             with self._lock:
                 self._accumulator.set_producer_id(*identity)
                 self.txn.on_initialized()
