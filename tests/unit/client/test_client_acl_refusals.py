@@ -26,6 +26,7 @@ from samsa.client.channels import AioChannels, Channels
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_driver import ConsumerDriver
+from samsa.client.controller_calls import ControllerCalls
 from samsa.client.errors import KafkaError
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import OffsetAndMetadata
@@ -33,9 +34,11 @@ from samsa.client.group_driver import GroupDriver, now_ms
 from samsa.client.group_member import MemberState, Subscription
 from samsa.client.rebalance import member_error
 from samsa.client.refusals import authorization_error
+from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_manager import TransactionManager, TxnState
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed
+from samsa.common.request_stream import StreamBrokenError
 
 GROUP_CONFIG = ConsumerConfig.from_dict({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
 T0 = ("t", 0)
@@ -251,3 +254,45 @@ def test_a_topic_whose_metadata_is_refused_fails_the_future_not_send(
             future.result(timeout=0)
     assert raised.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert asked == ["hidden"]
+
+
+def test_a_refused_admin_write_raises_at_once() -> None:
+    stub = RefusingStub("31", "cluster:kafka-cluster")
+    metadata = ClusterMetadata(["a:1", "b:2"], Channels())
+    metadata.stub = lambda endpoint: stub  # type: ignore[method-assign,assignment,return-value]
+    calls = ControllerCalls(metadata, request_timeout_ms=30_000, api_timeout_ms=60_000)
+    with pytest.raises(AuthorizationError) as raised:
+        calls.write("CreateAcls", object())
+    assert raised.value.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert stub.calls == 1
+
+
+def test_a_refused_transaction_stream_message_raises_at_once() -> None:
+    """The coordinator's refusal ends the TransactionStream: its trailing metadata reaches the
+    caller through StreamBrokenError (request_stream.py), and the call is not asked again."""
+    refusal = acl_refusal("53", "transactional-id:tx-1")
+    sent: list[str] = []
+
+    class Client(TransactionClient):
+        async def _coordinator(self, key_type: int, key: str, deadline: float) -> str | None:
+            return "coordinator"
+
+        def _stream_to(self, endpoint: str):  # type: ignore[override]
+            class Stream:
+                async def send(self, request: object, timeout_s: float) -> object:
+                    sent.append(endpoint)
+                    raise StreamBrokenError("refused", refusal.code(), refusal)
+
+            return Stream()
+
+    client = Client(AioChannels(), lambda: ["a:1"], "tx-1", 60_000)
+    client._streamed = True  # as without tracing
+
+    async def main() -> None:
+        deadline = asyncio.get_running_loop().time() + 60
+        await client.end((7, 0), True, deadline)  # EndTxn: on the stream
+
+    with pytest.raises(AuthorizationError) as raised:
+        asyncio.run(main())
+    assert raised.value.code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert sent == ["coordinator"]
