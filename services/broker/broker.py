@@ -221,6 +221,14 @@ class Broker:
         service = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
         metadata_service = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
         draining = Draining()
+        servicer = BrokerServicer(
+            self.host,
+            member_key=self.member_key,
+            producer_ids=self.producer_ids,
+            txn_verifier=self.txn_verifier,
+            draining=draining,
+            answer_gate=self.answer_gate,
+        )
         if self.answer_gate.write_deadline is not None:  # before the server: see its module doc
             self.answer_gate.write_deadline.install(asyncio.get_running_loop())
         server = Listeners(
@@ -236,19 +244,11 @@ class Broker:
                 self.member_key,
                 acls=lambda: self.follower.image.acls,
                 topic_name=lambda topic_id: self.follower.image.topic_names.get(topic_id),
+                # An incremental fetch reads its session's topics: decided as the ACLs change.
+                fetch_session=servicer.fetch_sessions.consumer_session,
             ),
         )
-        add_broker_service(
-            BrokerServicer(
-                self.host,
-                member_key=self.member_key,
-                producer_ids=self.producer_ids,
-                txn_verifier=self.txn_verifier,
-                draining=draining,
-                answer_gate=self.answer_gate,
-            ),
-            server.handlers,
-        )
+        add_broker_service(servicer, server.handlers)
         # FindCoordinator from this broker's image: a client asks whichever broker it knows.
         coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(
             CoordinatorLookupServicer(

@@ -13,7 +13,9 @@ Theory of operation. With `authorizer.class.name` set, every listener of the pro
    from the peer address, and the method's requirement (access_rules.py, pure) is decided
    against the process's current ACLs (`acls()`, its metadata image's). A refusal answers
    PERMISSION_DENIED with a message naming the principal, the operation, the resource and the
-   command that would grant it.
+   command that would grant it. A fetch within a fetch session reads every topic the session
+   covers, not only those it names: those are decided again whenever the ACLs or the caller
+   changed since they were last allowed (session_access.py; one identity check otherwise).
 For request streams, the principal is read once per call (a stream is one connection's) and
 each message is decided as it is read; a refused message ends the call through the guard's
 path for a bad message (UndecodableRequestError, with PERMISSION_DENIED), raised in whichever
@@ -45,7 +47,7 @@ from samsa.metadata.acls import (
     authorize,
 )
 from samsa.metadata.principal_rules import PrincipalRules
-from samsa.services.runtime import access_rules, membership
+from samsa.services.runtime import access_rules, membership, session_access
 from samsa.services.runtime.caller import CALLER
 from samsa.services.runtime.member_auth import proof_in
 from samsa.services.runtime.request_iterators import close_requests
@@ -103,6 +105,8 @@ class Authorization:
     acls: Callable[[], Acls]
     member_key: bytes
     topic_name: access_rules.TopicNames = lambda _topic_id: None
+    # A consumer's fetch session by id (the broker's), whose topics an incremental fetch reads.
+    fetch_session: Callable[[int], session_access.CoveredSession | None] = lambda _id: None
 
     def is_member(self, context: grpc.aio.ServicerContext, method: str) -> bool:
         """Whether the call carries a valid membership proof for `method`."""
@@ -122,9 +126,9 @@ class Authorization:
                 f"{principal} may not call {method.rpartition('/')[2]}: "
                 f"{requirement.members_only} (only calls with the cluster's membership proof)"
             )
-        if not requirement.needs:
-            return None
         acls = self.acls()
+        if not requirement.needs:
+            return self._session_refusal(method, request, acls, principal, host)
 
         def allowed(access: access_rules.Access) -> bool:
             if access.name == access_rules.ANY_NAME:
@@ -142,7 +146,34 @@ class Authorization:
             )
 
         need = access_rules.first_unmet(requirement, allowed)
-        return None if need is None else access_rules.refusal(principal, need)
+        if need is not None:
+            return access_rules.refusal(principal, need)
+        return self._session_refusal(method, request, acls, principal, host)
+
+    def _session_refusal(
+        self, method: str, request: Any, acls: Acls, principal: str, host: str
+    ) -> str | None:
+        """Why an incremental fetch may not read its session's topics (session_access.py):
+        re-decided only when the ACLs object or the caller changed since they were allowed."""
+        fetch = session_access.incremental_fetch(method, request)
+        if fetch is None:
+            return None
+        session = self.fetch_session(fetch[0])
+        if session is None:  # unknown: the broker answers FETCH_SESSION_ID_NOT_FOUND
+            return None
+        settings, read, topic = self.settings, Operation.READ, ResourceType.TOPIC
+        refused = session_access.refused_topic(
+            session,
+            acls,
+            principal,
+            host,
+            lambda name: authorize(acls, settings, principal, host, read, topic, name),
+            lambda: session_access.forgotten_keys(fetch[1]),
+        )
+        if refused is None:
+            return None
+        need = (access_rules.Access(read, topic, refused),)
+        return access_rules.refusal(principal, need)
 
 
 class AclCaller:
@@ -196,8 +227,9 @@ class AuthorizerConfig:
         member_key: bytes,
         acls: Callable[[], Acls],
         topic_name: access_rules.TopicNames = lambda _topic_id: None,
+        fetch_session: Callable[[int], session_access.CoveredSession | None] = lambda _id: None,
     ) -> Authorization:
-        return Authorization(self.settings, self.rules, acls, member_key, topic_name)
+        return Authorization(self.settings, self.rules, acls, member_key, topic_name, fetch_session)
 
 
 class AccessDeniedError(UndecodableRequestError):

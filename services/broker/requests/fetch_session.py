@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.services.runtime.session_access import NO_GRANT, SessionGrant
 from samsa.v1 import broker_pb2
 
 PartitionKey = tuple[str, int]
@@ -91,6 +92,8 @@ class FetchSession:
     on_wake: Callable[[], None] | None = None
     # A fetch of this session is being answered; a second one at once is refused.
     busy: bool = False
+    # The ACLs and caller under which all its topics were last allowed (session_access.py).
+    grant: SessionGrant = NO_GRANT
 
     def wake(self, key: PartitionKey) -> None:
         self.dirty.add(key)
@@ -236,6 +239,11 @@ class FetchSessionCache:
                 + ": open a new one (session_id 0, session_epoch 0)",
             )
         return session
+
+    def consumer_session(self, session_id: int) -> FetchSession | None:
+        """A consumer's session (not a follower's), for the authorizer (session_access.py)."""
+        session = self._sessions.get(session_id)
+        return session if session is not None and session.replica_id < 0 else None
 
     def close(self, session_id: int) -> FetchSession | None:
         """Remove the session (its watches must be removed); None when it is unknown."""
