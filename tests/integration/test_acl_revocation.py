@@ -1,0 +1,235 @@
+"""Deleting an ACL stops a client that is already reading or writing, at its next request.
+
+Goal: a consumer fetching in a fetch session (KIP-227) names no partition in its incremental
+fetches, yet is answered from all of its session's; once the super user deletes its READ ACL
+(Admin.delete_acls), its next incremental fetch on the same FetchStream, or with the same
+session id on unary Fetch, is refused with PERMISSION_DENIED naming the topic. A producer's
+ProduceStream names its topics in every message, so its next message after its WRITE ACL is
+deleted is refused too.
+
+Method: 1 controller and 1 broker started with tls=True and authorizer=True (real processes,
+stopped by PID also on failure); alice's certificate issued from the cluster's CA; raw gRPC
+streams and calls with it, to follow one session and one stream across the deletion and read
+the status as it is sent (the SDK's handling of PERMISSION_DENIED is another change's). The
+deletion reaches the broker through the metadata log: the test fetches (or produces) until the
+refusal comes, each fetch answered within its short max wait while nothing is new, and fails if
+it never does.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from cluster_helpers import local_cluster, wait_until
+
+from samsa.cli.cluster_tls import issue_client, open_channel
+from samsa.cli.launcher import LocalCluster
+from samsa.client import Admin, Producer
+from samsa.common.record.codec import build_batch
+from samsa.metadata.acls import (
+    AclBinding,
+    AclFilter,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from samsa.v1 import broker_pb2, broker_pb2_grpc
+
+pytestmark = pytest.mark.timeout(240)
+
+ALICE = "User:CN=alice,O=samsa"
+RECORDS = 5
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("acl-revocation")
+    with local_cluster(data_dir, 1, 1, tls=True, authorizer=True) as running:
+        with Admin(super_user(running)) as admin:
+            for topic in ("streamed", "unary", "written"):
+                admin.create_topic(topic, 1, 1)
+        with Producer({**super_user(running), "acks": "all"}) as producer:
+            for topic in ("streamed", "unary"):
+                for n in range(RECORDS):
+                    producer.send(topic, b"r%d" % n)
+            producer.flush(30)
+        yield running
+
+
+def super_user(cluster: LocalCluster) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.spec.bootstrap_servers,
+        **cluster.spec.client_security(cluster.data_dir),
+    }
+
+
+def acl(operation: Operation, topic: str) -> AclBinding:
+    return AclBinding(
+        ResourceType.TOPIC, topic, PatternType.LITERAL, ALICE, "*", operation, Permission.ALLOW
+    )
+
+
+def grant(cluster: LocalCluster, binding: AclBinding) -> None:
+    with Admin(super_user(cluster)) as admin:
+        assert set(admin.create_acls([binding]).values()) == {None}
+
+
+def revoke(cluster: LocalCluster, binding: AclBinding) -> None:
+    selects = AclFilter(
+        binding.resource_type,
+        binding.resource_name,
+        binding.pattern_type,
+        binding.principal,
+        binding.host,
+        binding.operation,
+        binding.permission,
+    )
+    with Admin(super_user(cluster)) as admin:
+        [deletion] = admin.delete_acls([selects])
+    assert deletion.error is None and list(deletion.deleted) == [binding], deletion
+
+
+def alices_stub(cluster: LocalCluster) -> broker_pb2_grpc.BrokerServiceStub:
+    security = issue_client(cluster.data_dir, "alice")
+    channel = open_channel(cluster.spec.brokers[0].endpoint, security)
+    return broker_pb2_grpc.BrokerServiceStub(channel)
+
+
+def opening_fetch(topic: str) -> broker_pb2.FetchRequest:
+    """A full fetch of partition 0 from offset 0 that opens a session."""
+    wanted = broker_pb2.FetchRequest.PartitionData(
+        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+    )
+    return broker_pb2.FetchRequest(
+        max_bytes=1 << 20,
+        max_wait_ms=100,
+        min_bytes=1,
+        session_id=0,
+        session_epoch=0,
+        topics=[broker_pb2.FetchRequest.TopicData(name=topic, partitions=[wanted])],
+    )
+
+
+def incremental_fetch(session_id: int, epoch: int) -> broker_pb2.FetchRequest:
+    """The session's next fetch, naming nothing: nothing moved (the records were read), so it
+    waits at most max_wait_ms for news."""
+    return broker_pb2.FetchRequest(
+        max_bytes=1 << 20, max_wait_ms=100, min_bytes=1, session_id=session_id, session_epoch=epoch
+    )
+
+
+def records_in(answer: broker_pb2.FetchResponse) -> bool:
+    return any(p.records for topic in answer.topics for p in topic.partitions)
+
+
+def refused(error: grpc.RpcError, what: str) -> bool:
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED, error  # type: ignore[attr-defined]
+    details = error.details()  # type: ignore[attr-defined]
+    assert details.startswith(f"{ALICE} may not {what} ("), details
+    return True
+
+
+def test_a_consumers_fetch_stream_is_refused_once_its_read_acl_is_deleted(cluster) -> None:
+    read = acl(Operation.READ, "streamed")
+    grant(cluster, read)
+    stub = alices_stub(cluster)
+    wait_until(
+        "alice's READ applied on the broker",
+        lambda: stub.Fetch(opening_fetch("streamed"), timeout=10).error_code == 0,
+    )
+    sent: queue.Queue[broker_pb2.FetchStreamRequest | None] = queue.Queue()
+    answers = stub.FetchStream(iter(sent.get, None), timeout=120)
+    try:
+        sent.put(broker_pb2.FetchStreamRequest(request=opening_fetch("streamed")))
+        opened = next(answers).response
+        assert opened.error_code == 0 and opened.session_id and records_in(opened)
+        epoch = 1
+
+        def next_fetch_refused() -> bool:
+            nonlocal epoch
+            sent.put(
+                broker_pb2.FetchStreamRequest(request=incremental_fetch(opened.session_id, epoch))
+            )
+            try:
+                answer = next(answers).response
+            except grpc.RpcError as error:
+                return refused(error, "READ topic streamed")
+            assert answer.error_code == 0, answer  # the same session, still answered
+            epoch += 1
+            return False
+
+        assert not next_fetch_refused()  # the session answers while she may read
+        revoke(cluster, read)
+        wait_until("the stream's next fetch refused", next_fetch_refused, timeout_s=60)
+    finally:
+        sent.put(None)
+        answers.cancel()
+
+
+def test_a_unary_fetch_session_is_refused_once_its_read_acl_is_deleted(cluster) -> None:
+    read = acl(Operation.READ, "unary")
+    grant(cluster, read)
+    stub = alices_stub(cluster)
+    opened = wait_until(
+        "alice's READ applied on the broker",
+        lambda: stub.Fetch(opening_fetch("unary"), timeout=10),
+    )
+    assert opened.error_code == 0 and opened.session_id and records_in(opened)
+    epoch = 1
+
+    def next_fetch_refused() -> bool:
+        nonlocal epoch
+        try:
+            answer = stub.Fetch(incremental_fetch(opened.session_id, epoch), timeout=10)
+        except grpc.RpcError as error:
+            return refused(error, "READ topic unary")
+        assert answer.error_code == 0, answer
+        epoch += 1
+        return False
+
+    assert not next_fetch_refused()
+    revoke(cluster, read)
+    wait_until("the session's next fetch refused", next_fetch_refused, timeout_s=60)
+
+
+def test_a_produce_stream_is_refused_once_its_write_acl_is_deleted(cluster) -> None:
+    write = acl(Operation.WRITE, "written")
+    grant(cluster, write)
+    stub = alices_stub(cluster)
+    partition = broker_pb2.ProduceRequest.PartitionData(partition=0, records=build_batch([b"w"]))
+    request = broker_pb2.ProduceRequest(
+        acks=1,
+        timeout_ms=5000,
+        topics=[broker_pb2.ProduceRequest.TopicData(name="written", partitions=[partition])],
+    )
+    wait_until(
+        "alice's WRITE applied on the broker",
+        lambda: stub.Produce(request, timeout=10).topics[0].partitions[0].error_code == 0,
+    )
+    sent: queue.Queue[broker_pb2.ProduceStreamRequest | None] = queue.Queue()
+    answers = stub.ProduceStream(iter(sent.get, None), timeout=120)
+    correlation = 0
+    try:
+
+        def next_produce_refused() -> bool:
+            nonlocal correlation
+            correlation += 1
+            sent.put(broker_pb2.ProduceStreamRequest(correlation_id=correlation, request=request))
+            try:
+                answer = next(answers)
+            except grpc.RpcError as error:
+                return refused(error, "WRITE topic written")
+            assert answer.correlation_id == correlation
+            assert answer.response.topics[0].partitions[0].error_code == 0, answer
+            return False
+
+        assert not next_produce_refused()
+        revoke(cluster, write)
+        wait_until("the stream's next produce refused", next_produce_refused, timeout_s=60)
+    finally:
+        sent.put(None)
+        answers.cancel()
