@@ -53,7 +53,7 @@ from samsa.services.runtime.member_auth import proof_in
 from samsa.services.runtime.request_iterators import close_requests
 from samsa.services.runtime.server import UndecodableRequestError
 from samsa.services.runtime.service_config import ServiceConfig
-from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
+from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor, behaviour_of, rebuilt
 
 
 def principal_of(context: grpc.aio.ServicerContext, rules: PrincipalRules) -> str:
@@ -252,25 +252,8 @@ class AuthorizingInterceptor(WrappingInterceptor):
         self.authorization = authorization
 
     def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
-        streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
-        if streaming_in:
-            behaviour = handler.stream_stream if streaming_out else handler.stream_unary
-        else:
-            behaviour = handler.unary_stream if streaming_out else handler.unary_unary
-        wrapped = self._wrap(behaviour, method, streaming_in)
-        if wrapped is None:
-            return handler
-        build = {
-            (False, False): grpc.unary_unary_rpc_method_handler,
-            (False, True): grpc.unary_stream_rpc_method_handler,
-            (True, False): grpc.stream_unary_rpc_method_handler,
-            (True, True): grpc.stream_stream_rpc_method_handler,
-        }[(streaming_in, streaming_out)]
-        return build(
-            wrapped,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        wrapped = self._wrap(behaviour_of(handler), method, handler.request_streaming)
+        return handler if wrapped is None else rebuilt(handler, wrapped)
 
     def _wrap(self, behaviour: Behaviour, method: str, streaming_in: bool) -> Behaviour | None:
         admitted = self._admitted_stream if streaming_in else self._admitted_request

@@ -66,7 +66,7 @@ from samsa.services.runtime.open_files import connections_bound, open_files_limi
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
 from samsa.services.runtime.request_iterators import close_requests
 from samsa.services.runtime.request_shape import elements_problem
-from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor
+from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor, behaviour_of, rebuilt
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -208,26 +208,11 @@ class RpcGuard(WrappingInterceptor):
         self._busy_log = _RateLimitedLogger(logging.WARNING, "requests refused as busy", clock_ms)
 
     def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
-        streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
-        if streaming_in:
-            behaviour = handler.stream_stream if streaming_out else handler.stream_unary
-        else:
-            behaviour = handler.unary_stream if streaming_out else handler.unary_unary
-        wrapped = self._wrap(behaviour, method, streaming_in)
+        wrapped = self._wrap(behaviour_of(handler), method, handler.request_streaming)
         if wrapped is None:
             return handler
         deserializer = handler.request_deserializer
-        build = {
-            (False, False): grpc.unary_unary_rpc_method_handler,
-            (False, True): grpc.unary_stream_rpc_method_handler,
-            (True, False): grpc.stream_unary_rpc_method_handler,
-            (True, True): grpc.stream_stream_rpc_method_handler,
-        }[(streaming_in, streaming_out)]
-        return build(
-            wrapped,
-            request_deserializer=deserializer and _guard_deserializer(deserializer),
-            response_serializer=handler.response_serializer,
-        )
+        return rebuilt(handler, wrapped, deserializer and _guard_deserializer(deserializer))
 
     def _wrap(self, behaviour: Behaviour, method: str, streaming_in: bool) -> Behaviour | None:
         checked = self._check_stream if streaming_in else self._check_request

@@ -5,6 +5,7 @@ RPC costs them a dict lookup, not a rebuilt handler."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import grpc
 
@@ -35,3 +36,30 @@ class WrappingInterceptor(grpc.aio.ServerInterceptor):
 
     def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
         raise NotImplementedError
+
+
+def behaviour_of(handler: grpc.RpcMethodHandler) -> Callable[..., Any]:
+    """The servicer's function a handler calls, whichever of the four kinds it is."""
+    if handler.request_streaming:
+        return handler.stream_stream if handler.response_streaming else handler.stream_unary
+    return handler.unary_stream if handler.response_streaming else handler.unary_unary
+
+
+def rebuilt(
+    handler: grpc.RpcMethodHandler,
+    behaviour: Callable[..., Any],
+    request_deserializer: Callable[[bytes], Any] | None = None,
+) -> grpc.RpcMethodHandler:
+    """A handler of `handler`'s kind calling `behaviour`, with `handler`'s serializers (or the
+    request deserializer given)."""
+    build = {
+        (False, False): grpc.unary_unary_rpc_method_handler,
+        (False, True): grpc.unary_stream_rpc_method_handler,
+        (True, False): grpc.stream_unary_rpc_method_handler,
+        (True, True): grpc.stream_stream_rpc_method_handler,
+    }[(handler.request_streaming, handler.response_streaming)]
+    return build(
+        behaviour,
+        request_deserializer=request_deserializer or handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
