@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from samsa.metadata.acls import Acls
+from samsa.metadata.client_quotas import ClientQuotas
 
 # The running hash before offset 0 (see proto/samsa/v1/metadata.proto).
 INITIAL_HASH = bytes(16)
@@ -191,9 +192,9 @@ class MetadataImage:
     coordinator_assignments: Mapping[CoordinatorPartition, CoordinatorAssignment] = field(
         default_factory=lambda: _EMPTY
     )
-    # Client quotas (metadata/client_quotas.py): entity (a client.id, or None for the default
-    # entity) -> {quota key: bytes per second}.
-    client_quotas: Mapping[str | None, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
+    # Client quotas (metadata/client_quotas.py): entity (a QuotaEntity: user and/or client.id)
+    # -> {quota key: bytes per second}.
+    client_quotas: ClientQuotas = field(default_factory=lambda: _EMPTY)
     # ACL bindings (metadata/acls.py; records: metadata/acl_replay.py).
     acls: Acls = field(default_factory=Acls.empty)
 

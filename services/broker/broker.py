@@ -32,6 +32,7 @@ from opentelemetry import trace
 
 from samsa.common import limits
 from samsa.metadata.image import MetadataImage
+from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.broker.broker_config import (
     FETCH_ANSWERS_BYTES_MAX_DEFAULT,
     LOG_CLEANER_BACKOFF_MS_DEFAULT,
@@ -115,6 +116,7 @@ class Broker:
         internal_listen: str | None = None,
         internal_advertised_listener: str | None = None,
         authorizer: AuthorizerConfig | None = None,
+        principal_rules: PrincipalRules | None = None,
         fetch_answers_bytes_max: int = FETCH_ANSWERS_BYTES_MAX_DEFAULT,
         fetch_answer_write_timeout_ms: int = limits.fetch_answer_write_ms_max,
     ) -> None:
@@ -129,6 +131,8 @@ class Broker:
         self.internal_advertised_listener = internal_advertised_listener or internal_listen
         self.connections_max = connections_max
         self.authorizer = authorizer  # None: ACLs off (authorization.py)
+        # Who a client is for the client quotas (quota_throttle.py), with the authorizer or not.
+        self.principal_rules = principal_rules
         self.log_cleaner_backoff_ms = log_cleaner_backoff_ms
         self.log_retention_check_interval_ms = log_retention_check_interval_ms
         self.log_scrub_bytes_per_second = log_scrub_bytes_per_second
@@ -228,6 +232,7 @@ class Broker:
             txn_verifier=self.txn_verifier,
             draining=draining,
             answer_gate=self.answer_gate,
+            principal_rules=self.principal_rules,
         )
         if self.answer_gate.write_deadline is not None:  # before the server: see its module doc
             self.answer_gate.write_deadline.install(asyncio.get_running_loop())

@@ -42,6 +42,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         internal_listen=config.internal_listeners,
         internal_advertised_listener=config.internal_advertised_listener,
         authorizer=AuthorizerConfig.of(config),
+        principal_rules=config.ssl_principal_mapping_rules,
     )
     return await broker.run(stop)
 

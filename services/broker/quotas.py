@@ -1,9 +1,10 @@
-"""Client quotas on a broker (KIP-13, KIP-219): byte rates per client.id and the throttle time
-they give a request.
+"""Client quotas on a broker (KIP-13, KIP-55, KIP-219): byte rates per user and client.id, and
+the throttle time they give a request.
 
 Theory of operation. Each broker holds every client to its quotas on its own, from its replica of
-the metadata log (metadata/client_quotas.py: a client's own quota for the key, else the default
-entity's, else none). Per (client.id, key) it counts bytes in Kafka's sampled windows:
+the metadata log (metadata/client_quotas.py: the most specific entity with a value for the key,
+of Kafka's eight, and the bucket it counts: the user's, the client.id's or the pair's bytes).
+Per (bucket, key) it counts bytes in Kafka's sampled windows:
 WINDOW_COUNT samples of WINDOW_MS each (quota.window.num 11, quota.window.size.seconds 1). A
 request's bytes go into the newest sample (a new one starts when the newest is WINDOW_MS old);
 samples older than the whole window are dropped. The observed rate is their total over the span
@@ -37,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from samsa.common import limits
-from samsa.metadata.client_quotas import CLIENT_ID_METADATA_KEY, ClientQuotas, quota_for
+from samsa.metadata.client_quotas import CLIENT_ID_METADATA_KEY, Bucket, ClientQuotas, quota_for
 
 # Kafka's quota.window.size.seconds and quota.window.num.
 WINDOW_MS = 1000
@@ -45,7 +46,7 @@ WINDOW_COUNT = 11
 # The longest a request is throttled: the whole window, as Kafka caps it.
 THROTTLE_MS_MAX = WINDOW_MS * WINDOW_COUNT
 
-Counted = tuple[str, str]  # (client.id, or "" for none; quota key)
+Counted = tuple[Bucket, str]  # (whose bytes, quota key)
 
 
 class ByteRate:
@@ -91,14 +92,21 @@ class ClientQuotaTracker:
         self.rates: OrderedDict[Counted, ByteRate] = OrderedDict()  # least recently used first
 
     def record(
-        self, quotas: ClientQuotas, client_id: str | None, key: str, size: int, now_ms: int
+        self,
+        quotas: ClientQuotas,
+        user: str | None,
+        client_id: str | None,
+        key: str,
+        size: int,
+        now_ms: int,
     ) -> int:
-        """Count `size` bytes of `key` for the client and answer its throttle time in ms (0:
-        none, or no quota applies to it). `quotas`: the image's (ClientQuotas)."""
-        quota = quota_for(quotas, client_id, key)
-        if quota is None:
+        """Count `size` bytes of `key` for the client of `user` with `client_id` and answer its
+        throttle time in ms (0: none, or no quota applies to it). `quotas`: the image's."""
+        found = quota_for(quotas, user, client_id, key)
+        if found is None:
             return 0
-        counted = (client_id or "", key)
+        quota, bucket = found
+        counted = (bucket, key)
         rate = self.rates.pop(counted, None)
         if rate is None:
             if size == 0:  # nothing to count and nothing owed: no count to keep either

@@ -28,6 +28,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.metadata.coordinators import INTERNAL_TOPICS
+from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.replica.replica_stream import serve_replica_fetch_stream
 from samsa.services.broker.requests.answer_gate import AnswerGate
@@ -94,6 +95,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         txn_verifier: TransactionVerifier | None = None,
         draining: Draining | None = None,
         answer_gate: AnswerGate | None = None,
+        principal_rules: PrincipalRules | None = None,
     ) -> None:
         self.host = host
         # The bytes of consumers' fetch answers held at once (answer_budget.py); None: no bound.
@@ -104,7 +106,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self.producer_ids = producer_ids
         self.member_key = member_key  # membership.derive_key(cluster secret): checks followers
         # Client quotas (quota_throttle.py): one check per request while none is set.
-        self.quotas = QuotaThrottle(host)
+        self.quotas = QuotaThrottle(host, principal_rules)
         self.fetch_sessions = FetchSessionCache(new_id=lambda: secrets.randbelow(EPOCH_MAX) + 1)
         # DescribeLogDirs' read of the disk's figures in progress, shared by the calls meanwhile.
         self._disk_read: asyncio.Future[tuple[str, DiskSpace | str]] | None = None
@@ -119,7 +121,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             verifier=self.txn_verifier,
         )
         if self.quotas.active():
-            throttle_ms = self.quotas.produced(self.quotas.client_id(context), request)
+            throttle_ms = self.quotas.produced(self.quotas.identity(context), request)
             response.throttle_time_ms = throttle_ms
             await delay(throttle_ms)
         return response
@@ -187,7 +189,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if not follower and self.quotas.active():
             # Throttled: the answer waits holding its bytes, before its write deadline starts.
             try:
-                await delay(self.quotas.fetched(self.quotas.client_id(context), answer))
+                await delay(self.quotas.fetched(self.quotas.identity(context), answer))
             except BaseException:  # the call ended meanwhile (cancelled): nothing to write
                 if gate is not None:
                     gate.release(answer.held_bytes)

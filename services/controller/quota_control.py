@@ -1,4 +1,4 @@
-"""Client quota decisions: AlterClientQuotas (KIP-546, client-id entities only).
+"""Client quota decisions: AlterClientQuotas (KIP-546; user, client-id and pair entities).
 
 Theory of operation. A quota is metadata like a topic config: the active controller validates
 each entry of the request against Kafka's rules and answers it, and commits one
@@ -6,16 +6,16 @@ ClientQuotaRecord per key that changes (metadata/client_quotas.py keeps them in 
 says how a client's quota resolves). Every broker learns them by following the metadata log and
 throttles from its own image (services/broker/quotas.py); nothing else is told.
 
-Each entry (one entity and its operations) succeeds or fails on its own, its operations all or
-none, as Kafka's ClientQuotaControlManager answers per entity. Refused with INVALID_REQUEST, as
-Kafka refuses them: an entity that names neither a client.id nor the default entity (or an empty
-or over-long client.id), an unknown key (Kafka's request_percentage and
-controller_mutation_rate included: Samsa has no request-time or controller-mutation quotas), a
-value that is not a whole number > 0 (Kafka's byte rates are LONG configs), a key changed twice
-in one entry, and an entity named twice in the request (both entries are refused: applied in
-order they could leave a state no check saw). An operation that changes nothing (a removal of a
-key not set, a value already set) commits nothing. DescribeClientQuotas is a plain read of the
-image: services/runtime/metadata_reads.py. Pure: no I/O.
+Each entry (one entity and its operations) succeeds or fails on its own, its operations all or none,
+as Kafka's ClientQuotaControlManager answers per entity. Refused with INVALID_REQUEST, as Kafka
+refuses them: an entity that names no user and no client.id (or an empty or over-long name, or a
+user given as a principal, `User:alice` for `alice`), an unknown key (Kafka's request_percentage and
+controller_mutation_rate included: Samsa has no request-time or controller-mutation quotas), a value
+that is not a whole number > 0 (Kafka's byte rates are LONG configs), a key changed twice in one
+entry, and an entity named twice in the request (both entries are refused: applied in order they
+could leave a state no check saw). An operation that changes nothing (a removal of a key not set, a
+value already set) commits nothing. DescribeClientQuotas is a plain read of the image:
+services/runtime/metadata_reads.py. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections import Counter
 
 from samsa.common.errors import ErrorCode
 from samsa.metadata.client_quotas import (
-    EntityKey,
     InvalidEntityError,
+    QuotaEntity,
     entity_key,
     entity_message,
     entity_name,
@@ -44,7 +44,7 @@ def alter_client_quotas(
 ) -> ControlResult[c.AlterClientQuotasResponse]:
     """Each entry's ClientQuotaRecords, or its refusal (see the module doc)."""
     response = c.AlterClientQuotasResponse()
-    keys: list[EntityKey | InvalidEntityError] = []
+    keys: list[QuotaEntity | InvalidEntityError] = []
     for entry in request.entries:
         try:
             keys.append(entity_key(entry.entity))
@@ -69,7 +69,7 @@ def alter_client_quotas(
 
 
 def _alter_entity(
-    image: MetadataImage, key: EntityKey, ops: list[c.AlterClientQuotasRequest.Op]
+    image: MetadataImage, key: QuotaEntity, ops: list[c.AlterClientQuotasRequest.Op]
 ) -> list[m.MetadataRecord] | Refusal:
     """The records that apply `ops` to the entity `key`, or why they are refused."""
     where = entity_name(key)

@@ -385,7 +385,7 @@ def describe_client_quotas(
     image: MetadataImage, request: c.DescribeClientQuotasRequest
 ) -> c.DescribeClientQuotasResponse:
     """The quotas of the entity the request names (every entity when it names none), in
-    canonical order: the default entity first, then by client.id. The filter is valid
+    canonical order (client_quotas.entity_order). The filter is valid
     (describe_client_quotas_problem)."""
     quotas = image.client_quotas
     entities = sorted_entities(quotas)

@@ -27,7 +27,7 @@ from cluster_helpers import FAST_SETTINGS, local_cluster, open_channel, wait_unt
 
 from samsa.cli.launcher import LocalCluster
 from samsa.cli.main import main as samsa_main
-from samsa.client import Admin, Consumer, Producer
+from samsa.client import Admin, Consumer, Producer, QuotaEntity
 from samsa.client.produce_sender import ProduceSender
 from samsa.common.fetch_link import FetchLink
 from samsa.common.record.codec import build_batch
@@ -77,7 +77,8 @@ def set_quotas(admin: Admin, entity: str | None, changes: dict[str, float | None
 
     def applied() -> bool:
         described = admin.describe_client_quotas(entity, default=entity is None)
-        values = described.get(entity, {})
+        key = QuotaEntity(client_id=QuotaEntity.DEFAULT if entity is None else entity)
+        values = described.get(key, {})
         return all(values.get(key) == value for key, value in changes.items())
 
     wait_until(f"the broker to apply {changes} of {entity}", applied)

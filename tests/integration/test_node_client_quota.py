@@ -22,7 +22,7 @@ from cluster_helpers import FAST_SETTINGS, local_cluster, wait_until
 from node_helpers import node_script, skip_module_without_node
 
 from samsa.cli.launcher import LocalCluster
-from samsa.client import Admin
+from samsa.client import Admin, QuotaEntity
 
 skip_module_without_node()
 pytestmark = pytest.mark.timeout(180)
@@ -58,7 +58,9 @@ def set_producer_quota(admin: Admin, client_id: str) -> None:
     wait_until(
         f"the broker to apply the quota of {client_id}",
         lambda: (
-            admin.describe_client_quotas(client_id).get(client_id, {}).get("producer_byte_rate")
+            admin.describe_client_quotas(client_id)
+            .get(QuotaEntity(client_id=client_id), {})
+            .get("producer_byte_rate")
             == QUOTA
         ),
     )

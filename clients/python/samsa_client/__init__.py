@@ -42,6 +42,7 @@ from samsa.metadata.acls import (
     Permission,
     ResourceType,
 )
+from samsa.metadata.client_quotas import QuotaEntity
 
 __all__ = [
     "BROKER_DEFAULTS",
@@ -71,6 +72,7 @@ __all__ = [
     "Permission",
     "ProduceError",
     "Producer",
+    "QuotaEntity",
     "RecordMetadata",
     "ResourceType",
     "TopicError",

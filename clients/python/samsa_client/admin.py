@@ -89,6 +89,7 @@ from samsa.client.transaction_admin import (
 )
 from samsa.client.transaction_admin_calls import TransactionAdminCalls
 from samsa.common.errors import ErrorCode, InvalidConfigError
+from samsa.metadata.client_quotas import QuotaEntity
 from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.v1 import controller_pb2 as c
 
@@ -338,21 +339,31 @@ class Admin(AclAdmin, ConsumerGroupAdmin):
         raise_first(self._controller.write("IncrementalAlterConfigs", request).results)
 
     def alter_client_quotas(
-        self, alterations: Mapping[str | None, quotas.QuotaChanges], validate_only: bool = False
+        self,
+        alterations: Mapping[quotas.EntityLike, quotas.QuotaChanges],
+        validate_only: bool = False,
     ) -> None:
-        """Set (a number) or remove (None) client quotas, by client.id or None for the default
-        entity: {"slow": {"producer_byte_rate": 262144}} (Kafka's alterClientQuotas). KafkaError
-        INVALID_REQUEST for the first entity refused; the others are applied."""
+        """Set (a number) or remove (None) client quotas, by entity: a QuotaEntity (a user, a
+        client.id or both, each a name or QuotaEntity.DEFAULT), or a client.id alone (None: the
+        default client): {QuotaEntity(user="alice"): {"producer_byte_rate": 262144}} (Kafka's
+        alterClientQuotas). KafkaError INVALID_REQUEST for the first entity refused; the others
+        are applied."""
         request = quotas.alter_quotas_request(alterations, validate_only)
         quotas.raise_first_refusal(self._controller.write("AlterClientQuotas", request))
 
     def describe_client_quotas(
-        self, client_id: str | None = None, default: bool = False
-    ) -> dict[str | None, dict[str, float]]:
-        """Client quotas by entity (None: the default entity): every entity's, `client_id`'s
-        own, or the default entity's (`default`). Kafka's describeClientQuotas."""
+        self,
+        client_id: str | None = None,
+        default: bool = False,
+        *,
+        user: str | None = None,
+        default_user: bool = False,
+    ) -> dict[QuotaEntity, dict[str, float]]:
+        """Client quotas by QuotaEntity: every entity's (no part given), or the one entity the
+        parts name exactly: `client_id` or the default client (`default`), `user` or the default
+        user (`default_user`), or a pair. Kafka's describeClientQuotas."""
         offset = self._controller.metadata_offset
-        request = quotas.describe_quotas_request(client_id, default, offset)
+        request = quotas.describe_quotas_request(user, default_user, client_id, default, offset)
         return quotas.quotas_of(self._controller.read("DescribeClientQuotas", request))
 
     # --- transactions: at coordinators and leaders (transaction_admin_calls.py) ----------------

@@ -41,7 +41,7 @@ from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.fetch import fetch_answer
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.services.broker.requests.fetch_wire import stream_message
-from samsa.services.broker.requests.quota_throttle import QuotaThrottle, delay
+from samsa.services.broker.requests.quota_throttle import Identity, QuotaThrottle, delay
 from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
 from samsa.services.runtime.request_iterators import close_requests
 from samsa.v1 import broker_pb2
@@ -108,9 +108,10 @@ async def serve_fetch_stream(
     """Answer each request of one stream in turn, as Fetch would (see the module doc); each
     answer is a serialized FetchStreamResponse (fetch_wire.py). A client over its
     consumer_byte_rate gets its answer late by its throttle time (`quotas`), which delays its
-    next fetch too: the stream has one in flight. Its client.id is read once, as it opens."""
+    next fetch too: the stream has one in flight. Its identity is read once, when a quota
+    first counts."""
     deadline = gate.write_deadline if gate is not None else None
-    client_id = None if quotas is None else quotas.client_id(context)
+    identity: Identity | None = None  # read at the first request a quota counts
     try:
         async for item in requests_in_turn(requests, context, "FetchStream"):
             refusal = consumer_refusal(item)
@@ -121,7 +122,8 @@ async def serve_fetch_stream(
             timer = None
             try:
                 if quotas is not None and quotas.active():  # throttled: waits holding its bytes
-                    await delay(quotas.fetched(client_id, answer))
+                    identity = identity or quotas.identity(context)  # once per stream
+                    await delay(quotas.fetched(identity, answer))
                 message = stream_message(answer)
                 del answer  # its records: only the message is held while it is written
                 if deadline is not None:

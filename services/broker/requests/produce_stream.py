@@ -44,7 +44,7 @@ from samsa.services.broker.record_trace import (
 )
 from samsa.services.broker.requests.produce import ReplicationWait, produce
 from samsa.services.broker.requests.produce_wait import await_replication
-from samsa.services.broker.requests.quota_throttle import QuotaThrottle, delay
+from samsa.services.broker.requests.quota_throttle import Identity, QuotaThrottle, delay
 from samsa.services.broker.requests.request_checks import produce_refusal
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
@@ -113,10 +113,11 @@ async def serve_produce_stream(
     write them. `draining`: set when the broker stops (stream_answers.py). `quotas`: a client
     over its producer_byte_rate has the reader wait its throttle time after the append, so its
     answer and the reading of its next request come that much later (Kafka mutes the
-    connection of a throttled client alike); its client.id is read once, as the stream opens."""
+    connection of a throttled client alike); its identity (user, client.id) is read once, at
+    the first request a quota counts."""
     stream: StreamAnswers[broker_pb2.ProduceStreamResponse] = StreamAnswers(draining)
     fail = stream.fail
-    client_id = None if quotas is None else quotas.client_id(context)
+    identity: Identity | None = None  # read at the first request a quota counts
 
     async def answer_when_replicated(
         correlation_id: int,
@@ -151,6 +152,7 @@ async def serve_produce_stream(
         )
 
     async def read_requests() -> None:
+        nonlocal identity
         try:
             async for item in stream.requests(request_iterator):
                 refusal = produce_refusal(item.request)
@@ -173,7 +175,8 @@ async def serve_produce_stream(
                     trace_parent=None if span is None else span.get_span_context(),
                 )
                 if quotas is not None and quotas.active():
-                    response.throttle_time_ms = quotas.produced(client_id, item.request)
+                    identity = identity or quotas.identity(context)  # once per stream
+                    response.throttle_time_ms = quotas.produced(identity, item.request)
                     await delay(response.throttle_time_ms)
                 if not waits:
                     await answer(item.correlation_id, response, span)

@@ -1,8 +1,9 @@
 """Goal: a broker throttles a client exactly as services/broker/quotas.py says: bytes counted
 in 11 one-second samples, Kafka's throttle (observed - quota) / quota * span over the span the
 samples cover (the current window counted whole), capped at the whole window; the client's own
-quota, else the default entity's, else none; counts bounded in number; and the exemption the
-adapters apply to the internal topics' bytes.
+quota, else the default entity's, else none; a user quota counting all of the user's clients
+together; counts bounded in number; the exemption the adapters apply to the internal topics'
+bytes; and the identity the adapters read (the TLS principal's name, ANONYMOUS without one).
 
 Method: the pure ByteRate and ClientQuotaTracker on a hand-driven clock (ms), then QuotaThrottle
 over a stand-in host whose image holds the quotas.
@@ -17,9 +18,13 @@ import pytest
 from samsa.metadata.client_quotas import (
     CLIENT_ID_METADATA_KEY,
     CONSUMER_BYTE_RATE,
-    DEFAULT_ENTITY,
+    DEFAULT,
+    DEFAULT_CLIENT,
     PRODUCER_BYTE_RATE,
+    Bucket,
+    QuotaEntity,
 )
+from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.broker.quotas import (
     THROTTLE_MS_MAX,
     WINDOW_COUNT,
@@ -29,7 +34,7 @@ from samsa.services.broker.quotas import (
     client_id_from,
 )
 from samsa.services.broker.requests.fetch_wire import FetchAnswer
-from samsa.services.broker.requests.quota_throttle import QuotaThrottle
+from samsa.services.broker.requests.quota_throttle import Identity, QuotaThrottle
 from samsa.v1 import broker_pb2
 
 QUOTA = 1000.0  # bytes per second
@@ -74,33 +79,50 @@ def test_requests_within_a_window_share_its_sample() -> None:
 
 def test_a_client_gets_its_own_quota_else_the_defaults_else_none() -> None:
     tracker = ClientQuotaTracker()
-    quotas = {"slow": {PRODUCER_BYTE_RATE: 1000.0}, DEFAULT_ENTITY: {PRODUCER_BYTE_RATE: 5000.0}}
-    assert tracker.record(quotas, "slow", PRODUCER_BYTE_RATE, 3000, 0) == 2000
-    assert tracker.record(quotas, "other", PRODUCER_BYTE_RATE, 3000, 0) == 0
-    assert tracker.record(quotas, None, PRODUCER_BYTE_RATE, 10_000, 0) == 1000
-    assert tracker.record(quotas, "slow", CONSUMER_BYTE_RATE, 10**9, 0) == 0, "no such quota"
-    assert tracker.record(SLOW, "other", PRODUCER_BYTE_RATE, 10**9, 0) == 0, "no default"
-    assert ("other", PRODUCER_BYTE_RATE) not in {
-        key for key in ClientQuotaTracker().rates
-    }  # nothing kept for a client no quota applies to
+    quotas = {
+        QuotaEntity(client_id="slow"): {PRODUCER_BYTE_RATE: 1000.0},
+        DEFAULT_CLIENT: {PRODUCER_BYTE_RATE: 5000.0},
+    }
+    assert tracker.record(quotas, "u", "slow", PRODUCER_BYTE_RATE, 3000, 0) == 2000
+    assert tracker.record(quotas, "u", "other", PRODUCER_BYTE_RATE, 3000, 0) == 0
+    assert tracker.record(quotas, "u", None, PRODUCER_BYTE_RATE, 10_000, 0) == 1000
+    assert tracker.record(quotas, "u", "slow", CONSUMER_BYTE_RATE, 10**9, 0) == 0, "no such quota"
+    assert tracker.record(SLOW, "u", "other", PRODUCER_BYTE_RATE, 10**9, 0) == 0, "no default"
     assert set(tracker.rates) == {
-        ("slow", PRODUCER_BYTE_RATE),
-        ("other", PRODUCER_BYTE_RATE),
-        ("", PRODUCER_BYTE_RATE),
+        (Bucket(None, "slow"), PRODUCER_BYTE_RATE),
+        (Bucket(None, "other"), PRODUCER_BYTE_RATE),
+        (Bucket(None, ""), PRODUCER_BYTE_RATE),
+    }, "nothing kept for a client no quota applies to"
+
+
+def test_a_user_quota_counts_all_of_the_users_clients_together() -> None:
+    tracker = ClientQuotaTracker()
+    quotas = {
+        QuotaEntity("alice", None): {PRODUCER_BYTE_RATE: 1000.0},
+        QuotaEntity(DEFAULT, DEFAULT): {PRODUCER_BYTE_RATE: 1000.0},
+    }
+    assert tracker.record(quotas, "alice", "a", PRODUCER_BYTE_RATE, 1000, 0) == 0
+    assert tracker.record(quotas, "alice", "b", PRODUCER_BYTE_RATE, 1000, 0) == 1000, "shared"
+    assert tracker.record(quotas, "bob", "a", PRODUCER_BYTE_RATE, 1000, 0) == 0
+    assert tracker.record(quotas, "bob", "b", PRODUCER_BYTE_RATE, 1000, 0) == 0, "one each"
+    assert set(tracker.rates) == {
+        (Bucket("alice", None), PRODUCER_BYTE_RATE),
+        (Bucket("bob", "a"), PRODUCER_BYTE_RATE),
+        (Bucket("bob", "b"), PRODUCER_BYTE_RATE),
     }
 
 
 def test_counts_are_bounded_least_recently_used_and_idle_first() -> None:
     tracker = ClientQuotaTracker(tracked_max=2)
-    quotas = {DEFAULT_ENTITY: {PRODUCER_BYTE_RATE: QUOTA}}
-    tracker.record(quotas, "a", PRODUCER_BYTE_RATE, 1, 0)
-    tracker.record(quotas, "b", PRODUCER_BYTE_RATE, 1, 0)
-    tracker.record(quotas, "a", PRODUCER_BYTE_RATE, 1, 1)  # a: most recently used
-    tracker.record(quotas, "c", PRODUCER_BYTE_RATE, 1, 2)
-    assert [key[0] for key in tracker.rates] == ["a", "c"]
+    quotas = {DEFAULT_CLIENT: {PRODUCER_BYTE_RATE: QUOTA}}
+    tracker.record(quotas, "u", "a", PRODUCER_BYTE_RATE, 1, 0)
+    tracker.record(quotas, "u", "b", PRODUCER_BYTE_RATE, 1, 0)
+    tracker.record(quotas, "u", "a", PRODUCER_BYTE_RATE, 1, 1)  # a: most recently used
+    tracker.record(quotas, "u", "c", PRODUCER_BYTE_RATE, 1, 2)
+    assert [key[0].client_id for key in tracker.rates] == ["a", "c"]
     later = 2 + WINDOW_MS * WINDOW_COUNT
-    tracker.record(quotas, "d", PRODUCER_BYTE_RATE, 1, later)  # a and c idle: both forgotten
-    assert [key[0] for key in tracker.rates] == ["d"]
+    tracker.record(quotas, "u", "d", PRODUCER_BYTE_RATE, 1, later)  # a and c idle: forgotten
+    assert [key[0].client_id for key in tracker.rates] == ["d"]
 
 
 @pytest.mark.parametrize(
@@ -123,20 +145,49 @@ def _throttle(quotas: dict) -> QuotaThrottle:
 
 
 def test_the_adapters_count_only_the_non_internal_bytes() -> None:
-    throttle = _throttle({DEFAULT_ENTITY: {PRODUCER_BYTE_RATE: 1.0, CONSUMER_BYTE_RATE: 1.0}})
+    throttle = _throttle({DEFAULT_CLIENT: {PRODUCER_BYTE_RATE: 1.0, CONSUMER_BYTE_RATE: 1.0}})
     assert throttle.active()
     internal = broker_pb2.ProduceRequest()
     internal.topics.add(name="__consumer_offsets").partitions.add(records=b"x" * 5000)
-    assert throttle.produced(None, internal) == 0, "a coordinator's write: exempt"
+    assert throttle.produced(Identity("u", None), internal) == 0, "a coordinator's write: exempt"
     produce = broker_pb2.ProduceRequest()
     produce.topics.add(name="t").partitions.add(records=b"x" * 5000)
-    assert throttle.produced("p", produce) > 0
+    assert throttle.produced(Identity("u", "p"), produce) > 0
     answer = FetchAnswer(broker_pb2.FetchResponse(), {("__transaction_state", 0): b"x" * 5000})
-    assert throttle.fetched("c", answer) == 0 and answer.response.throttle_time_ms == 0
+    assert throttle.fetched(Identity("u", "c"), answer) == 0
+    assert answer.response.throttle_time_ms == 0
     answer = FetchAnswer(broker_pb2.FetchResponse(), {("t", 0): b"x" * 5000})
-    throttle_ms = throttle.fetched("c", answer)
+    throttle_ms = throttle.fetched(Identity("u", "c"), answer)
     assert throttle_ms > 0 and answer.response.throttle_time_ms == throttle_ms
 
 
 def test_without_quotas_the_adapters_do_nothing() -> None:
     assert not _throttle({}).active()
+
+
+class _Context:
+    """What the adapter reads of a call: its TLS session's auth context and its metadata."""
+
+    def __init__(self, subject: bytes | None, client_id: str | None) -> None:
+        self.subject, self.client_id = subject, client_id
+
+    def auth_context(self) -> dict:
+        return {} if self.subject is None else {"x509_subject": [self.subject]}
+
+    def invocation_metadata(self) -> tuple:
+        return () if self.client_id is None else ((CLIENT_ID_METADATA_KEY, self.client_id),)
+
+
+def test_the_identity_is_the_principals_name_and_the_client_id() -> None:
+    throttle = _throttle({})
+    assert throttle.identity(_Context(b"CN=alice,O=samsa", "p-1")) == Identity(
+        "CN=alice,O=samsa", "p-1"
+    )
+    assert throttle.identity(_Context(None, None)) == Identity("ANONYMOUS", None)
+    mapped = QuotaThrottle(
+        SimpleNamespace(image=None),  # type: ignore[arg-type]
+        PrincipalRules.parse("RULE:^CN=([^,]+),.*$/$1/L"),
+    )
+    assert mapped.identity(_Context(b"CN=Alice,O=samsa", None)).user == "alice"
+    strict = QuotaThrottle(SimpleNamespace(image=None), PrincipalRules.parse("RULE:^x$/y/"))  # type: ignore[arg-type]
+    assert strict.identity(_Context(b"CN=z", None)).user == "ANONYMOUS", "no rule fits"

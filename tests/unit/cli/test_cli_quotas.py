@@ -14,6 +14,7 @@ import pytest
 
 from samsa.cli.main import main as samsa_main
 from samsa.cli.quota_commands import quota_lines
+from samsa.client import QuotaEntity
 from samsa.client.client_quota_admin import (
     alter_quotas_request,
     describe_quotas_request,
@@ -29,7 +30,8 @@ from samsa.v1 import metadata_pb2 as m
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--alter", "--add", "producer_byte_rate=1"], "needs --client-id X or --client-defaults"),
+        (["--alter", "--add", "producer_byte_rate=1"], "--alter needs an entity: --user U or"),
+        (["--describe", "--user", ""], "--user needs a user"),
         (["--alter", "--client-id", "a"], "needs --add KEY=N,... and/or --delete"),
         (["--alter", "--client-id", "a", "--add", "producer_byte_rate=x"], "is not KEY=N"),
         (["--alter", "--client-id", "a", "--add", "producer_byte_rate"], "is not KEY=N"),
@@ -49,10 +51,18 @@ def test_a_malformed_command_is_a_usage_error_before_the_cluster_is_asked(
 
 
 def test_the_quotas_are_printed_as_kafka_prints_them() -> None:
-    described = {None: {"producer_byte_rate": 1e6}, "slow": {"producer_byte_rate": 262144.0}}
+    described = {
+        QuotaEntity(client_id=QuotaEntity.DEFAULT): {"producer_byte_rate": 1e6},
+        QuotaEntity(client_id="slow"): {"producer_byte_rate": 262144.0},
+        QuotaEntity(user=QuotaEntity.DEFAULT): {"consumer_byte_rate": 5.0},
+        QuotaEntity("CN=alice", "etl"): {"consumer_byte_rate": 6.0, "producer_byte_rate": 7.0},
+    }
     assert quota_lines(described).splitlines() == [
         "Quota configs for the default client-id are producer_byte_rate=1000000.0",
         "Quota configs for client-id 'slow' are producer_byte_rate=262144.0",
+        "Quota configs for the default user-principal are consumer_byte_rate=5.0",
+        "Quota configs for user-principal 'CN=alice', client-id 'etl' are "
+        "consumer_byte_rate=6.0, producer_byte_rate=7.0",
     ]
 
 
@@ -68,7 +78,7 @@ def test_the_alter_request_sets_numbers_and_removes_nones() -> None:
     ]
     default = alter_quotas_request({None: {"producer_byte_rate": 5}}, True)
     assert default.entries[0].entity.default_client and default.validate_only
-    with pytest.raises(ValueError, match="non-empty client"):
+    with pytest.raises(ValueError, match="non-empty id"):
         alter_quotas_request({"": {"producer_byte_rate": 5}}, False)
     with pytest.raises(ValueError, match="no number"):
         alter_quotas_request({"a": {"producer_byte_rate": "5"}}, False)  # type: ignore[dict-item]
@@ -82,18 +92,45 @@ def test_a_refused_entity_raises_naming_it() -> None:
         error_code=ErrorCode.INVALID_REQUEST,  # type: ignore[arg-type]
         error_message="unknown quota key 'x'",
     )
-    with pytest.raises(KafkaError, match="the default client entity: unknown quota key") as error:
+    with pytest.raises(KafkaError, match=r"the default client\.id: unknown quota key") as error:
         raise_first_refusal(response)
     assert error.value.code == ErrorCode.INVALID_REQUEST
 
 
 def test_describe_filters_and_reads_the_answer() -> None:
-    assert not describe_quotas_request(None, False, 7).HasField("entity")
-    assert describe_quotas_request("a", False, 7).entity.client_id == "a"
-    assert describe_quotas_request(None, True, 7).entity.default_client
+    assert not describe_quotas_request(None, False, None, False, 7).HasField("entity")
+    assert describe_quotas_request(None, False, "a", False, 7).entity.client_id == "a"
+    assert describe_quotas_request(None, False, None, True, 7).entity.default_client
+    pair = describe_quotas_request("u", False, "a", False, 7).entity
+    assert pair == m.ClientQuotaEntity(user="u", client_id="a")
+    assert describe_quotas_request(None, True, None, False, 7).entity.default_user
     with pytest.raises(ValueError, match="not both"):
-        describe_quotas_request("a", True, 7)
+        describe_quotas_request(None, False, "a", True, 7)
+    with pytest.raises(ValueError, match="not both"):
+        describe_quotas_request("u", True, None, False, 7)
     response = c.DescribeClientQuotasResponse()
     response.entries.add(entity=m.ClientQuotaEntity(default_client=True)).values["k"] = 1.0
     response.entries.add(entity=m.ClientQuotaEntity(client_id="a")).values["k"] = 2.0
-    assert quotas_of(response) == {None: {"k": 1.0}, "a": {"k": 2.0}}
+    response.entries.add(entity=m.ClientQuotaEntity(user="u", client_id="a")).values["k"] = 3.0
+    assert quotas_of(response) == {
+        QuotaEntity(client_id=QuotaEntity.DEFAULT): {"k": 1.0},
+        QuotaEntity(client_id="a"): {"k": 2.0},
+        QuotaEntity("u", "a"): {"k": 3.0},
+    }
+
+
+def test_the_alter_request_takes_user_and_pair_entities() -> None:
+    request = alter_quotas_request(
+        {
+            QuotaEntity(user="alice"): {"producer_byte_rate": 1},
+            QuotaEntity(QuotaEntity.DEFAULT, "etl"): {"consumer_byte_rate": 2},
+        },
+        False,
+    )
+    assert [entry.entity for entry in request.entries] == [
+        m.ClientQuotaEntity(user="alice"),
+        m.ClientQuotaEntity(default_user=True, client_id="etl"),
+    ]
+    for bad in (QuotaEntity(), QuotaEntity(user="User:alice"), QuotaEntity(user=5), 3.5):
+        with pytest.raises(ValueError):
+            alter_quotas_request({bad: {"producer_byte_rate": 1}}, False)  # type: ignore[dict-item]

@@ -16,6 +16,7 @@ from test_control_plane import commit
 from test_unregister_servicer import CommittingDriver
 
 from samsa.common.errors import ErrorCode
+from samsa.metadata.client_quotas import DEFAULT, DEFAULT_CLIENT, QuotaEntity
 from samsa.metadata.image import MetadataImage
 from samsa.services.controller import servicer
 from samsa.services.controller.quota_control import alter_client_quotas
@@ -23,7 +24,7 @@ from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
 Op = c.AlterClientQuotasRequest.Op
-DEFAULT = m.ClientQuotaEntity(default_client=True)
+DEFAULT_CLIENT_ENTITY = m.ClientQuotaEntity(default_client=True)
 
 
 def entry(entity: m.ClientQuotaEntity, *ops: Op) -> c.AlterClientQuotasRequest.Entry:
@@ -45,13 +46,13 @@ def test_set_then_remove_commits_one_record_per_changed_key() -> None:
     image, result = alter(
         MetadataImage.empty(),
         entry(client("slow"), Op(key="producer_byte_rate", value=262144)),
-        entry(DEFAULT, Op(key="consumer_byte_rate", value=1e6)),
+        entry(DEFAULT_CLIENT_ENTITY, Op(key="consumer_byte_rate", value=1e6)),
     )
     assert [r.error_code for r in result.response.results] == [ErrorCode.NONE] * 2
     assert len(result.records) == 2
     assert image.client_quotas == {
-        "slow": {"producer_byte_rate": 262144},
-        None: {"consumer_byte_rate": 1e6},
+        QuotaEntity(client_id="slow"): {"producer_byte_rate": 262144},
+        DEFAULT_CLIENT: {"consumer_byte_rate": 1e6},
     }
     _, again = alter(image, entry(client("slow"), Op(key="producer_byte_rate", value=262144)))
     assert again.records == [], "a value already set changes nothing"
@@ -61,12 +62,14 @@ def test_set_then_remove_commits_one_record_per_changed_key() -> None:
         entry(client("slow2"), Op(key="consumer_byte_rate", remove=True)),  # not set: no-op
     )
     assert len(removed.records) == 1
-    assert image.client_quotas == {None: {"consumer_byte_rate": 1e6}}
+    assert image.client_quotas == {DEFAULT_CLIENT: {"consumer_byte_rate": 1e6}}
 
 
 def test_validate_only_answers_but_commits_nothing() -> None:
     _, result = alter(
-        MetadataImage.empty(), entry(DEFAULT, Op(key="producer_byte_rate", value=5)), validate=True
+        MetadataImage.empty(),
+        entry(DEFAULT_CLIENT_ENTITY, Op(key="producer_byte_rate", value=5)),
+        validate=True,
     )
     assert result.records == [] and result.response.results[0].error_code == ErrorCode.NONE
 
@@ -93,11 +96,20 @@ def test_a_bad_entry_is_refused_whole_and_the_others_apply(ops: list[Op], words:
     assert refused.error_code == ErrorCode.INVALID_REQUEST and words in refused.error_message
     assert refused.entity == client("bad")
     assert applied.error_code == ErrorCode.NONE
-    assert image.client_quotas == {"ok": {"consumer_byte_rate": 10}}
+    assert image.client_quotas == {QuotaEntity(client_id="ok"): {"consumer_byte_rate": 10}}
 
 
 @pytest.mark.parametrize(
-    "entity", [m.ClientQuotaEntity(), client(""), client("x" * 256)], ids=["none", "empty", "long"]
+    "entity",
+    [
+        m.ClientQuotaEntity(),
+        client(""),
+        client("x" * 256),
+        m.ClientQuotaEntity(user=""),
+        m.ClientQuotaEntity(user="User:alice", client_id="c"),
+        m.ClientQuotaEntity(user="x" * 513),
+    ],
+    ids=["none", "empty", "long", "empty-user", "principal-for-user", "long-user"],
 )
 def test_an_entity_that_is_none_is_refused(entity: m.ClientQuotaEntity) -> None:
     _, result = alter(MetadataImage.empty(), entry(entity, Op(key="producer_byte_rate", value=1)))
@@ -109,10 +121,36 @@ def test_an_entity_named_twice_is_refused_both_times() -> None:
     once = entry(client("a"), Op(key="producer_byte_rate", value=1))
     twice = entry(client("a"), Op(key="consumer_byte_rate", value=1))
     _, result = alter(
-        MetadataImage.empty(), once, twice, entry(DEFAULT, Op(key="producer_byte_rate", value=2))
+        MetadataImage.empty(),
+        once,
+        twice,
+        entry(DEFAULT_CLIENT_ENTITY, Op(key="producer_byte_rate", value=2)),
     )
     codes = [r.error_code for r in result.response.results]
     assert codes == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST, ErrorCode.NONE]
+
+
+def test_user_and_pair_entities_are_their_own_entities() -> None:
+    alice = m.ClientQuotaEntity(user="alice")
+    pair = m.ClientQuotaEntity(user="alice", client_id="a")
+    defaults = m.ClientQuotaEntity(default_user=True, default_client=True)
+    image, result = alter(
+        MetadataImage.empty(),
+        entry(alice, Op(key="producer_byte_rate", value=1)),
+        entry(pair, Op(key="producer_byte_rate", value=2)),
+        entry(client("a"), Op(key="producer_byte_rate", value=3)),
+        entry(defaults, Op(key="consumer_byte_rate", value=4)),
+    )
+    assert [r.error_code for r in result.response.results] == [ErrorCode.NONE] * 4
+    assert image.client_quotas == {
+        QuotaEntity("alice", None): {"producer_byte_rate": 1},
+        QuotaEntity("alice", "a"): {"producer_byte_rate": 2},
+        QuotaEntity(None, "a"): {"producer_byte_rate": 3},
+        QuotaEntity(DEFAULT, DEFAULT): {"consumer_byte_rate": 4},
+    }
+    _, twice = alter(image, entry(pair, Op(key="producer_byte_rate", value=5)), entry(pair))
+    assert [r.error_code for r in twice.response.results] == [ErrorCode.INVALID_REQUEST] * 2
+    assert "user 'alice', client.id 'a' is named twice" in twice.response.results[0].error_message
 
 
 class ReadingDriver(CommittingDriver):
@@ -137,7 +175,7 @@ def test_the_controller_serves_both_rpcs() -> None:
     request = c.AlterClientQuotasRequest(
         entries=[
             entry(client("b"), Op(key="producer_byte_rate", value=7)),
-            entry(DEFAULT, Op(key="producer_byte_rate", value=9)),
+            entry(DEFAULT_CLIENT_ENTITY, Op(key="producer_byte_rate", value=9)),
             entry(client("a"), Op(key="consumer_byte_rate", value=8)),
         ]
     )
@@ -149,7 +187,11 @@ def test_the_controller_serves_both_rpcs() -> None:
             c.DescribeClientQuotasRequest(min_metadata_offset=offset), None
         )
     )
-    assert [e.entity for e in everything.entries] == [DEFAULT, client("a"), client("b")]
+    assert [e.entity for e in everything.entries] == [
+        DEFAULT_CLIENT_ENTITY,
+        client("a"),
+        client("b"),
+    ]
     assert dict(everything.entries[2].values) == {"producer_byte_rate": 7}
     one = asyncio.run(
         service.DescribeClientQuotas(c.DescribeClientQuotasRequest(entity=client("a")), None)

@@ -361,8 +361,8 @@ class ControllerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AlterClientQuotas(self, request, context):
-        """Sets or removes client quotas (KIP-546's AlterClientQuotas, client-id entities only): the
-        byte rates brokers hold each client.id to (KIP-13). Each entry is applied on its own, its
+        """Sets or removes client quotas (KIP-546's AlterClientQuotas): the byte rates brokers hold
+        users, client.ids and (user, client.id) pairs to (KIP-13, KIP-55). Each entry is applied on its own, its
         operations all or none. INVALID_REQUEST for an unknown key, a value that is not a whole
         number > 0, a key changed twice in one entry, or an entity named twice in the request.
         Brokers forward it to the active controller, as CreateTopics.
@@ -372,7 +372,7 @@ class ControllerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DescribeClientQuotas(self, request, context):
-        """The client quotas set: of one client.id, of the default entity, or all of them. Served from
+        """The client quotas set: of one entity (a user, a client.id, a pair, or a default), or all. Served from
         the answering server's replica of the metadata log (a broker's too), like DescribeConfigs.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

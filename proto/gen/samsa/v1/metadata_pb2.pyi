@@ -313,12 +313,16 @@ class MetadataSnapshot(_message.Message):
     def __init__(self, end_offset: _Optional[int] = ..., hash: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
 
 class ClientQuotaEntity(_message.Message):
-    __slots__ = ("client_id", "default_client")
+    __slots__ = ("client_id", "default_client", "user", "default_user")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_USER_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     default_client: bool
-    def __init__(self, client_id: _Optional[str] = ..., default_client: _Optional[bool] = ...) -> None: ...
+    user: str
+    default_user: bool
+    def __init__(self, client_id: _Optional[str] = ..., default_client: _Optional[bool] = ..., user: _Optional[str] = ..., default_user: _Optional[bool] = ...) -> None: ...
 
 class ClientQuotaRecord(_message.Message):
     __slots__ = ("entity", "key", "value")
