@@ -24,6 +24,10 @@ with them (`transient`), and a producer's topics until unused for `metadata.max.
 unassigned or no longer produced to is forgotten, not described at every refresh for the client's
 whole life; used again, it is described again.
 
+Each topic is answered on its own: one the ACLs refuse (TOPIC_AUTHORIZATION_FAILED) is left out
+of the view and kept in `refused`, and the refresh raises its AuthorizationError only when the
+topic was asked for or is kept (`refresh`), so a producer's other topics go on.
+
 A bootstrap server that cannot answer at all fails the call with one line naming it and why
 (`unreachable_reason`): at once when it is not a Samsa broker or controller (another gRPC service,
 or not gRPC), else when the caller's timeout ends (nothing listening may mean not started yet).
