@@ -429,8 +429,8 @@ class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerService
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         await self._read_at(request.min_metadata_offset, context)
-        image, visible = self.driver.image, caller.topics_visible()  # filtered: caller.py
-        response = control_plane.describe_topics(image, request, visible)
+        visible, who = caller.topics_visible(), caller.current_caller()  # caller.py
+        response = control_plane.describe_topics(self.driver.image, request, visible, who.principal)
         response.status.CopyFrom(self._status())
         return response
 

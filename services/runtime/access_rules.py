@@ -8,10 +8,13 @@ already-parsed request and answers a `Requirement`:
 - otherwise `needs`: every `Need` must be met, and a Need is met by any one of its `Access`
   alternatives (CreateTopics: CREATE on the cluster *or* on the topic). No needs: anyone.
 All-or-nothing per request in this step: one unmet Need refuses the whole call (Kafka answers
-per resource; see the README). The listing calls are Kafka's exception: DescribeTopics with no
-names, ListGroups and ListTransactions are "anyone, filtered by the handler", and OffsetFetch and
+per resource; see the README). The listing calls are Kafka's exception: DescribeTopics (every
+topic, or the topics named), ListGroups and ListTransactions are "anyone, filtered by the
+handler", and OffsetFetch and
 DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
-answer what the caller may DESCRIBE (caller.py), as Kafka filters them rather than refusing.
+answer what the caller may DESCRIBE (caller.py), as Kafka filters them rather than refusing;
+DescribeTopics naming topics answers TOPIC_AUTHORIZATION_FAILED for each one the caller may not
+DESCRIBE, existing or not, as Kafka's Metadata does (metadata_reads.py).
 Names are deduplicated, so a produce of 100 partitions of one topic is one decision. Topics
 named by id (Fetch) are resolved through `topic_name` (the image); an unknown id needs nothing
 (the broker answers UNKNOWN_TOPIC_ID).
@@ -319,12 +322,6 @@ def _group_rule(
 FILTERED_BY_HANDLER = ANYONE
 
 
-def _describe_topics(request: Any, _names: TopicNames) -> Requirement:
-    if not request.names:  # all topics: the handler answers those the caller may DESCRIBE
-        return FILTERED_BY_HANDLER
-    return _needs(_on(_O.DESCRIBE, _T, request.names))
-
-
 _MEMBER_CALL = "it is a cluster member's call (registration, heartbeats, replication)"
 _BROKER = "/samsa.v1.BrokerService/"
 _CONTROLLER = "/samsa.v1.ControllerService/"
@@ -373,7 +370,9 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _CONTROLLER + "UnregisterBroker": _cluster_rule(_O.ALTER),
     _CONTROLLER + "ElectLeaders": _cluster_rule(_O.ALTER),
     _CONTROLLER + "DescribeCluster": _fixed(ANYONE),  # clients need the brokers' addresses
-    _CONTROLLER + "DescribeTopics": _describe_topics,
+    # Every topic: those the caller may DESCRIBE; named: TOPIC_AUTHORIZATION_FAILED per topic
+    # it may not (metadata_reads.describe_topics), as Kafka's Metadata answers.
+    _CONTROLLER + "DescribeTopics": _fixed(FILTERED_BY_HANDLER),
     _CONTROLLER + "DescribeConfigs": _described_configs(_O.DESCRIBE_CONFIGS),
     _CONTROLLER + "IncrementalAlterConfigs": _described_configs(_O.ALTER_CONFIGS),
     _CONTROLLER + "AlterClientQuotas": _cluster_rule(_O.ALTER_CONFIGS),

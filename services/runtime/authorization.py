@@ -194,14 +194,21 @@ class AclCaller:
             self._member = authorization.is_member(self._context, self._method)
         if self._member:
             return True
-        if self._who is None:
-            # The interceptor has already answered UNAUTHENTICATED where this raises.
-            principal = principal_of(self._context, authorization.rules)
-            self._who = (principal, host_of(self._context.peer()), authorization.acls())
-        principal, host, acls = self._who
+        principal, host, acls = self._who_calls()
         return authorize(
             acls, authorization.settings, principal, host, operation, resource_type, name
         )
+
+    def principal(self) -> str:
+        return self._who_calls()[0]
+
+    def _who_calls(self) -> tuple[str, str, Acls]:
+        if self._who is None:
+            # The interceptor has already answered UNAUTHENTICATED where this raises.
+            authorization = self._authorization
+            principal = principal_of(self._context, authorization.rules)
+            self._who = (principal, host_of(self._context.peer()), authorization.acls())
+        return self._who
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ the handler, and for these calls its rule is "anyone" (access_rules.py); the han
 To do so without grpc plumbing in its pure parts, the interceptor sets `CALLER` around the
 servicer's call to a `Caller` whose `may(operation, resource_type, name)` answers for that
 caller; the handler asks `current_caller()` and passes a plain predicate (`visible`) down to its
-pure core, which filters before it pages.
+pure core, which filters before it pages. DescribeTopics naming topics answers each one
+`visible` refuses with TOPIC_AUTHORIZATION_FAILED naming the caller's `principal()`.
 
 Unset (authorization off: no interceptor at all) the caller is `EVERYONE`, who may do anything;
 the interceptor's caller for a cluster member's call may do anything too. Every gRPC call runs
@@ -46,12 +47,19 @@ class Caller(Protocol):
         """Whether the caller may do `operation` on the resource (its ACLs allow it)."""
         ...
 
+    def principal(self) -> str:
+        """Who the caller is (`User:CN=alice,O=samsa`), for the messages of what it may not do."""
+        ...
+
 
 class _Everyone:
     """Authorization off, or a cluster member's call: may do anything."""
 
     def may(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         return True
+
+    def principal(self) -> str:
+        return "the cluster"  # never refused anything: named in no message
 
 
 EVERYONE: Caller = _Everyone()

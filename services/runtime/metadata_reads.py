@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.metadata.acls import Operation, ResourceType
 from samsa.metadata.client_quotas import (
     InvalidEntityError,
     entity_key,
@@ -37,6 +38,7 @@ from samsa.metadata.topic_defaults import (
     default_sources,
     topic_defaults,
 )
+from samsa.services.runtime.access_rules import Access, refusal
 from samsa.services.runtime.caller import Visible, everything
 from samsa.services.runtime.topic_configs import TOPIC_KEYS
 from samsa.v1 import controller_pb2 as c
@@ -98,6 +100,7 @@ def describe_topics(
     image: MetadataImage,
     request: c.DescribeTopicsRequest,
     visible: Visible = everything,
+    principal: Callable[[], str] = lambda: "",
 ) -> c.DescribeTopicsResponse:
     """One page of topics: at most the request's partition limit of partitions, from its cursor.
 
@@ -109,7 +112,9 @@ def describe_topics(
     With no names, only the topics `visible` admits are answered (Kafka's Metadata for every
     topic: those the caller may DESCRIBE), filtered before paging: a page holds the next
     visible topics, and its cursor names one, so a page is never empty only because of
-    filtering. Named topics were decided whole before the handler (access_rules.py).
+    filtering. A named topic `visible` refuses is answered TOPIC_AUTHORIZATION_FAILED, naming
+    the caller (`principal()`, asked only then), whether it exists or not, so that names cannot
+    be probed (Kafka's Metadata); like an unknown topic it takes none of the page's budget.
     """
     response = c.DescribeTopicsResponse()
     budget = describe_topics_limit(request.partition_limit)
@@ -122,6 +127,9 @@ def describe_topics(
                 c.DescribeTopicsRequest.Cursor(topic=name, partition=first)
             )
             break
+        if request.names and not visible(name):
+            _refuse_topic(response, name, principal())
+            continue
         budget -= _describe_topic(response, image, name, first, budget)
         if response.HasField("next_cursor"):
             break
@@ -180,6 +188,14 @@ def _topics_from_cursor(
             yield cursor.topic, cursor.partition
     for index in range(start, len(names)):
         yield names[index], cursor.partition if names[index] == cursor.topic else 0
+
+
+def _refuse_topic(response: c.DescribeTopicsResponse, name: str, principal: str) -> None:
+    """A named topic the caller may not DESCRIBE: the same answer whether it exists or not."""
+    result = response.topics.add(name=name)
+    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # type: ignore[assignment]
+    need = (Access(Operation.DESCRIBE, ResourceType.TOPIC, name),)
+    result.error_message = str(refusal(principal, need))
 
 
 def _describe_topic(

@@ -5,9 +5,9 @@ bindings as kafka-acls.sh does (Kafka's output lines, --producer/--consumer, --r
 --force, removing exactly the entries named), and the bindings are metadata: after the active
 controller is killed with SIGKILL, the newly elected one answers them all, and takes new ones.
 
-Method: 3 controllers and 1 broker started by the launcher with tls=True and authorizer=True
-(every process enforces ACLs; the CLI's client certificate is the super user), real processes
-stopped by PID also on failure; the `samsa` script installed next to this Python, run as a
+Method: 3 controllers and 1 broker started by acl_cluster.py (TLS and the authorizer on: every
+process enforces ACLs; the CLI's client certificate is the super user), real processes stopped
+by PID also on failure; the `samsa` script installed next to this Python, run as a
 subprocess with --data-dir (its cluster.json gives the controllers and the TLS settings), or
 with --bootstrap-server naming one controller and --command-config a properties file of the
 cluster's client settings; the SDK Admin with those settings to find the active controller;
@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_helpers import local_cluster, wait_until
+from acl_cluster import acl_cluster, principal
+from cluster_helpers import wait_until
 
 from samsa.cli.launcher import LocalCluster
 from samsa.client import Admin
@@ -31,8 +32,8 @@ from samsa.client import Admin
 pytestmark = pytest.mark.timeout(300)
 
 SAMSA = Path(sys.executable).with_name("samsa")
-ALICE = "User:CN=alice,O=samsa"
-BOB = "User:CN=bob,O=samsa"
+ALICE = principal("alice")
+BOB = principal("bob")
 ORDERS = (
     "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, "
     "patternType=LITERAL)`: "
@@ -45,8 +46,7 @@ def entry(principal: str, operation: str, permission: str = "ALLOW") -> str:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    data_dir = tmp_path_factory.mktemp("acl-cluster")
-    with local_cluster(data_dir, 3, 1, tls=True, authorizer=True) as running:
+    with acl_cluster(tmp_path_factory, "acl-cluster", controllers=3) as running:
         yield running
 
 
@@ -84,8 +84,8 @@ def test_add_list_remove_and_survive_the_active_controllers_kill(cluster: LocalC
              "--resource-pattern-type", "prefixed"))  # fmt: skip
     listed = ok(samsa(cluster, "--list", "--topic", "orders"))
     assert ORDERS in listed
-    for principal, operation in ((ALICE, "READ"), (ALICE, "DESCRIBE"), (BOB, "READ")):
-        assert entry(principal, operation) in listed
+    for who, operation in ((ALICE, "READ"), (ALICE, "DESCRIBE"), (BOB, "READ")):
+        assert entry(who, operation) in listed
     assert "resourceType=GROUP" not in listed
 
     refused = samsa(cluster, "--remove", "--allow-principal", BOB, "--topic", "orders")

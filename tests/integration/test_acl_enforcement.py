@@ -5,17 +5,17 @@ principal of the caller's client certificate: alice, granted WRITE and DESCRIBE 
 produces to it and is refused reading it and producing to `other`; once the super user (the
 CLI's certificate) grants her READ through Admin.create_acls, the grant reaches the brokers
 through the metadata log and she reads; bob, with no ACL, is refused everything but
-DescribeCluster (and listing every topic shows him none); a group consumer needs READ on its
+DescribeCluster (listing every topic shows him none, and naming one answers it
+TOPIC_AUTHORIZATION_FAILED, as Kafka's Metadata does); a group consumer needs READ on its
 group too (the coordinator decides). The cluster's own traffic (replication, the coordinator's
 __consumer_offsets, registration) keeps working with no ACL for the processes' certificates:
 their membership proofs skip the ACLs.
 
-Method: 1 controller, 2 brokers and 1 coordinator started by the launcher with tls=True and
-authorizer=True (real processes, stopped by PID also on failure); alice's and bob's certificates
-issued from the cluster's CA (cluster_tls.issue_client); the SDK for what is allowed; raw gRPC
-stubs with the same certificates for refusals, to read the status and message as they are sent
-(the SDK's AuthorizationError is test_acl_client_errors.py's). A new ACL is waited for, never
-slept on.
+Method: 1 controller, 2 brokers and 1 coordinator started by acl_cluster.py (TLS and the
+authorizer on, real processes stopped by PID also on failure); alice's and bob's certificates
+issued from the cluster's CA; the SDK for what is allowed; raw gRPC stubs with the same
+certificates for refusals, to read the status and message as they are sent (the SDK's
+AuthorizationError is test_acl_client_errors.py's). A new ACL is waited for, never slept on.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from cluster_helpers import local_cluster, wait_until
+from acl_cluster import acl_cluster, allow, as_client, channel_as, grant, principal, super_user
+from cluster_helpers import wait_until
 
-from samsa.cli.cluster_tls import issue_client, open_channel
 from samsa.cli.launcher import LocalCluster
 from samsa.client import Admin, Consumer, Producer
-from samsa.metadata.acls import AclBinding, Operation, PatternType, Permission, ResourceType
+from samsa.common.errors import ErrorCode
+from samsa.metadata.acls import Operation, ResourceType
 from samsa.v1 import (
     broker_pb2,
     broker_pb2_grpc,
@@ -43,44 +44,15 @@ from samsa.v1 import (
 
 pytestmark = pytest.mark.timeout(300)
 
-ALICE = "User:CN=alice,O=samsa"
+ALICE = principal("alice")
 RECORDS = 10
+TOPICS = {"orders": (1, 2), "other": (1, 1), "events": (1, 1)}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    data_dir = tmp_path_factory.mktemp("acl-cluster")
-    with local_cluster(data_dir, 1, 2, coordinators=1, tls=True, authorizer=True) as running:
-        with Admin(super_user(running)) as admin:
-            admin.create_topic("orders", 1, 2)
-            admin.create_topic("other", 1, 1)
-            admin.create_topic("events", 1, 1)
+    with acl_cluster(tmp_path_factory, "acl-cluster", 1, 2, 1, TOPICS) as running:
         yield running
-
-
-def super_user(cluster: LocalCluster) -> dict[str, object]:
-    return {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        **cluster.spec.client_security(cluster.data_dir),
-    }
-
-
-def as_client(cluster: LocalCluster, name: str) -> dict[str, object]:
-    return {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        **issue_client(cluster.data_dir, name),
-    }
-
-
-def allow(principal: str, operation: Operation, resource_type: ResourceType, name: str):
-    return AclBinding(
-        resource_type, name, PatternType.LITERAL, principal, "*", operation, Permission.ALLOW
-    )
-
-
-def grant(cluster: LocalCluster, *bindings: AclBinding) -> None:
-    with Admin(super_user(cluster)) as admin:
-        assert set(admin.create_acls(bindings).values()) == {None}
 
 
 def refusal(call) -> str:
@@ -97,8 +69,7 @@ def broker_stub(cluster: LocalCluster, name: str, leader_of: str = "orders"):
     with Admin(super_user(cluster)) as admin:
         leader = admin.describe_topics([leader_of])[leader_of].partitions[0].leader
     endpoint = next(b.endpoint for b in cluster.spec.brokers if b.broker_id == leader)
-    channel = open_channel(endpoint, issue_client(cluster.data_dir, name))
-    return broker_pb2_grpc.BrokerServiceStub(channel)
+    return broker_pb2_grpc.BrokerServiceStub(channel_as(cluster, endpoint, name))
 
 
 def fetch_request(topic: str) -> broker_pb2.FetchRequest:
@@ -171,18 +142,20 @@ def test_alice_produces_where_granted_and_reads_once_granted(cluster: LocalClust
 
 
 def test_bob_is_refused_everything_but_describe_cluster(cluster: LocalCluster) -> None:
-    security = issue_client(cluster.data_dir, "bob")
-    controller = open_channel(cluster.spec.controllers[0].endpoint, security)
+    controller = channel_as(cluster, cluster.spec.controllers[0].endpoint, "bob")
     stub = controller_pb2_grpc.ControllerServiceStub(controller)
     described = stub.DescribeCluster(controller_pb2.DescribeClusterRequest(), timeout=10)
     assert len(described.brokers) == 2
-    bob = "User:CN=bob,O=samsa"
-    # Every topic: filtered, not refused (test_acl_listing.py); bob may describe none.
+    bob = principal("bob")
+    # Every topic: filtered, not refused (test_acl_listing.py); bob may describe none. Named:
+    # answered, TOPIC_AUTHORIZATION_FAILED for the topic (Kafka's Metadata).
     assert not stub.DescribeTopics(controller_pb2.DescribeTopicsRequest(), timeout=10).topics
+    named = controller_pb2.DescribeTopicsRequest(names=["orders"])
+    (orders,) = stub.DescribeTopics(named, timeout=10).topics
+    assert orders.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED, orders
+    assert orders.error_message.startswith(f"{bob} may not DESCRIBE topic orders ("), orders
+    assert not orders.partitions and not orders.topic_id
     calls = {
-        "DESCRIBE topic orders": lambda: stub.DescribeTopics(
-            controller_pb2.DescribeTopicsRequest(names=["orders"]), timeout=10
-        ),
         "CREATE topic bobs": lambda: stub.CreateTopics(
             controller_pb2.CreateTopicsRequest(
                 topics=[controller_pb2.CreateTopicsRequest.Topic(name="bobs", num_partitions=1)]
@@ -217,12 +190,10 @@ def test_a_group_consumer_needs_read_on_its_group(cluster: LocalCluster) -> None
         producer.flush(30)
     grant(
         cluster,
-        allow("User:CN=carol,O=samsa", Operation.READ, ResourceType.TOPIC, "events"),
+        allow(principal("carol"), Operation.READ, ResourceType.TOPIC, "events"),
     )
     carol = as_client(cluster, "carol")
-    coordinator = open_channel(
-        cluster.spec.coordinators[0].endpoint, issue_client(cluster.data_dir, "carol")
-    )
+    coordinator = channel_as(cluster, cluster.spec.coordinators[0].endpoint, "carol")
     groups = coordinator_pb2_grpc.GroupCoordinatorServiceStub(coordinator)
     heartbeat = coordinator_pb2.ConsumerGroupHeartbeatRequest(
         group_id="carols", member_epoch=0, rebalance_timeout_ms=30000,
@@ -232,7 +203,7 @@ def test_a_group_consumer_needs_read_on_its_group(cluster: LocalCluster) -> None
     assert answer.startswith(
         "PERMISSION_DENIED: User:CN=carol,O=samsa may not READ group carols ("
     ), answer
-    grant(cluster, allow("User:CN=carol,O=samsa", Operation.READ, ResourceType.GROUP, "carols"))
+    grant(cluster, allow(principal("carol"), Operation.READ, ResourceType.GROUP, "carols"))
     wait_until(
         "carol's group grant applied on the coordinator",
         lambda: refusal(lambda: groups.ConsumerGroupHeartbeat(heartbeat, timeout=10)) == "OK",
@@ -240,7 +211,7 @@ def test_a_group_consumer_needs_read_on_its_group(cluster: LocalCluster) -> None
     config = {**carol, "group.id": "carols-readers", "auto.offset.reset": "earliest"}
     grant(
         cluster,
-        allow("User:CN=carol,O=samsa", Operation.READ, ResourceType.GROUP, "carols-readers"),
+        allow(principal("carol"), Operation.READ, ResourceType.GROUP, "carols-readers"),
     )
     with Consumer(config) as consumer:
         consumer.subscribe(["events"])
@@ -259,7 +230,7 @@ def test_a_transactional_producer_needs_write_on_its_id(cluster: LocalCluster) -
     """Its id and its topic granted, dave commits a transaction: the coordinator decides his
     calls, while the cluster's own steps (the broker's check with the coordinator, markers,
     the transaction log) pass on their membership proofs; read_committed sees it all."""
-    dave = "User:CN=dave,O=samsa"
+    dave = principal("dave")
     with Admin(super_user(cluster)) as admin:
         admin.create_topic("ledger", 1, 1)
     grant(
@@ -294,9 +265,7 @@ def test_a_transactional_producer_needs_write_on_its_id(cluster: LocalCluster) -
 
         wait_until("the committed transaction read", read_all)
     assert values[:RECORDS] == [b"l%d" % n for n in range(RECORDS)]
-    coordinator = open_channel(
-        cluster.spec.coordinators[0].endpoint, issue_client(cluster.data_dir, "bob")
-    )
+    coordinator = channel_as(cluster, cluster.spec.coordinators[0].endpoint, "bob")
     transactions = transactions_pb2_grpc.TransactionCoordinatorServiceStub(coordinator)
     answer = refusal(
         lambda: transactions.InitTransactions(
@@ -320,9 +289,7 @@ def test_a_broker_decides_the_admin_calls_it_forwards(cluster: LocalCluster) -> 
     with Admin(config) as admin:  # the super user, through a broker only
         admin.create_topic("forwarded", 1, 1)
         assert "forwarded" in admin.list_topics()
-    stub = controller_pb2_grpc.ControllerServiceStub(
-        open_channel(broker, issue_client(cluster.data_dir, "bob"))
-    )
+    stub = controller_pb2_grpc.ControllerServiceStub(channel_as(cluster, broker, "bob"))
     answer = refusal(
         lambda: stub.DeleteTopics(
             controller_pb2.DeleteTopicsRequest(names=["forwarded"]), timeout=10

@@ -5,14 +5,16 @@ Goal: alice, granted DESCRIBE on the topics, groups and transactional ids prefix
 through a broker page by page (filtered before paging: every page full of her topics, the
 cursor leading on), ListGroups, ListTransactions, and all of a group's offsets and lag cover
 only her topics; bob, with no ACL, lists nothing and is refused nothing; the super user (the
-CLI's certificate) sees everything.
+CLI's certificate) sees everything. DescribeTopics naming topics is answered per topic, as
+Kafka's Metadata, by the controller and by a broker alike: [a-1, b-1, b-nope] answers a-1, and
+TOPIC_AUTHORIZATION_FAILED for b-1 and for b-nope, which does not exist (the same refusal, so
+that names cannot be probed); Admin.describe_topics raises AuthorizationError naming b-1.
 
-Method: 1 controller, 1 broker and 1 coordinator started by the launcher with tls=True and
-authorizer=True (real processes, stopped by PID also on failure, see test_acl_enforcement.py);
-the super user makes topics a-1, a-2, b-1, groups a-g and b-g (offsets committed from outside
-them) and transactional ids a-tx and b-tx; alice's and bob's certificates are issued from the
-cluster's CA. Each process applies a new ACL once it has replayed it: waited for, never slept
-on.
+Method: 1 controller, 1 broker and 1 coordinator started by acl_cluster.py (TLS and the
+authorizer on, real processes stopped by PID also on failure); the super user makes topics
+a-1, a-2, b-1, groups a-g and b-g (offsets committed from outside them) and transactional ids
+a-tx and b-tx; alice's and bob's certificates are issued from the cluster's CA. Each process
+applies a new ACL once it has replayed it: waited for, never slept on.
 """
 
 from __future__ import annotations
@@ -20,55 +22,31 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from cluster_helpers import local_cluster, wait_until
+from acl_cluster import acl_cluster, allow, as_client, channel_as, principal, super_user
+from cluster_helpers import wait_until
 
-from samsa.cli.cluster_tls import issue_client, open_channel
 from samsa.cli.launcher import LocalCluster
-from samsa.client import Admin, Producer
-from samsa.metadata.acls import AclBinding, Operation, PatternType, Permission, ResourceType
+from samsa.client import Admin, AuthorizationError, Producer
+from samsa.common.errors import ErrorCode
+from samsa.metadata.acls import AclBinding, Operation, PatternType, ResourceType
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 pytestmark = pytest.mark.timeout(300)
 
-ALICE = "User:CN=alice,O=samsa"
-TOPICS = {"a-1": 2, "a-2": 1, "b-1": 1}
+ALICE = principal("alice")
+TOPICS = {"a-1": (2, 1), "a-2": (1, 1), "b-1": (1, 1)}
 GROUPS = ["a-g", "b-g"]
 TRANSACTIONAL_IDS = ["a-tx", "b-tx"]
 
 
-def super_user(cluster: LocalCluster) -> dict[str, object]:
-    return {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        **cluster.spec.client_security(cluster.data_dir),
-    }
-
-
-def as_client(cluster: LocalCluster, name: str) -> dict[str, object]:
-    return {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        **issue_client(cluster.data_dir, name),
-    }
-
-
 def prefixed(resource_type: ResourceType, prefix: str) -> AclBinding:
-    return AclBinding(
-        resource_type,
-        prefix,
-        PatternType.PREFIXED,
-        ALICE,
-        "*",
-        Operation.DESCRIBE,
-        Permission.ALLOW,
-    )
+    return allow(ALICE, Operation.DESCRIBE, resource_type, prefix, PatternType.PREFIXED)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    data_dir = tmp_path_factory.mktemp("acl-listing")
-    with local_cluster(data_dir, 1, 1, coordinators=1, tls=True, authorizer=True) as running:
+    with acl_cluster(tmp_path_factory, "acl-listing", 1, 1, 1, TOPICS) as running:
         with Admin(super_user(running)) as admin:
-            for name, partitions in TOPICS.items():
-                admin.create_topic(name, partitions, 1)
             for group in GROUPS:
                 admin.alter_consumer_group_offsets(group, {("a-1", 0): 1, ("b-1", 0): 2})
             bindings = [
@@ -118,9 +96,7 @@ def test_alice_lists_only_what_she_may_describe(cluster: LocalCluster) -> None:
 def test_a_brokers_pages_hold_only_her_topics(cluster: LocalCluster) -> None:
     alice = as_client(cluster, "alice")
     wait_until("alice's grants applied", lambda: listings(alice)[0] == ["a-1", "a-2"])
-    channel = open_channel(
-        cluster.spec.brokers[0].endpoint, issue_client(cluster.data_dir, "alice")
-    )
+    channel = channel_as(cluster, cluster.spec.brokers[0].endpoint, "alice")
     stub = controller_pb2_grpc.ControllerServiceStub(channel)
     request = controller_pb2.DescribeTopicsRequest(partition_limit=1)
     pages = []
@@ -140,3 +116,26 @@ def test_bob_lists_nothing_and_the_super_user_everything(cluster: LocalCluster) 
     assert topics == sorted(TOPICS)
     assert groups == GROUPS
     assert transactional_ids == TRANSACTIONAL_IDS
+
+
+def test_named_topics_are_answered_per_topic(cluster: LocalCluster) -> None:
+    alice = as_client(cluster, "alice")
+    wait_until("alice's grants applied", lambda: listings(alice)[0] == ["a-1", "a-2"])
+    named = controller_pb2.DescribeTopicsRequest(names=["a-1", "b-1", "b-nope"])
+    for endpoint in (cluster.spec.controllers[0].endpoint, cluster.spec.brokers[0].endpoint):
+        channel = channel_as(cluster, endpoint, "alice")
+        stub = controller_pb2_grpc.ControllerServiceStub(channel)
+        described, refused, unknown = stub.DescribeTopics(named, timeout=10).topics
+        channel.close()
+        assert (described.name, described.error_code) == ("a-1", ErrorCode.NONE), endpoint
+        assert [p.partition for p in described.partitions] == [0, 1]
+        for topic in (refused, unknown):
+            assert topic.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED, (endpoint, topic)
+            assert topic.error_message.startswith(
+                f"{ALICE} may not DESCRIBE topic {topic.name} ("
+            ), topic
+            assert not topic.partitions and not topic.topic_id
+        assert unknown.error_message == refused.error_message.replace("b-1", "b-nope")
+    with Admin(alice) as admin, pytest.raises(AuthorizationError) as raised:
+        admin.describe_topics(["a-1", "b-1"])
+    assert (raised.value.code, raised.value.topic) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "b-1")

@@ -7,10 +7,10 @@ session id on unary Fetch, is refused with PERMISSION_DENIED naming the topic. A
 ProduceStream names its topics in every message, so its next message after its WRITE ACL is
 deleted is refused too.
 
-Method: 1 controller and 1 broker started with tls=True and authorizer=True (real processes,
-stopped by PID also on failure); alice's certificate issued from the cluster's CA; raw gRPC
-streams and calls with it, to follow one session and one stream across the deletion and read
-the status as it is sent (the SDK's handling of PERMISSION_DENIED is another change's). The
+Method: 1 controller and 1 broker started by acl_cluster.py (TLS and the authorizer on, real
+processes stopped by PID also on failure); alice's certificate issued from the cluster's CA; raw
+gRPC streams and calls with it, to follow one session and one stream across the deletion and
+read the status as it is sent (the SDK's handling of PERMISSION_DENIED is another change's). The
 deletion reaches the broker through the metadata log: the test fetches (or produces) until the
 refusal comes, each fetch answered within its short max wait while nothing is new, and fails if
 it never does.
@@ -23,35 +23,25 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from cluster_helpers import local_cluster, wait_until
+from acl_cluster import acl_cluster, allow, channel_as, grant, principal, super_user
+from cluster_helpers import wait_until
 
-from samsa.cli.cluster_tls import issue_client, open_channel
 from samsa.cli.launcher import LocalCluster
 from samsa.client import Admin, Producer
 from samsa.common.record.codec import build_batch
-from samsa.metadata.acls import (
-    AclBinding,
-    AclFilter,
-    Operation,
-    PatternType,
-    Permission,
-    ResourceType,
-)
+from samsa.metadata.acls import AclBinding, AclFilter, Operation, ResourceType
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 pytestmark = pytest.mark.timeout(240)
 
-ALICE = "User:CN=alice,O=samsa"
+ALICE = principal("alice")
 RECORDS = 5
+TOPICS = {"streamed": (1, 1), "unary": (1, 1), "written": (1, 1)}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    data_dir = tmp_path_factory.mktemp("acl-revocation")
-    with local_cluster(data_dir, 1, 1, tls=True, authorizer=True) as running:
-        with Admin(super_user(running)) as admin:
-            for topic in ("streamed", "unary", "written"):
-                admin.create_topic(topic, 1, 1)
+    with acl_cluster(tmp_path_factory, "acl-revocation", topics=TOPICS) as running:
         with Producer({**super_user(running), "acks": "all"}) as producer:
             for topic in ("streamed", "unary"):
                 for n in range(RECORDS):
@@ -60,22 +50,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield running
 
 
-def super_user(cluster: LocalCluster) -> dict[str, object]:
-    return {
-        "bootstrap.servers": cluster.spec.bootstrap_servers,
-        **cluster.spec.client_security(cluster.data_dir),
-    }
-
-
 def acl(operation: Operation, topic: str) -> AclBinding:
-    return AclBinding(
-        ResourceType.TOPIC, topic, PatternType.LITERAL, ALICE, "*", operation, Permission.ALLOW
-    )
-
-
-def grant(cluster: LocalCluster, binding: AclBinding) -> None:
-    with Admin(super_user(cluster)) as admin:
-        assert set(admin.create_acls([binding]).values()) == {None}
+    return allow(ALICE, operation, ResourceType.TOPIC, topic)
 
 
 def revoke(cluster: LocalCluster, binding: AclBinding) -> None:
@@ -94,8 +70,7 @@ def revoke(cluster: LocalCluster, binding: AclBinding) -> None:
 
 
 def alices_stub(cluster: LocalCluster) -> broker_pb2_grpc.BrokerServiceStub:
-    security = issue_client(cluster.data_dir, "alice")
-    channel = open_channel(cluster.spec.brokers[0].endpoint, security)
+    channel = channel_as(cluster, cluster.spec.brokers[0].endpoint, "alice")
     return broker_pb2_grpc.BrokerServiceStub(channel)
 
 

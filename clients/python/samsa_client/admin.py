@@ -275,7 +275,8 @@ class Admin(AclAdmin, ConsumerGroupAdmin):
 
     def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicDescription]:
         """The topics named, or every topic when `names` is None; no names, none (as Kafka's
-        describeTopics). TopicError for the first that failed (UNKNOWN_TOPIC_OR_PARTITION)."""
+        describeTopics). TopicError for the first that failed (UNKNOWN_TOPIC_OR_PARTITION), or
+        AuthorizationError for a topic the caller may not DESCRIBE; `errors` holds each."""
         if names is not None:
             names = list(names)
             if not names:

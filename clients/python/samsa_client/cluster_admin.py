@@ -4,7 +4,8 @@ Admin (admin.py) builds the requests and sends them to the controllers (controll
 everything it makes of an answer lives here, without gRPC, so it is tested with protobuf messages
 built by hand:
 
-- `raise_first` turns the first failed per-topic or per-resource result into a TopicError, whose
+- `raise_first` turns the first failed per-topic or per-resource result into a TopicError (an
+  AuthorizationError for a topic the ACLs refused), whose
   `errors` names every failed one (the others were applied: Kafka's admin calls are not atomic
   across topics);
 - `topic_descriptions_of`, `cluster_description_of`, `config_entries_of` turn answers into the
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from samsa.client.errors import KafkaError, TopicError, first_of
+from samsa.client.errors import AuthorizationError, KafkaError, TopicError, first_of
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
 
@@ -291,7 +292,9 @@ def raise_first(results: Iterable[Any]) -> None:
     """TopicError for the first result (anything with error_code, error_message, and a topic's
     `name` or a config `resource`) that failed, naming its topic when the message does not: one
     call acts on many topics, and the caller must learn which one was refused. Its `errors`
-    holds every failed topic's TopicError, by name, so no failure hides another."""
+    holds every failed topic's TopicError, by name, so no failure hides another. A topic the
+    ACLs refused (TOPIC_AUTHORIZATION_FAILED: DescribeTopics answers per topic) is an
+    AuthorizationError naming it instead, as a call refused whole raises."""
     errors: dict[str, KafkaError] = {}
     for result in results:
         if result.error_code != ErrorCode.NONE:
@@ -302,6 +305,8 @@ def raise_first(results: Iterable[Any]) -> None:
                 message = f"broker {name!r}: {message}" if name else f"broker defaults: {message}"
             elif repr(name) not in message:
                 message = f"topic {name!r}: {message}"
+            if error.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                errors.setdefault(name, AuthorizationError(message, error.code, f"topic:{name}"))
             errors.setdefault(name, TopicError(message, error.code))
     error = first_of(errors)
     if error is not None:

@@ -24,6 +24,10 @@ with them (`transient`), and a producer's topics until unused for `metadata.max.
 unassigned or no longer produced to is forgotten, not described at every refresh for the client's
 whole life; used again, it is described again.
 
+Each topic is answered on its own: one the ACLs refuse (TOPIC_AUTHORIZATION_FAILED) is left out
+of the view and kept in `refused`, and the refresh raises its AuthorizationError only when the
+topic was asked for or is kept (`refresh`), so a producer's other topics go on.
+
 A bootstrap server that cannot answer at all fails the call with one line naming it and why
 (`unreachable_reason`): at once when it is not a Samsa broker or controller (another gRPC service,
 or not gRPC), else when the caller's timeout ends (nothing listening may mean not started yet).
@@ -40,9 +44,9 @@ from typing import cast
 import grpc
 
 from samsa.client.channels import Channels
-from samsa.client.errors import KafkaError, NoBrokersAvailable
+from samsa.client.errors import AuthorizationError, KafkaError, NoBrokersAvailable
 from samsa.client.metadata_topics import MetadataTopics
-from samsa.client.refusals import authorization_error
+from samsa.client.refusals import authorization_error, first_refusal, topic_refusals
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2, controller_pb2_grpc
@@ -89,6 +93,8 @@ class ClusterMetadata:
         # of the same name (deleted and created again) refuses rather than serve or write it.
         self.topic_ids: dict[str, bytes] = {}
         self.endpoints: dict[int, str] = {}
+        # The topics of the last refresh the ACLs refused (TOPIC_AUTHORIZATION_FAILED), by name.
+        self.refused: dict[str, AuthorizationError] = {}
         self.metadata_offset = 0
         self._topics = MetadataTopics(topic_idle_ms)  # under _lock
         self._kept: Callable[[], Iterable[str]] = tuple  # the topics the client keeps
@@ -270,9 +276,11 @@ class ClusterMetadata:
 
     def refresh(self, topics: Iterable[str] = (), timeout_s: float = CALL_TIMEOUT_S) -> None:
         """Describe the topics we use (plus `topics`) and swap the new view in: a view of
-        those topics only (the others are forgotten, module doc)."""
+        those topics only (the others are forgotten, module doc). Then raise the
+        AuthorizationError of the first of `topics` and of the kept ones (a consumer's
+        assignment) the ACLs refused (`refused`): asked again, it would be refused again."""
         marks = self._stale_marks  # the marks this refresh answers; later ones stay
-        kept = list(self._kept())
+        topics, kept = list(topics), list(self._kept())
         with self._lock:
             names = self._topics.to_describe(topics, kept, time.monotonic_ns() // 1_000_000)
         described = set(names)
@@ -294,7 +302,10 @@ class ClusterMetadata:
                         dict(answer.broker_endpoints), leaders, epochs, counts, topic_ids, marks
                     )
                     break
+        self.refused = topic_refusals(answer.topics)
         self.advance(answer.status.metadata_offset)
+        if refused := first_refusal(self.refused, [*topics, *kept]):
+            raise refused
 
     def _merged(
         self, answer: controller_pb2.DescribeTopicsResponse, described: set[str]

@@ -96,6 +96,11 @@ class AuthorizationError(KafkaError):
         return name
 
 
+class RecordAuthorizationError(AuthorizationError, ProduceError):
+    """A record refused before it was queued, its topic's metadata refused by the ACLs: both the
+    AuthorizationError naming the topic and the ProduceError a record's future fails with."""
+
+
 class NoBrokersAvailable(KafkaError):
     """No controller (or no leader) answered within the allowed time."""
 

@@ -151,9 +151,17 @@ class Producer:
         together, whole runs appended to a batch) and one future for them all. A bad record
         raises before any is queued; buffer.memory staying full for max.block.ms raises with
         the records before it queued (the first wait shares max.block.ms with the metadata
-        wait, as one send() does; each record appended since starts it anew)."""
+        wait, as one send() does; each record appended since starts it anew). A topic the ACLs
+        refuse fails every record of the future (AuthorizationError), as send()'s future."""
         deadline = time.monotonic() + self.config.max_block_ms / 1000
-        now, count = self._before_send(topic, deadline)
+        try:
+            now, count = self._before_send(topic, deadline)
+        except AuthorizationError as refused:  # a bad record still raises first
+            stamp = now_ms() if timestamp is None else timestamp
+            self._driver.accumulator.check_records(keys, values, headers, stamp)
+            if partitions is not None:
+                checked_partitions_column(partitions, len(values))
+            return RecordsFuture.refused(refused, len(values))
         if timestamp is None:
             timestamp = now
         if partitions is not None:
@@ -168,15 +176,8 @@ class Producer:
         for start in range(0, len(values), SEND_MANY_CHUNK_RECORDS):
             stop = start + SEND_MANY_CHUNK_RECORDS
             chunk_partitions = None if partitions is None else partitions[start:stop]
-            self._send_chunk(
-                topic,
-                records.slice(start, stop),
-                chunk_partitions,
-                timestamp,
-                count,
-                future,
-                deadline,
-            )
+            chunk = records.slice(start, stop)
+            self._send_chunk(topic, chunk, chunk_partitions, timestamp, count, future, deadline)
         return future
 
     def _send_chunk(
@@ -376,7 +377,9 @@ class Producer:
         with self._space:  # from now on send() raises: close() flushes only what came before
             self._driver.appender.closed = True
         try:
-            self._abort_on_close(timeout)
+            if self._txn is not None:  # end the transaction if close() must (end_at_close)
+                calls = self._driver.transaction_driver()
+                calls.end_at_close(self._on_loop, self._timeout_s(timeout))
             self.flush(timeout)
         except TimeoutError:  # Kafka's close(Duration): the unsettled records fail, no error
             log.warning("close(): records not delivered within %s s fail", timeout)
@@ -403,12 +406,6 @@ class Producer:
             # A refresh still in flight (a send() waiting for metadata, the driver's worker
             # thread) is cancelled, not closed under; the channels close once it left.
             self._channels.close()
-
-    def _abort_on_close(self, timeout: float | None) -> None:
-        """End the transaction, if close() must (TransactionDriver.end_at_close)."""
-        if self._txn is not None:
-            calls = self._driver.transaction_driver()
-            calls.end_at_close(self._on_loop, self._timeout_s(timeout))
 
     async def _stop_on_loop(self) -> None:
         """Stop the driver, then finish what asyncio.run() finishes before its loop closes (the

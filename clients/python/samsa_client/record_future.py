@@ -35,7 +35,12 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from samsa.client import fork_safety
-from samsa.client.errors import KafkaError, ProduceError
+from samsa.client.errors import (
+    AuthorizationError,
+    KafkaError,
+    ProduceError,
+    RecordAuthorizationError,
+)
 from samsa.client.producer_batch import NO_OFFSET, Completed
 from samsa.common.errors import ErrorCode
 
@@ -87,11 +92,13 @@ class BatchOutcome:
         self.pieces: list[Piece] | None = None
 
     @classmethod
-    def refused(cls, refused: KafkaError) -> BatchOutcome:
+    def refused(cls, refused: AuthorizationError) -> BatchOutcome:
         """A record refused before it was queued (the ACLs refused its topic's metadata):
-        settled at once, as Kafka's send() answers a failed future rather than raise."""
+        settled at once, as Kafka's send() answers a failed future rather than raise, with an
+        error that is both the AuthorizationError (its topic) and a ProduceError."""
         outcome = cls()
-        outcome.settle(NO_OFFSET, -1, ProduceError(str(refused), refused.code))
+        error = RecordAuthorizationError(str(refused), refused.code, refused.resource)
+        outcome.settle(NO_OFFSET, -1, error)
         return outcome
 
     def add_piece(self, piece: Piece) -> None:
@@ -299,6 +306,13 @@ class RecordsFuture:
     def __init__(self) -> None:
         self._parts: list[tuple[BatchOutcome, int, int]] = []
         self.record_count = 0
+
+    @classmethod
+    def refused(cls, refused: AuthorizationError, record_count: int) -> RecordsFuture:
+        """send_many's records, every one failed: the ACLs refused their topic's metadata."""
+        future = cls()
+        future.add([(BatchOutcome.refused(refused), 0, record_count)])
+        return future
 
     def add(self, parts: list[tuple[BatchOutcome, int, int]]) -> None:
         """Records appended (by the producer, while the call runs): their batches' outcomes."""

@@ -7,12 +7,17 @@ Every retry loop of the SDK asks `authorization_error` about a failed call besid
 REFUSED_AS_SENT (cluster_metadata.py): asked again, or asked of another server, an ACL refusal
 is refused again, so it is raised at once instead of waiting out the caller's deadline (as
 Kafka's clients raise TopicAuthorizationException and its siblings at once).
+
+DescribeTopics is answered per topic instead (Kafka's Metadata): a topic the caller may not
+DESCRIBE comes back with TOPIC_AUTHORIZATION_FAILED (`topic_refusals`), and the calls that need
+it raise its AuthorizationError (`first_refusal`) while the other topics are used as ever.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import grpc
 
@@ -54,3 +59,23 @@ def refusal_of(
         resource = resource.decode("utf-8", "replace")
     message = details or code.name
     return AuthorizationError(message, error_code, str(resource))
+
+
+def topic_refusals(topics: Iterable[Any]) -> dict[str, AuthorizationError]:
+    """The AuthorizationError of each DescribeTopics topic answered TOPIC_AUTHORIZATION_FAILED
+    (its message names the principal, the operation and the topic), by name."""
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return {
+        topic.name: AuthorizationError(
+            topic.error_message or code.name, code, f"topic:{topic.name}"
+        )
+        for topic in topics
+        if topic.error_code == code
+    }
+
+
+def first_refusal(
+    refused: Mapping[str, AuthorizationError], topics: Iterable[str]
+) -> AuthorizationError | None:
+    """The refusal of the first of `topics` that `refused` holds; None when none is."""
+    return next((refused[topic] for topic in topics if topic in refused), None)

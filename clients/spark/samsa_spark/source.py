@@ -43,7 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from samsa.client import Admin, Consumer, KafkaError
+from samsa.client import Admin, AuthorizationError, Consumer, KafkaError
 from samsa.client.partition_range import PartitionRangeReader
 from samsa.common.errors import ErrorCode
 from samsa.spark.arrow_batches import chunk_to_arrow
@@ -188,7 +188,9 @@ def topic_ids(options: SourceOptions, topics: Iterable[str]) -> dict[str, bytes]
     with Admin(options.admin_config()) as admin:
         try:
             described = admin.describe_topics(names)
-        except KafkaError:  # one is gone: every topic, to keep the others'
+        except KafkaError as error:  # one is gone: every topic, to keep the others'
+            if any(isinstance(e, AuthorizationError) for e in (error, *error.errors.values())):
+                raise  # one the ACLs refuse: listing all would only leave it out
             described = admin.describe_topics(None)
     return {name: d.topic_id for name, d in described.items() if name in names}
 

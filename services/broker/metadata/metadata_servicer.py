@@ -161,7 +161,10 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         image = await self._image_at(request.min_metadata_offset, context)
-        response = metadata_reads.describe_topics(image, request, caller.topics_visible())
+        who = caller.current_caller()  # filtered, or refused per topic: caller.py
+        response = metadata_reads.describe_topics(
+            image, request, caller.topics_visible(), who.principal
+        )
         response.status.CopyFrom(self._status())
         return response
 

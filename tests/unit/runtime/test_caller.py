@@ -6,7 +6,8 @@ DESCRIBE.
 
 Method: the pure helpers with a fake caller; then a real grpc.aio TLS server in this process with
 the guard and the AuthorizingInterceptor (test_authorization_interceptor's certificates), whose
-fake DescribeTopics answers the names of a fixed list that `caller.topics_visible()` admits, and
+fake DescribeTopics answers the names of a fixed list that `caller.topics_visible()` admits (each
+name asked for, a refused one with the caller's `principal()`), and
 ListGroups those of `caller.listing_filter`, as the real servicers pass them to their cores.
 """
 
@@ -49,6 +50,9 @@ class Allowed:
     def may(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         return (operation, resource_type, name) in self.allowed
 
+    def principal(self) -> str:
+        return ALICE
+
 
 def test_unset_the_caller_is_everyone_and_nothing_is_filtered() -> None:
     assert caller.current_caller() is caller.EVERYONE
@@ -69,7 +73,12 @@ def test_a_listing_shows_all_with_describe_on_the_cluster_else_what_may_be_descr
 class FakeController(controller_pb2_grpc.ControllerServiceServicer):
     async def DescribeTopics(self, request, context):
         visible = caller.topics_visible()
-        topics = [controller_pb2.DescribeTopicsResponse.Topic(name=n) for n in NAMES if visible(n)]
+        Topic = controller_pb2.DescribeTopicsResponse.Topic
+        if request.names:  # each name answered; a refused one names the caller
+            who = caller.current_caller().principal
+            topics = [Topic(name=n, error_message="" if visible(n) else who()) for n in NAMES]
+        else:
+            topics = [Topic(name=n) for n in NAMES if visible(n)]
         return controller_pb2.DescribeTopicsResponse(topics=topics)
 
 
@@ -112,11 +121,12 @@ def listed(pki, acls: Acls, calls) -> list[list[str]]:  # noqa: F811
             for who, method, metadata in calls:
                 channel_credentials = tls(pki[who], pki["ca"]).channel_credentials()
                 async with grpc.aio.secure_channel(f"127.0.0.1:{port}", channel_credentials) as ch:
-                    if method == "topics":
+                    if method in ("topics", "named"):
                         stub = controller_pb2_grpc.ControllerServiceStub(ch)
-                        request = controller_pb2.DescribeTopicsRequest()
+                        names = NAMES if method == "named" else []
+                        request = controller_pb2.DescribeTopicsRequest(names=names)
                         answer = await stub.DescribeTopics(request, timeout=5, metadata=metadata)
-                        answers.append([t.name for t in answer.topics])
+                        answers.append([t.name + t.error_message for t in answer.topics])
                     else:
                         groups = coordinator_pb2_grpc.GroupCoordinatorServiceStub(ch)
                         answer = await groups.ListGroups(g.ListGroupsRequest(), timeout=5)
@@ -160,3 +170,12 @@ def test_describe_on_the_cluster_lists_every_group(pki) -> None:  # noqa: F811
     )
     answers = listed(pki, Acls.empty().with_added([cluster]), [("alice", "groups", None)])
     assert answers == [NAMES]
+
+
+def test_named_topics_reach_the_handler_which_learns_who_asked(pki) -> None:  # noqa: F811
+    """Named DescribeTopics is not refused whole by the interceptor: the handler answers each
+    name, and a refused one with the caller's principal (metadata_reads.describe_topics)."""
+    acls = Acls.empty().with_added([prefixed(ResourceType.TOPIC, "a-")])
+    member = MemberSigner(KEY, 3).metadata(DESCRIBE_TOPICS)
+    answers = listed(pki, acls, [("alice", "named", None), ("bob", "named", member)])
+    assert answers == [["a-1", "a-2", f"b-1{ALICE}"], NAMES]

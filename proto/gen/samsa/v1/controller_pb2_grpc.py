@@ -290,7 +290,8 @@ class ControllerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DescribeTopics(self, request, context):
-        """Topics with their partitions' leaders, replicas and ISRs.
+        """Topics with their partitions' leaders, replicas and ISRs. With an authorizer, answered
+        per topic: each named topic the caller may not DESCRIBE carries TOPIC_AUTHORIZATION_FAILED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
