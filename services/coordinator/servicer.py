@@ -38,6 +38,17 @@ if TYPE_CHECKING:
     from samsa.services.coordinator.coordinator import Coordinator
 
 
+def _undescribable_topics(request: c.ConsumerGroupHeartbeatRequest) -> list[str]:
+    """The subscribed topic names the caller may not DESCRIBE (KIP-848, as Kafka's
+    ConsumerGroupHeartbeat refuses them with TOPIC_AUTHORIZATION_FAILED): the subscription
+    names them only when it changes, so it is checked then. A regex subscription is not
+    filtered per member (see the README's ACL section)."""
+    if not request.HasField("subscription") or not request.subscription.topic_names:
+        return []
+    may_describe = caller.topics_visible()
+    return sorted({n for n in request.subscription.topic_names if not may_describe(n)})
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -99,6 +110,16 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
                 f"the heartbeat is {size} bytes, over {limits.group_heartbeat_request_bytes_max}: "
                 "its member's record would not fit __consumer_offsets (subscribe by regex, or "
                 "shorten client_id and group_instance_id)",
+            )
+        refused = _undescribable_topics(request)
+        if refused:
+            return c.ConsumerGroupHeartbeatResponse(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,  # type: ignore[arg-type]
+                error_message=f"{caller.current_caller().principal()} may not DESCRIBE the "
+                f"subscribed topic(s) {', '.join(refused)}: grant it (samsa acls --add "
+                "--operation Describe --topic ...) or subscribe to other topics",
+                member_id=request.member_id,
+                member_epoch=request.member_epoch,
             )
         try:
             partition = self.coordinator.partition_for(request.group_id)
