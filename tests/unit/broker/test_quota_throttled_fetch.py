@@ -19,7 +19,7 @@ import pytest
 from broker_host import hosting, led_partitions, single_broker_image
 
 from samsa.common.record.codec import build_batch
-from samsa.metadata.client_quotas import CLIENT_ID_METADATA_KEY, CONSUMER_BYTE_RATE
+from samsa.metadata.client_quotas import CLIENT_ID_METADATA_KEY, CONSUMER_BYTE_RATE, DEFAULT_CLIENT
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.fetch_session import FetchSessionCache
@@ -44,11 +44,14 @@ def host(tmp_path: Path) -> Iterator[PartitionHost]:
 
 
 def with_quota(host: PartitionHost, bytes_per_s: float) -> None:
-    quotas = {None: {CONSUMER_BYTE_RATE: bytes_per_s}}
+    quotas = {DEFAULT_CLIENT: {CONSUMER_BYTE_RATE: bytes_per_s}}
     host.image = dataclasses.replace(host.image, client_quotas=quotas)
 
 
 class Context:
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return {}  # plaintext: the user is ANONYMOUS
+
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
         return ((CLIENT_ID_METADATA_KEY, "reader"),)
 
@@ -69,6 +72,8 @@ async def requests_of(*fetches: broker_pb2.FetchRequest) -> AsyncIterator[object
 
 async def cancelled_while_throttled(call: asyncio.Task[object], gate: AnswerGate) -> None:
     while gate.held_bytes == 0:  # read, now waiting out its throttle
+        if call.done():  # it failed, or answered unthrottled: say how, rather than wait forever
+            raise AssertionError(f"the fetch ended before it was throttled: {call.result()}")
         await asyncio.sleep(0.001)
     assert not call.done()
     call.cancel()
