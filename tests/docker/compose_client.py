@@ -6,17 +6,38 @@ with what is read back.
     python compose_client.py BOOTSTRAP create TOPIC PARTITIONS
     python compose_client.py BOOTSTRAP produce TOPIC PREFIX COUNT   -> {"acked": [values]}
     python compose_client.py BOOTSTRAP consume TOPIC                -> {"values": [values]}
+
+With COMPOSE_CLIENT_PROPERTIES naming a properties file (key=value lines, such as the
+client.properties deploy/generate-certificates.sh writes), every client also takes its keys: the
+TLS settings, for the TLS overlay (test_compose_tls.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 from samsa.client import Admin, Consumer, NewTopic, Producer
 
 DEADLINE_S = 60.0
+
+
+def properties() -> dict[str, str]:
+    """The keys of the file COMPOSE_CLIENT_PROPERTIES names; none without it."""
+    path = os.environ.get("COMPOSE_CLIENT_PROPERTIES")
+    if not path:
+        return {}
+    lines = Path(path).read_text().splitlines()
+    pairs = [line.split("=", 1) for line in lines if "=" in line and not line.startswith("#")]
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def config(bootstrap: str, **keys: str) -> dict[str, str]:
+    """A client's configuration: `bootstrap`, the properties file's keys, `keys`."""
+    return {"bootstrap.servers": bootstrap, **properties(), **keys}
 
 
 def wait_healthy(bootstrap: str, brokers: int, coordinators: int) -> dict[str, object]:
@@ -26,7 +47,7 @@ def wait_healthy(bootstrap: str, brokers: int, coordinators: int) -> dict[str, o
     seen = "nothing"
     while time.monotonic() < deadline:
         try:
-            admin = Admin({"bootstrap.servers": bootstrap})
+            admin = Admin(config(bootstrap))
             try:
                 cluster = admin.describe_cluster()
             finally:
@@ -45,7 +66,7 @@ def wait_healthy(bootstrap: str, brokers: int, coordinators: int) -> dict[str, o
 
 
 def create(bootstrap: str, topic: str, partitions: int) -> dict[str, object]:
-    admin = Admin({"bootstrap.servers": bootstrap})
+    admin = Admin(config(bootstrap))
     try:
         admin.create_topics(
             [NewTopic(topic, partitions, 3, {"min.insync.replicas": "2"})],
@@ -57,7 +78,7 @@ def create(bootstrap: str, topic: str, partitions: int) -> dict[str, object]:
 
 def produce(bootstrap: str, topic: str, prefix: str, count: int) -> dict[str, object]:
     """Send `count` records with acks=all; report the values whose send was acknowledged."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer = Producer(config(bootstrap, acks="all"))
     values = [f"{prefix}-{i}" for i in range(count)]
     futures = [(value, producer.send(topic, value.encode())) for value in values]
     acked, failed = [], []
@@ -74,9 +95,9 @@ def produce(bootstrap: str, topic: str, prefix: str, count: int) -> dict[str, ob
 
 def consume(bootstrap: str, topic: str) -> dict[str, object]:
     """Every value of `topic` from the beginning up to its end offsets at the start."""
-    consumer = Consumer({"bootstrap.servers": bootstrap})
+    consumer = Consumer(config(bootstrap))
     try:
-        admin = Admin({"bootstrap.servers": bootstrap})
+        admin = Admin(config(bootstrap))
         try:
             partitions = admin.describe_topics([topic])[topic].partitions
         finally:

@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 COMPOSE_FILE = DEPLOY / "docker-compose.yml"
+TLS_OVERLAY = DEPLOY / "docker-compose.tls.yml"
 BASE_IMAGE = "samsa-base:bookworm"  # kept between runs: a second run skips debootstrap
 BASE_PYTHON = "3.11"  # bookworm's python3, for the wheels
 TOOLS = ("docker", "dockerd", "docker-compose", "debootstrap", "unshare")
@@ -143,19 +144,33 @@ def container_cpu_s(container: str) -> float:
 
 
 class Compose:
-    """docker-compose on deploy/docker-compose.yml, as one uniquely named project."""
+    """docker-compose on deploy/docker-compose.yml (and `overlays`, such as TLS_OVERLAY), as one
+    uniquely named project; `environment` adds variables for compose's substitutions."""
 
-    def __init__(self, project: str, image: str, secret: Path) -> None:
+    def __init__(
+        self,
+        project: str,
+        image: str,
+        secret: Path,
+        *,
+        overlays: tuple[Path, ...] = (),
+        environment: dict[str, str] | None = None,
+    ) -> None:
         self.project = project
-        self.environment = os.environ | {"SAMSA_IMAGE": image, "SAMSA_CLUSTER_SECRET": str(secret)}
+        self.environment = (
+            os.environ
+            | {"SAMSA_IMAGE": image, "SAMSA_CLUSTER_SECRET": str(secret)}
+            | (environment or {})
+        )
         self.image = image
+        self.files = [flag for file in (COMPOSE_FILE, *overlays) for flag in ("-f", str(file))]
 
     @property
     def network(self) -> str:
         return f"{self.project}_default"
 
     def __call__(self, *args: str, timeout_s: float = 300) -> str:
-        command = ["docker-compose", "-p", self.project, "-f", str(COMPOSE_FILE)]
+        command = ["docker-compose", "-p", self.project, *self.files]
         return run(*command, *args, timeout_s=timeout_s, env=self.environment)
 
     def containers(self) -> list[str]:
@@ -181,7 +196,7 @@ class Compose:
     def down(self) -> None:
         """Remove the project's containers, network and volumes; never raises (cleanup)."""
         subprocess.run(
-            ["docker-compose", "-p", self.project, "-f", str(COMPOSE_FILE),
+            ["docker-compose", "-p", self.project, *self.files,
              "down", "-v", "--remove-orphans", "-t", "5"],
             env=self.environment, capture_output=True, timeout=DOWN_TIMEOUT_S, check=False,
         )  # fmt: skip
