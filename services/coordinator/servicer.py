@@ -27,6 +27,7 @@ from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import named_twice, too_many, too_many_nested
 from samsa.metadata.acls import ResourceType
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
+from samsa.services.coordinator.group_describe_access import shown_to
 from samsa.services.coordinator.group_offsets import commit_size_problem, commit_write_error
 from samsa.services.coordinator.offsets_log import OffsetResult
 from samsa.services.coordinator.offsets_partition import OffsetsPartition
@@ -214,6 +215,11 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
                     error_code=error.code,  # type: ignore[arg-type]
                     error_message=error.message,
                 )
+        visible, who = caller.topics_visible(), caller.current_caller()  # group_describe_access
+        if visible is not caller.everything:
+            described = {
+                g: shown_to(group, visible, who.principal()) for g, group in described.items()
+            }
         return c.DescribeGroupsResponse(groups=[described[g] for g in request.group_ids])
 
     async def DeleteGroups(self, request, context):
