@@ -27,6 +27,7 @@ from pathlib import Path
 import grpc
 
 from samsa.common import limits
+from samsa.metadata.acls import Operation
 from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.broker.partition_host import PartitionHost
@@ -63,6 +64,7 @@ from samsa.services.broker.requests.txn_markers import timeout_s as txn_markers_
 from samsa.services.broker.requests.txn_markers_stream import serve_markers_stream
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import member_auth, membership
+from samsa.services.runtime.caller import topic_refusals
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.stream_answers import Draining
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -185,7 +187,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if refusal is not None:
             await context.abort(*refusal)
         gate = self.answer_gate
-        answer = await fetch_answer(self.host, request, self.fetch_sessions, gate)
+        # A consumer's topics it may not READ: TOPIC_AUTHORIZATION_FAILED per partition (ACLs).
+        refused = None if follower else topic_refusals(Operation.READ)
+        answer = await fetch_answer(self.host, request, self.fetch_sessions, gate, refused)
         if not follower and self.quotas.active():
             # Throttled: the answer waits holding its bytes, before its write deadline starts.
             try:

@@ -7,17 +7,21 @@ already-parsed request and answers a `Requirement`:
   through, so here it is refused, saying why);
 - otherwise `needs`: every `Need` must be met, and a Need is met by any one of its `Access`
   alternatives (CreateTopics: CREATE on the cluster *or* on the topic). No needs: anyone.
-All-or-nothing per request in this step: one unmet Need refuses the whole call (Kafka answers
-per resource; see the README). The listing calls are Kafka's exception: DescribeTopics (every
+One unmet Need refuses the whole call. Kafka answers per resource instead, and so do the calls
+whose handler decides (FILTERED_BY_HANDLER and the like, caller.py; the README lists them):
+Produce and Fetch (unary and streamed) answer each partition of a topic the caller may not
+WRITE / READ with TOPIC_AUTHORIZATION_FAILED and write / read the others (their rule keeps only
+what is refused whole: an internal topic, a follower's replica_id, a transactional id). The
+other calls are all-or-nothing in this step. The listing calls: DescribeTopics (every
 topic, or the topics named), ListGroups and ListTransactions are "anyone, filtered by the
 handler", and OffsetFetch and
 DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
 answer what the caller may DESCRIBE (caller.py), as Kafka filters them rather than refusing;
 DescribeTopics naming topics answers TOPIC_AUTHORIZATION_FAILED for each one the caller may not
 DESCRIBE, existing or not, as Kafka's Metadata does (metadata_reads.py).
-Names are deduplicated, so a produce of 100 partitions of one topic is one decision. Topics
-named by id (Fetch) are resolved through `topic_name` (the image); an unknown id needs nothing
-(the broker answers UNKNOWN_TOPIC_ID).
+Names are deduplicated, so a request of 100 partitions of one topic is one decision (the
+handlers' `topic_refusals` too). Topics named by id (ListOffsets) are resolved through
+`topic_name` (the image); an unknown id needs nothing (the broker answers UNKNOWN_TOPIC_ID).
 
 Every RPC of every service has an entry (tests/unit/test_access_rules.py walks the descriptors).
 Pure: no I/O, no grpc.
@@ -209,16 +213,16 @@ def _produce(request: Any, _names: TopicNames) -> Requirement:
     internal = [name for name in topics if name in INTERNAL_TOPICS]
     if internal:
         return _members(f"{internal[0]} is internal: only the cluster's coordinators write it")
-    needs = _on(_O.WRITE, _T, topics)
+    # WRITE on each topic: decided by the handler, per partition (caller.topic_refusals).
     if request.transactional_id:
-        needs += _on(_O.WRITE, _X, [request.transactional_id])
-    return _needs(needs)
+        return _needs(_on(_O.WRITE, _X, [request.transactional_id]))
+    return FILTERED_BY_HANDLER
 
 
-def _fetch(request: Any, names: TopicNames) -> Requirement:
+def _fetch(request: Any, _names: TopicNames) -> Requirement:
     if request.HasField("replica_id") and request.replica_id >= 0:  # unset: a consumer
         return _members("a fetch with a replica_id is a follower's")
-    return _needs(_on(_O.READ, _T, _topic_names(request.topics, names)))
+    return FILTERED_BY_HANDLER  # READ on each topic: decided per partition by the handler
 
 
 def _topic_names(topics: Any, names: TopicNames) -> list[str]:
