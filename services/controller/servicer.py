@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -33,6 +32,7 @@ from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
 from samsa.services.controller.quorum_servicer import QuorumRpcs
 from samsa.services.controller.quota_servicer import ClientQuotaRpcs
+from samsa.services.controller.topic_write_servicer import TopicWriteRpcs
 from samsa.services.runtime import caller, member_auth, membership
 from samsa.v1 import controller_pb2
 from samsa.v1.controller_pb2_grpc import ControllerServiceServicer
@@ -51,8 +51,11 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerServiceServicer):
-    """Serves ControllerService from one controller's driver (mixins: ACLs, quotas, quorum)."""
+class ControllerServicer(
+    AclRpcs, ClientQuotaRpcs, QuorumRpcs, TopicWriteRpcs, ControllerServiceServicer
+):
+    """Serves ControllerService from one controller's driver (mixins: ACLs, quotas, quorum,
+    topic writes)."""
 
     def __init__(
         self,
@@ -312,33 +315,6 @@ class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerService
         return controller_pb2.FetchSnapshotResponse(status=self._status(), chunk=chunk)
 
     # --- administration -------------------------------------------------------------------------
-
-    async def CreateTopics(self, request, context):
-        await self._check_count(context, "topics", len(request.topics))
-        return await self._write(
-            controller_pb2.CreateTopicsResponse,
-            lambda image: control_plane.create_topics(
-                image,
-                request,
-                rng=self.rng,
-                defaults=self.defaults,
-                new_topic_id=lambda: uuid.uuid4().bytes,
-            ),
-        )
-
-    async def DeleteTopics(self, request, context):
-        await self._check_count(context, "topics", len(request.names))
-        return await self._write(
-            controller_pb2.DeleteTopicsResponse,
-            lambda image: control_plane.delete_topics(image, request),
-        )
-
-    async def CreatePartitions(self, request, context):
-        await self._check_count(context, "topics", len(request.topics))
-        return await self._write(
-            controller_pb2.CreatePartitionsResponse,
-            lambda image: control_plane.create_partitions(image, request, rng=self.rng),
-        )
 
     async def AlterPartitionReassignments(self, request, context):
         await self._check_count(context, "partitions", len(request.partitions))

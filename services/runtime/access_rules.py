@@ -11,10 +11,11 @@ One unmet Need refuses the whole call. Kafka answers per resource instead, and s
 whose handler decides (FILTERED_BY_HANDLER and the like, caller.py; the README lists them):
 Produce and Fetch (unary and streamed) answer each partition of a topic the caller may not
 WRITE / READ with TOPIC_AUTHORIZATION_FAILED and write / read the others (their rule keeps only
-what is refused whole: an internal topic, a follower's replica_id, a transactional id). The
-other calls are all-or-nothing in this step. The listing calls: DescribeTopics (every
-topic, or the topics named), ListGroups and ListTransactions are "anyone, filtered by the
-handler", and OffsetFetch and
+what is refused whole: an internal topic, a follower's replica_id, a transactional id), and
+CreateTopics, DeleteTopics and CreatePartitions answer each refused topic so and apply the
+others (topic_admin_access.py). The other calls are all-or-nothing in this step. The listing
+calls: DescribeTopics (every topic, or the topics named), ListGroups and ListTransactions are
+"anyone, filtered by the handler", and OffsetFetch and
 DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
 answer what the caller may DESCRIBE (caller.py), as Kafka filters them rather than refusing;
 DescribeTopics naming topics answers TOPIC_AUTHORIZATION_FAILED for each one the caller may not
@@ -333,12 +334,6 @@ _GROUPS = "/samsa.v1.GroupCoordinatorService/"
 _TXNS = "/samsa.v1.TransactionCoordinatorService/"
 
 
-def _create_topics_rule(request: Any, _names: TopicNames) -> Requirement:
-    create = Access(_O.CREATE, _C, CLUSTER_NAME)
-    names = dict.fromkeys(topic.name for topic in request.topics)
-    return Requirement(needs=tuple((Access(_O.CREATE, _T, name), create) for name in names))
-
-
 RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     # BrokerService
     _BROKER + "Produce": _produce,
@@ -366,9 +361,11 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     # The raw metadata log holds every ACL, config and quota: only members follow it.
     _CONTROLLER + "FetchMetadata": _fixed(_members("the raw metadata log is the members'")),
     _CONTROLLER + "FetchSnapshot": _fixed(_members("the raw metadata log is the members'")),
-    _CONTROLLER + "CreateTopics": _create_topics_rule,
-    _CONTROLLER + "DeleteTopics": _topics_rule(_O.DELETE, lambda r: r.names),
-    _CONTROLLER + "CreatePartitions": _topics_rule(_O.ALTER, lambda r: (t.name for t in r.topics)),
+    # CREATE (on the topic or the cluster), DELETE, ALTER on each topic: decided per topic by
+    # the handler, TOPIC_AUTHORIZATION_FAILED for each refused one (topic_admin_access.py).
+    _CONTROLLER + "CreateTopics": _fixed(FILTERED_BY_HANDLER),
+    _CONTROLLER + "DeleteTopics": _fixed(FILTERED_BY_HANDLER),
+    _CONTROLLER + "CreatePartitions": _fixed(FILTERED_BY_HANDLER),
     _CONTROLLER + "AlterPartitionReassignments": _cluster_rule(_O.ALTER),
     _CONTROLLER + "ListPartitionReassignments": _cluster_rule(_O.DESCRIBE),
     _CONTROLLER + "UnregisterBroker": _cluster_rule(_O.ALTER),

@@ -1,4 +1,4 @@
-"""Produce and Fetch answer an ACL refusal per partition, as Kafka does, not for the whole call.
+"""Produce, Fetch and CreateTopics answer an ACL refusal per partition (topic), as Kafka does.
 
 Goal: alice may DESCRIBE, WRITE and READ topic `a`, and only DESCRIBE topic `b`. One producer
 sending to both, interleaved over its one stream per broker: every record of `b` fails with the
@@ -7,7 +7,9 @@ and ProduceError, not retried, while every record of `a` is written, and the pro
 writing `a` afterwards. One consumer assigned a-0, a-1 and b-0: poll() raises the
 AuthorizationError naming `b` ("may not READ"), never about `a`, and every record of `a` (the
 super user's and alice's) is still delivered by the polls around it (Kafka's consumer raises
-TopicAuthorizationException from poll and goes on with the other partitions alike).
+TopicAuthorizationException from poll and goes on with the other partitions alike). Admin's
+create_topics of a topic alice may CREATE and one she may not creates the first and raises the
+AuthorizationError naming the second (its `errors` naming only it), which is not created.
 
 Method: 1 controller and 1 broker started by acl_cluster.py (TLS and the authorizer on, real
 processes stopped by PID also on failure); alice's certificate from the cluster's CA; the SDK
@@ -24,7 +26,15 @@ from acl_cluster import acl_cluster, allow, as_client, grant, principal, super_u
 from cluster_helpers import wait_until
 
 from samsa.cli.launcher import LocalCluster
-from samsa.client import AuthorizationError, Consumer, KafkaError, ProduceError, Producer
+from samsa.client import (
+    Admin,
+    AuthorizationError,
+    Consumer,
+    KafkaError,
+    NewTopic,
+    ProduceError,
+    Producer,
+)
 from samsa.common.errors import ErrorCode
 from samsa.metadata.acls import Operation, ResourceType
 
@@ -48,6 +58,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
             allow(ALICE, Operation.WRITE, ResourceType.TOPIC, "a"),
             allow(ALICE, Operation.READ, ResourceType.TOPIC, "a"),
             allow(ALICE, Operation.DESCRIBE, ResourceType.TOPIC, "b"),
+            allow(ALICE, Operation.CREATE, ResourceType.TOPIC, "alices"),
         )
         yield running
 
@@ -107,3 +118,26 @@ def test_a_consumer_raises_the_refused_topic_and_reads_the_others(cluster: Local
     for refused in refusals:
         assert (refused.code, refused.topic) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "b")
         assert f"{ALICE} may not READ topic b (" in str(refused)
+
+
+@BODY_TIMEOUT
+def test_create_topics_creates_the_allowed_and_refuses_the_other(cluster: LocalCluster) -> None:
+    wanted = [NewTopic("alices", 1, 1), NewTopic("denied", 1, 1)]
+    with Admin(as_client(cluster, "alice")) as admin:
+
+        def refused_denied_only() -> AuthorizationError | None:
+            try:
+                admin.create_topics(wanted)
+            except AuthorizationError as refused:
+                if set(refused.errors) == {"denied"}:  # alices created, or there already
+                    return refused
+            except KafkaError:  # the grant not yet replayed where the call was decided
+                pass
+            return None
+
+        refused = wait_until("alices created, denied refused", refused_denied_only)
+    assert (refused.code, refused.topic) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "denied")
+    assert f"{ALICE} may not CREATE topic denied (nor CREATE cluster" in str(refused)
+    with Admin(super_user(cluster)) as admin:
+        topics = admin.list_topics()
+    assert "alices" in topics and "denied" not in topics

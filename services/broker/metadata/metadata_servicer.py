@@ -45,6 +45,12 @@ from samsa.metadata.image import MetadataImage
 from samsa.services.runtime import caller, metadata_reads
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.services.runtime.metadata_log import MetadataLogFollower
+from samsa.services.runtime.topic_admin_access import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    per_topic,
+)
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 # As the controller's: a read asking for an offset not yet applied here waits at most this long.
@@ -193,22 +199,35 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     # --- writes, forwarded to the active controller ---------------------------------------------
 
+    # The topics the caller may not touch are answered here, per topic; the others forwarded.
     async def CreateTopics(self, request, context):
         await self._check_count(context, "topics", len(request.topics))
-        return await self._forward(
-            "CreateTopics", request, controller_pb2.CreateTopicsResponse, context
+        return await per_topic(
+            CREATE_TOPICS,
+            request,
+            lambda allowed: self._forward(
+                "CreateTopics", allowed, controller_pb2.CreateTopicsResponse, context
+            ),
         )
 
     async def DeleteTopics(self, request, context):
         await self._check_count(context, "topics", len(request.names))
-        return await self._forward(
-            "DeleteTopics", request, controller_pb2.DeleteTopicsResponse, context
+        return await per_topic(
+            DELETE_TOPICS,
+            request,
+            lambda allowed: self._forward(
+                "DeleteTopics", allowed, controller_pb2.DeleteTopicsResponse, context
+            ),
         )
 
     async def CreatePartitions(self, request, context):
         await self._check_count(context, "topics", len(request.topics))
-        return await self._forward(
-            "CreatePartitions", request, controller_pb2.CreatePartitionsResponse, context
+        return await per_topic(
+            CREATE_PARTITIONS,
+            request,
+            lambda allowed: self._forward(
+                "CreatePartitions", allowed, controller_pb2.CreatePartitionsResponse, context
+            ),
         )
 
     async def IncrementalAlterConfigs(self, request, context):
