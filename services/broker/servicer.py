@@ -46,6 +46,7 @@ from samsa.services.broker.requests.fetch_session import EPOCH_MAX, FetchSession
 from samsa.services.broker.requests.fetch_stream import serve_fetch_stream
 from samsa.services.broker.requests.fetch_wire import response_bytes
 from samsa.services.broker.requests.list_offsets import list_offsets
+from samsa.services.broker.requests.partition_refusals import per_partition
 from samsa.services.broker.requests.produce_stream import (
     STREAM_INTERNAL_WRITE_REFUSAL,
     produce_once,
@@ -224,21 +225,31 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def ListOffsets(self, request, context):
         await _check_partitions(request, context)
-        return list_offsets(self.host, request)
+        # Each topic the caller may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED per partition.
+        names = self.host.image.topic_names.get
+        return await per_partition(
+            Operation.DESCRIBE, request, lambda allowed: list_offsets(self.host, allowed), names
+        )
 
     async def InitProducerId(self, request, context):
         return await init_producer_id(self.producer_ids, request, context.time_remaining())
 
     async def DescribeProducers(self, request, context):
         await _check_partitions(request, context)
-        return describe_producers(self.host, request, int(time.time() * 1000))
+        now_ms = int(time.time() * 1000)
+        return await per_partition(  # READ on each topic, per partition (partition_refusals.py)
+            Operation.READ, request, lambda allowed: describe_producers(self.host, allowed, now_ms)
+        )
 
     async def DeleteRecords(self, request, context):
         await _check_partitions(request, context)
         refusal = timeout_refusal(request.timeout_ms)
         if refusal is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal)
-        return await delete_records(self.host, request, context.time_remaining())
+        remaining = context.time_remaining()
+        return await per_partition(  # DELETE on each topic, per partition (partition_refusals.py)
+            Operation.DELETE, request, lambda allowed: delete_records(self.host, allowed, remaining)
+        )
 
     async def DescribeLogDirs(self, request, context):
         refusal = log_dirs_refusal(request)

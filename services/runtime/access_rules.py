@@ -13,16 +13,16 @@ Produce and Fetch (unary and streamed) answer each partition of a topic the call
 WRITE / READ with TOPIC_AUTHORIZATION_FAILED and write / read the others (their rule keeps only
 what is refused whole: an internal topic, a follower's replica_id, a transactional id), and
 CreateTopics, DeleteTopics and CreatePartitions answer each refused topic so and apply the
-others (topic_admin_access.py). The other calls are all-or-nothing in this step. The listing
-calls: DescribeTopics (every topic, or the topics named), ListGroups and ListTransactions are
-"anyone, filtered by the handler", and OffsetFetch and
-DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
+others (topic_admin_access.py), and ListOffsets, DeleteRecords and DescribeProducers each refused
+topic's partitions (services/broker/requests/partition_refusals.py). The other calls are
+all-or-nothing in this step. The listing calls: DescribeTopics (every topic, or the topics
+named), ListGroups and ListTransactions are "anyone, filtered by the handler", and OffsetFetch
+and DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
 answer what the caller may DESCRIBE (caller.py), as Kafka filters them rather than refusing;
 DescribeTopics naming topics answers TOPIC_AUTHORIZATION_FAILED for each one the caller may not
 DESCRIBE, existing or not, as Kafka's Metadata does (metadata_reads.py).
 Names are deduplicated, so a request of 100 partitions of one topic is one decision (the
-handlers' `topic_refusals` too). Topics named by id (ListOffsets) are resolved through
-`topic_name` (the image); an unknown id needs nothing (the broker answers UNKNOWN_TOPIC_ID).
+handlers' `topic_refusals` too).
 
 Every RPC of every service has an entry (tests/unit/test_access_rules.py walks the descriptors).
 Pure: no I/O, no grpc.
@@ -226,16 +226,6 @@ def _fetch(request: Any, _names: TopicNames) -> Requirement:
     return FILTERED_BY_HANDLER  # READ on each topic: decided per partition by the handler
 
 
-def _topic_names(topics: Any, names: TopicNames) -> list[str]:
-    """Each topic's name, resolved from its id when it has one (unknown ids left out)."""
-    found = []
-    for topic in topics:
-        name = topic.name or (names(topic.topic_id) if topic.topic_id else None)
-        if name:
-            found.append(name)
-    return found
-
-
 def _init_producer_id(request: Any, _names: TopicNames) -> Requirement:
     if request.transactional_id:
         return _needs(_on(_O.WRITE, _X, [request.transactional_id]))
@@ -302,12 +292,6 @@ def _cluster_rule(operation: Operation) -> Callable[[Any, TopicNames], Requireme
     return _fixed(Requirement(needs=(_cluster(operation),)))
 
 
-def _topics_rule(
-    operation: Operation, topics: Callable[[Any], Iterable[str]]
-) -> Callable[[Any, TopicNames], Requirement]:
-    return lambda request, _names: _needs(_on(operation, _T, topics(request)))
-
-
 def _group_rule(
     operation: Operation,
     group: Callable[[Any], Iterable[str]],
@@ -341,14 +325,14 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _BROKER + "Fetch": _fetch,
     _BROKER + "FetchStream": lambda message, names: _fetch(message.request, names),
     _BROKER + "ReplicaFetchStream": _fixed(_members("replica fetches are the followers'")),
-    _BROKER + "ListOffsets": lambda request, names: _needs(
-        _on(_O.DESCRIBE, _T, _topic_names(request.topics, names))
-    ),
+    # DESCRIBE / READ / DELETE on each topic: decided per partition by the handler
+    # (services/broker/requests/partition_refusals.py).
+    _BROKER + "ListOffsets": _fixed(FILTERED_BY_HANDLER),
     _BROKER + "InitProducerId": _init_producer_id,
     _BROKER + "WriteTxnMarkers": _fixed(_members("markers are the coordinators' to write")),
     _BROKER + "WriteTxnMarkersStream": _fixed(_members("markers are the coordinators' to write")),
-    _BROKER + "DescribeProducers": _topics_rule(_O.READ, lambda r: (t.name for t in r.topics)),
-    _BROKER + "DeleteRecords": _topics_rule(_O.DELETE, lambda r: (t.name for t in r.topics)),
+    _BROKER + "DescribeProducers": _fixed(FILTERED_BY_HANDLER),
+    _BROKER + "DeleteRecords": _fixed(FILTERED_BY_HANDLER),
     _BROKER + "DescribeLogDirs": _cluster_rule(_O.DESCRIBE),
     # ControllerService (served by controllers, and by brokers: KIP-590 forwarding)
     _CONTROLLER + "RegisterBroker": _fixed(_members(_MEMBER_CALL)),

@@ -9,7 +9,9 @@ AuthorizationError naming `b` ("may not READ"), never about `a`, and every recor
 super user's and alice's) is still delivered by the polls around it (Kafka's consumer raises
 TopicAuthorizationException from poll and goes on with the other partitions alike). Admin's
 create_topics of a topic alice may CREATE and one she may not creates the first and raises the
-AuthorizationError naming the second (its `errors` naming only it), which is not created.
+AuthorizationError naming the second (its `errors` naming only it), which is not created; and
+delete_records of a partition of `a` (DELETE granted) and one of `b` deletes a's records and
+raises the AuthorizationError naming b-0, whose records stay.
 
 Method: 1 controller and 1 broker started by acl_cluster.py (TLS and the authorizer on, real
 processes stopped by PID also on failure); alice's certificate from the cluster's CA; the SDK
@@ -59,6 +61,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
             allow(ALICE, Operation.READ, ResourceType.TOPIC, "a"),
             allow(ALICE, Operation.DESCRIBE, ResourceType.TOPIC, "b"),
             allow(ALICE, Operation.CREATE, ResourceType.TOPIC, "alices"),
+            allow(ALICE, Operation.DELETE, ResourceType.TOPIC, "a"),
         )
         yield running
 
@@ -141,3 +144,25 @@ def test_create_topics_creates_the_allowed_and_refuses_the_other(cluster: LocalC
     with Admin(super_user(cluster)) as admin:
         topics = admin.list_topics()
     assert "alices" in topics and "denied" not in topics
+
+
+@BODY_TIMEOUT
+def test_delete_records_deletes_the_allowed_partition_only(cluster: LocalCluster) -> None:
+    with Admin(as_client(cluster, "alice")) as admin:
+
+        def refused_b_only() -> AuthorizationError | None:
+            try:
+                admin.delete_records({("a", 0): 1, ("b", 0): 1})
+            except AuthorizationError as refused:
+                if set(refused.errors) == {("b", 0)}:
+                    return refused
+            except KafkaError:  # the grant not yet replayed by the leader
+                pass
+            return None
+
+        refused = wait_until("a-0 deleted, b-0 refused", refused_b_only)
+    assert (refused.code, refused.topic) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "b")
+    assert f"{ALICE} may not DELETE topic b (" in str(refused)
+    with Admin(super_user(cluster)) as admin:
+        starts = admin.list_offsets({("a", 0): "earliest", ("b", 0): "earliest"})
+    assert (starts[("a", 0)].offset, starts[("b", 0)].offset) == (1, 0)
