@@ -24,6 +24,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many
+from samsa.metadata.acls import Operation
 from samsa.services.controller import control_plane, metadata_fetch
 from samsa.services.controller.acl_servicer import AclRpcs
 from samsa.services.controller.driver import ControllerDriver, NotControllerError
@@ -34,6 +35,7 @@ from samsa.services.controller.quorum_servicer import QuorumRpcs
 from samsa.services.controller.quota_servicer import ClientQuotaRpcs
 from samsa.services.controller.topic_write_servicer import TopicWriteRpcs
 from samsa.services.runtime import caller, member_auth, membership
+from samsa.services.runtime.topic_admin_access import per_config_resource
 from samsa.v1 import controller_pb2
 from samsa.v1.controller_pb2_grpc import ControllerServiceServicer
 
@@ -349,9 +351,13 @@ class ControllerServicer(
 
     async def IncrementalAlterConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
-        return await self._write(
-            controller_pb2.IncrementalAlterConfigsResponse,
-            lambda image: control_plane.incremental_alter_configs(image, request),
+        return await per_config_resource(  # per resource (topic_admin_access.py)
+            Operation.ALTER_CONFIGS,
+            request,
+            lambda allowed: self._write(
+                controller_pb2.IncrementalAlterConfigsResponse,
+                lambda image: control_plane.incremental_alter_configs(image, allowed),
+            ),
         )
 
     async def AlterPartition(self, request, context):
@@ -413,7 +419,12 @@ class ControllerServicer(
     async def DescribeConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
         await self._read_at(request.min_metadata_offset, context)
-        response = control_plane.describe_configs(self.driver.image, request)
+        image = self.driver.image
+        response = await per_config_resource(  # per resource (topic_admin_access.py)
+            Operation.DESCRIBE_CONFIGS,
+            request,
+            lambda allowed: control_plane.describe_configs(image, allowed),
+        )
         response.status.CopyFrom(self._status())
         return response
 

@@ -13,7 +13,8 @@ Produce and Fetch (unary and streamed) answer each partition of a topic the call
 WRITE / READ with TOPIC_AUTHORIZATION_FAILED and write / read the others (their rule keeps only
 what is refused whole: an internal topic, a follower's replica_id, a transactional id), and
 CreateTopics, DeleteTopics and CreatePartitions answer each refused topic so and apply the
-others (topic_admin_access.py), and ListOffsets, DeleteRecords and DescribeProducers each refused
+others (topic_admin_access.py; DescribeConfigs and IncrementalAlterConfigs per config
+resource), and ListOffsets, DeleteRecords and DescribeProducers each refused
 topic's partitions (services/broker/requests/partition_refusals.py). The other calls are
 all-or-nothing in this step. The listing calls: DescribeTopics (every topic, or the topics
 named), ListGroups and ListTransactions are "anyone, filtered by the handler", and OffsetFetch
@@ -234,20 +235,6 @@ def _init_producer_id(request: Any, _names: TopicNames) -> Requirement:
     return Requirement(needs=((Access(_O.IDEMPOTENT_WRITE, _C, CLUSTER_NAME), any_topic),))
 
 
-def _described_configs(operation: Operation) -> Callable[[Any, TopicNames], Requirement]:
-    def rule(request: Any, _names: TopicNames) -> Requirement:
-        topics, brokers = [], False
-        for resource in request.resources:
-            if resource.resource.type == 1:  # CONFIG_RESOURCE_TYPE_TOPIC
-                topics.append(resource.resource.name)
-            else:
-                brokers = True
-        needs = _on(operation, _T, topics)
-        return _needs(needs, [_cluster(operation)] if brokers else [])
-
-    return rule
-
-
 def _txn(producer: Any) -> list[Need]:
     return _on(_O.WRITE, _X, [producer.transactional_id])
 
@@ -358,8 +345,10 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     # Every topic: those the caller may DESCRIBE; named: TOPIC_AUTHORIZATION_FAILED per topic
     # it may not (metadata_reads.describe_topics), as Kafka's Metadata answers.
     _CONTROLLER + "DescribeTopics": _fixed(FILTERED_BY_HANDLER),
-    _CONTROLLER + "DescribeConfigs": _described_configs(_O.DESCRIBE_CONFIGS),
-    _CONTROLLER + "IncrementalAlterConfigs": _described_configs(_O.ALTER_CONFIGS),
+    # DESCRIBE_CONFIGS / ALTER_CONFIGS on each resource's topic (the cluster for a broker's):
+    # decided per resource by the handler (topic_admin_access.per_config_resource).
+    _CONTROLLER + "DescribeConfigs": _fixed(FILTERED_BY_HANDLER),
+    _CONTROLLER + "IncrementalAlterConfigs": _fixed(FILTERED_BY_HANDLER),
     _CONTROLLER + "AlterClientQuotas": _cluster_rule(_O.ALTER_CONFIGS),
     _CONTROLLER + "DescribeClientQuotas": _cluster_rule(_O.DESCRIBE_CONFIGS),
     _CONTROLLER + "DescribeQuorum": _cluster_rule(_O.DESCRIBE),

@@ -41,6 +41,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many
+from samsa.metadata.acls import Operation
 from samsa.metadata.image import MetadataImage
 from samsa.services.runtime import caller, metadata_reads
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
@@ -49,6 +50,7 @@ from samsa.services.runtime.topic_admin_access import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
+    per_config_resource,
     per_topic,
 )
 from samsa.v1 import controller_pb2, controller_pb2_grpc
@@ -177,7 +179,11 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
     async def DescribeConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
         image = await self._image_at(request.min_metadata_offset, context)
-        response = metadata_reads.describe_configs(image, request)
+        response = await per_config_resource(  # per resource (topic_admin_access.py)
+            Operation.DESCRIBE_CONFIGS,
+            request,
+            lambda allowed: metadata_reads.describe_configs(image, allowed),
+        )
         response.status.CopyFrom(self._status())
         return response
 
@@ -232,11 +238,15 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     async def IncrementalAlterConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
-        return await self._forward(
-            "IncrementalAlterConfigs",
+        return await per_config_resource(
+            Operation.ALTER_CONFIGS,
             request,
-            controller_pb2.IncrementalAlterConfigsResponse,
-            context,
+            lambda allowed: self._forward(
+                "IncrementalAlterConfigs",
+                allowed,
+                controller_pb2.IncrementalAlterConfigsResponse,
+                context,
+            ),
         )
 
     async def AlterPartitionReassignments(self, request, context):

@@ -1,7 +1,9 @@
 """Goal: CreateTopics, DeleteTopics and CreatePartitions answer each topic the caller may not
 touch with TOPIC_AUTHORIZATION_FAILED (naming principal, operation and topic) and hand only the
 others to the write, as Kafka does; CreateTopics is allowed by CREATE on the topic or on the
-cluster; with ACLs off the request goes through untouched and nothing is asked.
+cluster; with ACLs off the request goes through untouched and nothing is asked. DescribeConfigs
+(and IncrementalAlterConfigs, the same code) answers per config resource: a topic's refused
+with TOPIC_AUTHORIZATION_FAILED, a broker's with CLUSTER_AUTHORIZATION_FAILED.
 
 Method: topic_admin_access.per_topic with a stand-in Caller set in caller.CALLER, and an `answer`
 that records the request it was handed and answers each topic with NONE, as the controller's
@@ -22,9 +24,11 @@ from samsa.services.runtime.topic_admin_access import (
     CREATE_TOPICS,
     DELETE_TOPICS,
     TopicWrite,
+    per_config_resource,
     per_topic,
 )
 from samsa.v1 import controller_pb2 as c
+from samsa.v1 import metadata_pb2 as m
 
 ALICE = "User:CN=alice"
 
@@ -120,3 +124,35 @@ def test_acls_off_hand_the_request_as_is() -> None:
     request = create("a", "b")
     handed, answered = run(CREATE_TOPICS, request, c.CreateTopicsResponse)
     assert handed is request and set(answered) == {"a", "b"}
+
+
+def test_config_resources_are_answered_per_resource_with_their_code() -> None:
+    topic, broker = m.CONFIG_RESOURCE_TYPE_TOPIC, m.CONFIG_RESOURCE_TYPE_BROKER
+    request = c.DescribeConfigsRequest(
+        resources=[
+            c.DescribeConfigsRequest.Resource(resource=c.ConfigResource(type=t, name=n))
+            for t, n in ((topic, "mine"), (topic, "theirs"), (broker, "1"))
+        ]
+    )
+    alice = Alice((Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, "mine"))
+    handed: list[Any] = []
+
+    def describe(allowed: Any) -> Any:
+        handed.append(allowed)
+        response = c.DescribeConfigsResponse()
+        for item in allowed.resources:
+            response.results.add(resource=item.resource)
+        return response
+
+    async def main() -> Any:
+        CALLER.set(alice)
+        return await per_config_resource(Operation.DESCRIBE_CONFIGS, request, describe)
+
+    response = asyncio.run(main())
+    assert [r.resource.name for r in handed[0].resources] == ["mine"]
+    answered = {r.resource.name: (r.error_code, r.error_message) for r in response.results}
+    assert answered["mine"][0] == ErrorCode.NONE
+    assert answered["theirs"][0] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert "may not DESCRIBE_CONFIGS topic theirs" in answered["theirs"][1]
+    assert answered["1"][0] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert "may not DESCRIBE_CONFIGS cluster kafka-cluster" in answered["1"][1]
