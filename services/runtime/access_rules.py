@@ -14,7 +14,8 @@ WRITE / READ with TOPIC_AUTHORIZATION_FAILED and write / read the others (their 
 what is refused whole: an internal topic, a follower's replica_id, a transactional id), and
 CreateTopics, DeleteTopics and CreatePartitions answer each refused topic so and apply the
 others (topic_admin_access.py; DescribeConfigs and IncrementalAlterConfigs per config
-resource), and ListOffsets, DeleteRecords and DescribeProducers each refused
+resource; DescribeGroups and DeleteGroups per group, GROUP_AUTHORIZATION_FAILED), and
+ListOffsets, DeleteRecords and DescribeProducers each refused
 topic's partitions (services/broker/requests/partition_refusals.py). The other calls are
 all-or-nothing in this step. The listing calls: DescribeTopics (every topic, or the topics
 named), ListGroups and ListTransactions are "anyone, filtered by the handler", and OffsetFetch
@@ -370,8 +371,9 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _GROUPS + "DescribeGroupLag": _group_rule(_O.DESCRIBE, lambda r: [r.group_id]),
     # DESCRIBE on the cluster lists every group, else the handler lists those it may DESCRIBE.
     _GROUPS + "ListGroups": _fixed(FILTERED_BY_HANDLER),
-    _GROUPS + "DescribeGroups": _group_rule(_O.DESCRIBE, lambda r: r.group_ids),
-    _GROUPS + "DeleteGroups": _group_rule(_O.DELETE, lambda r: r.group_ids),
+    # DESCRIBE / DELETE on each group: GROUP_AUTHORIZATION_FAILED per group by the handler.
+    _GROUPS + "DescribeGroups": _fixed(FILTERED_BY_HANDLER),
+    _GROUPS + "DeleteGroups": _fixed(FILTERED_BY_HANDLER),
     _GROUPS + "OffsetDelete": _group_rule(
         _O.DELETE, lambda r: [r.group_id], _O.READ, lambda r: (t.topic for t in r.topics)
     ),

@@ -13,6 +13,8 @@ Produce and Fetch answer per partition alike: their handlers ask `topic_refusals
 None when authorization is off (nothing decided, nothing asked), else why each topic is refused
 (or None), decided once per distinct topic of the request; a partition of a refused topic is
 answered TOPIC_AUTHORIZATION_FAILED with that message, the others are written or read.
+DescribeGroups and DeleteGroups ask `refused_names` for their groups alike (Kafka's
+GROUP_AUTHORIZATION_FAILED per group).
 
 Unset (authorization off: no interceptor at all) the caller is `EVERYONE`, who may do anything;
 the interceptor's caller for a cluster member's call may do anything too. Every gRPC call runs
@@ -23,7 +25,7 @@ Pure: no I/O, no grpc.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Protocol
 
@@ -39,6 +41,7 @@ __all__ = [
     "current_caller",
     "everything",
     "listing_filter",
+    "refused_names",
     "topic_refusals",
     "topics_visible",
     "visible",
@@ -144,3 +147,21 @@ def topic_refusals(operation: Operation) -> TopicRefusals | None:
     if caller is EVERYONE:
         return None
     return TopicRefusals(caller, operation)
+
+
+def refused_names(
+    operation: Operation, resource_type: ResourceType, names: Iterable[str]
+) -> dict[str, str]:
+    """Why the current caller may not do `operation` on each refused resource of `names` (the
+    message naming principal, operation and resource), once per distinct name; empty with ACLs
+    off."""
+    caller = current_caller()
+    if caller is EVERYONE:
+        return {}
+    refused: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        if not caller.may(operation, resource_type, name):
+            refused[name] = str(
+                refusal(caller.principal(), (Access(operation, resource_type, name),))
+            )
+    return refused

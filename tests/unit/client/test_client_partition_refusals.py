@@ -3,7 +3,8 @@ answer a refused topic per partition, the rest of the request served): a fetch a
 partition makes the next poll() raise the AuthorizationError naming its topic (Kafka's
 TopicAuthorizationException) while the answer's other partition is buffered and taken by the
 poll after; a produce answer's refused partition fails its records' futures with the error that
-is both AuthorizationError (naming the topic) and ProduceError, not retried.
+is both AuthorizationError (naming the topic) and ProduceError, not retried; a group Admin asked
+about answered GROUP_AUTHORIZATION_FAILED raises the AuthorizationError naming it.
 
 Method: the pure FetchState fed a hand-made answer (as test_client_fetch_refused.py), and
 BatchOutcomes settled with a hand-made Completed, as the produce sender settles a partition's
@@ -17,11 +18,13 @@ import pytest
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import AuthorizationError, ProduceError
 from samsa.client.fetch_state import FetchState
+from samsa.client.group_admin_calls import _raise_every_failure
 from samsa.client.producer_batch import NO_OFFSET, Completed
 from samsa.client.record_future import BatchOutcome, BatchOutcomes
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.v1 import broker_pb2
+from samsa.v1 import coordinator_pb2 as g
 
 MESSAGE = "User:CN=alice may not READ topic b (no ALLOW ACL, or a DENY one; ...)"
 
@@ -70,3 +73,16 @@ def test_a_refused_partitions_futures_fail_with_the_authorization_error(message:
     assert isinstance(error, AuthorizationError) and isinstance(error, ProduceError)
     assert error.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and error.topic == "b"
     assert str(error) == (message or "after 1 attempt")
+
+
+def test_a_group_answered_group_authorization_failed_raises_authorization_error() -> None:
+    refused = g.DescribedGroup(
+        group_id="theirs",
+        error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        error_message="User:CN=alice may not DESCRIBE group theirs (...)",
+    )
+    answers = {"mine": g.DescribedGroup(group_id="mine"), "theirs": refused}
+    with pytest.raises(AuthorizationError) as raised:
+        _raise_every_failure(answers)
+    assert raised.value.resource == "group:theirs" and set(raised.value.errors) == {"theirs"}
+    assert raised.value.code == ErrorCode.GROUP_AUTHORIZATION_FAILED
