@@ -249,8 +249,6 @@ class Broker:
                 self.member_key,
                 acls=lambda: self.follower.image.acls,
                 topic_name=lambda topic_id: self.follower.image.topic_names.get(topic_id),
-                # An incremental fetch reads its session's topics: decided as the ACLs change.
-                fetch_session=servicer.fetch_sessions.consumer_session,
             ),
         )
         add_broker_service(servicer, server.handlers)

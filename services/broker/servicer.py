@@ -27,6 +27,7 @@ from pathlib import Path
 import grpc
 
 from samsa.common import limits
+from samsa.metadata.acls import Operation
 from samsa.metadata.coordinators import INTERNAL_TOPICS
 from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.broker.partition_host import PartitionHost
@@ -45,6 +46,7 @@ from samsa.services.broker.requests.fetch_session import EPOCH_MAX, FetchSession
 from samsa.services.broker.requests.fetch_stream import serve_fetch_stream
 from samsa.services.broker.requests.fetch_wire import response_bytes
 from samsa.services.broker.requests.list_offsets import list_offsets
+from samsa.services.broker.requests.partition_refusals import per_partition
 from samsa.services.broker.requests.produce_stream import (
     STREAM_INTERNAL_WRITE_REFUSAL,
     produce_once,
@@ -63,6 +65,7 @@ from samsa.services.broker.requests.txn_markers import timeout_s as txn_markers_
 from samsa.services.broker.requests.txn_markers_stream import serve_markers_stream
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import member_auth, membership
+from samsa.services.runtime.caller import topic_refusals
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.stream_answers import Draining
 from samsa.v1 import broker_pb2, broker_pb2_grpc
@@ -185,7 +188,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if refusal is not None:
             await context.abort(*refusal)
         gate = self.answer_gate
-        answer = await fetch_answer(self.host, request, self.fetch_sessions, gate)
+        # A consumer's topics it may not READ: TOPIC_AUTHORIZATION_FAILED per partition (ACLs).
+        refused = None if follower else topic_refusals(Operation.READ)
+        answer = await fetch_answer(self.host, request, self.fetch_sessions, gate, refused)
         if not follower and self.quotas.active():
             # Throttled: the answer waits holding its bytes, before its write deadline starts.
             try:
@@ -220,21 +225,31 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def ListOffsets(self, request, context):
         await _check_partitions(request, context)
-        return list_offsets(self.host, request)
+        # Each topic the caller may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED per partition.
+        names = self.host.image.topic_names.get
+        return await per_partition(
+            Operation.DESCRIBE, request, lambda allowed: list_offsets(self.host, allowed), names
+        )
 
     async def InitProducerId(self, request, context):
         return await init_producer_id(self.producer_ids, request, context.time_remaining())
 
     async def DescribeProducers(self, request, context):
         await _check_partitions(request, context)
-        return describe_producers(self.host, request, int(time.time() * 1000))
+        now_ms = int(time.time() * 1000)
+        return await per_partition(  # READ on each topic, per partition (partition_refusals.py)
+            Operation.READ, request, lambda allowed: describe_producers(self.host, allowed, now_ms)
+        )
 
     async def DeleteRecords(self, request, context):
         await _check_partitions(request, context)
         refusal = timeout_refusal(request.timeout_ms)
         if refusal is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal)
-        return await delete_records(self.host, request, context.time_remaining())
+        remaining = context.time_remaining()
+        return await per_partition(  # DELETE on each topic, per partition (partition_refusals.py)
+            Operation.DELETE, request, lambda allowed: delete_records(self.host, allowed, remaining)
+        )
 
     async def DescribeLogDirs(self, request, context):
         refusal = log_dirs_refusal(request)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -25,6 +24,7 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many
+from samsa.metadata.acls import Operation
 from samsa.services.controller import control_plane, metadata_fetch
 from samsa.services.controller.acl_servicer import AclRpcs
 from samsa.services.controller.driver import ControllerDriver, NotControllerError
@@ -33,7 +33,9 @@ from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
 from samsa.services.controller.quorum_servicer import QuorumRpcs
 from samsa.services.controller.quota_servicer import ClientQuotaRpcs
+from samsa.services.controller.topic_write_servicer import TopicWriteRpcs
 from samsa.services.runtime import caller, member_auth, membership
+from samsa.services.runtime.topic_admin_access import per_config_resource
 from samsa.v1 import controller_pb2
 from samsa.v1.controller_pb2_grpc import ControllerServiceServicer
 
@@ -51,8 +53,11 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerServiceServicer):
-    """Serves ControllerService from one controller's driver (mixins: ACLs, quotas, quorum)."""
+class ControllerServicer(
+    AclRpcs, ClientQuotaRpcs, QuorumRpcs, TopicWriteRpcs, ControllerServiceServicer
+):
+    """Serves ControllerService from one controller's driver (mixins: ACLs, quotas, quorum,
+    topic writes)."""
 
     def __init__(
         self,
@@ -313,33 +318,6 @@ class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerService
 
     # --- administration -------------------------------------------------------------------------
 
-    async def CreateTopics(self, request, context):
-        await self._check_count(context, "topics", len(request.topics))
-        return await self._write(
-            controller_pb2.CreateTopicsResponse,
-            lambda image: control_plane.create_topics(
-                image,
-                request,
-                rng=self.rng,
-                defaults=self.defaults,
-                new_topic_id=lambda: uuid.uuid4().bytes,
-            ),
-        )
-
-    async def DeleteTopics(self, request, context):
-        await self._check_count(context, "topics", len(request.names))
-        return await self._write(
-            controller_pb2.DeleteTopicsResponse,
-            lambda image: control_plane.delete_topics(image, request),
-        )
-
-    async def CreatePartitions(self, request, context):
-        await self._check_count(context, "topics", len(request.topics))
-        return await self._write(
-            controller_pb2.CreatePartitionsResponse,
-            lambda image: control_plane.create_partitions(image, request, rng=self.rng),
-        )
-
     async def AlterPartitionReassignments(self, request, context):
         await self._check_count(context, "partitions", len(request.partitions))
         return await self._write(
@@ -373,9 +351,13 @@ class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerService
 
     async def IncrementalAlterConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
-        return await self._write(
-            controller_pb2.IncrementalAlterConfigsResponse,
-            lambda image: control_plane.incremental_alter_configs(image, request),
+        return await per_config_resource(  # per resource (topic_admin_access.py)
+            Operation.ALTER_CONFIGS,
+            request,
+            lambda allowed: self._write(
+                controller_pb2.IncrementalAlterConfigsResponse,
+                lambda image: control_plane.incremental_alter_configs(image, allowed),
+            ),
         )
 
     async def AlterPartition(self, request, context):
@@ -437,7 +419,12 @@ class ControllerServicer(AclRpcs, ClientQuotaRpcs, QuorumRpcs, ControllerService
     async def DescribeConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
         await self._read_at(request.min_metadata_offset, context)
-        response = control_plane.describe_configs(self.driver.image, request)
+        image = self.driver.image
+        response = await per_config_resource(  # per resource (topic_admin_access.py)
+            Operation.DESCRIBE_CONFIGS,
+            request,
+            lambda allowed: control_plane.describe_configs(image, allowed),
+        )
         response.status.CopyFrom(self._status())
         return response
 

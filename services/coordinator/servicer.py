@@ -18,14 +18,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import named_twice, too_many, too_many_nested
-from samsa.metadata.acls import ResourceType
+from samsa.metadata.acls import Operation, ResourceType
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.group_describe_access import shown_to
 from samsa.services.coordinator.group_offsets import commit_size_problem, commit_write_error
@@ -195,8 +195,11 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
 
     async def DescribeGroups(self, request, context):
         await self._check_group_ids(request.group_ids, context)
-        described: dict[str, c.DescribedGroup] = {}
-        for partition, group_ids, error in self._by_partition(request.group_ids):
+        # A group the caller may not DESCRIBE: GROUP_AUTHORIZATION_FAILED, the others described.
+        refused = caller.refused_names(Operation.DESCRIBE, ResourceType.GROUP, request.group_ids)
+        described = {g: c.DescribedGroup(group_id=g, **_denied(why)) for g, why in refused.items()}
+        allowed = [group_id for group_id in request.group_ids if group_id not in refused]
+        for partition, group_ids, error in self._by_partition(allowed):
             if partition is not None and error is None:
                 try:
                     answer = await read_durable(
@@ -224,8 +227,11 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
 
     async def DeleteGroups(self, request, context):
         await self._check_group_ids(request.group_ids, context)
-        deleted: dict[str, c.DeletedGroup] = {}
-        for partition, group_ids, error in self._by_partition(request.group_ids):
+        # A group the caller may not DELETE: GROUP_AUTHORIZATION_FAILED, the others deleted.
+        refused = caller.refused_names(Operation.DELETE, ResourceType.GROUP, request.group_ids)
+        deleted = {g: c.DeletedGroup(group_id=g, **_denied(why)) for g, why in refused.items()}
+        allowed = [group_id for group_id in request.group_ids if group_id not in refused]
+        for partition, group_ids, error in self._by_partition(allowed):
             if partition is not None and error is None:
                 try:
                     result = partition.shard.delete_groups(group_ids)
@@ -345,3 +351,8 @@ def _commit_failed(
             for topic in request.topics
         ]
     )
+
+
+def _denied(why: str) -> dict[str, Any]:
+    """A refused group's error fields (caller.refused_names' message)."""
+    return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": why}

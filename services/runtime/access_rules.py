@@ -7,17 +7,24 @@ already-parsed request and answers a `Requirement`:
   through, so here it is refused, saying why);
 - otherwise `needs`: every `Need` must be met, and a Need is met by any one of its `Access`
   alternatives (CreateTopics: CREATE on the cluster *or* on the topic). No needs: anyone.
-All-or-nothing per request in this step: one unmet Need refuses the whole call (Kafka answers
-per resource; see the README). The listing calls are Kafka's exception: DescribeTopics (every
-topic, or the topics named), ListGroups and ListTransactions are "anyone, filtered by the
-handler", and OffsetFetch and
-DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
+One unmet Need refuses the whole call. Kafka answers per resource instead, and so do the calls
+whose handler decides (FILTERED_BY_HANDLER and the like, caller.py; the README lists them):
+Produce and Fetch (unary and streamed) answer each partition of a topic the caller may not
+WRITE / READ with TOPIC_AUTHORIZATION_FAILED and write / read the others (their rule keeps only
+what is refused whole: an internal topic, a follower's replica_id, a transactional id), and
+CreateTopics, DeleteTopics and CreatePartitions answer each refused topic so and apply the
+others (topic_admin_access.py; DescribeConfigs and IncrementalAlterConfigs per config
+resource; DescribeGroups and DeleteGroups per group, GROUP_AUTHORIZATION_FAILED), and
+ListOffsets, DeleteRecords and DescribeProducers each refused
+topic's partitions (services/broker/requests/partition_refusals.py). The other calls are
+all-or-nothing in this step. The listing calls: DescribeTopics (every topic, or the topics
+named), ListGroups and ListTransactions are "anyone, filtered by the handler", and OffsetFetch
+and DescribeGroupLag over all of a group's topics need the group's DESCRIBE only: their handlers
 answer what the caller may DESCRIBE (caller.py), as Kafka filters them rather than refusing;
 DescribeTopics naming topics answers TOPIC_AUTHORIZATION_FAILED for each one the caller may not
 DESCRIBE, existing or not, as Kafka's Metadata does (metadata_reads.py).
-Names are deduplicated, so a produce of 100 partitions of one topic is one decision. Topics
-named by id (Fetch) are resolved through `topic_name` (the image); an unknown id needs nothing
-(the broker answers UNKNOWN_TOPIC_ID).
+Names are deduplicated, so a request of 100 partitions of one topic is one decision (the
+handlers' `topic_refusals` too).
 
 Every RPC of every service has an entry (tests/unit/test_access_rules.py walks the descriptors).
 Pure: no I/O, no grpc.
@@ -209,26 +216,16 @@ def _produce(request: Any, _names: TopicNames) -> Requirement:
     internal = [name for name in topics if name in INTERNAL_TOPICS]
     if internal:
         return _members(f"{internal[0]} is internal: only the cluster's coordinators write it")
-    needs = _on(_O.WRITE, _T, topics)
+    # WRITE on each topic: decided by the handler, per partition (caller.topic_refusals).
     if request.transactional_id:
-        needs += _on(_O.WRITE, _X, [request.transactional_id])
-    return _needs(needs)
+        return _needs(_on(_O.WRITE, _X, [request.transactional_id]))
+    return FILTERED_BY_HANDLER
 
 
-def _fetch(request: Any, names: TopicNames) -> Requirement:
+def _fetch(request: Any, _names: TopicNames) -> Requirement:
     if request.HasField("replica_id") and request.replica_id >= 0:  # unset: a consumer
         return _members("a fetch with a replica_id is a follower's")
-    return _needs(_on(_O.READ, _T, _topic_names(request.topics, names)))
-
-
-def _topic_names(topics: Any, names: TopicNames) -> list[str]:
-    """Each topic's name, resolved from its id when it has one (unknown ids left out)."""
-    found = []
-    for topic in topics:
-        name = topic.name or (names(topic.topic_id) if topic.topic_id else None)
-        if name:
-            found.append(name)
-    return found
+    return FILTERED_BY_HANDLER  # READ on each topic: decided per partition by the handler
 
 
 def _init_producer_id(request: Any, _names: TopicNames) -> Requirement:
@@ -237,20 +234,6 @@ def _init_producer_id(request: Any, _names: TopicNames) -> Requirement:
     # KIP-679: idempotence comes with WRITE on any topic, or IDEMPOTENT_WRITE on the cluster.
     any_topic = Access(_O.WRITE, _T, ANY_NAME)
     return Requirement(needs=((Access(_O.IDEMPOTENT_WRITE, _C, CLUSTER_NAME), any_topic),))
-
-
-def _described_configs(operation: Operation) -> Callable[[Any, TopicNames], Requirement]:
-    def rule(request: Any, _names: TopicNames) -> Requirement:
-        topics, brokers = [], False
-        for resource in request.resources:
-            if resource.resource.type == 1:  # CONFIG_RESOURCE_TYPE_TOPIC
-                topics.append(resource.resource.name)
-            else:
-                brokers = True
-        needs = _on(operation, _T, topics)
-        return _needs(needs, [_cluster(operation)] if brokers else [])
-
-    return rule
 
 
 def _txn(producer: Any) -> list[Need]:
@@ -297,12 +280,6 @@ def _cluster_rule(operation: Operation) -> Callable[[Any, TopicNames], Requireme
     return _fixed(Requirement(needs=(_cluster(operation),)))
 
 
-def _topics_rule(
-    operation: Operation, topics: Callable[[Any], Iterable[str]]
-) -> Callable[[Any, TopicNames], Requirement]:
-    return lambda request, _names: _needs(_on(operation, _T, topics(request)))
-
-
 def _group_rule(
     operation: Operation,
     group: Callable[[Any], Iterable[str]],
@@ -329,12 +306,6 @@ _GROUPS = "/samsa.v1.GroupCoordinatorService/"
 _TXNS = "/samsa.v1.TransactionCoordinatorService/"
 
 
-def _create_topics_rule(request: Any, _names: TopicNames) -> Requirement:
-    create = Access(_O.CREATE, _C, CLUSTER_NAME)
-    names = dict.fromkeys(topic.name for topic in request.topics)
-    return Requirement(needs=tuple((Access(_O.CREATE, _T, name), create) for name in names))
-
-
 RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     # BrokerService
     _BROKER + "Produce": _produce,
@@ -342,14 +313,14 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _BROKER + "Fetch": _fetch,
     _BROKER + "FetchStream": lambda message, names: _fetch(message.request, names),
     _BROKER + "ReplicaFetchStream": _fixed(_members("replica fetches are the followers'")),
-    _BROKER + "ListOffsets": lambda request, names: _needs(
-        _on(_O.DESCRIBE, _T, _topic_names(request.topics, names))
-    ),
+    # DESCRIBE / READ / DELETE on each topic: decided per partition by the handler
+    # (services/broker/requests/partition_refusals.py).
+    _BROKER + "ListOffsets": _fixed(FILTERED_BY_HANDLER),
     _BROKER + "InitProducerId": _init_producer_id,
     _BROKER + "WriteTxnMarkers": _fixed(_members("markers are the coordinators' to write")),
     _BROKER + "WriteTxnMarkersStream": _fixed(_members("markers are the coordinators' to write")),
-    _BROKER + "DescribeProducers": _topics_rule(_O.READ, lambda r: (t.name for t in r.topics)),
-    _BROKER + "DeleteRecords": _topics_rule(_O.DELETE, lambda r: (t.name for t in r.topics)),
+    _BROKER + "DescribeProducers": _fixed(FILTERED_BY_HANDLER),
+    _BROKER + "DeleteRecords": _fixed(FILTERED_BY_HANDLER),
     _BROKER + "DescribeLogDirs": _cluster_rule(_O.DESCRIBE),
     # ControllerService (served by controllers, and by brokers: KIP-590 forwarding)
     _CONTROLLER + "RegisterBroker": _fixed(_members(_MEMBER_CALL)),
@@ -362,9 +333,11 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     # The raw metadata log holds every ACL, config and quota: only members follow it.
     _CONTROLLER + "FetchMetadata": _fixed(_members("the raw metadata log is the members'")),
     _CONTROLLER + "FetchSnapshot": _fixed(_members("the raw metadata log is the members'")),
-    _CONTROLLER + "CreateTopics": _create_topics_rule,
-    _CONTROLLER + "DeleteTopics": _topics_rule(_O.DELETE, lambda r: r.names),
-    _CONTROLLER + "CreatePartitions": _topics_rule(_O.ALTER, lambda r: (t.name for t in r.topics)),
+    # CREATE (on the topic or the cluster), DELETE, ALTER on each topic: decided per topic by
+    # the handler, TOPIC_AUTHORIZATION_FAILED for each refused one (topic_admin_access.py).
+    _CONTROLLER + "CreateTopics": _fixed(FILTERED_BY_HANDLER),
+    _CONTROLLER + "DeleteTopics": _fixed(FILTERED_BY_HANDLER),
+    _CONTROLLER + "CreatePartitions": _fixed(FILTERED_BY_HANDLER),
     _CONTROLLER + "AlterPartitionReassignments": _cluster_rule(_O.ALTER),
     _CONTROLLER + "ListPartitionReassignments": _cluster_rule(_O.DESCRIBE),
     _CONTROLLER + "UnregisterBroker": _cluster_rule(_O.ALTER),
@@ -373,8 +346,10 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     # Every topic: those the caller may DESCRIBE; named: TOPIC_AUTHORIZATION_FAILED per topic
     # it may not (metadata_reads.describe_topics), as Kafka's Metadata answers.
     _CONTROLLER + "DescribeTopics": _fixed(FILTERED_BY_HANDLER),
-    _CONTROLLER + "DescribeConfigs": _described_configs(_O.DESCRIBE_CONFIGS),
-    _CONTROLLER + "IncrementalAlterConfigs": _described_configs(_O.ALTER_CONFIGS),
+    # DESCRIBE_CONFIGS / ALTER_CONFIGS on each resource's topic (the cluster for a broker's):
+    # decided per resource by the handler (topic_admin_access.per_config_resource).
+    _CONTROLLER + "DescribeConfigs": _fixed(FILTERED_BY_HANDLER),
+    _CONTROLLER + "IncrementalAlterConfigs": _fixed(FILTERED_BY_HANDLER),
     _CONTROLLER + "AlterClientQuotas": _cluster_rule(_O.ALTER_CONFIGS),
     _CONTROLLER + "DescribeClientQuotas": _cluster_rule(_O.DESCRIBE_CONFIGS),
     _CONTROLLER + "DescribeQuorum": _cluster_rule(_O.DESCRIBE),
@@ -396,8 +371,9 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _GROUPS + "DescribeGroupLag": _group_rule(_O.DESCRIBE, lambda r: [r.group_id]),
     # DESCRIBE on the cluster lists every group, else the handler lists those it may DESCRIBE.
     _GROUPS + "ListGroups": _fixed(FILTERED_BY_HANDLER),
-    _GROUPS + "DescribeGroups": _group_rule(_O.DESCRIBE, lambda r: r.group_ids),
-    _GROUPS + "DeleteGroups": _group_rule(_O.DELETE, lambda r: r.group_ids),
+    # DESCRIBE / DELETE on each group: GROUP_AUTHORIZATION_FAILED per group by the handler.
+    _GROUPS + "DescribeGroups": _fixed(FILTERED_BY_HANDLER),
+    _GROUPS + "DeleteGroups": _fixed(FILTERED_BY_HANDLER),
     _GROUPS + "OffsetDelete": _group_rule(
         _O.DELETE, lambda r: [r.group_id], _O.READ, lambda r: (t.topic for t in r.topics)
     ),

@@ -13,9 +13,9 @@ Theory of operation. With `authorizer.class.name` set, every listener of the pro
    from the peer address, and the method's requirement (access_rules.py, pure) is decided
    against the process's current ACLs (`acls()`, its metadata image's). A refusal answers
    PERMISSION_DENIED with a message naming the principal, the operation, the resource and the
-   command that would grant it. A fetch within a fetch session reads every topic the session
-   covers, not only those it names: those are decided again whenever the ACLs or the caller
-   changed since they were last allowed (session_access.py; one identity check otherwise).
+   command that would grant it. Produce and Fetch decide their topics in the handler instead
+   (their rule is "anyone" but for the cluster's own parts), which answers a refused topic's
+   partitions TOPIC_AUTHORIZATION_FAILED and serves the others, as Kafka does (caller.py).
 For request streams, the principal is read once per call (a stream is one connection's) and
 each message is decided as it is read; a refused message ends the call through the guard's
 path for a bad message (UndecodableRequestError, with PERMISSION_DENIED), raised in whichever
@@ -23,7 +23,8 @@ task reads the stream and aborted from the handler's own.
 
 Around the servicer's call, the wrapper sets caller.CALLER to an `AclCaller` for the call, so
 that the handlers of listing calls (whose rule is "anyone") can filter what they answer by what
-the caller may DESCRIBE (caller.py). It computes nothing until a handler asks.
+the caller may DESCRIBE, and Produce and Fetch answer per topic (caller.py). It computes nothing
+until a handler asks; the ACLs are read at each question, so that a long stream sees them change.
 
 With authorization off there is no interceptor at all: zero cost.
 """
@@ -47,12 +48,13 @@ from samsa.metadata.acls import (
     authorize,
 )
 from samsa.metadata.principal_rules import PrincipalRules
-from samsa.services.runtime import access_rules, membership, session_access
+from samsa.services.runtime import access_rules, membership
 from samsa.services.runtime.caller import CALLER
 from samsa.services.runtime.member_auth import proof_in
 from samsa.services.runtime.request_iterators import close_requests
 from samsa.services.runtime.server import UndecodableRequestError
 from samsa.services.runtime.service_config import ServiceConfig
+from samsa.services.runtime.session_access import SessionGrant
 from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor, behaviour_of, rebuilt
 
 
@@ -105,8 +107,6 @@ class Authorization:
     acls: Callable[[], Acls]
     member_key: bytes
     topic_name: access_rules.TopicNames = lambda _topic_id: None
-    # A consumer's fetch session by id (the broker's), whose topics an incremental fetch reads.
-    fetch_session: Callable[[int], session_access.CoveredSession | None] = lambda _id: None
 
     def is_member(self, context: grpc.aio.ServicerContext, method: str) -> bool:
         """Whether the call carries a valid membership proof for `method`."""
@@ -126,9 +126,9 @@ class Authorization:
                 f"{principal} may not call {method.rpartition('/')[2]}: "
                 f"{requirement.members_only} (only calls with the cluster's membership proof)"
             )
-        acls = self.acls()
         if not requirement.needs:
-            return self._session_refusal(method, request, acls, principal, host)
+            return None
+        acls = self.acls()
 
         def allowed(access: access_rules.Access) -> bool:
             if access.name == access_rules.ANY_NAME:
@@ -148,32 +148,7 @@ class Authorization:
         need = access_rules.first_unmet(requirement, allowed)
         if need is not None:
             return access_rules.refusal(principal, need)
-        return self._session_refusal(method, request, acls, principal, host)
-
-    def _session_refusal(
-        self, method: str, request: Any, acls: Acls, principal: str, host: str
-    ) -> str | None:
-        """Why an incremental fetch may not read its session's topics (session_access.py):
-        re-decided only when the ACLs object or the caller changed since they were allowed."""
-        fetch = session_access.incremental_fetch(method, request)
-        if fetch is None:
-            return None
-        session = self.fetch_session(fetch[0])
-        if session is None:  # unknown: the broker answers FETCH_SESSION_ID_NOT_FOUND
-            return None
-        settings, read, topic = self.settings, Operation.READ, ResourceType.TOPIC
-        refused = session_access.refused_topic(
-            session,
-            acls,
-            principal,
-            host,
-            lambda name: authorize(acls, settings, principal, host, read, topic, name),
-            lambda: session_access.forgotten_keys(fetch[1]),
-        )
-        if refused is None:
-            return None
-        need = (access_rules.Access(read, topic, refused),)
-        return access_rules.refusal(principal, need)
+        return None
 
 
 class AclCaller:
@@ -185,7 +160,7 @@ class AclCaller:
         self, authorization: Authorization, context: grpc.aio.ServicerContext, method: str
     ) -> None:
         self._authorization, self._context, self._method = authorization, context, method
-        self._who: tuple[str, str, Acls] | None = None
+        self._who: tuple[str, str] | None = None
         self._member: bool | None = None
 
     def may(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
@@ -194,20 +169,29 @@ class AclCaller:
             self._member = authorization.is_member(self._context, self._method)
         if self._member:
             return True
-        principal, host, acls = self._who_calls()
+        principal, host = self._who_calls()
         return authorize(
-            acls, authorization.settings, principal, host, operation, resource_type, name
+            authorization.acls(),
+            authorization.settings,
+            principal,
+            host,
+            operation,
+            resource_type,
+            name,
         )
 
     def principal(self) -> str:
         return self._who_calls()[0]
 
-    def _who_calls(self) -> tuple[str, str, Acls]:
+    def grant(self) -> SessionGrant:
+        principal, host = self._who_calls()
+        return SessionGrant(self._authorization.acls(), principal, host)
+
+    def _who_calls(self) -> tuple[str, str]:
         if self._who is None:
             # The interceptor has already answered UNAUTHENTICATED where this raises.
-            authorization = self._authorization
-            principal = principal_of(self._context, authorization.rules)
-            self._who = (principal, host_of(self._context.peer()), authorization.acls())
+            principal = principal_of(self._context, self._authorization.rules)
+            self._who = (principal, host_of(self._context.peer()))
         return self._who
 
 
@@ -234,9 +218,8 @@ class AuthorizerConfig:
         member_key: bytes,
         acls: Callable[[], Acls],
         topic_name: access_rules.TopicNames = lambda _topic_id: None,
-        fetch_session: Callable[[int], session_access.CoveredSession | None] = lambda _id: None,
     ) -> Authorization:
-        return Authorization(self.settings, self.rules, acls, member_key, topic_name, fetch_session)
+        return Authorization(self.settings, self.rules, acls, member_key, topic_name)
 
 
 class AccessDeniedError(UndecodableRequestError):

@@ -288,13 +288,19 @@ def unregister_broker_request(broker_id: object) -> c.UnregisterBrokerRequest:
     return c.UnregisterBrokerRequest(broker_id=broker_id)
 
 
+# The cluster as an ACL resource (errors.proto's samsa-resource): a broker's configs need it.
+CLUSTER = "cluster:kafka-cluster"
+
+
 def raise_first(results: Iterable[Any]) -> None:
     """TopicError for the first result (anything with error_code, error_message, and a topic's
     `name` or a config `resource`) that failed, naming its topic when the message does not: one
     call acts on many topics, and the caller must learn which one was refused. Its `errors`
     holds every failed topic's TopicError, by name, so no failure hides another. A topic the
-    ACLs refused (TOPIC_AUTHORIZATION_FAILED: DescribeTopics answers per topic) is an
-    AuthorizationError naming it instead, as a call refused whole raises."""
+    ACLs refused (TOPIC_AUTHORIZATION_FAILED: DescribeTopics answers per topic, as do the topic
+    and config calls) is an AuthorizationError naming it instead, as a call refused whole raises;
+    a broker's configs refused (CLUSTER_AUTHORIZATION_FAILED) an AuthorizationError on the
+    cluster."""
     errors: dict[str, KafkaError] = {}
     for result in results:
         if result.error_code != ErrorCode.NONE:
@@ -307,6 +313,8 @@ def raise_first(results: Iterable[Any]) -> None:
                 message = f"topic {name!r}: {message}"
             if error.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                 errors.setdefault(name, AuthorizationError(message, error.code, f"topic:{name}"))
+            elif error.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:  # a broker's configs
+                errors.setdefault(name, AuthorizationError(message, error.code, CLUSTER))
             errors.setdefault(name, TopicError(message, error.code))
     error = first_of(errors)
     if error is not None:

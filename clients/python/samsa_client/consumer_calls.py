@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_records import ConsumerRecord
-from samsa.client.errors import KafkaError
+from samsa.client.errors import AuthorizationError, KafkaError
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.timeouts import checked_timeout
 from samsa.common.errors import ErrorCode
@@ -117,9 +117,22 @@ def check_partitions_exist(metadata: ClusterMetadata, assigned: Iterable[TopicPa
 
 
 def take_records(state: FetchState, limit: int) -> list[ConsumerRecord]:
-    """Under the lock: raise the next pending error, else take up to `limit` records. The
-    caller wakes the driver when it raised or took records: fetches may be sent now."""
+    """Under the lock: raise the next pending error, else take up to `limit` records. A
+    partition's topic the ACLs refuse (AuthorizationError) is raised only when there is no
+    record to take, or at the next poll: as Kafka's consumer returns the records fetched before
+    a partition's error and raises it next, a consumer assigned a refused topic (whose error
+    comes back with every fetch) still reads its other partitions. The caller wakes the driver
+    when it raised or took records: fetches may be sent now."""
+    deferred = state.deferred_error
+    if deferred is not None:
+        state.deferred_error = None
+        raise deferred
     error = state.pop_error()
-    if error is not None:
-        raise error
-    return state.take(limit)
+    if error is None:
+        return state.take(limit)
+    if isinstance(error, AuthorizationError):
+        taken = state.take(limit)
+        if taken:
+            state.deferred_error = error
+            return taken
+    raise error

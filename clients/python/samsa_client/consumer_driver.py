@@ -440,5 +440,9 @@ class ConsumerDriver:
                     pending.pop(tp, None)
                 elif result.error_code in LIST_OFFSETS_RETRIABLE:
                     self.metadata.mark_stale()
+                elif result.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:  # per partition
+                    message = result.error_message or "TOPIC_AUTHORIZATION_FAILED"
+                    resource = f"topic:{topic.name}"
+                    raise AuthorizationError(message, ErrorCode(result.error_code), resource)
                 else:
                     raise KafkaError.of(result.error_code, result.error_message)

@@ -13,7 +13,9 @@ result is, in this order of precedence:
   the errors that mean a leader moved or cannot serve for now (RETRY_AFTER_REFRESH) ask for a
   metadata refresh, and the partition is fetched again from its new leader (at once, and the
   leader the answer names, KIP-951, goes back to the driver), or from the same broker after
-  retry.backoff.ms (fetch_state.py); any other is raised by `poll()`. Every error
+  retry.backoff.ms (fetch_state.py); any other is raised by `poll()` (TOPIC_AUTHORIZATION_FAILED,
+  the ACLs refusing that partition's topic, as the AuthorizationError naming it, while the other
+  partitions of the answer are read as ever: Kafka's TopicAuthorizationException). Every error
   sends the partition back to its leader rather than a read replica;
 - a diverging epoch (KIP-320): the leader's log no longer holds what we read (an unclean leader
   election truncated it), so the partition goes back to where the logs agree, or is reset when
@@ -286,5 +288,9 @@ class FetchAnswers:
             partition.refused_by = node  # not asked again at once while it leads (fetch_state)
             partition.retry_at_ms = None
             return True
+        if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:  # per partition, as Kafka's Fetch
+            message = result.error_message or f"{tp[0]}: TOPIC_AUTHORIZATION_FAILED"
+            self._errors[tp] = AuthorizationError(message, ErrorCode(code), f"topic:{tp[0]}")
+            return False
         self._errors[tp] = KafkaError.of(code, result.error_message)
         return False

@@ -130,6 +130,7 @@ class FetchState:
         self._assigned: list[TopicPartition] = []
         self._partitions: dict[TopicPartition, Partition] = {}
         self._errors: dict[TopicPartition, Exception] = {}  # fetch errors poll() must raise
+        self.deferred_error: Exception | None = None  # raised by the next poll (take_records)
         self._take_from = 0  # the index in _assigned the next take starts at (take's doc)
         self._revoking: set[TopicPartition] = set()  # pending revocation (module doc)
         self._topic_identities = TopicIdentities()  # topics deleted and created again

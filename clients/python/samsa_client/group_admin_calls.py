@@ -24,7 +24,7 @@ import grpc
 
 from samsa.client import group_admin as ga
 from samsa.client.coordinator_calls import CoordinatorCalls, Problem, status
-from samsa.client.errors import KafkaError, first_of
+from samsa.client.errors import AuthorizationError, KafkaError, first_of
 from samsa.client.group_admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -255,6 +255,9 @@ def _raise_every_failure(answers: dict[str, Any]) -> None:
     errors: dict[str, KafkaError] = {}
     for group_id, answer in answers.items():
         error = ga.group_error_of(answer.error_code, answer.error_message)
+        if error is not None and error.code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            # Answered per group, as Kafka's: the AuthorizationError naming it.
+            error = AuthorizationError(str(error), error.code, f"group:{group_id}")
         if error is not None:
             errors[group_id] = error
     error = first_of(errors)

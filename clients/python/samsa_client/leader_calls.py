@@ -21,7 +21,7 @@ import grpc
 
 from samsa.client.cluster_metadata import REFUSED_AS_SENT, ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, status
-from samsa.client.errors import KafkaError, first_of
+from samsa.client.errors import AuthorizationError, KafkaError, first_of
 from samsa.client.refusals import authorization_error
 from samsa.client.transaction_admin import LEADER_ERRORS
 from samsa.common import limits
@@ -146,5 +146,9 @@ def _ask_one(
             else:
                 known = KafkaError.of(answer.error_code, answer.error_message)
                 message = f"{topic.name}-{answer.partition}: {known}"
-                refused[(topic.name, answer.partition)] = error(message, known.code)
+                key = (topic.name, answer.partition)
+                if known.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:  # per partition (ACLs)
+                    refused[key] = AuthorizationError(message, known.code, f"topic:{topic.name}")
+                else:
+                    refused[key] = error(message, known.code)
     return problem

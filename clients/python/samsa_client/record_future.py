@@ -197,7 +197,13 @@ class BatchOutcomes:
             if outcome is None:
                 continue
             error = None
-            if done.error_code != ErrorCode.NONE:
+            if done.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                # The broker answered the topic refused (per partition, as Kafka's Produce):
+                # the AuthorizationError naming it, as for a refused topic's metadata.
+                error = RecordAuthorizationError(
+                    message or done.error_message, done.error_code, f"topic:{done.topic}"
+                )
+            elif done.error_code != ErrorCode.NONE:
                 error = ProduceError(f"{done.error_message} {message}".strip(), done.error_code)
             if done.first_index or not done.batch_done:  # a piece of a split batch
                 outcome.add_piece(

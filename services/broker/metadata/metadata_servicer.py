@@ -41,10 +41,18 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import too_many
+from samsa.metadata.acls import Operation
 from samsa.metadata.image import MetadataImage
 from samsa.services.runtime import caller, metadata_reads
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.services.runtime.metadata_log import MetadataLogFollower
+from samsa.services.runtime.topic_admin_access import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    per_config_resource,
+    per_topic,
+)
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 # As the controller's: a read asking for an offset not yet applied here waits at most this long.
@@ -171,7 +179,11 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
     async def DescribeConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
         image = await self._image_at(request.min_metadata_offset, context)
-        response = metadata_reads.describe_configs(image, request)
+        response = await per_config_resource(  # per resource (topic_admin_access.py)
+            Operation.DESCRIBE_CONFIGS,
+            request,
+            lambda allowed: metadata_reads.describe_configs(image, allowed),
+        )
         response.status.CopyFrom(self._status())
         return response
 
@@ -193,31 +205,48 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
 
     # --- writes, forwarded to the active controller ---------------------------------------------
 
+    # The topics the caller may not touch are answered here, per topic; the others forwarded.
     async def CreateTopics(self, request, context):
         await self._check_count(context, "topics", len(request.topics))
-        return await self._forward(
-            "CreateTopics", request, controller_pb2.CreateTopicsResponse, context
+        return await per_topic(
+            CREATE_TOPICS,
+            request,
+            lambda allowed: self._forward(
+                "CreateTopics", allowed, controller_pb2.CreateTopicsResponse, context
+            ),
         )
 
     async def DeleteTopics(self, request, context):
         await self._check_count(context, "topics", len(request.names))
-        return await self._forward(
-            "DeleteTopics", request, controller_pb2.DeleteTopicsResponse, context
+        return await per_topic(
+            DELETE_TOPICS,
+            request,
+            lambda allowed: self._forward(
+                "DeleteTopics", allowed, controller_pb2.DeleteTopicsResponse, context
+            ),
         )
 
     async def CreatePartitions(self, request, context):
         await self._check_count(context, "topics", len(request.topics))
-        return await self._forward(
-            "CreatePartitions", request, controller_pb2.CreatePartitionsResponse, context
+        return await per_topic(
+            CREATE_PARTITIONS,
+            request,
+            lambda allowed: self._forward(
+                "CreatePartitions", allowed, controller_pb2.CreatePartitionsResponse, context
+            ),
         )
 
     async def IncrementalAlterConfigs(self, request, context):
         await self._check_count(context, "resources", len(request.resources))
-        return await self._forward(
-            "IncrementalAlterConfigs",
+        return await per_config_resource(
+            Operation.ALTER_CONFIGS,
             request,
-            controller_pb2.IncrementalAlterConfigsResponse,
-            context,
+            lambda allowed: self._forward(
+                "IncrementalAlterConfigs",
+                allowed,
+                controller_pb2.IncrementalAlterConfigsResponse,
+                context,
+            ),
         )
 
     async def AlterPartitionReassignments(self, request, context):

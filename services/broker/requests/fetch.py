@@ -20,6 +20,12 @@ caller has written the answer and releases `FetchAnswer.held_bytes`. A pass that
 nothing for lack of room waits in line for it (within max_wait_ms) instead of for data; at the
 deadline it answers what it has, possibly nothing. Followers' fetches (their replica_id proved
 by the cluster secret) are exempt: strangers must not be able to stall replication.
+
+With ACLs, a partition of a topic the caller may not READ is answered TOPIC_AUTHORIZATION_FAILED
+with no records (`refused`, caller.topic_refusals: one decision per topic and fetch) and the
+others are read, as Kafka answers per partition. In a session, a fetch under new ACLs (or from
+another caller) also reads the session's partitions of refused topics (session_access.py), so
+that a consumer whose READ was deleted is told at its next fetch.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ from samsa.services.broker.requests.partition_read import (
     PartitionReader,
     replica_id_of,
 )
+from samsa.services.runtime.caller import TopicRefusals
+from samsa.services.runtime.session_access import mark_refused
 from samsa.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
@@ -66,21 +74,22 @@ async def fetch_answer(
     request: broker_pb2.FetchRequest,
     sessions: FetchSessionCache | None = None,
     gate: AnswerGate | None = None,
+    refused: TopicRefusals | None = None,
 ) -> FetchAnswer:
     """Answer `request`, waiting for data as its max_wait_ms and min_bytes ask; in its fetch
     session when it names one (see fetch_session.py). The records travel beside the response
     (fetch_wire.py); with a `gate`, the caller releases the answer's `held_bytes` to it once
-    the answer is written."""
+    the answer is written. `refused`: why the caller may not READ a topic (None: ACLs off)."""
     replica_id = replica_id_of(request)
     if replica_id >= 0:
         gate = None  # a member's fetch: never held back by strangers' answers
     if sessions is None or not request.HasField("session_id"):
-        return await _fetch_sessionless(host, request, gate)
+        return await _fetch_sessionless(host, request, gate, refused)
     if request.session_epoch == CLOSE_EPOCH:
         # Only its own fetcher closes a session (as `get` and a restart check): a consumer
         # naming a follower's session id must not make it start over with a full fetch.
         _unwatch(host, sessions.close_if_owned(request.session_id, replica_id))
-        return await _fetch_sessionless(host, request, gate)
+        return await _fetch_sessionless(host, request, gate, refused)
     now_ms = int(time.time() * 1000)
     opening = request.session_epoch == 0
     try:
@@ -89,7 +98,7 @@ async def fetch_answer(
                 _unwatch(host, sessions.close_if_owned(request.session_id, replica_id))
             session = _open_session(host, sessions, request, replica_id, now_ms)
             if session is None:  # no room: a full fetch without a session still works
-                return await _fetch_sessionless(host, request, gate)
+                return await _fetch_sessionless(host, request, gate, refused)
         else:
             session = sessions.get(request.session_id, request.session_epoch, replica_id)
         _update_session(host, sessions, session, request, now_ms)
@@ -97,9 +106,11 @@ async def fetch_answer(
         response = broker_pb2.FetchResponse(error_message=str(error))
         response.error_code = error.code  # type: ignore[assignment]
         return FetchAnswer(response, {})
+    if refused is not None and session.replica_id < 0:
+        mark_refused(session, refused.grant(), refused)
     session.busy = True
     try:
-        return await _fetch_in_session(host, request, session, gate, full=opening)
+        return await _fetch_in_session(host, request, session, gate, refused, full=opening)
     except BaseException:
         if opening:  # the fetcher never learnt its id: nobody will use it
             _unwatch(host, sessions.close(session.session_id))
@@ -109,7 +120,10 @@ async def fetch_answer(
 
 
 async def _fetch_sessionless(
-    host: PartitionHost, request: broker_pb2.FetchRequest, gate: AnswerGate | None
+    host: PartitionHost,
+    request: broker_pb2.FetchRequest,
+    gate: AnswerGate | None,
+    refused: TopicRefusals | None = None,
 ) -> FetchAnswer:
     wait_s = min(request.max_wait_ms, limits.fetch_wait_ms_max) / 1000
     deadline = time.monotonic() + wait_s
@@ -117,7 +131,7 @@ async def _fetch_sessionless(
     try:
         while True:
             room = None if gate is None else gate.room_bytes(ticket)
-            response, reader, waits = _read_pass(host, request, room)
+            response, reader, waits = _read_pass(host, request, room, refused)
             remaining = deadline - time.monotonic()
             if _waits_for_room(reader, remaining):
                 ticket = await gate.wait(reader.room_needed, ticket, remaining)  # type: ignore[union-attr]
@@ -214,6 +228,7 @@ async def _fetch_in_session(
     request: broker_pb2.FetchRequest,
     session: FetchSession,
     gate: AnswerGate | None,
+    refused: TopicRefusals | None,
     *,
     full: bool,
 ) -> FetchAnswer:
@@ -227,7 +242,7 @@ async def _fetch_in_session(
         while True:
             keys = list(session.partitions) if full else _incremental_keys(session, named)
             room = None if gate is None else gate.room_bytes(ticket)
-            answer = _read_session_pass(host, request, session, keys, room, full=full)
+            answer = _read_session_pass(host, request, session, keys, room, refused, full=full)
             remaining = deadline - time.monotonic()
             if _waits_for_room(answer.reader, remaining):
                 ticket = await gate.wait(answer.reader.room_needed, ticket, remaining)  # type: ignore[union-attr]
@@ -306,6 +321,7 @@ def _read_session_pass(
     session: FetchSession,
     keys: list[PartitionKey],
     room_bytes: int | None,
+    refused: TopicRefusals | None,
     *,
     full: bool,
 ) -> _SessionPass:
@@ -318,7 +334,8 @@ def _read_session_pass(
     for key in keys:
         known = session.partitions[key]
         result = FetchPartition(partition=key[1], next_fetch_offset=known.wanted.fetch_offset)
-        if reader.read(key[0], known.wanted, result, known.topic_id) is Outcome.SKIPPED:
+        outcome = _read(reader, refused, key[0], known.wanted, result, known.topic_id)
+        if outcome is Outcome.SKIPPED:
             # No room left in the answer: the next fetch must read it, and it may name it no
             # more (its position did not move) nor change meanwhile.
             session.dirty.add(key)
@@ -343,8 +360,30 @@ def read_once(
     return with_records(FetchAnswer(response, reader.records)), reader.total, waits
 
 
+def _read(
+    reader: PartitionReader,
+    refused: TopicRefusals | None,
+    topic: str,
+    wanted: broker_pb2.FetchRequest.PartitionData,
+    result: FetchPartition,
+    topic_id: bytes,
+) -> Outcome:
+    """`reader.read`, unless the caller may not READ `topic`: TOPIC_AUTHORIZATION_FAILED, no
+    records, and the fetch answered at once (as any failed partition)."""
+    denied = None if refused is None else refused(topic)
+    if denied is None:
+        return reader.read(topic, wanted, result, topic_id)
+    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # type: ignore[assignment]
+    result.error_message = denied
+    reader.answer_now = True
+    return Outcome.FAILED
+
+
 def _read_pass(
-    host: PartitionHost, request: broker_pb2.FetchRequest, room_bytes: int | None
+    host: PartitionHost,
+    request: broker_pb2.FetchRequest,
+    room_bytes: int | None,
+    refused: TopicRefusals | None = None,
 ) -> tuple[broker_pb2.FetchResponse, PartitionReader, list[asyncio.Event]]:
     """`read_once`, with the pass's reader (its size and the bytes to count once answered),
     within `room_bytes` of the answer budget (None: unbounded)."""
@@ -358,7 +397,7 @@ def _read_pass(
             result = topic_response.partitions.add(
                 partition=wanted.partition, next_fetch_offset=wanted.fetch_offset
             )
-            if reader.read(topic.name, wanted, result, topic_id) is Outcome.READ:
+            if _read(reader, refused, topic.name, wanted, result, topic_id) is Outcome.READ:
                 hosted = host.get(topic.name, wanted.partition)
                 if hosted is not None:
                     waits.append(hosted.data_arrived)

@@ -36,6 +36,7 @@ from typing import TypeVar
 import grpc
 
 from samsa.common import limits
+from samsa.metadata.acls import Operation
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.requests.answer_gate import AnswerGate
 from samsa.services.broker.requests.fetch import fetch_answer
@@ -43,6 +44,7 @@ from samsa.services.broker.requests.fetch_session import FetchSessionCache
 from samsa.services.broker.requests.fetch_wire import stream_message
 from samsa.services.broker.requests.quota_throttle import Identity, QuotaThrottle, delay
 from samsa.services.broker.requests.request_checks import Refusal, fetch_refusal
+from samsa.services.runtime.caller import topic_refusals
 from samsa.services.runtime.request_iterators import close_requests
 from samsa.v1 import broker_pb2
 
@@ -117,7 +119,9 @@ async def serve_fetch_stream(
             refusal = consumer_refusal(item)
             if refusal is not None:
                 await context.abort(*refusal)
-            answer = await fetch_answer(host, item.request, sessions, gate)
+            # Each fetch decides its topics anew (the ACLs may change during a stream).
+            refused = topic_refusals(Operation.READ)
+            answer = await fetch_answer(host, item.request, sessions, gate, refused)
             held_bytes = answer.held_bytes
             timer = None
             try:

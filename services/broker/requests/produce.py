@@ -19,11 +19,17 @@ partitions are refused (INVALID_REQUEST, nothing written) unless the caller prov
 of the cluster. The adapter checks the proof and passes `internal_write_refusal=None` when it
 holds; the default refuses. A proven member may write transactional batches there: the group
 coordinator writes offsets committed in a transaction under the producer's id (TxnOffsetCommit).
+
+With ACLs, the partitions of a topic the caller may not WRITE are answered
+TOPIC_AUTHORIZATION_FAILED (`refused`: the message per topic, caller.topic_refusals) and the
+others written, as Kafka answers per partition: one producer writing several topics loses only
+the refused topic's batches.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import NamedTuple
 
 from opentelemetry.trace import SpanContext
@@ -42,6 +48,9 @@ from samsa.services.broker.hosted_partition import HostedPartition, LeadershipEr
 from samsa.services.broker.log.producer_state import PRODUCER_EPOCH_MAX
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.v1 import broker_pb2, records_pb2
+
+# Why the caller may not write a topic (None: it may); None for the whole: ACLs off.
+TopicRefusals = Callable[[str], str | None]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +89,7 @@ def produce(
     internal_write_refusal: str | None = INTERNAL_WRITE_UNPROVEN,
     transactional: tuple[set[TopicPartition], dict[TopicPartition, Refusal]] = (set(), {}),
     trace_parent: SpanContext | None = None,
+    refused_topics: TopicRefusals | None = None,
 ) -> tuple[broker_pb2.ProduceResponse, list[ReplicationWait]]:
     """Append every partition's data. The response is final except for the acks=all appends
     returned as waits: those are answered once replicated (see `await_replication`).
@@ -88,7 +98,8 @@ def produce(
     caller proved it is a member of the cluster and may write them. `transactional` is what
     txn_verification.py decided: the partitions that may take transactional batches, and the
     ones refused with their error (the others' transactional batches are refused by the log).
-    `trace_parent`: the span the appends' spans are children of, when the request is traced."""
+    `trace_parent`: the span the appends' spans are children of, when the request is traced.
+    `refused_topics`: why the caller may not WRITE a topic (ACLs), None when they are off."""
     verified, refused = transactional
     response = broker_pb2.ProduceResponse()
     acks = request.acks if request.HasField("acks") else -1
@@ -96,8 +107,12 @@ def produce(
     for topic in request.topics:
         topic_response = response.topics.add(name=topic.name)
         topic_id = topic.topic_id  # read once: each read of a bytes field copies it
+        denied = None if refused_topics is None else refused_topics(topic.name)
         for data in topic.partitions:
             result = topic_response.partitions.add(partition=data.partition, base_offset=-1)
+            if denied is not None:
+                fail(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, denied)
+                continue
             if acks not in ACKS_ALLOWED:
                 fail(result, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}: use -1 (all), 0 or 1")
                 continue

@@ -20,6 +20,9 @@ as for the unary Produce). A coordinator's stream carries the membership proof i
 metadata, signed for ProduceStream and checked once as the stream opens, and writes them; any
 other stream is refused those partitions (INVALID_REQUEST, nothing written).
 
+ACLs: each request's topics the caller may not WRITE are answered TOPIC_AUTHORIZATION_FAILED
+per partition (produce.py), decided anew for each request, and the stream goes on.
+
 Tracing (record_trace.py): a stream request that carries a sampled record's `traceparent` gets a
 `produce` span, child of that record's context, from its arrival to its answer, with the appends'
 spans under it; a unary Produce's appends go under the gRPC interceptor's span.
@@ -36,6 +39,7 @@ from opentelemetry.trace import Span
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
+from samsa.metadata.acls import Operation
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.record_trace import (
     current_recording_parent,
@@ -48,6 +52,7 @@ from samsa.services.broker.requests.quota_throttle import Identity, QuotaThrottl
 from samsa.services.broker.requests.request_checks import produce_refusal
 from samsa.services.broker.requests.txn_verification import TransactionVerifier
 from samsa.services.runtime import faults
+from samsa.services.runtime.caller import topic_refusals
 from samsa.services.runtime.stream_answers import Draining, StreamAnswers, StreamFailure
 from samsa.v1 import broker_pb2
 
@@ -90,6 +95,7 @@ async def produce_once(
         internal_write_refusal=internal_write_refusal,
         transactional=transactional,
         trace_parent=current_recording_parent() if host.record_tracer is not None else None,
+        refused_topics=topic_refusals(Operation.WRITE),
     )
     if waits:
         await await_replication(waits, wait_timeout_s(request))
@@ -173,6 +179,7 @@ async def serve_produce_stream(
                     internal_write_refusal=internal_write_refusal,
                     transactional=transactional,
                     trace_parent=None if span is None else span.get_span_context(),
+                    refused_topics=topic_refusals(Operation.WRITE),  # per request: ACLs change
                 )
                 if quotas is not None and quotas.active():
                     identity = identity or quotas.identity(context)  # once per stream

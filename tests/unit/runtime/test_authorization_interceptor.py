@@ -2,11 +2,14 @@
 client certificate names (mapped by ssl.principal.mapping.rules; User:ANONYMOUS without one) and
 the peer's host; each message of a request stream is decided as it is read; a call carrying a
 valid membership proof is the cluster's own and skips ACLs; a refusal is PERMISSION_DENIED naming
-who, what and how to grant it.
+who, what and how to grant it. Produce decides its topics in the handler (caller.topic_refusals,
+the caller the interceptor sets): a refused topic is answered TOPIC_AUTHORIZATION_FAILED with the
+same message, and a ProduceStream goes on after one.
 
 Method: a real grpc.aio server in this process on a loopback TLS port, with the RPC guard and the
 AuthorizingInterceptor as a service has them, serving a fake BrokerService (Produce,
-ProduceStream) and ControllerService (DescribeCluster) that record what reached them; clients
+ProduceStream, each refusing topics as the real one does) and ControllerService (DescribeCluster)
+that record what they wrote; clients
 dial with certificates of the same CA (alice, bob) or none. The ACLs are an `Acls` built here.
 """
 
@@ -19,6 +22,7 @@ import grpc
 import pytest
 
 from samsa.cli.certificates import KeyPair, create_ca, issue
+from samsa.common.errors import ErrorCode
 from samsa.common.tls import TlsSettings
 from samsa.metadata.acls import (
     AclBinding,
@@ -32,6 +36,7 @@ from samsa.metadata.acls import (
 from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.runtime import membership
 from samsa.services.runtime.authorization import Authorization, AuthorizingInterceptor, host_of
+from samsa.services.runtime.caller import topic_refusals
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.server import RpcGuard
 from samsa.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
@@ -56,14 +61,36 @@ class FakeBroker(broker_pb2_grpc.BrokerServiceServicer):
     def __init__(self) -> None:
         self.produced: list[str] = []
 
+    def _produce(self, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
+        refused = topic_refusals(Operation.WRITE)
+        response = broker_pb2.ProduceResponse()
+        for topic in request.topics:
+            why = None if refused is None else refused(topic.name)
+            result = response.topics.add(name=topic.name).partitions.add(partition=0)
+            if why is None:
+                self.produced.append(topic.name)
+            else:
+                result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, why
+        return response
+
     async def Produce(self, request, context):
-        self.produced.extend(topic.name for topic in request.topics)
-        return broker_pb2.ProduceResponse()
+        return self._produce(request)
 
     async def ProduceStream(self, requests, context):
         async for message in requests:
-            self.produced.extend(topic.name for topic in message.request.topics)
-            yield broker_pb2.ProduceStreamResponse(correlation_id=message.correlation_id)
+            response = self._produce(message.request)
+            yield broker_pb2.ProduceStreamResponse(
+                correlation_id=message.correlation_id, response=response
+            )
+
+
+def refused_topic(response: broker_pb2.ProduceResponse) -> str:
+    """ "OK", or the first partition's refusal: "TOPIC_AUTHORIZATION_FAILED: <message>"."""
+    for topic in response.topics:
+        for result in topic.partitions:
+            if result.error_code:
+                return f"{ErrorCode(result.error_code).name}: {result.error_message}"
+    return "OK"
 
 
 class FakeController(controller_pb2_grpc.ControllerServiceServicer):
@@ -131,10 +158,9 @@ async def produce(harness: Harness, who: str | None, topic: str, metadata=None) 
             topics=[broker_pb2.ProduceRequest.TopicData(name=topic)]
         )
         try:
-            await stub.Produce(request, timeout=5, metadata=metadata)
+            return refused_topic(await stub.Produce(request, timeout=5, metadata=metadata))
         except grpc.aio.AioRpcError as error:
             return f"{error.code().name}: {error.details()}"
-    return "OK"
 
 
 def run(pki: dict[str, KeyPair], acls: Acls, body, rules: str = "DEFAULT"):
@@ -168,12 +194,14 @@ def test_a_granted_call_reaches_the_servicer_and_a_refused_one_does_not(pki) -> 
     answers, produced = run(pki, acls, body)
     assert answers[0] == "OK"
     assert answers[1] == (
-        "PERMISSION_DENIED: User:CN=alice,O=samsa may not WRITE topic other (no ALLOW ACL, or a "
-        "DENY one; samsa acls --add --allow-principal User:CN=alice,O=samsa --operation Write "
-        "--topic other)"
+        "TOPIC_AUTHORIZATION_FAILED: User:CN=alice,O=samsa may not WRITE topic other (no ALLOW "
+        "ACL, or a DENY one; samsa acls --add --allow-principal User:CN=alice,O=samsa "
+        "--operation Write --topic other)"
     )
-    assert answers[2].startswith("PERMISSION_DENIED: User:CN=bob,O=samsa may not WRITE topic")
-    assert answers[3].startswith("PERMISSION_DENIED: User:ANONYMOUS may not WRITE topic orders")
+    assert answers[2].startswith("TOPIC_AUTHORIZATION_FAILED: User:CN=bob,O=samsa may not WRITE")
+    assert answers[3].startswith(
+        "TOPIC_AUTHORIZATION_FAILED: User:ANONYMOUS may not WRITE topic orders"
+    )
     assert answers[4] == "OK"
     assert produced == ["orders", "other"]
 
@@ -186,7 +214,7 @@ def test_the_mapping_rules_name_the_principal(pki) -> None:
 
     answers = run(pki, acls, body, rules="RULE:^CN=([^,]*),.*$/$1/L,DEFAULT")
     assert answers[0] == "OK"
-    assert answers[1].startswith("PERMISSION_DENIED: User:bob may not WRITE topic orders")
+    assert answers[1].startswith("TOPIC_AUTHORIZATION_FAILED: User:bob may not WRITE topic orders")
 
 
 def test_a_membership_proof_skips_the_acls_and_a_bad_one_does_not(pki) -> None:
@@ -203,7 +231,7 @@ def test_a_membership_proof_skips_the_acls_and_a_bad_one_does_not(pki) -> None:
 
     answers = run(pki, Acls.empty(), body)
     assert answers[:2] == ["OK", "OK"]
-    assert answers[2].startswith("PERMISSION_DENIED: User:CN=bob,O=samsa may not WRITE topic")
+    assert answers[2].startswith("TOPIC_AUTHORIZATION_FAILED: User:CN=bob,O=samsa may not WRITE")
     assert answers[3].startswith(
         "PERMISSION_DENIED: User:CN=bob,O=samsa may not call Produce: __consumer_offsets is "
         "internal"
@@ -242,18 +270,20 @@ def test_each_stream_message_is_decided_as_it_is_read(pki) -> None:
             await queue.put("orders")
             first = await call.read()
             await queue.put("other")
-            try:
-                await call.read()
-                refusal = "no refusal"
-            except grpc.aio.AioRpcError as error:
-                refusal = f"{error.code().name}: {error.details()}"
+            refusal = refused_topic((await call.read()).response)
+            harness.acls = harness.acls.with_added([grant(ALICE, Operation.WRITE, "other")])
+            await queue.put("other")  # the same stream sees the ACLs change
+            later = refused_topic((await call.read()).response)
             await queue.put(None)
-        return first.correlation_id, refusal, harness.broker.produced
+        return first.correlation_id, refusal, later, harness.broker.produced
 
-    correlation, refusal, produced = run(pki, acls, body)
+    correlation, refusal, later, produced = run(pki, acls, body)
     assert correlation == 1
-    assert refusal.startswith("PERMISSION_DENIED: User:CN=alice,O=samsa may not WRITE topic other")
-    assert produced == ["orders"]
+    assert refusal.startswith(
+        "TOPIC_AUTHORIZATION_FAILED: User:CN=alice,O=samsa may not WRITE topic other"
+    )
+    assert later == "OK"
+    assert produced == ["orders", "other"]
 
 
 def test_an_acl_added_later_is_seen_by_the_next_call(pki) -> None:
@@ -264,7 +294,7 @@ def test_an_acl_added_later_is_seen_by_the_next_call(pki) -> None:
         return before, await produce(harness, "alice", "orders")
 
     before, after = run(pki, Acls.empty(), body)
-    assert before.startswith("PERMISSION_DENIED")
+    assert before.startswith("TOPIC_AUTHORIZATION_FAILED")
     assert after == "OK"
 
 

@@ -42,11 +42,15 @@ def _refusal(error: grpc.aio.AioRpcError) -> tuple[str, dict[str, str]]:
     return error.code().name, dict(error.trailing_metadata() or ())
 
 
-async def _produce(harness: Harness, who: str, topic: str) -> tuple[str, dict[str, str]]:
+async def _produce(
+    harness: Harness, who: str, topic: str, txn: str = ""
+) -> tuple[str, dict[str, str]]:
+    """A Produce; its topics are decided per partition by the handler, its transactional id
+    (and an internal topic) by the interceptor, whole."""
     async with harness.channel(who) as channel:
         stub = broker_pb2_grpc.BrokerServiceStub(channel)
         request = broker_pb2.ProduceRequest(
-            topics=[broker_pb2.ProduceRequest.TopicData(name=topic)]
+            transactional_id=txn, topics=[broker_pb2.ProduceRequest.TopicData(name=topic)]
         )
         try:
             await stub.Produce(request, timeout=5)
@@ -61,7 +65,7 @@ def test_a_refused_unary_call_names_its_code_and_resource(pki) -> None:
     async def body(harness: Harness):
         return [
             await _produce(harness, "alice", "orders"),
-            await _produce(harness, "alice", "other"),
+            await _produce(harness, "alice", "orders", txn="tx"),
             await _produce(harness, "alice", "__consumer_offsets"),  # members only
         ]
 
@@ -69,7 +73,7 @@ def test_a_refused_unary_call_names_its_code_and_resource(pki) -> None:
     assert answers[0] == ("OK", {})
     assert answers[1] == (
         "PERMISSION_DENIED",
-        {"samsa-error-code": "29", "samsa-resource": "topic:other"},
+        {"samsa-error-code": "53", "samsa-resource": "transactional-id:tx"},
     )
     assert answers[2] == (
         "PERMISSION_DENIED",
@@ -82,11 +86,12 @@ def test_a_refused_stream_message_names_its_code_and_resource(pki) -> None:
 
     async def body(harness: Harness):
         async def requests() -> AsyncIterator[broker_pb2.ProduceStreamRequest]:
-            for correlation, topic in enumerate(["orders", "other"]):
+            for correlation, txn in enumerate(["", "tx"]):
                 yield broker_pb2.ProduceStreamRequest(
                     correlation_id=correlation,
                     request=broker_pb2.ProduceRequest(
-                        topics=[broker_pb2.ProduceRequest.TopicData(name=topic)]
+                        transactional_id=txn,
+                        topics=[broker_pb2.ProduceRequest.TopicData(name="orders")],
                     ),
                 )
                 await asyncio.sleep(0.05)
@@ -102,7 +107,7 @@ def test_a_refused_stream_message_names_its_code_and_resource(pki) -> None:
 
     assert run(pki, acls, body) == (
         "PERMISSION_DENIED",
-        {"samsa-error-code": "29", "samsa-resource": "topic:other"},
+        {"samsa-error-code": "53", "samsa-resource": "transactional-id:tx"},
     )
 
 
