@@ -56,13 +56,15 @@ NOT_CONFIG_VARIABLES = frozenset(
         "SAMSA_ACKS_1",
         "SAMSA_ALL_IDEMPOTENT",
         "SAMSA_COLUMNS",
-        # deploy/docker-compose.yml's own variables (the image, its base, the secret file)
+        # deploy/docker-compose*.yml's own variables (the image, its base, the secret file, the
+        # TLS overlay's certificate directory)
         "SAMSA_IMAGE",
         "SAMSA_BASE",
         "SAMSA_JAEGER_IMAGE",
         "SAMSA_PROMETHEUS_IMAGE",
         "SAMSA_GRAFANA_IMAGE",
         "SAMSA_CLUSTER_SECRET",
+        "SAMSA_TLS_DIR",
     }
 )
 NOT_CONFIG_PREFIXES = ("SAMSA_SPARK_",)
