@@ -61,6 +61,17 @@ CREATE_PARTITIONS = TopicWrite(
 )
 
 
+def request_keeping(request: Any, field: str, keep: Callable[[int, Any], bool]) -> Any:
+    """A copy of `request` whose repeated `field` holds only the items `keep(index, item)`
+    admits: what the core is handed once the refused items are taken out."""
+    kept = type(request)()
+    kept.CopyFrom(request)
+    items = getattr(kept, field)
+    del items[:]
+    items.extend(item for index, item in enumerate(getattr(request, field)) if keep(index, item))
+    return kept
+
+
 def refused_topics(caller: Caller, write: TopicWrite, names: list[str]) -> dict[str, str]:
     """Why the caller may not touch each refused topic of `names` (once per distinct name)."""
     refused: dict[str, str] = {}
@@ -83,11 +94,7 @@ async def per_topic(
     refused = refused_topics(caller, write, [write.name(item) for item in items])
     if not refused:
         return await answer(request)
-    allowed = type(request)()
-    allowed.CopyFrom(request)
-    kept = [item for item in items if write.name(item) not in refused]
-    del getattr(allowed, write.field)[:]
-    getattr(allowed, write.field).extend(kept)
+    allowed = request_keeping(request, write.field, lambda _, item: write.name(item) not in refused)
     response = await answer(allowed)
     for name, message in refused.items():
         result = response.topics.add(name=name)  # type: ignore[attr-defined]
@@ -124,11 +131,7 @@ async def per_config_resource(
                 refused[index] = why
     allowed_request = request
     if refused:
-        allowed_request = type(request)()
-        allowed_request.CopyFrom(request)
-        del allowed_request.resources[:]
-        kept = (r for i, r in enumerate(request.resources) if i not in refused)
-        allowed_request.resources.extend(kept)
+        allowed_request = request_keeping(request, "resources", lambda i, _r: i not in refused)
     response = answer(allowed_request)
     if inspect.isawaitable(response):
         response = await response

@@ -21,6 +21,7 @@ from typing import Any
 from samsa.common.errors import ErrorCode
 from samsa.metadata.acls import Operation
 from samsa.services.runtime.caller import topic_refusals
+from samsa.services.runtime.topic_admin_access import request_keeping
 
 
 async def per_partition(
@@ -41,10 +42,7 @@ async def per_partition(
                 denied[index] = why
     allowed = request
     if denied:
-        allowed = type(request)()
-        allowed.CopyFrom(request)
-        del allowed.topics[:]
-        allowed.topics.extend(t for i, t in enumerate(request.topics) if i not in denied)
+        allowed = request_keeping(request, "topics", lambda index, _topic: index not in denied)
     response = answer(allowed)
     if inspect.isawaitable(response):
         response = await response
