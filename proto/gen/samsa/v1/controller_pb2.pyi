@@ -1001,3 +1001,82 @@ class DeleteAclsResponse(_message.Message):
     status: ControllerStatus
     results: _containers.RepeatedCompositeFieldContainer[DeleteAclsResponse.Result]
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[DeleteAclsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class AlterUserScramCredentialsRequest(_message.Message):
+    __slots__ = ("deletions", "upsertions")
+    class Deletion(_message.Message):
+        __slots__ = ("name", "mechanism")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        MECHANISM_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        mechanism: _metadata_pb2.ScramMechanism
+        def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[_Union[_metadata_pb2.ScramMechanism, str]] = ...) -> None: ...
+    class Upsertion(_message.Message):
+        __slots__ = ("name", "mechanism", "iterations", "salt", "salted_password")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        MECHANISM_FIELD_NUMBER: _ClassVar[int]
+        ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+        SALT_FIELD_NUMBER: _ClassVar[int]
+        SALTED_PASSWORD_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        mechanism: _metadata_pb2.ScramMechanism
+        iterations: int
+        salt: bytes
+        salted_password: bytes
+        def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[_Union[_metadata_pb2.ScramMechanism, str]] = ..., iterations: _Optional[int] = ..., salt: _Optional[bytes] = ..., salted_password: _Optional[bytes] = ...) -> None: ...
+    DELETIONS_FIELD_NUMBER: _ClassVar[int]
+    UPSERTIONS_FIELD_NUMBER: _ClassVar[int]
+    deletions: _containers.RepeatedCompositeFieldContainer[AlterUserScramCredentialsRequest.Deletion]
+    upsertions: _containers.RepeatedCompositeFieldContainer[AlterUserScramCredentialsRequest.Upsertion]
+    def __init__(self, deletions: _Optional[_Iterable[_Union[AlterUserScramCredentialsRequest.Deletion, _Mapping]]] = ..., upsertions: _Optional[_Iterable[_Union[AlterUserScramCredentialsRequest.Upsertion, _Mapping]]] = ...) -> None: ...
+
+class AlterUserScramCredentialsResponse(_message.Message):
+    __slots__ = ("status", "results")
+    class Result(_message.Message):
+        __slots__ = ("name", "error_code", "error_message")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    results: _containers.RepeatedCompositeFieldContainer[AlterUserScramCredentialsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[AlterUserScramCredentialsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class DescribeUserScramCredentialsRequest(_message.Message):
+    __slots__ = ("users", "min_metadata_offset")
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    MIN_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    min_metadata_offset: int
+    def __init__(self, users: _Optional[_Iterable[str]] = ..., min_metadata_offset: _Optional[int] = ...) -> None: ...
+
+class DescribeUserScramCredentialsResponse(_message.Message):
+    __slots__ = ("status", "results")
+    class CredentialInfo(_message.Message):
+        __slots__ = ("mechanism", "iterations")
+        MECHANISM_FIELD_NUMBER: _ClassVar[int]
+        ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+        mechanism: _metadata_pb2.ScramMechanism
+        iterations: int
+        def __init__(self, mechanism: _Optional[_Union[_metadata_pb2.ScramMechanism, str]] = ..., iterations: _Optional[int] = ...) -> None: ...
+    class Result(_message.Message):
+        __slots__ = ("name", "error_code", "error_message", "credentials")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        error_code: _errors_pb2.ErrorCode
+        error_message: str
+        credentials: _containers.RepeatedCompositeFieldContainer[DescribeUserScramCredentialsResponse.CredentialInfo]
+        def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., credentials: _Optional[_Iterable[_Union[DescribeUserScramCredentialsResponse.CredentialInfo, _Mapping]]] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    results: _containers.RepeatedCompositeFieldContainer[DescribeUserScramCredentialsResponse.Result]
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., results: _Optional[_Iterable[_Union[DescribeUserScramCredentialsResponse.Result, _Mapping]]] = ...) -> None: ...

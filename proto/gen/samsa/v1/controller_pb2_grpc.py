@@ -171,6 +171,16 @@ class ControllerServiceStub:
                 request_serializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
                 response_deserializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
                 _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/samsa.v1.ControllerService/AlterUserScramCredentials',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.DescribeUserScramCredentials = channel.unary_unary(
+                '/samsa.v1.ControllerService/DescribeUserScramCredentials',
+                request_serializer=samsa_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -424,6 +434,28 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterUserScramCredentials(self, request, context):
+        """Sets and deletes users' SCRAM credentials (KIP-554's AlterUserScramCredentials). The client
+        sends the salted password (PBKDF2 of the password), never the password; the controller
+        stores only the keys derived from it. Each user's changes succeed or fail together:
+        UNACCEPTABLE_CREDENTIAL for a credential out of bounds, UNSUPPORTED_SASL_MECHANISM for
+        an unknown mechanism, RESOURCE_NOT_FOUND for deleting a credential that does not exist,
+        DUPLICATE_RESOURCE for a (user, mechanism) changed twice in the request; the other users'
+        changes still apply. Brokers forward it to the active controller, as CreateAcls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeUserScramCredentials(self, request, context):
+        """Which users have SCRAM credentials, for which mechanisms and iterations (KIP-554's
+        DescribeUserScramCredentials; never a key or salt). Served from the answering server's
+        replica of the metadata log (a broker's too), like DescribeClientQuotas.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -556,6 +588,16 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.DeleteAcls,
                     request_deserializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsRequest.FromString,
                     response_serializer=samsa_dot_v1_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.SerializeToString,
+            ),
+            'DescribeUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeUserScramCredentials,
+                    request_deserializer=samsa_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.FromString,
+                    response_serializer=samsa_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1267,6 +1309,60 @@ class ControllerService:
             '/samsa.v1.ControllerService/DeleteAcls',
             samsa_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
             samsa_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/AlterUserScramCredentials',
+            samsa_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/samsa.v1.ControllerService/DescribeUserScramCredentials',
+            samsa_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+            samsa_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,

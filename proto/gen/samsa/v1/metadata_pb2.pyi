@@ -52,6 +52,12 @@ class AclPermission(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACL_PERMISSION_ANY: _ClassVar[AclPermission]
     ACL_PERMISSION_DENY: _ClassVar[AclPermission]
     ACL_PERMISSION_ALLOW: _ClassVar[AclPermission]
+
+class ScramMechanism(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCRAM_MECHANISM_UNSPECIFIED: _ClassVar[ScramMechanism]
+    SCRAM_MECHANISM_SCRAM_SHA_256: _ClassVar[ScramMechanism]
+    SCRAM_MECHANISM_SCRAM_SHA_512: _ClassVar[ScramMechanism]
 CONFIG_RESOURCE_TYPE_UNSPECIFIED: ConfigResourceType
 CONFIG_RESOURCE_TYPE_TOPIC: ConfigResourceType
 CONFIG_RESOURCE_TYPE_BROKER: ConfigResourceType
@@ -83,6 +89,9 @@ ACL_PERMISSION_UNSPECIFIED: AclPermission
 ACL_PERMISSION_ANY: AclPermission
 ACL_PERMISSION_DENY: AclPermission
 ACL_PERMISSION_ALLOW: AclPermission
+SCRAM_MECHANISM_UNSPECIFIED: ScramMechanism
+SCRAM_MECHANISM_SCRAM_SHA_256: ScramMechanism
+SCRAM_MECHANISM_SCRAM_SHA_512: ScramMechanism
 
 class MetadataRecordBatch(_message.Message):
     __slots__ = ("base_offset", "previous_hash", "timestamp_ms", "records")
@@ -97,7 +106,7 @@ class MetadataRecordBatch(_message.Message):
     def __init__(self, base_offset: _Optional[int] = ..., previous_hash: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
 
 class MetadataRecord(_message.Message):
-    __slots__ = ("register_broker", "unregister_broker", "fence_broker", "unfence_broker", "topic", "partition", "partition_change", "remove_topic", "config", "producer_ids", "register_coordinator", "fence_coordinator", "coordinator_assignment", "client_quota", "access_control_entry", "remove_access_control_entry")
+    __slots__ = ("register_broker", "unregister_broker", "fence_broker", "unfence_broker", "topic", "partition", "partition_change", "remove_topic", "config", "producer_ids", "register_coordinator", "fence_coordinator", "coordinator_assignment", "client_quota", "access_control_entry", "remove_access_control_entry", "user_scram_credential", "remove_user_scram_credential")
     REGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     UNREGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     FENCE_BROKER_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +123,8 @@ class MetadataRecord(_message.Message):
     CLIENT_QUOTA_FIELD_NUMBER: _ClassVar[int]
     ACCESS_CONTROL_ENTRY_FIELD_NUMBER: _ClassVar[int]
     REMOVE_ACCESS_CONTROL_ENTRY_FIELD_NUMBER: _ClassVar[int]
+    USER_SCRAM_CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_USER_SCRAM_CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
     register_broker: RegisterBrokerRecord
     unregister_broker: UnregisterBrokerRecord
     fence_broker: FenceBrokerRecord
@@ -130,7 +141,9 @@ class MetadataRecord(_message.Message):
     client_quota: ClientQuotaRecord
     access_control_entry: AccessControlEntryRecord
     remove_access_control_entry: RemoveAccessControlEntryRecord
-    def __init__(self, register_broker: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., fence_broker: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., topic: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., remove_topic: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., register_coordinator: _Optional[_Union[RegisterCoordinatorRecord, _Mapping]] = ..., fence_coordinator: _Optional[_Union[FenceCoordinatorRecord, _Mapping]] = ..., coordinator_assignment: _Optional[_Union[CoordinatorAssignmentRecord, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuotaRecord, _Mapping]] = ..., access_control_entry: _Optional[_Union[AccessControlEntryRecord, _Mapping]] = ..., remove_access_control_entry: _Optional[_Union[RemoveAccessControlEntryRecord, _Mapping]] = ...) -> None: ...
+    user_scram_credential: UserScramCredentialRecord
+    remove_user_scram_credential: RemoveUserScramCredentialRecord
+    def __init__(self, register_broker: _Optional[_Union[RegisterBrokerRecord, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBrokerRecord, _Mapping]] = ..., fence_broker: _Optional[_Union[FenceBrokerRecord, _Mapping]] = ..., unfence_broker: _Optional[_Union[UnfenceBrokerRecord, _Mapping]] = ..., topic: _Optional[_Union[TopicRecord, _Mapping]] = ..., partition: _Optional[_Union[PartitionRecord, _Mapping]] = ..., partition_change: _Optional[_Union[PartitionChangeRecord, _Mapping]] = ..., remove_topic: _Optional[_Union[RemoveTopicRecord, _Mapping]] = ..., config: _Optional[_Union[ConfigRecord, _Mapping]] = ..., producer_ids: _Optional[_Union[ProducerIdsRecord, _Mapping]] = ..., register_coordinator: _Optional[_Union[RegisterCoordinatorRecord, _Mapping]] = ..., fence_coordinator: _Optional[_Union[FenceCoordinatorRecord, _Mapping]] = ..., coordinator_assignment: _Optional[_Union[CoordinatorAssignmentRecord, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuotaRecord, _Mapping]] = ..., access_control_entry: _Optional[_Union[AccessControlEntryRecord, _Mapping]] = ..., remove_access_control_entry: _Optional[_Union[RemoveAccessControlEntryRecord, _Mapping]] = ..., user_scram_credential: _Optional[_Union[UserScramCredentialRecord, _Mapping]] = ..., remove_user_scram_credential: _Optional[_Union[RemoveUserScramCredentialRecord, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "incarnation_id", "endpoint", "rack", "broker_epoch", "internal_endpoint")
@@ -369,3 +382,27 @@ class RemoveAccessControlEntryRecord(_message.Message):
     operation: AclOperation
     permission: AclPermission
     def __init__(self, resource_type: _Optional[_Union[AclResourceType, str]] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[_Union[AclPatternType, str]] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[_Union[AclOperation, str]] = ..., permission: _Optional[_Union[AclPermission, str]] = ...) -> None: ...
+
+class UserScramCredentialRecord(_message.Message):
+    __slots__ = ("name", "mechanism", "salt", "stored_key", "server_key", "iterations")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    STORED_KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVER_KEY_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: ScramMechanism
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[_Union[ScramMechanism, str]] = ..., salt: _Optional[bytes] = ..., stored_key: _Optional[bytes] = ..., server_key: _Optional[bytes] = ..., iterations: _Optional[int] = ...) -> None: ...
+
+class RemoveUserScramCredentialRecord(_message.Message):
+    __slots__ = ("name", "mechanism")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: ScramMechanism
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[_Union[ScramMechanism, str]] = ...) -> None: ...
