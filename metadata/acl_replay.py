@@ -164,10 +164,10 @@ class AclChanges:
 
 class AclReplay:
     """The ACL records' part of replay.py's ImageBuilder, which dispatches on the record kind and
-    names the error a record that does not fit raises (`acl_error`, its InvalidBatchError)."""
+    names the error a record that does not fit raises (`record_error`, its InvalidBatchError)."""
 
     acls: AclChanges
-    acl_error: type[Exception]
+    record_error: type[Exception]
 
     def _access_control_entry(
         self, record: m.AccessControlEntryRecord, offset: int, _: bool
@@ -175,7 +175,7 @@ class AclReplay:
         binding = self._acl_binding(record, offset)
         problem = binding.problem()
         if problem is not None:
-            raise self.acl_error(f"ACL record at {offset}: {problem}")
+            raise self.record_error(f"ACL record at {offset}: {problem}")
         self.acls.add(binding)
 
     def _remove_access_control_entry(
@@ -187,4 +187,4 @@ class AclReplay:
         try:
             return binding_from(record)
         except ValueError as error:
-            raise self.acl_error(f"ACL record at {offset}: {error}") from error
+            raise self.record_error(f"ACL record at {offset}: {error}") from error

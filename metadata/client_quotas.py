@@ -249,6 +249,19 @@ def replay_client_quota(
         quotas.pop(entity, None)
 
 
+class ClientQuotaReplay:
+    """The ClientQuotaRecord's part of replay.py's ImageBuilder (as acl_replay.AclReplay)."""
+
+    client_quotas: MutableMapping[QuotaEntity, Mapping[str, float]]
+    record_error: type[Exception]
+
+    def _client_quota(self, record: metadata_pb2.ClientQuotaRecord, offset: int, _: bool) -> None:
+        try:
+            replay_client_quota(self.client_quotas, record)
+        except ValueError as error:
+            raise self.record_error(f"client quota record at {offset}: {error}") from error
+
+
 def snapshot_records(quotas: ClientQuotas) -> list[metadata_pb2.MetadataRecord]:
     """The ClientQuotaRecords that rebuild `quotas`, in canonical order (metadata/snapshot.py)."""
     return [

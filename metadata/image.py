@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from samsa.metadata.acls import Acls
 from samsa.metadata.client_quotas import ClientQuotas
+from samsa.metadata.scram_credentials import ScramCredentials
 
 # The running hash before offset 0 (see proto/samsa/v1/metadata.proto).
 INITIAL_HASH = bytes(16)
@@ -197,6 +198,8 @@ class MetadataImage:
     client_quotas: ClientQuotas = field(default_factory=lambda: _EMPTY)
     # ACL bindings (metadata/acls.py; records: metadata/acl_replay.py).
     acls: Acls = field(default_factory=Acls.empty)
+    # Users' SCRAM credentials by (user name, mechanism number) (metadata/scram_credentials.py).
+    scram_credentials: ScramCredentials = field(default_factory=lambda: _EMPTY)
 
     @staticmethod
     def empty() -> MetadataImage:

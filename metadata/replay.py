@@ -42,7 +42,8 @@ id must name the partition's current one as `retired_producer_id`, and every lat
 name the same retired id until the next rotation, so each owner knows which id to fence. A
 record without the field retires nothing. A partition's first producer id, and each new one,
 moves `next_producer_id` past it. A ClientQuotaRecord must name an entity and one of Kafka's
-two keys, with a whole value > 0 to set (metadata/client_quotas.py); ACL records: acl_replay.py.
+two keys, with a whole value > 0 to set (metadata/client_quotas.py); ACL records: acl_replay.py;
+SCRAM credentials: scram_credentials.py.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from samsa.metadata.acl_replay import AclChanges, AclReplay
-from samsa.metadata.client_quotas import replay_client_quota
+from samsa.metadata.client_quotas import ClientQuotaReplay
 from samsa.metadata.coordinators import COORDINATOR_TOPICS, NO_COORDINATOR, assignment_topic
 from samsa.metadata.image import (
     BROKER_RESOURCE,
@@ -64,6 +65,7 @@ from samsa.metadata.image import (
     TopicImage,
 )
 from samsa.metadata.records import chain_hash
+from samsa.metadata.scram_credentials import ScramReplay
 from samsa.v1 import metadata_pb2
 
 
@@ -111,11 +113,11 @@ def replay(image: MetadataImage, batch: metadata_pb2.MetadataRecordBatch) -> Met
     )
 
 
-class ImageBuilder(AclReplay):
+class ImageBuilder(AclReplay, ClientQuotaReplay, ScramReplay):
     """A mutable copy of an image's maps; unchanged topics and brokers are shared, not copied.
     A builder makes one image: `build` hands its maps to that image, so it is not used again."""
 
-    acl_error = InvalidBatchError
+    record_error = InvalidBatchError
 
     def __init__(self, image: MetadataImage) -> None:
         self.brokers = dict(image.brokers)
@@ -127,6 +129,7 @@ class ImageBuilder(AclReplay):
         self.coordinator_assignments = dict(image.coordinator_assignments)
         self.client_quotas = dict(image.client_quotas)
         self.acls = AclChanges(image.acls)
+        self.scram_credentials = dict(image.scram_credentials)
         # Partition maps this builder made (a copy of the old image's, or a new topic's), by topic
         # name. No image holds them until `build`, so later records of the batch change them in
         # place: P partitions of one topic cost O(P), not O(P²), and the old image is never touched.
@@ -146,6 +149,7 @@ class ImageBuilder(AclReplay):
             coordinator_assignments=self.coordinator_assignments,
             client_quotas=self.client_quotas,
             acls=self.acls.build(),
+            scram_credentials=self.scram_credentials,
         )
 
     def apply(
@@ -311,12 +315,6 @@ class ImageBuilder(AclReplay):
             self.configs[key] = values
         else:
             self.configs.pop(key, None)
-
-    def _client_quota(self, record: metadata_pb2.ClientQuotaRecord, offset: int, _: bool) -> None:
-        try:
-            replay_client_quota(self.client_quotas, record)
-        except ValueError as error:
-            raise InvalidBatchError(f"client quota record at {offset}: {error}") from error
 
     # --- producer ids -------------------------------------------------------------------------
 

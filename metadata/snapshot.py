@@ -27,6 +27,7 @@ from samsa.metadata.acl_replay import snapshot_records as acl_records
 from samsa.metadata.client_quotas import snapshot_records as client_quota_records
 from samsa.metadata.image import NO_PRODUCER_ID, MetadataImage
 from samsa.metadata.replay import ImageBuilder, MetadataReplayError
+from samsa.metadata.scram_credentials import snapshot_records as scram_records
 from samsa.v1 import metadata_pb2
 
 
@@ -114,6 +115,7 @@ def to_snapshot(image: MetadataImage) -> metadata_pb2.MetadataSnapshot:
     records += _coordinator_records(image)
     records += client_quota_records(image.client_quotas)
     records += acl_records(image.acls)
+    records += scram_records(image.scram_credentials)
     return metadata_pb2.MetadataSnapshot(
         end_offset=image.end_offset,
         hash=image.hash,

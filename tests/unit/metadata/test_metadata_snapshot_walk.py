@@ -23,6 +23,8 @@ from dataclasses import replace
 import pytest
 from metadata_helpers import change, config, fence, partition, register, remove, topic, unfence
 
+from samsa.common import scram
+from samsa.metadata import scram_credentials
 from samsa.metadata.acl_replay import add_record, binding_fields, remove_record
 from samsa.metadata.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 from samsa.metadata.coordinators import COORDINATOR_TOPICS
@@ -158,8 +160,18 @@ def _acl_record(rng: random.Random, image: MetadataImage) -> m.MetadataRecord:
     return remove_record(binding) if rng.random() < 0.4 else add_record(binding)
 
 
+def _scram_record(rng: random.Random, image: MetadataImage) -> m.MetadataRecord:
+    mechanism = rng.choice([scram.SCRAM_SHA_256, scram.SCRAM_SHA_512])
+    name = rng.choice(["alice", "bob"])
+    if rng.random() < 0.3:
+        return scram_credentials.removal_record(name, mechanism)
+    salt = rng.choice([b"salt", b""])  # an empty salt: refused
+    credential = scram.credential_from_salted_password(mechanism, salt, b"p" * 64, 4096)
+    return scram_credentials.credential_record(name, credential)
+
+
 MAKERS = (_broker_record, _topic_record, _topic_record, _config_record, _producer_record)
-MAKERS += (_producer_record, _coordinator_record, _quota_record, _acl_record)
+MAKERS += (_producer_record, _coordinator_record, _quota_record, _acl_record, _scram_record)
 
 
 def _batch(rng: random.Random, image: MetadataImage) -> m.MetadataRecordBatch:
