@@ -15,9 +15,10 @@ const { producerMethods } = require('./producer');
 const { Positions } = require('./positions');
 const { checkMs, checkOffset, checkPartition } = require('./checks');
 const { TlsConfigError, channelCredentials, missingCertificateHint, tlsLocations } = require('./tls');
+const { SaslLogin, exchange, saslChannelCredentials, saslSettings } = require('./sasl');
 
 const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
-const PROTO_FILES = ['broker.proto', 'controller.proto', 'coordinator.proto'].map((name) =>
+const PROTO_FILES = ['broker.proto', 'controller.proto', 'coordinator.proto', 'security.proto'].map((name) =>
   path.join(PROTO_ROOT, 'samsa', 'v1', name),
 );
 
@@ -63,6 +64,7 @@ function loadServices() {
       controller: v1.ControllerService,
       lookup: v1.CoordinatorLookupService,
       group: v1.GroupCoordinatorService,
+      sasl: v1.SaslService,
     };
   }
   return services;
@@ -94,7 +96,9 @@ class SamsaClient {
   // quotas and a group's description know this client by; default "samsa-node-N".
   // 'security.protocol' ('PLAINTEXT' or 'SSL'), 'ssl.ca.location', 'ssl.certificate.location',
   // 'ssl.key.location': TLS, as the Python SDK and librdkafka name it (tls.js); the files are
-  // read here, and a wrong setting or file is a TlsConfigError naming it.
+  // read here, and a wrong setting or file is a TlsConfigError naming it. With 'security.protocol'
+  // 'SASL_SSL', also 'sasl.mechanism' (SCRAM-SHA-256 or SCRAM-SHA-512), 'sasl.username' and
+  // 'sasl.password' (sasl.js): every call carries a session ticket, from one SCRAM exchange.
   constructor(bootstrap, options = {}) {
     const { idempotence = true } = options;
     clientsMade += 1;
@@ -109,7 +113,14 @@ class SamsaClient {
     }
     this.bootstrap = splitEndpoints(bootstrap);
     this.tls = tlsLocations(options); // the TLS files, or null for PLAINTEXT
-    this.credentials = channelCredentials(this.tls); // every channel's, insecure or TLS
+    const sasl = saslSettings(options); // null unless SASL_SSL
+    const tlsCredentials = channelCredentials(this.tls); // insecure or TLS
+    // The login (SASL_SSL): its exchanges go over TLS alone, every other call carries its ticket.
+    this.sasl =
+      sasl === null
+        ? null
+        : new SaslLogin((endpoint) => exchange(loadServices().sasl, tlsCredentials, endpoint, sasl));
+    this.credentials = this.sasl === null ? tlsCredentials : saslChannelCredentials(tlsCredentials, this.sasl);
     this.bootstrapAnswered = 0; // the index of the bootstrap server that answered last
     this.timeoutMs = timeoutMs;
     this.deliveryTimeoutMs = deliveryTimeoutMs;
@@ -151,6 +162,7 @@ class SamsaClient {
       const options = { deadline: Date.now() + timeoutMs };
       stub[method](request, this.identity.clone(), options, (error, answer) => {
         if (error) {
+          if (error.code === grpc.status.UNAUTHENTICATED && this.sasl !== null) this.sasl.drop();
           const hint = missingCertificateHint(this.tls, error);
           error.message = `${method} at ${endpoint}: ${hint}${error.details || error.message}`;
           reject(error);

@@ -1,8 +1,9 @@
 'use strict';
 // TLS for the client's channels, with the settings named as the Python SDK (common/tls.py) and
 // librdkafka name them, so that one set of properties serves every client:
-//   'security.protocol'         PLAINTEXT (the default) or SSL, case-insensitive; SASL_* is
-//                               refused: Samsa has no SASL.
+//   'security.protocol'         PLAINTEXT (the default), SSL or SASL_SSL (TLS, and a user name
+//                               and password: sasl.js), case-insensitive; SASL_PLAINTEXT is
+//                               refused: Samsa sends SASL over TLS only.
 //   'ssl.ca.location'           PEM file of the CA that verifies the servers (else the
 //                               system's roots, gRPC's default).
 //   'ssl.certificate.location'  this client's certificate chain, PEM, and
@@ -37,17 +38,17 @@ class TlsConfigError extends Error {
 // 'security.protocol' upper-cased (Kafka takes it in any case), or a TlsConfigError.
 function protocolOf(value = 'PLAINTEXT') {
   const upper = typeof value === 'string' ? value.trim().toUpperCase() : '';
-  if (upper === 'PLAINTEXT' || upper === 'SSL') return upper;
-  if (upper.startsWith('SASL')) {
+  if (upper === 'PLAINTEXT' || upper === 'SSL' || upper === 'SASL_SSL') return upper;
+  if (upper === 'SASL_PLAINTEXT') {
     throw new TlsConfigError(
-      `${PROTOCOL}=${value}: Samsa has no SASL; use SSL (with a client certificate where the cluster requires one) or PLAINTEXT`,
+      `${PROTOCOL}=${value}: Samsa sends SASL over TLS only (its session ticket is a bearer credential); use SASL_SSL`,
     );
   }
-  throw new TlsConfigError(`${PROTOCOL}=${String(value)}: expected PLAINTEXT or SSL`);
+  throw new TlsConfigError(`${PROTOCOL}=${String(value)}: expected PLAINTEXT, SSL or SASL_SSL`);
 }
 
 // The files the client options name, {ca, certificate, key} (each a path or null), or null for
-// PLAINTEXT. Nothing is read here.
+// PLAINTEXT (SSL and SASL_SSL both dial with TLS). Nothing is read here.
 function tlsLocations(options = {}) {
   const chosen = protocolOf(options[PROTOCOL] ?? 'PLAINTEXT');
   const given = {};

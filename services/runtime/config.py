@@ -65,6 +65,10 @@ NOT_CONFIG_VARIABLES = frozenset(
         "SAMSA_GRAFANA_IMAGE",
         "SAMSA_CLUSTER_SECRET",
         "SAMSA_TLS_DIR",
+        # the Node example's SASL login (clients/node/example.js): a client's, not a service's
+        "SAMSA_SASL_MECHANISM",
+        "SAMSA_SASL_USERNAME",
+        "SAMSA_SASL_PASSWORD",
     }
 )
 NOT_CONFIG_PREFIXES = ("SAMSA_SPARK_",)

@@ -1,6 +1,7 @@
 """Goal: the Node client's TLS settings (clients/node/tls.js) take the Python SDK's and
 librdkafka's names and refuse a mistake when the client is made, naming the setting (and the
-file): security.protocol PLAINTEXT or SSL in any case, SASL_* refused (Samsa has no SASL), an
+file): security.protocol PLAINTEXT, SSL or SASL_SSL in any case, SASL_PLAINTEXT refused (SASL
+over TLS only), an
 ssl.* file with PLAINTEXT refused rather than ignored, a certificate without its key, a missing
 file, a file that is not PEM, an encrypted key, a key file in place of a certificate. A client
 given good files dials with TLS credentials, one without settings as before (insecure);
@@ -76,7 +77,7 @@ def test_the_settings_alone_are_checked_and_named() -> None:
             ("locations", {"security.protocol": "ssl"}),
             ("locations", ssl | {"ssl.ca.location": "ca.pem"}),
             ("locations", ssl | {"ssl.certificate.location": "c", "ssl.key.location": "k"}),
-            ("locations", {"security.protocol": "SASL_SSL"}),
+            ("locations", {"security.protocol": "SASL_PLAINTEXT"}),
             ("locations", {"security.protocol": "TLS"}),
             ("locations", {"ssl.ca.location": "ca.pem"}),
             ("locations", ssl | {"ssl.certificate.location": "c"}),
@@ -93,8 +94,8 @@ def test_the_settings_alone_are_checked_and_named() -> None:
     errors = out[5:]
     assert {e.get("error") for e in errors} == {"TlsConfigError"}, errors
     messages = [str(e["message"]) for e in errors]
-    assert messages[0].startswith("security.protocol=SASL_SSL: Samsa has no SASL")
-    assert messages[1] == "security.protocol=TLS: expected PLAINTEXT or SSL"
+    assert messages[0].startswith("security.protocol=SASL_PLAINTEXT: Samsa sends SASL over TLS")
+    assert messages[1] == "security.protocol=TLS: expected PLAINTEXT, SSL or SASL_SSL"
     assert messages[2].startswith("ssl.ca.location is set but security.protocol is PLAINTEXT")
     assert messages[3] == (
         "ssl.certificate.location and ssl.key.location go together: set both or neither"
