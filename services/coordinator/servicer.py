@@ -26,6 +26,7 @@ from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import named_twice, too_many, too_many_nested
 from samsa.metadata.acls import Operation, ResourceType
+from samsa.services.coordinator.commit_access import per_topic_commit
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
 from samsa.services.coordinator.group_describe_access import shown_to
 from samsa.services.coordinator.group_offsets import commit_size_problem, commit_write_error
@@ -139,6 +140,9 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         await self._check_partitions(request, context)
         if (problem := commit_size_problem(request, _now_ms())) is not None:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, problem)
+        return await per_topic_commit(request, self._commit)
+
+    async def _commit(self, request: c.OffsetCommitRequest) -> c.OffsetCommitResponse:
         try:
             partition = self.coordinator.partition_for(request.group_id)
             coordinator = self.coordinator

@@ -356,13 +356,17 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _CONTROLLER + "CreateAcls": _cluster_rule(_O.ALTER),
     _CONTROLLER + "DeleteAcls": _cluster_rule(_O.ALTER),
     _CONTROLLER + "DescribeAcls": _cluster_rule(_O.DESCRIBE),
+    _CONTROLLER + "AlterUserScramCredentials": _cluster_rule(_O.ALTER),
+    _CONTROLLER + "DescribeUserScramCredentials": _cluster_rule(_O.DESCRIBE),
+    # SaslService: how a caller proves who it is, before anything can be decided about it.
+    "/samsa.v1.SaslService/SaslAuthenticate": _fixed(ANYONE),
     # CoordinatorLookupService
     "/samsa.v1.CoordinatorLookupService/FindCoordinator": _find_coordinator,
     # GroupCoordinatorService
     _GROUPS + "ConsumerGroupHeartbeat": _group_rule(_O.READ, lambda r: [r.group_id]),
-    _GROUPS + "OffsetCommit": _group_rule(
-        _O.READ, lambda r: [r.group_id], _O.READ, lambda r: (t.name for t in r.topics)
-    ),
+    # READ on each topic too: TOPIC_AUTHORIZATION_FAILED per topic by the handler, which stores
+    # the others (coordinator/commit_access.py), as Kafka's OffsetCommit answers.
+    _GROUPS + "OffsetCommit": _group_rule(_O.READ, lambda r: [r.group_id]),
     # All topics (none named): the group's DESCRIBE; the handler leaves out the topics the
     # caller may not DESCRIBE, as Kafka does (and so does DescribeGroupLag's).
     _GROUPS + "OffsetFetch": _group_rule(

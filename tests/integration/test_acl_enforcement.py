@@ -8,7 +8,8 @@ CLI's certificate) grants her READ through Admin.create_acls, the grant reaches 
 through the metadata log and she reads; bob, with no ACL, is refused everything but
 DescribeCluster (listing every topic shows him none, and naming one answers it
 TOPIC_AUTHORIZATION_FAILED, as Kafka's Metadata does); a group consumer needs READ on its
-group too (the coordinator decides). The cluster's own traffic (replication, the coordinator's
+group too (the coordinator decides), and a commit stores the topics it may READ and refuses
+the others per topic. The cluster's own traffic (replication, the coordinator's
 __consumer_offsets, registration) keeps working with no ACL for the processes' certificates:
 their membership proofs skip the ACLs.
 
@@ -29,7 +30,7 @@ from acl_cluster import acl_cluster, allow, as_client, channel_as, grant, princi
 from cluster_helpers import wait_until
 
 from samsa.cli.launcher import LocalCluster
-from samsa.client import Admin, Consumer, Producer
+from samsa.client import Admin, AuthorizationError, Consumer, Producer
 from samsa.common.errors import ErrorCode
 from samsa.common.record.codec import build_batch
 from samsa.metadata.acls import Operation, ResourceType
@@ -239,6 +240,37 @@ def test_a_group_consumer_needs_read_on_its_group(cluster: LocalCluster) -> None
         wait_until("carol reads events in her group", read_all, timeout_s=60)
         consumer.commit()  # OffsetCommit: READ on the group and on the topic
     assert sorted(values) == sorted(b"e%d" % n for n in range(RECORDS))
+
+
+def test_a_commit_stores_the_topics_granted_and_refuses_the_others(
+    cluster: LocalCluster,
+) -> None:
+    """Kafka's OffsetCommit answers per topic: hana, with READ on her group and on `events` but
+    not on `orders`, commits both; `events` is stored, `orders` is refused naming it."""
+    grant(
+        cluster,
+        allow(principal("hana"), Operation.READ, ResourceType.TOPIC, "events"),
+        allow(principal("hana"), Operation.READ, ResourceType.GROUP, "hanas"),
+    )
+    offsets = {("events", 0): 3, ("orders", 0): 1}
+    with Admin(as_client(cluster, "hana")) as admin:
+
+        def refused_orders_only() -> AuthorizationError | None:
+            try:
+                admin.alter_consumer_group_offsets("hanas", offsets)
+            except AuthorizationError as error:
+                return error if error.topic == "orders" else None
+            return None
+
+        error = wait_until("hana's grants applied on the coordinator", refused_orders_only)
+    assert list(error.errors) == [("orders", 0)], error.errors
+    assert "User:CN=hana,O=samsa may not READ topic orders" in str(error), error
+    with Admin(super_user(cluster)) as admin:
+        stored = admin.list_consumer_group_offsets("hanas")
+    assert {tp: value.offset for tp, value in stored.items()} == {("events", 0): 3}
+    with Admin(as_client(cluster, "hana")) as admin, pytest.raises(AuthorizationError) as raised:
+        admin.alter_consumer_group_offsets("not-hanas", {("events", 0): 1})
+    assert raised.value.resource == "group:not-hanas", raised.value
 
 
 def test_a_transactional_producer_needs_write_on_its_id(cluster: LocalCluster) -> None:

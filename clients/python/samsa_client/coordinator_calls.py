@@ -128,7 +128,8 @@ class CoordinatorCalls:
         self, request: g.FindCoordinatorRequest, deadline: float
     ) -> tuple[g.FindCoordinatorResponse | None, Problem | None]:
         """FindCoordinator on the first bootstrap server that answers, or None and why. A request
-        the server refuses as invalid (INVALID_ARGUMENT) raises GroupError."""
+        the server refuses as invalid (INVALID_ARGUMENT) raises GroupError, an ACL refusal its
+        AuthorizationError."""
         problem = None
         for _ in self._bootstrap:
             endpoint = self._bootstrap[self._lookup_next % len(self._bootstrap)]
@@ -138,6 +139,8 @@ class CoordinatorCalls:
             except grpc.RpcError as error:
                 if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                if (refused := authorization_error(error)) is not None:
+                    raise refused from None  # DESCRIBE on the key: any server refuses it alike
                 problem = (
                     int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
                     f"no bootstrap server answered FindCoordinator ({status(error)})",

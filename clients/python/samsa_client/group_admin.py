@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import SupportsInt
 
-from samsa.client.errors import KafkaError, code_of, first_of
+from samsa.client.errors import AuthorizationError, KafkaError, code_of, first_of
 from samsa.common.errors import ErrorCode
 from samsa.v1 import coordinator_pb2 as c
 
@@ -287,7 +287,8 @@ def first_commit_error_of(answer: c.OffsetCommitResponse) -> tuple[int, str]:
 def commit_error_of(group_id: str, answer: c.OffsetCommitResponse) -> KafkaError | None:
     """The first partition's error of an admin OffsetCommit, in words a person acts on, whose
     `errors` names every refused partition (the others were stored); None when every offset
-    was stored. A group with members refuses it with UNKNOWN_MEMBER_ID."""
+    was stored. A group with members refuses it with UNKNOWN_MEMBER_ID; a topic the caller may
+    not READ is an AuthorizationError naming it (Kafka's OffsetCommit refuses it per topic)."""
     errors: dict[TopicPartition, KafkaError] = {}
     for topic in answer.topics:
         for p in topic.partitions:
@@ -299,6 +300,9 @@ def commit_error_of(group_id: str, answer: c.OffsetCommitResponse) -> KafkaError
                     "stop the group's consumers first",
                     ErrorCode.UNKNOWN_MEMBER_ID,
                 )
+            elif p.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:  # the others were stored
+                code, resource = ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"topic:{topic.name}"
+                error = AuthorizationError(p.error_message, code, resource)
             else:
                 message = f"{topic.name}-{p.partition}: {p.error_message}"
                 error = GroupError.of(p.error_code, message)

@@ -33,6 +33,7 @@ from samsa.client.group_admin import (
     PartitionLag,
     TopicPartition,
 )
+from samsa.client.refusals import authorization_error
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
@@ -163,6 +164,8 @@ class GroupAdminCalls:
                 try:
                     got = send(self._group_stub(endpoint), ids, self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
+                    if (refused := authorization_error(error)) is not None:
+                        raise refused from None  # asked again, it is refused again
                     if error.code() in (
                         grpc.StatusCode.INVALID_ARGUMENT,
                         grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -51,6 +51,7 @@ from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import (
     COORDINATOR_ERRORS,
     OffsetAndMetadata,
+    commit_error_of,
     first_commit_error_of,
     offset_fetch_request,
     offsets_of,
@@ -321,6 +322,9 @@ class GroupDriver:
             if code == ErrorCode.STALE_MEMBER_EPOCH and time.monotonic() < deadline:
                 await asyncio.sleep(self.config.retry_backoff_ms / 1000)  # a heartbeat's epoch
                 continue
+            refused = commit_error_of(self.group_id, answer)  # per topic: the others stored
+            if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and refused is not None:
+                raise refused
             raise commit_refused(code, message, subscribed=bool(request.member_id))
 
     async def fetch_committed(
