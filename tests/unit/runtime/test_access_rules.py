@@ -153,6 +153,8 @@ CASES: list[tuple[str, object, set[object] | str]] = [
             ("CreateAcls", Op.ALTER),
             ("DeleteAcls", Op.ALTER),
             ("DescribeAcls", Op.DESCRIBE),
+            ("AlterUserScramCredentials", Op.ALTER),
+            ("DescribeUserScramCredentials", Op.DESCRIBE),
         )
     ],
     (CONTROLLER + "DescribeCluster", c.DescribeClusterRequest(), set()),
