@@ -301,6 +301,8 @@ quota_tracked_clients_max = 100_000
 acl_name_length_max = 255
 acl_principal_length_max = 512
 acl_bindings_max = 10_000  # DescribeAcls answers every binding in one message
+# SCRAM credentials (KIP-554; Kafka bounds none): all are in every image and in one Describe answer.
+scram_credentials_max = 10_000  # far beyond a cluster's users (services, people); scram_control.py
 
 # Names, counts and configs one admin request may carry: far beyond any real use, small enough
 # that a careless or hostile caller cannot make the controller generate a huge batch.
@@ -408,9 +410,8 @@ assert 2 * replication_factor_max * 5 * 3 + 40 <= describe_topics_partition_byte
 assert 2 * replication_factor_max * 5 + 35 <= alter_partition_record_bytes_max
 assert metadata_batch_bytes_max + 1 * MIB <= grpc_message_bytes_max
 assert metadata_snapshot_chunk_bytes + 1 * MIB <= grpc_message_bytes_max
-assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max, (
-    "one maximal AlterPartition must commit as one metadata batch"
-)
+# One maximal AlterPartition commits as one metadata batch.
+assert alter_partition_items_max * alter_partition_record_bytes_max <= metadata_batch_bytes_max
 assert (
     offset_commit_batch_overhead_bytes
     + 2 * 4 * group_id_length_max  # UTF-8 takes at most 4 bytes a character
@@ -442,9 +443,8 @@ assert metadata_batch_bytes_max < raft_append_entries_batch_bytes, "never chunk 
 assert raft_handshake_frame_bytes_max < raft_frame_bytes_max
 assert raft_frame_bytes_max + 4 <= raft_connection_buffer_bytes_max, "a maximal frame must fit"
 assert grpc_requests_in_progress_max >= grpc_streams_per_connection_max, "one full connection fits"
-assert admin_request_items_max * 2 * (4 * client_id_length_max + 64) <= metadata_batch_bytes_max, (
-    "a maximal AlterClientQuotas (two keys per entity, UTF-8 client ids) commits as one batch"
-)
+# A maximal AlterClientQuotas (two keys per entity, UTF-8 client ids) commits as one batch.
+assert admin_request_items_max * 2 * (4 * client_id_length_max + 64) <= metadata_batch_bytes_max
 _acl_binding_bytes = 4 * (2 * acl_name_length_max + acl_principal_length_max) + 64  # UTF-8
 assert admin_request_items_max * _acl_binding_bytes <= metadata_batch_bytes_max, "one batch"
 assert acl_bindings_max * _acl_binding_bytes + 1 * MIB <= grpc_message_bytes_max

@@ -16,6 +16,7 @@ from samsa.services.runtime.config import (
     member_id,
     named_address,
     non_empty,
+    optional_path,
     split_address,
 )
 from samsa.services.runtime.service_config import ServiceConfig
@@ -135,6 +136,14 @@ class ControllerConfig(ServiceConfig):
         integer(10),
         default=METADATA_SNAPSHOT_ENTRIES_DEFAULT,
         help="write a metadata snapshot (and trim the Raft journal) after this many entries",
+    )
+    sasl_scram_bootstrap_credentials: str | None = key(
+        "sasl.scram.bootstrap.credentials",
+        optional_path,
+        default=None,
+        help="a file (mode 0600) of SCRAM credentials to create when the cluster has none for "
+        "them, a line each in kafka-storage's --add-scram syntax: "
+        "SCRAM-SHA-256=[name=admin,password=admin-secret] (optional ,iterations=N); off by default",
     )
 
     def __post_init__(self) -> None:

@@ -7,7 +7,9 @@ on the configured address (the secret is its password), serve ControllerService 
 reflection) from the driver, checking brokers' membership proofs with a key derived from the
 secret, fence brokers whose sessions expire while this controller is active, run the coordinators'
 side (fence expired coordinator sessions, create __consumer_offsets, keep its partitions on live
-coordinators; FindCoordinator is served too), and stop cleanly on SIGTERM. A fatal quorum error
+coordinators; FindCoordinator is served too), write the SCRAM bootstrap file's credentials the
+image lacks each time it becomes active (scram_bootstrap_file.py; a bad file stops it at start),
+and stop cleanly on SIGTERM. A fatal quorum error
 (a diverged metadata log, an unreadable snapshot) exits non-zero: the operator wipes this
 controller's directory and it reloads from the others. The background loops (broker fencing,
 leader rebalancing, completing partition reassignments, the coordinators' side) are restarted
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 import time
 import uuid
 from functools import partial
@@ -32,6 +35,11 @@ from samsa.services.controller.driver import LIVENESS_CHECK_INTERVAL_S, Controll
 from samsa.services.controller.liveness import BrokerLiveness
 from samsa.services.controller.quorum import MetadataQuorum, RaftTimings
 from samsa.services.controller.reassignment_control import topics_reassigning
+from samsa.services.controller.scram_bootstrap import BootstrapFileError
+from samsa.services.controller.scram_bootstrap_file import (
+    load_bootstrap_credentials,
+    write_on_activation,
+)
 from samsa.services.controller.servicer import ControllerServicer
 from samsa.services.runtime import membership, shutdown
 from samsa.services.runtime.authorization import AuthorizerConfig
@@ -55,6 +63,14 @@ REASSIGNMENT_IDLE_CHECK_S = 1.0
 async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
     loop = asyncio.get_running_loop()
     stop = shutdown.stop_event()
+    bootstrap_credentials = {}
+    if config.sasl_scram_bootstrap_credentials is not None:
+        try:  # a bad file stops the controller before it serves anything, as a bad setting
+            path = Path(config.sasl_scram_bootstrap_credentials)
+            bootstrap_credentials = await asyncio.to_thread(load_bootstrap_credentials, path)
+        except BootstrapFileError as error:
+            print(f"samsa controller: {error}", file=sys.stderr)
+            return 2
     data_dir = Path(config.metadata_log_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     # The Raft port's library retries a failed bind every second, in silence: a controller on
@@ -143,6 +159,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         timings=RaftTimings(compaction_entries_min=config.metadata_snapshot_entries),
     )
     driver.attach(quorum)
+    bootstrapping = (
+        write_on_activation(driver, bootstrap_credentials) if bootstrap_credentials else None
+    )
     # Supervised: one that raises is logged and started again (supervisor.py), not dead for good.
     fencing = asyncio.create_task(
         supervise(
@@ -187,6 +206,8 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
     rebalancing.cancel()
     reassigning.cancel()
     coordinating.cancel()
+    if bootstrapping is not None:
+        bootstrapping.cancel()
     stopped.cancel()
     await server.stop(grace_s=2.0)
     await asyncio.to_thread(quorum.destroy)

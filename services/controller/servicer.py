@@ -33,6 +33,7 @@ from samsa.services.controller.lookup_servicer import require_coordinator
 from samsa.services.controller.quorum import MetadataBatchTooLargeError
 from samsa.services.controller.quorum_servicer import QuorumRpcs
 from samsa.services.controller.quota_servicer import ClientQuotaRpcs
+from samsa.services.controller.scram_servicer import ScramRpcs
 from samsa.services.controller.topic_write_servicer import TopicWriteRpcs
 from samsa.services.runtime import caller, member_auth, membership
 from samsa.services.runtime.topic_admin_access import per_config_resource
@@ -54,10 +55,10 @@ def now_ms() -> int:
 
 
 class ControllerServicer(
-    AclRpcs, ClientQuotaRpcs, QuorumRpcs, TopicWriteRpcs, ControllerServiceServicer
+    AclRpcs, ClientQuotaRpcs, ScramRpcs, QuorumRpcs, TopicWriteRpcs, ControllerServiceServicer
 ):
-    """Serves ControllerService from one controller's driver (mixins: ACLs, quotas, quorum,
-    topic writes)."""
+    """Serves ControllerService from one controller's driver (mixins: ACLs, quotas, SCRAM
+    credentials, quorum, topic writes)."""
 
     def __init__(
         self,

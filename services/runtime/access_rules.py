@@ -356,6 +356,7 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     _CONTROLLER + "CreateAcls": _cluster_rule(_O.ALTER),
     _CONTROLLER + "DeleteAcls": _cluster_rule(_O.ALTER),
     _CONTROLLER + "DescribeAcls": _cluster_rule(_O.DESCRIBE),
+    # KIP-554, as Kafka: ALTER on the cluster sets or deletes credentials, DESCRIBE lists them.
     _CONTROLLER + "AlterUserScramCredentials": _cluster_rule(_O.ALTER),
     _CONTROLLER + "DescribeUserScramCredentials": _cluster_rule(_O.DESCRIBE),
     # SaslService: how a caller proves who it is, before anything can be decided about it.

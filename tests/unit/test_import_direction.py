@@ -105,6 +105,7 @@ IO_MODULE_NAMES = {
     "quota_servicer.py",  # the controller's client quota RPCs (gRPC aborts), a servicer mixin
     "acl_servicer.py",  # the controller's ACL RPCs (gRPC aborts), a servicer mixin
     "quorum_servicer.py",  # the controller's DescribeQuorum (clock), a servicer mixin
+    "scram_bootstrap_file.py",  # reads the SCRAM bootstrap file (mode, text), writes it once active
     "main.py",  # process composition (controller, broker and coordinator)
     "__main__.py",
     # services/broker

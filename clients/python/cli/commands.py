@@ -1,11 +1,11 @@
 """The cluster commands of `samsa`: topics and cluster — thin over the SDK; `run` dispatches them
 all. The console producer and consumer (produce, consume) are in console_commands.py, the
 commands that change a topic's partitions, configs or records in topic_changes.py, the groups,
-transactions, perf, reassign, log-dirs, leader-election, quotas, acls, metadata-quorum and
-configs commands in group_commands.py, transaction_commands.py, perf_commands.py,
+transactions, perf, reassign, log-dirs, leader-election, quotas, acls, metadata-quorum, configs
+and users commands in group_commands.py, transaction_commands.py, perf_commands.py,
 reassign_commands.py, log_dirs_commands.py, election_commands.py, quota_commands.py,
-acl_commands.py, quorum_commands.py and config_commands.py, and what they all share (where to
-connect, tables, times) in command_support.py.
+acl_commands.py, quorum_commands.py, config_commands.py and user_commands.py, and what they all
+share (where to connect, tables, times) in command_support.py.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from samsa.cli.transaction_commands import (
     run_transactions,
     transactions_usage_error,
 )
+from samsa.cli.user_commands import add_users_command, run_users, users_usage_error
 from samsa.client import Admin, NewTopic, NoBrokersAvailable, TopicError
 from samsa.client.channels import Channels
 from samsa.client.cluster_admin import PartitionInfo
@@ -108,6 +109,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_acl_command(commands, add_connection)
     add_quorum_command(commands, add_connection)
     add_config_command(commands, add_connection)
+    add_users_command(commands, add_connection)
 
     cluster = commands.add_parser(
         "cluster",
@@ -148,28 +150,14 @@ def run(args: argparse.Namespace) -> int:
             return run_console(args)
         if args.command == "groups":
             return run_groups(args)
-        if args.command == "transactions":
-            return run_transactions(args, servers)
+        if args.command in SERVER_COMMANDS:
+            return SERVER_COMMANDS[args.command](args, servers)
         if args.command == "cluster" and args.cluster_action == "unregister":
             return _unregister_broker(args)
         if args.command == "cluster":
             return _cluster(args)
         if args.command == "perf":
             return run_perf(args)
-        if args.command == "reassign":
-            return run_reassign(args, servers)
-        if args.command == "log-dirs":
-            return run_log_dirs(args, servers)
-        if args.command == "leader-election":
-            return run_election(args, servers)
-        if args.command == "quotas":
-            return run_quotas(args, servers)
-        if args.command == "acls":
-            return run_acls(args, servers)
-        if args.command == "metadata-quorum":
-            return run_quorum(args, servers)
-        if args.command == "configs":
-            return run_configs(args, servers)
     except NoBrokersAvailable as error:
         if not isinstance(error.__cause__, grpc.Call):
             print(f"samsa {args.command}: {error} ({error.code.name})", file=sys.stderr)
@@ -278,6 +266,18 @@ def topics_usage_error(args: argparse.Namespace) -> str | None:
     return None
 
 
+# The commands that run with the bootstrap servers they were given.
+SERVER_COMMANDS: dict[str, Callable[[argparse.Namespace, str], int]] = {
+    "transactions": run_transactions,
+    "reassign": run_reassign,
+    "log-dirs": run_log_dirs,
+    "leader-election": run_election,
+    "quotas": run_quotas,
+    "acls": run_acls,
+    "metadata-quorum": run_quorum,
+    "configs": run_configs,
+    "users": run_users,
+}
 # Each command's check of its arguments before the cluster is asked: a usage error, or None.
 USAGE_CHECKS: dict[str, Callable[[argparse.Namespace], str | None]] = {
     "groups": groups_usage_error,
@@ -290,6 +290,7 @@ USAGE_CHECKS: dict[str, Callable[[argparse.Namespace], str | None]] = {
     "acls": acls_usage_error,
     "metadata-quorum": quorum_usage_error,
     "configs": configs_usage_error,
+    "users": users_usage_error,
 }
 
 

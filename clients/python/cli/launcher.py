@@ -210,6 +210,7 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
         "transaction.state.log.replication.factor",
         "transaction.state.log.min.isr",
         "coordinator.session.timeout.ms",
+        "sasl.scram.bootstrap.credentials",
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]

@@ -24,6 +24,8 @@
     samsa configs --entity-type brokers --entity-default (--describe [--all] | --alter
                   [--add-config K=V,..] [--delete-config K,..])  cluster-wide topic defaults
                   (or --entity-type topics --entity-name T: a topic's configs)
+    samsa users describe [--user U] | set-scram|delete-scram --user U --mechanism M
+                                                               SCRAM credentials (SASL users)
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh
     samsa dump-log --files F[,F...] [--print-data-log] [--deep-iteration] [--index-sanity-check]
                    [--verify-index-only] [--max-bytes N] [--json]  a partition's files on disk
@@ -89,6 +91,7 @@ CLUSTER_COMMANDS = (
     "acls",
     "metadata-quorum",
     "configs",
+    "users",
 )
 
 

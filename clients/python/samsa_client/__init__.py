@@ -32,6 +32,11 @@ from samsa.client.group_driver import CommitFailedError, GroupMetadata
 from samsa.client.producer import Producer
 from samsa.client.rebalance import ConsumerRebalanceListener
 from samsa.client.record_future import RecordMetadata
+from samsa.client.scram_admin import (
+    ScramCredentialInfo,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
 from samsa.client.transaction_manager import TransactionAbortableError, TransactionFatalError
 from samsa.common.allocator import tune_for_large_buffers as tune_allocator
 from samsa.metadata.acls import (
@@ -75,8 +80,11 @@ __all__ = [
     "QuotaEntity",
     "RecordMetadata",
     "ResourceType",
+    "ScramCredentialInfo",
     "TopicError",
     "TransactionAbortableError",
     "TransactionFatalError",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
     "tune_allocator",
 ]

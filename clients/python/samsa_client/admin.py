@@ -16,6 +16,7 @@ and hands everything else to the parts it owns, one job each:
 - log_dir_calls.py asks each broker for its log dirs (log_dirs.py: the pure half);
 - client_quota_admin.py builds the client quota requests and reads their answers (pure);
 - admin_acls.py (a base class of Admin) holds the ACL methods, acl_admin.py their pure half;
+- admin_scram.py (a base class too) the SCRAM credential methods, scram_admin.py their pure half;
 - cluster_admin.py turns their answers into the dataclasses this module exports (pure);
 - group_admin_calls.py runs the consumer-group methods (admin_groups.py, a base class of
   Admin that documents them) at the groups' coordinators, and
@@ -31,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from samsa.client import client_quota_admin as quotas
 from samsa.client.admin_acls import AclAdmin
 from samsa.client.admin_groups import ConsumerGroupAdmin
+from samsa.client.admin_scram import ScramAdmin
 from samsa.client.channels import Channels
 from samsa.client.client_tls import CLIENT_KEYS, client_tls
 from samsa.client.cluster_admin import (
@@ -126,7 +128,7 @@ ADMIN_KEYS = frozenset(
 )
 
 
-class Admin(AclAdmin, ConsumerGroupAdmin):
+class Admin(AclAdmin, ConsumerGroupAdmin, ScramAdmin):
     """Kafka's AdminClient, synchronous: each call returns when the controller has answered.
     Its consumer-group methods are ConsumerGroupAdmin's (admin_groups.py)."""
 

@@ -3,8 +3,8 @@
 Theory of operation (KIP-590). A client that knows only brokers asks them what it would ask a
 controller:
 
-- DescribeCluster, DescribeTopics, DescribeConfigs, ListPartitionReassignments and
-  DescribeClientQuotas are answered
+- DescribeCluster, DescribeTopics, DescribeConfigs, ListPartitionReassignments,
+  DescribeClientQuotas and DescribeUserScramCredentials are answered
   from this broker's own replica of the metadata log, with the same pure functions a controller
   uses (services/runtime/metadata_reads.py), so the answers are the same as of the image's
   offset. The controllers listed, the active one and the cluster id are those the last
@@ -14,15 +14,15 @@ controller:
   one); so does a read before the broker has followed the log at all, rather than answer from an
   empty image.
 - CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs,
-  AlterPartitionReassignments, UnregisterBroker, ElectLeaders, AlterClientQuotas, CreateAcls and
-  DeleteAcls are forwarded to the active controller, and so are DescribeQuorum, which only it
-  can answer, and DescribeAcls (whose SECURITY_DISABLED is the controller's to say),
-  through the channel the broker already keeps (`ControllerChannel.write`, which follows
-  NOT_CONTROLLER redirects), and the controller's
+  AlterPartitionReassignments, UnregisterBroker, ElectLeaders, AlterClientQuotas,
+  AlterUserScramCredentials, CreateAcls and DeleteAcls are forwarded to the active controller,
+  and so are DescribeQuorum, which only it can answer, and DescribeAcls (whose
+  SECURITY_DISABLED is the controller's to say), through the channel the broker already keeps
+  (`ControllerChannel.write`, which follows NOT_CONTROLLER redirects), and the controller's
   answer is answered as it is: its status carries the metadata offset of the write, which the
-  client then asks its reads for. When
-  no active controller answers in time the answer is NOT_CONTROLLER, which clients retry; a
-  controller's refusal with a gRPC status (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
+  client then asks its reads for. When no active controller answers in time the answer is
+  NOT_CONTROLLER, which clients retry; a controller's refusal with a gRPC status
+  (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is passed on.
 - The RPCs only cluster members send (registration, heartbeats, FetchMetadata, FetchSnapshot,
   AlterPartition, …) are not forwarded: a broker answers them UNIMPLEMENTED, saying to send them
   to a controller.
@@ -46,6 +46,7 @@ from samsa.metadata.image import MetadataImage
 from samsa.services.runtime import caller, metadata_reads
 from samsa.services.runtime.controller_channel import ControllerChannel, ControllerUnavailableError
 from samsa.services.runtime.metadata_log import MetadataLogFollower
+from samsa.services.runtime.scram_reads import describe_user_scram_credentials
 from samsa.services.runtime.topic_admin_access import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -203,6 +204,13 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
         response.status.CopyFrom(self._status())
         return response
 
+    async def DescribeUserScramCredentials(self, request, context):
+        await self._check_count(context, "users", len(request.users))
+        image = await self._image_at(request.min_metadata_offset, context)
+        response = describe_user_scram_credentials(image.scram_credentials, request)
+        response.status.CopyFrom(self._status())
+        return response
+
     # --- writes, forwarded to the active controller ---------------------------------------------
 
     # The topics the caller may not touch are answered here, per topic; the others forwarded.
@@ -275,6 +283,16 @@ class BrokerMetadataServicer(controller_pb2_grpc.ControllerServiceServicer):
             "AlterClientQuotas", request, controller_pb2.AlterClientQuotasResponse, context
         )
 
+    async def AlterUserScramCredentials(self, request, context):
+        count = len(request.deletions) + len(request.upsertions)
+        await self._check_count(context, "SCRAM credential changes", count)
+        return await self._forward(
+            "AlterUserScramCredentials",
+            request,
+            controller_pb2.AlterUserScramCredentialsResponse,
+            context,
+        )
+
     async def CreateAcls(self, request, context):
         await self._check_count(context, "ACL bindings", len(request.creations))
         return await self._forward(
@@ -335,5 +353,6 @@ async def _refuse_member_rpc(context: grpc.aio.ServicerContext, method: str) -> 
         f"{method} is served by the controllers only and brokers do not forward it: send it to a "
         "controller (brokers forward only CreateTopics, DeleteTopics, CreatePartitions, "
         "IncrementalAlterConfigs, AlterPartitionReassignments, UnregisterBroker, ElectLeaders, "
-        "AlterClientQuotas, CreateAcls, DeleteAcls, DescribeAcls and DescribeQuorum)",
+        "AlterClientQuotas, AlterUserScramCredentials, CreateAcls, DeleteAcls, DescribeAcls and "
+        "DescribeQuorum)",
     )

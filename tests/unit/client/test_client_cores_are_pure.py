@@ -46,6 +46,7 @@ CORE_MODULES = (
     "log_dirs.py",
     "client_quota_admin.py",
     "acl_admin.py",
+    "scram_admin.py",
     "inflight_calls.py",
     "config_resources.py",
 )
