@@ -10,9 +10,9 @@ One credential a line; blank lines and lines starting with # are ignored:
 `name` and `password` are required, `iterations` is optional (4096, Kafka's default); a value may
 be double-quoted to hold a comma or a bracket. A (name, mechanism) given twice, an unknown key or
 mechanism, iterations out of 4096..16384 or a name out of 1..255 characters is refused with the
-line's number (never its text: it holds a password). The active controller writes, each time it
-becomes active, the credential of every (name, mechanism) the image has none for
-(scram_control.bootstrap_credentials): once a credential exists, the API owns it. Pure: no I/O;
+line's number (never its text: it holds a password). The active controller writes them when it
+becomes active and the cluster holds no credential at all (scram_control.bootstrap_credentials):
+once one exists, the API owns them all. Pure: no I/O;
 scram_bootstrap_file.py reads the file and draws the salts.
 """
 

@@ -130,10 +130,13 @@ def _user_records(
 def bootstrap_credentials(
     image: MetadataImage, credentials: Mapping[tuple[str, int], scram.ScramCredential]
 ) -> ControlResult[list[str]]:
-    """The records of the bootstrap file's credentials (user, mechanism number) that the image
-    has none for: a credential the API set, replaced or deleted since is never overwritten
-    while it exists. The answer names the users written, for the log."""
-    missing = [key for key in sorted(credentials) if key not in image.scram_credentials]
+    """The records of the bootstrap file's credentials (user, mechanism number), while the
+    cluster holds no credential at all: once it has one, the API owns them, so a credential
+    the API replaced or deleted never comes back (Kafka's --add-scram applies once, at format).
+    A cluster left with none (every credential deleted) gets the file's again at the next
+    change of active controller: how a lost administrator is recovered. The answer names the
+    users written, for the log."""
+    missing = [] if image.scram_credentials else sorted(credentials)
     return ControlResult(
         [credential_record(name, credentials[(name, n)]) for name, n in missing],
         [f"{name} ({scram.MECHANISMS_BY_NUMBER[n].name})" for name, n in missing],

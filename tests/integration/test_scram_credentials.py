@@ -2,7 +2,8 @@
 through a broker (which forwards AlterUserScramCredentials to the controller), described by the
 broker from its own image and by the installed `samsa users`, replaced by a second set, deleted;
 the bootstrap file (`sasl.scram.bootstrap.credentials`) creates its credential when the cluster
-starts, and a controller restart keeps every credential without overwriting one the API changed.
+starts, and a controller restart keeps every credential without overwriting one the API changed
+or bringing back one it deleted.
 
 Method: 1 controller, 1 broker, plaintext (SASL enforcement is not needed to store credentials).
 The controller starts with a 0600 bootstrap file naming `admin`. Admin is bootstrapped from the
@@ -44,7 +45,10 @@ SHA256, SHA512 = scram.SCRAM_SHA_256, scram.SCRAM_SHA_512
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     data_dir = tmp_path_factory.mktemp("scram")
     bootstrap = data_dir / "scram-bootstrap.txt"
-    bootstrap.write_text("# the first user\nSCRAM-SHA-256=[name=admin,password=admin-secret]\n")
+    bootstrap.write_text(
+        "# the first users\nSCRAM-SHA-256=[name=admin,password=admin-secret]\n"
+        "SCRAM-SHA-256=[name=ops,password=ops-secret]\n"
+    )
     bootstrap.chmod(0o600)
     settings = FAST_SETTINGS | {"sasl.scram.bootstrap.credentials": str(bootstrap)}
     with local_cluster(data_dir, 1, 1, settings) as running:
@@ -80,6 +84,9 @@ def test_credentials_are_set_described_replaced_deleted_and_kept(cluster: LocalC
         assert bootstrap_passes(cluster) == 1
         boot = stored(cluster, "admin", SHA256)
         assert boot == scram.credential_for_password(SHA256, "admin-secret", boot.salt)
+        # ops, deleted through the API, never comes back from the file (applied once).
+        ops_gone = UserScramCredentialDeletion("ops", "SCRAM-SHA-256")
+        assert admin.alter_user_scram_credentials([ops_gone]) == {"ops": None}
 
         info = ScramCredentialInfo("SCRAM-SHA-256", 8192)
         set_alice = UserScramCredentialUpsertion("alice", info, "alice-secret")
@@ -150,6 +157,7 @@ def test_credentials_are_set_described_replaced_deleted_and_kept(cluster: LocalC
             # Active again, it applied the file again, and wrote nothing over the API's admin.
             wait_until("the second bootstrap pass", lambda: bootstrap_passes(cluster) == 2)
             assert stored(cluster, "admin", SHA256) == rotated
+            assert controller.describe_user_scram_credentials() == expected  # no ops again
         finally:
             controller.close()
     finally:

@@ -177,15 +177,16 @@ def test_describe_lists_mechanisms_and_iterations_never_keys() -> None:
     assert all(r.error_message for r in named.results[1:])
 
 
-def test_bootstrap_writes_only_the_credentials_the_image_lacks() -> None:
-    image, _ = alter(MetadataImage.empty(), upsertions=[upsert("admin", password="changed")])
+def test_bootstrap_writes_the_files_credentials_only_into_a_cluster_without_any() -> None:
     from_file = {
         ("admin", 1): scram.credential_for_password(SHA256, "boot", SALT),
         ("admin", 2): scram.credential_for_password(SHA512, "boot", SALT),
     }
-    result = bootstrap_credentials(image, from_file)
-    assert result.response == ["admin (SCRAM-SHA-512)"]
-    after = commit(image, result)
-    assert after.scram_credentials[("admin", 1)] == image.scram_credentials[("admin", 1)]
-    assert after.scram_credentials[("admin", 2)] == from_file[("admin", 2)]
+    result = bootstrap_credentials(MetadataImage.empty(), from_file)
+    assert result.response == ["admin (SCRAM-SHA-256)", "admin (SCRAM-SHA-512)"]
+    after = commit(MetadataImage.empty(), result)
+    assert dict(after.scram_credentials) == from_file
     assert bootstrap_credentials(after, from_file).records == []
+    # A cluster with any credential is the API's: a changed password or a deleted user stays so.
+    image, _ = alter(MetadataImage.empty(), upsertions=[upsert("other", password="x")])
+    assert bootstrap_credentials(image, from_file).records == []
