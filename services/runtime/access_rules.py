@@ -394,6 +394,8 @@ RULES: dict[str, Callable[[Any, TopicNames], Requirement]] = {
     "/grpc.health.v1.Health/Check": _fixed(ANYONE),
     "/grpc.health.v1.Health/Watch": _fixed(ANYONE),
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": _fixed(ANYONE),
+    # How a client proves who it is (SASL/SCRAM): before it, it has no principal to decide.
+    "/samsa.v1.SaslService/SaslAuthenticate": _fixed(ANYONE),
 }
 
 

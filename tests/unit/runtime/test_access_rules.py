@@ -25,6 +25,7 @@ from samsa.v1 import broker_pb2 as b
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import coordinator_pb2 as g
 from samsa.v1 import metadata_pb2 as m
+from samsa.v1 import security_pb2 as s
 from samsa.v1 import transactions_pb2 as t
 
 Op, R = Operation, ResourceType
@@ -73,6 +74,8 @@ def producer(txn: str) -> t.TransactionalProducer:
 
 
 CASES: list[tuple[str, object, set[object] | str]] = [
+    # SaslService: anyone, before it has a principal at all.
+    ("/samsa.v1.SaslService/SaslAuthenticate", s.SaslAuthenticateRequest(), set()),
     # BrokerService
     # Produce and Fetch: each topic decided per partition by the handler (caller.py).
     (BROKER + "Produce", produce("orders", "orders"), set()),
@@ -341,7 +344,7 @@ def test_every_rpc_of_every_service_has_a_rule() -> None:
     """A new RPC without a rule fails here (at run time it would be members-only)."""
     methods = {
         f"/{service.full_name}/{method.name}"
-        for module in (b, c, g, t)
+        for module in (b, c, g, s, t)
         for service in module.DESCRIPTOR.services_by_name.values()
         for method in service.methods
     }
