@@ -179,25 +179,6 @@ member_auth_clock_skew_ms_max = 60_000
 # before anything is parsed, so a hostile header costs nothing.
 member_auth_header_length_max = 256
 
-# SASL/SCRAM (services/runtime/sasl_*.py). A session ticket is a version byte, an expiry, the
-# mechanism, the credential's 8-byte fingerprint, a user name of at most 255 characters (1,020
-# bytes of UTF-8) and a 32-byte HMAC: 1,072 bytes, 1,430 characters of URL-safe base64. Longer
-# metadata is refused before it is decoded, so a hostile header costs nothing.
-sasl_ticket_chars_max = 1_430
-# One SCRAM exchange (two messages each way) must finish within this; a client that opens the
-# stream and waits holds a task, not the process.
-sasl_exchange_ms_max = 10_000
-# A failed authentication is answered this late (Kafka's connection.failed.authentication.delay.ms
-# default): a password guesser gets ten tries a second per stream, not thousands.
-sasl_failed_authentication_delay_ms = 100
-# sasl.session.lifetime.ms: at least a minute (clients authenticate again before it runs out, so
-# shorter only multiplies exchanges, each a PBKDF2 on the client), at most 7 days (a ticket that
-# leaks is a bearer credential until then, unless its user's credential changes). Default: an
-# hour.
-sasl_session_lifetime_ms_min = 60_000
-sasl_session_lifetime_ms_max = 7 * 24 * 3600 * 1000
-sasl_session_lifetime_ms_default = 3_600_000
-
 # The longest a FetchMetadata long-poll waits for new records: long enough that idle followers
 # cost nothing, short enough that a follower notices a dead controller and moves on.
 metadata_long_poll_ms_max = 30_000
@@ -467,8 +448,3 @@ assert admin_request_items_max * 2 * (4 * client_id_length_max + 64) <= metadata
 _acl_binding_bytes = 4 * (2 * acl_name_length_max + acl_principal_length_max) + 64  # UTF-8
 assert admin_request_items_max * _acl_binding_bytes <= metadata_batch_bytes_max, "one batch"
 assert acl_bindings_max * _acl_binding_bytes + 1 * MIB <= grpc_message_bytes_max
-assert (
-    sasl_session_lifetime_ms_min
-    <= sasl_session_lifetime_ms_default
-    <= (sasl_session_lifetime_ms_max)
-)

@@ -25,6 +25,12 @@ from samsa.common.errors import ErrorCode
 FAILED = "authentication failed: invalid user name or password, or a malformed SCRAM message"
 # Longest mechanism name read (the known ones have 13 characters).
 MECHANISM_CHARS_MAX = 32
+# One exchange (two messages each way) must end within this: a client that opens the stream and
+# waits holds a task of the process, not for long.
+EXCHANGE_MS_MAX = 10_000
+# A failed authentication is answered this late (Kafka's connection.failed.authentication.delay.ms
+# default): a password guesser gets ten tries a second per stream, not thousands.
+FAILED_AUTHENTICATION_DELAY_MS = 100
 
 CredentialOf = Callable[[str, scram.Mechanism], scram.ScramCredential | None]
 

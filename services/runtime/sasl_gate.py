@@ -25,12 +25,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from samsa.common import limits, scram
+from samsa.common import scram
 from samsa.common.errors import ErrorCode
 from samsa.metadata.principal_rules import USER_PREFIX
 from samsa.services.runtime import sasl_tickets
 from samsa.services.runtime.access_rules import ERROR_CODE_KEY
-from samsa.services.runtime.service_config import ServiceConfig
+from samsa.services.runtime.service_config import SASL_SESSION_LIFETIME_MS_DEFAULT, ServiceConfig
 
 # The SASL principal of the call running in this context (None: not a SASL call).
 SASL_PRINCIPAL: ContextVar[str | None] = ContextVar("samsa_sasl_principal", default=None)
@@ -115,7 +115,7 @@ class SaslConfig:
 
 
 # SASL off: the default of every service, and of tests that build one without a config.
-SASL_OFF = SaslConfig((), limits.sasl_session_lifetime_ms_default)
+SASL_OFF = SaslConfig((), SASL_SESSION_LIFETIME_MS_DEFAULT)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,10 @@ SaslAuthenticate stream, ending with a session ticket (sasl_tickets.py). The sta
 sasl_exchange.py (pure); this adapter adds the server nonce (secrets), the clock, the ticket,
 the delay before a failed answer, the deadline and the log.
 
-- A failed authentication is answered after limits.sasl_failed_authentication_delay_ms (Kafka's
+- A failed authentication is answered after sasl_exchange.FAILED_AUTHENTICATION_DELAY_MS (Kafka's
   connection.failed.authentication.delay.ms), with one generic message; its reason (which user,
   what was wrong) is logged, rate-limited: a password guesser must not fill the disk.
-- The exchange must end within limits.sasl_exchange_ms_max: then DEADLINE_EXCEEDED.
+- The exchange must end within sasl_exchange.EXCHANGE_MS_MAX: then DEADLINE_EXCEEDED.
 - A message larger than scram.MESSAGE_BYTES_MAX fails the exchange (ScramServer refuses it).
 - With SASL off the first message answers UNSUPPORTED_SASL_MECHANISM, naming no mechanism.
 """
@@ -23,7 +23,7 @@ import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
-from samsa.services.runtime import sasl_tickets
+from samsa.services.runtime import sasl_exchange, sasl_tickets
 from samsa.services.runtime.rate_limited_log import LogRateLimiter
 from samsa.services.runtime.sasl_exchange import SaslExchange, Step
 from samsa.services.runtime.sasl_gate import Sasl
@@ -61,7 +61,7 @@ class SaslServicer(security_pb2_grpc.SaslServiceServicer):
             secrets.token_urlsafe(NONCE_BYTES),
             sasl.decoy_key,
         )
-        deadline = asyncio.get_running_loop().time() + limits.sasl_exchange_ms_max / 1000
+        deadline = asyncio.get_running_loop().time() + sasl_exchange.EXCHANGE_MS_MAX / 1000
         requests = aiter(request_iterator)
         while True:
             try:
@@ -72,7 +72,7 @@ class SaslServicer(security_pb2_grpc.SaslServiceServicer):
             except TimeoutError:
                 await context.abort(
                     grpc.StatusCode.DEADLINE_EXCEEDED,
-                    f"a SASL exchange must finish within {limits.sasl_exchange_ms_max} ms",
+                    f"a SASL exchange must finish within {sasl_exchange.EXCHANGE_MS_MAX} ms",
                 )
             step = exchange.step(request.mechanism, request.auth_bytes)
             yield await self._answer(step, context)
@@ -90,7 +90,7 @@ class SaslServicer(security_pb2_grpc.SaslServiceServicer):
         )
         if step.error == ErrorCode.SASL_AUTHENTICATION_FAILED:
             self._log_failure(step.reason, context.peer())
-            await asyncio.sleep(limits.sasl_failed_authentication_delay_ms / 1000)
+            await asyncio.sleep(sasl_exchange.FAILED_AUTHENTICATION_DELAY_MS / 1000)
         elif step.user is not None and step.credential is not None:
             sasl = self.sasl
             response.session_ticket = sasl_tickets.issue(

@@ -68,6 +68,14 @@ def principal_rules(text: str) -> PrincipalRules:
         ) from None
 
 
+# sasl.session.lifetime.ms: at least a minute (clients authenticate again before it runs out, so
+# shorter only multiplies exchanges, each a PBKDF2 on the client), at most 7 days (a ticket that
+# leaks works until then, unless its user's credential changes); an hour by default.
+SASL_SESSION_LIFETIME_MS_MIN = 60_000
+SASL_SESSION_LIFETIME_MS_MAX = 7 * 24 * 3600 * 1000
+SASL_SESSION_LIFETIME_MS_DEFAULT = 3_600_000
+
+
 def sasl_mechanisms(text: str) -> tuple[str, ...]:
     """The enabled SCRAM mechanisms' names, upper-cased, without repeats; () is SASL off."""
     names: list[str] = []
@@ -218,8 +226,8 @@ class ServiceConfig:
     )
     sasl_session_lifetime_ms: int = key(
         "sasl.session.lifetime.ms",
-        integer(limits.sasl_session_lifetime_ms_min, limits.sasl_session_lifetime_ms_max),
-        default=limits.sasl_session_lifetime_ms_default,
+        integer(SASL_SESSION_LIFETIME_MS_MIN, SASL_SESSION_LIFETIME_MS_MAX),
+        default=SASL_SESSION_LIFETIME_MS_DEFAULT,
         help="how long a session ticket stays valid; clients authenticate again before it runs "
         "out (Kafka's connections.max.reauth.ms, KIP-368)",
     )

@@ -21,12 +21,12 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from samsa.cli.certificates import KeyPair, create_ca, issue
-from samsa.common import limits, scram
+from samsa.common import scram
 from samsa.common.errors import ErrorCode
 from samsa.common.tls import TlsSettings
 from samsa.metadata.acls import Acls, AuthorizerSettings
 from samsa.metadata.principal_rules import PrincipalRules
-from samsa.services.runtime import sasl_tickets
+from samsa.services.runtime import sasl_exchange, sasl_tickets
 from samsa.services.runtime.authorization import (
     Authorization,
     AuthorizingInterceptor,
@@ -258,7 +258,7 @@ def test_members_and_health_checks_need_no_ticket(pki) -> None:
 
 
 def test_an_exchange_left_waiting_ends_with_deadline_exceeded(pki, monkeypatch) -> None:
-    monkeypatch.setattr(limits, "sasl_exchange_ms_max", 200)
+    monkeypatch.setattr(sasl_exchange, "EXCHANGE_MS_MAX", 200)
 
     async def body(harness: Harness, channel: grpc.aio.Channel) -> Any:
         call = security_pb2_grpc.SaslServiceStub(channel).SaslAuthenticate(timeout=10)
@@ -269,3 +269,17 @@ def test_an_exchange_left_waiting_ends_with_deadline_exceeded(pki, monkeypatch) 
         return None
 
     assert run(pki, body) == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_a_stream_without_a_ticket_is_refused_as_it_opens(pki) -> None:
+    async def body(harness: Harness, channel: grpc.aio.Channel) -> Any:
+        stream = broker_pb2_grpc.BrokerServiceStub(channel).FetchStream(
+            iter([broker_pb2.FetchStreamRequest()]), timeout=5
+        )
+        try:
+            _ = [response async for response in stream]
+        except grpc.aio.AioRpcError as error:
+            return error.code().name, dict(error.trailing_metadata() or ()), harness.broker.seen
+        return None
+
+    assert run(pki, body) == ("UNAUTHENTICATED", {"samsa-error-code": "58"}, [])

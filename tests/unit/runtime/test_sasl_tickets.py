@@ -12,7 +12,7 @@ import base64
 
 import pytest
 
-from samsa.common import limits, scram
+from samsa.common import scram
 from samsa.services.runtime import membership, sasl_tickets
 from samsa.services.runtime.sasl_tickets import TicketError, issue, ticket_key, verify
 
@@ -38,7 +38,7 @@ def test_a_ticket_round_trips_its_claims() -> None:
 
 def test_a_ticket_is_url_safe_and_bounded() -> None:
     longest = ticket("é" * scram.USER_NAME_CHARS_MAX)
-    assert len(longest) <= limits.sasl_ticket_chars_max
+    assert len(longest) <= sasl_tickets.TICKET_CHARS_MAX
     assert set(longest) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -77,7 +77,7 @@ def test_an_expired_ticket_says_so() -> None:
         ("", "too short"),
         ("!!!", "too short"),
         ("é", "not URL-safe base64"),
-        ("A" * (limits.sasl_ticket_chars_max + 1), "at most"),
+        ("A" * (sasl_tickets.TICKET_CHARS_MAX + 1), "at most"),
         ("QUFB", "too short"),
         (base64.urlsafe_b64encode(b"x" * 80).decode(), "signature is wrong"),
     ],
