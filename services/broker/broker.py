@@ -68,6 +68,7 @@ from samsa.services.runtime.coordinator_lookup import (
 )
 from samsa.services.runtime.listeners import Listeners
 from samsa.services.runtime.member_auth import MemberSigner
+from samsa.services.runtime.sasl_gate import SASL_OFF, SaslConfig
 from samsa.services.runtime.stream_answers import Draining
 from samsa.services.runtime.supervisor import supervise
 from samsa.v1 import (
@@ -116,6 +117,7 @@ class Broker:
         internal_listen: str | None = None,
         internal_advertised_listener: str | None = None,
         authorizer: AuthorizerConfig | None = None,
+        sasl: SaslConfig = SASL_OFF,
         principal_rules: PrincipalRules | None = None,
         fetch_answers_bytes_max: int = FETCH_ANSWERS_BYTES_MAX_DEFAULT,
         fetch_answer_write_timeout_ms: int = limits.fetch_answer_write_ms_max,
@@ -131,6 +133,7 @@ class Broker:
         self.internal_advertised_listener = internal_advertised_listener or internal_listen
         self.connections_max = connections_max
         self.authorizer = authorizer  # None: ACLs off (authorization.py)
+        self.sasl = sasl  # SASL/SCRAM and its gate (sasl_gate.py); off by default
         # Who a client is for the client quotas (quota_throttle.py), with the authorizer or not.
         self.principal_rules = principal_rules
         self.log_cleaner_backoff_ms = log_cleaner_backoff_ms
@@ -250,6 +253,7 @@ class Broker:
                 acls=lambda: self.follower.image.acls,
                 topic_name=lambda topic_id: self.follower.image.topic_names.get(topic_id),
             ),
+            sasl=self.sasl.bind(self.member_key, lambda: self.follower.image.scram_credentials),
         )
         add_broker_service(servicer, server.handlers)
         # FindCoordinator from this broker's image: a client asks whichever broker it knows.

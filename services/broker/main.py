@@ -15,6 +15,7 @@ from samsa.services.broker.broker import Broker
 from samsa.services.broker.broker_config import BrokerConfig
 from samsa.services.runtime import membership, shutdown
 from samsa.services.runtime.authorization import AuthorizerConfig
+from samsa.services.runtime.sasl_gate import SaslConfig
 from samsa.services.runtime.service_process import run_service
 
 
@@ -42,6 +43,7 @@ async def run(config: BrokerConfig, member_key: bytes, tracing: bool) -> int:
         internal_listen=config.internal_listeners,
         internal_advertised_listener=config.internal_advertised_listener,
         authorizer=AuthorizerConfig.of(config),
+        sasl=SaslConfig.of(config),
         principal_rules=config.ssl_principal_mapping_rules,
     )
     return await broker.run(stop)

@@ -49,6 +49,7 @@ from samsa.services.runtime.coordinator_lookup import (
     CoordinatorLookupServicer,
 )
 from samsa.services.runtime.listeners import Listeners
+from samsa.services.runtime.sasl_gate import SaslConfig
 from samsa.services.runtime.server import check_bindable
 from samsa.services.runtime.service_process import run_service
 from samsa.services.runtime.supervisor import supervise
@@ -128,6 +129,9 @@ async def run(config: ControllerConfig, password: str, tracing: bool) -> int:
         authorization=None
         if authorizer is None
         else authorizer.authorization(servicer.member_key, acls=lambda: driver.image.acls),
+        sasl=SaslConfig.of(config).bind(
+            servicer.member_key, lambda: driver.image.scram_credentials
+        ),
     )
     controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, server.handlers)
     coordinator_pb2_grpc.add_CoordinatorLookupServiceServicer_to_server(

@@ -68,6 +68,7 @@ from samsa.services.runtime.coordinator_lookup import CoordinatorLookupServicer
 from samsa.services.runtime.listeners import Listeners
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.metadata_log import MetadataLogFollower
+from samsa.services.runtime.sasl_gate import SASL_OFF, SaslConfig
 from samsa.services.runtime.stream_answers import Draining
 from samsa.services.runtime.txn_added_check import TransactionMembershipCheck
 from samsa.v1 import coordinator_pb2, coordinator_pb2_grpc, transactions_pb2, transactions_pb2_grpc
@@ -100,6 +101,7 @@ class Coordinator:
         internal_listen: str | None = None,
         internal_advertised_listener: str | None = None,
         authorizer: AuthorizerConfig | None = None,
+        sasl: SaslConfig = SASL_OFF,
     ) -> None:
         self.coordinator_id = coordinator_id
         # The internal listener (runtime/listeners.py), and what members dial for it.
@@ -108,6 +110,7 @@ class Coordinator:
         self.health_file = health_file
         self.connections_max = connections_max
         self.authorizer = authorizer  # None: ACLs off (authorization.py)
+        self.sasl = sasl  # SASL/SCRAM and its gate (sasl_gate.py); off by default
         self.member_key = member_key  # checks members' calls when ACLs are on
         self.listen = listen
         # What the coordinator registers: the address others dial (listen may be 0.0.0.0:PORT).
@@ -334,6 +337,7 @@ class Coordinator:
             else self.authorizer.authorization(
                 self.member_key, acls=lambda: self.metadata.image.acls
             ),
+            sasl=self.sasl.bind(self.member_key, lambda: self.metadata.image.scram_credentials),
         )
         coordinator_pb2_grpc.add_GroupCoordinatorServiceServicer_to_server(
             GroupCoordinatorServicer(self), server.handlers

@@ -18,6 +18,7 @@ from samsa.services.coordinator.group_model import GroupConfig
 from samsa.services.coordinator.transaction_partition import TransactionConfig
 from samsa.services.runtime import membership, shutdown
 from samsa.services.runtime.authorization import AuthorizerConfig
+from samsa.services.runtime.sasl_gate import SaslConfig
 from samsa.services.runtime.service_process import run_service
 
 
@@ -53,6 +54,7 @@ async def run(config: CoordinatorConfig, member_key: bytes, tracing: bool) -> in
         internal_listen=config.internal_listeners,
         internal_advertised_listener=config.internal_advertised_listener,
         authorizer=AuthorizerConfig.of(config),
+        sasl=SaslConfig.of(config),
     )
     return await coordinator.run(stop)
 

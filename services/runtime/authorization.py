@@ -8,8 +8,9 @@ Theory of operation. With `authorizer.class.name` set, every listener of the pro
    admin write to the controller signs it (controller_channel.py), so that hop is not checked
    against the broker's own principal: the decision was made on the hop that saw the client's
    certificate, by the broker's own interceptor;
-2. otherwise the principal is read from the TLS session (`principal_of`: the client
-   certificate's subject through ssl.principal.mapping.rules, or User:ANONYMOUS) and the host
+2. otherwise the principal is read from the call (`principal_of`: its SASL user when the SASL
+   gate admitted it with a ticket, else the TLS session's client certificate's subject through
+   ssl.principal.mapping.rules, or User:ANONYMOUS) and the host
    from the peer address, and the method's requirement (access_rules.py, pure) is decided
    against the process's current ACLs (`acls()`, its metadata image's). A refusal answers
    PERMISSION_DENIED with a message naming the principal, the operation, the resource and the
@@ -52,6 +53,7 @@ from samsa.services.runtime import access_rules, membership
 from samsa.services.runtime.caller import CALLER
 from samsa.services.runtime.member_auth import proof_in
 from samsa.services.runtime.request_iterators import close_requests
+from samsa.services.runtime.sasl_gate import SASL_PRINCIPAL
 from samsa.services.runtime.server import UndecodableRequestError
 from samsa.services.runtime.service_config import ServiceConfig
 from samsa.services.runtime.session_access import SessionGrant
@@ -59,8 +61,12 @@ from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor, beh
 
 
 def principal_of(context: grpc.aio.ServicerContext, rules: PrincipalRules) -> str:
-    """The caller's principal: its TLS client certificate's subject mapped by `rules`, or
-    User:ANONYMOUS (plaintext, or TLS without a client certificate)."""
+    """The caller's principal: its SASL user (User:<name>, set by the SASL gate for the call,
+    sasl_gate.py) ahead of anything else; else its TLS client certificate's subject mapped by
+    `rules`, or User:ANONYMOUS (plaintext, or TLS without a client certificate)."""
+    sasl_principal = SASL_PRINCIPAL.get()
+    if sasl_principal is not None:
+        return sasl_principal
     subjects = (context.auth_context() or {}).get("x509_subject")
     if not subjects:
         return ANONYMOUS

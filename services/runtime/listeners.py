@@ -23,6 +23,11 @@ every listener, so that both serve the same API.
 
 With `authorization` (authorizer.class.name set: authorization.py), every listener decides each
 call against the ACLs, inside its guard; members' calls (membership proof) pass on either.
+
+Every listener serves SaslService (sasl_servicer.py), SASL on or off (off, it says so). With
+`sasl` enabled (sasl.enabled.mechanisms set), every listener's SASL gate (sasl_interceptor.py)
+refuses calls without a session ticket or a membership proof, inside the guard and before the
+authorizer, which then sees the ticket's `User:<name>`.
 """
 
 from __future__ import annotations
@@ -31,9 +36,16 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import grpc
+
 from samsa.common import limits
 from samsa.services.runtime.authorization import Authorization, AuthorizingInterceptor
+from samsa.services.runtime.sasl_gate import SASL_OFF, Sasl
+from samsa.services.runtime.sasl_interceptor import SaslGateInterceptor
+from samsa.services.runtime.sasl_servicer import SERVICE_NAME as SASL_SERVICE_NAME
+from samsa.services.runtime.sasl_servicer import SaslServicer
 from samsa.services.runtime.server import GrpcServer
+from samsa.v1 import security_pb2_grpc
 
 
 class _EveryServer:
@@ -66,9 +78,19 @@ class Listeners:
         connections_max: int = limits.grpc_connections_max,
         internal_listen: str | None = None,
         authorization: Authorization | None = None,
+        sasl: Sasl | None = None,
     ) -> None:
-        def inner() -> list[AuthorizingInterceptor]:
-            return [] if authorization is None else [AuthorizingInterceptor(authorization)]
+        if sasl is None:  # off: the servicer only says so, and never issues a ticket
+            sasl = SASL_OFF.bind(b"", dict)
+        service_names = [*service_names, SASL_SERVICE_NAME]
+
+        def inner() -> list[grpc.aio.ServerInterceptor]:
+            chain: list[grpc.aio.ServerInterceptor] = []
+            if sasl.enabled:  # first: the authorizer must see the ticket's principal
+                chain.append(SaslGateInterceptor(sasl))
+            if authorization is not None:
+                chain.append(AuthorizingInterceptor(authorization))
+            return chain
 
         self.public = GrpcServer(
             listen,
@@ -90,6 +112,7 @@ class Listeners:
         servers = [self.public] if self.internal is None else [self.public, self.internal]
         self.servers = servers
         self.handlers: Any = _EveryServer(servers)
+        security_pb2_grpc.add_SaslServiceServicer_to_server(SaslServicer(sasl), self.handlers)
 
     @property
     def port(self) -> int:

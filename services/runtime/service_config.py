@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from samsa.common import limits, tls
+from samsa.common import limits, scram, tls
 from samsa.metadata.acls import parse_super_users
 from samsa.metadata.principal_rules import PrincipalRules
 from samsa.services.runtime.config import (
@@ -66,6 +66,29 @@ def principal_rules(text: str) -> PrincipalRules:
             "be RULE:pattern/replacement/[LU] and DEFAULT, comma-separated: "
             + str(error).removeprefix("ssl.principal.mapping.rules: ")
         ) from None
+
+
+# sasl.session.lifetime.ms: at least a minute (clients authenticate again before it runs out, so
+# shorter only multiplies exchanges, each a PBKDF2 on the client), at most 7 days (a ticket that
+# leaks works until then, unless its user's credential changes); an hour by default.
+SASL_SESSION_LIFETIME_MS_MIN = 60_000
+SASL_SESSION_LIFETIME_MS_MAX = 7 * 24 * 3600 * 1000
+SASL_SESSION_LIFETIME_MS_DEFAULT = 3_600_000
+
+
+def sasl_mechanisms(text: str) -> tuple[str, ...]:
+    """The enabled SCRAM mechanisms' names, upper-cased, without repeats; () is SASL off."""
+    names: list[str] = []
+    for written in filter(None, (part.strip() for part in text.split(","))):
+        mechanism = scram.MECHANISMS.get(written.upper())
+        if mechanism is None:
+            raise ValueProblem(
+                "be empty (SASL off) or comma-separated mechanisms among "
+                f"{', '.join(scram.MECHANISMS)}, not {written[:32]!r}"
+            )
+        if mechanism.name not in names:
+            names.append(mechanism.name)
+    return tuple(names)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,10 +216,32 @@ class ServiceConfig:
         "first match wins",
     )
 
+    sasl_enabled_mechanisms: tuple[str, ...] = key(
+        "sasl.enabled.mechanisms",
+        sasl_mechanisms,
+        default=(),
+        help="SCRAM-SHA-256 and/or SCRAM-SHA-512, comma-separated: every call must then carry a "
+        "session ticket from a SASL/SCRAM exchange (or the cluster's membership proof); needs "
+        "security.protocol=SSL. Empty (the default): SASL is off",
+    )
+    sasl_session_lifetime_ms: int = key(
+        "sasl.session.lifetime.ms",
+        integer(SASL_SESSION_LIFETIME_MS_MIN, SASL_SESSION_LIFETIME_MS_MAX),
+        default=SASL_SESSION_LIFETIME_MS_DEFAULT,
+        help="how long a session ticket stays valid; clients authenticate again before it runs "
+        "out (Kafka's connections.max.reauth.ms, KIP-368)",
+    )
+
     def __post_init__(self) -> None:
         check_advertised(self.listeners, self.advertised_listeners)
         check_internal(self.listeners, self.internal_listeners, self.internal_advertised_listeners)
         check_tls(self)
+        if self.sasl_enabled_mechanisms and self.security_protocol != tls.SSL:
+            raise RelationProblem(
+                ("sasl.enabled.mechanisms", "security.protocol"),
+                "sasl.enabled.mechanisms needs security.protocol=SSL: the session ticket a "
+                "client gets is a bearer credential, and must only travel encrypted",
+            )
 
     @property
     def authorizer_enabled(self) -> bool:

@@ -53,6 +53,8 @@ FORBIDDEN_IN_CORES = {
 # The only modules under common/, metadata/ and services/ allowed to do I/O: drivers and adapters.
 IO_MODULE_NAMES = {
     "authorization.py",  # the ACL interceptor: the principal from a call's TLS session
+    "sasl_interceptor.py",  # the SASL gate: a call's ticket, abort UNAUTHENTICATED
+    "sasl_servicer.py",  # SaslService: the exchange's stream, its delay and deadline
     "segment.py",  # one segment's files
     "service_channels.py",  # a service's grpc.aio channels to its peers
     "segment_loading.py",  # opens a segment's files: index-file checks, recovery, the cut

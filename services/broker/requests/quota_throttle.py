@@ -3,10 +3,11 @@ bytes its request counts, and the delay of a throttled answer (services/broker/q
 the rules; this is its I/O side: the call's metadata and TLS session, the clock and the event
 loop's timers).
 
-Who the client is (`Identity`): its user, the name of its principal (the TLS client
-certificate's subject through ssl.principal.mapping.rules, as the authorizer reads it; ANONYMOUS
-without one), and the client.id its call metadata carries. A certificate no mapping rule fits
-counts as ANONYMOUS here: with the authorizer on, such a call is refused before it gets here.
+Who the client is (`Identity`): its user, the name of its principal as the authorizer reads it
+(its SASL user name; else the TLS client certificate's subject through
+ssl.principal.mapping.rules; ANONYMOUS without one), and the client.id its call metadata
+carries. A certificate no mapping rule fits counts as ANONYMOUS here: with the authorizer on,
+such a call is refused before it gets here.
 
 Hot path. `active()` is one attribute read and one truth test of the image's quota map, and is
 all an adapter does while no quota is set anywhere: a unary call's identity is read only when

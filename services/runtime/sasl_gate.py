@@ -1,0 +1,137 @@
+"""The SASL gate's decision: may this call through, and as whom? Pure; the interceptor that
+asks it is sasl_interceptor.py.
+
+Theory of operation. With `sasl.enabled.mechanisms` set, every call to a process must show who
+makes it, in one of two ways:
+1. the cluster's own calls carry the membership proof (membership.py), and pass as the
+   cluster, without a principal of their own;
+2. a client's calls carry the session ticket it earned with one SCRAM exchange
+   (sasl_tickets.py), in the `samsa-sasl-ticket` metadata. The ticket must verify (this
+   cluster's key, not expired) and its credential fingerprint must be the one the process's
+   metadata image holds now for (user, mechanism): a credential deleted or replaced (a new
+   password) ends every session made with it, on every process, as soon as the process has
+   replayed the change.
+Exempt: the exchange itself (SaslService), health checks and reflection. A refused call answers
+UNAUTHENTICATED with `samsa-error-code: 58` (SASL_AUTHENTICATION_FAILED) and a message saying
+what to do. An admitted client's principal is `User:<name>`; the interceptor sets it in
+`SASL_PRINCIPAL` around the handler, where `authorization.principal_of` (the authorizer, user
+quotas) reads it ahead of the TLS certificate's subject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from samsa.common import scram
+from samsa.common.errors import ErrorCode
+from samsa.metadata.principal_rules import USER_PREFIX
+from samsa.services.runtime import sasl_tickets
+from samsa.services.runtime.access_rules import ERROR_CODE_KEY
+from samsa.services.runtime.service_config import SASL_SESSION_LIFETIME_MS_DEFAULT, ServiceConfig
+
+# The SASL principal of the call running in this context (None: not a SASL call).
+SASL_PRINCIPAL: ContextVar[str | None] = ContextVar("samsa_sasl_principal", default=None)
+
+# Methods any caller may call without a ticket: how to get one, and the probes around a process.
+EXEMPT_PREFIXES = ("/samsa.v1.SaslService/", "/grpc.health.v1.", "/grpc.reflection.")
+
+NO_TICKET = (
+    "this cluster requires SASL: set security.protocol=SASL_SSL, sasl.mechanism, "
+    "sasl.username, sasl.password"
+)
+
+Credentials = Mapping[tuple[str, int], scram.ScramCredential]
+
+
+def exempt(method: str) -> bool:
+    """Whether `method` (its full path) is served without a ticket."""
+    return method.startswith(EXEMPT_PREFIXES)
+
+
+class Decision(NamedTuple):
+    """Admitted (`refusal` None) as `principal` (None: the cluster itself), or refused."""
+
+    principal: str | None
+    refusal: str | None = None
+
+    @property
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ((ERROR_CODE_KEY, str(int(ErrorCode.SASL_AUTHENTICATION_FAILED))),)
+
+
+def decide(
+    ticket: str | None,
+    is_member: Callable[[], bool],
+    key: bytes,
+    now_ms: int,
+    credentials: Credentials,
+) -> Decision:
+    """The decision for a call carrying `ticket` (None: no ticket); `is_member` checks its
+    membership proof, only when it has no ticket (members send none)."""
+    if ticket is None:
+        if is_member():
+            return Decision(None)
+        return Decision(None, NO_TICKET)
+    try:
+        claims = sasl_tickets.verify(key, ticket, now_ms)
+    except sasl_tickets.TicketError as error:
+        if error.expired:
+            return Decision(None, f"the SASL session expired: authenticate again ({error})")
+        return Decision(None, f"the SASL ticket is refused: {error}; authenticate again")
+    current = credentials.get((claims.user, claims.mechanism.number))
+    if current is None or current.fingerprint() != claims.fingerprint:
+        return Decision(
+            None,
+            f"the {claims.mechanism.name} credential of user {claims.user!r} was deleted or "
+            "replaced since this session began: authenticate again with the current password",
+        )
+    return Decision(USER_PREFIX + claims.user)
+
+
+@dataclass(frozen=True)
+class SaslConfig:
+    """A process's SASL settings, from its config; `bind` ties them to its key and image."""
+
+    mechanisms: tuple[scram.Mechanism, ...]
+    lifetime_ms: int
+
+    @staticmethod
+    def of(config: ServiceConfig) -> SaslConfig:
+        mechanisms = tuple(scram.MECHANISMS[name] for name in config.sasl_enabled_mechanisms)
+        return SaslConfig(mechanisms, config.sasl_session_lifetime_ms)
+
+    def bind(self, member_key: bytes, credentials: Callable[[], Credentials]) -> Sasl:
+        return Sasl(
+            mechanisms=self.mechanisms,
+            lifetime_ms=self.lifetime_ms,
+            member_key=member_key,
+            ticket_key=sasl_tickets.ticket_key(member_key),
+            decoy_key=sasl_tickets.decoy_key(member_key),
+            credentials=credentials,
+        )
+
+
+# SASL off: the default of every service, and of tests that build one without a config.
+SASL_OFF = SaslConfig((), SASL_SESSION_LIFETIME_MS_DEFAULT)
+
+
+@dataclass(frozen=True)
+class Sasl:
+    """One process's SASL: what it enables, its keys, and its image's credentials."""
+
+    mechanisms: tuple[scram.Mechanism, ...]
+    lifetime_ms: int
+    member_key: bytes
+    ticket_key: bytes
+    decoy_key: bytes
+    credentials: Callable[[], Credentials]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.mechanisms)
+
+    def credential_of(self, user: str, mechanism: scram.Mechanism) -> scram.ScramCredential | None:
+        return self.credentials().get((user, mechanism.number))

@@ -1,0 +1,92 @@
+"""The SASL gate on a gRPC server: every listener of a process with `sasl.enabled.mechanisms`
+set refuses calls without a valid session ticket (or the cluster's membership proof), before
+the authorizer and the servicer see them. The decision is sasl_gate.decide (pure); this is its
+adapter.
+
+It wraps each method's handler once (WrappingInterceptor); exempt methods (SaslService, health,
+reflection) keep their handler. A call is decided as it opens (a stream once, for its whole
+life): the ticket is read from the call's metadata, verified (one HMAC) and checked against the
+image's credential (one dict lookup and one hash). A refusal aborts UNAUTHENTICATED with
+`samsa-error-code: 58`. An admitted client's `User:<name>` is set in sasl_gate.SASL_PRINCIPAL in
+the call's own task before the inner handler runs, so the authorizer's interceptor, the servicer
+and any task the servicer starts (a stream's reader: tasks copy the context they start in) all
+see it. With SASL off there is no interceptor at all.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+import grpc
+
+from samsa.services.runtime import membership, sasl_tickets
+from samsa.services.runtime.member_auth import proof_in
+from samsa.services.runtime.sasl_gate import SASL_PRINCIPAL, Sasl, decide, exempt
+from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor, behaviour_of, rebuilt
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def ticket_in(context: grpc.aio.ServicerContext) -> str | None:
+    """The call's `samsa-sasl-ticket` value, if it sent one."""
+    for key, value in context.invocation_metadata() or ():
+        if key == sasl_tickets.METADATA_KEY:
+            return value if isinstance(value, str) else ""
+    return None
+
+
+class SaslGateInterceptor(WrappingInterceptor):
+    """Refuses calls without a valid ticket or membership proof; sets the SASL principal."""
+
+    def __init__(self, sasl: Sasl) -> None:
+        super().__init__()
+        self.sasl = sasl
+
+    def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        if exempt(method):
+            return handler
+        behaviour = behaviour_of(handler)
+        admit = self._admit
+        if handler.response_streaming:
+
+            async def stream_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await admit(context, method)
+                responses = behaviour(request, context)
+                if hasattr(responses, "__aiter__"):
+                    async for response in responses:
+                        yield response
+                else:
+                    for response in responses:
+                        yield response
+
+            return rebuilt(handler, stream_out)
+
+        async def unary_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await admit(context, method)
+            response = behaviour(request, context)
+            return await response if inspect.isawaitable(response) else response
+
+        return rebuilt(handler, unary_out)
+
+    async def _admit(self, context: grpc.aio.ServicerContext, method: str) -> None:
+        sasl = self.sasl
+        now_ms = _now_ms()
+
+        def is_member() -> bool:
+            proof = proof_in(context)
+            return (
+                proof is not None
+                and membership.verify_any(sasl.member_key, proof, method, now_ms) is None
+            )
+
+        ticket = ticket_in(context)
+        decision = decide(ticket, is_member, sasl.ticket_key, now_ms, sasl.credentials())
+        if decision.refusal is not None:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, decision.refusal, decision.trailing_metadata
+            )
+        SASL_PRINCIPAL.set(decision.principal)  # the call's own task: no reset needed

@@ -1,0 +1,115 @@
+"""SaslService on every controller, broker and coordinator: one SCRAM exchange per
+SaslAuthenticate stream, ending with a session ticket (sasl_tickets.py). The state machine is
+sasl_exchange.py (pure); this adapter adds the server nonce (secrets), the clock, the ticket,
+the delay before a failed answer, the deadline and the log.
+
+- A failed authentication is answered after sasl_exchange.FAILED_AUTHENTICATION_DELAY_MS (Kafka's
+  connection.failed.authentication.delay.ms), with one generic message; its reason (which user,
+  what was wrong) is logged, rate-limited: a password guesser must not fill the disk.
+- The exchange must end within sasl_exchange.EXCHANGE_MS_MAX: then DEADLINE_EXCEEDED.
+- A message larger than scram.MESSAGE_BYTES_MAX fails the exchange (ScramServer refuses it).
+- With SASL off the first message answers UNSUPPORTED_SASL_MECHANISM, naming no mechanism.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+
+from samsa.common import limits
+from samsa.common.errors import ErrorCode
+from samsa.services.runtime import sasl_exchange, sasl_tickets
+from samsa.services.runtime.rate_limited_log import LogRateLimiter
+from samsa.services.runtime.sasl_exchange import SaslExchange, Step
+from samsa.services.runtime.sasl_gate import Sasl
+from samsa.v1 import security_pb2, security_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = security_pb2.DESCRIPTOR.services_by_name["SaslService"].full_name
+# 18 random bytes: a 24-character URL-safe nonce (RFC 5802 asks only for uniqueness).
+NONCE_BYTES = 18
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SaslServicer(security_pb2_grpc.SaslServiceServicer):
+    """Runs SCRAM exchanges against `sasl`'s credentials (the process's image)."""
+
+    def __init__(self, sasl: Sasl) -> None:
+        self.sasl = sasl
+        self._log_limiter = LogRateLimiter(
+            limits.rpc_failure_log_lines_max, limits.rpc_failure_log_window_ms
+        )
+
+    async def SaslAuthenticate(
+        self,
+        request_iterator: AsyncIterator[security_pb2.SaslAuthenticateRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[security_pb2.SaslAuthenticateResponse]:
+        sasl = self.sasl
+        exchange = SaslExchange(
+            sasl.mechanisms,
+            sasl.credential_of,
+            secrets.token_urlsafe(NONCE_BYTES),
+            sasl.decoy_key,
+        )
+        deadline = asyncio.get_running_loop().time() + sasl_exchange.EXCHANGE_MS_MAX / 1000
+        requests = aiter(request_iterator)
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    request = await anext(requests)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                await context.abort(
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                    f"a SASL exchange must finish within {sasl_exchange.EXCHANGE_MS_MAX} ms",
+                )
+            step = exchange.step(request.mechanism, request.auth_bytes)
+            yield await self._answer(step, context)
+            if step.ends:
+                return
+
+    async def _answer(
+        self, step: Step, context: grpc.aio.ServicerContext
+    ) -> security_pb2.SaslAuthenticateResponse:
+        response = security_pb2.SaslAuthenticateResponse(
+            error_code=int(step.error),
+            error_message=step.message,
+            auth_bytes=step.auth_bytes,
+            enabled_mechanisms=list(step.enabled),
+        )
+        if step.error == ErrorCode.SASL_AUTHENTICATION_FAILED:
+            self._log_failure(step.reason, context.peer())
+            await asyncio.sleep(sasl_exchange.FAILED_AUTHENTICATION_DELAY_MS / 1000)
+        elif step.user is not None and step.credential is not None:
+            sasl = self.sasl
+            response.session_ticket = sasl_tickets.issue(
+                sasl.ticket_key,
+                step.user,
+                step.credential.mechanism,
+                step.credential.fingerprint(),
+                _now_ms(),
+                sasl.lifetime_ms,
+            )
+            response.session_lifetime_ms = sasl.lifetime_ms
+        return response
+
+    def _log_failure(self, reason: str, peer: str | None) -> None:
+        admission = self._log_limiter.admit(_now_ms())
+        if admission.suppressed_before:
+            log.warning(
+                "%d more SASL authentication failures were not logged",
+                admission.suppressed_before,
+            )
+        if admission.write:
+            log.warning("SASL authentication failed from %s: %s", peer, reason)
