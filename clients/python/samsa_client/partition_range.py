@@ -47,7 +47,7 @@ import grpc
 
 from samsa.client.channels import Channels
 from samsa.client.client_identity import client_metadata, consumer_client_id
-from samsa.client.client_tls import client_tls
+from samsa.client.client_tls import client_security
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config_values import parse_client_id
 from samsa.client.consumer import ConsumerRecord
@@ -92,7 +92,7 @@ class PartitionRangeReader:
         configured = parse_client_id("client.id", config.get("client.id", ""))
         self.client_id = consumer_client_id(configured, None)  # one id for all its fetches
         self._identity = client_metadata(self.client_id)
-        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
+        self._channels = Channels(security=client_security(config))  # files read once
         # The topics it reads stay described while read, as a producer's (metadata_topics.py).
         self._metadata = ClusterMetadata(bootstrap, self._channels, METADATA_MAX_IDLE_MS)
 
