@@ -48,6 +48,7 @@ CORE_MODULES = (
     "acl_admin.py",
     "inflight_calls.py",
     "config_resources.py",
+    "sasl_session.py",
 )
 FORBIDDEN = {
     "asyncio",
