@@ -138,6 +138,8 @@ class CoordinatorCalls:
             except grpc.RpcError as error:
                 if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                if refused := authorization_error(error):  # a failed login: so would any server
+                    raise refused from None
                 problem = (
                     int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
                     f"no bootstrap server answered FindCoordinator ({status(error)})",

@@ -33,6 +33,7 @@ from samsa.client.group_admin import (
     PartitionLag,
     TopicPartition,
 )
+from samsa.client.refusals import authorization_error
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
@@ -168,6 +169,8 @@ class GroupAdminCalls:
                         grpc.StatusCode.RESOURCE_EXHAUSTED,
                     ):
                         raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
+                    if refused := authorization_error(error):  # so would every coordinator
+                        raise refused from None
                     got = {}
                     problem = (
                         int(ErrorCode.COORDINATOR_NOT_AVAILABLE),

@@ -54,6 +54,7 @@ from samsa.client.consumer import ConsumerRecord
 from samsa.client.consumer_records import decode_records
 from samsa.client.errors import KafkaError, coded_message
 from samsa.client.metadata_topics import METADATA_MAX_IDLE_MS
+from samsa.client.refusals import authorization_error
 from samsa.common.errors import CorruptRecordError, ErrorCode, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc, records_pb2
 
@@ -240,6 +241,8 @@ class PartitionRangeReader:
         try:
             answer = stub.Fetch(request, timeout=min(self.timeout_s, 10.0), metadata=self._identity)
         except grpc.RpcError as error:
+            if refused := authorization_error(error):  # so would every broker
+                raise refused from None
             self._refresh(topic)
             return None, f"the leader at {leader}: {error.code().name}"  # type: ignore[attr-defined]
         result = answer.topics[0].partitions[0]
