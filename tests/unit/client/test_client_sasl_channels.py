@@ -2,14 +2,15 @@
 ticket on every call, on its sync and its grpc.aio channels alike: the ticket arrives with each
 call, one SCRAM exchange serves many calls (concurrent ones too), and a login the cluster refuses
 (a wrong password, a mechanism it does not enable, a server that cannot prove the credential)
-reaches the application as an AuthenticationError at once; a ticket the server refuses is
-dropped, so that the next call logs in afresh.
+reaches the application as an AuthenticationError at once (the CLI says so in one line); a
+ticket the server refuses is dropped, so that the next call logs in afresh.
 
 Method: one real gRPC server in this process on a TLS port of 127.0.0.1 (sdk_sasl_fakes.py):
 SaslService running common.scram.ScramServer over a dict of credentials and answering a fixed
 ticket, a fake controller and a fake broker behind a gate that refuses calls without it
 (UNAUTHENTICATED, samsa-error-code 58). The clients are the SDK's own Channels, AioChannels,
-Admin and Producer; the server's ledger counts exchanges and records each call's ticket.
+Admin and Producer, and the `samsa` CLI with a --command-config file; the server's ledger
+counts exchanges and records each call's ticket.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 from sdk_sasl_fakes import LIFETIME_MS, TICKET, serving_sasl
 from sdk_tls_fakes import CLUSTER_ID, Certificates, client_config, fetch_request, make_certificates
 
+from samsa.cli.main import main as cli_main
 from samsa.client import Admin, AuthenticationError, Producer
 from samsa.client.channels import AioChannels, Channels
 from samsa.client.client_tls import client_security
@@ -192,3 +194,26 @@ def test_a_refused_ticket_is_dropped_and_the_next_call_logs_in_again(
         assert served.ledger.exchanges == 2
         assert security.login.state.session is not None
         assert LIFETIME_MS > 0
+
+
+@pytest.mark.parametrize("password", ["alice-secret", "wrong"])
+def test_the_cli_logs_in_with_its_command_config(
+    certificates: Certificates,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    password: str,
+) -> None:
+    properties = tmp_path / "client.properties"
+    lines = sasl_config(NOWHERE, certificates.ca, password)
+    del lines["bootstrap.servers"]
+    properties.write_text("".join(f"{key}={value}\n" for key, value in lines.items()))
+    with serving_sasl(certificates) as served:
+        argv = ["cluster", "--bootstrap-server", served.endpoint]
+        status = cli_main([*argv, "--command-config", str(properties)])
+        if password == "wrong":
+            assert status == 1
+            assert "SASL authentication failed for user 'alice'" in capsys.readouterr().err
+            assert served.ledger.tickets == []
+        else:
+            assert served.ledger.tickets and set(served.ledger.tickets) == {TICKET}
+            assert served.controller.calls >= 1
