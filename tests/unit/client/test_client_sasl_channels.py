@@ -25,7 +25,13 @@ from sdk_sasl_fakes import LIFETIME_MS, TICKET, serving_sasl
 from sdk_tls_fakes import CLUSTER_ID, Certificates, client_config, fetch_request, make_certificates
 
 from samsa.cli.main import main as cli_main
-from samsa.client import Admin, AuthenticationError, Producer
+from samsa.client import (
+    Admin,
+    AuthenticationError,
+    Consumer,
+    ProduceError,
+    Producer,
+)
 from samsa.client.channels import AioChannels, Channels
 from samsa.client.client_tls import client_security
 from samsa.client.refusals import authorization_error
@@ -217,3 +223,29 @@ def test_the_cli_logs_in_with_its_command_config(
         else:
             assert served.ledger.tickets and set(served.ledger.tickets) == {TICKET}
             assert served.controller.calls >= 1
+
+
+def test_a_refused_login_fails_a_records_future_and_a_consumers_poll(
+    certificates: Certificates,
+) -> None:
+    with serving_sasl(certificates) as served:
+        config = sasl_config(served.endpoint, certificates.ca, "wrong")
+        producer = Producer(config | {"delivery.timeout.ms": 600_000, "max.block.ms": 600_000})
+        try:
+            with pytest.raises(AuthenticationError) as refused:
+                producer.send("t", b"v").result(600)
+            assert isinstance(refused.value, ProduceError)
+        finally:
+            producer.close(timeout=1)
+        for group in ({"group.id": "g"}, {}):
+            consumer = Consumer(config | group)
+            try:
+                with pytest.raises(AuthenticationError, match="SASL authentication failed"):
+                    if group:  # the group's heartbeat fails: poll() raises it
+                        consumer.subscribe(["t"])
+                    else:  # assign() reads the topic's metadata: it raises it
+                        consumer.assign([("t", 0)])
+                    consumer.poll(600)
+            finally:
+                consumer.close()
+        assert served.ledger.tickets == []
