@@ -35,12 +35,14 @@ from pathlib import Path
 
 import grpc
 
+from samsa.common.scram import MECHANISMS
+
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
 SASL_SSL = "SASL_SSL"
 PROTOCOLS = (PLAINTEXT, SSL)  # a service's
 CLIENT_PROTOCOLS = (PLAINTEXT, SSL, SASL_SSL)
-SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")  # common/scram.py's MECHANISMS
+SASL_MECHANISMS = tuple(MECHANISMS)  # SCRAM-SHA-256, SCRAM-SHA-512
 CLIENT_AUTH_MODES = ("none", "required")
 
 # The client-side keys, as a client's configuration names them (the SDK, the CLI, Spark).
