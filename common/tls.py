@@ -4,7 +4,10 @@ and the grpc credentials made from them. Services (services/runtime/transport.py
 means the same thing everywhere.
 
 The settings take Kafka's and librdkafka's names, so that a Kafka user's properties carry over:
-- `security.protocol`: PLAINTEXT (the default) or SSL. SASL_* are refused: Samsa has no SASL.
+- `security.protocol`: PLAINTEXT (the default) or SSL; a client also takes SASL_SSL (TLS, and a
+  SASL/SCRAM login with the `sasl.*` keys below). SASL_PLAINTEXT is refused: the session ticket
+  a login earns is a bearer credential, so Samsa sends it only over TLS. Services serve PLAINTEXT
+  or SSL (their SASL is `sasl.enabled.mechanisms`, over SSL).
 - `ssl.ca.location`: PEM file of the CA certificates that verify the other side; without it,
   the system's roots (gRPC's default).
 - `ssl.certificate.location` and `ssl.key.location`: this side's certificate chain and its
@@ -14,6 +17,9 @@ The settings take Kafka's and librdkafka's names, so that a Kafka user's propert
   refuses any connection without a certificate signed by `ssl.ca.location`. Kafka's third
   value, `requested`, is refused: gRPC's Python API can ask for a client certificate only by
   requiring it.
+- `sasl.mechanism`, `sasl.username`, `sasl.password` (clients, with SASL_SSL only, all three
+  required): the SCRAM mechanism (SCRAM-SHA-256 or SCRAM-SHA-512) and the user's name and
+  password (`SaslSettings`; the login itself is the SDK's, samsa_client/sasl_login.py).
 
 One protocol per process: a service serves every listener (public and internal) with the same
 credentials and dials its peers with them. gRPC checks the server's name against the
@@ -24,14 +30,19 @@ start: a rotated certificate takes a restart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 
+from samsa.common.scram import MECHANISMS
+
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
-PROTOCOLS = (PLAINTEXT, SSL)
+SASL_SSL = "SASL_SSL"
+PROTOCOLS = (PLAINTEXT, SSL)  # a service's
+CLIENT_PROTOCOLS = (PLAINTEXT, SSL, SASL_SSL)
+SASL_MECHANISMS = tuple(MECHANISMS)  # SCRAM-SHA-256, SCRAM-SHA-512
 CLIENT_AUTH_MODES = ("none", "required")
 
 # The client-side keys, as a client's configuration names them (the SDK, the CLI, Spark).
@@ -39,7 +50,11 @@ SECURITY_PROTOCOL = "security.protocol"
 CA_LOCATION = "ssl.ca.location"
 CERTIFICATE_LOCATION = "ssl.certificate.location"
 KEY_LOCATION = "ssl.key.location"
-CLIENT_KEYS = (SECURITY_PROTOCOL, CA_LOCATION, CERTIFICATE_LOCATION, KEY_LOCATION)
+SASL_MECHANISM = "sasl.mechanism"
+SASL_USERNAME = "sasl.username"
+SASL_PASSWORD = "sasl.password"
+SASL_KEYS = (SASL_MECHANISM, SASL_USERNAME, SASL_PASSWORD)
+CLIENT_KEYS = (SECURITY_PROTOCOL, CA_LOCATION, CERTIFICATE_LOCATION, KEY_LOCATION, *SASL_KEYS)
 
 # A PEM file larger than this is not a certificate chain or a key (a chain of ten 4 KiB certs
 # is 40 KiB): refused before it is read whole.
@@ -51,16 +66,52 @@ class TlsConfigError(ValueError):
 
 
 def protocol(value: str) -> str:
-    """`security.protocol` normalised (case-insensitive, as Kafka's), or TlsConfigError."""
+    """A client's `security.protocol` normalised (case-insensitive, as Kafka's), or
+    TlsConfigError."""
     upper = value.strip().upper()
-    if upper in PROTOCOLS:
+    if upper in CLIENT_PROTOCOLS:
         return upper
-    if upper.startswith("SASL"):
+    if upper == "SASL_PLAINTEXT":
         raise TlsConfigError(
-            f"security.protocol={value}: Samsa has no SASL; use SSL (with a client certificate "
-            "where the cluster requires one) or PLAINTEXT"
+            f"security.protocol={value}: Samsa sends SASL only over TLS (the session ticket it "
+            "earns is a bearer credential); use SASL_SSL"
         )
-    raise TlsConfigError(f"security.protocol={value}: expected PLAINTEXT or SSL")
+    raise TlsConfigError(
+        f"security.protocol={value}: expected one of {', '.join(CLIENT_PROTOCOLS)}"
+    )
+
+
+@dataclass(frozen=True)
+class SaslSettings:
+    """A client's SASL/SCRAM login: the mechanism's name and the user's name and password (kept
+    out of repr, so that no log line shows it)."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+
+    @classmethod
+    def from_client_config(cls, config: dict[str, str]) -> SaslSettings | None:
+        """The login `config` asks for (None: not SASL_SSL). A sasl.* key without SASL_SSL, a
+        missing one or an unknown mechanism is refused, naming the key."""
+        chosen = protocol(config.get(SECURITY_PROTOCOL, PLAINTEXT))
+        if chosen != SASL_SSL:
+            if given := [k for k in SASL_KEYS if config.get(k)]:
+                raise TlsConfigError(
+                    f"{given[0]} is set but security.protocol is {chosen}: set "
+                    "security.protocol=SASL_SSL to log in with SASL/SCRAM"
+                )
+            return None
+        for key in SASL_KEYS:
+            if not config.get(key):
+                raise TlsConfigError(f"security.protocol=SASL_SSL needs {key}")
+        mechanism = config[SASL_MECHANISM].strip().upper()
+        if mechanism not in SASL_MECHANISMS:
+            raise TlsConfigError(
+                f"sasl.mechanism={config[SASL_MECHANISM]}: expected one of "
+                f"{', '.join(SASL_MECHANISMS)}"
+            )
+        return cls(mechanism, config[SASL_USERNAME], config[SASL_PASSWORD])
 
 
 def read_pem(path: str, setting: str, *, key: bool = False) -> bytes:
@@ -94,7 +145,7 @@ class TlsSettings:
 
     ca: bytes | None = None
     certificate: bytes | None = None
-    key: bytes | None = None
+    key: bytes | None = field(default=None, repr=False)  # a private key: in no log line
     client_auth: str = "none"
 
     @classmethod
@@ -135,14 +186,16 @@ class TlsSettings:
     @classmethod
     def from_client_config(cls, config: dict[str, str]) -> TlsSettings | None:
         """A client's TLS from its configuration keys (CLIENT_KEYS); None for PLAINTEXT. An
-        ssl.* key without security.protocol=SSL is refused, not silently ignored."""
+        ssl.* key without security.protocol=SSL (or SASL_SSL) is refused, not silently ignored;
+        so are the sasl.* keys that do not fit (SaslSettings.from_client_config)."""
         chosen = protocol(config.get(SECURITY_PROTOCOL, PLAINTEXT))
+        SaslSettings.from_client_config(config)
         given = [k for k in (CA_LOCATION, CERTIFICATE_LOCATION, KEY_LOCATION) if config.get(k)]
         if chosen == PLAINTEXT:
             if given:
                 raise TlsConfigError(
                     f"{given[0]} is set but security.protocol is PLAINTEXT: set "
-                    "security.protocol=SSL to connect with TLS"
+                    "security.protocol=SSL (or SASL_SSL) to connect with TLS"
                 )
             return None
         return cls.load(

@@ -1,8 +1,10 @@
 """Goal: the Spark source's and sink's TLS options (`samsa.security.protocol`,
-`samsa.ssl.ca.location`, `samsa.ssl.certificate.location`, `samsa.ssl.key.location`) reach, without
-the prefix, every SDK client they make: the driver's Admin and Consumer, the tasks' range reader,
-the sink's producers and the exactly-once sink's Admin; none is warned about as unused, and a
-setting that cannot work is refused by the client with a message naming the key.
+`samsa.ssl.ca.location`, `samsa.ssl.certificate.location`, `samsa.ssl.key.location`), and with
+SASL_SSL the SASL ones (`samsa.sasl.mechanism`, `samsa.sasl.username`, `samsa.sasl.password`),
+reach, without the prefix, every SDK client they make: the driver's Admin and Consumer, the
+tasks' range reader, the sink's producers and the exactly-once sink's Admin; none is warned
+about as unused, and a setting that cannot work is refused by the client with a message naming
+the key.
 
 Method: the options are parsed as Spark hands them over (no Spark session, no cluster); the
 client configs they produce are compared with the options, and an Admin is built from one, with
@@ -20,24 +22,34 @@ from pyspark.sql.types import BinaryType, StructType
 from samsa.cli.certificates import create_ca, issue
 from samsa.client import Admin
 from samsa.common.errors import InvalidConfigError
-from samsa.common.tls import CLIENT_KEYS
+from samsa.common.tls import CLIENT_KEYS, SASL_KEYS
 from samsa.spark.exactly_once import ExactlyOnceStreamWriter, transactional_config
 from samsa.spark.options import parse_options
 from samsa.spark.sink import write_options
 
 
-@pytest.fixture(scope="module")
-def tls_options(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The four TLS keys as samsa.* options, naming real files."""
+@pytest.fixture(scope="module", params=["SSL", "SASL_SSL"])
+def tls_options(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, str]:
+    """The four TLS keys as samsa.* options, naming real files; with SASL_SSL, the three SASL
+    keys too."""
     directory = tmp_path_factory.mktemp("tls")
     ca = create_ca(directory)
     client = issue(ca, directory, "client", ["127.0.0.1"])
-    return {
-        "samsa.security.protocol": "SSL",
+    options = {
+        "samsa.security.protocol": request.param,
         "samsa.ssl.ca.location": str(ca.certificate),
         "samsa.ssl.certificate.location": str(client.certificate),
         "samsa.ssl.key.location": str(client.key),
     }
+    if request.param == "SASL_SSL":
+        options |= {
+            "samsa.sasl.mechanism": "SCRAM-SHA-256",
+            "samsa.sasl.username": "spark",
+            "samsa.sasl.password": "spark-secret",
+        }
+    return options
 
 
 def unprefixed(options: dict[str, str]) -> dict[str, str]:
@@ -47,7 +59,9 @@ def unprefixed(options: dict[str, str]) -> dict[str, str]:
 def test_the_source_hands_the_tls_keys_to_each_of_its_clients(
     tls_options: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    assert {key.removeprefix("samsa.") for key in tls_options} == set(CLIENT_KEYS)
+    sasl = tls_options["samsa.security.protocol"] == "SASL_SSL"
+    keys = set(CLIENT_KEYS) if sasl else set(CLIENT_KEYS) - set(SASL_KEYS)
+    assert {key.removeprefix("samsa.") for key in tls_options} == keys
     options = {"samsa.bootstrap.servers": "127.0.0.1:1", "subscribe": "t", **tls_options}
     with caplog.at_level(logging.WARNING):
         parsed = parse_options(options)
@@ -58,6 +72,7 @@ def test_the_source_hands_the_tls_keys_to_each_of_its_clients(
     assert parsed.client.items() >= expected.items()  # the tasks' range reader's settings
     with Admin(parsed.admin_config()) as admin:  # reads the files: they are taken as given
         assert admin._channels.security is not None
+        assert (admin._channels.security.login is not None) == sasl
 
 
 def test_the_sinks_hand_the_tls_keys_to_their_producers_and_admin(

@@ -173,7 +173,9 @@ def test_a_clients_configuration_chooses_tls_only_with_security_protocol_ssl(
 
     with pytest.raises(TlsConfigError, match=re.escape("security.protocol is PLAINTEXT")):
         TlsSettings.from_client_config({"ssl.ca.location": ca})
-    with pytest.raises(TlsConfigError, match=re.escape("Samsa has no SASL")):
+    with pytest.raises(TlsConfigError, match=re.escape("Samsa sends SASL only over TLS")):
+        TlsSettings.from_client_config({"security.protocol": "SASL_PLAINTEXT"})
+    with pytest.raises(TlsConfigError, match=re.escape("SASL_SSL needs sasl.mechanism")):
         TlsSettings.from_client_config({"security.protocol": "SASL_SSL"})
-    with pytest.raises(TlsConfigError, match=re.escape("expected PLAINTEXT or SSL")):
+    with pytest.raises(TlsConfigError, match=re.escape("expected one of PLAINTEXT, SSL, SASL_SSL")):
         tls.protocol("TLS")

@@ -3,8 +3,10 @@ admin tools take them (kafka-topics.sh --command-config client.properties).
 
 The file is Java properties in the form such files take in practice: `key=value` lines (or
 `key: value`), blank lines, and `#` or `!` comment lines. It carries the settings that decide how
-to connect, the TLS keys of common/tls.py (security.protocol, ssl.ca.location,
-ssl.certificate.location, ssl.key.location); any other key is refused by name rather than
+to connect, the keys of common/tls.py: TLS (security.protocol, ssl.ca.location,
+ssl.certificate.location, ssl.key.location) and SASL/SCRAM (security.protocol=SASL_SSL,
+sasl.mechanism, sasl.username, sasl.password: keep such a file readable by its user only); any
+other key is refused by name rather than
 ignored, so that a setting the user meant to give (a producer's acks, say) is not lost silently.
 `samsa up --tls` writes one: `<data-dir>/tls/client.properties`. Kept apart from
 command_support.py so that `python -m samsa.cli.health` reads it without importing the SDK.
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from samsa.common import tls
 
-# A properties file of four settings is a few hundred bytes: a larger one is not one.
+# A properties file of seven settings is a few hundred bytes: a larger one is not one.
 COMMAND_CONFIG_BYTES_MAX = 64 * 1024
 
 
@@ -61,8 +63,9 @@ def read_command_config(path: Path) -> dict[str, str]:
 
 
 def check_security(settings: dict[str, str], source: str) -> None:
-    """CommandConfigError unless `settings` are a client's working TLS settings (or none): a
-    TLS key without security.protocol=SSL, a PEM file missing, named with `source`."""
+    """CommandConfigError unless `settings` are a client's working security settings (or none):
+    a TLS key without security.protocol=SSL, a sasl.* key without SASL_SSL or one missing with
+    it, a PEM file missing, named with `source`."""
     try:
         tls.TlsSettings.from_client_config(settings)
     except tls.TlsConfigError as error:

@@ -55,11 +55,11 @@ from samsa.cli.transaction_commands import (
 from samsa.cli.user_commands import add_users_command, run_users, users_usage_error
 from samsa.client import Admin, NewTopic, NoBrokersAvailable, TopicError
 from samsa.client.channels import Channels
+from samsa.client.client_tls import client_security
 from samsa.client.cluster_admin import PartitionInfo
 from samsa.client.cluster_metadata import ClusterMetadata, unreachable_reason
 from samsa.client.errors import KafkaError
 from samsa.common.errors import SamsaError
-from samsa.common.tls import TlsSettings
 from samsa.v1 import controller_pb2
 
 # How long a command waits for any controller to answer before saying the cluster cannot be
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     servers = bootstrap(args)
     settings = security(args)
-    tls = settings.get("security.protocol", "").upper() == "SSL"
+    tls = settings.get("security.protocol", "").upper() in ("SSL", "SASL_SSL")
     try:
         _check_reachable(servers, settings)
         if args.command == "topics":
@@ -181,7 +181,7 @@ def _check_reachable(servers: str, settings: dict[str, str]) -> None:
     """Ask any controller to describe the cluster, for at most CLUSTER_REACH_WAIT_S, connecting
     as the command's clients do (`settings`: security's): raises NoBrokersAvailable (caused by
     the last gRPC error) when none answers."""
-    channels = Channels(security=TlsSettings.from_client_config(settings))
+    channels = Channels(security=client_security(settings))  # with SASL_SSL: logs in
     try:
         endpoints = [e.strip() for e in servers.split(",") if e.strip()]
         ClusterMetadata(endpoints, channels).read(

@@ -40,9 +40,9 @@ plan; --execute commits it; both refused while the group has members), `delete G
 
 The cluster commands find the cluster through --bootstrap-server, a bootstrap.servers among the
 --producer-property / --consumer-property items, $SAMSA_BOOTSTRAP, or the cluster.json that
-`samsa up` wrote in --data-dir (default ./samsa-data), in that order. They connect with TLS as
-`--command-config FILE` says (security.protocol, ssl.*.location lines), else as that cluster.json
-says (`samsa up --tls`: its client certificate), else in plaintext.
+`samsa up` wrote in --data-dir (default ./samsa-data), in that order. They connect with TLS (and
+SASL/SCRAM) as `--command-config FILE` says (security.protocol, ssl.*.location, sasl.* lines),
+else as that cluster.json says (`samsa up --tls`: its client certificate), else in plaintext.
 
 The demo writes a real partition log on disk (segments, indexes, checkpoints), reads it back and
 checks every record, looks records up by timestamp, then reopens the log as a restarted broker

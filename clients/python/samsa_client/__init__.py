@@ -20,6 +20,7 @@ from samsa.client.config_resources import BROKER_DEFAULTS, ConfigResource
 from samsa.client.consumer import Consumer, ConsumerRecord, OffsetAndTimestamp
 from samsa.client.consumer_records import CREATE_TIME, LOG_APPEND_TIME
 from samsa.client.errors import (
+    AuthenticationError,
     AuthorizationError,
     ConcurrentAccessError,
     KafkaError,
@@ -59,6 +60,7 @@ __all__ = [
     "Admin",
     "AsyncConsumer",
     "AsyncProducer",
+    "AuthenticationError",
     "AuthorizationError",
     "CommitFailedError",
     "ConcurrentAccessError",

@@ -34,7 +34,7 @@ from samsa.client.admin_acls import AclAdmin
 from samsa.client.admin_groups import ConsumerGroupAdmin
 from samsa.client.admin_scram import ScramAdmin
 from samsa.client.channels import Channels
-from samsa.client.client_tls import CLIENT_KEYS, client_tls
+from samsa.client.client_tls import CLIENT_KEYS, client_security
 from samsa.client.cluster_admin import (
     BrokerInfo,
     ClusterDescription,
@@ -144,7 +144,7 @@ class Admin(AclAdmin, ConsumerGroupAdmin, ScramAdmin):
         endpoints = parse_servers("bootstrap.servers", config["bootstrap.servers"])
         request_timeout_ms, api_timeout_ms = admin_timeouts(config)
         # Refuses calls in a forked child; TLS files are read here, once (client_tls.py).
-        self._channels = Channels("Admin", client_tls(config))
+        self._channels = Channels("Admin", client_security(config))
         metadata = ClusterMetadata(endpoints, self._channels)
         self._controller = ControllerCalls(metadata, request_timeout_ms, api_timeout_ms)
         coordinators = CoordinatorCalls(

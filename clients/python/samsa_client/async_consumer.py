@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from samsa.client import fork_safety
 from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels
-from samsa.client.client_tls import client_tls
+from samsa.client.client_tls import client_security
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_calls import (
@@ -80,7 +80,7 @@ class AsyncConsumer:
 
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ConsumerConfig.from_dict(config)
-        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
+        self._channels = Channels(security=client_security(config))  # files read once
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
         self._progress = asyncio.Event()  # set by the driver after it applied an answer
         self._driver: ConsumerDriver | None = None

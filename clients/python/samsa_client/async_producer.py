@@ -31,7 +31,7 @@ from typing import Any
 from samsa.client import fork_safety
 from samsa.client.async_lifecycle import check_loop, check_not_started
 from samsa.client.channels import Channels, tracing_configured
-from samsa.client.client_tls import client_tls
+from samsa.client.client_tls import client_security
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import AuthorizationError, KafkaError, ProduceError
@@ -64,7 +64,7 @@ class AsyncProducer:
 
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ProducerConfig.from_dict(config)
-        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
+        self._channels = Channels(security=client_security(config))  # files read once
         self._metadata = ClusterMetadata(
             self.config.bootstrap_servers, self._channels, self.config.metadata_max_idle_ms
         )

@@ -16,14 +16,17 @@ services install theirs only when an exporter is configured. Heartbeats and fetc
 (common/quiet_rpcs.py) are never intercepted: a consumer polls all the time, and its records are
 traced one by one instead (record_tracing.py).
 
-TLS: a client with `security.protocol=SSL` (client_tls.py) hands both its channel sets its
-`TlsSettings`, read once when the client was built; each makes its credentials from them once and
-dials every endpoint with `secure_channel`. Without them (PLAINTEXT), channels are insecure.
+Security: a client with `security.protocol=SSL` or SASL_SSL (client_tls.py) hands both its
+channel sets its `ClientSecurity`, read once when the client was built: TLS, and with SASL_SSL
+the client's one login (sasl_login.py), whose ticket the credentials attach to every call. Each
+set makes its credentials from it once and dials every endpoint with `secure_channel`. Without it
+(PLAINTEXT), channels are insecure.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import grpc
 from opentelemetry import trace
@@ -35,7 +38,9 @@ from samsa.client.cancellable_channel import CallRegistry, CancellableChannel
 from samsa.client.inflight_calls import closed_error
 from samsa.common import limits
 from samsa.common.quiet_rpcs import CONNECTION_STREAMS, QUIET_METHODS
-from samsa.common.tls import TlsSettings
+
+if TYPE_CHECKING:  # client_tls.py's login dials with CHANNEL_OPTIONS
+    from samsa.client.client_tls import ClientSecurity
 
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
@@ -55,10 +60,10 @@ class Channels:
     after the client's close(), or one still retrying on another thread, ends there. A call in
     flight at close() is cancelled (its thread sees an RpcError, CANCELLED), and the channels are
     closed once none is in flight (cancellable_channel.py). In a child process forked meanwhile
-    `get` raises the fork error (fork_safety.py), naming `client`. With `security` (TLS), every
-    channel is a secure one made with its credentials."""
+    `get` raises the fork error (fork_safety.py), naming `client`. With `security` (TLS, a
+    login), every channel is a secure one made with its credentials."""
 
-    def __init__(self, client: str = "client", security: TlsSettings | None = None) -> None:
+    def __init__(self, client: str = "client", security: ClientSecurity | None = None) -> None:
         self.security = security
         self._credentials = None if security is None else security.channel_credentials()
         self._lock = threading.Lock()
@@ -128,9 +133,9 @@ def tracing_configured() -> bool:
 
 class AioChannels:
     """grpc.aio channels by endpoint, for one event loop (no lock: only that loop touches them);
-    secure ones with `security` (TLS)."""
+    secure ones with `security` (TLS, a login)."""
 
-    def __init__(self, security: TlsSettings | None = None) -> None:
+    def __init__(self, security: ClientSecurity | None = None) -> None:
         self._credentials = None if security is None else security.channel_credentials()
         self._channels: dict[tuple[str, bool], grpc.aio.Channel] = {}
         self._interceptors = (

@@ -81,14 +81,17 @@ class _Setting:
 _INT = integer_between(0, INT_MAX)
 _LONG = integer_between(0, LONG_MAX)
 
-# TLS, as Kafka's clients name it (samsa.common.tls.CLIENT_KEYS), for producers and consumers
-# alike. Only their shape is checked here: the client checks them together and reads the files
-# they name when it is built (client_tls.py), as this module does no I/O.
+# TLS and SASL, as Kafka's clients name them (samsa.common.tls.CLIENT_KEYS), for producers and
+# consumers alike. Only their shape is checked here: the client checks them together and reads
+# the files they name when it is built (client_tls.py), as this module does no I/O.
 TLS_SETTINGS: tuple[_Setting, ...] = (
     _Setting("security.protocol", parse_string, "PLAINTEXT"),
     _Setting("ssl.ca.location", parse_optional_nonempty, None),
     _Setting("ssl.certificate.location", parse_optional_nonempty, None),
     _Setting("ssl.key.location", parse_optional_nonempty, None),
+    _Setting("sasl.mechanism", parse_optional_nonempty, None),
+    _Setting("sasl.username", parse_optional_nonempty, None),
+    _Setting("sasl.password", parse_optional_nonempty, None),
 )
 
 PRODUCER_SETTINGS: tuple[_Setting, ...] = (
@@ -310,6 +313,9 @@ class ProducerConfig:
     ssl_ca_location: str | None
     ssl_certificate_location: str | None
     ssl_key_location: str | None
+    sasl_mechanism: str | None
+    sasl_username: str | None
+    sasl_password: str | None = dataclasses.field(repr=False)  # in no log line
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:
@@ -355,6 +361,9 @@ class ConsumerConfig:
     ssl_ca_location: str | None
     ssl_certificate_location: str | None
     ssl_key_location: str | None
+    sasl_mechanism: str | None
+    sasl_username: str | None
+    sasl_password: str | None = dataclasses.field(repr=False)  # in no log line
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:

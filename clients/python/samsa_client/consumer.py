@@ -55,7 +55,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from samsa.client.channels import Channels
-from samsa.client.client_tls import client_tls
+from samsa.client.client_tls import client_security
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.commit_callbacks import CommitCallbacks
 from samsa.client.config import ConsumerConfig
@@ -105,7 +105,7 @@ class Consumer(OffsetLookups):
 
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ConsumerConfig.from_dict(config)
-        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
+        self._channels = Channels(security=client_security(config))  # files read once
         self._metadata = ClusterMetadata(self.config.bootstrap_servers, self._channels)
         self._driver = ConsumerDriver(
             self.config, self._metadata, self._notify_progress, self._channels.security

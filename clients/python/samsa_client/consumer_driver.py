@@ -51,6 +51,7 @@ from samsa.client.client_identity import (
     consumer_client_id,
     consumer_fetch_link,
 )
+from samsa.client.client_tls import ClientSecurity
 from samsa.client.cluster_metadata import ClusterMetadata, TopicPartition
 from samsa.client.config import ConsumerConfig
 from samsa.client.errors import AuthorizationError, KafkaError
@@ -65,7 +66,6 @@ from samsa.client.listed_offsets import LIST_OFFSETS_RETRIABLE, list_offsets_req
 from samsa.client.refusals import authorization_error, refusal_of
 from samsa.common.errors import ErrorCode
 from samsa.common.fetch_link import FetchFailed, FetchLink
-from samsa.common.tls import TlsSettings
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class ConsumerDriver:
         config: ConsumerConfig,
         metadata: ClusterMetadata,
         on_progress: Callable[[], None],
-        security: TlsSettings | None = None,  # the client's TLS (client_tls.py); None: PLAINTEXT
+        security: ClientSecurity | None = None,  # TLS, SASL (client_tls.py); None: PLAINTEXT
     ) -> None:
         self.config = config
         self.metadata = metadata

@@ -140,7 +140,7 @@ class CoordinatorCalls:
                 if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise GroupError(error.details() or "", ErrorCode.INVALID_REQUEST) from None
                 if (refused := authorization_error(error)) is not None:
-                    raise refused from None  # DESCRIBE on the key: any server refuses it alike
+                    raise refused from None  # an ACL refusal or a failed login: so would any server
                 problem = (
                     int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
                     f"no bootstrap server answered FindCoordinator ({status(error)})",

@@ -8,7 +8,9 @@ from types import MappingProxyType
 from samsa.common.errors import ErrorCode, SamsaError, is_retriable
 
 __all__ = [
+    "AUTHENTICATION_FAILED",
     "AUTHORIZATION_CODES",
+    "AuthenticationError",
     "AuthorizationError",
     "ConcurrentAccessError",
     "KafkaError",
@@ -99,6 +101,38 @@ class AuthorizationError(KafkaError):
 class RecordAuthorizationError(AuthorizationError, ProduceError):
     """A record refused before it was queued, its topic's metadata refused by the ACLs: both the
     AuthorizationError naming the topic and the ProduceError a record's future fails with."""
+
+
+# How a failed SASL login's message starts, in the client's words: the gRPC call that needed its
+# ticket fails UNAVAILABLE with it in its details (sasl_login.py), which refusals.py recognises.
+AUTHENTICATION_FAILED = "SASL authentication failed"
+
+
+class AuthenticationError(AuthorizationError):
+    """The cluster did not accept this client's SASL login (Kafka's SaslAuthenticationException,
+    SASL_AUTHENTICATION_FAILED): a wrong user name or password, a mechanism the cluster does not
+    enable, a server that could not prove it holds the credential, or a session ticket refused
+    (expired, its credential replaced or deleted). Not retriable: raised at once. An
+    AuthorizationError too, so that every path that raises an ACL refusal at once (instead of
+    retrying until a timeout) raises it the same way; `resource` is ""."""
+
+    def __init__(
+        self, message: str, code: ErrorCode = ErrorCode.SASL_AUTHENTICATION_FAILED
+    ) -> None:
+        super().__init__(message, code)
+
+
+class RecordAuthenticationError(AuthenticationError, ProduceError):
+    """A record refused because the login failed: both the AuthenticationError and the
+    ProduceError a record's future fails with."""
+
+
+def record_refusal(refused: AuthorizationError) -> AuthorizationError:
+    """The error a record's future fails with for `refused`: a ProduceError too, of the same
+    kind (authentication or authorization)."""
+    if isinstance(refused, AuthenticationError):
+        return RecordAuthenticationError(str(refused), refused.code)
+    return RecordAuthorizationError(str(refused), refused.code, refused.resource)
 
 
 class NoBrokersAvailable(KafkaError):

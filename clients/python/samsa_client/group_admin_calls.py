@@ -165,7 +165,7 @@ class GroupAdminCalls:
                     got = send(self._group_stub(endpoint), ids, self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
                     if (refused := authorization_error(error)) is not None:
-                        raise refused from None  # asked again, it is refused again
+                        raise refused from None  # ACLs or login: every coordinator would
                     if error.code() in (
                         grpc.StatusCode.INVALID_ARGUMENT,
                         grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -47,13 +47,14 @@ import grpc
 
 from samsa.client.channels import Channels
 from samsa.client.client_identity import client_metadata, consumer_client_id
-from samsa.client.client_tls import client_tls
+from samsa.client.client_tls import client_security
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config_values import parse_client_id
 from samsa.client.consumer import ConsumerRecord
 from samsa.client.consumer_records import decode_records
 from samsa.client.errors import KafkaError, coded_message
 from samsa.client.metadata_topics import METADATA_MAX_IDLE_MS
+from samsa.client.refusals import authorization_error
 from samsa.common.errors import CorruptRecordError, ErrorCode, is_retriable
 from samsa.v1 import broker_pb2, broker_pb2_grpc, records_pb2
 
@@ -92,7 +93,7 @@ class PartitionRangeReader:
         configured = parse_client_id("client.id", config.get("client.id", ""))
         self.client_id = consumer_client_id(configured, None)  # one id for all its fetches
         self._identity = client_metadata(self.client_id)
-        self._channels = Channels(security=client_tls(config))  # PEM files read here, once
+        self._channels = Channels(security=client_security(config))  # files read once
         # The topics it reads stay described while read, as a producer's (metadata_topics.py).
         self._metadata = ClusterMetadata(bootstrap, self._channels, METADATA_MAX_IDLE_MS)
 
@@ -240,6 +241,8 @@ class PartitionRangeReader:
         try:
             answer = stub.Fetch(request, timeout=min(self.timeout_s, 10.0), metadata=self._identity)
         except grpc.RpcError as error:
+            if refused := authorization_error(error):  # so would every broker
+                raise refused from None
             self._refresh(topic)
             return None, f"the leader at {leader}: {error.code().name}"  # type: ignore[attr-defined]
         result = answer.topics[0].partitions[0]

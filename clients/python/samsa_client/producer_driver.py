@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 
 from samsa.client.accumulator import ReadyResult, RecordAccumulator
 from samsa.client.channels import AioChannels
+from samsa.client.client_tls import ClientSecurity
 from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.config import ProducerConfig
 from samsa.client.errors import KafkaError
@@ -55,7 +56,6 @@ from samsa.client.transaction_client import TransactionClient
 from samsa.client.transaction_driver import TransactionDriver
 from samsa.client.transaction_manager import TransactionManager
 from samsa.common.errors import ErrorCode, is_retriable
-from samsa.common.tls import TlsSettings
 from samsa.v1 import broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class ProducerDriver:
         metadata: ClusterMetadata,
         run_callbacks: Callable[[Callbacks], None],
         on_completions: Callable[[], None],
-        security: TlsSettings | None = None,  # the client's TLS (client_tls.py); None: PLAINTEXT
+        security: ClientSecurity | None = None,  # TLS, SASL (client_tls.py); None: PLAINTEXT
     ) -> None:
         self.config = config
         self.metadata = metadata

@@ -32,7 +32,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from samsa.client.errors import AUTHORIZATION_CODES, AuthorizationError, KafkaError
+from samsa.client.errors import (
+    AUTHORIZATION_CODES,
+    AuthenticationError,
+    AuthorizationError,
+    KafkaError,
+)
 from samsa.client.fetch_state import FetchState
 from samsa.client.group_admin import OffsetAndMetadata
 from samsa.client.group_member import (
@@ -150,6 +155,8 @@ def member_error(member: GroupMember) -> KafkaError | None:
         message = f"consumer group {member.settings.group_id!r}: {message}"
         if code in AUTHORIZATION_CODES:  # the group's (or a topic's) ACLs refused the member
             return AuthorizationError(message, code)
+        if code == ErrorCode.SASL_AUTHENTICATION_FAILED:  # its login was refused
+            return AuthenticationError(message)
         return KafkaError.of(code, message)
     return None
 

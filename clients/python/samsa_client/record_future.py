@@ -39,7 +39,9 @@ from samsa.client.errors import (
     AuthorizationError,
     KafkaError,
     ProduceError,
+    RecordAuthenticationError,
     RecordAuthorizationError,
+    record_refusal,
 )
 from samsa.client.producer_batch import NO_OFFSET, Completed
 from samsa.common.errors import ErrorCode
@@ -97,8 +99,7 @@ class BatchOutcome:
         settled at once, as Kafka's send() answers a failed future rather than raise, with an
         error that is both the AuthorizationError (its topic) and a ProduceError."""
         outcome = cls()
-        error = RecordAuthorizationError(str(refused), refused.code, refused.resource)
-        outcome.settle(NO_OFFSET, -1, error)
+        outcome.settle(NO_OFFSET, -1, record_refusal(refused))
         return outcome
 
     def add_piece(self, piece: Piece) -> None:
@@ -203,6 +204,8 @@ class BatchOutcomes:
                 error = RecordAuthorizationError(
                     message or done.error_message, done.error_code, f"topic:{done.topic}"
                 )
+            elif done.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED:  # the login failed
+                error = RecordAuthenticationError(message or done.error_message)
             elif done.error_code != ErrorCode.NONE:
                 error = ProduceError(f"{done.error_message} {message}".strip(), done.error_code)
             if done.first_index or not done.batch_done:  # a piece of a split batch

@@ -8,6 +8,13 @@ REFUSED_AS_SENT (cluster_metadata.py): asked again, or asked of another server, 
 is refused again, so it is raised at once instead of waiting out the caller's deadline (as
 Kafka's clients raise TopicAuthorizationException and its siblings at once).
 
+A failed SASL login is refused the same way, as an AuthenticationError (an AuthorizationError
+with SASL_AUTHENTICATION_FAILED): a server answering UNAUTHENTICATED with `samsa-error-code: 58`
+(no ticket, or one expired, revoked or replaced), after which every login of the process drops
+its ticket so that the next call authenticates afresh (a refusal names no client: the others pay
+one exchange more), and a call whose login failed before it was sent (gRPC answers it
+UNAVAILABLE with the login's message, which starts with AUTHENTICATION_FAILED: sasl_login.py).
+
 DescribeTopics is answered per topic instead (Kafka's Metadata): a topic the caller may not
 DESCRIBE comes back with TOPIC_AUTHORIZATION_FAILED (`topic_refusals`), and the calls that need
 it raise its AuthorizationError (`first_refusal`) while the other topics are used as ever.
@@ -21,7 +28,8 @@ from typing import Any
 
 import grpc
 
-from samsa.client.errors import AuthorizationError
+from samsa.client import sasl_login
+from samsa.client.errors import AUTHENTICATION_FAILED, AuthenticationError, AuthorizationError
 from samsa.common.errors import ErrorCode
 
 ERROR_CODE_KEY = "samsa-error-code"
@@ -29,6 +37,8 @@ RESOURCE_KEY = "samsa-resource"
 Trailing = Iterable[tuple[str, str | bytes]]
 # Refused by the cluster's ACLs: every server refuses it the same (`authorization_error`).
 REFUSED_BY_ACLS = frozenset({grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED})
+# A login that failed before the call was sent: gRPC fails the call with this status.
+LOGIN_FAILED_STATUS = grpc.StatusCode.UNAVAILABLE
 
 
 def authorization_error(error: grpc.RpcError) -> AuthorizationError | None:
@@ -36,7 +46,7 @@ def authorization_error(error: grpc.RpcError) -> AuthorizationError | None:
     server's trailing metadata `samsa-error-code` and `samsa-resource` (errors.proto); None for
     any other failure. Every retry loop raises it at once: asked again, it is refused again."""
     code = error.code() if callable(getattr(error, "code", None)) else None
-    if code not in REFUSED_BY_ACLS:
+    if code not in REFUSED_BY_ACLS and code != LOGIN_FAILED_STATUS:
         return None
     trailing: Trailing = ()
     with contextlib.suppress(Exception):  # a call that never reached a server has none
@@ -48,12 +58,18 @@ def refusal_of(
     code: grpc.StatusCode, details: str, trailing_metadata: Trailing
 ) -> AuthorizationError | None:
     """`authorization_error` of a status already taken apart (a fetch stream's)."""
+    if code == LOGIN_FAILED_STATUS:
+        failed = details.find(AUTHENTICATION_FAILED)
+        return None if failed < 0 else AuthenticationError(details[failed:])
     if code not in REFUSED_BY_ACLS:
         return None
     trailing = dict(trailing_metadata)
     error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     with contextlib.suppress(ValueError, TypeError):
         error_code = ErrorCode(int(trailing.get(ERROR_CODE_KEY, error_code)))
+    if error_code == ErrorCode.SASL_AUTHENTICATION_FAILED:
+        sasl_login.ticket_refused()
+        return AuthenticationError(details or f"{AUTHENTICATION_FAILED}: {code.name}")
     resource = trailing.get(RESOURCE_KEY, "")
     if isinstance(resource, bytes):
         resource = resource.decode("utf-8", "replace")

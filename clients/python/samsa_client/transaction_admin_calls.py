@@ -34,6 +34,7 @@ from samsa.client.cluster_metadata import ClusterMetadata
 from samsa.client.coordinator_calls import CoordinatorCalls, status
 from samsa.client.errors import KafkaError, first_of
 from samsa.client.leader_calls import ask_leaders
+from samsa.client.refusals import authorization_error
 from samsa.client.transaction_admin import (
     OpenTransaction,
     PreparedTransaction,
@@ -217,6 +218,8 @@ class TransactionAdminCalls:
                 try:
                     answer = stub.AbortTransaction(request, timeout=self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
+                    if refused := authorization_error(error):  # so would every coordinator
+                        raise refused from None
                     problem = f"coordinator {coordinator.coordinator_id}: {status(error)}"
                     maybe_written = True
                     continue
@@ -280,6 +283,8 @@ class TransactionAdminCalls:
                 try:
                     got, code, message = send(stub, self._calls.attempt_s(deadline))
                 except grpc.RpcError as error:
+                    if refused := authorization_error(error):  # so would every coordinator
+                        raise refused from None
                     problem = f"the coordinator at {location.endpoint}: {status(error)}"
                 else:
                     if (

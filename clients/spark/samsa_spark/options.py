@@ -11,8 +11,10 @@ checked: each error names the option and what to write instead.
   prefix (`admin_config`, `consumer_config`); any other key a consumer takes changes nothing
   here, and a warning names it (Kafka's clients warn of a setting supplied but not used).
   TLS (`samsa.security.protocol`, `samsa.ssl.ca.location`, `samsa.ssl.certificate.location`,
-  `samsa.ssl.key.location`, samsa.common.tls.CLIENT_KEYS) goes to every one of those clients,
-  the tasks' producers included, which read the files and refuse a setting that cannot work.
+  `samsa.ssl.key.location`) and SASL/SCRAM (`samsa.security.protocol=SASL_SSL`,
+  `samsa.sasl.mechanism`, `samsa.sasl.username`, `samsa.sasl.password`): the keys of
+  samsa.common.tls.CLIENT_KEYS go to every one of those clients, the tasks' producers included,
+  which read the files, refuse a setting that cannot work and each log in on its first call.
 - Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`
   (JSON `{"topic": [0, 1]}`). The pattern is RE2 matched against whole topic names, internal
   topics (`__*`) never, exactly as a consumer group's regex (samsa.common.topic_regex): the same

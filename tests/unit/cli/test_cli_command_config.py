@@ -134,7 +134,9 @@ def test_a_tls_key_among_the_client_properties_wins(tls_cluster: Path) -> None:
             "security.protocol=SSL\nssl.ca.location=/nowhere/ca.pem\n",
             r"samsa: --command-config .*: ssl\.ca\.location=/nowhere/ca\.pem: cannot read it",
         ),
-        ("security.protocol=SASL_SSL\n", r"Samsa has no SASL"),
+        ("security.protocol=SASL_PLAINTEXT\n", r"Samsa sends SASL only over TLS"),
+        ("security.protocol=SASL_SSL\n", r"SASL_SSL needs sasl\.mechanism"),
+        ("sasl.username=alice\n", r"sasl\.username is set but security\.protocol is PLAINTEXT"),
     ],
 )
 def test_a_wrong_setting_is_one_line_naming_its_source(

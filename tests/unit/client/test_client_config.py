@@ -78,6 +78,9 @@ def test_producer_defaults_are_kafkas() -> None:
         "ssl.ca.location": None,
         "ssl.certificate.location": None,
         "ssl.key.location": None,
+        "sasl.mechanism": None,
+        "sasl.username": None,
+        "sasl.password": None,
     }
 
 
@@ -108,6 +111,9 @@ def test_consumer_defaults_are_kafkas() -> None:
         "ssl.ca.location": None,
         "ssl.certificate.location": None,
         "ssl.key.location": None,
+        "sasl.mechanism": None,
+        "sasl.username": None,
+        "sasl.password": None,
     }
 
 

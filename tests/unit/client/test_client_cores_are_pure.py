@@ -49,6 +49,7 @@ CORE_MODULES = (
     "scram_admin.py",
     "inflight_calls.py",
     "config_resources.py",
+    "sasl_session.py",
 )
 FORBIDDEN = {
     "asyncio",

@@ -29,7 +29,7 @@ from sdk_tls_fakes import (
 
 from samsa.client import Admin, AsyncConsumer, AsyncProducer, Consumer, Producer
 from samsa.client.channels import AioChannels
-from samsa.client.client_tls import client_tls
+from samsa.client.client_tls import client_security
 from samsa.client.config import ConsumerConfig
 from samsa.client.consumer_driver import ConsumerDriver
 from samsa.client.errors import KafkaError
@@ -84,7 +84,7 @@ class OneBroker:
 def consumer_driver(endpoint: str, config: dict[str, object]) -> ConsumerDriver:
     """A consumer driver given the TLS a consumer would read from `config`."""
     parsed = ConsumerConfig.from_dict(config)
-    return ConsumerDriver(parsed, OneBroker(endpoint), lambda: None, client_tls(config))  # type: ignore[arg-type]
+    return ConsumerDriver(parsed, OneBroker(endpoint), lambda: None, client_security(config))  # type: ignore[arg-type]
 
 
 def test_a_consumer_drivers_aio_channels_speak_tls(certificates: Certificates) -> None:

@@ -52,7 +52,7 @@ def close(client: object) -> None:
 @each_client
 def test_every_client_takes_the_four_tls_keys(certificates: Certificates, make) -> None:  # type: ignore[no-untyped-def]
     config = client_config(NOWHERE, certificates.ca, certificates.client)
-    assert set(config) - {"bootstrap.servers"} == set(tls.CLIENT_KEYS)
+    assert set(config) - {"bootstrap.servers"} == set(tls.CLIENT_KEYS) - set(tls.SASL_KEYS)
     close(make(config))
     close(make({"bootstrap.servers": NOWHERE, "security.protocol": "plaintext"}))
 
@@ -66,8 +66,11 @@ def wrong_settings(certificates: Certificates, missing: Path) -> list[tuple[dict
             {"security.protocol": "PLAINTEXT", "ssl.key.location": key},
             r"ssl\.key\.location is set but security\.protocol is PLAINTEXT",
         ),
-        ({"security.protocol": "SASL_SSL"}, r"security\.protocol=SASL_SSL: Samsa has no SASL"),
-        ({"security.protocol": "TLS"}, r"security\.protocol=TLS: expected PLAINTEXT or SSL"),
+        ({"security.protocol": "SASL_PLAINTEXT"}, r"Samsa sends SASL only over TLS"),
+        (
+            {"security.protocol": "TLS"},
+            r"security\.protocol=TLS: expected one of PLAINTEXT, SSL, SASL_SSL",
+        ),
         (
             {"security.protocol": "SSL", "ssl.ca.location": str(missing)},
             r"ssl\.ca\.location=.*missing\.pem: cannot read it",
@@ -128,4 +131,7 @@ def test_the_config_classes_spell_the_keys_as_the_tls_module_does() -> None:
             "ssl.ca.location": None,
             "ssl.certificate.location": None,
             "ssl.key.location": None,
+            "sasl.mechanism": None,
+            "sasl.username": None,
+            "sasl.password": None,
         }
