@@ -120,7 +120,7 @@ class SamsaClient {
       sasl === null
         ? null
         : new SaslLogin((endpoint) => exchange(loadServices().sasl, tlsCredentials, endpoint, sasl));
-    this.credentials = this.sasl === null ? tlsCredentials : saslChannelCredentials(tlsCredentials, this.sasl);
+    this.credentials = tlsCredentials; // every channel's, with the login's ticket when SASL_SSL
     this.bootstrapAnswered = 0; // the index of the bootstrap server that answered last
     this.timeoutMs = timeoutMs;
     this.deliveryTimeoutMs = deliveryTimeoutMs;
@@ -150,7 +150,9 @@ class SamsaClient {
     if (!this.stubs.has(key)) {
       const Service = loadServices()[kind];
       const options = { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES };
-      this.stubs.set(key, new Service(endpoint, this.credentials, options));
+      const credentials =
+        this.sasl === null ? this.credentials : saslChannelCredentials(this.credentials, this.sasl, endpoint);
+      this.stubs.set(key, new Service(endpoint, credentials, options));
     }
     return this.stubs.get(key);
   }
@@ -163,7 +165,7 @@ class SamsaClient {
       stub[method](request, this.identity.clone(), options, (error, answer) => {
         if (error) {
           if (error.code === grpc.status.UNAUTHENTICATED && this.sasl !== null) this.sasl.drop();
-          const hint = missingCertificateHint(this.tls, error);
+          const hint = this.sasl === null ? missingCertificateHint(this.tls, error) : ''; // logs in instead
           error.message = `${method} at ${endpoint}: ${hint}${error.details || error.message}`;
           reject(error);
         } else resolve(answer);

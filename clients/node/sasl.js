@@ -209,10 +209,12 @@ class SaslLogin {
   }
 }
 
-// The credentials of a SASL_SSL client's channels: TLS, and the ticket on every call.
-function saslChannelCredentials(tlsCredentials, login) {
-  const perCall = grpc.credentials.createFromMetadataGenerator((params, callback) => {
-    login.current(new URL(params.service_url).host).then(
+// The credentials of a SASL_SSL client's channel to `endpoint`: TLS, and the ticket on every
+// call, from an exchange with `endpoint` when the login has none (grpc-js's service_url leaves
+// the port out, so the channel names its server itself).
+function saslChannelCredentials(tlsCredentials, login, endpoint) {
+  const perCall = grpc.credentials.createFromMetadataGenerator((_params, callback) => {
+    login.current(endpoint).then(
       (ticket) => {
         const metadata = new grpc.Metadata();
         metadata.set(TICKET_METADATA_KEY, ticket);

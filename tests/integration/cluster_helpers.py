@@ -79,11 +79,14 @@ def local_cluster(
     coordinators: int = 0,
     tls: bool = False,
     authorizer: bool = False,
+    sasl: bool = False,
 ) -> Iterator[LocalCluster]:
     """A started, healthy cluster; every process is stopped by PID on the way out. `tls`: every
     process serves TLS and requires a client certificate (spec.client_security(data_dir) is a
     client's configuration); `authorizer` (with tls): and enforces ACLs, that client being the
-    super user (cluster_tls.issue_client makes other principals' certificates)."""
+    super user (cluster_tls.issue_client makes other principals' certificates); `sasl`: every
+    process requires a SASL/SCRAM login over TLS, spec.client_security(data_dir) logging in as
+    admin (the super user with `authorizer`)."""
     settings = NO_RETENTION_CHECK | (settings or FAST_SETTINGS)
     spec = load_or_create(
         data_dir,
@@ -93,6 +96,7 @@ def local_cluster(
         coordinators=coordinators,
         tls=tls,
         authorizer=authorizer,
+        sasl=sasl,
     )
     cluster = LocalCluster(spec, data_dir)
     try:

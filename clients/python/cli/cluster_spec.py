@@ -16,6 +16,13 @@ which the CLI and the SDK present. A cluster.json without the key is a plaintext
 (services/runtime/authorization.py) with the `client` certificate's principal as its only super
 user, so that the CLI (and the README's flow) can do everything, grants included; any other
 certificate of the cluster's CA (`cluster_tls.issue_client`) is a principal that needs ACLs.
+
+`sasl` (`samsa up --sasl`, which implies `tls`): every process requires a SASL/SCRAM login
+(services/runtime/sasl_gate.py) over TLS without client certificates, as Kafka's SASL_SSL
+listeners do. The controllers create the first user, `admin`, from the bootstrap file
+`<data-dir>/tls/scram-credentials` (a random password made once, kept beside it in
+`admin.password`, both 0600); the CLI and the README's flow log in as admin, the super user
+when `authorizer` is on too. Other users are made with `samsa users set-scram`.
 """
 
 from __future__ import annotations
@@ -33,6 +40,13 @@ CLIENT_CERTIFICATE = "client"
 # The principal the client certificate's subject gives (its DN as gRPC renders it, mapped by the
 # default ssl.principal.mapping.rules): a local authorizing cluster's one super user.
 CLIENT_PRINCIPAL = f"User:CN={CLIENT_CERTIFICATE},O=samsa"
+# A SASL cluster's first user (its bootstrap credential), whom the CLI logs in as.
+SASL_USER = "admin"
+SASL_PRINCIPAL = f"User:{SASL_USER}"
+SASL_MECHANISM = "SCRAM-SHA-512"
+SASL_MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
+SASL_PASSWORD_FILE = "admin.password"
+SASL_BOOTSTRAP_FILE = "scram-credentials"
 
 
 class _Listening:
@@ -86,6 +100,7 @@ class ClusterSpec:
     coordinators: tuple[CoordinatorSpec, ...] = ()
     tls: bool = False
     authorizer: bool = False
+    sasl: bool = False
 
     @property
     def process_names(self) -> list[str]:
@@ -120,7 +135,10 @@ class ClusterSpec:
 
     def client_security(self, data_dir: Path) -> dict[str, str]:
         """The security settings a client of this cluster needs (the CLI's, the SDK's keys):
-        TLS with the `client` certificate for a TLS cluster, none for a plaintext one."""
+        TLS with the `client` certificate for a TLS cluster, a login as admin over TLS for a
+        SASL one, none for a plaintext one."""
+        if self.sasl:
+            return sasl_client_security(data_dir)
         return tls_client_security(data_dir) if self.tls else {}
 
     def service_security(self, data_dir: Path, name: str) -> list[str]:
@@ -130,13 +148,16 @@ class ClusterSpec:
         if not self.tls:
             return []
         certificate, key = tls_pair(data_dir, name)
+        super_user = SASL_PRINCIPAL if self.sasl else CLIENT_PRINCIPAL
         authorizer = (
-            ["--authorizer-class-name", "standard", "--super-users", CLIENT_PRINCIPAL]
+            ["--authorizer-class-name", "standard", "--super-users", super_user]
             if self.authorizer
             else []
         )
+        sasl = ["--sasl-enabled-mechanisms", SASL_MECHANISMS] if self.sasl else []
         return [
             *authorizer,
+            *sasl,
             "--security-protocol",
             tls_settings.SSL,
             "--ssl-ca-location",
@@ -146,7 +167,7 @@ class ClusterSpec:
             "--ssl-key-location",
             str(key),
             "--ssl-client-auth",
-            "required",
+            "none" if self.sasl else "required",  # SASL clients log in instead
         ]
 
     def to_json(self) -> str:
@@ -161,6 +182,9 @@ class ClusterSpec:
         authorizer = data.get("authorizer", False)  # absent: written before ACLs, none
         if not isinstance(authorizer, bool):
             raise TypeError(f"authorizer is {authorizer!r}, not true or false")
+        sasl = data.get("sasl", False)  # absent: written before SASL, none
+        if not isinstance(sasl, bool):
+            raise TypeError(f"sasl is {sasl!r}, not true or false")
         return cls(
             tuple(ControllerSpec(**c) for c in data["controllers"]),
             tuple(BrokerSpec(**b) for b in data["brokers"]),
@@ -168,6 +192,7 @@ class ClusterSpec:
             tuple(CoordinatorSpec(**c) for c in data.get("coordinators", [])),
             tls,
             authorizer,
+            sasl,
         )
 
 
@@ -179,6 +204,19 @@ def tls_client_security(data_dir: Path) -> dict[str, str]:
         tls_settings.CA_LOCATION: str(tls_pair(data_dir, "ca")[0]),
         tls_settings.CERTIFICATE_LOCATION: str(certificate),
         tls_settings.KEY_LOCATION: str(key),
+    }
+
+
+def sasl_client_security(data_dir: Path) -> dict[str, str]:
+    """A client's settings for the SASL cluster of `data_dir`: its CA, and a login as admin
+    with the password `samsa up` made (cluster_tls.ensure_sasl_credentials)."""
+    password = (data_dir / TLS_DIR / SASL_PASSWORD_FILE).read_text().strip()
+    return {
+        tls_settings.SECURITY_PROTOCOL: tls_settings.SASL_SSL,
+        tls_settings.CA_LOCATION: str(tls_pair(data_dir, "ca")[0]),
+        tls_settings.SASL_MECHANISM: SASL_MECHANISM,
+        tls_settings.SASL_USERNAME: SASL_USER,
+        tls_settings.SASL_PASSWORD: password,
     }
 
 

@@ -1,5 +1,5 @@
-"""The certificates of a local TLS cluster (`samsa up --tls`), and the channels the launcher
-dials it with.
+"""The certificates of a local TLS cluster (`samsa up --tls`), the first user of a SASL one
+(`samsa up --sasl`), and the channels the launcher dials it with.
 
 Theory of operation. `<data-dir>/tls/` holds a private CA (ca.pem, ca-key.pem) made at the first
 TLS start, and one certificate per process, named as the process, plus `client` for the CLI and
@@ -13,14 +13,25 @@ directory (0600) because later certificates need it: a local cluster's CA, not a
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 
 import grpc
 
 from samsa.cli import certificates
-from samsa.cli.cluster_spec import CLIENT_CERTIFICATE, TLS_DIR, ClusterSpec, tls_pair
+from samsa.cli.cluster_spec import (
+    CLIENT_CERTIFICATE,
+    SASL_BOOTSTRAP_FILE,
+    SASL_MECHANISMS,
+    SASL_PASSWORD_FILE,
+    SASL_USER,
+    TLS_DIR,
+    ClusterSpec,
+    tls_pair,
+)
+from samsa.client.client_tls import client_security
 from samsa.common import tls as tls_settings
-from samsa.common.tls import TlsSettings
 
 HOSTS = ["127.0.0.1", "localhost"]
 
@@ -64,10 +75,34 @@ def issue_client(data_dir: Path, name: str) -> dict[str, str]:
     }
 
 
+def ensure_sasl_credentials(spec: ClusterSpec, data_dir: Path) -> None:
+    """A SASL cluster's first user: a random password for admin, and the controllers' bootstrap
+    file naming it for both mechanisms, each made once and readable by their owner only."""
+    if not spec.sasl:
+        return
+    directory = data_dir / TLS_DIR
+    password_file = directory / SASL_PASSWORD_FILE
+    if not password_file.exists():
+        _write_private(password_file, secrets.token_urlsafe(24) + "\n")
+    password = password_file.read_text().strip()
+    bootstrap = directory / SASL_BOOTSTRAP_FILE
+    if not bootstrap.exists():
+        lines = [f"{m}=[name={SASL_USER},password={password}]" for m in SASL_MECHANISMS.split(",")]
+        _write_private(bootstrap, "# samsa up --sasl: the first user\n" + "\n".join(lines) + "\n")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Create `path` holding `text`, mode 0600 from the start (never readable by others)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
 def open_channel(endpoint: str, security: dict[str, str]) -> grpc.Channel:
     """A channel to `endpoint` with a client's `security` settings (ClusterSpec.client_security:
-    TLS, or plaintext when empty)."""
-    settings = TlsSettings.from_client_config(security)
+    TLS, a login over TLS, or plaintext when empty)."""
+    settings = client_security(security)
     if settings is None:
         return grpc.insecure_channel(endpoint)
     return grpc.secure_channel(endpoint, settings.channel_credentials())

@@ -7,7 +7,8 @@ in the README's flow no address needs to be typed. Every client of a command con
 
 How to connect (TLS, client certificates: common/tls.py's keys): `--command-config FILE`, a
 properties file as Kafka's admin tools take (command_config.py), else, when the address comes
-from `samsa up`'s cluster.json, that cluster's client settings (`samsa up --tls` made them), else
+from `samsa up`'s cluster.json, that cluster's client settings (`samsa up --tls` or `--sasl` made
+them), else
 plaintext; a TLS key among the --producer-property / --consumer-property items wins over both.
 `client_config` builds every client's configuration with them, so that no command connects
 another way.
@@ -25,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from samsa.cli.cluster_spec import tls_client_security
+from samsa.cli.cluster_spec import read_spec
 from samsa.cli.command_config import CommandConfigError, check_security, read_command_config
 from samsa.client import Admin, TopicError
 from samsa.client.admin import TopicDescription
@@ -166,8 +167,8 @@ def security(args: argparse.Namespace) -> dict[str, str]:
         if command_config:
             settings = read_command_config(Path(command_config))
             sources.append(f"--command-config {command_config}")
-        elif (spec_tls := _cluster_json_tls(args)) is not None:
-            settings = tls_client_security(Path(args.data_dir)) if spec_tls else {}
+        elif (spec_security := _cluster_json_security(args)) is not None:
+            settings = spec_security
             sources.append(str(Path(args.data_dir) / "cluster.json"))
         for client in ("producer", "consumer"):
             flag = f"--{client}-property"
@@ -183,15 +184,16 @@ def security(args: argparse.Namespace) -> dict[str, str]:
     return settings
 
 
-def _cluster_json_tls(args: argparse.Namespace) -> bool | None:
-    """Whether the `samsa up` cluster the command connects to serves TLS; None when the address
-    does not come from its cluster.json (`bootstrap`'s order)."""
+def _cluster_json_security(args: argparse.Namespace) -> dict[str, str] | None:
+    """The client settings of the `samsa up` cluster the command connects to (TLS, a SASL login
+    as admin, or none for plaintext); None when the address does not come from its
+    cluster.json (`bootstrap`'s order)."""
     if args.bootstrap_server or bootstrap_property(args) or os.environ.get("SAMSA_BOOTSTRAP"):
         return None
-    spec_file = Path(args.data_dir) / "cluster.json"
+    data_dir = Path(args.data_dir)
     try:
-        return json.loads(spec_file.read_text()).get("tls") is True
-    except (OSError, ValueError, AttributeError):  # bootstrap() says what is wrong with it
+        return read_spec(data_dir / "cluster.json").client_security(data_dir)
+    except (OSError, ValueError):  # bootstrap() says what is wrong with it
         return None
 
 

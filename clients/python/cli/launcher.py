@@ -9,7 +9,8 @@ Theory of operation. A cluster lives in one data directory:
                                    the Raft password, and the key of the proofs members' calls
                                    carry; neither starts without it
     <data-dir>/tls/                with --tls: the cluster's private CA, a certificate per process
-                                   and one for clients (cluster_tls.py)
+                                   and one for clients (cluster_tls.py); with --sasl also admin's
+                                   password and the controllers' bootstrap file (both 0600)
     <data-dir>/controller-<id>/    a controller's Raft journal and snapshots
     <data-dir>/broker-<id>/        a broker's partition logs
                                    (coordinators keep no local state: their groups live in
@@ -43,13 +44,15 @@ import grpc
 
 from samsa.cli.cluster_spec import (
     HOST,
+    SASL_BOOTSTRAP_FILE,
+    TLS_DIR,
     BrokerSpec,
     ClusterSpec,
     ControllerSpec,
     CoordinatorSpec,
     read_spec,
 )
-from samsa.cli.cluster_tls import ensure_certificates, open_channel
+from samsa.cli.cluster_tls import ensure_certificates, ensure_sasl_credentials, open_channel
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 STOP_GRACE_S = 10.0
@@ -91,9 +94,11 @@ def new_cluster_spec(
     coordinators: int = 0,
     tls: bool = False,
     authorizer: bool = False,
+    sasl: bool = False,
 ) -> ClusterSpec:
     """Every process with a public and an internal gRPC port (cluster_spec.py); `tls`: all of
-    them serve TLS and require client certificates; `authorizer`: and enforce ACLs."""
+    them serve TLS and require client certificates; `authorizer`: and enforce ACLs; `sasl`: a
+    SASL/SCRAM login over TLS instead of client certificates."""
     ports = iter(free_ports(3 * controllers + 2 * brokers))
     spec = ClusterSpec(
         tuple(
@@ -104,6 +109,7 @@ def new_cluster_spec(
         dict(settings or {}),
         tls=tls,
         authorizer=authorizer,
+        sasl=sasl,
     )
     return replace(spec, coordinators=new_coordinator_specs(coordinators, spec.ports))
 
@@ -125,6 +131,7 @@ def load_or_create(
     coordinators: int = 0,
     tls: bool = False,
     authorizer: bool = False,
+    sasl: bool = False,
 ) -> ClusterSpec:
     """The cluster of `data_dir`: the one it already holds, or a new one with fresh ports (and,
     with `tls`, its certificates: cluster_tls.py).
@@ -134,6 +141,7 @@ def load_or_create(
     cluster made with TLS started without it (or the reverse) is refused, as another topology
     is, rather than a flag silently overridden by the stored cluster (whose clients would then
     need settings the command line did not ask for)."""
+    tls = tls or sasl  # SASL's ticket travels over TLS only
     if authorizer and not tls:
         raise ValueError(
             "--authorizer needs --tls: ACLs name principals by their client certificates, and "
@@ -162,14 +170,21 @@ def load_or_create(
                 f"{data_dir} holds a cluster made {made} --authorizer; start it {made} "
                 "--authorizer as before, or use another --data-dir"
             )
+        if spec.sasl != sasl:
+            made = "with" if spec.sasl else "without"
+            raise ValueError(
+                f"{data_dir} holds a cluster made {made} --sasl; start it {made} --sasl as "
+                "before, or use another --data-dir"
+            )
         if len(spec.coordinators) != coordinators:
             others = replace(spec, coordinators=()).ports
             spec = replace(spec, coordinators=new_coordinator_specs(coordinators, others))
             spec_file.write_text(spec.to_json())
     else:
-        spec = new_cluster_spec(controllers, brokers, settings, coordinators, tls, authorizer)
+        spec = new_cluster_spec(controllers, brokers, settings, coordinators, tls, authorizer, sasl)
         spec_file.write_text(spec.to_json())
     ensure_certificates(spec, data_dir)
+    ensure_sasl_credentials(spec, data_dir)
     return spec
 
 
@@ -214,6 +229,9 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
+    if spec.sasl and "sasl.scram.bootstrap.credentials" not in spec.settings:
+        bootstrap = data_dir / TLS_DIR / SASL_BOOTSTRAP_FILE  # admin (cluster_tls.py)
+        command += ["--sasl-scram-bootstrap-credentials", str(bootstrap)]
     return command
 
 
@@ -278,6 +296,7 @@ class LocalCluster:
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.killed: set[str] = set()  # stopped on purpose (a test's kill): not a failure
         ensure_certificates(spec, data_dir)  # a spec not from load_or_create (a test's)
+        ensure_sasl_credentials(spec, data_dir)
 
     def commands(self) -> dict[str, list[str]]:
         commands = {

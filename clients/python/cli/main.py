@@ -1,7 +1,7 @@
 """`samsa`: the command line.
 
     samsa up [--data-dir DIR] [--controllers 3] [--brokers 3] [--coordinators 2] [--tls]
-             [--authorizer]
+             [--authorizer] [--sasl]
                                                                run a local cluster
     samsa topics create|list|describe|delete ...               manage topics
     samsa produce TOPIC [--key-separator SEP] [--producer-property K=V]  lines from stdin
@@ -227,6 +227,13 @@ def _run(argv: list[str] | None) -> int:
         help="with --tls: enforce ACLs, the CLI's client certificate being the one super user "
         "(a directory keeps the choice it was made with)",
     )
+    up_parser.add_argument(
+        "--sasl",
+        action="store_true",
+        help="require a SASL/SCRAM login (implies --tls, without client certificates); the "
+        "first user, admin, gets a random password in DATA_DIR/tls/ (with --authorizer, admin "
+        "is the super user; a directory keeps the choice it was made with)",
+    )
     add_commands(commands)
     add_trace_command(commands)
     add_dump_log_command(commands)
@@ -244,7 +251,7 @@ def _run(argv: list[str] | None) -> int:
             parser.error("--coordinators must be from 0 to 8")
         from samsa.cli.up import up
 
-        if args.authorizer and not args.tls:
+        if args.authorizer and not (args.tls or args.sasl):
             parser.error(
                 "--authorizer needs --tls: ACLs name principals by their client certificates, "
                 "and without TLS every caller is User:ANONYMOUS"
@@ -254,8 +261,9 @@ def _run(argv: list[str] | None) -> int:
             args.controllers,
             args.brokers,
             args.coordinators,
-            tls=args.tls,
+            tls=args.tls or args.sasl,
             authorizer=args.authorizer,
+            sasl=args.sasl,
         )
     if args.command == "demo":
         if args.records < 1:

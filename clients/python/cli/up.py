@@ -18,18 +18,25 @@ TLS it was made with: `samsa up` with the other choice is refused (launcher.load
 `--authorizer` (with `--tls` only): every process enforces ACLs, the client certificate's
 principal (User:CN=client,O=samsa) being the one super user, so that the `samsa` commands keep
 doing everything, `samsa acls` included; other principals need ACLs (README "Access control").
+
+`--sasl` (implies `--tls`): every process requires a SASL/SCRAM login instead of a client
+certificate; the first user, admin, gets a random password at the first start
+(`<data-dir>/tls/admin.password`), which client.properties holds for the `samsa` commands and is
+never printed. With `--authorizer`, admin (User:admin) is the super user.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
 from pathlib import Path
 from types import FrameType
 
-from samsa.cli.cluster_spec import CLIENT_PRINCIPAL, TLS_DIR
+from samsa.cli.cluster_spec import CLIENT_PRINCIPAL, SASL_PRINCIPAL, TLS_DIR
 from samsa.cli.launcher import ClusterNotHealthyError, LocalCluster, load_or_create, wait_healthy
+from samsa.common.tls import SASL_PASSWORD
 from samsa.services.runtime.data_dir_lock import DataDirError, lock_data_dir
 
 CLIENT_PROPERTIES = "client.properties"
@@ -44,6 +51,7 @@ def up(
     *,
     tls: bool = False,
     authorizer: bool = False,
+    sasl: bool = False,
 ) -> int:
     data_dir = data_dir.resolve()
     try:
@@ -52,7 +60,7 @@ def up(
         print(f"samsa up: {error}", file=sys.stderr)
         return 2
     with held:
-        return _up(data_dir, controllers, brokers, coordinators, timeout_s, tls, authorizer)
+        return _up(data_dir, controllers, brokers, coordinators, timeout_s, tls, authorizer, sasl)
 
 
 def _up(
@@ -63,6 +71,7 @@ def _up(
     timeout_s: float,
     tls: bool,
     authorizer: bool,
+    sasl: bool,
 ) -> int:
     try:
         spec = load_or_create(
@@ -72,10 +81,11 @@ def _up(
             coordinators=coordinators,
             tls=tls,
             authorizer=authorizer,
+            sasl=sasl,
         )
         security = spec.client_security(data_dir)
         if security:
-            (data_dir / TLS_DIR / CLIENT_PROPERTIES).write_text(client_properties(security))
+            write_client_properties(data_dir / TLS_DIR / CLIENT_PROPERTIES, security)
     except (ValueError, OSError) as error:
         print(f"samsa up: {error}", file=sys.stderr)
         return 2
@@ -97,9 +107,11 @@ def _up(
                 f"tls             clients connect with ({data_dir / TLS_DIR / CLIENT_PROPERTIES}):"
             )
             for key, value in security.items():
-                print(f"                  {key}={value}")
+                shown = "(in the file above)" if key == SASL_PASSWORD else value
+                print(f"                  {key}={shown}")
         if spec.authorizer:
-            print(f"authorizer      ACLs enforced; super user {CLIENT_PRINCIPAL} (samsa acls)")
+            super_user = SASL_PRINCIPAL if spec.sasl else CLIENT_PRINCIPAL
+            print(f"authorizer      ACLs enforced; super user {super_user} (samsa acls)")
         print("                Ctrl-C stops it; `samsa up` on this directory restarts it")
         _watch(cluster)
     except ClusterNotHealthyError as error:
@@ -115,8 +127,16 @@ def _up(
 
 def client_properties(security: dict[str, str]) -> str:
     """A client's settings as a properties file (`--command-config`, Kafka's tools' format)."""
-    lines = ["# samsa up --tls: the settings a client of this cluster connects with"]
+    lines = ["# samsa up: the settings a client of this cluster connects with"]
     return "\n".join([*lines, *(f"{key}={value}" for key, value in security.items())]) + "\n"
+
+
+def write_client_properties(path: Path, security: dict[str, str]) -> None:
+    """client.properties, readable by its owner only: with --sasl it holds admin's password."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(client_properties(security))
+    path.chmod(0o600)  # a file an older `samsa up` made readable by others
 
 
 def _stop(cluster: LocalCluster) -> None:
