@@ -301,8 +301,35 @@ quota_tracked_clients_max = 100_000
 acl_name_length_max = 255
 acl_principal_length_max = 512
 acl_bindings_max = 10_000  # DescribeAcls answers every binding in one message
+
+# --- SASL/SCRAM ----------------------------------------------------------------------------------
+
 # SCRAM credentials (KIP-554; Kafka bounds none): all are in every image and in one Describe answer.
 scram_credentials_max = 10_000  # far beyond a cluster's users (services, people); scram_control.py
+# Kafka's bounds on PBKDF2 iterations (its ScramMechanism's): fewer is too cheap to guess against,
+# more makes every login (one PBKDF2 on the client) slow for nothing.
+scram_iterations_min = 4096
+scram_iterations_max = 16384
+# A salt of more than this is not a salt (Kafka's clients, and ours, make 32 bytes).
+scram_salt_bytes_max = 64
+# The longest user name, as an ACL resource name (a principal is "User:" + it).
+scram_user_name_length_max = 255
+# The longest SCRAM message either side reads (RFC 5802's are a few hundred bytes).
+scram_message_bytes_max = 4 * KIB
+# The longest mechanism name a SaslAuthenticate reads (the known ones have 13 characters).
+sasl_mechanism_length_max = 32
+# One exchange (two messages each way) ends within this: a client that opens the stream and
+# waits holds a task of the process, not for long.
+sasl_exchange_ms_max = 10_000
+# The longest session ticket read: a maximal one is 1,072 bytes (a 20-byte header, a 255-character
+# name's 1,020 bytes of UTF-8, a 32-byte HMAC), 1,430 characters of base64; longer metadata is
+# refused before it is decoded, so a hostile header costs nothing.
+sasl_ticket_chars_max = 1_430
+# sasl.session.lifetime.ms: at least a minute (clients log in again before it runs out, so
+# shorter only multiplies exchanges, each a PBKDF2 on the client), at most 7 days (a ticket that
+# leaks works until then, unless its user's credential changes).
+sasl_session_lifetime_ms_min = 60_000
+sasl_session_lifetime_ms_max = 7 * 24 * 3600 * 1000
 
 # Names, counts and configs one admin request may carry: far beyond any real use, small enough
 # that a careless or hostile caller cannot make the controller generate a huge batch.

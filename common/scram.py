@@ -30,16 +30,15 @@ import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# Kafka's bounds on PBKDF2 iterations (ScramMechanism's minIterations and maxIterations).
-ITERATIONS_MIN = 4096
-ITERATIONS_MAX = 16384
-# A salt of more than this is not a salt; Kafka's clients make 32 bytes (ours too).
-SALT_BYTES_MAX = 64
-SALT_BYTES_DEFAULT = 32
-# Longest user name a credential may have (as for ACL principals' names, common/limits).
-USER_NAME_CHARS_MAX = 255
-# Longest SCRAM message either side accepts.
-MESSAGE_BYTES_MAX = 4096
+from samsa.common import limits
+
+# The bounds, and why (common/limits.py).
+ITERATIONS_MIN = limits.scram_iterations_min
+ITERATIONS_MAX = limits.scram_iterations_max
+SALT_BYTES_MAX = limits.scram_salt_bytes_max
+SALT_BYTES_DEFAULT = 32  # as Kafka's clients make them
+USER_NAME_CHARS_MAX = limits.scram_user_name_length_max
+MESSAGE_BYTES_MAX = limits.scram_message_bytes_max
 
 
 class ScramError(ValueError):

@@ -18,16 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from samsa.common import scram
+from samsa.common import limits, scram
 from samsa.common.errors import ErrorCode
 
 # What a client is told for any SCRAM failure (the real reason is logged).
 FAILED = "authentication failed: invalid user name or password, or a malformed SCRAM message"
-# Longest mechanism name read (the known ones have 13 characters).
-MECHANISM_CHARS_MAX = 32
-# One exchange (two messages each way) must end within this: a client that opens the stream and
-# waits holds a task of the process, not for long.
-EXCHANGE_MS_MAX = 10_000
+MECHANISM_CHARS_MAX = limits.sasl_mechanism_length_max
+EXCHANGE_MS_MAX = limits.sasl_exchange_ms_max
 # A failed authentication is answered this late (Kafka's connection.failed.authentication.delay.ms
 # default): a password guesser gets ten tries a second per stream, not thousands.
 FAILED_AUTHENTICATION_DELAY_MS = 100

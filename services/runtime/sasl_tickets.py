@@ -31,7 +31,7 @@ import hmac
 import struct
 from dataclasses import dataclass
 
-from samsa.common import scram
+from samsa.common import limits, scram
 
 # The gRPC metadata key that carries a ticket (ASCII value: no "-bin" suffix).
 METADATA_KEY = "samsa-sasl-ticket"
@@ -41,11 +41,7 @@ TICKET_KEY_LABEL = b"samsa sasl ticket v1"
 DECOY_KEY_LABEL = b"samsa sasl decoy v1"
 _HEADER = struct.Struct(">BQB8sH")  # version, expiry, mechanism, fingerprint, name length
 _MAC_BYTES = 32
-# The longest ticket read. A maximal one is 1,072 bytes (the header's 20, a 255-character name's
-# 1,020 bytes of UTF-8, the HMAC's 32): 1,430 characters of base64. Longer metadata is refused
-# before it is decoded, so a hostile header costs nothing. (SASL's bounds live beside their
-# code, as common/scram.py keeps the SCRAM core's: common/limits.py is at its size limit.)
-TICKET_CHARS_MAX = 1_430
+TICKET_CHARS_MAX = limits.sasl_ticket_chars_max  # refused before it is decoded
 
 
 def ticket_key(member_key: bytes) -> bytes:

@@ -68,11 +68,9 @@ def principal_rules(text: str) -> PrincipalRules:
         ) from None
 
 
-# sasl.session.lifetime.ms: at least a minute (clients authenticate again before it runs out, so
-# shorter only multiplies exchanges, each a PBKDF2 on the client), at most 7 days (a ticket that
-# leaks works until then, unless its user's credential changes); an hour by default.
-SASL_SESSION_LIFETIME_MS_MIN = 60_000
-SASL_SESSION_LIFETIME_MS_MAX = 7 * 24 * 3600 * 1000
+# sasl.session.lifetime.ms's bounds (common/limits.py says why); an hour by default.
+SASL_SESSION_LIFETIME_MS_MIN = limits.sasl_session_lifetime_ms_min
+SASL_SESSION_LIFETIME_MS_MAX = limits.sasl_session_lifetime_ms_max
 SASL_SESSION_LIFETIME_MS_DEFAULT = 3_600_000
 
 
