@@ -13,7 +13,9 @@ makes it, in one of two ways:
    replayed the change.
 Exempt: the exchange itself (SaslService), health checks and reflection. A refused call answers
 UNAUTHENTICATED with `samsa-error-code: 58` (SASL_AUTHENTICATION_FAILED) and a message saying
-what to do. An admitted client's principal is `User:<name>`; the interceptor sets it in
+what to do. A request stream is decided as it opens, and its credential is checked again at each
+message (`still_current`): deleting or replacing it ends the stream too, as it refuses the next
+call. An admitted client's principal is `User:<name>`; the interceptor sets it in
 `SASL_PRINCIPAL` around the handler, where `authorization.principal_of` (the authorizer, user
 quotas) reads it ahead of the TLS certificate's subject.
 """
@@ -44,6 +46,8 @@ NO_TICKET = (
 )
 
 Credentials = Mapping[tuple[str, int], scram.ScramCredential]
+# What every refusal carries, so that a client in any language knows a failed login.
+REFUSAL_TRAILING_METADATA = ((ERROR_CODE_KEY, str(int(ErrorCode.SASL_AUTHENTICATION_FAILED))),)
 
 
 def exempt(method: str) -> bool:
@@ -52,14 +56,17 @@ def exempt(method: str) -> bool:
 
 
 class Decision(NamedTuple):
-    """Admitted (`refusal` None) as `principal` (None: the cluster itself), or refused."""
+    """Admitted (`refusal` None) as `principal` (None: the cluster itself), or refused. A
+    client admitted on its ticket names the credential it was earned with (`session`), which
+    `still_current` checks at every message of a request stream."""
 
     principal: str | None
     refusal: str | None = None
+    session: Session | None = None
 
     @property
     def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
-        return ((ERROR_CODE_KEY, str(int(ErrorCode.SASL_AUTHENTICATION_FAILED))),)
+        return REFUSAL_TRAILING_METADATA
 
 
 def decide(
@@ -81,14 +88,34 @@ def decide(
         if error.expired:
             return Decision(None, f"the SASL session expired: authenticate again ({error})")
         return Decision(None, f"the SASL ticket is refused: {error}; authenticate again")
-    current = credentials.get((claims.user, claims.mechanism.number))
+    key_of = (claims.user, claims.mechanism.number)
+    current = credentials.get(key_of)
     if current is None or current.fingerprint() != claims.fingerprint:
-        return Decision(
-            None,
-            f"the {claims.mechanism.name} credential of user {claims.user!r} was deleted or "
-            "replaced since this session began: authenticate again with the current password",
-        )
-    return Decision(USER_PREFIX + claims.user)
+        return Decision(None, revoked(claims.user, claims.mechanism))
+    return Decision(USER_PREFIX + claims.user, None, Session(key_of, current))
+
+
+class Session(NamedTuple):
+    """The credential a client's session was admitted on: (user, mechanism number) and it."""
+
+    key: tuple[str, int]
+    credential: scram.ScramCredential
+
+
+def still_current(session: Session, credentials: Credentials) -> bool:
+    """Whether the session's credential is still the user's (neither deleted nor replaced):
+    asked at every message of a request stream, so an identity check first (the image keeps
+    the same object until the credential changes), then a comparison (a reloaded snapshot
+    makes equal new ones)."""
+    current = credentials.get(session.key)
+    return current is session.credential or current == session.credential
+
+
+def revoked(user: str, mechanism: scram.Mechanism) -> str:
+    return (
+        f"the {mechanism.name} credential of user {user!r} was deleted or replaced since this "
+        "session began: authenticate again with the current password"
+    )
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,11 @@ the authorizer and the servicer see them. The decision is sasl_gate.decide (pure
 adapter.
 
 It wraps each method's handler once (WrappingInterceptor); exempt methods (SaslService, health,
-reflection) keep their handler. A call is decided as it opens (a stream once, for its whole
-life): the ticket is read from the call's metadata, verified (one HMAC) and checked against the
-image's credential (one dict lookup and one hash). A refusal aborts UNAUTHENTICATED with
+reflection) keep their handler. A call is decided as it opens; a request stream's credential is
+checked again at each of its messages (sasl_gate.still_current: an identity check, ~0.1 µs), so a
+credential deleted or replaced ends it UNAUTHENTICATED too. The ticket is read from the call's
+metadata, verified (one HMAC) and checked against the image's credential (one dict lookup and
+one hash). A refusal aborts UNAUTHENTICATED with
 `samsa-error-code: 58`. An admitted client's `User:<name>` is set in sasl_gate.SASL_PRINCIPAL in
 the call's own task before the inner handler runs, so the authorizer's interceptor, the servicer
 and any task the servicer starts (a stream's reader: tasks copy the context they start in) all
@@ -17,13 +19,26 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 
+from samsa.common import scram
 from samsa.services.runtime import membership, sasl_tickets
 from samsa.services.runtime.member_auth import proof_in
-from samsa.services.runtime.sasl_gate import SASL_PRINCIPAL, Sasl, decide, exempt
+from samsa.services.runtime.request_iterators import close_requests
+from samsa.services.runtime.sasl_gate import (
+    REFUSAL_TRAILING_METADATA,
+    SASL_PRINCIPAL,
+    Sasl,
+    Session,
+    decide,
+    exempt,
+    revoked,
+    still_current,
+)
+from samsa.services.runtime.server import UndecodableRequestError
 from samsa.services.runtime.wrapping_interceptor import WrappingInterceptor, behaviour_of, rebuilt
 
 
@@ -50,11 +65,11 @@ class SaslGateInterceptor(WrappingInterceptor):
         if exempt(method):
             return handler
         behaviour = behaviour_of(handler)
-        admit = self._admit
+        admit = self._checked_stream if handler.request_streaming else self._admitted_request
         if handler.response_streaming:
 
             async def stream_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await admit(context, method)
+                request = await admit(request, context, method)
                 responses = behaviour(request, context)
                 if hasattr(responses, "__aiter__"):
                     async for response in responses:
@@ -66,13 +81,43 @@ class SaslGateInterceptor(WrappingInterceptor):
             return rebuilt(handler, stream_out)
 
         async def unary_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await admit(context, method)
+            request = await admit(request, context, method)
             response = behaviour(request, context)
             return await response if inspect.isawaitable(response) else response
 
         return rebuilt(handler, unary_out)
 
-    async def _admit(self, context: grpc.aio.ServicerContext, method: str) -> None:
+    async def _admitted_request(
+        self, request: Any, context: grpc.aio.ServicerContext, method: str
+    ) -> Any:
+        await self._admit(context, method)
+        return request
+
+    async def _checked_stream(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str
+    ) -> AsyncIterator[Any]:
+        session = await self._admit(context, method)
+        return requests if session is None else self._still_current(requests, session)
+
+    async def _still_current(
+        self, requests: AsyncIterator[Any], session: Session
+    ) -> AsyncIterator[Any]:
+        """The stream's messages while its credential stays the user's; else the stream ends
+        UNAUTHENTICATED (the guard's path for a bad message, from the task that reads)."""
+        credentials = self.sasl.credentials
+        try:
+            async for request in requests:
+                if not still_current(session, credentials()):
+                    user, number = session.key
+                    message = revoked(user, scram.MECHANISMS_BY_NUMBER[number])
+                    raise UndecodableRequestError(
+                        message, grpc.StatusCode.UNAUTHENTICATED, REFUSAL_TRAILING_METADATA
+                    )
+                yield request
+        finally:
+            await close_requests(requests)  # closed with this one: request_iterators.py
+
+    async def _admit(self, context: grpc.aio.ServicerContext, method: str) -> Session | None:
         sasl = self.sasl
         now_ms = _now_ms()
 
@@ -90,3 +135,4 @@ class SaslGateInterceptor(WrappingInterceptor):
                 grpc.StatusCode.UNAUTHENTICATED, decision.refusal, decision.trailing_metadata
             )
         SASL_PRINCIPAL.set(decision.principal)  # the call's own task: no reset needed
+        return decision.session

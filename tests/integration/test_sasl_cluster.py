@@ -5,8 +5,9 @@ in with the SDK (security.protocol=SASL_SSL) and is `User:<name>` for the ACLs o
 (refused, then granted: produce, and consume in a group through the coordinator); the cluster's
 own traffic (replication, registration, the coordinator's writes) goes on without any login; a
 wrong password, and a client that does not log in at all, get AuthenticationError rather than a
-wait for a timeout; deleting a user's credential ends the sessions it had at once, and a new
-password starts a fresh one; the installed `samsa` CLI logs in as admin from cluster.json.
+wait for a timeout; deleting a user's credential ends the sessions it had at once (a stream it
+keeps open too), and a new password starts a fresh one; the installed `samsa` CLI logs in as
+admin from cluster.json.
 
 Method: 1 controller, 2 brokers and 1 coordinator (real processes, TLS without client
 certificates, SASL on, the authorizer with admin as super user, every process stopped by PID
@@ -17,11 +18,13 @@ bootstrap file created. A change of ACLs or credentials is waited for, never sle
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from cluster_helpers import local_cluster, wait_until
 
@@ -37,7 +40,10 @@ from samsa.client import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
+from samsa.client.client_tls import client_security
+from samsa.common.errors import ErrorCode
 from samsa.metadata.acls import Operation, PatternType, Permission, ResourceType
+from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -167,6 +173,55 @@ def test_deleting_a_credential_ends_its_sessions(cluster: LocalCluster) -> None:
                 renewed.close()
         finally:
             bob.close()
+
+
+def test_deleting_a_credential_ends_an_open_stream(cluster: LocalCluster) -> None:
+    """A stream is authenticated as it opens; its credential is checked again at each message,
+    so the deletion ends a FetchStream carol keeps open, not only her next call."""
+    with Admin(admin_config(cluster)) as admin:
+        set_password(admin, "carol", "carol-secret")
+        grant = allow("carol", Operation.READ, ResourceType.TOPIC, "payments")
+        assert set(admin.create_acls([grant]).values()) == {None}
+        security = client_security(login(cluster, "carol", "carol-secret"))
+        assert security is not None
+        channel = grpc.secure_channel(
+            cluster.spec.brokers[0].endpoint, security.channel_credentials()
+        )
+        requests: queue.Queue[broker_pb2.FetchStreamRequest | None] = queue.Queue()
+        try:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            answers = stub.FetchStream(iter(requests.get, None), timeout=120)
+
+            def fetched() -> broker_pb2.FetchResponse:
+                requests.put(broker_pb2.FetchStreamRequest(request=fetch_request("payments")))
+                return next(answers).response
+
+            first = fetched()
+            assert first.topics[0].partitions[0].error_code != ErrorCode.SASL_AUTHENTICATION_FAILED
+            deletion = UserScramCredentialDeletion("carol", "SCRAM-SHA-256")
+            assert admin.alter_user_scram_credentials([deletion]) == {"carol": None}
+
+            def ended() -> grpc.RpcError | None:
+                try:
+                    fetched()
+                except grpc.RpcError as error:
+                    return error
+                return None  # the broker has not replayed the deletion yet
+
+            error = wait_until("carol's open stream ended by the deletion", ended)
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED, error  # type: ignore[attr-defined]
+            assert "deleted or replaced" in (error.details() or ""), error  # type: ignore[attr-defined]
+        finally:
+            requests.put(None)
+            channel.close()
+
+
+def fetch_request(topic: str) -> broker_pb2.FetchRequest:
+    partition = broker_pb2.FetchRequest.PartitionData(
+        partition=0, fetch_offset=0, partition_max_bytes=1 << 16
+    )
+    data = broker_pb2.FetchRequest.TopicData(name=topic, partitions=[partition])
+    return broker_pb2.FetchRequest(replica_id=-1, max_bytes=1 << 16, topics=[data])
 
 
 def test_the_cli_logs_in_as_admin_from_cluster_json(cluster: LocalCluster) -> None:

@@ -13,7 +13,14 @@ import pytest
 
 from samsa.common import scram
 from samsa.services.runtime import sasl_tickets
-from samsa.services.runtime.sasl_gate import NO_TICKET, Decision, decide, exempt
+from samsa.services.runtime.sasl_gate import (
+    NO_TICKET,
+    Decision,
+    Session,
+    decide,
+    exempt,
+    still_current,
+)
 
 KEY = sasl_tickets.ticket_key(b"m" * 32)
 NOW = 1_700_000_000_000
@@ -35,7 +42,22 @@ def member() -> bool:
 
 
 def test_a_valid_ticket_is_admitted_as_its_user() -> None:
-    assert decide(ticket_for(), not_member, KEY, NOW + 1, CREDENTIALS) == Decision("User:alice")
+    session = Session(("alice", 1), ALICE_256)
+    admitted = decide(ticket_for(), not_member, KEY, NOW + 1, CREDENTIALS)
+    assert admitted == Decision("User:alice", None, session)
+
+
+def test_a_streams_session_stays_current_until_its_credential_changes() -> None:
+    """A request stream's credential is checked at each message: the same object, or an equal
+    one (a reloaded snapshot), keeps it; deleted or replaced ends it."""
+    session = decide(ticket_for(), not_member, KEY, NOW + 1, CREDENTIALS).session
+    assert session is not None
+    assert still_current(session, CREDENTIALS)
+    reloaded = {("alice", 1): scram.ScramCredential(*ALICE_256.__dict__.values())}
+    assert reloaded[("alice", 1)] is not ALICE_256 and still_current(session, reloaded)
+    replaced = scram.credential_for_password(scram.SCRAM_SHA_256, "new", b"salt-1")
+    assert not still_current(session, {("alice", 1): replaced})
+    assert not still_current(session, {})
 
 
 def test_no_ticket_is_refused_saying_how_to_configure_the_client() -> None:
