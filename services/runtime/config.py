@@ -57,7 +57,7 @@ NOT_CONFIG_VARIABLES = frozenset(
         "SAMSA_ALL_IDEMPOTENT",
         "SAMSA_COLUMNS",
         # deploy/docker-compose*.yml's own variables (the image, its base, the secret file, the
-        # TLS overlay's certificate directory)
+        # TLS overlay's certificate directory, the SASL overlay's bootstrap-file directory)
         "SAMSA_IMAGE",
         "SAMSA_BASE",
         "SAMSA_JAEGER_IMAGE",
@@ -65,6 +65,7 @@ NOT_CONFIG_VARIABLES = frozenset(
         "SAMSA_GRAFANA_IMAGE",
         "SAMSA_CLUSTER_SECRET",
         "SAMSA_TLS_DIR",
+        "SAMSA_SASL_DIR",
         # the Node example's SASL login (clients/node/example.js): a client's, not a service's
         "SAMSA_SASL_MECHANISM",
         "SAMSA_SASL_USERNAME",

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 COMPOSE_FILE = DEPLOY / "docker-compose.yml"
 TLS_OVERLAY = DEPLOY / "docker-compose.tls.yml"
+SASL_OVERLAY = DEPLOY / "docker-compose.sasl.yml"  # on top of TLS_OVERLAY
 BASE_IMAGE = "samsa-base:bookworm"  # kept between runs: a second run skips debootstrap
 BASE_PYTHON = "3.11"  # bookworm's python3, for the wheels
 TOOLS = ("docker", "dockerd", "docker-compose", "debootstrap", "unshare")
