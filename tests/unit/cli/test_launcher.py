@@ -15,15 +15,8 @@ from typing import ClassVar
 import pytest
 
 from samsa.cli import launcher
-from samsa.cli.launcher import (
-    ClusterSpec,
-    LocalCluster,
-    broker_command,
-    controller_command,
-    coordinator_command,
-    load_or_create,
-    new_cluster_spec,
-)
+from samsa.cli.launcher import ClusterSpec, LocalCluster, load_or_create, new_cluster_spec
+from samsa.cli.service_commands import broker_command, controller_command, coordinator_command
 from samsa.cli.up import up
 
 
