@@ -19,7 +19,9 @@ import contextlib
 import json
 import os
 import subprocess
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +94,25 @@ def build_base_and_wheels() -> None:
     """The local base image (skipped when it exists) and the wheels for its Python."""
     run("bash", str(DEPLOY / "build-local-base.sh"), BASE_IMAGE, timeout_s=BUILD_TIMEOUT_S)
     run("bash", str(DEPLOY / "build-wheels.sh"), BASE_PYTHON, timeout_s=BUILD_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def overlay_run(name: str) -> Iterator[tuple[str, str, Path]]:
+    """One overlay test's run: its id, its image (the local base, the wheels and the image
+    built, the time that took printed) and a scratch directory for its secret and files; the
+    image is removed at the end (its compose project is the caller's to take down first)."""
+    started = time.monotonic()
+    build_base_and_wheels()
+    run_id = uuid.uuid4().hex[:8]
+    image = f"samsa:compose-{name}-test-{run_id}"
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            build_image(image)
+            print(f"cold setup (base, wheels, image): {time.monotonic() - started:.1f} s")
+            yield run_id, image, Path(scratch)
+    finally:
+        subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)
+        print(f"whole test: {time.monotonic() - started:.1f} s")
 
 
 def build_image(image: str) -> None:

@@ -24,7 +24,6 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,7 +36,6 @@ from compose_helpers import (
     Compose,
     build_base_and_wheels,
     build_image,
-    docker_engine,
     on_host,
     run,
     write_hosts,
@@ -51,13 +49,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="dockerd and unshare --mount need root"),
     pytest.mark.timeout(900),
 ]
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The running engine, or one started here and stopped (by its PID) at the end."""
-    with docker_engine(tmp_path_factory.mktemp("dockerd")):
-        yield
 
 
 def network_client(compose: Compose, *args: str) -> dict:

@@ -23,11 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,10 +35,8 @@ from compose_helpers import (
     TLS_OVERLAY,
     TOOLS,
     Compose,
-    build_base_and_wheels,
-    build_image,
-    docker_engine,
     on_host,
+    overlay_run,
     run,
     write_hosts,
 )
@@ -61,20 +55,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The running engine, or one started here and stopped (by its PID) at the end."""
-    with docker_engine(tmp_path_factory.mktemp("dockerd")):
-        yield
-
-
 def test_sasl_overlay_requires_a_login_and_enforces_acls(engine: None) -> None:
-    started = time.monotonic()
-    build_base_and_wheels()
-    run_id = uuid.uuid4().hex[:8]
-    image = f"samsa:compose-sasl-test-{run_id}"
-    with tempfile.TemporaryDirectory() as scratch_dir:
-        scratch = Path(scratch_dir)
+    with overlay_run("sasl") as (run_id, image, scratch):
         secret = scratch / "cluster.secret"
         run("bash", str(DEPLOY / "generate-secret.sh"), str(secret))
         tls, sasl = scratch / "tls", scratch / "sasl"
@@ -93,13 +75,9 @@ def test_sasl_overlay_requires_a_login_and_enforces_acls(engine: None) -> None:
             },
         )
         try:
-            build_image(image)
-            print(f"cold setup (base, wheels, image): {time.monotonic() - started:.1f} s")
             check_sasl_cluster(compose, hosts, tls, sasl, scratch)
         finally:
             compose.down()
-            subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)
-    print(f"whole test: {time.monotonic() - started:.1f} s")
 
 
 def samsa(hosts: Path, properties: Path, *args: str, stdin: str | None = None) -> str:
