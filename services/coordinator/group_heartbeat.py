@@ -18,8 +18,10 @@ the RecordCollector (so the next step sees them):
    coordinator believes it owns (the last answer was lost); else FENCED_MEMBER_EPOCH. An unknown
    member id whose instance id another member holds is FENCED_INSTANCE_ID (it was replaced).
    (Steps 2 and 3: group_membership_steps.)
-4. Metadata: a changed member writes member_metadata; a changed subscription, a new member, or a
-   subscription digest that moved with the topics bumps the group epoch.
+4. Metadata: a changed member writes member_metadata (with the principal and host it heartbeats
+   from); a changed subscription, a new member, a regex member's new principal, or a
+   subscription digest that moved with the topics or with what the ACLs let a regex member
+   DESCRIBE (group_assignment: per-member filtering) bumps the group epoch.
 5. When group_epoch > assignment_epoch the assignor computes a new target: one
    target_assignment_member record per member whose target changed, then the
    target_assignment_metadata record. A member whose target would be over
@@ -40,9 +42,10 @@ from samsa.common.errors import ErrorCode
 from samsa.services.coordinator import group_records as records
 from samsa.services.coordinator.group_assignment import (
     TARGET_RECORD_BYTES_MAX,
+    UNJUDGED,
+    MemberAccess,
     bounded_target,
-    subscribed_topics,
-    subscription_digest,
+    group_digest,
 )
 from samsa.services.coordinator.group_heartbeat_validation import (
     HeartbeatResult,
@@ -85,7 +88,10 @@ def heartbeat(
     request: c.ConsumerGroupHeartbeatRequest,
     now_ms: int,
     topics: Mapping[str, int],
+    access: MemberAccess = UNJUDGED,
 ) -> HeartbeatResult:
+    """One heartbeat; `access` names its sender and judges what each member's regex may show
+    (group_assignment's per-member filtering)."""
     error = validate(request)
     if error is not None:
         return refused(request, error)
@@ -100,16 +106,16 @@ def heartbeat(
     member = None if group is None else group.members.get(request.member_id)
     joined = False
     if request.member_epoch == JOIN_EPOCH:
-        error, joined = join(writer, group, member, request, config)
+        error, joined = join(writer, group, member, request, config, access)
     else:
         error = check_member_epoch(group, member, request)
     if error is not None:
         return refused(request, error)
     group = shard.groups[request.group_id]
     member = group.members[request.member_id]
-    _update_metadata(writer, group, member, request, topics, joined)
+    _update_metadata(writer, group, member, request, topics, joined, access)
     if group.group_epoch > group.assignment_epoch:
-        _write_target(writer, group, topics, config)
+        _write_target(writer, group, topics, config, access)
     reported = None
     if request.HasField("owned_partitions"):
         reported = from_topic_partitions(request.owned_partitions.topics)
@@ -143,9 +149,12 @@ def _update_metadata(
     request: c.ConsumerGroupHeartbeatRequest,
     topics: Mapping[str, int],
     joined: bool,
+    access: MemberAccess,
 ) -> None:
-    """Write what changed of the member's metadata; bump the group epoch (once) when a member
-    joined, its subscription changed, or the subscribed topics' partitions changed."""
+    """Write what changed of the member's metadata (its principal and host too); bump the group
+    epoch (once) when a member joined, its subscription changed, a regex member's principal or
+    host changed, or the digest moved: the subscribed topics' partitions, or what the ACLs hide
+    of a regex."""
     value = member.metadata_value()
     if request.HasField("subscription"):
         value.subscription.CopyFrom(request.subscription)
@@ -157,19 +166,32 @@ def _update_metadata(
         value.rebalance_timeout_ms = request.rebalance_timeout_ms
     if request.client_id:
         value.client_id = request.client_id
+    value.principal = access.principal
+    value.host = access.host if access.principal else ""
     subscription_changed = value.subscription != member.subscription()
+    if value.subscription.topic_regex and (value.principal, value.host) != (
+        member.principal,
+        member.host,
+    ):
+        subscription_changed = True  # what its regex resolves to is judged for another caller
     if value != member.metadata_value():
         writer.write(records.member_metadata(group.group_id, member.member_id, value))
-    digest = subscription_digest(subscribed_topics(group.members.values(), topics))
+    digest = group_digest(group.members.values(), topics, access.may_describe)
     if joined or subscription_changed or digest != group.subscription_digest:
         bump_group_epoch(writer, group, digest)
 
 
 def _write_target(
-    writer: RecordCollector, group: ConsumerGroup, topics: Mapping[str, int], config: GroupConfig
+    writer: RecordCollector,
+    group: ConsumerGroup,
+    topics: Mapping[str, int],
+    config: GroupConfig,
+    access: MemberAccess,
 ) -> None:
     """Write the new target (nothing for members whose target would be too large)."""
-    target, group.oversized = bounded_target(group, topics, config.default_assignor)
+    target, group.oversized = bounded_target(
+        group, topics, config.default_assignor, access.may_describe
+    )
     for member_id in sorted(target):
         if target[member_id] != group.target.get(member_id, {}):
             value = g.TargetAssignmentMemberValue(partitions=to_topic_partitions(target[member_id]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from samsa.common.errors import ErrorCode
 from samsa.services.coordinator import group_records as records
+from samsa.services.coordinator.group_assignment import MemberAccess
 from samsa.services.coordinator.group_heartbeat_validation import (
     Error,
     HeartbeatResult,
@@ -88,9 +89,11 @@ def join(
     member: Member | None,
     request: c.ConsumerGroupHeartbeatRequest,
     config: GroupConfig,
+    access: MemberAccess,
 ) -> tuple[Error | None, bool]:
     """Create the member (or take over a static one). Returns the error, if any, and whether a
-    new member was created (which bumps the group epoch)."""
+    new member was created (which bumps the group epoch). A new member's record names who it
+    heartbeats as (`access`); a taken-over one is rewritten with it by the metadata step."""
     if member is not None:
         if member.member_epoch == STATIC_LEAVE_EPOCH:
             assert group is not None
@@ -120,6 +123,8 @@ def join(
         subscription=request.subscription,
         rebalance_timeout_ms=request.rebalance_timeout_ms,
         server_assignor=request.server_assignor,
+        principal=access.principal,
+        host=access.host if access.principal else "",
     )
     writer.write(records.member_metadata(request.group_id, request.member_id, value))
     return None, True
