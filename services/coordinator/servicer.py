@@ -100,8 +100,8 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
 
     def _member_access(self) -> MemberAccess:
         """Who calls (recorded in its member's metadata) and the judge of any member's DESCRIBE
-        under the ACLs of the coordinator's image now; UNJUDGED with authorization off. A
-        caller that may do anything (the cluster itself) is recorded unjudged too."""
+        under the ACLs of the coordinator's image now (read once per heartbeat); UNJUDGED with
+        authorization off, when nobody is judged and every member's regex is unfiltered."""
         authorizer, who = self.coordinator.authorizer, caller.current_caller()
         if authorizer is None or who is caller.EVERYONE:
             return UNJUDGED
