@@ -70,6 +70,9 @@ class Member:
     topic_regex: str = ""
     rebalance_timeout_ms: int = 0
     server_assignor: str = ""
+    # Who its heartbeats come from, for what its regex resolves to ("": not judged).
+    principal: str = ""
+    host: str = ""
     member_epoch: int = 0
     previous_member_epoch: int = 0
     state: int = STABLE
@@ -91,6 +94,8 @@ class Member:
             subscription=self.subscription(),
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor,
+            principal=self.principal,
+            host=self.host,
         )
 
     def current_value(self) -> g.CurrentAssignmentValue:

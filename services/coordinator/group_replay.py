@@ -192,6 +192,8 @@ def _replay_member_metadata(
     member.topic_regex = metadata.subscription.topic_regex
     member.rebalance_timeout_ms = metadata.rebalance_timeout_ms
     member.server_assignor = metadata.server_assignor
+    member.principal = metadata.principal
+    member.host = metadata.host
 
 
 def _replay_current_assignment(

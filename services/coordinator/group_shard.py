@@ -32,6 +32,7 @@ from samsa.services.coordinator import (
 )
 from samsa.services.coordinator import group_records as records
 from samsa.services.coordinator.assignors import ASSIGNORS
+from samsa.services.coordinator.group_assignment import UNJUDGED, MemberAccess
 from samsa.services.coordinator.group_model import (
     UNREVOKED_PARTITIONS,
     GroupConfig,
@@ -118,9 +119,15 @@ class GroupCoordinatorShard:
     # --- the protocol -----------------------------------------------------------------------
 
     def heartbeat(
-        self, request: c.ConsumerGroupHeartbeatRequest, now_ms: int, topics: Mapping[str, int]
+        self,
+        request: c.ConsumerGroupHeartbeatRequest,
+        now_ms: int,
+        topics: Mapping[str, int],
+        access: MemberAccess = UNJUDGED,
     ) -> GroupResult[c.ConsumerGroupHeartbeatResponse]:
-        return group_heartbeat.heartbeat(self.state, self.config, request, now_ms, topics)
+        """`access`: who heartbeats, and how each member's DESCRIBE is judged (its regex is
+        filtered by it: group_assignment)."""
+        return group_heartbeat.heartbeat(self.state, self.config, request, now_ms, topics, access)
 
     def commit_offsets(
         self,

@@ -25,9 +25,10 @@ import grpc
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.common.request_counts import named_twice, too_many, too_many_nested
-from samsa.metadata.acls import Operation, ResourceType
+from samsa.metadata.acls import Operation, ResourceType, authorize
 from samsa.services.coordinator.commit_access import per_topic_commit
 from samsa.services.coordinator.coordinator_partition import PartitionUnavailableError
+from samsa.services.coordinator.group_assignment import UNJUDGED, MemberAccess
 from samsa.services.coordinator.group_describe_access import shown_to
 from samsa.services.coordinator.group_offsets import commit_size_problem, commit_write_error
 from samsa.services.coordinator.offsets_log import OffsetResult
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
 def _undescribable_topics(request: c.ConsumerGroupHeartbeatRequest) -> list[str]:
     """The subscribed topic names the caller may not DESCRIBE (KIP-848, as Kafka's
     ConsumerGroupHeartbeat refuses them with TOPIC_AUTHORIZATION_FAILED): the subscription
-    names them only when it changes, so it is checked then. A regex subscription is not
-    filtered per member (see the README's ACL section)."""
+    names them only when it changes, so it is checked then. A regex subscription is filtered
+    per member instead (`_member_access`, group_assignment.py)."""
     if not request.HasField("subscription") or not request.subscription.topic_names:
         return []
     may_describe = caller.topics_visible()
@@ -97,6 +98,25 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
         if (message := named_twice(group_ids, "group id")) is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
 
+    def _member_access(self) -> MemberAccess:
+        """Who calls (recorded in its member's metadata) and the judge of any member's DESCRIBE
+        under the ACLs of the coordinator's image now (read once per heartbeat); UNJUDGED with
+        authorization off, when nobody is judged and every member's regex is unfiltered."""
+        authorizer, who = self.coordinator.authorizer, caller.current_caller()
+        if authorizer is None or who is caller.EVERYONE:
+            return UNJUDGED
+        grant = who.grant()
+        if not grant.principal:
+            return UNJUDGED
+        acls, settings = self.coordinator.metadata.image.acls, authorizer.settings
+
+        def may_describe(principal: str, host: str, topic: str) -> bool:
+            return authorize(
+                acls, settings, principal, host, Operation.DESCRIBE, ResourceType.TOPIC, topic
+            )
+
+        return MemberAccess(grant.principal, grant.host, may_describe)
+
     async def _check_partitions(
         self, request: OffsetsRequest, context: grpc.aio.ServicerContext
     ) -> None:
@@ -125,7 +145,8 @@ class GroupCoordinatorServicer(coordinator_pb2_grpc.GroupCoordinatorServiceServi
             )
         try:
             partition = self.coordinator.partition_for(request.group_id)
-            result = partition.shard.heartbeat(request, _now_ms(), self.coordinator.topics)
+            access = self._member_access()
+            result = partition.shard.heartbeat(request, _now_ms(), self.coordinator.topics, access)
             await partition.write(result.records)
         except PartitionUnavailableError as error:
             return c.ConsumerGroupHeartbeatResponse(

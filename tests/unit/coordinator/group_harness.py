@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from samsa.services.coordinator.group_assignment import UNJUDGED
 from samsa.services.coordinator.group_model import GroupConfig, GroupShard
 from samsa.services.coordinator.group_records import decode, encode
 from samsa.services.coordinator.group_shard import GroupCoordinatorShard
@@ -70,6 +71,7 @@ class GroupHarness:
         owned: Owned | None = None,
         **fields,
     ) -> c.ConsumerGroupHeartbeatResponse:
+        access = fields.pop("access", UNJUDGED)  # who heartbeats, and the ACLs' judge
         request = c.ConsumerGroupHeartbeatRequest(
             group_id=fields.pop("group_id", self.group_id),
             member_id=member_id,
@@ -78,7 +80,8 @@ class GroupHarness:
         )
         if owned is not None:
             request.owned_partitions.CopyFrom(owned_message(owned))
-        return self.keep(self.coordinator.heartbeat(request, self.now_ms, self.topics)).response
+        result = self.coordinator.heartbeat(request, self.now_ms, self.topics, access)
+        return self.keep(result).response
 
     def join(
         self,

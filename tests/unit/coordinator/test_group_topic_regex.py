@@ -24,7 +24,7 @@ from samsa.client.rebalance import subscription_of
 from samsa.common.errors import ErrorCode
 from samsa.common.topic_regex import TOPIC_REGEX_LENGTH_MAX
 from samsa.services.coordinator.group_assignment import resolve
-from samsa.services.coordinator.group_heartbeat import validate
+from samsa.services.coordinator.group_heartbeat_validation import validate
 from samsa.v1 import coordinator_pb2 as c
 
 LONG_A = "a" * 249  # the longest topic name, all a's

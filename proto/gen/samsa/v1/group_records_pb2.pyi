@@ -108,18 +108,22 @@ class GroupMetadataValue(_message.Message):
     def __init__(self, group_epoch: _Optional[int] = ..., subscription_digest: _Optional[bytes] = ..., empty_since_ms: _Optional[int] = ...) -> None: ...
 
 class MemberMetadataValue(_message.Message):
-    __slots__ = ("group_instance_id", "client_id", "subscription", "rebalance_timeout_ms", "server_assignor")
+    __slots__ = ("group_instance_id", "client_id", "subscription", "rebalance_timeout_ms", "server_assignor", "principal", "host")
     GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     SERVER_ASSIGNOR_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
     group_instance_id: str
     client_id: str
     subscription: _coordinator_pb2.ConsumerGroupSubscription
     rebalance_timeout_ms: int
     server_assignor: str
-    def __init__(self, group_instance_id: _Optional[str] = ..., client_id: _Optional[str] = ..., subscription: _Optional[_Union[_coordinator_pb2.ConsumerGroupSubscription, _Mapping]] = ..., rebalance_timeout_ms: _Optional[int] = ..., server_assignor: _Optional[str] = ...) -> None: ...
+    principal: str
+    host: str
+    def __init__(self, group_instance_id: _Optional[str] = ..., client_id: _Optional[str] = ..., subscription: _Optional[_Union[_coordinator_pb2.ConsumerGroupSubscription, _Mapping]] = ..., rebalance_timeout_ms: _Optional[int] = ..., server_assignor: _Optional[str] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ...) -> None: ...
 
 class TargetAssignmentMetadataValue(_message.Message):
     __slots__ = ("assignment_epoch",)
