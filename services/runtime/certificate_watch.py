@@ -80,7 +80,13 @@ class CertificateWatch:
         self._lock = threading.Lock()
         stamps = self._stamps()
         files = _read(locations)
-        check(files)
+        try:
+            check(files)
+        except tls.TlsConfigError as error:  # at start, name the files as read_pem does
+            where = f"{locations.certificate}, {locations.key}" + (
+                f", {locations.ca}" if locations.ca is not None else ""
+            )
+            raise tls.TlsConfigError(f"{error} (the files: {where})") from None
         self._reloader = Reloader(files, stamps, clock())
         # One reference, swapped whole: a reader without the lock sees an old or a new pair.
         self._current = (0, self._settings(files))
@@ -110,13 +116,19 @@ class CertificateWatch:
             except tls.TlsConfigError as error:
                 candidate = error
             outcome = reloader.offer(stamps, candidate)
+            where = {
+                "ssl_certificate_location": self.locations.certificate,
+                "ssl_key_location": self.locations.key,
+                "ssl_ca_location": self.locations.ca,
+            }
             if isinstance(outcome, Take):
                 self._current = (reloader.generation, self._settings(outcome.files))
-                log.info("took the rotated TLS files: certificate %s", outcome.summary)
+                log.info("took the rotated TLS files: certificate %s", outcome.summary, extra=where)
             elif isinstance(outcome, Refuse):
                 log.error(
                     "refused the changed TLS files, still serving the previous ones: %s",
                     outcome.reason,
+                    extra=where,
                 )
         finally:
             self._lock.release()
