@@ -1,7 +1,8 @@
 """Goal: a service takes rotated TLS files without a restart (services/runtime/
 certificate_watch.py, through transport.py): every listener serves a new connection with the new
 certificate, a channel dialled after the rotation presents the new client certificate, one made
-before keeps working; a set that cannot be served is refused with one error line however many
+before keeps working; a CA added to the bundle lets its clients in from the next connection on
+(client auth required); a set that cannot be served is refused with one error line however many
 handshakes follow, the old certificate still served; a service does not start with a key that
 is not its certificate's.
 
@@ -182,6 +183,57 @@ async def who(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
     return context.auth_context()["x509_pem_cert"][0]
 
 
+def who_server() -> grpc.aio.Server:
+    server = grpc.aio.server()
+    handler = grpc.unary_unary_rpc_method_handler(who)
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler("samsa.test.Who", {"Certificate": handler})]
+    )
+    return server
+
+
+def test_clients_of_a_ca_added_to_the_bundle_are_let_in_from_then_on(
+    pki: dict[str, KeyPair], served: KeyPair, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "live" / "ca.pem"
+    shutil.copy(pki["ca"].certificate, bundle)
+    new_ca = create_ca(tmp_path / "new-ca", "samsa-ca-2")
+    newcomer = issue(new_ca, tmp_path / "new-ca", "newcomer", ["127.0.0.1"])
+    clock = Clock()
+    where = Locations(str(served.certificate), str(served.key), str(bundle))
+    watch = CertificateWatch(where, "required", clock)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=pki["ca"].certificate.read_bytes(),
+        private_key=newcomer.key.read_bytes(),
+        certificate_chain=newcomer.certificate.read_bytes(),
+    )
+
+    async def answered(endpoint: str) -> bool:
+        async with grpc.aio.secure_channel(endpoint, credentials) as channel:
+            try:
+                await channel.unary_unary(WHO)(b"", timeout=5)
+            except grpc.aio.AioRpcError as error:
+                assert error.code() == grpc.StatusCode.UNAVAILABLE
+                return False
+        return True
+
+    async def main() -> None:
+        server = who_server()
+        endpoint = f"127.0.0.1:{server.add_secure_port('127.0.0.1:0', watch.server_credentials())}"
+        await server.start()
+        try:
+            assert not await answered(endpoint)  # the new CA is not in the bundle yet
+            staged = bundle.with_name("ca.pem.new")
+            staged.write_bytes(bundle.read_bytes() + new_ca.certificate.read_bytes())
+            os.replace(staged, bundle)  # the old CA and the new one
+            clock.now += 1.0
+            assert await answered(endpoint)
+        finally:
+            await server.stop(0)
+
+    asyncio.run(main())
+
+
 def test_a_channel_dialled_after_a_rotation_presents_the_new_client_certificate(
     pki: dict[str, KeyPair], served: KeyPair
 ) -> None:
@@ -197,11 +249,7 @@ def test_a_channel_dialled_after_a_rotation_presents_the_new_client_certificate(
         return x509.load_pem_x509_certificate(pem).serial_number
 
     async def main() -> None:
-        server = grpc.aio.server()
-        handler = grpc.unary_unary_rpc_method_handler(who)
-        server.add_generic_rpc_handlers(
-            [grpc.method_handlers_generic_handler("samsa.test.Who", {"Certificate": handler})]
-        )
+        server = who_server()
         endpoint = f"127.0.0.1:{server.add_secure_port('127.0.0.1:0', credentials)}"
         await server.start()
         try:
