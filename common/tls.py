@@ -24,8 +24,14 @@ The settings take Kafka's and librdkafka's names, so that a Kafka user's propert
 One protocol per process: a service serves every listener (public and internal) with the same
 credentials and dials its peers with them. gRPC checks the server's name against the
 certificate's subject alternative names, so a certificate must name every address it is dialled
-at (127.0.0.1 for `samsa up`, the host names a compose file gives). Files are read once, at
-start: a rotated certificate takes a restart.
+at (127.0.0.1 for `samsa up`, the host names a compose file gives).
+
+A client reads its files once, when it is made, as Kafka's clients do. A service follows its
+files while it runs (services/runtime/certificate_watch.py, deciding in common/tls_reload.py):
+replaced atomically (written beside, renamed over), they serve new connections and new channels
+to peers; a set that cannot be served (unreadable, not PEM, over PEM_BYTES_MAX, a key that is
+not the certificate's) is refused with one error line and the previous set kept. Connections and
+channels already open keep the credentials they were made with.
 """
 
 from __future__ import annotations

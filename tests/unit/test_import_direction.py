@@ -86,6 +86,7 @@ IO_MODULE_NAMES = {
     "telemetry.py",  # OTel exporter from OTEL_* variables
     "span_file.py",  # spans as JSON lines appended to a file, and their reader
     "transport.py",  # binds listeners and dials peers, TLS or not
+    "certificate_watch.py",  # stats and re-reads the TLS files, gRPC's certificate fetcher
     "tls.py",  # reads the PEM files the ssl.* settings name
     "metrics.py",  # OTel meter provider, the Prometheus scrape endpoint, the RPC interceptor
     "secret.py",  # reads and writes the cluster secret file
