@@ -188,11 +188,5 @@ class Sasl:
     def enabled(self) -> bool:
         return bool(self.mechanisms) or self.oauth is not None
 
-    @property
-    def mechanism_names(self) -> tuple[str, ...]:
-        """Every mechanism this process enables, as a client names them."""
-        names = tuple(m.name for m in self.mechanisms)
-        return names if self.oauth is None else (*names, OAUTHBEARER)
-
     def credential_of(self, user: str, mechanism: scram.Mechanism) -> scram.ScramCredential | None:
         return self.credentials().get((user, mechanism.number))
