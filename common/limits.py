@@ -330,6 +330,18 @@ sasl_ticket_chars_max = 1_430
 # leaks works until then, unless its user's credential changes).
 sasl_session_lifetime_ms_min = 60_000
 sasl_session_lifetime_ms_max = 7 * 24 * 3600 * 1000
+# SASL/OAUTHBEARER (KIP-255, KIP-768). A JWT an identity provider issues is a few hundred bytes to
+# a few KiB (Keycloak's with many roles ~3 KiB); a longer one is refused before it is decoded.
+oauthbearer_token_chars_max = 16 * KIB
+# A JWKS document (an identity provider's signing keys: a handful, ~1 KiB each, old and new during
+# a rotation) is read up to this many bytes, and at most this many keys of it are kept.
+oauthbearer_jwks_bytes_max = 256 * KIB
+oauthbearer_jwks_keys_max = 64
+# A token naming a key the JWKS does not hold makes the process fetch the JWKS again, at most once
+# per this many ms: a client sending made-up key ids cannot make it hammer the identity provider.
+oauthbearer_jwks_refetch_ms_min = 10_000
+# The token endpoint's answer a client reads (JSON with the token and its lifetime).
+oauthbearer_token_response_bytes_max = 64 * KIB
 
 # Names, counts and configs one admin request may carry: far beyond any real use, small enough
 # that a careless or hostile caller cannot make the controller generate a huge batch.

@@ -20,6 +20,13 @@ The settings take Kafka's and librdkafka's names, so that a Kafka user's propert
 - `sasl.mechanism`, `sasl.username`, `sasl.password` (clients, with SASL_SSL only, all three
   required): the SCRAM mechanism (SCRAM-SHA-256 or SCRAM-SHA-512) and the user's name and
   password (`SaslSettings`; the login itself is the SDK's, samsa_client/sasl_login.py).
+- `sasl.mechanism=OAUTHBEARER` instead logs in with an OAuth token the client gets from an OIDC
+  provider by the client_credentials grant (librdkafka's keys, `OidcSettings`):
+  `sasl.oauthbearer.method=oidc` (required: librdkafka's default method makes unsecured tokens,
+  which Samsa refuses), `sasl.oauthbearer.token.endpoint.url` (http:// or https://),
+  `sasl.oauthbearer.client.id`, `sasl.oauthbearer.client.secret`, `sasl.oauthbearer.scope`
+  (optional). sasl.username and sasl.password do not apply then and are refused, and so is
+  `sasl.oauthbearer.extensions` (not supported).
 
 One protocol per process: a service serves every listener (public and internal) with the same
 credentials and dials its peers with them. gRPC checks the server's name against the
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import grpc
 
@@ -48,7 +56,8 @@ SSL = "SSL"
 SASL_SSL = "SASL_SSL"
 PROTOCOLS = (PLAINTEXT, SSL)  # a service's
 CLIENT_PROTOCOLS = (PLAINTEXT, SSL, SASL_SSL)
-SASL_MECHANISMS = tuple(MECHANISMS)  # SCRAM-SHA-256, SCRAM-SHA-512
+OAUTHBEARER = "OAUTHBEARER"
+SASL_MECHANISMS = (*MECHANISMS, OAUTHBEARER)  # SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
 CLIENT_AUTH_MODES = ("none", "required")
 
 # The client-side keys, as a client's configuration names them (the SDK, the CLI, Spark).
@@ -59,8 +68,29 @@ KEY_LOCATION = "ssl.key.location"
 SASL_MECHANISM = "sasl.mechanism"
 SASL_USERNAME = "sasl.username"
 SASL_PASSWORD = "sasl.password"
+OAUTH_METHOD = "sasl.oauthbearer.method"
+OAUTH_TOKEN_URL = "sasl.oauthbearer.token.endpoint.url"
+OAUTH_CLIENT_ID = "sasl.oauthbearer.client.id"
+OAUTH_CLIENT_SECRET = "sasl.oauthbearer.client.secret"
+OAUTH_SCOPE = "sasl.oauthbearer.scope"
+OAUTH_EXTENSIONS = "sasl.oauthbearer.extensions"
+OAUTH_KEYS = (
+    OAUTH_METHOD,
+    OAUTH_TOKEN_URL,
+    OAUTH_CLIENT_ID,
+    OAUTH_CLIENT_SECRET,
+    OAUTH_SCOPE,
+    OAUTH_EXTENSIONS,
+)
 SASL_KEYS = (SASL_MECHANISM, SASL_USERNAME, SASL_PASSWORD)
-CLIENT_KEYS = (SECURITY_PROTOCOL, CA_LOCATION, CERTIFICATE_LOCATION, KEY_LOCATION, *SASL_KEYS)
+CLIENT_KEYS = (
+    SECURITY_PROTOCOL,
+    CA_LOCATION,
+    CERTIFICATE_LOCATION,
+    KEY_LOCATION,
+    *SASL_KEYS,
+    *OAUTH_KEYS,
+)
 
 # A PEM file larger than this is not a certificate chain or a key (a chain of ten 4 KiB certs
 # is 40 KiB): refused before it is read whole.
@@ -88,13 +118,33 @@ def protocol(value: str) -> str:
 
 
 @dataclass(frozen=True)
+class OidcSettings:
+    """Where and as whom an OAUTHBEARER client gets its tokens (the client_credentials grant);
+    the secret is kept out of repr."""
+
+    token_endpoint_url: str
+    client_id: str
+    client_secret: str = field(repr=False)
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
 class SaslSettings:
-    """A client's SASL/SCRAM login: the mechanism's name and the user's name and password (kept
-    out of repr, so that no log line shows it)."""
+    """A client's SASL login: the mechanism's name and, for SCRAM, the user's name and password
+    (kept out of repr, so that no log line shows it); for OAUTHBEARER, `oidc` (no user name: the
+    token names the principal)."""
 
     mechanism: str
     username: str
     password: str = field(repr=False)
+    oidc: OidcSettings | None = None
+
+    @property
+    def who(self) -> str:
+        """Whose login this is, for messages."""
+        if self.oidc is not None:
+            return f"OAuth client {self.oidc.client_id!r}"
+        return f"user {self.username!r}"
 
     @classmethod
     def from_client_config(cls, config: dict[str, str]) -> SaslSettings | None:
@@ -102,22 +152,63 @@ class SaslSettings:
         missing one or an unknown mechanism is refused, naming the key."""
         chosen = protocol(config.get(SECURITY_PROTOCOL, PLAINTEXT))
         if chosen != SASL_SSL:
-            if given := [k for k in SASL_KEYS if config.get(k)]:
+            if given := [k for k in (*SASL_KEYS, *OAUTH_KEYS) if config.get(k)]:
                 raise TlsConfigError(
                     f"{given[0]} is set but security.protocol is {chosen}: set "
-                    "security.protocol=SASL_SSL to log in with SASL/SCRAM"
+                    "security.protocol=SASL_SSL to log in with SASL"
                 )
             return None
-        for key in SASL_KEYS:
-            if not config.get(key):
-                raise TlsConfigError(f"security.protocol=SASL_SSL needs {key}")
+        if not config.get(SASL_MECHANISM):
+            raise TlsConfigError(f"security.protocol=SASL_SSL needs {SASL_MECHANISM}")
         mechanism = config[SASL_MECHANISM].strip().upper()
         if mechanism not in SASL_MECHANISMS:
             raise TlsConfigError(
                 f"sasl.mechanism={config[SASL_MECHANISM]}: expected one of "
                 f"{', '.join(SASL_MECHANISMS)}"
             )
+        if mechanism == OAUTHBEARER:
+            return cls(mechanism, "", "", _oidc(config))
+        if given := [k for k in OAUTH_KEYS if config.get(k)]:
+            raise TlsConfigError(
+                f"{given[0]} applies to sasl.mechanism=OAUTHBEARER only, not {mechanism}"
+            )
+        for key in (SASL_USERNAME, SASL_PASSWORD):
+            if not config.get(key):
+                raise TlsConfigError(f"security.protocol=SASL_SSL needs {key}")
         return cls(mechanism, config[SASL_USERNAME], config[SASL_PASSWORD])
+
+
+def _oidc(config: dict[str, str]) -> OidcSettings:
+    """The OIDC keys of an OAUTHBEARER login, checked together."""
+    for key in (SASL_USERNAME, SASL_PASSWORD):
+        if config.get(key):
+            raise TlsConfigError(
+                f"{key} does not apply to sasl.mechanism=OAUTHBEARER (the token names the "
+                "principal): remove it, or use a SCRAM mechanism"
+            )
+    if config.get(OAUTH_EXTENSIONS):
+        raise TlsConfigError(f"{OAUTH_EXTENSIONS} is not supported by Samsa: remove it")
+    method = config.get(OAUTH_METHOD, "").strip().lower()
+    if method != "oidc":
+        raise TlsConfigError(
+            f"sasl.mechanism=OAUTHBEARER needs {OAUTH_METHOD}=oidc (a token from an OIDC "
+            "provider; unsecured tokens, librdkafka's default method, are refused)"
+        )
+    for key in (OAUTH_TOKEN_URL, OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET):
+        if not config.get(key):
+            raise TlsConfigError(f"{OAUTH_METHOD}=oidc needs {key}")
+    url = config[OAUTH_TOKEN_URL].strip()
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise TlsConfigError(
+            f"{OAUTH_TOKEN_URL}={url}: expected the OIDC provider's http:// or https:// token URL"
+        )
+    return OidcSettings(
+        url,
+        config[OAUTH_CLIENT_ID],
+        config[OAUTH_CLIENT_SECRET],
+        config.get(OAUTH_SCOPE) or None,
+    )
 
 
 def read_pem(path: str, setting: str, *, key: bool = False) -> bytes:

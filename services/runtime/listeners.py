@@ -112,7 +112,8 @@ class Listeners:
         servers = [self.public] if self.internal is None else [self.public, self.internal]
         self.servers = servers
         self.handlers: Any = _EveryServer(servers)
-        security_pb2_grpc.add_SaslServiceServicer_to_server(SaslServicer(sasl), self.handlers)
+        self.sasl_servicer = SaslServicer(sasl)
+        security_pb2_grpc.add_SaslServiceServicer_to_server(self.sasl_servicer, self.handlers)
 
     @property
     def port(self) -> int:
@@ -125,7 +126,9 @@ class Listeners:
         return None if self.internal is None else self.internal.port
 
     async def start(self) -> None:
-        """Start every listener; ServerStartError naming the address one could not bind."""
+        """Start every listener; ServerStartError naming the address one could not bind (or,
+        with OAUTHBEARER, the JWKS URL that could not be read: fetched first)."""
+        await self.sasl_servicer.start()
         await self.public.start()
         if self.internal is None:
             return

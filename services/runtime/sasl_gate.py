@@ -5,12 +5,14 @@ Theory of operation. With `sasl.enabled.mechanisms` set, every call to a process
 makes it, in one of two ways:
 1. the cluster's own calls carry the membership proof (membership.py), and pass as the
    cluster, without a principal of their own;
-2. a client's calls carry the session ticket it earned with one SCRAM exchange
+2. a client's calls carry the session ticket it earned with one SASL exchange
    (sasl_tickets.py), in the `samsa-sasl-ticket` metadata. The ticket must verify (this
-   cluster's key, not expired) and its credential fingerprint must be the one the process's
-   metadata image holds now for (user, mechanism): a credential deleted or replaced (a new
-   password) ends every session made with it, on every process, as soon as the process has
-   replayed the change.
+   cluster's key, not expired). A SCRAM ticket's credential fingerprint must be the one the
+   process's metadata image holds now for (user, mechanism): a credential deleted or replaced
+   (a new password) ends every session made with it, on every process, as soon as the process
+   has replayed the change. An OAUTHBEARER ticket has no credential in the image (the identity
+   provider holds the user): it stands until it expires, which is never past its token's exp,
+   and only on a process that enables OAUTHBEARER.
 Exempt: the exchange itself (SaslService), health checks and reflection. A refused call answers
 UNAUTHENTICATED with `samsa-error-code: 58` (SASL_AUTHENTICATION_FAILED) and a message saying
 what to do. A request stream is decided as it opens, and its credential is checked again at each
@@ -29,9 +31,12 @@ from typing import NamedTuple
 
 from samsa.common import scram
 from samsa.common.errors import ErrorCode
+from samsa.common.jwt_validation import Expectations
 from samsa.metadata.principal_rules import USER_PREFIX
 from samsa.services.runtime import sasl_tickets
 from samsa.services.runtime.access_rules import ERROR_CODE_KEY
+from samsa.services.runtime.sasl_oauthbearer import MECHANISM as OAUTHBEARER
+from samsa.services.runtime.sasl_oauthbearer import OAuthBearerSettings
 from samsa.services.runtime.service_config import SASL_SESSION_LIFETIME_MS_DEFAULT, ServiceConfig
 
 # The SASL principal of the call running in this context (None: not a SASL call).
@@ -41,8 +46,8 @@ SASL_PRINCIPAL: ContextVar[str | None] = ContextVar("samsa_sasl_principal", defa
 EXEMPT_PREFIXES = ("/samsa.v1.SaslService/", "/grpc.health.v1.", "/grpc.reflection.")
 
 NO_TICKET = (
-    "this cluster requires SASL: set security.protocol=SASL_SSL, sasl.mechanism, "
-    "sasl.username, sasl.password"
+    "this cluster requires SASL: set security.protocol=SASL_SSL, sasl.mechanism, and "
+    "sasl.username and sasl.password (SCRAM) or the sasl.oauthbearer.* keys (OAUTHBEARER)"
 )
 
 Credentials = Mapping[tuple[str, int], scram.ScramCredential]
@@ -75,9 +80,11 @@ def decide(
     key: bytes,
     now_ms: int,
     credentials: Credentials,
+    bearer: bool = False,
 ) -> Decision:
     """The decision for a call carrying `ticket` (None: no ticket); `is_member` checks its
-    membership proof, only when it has no ticket (members send none)."""
+    membership proof, only when it has no ticket (members send none). `bearer`: this process
+    enables OAUTHBEARER (else its tickets are refused)."""
     if ticket is None:
         if is_member():
             return Decision(None)
@@ -88,6 +95,11 @@ def decide(
         if error.expired:
             return Decision(None, f"the SASL session expired: authenticate again ({error})")
         return Decision(None, f"the SASL ticket is refused: {error}; authenticate again")
+    if claims.mechanism is sasl_tickets.OAUTHBEARER:
+        if not bearer:
+            return Decision(None, "OAUTHBEARER is not enabled on this process: log in with SCRAM")
+        return Decision(USER_PREFIX + claims.user)
+    assert isinstance(claims.mechanism, scram.Mechanism)
     key_of = (claims.user, claims.mechanism.number)
     current = credentials.get(key_of)
     if current is None or current.fingerprint() != claims.fingerprint:
@@ -124,11 +136,25 @@ class SaslConfig:
 
     mechanisms: tuple[scram.Mechanism, ...]
     lifetime_ms: int
+    oauth: OAuthBearerSettings | None = None  # OAUTHBEARER enabled, with these settings
 
     @staticmethod
     def of(config: ServiceConfig) -> SaslConfig:
-        mechanisms = tuple(scram.MECHANISMS[name] for name in config.sasl_enabled_mechanisms)
-        return SaslConfig(mechanisms, config.sasl_session_lifetime_ms)
+        names = config.sasl_enabled_mechanisms
+        mechanisms = tuple(scram.MECHANISMS[name] for name in names if name in scram.MECHANISMS)
+        oauth = None
+        if OAUTHBEARER in names and config.sasl_oauthbearer_jwks_endpoint_url is not None:
+            oauth = OAuthBearerSettings(
+                config.sasl_oauthbearer_jwks_endpoint_url,
+                config.sasl_oauthbearer_jwks_endpoint_refresh_ms,
+                Expectations(
+                    issuer=config.sasl_oauthbearer_expected_issuer,
+                    audiences=config.sasl_oauthbearer_expected_audience,
+                    sub_claim_name=config.sasl_oauthbearer_sub_claim_name,
+                    clock_skew_s=config.sasl_oauthbearer_clock_skew_seconds,
+                ),
+            )
+        return SaslConfig(mechanisms, config.sasl_session_lifetime_ms, oauth)
 
     def bind(self, member_key: bytes, credentials: Callable[[], Credentials]) -> Sasl:
         return Sasl(
@@ -138,6 +164,7 @@ class SaslConfig:
             ticket_key=sasl_tickets.ticket_key(member_key),
             decoy_key=sasl_tickets.decoy_key(member_key),
             credentials=credentials,
+            oauth=self.oauth,
         )
 
 
@@ -155,10 +182,11 @@ class Sasl:
     ticket_key: bytes
     decoy_key: bytes
     credentials: Callable[[], Credentials]
+    oauth: OAuthBearerSettings | None = None
 
     @property
     def enabled(self) -> bool:
-        return bool(self.mechanisms)
+        return bool(self.mechanisms) or self.oauth is not None
 
     def credential_of(self, user: str, mechanism: scram.Mechanism) -> scram.ScramCredential | None:
         return self.credentials().get((user, mechanism.number))

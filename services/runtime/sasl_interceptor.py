@@ -129,7 +129,9 @@ class SaslGateInterceptor(WrappingInterceptor):
             )
 
         ticket = ticket_in(context)
-        decision = decide(ticket, is_member, sasl.ticket_key, now_ms, sasl.credentials())
+        decision = decide(
+            ticket, is_member, sasl.ticket_key, now_ms, sasl.credentials(), sasl.oauth is not None
+        )
         if decision.refusal is not None:
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED, decision.refusal, decision.trailing_metadata

@@ -1,6 +1,6 @@
-"""SASL session tickets: what a client gets at the end of a SCRAM exchange and sends on every
-call (`samsa-sasl-ticket` metadata), so that one exchange authenticates all its calls, to any
-process of the cluster.
+"""SASL session tickets: what a client gets at the end of a SASL exchange (SCRAM or OAUTHBEARER)
+and sends on every call (`samsa-sasl-ticket` metadata), so that one exchange authenticates all
+its calls, to any process of the cluster.
 
 Theory of operation. A ticket is
 
@@ -15,6 +15,13 @@ metadata). The fingerprint ties the ticket to the credential it was earned with:
 compares it with its image's current credential (sasl_gate.py), so deleting or replacing the
 credential ends the session at once. The decoy key (ScramServer's stand-in salts for unknown
 users) is derived the same way, so that an unknown user looks the same on every process.
+
+The mechanism number says which exchange earned the ticket: SCRAM's numbers (1, 2, as in the
+proto's credentials) or OAUTHBEARER (3). An OAUTHBEARER ticket has no stored credential behind
+it: its fingerprint is the first 8 bytes of the token's SHA-256 (for the log), and its expiry is
+never past the token's. The layout and version did not change when OAUTHBEARER came: a SCRAM
+ticket issued before verifies as it did, and a process that predates OAUTHBEARER refuses an
+OAUTHBEARER ticket as naming an unknown mechanism (the client then logs in again).
 
 What it does not do: a ticket is a bearer credential until it expires; it is only ever sent
 over TLS (SASL requires security.protocol=SSL), and it is not bound to a connection.
@@ -55,11 +62,32 @@ def decoy_key(member_key: bytes) -> bytes:
 
 
 @dataclass(frozen=True)
+class Bearer:
+    """The OAUTHBEARER mechanism as a ticket names it (no SCRAM credential behind it)."""
+
+    name: str
+    number: int
+
+
+OAUTHBEARER = Bearer("OAUTHBEARER", 3)
+MECHANISMS_BY_NUMBER: dict[int, scram.Mechanism | Bearer] = {
+    **scram.MECHANISMS_BY_NUMBER,
+    OAUTHBEARER.number: OAUTHBEARER,
+}
+assert OAUTHBEARER.number not in scram.MECHANISMS_BY_NUMBER
+
+
+def token_fingerprint(token: str) -> bytes:
+    """An OAUTHBEARER ticket's fingerprint: 8 bytes of the token's SHA-256."""
+    return hashlib.sha256(token.encode("utf-8")).digest()[:8]
+
+
+@dataclass(frozen=True)
 class Claims:
     """What a valid ticket says: who, with which mechanism and credential, until when."""
 
     user: str
-    mechanism: scram.Mechanism
+    mechanism: scram.Mechanism | Bearer
     fingerprint: bytes
     expires_ms: int
 
@@ -75,13 +103,15 @@ class TicketError(ValueError):
 def issue(
     key: bytes,
     user: str,
-    mechanism: scram.Mechanism,
+    mechanism: scram.Mechanism | Bearer,
     fingerprint: bytes,
     now_ms: int,
     lifetime_ms: int,
 ) -> str:
-    """A ticket for `user`, valid for `lifetime_ms` from `now_ms`."""
+    """A ticket for `user`, valid for `lifetime_ms` (> 0) from `now_ms`."""
     name = user.encode("utf-8")
+    if lifetime_ms <= 0:
+        raise ValueError(f"a ticket lives a positive time, not {lifetime_ms} ms")
     if not name or len(user) > scram.USER_NAME_CHARS_MAX or len(fingerprint) != 8:
         raise ValueError(f"cannot issue a ticket for {user!r} with a {len(fingerprint)}-byte print")
     body = _HEADER.pack(VERSION, now_ms + lifetime_ms, mechanism.number, fingerprint, len(name))
@@ -107,7 +137,7 @@ def verify(key: bytes, ticket: str, now_ms: int) -> Claims:
     version, expires_ms, number, fingerprint, length = _HEADER.unpack_from(body)
     if version != VERSION or length != len(body) - _HEADER.size:
         raise TicketError(f"unknown ticket version {version} or layout")
-    mechanism = scram.MECHANISMS_BY_NUMBER.get(number)
+    mechanism = MECHANISMS_BY_NUMBER.get(number)
     if mechanism is None:
         raise TicketError(f"the ticket names unknown mechanism {number}")
     try:

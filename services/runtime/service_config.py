@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from samsa.common import limits, scram, tls
+from samsa.common import jwt_validation, limits, scram, tls
 from samsa.metadata.acls import parse_super_users
 from samsa.metadata.principal_rules import PrincipalRules
+from samsa.services.runtime import sasl_oauthbearer as oauth
 from samsa.services.runtime.config import (
     RelationProblem,
     ValueProblem,
@@ -74,18 +75,22 @@ SASL_SESSION_LIFETIME_MS_MAX = limits.sasl_session_lifetime_ms_max
 SASL_SESSION_LIFETIME_MS_DEFAULT = 3_600_000
 
 
+# The mechanisms a service may enable: SCRAM's, and OAUTHBEARER (sasl_oauthbearer.py).
+SASL_MECHANISM_NAMES = (*scram.MECHANISMS, oauth.MECHANISM)
+
+
 def sasl_mechanisms(text: str) -> tuple[str, ...]:
-    """The enabled SCRAM mechanisms' names, upper-cased, without repeats; () is SASL off."""
+    """The enabled mechanisms' names, upper-cased, without repeats; () is SASL off."""
     names: list[str] = []
     for written in filter(None, (part.strip() for part in text.split(","))):
-        mechanism = scram.MECHANISMS.get(written.upper())
-        if mechanism is None:
+        name = written.upper()
+        if name not in SASL_MECHANISM_NAMES:
             raise ValueProblem(
                 "be empty (SASL off) or comma-separated mechanisms among "
-                f"{', '.join(scram.MECHANISMS)}, not {written[:32]!r}"
+                f"{', '.join(SASL_MECHANISM_NAMES)}, not {written[:32]!r}"
             )
-        if mechanism.name not in names:
-            names.append(mechanism.name)
+        if name not in names:
+            names.append(name)
     return tuple(names)
 
 
@@ -218,9 +223,9 @@ class ServiceConfig:
         "sasl.enabled.mechanisms",
         sasl_mechanisms,
         default=(),
-        help="SCRAM-SHA-256 and/or SCRAM-SHA-512, comma-separated: every call must then carry a "
-        "session ticket from a SASL/SCRAM exchange (or the cluster's membership proof); needs "
-        "security.protocol=SSL. Empty (the default): SASL is off",
+        help="SCRAM-SHA-256, SCRAM-SHA-512 and/or OAUTHBEARER, comma-separated: every call must "
+        "then carry a session ticket from a SASL exchange (or the cluster's membership proof); "
+        "needs security.protocol=SSL. Empty (the default): SASL is off",
     )
     sasl_session_lifetime_ms: int = key(
         "sasl.session.lifetime.ms",
@@ -228,6 +233,47 @@ class ServiceConfig:
         default=SASL_SESSION_LIFETIME_MS_DEFAULT,
         help="how long a session ticket stays valid; clients authenticate again before it runs "
         "out (Kafka's connections.max.reauth.ms, KIP-368)",
+    )
+    sasl_oauthbearer_jwks_endpoint_url: str | None = key(
+        "sasl.oauthbearer.jwks.endpoint.url",
+        oauth.jwks_url,
+        default=None,
+        help="file://, http:// or https:// URL of the identity provider's JWKS (its signing "
+        "keys), which OAUTHBEARER tokens are verified with; required with OAUTHBEARER, fetched "
+        "at start (the process refuses to start without it)",
+    )
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = key(
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        integer(oauth.JWKS_REFRESH_MS_MIN, 7 * 24 * 3600 * 1000),
+        default=oauth.JWKS_REFRESH_MS_DEFAULT,
+        help="how old the JWKS may get before it is fetched again (also fetched, at most every "
+        "10 s, when a token names a key it does not hold)",
+    )
+    sasl_oauthbearer_expected_audience: tuple[str, ...] = key(
+        "sasl.oauthbearer.expected.audience",
+        oauth.audiences,
+        default=(),
+        help="comma-separated audiences; a token's aud must name one of them. Empty (the "
+        "default): aud is not checked",
+    )
+    sasl_oauthbearer_expected_issuer: str | None = key(
+        "sasl.oauthbearer.expected.issuer",
+        oauth.optional_text,
+        default=None,
+        help="the iss a token must carry (the identity provider's issuer URL); unset: not checked",
+    )
+    sasl_oauthbearer_sub_claim_name: str = key(
+        "sasl.oauthbearer.sub.claim.name",
+        oauth.claim_name,
+        default=jwt_validation.SUB_CLAIM_DEFAULT,
+        help="the token claim that names the principal (User:<it> for the ACLs)",
+    )
+    sasl_oauthbearer_clock_skew_seconds: int = key(
+        "sasl.oauthbearer.clock.skew.seconds",
+        integer(0, oauth.CLOCK_SKEW_S_MAX),
+        default=jwt_validation.CLOCK_SKEW_S_DEFAULT,
+        help="how far the identity provider's clock and this process's may differ when exp, nbf "
+        "and iat are checked",
     )
 
     def __post_init__(self) -> None:
@@ -240,6 +286,7 @@ class ServiceConfig:
                 "sasl.enabled.mechanisms needs security.protocol=SSL: the session ticket a "
                 "client gets is a bearer credential, and must only travel encrypted",
             )
+        check_oauthbearer(self)
 
     @property
     def authorizer_enabled(self) -> bool:
@@ -268,6 +315,23 @@ class MemberConfig(ServiceConfig):
         flags=["--controllers"],
         help="controller endpoints, comma-separated",
     )
+
+
+def check_oauthbearer(config: ServiceConfig) -> None:
+    """OAUTHBEARER needs the JWKS its tokens are verified with; a JWKS without it is a mistake."""
+    enabled = oauth.MECHANISM in config.sasl_enabled_mechanisms
+    if enabled and config.sasl_oauthbearer_jwks_endpoint_url is None:
+        raise RelationProblem(
+            ("sasl.enabled.mechanisms", "sasl.oauthbearer.jwks.endpoint.url"),
+            "sasl.enabled.mechanisms has OAUTHBEARER: set sasl.oauthbearer.jwks.endpoint.url to "
+            "the identity provider's JWKS, which verifies the tokens",
+        )
+    if not enabled and config.sasl_oauthbearer_jwks_endpoint_url is not None:
+        raise RelationProblem(
+            ("sasl.oauthbearer.jwks.endpoint.url", "sasl.enabled.mechanisms"),
+            "sasl.oauthbearer.jwks.endpoint.url is set but sasl.enabled.mechanisms has no "
+            "OAUTHBEARER: add it to accept OAuth logins",
+        )
 
 
 def check_tls(config: ServiceConfig) -> None:

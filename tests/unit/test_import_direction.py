@@ -55,6 +55,7 @@ IO_MODULE_NAMES = {
     "authorization.py",  # the ACL interceptor: the principal from a call's TLS session
     "sasl_interceptor.py",  # the SASL gate: a call's ticket, abort UNAUTHENTICATED
     "sasl_servicer.py",  # SaslService: the exchange's stream, its delay and deadline
+    "jwks_source.py",  # fetches the OAUTHBEARER JWKS (file, HTTP) on a thread, clock, lock
     "segment.py",  # one segment's files
     "service_channels.py",  # a service's grpc.aio channels to its peers
     "segment_loading.py",  # opens a segment's files: index-file checks, recovery, the cut

@@ -154,7 +154,9 @@ class ClusterSpec:
             if self.authorizer
             else []
         )
-        sasl = ["--sasl-enabled-mechanisms", SASL_MECHANISMS] if self.sasl else []
+        # cluster.json's settings may enable more (OAUTHBEARER, with its sasl.oauthbearer.* keys)
+        mechanisms = self.settings.get("sasl.enabled.mechanisms", SASL_MECHANISMS)
+        sasl = ["--sasl-enabled-mechanisms", mechanisms] if self.sasl else []
         return [
             *authorizer,
             *sasl,

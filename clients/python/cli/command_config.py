@@ -5,7 +5,8 @@ The file is Java properties in the form such files take in practice: `key=value`
 `key: value`), blank lines, and `#` or `!` comment lines. It carries the settings that decide how
 to connect, the keys of common/tls.py: TLS (security.protocol, ssl.ca.location,
 ssl.certificate.location, ssl.key.location) and SASL/SCRAM (security.protocol=SASL_SSL,
-sasl.mechanism, sasl.username, sasl.password: keep such a file readable by its user only); any
+sasl.mechanism, sasl.username, sasl.password: keep such a file readable by its user only), or
+SASL/OAUTHBEARER (sasl.mechanism=OAUTHBEARER and the sasl.oauthbearer.* OIDC keys); any
 other key is refused by name rather than
 ignored, so that a setting the user meant to give (a producer's acks, say) is not lost silently.
 `samsa up --tls` writes one: `<data-dir>/tls/client.properties`. Kept apart from

@@ -48,6 +48,7 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
         "transaction.state.log.min.isr",
         "coordinator.session.timeout.ms",
         "sasl.scram.bootstrap.credentials",
+        *OAUTHBEARER_SETTINGS,
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
@@ -55,6 +56,18 @@ def controller_command(spec: ClusterSpec, controller: ControllerSpec, data_dir: 
         bootstrap = data_dir / TLS_DIR / SASL_BOOTSTRAP_FILE  # admin (cluster_tls.py)
         command += ["--sasl-scram-bootstrap-credentials", str(bootstrap)]
     return command
+
+
+# The OAUTHBEARER settings every service of a SASL cluster takes from cluster.json's settings
+# (sasl.enabled.mechanisms itself comes with the TLS flags: cluster_spec.service_security).
+OAUTHBEARER_SETTINGS = (
+    "sasl.oauthbearer.jwks.endpoint.url",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+    "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.sub.claim.name",
+    "sasl.oauthbearer.clock.skew.seconds",
+)
 
 
 def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> list[str]:
@@ -75,6 +88,7 @@ def broker_command(spec: ClusterSpec, broker: BrokerSpec, data_dir: Path) -> lis
         "log.retention.check.interval.ms",
         "fetch.answers.bytes.max",
         "fetch.answer.write.timeout.ms",
+        *OAUTHBEARER_SETTINGS,
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]
@@ -98,6 +112,7 @@ def coordinator_command(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "transactional.id.expiration.ms",
         "transaction.max.timeout.ms",
+        *OAUTHBEARER_SETTINGS,
     ):
         if name in spec.settings:
             command += [f"--{name.replace('.', '-')}", spec.settings[name]]

@@ -1,7 +1,8 @@
 """A client's security, from its configuration: TLS (`security.protocol`, `ssl.ca.location`,
 `ssl.certificate.location`, `ssl.key.location`) and a SASL/SCRAM login (`security.protocol=
 SASL_SSL`, `sasl.mechanism`, `sasl.username`, `sasl.password`): the keys of
-`samsa.common.tls.CLIENT_KEYS`, Kafka's and librdkafka's names, which every SDK client takes
+`samsa.common.tls.CLIENT_KEYS` (with sasl.mechanism=OAUTHBEARER, the sasl.oauthbearer.* keys
+instead of a user name and password), Kafka's and librdkafka's names, which every SDK client takes
 (Producer, Consumer, their asyncio twins, Admin, PartitionRangeReader).
 
 Theory of operation. A client reads its security once, when it is built: `client_security`
@@ -24,7 +25,7 @@ from functools import partial
 import grpc
 
 from samsa.client.config_values import parse_optional_nonempty, parse_string
-from samsa.client.sasl_exchange import scram_exchange
+from samsa.client.sasl_exchange import oauthbearer_exchange, scram_exchange
 from samsa.client.sasl_login import SaslLogin, TicketPlugin
 from samsa.common.errors import InvalidConfigError
 from samsa.common.tls import (
@@ -51,7 +52,8 @@ class ClientSecurity:
         """TLS, with a login over `sasl` whose exchanges dial with the same TLS."""
         if sasl is None:
             return cls(tls)
-        return cls(tls, SaslLogin(sasl, partial(scram_exchange, sasl, tls)))
+        exchange = oauthbearer_exchange if sasl.oidc is not None else scram_exchange
+        return cls(tls, SaslLogin(sasl, partial(exchange, sasl, tls)))
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
         """TLS, and with a login its ticket on every call (sync and grpc.aio channels alike)."""

@@ -92,6 +92,12 @@ TLS_SETTINGS: tuple[_Setting, ...] = (
     _Setting("sasl.mechanism", parse_optional_nonempty, None),
     _Setting("sasl.username", parse_optional_nonempty, None),
     _Setting("sasl.password", parse_optional_nonempty, None),
+    _Setting("sasl.oauthbearer.method", parse_optional_nonempty, None),
+    _Setting("sasl.oauthbearer.token.endpoint.url", parse_optional_nonempty, None),
+    _Setting("sasl.oauthbearer.client.id", parse_optional_nonempty, None),
+    _Setting("sasl.oauthbearer.client.secret", parse_optional_nonempty, None),
+    _Setting("sasl.oauthbearer.scope", parse_optional_nonempty, None),
+    _Setting("sasl.oauthbearer.extensions", parse_optional_nonempty, None),
 )
 
 PRODUCER_SETTINGS: tuple[_Setting, ...] = (
@@ -316,6 +322,12 @@ class ProducerConfig:
     sasl_mechanism: str | None
     sasl_username: str | None
     sasl_password: str | None = dataclasses.field(repr=False)  # in no log line
+    sasl_oauthbearer_method: str | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_id: str | None
+    sasl_oauthbearer_client_secret: str | None = dataclasses.field(repr=False)  # in no log line
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | None
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:
@@ -364,6 +376,12 @@ class ConsumerConfig:
     sasl_mechanism: str | None
     sasl_username: str | None
     sasl_password: str | None = dataclasses.field(repr=False)  # in no log line
+    sasl_oauthbearer_method: str | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_id: str | None
+    sasl_oauthbearer_client_secret: str | None = dataclasses.field(repr=False)  # in no log line
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | None
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> Self:

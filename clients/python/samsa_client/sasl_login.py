@@ -1,6 +1,6 @@
-"""A client's SASL/SCRAM login (security.protocol=SASL_SSL): the session ticket every call of the
-client carries as `samsa-sasl-ticket` metadata, earned by a SCRAM exchange (sasl_exchange.py)
-and renewed before it expires (sasl_session.py holds the pure state).
+"""A client's SASL login (security.protocol=SASL_SSL): the session ticket every call of the
+client carries as `samsa-sasl-ticket` metadata, earned by a SCRAM exchange or an OAUTHBEARER
+token (sasl_exchange.py) and renewed before it expires (sasl_session.py holds the pure state).
 
 Theory of operation. A client object (Producer, Consumer, their asyncio twins, Admin,
 PartitionRangeReader) has one `SaslLogin`, shared by its sync and aio channels: their channel
@@ -80,7 +80,7 @@ class SaslLogin:
                 ticket, lifetime_ms = self._exchange(endpoint)
             except LoginRefused as refused:
                 message = (
-                    f"{AUTHENTICATION_FAILED} for user {self.settings.username!r} "
+                    f"{AUTHENTICATION_FAILED} for {self.settings.who} "
                     f"({self.settings.mechanism}) at {endpoint}: {refused}"
                 )
                 self._state.failed(message)

@@ -12,7 +12,8 @@ checked: each error names the option and what to write instead.
   here, and a warning names it (Kafka's clients warn of a setting supplied but not used).
   TLS (`samsa.security.protocol`, `samsa.ssl.ca.location`, `samsa.ssl.certificate.location`,
   `samsa.ssl.key.location`) and SASL/SCRAM (`samsa.security.protocol=SASL_SSL`,
-  `samsa.sasl.mechanism`, `samsa.sasl.username`, `samsa.sasl.password`): the keys of
+  `samsa.sasl.mechanism`, `samsa.sasl.username`, `samsa.sasl.password`; for OAUTHBEARER the
+  `samsa.sasl.oauthbearer.*` keys instead): the keys of
   samsa.common.tls.CLIENT_KEYS go to every one of those clients, the tasks' producers included,
   which read the files, refuse a setting that cannot work and each log in on its first call.
 - Exactly one of `subscribe` (topics, comma-separated), `subscribePattern` (a regex), `assign`

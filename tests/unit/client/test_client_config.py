@@ -81,6 +81,12 @@ def test_producer_defaults_are_kafkas() -> None:
         "sasl.mechanism": None,
         "sasl.username": None,
         "sasl.password": None,
+        "sasl.oauthbearer.method": None,
+        "sasl.oauthbearer.token.endpoint.url": None,
+        "sasl.oauthbearer.client.id": None,
+        "sasl.oauthbearer.client.secret": None,
+        "sasl.oauthbearer.scope": None,
+        "sasl.oauthbearer.extensions": None,
     }
 
 
@@ -114,6 +120,12 @@ def test_consumer_defaults_are_kafkas() -> None:
         "sasl.mechanism": None,
         "sasl.username": None,
         "sasl.password": None,
+        "sasl.oauthbearer.method": None,
+        "sasl.oauthbearer.token.endpoint.url": None,
+        "sasl.oauthbearer.client.id": None,
+        "sasl.oauthbearer.client.secret": None,
+        "sasl.oauthbearer.scope": None,
+        "sasl.oauthbearer.extensions": None,
     }
 
 

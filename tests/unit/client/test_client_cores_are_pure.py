@@ -50,6 +50,7 @@ CORE_MODULES = (
     "inflight_calls.py",
     "config_resources.py",
     "sasl_session.py",
+    "oidc_token.py",
 )
 FORBIDDEN = {
     "asyncio",

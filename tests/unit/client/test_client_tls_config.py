@@ -52,7 +52,8 @@ def close(client: object) -> None:
 @each_client
 def test_every_client_takes_the_four_tls_keys(certificates: Certificates, make) -> None:  # type: ignore[no-untyped-def]
     config = client_config(NOWHERE, certificates.ca, certificates.client)
-    assert set(config) - {"bootstrap.servers"} == set(tls.CLIENT_KEYS) - set(tls.SASL_KEYS)
+    sasl_keys = {*tls.SASL_KEYS, *tls.OAUTH_KEYS}
+    assert set(config) - {"bootstrap.servers"} == set(tls.CLIENT_KEYS) - sasl_keys
     close(make(config))
     close(make({"bootstrap.servers": NOWHERE, "security.protocol": "plaintext"}))
 
@@ -134,4 +135,10 @@ def test_the_config_classes_spell_the_keys_as_the_tls_module_does() -> None:
             "sasl.mechanism": None,
             "sasl.username": None,
             "sasl.password": None,
+            "sasl.oauthbearer.method": None,
+            "sasl.oauthbearer.token.endpoint.url": None,
+            "sasl.oauthbearer.client.id": None,
+            "sasl.oauthbearer.client.secret": None,
+            "sasl.oauthbearer.scope": None,
+            "sasl.oauthbearer.extensions": None,
         }

@@ -237,7 +237,8 @@ def test_calls_without_a_valid_ticket_are_unauthenticated_with_code_58(pki) -> N
     code = {"samsa-error-code": "58"}
     assert none == (
         "UNAUTHENTICATED: this cluster requires SASL: set security.protocol=SASL_SSL, "
-        "sasl.mechanism, sasl.username, sasl.password",
+        "sasl.mechanism, and sasl.username and sasl.password (SCRAM) or the sasl.oauthbearer.* "
+        "keys (OAUTHBEARER)",
         code,
     )
     assert forged[0].startswith("UNAUTHENTICATED: the SASL ticket is refused") and forged[1] == code

@@ -40,7 +40,7 @@ def test_mechanisms_are_read_in_any_case_without_repeats() -> None:
 
 
 def test_an_unknown_mechanism_is_refused_naming_the_choices() -> None:
-    with pytest.raises(ConfigError, match="SCRAM-SHA-256, SCRAM-SHA-512, not 'PLAIN'"):
+    with pytest.raises(ConfigError, match="SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, not 'PLAIN'"):
         broker(file=TLS + "sasl.enabled.mechanisms=SCRAM-SHA-256,PLAIN\n")
 
 

@@ -54,6 +54,9 @@ class SaslServiceServicer:
         after a delay (Kafka's connection.failed.authentication.delay.ms, 100 ms) and ends the
         stream; so do UNSUPPORTED_SASL_MECHANISM and ILLEGAL_SASL_STATE. Messages are at most
         4 KiB; an exchange not finished within 10 s ends with DEADLINE_EXCEEDED.
+        OAUTHBEARER is one message each way: the client's token -> the ticket (or
+        SASL_AUTHENTICATION_FAILED, one generic message whatever was wrong with the token; the
+        message with the token is at most 18 KiB).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
