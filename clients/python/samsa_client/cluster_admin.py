@@ -23,7 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from samsa.client.errors import AuthorizationError, KafkaError, TopicError, first_of
+from samsa.client.errors import (
+    CLUSTER_RESOURCE,
+    AuthorizationError,
+    KafkaError,
+    TopicError,
+    first_of,
+)
 from samsa.common.errors import ErrorCode
 from samsa.v1 import controller_pb2 as c
 
@@ -288,10 +294,6 @@ def unregister_broker_request(broker_id: object) -> c.UnregisterBrokerRequest:
     return c.UnregisterBrokerRequest(broker_id=broker_id)
 
 
-# The cluster as an ACL resource (errors.proto's samsa-resource): a broker's configs need it.
-CLUSTER = "cluster:kafka-cluster"
-
-
 def raise_first(results: Iterable[Any]) -> None:
     """TopicError for the first result (anything with error_code, error_message, and a topic's
     `name` or a config `resource`) that failed, naming its topic when the message does not: one
@@ -314,7 +316,7 @@ def raise_first(results: Iterable[Any]) -> None:
             if error.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                 errors.setdefault(name, AuthorizationError(message, error.code, f"topic:{name}"))
             elif error.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:  # a broker's configs
-                errors.setdefault(name, AuthorizationError(message, error.code, CLUSTER))
+                errors.setdefault(name, AuthorizationError(message, error.code, CLUSTER_RESOURCE))
             errors.setdefault(name, TopicError(message, error.code))
     error = first_of(errors)
     if error is not None:

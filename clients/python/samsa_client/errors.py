@@ -68,6 +68,9 @@ class TopicError(KafkaError):
     """An admin operation on a topic failed (exists, unknown, invalid config, …)."""
 
 
+# The cluster as an ACL resource, as a refusal names it (errors.proto's samsa-resource).
+CLUSTER_RESOURCE = "cluster:kafka-cluster"
+
 # The codes of an ACL refusal, by the kind of resource refused (errors.proto).
 AUTHORIZATION_CODES = frozenset(
     {

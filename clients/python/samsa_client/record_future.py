@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 
 from samsa.client import fork_safety
 from samsa.client.errors import (
+    CLUSTER_RESOURCE,
     AuthorizationError,
     KafkaError,
     ProduceError,
@@ -203,6 +204,12 @@ class BatchOutcomes:
                 # the AuthorizationError naming it, as for a refused topic's metadata.
                 error = RecordAuthorizationError(
                     message or done.error_message, done.error_code, f"topic:{done.topic}"
+                )
+            elif done.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+                # InitProducerId refused (an idempotent producer needs IDEMPOTENT_WRITE on the
+                # cluster or WRITE on a topic, KIP-679): Kafka's ClusterAuthorizationException.
+                error = RecordAuthorizationError(
+                    message or done.error_message, done.error_code, CLUSTER_RESOURCE
                 )
             elif done.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED:  # the login failed
                 error = RecordAuthenticationError(message or done.error_message)

@@ -3,7 +3,9 @@ answer a refused topic per partition, the rest of the request served): a fetch a
 partition makes the next poll() raise the AuthorizationError naming its topic (Kafka's
 TopicAuthorizationException) while the answer's other partition is buffered and taken by the
 poll after; a produce answer's refused partition fails its records' futures with the error that
-is both AuthorizationError (naming the topic) and ProduceError, not retried; a group Admin asked
+is both AuthorizationError (naming the topic) and ProduceError, not retried, and so are the
+futures of records whose producer id was refused (CLUSTER_AUTHORIZATION_FAILED, naming the
+cluster, as Kafka's ClusterAuthorizationException); a group Admin asked
 about answered GROUP_AUTHORIZATION_FAILED raises the AuthorizationError naming it.
 
 Method: the pure FetchState fed a hand-made answer (as test_client_fetch_refused.py), and
@@ -73,6 +75,22 @@ def test_a_refused_partitions_futures_fail_with_the_authorization_error(message:
     assert isinstance(error, AuthorizationError) and isinstance(error, ProduceError)
     assert error.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and error.topic == "b"
     assert str(error) == (message or "after 1 attempt")
+
+
+def test_a_refused_producer_id_fails_the_futures_with_the_cluster_authorization_error() -> None:
+    # InitProducerId refused by the ACLs: the driver fails every queued batch with its code.
+    outcomes = BatchOutcomes()
+    outcome = outcomes.by_batch_id[3] = BatchOutcome()
+    message = "InitProducerId: User:bob may not IDEMPOTENT_WRITE the cluster (...)"
+    completed = Completed(
+        3, "a", 0, 1, NO_OFFSET, -1, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, message
+    )
+    outcomes.settle([completed])
+    error = outcome.error_of(0)
+    assert isinstance(error, AuthorizationError) and isinstance(error, ProduceError)
+    assert error.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert error.resource == "cluster:kafka-cluster" and error.topic is None
+    assert str(error) == message
 
 
 def test_a_group_answered_group_authorization_failed_raises_authorization_error() -> None:
