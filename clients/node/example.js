@@ -30,7 +30,10 @@
 // --ssl-key-location KEY.pem] (or $SAMSA_SECURITY_PROTOCOL, $SAMSA_SSL_CA_LOCATION, ...), the
 // client's security.protocol and ssl.* settings (tls.js). SASL: --security-protocol SASL_SSL
 // --sasl-mechanism SCRAM-SHA-256 --sasl-username NAME, and the password in $SAMSA_SASL_PASSWORD
-// (or --sasl-password, which other users of the machine can read in the process list) (sasl.js).
+// (or --sasl-password, which other users of the machine can read in the process list) (sasl.js);
+// or --sasl-mechanism OAUTHBEARER --sasl-oauthbearer-token-endpoint-url URL
+// --sasl-oauthbearer-client-id ID [--sasl-oauthbearer-scope S], and the secret in
+// $SAMSA_SASL_OAUTHBEARER_CLIENT_SECRET (or --sasl-oauthbearer-client-secret) (oauthbearer.js).
 // consume and group-consume print one JSON object per record. Without --count they stop once
 // nothing new came for --timeout-ms; with it, not reaching N in time is an error. Errors are one
 // line on stderr and exit code 1.
@@ -38,6 +41,7 @@
 const readline = require('node:readline');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { parseArgs } = require('node:util');
+const { OIDC_KEYS } = require('./oauthbearer');
 const { Positions, SamsaClient } = require('./samsa');
 
 const OPTIONS = {
@@ -56,7 +60,7 @@ const OPTIONS = {
 // The client's TLS settings (tls.js), each a flag named like it (--ssl-ca-location) whose
 // default is the SAMSA_* variable the services read it from (SAMSA_SSL_CA_LOCATION).
 const TLS_SETTINGS = ['security.protocol', 'ssl.ca.location', 'ssl.certificate.location', 'ssl.key.location'];
-TLS_SETTINGS.push('sasl.mechanism', 'sasl.username', 'sasl.password');
+TLS_SETTINGS.push('sasl.mechanism', 'sasl.username', 'sasl.password', ...Object.values(OIDC_KEYS));
 for (const setting of TLS_SETTINGS) {
   OPTIONS[setting.replaceAll('.', '-')] = { type: 'string', default: process.env[`SAMSA_${setting.replaceAll('.', '_').toUpperCase()}`] };
 }

@@ -98,7 +98,8 @@ class SamsaClient {
   // 'ssl.key.location': TLS, as the Python SDK and librdkafka name it (tls.js); the files are
   // read here, and a wrong setting or file is a TlsConfigError naming it. With 'security.protocol'
   // 'SASL_SSL', also 'sasl.mechanism' (SCRAM-SHA-256 or SCRAM-SHA-512), 'sasl.username' and
-  // 'sasl.password' (sasl.js): every call carries a session ticket, from one SCRAM exchange.
+  // 'sasl.password' (sasl.js), or OAUTHBEARER and the sasl.oauthbearer.* settings
+  // (oauthbearer.js): every call carries a session ticket, from one SASL exchange.
   constructor(bootstrap, options = {}) {
     const { idempotence = true } = options;
     clientsMade += 1;

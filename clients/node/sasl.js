@@ -2,8 +2,9 @@
 // SASL/SCRAM for the Node client (proto/samsa/v1/security.proto), with the settings named as the
 // Python SDK and librdkafka name them:
 //   'security.protocol'  SASL_SSL: TLS (the ssl.* settings of tls.js) and a user name and password;
-//   'sasl.mechanism'     SCRAM-SHA-256 or SCRAM-SHA-512 (required with SASL_SSL);
-//   'sasl.username', 'sasl.password'.
+//   'sasl.mechanism'     SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (required with SASL_SSL);
+//   'sasl.username', 'sasl.password' (SCRAM), or the sasl.oauthbearer.* settings of
+//   oauthbearer.js (OAUTHBEARER: a token from an OIDC provider instead of a password).
 // How it works: the first call a client makes runs one SCRAM exchange (RFC 5802) with the
 // server it calls, over SaslService.SaslAuthenticate, and gets a session ticket that every
 // process of the cluster accepts. Every call carries it as `samsa-sasl-ticket` metadata, added
@@ -15,12 +16,14 @@
 
 const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
+const { OIDC_KEYS, bearerMessage, fetchToken, oidcSettings } = require('./oauthbearer');
 
 const PROTOCOL = 'security.protocol';
 const MECHANISM = 'sasl.mechanism';
 const USERNAME = 'sasl.username';
 const PASSWORD = 'sasl.password';
-const SASL_KEYS = [MECHANISM, USERNAME, PASSWORD];
+const OAUTHBEARER = 'OAUTHBEARER';
+const SASL_KEYS = [MECHANISM, USERNAME, PASSWORD, ...Object.values(OIDC_KEYS)];
 const HASHES = { 'SCRAM-SHA-256': 'sha256', 'SCRAM-SHA-512': 'sha512' };
 // Fewer PBKDF2 iterations than Kafka's minimum: a server asking for them is refused.
 const ITERATIONS_MIN = 4096;
@@ -48,8 +51,9 @@ class SaslAuthenticationError extends Error {
   }
 }
 
-// {mechanism, username, password} for SASL_SSL, else null; a SaslConfigError for a sasl.*
-// setting without SASL_SSL, or one missing or wrong with it. Pure.
+// {mechanism, username, password} (SCRAM) or {mechanism, oidc} (OAUTHBEARER) for SASL_SSL, else
+// null; a SaslConfigError for a sasl.* setting without SASL_SSL, or one missing or wrong with
+// it. Pure.
 function saslSettings(options = {}) {
   const protocol = String(options[PROTOCOL] ?? 'PLAINTEXT').trim().toUpperCase();
   const given = SASL_KEYS.filter((key) => options[key] !== undefined && options[key] !== null && options[key] !== '');
@@ -60,8 +64,19 @@ function saslSettings(options = {}) {
     return null;
   }
   const mechanism = String(options[MECHANISM] ?? '').trim().toUpperCase();
+  if (mechanism === OAUTHBEARER) {
+    const scramKey = [USERNAME, PASSWORD].find((key) => given.includes(key));
+    if (scramKey !== undefined) {
+      throw new SaslConfigError(`${scramKey} does not apply to ${MECHANISM}=${OAUTHBEARER}: its login is a token from sasl.oauthbearer.token.endpoint.url`);
+    }
+    return { mechanism, oidc: oidcSettings(options, (message) => new SaslConfigError(message)) };
+  }
   if (!(mechanism in HASHES)) {
-    throw new SaslConfigError(`${MECHANISM}=${options[MECHANISM] ?? ''}: expected one of ${Object.keys(HASHES).join(', ')}`);
+    throw new SaslConfigError(`${MECHANISM}=${options[MECHANISM] ?? ''}: expected one of ${[...Object.keys(HASHES), OAUTHBEARER].join(', ')}`);
+  }
+  const oauthKey = given.find((key) => Object.values(OIDC_KEYS).includes(key));
+  if (oauthKey !== undefined) {
+    throw new SaslConfigError(`${oauthKey} applies only to ${MECHANISM}=${OAUTHBEARER}`);
   }
   for (const key of [USERNAME, PASSWORD]) {
     if (typeof options[key] !== 'string' || options[key] === '') {
@@ -138,6 +153,7 @@ class ScramClient {
 // One exchange over SaslAuthenticate at `endpoint`: resolves {ticket, lifetimeMs}; rejects with a
 // SaslAuthenticationError for a refusal, or the gRPC error of a call that got no answer.
 function exchange(SaslService, credentials, endpoint, settings) {
+  if (settings.mechanism === OAUTHBEARER) return bearerExchange(SaslService, credentials, endpoint, settings);
   const scram = new ScramClient(settings.mechanism, settings.username, settings.password);
   const stub = new SaslService(endpoint, credentials);
   return new Promise((resolve, reject) => {
@@ -169,6 +185,35 @@ function exchange(SaslService, credentials, endpoint, settings) {
     call.on('error', (error) => reject(error));
     call.write({ mechanism: settings.mechanism, auth_bytes: scram.clientFirst() });
   });
+}
+
+// OAUTHBEARER: a fresh token from the OIDC provider, sent in one message (RFC 7628), answered
+// with the ticket (or a refusal).
+async function bearerExchange(SaslService, credentials, endpoint, settings) {
+  const refused = (message) => new SaslAuthenticationError(`SASL/OAUTHBEARER login failed: ${message}`);
+  const token = await fetchToken(settings.oidc, refused);
+  const stub = new SaslService(endpoint, credentials);
+  try {
+    return await new Promise((resolve, reject) => {
+      const call = stub.SaslAuthenticate({ deadline: Date.now() + EXCHANGE_TIMEOUT_MS });
+      call.on('data', (answer) => {
+        if (answer.error_code && answer.error_code !== NO_ERROR) {
+          reject(refused(`${answer.error_code}: ${answer.error_message}`));
+        } else if (!answer.session_ticket) {
+          reject(refused('the server answered no session ticket'));
+        } else {
+          resolve({ ticket: answer.session_ticket, lifetimeMs: Number(answer.session_lifetime_ms) });
+        }
+        call.cancel();
+      });
+      call.on('error', (error) => reject(error));
+      call.on('end', () => reject(refused('the server ended the exchange without an answer')));
+      call.write({ mechanism: OAUTHBEARER, auth_bytes: bearerMessage(token) });
+      call.end();
+    });
+  } finally {
+    stub.close();
+  }
 }
 
 // A client's login: the ticket it has, and the one exchange under way (others wait for it).

@@ -17,19 +17,13 @@ in cluster.json. A grant is waited for, never slept on.
 
 from __future__ import annotations
 
-import base64
-import json
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
-from urllib.parse import parse_qs
 
 import pytest
 from cluster_helpers import FAST_SETTINGS, local_cluster, wait_until
-from jwt_minting import SigningKey, jwks, token
+from jwt_minting import jwks
+from oidc_provider import AUDIENCE, ISSUER, SECRETS, IdentityProvider, token_url_fixture
 
 from samsa.cli.launcher import LocalCluster
 from samsa.client import (
@@ -47,57 +41,9 @@ from samsa.metadata.acls import Operation, PatternType, Permission, ResourceType
 
 pytestmark = pytest.mark.timeout(300)
 
-ISSUER = "https://idp.test"
-AUDIENCE = "samsa"
-SECRETS = {"svc-orders": "orders-secret"}  # the clients the provider knows
 RECORDS = 20
 
-
-class IdentityProvider(BaseHTTPRequestHandler):
-    """The token endpoint: client_credentials with Basic auth; a token for the client id."""
-
-    key: ClassVar[SigningKey] = SigningKey("test-key-1")
-    audience: ClassVar[str] = AUDIENCE  # what the next tokens are issued for
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        user, _, secret = (
-            base64.b64decode(self.headers.get("Authorization", "Basic ").removeprefix("Basic "))
-            .decode()
-            .partition(":")
-        )
-        if parse_qs(body.decode()).get("grant_type") != ["client_credentials"]:
-            return self._answer(400, {"error": "unsupported_grant_type"})
-        if SECRETS.get(user) != secret:
-            return self._answer(401, {"error": "invalid_client"})
-        now = int(time.time())
-        claims = {"sub": user, "iss": ISSUER, "aud": self.audience, "iat": now, "exp": now + 600}
-        issued = {"access_token": token(self.key, claims), "token_type": "Bearer"}
-        return self._answer(200, {**issued, "expires_in": 600})
-
-    def _answer(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def token_url() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), IdentityProvider)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/token"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+token_url = token_url_fixture()
 
 
 @pytest.fixture(scope="module")

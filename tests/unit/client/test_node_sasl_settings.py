@@ -57,7 +57,9 @@ def test_the_settings_are_checked_and_named() -> None:
         "sasl.username is set but security.protocol is SSL: set "
         "security.protocol=SASL_SSL to authenticate with it"
     )
-    assert messages[1] == "sasl.mechanism=PLAIN: expected one of SCRAM-SHA-256, SCRAM-SHA-512"
+    assert messages[1] == (
+        "sasl.mechanism=PLAIN: expected one of SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"
+    )
     assert messages[2] == "security.protocol=SASL_SSL needs sasl.password, a non-empty string"
 
 
