@@ -140,16 +140,22 @@ class ReplicationThrottles:
             self.throttle_events["leader"] += 1
         return room
 
+    def follower_throttled(
+        self, image: MetadataImage, topic: str, partition: int, in_isr: bool
+    ) -> bool:
+        """Whether this follower's fetches of the partition are throttled."""
+        self.refresh(image)
+        if self.follower.bound >= LONG_MAX:
+            return False
+        lists = self._follower_lists.get(topic, NONE)
+        return is_throttled(lists, partition, self.broker_id, in_isr)
+
     def follower_held(
         self, image: MetadataImage, topic: str, partition: int, in_isr: bool, now_ms: int
     ) -> bool | None:
         """Whether this follower leaves the partition out of its next fetch (True), fetches it
         throttled (False), or it is not throttled (None)."""
-        self.refresh(image)
-        if self.follower.bound >= LONG_MAX:
-            return None
-        lists = self._follower_lists.get(topic, NONE)
-        if not is_throttled(lists, partition, self.broker_id, in_isr):
+        if not self.follower_throttled(image, topic, partition, in_isr):
             return None
         held = self.follower.is_exceeded(now_ms)
         if held:

@@ -16,6 +16,7 @@ import enum
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
+from samsa.services.broker.log.local_log import ReadResult
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.record_trace import PartitionTraces
 from samsa.services.broker.requests.partition_decode import decode_into, fail
@@ -174,11 +175,29 @@ class PartitionReader:
             return Outcome.SKIPPED
         if self.room_bytes == 0:  # no room at all: not even a read
             return self._cut(1)
+        # A throttled follower outside the ISR (KIP-73, replication_throttle.py) gets at most what
+        # the leader's quota has left; nothing (an empty answer, its progress still counted) when
+        # it is used up.
+        throttle_room = None
+        if replica_id >= 0 and hosted.is_leader:
+            in_isr = replica_id in hosted.isr
+            throttle_room = host.throttles.leader_room(
+                host.image, topic, wanted.partition, in_isr, self.now_ms
+            )
+            if throttle_room is not None:
+                partition_budget = min(partition_budget, throttle_room)
+                if throttle_room == 0:
+                    host.metrics.replication_throttled("leader", 0, 1)
         # Followers read up to the log end (that is how the high watermark advances);
         # consumers only up to the high watermark, or the last stable offset (read_committed).
         upper = None if replica_id >= 0 else stable if self.read_committed else high_watermark
         try:
-            read = hosted.log.read(wanted.fetch_offset, max(partition_budget, 1), max_offset=upper)
+            if throttle_room == 0:
+                read = ReadResult(b"", wanted.fetch_offset, wanted.fetch_offset, 0, 0)
+            else:
+                read = hosted.log.read(
+                    wanted.fetch_offset, max(partition_budget, 1), max_offset=upper
+                )
         except SamsaError as error:
             fail(result, error.code, str(error))
             return Outcome.FAILED
@@ -239,6 +258,9 @@ class PartitionReader:
                         producer_id=transaction.producer_id, first_offset=transaction.first_offset
                     )
             self.total += size_bytes
+            if throttle_room is not None:  # per answered partition, never per record
+                host.throttles.record_leader(size_bytes, self.now_ms)
+                host.metrics.replication_throttled("leader", size_bytes, 0)
             self.bytes_by_topic[topic] = self.bytes_by_topic.get(topic, 0) + size_bytes
             sent = result.next_fetch_offset - wanted.fetch_offset
             self.records_by_topic[topic] = self.records_by_topic.get(topic, 0) + sent
