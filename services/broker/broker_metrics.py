@@ -99,7 +99,6 @@ class BrokerMetrics(NoBrokerMetrics):
         )
         self._throttled_bytes = meter.create_counter(
             "samsa.broker.replication.throttled.bytes",
-            unit="By",
             description="bytes moved for throttled replicas (KIP-73), side=leader|follower",
         )
         self._throttle_events = meter.create_counter(
