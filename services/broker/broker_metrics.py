@@ -14,7 +14,10 @@ for ever nor, after 2,000 of them, push every new topic into one unlabelled over
   ReplicationBytesOutPerSec). Bytes out are counted once per answer sent, from the stored bytes
   read (a long-poll pass that is read again later is not counted twice);
 - `samsa.broker.isr.shrinks` / `samsa.broker.isr.expands`: ISR changes this broker proposed as
-  leader and the controller accepted (IsrShrinksPerSec / IsrExpandsPerSec).
+  leader and the controller accepted (IsrShrinksPerSec / IsrExpandsPerSec);
+- `samsa.broker.replication.throttled.bytes` / `samsa.broker.replication.throttle.events`
+  {side=leader|follower}: bytes moved for throttled replicas, and the times one was held back
+  because the quota was used up (KIP-73; replica/replication_throttle.py).
 
 Gauges (observable: the exporter's thread calls them at scrape time and reads the frozen
 `BrokerGauges` the maintenance loop last computed on the event loop, never the live dicts):
@@ -57,6 +60,9 @@ class NoBrokerMetrics:
     def isr_changed(self, shrinks: int, expands: int) -> None:
         pass
 
+    def replication_throttled(self, side: str, size_bytes: int, held: int) -> None:
+        pass
+
     def refresh(self, partitions: Iterable[HostedView]) -> None:
         pass
 
@@ -90,6 +96,14 @@ class BrokerMetrics(NoBrokerMetrics):
         )
         self._isr_expands = meter.create_counter(
             "samsa.broker.isr.expands", description="accepted ISR expansions of led partitions"
+        )
+        self._throttled_bytes = meter.create_counter(
+            "samsa.broker.replication.throttled.bytes",
+            description="bytes moved for throttled replicas (KIP-73), side=leader|follower",
+        )
+        self._throttle_events = meter.create_counter(
+            "samsa.broker.replication.throttle.events",
+            description="times a throttled replica's data was held back (quota used up)",
         )
         self.gauges = BrokerGauges()
         gauge = self._gauge
@@ -136,6 +150,12 @@ class BrokerMetrics(NoBrokerMetrics):
             self._io.add((topic, "out", peer), size_bytes)
         for topic, count in records_by_topic.items():
             self._records_out.add((topic, "out", peer), count)
+
+    def replication_throttled(self, side: str, size_bytes: int, held: int) -> None:
+        if size_bytes:
+            self._throttled_bytes.add(size_bytes, {"side": side})
+        if held:
+            self._throttle_events.add(held, {"side": side})
 
     def isr_changed(self, shrinks: int, expands: int) -> None:
         if shrinks:

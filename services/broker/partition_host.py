@@ -83,6 +83,7 @@ from samsa.services.broker.replica.high_watermark_checkpoint import (
 )
 from samsa.services.broker.replica.partition_replica import PartitionReplica
 from samsa.services.broker.replica.replication import high_watermark_within
+from samsa.services.broker.replica.replication_throttle import ReplicationThrottles
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,7 @@ class PartitionHost:
         # The broker's instruments (no-ops while metrics are off): the produce and fetch paths
         # count through them, the maintenance loop refreshes their gauges (broker_metrics.py).
         self.metrics = broker_metrics.for_broker()
+        self.throttles = ReplicationThrottles(broker_id)  # KIP-73's two quotas
         # The checkpointed high watermarks, read once; `_open` takes each partition's from here.
         self.high_watermarks_at_start = _read_high_watermarks(data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)

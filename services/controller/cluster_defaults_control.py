@@ -1,9 +1,10 @@
 """IncrementalAlterConfigs of the cluster-wide topic defaults (KIP-226's broker
 `--entity-default`): the broker resource named "" (metadata/topic_defaults.py). Pure.
 
-A per-broker name ("1") is refused: Samsa keeps topic defaults cluster-wide only, because a
-topic's log must behave the same on every replica (a departure from Kafka, which also takes
-per-broker defaults). New defaults are refused when a topic's effective configs would become
+A per-broker name ("1") takes no topic default: Samsa keeps topic defaults cluster-wide only,
+because a topic's log must behave the same on every replica (a departure from Kafka, which also
+takes per-broker defaults); it takes only the broker's replication throttle rates
+(broker_throttle_control.py). New defaults are refused when a topic's effective configs would become
 invalid under them, naming the first such topic (services/runtime/topic_defaults_check.py).
 
 What follows a change, as for a topic's own config: the topics that take min.insync.replicas
@@ -18,11 +19,16 @@ from collections import Counter
 
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import BROKER_RESOURCE, MetadataImage
+from samsa.metadata.replication_throttles import RATE_KEYS
 from samsa.metadata.topic_defaults import (
     BROKER_DEFAULT_KEYS,
     CLUSTER_DEFAULT_NAME,
     cluster_defaults,
     defaults_for_topic,
+)
+from samsa.services.controller.broker_throttle_control import (
+    alter_broker_throttles,
+    broker_id_of,
 )
 from samsa.services.controller.config_alterations import altered, config_records
 from samsa.services.controller.eligible_leaders import (
@@ -45,7 +51,9 @@ LIST_DEFAULTS = frozenset({"log.cleanup.policy"})
 PER_BROKER_REFUSAL = (
     "Samsa keeps topic defaults cluster-wide only: alter the broker resource named '' "
     "(--entity-default), not broker {name!r}; a topic's log must behave the same on every "
-    "replica. Other broker settings are given on the broker's command line"
+    "replica. A broker id takes only its replication throttle rates (leader.replication."
+    "throttled.rate, follower.replication.throttled.rate); other broker settings are given on "
+    "the broker's command line"
 )
 
 
@@ -56,6 +64,9 @@ def alter_cluster_defaults(
     follows them (see the module doc), or (error code, message)."""
     name = resource.resource.name
     if name != CLUSTER_DEFAULT_NAME:
+        rates_only = all(alteration.name in RATE_KEYS for alteration in resource.alterations)
+        if broker_id_of(name) is not None and rates_only:  # its replication throttle rates
+            return alter_broker_throttles(image, resource)
         return ErrorCode.INVALID_REQUEST, PER_BROKER_REFUSAL.format(name=name[:40])
     names = Counter(alteration.name for alteration in resource.alterations)
     twice = sorted(key for key, count in names.items() if count > 1)

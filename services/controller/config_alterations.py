@@ -11,7 +11,13 @@ from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
 # The topic configs that are lists (KIP-339's APPEND and SUBTRACT take them).
-LIST_CONFIGS = frozenset({"cleanup.policy"})
+LIST_CONFIGS = frozenset(
+    {
+        "cleanup.policy",
+        "leader.replication.throttled.replicas",
+        "follower.replication.throttled.replicas",
+    }
+)
 
 
 def altered(

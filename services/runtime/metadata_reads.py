@@ -30,6 +30,7 @@ from samsa.metadata.coordinators import (
     valid_assignment,
 )
 from samsa.metadata.image import BROKER_RESOURCE, MetadataImage, PartitionState
+from samsa.metadata.replication_throttles import LEADER_RATE, LONG_MAX, RATE_DOC, RATE_KEYS
 from samsa.metadata.topic_defaults import (
     BROKER_DEFAULT_KEYS,
     CLUSTER_DEFAULT_NAME,
@@ -306,11 +307,15 @@ def _describe_cluster_defaults(
     """The broker resource named "" (--entity-default): each settable cluster default, its
     value when set (DYNAMIC_DEFAULT), else the built-in value of the topic key it defaults
     (DEFAULT). A broker named by its id has no topic defaults of its own (refused)."""
-    if wanted.resource.name != CLUSTER_DEFAULT_NAME:
+    name = wanted.resource.name
+    if name.isascii() and name.isdigit() and str(int(name)) == name:
+        _describe_broker_throttles(image, wanted, result)
+        return
+    if name != CLUSTER_DEFAULT_NAME:
         result.error_code = ErrorCode.INVALID_REQUEST  # type: ignore[assignment]
         result.error_message = (
             "Samsa keeps topic defaults cluster-wide only: describe the broker resource named '' "
-            "(--entity-default); other broker settings are given on the broker's command line"
+            "(--entity-default), or a broker id for its replication throttle rates"
         )
         return
     names = list(dict.fromkeys(wanted.names))
@@ -332,6 +337,29 @@ def _describe_cluster_defaults(
             value=value,
             source=source,  # type: ignore[arg-type]
             documentation=f"The default of the topic config {key.name}: {key.documentation}",
+        )
+
+
+def _describe_broker_throttles(
+    image: MetadataImage,
+    wanted: c.DescribeConfigsRequest.Resource,
+    result: c.DescribeConfigsResponse.Result,
+) -> None:
+    """A broker id's own configs: its replication throttle rates (KIP-73), DYNAMIC when
+    set, else Long.MAX (DEFAULT)."""
+    unknown = [name for name in wanted.names if name not in RATE_KEYS]
+    if unknown:
+        result.error_code = ErrorCode.INVALID_CONFIG  # type: ignore[assignment]
+        result.error_message = f"a broker id has only {', '.join(RATE_KEYS)}"
+        return
+    own = image.configs.get((BROKER_RESOURCE, wanted.resource.name), {})
+    for name in list(dict.fromkeys(wanted.names)) or RATE_KEYS:
+        side = "sends, as a leader," if name == LEADER_RATE else "fetches, as a follower,"
+        result.entries.add(
+            name=name,
+            value=own.get(name, str(LONG_MAX)),
+            source=c.CONFIG_SOURCE_DYNAMIC if name in own else c.CONFIG_SOURCE_DEFAULT,  # type: ignore[arg-type]
+            documentation=RATE_DOC.format(side=side, side_key=name.replace("rate", "replicas")),
         )
 
 

@@ -26,6 +26,12 @@ from dataclasses import dataclass, fields
 from samsa.common import limits
 from samsa.common.errors import InvalidConfigError
 from samsa.metadata.coordinators import INTERNAL_TOPIC_LOG_DEFAULTS
+from samsa.metadata.replication_throttles import (
+    LEADER_RATE,
+    REPLICAS_DOC,
+    REPLICAS_KEYS,
+    parse_throttled_replicas,
+)
 from samsa.services.broker.log.config import LONG_MAX, LogConfig
 
 
@@ -87,6 +93,17 @@ TOPIC_KEYS |= {
         "Let a replica outside the ISR become leader when no ISR member is alive (may lose data).",
     ),
 }
+# Replication throttles (KIP-73; metadata/replication_throttles.py): which replicas are throttled.
+TOPIC_KEYS |= {
+    key: ConfigKey(
+        key,
+        "",
+        REPLICAS_DOC.format(
+            side=key.split(".")[0], rate=LEADER_RATE.replace("leader", key.split(".")[0])
+        ),
+    )
+    for key in REPLICAS_KEYS
+}
 
 
 # Kafka's INT keys among the log's (the other integers are LONGs).
@@ -142,6 +159,9 @@ def validate_topic_configs(configs: Mapping[str, str], replication_factor: int) 
                 f"min.insync.replicas={text!r} must be an integer from 1 to the replication "
                 f"factor ({replication_factor})"
             )
+    for key in REPLICAS_KEYS:
+        if key in configs:
+            parse_throttled_replicas(key, configs[key])
     if "unclean.leader.election.enable" in configs:
         text = configs["unclean.leader.election.enable"]
         if text not in ("true", "false"):

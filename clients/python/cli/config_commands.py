@@ -4,14 +4,16 @@
     --entity-type brokers --entity-default (--describe [--all] | --alter
             [--add-config k=v,k=v] [--delete-config k,k])
     --entity-type topics --entity-name T (--describe [--all] | --alter ...)
+    --entity-type brokers --entity-name ID (--describe [--all] | --alter ...)
 
 The brokers' default entity holds the topic defaults every topic without its own value takes
 (log.retention.ms, log.segment.bytes, message.max.bytes, …; KIP-226's --entity-default).
 --describe prints what is set, as kafka-configs.sh does (--all: every key, with where its value
 comes from); --alter sets the --add-config values and deletes the --delete-config keys together.
 A value holding commas is written in brackets, as Kafka's tool takes it:
---add-config log.cleanup.policy=[compact,delete]. A broker id (--entity-name 1) is refused:
-Samsa keeps topic defaults cluster-wide only.
+--add-config log.cleanup.policy=[compact,delete]. A broker id (--entity-name 1) takes only
+its replication throttle rates (leader.replication.throttled.rate,
+follower.replication.throttled.rate; KIP-73): Samsa keeps topic defaults cluster-wide only.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ def add_config_command(commands: argparse._SubParsersAction, add_connection: obj
     )
     configs.add_argument("--entity-type", choices=("brokers", "topics"), required=True)
     entity = configs.add_mutually_exclusive_group()
-    entity.add_argument("--entity-name", metavar="NAME", help="the topic (topics only)")
+    entity.add_argument(
+        "--entity-name", metavar="NAME", help="the topic, or a broker id (its throttle rates)"
+    )
     entity.add_argument(
         "--entity-default",
         action="store_true",
@@ -55,12 +59,16 @@ def configs_usage_error(args: argparse.Namespace) -> str | None:
     """What is wrong with the arguments (exit 2), or None once they are read into
     `args.resource`, `args.set_configs` and `args.deleted`."""
     if args.entity_type == "brokers":
-        if not args.entity_default:
+        if args.entity_name is not None and args.entity_name.isdigit():
+            args.resource = ConfigResource("broker", args.entity_name)
+        elif not args.entity_default:
             return (
-                "--entity-type brokers needs --entity-default: Samsa keeps topic defaults "
-                "cluster-wide only (a topic's log must behave the same on every replica)"
+                "--entity-type brokers needs --entity-default (Samsa keeps topic defaults "
+                "cluster-wide only: a topic's log must behave the same on every replica) or "
+                "--entity-name ID for a broker's replication throttle rates"
             )
-        args.resource = BROKER_DEFAULTS
+        else:
+            args.resource = BROKER_DEFAULTS
     else:
         if args.entity_default or not args.entity_name:
             return "--entity-type topics needs --entity-name TOPIC"
@@ -103,10 +111,11 @@ def split_items(text: str) -> list[str]:
 
 def run_configs(args: argparse.Namespace, bootstrap: str) -> int:
     resource: ConfigResource = args.resource
+    kind = "broker" if resource.type == "broker" else "topic"
     words = (
         "default config for brokers in the cluster"
         if resource is BROKER_DEFAULTS
-        else f"config for topic {resource.name}"
+        else f"config for {kind} {resource.name}"
     )
     with Admin(client_config(args, bootstrap)) as admin:
         if args.alter:
@@ -116,7 +125,7 @@ def run_configs(args: argparse.Namespace, bootstrap: str) -> int:
         entries = admin.describe_configs(resource)
     shown = [e for e in entries.values() if args.all or e.source != "default"]
     title = "All" if args.all else ("Default" if resource is BROKER_DEFAULTS else "Dynamic")
-    subject = "brokers in the cluster" if resource is BROKER_DEFAULTS else f"topic {resource.name}"
+    subject = "brokers in the cluster" if resource is BROKER_DEFAULTS else f"{kind} {resource.name}"
     print(f"{title} configs for {subject} are:")
     for entry in sorted(shown, key=lambda e: e.name):
         source = SOURCE_WORDS.get(entry.source, entry.source)

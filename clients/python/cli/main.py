@@ -23,7 +23,8 @@
                                                                the controller quorum's health
     samsa configs --entity-type brokers --entity-default (--describe [--all] | --alter
                   [--add-config K=V,..] [--delete-config K,..])  cluster-wide topic defaults
-                  (or --entity-type topics --entity-name T: a topic's configs)
+                  (or --entity-type topics --entity-name T: a topic's configs;
+                  --entity-type brokers --entity-name ID: its replication throttle rates)
     samsa users describe [--user U] | set-scram|delete-scram --user U --mechanism M
                                                                SCRAM credentials (SASL users)
     samsa perf produce|consume --topic T ...                   as kafka-*-perf-test.sh

@@ -5,12 +5,14 @@ files and words.
 
     --generate --topics-to-move-json-file F --broker-list 1,2,3   print a plan (writes nothing)
     --execute --reassignment-json-file F [--additional]          print the current assignment
-                                                                 (to roll back), then start it
+              [--throttle B/s]                                   (to roll back), then start it
     --verify --reassignment-json-file F       complete / still in progress; exit 1 until all are
+             [--preserve-throttles]           (once all are, removes the throttles)
     --cancel --reassignment-json-file F       drop the replicas being added, keep the old ones
     --list                                    every reassignment in progress
 
-The files are read, and refused when wrong, before the cluster is asked anything.
+The files are read, and refused when wrong, before the cluster is asked anything. The
+replication throttles (--throttle, KIP-73) are set and cleared by reassign_throttle.py.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
 from samsa.cli.command_support import client_config, table
+from samsa.cli.reassign_throttle import clear_throttles, parse_throttle, set_throttles
 from samsa.cli.reassignment_plan import (
     parse_broker_list,
     parse_reassignment_json,
@@ -39,8 +42,8 @@ MODES = ("generate", "execute", "verify", "cancel", "list")
 # The flags each mode takes beside the connection's (any other is a usage error, not ignored).
 MODE_FLAGS = {
     "generate": {"topics_to_move_json_file", "broker_list"},
-    "execute": {"reassignment_json_file", "additional"},
-    "verify": {"reassignment_json_file"},
+    "execute": {"reassignment_json_file", "additional", "throttle"},
+    "verify": {"reassignment_json_file", "preserve_throttles"},
     "cancel": {"reassignment_json_file"},
     "list": set(),
 }
@@ -49,7 +52,10 @@ FLAG_NAMES = {
     "broker_list": "--broker-list 1,2,3",
     "reassignment_json_file": "--reassignment-json-file FILE",
     "additional": "--additional",
+    "throttle": "--throttle B/s",
+    "preserve_throttles": "--preserve-throttles",
 }
+OPTIONAL_FLAGS = {"additional", "throttle", "preserve_throttles"}
 
 
 def add_reassign_command(commands: argparse._SubParsersAction, add_connection: object) -> None:
@@ -87,6 +93,17 @@ def add_reassign_command(commands: argparse._SubParsersAction, add_connection: o
         action="store_true",
         help="with --execute: start even while other reassignments are in progress",
     )
+    reassign.add_argument(
+        "--throttle",
+        metavar="B/s",
+        help="with --execute: cap the move's replication at this many bytes per second per "
+        "broker (KIP-73's throttles; --verify removes them once the move is complete)",
+    )
+    reassign.add_argument(
+        "--preserve-throttles",
+        action="store_true",
+        help="with --verify: keep the throttles after the move is complete",
+    )
     add_connection(reassign)  # type: ignore[operator]
 
 
@@ -99,8 +116,9 @@ def prepare_reassign(args: argparse.Namespace) -> str | None:
         given = getattr(args, flag) not in (None, False)
         if given and flag not in MODE_FLAGS[mode]:
             return f"{name.split()[0]} does not go with --{mode}"
-        if not given and flag in MODE_FLAGS[mode] and flag != "additional":
+        if not given and flag in MODE_FLAGS[mode] and flag not in OPTIONAL_FLAGS:
             return f"--{mode} needs {name}"
+    args.throttle_rate = parse_throttle(getattr(args, "throttle", None))
     if args.reassignment_json_file is not None:
         path = args.reassignment_json_file
         args.targets = parse_reassignment_json(_read(path), path)
@@ -133,10 +151,12 @@ def reassign(admin: Admin, args: argparse.Namespace) -> int:
     if args.verify:
         lines, done = verify_lines(args.targets, _described(admin, args.targets))
         print("\n".join(["Status of partition reassignment:", *lines]))
+        if done and not args.preserve_throttles:
+            clear_throttles(admin, (topic for topic, _ in args.targets))
         return 0 if done else 1
     if args.cancel:
         return _cancel(admin, args.targets)
-    return _execute(admin, args.targets, args.additional)
+    return _execute(admin, args.targets, args.additional, args.throttle_rate)
 
 
 def _described(admin: Admin, keys: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionInfo]:
@@ -172,7 +192,12 @@ def _alter(
     return {}
 
 
-def _execute(admin: Admin, targets: dict[TopicPartition, tuple[int, ...]], additional: bool) -> int:
+def _execute(
+    admin: Admin,
+    targets: dict[TopicPartition, tuple[int, ...]],
+    additional: bool,
+    throttle: int | None = None,
+) -> int:
     current = _described(admin, targets)
     moving = admin.list_partition_reassignments()
     if moving and not additional:
@@ -184,6 +209,8 @@ def _execute(admin: Admin, targets: dict[TopicPartition, tuple[int, ...]], addit
     print("Current partition replica assignment\n")
     print(plan_json({key: current[key].replicas for key in targets}))
     print("\nSave this to use as the --reassignment-json-file option during rollback")
+    if throttle is not None:
+        set_throttles(admin, throttle, {key: current[key].replicas for key in targets}, targets)
     refused = _alter(admin, targets)
     if started := [key for key in targets if key not in refused]:
         print(f"Successfully started partition reassignments for {_names(started)}")

@@ -4,8 +4,10 @@ cluster-wide topic defaults, `BROKER_DEFAULTS` (Kafka's ConfigResource(BROKER, "
 
 The defaults are broker keys (`log.retention.ms`, `log.segment.bytes`, `message.max.bytes`, …)
 that every topic without its own value of the matching topic key takes; the README lists them.
-A broker named by its id has no topic defaults of its own in Samsa (the controller refuses it):
-a topic's log must behave the same on every replica.
+A broker named by its id (`ConfigResource("broker", "2")`) has no topic defaults of its own in
+Samsa (the controller refuses them: a topic's log must behave the same on every replica); it
+takes only its replication throttle rates (KIP-73: `leader.replication.throttled.rate`,
+`follower.replication.throttled.rate`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ BROKER = 2  # ConfigResourceType.CONFIG_RESOURCE_TYPE_BROKER
 
 @dataclass(frozen=True)
 class ConfigResource:
-    """A resource with configs: `type` "topic" or "broker", `name` the topic's name or, for
-    the cluster-wide defaults, "" (BROKER_DEFAULTS)."""
+    """A resource with configs: `type` "topic" or "broker", `name` the topic's name, a broker's
+    id (its throttle rates) or, for the cluster-wide defaults, "" (BROKER_DEFAULTS)."""
 
     type: str
     name: str
@@ -49,7 +51,9 @@ def resource_message(target: str | ConfigResource) -> c.ConfigResource:
 
 
 def resource_label(target: str | ConfigResource) -> str:
-    """How errors name the resource: the topic's name, or "broker defaults"."""
+    """How errors name the resource: the topic's name, "broker 2", or "broker defaults"."""
     if isinstance(target, str):
         return target
-    return "broker defaults" if target.type == "broker" and not target.name else target.name
+    if target.type == "broker":
+        return f"broker {target.name}" if target.name else "broker defaults"
+    return target.name

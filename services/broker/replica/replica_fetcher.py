@@ -30,6 +30,10 @@ the followers' first fetches of the partition. Two things keep that moment short
   epoch than this broker knows, or answers UNKNOWN_LEADER_EPOCH) is fetched again after
   LEADER_BEHIND_BACKOFF_S, not ERROR_BACKOFF_S.
 
+Replication throttles (KIP-73, replication_throttle.py): while this broker's follower quota is
+used up, the throttled partitions it is not in the ISR of leave their session (`_throttle`, before
+each fetch), and the bytes fetched for them are counted per answered partition.
+
 A fetch with a replica_id moves the leader's high watermark, so each one carries a fresh
 membership proof signed as this broker (`MemberSigner`); a leader refuses it otherwise
 (PERMISSION_DENIED), and this loop logs that and backs off like any other failed fetch.
@@ -71,6 +75,7 @@ from samsa.services.broker.replica.follower_apply import (
     follower_position,
 )
 from samsa.services.broker.replica.replica_stream import STREAM_METHOD
+from samsa.services.broker.replica.replication_throttle import LONG_MAX
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
 from samsa.services.runtime.service_channels import service_channel
@@ -108,6 +113,9 @@ class ReplicaFetchers:
         self._sessions: dict[int, FetchSessionClient] = {}
         # Partitions left out of their session because their log here is corrupt.
         self._corrupt_excluded: set[PartitionKey] = set()
+        # Partitions left out of their session while the follower throttle's quota is used up
+        # (KIP-73, replication_throttle.py).
+        self._held: set[PartitionKey] = set()
         # The leader each followed partition is fetched from, and how many per leader.
         self._leader_of: dict[PartitionKey, int] = {}
         self._follow_counts: Counter[int] = Counter()
@@ -189,13 +197,16 @@ class ReplicaFetchers:
                 session.name_always(key, False)
         if hosted is None or leader is None:
             self._corrupt_excluded.discard(key)
+            self._held.discard(key)
             return
         if previous != leader:
             self._follow_counts[leader] += 1
             self._leader_of[key] = leader
             self._grown.add(leader)
         session = self._sessions.setdefault(leader, FetchSessionClient())
-        if hosted.corrupt_from is None:
+        if key in self._held:  # throttled (KIP-73): `_throttle` brings it back
+            session.set(key, None)
+        elif hosted.corrupt_from is None:
             session.set(key, follower_position(hosted))
         else:  # no progress reports until truncated (the scrubber)
             session.set(key, None)
@@ -238,6 +249,7 @@ class ReplicaFetchers:
             # Before the check for an empty session: a session whose every partition was left
             # out as corrupt is empty, and only this brings them back once repaired.
             self._follow_corruption(leader_id, session)
+            self._throttle(leader_id, session)
         if session is None or not session.wanted or channel is None:
             await asyncio.sleep(ERROR_BACKOFF_S)
             return
@@ -287,6 +299,29 @@ class ReplicaFetchers:
         finally:
             self._parked.pop(leader_id, None)
 
+    def _throttle(self, leader_id: int, session: FetchSessionClient) -> None:
+        """KIP-73's follower side: a throttled partition outside the ISR leaves the session while
+        the follower quota is used up (the leader's session forgets it, so sends it nothing),
+        and comes back once it is not. Costs nothing while no follower rate is set here."""
+        throttles, image = self.host.throttles, self.host.image
+        throttles.refresh(image)
+        if throttles.follower.bound >= LONG_MAX and not self._held:
+            return
+        now_ms = int(time.time() * 1000)
+        for key in [key for key, leader in self._leader_of.items() if leader == leader_id]:
+            hosted = self.host.get(*key)
+            if hosted is None or hosted.corrupt_from is not None:
+                continue
+            in_isr = self.broker_id in hosted.isr
+            if throttles.follower_held(image, key[0], key[1], in_isr, now_ms):
+                if key not in self._held:
+                    self._held.add(key)
+                    session.set(key, None)
+                    self.host.metrics.replication_throttled("follower", 0, 1)
+            elif key in self._held:
+                self._held.discard(key)
+                session.set(key, follower_position(hosted))
+
     def _follow_corruption(self, leader_id: int, session: FetchSessionClient) -> None:
         """Stop fetching partitions the scrubber found corrupt here (no progress reports until
         truncated), and fetch them again once repaired. Costs what is corrupt, which is rare."""
@@ -316,6 +351,11 @@ class ReplicaFetchers:
                 if not answer_is_current(hosted, leader_id, sent):
                     continue  # the partition moved on while the fetch was out
                 assert hosted is not None  # answer_is_current said so
+                if result.records and self.host.throttles.follower_throttled(
+                    self.host.image, key[0], key[1], self.broker_id in hosted.isr
+                ):
+                    self.host.throttles.record_follower(len(result.records), now_ms)
+                    self.host.metrics.replication_throttled("follower", len(result.records), 0)
                 if not apply_leader_answer(hosted, result, now_ms):
                     behind = _leader_behind(hosted, result)
                     backoff_s = max(

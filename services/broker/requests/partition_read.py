@@ -15,14 +15,11 @@ import enum
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode, SamsaError
-from samsa.common.record.codec import RecordBatch, decode_batch
-from samsa.common.record.header import unreadable_batch_offsets
-from samsa.common.record.record_batch import ARRAY_BYTES_PER_HEADER, ARRAY_BYTES_PER_RECORD
-from samsa.common.record.transaction_filter import AbortedTransactionFilter
 from samsa.services.broker.hosted_partition import HostedPartition, LeadershipError
-from samsa.services.broker.log.transaction_index import AbortedTransaction
+from samsa.services.broker.log.local_log import ReadResult
 from samsa.services.broker.partition_host import PartitionHost
 from samsa.services.broker.record_trace import PartitionTraces
+from samsa.services.broker.requests.partition_decode import decode_into, fail
 from samsa.v1 import broker_pb2, records_pb2
 
 PARTITION_MAX_BYTES_DEFAULT = 1024 * 1024  # Kafka's max.partition.fetch.bytes
@@ -178,13 +175,31 @@ class PartitionReader:
             return Outcome.SKIPPED
         if self.room_bytes == 0:  # no room at all: not even a read
             return self._cut(1)
+        # A throttled follower outside the ISR (KIP-73, replication_throttle.py) gets at most what
+        # the leader's quota has left; nothing (an empty answer, its progress still counted) when
+        # it is used up.
+        throttle_room = None
+        if replica_id >= 0 and hosted.is_leader:
+            in_isr = replica_id in hosted.isr
+            throttle_room = host.throttles.leader_room(
+                host.image, topic, wanted.partition, in_isr, self.now_ms
+            )
+            if throttle_room is not None:
+                partition_budget = min(partition_budget, throttle_room)
+                if throttle_room == 0:
+                    host.metrics.replication_throttled("leader", 0, 1)
         # Followers read up to the log end (that is how the high watermark advances);
         # consumers only up to the high watermark, or the last stable offset (read_committed).
         upper = None if replica_id >= 0 else stable if self.read_committed else high_watermark
         try:
-            read = hosted.log.read(wanted.fetch_offset, max(partition_budget, 1), max_offset=upper)
+            if throttle_room == 0:
+                read = ReadResult(b"", wanted.fetch_offset, wanted.fetch_offset, 0, 0)
+            else:
+                read = hosted.log.read(
+                    wanted.fetch_offset, max(partition_budget, 1), max_offset=upper
+                )
         except SamsaError as error:
-            _fail(result, error.code, str(error))
+            fail(result, error.code, str(error))
             return Outcome.FAILED
         if replica_id >= 0 and hosted.is_leader:
             registration = host.image.brokers.get(replica_id)
@@ -224,7 +239,7 @@ class PartitionReader:
                 # The records count as they decode, not as stored: a zstd batch of a few
                 # hundred bytes may inflate to limits.batch_uncompressed_bytes_max.
                 first_max = self.budget - self.total if self.total else self._first_room()
-                decoded = _decode_into(
+                decoded = decode_into(
                     result, read.records, wanted.fetch_offset, aborted, partition_budget, first_max
                 )
                 if decoded is None:
@@ -243,6 +258,9 @@ class PartitionReader:
                         producer_id=transaction.producer_id, first_offset=transaction.first_offset
                     )
             self.total += size_bytes
+            if throttle_room is not None:  # per answered partition, never per record
+                host.throttles.record_leader(size_bytes, self.now_ms)
+                host.metrics.replication_throttled("leader", size_bytes, 0)
             self.bytes_by_topic[topic] = self.bytes_by_topic.get(topic, 0) + size_bytes
             sent = result.next_fetch_offset - wanted.fetch_offset
             self.records_by_topic[topic] = self.records_by_topic.get(topic, 0) + sent
@@ -287,7 +305,7 @@ def _replica_in_rack(
 def _is_replica(hosted: HostedPartition, replica_id: int, result: FetchPartition) -> bool:
     if hosted.state is not None and replica_id in hosted.state.replicas:
         return True
-    _fail(
+    fail(
         result,
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         f"broker {replica_id} is not a replica of {hosted.topic}-{hosted.partition}",
@@ -308,7 +326,7 @@ def _fenced(
         return False
     result.high_watermark = hosted.high_watermark
     result.log_start_offset = hosted.log.log_start_offset
-    _fail(result, *refusal)
+    fail(result, *refusal)
     if refusal[0] == ErrorCode.FENCED_LEADER_EPOCH and hosted.leader_id >= 0:
         # KIP-951: the fetcher goes on at the leader named, with no metadata refresh.
         result.current_leader.leader_id = hosted.leader_id
@@ -347,98 +365,3 @@ def _diverged(
     result.high_watermark = hosted.high_watermark
     result.log_start_offset = hosted.log.log_start_offset
     return True
-
-
-def _decode_into(
-    result: FetchPartition,
-    records: bytes,
-    from_offset: int,
-    aborted: list[AbortedTransaction],
-    budget: int,
-    first_max: int | None,
-) -> int | None:
-    """Typed records for clients with only the generated code: control batches (transaction
-    markers) are left out, and so, under read_committed, are the batches of the `aborted`
-    transactions. A stored batch that cannot be decoded (written by an older version, or
-    damaged on disk) ends the answer before it, so the records ahead of it are still served;
-    when it comes first, the partition answers CORRUPT_MESSAGE naming its offset, and the
-    client can seek past it.
-
-    Returns the bytes the records decoded to (`decoded_bytes`): within `budget` but for the
-    first batch (KIP-74); a later batch that does not fit ends the answer before it. The first
-    batch may take `first_max` (what the answer has left; past it, None is returned, nothing is
-    added, and the partition waits for a later fetch), or, with None, any size up to
-    limits.fetch_response_bytes_max, past which it is answered MESSAGE_TOO_LARGE: no answer
-    could carry it."""
-    visible = AbortedTransactionFilter((t.producer_id, t.first_offset) for t in aborted)
-    position = total = 0
-    while position < len(records):
-        try:
-            batch = decode_batch(records, position)
-        except SamsaError as error:
-            bad_offset, _ = unreadable_batch_offsets(records, position, from_offset)
-            if position == 0:
-                _fail(
-                    result,
-                    ErrorCode.CORRUPT_MESSAGE,
-                    f"the stored batch at offset {bad_offset} cannot be decoded ({error}); "
-                    f"seek past it to read on",
-                )
-            else:
-                result.next_fetch_offset = bad_offset
-            return total
-        # Hidden batches count too: decoding them is the work the budget bounds.
-        size, shown = decoded_bytes(batch), visible.batch_is_visible(batch)
-        if position and total + size > budget:
-            result.next_fetch_offset = max(batch.header.base_offset, from_offset)
-            return total
-        if not position and shown and first_max is not None and size > first_max:
-            return None
-        if not position and shown and size > limits.fetch_response_bytes_max:
-            _fail(
-                result,
-                ErrorCode.MESSAGE_TOO_LARGE,
-                f"the stored batch at offset {max(batch.header.base_offset, from_offset)} "
-                f"decodes to {size} bytes, more than one answer carries "
-                f"({limits.fetch_response_bytes_max}): fetch it without decode_records, or "
-                "seek past it",
-            )
-            return total
-        if shown:
-            _add_typed(result, batch, from_offset)
-        total += size
-        position += batch.header.size_bytes
-    return total
-
-
-def decoded_bytes(batch: RecordBatch) -> int:
-    """What a batch's records take in a decoded answer, near enough: their keys', values' and
-    headers' bytes, plus the 24 bytes per record and 8 per header of the section's arrays
-    (about what the protobuf fields around them cost). C-level sums, except per header."""
-    size = ARRAY_BYTES_PER_RECORD * len(batch)
-    size += sum(map(len, filter(None, batch.keys))) + sum(map(len, filter(None, batch.values)))
-    for headers in filter(None, batch.headers):
-        for key, value in headers:
-            size += ARRAY_BYTES_PER_HEADER + len(key) + (len(value) if value else 0)
-    return size
-
-
-def _add_typed(result: FetchPartition, batch: RecordBatch, from_offset: int) -> None:
-    for record in batch:
-        if record.offset < from_offset:
-            continue
-        typed = result.decoded_records.add(offset=record.offset, timestamp_ms=record.timestamp)
-        if record.key is not None:
-            typed.key = record.key
-        if record.value is not None:
-            typed.value = record.value
-        for key, value in record.headers:
-            header = records_pb2.RecordHeader(key=key)
-            if value is not None:
-                header.value = value
-            typed.headers.append(header)
-
-
-def _fail(result: FetchPartition, code: int, message: str) -> None:
-    result.error_code = code  # type: ignore[assignment]
-    result.error_message = message

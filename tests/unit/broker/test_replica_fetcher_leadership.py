@@ -21,6 +21,7 @@ import pytest
 from samsa.common.errors import ErrorCode
 from samsa.services.broker.replica import replica_fetcher
 from samsa.services.broker.replica.replica_fetcher import ReplicaFetchers, _leader_behind
+from samsa.services.broker.replica.replication_throttle import ReplicationThrottles
 from samsa.v1 import broker_pb2
 
 FOLLOWER, LEADER = 3, 2
@@ -45,7 +46,10 @@ class Host:
     def __init__(self) -> None:
         self.partitions: dict[tuple[str, int], SimpleNamespace] = {}
         self.corrupt_partitions: set[tuple[str, int]] = set()
-        self.image = SimpleNamespace(brokers={LEADER: SimpleNamespace(endpoint="leader:1")})
+        self.image = SimpleNamespace(
+            brokers={LEADER: SimpleNamespace(endpoint="leader:1")}, configs={}, topics={}
+        )
+        self.throttles = ReplicationThrottles(FOLLOWER)  # no rate set: never throttled
 
     def get(self, topic: str, partition: int) -> SimpleNamespace | None:
         return self.partitions.get((topic, partition))

@@ -21,7 +21,7 @@ from samsa.client.config_resources import resource_message
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--entity-type", "brokers", "--entity-name", "1", "--describe"], "cluster-wide only"),
+        (["--entity-type", "brokers", "--entity-name", "b1", "--describe"], "cluster-wide only"),
         (["--entity-type", "brokers", "--describe"], "needs --entity-default"),
         (["--entity-type", "topics", "--describe"], "needs --entity-name"),
         (["--entity-type", "brokers", "--entity-default", "--alter"], "--alter needs"),

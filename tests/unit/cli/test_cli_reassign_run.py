@@ -39,6 +39,7 @@ class StandInAdmin:
         self.moving: dict[tuple[str, int], PartitionReassignment] = {}
         self.altered: list[dict[Any, Any]] = []
         self.refuse: dict[tuple[str, int], ErrorCode] = {}
+        self.configs_altered: list[tuple[Any, dict[str, str], tuple[str, ...]]] = []
 
     def describe_topics(self, names: Any = None) -> dict[str, Any]:
         names = list(names)
@@ -51,6 +52,10 @@ class StandInAdmin:
 
     def describe_cluster(self) -> Any:
         return SimpleNamespace(brokers=[SimpleNamespace(broker_id=b) for b in (1, 2, 3)])
+
+    def alter_configs(self, target: Any, set: Any = None, delete: Any = ()) -> None:
+        """Recorded: (resource, set, deleted) (the throttles, test_cli_reassign_throttle.py)."""
+        self.configs_altered.append((target, dict(set or {}), tuple(delete)))
 
     def list_partition_reassignments(self, partitions: Any = None) -> dict[Any, Any]:
         return dict(self.moving)

@@ -1,8 +1,9 @@
 """Goal: the cluster-wide topic defaults (the broker resource named "", KIP-226's
 --entity-default) are taken, refused and resolved as the README says: a topic's own config >
 the cluster default > the built-in default, for the controller, the brokers and DescribeConfigs;
-a per-broker name is refused; new defaults that would make a topic invalid are refused naming
-it; validate_only writes nothing; the defaults survive a snapshot.
+a per-broker name is refused (it takes only the replication throttle rates:
+test_broker_throttle_control.py); new defaults that would make a topic invalid are refused
+naming it; validate_only writes nothing; the defaults survive a snapshot.
 
 Method: IncrementalAlterConfigs and DescribeConfigs decided against an image and committed with
 the real replay (test_control_plane's helpers); the broker's view through metadata_diff.
@@ -126,7 +127,7 @@ def test_a_per_broker_name_is_refused_saying_why() -> None:
     assert result.error_code == ErrorCode.INVALID_REQUEST and not records
     assert "cluster-wide only" in result.error_message and "every replica" in result.error_message
     assert unchanged is image
-    assert describe(image, BROKER, "1").error_code == (ErrorCode.INVALID_REQUEST)
+    assert describe(image, BROKER, "b1").error_code == (ErrorCode.INVALID_REQUEST)
 
 
 def test_unknown_keys_and_bad_values_are_refused_naming_the_key() -> None:
