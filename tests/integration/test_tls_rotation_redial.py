@@ -13,8 +13,8 @@ Method: 1 controller and 2 brokers started by the launcher with TLS and client c
 required (every process stopped by PID, also on failure), each process given a CA bundle file
 of its own. The cluster's CA (P) signs the controller's, broker-2's and the client's
 certificates and stays in every bundle; broker-1 starts with a certificate from CA A. Steps,
-each file written beside and renamed over, each waited for in the processes' logs (the
-controller looks at its files when a connection arrives: the probe connects): every bundle
+each file written beside and renamed over, each waited for in the processes' logs (a
+process looks at its files when a connection arrives: the probe connects to each): every bundle
 gets CA B (P + A + B); broker-1's certificate and key are replaced by ones from CA B; the
 controller's and broker-2's bundles drop A (P + B); the controller is stopped with SIGTERM and
 started again on its data directory. The client trusts P + A + B.
@@ -32,6 +32,7 @@ import pytest
 from cluster_helpers import FAST_SETTINGS, close_channels, wait_until
 from cryptography import x509
 
+from samsa.cli import health
 from samsa.cli.certificates import KeyPair, create_ca, issue
 from samsa.cli.cluster_spec import tls_pair
 from samsa.cli.launcher import LocalCluster, cluster_health, load_or_create, wait_healthy
@@ -81,13 +82,20 @@ def took(cluster: LocalCluster, name: str) -> list[str]:
     return found
 
 
-def wait_taken(cluster: LocalCluster, names: list[str], count: int, what: str) -> None:
-    """Until each of `names` logged `count` taken sets; the controller only looks at its files
-    when a connection arrives, so each look makes one (a health check's)."""
+def wait_taken(
+    cluster: LocalCluster, counts: dict[str, int], what: str, client: dict[str, str]
+) -> None:
+    """Until each process named in `counts` logged that many taken sets (at least). A process
+    looks at its files when a connection arrives (or it uses a channel): each look connects to
+    every process anew, so that the wait does not rest on the processes' own traffic."""
+    security = tls.TlsSettings.from_client_config(client)
+    spec = cluster.spec
+    endpoints = [c.endpoint for c in spec.controllers] + [b.endpoint for b in spec.brokers]
 
     def taken() -> bool:
-        cluster_health(cluster.spec, cluster.data_dir)  # a new connection to the controller
-        return all(len(took(cluster, name)) >= count for name in names)
+        for endpoint in endpoints:
+            health.check(endpoint, timeout_s=5, security=security)  # a new connection
+        return all(len(took(cluster, name)) >= count for name, count in counts.items())
 
     wait_until(what, taken)
 
@@ -135,19 +143,18 @@ def test_a_broker_moved_to_a_new_ca_stays_in_after_its_old_ca_is_dropped_and_a_r
     # The move to CA B: every bundle trusts it, then broker-1 takes a certificate it signed.
     for name in [BROKER, *PEERS]:
         replace(bundle(data_dir, name), cluster_ca + a + b)
-    wait_taken(cluster, [BROKER, *PEERS], 1, "every process took the bundle with CA B")
+    every = [BROKER, *PEERS]
+    wait_taken(cluster, dict.fromkeys(every, 1), "every process took the bundle with CA B", config)
     new = issue(ca_b, tmp_path / "ca-b", BROKER, HOSTS)
-    new_serial = f"serial {serial_of(new.certificate):x}"
     replace(live.key, new.key.read_bytes())
     replace(live.certificate, new.certificate.read_bytes())
-    wait_until(
-        "broker-1 took its certificate from CA B",
-        lambda: any(new_serial in message for message in took(cluster, BROKER)),
-    )
+    wait_taken(cluster, {BROKER: 2}, "broker-1 took its certificate from CA B", config)
+    new_serial = f"serial {serial_of(new.certificate):x}"
+    assert new_serial in took(cluster, BROKER)[-1]
     # Its peers drop CA A: broker-1's first certificate is refused from now on.
     for name in PEERS:
         replace(bundle(data_dir, name), cluster_ca + b)
-    wait_taken(cluster, PEERS, 2, "the controller and broker-2 dropped CA A")
+    wait_taken(cluster, dict.fromkeys(PEERS, 2), "the controller and broker-2 dropped CA A", config)
     produce(config, "before")  # replication still goes on
 
     cluster.kill("controller-1", signal.SIGTERM)
