@@ -111,10 +111,10 @@ class TransactionMembershipCheck:
         self.signer = signer
         # No interceptor: a connection stream (common/quiet_rpcs.py). A rotation drops the
         # streams: the old ones finish what they carry, closed with their channel.
-        self._channels = ChannelCache(traced=False, on_redial=self._streams_clear)
+        self._channels = ChannelCache(traced=False, on_redial=self._drop_streams)
         self._streams: dict[str, AddPartitionsStream] = {}
 
-    def _streams_clear(self) -> None:
+    def _drop_streams(self) -> None:
         self._streams.clear()
 
     async def close(self) -> None:
