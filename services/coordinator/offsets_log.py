@@ -11,7 +11,8 @@ which proves membership once as it opens (internal_produce_stream.py,
 internal_markers_stream.py): a message on one costs about two thirds of a new unary call, and
 every group commit and transaction step waits on one. Calls never raise for gRPC failures: they
 answer an ErrorCode, so callers handle "no leader", "leader moved" and "broker down" in one
-place.
+place. The channels follow TLS rotations (service_channels.ChannelCache): after one, the next
+call dials the broker again with the new files and the streams open again on the new channels.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from samsa.services.coordinator.internal_produce_stream import InternalProduceSt
 from samsa.services.coordinator.ownership import leader_endpoint
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
-from samsa.services.runtime.service_channels import service_channel
+from samsa.services.runtime.service_channels import ChannelCache
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
 Stream = TypeVar("Stream", bound=RequestStream)  # type: ignore[type-arg]
@@ -83,39 +84,31 @@ class OffsetsLog:
     def __init__(self, image: Callable[[], MetadataImage], signer: MemberSigner) -> None:
         self.image = image
         self.signer = signer
-        self._stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
-        self._channels: list[grpc.aio.Channel] = []
+        self._channels = ChannelCache()
+        # The streams' channels, with no interceptor; a rotation drops the streams on them.
+        self._stream_channels = ChannelCache(traced=False, on_redial=self._drop_streams)
         self._streams: dict[str, InternalProduceStream] = {}
         self._markers_streams: dict[str, InternalMarkersStream] = {}
-        self._stream_stubs: dict[str, broker_pb2_grpc.BrokerServiceStub] = {}
         self._next_broker = -1
 
     async def close(self) -> None:
         streams = [*self._streams.values(), *self._markers_streams.values()]
         await asyncio.gather(*(stream.close() for stream in streams))
-        await asyncio.gather(*(channel.close() for channel in self._channels))
+        await asyncio.gather(self._channels.close(), self._stream_channels.close())
+
+    def _drop_streams(self) -> None:
+        """The stream channels were dialled again (a TLS rotation): the next request opens a
+        new stream; the old ones finish what they carry, closed with their channel."""
+        self._streams.clear()
+        self._markers_streams.clear()
 
     def _stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
-        stub = self._stubs.get(endpoint)
-        if stub is None:
-            channel = service_channel(endpoint)
-            self._channels.append(channel)
-            stub = self._stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
-        return stub
+        return self._channels.stub(endpoint, broker_pb2_grpc.BrokerServiceStub)
 
     def _proof(self, rpc: str) -> tuple[tuple[str, str], ...]:
         """A membership proof for one call to `rpc`: with ACLs on, a broker lets the cluster's
         own reads and producer ids through without an ACL (authorization.py)."""
         return self.signer.metadata(method_path(BROKER_SERVICE, rpc))
-
-    def _stream_stub(self, endpoint: str) -> broker_pb2_grpc.BrokerServiceStub:
-        """The stub of the streams to `endpoint`: their own channel, with no interceptor."""
-        stub = self._stream_stubs.get(endpoint)
-        if stub is None:
-            channel = service_channel(endpoint, traced=False)
-            self._channels.append(channel)
-            stub = self._stream_stubs[endpoint] = broker_pb2_grpc.BrokerServiceStub(channel)
-        return stub
 
     def _produce_stream(self, endpoint: str) -> InternalProduceStream:
         """The open write stream to `endpoint`, or a new one."""
@@ -136,10 +129,11 @@ class OffsetsLog:
     ) -> Stream:
         """`streams`' open stream to `endpoint`, or a new one, its membership proof signed for
         `rpc` (checked once, as the stream opens)."""
-        stream = streams.get(endpoint)
+        stub = self._stream_channels.stub(endpoint, broker_pb2_grpc.BrokerServiceStub)
+        stream = streams.get(endpoint)  # after the stub: a rotation drops the old streams
         if stream is None or stream.broken:
             proof = self.signer.metadata(method_path(BROKER_SERVICE, rpc))
-            stream = streams[endpoint] = new(self._stream_stub(endpoint), proof)
+            stream = streams[endpoint] = new(stub, proof)
         return stream
 
     async def produce(self, topic: str, partition: int, batch: bytes) -> ProduceResult:

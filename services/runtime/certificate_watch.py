@@ -11,7 +11,10 @@ take what it finds. It is asked from two places:
   remembers the generation it last handed out), else None: the connection made is served
   with the newest good files; connections already open keep the session they have.
 - transport.dial asks for the current settings, so that a channel dialled after a rotation
-  presents the new certificate and trusts the new CA; channels already open keep theirs.
+  presents the new certificate and trusts the new CA; a channel keeps the credentials it was
+  made with, so the holders of long-lived channels ask `generation` (through
+  transport.credentials_generation) as they use them and dial again when it moved
+  (service_channels.ChannelCache).
 
 A poll holds a lock for its stat and read (small files; PEM_BYTES_MAX bounds them); a thread
 that finds it held does not wait, it serves the files of the moment. A refused set is logged
@@ -137,6 +140,12 @@ class CertificateWatch:
         """The newest good files, as settings (for dialling a peer)."""
         self.poll()
         return self._current[1]
+
+    def generation(self) -> int:
+        """How many good file sets were taken since the start: it moves at each rotation taken.
+        As cheap as `poll` (a clock read; the stat calls at most once a second)."""
+        self.poll()
+        return self._current[0]
 
     def server_credentials(self) -> grpc.ServerCredentials:
         """Credentials for one listener, following the files (module docstring)."""

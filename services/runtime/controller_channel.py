@@ -24,6 +24,11 @@ Every call (each retry too) carries a fresh membership proof signed as this memb
 (`MemberSigner`, services/runtime/member_auth.py): the controllers refuse registration,
 heartbeats and AlterPartition without one, and a member-only RPC added later needs nothing more
 here.
+
+The channels follow TLS rotations (service_channels.ChannelCache): after the process took
+rotated files, the next call dials the controllers again with them, so that a controller
+restarted later is reconnected to with the new certificate. A call cut by the old channel's
+close is retried like an unreachable controller's.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import grpc
 from samsa.common.errors import ErrorCode
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
-from samsa.services.runtime.service_channels import service_channel
+from samsa.services.runtime.service_channels import ChannelCache, cancelled_by_close
 from samsa.v1 import controller_pb2, controller_pb2_grpc
 
 RETRY_BACKOFF_S = 0.1
@@ -61,10 +66,9 @@ class ControllerChannel:
         assert endpoints, "at least one controller endpoint is needed"
         self.endpoints = list(endpoints)
         self.signer = signer
-        self._channels = {e: service_channel(e) for e in endpoints}
-        self._stubs = {
-            e: controller_pb2_grpc.ControllerServiceStub(c) for e, c in self._channels.items()
-        }
+        self._channels = ChannelCache(on_redial=self._dial)
+        self._stubs: dict[str, controller_pb2_grpc.ControllerServiceStub] = {}
+        self._dial()
         self._read_index = 0
         self._write_index = 0  # where a write starts when no active controller is known
         self._active: str | None = None
@@ -72,8 +76,19 @@ class ControllerChannel:
         # status of a write it answered): a controller answering reads from behind it lags.
         self.committed_offset_seen = 0
 
+    def _dial(self) -> None:
+        """A stub per controller, over channels dialled with the newest TLS files."""
+        self._stubs = {
+            e: controller_pb2_grpc.ControllerServiceStub(self._channels.get(e))
+            for e in self.endpoints
+        }
+
+    def _stub(self, endpoint: str) -> controller_pb2_grpc.ControllerServiceStub:
+        self._channels.follow()  # after a rotation: the stubs over new channels (_dial)
+        return self._stubs[endpoint]
+
     async def close(self) -> None:
-        await asyncio.gather(*(channel.close() for channel in self._channels.values()))
+        await self._channels.close()
 
     def _proof(self, method: str) -> tuple[tuple[str, str], ...]:
         return self.signer.metadata(method_path(SERVICE_NAME, method))
@@ -84,13 +99,9 @@ class ControllerChannel:
         backoff = RETRY_BACKOFF_S
         while True:
             endpoint = self.endpoints[self._read_index % len(self.endpoints)]
-            call = getattr(self._stubs[endpoint], method)
+            call = getattr(self._stub(endpoint), method)
             try:
-                return await call(
-                    request,
-                    timeout=max(0.1, deadline - time.monotonic()),
-                    metadata=self._proof(method),
-                )
+                return await _call(call, request, deadline, self._proof(method))
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _RETRIABLE_STATUS:
                     raise
@@ -112,13 +123,9 @@ class ControllerChannel:
         endpoint = self._active or self.endpoints[self._write_index % len(self.endpoints)]
         redirected = False
         while True:
-            call: Callable[..., Awaitable[Any]] = getattr(self._stubs[endpoint], method)
+            call: Callable[..., Awaitable[Any]] = getattr(self._stub(endpoint), method)
             try:
-                response = await call(
-                    request,
-                    timeout=max(0.1, deadline - time.monotonic()),
-                    metadata=self._proof(method),
-                )
+                response = await _call(call, request, deadline, self._proof(method))
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _RETRIABLE_STATUS:
                     raise
@@ -172,6 +179,34 @@ def _redirect(active: controller_pb2.ControllerEndpoint, known: Container[str]) 
     if active.internal_endpoint and active.internal_endpoint in known:
         return active.internal_endpoint
     return active.endpoint
+
+
+async def _call(
+    call: Callable[..., Awaitable[Any]],
+    request: Any,
+    deadline: float,
+    proof: tuple[tuple[str, str], ...],
+) -> Any:
+    """One try of a call; a cut by its channel's close (dropped at a TLS rotation) fails it as
+    CANCELLED, to be retried on the new channel, not as this task's cancellation."""
+    try:
+        return await call(request, timeout=max(0.1, deadline - time.monotonic()), metadata=proof)
+    except asyncio.CancelledError:
+        if not cancelled_by_close():
+            raise
+        raise _ChannelClosedError() from None
+
+
+class _ChannelClosedError(grpc.aio.AioRpcError):
+    """A call whose channel was closed under it (dropped at a TLS rotation)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            grpc.StatusCode.CANCELLED,
+            grpc.aio.Metadata(),
+            grpc.aio.Metadata(),
+            "the channel was closed: dialled again with rotated TLS files",
+        )
 
 
 _RETRIABLE_STATUS = {

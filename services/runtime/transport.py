@@ -5,7 +5,10 @@ credentials its ssl.* settings name (common/tls.py), the same for every listener
 exists; `bind`, `dial` and `dial_self` then follow the choice, so that no caller passes
 credentials around and no channel can be made plaintext by mistake in an SSL process. The TLS
 files are watched (certificate_watch.py): a listener serves each new connection with the newest
-good files, and `dial` builds each new channel's credentials from them.
+good files, and `dial` builds each new channel's credentials from them. A channel's
+credentials are fixed when it is made (a reconnection presents them again), so the holders of
+long-lived channels watch `credentials_generation` and dial again when it moves
+(service_channels.ChannelCache).
 
 A process dials itself (its health file's check) at a loopback or listen address its own
 certificate may not name (a compose service's certificate names `broker-1`, not 127.0.0.1), so
@@ -60,6 +63,15 @@ def configure(config: ServiceConfig) -> bool:
 
 def tls_enabled() -> bool:
     return _transport.watch is not None
+
+
+def credentials_generation() -> int:
+    """A number that moves each time the process takes rotated TLS files (plaintext: always
+    0): channels dialled at an older one present the old certificate. Cheap enough for every
+    use of a channel: the watch stats its files at most once a second."""
+    if _transport.watch is None:
+        return 0
+    return _transport.watch.generation()
 
 
 def bind(server: grpc.aio.Server, listen: str) -> int:

@@ -17,15 +17,15 @@ coordinator errors (a broken stream among them) are asked again, with a backoff,
 transaction's markers are being written). Each partition ends confirmed (None) or refused with
 the error the caller answers: INVALID_TXN_STATE (not in the transaction), PRODUCER_FENCED or
 INVALID_PRODUCER_ID_MAPPING (the producer is not the id's current one), or a retriable one (no
-coordinator now, or still CONCURRENT_TRANSACTIONS at the deadline).
+coordinator now, or still CONCURRENT_TRANSACTIONS at the deadline). The channels follow TLS
+rotations (service_channels.ChannelCache): after one, the next check opens its stream on a
+channel dialled with the new files.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-
-import grpc
 
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
@@ -34,7 +34,7 @@ from samsa.metadata.coordinators import TRANSACTION_KEY_TYPE, find_coordinator
 from samsa.metadata.image import MetadataImage
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
-from samsa.services.runtime.service_channels import service_channel
+from samsa.services.runtime.service_channels import ChannelCache
 from samsa.v1 import coordinator_pb2, transactions_pb2, transactions_pb2_grpc
 
 STREAM_METHOD = method_path(
@@ -109,12 +109,17 @@ class TransactionMembershipCheck:
         # Signs each stream as this member, so that with ACLs on the coordinator lets the check
         # through without an ACL for this broker's own principal (authorization.py).
         self.signer = signer
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        # No interceptor: a connection stream (common/quiet_rpcs.py). A rotation drops the
+        # streams: the old ones finish what they carry, closed with their channel.
+        self._channels = ChannelCache(traced=False, on_redial=self._drop_streams)
         self._streams: dict[str, AddPartitionsStream] = {}
+
+    def _drop_streams(self) -> None:
+        self._streams.clear()
 
     async def close(self) -> None:
         await asyncio.gather(*(stream.close() for stream in self._streams.values()))
-        await asyncio.gather(*(channel.close() for channel in self._channels.values()))
+        await self._channels.close()
 
     async def ask(
         self,
@@ -194,13 +199,10 @@ class TransactionMembershipCheck:
         return verdicts_of(asked, answer)
 
     def _stream(self, endpoint: str) -> AddPartitionsStream:
-        """The open stream to `endpoint`'s coordinator, or a new one (its channel has no
-        interceptor: a connection stream, common/quiet_rpcs.py)."""
+        """The open stream to `endpoint`'s coordinator, or a new one."""
+        channel = self._channels.get(endpoint)  # first: after a rotation, no old stream is kept
         stream = self._streams.get(endpoint)
         if stream is None or stream.broken:
-            channel = self._channels.get(endpoint)
-            if channel is None:
-                channel = self._channels[endpoint] = service_channel(endpoint, traced=False)
             stub = transactions_pb2_grpc.TransactionCoordinatorServiceStub(channel)
             proof = () if self.signer is None else self.signer.metadata(STREAM_METHOD)
             stream = self._streams[endpoint] = AddPartitionsStream(stub, proof)

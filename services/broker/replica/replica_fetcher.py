@@ -45,7 +45,9 @@ per follower (the one that brings the records, the one that reports them), and a
 stream costs about half a unary call. The stream proves membership when it opens; it is opened
 again, with a fresh proof, after any failure (the session starts over with a full fetch, as after a
 failed unary call). A leader that answers UNIMPLEMENTED (a broker from before the stream, during a
-rolling upgrade) is fetched from with unary Fetch calls from then on.
+rolling upgrade) is fetched from with unary Fetch calls from then on. The channels follow TLS
+rotations (service_channels.ChannelCache): after one, the next fetch goes on a new channel
+(the link opens its stream there), and a fetch cut by the old channel's close fails as CANCELLED.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ from samsa.services.broker.replica.replica_stream import STREAM_METHOD
 from samsa.services.broker.replica.replication_throttle import LONG_MAX
 from samsa.services.runtime.member_auth import MemberSigner
 from samsa.services.runtime.membership import method_path
-from samsa.services.runtime.service_channels import service_channel
+from samsa.services.runtime.service_channels import ChannelCache, cancelled_by_close
 from samsa.services.runtime.supervisor import supervise
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -119,7 +121,7 @@ class ReplicaFetchers:
         # The leader each followed partition is fetched from, and how many per leader.
         self._leader_of: dict[PartitionKey, int] = {}
         self._follow_counts: Counter[int] = Counter()
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._channels = ChannelCache(traced=False)
         # Each loop while it waits for an answer (to cut a long-poll short), the loops whose
         # session gained a partition in this reconcile, and the loops whose wait is being cut
         # (the flag says which cancellation is a cut: grpc.aio drops a cancellation's message).
@@ -219,7 +221,7 @@ class ReplicaFetchers:
             task.cancel()
         await asyncio.gather(*self._loops.values(), return_exceptions=True)
         self._loops.clear()
-        await asyncio.gather(*(channel.close() for channel in self._channels.values()))
+        await self._channels.close()
 
     def _channel(self, leader_id: int) -> grpc.aio.Channel | None:
         broker = self.host.image.brokers.get(leader_id)
@@ -227,11 +229,7 @@ class ReplicaFetchers:
             return None
         # Its internal listener when it has one (runtime/listeners.py): strangers filling the
         # public one's max.connections must not cut replication.
-        endpoint = broker.member_endpoint
-        channel = self._channels.get(endpoint)
-        if channel is None:
-            channel = self._channels[endpoint] = service_channel(endpoint, traced=False)
-        return channel
+        return self._channels.get(broker.member_endpoint)
 
     async def _run(self, leader_id: int) -> None:
         link = leader_link(self.signer)
@@ -291,6 +289,8 @@ class ReplicaFetchers:
             return await link.fetch(channel, _request(self.broker_id, parts), ANSWER_WAIT_S)
         except asyncio.CancelledError:
             if leader_id not in self._cutting:
+                if cancelled_by_close():  # the channel was dropped at a TLS rotation
+                    raise FetchFailed(grpc.StatusCode.CANCELLED, "the channel closed") from None
                 raise  # the loop is stopping
             self._cutting.discard(leader_id)
             if task.uncancel() > 0:

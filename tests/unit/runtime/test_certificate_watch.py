@@ -1,10 +1,11 @@
 """Goal: a service takes rotated TLS files without a restart (services/runtime/
 certificate_watch.py, through transport.py): every listener serves a new connection with the new
 certificate, a channel dialled after the rotation presents the new client certificate, one made
-before keeps working; a CA added to the bundle lets its clients in from the next connection on
-(client auth required); a set that cannot be served is refused with one error line however many
-handshakes follow, the old certificate still served; a service does not start with a key that
-is not its certificate's.
+before keeps working, and the credentials generation moves so that a ChannelCache dials again;
+a CA added to the bundle lets its clients in from the next connection on (client auth
+required); a set that cannot be served is refused with one error line however many handshakes
+follow, the old certificate still served; a service does not start with a key that is not its
+certificate's.
 
 Method: certificates from samsa.cli.certificates in tmp_path, replaced the way an operator
 should (write beside, rename over). The watch's clock is a counter the test moves, where the
@@ -36,6 +37,7 @@ from samsa.services.broker.broker_config import BrokerConfig
 from samsa.services.runtime import transport
 from samsa.services.runtime.certificate_watch import CertificateWatch, Locations
 from samsa.services.runtime.config_loading import load
+from samsa.services.runtime.service_channels import ChannelCache
 
 WHO = "/samsa.test.Who/Certificate"
 REQUIRED = [
@@ -252,9 +254,12 @@ def test_a_channel_dialled_after_a_rotation_presents_the_new_client_certificate(
         server = who_server()
         endpoint = f"127.0.0.1:{server.add_secure_port('127.0.0.1:0', credentials)}"
         await server.start()
+        cache = ChannelCache()  # a holder of long-lived channels
         try:
             async with transport.dial(endpoint) as before:
                 assert await presented(before) == serial(pki["a"])
+                assert await presented(cache.get(endpoint)) == serial(pki["a"])
+                assert transport.credentials_generation() == 0
                 replace(served.key, pki["b"].key)
                 replace(served.certificate, pki["b"].certificate)
                 deadline = time.monotonic() + 10
@@ -265,7 +270,10 @@ def test_a_channel_dialled_after_a_rotation_presents_the_new_client_certificate(
                     assert time.monotonic() < deadline, "new channels still present A"
                     await asyncio.sleep(0.1)
                 assert await presented(before) == serial(pki["a"])  # the old one still works
+                assert transport.credentials_generation() == 1
+                assert await presented(cache.get(endpoint)) == serial(pki["b"])  # dialled again
         finally:
+            await cache.close()
             await server.stop(0)
 
     asyncio.run(main())
