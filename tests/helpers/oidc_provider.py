@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, ClassVar
 from urllib.parse import parse_qs
@@ -56,20 +57,27 @@ class IdentityProvider(BaseHTTPRequestHandler):
         pass
 
 
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """`handler` served on a loopback port by a thread of this process; yields its /token URL."""
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/token"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 def token_url_fixture() -> Callable[..., Iterator[str]]:
     """A module-scoped fixture running the endpoint; a test module binds it as
     `token_url = token_url_fixture()` and takes `token_url`, the endpoint's URL."""
 
     @pytest.fixture(scope="module")
     def token_url() -> Iterator[str]:
-        server = HTTPServer(("127.0.0.1", 0), IdentityProvider)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/token"
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join()
+        with serving(IdentityProvider) as url:
+            yield url
 
     return token_url

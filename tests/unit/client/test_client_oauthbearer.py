@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
 import pytest
+from oidc_provider import serving
 
 from samsa.cli.command_config import parse_command_config
 from samsa.client.client_tls import client_security
@@ -122,15 +122,8 @@ class TokenEndpoint(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), TokenEndpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/token"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(TokenEndpoint) as url:
+        yield url
 
 
 def test_fetch_token_posts_the_grant_and_reads_the_token(endpoint: str) -> None:

@@ -29,33 +29,16 @@ from pathlib import Path
 
 import grpc
 import pytest
+from broker_tls_flags import broker_config, tls_flags
 from cryptography import x509
 
 from samsa.cli.certificates import KeyPair, create_ca, issue
 from samsa.common.tls import TlsConfigError
-from samsa.services.broker.broker_config import BrokerConfig
 from samsa.services.runtime import transport
 from samsa.services.runtime.certificate_watch import CertificateWatch, Locations
-from samsa.services.runtime.config_loading import load
 from samsa.services.runtime.service_channels import ChannelCache
 
 WHO = "/samsa.test.Who/Certificate"
-REQUIRED = [
-    "--broker-id", "1", "--listen", "127.0.0.1:0", "--controllers", "127.0.0.1:1",
-    "--data-dir", "/nonexistent", "--secret-file", "/nonexistent",
-]  # fmt: skip
-
-
-def broker_config(*flags: str) -> BrokerConfig:
-    return load(BrokerConfig, "broker", [*REQUIRED, *flags], {})
-
-
-def tls_flags(pair: KeyPair, ca: KeyPair, client_auth: str = "required") -> list[str]:
-    return [
-        "--security-protocol", "SSL", "--ssl-ca-location", str(ca.certificate),
-        "--ssl-certificate-location", str(pair.certificate), "--ssl-key-location", str(pair.key),
-        "--ssl-client-auth", client_auth,
-    ]  # fmt: skip
 
 
 @pytest.fixture

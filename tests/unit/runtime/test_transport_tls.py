@@ -22,32 +22,14 @@ from pathlib import Path
 
 import grpc
 import pytest
+from broker_tls_flags import broker_config, tls_flags
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from samsa.cli.certificates import KeyPair, create_ca, issue
-from samsa.services.broker.broker_config import BrokerConfig
 from samsa.services.runtime import health_file, transport
 from samsa.services.runtime.config import ConfigError
-from samsa.services.runtime.config_loading import load
 from samsa.services.runtime.server import GrpcServer
 from samsa.services.runtime.service_channels import service_channel
-
-REQUIRED = [
-    "--broker-id", "1", "--listen", "127.0.0.1:0", "--controllers", "127.0.0.1:1",
-    "--data-dir", "/nonexistent", "--secret-file", "/nonexistent",
-]  # fmt: skip
-
-
-def broker_config(*flags: str) -> BrokerConfig:
-    return load(BrokerConfig, "broker", [*REQUIRED, *flags], {})
-
-
-def tls_flags(pair: KeyPair, ca: KeyPair, client_auth: str = "required") -> list[str]:
-    return [
-        "--security-protocol", "SSL", "--ssl-ca-location", str(ca.certificate),
-        "--ssl-certificate-location", str(pair.certificate), "--ssl-key-location", str(pair.key),
-        "--ssl-client-auth", client_auth,
-    ]  # fmt: skip
 
 
 @pytest.fixture
