@@ -10,12 +10,10 @@ ConfigRecords of that resource; each broker reads its own from its image.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import BROKER_RESOURCE, MetadataImage
 from samsa.metadata.replication_throttles import INT_MAX, LONG_MAX, RATE_KEYS, parse_rate
-from samsa.services.controller.config_alterations import altered, config_records
+from samsa.services.controller.config_alterations import altered, altered_twice, config_records
 from samsa.v1 import controller_pb2 as c
 from samsa.v1 import metadata_pb2 as m
 
@@ -38,10 +36,8 @@ def alter_broker_throttles(
             f"broker resource {name[:40]!r} is neither '' (the cluster-wide topic defaults) nor "
             "a broker id such as '1' (its replication throttle rates)"
         )
-    names = Counter(alteration.name for alteration in resource.alterations)
-    twice = sorted(key for key, count in names.items() if count > 1)
-    if twice:
-        return ErrorCode.INVALID_REQUEST, f"config {', '.join(twice)} is altered twice"
+    if (twice := altered_twice(resource.alterations)) is not None:
+        return twice
     for alteration in resource.alterations:
         if alteration.name not in RATE_KEYS:
             return ErrorCode.INVALID_CONFIG, (

@@ -15,8 +15,6 @@ unclean.leader.election.enable on elects a live replica of their offline partiti
 
 from __future__ import annotations
 
-from collections import Counter
-
 from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import BROKER_RESOURCE, MetadataImage
 from samsa.metadata.replication_throttles import RATE_KEYS
@@ -30,7 +28,7 @@ from samsa.services.controller.broker_throttle_control import (
     alter_broker_throttles,
     broker_id_of,
 )
-from samsa.services.controller.config_alterations import altered, config_records
+from samsa.services.controller.config_alterations import altered, altered_twice, config_records
 from samsa.services.controller.eligible_leaders import (
     MIN_ISR_CONFIG,
     MIN_ISR_DEFAULT,
@@ -68,10 +66,8 @@ def alter_cluster_defaults(
         if broker_id_of(name) is not None and rates_only:  # its replication throttle rates
             return alter_broker_throttles(image, resource)
         return ErrorCode.INVALID_REQUEST, PER_BROKER_REFUSAL.format(name=name[:40])
-    names = Counter(alteration.name for alteration in resource.alterations)
-    twice = sorted(key for key, count in names.items() if count > 1)
-    if twice:
-        return ErrorCode.INVALID_REQUEST, f"config {', '.join(twice)} is altered twice"
+    if (twice := altered_twice(resource.alterations)) is not None:
+        return twice
     for alteration in resource.alterations:
         if alteration.name not in BROKER_DEFAULT_KEYS:
             return ErrorCode.INVALID_CONFIG, (

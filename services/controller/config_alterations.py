@@ -1,9 +1,11 @@
 """Alterations of one resource's configs (IncrementalAlterConfigs' SET, DELETE, APPEND,
 SUBTRACT) and the ConfigRecords that store the result: pure, shared by topics' configs
-(config_control.py) and the cluster-wide defaults (cluster_defaults_control.py)."""
+(config_control.py), the cluster-wide defaults (cluster_defaults_control.py) and a broker's
+throttle rates (broker_throttle_control.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from samsa.common.errors import ErrorCode
@@ -18,6 +20,17 @@ LIST_CONFIGS = frozenset(
         "follower.replication.throttled.replicas",
     }
 )
+
+
+def altered_twice(
+    alterations: Iterable[c.IncrementalAlterConfigsRequest.Alteration],
+) -> tuple[int, str] | None:
+    """INVALID_REQUEST naming the configs a request alters more than once, or None."""
+    names = Counter(alteration.name for alteration in alterations)
+    twice = sorted(name for name, count in names.items() if count > 1)
+    if twice:
+        return ErrorCode.INVALID_REQUEST, f"config {', '.join(twice)} is altered twice"
+    return None
 
 
 def altered(

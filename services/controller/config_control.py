@@ -9,7 +9,7 @@ from samsa.common.errors import ErrorCode, InvalidConfigError
 from samsa.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from samsa.metadata.topic_defaults import cluster_defaults, effective_topic_configs
 from samsa.services.controller.cluster_defaults_control import alter_cluster_defaults
-from samsa.services.controller.config_alterations import altered, config_records
+from samsa.services.controller.config_alterations import altered, altered_twice, config_records
 from samsa.services.controller.control_result import ControlResult
 from samsa.services.controller.eligible_leaders import cleared_on_min_isr_change
 from samsa.services.controller.unclean_election import (
@@ -88,10 +88,8 @@ def _alter_topic(
     topic = image.topics.get(target.name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {target.name!r} does not exist"
-    names = Counter(alteration.name for alteration in resource.alterations)
-    twice = sorted(name for name, count in names.items() if count > 1)
-    if twice:
-        return ErrorCode.INVALID_REQUEST, f"config {', '.join(twice)} is altered twice"
+    if (twice := altered_twice(resource.alterations)) is not None:
+        return twice
     current = dict(image.topic_configs(target.name))
     for alteration in resource.alterations:
         if alteration.name not in TOPIC_KEYS:
