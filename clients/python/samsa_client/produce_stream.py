@@ -15,7 +15,9 @@ waiting on it with the gRPC error, and the driver opens a new one for the next r
 `expire()` breaks the stream once a request is past its request timeout, failing what waits on
 it, as Kafka drops a connection past request.timeout.ms; a request whose deadline came sooner, its
 batches' delivery deadline (given to `send`), fails alone: the stream and its other requests go
-on. At most `limits.produce_stream_in_flight_max` requests wait on one
+on. A stream the broker ended at its SASL ticket's expiry (refusals.session_expired, KIP-368)
+broke for a passing reason too: its requests are retried on a new stream, after a new login.
+At most `limits.produce_stream_in_flight_max` requests wait on one
 stream (the broker's own bound): the driver asks `has_room()` before draining for its broker.
 """
 
@@ -32,6 +34,7 @@ import grpc
 from samsa.client.produce_message import EncodedRequest, produce_stream_message
 from samsa.client.producer_batch import ProducerBatch
 from samsa.client.producer_ids import RETRIABLE_STATUSES
+from samsa.client.refusals import session_expired
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
@@ -147,6 +150,8 @@ class ProduceStream:
             error = StreamBroken(grpc.StatusCode.UNAVAILABLE, "the broker ended the stream")
         except grpc.RpcError as rpc_error:
             error = rpc_error
+            if session_expired(rpc_error):  # not refused: retried on a new stream, a new login
+                error = StreamBroken(grpc.StatusCode.UNAVAILABLE, rpc_error.details() or "")
         except asyncio.CancelledError:
             error = StreamBroken(grpc.StatusCode.CANCELLED, "the stream was closed")
         except Exception as failure:  # an answer's handling failed: a bug, but the requests

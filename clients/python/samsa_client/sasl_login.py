@@ -18,11 +18,14 @@ with the plugin's message, which starts with AUTHENTICATION_FAILED, and refusals
 into an AuthenticationError, raised at once like an ACL refusal. An exchange that could not
 reach the server fails the call UNAVAILABLE without that prefix: retried as any unreachable
 server. A server refusing a ticket (UNAUTHENTICATED, samsa-error-code 58) makes every login of
-the process drop its ticket (`ticket_refused`), the refusal naming no client.
+the process drop its ticket (`ticket_refused`), the refusal naming no client. So does a request
+stream the server ended at its ticket's expiry (`stream_expired`, KIP-368), which is no refusal:
+the stream's driver reopens it, with a ticket from a new exchange, and sends its requests again.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -34,6 +37,8 @@ import grpc
 from samsa.client.errors import AUTHENTICATION_FAILED
 from samsa.client.sasl_session import LoginState
 from samsa.common.tls import SaslSettings
+
+log = logging.getLogger(__name__)
 
 TICKET_KEY = "samsa-sasl-ticket"
 
@@ -108,6 +113,13 @@ def ticket_refused() -> None:
         logins = list(_LOGINS)
     for login in logins:
         login.refused()
+
+
+def stream_expired(details: str) -> None:
+    """A server ended a request stream at its ticket's expiry (refusals.py): every login drops
+    its ticket, as after a refusal, and the stream is reopened (logged: tests count these)."""
+    log.info("a stream's SASL session expired; logging in again to reopen it: %s", details)
+    ticket_refused()
 
 
 def endpoint_of(service_url: str) -> str:
