@@ -2,18 +2,21 @@
 
 Goal: with OAuth tokens that live 4 s (so every session ticket does: a session is capped at its
 token's exp), an idempotent producer and a consumer in a group keep producing and fetching on
-their ProduceStream and FetchStream across several sessions: the brokers end those streams at
-their tickets' expiry (UNAUTHENTICATED, code 58, `samsa-sasl-session: expired`), the SDK logs in
-again, reopens them and retries what was waiting, so that every record is acknowledged and read
-exactly once, with no AuthenticationError. A stream ended because its SCRAM credential was
-deleted is still a refusal: the producer's records fail with AuthenticationError.
+their ProduceStream and FetchStream across several sessions, every record acknowledged and read
+exactly once, with no AuthenticationError, in both of the SDK's ways: it reopens an idle stream
+once its ticket is due for renewal (proactive); and, with that turned off, the broker ends the
+streams at their tickets' expiry (UNAUTHENTICATED, code 58, `samsa-sasl-session: expired`) and
+the SDK logs in again, reopens them and retries what was waiting. A stream ended because its
+SCRAM credential was deleted is still a refusal: the producer's records fail with
+AuthenticationError.
 
 Method: 1 controller, 1 broker and 1 coordinator (real processes, TLS, SASL with SCRAM and
 OAUTHBEARER, no authorizer; every process stopped by PID also on failure) started by
 `local_cluster(..., sasl=True)`, and the test's OIDC token endpoint (tests/helpers/
-oidc_provider.py) issuing 4-second tokens. The streams' expiries are counted from the SDK's log
-line (sasl_login.stream_expired), waited for, never slept on; sasl.session.lifetime.ms keeps its
-allowed default (the token bounds the session).
+oidc_provider.py) issuing 4-second tokens. Reopened streams and expiries are counted from the
+SDK's log lines (produce_sender, fetch_link, sasl_login.stream_expired), waited for, never slept
+on; the proactive way is turned off by patching AioChannels.stream_stale. sasl.session.lifetime.ms
+keeps its allowed default (the token bounds the session).
 """
 
 from __future__ import annotations
@@ -36,14 +39,17 @@ from samsa.client import (
     ScramCredentialInfo,
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
+    produce_sender,
     sasl_login,
 )
+from samsa.client.channels import AioChannels
 from samsa.client.record_future import RecordFuture
+from samsa.common import fetch_link
 
 pytestmark = pytest.mark.timeout(300)
 
 TOKEN_LIFETIME_S = 4
-EXPIRIES = 4  # streams ended at their ticket's expiry, producer's and consumer's together
+RENEWALS = 4  # streams reopened (or ended at expiry), producer's and consumer's together
 
 token_url = token_url_fixture()
 
@@ -62,7 +68,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     }
     with local_cluster(data_dir, 1, 1, settings, coordinators=1, sasl=True) as running:
         with Admin(admin_config(running)) as admin:
-            admin.create_topic("events", 2, 1)
+            admin.create_topic("events-True", 2, 1)
+            admin.create_topic("events-False", 2, 1)
             admin.create_topic("audit", 1, 1)
         yield running
 
@@ -87,10 +94,20 @@ def short_tokens() -> Iterator[None]:
         IdentityProvider.lifetime_s = 600
 
 
+@pytest.mark.parametrize("proactive", [True, False], ids=["reopened-when-due", "ended-at-expiry"])
 def test_streams_outlive_many_sessions_with_every_record_once(
-    cluster: LocalCluster, token_url: str, short_tokens: None, caplog: pytest.LogCaptureFixture
+    cluster: LocalCluster,
+    token_url: str,
+    short_tokens: None,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    proactive: bool,
 ) -> None:
-    caplog.set_level(logging.INFO, logger=sasl_login.log.name)
+    for logger in (sasl_login.log, produce_sender.log, fetch_link.log):
+        caplog.set_level(logging.INFO, logger=logger.name)
+    if not proactive:
+        monkeypatch.setattr(AioChannels, "stream_stale", lambda self, generation: False)
+    wanted = "reopened for a fresh SASL ticket" if proactive else "SASL session expired"
     client = {
         **tls_only(cluster),
         "sasl.mechanism": "OAUTHBEARER",
@@ -102,18 +119,19 @@ def test_streams_outlive_many_sessions_with_every_record_once(
     futures: list[RecordFuture] = []
     read: list[bytes] = []
 
-    def expiries() -> int:
-        return sum("SASL session expired" in r.getMessage() for r in caplog.records)
+    def renewals() -> int:
+        return sum(wanted in r.getMessage() for r in caplog.records)
 
     producer_config = {**client, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
-    consumer_config = {**client, "group.id": "readers", "auto.offset.reset": "earliest"}
+    group = f"readers-{proactive}"
+    consumer_config = {**client, "group.id": group, "auto.offset.reset": "earliest"}
     with Producer(producer_config) as producer, Consumer(consumer_config) as consumer:
-        consumer.subscribe(["events"])
+        consumer.subscribe([topic := f"events-{proactive}"])
 
         def produced_and_read_across_sessions() -> bool:
-            futures.append(producer.send("events", b"e%d" % len(futures)))
+            futures.append(producer.send(topic, b"e%d" % len(futures)))
             read.extend(record.value for record in consumer.poll(0.2))
-            return expiries() >= EXPIRIES
+            return renewals() >= RENEWALS
 
         wait_until(
             "streams ended at their sessions' expiry", produced_and_read_across_sessions, 180

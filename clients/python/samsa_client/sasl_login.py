@@ -21,6 +21,9 @@ server. A server refusing a ticket (UNAUTHENTICATED, samsa-error-code 58) makes 
 the process drop its ticket (`ticket_refused`), the refusal naming no client. So does a request
 stream the server ended at its ticket's expiry (`stream_expired`, KIP-368), which is no refusal:
 the stream's driver reopens it, with a ticket from a new exchange, and sends its requests again.
+Drivers also reopen an idle stream whose ticket is due for renewal (`stream_stale`), so that a
+stream that finds an idle moment never meets its expiry: gRPC asks the plugin for a ticket as a
+call opens, never again for a stream's messages, so an open stream keeps the ticket it had.
 """
 
 from __future__ import annotations
@@ -92,6 +95,24 @@ class SaslLogin:
                 raise LoginRefused(message) from None
             self._state.earned(ticket, lifetime_ms, self._now_ms())
             return ticket
+
+    def stream_generation(self) -> int:
+        """The exchange whose ticket a stream opened now carries: the last one, or the next when
+        the ticket is due for renewal (the stream's opening runs that exchange). Read without
+        the lock, which an exchange holds: an event loop asks it."""
+        state = self._state
+        return state.attempts + (state.ticket_at(self._now_ms()) is None)
+
+    def stream_stale(self, generation: int) -> bool:
+        """Whether a stream opened at `generation` carries a ticket due for renewal, or older
+        than the login's: reopened at its next idle point, it carries a fresh one before the
+        server ends it at expiry (KIP-368's re-authentication, for a stream). Without the lock,
+        as `stream_generation`: a race costs one reopen more or less, never a failure."""
+        state = self._state
+        attempts = state.attempts
+        return attempts > generation or (
+            attempts == generation and state.ticket_at(self._now_ms()) is None
+        )
 
     def refused(self) -> None:
         """A server refused the ticket: the next call authenticates afresh."""
