@@ -6,7 +6,8 @@ their ProduceStream and FetchStream across several sessions, every record acknow
 exactly once, with no AuthenticationError, in both of the SDK's ways: it reopens an idle stream
 once its ticket is due for renewal (proactive); and, with that turned off, the broker ends the
 streams at their tickets' expiry (UNAUTHENTICATED, code 58, `samsa-sasl-session: expired`) and
-the SDK logs in again, reopens them and retries what was waiting. A stream ended because its
+the SDK logs in again, reopens them and retries what was waiting; a transactional producer's
+commits go through its TransactionStream meeting those expiries too. A stream ended because its
 SCRAM credential was deleted is still a refusal: the producer's records fail with
 AuthenticationError.
 
@@ -71,6 +72,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
             admin.create_topic("events-True", 2, 1)
             admin.create_topic("events-False", 2, 1)
             admin.create_topic("audit", 1, 1)
+            admin.create_topic("txn-events", 1, 1)
         yield running
 
 
@@ -83,6 +85,21 @@ def admin_config(cluster: LocalCluster) -> dict[str, object]:
 
 def tls_only(cluster: LocalCluster) -> dict[str, object]:
     return {k: v for k, v in admin_config(cluster).items() if not str(k).startswith("sasl.")}
+
+
+def oauth_client(cluster: LocalCluster, token_url: str) -> dict[str, object]:
+    return {
+        **tls_only(cluster),
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": token_url,
+        "sasl.oauthbearer.client.id": "svc-orders",
+        "sasl.oauthbearer.client.secret": SECRETS["svc-orders"],
+    }
+
+
+def expiries(caplog: pytest.LogCaptureFixture) -> int:
+    return sum("SASL session expired" in r.getMessage() for r in caplog.records)
 
 
 @pytest.fixture
@@ -108,14 +125,7 @@ def test_streams_outlive_many_sessions_with_every_record_once(
     if not proactive:
         monkeypatch.setattr(AioChannels, "stream_stale", lambda self, generation: False)
     wanted = "reopened for a fresh SASL ticket" if proactive else "SASL session expired"
-    client = {
-        **tls_only(cluster),
-        "sasl.mechanism": "OAUTHBEARER",
-        "sasl.oauthbearer.method": "oidc",
-        "sasl.oauthbearer.token.endpoint.url": token_url,
-        "sasl.oauthbearer.client.id": "svc-orders",
-        "sasl.oauthbearer.client.secret": SECRETS["svc-orders"],
-    }
+    client = oauth_client(cluster, token_url)
     futures: list[RecordFuture] = []
     read: list[bytes] = []
 
@@ -148,6 +158,44 @@ def test_streams_outlive_many_sessions_with_every_record_once(
     written = [(m.partition, m.offset) for m in offsets if m.offset >= 0]
     assert len(written) == len(set(written)), "no two records at one offset"
     assert sorted(read) == sorted(sent), "each record read once"
+
+
+def test_a_transactional_producer_commits_across_sessions_ended_at_expiry(
+    cluster: LocalCluster,
+    token_url: str,
+    short_tokens: None,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The TransactionStream (EndTxn) and the ProduceStream meet their tickets' expiry (the
+    reopening when due turned off): each commit still succeeds, each record is read once."""
+    caplog.set_level(logging.INFO, logger=sasl_login.log.name)
+    monkeypatch.setattr(AioChannels, "stream_stale", lambda self, generation: False)
+    client = oauth_client(cluster, token_url)
+    committed: list[bytes] = []
+    with Producer({**client, "transactional.id": "txn-app", "linger.ms": 5}) as producer:
+        producer.init_transactions(30)
+
+        def one_transaction() -> bool:
+            producer.begin_transaction()
+            value = b"t%d" % len(committed)
+            producer.send("txn-events", value)
+            producer.commit_transaction(30)  # AuthenticationError, a KafkaError, would raise
+            committed.append(value)
+            return expiries(caplog) >= RENEWALS
+
+        wait_until("transactions across expired sessions", one_transaction, 180)
+    readers = {**client, "group.id": "txn-readers", "auto.offset.reset": "earliest"}
+    read: list[bytes] = []
+    with Consumer({**readers, "isolation.level": "read_committed"}) as consumer:
+        consumer.subscribe(["txn-events"])
+
+        def all_read() -> bool:
+            read.extend(record.value for record in consumer.poll(0.5))
+            return set(read) >= set(committed)
+
+        wait_until("every committed record read", all_read, 60)
+    assert sorted(read) == sorted(committed), "each committed record read once"
 
 
 def test_a_deleted_credential_still_ends_a_producers_stream_with_authentication_error(
