@@ -8,7 +8,9 @@ may or may not have been applied, so the caller starts its fetch session over ei
 failed unary call. A server that answers UNIMPLEMENTED (a broker from before the stream, during a
 rolling upgrade) gets unary Fetch calls from then on, until one of those fails (it may come back
 upgraded). A fetch cancelled while it waits drops the stream, whose next message would be the
-cancelled fetch's answer.
+cancelled fetch's answer. A consumer's stream is reopened too, between two fetches, once its
+SASL ticket is due for renewal (`age`: the SDK's channels, sasl_login.py), so that it carries a
+fresh one before the broker ends it at the old one's expiry (KIP-368).
 
 A server that ends a stream at once (UNIMPLEMENTED) often ends it while the client still writes
 the first request; grpc then fails that write with its own INTERNAL status, and the server's
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import grpc
 
@@ -34,6 +37,15 @@ OpenStream = Callable[[grpc.aio.Channel], grpc.aio.StreamStreamCall]
 UnaryFetch = Callable[
     [grpc.aio.Channel, broker_pb2.FetchRequest, float], Awaitable[broker_pb2.FetchResponse]
 ]
+
+
+class StreamAge(Protocol):
+    """Which SASL ticket a stream opened now carries, and whether one opened at that
+    `generation` should be reopened for a fresh one (the SDK's AioChannels)."""
+
+    def stream_generation(self) -> int: ...
+
+    def stream_stale(self, generation: int) -> bool: ...
 
 
 class FetchFailed(Exception):
@@ -66,8 +78,11 @@ class FetchLink:
         wrap: Callable[[broker_pb2.FetchRequest], object],
         unary: UnaryFetch,
         rpc: str,
+        age: StreamAge | None = None,
     ) -> None:
         self._open_stream = open_stream
+        self._age = age
+        self._generation = 0  # the stream's, as it opened
         self._wrap = wrap
         self._unary = unary
         self._rpc = rpc
@@ -108,10 +123,14 @@ class FetchLink:
         self, channel: grpc.aio.Channel, request: broker_pb2.FetchRequest, timeout_s: float
     ) -> broker_pb2.FetchResponse:
         opened = self._call is None or self._channel is not channel or self._call.done()
+        if not opened and self._age is not None and self._age.stream_stale(self._generation):
+            log.info("%s reopened for a fresh SASL ticket", self._rpc)
+            opened = True
         if opened:
             # A stream the server ended while it sat idle (fetch_stream.REQUEST_WAIT_S, a
             # restart) read none of our requests: a fresh one carries this request as well.
             self.close()
+            self._generation = 0 if self._age is None else self._age.stream_generation()
             self._call = self._open_stream(channel)
             self._channel = channel
         call = self._call

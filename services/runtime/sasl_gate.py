@@ -14,12 +14,16 @@ makes it, in one of two ways:
    provider holds the user): it stands until it expires, which is never past its token's exp,
    and only on a process that enables OAUTHBEARER.
 Exempt: the exchange itself (SaslService), health checks and reflection. A refused call answers
-UNAUTHENTICATED with `samsa-error-code: 58` (SASL_AUTHENTICATION_FAILED) and a message saying
-what to do. A request stream is decided as it opens, and its credential is checked again at each
-message (`still_current`): deleting or replacing it ends the stream too, as it refuses the next
-call. An admitted client's principal is `User:<name>`; the interceptor sets it in
-`SASL_PRINCIPAL` around the handler, where `authorization.principal_of` (the authorizer, user
-quotas) reads it ahead of the TLS certificate's subject.
+UNAUTHENTICATED with `samsa-error-code: 58` (SASL_AUTHENTICATION_FAILED) and a message saying what
+to do. A request stream is decided as it opens, and its credential is checked again at each message
+(`still_current`): deleting or replacing it ends the stream too, as it refuses the next call. So
+does its ticket's expiry (`expired`, KIP-368's connections.max.reauth.ms, bounded here by the
+ticket's lifetime): a message that comes after it ends the stream UNAUTHENTICATED with code 58 and
+`samsa-sasl-session: expired` (SESSION_EXPIRED_TRAILING_METADATA), which tells a client to log in
+again and reopen the stream rather than fail: nothing was refused. An admitted client's principal
+is `User:<name>`; the interceptor sets it in `SASL_PRINCIPAL` around the handler, where
+`authorization.principal_of` (the authorizer, user quotas) reads it ahead of the TLS certificate's
+subject.
 """
 
 from __future__ import annotations
@@ -53,6 +57,11 @@ NO_TICKET = (
 Credentials = Mapping[tuple[str, int], scram.ScramCredential]
 # What every refusal carries, so that a client in any language knows a failed login.
 REFUSAL_TRAILING_METADATA = ((ERROR_CODE_KEY, str(int(ErrorCode.SASL_AUTHENTICATION_FAILED))),)
+# A request stream whose ticket expired: the refusal's code, and the marker that says it is an
+# expiry (log in again, reopen the stream), not a refusal (errors.proto documents both).
+SESSION_KEY = "samsa-sasl-session"
+SESSION_EXPIRED = "expired"
+SESSION_EXPIRED_TRAILING_METADATA = (*REFUSAL_TRAILING_METADATA, (SESSION_KEY, SESSION_EXPIRED))
 
 
 def exempt(method: str) -> bool:
@@ -62,8 +71,8 @@ def exempt(method: str) -> bool:
 
 class Decision(NamedTuple):
     """Admitted (`refusal` None) as `principal` (None: the cluster itself), or refused. A
-    client admitted on its ticket names the credential it was earned with (`session`), which
-    `still_current` checks at every message of a request stream."""
+    client admitted on its ticket names the credential it was earned with and the ticket's expiry
+    (`session`), which `still_current` and `expired` check at every message of a request stream."""
 
     principal: str | None
     refusal: str | None = None
@@ -98,29 +107,49 @@ def decide(
     if claims.mechanism is sasl_tickets.OAUTHBEARER:
         if not bearer:
             return Decision(None, "OAUTHBEARER is not enabled on this process: log in with SCRAM")
-        return Decision(USER_PREFIX + claims.user)
+        session = Session((claims.user, claims.mechanism.number), None, claims.expires_ms)
+        return Decision(USER_PREFIX + claims.user, None, session)
     assert isinstance(claims.mechanism, scram.Mechanism)
     key_of = (claims.user, claims.mechanism.number)
     current = credentials.get(key_of)
     if current is None or current.fingerprint() != claims.fingerprint:
         return Decision(None, revoked(claims.user, claims.mechanism))
-    return Decision(USER_PREFIX + claims.user, None, Session(key_of, current))
+    return Decision(USER_PREFIX + claims.user, None, Session(key_of, current, claims.expires_ms))
 
 
 class Session(NamedTuple):
-    """The credential a client's session was admitted on: (user, mechanism number) and it."""
+    """What a client's session was admitted on: (user, mechanism number), its SCRAM credential
+    (None for OAUTHBEARER: none is stored), and when its ticket expires (unix ms)."""
 
     key: tuple[str, int]
-    credential: scram.ScramCredential
+    credential: scram.ScramCredential | None
+    expires_ms: int
 
 
 def still_current(session: Session, credentials: Credentials) -> bool:
     """Whether the session's credential is still the user's (neither deleted nor replaced):
     asked at every message of a request stream, so an identity check first (the image keeps
     the same object until the credential changes), then a comparison (a reloaded snapshot
-    makes equal new ones)."""
+    makes equal new ones). An OAUTHBEARER session has no credential to lose."""
+    if session.credential is None:
+        return True
     current = credentials.get(session.key)
     return current is session.credential or current == session.credential
+
+
+def expired(session: Session, now_ms: int) -> bool:
+    """Whether the session's ticket has expired at `now_ms` (one comparison: asked at every
+    message of a request stream)."""
+    return now_ms >= session.expires_ms
+
+
+def expiry(session: Session, now_ms: int) -> str:
+    """Why a request stream ended at its ticket's expiry, and what the client does."""
+    return (
+        f"the SASL session of user {session.key[0]!r} expired {now_ms - session.expires_ms} ms "
+        "ago (its ticket's lifetime, sasl.session.lifetime.ms or the token's exp): log in again "
+        "and reopen the stream"
+    )
 
 
 def revoked(user: str, mechanism: scram.Mechanism) -> str:

@@ -6,7 +6,11 @@ adapter.
 It wraps each method's handler once (WrappingInterceptor); exempt methods (SaslService, health,
 reflection) keep their handler. A call is decided as it opens; a request stream's credential is
 checked again at each of its messages (sasl_gate.still_current: an identity check, ~0.1 µs), so a
-credential deleted or replaced ends it UNAUTHENTICATED too. The ticket is read from the call's
+credential deleted or replaced ends it UNAUTHENTICATED too; so does its ticket's expiry (a clock
+read and one comparison a message), with the `samsa-sasl-session: expired` marker that tells the
+client to log in again and reopen it (KIP-368). Only a message finds the expiry: a stream that
+sits idle past it stays open, but nothing flows on it (every stream here is bidirectional, and
+the server only answers the client's messages). The ticket is read from the call's
 metadata, verified (one HMAC) and checked against the image's credential (one dict lookup and
 one hash). A refusal aborts UNAUTHENTICATED with
 `samsa-error-code: 58`. An admitted client's `User:<name>` is set in sasl_gate.SASL_PRINCIPAL in
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -31,10 +35,13 @@ from samsa.services.runtime.request_iterators import close_requests
 from samsa.services.runtime.sasl_gate import (
     REFUSAL_TRAILING_METADATA,
     SASL_PRINCIPAL,
+    SESSION_EXPIRED_TRAILING_METADATA,
     Sasl,
     Session,
     decide,
     exempt,
+    expired,
+    expiry,
     revoked,
     still_current,
 )
@@ -57,9 +64,10 @@ def ticket_in(context: grpc.aio.ServicerContext) -> str | None:
 class SaslGateInterceptor(WrappingInterceptor):
     """Refuses calls without a valid ticket or membership proof; sets the SASL principal."""
 
-    def __init__(self, sasl: Sasl) -> None:
+    def __init__(self, sasl: Sasl, clock_ms: Callable[[], int] = _now_ms) -> None:
         super().__init__()
         self.sasl = sasl
+        self.clock_ms = clock_ms  # unix ms; tests pass a fake one
 
     def wrap_handler(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
         if exempt(method):
@@ -102,11 +110,18 @@ class SaslGateInterceptor(WrappingInterceptor):
     async def _still_current(
         self, requests: AsyncIterator[Any], session: Session
     ) -> AsyncIterator[Any]:
-        """The stream's messages while its credential stays the user's; else the stream ends
-        UNAUTHENTICATED (the guard's path for a bad message, from the task that reads)."""
-        credentials = self.sasl.credentials
+        """The stream's messages while its credential stays the user's and its ticket has not
+        expired; else the stream ends UNAUTHENTICATED (the guard's path for a bad message, from
+        the task that reads), an expiry with its marker."""
+        credentials, clock_ms = self.sasl.credentials, self.clock_ms
         try:
             async for request in requests:
+                if expired(session, now_ms := clock_ms()):
+                    raise UndecodableRequestError(
+                        expiry(session, now_ms),
+                        grpc.StatusCode.UNAUTHENTICATED,
+                        SESSION_EXPIRED_TRAILING_METADATA,
+                    )
                 if not still_current(session, credentials()):
                     user, number = session.key
                     message = revoked(user, scram.MECHANISMS_BY_NUMBER[number])
@@ -119,7 +134,7 @@ class SaslGateInterceptor(WrappingInterceptor):
 
     async def _admit(self, context: grpc.aio.ServicerContext, method: str) -> Session | None:
         sasl = self.sasl
-        now_ms = _now_ms()
+        now_ms = self.clock_ms()
 
         def is_member() -> bool:
             proof = proof_in(context)

@@ -28,6 +28,7 @@ class IdentityProvider(BaseHTTPRequestHandler):
 
     key: ClassVar[SigningKey] = SigningKey("test-key-1")
     audience: ClassVar[str] = AUDIENCE  # what the next tokens are issued for
+    lifetime_s: ClassVar[int] = 600  # how long the next tokens live (their exp - iat)
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -41,9 +42,16 @@ class IdentityProvider(BaseHTTPRequestHandler):
         if SECRETS.get(user) != secret:
             return self._answer(401, {"error": "invalid_client"})
         now = int(time.time())
-        claims = {"sub": user, "iss": ISSUER, "aud": self.audience, "iat": now, "exp": now + 600}
+        lifetime = self.lifetime_s
+        claims = {
+            "sub": user,
+            "iss": ISSUER,
+            "aud": self.audience,
+            "iat": now,
+            "exp": now + lifetime,
+        }
         issued = {"access_token": token(self.key, claims), "token_type": "Bearer"}
-        return self._answer(200, {**issued, "expires_in": 600})
+        return self._answer(200, {**issued, "expires_in": lifetime})
 
     def _answer(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

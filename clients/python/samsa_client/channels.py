@@ -137,6 +137,7 @@ class AioChannels:
 
     def __init__(self, security: ClientSecurity | None = None) -> None:
         self._credentials = None if security is None else security.channel_credentials()
+        self._login = None if security is None else security.login
         self._channels: dict[tuple[str, bool], grpc.aio.Channel] = {}
         self._interceptors = (
             aio_client_interceptors(filter_=TRACED_CALLS) if tracing_configured() else None
@@ -160,6 +161,15 @@ class AioChannels:
                 )
             self._channels[key] = channel
         return channel
+
+    def stream_generation(self) -> int:
+        """The SASL login's generation a stream opened now carries (0 without a login)."""
+        return 0 if self._login is None else self._login.stream_generation()
+
+    def stream_stale(self, generation: int) -> bool:
+        """Whether an idle stream opened at `generation` should be reopened for a fresh SASL
+        ticket (sasl_login.py); never without a login."""
+        return self._login is not None and self._login.stream_stale(generation)
 
     async def close(self) -> None:
         channels, self._channels = list(self._channels.values()), {}

@@ -18,7 +18,7 @@ import itertools
 
 import grpc
 
-from samsa.common.fetch_link import FetchLink
+from samsa.common.fetch_link import FetchLink, StreamAge
 from samsa.metadata.client_quotas import CLIENT_ID_METADATA_KEY
 from samsa.v1 import broker_pb2, broker_pb2_grpc
 
@@ -48,9 +48,10 @@ def client_metadata(client_id: str) -> Metadata:
     return ((CLIENT_ID_METADATA_KEY, client_id),)
 
 
-def consumer_fetch_link(client_id: str = "") -> FetchLink:
+def consumer_fetch_link(client_id: str = "", age: StreamAge | None = None) -> FetchLink:
     """A broker's fetches on one FetchStream, or unary Fetch calls if it has none (common/
-    fetch_link.py), each naming the consumer by `client_id` (none when empty)."""
+    fetch_link.py), each naming the consumer by `client_id` (none when empty); `age`: the
+    channels, whose SASL login says when to reopen the stream for a fresh ticket."""
     metadata = client_metadata(client_id) if client_id else None
 
     async def unary(
@@ -66,4 +67,5 @@ def consumer_fetch_link(client_id: str = "") -> FetchLink:
         wrap=lambda request: broker_pb2.FetchStreamRequest(request=request),
         unary=unary,
         rpc="FetchStream",
+        age=age,
     )

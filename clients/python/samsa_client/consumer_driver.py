@@ -126,7 +126,7 @@ class ConsumerDriver:
         self._fetch_timeout_s = config.fetch_max_wait_ms / 1000 + FETCH_TIMEOUT_MARGIN_S
         self._tasks: set[asyncio.Task[None]] = set()  # fetches and lookups in flight
         self._links: dict[int, FetchLink] = {}  # each broker's FetchStream, by node id
-        self._new_link: Callable[[], FetchLink] = lambda: consumer_fetch_link(self.client_id)
+        self._new_link = lambda: consumer_fetch_link(self.client_id, self._channels)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._wake_scheduled = False

@@ -172,11 +172,17 @@ class ProduceSender:
         return request_ms / 1000, f"no answer within request.timeout.ms ({request_ms} ms)", True
 
     def _stream(self, endpoint: str) -> ProduceStream:
+        """The broker's stream; a new one if it broke, or if it is idle and its SASL ticket
+        is due for renewal (produce_stream.py), logged."""
         stream = self._streams.get(endpoint)
+        channels = self._channels
+        if stream is not None and channels.stream_stale(stream.generation) and stream.retire():
+            log.info("produce stream to %s: reopened for a fresh SASL ticket", endpoint)
         if stream is None or stream.broken:
-            open_call = raw_produce_stream(self._channels.get(endpoint, traced=False))
+            open_call = raw_produce_stream(channels.get(endpoint, traced=False))
             stream = self._streams[endpoint] = ProduceStream(
-                lambda requests: open_call(requests, metadata=self._identity)
+                lambda requests: open_call(requests, metadata=self._identity),
+                channels.stream_generation(),
             )
         return stream
 

@@ -15,7 +15,11 @@ waiting on it with the gRPC error, and the driver opens a new one for the next r
 `expire()` breaks the stream once a request is past its request timeout, failing what waits on
 it, as Kafka drops a connection past request.timeout.ms; a request whose deadline came sooner, its
 batches' delivery deadline (given to `send`), fails alone: the stream and its other requests go
-on. At most `limits.produce_stream_in_flight_max` requests wait on one
+on. A stream the broker ended at its SASL ticket's expiry (refusals.session_expired, KIP-368)
+broke for a passing reason too: its requests are retried on a new stream, after a new login.
+Before that comes, the driver `retire()`s a stream whose ticket is due for renewal once no
+request waits on it, and the next send opens one that carries a fresh ticket.
+At most `limits.produce_stream_in_flight_max` requests wait on one
 stream (the broker's own bound): the driver asks `has_room()` before draining for its broker.
 """
 
@@ -32,6 +36,7 @@ import grpc
 from samsa.client.produce_message import EncodedRequest, produce_stream_message
 from samsa.client.producer_batch import ProducerBatch
 from samsa.client.producer_ids import RETRIABLE_STATUSES
+from samsa.client.refusals import session_expired
 from samsa.common import limits
 from samsa.common.errors import ErrorCode
 from samsa.v1 import broker_pb2
@@ -93,7 +98,7 @@ def stream_error_outcome(error: grpc.RpcError) -> tuple[ErrorCode, bool]:
 class ProduceStream:
     """Must be created and used on one running event loop."""
 
-    def __init__(self, open_call: OpenCall) -> None:
+    def __init__(self, open_call: OpenCall, generation: int = 0) -> None:
         # Bounded by has_room(): at most one queued item per waiting request, plus the sentinel.
         self._requests: asyncio.Queue[bytes | None] = asyncio.Queue(
             maxsize=limits.produce_stream_in_flight_max + 1
@@ -103,6 +108,7 @@ class ProduceStream:
         self._pending: dict[int, tuple[Callback, float, str, bool]] = {}
         self._ids = itertools.count()
         self.broken = False
+        self.generation = generation  # the SASL login's, as it opened (channels.py)
         self._call = open_call(self._outgoing())
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
@@ -147,6 +153,8 @@ class ProduceStream:
             error = StreamBroken(grpc.StatusCode.UNAVAILABLE, "the broker ended the stream")
         except grpc.RpcError as rpc_error:
             error = rpc_error
+            if session_expired(rpc_error):  # not refused: retried on a new stream, a new login
+                error = StreamBroken(grpc.StatusCode.UNAVAILABLE, rpc_error.details() or "")
         except asyncio.CancelledError:
             error = StreamBroken(grpc.StatusCode.CANCELLED, "the stream was closed")
         except Exception as failure:  # an answer's handling failed: a bug, but the requests
@@ -165,6 +173,15 @@ class ProduceStream:
         self._requests.put_nowait(None)
         for callback, _, _, _ in waiting:
             callback(None, error)
+
+    def retire(self) -> bool:
+        """End the stream if no request waits on it (for one with a fresh SASL ticket, opened
+        by the next send); False, nothing done, while one does."""
+        if self._pending or self.broken:
+            return False
+        self._call.cancel()
+        self._break(StreamBroken(grpc.StatusCode.CANCELLED, "reopened with a new SASL ticket"))
+        return True
 
     def expire(self) -> None:
         """Fail the requests past their deadline without an answer: break the stream if one

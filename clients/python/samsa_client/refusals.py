@@ -14,6 +14,10 @@ with SASL_AUTHENTICATION_FAILED): a server answering UNAUTHENTICATED with `samsa
 its ticket so that the next call authenticates afresh (a refusal names no client: the others pay
 one exchange more), and a call whose login failed before it was sent (gRPC answers it
 UNAVAILABLE with the login's message, which starts with AUTHENTICATION_FAILED: sasl_login.py).
+One answer with that code is not a refusal: a request stream the server ended at its ticket's
+expiry (KIP-368) carries `samsa-sasl-session: expired` too (`session_expired`). Then the logins
+drop their tickets as well, and the stream's requests fail as after any broken stream (no
+AuthorizationError): the caller reopens it, which logs in again, and sends them again.
 
 DescribeTopics is answered per topic instead (Kafka's Metadata): a topic the caller may not
 DESCRIBE comes back with TOPIC_AUTHORIZATION_FAILED (`topic_refusals`), and the calls that need
@@ -34,6 +38,9 @@ from samsa.common.errors import ErrorCode
 
 ERROR_CODE_KEY = "samsa-error-code"
 RESOURCE_KEY = "samsa-resource"
+# With code 58: the server ended a request stream at its ticket's expiry (errors.proto).
+SESSION_KEY = "samsa-sasl-session"
+SESSION_EXPIRED = "expired"
 Trailing = Iterable[tuple[str, str | bytes]]
 # Refused by the cluster's ACLs: every server refuses it the same (`authorization_error`).
 REFUSED_BY_ACLS = frozenset({grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED})
@@ -68,6 +75,9 @@ def refusal_of(
     with contextlib.suppress(ValueError, TypeError):
         error_code = ErrorCode(int(trailing.get(ERROR_CODE_KEY, error_code)))
     if error_code == ErrorCode.SASL_AUTHENTICATION_FAILED:
+        if trailing.get(SESSION_KEY) == SESSION_EXPIRED:
+            sasl_login.stream_expired(details)
+            return None  # not refused: the stream is reopened, after a new login
         sasl_login.ticket_refused()
         return AuthenticationError(details or f"{AUTHENTICATION_FAILED}: {code.name}")
     resource = trailing.get(RESOURCE_KEY, "")
@@ -75,6 +85,20 @@ def refusal_of(
         resource = resource.decode("utf-8", "replace")
     message = details or code.name
     return AuthorizationError(message, error_code, str(resource))
+
+
+def session_expired(error: grpc.RpcError) -> bool:
+    """Whether the server ended a stream at its SASL ticket's expiry (UNAUTHENTICATED, code 58
+    and the marker), not refused it; if so every login has dropped its ticket (`refusal_of`)."""
+    code = error.code() if callable(getattr(error, "code", None)) else None
+    if code != grpc.StatusCode.UNAUTHENTICATED:
+        return False
+    trailing: Trailing = ()
+    with contextlib.suppress(Exception):
+        trailing = tuple(error.trailing_metadata() or ())
+    if (SESSION_KEY, SESSION_EXPIRED) not in trailing:
+        return False
+    return refusal_of(code, error.details() or "", trailing) is None
 
 
 def topic_refusals(topics: Iterable[Any]) -> dict[str, AuthorizationError]:

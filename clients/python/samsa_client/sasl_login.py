@@ -18,11 +18,17 @@ with the plugin's message, which starts with AUTHENTICATION_FAILED, and refusals
 into an AuthenticationError, raised at once like an ACL refusal. An exchange that could not
 reach the server fails the call UNAVAILABLE without that prefix: retried as any unreachable
 server. A server refusing a ticket (UNAUTHENTICATED, samsa-error-code 58) makes every login of
-the process drop its ticket (`ticket_refused`), the refusal naming no client.
+the process drop its ticket (`ticket_refused`), the refusal naming no client. So does a request
+stream the server ended at its ticket's expiry (`stream_expired`, KIP-368), which is no refusal:
+the stream's driver reopens it, with a ticket from a new exchange, and sends its requests again.
+Drivers also reopen an idle stream whose ticket is due for renewal (`stream_stale`), so that a
+stream that finds an idle moment never meets its expiry: gRPC asks the plugin for a ticket as a
+call opens, never again for a stream's messages, so an open stream keeps the ticket it had.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -34,6 +40,8 @@ import grpc
 from samsa.client.errors import AUTHENTICATION_FAILED
 from samsa.client.sasl_session import LoginState
 from samsa.common.tls import SaslSettings
+
+log = logging.getLogger(__name__)
 
 TICKET_KEY = "samsa-sasl-ticket"
 
@@ -88,6 +96,24 @@ class SaslLogin:
             self._state.earned(ticket, lifetime_ms, self._now_ms())
             return ticket
 
+    def stream_generation(self) -> int:
+        """The exchange whose ticket a stream opened now carries: the last one, or the next when
+        the ticket is due for renewal (the stream's opening runs that exchange). Read without
+        the lock, which an exchange holds: an event loop asks it."""
+        state = self._state
+        return state.attempts + (state.ticket_at(self._now_ms()) is None)
+
+    def stream_stale(self, generation: int) -> bool:
+        """Whether a stream opened at `generation` carries a ticket due for renewal, or older
+        than the login's: reopened at its next idle point, it carries a fresh one before the
+        server ends it at expiry (KIP-368's re-authentication, for a stream). Without the lock,
+        as `stream_generation`: a race costs one reopen more or less, never a failure."""
+        state = self._state
+        attempts = state.attempts
+        return attempts > generation or (
+            attempts == generation and state.ticket_at(self._now_ms()) is None
+        )
+
     def refused(self) -> None:
         """A server refused the ticket: the next call authenticates afresh."""
         with self._lock:
@@ -108,6 +134,13 @@ def ticket_refused() -> None:
         logins = list(_LOGINS)
     for login in logins:
         login.refused()
+
+
+def stream_expired(details: str) -> None:
+    """A server ended a request stream at its ticket's expiry (refusals.py): every login drops
+    its ticket, as after a refusal, and the stream is reopened (logged: tests count these)."""
+    log.info("a stream's SASL session expired; logging in again to reopen it: %s", details)
+    ticket_refused()
 
 
 def endpoint_of(service_url: str) -> str:

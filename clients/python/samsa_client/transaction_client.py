@@ -4,12 +4,13 @@ and retry what is retriable until the caller's deadline.
 
 EndTxn, AddOffsetsToTxn and TxnOffsetCommit go over one TransactionStream per coordinator
 (common/request_stream.py), opened on first use and again after it broke: commit_transaction()
-waits on an EndTxn round trip, and a message on an open stream costs about half of a new unary
-call (DESIGN §12). A coordinator that answers UNIMPLEMENTED (one from before the stream, in a
-rolling upgrade) gets unary calls from then on, until one of those fails. When the application
-traces (it set a tracer provider), every call is unary, so that each is a span of its trace as
-before: a stream would be one span for the connection. InitTransactions is always unary (once
-per producer).
+waits on an EndTxn round trip, and a message on an open stream costs about half of a new unary call
+(DESIGN §12). A coordinator that answers UNIMPLEMENTED (one from before the stream, in a rolling
+upgrade) gets unary calls from then on, until one of those fails. A stream the coordinator ended at
+its SASL ticket's expiry is no refusal (refusals.py): its call is retried on a new one; an idle
+stream is reopened before that once its ticket is due for renewal. When the application traces (it
+set a tracer provider), every call is unary, so that each is a span of its trace as before: a
+stream would be one span for the connection. InitTransactions is always unary (once per producer).
 
 Retried: the coordinator moved or is loading (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 COORDINATOR_NOT_AVAILABLE: found again), an earlier request of the id is still being written
@@ -89,12 +90,21 @@ class TransactionStream(RequestStream[Any, Any]):
     """One TransactionStream to one coordinator: each request in the field of its kind, its
     answer read from the field the coordinator set (None if it set none)."""
 
-    def __init__(self, stub: xg.TransactionCoordinatorServiceStub) -> None:
+    def __init__(self, stub: xg.TransactionCoordinatorServiceStub, generation: int = 0) -> None:
+        self.generation = generation  # the SASL login's, as it opened (channels.py)
         super().__init__(
             stub.TransactionStream,
             limits.produce_stream_in_flight_max,
             x.TransactionStreamRequest,
         )
+
+    def retire(self) -> bool:
+        """End the stream if no request waits on it (for one with a fresh SASL ticket); False,
+        nothing done, while one does."""
+        if self._pending or self.broken:
+            return False
+        self._break("reopened with a new SASL ticket")
+        return True
 
     def _message(self, correlation_id: int, request: Any) -> x.TransactionStreamRequest:
         field = _FIELD_OF_REQUEST[type(request)]
@@ -274,10 +284,16 @@ class TransactionClient:
             raise CallFailed(None, str(error)) from None
 
     def _stream_to(self, endpoint: str) -> TransactionStream:
+        """The coordinator's stream; a new one if it broke, or if it is idle and its SASL
+        ticket is due for renewal (the broker would end it at expiry, KIP-368)."""
         stream = self._streams.get(endpoint)
+        channels = self._channels
+        if stream is not None and channels.stream_stale(stream.generation):
+            stream.retire()
         if stream is None or stream.broken:
-            stub = xg.TransactionCoordinatorServiceStub(self._channels.get(endpoint))
-            stream = self._streams[endpoint] = TransactionStream(stub)
+            stub = xg.TransactionCoordinatorServiceStub(channels.get(endpoint))
+            stream = TransactionStream(stub, channels.stream_generation())
+            self._streams[endpoint] = stream
         return stream
 
     async def _coordinator(self, key_type: int, key: str, deadline: float) -> str | None:

@@ -1,19 +1,22 @@
 """Goal: over real gRPC and TLS, a client that runs one SCRAM exchange with SaslService gets a
-ticket, and with it its calls pass the SASL gate as User:<name>, the principal the authorizer
-and the servicer (and a stream's reader task) see; a wrong password answers
-SASL_AUTHENTICATION_FAILED; a call without a ticket, or whose credential has changed since,
-answers UNAUTHENTICATED with `samsa-error-code: 58`; the cluster's own calls (membership proof)
-and health checks need no ticket; an exchange left waiting ends with DEADLINE_EXCEEDED.
+ticket, and with it its calls pass the SASL gate as User:<name>, the principal the authorizer and
+the servicer (and a stream's reader task) see; a wrong password answers SASL_AUTHENTICATION_FAILED;
+a call without a ticket, or whose credential has changed since, answers UNAUTHENTICATED with
+`samsa-error-code: 58`; an open stream ends so at its next message when the credential changes,
+and at its ticket's expiry too, then with the marker `samsa-sasl-session: expired` (KIP-368: log
+in again, not a refusal); the cluster's own calls (membership proof) and health checks need no
+ticket; an exchange left waiting ends with DEADLINE_EXCEEDED.
 
 Method: a grpc.aio server on 127.0.0.1 in this process, TLS with certificates made as the other
 tests make them, with the RPC guard, the SASL gate and the authorizer (User:alice a super user)
-in front of small fake servicers that record the principal they see; driven by a gRPC client
-using common.scram.ScramClient.
+(its clock skewed on demand) in front of small fake servicers that record the principal they see;
+driven by a gRPC client using common.scram.ScramClient.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import grpc
@@ -93,13 +96,14 @@ class Harness:
         self.pki = pki
         self.credentials = {("alice", 2): credential("alice-pw"), ("bob", 2): credential("bob-pw")}
         sasl = SaslConfig((scram.SCRAM_SHA_512,), 60_000).bind(KEY, lambda: self.credentials)
+        self.skew_ms = 0  # added to the gate's clock: 60_000 is past every ticket's lifetime
         authorization = Authorization(
             AuthorizerSettings(super_users=frozenset({"User:alice"})), RULES, Acls.empty, KEY
         )
         self.server = grpc.aio.server(
             interceptors=[
                 RpcGuard(),
-                SaslGateInterceptor(sasl),
+                SaslGateInterceptor(sasl, lambda: int(time.time() * 1000) + self.skew_ms),
                 AuthorizingInterceptor(authorization),
             ]
         )
@@ -284,3 +288,40 @@ def test_a_stream_without_a_ticket_is_refused_as_it_opens(pki) -> None:
         return None
 
     assert run(pki, body) == ("UNAUTHENTICATED", {"samsa-error-code": "58"}, [])
+
+
+@pytest.mark.parametrize("ending", ["expired", "revoked"])
+def test_an_open_stream_ends_at_its_tickets_expiry_with_the_marker(pki, ending: str) -> None:
+    """The first message passes; the next, after the ticket expired (or the password changed),
+    ends the stream UNAUTHENTICATED with code 58; only an expiry carries the marker."""
+
+    async def body(harness: Harness, channel: grpc.aio.Channel) -> Any:
+        bob = await authenticate(channel, "bob", "bob-pw")
+        stream = broker_pb2_grpc.BrokerServiceStub(channel).FetchStream(
+            metadata=ticket_of(bob), timeout=10
+        )
+        await stream.write(broker_pb2.FetchStreamRequest())
+        async with asyncio.timeout(10):
+            while not harness.broker.seen:  # the first message passed the gate
+                await asyncio.sleep(0.01)
+        if ending == "expired":
+            harness.skew_ms = 60_000  # the ticket's lifetime (60 s) has passed
+        else:
+            harness.credentials[("bob", 2)] = credential("new-pw")
+        try:
+            await stream.write(broker_pb2.FetchStreamRequest())
+            await stream.read()
+        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            pass
+        trailing = dict(await stream.trailing_metadata() or ())
+        return await stream.code(), await stream.details(), trailing, harness.broker.seen
+
+    code, details, trailing, seen = run(pki, body)
+    assert code == grpc.StatusCode.UNAUTHENTICATED and seen == ["User:bob"]
+    if ending == "expired":
+        assert trailing == {"samsa-error-code": "58", "samsa-sasl-session": "expired"}
+        assert details.startswith("the SASL session of user 'bob' expired"), details
+        assert details.endswith("log in again and reopen the stream"), details
+    else:
+        assert trailing == {"samsa-error-code": "58"}  # a refusal: no marker
+        assert "was deleted or replaced" in details, details

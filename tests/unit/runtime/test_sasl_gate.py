@@ -19,6 +19,8 @@ from samsa.services.runtime.sasl_gate import (
     Session,
     decide,
     exempt,
+    expired,
+    expiry,
     still_current,
 )
 
@@ -42,7 +44,7 @@ def member() -> bool:
 
 
 def test_a_valid_ticket_is_admitted_as_its_user() -> None:
-    session = Session(("alice", 1), ALICE_256)
+    session = Session(("alice", 1), ALICE_256, NOW + HOUR)
     admitted = decide(ticket_for(), not_member, KEY, NOW + 1, CREDENTIALS)
     assert admitted == Decision("User:alice", None, session)
 
@@ -58,6 +60,17 @@ def test_a_streams_session_stays_current_until_its_credential_changes() -> None:
     replaced = scram.credential_for_password(scram.SCRAM_SHA_256, "new", b"salt-1")
     assert not still_current(session, {("alice", 1): replaced})
     assert not still_current(session, {})
+
+
+def test_a_streams_session_expires_with_its_ticket() -> None:
+    """A request stream ends at its ticket's expiry (KIP-368), its message saying to log in
+    again; before it, the session stands."""
+    session = decide(ticket_for(), not_member, KEY, NOW + 1, CREDENTIALS).session
+    assert session is not None and session.expires_ms == NOW + HOUR
+    assert not expired(session, NOW + HOUR - 1) and expired(session, NOW + HOUR)
+    message = expiry(session, NOW + HOUR + 5)
+    assert message.startswith("the SASL session of user 'alice' expired 5 ms ago"), message
+    assert message.endswith("log in again and reopen the stream"), message
 
 
 def test_no_ticket_is_refused_saying_how_to_configure_the_client() -> None:

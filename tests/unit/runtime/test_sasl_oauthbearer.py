@@ -26,7 +26,8 @@ from samsa.common.jwt_validation import Expectations
 from samsa.services.runtime import sasl_exchange, sasl_tickets
 from samsa.services.runtime.config import ConfigError
 from samsa.services.runtime.jwks_source import JwksStartError
-from samsa.services.runtime.sasl_gate import SASL_OFF, SaslConfig, decide
+from samsa.services.runtime.sasl_gate import SASL_OFF, SaslConfig, Session, decide, still_current
+from samsa.services.runtime.sasl_gate import expired as sasl_expired
 from samsa.services.runtime.sasl_oauthbearer import (
     BearerMessageError,
     OAuthBearerSettings,
@@ -85,7 +86,10 @@ def test_an_oauthbearer_ticket_passes_the_gate_only_where_oauthbearer_is_enabled
     assert claims.mechanism is sasl_tickets.OAUTHBEARER
     admitted = decide(ticket, lambda: False, KEY_MATERIAL, 2000, {}, bearer=True)
     assert admitted.principal == "User:svc-1" and admitted.refusal is None
-    assert admitted.session is None  # no SCRAM credential to look for
+    # No SCRAM credential to look for; a stream still ends at the ticket's expiry.
+    assert admitted.session == Session(("svc-1", 3), None, 61_000)
+    assert still_current(admitted.session, {}) and not sasl_expired(admitted.session, 60_999)
+    assert sasl_expired(admitted.session, 61_000)
     refused = decide(ticket, lambda: False, KEY_MATERIAL, 2000, {}, bearer=False)
     assert refused.refusal is not None and "OAUTHBEARER is not enabled" in refused.refusal
     expired = decide(ticket, lambda: False, KEY_MATERIAL, 61_000, {}, bearer=True)
