@@ -115,5 +115,8 @@ def test_defaults_apply_at_run_time_to_topics_without_their_own_value_and_surviv
     out = capsys.readouterr().out
     assert "Default configs for brokers in the cluster are:" in out
     assert "log.retention.ms=60000" in out and "DYNAMIC_DEFAULT_BROKER_CONFIG" in out
-    assert samsa_main([*argv, "--entity-name", "1", "--describe"]) == 2
+    # A broker id names its replication throttle rates (none set here), not topic defaults.
+    assert samsa_main([*argv, "--entity-name", "1", "--describe"]) == 0
+    assert "Dynamic configs for broker 1 are:" in capsys.readouterr().out
+    assert samsa_main([*argv, "--entity-name", "b1", "--describe"]) == 2
     assert cluster.exited() == {}
